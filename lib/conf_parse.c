@@ -1,0 +1,200 @@
+#include "conf_parse.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mmc/mmc.h"
+
+static char *trim(char *s)
+{
+	char *e;
+
+	while (isspace((unsigned char)*s))
+		s++;
+	e = s + strlen(s);
+	while (e > s && isspace((unsigned char)e[-1]))
+		*--e = '\0';
+	return s;
+}
+
+int conf_file_read(const char *path, conf_line_fn fn, void *arg, char *err, size_t errlen)
+{
+	char line[4096];
+	int lineno = 0, rc = 0;
+	FILE *f = fopen(path, "r");
+
+	if (!f) {
+		snprintf(err, errlen, "cannot read config file \"%s\": %s", path, strerror(errno));
+		return MMC_INVALID_PARAM;
+	}
+	while (fgets(line, sizeof(line), f)) {
+		char *hash, *eq, *key, *value;
+
+		lineno++;
+		hash = strchr(line, '#');
+		if (hash)
+			*hash = '\0';
+		key = trim(line);
+		if (!*key)
+			continue;
+		eq = strchr(key, '=');
+		if (!eq) {
+			snprintf(err, errlen, "%s:%d: expected `key = value`", path, lineno);
+			rc = MMC_INVALID_PARAM;
+			break;
+		}
+		*eq = '\0';
+		value = trim(eq + 1);
+		key = trim(key);
+		rc = fn(arg, key, value, lineno);
+		if (rc < 0)
+			break;
+	}
+	fclose(f);
+	return rc;
+}
+
+int conf_parse_u64(const char *s, uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+
+	if (!*s || *s == '-' || !isdigit((unsigned char)*s))
+		return -1;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || *end)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+int conf_parse_size(const char *s, uint64_t *out)
+{
+	static const struct {
+		const char *suffix;
+		int shift;
+	} units[] = {{"", 0},   {"b", 0},   {"k", 10},  {"kb", 10}, {"m", 20},
+		     {"mb", 20}, {"g", 30}, {"gb", 30}, {"t", 40},  {"tb", 40}};
+	char *end;
+	double v;
+
+	if (!isdigit((unsigned char)*s))
+		return -1;
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || v < 0)
+		return -1;
+	while (isspace((unsigned char)*end))
+		end++;
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+		if (strcasecmp(end, units[i].suffix) == 0) {
+			double bytes = ldexp(v, units[i].shift);
+
+			if (bytes >= 18446744073709551615.0 || bytes != floor(bytes))
+				return -1;
+			*out = (uint64_t)bytes;
+			return 0;
+		}
+	}
+	return -1;
+}
+
+int conf_parse_bool(const char *s, bool *out)
+{
+	if (strcmp(s, "true") == 0) {
+		*out = true;
+		return 0;
+	}
+	if (strcmp(s, "false") == 0) {
+		*out = false;
+		return 0;
+	}
+	return -1;
+}
+
+const struct conf_key *conf_find(const struct conf_key *table, const char *key)
+{
+	for (; table->name; table++)
+		if (strcmp(table->name, key) == 0)
+			return table;
+	return NULL;
+}
+
+static int apply_str(const struct conf_key *k, char *field, const char *value)
+{
+	if (strlen(value) >= k->size)
+		return -1;
+	if (k->choices) {
+		const char *const *c = k->choices;
+
+		while (*c && strcmp(*c, value) != 0)
+			c++;
+		if (!*c)
+			return -1;
+	}
+	strcpy(field, value);
+	return 0;
+}
+
+static int apply_num(const struct conf_key *k, void *field, const char *value)
+{
+	uint64_t v;
+	bool b;
+
+	switch (k->type) {
+	case CONF_BOOL:
+		if (conf_parse_bool(value, &b))
+			return -1;
+		*(bool *)field = b;
+		return 0;
+	case CONF_SIZE:
+		if (conf_parse_size(value, &v))
+			return -1;
+		break;
+	default:
+		if (conf_parse_u64(value, &v))
+			return -1;
+		break;
+	}
+	if (v < k->min || v > k->max)
+		return -1;
+	if (k->type == CONF_MS)
+		*(uint32_t *)field = (uint32_t)(v * 1000);
+	else if (k->type == CONF_U32)
+		*(uint32_t *)field = (uint32_t)v;
+	else
+		*(uint64_t *)field = v;
+	return 0;
+}
+
+int conf_apply(const struct conf_key *table, void *obj, const char *key, const char *value, char *err,
+	       size_t errlen)
+{
+	const struct conf_key *k = conf_find(table, key);
+	char *field;
+	int bad;
+
+	if (!k) {
+		snprintf(err, errlen, "unknown configuration key \"%s\"", key);
+		return MMC_INVALID_PARAM;
+	}
+	field = (char *)obj + k->offset;
+	bad = k->type == CONF_STR ? apply_str(k, field, value) : apply_num(k, field, value);
+	if (bad) {
+		if (k->type == CONF_STR && k->choices)
+			snprintf(err, errlen, "bad value \"%s\" for \"%s\" (not an accepted choice)", value, key);
+		else if (k->type == CONF_STR)
+			snprintf(err, errlen, "bad value for \"%s\" (longer than %zu bytes)", key, k->size - 1);
+		else
+			snprintf(err, errlen, "bad value \"%s\" for \"%s\" (expected %s in [%llu, %llu])", value, key,
+				 k->type == CONF_BOOL ? "true or false" : "a number", (unsigned long long)k->min,
+				 (unsigned long long)k->max);
+		return MMC_INVALID_PARAM;
+	}
+	return 0;
+}

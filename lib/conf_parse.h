@@ -1,0 +1,51 @@
+/*
+ * `key = value` configuration files and typed value parsing, shared by libmmc and mmc-metaserver.
+ * A table of conf_key entries describes one configuration struct; conf_apply() sets one field from text.
+ */
+#ifndef MMC_CONF_PARSE_H
+#define MMC_CONF_PARSE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum conf_type {
+	CONF_STR,  /* char[size] */
+	CONF_U32,  /* uint32_t in [min, max] */
+	CONF_U64,  /* uint64_t in [min, max] */
+	CONF_SIZE, /* uint64_t bytes: "4096", "2048KB", "512m", "2.5GB", "1TB"; in [min, max] */
+	CONF_BOOL, /* bool: true / false */
+	CONF_MS,   /* uint32_t milliseconds given in seconds (keys named *.seconds) */
+};
+
+struct conf_key {
+	const char *name;
+	enum conf_type type;
+	size_t offset;               /* of the field in the struct */
+	size_t size;                 /* CONF_STR: buffer size */
+	uint64_t min, max;           /* numeric range, inclusive */
+	const char *const *choices;  /* CONF_STR: NULL-terminated list of accepted values, or NULL */
+};
+
+/* Called for each `key = value` line; returns 0 to go on, a negative code to stop. */
+typedef int (*conf_line_fn)(void *arg, const char *key, const char *value, int line);
+
+/*
+ * Reads path line by line: `#` starts a comment, blank lines are skipped, every other line must be
+ * `key = value` (spaces around both are trimmed). On error writes a message naming the file and line to err.
+ * Returns 0, MMC_INVALID_PARAM (bad line, or fn's code) or MMC_ERROR (unreadable file).
+ */
+int conf_file_read(const char *path, conf_line_fn fn, void *arg, char *err, size_t errlen);
+
+/* Sets the field of obj named by key from text. Returns 0 or MMC_INVALID_PARAM with a message in err. */
+int conf_apply(const struct conf_key *table, void *obj, const char *key, const char *value, char *err,
+	       size_t errlen);
+
+/* Finds key in table, or NULL. */
+const struct conf_key *conf_find(const struct conf_key *table, const char *key);
+
+int conf_parse_size(const char *s, uint64_t *out);
+int conf_parse_u64(const char *s, uint64_t *out);
+int conf_parse_bool(const char *s, bool *out);
+
+#endif

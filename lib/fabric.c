@@ -1,0 +1,410 @@
+#include "fabric.h"
+
+#include <pthread.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_rma.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "mmc/mmc.h"
+
+#define FI_API        FI_VERSION(1, 17)
+#define CQ_BATCH      32
+#define SREAD_MS      100
+#define REQ_MR_MODE   (FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY | FI_MR_ENDPOINT)
+
+struct fabric {
+	struct fi_info *info;
+	struct fid_fabric *fabric;
+	struct fid_domain *domain;
+	struct fid_av *av;
+	struct fid_cq *cq;
+	struct fid_ep *ep;
+	uint64_t mr_mode;
+	atomic_uint_fast64_t next_key;
+	pthread_t progress;
+	bool progress_started;
+	atomic_bool stop;
+	bool can_wait; /* the CQ has a wait object (fi_cq_sread) */
+	unsigned char addr[256];
+	size_t addrlen;
+	char provider[64];
+};
+
+static int fab_err(const char *what, int rc)
+{
+	lg_error("libfabric %s: %s (%d)", what, fi_strerror(-rc), rc);
+	return MMC_ERROR;
+}
+
+/* ---- completions ---- */
+
+static void complete(struct fi_cq_entry *e, int n)
+{
+	for (int i = 0; i < n; i++) {
+		struct fab_op *op = e[i].op_context;
+
+		op->err = 0;
+		atomic_store_explicit(&op->state, 2, memory_order_release);
+	}
+}
+
+static void complete_error(struct fabric *f)
+{
+	struct fi_cq_err_entry err;
+
+	memset(&err, 0, sizeof(err));
+	if (fi_cq_readerr(f->cq, &err, 0) == 1 && err.op_context) {
+		struct fab_op *op = err.op_context;
+
+		lg_warn("libfabric RMA failed: %s (prov_errno %d)", fi_strerror(err.err), err.prov_errno);
+		op->err = MMC_ERROR;
+		atomic_store_explicit(&op->state, 2, memory_order_release);
+	}
+}
+
+/* Reads what the CQ has; returns entries handled (0 when empty). */
+static int poll_cq(struct fabric *f)
+{
+	struct fi_cq_entry e[CQ_BATCH];
+	ssize_t n = fi_cq_read(f->cq, e, CQ_BATCH);
+
+	if (n > 0) {
+		complete(e, (int)n);
+		return (int)n;
+	}
+	if (n == -FI_EAVAIL) {
+		complete_error(f);
+		return 1;
+	}
+	return 0;
+}
+
+static void *progress_main(void *arg)
+{
+	struct fabric *f = arg;
+	struct fi_cq_entry e[CQ_BATCH];
+
+	while (!atomic_load(&f->stop)) {
+		ssize_t n;
+
+		if (f->can_wait) {
+			n = fi_cq_sread(f->cq, e, CQ_BATCH, NULL, SREAD_MS);
+		} else {
+			n = fi_cq_read(f->cq, e, CQ_BATCH);
+			if (n == -FI_EAGAIN) {
+				struct timespec ts = {0, 50000};
+
+				nanosleep(&ts, NULL);
+			}
+		}
+		if (n > 0)
+			complete(e, (int)n);
+		else if (n == -FI_EAVAIL)
+			complete_error(f);
+	}
+	return NULL;
+}
+
+/* ---- setup ---- */
+
+static const char *provider_for(const char *protocol)
+{
+	if (getenv("FI_PROVIDER"))
+		return NULL; /* the user's choice wins; libfabric filters by it */
+	if (strcmp(protocol, "host_tcp") == 0)
+		return "tcp;ofi_rxm";
+	if (strcmp(protocol, "host_shm") == 0)
+		return "shm";
+	if (strcmp(protocol, "host_rdma") == 0)
+		return "verbs;ofi_rxm";
+	return NULL;
+}
+
+static struct fi_info *make_hints(const char *prov)
+{
+	struct fi_info *h = fi_allocinfo();
+
+	if (!h)
+		return NULL;
+	h->caps = FI_RMA | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE;
+	h->mode = FI_CONTEXT | FI_CONTEXT2;
+	h->ep_attr->type = FI_EP_RDM;
+	h->domain_attr->mr_mode = REQ_MR_MODE;
+	h->domain_attr->threading = FI_THREAD_SAFE;
+	h->domain_attr->data_progress = FI_PROGRESS_MANUAL;
+	if (prov)
+		h->fabric_attr->prov_name = strdup(prov);
+	return h;
+}
+
+/* "tcp://ip[:port]" -> node, service */
+static void split_hcom(const char *url, char *node, size_t nlen, char *service, size_t slen)
+{
+	const char *h = strncmp(url, "tcp://", 6) == 0 ? url + 6 : url;
+	const char *colon = strrchr(h, ':');
+	size_t n = colon ? (size_t)(colon - h) : strlen(h);
+
+	node[0] = service[0] = '\0';
+	if (n >= nlen)
+		return;
+	memcpy(node, h, n);
+	node[n] = '\0';
+	if (colon && strcmp(colon + 1, "0") != 0)
+		snprintf(service, slen, "%s", colon + 1);
+}
+
+static int get_info(struct fabric *f, const char *protocol, const char *hcom_url)
+{
+	/* auto: a network provider, best first */
+	static const char *const auto_order[] = {"verbs;ofi_rxm", "efa", "tcp;ofi_rxm", NULL};
+	const char *one[2] = {provider_for(protocol), NULL};
+	const char *const *order = strcmp(protocol, "auto") == 0 && !getenv("FI_PROVIDER") ? auto_order : one;
+	char node[256], service[16];
+	int rc = -FI_ENODATA;
+
+	split_hcom(hcom_url, node, sizeof(node), service, sizeof(service));
+	for (; order == one || *order; order++) {
+		struct fi_info *h = make_hints(*order);
+
+		if (!h)
+			return MMC_MALLOC_FAILED;
+		rc = fi_getinfo(FI_API, node[0] ? node : NULL, service[0] ? service : NULL, node[0] ? FI_SOURCE : 0,
+				h, &f->info);
+		fi_freeinfo(h);
+		if (rc == 0 || order == one)
+			break;
+	}
+	if (rc)
+		return fab_err("fi_getinfo (no provider for this protocol)", rc);
+	snprintf(f->provider, sizeof(f->provider), "%s", f->info->fabric_attr->prov_name);
+	f->mr_mode = f->info->domain_attr->mr_mode;
+	return 0;
+}
+
+static int open_cq(struct fabric *f)
+{
+	/* a file-descriptor wait: FI_WAIT_UNSPEC may be a sched_yield loop (shm), which burns a core */
+	struct fi_cq_attr attr = {.format = FI_CQ_FORMAT_CONTEXT, .wait_obj = FI_WAIT_FD};
+	int rc;
+
+	attr.size = f->info->tx_attr->size * 2 + f->info->rx_attr->size;
+	rc = fi_cq_open(f->domain, &attr, &f->cq, NULL);
+	if (rc == 0) {
+		f->can_wait = true;
+		return 0;
+	}
+	attr.wait_obj = FI_WAIT_NONE;
+	rc = fi_cq_open(f->domain, &attr, &f->cq, NULL);
+	return rc ? fab_err("fi_cq_open", rc) : 0;
+}
+
+static int open_objects(struct fabric *f)
+{
+	struct fi_av_attr av_attr = {.type = FI_AV_TABLE};
+	int rc;
+
+	if ((rc = fi_fabric(f->info->fabric_attr, &f->fabric, NULL)))
+		return fab_err("fi_fabric", rc);
+	if ((rc = fi_domain(f->fabric, f->info, &f->domain, NULL)))
+		return fab_err("fi_domain", rc);
+	if ((rc = open_cq(f)))
+		return rc;
+	if ((rc = fi_av_open(f->domain, &av_attr, &f->av, NULL)))
+		return fab_err("fi_av_open", rc);
+	if ((rc = fi_endpoint(f->domain, f->info, &f->ep, NULL)))
+		return fab_err("fi_endpoint", rc);
+	if ((rc = fi_ep_bind(f->ep, &f->cq->fid, FI_TRANSMIT | FI_RECV)))
+		return fab_err("fi_ep_bind(cq)", rc);
+	if ((rc = fi_ep_bind(f->ep, &f->av->fid, 0)))
+		return fab_err("fi_ep_bind(av)", rc);
+	if ((rc = fi_enable(f->ep)))
+		return fab_err("fi_enable", rc);
+	f->addrlen = sizeof(f->addr);
+	if ((rc = fi_getname(&f->ep->fid, f->addr, &f->addrlen)))
+		return fab_err("fi_getname", rc);
+	return 0;
+}
+
+int fabric_open(struct fabric **out, const char *protocol, const char *hcom_url)
+{
+	struct fabric *f = calloc(1, sizeof(*f));
+	int rc;
+
+	if (!f)
+		return MMC_MALLOC_FAILED;
+	atomic_init(&f->next_key, 1);
+	if ((rc = get_info(f, protocol, hcom_url)) || (rc = open_objects(f)))
+		goto fail;
+	if (pthread_create(&f->progress, NULL, progress_main, f)) {
+		rc = MMC_ERROR;
+		goto fail;
+	}
+	f->progress_started = true;
+	lg_info("fabric: provider %s, mr_mode 0x%llx, %s", f->provider, (unsigned long long)f->mr_mode,
+		f->can_wait ? "blocking progress" : "polling progress");
+	*out = f;
+	return 0;
+fail:
+	fabric_close(f);
+	return rc;
+}
+
+void fabric_close(struct fabric *f)
+{
+	if (!f)
+		return;
+	atomic_store(&f->stop, true);
+	if (f->progress_started)
+		pthread_join(f->progress, NULL);
+	if (f->ep)
+		fi_close(&f->ep->fid);
+	if (f->av)
+		fi_close(&f->av->fid);
+	if (f->cq)
+		fi_close(&f->cq->fid);
+	if (f->domain)
+		fi_close(&f->domain->fid);
+	if (f->fabric)
+		fi_close(&f->fabric->fid);
+	if (f->info)
+		fi_freeinfo(f->info);
+	free(f);
+}
+
+const char *fabric_provider(const struct fabric *f)
+{
+	return f->provider;
+}
+
+const void *fabric_addr(const struct fabric *f, size_t *len)
+{
+	*len = f->addrlen;
+	return f->addr;
+}
+
+bool fabric_virt_addr(const struct fabric *f)
+{
+	return (f->mr_mode & FI_MR_VIRT_ADDR) != 0;
+}
+
+bool fabric_local_mr(const struct fabric *f)
+{
+	return (f->mr_mode & FI_MR_LOCAL) != 0;
+}
+
+int fabric_mr_reg(struct fabric *f, void *buf, size_t len, bool remote, struct fab_mr *out)
+{
+	uint64_t access = FI_READ | FI_WRITE | (remote ? FI_REMOTE_READ | FI_REMOTE_WRITE : 0);
+	uint64_t want = atomic_fetch_add(&f->next_key, 1); /* ignored under FI_MR_PROV_KEY */
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	rc = fi_mr_reg(f->domain, buf, len, access, 0, want, 0, &out->mr, NULL);
+	if (rc)
+		return fab_err("fi_mr_reg", rc);
+	if (f->mr_mode & FI_MR_ENDPOINT) {
+		if ((rc = fi_mr_bind(out->mr, &f->ep->fid, 0)) || (rc = fi_mr_enable(out->mr))) {
+			fi_close(&out->mr->fid);
+			out->mr = NULL;
+			return fab_err("fi_mr_bind/enable", rc);
+		}
+	}
+	out->desc = fi_mr_desc(out->mr);
+	out->key = fi_mr_key(out->mr);
+	return 0;
+}
+
+void fabric_mr_close(struct fab_mr *mr)
+{
+	if (mr->mr)
+		fi_close(&mr->mr->fid);
+	mr->mr = NULL;
+}
+
+int fabric_peer_add(struct fabric *f, const void *addr, size_t len, fi_addr_t *out)
+{
+	int rc = fi_av_insert(f->av, addr, 1, out, 0, NULL);
+
+	return rc == 1 ? 0 : fab_err("fi_av_insert", rc < 0 ? rc : -FI_EINVAL);
+}
+
+void fabric_peer_remove(struct fabric *f, fi_addr_t a)
+{
+	fi_av_remove(f->av, &a, 1, 0);
+}
+
+/* ---- batches ---- */
+
+void fab_batch_init(struct fab_batch *b, struct fabric *f, struct fab_op *ops, size_t window,
+		    void (*done)(void *arg, uint32_t tag, int err), void *arg)
+{
+	b->f = f;
+	b->ops = ops;
+	b->window = window;
+	b->posted = b->reaped = 0;
+	b->done = done;
+	b->arg = arg;
+	for (size_t i = 0; i < window; i++)
+		atomic_init(&ops[i].state, 0);
+}
+
+/* Waits until the oldest op is done, then reports it. */
+static void reap_one(struct fab_batch *b)
+{
+	struct fab_op *op = &b->ops[b->reaped % b->window];
+	unsigned spins = 0;
+
+	while (atomic_load_explicit(&op->state, memory_order_acquire) != 2) {
+		if (!poll_cq(b->f) && ++spins > 64)
+			sched_yield();
+	}
+	atomic_store_explicit(&op->state, 0, memory_order_relaxed);
+	b->reaped++;
+	b->done(b->arg, op->tag, op->err);
+}
+
+int fab_batch_post(struct fab_batch *b, bool write, void *lbuf, size_t len, void *desc, fi_addr_t peer,
+		   uint64_t raddr, uint64_t rkey, uint32_t tag)
+{
+	struct iovec iov = {lbuf, len};
+	struct fi_rma_iov rma = {raddr, len, rkey};
+	struct fi_msg_rma msg = {.msg_iov = &iov, .desc = &desc, .iov_count = 1, .addr = peer, .rma_iov = &rma,
+				 .rma_iov_count = 1};
+	struct fab_op *op;
+	ssize_t rc;
+
+	if (b->posted - b->reaped == b->window)
+		reap_one(b);
+	op = &b->ops[b->posted % b->window];
+	op->tag = tag;
+	op->err = 0;
+	msg.context = op;
+	atomic_store_explicit(&op->state, 1, memory_order_relaxed);
+	for (;;) {
+		rc = write ? fi_writemsg(b->f->ep, &msg, FI_COMPLETION | FI_DELIVERY_COMPLETE)
+			   : fi_readmsg(b->f->ep, &msg, FI_COMPLETION);
+		if (rc != -FI_EAGAIN)
+			break;
+		/* the provider is out of credits: drive progress (never drop completions) and retry */
+		if (!poll_cq(b->f))
+			sched_yield();
+	}
+	if (rc) {
+		atomic_store_explicit(&op->state, 0, memory_order_relaxed);
+		return fab_err(write ? "fi_writemsg" : "fi_readmsg", (int)rc);
+	}
+	b->posted++;
+	return 0;
+}
+
+void fab_batch_wait(struct fab_batch *b)
+{
+	while (b->reaped < b->posted)
+		reap_one(b);
+}

@@ -1,0 +1,81 @@
+/*
+ * The data path: one libfabric RDM endpoint per store with one-sided RMA. The provider comes from the protocol
+ * (host_tcp: tcp;ofi_rxm, host_shm: shm, host_rdma: verbs;ofi_rxm, auto: the best network provider); FI_PROVIDER
+ * still overrides. MR modes are requested as real NICs need them and honoured as the provider returns them.
+ *
+ * Completions: software providers progress only when their completion queue is read. A progress thread blocks on
+ * the CQ (serving peers' RMA into our pool); a thread waiting for its own batch reads the CQ itself. Completions
+ * are delivered to the op they name, whoever reads them. Thread-safe.
+ */
+#ifndef MMC_FABRIC_H
+#define MMC_FABRIC_H
+
+#include <rdma/fabric.h>
+#include <rdma/fi_domain.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct fabric;
+
+struct fab_mr {
+	struct fid_mr *mr;
+	void *desc;   /* local descriptor (NULL when the provider needs none) */
+	uint64_t key; /* remote key */
+};
+
+/* Opens the endpoint. hcom_url "tcp://ip[:port]" selects the interface, "" lets the provider pick. */
+int fabric_open(struct fabric **out, const char *protocol, const char *hcom_url);
+void fabric_close(struct fabric *f);
+
+const char *fabric_provider(const struct fabric *f);
+/* The endpoint's address for peers (fi_getname). */
+const void *fabric_addr(const struct fabric *f, size_t *len);
+/* True when remote targets are virtual addresses (FI_MR_VIRT_ADDR), false for offsets into the MR. */
+bool fabric_virt_addr(const struct fabric *f);
+/* True when local buffers must be registered to be used (FI_MR_LOCAL). */
+bool fabric_local_mr(const struct fabric *f);
+
+/* Registers [buf, buf+len) for local use, and for peers' RMA when remote. Returns 0 or MMC_ERROR. */
+int fabric_mr_reg(struct fabric *f, void *buf, size_t len, bool remote, struct fab_mr *out);
+void fabric_mr_close(struct fab_mr *mr);
+
+/* Adds a peer's address to the address vector. */
+int fabric_peer_add(struct fabric *f, const void *addr, size_t len, fi_addr_t *out);
+void fabric_peer_remove(struct fabric *f, fi_addr_t a);
+
+/* One posted operation (libfabric's context). Owned by a batch. */
+struct fab_op {
+	struct fi_context2 ctx; /* first: libfabric hands this pointer back */
+	atomic_int state;       /* 0 free, 1 posted, 2 done */
+	int err;
+	uint32_t tag;
+};
+
+/* A set of operations issued by one call: a ring of `window` ops in flight. Owned by the calling thread. */
+struct fab_batch {
+	struct fabric *f;
+	struct fab_op *ops;
+	size_t window;
+	size_t posted, reaped;
+	/* called on the owner's thread as each op is reaped: err 0 or an MMC_* code */
+	void (*done)(void *arg, uint32_t tag, int err);
+	void *arg;
+};
+
+void fab_batch_init(struct fab_batch *b, struct fabric *f, struct fab_op *ops, size_t window,
+		    void (*done)(void *arg, uint32_t tag, int err), void *arg);
+
+/*
+ * Posts one RMA: write sends [lbuf, lbuf+len) to (peer, raddr, rkey); read fetches it. Waits for a free slot when
+ * the window is full. Writes complete only once the data is visible at the target (FI_DELIVERY_COMPLETE).
+ * Returns 0 or an MMC_* code (the op was not posted).
+ */
+int fab_batch_post(struct fab_batch *b, bool write, void *lbuf, size_t len, void *desc, fi_addr_t peer,
+		   uint64_t raddr, uint64_t rkey, uint32_t tag);
+
+/* Waits for every posted op; returns after done() was called for each. */
+void fab_batch_wait(struct fab_batch *b);
+
+#endif

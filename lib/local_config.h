@@ -1,0 +1,35 @@
+/* The resolved configuration of one store: mmc_local_config, the file it names, and defaults, checked. */
+#ifndef MMC_LOCAL_CONFIG_H
+#define MMC_LOCAL_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mmc/mmc.h"
+
+struct client_conf {
+	mmc_local_config c;
+	/* derived */
+	char meta_host[256];
+	uint16_t meta_port;
+	int log_level;
+	/* accepted from MemCache configuration files for compatibility; mmc does not need them */
+	char memory_pool_mode[64];
+	uint32_t read_threads, write_threads;
+	bool aggregate_io;
+	uint32_t aggregate_num;
+	uint64_t chunk_size;
+	uint32_t chunk_count;
+	bool ubs_io_enable, storage_enabled;
+	bool tls_enable, hcom_tls_enable, config_store_tls_enable;
+	char tls_path[24][256];
+};
+
+/*
+ * Resolves in into out: copies it, loads the file named by in->config_path (or $MMC_LOCAL_CONFIG_PATH when in is
+ * NULL), then checks every field. Returns 0 or MMC_INVALID_PARAM with a message naming the key in err.
+ */
+int local_config_resolve(const mmc_local_config *in, struct client_conf *out, char *err, size_t errlen);
+
+#endif

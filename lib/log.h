@@ -1,0 +1,20 @@
+/*
+ * libmmc logging. libmmc never writes anywhere on its own: lines go to the handler set with
+ * mmc_set_log_handler(); the default handler writes warnings and errors to stderr. Thread-safe.
+ */
+#ifndef MMC_LIB_LOG_H
+#define MMC_LIB_LOG_H
+
+#include "mmc/mmc.h"
+
+void lg_set_level(int level);
+int lg_parse_level(const char *name, int *level);
+int lg_enabled(int level);
+void lg_emit(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#define lg_debug(...) (lg_enabled(MMC_LOG_DEBUG) ? lg_emit(MMC_LOG_DEBUG, __VA_ARGS__) : (void)0)
+#define lg_info(...)  (lg_enabled(MMC_LOG_INFO) ? lg_emit(MMC_LOG_INFO, __VA_ARGS__) : (void)0)
+#define lg_warn(...)  lg_emit(MMC_LOG_WARN, __VA_ARGS__)
+#define lg_error(...) lg_emit(MMC_LOG_ERROR, __VA_ARGS__)
+
+#endif

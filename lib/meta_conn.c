@@ -1,0 +1,504 @@
+#include "meta_conn.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "local_config.h"
+#include "log.h"
+
+#define BUCKETS       256
+#define CONNECT_MS    5000
+#define BACKOFF_MIN   100
+#define BACKOFF_MAX   2000
+
+enum mc_state { MC_DOWN, MC_CONNECTING, MC_READY };
+
+struct meta_conn {
+	const struct client_conf *conf;
+	pthread_mutex_t lock; /* state, pending, session */
+	pthread_cond_t state_cond;
+	pthread_mutex_t send_lock;
+	enum mc_state state;
+	int fd;
+	uint64_t next_id;
+	struct mcall *pending[BUCKETS];
+	struct meta_session session;
+	pthread_t reader, keeper;
+	bool reader_started, keeper_started, stop;
+	meta_reconnect_fn on_reconnect;
+	void *owner;
+};
+
+static pthread_key_t tls_key;
+static pthread_once_t tls_once = PTHREAD_ONCE_INIT;
+
+static void tls_free(void *p)
+{
+	wbuf_free(p);
+	free(p);
+}
+
+static void tls_init(void)
+{
+	pthread_key_create(&tls_key, tls_free);
+}
+
+/* Each calling thread encodes into its own buffer, kept between calls. */
+static struct wbuf *tls_wbuf(void)
+{
+	struct wbuf *b;
+
+	pthread_once(&tls_once, tls_init);
+	b = pthread_getspecific(tls_key);
+	if (!b && (b = calloc(1, sizeof(*b))))
+		pthread_setspecific(tls_key, b);
+	return b;
+}
+
+/* ---- pending calls (lock held) ---- */
+
+static void pending_add(struct meta_conn *mc, struct mcall *c)
+{
+	struct mcall **head = &mc->pending[c->id % BUCKETS];
+
+	c->next = *head;
+	*head = c;
+}
+
+static struct mcall *pending_take(struct meta_conn *mc, uint64_t id)
+{
+	struct mcall **p = &mc->pending[id % BUCKETS];
+
+	while (*p && (*p)->id != id)
+		p = &(*p)->next;
+	if (*p) {
+		struct mcall *c = *p;
+
+		*p = c->next;
+		return c;
+	}
+	return NULL;
+}
+
+static void fail_all(struct meta_conn *mc, int status)
+{
+	for (int i = 0; i < BUCKETS; i++) {
+		while (mc->pending[i]) {
+			struct mcall *c = mc->pending[i];
+
+			mc->pending[i] = c->next;
+			c->status = status;
+			c->done = true;
+			pthread_cond_signal(&c->cond);
+		}
+	}
+}
+
+/* ---- socket ---- */
+
+static int read_full(int fd, void *buf, size_t len)
+{
+	char *p = buf;
+
+	while (len) {
+		ssize_t n = read(fd, p, len);
+
+		if (n > 0) {
+			p += n;
+			len -= (size_t)n;
+		} else if (n == 0 || errno != EINTR) {
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static int write_full(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+
+	while (len) {
+		ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
+
+		if (n > 0) {
+			p += n;
+			len -= (size_t)n;
+		} else if (n < 0 && errno != EINTR) {
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static int connect_to(const char *host, uint16_t port)
+{
+	struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *ai, *a;
+	char portstr[8];
+	int fd = -1, one = 1;
+
+	snprintf(portstr, sizeof(portstr), "%u", port);
+	if (getaddrinfo(host, portstr, &hints, &ai))
+		return -1;
+	for (a = ai; a && fd < 0; a = a->ai_next) {
+		struct pollfd pfd;
+		int err = 0;
+		socklen_t elen = sizeof(err);
+
+		fd = socket(a->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+		if (fd < 0)
+			continue;
+		if (connect(fd, a->ai_addr, a->ai_addrlen) && errno != EINPROGRESS)
+			goto next;
+		pfd = (struct pollfd){.fd = fd, .events = POLLOUT};
+		if (poll(&pfd, 1, CONNECT_MS) != 1 || getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &elen) || err)
+			goto next;
+		fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		continue;
+next:
+		close(fd);
+		fd = -1;
+	}
+	freeaddrinfo(ai);
+	return fd;
+}
+
+/* ---- reader thread ---- */
+
+static void dispatch(struct meta_conn *mc, const uint8_t *frame, size_t len)
+{
+	uint64_t id;
+	uint32_t body;
+	const uint8_t *data;
+	size_t dlen;
+	struct mcall *c;
+	int status;
+
+	if (wire_split(frame, len, &id, &body, &data, &dlen) || !id)
+		return;
+	pthread_mutex_lock(&mc->lock);
+	c = pending_take(mc, id);
+	pthread_mutex_unlock(&mc->lock);
+	if (!c)
+		return; /* the caller timed out */
+	status = c->decode ? c->decode(c, body, data, dlen) : 0;
+	pthread_mutex_lock(&mc->lock);
+	c->status = status;
+	c->done = true;
+	pthread_cond_signal(&c->cond);
+	pthread_mutex_unlock(&mc->lock);
+}
+
+static void *reader_main(void *arg)
+{
+	struct meta_conn *mc = arg;
+	struct wbuf buf = {0};
+	uint8_t hdr[4];
+
+	for (;;) {
+		uint32_t len;
+
+		if (read_full(mc->fd, hdr, 4))
+			break;
+		len = (uint32_t)hdr[0] | (uint32_t)hdr[1] << 8 | (uint32_t)hdr[2] << 16 | (uint32_t)hdr[3] << 24;
+		if (len == 0 || len > MMC_FRAME_MAX) {
+			lg_error("meta connection: bad frame length %u", len);
+			break;
+		}
+		if (len > buf.cap) {
+			uint8_t *d = realloc(buf.data, len);
+
+			if (!d)
+				break;
+			buf.data = d;
+			buf.cap = len;
+		}
+		if (read_full(mc->fd, buf.data, len))
+			break;
+		dispatch(mc, buf.data, len);
+	}
+	wbuf_free(&buf);
+	pthread_mutex_lock(&mc->lock);
+	mc->state = MC_DOWN;
+	fail_all(mc, MMC_NOT_CONNECTED_META);
+	pthread_cond_broadcast(&mc->state_cond);
+	pthread_mutex_unlock(&mc->lock);
+	if (!mc->stop)
+		lg_warn("lost the meta server connection; reconnecting");
+	return NULL;
+}
+
+/* ---- calls ---- */
+
+static int wait_ready(struct meta_conn *mc, const struct mcall *c)
+{
+	struct timespec dl;
+
+	if (c->bypass || mc->state == MC_READY)
+		return mc->stop ? MMC_NOT_CONNECTED_META : 0;
+	if (!mc->conf->c.retry_ms || mc->stop)
+		return MMC_NOT_CONNECTED_META;
+	dl = clock_deadline(mc->conf->c.retry_ms);
+	while (mc->state != MC_READY && !mc->stop)
+		if (pthread_cond_timedwait(&mc->state_cond, &mc->lock, &dl) == ETIMEDOUT)
+			break;
+	return mc->state == MC_READY && !mc->stop ? 0 : MMC_NOT_CONNECTED_META;
+}
+
+static int send_frame(struct meta_conn *mc, int fd, const struct wbuf *b)
+{
+	int rc;
+
+	pthread_mutex_lock(&mc->send_lock);
+	rc = write_full(fd, b->data, b->len);
+	pthread_mutex_unlock(&mc->send_lock);
+	if (rc)
+		shutdown(fd, SHUT_RDWR); /* the reader sees it and fails everything pending */
+	return rc ? MMC_NOT_CONNECTED_META : 0;
+}
+
+int meta_call(struct meta_conn *mc, uint32_t body, const pb_msgdesc_t *fields, const void *msg, struct mcall *c)
+{
+	struct wbuf *b = tls_wbuf();
+	struct timespec dl;
+	int rc, fd;
+
+	if (!b)
+		return MMC_MALLOC_FAILED;
+	pthread_cond_init(&c->cond, NULL);
+	c->done = false;
+	c->status = 0;
+	pthread_mutex_lock(&mc->lock);
+	rc = wait_ready(mc, c);
+	if (rc)
+		goto out_unlock;
+	c->id = ++mc->next_id;
+	rc = wire_encode(b, c->id, body, fields, msg);
+	if (rc)
+		goto out_unlock;
+	pending_add(mc, c);
+	fd = mc->fd;
+	pthread_mutex_unlock(&mc->lock);
+
+	send_frame(mc, fd, b); /* a failed send completes the call through the reader */
+
+	pthread_mutex_lock(&mc->lock);
+	dl = clock_deadline(mc->conf->c.timeout_ms);
+	while (!c->done) {
+		if (pthread_cond_timedwait(&c->cond, &mc->lock, &dl) == ETIMEDOUT && !c->done &&
+		    pending_take(mc, c->id)) {
+			c->status = MMC_TIMEOUT;
+			break;
+		}
+	}
+	rc = c->status;
+out_unlock:
+	pthread_mutex_unlock(&mc->lock);
+	pthread_cond_destroy(&c->cond);
+	return rc;
+}
+
+int meta_send(struct meta_conn *mc, uint32_t body, const pb_msgdesc_t *fields, const void *msg)
+{
+	struct wbuf *b = tls_wbuf();
+	int rc, fd;
+
+	if (!b)
+		return MMC_MALLOC_FAILED;
+	pthread_mutex_lock(&mc->lock);
+	rc = mc->state == MC_READY ? 0 : MMC_NOT_CONNECTED_META;
+	fd = mc->fd;
+	pthread_mutex_unlock(&mc->lock);
+	if (rc || (rc = wire_encode(b, 0, body, fields, msg)))
+		return rc;
+	return send_frame(mc, fd, b);
+}
+
+int meta_decode_reply(struct mcall *c, uint32_t body, const uint8_t *data, size_t len)
+{
+	mmc_Reply r = mmc_Reply_init_zero;
+	pb_istream_t s = pb_istream_from_buffer(data, len);
+
+	if (body != WB_REPLY || !pb_decode(&s, mmc_Reply_fields, &r))
+		return MMC_INTERNAL_ERROR;
+	return r.result;
+}
+
+static int decode_hello(struct mcall *c, uint32_t body, const uint8_t *data, size_t len)
+{
+	mmc_HelloReply r = mmc_HelloReply_init_zero;
+	pb_istream_t s = pb_istream_from_buffer(data, len);
+	struct meta_session *out = c->arg;
+
+	if (body != WB_HELLO_REPLY || !pb_decode(&s, mmc_HelloReply_fields, &r))
+		return MMC_INTERNAL_ERROR;
+	out->id = r.session;
+	out->lease_ttl_ms = r.lease_ttl_ms;
+	out->heartbeat_timeout_ms = r.heartbeat_timeout_ms;
+	return r.result;
+}
+
+/* ---- connection life ---- */
+
+/* Opens a socket, starts its reader and says hello. Called without the lock. */
+static int handshake(struct meta_conn *mc)
+{
+	mmc_Hello h = mmc_Hello_init_zero;
+	struct meta_session sess = {0};
+	struct mcall c = {.decode = decode_hello, .arg = &sess, .bypass = true};
+	int fd = connect_to(mc->conf->meta_host, mc->conf->meta_port), rc;
+
+	if (fd < 0)
+		return MMC_NOT_CONNECTED_META;
+	if (mc->reader_started)
+		pthread_join(mc->reader, NULL);
+	mc->reader_started = false;
+	pthread_mutex_lock(&mc->lock);
+	mc->fd = fd;
+	mc->state = MC_CONNECTING;
+	pthread_mutex_unlock(&mc->lock);
+	if (pthread_create(&mc->reader, NULL, reader_main, mc)) {
+		close(fd);
+		mc->state = MC_DOWN;
+		return MMC_ERROR;
+	}
+	mc->reader_started = true;
+	gethostname(h.host, sizeof(h.host) - 1);
+	h.pid = (uint32_t)getpid();
+	h.version = MMC_WIRE_VERSION;
+	rc = meta_call(mc, WB_HELLO, mmc_Hello_fields, &h, &c);
+	if (rc == 0 && mc->on_reconnect)
+		rc = mc->on_reconnect(mc->owner);
+	pthread_mutex_lock(&mc->lock);
+	if (rc == 0 && mc->state == MC_CONNECTING) {
+		mc->session = sess;
+		mc->state = MC_READY;
+		pthread_cond_broadcast(&mc->state_cond);
+	} else if (rc == 0) {
+		rc = MMC_NOT_CONNECTED_META;
+	}
+	pthread_mutex_unlock(&mc->lock);
+	if (rc) {
+		shutdown(fd, SHUT_RDWR);
+		pthread_join(mc->reader, NULL);
+		mc->reader_started = false;
+		close(fd);
+		mc->fd = -1;
+	}
+	return rc;
+}
+
+static void *keeper_main(void *arg)
+{
+	struct meta_conn *mc = arg;
+	uint32_t backoff = BACKOFF_MIN;
+
+	pthread_mutex_lock(&mc->lock);
+	while (!mc->stop) {
+		struct timespec dl;
+
+		if (mc->state == MC_READY) {
+			mmc_Ping ping = mmc_Ping_init_zero;
+
+			dl = clock_deadline(mc->conf->c.heartbeat_ms);
+			pthread_cond_timedwait(&mc->state_cond, &mc->lock, &dl);
+			if (mc->stop || mc->state != MC_READY)
+				continue;
+			pthread_mutex_unlock(&mc->lock);
+			meta_send(mc, WB_PING, mmc_Ping_fields, &ping);
+			pthread_mutex_lock(&mc->lock);
+			backoff = BACKOFF_MIN;
+			continue;
+		}
+		/* down: the reader has exited; close its socket and try again */
+		pthread_mutex_unlock(&mc->lock);
+		if (mc->reader_started) {
+			pthread_join(mc->reader, NULL);
+			mc->reader_started = false;
+			close(mc->fd);
+			mc->fd = -1;
+		}
+		if (!mc->stop && handshake(mc) == 0) {
+			lg_info("reconnected to the meta server");
+			pthread_mutex_lock(&mc->lock);
+			continue;
+		}
+		pthread_mutex_lock(&mc->lock);
+		dl = clock_deadline(backoff);
+		if (!mc->stop)
+			pthread_cond_timedwait(&mc->state_cond, &mc->lock, &dl);
+		backoff = backoff * 2 > BACKOFF_MAX ? BACKOFF_MAX : backoff * 2;
+	}
+	pthread_mutex_unlock(&mc->lock);
+	return NULL;
+}
+
+int meta_conn_open(struct meta_conn **out, const struct client_conf *conf)
+{
+	struct meta_conn *mc = calloc(1, sizeof(*mc));
+	int rc;
+
+	if (!mc)
+		return MMC_MALLOC_FAILED;
+	mc->conf = conf;
+	mc->fd = -1;
+	pthread_mutex_init(&mc->lock, NULL);
+	pthread_mutex_init(&mc->send_lock, NULL);
+	pthread_cond_init(&mc->state_cond, NULL);
+	rc = handshake(mc);
+	if (rc) {
+		meta_conn_close(mc);
+		return rc;
+	}
+	*out = mc;
+	return 0;
+}
+
+int meta_conn_start(struct meta_conn *mc, meta_reconnect_fn on_reconnect, void *owner)
+{
+	mc->on_reconnect = on_reconnect;
+	mc->owner = owner;
+	if (pthread_create(&mc->keeper, NULL, keeper_main, mc))
+		return MMC_ERROR;
+	mc->keeper_started = true;
+	return 0;
+}
+
+void meta_conn_close(struct meta_conn *mc)
+{
+	if (!mc)
+		return;
+	pthread_mutex_lock(&mc->lock);
+	mc->stop = true;
+	if (mc->fd >= 0)
+		shutdown(mc->fd, SHUT_RDWR);
+	pthread_cond_broadcast(&mc->state_cond);
+	pthread_mutex_unlock(&mc->lock);
+	if (mc->keeper_started)
+		pthread_join(mc->keeper, NULL);
+	if (mc->reader_started)
+		pthread_join(mc->reader, NULL);
+	if (mc->fd >= 0)
+		close(mc->fd);
+	pthread_mutex_destroy(&mc->lock);
+	pthread_mutex_destroy(&mc->send_lock);
+	pthread_cond_destroy(&mc->state_cond);
+	free(mc);
+}
+
+void meta_conn_session(struct meta_conn *mc, struct meta_session *out)
+{
+	pthread_mutex_lock(&mc->lock);
+	*out = mc->session;
+	pthread_mutex_unlock(&mc->lock);
+}

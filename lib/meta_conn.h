@@ -1,0 +1,63 @@
+/*
+ * The store's one TCP connection to mmc-metaserver. Calls from many threads are pipelined on it: each call has a
+ * request id, waits on its own condition variable, and its reply is decoded by the reader thread straight into
+ * the caller's arrays. A session thread sends heartbeats and, when the connection drops, reconnects and replays
+ * the handshake (hello, then the local service's re-registration). Thread-safe.
+ */
+#ifndef MMC_META_CONN_H
+#define MMC_META_CONN_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "wire.h"
+
+struct client_conf;
+struct meta_conn;
+
+/* One request in flight. Lives on the caller's stack. */
+struct mcall {
+	/* set by the caller */
+	int (*decode)(struct mcall *c, uint32_t body, const uint8_t *data, size_t len); /* reader thread */
+	void *arg;
+	bool bypass; /* handshake calls: allowed while the connection is not ready yet */
+	/* owned by meta_conn */
+	uint64_t id;
+	int status;
+	bool done;
+	pthread_cond_t cond;
+	struct mcall *next;
+};
+
+/* What a (re)connected session learned from the server. */
+struct meta_session {
+	uint64_t id;
+	uint64_t lease_ttl_ms;
+	uint32_t heartbeat_timeout_ms;
+};
+
+/* Called by the session thread after a reconnect, once hello succeeded; re-registers the local service. */
+typedef int (*meta_reconnect_fn)(void *owner);
+
+/* Connects and says hello. Returns 0, MMC_NOT_CONNECTED_META or MMC_MALLOC_FAILED. */
+int meta_conn_open(struct meta_conn **out, const struct client_conf *conf);
+/* Starts heartbeats and automatic reconnection; on_reconnect may be NULL. */
+int meta_conn_start(struct meta_conn *mc, meta_reconnect_fn on_reconnect, void *owner);
+/* Stops the threads, fails pending calls, closes. NULL is ignored. */
+void meta_conn_close(struct meta_conn *mc);
+
+/*
+ * Sends msg as Frame body `body` and waits for the reply. Returns the call's status: what c->decode returned,
+ * MMC_NOT_CONNECTED_META, MMC_TIMEOUT, or MMC_INVALID_PARAM when the request cannot be encoded.
+ */
+int meta_call(struct meta_conn *mc, uint32_t body, const pb_msgdesc_t *fields, const void *msg, struct mcall *c);
+/* Sends without waiting for any reply (id 0). */
+int meta_send(struct meta_conn *mc, uint32_t body, const pb_msgdesc_t *fields, const void *msg);
+
+void meta_conn_session(struct meta_conn *mc, struct meta_session *out);
+
+/* Decoders for the simple replies: Reply{result} -> result. */
+int meta_decode_reply(struct mcall *c, uint32_t body, const uint8_t *data, size_t len);
+
+#endif

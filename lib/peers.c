@@ -1,0 +1,100 @@
+/* The cache of local services' fabric coordinates (rank -> address, pool base and key). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "mmc/mmc.h"
+#include "store.h"
+#include "wire.h"
+
+void peers_init(struct peers *p)
+{
+	pthread_rwlock_init(&p->lock, NULL);
+	memset(p->by_rank, 0, sizeof(p->by_rank));
+}
+
+void peers_fini(struct peers *p)
+{
+	for (int i = 0; i < MMC_RANKS_MAX; i++)
+		free(p->by_rank[i]);
+	pthread_rwlock_destroy(&p->lock);
+}
+
+struct info_ctx {
+	mmc_ServiceInfo info;
+};
+
+static int decode_info(struct mcall *c, uint32_t body, const uint8_t *data, size_t len)
+{
+	struct info_ctx *ctx = c->arg;
+	pb_istream_t st = pb_istream_from_buffer(data, len);
+
+	if (body != WB_SERVICE_INFO || !pb_decode(&st, mmc_ServiceInfo_fields, &ctx->info))
+		return MMC_INTERNAL_ERROR;
+	return ctx->info.result;
+}
+
+/* Builds a peer from the meta server's answer and puts it in the cache. */
+static int fetch(struct mmc_store *s, uint32_t rank, struct peer *out)
+{
+	mmc_ServiceQuery q = {.rank = rank};
+	struct info_ctx ctx;
+	struct mcall c = {.decode = decode_info, .arg = &ctx};
+	struct peer *p;
+	int rc;
+
+	memset(&ctx, 0, sizeof(ctx));
+	rc = meta_call(s->meta, WB_SERVICE, mmc_ServiceQuery_fields, &q, &c);
+	if (rc)
+		return rc;
+	if (strcmp(ctx.info.provider, fabric_provider(s->fab)) != 0) {
+		lg_error("local service %u uses provider %s, this store %s: they cannot reach each other", rank,
+			 ctx.info.provider, fabric_provider(s->fab));
+		return MMC_LINK_NOT_FOUND;
+	}
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return MMC_MALLOC_FAILED;
+	p->rank = rank;
+	p->incarnation = ctx.info.incarnation;
+	p->self = s->registered && rank == s->rank && ctx.info.incarnation == s->incarnation;
+	p->nsegs = ctx.info.segments_count;
+	for (uint32_t i = 0; i < p->nsegs; i++) {
+		p->segs[i].media = ctx.info.segments[i].media;
+		p->segs[i].base = ctx.info.segments[i].base_addr;
+		p->segs[i].key = ctx.info.segments[i].key;
+		p->segs[i].size = ctx.info.segments[i].size;
+	}
+	if (!p->self && fabric_peer_add(s->fab, ctx.info.fabric_addr.bytes, ctx.info.fabric_addr.size, &p->fa)) {
+		free(p);
+		return MMC_LINK_NOT_FOUND;
+	}
+	pthread_rwlock_wrlock(&s->peers.lock);
+	/* the old entry's fabric address stays in the AV: an op in flight may still use it */
+	free(s->peers.by_rank[rank]);
+	s->peers.by_rank[rank] = p;
+	*out = *p;
+	pthread_rwlock_unlock(&s->peers.lock);
+	return 0;
+}
+
+int peers_get(struct mmc_store *s, uint32_t rank, uint64_t incarnation, struct peer *out)
+{
+	struct peer *p;
+	int rc;
+
+	if (rank >= MMC_RANKS_MAX)
+		return MMC_INVALID_PARAM;
+	pthread_rwlock_rdlock(&s->peers.lock);
+	p = s->peers.by_rank[rank];
+	if (p && (p->incarnation == incarnation || !incarnation)) {
+		*out = *p;
+		pthread_rwlock_unlock(&s->peers.lock);
+		return 0;
+	}
+	pthread_rwlock_unlock(&s->peers.lock);
+	rc = fetch(s, rank, out);
+	if (rc == 0 && incarnation && out->incarnation != incarnation)
+		return MMC_LINK_NOT_FOUND; /* the blob's service is gone; a newer one has its rank */
+	return rc;
+}

@@ -1,0 +1,261 @@
+/* Store life cycle: create, setup, init (join as a local service), teardown, destroy; buffer registration. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "mmc/mmc.h"
+#include "store.h"
+#include "store_gva.h"
+#include "wire.h"
+
+#define DEVICE_ID_MAX 383
+
+mmc_store *mmc_create(void)
+{
+	mmc_store *s = calloc(1, sizeof(*s));
+
+	if (!s)
+		return NULL;
+	pthread_mutex_init(&s->life, NULL);
+	atomic_init(&s->state, ST_CREATED);
+	return s;
+}
+
+int store_check_ready(const struct mmc_store *s)
+{
+	if (!s)
+		return MMC_INVALID_PARAM;
+	return atomic_load(&s->state) == ST_READY ? 0 : MMC_CLIENT_NOT_INIT;
+}
+
+bool store_key_ok(const char *key)
+{
+	return key && key[0] && memchr(key, '\0', MMC_KEY_MAX + 1);
+}
+
+int mmc_setup(mmc_store *s, const mmc_local_config *cfg)
+{
+	char err[512];
+	int rc;
+
+	if (!s)
+		return MMC_INVALID_PARAM;
+	pthread_mutex_lock(&s->life);
+	if (atomic_load(&s->state) == ST_READY) {
+		rc = MMC_REPEAT_CALL;
+		goto out;
+	}
+	rc = local_config_resolve(cfg, &s->conf, err, sizeof(err));
+	if (rc) {
+		lg_error("mmc_setup: %s", err);
+		goto out;
+	}
+	lg_set_level(s->conf.log_level);
+	s->has_conf = true;
+	atomic_store(&s->state, ST_SETUP);
+out:
+	pthread_mutex_unlock(&s->life);
+	return rc;
+}
+
+static int decode_register(struct mcall *c, uint32_t body, const uint8_t *data, size_t len)
+{
+	mmc_ServiceInfo *info = c->arg;
+	pb_istream_t st = pb_istream_from_buffer(data, len);
+
+	if (body != WB_SERVICE_INFO || !pb_decode(&st, mmc_ServiceInfo_fields, info))
+		return MMC_INTERNAL_ERROR;
+	return info->result;
+}
+
+/* Joins (or rejoins, with the rank and incarnation we had) the cluster as a local service. */
+static int register_service(struct mmc_store *s, bool rejoin)
+{
+	mmc_Register r = mmc_Register_init_zero;
+	mmc_ServiceInfo info = mmc_ServiceInfo_init_zero;
+	struct mcall c = {.decode = decode_register, .arg = &info, .bypass = true};
+	size_t alen;
+	const void *addr = fabric_addr(s->fab, &alen);
+	int rc;
+
+	r.rank = rejoin ? (int32_t)s->rank : -1;
+	r.incarnation = rejoin ? s->incarnation : 0;
+	memcpy(r.fabric_addr.bytes, addr, alen);
+	r.fabric_addr.size = (pb_size_t)alen;
+	snprintf(r.provider, sizeof(r.provider), "%s", fabric_provider(s->fab));
+	r.segments_count = 1;
+	r.segments[0].media = MMC_MEDIA_DRAM;
+	r.segments[0].size = s->pool.size;
+	r.segments[0].base_addr = fabric_virt_addr(s->fab) ? (uint64_t)(uintptr_t)s->pool.base : 0;
+	r.segments[0].key = s->pool_mr.key;
+	r.world_size = s->conf.c.world_size;
+	rc = meta_call(s->meta, WB_REGISTER, mmc_Register_fields, &r, &c);
+	if (rc)
+		return rc;
+	if (rejoin && (info.rank != s->rank || info.incarnation != s->incarnation))
+		lg_warn("the meta server did not keep local service %u (incarnation %llu); joined again as %u", s->rank,
+			(unsigned long long)s->incarnation, info.rank);
+	s->rank = info.rank;
+	s->incarnation = info.incarnation;
+	s->registered = true;
+	return 0;
+}
+
+static int on_reconnect(void *owner)
+{
+	struct mmc_store *s = owner;
+
+	return s->init_bm ? register_service(s, true) : 0;
+}
+
+static int start_local_service(struct mmc_store *s)
+{
+	int rc;
+
+	if (s->conf.c.dram_size == 0) {
+		lg_error("mmc_init: a local service needs dram_size > 0");
+		return MMC_INVALID_PARAM;
+	}
+	if ((rc = pool_map(&s->pool, s->conf.c.dram_size)))
+		return rc;
+	if (fabric_mr_reg(s->fab, s->pool.base, s->pool.size, true, &s->pool_mr))
+		return MMC_ERROR;
+	rc = register_service(s, false);
+	if (rc)
+		lg_error("mmc_init: the meta server refused the local service: %s", mmc_strerror(rc));
+	return rc;
+}
+
+static void stop_all(struct mmc_store *s)
+{
+	meta_conn_close(s->meta);
+	s->meta = NULL;
+	gva_tracker_free(s->gva);
+	s->gva = NULL;
+	if (s->fab) {
+		regbufs_fini(&s->regs);
+		fabric_mr_close(&s->pool_mr);
+		peers_fini(&s->peers);
+		fabric_close(s->fab);
+		s->fab = NULL;
+	}
+	pool_unmap(&s->pool);
+	s->registered = false;
+}
+
+static int init_locked(struct mmc_store *s, uint32_t device_id, bool init_bm)
+{
+	char err[512];
+	int rc;
+
+	if (!s->has_conf) {
+		if ((rc = local_config_resolve(NULL, &s->conf, err, sizeof(err)))) {
+			lg_error("mmc_init: %s", err);
+			return rc;
+		}
+		lg_set_level(s->conf.log_level);
+		s->has_conf = true;
+	}
+	s->init_bm = init_bm;
+	s->device_id = device_id;
+	if (!(s->gva = gva_tracker_new()))
+		return MMC_MALLOC_FAILED;
+	if ((rc = fabric_open(&s->fab, s->conf.c.protocol, s->conf.c.hcom_url)))
+		return rc;
+	regbufs_init(&s->regs);
+	peers_init(&s->peers);
+	if ((rc = meta_conn_open(&s->meta, &s->conf))) {
+		lg_error("mmc_init: cannot reach the meta server at %s", s->conf.c.meta_service_url);
+		return rc;
+	}
+	if (init_bm && (rc = start_local_service(s)))
+		return rc;
+	return meta_conn_start(s->meta, on_reconnect, s);
+}
+
+int mmc_init(mmc_store *s, uint32_t device_id, bool init_bm)
+{
+	int rc;
+
+	if (!s || device_id > DEVICE_ID_MAX)
+		return MMC_INVALID_PARAM;
+	pthread_mutex_lock(&s->life);
+	if (atomic_load(&s->state) == ST_READY) {
+		pthread_mutex_unlock(&s->life);
+		return 0;
+	}
+	rc = init_locked(s, device_id, init_bm);
+	if (rc)
+		stop_all(s);
+	else
+		atomic_store(&s->state, ST_READY);
+	pthread_mutex_unlock(&s->life);
+	return rc;
+}
+
+int mmc_teardown(mmc_store *s)
+{
+	if (!s)
+		return MMC_INVALID_PARAM;
+	pthread_mutex_lock(&s->life);
+	if (atomic_load(&s->state) == ST_READY) {
+		atomic_store(&s->state, ST_CREATED);
+		if (s->registered) {
+			mmc_Unregister u = mmc_Unregister_init_zero;
+			struct mcall c = {.decode = meta_decode_reply};
+
+			meta_call(s->meta, WB_UNREGISTER, mmc_Unregister_fields, &u, &c);
+		}
+		stop_all(s);
+	}
+	atomic_store(&s->state, ST_CREATED);
+	s->has_conf = false;
+	pthread_mutex_unlock(&s->life);
+	return 0;
+}
+
+void mmc_destroy(mmc_store *s)
+{
+	if (!s)
+		return;
+	mmc_teardown(s);
+	pthread_mutex_destroy(&s->life);
+	free(s);
+}
+
+int mmc_register_buffer(mmc_store *s, void *buf, size_t size)
+{
+	int rc = store_check_ready(s);
+
+	if (rc)
+		return rc;
+	if (!buf || !size)
+		return MMC_INVALID_PARAM;
+	return regbufs_add(&s->regs, s->fab, buf, size);
+}
+
+int mmc_unregister_buffer(mmc_store *s, void *buf, size_t size)
+{
+	int rc = store_check_ready(s);
+
+	if (rc)
+		return rc;
+	if (!buf || !size)
+		return MMC_INVALID_PARAM;
+	return regbufs_del(&s->regs, buf, size);
+}
+
+int mmc_get_local_service_id(mmc_store *s, uint32_t *id)
+{
+	int rc;
+
+	if (!s || !id)
+		return MMC_INVALID_PARAM;
+	if ((rc = store_check_ready(s)))
+		return rc;
+	if (!s->init_bm)
+		return MMC_NOT_STARTED;
+	*id = s->rank;
+	return 0;
+}

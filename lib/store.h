@@ -1,0 +1,71 @@
+/* The private side of mmc_store, shared by the lib/store_*.c files. */
+#ifndef MMC_STORE_H
+#define MMC_STORE_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "fabric.h"
+#include "local_config.h"
+#include "meta_conn.h"
+#include "pool.h"
+#include "regbuf.h"
+#include "wire_limits.h"
+
+enum store_state { ST_CREATED = 0, ST_SETUP = 1, ST_READY = 2 };
+
+/* What a client needs to reach one local service's pool. */
+struct peer {
+	uint32_t rank;
+	uint64_t incarnation;
+	fi_addr_t fa;
+	bool self; /* this store's own pool: memcpy, not RMA */
+	uint32_t nsegs;
+	struct {
+		uint32_t media;
+		uint64_t base, key, size;
+	} segs[MMC_WIRE_SEGMENTS];
+};
+
+struct peers {
+	pthread_rwlock_t lock;
+	struct peer *by_rank[MMC_RANKS_MAX];
+};
+
+struct gva_tracker; /* store_gva.c */
+
+struct mmc_store {
+	pthread_mutex_t life; /* setup / init / teardown */
+	_Atomic int state;
+	struct client_conf conf;
+	bool has_conf;
+	bool init_bm;
+	uint32_t device_id;
+
+	struct meta_conn *meta;
+	struct fabric *fab;
+	struct regbufs regs;
+	struct peers peers;
+
+	/* local service */
+	struct pool pool;
+	struct fab_mr pool_mr;
+	bool registered;
+	uint32_t rank;
+	uint64_t incarnation;
+
+	struct gva_tracker *gva;
+};
+
+/* Resolves (rank, incarnation) to a peer, asking the meta server on a miss or a stale entry. */
+int peers_get(struct mmc_store *s, uint32_t rank, uint64_t incarnation, struct peer *out);
+void peers_init(struct peers *p);
+void peers_fini(struct peers *p);
+
+/* Common checks of every data and metadata call. */
+int store_check_ready(const struct mmc_store *s);
+bool store_key_ok(const char *key);
+
+#endif

@@ -1,0 +1,388 @@
+/*
+ * put / get of single buffers, layer lists and batches of either. Every form becomes the same plan: per key a list
+ * of local pieces; one allocate RPC, all RMA writes, one commit RPC for puts; one get RPC, all RMA reads, one
+ * (unanswered) release for gets.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "log.h"
+#include "store_ops.h"
+
+struct plan {
+	size_t n;
+	const char *const *keys;
+	struct xfer_key *xk;
+	struct xfer_piece *pieces;
+	uint64_t *totals;
+	int *results;
+	uint8_t *state; /* per key: PK_* */
+	size_t *index;  /* scratch: keys taking part in the next RPC */
+};
+
+enum { PK_SKIP = 0, PK_ACTIVE = 1, PK_LEASED = 2 };
+
+/* ---- plans ---- */
+
+static void plan_free(struct plan *p)
+{
+	free(p->xk);
+	free(p->pieces);
+	free(p->totals);
+	free(p->state);
+	free(p->index);
+}
+
+static int plan_alloc(struct plan *p, size_t n, size_t npieces, const char *const *keys, int *results)
+{
+	memset(p, 0, sizeof(*p));
+	memset(results, 0, n * sizeof(*results));
+	p->n = n;
+	p->keys = keys;
+	p->results = results;
+	p->xk = calloc(n, sizeof(*p->xk));
+	p->pieces = calloc(npieces, sizeof(*p->pieces));
+	p->totals = calloc(n, sizeof(*p->totals));
+	p->state = calloc(n, sizeof(*p->state));
+	p->index = calloc(n, sizeof(*p->index));
+	if (!p->xk || !p->pieces || !p->totals || !p->state || !p->index) {
+		plan_free(p);
+		return MMC_MALLOC_FAILED;
+	}
+	return 0;
+}
+
+/* Keys in `want` state, for an RPC; returns how many. */
+static size_t plan_select(struct plan *p, uint8_t want)
+{
+	size_t m = 0;
+
+	for (size_t i = 0; i < p->n; i++)
+		if (p->state[i] == want)
+			p->index[m++] = i;
+	return m;
+}
+
+/* ---- put ---- */
+
+static bool on_alloc(void *arg, size_t i, const mmc_KeyResult *r)
+{
+	struct plan *p = arg;
+	size_t k = p->index[i];
+	struct xfer_key *x = &p->xk[k];
+
+	if (r->result == MMC_DUPLICATED_OBJECT) { /* first writer wins: not an error */
+		p->state[k] = PK_SKIP;
+		p->results[k] = 0;
+		return true;
+	}
+	if (r->result || r->blobs_count == 0) {
+		p->state[k] = PK_SKIP;
+		p->results[k] = r->result ? r->result : MMC_INTERNAL_ERROR;
+		return true;
+	}
+	x->ntargets = r->blobs_count;
+	for (pb_size_t b = 0; b < r->blobs_count; b++)
+		x->targets[b] = (struct xfer_target){r->blobs[b].rank, r->blobs[b].incarnation, r->blobs[b].media,
+						     r->blobs[b].offset};
+	return true;
+}
+
+static bool on_commit(void *arg, size_t i, const mmc_KeyResult *r)
+{
+	struct plan *p = arg;
+	size_t k = p->index[i];
+
+	if (p->results[k] == 0)
+		p->results[k] = r->result;
+	return true;
+}
+
+static void set_replicas(mmc_KeyBatch *req, const mmc_replicate_config *rc)
+{
+	req->replica_num = rc && rc->replica_num ? rc->replica_num : 1;
+	req->preferred_count = rc ? rc->preferred_count : 0;
+	for (pb_size_t i = 0; i < req->preferred_count; i++)
+		req->preferred[i] = rc->preferred_local_service_ids[i];
+}
+
+static int run_put(struct mmc_store *s, struct plan *p, const mmc_replicate_config *rc, bool spread)
+{
+	struct key_rpc k = {.body = WB_ALLOC, .req = mmc_KeyBatch_init_zero, .on_result = on_alloc, .arg = p};
+	int32_t *values;
+	int rc_call;
+
+	for (size_t i = 0; i < p->n; i++)
+		p->state[i] = PK_ACTIVE;
+	set_replicas(&k.req, rc);
+	k.req.flags = spread ? MMC_WIRE_FLAG_SPREAD : 0;
+	k.items = (struct wire_items){plan_select(p, PK_ACTIVE), p->keys, p->index, p->totals, NULL};
+	rc_call = key_rpc_call(s, &k);
+	if (rc_call)
+		return fail_all(p->results, p->n, rc_call);
+	for (size_t i = 0; i < p->n; i++)
+		p->xk[i].result = p->state[i] == PK_ACTIVE ? 0 : 1;
+	xfer_run(s, 1, p->xk, p->n);
+
+	/* commit what was allocated: written keys become readable, failed ones are dropped */
+	values = calloc(p->n, sizeof(*values));
+	if (!values)
+		return fail_all(p->results, p->n, MMC_MALLOC_FAILED);
+	for (size_t i = 0; i < p->n; i++) {
+		if (p->state[i] != PK_ACTIVE)
+			continue;
+		values[i] = p->xk[i].result;
+		p->results[i] = p->xk[i].result;
+	}
+	k = (struct key_rpc){.body = WB_COMMIT, .req = mmc_KeyBatch_init_zero, .on_result = on_commit, .arg = p};
+	k.items = (struct wire_items){plan_select(p, PK_ACTIVE), p->keys, p->index, NULL, values};
+	if (k.items.n && (rc_call = key_rpc_call(s, &k)))
+		for (size_t i = 0; i < k.items.n; i++)
+			if (p->results[p->index[i]] == 0)
+				p->results[p->index[i]] = rc_call;
+	free(values);
+	return 0;
+}
+
+/* ---- get ---- */
+
+static bool on_get(void *arg, size_t i, const mmc_KeyResult *r)
+{
+	struct plan *p = arg;
+	size_t k = p->index[i];
+	struct xfer_key *x = &p->xk[k];
+
+	if (r->result || r->blobs_count != 1) {
+		p->state[k] = PK_SKIP;
+		p->results[k] = r->result ? r->result : MMC_INTERNAL_ERROR;
+		return true;
+	}
+	p->state[k] = PK_LEASED;
+	/* the lease runs from (before) our request; keep the deadline in totals' place once checked */
+	if (r->size != p->totals[k]) {
+		p->results[k] = MMC_INVALID_PARAM;
+		x->result = MMC_INVALID_PARAM;
+	}
+	p->totals[k] = r->lease_ms;
+	x->ntargets = 1;
+	x->targets[0] = (struct xfer_target){r->blobs[0].rank, r->blobs[0].incarnation, r->blobs[0].media,
+					     r->blobs[0].offset};
+	return true;
+}
+
+static void release_leases(struct mmc_store *s, struct plan *p)
+{
+	mmc_KeyBatch req = mmc_KeyBatch_init_zero;
+	struct wire_items items = {plan_select(p, PK_LEASED), p->keys, p->index, NULL, NULL};
+
+	if (!items.n)
+		return;
+	req.flags = MMC_WIRE_FLAG_NOREPLY;
+	wire_items_bind(&req, &items);
+	meta_send(s->meta, WB_RELEASE, mmc_KeyBatch_fields, &req);
+}
+
+static int run_get(struct mmc_store *s, struct plan *p)
+{
+	struct key_rpc k = {.body = WB_GET, .req = mmc_KeyBatch_init_zero, .on_result = on_get, .arg = p};
+	uint64_t t0 = clock_ms(), t1;
+	int rc_call;
+
+	for (size_t i = 0; i < p->n; i++) {
+		p->state[i] = PK_ACTIVE;
+		p->xk[i].result = 0;
+	}
+	k.req.lease_ttl_ms = s->conf.c.lease_ttl_ms;
+	k.items = (struct wire_items){plan_select(p, PK_ACTIVE), p->keys, p->index, NULL, NULL};
+	rc_call = key_rpc_call(s, &k);
+	if (rc_call)
+		return fail_all(p->results, p->n, rc_call);
+	for (size_t i = 0; i < p->n; i++)
+		if (p->state[i] != PK_LEASED)
+			p->xk[i].result = 1;
+	xfer_run(s, 0, p->xk, p->n);
+	t1 = clock_ms();
+	for (size_t i = 0; i < p->n; i++) {
+		if (p->state[i] != PK_LEASED || p->results[i])
+			continue;
+		p->results[i] = p->xk[i].result;
+		/* a copy that outlived its lease may have read reused memory */
+		if (p->results[i] == 0 && t1 >= t0 + p->totals[i])
+			p->results[i] = MMC_LEASE_EXPIRED;
+	}
+	release_leases(s, p);
+	return 0;
+}
+
+/* ---- argument checks and the public calls ---- */
+
+static int check_rc(const mmc_replicate_config *rc)
+{
+	uint16_t replicas;
+
+	if (!rc)
+		return 0;
+	replicas = rc->replica_num ? rc->replica_num : 1;
+	if (replicas > MMC_REPLICA_MAX || rc->preferred_count > replicas)
+		return MMC_INVALID_PARAM;
+	return 0;
+}
+
+static int check_batch(const mmc_store *s, const char *const *keys, size_t n, const int *results)
+{
+	int rc = store_check_ready(s);
+
+	if (rc)
+		return rc;
+	if (!keys || !results || n == 0 || n > MMC_BATCH_MAX)
+		return MMC_INVALID_PARAM;
+	for (size_t i = 0; i < n; i++)
+		if (!store_key_ok(keys[i]))
+			return MMC_INVALID_PARAM;
+	return 0;
+}
+
+/* Fills the plan's pieces from per-key layer lists (layers == NULL: one buffer per key). */
+static int plan_fill(struct plan *p, const void *const *const *bufs, const size_t *const *sizes, const size_t *layers)
+{
+	size_t at = 0;
+
+	for (size_t i = 0; i < p->n; i++) {
+		size_t nl = layers[i];
+		uint64_t total = 0;
+
+		if (!bufs[i] || !sizes[i] || nl == 0 || nl > MMC_LAYERS_MAX)
+			return MMC_INVALID_PARAM;
+		p->xk[i].pieces = &p->pieces[at];
+		p->xk[i].npieces = (uint32_t)nl;
+		for (size_t l = 0; l < nl; l++) {
+			if (!bufs[i][l] || !sizes[i][l])
+				return MMC_INVALID_PARAM;
+			p->pieces[at++] = (struct xfer_piece){(void *)bufs[i][l], sizes[i][l]};
+			total += sizes[i][l];
+		}
+		p->totals[i] = total;
+	}
+	return 0;
+}
+
+static int batch_layers(mmc_store *s, bool put, const char *const *keys, const void *const *const *bufs,
+			const size_t *const *sizes, const size_t *layers, size_t n, int32_t direct,
+			const mmc_replicate_config *rc, bool spread, int *results)
+{
+	struct plan p;
+	size_t npieces = 0;
+	int err = check_batch(s, keys, n, results);
+
+	if (!err && (!bufs || !sizes || !layers || !(put ? direct_is_put(direct) : direct_is_get(direct)) ||
+		     check_rc(rc)))
+		err = MMC_INVALID_PARAM;
+	for (size_t i = 0; !err && i < n; i++)
+		npieces += layers[i] <= MMC_LAYERS_MAX ? layers[i] : 0;
+	if (err)
+		return fail_all(results, n, err);
+	if ((err = plan_alloc(&p, n, npieces ? npieces : 1, keys, results)))
+		return fail_all(results, n, err);
+	err = plan_fill(&p, bufs, sizes, layers);
+	if (err)
+		fail_all(results, n, err);
+	else
+		err = put ? run_put(s, &p, rc, spread) : run_get(s, &p);
+	plan_free(&p);
+	return err;
+}
+
+int mmc_batch_put_from_layers(mmc_store *s, const char *const *keys, const void *const *const *bufs,
+			      const size_t *const *sizes, const size_t *layers, size_t n, int32_t direct,
+			      const mmc_replicate_config *rc, int *results)
+{
+	return batch_layers(s, true, keys, bufs, sizes, layers, n, direct, rc, true, results);
+}
+
+int mmc_batch_get_into_layers(mmc_store *s, const char *const *keys, void *const *const *bufs,
+			      const size_t *const *sizes, const size_t *layers, size_t n, int32_t direct, int *results)
+{
+	return batch_layers(s, false, keys, (const void *const *const *)bufs, sizes, layers, n, direct, NULL, false,
+			    results);
+}
+
+/* Single-buffer batches: each key is a one-layer key. */
+static int batch_flat(mmc_store *s, bool put, const char *const *keys, const void *const *bufs,
+		      const size_t *sizes, size_t n, int32_t direct, const mmc_replicate_config *rc, bool spread,
+		      int *results)
+{
+	const void *const **lb;
+	const size_t **ls;
+	size_t *ln;
+	int rc_call;
+
+	rc_call = check_batch(s, keys, n, results);
+	if (!rc_call && (!bufs || !sizes))
+		rc_call = MMC_INVALID_PARAM;
+	if (rc_call)
+		return fail_all(results, n, rc_call);
+	lb = malloc(n * sizeof(*lb));
+	ls = malloc(n * sizeof(*ls));
+	ln = malloc(n * sizeof(*ln));
+	if (!lb || !ls || !ln) {
+		rc_call = fail_all(results, n, MMC_MALLOC_FAILED);
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++) {
+		lb[i] = &bufs[i];
+		ls[i] = &sizes[i];
+		ln[i] = 1;
+	}
+	rc_call = batch_layers(s, put, keys, lb, ls, ln, n, direct, rc, spread, results);
+out:
+	free(lb);
+	free(ls);
+	free(ln);
+	return rc_call;
+}
+
+int mmc_batch_put_from(mmc_store *s, const char *const *keys, const void *const *bufs, const size_t *sizes, size_t n,
+		       int32_t direct, const mmc_replicate_config *rc, int *results)
+{
+	return batch_flat(s, true, keys, bufs, sizes, n, direct, rc, true, results);
+}
+
+int mmc_batch_get_into(mmc_store *s, const char *const *keys, void *const *bufs, const size_t *sizes, size_t n,
+		       int32_t direct, int *results)
+{
+	return batch_flat(s, false, keys, (const void *const *)bufs, sizes, n, direct, NULL, false, results);
+}
+
+int mmc_put_from(mmc_store *s, const char *key, const void *buf, size_t size, int32_t direct,
+		 const mmc_replicate_config *rc)
+{
+	int result, err = batch_flat(s, true, &key, &buf, &size, 1, direct, rc, false, &result);
+
+	return err ? err : result;
+}
+
+int mmc_get_into(mmc_store *s, const char *key, void *buf, size_t size, int32_t direct)
+{
+	int result, err = batch_flat(s, false, &key, (const void *const *)&buf, &size, 1, direct, NULL, false,
+				     &result);
+
+	return err ? err : result;
+}
+
+int mmc_put_from_layers(mmc_store *s, const char *key, const void *const *bufs, const size_t *sizes, size_t layers,
+			int32_t direct, const mmc_replicate_config *rc)
+{
+	int result, err = batch_layers(s, true, &key, &bufs, &sizes, &layers, 1, direct, rc, false, &result);
+
+	return err ? err : result;
+}
+
+int mmc_get_into_layers(mmc_store *s, const char *key, void *const *bufs, const size_t *sizes, size_t layers,
+			int32_t direct)
+{
+	int result, err = batch_layers(s, false, &key, (const void *const *const *)&bufs, &sizes, &layers, 1, direct,
+				       NULL, false, &result);
+
+	return err ? err : result;
+}

@@ -1,0 +1,38 @@
+/* Internal building blocks shared by the data and GVA calls (store_data.c, store_gva.c). */
+#ifndef MMC_STORE_OPS_H
+#define MMC_STORE_OPS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mmc/mmc.h"
+#include "store.h"
+#include "wire.h"
+#include "xfer.h"
+
+/* A KeyBatch round trip: items from `items`, one decoded result per item handed to on_result. */
+struct key_rpc {
+	uint32_t body;                  /* WB_* */
+	mmc_KeyBatch req;               /* header fields; items are bound by key_rpc_call */
+	struct wire_items items;
+	bool (*on_result)(void *arg, size_t i, const mmc_KeyResult *r);
+	void *arg;
+};
+
+/* Returns the whole-call result (0, a server code, or a transport error). */
+int key_rpc_call(struct mmc_store *s, struct key_rpc *k);
+
+/* A KeyBatch whose replies are one code per key (remove, exist, write_finish, remove_lease, ...). values may be
+ * NULL. On a whole-call error every results[i] gets it and it is returned. */
+int key_batch_codes(struct mmc_store *s, uint32_t body, const char *const *keys, const int32_t *values, size_t n,
+		    uint64_t lease_ttl_ms, int *results);
+
+/* Direction checks: puts go to global memory, gets come from it. */
+bool direct_is_put(int32_t direct);
+bool direct_is_get(int32_t direct);
+
+/* Sets results[0..n) to code and returns it. */
+int fail_all(int *results, size_t n, int code);
+
+#endif

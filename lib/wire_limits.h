@@ -1,0 +1,66 @@
+/* Limits and constants of the wire protocol, shared by libmmc and mmc-metaserver (one place for each limit). */
+#ifndef MMC_WIRE_LIMITS_H
+#define MMC_WIRE_LIMITS_H
+
+#include <stdint.h>
+
+#define MMC_WIRE_VERSION   1
+#define MMC_FRAME_MAX      (64u << 20) /* bytes of one Frame, without the 4-byte length */
+#define MMC_WIRE_KEYS_MAX  16384
+#define MMC_WIRE_KEY_MAX   255
+#define MMC_WIRE_REPLICAS  8
+#define MMC_WIRE_SEGMENTS  3
+#define MMC_WIRE_ADDR_MAX  256
+#define MMC_RANKS_MAX      1024 /* hard cap on world_size */
+
+/* KeyBatch.flags */
+#define MMC_WIRE_FLAG_SPREAD  0x1u /* alloc: batch placement (spread by free space) rather than local-first */
+#define MMC_WIRE_FLAG_NOREPLY 0x2u /* release: the caller does not wait */
+
+/* Blob.state */
+enum mmc_blob_state {
+	MMC_BLOB_NONE = 0,
+	MMC_BLOB_ALLOCATED = 1,
+	MMC_BLOB_READABLE = 2,
+	MMC_BLOB_REMOVING = 3,
+};
+
+/* BlobTask.op */
+enum mmc_task_op {
+	MMC_TASK_COPY = 1, /* copy size bytes from (src_media, src_offset) to (dst_media, dst_offset) */
+};
+
+/*
+ * A GVA names (local service, media, offset) in 64 bits: bits 63..48 hold rank + 1 (so no valid GVA is 0),
+ * bits 47..46 the media, bits 45..0 the offset (64 TiB per media per service).
+ */
+#define MMC_GVA_OFFSET_BITS 46
+#define MMC_GVA_OFFSET_MASK ((UINT64_C(1) << MMC_GVA_OFFSET_BITS) - 1)
+
+static inline uint64_t mmc_gva_make(uint32_t rank, uint32_t media, uint64_t offset)
+{
+	return ((uint64_t)(rank + 1) << 48) | ((uint64_t)(media & 3) << MMC_GVA_OFFSET_BITS) |
+	       (offset & MMC_GVA_OFFSET_MASK);
+}
+
+static inline int mmc_gva_valid(uint64_t gva)
+{
+	return (gva >> 48) != 0;
+}
+
+static inline uint32_t mmc_gva_rank(uint64_t gva)
+{
+	return (uint32_t)(gva >> 48) - 1;
+}
+
+static inline uint32_t mmc_gva_media(uint64_t gva)
+{
+	return (uint32_t)(gva >> MMC_GVA_OFFSET_BITS) & 3;
+}
+
+static inline uint64_t mmc_gva_offset(uint64_t gva)
+{
+	return gva & MMC_GVA_OFFSET_MASK;
+}
+
+#endif

@@ -1,0 +1,147 @@
+#include "xfer.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "mmc/mmc.h"
+#include "store.h"
+
+#define WINDOW    128              /* RMA ops in flight per call */
+#define CHUNK     ((size_t)4 << 20) /* larger pieces are split so transfers pipeline */
+#define TEMP_REGS 64
+
+/* Registrations made for one call when the provider needs local MRs and the buffer was not registered. */
+struct temp_regs {
+	struct fab_mr mr[TEMP_REGS];
+	uintptr_t addr[TEMP_REGS];
+	size_t len[TEMP_REGS];
+	int n;
+};
+
+struct xfer_ctx {
+	struct mmc_store *s;
+	struct xfer_key *keys;
+	struct temp_regs temp;
+};
+
+static void op_done(void *arg, uint32_t tag, int err)
+{
+	struct xfer_ctx *x = arg;
+
+	if (err && x->keys[tag].result == 0)
+		x->keys[tag].result = err;
+}
+
+static void *local_desc(struct xfer_ctx *x, void *buf, size_t len, int *rc)
+{
+	const struct regbuf *r = regbufs_find(&x->s->regs, buf, len);
+	struct temp_regs *t = &x->temp;
+
+	*rc = 0;
+	if (r)
+		return r->mr.desc;
+	if (!fabric_local_mr(x->s->fab))
+		return NULL;
+	for (int i = 0; i < t->n; i++)
+		if (t->addr[i] == (uintptr_t)buf && t->len[i] >= len)
+			return t->mr[i].desc;
+	if (t->n == TEMP_REGS || fabric_mr_reg(x->s->fab, buf, len, false, &t->mr[t->n])) {
+		*rc = MMC_ERROR;
+		return NULL;
+	}
+	t->addr[t->n] = (uintptr_t)buf;
+	t->len[t->n] = len;
+	return t->mr[t->n++].desc;
+}
+
+static int seg_of(const struct peer *p, uint32_t media, uint64_t *base, uint64_t *key, uint64_t *size)
+{
+	for (uint32_t i = 0; i < p->nsegs; i++) {
+		if (p->segs[i].media == media) {
+			*base = p->segs[i].base;
+			*key = p->segs[i].key;
+			*size = p->segs[i].size;
+			return 0;
+		}
+	}
+	return MMC_LINK_NOT_FOUND;
+}
+
+/* Same process: the blob is in our own pool. */
+static void copy_local(struct mmc_store *s, int write, struct xfer_key *k, uint64_t offset)
+{
+	char *p = (char *)s->pool.base + offset;
+
+	for (uint32_t i = 0; i < k->npieces; i++) {
+		if (write)
+			memcpy(p, k->pieces[i].buf, k->pieces[i].len);
+		else
+			memcpy(k->pieces[i].buf, p, k->pieces[i].len);
+		p += k->pieces[i].len;
+	}
+}
+
+static int post_pieces(struct xfer_ctx *x, struct fab_batch *b, int write, uint32_t tag, const struct peer *p,
+		       const struct xfer_target *t)
+{
+	struct xfer_key *k = &x->keys[tag];
+	uint64_t base, key, size, off = t->offset;
+	int rc = seg_of(p, t->media, &base, &key, &size);
+
+	for (uint32_t i = 0; i < k->npieces && rc == 0; i++) {
+		char *buf = k->pieces[i].buf;
+		size_t left = k->pieces[i].len;
+		void *desc = local_desc(x, buf, left, &rc);
+
+		while (left && rc == 0) {
+			size_t n = left < CHUNK ? left : CHUNK;
+
+			if (off + n > size)
+				return MMC_INTERNAL_ERROR;
+			rc = fab_batch_post(b, write, buf, n, desc, p->fa, base + off, key, tag);
+			buf += n;
+			off += n;
+			left -= n;
+		}
+	}
+	return rc;
+}
+
+void xfer_run(struct mmc_store *s, int write, struct xfer_key *keys, size_t n)
+{
+	struct fab_op ops[WINDOW];
+	struct fab_batch b;
+	struct xfer_ctx *x = malloc(sizeof(*x));
+
+	if (!x) {
+		for (size_t i = 0; i < n; i++)
+			keys[i].result = keys[i].result ? keys[i].result : MMC_MALLOC_FAILED;
+		return;
+	}
+	x->s = s;
+	x->keys = keys;
+	x->temp.n = 0;
+	fab_batch_init(&b, s->fab, ops, WINDOW, op_done, x);
+	pthread_rwlock_rdlock(&s->regs.lock);
+	for (size_t i = 0; i < n; i++) {
+		struct xfer_key *k = &keys[i];
+
+		for (uint32_t r = 0; r < k->ntargets && k->result == 0; r++) {
+			struct peer p;
+			int rc = peers_get(s, k->targets[r].rank, k->targets[r].incarnation, &p);
+
+			if (rc == 0 && p.self)
+				copy_local(s, write, k, k->targets[r].offset);
+			else if (rc == 0)
+				rc = post_pieces(x, &b, write, (uint32_t)i, &p, &k->targets[r]);
+			if (rc)
+				k->result = rc;
+		}
+	}
+	fab_batch_wait(&b);
+	pthread_rwlock_unlock(&s->regs.lock);
+	for (int i = 0; i < x->temp.n; i++)
+		fabric_mr_close(&x->temp.mr[i]);
+	free(x);
+}

@@ -1,0 +1,39 @@
+/*
+ * Moves the bytes of many keys at once: every RMA of a call is in flight together (up to a window), a key's local
+ * pieces are gathered into (put) or scattered from (get) one contiguous object, and a blob in this store's own pool
+ * is copied with memcpy. Thread-safe; the caller's arrays must stay valid during the call.
+ */
+#ifndef MMC_XFER_H
+#define MMC_XFER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "wire_limits.h"
+
+struct mmc_store;
+
+struct xfer_piece {
+	void *buf;
+	size_t len;
+};
+
+struct xfer_target {
+	uint32_t rank;
+	uint64_t incarnation;
+	uint32_t media;
+	uint64_t offset; /* of the key's first byte in that pool */
+};
+
+struct xfer_key {
+	const struct xfer_piece *pieces; /* in object order */
+	uint32_t npieces;
+	uint32_t ntargets;               /* put: every replica; get: the one to read */
+	struct xfer_target targets[MMC_WIRE_REPLICAS];
+	int result;                      /* in: non-zero skips the key; out: 0 or the first error */
+};
+
+/* write: pieces -> every target; read: the target -> pieces. Per-key errors land in keys[i].result. */
+void xfer_run(struct mmc_store *s, int write, struct xfer_key *keys, size_t n);
+
+#endif

@@ -1,0 +1,246 @@
+#include "conn.h"
+
+#include <arpa/inet.h>
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <errno.h>
+#include <event2/listener.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "clock.h"
+#include "log.h"
+#include "mmc/mmc.h"
+#include "objects.h"
+#include "persist.h"
+#include "rpc.h"
+#include "services.h"
+
+static int ratelimit_bucket;
+
+static uint32_t get_le32(const unsigned char *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static void free_conn(struct conn *c)
+{
+	if (c->held)
+		evbuffer_free(c->held);
+	free(c);
+}
+
+static void release_held(void *arg)
+{
+	struct conn *c = arg;
+
+	c->waiting_commit = false;
+	if (c->closed) {
+		free_conn(c);
+		return;
+	}
+	bufferevent_write_buffer(c->bev, c->held);
+}
+
+void conn_send(struct conn *c, const Mmc__Frame *f)
+{
+	size_t n = mmc__frame__get_packed_size(f);
+	unsigned char hdr[4] = {(unsigned char)n, (unsigned char)(n >> 8), (unsigned char)(n >> 16),
+				(unsigned char)(n >> 24)};
+	struct evbuffer *out;
+	struct evbuffer_iovec v;
+
+	if (c->closed)
+		return;
+	/* while this turn has uncommitted changes, every reply waits for the commit: order is kept per connection */
+	if (c->waiting_commit || persist_dirty(c->m->persist)) {
+		out = c->held;
+		if (!c->waiting_commit && persist_after_commit(c->m->persist, release_held, c) == 0)
+			c->waiting_commit = true;
+	} else {
+		out = bufferevent_get_output(c->bev);
+	}
+	if (evbuffer_add(out, hdr, 4) || evbuffer_reserve_space(out, (ev_ssize_t)n, &v, 1) != 1) {
+		conn_close(c, "out_of_memory");
+		return;
+	}
+	mmc__frame__pack(f, v.iov_base);
+	v.iov_len = n;
+	evbuffer_commit_space(out, &v, 1);
+}
+
+void conn_close(struct conn *c, const char *why)
+{
+	struct meta *m = c->m;
+
+	if (c->closed)
+		return;
+	log_info("op=disconnect session=%llu peer=%s host=\"%s\" pid=%u reason=%s",
+		 (unsigned long long)c->session.id, c->peer, c->session.host, c->session.pid, why);
+	/* at shutdown the services stay: they rejoin the restarted server with their objects */
+	if (c->session.svc && !m->draining)
+		service_unmount(m, c->session.svc, why);
+	if (!m->draining)
+		objects_session_closed(m, c->session.id);
+	list_del(&c->link);
+	m->nconns--;
+	bufferevent_free(c->bev);
+	c->bev = NULL;
+	c->closed = true;
+	if (!c->waiting_commit)
+		free_conn(c);
+}
+
+static int handle_frame(struct conn *c, const unsigned char *p, uint32_t len)
+{
+	struct meta *m = c->m;
+	Mmc__Frame *f = mmc__frame__unpack(&m->arena.pbc, len, p);
+	int rc;
+
+	if (!f) {
+		log_ratelimited(&ratelimit_bucket, LOG_WARN, "op=decode session=%llu peer=%s err=malformed_frame",
+				(unsigned long long)c->session.id, c->peer);
+		arena_reset(&m->arena);
+		return MMC_INVALID_PARAM;
+	}
+	rc = rpc_dispatch(c, f);
+	arena_reset(&m->arena);
+	return rc;
+}
+
+static void read_cb(struct bufferevent *bev, void *arg)
+{
+	struct conn *c = arg;
+	struct evbuffer *in = bufferevent_get_input(bev);
+	unsigned char hdr[4];
+
+	c->last_seen_ms = clock_ms();
+	while (!c->closed && evbuffer_get_length(in) >= 4) {
+		uint32_t len;
+		unsigned char *p;
+
+		evbuffer_copyout(in, hdr, 4);
+		len = get_le32(hdr);
+		if (len == 0 || len > MMC_FRAME_MAX) {
+			conn_close(c, "bad_frame_length");
+			return;
+		}
+		if (evbuffer_get_length(in) < 4 + (size_t)len) {
+			/* wake only when the whole frame is here */
+			bufferevent_setwatermark(bev, EV_READ, 4 + (size_t)len, 0);
+			return;
+		}
+		bufferevent_setwatermark(bev, EV_READ, 0, 0);
+		p = evbuffer_pullup(in, 4 + (ev_ssize_t)len);
+		if (!p) {
+			conn_close(c, "out_of_memory");
+			return;
+		}
+		if (handle_frame(c, p + 4, len) < 0) {
+			conn_close(c, "protocol_error");
+			return;
+		}
+		if (!c->closed)
+			evbuffer_drain(in, 4 + (size_t)len);
+	}
+}
+
+static void event_cb(struct bufferevent *bev, short what, void *arg)
+{
+	if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR))
+		conn_close(arg, (what & BEV_EVENT_EOF) ? "eof" : "socket_error");
+}
+
+static void accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa, int salen, void *arg)
+{
+	struct meta *m = arg;
+	struct conn *c;
+	int one = 1;
+
+	if (m->draining || m->nconns >= m->conf.max_connections) {
+		log_ratelimited(&ratelimit_bucket, LOG_WARN, "op=accept err=%s",
+				m->draining ? "draining" : "too_many_connections");
+		evutil_closesocket(fd);
+		return;
+	}
+	c = calloc(1, sizeof(*c));
+	if (!c || !(c->held = evbuffer_new()) ||
+	    !(c->bev = bufferevent_socket_new(m->base, fd, BEV_OPT_CLOSE_ON_FREE))) {
+		if (c)
+			free_conn(c);
+		evutil_closesocket(fd);
+		return;
+	}
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	c->m = m;
+	c->session.id = ++m->next_session;
+	c->session.conn = c;
+	c->last_seen_ms = clock_ms();
+	if (sa->sa_family == AF_INET) {
+		struct sockaddr_in *in = (struct sockaddr_in *)sa;
+		char ip[INET_ADDRSTRLEN];
+
+		inet_ntop(AF_INET, &in->sin_addr, ip, sizeof(ip));
+		snprintf(c->peer, sizeof(c->peer), "%s:%u", ip, ntohs(in->sin_port));
+	}
+	list_add_tail(&m->conns, &c->link);
+	m->nconns++;
+	bufferevent_setcb(c->bev, read_cb, NULL, event_cb, c);
+	bufferevent_enable(c->bev, EV_READ | EV_WRITE);
+}
+
+int conn_listen(struct meta *m, const char *host, uint16_t port, uint16_t *bound)
+{
+	struct sockaddr_in sin;
+	socklen_t len = sizeof(sin);
+
+	memset(&sin, 0, sizeof(sin));
+	sin.sin_family = AF_INET;
+	sin.sin_port = htons(port);
+	if (inet_pton(AF_INET, host, &sin.sin_addr) != 1) {
+		log_error("op=listen host=\"%s\" err=not_an_ipv4_address", host);
+		return MMC_INVALID_PARAM;
+	}
+	m->listener = evconnlistener_new_bind(m->base, accept_cb, m,
+					      LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_EXEC, 512,
+					      (struct sockaddr *)&sin, sizeof(sin));
+	if (!m->listener) {
+		log_error("op=listen addr=%s:%u err=\"%s\"", host, port, strerror(errno));
+		return MMC_ERROR;
+	}
+	getsockname(evconnlistener_get_fd(m->listener), (struct sockaddr *)&sin, &len);
+	*bound = ntohs(sin.sin_port);
+	return 0;
+}
+
+void conn_stop_listening(struct meta *m)
+{
+	if (m->listener) {
+		evconnlistener_free(m->listener);
+		m->listener = NULL;
+	}
+}
+
+void conns_sweep(struct meta *m, uint64_t now_ms)
+{
+	struct list *it, *next;
+
+	for (it = m->conns.next; it != &m->conns; it = next) {
+		struct conn *c = list_entry(it, struct conn, link);
+
+		next = it->next;
+		if (now_ms - c->last_seen_ms > m->conf.heartbeat_timeout_ms)
+			conn_close(c, "heartbeat_timeout");
+	}
+}
+
+void conns_close_all(struct meta *m)
+{
+	while (!list_empty(&m->conns))
+		conn_close(list_entry(m->conns.next, struct conn, link), "shutdown");
+}

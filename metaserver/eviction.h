@@ -1,0 +1,20 @@
+/*
+ * DRAM eviction: per-media LRU by bytes with high/low watermarks (ock.mmc.evict_threshold_high / _low).
+ * Objects under a read lease and objects still being written are never evicted. Loop thread only.
+ */
+#ifndef MMC_EVICTION_H
+#define MMC_EVICTION_H
+
+#include <stdint.h>
+
+#include "meta.h"
+
+/* After an allocation: when media usage is above the high mark, evicts least recently used objects until it is
+ * below the low mark. */
+void eviction_check(struct meta *m, uint32_t media);
+
+/* Before failing an allocation of need bytes: evicts until need bytes are free and usage is below the low mark,
+ * or nothing evictable is left. Returns the number of objects evicted. */
+uint64_t eviction_make_room(struct meta *m, uint32_t media, uint64_t need);
+
+#endif

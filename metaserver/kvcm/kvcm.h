@@ -1,0 +1,34 @@
+/*
+ * The KV Cache Manager (KVCM): the MetaService HTTP/JSON API (kvcm.service.http_port, default 6382) and the
+ * admin API (kvcm.service.admin_http_port, default 6492), served from mmc-metaserver's event loop.
+ *
+ * Life cycle, driven by metaserver/main.c:
+ *   kvcm_conf_set()* (for every kvcm.* key given) -> kvcm_start() -> loop runs -> kvcm_stop().
+ * Loop thread only.
+ */
+#ifndef MMC_KVCM_H
+#define MMC_KVCM_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+struct event_base;
+struct persist;
+struct meta;
+struct kvcm;
+
+/* Records one kvcm.* configuration key. Returns 0 or MMC_INVALID_PARAM with a message naming the key in err. */
+int kvcm_conf_set(const char *key, const char *value, char *err, size_t errlen);
+
+/*
+ * Starts the HTTP listeners on base and loads persisted KVCM state from p. meta gives access to the object
+ * store (for ST_MMC storages). Writes "http=PORT admin=PORT" (the bound ports) to ready_line.
+ * Returns 0 and *out, or MMC_* with a message in err.
+ */
+int kvcm_start(struct kvcm **out, struct event_base *base, struct persist *p, struct meta *meta, char *ready_line,
+	       size_t ready_len, char *err, size_t errlen);
+
+/* Stops listening and frees everything. NULL is ignored. */
+void kvcm_stop(struct kvcm *k);
+
+#endif

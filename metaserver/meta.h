@@ -1,0 +1,136 @@
+/*
+ * The meta server's state. One event-loop thread owns everything reachable from struct meta; nothing here is
+ * locked because nothing here is shared.
+ */
+#ifndef MMC_META_H
+#define MMC_META_H
+
+#include <lmdb.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "arena.h"
+#include "list.h"
+#include "meta_conf.h"
+#include "wire_limits.h"
+
+struct allocator;
+struct conn;
+struct event;
+struct event_base;
+struct evconnlistener;
+struct persist;
+struct kvcm;
+
+#define MEDIA_COUNT 3 /* MMC_MEDIA_HBM, _DRAM, _SSD */
+
+/* One pool a local service lends. */
+struct segment {
+	uint32_t media;
+	uint64_t size;
+	uint64_t base;
+	uint64_t key;
+	struct allocator *alloc;
+};
+
+/* A local service: identified by rank and incarnation, never by rank alone. */
+struct service {
+	uint32_t rank;
+	uint64_t incarnation;
+	struct session *session;      /* NULL while detached (after a server restart, until it re-registers) */
+	uint64_t rejoin_deadline_ms;  /* detached: unmounted after this */
+	char host[256];
+	uint32_t pid;
+	uint8_t fabric_addr[MMC_WIRE_ADDR_MAX];
+	uint32_t addr_len;
+	char provider[64];
+	uint32_t nsegs;
+	struct segment segs[MMC_WIRE_SEGMENTS];
+	struct list blobs; /* struct blob.svc_link of every blob placed here */
+	uint64_t nblobs;
+};
+
+/* One connection's identity: leases and pending writes belong to a session. */
+struct session {
+	uint64_t id;
+	char host[256];
+	uint32_t pid;
+	struct service *svc; /* the local service this connection registered, if any */
+	struct conn *conn;
+};
+
+struct blob {
+	struct list svc_link;
+	struct object *obj;
+	struct service *svc; /* NULL once its service left */
+	uint64_t offset;
+	uint8_t media;
+};
+
+/* A read lease of one session on one object; counted, so nested gets of one session nest. */
+struct lease {
+	struct lease *next;
+	uint64_t session;
+	uint64_t expiry_ms;
+	uint32_t count;
+};
+
+struct object {
+	struct object *hnext; /* index chain */
+	uint64_t hash;
+	struct list link;     /* READABLE: LRU of its media; ALLOCATED: pending; REMOVING: zombies */
+	uint64_t size;
+	uint64_t write_session;   /* ALLOCATED: the writer */
+	uint64_t write_expiry_ms; /* ALLOCATED: reclaimed after this */
+	struct lease *leases;
+	uint16_t keylen;
+	uint8_t nblobs;
+	uint8_t state;  /* enum mmc_blob_state, the same for all blobs */
+	bool in_index;
+	bool persisted; /* has a record in LMDB */
+	bool gva;       /* allocated by batch_malloc (write finished explicitly) */
+	struct blob blobs[];  /* nblobs entries, then keylen + 1 key bytes */
+};
+
+static inline char *object_key(struct object *o)
+{
+	return (char *)&o->blobs[o->nblobs];
+}
+
+struct meta_stats {
+	uint64_t requests[64]; /* by Frame body case */
+	uint64_t evictions;
+	uint64_t unmounts;
+};
+
+struct meta {
+	struct meta_conf conf;
+	struct event_base *base;
+	struct persist *persist;
+	struct kvcm *kvcm;
+	MDB_dbi db_objects, db_services, db_info;
+
+	/* services */
+	struct service *ranks[MMC_RANKS_MAX];
+	uint32_t nservices;
+	uint64_t next_incarnation;
+	uint64_t next_session;
+
+	/* object index: chained hash, power-of-two buckets */
+	struct object **buckets;
+	uint64_t nbuckets;
+	uint64_t nobjects;
+	struct list lru[MEDIA_COUNT]; /* READABLE objects, most recent at the head */
+	struct list pending;          /* ALLOCATED objects */
+	struct list zombies;          /* removed but still leased */
+
+	struct event *sweep_ev;
+	struct evconnlistener *listener;
+	struct list conns; /* struct conn.link */
+	struct arena arena; /* per request, reset after each */
+	uint32_t nconns;
+	bool draining;
+	struct meta_stats stats;
+};
+
+#endif

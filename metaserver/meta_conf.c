@@ -1,0 +1,150 @@
+#include "meta_conf.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "conf_parse.h"
+#include "kvcm/kvcm.h"
+#include "mmc/mmc.h"
+
+#define F(field) offsetof(struct meta_conf, field), sizeof(((struct meta_conf *)0)->field)
+
+static const char *const log_levels[] = {"debug", "info", "warn", "error", NULL};
+
+static const struct conf_key keys[] = {
+	{"ock.mmc.meta_service_url", CONF_STR, F(meta_service_url), 0, 0, NULL},
+	{"ock.mmc.log_level", CONF_STR, F(log_level), 0, 0, log_levels},
+	{"ock.mmc.evict_threshold_high", CONF_U32, F(evict_high), 1, 99, NULL},
+	{"ock.mmc.evict_threshold_low", CONF_U32, F(evict_low), 1, 98, NULL},
+	{"ock.mmc.meta.lease_ttl_ms", CONF_U64, F(lease_ttl_ms), 1, 2147483647, NULL},
+	{"ock.mmc.meta.heartbeat_timeout_ms", CONF_U32, F(heartbeat_timeout_ms), 100, 3600000, NULL},
+	{"ock.mmc.meta.rejoin_timeout_ms", CONF_U32, F(rejoin_timeout_ms), 0, 86400000, NULL},
+	{"ock.mmc.meta.evict_wait_ms", CONF_U32, F(evict_wait_ms), 0, 600000, NULL},
+	{"ock.mmc.meta.world_size", CONF_U32, F(world_size), 1, 1024, NULL},
+	{"ock.mmc.meta.max_connections", CONF_U32, F(max_connections), 1, 1000000, NULL},
+	{"ock.mmc.meta.data_dir", CONF_STR, F(data_dir), 0, 0, NULL},
+	{"ock.mmc.meta.lmdb.map_size", CONF_SIZE, F(lmdb_map_size), 1u << 20, UINT64_C(1) << 44, NULL},
+	{"ock.mmc.meta.lmdb.sync", CONF_BOOL, F(lmdb_sync), 0, 0, NULL},
+	{"ock.mmc.rewarm.dram_watermark", CONF_U32, F(rewarm_watermark), 0, 100, NULL},
+	{"ock.mmc.meta_service.config_store_url", CONF_STR, F(config_store_url), 0, 0, NULL},
+	{"ock.mmc.meta_service.metrics_url", CONF_STR, F(metrics_url), 0, 0, NULL},
+	{"ock.mmc.meta.ha.enable", CONF_BOOL, F(ha_enable), 0, 0, NULL},
+	{"ock.mmc.log_path", CONF_STR, F(log_path), 0, 0, NULL},
+	{"ock.mmc.log_rotation_file_size", CONF_U32, F(log_rotation_file_size), 1, 500, NULL},
+	{"ock.mmc.log_rotation_file_count", CONF_U32, F(log_rotation_file_count), 1, 50, NULL},
+	{"ock.mmc.ubs_io.enable", CONF_BOOL, F(ubs_io_enable), 0, 0, NULL},
+	{"ock.mmc.meta.backup.enable", CONF_BOOL, F(backup_enable), 0, 0, NULL},
+	{"ock.mmc.meta_service.metrics_report_interval_seconds", CONF_U32, F(metrics_report_interval), 0, 86400,
+	 NULL},
+	{"ock.mmc.storage.prefetch.enabled", CONF_BOOL, F(prefetch_enabled), 0, 0, NULL},
+	{"ock.mmc.tls.enable", CONF_BOOL, F(tls_enable), 0, 0, NULL},
+	{"ock.mmc.tls.ca.path", CONF_STR, F(tls_path[0]), 0, 0, NULL},
+	{"ock.mmc.tls.ca.crl.path", CONF_STR, F(tls_path[1]), 0, 0, NULL},
+	{"ock.mmc.tls.cert.path", CONF_STR, F(tls_path[2]), 0, 0, NULL},
+	{"ock.mmc.tls.key.path", CONF_STR, F(tls_path[3]), 0, 0, NULL},
+	{"ock.mmc.tls.key.pass.path", CONF_STR, F(tls_path[4]), 0, 0, NULL},
+	{"ock.mmc.tls.package.path", CONF_STR, F(tls_path[5]), 0, 0, NULL},
+	{"ock.mmc.tls.decrypter.path", CONF_STR, F(tls_path[6]), 0, 0, NULL},
+	{"ock.mmc.config_store.tls.enable", CONF_BOOL, F(config_store_tls_enable), 0, 0, NULL},
+	{"ock.mmc.config_store.tls.ca.path", CONF_STR, F(config_store_tls_path[0]), 0, 0, NULL},
+	{"ock.mmc.config_store.tls.ca.crl.path", CONF_STR, F(config_store_tls_path[1]), 0, 0, NULL},
+	{"ock.mmc.config_store.tls.cert.path", CONF_STR, F(config_store_tls_path[2]), 0, 0, NULL},
+	{"ock.mmc.config_store.tls.key.path", CONF_STR, F(config_store_tls_path[3]), 0, 0, NULL},
+	{"ock.mmc.config_store.tls.key.pass.path", CONF_STR, F(config_store_tls_path[4]), 0, 0, NULL},
+	{"ock.mmc.config_store.tls.package.path", CONF_STR, F(config_store_tls_path[5]), 0, 0, NULL},
+	{"ock.mmc.config_store.tls.decrypter.path", CONF_STR, F(config_store_tls_path[6]), 0, 0, NULL},
+	{NULL, 0, 0, 0, 0, 0, NULL},
+};
+
+void meta_conf_defaults(struct meta_conf *c)
+{
+	memset(c, 0, sizeof(*c));
+	strcpy(c->meta_service_url, "tcp://127.0.0.1:5000");
+	strcpy(c->log_level, "info");
+	c->evict_high = 90;
+	c->evict_low = 80;
+	c->lease_ttl_ms = 10000;
+	c->heartbeat_timeout_ms = 10000;
+	c->rejoin_timeout_ms = 60000;
+	c->evict_wait_ms = 2000;
+	c->world_size = 1024;
+	c->max_connections = 4096;
+	strcpy(c->data_dir, "./mmc-data");
+	c->lmdb_map_size = UINT64_C(64) << 30;
+	c->lmdb_sync = true;
+	c->rewarm_watermark = 95;
+	strcpy(c->config_store_url, "tcp://127.0.0.1:6000");
+	strcpy(c->metrics_url, "http://127.0.0.1:8000");
+	c->log_rotation_file_size = 20;
+	c->log_rotation_file_count = 50;
+	c->metrics_report_interval = 30;
+}
+
+int meta_conf_set(struct meta_conf *c, const char *key, const char *value, char *err, size_t errlen)
+{
+	if (strncmp(key, "kvcm.", 5) == 0)
+		return kvcm_conf_set(key, value, err, errlen);
+	return conf_apply(keys, c, key, value, err, errlen);
+}
+
+static int load_line(void *arg, const char *key, const char *value, int line)
+{
+	void **a = arg;
+
+	return meta_conf_set(a[0], key, value, a[1], *(size_t *)a[2]);
+}
+
+int meta_conf_load(struct meta_conf *c, const char *path, char *err, size_t errlen)
+{
+	void *arg[3] = {c, err, &errlen};
+
+	return conf_file_read(path, load_line, arg, err, errlen);
+}
+
+int meta_conf_check(const struct meta_conf *c, char *err, size_t errlen)
+{
+	char host[256];
+	uint16_t port;
+
+	if (c->evict_high <= c->evict_low) {
+		snprintf(err, errlen, "ock.mmc.evict_threshold_high (%u) must be above ock.mmc.evict_threshold_low (%u)",
+			 c->evict_high, c->evict_low);
+		return MMC_INVALID_PARAM;
+	}
+	if (meta_conf_parse_url(c->meta_service_url, host, sizeof(host), &port)) {
+		snprintf(err, errlen, "bad value \"%s\" for \"ock.mmc.meta_service_url\" (expected tcp://host:port)",
+			 c->meta_service_url);
+		return MMC_INVALID_PARAM;
+	}
+	if (!c->data_dir[0]) {
+		snprintf(err, errlen, "ock.mmc.meta.data_dir must not be empty");
+		return MMC_INVALID_PARAM;
+	}
+	return 0;
+}
+
+int meta_conf_parse_url(const char *url, char *host, size_t hostlen, uint16_t *port)
+{
+	const char *h, *colon;
+	char *end;
+	unsigned long p;
+	size_t n;
+
+	if (strncmp(url, "tcp://", 6) != 0)
+		return -1;
+	h = url + 6;
+	colon = strrchr(h, ':');
+	if (!colon || colon == h)
+		return -1;
+	n = (size_t)(colon - h);
+	if (n >= hostlen)
+		return -1;
+	p = strtoul(colon + 1, &end, 10);
+	if (*end || colon[1] == '\0' || p > 65535)
+		return -1;
+	memcpy(host, h, n);
+	host[n] = '\0';
+	*port = (uint16_t)p;
+	return 0;
+}

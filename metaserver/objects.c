@@ -1,0 +1,492 @@
+#include "objects.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "allocator.h"
+#include "clock.h"
+#include "hash.h"
+#include "log.h"
+#include "mmc/mmc.h"
+#include "persist.h"
+#include "services.h"
+
+#define INITIAL_BUCKETS 1024
+
+/* LMDB record of a READABLE object: header, then nblobs rec_blob. */
+struct rec_object {
+	uint32_t version;
+	uint32_t nblobs;
+	uint64_t size;
+};
+
+struct rec_blob {
+	uint32_t rank;
+	uint32_t media;
+	uint64_t incarnation;
+	uint64_t offset;
+};
+
+#define REC_VERSION 1
+
+int objects_init(struct meta *m)
+{
+	m->buckets = calloc(INITIAL_BUCKETS, sizeof(*m->buckets));
+	if (!m->buckets)
+		return MMC_MALLOC_FAILED;
+	m->nbuckets = INITIAL_BUCKETS;
+	for (int i = 0; i < MEDIA_COUNT; i++)
+		list_init(&m->lru[i]);
+	list_init(&m->pending);
+	list_init(&m->zombies);
+	return 0;
+}
+
+static void object_free_mem(struct object *o)
+{
+	struct lease *l, *next;
+
+	for (l = o->leases; l; l = next) {
+		next = l->next;
+		free(l);
+	}
+	free(o);
+}
+
+void objects_fini(struct meta *m)
+{
+	if (!m->buckets)
+		return;
+	for (uint64_t i = 0; i < m->nbuckets; i++) {
+		struct object *o, *next;
+
+		for (o = m->buckets[i]; o; o = next) {
+			next = o->hnext;
+			object_free_mem(o);
+		}
+	}
+	while (!list_empty(&m->zombies)) {
+		struct object *o = list_entry(m->zombies.next, struct object, link);
+
+		list_del(&o->link);
+		object_free_mem(o);
+	}
+	free(m->buckets);
+	m->buckets = NULL;
+}
+
+struct object *object_find(struct meta *m, const char *key, size_t len)
+{
+	uint64_t h = hash_bytes(key, len);
+	struct object *o;
+
+	for (o = m->buckets[h & (m->nbuckets - 1)]; o; o = o->hnext)
+		if (o->hash == h && o->keylen == len && memcmp(object_key(o), key, len) == 0)
+			return o;
+	return NULL;
+}
+
+struct object *object_new(const char *key, size_t len, uint8_t nblobs)
+{
+	struct object *o = calloc(1, sizeof(*o) + nblobs * sizeof(struct blob) + len + 1);
+
+	if (!o)
+		return NULL;
+	o->nblobs = nblobs;
+	o->keylen = (uint16_t)len;
+	o->hash = hash_bytes(key, len);
+	memcpy(object_key(o), key, len);
+	list_init(&o->link);
+	for (int i = 0; i < nblobs; i++) {
+		list_init(&o->blobs[i].svc_link);
+		o->blobs[i].obj = o;
+	}
+	return o;
+}
+
+static void grow_index(struct meta *m)
+{
+	uint64_t n = m->nbuckets * 2;
+	struct object **b = calloc(n, sizeof(*b));
+
+	if (!b)
+		return; /* keep the longer chains; still correct */
+	for (uint64_t i = 0; i < m->nbuckets; i++) {
+		struct object *o, *next;
+
+		for (o = m->buckets[i]; o; o = next) {
+			next = o->hnext;
+			o->hnext = b[o->hash & (n - 1)];
+			b[o->hash & (n - 1)] = o;
+		}
+	}
+	free(m->buckets);
+	m->buckets = b;
+	m->nbuckets = n;
+}
+
+void object_index_add(struct meta *m, struct object *o)
+{
+	struct object **head;
+
+	if (m->nobjects >= m->nbuckets)
+		grow_index(m);
+	head = &m->buckets[o->hash & (m->nbuckets - 1)];
+	o->hnext = *head;
+	*head = o;
+	o->in_index = true;
+	m->nobjects++;
+}
+
+static void object_index_del(struct meta *m, struct object *o)
+{
+	struct object **p = &m->buckets[o->hash & (m->nbuckets - 1)];
+
+	while (*p && *p != o)
+		p = &(*p)->hnext;
+	if (*p) {
+		*p = o->hnext;
+		m->nobjects--;
+	}
+	o->in_index = false;
+	o->hnext = NULL;
+}
+
+bool object_readable(const struct object *o)
+{
+	if (o->state != MMC_BLOB_READABLE)
+		return false;
+	for (int i = 0; i < o->nblobs; i++)
+		if (o->blobs[i].svc && o->blobs[i].svc->session)
+			return true;
+	return false;
+}
+
+uint32_t object_media(const struct object *o)
+{
+	for (int i = 0; i < o->nblobs; i++)
+		if (o->blobs[i].svc)
+			return o->blobs[i].media;
+	return MMC_MEDIA_DRAM;
+}
+
+int object_pick_blob(const struct meta *m, const struct object *o, const struct session *reader)
+{
+	int same_host = -1, any = -1;
+
+	for (int i = 0; i < o->nblobs; i++) {
+		const struct service *svc = o->blobs[i].svc;
+
+		if (!svc || !svc->session)
+			continue;
+		if (reader && svc->session == reader)
+			return i;
+		if (same_host < 0 && reader && strcmp(svc->host, reader->host) == 0)
+			same_host = i;
+		if (any < 0)
+			any = i;
+	}
+	return same_host >= 0 ? same_host : any;
+}
+
+void object_persist(struct meta *m, struct object *o)
+{
+	unsigned char buf[sizeof(struct rec_object) + MMC_WIRE_REPLICAS * 2 * sizeof(struct rec_blob)];
+	struct rec_object *h = (struct rec_object *)buf;
+	struct rec_blob *rb = (struct rec_blob *)(h + 1);
+	uint32_t n = 0;
+
+	for (int i = 0; i < o->nblobs; i++) {
+		struct blob *b = &o->blobs[i];
+
+		if (!b->svc)
+			continue;
+		rb[n++] = (struct rec_blob){b->svc->rank, b->media, b->svc->incarnation, b->offset};
+	}
+	*h = (struct rec_object){REC_VERSION, n, o->size};
+	if (persist_put(m->persist, m->db_objects, object_key(o), o->keylen, buf,
+			sizeof(*h) + n * sizeof(*rb)) == 0)
+		o->persisted = true;
+}
+
+void object_publish(struct meta *m, struct object *o)
+{
+	list_del(&o->link);
+	o->state = MMC_BLOB_READABLE;
+	o->write_session = 0;
+	o->write_expiry_ms = 0;
+	list_add_head(&m->lru[object_media(o)], &o->link);
+	object_persist(m, o);
+}
+
+void object_touch(struct meta *m, struct object *o)
+{
+	if (o->state != MMC_BLOB_READABLE)
+		return;
+	list_del(&o->link);
+	list_add_head(&m->lru[object_media(o)], &o->link);
+}
+
+static void release_space(struct object *o)
+{
+	for (int i = 0; i < o->nblobs; i++) {
+		struct blob *b = &o->blobs[i];
+		struct segment *seg;
+
+		if (!b->svc)
+			continue;
+		seg = service_segment(b->svc, b->media);
+		if (seg && alloc_release(seg->alloc, b->offset))
+			log_error("op=free key=\"%.*s\" rank=%u offset=%llu err=double_free", o->keylen, object_key(o),
+				  b->svc->rank, (unsigned long long)b->offset);
+		list_del(&b->svc_link);
+		b->svc->nblobs--;
+		b->svc = NULL;
+	}
+}
+
+void object_drop(struct meta *m, struct object *o)
+{
+	if (o->in_index)
+		object_index_del(m, o);
+	list_del(&o->link);
+	if (o->persisted) {
+		persist_del(m->persist, m->db_objects, object_key(o), o->keylen);
+		o->persisted = false;
+	}
+	o->state = MMC_BLOB_REMOVING;
+	if (object_leased(o, clock_ms())) {
+		list_add_tail(&m->zombies, &o->link);
+		return;
+	}
+	release_space(o);
+	object_free_mem(o);
+}
+
+void object_lose_blob(struct meta *m, struct object *o, struct blob *b)
+{
+	list_del(&b->svc_link);
+	b->svc->nblobs--;
+	b->svc = NULL;
+	for (int i = 0; i < o->nblobs; i++) {
+		if (o->blobs[i].svc) {
+			if (o->persisted)
+				object_persist(m, o);
+			return;
+		}
+	}
+	/* no replica left: nothing to protect under a lease either */
+	if (o->in_index)
+		object_index_del(m, o);
+	list_del(&o->link);
+	if (o->persisted)
+		persist_del(m->persist, m->db_objects, object_key(o), o->keylen);
+	object_free_mem(o);
+}
+
+struct lease *lease_find(struct object *o, uint64_t session)
+{
+	for (struct lease *l = o->leases; l; l = l->next)
+		if (l->session == session)
+			return l;
+	return NULL;
+}
+
+uint64_t lease_grant(struct meta *m, struct object *o, uint64_t session, uint64_t ttl_ms, bool counted)
+{
+	struct lease *l = lease_find(o, session);
+	uint64_t expiry;
+
+	if (ttl_ms == 0)
+		ttl_ms = m->conf.lease_ttl_ms;
+	expiry = clock_ms() + ttl_ms;
+	if (!l) {
+		l = calloc(1, sizeof(*l));
+		if (!l)
+			return 0;
+		l->session = session;
+		l->next = o->leases;
+		o->leases = l;
+	}
+	if (counted || l->count == 0)
+		l->count++;
+	if (expiry > l->expiry_ms)
+		l->expiry_ms = expiry;
+	return ttl_ms;
+}
+
+bool lease_release(struct meta *m, struct object *o, uint64_t session, bool all)
+{
+	struct lease **p = &o->leases, *l;
+
+	while (*p && (*p)->session != session)
+		p = &(*p)->next;
+	if (!*p)
+		return false;
+	l = *p;
+	if (all || --l->count == 0) {
+		*p = l->next;
+		free(l);
+	}
+	return true;
+}
+
+bool object_leased(struct object *o, uint64_t now_ms)
+{
+	struct lease **p = &o->leases;
+
+	while (*p) {
+		if ((*p)->expiry_ms <= now_ms) {
+			struct lease *dead = *p;
+
+			*p = dead->next;
+			free(dead);
+		} else {
+			p = &(*p)->next;
+		}
+	}
+	return o->leases != NULL;
+}
+
+struct object *objects_find_zombie(struct meta *m, const char *key, size_t len, uint64_t session)
+{
+	for (struct list *it = m->zombies.next; it != &m->zombies; it = it->next) {
+		struct object *o = list_entry(it, struct object, link);
+
+		if (o->keylen == len && memcmp(object_key(o), key, len) == 0 && lease_find(o, session))
+			return o;
+	}
+	return NULL;
+}
+
+void object_unpin(struct meta *m, struct object *o)
+{
+	if (o->state != MMC_BLOB_REMOVING || object_leased(o, clock_ms()))
+		return;
+	list_del(&o->link);
+	release_space(o);
+	object_free_mem(o);
+}
+
+void objects_sweep(struct meta *m, uint64_t now_ms)
+{
+	struct list *it, *next;
+
+	for (it = m->zombies.next; it != &m->zombies; it = next) {
+		struct object *o = list_entry(it, struct object, link);
+
+		next = it->next;
+		if (!object_leased(o, now_ms)) {
+			list_del(&o->link);
+			release_space(o);
+			object_free_mem(o);
+		}
+	}
+	for (it = m->pending.next; it != &m->pending; it = next) {
+		struct object *o = list_entry(it, struct object, link);
+
+		next = it->next;
+		if (o->write_expiry_ms && o->write_expiry_ms <= now_ms) {
+			log_info("op=reclaim key=\"%.*s\" reason=write_lease_expired", o->keylen, object_key(o));
+			object_drop(m, o);
+		}
+	}
+}
+
+void objects_session_closed(struct meta *m, uint64_t session)
+{
+	struct list *it, *next;
+
+	for (it = m->pending.next; it != &m->pending; it = next) {
+		struct object *o = list_entry(it, struct object, link);
+
+		next = it->next;
+		if (o->write_session == session && !o->gva)
+			object_drop(m, o);
+	}
+}
+
+static int load_record(struct meta *m, MDB_val *k, MDB_val *v)
+{
+	const struct rec_object *h = v->mv_data;
+	const struct rec_blob *rb = (const struct rec_blob *)(h + 1);
+	struct object *o;
+	uint8_t live = 0;
+
+	if (v->mv_size < sizeof(*h) || h->version != REC_VERSION || h->nblobs > 2 * MMC_WIRE_REPLICAS ||
+	    v->mv_size != sizeof(*h) + h->nblobs * sizeof(*rb) || k->mv_size == 0 || k->mv_size > MMC_WIRE_KEY_MAX)
+		return -1;
+	o = object_new(k->mv_data, k->mv_size, (uint8_t)h->nblobs);
+	if (!o)
+		return -1;
+	o->size = h->size;
+	for (uint32_t i = 0; i < h->nblobs; i++) {
+		struct service *svc = service_get(m, rb[i].rank);
+		struct segment *seg = svc && svc->incarnation == rb[i].incarnation ? service_segment(svc, rb[i].media)
+									       : NULL;
+
+		if (!seg || alloc_mark(seg->alloc, rb[i].offset, h->size))
+			continue;
+		o->blobs[live].svc = svc;
+		o->blobs[live].offset = rb[i].offset;
+		o->blobs[live].media = (uint8_t)rb[i].media;
+		list_add_tail(&svc->blobs, &o->blobs[live].svc_link);
+		svc->nblobs++;
+		live++;
+	}
+	if (!live) {
+		free(o);
+		return -1;
+	}
+	/* blobs beyond `live` stay unused (svc NULL) */
+	o->state = MMC_BLOB_READABLE;
+	o->persisted = true;
+	object_index_add(m, o);
+	list_add_tail(&m->lru[object_media(o)], &o->link);
+	if (live != h->nblobs)
+		object_persist(m, o);
+	return 0;
+}
+
+int objects_load(struct meta *m)
+{
+	MDB_txn *txn;
+	MDB_cursor *cur;
+	MDB_val k, v;
+	uint64_t loaded = 0, dropped = 0;
+	char (*gone)[MMC_WIRE_KEY_MAX + 1] = NULL;
+	size_t ngone = 0, capgone = 0;
+	int rc;
+
+	if (persist_read_begin(m->persist, &txn))
+		return MMC_ERROR;
+	if (mdb_cursor_open(txn, m->db_objects, &cur)) {
+		mdb_txn_abort(txn);
+		return MMC_ERROR;
+	}
+	for (rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); rc == 0; rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+		if (load_record(m, &k, &v) == 0) {
+			loaded++;
+			continue;
+		}
+		dropped++;
+		if (ngone == capgone) {
+			size_t cap = capgone ? capgone * 2 : 256;
+			void *g = realloc(gone, cap * sizeof(*gone));
+
+			if (!g)
+				continue;
+			gone = g;
+			capgone = cap;
+		}
+		memset(gone[ngone], 0, sizeof(gone[ngone]));
+		memcpy(gone[ngone++], k.mv_data, k.mv_size > MMC_WIRE_KEY_MAX ? MMC_WIRE_KEY_MAX : k.mv_size);
+	}
+	mdb_cursor_close(cur);
+	mdb_txn_abort(txn);
+	for (size_t i = 0; i < ngone; i++)
+		persist_del(m->persist, m->db_objects, gone[i], strlen(gone[i]));
+	free(gone);
+	log_info("op=load objects=%llu dropped=%llu", (unsigned long long)loaded, (unsigned long long)dropped);
+	return 0;
+}

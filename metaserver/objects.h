@@ -1,0 +1,67 @@
+/*
+ * The object index (key -> object) and each object's life: ALLOCATED (in the index, invisible to readers)
+ * -> READABLE (durable in LMDB, on its media's LRU) -> REMOVING (out of the index; space kept while leased)
+ * -> freed. Loop thread only.
+ */
+#ifndef MMC_OBJECTS_H
+#define MMC_OBJECTS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "meta.h"
+
+int objects_init(struct meta *m);
+/* Frees every object (server shutdown; nothing is persisted). */
+void objects_fini(struct meta *m);
+
+struct object *object_find(struct meta *m, const char *key, size_t len);
+/* A new object with room for nblobs blobs; state NONE, not indexed. NULL when out of memory. */
+struct object *object_new(const char *key, size_t len, uint8_t nblobs);
+void object_index_add(struct meta *m, struct object *o);
+
+/* ALLOCATED -> READABLE: onto the LRU, and durable in this loop turn's commit. */
+void object_publish(struct meta *m, struct object *o);
+/* Promotes o on its LRU (a get or an exist). */
+void object_touch(struct meta *m, struct object *o);
+/* First blob whose service is attached, preferring the session's own service, then its host; -1 if none. */
+int object_pick_blob(const struct meta *m, const struct object *o, const struct session *reader);
+/* True when at least one blob's service is attached. */
+bool object_readable(const struct object *o);
+/* Media of the object (of its first live blob). */
+uint32_t object_media(const struct object *o);
+
+/*
+ * Removes o: out of the index at once (new readers miss) and out of LMDB; its space is freed now, or when the
+ * last lease is released or expires.
+ */
+void object_drop(struct meta *m, struct object *o);
+/* Forgets one blob (its service left): the space is not released to a dead allocator. Drops o if none remain. */
+void object_lose_blob(struct meta *m, struct object *o, struct blob *b);
+
+/* Leases. ttl_ms 0 uses ock.mmc.meta.lease_ttl_ms. Returns the granted ttl in ms, or 0 when out of memory. */
+uint64_t lease_grant(struct meta *m, struct object *o, uint64_t session, uint64_t ttl_ms, bool counted);
+/* Releases one count (all counts with all=true) of session's lease. Returns false if it held none. */
+bool lease_release(struct meta *m, struct object *o, uint64_t session, bool all);
+/* True when a lease on o is still live (expired ones are pruned). */
+bool object_leased(struct object *o, uint64_t now_ms);
+/* The lease session holds on o, or NULL. */
+struct lease *lease_find(struct object *o, uint64_t session);
+
+/* A removed object still pinned by session's lease, or NULL. */
+struct object *objects_find_zombie(struct meta *m, const char *key, size_t len, uint64_t session);
+/* Frees a removed object's space once no lease pins it any more. */
+void object_unpin(struct meta *m, struct object *o);
+
+/* Reclaims expired write leases and zombies whose leases ended. */
+void objects_sweep(struct meta *m, uint64_t now_ms);
+/* Drops the ALLOCATED objects a closing session was writing (not the GVA ones: those wait for their lease). */
+void objects_session_closed(struct meta *m, uint64_t session);
+
+/* Loads READABLE objects from LMDB after services_load(); drops records whose services are unknown. */
+int objects_load(struct meta *m);
+/* Writes o's record (READABLE objects) into this turn's transaction. */
+void object_persist(struct meta *m, struct object *o);
+
+#endif

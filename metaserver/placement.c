@@ -1,0 +1,149 @@
+#include "placement.h"
+
+#include <string.h>
+
+#include "allocator.h"
+#include "eviction.h"
+#include "mmc/mmc.h"
+#include "services.h"
+
+static bool usable(const struct service *svc, uint32_t media)
+{
+	return svc && svc->session && service_segment((struct service *)svc, media);
+}
+
+static bool already_used(const struct object *o, int filled, const struct service *svc)
+{
+	for (int i = 0; i < filled; i++)
+		if (o->blobs[i].svc == svc)
+			return true;
+	return false;
+}
+
+static int reserve_on(struct service *svc, const struct place_req *r, struct object *o, int slot)
+{
+	struct segment *seg = service_segment(svc, r->media);
+	uint64_t off;
+	int rc = alloc_reserve(seg->alloc, r->size, &off);
+
+	if (rc)
+		return rc;
+	o->blobs[slot].svc = svc;
+	o->blobs[slot].offset = off;
+	o->blobs[slot].media = (uint8_t)r->media;
+	list_add_tail(&svc->blobs, &o->blobs[slot].svc_link);
+	svc->nblobs++;
+	return 0;
+}
+
+static void unreserve(struct object *o, int filled)
+{
+	for (int i = 0; i < filled; i++) {
+		struct blob *b = &o->blobs[i];
+
+		alloc_release(service_segment(b->svc, b->media)->alloc, b->offset);
+		list_del(&b->svc_link);
+		b->svc->nblobs--;
+		b->svc = NULL;
+	}
+}
+
+/* The attached service with the most free bytes of the media that fits size and holds no replica yet. */
+static struct service *roomiest(struct meta *m, const struct place_req *r, const struct object *o, int filled)
+{
+	struct service *best = NULL;
+	uint64_t best_free = 0;
+
+	for (uint32_t rank = 0; rank < MMC_RANKS_MAX; rank++) {
+		struct service *svc = m->ranks[rank];
+		struct segment *seg;
+		uint64_t avail;
+
+		if (!usable(svc, r->media) || already_used(o, filled, svc))
+			continue;
+		seg = service_segment(svc, r->media);
+		if (alloc_largest_free(seg->alloc) < r->size)
+			continue;
+		avail = alloc_capacity(seg->alloc) - alloc_used(seg->alloc);
+		if (!best || avail > best_free) {
+			best = svc;
+			best_free = avail;
+		}
+	}
+	return best;
+}
+
+static int place_once(struct meta *m, const struct place_req *r, struct object *o)
+{
+	int filled = 0, rc = 0;
+
+	for (uint32_t i = 0; i < r->npreferred; i++) {
+		struct service *svc = r->preferred[i] >= 0 ? service_get(m, (uint32_t)r->preferred[i]) : NULL;
+
+		if (!usable(svc, r->media) || already_used(o, filled, svc)) {
+			rc = MMC_INVALID_PARAM;
+			goto fail;
+		}
+		if ((rc = reserve_on(svc, r, o, filled)))
+			goto fail;
+		filled++;
+	}
+	if (!r->spread && filled < (int)r->replicas && r->writer && usable(r->writer->svc, r->media) &&
+	    !already_used(o, filled, r->writer->svc) && reserve_on(r->writer->svc, r, o, filled) == 0)
+		filled++;
+	while (filled < (int)r->replicas) {
+		struct service *svc = roomiest(m, r, o, filled);
+
+		if (!svc || reserve_on(svc, r, o, filled)) {
+			rc = MMC_NOT_ENOUGH_MEMORY;
+			goto fail;
+		}
+		filled++;
+	}
+	return 0;
+fail:
+	unreserve(o, filled);
+	return rc;
+}
+
+/* Services that could ever hold size bytes of the media; an object no pool can hold must not evict anything. */
+static uint32_t services_that_fit(const struct meta *m, const struct place_req *r)
+{
+	uint32_t n = 0;
+
+	for (uint32_t rank = 0; rank < MMC_RANKS_MAX; rank++) {
+		struct service *svc = m->ranks[rank];
+
+		if (usable(svc, r->media) && alloc_capacity(service_segment(svc, r->media)->alloc) >= r->size)
+			n++;
+	}
+	return n;
+}
+
+int placement_reserve(struct meta *m, const struct place_req *r, struct object *o)
+{
+	int rc = place_once(m, r, o);
+
+	/* out of room: evict what nobody reads (synchronously) and try once more */
+	if (rc == MMC_NOT_ENOUGH_MEMORY && services_that_fit(m, r) >= r->replicas &&
+	    eviction_make_room(m, r->media, r->size * r->replicas) > 0)
+		rc = place_once(m, r, o);
+	if (rc == 0)
+		eviction_check(m, r->media);
+	return rc;
+}
+
+void placement_usage(const struct meta *m, uint32_t media, uint64_t *used, uint64_t *total)
+{
+	*used = *total = 0;
+	for (uint32_t rank = 0; rank < MMC_RANKS_MAX; rank++) {
+		struct service *svc = m->ranks[rank];
+		struct segment *seg;
+
+		if (!usable(svc, media))
+			continue;
+		seg = service_segment(svc, media);
+		*used += alloc_used(seg->alloc);
+		*total += alloc_capacity(seg->alloc);
+	}
+}

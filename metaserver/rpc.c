@@ -1,0 +1,159 @@
+#include "rpc.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "conn.h"
+#include "log.h"
+#include "mmc/mmc.h"
+#include "services.h"
+
+void rpc_reply_code(struct conn *c, uint64_t id, int result)
+{
+	Mmc__Frame f = MMC__FRAME__INIT;
+	Mmc__Reply r = MMC__REPLY__INIT;
+
+	if (!id)
+		return;
+	r.result = result;
+	f.id = id;
+	f.body_case = MMC__FRAME__BODY_REPLY;
+	f.reply = &r;
+	conn_send(c, &f);
+}
+
+static void on_hello(struct conn *c, const Mmc__Frame *f)
+{
+	Mmc__Frame out = MMC__FRAME__INIT;
+	Mmc__HelloReply r = MMC__HELLO_REPLY__INIT;
+	const Mmc__Hello *h = f->hello;
+
+	r.result = h->version == MMC_WIRE_VERSION ? 0 : MMC_INVALID_PARAM;
+	if (h->host)
+		snprintf(c->session.host, sizeof(c->session.host), "%s", h->host);
+	c->session.pid = h->pid;
+	r.session = c->session.id;
+	r.lease_ttl_ms = c->m->conf.lease_ttl_ms;
+	r.heartbeat_timeout_ms = c->m->conf.heartbeat_timeout_ms;
+	out.id = f->id;
+	out.body_case = MMC__FRAME__BODY_HELLO_REPLY;
+	out.hello_reply = &r;
+	if (f->id)
+		conn_send(c, &out);
+}
+
+static void send_service_info(struct conn *c, uint64_t id, int result, const struct service *svc)
+{
+	Mmc__Frame out = MMC__FRAME__INIT;
+	Mmc__ServiceInfo r = MMC__SERVICE_INFO__INIT;
+	Mmc__Segment segs[MMC_WIRE_SEGMENTS], *psegs[MMC_WIRE_SEGMENTS];
+
+	r.result = result;
+	if (svc && result == 0) {
+		r.rank = svc->rank;
+		r.incarnation = svc->incarnation;
+		r.fabric_addr.data = (uint8_t *)svc->fabric_addr;
+		r.fabric_addr.len = svc->addr_len;
+		r.provider = (char *)svc->provider;
+		r.host = (char *)svc->host;
+		r.pid = svc->pid;
+		for (uint32_t i = 0; i < svc->nsegs; i++) {
+			mmc__segment__init(&segs[i]);
+			segs[i].media = svc->segs[i].media;
+			segs[i].size = svc->segs[i].size;
+			segs[i].base_addr = svc->segs[i].base;
+			segs[i].key = svc->segs[i].key;
+			psegs[i] = &segs[i];
+		}
+		r.n_segments = svc->nsegs;
+		r.segments = psegs;
+	}
+	out.id = id;
+	out.body_case = MMC__FRAME__BODY_SERVICE_INFO;
+	out.service_info = &r;
+	if (id)
+		conn_send(c, &out);
+}
+
+static void on_register(struct conn *c, const Mmc__Frame *f)
+{
+	struct service *svc = NULL;
+	int rc = service_register(c->m, &c->session, f->register_, &svc);
+
+	send_service_info(c, f->id, rc, svc);
+}
+
+static void on_unregister(struct conn *c, const Mmc__Frame *f)
+{
+	struct service *svc = c->session.svc;
+
+	if (svc)
+		service_unmount(c->m, svc, "unregister");
+	rpc_reply_code(c, f->id, svc ? 0 : MMC_NOT_STARTED);
+}
+
+static void on_service(struct conn *c, const Mmc__Frame *f)
+{
+	struct service *svc = service_get(c->m, f->service->rank);
+
+	if (!svc || !svc->session)
+		send_service_info(c, f->id, MMC_LINK_NOT_FOUND, NULL);
+	else
+		send_service_info(c, f->id, 0, svc);
+}
+
+static const Mmc__KeyBatch *key_batch(const Mmc__Frame *f)
+{
+	switch (f->body_case) {
+	case MMC__FRAME__BODY_ALLOC: return f->alloc;
+	case MMC__FRAME__BODY_COMMIT: return f->commit;
+	case MMC__FRAME__BODY_GET: return f->get;
+	case MMC__FRAME__BODY_RELEASE: return f->release;
+	case MMC__FRAME__BODY_REMOVE: return f->remove;
+	case MMC__FRAME__BODY_EXIST: return f->exist;
+	case MMC__FRAME__BODY_QUERY: return f->query;
+	case MMC__FRAME__BODY_ADD_LEASE: return f->add_lease;
+	case MMC__FRAME__BODY_REMOVE_LEASE: return f->remove_lease;
+	case MMC__FRAME__BODY_MALLOC: return f->malloc;
+	case MMC__FRAME__BODY_WRITE_FINISH: return f->write_finish;
+	case MMC__FRAME__BODY_EVICT: return f->evict;
+	case MMC__FRAME__BODY_PREFETCH: return f->prefetch;
+	default: return NULL;
+	}
+}
+
+int rpc_dispatch(struct conn *c, const Mmc__Frame *f)
+{
+	const Mmc__KeyBatch *kb;
+
+	c->m->stats.requests[(unsigned)f->body_case % 64]++;
+	switch (f->body_case) {
+	case MMC__FRAME__BODY_HELLO:
+		on_hello(c, f);
+		return 0;
+	case MMC__FRAME__BODY_REGISTER:
+		on_register(c, f);
+		return 0;
+	case MMC__FRAME__BODY_UNREGISTER:
+		on_unregister(c, f);
+		return 0;
+	case MMC__FRAME__BODY_PING:
+		rpc_reply_code(c, f->id, 0);
+		return 0;
+	case MMC__FRAME__BODY_SERVICE:
+		on_service(c, f);
+		return 0;
+	case MMC__FRAME__BODY_REPLY:
+		return 0; /* replies to meta->service tasks carry nothing we wait for */
+	default:
+		break;
+	}
+	kb = key_batch(f);
+	if (!kb) {
+		/* a body this server does not serve: fail the request, keep the connection */
+		rpc_reply_code(c, f->id, MMC_INVALID_PARAM);
+		return 0;
+	}
+	rpc_keys(c, f, kb);
+	return 0;
+}

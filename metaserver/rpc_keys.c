@@ -1,0 +1,332 @@
+/* The key operations: one KeyBatch request, one KeyResult per item, in order. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "arena.h"
+#include "clock.h"
+#include "conn.h"
+#include "log.h"
+#include "mmc/mmc.h"
+#include "objects.h"
+#include "placement.h"
+#include "rpc.h"
+#include "services.h"
+
+struct reply {
+	Mmc__KeyBatchReply r;
+	Mmc__KeyResult *res; /* n results, r.items points at them */
+	struct arena *arena;
+};
+
+static bool key_ok(const char *key, size_t *len)
+{
+	*len = key ? strlen(key) : 0;
+	return *len >= 1 && *len <= MMC_WIRE_KEY_MAX;
+}
+
+/* Describes the object's live blobs (only the one at pick when pick >= 0) in res. */
+static int describe(struct reply *rp, Mmc__KeyResult *res, const struct object *o, int pick)
+{
+	int from = pick >= 0 ? pick : 0, to = pick >= 0 ? pick + 1 : o->nblobs, n = 0;
+	Mmc__Blob *blobs = arena_alloc(rp->arena, (size_t)o->nblobs * sizeof(*blobs));
+	Mmc__Blob **pb = arena_alloc(rp->arena, (size_t)o->nblobs * sizeof(*pb));
+
+	if (!blobs || !pb)
+		return MMC_MALLOC_FAILED;
+	for (int i = from; i < to; i++) {
+		const struct blob *b = &o->blobs[i];
+
+		if (!b->svc)
+			continue;
+		mmc__blob__init(&blobs[n]);
+		blobs[n].rank = b->svc->rank;
+		blobs[n].incarnation = b->svc->incarnation;
+		blobs[n].media = b->media;
+		blobs[n].offset = b->offset;
+		blobs[n].state = o->state;
+		pb[n] = &blobs[n];
+		n++;
+	}
+	res->size = o->size;
+	res->n_blobs = (size_t)n;
+	res->blobs = pb;
+	return 0;
+}
+
+/* An object left over from before a restart whose services never came back must not block a new put. */
+static bool stale(const struct object *o)
+{
+	if (o->state != MMC_BLOB_READABLE)
+		return false;
+	for (int i = 0; i < o->nblobs; i++)
+		if (o->blobs[i].svc && o->blobs[i].svc->session)
+			return false;
+	return true;
+}
+
+static int check_placement_args(const Mmc__KeyBatch *req)
+{
+	uint32_t replicas = req->replica_num ? req->replica_num : 1;
+
+	if (replicas > MMC_WIRE_REPLICAS || req->n_preferred > replicas)
+		return MMC_INVALID_PARAM;
+	for (size_t i = 0; i < req->n_preferred; i++)
+		for (size_t j = 0; j < i; j++)
+			if (req->preferred[i] == req->preferred[j])
+				return MMC_INVALID_PARAM;
+	return 0;
+}
+
+static void op_alloc(struct conn *c, const Mmc__KeyBatch *req, struct reply *rp, bool gva)
+{
+	struct meta *m = c->m;
+	struct place_req pr = {
+		.replicas = req->replica_num ? req->replica_num : 1,
+		.preferred = req->preferred,
+		.npreferred = (uint32_t)req->n_preferred,
+		.spread = (req->flags & MMC_WIRE_FLAG_SPREAD) != 0,
+		.media = gva ? req->media : MMC_MEDIA_DRAM,
+		.writer = &c->session,
+	};
+	uint64_t now = clock_ms();
+
+	for (size_t i = 0; i < req->n_items; i++) {
+		const Mmc__KeyItem *it = req->items[i];
+		Mmc__KeyResult *res = &rp->res[i];
+		struct object *o;
+		size_t len;
+
+		if (!key_ok(it->key, &len) || it->size == 0 || pr.media >= MEDIA_COUNT) {
+			res->result = MMC_INVALID_PARAM;
+			continue;
+		}
+		o = object_find(m, it->key, len);
+		if (o && stale(o)) {
+			object_drop(m, o);
+			o = NULL;
+		}
+		if (o) {
+			/* first writer wins; batch_malloc hands back the existing object's address */
+			res->result = gva ? 0 : MMC_DUPLICATED_OBJECT;
+			if (gva)
+				res->result = describe(rp, res, o, -1);
+			continue;
+		}
+		o = object_new(it->key, len, (uint8_t)pr.replicas);
+		if (!o) {
+			res->result = MMC_MALLOC_FAILED;
+			continue;
+		}
+		pr.size = it->size;
+		res->result = placement_reserve(m, &pr, o);
+		if (res->result) {
+			free(o);
+			continue;
+		}
+		o->size = it->size;
+		o->state = MMC_BLOB_ALLOCATED;
+		o->write_session = c->session.id;
+		o->gva = gva;
+		if (gva)
+			res->lease_ms = req->lease_ttl_ms ? req->lease_ttl_ms : m->conf.lease_ttl_ms;
+		o->write_expiry_ms = gva ? now + res->lease_ms : 0;
+		object_index_add(m, o);
+		list_add_tail(&m->pending, &o->link);
+		res->result = describe(rp, res, o, -1);
+	}
+}
+
+/* commit (put) and write_finish (GVA): publish or drop what this session allocated. */
+static void op_commit(struct conn *c, const Mmc__KeyBatch *req, struct reply *rp)
+{
+	for (size_t i = 0; i < req->n_items; i++) {
+		const Mmc__KeyItem *it = req->items[i];
+		struct object *o;
+		size_t len;
+
+		if (!key_ok(it->key, &len)) {
+			rp->res[i].result = MMC_INVALID_PARAM;
+			continue;
+		}
+		o = object_find(c->m, it->key, len);
+		if (o && o->state == MMC_BLOB_READABLE) {
+			rp->res[i].result = 0; /* idempotent */
+		} else if (!o || o->write_session != c->session.id) {
+			rp->res[i].result = MMC_UNMATCHED_KEY;
+		} else {
+			if (it->value == 0)
+				object_publish(c->m, o);
+			else
+				object_drop(c->m, o);
+			rp->res[i].result = 0;
+		}
+	}
+}
+
+static struct object *find_readable(struct meta *m, const char *key, int *rc)
+{
+	struct object *o;
+	size_t len;
+
+	if (!key_ok(key, &len)) {
+		*rc = MMC_INVALID_PARAM;
+		return NULL;
+	}
+	o = object_find(m, key, len);
+	*rc = o && object_readable(o) ? 0 : MMC_OBJECT_NOT_EXISTS;
+	return *rc ? NULL : o;
+}
+
+/* get: pick the nearest replica and take a counted read lease. add_lease: an uncounted, extendable one. */
+static void op_lease(struct conn *c, const Mmc__KeyBatch *req, struct reply *rp, bool get)
+{
+	for (size_t i = 0; i < req->n_items; i++) {
+		Mmc__KeyResult *res = &rp->res[i];
+		struct object *o = find_readable(c->m, req->items[i]->key, &res->result);
+
+		if (!o)
+			continue;
+		res->lease_ms = lease_grant(c->m, o, c->session.id, req->lease_ttl_ms, get);
+		if (!res->lease_ms) {
+			res->result = MMC_MALLOC_FAILED;
+			continue;
+		}
+		object_touch(c->m, o);
+		res->result = describe(rp, res, o, get ? object_pick_blob(c->m, o, &c->session) : -1);
+	}
+}
+
+/* release (after a get) and remove_lease (GVA): the lease may be on a removed object still pinned. */
+static void op_release(struct conn *c, const Mmc__KeyBatch *req, struct reply *rp, bool all)
+{
+	for (size_t i = 0; i < req->n_items; i++) {
+		size_t len;
+		struct object *o;
+
+		if (!key_ok(req->items[i]->key, &len)) {
+			rp->res[i].result = MMC_INVALID_PARAM;
+			continue;
+		}
+		o = object_find(c->m, req->items[i]->key, len);
+		if (!o || !lease_find(o, c->session.id))
+			o = objects_find_zombie(c->m, req->items[i]->key, len, c->session.id);
+		if (!o || !lease_release(c->m, o, c->session.id, all)) {
+			rp->res[i].result = MMC_LEASE_EXPIRED;
+			continue;
+		}
+		rp->res[i].result = 0;
+		if (o->state == MMC_BLOB_REMOVING)
+			object_unpin(c->m, o);
+	}
+}
+
+static void op_simple(struct conn *c, const Mmc__Frame *f, const Mmc__KeyBatch *req, struct reply *rp)
+{
+	for (size_t i = 0; i < req->n_items; i++) {
+		Mmc__KeyResult *res = &rp->res[i];
+		struct object *o;
+		size_t len;
+
+		if (!key_ok(req->items[i]->key, &len)) {
+			res->result = MMC_INVALID_PARAM;
+			continue;
+		}
+		o = object_find(c->m, req->items[i]->key, len);
+		switch (f->body_case) {
+		case MMC__FRAME__BODY_REMOVE:
+			res->result = o ? 0 : MMC_OBJECT_NOT_EXISTS;
+			if (o)
+				object_drop(c->m, o);
+			break;
+		case MMC__FRAME__BODY_EXIST:
+			res->result = o && object_readable(o);
+			if (res->result)
+				object_touch(c->m, o);
+			break;
+		default: /* query: every live blob, in any state; absent is size 0 */
+			res->result = o && (o->state != MMC_BLOB_READABLE || object_readable(o)) ? describe(rp, res, o, -1)
+												   : 0;
+			break;
+		}
+	}
+}
+
+static int reply_init(struct reply *rp, struct arena *a, size_t n)
+{
+	Mmc__KeyResult **items = arena_alloc(a, n * sizeof(*items));
+
+	mmc__key_batch_reply__init(&rp->r);
+	rp->arena = a;
+	rp->res = arena_alloc(a, n * sizeof(*rp->res));
+	if (!items || !rp->res)
+		return MMC_MALLOC_FAILED;
+	for (size_t i = 0; i < n; i++) {
+		mmc__key_result__init(&rp->res[i]);
+		items[i] = &rp->res[i];
+	}
+	rp->r.items = items;
+	rp->r.n_items = n;
+	return 0;
+}
+
+static void send_reply(struct conn *c, uint64_t id, struct reply *rp)
+{
+	Mmc__Frame out = MMC__FRAME__INIT;
+
+	if (!id)
+		return;
+	out.id = id;
+	out.body_case = MMC__FRAME__BODY_KEY_REPLY;
+	out.key_reply = &rp->r;
+	conn_send(c, &out);
+}
+
+static int run_op(struct conn *c, const Mmc__Frame *f, const Mmc__KeyBatch *req, struct reply *rp)
+{
+	switch (f->body_case) {
+	case MMC__FRAME__BODY_ALLOC:
+	case MMC__FRAME__BODY_MALLOC:
+		if (check_placement_args(req))
+			return MMC_INVALID_PARAM;
+		op_alloc(c, req, rp, f->body_case == MMC__FRAME__BODY_MALLOC);
+		return 0;
+	case MMC__FRAME__BODY_COMMIT:
+	case MMC__FRAME__BODY_WRITE_FINISH:
+		op_commit(c, req, rp);
+		return 0;
+	case MMC__FRAME__BODY_GET:
+	case MMC__FRAME__BODY_ADD_LEASE:
+		op_lease(c, req, rp, f->body_case == MMC__FRAME__BODY_GET);
+		return 0;
+	case MMC__FRAME__BODY_RELEASE:
+	case MMC__FRAME__BODY_REMOVE_LEASE:
+		op_release(c, req, rp, f->body_case == MMC__FRAME__BODY_REMOVE_LEASE);
+		return 0;
+	case MMC__FRAME__BODY_REMOVE:
+	case MMC__FRAME__BODY_EXIST:
+	case MMC__FRAME__BODY_QUERY:
+		op_simple(c, f, req, rp);
+		return 0;
+	default:
+		return rpc_tier_op(c, f, req, rp->res);
+	}
+}
+
+void rpc_keys(struct conn *c, const Mmc__Frame *f, const Mmc__KeyBatch *req)
+{
+	struct reply rp;
+	int rc;
+
+	if (req->n_items == 0 || req->n_items > MMC_WIRE_KEYS_MAX) {
+		rpc_reply_code(c, f->id, MMC_INVALID_PARAM);
+		return;
+	}
+	rc = reply_init(&rp, &c->m->arena, req->n_items);
+	if (rc == 0)
+		rc = run_op(c, f, req, &rp);
+	if (rc) {
+		rp.r.result = rc;
+		rp.r.n_items = 0;
+	}
+	send_reply(c, f->id, &rp);
+}

@@ -1,0 +1,306 @@
+#include "services.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "allocator.h"
+#include "clock.h"
+#include "log.h"
+#include "mmc/mmc.h"
+#include "objects.h"
+#include "persist.h"
+
+/* LMDB record of a service, keyed by the rank as 4 big-endian bytes. */
+struct rec_service {
+	uint32_t version;
+	uint32_t nsegs;
+	uint64_t incarnation;
+	struct {
+		uint32_t media;
+		uint32_t pad;
+		uint64_t size;
+	} segs[MMC_WIRE_SEGMENTS];
+	char host[256];
+	uint32_t pid;
+};
+
+#define REC_VERSION 1
+static const char next_incarnation_key[] = "next_incarnation";
+
+static void rank_key(uint32_t rank, unsigned char out[4])
+{
+	out[0] = (unsigned char)(rank >> 24);
+	out[1] = (unsigned char)(rank >> 16);
+	out[2] = (unsigned char)(rank >> 8);
+	out[3] = (unsigned char)rank;
+}
+
+struct segment *service_segment(struct service *svc, uint32_t media)
+{
+	for (uint32_t i = 0; i < svc->nsegs; i++)
+		if (svc->segs[i].media == media)
+			return &svc->segs[i];
+	return NULL;
+}
+
+struct service *service_get(struct meta *m, uint32_t rank)
+{
+	return rank < MMC_RANKS_MAX ? m->ranks[rank] : NULL;
+}
+
+static void service_persist(struct meta *m, struct service *svc)
+{
+	struct rec_service r;
+	unsigned char k[4];
+
+	memset(&r, 0, sizeof(r));
+	r.version = REC_VERSION;
+	r.nsegs = svc->nsegs;
+	r.incarnation = svc->incarnation;
+	for (uint32_t i = 0; i < svc->nsegs; i++) {
+		r.segs[i].media = svc->segs[i].media;
+		r.segs[i].size = svc->segs[i].size;
+	}
+	memcpy(r.host, svc->host, sizeof(r.host));
+	r.pid = svc->pid;
+	rank_key(svc->rank, k);
+	persist_put(m->persist, m->db_services, k, sizeof(k), &r, sizeof(r));
+	persist_put(m->persist, m->db_info, next_incarnation_key, sizeof(next_incarnation_key) - 1,
+		    &m->next_incarnation, sizeof(m->next_incarnation));
+}
+
+static void service_free(struct service *svc)
+{
+	for (uint32_t i = 0; i < svc->nsegs; i++)
+		alloc_destroy(svc->segs[i].alloc);
+	free(svc);
+}
+
+void service_unmount(struct meta *m, struct service *svc, const char *why)
+{
+	unsigned char k[4];
+	uint64_t lost = svc->nblobs;
+
+	while (!list_empty(&svc->blobs)) {
+		struct blob *b = list_entry(svc->blobs.next, struct blob, svc_link);
+
+		object_lose_blob(m, b->obj, b);
+	}
+	if (svc->session)
+		svc->session->svc = NULL;
+	m->ranks[svc->rank] = NULL;
+	m->nservices--;
+	m->stats.unmounts++;
+	rank_key(svc->rank, k);
+	persist_del(m->persist, m->db_services, k, sizeof(k));
+	log_info("op=unmount rank=%u incarnation=%llu host=\"%s\" pid=%u blobs=%llu reason=%s", svc->rank,
+		 (unsigned long long)svc->incarnation, svc->host, svc->pid, (unsigned long long)lost, why);
+	service_free(svc);
+}
+
+static int check_register(const Mmc__Register *req)
+{
+	if (req->n_segments == 0 || req->n_segments > MMC_WIRE_SEGMENTS)
+		return MMC_INVALID_PARAM;
+	for (size_t i = 0; i < req->n_segments; i++) {
+		const Mmc__Segment *sg = req->segments[i];
+
+		if (sg->media >= MEDIA_COUNT || sg->size < ALLOC_ALIGN)
+			return MMC_INVALID_PARAM;
+		for (size_t j = 0; j < i; j++)
+			if (req->segments[j]->media == sg->media)
+				return MMC_INVALID_PARAM;
+	}
+	if (req->fabric_addr.len == 0 || req->fabric_addr.len > MMC_WIRE_ADDR_MAX || !req->provider ||
+	    strlen(req->provider) >= sizeof(((struct service *)0)->provider))
+		return MMC_INVALID_PARAM;
+	return 0;
+}
+
+static bool same_segments(const struct service *svc, const Mmc__Register *req)
+{
+	if (svc->nsegs != req->n_segments)
+		return false;
+	for (size_t i = 0; i < req->n_segments; i++)
+		if (svc->segs[i].media != req->segments[i]->media || svc->segs[i].size != req->segments[i]->size)
+			return false;
+	return true;
+}
+
+/* Fabric coordinates may change when a service reconnects; placement state does not. */
+static void set_coordinates(struct service *svc, struct session *s, const Mmc__Register *req)
+{
+	memcpy(svc->fabric_addr, req->fabric_addr.data, req->fabric_addr.len);
+	svc->addr_len = (uint32_t)req->fabric_addr.len;
+	strcpy(svc->provider, req->provider);
+	for (size_t i = 0; i < req->n_segments; i++) {
+		svc->segs[i].base = req->segments[i]->base_addr;
+		svc->segs[i].key = req->segments[i]->key;
+	}
+	memcpy(svc->host, s->host, sizeof(svc->host));
+	svc->pid = s->pid;
+	svc->session = s;
+	svc->rejoin_deadline_ms = 0;
+	s->svc = svc;
+}
+
+static int pick_rank(struct meta *m, const Mmc__Register *req, uint32_t *rank)
+{
+	uint32_t cap = m->conf.world_size;
+
+	if (req->world_size && req->world_size < cap)
+		cap = req->world_size;
+	if (req->rank >= 0 && (uint32_t)req->rank < cap && !m->ranks[req->rank]) {
+		*rank = (uint32_t)req->rank;
+		return 0;
+	}
+	for (uint32_t r = 0; r < cap; r++) {
+		if (!m->ranks[r]) {
+			*rank = r;
+			return 0;
+		}
+	}
+	return MMC_EXCEED_CAPACITY;
+}
+
+static int rejoin(struct meta *m, struct session *s, const Mmc__Register *req, struct service **out)
+{
+	struct service *svc = req->rank >= 0 && req->incarnation ? service_get(m, (uint32_t)req->rank) : NULL;
+
+	if (!svc || svc->incarnation != req->incarnation)
+		return MMC_UNMATCHED_KEY;
+	if (!same_segments(svc, req)) {
+		service_unmount(m, svc, "pool_changed");
+		return MMC_UNMATCHED_KEY;
+	}
+	if (svc->session) /* a half-open old connection: the same process is back on a new one */
+		svc->session->svc = NULL;
+	set_coordinates(svc, s, req);
+	log_info("op=rejoin rank=%u incarnation=%llu host=\"%s\" pid=%u blobs=%llu", svc->rank,
+		 (unsigned long long)svc->incarnation, svc->host, svc->pid, (unsigned long long)svc->nblobs);
+	*out = svc;
+	return 0;
+}
+
+int service_register(struct meta *m, struct session *s, const Mmc__Register *req, struct service **out)
+{
+	struct service *svc;
+	uint32_t rank;
+	int rc;
+
+	if ((rc = check_register(req)))
+		return rc;
+	if (s->svc)
+		return MMC_REPEAT_CALL;
+	if (rejoin(m, s, req, out) == 0)
+		return 0;
+	if ((rc = pick_rank(m, req, &rank)))
+		return rc;
+	svc = calloc(1, sizeof(*svc));
+	if (!svc)
+		return MMC_MALLOC_FAILED;
+	list_init(&svc->blobs);
+	svc->rank = rank;
+	svc->nsegs = (uint32_t)req->n_segments;
+	for (uint32_t i = 0; i < svc->nsegs; i++) {
+		svc->segs[i].media = req->segments[i]->media;
+		svc->segs[i].size = req->segments[i]->size;
+		svc->segs[i].alloc = alloc_create(req->segments[i]->size);
+		if (!svc->segs[i].alloc) {
+			service_free(svc);
+			return MMC_MALLOC_FAILED;
+		}
+	}
+	svc->incarnation = ++m->next_incarnation;
+	set_coordinates(svc, s, req);
+	m->ranks[rank] = svc;
+	m->nservices++;
+	service_persist(m, svc);
+	log_info("op=mount rank=%u incarnation=%llu host=\"%s\" pid=%u provider=\"%s\" dram=%llu", rank,
+		 (unsigned long long)svc->incarnation, svc->host, svc->pid, svc->provider,
+		 (unsigned long long)(service_segment(svc, MMC_MEDIA_DRAM) ? service_segment(svc, MMC_MEDIA_DRAM)->size
+									    : 0));
+	*out = svc;
+	return 0;
+}
+
+void services_sweep(struct meta *m, uint64_t now_ms)
+{
+	for (uint32_t r = 0; r < MMC_RANKS_MAX; r++) {
+		struct service *svc = m->ranks[r];
+
+		if (svc && !svc->session && svc->rejoin_deadline_ms && svc->rejoin_deadline_ms <= now_ms)
+			service_unmount(m, svc, "did_not_rejoin");
+	}
+}
+
+static int load_service(struct meta *m, MDB_val *k, MDB_val *v, uint64_t deadline)
+{
+	const unsigned char *kb = k->mv_data;
+	const struct rec_service *r = v->mv_data;
+	struct service *svc;
+	uint32_t rank;
+
+	if (k->mv_size != 4 || v->mv_size != sizeof(*r) || r->version != REC_VERSION || r->nsegs == 0 ||
+	    r->nsegs > MMC_WIRE_SEGMENTS)
+		return -1;
+	rank = (uint32_t)kb[0] << 24 | (uint32_t)kb[1] << 16 | (uint32_t)kb[2] << 8 | kb[3];
+	if (rank >= MMC_RANKS_MAX || m->ranks[rank] || !(svc = calloc(1, sizeof(*svc))))
+		return -1;
+	list_init(&svc->blobs);
+	svc->rank = rank;
+	svc->incarnation = r->incarnation;
+	svc->nsegs = r->nsegs;
+	for (uint32_t i = 0; i < r->nsegs; i++) {
+		svc->segs[i].media = r->segs[i].media;
+		svc->segs[i].size = r->segs[i].size;
+		if (!(svc->segs[i].alloc = alloc_create(r->segs[i].size))) {
+			service_free(svc);
+			return -1;
+		}
+	}
+	memcpy(svc->host, r->host, sizeof(svc->host));
+	svc->host[sizeof(svc->host) - 1] = '\0';
+	svc->pid = r->pid;
+	svc->rejoin_deadline_ms = deadline;
+	m->ranks[rank] = svc;
+	m->nservices++;
+	return 0;
+}
+
+int services_load(struct meta *m)
+{
+	uint64_t deadline = clock_ms() + m->conf.rejoin_timeout_ms;
+	MDB_val k = {sizeof(next_incarnation_key) - 1, (void *)next_incarnation_key}, v;
+	MDB_txn *txn;
+	MDB_cursor *cur;
+	int rc;
+
+	if (persist_read_begin(m->persist, &txn))
+		return MMC_ERROR;
+	if (mdb_get(txn, m->db_info, &k, &v) == 0 && v.mv_size == sizeof(uint64_t))
+		memcpy(&m->next_incarnation, v.mv_data, sizeof(uint64_t));
+	if (mdb_cursor_open(txn, m->db_services, &cur)) {
+		mdb_txn_abort(txn);
+		return MMC_ERROR;
+	}
+	for (rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); rc == 0; rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT))
+		if (load_service(m, &k, &v, deadline))
+			log_warn("op=load_service err=bad_record");
+	mdb_cursor_close(cur);
+	mdb_txn_abort(txn);
+	if (m->nservices)
+		log_info("op=load services=%u waiting_to_rejoin_ms=%u", m->nservices, m->conf.rejoin_timeout_ms);
+	return 0;
+}
+
+void services_fini(struct meta *m)
+{
+	for (uint32_t r = 0; r < MMC_RANKS_MAX; r++) {
+		if (m->ranks[r]) {
+			service_free(m->ranks[r]);
+			m->ranks[r] = NULL;
+		}
+	}
+	m->nservices = 0;
+}
