@@ -1,0 +1,196 @@
+/*
+ * mmc-test-node: a process holding one mmc store, driven by line commands on stdin, one reply line each on stdout.
+ * Integration tests run several of them as local services and clients. The meta server URL comes from
+ * MMC_TEST_META, the protocol from MMC_PROTOCOL (default host_tcp).
+ *
+ *   init LEND [DRAM]                 -> CODE RANK
+ *   put KEY SIZE SEED [REPLICAS [PREFERRED...]]  -> CODE
+ *   get KEY SIZE SEED                -> CODE (99: bytes differ)
+ *   bput PREFIX N SIZE SEED          -> CODE R0 R1 ...
+ *   bget PREFIX N SIZE SEED          -> CODE R0 R1 ...
+ *   exist KEY | remove KEY           -> RESULT
+ *   info KEY                         -> CODE SIZE BLOBS LOC0 TYPE0 ...
+ *   teardown | quit
+ */
+#include <mmc/mmc.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pattern.h"
+
+#define MISMATCH 99
+
+static mmc_store *s;
+
+static void cmd_init(char *args)
+{
+	mmc_local_config cfg = mmc_default_local_config();
+	int lend = 1, rc;
+	unsigned long long dram = 64ull << 20;
+	uint32_t rank = UINT32_MAX;
+	const char *meta = getenv("MMC_TEST_META"), *proto = getenv("MMC_PROTOCOL");
+
+	sscanf(args, "%d %llu", &lend, &dram);
+	if (meta)
+		snprintf(cfg.meta_service_url, sizeof(cfg.meta_service_url), "%s", meta);
+	snprintf(cfg.protocol, sizeof(cfg.protocol), "%s", proto ? proto : "host_tcp");
+	cfg.dram_size = dram;
+	cfg.retry_ms = 10000;
+	cfg.heartbeat_ms = 100;
+	s = mmc_create();
+	rc = mmc_setup(s, &cfg);
+	if (!rc)
+		rc = mmc_init(s, 0, lend != 0);
+	if (!rc && lend)
+		mmc_get_local_service_id(s, &rank);
+	printf("%d %d\n", rc, (int)rank);
+}
+
+static void cmd_put(char *args)
+{
+	char key[300];
+	size_t size;
+	unsigned long long seed;
+	mmc_replicate_config rc = {0};
+	int n, consumed = 0, r;
+	void *buf;
+
+	n = sscanf(args, "%299s %zu %llu %n", key, &size, &seed, &consumed);
+	if (n < 3) {
+		printf("%d\n", MMC_INVALID_PARAM);
+		return;
+	}
+	args += consumed;
+	if (sscanf(args, "%hu %n", &rc.replica_num, &consumed) == 1) {
+		args += consumed;
+		while (rc.preferred_count < 8 &&
+		       sscanf(args, "%d %n", &rc.preferred_local_service_ids[rc.preferred_count], &consumed) == 1) {
+			rc.preferred_count++;
+			args += consumed;
+		}
+	}
+	buf = malloc(size ? size : 1);
+	pattern_fill(buf, size, seed);
+	r = mmc_put_from(s, key, buf, size, MMC_COPY_H2G, &rc);
+	free(buf);
+	printf("%d\n", r);
+}
+
+static void cmd_get(char *args)
+{
+	char key[300];
+	size_t size;
+	unsigned long long seed;
+	void *buf;
+	int r;
+
+	if (sscanf(args, "%299s %zu %llu", key, &size, &seed) != 3) {
+		printf("%d\n", MMC_INVALID_PARAM);
+		return;
+	}
+	buf = calloc(1, size ? size : 1);
+	r = mmc_get_into(s, key, buf, size, MMC_COPY_G2H);
+	if (r == 0 && pattern_check(buf, size, seed) != size)
+		r = MISMATCH;
+	free(buf);
+	printf("%d\n", r);
+}
+
+static void cmd_batch(char *args, int put)
+{
+	char prefix[200];
+	size_t n, size;
+	unsigned long long seed;
+	char **keys;
+	void **bufs;
+	size_t *sizes;
+	int *res, r;
+
+	if (sscanf(args, "%199s %zu %zu %llu", prefix, &n, &size, &seed) != 4 || n == 0) {
+		printf("%d\n", MMC_INVALID_PARAM);
+		return;
+	}
+	keys = calloc(n, sizeof(*keys));
+	bufs = calloc(n, sizeof(*bufs));
+	sizes = calloc(n, sizeof(*sizes));
+	res = calloc(n, sizeof(*res));
+	for (size_t i = 0; i < n; i++) {
+		keys[i] = malloc(256);
+		snprintf(keys[i], 256, "%s%zu", prefix, i);
+		bufs[i] = calloc(1, size);
+		sizes[i] = size;
+		if (put)
+			pattern_fill(bufs[i], size, seed + i);
+	}
+	r = put ? mmc_batch_put_from(s, (const char *const *)keys, (const void *const *)bufs, sizes, n, MMC_COPY_H2G,
+	                             NULL, res)
+	        : mmc_batch_get_into(s, (const char *const *)keys, bufs, sizes, n, MMC_COPY_G2H, res);
+	printf("%d", r);
+	for (size_t i = 0; i < n; i++) {
+		if (!put && res[i] == 0 && pattern_check(bufs[i], size, seed + i) != size)
+			res[i] = MISMATCH;
+		printf(" %d", res[i]);
+		free(keys[i]);
+		free(bufs[i]);
+	}
+	printf("\n");
+	free(keys);
+	free(bufs);
+	free(sizes);
+	free(res);
+}
+
+static void cmd_info(char *args)
+{
+	char key[300];
+	mmc_key_info info;
+	int r;
+
+	sscanf(args, "%299s", key);
+	r = mmc_get_key_info(s, key, 0, &info);
+	printf("%d %llu %u", r, (unsigned long long)info.size, info.blob_num);
+	for (uint32_t i = 0; i < info.blob_num && i < 8; i++)
+		printf(" %u %u", info.loc[i], info.type[i]);
+	printf("\n");
+}
+
+int main(void)
+{
+	char line[4096];
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	while (fgets(line, sizeof(line), stdin)) {
+		char cmd[32] = "", *args;
+		char key[300];
+
+		line[strcspn(line, "\n")] = '\0';
+		sscanf(line, "%31s", cmd);
+		args = line + strlen(cmd);
+		if (strcmp(cmd, "init") == 0)
+			cmd_init(args);
+		else if (strcmp(cmd, "put") == 0)
+			cmd_put(args);
+		else if (strcmp(cmd, "get") == 0)
+			cmd_get(args);
+		else if (strcmp(cmd, "bput") == 0)
+			cmd_batch(args, 1);
+		else if (strcmp(cmd, "bget") == 0)
+			cmd_batch(args, 0);
+		else if (strcmp(cmd, "exist") == 0 && sscanf(args, "%299s", key) == 1)
+			printf("%d\n", mmc_is_exist(s, key));
+		else if (strcmp(cmd, "remove") == 0 && sscanf(args, "%299s", key) == 1)
+			printf("%d\n", mmc_remove(s, key));
+		else if (strcmp(cmd, "info") == 0)
+			cmd_info(args);
+		else if (strcmp(cmd, "teardown") == 0)
+			printf("%d\n", mmc_teardown(s));
+		else if (strcmp(cmd, "quit") == 0)
+			break;
+		else
+			printf("%d\n", MMC_INVALID_PARAM);
+	}
+	mmc_destroy(s);
+	return 0;
+}

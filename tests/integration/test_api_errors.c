@@ -1,0 +1,175 @@
+/* Bad input at the public boundary: every call returns its documented code and the store stays usable. */
+#include <criterion/criterion.h>
+#include <mmc/mmc.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "proc.h"
+
+static struct metaserver meta;
+static mmc_store *s;
+
+static mmc_local_config config(const char *url)
+{
+	mmc_local_config c = mmc_default_local_config();
+	const char *proto = getenv("MMC_PROTOCOL");
+
+	snprintf(c.meta_service_url, sizeof(c.meta_service_url), "%s", url);
+	snprintf(c.protocol, sizeof(c.protocol), "%s", proto ? proto : "host_tcp");
+	c.dram_size = 32u << 20;
+	return c;
+}
+
+static void start(void)
+{
+	mmc_local_config c;
+
+	cr_assert_eq(metaserver_start(&meta, NULL), 0);
+	c = config(meta.url);
+	s = mmc_create();
+	cr_assert_eq(mmc_setup(s, &c), 0);
+	cr_assert_eq(mmc_init(s, 0, true), 0);
+}
+
+static void stop(void)
+{
+	mmc_destroy(s);
+	metaserver_cleanup(&meta);
+}
+
+TestSuite(api_errors, .init = start, .fini = stop, .timeout = 60);
+
+Test(api_errors, bad_keys)
+{
+	char k256[257], k255[256];
+	char buf[16] = "0123456789abcdef";
+
+	memset(k256, 'k', 256);
+	k256[256] = '\0';
+	memset(k255, 'k', 255);
+	k255[255] = '\0';
+	cr_assert_eq(mmc_put_from(s, "", buf, sizeof(buf), MMC_COPY_H2G, NULL), MMC_INVALID_PARAM);
+	cr_assert_eq(mmc_put_from(s, NULL, buf, sizeof(buf), MMC_COPY_H2G, NULL), MMC_INVALID_PARAM);
+	cr_assert_eq(mmc_put_from(s, k256, buf, sizeof(buf), MMC_COPY_H2G, NULL), MMC_INVALID_PARAM);
+	cr_assert_eq(mmc_get_into(s, k256, buf, sizeof(buf), MMC_COPY_G2H), MMC_INVALID_PARAM);
+	cr_assert_eq(mmc_is_exist(s, ""), MMC_INVALID_PARAM);
+	cr_assert_eq(mmc_remove(s, k256), MMC_INVALID_PARAM);
+	/* 255 bytes is the longest key */
+	cr_assert_eq(mmc_put_from(s, k255, buf, sizeof(buf), MMC_COPY_H2G, NULL), 0);
+	cr_assert_eq(mmc_is_exist(s, k255), 1);
+}
+
+Test(api_errors, bad_buffers_sizes_and_directions)
+{
+	char buf[4096];
+	mmc_replicate_config rc9 = {.replica_num = 9};
+	mmc_replicate_config pref = {.replica_num = 1, .preferred_count = 2};
+
+	cr_assert_eq(mmc_put_from(s, "k", NULL, 10, MMC_COPY_H2G, NULL), MMC_INVALID_PARAM);
+	cr_assert_eq(mmc_put_from(s, "k", buf, 0, MMC_COPY_H2G, NULL), MMC_INVALID_PARAM);
+	cr_assert_eq(mmc_put_from(s, "k", buf, 10, MMC_COPY_G2H, NULL), MMC_INVALID_PARAM, "a get direction on put");
+	cr_assert_eq(mmc_put_from(s, "k", buf, 10, 42, NULL), MMC_INVALID_PARAM);
+	cr_assert_eq(mmc_put_from(s, "k", buf, 10, MMC_COPY_H2G, &rc9), MMC_INVALID_PARAM);
+	cr_assert_eq(mmc_put_from(s, "k", buf, 10, MMC_COPY_H2G, &pref), MMC_INVALID_PARAM);
+	cr_assert_eq(mmc_get_into(s, "k", NULL, 10, MMC_COPY_G2H), MMC_INVALID_PARAM);
+	cr_assert_eq(mmc_get_into(s, "k", buf, 0, MMC_COPY_G2H), MMC_INVALID_PARAM);
+	cr_assert_eq(mmc_is_exist(s, "k"), 0, "nothing was stored by the rejected calls");
+	memset(buf, 7, sizeof(buf));
+	cr_assert_eq(mmc_put_from(s, "k", buf, 100, MMC_COPY_H2G, NULL), 0);
+	cr_assert_eq(mmc_get_into(s, "k", buf, 99, MMC_COPY_G2H), MMC_INVALID_PARAM, "wrong size on get");
+	cr_assert_eq(mmc_get_into(s, "k", buf, 101, MMC_COPY_G2H), MMC_INVALID_PARAM, "wrong size on get");
+	cr_assert_eq(mmc_get_into(s, "k", buf, 100, MMC_COPY_H2G), MMC_INVALID_PARAM, "a put direction on get");
+	cr_assert_eq(mmc_get_into(s, "missing", buf, 100, MMC_COPY_G2H), MMC_OBJECT_NOT_EXISTS);
+	cr_assert_eq(mmc_get_into(s, "k", buf, 100, MMC_COPY_G2H), 0, "the store is still usable");
+	cr_assert_eq(mmc_register_buffer(s, NULL, 10), MMC_INVALID_PARAM);
+	cr_assert_eq(mmc_register_buffer(s, buf, 0), MMC_INVALID_PARAM);
+	cr_assert_eq(mmc_unregister_buffer(s, buf, 10), MMC_INVALID_PARAM, "never registered");
+	cr_assert_eq(mmc_register_buffer(s, buf, sizeof(buf)), 0);
+	cr_assert_eq(mmc_get_into(s, "k", buf, 100, MMC_COPY_G2H), 0);
+	cr_assert_eq(mmc_unregister_buffer(s, buf, sizeof(buf)), 0);
+	cr_assert_eq(mmc_get_key_info(s, "k", 0, NULL), MMC_INVALID_PARAM);
+	cr_assert_eq(mmc_get_local_service_id(s, NULL), MMC_INVALID_PARAM);
+}
+
+Test(api_errors, null_store_and_strerror)
+{
+	uint32_t id;
+	mmc_key_info info;
+
+	cr_assert_eq(mmc_setup(NULL, NULL), MMC_INVALID_PARAM);
+	cr_assert_eq(mmc_init(NULL, 0, true), MMC_INVALID_PARAM);
+	cr_assert_eq(mmc_teardown(NULL), MMC_INVALID_PARAM);
+	cr_assert_eq(mmc_put_from(NULL, "k", "x", 1, MMC_COPY_H2G, NULL), MMC_INVALID_PARAM);
+	cr_assert_eq(mmc_is_exist(NULL, "k"), MMC_INVALID_PARAM);
+	cr_assert_eq(mmc_get_local_service_id(NULL, &id), MMC_INVALID_PARAM);
+	cr_assert_eq(mmc_get_key_info(NULL, "k", 0, &info), MMC_INVALID_PARAM);
+	mmc_destroy(NULL);
+	cr_assert_str_eq(mmc_strerror(MMC_NOT_ENOUGH_MEMORY), "MMC_NOT_ENOUGH_MEMORY: not enough memory in the pool");
+	cr_assert_str_eq(mmc_strerror(12345), "unknown error");
+	cr_assert_str_eq(mmc_version(), MMC_VERSION_STRING);
+	cr_assert_eq(mmc_setup(s, NULL), MMC_REPEAT_CALL, "setup while initialised");
+	cr_assert_eq(mmc_init(s, 0, true), 0, "init twice is fine");
+	cr_assert_eq(mmc_init(s, 384, true), MMC_INVALID_PARAM, "device id out of range");
+}
+
+Test(api_errors, calls_before_init)
+{
+	mmc_store *t = mmc_create();
+	char buf[8];
+	int res[1];
+	const char *keys[] = {"k"};
+	uint32_t id;
+
+	cr_assert_not_null(t);
+	cr_assert_eq(mmc_put_from(t, "k", buf, 8, MMC_COPY_H2G, NULL), MMC_CLIENT_NOT_INIT);
+	cr_assert_eq(mmc_get_into(t, "k", buf, 8, MMC_COPY_G2H), MMC_CLIENT_NOT_INIT);
+	cr_assert_eq(mmc_is_exist(t, "k"), MMC_CLIENT_NOT_INIT);
+	cr_assert_eq(mmc_remove(t, "k"), MMC_CLIENT_NOT_INIT);
+	cr_assert_eq(mmc_register_buffer(t, buf, 8), MMC_CLIENT_NOT_INIT);
+	cr_assert_eq(mmc_get_local_service_id(t, &id), MMC_CLIENT_NOT_INIT);
+	cr_assert_eq(mmc_batch_is_exist(t, keys, 1, res), MMC_CLIENT_NOT_INIT);
+	cr_assert_eq(res[0], MMC_CLIENT_NOT_INIT);
+	cr_assert_eq(mmc_teardown(t), 0);
+	mmc_destroy(t);
+}
+
+Test(api_errors, no_metaserver)
+{
+	mmc_local_config c = config("tcp://127.0.0.1:1");
+	mmc_store *t = mmc_create();
+	char buf[8];
+
+	c.meta_service_url[0] = '\0';
+	snprintf(c.meta_service_url, sizeof(c.meta_service_url), "tcp://127.0.0.1:%u", free_port());
+	cr_assert_eq(mmc_setup(t, &c), 0);
+	cr_assert_eq(mmc_init(t, 0, true), MMC_NOT_CONNECTED_META);
+	cr_assert_eq(mmc_put_from(t, "k", buf, 8, MMC_COPY_H2G, NULL), MMC_CLIENT_NOT_INIT);
+	/* a failed init leaves the store reusable: point it at the real server */
+	c = config(meta.url);
+	cr_assert_eq(mmc_setup(t, &c), 0);
+	cr_assert_eq(mmc_init(t, 0, false), 0);
+	cr_assert_eq(mmc_is_exist(t, "nothing"), 0);
+	mmc_destroy(t);
+}
+
+Test(api_errors, bad_config)
+{
+	mmc_local_config c = config(meta.url);
+	mmc_store *t = mmc_create();
+
+	snprintf(c.protocol, sizeof(c.protocol), "carrier_pigeon");
+	cr_assert_eq(mmc_setup(t, &c), MMC_INVALID_PARAM);
+	c = config("http://nowhere");
+	cr_assert_eq(mmc_setup(t, &c), MMC_INVALID_PARAM);
+	c = config(meta.url);
+	c.world_size = 0;
+	cr_assert_eq(mmc_setup(t, &c), MMC_INVALID_PARAM);
+	c = config(meta.url);
+	c.hbm_size = 1 << 20;
+	cr_assert_eq(mmc_setup(t, &c), MMC_INVALID_PARAM, "no accelerator here");
+	c = config(meta.url);
+	snprintf(c.config_path, sizeof(c.config_path), "/nonexistent/mmc.conf");
+	cr_assert_eq(mmc_setup(t, &c), MMC_INVALID_PARAM);
+	mmc_destroy(t);
+}

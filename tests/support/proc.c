@@ -1,0 +1,252 @@
+#include "proc.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static const char *binary(const char *env, const char *fallback)
+{
+	const char *p = getenv(env);
+
+	return p && *p ? p : fallback;
+}
+
+uint16_t free_port(void)
+{
+	struct sockaddr_in sin = {.sin_family = AF_INET};
+	socklen_t len = sizeof(sin);
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	uint16_t port = 0;
+
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (fd >= 0 && bind(fd, (struct sockaddr *)&sin, sizeof(sin)) == 0 &&
+	    getsockname(fd, (struct sockaddr *)&sin, &len) == 0)
+		port = ntohs(sin.sin_port);
+	if (fd >= 0)
+		close(fd);
+	return port;
+}
+
+/* Reads one line from fd within ms; returns its length or -1. */
+static int read_line_fd(int fd, char *buf, size_t len, int ms)
+{
+	size_t n = 0;
+
+	while (n + 1 < len) {
+		struct pollfd p = {.fd = fd, .events = POLLIN};
+		ssize_t r;
+
+		if (poll(&p, 1, ms) != 1)
+			return -1;
+		r = read(fd, buf + n, 1);
+		if (r != 1)
+			return -1;
+		if (buf[n] == '\n')
+			break;
+		n++;
+	}
+	buf[n] = '\0';
+	return (int)n;
+}
+
+static uint16_t field_port(const char *line, const char *name)
+{
+	const char *p = strstr(line, name);
+
+	if (!p)
+		return 0;
+	p += strlen(name);
+	if (strncmp(p, "tcp://", 6) == 0)
+		p = strrchr(p, ':') + 1;
+	return (uint16_t)atoi(p);
+}
+
+static int spawn_metaserver(struct metaserver *m, const char *const *extra)
+{
+	const char *argv[64];
+	char url[96], dd[300];
+	int out[2], argc = 0;
+	pid_t pid;
+
+	snprintf(url, sizeof(url), "ock.mmc.meta_service_url=tcp://127.0.0.1:%u", m->rpc_port);
+	snprintf(dd, sizeof(dd), "%s/data", m->dir);
+	snprintf(m->log, sizeof(m->log), "%s/metaserver.log", m->dir);
+	argv[argc++] = binary("MMC_METASERVER", "mmc-metaserver");
+	argv[argc++] = "--data-dir";
+	argv[argc++] = dd;
+	argv[argc++] = "--env";
+	argv[argc++] = url;
+	for (int i = 0; extra && extra[i] && argc < 60; i++) {
+		argv[argc++] = "--env";
+		argv[argc++] = extra[i];
+	}
+	argv[argc] = NULL;
+	if (pipe(out))
+		return -1;
+	pid = fork();
+	if (pid == 0) {
+		int log = open(m->log, O_WRONLY | O_CREAT | O_APPEND, 0644);
+
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		dup2(out[1], 1);
+		if (log >= 0)
+			dup2(log, 2);
+		close(out[0]);
+		execvp(argv[0], (char *const *)argv);
+		_exit(127);
+	}
+	close(out[1]);
+	m->pid = pid;
+	if (pid < 0 || read_line_fd(out[0], m->ready, sizeof(m->ready), 10000) < 0 ||
+	    strncmp(m->ready, "mmc-metaserver ready", 20) != 0) {
+		close(out[0]);
+		if (pid > 0)
+			metaserver_kill(m);
+		return -1;
+	}
+	close(out[0]);
+	m->rpc_port = field_port(m->ready, "rpc=");
+	m->http_port = field_port(m->ready, "http=");
+	m->admin_port = field_port(m->ready, "admin=");
+	snprintf(m->url, sizeof(m->url), "tcp://127.0.0.1:%u", m->rpc_port);
+	return 0;
+}
+
+int metaserver_start(struct metaserver *m, const char *const *extra)
+{
+	memset(m, 0, sizeof(*m));
+	snprintf(m->dir, sizeof(m->dir), "/tmp/mmc-test-XXXXXX");
+	if (!mkdtemp(m->dir))
+		return -1;
+	/* a fixed port (not :0) so a restarted server is where its clients reconnect */
+	for (int tries = 0; tries < 5; tries++) {
+		m->rpc_port = free_port();
+		if (spawn_metaserver(m, extra) == 0)
+			return 0;
+	}
+	return -1;
+}
+
+int metaserver_restart(struct metaserver *m, const char *const *extra)
+{
+	for (int tries = 0; tries < 50; tries++) {
+		if (spawn_metaserver(m, extra) == 0)
+			return 0;
+		usleep(100000); /* the port may still be held by the old socket */
+	}
+	return -1;
+}
+
+int metaserver_stop(struct metaserver *m)
+{
+	int status = -1;
+
+	if (m->pid <= 0)
+		return 0;
+	kill(m->pid, SIGTERM);
+	waitpid(m->pid, &status, 0);
+	m->pid = 0;
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+void metaserver_kill(struct metaserver *m)
+{
+	if (m->pid > 0) {
+		kill(m->pid, SIGKILL);
+		waitpid(m->pid, NULL, 0);
+	}
+	m->pid = 0;
+}
+
+void metaserver_cleanup(struct metaserver *m)
+{
+	char cmd[320];
+
+	metaserver_kill(m);
+	if (m->dir[0] && !getenv("MMC_TEST_KEEP")) {
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", m->dir);
+		if (system(cmd)) {
+		}
+	}
+}
+
+int node_start(struct node *n, const char *const *env)
+{
+	int in[2], out[2];
+	pid_t pid;
+
+	if (pipe(in) || pipe(out))
+		return -1;
+	pid = fork();
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		dup2(in[0], 0);
+		dup2(out[1], 1);
+		close(in[1]);
+		close(out[0]);
+		for (int i = 0; env && env[i]; i++)
+			putenv((char *)env[i]);
+		execlp(binary("MMC_TEST_NODE", "mmc-test-node"), "mmc-test-node", (char *)NULL);
+		_exit(127);
+	}
+	close(in[0]);
+	close(out[1]);
+	if (pid < 0)
+		return -1;
+	n->pid = pid;
+	n->in = fdopen(in[1], "w");
+	n->out = fdopen(out[0], "r");
+	return n->in && n->out ? 0 : -1;
+}
+
+int node_cmd(struct node *n, char *reply, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vfprintf(n->in, fmt, ap);
+	va_end(ap);
+	fputc('\n', n->in);
+	if (fflush(n->in) || !fgets(reply, (int)len, n->out)) {
+		reply[0] = '\0';
+		return -1;
+	}
+	reply[strcspn(reply, "\n")] = '\0';
+	return 0;
+}
+
+int node_stop(struct node *n)
+{
+	int status = -1;
+
+	if (n->pid <= 0)
+		return 0;
+	fprintf(n->in, "quit\n");
+	fflush(n->in);
+	waitpid(n->pid, &status, 0);
+	fclose(n->in);
+	fclose(n->out);
+	n->pid = 0;
+	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+void node_kill(struct node *n)
+{
+	if (n->pid <= 0)
+		return;
+	kill(n->pid, SIGKILL);
+	waitpid(n->pid, NULL, 0);
+	fclose(n->in);
+	fclose(n->out);
+	n->pid = 0;
+}

@@ -1,0 +1,52 @@
+/*
+ * Test processes: a real mmc-metaserver on free ports in a fresh directory, and mmc-test-node processes (local
+ * services driven line by line over pipes). Every start has a stop that also runs when a test fails (Criterion
+ * runs each test in its own process; children get SIGKILL from prctl(PR_SET_PDEATHSIG) if the test dies).
+ */
+#ifndef MMC_TEST_PROC_H
+#define MMC_TEST_PROC_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+struct metaserver {
+	pid_t pid;
+	char dir[256];        /* data dir, removed by metaserver_cleanup() */
+	uint16_t rpc_port;    /* fixed after the first start, so restarts keep the address */
+	uint16_t http_port;   /* KVCM, when it listens */
+	uint16_t admin_port;
+	char url[64];         /* tcp://127.0.0.1:PORT */
+	char ready[512];      /* the ready line */
+	char log[300];        /* stderr of the server */
+};
+
+/* Starts mmc-metaserver with --data-dir and `--env k=v` for each extra (NULL-terminated, may be NULL).
+ * Returns 0 when the server printed its ready line. */
+int metaserver_start(struct metaserver *m, const char *const *extra);
+/* Starts it again on the same data dir and rpc port (after a stop or a kill). */
+int metaserver_restart(struct metaserver *m, const char *const *extra);
+/* SIGTERM and wait; returns the exit status (0 expected). */
+int metaserver_stop(struct metaserver *m);
+void metaserver_kill(struct metaserver *m);
+/* Stops if running and removes the data dir. */
+void metaserver_cleanup(struct metaserver *m);
+
+struct node {
+	pid_t pid;
+	FILE *in, *out;
+};
+
+/* Starts an mmc-test-node with environment extras ("K=V", NULL-terminated, may be NULL). */
+int node_start(struct node *n, const char *const *env);
+/* Sends one command line and reads one reply line into reply. Returns 0, or -1 when the node died. */
+int node_cmd(struct node *n, char *reply, size_t len, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+/* Sends "quit" and waits. */
+int node_stop(struct node *n);
+void node_kill(struct node *n);
+
+/* A port nobody listens on right now. */
+uint16_t free_port(void);
+
+#endif

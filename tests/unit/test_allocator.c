@@ -1,0 +1,147 @@
+/* metaserver/allocator.c: fill, free, coalesce, double free, fragmentation, rebuild, and a model check. */
+#include <criterion/criterion.h>
+#include <stdlib.h>
+
+#include "allocator.h"
+#include "mmc/mmc.h"
+
+#define PAGE 4096u
+
+Test(allocator, fill_aligned_until_full)
+{
+	struct allocator *a = alloc_create(16 * PAGE);
+	uint64_t off[16], x;
+
+	for (int i = 0; i < 16; i++) {
+		cr_assert_eq(alloc_reserve(a, PAGE, &off[i]), 0);
+		cr_assert_eq(off[i] % PAGE, 0);
+		for (int j = 0; j < i; j++)
+			cr_assert_neq(off[i], off[j]);
+	}
+	cr_assert_eq(alloc_reserve(a, 1, &x), MMC_NOT_ENOUGH_MEMORY);
+	cr_assert_eq(alloc_used(a), 16 * PAGE);
+	cr_assert_eq(alloc_largest_free(a), 0);
+	alloc_destroy(a);
+}
+
+Test(allocator, sizes_round_up_and_zero_is_refused)
+{
+	struct allocator *a = alloc_create(4 * PAGE + 100);
+	uint64_t o1, o2, x;
+
+	cr_assert_eq(alloc_capacity(a), 4 * PAGE, "capacity rounds down to whole pages");
+	cr_assert_eq(alloc_reserve(a, 0, &x), MMC_INVALID_PARAM);
+	cr_assert_eq(alloc_reserve(a, 1, &o1), 0);
+	cr_assert_eq(alloc_reserve(a, PAGE + 1, &o2), 0);
+	cr_assert_eq(alloc_used(a), 3 * PAGE);
+	cr_assert_eq(alloc_reserve(a, 2 * PAGE, &x), MMC_NOT_ENOUGH_MEMORY);
+	alloc_destroy(a);
+}
+
+Test(allocator, free_coalesces_with_both_neighbours)
+{
+	struct allocator *a = alloc_create(8 * PAGE);
+	uint64_t o[4], big;
+
+	for (int i = 0; i < 4; i++)
+		cr_assert_eq(alloc_reserve(a, 2 * PAGE, &o[i]), 0);
+	cr_assert_eq(alloc_release(a, o[0]), 0);
+	cr_assert_eq(alloc_release(a, o[2]), 0);
+	cr_assert_eq(alloc_largest_free(a), 2 * PAGE, "two separate holes");
+	cr_assert_eq(alloc_reserve(a, 4 * PAGE, &big), MMC_NOT_ENOUGH_MEMORY, "fragmented");
+	cr_assert_eq(alloc_release(a, o[1]), 0); /* joins the left and the right hole */
+	cr_assert_eq(alloc_largest_free(a), 6 * PAGE);
+	cr_assert_eq(alloc_reserve(a, 6 * PAGE, &big), 0);
+	cr_assert_eq(alloc_release(a, big), 0);
+	cr_assert_eq(alloc_release(a, o[3]), 0);
+	cr_assert_eq(alloc_block_count(a), 1, "everything merged back into one block");
+	cr_assert_eq(alloc_used(a), 0);
+	alloc_destroy(a);
+}
+
+Test(allocator, double_free_and_foreign_offsets_are_refused)
+{
+	struct allocator *a = alloc_create(4 * PAGE);
+	uint64_t o;
+
+	cr_assert_eq(alloc_reserve(a, PAGE, &o), 0);
+	cr_assert_eq(alloc_release(a, o), 0);
+	cr_assert_eq(alloc_release(a, o), MMC_INVALID_PARAM, "double free");
+	cr_assert_eq(alloc_release(a, 123), MMC_INVALID_PARAM, "not a block start");
+	cr_assert_eq(alloc_release(a, 100 * PAGE), MMC_INVALID_PARAM, "outside the pool");
+	cr_assert_eq(alloc_used(a), 0);
+	alloc_destroy(a);
+}
+
+Test(allocator, best_fit_prefers_the_smallest_hole)
+{
+	struct allocator *a = alloc_create(16 * PAGE);
+	uint64_t o[6], x;
+
+	/* holes of 3 pages (at 0) and 1 page (later) */
+	cr_assert_eq(alloc_reserve(a, 3 * PAGE, &o[0]), 0);
+	cr_assert_eq(alloc_reserve(a, PAGE, &o[1]), 0);
+	cr_assert_eq(alloc_reserve(a, PAGE, &o[2]), 0);
+	cr_assert_eq(alloc_reserve(a, PAGE, &o[3]), 0);
+	cr_assert_eq(alloc_release(a, o[0]), 0);
+	cr_assert_eq(alloc_release(a, o[2]), 0);
+	cr_assert_eq(alloc_reserve(a, PAGE, &x), 0);
+	cr_assert_eq(x, o[2], "the one-page hole, not the front of the three-page one");
+	alloc_destroy(a);
+}
+
+Test(allocator, mark_rebuilds_reservations)
+{
+	struct allocator *a = alloc_create(16 * PAGE);
+	uint64_t x;
+
+	cr_assert_eq(alloc_mark(a, 4 * PAGE, 2 * PAGE), 0);
+	cr_assert_eq(alloc_mark(a, 0, 100), 0);
+	cr_assert_eq(alloc_mark(a, 5 * PAGE, PAGE), MMC_INVALID_PARAM, "overlaps");
+	cr_assert_eq(alloc_mark(a, 100, PAGE), MMC_INVALID_PARAM, "misaligned");
+	cr_assert_eq(alloc_mark(a, 15 * PAGE, 2 * PAGE), MMC_INVALID_PARAM, "past the end");
+	cr_assert_eq(alloc_used(a), 3 * PAGE);
+	cr_assert_eq(alloc_release(a, 4 * PAGE), 0);
+	cr_assert_eq(alloc_release(a, 0), 0);
+	cr_assert_eq(alloc_reserve(a, 16 * PAGE, &x), 0, "all space came back");
+	alloc_destroy(a);
+}
+
+/* Random reserve/release against a page bitmap: no overlap, no leak, accounting exact. */
+Test(allocator, random_against_a_model)
+{
+	enum { PAGES = 1024, LIVE = 256 };
+	struct allocator *a = alloc_create(PAGES * PAGE);
+	unsigned char used[PAGES] = {0};
+	uint64_t off[LIVE], len[LIVE];
+	int n = 0;
+
+	srand(42);
+	for (int step = 0; step < 20000; step++) {
+		if (n < LIVE && (n == 0 || rand() % 2)) {
+			uint64_t pages = 1 + (uint64_t)(rand() % 16), o;
+
+			if (alloc_reserve(a, pages * PAGE, &o) != 0)
+				continue;
+			for (uint64_t p = o / PAGE; p < o / PAGE + pages; p++) {
+				cr_assert_eq(used[p], 0, "page %llu handed out twice", (unsigned long long)p);
+				used[p] = 1;
+			}
+			off[n] = o;
+			len[n++] = pages;
+		} else {
+			int i = rand() % n;
+
+			cr_assert_eq(alloc_release(a, off[i]), 0);
+			for (uint64_t p = off[i] / PAGE; p < off[i] / PAGE + len[i]; p++)
+				used[p] = 0;
+			off[i] = off[--n];
+			len[i] = len[n];
+		}
+	}
+	while (n)
+		cr_assert_eq(alloc_release(a, off[--n]), 0);
+	cr_assert_eq(alloc_used(a), 0);
+	cr_assert_eq(alloc_block_count(a), 1);
+	alloc_destroy(a);
+}

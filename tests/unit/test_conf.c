@@ -1,0 +1,176 @@
+/* Configuration: size parsing, the client's defaults and checks, config files, and the server's keys. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "conf_parse.h"
+#include "local_config.h"
+#include "meta_conf.h"
+#include "mmc/mmc.h"
+
+Test(conf, sizes)
+{
+	static const struct {
+		const char *text;
+		uint64_t bytes;
+	} ok[] = {{"4096", 4096},        {"2048KB", 2048u << 10}, {"2048K", 2048u << 10},
+	          {"200MB", 200u << 20}, {"200mb", 200u << 20},   {"200m", 200u << 20},
+	          {"2.5GB", 5ull << 29}, {"1TB", 1ull << 40},     {"1 GB", 1ull << 30}};
+	static const char *const bad[] = {"", "-1", "GB", "1XB", "0.5B", "1e400", "12 34"};
+	uint64_t v;
+
+	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+		cr_assert_eq(conf_parse_size(ok[i].text, &v), 0, "%s", ok[i].text);
+		cr_assert_eq(v, ok[i].bytes, "%s", ok[i].text);
+	}
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		cr_assert_neq(conf_parse_size(bad[i], &v), 0, "\"%s\" must be refused", bad[i]);
+}
+
+Test(conf, client_defaults)
+{
+	mmc_local_config c = mmc_default_local_config();
+	struct client_conf r;
+	char err[256];
+
+	cr_assert_str_eq(c.meta_service_url, "tcp://127.0.0.1:5000");
+	cr_assert_str_eq(c.protocol, "auto");
+	cr_assert_eq(c.world_size, 256);
+	cr_assert_eq(c.dram_size, 1ull << 30);
+	cr_assert_eq(c.max_dram_size, 64ull << 30);
+	cr_assert_eq(c.timeout_ms, 60000);
+	cr_assert_eq(local_config_resolve(&c, &r, err, sizeof(err)), 0, "%s", err);
+	cr_assert_str_eq(r.meta_host, "127.0.0.1");
+	cr_assert_eq(r.meta_port, 5000);
+}
+
+static int resolve_with(void (*edit)(mmc_local_config *), char *err)
+{
+	mmc_local_config c = mmc_default_local_config();
+	struct client_conf r;
+
+	edit(&c);
+	return local_config_resolve(&c, &r, err, 256);
+}
+
+static void bad_url(mmc_local_config *c)
+{
+	strcpy(c->meta_service_url, "tcp://127.0.0.1");
+}
+static void bad_proto(mmc_local_config *c)
+{
+	strcpy(c->protocol, "device_sdma");
+}
+static void bad_level(mmc_local_config *c)
+{
+	strcpy(c->log_level, "loud");
+}
+static void bad_world(mmc_local_config *c)
+{
+	c->world_size = 1025;
+}
+static void bad_max(mmc_local_config *c)
+{
+	c->max_dram_size = 1 << 20;
+}
+static void bad_timeout(mmc_local_config *c)
+{
+	c->timeout_ms = 0;
+}
+
+Test(conf, client_validation_names_the_problem)
+{
+	char err[256];
+
+	cr_assert_eq(resolve_with(bad_url, err), MMC_INVALID_PARAM);
+	cr_assert(strstr(err, "ock.mmc.meta_service_url"), "%s", err);
+	cr_assert_eq(resolve_with(bad_proto, err), MMC_INVALID_PARAM);
+	cr_assert(strstr(err, "protocol"), "%s", err);
+	cr_assert_eq(resolve_with(bad_level, err), MMC_INVALID_PARAM);
+	cr_assert(strstr(err, "log_level"), "%s", err);
+	cr_assert_eq(resolve_with(bad_world, err), MMC_INVALID_PARAM);
+	cr_assert_eq(resolve_with(bad_max, err), MMC_INVALID_PARAM);
+	cr_assert_eq(resolve_with(bad_timeout, err), MMC_INVALID_PARAM);
+}
+
+static void write_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+
+	cr_assert_not_null(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+Test(conf, client_file)
+{
+	char path[] = "/tmp/mmc-conf-XXXXXX", err[256];
+	mmc_local_config c = mmc_default_local_config();
+	struct client_conf r;
+	int fd = mkstemp(path);
+
+	cr_assert_geq(fd, 0);
+	close(fd);
+	write_file(path, "# a MemCache style file\n"
+	                 "ock.mmc.meta_service_url = tcp://10.0.0.1:5100\n"
+	                 "ock.mmc.local_service.protocol = host_tcp\n"
+	                 "ock.mmc.local_service.dram.size = 512MB\n"
+	                 "ock.mmc.local_service.world_size = 16\n"
+	                 "ock.mmc.client.timeout.seconds = 5   # seconds\n"
+	                 "ock.mmc.client.aggregate.io = true\n"
+	                 "\n");
+	strcpy(c.config_path, path);
+	cr_assert_eq(local_config_resolve(&c, &r, err, sizeof(err)), 0, "%s", err);
+	cr_assert_str_eq(r.meta_host, "10.0.0.1");
+	cr_assert_eq(r.meta_port, 5100);
+	cr_assert_str_eq(r.c.protocol, "host_tcp");
+	cr_assert_eq(r.c.dram_size, 512u << 20);
+	cr_assert_eq(r.c.world_size, 16);
+	cr_assert_eq(r.c.timeout_ms, 5000);
+
+	write_file(path, "ock.mmc.local_service.dram.size = 512MB\nock.mmc.no.such.key = 1\n");
+	cr_assert_eq(local_config_resolve(&c, &r, err, sizeof(err)), MMC_INVALID_PARAM);
+	cr_assert(strstr(err, "ock.mmc.no.such.key") && strstr(err, ":2:"), "names key and line: %s", err);
+
+	write_file(path, "ock.mmc.local_service.dram.size = lots\n");
+	cr_assert_eq(local_config_resolve(&c, &r, err, sizeof(err)), MMC_INVALID_PARAM);
+	cr_assert(strstr(err, "ock.mmc.local_service.dram.size"), "%s", err);
+
+	write_file(path, "just some words\n");
+	cr_assert_eq(local_config_resolve(&c, &r, err, sizeof(err)), MMC_INVALID_PARAM);
+
+	/* NULL config: $MMC_LOCAL_CONFIG_PATH */
+	write_file(path, "ock.mmc.local_service.protocol = host_shm\n");
+	setenv("MMC_LOCAL_CONFIG_PATH", path, 1);
+	cr_assert_eq(local_config_resolve(NULL, &r, err, sizeof(err)), 0, "%s", err);
+	cr_assert_str_eq(r.c.protocol, "host_shm");
+	unlink(path);
+}
+
+Test(conf, server_keys)
+{
+	struct meta_conf c;
+	char err[256];
+
+	meta_conf_defaults(&c);
+	cr_assert_eq(meta_conf_check(&c, err, sizeof(err)), 0);
+	cr_assert_eq(c.evict_high, 90);
+	cr_assert_eq(c.evict_low, 80);
+	cr_assert_eq(c.lease_ttl_ms, 10000);
+	cr_assert_eq(meta_conf_set(&c, "ock.mmc.evict_threshold_high", "70", err, sizeof(err)), 0);
+	cr_assert_eq(meta_conf_check(&c, err, sizeof(err)), MMC_INVALID_PARAM, "high must stay above low");
+	cr_assert(strstr(err, "evict_threshold"), "%s", err);
+	cr_assert_eq(meta_conf_set(&c, "ock.mmc.evict_threshold_low", "60", err, sizeof(err)), 0);
+	cr_assert_eq(meta_conf_check(&c, err, sizeof(err)), 0);
+	cr_assert_eq(meta_conf_set(&c, "ock.mmc.evict_threshold_high", "100", err, sizeof(err)), MMC_INVALID_PARAM);
+	cr_assert_eq(meta_conf_set(&c, "ock.mmc.meta.lease_ttl_ms", "0", err, sizeof(err)), MMC_INVALID_PARAM);
+	cr_assert_eq(meta_conf_set(&c, "ock.mmc.meta.lmdb.sync", "maybe", err, sizeof(err)), MMC_INVALID_PARAM);
+	cr_assert_eq(meta_conf_set(&c, "ock.mmc.bogus", "1", err, sizeof(err)), MMC_INVALID_PARAM);
+	cr_assert(strstr(err, "ock.mmc.bogus"), "%s", err);
+	cr_assert_eq(meta_conf_set(&c, "ock.mmc.meta_service_url", "tcp://0.0.0.0:5001", err, sizeof(err)), 0);
+	cr_assert_eq(meta_conf_check(&c, err, sizeof(err)), 0);
+	cr_assert_eq(meta_conf_set(&c, "ock.mmc.meta_service_url", "udp://x", err, sizeof(err)), 0);
+	cr_assert_eq(meta_conf_check(&c, err, sizeof(err)), MMC_INVALID_PARAM);
+}

@@ -1,0 +1,312 @@
+/*
+ * The two encoders agree: every message libmmc encodes with nanopb decodes with protobuf-c (the server) to the same
+ * values, and every message the server encodes with protobuf-c decodes with nanopb to the same values.
+ */
+#include <criterion/criterion.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mmc.pb-c.h"
+#include "mmc/mmc.h"
+#include "wire.h"
+
+static Mmc__Frame *client_to_server(uint64_t id, uint32_t body, const pb_msgdesc_t *fields, const void *msg)
+{
+	static struct wbuf b;
+	Mmc__Frame *f;
+	uint32_t len;
+
+	cr_assert_eq(wire_encode(&b, id, body, fields, msg), 0);
+	len = (uint32_t)b.data[0] | (uint32_t)b.data[1] << 8 | (uint32_t)b.data[2] << 16 | (uint32_t)b.data[3] << 24;
+	cr_assert_eq(len + 4, b.len, "length prefix");
+	f = mmc__frame__unpack(NULL, len, b.data + 4);
+	cr_assert_not_null(f, "protobuf-c could not decode what nanopb wrote");
+	cr_assert_eq(f->id, id);
+	cr_assert_eq((uint32_t)f->body_case, body);
+	return f;
+}
+
+/* Packs a server frame and splits it with the client's envelope reader. */
+static void server_to_client(const Mmc__Frame *f, uint32_t *body, const uint8_t **data, size_t *dlen)
+{
+	static uint8_t buf[1 << 20];
+	size_t n = mmc__frame__pack(f, buf);
+	uint64_t id;
+
+	cr_assert_eq(wire_split(buf, n, &id, body, data, dlen), 0);
+	cr_assert_eq(id, f->id);
+}
+
+Test(wire, hello)
+{
+	mmc_Hello h = {.pid = 4242, .version = MMC_WIRE_VERSION};
+	Mmc__Frame *f;
+
+	strcpy(h.host, "node-7");
+	f = client_to_server(9, WB_HELLO, mmc_Hello_fields, &h);
+	cr_assert_str_eq(f->hello->host, "node-7");
+	cr_assert_eq(f->hello->pid, 4242);
+	cr_assert_eq(f->hello->version, MMC_WIRE_VERSION);
+	mmc__frame__free_unpacked(f, NULL);
+}
+
+Test(wire, register_and_service_info)
+{
+	mmc_Register r = mmc_Register_init_zero;
+	Mmc__Frame *f, out = MMC__FRAME__INIT;
+	Mmc__ServiceInfo si = MMC__SERVICE_INFO__INIT;
+	Mmc__Segment seg = MMC__SEGMENT__INIT, *psegs[1] = {&seg};
+	mmc_ServiceInfo back = mmc_ServiceInfo_init_zero;
+	uint32_t body;
+	const uint8_t *data;
+	size_t dlen;
+	pb_istream_t s;
+
+	r.rank = -1;
+	r.incarnation = 77;
+	r.fabric_addr.size = 16;
+	memset(r.fabric_addr.bytes, 0xab, 16);
+	strcpy(r.provider, "tcp;ofi_rxm");
+	r.segments_count = 1;
+	r.segments[0] = (mmc_Segment){.media = 1, .size = 1ull << 30, .base_addr = 0x7f0000000000ull, .key = 99};
+	r.world_size = 256;
+	f = client_to_server(1, WB_REGISTER, mmc_Register_fields, &r);
+	cr_assert_eq(f->register_->rank, -1);
+	cr_assert_eq(f->register_->incarnation, 77);
+	cr_assert_eq(f->register_->fabric_addr.len, 16);
+	cr_assert_eq(f->register_->fabric_addr.data[15], 0xab);
+	cr_assert_str_eq(f->register_->provider, "tcp;ofi_rxm");
+	cr_assert_eq(f->register_->n_segments, 1);
+	cr_assert_eq(f->register_->segments[0]->size, 1ull << 30);
+	cr_assert_eq(f->register_->segments[0]->base_addr, 0x7f0000000000ull);
+	cr_assert_eq(f->register_->segments[0]->key, 99);
+	cr_assert_eq(f->register_->world_size, 256);
+	mmc__frame__free_unpacked(f, NULL);
+
+	seg.media = 1;
+	seg.size = 4096;
+	seg.base_addr = 1234;
+	seg.key = 5;
+	si.result = MMC_EXCEED_CAPACITY;
+	si.rank = 3;
+	si.incarnation = 8;
+	si.fabric_addr.data = (uint8_t *)"\x01\x02\x03";
+	si.fabric_addr.len = 3;
+	si.provider = "shm";
+	si.host = "h";
+	si.pid = 12;
+	si.n_segments = 1;
+	si.segments = psegs;
+	out.id = 5;
+	out.body_case = MMC__FRAME__BODY_SERVICE_INFO;
+	out.service_info = &si;
+	server_to_client(&out, &body, &data, &dlen);
+	cr_assert_eq(body, WB_SERVICE_INFO);
+	s = pb_istream_from_buffer(data, dlen);
+	cr_assert(pb_decode(&s, mmc_ServiceInfo_fields, &back));
+	cr_assert_eq(back.result, MMC_EXCEED_CAPACITY);
+	cr_assert_eq(back.rank, 3);
+	cr_assert_eq(back.incarnation, 8);
+	cr_assert_eq(back.fabric_addr.size, 3);
+	cr_assert_str_eq(back.provider, "shm");
+	cr_assert_eq(back.segments_count, 1);
+	cr_assert_eq(back.segments[0].base_addr, 1234);
+}
+
+Test(wire, key_batch_streams_items)
+{
+	const char *keys[] = {"a", "bb", "ccc", "dddd"};
+	size_t index[] = {3, 1};
+	uint64_t sizes[] = {1, 2, 3, 1ull << 40};
+	int32_t values[] = {0, -5, 0, 7};
+	struct wire_items items = {2, keys, index, sizes, values};
+	mmc_KeyBatch req = mmc_KeyBatch_init_zero;
+	Mmc__Frame *f;
+
+	req.replica_num = 3;
+	req.preferred_count = 2;
+	req.preferred[0] = 4;
+	req.preferred[1] = -1;
+	req.flags = MMC_WIRE_FLAG_SPREAD;
+	req.media = MMC_MEDIA_DRAM;
+	req.lease_ttl_ms = 30000;
+	wire_items_bind(&req, &items);
+	f = client_to_server(77, WB_ALLOC, mmc_KeyBatch_fields, &req);
+	cr_assert_eq(f->alloc->n_items, 2);
+	cr_assert_str_eq(f->alloc->items[0]->key, "dddd");
+	cr_assert_eq(f->alloc->items[0]->size, 1ull << 40);
+	cr_assert_eq(f->alloc->items[0]->value, 7);
+	cr_assert_str_eq(f->alloc->items[1]->key, "bb");
+	cr_assert_eq(f->alloc->items[1]->value, -5);
+	cr_assert_eq(f->alloc->replica_num, 3);
+	cr_assert_eq(f->alloc->n_preferred, 2);
+	cr_assert_eq(f->alloc->preferred[1], -1);
+	cr_assert_eq(f->alloc->flags, MMC_WIRE_FLAG_SPREAD);
+	cr_assert_eq(f->alloc->lease_ttl_ms, 30000);
+	mmc__frame__free_unpacked(f, NULL);
+}
+
+struct seen {
+	int n;
+	int32_t result[4];
+	uint64_t size[4];
+	uint32_t blobs[4];
+	uint64_t offset[4];
+};
+
+static bool collect(void *arg, size_t i, const mmc_KeyResult *r)
+{
+	struct seen *s = arg;
+
+	if (i >= 4)
+		return false;
+	s->result[i] = r->result;
+	s->size[i] = r->size;
+	s->blobs[i] = r->blobs_count;
+	s->offset[i] = r->blobs_count ? r->blobs[r->blobs_count - 1].offset : 0;
+	s->n++;
+	return true;
+}
+
+Test(wire, key_batch_reply_streams_results)
+{
+	Mmc__Frame out = MMC__FRAME__INIT;
+	Mmc__KeyBatchReply rep = MMC__KEY_BATCH_REPLY__INIT;
+	Mmc__KeyResult r[3], *pr[3];
+	Mmc__Blob b[8], *pb[8];
+	struct seen seen = {0};
+	struct wire_results sink = {collect, &seen, 0};
+	uint32_t body;
+	const uint8_t *data;
+	size_t dlen;
+	int32_t result;
+
+	for (int i = 0; i < 8; i++) {
+		mmc__blob__init(&b[i]);
+		b[i].rank = (uint32_t)i;
+		b[i].incarnation = 100 + (uint64_t)i;
+		b[i].media = 1;
+		b[i].offset = (uint64_t)i << 32;
+		b[i].state = MMC_BLOB_READABLE;
+		pb[i] = &b[i];
+	}
+	for (int i = 0; i < 3; i++) {
+		mmc__key_result__init(&r[i]);
+		pr[i] = &r[i];
+	}
+	r[0].result = 0;
+	r[0].size = 4096;
+	r[0].n_blobs = 8; /* the most replicas */
+	r[0].blobs = pb;
+	r[0].lease_ms = 10000;
+	r[1].result = MMC_OBJECT_NOT_EXISTS;
+	r[2].result = 1;
+	rep.n_items = 3;
+	rep.items = pr;
+	out.id = 77;
+	out.body_case = MMC__FRAME__BODY_KEY_REPLY;
+	out.key_reply = &rep;
+	server_to_client(&out, &body, &data, &dlen);
+	cr_assert_eq(body, WB_KEY_REPLY);
+	cr_assert_eq(wire_decode_key_reply(data, dlen, &sink, &result), 0);
+	cr_assert_eq(result, 0);
+	cr_assert_eq(seen.n, 3);
+	cr_assert_eq(seen.size[0], 4096);
+	cr_assert_eq(seen.blobs[0], 8);
+	cr_assert_eq(seen.offset[0], 7ull << 32);
+	cr_assert_eq(seen.result[1], MMC_OBJECT_NOT_EXISTS);
+	cr_assert_eq(seen.result[2], 1);
+
+	/* a whole-call error with no items */
+	rep.result = MMC_INVALID_PARAM;
+	rep.n_items = 0;
+	server_to_client(&out, &body, &data, &dlen);
+	seen.n = 0;
+	cr_assert_eq(wire_decode_key_reply(data, dlen, &sink, &result), 0);
+	cr_assert_eq(result, MMC_INVALID_PARAM);
+	cr_assert_eq(seen.n, 0);
+}
+
+Test(wire, small_messages)
+{
+	mmc_Ping ping = mmc_Ping_init_zero;
+	mmc_Unregister un = mmc_Unregister_init_zero;
+	mmc_ServiceQuery q = {.rank = 1023};
+	Mmc__Frame *f, out = MMC__FRAME__INIT;
+	Mmc__Reply rep = MMC__REPLY__INIT;
+	Mmc__HelloReply hr = MMC__HELLO_REPLY__INIT;
+	Mmc__BlobTask task = MMC__BLOB_TASK__INIT;
+	mmc_Reply r = mmc_Reply_init_zero;
+	mmc_HelloReply h = mmc_HelloReply_init_zero;
+	mmc_BlobTask t = mmc_BlobTask_init_zero;
+	uint32_t body;
+	const uint8_t *data;
+	size_t dlen;
+	pb_istream_t s;
+
+	f = client_to_server(1, WB_PING, mmc_Ping_fields, &ping);
+	mmc__frame__free_unpacked(f, NULL);
+	f = client_to_server(2, WB_UNREGISTER, mmc_Unregister_fields, &un);
+	mmc__frame__free_unpacked(f, NULL);
+	f = client_to_server(3, WB_SERVICE, mmc_ServiceQuery_fields, &q);
+	cr_assert_eq(f->service->rank, 1023);
+	mmc__frame__free_unpacked(f, NULL);
+
+	rep.result = MMC_LEASE_EXPIRED;
+	out.id = 4;
+	out.body_case = MMC__FRAME__BODY_REPLY;
+	out.reply = &rep;
+	server_to_client(&out, &body, &data, &dlen);
+	s = pb_istream_from_buffer(data, dlen);
+	cr_assert(pb_decode(&s, mmc_Reply_fields, &r));
+	cr_assert_eq(r.result, MMC_LEASE_EXPIRED);
+
+	hr.session = 1ull << 60;
+	hr.lease_ttl_ms = 10000;
+	hr.heartbeat_timeout_ms = 3000;
+	out.body_case = MMC__FRAME__BODY_HELLO_REPLY;
+	out.hello_reply = &hr;
+	server_to_client(&out, &body, &data, &dlen);
+	s = pb_istream_from_buffer(data, dlen);
+	cr_assert(pb_decode(&s, mmc_HelloReply_fields, &h));
+	cr_assert_eq(h.session, 1ull << 60);
+	cr_assert_eq(h.heartbeat_timeout_ms, 3000);
+
+	task.op = MMC_TASK_COPY;
+	task.src_media = MMC_MEDIA_DRAM;
+	task.dst_media = MMC_MEDIA_SSD;
+	task.src_offset = 4096;
+	task.dst_offset = 8192;
+	task.size = 1 << 20;
+	out.body_case = MMC__FRAME__BODY_TASK;
+	out.task = &task;
+	server_to_client(&out, &body, &data, &dlen);
+	cr_assert_eq(body, WB_TASK);
+	s = pb_istream_from_buffer(data, dlen);
+	cr_assert(pb_decode(&s, mmc_BlobTask_fields, &t));
+	cr_assert_eq(t.dst_offset, 8192);
+	cr_assert_eq(t.size, 1 << 20);
+}
+
+Test(wire, limits_and_garbage)
+{
+	static struct wbuf b;
+	const char *keys[1];
+	char longkey[300];
+	struct wire_items items = {1, keys, NULL, NULL, NULL};
+	mmc_KeyBatch req = mmc_KeyBatch_init_zero;
+	uint64_t id;
+	uint32_t body;
+	const uint8_t *data;
+	size_t dlen;
+	static const uint8_t garbage[] = {0xff, 0xff, 0xff, 0xff, 0x0f, 0x12, 0x99};
+
+	memset(longkey, 'x', sizeof(longkey) - 1);
+	longkey[sizeof(longkey) - 1] = '\0';
+	keys[0] = longkey;
+	wire_items_bind(&req, &items);
+	cr_assert_neq(wire_encode(&b, 1, WB_GET, mmc_KeyBatch_fields, &req), 0, "a key over 255 bytes cannot be sent");
+	cr_assert_neq(wire_split(garbage, sizeof(garbage), &id, &body, &data, &dlen), 0);
+	cr_assert_neq(wire_split(garbage, 0, &id, &body, &data, &dlen), 0, "an empty frame has no body");
+	cr_assert_null(mmc__frame__unpack(NULL, sizeof(garbage), garbage));
+}
