@@ -1,0 +1,35 @@
+/*
+ * A throwaway cluster for benchmarks: an mmc-metaserver in a temp dir and N target processes (this binary
+ * re-executed as `mmc-bench target`) that each lend a pool. The benchmark process is a client-only store, so every
+ * byte it moves crosses the fabric to another process.
+ */
+#ifndef MMC_BENCH_CLUSTER_H
+#define MMC_BENCH_CLUSTER_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "proc.h"
+
+#define BENCH_MAX_TARGETS 8
+
+struct bench_cluster {
+	struct metaserver meta;
+	int ntargets;
+	pid_t targets[BENCH_MAX_TARGETS];
+	int target_in[BENCH_MAX_TARGETS]; /* closing it stops the target */
+	uint32_t ranks[BENCH_MAX_TARGETS];
+};
+
+/* self: argv[0] of the benchmark. protocol: host_tcp / host_shm. pool: bytes per target. */
+int bench_cluster_start(struct bench_cluster *c, const char *self, const char *protocol, int ntargets, uint64_t pool);
+void bench_cluster_stop(struct bench_cluster *c);
+
+/* The `target` subcommand: lend a pool until stdin closes. */
+int bench_target_main(int argc, char **argv);
+
+/* A client-only store on the cluster's meta server. */
+struct mmc_store *bench_client(const struct bench_cluster *c, const char *protocol, int lend_pool, uint64_t pool);
+
+#endif
