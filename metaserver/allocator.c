@@ -30,8 +30,8 @@ struct allocator {
 	uint64_t blocks;
 };
 
-#define OFF_BLOCK(n)  ((struct block *)((char *)(n) - offsetof(struct block, off_node)))
-#define SIZE_BLOCK(n) ((struct block *)((char *)(n) - offsetof(struct block, size_node)))
+#define OFF_BLOCK(n)  ((struct block *)((char *)(n)-offsetof(struct block, off_node)))
+#define SIZE_BLOCK(n) ((struct block *)((char *)(n)-offsetof(struct block, size_node)))
 
 static int cmp_offset(const struct treap_node *a, const struct treap_node *b)
 {

@@ -51,7 +51,7 @@ void conn_send(struct conn *c, const Mmc__Frame *f)
 {
 	size_t n = mmc__frame__get_packed_size(f);
 	unsigned char hdr[4] = {(unsigned char)n, (unsigned char)(n >> 8), (unsigned char)(n >> 16),
-				(unsigned char)(n >> 24)};
+	                        (unsigned char)(n >> 24)};
 	struct evbuffer *out;
 	struct evbuffer_iovec v;
 
@@ -80,8 +80,8 @@ void conn_close(struct conn *c, const char *why)
 
 	if (c->closed)
 		return;
-	log_info("op=disconnect session=%llu peer=%s host=\"%s\" pid=%u reason=%s",
-		 (unsigned long long)c->session.id, c->peer, c->session.host, c->session.pid, why);
+	log_info("op=disconnect session=%llu peer=%s host=\"%s\" pid=%u reason=%s", (unsigned long long)c->session.id,
+	         c->peer, c->session.host, c->session.pid, why);
 	/* at shutdown the services stay: they rejoin the restarted server with their objects */
 	if (c->session.svc && !m->draining)
 		service_unmount(m, c->session.svc, why);
@@ -104,7 +104,7 @@ static int handle_frame(struct conn *c, const unsigned char *p, uint32_t len)
 
 	if (!f) {
 		log_ratelimited(&ratelimit_bucket, LOG_WARN, "op=decode session=%llu peer=%s err=malformed_frame",
-				(unsigned long long)c->session.id, c->peer);
+		                (unsigned long long)c->session.id, c->peer);
 		arena_reset(&m->arena);
 		return MMC_INVALID_PARAM;
 	}
@@ -164,7 +164,7 @@ static void accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct socka
 
 	if (m->draining || m->nconns >= m->conf.max_connections) {
 		log_ratelimited(&ratelimit_bucket, LOG_WARN, "op=accept err=%s",
-				m->draining ? "draining" : "too_many_connections");
+		                m->draining ? "draining" : "too_many_connections");
 		evutil_closesocket(fd);
 		return;
 	}
@@ -207,8 +207,8 @@ int conn_listen(struct meta *m, const char *host, uint16_t port, uint16_t *bound
 		return MMC_INVALID_PARAM;
 	}
 	m->listener = evconnlistener_new_bind(m->base, accept_cb, m,
-					      LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_EXEC, 512,
-					      (struct sockaddr *)&sin, sizeof(sin));
+	                                      LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_EXEC, 512,
+	                                      (struct sockaddr *)&sin, sizeof(sin));
 	if (!m->listener) {
 		log_error("op=listen addr=%s:%u err=\"%s\"", host, port, strerror(errno));
 		return MMC_ERROR;

@@ -40,7 +40,7 @@ void eviction_check(struct meta *m, uint32_t media)
 		return;
 	n = evict_while(m, media, total * m->conf.evict_low / 100, 0);
 	log_info("op=evict media=%u evicted=%llu used_before=%llu total=%llu", media, (unsigned long long)n,
-		 (unsigned long long)used, (unsigned long long)total);
+	         (unsigned long long)used, (unsigned long long)total);
 }
 
 uint64_t eviction_make_room(struct meta *m, uint32_t media, uint64_t need)

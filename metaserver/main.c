@@ -24,24 +24,24 @@
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: mmc-metaserver [--config FILE] [--env KEY=VALUE]... [--data-dir DIR]\n"
-		   "\n"
-		   "  -c, --config FILE      load `key = value` settings (default: $MMC_META_CONFIG_PATH, if set)\n"
-		   "  -e, --env KEY=VALUE    set one key, after the file (repeatable), e.g.\n"
-		   "                         --env ock.mmc.meta_service_url=tcp://0.0.0.0:5000\n"
-		   "                         --env kvcm.service.http_port=6382\n"
-		   "  -d, --data-dir DIR     LMDB directory (ock.mmc.meta.data_dir, default ./mmc-data)\n"
-		   "  -h, --help             this text\n"
-		   "  -V, --version          print the version\n"
-		   "\n"
-		   "With no options it listens on tcp://127.0.0.1:5000 (libmmc), :6382 (KVCM) and :6492 (admin).\n"
-		   "SIGTERM or SIGINT drains and exits 0; SIGHUP reloads the log level from the config file.\n"
-		   "Every key is documented in docs/configuration.md.\n");
+	           "\n"
+	           "  -c, --config FILE      load `key = value` settings (default: $MMC_META_CONFIG_PATH, if set)\n"
+	           "  -e, --env KEY=VALUE    set one key, after the file (repeatable), e.g.\n"
+	           "                         --env ock.mmc.meta_service_url=tcp://0.0.0.0:5000\n"
+	           "                         --env kvcm.service.http_port=6382\n"
+	           "  -d, --data-dir DIR     LMDB directory (ock.mmc.meta.data_dir, default ./mmc-data)\n"
+	           "  -h, --help             this text\n"
+	           "  -V, --version          print the version\n"
+	           "\n"
+	           "With no options it listens on tcp://127.0.0.1:5000 (libmmc), :6382 (KVCM) and :6492 (admin).\n"
+	           "SIGTERM or SIGINT drains and exits 0; SIGHUP reloads the log level from the config file.\n"
+	           "Every key is documented in docs/configuration.md.\n");
 }
 
 static const struct option long_opts[] = {
-	{"config", required_argument, NULL, 'c'}, {"env", required_argument, NULL, 'e'},
-	{"data-dir", required_argument, NULL, 'd'}, {"help", no_argument, NULL, 'h'},
-	{"version", no_argument, NULL, 'V'},      {NULL, 0, NULL, 0},
+    {"config", required_argument, NULL, 'c'},   {"env", required_argument, NULL, 'e'},
+    {"data-dir", required_argument, NULL, 'd'}, {"help", no_argument, NULL, 'h'},
+    {"version", no_argument, NULL, 'V'},        {NULL, 0, NULL, 0},
 };
 
 static const char *config_path;
@@ -55,12 +55,21 @@ static int parse_args(int argc, char **argv, struct meta_conf *conf)
 	config_path = getenv("MMC_META_CONFIG_PATH");
 	while ((opt = getopt_long(argc, argv, "c:e:d:hV", long_opts, NULL)) != -1) {
 		switch (opt) {
-		case 'c': config_path = optarg; break;
-		case 'h': usage(stdout); exit(0);
-		case 'V': printf("mmc-metaserver %s\n", MMC_VERSION_STRING); exit(0);
+		case 'c':
+			config_path = optarg;
+			break;
+		case 'h':
+			usage(stdout);
+			exit(0);
+		case 'V':
+			printf("mmc-metaserver %s\n", MMC_VERSION_STRING);
+			exit(0);
 		case 'e':
-		case 'd': break;
-		default: usage(stderr); return -1;
+		case 'd':
+			break;
+		default:
+			usage(stderr);
+			return -1;
 		}
 	}
 	if (optind < argc) {
@@ -145,7 +154,7 @@ static void hup_cb(evutil_socket_t sig, short what, void *arg)
 	m->conf.evict_low = fresh.evict_high > fresh.evict_low ? fresh.evict_low : m->conf.evict_low;
 	m->conf.lease_ttl_ms = fresh.lease_ttl_ms;
 	log_info("op=reload log_level=%s evict_high=%u evict_low=%u lease_ttl_ms=%llu", fresh.log_level,
-		 m->conf.evict_high, m->conf.evict_low, (unsigned long long)m->conf.lease_ttl_ms);
+	         m->conf.evict_high, m->conf.evict_low, (unsigned long long)m->conf.lease_ttl_ms);
 }
 
 static int open_store(struct meta *m)
@@ -157,8 +166,8 @@ static int open_store(struct meta *m)
 		log_error("op=start err=\"%s\"", err);
 		return -1;
 	}
-	if (persist_dbi(m->persist, "objects", &m->db_objects) || persist_dbi(m->persist, "services", &m->db_services) ||
-	    persist_dbi(m->persist, "info", &m->db_info))
+	if (persist_dbi(m->persist, "objects", &m->db_objects) ||
+	    persist_dbi(m->persist, "services", &m->db_services) || persist_dbi(m->persist, "info", &m->db_info))
 		return -1;
 	if (objects_init(m) || services_load(m) || objects_load(m))
 		return -1;
@@ -178,7 +187,7 @@ static int start(struct meta *m)
 		return -1;
 	}
 	log_info("op=start version=%s rpc=tcp://%s:%u data_dir=\"%s\" %s", MMC_VERSION_STRING, host, bound,
-		 m->conf.data_dir, kvcm_ready);
+	         m->conf.data_dir, kvcm_ready);
 	/* one machine-readable line on stdout: scripts and tests wait for it (and learn ports chosen with :0) */
 	printf("mmc-metaserver ready rpc=tcp://%s:%u %s\n", host, bound, kvcm_ready);
 	fflush(stdout);

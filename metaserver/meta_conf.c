@@ -13,48 +13,47 @@
 static const char *const log_levels[] = {"debug", "info", "warn", "error", NULL};
 
 static const struct conf_key keys[] = {
-	{"ock.mmc.meta_service_url", CONF_STR, F(meta_service_url), 0, 0, NULL},
-	{"ock.mmc.log_level", CONF_STR, F(log_level), 0, 0, log_levels},
-	{"ock.mmc.evict_threshold_high", CONF_U32, F(evict_high), 1, 99, NULL},
-	{"ock.mmc.evict_threshold_low", CONF_U32, F(evict_low), 1, 98, NULL},
-	{"ock.mmc.meta.lease_ttl_ms", CONF_U64, F(lease_ttl_ms), 1, 2147483647, NULL},
-	{"ock.mmc.meta.heartbeat_timeout_ms", CONF_U32, F(heartbeat_timeout_ms), 100, 3600000, NULL},
-	{"ock.mmc.meta.rejoin_timeout_ms", CONF_U32, F(rejoin_timeout_ms), 0, 86400000, NULL},
-	{"ock.mmc.meta.evict_wait_ms", CONF_U32, F(evict_wait_ms), 0, 600000, NULL},
-	{"ock.mmc.meta.world_size", CONF_U32, F(world_size), 1, 1024, NULL},
-	{"ock.mmc.meta.max_connections", CONF_U32, F(max_connections), 1, 1000000, NULL},
-	{"ock.mmc.meta.data_dir", CONF_STR, F(data_dir), 0, 0, NULL},
-	{"ock.mmc.meta.lmdb.map_size", CONF_SIZE, F(lmdb_map_size), 1u << 20, UINT64_C(1) << 44, NULL},
-	{"ock.mmc.meta.lmdb.sync", CONF_BOOL, F(lmdb_sync), 0, 0, NULL},
-	{"ock.mmc.rewarm.dram_watermark", CONF_U32, F(rewarm_watermark), 0, 100, NULL},
-	{"ock.mmc.meta_service.config_store_url", CONF_STR, F(config_store_url), 0, 0, NULL},
-	{"ock.mmc.meta_service.metrics_url", CONF_STR, F(metrics_url), 0, 0, NULL},
-	{"ock.mmc.meta.ha.enable", CONF_BOOL, F(ha_enable), 0, 0, NULL},
-	{"ock.mmc.log_path", CONF_STR, F(log_path), 0, 0, NULL},
-	{"ock.mmc.log_rotation_file_size", CONF_U32, F(log_rotation_file_size), 1, 500, NULL},
-	{"ock.mmc.log_rotation_file_count", CONF_U32, F(log_rotation_file_count), 1, 50, NULL},
-	{"ock.mmc.ubs_io.enable", CONF_BOOL, F(ubs_io_enable), 0, 0, NULL},
-	{"ock.mmc.meta.backup.enable", CONF_BOOL, F(backup_enable), 0, 0, NULL},
-	{"ock.mmc.meta_service.metrics_report_interval_seconds", CONF_U32, F(metrics_report_interval), 0, 86400,
-	 NULL},
-	{"ock.mmc.storage.prefetch.enabled", CONF_BOOL, F(prefetch_enabled), 0, 0, NULL},
-	{"ock.mmc.tls.enable", CONF_BOOL, F(tls_enable), 0, 0, NULL},
-	{"ock.mmc.tls.ca.path", CONF_STR, F(tls_path[0]), 0, 0, NULL},
-	{"ock.mmc.tls.ca.crl.path", CONF_STR, F(tls_path[1]), 0, 0, NULL},
-	{"ock.mmc.tls.cert.path", CONF_STR, F(tls_path[2]), 0, 0, NULL},
-	{"ock.mmc.tls.key.path", CONF_STR, F(tls_path[3]), 0, 0, NULL},
-	{"ock.mmc.tls.key.pass.path", CONF_STR, F(tls_path[4]), 0, 0, NULL},
-	{"ock.mmc.tls.package.path", CONF_STR, F(tls_path[5]), 0, 0, NULL},
-	{"ock.mmc.tls.decrypter.path", CONF_STR, F(tls_path[6]), 0, 0, NULL},
-	{"ock.mmc.config_store.tls.enable", CONF_BOOL, F(config_store_tls_enable), 0, 0, NULL},
-	{"ock.mmc.config_store.tls.ca.path", CONF_STR, F(config_store_tls_path[0]), 0, 0, NULL},
-	{"ock.mmc.config_store.tls.ca.crl.path", CONF_STR, F(config_store_tls_path[1]), 0, 0, NULL},
-	{"ock.mmc.config_store.tls.cert.path", CONF_STR, F(config_store_tls_path[2]), 0, 0, NULL},
-	{"ock.mmc.config_store.tls.key.path", CONF_STR, F(config_store_tls_path[3]), 0, 0, NULL},
-	{"ock.mmc.config_store.tls.key.pass.path", CONF_STR, F(config_store_tls_path[4]), 0, 0, NULL},
-	{"ock.mmc.config_store.tls.package.path", CONF_STR, F(config_store_tls_path[5]), 0, 0, NULL},
-	{"ock.mmc.config_store.tls.decrypter.path", CONF_STR, F(config_store_tls_path[6]), 0, 0, NULL},
-	{NULL, 0, 0, 0, 0, 0, NULL},
+    {"ock.mmc.meta_service_url", CONF_STR, F(meta_service_url), 0, 0, NULL},
+    {"ock.mmc.log_level", CONF_STR, F(log_level), 0, 0, log_levels},
+    {"ock.mmc.evict_threshold_high", CONF_U32, F(evict_high), 1, 99, NULL},
+    {"ock.mmc.evict_threshold_low", CONF_U32, F(evict_low), 1, 98, NULL},
+    {"ock.mmc.meta.lease_ttl_ms", CONF_U64, F(lease_ttl_ms), 1, 2147483647, NULL},
+    {"ock.mmc.meta.heartbeat_timeout_ms", CONF_U32, F(heartbeat_timeout_ms), 100, 3600000, NULL},
+    {"ock.mmc.meta.rejoin_timeout_ms", CONF_U32, F(rejoin_timeout_ms), 0, 86400000, NULL},
+    {"ock.mmc.meta.evict_wait_ms", CONF_U32, F(evict_wait_ms), 0, 600000, NULL},
+    {"ock.mmc.meta.world_size", CONF_U32, F(world_size), 1, 1024, NULL},
+    {"ock.mmc.meta.max_connections", CONF_U32, F(max_connections), 1, 1000000, NULL},
+    {"ock.mmc.meta.data_dir", CONF_STR, F(data_dir), 0, 0, NULL},
+    {"ock.mmc.meta.lmdb.map_size", CONF_SIZE, F(lmdb_map_size), 1u << 20, UINT64_C(1) << 44, NULL},
+    {"ock.mmc.meta.lmdb.sync", CONF_BOOL, F(lmdb_sync), 0, 0, NULL},
+    {"ock.mmc.rewarm.dram_watermark", CONF_U32, F(rewarm_watermark), 0, 100, NULL},
+    {"ock.mmc.meta_service.config_store_url", CONF_STR, F(config_store_url), 0, 0, NULL},
+    {"ock.mmc.meta_service.metrics_url", CONF_STR, F(metrics_url), 0, 0, NULL},
+    {"ock.mmc.meta.ha.enable", CONF_BOOL, F(ha_enable), 0, 0, NULL},
+    {"ock.mmc.log_path", CONF_STR, F(log_path), 0, 0, NULL},
+    {"ock.mmc.log_rotation_file_size", CONF_U32, F(log_rotation_file_size), 1, 500, NULL},
+    {"ock.mmc.log_rotation_file_count", CONF_U32, F(log_rotation_file_count), 1, 50, NULL},
+    {"ock.mmc.ubs_io.enable", CONF_BOOL, F(ubs_io_enable), 0, 0, NULL},
+    {"ock.mmc.meta.backup.enable", CONF_BOOL, F(backup_enable), 0, 0, NULL},
+    {"ock.mmc.meta_service.metrics_report_interval_seconds", CONF_U32, F(metrics_report_interval), 0, 86400, NULL},
+    {"ock.mmc.storage.prefetch.enabled", CONF_BOOL, F(prefetch_enabled), 0, 0, NULL},
+    {"ock.mmc.tls.enable", CONF_BOOL, F(tls_enable), 0, 0, NULL},
+    {"ock.mmc.tls.ca.path", CONF_STR, F(tls_path[0]), 0, 0, NULL},
+    {"ock.mmc.tls.ca.crl.path", CONF_STR, F(tls_path[1]), 0, 0, NULL},
+    {"ock.mmc.tls.cert.path", CONF_STR, F(tls_path[2]), 0, 0, NULL},
+    {"ock.mmc.tls.key.path", CONF_STR, F(tls_path[3]), 0, 0, NULL},
+    {"ock.mmc.tls.key.pass.path", CONF_STR, F(tls_path[4]), 0, 0, NULL},
+    {"ock.mmc.tls.package.path", CONF_STR, F(tls_path[5]), 0, 0, NULL},
+    {"ock.mmc.tls.decrypter.path", CONF_STR, F(tls_path[6]), 0, 0, NULL},
+    {"ock.mmc.config_store.tls.enable", CONF_BOOL, F(config_store_tls_enable), 0, 0, NULL},
+    {"ock.mmc.config_store.tls.ca.path", CONF_STR, F(config_store_tls_path[0]), 0, 0, NULL},
+    {"ock.mmc.config_store.tls.ca.crl.path", CONF_STR, F(config_store_tls_path[1]), 0, 0, NULL},
+    {"ock.mmc.config_store.tls.cert.path", CONF_STR, F(config_store_tls_path[2]), 0, 0, NULL},
+    {"ock.mmc.config_store.tls.key.path", CONF_STR, F(config_store_tls_path[3]), 0, 0, NULL},
+    {"ock.mmc.config_store.tls.key.pass.path", CONF_STR, F(config_store_tls_path[4]), 0, 0, NULL},
+    {"ock.mmc.config_store.tls.package.path", CONF_STR, F(config_store_tls_path[5]), 0, 0, NULL},
+    {"ock.mmc.config_store.tls.decrypter.path", CONF_STR, F(config_store_tls_path[6]), 0, 0, NULL},
+    {NULL, 0, 0, 0, 0, 0, NULL},
 };
 
 void meta_conf_defaults(struct meta_conf *c)
@@ -108,13 +107,14 @@ int meta_conf_check(const struct meta_conf *c, char *err, size_t errlen)
 	uint16_t port;
 
 	if (c->evict_high <= c->evict_low) {
-		snprintf(err, errlen, "ock.mmc.evict_threshold_high (%u) must be above ock.mmc.evict_threshold_low (%u)",
-			 c->evict_high, c->evict_low);
+		snprintf(err, errlen,
+		         "ock.mmc.evict_threshold_high (%u) must be above ock.mmc.evict_threshold_low (%u)",
+		         c->evict_high, c->evict_low);
 		return MMC_INVALID_PARAM;
 	}
 	if (meta_conf_parse_url(c->meta_service_url, host, sizeof(host), &port)) {
 		snprintf(err, errlen, "bad value \"%s\" for \"ock.mmc.meta_service_url\" (expected tcp://host:port)",
-			 c->meta_service_url);
+		         c->meta_service_url);
 		return MMC_INVALID_PARAM;
 	}
 	if (!c->data_dir[0]) {

@@ -204,8 +204,7 @@ void object_persist(struct meta *m, struct object *o)
 		rb[n++] = (struct rec_blob){b->svc->rank, b->media, b->svc->incarnation, b->offset};
 	}
 	*h = (struct rec_object){REC_VERSION, n, o->size};
-	if (persist_put(m->persist, m->db_objects, object_key(o), o->keylen, buf,
-			sizeof(*h) + n * sizeof(*rb)) == 0)
+	if (persist_put(m->persist, m->db_objects, object_key(o), o->keylen, buf, sizeof(*h) + n * sizeof(*rb)) == 0)
 		o->persisted = true;
 }
 
@@ -238,7 +237,7 @@ static void release_space(struct object *o)
 		seg = service_segment(b->svc, b->media);
 		if (seg && alloc_release(seg->alloc, b->offset))
 			log_error("op=free key=\"%.*s\" rank=%u offset=%llu err=double_free", o->keylen, object_key(o),
-				  b->svc->rank, (unsigned long long)b->offset);
+			          b->svc->rank, (unsigned long long)b->offset);
 		list_del(&b->svc_link);
 		b->svc->nblobs--;
 		b->svc = NULL;
@@ -408,13 +407,21 @@ void objects_session_closed(struct meta *m, uint64_t session)
 
 static int load_record(struct meta *m, MDB_val *k, MDB_val *v)
 {
-	const struct rec_object *h = v->mv_data;
-	const struct rec_blob *rb = (const struct rec_blob *)(h + 1);
+	struct {
+		struct rec_object h;
+		struct rec_blob b[2 * MMC_WIRE_REPLICAS];
+	} rec;
+	const struct rec_object *h = &rec.h;
+	const struct rec_blob *rb = rec.b;
 	struct object *o;
 	uint8_t live = 0;
 
-	if (v->mv_size < sizeof(*h) || h->version != REC_VERSION || h->nblobs > 2 * MMC_WIRE_REPLICAS ||
-	    v->mv_size != sizeof(*h) + h->nblobs * sizeof(*rb) || k->mv_size == 0 || k->mv_size > MMC_WIRE_KEY_MAX)
+	/* LMDB values carry no alignment guarantee: copy before reading fields */
+	if (v->mv_size < sizeof(*h) || v->mv_size > sizeof(rec) || k->mv_size == 0 || k->mv_size > MMC_WIRE_KEY_MAX)
+		return -1;
+	memcpy(&rec, v->mv_data, v->mv_size);
+	if (h->version != REC_VERSION || h->nblobs > 2 * MMC_WIRE_REPLICAS ||
+	    v->mv_size != sizeof(*h) + h->nblobs * sizeof(*rb))
 		return -1;
 	o = object_new(k->mv_data, k->mv_size, (uint8_t)h->nblobs);
 	if (!o)
@@ -422,8 +429,8 @@ static int load_record(struct meta *m, MDB_val *k, MDB_val *v)
 	o->size = h->size;
 	for (uint32_t i = 0; i < h->nblobs; i++) {
 		struct service *svc = service_get(m, rb[i].rank);
-		struct segment *seg = svc && svc->incarnation == rb[i].incarnation ? service_segment(svc, rb[i].media)
-									       : NULL;
+		struct segment *seg =
+		    svc && svc->incarnation == rb[i].incarnation ? service_segment(svc, rb[i].media) : NULL;
 
 		if (!seg || alloc_mark(seg->alloc, rb[i].offset, h->size))
 			continue;
@@ -454,7 +461,7 @@ int objects_load(struct meta *m)
 	MDB_cursor *cur;
 	MDB_val k, v;
 	uint64_t loaded = 0, dropped = 0;
-	char (*gone)[MMC_WIRE_KEY_MAX + 1] = NULL;
+	char(*gone)[MMC_WIRE_KEY_MAX + 1] = NULL;
 	size_t ngone = 0, capgone = 0;
 	int rc;
 

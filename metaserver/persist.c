@@ -14,9 +14,9 @@
 #include "log.h"
 #include "mmc/mmc.h"
 
-#define MAX_DBS          32
-#define MAX_TXN_AGE_NS   2000000u /* commit at least this often under continuous load */
-#define COMMIT_PRIORITY  2        /* lower than I/O (1): runs when the loop has nothing else ready */
+#define MAX_DBS         32
+#define MAX_TXN_AGE_NS  2000000u /* commit at least this often under continuous load */
+#define COMMIT_PRIORITY 2        /* lower than I/O (1): runs when the loop has nothing else ready */
 
 struct waiter {
 	void (*fn)(void *arg);
@@ -51,8 +51,7 @@ static int lock_dir(const char *dir, int *fd_out, char *err, size_t errlen)
 	snprintf(path, sizeof(path), "%s/LOCK", dir);
 	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
 	if (fd < 0 || flock(fd, LOCK_EX | LOCK_NB)) {
-		snprintf(err, errlen, "data dir \"%s\" is in use by another mmc-metaserver (%s)", dir,
-			 strerror(errno));
+		snprintf(err, errlen, "data dir \"%s\" is in use by another mmc-metaserver (%s)", dir, strerror(errno));
 		if (fd >= 0)
 			close(fd);
 		return MMC_ERROR;
@@ -62,7 +61,7 @@ static int lock_dir(const char *dir, int *fd_out, char *err, size_t errlen)
 }
 
 int persist_open(struct persist **out, struct event_base *base, const struct persist_opts *opts, char *err,
-		 size_t errlen)
+                 size_t errlen)
 {
 	struct persist *p = calloc(1, sizeof(*p));
 	unsigned flags = MDB_NOTLS | (opts->sync ? 0 : MDB_NOSYNC | MDB_NOMETASYNC);

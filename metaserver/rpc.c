@@ -105,20 +105,34 @@ static void on_service(struct conn *c, const Mmc__Frame *f)
 static const Mmc__KeyBatch *key_batch(const Mmc__Frame *f)
 {
 	switch (f->body_case) {
-	case MMC__FRAME__BODY_ALLOC: return f->alloc;
-	case MMC__FRAME__BODY_COMMIT: return f->commit;
-	case MMC__FRAME__BODY_GET: return f->get;
-	case MMC__FRAME__BODY_RELEASE: return f->release;
-	case MMC__FRAME__BODY_REMOVE: return f->remove;
-	case MMC__FRAME__BODY_EXIST: return f->exist;
-	case MMC__FRAME__BODY_QUERY: return f->query;
-	case MMC__FRAME__BODY_ADD_LEASE: return f->add_lease;
-	case MMC__FRAME__BODY_REMOVE_LEASE: return f->remove_lease;
-	case MMC__FRAME__BODY_MALLOC: return f->malloc;
-	case MMC__FRAME__BODY_WRITE_FINISH: return f->write_finish;
-	case MMC__FRAME__BODY_EVICT: return f->evict;
-	case MMC__FRAME__BODY_PREFETCH: return f->prefetch;
-	default: return NULL;
+	case MMC__FRAME__BODY_ALLOC:
+		return f->alloc;
+	case MMC__FRAME__BODY_COMMIT:
+		return f->commit;
+	case MMC__FRAME__BODY_GET:
+		return f->get;
+	case MMC__FRAME__BODY_RELEASE:
+		return f->release;
+	case MMC__FRAME__BODY_REMOVE:
+		return f->remove;
+	case MMC__FRAME__BODY_EXIST:
+		return f->exist;
+	case MMC__FRAME__BODY_QUERY:
+		return f->query;
+	case MMC__FRAME__BODY_ADD_LEASE:
+		return f->add_lease;
+	case MMC__FRAME__BODY_REMOVE_LEASE:
+		return f->remove_lease;
+	case MMC__FRAME__BODY_MALLOC:
+		return f->malloc;
+	case MMC__FRAME__BODY_WRITE_FINISH:
+		return f->write_finish;
+	case MMC__FRAME__BODY_EVICT:
+		return f->evict;
+	case MMC__FRAME__BODY_PREFETCH:
+		return f->prefetch;
+	default:
+		return NULL;
 	}
 }
 

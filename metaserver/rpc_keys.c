@@ -81,12 +81,12 @@ static void op_alloc(struct conn *c, const Mmc__KeyBatch *req, struct reply *rp,
 {
 	struct meta *m = c->m;
 	struct place_req pr = {
-		.replicas = req->replica_num ? req->replica_num : 1,
-		.preferred = req->preferred,
-		.npreferred = (uint32_t)req->n_preferred,
-		.spread = (req->flags & MMC_WIRE_FLAG_SPREAD) != 0,
-		.media = gva ? req->media : MMC_MEDIA_DRAM,
-		.writer = &c->session,
+	    .replicas = req->replica_num ? req->replica_num : 1,
+	    .preferred = req->preferred,
+	    .npreferred = (uint32_t)req->n_preferred,
+	    .spread = (req->flags & MMC_WIRE_FLAG_SPREAD) != 0,
+	    .media = gva ? req->media : MMC_MEDIA_DRAM,
+	    .writer = &c->session,
 	};
 	uint64_t now = clock_ms();
 
@@ -244,8 +244,8 @@ static void op_simple(struct conn *c, const Mmc__Frame *f, const Mmc__KeyBatch *
 				object_touch(c->m, o);
 			break;
 		default: /* query: every live blob, in any state; absent is size 0 */
-			res->result = o && (o->state != MMC_BLOB_READABLE || object_readable(o)) ? describe(rp, res, o, -1)
-												   : 0;
+			res->result =
+			    o && (o->state != MMC_BLOB_READABLE || object_readable(o)) ? describe(rp, res, o, -1) : 0;
 			break;
 		}
 	}

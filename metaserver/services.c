@@ -66,7 +66,7 @@ static void service_persist(struct meta *m, struct service *svc)
 	rank_key(svc->rank, k);
 	persist_put(m->persist, m->db_services, k, sizeof(k), &r, sizeof(r));
 	persist_put(m->persist, m->db_info, next_incarnation_key, sizeof(next_incarnation_key) - 1,
-		    &m->next_incarnation, sizeof(m->next_incarnation));
+	            &m->next_incarnation, sizeof(m->next_incarnation));
 }
 
 static void service_free(struct service *svc)
@@ -94,7 +94,7 @@ void service_unmount(struct meta *m, struct service *svc, const char *why)
 	rank_key(svc->rank, k);
 	persist_del(m->persist, m->db_services, k, sizeof(k));
 	log_info("op=unmount rank=%u incarnation=%llu host=\"%s\" pid=%u blobs=%llu reason=%s", svc->rank,
-		 (unsigned long long)svc->incarnation, svc->host, svc->pid, (unsigned long long)lost, why);
+	         (unsigned long long)svc->incarnation, svc->host, svc->pid, (unsigned long long)lost, why);
 	service_free(svc);
 }
 
@@ -177,7 +177,7 @@ static int rejoin(struct meta *m, struct session *s, const Mmc__Register *req, s
 		svc->session->svc = NULL;
 	set_coordinates(svc, s, req);
 	log_info("op=rejoin rank=%u incarnation=%llu host=\"%s\" pid=%u blobs=%llu", svc->rank,
-		 (unsigned long long)svc->incarnation, svc->host, svc->pid, (unsigned long long)svc->nblobs);
+	         (unsigned long long)svc->incarnation, svc->host, svc->pid, (unsigned long long)svc->nblobs);
 	*out = svc;
 	return 0;
 }
@@ -217,9 +217,9 @@ int service_register(struct meta *m, struct session *s, const Mmc__Register *req
 	m->nservices++;
 	service_persist(m, svc);
 	log_info("op=mount rank=%u incarnation=%llu host=\"%s\" pid=%u provider=\"%s\" dram=%llu", rank,
-		 (unsigned long long)svc->incarnation, svc->host, svc->pid, svc->provider,
-		 (unsigned long long)(service_segment(svc, MMC_MEDIA_DRAM) ? service_segment(svc, MMC_MEDIA_DRAM)->size
-									    : 0));
+	         (unsigned long long)svc->incarnation, svc->host, svc->pid, svc->provider,
+	         (unsigned long long)(service_segment(svc, MMC_MEDIA_DRAM) ? service_segment(svc, MMC_MEDIA_DRAM)->size
+	                                                                   : 0));
 	*out = svc;
 	return 0;
 }
@@ -237,12 +237,15 @@ void services_sweep(struct meta *m, uint64_t now_ms)
 static int load_service(struct meta *m, MDB_val *k, MDB_val *v, uint64_t deadline)
 {
 	const unsigned char *kb = k->mv_data;
-	const struct rec_service *r = v->mv_data;
+	struct rec_service rec, *r = &rec;
 	struct service *svc;
 	uint32_t rank;
 
-	if (k->mv_size != 4 || v->mv_size != sizeof(*r) || r->version != REC_VERSION || r->nsegs == 0 ||
-	    r->nsegs > MMC_WIRE_SEGMENTS)
+	/* LMDB values carry no alignment guarantee: copy before reading fields */
+	if (k->mv_size != 4 || v->mv_size != sizeof(rec))
+		return -1;
+	memcpy(&rec, v->mv_data, sizeof(rec));
+	if (r->version != REC_VERSION || r->nsegs == 0 || r->nsegs > MMC_WIRE_SEGMENTS)
 		return -1;
 	rank = (uint32_t)kb[0] << 24 | (uint32_t)kb[1] << 16 | (uint32_t)kb[2] << 8 | kb[3];
 	if (rank >= MMC_RANKS_MAX || m->ranks[rank] || !(svc = calloc(1, sizeof(*svc))))

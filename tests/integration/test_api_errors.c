@@ -35,7 +35,7 @@ static void start(void)
 static void stop(void)
 {
 	mmc_destroy(s);
-	metaserver_cleanup(&meta);
+	cr_expect_eq(metaserver_cleanup(&meta), 0, "the metaserver log has a sanitizer report");
 }
 
 TestSuite(api_errors, .init = start, .fini = stop, .timeout = 60);

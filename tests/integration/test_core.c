@@ -14,7 +14,7 @@
 #include "proc.h"
 
 static struct metaserver meta;
-static struct node a, b;
+static struct node a, b, c; /* a, b: local services; c: client only */
 static char reply[8192];
 
 static void start_cluster(void)
@@ -26,17 +26,21 @@ static void start_cluster(void)
 	const char *env[] = {env_meta, NULL};
 	cr_assert_eq(node_start(&a, env), 0);
 	cr_assert_eq(node_start(&b, env), 0);
+	cr_assert_eq(node_start(&c, env), 0);
 	node_cmd(&a, reply, sizeof(reply), "init 1 %llu", 160ull << 20);
 	cr_assert_eq(strncmp(reply, "0 ", 2), 0, "node a init: %s", reply);
 	node_cmd(&b, reply, sizeof(reply), "init 1 %llu", 160ull << 20);
 	cr_assert_eq(strncmp(reply, "0 ", 2), 0, "node b init: %s", reply);
+	node_cmd(&c, reply, sizeof(reply), "init 0");
+	cr_assert_eq(strcmp(reply, "0 -1"), 0, "node c init: %s", reply);
 }
 
 static void stop_cluster(void)
 {
 	node_kill(&a);
 	node_kill(&b);
-	metaserver_cleanup(&meta);
+	node_kill(&c);
+	cr_expect_eq(metaserver_cleanup(&meta), 0, "the metaserver log has a sanitizer report");
 }
 
 /* Runs one node command and returns the first number of its reply. */
@@ -81,6 +85,7 @@ Test(core, exist_remove_and_key_info)
 	cr_assert_eq(blobs, 1);
 	cr_assert_eq(loc, 0, "a single put lands in the writer's own pool (service 0)");
 	cr_assert_eq(type, MMC_MEDIA_DRAM);
+	cr_assert_eq(CMD(&c, "exist k1"), 1, "client-only processes see the index too");
 	cr_assert_eq(CMD(&b, "remove k1"), 0);
 	cr_assert_eq(CMD(&a, "exist k1"), 0);
 	cr_assert_eq(CMD(&b, "get k1 10000 1"), MMC_OBJECT_NOT_EXISTS);

@@ -168,16 +168,38 @@ void metaserver_kill(struct metaserver *m)
 	m->pid = 0;
 }
 
-void metaserver_cleanup(struct metaserver *m)
+static int log_is_clean(const char *path)
+{
+	char line[1024];
+	int clean = 1;
+	FILE *f = fopen(path, "r");
+
+	if (!f)
+		return 1;
+	while (fgets(line, sizeof(line), f)) {
+		if (strstr(line, "runtime error") || strstr(line, "Sanitizer"))
+			clean = 0;
+		if (!clean)
+			fputs(line, stderr);
+	}
+	fclose(f);
+	return clean;
+}
+
+int metaserver_cleanup(struct metaserver *m)
 {
 	char cmd[320];
+	int clean;
 
-	metaserver_kill(m);
+	if (m->pid > 0)
+		metaserver_stop(m);
+	clean = m->log[0] ? log_is_clean(m->log) : 1;
 	if (m->dir[0] && !getenv("MMC_TEST_KEEP")) {
 		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", m->dir);
 		if (system(cmd)) {
 		}
 	}
+	return clean ? 0 : -1;
 }
 
 int node_start(struct node *n, const char *const *env)

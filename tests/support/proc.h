@@ -30,8 +30,9 @@ int metaserver_restart(struct metaserver *m, const char *const *extra);
 /* SIGTERM and wait; returns the exit status (0 expected). */
 int metaserver_stop(struct metaserver *m);
 void metaserver_kill(struct metaserver *m);
-/* Stops if running and removes the data dir. */
-void metaserver_cleanup(struct metaserver *m);
+/* Stops if running and removes the data dir. Returns -1 (and prints the log) when the server's log holds a
+ * sanitizer report, so tests built with -Db_sanitize catch errors in the server too. */
+int metaserver_cleanup(struct metaserver *m);
 
 struct node {
 	pid_t pid;

@@ -1,0 +1,231 @@
+/*
+ * The meta server against a hostile or broken peer: malformed frames, absurd lengths, unknown bodies, limits and
+ * dead connections. After each, a real client must still be served.
+ */
+#include <arpa/inet.h>
+#include <criterion/criterion.h>
+#include <mmc/mmc.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "mmc.pb-c.h"
+#include "proc.h"
+
+static struct metaserver meta;
+
+static void start(void)
+{
+	cr_assert_eq(metaserver_start(&meta, NULL), 0);
+}
+
+static void stop(void)
+{
+	cr_expect_eq(metaserver_cleanup(&meta), 0, "the metaserver log has a sanitizer report");
+}
+
+TestSuite(protocol, .init = start, .fini = stop, .timeout = 60);
+
+static int dial(void)
+{
+	struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons(meta.rpc_port)};
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	struct timeval tv = {5, 0};
+
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	cr_assert_eq(connect(fd, (struct sockaddr *)&sin, sizeof(sin)), 0);
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	return fd;
+}
+
+static void send_raw(int fd, const void *p, size_t n)
+{
+	cr_assert_eq(send(fd, p, n, MSG_NOSIGNAL), (ssize_t)n);
+}
+
+static void send_frame(int fd, const Mmc__Frame *f)
+{
+	size_t n = mmc__frame__get_packed_size(f);
+	uint8_t *buf = malloc(4 + n);
+
+	buf[0] = (uint8_t)n;
+	buf[1] = (uint8_t)(n >> 8);
+	buf[2] = (uint8_t)(n >> 16);
+	buf[3] = (uint8_t)(n >> 24);
+	mmc__frame__pack(f, buf + 4);
+	send_raw(fd, buf, 4 + n);
+	free(buf);
+}
+
+static Mmc__Frame *recv_frame(int fd)
+{
+	uint8_t hdr[4], *body;
+	uint32_t len;
+	size_t got = 0;
+	Mmc__Frame *f;
+
+	if (recv(fd, hdr, 4, MSG_WAITALL) != 4)
+		return NULL;
+	len = (uint32_t)hdr[0] | (uint32_t)hdr[1] << 8 | (uint32_t)hdr[2] << 16 | (uint32_t)hdr[3] << 24;
+	body = malloc(len);
+	while (got < len) {
+		ssize_t r = recv(fd, body + got, len - got, 0);
+
+		if (r <= 0)
+			break;
+		got += (size_t)r;
+	}
+	f = got == len ? mmc__frame__unpack(NULL, len, body) : NULL;
+	free(body);
+	return f;
+}
+
+/* The server closed the connection: recv returns 0 (or a reset). */
+static void assert_closed(int fd)
+{
+	char c;
+
+	cr_assert_leq(recv(fd, &c, 1, 0), 0, "the server should have dropped this connection");
+	close(fd);
+}
+
+/* A real client still gets service. */
+static void assert_serving(void)
+{
+	mmc_local_config c = mmc_default_local_config();
+	mmc_store *s = mmc_create();
+	char buf[100] = "still serving";
+
+	snprintf(c.meta_service_url, sizeof(c.meta_service_url), "%s", meta.url);
+	strcpy(c.protocol, "host_tcp");
+	c.dram_size = 8u << 20;
+	cr_assert_eq(mmc_setup(s, &c), 0);
+	cr_assert_eq(mmc_init(s, 0, true), 0);
+	cr_assert_eq(mmc_put_from(s, "alive", buf, sizeof(buf), MMC_COPY_H2G, NULL), 0);
+	cr_assert_eq(mmc_get_into(s, "alive", buf, sizeof(buf), MMC_COPY_G2H), 0);
+	cr_assert_eq(mmc_remove(s, "alive"), 0);
+	mmc_destroy(s);
+}
+
+Test(protocol, zero_and_oversized_lengths_close_the_connection)
+{
+	static const uint8_t zero[4] = {0, 0, 0, 0}, huge[4] = {0xff, 0xff, 0xff, 0x7f};
+	int fd = dial();
+
+	send_raw(fd, zero, 4);
+	assert_closed(fd);
+	fd = dial();
+	send_raw(fd, huge, 4);
+	assert_closed(fd);
+	assert_serving();
+}
+
+Test(protocol, garbage_bodies_close_the_connection)
+{
+	uint8_t junk[4 + 64];
+	int fd;
+
+	srand(7);
+	for (int round = 0; round < 50; round++) {
+		fd = dial();
+		junk[0] = 64;
+		junk[1] = junk[2] = junk[3] = 0;
+		for (int i = 4; i < 68; i++)
+			junk[i] = (uint8_t)rand();
+		junk[4] = 0xff; /* an invalid tag up front: undecodable */
+		send_raw(fd, junk, sizeof(junk));
+		assert_closed(fd);
+	}
+	assert_serving();
+}
+
+Test(protocol, truncated_frames_and_dead_peers_are_harmless)
+{
+	static const uint8_t partial[] = {100, 0, 0, 0, 0x08, 0x01};
+
+	for (int i = 0; i < 20; i++) {
+		int fd = dial();
+
+		send_raw(fd, partial, sizeof(partial));
+		close(fd); /* dies mid-frame */
+	}
+	assert_serving();
+}
+
+Test(protocol, unknown_bodies_and_limits_get_an_error_reply)
+{
+	Mmc__Frame f = MMC__FRAME__INIT, *r;
+	Mmc__KeyBatch kb = MMC__KEY_BATCH__INIT;
+	Mmc__KeyItem *items[1], item = MMC__KEY_ITEM__INIT;
+	Mmc__KeyItem **many;
+	int fd = dial();
+
+	/* a reply-type body sent as a request: not served, answered with INVALID_PARAM */
+	f.id = 5;
+	f.body_case = MMC__FRAME__BODY_KEY_REPLY;
+	f.key_reply = &(Mmc__KeyBatchReply)MMC__KEY_BATCH_REPLY__INIT;
+	send_frame(fd, &f);
+	r = recv_frame(fd);
+	cr_assert_not_null(r);
+	cr_assert_eq(r->id, 5);
+	cr_assert_eq(r->body_case, MMC__FRAME__BODY_REPLY);
+	cr_assert_eq(r->reply->result, MMC_INVALID_PARAM);
+	mmc__frame__free_unpacked(r, NULL);
+
+	/* an empty batch */
+	f.id = 6;
+	f.body_case = MMC__FRAME__BODY_EXIST;
+	f.exist = &kb;
+	send_frame(fd, &f);
+	r = recv_frame(fd);
+	cr_assert_not_null(r);
+	cr_assert_eq(r->reply->result, MMC_INVALID_PARAM);
+	mmc__frame__free_unpacked(r, NULL);
+
+	/* one key too many */
+	many = calloc(16385, sizeof(*many));
+	item.key = "k";
+	for (int i = 0; i < 16385; i++)
+		many[i] = &item;
+	kb.n_items = 16385;
+	kb.items = many;
+	f.id = 7;
+	send_frame(fd, &f);
+	r = recv_frame(fd);
+	cr_assert_not_null(r);
+	cr_assert_eq(r->reply->result, MMC_INVALID_PARAM);
+	mmc__frame__free_unpacked(r, NULL);
+
+	/* keys that are empty or too long fail per key, the rest is served */
+	char longkey[300];
+	memset(longkey, 'x', 299);
+	longkey[299] = '\0';
+	items[0] = &item;
+	item.key = longkey;
+	kb.n_items = 1;
+	kb.items = items;
+	f.id = 8;
+	send_frame(fd, &f);
+	r = recv_frame(fd);
+	cr_assert_not_null(r);
+	cr_assert_eq(r->body_case, MMC__FRAME__BODY_KEY_REPLY);
+	cr_assert_eq(r->key_reply->n_items, 1);
+	cr_assert_eq(r->key_reply->items[0]->result, MMC_INVALID_PARAM);
+	mmc__frame__free_unpacked(r, NULL);
+	free(many);
+	close(fd);
+	assert_serving();
+}
+
+Test(protocol, many_connections_come_and_go)
+{
+	int fds[200];
+
+	for (int i = 0; i < 200; i++)
+		fds[i] = dial();
+	for (int i = 0; i < 200; i++)
+		close(fds[i]);
+	assert_serving();
+}
