@@ -5,8 +5,9 @@
 #include "objects.h"
 #include "placement.h"
 
-/* Evicts from the LRU tail while want(m) holds; skips leased objects. Returns objects evicted. */
-static uint64_t evict_while(struct meta *m, uint32_t media, uint64_t target_used, uint64_t need)
+/* Evicts from the LRU tail until usage is at most target_used and need bytes are free; skips leased objects
+ * (counted in *skipped). Returns objects evicted. */
+static uint64_t evict_while(struct meta *m, uint32_t media, uint64_t target_used, uint64_t need, uint64_t *skipped)
 {
 	uint64_t now = clock_ms(), evicted = 0, used, total;
 	struct list *it = m->lru[media].prev;
@@ -17,8 +18,10 @@ static uint64_t evict_while(struct meta *m, uint32_t media, uint64_t target_used
 		uint64_t freed = 0;
 
 		it = it->prev;
-		if (object_leased(o, now))
+		if (object_leased(o, now)) {
+			(*skipped)++;
 			continue;
+		}
 		for (int i = 0; i < o->nblobs; i++)
 			if (o->blobs[i].svc)
 				freed += (o->size + 4095) & ~(uint64_t)4095;
@@ -33,22 +36,24 @@ static uint64_t evict_while(struct meta *m, uint32_t media, uint64_t target_used
 
 void eviction_check(struct meta *m, uint32_t media)
 {
-	uint64_t used, total, n;
+	uint64_t used, total, n, skipped = 0;
 
 	placement_usage(m, media, &used, &total);
 	if (total == 0 || used * 100 <= total * m->conf.evict_high)
 		return;
-	n = evict_while(m, media, total * m->conf.evict_low / 100, 0);
+	n = evict_while(m, media, total * m->conf.evict_low / 100, 0, &skipped);
 	log_info("op=evict media=%u evicted=%llu used_before=%llu total=%llu", media, (unsigned long long)n,
 	         (unsigned long long)used, (unsigned long long)total);
 }
 
-uint64_t eviction_make_room(struct meta *m, uint32_t media, uint64_t need)
+uint64_t eviction_make_room(struct meta *m, uint32_t media, uint64_t need, bool *blocked)
 {
-	uint64_t used, total;
+	uint64_t used, total, skipped = 0, n;
 
 	placement_usage(m, media, &used, &total);
 	if (total == 0)
 		return 0;
-	return evict_while(m, media, total * m->conf.evict_low / 100, need);
+	n = evict_while(m, media, total * m->conf.evict_low / 100, need, &skipped);
+	*blocked = skipped > 0 || !list_empty(&m->zombies);
+	return n;
 }

@@ -5,6 +5,7 @@
 #ifndef MMC_EVICTION_H
 #define MMC_EVICTION_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "meta.h"
@@ -14,7 +15,8 @@
 void eviction_check(struct meta *m, uint32_t media);
 
 /* Before failing an allocation of need bytes: evicts until need bytes are free and usage is below the low mark,
- * or nothing evictable is left. Returns the number of objects evicted. */
-uint64_t eviction_make_room(struct meta *m, uint32_t media, uint64_t need);
+ * or nothing evictable is left. Returns the number of objects evicted; *blocked is set when leased objects (or
+ * removed objects still leased) hold memory that will come back when their leases end. */
+uint64_t eviction_make_room(struct meta *m, uint32_t media, uint64_t need, bool *blocked);
 
 #endif

@@ -9,8 +9,11 @@ struct list {
 	struct list *prev, *next;
 };
 
-#define LIST_INIT(name) {&(name), &(name)}
-#define list_entry(ptr, type, member) ((type *)((char *)(ptr) - offsetof(type, member)))
+#define LIST_INIT(name)                                                                                                \
+	{                                                                                                              \
+		&(name), &(name)                                                                                       \
+	}
+#define list_entry(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
 
 static inline void list_init(struct list *l)
 {

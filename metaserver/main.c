@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc_req.h"
 #include "clock.h"
 #include "conn.h"
 #include "kvcm/kvcm.h"
@@ -117,6 +118,12 @@ static void sweep_cb(evutil_socket_t fd, short what, void *arg)
 	objects_sweep(m, now);
 	services_sweep(m, now);
 	conns_sweep(m, now);
+	alloc_req_kick(m); /* waiting requests past their deadline fail now */
+}
+
+static void kick_cb(evutil_socket_t fd, short what, void *arg)
+{
+	alloc_req_kick(arg);
 }
 
 static void stop_cb(evutil_socket_t sig, short what, void *arg)
@@ -201,9 +208,12 @@ static void shutdown_all(struct meta *m)
 	kvcm_stop(m->kvcm);
 	if (m->persist)
 		persist_flush(m->persist);
+	alloc_req_fini(m);
 	conns_close_all(m);
 	if (m->sweep_ev)
 		event_free(m->sweep_ev);
+	if (m->kick_ev)
+		event_free(m->kick_ev);
 	objects_fini(m);
 	services_fini(m);
 	persist_close(m->persist);
@@ -233,7 +243,8 @@ int main(int argc, char **argv)
 	sig_int = evsignal_new(m.base, SIGINT, stop_cb, &m);
 	sig_hup = evsignal_new(m.base, SIGHUP, hup_cb, &m);
 	m.sweep_ev = event_new(m.base, -1, EV_PERSIST, sweep_cb, &m);
-	if (!sig_term || !sig_int || !sig_hup || !m.sweep_ev)
+	m.kick_ev = event_new(m.base, -1, 0, kick_cb, &m);
+	if (!sig_term || !sig_int || !sig_hup || !m.sweep_ev || !m.kick_ev)
 		goto out;
 	event_add(sig_term, NULL);
 	event_add(sig_int, NULL);

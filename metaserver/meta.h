@@ -37,8 +37,8 @@ struct segment {
 struct service {
 	uint32_t rank;
 	uint64_t incarnation;
-	struct session *session;      /* NULL while detached (after a server restart, until it re-registers) */
-	uint64_t rejoin_deadline_ms;  /* detached: unmounted after this */
+	struct session *session;     /* NULL while detached (after a server restart, until it re-registers) */
+	uint64_t rejoin_deadline_ms; /* detached: unmounted after this */
 	char host[256];
 	uint32_t pid;
 	uint8_t fabric_addr[MMC_WIRE_ADDR_MAX];
@@ -78,18 +78,18 @@ struct lease {
 struct object {
 	struct object *hnext; /* index chain */
 	uint64_t hash;
-	struct list link;     /* READABLE: LRU of its media; ALLOCATED: pending; REMOVING: zombies */
+	struct list link; /* READABLE: LRU of its media; ALLOCATED: pending; REMOVING: zombies */
 	uint64_t size;
 	uint64_t write_session;   /* ALLOCATED: the writer */
 	uint64_t write_expiry_ms; /* ALLOCATED: reclaimed after this */
 	struct lease *leases;
 	uint16_t keylen;
 	uint8_t nblobs;
-	uint8_t state;  /* enum mmc_blob_state, the same for all blobs */
+	uint8_t state; /* enum mmc_blob_state, the same for all blobs */
 	bool in_index;
-	bool persisted; /* has a record in LMDB */
-	bool gva;       /* allocated by batch_malloc (write finished explicitly) */
-	struct blob blobs[];  /* nblobs entries, then keylen + 1 key bytes */
+	bool persisted;      /* has a record in LMDB */
+	bool gva;            /* allocated by batch_malloc (write finished explicitly) */
+	struct blob blobs[]; /* nblobs entries, then keylen + 1 key bytes */
 };
 
 static inline char *object_key(struct object *o)
@@ -123,10 +123,12 @@ struct meta {
 	struct list lru[MEDIA_COUNT]; /* READABLE objects, most recent at the head */
 	struct list pending;          /* ALLOCATED objects */
 	struct list zombies;          /* removed but still leased */
+	struct list parked;           /* alloc requests waiting for leased memory (alloc_req.c) */
+	struct event *kick_ev;        /* space was freed: resume parked requests */
 
 	struct event *sweep_ev;
 	struct evconnlistener *listener;
-	struct list conns; /* struct conn.link */
+	struct list conns;  /* struct conn.link */
 	struct arena arena; /* per request, reset after each */
 	uint32_t nconns;
 	bool draining;

@@ -1,5 +1,6 @@
 #include "objects.h"
 
+#include <event2/event.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -38,6 +39,7 @@ int objects_init(struct meta *m)
 	for (int i = 0; i < MEDIA_COUNT; i++)
 		list_init(&m->lru[i]);
 	list_init(&m->pending);
+	list_init(&m->parked);
 	list_init(&m->zombies);
 	return 0;
 }
@@ -226,7 +228,8 @@ void object_touch(struct meta *m, struct object *o)
 	list_add_head(&m->lru[object_media(o)], &o->link);
 }
 
-static void release_space(struct object *o)
+/* Gives the object's space back; requests waiting for room get another try. */
+static void release_space(struct meta *m, struct object *o)
 {
 	for (int i = 0; i < o->nblobs; i++) {
 		struct blob *b = &o->blobs[i];
@@ -242,6 +245,8 @@ static void release_space(struct object *o)
 		b->svc->nblobs--;
 		b->svc = NULL;
 	}
+	if (!list_empty(&m->parked) && m->kick_ev)
+		event_active(m->kick_ev, 0, 0);
 }
 
 void object_drop(struct meta *m, struct object *o)
@@ -258,7 +263,7 @@ void object_drop(struct meta *m, struct object *o)
 		list_add_tail(&m->zombies, &o->link);
 		return;
 	}
-	release_space(o);
+	release_space(m, o);
 	object_free_mem(o);
 }
 
@@ -363,7 +368,7 @@ void object_unpin(struct meta *m, struct object *o)
 	if (o->state != MMC_BLOB_REMOVING || object_leased(o, clock_ms()))
 		return;
 	list_del(&o->link);
-	release_space(o);
+	release_space(m, o);
 	object_free_mem(o);
 }
 
@@ -377,7 +382,7 @@ void objects_sweep(struct meta *m, uint64_t now_ms)
 		next = it->next;
 		if (!object_leased(o, now_ms)) {
 			list_del(&o->link);
-			release_space(o);
+			release_space(m, o);
 			object_free_mem(o);
 		}
 	}

@@ -22,7 +22,7 @@ struct persist_opts {
 };
 
 int persist_open(struct persist **out, struct event_base *base, const struct persist_opts *opts, char *err,
-		 size_t errlen);
+                 size_t errlen);
 /* Commits what is pending and closes. NULL is ignored. */
 void persist_close(struct persist *p);
 

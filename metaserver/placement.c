@@ -120,13 +120,14 @@ static uint32_t services_that_fit(const struct meta *m, const struct place_req *
 	return n;
 }
 
-int placement_reserve(struct meta *m, const struct place_req *r, struct object *o)
+int placement_reserve(struct meta *m, const struct place_req *r, struct object *o, bool *blocked)
 {
 	int rc = place_once(m, r, o);
 
+	*blocked = false;
 	/* out of room: evict what nobody reads (synchronously) and try once more */
 	if (rc == MMC_NOT_ENOUGH_MEMORY && services_that_fit(m, r) >= r->replicas &&
-	    eviction_make_room(m, r->media, r->size * r->replicas) > 0)
+	    eviction_make_room(m, r->media, r->size * r->replicas, blocked) > 0)
 		rc = place_once(m, r, o);
 	if (rc == 0)
 		eviction_check(m, r->media);

@@ -13,20 +13,21 @@
 
 struct place_req {
 	uint64_t size;
-	uint32_t replicas;           /* 1..8 */
-	const int32_t *preferred;    /* ranks that must each hold a replica */
+	uint32_t replicas;        /* 1..8 */
+	const int32_t *preferred; /* ranks that must each hold a replica */
 	uint32_t npreferred;
-	bool spread;                 /* batch placement */
+	bool spread; /* batch placement */
 	uint32_t media;
 	const struct session *writer;
 };
 
 /*
- * Reserves space for every replica of o (o->nblobs == r->replicas) and links the blobs to their services.
- * Returns 0; MMC_NOT_ENOUGH_MEMORY (no room, or fewer services than replicas); MMC_INVALID_PARAM (a preferred
- * rank that is not a live service with this media).
+ * Reserves space for every replica of o (o->nblobs == r->replicas) and links the blobs to their services,
+ * evicting unleased objects when the media is full. Returns 0; MMC_NOT_ENOUGH_MEMORY (no room, or fewer services
+ * than replicas; *blocked tells whether read leases pin memory that will be freed later); MMC_INVALID_PARAM (a
+ * preferred rank that is not a live service with this media).
  */
-int placement_reserve(struct meta *m, const struct place_req *r, struct object *o);
+int placement_reserve(struct meta *m, const struct place_req *r, struct object *o, bool *blocked);
 
 /* Bytes free and total of a media over all attached services. */
 void placement_usage(const struct meta *m, uint32_t media, uint64_t *used, uint64_t *total);

@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc_req.h"
 #include "arena.h"
 #include "clock.h"
 #include "conn.h"
@@ -51,89 +52,6 @@ static int describe(struct reply *rp, Mmc__KeyResult *res, const struct object *
 	res->n_blobs = (size_t)n;
 	res->blobs = pb;
 	return 0;
-}
-
-/* An object left over from before a restart whose services never came back must not block a new put. */
-static bool stale(const struct object *o)
-{
-	if (o->state != MMC_BLOB_READABLE)
-		return false;
-	for (int i = 0; i < o->nblobs; i++)
-		if (o->blobs[i].svc && o->blobs[i].svc->session)
-			return false;
-	return true;
-}
-
-static int check_placement_args(const Mmc__KeyBatch *req)
-{
-	uint32_t replicas = req->replica_num ? req->replica_num : 1;
-
-	if (replicas > MMC_WIRE_REPLICAS || req->n_preferred > replicas)
-		return MMC_INVALID_PARAM;
-	for (size_t i = 0; i < req->n_preferred; i++)
-		for (size_t j = 0; j < i; j++)
-			if (req->preferred[i] == req->preferred[j])
-				return MMC_INVALID_PARAM;
-	return 0;
-}
-
-static void op_alloc(struct conn *c, const Mmc__KeyBatch *req, struct reply *rp, bool gva)
-{
-	struct meta *m = c->m;
-	struct place_req pr = {
-	    .replicas = req->replica_num ? req->replica_num : 1,
-	    .preferred = req->preferred,
-	    .npreferred = (uint32_t)req->n_preferred,
-	    .spread = (req->flags & MMC_WIRE_FLAG_SPREAD) != 0,
-	    .media = gva ? req->media : MMC_MEDIA_DRAM,
-	    .writer = &c->session,
-	};
-	uint64_t now = clock_ms();
-
-	for (size_t i = 0; i < req->n_items; i++) {
-		const Mmc__KeyItem *it = req->items[i];
-		Mmc__KeyResult *res = &rp->res[i];
-		struct object *o;
-		size_t len;
-
-		if (!key_ok(it->key, &len) || it->size == 0 || pr.media >= MEDIA_COUNT) {
-			res->result = MMC_INVALID_PARAM;
-			continue;
-		}
-		o = object_find(m, it->key, len);
-		if (o && stale(o)) {
-			object_drop(m, o);
-			o = NULL;
-		}
-		if (o) {
-			/* first writer wins; batch_malloc hands back the existing object's address */
-			res->result = gva ? 0 : MMC_DUPLICATED_OBJECT;
-			if (gva)
-				res->result = describe(rp, res, o, -1);
-			continue;
-		}
-		o = object_new(it->key, len, (uint8_t)pr.replicas);
-		if (!o) {
-			res->result = MMC_MALLOC_FAILED;
-			continue;
-		}
-		pr.size = it->size;
-		res->result = placement_reserve(m, &pr, o);
-		if (res->result) {
-			free(o);
-			continue;
-		}
-		o->size = it->size;
-		o->state = MMC_BLOB_ALLOCATED;
-		o->write_session = c->session.id;
-		o->gva = gva;
-		if (gva)
-			res->lease_ms = req->lease_ttl_ms ? req->lease_ttl_ms : m->conf.lease_ttl_ms;
-		o->write_expiry_ms = gva ? now + res->lease_ms : 0;
-		object_index_add(m, o);
-		list_add_tail(&m->pending, &o->link);
-		res->result = describe(rp, res, o, -1);
-	}
 }
 
 /* commit (put) and write_finish (GVA): publish or drop what this session allocated. */
@@ -284,12 +202,6 @@ static void send_reply(struct conn *c, uint64_t id, struct reply *rp)
 static int run_op(struct conn *c, const Mmc__Frame *f, const Mmc__KeyBatch *req, struct reply *rp)
 {
 	switch (f->body_case) {
-	case MMC__FRAME__BODY_ALLOC:
-	case MMC__FRAME__BODY_MALLOC:
-		if (check_placement_args(req))
-			return MMC_INVALID_PARAM;
-		op_alloc(c, req, rp, f->body_case == MMC__FRAME__BODY_MALLOC);
-		return 0;
 	case MMC__FRAME__BODY_COMMIT:
 	case MMC__FRAME__BODY_WRITE_FINISH:
 		op_commit(c, req, rp);
@@ -319,6 +231,10 @@ void rpc_keys(struct conn *c, const Mmc__Frame *f, const Mmc__KeyBatch *req)
 
 	if (req->n_items == 0 || req->n_items > MMC_WIRE_KEYS_MAX) {
 		rpc_reply_code(c, f->id, MMC_INVALID_PARAM);
+		return;
+	}
+	if (f->body_case == MMC__FRAME__BODY_ALLOC || f->body_case == MMC__FRAME__BODY_MALLOC) {
+		alloc_req_start(c, f, req);
 		return;
 	}
 	rc = reply_init(&rp, &c->m->arena, req->n_items);
