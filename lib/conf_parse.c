@@ -78,8 +78,8 @@ int conf_parse_size(const char *s, uint64_t *out)
 	static const struct {
 		const char *suffix;
 		int shift;
-	} units[] = {{"", 0},   {"b", 0},   {"k", 10},  {"kb", 10}, {"m", 20},
-		     {"mb", 20}, {"g", 30}, {"gb", 30}, {"t", 40},  {"tb", 40}};
+	} units[] = {{"", 0},    {"b", 0},  {"k", 10},  {"kb", 10}, {"m", 20},
+	             {"mb", 20}, {"g", 30}, {"gb", 30}, {"t", 40},  {"tb", 40}};
 	char *end;
 	double v;
 
@@ -172,8 +172,7 @@ static int apply_num(const struct conf_key *k, void *field, const char *value)
 	return 0;
 }
 
-int conf_apply(const struct conf_key *table, void *obj, const char *key, const char *value, char *err,
-	       size_t errlen)
+int conf_apply(const struct conf_key *table, void *obj, const char *key, const char *value, char *err, size_t errlen)
 {
 	const struct conf_key *k = conf_find(table, key);
 	char *field;
@@ -192,8 +191,8 @@ int conf_apply(const struct conf_key *table, void *obj, const char *key, const c
 			snprintf(err, errlen, "bad value for \"%s\" (longer than %zu bytes)", key, k->size - 1);
 		else
 			snprintf(err, errlen, "bad value \"%s\" for \"%s\" (expected %s in [%llu, %llu])", value, key,
-				 k->type == CONF_BOOL ? "true or false" : "a number", (unsigned long long)k->min,
-				 (unsigned long long)k->max);
+			         k->type == CONF_BOOL ? "true or false" : "a number", (unsigned long long)k->min,
+			         (unsigned long long)k->max);
 		return MMC_INVALID_PARAM;
 	}
 	return 0;

@@ -21,10 +21,10 @@ enum conf_type {
 struct conf_key {
 	const char *name;
 	enum conf_type type;
-	size_t offset;               /* of the field in the struct */
-	size_t size;                 /* CONF_STR: buffer size */
-	uint64_t min, max;           /* numeric range, inclusive */
-	const char *const *choices;  /* CONF_STR: NULL-terminated list of accepted values, or NULL */
+	size_t offset;              /* of the field in the struct */
+	size_t size;                /* CONF_STR: buffer size */
+	uint64_t min, max;          /* numeric range, inclusive */
+	const char *const *choices; /* CONF_STR: NULL-terminated list of accepted values, or NULL */
 };
 
 /* Called for each `key = value` line; returns 0 to go on, a negative code to stop. */
@@ -38,8 +38,7 @@ typedef int (*conf_line_fn)(void *arg, const char *key, const char *value, int l
 int conf_file_read(const char *path, conf_line_fn fn, void *arg, char *err, size_t errlen);
 
 /* Sets the field of obj named by key from text. Returns 0 or MMC_INVALID_PARAM with a message in err. */
-int conf_apply(const struct conf_key *table, void *obj, const char *key, const char *value, char *err,
-	       size_t errlen);
+int conf_apply(const struct conf_key *table, void *obj, const char *key, const char *value, char *err, size_t errlen);
 
 /* Finds key in table, or NULL. */
 const struct conf_key *conf_find(const struct conf_key *table, const char *key);

@@ -13,10 +13,10 @@
 #include "log.h"
 #include "mmc/mmc.h"
 
-#define FI_API        FI_VERSION(1, 17)
-#define CQ_BATCH      32
-#define SREAD_MS      100
-#define REQ_MR_MODE   (FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY | FI_MR_ENDPOINT)
+#define FI_API      FI_VERSION(1, 17)
+#define CQ_BATCH    32
+#define SREAD_MS    100
+#define REQ_MR_MODE (FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY | FI_MR_ENDPOINT)
 
 struct fabric {
 	struct fi_info *info;
@@ -174,8 +174,8 @@ static int get_info(struct fabric *f, const char *protocol, const char *hcom_url
 
 		if (!h)
 			return MMC_MALLOC_FAILED;
-		rc = fi_getinfo(FI_API, node[0] ? node : NULL, service[0] ? service : NULL, node[0] ? FI_SOURCE : 0,
-				h, &f->info);
+		rc = fi_getinfo(FI_API, node[0] ? node : NULL, service[0] ? service : NULL, node[0] ? FI_SOURCE : 0, h,
+		                &f->info);
 		fi_freeinfo(h);
 		if (rc == 0 || order == one)
 			break;
@@ -247,7 +247,7 @@ int fabric_open(struct fabric **out, const char *protocol, const char *hcom_url)
 	}
 	f->progress_started = true;
 	lg_info("fabric: provider %s, mr_mode 0x%llx, %s", f->provider, (unsigned long long)f->mr_mode,
-		f->can_wait ? "blocking progress" : "polling progress");
+	        f->can_wait ? "blocking progress" : "polling progress");
 	*out = f;
 	return 0;
 fail:
@@ -342,7 +342,7 @@ void fabric_peer_remove(struct fabric *f, fi_addr_t a)
 /* ---- batches ---- */
 
 void fab_batch_init(struct fab_batch *b, struct fabric *f, struct fab_op *ops, size_t window,
-		    void (*done)(void *arg, uint32_t tag, int err), void *arg)
+                    void (*done)(void *arg, uint32_t tag, int err), void *arg)
 {
 	b->f = f;
 	b->ops = ops;
@@ -369,13 +369,13 @@ static void reap_one(struct fab_batch *b)
 	b->done(b->arg, op->tag, op->err);
 }
 
-int fab_batch_post(struct fab_batch *b, bool write, void *lbuf, size_t len, void *desc, fi_addr_t peer,
-		   uint64_t raddr, uint64_t rkey, uint32_t tag)
+int fab_batch_post(struct fab_batch *b, bool write, void *lbuf, size_t len, void *desc, fi_addr_t peer, uint64_t raddr,
+                   uint64_t rkey, uint32_t tag)
 {
 	struct iovec iov = {lbuf, len};
 	struct fi_rma_iov rma = {raddr, len, rkey};
-	struct fi_msg_rma msg = {.msg_iov = &iov, .desc = &desc, .iov_count = 1, .addr = peer, .rma_iov = &rma,
-				 .rma_iov_count = 1};
+	struct fi_msg_rma msg = {
+	    .msg_iov = &iov, .desc = &desc, .iov_count = 1, .addr = peer, .rma_iov = &rma, .rma_iov_count = 1};
 	struct fab_op *op;
 	ssize_t rc;
 
@@ -388,7 +388,7 @@ int fab_batch_post(struct fab_batch *b, bool write, void *lbuf, size_t len, void
 	atomic_store_explicit(&op->state, 1, memory_order_relaxed);
 	for (;;) {
 		rc = write ? fi_writemsg(b->f->ep, &msg, FI_COMPLETION | FI_DELIVERY_COMPLETE)
-			   : fi_readmsg(b->f->ep, &msg, FI_COMPLETION);
+		           : fi_readmsg(b->f->ep, &msg, FI_COMPLETION);
 		if (rc != -FI_EAGAIN)
 			break;
 		/* the provider is out of credits: drive progress (never drop completions) and retry */

@@ -65,15 +65,15 @@ struct fab_batch {
 };
 
 void fab_batch_init(struct fab_batch *b, struct fabric *f, struct fab_op *ops, size_t window,
-		    void (*done)(void *arg, uint32_t tag, int err), void *arg);
+                    void (*done)(void *arg, uint32_t tag, int err), void *arg);
 
 /*
  * Posts one RMA: write sends [lbuf, lbuf+len) to (peer, raddr, rkey); read fetches it. Waits for a free slot when
  * the window is full. Writes complete only once the data is visible at the target (FI_DELIVERY_COMPLETE).
  * Returns 0 or an MMC_* code (the op was not posted).
  */
-int fab_batch_post(struct fab_batch *b, bool write, void *lbuf, size_t len, void *desc, fi_addr_t peer,
-		   uint64_t raddr, uint64_t rkey, uint32_t tag);
+int fab_batch_post(struct fab_batch *b, bool write, void *lbuf, size_t len, void *desc, fi_addr_t peer, uint64_t raddr,
+                   uint64_t rkey, uint32_t tag);
 
 /* Waits for every posted op; returns after done() was called for each. */
 void fab_batch_wait(struct fab_batch *b);

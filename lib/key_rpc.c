@@ -3,14 +3,12 @@
 
 bool direct_is_put(int32_t d)
 {
-	return d == MMC_COPY_L2G || d == MMC_COPY_H2G || d == MMC_COPY_L2GH || d == MMC_COPY_H2GH ||
-	       d == MMC_COPY_AUTO;
+	return d == MMC_COPY_L2G || d == MMC_COPY_H2G || d == MMC_COPY_L2GH || d == MMC_COPY_H2GH || d == MMC_COPY_AUTO;
 }
 
 bool direct_is_get(int32_t d)
 {
-	return d == MMC_COPY_G2L || d == MMC_COPY_G2H || d == MMC_COPY_GH2L || d == MMC_COPY_GH2H ||
-	       d == MMC_COPY_AUTO;
+	return d == MMC_COPY_G2L || d == MMC_COPY_G2H || d == MMC_COPY_GH2L || d == MMC_COPY_GH2H || d == MMC_COPY_AUTO;
 }
 
 int fail_all(int *results, size_t n, int code)
@@ -44,7 +42,6 @@ int key_rpc_call(struct mmc_store *s, struct key_rpc *k)
 	return meta_call(s->meta, k->body, mmc_KeyBatch_fields, &k->req, &c);
 }
 
-
 struct codes {
 	int *results;
 };
@@ -56,14 +53,14 @@ static bool on_code(void *arg, size_t i, const mmc_KeyResult *r)
 }
 
 int key_batch_codes(struct mmc_store *s, uint32_t body, const char *const *keys, const int32_t *values, size_t n,
-		    uint64_t lease_ttl_ms, int *results)
+                    uint64_t lease_ttl_ms, int *results)
 {
 	struct codes c = {results};
 	struct key_rpc k = {.body = body, .req = mmc_KeyBatch_init_zero, .on_result = on_code, .arg = &c};
 	int rc;
 
 	k.req.lease_ttl_ms = lease_ttl_ms;
-	k.items = (struct wire_items){n, keys, NULL, NULL, values};
+	k.items = (struct wire_items){.n = n, .keys = keys, .values = values};
 	rc = key_rpc_call(s, &k);
 	return rc ? fail_all(results, n, rc) : 0;
 }

@@ -8,7 +8,7 @@
 #include "log.h"
 #include "wire_limits.h"
 
-#define TB (UINT64_C(1) << 40)
+#define TB       (UINT64_C(1) << 40)
 #define F(field) offsetof(struct client_conf, field), sizeof(((struct client_conf *)0)->field)
 
 static const char *const protocols[] = {"host_tcp", "host_shm", "host_rdma", "auto", NULL};
@@ -16,55 +16,55 @@ static const char *const log_levels[] = {"debug", "info", "warn", "error", NULL}
 static const char *const pool_modes[] = {"standard", "expanded", NULL};
 
 static const struct conf_key keys[] = {
-	{"ock.mmc.meta_service_url", CONF_STR, F(c.meta_service_url), 0, 0, NULL},
-	{"ock.mmc.local_service.config_store_url", CONF_STR, F(c.config_store_url), 0, 0, NULL},
-	{"ock.mmc.log_level", CONF_STR, F(c.log_level), 0, 0, log_levels},
-	{"ock.mmc.local_service.world_size", CONF_U32, F(c.world_size), 1, MMC_RANKS_MAX, NULL},
-	{"ock.mmc.local_service.protocol", CONF_STR, F(c.protocol), 0, 0, protocols},
-	{"ock.mmc.local_service.hcom_url", CONF_STR, F(c.hcom_url), 0, 0, NULL},
-	{"ock.mmc.local_service.dram.size", CONF_SIZE, F(c.dram_size), 0, TB, NULL},
-	{"ock.mmc.local_service.hbm.size", CONF_SIZE, F(c.hbm_size), 0, TB, NULL},
-	{"ock.mmc.local_service.max.dram.size", CONF_SIZE, F(c.max_dram_size), 0, TB, NULL},
-	{"ock.mmc.local_service.max.hbm.size", CONF_SIZE, F(c.max_hbm_size), 0, TB, NULL},
-	{"ock.mmc.local_service.ssd.path", CONF_STR, F(c.ssd_path), 0, 0, NULL},
-	{"ock.mmc.local_service.ssd.size", CONF_SIZE, F(c.ssd_size), 0, 64 * TB, NULL},
-	{"ock.mmc.client.retry_milliseconds", CONF_U32, F(c.retry_ms), 0, 600000, NULL},
-	{"ock.mmc.client.timeout.seconds", CONF_MS, F(c.timeout_ms), 1, 600, NULL},
-	{"ock.mmc.client.heartbeat_ms", CONF_U32, F(c.heartbeat_ms), 10, 60000, NULL},
-	{"ock.mmc.client.lease_ttl_ms", CONF_U64, F(c.lease_ttl_ms), 0, 2147483647, NULL},
-	{"ock.mmc.local_service.memory.pool.mode", CONF_STR, F(memory_pool_mode), 0, 0, pool_modes},
-	{"ock.mmc.client.read_thread_pool.size", CONF_U32, F(read_threads), 1, 64, NULL},
-	{"ock.mmc.client.write_thread_pool.size", CONF_U32, F(write_threads), 1, 64, NULL},
-	{"ock.mmc.client.aggregate.io", CONF_BOOL, F(aggregate_io), 0, 0, NULL},
-	{"ock.mmc.client.aggregate.num", CONF_U32, F(aggregate_num), 1, 131072, NULL},
-	{"ock.mmc.client.batch_option.chunk.size", CONF_SIZE, F(chunk_size), 1, UINT64_C(1) << 32, NULL},
-	{"ock.mmc.client.batch_option.chunk.count", CONF_U32, F(chunk_count), 1, 64, NULL},
-	{"ock.mmc.ubs_io.enable", CONF_BOOL, F(ubs_io_enable), 0, 0, NULL},
-	{"ock.mmc.local_service.storage.enabled", CONF_BOOL, F(storage_enabled), 0, 0, NULL},
-	{"ock.mmc.tls.enable", CONF_BOOL, F(tls_enable), 0, 0, NULL},
-	{"ock.mmc.tls.ca.path", CONF_STR, F(tls_path[0]), 0, 0, NULL},
-	{"ock.mmc.tls.ca.crl.path", CONF_STR, F(tls_path[1]), 0, 0, NULL},
-	{"ock.mmc.tls.cert.path", CONF_STR, F(tls_path[2]), 0, 0, NULL},
-	{"ock.mmc.tls.key.path", CONF_STR, F(tls_path[3]), 0, 0, NULL},
-	{"ock.mmc.tls.key.pass.path", CONF_STR, F(tls_path[4]), 0, 0, NULL},
-	{"ock.mmc.tls.package.path", CONF_STR, F(tls_path[5]), 0, 0, NULL},
-	{"ock.mmc.tls.decrypter.path", CONF_STR, F(tls_path[6]), 0, 0, NULL},
-	{"ock.mmc.config_store.tls.enable", CONF_BOOL, F(config_store_tls_enable), 0, 0, NULL},
-	{"ock.mmc.config_store.tls.ca.path", CONF_STR, F(tls_path[8]), 0, 0, NULL},
-	{"ock.mmc.config_store.tls.ca.crl.path", CONF_STR, F(tls_path[9]), 0, 0, NULL},
-	{"ock.mmc.config_store.tls.cert.path", CONF_STR, F(tls_path[10]), 0, 0, NULL},
-	{"ock.mmc.config_store.tls.key.path", CONF_STR, F(tls_path[11]), 0, 0, NULL},
-	{"ock.mmc.config_store.tls.key.pass.path", CONF_STR, F(tls_path[12]), 0, 0, NULL},
-	{"ock.mmc.config_store.tls.package.path", CONF_STR, F(tls_path[13]), 0, 0, NULL},
-	{"ock.mmc.config_store.tls.decrypter.path", CONF_STR, F(tls_path[14]), 0, 0, NULL},
-	{"ock.mmc.local_service.hcom.tls.enable", CONF_BOOL, F(hcom_tls_enable), 0, 0, NULL},
-	{"ock.mmc.local_service.hcom.tls.ca.path", CONF_STR, F(tls_path[16]), 0, 0, NULL},
-	{"ock.mmc.local_service.hcom.tls.ca.crl.path", CONF_STR, F(tls_path[17]), 0, 0, NULL},
-	{"ock.mmc.local_service.hcom.tls.cert.path", CONF_STR, F(tls_path[18]), 0, 0, NULL},
-	{"ock.mmc.local_service.hcom.tls.key.path", CONF_STR, F(tls_path[19]), 0, 0, NULL},
-	{"ock.mmc.local_service.hcom.tls.key.pass.path", CONF_STR, F(tls_path[20]), 0, 0, NULL},
-	{"ock.mmc.local_service.hcom.tls.decrypter.path", CONF_STR, F(tls_path[21]), 0, 0, NULL},
-	{NULL, 0, 0, 0, 0, 0, NULL},
+    {"ock.mmc.meta_service_url", CONF_STR, F(c.meta_service_url), 0, 0, NULL},
+    {"ock.mmc.local_service.config_store_url", CONF_STR, F(c.config_store_url), 0, 0, NULL},
+    {"ock.mmc.log_level", CONF_STR, F(c.log_level), 0, 0, log_levels},
+    {"ock.mmc.local_service.world_size", CONF_U32, F(c.world_size), 1, MMC_RANKS_MAX, NULL},
+    {"ock.mmc.local_service.protocol", CONF_STR, F(c.protocol), 0, 0, protocols},
+    {"ock.mmc.local_service.hcom_url", CONF_STR, F(c.hcom_url), 0, 0, NULL},
+    {"ock.mmc.local_service.dram.size", CONF_SIZE, F(c.dram_size), 0, TB, NULL},
+    {"ock.mmc.local_service.hbm.size", CONF_SIZE, F(c.hbm_size), 0, TB, NULL},
+    {"ock.mmc.local_service.max.dram.size", CONF_SIZE, F(c.max_dram_size), 0, TB, NULL},
+    {"ock.mmc.local_service.max.hbm.size", CONF_SIZE, F(c.max_hbm_size), 0, TB, NULL},
+    {"ock.mmc.local_service.ssd.path", CONF_STR, F(c.ssd_path), 0, 0, NULL},
+    {"ock.mmc.local_service.ssd.size", CONF_SIZE, F(c.ssd_size), 0, 64 * TB, NULL},
+    {"ock.mmc.client.retry_milliseconds", CONF_U32, F(c.retry_ms), 0, 600000, NULL},
+    {"ock.mmc.client.timeout.seconds", CONF_MS, F(c.timeout_ms), 1, 600, NULL},
+    {"ock.mmc.client.heartbeat_ms", CONF_U32, F(c.heartbeat_ms), 10, 60000, NULL},
+    {"ock.mmc.client.lease_ttl_ms", CONF_U64, F(c.lease_ttl_ms), 0, 2147483647, NULL},
+    {"ock.mmc.local_service.memory.pool.mode", CONF_STR, F(memory_pool_mode), 0, 0, pool_modes},
+    {"ock.mmc.client.read_thread_pool.size", CONF_U32, F(read_threads), 1, 64, NULL},
+    {"ock.mmc.client.write_thread_pool.size", CONF_U32, F(write_threads), 1, 64, NULL},
+    {"ock.mmc.client.aggregate.io", CONF_BOOL, F(aggregate_io), 0, 0, NULL},
+    {"ock.mmc.client.aggregate.num", CONF_U32, F(aggregate_num), 1, 131072, NULL},
+    {"ock.mmc.client.batch_option.chunk.size", CONF_SIZE, F(chunk_size), 1, UINT64_C(1) << 32, NULL},
+    {"ock.mmc.client.batch_option.chunk.count", CONF_U32, F(chunk_count), 1, 64, NULL},
+    {"ock.mmc.ubs_io.enable", CONF_BOOL, F(ubs_io_enable), 0, 0, NULL},
+    {"ock.mmc.local_service.storage.enabled", CONF_BOOL, F(storage_enabled), 0, 0, NULL},
+    {"ock.mmc.tls.enable", CONF_BOOL, F(tls_enable), 0, 0, NULL},
+    {"ock.mmc.tls.ca.path", CONF_STR, F(tls_path[0]), 0, 0, NULL},
+    {"ock.mmc.tls.ca.crl.path", CONF_STR, F(tls_path[1]), 0, 0, NULL},
+    {"ock.mmc.tls.cert.path", CONF_STR, F(tls_path[2]), 0, 0, NULL},
+    {"ock.mmc.tls.key.path", CONF_STR, F(tls_path[3]), 0, 0, NULL},
+    {"ock.mmc.tls.key.pass.path", CONF_STR, F(tls_path[4]), 0, 0, NULL},
+    {"ock.mmc.tls.package.path", CONF_STR, F(tls_path[5]), 0, 0, NULL},
+    {"ock.mmc.tls.decrypter.path", CONF_STR, F(tls_path[6]), 0, 0, NULL},
+    {"ock.mmc.config_store.tls.enable", CONF_BOOL, F(config_store_tls_enable), 0, 0, NULL},
+    {"ock.mmc.config_store.tls.ca.path", CONF_STR, F(tls_path[8]), 0, 0, NULL},
+    {"ock.mmc.config_store.tls.ca.crl.path", CONF_STR, F(tls_path[9]), 0, 0, NULL},
+    {"ock.mmc.config_store.tls.cert.path", CONF_STR, F(tls_path[10]), 0, 0, NULL},
+    {"ock.mmc.config_store.tls.key.path", CONF_STR, F(tls_path[11]), 0, 0, NULL},
+    {"ock.mmc.config_store.tls.key.pass.path", CONF_STR, F(tls_path[12]), 0, 0, NULL},
+    {"ock.mmc.config_store.tls.package.path", CONF_STR, F(tls_path[13]), 0, 0, NULL},
+    {"ock.mmc.config_store.tls.decrypter.path", CONF_STR, F(tls_path[14]), 0, 0, NULL},
+    {"ock.mmc.local_service.hcom.tls.enable", CONF_BOOL, F(hcom_tls_enable), 0, 0, NULL},
+    {"ock.mmc.local_service.hcom.tls.ca.path", CONF_STR, F(tls_path[16]), 0, 0, NULL},
+    {"ock.mmc.local_service.hcom.tls.ca.crl.path", CONF_STR, F(tls_path[17]), 0, 0, NULL},
+    {"ock.mmc.local_service.hcom.tls.cert.path", CONF_STR, F(tls_path[18]), 0, 0, NULL},
+    {"ock.mmc.local_service.hcom.tls.key.path", CONF_STR, F(tls_path[19]), 0, 0, NULL},
+    {"ock.mmc.local_service.hcom.tls.key.pass.path", CONF_STR, F(tls_path[20]), 0, 0, NULL},
+    {"ock.mmc.local_service.hcom.tls.decrypter.path", CONF_STR, F(tls_path[21]), 0, 0, NULL},
+    {NULL, 0, 0, 0, 0, 0, NULL},
 };
 
 mmc_local_config mmc_default_local_config(void)
@@ -137,23 +137,25 @@ static int check(struct client_conf *o, char *err, size_t errlen)
 	mmc_local_config *c = &o->c;
 	const char *const *p;
 
-	if (!bounded(c->meta_service_url, sizeof(c->meta_service_url)) || !bounded(c->log_level, sizeof(c->log_level)) ||
-	    !bounded(c->protocol, sizeof(c->protocol)) || !bounded(c->hcom_url, sizeof(c->hcom_url)) ||
-	    !bounded(c->config_store_url, sizeof(c->config_store_url)) || !bounded(c->ssd_path, sizeof(c->ssd_path))) {
+	if (!bounded(c->meta_service_url, sizeof(c->meta_service_url)) ||
+	    !bounded(c->log_level, sizeof(c->log_level)) || !bounded(c->protocol, sizeof(c->protocol)) ||
+	    !bounded(c->hcom_url, sizeof(c->hcom_url)) || !bounded(c->config_store_url, sizeof(c->config_store_url)) ||
+	    !bounded(c->ssd_path, sizeof(c->ssd_path))) {
 		snprintf(err, errlen, "a string field of mmc_local_config is not NUL-terminated");
 		return MMC_INVALID_PARAM;
 	}
 	if (lg_parse_level(c->log_level, &o->log_level)) {
 		snprintf(err, errlen, "bad value \"%s\" for \"ock.mmc.log_level\" (debug, info, warn or error)",
-			 c->log_level);
+		         c->log_level);
 		return MMC_INVALID_PARAM;
 	}
 	for (p = protocols; *p && strcmp(*p, c->protocol) != 0; p++)
 		;
 	if (!*p) {
-		snprintf(err, errlen,
-			 "bad value \"%s\" for \"ock.mmc.local_service.protocol\" (host_tcp, host_shm, host_rdma or auto)",
-			 c->protocol);
+		snprintf(
+		    err, errlen,
+		    "bad value \"%s\" for \"ock.mmc.local_service.protocol\" (host_tcp, host_shm, host_rdma or auto)",
+		    c->protocol);
 		return MMC_INVALID_PARAM;
 	}
 	if (c->world_size < 1 || c->world_size > MMC_RANKS_MAX) {
@@ -161,8 +163,9 @@ static int check(struct client_conf *o, char *err, size_t errlen)
 		return MMC_INVALID_PARAM;
 	}
 	if (c->dram_size > TB || c->hbm_size) {
-		snprintf(err, errlen, c->hbm_size ? "\"ock.mmc.local_service.hbm.size\" must be 0: no accelerator"
-						  : "\"ock.mmc.local_service.dram.size\" exceeds 1TB");
+		snprintf(err, errlen,
+		         c->hbm_size ? "\"ock.mmc.local_service.hbm.size\" must be 0: no accelerator"
+		                     : "\"ock.mmc.local_service.dram.size\" exceeds 1TB");
 		return MMC_INVALID_PARAM;
 	}
 	if (c->max_dram_size && c->max_dram_size < c->dram_size) {

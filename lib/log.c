@@ -54,5 +54,5 @@ void lg_emit(int level, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	atomic_load(&handler)(level, msg);
+	atomic_load (&handler)(level, msg);
 }

@@ -16,10 +16,10 @@
 #include "local_config.h"
 #include "log.h"
 
-#define BUCKETS       256
-#define CONNECT_MS    5000
-#define BACKOFF_MIN   100
-#define BACKOFF_MAX   2000
+#define BUCKETS     256
+#define CONNECT_MS  5000
+#define BACKOFF_MIN 100
+#define BACKOFF_MAX 2000
 
 enum mc_state { MC_DOWN, MC_CONNECTING, MC_READY };
 
@@ -165,7 +165,7 @@ static int connect_to(const char *host, uint16_t port)
 		fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
 		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 		continue;
-next:
+	next:
 		close(fd);
 		fd = -1;
 	}

@@ -49,7 +49,7 @@ static int fetch(struct mmc_store *s, uint32_t rank, struct peer *out)
 		return rc;
 	if (strcmp(ctx.info.provider, fabric_provider(s->fab)) != 0) {
 		lg_error("local service %u uses provider %s, this store %s: they cannot reach each other", rank,
-			 ctx.info.provider, fabric_provider(s->fab));
+		         ctx.info.provider, fabric_provider(s->fab));
 		return MMC_LINK_NOT_FOUND;
 	}
 	p = calloc(1, sizeof(*p));

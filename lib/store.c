@@ -95,7 +95,7 @@ static int register_service(struct mmc_store *s, bool rejoin)
 		return rc;
 	if (rejoin && (info.rank != s->rank || info.incarnation != s->incarnation))
 		lg_warn("the meta server did not keep local service %u (incarnation %llu); joined again as %u", s->rank,
-			(unsigned long long)s->incarnation, info.rank);
+		        (unsigned long long)s->incarnation, info.rank);
 	s->rank = info.rank;
 	s->incarnation = info.incarnation;
 	s->registered = true;

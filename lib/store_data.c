@@ -16,6 +16,7 @@ struct plan {
 	struct xfer_key *xk;
 	struct xfer_piece *pieces;
 	uint64_t *totals;
+	uint64_t *tokens; /* get: the object each lease was granted on */
 	int *results;
 	uint8_t *state; /* per key: PK_* */
 	size_t *index;  /* scratch: keys taking part in the next RPC */
@@ -30,6 +31,7 @@ static void plan_free(struct plan *p)
 	free(p->xk);
 	free(p->pieces);
 	free(p->totals);
+	free(p->tokens);
 	free(p->state);
 	free(p->index);
 }
@@ -44,9 +46,10 @@ static int plan_alloc(struct plan *p, size_t n, size_t npieces, const char *cons
 	p->xk = calloc(n, sizeof(*p->xk));
 	p->pieces = calloc(npieces, sizeof(*p->pieces));
 	p->totals = calloc(n, sizeof(*p->totals));
+	p->tokens = calloc(n, sizeof(*p->tokens));
 	p->state = calloc(n, sizeof(*p->state));
 	p->index = calloc(n, sizeof(*p->index));
-	if (!p->xk || !p->pieces || !p->totals || !p->state || !p->index) {
+	if (!p->xk || !p->pieces || !p->totals || !p->tokens || !p->state || !p->index) {
 		plan_free(p);
 		return MMC_MALLOC_FAILED;
 	}
@@ -82,10 +85,11 @@ static bool on_alloc(void *arg, size_t i, const mmc_KeyResult *r)
 		p->results[k] = r->result ? r->result : MMC_INTERNAL_ERROR;
 		return true;
 	}
+	p->tokens[k] = r->token;
 	x->ntargets = r->blobs_count;
 	for (pb_size_t b = 0; b < r->blobs_count; b++)
 		x->targets[b] = (struct xfer_target){r->blobs[b].rank, r->blobs[b].incarnation, r->blobs[b].media,
-						     r->blobs[b].offset};
+		                                     r->blobs[b].offset};
 	return true;
 }
 
@@ -117,7 +121,8 @@ static int run_put(struct mmc_store *s, struct plan *p, const mmc_replicate_conf
 		p->state[i] = PK_ACTIVE;
 	set_replicas(&k.req, rc);
 	k.req.flags = spread ? MMC_WIRE_FLAG_SPREAD : 0;
-	k.items = (struct wire_items){plan_select(p, PK_ACTIVE), p->keys, p->index, p->totals, NULL};
+	k.items =
+	    (struct wire_items){.n = plan_select(p, PK_ACTIVE), .keys = p->keys, .index = p->index, .sizes = p->totals};
 	rc_call = key_rpc_call(s, &k);
 	if (rc_call)
 		return fail_all(p->results, p->n, rc_call);
@@ -136,7 +141,8 @@ static int run_put(struct mmc_store *s, struct plan *p, const mmc_replicate_conf
 		p->results[i] = p->xk[i].result;
 	}
 	k = (struct key_rpc){.body = WB_COMMIT, .req = mmc_KeyBatch_init_zero, .on_result = on_commit, .arg = p};
-	k.items = (struct wire_items){plan_select(p, PK_ACTIVE), p->keys, p->index, NULL, values};
+	k.items = (struct wire_items){
+	    .n = plan_select(p, PK_ACTIVE), .keys = p->keys, .index = p->index, .values = values, .tokens = p->tokens};
 	if (k.items.n && (rc_call = key_rpc_call(s, &k)))
 		for (size_t i = 0; i < k.items.n; i++)
 			if (p->results[p->index[i]] == 0)
@@ -159,6 +165,7 @@ static bool on_get(void *arg, size_t i, const mmc_KeyResult *r)
 		return true;
 	}
 	p->state[k] = PK_LEASED;
+	p->tokens[k] = r->token;
 	/* the lease runs from (before) our request; keep the deadline in totals' place once checked */
 	if (r->size != p->totals[k]) {
 		p->results[k] = MMC_INVALID_PARAM;
@@ -166,15 +173,16 @@ static bool on_get(void *arg, size_t i, const mmc_KeyResult *r)
 	}
 	p->totals[k] = r->lease_ms;
 	x->ntargets = 1;
-	x->targets[0] = (struct xfer_target){r->blobs[0].rank, r->blobs[0].incarnation, r->blobs[0].media,
-					     r->blobs[0].offset};
+	x->targets[0] =
+	    (struct xfer_target){r->blobs[0].rank, r->blobs[0].incarnation, r->blobs[0].media, r->blobs[0].offset};
 	return true;
 }
 
 static void release_leases(struct mmc_store *s, struct plan *p)
 {
 	mmc_KeyBatch req = mmc_KeyBatch_init_zero;
-	struct wire_items items = {plan_select(p, PK_LEASED), p->keys, p->index, NULL, NULL};
+	struct wire_items items = {
+	    .n = plan_select(p, PK_LEASED), .keys = p->keys, .index = p->index, .tokens = p->tokens};
 
 	if (!items.n)
 		return;
@@ -194,7 +202,7 @@ static int run_get(struct mmc_store *s, struct plan *p)
 		p->xk[i].result = 0;
 	}
 	k.req.lease_ttl_ms = s->conf.c.lease_ttl_ms;
-	k.items = (struct wire_items){plan_select(p, PK_ACTIVE), p->keys, p->index, NULL, NULL};
+	k.items = (struct wire_items){.n = plan_select(p, PK_ACTIVE), .keys = p->keys, .index = p->index};
 	rc_call = key_rpc_call(s, &k);
 	if (rc_call)
 		return fail_all(p->results, p->n, rc_call);
@@ -268,15 +276,15 @@ static int plan_fill(struct plan *p, const void *const *const *bufs, const size_
 }
 
 static int batch_layers(mmc_store *s, bool put, const char *const *keys, const void *const *const *bufs,
-			const size_t *const *sizes, const size_t *layers, size_t n, int32_t direct,
-			const mmc_replicate_config *rc, bool spread, int *results)
+                        const size_t *const *sizes, const size_t *layers, size_t n, int32_t direct,
+                        const mmc_replicate_config *rc, bool spread, int *results)
 {
 	struct plan p;
 	size_t npieces = 0;
 	int err = check_batch(s, keys, n, results);
 
-	if (!err && (!bufs || !sizes || !layers || !(put ? direct_is_put(direct) : direct_is_get(direct)) ||
-		     check_rc(rc)))
+	if (!err &&
+	    (!bufs || !sizes || !layers || !(put ? direct_is_put(direct) : direct_is_get(direct)) || check_rc(rc)))
 		err = MMC_INVALID_PARAM;
 	for (size_t i = 0; !err && i < n; i++)
 		npieces += layers[i] <= MMC_LAYERS_MAX ? layers[i] : 0;
@@ -294,23 +302,22 @@ static int batch_layers(mmc_store *s, bool put, const char *const *keys, const v
 }
 
 int mmc_batch_put_from_layers(mmc_store *s, const char *const *keys, const void *const *const *bufs,
-			      const size_t *const *sizes, const size_t *layers, size_t n, int32_t direct,
-			      const mmc_replicate_config *rc, int *results)
+                              const size_t *const *sizes, const size_t *layers, size_t n, int32_t direct,
+                              const mmc_replicate_config *rc, int *results)
 {
 	return batch_layers(s, true, keys, bufs, sizes, layers, n, direct, rc, true, results);
 }
 
 int mmc_batch_get_into_layers(mmc_store *s, const char *const *keys, void *const *const *bufs,
-			      const size_t *const *sizes, const size_t *layers, size_t n, int32_t direct, int *results)
+                              const size_t *const *sizes, const size_t *layers, size_t n, int32_t direct, int *results)
 {
 	return batch_layers(s, false, keys, (const void *const *const *)bufs, sizes, layers, n, direct, NULL, false,
-			    results);
+	                    results);
 }
 
 /* Single-buffer batches: each key is a one-layer key. */
-static int batch_flat(mmc_store *s, bool put, const char *const *keys, const void *const *bufs,
-		      const size_t *sizes, size_t n, int32_t direct, const mmc_replicate_config *rc, bool spread,
-		      int *results)
+static int batch_flat(mmc_store *s, bool put, const char *const *keys, const void *const *bufs, const size_t *sizes,
+                      size_t n, int32_t direct, const mmc_replicate_config *rc, bool spread, int *results)
 {
 	const void *const **lb;
 	const size_t **ls;
@@ -343,19 +350,19 @@ out:
 }
 
 int mmc_batch_put_from(mmc_store *s, const char *const *keys, const void *const *bufs, const size_t *sizes, size_t n,
-		       int32_t direct, const mmc_replicate_config *rc, int *results)
+                       int32_t direct, const mmc_replicate_config *rc, int *results)
 {
 	return batch_flat(s, true, keys, bufs, sizes, n, direct, rc, true, results);
 }
 
 int mmc_batch_get_into(mmc_store *s, const char *const *keys, void *const *bufs, const size_t *sizes, size_t n,
-		       int32_t direct, int *results)
+                       int32_t direct, int *results)
 {
 	return batch_flat(s, false, keys, (const void *const *)bufs, sizes, n, direct, NULL, false, results);
 }
 
 int mmc_put_from(mmc_store *s, const char *key, const void *buf, size_t size, int32_t direct,
-		 const mmc_replicate_config *rc)
+                 const mmc_replicate_config *rc)
 {
 	int result, err = batch_flat(s, true, &key, &buf, &size, 1, direct, rc, false, &result);
 
@@ -364,14 +371,13 @@ int mmc_put_from(mmc_store *s, const char *key, const void *buf, size_t size, in
 
 int mmc_get_into(mmc_store *s, const char *key, void *buf, size_t size, int32_t direct)
 {
-	int result, err = batch_flat(s, false, &key, (const void *const *)&buf, &size, 1, direct, NULL, false,
-				     &result);
+	int result, err = batch_flat(s, false, &key, (const void *const *)&buf, &size, 1, direct, NULL, false, &result);
 
 	return err ? err : result;
 }
 
 int mmc_put_from_layers(mmc_store *s, const char *key, const void *const *bufs, const size_t *sizes, size_t layers,
-			int32_t direct, const mmc_replicate_config *rc)
+                        int32_t direct, const mmc_replicate_config *rc)
 {
 	int result, err = batch_layers(s, true, &key, &bufs, &sizes, &layers, 1, direct, rc, false, &result);
 
@@ -379,10 +385,10 @@ int mmc_put_from_layers(mmc_store *s, const char *key, const void *const *bufs, 
 }
 
 int mmc_get_into_layers(mmc_store *s, const char *key, void *const *bufs, const size_t *sizes, size_t layers,
-			int32_t direct)
+                        int32_t direct)
 {
 	int result, err = batch_layers(s, false, &key, (const void *const *const *)&bufs, &sizes, &layers, 1, direct,
-				       NULL, false, &result);
+	                               NULL, false, &result);
 
 	return err ? err : result;
 }

@@ -151,7 +151,7 @@ static bool on_malloc(void *arg, size_t i, const mmc_KeyResult *r)
 }
 
 int mmc_batch_malloc(mmc_store *s, const char *const *keys, const size_t *sizes, size_t n, uint16_t media,
-		     uint64_t lease_ttl_ms, uintptr_t *gvas)
+                     uint64_t lease_ttl_ms, uintptr_t *gvas)
 {
 	struct malloc_ctx m = {NULL, keys, sizes, gvas, clock_ms()};
 	struct key_rpc k = {.body = WB_MALLOC, .req = mmc_KeyBatch_init_zero, .on_result = on_malloc, .arg = &m};
@@ -176,7 +176,7 @@ int mmc_batch_malloc(mmc_store *s, const char *const *keys, const size_t *sizes,
 	k.req.lease_ttl_ms = lease_ttl_ms;
 	k.req.replica_num = 1;
 	k.req.flags = MMC_WIRE_FLAG_SPREAD;
-	k.items = (struct wire_items){n, keys, NULL, sz, NULL};
+	k.items = (struct wire_items){.n = n, .keys = keys, .sizes = sz};
 	pthread_rwlock_wrlock(&s->gva->lock);
 	rc = key_rpc_call(s, &k);
 	qsort(s->gva->v, s->gva->n, sizeof(*s->gva->v), cmp_start);
@@ -185,8 +185,7 @@ int mmc_batch_malloc(mmc_store *s, const char *const *keys, const size_t *sizes,
 	return rc;
 }
 
-int mmc_batch_write_finish(mmc_store *s, const char *const *keys, const int32_t *write_results, size_t n,
-			   int *results)
+int mmc_batch_write_finish(mmc_store *s, const char *const *keys, const int32_t *write_results, size_t n, int *results)
 {
 	int rc = check_keys(s, keys, n);
 
@@ -250,7 +249,7 @@ int mmc_batch_add_lease(mmc_store *s, const char *const *keys, size_t n, uint64_
 		return fail_all(results, n, rc);
 	l.t = s->gva;
 	k.req.lease_ttl_ms = lease_ttl_ms;
-	k.items = (struct wire_items){n, keys, NULL, NULL, NULL};
+	k.items = (struct wire_items){.n = n, .keys = keys};
 	pthread_rwlock_wrlock(&s->gva->lock);
 	rc = key_rpc_call(s, &k);
 	qsort(s->gva->v, s->gva->n, sizeof(*s->gva->v), cmp_start);
@@ -300,7 +299,7 @@ static bool direct_is_read(int32_t d)
 
 /* Checks every range before anything moves; fills one xfer key per copy. Caller holds the read lock. */
 static int plan_copies(struct mmc_store *s, void *const *gvas, void *const *bufs, const size_t *sizes, size_t n,
-		       bool write, struct xfer_key *xk, struct xfer_piece *pieces, uint64_t *expiry)
+                       bool write, struct xfer_key *xk, struct xfer_piece *pieces, uint64_t *expiry)
 {
 	*expiry = UINT64_MAX;
 	for (size_t i = 0; i < n; i++) {
@@ -318,15 +317,15 @@ static int plan_copies(struct mmc_store *s, void *const *gvas, void *const *bufs
 		xk[i].pieces = &pieces[i];
 		xk[i].npieces = 1;
 		xk[i].ntargets = 1;
-		xk[i].targets[0] = (struct xfer_target){mmc_gva_rank(g), e->incarnation, mmc_gva_media(g),
-							mmc_gva_offset(g)};
+		xk[i].targets[0] =
+		    (struct xfer_target){mmc_gva_rank(g), e->incarnation, mmc_gva_media(g), mmc_gva_offset(g)};
 		xk[i].result = write && e->readable ? 1 : 0; /* already published: skipped */
 	}
 	return 0;
 }
 
 int mmc_batch_copy(mmc_store *s, void *const *gvas, void *const *bufs, const size_t *sizes, size_t n, int32_t direct,
-		   uint32_t flag)
+                   uint32_t flag)
 {
 	bool write = direct_is_write(direct);
 	struct xfer_key *xk;

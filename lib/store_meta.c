@@ -70,7 +70,7 @@ int mmc_batch_get_key_info(mmc_store *s, const char *const *keys, size_t n, uint
 		if (!store_key_ok(keys[i]))
 			rc = MMC_INVALID_PARAM;
 	if (!rc) {
-		k.items = (struct wire_items){n, keys, NULL, NULL, NULL};
+		k.items = (struct wire_items){.n = n, .keys = keys};
 		rc = key_rpc_call(s, &k);
 	}
 	if (rc && out && n <= MMC_BATCH_MAX)
@@ -103,13 +103,13 @@ static int tier_move(mmc_store *s, uint32_t body, const char *const *keys, size_
 }
 
 int mmc_prefetch_keys(mmc_store *s, const char *const *keys, size_t n, uint8_t src_media, uint8_t dst_media,
-		      uint32_t flags)
+                      uint32_t flags)
 {
 	return tier_move(s, WB_PREFETCH, keys, n, src_media == MMC_MEDIA_SSD && dst_media == MMC_MEDIA_DRAM, flags);
 }
 
 int mmc_evict_keys(mmc_store *s, const char *const *keys, size_t n, uint8_t src_media, uint8_t dst_media,
-		   uint32_t flags)
+                   uint32_t flags)
 {
 	return tier_move(s, WB_EVICT, keys, n, src_media == MMC_MEDIA_DRAM && dst_media == MMC_MEDIA_SSD, flags);
 }

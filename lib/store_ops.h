@@ -13,8 +13,8 @@
 
 /* A KeyBatch round trip: items from `items`, one decoded result per item handed to on_result. */
 struct key_rpc {
-	uint32_t body;                  /* WB_* */
-	mmc_KeyBatch req;               /* header fields; items are bound by key_rpc_call */
+	uint32_t body;    /* WB_* */
+	mmc_KeyBatch req; /* header fields; items are bound by key_rpc_call */
 	struct wire_items items;
 	bool (*on_result)(void *arg, size_t i, const mmc_KeyResult *r);
 	void *arg;
@@ -26,7 +26,7 @@ int key_rpc_call(struct mmc_store *s, struct key_rpc *k);
 /* A KeyBatch whose replies are one code per key (remove, exist, write_finish, remove_lease, ...). values may be
  * NULL. On a whole-call error every results[i] gets it and it is returned. */
 int key_batch_codes(struct mmc_store *s, uint32_t body, const char *const *keys, const int32_t *values, size_t n,
-		    uint64_t lease_ttl_ms, int *results);
+                    uint64_t lease_ttl_ms, int *results);
 
 /* Direction checks: puts go to global memory, gets come from it. */
 bool direct_is_put(int32_t direct);

@@ -66,8 +66,7 @@ int wire_encode(struct wbuf *b, uint64_t id, uint32_t body, const pb_msgdesc_t *
 	return 0;
 }
 
-int wire_split(const uint8_t *frame, size_t len, uint64_t *id, uint32_t *body, const uint8_t **data,
-	       size_t *dlen)
+int wire_split(const uint8_t *frame, size_t len, uint64_t *id, uint32_t *body, const uint8_t **data, size_t *dlen)
 {
 	pb_istream_t s = pb_istream_from_buffer(frame, len);
 	pb_wire_type_t wt;
@@ -113,6 +112,7 @@ static bool encode_items(pb_ostream_t *s, const pb_field_t *field, void *const *
 		memcpy(item.key, it->keys[k], len + 1);
 		item.size = it->sizes ? it->sizes[k] : 0;
 		item.value = it->values ? it->values[k] : 0;
+		item.token = it->tokens ? it->tokens[k] : 0;
 		if (!pb_encode_tag_for_field(s, field) || !pb_encode_submessage(s, mmc_KeyItem_fields, &item))
 			return false;
 	}

@@ -53,8 +53,7 @@ void wbuf_free(struct wbuf *b);
 int wire_encode(struct wbuf *b, uint64_t id, uint32_t body, const pb_msgdesc_t *fields, const void *msg);
 
 /* Splits a frame (without its length prefix) into id, body field and body bytes. Returns 0 or MMC_INVALID_PARAM. */
-int wire_split(const uint8_t *frame, size_t len, uint64_t *id, uint32_t *body, const uint8_t **data,
-	       size_t *dlen);
+int wire_split(const uint8_t *frame, size_t len, uint64_t *id, uint32_t *body, const uint8_t **data, size_t *dlen);
 
 /* Source of the KeyBatch items: item i of n. */
 struct wire_items {
@@ -63,6 +62,7 @@ struct wire_items {
 	const size_t *index;     /* item i is key index[i] (NULL: identity) */
 	const uint64_t *sizes;   /* per key, or NULL */
 	const int32_t *values;   /* per key, or NULL */
+	const uint64_t *tokens;  /* per key, or NULL */
 };
 
 /* Sets req->items to stream from it (it must outlive the encode). */

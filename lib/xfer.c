@@ -7,7 +7,7 @@
 #include "mmc/mmc.h"
 #include "store.h"
 
-#define WINDOW    128              /* RMA ops in flight per call */
+#define WINDOW    128               /* RMA ops in flight per call */
 #define CHUNK     ((size_t)4 << 20) /* larger pieces are split so transfers pipeline */
 #define TEMP_REGS 64
 
@@ -83,7 +83,7 @@ static void copy_local(struct mmc_store *s, int write, struct xfer_key *k, uint6
 }
 
 static int post_pieces(struct xfer_ctx *x, struct fab_batch *b, int write, uint32_t tag, const struct peer *p,
-		       const struct xfer_target *t)
+                       const struct xfer_target *t)
 {
 	struct xfer_key *k = &x->keys[tag];
 	uint64_t base, key, size, off = t->offset;

@@ -28,9 +28,9 @@ struct xfer_target {
 struct xfer_key {
 	const struct xfer_piece *pieces; /* in object order */
 	uint32_t npieces;
-	uint32_t ntargets;               /* put: every replica; get: the one to read */
+	uint32_t ntargets; /* put: every replica; get: the one to read */
 	struct xfer_target targets[MMC_WIRE_REPLICAS];
-	int result;                      /* in: non-zero skips the key; out: 0 or the first error */
+	int result; /* in: non-zero skips the key; out: 0 or the first error */
 };
 
 /* write: pieces -> every target; read: the target -> pieces. Per-key errors land in keys[i].result. */

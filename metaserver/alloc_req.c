@@ -16,6 +16,7 @@ struct alloc_result {
 	int32_t result;
 	uint64_t size;
 	uint64_t lease_ms;
+	uint64_t token;
 	uint32_t nblobs;
 	struct {
 		uint32_t rank, media, state;
@@ -52,6 +53,7 @@ static bool key_ok(const char *key, size_t *len)
 static void note(struct alloc_result *r, const struct object *o)
 {
 	r->size = o->size;
+	r->token = o->id;
 	r->nblobs = 0;
 	for (int i = 0; i < o->nblobs; i++) {
 		const struct blob *b = &o->blobs[i];
@@ -154,6 +156,7 @@ static void reply(struct meta *m, struct alloc_req *a)
 		res[i].result = r->result;
 		res[i].size = r->size;
 		res[i].lease_ms = r->lease_ms;
+		res[i].token = r->token;
 		res[i].n_blobs = r->nblobs;
 		res[i].blobs = &pb[i * MMC_WIRE_REPLICAS];
 		for (uint32_t b = 0; b < r->nblobs; b++) {

@@ -1,59 +1,88 @@
 #include "eviction.h"
 
+#include "allocator.h"
 #include "clock.h"
+#include "services.h"
 #include "log.h"
 #include "objects.h"
 #include "placement.h"
 
-/* Evicts from the LRU tail until usage is at most target_used and need bytes are free; skips leased objects
- * (counted in *skipped). Returns objects evicted. */
-static uint64_t evict_while(struct meta *m, uint32_t media, uint64_t target_used, uint64_t need, uint64_t *skipped)
+/* Services of the media with a free hole of at least size bytes. */
+static uint32_t services_with_room(const struct meta *m, uint32_t media, uint64_t size)
 {
-	uint64_t now = clock_ms(), evicted = 0, used, total;
+	uint32_t n = 0;
+
+	for (uint32_t r = 0; r < MMC_RANKS_MAX; r++) {
+		struct service *svc = m->ranks[r];
+		struct segment *seg = svc && svc->session ? service_segment(svc, media) : NULL;
+
+		n += seg && alloc_largest_free(seg->alloc) >= size;
+	}
+	return n;
+}
+
+/* Evicts LRU-tail objects while more(m, media, arg) holds; skips leased objects (counted in *skipped). */
+static uint64_t evict_while(struct meta *m, uint32_t media, bool (*more)(struct meta *, uint32_t, const void *),
+                            const void *arg, uint64_t *skipped)
+{
+	uint64_t now = clock_ms(), evicted = 0;
 	struct list *it = m->lru[media].prev;
 
-	placement_usage(m, media, &used, &total);
-	while (it != &m->lru[media] && (used > target_used || total - used < need)) {
+	while (it != &m->lru[media] && more(m, media, arg)) {
 		struct object *o = list_entry(it, struct object, link);
-		uint64_t freed = 0;
 
 		it = it->prev;
 		if (object_leased(o, now)) {
 			(*skipped)++;
 			continue;
 		}
-		for (int i = 0; i < o->nblobs; i++)
-			if (o->blobs[i].svc)
-				freed += (o->size + 4095) & ~(uint64_t)4095;
 		log_debug("op=evict key=\"%.*s\" size=%llu", o->keylen, object_key(o), (unsigned long long)o->size);
 		object_drop(m, o);
-		used = used > freed ? used - freed : 0;
 		evicted++;
 	}
 	m->stats.evictions += evicted;
 	return evicted;
 }
 
+static bool above(struct meta *m, uint32_t media, const void *arg)
+{
+	uint64_t used, total;
+
+	placement_usage(m, media, &used, &total);
+	return used > *(const uint64_t *)arg;
+}
+
+struct room {
+	uint64_t size;
+	uint32_t replicas;
+};
+
+static bool no_room(struct meta *m, uint32_t media, const void *arg)
+{
+	const struct room *r = arg;
+
+	return services_with_room(m, media, r->size) < r->replicas;
+}
+
 void eviction_check(struct meta *m, uint32_t media)
 {
-	uint64_t used, total, n, skipped = 0;
+	uint64_t used, total, target, n, skipped = 0;
 
 	placement_usage(m, media, &used, &total);
 	if (total == 0 || used * 100 <= total * m->conf.evict_high)
 		return;
-	n = evict_while(m, media, total * m->conf.evict_low / 100, 0, &skipped);
-	log_info("op=evict media=%u evicted=%llu used_before=%llu total=%llu", media, (unsigned long long)n,
-	         (unsigned long long)used, (unsigned long long)total);
+	target = total * m->conf.evict_low / 100;
+	n = evict_while(m, media, above, &target, &skipped);
+	log_info("op=evict media=%u evicted=%llu skipped_leased=%llu used_before=%llu total=%llu", media,
+	         (unsigned long long)n, (unsigned long long)skipped, (unsigned long long)used,
+	         (unsigned long long)total);
 }
 
-uint64_t eviction_make_room(struct meta *m, uint32_t media, uint64_t need, bool *blocked)
+uint64_t eviction_make_room(struct meta *m, uint32_t media, uint64_t size, uint32_t replicas, bool *blocked)
 {
-	uint64_t used, total, skipped = 0, n;
+	struct room r = {size, replicas};
+	uint64_t skipped = 0, n = evict_while(m, media, no_room, &r, &skipped);
 
-	placement_usage(m, media, &used, &total);
-	if (total == 0)
-		return 0;
-	n = evict_while(m, media, total * m->conf.evict_low / 100, need, &skipped);
 	*blocked = skipped > 0 || !list_empty(&m->zombies);
 	return n;
 }

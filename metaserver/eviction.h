@@ -14,9 +14,9 @@
  * below the low mark. */
 void eviction_check(struct meta *m, uint32_t media);
 
-/* Before failing an allocation of need bytes: evicts until need bytes are free and usage is below the low mark,
- * or nothing evictable is left. Returns the number of objects evicted; *blocked is set when leased objects (or
- * removed objects still leased) hold memory that will come back when their leases end. */
-uint64_t eviction_make_room(struct meta *m, uint32_t media, uint64_t need, bool *blocked);
+/* Before failing an allocation: evicts least recently used objects until `replicas` services have a free hole of
+ * `size` bytes, or nothing evictable is left. Returns the number of objects evicted; *blocked is set when leased
+ * objects (or removed objects still leased) hold memory that comes back when their leases end. */
+uint64_t eviction_make_room(struct meta *m, uint32_t media, uint64_t size, uint32_t replicas, bool *blocked);
 
 #endif

@@ -78,6 +78,7 @@ struct lease {
 struct object {
 	struct object *hnext; /* index chain */
 	uint64_t hash;
+	uint64_t id;      /* unique per server run: tells a re-put key from the object a lease was taken on */
 	struct list link; /* READABLE: LRU of its media; ALLOCATED: pending; REMOVING: zombies */
 	uint64_t size;
 	uint64_t write_session;   /* ALLOCATED: the writer */
@@ -115,6 +116,7 @@ struct meta {
 	uint32_t nservices;
 	uint64_t next_incarnation;
 	uint64_t next_session;
+	uint64_t next_object_id;
 
 	/* object index: chained hash, power-of-two buckets */
 	struct object **buckets;

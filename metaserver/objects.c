@@ -137,6 +137,7 @@ void object_index_add(struct meta *m, struct object *o)
 	o->hnext = *head;
 	*head = o;
 	o->in_index = true;
+	o->id = ++m->next_object_id;
 	m->nobjects++;
 }
 
@@ -249,6 +250,12 @@ static void release_space(struct meta *m, struct object *o)
 		event_active(m->kick_ev, 0, 0);
 }
 
+/* True while someone may still write or read the object's bytes: its space must not be reused yet. */
+static bool pinned(struct object *o, uint64_t now)
+{
+	return o->write_session != 0 || object_leased(o, now);
+}
+
 void object_drop(struct meta *m, struct object *o)
 {
 	if (o->in_index)
@@ -258,8 +265,12 @@ void object_drop(struct meta *m, struct object *o)
 		persist_del(m->persist, m->db_objects, object_key(o), o->keylen);
 		o->persisted = false;
 	}
+	/* a put's bytes may still be in flight: keep the space until its writer commits or goes away (a GVA write
+	 * lease that ran out is reclaimed at once: that is what the lease bounds) */
+	if (o->state != MMC_BLOB_ALLOCATED || o->gva)
+		o->write_session = 0;
 	o->state = MMC_BLOB_REMOVING;
-	if (object_leased(o, clock_ms())) {
+	if (pinned(o, clock_ms())) {
 		list_add_tail(&m->zombies, &o->link);
 		return;
 	}
@@ -352,12 +363,25 @@ bool object_leased(struct object *o, uint64_t now_ms)
 	return o->leases != NULL;
 }
 
-struct object *objects_find_zombie(struct meta *m, const char *key, size_t len, uint64_t session)
+struct object *objects_find_zombie(struct meta *m, const char *key, size_t len, uint64_t session, uint64_t id)
 {
 	for (struct list *it = m->zombies.next; it != &m->zombies; it = it->next) {
 		struct object *o = list_entry(it, struct object, link);
 
-		if (o->keylen == len && memcmp(object_key(o), key, len) == 0 && lease_find(o, session))
+		if (o->keylen == len && memcmp(object_key(o), key, len) == 0 && lease_find(o, session) &&
+		    (!id || o->id == id))
+			return o;
+	}
+	return NULL;
+}
+
+struct object *objects_find_removed_write(struct meta *m, const char *key, size_t len, uint64_t session, uint64_t id)
+{
+	for (struct list *it = m->zombies.next; it != &m->zombies; it = it->next) {
+		struct object *o = list_entry(it, struct object, link);
+
+		if (o->id == id && o->write_session == session && o->keylen == len &&
+		    memcmp(object_key(o), key, len) == 0)
 			return o;
 	}
 	return NULL;
@@ -365,7 +389,7 @@ struct object *objects_find_zombie(struct meta *m, const char *key, size_t len, 
 
 void object_unpin(struct meta *m, struct object *o)
 {
-	if (o->state != MMC_BLOB_REMOVING || object_leased(o, clock_ms()))
+	if (o->state != MMC_BLOB_REMOVING || pinned(o, clock_ms()))
 		return;
 	list_del(&o->link);
 	release_space(m, o);
@@ -380,7 +404,7 @@ void objects_sweep(struct meta *m, uint64_t now_ms)
 		struct object *o = list_entry(it, struct object, link);
 
 		next = it->next;
-		if (!object_leased(o, now_ms)) {
+		if (!pinned(o, now_ms)) {
 			list_del(&o->link);
 			release_space(m, o);
 			object_free_mem(o);
@@ -401,12 +425,24 @@ void objects_session_closed(struct meta *m, uint64_t session)
 {
 	struct list *it, *next;
 
+	/* the writer is gone: its unfinished puts go (GVA allocations wait for their write lease) */
 	for (it = m->pending.next; it != &m->pending; it = next) {
 		struct object *o = list_entry(it, struct object, link);
 
 		next = it->next;
-		if (o->write_session == session && !o->gva)
+		if (o->write_session == session && !o->gva) {
+			o->write_session = 0;
 			object_drop(m, o);
+		}
+	}
+	for (it = m->zombies.next; it != &m->zombies; it = next) {
+		struct object *o = list_entry(it, struct object, link);
+
+		next = it->next;
+		if (o->write_session == session) {
+			o->write_session = 0;
+			object_unpin(m, o);
+		}
 	}
 }
 

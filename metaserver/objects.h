@@ -34,7 +34,7 @@ uint32_t object_media(const struct object *o);
 
 /*
  * Removes o: out of the index at once (new readers miss) and out of LMDB; its space is freed now, or when the
- * last lease is released or expires.
+ * last lease is released or expires and, for a put still being written, when its writer commits or disconnects.
  */
 void object_drop(struct meta *m, struct object *o);
 /* Forgets one blob (its service left): the space is not released to a dead allocator. Drops o if none remain. */
@@ -49,9 +49,12 @@ bool object_leased(struct object *o, uint64_t now_ms);
 /* The lease session holds on o, or NULL. */
 struct lease *lease_find(struct object *o, uint64_t session);
 
-/* A removed object still pinned by session's lease, or NULL. */
-struct object *objects_find_zombie(struct meta *m, const char *key, size_t len, uint64_t session);
-/* Frees a removed object's space once no lease pins it any more. */
+/* A removed object still pinned by session's lease (and with that id, unless id is 0), or NULL. */
+struct object *objects_find_zombie(struct meta *m, const char *key, size_t len, uint64_t session, uint64_t id);
+/* The removed object `id` whose put by session was still in flight, or NULL. */
+struct object *objects_find_removed_write(struct meta *m, const char *key, size_t len, uint64_t session,
+					  uint64_t id);
+/* Frees a removed object's space once no lease and no in-flight write pins it any more. */
 void object_unpin(struct meta *m, struct object *o);
 
 /* Reclaims expired write leases and zombies whose leases ended. */

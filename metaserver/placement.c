@@ -127,7 +127,7 @@ int placement_reserve(struct meta *m, const struct place_req *r, struct object *
 	*blocked = false;
 	/* out of room: evict what nobody reads (synchronously) and try once more */
 	if (rc == MMC_NOT_ENOUGH_MEMORY && services_that_fit(m, r) >= r->replicas &&
-	    eviction_make_room(m, r->media, r->size * r->replicas, blocked) > 0)
+	    eviction_make_room(m, r->media, r->size, r->replicas, blocked) > 0)
 		rc = place_once(m, r, o);
 	if (rc == 0)
 		eviction_check(m, r->media);

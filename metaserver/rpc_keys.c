@@ -54,31 +54,45 @@ static int describe(struct reply *rp, Mmc__KeyResult *res, const struct object *
 	return 0;
 }
 
-/* commit (put) and write_finish (GVA): publish or drop what this session allocated. */
+/*
+ * commit (put) and write_finish (GVA): publish or drop what this session allocated. A put's commit names the object
+ * it allocated (token): threads of one store share a session, and the key may have been removed and allocated
+ * again by another thread meanwhile.
+ */
+static int commit_one(struct conn *c, const Mmc__KeyItem *it)
+{
+	struct object *o;
+	size_t len;
+
+	if (!key_ok(it->key, &len))
+		return MMC_INVALID_PARAM;
+	o = object_find(c->m, it->key, len);
+	if (o && it->token && o->id != it->token)
+		o = NULL;
+	if (o && o->state == MMC_BLOB_READABLE)
+		return 0; /* idempotent */
+	if (!o || o->write_session != c->session.id) {
+		/* removed while this put was being written: the put happened, then the remove */
+		o = it->token ? objects_find_removed_write(c->m, it->key, len, c->session.id, it->token) : NULL;
+		if (!o)
+			return MMC_UNMATCHED_KEY;
+		o->write_session = 0;
+		object_unpin(c->m, o);
+		return 0;
+	}
+	if (it->value == 0) {
+		object_publish(c->m, o);
+	} else {
+		o->write_session = 0; /* the writer is done with it: freed at once */
+		object_drop(c->m, o);
+	}
+	return 0;
+}
+
 static void op_commit(struct conn *c, const Mmc__KeyBatch *req, struct reply *rp)
 {
-	for (size_t i = 0; i < req->n_items; i++) {
-		const Mmc__KeyItem *it = req->items[i];
-		struct object *o;
-		size_t len;
-
-		if (!key_ok(it->key, &len)) {
-			rp->res[i].result = MMC_INVALID_PARAM;
-			continue;
-		}
-		o = object_find(c->m, it->key, len);
-		if (o && o->state == MMC_BLOB_READABLE) {
-			rp->res[i].result = 0; /* idempotent */
-		} else if (!o || o->write_session != c->session.id) {
-			rp->res[i].result = MMC_UNMATCHED_KEY;
-		} else {
-			if (it->value == 0)
-				object_publish(c->m, o);
-			else
-				object_drop(c->m, o);
-			rp->res[i].result = 0;
-		}
-	}
+	for (size_t i = 0; i < req->n_items; i++)
+		rp->res[i].result = commit_one(c, req->items[i]);
 }
 
 static struct object *find_readable(struct meta *m, const char *key, int *rc)
@@ -105,6 +119,7 @@ static void op_lease(struct conn *c, const Mmc__KeyBatch *req, struct reply *rp,
 		if (!o)
 			continue;
 		res->lease_ms = lease_grant(c->m, o, c->session.id, req->lease_ttl_ms, get);
+		res->token = o->id;
 		if (!res->lease_ms) {
 			res->result = MMC_MALLOC_FAILED;
 			continue;
@@ -125,9 +140,12 @@ static void op_release(struct conn *c, const Mmc__KeyBatch *req, struct reply *r
 			rp->res[i].result = MMC_INVALID_PARAM;
 			continue;
 		}
+		/* a get's release names the object it read (the key may have been removed and put again since) */
+		uint64_t id = all ? 0 : req->items[i]->token;
+
 		o = object_find(c->m, req->items[i]->key, len);
-		if (!o || !lease_find(o, c->session.id))
-			o = objects_find_zombie(c->m, req->items[i]->key, len, c->session.id);
+		if (!o || !lease_find(o, c->session.id) || (id && o->id != id))
+			o = objects_find_zombie(c->m, req->items[i]->key, len, c->session.id, id);
 		if (!o || !lease_release(c->m, o, c->session.id, all)) {
 			rp->res[i].result = MMC_LEASE_EXPIRED;
 			continue;

@@ -13,13 +13,13 @@
 
 struct metaserver {
 	pid_t pid;
-	char dir[256];        /* data dir, removed by metaserver_cleanup() */
-	uint16_t rpc_port;    /* fixed after the first start, so restarts keep the address */
-	uint16_t http_port;   /* KVCM, when it listens */
+	char dir[256];      /* data dir, removed by metaserver_cleanup() */
+	uint16_t rpc_port;  /* fixed after the first start, so restarts keep the address */
+	uint16_t http_port; /* KVCM, when it listens */
 	uint16_t admin_port;
-	char url[64];         /* tcp://127.0.0.1:PORT */
-	char ready[512];      /* the ready line */
-	char log[300];        /* stderr of the server */
+	char url[64];    /* tcp://127.0.0.1:PORT */
+	char ready[512]; /* the ready line */
+	char log[300];   /* stderr of the server */
 };
 
 /* Starts mmc-metaserver with --data-dir and `--env k=v` for each extra (NULL-terminated, may be NULL).

@@ -119,7 +119,7 @@ Test(wire, key_batch_streams_items)
 	size_t index[] = {3, 1};
 	uint64_t sizes[] = {1, 2, 3, 1ull << 40};
 	int32_t values[] = {0, -5, 0, 7};
-	struct wire_items items = {2, keys, index, sizes, values};
+	struct wire_items items = {.n = 2, .keys = keys, .index = index, .sizes = sizes, .values = values};
 	mmc_KeyBatch req = mmc_KeyBatch_init_zero;
 	Mmc__Frame *f;
 
@@ -293,7 +293,7 @@ Test(wire, limits_and_garbage)
 	static struct wbuf b;
 	const char *keys[1];
 	char longkey[300];
-	struct wire_items items = {1, keys, NULL, NULL, NULL};
+	struct wire_items items = {.n = 1, .keys = keys};
 	mmc_KeyBatch req = mmc_KeyBatch_init_zero;
 	uint64_t id;
 	uint32_t body;

@@ -1,0 +1,120 @@
+/*
+ * Many threads on one store: mixed batch put / get / remove over a small key space (so they collide) with a pool
+ * small enough to evict. Every get returns exactly the bytes that were put under that key, or a clean miss.
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <time.h>
+
+#include "pattern.h"
+#include "store_fixture.h"
+
+#define THREADS 8
+#define KEYS    64
+#define BATCH   4
+
+static struct metaserver meta;
+static mmc_store *s, *peer;
+static atomic_int bad, hits, misses, nputs;
+static double stop_at;
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* A key's content never changes: size and bytes are functions of its number. */
+static size_t key_size(int k)
+{
+	return 1024 + (size_t)(k * 977) % (60 * 1024);
+}
+
+static void *worker(void *arg)
+{
+	unsigned seed = (unsigned)(uintptr_t)arg;
+	char names[BATCH][32];
+	const char *keys[BATCH];
+	void *bufs[BATCH];
+	size_t sizes[BATCH];
+	int ks[BATCH], res[BATCH];
+
+	for (int i = 0; i < BATCH; i++) {
+		bufs[i] = malloc(64 * 1024);
+		keys[i] = names[i];
+	}
+	while (now() < stop_at) {
+		int op = rand_r(&seed) % 10;
+
+		for (int i = 0; i < BATCH; i++) {
+			ks[i] = rand_r(&seed) % KEYS;
+			snprintf(names[i], sizeof(names[i]), "cc/%d", ks[i]);
+			sizes[i] = key_size(ks[i]);
+		}
+		if (op < 4) {
+			for (int i = 0; i < BATCH; i++)
+				pattern_fill(bufs[i], sizes[i], (uint64_t)ks[i]);
+			if (mmc_batch_put_from(s, keys, (const void *const *)bufs, sizes, BATCH, MMC_COPY_H2G, NULL,
+			                       res))
+				atomic_fetch_add(&bad, 1);
+			atomic_fetch_add(&nputs, 1);
+		} else if (op < 8) {
+			if (mmc_batch_get_into(s, keys, bufs, sizes, BATCH, MMC_COPY_G2H, res)) {
+				atomic_fetch_add(&bad, 1);
+				continue;
+			}
+			for (int i = 0; i < BATCH; i++) {
+				if (res[i] == MMC_OBJECT_NOT_EXISTS) {
+					atomic_fetch_add(&misses, 1);
+				} else if (res[i] == 0 &&
+				           pattern_check(bufs[i], sizes[i], (uint64_t)ks[i]) == sizes[i]) {
+					atomic_fetch_add(&hits, 1);
+				} else {
+					fprintf(stderr, "key %s: result %d or wrong bytes\n", keys[i], res[i]);
+					atomic_fetch_add(&bad, 1);
+				}
+			}
+		} else {
+			mmc_batch_remove(s, keys, 2, res);
+		}
+	}
+	for (int i = 0; i < BATCH; i++)
+		free(bufs[i]);
+	return NULL;
+}
+
+static void start(void)
+{
+	const char *env[] = {"ock.mmc.meta.evict_wait_ms=500", NULL};
+
+	cr_assert_eq(metaserver_start(&meta, env), 0);
+	s = fixture_store(meta.url, true, 2u << 20);
+	peer = fixture_store(meta.url, true, 2u << 20);
+}
+
+static void stop(void)
+{
+	mmc_destroy(s);
+	mmc_destroy(peer);
+	cr_expect_eq(metaserver_cleanup(&meta), 0, "the metaserver log has a sanitizer report");
+}
+
+TestSuite(concurrency, .init = start, .fini = stop, .timeout = 120);
+
+Test(concurrency, mixed_batches_from_eight_threads)
+{
+	pthread_t t[THREADS];
+
+	stop_at = now() + 4.0;
+	for (int i = 0; i < THREADS; i++)
+		pthread_create(&t[i], NULL, worker, (void *)(uintptr_t)(i + 1));
+	for (int i = 0; i < THREADS; i++)
+		pthread_join(t[i], NULL);
+	cr_log_info("nputs %d, hits %d, misses %d", atomic_load(&nputs), atomic_load(&hits), atomic_load(&misses));
+	cr_assert_eq(atomic_load(&bad), 0, "a get returned wrong bytes or a call failed");
+	cr_assert_gt(atomic_load(&hits), 100, "the test must actually read data");
+	cr_assert_gt(atomic_load(&misses), 0, "removes and eviction must actually race with gets");
+}

@@ -1,0 +1,345 @@
+/*
+ * The object store API beyond single put/get: batches with per-key results, layer lists, replicas, placement,
+ * client-only stores and copy directions. Three stores in this process are three local services.
+ */
+#include <string.h>
+#include <unistd.h>
+
+#include "pattern.h"
+#include "store_fixture.h"
+
+#define POOL (48u << 20)
+
+static struct metaserver meta;
+static mmc_store *s1, *s2, *s3;
+
+static void start(void)
+{
+	cr_assert_eq(metaserver_start(&meta, NULL), 0);
+	s1 = fixture_store(meta.url, true, POOL);
+	s2 = fixture_store(meta.url, true, POOL);
+	s3 = fixture_store(meta.url, true, POOL);
+}
+
+static void stop(void)
+{
+	mmc_destroy(s1);
+	mmc_destroy(s2);
+	mmc_destroy(s3);
+	cr_expect_eq(metaserver_cleanup(&meta), 0, "the metaserver log has a sanitizer report");
+}
+
+TestSuite(store_api, .init = start, .fini = stop, .timeout = 120);
+
+static void put(mmc_store *s, const char *key, size_t size, uint64_t seed)
+{
+	void *buf = malloc(size);
+
+	pattern_fill(buf, size, seed);
+	cr_assert_eq(mmc_put_from(s, key, buf, size, MMC_COPY_H2G, NULL), 0, "put %s", key);
+	free(buf);
+}
+
+static int get_check(mmc_store *s, const char *key, size_t size, uint64_t seed)
+{
+	void *buf = calloc(1, size);
+	int rc = mmc_get_into(s, key, buf, size, MMC_COPY_G2H);
+
+	if (rc == 0 && pattern_check(buf, size, seed) != size)
+		rc = 99;
+	free(buf);
+	return rc;
+}
+
+Test(store_api, mixed_batch_results)
+{
+	const char *keys[] = {"a", "missing", "b", "a"};
+	char ba[5000], bb[3000], bm[10], ba2[5000];
+	void *bufs[] = {ba, bm, bb, ba2};
+	size_t sizes[] = {5000, 10, 2999, 5000};
+	int res[4], exist[4];
+
+	put(s1, "a", 5000, 1);
+	put(s2, "b", 3000, 2);
+	cr_assert_eq(mmc_batch_get_into(s3, keys, bufs, sizes, 4, MMC_COPY_G2H, res), 0);
+	cr_assert_eq(res[0], 0);
+	cr_assert_eq(res[1], MMC_OBJECT_NOT_EXISTS);
+	cr_assert_eq(res[2], MMC_INVALID_PARAM, "wrong size");
+	cr_assert_eq(res[3], 0, "a repeated key is read twice");
+	cr_assert_eq(pattern_check(ba, 5000, 1), 5000);
+	cr_assert_eq(pattern_check(ba2, 5000, 1), 5000);
+	cr_assert_eq(mmc_batch_is_exist(s3, keys, 4, exist), 0);
+	cr_assert(exist[0] == 1 && exist[1] == 0 && exist[2] == 1 && exist[3] == 1);
+	cr_assert_eq(mmc_batch_remove(s3, keys, 3, res), 0);
+	cr_assert(res[0] == 0 && res[1] == MMC_OBJECT_NOT_EXISTS && res[2] == 0);
+	cr_assert_eq(mmc_batch_is_exist(s3, keys, 4, exist), 0);
+	cr_assert(exist[0] == 0 && exist[1] == 0 && exist[2] == 0 && exist[3] == 0);
+}
+
+Test(store_api, duplicate_key_in_one_batch_puts_once)
+{
+	const char *keys[] = {"dup", "dup", "other"};
+	char b0[4096], b1[4096], b2[100];
+	const void *bufs[] = {b0, b1, b2};
+	size_t sizes[] = {4096, 4096, 100};
+	int res[3] = {-1, -1, -1};
+
+	pattern_fill(b0, 4096, 10);
+	pattern_fill(b1, 4096, 11);
+	pattern_fill(b2, 100, 12);
+	cr_assert_eq(mmc_batch_put_from(s1, keys, bufs, sizes, 3, MMC_COPY_H2G, NULL, res), 0);
+	cr_assert(res[0] == 0 && res[1] == 0 && res[2] == 0, "%d %d %d", res[0], res[1], res[2]);
+	cr_assert_eq(get_check(s2, "dup", 4096, 10), 0, "the first occurrence wins");
+	cr_assert_eq(get_check(s2, "other", 100, 12), 0);
+}
+
+Test(store_api, batch_limits)
+{
+	enum { N = 16385 };
+	char **keys = calloc(N, sizeof(*keys));
+	void **bufs = calloc(N, sizeof(*bufs));
+	size_t *sizes = calloc(N, sizeof(*sizes));
+	int *res = calloc(N, sizeof(*res));
+	char *data = calloc(N, 64);
+
+	for (int i = 0; i < N; i++) {
+		keys[i] = malloc(32);
+		snprintf(keys[i], 32, "lim/%d", i);
+		bufs[i] = data + (size_t)i * 64;
+		memset(bufs[i], i & 0xff, 64);
+		sizes[i] = 64;
+	}
+	cr_assert_eq(mmc_batch_put_from(s1, (const char *const *)keys, (const void *const *)bufs, sizes, N,
+	                                MMC_COPY_H2G, NULL, res),
+	             MMC_INVALID_PARAM, "16385 keys");
+	for (int i = 0; i < N; i++)
+		cr_assert_eq(res[i], MMC_INVALID_PARAM);
+	cr_assert_eq(mmc_batch_put_from(s1, (const char *const *)keys, (const void *const *)bufs, sizes, 0,
+	                                MMC_COPY_H2G, NULL, res),
+	             MMC_INVALID_PARAM, "0 keys");
+	cr_assert_eq(mmc_batch_put_from(s1, (const char *const *)keys, (const void *const *)bufs, sizes, N - 1,
+	                                MMC_COPY_H2G, NULL, res),
+	             0, "16384 keys");
+	for (int i = 0; i < N - 1; i++)
+		cr_assert_eq(res[i], 0, "key %d: %d", i, res[i]);
+	memset(data, 0, (size_t)N * 64);
+	cr_assert_eq(mmc_batch_get_into(s2, (const char *const *)keys, bufs, sizes, N - 1, MMC_COPY_G2H, res), 0);
+	for (int i = 0; i < N - 1; i++) {
+		cr_assert_eq(res[i], 0);
+		cr_assert_eq(((unsigned char *)bufs[i])[63], i & 0xff);
+	}
+	cr_assert_eq(mmc_batch_is_exist(s3, (const char *const *)keys, N - 1, res), 0);
+	for (int i = 0; i < N - 1; i++)
+		cr_assert_eq(res[i], 1);
+	cr_assert_eq(mmc_batch_remove(s3, (const char *const *)keys, N - 1, res), 0);
+	for (int i = 0; i < N; i++)
+		free(keys[i]);
+	free(keys);
+	free(bufs);
+	free(sizes);
+	free(res);
+	free(data);
+}
+
+Test(store_api, layers_gather_and_scatter)
+{
+	char whole[9196], l0[100], l1[5000], l2[4096], g0[5100], g1[4096], *many[256];
+	const void *put_bufs[] = {l0, l1, l2};
+	size_t put_sizes[] = {100, 5000, 4096};
+	void *get_bufs[] = {g0, g1};
+	size_t get_sizes[] = {5100, 4096}, bad_sizes[] = {5100, 4095}, many_sizes[256];
+
+	pattern_fill(whole, sizeof(whole), 33);
+	memcpy(l0, whole, 100);
+	memcpy(l1, whole + 100, 5000);
+	memcpy(l2, whole + 5100, 4096);
+	cr_assert_eq(mmc_put_from_layers(s1, "layered", put_bufs, put_sizes, 3, MMC_COPY_H2G, NULL), 0);
+	cr_assert_eq(mmc_get_into_layers(s2, "layered", get_bufs, get_sizes, 2, MMC_COPY_G2H), 0);
+	cr_assert_eq(memcmp(g0, whole, 5100), 0, "the split on get may differ from the put's");
+	cr_assert_eq(memcmp(g1, whole + 5100, 4096), 0);
+	cr_assert_eq(get_check(s3, "layered", sizeof(whole), 33), 0, "one object, readable as one buffer");
+	cr_assert_eq(mmc_get_into_layers(s2, "layered", get_bufs, bad_sizes, 2, MMC_COPY_G2H), MMC_INVALID_PARAM,
+	             "total differs");
+	cr_assert_eq(mmc_get_into_layers(s2, "layered", get_bufs, get_sizes, 0, MMC_COPY_G2H), MMC_INVALID_PARAM);
+	/* 255 layers is the most */
+	for (int i = 0; i < 256; i++) {
+		many[i] = whole + i * 16;
+		many_sizes[i] = 16;
+	}
+	cr_assert_eq(mmc_put_from_layers(s1, "l255", (const void *const *)many, many_sizes, 255, MMC_COPY_H2G, NULL),
+	             0);
+	cr_assert_eq(mmc_put_from_layers(s1, "l256", (const void *const *)many, many_sizes, 256, MMC_COPY_H2G, NULL),
+	             MMC_INVALID_PARAM);
+	cr_assert_eq(mmc_get_into_layers(s2, "l255", (void *const *)many, many_sizes, 255, MMC_COPY_G2H), 0);
+	put_bufs[1] = NULL;
+	cr_assert_eq(mmc_put_from_layers(s1, "nul", put_bufs, put_sizes, 3, MMC_COPY_H2G, NULL), MMC_INVALID_PARAM);
+}
+
+Test(store_api, batch_layers)
+{
+	enum { K = 4, L = 61 };
+	const char *keys[K] = {"bl/0", "bl/1", "bl/2", "bl/3"};
+	char *data = malloc((size_t)K * L * 1024);
+	void *bufs[K][L], *rows[K];
+	size_t sizes[K][L], *srows[K], layers[K];
+	int res[K];
+
+	for (int k = 0; k < K; k++) {
+		for (int l = 0; l < L; l++) {
+			bufs[k][l] = data + ((size_t)k * L + l) * 1024;
+			sizes[k][l] = l % 2 ? 128 : 1024;
+			pattern_fill(bufs[k][l], sizes[k][l], (uint64_t)(k * 1000 + l));
+		}
+		rows[k] = bufs[k];
+		srows[k] = sizes[k];
+		layers[k] = L;
+	}
+	cr_assert_eq(mmc_batch_put_from_layers(s1, keys, (const void *const *const *)rows, (const size_t *const *)srows,
+	                                       layers, K, MMC_COPY_L2G, NULL, res),
+	             0);
+	for (int k = 0; k < K; k++)
+		cr_assert_eq(res[k], 0);
+	memset(data, 0, (size_t)K * L * 1024);
+	cr_assert_eq(mmc_batch_get_into_layers(s2, keys, (void *const *const *)rows, (const size_t *const *)srows,
+	                                       layers, K, MMC_COPY_G2L, res),
+	             0);
+	for (int k = 0; k < K; k++) {
+		cr_assert_eq(res[k], 0);
+		for (int l = 0; l < L; l++)
+			cr_assert_eq(pattern_check(bufs[k][l], sizes[k][l], (uint64_t)(k * 1000 + l)), sizes[k][l]);
+	}
+	layers[2] = 0; /* any bad key rejects the whole batch */
+	cr_assert_eq(mmc_batch_get_into_layers(s2, keys, (void *const *const *)rows, (const size_t *const *)srows,
+	                                       layers, K, MMC_COPY_G2L, res),
+	             MMC_INVALID_PARAM);
+	cr_assert_eq(res[0], MMC_INVALID_PARAM);
+	free(data);
+}
+
+Test(store_api, replicas_and_preferred_services)
+{
+	mmc_replicate_config three = {.replica_num = 3}, four = {.replica_num = 4};
+	mmc_replicate_config pref = {.replica_num = 2, .preferred_count = 1};
+	mmc_replicate_config bad = {.replica_num = 1, .preferred_count = 1, .preferred_local_service_ids = {999}};
+	char buf[8192];
+	mmc_key_info info;
+	uint32_t r3 = fixture_rank(s3);
+
+	pattern_fill(buf, sizeof(buf), 5);
+	cr_assert_eq(mmc_put_from(s1, "rep3", buf, sizeof(buf), MMC_COPY_H2G, &three), 0);
+	cr_assert_eq(mmc_get_key_info(s2, "rep3", 0, &info), 0);
+	cr_assert_eq(info.size, sizeof(buf));
+	cr_assert_eq(info.blob_num, 3);
+	cr_assert(info.loc[0] != info.loc[1] && info.loc[1] != info.loc[2] && info.loc[0] != info.loc[2],
+	          "replicas on distinct services");
+	for (int i = 0; i < 3; i++) {
+		cr_assert_eq(info.type[i], MMC_MEDIA_DRAM);
+		cr_assert_neq(info.gva[i], 0);
+	}
+	cr_assert_eq(get_check(s2, "rep3", sizeof(buf), 5), 0);
+	cr_assert_eq(mmc_put_from(s1, "rep4", buf, sizeof(buf), MMC_COPY_H2G, &four), MMC_NOT_ENOUGH_MEMORY,
+	             "more replicas than services");
+	cr_assert_eq(mmc_is_exist(s1, "rep4"), 0, "never a partial object");
+	pref.preferred_local_service_ids[0] = (int32_t)r3;
+	cr_assert_eq(mmc_put_from(s1, "pref", buf, sizeof(buf), MMC_COPY_H2G, &pref), 0);
+	cr_assert_eq(mmc_get_key_info(s1, "pref", 0, &info), 0);
+	cr_assert_eq(info.blob_num, 2);
+	cr_assert(info.loc[0] == r3 || info.loc[1] == r3, "the preferred service holds a replica");
+	cr_assert_eq(mmc_put_from(s1, "badpref", buf, sizeof(buf), MMC_COPY_H2G, &bad), MMC_INVALID_PARAM);
+}
+
+Test(store_api, placement_local_first_and_spread)
+{
+	enum { N = 30 };
+	const char *keys[N];
+	char names[N][16], buf[4096];
+	const void *bufs[N];
+	size_t sizes[N];
+	int res[N], seen[3] = {0};
+	mmc_key_info info[N];
+	uint32_t ranks[3] = {fixture_rank(s1), fixture_rank(s2), fixture_rank(s3)};
+
+	put(s2, "mine", 4096, 1);
+	cr_assert_eq(mmc_get_key_info(s1, "mine", 0, &info[0]), 0);
+	cr_assert_eq(info[0].loc[0], ranks[1], "a single put lands in the writer's own pool");
+	for (int i = 0; i < N; i++) {
+		snprintf(names[i], sizeof(names[i]), "spread/%d", i);
+		keys[i] = names[i];
+		bufs[i] = buf;
+		sizes[i] = sizeof(buf);
+	}
+	cr_assert_eq(mmc_batch_put_from(s1, keys, bufs, sizes, N, MMC_COPY_H2G, NULL, res), 0);
+	cr_assert_eq(mmc_batch_get_key_info(s1, keys, N, 0, info), 0);
+	for (int i = 0; i < N; i++)
+		for (int r = 0; r < 3; r++)
+			seen[r] += info[i].loc[0] == ranks[r];
+	cr_assert(seen[0] >= 5 && seen[1] >= 5 && seen[2] >= 5, "a batch spreads by free space: %d %d %d", seen[0],
+	          seen[1], seen[2]);
+}
+
+Test(store_api, client_only_store)
+{
+	mmc_store *c = fixture_store(meta.url, false, 0);
+	uint32_t id;
+
+	cr_assert_eq(mmc_get_local_service_id(c, &id), MMC_NOT_STARTED);
+	put(c, "from-client", 12345, 8);
+	cr_assert_eq(get_check(c, "from-client", 12345, 8), 0);
+	cr_assert_eq(get_check(s1, "from-client", 12345, 8), 0);
+	cr_assert_eq(mmc_is_exist(c, "from-client"), 1);
+	cr_assert_eq(mmc_remove(c, "from-client"), 0);
+	mmc_destroy(c);
+}
+
+Test(store_api, copy_directions)
+{
+	static const int put_ok[] = {MMC_COPY_L2G, MMC_COPY_H2G, MMC_COPY_L2GH, MMC_COPY_H2GH, MMC_COPY_AUTO};
+	static const int get_ok[] = {MMC_COPY_G2L, MMC_COPY_G2H, MMC_COPY_GH2L, MMC_COPY_GH2H, MMC_COPY_AUTO};
+	static const int put_bad[] = {MMC_COPY_G2L, MMC_COPY_G2H, MMC_COPY_GH2L, MMC_COPY_GH2H, MMC_COPY_G2G, -1, 10};
+	static const int get_bad[] = {MMC_COPY_L2G, MMC_COPY_H2G, MMC_COPY_L2GH, MMC_COPY_H2GH, MMC_COPY_G2G, -1, 10};
+	char buf[256], key[32];
+
+	for (size_t i = 0; i < 5; i++) {
+		snprintf(key, sizeof(key), "dir/%zu", i);
+		pattern_fill(buf, sizeof(buf), i);
+		cr_assert_eq(mmc_put_from(s1, key, buf, sizeof(buf), put_ok[i], NULL), 0, "put direct %d", put_ok[i]);
+		memset(buf, 0, sizeof(buf));
+		cr_assert_eq(mmc_get_into(s2, key, buf, sizeof(buf), get_ok[i]), 0, "get direct %d", get_ok[i]);
+		cr_assert_eq(pattern_check(buf, sizeof(buf), i), sizeof(buf));
+	}
+	for (size_t i = 0; i < 7; i++) {
+		cr_assert_eq(mmc_put_from(s1, "dir/x", buf, sizeof(buf), put_bad[i], NULL), MMC_INVALID_PARAM);
+		cr_assert_eq(mmc_get_into(s1, "dir/0", buf, sizeof(buf), get_bad[i]), MMC_INVALID_PARAM);
+	}
+}
+
+Test(store_api, local_service_ids_are_distinct_and_stable)
+{
+	uint32_t a = fixture_rank(s1), b = fixture_rank(s2), c = fixture_rank(s3);
+
+	cr_assert(a != b && b != c && a != c);
+	cr_assert_eq(fixture_rank(s1), a);
+}
+
+Test(store_api, config_file_setup)
+{
+	char path[] = "/tmp/mmc-local-XXXXXX";
+	int fd = mkstemp(path);
+	FILE *f = fdopen(fd, "w");
+	mmc_local_config c = mmc_default_local_config();
+	mmc_store *s = mmc_create();
+	const char *proto = getenv("MMC_PROTOCOL");
+
+	fprintf(f,
+	        "ock.mmc.meta_service_url = %s\nock.mmc.local_service.protocol = %s\n"
+	        "ock.mmc.local_service.dram.size = 16MB\nock.mmc.log_level = error\n",
+	        meta.url, proto ? proto : "host_tcp");
+	fclose(f);
+	snprintf(c.config_path, sizeof(c.config_path), "%s", path);
+	cr_assert_eq(mmc_setup(s, &c), 0);
+	cr_assert_eq(mmc_init(s, 0, true), 0, "the meta server address came from the file");
+	put(s, "via-file", 100, 3);
+	cr_assert_eq(get_check(s1, "via-file", 100, 3), 0);
+	mmc_destroy(s);
+	unlink(path);
+}
