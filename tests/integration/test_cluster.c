@@ -1,0 +1,193 @@
+/*
+ * Membership across processes: replicas that survive the kill -9 of one owner, local services that join and leave
+ * while traffic runs, the world_size cap and stable service ids.
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "pattern.h"
+#include "store_fixture.h"
+
+static struct metaserver meta;
+static char env_meta[128], reply[8192];
+static const char *env[] = {env_meta, NULL};
+
+#define CMD(n, ...) (node_cmd((n), reply, sizeof(reply), __VA_ARGS__), atoi(reply))
+
+static void start_node(struct node *n, int lend)
+{
+	cr_assert_eq(node_start(n, env), 0);
+	node_cmd(n, reply, sizeof(reply), "init %d %llu", lend, 32ull << 20);
+	cr_assert_eq(atoi(reply), 0, "init: %s", reply);
+}
+
+static int node_rank(void)
+{
+	return atoi(strchr(reply, ' ') + 1);
+}
+
+static void start_meta(const char *const *extra)
+{
+	cr_assert_eq(metaserver_start(&meta, extra), 0);
+	snprintf(env_meta, sizeof(env_meta), "MMC_TEST_META=%s", meta.url);
+}
+
+static void stop(void)
+{
+	cr_expect_eq(metaserver_cleanup(&meta), 0, "the metaserver log has a sanitizer report");
+}
+
+Test(cluster, replicas_survive_the_kill_of_one_owner, .fini = stop, .timeout = 90)
+{
+	struct node a, b, c, reader;
+	unsigned long long size, blobs, loc[2], type[2];
+	int rc, ra, rb, rc_rank;
+
+	start_meta(NULL);
+	start_node(&a, 1);
+	ra = node_rank();
+	start_node(&b, 1);
+	rb = node_rank();
+	start_node(&c, 1);
+	rc_rank = node_rank();
+	start_node(&reader, 0);
+	/* two replicas, one of them on b */
+	cr_assert_eq(CMD(&a, "put twin 300000 9 2 %d", rb), 0, "%s", reply);
+	node_cmd(&reader, reply, sizeof(reply), "info twin");
+	cr_assert_eq(sscanf(reply, "%d %llu %llu %llu %llu %llu %llu", &rc, &size, &blobs, &loc[0], &type[0], &loc[1],
+			    &type[1]),
+		     7, "%s", reply);
+	cr_assert_eq(blobs, 2);
+	cr_assert((int)loc[0] == rb || (int)loc[1] == rb);
+	/* kill b: the other replica serves */
+	node_kill(&b);
+	for (int i = 0; i < 50; i++) {
+		node_cmd(&reader, reply, sizeof(reply), "info twin");
+		if (sscanf(reply, "%d %llu %llu", &rc, &size, &blobs) == 3 && blobs == 1)
+			break;
+		usleep(100000);
+	}
+	cr_assert_eq(blobs, 1, "b's replica is gone: %s", reply);
+	cr_assert_eq(CMD(&reader, "get twin 300000 9"), 0);
+	cr_assert_eq(CMD(&c, "get twin 300000 9"), 0);
+	cr_assert_eq(CMD(&reader, "exist twin"), 1);
+	(void)ra;
+	(void)rc_rank;
+	node_kill(&a);
+	node_kill(&c);
+	node_kill(&reader);
+}
+
+struct traffic {
+	const char *url;
+	atomic_bool stop;
+	atomic_int ok, missing, other, rounds;
+};
+
+/* A client putting and getting batches while services come and go. */
+static void *run_traffic(void *arg)
+{
+	struct traffic *t = arg;
+	mmc_store *s = fixture_store(t->url, false, 0);
+	char names[16][32], bufs[16][8192];
+	const char *keys[16];
+	void *pb[16];
+	size_t sizes[16];
+	int res[16];
+
+	for (int round = 0; !atomic_load(&t->stop); round++) {
+		for (int i = 0; i < 16; i++) {
+			snprintf(names[i], sizeof(names[i]), "t/%d/%d", round, i);
+			keys[i] = names[i];
+			pb[i] = bufs[i];
+			sizes[i] = sizeof(bufs[i]);
+			pattern_fill(bufs[i], sizeof(bufs[i]), (uint64_t)(round * 16 + i));
+		}
+		mmc_batch_put_from(s, keys, (const void *const *)pb, sizes, 16, MMC_COPY_H2G, NULL, res);
+		memset(bufs, 0, sizeof(bufs));
+		mmc_batch_get_into(s, keys, pb, sizes, 16, MMC_COPY_G2H, res);
+		for (int i = 0; i < 16; i++) {
+			if (res[i] == 0 && pattern_check(bufs[i], sizeof(bufs[i]), (uint64_t)(round * 16 + i)) == 8192)
+				atomic_fetch_add(&t->ok, 1);
+			else if (res[i] == MMC_OBJECT_NOT_EXISTS || res[i] == MMC_ERROR || res[i] == MMC_LINK_NOT_FOUND)
+				atomic_fetch_add(&t->missing, 1); /* its service just died */
+			else
+				atomic_fetch_add(&t->other, 1);
+		}
+		atomic_fetch_add(&t->rounds, 1);
+	}
+	mmc_destroy(s);
+	return NULL;
+}
+
+Test(cluster, services_join_and_leave_during_traffic, .fini = stop, .timeout = 120)
+{
+	struct node a, b, c, d;
+	struct traffic t = {0};
+	pthread_t th;
+	int ra, rb, rc, rd, before;
+
+	start_meta(NULL);
+	start_node(&a, 1);
+	ra = node_rank();
+	start_node(&b, 1);
+	rb = node_rank();
+	start_node(&c, 1);
+	rc = node_rank();
+	cr_assert(ra != rb && rb != rc && ra != rc, "distinct ids %d %d %d", ra, rb, rc);
+	t.url = meta.url;
+	pthread_create(&th, NULL, run_traffic, &t);
+	while (atomic_load(&t.rounds) < 20)
+		usleep(10000);
+	node_kill(&c); /* dies mid-traffic */
+	before = atomic_load(&t.rounds);
+	while (atomic_load(&t.rounds) < before + 20)
+		usleep(10000);
+	start_node(&d, 1); /* a new service joins mid-traffic */
+	rd = node_rank();
+	cr_assert(rd != ra && rd != rb, "a new service never takes a live service's id");
+	cr_assert_eq(CMD(&b, "teardown"), 0, "a clean leave");
+	before = atomic_load(&t.rounds);
+	while (atomic_load(&t.rounds) < before + 20)
+		usleep(10000);
+	atomic_store(&t.stop, true);
+	pthread_join(th, NULL);
+	cr_log_info("rounds %d ok %d missing %d other %d", atomic_load(&t.rounds), atomic_load(&t.ok),
+		    atomic_load(&t.missing), atomic_load(&t.other));
+	cr_assert_eq(atomic_load(&t.other), 0, "no wrong bytes, no unexpected errors");
+	cr_assert_gt(atomic_load(&t.ok), 16 * 50);
+	/* what a wrote is still there after the others came and went */
+	cr_assert_eq(CMD(&a, "put keep 5000 4"), 0);
+	cr_assert_eq(CMD(&d, "get keep 5000 4"), 0);
+	node_kill(&a);
+	node_kill(&b);
+	node_kill(&d);
+}
+
+Test(cluster, world_size_caps_the_services, .fini = stop, .timeout = 60)
+{
+	const char *cap[] = {"ock.mmc.meta.world_size=2", NULL};
+	struct node a, b, c;
+	int ra, rb;
+
+	start_meta(cap);
+	start_node(&a, 1);
+	ra = node_rank();
+	start_node(&b, 1);
+	rb = node_rank();
+	cr_assert_eq(node_start(&c, env), 0);
+	node_cmd(&c, reply, sizeof(reply), "init 1 %llu", 32ull << 20);
+	cr_assert_eq(atoi(reply), MMC_EXCEED_CAPACITY, "a third service: %s", reply);
+	node_cmd(&c, reply, sizeof(reply), "init 0");
+	cr_assert_eq(atoi(reply), 0, "client-only stores do not count: %s", reply);
+	node_kill(&c);
+	cr_assert_eq(CMD(&b, "teardown"), 0);
+	start_node(&c, 1);
+	cr_assert_neq(node_rank(), ra, "not the live service's id");
+	(void)rb;
+	node_kill(&a);
+	node_kill(&b);
+	node_kill(&c);
+}
