@@ -301,6 +301,8 @@ static bool direct_is_read(int32_t d)
 static int plan_copies(struct mmc_store *s, void *const *gvas, void *const *bufs, const size_t *sizes, size_t n,
                        bool write, struct xfer_key *xk, struct xfer_piece *pieces, uint64_t *expiry)
 {
+	uint64_t now = clock_ms();
+
 	*expiry = UINT64_MAX;
 	for (size_t i = 0; i < n; i++) {
 		uint64_t g = (uint64_t)(uintptr_t)gvas[i];
@@ -311,6 +313,9 @@ static int plan_copies(struct mmc_store *s, void *const *gvas, void *const *bufs
 		e = find(s->gva, g, sizes[i], write ? GVA_WRITE : GVA_READ);
 		if (!e)
 			return MMC_INVALID_PARAM;
+		/* past its write lease the space may already belong to another object: never write there */
+		if (write && !e->readable && e->expiry_ms <= now)
+			return MMC_LEASE_EXPIRED;
 		if (!write && e->expiry_ms < *expiry)
 			*expiry = e->expiry_ms;
 		pieces[i] = (struct xfer_piece){bufs[i], sizes[i]};

@@ -10,6 +10,9 @@
  *   bget PREFIX N SIZE SEED          -> CODE R0 R1 ...
  *   exist KEY | remove KEY           -> RESULT
  *   info KEY                         -> CODE SIZE BLOBS LOC0 TYPE0 ...
+ *   gwrite PREFIX N LAYERS BYTES SEED [TTL]  GVA write: malloc, copy layer by layer, finish -> CODE
+ *   gmalloc PREFIX N BYTES TTL       GVA malloc only (never finished)       -> CODE
+ *   gread PREFIX N LAYERS BYTES SEED GVA read: key info, lease, copy layer by layer, release -> CODE
  *   teardown | quit
  */
 #include <mmc/mmc.h>
@@ -156,6 +159,90 @@ static void cmd_info(char *args)
 	printf("\n");
 }
 
+/* The GVA flows of a layer-wise connector: one key per block, one copy call per layer. */
+static int gva_flow(char *args, int write)
+{
+	char prefix[200], **keys;
+	size_t n, layers, bytes;
+	unsigned long long seed, ttl = 0;
+	uintptr_t *gvas;
+	void **g, **b;
+	size_t *sz;
+	int32_t *zero;
+	int *res, rc = 0;
+	char *data;
+	mmc_key_info *info;
+
+	if (sscanf(args, "%199s %zu %zu %zu %llu %llu", prefix, &n, &layers, &bytes, &seed, &ttl) < 5 || !n)
+		return MMC_INVALID_PARAM;
+	keys = calloc(n, sizeof(*keys));
+	gvas = calloc(n, sizeof(*gvas));
+	g = calloc(n, sizeof(*g));
+	b = calloc(n, sizeof(*b));
+	sz = calloc(n, sizeof(*sz));
+	zero = calloc(n, sizeof(*zero));
+	res = calloc(n, sizeof(*res));
+	info = calloc(n, sizeof(*info));
+	data = calloc(n * layers, bytes);
+	for (size_t i = 0; i < n; i++) {
+		keys[i] = malloc(256);
+		snprintf(keys[i], 256, "%s%zu", prefix, i);
+		for (size_t l = 0; write && l < layers; l++)
+			pattern_fill(data + (i * layers + l) * bytes, bytes, seed + i * 1000 + l);
+	}
+	if (write) {
+		for (size_t i = 0; i < n; i++)
+			sz[i] = layers * bytes;
+		rc = mmc_batch_malloc(s, (const char *const *)keys, sz, n, MMC_MEDIA_DRAM, ttl, gvas);
+		for (size_t i = 0; !rc && i < n; i++)
+			rc = gvas[i] ? 0 : MMC_ERROR;
+	} else {
+		rc = mmc_batch_get_key_info(s, (const char *const *)keys, n, 0, info);
+		for (size_t i = 0; !rc && i < n; i++)
+			gvas[i] = info[i].size ? (uintptr_t)info[i].gva[0] : 0;
+		if (!rc)
+			rc = mmc_batch_add_lease(s, (const char *const *)keys, n, ttl, res);
+		for (size_t i = 0; !rc && i < n; i++)
+			rc = res[i];
+	}
+	for (size_t l = 0; !rc && l < layers; l++) {
+		for (size_t i = 0; i < n; i++) {
+			g[i] = (void *)(gvas[i] + l * bytes);
+			b[i] = data + (i * layers + l) * bytes;
+			sz[i] = bytes;
+		}
+		rc = mmc_batch_copy(s, g, b, sz, n, write ? MMC_COPY_L2G : MMC_COPY_G2L, 0);
+	}
+	if (write && ttl && strcmp(prefix, "unfinished/") == 0)
+		goto out; /* leave the allocation pending */
+	if (write && !rc) {
+		rc = mmc_batch_write_finish(s, (const char *const *)keys, zero, n, res);
+		for (size_t i = 0; !rc && i < n; i++)
+			rc = res[i];
+	}
+	if (!write) {
+		int rel = mmc_batch_remove_lease(s, (const char *const *)keys, n);
+
+		rc = rc ? rc : rel;
+		for (size_t i = 0; !rc && i < n * layers; i++)
+			if (pattern_check(data + i * bytes, bytes, seed + (i / layers) * 1000 + i % layers) != bytes)
+				rc = MISMATCH;
+	}
+out:
+	for (size_t i = 0; i < n; i++)
+		free(keys[i]);
+	free(keys);
+	free(gvas);
+	free(g);
+	free(b);
+	free(sz);
+	free(zero);
+	free(res);
+	free(info);
+	free(data);
+	return rc;
+}
+
 int main(void)
 {
 	char line[4096];
@@ -184,6 +271,10 @@ int main(void)
 			printf("%d\n", mmc_remove(s, key));
 		else if (strcmp(cmd, "info") == 0)
 			cmd_info(args);
+		else if (strcmp(cmd, "gwrite") == 0)
+			printf("%d\n", gva_flow(args, 1));
+		else if (strcmp(cmd, "gread") == 0)
+			printf("%d\n", gva_flow(args, 0));
 		else if (strcmp(cmd, "teardown") == 0)
 			printf("%d\n", mmc_teardown(s));
 		else if (strcmp(cmd, "quit") == 0)

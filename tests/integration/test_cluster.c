@@ -56,9 +56,9 @@ Test(cluster, replicas_survive_the_kill_of_one_owner, .fini = stop, .timeout = 9
 	/* two replicas, one of them on b */
 	cr_assert_eq(CMD(&a, "put twin 300000 9 2 %d", rb), 0, "%s", reply);
 	node_cmd(&reader, reply, sizeof(reply), "info twin");
-	cr_assert_eq(sscanf(reply, "%d %llu %llu %llu %llu %llu %llu", &rc, &size, &blobs, &loc[0], &type[0], &loc[1],
-			    &type[1]),
-		     7, "%s", reply);
+	cr_assert_eq(
+	    sscanf(reply, "%d %llu %llu %llu %llu %llu %llu", &rc, &size, &blobs, &loc[0], &type[0], &loc[1], &type[1]),
+	    7, "%s", reply);
 	cr_assert_eq(blobs, 2);
 	cr_assert((int)loc[0] == rb || (int)loc[1] == rb);
 	/* kill b: the other replica serves */
@@ -155,7 +155,7 @@ Test(cluster, services_join_and_leave_during_traffic, .fini = stop, .timeout = 1
 	atomic_store(&t.stop, true);
 	pthread_join(th, NULL);
 	cr_log_info("rounds %d ok %d missing %d other %d", atomic_load(&t.rounds), atomic_load(&t.ok),
-		    atomic_load(&t.missing), atomic_load(&t.other));
+	            atomic_load(&t.missing), atomic_load(&t.other));
 	cr_assert_eq(atomic_load(&t.other), 0, "no wrong bytes, no unexpected errors");
 	cr_assert_gt(atomic_load(&t.ok), 16 * 50);
 	/* what a wrote is still there after the others came and went */

@@ -1,0 +1,283 @@
+/*
+ * The GVA one-copy flow: batch_malloc / batch_copy / batch_write_finish and batch_add_lease / batch_copy /
+ * batch_remove_lease, across processes, with the lease rules that keep readers safe.
+ */
+#include <string.h>
+#include <unistd.h>
+
+#include "pattern.h"
+#include "store_fixture.h"
+
+#define KiB 1024u
+#define MiB (1u << 20)
+
+static struct metaserver meta;
+static char env_meta[128], reply[256];
+static const char *env[] = {env_meta, NULL};
+static mmc_store *s; /* this process: a local service */
+
+#define CMD(n, ...) (node_cmd((n), reply, sizeof(reply), __VA_ARGS__), atoi(reply))
+
+static void start(void)
+{
+	const char *conf[] = {"ock.mmc.meta.lease_ttl_ms=2000", NULL};
+
+	cr_assert_eq(metaserver_start(&meta, conf), 0);
+	snprintf(env_meta, sizeof(env_meta), "MMC_TEST_META=%s", meta.url);
+	s = fixture_store(meta.url, true, 8 * MiB);
+}
+
+static void stop(void)
+{
+	mmc_destroy(s);
+	cr_expect_eq(metaserver_cleanup(&meta), 0, "the metaserver log has a sanitizer report");
+}
+
+TestSuite(gva, .init = start, .fini = stop, .timeout = 60);
+
+static void start_node(struct node *n, int lend)
+{
+	cr_assert_eq(node_start(n, env), 0);
+	node_cmd(n, reply, sizeof(reply), "init %d %llu", lend, 16ull << 20);
+	cr_assert_eq(atoi(reply), 0, "init: %s", reply);
+}
+
+/* Reference §4 item 9: 2 keys x 4 layers x 1 KiB, written by one process, read by another. */
+Test(gva, layerwise_flow_across_processes)
+{
+	struct node w, r;
+
+	start_node(&w, 1);
+	start_node(&r, 0);
+	cr_assert_eq(CMD(&w, "gwrite lw/ 2 4 1024 77"), 0, "writer: %s", reply);
+	cr_assert_eq(CMD(&r, "exist lw/0"), 1);
+	cr_assert_eq(CMD(&r, "gread lw/ 2 4 1024 77"), 0, "reader (99: bytes differ): %s", reply);
+	/* the same object is an ordinary key too */
+	cr_assert_eq(CMD(&r, "remove lw/1"), 0);
+	/* DeepSeek-like shape: 16 blocks x 61 layers */
+	cr_assert_eq(CMD(&w, "gwrite ds/ 16 61 2048 5"), 0, "%s", reply);
+	cr_assert_eq(CMD(&r, "gread ds/ 16 61 2048 5"), 0, "%s", reply);
+	node_kill(&w);
+	node_kill(&r);
+}
+
+Test(gva, pending_writes_are_invisible_until_write_finish)
+{
+	const char *k[] = {"pending"};
+	size_t size = 3 * KiB;
+	uintptr_t gva;
+	int32_t ok = 0;
+	int res;
+	char buf[3 * KiB], back[3 * KiB];
+	void *g, *b = buf, *bb = back;
+
+	cr_assert_eq(mmc_batch_malloc(s, k, &size, 1, MMC_MEDIA_DRAM, 0, &gva), 0);
+	cr_assert_neq(gva, 0);
+	cr_assert_neq(mmc_is_exist(s, "pending"), 1);
+	cr_assert_eq(mmc_get_into(s, "pending", back, size, MMC_COPY_G2H), MMC_OBJECT_NOT_EXISTS);
+	pattern_fill(buf, size, 3);
+	g = (void *)gva;
+	cr_assert_eq(mmc_batch_copy(s, &g, &b, &size, 1, MMC_COPY_H2G, 0), 0);
+	cr_assert_neq(mmc_is_exist(s, "pending"), 1, "written but not finished");
+	cr_assert_eq(mmc_batch_add_lease(s, k, 1, 0, &res), 0);
+	cr_assert_eq(res, MMC_OBJECT_NOT_EXISTS, "no read lease on an unfinished object");
+	cr_assert_eq(mmc_batch_write_finish(s, k, &ok, 1, &res), 0);
+	cr_assert_eq(res, 0);
+	cr_assert_eq(mmc_batch_write_finish(s, k, &ok, 1, &res), 0);
+	cr_assert_eq(res, 0, "write_finish twice is fine");
+	cr_assert_eq(mmc_is_exist(s, "pending"), 1);
+	cr_assert_eq(mmc_get_into(s, "pending", back, size, MMC_COPY_G2H), 0);
+	cr_assert_eq(pattern_check(back, size, 3), size);
+	/* a copy into a published object is skipped, not an error, and changes nothing */
+	memset(buf, 0xee, size);
+	cr_assert_eq(mmc_batch_malloc(s, k, &size, 1, MMC_MEDIA_DRAM, 0, &gva), 0);
+	cr_assert_eq((uintptr_t)g, gva, "malloc of an existing key returns its GVA");
+	cr_assert_eq(mmc_batch_copy(s, &g, &b, &size, 1, MMC_COPY_H2G, 0), 0);
+	cr_assert_eq(mmc_get_into(s, "pending", back, size, MMC_COPY_G2H), 0);
+	cr_assert_eq(pattern_check(back, size, 3), size);
+	(void)bb;
+}
+
+Test(gva, write_finish_results)
+{
+	const char *k[] = {"never-allocated", "fails"};
+	size_t size = 4 * KiB;
+	uintptr_t gva;
+	int32_t wr[2] = {0, 1};
+	int res[2];
+
+	cr_assert_eq(mmc_batch_malloc(s, &k[1], &size, 1, MMC_MEDIA_DRAM, 0, &gva), 0);
+	cr_assert_eq(mmc_batch_write_finish(s, k, wr, 2, res), 0);
+	cr_assert_eq(res[0], MMC_UNMATCHED_KEY);
+	cr_assert_eq(res[1], 0, "a failed write removes the key");
+	cr_assert_eq(mmc_is_exist(s, "fails"), 0);
+	cr_assert_eq(mmc_batch_write_finish(s, k, wr, 0, res), MMC_INVALID_PARAM);
+}
+
+Test(gva, copies_outside_what_this_store_owns_are_refused)
+{
+	const char *k[] = {"ranged"};
+	size_t size = 8 * KiB, big = 8 * KiB + 1, one = 1;
+	uintptr_t gva;
+	char buf[16 * KiB], back[8 * KiB];
+	void *g, *b = buf, *gs[2], *bs[2];
+	size_t ss[2];
+	int res;
+	mmc_key_info info;
+
+	cr_assert_eq(mmc_batch_malloc(s, k, &size, 1, MMC_MEDIA_DRAM, 0, &gva), 0);
+	pattern_fill(buf, size, 21);
+	g = (void *)gva;
+	cr_assert_eq(mmc_batch_copy(s, &g, &b, &big, 1, MMC_COPY_H2G, 0), MMC_INVALID_PARAM, "one byte past the end");
+	g = (void *)(gva + size);
+	cr_assert_eq(mmc_batch_copy(s, &g, &b, &one, 1, MMC_COPY_H2G, 0), MMC_INVALID_PARAM, "just after the end");
+	g = (void *)(uintptr_t)0x1234;
+	cr_assert_eq(mmc_batch_copy(s, &g, &b, &one, 1, MMC_COPY_H2G, 0), MMC_INVALID_PARAM, "not a GVA");
+	/* one bad range in a batch: nothing at all is copied */
+	gs[0] = (void *)gva;
+	bs[0] = buf;
+	ss[0] = size;
+	gs[1] = (void *)(gva + 4 * size);
+	bs[1] = buf;
+	ss[1] = 16;
+	cr_assert_eq(mmc_batch_copy(s, gs, bs, ss, 2, MMC_COPY_H2G, 0), MMC_INVALID_PARAM);
+	g = (void *)gva;
+	cr_assert_eq(mmc_batch_copy(s, &g, &b, &size, 1, MMC_COPY_H2G, 0), 0, "the whole range is fine");
+	cr_assert_eq(mmc_batch_write_finish(s, k, &(int32_t){0}, 1, &res), 0);
+	/* reads need a lease */
+	memset(back, 0x5a, sizeof(back));
+	b = back;
+	cr_assert_eq(mmc_batch_copy(s, &g, &b, &size, 1, MMC_COPY_G2H, 0), MMC_INVALID_PARAM, "no lease");
+	for (size_t i = 0; i < sizeof(back); i++)
+		cr_assert_eq((unsigned char)back[i], 0x5a, "refused copies touch no memory");
+	cr_assert_eq(mmc_get_key_info(s, "ranged", 0, &info), 0);
+	cr_assert_eq(info.gva[0], gva);
+	cr_assert_eq(mmc_batch_add_lease(s, k, 1, 0, &res), 0);
+	cr_assert_eq(res, 0);
+	cr_assert_eq(mmc_batch_copy(s, &g, &b, &big, 1, MMC_COPY_G2H, 0), MMC_INVALID_PARAM, "past the leased object");
+	g = (void *)(gva + 4 * KiB); /* gva + offset: the second half */
+	size = 4 * KiB;
+	cr_assert_eq(mmc_batch_copy(s, &g, &b, &size, 1, MMC_COPY_G2H, 0), 0);
+	cr_assert_eq(memcmp(back, buf + 4 * KiB, 4 * KiB), 0);
+	cr_assert_eq(mmc_batch_copy(s, &g, &b, &size, 1, MMC_COPY_G2G, 0), MMC_INVALID_PARAM, "G2G");
+	cr_assert_eq(mmc_batch_copy(s, &g, &b, &size, 1, MMC_COPY_AUTO, 0), MMC_INVALID_PARAM, "AUTO has no way");
+	cr_assert_eq(mmc_batch_remove_lease(s, k, 1), 0);
+	cr_assert_eq(mmc_batch_copy(s, &g, &b, &size, 1, MMC_COPY_G2H, 0), MMC_INVALID_PARAM, "released");
+}
+
+Test(gva, remove_during_a_read_lease)
+{
+	const char *k[] = {"leased"};
+	size_t size = 2 * MiB;
+	char *buf = malloc(size), *back = malloc(size), *whole = malloc(8 * MiB), name[32];
+	void *g, *b = back;
+	uintptr_t gva;
+	int res;
+	mmc_key_info info;
+
+	pattern_fill(buf, size, 8);
+	cr_assert_eq(mmc_put_from(s, "leased", buf, size, MMC_COPY_H2G, NULL), 0);
+	cr_assert_eq(mmc_get_key_info(s, "leased", 0, &info), 0);
+	gva = info.gva[0];
+	cr_assert_eq(mmc_batch_add_lease(s, k, 1, 20000, &res), 0);
+	cr_assert_eq(res, 0);
+	cr_assert_eq(mmc_remove(s, "leased"), 0);
+	cr_assert_eq(mmc_is_exist(s, "leased"), 0, "new readers miss at once");
+	cr_assert_eq(mmc_get_into(s, "leased", back, size, MMC_COPY_G2H), MMC_OBJECT_NOT_EXISTS);
+	/* churn the 8 MiB pool (puts, removes, eviction): nothing may land on the leased 2 MiB */
+	for (int i = 0; i < 12; i++) {
+		snprintf(name, sizeof(name), "churn%d", i);
+		memset(back, i, size);
+		cr_assert_eq(mmc_put_from(s, name, back, size, MMC_COPY_H2G, NULL), 0, "%s", name);
+		if (i % 3 == 0)
+			mmc_remove(s, name);
+	}
+	g = (void *)gva;
+	cr_assert_eq(mmc_batch_copy(s, &g, &b, &size, 1, MMC_COPY_G2H, 0), 0);
+	cr_assert_eq(pattern_check(back, size, 8), size, "the leased bytes are intact");
+	for (int i = 0; i < 12; i++) {
+		snprintf(name, sizeof(name), "churn%d", i);
+		mmc_remove(s, name);
+	}
+	/* the whole pool is free except the leased range: an 8 MiB object cannot be placed (bounded wait) */
+	cr_assert_eq(mmc_put_from(s, "whole", whole, 8 * MiB, MMC_COPY_H2G, NULL), MMC_NOT_ENOUGH_MEMORY);
+	cr_assert_eq(mmc_batch_remove_lease(s, k, 1), 0);
+	cr_assert_eq(mmc_put_from(s, "whole", whole, 8 * MiB, MMC_COPY_H2G, NULL), 0, "released: the space is reused");
+	cr_assert_eq(mmc_remove(s, "whole"), 0);
+	free(buf);
+	free(back);
+	free(whole);
+}
+
+Test(gva, an_expired_lease_is_reported)
+{
+	const char *k[] = {"short"};
+	size_t size = 64 * KiB;
+	char *buf = malloc(size);
+	void *g, *b = buf;
+	int res;
+	mmc_key_info info;
+
+	pattern_fill(buf, size, 1);
+	cr_assert_eq(mmc_put_from(s, "short", buf, size, MMC_COPY_H2G, NULL), 0);
+	cr_assert_eq(mmc_get_key_info(s, "short", 0, &info), 0);
+	cr_assert_eq(mmc_batch_add_lease(s, k, 1, 100, &res), 0);
+	cr_assert_eq(res, 0);
+	usleep(250000);
+	g = (void *)(uintptr_t)info.gva[0];
+	cr_assert_eq(mmc_batch_copy(s, &g, &b, &size, 1, MMC_COPY_G2H, 0), MMC_LEASE_EXPIRED);
+	cr_assert_eq(mmc_batch_remove_lease(s, k, 1), MMC_LEASE_EXPIRED);
+	/* renewing extends */
+	cr_assert_eq(mmc_batch_add_lease(s, k, 1, 100, &res), 0);
+	cr_assert_eq(mmc_batch_add_lease(s, k, 1, 5000, &res), 0);
+	usleep(250000);
+	cr_assert_eq(mmc_batch_copy(s, &g, &b, &size, 1, MMC_COPY_G2H, 0), 0);
+	cr_assert_eq(mmc_batch_remove_lease(s, k, 1), 0);
+	free(buf);
+}
+
+Test(gva, a_dead_writers_allocation_is_reclaimed_after_its_lease)
+{
+	struct node w;
+	const char *k[] = {"unfinished/0"};
+	size_t size = 4 * KiB;
+	uintptr_t gva;
+	int res;
+	char buf[4 * KiB];
+	void *g, *b = buf;
+	int32_t ok = 0;
+
+	start_node(&w, 1);
+	cr_assert_eq(CMD(&w, "gwrite unfinished/ 1 1 4096 1 500"), 0, "%s", reply);
+	node_kill(&w);
+	cr_assert_neq(mmc_is_exist(s, "unfinished/0"), 1);
+	cr_assert_eq(mmc_batch_write_finish(s, k, &ok, 1, &res), 0);
+	cr_assert_eq(res, MMC_UNMATCHED_KEY, "another store cannot finish it");
+	usleep(800000); /* the 500 ms write lease runs out */
+	cr_assert_eq(mmc_batch_malloc(s, k, &size, 1, MMC_MEDIA_DRAM, 0, &gva), 0);
+	cr_assert_neq(gva, 0, "the key is free again");
+	pattern_fill(buf, size, 2);
+	g = (void *)gva;
+	cr_assert_eq(mmc_batch_copy(s, &g, &b, &size, 1, MMC_COPY_L2G, 0), 0);
+	cr_assert_eq(mmc_batch_write_finish(s, k, &ok, 1, &res), 0);
+	cr_assert_eq(res, 0);
+	cr_assert_eq(mmc_is_exist(s, "unfinished/0"), 1);
+}
+
+Test(gva, an_expired_write_lease_refuses_copies)
+{
+	const char *k[] = {"slow-writer"};
+	size_t size = 4 * KiB;
+	uintptr_t gva;
+	char buf[4 * KiB];
+	void *g, *b = buf;
+	int res;
+
+	cr_assert_eq(mmc_batch_malloc(s, k, &size, 1, MMC_MEDIA_DRAM, 100, &gva), 0);
+	usleep(300000);
+	g = (void *)gva;
+	cr_assert_eq(mmc_batch_copy(s, &g, &b, &size, 1, MMC_COPY_H2G, 0), MMC_LEASE_EXPIRED,
+	             "the space may belong to someone else now");
+	cr_assert_eq(mmc_batch_write_finish(s, k, &(int32_t){0}, 1, &res), 0);
+	cr_assert_eq(res, MMC_UNMATCHED_KEY, "reclaimed");
+}
