@@ -264,8 +264,11 @@ MMC_API int mmc_unregister_buffer(mmc_store *s, void *buf, size_t size);
  * @param direct [in] MMC_COPY_H2G (the seed's default), L2G, L2GH, H2GH or AUTO
  * @param rc     [in] replica policy, NULL: one replica
  * @return MMC_OK (also when the key exists: the first value is kept); MMC_INVALID_PARAM (key, buf, size 0, direct,
- *         rc); MMC_NOT_ENOUGH_MEMORY (no room even after eviction; nothing is stored); MMC_CLIENT_NOT_INIT;
- *         MMC_NOT_CONNECTED_META; MMC_TIMEOUT; MMC_ERROR (the fabric failed; nothing is stored). Thread-safe.
+ *         rc, or a preferred service that does not exist); MMC_NOT_ENOUGH_MEMORY (no room even after eviction and
+ *         a bounded wait for leased memory, or fewer services than replicas; nothing is stored);
+ *         MMC_UNMATCHED_KEY (the meta server restarted between allocation and commit: nothing is stored);
+ *         MMC_CLIENT_NOT_INIT; MMC_NOT_CONNECTED_META; MMC_TIMEOUT; MMC_ERROR (the fabric failed; nothing is
+ *         stored). Thread-safe.
  */
 MMC_API int mmc_put_from(mmc_store *s, const char *key, const void *buf, size_t size, int32_t direct,
 			 const mmc_replicate_config *rc);
@@ -378,8 +381,11 @@ MMC_API int mmc_batch_malloc(mmc_store *s, const char *const *keys, const size_t
  * store allocated with mmc_batch_malloc() that are still unfinished (ranges of an already readable object are
  * skipped); a read direction (G2L, G2H, GH2L, GH2H) copies from ranges of keys this store holds a lease on.
  * gvas[i] may point anywhere inside an object (GVA plus offset).
+ * @param flag [in] reserved, ignored
  * @return MMC_OK; MMC_INVALID_PARAM (direct, NULL, zero size, a range outside what this store allocated or leased:
- *         nothing is copied); MMC_LEASE_EXPIRED (a read outlived its lease); MMC_ERROR (fabric).
+ *         nothing is copied); MMC_LEASE_EXPIRED (a read outlived its read lease, or a write came after its write
+ *         lease ran out — the space may belong to another object, so nothing is written); MMC_ERROR (fabric).
+ *         n == 0 is MMC_OK. Thread-safe.
  */
 MMC_API int mmc_batch_copy(mmc_store *s, void *const *gvas, void *const *bufs, const size_t *sizes, size_t n,
 			   int32_t direct, uint32_t flag);
