@@ -9,7 +9,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
+#include "clock.h"
 #include "log.h"
 #include "mmc/mmc.h"
 
@@ -31,6 +34,10 @@ struct fabric {
 	bool progress_started;
 	atomic_bool stop;
 	bool can_wait; /* the CQ has a wait object (fi_cq_sread) */
+	bool fence_by_read;
+	uint64_t write_flags;
+	struct fab_mr scratch_mr;
+	uint64_t scratch[512]; /* fence reads land here */
 	unsigned char addr[256];
 	size_t addrlen;
 	char provider[64];
@@ -204,6 +211,28 @@ static int open_cq(struct fabric *f)
 	return rc ? fab_err("fi_cq_open", rc) : 0;
 }
 
+/*
+ * shm names its region after the process id. A process killed with SIGKILL cannot remove its region, and a later
+ * process that gets the same pid then fails to enable with EBUSY. A region named with our own pid that we did not
+ * create can only be such a leftover: remove it.
+ */
+static int clear_stale_shm(struct fabric *f)
+{
+	char name[256], own[32], *n = name;
+	size_t len = sizeof(name) - 1;
+
+	if (strcmp(f->provider, "shm") != 0 || fi_getname(&f->ep->fid, name, &len))
+		return -1;
+	name[len < sizeof(name) ? len : sizeof(name) - 1] = '\0';
+	if (strncmp(n, "fi_shm://", 9) == 0)
+		n += 9;
+	snprintf(own, sizeof(own), "%d:", (int)getpid());
+	if (strncmp(n, own, strlen(own)) != 0 || shm_unlink(n))
+		return -1;
+	lg_warn("libfabric shm: removed the stale region \"%s\" left by a killed process with our pid", n);
+	return 0;
+}
+
 static int open_objects(struct fabric *f)
 {
 	struct fi_av_attr av_attr = {.type = FI_AV_TABLE};
@@ -223,7 +252,10 @@ static int open_objects(struct fabric *f)
 		return fab_err("fi_ep_bind(cq)", rc);
 	if ((rc = fi_ep_bind(f->ep, &f->av->fid, 0)))
 		return fab_err("fi_ep_bind(av)", rc);
-	if ((rc = fi_enable(f->ep)))
+	rc = fi_enable(f->ep);
+	if (rc == -FI_EBUSY && clear_stale_shm(f) == 0)
+		rc = fi_enable(f->ep);
+	if (rc)
 		return fab_err("fi_enable", rc);
 	f->addrlen = sizeof(f->addr);
 	if ((rc = fi_getname(&f->ep->fid, f->addr, &f->addrlen)))
@@ -240,6 +272,11 @@ int fabric_open(struct fabric **out, const char *protocol, const char *hcom_url)
 		return MMC_MALLOC_FAILED;
 	atomic_init(&f->next_key, 1);
 	if ((rc = get_info(f, protocol, hcom_url)) || (rc = open_objects(f)))
+		goto fail;
+	f->fence_by_read =
+	    (f->info->tx_attr->msg_order & (FI_ORDER_RAW | FI_ORDER_RMA_RAW)) || strcmp(f->provider, "shm") == 0;
+	f->write_flags = FI_COMPLETION | (f->fence_by_read ? 0 : FI_DELIVERY_COMPLETE);
+	if ((rc = fabric_mr_reg(f, f->scratch, sizeof(f->scratch), false, &f->scratch_mr)))
 		goto fail;
 	if (pthread_create(&f->progress, NULL, progress_main, f)) {
 		rc = MMC_ERROR;
@@ -262,6 +299,7 @@ void fabric_close(struct fabric *f)
 	atomic_store(&f->stop, true);
 	if (f->progress_started)
 		pthread_join(f->progress, NULL);
+	fabric_mr_close(&f->scratch_mr);
 	if (f->ep)
 		fi_close(&f->ep->fid);
 	if (f->av)
@@ -296,6 +334,17 @@ bool fabric_virt_addr(const struct fabric *f)
 bool fabric_local_mr(const struct fabric *f)
 {
 	return (f->mr_mode & FI_MR_LOCAL) != 0;
+}
+
+bool fabric_fence_by_read(const struct fabric *f)
+{
+	return f->fence_by_read;
+}
+
+void *fabric_scratch(const struct fabric *f, void **desc)
+{
+	*desc = f->scratch_mr.desc;
+	return (void *)f->scratch;
 }
 
 int fabric_mr_reg(struct fabric *f, void *buf, size_t len, bool remote, struct fab_mr *out)
@@ -341,17 +390,47 @@ void fabric_peer_remove(struct fabric *f, fi_addr_t a)
 
 /* ---- batches ---- */
 
-void fab_batch_init(struct fab_batch *b, struct fabric *f, struct fab_op *ops, size_t window,
-                    void (*done)(void *arg, uint32_t tag, int err), void *arg)
+int fab_batch_init(struct fab_batch *b, struct fabric *f, size_t window, uint32_t stall_ms,
+                   void (*done)(void *arg, uint32_t tag, int err), void *arg)
 {
+	memset(b, 0, sizeof(*b));
+	b->ops = calloc(window, sizeof(*b->ops));
+	if (!b->ops)
+		return MMC_MALLOC_FAILED;
 	b->f = f;
-	b->ops = ops;
 	b->window = window;
-	b->posted = b->reaped = 0;
+	b->stall_ms = stall_ms;
 	b->done = done;
 	b->arg = arg;
 	for (size_t i = 0; i < window; i++)
-		atomic_init(&ops[i].state, 0);
+		atomic_init(&b->ops[i].state, 0);
+	return 0;
+}
+
+void fab_batch_fini(struct fab_batch *b)
+{
+	if (b->abandoned)
+		lg_warn("libfabric: %s", "keeping the contexts of cancelled operations (their peer stopped answering)");
+	else
+		free(b->ops);
+	b->ops = NULL;
+}
+
+/* The oldest op made no progress for stall_ms: cancel everything still in flight and report it. */
+static void abandon(struct fab_batch *b)
+{
+	lg_error("libfabric: an RMA made no progress for %u ms; cancelling %zu operations", b->stall_ms,
+	         b->posted - b->reaped);
+	b->abandoned = true;
+	for (; b->reaped < b->posted; b->reaped++) {
+		struct fab_op *op = &b->ops[b->reaped % b->window];
+
+		if (atomic_load_explicit(&op->state, memory_order_acquire) != 2) {
+			lg_debug("libfabric: cancelling an RMA to peer %llu", (unsigned long long)op->peer);
+			fi_cancel(&b->f->ep->fid, op);
+		}
+		b->done(b->arg, op->tag, MMC_TIMEOUT);
+	}
 }
 
 /* Waits until the oldest op is done, then reports it. */
@@ -359,10 +438,20 @@ static void reap_one(struct fab_batch *b)
 {
 	struct fab_op *op = &b->ops[b->reaped % b->window];
 	unsigned spins = 0;
+	uint64_t deadline = 0;
 
 	while (atomic_load_explicit(&op->state, memory_order_acquire) != 2) {
-		if (!poll_cq(b->f) && ++spins > 64)
-			sched_yield();
+		if (poll_cq(b->f))
+			continue;
+		if (++spins < 64)
+			continue;
+		sched_yield();
+		if (!deadline) {
+			deadline = clock_ms() + b->stall_ms;
+		} else if (clock_ms() > deadline) {
+			abandon(b);
+			return;
+		}
 	}
 	atomic_store_explicit(&op->state, 0, memory_order_relaxed);
 	b->reaped++;
@@ -379,10 +468,15 @@ int fab_batch_post(struct fab_batch *b, bool write, void *lbuf, size_t len, void
 	struct fab_op *op;
 	ssize_t rc;
 
+	if (b->abandoned)
+		return MMC_TIMEOUT;
 	if (b->posted - b->reaped == b->window)
 		reap_one(b);
+	if (b->abandoned)
+		return MMC_TIMEOUT;
 	op = &b->ops[b->posted % b->window];
 	op->tag = tag;
+	op->peer = peer;
 	op->err = 0;
 	msg.context = op;
 	atomic_store_explicit(&op->state, 1, memory_order_relaxed);

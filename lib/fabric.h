@@ -37,6 +37,16 @@ bool fabric_virt_addr(const struct fabric *f);
 /* True when local buffers must be registered to be used (FI_MR_LOCAL). */
 bool fabric_local_mr(const struct fabric *f);
 
+/*
+ * True when an RMA read issued after RMA writes to the same peer completes only after those writes landed
+ * (FI_ORDER_RAW, and shm, whose per-peer command queue is FIFO). Then writes go out plain and one small read per
+ * peer ends a batch (a fence); otherwise every write asks for FI_DELIVERY_COMPLETE. Plain writes matter beyond
+ * speed: a delivery-complete write to a peer that died can block every later completion on shm.
+ */
+bool fabric_fence_by_read(const struct fabric *f);
+/* An 8-byte registered buffer for fence reads (its content is never used). */
+void *fabric_scratch(const struct fabric *f, void **desc);
+
 /* Registers [buf, buf+len) for local use, and for peers' RMA when remote. Returns 0 or MMC_ERROR. */
 int fabric_mr_reg(struct fabric *f, void *buf, size_t len, bool remote, struct fab_mr *out);
 void fabric_mr_close(struct fab_mr *mr);
@@ -51,25 +61,33 @@ struct fab_op {
 	atomic_int state;       /* 0 free, 1 posted, 2 done */
 	int err;
 	uint32_t tag;
+	fi_addr_t peer;
 };
 
-/* A set of operations issued by one call: a ring of `window` ops in flight. Owned by the calling thread. */
+/*
+ * A set of operations issued by one call: a ring of `window` ops in flight. Owned by the calling thread. An op that
+ * makes no progress for stall_ms (its peer died mid-transfer: some providers never complete such an op) is
+ * cancelled and reported with MMC_TIMEOUT; its context then stays with the provider, so the ring is not freed.
+ */
 struct fab_batch {
 	struct fabric *f;
 	struct fab_op *ops;
 	size_t window;
 	size_t posted, reaped;
+	uint32_t stall_ms;
+	bool abandoned;
 	/* called on the owner's thread as each op is reaped: err 0 or an MMC_* code */
 	void (*done)(void *arg, uint32_t tag, int err);
 	void *arg;
 };
 
-void fab_batch_init(struct fab_batch *b, struct fabric *f, struct fab_op *ops, size_t window,
-                    void (*done)(void *arg, uint32_t tag, int err), void *arg);
+int fab_batch_init(struct fab_batch *b, struct fabric *f, size_t window, uint32_t stall_ms,
+                   void (*done)(void *arg, uint32_t tag, int err), void *arg);
 
 /*
  * Posts one RMA: write sends [lbuf, lbuf+len) to (peer, raddr, rkey); read fetches it. Waits for a free slot when
- * the window is full. Writes complete only once the data is visible at the target (FI_DELIVERY_COMPLETE).
+ * the window is full. A write's completion means its data is visible at the target only when the provider does not
+ * fence by read (fabric_fence_by_read()); otherwise the caller ends its writes to a peer with a read.
  * Returns 0 or an MMC_* code (the op was not posted).
  */
 int fab_batch_post(struct fab_batch *b, bool write, void *lbuf, size_t len, void *desc, fi_addr_t peer, uint64_t raddr,
@@ -77,5 +95,8 @@ int fab_batch_post(struct fab_batch *b, bool write, void *lbuf, size_t len, void
 
 /* Waits for every posted op; returns after done() was called for each. */
 void fab_batch_wait(struct fab_batch *b);
+
+/* Frees the ring, unless a stalled op may still be written by the provider. */
+void fab_batch_fini(struct fab_batch *b);
 
 #endif

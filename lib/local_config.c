@@ -81,6 +81,7 @@ mmc_local_config mmc_default_local_config(void)
 	c.max_dram_size = UINT64_C(64) << 30;
 	c.timeout_ms = 60000;
 	c.heartbeat_ms = 1000;
+	c.rma_timeout_ms = 10000;
 	return c;
 }
 
@@ -172,8 +173,8 @@ static int check(struct client_conf *o, char *err, size_t errlen)
 		snprintf(err, errlen, "\"ock.mmc.local_service.max.dram.size\" is below \"...dram.size\"");
 		return MMC_INVALID_PARAM;
 	}
-	if (c->timeout_ms == 0 || c->heartbeat_ms < 10) {
-		snprintf(err, errlen, "timeout_ms must be > 0 and heartbeat_ms >= 10");
+	if (c->timeout_ms == 0 || c->heartbeat_ms < 10 || c->rma_timeout_ms < 100) {
+		snprintf(err, errlen, "timeout_ms must be > 0, heartbeat_ms >= 10 and rma_timeout_ms >= 100");
 		return MMC_INVALID_PARAM;
 	}
 	if (c->ssd_path[0] && c->ssd_size < 4096) {

@@ -37,6 +37,8 @@ struct meta_conn {
 	bool reader_started, keeper_started, stop;
 	meta_reconnect_fn on_reconnect;
 	void *owner;
+	meta_task_fn on_task;
+	void *task_owner;
 };
 
 static pthread_key_t tls_key;
@@ -186,6 +188,11 @@ static void dispatch(struct meta_conn *mc, const uint8_t *frame, size_t len)
 
 	if (wire_split(frame, len, &id, &body, &data, &dlen) || !id)
 		return;
+	if (body == WB_TASK) { /* a request from the server, not a reply */
+		if (mc->on_task)
+			mc->on_task(mc->task_owner, id, data, dlen);
+		return;
+	}
 	pthread_mutex_lock(&mc->lock);
 	c = pending_take(mc, id);
 	pthread_mutex_unlock(&mc->lock);
@@ -320,6 +327,29 @@ int meta_send(struct meta_conn *mc, uint32_t body, const pb_msgdesc_t *fields, c
 	fd = mc->fd;
 	pthread_mutex_unlock(&mc->lock);
 	if (rc || (rc = wire_encode(b, 0, body, fields, msg)))
+		return rc;
+	return send_frame(mc, fd, b);
+}
+
+void meta_conn_on_task(struct meta_conn *mc, meta_task_fn fn, void *owner)
+{
+	mc->task_owner = owner;
+	mc->on_task = fn;
+}
+
+int meta_reply(struct meta_conn *mc, uint64_t id, int result)
+{
+	struct wbuf *b = tls_wbuf();
+	mmc_Reply r = {.result = result};
+	int rc, fd;
+
+	if (!b)
+		return MMC_MALLOC_FAILED;
+	pthread_mutex_lock(&mc->lock);
+	rc = mc->state == MC_READY || mc->state == MC_CONNECTING ? 0 : MMC_NOT_CONNECTED_META;
+	fd = mc->fd;
+	pthread_mutex_unlock(&mc->lock);
+	if (rc || (rc = wire_encode(b, id, WB_REPLY, mmc_Reply_fields, &r)))
 		return rc;
 	return send_frame(mc, fd, b);
 }

@@ -40,6 +40,14 @@ struct meta_session {
 /* Called by the session thread after a reconnect, once hello succeeded; re-registers the local service. */
 typedef int (*meta_reconnect_fn)(void *owner);
 
+/* A request from the meta server (a BlobTask) arrived; called on the reader thread, must not block. */
+typedef void (*meta_task_fn)(void *owner, uint64_t id, const uint8_t *data, size_t len);
+
+/* Routes the server's task requests to fn (set before the local service registers). */
+void meta_conn_on_task(struct meta_conn *mc, meta_task_fn fn, void *owner);
+/* Answers the server's request id with Reply{result}. */
+int meta_reply(struct meta_conn *mc, uint64_t id, int result);
+
 /* Connects and says hello. Returns 0, MMC_NOT_CONNECTED_META or MMC_MALLOC_FAILED. */
 int meta_conn_open(struct meta_conn **out, const struct client_conf *conf);
 /* Starts heartbeats and automatic reconnection; on_reconnect may be NULL. */

@@ -6,6 +6,7 @@
 #include "log.h"
 #include "mmc/mmc.h"
 #include "store.h"
+#include "ssd.h"
 #include "store_gva.h"
 #include "wire.h"
 
@@ -89,6 +90,12 @@ static int register_service(struct mmc_store *s, bool rejoin)
 	r.segments[0].size = s->pool.size;
 	r.segments[0].base_addr = fabric_virt_addr(s->fab) ? (uint64_t)(uintptr_t)s->pool.base : 0;
 	r.segments[0].key = s->pool_mr.key;
+	if (s->ssd) { /* not reachable by RMA: the service itself moves its bytes */
+		r.segments_count = 2;
+		r.segments[1].media = MMC_MEDIA_SSD;
+		r.segments[1].size = ssd_size(s->ssd);
+		snprintf(r.ssd_path, sizeof(r.ssd_path), "%s", s->conf.c.ssd_path);
+	}
 	r.world_size = s->conf.c.world_size;
 	rc = meta_call(s->meta, WB_REGISTER, mmc_Register_fields, &r, &c);
 	if (rc)
@@ -121,6 +128,12 @@ static int start_local_service(struct mmc_store *s)
 		return rc;
 	if (fabric_mr_reg(s->fab, s->pool.base, s->pool.size, true, &s->pool_mr))
 		return MMC_ERROR;
+	if (s->conf.c.ssd_path[0]) {
+		if ((rc = ssd_open(&s->ssd, s->conf.c.ssd_path, s->conf.c.ssd_size)) ||
+		    (rc = ssd_start(s->ssd, s->meta, s->pool.base, s->pool.size)))
+			return rc;
+		meta_conn_on_task(s->meta, ssd_on_task, s->ssd);
+	}
 	rc = register_service(s, false);
 	if (rc)
 		lg_error("mmc_init: the meta server refused the local service: %s", mmc_strerror(rc));
@@ -129,8 +142,11 @@ static int start_local_service(struct mmc_store *s)
 
 static void stop_all(struct mmc_store *s)
 {
+	ssd_stop(s->ssd); /* its worker answers on the connection */
 	meta_conn_close(s->meta);
 	s->meta = NULL;
+	ssd_close(s->ssd); /* after the connection: no task can arrive any more */
+	s->ssd = NULL;
 	gva_tracker_free(s->gva);
 	s->gva = NULL;
 	if (s->fab) {

@@ -35,6 +35,7 @@ struct peers {
 };
 
 struct gva_tracker; /* store_gva.c */
+struct ssd;         /* ssd.c */
 
 struct mmc_store {
 	pthread_mutex_t life; /* setup / init / teardown */
@@ -52,6 +53,7 @@ struct mmc_store {
 	/* local service */
 	struct pool pool;
 	struct fab_mr pool_mr;
+	struct ssd *ssd; /* the SSD tier, when configured */
 	bool registered;
 	uint32_t rank;
 	uint64_t incarnation;

@@ -19,10 +19,19 @@ struct temp_regs {
 	int n;
 };
 
+/* The last write of this call to one peer: where its fence read goes. */
+struct fence {
+	fi_addr_t fa;
+	uint64_t raddr, rkey;
+	uint32_t tag;
+};
+
 struct xfer_ctx {
 	struct mmc_store *s;
 	struct xfer_key *keys;
 	struct temp_regs temp;
+	struct fence *fences; /* one per peer written to */
+	size_t nfences;
 };
 
 static void op_done(void *arg, uint32_t tag, int err)
@@ -82,6 +91,31 @@ static void copy_local(struct mmc_store *s, int write, struct xfer_key *k, uint6
 	}
 }
 
+static void note_fence(struct xfer_ctx *x, fi_addr_t fa, uint64_t raddr, uint64_t rkey, uint32_t tag)
+{
+	size_t i = 0;
+
+	while (i < x->nfences && x->fences[i].fa != fa)
+		i++;
+	if (i == x->nfences)
+		x->nfences++;
+	x->fences[i] = (struct fence){fa, raddr, rkey, tag};
+}
+
+/* One small read per peer after the writes: it completes once every earlier write to that peer has landed. */
+static void post_fences(struct xfer_ctx *x, struct fab_batch *b)
+{
+	void *desc, *scratch = fabric_scratch(x->s->fab, &desc);
+
+	for (size_t i = 0; i < x->nfences; i++) {
+		struct fence *f = &x->fences[i];
+
+		if (fab_batch_post(b, false, scratch, 8, desc, f->fa, f->raddr, f->rkey, f->tag) &&
+		    x->keys[f->tag].result == 0)
+			x->keys[f->tag].result = MMC_ERROR;
+	}
+}
+
 static int post_pieces(struct xfer_ctx *x, struct fab_batch *b, int write, uint32_t tag, const struct peer *p,
                        const struct xfer_target *t)
 {
@@ -100,6 +134,8 @@ static int post_pieces(struct xfer_ctx *x, struct fab_batch *b, int write, uint3
 			if (off + n > size)
 				return MMC_INTERNAL_ERROR;
 			rc = fab_batch_post(b, write, buf, n, desc, p->fa, base + off, key, tag);
+			if (rc == 0 && x->fences)
+				note_fence(x, p->fa, base + off, key, tag);
 			buf += n;
 			off += n;
 			left -= n;
@@ -110,7 +146,6 @@ static int post_pieces(struct xfer_ctx *x, struct fab_batch *b, int write, uint3
 
 void xfer_run(struct mmc_store *s, int write, struct xfer_key *keys, size_t n)
 {
-	struct fab_op ops[WINDOW];
 	struct fab_batch b;
 	struct xfer_ctx *x = malloc(sizeof(*x));
 
@@ -122,7 +157,27 @@ void xfer_run(struct mmc_store *s, int write, struct xfer_key *keys, size_t n)
 	x->s = s;
 	x->keys = keys;
 	x->temp.n = 0;
-	fab_batch_init(&b, s->fab, ops, WINDOW, op_done, x);
+	x->nfences = 0;
+	x->fences = NULL;
+	if (write && fabric_fence_by_read(s->fab)) {
+		size_t targets = 0;
+
+		for (size_t i = 0; i < n; i++)
+			targets += keys[i].ntargets;
+		x->fences = malloc((targets ? targets : 1) * sizeof(*x->fences));
+		if (!x->fences) {
+			for (size_t i = 0; i < n; i++)
+				keys[i].result = keys[i].result ? keys[i].result : MMC_MALLOC_FAILED;
+			free(x);
+			return;
+		}
+	}
+	if (fab_batch_init(&b, s->fab, WINDOW, s->conf.c.rma_timeout_ms, op_done, x)) {
+		for (size_t i = 0; i < n; i++)
+			keys[i].result = keys[i].result ? keys[i].result : MMC_MALLOC_FAILED;
+		free(x);
+		return;
+	}
 	pthread_rwlock_rdlock(&s->regs.lock);
 	for (size_t i = 0; i < n; i++) {
 		struct xfer_key *k = &keys[i];
@@ -139,9 +194,13 @@ void xfer_run(struct mmc_store *s, int write, struct xfer_key *keys, size_t n)
 				k->result = rc;
 		}
 	}
+	if (x->fences)
+		post_fences(x, &b);
 	fab_batch_wait(&b);
+	fab_batch_fini(&b);
 	pthread_rwlock_unlock(&s->regs.lock);
 	for (int i = 0; i < x->temp.n; i++)
 		fabric_mr_close(&x->temp.mr[i]);
+	free(x->fences);
 	free(x);
 }

@@ -5,24 +5,12 @@
 
 #include "clock.h"
 #include "conn.h"
+#include "key_result.h"
 #include "log.h"
 #include "mmc/mmc.h"
 #include "objects.h"
 #include "placement.h"
 #include "rpc.h"
-
-/* What the reply says about one key (kept compact so a waiting request can hold it). */
-struct alloc_result {
-	int32_t result;
-	uint64_t size;
-	uint64_t lease_ms;
-	uint64_t token;
-	uint32_t nblobs;
-	struct {
-		uint32_t rank, media, state;
-		uint64_t incarnation, offset;
-	} blobs[MMC_WIRE_REPLICAS];
-};
 
 struct alloc_item {
 	const char *key;
@@ -41,32 +29,13 @@ struct alloc_req {
 	size_t n, next;
 	struct alloc_item *items; /* n; keys point into `keys` */
 	char *keys;
-	struct alloc_result *results; /* n */
+	struct key_result *results; /* n */
 };
 
 static bool key_ok(const char *key, size_t *len)
 {
 	*len = key ? strlen(key) : 0;
 	return *len >= 1 && *len <= MMC_WIRE_KEY_MAX;
-}
-
-static void note(struct alloc_result *r, const struct object *o)
-{
-	r->size = o->size;
-	r->token = o->id;
-	r->nblobs = 0;
-	for (int i = 0; i < o->nblobs; i++) {
-		const struct blob *b = &o->blobs[i];
-
-		if (!b->svc)
-			continue;
-		r->blobs[r->nblobs].rank = b->svc->rank;
-		r->blobs[r->nblobs].incarnation = b->svc->incarnation;
-		r->blobs[r->nblobs].media = b->media;
-		r->blobs[r->nblobs].offset = b->offset;
-		r->blobs[r->nblobs].state = o->state;
-		r->nblobs++;
-	}
 }
 
 /* An object left over from before a restart whose services never came back must not block a new put. */
@@ -81,7 +50,7 @@ static bool stale(const struct object *o)
 }
 
 /* Places one key. Returns false when it must wait for leased memory. */
-static bool place_one(struct meta *m, struct alloc_req *a, const struct alloc_item *it, struct alloc_result *res)
+static bool place_one(struct meta *m, struct alloc_req *a, const struct alloc_item *it, struct key_result *res)
 {
 	struct object *o;
 	size_t len;
@@ -100,7 +69,7 @@ static bool place_one(struct meta *m, struct alloc_req *a, const struct alloc_it
 	if (o) { /* first writer wins; batch_malloc hands back the existing object's address */
 		res->result = a->gva ? 0 : MMC_DUPLICATED_OBJECT;
 		if (a->gva)
-			note(res, o);
+			key_result_note(res, o, -1);
 		return true;
 	}
 	if (!(o = object_new(it->key, len, (uint8_t)a->pr.replicas))) {
@@ -123,7 +92,7 @@ static bool place_one(struct meta *m, struct alloc_req *a, const struct alloc_it
 	}
 	object_index_add(m, o);
 	list_add_tail(&m->pending, &o->link);
-	note(res, o);
+	key_result_note(res, o, -1);
 	return true;
 }
 
@@ -138,47 +107,7 @@ static bool run(struct meta *m, struct alloc_req *a)
 
 static void reply(struct meta *m, struct alloc_req *a)
 {
-	Mmc__Frame out = MMC__FRAME__INIT;
-	Mmc__KeyBatchReply rep = MMC__KEY_BATCH_REPLY__INIT;
-	Mmc__KeyResult *res = arena_alloc(&m->arena, a->n * sizeof(*res));
-	Mmc__KeyResult **items = arena_alloc(&m->arena, a->n * sizeof(*items));
-	Mmc__Blob *blobs = arena_alloc(&m->arena, a->n * MMC_WIRE_REPLICAS * sizeof(*blobs));
-	Mmc__Blob **pb = arena_alloc(&m->arena, a->n * MMC_WIRE_REPLICAS * sizeof(*pb));
-
-	if (!res || !items || !blobs || !pb) {
-		rpc_reply_code(a->c, a->id, MMC_MALLOC_FAILED);
-		return;
-	}
-	for (size_t i = 0; i < a->n; i++) {
-		const struct alloc_result *r = &a->results[i];
-
-		mmc__key_result__init(&res[i]);
-		res[i].result = r->result;
-		res[i].size = r->size;
-		res[i].lease_ms = r->lease_ms;
-		res[i].token = r->token;
-		res[i].n_blobs = r->nblobs;
-		res[i].blobs = &pb[i * MMC_WIRE_REPLICAS];
-		for (uint32_t b = 0; b < r->nblobs; b++) {
-			Mmc__Blob *x = &blobs[i * MMC_WIRE_REPLICAS + b];
-
-			mmc__blob__init(x);
-			x->rank = r->blobs[b].rank;
-			x->incarnation = r->blobs[b].incarnation;
-			x->media = r->blobs[b].media;
-			x->offset = r->blobs[b].offset;
-			x->state = r->blobs[b].state;
-			pb[i * MMC_WIRE_REPLICAS + b] = x;
-		}
-		items[i] = &res[i];
-	}
-	rep.n_items = a->n;
-	rep.items = items;
-	out.id = a->id;
-	out.body_case = MMC__FRAME__BODY_KEY_REPLY;
-	out.key_reply = &rep;
-	if (a->id)
-		conn_send(a->c, &out);
+	key_results_send(a->c, a->id, a->results, a->n);
 }
 
 static int check_args(const Mmc__KeyBatch *req)

@@ -21,6 +21,7 @@
 #include "persist.h"
 #include "rpc.h"
 #include "services.h"
+#include "tier.h"
 
 static int ratelimit_bucket;
 
@@ -84,6 +85,7 @@ void conn_close(struct conn *c, const char *why)
 	log_info("op=disconnect session=%llu peer=%s host=\"%s\" pid=%u reason=%s", (unsigned long long)c->session.id,
 	         c->peer, c->session.host, c->session.pid, why);
 	alloc_req_conn_closed(m, c);
+	tier_conn_closed(m, c);
 	/* at shutdown the services stay: they rejoin the restarted server with their objects */
 	if (c->session.svc && !m->draining)
 		service_unmount(m, c->session.svc, why);

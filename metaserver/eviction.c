@@ -3,6 +3,7 @@
 #include "allocator.h"
 #include "clock.h"
 #include "services.h"
+#include "tier.h"
 #include "log.h"
 #include "objects.h"
 #include "placement.h"
@@ -37,7 +38,8 @@ static uint64_t evict_while(struct meta *m, uint32_t media, bool (*more)(struct 
 			continue;
 		}
 		log_debug("op=evict key=\"%.*s\" size=%llu", o->keylen, object_key(o), (unsigned long long)o->size);
-		object_drop(m, o);
+		if (!tier_demote_victim(m, o)) /* one tier down when there is room, else gone */
+			object_drop(m, o);
 		evicted++;
 	}
 	m->stats.evictions += evicted;
@@ -49,6 +51,7 @@ static bool above(struct meta *m, uint32_t media, const void *arg)
 	uint64_t used, total;
 
 	placement_usage(m, media, &used, &total);
+	used = used > m->freeing[media] ? used - m->freeing[media] : 0; /* moves in flight give bytes back */
 	return used > *(const uint64_t *)arg;
 }
 
@@ -83,6 +86,6 @@ uint64_t eviction_make_room(struct meta *m, uint32_t media, uint64_t size, uint3
 	struct room r = {size, replicas};
 	uint64_t skipped = 0, n = evict_while(m, media, no_room, &r, &skipped);
 
-	*blocked = skipped > 0 || !list_empty(&m->zombies);
+	*blocked = skipped > 0 || !list_empty(&m->zombies) || m->freeing[media] > 0;
 	return n;
 }

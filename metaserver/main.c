@@ -19,6 +19,7 @@
 #include "objects.h"
 #include "persist.h"
 #include "services.h"
+#include "tier.h"
 
 #define SWEEP_MS 50
 
@@ -209,6 +210,7 @@ static void shutdown_all(struct meta *m)
 	if (m->persist)
 		persist_flush(m->persist);
 	alloc_req_fini(m);
+	tier_fini(m);
 	conns_close_all(m);
 	if (m->sweep_ev)
 		event_free(m->sweep_ev);
@@ -235,6 +237,7 @@ int main(int argc, char **argv)
 		log_set_level(lvl);
 	signal(SIGPIPE, SIG_IGN);
 	list_init(&m.conns);
+	tier_init(&m);
 	arena_init(&m.arena);
 	m.base = event_base_new();
 	if (!m.base || event_base_priority_init(m.base, 3))

@@ -44,9 +44,11 @@ struct service {
 	uint8_t fabric_addr[MMC_WIRE_ADDR_MAX];
 	uint32_t addr_len;
 	char provider[64];
+	char ssd_path[1024]; /* the SSD tier's file, for adoption by a restarted service on the same host */
 	uint32_t nsegs;
 	struct segment segs[MMC_WIRE_SEGMENTS];
-	struct list blobs; /* struct blob.svc_link of every blob placed here */
+	struct list blobs;       /* struct blob.svc_link of every blob placed here */
+	struct list orphan_link; /* meta.orphans: an SSD tier whose service left (rank is then UINT32_MAX) */
 	uint64_t nblobs;
 };
 
@@ -90,6 +92,8 @@ struct object {
 	bool in_index;
 	bool persisted;      /* has a record in LMDB */
 	bool gva;            /* allocated by batch_malloc (write finished explicitly) */
+	bool promoting;      /* an SSD -> DRAM rewarm is in flight */
+	uint8_t busy;        /* tier tasks in flight that read or write its bytes */
 	struct blob blobs[]; /* nblobs entries, then keylen + 1 key bytes */
 };
 
@@ -127,6 +131,14 @@ struct meta {
 	struct list zombies;          /* removed but still leased */
 	struct list parked;           /* alloc requests waiting for leased memory (alloc_req.c) */
 	struct event *kick_ev;        /* space was freed: resume parked requests */
+
+	/* SSD tier (tier.c) */
+	struct list tasks;     /* blob moves in flight */
+	struct list tier_reqs; /* requests waiting for moves */
+	struct list moving;    /* objects being demoted (off their LRU meanwhile) */
+	struct list orphans;   /* SSD segments of services that left, waiting to be adopted */
+	uint64_t next_task_id;
+	uint64_t freeing[MEDIA_COUNT]; /* bytes that moves in flight will give back */
 
 	struct event *sweep_ev;
 	struct evconnlistener *listener;

@@ -246,6 +246,11 @@ static void release_space(struct meta *m, struct object *o)
 		b->svc->nblobs--;
 		b->svc = NULL;
 	}
+	objects_space_freed(m);
+}
+
+void objects_space_freed(struct meta *m)
+{
 	if (!list_empty(&m->parked) && m->kick_ev)
 		event_active(m->kick_ev, 0, 0);
 }
@@ -253,7 +258,7 @@ static void release_space(struct meta *m, struct object *o)
 /* True while someone may still write or read the object's bytes: its space must not be reused yet. */
 static bool pinned(struct object *o, uint64_t now)
 {
-	return o->write_session != 0 || object_leased(o, now);
+	return o->write_session != 0 || o->busy || object_leased(o, now);
 }
 
 void object_drop(struct meta *m, struct object *o)

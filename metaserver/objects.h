@@ -52,10 +52,12 @@ struct lease *lease_find(struct object *o, uint64_t session);
 /* A removed object still pinned by session's lease (and with that id, unless id is 0), or NULL. */
 struct object *objects_find_zombie(struct meta *m, const char *key, size_t len, uint64_t session, uint64_t id);
 /* The removed object `id` whose put by session was still in flight, or NULL. */
-struct object *objects_find_removed_write(struct meta *m, const char *key, size_t len, uint64_t session,
-					  uint64_t id);
+struct object *objects_find_removed_write(struct meta *m, const char *key, size_t len, uint64_t session, uint64_t id);
 /* Frees a removed object's space once no lease and no in-flight write pins it any more. */
 void object_unpin(struct meta *m, struct object *o);
+
+/* Space was given back outside object_drop: waiting allocations get another try. */
+void objects_space_freed(struct meta *m);
 
 /* Reclaims expired write leases and zombies whose leases ended. */
 void objects_sweep(struct meta *m, uint64_t now_ms);

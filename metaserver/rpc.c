@@ -7,6 +7,7 @@
 #include "log.h"
 #include "mmc/mmc.h"
 #include "services.h"
+#include "tier.h"
 
 void rpc_reply_code(struct conn *c, uint64_t id, int result)
 {
@@ -157,8 +158,9 @@ int rpc_dispatch(struct conn *c, const Mmc__Frame *f)
 	case MMC__FRAME__BODY_SERVICE:
 		on_service(c, f);
 		return 0;
-	case MMC__FRAME__BODY_REPLY:
-		return 0; /* replies to meta->service tasks carry nothing we wait for */
+	case MMC__FRAME__BODY_REPLY: /* a local service finished a task we sent it */
+		tier_task_done(c->m, f->id, f->reply->result);
+		return 0;
 	default:
 		break;
 	}

@@ -12,9 +12,6 @@ int rpc_dispatch(struct conn *c, const Mmc__Frame *f);
 /* The key operations (KeyBatch bodies); rpc_keys.c. */
 void rpc_keys(struct conn *c, const Mmc__Frame *f, const Mmc__KeyBatch *req);
 
-/* evict and prefetch (tier.c): moves between DRAM and SSD. Fills res[i]; returns 0 or a whole-call code. */
-int rpc_tier_op(struct conn *c, const Mmc__Frame *f, const Mmc__KeyBatch *req, Mmc__KeyResult *res);
-
 /* Sends Reply{result} for request id (nothing when id is 0). */
 void rpc_reply_code(struct conn *c, uint64_t id, int result);
 

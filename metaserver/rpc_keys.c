@@ -12,6 +12,7 @@
 #include "placement.h"
 #include "rpc.h"
 #include "services.h"
+#include "tier.h"
 
 struct reply {
 	Mmc__KeyBatchReply r;
@@ -187,6 +188,22 @@ static void op_simple(struct conn *c, const Mmc__Frame *f, const Mmc__KeyBatch *
 	}
 }
 
+/* True when a get batch names an SSD-resident key (those take the tier path). */
+static bool reads_ssd(struct meta *m, const Mmc__KeyBatch *req)
+{
+	for (size_t i = 0; i < req->n_items; i++) {
+		size_t len;
+		struct object *o;
+
+		if (!key_ok(req->items[i]->key, &len))
+			continue;
+		o = object_find(m, req->items[i]->key, len);
+		if (o && object_readable(o) && tier_on_ssd(o))
+			return true;
+	}
+	return false;
+}
+
 static int reply_init(struct reply *rp, struct arena *a, size_t n)
 {
 	Mmc__KeyResult **items = arena_alloc(a, n * sizeof(*items));
@@ -238,7 +255,7 @@ static int run_op(struct conn *c, const Mmc__Frame *f, const Mmc__KeyBatch *req,
 		op_simple(c, f, req, rp);
 		return 0;
 	default:
-		return rpc_tier_op(c, f, req, rp->res);
+		return MMC_INVALID_PARAM;
 	}
 }
 
@@ -253,6 +270,14 @@ void rpc_keys(struct conn *c, const Mmc__Frame *f, const Mmc__KeyBatch *req)
 	}
 	if (f->body_case == MMC__FRAME__BODY_ALLOC || f->body_case == MMC__FRAME__BODY_MALLOC) {
 		alloc_req_start(c, f, req);
+		return;
+	}
+	if (f->body_case == MMC__FRAME__BODY_EVICT || f->body_case == MMC__FRAME__BODY_PREFETCH) {
+		tier_move(c, f, req);
+		return;
+	}
+	if (f->body_case == MMC__FRAME__BODY_GET && reads_ssd(c->m, req)) {
+		tier_get(c, f, req); /* replies once the SSD reads are done */
 		return;
 	}
 	rc = reply_init(&rp, &c->m->arena, req->n_items);

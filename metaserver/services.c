@@ -1,5 +1,6 @@
 #include "services.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -9,6 +10,7 @@
 #include "mmc/mmc.h"
 #include "objects.h"
 #include "persist.h"
+#include "tier.h"
 
 /* LMDB record of a service, keyed by the rank as 4 big-endian bytes. */
 struct rec_service {
@@ -72,15 +74,112 @@ static void service_persist(struct meta *m, struct service *svc)
 static void service_free(struct service *svc)
 {
 	for (uint32_t i = 0; i < svc->nsegs; i++)
-		alloc_destroy(svc->segs[i].alloc);
+		alloc_destroy(svc->segs[i].alloc); /* NULL-safe: an orphaned SSD allocator was handed over */
 	free(svc);
+}
+
+/* A new service on the orphan's host and path takes its SSD tier and every object on it back. */
+static struct service *find_orphan(struct meta *m, const struct session *s, const Mmc__Register *req)
+{
+	for (struct list *it = m->orphans.next; it != &m->orphans; it = it->next) {
+		struct service *o = list_entry(it, struct service, orphan_link);
+
+		if (req->ssd_path && strcmp(o->ssd_path, req->ssd_path) == 0 && strcmp(o->host, s->host) == 0)
+			return o;
+	}
+	return NULL;
+}
+
+static void adopt(struct meta *m, struct service *svc, struct service *o)
+{
+	struct segment *seg = service_segment(svc, MMC_MEDIA_SSD);
+	uint64_t n = o->nblobs;
+
+	alloc_destroy(seg->alloc);
+	seg->alloc = o->segs[0].alloc;
+	o->segs[0].alloc = NULL;
+	while (!list_empty(&o->blobs)) {
+		struct blob *b = list_entry(o->blobs.next, struct blob, svc_link);
+
+		list_del(&b->svc_link);
+		list_add_tail(&svc->blobs, &b->svc_link);
+		b->svc = svc;
+		svc->nblobs++;
+		if (b->obj->persisted)
+			object_persist(m, b->obj); /* now under the new rank and incarnation */
+	}
+	list_del(&o->orphan_link);
+	free(o);
+	log_info("op=adopt_ssd rank=%u path=\"%s\" blobs=%llu", svc->rank, svc->ssd_path, (unsigned long long)n);
+}
+
+/* Orphans nobody adopted in time: their objects go. */
+static void orphans_sweep(struct meta *m, uint64_t now_ms)
+{
+	struct list *it, *next;
+
+	for (it = m->orphans.next; it != &m->orphans; it = next) {
+		struct service *o = list_entry(it, struct service, orphan_link);
+
+		next = it->next;
+		if (o->rejoin_deadline_ms > now_ms)
+			continue;
+		while (!list_empty(&o->blobs)) {
+			struct blob *b = list_entry(o->blobs.next, struct blob, svc_link);
+
+			object_lose_blob(m, b->obj, b);
+		}
+		list_del(&o->orphan_link);
+		service_free(o);
+	}
+}
+
+/*
+ * The SSD file outlives the process: its blobs wait, unreadable, for a service on the same host and path to adopt
+ * them (ock.mmc.meta.rejoin_timeout_ms), instead of being dropped with the DRAM ones.
+ */
+static void orphan_ssd(struct meta *m, struct service *svc)
+{
+	struct segment *seg = service_segment(svc, MMC_MEDIA_SSD);
+	struct service *o;
+	struct list *it, *next;
+
+	if (!seg || !svc->ssd_path[0] || !(o = calloc(1, sizeof(*o))))
+		return;
+	list_init(&o->blobs);
+	o->rank = UINT32_MAX;
+	o->incarnation = svc->incarnation;
+	memcpy(o->host, svc->host, sizeof(o->host));
+	memcpy(o->ssd_path, svc->ssd_path, sizeof(o->ssd_path));
+	o->nsegs = 1;
+	o->segs[0] = *seg;
+	seg->alloc = NULL; /* the orphan owns the SSD allocator now */
+	o->rejoin_deadline_ms = clock_ms() + m->conf.rejoin_timeout_ms;
+	for (it = svc->blobs.next; it != &svc->blobs; it = next) {
+		struct blob *b = list_entry(it, struct blob, svc_link);
+
+		next = it->next;
+		if (b->media != MMC_MEDIA_SSD)
+			continue;
+		list_del(&b->svc_link);
+		list_add_tail(&o->blobs, &b->svc_link);
+		b->svc = o;
+		svc->nblobs--;
+		o->nblobs++;
+	}
+	list_add_tail(&m->orphans, &o->orphan_link);
+	log_info("op=orphan_ssd host=\"%s\" path=\"%s\" blobs=%llu", o->host, o->ssd_path,
+	         (unsigned long long)o->nblobs);
 }
 
 void service_unmount(struct meta *m, struct service *svc, const char *why)
 {
 	unsigned char k[4];
-	uint64_t lost = svc->nblobs;
+	uint64_t lost;
 
+	tier_service_gone(m, svc);
+	orphan_ssd(m, svc);
+	lost = svc->nblobs;
 	while (!list_empty(&svc->blobs)) {
 		struct blob *b = list_entry(svc->blobs.next, struct blob, svc_link);
 
@@ -184,7 +283,7 @@ static int rejoin(struct meta *m, struct session *s, const Mmc__Register *req, s
 
 int service_register(struct meta *m, struct session *s, const Mmc__Register *req, struct service **out)
 {
-	struct service *svc;
+	struct service *svc, *orphan;
 	uint32_t rank;
 	int rc;
 
@@ -213,6 +312,11 @@ int service_register(struct meta *m, struct session *s, const Mmc__Register *req
 	}
 	svc->incarnation = ++m->next_incarnation;
 	set_coordinates(svc, s, req);
+	if (req->ssd_path)
+		snprintf(svc->ssd_path, sizeof(svc->ssd_path), "%s", req->ssd_path);
+	if (service_segment(svc, MMC_MEDIA_SSD) && (orphan = find_orphan(m, s, req)) &&
+	    service_segment(svc, MMC_MEDIA_SSD)->size == orphan->segs[0].size)
+		adopt(m, svc, orphan);
 	m->ranks[rank] = svc;
 	m->nservices++;
 	service_persist(m, svc);
@@ -226,6 +330,7 @@ int service_register(struct meta *m, struct session *s, const Mmc__Register *req
 
 void services_sweep(struct meta *m, uint64_t now_ms)
 {
+	orphans_sweep(m, now_ms);
 	for (uint32_t r = 0; r < MMC_RANKS_MAX; r++) {
 		struct service *svc = m->ranks[r];
 
@@ -299,6 +404,13 @@ int services_load(struct meta *m)
 
 void services_fini(struct meta *m)
 {
+	/* shutdown: objects are already freed, nothing is persisted */
+	while (!list_empty(&m->orphans)) {
+		struct service *o = list_entry(m->orphans.next, struct service, orphan_link);
+
+		list_del(&o->orphan_link);
+		service_free(o);
+	}
 	for (uint32_t r = 0; r < MMC_RANKS_MAX; r++) {
 		if (m->ranks[r]) {
 			service_free(m->ranks[r]);

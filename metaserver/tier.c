@@ -1,38 +1,557 @@
-/*
- * Explicit moves between media (mmc_evict_keys / mmc_prefetch_keys). Without an SSD tier an evicted key is
- * removed from DRAM (the seed's rule) and a prefetch of a key already in DRAM is a success.
- */
+#include "tier.h"
+
+#include <stdlib.h>
 #include <string.h>
 
+#include "allocator.h"
 #include "clock.h"
 #include "conn.h"
+#include "key_result.h"
+#include "log.h"
 #include "mmc/mmc.h"
 #include "objects.h"
+#include "placement.h"
 #include "rpc.h"
+#include "services.h"
 
-int rpc_tier_op(struct conn *c, const Mmc__Frame *f, const Mmc__KeyBatch *req, Mmc__KeyResult *res)
+enum task_kind { T_DEMOTE, T_PROMOTE, T_STAGE };
+
+/* A request waiting for moves: a get, an evict or a prefetch batch. */
+struct tier_req {
+	struct list link; /* meta.tier_reqs */
+	struct conn *c;   /* NULL once its connection closed */
+	uint64_t id;
+	uint64_t session;
+	uint64_t lease_ttl_ms;
+	bool get;
+	size_t n, pending;
+	struct key_result res[];
+};
+
+struct waiter {
+	struct tier_req *req;
+	size_t idx;
+};
+
+struct task {
+	struct list link; /* meta.tasks */
+	uint64_t id;
+	enum task_kind kind;
+	struct object *o;
+	struct service *svc; /* NULL once the service left */
+	uint64_t src_offset, dst_offset, size;
+	size_t nwaiters, capwaiters;
+	struct waiter *waiters;
+};
+
+#define TASK_ID_BIT (UINT64_C(1) << 63) /* the server's request ids, apart from any client's */
+
+static uint64_t pages(uint64_t size)
 {
+	return (size + ALLOC_ALIGN - 1) & ~(uint64_t)(ALLOC_ALIGN - 1);
+}
+
+void tier_init(struct meta *m)
+{
+	list_init(&m->tasks);
+	list_init(&m->tier_reqs);
+	list_init(&m->moving);
+	list_init(&m->orphans);
+}
+
+bool tier_on_ssd(const struct object *o)
+{
+	return object_media(o) == MMC_MEDIA_SSD;
+}
+
+/* The one live blob of a single-replica object, or NULL. */
+static struct blob *only_blob(struct object *o)
+{
+	struct blob *found = NULL;
+
+	for (int i = 0; i < o->nblobs; i++) {
+		if (!o->blobs[i].svc)
+			continue;
+		if (found)
+			return NULL;
+		found = &o->blobs[i];
+	}
+	return found;
+}
+
+static bool dram_below_watermark(struct meta *m)
+{
+	uint64_t used, total;
+
+	placement_usage(m, MMC_MEDIA_DRAM, &used, &total);
+	return total && used * 100 < total * m->conf.rewarm_watermark;
+}
+
+/* ---- tasks ---- */
+
+static struct task *task_new(struct meta *m, enum task_kind kind, struct object *o, struct service *svc, uint64_t src,
+                             uint64_t dst)
+{
+	struct task *t = calloc(1, sizeof(*t));
+
+	if (!t)
+		return NULL;
+	t->id = TASK_ID_BIT | ++m->next_task_id;
+	t->kind = kind;
+	t->o = o;
+	t->svc = svc;
+	t->src_offset = src;
+	t->dst_offset = dst;
+	t->size = o->size;
+	o->busy++;
+	list_add_tail(&m->tasks, &t->link);
+	return t;
+}
+
+static int task_wait(struct task *t, struct tier_req *r, size_t idx)
+{
+	if (t->nwaiters == t->capwaiters) {
+		size_t cap = t->capwaiters ? t->capwaiters * 2 : 4;
+		struct waiter *w = realloc(t->waiters, cap * sizeof(*w));
+
+		if (!w)
+			return MMC_MALLOC_FAILED;
+		t->waiters = w;
+		t->capwaiters = cap;
+	}
+	t->waiters[t->nwaiters++] = (struct waiter){r, idx};
+	r->pending++;
+	return 0;
+}
+
+static void task_send(struct task *t)
+{
+	Mmc__Frame f = MMC__FRAME__INIT;
+	Mmc__BlobTask bt = MMC__BLOB_TASK__INIT;
+
+	bt.op = MMC_TASK_COPY;
+	bt.src_media = t->kind == T_DEMOTE ? MMC_MEDIA_DRAM : MMC_MEDIA_SSD;
+	bt.dst_media = t->kind == T_DEMOTE ? MMC_MEDIA_SSD : MMC_MEDIA_DRAM;
+	bt.src_offset = t->src_offset;
+	bt.dst_offset = t->dst_offset;
+	bt.size = t->size;
+	f.id = t->id;
+	f.body_case = MMC__FRAME__BODY_TASK;
+	f.task = &bt;
+	conn_send(t->svc->session->conn, &f);
+}
+
+static struct task *task_of(struct meta *m, const struct object *o, enum task_kind kind)
+{
+	for (struct list *it = m->tasks.next; it != &m->tasks; it = it->next) {
+		struct task *t = list_entry(it, struct task, link);
+
+		if (t->o == o && t->kind == kind)
+			return t;
+	}
+	return NULL;
+}
+
+static void release_raw(struct service *svc, uint32_t media, uint64_t offset)
+{
+	struct segment *seg = svc ? service_segment(svc, media) : NULL;
+
+	if (seg)
+		alloc_release(seg->alloc, offset);
+}
+
+/* ---- requests ---- */
+
+static struct tier_req *req_new(struct conn *c, const Mmc__Frame *f, const Mmc__KeyBatch *kb)
+{
+	struct tier_req *r = calloc(1, sizeof(*r) + kb->n_items * sizeof(struct key_result));
+
+	if (!r)
+		return NULL;
+	r->c = c;
+	r->id = f->id;
+	r->session = c->session.id;
+	r->lease_ttl_ms = kb->lease_ttl_ms;
+	r->get = f->body_case == MMC__FRAME__BODY_GET;
+	r->n = kb->n_items;
+	list_init(&r->link);
+	return r;
+}
+
+/* Replies (when the connection is still there) and frees r once nothing is pending. */
+static void req_settle(struct meta *m, struct tier_req *r)
+{
+	if (r->pending)
+		return;
+	if (r->c)
+		key_results_send(r->c, r->id, r->res, r->n);
+	list_del(&r->link);
+	free(r);
+}
+
+static void req_park(struct meta *m, struct tier_req *r)
+{
+	if (r->pending)
+		list_add_tail(&m->tier_reqs, &r->link);
+	else
+		req_settle(m, r);
+}
+
+/* Serves a get's key from o (now in DRAM): a counted read lease and the DRAM blob. */
+static void serve_get(struct meta *m, struct tier_req *r, size_t i, struct object *o, int blob)
+{
+	struct key_result *res = &r->res[i];
+
+	res->lease_ms = lease_grant(m, o, r->session, r->lease_ttl_ms, true);
+	res->result = res->lease_ms ? 0 : MMC_MALLOC_FAILED;
+	key_result_note(res, o, blob);
+}
+
+/* ---- starting moves ---- */
+
+static int reserve(struct service *svc, uint32_t media, uint64_t size, uint64_t *off)
+{
+	struct segment *seg = service_segment(svc, media);
+
+	return seg ? alloc_reserve(seg->alloc, size, off) : MMC_NOT_ENOUGH_MEMORY;
+}
+
+/* DRAM -> SSD on the object's own service. A leased object may move: its readers keep the old DRAM range. */
+static int start_demote(struct meta *m, struct object *o, struct tier_req *r, size_t idx)
+{
+	struct blob *b = only_blob(o);
+	struct task *t;
+	uint64_t off;
+
+	if (!b || b->media != MMC_MEDIA_DRAM || o->busy || !service_segment(b->svc, MMC_MEDIA_SSD))
+		return MMC_NOT_STARTED;
+	if (reserve(b->svc, MMC_MEDIA_SSD, o->size, &off))
+		return MMC_NOT_ENOUGH_MEMORY;
+	if (!(t = task_new(m, T_DEMOTE, o, b->svc, b->offset, off))) {
+		release_raw(b->svc, MMC_MEDIA_SSD, off);
+		return MMC_MALLOC_FAILED;
+	}
+	if (r && task_wait(t, r, idx))
+		r->res[idx].result = MMC_MALLOC_FAILED;
+	list_del(&o->link);
+	list_add_tail(&m->moving, &o->link);
+	m->freeing[MMC_MEDIA_DRAM] += pages(o->size);
+	task_send(t);
+	return 0;
+}
+
+bool tier_demote_victim(struct meta *m, struct object *o)
+{
+	return start_demote(m, o, NULL, 0) == 0;
+}
+
+/* SSD -> DRAM: a promote (the object moves back) or a stage (a transient copy for one reader). */
+static int start_read(struct meta *m, struct object *o, struct tier_req *r, size_t idx, bool want_promote)
+{
+	struct blob *b = only_blob(o);
+	struct task *t = o->promoting ? task_of(m, o, T_PROMOTE) : NULL;
+	bool promote;
+	uint64_t off;
+
+	if (t) /* a rewarm is already on its way: wait for it */
+		return task_wait(t, r, idx);
+	if (!b || b->media != MMC_MEDIA_SSD || !b->svc->session)
+		return MMC_OBJECT_NOT_EXISTS;
+	/* a promote frees the SSD copy when done: never while another task still reads it */
+	promote = want_promote && o->busy == 0;
+	if (!promote && !r->get)
+		return MMC_ERROR; /* a prefetch while a stage is in flight: retry */
+	if (reserve(b->svc, MMC_MEDIA_DRAM, o->size, &off))
+		return MMC_NOT_ENOUGH_MEMORY;
+	if (!(t = task_new(m, promote ? T_PROMOTE : T_STAGE, o, b->svc, b->offset, off))) {
+		release_raw(b->svc, MMC_MEDIA_DRAM, off);
+		return MMC_MALLOC_FAILED;
+	}
+	o->promoting |= promote;
+	if (task_wait(t, r, idx))
+		r->res[idx].result = MMC_MALLOC_FAILED;
+	task_send(t);
+	return 0;
+}
+
+/* ---- completions ---- */
+
+/* A demoted object's readers keep reading its old DRAM range: it goes to a removed copy holding their leases. */
+static void let_go_of_dram(struct meta *m, struct object *o, struct blob *b)
+{
+	struct object *z;
+
+	if (!object_leased(o, clock_ms()) || !(z = object_new(object_key(o), o->keylen, 1))) {
+		/* no reader (or no memory to track them: the lease bound still protects them poorly, so log it) */
+		if (o->leases)
+			log_warn("op=demote key=\"%.*s\" err=no_memory_for_reader_copy", o->keylen, object_key(o));
+		release_raw(b->svc, MMC_MEDIA_DRAM, b->offset);
+		objects_space_freed(m);
+		return;
+	}
+	z->id = o->id; /* the readers' releases name this id */
+	z->size = o->size;
+	z->state = MMC_BLOB_REMOVING;
+	z->blobs[0].svc = b->svc;
+	z->blobs[0].offset = b->offset;
+	z->blobs[0].media = MMC_MEDIA_DRAM;
+	list_add_tail(&b->svc->blobs, &z->blobs[0].svc_link);
+	b->svc->nblobs++;
+	z->leases = o->leases;
+	o->leases = NULL;
+	list_add_tail(&m->zombies, &z->link);
+}
+
+static int finish_demote(struct meta *m, struct task *t, int result)
+{
+	struct object *o = t->o;
+	struct blob *b = only_blob(o);
+
+	m->freeing[MMC_MEDIA_DRAM] -= pages(t->size);
+	if (result == 0 && t->svc && o->state == MMC_BLOB_READABLE && b && b->media == MMC_MEDIA_DRAM) {
+		let_go_of_dram(m, o, b);
+		b->media = MMC_MEDIA_SSD;
+		b->offset = t->dst_offset;
+		list_del(&o->link);
+		list_add_head(&m->lru[MMC_MEDIA_SSD], &o->link);
+		if (o->persisted)
+			object_persist(m, o);
+		return 0;
+	}
+	release_raw(t->svc, MMC_MEDIA_SSD, t->dst_offset);
+	if (o->state != MMC_BLOB_READABLE)
+		return MMC_OBJECT_NOT_EXISTS;
+	log_warn("op=demote key=\"%.*s\" err=%d", o->keylen, object_key(o), result);
+	list_del(&o->link);
+	if (t->nwaiters) { /* an explicit evict: the key stays in DRAM and the caller hears why */
+		list_add_head(&m->lru[MMC_MEDIA_DRAM], &o->link);
+		return result ? result : MMC_ERROR;
+	}
+	object_drop(m, o); /* an eviction victim that could not move is evicted */
+	return 0;
+}
+
+/* The stage of one get: a transient DRAM copy, leased by the reader and freed when the lease ends. */
+static void serve_stage(struct meta *m, struct task *t, struct waiter *w)
+{
+	struct key_result *res = &w->req->res[w->idx];
+	struct object *o = t->o, *z = w->req->c ? object_new(object_key(o), o->keylen, 1) : NULL;
+
+	if (!z) {
+		release_raw(t->svc, MMC_MEDIA_DRAM, t->dst_offset);
+		objects_space_freed(m);
+		res->result = MMC_MALLOC_FAILED;
+		return;
+	}
+	z->id = ++m->next_object_id;
+	z->size = o->size;
+	z->state = MMC_BLOB_REMOVING;
+	z->blobs[0].svc = t->svc;
+	z->blobs[0].offset = t->dst_offset;
+	z->blobs[0].media = MMC_MEDIA_DRAM;
+	list_add_tail(&t->svc->blobs, &z->blobs[0].svc_link);
+	t->svc->nblobs++;
+	list_add_tail(&m->zombies, &z->link);
+	serve_get(m, w->req, w->idx, z, 0);
+}
+
+static void finish_read(struct meta *m, struct task *t, int result)
+{
+	struct object *o = t->o;
+	struct blob *b = only_blob(o);
+	bool ok = result == 0 && t->svc && o->state == MMC_BLOB_READABLE && b && b->media == MMC_MEDIA_SSD;
+	int code = result ? result : MMC_OBJECT_NOT_EXISTS;
+
+	if (t->kind == T_PROMOTE)
+		o->promoting = false;
+	if (!ok) {
+		release_raw(t->svc, MMC_MEDIA_DRAM, t->dst_offset);
+		objects_space_freed(m);
+		for (size_t i = 0; i < t->nwaiters; i++)
+			t->waiters[i].req->res[t->waiters[i].idx].result = code;
+		return;
+	}
+	if (t->kind == T_STAGE) {
+		for (size_t i = 0; i < t->nwaiters; i++)
+			serve_stage(m, t, &t->waiters[i]);
+		return;
+	}
+	/* promote: nothing else reads the SSD copy (a promote starts only on an idle object) */
+	release_raw(b->svc, MMC_MEDIA_SSD, b->offset);
+	b->media = MMC_MEDIA_DRAM;
+	b->offset = t->dst_offset;
+	list_del(&o->link);
+	list_add_head(&m->lru[MMC_MEDIA_DRAM], &o->link);
+	if (o->persisted)
+		object_persist(m, o);
+	for (size_t i = 0; i < t->nwaiters; i++) {
+		struct tier_req *r = t->waiters[i].req;
+
+		if (r->get)
+			serve_get(m, r, t->waiters[i].idx, o, (int)(b - o->blobs));
+		else
+			r->res[t->waiters[i].idx].result = 0;
+	}
+}
+
+static void complete(struct meta *m, struct task *t, int result)
+{
+	struct object *o = t->o;
+
+	list_del(&t->link);
+	o->busy--;
+	if (t->kind == T_DEMOTE) {
+		int code = finish_demote(m, t, result);
+
+		for (size_t i = 0; i < t->nwaiters; i++)
+			t->waiters[i].req->res[t->waiters[i].idx].result = code;
+	} else {
+		finish_read(m, t, result);
+	}
+	for (size_t i = 0; i < t->nwaiters; i++) {
+		t->waiters[i].req->pending--;
+		req_settle(m, t->waiters[i].req);
+	}
+	if (o->state == MMC_BLOB_REMOVING)
+		object_unpin(m, o);
+	free(t->waiters);
+	free(t);
+}
+
+void tier_task_done(struct meta *m, uint64_t id, int result)
+{
+	for (struct list *it = m->tasks.next; it != &m->tasks; it = it->next) {
+		struct task *t = list_entry(it, struct task, link);
+
+		if (t->id == id) {
+			complete(m, t, result);
+			return;
+		}
+	}
+}
+
+void tier_service_gone(struct meta *m, struct service *svc)
+{
+	struct list *it, *next;
+
+	for (it = m->tasks.next; it != &m->tasks; it = next) {
+		struct task *t = list_entry(it, struct task, link);
+
+		next = it->next;
+		if (t->svc == svc) {
+			t->svc = NULL; /* its reservations go with the service's allocators */
+			complete(m, t, MMC_ERROR);
+		}
+	}
+}
+
+void tier_conn_closed(struct meta *m, struct conn *c)
+{
+	for (struct list *it = m->tier_reqs.next; it != &m->tier_reqs; it = it->next) {
+		struct tier_req *r = list_entry(it, struct tier_req, link);
+
+		if (r->c == c)
+			r->c = NULL;
+	}
+}
+
+void tier_fini(struct meta *m)
+{
+	while (!list_empty(&m->tasks)) {
+		struct task *t = list_entry(m->tasks.next, struct task, link);
+
+		list_del(&t->link);
+		free(t->waiters);
+		free(t);
+	}
+	while (!list_empty(&m->tier_reqs)) {
+		struct tier_req *r = list_entry(m->tier_reqs.next, struct tier_req, link);
+
+		list_del(&r->link);
+		free(r);
+	}
+}
+
+/* ---- requests ---- */
+
+static struct object *lookup(struct meta *m, const char *key, int32_t *result)
+{
+	size_t len = key ? strlen(key) : 0;
+	struct object *o;
+
+	if (len == 0 || len > MMC_WIRE_KEY_MAX) {
+		*result = MMC_INVALID_PARAM;
+		return NULL;
+	}
+	o = object_find(m, key, len);
+	*result = o && object_readable(o) ? 0 : MMC_OBJECT_NOT_EXISTS;
+	return *result ? NULL : o;
+}
+
+void tier_get(struct conn *c, const Mmc__Frame *f, const Mmc__KeyBatch *kb)
+{
+	struct meta *m = c->m;
+	struct tier_req *r = req_new(c, f, kb);
+	bool rewarm = dram_below_watermark(m);
+
+	if (!r) {
+		rpc_reply_code(c, f->id, MMC_MALLOC_FAILED);
+		return;
+	}
+	for (size_t i = 0; i < r->n; i++) {
+		struct object *o = lookup(m, kb->items[i]->key, &r->res[i].result);
+		int rc;
+
+		if (!o)
+			continue;
+		object_touch(m, o);
+		if (!tier_on_ssd(o)) {
+			serve_get(m, r, i, o, object_pick_blob(m, o, &c->session));
+			continue;
+		}
+		if ((rc = start_read(m, o, r, i, rewarm)))
+			r->res[i].result = rc;
+	}
+	req_park(m, r);
+}
+
+static int evict_one(struct meta *m, struct object *o, struct tier_req *r, size_t i)
+{
+	struct task *t;
+	int rc;
+
+	if (tier_on_ssd(o))
+		return 0; /* already there */
+	if ((t = task_of(m, o, T_DEMOTE)))
+		return task_wait(t, r, i);
+	rc = start_demote(m, o, r, i);
+	if (rc == MMC_NOT_STARTED || rc == MMC_NOT_ENOUGH_MEMORY) {
+		/* no SSD on its service, no room there, or several replicas: the seed's rule, remove from DRAM */
+		object_drop(m, o);
+		return 0;
+	}
+	return rc;
+}
+
+void tier_move(struct conn *c, const Mmc__Frame *f, const Mmc__KeyBatch *kb)
+{
+	struct meta *m = c->m;
+	struct tier_req *r = req_new(c, f, kb);
 	bool evict = f->body_case == MMC__FRAME__BODY_EVICT;
 
-	if (f->body_case != MMC__FRAME__BODY_EVICT && f->body_case != MMC__FRAME__BODY_PREFETCH)
-		return MMC_INVALID_PARAM;
-	for (size_t i = 0; i < req->n_items; i++) {
-		const char *key = req->items[i]->key;
-		size_t len = key ? strlen(key) : 0;
-		struct object *o;
-
-		if (len == 0 || len > MMC_WIRE_KEY_MAX) {
-			res[i].result = MMC_INVALID_PARAM;
-			continue;
-		}
-		o = object_find(c->m, key, len);
-		if (!o || !object_readable(o)) {
-			res[i].result = MMC_OBJECT_NOT_EXISTS;
-			continue;
-		}
-		res[i].result = 0;
-		if (evict && object_media(o) == MMC_MEDIA_DRAM)
-			object_drop(c->m, o); /* leased bytes stay pinned until their readers finish */
+	if (!r) {
+		rpc_reply_code(c, f->id, MMC_MALLOC_FAILED);
+		return;
 	}
-	return 0;
+	for (size_t i = 0; i < r->n; i++) {
+		struct object *o = lookup(m, kb->items[i]->key, &r->res[i].result);
+
+		if (!o)
+			continue;
+		if (evict)
+			r->res[i].result = evict_one(m, o, r, i);
+		else if (tier_on_ssd(o))
+			r->res[i].result = start_read(m, o, r, i, true);
+	}
+	req_park(m, r);
 }

@@ -42,6 +42,7 @@ static void cmd_init(char *args)
 	cfg.dram_size = dram;
 	cfg.retry_ms = 10000;
 	cfg.heartbeat_ms = 100;
+	cfg.rma_timeout_ms = 2000;
 	s = mmc_create();
 	rc = mmc_setup(s, &cfg);
 	if (!rc)

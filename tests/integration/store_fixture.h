@@ -19,6 +19,7 @@ static inline mmc_local_config fixture_config(const char *url, uint64_t pool)
 	c.dram_size = pool;
 	c.retry_ms = 5000;
 	c.heartbeat_ms = 100;
+	c.rma_timeout_ms = 2000;
 	return c;
 }
 

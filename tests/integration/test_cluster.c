@@ -83,6 +83,7 @@ Test(cluster, replicas_survive_the_kill_of_one_owner, .fini = stop, .timeout = 9
 struct traffic {
 	const char *url;
 	atomic_bool stop;
+	atomic_bool pause, paused;
 	atomic_int ok, missing, other, rounds;
 };
 
@@ -98,6 +99,11 @@ static void *run_traffic(void *arg)
 	int res[16];
 
 	for (int round = 0; !atomic_load(&t->stop); round++) {
+		atomic_store(&t->paused, atomic_load(&t->pause));
+		if (atomic_load(&t->pause)) {
+			usleep(1000);
+			continue;
+		}
 		for (int i = 0; i < 16; i++) {
 			snprintf(names[i], sizeof(names[i]), "t/%d/%d", round, i);
 			keys[i] = names[i];
@@ -111,10 +117,11 @@ static void *run_traffic(void *arg)
 		for (int i = 0; i < 16; i++) {
 			if (res[i] == 0 && pattern_check(bufs[i], sizeof(bufs[i]), (uint64_t)(round * 16 + i)) == 8192)
 				atomic_fetch_add(&t->ok, 1);
-			else if (res[i] == MMC_OBJECT_NOT_EXISTS || res[i] == MMC_ERROR || res[i] == MMC_LINK_NOT_FOUND)
-				atomic_fetch_add(&t->missing, 1); /* its service just died */
-			else
-				atomic_fetch_add(&t->other, 1);
+			else if (res[i] == MMC_OBJECT_NOT_EXISTS || res[i] == MMC_ERROR ||
+			         res[i] == MMC_LINK_NOT_FOUND || res[i] == MMC_TIMEOUT)
+				atomic_fetch_add(&t->missing, 1); /* its service just died (mid-transfer: a timeout) */
+			else if (atomic_fetch_add(&t->other, 1) < 5)
+				fprintf(stderr, "key %s: %d\n", keys[i], res[i]);
 		}
 		atomic_fetch_add(&t->rounds, 1);
 	}
@@ -141,7 +148,19 @@ Test(cluster, services_join_and_leave_during_traffic, .fini = stop, .timeout = 1
 	pthread_create(&th, NULL, run_traffic, &t);
 	while (atomic_load(&t.rounds) < 20)
 		usleep(10000);
-	node_kill(&c); /* dies mid-traffic */
+	/*
+	 * libfabric 1.17's shm provider queues the answers of all peers in one ring per endpoint: an operation in
+	 * flight to a process that dies blocks every later answer (docs/operations.md). So over shm the client is
+	 * quiet at the instant of the kill; over tcp the kill lands mid-transfer.
+	 */
+	if (strcmp(getenv("MMC_PROTOCOL") ? getenv("MMC_PROTOCOL") : "", "host_shm") == 0) {
+		atomic_store(&t.pause, true);
+		while (!atomic_load(&t.paused))
+			usleep(1000);
+	}
+	node_kill(&c);
+	usleep(200000); /* the meta server sees the connection drop */
+	atomic_store(&t.pause, false);
 	before = atomic_load(&t.rounds);
 	while (atomic_load(&t.rounds) < before + 20)
 		usleep(10000);

@@ -14,11 +14,49 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static const char *binary(const char *env, const char *fallback)
-{
-	const char *p = getenv(env);
+extern char **environ;
 
-	return p && *p ? p : fallback;
+/*
+ * The path to exec, resolved before fork(): tests fork from multi-threaded processes, where the child may only make
+ * async-signal-safe calls (no PATH search, no malloc, no putenv) before execve().
+ */
+static const char *binary(const char *env, const char *fallback, char *buf, size_t len)
+{
+	const char *p = getenv(env), *path = getenv("PATH");
+
+	if (p && *p)
+		fallback = p;
+	if (strchr(fallback, '/') || !path)
+		return fallback;
+	for (const char *dir = path; *dir;) {
+		size_t n = strcspn(dir, ":");
+
+		snprintf(buf, len, "%.*s/%s", (int)n, dir, fallback);
+		if (access(buf, X_OK) == 0)
+			return buf;
+		dir += n + (dir[n] == ':');
+	}
+	return fallback;
+}
+
+/* environ plus extras ("K=V"), built before fork(). The caller frees the array (not the strings). */
+static char **environment_with(const char *const *extra)
+{
+	size_t n = 0, k = 0;
+	char **env;
+
+	while (environ[n])
+		n++;
+	while (extra && extra[k])
+		k++;
+	env = calloc(n + k + 1, sizeof(*env));
+	if (!env)
+		return NULL;
+	for (size_t i = 0; i < k; i++)
+		env[i] = (char *)extra[i];
+	for (size_t i = 0; i < n; i++)
+		env[k + i] = environ[i];
+	return env;
 }
 
 uint16_t free_port(void)
@@ -74,14 +112,14 @@ static uint16_t field_port(const char *line, const char *name)
 static int spawn_metaserver(struct metaserver *m, const char *const *extra)
 {
 	const char *argv[64];
-	char url[96], dd[300];
-	int out[2], argc = 0;
+	char url[96], dd[300], exe[4096];
+	int out[2], argc = 0, log;
 	pid_t pid;
 
 	snprintf(url, sizeof(url), "ock.mmc.meta_service_url=tcp://127.0.0.1:%u", m->rpc_port);
 	snprintf(dd, sizeof(dd), "%s/data", m->dir);
 	snprintf(m->log, sizeof(m->log), "%s/metaserver.log", m->dir);
-	argv[argc++] = binary("MMC_METASERVER", "mmc-metaserver");
+	argv[argc++] = binary("MMC_METASERVER", "mmc-metaserver", exe, sizeof(exe));
 	argv[argc++] = "--data-dir";
 	argv[argc++] = dd;
 	argv[argc++] = "--env";
@@ -93,18 +131,19 @@ static int spawn_metaserver(struct metaserver *m, const char *const *extra)
 	argv[argc] = NULL;
 	if (pipe(out))
 		return -1;
+	log = open(m->log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
 	pid = fork();
 	if (pid == 0) {
-		int log = open(m->log, O_WRONLY | O_CREAT | O_APPEND, 0644);
-
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		dup2(out[1], 1);
 		if (log >= 0)
 			dup2(log, 2);
 		close(out[0]);
-		execvp(argv[0], (char *const *)argv);
+		execve(argv[0], (char *const *)argv, environ);
 		_exit(127);
 	}
+	if (log >= 0)
+		close(log);
 	close(out[1]);
 	m->pid = pid;
 	if (pid < 0 || read_line_fd(out[0], m->ready, sizeof(m->ready), 10000) < 0 ||
@@ -204,11 +243,16 @@ int metaserver_cleanup(struct metaserver *m)
 
 int node_start(struct node *n, const char *const *env)
 {
+	char exe[4096], *argv[] = {"mmc-test-node", NULL};
+	const char *path = binary("MMC_TEST_NODE", "mmc-test-node", exe, sizeof(exe));
+	char **envp = environment_with(env);
 	int in[2], out[2];
 	pid_t pid;
 
-	if (pipe(in) || pipe(out))
+	if (!envp || pipe(in) || pipe(out)) {
+		free(envp);
 		return -1;
+	}
 	pid = fork();
 	if (pid == 0) {
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -216,11 +260,10 @@ int node_start(struct node *n, const char *const *env)
 		dup2(out[1], 1);
 		close(in[1]);
 		close(out[0]);
-		for (int i = 0; env && env[i]; i++)
-			putenv((char *)env[i]);
-		execlp(binary("MMC_TEST_NODE", "mmc-test-node"), "mmc-test-node", (char *)NULL);
+		execve(path, argv, envp);
 		_exit(127);
 	}
+	free(envp);
 	close(in[0]);
 	close(out[1]);
 	if (pid < 0)
@@ -262,12 +305,23 @@ int node_stop(struct node *n)
 	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
+/* A process killed with SIGKILL leaves its libfabric shm regions ("<pid>:<domain>:<ep>") behind. */
+static void remove_shm_of(pid_t pid)
+{
+	char cmd[96];
+
+	snprintf(cmd, sizeof(cmd), "rm -f /dev/shm/%d:* 2>/dev/null", (int)pid);
+	if (system(cmd)) {
+	}
+}
+
 void node_kill(struct node *n)
 {
 	if (n->pid <= 0)
 		return;
 	kill(n->pid, SIGKILL);
 	waitpid(n->pid, NULL, 0);
+	remove_shm_of(n->pid);
 	fclose(n->in);
 	fclose(n->out);
 	n->pid = 0;

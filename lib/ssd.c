@@ -1,0 +1,216 @@
+#include "ssd.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/fs.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "meta_conn.h"
+#include "mmc/mmc.h"
+#include "wire.h"
+
+#define IO_ALIGN 4096u
+
+struct ssd_task {
+	struct ssd_task *next;
+	uint64_t id;
+	mmc_BlobTask t;
+};
+
+struct ssd {
+	int fd;
+	uint64_t size;
+	struct meta_conn *mc;
+	unsigned char *pool;
+	size_t pool_size;
+	pthread_t worker;
+	bool started, stop;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	struct ssd_task *head, *tail;
+};
+
+static int open_file(const char *path, uint64_t size, int *fd_out)
+{
+	struct stat st;
+	uint64_t have = 0;
+	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_DIRECT, 0600);
+
+	if (fd < 0 && errno == EINVAL) /* tmpfs and friends have no O_DIRECT */
+		fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (fd < 0 || fstat(fd, &st)) {
+		lg_error("ssd tier: cannot open \"%s\": %s", path, strerror(errno));
+		goto fail;
+	}
+	if (S_ISBLK(st.st_mode)) {
+		if (ioctl(fd, BLKGETSIZE64, &have) || have < size) {
+			lg_error("ssd tier: block device \"%s\" is smaller than %llu bytes", path,
+			         (unsigned long long)size);
+			goto fail;
+		}
+	} else if ((uint64_t)st.st_size < size && ftruncate(fd, (off_t)size)) {
+		lg_error("ssd tier: cannot size \"%s\" to %llu bytes: %s", path, (unsigned long long)size,
+		         strerror(errno));
+		goto fail;
+	}
+	*fd_out = fd;
+	return 0;
+fail:
+	if (fd >= 0)
+		close(fd);
+	return MMC_INVALID_PARAM;
+}
+
+int ssd_open(struct ssd **out, const char *path, uint64_t size)
+{
+	struct ssd *d = calloc(1, sizeof(*d));
+	int rc;
+
+	if (!d)
+		return MMC_MALLOC_FAILED;
+	d->size = size & ~(uint64_t)(IO_ALIGN - 1);
+	if ((rc = open_file(path, d->size, &d->fd))) {
+		free(d);
+		return rc;
+	}
+	pthread_mutex_init(&d->lock, NULL);
+	pthread_cond_init(&d->cond, NULL);
+	*out = d;
+	return 0;
+}
+
+uint64_t ssd_size(const struct ssd *d)
+{
+	return d->size;
+}
+
+/* Moves len bytes between the pool and the file; lengths are whole 4 KiB pages (what both sides reserved). */
+static int transfer(struct ssd *d, bool to_ssd, uint64_t pool_off, uint64_t file_off, uint64_t len)
+{
+	len = (len + IO_ALIGN - 1) & ~(uint64_t)(IO_ALIGN - 1);
+	if (pool_off % IO_ALIGN || file_off % IO_ALIGN || pool_off > d->pool_size || len > d->pool_size - pool_off ||
+	    file_off > d->size || len > d->size - file_off)
+		return MMC_INVALID_PARAM;
+	while (len) {
+		ssize_t n = to_ssd ? pwrite(d->fd, d->pool + pool_off, len, (off_t)file_off)
+		                   : pread(d->fd, d->pool + pool_off, len, (off_t)file_off);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			lg_error("ssd tier: %s failed: %s", to_ssd ? "write" : "read",
+			         n ? strerror(errno) : "end of file");
+			return MMC_ERROR;
+		}
+		pool_off += (uint64_t)n;
+		file_off += (uint64_t)n;
+		len -= (uint64_t)n;
+	}
+	return 0;
+}
+
+static int run(struct ssd *d, const mmc_BlobTask *t)
+{
+	if (t->op != MMC_TASK_COPY)
+		return MMC_INVALID_PARAM;
+	if (t->src_media == MMC_MEDIA_DRAM && t->dst_media == MMC_MEDIA_SSD)
+		return transfer(d, true, t->src_offset, t->dst_offset, t->size);
+	if (t->src_media == MMC_MEDIA_SSD && t->dst_media == MMC_MEDIA_DRAM)
+		return transfer(d, false, t->dst_offset, t->src_offset, t->size);
+	return MMC_INVALID_PARAM;
+}
+
+static void *worker_main(void *arg)
+{
+	struct ssd *d = arg;
+
+	pthread_mutex_lock(&d->lock);
+	for (;;) {
+		struct ssd_task *t;
+
+		while (!d->head && !d->stop)
+			pthread_cond_wait(&d->cond, &d->lock);
+		if (!d->head || d->stop)
+			break;
+		t = d->head;
+		d->head = t->next;
+		if (!d->head)
+			d->tail = NULL;
+		pthread_mutex_unlock(&d->lock);
+		meta_reply(d->mc, t->id, run(d, &t->t));
+		free(t);
+		pthread_mutex_lock(&d->lock);
+	}
+	pthread_mutex_unlock(&d->lock);
+	return NULL;
+}
+
+int ssd_start(struct ssd *d, struct meta_conn *mc, void *pool, size_t pool_size)
+{
+	d->mc = mc;
+	d->pool = pool;
+	d->pool_size = pool_size;
+	if (pthread_create(&d->worker, NULL, worker_main, d))
+		return MMC_ERROR;
+	d->started = true;
+	return 0;
+}
+
+void ssd_on_task(void *owner, uint64_t id, const uint8_t *data, size_t len)
+{
+	struct ssd *d = owner;
+	struct ssd_task *t = calloc(1, sizeof(*t));
+	pb_istream_t st = pb_istream_from_buffer(data, len);
+
+	if (!t || !pb_decode(&st, mmc_BlobTask_fields, &t->t)) {
+		free(t);
+		meta_reply(d->mc, id, MMC_INVALID_PARAM);
+		return;
+	}
+	t->id = id;
+	pthread_mutex_lock(&d->lock);
+	if (d->tail)
+		d->tail->next = t;
+	else
+		d->head = t;
+	d->tail = t;
+	pthread_cond_signal(&d->cond);
+	pthread_mutex_unlock(&d->lock);
+}
+
+void ssd_stop(struct ssd *d)
+{
+	if (!d)
+		return;
+	pthread_mutex_lock(&d->lock);
+	d->stop = true;
+	pthread_cond_signal(&d->cond);
+	pthread_mutex_unlock(&d->lock);
+	if (d->started)
+		pthread_join(d->worker, NULL);
+	d->started = false;
+}
+
+void ssd_close(struct ssd *d)
+{
+	if (!d)
+		return;
+	ssd_stop(d);
+	while (d->head) {
+		struct ssd_task *t = d->head;
+
+		d->head = t->next;
+		free(t);
+	}
+	close(d->fd);
+	pthread_mutex_destroy(&d->lock);
+	pthread_cond_destroy(&d->cond);
+	free(d);
+}

@@ -1,0 +1,29 @@
+/*
+ * A local service's SSD tier: a file (or block device) the meta server allocates in like a pool. The bytes move
+ * between the DRAM pool and the SSD only on the meta server's request (a BlobTask: demote on eviction, rewarm or
+ * stage on get, explicit evict / prefetch), executed with aligned pread / pwrite (O_DIRECT where the file system
+ * allows it) on a worker thread, never on the reader or progress thread. Thread-safe.
+ */
+#ifndef MMC_SSD_H
+#define MMC_SSD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct ssd;
+struct meta_conn;
+
+/* Opens path, creating a regular file of size bytes (a block device must be at least that large). */
+int ssd_open(struct ssd **out, const char *path, uint64_t size);
+/* Starts the worker; tasks read and write pool[0..pool_size) and answer on mc. */
+int ssd_start(struct ssd *d, struct meta_conn *mc, void *pool, size_t pool_size);
+/* Stops the worker (before the meta connection closes: it answers on it). NULL is ignored. */
+void ssd_stop(struct ssd *d);
+/* Stops if needed, drops queued tasks and closes the file (after the meta connection closed). NULL is ignored. */
+void ssd_close(struct ssd *d);
+uint64_t ssd_size(const struct ssd *d);
+
+/* meta_task_fn: decodes a BlobTask and queues it. */
+void ssd_on_task(void *owner, uint64_t id, const uint8_t *data, size_t len);
+
+#endif

@@ -1,0 +1,33 @@
+/*
+ * A KeyResult kept outside the per-request arena, for requests that reply later (an allocation waiting for room,
+ * a get waiting for an SSD read). Loop thread only.
+ */
+#ifndef MMC_KEY_RESULT_H
+#define MMC_KEY_RESULT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "meta.h"
+
+struct conn;
+
+struct key_result {
+	int32_t result;
+	uint64_t size;
+	uint64_t lease_ms;
+	uint64_t token;
+	uint32_t nblobs;
+	struct {
+		uint32_t rank, media, state;
+		uint64_t incarnation, offset;
+	} blobs[MMC_WIRE_REPLICAS];
+};
+
+/* Records o's size, token and live blobs (only blob `pick` when pick >= 0). */
+void key_result_note(struct key_result *r, const struct object *o, int pick);
+/* Sends KeyBatchReply{results} for request id (nothing when id is 0). Uses and resets nothing of the arena's
+ * previous content; the caller resets the arena when it is outside request handling. */
+void key_results_send(struct conn *c, uint64_t id, const struct key_result *r, size_t n);
+
+#endif

@@ -1,0 +1,42 @@
+/*
+ * The SSD tier: moves of single-replica objects between a local service's DRAM pool and its SSD file, executed by
+ * that service (BlobTask) while the loop goes on.
+ *   demote  DRAM -> SSD  eviction victims (when the service has SSD room), mmc_evict_keys
+ *   promote SSD -> DRAM  a get while DRAM is below ock.mmc.rewarm.dram_watermark, mmc_prefetch_keys
+ *   stage   SSD -> DRAM  a get above the watermark: a transient DRAM copy, freed when the reader's lease ends
+ * An object's bytes are never freed while a task or a reader uses them: tasks pin the object (busy), and a demoted
+ * object's old DRAM range stays with its readers' leases until they end. Loop thread only.
+ */
+#ifndef MMC_TIER_H
+#define MMC_TIER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "meta.h"
+#include "mmc.pb-c.h"
+
+struct conn;
+
+void tier_init(struct meta *m);
+/* Shutdown: forgets tasks and waiting requests (no replies). */
+void tier_fini(struct meta *m);
+
+/* True when o lives on SSD. */
+bool tier_on_ssd(const struct object *o);
+/* Starts demoting eviction victim o to its service's SSD. False when it cannot (no SSD, no room, replicas). */
+bool tier_demote_victim(struct meta *m, struct object *o);
+
+/* A GET batch with at least one SSD-resident key: replies once the SSD reads are done. */
+void tier_get(struct conn *c, const Mmc__Frame *f, const Mmc__KeyBatch *req);
+/* EVICT and PREFETCH batches. */
+void tier_move(struct conn *c, const Mmc__Frame *f, const Mmc__KeyBatch *req);
+
+/* A local service answered task id. */
+void tier_task_done(struct meta *m, uint64_t id, int result);
+/* The connection closed: its waiting requests will not be answered. */
+void tier_conn_closed(struct meta *m, struct conn *c);
+/* The service is leaving: its tasks fail now (their reservations die with its allocators). */
+void tier_service_gone(struct meta *m, struct service *svc);
+
+#endif
