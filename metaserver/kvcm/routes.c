@@ -16,6 +16,7 @@ const struct route meta_routes[] = {
     {"getCacheMeta", api_get_cache_meta, api_get_cache_meta_empty, I},
     {"getCacheMetaDetail", api_get_cache_meta_detail, api_get_cache_meta_detail_empty, I},
     {"getClusterInfo", api_get_cluster_info, api_get_cluster_info_empty, 0},
+    {"reportEvent", api_report_event, api_report_event_empty, I},
     {NULL, NULL, NULL, 0},
 };
 
