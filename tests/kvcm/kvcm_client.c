@@ -127,6 +127,8 @@ json_t *hc_call(struct hc *c, const char *api, const char *fmt, ...)
 	status = hc_request(c, "POST", path, body, (size_t)n, &resp);
 	if (status == 200)
 		j = json_loads(resp, 0, NULL);
+	else if (getenv("KVCM_TEST_DEBUG"))
+		fprintf(stderr, "%s -> HTTP %d: %s\nbody: %s\n", path, status, resp ? resp : "", body);
 	free(resp);
 	free(body);
 	return j;
