@@ -297,7 +297,7 @@ static void run_call(struct http_server *s, struct evhttp_request *req, const st
 	c->writes0 = s->k->store_writes;
 	jw_init(&c->out);
 	c->body = jd_parse((const char *)evbuffer_pullup(in, (ev_ssize_t)len), len);
-	if (!c->body)
+	if (!c->body || (jd_get(c->body, "trace_id") && !json_is_string(jd_get(c->body, "trace_id"))))
 		call_bad_request(c);
 	else if (!(r->flags & ROUTE_INSTANCE) || precheck_instance(c))
 		r->fn(c);

@@ -100,9 +100,9 @@ int hc_request(struct hc *c, const char *method, const char *path, const char *b
 		if (c->fd < 0 && hc_connect(c, c->port))
 			return -1;
 		n = snprintf(head, sizeof(head),
-			     "%s %s HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-			     "Content-Length: %zu\r\n\r\n",
-			     method, path, body ? len : 0);
+		             "%s %s HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+		             "Content-Length: %zu\r\n\r\n",
+		             method, path, body ? len : 0);
 		if (send_all(c->fd, head, (size_t)n) == 0 && (!body || send_all(c->fd, body, len) == 0) &&
 		    (status = read_reply(c->fd, out)) > 0)
 			return status;
@@ -136,16 +136,16 @@ json_t *hc_call(struct hc *c, const char *api, const char *fmt, ...)
 
 const char *code_of(json_t *r)
 {
-	const char *s = json_string_value(json_object_get(json_object_get(json_object_get(r, "header"), "status"),
-							  "code"));
+	const char *s =
+	    json_string_value(json_object_get(json_object_get(json_object_get(r, "header"), "status"), "code"));
 
 	return s ? s : "";
 }
 
 const char *message_of(json_t *r)
 {
-	const char *s = json_string_value(
-		json_object_get(json_object_get(json_object_get(r, "header"), "status"), "message"));
+	const char *s =
+	    json_string_value(json_object_get(json_object_get(json_object_get(r, "header"), "status"), "message"));
 
 	return s ? s : "";
 }
@@ -207,10 +207,10 @@ void kvcm_srv_stop(struct kvcm_srv *s)
 bool register_simple(struct hc *c, const char *group, const char *id, long spec_size)
 {
 	json_t *r = hc_call(c, "registerInstance",
-			    "{\"trace_id\":\"reg\",\"instance_group\":\"%s\",\"instance_id\":\"%s\","
-			    "\"model_deployment\":{\"model_name\":\"m\",\"dtype\":\"fp16\"},\"block_size\":8,"
-			    "\"location_spec_infos\":[{\"name\":\"tp0\",\"size\":%ld}]}",
-			    group, id, spec_size);
+	                    "{\"trace_id\":\"reg\",\"instance_group\":\"%s\",\"instance_id\":\"%s\","
+	                    "\"model_deployment\":{\"model_name\":\"m\",\"dtype\":\"fp16\"},\"block_size\":8,"
+	                    "\"location_spec_infos\":[{\"name\":\"tp0\",\"size\":%ld}]}",
+	                    group, id, spec_size);
 	bool ok = r && strcmp(code_of(r), "OK") == 0;
 
 	json_decref(r);
@@ -220,7 +220,7 @@ bool register_simple(struct hc *c, const char *group, const char *id, long spec_
 bool write_keys(struct hc *c, const char *id, const char *keys_json)
 {
 	json_t *r = hc_call(c, "startWriteCache",
-			    "{\"instance_id\":\"%s\",\"block_keys\":%s,\"write_timeout_seconds\":30}", id, keys_json);
+	                    "{\"instance_id\":\"%s\",\"block_keys\":%s,\"write_timeout_seconds\":30}", id, keys_json);
 	json_t *f;
 	size_t n;
 	bool ok;
@@ -231,8 +231,8 @@ bool write_keys(struct hc *c, const char *id, const char *keys_json)
 	}
 	n = json_array_size(json_object_get(r, "locations"));
 	f = hc_call(c, "finishWriteCache",
-		    "{\"instance_id\":\"%s\",\"write_session_id\":\"%s\",\"success_blocks\":{\"offset\":%zu}}", id,
-		    json_string_value(json_object_get(r, "write_session_id")), n);
+	            "{\"instance_id\":\"%s\",\"write_session_id\":\"%s\",\"success_blocks\":{\"offset\":%zu}}", id,
+	            json_string_value(json_object_get(r, "write_session_id")), n);
 	ok = f && strcmp(code_of(f), "OK") == 0;
 	json_decref(r);
 	json_decref(f);

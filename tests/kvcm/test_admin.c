@@ -11,11 +11,11 @@ static void up(void)
 }
 
 #define GROUP(name, cands, version)                                                                                    \
-	"{\"instance_group\":{\"name\":\"" name "\",\"storage_candidates\":" cands ",\"global_quota_group_name\":"    \
-	"\"q\",\"max_instance_count\":10,\"quota\":{\"capacity\":1000000,\"quota_config\":[{\"storage_type\":"        \
-	"\"ST_NFS\",\"capacity\":500000}]},\"cache_config\":{\"reclaim_strategy\":{\"reclaim_policy\":"              \
-	"\"POLICY_LRU\",\"trigger_strategy\":{\"used_percentage\":0.8},\"delay_before_delete_ms\":100},"              \
-	"\"data_storage_strategy\":\"CPS_PREFER_3FS\",\"meta_indexer_config\":{\"max_key_count\":1000}},"            \
+	"{\"instance_group\":{\"name\":\"" name "\",\"storage_candidates\":" cands ",\"global_quota_group_name\":"     \
+	"\"q\",\"max_instance_count\":10,\"quota\":{\"capacity\":1000000,\"quota_config\":[{\"storage_type\":"         \
+	"\"ST_NFS\",\"capacity\":500000}]},\"cache_config\":{\"reclaim_strategy\":{\"reclaim_policy\":"                \
+	"\"POLICY_LRU\",\"trigger_strategy\":{\"used_percentage\":0.8},\"delay_before_delete_ms\":100},"               \
+	"\"data_storage_strategy\":\"CPS_PREFER_3FS\",\"meta_indexer_config\":{\"max_key_count\":1000}},"              \
 	"\"user_data\":\"u\",\"version\":" version "}}"
 
 Test(admin, storages, .init = up, .fini = srv_down)
@@ -24,20 +24,21 @@ Test(admin, storages, .init = up, .fini = srv_down)
 	char body[512];
 
 	snprintf(body, sizeof(body),
-		 "{\"storage\":{\"global_unique_name\":\"s2\",\"nfs\":{\"root_path\":\"%s/s2/\","
-		 "\"key_count_per_file\":1},\"check_storage_available_when_open\":true}}",
-		 srv.root);
+	         "{\"storage\":{\"global_unique_name\":\"s2\",\"nfs\":{\"root_path\":\"%s/s2/\","
+	         "\"key_count_per_file\":1},\"check_storage_available_when_open\":true}}",
+	         srv.root);
 	EXPECT_CODE(ADMIN("addStorage", "%s", body), "OK");
 	EXPECT_CODE(ADMIN("addStorage", "%s", body), "DUPLICATE_ENTITY");
 	EXPECT_CODE(ADMIN("addStorage", "{\"storage\":{\"global_unique_name\":\"d1\",\"dummy\":{}}}"), "OK");
-	EXPECT_CODE(ADMIN("addStorage", "{\"storage\":{\"global_unique_name\":\"m1\",\"mmc\":{\"key_prefix\":\"kv/\"}}}"),
-		    "OK");
+	EXPECT_CODE(
+	    ADMIN("addStorage", "{\"storage\":{\"global_unique_name\":\"m1\",\"mmc\":{\"key_prefix\":\"kv/\"}}}"),
+	    "OK");
 	EXPECT_CODE(ADMIN("addStorage", "{\"storage\":{\"global_unique_name\":\"x\"}}"), "INVALID_ARGUMENT");
 	EXPECT_CODE(ADMIN("addStorage", "{\"storage\":{\"global_unique_name\":\"x\",\"nfs\":{},\"dummy\":{}}}"),
-		    "INVALID_ARGUMENT");
+	            "INVALID_ARGUMENT");
 	EXPECT_CODE(ADMIN("addStorage", "{\"storage\":{\"global_unique_name\":\"x\",\"threefs\":{}}}"), "UNSUPPORTED");
 	EXPECT_CODE(ADMIN("addStorage", "{\"storage\":{\"global_unique_name\":\"x\",\"nfs\":{\"root_path\":\"rel\"}}}"),
-		    "INVALID_ARGUMENT");
+	            "INVALID_ARGUMENT");
 	r = ADMIN("listStorage", "{\"trace_id\":\"t\"}");
 	cr_assert_str_eq(code_of(r), "OK");
 	cr_expect_eq(json_array_size(jpath(r, "storage")), 4);
@@ -67,16 +68,16 @@ Test(admin, instance_groups, .init = up, .fini = srv_down)
 	g = jpath(r, "instance_group");
 	cr_expect_str_eq(json_string_value(jpath(g, "version")), "1");
 	cr_expect_str_eq(json_string_value(jpath(jpath(g, "quota"), "capacity")), "1000000");
-	cr_expect_str_eq(json_string_value(jpath(json_array_get(jpath(jpath(g, "quota"), "quota_config"), 0),
-						 "storage_type")),
-			 "ST_NFS");
+	cr_expect_str_eq(
+	    json_string_value(jpath(json_array_get(jpath(jpath(g, "quota"), "quota_config"), 0), "storage_type")),
+	    "ST_NFS");
 	cr_expect_str_eq(json_string_value(jpath(jpath(g, "cache_config"), "data_storage_strategy")), "CPS_PREFER_3FS");
 	json_decref(r);
 	/* updates need the current version */
 	EXPECT_CODE(ADMIN("updateInstanceGroup", "{\"current_version\":5,%s", GROUP("g1", "[\"nfs_01\"]", "2") + 1),
-		    "INVALID_ARGUMENT");
+	            "INVALID_ARGUMENT");
 	EXPECT_CODE(ADMIN("updateInstanceGroup", "{\"current_version\":1,%s", GROUP("g1", "[\"nfs_01\"]", "2") + 1),
-		    "OK");
+	            "OK");
 	r = ADMIN("getInstanceGroup", "{\"name\":\"g1\"}");
 	cr_expect_str_eq(json_string_value(jpath(jpath(r, "instance_group"), "version")), "2");
 	json_decref(r);
@@ -97,8 +98,8 @@ Test(admin, no_auto_create, .timeout = 30)
 
 	srv_up(env);
 	r = CALL("registerInstance", "{\"instance_group\":\"missing_group\",\"instance_id\":\"x\",\"block_size\":8,"
-				     "\"model_deployment\":{\"model_name\":\"m\",\"dtype\":\"d\"},"
-				     "\"location_spec_infos\":[{\"name\":\"tp0\",\"size\":1}]}");
+	                             "\"model_deployment\":{\"model_name\":\"m\",\"dtype\":\"d\"},"
+	                             "\"location_spec_infos\":[{\"name\":\"tp0\",\"size\":1}]}");
 	cr_expect_str_neq(code_of(r), "OK");
 	cr_expect(strstr(message_of(r), "missing_group"), "the message names the group: %s", message_of(r));
 	json_decref(r);
@@ -112,9 +113,9 @@ Test(admin, instances, .init = up, .fini = srv_down)
 	cr_assert(register_simple(&srv.meta, "default", "a", 100));
 	cr_assert(register_simple(&srv.meta, "other", "b", 100));
 	EXPECT_CODE(ADMIN("registerInstance", "{\"instance_group\":\"default\",\"instance_id\":\"c\",\"block_size\":8,"
-					      "\"model_deployment\":{\"model_name\":\"m\",\"dtype\":\"d\"},"
-					      "\"location_spec_infos\":[{\"name\":\"tp0\",\"size\":1}]}"),
-		    "OK");
+	                                      "\"model_deployment\":{\"model_name\":\"m\",\"dtype\":\"d\"},"
+	                                      "\"location_spec_infos\":[{\"name\":\"tp0\",\"size\":1}]}"),
+	            "OK");
 	r = ADMIN("listInstanceInfo", "{\"instance_group_name\":\"\"}");
 	cr_expect_eq(json_array_size(jpath(r, "instance_info")), 3);
 	json_decref(r);
@@ -131,9 +132,9 @@ Test(admin, instances, .init = up, .fini = srv_down)
 	EXPECT_CODE(ADMIN("removeInstance", "{\"instance_id\":\"a\"}"), "INSTANCE_NOT_EXIST");
 	/* the id can be registered again, with another config */
 	EXPECT_CODE(CALL("registerInstance", "{\"instance_group\":\"default\",\"instance_id\":\"a\",\"block_size\":16,"
-					     "\"model_deployment\":{\"model_name\":\"m2\",\"dtype\":\"d\"},"
-					     "\"location_spec_infos\":[{\"name\":\"tp0\",\"size\":1}]}"),
-		    "OK");
+	                                     "\"model_deployment\":{\"model_name\":\"m2\",\"dtype\":\"d\"},"
+	                                     "\"location_spec_infos\":[{\"name\":\"tp0\",\"size\":1}]}"),
+	            "OK");
 	r = CALL("getCacheLocation", "{\"instance_id\":\"a\",\"block_keys\":[1]}");
 	cr_expect_eq(json_array_size(jpath(r, "locations")), 0, "the new instance starts empty");
 	json_decref(r);

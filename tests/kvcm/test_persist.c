@@ -34,8 +34,8 @@ static void restart_and_check(bool kill9)
 	json_t *before, *after, *s, *hold;
 	char body[512];
 
-	snprintf(body, sizeof(body), "{\"storage\":{\"global_unique_name\":\"extra\",\"nfs\":{\"root_path\":\"%s/x/\"}}}",
-		 srv.root);
+	snprintf(body, sizeof(body),
+	         "{\"storage\":{\"global_unique_name\":\"extra\",\"nfs\":{\"root_path\":\"%s/x/\"}}}", srv.root);
 	EXPECT_CODE(ADMIN("addStorage", "%s", body), "OK");
 	EXPECT_CODE(ADMIN("disableStorage", "{\"storage_unique_name\":\"extra\"}"), "OK");
 	cr_assert(register_simple(&srv.meta, "persisted_group", "p", 4096));
@@ -59,14 +59,15 @@ static void restart_and_check(bool kill9)
 		json_t *st = json_array_get(jpath(after, "storage"), i);
 
 		cr_expect_eq(json_is_true(jpath(st, "is_available")),
-			     strcmp(json_string_value(jpath(st, "global_unique_name")), "extra") != 0,
-			     "availability survives the restart");
+		             strcmp(json_string_value(jpath(st, "global_unique_name")), "extra") != 0,
+		             "availability survives the restart");
 	}
 	/* the session is gone, and its WRITING block is swept */
-	EXPECT_CODE(CALL("finishWriteCache", "{\"instance_id\":\"p\",\"write_session_id\":\"%s\",\"success_blocks\":"
-					     "{\"offset\":1}}",
-			 json_string_value(jpath(s, "write_session_id"))),
-		    "INTERNAL_ERROR");
+	EXPECT_CODE(CALL("finishWriteCache",
+	                 "{\"instance_id\":\"p\",\"write_session_id\":\"%s\",\"success_blocks\":"
+	                 "{\"offset\":1}}",
+	                 json_string_value(jpath(s, "write_session_id"))),
+	            "INTERNAL_ERROR");
 	cr_expect_str_eq(meta_of(4, &hold), "{\"status\":\"CLS_NOT_FOUND\"}");
 	json_decref(hold);
 	/* and the key can be written again */

@@ -16,15 +16,15 @@ TestSuite(reclaim, .init = up, .fini = srv_down, .timeout = 30);
 
 /* An instance group over nfs_01 with the given limits. */
 static json_t *group_call(const char *api, const char *prefix, const char *name, long capacity, long nfs_capacity,
-			  double pct, long max_keys, int version)
+                          double pct, long max_keys, int version)
 {
 	return ADMIN(api,
-		     "{%s\"instance_group\":{\"name\":\"%s\",\"storage_candidates\":[\"nfs_01\"],"
-		     "\"quota\":{\"capacity\":%ld,\"quota_config\":[{\"storage_type\":\"ST_NFS\",\"capacity\":%ld}]},"
-		     "\"cache_config\":{\"reclaim_strategy\":{\"reclaim_policy\":1,\"trigger_strategy\":{"
-		     "\"used_percentage\":%g},\"delay_before_delete_ms\":100},\"meta_indexer_config\":{"
-		     "\"max_key_count\":%ld}},\"version\":%d}}",
-		     prefix, name, capacity, nfs_capacity, pct, max_keys, version);
+	             "{%s\"instance_group\":{\"name\":\"%s\",\"storage_candidates\":[\"nfs_01\"],"
+	             "\"quota\":{\"capacity\":%ld,\"quota_config\":[{\"storage_type\":\"ST_NFS\",\"capacity\":%ld}]},"
+	             "\"cache_config\":{\"reclaim_strategy\":{\"reclaim_policy\":1,\"trigger_strategy\":{"
+	             "\"used_percentage\":%g},\"delay_before_delete_ms\":100},\"meta_indexer_config\":{"
+	             "\"max_key_count\":%ld}},\"version\":%d}}",
+	             prefix, name, capacity, nfs_capacity, pct, max_keys, version);
 }
 
 static bool write_one(const char *id, int key)
@@ -72,14 +72,15 @@ Test(reclaim, writing_blocks_survive)
 	s = CALL("startWriteCache", "{\"instance_id\":\"w\",\"block_keys\":[5,6,7,8],\"write_timeout_seconds\":30}");
 	cr_assert_str_eq(code_of(s), "OK");
 	EXPECT_CODE(group_call("updateInstanceGroup", "\"current_version\":1,", "wg", 1 << 20, 1 << 20, 0.1, 8, 2),
-		    "OK");
+	            "OK");
 	usleep(800000);
 	for (int i = 1; i <= 4; i++)
 		cr_expect(!cached("w", i), "serving block %d is reclaimed", i);
-	EXPECT_CODE(CALL("finishWriteCache", "{\"instance_id\":\"w\",\"write_session_id\":\"%s\",\"success_blocks\":"
-					     "{\"offset\":4}}",
-			 json_string_value(jpath(s, "write_session_id"))),
-		    "OK");
+	EXPECT_CODE(CALL("finishWriteCache",
+	                 "{\"instance_id\":\"w\",\"write_session_id\":\"%s\",\"success_blocks\":"
+	                 "{\"offset\":4}}",
+	                 json_string_value(jpath(s, "write_session_id"))),
+	            "OK");
 	/* the session's blocks were WRITING during the reclaim: they survived it */
 	cr_expect(cached("w", 8));
 	json_decref(s);
@@ -112,7 +113,7 @@ Test(reclaim, byte_water_level_evicts_oldest_after_the_delay)
 	for (int i = 1; i <= 8; i++)
 		cr_assert(write_one("l", i));
 	EXPECT_CODE(group_call("updateInstanceGroup", "\"current_version\":1,", "lg", 100000, 100000, 0.5, 1000, 2),
-		    "OK");
+	            "OK");
 	usleep(300000); /* a reclaim pass has run; deletion waits delay_before_delete_ms (100 ms) */
 	usleep(500000);
 	for (int i = 1; i <= 8; i++)

@@ -106,10 +106,10 @@ static void run_all(const char *const *want, bool consistent)
 		api_of(ex, api, sizeof(api));
 		cr_expect(r != NULL, "%s: no JSON answer", api);
 		cr_expect_str_eq(code_of(r), want[i], "%s answered %s (%s), expected %s", api, code_of(r),
-				 message_of(r), want[i]);
+		                 message_of(r), want[i]);
 		if (strcmp(api, "startWriteCache") == 0 && json_is_string(json_object_get(r, "write_session_id")))
 			snprintf(session, sizeof(session), "%s",
-				 json_string_value(json_object_get(r, "write_session_id")));
+			         json_string_value(json_object_get(r, "write_session_id")));
 		json_decref(r);
 		free(ex);
 	}
@@ -119,16 +119,16 @@ static void run_all(const char *const *want, bool consistent)
 Test(seed, examples_verbatim, .timeout = 60)
 {
 	static const char *const want[] = {
-		"OK",                 /* registerInstance test_group/test_instance_id (group auto-created) */
-		"INSTANCE_NOT_EXIST", /* getInstanceInfo test_instance */
-		"INSTANCE_NOT_EXIST", /* getCacheLocation */
-		"INSTANCE_NOT_EXIST", /* startWriteCache test_instance_id_2 */
-		"INSTANCE_NOT_EXIST", /* finishWriteCache */
-		"INSTANCE_NOT_EXIST", /* removeCache */
-		"INSTANCE_NOT_EXIST", /* reportEvent */
-		"INSTANCE_NOT_EXIST", /* trimCache */
-		"INSTANCE_NOT_EXIST", /* getCacheMeta */
-		"INSTANCE_NOT_EXIST", /* getCacheMetaDetail */
+	    "OK",                 /* registerInstance test_group/test_instance_id (group auto-created) */
+	    "INSTANCE_NOT_EXIST", /* getInstanceInfo test_instance */
+	    "INSTANCE_NOT_EXIST", /* getCacheLocation */
+	    "INSTANCE_NOT_EXIST", /* startWriteCache test_instance_id_2 */
+	    "INSTANCE_NOT_EXIST", /* finishWriteCache */
+	    "INSTANCE_NOT_EXIST", /* removeCache */
+	    "INSTANCE_NOT_EXIST", /* reportEvent */
+	    "INSTANCE_NOT_EXIST", /* trimCache */
+	    "INSTANCE_NOT_EXIST", /* getCacheMeta */
+	    "INSTANCE_NOT_EXIST", /* getCacheMetaDetail */
 	};
 
 	run_all(want, false);

@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 static const char *const fast_expiry[] = {"kvcm.write_session.sweep_interval_ms=50",
-					  "kvcm.write_session.empty_timeout_ms=300", NULL};
+                                          "kvcm.write_session.empty_timeout_ms=300", NULL};
 
 static void up(void)
 {
@@ -20,8 +20,8 @@ TestSuite(write, .init = up, .fini = srv_down, .timeout = 30);
 
 static json_t *start(const char *keys)
 {
-	json_t *r = CALL("startWriteCache", "{\"instance_id\":\"w\",\"block_keys\":%s,\"write_timeout_seconds\":30}",
-			 keys);
+	json_t *r =
+	    CALL("startWriteCache", "{\"instance_id\":\"w\",\"block_keys\":%s,\"write_timeout_seconds\":30}", keys);
 
 	cr_assert_str_eq(code_of(r), "OK", "startWriteCache %s: %s", keys, message_of(r));
 	return r;
@@ -47,9 +47,9 @@ static void expect_mask(const char *keys, const char *want, size_t nlocs)
 Test(write, mask_matrix)
 {
 	cr_assert(write_keys(&srv.meta, "w", "[1,2]"));
-	expect_mask("[10,11]", "{\"offset\":0}", 2);          /* nothing cached */
-	expect_mask("[1,2]", "{\"offset\":2}", 0);            /* all cached */
-	expect_mask("[1,2,12]", "{\"offset\":2}", 1);         /* clean prefix */
+	expect_mask("[10,11]", "{\"offset\":0}", 2);  /* nothing cached */
+	expect_mask("[1,2]", "{\"offset\":2}", 0);    /* all cached */
+	expect_mask("[1,2,12]", "{\"offset\":2}", 1); /* clean prefix */
 	expect_mask("[13,1,2]", "{\"bool_masks\":{\"values\":[false,true,true]}}", 1);
 	expect_mask("[1,14,2]", "{\"bool_masks\":{\"values\":[true,false,true]}}", 1);
 	/* 10 and 11 are WRITING in an open session: existing for writers, so masked */
@@ -73,18 +73,18 @@ Test(write, repeated_key_is_written_once)
 static json_t *finish(json_t *started, const char *mask)
 {
 	return CALL("finishWriteCache", "{\"instance_id\":\"w\",\"write_session_id\":\"%s\",\"success_blocks\":%s}",
-		    json_string_value(jpath(started, "write_session_id")), mask);
+	            json_string_value(jpath(started, "write_session_id")), mask);
 }
 
 static size_t hits(const char *keys)
 {
-	json_t *r = CALL("getCacheLocation", "{\"instance_id\":\"w\",\"query_type\":\"QT_BATCH_GET\",\"block_keys\":%s}",
-			 keys);
+	json_t *r =
+	    CALL("getCacheLocation", "{\"instance_id\":\"w\",\"query_type\":\"QT_BATCH_GET\",\"block_keys\":%s}", keys);
 	size_t n = 0;
 
 	for (size_t i = 0; i < json_array_size(jpath(r, "locations")); i++)
 		n += strcmp(json_string_value(jpath(json_array_get(jpath(r, "locations"), i), "type")),
-			    "ST_UNSPECIFIED") != 0;
+		            "ST_UNSPECIFIED") != 0;
 	json_decref(r);
 	return n;
 }
@@ -137,18 +137,19 @@ Test(write, finish_errors)
 	json_t *s = start("[50]");
 
 	EXPECT_CODE(CALL("finishWriteCache", "{\"instance_id\":\"w\",\"success_blocks\":{\"offset\":0}}"),
-		    "INVALID_ARGUMENT");
+	            "INVALID_ARGUMENT");
 	EXPECT_CODE(CALL("finishWriteCache", "{\"instance_id\":\"w\",\"write_session_id\":\"%s\"}",
-			 json_string_value(jpath(s, "write_session_id"))),
-		    "INVALID_ARGUMENT");
+	                 json_string_value(jpath(s, "write_session_id"))),
+	            "INVALID_ARGUMENT");
 	EXPECT_CODE(CALL("finishWriteCache", "{\"instance_id\":\"w\",\"write_session_id\":\"nosuchsession\","
-					     "\"success_blocks\":{\"offset\":0}}"),
-		    "INTERNAL_ERROR");
+	                                     "\"success_blocks\":{\"offset\":0}}"),
+	            "INTERNAL_ERROR");
 	cr_assert(register_simple(&srv.meta, "default", "other", 1000));
-	EXPECT_CODE(CALL("finishWriteCache", "{\"instance_id\":\"other\",\"write_session_id\":\"%s\","
-					     "\"success_blocks\":{\"offset\":1}}",
-			 json_string_value(jpath(s, "write_session_id"))),
-		    "INVALID_ARGUMENT");
+	EXPECT_CODE(CALL("finishWriteCache",
+	                 "{\"instance_id\":\"other\",\"write_session_id\":\"%s\","
+	                 "\"success_blocks\":{\"offset\":1}}",
+	                 json_string_value(jpath(s, "write_session_id"))),
+	            "INVALID_ARGUMENT");
 	EXPECT_CODE(finish(s, "{\"offset\":1}"), "OK");
 	json_decref(s);
 }
@@ -166,7 +167,8 @@ Test(write, empty_session_needs_an_empty_mask)
 
 Test(write, session_expiry_fails_its_blocks)
 {
-	json_t *s = CALL("startWriteCache", "{\"instance_id\":\"w\",\"block_keys\":[70,71],\"write_timeout_seconds\":1}"),
+	json_t *s = CALL("startWriteCache",
+	                 "{\"instance_id\":\"w\",\"block_keys\":[70,71],\"write_timeout_seconds\":1}"),
 	       *r;
 
 	cr_assert_str_eq(code_of(s), "OK");
@@ -203,20 +205,21 @@ Test(write, spec_groups)
 {
 	json_t *r;
 
-	EXPECT_CODE(CALL("registerInstance",
-			 "{\"instance_group\":\"default\",\"instance_id\":\"hy\",\"block_size\":4,\"model_deployment\":"
-			 "{\"model_name\":\"m\",\"dtype\":\"bf16\"},\"location_spec_infos\":[{\"name\":\"full\",\"size\":"
-			 "100},{\"name\":\"linear\",\"size\":10}],\"location_spec_groups\":[{\"name\":\"F\","
-			 "\"spec_names\":[\"full\"]},{\"name\":\"FL\",\"spec_names\":[\"full\",\"linear\"]}]}"),
-		    "OK");
+	EXPECT_CODE(
+	    CALL("registerInstance",
+	         "{\"instance_group\":\"default\",\"instance_id\":\"hy\",\"block_size\":4,\"model_deployment\":"
+	         "{\"model_name\":\"m\",\"dtype\":\"bf16\"},\"location_spec_infos\":[{\"name\":\"full\",\"size\":"
+	         "100},{\"name\":\"linear\",\"size\":10}],\"location_spec_groups\":[{\"name\":\"F\","
+	         "\"spec_names\":[\"full\"]},{\"name\":\"FL\",\"spec_names\":[\"full\",\"linear\"]}]}"),
+	    "OK");
 	EXPECT_CODE(CALL("startWriteCache", "{\"instance_id\":\"hy\",\"block_keys\":[1,2],"
-					    "\"location_spec_group_names\":[\"F\"]}"),
-		    "INTERNAL_ERROR");
+	                                    "\"location_spec_group_names\":[\"F\"]}"),
+	            "INTERNAL_ERROR");
 	EXPECT_CODE(CALL("startWriteCache", "{\"instance_id\":\"hy\",\"block_keys\":[1,2],"
-					    "\"location_spec_group_names\":[\"F\",\"nope\"]}"),
-		    "INVALID_ARGUMENT");
+	                                    "\"location_spec_group_names\":[\"F\",\"nope\"]}"),
+	            "INVALID_ARGUMENT");
 	r = CALL("startWriteCache", "{\"instance_id\":\"hy\",\"block_keys\":[1,2],\"write_timeout_seconds\":9,"
-				    "\"location_spec_group_names\":[\"F\",\"FL\"]}");
+	                            "\"location_spec_group_names\":[\"F\",\"FL\"]}");
 	cr_assert_str_eq(code_of(r), "OK");
 	cr_expect_eq(json_integer_value(jpath(json_array_get(jpath(r, "locations"), 0), "spec_size")), 1);
 	cr_expect_eq(json_integer_value(jpath(json_array_get(jpath(r, "locations"), 1), "spec_size")), 2);
@@ -229,14 +232,14 @@ Test(write, no_writable_storage)
 	EXPECT_CODE(CALL("startWriteCache", "{\"instance_id\":\"w\",\"block_keys\":[90]}"), "INTERNAL_ERROR");
 	EXPECT_CODE(ADMIN("enableStorage", "{\"storage_unique_name\":\"nfs_01\"}"), "OK");
 	EXPECT_CODE(CALL("startWriteCache", "{\"instance_id\":\"w\",\"block_keys\":[90],\"write_timeout_seconds\":5}"),
-		    "OK");
+	            "OK");
 }
 
 Test(write, uris_follow_the_nfs_layout)
 {
 	json_t *r = start("[123]");
 	const char *uri = json_string_value(
-		jpath(json_array_get(jpath(json_array_get(jpath(r, "locations"), 0), "location_specs"), 0), "uri"));
+	    jpath(json_array_get(jpath(json_array_get(jpath(r, "locations"), 0), "location_specs"), 0), "uri"));
 	char want[400];
 
 	snprintf(want, sizeof(want), "file://%s/w/tp0/7b?size=1000", srv.root);
@@ -245,7 +248,7 @@ Test(write, uris_follow_the_nfs_layout)
 	/* several keys of one request share a file, each in its slot */
 	r = start("[124,125]");
 	uri = json_string_value(
-		jpath(json_array_get(jpath(json_array_get(jpath(r, "locations"), 1), "location_specs"), 0), "uri"));
+	    jpath(json_array_get(jpath(json_array_get(jpath(r, "locations"), 1), "location_specs"), 0), "uri"));
 	cr_expect(strstr(uri, "/w/tp0/7c_") && strstr(uri, "?blkid=1&size=1000"), "%s", uri);
 	json_decref(r);
 }
