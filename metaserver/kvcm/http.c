@@ -4,7 +4,9 @@
 #include <event2/event.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
+#include <event2/bufferevent.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <inttypes.h>
 #include <stdarg.h>
@@ -119,12 +121,18 @@ static void conn_closed(struct evhttp_connection *evcon, void *arg)
 static bool conn_admit(struct http_server *s, struct evhttp_request *req)
 {
 	struct evhttp_connection *evcon = evhttp_request_get_connection(req);
+	evutil_socket_t fd;
+	int one = 1;
 
 	if (!evcon || conn_set_has(&s->conns, evcon))
 		return true;
 	if (s->conns.count >= s->k->conf.max_connections || conn_set_add(&s->conns, evcon))
 		return false;
 	evhttp_connection_set_closecb(evcon, conn_closed, s);
+	/* replies go out in more than one segment: without this, Nagle waits for the client's delayed ACK */
+	fd = bufferevent_getfd(evhttp_connection_get_bufferevent(evcon));
+	if (fd >= 0)
+		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	return true;
 }
 
