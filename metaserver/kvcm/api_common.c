@@ -130,13 +130,37 @@ static void specs(struct jw *w, const struct location *l, const struct spec_filt
 	jw_arr_end(w);
 }
 
-void jw_location(struct jw *w, const struct location *l, const struct spec_filter *f)
+static void render(struct jw *w, const struct location *l, const struct spec_filter *f)
 {
 	jw_obj(w);
 	jw_kstr(w, "type", enum_name(&enum_storage_type, l->type));
 	jw_kint(w, "spec_size", filter_count(l, f));
 	specs(w, l, f);
 	jw_obj_end(w);
+}
+
+void jw_location(struct jw *w, struct location *l, const struct spec_filter *f)
+{
+	struct jw one;
+	size_t len;
+
+	if (f && f->n) {
+		render(w, l, f);
+		return;
+	}
+	/* hot path: large prefix matches are mostly copies of these */
+	if (!l->json) {
+		jw_init(&one);
+		render(&one, l, NULL);
+		if (one.oom) {
+			jw_free(&one);
+			render(w, l, NULL);
+			return;
+		}
+		l->json = jw_take(&one, &len);
+		l->json_len = (uint32_t)len;
+	}
+	jw_raw(w, l->json, l->json_len);
 }
 
 void jw_placeholder(struct jw *w, const struct instance *inst, const struct spec_filter *f)

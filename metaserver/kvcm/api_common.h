@@ -48,7 +48,7 @@ struct spec_filter {
 /* Specs of l the filter keeps. */
 uint16_t filter_count(const struct location *l, const struct spec_filter *f);
 /* {"type":..,"spec_size":..,"location_specs":[..]} with the filtered specs. */
-void jw_location(struct jw *w, const struct location *l, const struct spec_filter *f);
+void jw_location(struct jw *w, struct location *l, const struct spec_filter *f);
 /* A miss in BATCH_GET / REVERSE_ROLL results: ST_UNSPECIFIED with the instance's (filtered) spec names. */
 void jw_placeholder(struct jw *w, const struct instance *inst, const struct spec_filter *f);
 /* The S2 form with id, status and create_time (getCacheMetaDetail). */

@@ -96,7 +96,7 @@ void block_index_free(struct instance *inst)
 			next = b->hnext;
 			for (struct location *l = b->locs, *ln; l; l = ln) {
 				ln = l->next;
-				free(l);
+				location_free(l);
 			}
 			free(b);
 		}
@@ -133,6 +133,13 @@ struct location *location_new(struct storage *s, uint16_t nspecs, const char *co
 		l->bytes += uri_size_param(uris[j]);
 	}
 	return l;
+}
+
+void location_free(struct location *l)
+{
+	if (l)
+		free(l->json);
+	free(l);
 }
 
 struct location *location_find(const struct block *b, const char *id)

@@ -124,7 +124,7 @@ static void finalize(struct del_job *j)
 		usage_unpending(inst, b, l);
 		location_unlink(b, l);
 		usage_sub_location(inst, l);
-		free(l);
+		location_free(l);
 		j->d->deleted++;
 		if (!b->locs) {
 			store_del_block(k, inst, b->key);

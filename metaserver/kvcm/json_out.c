@@ -33,13 +33,11 @@ char *jw_take(struct jw *w, size_t *len)
 	return b;
 }
 
-static bool reserve(struct jw *w, size_t n)
+static bool grow(struct jw *w, size_t n)
 {
 	size_t cap;
 	char *b;
 
-	if (w->len + n <= w->cap)
-		return true;
 	if (w->oom)
 		return false;
 	cap = w->cap ? w->cap : 1024;
@@ -55,7 +53,12 @@ static bool reserve(struct jw *w, size_t n)
 	return true;
 }
 
-static void put(struct jw *w, const char *s, size_t n)
+static inline bool reserve(struct jw *w, size_t n)
+{
+	return w->len + n <= w->cap || grow(w, n);
+}
+
+static inline void put(struct jw *w, const char *s, size_t n)
 {
 	if (!reserve(w, n))
 		return;
@@ -63,14 +66,14 @@ static void put(struct jw *w, const char *s, size_t n)
 	w->len += n;
 }
 
-static void putc_(struct jw *w, char c)
+static inline void putc_(struct jw *w, char c)
 {
 	if (!reserve(w, 1))
 		return;
 	w->buf[w->len++] = c;
 }
 
-static void sep(struct jw *w)
+static inline void sep(struct jw *w)
 {
 	if (w->comma)
 		putc_(w, ',');
@@ -108,7 +111,9 @@ static void quoted(struct jw *w, const char *s, size_t n)
 	static const char hex[] = "0123456789abcdef";
 	size_t run = 0;
 
-	putc_(w, '"');
+	if (!reserve(w, n + 2))
+		return;
+	w->buf[w->len++] = '"';
 	for (size_t i = 0; i < n; i++) {
 		unsigned char c = (unsigned char)s[i];
 

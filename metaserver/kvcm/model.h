@@ -101,6 +101,8 @@ struct location {
 	struct storage *storage;
 	uint64_t create_time_us;
 	uint64_t bytes; /* sum of the specs' size= params: usage accounting */
+	char *json;     /* the CacheLocation message, rendered on first read (it never changes) */
+	uint32_t json_len;
 	char id[KVCM_LOC_ID_LEN + 1];
 	uint8_t status; /* enum cls */
 	uint8_t type;   /* enum st_type */
