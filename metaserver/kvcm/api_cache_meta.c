@@ -34,6 +34,18 @@ static void empty_location(struct jw *w)
 	jw_obj_end(w);
 }
 
+/* The request of both APIs; false when the call has been answered (m is then freed). */
+static bool read_request(struct call *c, const char *api, int64_t **keys, size_t *n, struct mask *m)
+{
+	jd_i32(&c->d, c->body, "detail_level"); /* accepted, ignored */
+	if (call_decode_failed(c) || !call_mask(c, c->body, "block_mask", m))
+		return false;
+	if (call_keys(c, api, keys, n))
+		return true;
+	mask_free(m);
+	return false;
+}
+
 void api_get_cache_meta(struct call *c)
 {
 	struct jw *o = &c->out;
@@ -41,11 +53,8 @@ void api_get_cache_meta(struct call *c)
 	size_t n;
 	struct mask m;
 
-	jd_i32(&c->d, c->body, "detail_level"); /* accepted, ignored */
-	if (call_decode_failed(c) || !call_mask(c, c->body, "block_mask", &m))
+	if (!read_request(c, "GetCacheMeta", &keys, &n, &m))
 		return;
-	if (!call_keys(c, "GetCacheMeta", &keys, &n))
-		goto out;
 	call_ok(c, "Cache metadata retrieved successfully");
 	jw_key(o, "locations");
 	jw_arr(o);
@@ -70,7 +79,6 @@ void api_get_cache_meta(struct call *c)
 	}
 	jw_arr_end(o);
 	free(keys);
-out:
 	mask_free(&m);
 }
 
@@ -121,11 +129,8 @@ void api_get_cache_meta_detail(struct call *c)
 	size_t n;
 	struct mask m;
 
-	jd_i32(&c->d, c->body, "detail_level");
-	if (call_decode_failed(c) || !call_mask(c, c->body, "block_mask", &m))
+	if (!read_request(c, "GetCacheMetaDetail", &keys, &n, &m))
 		return;
-	if (!call_keys(c, "GetCacheMetaDetail", &keys, &n))
-		goto out;
 	call_ok(c, "Cache metadata detail retrieved successfully");
 	jw_key(o, "items");
 	jw_arr(o);
@@ -134,7 +139,6 @@ void api_get_cache_meta_detail(struct call *c)
 			detail_item(o, block_find(c->inst, keys[i]), i, keys[i]);
 	jw_arr_end(o);
 	free(keys);
-out:
 	mask_free(&m);
 }
 
