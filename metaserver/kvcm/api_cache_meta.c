@@ -14,13 +14,19 @@
 
 static void meta_string(struct jw *w, const struct location *l)
 {
-	char buf[96];
+	struct jw m;
+	size_t len;
+	char *s;
 
+	jw_init(&m);
+	jw_obj(&m);
 	if (l)
-		snprintf(buf, sizeof(buf), "{\"id\":\"%s\",\"status\":\"%s\"}", l->id, enum_name(&enum_cls, l->status));
-	else
-		snprintf(buf, sizeof(buf), "{\"status\":\"CLS_NOT_FOUND\"}");
-	jw_str(w, buf);
+		jw_kstr(&m, "id", location_name(l));
+	jw_kstr(&m, "status", enum_name(&enum_cls, l ? l->status : CLS_NOT_FOUND));
+	jw_obj_end(&m);
+	s = jw_take(&m, &len);
+	jw_strn(w, s ? s : "{}", s ? len : 2);
+	free(s);
 }
 
 static void empty_location(struct jw *w)

@@ -189,7 +189,7 @@ void jw_placeholder(struct jw *w, const struct instance *inst, const struct spec
 void jw_location_detail(struct jw *w, const struct location *l)
 {
 	jw_obj(w);
-	jw_kstr(w, "location_id", l ? l->id : "");
+	jw_kstr(w, "location_id", l ? location_name(l) : "");
 	jw_kstr(w, "status", enum_name(&enum_cls, l ? l->status : CLS_NOT_FOUND));
 	jw_kstr(w, "type", enum_name(&enum_storage_type, l ? l->type : ST_UNSPECIFIED));
 	jw_kint(w, "spec_size", l ? l->nspecs : 0);

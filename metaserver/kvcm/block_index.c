@@ -107,9 +107,10 @@ void block_index_free(struct instance *inst)
 	list_init(&inst->lru);
 }
 
-struct location *location_new(struct storage *s, uint16_t nspecs, const char *const *names, const char *const *uris)
+struct location *location_new_er(struct storage *s, const char *er_key, uint16_t nspecs, const char *const *names,
+				 const char *const *uris)
 {
-	size_t strs = 0, off;
+	size_t strs = er_key ? strlen(er_key) + 1 : 0, off;
 	struct location *l;
 	char *p;
 
@@ -130,9 +131,16 @@ struct location *location_new(struct storage *s, uint16_t nspecs, const char *co
 		p += nl;
 		l->specs[j].uri = memcpy(p, uris[j], ul);
 		p += ul;
-		l->bytes += uri_size_param(uris[j]);
+		l->bytes += er_key ? 0 : uri_size_param(uris[j]);
 	}
+	if (er_key)
+		l->er_key = memcpy(p, er_key, strlen(er_key) + 1);
 	return l;
+}
+
+struct location *location_new(struct storage *s, uint16_t nspecs, const char *const *names, const char *const *uris)
+{
+	return location_new_er(s, NULL, nspecs, names, uris);
 }
 
 void location_free(struct location *l)
@@ -145,7 +153,7 @@ void location_free(struct location *l)
 struct location *location_find(const struct block *b, const char *id)
 {
 	for (struct location *l = b->locs; l; l = l->next)
-		if (strcmp(l->id, id) == 0)
+		if (strcmp(location_name(l), id) == 0)
 			return l;
 	return NULL;
 }

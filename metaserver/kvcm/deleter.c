@@ -1,6 +1,7 @@
 #include "deleter.h"
 
 #include <event2/event.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -22,7 +23,7 @@ struct del_job {
 	struct deleter *d;
 	struct instance *inst;
 	int64_t key;
-	char loc_id[KVCM_LOC_ID_LEN + 1];
+	char loc_id[KVCM_NAME_MAX + 64];
 	uint64_t due_ms;
 	char **paths;
 	size_t npaths;
@@ -202,7 +203,7 @@ void deleter_submit(struct kvcm *k, struct instance *inst, struct block *b, stru
 	j->d = d;
 	j->inst = inst;
 	j->key = b->key;
-	memcpy(j->loc_id, l->id, sizeof(j->loc_id));
+	snprintf(j->loc_id, sizeof(j->loc_id), "%s", location_name(l));
 	j->due_ms = clock_ms() + delay_ms;
 	if (heap_push(d, j)) {
 		free(j);

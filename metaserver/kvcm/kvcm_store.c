@@ -15,7 +15,7 @@
 #include "storage.h"
 #include "storage_uri.h"
 
-#define BLOCK_RECORD_VERSION 1
+#define BLOCK_RECORD_VERSION 2
 
 int store_open(struct kvcm *k)
 {
@@ -133,7 +133,7 @@ static size_t record_size(const struct block *b)
 	size_t n = 2 + 8 + 8 + 2;
 
 	for (const struct location *l = b->locs; l; l = l->next) {
-		n += KVCM_LOC_ID_LEN + 2 + 8 + 2 + strlen(l->storage->name) + 2;
+		n += 2 + strlen(location_name(l)) + 2 + 8 + 2 + strlen(l->storage->name) + 2;
 		for (uint16_t j = 0; j < l->nspecs; j++)
 			n += 2 + strlen(l->specs[j].name) + 4 + strlen(l->specs[j].uri);
 	}
@@ -159,8 +159,7 @@ void store_put_block(struct kvcm *k, const struct instance *inst, const struct b
 	memcpy(p, &nlocs, 2);
 	p += 2;
 	for (const struct location *l = b->locs; l; l = l->next) {
-		memcpy(p, l->id, KVCM_LOC_ID_LEN);
-		p += KVCM_LOC_ID_LEN;
+		p = put_bytes(p, location_name(l), strlen(location_name(l)), 2);
 		*p++ = l->status;
 		*p++ = l->type;
 		p = put_u64(p, l->create_time_us);

@@ -90,6 +90,9 @@ struct instance {
 	struct list zombie_link; /* removed: on kvcm.zombie_instances until freed */
 };
 
+/* The id of a location: its 8 random chars, or an event-report location's kvs#... key. */
+#define location_name(l) ((l)->er_key ? (l)->er_key : (l)->id)
+
 struct loc_spec {
 	const char *name;
 	const char *uri;
@@ -104,6 +107,7 @@ struct location {
 	char *json;     /* the CacheLocation message, rendered on first read (it never changes) */
 	uint32_t json_len;
 	char id[KVCM_LOC_ID_LEN + 1];
+	const char *er_key; /* event-report locations: kvs#<type>#<medium>#<host> (in the allocation); NULL else */
 	uint8_t status; /* enum cls */
 	uint8_t type;   /* enum st_type */
 	bool pending;   /* handed to the deleter */

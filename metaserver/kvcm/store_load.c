@@ -108,14 +108,14 @@ static int load_instance(struct kvcm *k, const char *key, json_t *v)
 
 static struct location *read_location(struct kvcm *k, struct reader *r)
 {
-	char id[KVCM_LOC_ID_LEN + 1] = "", *sname, *names[256] = {0}, *uris[256] = {0};
+	char *id, *sname, *names[256] = {0}, *uris[256] = {0};
 	uint8_t status = 0, type = 0;
 	uint64_t ctime = 0;
 	uint16_t nspecs = 0, j;
 	struct location *l = NULL;
 	struct storage *s;
 
-	take(r, id, KVCM_LOC_ID_LEN);
+	id = take_str(r, 2);
 	take(r, &status, 1);
 	take(r, &type, 1);
 	take(r, &ctime, 8);
@@ -126,10 +126,12 @@ static struct location *read_location(struct kvcm *k, struct reader *r)
 		uris[j] = take_str(r, 4);
 	}
 	s = sname ? storage_find(k, sname) : NULL;
-	if (!r->bad && s && nspecs <= 256)
-		l = location_new(s, nspecs, (const char *const *)names, (const char *const *)uris);
+	if (!r->bad && s && id && nspecs <= 256)
+		l = location_new_er(s, strncmp(id, "kvs#", 4) == 0 ? id : NULL, nspecs, (const char *const *)names,
+				    (const char *const *)uris);
 	if (l) {
-		memcpy(l->id, id, sizeof(l->id));
+		if (!l->er_key)
+			snprintf(l->id, sizeof(l->id), "%s", id);
 		l->status = status;
 		l->type = type;
 		l->create_time_us = ctime;
@@ -139,6 +141,7 @@ static struct location *read_location(struct kvcm *k, struct reader *r)
 		free(uris[j]);
 	}
 	free(sname);
+	free(id);
 	return l;
 }
 
