@@ -13,7 +13,7 @@
 #include "instance.h"
 #include "kvcm_server.h"
 #include "storage.h"
-#include "trim.h"
+#include "block_scan.h"
 
 static void reply(struct call *c, int code, const char *msg, const char *ok_msg)
 {

@@ -9,7 +9,7 @@
 #include "block_index.h"
 #include "deleter.h"
 #include "kvcm_server.h"
-#include "trim.h"
+#include "block_scan.h"
 
 static uint64_t delay_ms(const struct instance *inst)
 {

@@ -25,7 +25,7 @@
 #include "startup_config.h"
 #include "storage.h"
 #include "storage_uri.h"
-#include "trim.h"
+#include "block_scan.h"
 #include "write_session.h"
 
 uint64_t kvcm_now_us(void)
@@ -136,7 +136,7 @@ void kvcm_stop(struct kvcm *k)
 		persist_flush(k->persist);
 	http_server_stop(k->http);
 	http_server_stop(k->admin);
-	trims_stop(k);
+	block_scans_stop(k);
 	reclaim_stop(k);
 	sessions_stop(k);
 	deleter_stop(k);

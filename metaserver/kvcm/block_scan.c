@@ -1,4 +1,4 @@
-#include "trim.h"
+#include "block_scan.h"
 
 #include <event2/event.h>
 #include <stdlib.h>
@@ -12,54 +12,58 @@
 
 #define KEYS_PER_TURN 4096
 
-struct trim {
+struct scan {
 	struct list link;
 	struct kvcm *k;
 	struct instance *inst;
+	block_scan_fn fn;
+	void *arg;
+	const char *what;
 	int64_t *keys;
 	size_t n, next;
 	struct event *ev;
 };
 
-static struct list trims = LIST_INIT(trims);
+static struct list scans = LIST_INIT(scans);
 
-static void trim_free(struct trim *t)
+static void scan_free(struct scan *t)
 {
 	list_del(&t->link);
 	instance_release(t->k, t->inst);
 	event_free(t->ev);
 	free(t->keys);
+	free(t->arg);
 	free(t);
 }
 
 static void step(evutil_socket_t fd, short what, void *arg)
 {
-	struct trim *t = arg;
-	uint64_t delay =
-	    (uint64_t)(t->inst->group->delay_before_delete_ms > 0 ? t->inst->group->delay_before_delete_ms : 0);
+	struct scan *t = arg;
 	size_t end = t->next + KEYS_PER_TURN < t->n ? t->next + KEYS_PER_TURN : t->n;
 
 	for (; t->next < end; t->next++) {
 		struct block *b = block_find(t->inst, t->keys[t->next]);
 
 		if (b)
-			deleter_submit_block(t->k, t->inst, b, delay);
+			t->fn(t->k, t->inst, b, t->arg);
 	}
 	if (t->next < t->n) {
 		event_active(t->ev, 0, 0);
 		return;
 	}
-	log_info("op=kvcm_trim_done instance=\"%s\" keys=%zu", t->inst->id, t->n);
-	trim_free(t);
+	log_info("op=kvcm_%s_done instance=\"%s\" keys=%zu", t->what, t->inst->id, t->n);
+	scan_free(t);
 }
 
-int trim_instance(struct kvcm *k, struct instance *inst)
+int block_scan(struct kvcm *k, struct instance *inst, block_scan_fn fn, void *arg, const char *what)
 {
-	struct trim *t = calloc(1, sizeof(*t));
+	struct scan *t = calloc(1, sizeof(*t));
 	size_t n = 0;
 
-	if (!t)
+	if (!t) {
+		free(arg);
 		return MMC_MALLOC_FAILED;
+	}
 	t->keys = malloc((inst->nblocks + 1) * sizeof(*t->keys));
 	t->ev = event_new(k->base, -1, 0, step, t);
 	if (!t->keys || !t->ev) {
@@ -67,21 +71,33 @@ int trim_instance(struct kvcm *k, struct instance *inst)
 		if (t->ev)
 			event_free(t->ev);
 		free(t);
+		free(arg);
 		return MMC_MALLOC_FAILED;
 	}
 	for (struct list *it = inst->lru.next; it != &inst->lru; it = it->next)
 		t->keys[n++] = list_entry(it, struct block, lru_link)->key;
-	t->n = n;
-	t->k = k;
-	t->inst = inst;
+	*t = (struct scan){.k = k, .inst = inst, .fn = fn, .arg = arg, .what = what, .keys = t->keys, .n = n,
+			   .ev = t->ev};
 	instance_hold(inst);
-	list_add_tail(&trims, &t->link);
+	list_add_tail(&scans, &t->link);
 	step(-1, 0, t);
 	return 0;
 }
 
-void trims_stop(struct kvcm *k)
+static void delete_block(struct kvcm *k, struct instance *inst, struct block *b, void *arg)
 {
-	while (!list_empty(&trims))
-		trim_free(list_entry(trims.next, struct trim, link));
+	int64_t delay = inst->group->delay_before_delete_ms;
+
+	deleter_submit_block(k, inst, b, delay > 0 ? (uint64_t)delay : 0);
+}
+
+int trim_instance(struct kvcm *k, struct instance *inst)
+{
+	return block_scan(k, inst, delete_block, NULL, "trim");
+}
+
+void block_scans_stop(struct kvcm *k)
+{
+	while (!list_empty(&scans))
+		scan_free(list_entry(scans.next, struct scan, link));
 }
