@@ -96,7 +96,7 @@ void jw_mask(struct jw *w, const struct mask *m)
 	jw_obj_end(w);
 }
 
-static bool keeps(const struct spec_filter *f, const char *name)
+bool spec_kept(const struct spec_filter *f, const char *name)
 {
 	if (!f || !f->n)
 		return true;
@@ -111,7 +111,7 @@ uint16_t filter_count(const struct location *l, const struct spec_filter *f)
 	uint16_t n = 0;
 
 	for (uint16_t j = 0; j < l->nspecs; j++)
-		n += keeps(f, l->specs[j].name);
+		n += spec_kept(f, l->specs[j].name);
 	return n;
 }
 
@@ -120,7 +120,7 @@ static void specs(struct jw *w, const struct location *l, const struct spec_filt
 	jw_key(w, "location_specs");
 	jw_arr(w);
 	for (uint16_t j = 0; j < l->nspecs; j++) {
-		if (!keeps(f, l->specs[j].name))
+		if (!spec_kept(f, l->specs[j].name))
 			continue;
 		jw_obj(w);
 		jw_kstr(w, "name", l->specs[j].name);
@@ -168,14 +168,14 @@ void jw_placeholder(struct jw *w, const struct instance *inst, const struct spec
 	int n = 0;
 
 	for (uint32_t j = 0; j < inst->nspecs; j++)
-		n += keeps(f, inst->specs[j].name);
+		n += spec_kept(f, inst->specs[j].name);
 	jw_obj(w);
 	jw_kstr(w, "type", "ST_UNSPECIFIED");
 	jw_kint(w, "spec_size", n);
 	jw_key(w, "location_specs");
 	jw_arr(w);
 	for (uint32_t j = 0; j < inst->nspecs; j++) {
-		if (!keeps(f, inst->specs[j].name))
+		if (!spec_kept(f, inst->specs[j].name))
 			continue;
 		jw_obj(w);
 		jw_kstr(w, "name", inst->specs[j].name);

@@ -45,6 +45,8 @@ struct spec_filter {
 	size_t n;
 };
 
+/* Whether the filter keeps spec name. */
+bool spec_kept(const struct spec_filter *f, const char *name);
 /* Specs of l the filter keeps. */
 uint16_t filter_count(const struct location *l, const struct spec_filter *f);
 /* {"type":..,"spec_size":..,"location_specs":[..]} with the filtered specs. */

@@ -11,6 +11,13 @@
 #include "block_index.h"
 #include "kvcm_server.h"
 #include "metrics.h"
+#include "reporter.h"
+
+/* A hit is a location of a data storage, or else the block's visible event-report locations, merged. */
+struct row {
+	struct location *loc;
+	struct block *er;
+};
 
 struct query {
 	int type;
@@ -19,40 +26,81 @@ struct query {
 	struct mask mask;
 	int32_t sw_size;
 	struct spec_filter filter;
-	/* result: one entry per output row; NULL is a placeholder (BATCH_GET, REVERSE_ROLL) */
-	struct location **rows;
+	/* result: one entry per output row; an empty row is a placeholder (BATCH_GET, REVERSE_ROLL) */
+	struct row *rows;
 	size_t nrows, hits;
 };
 
-static struct location *hit(struct call *c, int64_t key, const struct spec_filter *f)
+static bool er_hit(struct call *c, struct block *b, const struct spec_filter *f)
+{
+	for (struct location *l = b->locs; l; l = l->next)
+		if (l->er_key && er_location_visible(c->k, c->inst, l) && (!f->n || filter_count(l, f)))
+			return true;
+	return false;
+}
+
+static bool hit(struct call *c, int64_t key, const struct spec_filter *f, struct row *row)
 {
 	struct block *b = block_find(c->inst, key);
 	struct location *l = b ? location_pick(c->k, b) : NULL;
 
-	return l && (!f->n || filter_count(l, f)) ? l : NULL;
+	*row = (struct row){NULL, NULL};
+	if (l && (!f->n || filter_count(l, f)))
+		row->loc = l;
+	else if (b && er_hit(c, b, f))
+		row->er = b;
+	return row->loc || row->er;
+}
+
+/* One row for a key reported on several mediums or hosts: their visible specs together. */
+static void jw_er_row(struct jw *w, struct call *c, struct block *b, const struct spec_filter *f)
+{
+	struct location *first = NULL;
+	uint16_t n = 0;
+
+	for (struct location *l = b->locs; l; l = l->next) {
+		if (l->er_key && er_location_visible(c->k, c->inst, l) && (!f->n || filter_count(l, f))) {
+			first = first ? first : l;
+			n += filter_count(l, f);
+		}
+	}
+	jw_obj(w);
+	jw_kstr(w, "type", enum_name(&enum_storage_type, first->type));
+	jw_kint(w, "spec_size", n);
+	jw_key(w, "location_specs");
+	jw_arr(w);
+	for (struct location *l = b->locs; l; l = l->next) {
+		if (!l->er_key || !er_location_visible(c->k, c->inst, l))
+			continue;
+		for (uint16_t j = 0; j < l->nspecs; j++) {
+			if (!spec_kept(f, l->specs[j].name))
+				continue;
+			jw_obj(w);
+			jw_kstr(w, "name", l->specs[j].name);
+			jw_kstr(w, "uri", l->specs[j].uri);
+			jw_obj_end(w);
+		}
+	}
+	jw_arr_end(w);
+	jw_obj_end(w);
 }
 
 static void prefix(struct call *c, struct query *q)
 {
 	for (size_t i = 0; i < q->n; i++) {
-		struct location *l;
-
 		if (mask_has(&q->mask, i))
 			continue;
-		l = hit(c, q->keys[i], &q->filter);
-		if (!l)
+		if (!hit(c, q->keys[i], &q->filter, &q->rows[q->nrows]))
 			break;
-		q->rows[q->nrows++] = l;
+		q->nrows++;
 	}
 	q->hits = q->nrows;
 }
 
 static void batch(struct call *c, struct query *q)
 {
-	for (size_t i = 0; i < q->n; i++) {
-		q->rows[i] = hit(c, q->keys[i], &q->filter);
-		q->hits += q->rows[i] != NULL;
-	}
+	for (size_t i = 0; i < q->n; i++)
+		q->hits += hit(c, q->keys[i], &q->filter, &q->rows[i]);
 	q->nrows = q->n;
 }
 
@@ -67,7 +115,7 @@ static void reverse_roll(struct call *c, struct query *q)
 		size_t o;
 
 		for (o = 0; o < sw; o++)
-			if (!(q->rows[base + (ptrdiff_t)o] = hit(c, q->keys[base + (ptrdiff_t)o], &q->filter)))
+			if (!hit(c, q->keys[base + (ptrdiff_t)o], &q->filter, &q->rows[base + (ptrdiff_t)o]))
 				break;
 		if (o == sw) {
 			q->hits = sw;
@@ -142,8 +190,10 @@ void api_get_cache_location(struct call *c)
 		jw_key(o, "locations");
 		jw_arr(o);
 		for (size_t i = 0; i < q.nrows; i++) {
-			if (q.rows[i])
-				jw_location(o, q.rows[i], &q.filter);
+			if (q.rows[i].loc)
+				jw_location(o, q.rows[i].loc, &q.filter);
+			else if (q.rows[i].er)
+				jw_er_row(o, c, q.rows[i].er, &q.filter);
 			else
 				jw_placeholder(o, c->inst, &q.filter);
 		}

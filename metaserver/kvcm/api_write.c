@@ -15,6 +15,7 @@
 #include "kvcm_store.h"
 #include "metrics.h"
 #include "quota.h"
+#include "reporter.h"
 #include "storage_uri.h"
 #include "write_session.h"
 
@@ -76,13 +77,14 @@ static bool covers(const struct location *l, const struct instance *inst, const 
 	return true;
 }
 
-static bool block_exists(const struct block *b, const struct instance *inst, const struct spec_group *g,
+/* Event-report replicas count when queries would return them. */
+static bool block_exists(struct kvcm *k, const struct block *b, const struct instance *inst, const struct spec_group *g,
                          int32_t min_replicas)
 {
 	int32_t n = 0;
 
 	for (const struct location *l = b ? b->locs : NULL; l; l = l->next)
-		n += !g || covers(l, inst, g);
+		n += (!g || covers(l, inst, g)) && (!l->er_key || er_location_visible(k, inst, l));
 	return n >= (min_replicas > 1 ? min_replicas : 1);
 }
 
@@ -132,7 +134,7 @@ static bool plan(struct call *c, struct write_plan *p, const struct spec_group *
 		return false;
 	for (size_t i = 0; i < p->n; i++)
 		p->exists[i] =
-		    block_exists(block_find(inst, p->keys[i]), inst, groups ? groups[i] : NULL, min_replicas);
+		    block_exists(c->k, block_find(inst, p->keys[i]), inst, groups ? groups[i] : NULL, min_replicas);
 	mark_repeats(p);
 	for (size_t i = 0; i < p->n; i++) {
 		if (p->exists[i])

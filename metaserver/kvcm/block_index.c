@@ -108,7 +108,7 @@ void block_index_free(struct instance *inst)
 }
 
 struct location *location_new_er(struct storage *s, const char *er_key, uint16_t nspecs, const char *const *names,
-				 const char *const *uris)
+                                 const char *const *uris)
 {
 	size_t strs = er_key ? strlen(er_key) + 1 : 0, off;
 	struct location *l;
@@ -172,7 +172,7 @@ void location_unlink(struct block *b, struct location *l)
 struct location *location_pick(struct kvcm *k, const struct block *b)
 {
 	for (struct location *l = b->locs; l; l = l->next) {
-		if (l->status != CLS_SERVING || !l->storage || !l->storage->available)
+		if (l->status != CLS_SERVING || l->er_key || !l->storage || !l->storage->available)
 			continue;
 		if (storage_data_visible(k, l))
 			return l;

@@ -23,7 +23,7 @@ void block_index_free(struct instance *inst);
 struct location *location_new(struct storage *s, uint16_t nspecs, const char *const *names, const char *const *uris);
 /* An event-report location named er_key (no usage bytes: the reporter owns the data). */
 struct location *location_new_er(struct storage *s, const char *er_key, uint16_t nspecs, const char *const *names,
-				 const char *const *uris);
+                                 const char *const *uris);
 /* Frees l (and its rendered JSON). */
 void location_free(struct location *l);
 struct location *location_find(const struct block *b, const char *id);

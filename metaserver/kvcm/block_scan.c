@@ -76,8 +76,8 @@ int block_scan(struct kvcm *k, struct instance *inst, block_scan_fn fn, void *ar
 	}
 	for (struct list *it = inst->lru.next; it != &inst->lru; it = it->next)
 		t->keys[n++] = list_entry(it, struct block, lru_link)->key;
-	*t = (struct scan){.k = k, .inst = inst, .fn = fn, .arg = arg, .what = what, .keys = t->keys, .n = n,
-			   .ev = t->ev};
+	*t = (struct scan){
+	    .k = k, .inst = inst, .fn = fn, .arg = arg, .what = what, .keys = t->keys, .n = n, .ev = t->ev};
 	instance_hold(inst);
 	list_add_tail(&scans, &t->link);
 	step(-1, 0, t);

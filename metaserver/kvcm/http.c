@@ -190,6 +190,12 @@ void call_ok(struct call *c, const char *message)
 	header(c, KC_OK, message, true);
 }
 
+void call_status(struct call *c, int code, const char *message)
+{
+	jw_reset(&c->out);
+	header(c, code, message, true);
+}
+
 static void call_failv(struct call *c, int code, bool with_request_id, const char *fmt, va_list ap)
 {
 	char msg[1024];

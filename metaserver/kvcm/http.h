@@ -60,6 +60,8 @@ uint32_t http_server_connections(const struct http_server *s);
 void call_ok(struct call *c, const char *message);
 /* A business error: header with code and message, then the route's default fields. */
 void call_fail(struct call *c, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Just the header with code and message (the handler writes every field itself). */
+void call_status(struct call *c, int code, const char *message);
 /* The request is not well-formed: HTTP 400 "{}". */
 void call_bad_request(struct call *c);
 /* Checks c->d after decoding: answers 400 on a type error, INVALID_ARGUMENT on too many elements. */

@@ -22,6 +22,7 @@
 #include "mmc/mmc.h"
 #include "persist.h"
 #include "reclaim.h"
+#include "reporter.h"
 #include "startup_config.h"
 #include "storage.h"
 #include "storage_uri.h"
@@ -85,7 +86,7 @@ static void identity(struct kvcm *k)
 static int start_parts(struct kvcm *k, char *err, size_t errlen)
 {
 	snprintf(err, errlen, "cannot start the KVCM background tasks");
-	if (metrics_new(&k->metrics) || deleter_start(k) || sessions_start(k) || reclaim_start(k))
+	if (metrics_new(&k->metrics) || deleter_start(k) || sessions_start(k) || reclaim_start(k) || reporters_start(k))
 		return -1;
 	snprintf(err, errlen, "cannot open the KVCM databases");
 	if (store_open(k) || store_load(k))
@@ -137,6 +138,7 @@ void kvcm_stop(struct kvcm *k)
 	http_server_stop(k->http);
 	http_server_stop(k->admin);
 	block_scans_stop(k);
+	reporters_stop(k);
 	reclaim_stop(k);
 	sessions_stop(k);
 	deleter_stop(k);

@@ -108,9 +108,9 @@ struct location {
 	uint32_t json_len;
 	char id[KVCM_LOC_ID_LEN + 1];
 	const char *er_key; /* event-report locations: kvs#<type>#<medium>#<host> (in the allocation); NULL else */
-	uint8_t status; /* enum cls */
-	uint8_t type;   /* enum st_type */
-	bool pending;   /* handed to the deleter */
+	uint8_t status;     /* enum cls */
+	uint8_t type;       /* enum st_type */
+	bool pending;       /* handed to the deleter */
 	uint16_t nspecs;
 	struct loc_spec specs[];
 };

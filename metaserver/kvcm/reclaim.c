@@ -20,7 +20,7 @@ struct cursor {
 static bool evictable(const struct block *b)
 {
 	for (const struct location *l = b->locs; l; l = l->next)
-		if (l->status == CLS_SERVING && !l->pending)
+		if (l->status == CLS_SERVING && !l->pending && !l->er_key)
 			return true;
 	return false;
 }
@@ -54,7 +54,7 @@ static size_t evict(struct kvcm *k, struct cursor *c, uint64_t delay)
 
 	c->at = c->at->next;
 	for (struct location *l = b->locs; l; l = l->next) {
-		if (l->status == CLS_SERVING && !l->pending) {
+		if (l->status == CLS_SERVING && !l->pending && !l->er_key) {
 			deleter_submit(k, c->inst, b, l, delay);
 			n++;
 		}

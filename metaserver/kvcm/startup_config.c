@@ -31,7 +31,14 @@ static json_t *builtin(struct kvcm *k)
 	json_t *nfs = json_pack("{s:s, s:s, s:{s:s, s:i}}", "type", "file", "global_unique_name", "nfs_01",
 	                        "storage_spec", "root_path", k->conf.default_root, "key_count_per_file", 8);
 
-	return json_pack("{s:[o], s:[o]}", "storage_config", nfs, "instance_group", group);
+	json_t *l1p5 = json_pack("{s:s, s:s, s:{}}", "type", "event_report_l1p5", "global_unique_name",
+	                         "event_report_l1p5_default", "storage_spec");
+	json_t *l2 = json_pack("{s:s, s:s, s:{}}", "type", "event_report_l2", "global_unique_name",
+	                       "event_report_l2_default", "storage_spec");
+
+	json_object_set_new(group, "event_report_storage_candidates",
+	                    json_pack("[s, s]", "event_report_l1p5_default", "event_report_l2_default"));
+	return json_pack("{s:[o, o, o], s:[o]}", "storage_config", nfs, l1p5, l2, "instance_group", group);
 }
 
 /* Members named one of names, as a list whether the file gave one object or an array. */

@@ -128,7 +128,7 @@ static struct location *read_location(struct kvcm *k, struct reader *r)
 	s = sname ? storage_find(k, sname) : NULL;
 	if (!r->bad && s && id && nspecs <= 256)
 		l = location_new_er(s, strncmp(id, "kvs#", 4) == 0 ? id : NULL, nspecs, (const char *const *)names,
-				    (const char *const *)uris);
+		                    (const char *const *)uris);
 	if (l) {
 		if (!l->er_key)
 			snprintf(l->id, sizeof(l->id), "%s", id);

@@ -86,7 +86,7 @@ static void check_keys(long first, int n)
 
 		cr_expect_eq(json_array_size(locs), 1, "key %ld has %zu locations", first + i, json_array_size(locs));
 		cr_expect_str_eq(json_string_value(jpath(json_array_get(locs, 0), "status")), "CLS_SERVING", "key %ld",
-				 first + i);
+		                 first + i);
 	}
 	json_decref(r);
 }

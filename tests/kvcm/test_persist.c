@@ -54,7 +54,7 @@ static void restart_and_check(bool kill9)
 	cr_expect(json_equal(before, after), "serving locations survive the restart");
 	EXPECT_CODE(ADMIN("getInstanceGroup", "{\"name\":\"persisted_group\"}"), "OK");
 	after = (json_decref(after), ADMIN("listStorage", "{}"));
-	cr_expect_eq(json_array_size(jpath(after, "storage")), 2);
+	cr_expect_eq(json_array_size(jpath(after, "storage")), 4);
 	for (size_t i = 0; i < json_array_size(jpath(after, "storage")); i++) {
 		json_t *st = json_array_get(jpath(after, "storage"), i);
 
@@ -68,6 +68,10 @@ static void restart_and_check(bool kill9)
 	                 "{\"offset\":1}}",
 	                 json_string_value(jpath(s, "write_session_id"))),
 	            "INTERNAL_ERROR");
+	for (int i = 0; i < 20 && strcmp(meta_of(4, &hold), "{\"status\":\"CLS_NOT_FOUND\"}") != 0; i++) {
+		json_decref(hold);
+		usleep(50000);
+	}
 	cr_expect_str_eq(meta_of(4, &hold), "{\"status\":\"CLS_NOT_FOUND\"}");
 	json_decref(hold);
 	/* and the key can be written again */

@@ -19,10 +19,10 @@ TestSuite(storage, .init = up, .fini = srv_down, .timeout = 60);
 static void group_on(const char *group, const char *storage)
 {
 	EXPECT_CODE(ADMIN("createInstanceGroup",
-			  "{\"instance_group\":{\"name\":\"%s\",\"storage_candidates\":[\"%s\"],\"cache_config\":{"
-			  "\"reclaim_strategy\":{\"delay_before_delete_ms\":0}}}}",
-			  group, storage),
-		    "OK");
+	                  "{\"instance_group\":{\"name\":\"%s\",\"storage_candidates\":[\"%s\"],\"cache_config\":{"
+	                  "\"reclaim_strategy\":{\"delay_before_delete_ms\":0}}}}",
+	                  group, storage),
+	            "OK");
 }
 
 static void add_storage(const char *name, const char *spec)
@@ -34,7 +34,7 @@ static void add_storage(const char *name, const char *spec)
 static json_t *start(const char *id, const char *keys)
 {
 	json_t *r = CALL("startWriteCache", "{\"instance_id\":\"%s\",\"block_keys\":%s,\"write_timeout_seconds\":30}",
-			 id, keys);
+	                 id, keys);
 
 	cr_assert_str_eq(code_of(r), "OK", "%s", message_of(r));
 	return r;
@@ -43,8 +43,7 @@ static json_t *start(const char *id, const char *keys)
 static const char *uri(json_t *started, size_t i)
 {
 	return json_string_value(
-		jpath(json_array_get(jpath(json_array_get(jpath(started, "locations"), i), "location_specs"), 0),
-		      "uri"));
+	    jpath(json_array_get(jpath(json_array_get(jpath(started, "locations"), i), "location_specs"), 0), "uri"));
 }
 
 /* What a writer does with a file:// URI: creates the file (and its directories). */
@@ -60,11 +59,12 @@ static void write_file(const char *u, char *path, size_t cap)
 
 static void finish_all(const char *id, json_t *started)
 {
-	EXPECT_CODE(CALL("finishWriteCache", "{\"instance_id\":\"%s\",\"write_session_id\":\"%s\",\"success_blocks\":{"
-					     "\"offset\":%zu}}",
-			 id, json_string_value(jpath(started, "write_session_id")),
-			 json_array_size(jpath(started, "locations"))),
-		    "OK");
+	EXPECT_CODE(CALL("finishWriteCache",
+	                 "{\"instance_id\":\"%s\",\"write_session_id\":\"%s\",\"success_blocks\":{"
+	                 "\"offset\":%zu}}",
+	                 id, json_string_value(jpath(started, "write_session_id")),
+	                 json_array_size(jpath(started, "locations"))),
+	            "OK");
 }
 
 static bool gone_soon(const char *path)
@@ -102,10 +102,11 @@ Test(storage, file_deletes_real_files)
 	/* a failed write deletes what the writer may have left */
 	s = start("f", "[3]");
 	write_file(uri(s, 0), p3, sizeof(p3));
-	EXPECT_CODE(CALL("finishWriteCache", "{\"instance_id\":\"f\",\"write_session_id\":\"%s\",\"success_blocks\":{"
-					     "\"offset\":0}}",
-			 json_string_value(jpath(s, "write_session_id"))),
-		    "OK");
+	EXPECT_CODE(CALL("finishWriteCache",
+	                 "{\"instance_id\":\"f\",\"write_session_id\":\"%s\",\"success_blocks\":{"
+	                 "\"offset\":0}}",
+	                 json_string_value(jpath(s, "write_session_id"))),
+	            "OK");
 	cr_expect(gone_soon(p3), "a failed block's file is unlinked");
 	json_decref(s);
 }
@@ -140,11 +141,12 @@ Test(storage, reclaim_deletes_files)
 
 	snprintf(body, sizeof(body), "\"nfs\":{\"root_path\":\"%s/rc/\",\"key_count_per_file\":1}", srv.root);
 	add_storage("rc", body);
-	EXPECT_CODE(ADMIN("createInstanceGroup",
-			  "{\"instance_group\":{\"name\":\"rg\",\"storage_candidates\":[\"rc\"],\"quota\":{\"capacity\":"
-			  "1000},\"cache_config\":{\"reclaim_strategy\":{\"trigger_strategy\":{\"used_percentage\":0.5},"
-			  "\"delay_before_delete_ms\":0}}}}"),
-		    "OK");
+	EXPECT_CODE(
+	    ADMIN("createInstanceGroup",
+	          "{\"instance_group\":{\"name\":\"rg\",\"storage_candidates\":[\"rc\"],\"quota\":{\"capacity\":"
+	          "1000},\"cache_config\":{\"reclaim_strategy\":{\"trigger_strategy\":{\"used_percentage\":0.5},"
+	          "\"delay_before_delete_ms\":0}}}}"),
+	    "OK");
 	cr_assert(register_simple(&srv.meta, "rg", "r", 400));
 	s = start("r", "[1]");
 	write_file(uri(s, 0), p, sizeof(p));
@@ -170,8 +172,8 @@ Test(storage, dummy_is_metadata_only)
 	cr_expect_eq(json_array_size(jpath(r, "locations")), 1);
 	json_decref(r);
 	r = CALL("registerInstance", "{\"instance_group\":\"dg\",\"instance_id\":\"d\",\"block_size\":8,"
-				     "\"model_deployment\":{\"model_name\":\"m\",\"dtype\":\"fp16\"},"
-				     "\"location_spec_infos\":[{\"name\":\"tp0\",\"size\":64}]}");
+	                             "\"model_deployment\":{\"model_name\":\"m\",\"dtype\":\"fp16\"},"
+	                             "\"location_spec_infos\":[{\"name\":\"tp0\",\"size\":64}]}");
 	cr_expect_str_eq(json_string_value(jpath(r, "storage_configs")), "[]", "dummy storages are not reported");
 	json_decref(r);
 }
