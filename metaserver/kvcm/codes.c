@@ -68,6 +68,10 @@ static const char *const enum_event_type_n[] = {"EVENT_UNSPECIFIED",   "EVENT_NO
                                                 "EVENT_BLOCK_SNAPSHOT"};
 ENUM(enum_event_type, "ReportEventType", 0, 1, 2, 3, 4, 5, 6);
 
+static const char *const enum_select_strategy_n[] = {"LSS_UNSPECIFIED", "LSS_V6D_PREFIX", "LSS_V6D_COVERAGE",
+                                                     "LSS_WEIGHTED_RANDOM"};
+ENUM(enum_select_strategy, "LocationSelectStrategy", 0, 1, 2, 3);
+
 const char *enum_name(const struct enum_desc *e, int v)
 {
 	for (int i = 0; i < e->count; i++)

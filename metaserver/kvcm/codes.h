@@ -57,6 +57,13 @@ enum query_type {
 	QT_PREFIX_MATCH_WITH_MAMBA = 4,
 };
 
+enum select_strategy {
+	LSS_UNSPECIFIED = 0,
+	LSS_V6D_PREFIX = 1,
+	LSS_V6D_COVERAGE = 2,
+	LSS_WEIGHTED_RANDOM = 3,
+};
+
 enum trim_strategy {
 	TS_UNSPECIFIED = 0,
 	TS_REMOVE_ALL_CACHE = 1,
@@ -73,7 +80,7 @@ struct enum_desc {
 };
 
 extern const struct enum_desc enum_error_code, enum_storage_type, enum_cls, enum_query_type, enum_trim_strategy,
-    enum_reclaim_policy, enum_prefer_strategy, enum_event_type;
+    enum_reclaim_policy, enum_prefer_strategy, enum_event_type, enum_select_strategy;
 
 /* The name of v, or NULL when v is not a value of e. */
 const char *enum_name(const struct enum_desc *e, int v);

@@ -30,6 +30,11 @@ static uint64_t param(const struct storage *s, const char *name, uint32_t dflt)
 	return v > 0 ? (uint64_t)v : dflt;
 }
 
+struct reporter *reporter_first(struct kvcm *k)
+{
+	return k->reporters->head;
+}
+
 struct reporter *reporter_find(struct kvcm *k, const struct instance *inst, int type, const char *host)
 {
 	for (struct reporter *r = k->reporters->head; r; r = r->next)

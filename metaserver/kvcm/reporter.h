@@ -36,6 +36,8 @@ struct reporter {
 int reporters_start(struct kvcm *k);
 void reporters_stop(struct kvcm *k);
 
+/* All reporters (follow ->next). */
+struct reporter *reporter_first(struct kvcm *k);
 struct reporter *reporter_find(struct kvcm *k, const struct instance *inst, int type, const char *host);
 /* The reporter, created (fresh, available) when it was never seen. NULL when out of memory. */
 struct reporter *reporter_get(struct kvcm *k, struct instance *inst, struct storage *s, int type, const char *host);

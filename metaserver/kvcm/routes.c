@@ -17,6 +17,8 @@ const struct route meta_routes[] = {
     {"getCacheMetaDetail", api_get_cache_meta_detail, api_get_cache_meta_detail_empty, I},
     {"getClusterInfo", api_get_cluster_info, api_get_cluster_info_empty, 0},
     {"reportEvent", api_report_event, api_report_event_empty, I},
+    {"getHostCacheState", api_get_host_cache_state, api_get_host_cache_state_empty, I},
+    {"getCacheLocationsByBackend", api_get_cache_locations_by_backend, api_get_cache_locations_by_backend_empty, I},
     {NULL, NULL, NULL, 0},
 };
 

@@ -47,7 +47,7 @@ static json_t *report(const char *host, const char *type, const char *events)
 #define SNAP(blocks) "{\"event_type\":\"EVENT_BLOCK_SNAPSHOT\",\"block_snapshot\":{\"blocks\":" blocks "}}"
 #define SBLOCK(key, medium, name, uri)                                                                                 \
 	"{\"block_key\":\"" key "\",\"medium\":\"" medium "\",\"specs\":[{\"name\":\"" name "\",\"uri\":\"" uri "\"}]" \
-	                                                                                                        "}"
+	"}"
 
 static const char *gen_of(json_t *r)
 {
@@ -127,7 +127,7 @@ Test(report_event, add_merges_delete_removes_last_wins) /* D-07, D-08, D-09, D-1
 	cr_expect(strstr(u, "x://h:1/a1?") && strstr(u, "x://h:1/b?"), "both specs: %s", u);
 	EXPECT_CODE(report("h:1", L2, "[" ADD("5", "gpu", "a", "x://h:1/a2") "]"), "OK");
 	uris(5, u, sizeof(u));
-	cr_expect(strstr(u, "x://h:1/a2?") && !strstr(u, "a1") && strstr(u, "x://h:1/b?"), "merge by name: %s", u);
+	cr_expect(strstr(u, "x://h:1/a2?") && !strstr(u, "/a1?") && strstr(u, "x://h:1/b?"), "merge by name: %s", u);
 	EXPECT_CODE(report("h:1", L2, "[" DEL("5", "gpu", "a") "," DEL("99", "gpu", "zz") "]"), "OK");
 	uris(5, u, sizeof(u));
 	cr_expect(!strstr(u, "/a2") && strstr(u, "x://h:1/b?"), "delete removes exactly that spec: %s", u);
@@ -136,7 +136,7 @@ Test(report_event, add_merges_delete_removes_last_wins) /* D-07, D-08, D-09, D-1
 	                                                                                           "x://h:1/v2") "]"),
 	            "OK");
 	uris(6, u, sizeof(u));
-	cr_expect(strstr(u, "x://h:1/v2?") && !strstr(u, "v1"), "last operation wins: %s", u);
+	cr_expect(strstr(u, "x://h:1/v2?") && !strstr(u, "/v1?"), "last operation wins: %s", u);
 	EXPECT_CODE(
 	    report("h:1", L2, "[" ADD("6", "gpu", "a", "x://h:1/v2") "," ADD("6", "gpu", "a", "x://h:1/v2") "]"), "OK");
 	EXPECT_CODE(report("h:1", L2, "[" DEL("6", "gpu", "a") "]"), "OK");
