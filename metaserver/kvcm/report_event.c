@@ -94,12 +94,18 @@ static bool specs_ok(json_t *specs, bool uris)
 /* uri with s_version=gen added as its last query parameter (before any fragment). */
 static char *versioned(const char *uri, const char *gen)
 {
-	size_t cut = strcspn(uri, "#");
-	char *out;
+	size_t len = strlen(uri), cut = strcspn(uri, "#");
+	char *out = malloc(len + GEN_LEN + 12), *p = out;
 
-	if (asprintf(&out, "%.*s%ss_version=%s%s", (int)cut, uri, memchr(uri, '?', cut) ? "&" : "?", gen, uri + cut) <
-	    0)
+	if (!out)
 		return NULL;
+	memcpy(p, uri, cut);
+	p += cut;
+	*p++ = memchr(uri, '?', cut) ? '&' : '?';
+	memcpy(p, "s_version=", 10);
+	memcpy(p + 10, gen, GEN_LEN);
+	p += 10 + GEN_LEN;
+	memcpy(p, uri + cut, len - cut + 1);
 	return out;
 }
 
@@ -188,7 +194,7 @@ static int write_specs(struct report *rp, int64_t key, const char *medium, json_
 	}
 	if (rc == KC_OK && (!drop || old))
 		rc = put_location(rp, key, medium, names, uris, n);
-	for (i = 0; i < SPECS_MAX; i++)
+	for (i = 0; i < json_array_size(specs) && i < SPECS_MAX; i++)
 		free(owned[i]);
 	return rc;
 }
