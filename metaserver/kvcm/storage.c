@@ -125,11 +125,29 @@ static int resolve_type(json_t *cfg, int *type, char *msg, size_t msglen)
 }
 
 /* Checks what the back-end needs and points the typed fields into cfg. */
+/* Event-report timings: 0 takes the kvcm.event_report.* default, a negative value is refused. */
+static int check_event_report(const struct storage *s, char *msg, size_t msglen)
+{
+	json_t *spec = json_object_get(s->cfg, "event_report"), *v;
+	const char *name;
+
+	json_object_foreach(spec, name, v)
+	{
+		if (jn_i64(spec, name) < 0) {
+			snprintf(msg, msglen, "event_report.%s must not be negative", name);
+			return KC_INVALID_ARGUMENT;
+		}
+	}
+	return KC_OK;
+}
+
 static int bind_spec(struct storage *s, char *msg, size_t msglen)
 {
 	json_t *spec;
 	int64_t kpf;
 
+	if (storage_is_event_report(s))
+		return check_event_report(s, msg, msglen);
 	if (s->type == ST_NFS || s->type == ST_DUMMY) {
 		spec = json_object_get(s->cfg, s->type == ST_NFS ? "nfs" : "dummy");
 		s->root_path = jn_str(spec, "root_path");

@@ -351,3 +351,26 @@ Test(report_event, writers_count_visible_replicas)
 	cr_expect_eq(json_array_size(jpath(r, "locations")), 1, "min_replica_count 2 wants a second one");
 	json_decref(r);
 }
+
+Test(report_event, register_is_idempotent_and_snapshot_specs_unique) /* R-01, S-03, CFG-01 */
+{
+	json_t *r;
+
+	EXPECT_CODE(report("g:1", L2, "[" REGISTER "," REGISTER "]"), "OK");
+	r = report("g:1", L2, "[" REGISTER "]");
+	cr_expect_str_eq(gen_of(r), "");
+	cr_expect(json_is_true(jpath(r, "snapshot_required")));
+	json_decref(r);
+	r = report("g:1", L2,
+	           "[" SNAP("[{\"block_key\":\"1\",\"medium\":\"gpu\",\"specs\":[{\"name\":\"a\",\"uri\":\"x://g/1\"},"
+	                    "{\"name\":\"a\",\"uri\":\"x://g/2\"}]}]") "]");
+	cr_expect_str_eq(code_of(r), "INVALID_ARGUMENT");
+	cr_expect_str_eq(gen_of(r), "", "a rejected snapshot has no side effect");
+	json_decref(r);
+	cr_expect(!visible(1));
+	EXPECT_CODE(ADMIN("addStorage", "{\"storage\":{\"global_unique_name\":\"neg\",\"storage_type\":"
+	                                "\"ST_EVENT_REPORT_L2\",\"event_report\":{\"heartbeat_timeout_ms\":-1}}}"),
+	            "INVALID_ARGUMENT");
+	EXPECT_CODE(ADMIN("addStorage", "{\"storage\":{\"global_unique_name\":\"nt\",\"event_report\":{}}}"),
+	            "INVALID_ARGUMENT");
+}
