@@ -68,8 +68,12 @@ static void restart_and_check(bool kill9)
 	                 "{\"offset\":1}}",
 	                 json_string_value(jpath(s, "write_session_id"))),
 	            "INTERNAL_ERROR");
-	for (int i = 0; i < 20 && strcmp(meta_of(4, &hold), "{\"status\":\"CLS_NOT_FOUND\"}") != 0; i++) {
+	for (int i = 0; i < 20; i++) {
+		bool gone = strcmp(meta_of(4, &hold), "{\"status\":\"CLS_NOT_FOUND\"}") == 0;
+
 		json_decref(hold);
+		if (gone)
+			break;
 		usleep(50000);
 	}
 	cr_expect_str_eq(meta_of(4, &hold), "{\"status\":\"CLS_NOT_FOUND\"}");
