@@ -115,10 +115,8 @@ uint16_t filter_count(const struct location *l, const struct spec_filter *f)
 	return n;
 }
 
-static void specs(struct jw *w, const struct location *l, const struct spec_filter *f)
+void jw_spec_items(struct jw *w, const struct location *l, const struct spec_filter *f)
 {
-	jw_key(w, "location_specs");
-	jw_arr(w);
 	for (uint16_t j = 0; j < l->nspecs; j++) {
 		if (!spec_kept(f, l->specs[j].name))
 			continue;
@@ -127,6 +125,13 @@ static void specs(struct jw *w, const struct location *l, const struct spec_filt
 		jw_kstr(w, "uri", l->specs[j].uri);
 		jw_obj_end(w);
 	}
+}
+
+static void specs(struct jw *w, const struct location *l, const struct spec_filter *f)
+{
+	jw_key(w, "location_specs");
+	jw_arr(w);
+	jw_spec_items(w, l, f);
 	jw_arr_end(w);
 }
 

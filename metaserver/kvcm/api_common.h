@@ -49,6 +49,8 @@ struct spec_filter {
 bool spec_kept(const struct spec_filter *f, const char *name);
 /* Specs of l the filter keeps. */
 uint16_t filter_count(const struct location *l, const struct spec_filter *f);
+/* The {"name","uri"} objects of l's filtered specs, inside an array the caller opened. */
+void jw_spec_items(struct jw *w, const struct location *l, const struct spec_filter *f);
 /* {"type":..,"spec_size":..,"location_specs":[..]} with the filtered specs. */
 void jw_location(struct jw *w, struct location *l, const struct spec_filter *f);
 /* A miss in BATCH_GET / REVERSE_ROLL results: ST_UNSPECIFIED with the instance's (filtered) spec names. */

@@ -72,14 +72,7 @@ static void jw_er_row(struct jw *w, struct call *c, struct block *b, const struc
 	for (struct location *l = b->locs; l; l = l->next) {
 		if (!l->er_key || !er_location_visible(c->k, c->inst, l))
 			continue;
-		for (uint16_t j = 0; j < l->nspecs; j++) {
-			if (!spec_kept(f, l->specs[j].name))
-				continue;
-			jw_obj(w);
-			jw_kstr(w, "name", l->specs[j].name);
-			jw_kstr(w, "uri", l->specs[j].uri);
-			jw_obj_end(w);
-		}
+		jw_spec_items(w, l, f);
 	}
 	jw_arr_end(w);
 	jw_obj_end(w);
