@@ -16,7 +16,8 @@
 
 struct host_state {
 	const char *host;
-	bool *has; /* per key */
+	bool *has;    /* per key: any of its reporters holds it */
+	bool *has_l2; /* per key: its L2 reporter holds it (what a peer can serve) */
 	uint64_t local, fetch, total;
 };
 
@@ -26,22 +27,6 @@ static bool medium_wanted(const char **mediums, size_t n, const char *medium)
 		if (strcmp(mediums[i], medium) == 0)
 			return true;
 	return n == 0;
-}
-
-/* Whether host holds key: a visible event-report location of it (of type, or any when type is 0). */
-static bool holds(struct call *c, const int64_t key, const char *host, int type, const char **mediums, size_t nm)
-{
-	struct block *b = block_find(c->inst, key);
-	char h[KVCM_NAME_MAX], medium[64];
-
-	for (struct location *l = b ? b->locs : NULL; l; l = l->next) {
-		if (!l->er_key || (type && l->type != type) ||
-		    !er_location_host(l, h, sizeof(h), medium, sizeof(medium)))
-			continue;
-		if (strcmp(h, host) == 0 && medium_wanted(mediums, nm, medium) && er_location_visible(c->k, c->inst, l))
-			return true;
-	}
-	return false;
 }
 
 static int by_host(const void *a, const void *b)
@@ -68,9 +53,37 @@ static size_t live_hosts(struct call *c, struct host_state *hs)
 	return n;
 }
 
+static struct host_state *host_of(struct host_state *hs, size_t nh, const char *host)
+{
+	struct host_state key = {.host = host};
+
+	return bsearch(&key, hs, nh, sizeof(*hs), by_host);
+}
+
+/* One pass over each key's locations marks which hosts hold it. */
+static void mark_holders(struct call *c, struct host_state *hs, size_t nh, const int64_t *keys, size_t n,
+                         const char **mediums, size_t nm)
+{
+	char host[KVCM_NAME_MAX], medium[64];
+
+	for (size_t j = 0; j < n; j++) {
+		struct block *b = block_find(c->inst, keys[j]);
+
+		for (struct location *l = b ? b->locs : NULL; l; l = l->next) {
+			struct host_state *h;
+
+			if (!l->er_key || !er_location_host(l, host, sizeof(host), medium, sizeof(medium)) ||
+			    !medium_wanted(mediums, nm, medium) || !(h = host_of(hs, nh, host)) ||
+			    !er_location_visible(c->k, c->inst, l))
+				continue;
+			h->has[j] = true;
+			h->has_l2[j] = h->has_l2[j] || l->type == ST_EVENT_REPORT_L2;
+		}
+	}
+}
+
 /* The best single L2 peer for h: the one extending its prefix furthest (ties: the smaller name). */
-static void with_peer(struct call *c, struct host_state *h, struct host_state *hs, size_t nh, const int64_t *keys,
-                      size_t n, const char **mediums, size_t nm)
+static void with_peer(struct host_state *h, struct host_state *hs, size_t nh, size_t n)
 {
 	h->total = h->local;
 	for (size_t p = 0; p < nh; p++) {
@@ -78,7 +91,7 @@ static void with_peer(struct call *c, struct host_state *h, struct host_state *h
 
 		if (&hs[p] == h)
 			continue;
-		while (end < n && (h->has[end] || holds(c, keys[end], hs[p].host, ST_EVENT_REPORT_L2, mediums, nm))) {
+		while (end < n && (h->has[end] || hs[p].has_l2[end])) {
 			fetch += !h->has[end];
 			end++;
 		}
@@ -147,18 +160,27 @@ void api_get_host_cache_state(struct call *c)
 	nh = live_hosts(c, hs);
 	for (size_t i = 0; i < nh; i++) {
 		hs[i].has = calloc(n + 1, sizeof(bool));
-		for (size_t j = 0; hs[i].has && j < n; j++)
-			hs[i].has[j] = holds(c, keys[j], hs[i].host, 0, mediums, nm);
-		while (hs[i].has && hs[i].local < n && hs[i].has[hs[i].local])
+		hs[i].has_l2 = calloc(n + 1, sizeof(bool));
+		if (!hs[i].has || !hs[i].has_l2) {
+			call_fail(c, KC_INTERNAL_ERROR, "out of memory");
+			goto free_maps;
+		}
+	}
+	mark_holders(c, hs, nh, keys, n, mediums, nm);
+	for (size_t i = 0; i < nh; i++) {
+		while (hs[i].local < n && hs[i].has[hs[i].local])
 			hs[i].local++;
 		hs[i].total = hs[i].local;
 	}
 	for (size_t i = 0; p2p > 0 && i < nh; i++)
-		if (hs[i].local && hs[i].has)
-			with_peer(c, &hs[i], hs, nh, keys, n, mediums, nm);
+		if (hs[i].local)
+			with_peer(&hs[i], hs, nh, n);
 	reply(c, hs, nh);
-	for (size_t i = 0; i < nh; i++)
+free_maps:
+	for (size_t i = 0; i < nh; i++) {
 		free(hs[i].has);
+		free(hs[i].has_l2);
+	}
 out:
 	free(hs);
 	free(keys);
