@@ -8,8 +8,8 @@
  *
  *   mmc-kvcm-bench [--quick] [--threads N] [--seconds S] [--port HTTP_PORT] [--server PATH] [--no-sync]
  *
- * Without --port it starts its own mmc-metaserver (PATH, else $MMC_METASERVER, else mmc-metaserver on $PATH)
- * on free ports in a temporary directory and stops it at the end.
+ * Without --port it starts its own mmc-metaserver (--server PATH, else $MMC_METASERVER, else the one of the same
+ * build tree, else mmc-metaserver on $PATH) on free ports in a temporary directory and stops it at the end.
  */
 #include <getopt.h>
 #include <pthread.h>
@@ -155,6 +155,8 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+static uint64_t total_errors;
+
 static void run_case(const struct opts *o, const char *name, const char *api, const char *body, bool pairs, int batch)
 {
 	struct worker *w = calloc((size_t)o->threads, sizeof(*w));
@@ -180,6 +182,7 @@ static void run_case(const struct opts *o, const char *name, const char *api, co
 	printf("%-34s %10.0f %9.3f %9.3f %8llu\n", name, (double)n / o->seconds, n ? (double)all[n / 2] / 1e6 : 0.0,
 	       n ? (double)all[(size_t)((double)n * 0.99)] / 1e6 : 0.0, (unsigned long long)errors);
 	fflush(stdout);
+	total_errors += errors;
 	free(all);
 	free(w);
 }
@@ -290,6 +293,25 @@ static int parse(int argc, char **argv, struct opts *o, const char **server)
 	return o->threads > 0 && o->threads <= 256 && o->seconds > 0 ? 0 : -1;
 }
 
+/* Without --server or $MMC_METASERVER: the mmc-metaserver of the same build tree, if there is one. */
+static void default_server(void)
+{
+	char self[4096], path[4200];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	char *slash;
+
+	if (getenv("MMC_METASERVER") || n <= 0)
+		return;
+	self[n] = '\0';
+	slash = strrchr(self, '/');
+	if (!slash)
+		return;
+	*slash = '\0';
+	snprintf(path, sizeof(path), "%s/../../metaserver/mmc-metaserver", self);
+	if (access(path, X_OK) == 0)
+		setenv("MMC_METASERVER", path, 1);
+}
+
 int main(int argc, char **argv)
 {
 	struct opts o = {8, 5.0, 0, true};
@@ -304,6 +326,7 @@ int main(int argc, char **argv)
 	if (!o.port) {
 		if (server)
 			setenv("MMC_METASERVER", server, 1);
+		default_server();
 		env[3] = o.sync ? NULL : "ock.mmc.meta.lmdb.sync=false";
 		if (metaserver_start(&m, env)) {
 			fprintf(stderr,
@@ -335,5 +358,5 @@ int main(int argc, char **argv)
 	free(b128);
 	free(b2048);
 	metaserver_cleanup(&m);
-	return 0;
+	return total_errors ? 1 : 0;
 }
