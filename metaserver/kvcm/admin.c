@@ -12,6 +12,7 @@
 #include "group.h"
 #include "instance.h"
 #include "kvcm_server.h"
+#include "reporter.h"
 #include "storage.h"
 #include "block_scan.h"
 
@@ -220,6 +221,7 @@ void admin_remove_instance(struct call *c)
 		call_fail(c, KC_INTERNAL_ERROR, "out of memory");
 		return;
 	}
+	reporters_forget(c->k, inst);
 	instance_unregister(c->k, inst);
 	call_ok(c, "instance removed");
 }

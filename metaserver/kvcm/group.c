@@ -239,6 +239,13 @@ int group_remove(struct kvcm *k, const char *name, char *msg, size_t msglen)
 		snprintf(msg, msglen, "instance group \"%s\" still has %u instances", name, g->ninstances);
 		return KC_INVALID_ARGUMENT;
 	}
+	/* removed instances whose deletes are still running account their usage to g */
+	for (struct list *it = k->zombie_instances.next; it != &k->zombie_instances; it = it->next) {
+		if (list_entry(it, struct instance, zombie_link)->group == g) {
+			snprintf(msg, msglen, "instance group \"%s\" still has an instance being removed; retry", name);
+			return KC_INVALID_ARGUMENT;
+		}
+	}
 	list_del(&g->link);
 	store_del_group(k, g);
 	log_info("op=kvcm_remove_group name=\"%s\"", name);

@@ -285,6 +285,29 @@ int reporters_start(struct kvcm *k)
 	return k->reporters->tick && event_add(k->reporters->tick, &tv) == 0 ? 0 : -1;
 }
 
+static void reporter_free(struct kvcm *k, struct reporter *r)
+{
+	for (size_t i = 0; i < r->nmediums; i++)
+		free(r->mediums[i]);
+	free(r->mediums);
+	instance_release(k, r->inst);
+	free(r);
+}
+
+void reporters_forget(struct kvcm *k, const struct instance *inst)
+{
+	struct reporter **pp = &k->reporters->head, *r;
+
+	while ((r = *pp)) {
+		if (r->inst == inst) {
+			*pp = r->next;
+			reporter_free(k, r);
+		} else {
+			pp = &r->next;
+		}
+	}
+}
+
 void reporters_stop(struct kvcm *k)
 {
 	struct reporters *rs = k->reporters;
@@ -295,11 +318,7 @@ void reporters_stop(struct kvcm *k)
 		struct reporter *r = rs->head;
 
 		rs->head = r->next;
-		for (size_t i = 0; i < r->nmediums; i++)
-			free(r->mediums[i]);
-		free(r->mediums);
-		instance_release(k, r->inst);
-		free(r);
+		reporter_free(k, r);
 	}
 	if (rs->tick)
 		event_free(rs->tick);

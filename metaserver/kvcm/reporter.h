@@ -34,6 +34,8 @@ struct reporter {
 };
 
 int reporters_start(struct kvcm *k);
+/* Forgets the reporters of inst (removeInstance: its locations go with its trim). */
+void reporters_forget(struct kvcm *k, const struct instance *inst);
 void reporters_stop(struct kvcm *k);
 
 /* All reporters (follow ->next). */

@@ -3,6 +3,8 @@
  */
 #include "kvcm_test.h"
 
+#include <unistd.h>
+
 TestSuite(admin, .init = (void (*)(void))0, .timeout = 30);
 
 static void up(void)
@@ -173,4 +175,36 @@ Test(admin, health_and_metrics, .init = up, .fini = srv_down)
 	free(body);
 	cr_expect_eq(hc_request(&srv.admin, "POST", "/api/startWriteCache", "{}", 2, &body), 404);
 	free(body);
+}
+
+Test(admin, remove_instance_then_its_group, .init = up, .fini = srv_down)
+{
+	bool removed = false;
+
+	EXPECT_CODE(ADMIN("createInstanceGroup",
+	                  "{\"instance_group\":{\"name\":\"rg\",\"storage_candidates\":[\"nfs_01\"],"
+	                  "\"event_report_storage_candidates\":[\"event_report_l2_default\"],"
+	                  "\"cache_config\":{\"reclaim_strategy\":{\"delay_before_delete_ms\":300}}}}"),
+	            "OK");
+	cr_assert(register_simple(&srv.meta, "rg", "x", 100));
+	cr_assert(write_keys(&srv.meta, "x", "[1,2,3]"));
+	EXPECT_CODE(
+	    CALL("reportEvent",
+	         "{\"instance_id\":\"x\",\"host_ip_port\":\"h:1\",\"storage_type\":"
+	         "\"ST_EVENT_REPORT_L2\",\"events\":[{\"event_type\":\"EVENT_BLOCK_ADD\",\"block_add\":{"
+	         "\"block_key\":\"9\",\"medium\":\"gpu\",\"specs\":[{\"name\":\"tp0\",\"uri\":\"x://h/9\"}]}}]}"),
+	    "OK");
+	EXPECT_CODE(ADMIN("removeInstance", "{\"instance_id\":\"x\"}"), "OK");
+	/* refused while the removed instance's deletes are still running, then accepted */
+	for (int i = 0; i < 40 && !removed; i++) {
+		json_t *r = ADMIN("removeInstanceGroup", "{\"name\":\"rg\"}");
+
+		removed = strcmp(code_of(r), "OK") == 0;
+		json_decref(r);
+		if (!removed)
+			usleep(50000);
+	}
+	cr_expect(removed, "the group can be removed once its removed instance is gone");
+	cr_assert(register_simple(&srv.meta, "default", "x", 100));
+	cr_expect(write_keys(&srv.meta, "x", "[1]"));
 }
