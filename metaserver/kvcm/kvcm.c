@@ -1,30 +1,163 @@
-/* Placeholder until the KV Cache Manager lands (issue 5): accepts no keys and serves nothing. */
+/*
+ * The KV Cache Manager inside mmc-metaserver: wiring of its parts on the meta server's event loop.
+ */
 #include "kvcm.h"
 
+#include <fcntl.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
 
+#include "api.h"
+#include "deleter.h"
+#include "group.h"
+#include "http.h"
+#include "instance.h"
+#include "kvcm_server.h"
+#include "kvcm_store.h"
+#include "log.h"
+#include "metrics.h"
 #include "mmc/mmc.h"
+#include "persist.h"
+#include "reclaim.h"
+#include "reporter.h"
+#include "startup_config.h"
+#include "storage.h"
+#include "storage_uri.h"
+#include "block_scan.h"
+#include "write_session.h"
 
-struct kvcm {
-	int unused;
-};
-
-int kvcm_conf_set(const char *key, const char *value, char *err, size_t errlen)
+uint64_t kvcm_now_us(void)
 {
-	snprintf(err, errlen, "unknown configuration key \"%s\"", key);
-	return MMC_INVALID_PARAM;
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+/* xoroshiro128+: ids only need to be unpredictable enough not to collide, not to be secret. */
+static uint64_t next_random(struct kvcm *k)
+{
+	uint64_t s0 = k->rng[0], s1 = k->rng[1], r = s0 + s1;
+
+	s1 ^= s0;
+	k->rng[0] = ((s0 << 24) | (s0 >> 40)) ^ s1 ^ (s1 << 16);
+	k->rng[1] = (s1 << 37) | (s1 >> 27);
+	return r;
+}
+
+void kvcm_random_id(struct kvcm *k, char *out, size_t n)
+{
+	static const char alphabet[] = "abcdefghijklmnopqrstuvwxyz0123456789";
+
+	for (size_t i = 0; i < n; i++)
+		out[i] = alphabet[next_random(k) % 36];
+	out[n] = '\0';
+}
+
+static void seed(struct kvcm *k)
+{
+	int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0 || read(fd, k->rng, sizeof(k->rng)) != sizeof(k->rng)) {
+		k->rng[0] = kvcm_now_us() ^ (uint64_t)getpid() << 32;
+		k->rng[1] = (uint64_t)(uintptr_t)k ^ UINT64_C(0x9e3779b97f4a7c15);
+	}
+	if (fd >= 0)
+		close(fd);
+	if (!k->rng[0] && !k->rng[1])
+		k->rng[1] = 1;
+}
+
+static void identity(struct kvcm *k)
+{
+	char rnd[17];
+
+	if (k->conf.advertised_host[0])
+		snprintf(k->host, sizeof(k->host), "%s", k->conf.advertised_host);
+	else if (gethostname(k->host, sizeof(k->host)) != 0)
+		snprintf(k->host, sizeof(k->host), "localhost");
+	kvcm_random_id(k, rnd, 16);
+	snprintf(k->node_id, sizeof(k->node_id), "%s:%u_%s", k->host, k->admin_port, rnd);
+}
+
+static int start_parts(struct kvcm *k, char *err, size_t errlen)
+{
+	snprintf(err, errlen, "cannot start the KVCM background tasks");
+	if (metrics_new(&k->metrics) || deleter_start(k) || sessions_start(k) || reclaim_start(k) || reporters_start(k))
+		return -1;
+	snprintf(err, errlen, "cannot open the KVCM databases");
+	if (store_open(k) || store_load(k))
+		return -1;
+	if (startup_config_apply(k, err, errlen))
+		return -1;
+	if (http_server_start(&k->http, k, k->conf.bind, (uint16_t)k->conf.http_port, meta_routes, false, &k->http_port,
+	                      err, errlen) ||
+	    http_server_start(&k->admin, k, k->conf.bind, (uint16_t)k->conf.admin_http_port, admin_routes, true,
+	                      &k->admin_port, err, errlen))
+		return -1;
+	return persist_flush(k->persist) ? -1 : 0;
 }
 
 int kvcm_start(struct kvcm **out, struct event_base *base, struct persist *p, struct meta *meta, char *ready_line,
-	       size_t ready_len, char *err, size_t errlen)
+               size_t ready_len, char *err, size_t errlen)
 {
-	*out = calloc(1, sizeof(**out));
-	if (ready_len)
-		ready_line[0] = '\0';
-	return *out ? 0 : MMC_MALLOC_FAILED;
+	struct kvcm *k = calloc(1, sizeof(*k));
+
+	if (!k)
+		return MMC_MALLOC_FAILED;
+	k->base = base;
+	k->persist = p;
+	k->meta = meta;
+	k->conf = *kvcm_conf();
+	k->next_uid = 1;
+	list_init(&k->storages);
+	list_init(&k->groups);
+	list_init(&k->zombie_instances);
+	seed(k);
+	if (start_parts(k, err, errlen)) {
+		kvcm_stop(k);
+		return MMC_ERROR;
+	}
+	identity(k);
+	snprintf(ready_line, ready_len, "http=%u admin=%u", k->http_port, k->admin_port);
+	log_info("op=kvcm_start http=%s:%u admin=%s:%u", k->conf.bind, k->http_port, k->conf.bind, k->admin_port);
+	*out = k;
+	return 0;
 }
 
 void kvcm_stop(struct kvcm *k)
 {
+	if (!k)
+		return;
+	/* replies waiting for a commit go out now, while their connections still exist */
+	if (k->persist)
+		persist_flush(k->persist);
+	http_server_stop(k->http);
+	http_server_stop(k->admin);
+	block_scans_stop(k);
+	reporters_stop(k);
+	reclaim_stop(k);
+	sessions_stop(k);
+	deleter_stop(k);
+	if (k->persist)
+		persist_flush(k->persist);
+	instances_free(k);
+	while (!list_empty(&k->groups)) {
+		struct group *g = list_entry(k->groups.next, struct group, link);
+
+		list_del(&g->link);
+		group_free(g);
+	}
+	while (!list_empty(&k->storages)) {
+		struct storage *s = list_entry(k->storages.next, struct storage, link);
+
+		list_del(&s->link);
+		storage_free(s);
+	}
+	file_refs_free(k);
+	metrics_free(k->metrics);
 	free(k);
 }

@@ -26,7 +26,7 @@ int kvcm_conf_set(const char *key, const char *value, char *err, size_t errlen);
  * Returns 0 and *out, or MMC_* with a message in err.
  */
 int kvcm_start(struct kvcm **out, struct event_base *base, struct persist *p, struct meta *meta, char *ready_line,
-	       size_t ready_len, char *err, size_t errlen);
+               size_t ready_len, char *err, size_t errlen);
 
 /* Stops listening and frees everything. NULL is ignored. */
 void kvcm_stop(struct kvcm *k);

@@ -1,0 +1,54 @@
+/*
+ * The KVCM HTTP APIs: MetaService handlers (port kvcm.service.http_port) and admin handlers
+ * (kvcm.service.admin_http_port), and their route tables. Each handler has an _empty companion that writes the
+ * response's own fields at their defaults, used for error replies (every field is always printed, §1.4).
+ */
+#ifndef MMC_KVCM_API_H
+#define MMC_KVCM_API_H
+
+#include "http.h"
+
+extern const struct route meta_routes[];
+extern const struct route admin_routes[];
+
+#define API(name)                                                                                                      \
+	void api_##name(struct call *c);                                                                               \
+	void api_##name##_empty(struct jw *w)
+
+API(register_instance);
+API(get_instance_info);
+API(get_cache_location);
+API(get_cache_location_len);
+API(start_write_cache);
+API(get_cache_meta);
+API(get_cache_meta_detail);
+API(get_cluster_info);
+void api_finish_write_cache(struct call *c);
+void api_remove_cache(struct call *c);
+void api_trim_cache(struct call *c);
+void api_report_event(struct call *c);
+void api_report_event_empty(struct jw *w);
+void api_get_host_cache_state(struct call *c);
+void api_get_host_cache_state_empty(struct jw *w);
+void api_get_cache_locations_by_backend(struct call *c);
+void api_get_cache_locations_by_backend_empty(struct jw *w);
+
+/* admin */
+void admin_add_storage(struct call *c);
+void admin_list_storage(struct call *c);
+void admin_enable_storage(struct call *c);
+void admin_disable_storage(struct call *c);
+void admin_remove_storage(struct call *c);
+void admin_update_storage(struct call *c);
+void admin_create_group(struct call *c);
+void admin_get_group(struct call *c);
+void admin_update_group(struct call *c);
+void admin_list_groups(struct call *c);
+void admin_remove_group(struct call *c);
+void admin_register_instance(struct call *c);
+void admin_list_instances(struct call *c);
+void admin_remove_instance(struct call *c);
+void admin_check_health(struct call *c);
+void admin_get_manager_cluster_info(struct call *c);
+
+#endif

@@ -1,0 +1,181 @@
+#include "block_index.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "kvcm_server.h"
+#include "storage_uri.h"
+
+static uint64_t mix(int64_t key)
+{
+	uint64_t x = (uint64_t)key + UINT64_C(0x9e3779b97f4a7c15);
+
+	x = (x ^ (x >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
+	x = (x ^ (x >> 27)) * UINT64_C(0x94d049bb133111eb);
+	return x ^ (x >> 31);
+}
+
+struct block *block_find(const struct instance *inst, int64_t key)
+{
+	struct block *b;
+
+	if (!inst->nbuckets)
+		return NULL;
+	for (b = inst->buckets[mix(key) & (inst->nbuckets - 1)]; b; b = b->hnext)
+		if (b->key == key)
+			return b;
+	return NULL;
+}
+
+static int grow(struct instance *inst)
+{
+	uint64_t nb = inst->nbuckets ? inst->nbuckets * 2 : 256;
+	struct block **bk = calloc(nb, sizeof(*bk));
+
+	if (!bk)
+		return -1;
+	for (uint64_t i = 0; i < inst->nbuckets; i++) {
+		for (struct block *b = inst->buckets[i], *next; b; b = next) {
+			uint64_t h = mix(b->key) & (nb - 1);
+
+			next = b->hnext;
+			b->hnext = bk[h];
+			bk[h] = b;
+		}
+	}
+	free(inst->buckets);
+	inst->buckets = bk;
+	inst->nbuckets = nb;
+	return 0;
+}
+
+struct block *block_get(struct instance *inst, int64_t key)
+{
+	struct block *b = block_find(inst, key);
+	uint64_t h;
+
+	if (b)
+		return b;
+	if (inst->nblocks >= inst->nbuckets && grow(inst))
+		return NULL;
+	b = calloc(1, sizeof(*b));
+	if (!b)
+		return NULL;
+	b->key = key;
+	h = mix(key) & (inst->nbuckets - 1);
+	b->hnext = inst->buckets[h];
+	inst->buckets[h] = b;
+	list_add_tail(&inst->lru, &b->lru_link);
+	inst->nblocks++;
+	return b;
+}
+
+void block_remove(struct instance *inst, struct block *b)
+{
+	struct block **pp = &inst->buckets[mix(b->key) & (inst->nbuckets - 1)];
+
+	while (*pp != b)
+		pp = &(*pp)->hnext;
+	*pp = b->hnext;
+	list_del(&b->lru_link);
+	inst->nblocks--;
+	free(b);
+}
+
+void block_touch(struct instance *inst, struct block *b, uint64_t now_us)
+{
+	b->lru_time_us = now_us;
+	list_del(&b->lru_link);
+	list_add_tail(&inst->lru, &b->lru_link);
+}
+
+void block_index_free(struct instance *inst)
+{
+	for (uint64_t i = 0; i < inst->nbuckets; i++) {
+		for (struct block *b = inst->buckets[i], *next; b; b = next) {
+			next = b->hnext;
+			for (struct location *l = b->locs, *ln; l; l = ln) {
+				ln = l->next;
+				location_free(l);
+			}
+			free(b);
+		}
+	}
+	free(inst->buckets);
+	inst->buckets = NULL;
+	inst->nbuckets = inst->nblocks = 0;
+	list_init(&inst->lru);
+}
+
+struct location *location_new_er(struct storage *s, const char *er_key, uint16_t nspecs, const char *const *names,
+                                 const char *const *uris)
+{
+	size_t strs = er_key ? strlen(er_key) + 1 : 0, off;
+	struct location *l;
+	char *p;
+
+	for (uint16_t j = 0; j < nspecs; j++)
+		strs += strlen(names[j]) + strlen(uris[j]) + 2;
+	off = sizeof(*l) + nspecs * sizeof(struct loc_spec);
+	l = calloc(1, off + strs);
+	if (!l)
+		return NULL;
+	l->storage = s;
+	l->type = (uint8_t)(s ? s->type : ST_UNSPECIFIED);
+	l->nspecs = nspecs;
+	p = (char *)l + off;
+	for (uint16_t j = 0; j < nspecs; j++) {
+		size_t nl = strlen(names[j]) + 1, ul = strlen(uris[j]) + 1;
+
+		l->specs[j].name = memcpy(p, names[j], nl);
+		p += nl;
+		l->specs[j].uri = memcpy(p, uris[j], ul);
+		p += ul;
+		l->bytes += er_key ? 0 : uri_size_param(uris[j]);
+	}
+	if (er_key)
+		l->er_key = memcpy(p, er_key, strlen(er_key) + 1);
+	return l;
+}
+
+struct location *location_new(struct storage *s, uint16_t nspecs, const char *const *names, const char *const *uris)
+{
+	return location_new_er(s, NULL, nspecs, names, uris);
+}
+
+void location_free(struct location *l)
+{
+	if (l)
+		free(l->json);
+	free(l);
+}
+
+struct location *location_find(const struct block *b, const char *id)
+{
+	for (struct location *l = b->locs; l; l = l->next)
+		if (strcmp(location_name(l), id) == 0)
+			return l;
+	return NULL;
+}
+
+void location_unlink(struct block *b, struct location *l)
+{
+	struct location **pp = &b->locs;
+
+	while (*pp && *pp != l)
+		pp = &(*pp)->next;
+	if (*pp)
+		*pp = l->next;
+	l->next = NULL;
+}
+
+struct location *location_pick(struct kvcm *k, const struct block *b)
+{
+	for (struct location *l = b->locs; l; l = l->next) {
+		if (l->status != CLS_SERVING || l->er_key || !l->storage || !l->storage->available)
+			continue;
+		if (storage_data_visible(k, l))
+			return l;
+	}
+	return NULL;
+}

@@ -1,0 +1,35 @@
+/*
+ * One instance's index: block key -> block, each block holding its cache locations, and the blocks in LRU order
+ * of their last write (reclaim picks the oldest). Loop thread only.
+ */
+#ifndef MMC_KVCM_BLOCK_INDEX_H
+#define MMC_KVCM_BLOCK_INDEX_H
+
+#include <stdint.h>
+
+#include "model.h"
+
+struct block *block_find(const struct instance *inst, int64_t key);
+/* The block of key, created (empty, at the LRU tail) when missing; NULL when out of memory. */
+struct block *block_get(struct instance *inst, int64_t key);
+/* Unlinks and frees an empty block. */
+void block_remove(struct instance *inst, struct block *b);
+/* Moves b to the LRU tail with a new stamp (a write). */
+void block_touch(struct instance *inst, struct block *b, uint64_t now_us);
+/* Frees every block and location of inst (shutdown). */
+void block_index_free(struct instance *inst);
+
+/* A location with room for its specs; strings copied into the same allocation. NULL when out of memory. */
+struct location *location_new(struct storage *s, uint16_t nspecs, const char *const *names, const char *const *uris);
+/* An event-report location named er_key (no usage bytes: the reporter owns the data). */
+struct location *location_new_er(struct storage *s, const char *er_key, uint16_t nspecs, const char *const *names,
+                                 const char *const *uris);
+/* Frees l (and its rendered JSON). */
+void location_free(struct location *l);
+struct location *location_find(const struct block *b, const char *id);
+/* Unlinks l from b (not freed). */
+void location_unlink(struct block *b, struct location *l);
+/* A SERVING location a reader may use (storage available, data present), or NULL. */
+struct location *location_pick(struct kvcm *k, const struct block *b);
+
+#endif

@@ -1,0 +1,72 @@
+/*
+ * The HTTP side of KVCM: evhttp listeners on the loop's event_base, routing of POST /api/<name> to handlers,
+ * the limits (body size, connections, idle time) and the reply rules of reference kvcm.md §1.2:
+ * a body that is not a well-formed request gets HTTP 400 "{}", business errors are HTTP 200 with
+ * header.status.code, and a reply to a request that changed durable state is sent only after its LMDB commit.
+ */
+#ifndef MMC_KVCM_HTTP_H
+#define MMC_KVCM_HTTP_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "json_in.h"
+#include "json_out.h"
+
+struct kvcm;
+struct instance;
+struct evhttp_request;
+struct call;
+
+enum route_flags {
+	ROUTE_INSTANCE = 1, /* instance-scoped: unknown instance_id answered INSTANCE_NOT_EXIST first (§1.6) */
+	ROUTE_ADMIN = 2,    /* admin header: no tracer_result */
+};
+
+struct route {
+	const char *name;
+	void (*fn)(struct call *c);
+	void (*empty)(struct jw *w); /* the response's own fields at their defaults, for error replies */
+	unsigned flags;
+};
+
+/* One request being answered. Handlers read body, write the response's fields after call_ok(). */
+struct call {
+	struct kvcm *k;
+	struct evhttp_request *req;
+	const struct route *route;
+	struct http_server *srv;
+	json_t *body;
+	struct instance *inst; /* ROUTE_INSTANCE: the instance named by instance_id */
+	struct jd d;
+	struct jw out;
+	int code;        /* wire status code, for metrics and the log */
+	int http_status; /* 200, or 400 / 500 with body {} */
+	uint64_t t0_ns;
+	uint64_t writes0;
+};
+
+struct http_server;
+
+/* Listens on bind:port (0: any free port) and serves routes (a table ending in {NULL}). */
+int http_server_start(struct http_server **out, struct kvcm *k, const char *bind, uint16_t port,
+                      const struct route *routes, bool admin, uint16_t *bound, char *err, size_t errlen);
+void http_server_stop(struct http_server *s);
+/* Open connections, for /metrics. */
+uint32_t http_server_connections(const struct http_server *s);
+
+/* The success header; the handler writes its fields next. */
+void call_ok(struct call *c, const char *message);
+/* A business error: header with code and message, then the route's default fields. */
+void call_fail(struct call *c, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Just the header with code and message (the handler writes every field itself). */
+void call_status(struct call *c, int code, const char *message);
+/* The request is not well-formed: HTTP 400 "{}". */
+void call_bad_request(struct call *c);
+/* Checks c->d after decoding: answers 400 on a type error, INVALID_ARGUMENT on too many elements. */
+bool call_decode_failed(struct call *c);
+/* trace_id of the request ("" when absent). */
+const char *call_trace_id(struct call *c);
+
+#endif

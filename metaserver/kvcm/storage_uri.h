@@ -1,0 +1,40 @@
+/*
+ * Where a storage puts a block's data: URI allocation for new locations (reference kvcm.md §3.4), and the data
+ * side of deleting a location (the files to unlink, the mmc objects to drop).
+ */
+#ifndef MMC_KVCM_STORAGE_URI_H
+#define MMC_KVCM_STORAGE_URI_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "model.h"
+
+struct kvcm;
+
+/*
+ * URIs for n new blocks of inst in s: uris[i * inst->nspecs + j] for key i and spec j, when sel is NULL or
+ * sel[i * nspecs + j] is set (malloc'd strings; others NULL). file: keys are grouped key_count_per_file to a
+ * file, spec by spec, as the reference's NFS back-end does. Returns 0 or a negative MMC_* code.
+ */
+int storage_make_uris(struct storage *s, const struct instance *inst, const int64_t *keys, size_t n, const uint8_t *sel,
+                      char **uris);
+
+/* The size= parameter of a URI (0 when absent): usage accounting. */
+uint64_t uri_size_param(const char *uri);
+
+/* Counts a new (or loaded) location's references to shared files. */
+int storage_hold_data(struct kvcm *k, const struct location *l);
+/* For a location being deleted: malloc'd paths whose last reference it held (file); *paths NULL when none. */
+size_t storage_release_data(struct kvcm *k, const struct location *l, char ***paths);
+/* mmc: drops the location's objects from the pool (loop thread). */
+void storage_drop_mmc_objects(struct kvcm *k, const struct location *l);
+/* mmc: every object of the location is in the pool and readable; true for other kinds. */
+bool storage_data_visible(struct kvcm *k, const struct location *l);
+/* mmc: at least one object of the location is still known to the pool. */
+bool storage_data_known(struct kvcm *k, const struct location *l);
+
+void file_refs_free(struct kvcm *k);
+
+#endif

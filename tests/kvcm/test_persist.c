@@ -1,0 +1,125 @@
+/*
+ * Durability across restarts: storages, groups, instances and serving locations survive (a clean stop and a
+ * kill -9 after the reply); write sessions do not, and the WRITING locations they leave are swept; deletes
+ * interrupted by the restart are finished.
+ */
+#include "kvcm_test.h"
+
+#include <unistd.h>
+
+static void up(void)
+{
+	srv_up(NULL);
+}
+
+TestSuite(persist, .init = up, .fini = srv_down, .timeout = 30);
+
+static json_t *locations(const char *keys)
+{
+	json_t *r = CALL("getCacheLocation", "{\"instance_id\":\"p\",\"block_keys\":%s}", keys),
+	       *l = json_incref(jpath(r, "locations"));
+
+	json_decref(r);
+	return l;
+}
+
+static const char *meta_of(int key, json_t **hold)
+{
+	*hold = CALL("getCacheMeta", "{\"instance_id\":\"p\",\"block_keys\":[%d]}", key);
+	return json_string_value(json_array_get(jpath(*hold, "metas"), 0));
+}
+
+static void restart_and_check(bool kill9)
+{
+	json_t *before, *after, *s, *hold;
+	char body[512];
+
+	snprintf(body, sizeof(body),
+	         "{\"storage\":{\"global_unique_name\":\"extra\",\"nfs\":{\"root_path\":\"%s/x/\"}}}", srv.root);
+	EXPECT_CODE(ADMIN("addStorage", "%s", body), "OK");
+	EXPECT_CODE(ADMIN("disableStorage", "{\"storage_unique_name\":\"extra\"}"), "OK");
+	cr_assert(register_simple(&srv.meta, "persisted_group", "p", 4096));
+	cr_assert(write_keys(&srv.meta, "p", "[1,2,3]"));
+	s = CALL("startWriteCache", "{\"instance_id\":\"p\",\"block_keys\":[4],\"write_timeout_seconds\":600}");
+	cr_assert_str_eq(code_of(s), "OK");
+	before = locations("[1,2,3]");
+	if (kill9)
+		metaserver_kill(&srv.m);
+	else
+		cr_assert_eq(metaserver_stop(&srv.m), 0, "SIGTERM stops the server cleanly");
+	cr_assert_eq(kvcm_srv_restart(&srv, NULL), 0);
+
+	EXPECT_CODE(CALL("getInstanceInfo", "{\"instance_id\":\"p\"}"), "OK");
+	after = locations("[1,2,3]");
+	cr_expect(json_equal(before, after), "serving locations survive the restart");
+	EXPECT_CODE(ADMIN("getInstanceGroup", "{\"name\":\"persisted_group\"}"), "OK");
+	after = (json_decref(after), ADMIN("listStorage", "{}"));
+	cr_expect_eq(json_array_size(jpath(after, "storage")), 4);
+	for (size_t i = 0; i < json_array_size(jpath(after, "storage")); i++) {
+		json_t *st = json_array_get(jpath(after, "storage"), i);
+
+		cr_expect_eq(json_is_true(jpath(st, "is_available")),
+		             strcmp(json_string_value(jpath(st, "global_unique_name")), "extra") != 0,
+		             "availability survives the restart");
+	}
+	/* the session is gone, and its WRITING block is swept */
+	EXPECT_CODE(CALL("finishWriteCache",
+	                 "{\"instance_id\":\"p\",\"write_session_id\":\"%s\",\"success_blocks\":"
+	                 "{\"offset\":1}}",
+	                 json_string_value(jpath(s, "write_session_id"))),
+	            "INTERNAL_ERROR");
+	for (int i = 0; i < 20; i++) {
+		bool gone = strcmp(meta_of(4, &hold), "{\"status\":\"CLS_NOT_FOUND\"}") == 0;
+
+		json_decref(hold);
+		if (gone)
+			break;
+		usleep(50000);
+	}
+	cr_expect_str_eq(meta_of(4, &hold), "{\"status\":\"CLS_NOT_FOUND\"}");
+	json_decref(hold);
+	/* and the key can be written again */
+	cr_expect(write_keys(&srv.meta, "p", "[4]"));
+	json_decref(after);
+	json_decref(before);
+	json_decref(s);
+}
+
+Test(persist, clean_restart)
+{
+	restart_and_check(false);
+}
+
+Test(persist, kill_and_restart)
+{
+	restart_and_check(true);
+}
+
+Test(persist, interrupted_delete_is_finished)
+{
+	json_t *hold;
+
+	cr_assert(register_simple(&srv.meta, "default", "p", 4096));
+	cr_assert(write_keys(&srv.meta, "p", "[1,2]"));
+	/* the default group waits 1 s before deleting: the kill comes first */
+	EXPECT_CODE(CALL("removeCache", "{\"instance_id\":\"p\",\"block_keys\":[1]}"), "OK");
+	metaserver_kill(&srv.m);
+	cr_assert_eq(kvcm_srv_restart(&srv, NULL), 0);
+	usleep(100000);
+	cr_expect_str_eq(meta_of(1, &hold), "{\"status\":\"CLS_NOT_FOUND\"}");
+	json_decref(hold);
+	cr_expect(strstr(meta_of(2, &hold), "CLS_SERVING"));
+	json_decref(hold);
+}
+
+Test(persist, removed_instance_stays_removed)
+{
+	cr_assert(register_simple(&srv.meta, "default", "p", 4096));
+	cr_assert(write_keys(&srv.meta, "p", "[1]"));
+	EXPECT_CODE(ADMIN("removeInstance", "{\"instance_id\":\"p\"}"), "OK");
+	cr_assert_eq(metaserver_stop(&srv.m), 0);
+	cr_assert_eq(kvcm_srv_restart(&srv, NULL), 0);
+	EXPECT_CODE(CALL("getInstanceInfo", "{\"instance_id\":\"p\"}"), "INSTANCE_NOT_EXIST");
+	cr_assert(register_simple(&srv.meta, "default", "p", 4096));
+	cr_expect(write_keys(&srv.meta, "p", "[1]"));
+}
