@@ -124,6 +124,13 @@ static int spawn_metaserver(struct metaserver *m, const char *const *extra)
 	argv[argc++] = dd;
 	argv[argc++] = "--env";
 	argv[argc++] = url;
+	/* tests run in parallel: the KV Cache Manager listens on free ports too, on loopback (extras may override) */
+	argv[argc++] = "--env";
+	argv[argc++] = "kvcm.service.http_port=0";
+	argv[argc++] = "--env";
+	argv[argc++] = "kvcm.service.admin_http_port=0";
+	argv[argc++] = "--env";
+	argv[argc++] = "kvcm.service.bind=127.0.0.1";
 	for (int i = 0; extra && extra[i] && argc < 60; i++) {
 		argv[argc++] = "--env";
 		argv[argc++] = extra[i];
