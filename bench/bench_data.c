@@ -35,6 +35,8 @@ struct dcase {
 	int batch;
 	double hot, cold;             /* memcpy GB/s */
 	double raw_wdc, raw_w, raw_r; /* libfabric GB/s: write with/without FI_DELIVERY_COMPLETE, read */
+	double raw_wlast;             /* write with FI_DELIVERY_COMPLETE on the last op of each call only */
+	double raw_wflush;            /* plain writes, then one 8-byte read */
 	double redis_set, redis_get;  /* GB/s */
 };
 
@@ -102,18 +104,24 @@ static int raw_baselines(const struct bench_opts *o, const char *protocol, struc
 	if (rma_start(&r, o->self, protocol, most))
 		return -1;
 	for (int i = 0; i < n && rc == 0; i++) {
-		struct samples wdc = {0}, w = {0}, rd = {0};
+		struct samples wdc = {0}, w = {0}, rd = {0}, wl = {0}, wf = {0};
 		struct kbufs b;
 
 		rc = kbufs_alloc(&b, &cs[i].sh, cs[i].batch);
 		rc = rc ? rc : rma_measure(&r, RMA_WRITE_DC, &cs[i].sh, b.src, cs[i].batch, o->seconds, &wdc);
 		rc = rc ? rc : rma_measure(&r, RMA_WRITE, &cs[i].sh, b.src, cs[i].batch, o->seconds, &w);
 		rc = rc ? rc : rma_measure(&r, RMA_READ, &cs[i].sh, b.dst, cs[i].batch, o->seconds, &rd);
+		rc = rc ? rc : rma_measure(&r, RMA_WRITE_DC_LAST, &cs[i].sh, b.src, cs[i].batch, o->seconds, &wl);
+		rc = rc ? rc : rma_measure(&r, RMA_WRITE_FLUSH, &cs[i].sh, b.src, cs[i].batch, o->seconds, &wf);
+		cs[i].raw_wlast = gbs(case_bytes(&cs[i]), &wl);
+		cs[i].raw_wflush = gbs(case_bytes(&cs[i]), &wf);
 		cs[i].raw_wdc = gbs(case_bytes(&cs[i]), &wdc);
 		cs[i].raw_w = gbs(case_bytes(&cs[i]), &w);
 		cs[i].raw_r = gbs(case_bytes(&cs[i]), &rd);
 		kbufs_free(&b);
 	}
+	printf("\n# provider %s orders: write after write %s, read after write %s\n", bench_proto_str(protocol),
+	       rma_orders(&r, false) ? "yes" : "no", rma_orders(&r, true) ? "yes" : "no");
 	rma_stop(&r);
 	return rc;
 }
@@ -200,12 +208,15 @@ static void print_baselines(const struct dcase *cs, int n, const char *protocol)
 	printf("\n# baselines, provider %s (GB/s): memcpy hot/cold single thread; raw libfabric RMA window %d, "
 	       "write with FI_DELIVERY_COMPLETE (DC) and without; Redis pipelined SET/GET\n",
 	       bench_proto_str(protocol), RMA_WINDOW);
-	printf("%-6s %8s %5s %7s %7s %8s %8s %8s %8s %8s\n", "shape", "block", "batch", "mcpyH", "mcpyC", "wrDC",
-	       "write", "read", "SET", "GET");
+	printf("# wrDC1: FI_DELIVERY_COMPLETE on the last write of each call only; wr+rd: plain writes then one 8-byte "
+	       "read\n");
+	printf("%-6s %8s %5s %7s %7s %8s %8s %8s %8s %8s %8s %8s\n", "shape", "block", "batch", "mcpyH", "mcpyC",
+	       "wrDC", "wrDC1", "wr+rd", "write", "read", "SET", "GET");
 	for (int i = 0; i < n; i++)
-		printf("%-6s %8s %5d %7.2f %7.2f %8.2f %8.2f %8.2f %8.2f %8.2f\n", cs[i].sh.name,
+		printf("%-6s %8s %5d %7.2f %7.2f %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f\n", cs[i].sh.name,
 		       bench_size_str(cs[i].sh.block, blk, sizeof(blk)), cs[i].batch, cs[i].hot, cs[i].cold,
-		       cs[i].raw_wdc, cs[i].raw_w, cs[i].raw_r, cs[i].redis_set, cs[i].redis_get);
+		       cs[i].raw_wdc, cs[i].raw_wlast, cs[i].raw_wflush, cs[i].raw_w, cs[i].raw_r, cs[i].redis_set,
+		       cs[i].redis_get);
 }
 
 int bench_data_main(int argc, char **argv, const char *self)

@@ -352,12 +352,19 @@ static int one_call(struct rma_bench *r, struct window *w, enum rma_op op, const
 		for (int j = 0; j < sh->npieces; j++) {
 			if (off + sh->piece[j] > r->rsize)
 				off = 0; /* wrap: the target lends less than a batch */
-			if (post(w, op, p, sh->piece[j], descs[i], r->peer, base + off, r->rkey))
+			bool last = i == batch - 1 && j == sh->npieces - 1;
+			enum rma_op o = op == RMA_WRITE_DC_LAST ? (last ? RMA_WRITE_DC : RMA_WRITE) : op;
+
+			o = o == RMA_WRITE_FLUSH ? RMA_WRITE : o;
+
+			if (post(w, o, p, sh->piece[j], descs[i], r->peer, base + off, r->rkey))
 				return -1;
 			p += sh->piece[j];
 			off += sh->piece[j];
 		}
 	}
+	if (op == RMA_WRITE_FLUSH && post(w, RMA_READ, bufs[0], 8, descs[0], r->peer, base + off - 8, r->rkey))
+		return -1;
 	while (w->reaped < w->posted)
 		reap_one(w);
 	return w->err;
@@ -392,4 +399,11 @@ int rma_measure(struct rma_bench *r, enum rma_op op, const struct shape *sh, voi
 	free(mrs);
 	free(descs);
 	return rc;
+}
+
+bool rma_orders(const struct rma_bench *r, bool raw)
+{
+	uint64_t o = r->ep->info->tx_attr->msg_order;
+
+	return (o & (raw ? FI_ORDER_RAW : FI_ORDER_WAW)) != 0;
 }

@@ -30,7 +30,14 @@ struct rma_bench {
 int rma_start(struct rma_bench *r, const char *self, const char *protocol, size_t bytes);
 void rma_stop(struct rma_bench *r);
 
-enum rma_op { RMA_WRITE_DC, RMA_WRITE, RMA_READ };
+/* RMA_WRITE_DC_LAST: only the last write of a call asks for FI_DELIVERY_COMPLETE (enough for visibility when the
+ * provider orders writes after writes, FI_ORDER_WAW); the fix proposed for lib/fabric.c. */
+/* RMA_WRITE_FLUSH: plain writes, then one 8-byte read of the last range (visibility when the provider orders reads
+ * after writes, FI_ORDER_RAW). */
+enum rma_op { RMA_WRITE_DC, RMA_WRITE, RMA_READ, RMA_WRITE_DC_LAST, RMA_WRITE_FLUSH };
+
+/* The provider's tx msg_order has FI_ORDER_WAW / FI_ORDER_RAW. */
+bool rma_orders(const struct rma_bench *r, bool raw);
 
 /*
  * One call moves `batch` keys of shape sh from/to bufs[i] (each sh->block bytes), one op per piece, up to
