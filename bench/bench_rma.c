@@ -1,6 +1,7 @@
 #include "bench_rma.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <rdma/fabric.h>
 #include <rdma/fi_cm.h>
 #include <rdma/fi_domain.h>
@@ -286,7 +287,8 @@ struct window {
 	int err;
 };
 
-static void poll_cq(struct window *w)
+/* Returns the completions read (0 when none), like lib/fabric.c poll_cq(). */
+static int poll_cq(struct window *w)
 {
 	struct fi_cq_entry c[32];
 	ssize_t n = fi_cq_read(w->e->cq, c, 32);
@@ -299,15 +301,19 @@ static void poll_cq(struct window *w)
 		if (fi_cq_readerr(w->e->cq, &err, 0) == 1 && err.op_context)
 			w->done[(struct fi_context2 *)err.op_context - w->e->ctx] = 1;
 		w->err = -1;
+		return 1;
 	}
+	return n > 0 ? (int)n : 0;
 }
 
 static void reap_one(struct window *w)
 {
 	size_t slot = w->reaped % RMA_WINDOW;
+	unsigned spins = 0;
 
-	while (!w->done[slot])
-		poll_cq(w);
+	while (!w->done[slot]) /* as lib/fabric.c reap_one(): yield the core to the target after 64 empty polls */
+		if (!poll_cq(w) && ++spins > 64)
+			sched_yield();
 	w->done[slot] = 0;
 	w->reaped++;
 }
@@ -333,7 +339,8 @@ static int post(struct window *w, enum rma_op op, void *buf, size_t len, void *d
 		if (rc != -FI_EAGAIN)
 			break;
 		w->e->eagain++;
-		poll_cq(w);
+		if (!poll_cq(w))
+			sched_yield();
 	}
 	if (rc)
 		return fail("fi_writemsg/fi_readmsg", (int)rc);
