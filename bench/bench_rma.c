@@ -31,6 +31,10 @@ struct rma_ep {
 	uint64_t mr_mode;
 	bool can_wait; /* the CQ has a wait object: the target blocks in fi_cq_sread */
 	struct fi_context2 ctx[RMA_WINDOW];
+	atomic_int done[RMA_WINDOW]; /* per slot: completed (set by whichever thread reads the completion) */
+	pthread_t progress;          /* initiator: blocks on the CQ like libmmc's progress thread */
+	bool progress_started;
+	atomic_bool stop;
 	uint64_t eagain;
 };
 
@@ -191,6 +195,37 @@ int bench_rma_target_main(int argc, char **argv)
 
 /* ---- initiator ---- */
 
+static void mark_done(struct rma_ep *e, const struct fi_cq_entry *c, ssize_t n)
+{
+	for (ssize_t i = 0; i < n; i++)
+		atomic_store(&e->done[(struct fi_context2 *)c[i].op_context - e->ctx], 1);
+}
+
+/* lib/fabric.c runs this thread in every process, the initiator's included: it drives the provider while the
+ * caller sleeps in sched_yield(), which matters for tcp;ofi_rxm on 2 vCPUs. */
+static void *initiator_progress(void *arg)
+{
+	struct rma_ep *e = arg;
+	struct fi_cq_entry c[32];
+
+	while (!atomic_load(&e->stop)) {
+		ssize_t n;
+
+		if (e->can_wait) {
+			n = fi_cq_sread(e->cq, c, 32, NULL, 100);
+		} else {
+			struct timespec ts = {0, 50000};
+
+			n = fi_cq_read(e->cq, c, 32);
+			if (n == -FI_EAGAIN)
+				nanosleep(&ts, NULL);
+		}
+		if (n > 0)
+			mark_done(e, c, n);
+	}
+	return NULL;
+}
+
 static int parse_ready(struct rma_bench *r, const char *line)
 {
 	unsigned long long a, k;
@@ -263,6 +298,7 @@ int rma_start(struct rma_bench *r, const char *self, const char *protocol, size_
 		rma_stop(r);
 		return -1;
 	}
+	r->ep->progress_started = pthread_create(&r->ep->progress, NULL, initiator_progress, r->ep) == 0;
 	return 0;
 }
 
@@ -272,6 +308,10 @@ void rma_stop(struct rma_bench *r)
 		close(r->target_in);
 	if (r->target > 0)
 		waitpid(r->target, NULL, 0);
+	if (r->ep && r->ep->progress_started) {
+		atomic_store(&r->ep->stop, true);
+		pthread_join(r->ep->progress, NULL);
+	}
 	if (r->ep)
 		ep_close(r->ep);
 	memset(r, 0, sizeof(*r));
@@ -282,7 +322,6 @@ void rma_stop(struct rma_bench *r)
 
 struct window {
 	struct rma_ep *e;
-	int *done; /* per slot: completed */
 	size_t posted, reaped;
 	int err;
 };
@@ -293,13 +332,12 @@ static int poll_cq(struct window *w)
 	struct fi_cq_entry c[32];
 	ssize_t n = fi_cq_read(w->e->cq, c, 32);
 
-	for (ssize_t i = 0; i < n; i++)
-		w->done[(struct fi_context2 *)c[i].op_context - w->e->ctx] = 1;
+	mark_done(w->e, c, n);
 	if (n == -FI_EAVAIL) {
 		struct fi_cq_err_entry err = {0};
 
 		if (fi_cq_readerr(w->e->cq, &err, 0) == 1 && err.op_context)
-			w->done[(struct fi_context2 *)err.op_context - w->e->ctx] = 1;
+			atomic_store(&w->e->done[(struct fi_context2 *)err.op_context - w->e->ctx], 1);
 		w->err = -1;
 		return 1;
 	}
@@ -311,10 +349,11 @@ static void reap_one(struct window *w)
 	size_t slot = w->reaped % RMA_WINDOW;
 	unsigned spins = 0;
 
-	while (!w->done[slot]) /* as lib/fabric.c reap_one(): yield the core to the target after 64 empty polls */
+	while (!atomic_load(
+	    &w->e->done[slot])) /* as lib/fabric.c reap_one(): yield the core to the target after 64 empty polls */
 		if (!poll_cq(w) && ++spins > 64)
 			sched_yield();
-	w->done[slot] = 0;
+	atomic_store(&w->e->done[slot], 0);
 	w->reaped++;
 }
 
@@ -382,8 +421,8 @@ int rma_measure(struct rma_bench *r, enum rma_op op, const struct shape *sh, voi
 {
 	struct fid_mr **mrs = calloc((size_t)batch, sizeof(*mrs));
 	void **descs = calloc((size_t)batch, sizeof(*descs));
-	int done[RMA_WINDOW] = {0}, rc = 0;
-	struct window w = {r->ep, done, 0, 0, 0};
+	struct window w = {r->ep, 0, 0, 0};
+	int rc = 0;
 	double end;
 
 	for (int i = 0; mrs && descs && i < batch && rc == 0; i++) {
