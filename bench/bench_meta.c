@@ -13,7 +13,9 @@
 
 #define FILL_CHUNK 4096
 #define TINY       64
-#define SLOT       4096 /* the allocator's granule: what one tiny object costs in the pool */
+#define SLOT                                                                                                           \
+	4096 /* the allocator granule: one tiny object costs this much pool; pools are sized 2x so eviction never runs \
+	      */
 
 static const char usage[] =
     "usage: mmc-bench meta [options]\n"
@@ -223,7 +225,7 @@ int bench_meta_main(int argc, char **argv, const char *self)
 		mmc_store *s;
 
 		if (bench_cluster_start(&c, self, o.protocols[0], 1,
-		                        most * SLOT + (uint64_t)batch * SLOT * 4 + (64u << 20), o.sync[y]))
+		                        2 * most * SLOT + (uint64_t)batch * SLOT * 4 + (64u << 20), o.sync[y]))
 			return 1;
 		s = bench_client(&c, o.protocols[0], 0, 0);
 		printf("\n# meta ops: provider %s, LMDB sync %s, one client thread, random existing keys\n",
