@@ -6,6 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")"
 
 PKGS=(meson ninja-build pkg-config gcc g++ libc6-dev libfabric-dev libnanopb-dev nanopb libprotobuf-c-dev
+      redis-server libhiredis-dev
       protobuf-c-compiler liblmdb-dev libevent-dev libjansson-dev libcriterion-dev curl python3)
 
 install_missing() {

@@ -100,11 +100,14 @@ static void find_metaserver(const char *self)
 	}
 }
 
-int bench_cluster_start(struct bench_cluster *c, const char *self, const char *protocol, int ntargets, uint64_t pool)
+int bench_cluster_start(struct bench_cluster *c, const char *self, const char *protocol, int ntargets, uint64_t pool,
+                        int sync)
 {
+	static const char *const nosync[] = {"ock.mmc.meta.lmdb.sync=false", NULL};
+
 	memset(c, 0, sizeof(*c));
 	find_metaserver(self);
-	if (metaserver_start(&c->meta, NULL)) {
+	if (metaserver_start(&c->meta, sync ? NULL : nosync)) {
 		fprintf(stderr, "mmc-bench: cannot start mmc-metaserver (set MMC_METASERVER)\n");
 		return -1;
 	}

@@ -22,8 +22,10 @@ struct bench_cluster {
 	uint32_t ranks[BENCH_MAX_TARGETS];
 };
 
-/* self: argv[0] of the benchmark. protocol: host_tcp / host_shm. pool: bytes per target. */
-int bench_cluster_start(struct bench_cluster *c, const char *self, const char *protocol, int ntargets, uint64_t pool);
+/* self: argv[0] of the benchmark. protocol: host_tcp / host_shm. pool: bytes per target. sync: LMDB fsync per
+ * group commit (the server's default) or not (--env ock.mmc.meta.lmdb.sync=false). */
+int bench_cluster_start(struct bench_cluster *c, const char *self, const char *protocol, int ntargets, uint64_t pool,
+                        int sync);
 void bench_cluster_stop(struct bench_cluster *c);
 
 /* The `target` subcommand: lend a pool until stdin closes. */

@@ -1,239 +1,247 @@
 /*
- * `mmc-bench data`: batch put and get between this process (client only) and a target process that holds the pool,
- * next to a single-thread memcpy of the same bytes measured in the same run.
+ * `mmc-bench data`: batch put and get through libmmc between client-only processes and target processes holding
+ * the pools, next to the baselines measured in the same run on the same bytes: single-thread memcpy (hot and
+ * cold), raw libfabric RMA on the same provider (bench_rma.c), and Redis SET/GET (bench_redis.c).
  */
-#include <mmc/mmc.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "bench.h"
 #include "bench_cluster.h"
-#include "bench_stats.h"
+#include "bench_data.h"
+#include "bench_memcpy.h"
+#include "bench_redis.h"
+#include "bench_rma.h"
 
-struct data_opts {
-	const char *protocols[2];
-	int nprotocols;
-	size_t sizes[8];
-	int nsizes;
+#define MAX_CASES (2 * BENCH_MAX_LIST * BENCH_MAX_LIST)
+
+static const char usage[] =
+    "usage: mmc-bench data [options]\n"
+    "  --protocol tcp|shm[,..]  providers (default shm,tcp)\n"
+    "  --sizes B[,B..]          block bytes per key, K/M suffixes (default 64K,1M)\n"
+    "  --batch N[,N..]          keys per call (default 16)\n"
+    "  --layers L               split each block into L equal buffers (the layer calls)\n"
+    "  --shape dsr1             DeepSeek-R1 blocks: 61 x (128 KiB + 16 KiB) buffers per key, plus the same\n"
+    "                           bytes as one buffer for comparison (ignores --sizes, --layers)\n"
+    "  --threads T --procs P    client threads per client process, client processes (default 1, 1)\n"
+    "  --targets N              processes lending a pool, 1..8 (default 1)\n"
+    "  --sync on|off|both       LMDB fsync per group commit in mmc-metaserver (default on, the server's default)\n"
+    "  --seconds S              per measurement (default 2); --quick: 0.2 s, checks that everything works\n"
+    "  --no-raw --no-redis      skip those baselines\n";
+
+struct dcase {
+	struct shape sh;
 	int batch;
-	int layers;
-	double seconds;
+	double hot, cold;             /* memcpy GB/s */
+	double raw_wdc, raw_w, raw_r; /* libfabric GB/s: write with/without FI_DELIVERY_COMPLETE, read */
+	double raw_wlast;             /* write with FI_DELIVERY_COMPLETE on the last op of each call only */
+	double raw_wflush;            /* plain writes, then one 8-byte read */
+	double redis_set, redis_get;  /* GB/s */
 };
 
-struct buffers {
-	char **keys;
-	void **bufs;        /* batch blocks, each `size` bytes */
-	void ***layer_bufs; /* per key: `layers` pointers into the block */
-	size_t **layer_sizes;
-	size_t *layer_count;
-	size_t *sizes;
-	int *results;
-	void *dst; /* memcpy baseline destination */
-};
-
-static int alloc_buffers(struct buffers *b, int batch, size_t size, int layers)
+static int make_cases(const struct bench_opts *o, struct dcase *cs)
 {
-	memset(b, 0, sizeof(*b));
-	b->keys = calloc((size_t)batch, sizeof(*b->keys));
-	b->bufs = calloc((size_t)batch, sizeof(*b->bufs));
-	b->layer_bufs = calloc((size_t)batch, sizeof(*b->layer_bufs));
-	b->layer_sizes = calloc((size_t)batch, sizeof(*b->layer_sizes));
-	b->layer_count = calloc((size_t)batch, sizeof(*b->layer_count));
-	b->sizes = calloc((size_t)batch, sizeof(*b->sizes));
-	b->results = calloc((size_t)batch, sizeof(*b->results));
-	b->dst = aligned_alloc(4096, ((size_t)batch * size + 4095) & ~(size_t)4095);
-	if (!b->keys || !b->bufs || !b->layer_bufs || !b->layer_sizes || !b->layer_count || !b->sizes || !b->results ||
-	    !b->dst)
+	int n = 0;
+
+	for (int b = 0; b < o->nbatches; b++) {
+		if (o->dsr1) {
+			struct bench_opts flat = *o;
+
+			flat.dsr1 = false;
+			flat.layers = 1;
+			bench_shape(o, 0, &cs[n].sh);
+			bench_shape(&flat, cs[n].sh.block, &cs[n + 1].sh);
+			cs[n].batch = cs[n + 1].batch = o->batches[b];
+			n += 2;
+			continue;
+		}
+		for (int s = 0; s < o->nsizes; s++) {
+			bench_shape(o, o->sizes[s], &cs[n].sh);
+			cs[n++].batch = o->batches[b];
+		}
+	}
+	return n;
+}
+
+static uint64_t case_bytes(const struct dcase *c)
+{
+	return (uint64_t)c->batch * c->sh.block;
+}
+
+static double gbs(uint64_t bytes, struct samples *s)
+{
+	double med = samples_median(s);
+
+	samples_free(s);
+	return med > 0 ? (double)bytes / med / 1e9 : 0;
+}
+
+/* ---- baselines ---- */
+
+static int memcpy_baselines(struct dcase *c, double seconds)
+{
+	struct kbufs b;
+
+	if (kbufs_alloc(&b, &c->sh, c->batch)) {
+		kbufs_free(&b);
 		return -1;
-	for (int i = 0; i < batch; i++) {
-		size_t per = size / (size_t)layers;
-
-		b->keys[i] = calloc(1, 64);
-		b->bufs[i] = aligned_alloc(4096, (size + 4095) & ~(size_t)4095);
-		b->layer_bufs[i] = calloc((size_t)layers, sizeof(void *));
-		b->layer_sizes[i] = calloc((size_t)layers, sizeof(size_t));
-		if (!b->keys[i] || !b->bufs[i] || !b->layer_bufs[i] || !b->layer_sizes[i])
-			return -1;
-		memset(b->bufs[i], i + 1, size);
-		b->sizes[i] = size;
-		b->layer_count[i] = (size_t)layers;
-		for (int l = 0; l < layers; l++) {
-			b->layer_bufs[i][l] = (char *)b->bufs[i] + (size_t)l * per;
-			b->layer_sizes[i][l] = l == layers - 1 ? size - per * (size_t)(layers - 1) : per;
-		}
 	}
+	c->hot = memcpy_hot(&c->sh, b.src, b.dst, c->batch, seconds);
+	c->cold = memcpy_cold(&c->sh, c->batch, seconds);
+	kbufs_free(&b);
 	return 0;
 }
 
-static void free_buffers(struct buffers *b, int batch)
+static int raw_baselines(const struct bench_opts *o, const char *protocol, struct dcase *cs, int n)
 {
-	for (int i = 0; b->keys && i < batch; i++) {
-		free(b->keys[i]);
-		free(b->bufs[i]);
-		free(b->layer_bufs[i]);
-		free(b->layer_sizes[i]);
+	struct rma_bench r;
+	uint64_t most = 0;
+	int rc = 0;
+
+	for (int i = 0; i < n; i++)
+		most = case_bytes(&cs[i]) > most ? case_bytes(&cs[i]) : most;
+	if (rma_start(&r, o->self, protocol, most))
+		return -1;
+	for (int i = 0; i < n && rc == 0; i++) {
+		struct samples wdc = {0}, w = {0}, rd = {0}, wl = {0}, wf = {0};
+		struct kbufs b;
+
+		rc = kbufs_alloc(&b, &cs[i].sh, cs[i].batch);
+		rc = rc ? rc : rma_measure(&r, RMA_WRITE_DC, &cs[i].sh, b.src, cs[i].batch, o->seconds, &wdc);
+		rc = rc ? rc : rma_measure(&r, RMA_WRITE, &cs[i].sh, b.src, cs[i].batch, o->seconds, &w);
+		rc = rc ? rc : rma_measure(&r, RMA_READ, &cs[i].sh, b.dst, cs[i].batch, o->seconds, &rd);
+		rc = rc ? rc : rma_measure(&r, RMA_WRITE_DC_LAST, &cs[i].sh, b.src, cs[i].batch, o->seconds, &wl);
+		rc = rc ? rc : rma_measure(&r, RMA_WRITE_FLUSH, &cs[i].sh, b.src, cs[i].batch, o->seconds, &wf);
+		cs[i].raw_wlast = gbs(case_bytes(&cs[i]), &wl);
+		cs[i].raw_wflush = gbs(case_bytes(&cs[i]), &wf);
+		cs[i].raw_wdc = gbs(case_bytes(&cs[i]), &wdc);
+		cs[i].raw_w = gbs(case_bytes(&cs[i]), &w);
+		cs[i].raw_r = gbs(case_bytes(&cs[i]), &rd);
+		kbufs_free(&b);
 	}
-	free(b->keys);
-	free(b->bufs);
-	free(b->layer_bufs);
-	free(b->layer_sizes);
-	free(b->layer_count);
-	free(b->sizes);
-	free(b->results);
-	free(b->dst);
-}
-
-static double memcpy_baseline(struct buffers *b, int batch, size_t size, double seconds)
-{
-	struct samples s = {0};
-	double end = now_s() + seconds, med;
-
-	do {
-		double t0 = now_s();
-
-		for (int i = 0; i < batch; i++)
-			memcpy((char *)b->dst + (size_t)i * size, b->bufs[i], size);
-		samples_add(&s, now_s() - t0);
-	} while (now_s() < end || s.n < 3);
-	med = samples_median(&s);
-	samples_free(&s);
-	return (double)batch * (double)size / med / 1e9;
-}
-
-static int check(const int *results, int n, const char *what)
-{
-	for (int i = 0; i < n; i++) {
-		if (results[i]) {
-			fprintf(stderr, "mmc-bench: %s failed for key %d: %s\n", what, i, mmc_strerror(results[i]));
-			return -1;
-		}
-	}
-	return 0;
-}
-
-/* One (protocol, size) case: put then get the batch, again and again, for `seconds`. */
-static int run_case(mmc_store *s, const char *proto, size_t size, const struct data_opts *o, int *seq)
-{
-	struct buffers b;
-	struct samples put = {0}, get = {0};
-	double end, mc;
-	int rc = -1;
-	uint64_t bytes = (uint64_t)o->batch * size;
-
-	if (alloc_buffers(&b, o->batch, size, o->layers))
-		goto out;
-	for (int i = 0; i < o->batch; i++)
-		mmc_register_buffer(s, b.bufs[i], size);
-	end = now_s() + o->seconds;
-	do {
-		double t0, t1, t2;
-
-		for (int i = 0; i < o->batch; i++)
-			snprintf(b.keys[i], 64, "bench/%d/%d", *seq, i);
-		(*seq)++;
-		t0 = now_s();
-		if (mmc_batch_put_from_layers(s, (const char *const *)b.keys, (const void *const *const *)b.layer_bufs,
-		                              (const size_t *const *)b.layer_sizes, b.layer_count, (size_t)o->batch,
-		                              MMC_COPY_H2G, NULL, b.results) ||
-		    check(b.results, o->batch, "put"))
-			goto out;
-		t1 = now_s();
-		if (mmc_batch_get_into_layers(s, (const char *const *)b.keys, (void *const *const *)b.layer_bufs,
-		                              (const size_t *const *)b.layer_sizes, b.layer_count, (size_t)o->batch,
-		                              MMC_COPY_G2H, b.results) ||
-		    check(b.results, o->batch, "get"))
-			goto out;
-		t2 = now_s();
-		samples_add(&put, t1 - t0);
-		samples_add(&get, t2 - t1);
-		mmc_batch_remove(s, (const char *const *)b.keys, (size_t)o->batch, b.results);
-	} while (now_s() < end || put.n < 3);
-	mc = memcpy_baseline(&b, o->batch, size, o->seconds / 4);
-	bench_row(proto, "put", size, o->batch, o->layers, bytes, &put, mc);
-	bench_row(proto, "get", size, o->batch, o->layers, bytes, &get, mc);
-	rc = 0;
-out:
-	for (int i = 0; b.bufs && i < o->batch; i++)
-		mmc_unregister_buffer(s, b.bufs[i], size);
-	free_buffers(&b, o->batch);
-	samples_free(&put);
-	samples_free(&get);
+	printf("\n# provider %s orders: write after write %s, read after write %s\n", bench_proto_str(protocol),
+	       rma_orders(&r, false) ? "yes" : "no", rma_orders(&r, true) ? "yes" : "no");
+	rma_stop(&r);
 	return rc;
 }
 
-static int parse(int argc, char **argv, struct data_opts *o)
+static int redis_baselines(const struct bench_opts *o, struct dcase *cs, int n)
 {
-	static const struct option opts[] = {
-	    {"protocol", required_argument, NULL, 'p'}, {"sizes", required_argument, NULL, 's'},
-	    {"batch", required_argument, NULL, 'b'},    {"layers", required_argument, NULL, 'l'},
-	    {"seconds", required_argument, NULL, 't'},  {"quick", no_argument, NULL, 'q'},
-	    {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0},
-	};
-	int c;
+	struct redis_server r;
+	int rc = 0;
 
-	*o = (struct data_opts){{"host_shm", "host_tcp"}, 2, {65536, 1048576}, 2, 16, 1, 2.0};
-	while ((c = getopt_long(argc, argv, "p:s:b:l:t:qh", opts, NULL)) != -1) {
-		switch (c) {
-		case 'p':
-			o->nprotocols = 1;
-			o->protocols[0] = strcmp(optarg, "tcp") == 0   ? "host_tcp"
-			                  : strcmp(optarg, "shm") == 0 ? "host_shm"
-			                                               : optarg;
-			break;
-		case 's':
-			o->nsizes = 0;
-			for (char *t = strtok(optarg, ","); t && o->nsizes < 8; t = strtok(NULL, ","))
-				o->sizes[o->nsizes++] = strtoull(t, NULL, 0);
-			break;
-		case 'b':
-			o->batch = atoi(optarg);
-			break;
-		case 'l':
-			o->layers = atoi(optarg);
-			break;
-		case 't':
-			o->seconds = atof(optarg);
-			break;
-		case 'q':
-			o->seconds = 0.2;
-			break;
-		default:
-			printf("usage: mmc-bench data [--protocol tcp|shm] [--sizes B,B,...] [--batch N] [--layers L]\n"
-			       "                      [--seconds S] [--quick]\n");
-			return c == 'h' ? 1 : -1;
-		}
-	}
-	if (o->batch < 1 || o->batch > MMC_BATCH_MAX || o->layers < 1 || o->layers > MMC_LAYERS_MAX)
+	if (redis_start(&r))
 		return -1;
-	return 0;
+	for (int i = 0; i < n && rc == 0; i++)
+		rc = redis_measure(&r, &cs[i].sh, cs[i].batch, o->threads * o->procs, o->seconds, &cs[i].redis_set,
+		                   &cs[i].redis_get);
+	redis_stop(&r);
+	return rc;
+}
+
+/* ---- the table ---- */
+
+static void header(const char *protocol, int sync, const struct bench_opts *o)
+{
+	printf("\n# mmc data path: provider %s, LMDB sync %s, %d target(s), %d client process(es) x %d thread(s)\n",
+	       bench_proto_str(protocol), sync ? "on" : "off", o->targets, o->procs, o->threads);
+	printf("# GB/s = clients x bytes per call / median call; baselines measured in this run on the same bytes\n");
+	printf("%-4s %-6s %8s %5s %7s %8s %8s | %7s %7s %7s %7s %7s | %6s %6s %6s %6s\n", "op", "shape", "block",
+	       "batch", "GB/s", "p50ms", "p99ms", "mcpyH", "mcpyC", "rawDC", "raw", "redis", "/mcpyC", "/raw", "/rawnd",
+	       "/redis");
+}
+
+static double ratio(double a, double b)
+{
+	return b > 0 ? a / b : 0;
+}
+
+static void row(const char *op, const struct dcase *c, int clients, struct samples *s)
+{
+	bool put = op[0] == 'p';
+	double med = samples_median(s), p99 = samples_p99(s);
+	double g = med > 0 ? (double)clients * case_bytes(c) / med / 1e9 : 0;
+	double raw = put ? c->raw_wdc : c->raw_r, rawnd = put ? c->raw_w : c->raw_r;
+	double red = put ? c->redis_set : c->redis_get;
+	char blk[32];
+
+	printf("%-4s %-6s %8s %5d %7.2f %8.3f %8.3f | %7.2f %7.2f %7.2f %7.2f %7.2f | %6.2f %6.2f %6.2f %6.2f\n", op,
+	       c->sh.name, bench_size_str(c->sh.block, blk, sizeof(blk)), c->batch, g, med * 1e3, p99 * 1e3, c->hot,
+	       c->cold, put ? c->raw_wdc : 0, rawnd, red, ratio(g, c->cold), ratio(g, raw), ratio(g, rawnd),
+	       ratio(g, red));
+	fflush(stdout);
+}
+
+/* ---- the run ---- */
+
+static int mmc_section(const struct bench_opts *o, const char *protocol, int sync, struct dcase *cs, int n)
+{
+	struct bench_cluster c;
+	uint64_t most = 0;
+	int clients = o->threads * o->procs, rc = 0;
+
+	for (int i = 0; i < n; i++)
+		most = case_bytes(&cs[i]) > most ? case_bytes(&cs[i]) : most;
+	if (bench_cluster_start(&c, o->self, protocol, o->targets, 2 * most * (uint64_t)clients + (64u << 20), sync))
+		return -1;
+	header(protocol, sync, o);
+	for (int i = 0; i < n && rc == 0; i++) {
+		struct samples put = {0}, get = {0};
+
+		rc = data_measure(&c, protocol, o, &cs[i].sh, cs[i].batch, &put, &get);
+		if (rc == 0) {
+			row("put", &cs[i], clients, &put);
+			row("get", &cs[i], clients, &get);
+		}
+		samples_free(&put);
+		samples_free(&get);
+	}
+	bench_cluster_stop(&c);
+	return rc;
+}
+
+static void print_baselines(const struct dcase *cs, int n, const char *protocol)
+{
+	char blk[32];
+
+	printf("\n# baselines, provider %s (GB/s): memcpy hot/cold single thread; raw libfabric RMA window %d, "
+	       "write with FI_DELIVERY_COMPLETE (DC) and without; Redis pipelined SET/GET\n",
+	       bench_proto_str(protocol), RMA_WINDOW);
+	printf("# wrDC1: FI_DELIVERY_COMPLETE on the last write of each call only; wr+rd: plain writes then one 8-byte "
+	       "read\n");
+	printf("%-6s %8s %5s %7s %7s %8s %8s %8s %8s %8s %8s %8s\n", "shape", "block", "batch", "mcpyH", "mcpyC",
+	       "wrDC", "wrDC1", "wr+rd", "write", "read", "SET", "GET");
+	for (int i = 0; i < n; i++)
+		printf("%-6s %8s %5d %7.2f %7.2f %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f\n", cs[i].sh.name,
+		       bench_size_str(cs[i].sh.block, blk, sizeof(blk)), cs[i].batch, cs[i].hot, cs[i].cold,
+		       cs[i].raw_wdc, cs[i].raw_wlast, cs[i].raw_wflush, cs[i].raw_w, cs[i].raw_r, cs[i].redis_set,
+		       cs[i].redis_get);
 }
 
 int bench_data_main(int argc, char **argv, const char *self)
 {
-	struct data_opts o;
-	int rc = parse(argc, argv, &o), seq = 0;
-	size_t largest = 0;
+	static struct dcase cs[MAX_CASES];
+	struct bench_opts o;
+	int rc = bench_parse(argc, argv, &o, usage), n;
 
 	if (rc)
 		return rc > 0 ? 0 : 2;
-	for (int i = 0; i < o.nsizes; i++)
-		largest = o.sizes[i] > largest ? o.sizes[i] : largest;
-	bench_header("data path: batch put/get between two processes (client only -> pool owner)");
+	o.self = self;
+	n = make_cases(&o, cs);
+	for (int i = 0; i < n && rc == 0; i++)
+		rc = memcpy_baselines(&cs[i], o.seconds / 2);
+	memcpy_cold_free();
+	if (!o.no_redis && redis_baselines(&o, cs, n))
+		fprintf(stderr, "mmc-bench: no Redis baseline in this run\n");
 	for (int p = 0; p < o.nprotocols && rc == 0; p++) {
-		struct bench_cluster c;
-		mmc_store *s;
-
-		if (bench_cluster_start(&c, self, o.protocols[p], 1, 2 * largest * (uint64_t)o.batch + (64u << 20)))
-			return 1;
-		s = bench_client(&c, o.protocols[p], 0, 0);
-		for (int i = 0; s && i < o.nsizes && rc == 0; i++)
-			rc = run_case(s, o.protocols[p], o.sizes[i], &o, &seq);
-		if (!s)
-			rc = -1;
-		mmc_destroy(s);
-		bench_cluster_stop(&c);
+		if (!o.no_raw && (rc = raw_baselines(&o, o.protocols[p], cs, n)))
+			break;
+		print_baselines(cs, n, o.protocols[p]);
+		for (int y = 0; y < o.nsync && rc == 0; y++)
+			rc = mmc_section(&o, o.protocols[p], o.sync[y], cs, n);
 	}
+	if (rc)
+		fprintf(stderr, "mmc-bench data: FAILED\n");
 	return rc ? 1 : 0;
 }

@@ -59,3 +59,10 @@ double now_s(void)
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
+
+void samples_merge(struct samples *dst, struct samples *src)
+{
+	for (size_t i = 0; i < src->n; i++)
+		samples_add(dst, src->v[i]);
+	samples_free(src);
+}

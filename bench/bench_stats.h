@@ -14,6 +14,8 @@ void samples_add(struct samples *s, double seconds);
 double samples_median(struct samples *s);
 double samples_p99(struct samples *s);
 void samples_free(struct samples *s);
+/* Appends every sample of src to dst and frees src. */
+void samples_merge(struct samples *dst, struct samples *src);
 double now_s(void);
 
 #endif

@@ -1,10 +1,14 @@
 /*
  * mmc-bench: benchmarks of mmc against the limits that matter, measured in the same run.
  *
- *   mmc-bench data [options]   batch put/get between two processes vs memcpy
- *   mmc-bench target ...       (internal) a process that lends a pool
+ *   mmc-bench data [options]   batch put/get (flat, layers, DeepSeek-R1 shape) vs memcpy, raw RMA and Redis
+ *   mmc-bench meta [options]   batch_is_exist, batch_get_key_info, tiny puts: keys/s vs keys in the index
+ *   mmc-bench gva [options]    layer-wise GVA copies vs batch_get_into_layers / put_from_layers vs memcpy
+ *   mmc-bench all --quick      every subcommand in its short mode (what CI runs)
+ *   mmc-bench target ... / rma-target ...   (internal) processes that lend a pool
  *
- * Benchmarks are never tests: CI only runs `mmc-bench data --quick` to prove the benchmark still works.
+ * Benchmarks are never tests: CI only runs `mmc-bench all --quick` to prove they still work; it fails on errors,
+ * never on speed.
  */
 #include <stdio.h>
 #include <string.h>
@@ -12,37 +16,39 @@
 #include "bench.h"
 #include "bench_cluster.h"
 
-void bench_header(const char *title)
-{
-	printf("\n# %s\n", title);
-	printf("%-9s %-4s %10s %6s %6s %10s %10s %10s %12s %8s\n", "provider", "op", "block", "batch", "layers", "GB/s",
-	       "p50 ms", "p99 ms", "memcpy GB/s", "ratio");
-}
+static const char usage[] = "usage: mmc-bench data|meta|gva [--help] [options]\n"
+                            "       mmc-bench all --quick   (every benchmark in its short mode)\n";
 
-void bench_row(const char *proto, const char *op, size_t block, int batch, int layers, uint64_t bytes,
-               struct samples *s, double baseline_gbs)
+static int run_all(int argc, char **argv, const char *self)
 {
-	double med = samples_median(s), p99 = samples_p99(s), gbs = (double)bytes / med / 1e9;
-	char blk[32];
+	char *quick[] = {argv[0], "--quick", NULL};
+	char *dsr1[] = {argv[0], "--quick", "--shape", "dsr1", "--batch", "2", "--no-redis", NULL};
+	int rc = 0;
 
-	if (block >= (1u << 20) && block % (1u << 20) == 0)
-		snprintf(blk, sizeof(blk), "%zuMiB", block >> 20);
-	else if (block >= 1024 && block % 1024 == 0)
-		snprintf(blk, sizeof(blk), "%zuKiB", block >> 10);
-	else
-		snprintf(blk, sizeof(blk), "%zuB", block);
-	printf("%-9s %-4s %10s %6d %6d %10.2f %10.3f %10.3f %12.2f %8.2f\n",
-	       strncmp(proto, "host_", 5) ? proto : proto + 5, op, blk, batch, layers, gbs, med * 1e3, p99 * 1e3,
-	       baseline_gbs, gbs / baseline_gbs);
-	fflush(stdout);
+	rc |= bench_data_main(2, quick, self);
+	rc |= bench_data_main(7, dsr1, self);
+	rc |= bench_meta_main(2, quick, self);
+	rc |= bench_gva_main(2, quick, self);
+	printf("\nmmc-bench all: %s\n", rc ? "FAILED" : "ok");
+	return rc ? 1 : 0;
 }
 
 int main(int argc, char **argv)
 {
-	if (argc >= 2 && strcmp(argv[1], "target") == 0)
+	const char *cmd = argc >= 2 ? argv[1] : "";
+
+	if (strcmp(cmd, "target") == 0)
 		return bench_target_main(argc, argv);
-	if (argc >= 2 && strcmp(argv[1], "data") == 0)
+	if (strcmp(cmd, "rma-target") == 0)
+		return bench_rma_target_main(argc, argv);
+	if (strcmp(cmd, "data") == 0)
 		return bench_data_main(argc - 1, argv + 1, argv[0]);
-	printf("usage: mmc-bench data [--help] [options]\n");
-	return argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) ? 0 : 2;
+	if (strcmp(cmd, "meta") == 0)
+		return bench_meta_main(argc - 1, argv + 1, argv[0]);
+	if (strcmp(cmd, "gva") == 0)
+		return bench_gva_main(argc - 1, argv + 1, argv[0]);
+	if (strcmp(cmd, "all") == 0)
+		return run_all(argc - 1, argv + 1, argv[0]);
+	fputs(usage, strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 ? stdout : stderr);
+	return strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 ? 0 : 2;
 }

@@ -1,0 +1,315 @@
+#include "bench_data.h"
+
+#include <mmc/mmc.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static void *page_alloc(size_t n)
+{
+	return aligned_alloc(4096, (n + 4095) & ~(size_t)4095);
+}
+
+static int piece_lists(struct kbufs *b, const struct shape *sh, int i)
+{
+	size_t off = 0;
+
+	b->src_pieces[i] = calloc((size_t)sh->npieces, sizeof(void *));
+	b->dst_pieces[i] = calloc((size_t)sh->npieces, sizeof(void *));
+	b->piece_sizes[i] = calloc((size_t)sh->npieces, sizeof(size_t));
+	if (!b->src_pieces[i] || !b->dst_pieces[i] || !b->piece_sizes[i])
+		return -1;
+	for (int l = 0; l < sh->npieces; l++) {
+		b->src_pieces[i][l] = (char *)b->src[i] + off;
+		b->dst_pieces[i][l] = (char *)b->dst[i] + off;
+		b->piece_sizes[i][l] = sh->piece[l];
+		off += sh->piece[l];
+	}
+	b->npieces[i] = (size_t)sh->npieces;
+	return 0;
+}
+
+int kbufs_alloc(struct kbufs *b, const struct shape *sh, int batch)
+{
+	size_t n = (size_t)batch;
+
+	memset(b, 0, sizeof(*b));
+	b->batch = batch;
+	b->keys = calloc(n, sizeof(*b->keys));
+	b->src = calloc(n, sizeof(*b->src));
+	b->dst = calloc(n, sizeof(*b->dst));
+	b->src_pieces = calloc(n, sizeof(*b->src_pieces));
+	b->dst_pieces = calloc(n, sizeof(*b->dst_pieces));
+	b->piece_sizes = calloc(n, sizeof(*b->piece_sizes));
+	b->npieces = calloc(n, sizeof(*b->npieces));
+	b->results = calloc(n, sizeof(*b->results));
+	if (!b->keys || !b->src || !b->dst || !b->src_pieces || !b->dst_pieces || !b->piece_sizes || !b->npieces ||
+	    !b->results)
+		return -1;
+	for (int i = 0; i < batch; i++) {
+		b->keys[i] = calloc(1, 96);
+		b->src[i] = page_alloc(sh->block);
+		b->dst[i] = page_alloc(sh->block);
+		if (!b->keys[i] || !b->src[i] || !b->dst[i] || piece_lists(b, sh, i))
+			return -1;
+		for (size_t k = 0; k < sh->block; k += 4096)
+			((unsigned char *)b->src[i])[k] = (unsigned char)(i * 7 + k / 4096);
+		memset(b->dst[i], 0, sh->block);
+	}
+	return 0;
+}
+
+void kbufs_free(struct kbufs *b)
+{
+	for (int i = 0; b->keys && i < b->batch; i++) {
+		free(b->keys[i]);
+		free(b->src[i]);
+		free(b->dst[i]);
+		free(b->src_pieces[i]);
+		free(b->dst_pieces[i]);
+		free(b->piece_sizes[i]);
+	}
+	free(b->keys);
+	free(b->src);
+	free(b->dst);
+	free(b->src_pieces);
+	free(b->dst_pieces);
+	free(b->piece_sizes);
+	free(b->npieces);
+	free(b->results);
+	memset(b, 0, sizeof(*b));
+}
+
+/* ---- one client thread ---- */
+
+struct djob {
+	mmc_store *s;
+	const struct shape *sh;
+	int batch, id, rc;
+	double seconds;
+	pthread_barrier_t *bar;
+	struct samples put, get;
+};
+
+static int check(const int *results, int n, const char *what)
+{
+	for (int i = 0; i < n; i++) {
+		if (results[i]) {
+			fprintf(stderr, "mmc-bench: %s failed for key %d: %s\n", what, i, mmc_strerror(results[i]));
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static int put_batch(struct djob *j, struct kbufs *b)
+{
+	return mmc_batch_put_from_layers(j->s, (const char *const *)b->keys, (const void *const *const *)b->src_pieces,
+	                                 (const size_t *const *)b->piece_sizes, b->npieces, (size_t)b->batch,
+	                                 MMC_COPY_H2G, NULL, b->results) ||
+	       check(b->results, b->batch, "put");
+}
+
+static int get_batch(struct djob *j, struct kbufs *b)
+{
+	return mmc_batch_get_into_layers(j->s, (const char *const *)b->keys, (void *const *const *)b->dst_pieces,
+	                                 (const size_t *const *)b->piece_sizes, b->npieces, (size_t)b->batch,
+	                                 MMC_COPY_G2H, b->results) ||
+	       check(b->results, b->batch, "get");
+}
+
+static void name_keys(struct kbufs *b, int id, int seq)
+{
+	for (int i = 0; i < b->batch; i++)
+		snprintf(b->keys[i], 96, "d/%d/%d/%d/%d", (int)getpid(), id, seq, i);
+}
+
+/* The untimed first round: connections, page faults, and a byte-for-byte check of what came back. */
+static int warm_up(struct djob *j, struct kbufs *b)
+{
+	name_keys(b, j->id, -1);
+	if (put_batch(j, b) || get_batch(j, b))
+		return -1;
+	for (int i = 0; i < b->batch; i++) {
+		if (memcmp(b->src[i], b->dst[i], j->sh->block)) {
+			fprintf(stderr, "mmc-bench: key %d came back different\n", i);
+			return -1;
+		}
+	}
+	return mmc_batch_remove(j->s, (const char *const *)b->keys, (size_t)b->batch, b->results);
+}
+
+static void *djob_main(void *arg)
+{
+	struct djob *j = arg;
+	struct kbufs b;
+	double end;
+	int seq = 0;
+
+	j->rc = kbufs_alloc(&b, j->sh, j->batch);
+	for (int i = 0; j->rc == 0 && i < j->batch; i++)
+		j->rc = mmc_register_buffer(j->s, b.src[i], j->sh->block) ||
+		        mmc_register_buffer(j->s, b.dst[i], j->sh->block);
+	j->rc = j->rc ? j->rc : warm_up(j, &b);
+	pthread_barrier_wait(j->bar);
+	end = now_s() + j->seconds;
+	while (j->rc == 0 && (now_s() < end || j->put.n < 3)) {
+		double t0, t1;
+
+		name_keys(&b, j->id, seq++);
+		t0 = now_s();
+		j->rc = put_batch(j, &b);
+		t1 = now_s();
+		j->rc = j->rc ? j->rc : get_batch(j, &b);
+		samples_add(&j->put, t1 - t0);
+		samples_add(&j->get, now_s() - t1);
+		mmc_batch_remove(j->s, (const char *const *)b.keys, (size_t)b.batch, b.results);
+	}
+	for (int i = 0; b.src && i < j->batch; i++) {
+		mmc_unregister_buffer(j->s, b.src[i], j->sh->block);
+		mmc_unregister_buffer(j->s, b.dst[i], j->sh->block);
+	}
+	kbufs_free(&b);
+	return NULL;
+}
+
+/* threads clients on one store in this process */
+static int run_threads(mmc_store *s, const struct bench_opts *o, const struct shape *sh, int batch, int base_id,
+                       struct samples *put, struct samples *get)
+{
+	struct djob j[64];
+	pthread_t th[64];
+	pthread_barrier_t bar;
+	int rc = 0;
+
+	pthread_barrier_init(&bar, NULL, (unsigned)o->threads);
+	for (int i = 0; i < o->threads; i++) {
+		j[i] = (struct djob){
+		    .s = s, .sh = sh, .batch = batch, .id = base_id + i, .seconds = o->seconds, .bar = &bar};
+		pthread_create(&th[i], NULL, djob_main, &j[i]);
+	}
+	for (int i = 0; i < o->threads; i++) {
+		pthread_join(th[i], NULL);
+		rc |= j[i].rc;
+		samples_merge(put, &j[i].put);
+		samples_merge(get, &j[i].get);
+	}
+	pthread_barrier_destroy(&bar);
+	return rc;
+}
+
+/* ---- client processes ---- */
+
+static int write_all(int fd, const void *p, size_t n)
+{
+	for (const char *c = p; n;) {
+		ssize_t w = write(fd, c, n);
+
+		if (w <= 0)
+			return -1;
+		c += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+static int read_all(int fd, void *p, size_t n)
+{
+	for (char *c = p; n;) {
+		ssize_t r = read(fd, c, n);
+
+		if (r <= 0)
+			return -1;
+		c += r;
+		n -= (size_t)r;
+	}
+	return 0;
+}
+
+static int send_samples(int fd, const struct samples *s)
+{
+	return write_all(fd, &s->n, sizeof(s->n)) || write_all(fd, s->v, s->n * sizeof(*s->v));
+}
+
+static int recv_samples(int fd, struct samples *s)
+{
+	size_t n;
+	double v;
+
+	if (read_all(fd, &n, sizeof(n)))
+		return -1;
+	for (size_t i = 0; i < n; i++) {
+		if (read_all(fd, &v, sizeof(v)))
+			return -1;
+		samples_add(s, v);
+	}
+	return 0;
+}
+
+static int one_process(const struct bench_cluster *c, const char *protocol, const struct bench_opts *o,
+                       const struct shape *sh, int batch, int base_id, struct samples *put, struct samples *get)
+{
+	mmc_store *s = bench_client(c, protocol, 0, 0);
+	int rc;
+
+	if (!s) {
+		fprintf(stderr, "mmc-bench: client store did not start\n");
+		return -1;
+	}
+	rc = run_threads(s, o, sh, batch, base_id, put, get);
+	mmc_destroy(s);
+	return rc;
+}
+
+static pid_t fork_client(const struct bench_cluster *c, const char *protocol, const struct bench_opts *o,
+                         const struct shape *sh, int batch, int p, int *fd)
+{
+	int pfd[2];
+	pid_t pid;
+
+	if (pipe(pfd))
+		return -1;
+	pid = fork();
+	if (pid == 0) {
+		struct samples put = {0}, get = {0};
+		int rc;
+
+		close(pfd[0]);
+		rc = one_process(c, protocol, o, sh, batch, p * 64, &put, &get);
+		rc = write_all(pfd[1], &rc, sizeof(rc)) || send_samples(pfd[1], &put) || send_samples(pfd[1], &get);
+		_exit(rc ? 1 : 0);
+	}
+	close(pfd[1]);
+	*fd = pfd[0];
+	return pid;
+}
+
+int data_measure(const struct bench_cluster *c, const char *protocol, const struct bench_opts *o,
+                 const struct shape *sh, int batch, struct samples *put, struct samples *get)
+{
+	pid_t pids[16];
+	int fds[16], rc = 0;
+
+	if (o->procs == 1)
+		return one_process(c, protocol, o, sh, batch, 0, put, get);
+	fflush(stdout);
+	for (int p = 0; p < o->procs; p++)
+		pids[p] = fork_client(c, protocol, o, sh, batch, p, &fds[p]);
+	for (int p = 0; p < o->procs; p++) {
+		int crc = -1, status = 0;
+
+		if (pids[p] < 0 || read_all(fds[p], &crc, sizeof(crc)) || recv_samples(fds[p], put) ||
+		    recv_samples(fds[p], get))
+			crc = -1;
+		rc |= crc;
+		if (pids[p] > 0) {
+			close(fds[p]);
+			waitpid(pids[p], &status, 0);
+			rc |= !WIFEXITED(status) || WEXITSTATUS(status);
+		}
+	}
+	return rc;
+}

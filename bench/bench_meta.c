@@ -1,0 +1,241 @@
+/*
+ * `mmc-bench meta`: the meta server's key operations in keys/s as the index grows: mmc_batch_is_exist and
+ * mmc_batch_get_key_info of random existing keys, tiny puts (alloc + 64-byte RMA write + commit), and the GVA
+ * alloc + commit (batch_malloc + batch_write_finish, no data at all) that fills the index.
+ */
+#include <mmc/mmc.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench.h"
+#include "bench_cluster.h"
+
+#define FILL_CHUNK 4096
+#define TINY       64
+#define SLOT                                                                                                           \
+	4096 /* the allocator granule: one tiny object costs this much pool; pools are sized 2x so eviction never runs \
+	      */
+
+static const char usage[] =
+    "usage: mmc-bench meta [options]\n"
+    "  --keys N[,N..]     keys in the index, grown in this order (default 1000; e.g. 1K,10K,100K,1M)\n"
+    "  --batch N          keys per call (default 1024)\n"
+    "  --protocol tcp|shm provider of the target and client (default shm; metadata always goes over TCP)\n"
+    "  --sync on|off|both LMDB fsync per group commit (default on)\n"
+    "  --seconds S        per measurement (default 2); --quick\n";
+
+struct index {
+	char **keys;
+	size_t n, cap;
+};
+
+static int index_fill(mmc_store *s, struct index *ix, size_t want, double *keys_per_s)
+{
+	const char *k[FILL_CHUNK];
+	size_t sizes[FILL_CHUNK];
+	uintptr_t gvas[FILL_CHUNK];
+	int32_t ok[FILL_CHUNK] = {0};
+	int res[FILL_CHUNK];
+	size_t from = ix->n;
+	double t0 = now_s();
+
+	if (want > ix->cap) {
+		char **v = realloc(ix->keys, want * sizeof(*v));
+
+		if (!v)
+			return -1;
+		ix->keys = v;
+		ix->cap = want;
+	}
+	while (ix->n < want) {
+		size_t m = want - ix->n < FILL_CHUNK ? want - ix->n : FILL_CHUNK;
+
+		for (size_t i = 0; i < m; i++) {
+			char buf[32];
+
+			snprintf(buf, sizeof(buf), "m/%zu", ix->n + i);
+			ix->keys[ix->n + i] = strdup(buf);
+			k[i] = ix->keys[ix->n + i];
+			sizes[i] = TINY;
+		}
+		if (mmc_batch_malloc(s, k, sizes, m, MMC_MEDIA_DRAM, 0, gvas) ||
+		    mmc_batch_write_finish(s, k, ok, m, res))
+			return -1;
+		for (size_t i = 0; i < m; i++)
+			if (!gvas[i] || res[i])
+				return -1;
+		ix->n += m;
+	}
+	*keys_per_s = ix->n > from ? (double)(ix->n - from) / (now_s() - t0) : 0;
+	return 0;
+}
+
+static void index_free(struct index *ix)
+{
+	for (size_t i = 0; i < ix->n; i++)
+		free(ix->keys[i]);
+	free(ix->keys);
+}
+
+static void pick(const struct index *ix, const char **out, int batch, unsigned *seed)
+{
+	for (int i = 0; i < batch; i++)
+		out[i] = ix->keys[(size_t)rand_r(seed) % ix->n];
+}
+
+static void row(const char *op, size_t nkeys, int batch, struct samples *s)
+{
+	double med = samples_median(s), p99 = samples_p99(s);
+
+	printf("%-14s %9zu %6d %12.0f %9.3f %9.3f\n", op, nkeys, batch, med > 0 ? batch / med : 0, med * 1e3,
+	       p99 * 1e3);
+	samples_free(s);
+	fflush(stdout);
+}
+
+enum meta_op { OP_EXIST, OP_INFO, OP_TINY_PUT };
+
+static int one_call(mmc_store *s, enum meta_op op, const char **keys, int batch, int *res, mmc_key_info *info,
+                    const void **bufs, const size_t *sizes)
+{
+	switch (op) {
+	case OP_EXIST:
+		if (mmc_batch_is_exist(s, keys, (size_t)batch, res))
+			return -1;
+		for (int i = 0; i < batch; i++)
+			if (res[i] != 1)
+				return -1;
+		return 0;
+	case OP_INFO:
+		if (mmc_batch_get_key_info(s, keys, (size_t)batch, 0, info))
+			return -1;
+		for (int i = 0; i < batch; i++)
+			if (info[i].size != TINY)
+				return -1;
+		return 0;
+	default:
+		if (mmc_batch_put_from(s, keys, bufs, sizes, (size_t)batch, MMC_COPY_H2G, NULL, res))
+			return -1;
+		for (int i = 0; i < batch; i++)
+			if (res[i])
+				return -1;
+		return 0;
+	}
+}
+
+/* Tiny puts use fresh keys, removed after each (untimed) call so the index keeps its size. */
+static void tiny_keys(char **names, const char **keys, int batch, int seq)
+{
+	for (int i = 0; i < batch; i++) {
+		snprintf(names[i], 48, "t/%d/%d", seq, i);
+		keys[i] = names[i];
+	}
+}
+
+static int measure(mmc_store *s, enum meta_op op, const struct index *ix, int batch, double seconds,
+                   struct samples *out)
+{
+	const char **keys = calloc((size_t)batch, sizeof(*keys));
+	const void **bufs = calloc((size_t)batch, sizeof(*bufs));
+	size_t *sizes = calloc((size_t)batch, sizeof(*sizes));
+	char **names = calloc((size_t)batch, sizeof(*names)), tiny[TINY] = "tiny";
+	int *res = calloc((size_t)batch, sizeof(*res)), rc = keys && bufs && sizes && names && res ? 0 : -1, seq = 0;
+	mmc_key_info *info = calloc((size_t)batch, sizeof(*info));
+	unsigned seed = 12345;
+	double end = now_s() + seconds;
+
+	for (int i = 0; rc == 0 && i < batch; i++) {
+		bufs[i] = tiny;
+		sizes[i] = TINY;
+		rc = (names[i] = malloc(48)) ? 0 : -1;
+	}
+	rc = rc || !info ? -1 : 0;
+	while (rc == 0 && (now_s() < end || out->n < 3)) {
+		double t0;
+
+		if (op == OP_TINY_PUT)
+			tiny_keys(names, keys, batch, seq++);
+		else
+			pick(ix, keys, batch, &seed);
+		t0 = now_s();
+		rc = one_call(s, op, keys, batch, res, info, bufs, sizes);
+		samples_add(out, now_s() - t0);
+		if (op == OP_TINY_PUT)
+			mmc_batch_remove(s, keys, (size_t)batch, res);
+	}
+	if (rc)
+		fprintf(stderr, "mmc-bench meta: an operation failed\n");
+	for (int i = 0; names && i < batch; i++)
+		free(names[i]);
+	free(names);
+	free(keys);
+	free(bufs);
+	free(sizes);
+	free(res);
+	free(info);
+	return rc;
+}
+
+static int sweep(mmc_store *s, const struct bench_opts *o, int batch)
+{
+	static const char *const names[] = {"batch_is_exist", "get_key_info", "tiny_put"};
+	struct index ix = {0};
+	int rc = 0;
+
+	for (int k = 0; k < o->nindex && rc == 0; k++) {
+		struct samples fill = {0};
+		double fill_rate;
+
+		if ((rc = index_fill(s, &ix, o->index[k], &fill_rate))) {
+			fprintf(stderr, "mmc-bench meta: filling the index failed\n");
+			break;
+		}
+		if (fill_rate > 0)
+			printf("%-14s %9zu %6d %12.0f %9s %9s\n", "malloc+finish", (size_t)o->index[k], FILL_CHUNK,
+			       fill_rate, "-", "-");
+		samples_free(&fill);
+		for (int op = OP_EXIST; op <= OP_TINY_PUT && rc == 0; op++) {
+			struct samples sm = {0};
+
+			rc = measure(s, (enum meta_op)op, &ix, batch, o->seconds, &sm);
+			if (rc == 0)
+				row(names[op], ix.n, batch, &sm);
+			samples_free(&sm);
+		}
+	}
+	index_free(&ix);
+	return rc;
+}
+
+int bench_meta_main(int argc, char **argv, const char *self)
+{
+	struct bench_opts o;
+	int rc = bench_parse(argc, argv, &o, usage), batch;
+	uint64_t most = 0;
+
+	if (rc)
+		return rc > 0 ? 0 : 2;
+	o.self = self;
+	batch = o.batch_given ? o.batches[0] : 1024;
+	for (int k = 0; k < o.nindex; k++)
+		most = o.index[k] > most ? o.index[k] : most;
+	for (int y = 0; y < o.nsync && rc == 0; y++) {
+		struct bench_cluster c;
+		mmc_store *s;
+
+		if (bench_cluster_start(&c, self, o.protocols[0], 1,
+		                        2 * most * SLOT + (uint64_t)batch * SLOT * 4 + (64u << 20), o.sync[y]))
+			return 1;
+		s = bench_client(&c, o.protocols[0], 0, 0);
+		printf("\n# meta ops: provider %s, LMDB sync %s, one client thread, random existing keys\n",
+		       bench_proto_str(o.protocols[0]), o.sync[y] ? "on" : "off");
+		printf("%-14s %9s %6s %12s %9s %9s\n", "op", "index", "batch", "keys/s", "p50ms", "p99ms");
+		rc = s ? sweep(s, &o, batch) : -1;
+		mmc_destroy(s);
+		bench_cluster_stop(&c);
+	}
+	if (rc)
+		fprintf(stderr, "mmc-bench meta: FAILED\n");
+	return rc ? 1 : 0;
+}
