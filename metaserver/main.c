@@ -120,11 +120,13 @@ static void sweep_cb(evutil_socket_t fd, short what, void *arg)
 	services_sweep(m, now);
 	conns_sweep(m, now);
 	alloc_req_kick(m); /* waiting requests past their deadline fail now */
+	tier_kick(m);
 }
 
 static void kick_cb(evutil_socket_t fd, short what, void *arg)
 {
 	alloc_req_kick(arg);
+	tier_kick(arg);
 }
 
 static void stop_cb(evutil_socket_t sig, short what, void *arg)

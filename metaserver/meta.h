@@ -133,10 +133,11 @@ struct meta {
 	struct event *kick_ev;        /* space was freed: resume parked requests */
 
 	/* SSD tier (tier.c) */
-	struct list tasks;     /* blob moves in flight */
-	struct list tier_reqs; /* requests waiting for moves */
-	struct list moving;    /* objects being demoted (off their LRU meanwhile) */
-	struct list orphans;   /* SSD segments of services that left, waiting to be adopted */
+	struct list tasks;      /* blob moves in flight */
+	struct list tier_reqs;  /* requests waiting for moves */
+	struct list moving;     /* objects being demoted (off their LRU meanwhile) */
+	struct list orphans;    /* SSD segments of services that left, waiting to be adopted */
+	struct list read_waits; /* SSD reads waiting for DRAM room */
 	uint64_t next_task_id;
 	uint64_t freeing[MEDIA_COUNT]; /* bytes that moves in flight will give back */
 

@@ -251,7 +251,7 @@ static void release_space(struct meta *m, struct object *o)
 
 void objects_space_freed(struct meta *m)
 {
-	if (!list_empty(&m->parked) && m->kick_ev)
+	if ((!list_empty(&m->parked) || !list_empty(&m->read_waits)) && m->kick_ev)
 		event_active(m->kick_ev, 0, 0);
 }
 

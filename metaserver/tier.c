@@ -6,6 +6,7 @@
 #include "allocator.h"
 #include "clock.h"
 #include "conn.h"
+#include "eviction.h"
 #include "key_result.h"
 #include "log.h"
 #include "mmc/mmc.h"
@@ -33,6 +34,16 @@ struct waiter {
 	size_t idx;
 };
 
+/* An SSD read that found no DRAM room: retried as space comes back, until ock.mmc.meta.evict_wait_ms. */
+struct read_wait {
+	struct list link; /* meta.read_waits */
+	struct tier_req *req;
+	size_t idx;
+	bool want_promote;
+	uint64_t deadline_ms;
+	char key[MMC_WIRE_KEY_MAX + 1];
+};
+
 struct task {
 	struct list link; /* meta.tasks */
 	uint64_t id;
@@ -57,6 +68,7 @@ void tier_init(struct meta *m)
 	list_init(&m->tier_reqs);
 	list_init(&m->moving);
 	list_init(&m->orphans);
+	list_init(&m->read_waits);
 }
 
 bool tier_on_ssd(const struct object *o)
@@ -245,8 +257,9 @@ bool tier_demote_victim(struct meta *m, struct object *o)
 	return start_demote(m, o, NULL, 0) == 0;
 }
 
-/* SSD -> DRAM: a promote (the object moves back) or a stage (a transient copy for one reader). */
-static int start_read(struct meta *m, struct object *o, struct tier_req *r, size_t idx, bool want_promote)
+/* SSD -> DRAM: a promote (the object moves back) or a stage (a transient copy for one reader). Returns
+ * MMC_NOT_ENOUGH_MEMORY, with *blocked set when evicted objects will give DRAM back soon. */
+static int try_read(struct meta *m, struct object *o, struct tier_req *r, size_t idx, bool want_promote, bool *blocked)
 {
 	struct blob *b = only_blob(o);
 	struct task *t = o->promoting ? task_of(m, o, T_PROMOTE) : NULL;
@@ -261,8 +274,14 @@ static int start_read(struct meta *m, struct object *o, struct tier_req *r, size
 	promote = want_promote && o->busy == 0;
 	if (!promote && !r->get)
 		return MMC_ERROR; /* a prefetch while a stage is in flight: retry */
-	if (reserve(b->svc, MMC_MEDIA_DRAM, o->size, &off))
-		return MMC_NOT_ENOUGH_MEMORY;
+	*blocked = false;
+	if (reserve(b->svc, MMC_MEDIA_DRAM, o->size, &off)) {
+		/* make room the way an allocation does: demote or evict the least recently used */
+		eviction_make_room(m, MMC_MEDIA_DRAM, o->size, 1, blocked);
+		if (reserve(b->svc, MMC_MEDIA_DRAM, o->size, &off))
+			return MMC_NOT_ENOUGH_MEMORY;
+	}
+	eviction_check(m, MMC_MEDIA_DRAM); /* a rewarm must leave room for the next one */
 	if (!(t = task_new(m, promote ? T_PROMOTE : T_STAGE, o, b->svc, b->offset, off))) {
 		release_raw(b->svc, MMC_MEDIA_DRAM, off);
 		return MMC_MALLOC_FAILED;
@@ -271,6 +290,24 @@ static int start_read(struct meta *m, struct object *o, struct tier_req *r, size
 	if (task_wait(t, r, idx))
 		r->res[idx].result = MMC_MALLOC_FAILED;
 	task_send(t);
+	return 0;
+}
+
+static int start_read(struct meta *m, struct object *o, struct tier_req *r, size_t idx, bool want_promote)
+{
+	struct read_wait *w;
+	bool blocked;
+	int rc = try_read(m, o, r, idx, want_promote, &blocked);
+
+	if (rc != MMC_NOT_ENOUGH_MEMORY || !blocked || !m->conf.evict_wait_ms || !(w = calloc(1, sizeof(*w))))
+		return rc;
+	w->req = r;
+	w->idx = idx;
+	w->want_promote = want_promote;
+	w->deadline_ms = clock_ms() + m->conf.evict_wait_ms;
+	memcpy(w->key, object_key(o), o->keylen);
+	r->pending++;
+	list_add_tail(&m->read_waits, &w->link);
 	return 0;
 }
 
@@ -455,8 +492,43 @@ void tier_conn_closed(struct meta *m, struct conn *c)
 	}
 }
 
+static struct object *lookup(struct meta *m, const char *key, int32_t *result);
+
+void tier_kick(struct meta *m)
+{
+	struct list *it, *next;
+
+	for (it = m->read_waits.next; it != &m->read_waits; it = next) {
+		struct read_wait *w = list_entry(it, struct read_wait, link);
+		struct key_result *res = &w->req->res[w->idx];
+		struct object *o = lookup(m, w->key, &res->result);
+		bool blocked = false;
+		int rc = 0;
+
+		next = it->next;
+		if (o && !tier_on_ssd(o) && w->req->get) /* someone else brought it back meanwhile */
+			serve_get(m, w->req, w->idx, o, object_pick_blob(m, o, NULL));
+		else if (o && tier_on_ssd(o))
+			rc = try_read(m, o, w->req, w->idx, w->want_promote, &blocked);
+		if (rc == MMC_NOT_ENOUGH_MEMORY && clock_ms() < w->deadline_ms)
+			continue; /* still no room: keep waiting */
+		if (rc)
+			res->result = rc;
+		list_del(&w->link);
+		w->req->pending--;
+		req_settle(m, w->req);
+		free(w);
+	}
+}
+
 void tier_fini(struct meta *m)
 {
+	while (!list_empty(&m->read_waits)) {
+		struct read_wait *w = list_entry(m->read_waits.next, struct read_wait, link);
+
+		list_del(&w->link);
+		free(w);
+	}
 	while (!list_empty(&m->tasks)) {
 		struct task *t = list_entry(m->tasks.next, struct task, link);
 

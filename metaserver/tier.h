@@ -32,6 +32,9 @@ void tier_get(struct conn *c, const Mmc__Frame *f, const Mmc__KeyBatch *req);
 /* EVICT and PREFETCH batches. */
 void tier_move(struct conn *c, const Mmc__Frame *f, const Mmc__KeyBatch *req);
 
+/* DRAM was freed (or time passed): SSD reads waiting for room get another try. */
+void tier_kick(struct meta *m);
+
 /* A local service answered task id. */
 void tier_task_done(struct meta *m, uint64_t id, int result);
 /* The connection closed: its waiting requests will not be answered. */

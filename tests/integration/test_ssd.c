@@ -1,0 +1,271 @@
+/*
+ * The SSD tier: eviction demotes to SSD, gets rewarm (or stage above the DRAM watermark), explicit evict and
+ * prefetch, readers are never moved under, and a restarted local service adopts what its SSD holds.
+ */
+#include <string.h>
+#include <unistd.h>
+
+#include "pattern.h"
+#include "store_fixture.h"
+
+#define MiB (1u << 20)
+
+static struct metaserver meta;
+static mmc_store *s;
+static char ssd_path[300];
+
+static mmc_store *ssd_store(const char *path, uint64_t dram, uint64_t ssd)
+{
+	mmc_local_config c = fixture_config(meta.url, dram);
+	mmc_store *st = mmc_create();
+
+	snprintf(c.ssd_path, sizeof(c.ssd_path), "%s", path);
+	c.ssd_size = ssd;
+	cr_assert_eq(mmc_setup(st, &c), 0);
+	cr_assert_eq(mmc_init(st, 0, true), 0);
+	return st;
+}
+
+static void start_with(const char *const *env)
+{
+	cr_assert_eq(metaserver_start(&meta, env), 0);
+	snprintf(ssd_path, sizeof(ssd_path), "%s/ssd.bin", meta.dir);
+	s = ssd_store(ssd_path, 8 * MiB, 64 * MiB);
+}
+
+static void start(void)
+{
+	const char *env[] = {"ock.mmc.evict_threshold_high=70", "ock.mmc.evict_threshold_low=50", NULL};
+
+	start_with(env);
+}
+
+static void stop(void)
+{
+	mmc_destroy(s);
+	cr_expect_eq(metaserver_cleanup(&meta), 0, "the metaserver log has a sanitizer report");
+}
+
+TestSuite(ssd, .init = start, .fini = stop, .timeout = 60);
+
+static void put(const char *key, uint64_t seed)
+{
+	void *buf = malloc(MiB);
+
+	pattern_fill(buf, MiB, seed);
+	cr_assert_eq(mmc_put_from(s, key, buf, MiB, MMC_COPY_H2G, NULL), 0, "put %s", key);
+	free(buf);
+}
+
+static int get_check(mmc_store *st, const char *key, uint64_t seed)
+{
+	void *buf = calloc(1, MiB);
+	int rc = mmc_get_into(st, key, buf, MiB, MMC_COPY_G2H);
+
+	if (rc == 0 && pattern_check(buf, MiB, seed) != MiB)
+		rc = 99;
+	free(buf);
+	return rc;
+}
+
+static uint16_t media_of(mmc_store *st, const char *key)
+{
+	mmc_key_info info;
+
+	cr_assert_eq(mmc_get_key_info(st, key, 0, &info), 0);
+	cr_assert_eq(info.blob_num, 1, "%s: %u blobs", key, info.blob_num);
+	return info.type[0];
+}
+
+/* Demotions are asynchronous: wait until key is on media. */
+static void wait_media(const char *key, uint16_t media)
+{
+	for (int i = 0; i < 100 && media_of(s, key) != media; i++)
+		usleep(20000);
+	cr_assert_eq(media_of(s, key), media, "%s", key);
+}
+
+Test(ssd, eviction_demotes_and_everything_stays_readable)
+{
+	char key[16];
+
+	for (int i = 0; i < 12; i++) {
+		snprintf(key, sizeof(key), "k%d", i);
+		put(key, (uint64_t)i);
+	}
+	/* 12 MiB in an 8 MiB DRAM pool: the oldest went to SSD, nothing was lost */
+	wait_media("k0", MMC_MEDIA_SSD);
+	cr_assert_eq(media_of(s, "k11"), MMC_MEDIA_DRAM, "the newest stays in DRAM");
+	for (int i = 0; i < 12; i++) {
+		snprintf(key, sizeof(key), "k%d", i);
+		cr_assert_eq(mmc_is_exist(s, key), 1, "%s", key);
+	}
+	for (int i = 11; i >= 0; i--) {
+		snprintf(key, sizeof(key), "k%d", i);
+		int rc = get_check(s, key, (uint64_t)i);
+
+		cr_assert_eq(rc, 0, "%s: byte-exact from whichever tier (%d)", key, rc);
+	}
+}
+
+Test(ssd, evict_then_prefetch_named_keys)
+{
+	const char *k[] = {"named"};
+	mmc_store *reader = fixture_store(meta.url, false, 0);
+
+	put("named", 5);
+	cr_assert_eq(mmc_evict_keys(s, k, 1, MMC_MEDIA_DRAM, MMC_MEDIA_SSD, 0), 0);
+	cr_assert_eq(media_of(s, "named"), MMC_MEDIA_SSD, "moved now");
+	cr_assert_eq(mmc_is_exist(s, "named"), 1, "a key on SSD is present");
+	cr_assert_eq(mmc_evict_keys(s, k, 1, MMC_MEDIA_DRAM, MMC_MEDIA_SSD, 0), 0, "already there is a success");
+	cr_assert_eq(mmc_prefetch_keys(s, k, 1, MMC_MEDIA_SSD, MMC_MEDIA_DRAM, 0), 0);
+	cr_assert_eq(media_of(s, "named"), MMC_MEDIA_DRAM);
+	cr_assert_eq(mmc_prefetch_keys(s, k, 1, MMC_MEDIA_SSD, MMC_MEDIA_DRAM, 0), 0, "already there is a success");
+	cr_assert_eq(get_check(reader, "named", 5), 0);
+	/* a get of an SSD key (DRAM below the watermark) rewarms it */
+	cr_assert_eq(mmc_evict_keys(s, k, 1, MMC_MEDIA_DRAM, MMC_MEDIA_SSD, 0), 0);
+	cr_assert_eq(get_check(reader, "named", 5), 0, "served from SSD by another process");
+	cr_assert_eq(media_of(s, "named"), MMC_MEDIA_DRAM, "and rewarmed");
+	mmc_destroy(reader);
+}
+
+Test(ssd, invalid_media_pairs_and_missing_keys)
+{
+	const char *k[] = {"x"}, *missing[] = {"nope"};
+
+	put("x", 1);
+	cr_assert_eq(mmc_evict_keys(s, k, 1, MMC_MEDIA_SSD, MMC_MEDIA_DRAM, 0), MMC_INVALID_PARAM);
+	cr_assert_eq(mmc_evict_keys(s, k, 1, MMC_MEDIA_DRAM, MMC_MEDIA_HBM, 0), MMC_INVALID_PARAM);
+	cr_assert_eq(mmc_prefetch_keys(s, k, 1, MMC_MEDIA_DRAM, MMC_MEDIA_SSD, 0), MMC_INVALID_PARAM);
+	cr_assert_eq(mmc_prefetch_keys(s, k, 1, MMC_MEDIA_HBM, MMC_MEDIA_DRAM, 0), MMC_INVALID_PARAM);
+	cr_assert_eq(mmc_evict_keys(s, k, 1, MMC_MEDIA_DRAM, MMC_MEDIA_SSD, 1), MMC_INVALID_PARAM, "flags must be 0");
+	cr_assert_eq(mmc_evict_keys(s, k, 0, MMC_MEDIA_DRAM, MMC_MEDIA_SSD, 0), MMC_INVALID_PARAM);
+	cr_assert_eq(mmc_evict_keys(s, missing, 1, MMC_MEDIA_DRAM, MMC_MEDIA_SSD, 0), MMC_OBJECT_NOT_EXISTS);
+	cr_assert_eq(mmc_prefetch_keys(s, missing, 1, MMC_MEDIA_SSD, MMC_MEDIA_DRAM, 0), MMC_OBJECT_NOT_EXISTS);
+	cr_assert_eq(get_check(s, "x", 1), 0);
+}
+
+Test(ssd, prefetch_when_dram_is_full)
+{
+	const char *k[] = {"cold"};
+	char key[16];
+	int rc;
+
+	put("cold", 7);
+	cr_assert_eq(mmc_evict_keys(s, k, 1, MMC_MEDIA_DRAM, MMC_MEDIA_SSD, 0), 0);
+	for (int i = 0; i < 8; i++) { /* DRAM full again (eviction keeps demoting the oldest) */
+		snprintf(key, sizeof(key), "hot%d", i);
+		put(key, (uint64_t)(100 + i));
+	}
+	rc = mmc_prefetch_keys(s, k, 1, MMC_MEDIA_SSD, MMC_MEDIA_DRAM, 0);
+	cr_assert(rc == 0 || rc == MMC_NOT_ENOUGH_MEMORY, "prefetch: %d", rc);
+	cr_assert_eq(mmc_is_exist(s, "cold"), 1, "a failed prefetch loses nothing");
+	cr_assert_eq(get_check(s, "cold", 7), 0);
+}
+
+Test(ssd, a_key_being_read_is_not_moved_under_the_reader)
+{
+	const char *k[] = {"reading"};
+	mmc_key_info info;
+	void *buf = malloc(MiB), *g;
+	size_t size = MiB;
+	int res;
+
+	put("reading", 9);
+	cr_assert_eq(mmc_get_key_info(s, "reading", 0, &info), 0);
+	cr_assert_eq(mmc_batch_add_lease(s, k, 1, 10000, &res), 0);
+	cr_assert_eq(res, 0);
+	cr_assert_eq(mmc_evict_keys(s, k, 1, MMC_MEDIA_DRAM, MMC_MEDIA_SSD, 0), 0);
+	cr_assert_eq(media_of(s, "reading"), MMC_MEDIA_SSD);
+	/* the reader still copies from the GVA it resolved: those bytes stay until its lease ends */
+	for (int i = 0; i < 6; i++) {
+		char key[16];
+
+		snprintf(key, sizeof(key), "churn%d", i);
+		put(key, (uint64_t)i);
+	}
+	g = (void *)(uintptr_t)info.gva[0];
+	cr_assert_eq(mmc_batch_copy(s, &g, &buf, &size, 1, MMC_COPY_G2H, 0), 0);
+	cr_assert_eq(pattern_check(buf, MiB, 9), MiB, "the leased DRAM bytes were not reused");
+	cr_assert_eq(mmc_batch_remove_lease(s, k, 1), 0);
+	cr_assert_eq(get_check(s, "reading", 9), 0);
+	free(buf);
+}
+
+Test(ssd, a_restarted_local_service_keeps_its_ssd_keys)
+{
+	const char *k[] = {"survivor0", "survivor1"};
+
+	put("survivor0", 11);
+	put("survivor1", 12);
+	put("dram-only", 13);
+	cr_assert_eq(mmc_evict_keys(s, k, 2, MMC_MEDIA_DRAM, MMC_MEDIA_SSD, 0), 0);
+	mmc_destroy(s); /* the process goes; its SSD file stays */
+	s = NULL;
+	{
+		mmc_store *probe = fixture_store(meta.url, false, 0);
+
+		cr_assert_eq(mmc_is_exist(probe, "dram-only"), 0, "DRAM content left with the process");
+		cr_assert_eq(mmc_is_exist(probe, "survivor0"), 0, "unreadable until a service adopts the SSD");
+		mmc_destroy(probe);
+	}
+	s = ssd_store(ssd_path, 8 * MiB, 64 * MiB); /* same host, same SSD path */
+	cr_assert_eq(mmc_is_exist(s, "survivor0"), 1);
+	cr_assert_eq(media_of(s, "survivor1"), MMC_MEDIA_SSD);
+	cr_assert_eq(get_check(s, "survivor0", 11), 0);
+	cr_assert_eq(get_check(s, "survivor1", 12), 0);
+}
+
+Test(ssd, ssd_keys_survive_a_metaserver_restart)
+{
+	const char *k[] = {"durable-ssd"};
+
+	put("durable-ssd", 31);
+	put("durable-dram", 32);
+	cr_assert_eq(mmc_evict_keys(s, k, 1, MMC_MEDIA_DRAM, MMC_MEDIA_SSD, 0), 0);
+	metaserver_kill(&meta);
+	cr_assert_eq(metaserver_restart(&meta, NULL), 0);
+	for (int i = 0; i < 100 && mmc_is_exist(s, "durable-ssd") != 1; i++)
+		usleep(50000); /* the store reconnects and rejoins */
+	cr_assert_eq(media_of(s, "durable-ssd"), MMC_MEDIA_SSD);
+	cr_assert_eq(get_check(s, "durable-ssd", 31), 0);
+	cr_assert_eq(get_check(s, "durable-dram", 32), 0);
+}
+
+static void start_low_watermark(void)
+{
+	const char *env[] = {"ock.mmc.evict_threshold_high=70", "ock.mmc.evict_threshold_low=50",
+	                     "ock.mmc.rewarm.dram_watermark=0", NULL};
+
+	start_with(env);
+}
+
+TestSuite(ssd_stage, .init = start_low_watermark, .fini = stop, .timeout = 60);
+
+Test(ssd_stage, above_the_watermark_gets_are_served_from_ssd_without_rewarming)
+{
+	const char *k[] = {"staged"};
+
+	put("staged", 21);
+	cr_assert_eq(mmc_evict_keys(s, k, 1, MMC_MEDIA_DRAM, MMC_MEDIA_SSD, 0), 0);
+	for (int i = 0; i < 3; i++)
+		cr_assert_eq(get_check(s, "staged", 21), 0, "read %d", i);
+	cr_assert_eq(media_of(s, "staged"), MMC_MEDIA_SSD, "not rewarmed");
+	cr_assert_eq(mmc_remove(s, "staged"), 0);
+	cr_assert_eq(mmc_is_exist(s, "staged"), 0);
+}
+
+Test(ssd_absent, evict_without_an_ssd_removes, .timeout = 60)
+{
+	mmc_store *plain;
+	const char *k[] = {"gone"};
+	char buf[100] = "x";
+
+	cr_assert_eq(metaserver_start(&meta, NULL), 0);
+	plain = fixture_store(meta.url, true, 8 * MiB);
+	cr_assert_eq(mmc_put_from(plain, "gone", buf, sizeof(buf), MMC_COPY_H2G, NULL), 0);
+	cr_assert_eq(mmc_evict_keys(plain, k, 1, MMC_MEDIA_DRAM, MMC_MEDIA_SSD, 0), 0);
+	cr_assert_eq(mmc_is_exist(plain, "gone"), 0, "the seed's rule: removed from DRAM");
+	mmc_destroy(plain);
+	cr_expect_eq(metaserver_cleanup(&meta), 0);
+}
