@@ -33,7 +33,8 @@ struct fabric {
 	pthread_t progress;
 	bool progress_started;
 	atomic_bool stop;
-	bool can_wait; /* the CQ has a wait object (fi_cq_sread) */
+	bool can_wait;      /* the CQ has a wait object (fi_cq_sread) */
+	atomic_int reapers; /* callers reading the CQ for their own batches: the progress thread stands back */
 	bool fence_by_read;
 	uint64_t write_flags;
 	struct fab_mr scratch_mr;
@@ -100,6 +101,13 @@ static void *progress_main(void *arg)
 	while (!atomic_load(&f->stop)) {
 		ssize_t n;
 
+		if (atomic_load_explicit(&f->reapers, memory_order_relaxed)) {
+			/* a caller is polling the CQ itself: two threads spinning on its lock only slow both down */
+			struct timespec ts = {0, 20000};
+
+			nanosleep(&ts, NULL);
+			continue;
+		}
 		if (f->can_wait) {
 			n = fi_cq_sread(f->cq, e, CQ_BATCH, NULL, SREAD_MS);
 		} else {
@@ -440,6 +448,7 @@ static void reap_one(struct fab_batch *b)
 	unsigned spins = 0;
 	uint64_t deadline = 0;
 
+	atomic_fetch_add_explicit(&b->f->reapers, 1, memory_order_relaxed);
 	while (atomic_load_explicit(&op->state, memory_order_acquire) != 2) {
 		if (poll_cq(b->f))
 			continue;
@@ -449,25 +458,28 @@ static void reap_one(struct fab_batch *b)
 		if (!deadline) {
 			deadline = clock_ms() + b->stall_ms;
 		} else if (clock_ms() > deadline) {
+			atomic_fetch_sub_explicit(&b->f->reapers, 1, memory_order_relaxed);
 			abandon(b);
 			return;
 		}
 	}
+	atomic_fetch_sub_explicit(&b->f->reapers, 1, memory_order_relaxed);
 	atomic_store_explicit(&op->state, 0, memory_order_relaxed);
 	b->reaped++;
 	b->done(b->arg, op->tag, op->err);
 }
 
-int fab_batch_post(struct fab_batch *b, bool write, void *lbuf, size_t len, void *desc, fi_addr_t peer, uint64_t raddr,
-                   uint64_t rkey, uint32_t tag)
+int fab_batch_post(struct fab_batch *b, bool write, const struct iovec *iov, void **desc, size_t count, fi_addr_t peer,
+                   uint64_t raddr, uint64_t rkey, uint32_t tag)
 {
-	struct iovec iov = {lbuf, len};
-	struct fi_rma_iov rma = {raddr, len, rkey};
+	struct fi_rma_iov rma = {raddr, 0, rkey};
 	struct fi_msg_rma msg = {
-	    .msg_iov = &iov, .desc = &desc, .iov_count = 1, .addr = peer, .rma_iov = &rma, .rma_iov_count = 1};
+	    .msg_iov = iov, .desc = desc, .iov_count = count, .addr = peer, .rma_iov = &rma, .rma_iov_count = 1};
 	struct fab_op *op;
 	ssize_t rc;
 
+	for (size_t i = 0; i < count; i++)
+		rma.len += iov[i].iov_len;
 	if (b->abandoned)
 		return MMC_TIMEOUT;
 	if (b->posted - b->reaped == b->window)
@@ -481,8 +493,7 @@ int fab_batch_post(struct fab_batch *b, bool write, void *lbuf, size_t len, void
 	msg.context = op;
 	atomic_store_explicit(&op->state, 1, memory_order_relaxed);
 	for (;;) {
-		rc = write ? fi_writemsg(b->f->ep, &msg, FI_COMPLETION | FI_DELIVERY_COMPLETE)
-		           : fi_readmsg(b->f->ep, &msg, FI_COMPLETION);
+		rc = write ? fi_writemsg(b->f->ep, &msg, b->f->write_flags) : fi_readmsg(b->f->ep, &msg, FI_COMPLETION);
 		if (rc != -FI_EAGAIN)
 			break;
 		/* the provider is out of credits: drive progress (never drop completions) and retry */
@@ -495,6 +506,13 @@ int fab_batch_post(struct fab_batch *b, bool write, void *lbuf, size_t len, void
 	}
 	b->posted++;
 	return 0;
+}
+
+size_t fabric_iov_limit(const struct fabric *f)
+{
+	size_t n = f->info->tx_attr->iov_limit;
+
+	return n < 1 ? 1 : n > FAB_IOV_MAX ? FAB_IOV_MAX : n;
 }
 
 void fab_batch_wait(struct fab_batch *b)

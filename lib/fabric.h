@@ -11,6 +11,7 @@
 #define MMC_FABRIC_H
 
 #include <rdma/fabric.h>
+#include <sys/uio.h>
 #include <rdma/fi_domain.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -85,13 +86,18 @@ int fab_batch_init(struct fab_batch *b, struct fabric *f, size_t window, uint32_
                    void (*done)(void *arg, uint32_t tag, int err), void *arg);
 
 /*
- * Posts one RMA: write sends [lbuf, lbuf+len) to (peer, raddr, rkey); read fetches it. Waits for a free slot when
+ * Posts one RMA between count local pieces (iov, with their descriptors) and one contiguous remote range at
+ * (peer, raddr, rkey): a write gathers them, a read scatters into them. Waits for a free slot when
  * the window is full. A write's completion means its data is visible at the target only when the provider does not
  * fence by read (fabric_fence_by_read()); otherwise the caller ends its writes to a peer with a read.
  * Returns 0 or an MMC_* code (the op was not posted).
  */
-int fab_batch_post(struct fab_batch *b, bool write, void *lbuf, size_t len, void *desc, fi_addr_t peer, uint64_t raddr,
-                   uint64_t rkey, uint32_t tag);
+int fab_batch_post(struct fab_batch *b, bool write, const struct iovec *iov, void **desc, size_t count, fi_addr_t peer,
+                   uint64_t raddr, uint64_t rkey, uint32_t tag);
+
+#define FAB_IOV_MAX 4
+/* Local pieces one RMA may gather (the provider's iov_limit, at most FAB_IOV_MAX). */
+size_t fabric_iov_limit(const struct fabric *f);
 
 /* Waits for every posted op; returns after done() was called for each. */
 void fab_batch_wait(struct fab_batch *b);

@@ -110,17 +110,50 @@ static void post_fences(struct xfer_ctx *x, struct fab_batch *b)
 	for (size_t i = 0; i < x->nfences; i++) {
 		struct fence *f = &x->fences[i];
 
-		if (fab_batch_post(b, false, scratch, 8, desc, f->fa, f->raddr, f->rkey, f->tag) &&
+		struct iovec iov = {scratch, 8};
+
+		if (fab_batch_post(b, false, &iov, &desc, 1, f->fa, f->raddr, f->rkey, f->tag) &&
 		    x->keys[f->tag].result == 0)
 			x->keys[f->tag].result = MMC_ERROR;
 	}
 }
 
+/* The RMA being built: up to iov_limit local pieces for one contiguous remote range. */
+struct gather {
+	struct iovec iov[FAB_IOV_MAX];
+	void *desc[FAB_IOV_MAX];
+	size_t count, total, limit;
+	uint64_t off; /* remote offset of its first byte */
+};
+
+static int flush(struct xfer_ctx *x, struct fab_batch *b, int write, uint32_t tag, const struct peer *p,
+                 struct gather *g, uint64_t base, uint64_t key, uint64_t size)
+{
+	int rc;
+
+	if (!g->count)
+		return 0;
+	if (g->off + g->total > size)
+		return MMC_INTERNAL_ERROR;
+	rc = fab_batch_post(b, write, g->iov, g->desc, g->count, p->fa, base + g->off, key, tag);
+	if (rc == 0 && x->fences)
+		note_fence(x, p->fa, base + g->off, key, tag);
+	g->off += g->total;
+	g->count = g->total = 0;
+	return rc;
+}
+
+/*
+ * Posts a key's pieces to one target. Pieces adjacent in the caller's memory are merged, others are gathered up to
+ * the provider's iov limit per RMA (a layer list of 122 buffers is ~31 operations, not 122), and no RMA exceeds
+ * CHUNK so large transfers pipeline.
+ */
 static int post_pieces(struct xfer_ctx *x, struct fab_batch *b, int write, uint32_t tag, const struct peer *p,
                        const struct xfer_target *t)
 {
 	struct xfer_key *k = &x->keys[tag];
-	uint64_t base, key, size, off = t->offset;
+	struct gather g = {.limit = fabric_iov_limit(x->s->fab), .off = t->offset};
+	uint64_t base, key, size;
 	int rc = seg_of(p, t->media, &base, &key, &size);
 
 	for (uint32_t i = 0; i < k->npieces && rc == 0; i++) {
@@ -129,19 +162,26 @@ static int post_pieces(struct xfer_ctx *x, struct fab_batch *b, int write, uint3
 		void *desc = local_desc(x, buf, left, &rc);
 
 		while (left && rc == 0) {
-			size_t n = left < CHUNK ? left : CHUNK;
+			size_t n = left < CHUNK - g.total ? left : CHUNK - g.total;
+			struct iovec *last = g.count ? &g.iov[g.count - 1] : NULL;
 
-			if (off + n > size)
-				return MMC_INTERNAL_ERROR;
-			rc = fab_batch_post(b, write, buf, n, desc, p->fa, base + off, key, tag);
-			if (rc == 0 && x->fences)
-				note_fence(x, p->fa, base + off, key, tag);
+			if (last && (char *)last->iov_base + last->iov_len == buf && g.desc[g.count - 1] == desc) {
+				last->iov_len += n;
+			} else if (g.count == g.limit) {
+				rc = flush(x, b, write, tag, p, &g, base, key, size);
+				continue;
+			} else {
+				g.iov[g.count] = (struct iovec){buf, n};
+				g.desc[g.count++] = desc;
+			}
+			g.total += n;
 			buf += n;
-			off += n;
 			left -= n;
+			if (g.total == CHUNK)
+				rc = flush(x, b, write, tag, p, &g, base, key, size);
 		}
 	}
-	return rc;
+	return rc ? rc : flush(x, b, write, tag, p, &g, base, key, size);
 }
 
 void xfer_run(struct mmc_store *s, int write, struct xfer_key *keys, size_t n)

@@ -107,7 +107,7 @@ static bool run(struct meta *m, struct alloc_req *a)
 
 static void reply(struct meta *m, struct alloc_req *a)
 {
-	key_results_send(a->c, a->id, a->results, a->n);
+	key_results_send(a->c, a->id, a->results, a->n, false);
 }
 
 static int check_args(const Mmc__KeyBatch *req)

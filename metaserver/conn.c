@@ -49,7 +49,7 @@ static void release_held(void *arg)
 	bufferevent_write_buffer(c->bev, c->held);
 }
 
-void conn_send(struct conn *c, const Mmc__Frame *f)
+void conn_send(struct conn *c, const Mmc__Frame *f, bool durable)
 {
 	size_t n = mmc__frame__get_packed_size(f);
 	unsigned char hdr[4] = {(unsigned char)n, (unsigned char)(n >> 8), (unsigned char)(n >> 16),
@@ -59,8 +59,7 @@ void conn_send(struct conn *c, const Mmc__Frame *f)
 
 	if (c->closed)
 		return;
-	/* while this turn has uncommitted changes, every reply waits for the commit: order is kept per connection */
-	if (c->waiting_commit || persist_dirty(c->m->persist)) {
+	if (durable && (c->waiting_commit || persist_dirty(c->m->persist))) {
 		out = c->held;
 		if (!c->waiting_commit && persist_after_commit(c->m->persist, release_held, c) == 0)
 			c->waiting_commit = true;

@@ -30,8 +30,11 @@ struct conn {
 int conn_listen(struct meta *m, const char *host, uint16_t port, uint16_t *bound);
 void conn_stop_listening(struct meta *m);
 
-/* Encodes f and queues it to c. */
-void conn_send(struct conn *c, const Mmc__Frame *f);
+/*
+ * Encodes f and queues it to c. A durable reply acknowledges a metadata change (commit, remove, ...): it waits for
+ * the loop turn's LMDB commit. Any other frame goes out at once, even past a held one (replies carry ids).
+ */
+void conn_send(struct conn *c, const Mmc__Frame *f, bool durable);
 
 /* Drops the connection; its local service (if any) is unmounted and its pending writes dropped. */
 void conn_close(struct conn *c, const char *why);

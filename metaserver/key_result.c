@@ -25,7 +25,7 @@ void key_result_note(struct key_result *r, const struct object *o, int pick)
 	}
 }
 
-void key_results_send(struct conn *c, uint64_t id, const struct key_result *r, size_t n)
+void key_results_send(struct conn *c, uint64_t id, const struct key_result *r, size_t n, bool durable)
 {
 	struct arena *a = &c->m->arena;
 	Mmc__Frame out = MMC__FRAME__INIT;
@@ -67,5 +67,5 @@ void key_results_send(struct conn *c, uint64_t id, const struct key_result *r, s
 	out.id = id;
 	out.body_case = MMC__FRAME__BODY_KEY_REPLY;
 	out.key_reply = &rep;
-	conn_send(c, &out);
+	conn_send(c, &out, durable);
 }

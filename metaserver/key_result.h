@@ -28,6 +28,6 @@ struct key_result {
 void key_result_note(struct key_result *r, const struct object *o, int pick);
 /* Sends KeyBatchReply{results} for request id (nothing when id is 0). Uses and resets nothing of the arena's
  * previous content; the caller resets the arena when it is outside request handling. */
-void key_results_send(struct conn *c, uint64_t id, const struct key_result *r, size_t n);
+void key_results_send(struct conn *c, uint64_t id, const struct key_result *r, size_t n, bool durable);
 
 #endif

@@ -9,7 +9,7 @@
 #include "services.h"
 #include "tier.h"
 
-void rpc_reply_code(struct conn *c, uint64_t id, int result)
+static void reply_code(struct conn *c, uint64_t id, int result, bool durable)
 {
 	Mmc__Frame f = MMC__FRAME__INIT;
 	Mmc__Reply r = MMC__REPLY__INIT;
@@ -20,7 +20,17 @@ void rpc_reply_code(struct conn *c, uint64_t id, int result)
 	f.id = id;
 	f.body_case = MMC__FRAME__BODY_REPLY;
 	f.reply = &r;
-	conn_send(c, &f);
+	conn_send(c, &f, durable);
+}
+
+void rpc_reply_code(struct conn *c, uint64_t id, int result)
+{
+	reply_code(c, id, result, false);
+}
+
+void rpc_reply_durable(struct conn *c, uint64_t id, int result)
+{
+	reply_code(c, id, result, true);
 }
 
 static void on_hello(struct conn *c, const Mmc__Frame *f)
@@ -40,10 +50,10 @@ static void on_hello(struct conn *c, const Mmc__Frame *f)
 	out.body_case = MMC__FRAME__BODY_HELLO_REPLY;
 	out.hello_reply = &r;
 	if (f->id)
-		conn_send(c, &out);
+		conn_send(c, &out, false);
 }
 
-static void send_service_info(struct conn *c, uint64_t id, int result, const struct service *svc)
+static void send_service_info(struct conn *c, uint64_t id, int result, const struct service *svc, bool durable)
 {
 	Mmc__Frame out = MMC__FRAME__INIT;
 	Mmc__ServiceInfo r = MMC__SERVICE_INFO__INIT;
@@ -73,7 +83,7 @@ static void send_service_info(struct conn *c, uint64_t id, int result, const str
 	out.body_case = MMC__FRAME__BODY_SERVICE_INFO;
 	out.service_info = &r;
 	if (id)
-		conn_send(c, &out);
+		conn_send(c, &out, durable);
 }
 
 static void on_register(struct conn *c, const Mmc__Frame *f)
@@ -81,7 +91,7 @@ static void on_register(struct conn *c, const Mmc__Frame *f)
 	struct service *svc = NULL;
 	int rc = service_register(c->m, &c->session, f->register_, &svc);
 
-	send_service_info(c, f->id, rc, svc);
+	send_service_info(c, f->id, rc, svc, true);
 }
 
 static void on_unregister(struct conn *c, const Mmc__Frame *f)
@@ -90,7 +100,7 @@ static void on_unregister(struct conn *c, const Mmc__Frame *f)
 
 	if (svc)
 		service_unmount(c->m, svc, "unregister");
-	rpc_reply_code(c, f->id, svc ? 0 : MMC_NOT_STARTED);
+	rpc_reply_durable(c, f->id, svc ? 0 : MMC_NOT_STARTED);
 }
 
 static void on_service(struct conn *c, const Mmc__Frame *f)
@@ -98,9 +108,9 @@ static void on_service(struct conn *c, const Mmc__Frame *f)
 	struct service *svc = service_get(c->m, f->service->rank);
 
 	if (!svc || !svc->session)
-		send_service_info(c, f->id, MMC_LINK_NOT_FOUND, NULL);
+		send_service_info(c, f->id, MMC_LINK_NOT_FOUND, NULL, false);
 	else
-		send_service_info(c, f->id, 0, svc);
+		send_service_info(c, f->id, 0, svc, false);
 }
 
 static const Mmc__KeyBatch *key_batch(const Mmc__Frame *f)

@@ -14,5 +14,7 @@ void rpc_keys(struct conn *c, const Mmc__Frame *f, const Mmc__KeyBatch *req);
 
 /* Sends Reply{result} for request id (nothing when id is 0). */
 void rpc_reply_code(struct conn *c, uint64_t id, int result);
+/* The same, for a reply that acknowledges a durable change. */
+void rpc_reply_durable(struct conn *c, uint64_t id, int result);
 
 #endif

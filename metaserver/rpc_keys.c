@@ -222,7 +222,7 @@ static int reply_init(struct reply *rp, struct arena *a, size_t n)
 	return 0;
 }
 
-static void send_reply(struct conn *c, uint64_t id, struct reply *rp)
+static void send_reply(struct conn *c, uint64_t id, struct reply *rp, bool durable)
 {
 	Mmc__Frame out = MMC__FRAME__INIT;
 
@@ -231,7 +231,7 @@ static void send_reply(struct conn *c, uint64_t id, struct reply *rp)
 	out.id = id;
 	out.body_case = MMC__FRAME__BODY_KEY_REPLY;
 	out.key_reply = &rp->r;
-	conn_send(c, &out);
+	conn_send(c, &out, durable);
 }
 
 static int run_op(struct conn *c, const Mmc__Frame *f, const Mmc__KeyBatch *req, struct reply *rp)
@@ -287,5 +287,8 @@ void rpc_keys(struct conn *c, const Mmc__Frame *f, const Mmc__KeyBatch *req)
 		rp.r.result = rc;
 		rp.r.n_items = 0;
 	}
-	send_reply(c, f->id, &rp);
+	/* commits and removes are acknowledged once durable; lookups and leases are answered at once */
+	send_reply(c, f->id, &rp,
+	           f->body_case == MMC__FRAME__BODY_COMMIT || f->body_case == MMC__FRAME__BODY_WRITE_FINISH ||
+	               f->body_case == MMC__FRAME__BODY_REMOVE);
 }

@@ -150,7 +150,7 @@ static void task_send(struct task *t)
 	f.id = t->id;
 	f.body_case = MMC__FRAME__BODY_TASK;
 	f.task = &bt;
-	conn_send(t->svc->session->conn, &f);
+	conn_send(t->svc->session->conn, &f, false);
 }
 
 static struct task *task_of(struct meta *m, const struct object *o, enum task_kind kind)
@@ -196,7 +196,7 @@ static void req_settle(struct meta *m, struct tier_req *r)
 	if (r->pending)
 		return;
 	if (r->c)
-		key_results_send(r->c, r->id, r->res, r->n);
+		key_results_send(r->c, r->id, r->res, r->n, !r->get); /* evict / prefetch persist moves */
 	list_del(&r->link);
 	free(r);
 }
