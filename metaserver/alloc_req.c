@@ -190,7 +190,8 @@ void alloc_req_start(struct conn *c, const Mmc__Frame *f, const Mmc__KeyBatch *r
 		rpc_reply_code(c, f->id, MMC_INVALID_PARAM);
 		return;
 	}
-	memcpy(a.preferred, req->preferred, req->n_preferred * sizeof(int32_t));
+	if (req->n_preferred) /* protobuf-c leaves the array NULL when empty */
+		memcpy(a.preferred, req->preferred, req->n_preferred * sizeof(int32_t));
 	a.pr.preferred = a.preferred;
 	a.items = arena_alloc(&m->arena, a.n * sizeof(*a.items));
 	a.results = arena_alloc(&m->arena, a.n * sizeof(*a.results));
