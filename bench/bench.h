@@ -53,6 +53,7 @@ const char *bench_proto_str(const char *protocol);
 int bench_data_main(int argc, char **argv, const char *self);
 int bench_meta_main(int argc, char **argv, const char *self);
 int bench_gva_main(int argc, char **argv, const char *self);
+int bench_ssd_main(int argc, char **argv, const char *self);
 int bench_raw_main(int argc, char **argv, const char *self);
 int bench_rma_target_main(int argc, char **argv);
 

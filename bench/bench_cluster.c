@@ -82,7 +82,7 @@ static int spawn_target(struct bench_cluster *c, int i, const char *self, const 
 }
 
 /* Without $MMC_METASERVER, use the server next to this binary: installed (bin/) or in the build tree. */
-static void find_metaserver(const char *self)
+void bench_find_metaserver(const char *self)
 {
 	static const char *const rel[] = {"/mmc-metaserver", "/../metaserver/mmc-metaserver"};
 	char dir[4096], path[4200];
@@ -106,7 +106,7 @@ int bench_cluster_start(struct bench_cluster *c, const char *self, const char *p
 	static const char *const nosync[] = {"ock.mmc.meta.lmdb.sync=false", NULL};
 
 	memset(c, 0, sizeof(*c));
-	find_metaserver(self);
+	bench_find_metaserver(self);
 	if (metaserver_start(&c->meta, sync ? NULL : nosync)) {
 		fprintf(stderr, "mmc-bench: cannot start mmc-metaserver (set MMC_METASERVER)\n");
 		return -1;

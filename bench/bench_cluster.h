@@ -28,6 +28,9 @@ int bench_cluster_start(struct bench_cluster *c, const char *self, const char *p
                         int sync);
 void bench_cluster_stop(struct bench_cluster *c);
 
+/* Sets $MMC_METASERVER to the server next to this binary (installed or build tree) unless it is set. */
+void bench_find_metaserver(const char *self);
+
 /* The `target` subcommand: lend a pool until stdin closes. */
 int bench_target_main(int argc, char **argv);
 

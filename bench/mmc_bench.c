@@ -16,7 +16,7 @@
 #include "bench.h"
 #include "bench_cluster.h"
 
-static const char usage[] = "usage: mmc-bench data|meta|gva [--help] [options]\n"
+static const char usage[] = "usage: mmc-bench data|meta|gva|ssd [--help] [options]\n"
                             "       mmc-bench all --quick   (every benchmark in its short mode)\n";
 
 static int run_all(int argc, char **argv, const char *self)
@@ -29,6 +29,7 @@ static int run_all(int argc, char **argv, const char *self)
 	rc |= bench_data_main(7, dsr1, self);
 	rc |= bench_meta_main(2, quick, self);
 	rc |= bench_gva_main(2, quick, self);
+	rc |= bench_ssd_main(2, quick, self);
 	printf("\nmmc-bench all: %s\n", rc ? "FAILED" : "ok");
 	return rc ? 1 : 0;
 }
@@ -47,6 +48,8 @@ int main(int argc, char **argv)
 		return bench_meta_main(argc - 1, argv + 1, argv[0]);
 	if (strcmp(cmd, "gva") == 0)
 		return bench_gva_main(argc - 1, argv + 1, argv[0]);
+	if (strcmp(cmd, "ssd") == 0)
+		return bench_ssd_main(argc - 1, argv + 1, argv[0]);
 	if (strcmp(cmd, "all") == 0)
 		return run_all(argc - 1, argv + 1, argv[0]);
 	fputs(usage, strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 ? stdout : stderr);
