@@ -139,6 +139,20 @@ static int split_front(struct allocator *a, struct block *b, uint64_t size)
 	return 0;
 }
 
+/* Takes size bytes off the front of free block b (already out of by_size) for a reservation. */
+static int take_front(struct allocator *a, struct block *b, uint64_t size)
+{
+	int rc = split_front(a, b, size);
+
+	if (rc) {
+		treap_insert(&a->by_size, &b->size_node);
+		return rc;
+	}
+	b->free = false;
+	a->used += size;
+	return 0;
+}
+
 int alloc_reserve(struct allocator *a, uint64_t size, uint64_t *offset)
 {
 	struct block key, *b;
@@ -155,13 +169,8 @@ int alloc_reserve(struct allocator *a, uint64_t size, uint64_t *offset)
 		return MMC_NOT_ENOUGH_MEMORY;
 	b = SIZE_BLOCK(n);
 	treap_remove(&a->by_size, &b->size_node);
-	rc = split_front(a, b, size);
-	if (rc) {
-		treap_insert(&a->by_size, &b->size_node);
+	if ((rc = take_front(a, b, size)))
 		return rc;
-	}
-	b->free = false;
-	a->used += size;
 	*offset = b->offset;
 	return 0;
 }
@@ -231,14 +240,7 @@ int alloc_mark(struct allocator *a, uint64_t offset, uint64_t size)
 		b = b->next;
 		treap_remove(&a->by_size, &b->size_node);
 	}
-	rc = split_front(a, b, size);
-	if (rc) {
-		treap_insert(&a->by_size, &b->size_node);
-		return rc;
-	}
-	b->free = false;
-	a->used += size;
-	return 0;
+	return take_front(a, b, size);
 }
 
 uint64_t alloc_capacity(const struct allocator *a)
