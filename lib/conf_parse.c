@@ -197,3 +197,94 @@ int conf_apply(const struct conf_key *table, void *obj, const char *key, const c
 	}
 	return 0;
 }
+
+/* ---- compatibility keys: checked, then ignored ---- */
+
+struct compat_sink {
+	char str[1024];
+	uint64_t u64;
+	uint32_t u32;
+	bool b;
+};
+
+#define SINK_STR offsetof(struct compat_sink, str), sizeof(((struct compat_sink *)0)->str)
+#define SINK_U64 offsetof(struct compat_sink, u64), sizeof(uint64_t)
+#define SINK_U32 offsetof(struct compat_sink, u32), sizeof(uint32_t)
+#define SINK_B   offsetof(struct compat_sink, b), sizeof(bool)
+
+static const char *const pool_modes[] = {"standard", "expanded", NULL};
+
+static const struct conf_key compat_both[] = {
+    {"ock.mmc.ubs_io.enable", CONF_BOOL, SINK_B, 0, 0, NULL},
+    {NULL, 0, 0, 0, 0, 0, NULL},
+};
+
+static const struct conf_key compat_client[] = {
+    {"ock.mmc.local_service.memory.pool.mode", CONF_STR, SINK_STR, 0, 0, pool_modes},
+    {"ock.mmc.client.read_thread_pool.size", CONF_U32, SINK_U32, 1, 64, NULL},
+    {"ock.mmc.client.write_thread_pool.size", CONF_U32, SINK_U32, 1, 64, NULL},
+    {"ock.mmc.client.aggregate.io", CONF_BOOL, SINK_B, 0, 0, NULL},
+    {"ock.mmc.client.aggregate.num", CONF_U32, SINK_U32, 1, 131072, NULL},
+    {"ock.mmc.client.batch_option.chunk.size", CONF_SIZE, SINK_U64, 1, UINT64_C(1) << 32, NULL},
+    {"ock.mmc.client.batch_option.chunk.count", CONF_U32, SINK_U32, 1, 64, NULL},
+    {"ock.mmc.local_service.storage.enabled", CONF_BOOL, SINK_B, 0, 0, NULL},
+    {NULL, 0, 0, 0, 0, 0, NULL},
+};
+
+static const struct conf_key compat_server[] = {
+    {"ock.mmc.meta_service.config_store_url", CONF_STR, SINK_STR, 0, 0, NULL},
+    {"ock.mmc.meta_service.metrics_url", CONF_STR, SINK_STR, 0, 0, NULL},
+    {"ock.mmc.meta.ha.enable", CONF_BOOL, SINK_B, 0, 0, NULL},
+    {"ock.mmc.log_path", CONF_STR, SINK_STR, 0, 0, NULL},
+    {"ock.mmc.log_rotation_file_size", CONF_U32, SINK_U32, 1, 500, NULL},
+    {"ock.mmc.log_rotation_file_count", CONF_U32, SINK_U32, 1, 50, NULL},
+    {"ock.mmc.meta.backup.enable", CONF_BOOL, SINK_B, 0, 0, NULL},
+    {"ock.mmc.meta_service.metrics_report_interval_seconds", CONF_U32, SINK_U32, 0, 86400, NULL},
+    {"ock.mmc.storage.prefetch.enabled", CONF_BOOL, SINK_B, 0, 0, NULL},
+    {NULL, 0, 0, 0, 0, 0, NULL},
+};
+
+/* TLS families: "<prefix>.enable" (a bool) and "<prefix>.<file>" (paths under 256 bytes). */
+static int compat_tls(enum conf_scope scope, const char *key, const char *value, char *err, size_t errlen)
+{
+	static const char *const prefixes[] = {"ock.mmc.tls.", "ock.mmc.config_store.tls.",
+	                                       "ock.mmc.local_service.hcom.tls."};
+	static const char *const files[] = {"ca.path",       "ca.crl.path",  "cert.path",     "key.path",
+	                                    "key.pass.path", "package.path", "decrypter.path"};
+	size_t nprefix = scope == CONF_SCOPE_CLIENT ? 3 : 2;
+	struct compat_sink sink;
+
+	for (size_t p = 0; p < nprefix; p++) {
+		size_t len = strlen(prefixes[p]);
+		const char *rest = key + len;
+
+		if (strncmp(key, prefixes[p], len) != 0)
+			continue;
+		if (strcmp(rest, "enable") == 0) {
+			struct conf_key k[] = {{key, CONF_BOOL, SINK_B, 0, 0, NULL}, {NULL, 0, 0, 0, 0, 0, NULL}};
+
+			return conf_apply(k, &sink, key, value, err, errlen) ? MMC_INVALID_PARAM : 1;
+		}
+		for (size_t f = 0; f < sizeof(files) / sizeof(files[0]); f++) {
+			if (strcmp(rest, files[f]) == 0) {
+				struct conf_key k[] = {
+				    {key, CONF_STR, offsetof(struct compat_sink, str), 256, 0, 0, NULL},
+				    {NULL, 0, 0, 0, 0, 0, NULL}};
+
+				return conf_apply(k, &sink, key, value, err, errlen) ? MMC_INVALID_PARAM : 1;
+			}
+		}
+	}
+	return 0;
+}
+
+int conf_apply_compat(enum conf_scope scope, const char *key, const char *value, char *err, size_t errlen)
+{
+	const struct conf_key *tables[] = {compat_both, scope == CONF_SCOPE_CLIENT ? compat_client : compat_server};
+	struct compat_sink sink;
+
+	for (size_t t = 0; t < 2; t++)
+		if (conf_find(tables[t], key))
+			return conf_apply(tables[t], &sink, key, value, err, errlen) ? MMC_INVALID_PARAM : 1;
+	return compat_tls(scope, key, value, err, errlen);
+}

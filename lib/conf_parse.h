@@ -43,6 +43,16 @@ int conf_apply(const struct conf_key *table, void *obj, const char *key, const c
 /* Finds key in table, or NULL. */
 const struct conf_key *conf_find(const struct conf_key *table, const char *key);
 
+/* Where a compatibility key is accepted. */
+enum conf_scope { CONF_SCOPE_CLIENT, CONF_SCOPE_SERVER };
+
+/*
+ * MemCache configuration files carry keys mmc has no use for (TLS, thread pools, aggregation, HA, log files, ...).
+ * They are accepted and their values checked, then ignored. Returns 1 when key is one of them and its value is
+ * good, MMC_INVALID_PARAM (message in err) when the value is bad, 0 when key is not a compatibility key.
+ */
+int conf_apply_compat(enum conf_scope scope, const char *key, const char *value, char *err, size_t errlen);
+
 int conf_parse_size(const char *s, uint64_t *out);
 int conf_parse_u64(const char *s, uint64_t *out);
 int conf_parse_bool(const char *s, bool *out);

@@ -13,7 +13,6 @@
 
 static const char *const protocols[] = {"host_tcp", "host_shm", "host_rdma", "auto", NULL};
 static const char *const log_levels[] = {"debug", "info", "warn", "error", NULL};
-static const char *const pool_modes[] = {"standard", "expanded", NULL};
 
 static const struct conf_key keys[] = {
     {"ock.mmc.meta_service_url", CONF_STR, F(c.meta_service_url), 0, 0, NULL},
@@ -32,38 +31,6 @@ static const struct conf_key keys[] = {
     {"ock.mmc.client.timeout.seconds", CONF_MS, F(c.timeout_ms), 1, 600, NULL},
     {"ock.mmc.client.heartbeat_ms", CONF_U32, F(c.heartbeat_ms), 10, 60000, NULL},
     {"ock.mmc.client.lease_ttl_ms", CONF_U64, F(c.lease_ttl_ms), 0, 2147483647, NULL},
-    {"ock.mmc.local_service.memory.pool.mode", CONF_STR, F(memory_pool_mode), 0, 0, pool_modes},
-    {"ock.mmc.client.read_thread_pool.size", CONF_U32, F(read_threads), 1, 64, NULL},
-    {"ock.mmc.client.write_thread_pool.size", CONF_U32, F(write_threads), 1, 64, NULL},
-    {"ock.mmc.client.aggregate.io", CONF_BOOL, F(aggregate_io), 0, 0, NULL},
-    {"ock.mmc.client.aggregate.num", CONF_U32, F(aggregate_num), 1, 131072, NULL},
-    {"ock.mmc.client.batch_option.chunk.size", CONF_SIZE, F(chunk_size), 1, UINT64_C(1) << 32, NULL},
-    {"ock.mmc.client.batch_option.chunk.count", CONF_U32, F(chunk_count), 1, 64, NULL},
-    {"ock.mmc.ubs_io.enable", CONF_BOOL, F(ubs_io_enable), 0, 0, NULL},
-    {"ock.mmc.local_service.storage.enabled", CONF_BOOL, F(storage_enabled), 0, 0, NULL},
-    {"ock.mmc.tls.enable", CONF_BOOL, F(tls_enable), 0, 0, NULL},
-    {"ock.mmc.tls.ca.path", CONF_STR, F(tls_path[0]), 0, 0, NULL},
-    {"ock.mmc.tls.ca.crl.path", CONF_STR, F(tls_path[1]), 0, 0, NULL},
-    {"ock.mmc.tls.cert.path", CONF_STR, F(tls_path[2]), 0, 0, NULL},
-    {"ock.mmc.tls.key.path", CONF_STR, F(tls_path[3]), 0, 0, NULL},
-    {"ock.mmc.tls.key.pass.path", CONF_STR, F(tls_path[4]), 0, 0, NULL},
-    {"ock.mmc.tls.package.path", CONF_STR, F(tls_path[5]), 0, 0, NULL},
-    {"ock.mmc.tls.decrypter.path", CONF_STR, F(tls_path[6]), 0, 0, NULL},
-    {"ock.mmc.config_store.tls.enable", CONF_BOOL, F(config_store_tls_enable), 0, 0, NULL},
-    {"ock.mmc.config_store.tls.ca.path", CONF_STR, F(tls_path[8]), 0, 0, NULL},
-    {"ock.mmc.config_store.tls.ca.crl.path", CONF_STR, F(tls_path[9]), 0, 0, NULL},
-    {"ock.mmc.config_store.tls.cert.path", CONF_STR, F(tls_path[10]), 0, 0, NULL},
-    {"ock.mmc.config_store.tls.key.path", CONF_STR, F(tls_path[11]), 0, 0, NULL},
-    {"ock.mmc.config_store.tls.key.pass.path", CONF_STR, F(tls_path[12]), 0, 0, NULL},
-    {"ock.mmc.config_store.tls.package.path", CONF_STR, F(tls_path[13]), 0, 0, NULL},
-    {"ock.mmc.config_store.tls.decrypter.path", CONF_STR, F(tls_path[14]), 0, 0, NULL},
-    {"ock.mmc.local_service.hcom.tls.enable", CONF_BOOL, F(hcom_tls_enable), 0, 0, NULL},
-    {"ock.mmc.local_service.hcom.tls.ca.path", CONF_STR, F(tls_path[16]), 0, 0, NULL},
-    {"ock.mmc.local_service.hcom.tls.ca.crl.path", CONF_STR, F(tls_path[17]), 0, 0, NULL},
-    {"ock.mmc.local_service.hcom.tls.cert.path", CONF_STR, F(tls_path[18]), 0, 0, NULL},
-    {"ock.mmc.local_service.hcom.tls.key.path", CONF_STR, F(tls_path[19]), 0, 0, NULL},
-    {"ock.mmc.local_service.hcom.tls.key.pass.path", CONF_STR, F(tls_path[20]), 0, 0, NULL},
-    {"ock.mmc.local_service.hcom.tls.decrypter.path", CONF_STR, F(tls_path[21]), 0, 0, NULL},
     {NULL, 0, 0, 0, 0, 0, NULL},
 };
 
@@ -97,6 +64,16 @@ static int load_line(void *arg, const char *key, const char *value, int line)
 	struct load_ctx *l = arg;
 	char msg[512];
 
+	if (!conf_find(keys, key)) {
+		int rc = conf_apply_compat(CONF_SCOPE_CLIENT, key, value, msg, sizeof(msg));
+
+		if (rc == 1)
+			return 0;
+		if (rc == 0)
+			snprintf(msg, sizeof(msg), "unknown configuration key \"%s\"", key);
+		snprintf(l->err, l->errlen, "%s:%d: %s", l->path, line, msg);
+		return MMC_INVALID_PARAM;
+	}
 	if (conf_apply(keys, l->out, key, value, msg, sizeof(msg))) {
 		snprintf(l->err, l->errlen, "%s:%d: %s", l->path, line, msg);
 		return MMC_INVALID_PARAM;

@@ -14,16 +14,6 @@ struct client_conf {
 	char meta_host[256];
 	uint16_t meta_port;
 	int log_level;
-	/* accepted from MemCache configuration files for compatibility; mmc does not need them */
-	char memory_pool_mode[64];
-	uint32_t read_threads, write_threads;
-	bool aggregate_io;
-	uint32_t aggregate_num;
-	uint64_t chunk_size;
-	uint32_t chunk_count;
-	bool ubs_io_enable, storage_enabled;
-	bool tls_enable, hcom_tls_enable, config_store_tls_enable;
-	char tls_path[24][256];
 };
 
 /*

@@ -27,32 +27,6 @@ static const struct conf_key keys[] = {
     {"ock.mmc.meta.lmdb.map_size", CONF_SIZE, F(lmdb_map_size), 1u << 20, UINT64_C(1) << 44, NULL},
     {"ock.mmc.meta.lmdb.sync", CONF_BOOL, F(lmdb_sync), 0, 0, NULL},
     {"ock.mmc.rewarm.dram_watermark", CONF_U32, F(rewarm_watermark), 0, 100, NULL},
-    {"ock.mmc.meta_service.config_store_url", CONF_STR, F(config_store_url), 0, 0, NULL},
-    {"ock.mmc.meta_service.metrics_url", CONF_STR, F(metrics_url), 0, 0, NULL},
-    {"ock.mmc.meta.ha.enable", CONF_BOOL, F(ha_enable), 0, 0, NULL},
-    {"ock.mmc.log_path", CONF_STR, F(log_path), 0, 0, NULL},
-    {"ock.mmc.log_rotation_file_size", CONF_U32, F(log_rotation_file_size), 1, 500, NULL},
-    {"ock.mmc.log_rotation_file_count", CONF_U32, F(log_rotation_file_count), 1, 50, NULL},
-    {"ock.mmc.ubs_io.enable", CONF_BOOL, F(ubs_io_enable), 0, 0, NULL},
-    {"ock.mmc.meta.backup.enable", CONF_BOOL, F(backup_enable), 0, 0, NULL},
-    {"ock.mmc.meta_service.metrics_report_interval_seconds", CONF_U32, F(metrics_report_interval), 0, 86400, NULL},
-    {"ock.mmc.storage.prefetch.enabled", CONF_BOOL, F(prefetch_enabled), 0, 0, NULL},
-    {"ock.mmc.tls.enable", CONF_BOOL, F(tls_enable), 0, 0, NULL},
-    {"ock.mmc.tls.ca.path", CONF_STR, F(tls_path[0]), 0, 0, NULL},
-    {"ock.mmc.tls.ca.crl.path", CONF_STR, F(tls_path[1]), 0, 0, NULL},
-    {"ock.mmc.tls.cert.path", CONF_STR, F(tls_path[2]), 0, 0, NULL},
-    {"ock.mmc.tls.key.path", CONF_STR, F(tls_path[3]), 0, 0, NULL},
-    {"ock.mmc.tls.key.pass.path", CONF_STR, F(tls_path[4]), 0, 0, NULL},
-    {"ock.mmc.tls.package.path", CONF_STR, F(tls_path[5]), 0, 0, NULL},
-    {"ock.mmc.tls.decrypter.path", CONF_STR, F(tls_path[6]), 0, 0, NULL},
-    {"ock.mmc.config_store.tls.enable", CONF_BOOL, F(config_store_tls_enable), 0, 0, NULL},
-    {"ock.mmc.config_store.tls.ca.path", CONF_STR, F(config_store_tls_path[0]), 0, 0, NULL},
-    {"ock.mmc.config_store.tls.ca.crl.path", CONF_STR, F(config_store_tls_path[1]), 0, 0, NULL},
-    {"ock.mmc.config_store.tls.cert.path", CONF_STR, F(config_store_tls_path[2]), 0, 0, NULL},
-    {"ock.mmc.config_store.tls.key.path", CONF_STR, F(config_store_tls_path[3]), 0, 0, NULL},
-    {"ock.mmc.config_store.tls.key.pass.path", CONF_STR, F(config_store_tls_path[4]), 0, 0, NULL},
-    {"ock.mmc.config_store.tls.package.path", CONF_STR, F(config_store_tls_path[5]), 0, 0, NULL},
-    {"ock.mmc.config_store.tls.decrypter.path", CONF_STR, F(config_store_tls_path[6]), 0, 0, NULL},
     {NULL, 0, 0, 0, 0, 0, NULL},
 };
 
@@ -73,18 +47,22 @@ void meta_conf_defaults(struct meta_conf *c)
 	c->lmdb_map_size = UINT64_C(64) << 30;
 	c->lmdb_sync = true;
 	c->rewarm_watermark = 95;
-	strcpy(c->config_store_url, "tcp://127.0.0.1:6000");
-	strcpy(c->metrics_url, "http://127.0.0.1:8000");
-	c->log_rotation_file_size = 20;
-	c->log_rotation_file_count = 50;
-	c->metrics_report_interval = 30;
 }
 
 int meta_conf_set(struct meta_conf *c, const char *key, const char *value, char *err, size_t errlen)
 {
+	int rc;
+
 	if (strncmp(key, "kvcm.", 5) == 0)
 		return kvcm_conf_set(key, value, err, errlen);
-	return conf_apply(keys, c, key, value, err, errlen);
+	if (conf_find(keys, key))
+		return conf_apply(keys, c, key, value, err, errlen);
+	rc = conf_apply_compat(CONF_SCOPE_SERVER, key, value, err, errlen);
+	if (rc == 0) {
+		snprintf(err, errlen, "unknown configuration key \"%s\"", key);
+		return MMC_INVALID_PARAM;
+	}
+	return rc == 1 ? 0 : rc;
 }
 
 static int load_line(void *arg, const char *key, const char *value, int line)

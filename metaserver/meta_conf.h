@@ -24,21 +24,6 @@ struct meta_conf {
 	uint64_t lmdb_map_size;        /* ock.mmc.meta.lmdb.map_size */
 	bool lmdb_sync;                /* ock.mmc.meta.lmdb.sync */
 	uint32_t rewarm_watermark;     /* ock.mmc.rewarm.dram_watermark, % */
-	/* accepted for compatibility with MemCache configuration files; not used by mmc */
-	char config_store_url[1024];
-	char metrics_url[1024];
-	bool ha_enable;
-	char log_path[1024];
-	uint32_t log_rotation_file_size;
-	uint32_t log_rotation_file_count;
-	bool ubs_io_enable;
-	bool tls_enable;
-	char tls_path[8][256];
-	bool config_store_tls_enable;
-	char config_store_tls_path[8][256];
-	bool backup_enable;
-	uint32_t metrics_report_interval;
-	bool prefetch_enabled;
 };
 
 void meta_conf_defaults(struct meta_conf *c);

@@ -174,3 +174,29 @@ Test(conf, server_keys)
 	cr_assert_eq(meta_conf_set(&c, "ock.mmc.meta_service_url", "udp://x", err, sizeof(err)), 0);
 	cr_assert_eq(meta_conf_check(&c, err, sizeof(err)), MMC_INVALID_PARAM);
 }
+
+Test(conf, memcache_compatibility_keys_are_checked_and_ignored)
+{
+	char err[256];
+	struct meta_conf c;
+
+	cr_assert_eq(
+	    conf_apply_compat(CONF_SCOPE_CLIENT, "ock.mmc.client.read_thread_pool.size", "32", err, sizeof(err)), 1);
+	cr_assert_eq(
+	    conf_apply_compat(CONF_SCOPE_CLIENT, "ock.mmc.client.read_thread_pool.size", "65", err, sizeof(err)),
+	    MMC_INVALID_PARAM, "1..64");
+	cr_assert(strstr(err, "read_thread_pool"), "%s", err);
+	cr_assert_eq(conf_apply_compat(CONF_SCOPE_CLIENT, "ock.mmc.local_service.hcom.tls.cert.path", "/etc/c.pem", err,
+	                               sizeof(err)),
+	             1);
+	cr_assert_eq(conf_apply_compat(CONF_SCOPE_CLIENT, "ock.mmc.tls.enable", "yes", err, sizeof(err)),
+	             MMC_INVALID_PARAM);
+	cr_assert_eq(
+	    conf_apply_compat(CONF_SCOPE_SERVER, "ock.mmc.local_service.hcom.tls.enable", "true", err, sizeof(err)), 0,
+	    "a client key is unknown to the server");
+	cr_assert_eq(conf_apply_compat(CONF_SCOPE_CLIENT, "ock.mmc.tls.nonsense", "x", err, sizeof(err)), 0);
+	meta_conf_defaults(&c);
+	cr_assert_eq(meta_conf_set(&c, "ock.mmc.meta.ha.enable", "false", err, sizeof(err)), 0);
+	cr_assert_eq(meta_conf_set(&c, "ock.mmc.log_rotation_file_count", "51", err, sizeof(err)), MMC_INVALID_PARAM);
+	cr_assert_eq(meta_conf_set(&c, "ock.mmc.config_store.tls.key.path", "/k", err, sizeof(err)), 0);
+}
