@@ -173,3 +173,21 @@ Test(api_errors, bad_config)
 	cr_assert_eq(mmc_setup(t, &c), MMC_INVALID_PARAM);
 	mmc_destroy(t);
 }
+
+Test(api_errors, protocol_choice_and_fi_provider_override)
+{
+	mmc_local_config c = config(meta.url);
+	mmc_store *t = mmc_create();
+
+	/* no RDMA NIC here: host_rdma finds no provider */
+	snprintf(c.protocol, sizeof(c.protocol), "host_rdma");
+	cr_assert_eq(mmc_setup(t, &c), 0);
+	cr_assert_eq(mmc_init(t, 0, false), MMC_ERROR, "verbs is not available on this host");
+	/* FI_PROVIDER wins over the protocol, as libfabric users expect */
+	setenv("FI_PROVIDER", "tcp", 1);
+	cr_assert_eq(mmc_setup(t, &c), 0);
+	cr_assert_eq(mmc_init(t, 0, false), 0);
+	cr_assert_eq(mmc_is_exist(t, "anything"), 0);
+	mmc_destroy(t);
+	unsetenv("FI_PROVIDER");
+}
