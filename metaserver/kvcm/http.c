@@ -314,7 +314,9 @@ static void run_call(struct http_server *s, struct evhttp_request *req, const st
 	c->writes0 = s->k->store_writes;
 	jw_init(&c->out);
 	body = (const char *)evbuffer_pullup(in, (ev_ssize_t)len);
-	if (!body || !r->reader || !r->reader->read(c, body, len))
+	if (body && r->reader && r->reader->read(c, body, len))
+		metrics_fast_read(s->k->metrics);
+	else
 		c->body = jd_parse(body, len);
 	if (!c->body || (jd_get(c->body, "trace_id") && !json_is_string(jd_get(c->body, "trace_id"))))
 		call_bad_request(c);

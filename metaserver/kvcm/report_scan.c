@@ -5,6 +5,7 @@
  * (jansson rejects those bodies as a whole), no numbers, literals or nesting it does not expect. On anything else
  * it declines and the caller hands the body to jansson, which reads it, or rejects it, as always.
  */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -34,7 +35,8 @@ struct item {
 	struct payload add, del;
 };
 
-typedef bool member_fn(struct scan *s, const char *key, void *ctx);
+/* key: the member name as it stands in the body (no escapes), len bytes, not terminated */
+typedef bool member_fn(struct scan *s, const char *key, size_t len, void *ctx);
 
 static void ws(struct scan *s)
 {
@@ -42,8 +44,12 @@ static void ws(struct scan *s)
 		s->p++;
 }
 
-static bool lit(struct scan *s, char c)
+static inline bool lit(struct scan *s, char c)
 {
+	if (s->p < s->end && *s->p == c) { /* compact JSON: no white space to skip */
+		s->p++;
+		return true;
+	}
 	ws(s);
 	if (s->p == s->end || *s->p != c)
 		return false;
@@ -60,54 +66,106 @@ static char unescape(char c)
 	return q ? out[q - in] : 0;
 }
 
+#define ONES  UINT64_C(0x0101010101010101)
+#define HIGHS UINT64_C(0x8080808080808080)
+
+/* Whether any of the 8 bytes of x is below n (n <= 128), or zero. */
+#define BELOW(x, n) (((x)-ONES * (n)) & ~(x)&HIGHS)
+#define ZERO(x)     BELOW(x, 1)
+
+/* The length of the run at p of bytes a string holds as they are: printable ASCII but '"' and '\\'. */
+static size_t plain_run(const char *p, const char *end)
+{
+	const char *q = p;
+	uint64_t x, m;
+
+	for (; end - q >= 8; q += 8) {
+		memcpy(&x, q, 8);
+		m = (x & HIGHS) | BELOW(x, 0x20) | ZERO(x ^ (ONES * '"')) | ZERO(x ^ (ONES * '\\')) |
+		    ZERO(x ^ (ONES * 0x7f));
+		if (m) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+			/* the lowest flag is exact: a false one can only follow (be above) a true one */
+			return (size_t)(q - p) + (size_t)__builtin_ctzll(m) / 8;
+#else
+			break;
+#endif
+		}
+	}
+	while (q < end && *q >= 0x20 && *q <= 0x7e && *q != '"' && *q != '\\')
+		q++;
+	return (size_t)(q - p);
+}
+
 /* A string, decoded and NUL-terminated in the strings buffer; NULL when it is not one this reader takes. */
 static const char *str(struct scan *s, size_t *len)
 {
-	char *start = s->out, *o = s->out;
+	char *start = s->out, *o = s->out, c;
+	size_t run;
 
 	if (!lit(s, '"'))
 		return NULL;
-	while (s->p < s->end) {
-		char c = *s->p++;
-
-		if (c == '"') {
-			*o = '\0';
-			s->out = o + 1;
-			if (len)
-				*len = (size_t)(o - start);
-			return start;
-		}
-		if (c < 0x20 || c > 0x7e) /* control characters, UTF-8: jansson's business */
+	for (;;) {
+		run = plain_run(s->p, s->end);
+		memcpy(o, s->p, run);
+		o += run;
+		s->p += run;
+		if (s->p == s->end)
 			return NULL;
-		if (c == '\\' && (s->p == s->end || !(c = unescape(*s->p++))))
+		c = *s->p++;
+		if (c == '"')
+			break;
+		/* control characters and UTF-8 are jansson's business */
+		if (c != '\\' || s->p == s->end || !(c = unescape(*s->p++)))
 			return NULL;
 		*o++ = c;
 	}
-	return NULL;
+	*o = '\0';
+	s->out = o + 1;
+	if (len)
+		*len = (size_t)(o - start);
+	return start;
+}
+
+/* A member name in place. An escaped one is declined: no name this reader knows has a character to escape. */
+static bool key(struct scan *s, const char **k, size_t *len)
+{
+	if (!lit(s, '"'))
+		return false;
+	*k = s->p;
+	*len = plain_run(s->p, s->end);
+	s->p += *len;
+	return s->p < s->end && *s->p++ == '"';
+}
+
+static bool is(const char *k, size_t len, const char *name)
+{
+	return strlen(name) == len && memcmp(k, name, len) == 0;
 }
 
 static bool object(struct scan *s, member_fn *member, void *ctx)
 {
-	const char *key;
+	const char *k;
+	size_t len;
 
 	if (!lit(s, '{'))
 		return false;
 	if (lit(s, '}'))
 		return true;
 	do {
-		if (!(key = str(s, NULL)) || !lit(s, ':') || !member(s, key, ctx))
+		if (!key(s, &k, &len) || !lit(s, ':') || !member(s, k, len, ctx))
 			return false;
 	} while (lit(s, ','));
 	return lit(s, '}');
 }
 
-static bool spec_member(struct scan *s, const char *key, void *ctx)
+static bool spec_member(struct scan *s, const char *k, size_t len, void *ctx)
 {
 	struct er_spec *sp = ctx;
 
-	if (strcmp(key, "name") == 0)
+	if (is(k, len, "name"))
 		return !sp->name && (sp->name = str(s, NULL));
-	if (strcmp(key, "uri") == 0)
+	if (is(k, len, "uri"))
 		return !sp->uri && (sp->uri = str(s, NULL));
 	return false;
 }
@@ -142,32 +200,32 @@ static bool list(struct scan *s, bool uris, const struct er_spec **out, size_t *
 	return true;
 }
 
-static bool payload_member(struct scan *s, const char *key, void *ctx)
+static bool payload_member(struct scan *s, const char *k, size_t len, void *ctx)
 {
 	struct payload *p = ctx;
 	bool unused;
 
-	if (strcmp(key, "block_key") == 0)
+	if (is(k, len, "block_key"))
 		return !p->key && (p->key = str(s, NULL));
-	if (strcmp(key, "medium") == 0)
+	if (is(k, len, "medium"))
 		return !p->medium && (p->medium = str(s, NULL));
-	if (strcmp(key, "specs") == 0)
+	if (is(k, len, "specs"))
 		return !p->has_specs && (p->has_specs = true) && list(s, true, &p->specs, &p->nspecs, &p->specs_shape);
-	if (strcmp(key, "spec_names") == 0)
+	if (is(k, len, "spec_names"))
 		return !p->has_names && (p->has_names = true) && list(s, false, &p->names, &p->nnames, &unused);
 	return false;
 }
 
-static bool event_member(struct scan *s, const char *key, void *ctx)
+static bool event_member(struct scan *s, const char *k, size_t len, void *ctx)
 {
 	struct item *it = ctx;
 	struct payload *p = NULL;
 
-	if (strcmp(key, "event_type") == 0)
+	if (is(k, len, "event_type"))
 		return !it->type && (it->type = str(s, NULL));
-	if (strcmp(key, "block_add") == 0)
+	if (is(k, len, "block_add"))
 		p = &it->add;
-	else if (strcmp(key, "block_delete") == 0)
+	else if (is(k, len, "block_delete"))
 		p = &it->del;
 	if (!p || p->seen)
 		return false;
@@ -232,17 +290,17 @@ static bool events(struct scan *s)
 }
 
 /* events, or another member: a string kept in top. */
-static bool top_member(struct scan *s, const char *key, void *ctx)
+static bool top_member(struct scan *s, const char *k, size_t len, void *ctx)
 {
 	json_t *top = ctx;
 	const char *v;
 	size_t n;
 
-	if (strcmp(key, "events") == 0)
+	if (is(k, len, "events"))
 		return events(s);
-	if (json_object_get(top, key) || !(v = str(s, &n)))
+	if (json_object_getn(top, k, len) || !(v = str(s, &n)))
 		return false;
-	return json_object_set_new_nocheck(top, key, json_stringn_nocheck(v, n)) == 0;
+	return json_object_setn_new_nocheck(top, k, len, json_stringn_nocheck(v, n)) == 0;
 }
 
 bool er_events_scan(struct er_events *e, const char *body, size_t len, size_t max, json_t **top)

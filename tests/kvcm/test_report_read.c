@@ -43,6 +43,8 @@ static const char *const cases[] = {
     "\"uri\":\"x://h/2\"}]}}]",
     "[{\"event_type\":\"EVENT_BLOCK_DELETE\",\"block_delete\":{\"block_key\":\"2\",\"medium\":\"gpu\","
     "\"spec_names\":[\"a\"],\"specs\":[{\"name\":\"q\"}]}}]",
+    "[" ADD("3", "gpu", "a long spec name with \\\"quotes\\\" and a tab\\t", "x://h/a/long/path/\\/x") "]",
+    "[" ADD("4", "gpu", "del\x7f", "x://h/4") "]",
     /* non-ASCII and \u escapes: jansson reads these in both forms */
     "[" ADD("1", "g\\u0070u", "\xc3\xa9", "x://h/\xc3\xa9") "]",
     /* invalid items, alone and among valid ones */
@@ -149,26 +151,89 @@ static bool starts(const char *s, const char *prefix)
 	return strncmp(s, prefix, strlen(prefix)) == 0;
 }
 
+/* mmc_kvcm_fast_read_requests_total: bodies the fast reader took. */
+static long fast_reads(void)
+{
+	static const char name[] = "\nmmc_kvcm_fast_read_requests_total ";
+	char *body = NULL, *p;
+	long n = -1;
+
+	cr_assert_eq(hc_request(&srv.admin, "GET", "/metrics", NULL, 0, &body), 200);
+	p = strstr(body, name);
+	if (p)
+		n = strtol(p + sizeof(name) - 1, NULL, 10);
+	free(body);
+	return n;
+}
+
+/* Whether the fast reader takes a body with these events: ASCII, no \\u escape, no REGISTER or HOST_DOWN payload. */
+static bool usual(const char *events)
+{
+	for (const char *p = events; *p; p++)
+		if ((unsigned char)*p >= 0x7f)
+			return false;
+	return !strstr(events, "\\u") && !strstr(events, "node_register") && !strstr(events, "host_down");
+}
+
+/* Sends events as host (fast form) and as host2 (a form only jansson reads); expects the same outcome. */
+static void both(const char *host, const char *host2, const char *events, const char *what)
+{
+	long n0 = fast_reads(), n1, n2;
+	char *a = send_events(host, "", events), *b;
+
+	n1 = fast_reads();
+	b = send_events(host2, ",\"zz\":0", events);
+	n2 = fast_reads();
+	cr_expect_str_eq(a, b, "%s", what);
+	cr_expect_eq(n1 - n0, usual(events), "%s: fast reader %s", what, usual(events) ? "not used" : "used");
+	cr_expect_eq(n2, n1, "%s: a numeric member sends the body to jansson", what);
+	free(a);
+	free(b);
+}
+
 Test(report_read, both_readers_agree)
 {
-	char fast[64], slow[64], sf[4096], ss[4096];
+	char fast[64], slow[64], sf[4096], ss[4096], what[32];
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		char *a, *b;
-
 		snprintf(fast, sizeof(fast), "#fast%zu:1", i);
 		snprintf(slow, sizeof(slow), "#slow%zu:1", i);
+		snprintf(what, sizeof(what), "case %zu", i);
 		/* twice: the second time the reporter has a generation */
-		for (int round = 0; round < 2; round++) {
-			a = send_events(fast + 1, "", cases[i]);
-			b = send_events(slow + 1, ",\"zz\":0", cases[i]);
-			cr_expect_str_eq(a, b, "case %zu round %d", i, round);
-			free(a);
-			free(b);
-		}
+		both(fast + 1, slow + 1, cases[i], what);
+		both(fast + 1, slow + 1, cases[i], what);
 		stored(fast, sf, sizeof(sf));
 		stored(slow, ss, sizeof(ss));
 		cr_expect_str_eq(sf, ss, "case %zu: stored locations", i);
+	}
+}
+
+/* Every special byte (or escape) at every offset of a string, so the reader's 8-byte scan meets it everywhere. */
+Test(report_read, strings_read_the_same_at_every_offset)
+{
+	static const char *const specials[] = {"\\\"", "\\\\", "\\t", "\\/", "\xc3\xa9", "\x7f", ""};
+	char fast[64], slow[64], sf[4096], ss[4096], name[64], events[512];
+
+	for (size_t k = 0; k < sizeof(specials) / sizeof(specials[0]); k++) {
+		for (int at = 0; at < 20; at++) {
+			char *a;
+
+			snprintf(name, sizeof(name), "%.*s%s%.*s", at, "aaaaaaaaaaaaaaaaaaaa", specials[k], 19 - at,
+			         "bbbbbbbbbbbbbbbbbbbb");
+			snprintf(events, sizeof(events),
+			         "[{\"event_type\":\"EVENT_BLOCK_ADD\",\"block_add\":{\"block_key\":\"1\",\"medium\":"
+			         "\"gpu\",\"specs\":[{\"name\":\"%s\",\"uri\":\"x://h/%s\"}]}}]",
+			         name, name);
+			snprintf(fast, sizeof(fast), "#f%zu-%d:1", k, at);
+			snprintf(slow, sizeof(slow), "#s%zu-%d:1", k, at);
+			both(fast + 1, slow + 1, events, name);
+			a = send_events(fast + 1, "", events);
+			cr_expect(starts(a, "OK|"), "%s: %s", name, a);
+			free(a);
+			stored(fast, sf, sizeof(sf));
+			stored(slow, ss, sizeof(ss));
+			cr_expect_str_eq(sf, ss, "%s", name);
+		}
 	}
 }
 
