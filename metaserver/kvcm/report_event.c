@@ -20,6 +20,9 @@
 #include "reporter.h"
 #include "storage.h"
 
+/* Blocks looked up this many places ahead are fetched: a lookup is a cache miss or two, the rest of an ADD is not. */
+#define PREFETCH_AHEAD 8
+
 /* What one request needs while its events are applied. */
 struct report {
 	struct call *c;
@@ -31,6 +34,8 @@ struct report {
 	bool snapshot_committed, host_down;
 	const char *medium; /* the medium whose location name is in loc (most requests report one medium) */
 	char loc[2 * KVCM_NAME_MAX];
+	int64_t *dirty; /* keys of the blocks whose records are to be written when all events are applied */
+	size_t ndirty, capdirty;
 };
 
 /* uri with s_version=gen added as its last query parameter (before any fragment), at out; returns its end. */
@@ -61,11 +66,71 @@ static const char *location_id(struct report *rp, const char *medium)
 	return rp->loc;
 }
 
+/* The record of the block of key as it is now: written, or deleted when the block is gone or empty. */
+static void store_block(struct report *rp, int64_t key)
+{
+	struct instance *inst = rp->c->inst;
+	struct block *b = block_find(inst, key);
+
+	if (b && b->locs)
+		store_put_block(rp->c->k, inst, b);
+	else
+		store_del_block(rp->c->k, inst, key);
+}
+
+/*
+ * Records are written after the last event rather than per event: a block touched twice is written once, and a
+ * large request's writes come in one short burst in key order (the order of the records in LMDB) instead of
+ * being spread over its whole run, where each 2 ms of a write transaction's age costs a commit and an fsync.
+ */
+static void mark_dirty(struct report *rp, int64_t key)
+{
+	if (rp->ndirty == rp->capdirty) {
+		size_t cap = rp->capdirty ? rp->capdirty * 2 : 64;
+		int64_t *d = realloc(rp->dirty, cap * sizeof(*d));
+
+		if (!d) {
+			store_block(rp, key);
+			return;
+		}
+		rp->dirty = d;
+		rp->capdirty = cap;
+	}
+	rp->dirty[rp->ndirty++] = key;
+}
+
+static int cmp_key(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static void store_dirty(struct report *rp)
+{
+	size_t i;
+
+	for (i = 1; i < rp->ndirty && rp->dirty[i - 1] <= rp->dirty[i]; i++)
+		;
+	if (i < rp->ndirty)
+		qsort(rp->dirty, rp->ndirty, sizeof(*rp->dirty), cmp_key);
+	for (i = 0; i < rp->ndirty; i++) {
+		if (i + 2 * PREFETCH_AHEAD < rp->ndirty)
+			block_prefetch(rp->c->inst, rp->dirty[i + 2 * PREFETCH_AHEAD], false);
+		if (i + PREFETCH_AHEAD < rp->ndirty)
+			block_prefetch(rp->c->inst, rp->dirty[i + PREFETCH_AHEAD], true);
+		if (!i || rp->dirty[i] != rp->dirty[i - 1])
+			store_block(rp, rp->dirty[i]);
+	}
+	free(rp->dirty);
+	rp->dirty = NULL;
+	rp->ndirty = rp->capdirty = 0;
+}
+
 /* Replaces old (if any) in block b of key by a location name holding names/uris; n == 0 removes it. */
 static int put_location(struct report *rp, struct block *b, int64_t key, const char *name, struct location *old,
                         const char **names, const char **uris, uint16_t n)
 {
-	struct kvcm *k = rp->c->k;
 	struct instance *inst = rp->c->inst;
 	struct location *nl = NULL, **tail;
 
@@ -94,13 +159,11 @@ static int put_location(struct report *rp, struct block *b, int64_t key, const c
 		usage_add_location(inst, nl);
 		block_touch(inst, b, nl->create_time_us);
 	}
-	if (b->locs) {
-		store_put_block(k, inst, b);
-	} else {
-		store_del_block(k, inst, key);
+	if (!b->locs) {
 		block_remove(inst, b);
 		usage_sub_key(inst);
 	}
+	mark_dirty(rp, key);
 	return KC_OK;
 }
 
@@ -339,6 +402,12 @@ static bool events_ok(struct call *c, json_t *events, struct er_events *own, con
 	return true;
 }
 
+static void prefetch(const struct instance *inst, const struct er_events *e, size_t i, bool chain)
+{
+	if (i < e->n && (e->ev[i].type == EV_ADD || e->ev[i].type == EV_DELETE))
+		block_prefetch(inst, e->ev[i].b.key, chain);
+}
+
 static void apply_all(struct report *rp, const struct er_events *e)
 {
 	struct call *c = rp->c;
@@ -351,8 +420,12 @@ static void apply_all(struct report *rp, const struct er_events *e)
 	}
 	rp->r = reporter_find(c->k, c->inst, rp->type, rp->host);
 	had_generation = rp->r && !rp->r->tombstone && rp->r->gen[0];
-	for (size_t i = 0; i < e->n; i++)
+	for (size_t i = 0; i < e->n; i++) {
+		prefetch(c->inst, e, i + 2 * PREFETCH_AHEAD, false);
+		prefetch(c->inst, e, i + PREFETCH_AHEAD, true);
 		results[i] = apply(rp, &e->ev[i]);
+	}
+	store_dirty(rp);
 	reply(rp, results, e->n, had_generation);
 	free(results);
 }
