@@ -28,6 +28,8 @@ void api_remove_cache(struct call *c);
 void api_trim_cache(struct call *c);
 void api_report_event(struct call *c);
 void api_report_event_empty(struct jw *w);
+bool api_report_event_read(struct call *c, const char *body, size_t len);
+void api_report_event_release(void *parsed);
 void api_get_host_cache_state(struct call *c);
 void api_get_host_cache_state_empty(struct jw *w);
 void api_get_cache_locations_by_backend(struct call *c);

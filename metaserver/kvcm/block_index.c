@@ -27,6 +27,19 @@ struct block *block_find(const struct instance *inst, int64_t key)
 	return NULL;
 }
 
+void block_prefetch(const struct instance *inst, int64_t key, bool chain)
+{
+	struct block *const *slot;
+
+	if (!inst->nbuckets)
+		return;
+	slot = &inst->buckets[mix(key) & (inst->nbuckets - 1)];
+	if (!chain)
+		__builtin_prefetch(slot);
+	else if (*slot)
+		__builtin_prefetch(*slot);
+}
+
 static int grow(struct instance *inst)
 {
 	uint64_t nb = inst->nbuckets ? inst->nbuckets * 2 : 256;

@@ -5,11 +5,17 @@
 #ifndef MMC_KVCM_BLOCK_INDEX_H
 #define MMC_KVCM_BLOCK_INDEX_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "model.h"
 
 struct block *block_find(const struct instance *inst, int64_t key);
+/*
+ * A hint for a block_find(key) to come, for loops that know their keys ahead: first (chain false) the bucket is
+ * fetched, some iterations later (chain true) the first block of its chain. A lookup then waits for no memory.
+ */
+void block_prefetch(const struct instance *inst, int64_t key, bool chain);
 /* The block of key, created (empty, at the LRU tail) when missing; NULL when out of memory. */
 struct block *block_get(struct instance *inst, int64_t key);
 /* Unlinks and frees an empty block. */

@@ -263,6 +263,8 @@ static void finish_call(void *arg)
 	jw_free(&c->out);
 	if (c->body)
 		json_decref(c->body);
+	if (c->parsed)
+		c->route->reader->release(c->parsed);
 	free(c);
 }
 
@@ -297,6 +299,7 @@ static void run_call(struct http_server *s, struct evhttp_request *req, const st
 	struct evbuffer *in = evhttp_request_get_input_buffer(req);
 	size_t len = evbuffer_get_length(in);
 	struct call *c = calloc(1, sizeof(*c));
+	const char *body;
 
 	if (!c) {
 		send_raw(req, 500, "{}", true);
@@ -310,7 +313,11 @@ static void run_call(struct http_server *s, struct evhttp_request *req, const st
 	c->t0_ns = clock_ns();
 	c->writes0 = s->k->store_writes;
 	jw_init(&c->out);
-	c->body = jd_parse((const char *)evbuffer_pullup(in, (ev_ssize_t)len), len);
+	body = (const char *)evbuffer_pullup(in, (ev_ssize_t)len);
+	if (body && r->reader && r->reader->read(c, body, len))
+		metrics_fast_read(s->k->metrics);
+	else
+		c->body = jd_parse(body, len);
 	if (!c->body || (jd_get(c->body, "trace_id") && !json_is_string(jd_get(c->body, "trace_id"))))
 		call_bad_request(c);
 	else if (!(r->flags & ROUTE_INSTANCE) || precheck_instance(c))

@@ -29,6 +29,14 @@ struct route {
 	void (*fn)(struct call *c);
 	void (*empty)(struct jw *w); /* the response's own fields at their defaults, for error replies */
 	unsigned flags;
+	const struct route_reader *reader; /* NULL: jansson reads every body */
+};
+
+/* A reader of the raw body for a route's usual requests, cheaper than a jansson tree. */
+struct route_reader {
+	/* true when it set c->body (and c->parsed); false leaves the body to jansson */
+	bool (*read)(struct call *c, const char *body, size_t len);
+	void (*release)(void *parsed); /* frees c->parsed */
 };
 
 /* One request being answered. Handlers read body, write the response's fields after call_ok(). */
@@ -38,6 +46,7 @@ struct call {
 	const struct route *route;
 	struct http_server *srv;
 	json_t *body;
+	void *parsed;          /* what route->reader made of the body besides c->body */
 	struct instance *inst; /* ROUTE_INSTANCE: the instance named by instance_id */
 	struct jd d;
 	struct jw out;

@@ -82,8 +82,6 @@ bool jd_bool(struct jd *d, json_t *obj, const char *name)
 
 bool jd_val_i64(json_t *v, int64_t *out)
 {
-	const char *s;
-	char *end;
 	double r;
 
 	if (json_is_integer(v)) {
@@ -97,9 +95,13 @@ bool jd_val_i64(json_t *v, int64_t *out)
 		*out = (int64_t)r;
 		return true;
 	}
-	if (!json_is_string(v))
-		return false;
-	s = json_string_value(v);
+	return json_is_string(v) && jd_str_i64(json_string_value(v), out);
+}
+
+bool jd_str_i64(const char *s, int64_t *out)
+{
+	char *end;
+
 	errno = 0;
 	*out = strtoll(s, &end, 10);
 	return *s && !*end && errno == 0 && !(s[0] == ' ' || s[0] == '\t');
@@ -153,19 +155,28 @@ bool jd_val_enum(json_t *v, const struct enum_desc *e, int *out)
 {
 	int64_t n;
 
-	if (json_is_string(v) && enum_value(e, json_string_value(v), out))
+	if (json_is_string(v))
+		return jd_str_enum(json_string_value(v), e, out);
+	if (!jd_val_i64(v, &n) || n < INT32_MIN || n > INT32_MAX)
+		return false;
+	*out = (int)n;
+	return true;
+}
+
+bool jd_str_enum(const char *s, const struct enum_desc *e, int *out)
+{
+	int64_t n;
+
+	if (enum_value(e, s, out))
 		return true;
-	if (jd_val_i64(v, &n)) {
+	if (jd_str_i64(s, &n)) {
 		if (n < INT32_MIN || n > INT32_MAX)
 			return false;
 		*out = (int)n;
 		return true;
 	}
-	if (json_is_string(v)) { /* an unknown name keeps the default */
-		*out = 0;
-		return true;
-	}
-	return false;
+	*out = 0; /* an unknown name keeps the default */
+	return true;
 }
 
 int jd_enum(struct jd *d, json_t *obj, const char *name, const struct enum_desc *e)

@@ -43,6 +43,9 @@ size_t jd_strs(struct jd *d, json_t *obj, const char *name, const char ***out, s
 /* Value conversions, exposed for schema code and arrays. */
 bool jd_val_i64(json_t *v, int64_t *out);
 bool jd_val_enum(json_t *v, const struct enum_desc *e, int *out);
+/* The same conversions of a string's text, for readers that do not build jansson values. */
+bool jd_str_i64(const char *s, int64_t *out);
+bool jd_str_enum(const char *s, const struct enum_desc *e, int *out);
 
 /*
  * Schema-driven normalisation: turns a message given in any accepted form into its canonical printed form

@@ -30,7 +30,7 @@ struct api_stats {
 struct metrics {
 	struct api_stats api[MAX_APIS];
 	int napis;
-	uint64_t rejected, query_keys, query_hits, written_locations, written_bytes, reclaimed;
+	uint64_t rejected, query_keys, query_hits, written_locations, written_bytes, reclaimed, fast_reads;
 };
 
 int metrics_new(struct metrics **out)
@@ -82,6 +82,11 @@ void metrics_request(struct metrics *m, int slot, int code, int http_status, uin
 void metrics_rejected(struct metrics *m)
 {
 	m->rejected++;
+}
+
+void metrics_fast_read(struct metrics *m)
+{
+	m->fast_reads++;
 }
 
 void metrics_queried(struct metrics *m, size_t keys, size_t hits)
@@ -194,6 +199,8 @@ static void serve_metrics(struct kvcm *k, struct evhttp_request *req)
 	        http_server_connections(k->http) + http_server_connections(k->admin), true);
 	counter(b, "rejected_connections_total", "Requests refused over kvcm.service.max_connections.", m->rejected,
 	        false);
+	counter(b, "fast_read_requests_total", "Request bodies read without a jansson tree (usual reportEvent bodies).",
+	        m->fast_reads, false);
 	evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", "text/plain; version=0.0.4");
 	evhttp_send_reply(req, 200, "OK", b);
 	evbuffer_free(b);

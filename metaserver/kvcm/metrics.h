@@ -20,6 +20,8 @@ void metrics_free(struct metrics *m);
 int metrics_slot(struct metrics *m, const char *api);
 void metrics_request(struct metrics *m, int slot, int code, int http_status, uint64_t ns);
 void metrics_rejected(struct metrics *m);
+/* A body read by its route's own reader (route_reader) rather than jansson. */
+void metrics_fast_read(struct metrics *m);
 void metrics_queried(struct metrics *m, size_t keys, size_t hits);
 void metrics_written(struct metrics *m, size_t locations, uint64_t bytes);
 void metrics_reclaimed(struct metrics *m, size_t locations);

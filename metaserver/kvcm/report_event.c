@@ -4,9 +4,7 @@
  * reporter (SNAPSHOT_IN_PROGRESS cannot happen here); item validation happens before any side effect of that
  * item, request-shape validation before any side effect at all.
  */
-#include <errno.h>
 #include <inttypes.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,16 +16,12 @@
 #include "kvcm_server.h"
 #include "kvcm_store.h"
 #include "quota.h"
+#include "report_events.h"
 #include "reporter.h"
 #include "storage.h"
 
-#define SPECS_MAX  256
-#define MEDIUM_MAX 64
-
-enum { EV_REGISTER = 1, EV_ADD = 2, EV_DELETE = 3, EV_HOST_DOWN = 4, EV_HEARTBEAT = 5, EV_SNAPSHOT = 6 };
-
-static const char *const payloads[] = {NULL,        "node_register", "block_add",     "block_delete",
-                                       "host_down", "heartbeat",     "block_snapshot"};
+/* Blocks looked up this many places ahead are fetched: a lookup is a cache miss or two, the rest of an ADD is not. */
+#define PREFETCH_AHEAD 8
 
 /* What one request needs while its events are applied. */
 struct report {
@@ -38,67 +32,18 @@ struct report {
 	struct reporter *r;
 	uint64_t retry_after_ms;
 	bool snapshot_committed, host_down;
+	const char *medium; /* the medium whose location name is in loc (most requests report one medium) */
+	char loc[2 * KVCM_NAME_MAX];
+	int64_t *dirty; /* keys of the blocks whose records are to be written when all events are applied */
+	size_t ndirty, capdirty;
 };
 
-/* The decimal text of a signed int64, or of a uint64 mapped to the same bits. */
-static bool parse_key(json_t *v, int64_t *out)
-{
-	const char *s = json_string_value(v);
-	char *end;
-
-	if (!s || !*s || *s == ' ')
-		return false;
-	errno = 0;
-	*out = strtoll(s, &end, 10);
-	if (!*end && errno == 0)
-		return true;
-	errno = 0;
-	*out = (int64_t)strtoull(s, &end, 10);
-	return *s != '-' && !*end && errno == 0;
-}
-
-static bool medium_ok(json_t *v)
-{
-	const char *m = json_string_value(v);
-
-	return m && m[0] && strlen(m) < MEDIUM_MAX && !strchr(m, '#');
-}
-
-/* Spec names present, non-empty, unique; with uris, each a valid URI without s_version. */
-static bool specs_ok(json_t *specs, bool uris)
-{
-	size_t n = json_array_size(specs), i, j;
-
-	if (!json_is_array(specs) || !n || n > SPECS_MAX)
-		return false;
-	for (i = 0; i < n; i++) {
-		json_t *e = json_array_get(specs, i);
-		const char *name = json_string_value(uris ? json_object_get(e, "name") : e), *uri, *sv;
-		int nsv;
-
-		if (!name || !name[0] || strlen(name) >= KVCM_NAME_MAX)
-			return false;
-		uri = uris ? json_string_value(json_object_get(e, "uri")) : "x://";
-		if (!uri || !er_uri_valid(uri, &sv, &nsv) || nsv || strlen(uri) > 4096)
-			return false;
-		for (j = 0; j < i; j++) {
-			json_t *o = json_array_get(specs, j);
-
-			if (strcmp(json_string_value(uris ? json_object_get(o, "name") : o), name) == 0)
-				return false;
-		}
-	}
-	return true;
-}
-
-/* uri with s_version=gen added as its last query parameter (before any fragment). */
-static char *versioned(const char *uri, const char *gen)
+/* uri with s_version=gen added as its last query parameter (before any fragment), at out; returns its end. */
+static char *versioned(char *out, const char *uri, const char *gen)
 {
 	size_t len = strlen(uri), cut = strcspn(uri, "#");
-	char *out = malloc(len + GEN_LEN + 12), *p = out;
+	char *p = out;
 
-	if (!out)
-		return NULL;
 	memcpy(p, uri, cut);
 	p += cut;
 	*p++ = memchr(uri, '?', cut) ? '&' : '?';
@@ -106,31 +51,100 @@ static char *versioned(const char *uri, const char *gen)
 	memcpy(p + 10, gen, GEN_LEN);
 	p += 10 + GEN_LEN;
 	memcpy(p, uri + cut, len - cut + 1);
-	return out;
+	return p + len - cut + 1;
 }
 
-/* Replaces the reporter's location of (key, medium) by one holding names/uris; n == 0 removes it. */
-static int put_location(struct report *rp, int64_t key, const char *medium, const char **names, const char **uris,
-                        uint16_t n)
+/* The reporter's location name for medium (kvs#<type>#<medium>#<host>); NULL when it does not fit. */
+static const char *location_id(struct report *rp, const char *medium)
 {
-	struct kvcm *k = rp->c->k;
-	struct instance *inst = rp->c->inst;
-	char name[2 * KVCM_NAME_MAX];
-	struct block *b = block_find(inst, key);
-	struct location *old, *nl = NULL, **tail;
-	bool fresh = !b;
+	if (rp->medium && strcmp(rp->medium, medium) == 0)
+		return rp->loc;
+	rp->medium = NULL;
+	if (er_key(rp->loc, sizeof(rp->loc), rp->type, medium, rp->host))
+		return NULL;
+	rp->medium = medium;
+	return rp->loc;
+}
 
-	if (er_key(name, sizeof(name), rp->type, medium, rp->host))
+/* The record of the block of key as it is now: written, or deleted when the block is gone or empty. */
+static void store_block(struct report *rp, int64_t key)
+{
+	struct instance *inst = rp->c->inst;
+	struct block *b = block_find(inst, key);
+
+	if (b && b->locs)
+		store_put_block(rp->c->k, inst, b);
+	else
+		store_del_block(rp->c->k, inst, key);
+}
+
+/*
+ * Records are written after the last event rather than per event: a block touched twice is written once, and a
+ * large request's writes come in one short burst in key order (the order of the records in LMDB) instead of
+ * being spread over its whole run, where each 2 ms of a write transaction's age costs a commit and an fsync.
+ */
+static void mark_dirty(struct report *rp, int64_t key)
+{
+	if (rp->ndirty == rp->capdirty) {
+		size_t cap = rp->capdirty ? rp->capdirty * 2 : 64;
+		int64_t *d = realloc(rp->dirty, cap * sizeof(*d));
+
+		if (!d) {
+			store_block(rp, key);
+			return;
+		}
+		rp->dirty = d;
+		rp->capdirty = cap;
+	}
+	rp->dirty[rp->ndirty++] = key;
+}
+
+static int cmp_key(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static void store_dirty(struct report *rp)
+{
+	size_t i;
+
+	for (i = 1; i < rp->ndirty && rp->dirty[i - 1] <= rp->dirty[i]; i++)
+		;
+	if (i < rp->ndirty)
+		qsort(rp->dirty, rp->ndirty, sizeof(*rp->dirty), cmp_key);
+	for (i = 0; i < rp->ndirty; i++) {
+		if (i + 2 * PREFETCH_AHEAD < rp->ndirty)
+			block_prefetch(rp->c->inst, rp->dirty[i + 2 * PREFETCH_AHEAD], false);
+		if (i + PREFETCH_AHEAD < rp->ndirty)
+			block_prefetch(rp->c->inst, rp->dirty[i + PREFETCH_AHEAD], true);
+		if (!i || rp->dirty[i] != rp->dirty[i - 1])
+			store_block(rp, rp->dirty[i]);
+	}
+	free(rp->dirty);
+	rp->dirty = NULL;
+	rp->ndirty = rp->capdirty = 0;
+}
+
+/* Replaces old (if any) in block b of key by a location name holding names/uris; n == 0 removes it. */
+static int put_location(struct report *rp, struct block *b, int64_t key, const char *name, struct location *old,
+                        const char **names, const char **uris, uint16_t n)
+{
+	struct instance *inst = rp->c->inst;
+	struct location *nl = NULL, **tail;
+
+	if (!name)
 		return KC_INVALID_ARGUMENT;
 	if (!b && !n)
 		return KC_OK;
-	if (!b && !(b = block_get(inst, key)))
-		return KC_INTERNAL_ERROR;
-	if (fresh)
+	if (!b) {
+		if (!(b = block_get(inst, key)))
+			return KC_INTERNAL_ERROR;
 		usage_add_key(inst);
+	}
 	if (n && !(nl = location_new_er(rp->storage, name, n, names, uris)))
 		return KC_INTERNAL_ERROR;
-	old = location_find(b, name);
 	if (old && !old->pending) {
 		location_unlink(b, old);
 		usage_sub_location(inst, old);
@@ -145,57 +159,53 @@ static int put_location(struct report *rp, int64_t key, const char *medium, cons
 		usage_add_location(inst, nl);
 		block_touch(inst, b, nl->create_time_us);
 	}
-	if (b->locs) {
-		store_put_block(k, inst, b);
-	} else {
-		store_del_block(k, inst, key);
+	if (!b->locs) {
 		block_remove(inst, b);
 		usage_sub_key(inst);
 	}
+	mark_dirty(rp, key);
 	return KC_OK;
 }
 
-static const struct location *current(struct report *rp, int64_t key, const char *medium)
+static bool names_spec(const struct er_block *blk, const char *name)
 {
-	char name[2 * KVCM_NAME_MAX];
-	struct block *b = block_find(rp->c->inst, key);
-
-	return b && er_key(name, sizeof(name), rp->type, medium, rp->host) == 0 ? location_find(b, name) : NULL;
+	for (size_t i = 0; i < blk->nspecs; i++)
+		if (strcmp(blk->specs[i].name, name) == 0)
+			return true;
+	return false;
 }
 
-/* Sets the specs of (key, medium): merge keeps the location's other specs, drop removes the named ones. */
-static int write_specs(struct report *rp, int64_t key, const char *medium, json_t *specs, bool merge, bool drop)
+/* Sets the specs of blk's block+medium: merge keeps the location's other specs, drop removes the named ones. */
+static int write_specs(struct report *rp, const struct er_block *blk, bool merge, bool drop)
 {
-	const struct location *old = current(rp, key, medium);
-	const char *names[2 * SPECS_MAX], *uris[2 * SPECS_MAX];
-	char *owned[SPECS_MAX] = {0};
+	const char *name = location_id(rp, blk->medium), *names[2 * ER_SPECS_MAX], *uris[2 * ER_SPECS_MAX];
+	struct block *b = block_find(rp->c->inst, blk->key);
+	struct location *old = b && name ? location_find(b, name) : NULL;
+	char stack[2048], *buf = stack, *p;
+	size_t need = 0;
 	uint16_t n = 0;
-	size_t i;
-	json_t *e;
 	int rc = KC_OK;
 
-	for (uint16_t j = 0; (merge || drop) && old && !old->pending && j < old->nspecs && n < SPECS_MAX; j++) {
-		bool named = false;
-
-		json_array_foreach(specs, i, e) named =
-		    named || strcmp(old->specs[j].name, json_string_value(drop ? e : json_object_get(e, "name"))) == 0;
-		if (!named) {
+	for (uint16_t j = 0; (merge || drop) && old && !old->pending && j < old->nspecs && n < ER_SPECS_MAX; j++) {
+		if (!names_spec(blk, old->specs[j].name)) {
 			names[n] = old->specs[j].name;
 			uris[n++] = old->specs[j].uri;
 		}
 	}
-	json_array_foreach(drop ? NULL : specs, i, e)
-	{
-		owned[i] = versioned(json_string_value(json_object_get(e, "uri")), rp->r->gen);
-		if (!owned[i])
-			rc = KC_INTERNAL_ERROR;
-		names[n] = json_string_value(json_object_get(e, "name"));
-		uris[n++] = owned[i];
+	for (size_t i = 0; !drop && i < blk->nspecs; i++)
+		need += strlen(blk->specs[i].uri) + GEN_LEN + 12;
+	if (need > sizeof(stack) && !(buf = malloc(need)))
+		return KC_INTERNAL_ERROR;
+	p = buf;
+	for (size_t i = 0; !drop && i < blk->nspecs; i++) {
+		names[n] = blk->specs[i].name;
+		uris[n++] = p;
+		p = versioned(p, blk->specs[i].uri, rp->r->gen);
 	}
-	if (rc == KC_OK && (!drop || old))
-		rc = put_location(rp, key, medium, names, uris, n);
-	for (i = 0; i < json_array_size(specs) && i < SPECS_MAX; i++)
-		free(owned[i]);
+	if (!drop || old)
+		rc = put_location(rp, b, blk->key, name, old, names, uris, n);
+	if (buf != stack)
+		free(buf);
 	return rc;
 }
 
@@ -208,55 +218,22 @@ static bool lazily_initialised(struct report *rp)
 	return rp->r != NULL;
 }
 
-static int delta(struct report *rp, json_t *p, int type)
+static int delta(struct report *rp, const struct er_event *ev)
 {
-	json_t *specs = json_object_get(p, type == EV_ADD ? "specs" : "spec_names");
-	const char *medium = json_string_value(json_object_get(p, "medium"));
-	int64_t key;
-
-	if (!parse_key(json_object_get(p, "block_key"), &key) || !medium_ok(json_object_get(p, "medium")) ||
-	    !specs_ok(specs, type == EV_ADD))
-		return KC_INVALID_ARGUMENT;
 	if (rp->r && rp->r->tombstone)
 		return KC_NODE_NOT_REGISTERED;
 	if (!lazily_initialised(rp))
 		return KC_INTERNAL_ERROR;
 	if (!rp->r->gen[0])
 		reporter_new_generation(rp->c->k, rp->r);
-	reporter_merge_medium(rp->r, medium);
-	return write_specs(rp, key, medium, specs, type == EV_ADD, type == EV_DELETE);
+	reporter_merge_medium(rp->r, ev->b.medium);
+	return write_specs(rp, &ev->b, ev->type == EV_ADD, ev->type == EV_DELETE);
 }
 
-/* Every block+medium once, each with valid specs. */
-static bool snapshot_ok(json_t *blocks)
+static int snapshot(struct report *rp, const struct er_event *ev)
 {
-	size_t n = json_array_size(blocks), i, j;
-	int64_t *keys;
-	bool ok = json_is_array(blocks);
-
-	keys = calloc(n + 1, sizeof(*keys));
-	for (i = 0; ok && keys && i < n; i++) {
-		json_t *b = json_array_get(blocks, i);
-
-		ok = parse_key(json_object_get(b, "block_key"), &keys[i]) && medium_ok(json_object_get(b, "medium")) &&
-		     specs_ok(json_object_get(b, "specs"), true);
-		for (j = 0; ok && j < i; j++)
-			ok = keys[j] != keys[i] ||
-			     strcmp(json_string_value(json_object_get(json_array_get(blocks, j), "medium")),
-			            json_string_value(json_object_get(b, "medium"))) != 0;
-	}
-	free(keys);
-	return ok && keys;
-}
-
-static int snapshot(struct report *rp, json_t *p)
-{
-	json_t *blocks = json_object_get(p, "blocks"), *b;
 	uint64_t now = clock_ms(), min;
-	size_t i;
 
-	if (!snapshot_ok(blocks))
-		return KC_INVALID_ARGUMENT;
 	if (rp->r && rp->r->tombstone)
 		return KC_NODE_NOT_REGISTERED;
 	if (!lazily_initialised(rp))
@@ -268,14 +245,9 @@ static int snapshot(struct report *rp, json_t *p)
 		return KC_SNAPSHOT_RATE_LIMITED;
 	}
 	reporter_new_generation(rp->c->k, rp->r);
-	json_array_foreach(blocks, i, b)
-	{
-		int64_t key;
-		const char *medium = json_string_value(json_object_get(b, "medium"));
-
-		parse_key(json_object_get(b, "block_key"), &key);
-		reporter_merge_medium(rp->r, medium);
-		if (write_specs(rp, key, medium, json_object_get(b, "specs"), false, false) != KC_OK)
+	for (size_t i = 0; i < ev->nblocks; i++) {
+		reporter_merge_medium(rp->r, ev->blocks[i].medium);
+		if (write_specs(rp, &ev->blocks[i], false, false) != KC_OK)
 			return KC_INTERNAL_ERROR; /* partial: not rolled back, the caller retries the whole snapshot */
 	}
 	/* omitted blocks are hidden by the strict fence now and their metadata removed in the background */
@@ -286,82 +258,54 @@ static int snapshot(struct report *rp, json_t *p)
 	return KC_OK;
 }
 
-static int liveness(struct report *rp, json_t *p, int type)
+static int liveness(struct report *rp, const struct er_event *ev)
 {
-	json_t *mediums = json_object_get(p, "mediums"), *m;
-	size_t i;
-
-	if (type == EV_REGISTER && mediums && !specs_ok(mediums, false))
-		return KC_INVALID_ARGUMENT;
-	if (type == EV_HEARTBEAT && rp->r && rp->r->tombstone)
+	if (ev->type == EV_HEARTBEAT && rp->r && rp->r->tombstone)
 		return KC_NODE_NOT_REGISTERED;
 	if (!lazily_initialised(rp))
 		return KC_INTERNAL_ERROR;
-	if (type == EV_REGISTER && rp->r->tombstone) { /* a new lifecycle: nothing of the old one is visible */
+	if (ev->type == EV_REGISTER && rp->r->tombstone) { /* a new lifecycle: nothing of the old one is visible */
 		rp->r->tombstone = false;
 		rp->r->strict = false;
 		rp->r->last_snapshot_ms = 0;
 	}
-	json_array_foreach(mediums, i, m) reporter_merge_medium(rp->r, json_string_value(m));
+	for (size_t i = 0; i < ev->b.nspecs; i++)
+		reporter_merge_medium(rp->r, ev->b.specs[i].name);
 	rp->r->available = true;
 	rp->r->last_heartbeat_ms = clock_ms();
 	return KC_OK;
 }
 
-static int apply(struct report *rp, json_t *ev)
+/* One item: invalid ones (checked when the events were read) have no effect at all. */
+static int apply(struct report *rp, const struct er_event *ev)
 {
-	int type = 0;
-	json_t *p;
-
-	if (!json_is_object(ev) ||
-	    !jd_val_enum(json_object_get(ev, "event_type") ? json_object_get(ev, "event_type")
-	                                                   : json_object_get(ev, "eventType"),
-	                 &enum_event_type, &type) ||
-	    type < EV_REGISTER || type > EV_SNAPSHOT)
-		return KC_INVALID_ARGUMENT;
-	/* the payload must be the one the type names, and the only one */
-	for (int t = EV_REGISTER; t <= EV_SNAPSHOT; t++)
-		if (t != type && jd_get(ev, payloads[t]))
-			return KC_INVALID_ARGUMENT;
-	p = jd_get(ev, payloads[type]);
-	if (!json_is_object(p))
-		return KC_INVALID_ARGUMENT;
-	switch (type) {
+	switch (ev->type) {
 	case EV_ADD:
 	case EV_DELETE:
-		return delta(rp, p, type);
+		return delta(rp, ev);
 	case EV_SNAPSHOT:
-		return snapshot(rp, p);
+		return snapshot(rp, ev);
 	case EV_HOST_DOWN:
 		if (!lazily_initialised(rp))
 			return KC_INTERNAL_ERROR;
 		reporter_tombstone(rp->c->k, rp->r);
 		rp->host_down = true;
 		return KC_OK;
+	case EV_REGISTER:
+	case EV_HEARTBEAT:
+		return liveness(rp, ev);
 	default:
-		return liveness(rp, p, type);
+		return KC_INVALID_ARGUMENT;
 	}
 }
 
-static int declared_type(json_t *ev)
-{
-	int t = 0;
-	json_t *v = json_object_get(ev, "event_type");
-
-	if (!v)
-		v = json_object_get(ev, "eventType");
-	return v && jd_val_enum(v, &enum_event_type, &t) ? t : 0;
-}
-
 /* §6.6: whole-request rules, checked before any side effect. */
-static const char *shape_error(json_t *events)
+static const char *shape_error(const struct er_events *e)
 {
-	size_t n = json_array_size(events), i, snaps = 0, deltas = 0, downs = 0;
-	json_t *ev;
+	size_t snaps = 0, deltas = 0, downs = 0;
 
-	json_array_foreach(events, i, ev)
-	{
-		int t = declared_type(ev);
+	for (size_t i = 0; i < e->n; i++) {
+		int t = e->ev[i].declared;
 
 		snaps += t == EV_SNAPSHOT;
 		deltas += t == EV_ADD || t == EV_DELETE;
@@ -371,7 +315,7 @@ static const char *shape_error(json_t *events)
 		return "at most one EVENT_BLOCK_SNAPSHOT per request";
 	if (snaps && deltas)
 		return "EVENT_BLOCK_SNAPSHOT cannot be mixed with EVENT_BLOCK_ADD/DELETE";
-	if (downs && n > 1)
+	if (downs && e->n > 1)
 		return "EVENT_HOST_DOWN must be the only event of its request";
 	return NULL;
 }
@@ -413,11 +357,10 @@ static void reply(struct report *rp, const int *results, size_t n, bool had_gene
 	jw_kstr(o, "extra_info", jn_str(c->inst->group->cfg, "extra_info"));
 }
 
-/* The request-level checks; false when the call has been answered. */
-static bool request_ok(struct report *rp, json_t *events)
+/* The request-level checks of n events, before they are read; false when the call has been answered. */
+static bool request_ok(struct report *rp, size_t n)
 {
 	struct call *c = rp->c;
-	const char *shape;
 
 	if (!rp->host[0] || strchr(rp->host, '#') || strlen(rp->host) >= KVCM_NAME_MAX) {
 		call_fail(c, KC_INVALID_ARGUMENT, "missing or invalid fields: {ReportEvent: {host_ip_port}}");
@@ -427,7 +370,7 @@ static bool request_ok(struct report *rp, json_t *events)
 		call_fail(c, KC_INVALID_ARGUMENT, "missing or invalid fields: {ReportEvent: {storage_type}}");
 		return false;
 	}
-	if (json_array_size(events) > c->k->conf.max_keys) {
+	if (n > c->k->conf.max_keys) {
 		call_fail(c, KC_INVALID_ARGUMENT, "too many events (limit %u)", c->k->conf.max_keys);
 		return false;
 	}
@@ -437,45 +380,104 @@ static bool request_ok(struct report *rp, json_t *events)
 		          c->inst->group->name, enum_name(&enum_storage_type, rp->type));
 		return false;
 	}
-	if ((shape = shape_error(events))) {
+	return true;
+}
+
+/* The events read and the request's shape checked; false when the call has been answered. */
+static bool events_ok(struct call *c, json_t *events, struct er_events *own, const struct er_events **e)
+{
+	const char *shape;
+
+	if (!*e) {
+		*e = own;
+		if (er_events_from_json(own, events)) {
+			call_fail(c, KC_INTERNAL_ERROR, "out of memory");
+			return false;
+		}
+	}
+	if ((shape = shape_error(*e))) {
 		call_fail(c, KC_INVALID_ARGUMENT, "%s", shape);
 		return false;
 	}
 	return true;
 }
 
+static void prefetch(const struct instance *inst, const struct er_events *e, size_t i, bool chain)
+{
+	if (i < e->n && (e->ev[i].type == EV_ADD || e->ev[i].type == EV_DELETE))
+		block_prefetch(inst, e->ev[i].b.key, chain);
+}
+
+static void apply_all(struct report *rp, const struct er_events *e)
+{
+	struct call *c = rp->c;
+	int *results = calloc(e->n, sizeof(*results));
+	bool had_generation;
+
+	if (!results) {
+		call_fail(c, KC_INTERNAL_ERROR, "out of memory");
+		return;
+	}
+	rp->r = reporter_find(c->k, c->inst, rp->type, rp->host);
+	had_generation = rp->r && !rp->r->tombstone && rp->r->gen[0];
+	for (size_t i = 0; i < e->n; i++) {
+		prefetch(c->inst, e, i + 2 * PREFETCH_AHEAD, false);
+		prefetch(c->inst, e, i + PREFETCH_AHEAD, true);
+		results[i] = apply(rp, &e->ev[i]);
+	}
+	store_dirty(rp);
+	reply(rp, results, e->n, had_generation);
+	free(results);
+}
+
 void api_report_event(struct call *c)
 {
 	struct report rp = {.c = c};
+	const struct er_events *e = c->parsed; /* read by api_report_event_read, or NULL: from c->body */
+	struct er_events own;
 	json_t *events;
 	size_t n;
-	int *results;
-	bool had_generation;
 
 	rp.host = jd_str(&c->d, c->body, "host_ip_port");
 	rp.type = jd_enum(&c->d, c->body, "storage_type", &enum_storage_type);
 	events = jd_arr(&c->d, c->body, "events");
 	if (call_decode_failed(c))
 		return;
-	n = json_array_size(events);
+	n = e ? e->n : json_array_size(events);
 	if (!n) { /* a pure no-op: nothing is touched, every field at its default */
 		call_ok(c, "");
 		api_report_event_empty(&c->out);
 		return;
 	}
-	if (!request_ok(&rp, events))
+	if (!request_ok(&rp, n))
 		return;
-	results = calloc(n, sizeof(*results));
-	if (!results) {
-		call_fail(c, KC_INTERNAL_ERROR, "out of memory");
-		return;
+	er_events_init(&own);
+	if (events_ok(c, events, &own, &e))
+		apply_all(&rp, e);
+	er_events_free(&own);
+}
+
+bool api_report_event_read(struct call *c, const char *body, size_t len)
+{
+	struct er_events *e = malloc(sizeof(*e));
+	json_t *top;
+
+	if (!e)
+		return false;
+	er_events_init(e);
+	if (!er_events_scan(e, body, len, c->k->conf.max_keys, &top)) {
+		free(e);
+		return false;
 	}
-	rp.r = reporter_find(c->k, c->inst, rp.type, rp.host);
-	had_generation = rp.r && !rp.r->tombstone && rp.r->gen[0];
-	for (size_t i = 0; i < n; i++)
-		results[i] = apply(&rp, json_array_get(events, i));
-	reply(&rp, results, n, had_generation);
-	free(results);
+	c->body = top;
+	c->parsed = e;
+	return true;
+}
+
+void api_report_event_release(void *parsed)
+{
+	er_events_free(parsed);
+	free(parsed);
 }
 
 void api_report_event_empty(struct jw *w)

@@ -338,6 +338,37 @@ Test(report_event, restart_hides_until_the_first_event) /* P-01, P-02, P-03 */
 	cr_expect(visible(1) && !visible(2), "a delta touches only what it names");
 }
 
+/* A request's records are written once per block after its last event: what a restart loads is its end state. */
+Test(report_event, a_restart_loads_the_state_each_request_left)
+{
+	char u[2048];
+
+	EXPECT_CODE(
+	    report(
+	        "z:1", L2,
+	        "[" ADD("9", "gpu", "a", "x://z/9a") "," ADD("9", "gpu", "b", "x://z/9b") "," ADD(
+	            "4", "gpu",
+	            "a", "x://z/4") "," DEL("4", "gpu",
+	                                    "a") "," ADD("6", "gpu", "a",
+	                                                 "x://z/6v1") "," DEL("6", "gpu",
+	                                                                      "a") "," ADD("6", "gpu", "a",
+	                                                                                   "x://z/6v2") "," ADD("2",
+	                                                                                                        "gpu",
+	                                                                                                        "a",
+	                                                                                                        "x://z/"
+	                                                                                                        "2") "]"),
+	    "OK");
+	cr_assert_eq(metaserver_stop(&srv.m), 0);
+	cr_assert_eq(kvcm_srv_restart(&srv, NULL), 0);
+	EXPECT_CODE(report("z:1", L2, "[" HEARTBEAT "]"), "OK");
+	uris(9, u, sizeof(u));
+	cr_expect(strstr(u, "x://z/9a?s_version=") && strstr(u, "x://z/9b?s_version="), "%s", u);
+	cr_expect(!visible(4));
+	uris(6, u, sizeof(u));
+	cr_expect(strstr(u, "x://z/6v2?s_version=") && !strstr(u, "6v1"), "%s", u);
+	cr_expect(visible(2));
+}
+
 Test(report_event, writers_count_visible_replicas)
 {
 	json_t *r;
