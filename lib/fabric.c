@@ -408,6 +408,7 @@ int fab_batch_init(struct fab_batch *b, struct fabric *f, size_t window, uint32_
 	b->f = f;
 	b->window = window;
 	b->stall_ms = stall_ms;
+	b->refused = FI_ADDR_UNSPEC;
 	b->done = done;
 	b->arg = arg;
 	for (size_t i = 0; i < window; i++)
@@ -469,6 +470,31 @@ static void reap_one(struct fab_batch *b)
 	b->done(b->arg, op->tag, op->err);
 }
 
+/*
+ * -FI_EAGAIN means the provider is out of credits, or still connecting to the peer: drive progress (never drop
+ * completions) and retry. rxm answers it for ever to a peer whose port refuses connections (a process killed
+ * before the meta server noticed), hence the same deadline as a stalled op. Returns the last fi_*msg() code.
+ */
+static ssize_t post_retry(struct fab_batch *b, bool write, const struct fi_msg_rma *msg)
+{
+	uint64_t deadline = 0;
+
+	for (;;) {
+		ssize_t rc =
+		    write ? fi_writemsg(b->f->ep, msg, b->f->write_flags) : fi_readmsg(b->f->ep, msg, FI_COMPLETION);
+
+		if (rc != -FI_EAGAIN)
+			return rc;
+		if (poll_cq(b->f))
+			continue;
+		sched_yield();
+		if (!deadline)
+			deadline = clock_ms() + b->stall_ms;
+		else if (clock_ms() > deadline)
+			return rc;
+	}
+}
+
 int fab_batch_post(struct fab_batch *b, bool write, const struct iovec *iov, void **desc, size_t count, fi_addr_t peer,
                    uint64_t raddr, uint64_t rkey, uint32_t tag)
 {
@@ -486,23 +512,22 @@ int fab_batch_post(struct fab_batch *b, bool write, const struct iovec *iov, voi
 		reap_one(b);
 	if (b->abandoned)
 		return MMC_TIMEOUT;
+	if (peer == b->refused)
+		return MMC_TIMEOUT; /* it already kept an earlier post waiting for stall_ms */
 	op = &b->ops[b->posted % b->window];
 	op->tag = tag;
 	op->peer = peer;
 	op->err = 0;
 	msg.context = op;
 	atomic_store_explicit(&op->state, 1, memory_order_relaxed);
-	for (;;) {
-		rc = write ? fi_writemsg(b->f->ep, &msg, b->f->write_flags) : fi_readmsg(b->f->ep, &msg, FI_COMPLETION);
-		if (rc != -FI_EAGAIN)
-			break;
-		/* the provider is out of credits: drive progress (never drop completions) and retry */
-		if (!poll_cq(b->f))
-			sched_yield();
-	}
+	rc = post_retry(b, write, &msg);
 	if (rc) {
 		atomic_store_explicit(&op->state, 0, memory_order_relaxed);
-		return fab_err(write ? "fi_writemsg" : "fi_readmsg", (int)rc);
+		if (rc != -FI_EAGAIN)
+			return fab_err(write ? "fi_writemsg" : "fi_readmsg", (int)rc);
+		lg_error("libfabric: peer %llu refused RMA for %u ms (gone?)", (unsigned long long)peer, b->stall_ms);
+		b->refused = peer;
+		return MMC_TIMEOUT;
 	}
 	b->posted++;
 	return 0;

@@ -77,6 +77,7 @@ struct fab_batch {
 	size_t posted, reaped;
 	uint32_t stall_ms;
 	bool abandoned;
+	fi_addr_t refused; /* a peer the provider would not take an op for during stall_ms; FI_ADDR_UNSPEC if none */
 	/* called on the owner's thread as each op is reaped: err 0 or an MMC_* code */
 	void (*done)(void *arg, uint32_t tag, int err);
 	void *arg;
@@ -90,7 +91,8 @@ int fab_batch_init(struct fab_batch *b, struct fabric *f, size_t window, uint32_
  * (peer, raddr, rkey): a write gathers them, a read scatters into them. Waits for a free slot when
  * the window is full. A write's completion means its data is visible at the target only when the provider does not
  * fence by read (fabric_fence_by_read()); otherwise the caller ends its writes to a peer with a read.
- * Returns 0 or an MMC_* code (the op was not posted).
+ * Returns 0 or an MMC_* code (the op was not posted): MMC_TIMEOUT when the provider would not take the op for
+ * stall_ms (a peer that refuses connections), and at once for every later op to that peer in this batch.
  */
 int fab_batch_post(struct fab_batch *b, bool write, const struct iovec *iov, void **desc, size_t count, fi_addr_t peer,
                    uint64_t raddr, uint64_t rkey, uint32_t tag);

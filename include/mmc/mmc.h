@@ -174,8 +174,9 @@ typedef struct mmc_local_config {
 	char ssd_path[1024];
 	/** SSD tier size (ock.mmc.local_service.ssd.size). */
 	uint64_t ssd_size;
-	/** An RMA that makes no progress this long (its peer died mid-transfer) is cancelled and its key fails with
-	 *  MMC_TIMEOUT (ock.mmc.client.rma_timeout_ms). Default 10000. */
+	/** An RMA that makes no progress this long (its peer died mid-transfer), or that the provider will not take
+	 *  this long (a peer that refuses connections), fails its key with MMC_TIMEOUT
+	 *  (ock.mmc.client.rma_timeout_ms). Default 10000. */
 	uint32_t rma_timeout_ms;
 } mmc_local_config;
 
