@@ -13,7 +13,7 @@ static uint32_t services_with_room(const struct meta *m, uint32_t media, uint64_
 {
 	uint32_t n = 0;
 
-	for (uint32_t r = 0; r < MMC_RANKS_MAX; r++) {
+	for (uint32_t r = 0; r < m->rank_hi; r++) {
 		struct service *svc = m->ranks[r];
 		struct segment *seg = svc && svc->session ? service_segment(svc, media) : NULL;
 

@@ -118,6 +118,7 @@ struct meta {
 	/* services */
 	struct service *ranks[MMC_RANKS_MAX];
 	uint32_t nservices;
+	uint32_t rank_hi; /* every rank in use is below this: loops over services stop here, not at 1024 */
 	uint64_t next_incarnation;
 	uint64_t next_session;
 	uint64_t next_object_id;

@@ -54,7 +54,7 @@ static struct service *roomiest(struct meta *m, const struct place_req *r, const
 	struct service *best = NULL;
 	uint64_t best_free = 0;
 
-	for (uint32_t rank = 0; rank < MMC_RANKS_MAX; rank++) {
+	for (uint32_t rank = 0; rank < m->rank_hi; rank++) {
 		struct service *svc = m->ranks[rank];
 		struct segment *seg;
 		uint64_t avail;
@@ -111,7 +111,7 @@ static uint32_t services_that_fit(const struct meta *m, const struct place_req *
 {
 	uint32_t n = 0;
 
-	for (uint32_t rank = 0; rank < MMC_RANKS_MAX; rank++) {
+	for (uint32_t rank = 0; rank < m->rank_hi; rank++) {
 		struct service *svc = m->ranks[rank];
 
 		if (usable(svc, r->media) && alloc_capacity(service_segment(svc, r->media)->alloc) >= r->size)
@@ -137,7 +137,7 @@ int placement_reserve(struct meta *m, const struct place_req *r, struct object *
 void placement_usage(const struct meta *m, uint32_t media, uint64_t *used, uint64_t *total)
 {
 	*used = *total = 0;
-	for (uint32_t rank = 0; rank < MMC_RANKS_MAX; rank++) {
+	for (uint32_t rank = 0; rank < m->rank_hi; rank++) {
 		struct service *svc = m->ranks[rank];
 		struct segment *seg;
 

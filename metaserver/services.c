@@ -319,6 +319,8 @@ int service_register(struct meta *m, struct session *s, const Mmc__Register *req
 		adopt(m, svc, orphan);
 	m->ranks[rank] = svc;
 	m->nservices++;
+	if (rank >= m->rank_hi)
+		m->rank_hi = rank + 1;
 	service_persist(m, svc);
 	log_info("op=mount rank=%u incarnation=%llu host=\"%s\" pid=%u provider=\"%s\" dram=%llu", rank,
 	         (unsigned long long)svc->incarnation, svc->host, svc->pid, svc->provider,
@@ -331,7 +333,7 @@ int service_register(struct meta *m, struct session *s, const Mmc__Register *req
 void services_sweep(struct meta *m, uint64_t now_ms)
 {
 	orphans_sweep(m, now_ms);
-	for (uint32_t r = 0; r < MMC_RANKS_MAX; r++) {
+	for (uint32_t r = 0; r < m->rank_hi; r++) {
 		struct service *svc = m->ranks[r];
 
 		if (svc && !svc->session && svc->rejoin_deadline_ms && svc->rejoin_deadline_ms <= now_ms)
@@ -373,6 +375,8 @@ static int load_service(struct meta *m, MDB_val *k, MDB_val *v, uint64_t deadlin
 	svc->rejoin_deadline_ms = deadline;
 	m->ranks[rank] = svc;
 	m->nservices++;
+	if (rank >= m->rank_hi)
+		m->rank_hi = rank + 1;
 	return 0;
 }
 
