@@ -32,6 +32,9 @@ struct xfer_ctx {
 	struct temp_regs temp;
 	struct fence *fences; /* one per peer written to */
 	size_t nfences;
+	/* peers resolved during this call: the peer cache's lock is taken once per service, not once per key */
+	struct peer seen[8];
+	unsigned nseen;
 };
 
 static void op_done(void *arg, uint32_t tag, int err)
@@ -184,39 +187,51 @@ static int post_pieces(struct xfer_ctx *x, struct fab_batch *b, int write, uint3
 	return rc ? rc : flush(x, b, write, tag, p, &g, base, key, size);
 }
 
+static void fail_keys(struct xfer_key *keys, size_t n, int code)
+{
+	for (size_t i = 0; i < n; i++)
+		if (keys[i].result == 0)
+			keys[i].result = code;
+}
+
+static int peer_of(struct xfer_ctx *x, const struct xfer_target *t, struct peer *out)
+{
+	unsigned n = x->nseen < 8 ? x->nseen : 8;
+	int rc;
+
+	for (unsigned i = 0; i < n; i++) {
+		if (x->seen[i].rank == t->rank && x->seen[i].incarnation == t->incarnation) {
+			*out = x->seen[i];
+			return 0;
+		}
+	}
+	rc = peers_get(x->s, t->rank, t->incarnation, out);
+	if (rc == 0)
+		x->seen[x->nseen++ % 8] = *out;
+	return rc;
+}
+
 void xfer_run(struct mmc_store *s, int write, struct xfer_key *keys, size_t n)
 {
 	struct fab_batch b;
-	struct xfer_ctx *x = malloc(sizeof(*x));
+	struct xfer_ctx *x = calloc(1, sizeof(*x));
+	size_t targets = 0;
 
 	if (!x) {
-		for (size_t i = 0; i < n; i++)
-			keys[i].result = keys[i].result ? keys[i].result : MMC_MALLOC_FAILED;
+		fail_keys(keys, n, MMC_MALLOC_FAILED);
 		return;
 	}
 	x->s = s;
 	x->keys = keys;
-	x->temp.n = 0;
-	x->nfences = 0;
-	x->fences = NULL;
 	if (write && fabric_fence_by_read(s->fab)) {
-		size_t targets = 0;
-
 		for (size_t i = 0; i < n; i++)
 			targets += keys[i].ntargets;
 		x->fences = malloc((targets ? targets : 1) * sizeof(*x->fences));
-		if (!x->fences) {
-			for (size_t i = 0; i < n; i++)
-				keys[i].result = keys[i].result ? keys[i].result : MMC_MALLOC_FAILED;
-			free(x);
-			return;
-		}
 	}
-	if (fab_batch_init(&b, s->fab, WINDOW, s->conf.c.rma_timeout_ms, op_done, x)) {
-		for (size_t i = 0; i < n; i++)
-			keys[i].result = keys[i].result ? keys[i].result : MMC_MALLOC_FAILED;
-		free(x);
-		return;
+	if ((write && fabric_fence_by_read(s->fab) && !x->fences) ||
+	    fab_batch_init(&b, s->fab, WINDOW, s->conf.c.rma_timeout_ms, op_done, x)) {
+		fail_keys(keys, n, MMC_MALLOC_FAILED);
+		goto out;
 	}
 	pthread_rwlock_rdlock(&s->regs.lock);
 	for (size_t i = 0; i < n; i++) {
@@ -224,7 +239,7 @@ void xfer_run(struct mmc_store *s, int write, struct xfer_key *keys, size_t n)
 
 		for (uint32_t r = 0; r < k->ntargets && k->result == 0; r++) {
 			struct peer p;
-			int rc = peers_get(s, k->targets[r].rank, k->targets[r].incarnation, &p);
+			int rc = peer_of(x, &k->targets[r], &p);
 
 			if (rc == 0 && p.self)
 				copy_local(s, write, k, k->targets[r].offset);
@@ -241,6 +256,7 @@ void xfer_run(struct mmc_store *s, int write, struct xfer_key *keys, size_t n)
 	pthread_rwlock_unlock(&s->regs.lock);
 	for (int i = 0; i < x->temp.n; i++)
 		fabric_mr_close(&x->temp.mr[i]);
+out:
 	free(x->fences);
 	free(x);
 }
