@@ -1,11 +1,9 @@
 #include "bench_cluster.h"
 
 #include <mmc/mmc.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -47,31 +45,23 @@ int bench_target_main(int argc, char **argv)
 	return 0;
 }
 
+extern char **environ;
+
 static int spawn_target(struct bench_cluster *c, int i, const char *self, const char *protocol, uint64_t pool)
 {
-	int in[2], out[2];
 	char poolstr[32], line[64];
+	char *argv[] = {(char *)self, "target", c->meta.url, (char *)protocol, poolstr, NULL};
+	int in, out;
 	FILE *f;
 	pid_t pid;
 
 	snprintf(poolstr, sizeof(poolstr), "%llu", (unsigned long long)pool);
-	if (pipe(in) || pipe(out))
+	pid = proc_spawn_piped(self, argv, environ, &in, &out);
+	if (pid < 0)
 		return -1;
-	pid = fork();
-	if (pid == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		dup2(in[0], 0);
-		dup2(out[1], 1);
-		close(in[1]);
-		close(out[0]);
-		execl(self, self, "target", c->meta.url, protocol, poolstr, (char *)NULL);
-		_exit(127);
-	}
-	close(in[0]);
-	close(out[1]);
 	c->targets[i] = pid;
-	c->target_in[i] = in[1];
-	f = fdopen(out[0], "r");
+	c->target_in[i] = in;
+	f = fdopen(out, "r");
 	if (!f || !fgets(line, sizeof(line), f) || sscanf(line, "ready %u", &c->ranks[i]) != 1) {
 		if (f)
 			fclose(f);

@@ -14,10 +14,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "proc.h"
 
 #define REQ_MR_MODE (FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY | FI_MR_ENDPOINT)
 
@@ -252,30 +253,22 @@ static int parse_ready(struct rma_bench *r, const char *line)
 	return 0;
 }
 
+extern char **environ;
+
 static int spawn_target(struct rma_bench *r, const char *self, const char *protocol, size_t bytes, char *line,
                         size_t len)
 {
-	int in[2], out[2];
 	char sz[32];
+	char *argv[] = {(char *)self, "rma-target", (char *)protocol, sz, NULL};
+	int in, out;
 	FILE *f;
 
 	snprintf(sz, sizeof(sz), "%zu", bytes);
-	if (pipe(in) || pipe(out))
+	r->target = proc_spawn_piped(self, argv, environ, &in, &out);
+	if (r->target < 0)
 		return -1;
-	r->target = fork();
-	if (r->target == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		dup2(in[0], 0);
-		dup2(out[1], 1);
-		close(in[1]);
-		close(out[0]);
-		execl(self, self, "rma-target", protocol, sz, (char *)NULL);
-		_exit(127);
-	}
-	close(in[0]);
-	close(out[1]);
-	r->target_in = in[1];
-	f = fdopen(out[0], "r");
+	r->target_in = in;
+	f = fdopen(out, "r");
 	if (!f || !fgets(line, (int)len, f)) {
 		if (f)
 			fclose(f);

@@ -248,16 +248,16 @@ int metaserver_cleanup(struct metaserver *m)
 	return clean ? 0 : -1;
 }
 
-int node_start(struct node *n, const char *const *env)
+pid_t proc_spawn_piped(const char *path, char *const argv[], char *const envp[], int *to_child, int *from_child)
 {
-	char exe[4096], *argv[] = {"mmc-test-node", NULL};
-	const char *path = binary("MMC_TEST_NODE", "mmc-test-node", exe, sizeof(exe));
-	char **envp = environment_with(env);
 	int in[2], out[2];
 	pid_t pid;
 
-	if (!envp || pipe(in) || pipe(out)) {
-		free(envp);
+	if (pipe(in))
+		return -1;
+	if (pipe(out)) {
+		close(in[0]);
+		close(in[1]);
 		return -1;
 	}
 	pid = fork();
@@ -270,14 +270,32 @@ int node_start(struct node *n, const char *const *env)
 		execve(path, argv, envp);
 		_exit(127);
 	}
-	free(envp);
 	close(in[0]);
 	close(out[1]);
+	if (pid < 0) {
+		close(in[1]);
+		close(out[0]);
+		return -1;
+	}
+	*to_child = in[1];
+	*from_child = out[0];
+	return pid;
+}
+
+int node_start(struct node *n, const char *const *env)
+{
+	char exe[4096], *argv[] = {"mmc-test-node", NULL};
+	const char *path = binary("MMC_TEST_NODE", "mmc-test-node", exe, sizeof(exe));
+	char **envp = environment_with(env);
+	int in, out;
+	pid_t pid = envp ? proc_spawn_piped(path, argv, envp, &in, &out) : -1;
+
+	free(envp);
 	if (pid < 0)
 		return -1;
 	n->pid = pid;
-	n->in = fdopen(in[1], "w");
-	n->out = fdopen(out[0], "r");
+	n->in = fdopen(in, "w");
+	n->out = fdopen(out, "r");
 	return n->in && n->out ? 0 : -1;
 }
 

@@ -47,6 +47,13 @@ int node_cmd(struct node *n, char *reply, size_t len, const char *fmt, ...) __at
 int node_stop(struct node *n);
 void node_kill(struct node *n);
 
+/*
+ * Starts path with argv and envp, its stdin and stdout on pipes (*to_child, *from_child), killed if this process
+ * dies. Safe from a multi-threaded process: the child makes only async-signal-safe calls before execve().
+ * Returns the pid, or -1.
+ */
+pid_t proc_spawn_piped(const char *path, char *const argv[], char *const envp[], int *to_child, int *from_child);
+
 /* A port nobody listens on right now. */
 uint16_t free_port(void);
 
