@@ -10,6 +10,7 @@
 #include "deleter.h"
 #include "http.h"
 #include "kvcm_server.h"
+#include "meta_metrics.h"
 #include "write_session.h"
 
 #define MAX_APIS 64
@@ -201,6 +202,7 @@ static void serve_metrics(struct kvcm *k, struct evhttp_request *req)
 	        false);
 	counter(b, "fast_read_requests_total", "Request bodies read without a jansson tree (usual reportEvent bodies).",
 	        m->fast_reads, false);
+	meta_metrics_write(k->meta, b); /* the object store's own */
 	evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", "text/plain; version=0.0.4");
 	evhttp_send_reply(req, 200, "OK", b);
 	evbuffer_free(b);

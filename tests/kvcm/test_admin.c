@@ -169,6 +169,9 @@ Test(admin, health_and_metrics, .init = up, .fini = srv_down)
 	cr_expect(strstr(body, "mmc_kvcm_stored_bytes{storage_type=\"ST_NFS\"} 200"));
 	cr_expect(strstr(body, "mmc_kvcm_query_keys_total 3"));
 	cr_expect(strstr(body, "mmc_kvcm_query_hit_keys_total 2"));
+	/* the object store's own gauges share the page */
+	cr_expect(strstr(body, "# TYPE mmc_objects gauge"), "%s", body);
+	cr_expect(strstr(body, "mmc_pool_bytes{media=\"dram\"} "));
 	free(body);
 	/* GET is for those two only; the admin port has no MetaService write APIs */
 	cr_expect_eq(hc_request(&srv.admin, "GET", "/api/listStorage", NULL, 0, &body), 404);

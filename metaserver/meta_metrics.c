@@ -1,0 +1,46 @@
+#include "meta_metrics.h"
+
+#include <event2/buffer.h>
+#include <inttypes.h>
+
+#include "meta.h"
+#include "mmc.pb-c.h"
+#include "placement.h"
+
+static void metric(struct evbuffer *b, const char *name, const char *type, const char *help, uint64_t v)
+{
+	evbuffer_add_printf(b, "# HELP %s %s\n# TYPE %s %s\n%s %" PRIu64 "\n", name, help, name, type, name, v);
+}
+
+void meta_metrics_write(struct meta *m, struct evbuffer *b)
+{
+	static const char *const media[MEDIA_COUNT] = {"hbm", "dram", "ssd"};
+
+	metric(b, "mmc_objects", "gauge", "Keys in the object index (readable or being written).", m->nobjects);
+	metric(b, "mmc_local_services", "gauge", "Local services known (attached or waiting to rejoin).", m->nservices);
+	metric(b, "mmc_connections", "gauge", "libmmc connections.", m->nconns);
+	metric(b, "mmc_evictions_total", "counter", "Objects evicted (moved down a tier or removed).",
+	       m->stats.evictions);
+	metric(b, "mmc_unmounts_total", "counter", "Local services that left or were lost.", m->stats.unmounts);
+	evbuffer_add_printf(b, "# HELP mmc_pool_bytes Pool capacity by media, attached services.\n"
+	                       "# TYPE mmc_pool_bytes gauge\n"
+	                       "# HELP mmc_pool_used_bytes Pool bytes reserved by media, attached services.\n"
+	                       "# TYPE mmc_pool_used_bytes gauge\n");
+	for (uint32_t i = 0; i < MEDIA_COUNT; i++) {
+		uint64_t used, total;
+
+		placement_usage(m, i, &used, &total);
+		evbuffer_add_printf(
+		    b, "mmc_pool_bytes{media=\"%s\"} %" PRIu64 "\nmmc_pool_used_bytes{media=\"%s\"} %" PRIu64 "\n",
+		    media[i], total, media[i], used);
+	}
+	evbuffer_add_printf(b, "# HELP mmc_rpc_requests_total libmmc requests by operation.\n"
+	                       "# TYPE mmc_rpc_requests_total counter\n");
+	for (unsigned i = 0; i < mmc__frame__descriptor.n_fields; i++) {
+		const ProtobufCFieldDescriptor *fd = &mmc__frame__descriptor.fields[i];
+		uint64_t n = m->stats.requests[fd->id % 64]; /* rpc.c counts by body case, mod 64 */
+
+		if ((fd->flags & PROTOBUF_C_FIELD_FLAG_ONEOF) && n)
+			evbuffer_add_printf(b, "mmc_rpc_requests_total{op=\"%s\"} %" PRIu64 "\n", fd->name, n);
+	}
+}
