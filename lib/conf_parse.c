@@ -260,19 +260,16 @@ static int compat_tls(enum conf_scope scope, const char *key, const char *value,
 
 		if (strncmp(key, prefixes[p], len) != 0)
 			continue;
-		if (strcmp(rest, "enable") == 0) {
-			struct conf_key k[] = {{key, CONF_BOOL, SINK_B, 0, 0, NULL}, {NULL, 0, 0, 0, 0, 0, NULL}};
+		for (size_t f = 0; f <= sizeof(files) / sizeof(files[0]); f++) {
+			bool enable = f == sizeof(files) / sizeof(files[0]);
+			struct conf_key k[] = {
+			    {key, enable ? CONF_BOOL : CONF_STR,
+			     enable ? offsetof(struct compat_sink, b) : offsetof(struct compat_sink, str),
+			     enable ? sizeof(bool) : 256, 0, 0, NULL},
+			    {NULL, 0, 0, 0, 0, 0, NULL}};
 
-			return conf_apply(k, &sink, key, value, err, errlen) ? MMC_INVALID_PARAM : 1;
-		}
-		for (size_t f = 0; f < sizeof(files) / sizeof(files[0]); f++) {
-			if (strcmp(rest, files[f]) == 0) {
-				struct conf_key k[] = {
-				    {key, CONF_STR, offsetof(struct compat_sink, str), 256, 0, 0, NULL},
-				    {NULL, 0, 0, 0, 0, 0, NULL}};
-
+			if (strcmp(rest, enable ? "enable" : files[f]) == 0)
 				return conf_apply(k, &sink, key, value, err, errlen) ? MMC_INVALID_PARAM : 1;
-			}
 		}
 	}
 	return 0;
