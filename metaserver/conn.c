@@ -32,21 +32,60 @@ static uint32_t get_le32(const unsigned char *p)
 
 static void free_conn(struct conn *c)
 {
-	if (c->held)
-		evbuffer_free(c->held);
+	for (int i = 0; i < 2; i++)
+		if (c->held[i])
+			evbuffer_free(c->held[i]);
 	free(c);
 }
 
 static void release_held(void *arg)
 {
 	struct conn *c = arg;
+	uint64_t durable = persist_durable_seq(c->m->persist);
+	bool more = false;
 
-	c->waiting_commit = false;
+	c->commit_waits--;
 	if (c->closed) {
-		free_conn(c);
+		if (!c->commit_waits)
+			free_conn(c);
 		return;
 	}
-	bufferevent_write_buffer(c->bev, c->held);
+	for (int i = 0; i < 2; i++) {
+		if (!c->held_seq[i])
+			continue;
+		if (c->held_seq[i] <= durable) {
+			bufferevent_write_buffer(c->bev, c->held[i]);
+			c->held_seq[i] = 0;
+		} else {
+			more = true;
+		}
+	}
+	/* a callback registered now fires after the newest batch, which covers every slot still held */
+	if (more && !c->commit_waits && persist_after_commit(c->m->persist, release_held, c) == 0)
+		c->commit_waits++;
+}
+
+/* The held buffer for replies that wait for batch seq, or NULL (out of memory: the caller sends at once). */
+static struct evbuffer *held_for(struct conn *c, uint64_t seq)
+{
+	int slot = c->held_seq[0] == seq   ? 0
+	           : c->held_seq[1] == seq ? 1
+	           : !c->held_seq[0]       ? 0
+	           : !c->held_seq[1]       ? 1
+	                                   : -1;
+
+	if (slot < 0) { /* not expected (two batches at most); waiting for the later one is still correct */
+		slot = c->held_seq[0] > c->held_seq[1] ? 0 : 1;
+		c->held_seq[slot] = seq;
+		return c->held[slot];
+	}
+	if (c->held_seq[slot] == seq)
+		return c->held[slot];
+	if (persist_after_commit(c->m->persist, release_held, c))
+		return NULL;
+	c->commit_waits++;
+	c->held_seq[slot] = seq;
+	return c->held[slot];
 }
 
 void conn_send(struct conn *c, const Mmc__Frame *f, bool durable)
@@ -54,18 +93,16 @@ void conn_send(struct conn *c, const Mmc__Frame *f, bool durable)
 	size_t n = mmc__frame__get_packed_size(f);
 	unsigned char hdr[4] = {(unsigned char)n, (unsigned char)(n >> 8), (unsigned char)(n >> 16),
 	                        (unsigned char)(n >> 24)};
-	struct evbuffer *out;
+	uint64_t seq = durable ? persist_wait_seq(c->m->persist) : 0;
+	struct evbuffer *out = NULL;
 	struct evbuffer_iovec v;
 
 	if (c->closed)
 		return;
-	if (durable && (c->waiting_commit || persist_dirty(c->m->persist))) {
-		out = c->held;
-		if (!c->waiting_commit && persist_after_commit(c->m->persist, release_held, c) == 0)
-			c->waiting_commit = true;
-	} else {
+	if (seq)
+		out = held_for(c, seq);
+	if (!out)
 		out = bufferevent_get_output(c->bev);
-	}
 	if (evbuffer_add(out, hdr, 4) || evbuffer_reserve_space(out, (ev_ssize_t)n, &v, 1) != 1) {
 		conn_close(c, "out_of_memory");
 		return;
@@ -95,7 +132,7 @@ void conn_close(struct conn *c, const char *why)
 	bufferevent_free(c->bev);
 	c->bev = NULL;
 	c->closed = true;
-	if (!c->waiting_commit)
+	if (!c->commit_waits)
 		free_conn(c);
 }
 
@@ -172,7 +209,7 @@ static void accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct socka
 		return;
 	}
 	c = calloc(1, sizeof(*c));
-	if (!c || !(c->held = evbuffer_new()) ||
+	if (!c || !(c->held[0] = evbuffer_new()) || !(c->held[1] = evbuffer_new()) ||
 	    !(c->bev = bufferevent_socket_new(m->base, fd, BEV_OPT_CLOSE_ON_FREE))) {
 		if (c)
 			free_conn(c);

@@ -1,6 +1,7 @@
 /*
  * Protobuf connections from libmmc: framing (4-byte little-endian length + Frame), limits, and replies that are
- * held back until the loop turn's LMDB commit so that an acknowledged change is durable. Loop thread only.
+ * held back until the LMDB commit of the changes they acknowledge, so that an acknowledged change is durable. Loop
+ * thread only.
  */
 #ifndef MMC_CONN_H
 #define MMC_CONN_H
@@ -18,11 +19,14 @@ struct conn {
 	struct list link; /* meta.conns */
 	struct meta *m;
 	struct bufferevent *bev;
-	struct evbuffer *held; /* replies waiting for the commit */
+	/* replies waiting for a commit, by the persist batch they wait for (0: slot free); at most two batches are
+	 * uncommitted at a time, the one being synced and the one filling */
+	struct evbuffer *held[2];
+	uint64_t held_seq[2];
+	int commit_waits; /* persist_after_commit callbacks still to run */
 	struct session session;
 	uint64_t last_seen_ms;
-	bool waiting_commit;
-	bool closed; /* freed when the pending commit callback runs */
+	bool closed; /* freed when the last commit callback runs */
 	char peer[64];
 };
 
@@ -32,7 +36,8 @@ void conn_stop_listening(struct meta *m);
 
 /*
  * Encodes f and queues it to c. A durable reply acknowledges a metadata change (commit, remove, ...): it waits for
- * the loop turn's LMDB commit. Any other frame goes out at once, even past a held one (replies carry ids).
+ * the LMDB commit of every change made so far. Any other frame goes out at once, even past a held one (replies carry
+ * ids).
  */
 void conn_send(struct conn *c, const Mmc__Frame *f, bool durable);
 

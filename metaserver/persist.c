@@ -3,9 +3,12 @@
 #include <errno.h>
 #include <event2/event.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -14,29 +17,211 @@
 #include "log.h"
 #include "mmc/mmc.h"
 
-#define MAX_DBS         32
-#define MAX_TXN_AGE_NS  2000000u /* commit at least this often under continuous load */
-#define COMMIT_PRIORITY 2        /* lower than I/O (1): runs when the loop has nothing else ready */
+#define MAX_DBS          32
+#define MAX_BATCH_AGE_NS 2000000u /* hand a batch over at least this often under continuous load */
+#define COMMIT_PRIORITY  2        /* lower than I/O (1): runs when the loop has nothing else ready */
+#define DEL_LEN          UINT32_MAX
 
 struct waiter {
 	void (*fn)(void *arg);
 	void *arg;
 };
 
-struct persist {
-	MDB_env *env;
-	MDB_txn *txn;
-	uint64_t txn_start_ns;
-	struct event *commit_ev;
+/* One op in a batch's byte log: the header, the key, the value (none for a delete), padded to 8 bytes. */
+struct op {
+	uint32_t dbi, klen, vlen;
+};
+
+/* The writes of one group commit and the callbacks that wait for it. Owned by the loop, except that the writer
+ * thread reads ops[] while the batch is flying. */
+struct batch {
+	unsigned char *ops;
+	size_t len, cap, nops;
+	uint64_t seq; /* numbered when its first write is queued; batches commit in this order */
+	uint64_t first_ns;
 	struct waiter *waiters, *spare; /* spare: the array being run, so callbacks can queue new waiters */
 	size_t nwaiters, capwaiters, capspare;
+};
+
+struct persist {
+	MDB_env *env;
+	struct batch b[2];
+	struct batch *open;   /* the loop appends here */
+	struct batch *flying; /* with the writer thread, or NULL */
+	struct event *commit_ev, *done_ev;
+	int done_fd; /* eventfd: the writer thread's "flying batch is durable" */
 	int lock_fd;
 	uint64_t commits;
+	uint64_t last_seq, durable_seq; /* newest batch numbered; newest batch committed (or failed) */
+
+	pthread_t writer;
+	bool writer_started;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	bool busy, stop; /* under mu: the writer holds a batch; it should exit */
+	int result;      /* under mu: LMDB code of the last commit */
 };
+
+static size_t pad8(size_t n)
+{
+	return (n + 7) & ~(size_t)7;
+}
+
+static void *batch_append(struct batch *b, size_t n)
+{
+	if (b->len + n > b->cap) {
+		size_t cap = b->cap ? b->cap : 64 * 1024;
+		unsigned char *ops;
+
+		while (cap < b->len + n)
+			cap *= 2;
+		if (!(ops = realloc(b->ops, cap)))
+			return NULL;
+		b->ops = ops;
+		b->cap = cap;
+	}
+	b->len += n;
+	return b->ops + b->len - n;
+}
+
+/* Applies a batch in one write transaction (writer thread, or the loop thread while the writer is idle). One
+ * write LMDB refuses (a key it cannot store) is logged and skipped; a failure that breaks the transaction fails
+ * the commit, which is what the caller learns. */
+static int batch_commit(MDB_env *env, const struct batch *b)
+{
+	MDB_txn *txn;
+	int rc = mdb_txn_begin(env, NULL, 0, &txn);
+
+	if (rc)
+		return rc;
+	for (size_t off = 0; off < b->len;) {
+		struct op h;
+		MDB_val k, v;
+
+		memcpy(&h, b->ops + off, sizeof(h));
+		k = (MDB_val){h.klen, b->ops + off + sizeof(h)};
+		if (h.vlen == DEL_LEN) {
+			rc = mdb_del(txn, h.dbi, &k, NULL);
+			rc = rc == MDB_NOTFOUND ? 0 : rc;
+			off += pad8(sizeof(h) + h.klen);
+		} else {
+			v = (MDB_val){h.vlen, b->ops + off + sizeof(h) + h.klen};
+			rc = mdb_put(txn, h.dbi, &k, &v, 0);
+			off += pad8(sizeof(h) + h.klen + h.vlen);
+		}
+		if (rc)
+			log_error("op=%s dbi=%u klen=%u err=\"%s\"", h.vlen == DEL_LEN ? "lmdb_del" : "lmdb_put", h.dbi,
+			          h.klen, mdb_strerror(rc));
+	}
+	return mdb_txn_commit(txn);
+}
+
+/* The writer thread owns the disk: the loop never waits for an fsync unless it asks to (persist_flush). */
+static void *writer_main(void *arg)
+{
+	struct persist *p = arg;
+	uint64_t one = 1;
+
+	pthread_mutex_lock(&p->mu);
+	for (;;) {
+		while (!p->busy && !p->stop)
+			pthread_cond_wait(&p->cv, &p->mu);
+		if (!p->busy)
+			break;
+		pthread_mutex_unlock(&p->mu);
+		int rc = batch_commit(p->env, p->flying);
+		pthread_mutex_lock(&p->mu);
+		p->result = rc;
+		p->busy = false;
+		pthread_cond_broadcast(&p->cv);
+		if (write(p->done_fd, &one, sizeof(one)) < 0)
+			log_error("op=lmdb_writer err=\"eventfd write: %s\"", strerror(errno));
+	}
+	pthread_mutex_unlock(&p->mu);
+	return NULL;
+}
+
+static void run_waiters(struct batch *b)
+{
+	struct waiter *run = b->waiters;
+	size_t n = b->nwaiters, cap = b->capwaiters;
+
+	if (!n)
+		return;
+	/* swap arrays first: a waiter may queue new waiters, which belong to a later commit */
+	b->waiters = b->spare;
+	b->capwaiters = b->capspare;
+	b->spare = NULL;
+	b->capspare = 0;
+	b->nwaiters = 0;
+	for (size_t i = 0; i < n; i++)
+		run[i].fn(run[i].arg);
+	if (b->spare) { /* a waiter ran this batch again and parked its array there */
+		free(run);
+	} else {
+		b->spare = run;
+		b->capspare = cap;
+	}
+}
+
+static void hand_off(struct persist *p)
+{
+	p->flying = p->open;
+	p->open = p->open == &p->b[0] ? &p->b[1] : &p->b[0];
+	pthread_mutex_lock(&p->mu);
+	p->busy = true;
+	pthread_cond_signal(&p->cv);
+	pthread_mutex_unlock(&p->mu);
+}
+
+/* Waits for the flying batch (if any), then releases its waiters. Returns its LMDB code. */
+static int land(struct persist *p)
+{
+	struct batch *b = p->flying;
+	int rc;
+
+	if (!b)
+		return 0;
+	pthread_mutex_lock(&p->mu);
+	while (p->busy)
+		pthread_cond_wait(&p->cv, &p->mu);
+	rc = p->result;
+	pthread_mutex_unlock(&p->mu);
+	p->flying = NULL;
+	p->durable_seq = b->seq;
+	if (rc)
+		log_error("op=lmdb_commit err=\"%s\" writes=%zu (metadata of this batch is not durable)",
+		          mdb_strerror(rc), b->nops);
+	else
+		p->commits++;
+	b->len = b->nops = 0;
+	run_waiters(b);
+	return rc;
+}
+
+static void done_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct persist *p = arg;
+	uint64_t n;
+
+	if (read(fd, &n, sizeof(n)) < 0 && errno != EAGAIN)
+		log_error("op=lmdb_writer err=\"eventfd read: %s\"", strerror(errno));
+	land(p);
+	/* what piled up while the disk was busy goes now: under load each commit carries the previous one's wait */
+	if (p->open->nops)
+		hand_off(p);
+}
 
 static void commit_cb(evutil_socket_t fd, short what, void *arg)
 {
-	persist_flush(arg);
+	struct persist *p = arg;
+
+	if (p->flying)
+		return; /* done_cb hands the open batch over */
+	if (p->open->nops)
+		hand_off(p);
+	else
+		run_waiters(p->open);
 }
 
 static int lock_dir(const char *dir, int *fd_out, char *err, size_t errlen)
@@ -60,6 +245,20 @@ static int lock_dir(const char *dir, int *fd_out, char *err, size_t errlen)
 	return 0;
 }
 
+static int start_writer(struct persist *p)
+{
+	sigset_t all, old;
+	int rc;
+
+	/* signals stay with the loop thread, whose libevent handlers expect them */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	rc = pthread_create(&p->writer, NULL, writer_main, p);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	p->writer_started = rc == 0;
+	return rc;
+}
+
 int persist_open(struct persist **out, struct event_base *base, const struct persist_opts *opts, char *err,
                  size_t errlen)
 {
@@ -69,7 +268,10 @@ int persist_open(struct persist **out, struct event_base *base, const struct per
 
 	if (!p)
 		return MMC_MALLOC_FAILED;
-	p->lock_fd = -1;
+	p->lock_fd = p->done_fd = -1;
+	p->open = &p->b[0];
+	pthread_mutex_init(&p->mu, NULL);
+	pthread_cond_init(&p->cv, NULL);
 	if (lock_dir(opts->dir, &p->lock_fd, err, errlen))
 		goto fail;
 	if ((rc = mdb_env_create(&p->env)) || (rc = mdb_env_set_maxdbs(p->env, MAX_DBS)) ||
@@ -77,9 +279,12 @@ int persist_open(struct persist **out, struct event_base *base, const struct per
 		snprintf(err, errlen, "cannot open LMDB in \"%s\": %s", opts->dir, mdb_strerror(rc));
 		goto fail;
 	}
+	p->done_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	p->commit_ev = event_new(base, -1, 0, commit_cb, p);
-	if (!p->commit_ev || event_priority_set(p->commit_ev, COMMIT_PRIORITY)) {
-		snprintf(err, errlen, "cannot create the commit event");
+	p->done_ev = p->done_fd < 0 ? NULL : event_new(base, p->done_fd, EV_READ | EV_PERSIST, done_cb, p);
+	if (!p->commit_ev || !p->done_ev || event_priority_set(p->commit_ev, COMMIT_PRIORITY) ||
+	    event_add(p->done_ev, NULL) || start_writer(p)) {
+		snprintf(err, errlen, "cannot start the LMDB writer");
 		goto fail;
 	}
 	*out = p;
@@ -93,24 +298,43 @@ void persist_close(struct persist *p)
 {
 	if (!p)
 		return;
-	if (p->env)
+	if (p->writer_started) {
 		persist_flush(p);
+		pthread_mutex_lock(&p->mu);
+		p->stop = true;
+		pthread_cond_signal(&p->cv);
+		pthread_mutex_unlock(&p->mu);
+		pthread_join(p->writer, NULL);
+	}
 	if (p->commit_ev)
 		event_free(p->commit_ev);
+	if (p->done_ev)
+		event_free(p->done_ev);
+	if (p->done_fd >= 0)
+		close(p->done_fd);
 	if (p->env)
 		mdb_env_close(p->env);
 	if (p->lock_fd >= 0)
 		close(p->lock_fd);
-	free(p->waiters);
-	free(p->spare);
+	for (int i = 0; i < 2; i++) {
+		free(p->b[i].ops);
+		free(p->b[i].waiters);
+		free(p->b[i].spare);
+	}
+	pthread_mutex_destroy(&p->mu);
+	pthread_cond_destroy(&p->cv);
 	free(p);
 }
 
 int persist_dbi(struct persist *p, const char *name, MDB_dbi *dbi)
 {
 	MDB_txn *txn;
-	int rc = mdb_txn_begin(p->env, NULL, 0, &txn);
+	int rc;
 
+	/* a handle opened in a transaction becomes usable by others once that transaction commits, so the batches
+	 * that will use it must come after */
+	persist_flush(p);
+	rc = mdb_txn_begin(p->env, NULL, 0, &txn);
 	if (rc == 0)
 		rc = mdb_dbi_open(txn, name, MDB_CREATE, dbi);
 	if (rc == 0)
@@ -126,8 +350,10 @@ int persist_dbi(struct persist *p, const char *name, MDB_dbi *dbi)
 
 int persist_read_begin(struct persist *p, MDB_txn **txn)
 {
-	int rc = mdb_txn_begin(p->env, NULL, MDB_RDONLY, txn);
+	int rc;
 
+	persist_flush(p); /* read what was written */
+	rc = mdb_txn_begin(p->env, NULL, MDB_RDONLY, txn);
 	if (rc) {
 		log_error("op=lmdb_read_begin err=\"%s\"", mdb_strerror(rc));
 		return MMC_ERROR;
@@ -135,111 +361,87 @@ int persist_read_begin(struct persist *p, MDB_txn **txn)
 	return 0;
 }
 
-static MDB_txn *turn_txn(struct persist *p)
+static int queue_op(struct persist *p, MDB_dbi dbi, const void *key, size_t klen, const void *val, size_t vlen,
+                    bool del)
 {
-	int rc;
+	struct batch *b = p->open;
+	size_t n = pad8(sizeof(struct op) + klen + (del ? 0 : vlen));
+	unsigned char *dst;
 
-	if (p->txn) {
-		if (clock_ns() - p->txn_start_ns > MAX_TXN_AGE_NS)
-			persist_flush(p);
-		else
-			return p->txn;
+	if (klen > UINT32_MAX / 2 || vlen > UINT32_MAX / 2 || !(dst = batch_append(b, n))) {
+		log_error("op=lmdb_queue err=\"out of memory\" bytes=%zu", n);
+		return MMC_ERROR;
 	}
-	rc = mdb_txn_begin(p->env, NULL, 0, &p->txn);
-	if (rc) {
-		log_error("op=lmdb_begin err=\"%s\"", mdb_strerror(rc));
-		p->txn = NULL;
-		return NULL;
+	memcpy(dst, &(struct op){dbi, (uint32_t)klen, del ? DEL_LEN : (uint32_t)vlen}, sizeof(struct op));
+	memcpy(dst + sizeof(struct op), key, klen);
+	if (!del && vlen)
+		memcpy(dst + sizeof(struct op) + klen, val, vlen);
+	if (b->nops++ == 0) {
+		b->seq = ++p->last_seq;
+		b->first_ns = clock_ns();
+		event_active(p->commit_ev, 0, 0);
+	} else if (!p->flying && clock_ns() - b->first_ns > MAX_BATCH_AGE_NS) {
+		hand_off(p); /* a loop that never idles still commits */
 	}
-	p->txn_start_ns = clock_ns();
-	event_active(p->commit_ev, 0, 0);
-	return p->txn;
+	return 0;
 }
 
 int persist_put(struct persist *p, MDB_dbi dbi, const void *key, size_t klen, const void *val, size_t vlen)
 {
-	MDB_val k = {klen, (void *)key}, v = {vlen, (void *)val};
-	MDB_txn *txn = turn_txn(p);
-	int rc;
-
-	if (!txn)
-		return MMC_ERROR;
-	rc = mdb_put(txn, dbi, &k, &v, 0);
-	if (rc) {
-		log_error("op=lmdb_put err=\"%s\"", mdb_strerror(rc));
-		return MMC_ERROR;
-	}
-	return 0;
+	return queue_op(p, dbi, key, klen, val, vlen, false);
 }
 
 int persist_del(struct persist *p, MDB_dbi dbi, const void *key, size_t klen)
 {
-	MDB_val k = {klen, (void *)key};
-	MDB_txn *txn = turn_txn(p);
-	int rc;
-
-	if (!txn)
-		return MMC_ERROR;
-	rc = mdb_del(txn, dbi, &k, NULL);
-	if (rc && rc != MDB_NOTFOUND) {
-		log_error("op=lmdb_del err=\"%s\"", mdb_strerror(rc));
-		return MMC_ERROR;
-	}
-	return 0;
+	return queue_op(p, dbi, key, klen, NULL, 0, true);
 }
 
 bool persist_dirty(const struct persist *p)
 {
-	return p->txn != NULL;
+	return p->open->nops || p->flying;
+}
+
+uint64_t persist_wait_seq(const struct persist *p)
+{
+	return p->open->nops ? p->open->seq : p->flying ? p->flying->seq : 0;
+}
+
+uint64_t persist_durable_seq(const struct persist *p)
+{
+	return p->durable_seq;
 }
 
 int persist_after_commit(struct persist *p, void (*fn)(void *arg), void *arg)
 {
-	if (p->nwaiters == p->capwaiters) {
-		size_t cap = p->capwaiters ? p->capwaiters * 2 : 64;
-		struct waiter *w = realloc(p->waiters, cap * sizeof(*w));
+	/* with nothing queued, the newest writes are the flying ones: wait for those only */
+	struct batch *b = !p->open->nops && p->flying ? p->flying : p->open;
+
+	if (b->nwaiters == b->capwaiters) {
+		size_t cap = b->capwaiters ? b->capwaiters * 2 : 64;
+		struct waiter *w = realloc(b->waiters, cap * sizeof(*w));
 
 		if (!w)
 			return MMC_MALLOC_FAILED;
-		p->waiters = w;
-		p->capwaiters = cap;
+		b->waiters = w;
+		b->capwaiters = cap;
 	}
-	p->waiters[p->nwaiters++] = (struct waiter){fn, arg};
-	event_active(p->commit_ev, 0, 0);
+	b->waiters[b->nwaiters++] = (struct waiter){fn, arg};
+	if (b == p->open)
+		event_active(p->commit_ev, 0, 0);
 	return 0;
 }
 
 int persist_flush(struct persist *p)
 {
-	int rc = 0;
-	size_t n;
+	int rc = land(p);
 
-	if (p->txn) {
-		rc = mdb_txn_commit(p->txn);
-		p->txn = NULL;
-		if (rc)
-			log_error("op=lmdb_commit err=\"%s\" (metadata of this turn is not durable)", mdb_strerror(rc));
-		else
-			p->commits++;
-	}
-	/* swap arrays first: a waiter may queue new waiters, which belong to the next commit */
-	n = p->nwaiters;
-	if (n) {
-		struct waiter *run = p->waiters;
-		size_t cap = p->capwaiters;
-
-		p->waiters = p->spare;
-		p->capwaiters = p->capspare;
-		p->spare = NULL;
-		p->capspare = 0;
-		p->nwaiters = 0;
-		for (size_t i = 0; i < n; i++)
-			run[i].fn(run[i].arg);
-		if (p->spare) { /* a waiter flushed again and parked its array there */
-			free(run);
+	/* waiters may write again; those writes belong to this flush too */
+	while (p->open->nops || p->open->nwaiters) {
+		if (p->open->nops) {
+			hand_off(p);
+			rc = land(p) ? MMC_ERROR : rc;
 		} else {
-			p->spare = run;
-			p->capspare = cap;
+			run_waiters(p->open);
 		}
 	}
 	return rc ? MMC_ERROR : 0;

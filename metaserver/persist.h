@@ -1,8 +1,9 @@
 /*
- * Durable metadata in LMDB with group commit. All metadata changes made during one turn of the event loop go into
- * one write transaction, committed when the loop has no more ready I/O (or when the transaction is 2 ms old, so a
- * busy server still commits). Replies that promise durability are held until that commit (persist_after_commit).
- * Loop thread only.
+ * Durable metadata in LMDB with group commit. Metadata changes are queued in a batch; the batch goes to a writer
+ * thread, which applies it in one write transaction and commits (with fsync), when the loop has no more ready I/O,
+ * when the batch is 2 ms old, or as soon as the previous batch is durable. The loop thread never waits for the disk:
+ * while one batch is being synced the next one fills. Replies that promise durability are held until the batch
+ * holding their writes has committed (persist_after_commit). All functions: loop thread only.
  */
 #ifndef MMC_PERSIST_H
 #define MMC_PERSIST_H
@@ -26,22 +27,31 @@ int persist_open(struct persist **out, struct event_base *base, const struct per
 /* Commits what is pending and closes. NULL is ignored. */
 void persist_close(struct persist *p);
 
-/* Opens (creating) a named database. Call before the first write txn of a turn, e.g. at start-up. */
+/* Opens (creating) a named database, at start-up: waits for queued writes first. */
 int persist_dbi(struct persist *p, const char *name, MDB_dbi *dbi);
-/* Begins a read-only transaction (for loading at start-up); the caller aborts it. */
+/* Begins a read-only transaction (for loading at start-up) that sees every write queued so far: waits for them to
+ * commit first. The caller aborts it. */
 int persist_read_begin(struct persist *p, MDB_txn **txn);
 
-/* Writes into this turn's transaction. Return 0 or MMC_ERROR (logged). */
+/* Queue a write for the next commit (key and value are copied). Return 0 or MMC_ERROR (out of memory, logged). A
+ * failed commit is logged; its writes are not durable. */
 int persist_put(struct persist *p, MDB_dbi dbi, const void *key, size_t klen, const void *val, size_t vlen);
 int persist_del(struct persist *p, MDB_dbi dbi, const void *key, size_t klen);
 
-/* True while this turn has uncommitted writes. */
+/* True while some queued write has not committed yet. */
 bool persist_dirty(const struct persist *p);
 
-/* Runs fn(arg) after this turn's transaction commits (at once-ish if nothing is pending). */
+/* The number of the newest batch with writes not yet committed (0: none), and of the newest batch committed (or
+ * failed: its waiters ran). Batches commit in order, so a change queued in batch n is durable once
+ * persist_durable_seq() >= n. */
+uint64_t persist_wait_seq(const struct persist *p);
+uint64_t persist_durable_seq(const struct persist *p);
+
+/* Runs fn(arg) on the loop once every write queued so far has committed (on the next idle turn if none is
+ * pending). */
 int persist_after_commit(struct persist *p, void (*fn)(void *arg), void *arg);
 
-/* Commits now. Returns 0 or MMC_ERROR. */
+/* Commits everything queued and runs the waiters, blocking the loop until done. Returns 0 or MMC_ERROR. */
 int persist_flush(struct persist *p);
 
 /* Commits so far, for /metrics and tests. */

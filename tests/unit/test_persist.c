@@ -1,0 +1,167 @@
+/*
+ * The LMDB group commit with its writer thread, on a real event loop and a real data directory: a waiter runs only
+ * after the writes queued before it are on disk, batches commit in order while the next one fills, and what was
+ * acknowledged is there after a reopen.
+ */
+#include <criterion/criterion.h>
+#include <event2/event.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "persist.h"
+
+static struct event_base *base;
+static struct persist *p;
+static MDB_dbi dbi;
+static char dir[64];
+
+static void open_store(void)
+{
+	struct persist_opts o = {dir, 64u << 20, true};
+	char err[256];
+
+	cr_assert_eq(persist_open(&p, base, &o, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(persist_dbi(p, "t", &dbi), 0);
+}
+
+static void setup(void)
+{
+	snprintf(dir, sizeof(dir), "/tmp/mmc-persist-XXXXXX");
+	cr_assert(mkdtemp(dir));
+	base = event_base_new();
+	cr_assert(base);
+	cr_assert_eq(event_base_priority_init(base, 3), 0);
+	open_store();
+}
+
+static void teardown(void)
+{
+	char cmd[128];
+
+	persist_close(p);
+	event_base_free(base);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	cr_assert_eq(system(cmd), 0);
+}
+
+/* what a waiter saw when it ran: the value of its key in a fresh read transaction */
+struct seen {
+	struct persist *p;
+	const char *key;
+	uint64_t seq;
+	int found, order;
+};
+static int runs;
+
+static void check_durable(void *arg)
+{
+	struct seen *s = arg;
+	MDB_env *env;
+	MDB_txn *txn;
+	MDB_val k = {strlen(s->key), (void *)s->key}, v;
+
+	/* a second environment on the same files: sees only what was committed */
+	cr_assert_eq(mdb_env_create(&env), 0);
+	mdb_env_set_maxdbs(env, 4);
+	cr_assert_eq(mdb_env_open(env, dir, MDB_RDONLY | MDB_NOTLS | MDB_NOLOCK, 0644), 0);
+	cr_assert_eq(mdb_txn_begin(env, NULL, MDB_RDONLY, &txn), 0);
+	MDB_dbi d;
+	s->found = mdb_dbi_open(txn, "t", 0, &d) == 0 && mdb_get(txn, d, &k, &v) == 0;
+	mdb_txn_abort(txn);
+	mdb_env_close(env);
+	s->order = ++runs;
+	cr_expect_geq(persist_durable_seq(s->p), s->seq, "ran before its batch was durable");
+}
+
+static void run_until(int n)
+{
+	for (int i = 0; i < 2000 && runs < n; i++)
+		event_base_loop(base, EVLOOP_ONCE | EVLOOP_NONBLOCK), usleep(1000);
+}
+
+TestSuite(persist, .init = setup, .fini = teardown, .timeout = 60);
+
+Test(persist, a_waiter_runs_after_its_writes_are_committed)
+{
+	struct seen s = {p, "k1", 0, 0, 0};
+
+	runs = 0;
+	cr_assert_eq(persist_put(p, dbi, "k1", 2, "v1", 2), 0);
+	cr_assert(persist_dirty(p));
+	s.seq = persist_wait_seq(p);
+	cr_assert_gt(s.seq, 0);
+	cr_assert_eq(persist_after_commit(p, check_durable, &s), 0);
+	run_until(1);
+	cr_assert_eq(runs, 1);
+	cr_assert(s.found, "the write was on disk when the waiter ran");
+	cr_assert_not(persist_dirty(p));
+	cr_assert_eq(persist_wait_seq(p), 0);
+}
+
+Test(persist, batches_commit_in_order_while_the_next_fills)
+{
+	struct seen a = {p, "a", 0, 0, 0}, b = {p, "b", 0, 0, 0}, none = {p, "a", 0, 0, 0};
+
+	runs = 0;
+	persist_put(p, dbi, "a", 1, "1", 1);
+	a.seq = persist_wait_seq(p);
+	persist_after_commit(p, check_durable, &a);
+	/* let the loop hand batch a to the writer, then fill the next one */
+	for (int i = 0; i < 100 && persist_wait_seq(p) == a.seq && runs == 0; i++) {
+		event_base_loop(base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
+		persist_put(p, dbi, "b", 1, "2", 1);
+		b.seq = persist_wait_seq(p);
+	}
+	cr_assert_eq(b.seq, a.seq + 1, "the second write went into a new batch");
+	persist_after_commit(p, check_durable, &b);
+	run_until(2);
+	cr_assert_eq(a.order, 1);
+	cr_assert_eq(b.order, 2);
+	cr_assert(a.found && b.found);
+	/* with nothing pending a waiter still runs, on the next idle turn */
+	none.seq = persist_durable_seq(p);
+	persist_after_commit(p, check_durable, &none);
+	run_until(3);
+	cr_assert_eq(none.order, 3);
+}
+
+Test(persist, flush_commits_everything_and_a_reopen_finds_it)
+{
+	char key[16];
+	MDB_txn *txn;
+	MDB_val k = {3, "k99"}, v;
+
+	for (int i = 0; i < 100; i++) {
+		snprintf(key, sizeof(key), "k%d", i);
+		cr_assert_eq(persist_put(p, dbi, key, strlen(key), key, strlen(key)), 0);
+	}
+	cr_assert_eq(persist_del(p, dbi, "k0", 2), 0);
+	cr_assert_eq(persist_del(p, dbi, "never", 5), 0, "deleting a missing key is fine");
+	cr_assert_eq(persist_flush(p), 0);
+	cr_assert_not(persist_dirty(p));
+	persist_close(p);
+	open_store();
+	cr_assert_eq(persist_read_begin(p, &txn), 0);
+	cr_assert_eq(mdb_get(txn, dbi, &k, &v), 0);
+	cr_assert_eq(v.mv_size, 3);
+	k = (MDB_val){2, "k0"};
+	cr_assert_eq(mdb_get(txn, dbi, &k, &v), MDB_NOTFOUND);
+	mdb_txn_abort(txn);
+}
+
+Test(persist, a_key_lmdb_refuses_does_not_sink_the_batch)
+{
+	static char huge[1024];
+	MDB_txn *txn;
+	MDB_val k = {2, "ok"}, v;
+
+	memset(huge, 'x', sizeof(huge)); /* longer than LMDB's key limit (511) */
+	persist_put(p, dbi, huge, sizeof(huge), "v", 1);
+	persist_put(p, dbi, "ok", 2, "v", 1);
+	cr_assert_eq(persist_flush(p), 0);
+	cr_assert_eq(persist_read_begin(p, &txn), 0);
+	cr_assert_eq(mdb_get(txn, dbi, &k, &v), 0);
+	mdb_txn_abort(txn);
+}
