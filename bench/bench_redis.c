@@ -25,7 +25,7 @@ static redisContext *connect_to(uint16_t port)
 	return c;
 }
 
-int redis_start(struct redis_server *r)
+int redis_start(struct redis_server *r, bool fsync)
 {
 	char port[16];
 	redisContext *c = NULL;
@@ -41,8 +41,8 @@ int redis_start(struct redis_server *r)
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		freopen("/dev/null", "w", stdout);
 		execlp("redis-server", "redis-server", "--port", port, "--bind", "127.0.0.1", "--save", "",
-		       "--appendonly", "no", "--protected-mode", "no", "--dir", r->dir, "--loglevel", "warning",
-		       (char *)NULL);
+		       "--appendonly", fsync ? "yes" : "no", "--appendfsync", "always", "--protected-mode", "no",
+		       "--dir", r->dir, "--loglevel", "warning", (char *)NULL);
 		_exit(127);
 	}
 	for (int i = 0; i < 100 && r->pid > 0 && !(c = connect_to(r->port)); i++)
@@ -187,7 +187,7 @@ int redis_measure(const struct redis_server *r, const struct shape *sh, int batc
 
 #else /* no hiredis */
 
-int redis_start(struct redis_server *r)
+int redis_start(struct redis_server *r, bool fsync)
 {
 	memset(r, 0, sizeof(*r));
 	fprintf(stderr, "mmc-bench: built without hiredis: no Redis baseline\n");

@@ -1,12 +1,15 @@
 /*
- * The baseline users pick today: a private redis-server (Debian's, persistence off, on a free loopback port)
- * driven through hiredis. Each client thread has its own connection and moves a batch of blocks as one pipeline
- * of SETs, then one of GETs whose replies are copied into the caller's buffers (what a KV connector must do).
- * Built only when hiredis is found; otherwise redis_start() says so and the baseline column reads "-".
+ * The baseline users pick today: a private redis-server (Debian's, on a free loopback port) driven through hiredis,
+ * either with persistence off (what LMCache deployments run) or with an append-only file fsynced before each reply
+ * (appendfsync always: the same promise as mmc-metaserver's default LMDB sync). Each client thread has its own
+ * connection and moves a batch of blocks as one pipeline of SETs, then one of GETs whose replies are copied into the
+ * caller's buffers (what a KV connector must do). Built only when hiredis is found; otherwise redis_start() says so and
+ * the baseline column reads "-".
  */
 #ifndef MMC_BENCH_REDIS_H
 #define MMC_BENCH_REDIS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -18,7 +21,8 @@ struct redis_server {
 	char dir[64];
 };
 
-int redis_start(struct redis_server *r);
+/* fsync: appendonly yes, appendfsync always; else no persistence at all. */
+int redis_start(struct redis_server *r, bool fsync);
 void redis_stop(struct redis_server *r);
 
 /* GB/s (threads x bytes per call / median call) of SET and GET of batch blocks per thread. 0 on failure. */
