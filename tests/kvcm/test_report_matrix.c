@@ -6,6 +6,7 @@
  */
 #include "report_test.h"
 
+#include <lmdb.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -564,4 +565,132 @@ Test(report_matrix, a_snapshot_after_a_restart_reconverges) /* P-04 */
 	json_decref(r);
 	cr_expect(visible(1) && !visible(2), "strict: the snapshot is the whole state");
 	cr_expect(meta_gone(2), "the history it omitted is cleaned up");
+}
+
+/*
+ * Q-02, Q-03: locations that reportEvent never writes (its validation forbids them) but a metadata store may hold,
+ * e.g. from another version: written into the stopped server's LMDB as block records next to a good one.
+ */
+struct rec {
+	uint8_t *p, *end;
+};
+
+static void put(struct rec *r, const void *v, size_t n)
+{
+	cr_assert(r->p + n <= r->end);
+	memcpy(r->p, v, n);
+	r->p += n;
+}
+
+static void put_str(struct rec *r, const char *s, int lenbytes)
+{
+	uint32_t n = (uint32_t)strlen(s);
+
+	put(r, &n, (size_t)lenbytes);
+	put(r, s, n);
+}
+
+/* A block record (format of metaserver/kvcm/kvcm_store.c) with one location id holding specs name=uri. */
+static size_t record(uint8_t *buf, size_t cap, uint8_t status, uint8_t type, const char *id, int nspecs,
+                     const char *const *uris_)
+{
+	struct rec r = {buf, buf + cap};
+	uint8_t version = 2, has_prev = 0;
+	uint64_t zero = 0, now = 1;
+	uint16_t one = 1, n = (uint16_t)nspecs;
+
+	put(&r, &version, 1);
+	put(&r, &has_prev, 1);
+	put(&r, &zero, 8);
+	put(&r, &now, 8);
+	put(&r, &one, 2);
+	put_str(&r, id, 2);
+	put(&r, &status, 1);
+	put(&r, &type, 1);
+	put(&r, &now, 8);
+	put_str(&r, "er_fast", 2);
+	put(&r, &n, 2);
+	for (int i = 0; i < nspecs; i++) {
+		char name[16];
+
+		snprintf(name, sizeof(name), "s%d", i);
+		put_str(&r, name, 2);
+		put_str(&r, uris_[i], 4);
+	}
+	return (size_t)(r.p - buf);
+}
+
+struct crafted {
+	long key;
+	const char *id;
+	int nspecs;
+	const char *uris[2];
+	bool visible;
+};
+
+#define SV  "s_version=0123456789abcdef0123456789abcdef"
+#define LOC "kvs#event_report_l2#gpu#q2:1"
+
+static const struct crafted crafted[] = {
+    {101, LOC, 1, {"x://q/101?" SV}, true}, /* control: well formed */
+    {102, LOC, 1, {"x://q/102"}, true},     /* legacy: no s_version, soft mode */
+    {103, LOC, 0, {NULL}, false},           /* no spec */
+    {104, LOC, 1, {"not a uri"}, false},
+    {105, LOC, 1, {"x://q/105?" SV "&" SV}, false},                         /* two s_version */
+    {106, LOC, 1, {"x://q/106?s_version=0123"}, false},                     /* not 32 hex */
+    {107, LOC, 2, {"x://q/107?" SV, "x://q:port/107"}, false},              /* one bad spec closes the location */
+    {108, "kvs#event_report_l2#gpu", 1, {"x://q/108?" SV}, false},          /* malformed id */
+    {109, "kvs#event_report_l1p5#gpu#q2:1", 1, {"x://q/109?" SV}, false},   /* id of the wrong type */
+    {110, "kvs#event_report_l2#gpu#nobody:1", 1, {"x://q/110?" SV}, false}, /* a host never heard from */
+    {111, "kvs#v6d#gpu#q2:1", 1, {"x://q/111?" SV}, false},                 /* not a type of ours */
+};
+
+static void write_crafted(void)
+{
+	MDB_env *env;
+	MDB_txn *txn;
+	MDB_dbi dbi;
+	MDB_cursor *cur;
+	MDB_val k, v;
+	uint8_t key[16], buf[1024];
+	char dir[300];
+
+	snprintf(dir, sizeof(dir), "%s/data", srv.m.dir); /* --data-dir of tests/support/proc.c */
+	cr_assert_eq(mdb_env_create(&env), 0);
+	cr_assert_eq(mdb_env_set_maxdbs(env, 64), 0);
+	cr_assert_eq(mdb_env_open(env, dir, 0, 0644), 0);
+	cr_assert_eq(mdb_txn_begin(env, NULL, 0, &txn), 0);
+	cr_assert_eq(mdb_dbi_open(txn, "kvcm_blocks", 0, &dbi), 0);
+	cr_assert_eq(mdb_cursor_open(txn, dbi, &cur), 0);
+	cr_assert_eq(mdb_cursor_get(cur, &k, &v, MDB_FIRST), 0, "the reported block 1 has a record");
+	cr_assert_eq(k.mv_size, 16);
+	memcpy(key, k.mv_data, 8); /* the instance's uid */
+	mdb_cursor_close(cur);
+	for (size_t i = 0; i < sizeof(crafted) / sizeof(crafted[0]); i++) {
+		const struct crafted *c = &crafted[i];
+		uint64_t kk = (uint64_t)c->key ^ UINT64_C(0x8000000000000000);
+
+		for (int j = 0; j < 8; j++)
+			key[8 + j] = (uint8_t)(kk >> (56 - 8 * j));
+		k = (MDB_val){16, key};
+		v = (MDB_val){record(buf, sizeof(buf), 3 /* CLS_SERVING */, 8 /* ST_EVENT_REPORT_L2 */, c->id,
+		                     c->nspecs, c->uris),
+		              buf};
+		cr_assert_eq(mdb_put(txn, dbi, &k, &v, 0), 0);
+	}
+	cr_assert_eq(mdb_txn_commit(txn), 0);
+	mdb_env_close(env);
+}
+
+Test(report_matrix, malformed_locations_fail_closed) /* */
+{
+	EXPECT_CODE(report("q2:1", L2, "[" ADD("1", "gpu", "a", "x://q/1") "]"), "OK");
+	cr_assert_eq(metaserver_stop(&srv.m), 0);
+	write_crafted();
+	cr_assert_eq(kvcm_srv_restart(&srv, NULL), 0);
+	EXPECT_CODE(report("q2:1", L2, "[" HEARTBEAT "]"), "OK");
+	cr_expect(visible(1));
+	for (size_t i = 0; i < sizeof(crafted) / sizeof(crafted[0]); i++)
+		cr_expect_eq(visible(crafted[i].key), crafted[i].visible, "block %ld (%s)", crafted[i].key,
+		             crafted[i].id);
 }
