@@ -178,6 +178,7 @@ Test(report_matrix, concurrent_first_deltas_make_one_generation) /* D-06 */
 	}
 	cr_expect_eq(strlen(w[0].gen), 32);
 	cr_expect_eq(required, 1, "exactly one request created the generation");
+	EXPECT_CODE(report("d6:1", L2, "[" HEARTBEAT "]"), "OK"); /* deltas do not refresh liveness */
 	uris(1, u, sizeof(u));
 	for (int i = 0; i < THREADS; i++) {
 		char want[64];
@@ -229,6 +230,7 @@ Test(report_matrix, concurrent_writes_to_different_specs_are_kept) /* D-10 */
 		cr_expect_eq(w[i].errors, 0, "writer %d", i);
 	}
 	pthread_barrier_destroy(&start_line);
+	EXPECT_CODE(report("d10:1", L2, "[" HEARTBEAT "]"), "OK"); /* deltas do not refresh liveness */
 	for (long key = 1; key <= 20; key++) {
 		uris(key, u, sizeof(u));
 		for (int i = 0; i < THREADS; i++) {
@@ -262,6 +264,7 @@ Test(report_matrix, snapshot_and_delta_converge_in_either_order) /* S-07 */
 	run_racers(w, 2);
 	cr_expect_str_eq(w[0].code, "OK");
 	cr_expect_str_eq(w[1].code, "OK");
+	EXPECT_CODE(report("s7c:1", L2, "[" HEARTBEAT "]"), "OK");
 	uris(5, u, sizeof(u));
 	cr_expect(strstr(u, "x://c/5a?"), "%s", u);
 	if (strcmp(w[1].gen, w[0].gen) == 0)
@@ -294,6 +297,7 @@ Test(report_matrix, cleanup_spares_newer_writes)
 	json_decref(r);
 	cr_assert(meta_gone(1), "the cleanup finishes");
 	cr_assert(meta_gone(n - k));
+	EXPECT_CODE(report("cl:1", L2, "[" HEARTBEAT "]"), "OK");
 	for (long key = n - k + 1; key <= n; key++) {
 		char u[2048];
 
