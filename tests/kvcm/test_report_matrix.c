@@ -123,6 +123,7 @@ struct racer {
 	int id;
 	const char *body; /* events; NULL: the racer builds its own */
 	const char *host;
+	const char *type; /* NULL: L2 */
 	char code[64], gen[40], item0[64];
 	bool required;
 	int errors;
@@ -140,7 +141,7 @@ static void *race(void *arg)
 	if (!w->body)
 		snprintf(own, sizeof(own), "[" ADD("1", "gpu", "s%d", "x://d/s%d") "]", w->id, w->id);
 	pthread_barrier_wait(&start_line);
-	r = report_on(&c, "race", w->host, L2, w->body ? w->body : own);
+	r = report_on(&c, "race", w->host, w->type ? w->type : L2, w->body ? w->body : own);
 	snprintf(w->code, sizeof(w->code), "%s", r ? code_of(r) : "no reply");
 	snprintf(w->gen, sizeof(w->gen), "%s", r ? gen_of(r) : "");
 	snprintf(w->item0, sizeof(w->item0), "%s", item_of(r, 0));
@@ -526,7 +527,10 @@ Test(report_matrix, reporters_do_not_block_each_other) /* C-02, and S-08 under c
 	char *snap = big_snapshot(n, "c2a");
 	struct racer w[4] = {0};
 
-	/* a large snapshot of one reporter racing a delta of another and two snapshots of a third */
+	/* a large snapshot of one reporter racing a delta of another and two snapshots of a third, on the default
+	 * L1P5 storage: its 30 s heartbeat timeout outlasts the snapshot even under a sanitizer */
+	for (int i = 0; i < 4; i++)
+		w[i].type = L1P5;
 	w[0].host = "c2a:1";
 	w[0].body = snap;
 	w[1].host = "c2b:1";
@@ -540,10 +544,6 @@ Test(report_matrix, reporters_do_not_block_each_other) /* C-02, and S-08 under c
 	              (strcmp(w[3].code, "OK") == 0 && strcmp(w[2].code, "SNAPSHOT_RATE_LIMITED") == 0),
 	          "one of two concurrent snapshots of a reporter commits: %s, %s", w[2].code, w[3].code);
 	free(snap);
-	/* the large snapshot may outlast heartbeat_timeout_ms (400) */
-	EXPECT_CODE(report("c2a:1", L2, "[" HEARTBEAT "]"), "OK");
-	EXPECT_CODE(report("c2b:1", L2, "[" HEARTBEAT "]"), "OK");
-	EXPECT_CODE(report("c2c:1", L2, "[" HEARTBEAT "]"), "OK");
 	{
 		char u[2048];
 
