@@ -90,7 +90,24 @@ Test(faults, bad_injections_are_invalid)
 	EXPECT_CODE(
 	    ADMIN("injectFault", "{\"fault_type\":\"FT_INTERNAL_ERROR\",\"fault_trigger_strategy\":\"ALWAYS\"}"),
 	    "INVALID_ARGUMENT");
+	EXPECT_CODE(ADMIN("injectFault", "{\"api_name\":\"ReportEventMetaWrite\",\"fault_type\":\"FT_INTERNAL_ERROR\","
+	                                 "\"fault_trigger_strategy\":\"ALWAYS\",\"trigger_at_write\":-1}"),
+	            "INVALID_ARGUMENT");
 	EXPECT_CODE(CALL("getCacheLocation", QUERY_BODY, "q"), "OK");
+	/* at most 64 faults; replacing one is fine when full */
+	for (int i = 0; i < 64; i++) {
+		char name[32];
+
+		snprintf(name, sizeof(name), "Api%d", i);
+		inject(name, "ALWAYS", -1, 0);
+	}
+	EXPECT_CODE(ADMIN("injectFault", "{\"api_name\":\"GetCacheLocation\",\"fault_type\":\"FT_INTERNAL_ERROR\","
+	                                 "\"fault_trigger_strategy\":\"ALWAYS\"}"),
+	            "INVALID_ARGUMENT");
+	inject("Api7", "ONCE", 1, 0);
+	EXPECT_CODE(ADMIN("removeFault", "{\"api_name\":\"Api3\"}"), "OK");
+	inject("GetCacheLocation", "ALWAYS", -1, 0);
+	expect_fault(CALL("getCacheLocation", QUERY_BODY, "q"), "GetCacheLocation");
 }
 
 Test(faults, the_service_is_absent_unless_enabled)
