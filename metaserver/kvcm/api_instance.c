@@ -35,8 +35,11 @@ void api_register_instance(struct call *c)
 {
 	struct instance *inst = NULL;
 	char msg[1024] = "";
-	int code = instance_register(c->k, c->body, &c->d, &inst, msg, sizeof(msg));
+	int code;
 
+	if (fault_check(c, "RegisterInstance"))
+		return;
+	code = instance_register(c->k, c->body, &c->d, &inst, msg, sizeof(msg));
 	if (call_decode_failed(c))
 		return;
 	if (code != KC_OK) {

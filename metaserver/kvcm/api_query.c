@@ -134,6 +134,8 @@ static bool run(struct call *c, struct query *q, const char *api, bool with_mask
 {
 	int64_t *keys = NULL;
 
+	if (fault_check(c, api))
+		return false;
 	q->type = effective_type(c, jd_enum(&c->d, c->body, "query_type", &enum_query_type));
 	q->sw_size = jd_i32(&c->d, c->body, "sw_size");
 	q->filter.n = jd_strs(&c->d, c->body, "location_spec_names", &q->filter.names, 4096);

@@ -326,7 +326,8 @@ void api_start_write_cache(struct call *c)
 	int32_t timeout_s = jd_i32(&c->d, c->body, "write_timeout_seconds");
 	int32_t min_replicas = jd_i32(&c->d, c->body, "min_replica_count");
 
-	if (call_decode_failed(c) || !call_keys(c, "StartWriteCache", &p.keys, &p.n))
+	if (fault_check(c, "StartWriteCache") || call_decode_failed(c) ||
+	    !call_keys(c, "StartWriteCache", &p.keys, &p.n))
 		return;
 	if (!spec_groups(c, p.n, &groups))
 		goto out;
@@ -377,7 +378,7 @@ void api_finish_write_cache(struct call *c)
 	struct wsession *w;
 	bool *ok;
 
-	if (call_decode_failed(c) || !call_mask(c, c->body, "success_blocks", &m))
+	if (fault_check(c, "FinishWriteCache") || call_decode_failed(c) || !call_mask(c, c->body, "success_blocks", &m))
 		return;
 	if (!sid[0] || !present) {
 		call_fail(c, KC_INVALID_ARGUMENT, "missing or invalid fields: {FinishWriteCache: {%s}}",

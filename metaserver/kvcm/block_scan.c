@@ -48,7 +48,12 @@ static void step(evutil_socket_t fd, short what, void *arg)
 			t->fn(t->k, t->inst, b, t->arg);
 	}
 	if (t->next < t->n) {
-		event_active(t->ev, 0, 0);
+		/* A timer, not event_active: libevent runs an event activated from an active callback in the same pass,
+		 * so the whole scan would run before any request is read. A zero timeout waits for the next poll. */
+		static const struct timeval next_turn = {0, 0};
+
+		if (event_add(t->ev, &next_turn))
+			event_active(t->ev, 0, 0);
 		return;
 	}
 	log_info("op=kvcm_%s_done instance=\"%s\" keys=%zu", t->what, t->inst->id, t->n);

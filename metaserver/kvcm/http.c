@@ -274,7 +274,7 @@ static const struct route *find_route(struct http_server *s, const char *path)
 		return NULL;
 	for (size_t i = 0; i < s->nroutes; i++)
 		if (strcmp(s->routes[i].name, path + 5) == 0)
-			return &s->routes[i];
+			return (s->routes[i].flags & ROUTE_DEBUG) && !s->k->conf.debug_service ? NULL : &s->routes[i];
 	return NULL;
 }
 

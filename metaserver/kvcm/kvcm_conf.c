@@ -42,6 +42,7 @@ static const struct conf_key keys[] = {
     {"kvcm.service.max_connections", CONF_U32, F(max_connections), 1, 1000000, NULL},
     {"kvcm.service.idle_timeout_seconds", CONF_U32, F(idle_timeout_s), 1, 86400, NULL},
     {"kvcm.service.advertised_host", CONF_STR, F(advertised_host), 0, 0, NULL},
+    {"kvcm.service.enable_debug_service", CONF_BOOL, F(debug_service), 0, 0, NULL},
     {"kvcm.startup_config", CONF_STR, F(startup_config), 0, 0, NULL},
     {"kvcm.default_storage.root_path", CONF_STR, F(default_root), 0, 0, NULL},
     {"kvcm.instance_group.auto_create", CONF_BOOL, F(auto_create_group), 0, 0, NULL},
@@ -61,7 +62,6 @@ static const struct conf_key keys[] = {
     {"kvcm.service.admin_rpc_port", CONF_U32, F(compat_u32[1]), 0, 65535, NULL},
     {"kvcm.service.io_thread_num", CONF_U32, F(compat_u32[2]), 0, 1024, NULL},
     {"kvcm.logger.log_level", CONF_U32, F(compat_u32[3]), 0, 5, NULL},
-    {"kvcm.service.enable_debug_service", CONF_BOOL, F(compat_bool), 0, 0, NULL},
     {"kvcm.registry_storage.uri", CONF_STR, F(compat_str), 0, 0, NULL},
     {NULL, 0, 0, 0, 0, 0, NULL},
 };

@@ -17,6 +17,7 @@ struct kvcm_conf {
 	uint32_t max_connections;
 	uint32_t idle_timeout_s;
 	char advertised_host[256];
+	bool debug_service; /* the fault-injection APIs on the admin port */
 	char startup_config[1024];
 	char default_root[1024];
 	bool auto_create_group;
@@ -35,7 +36,6 @@ struct kvcm_conf {
 	uint32_t er_drain_timeout_ms;
 	/* accepted for command-line compatibility with the reference server; no effect here */
 	uint32_t compat_u32[4];
-	bool compat_bool;
 	char compat_str[1024];
 };
 

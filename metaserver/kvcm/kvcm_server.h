@@ -7,6 +7,7 @@
 #include <lmdb.h>
 #include <stdint.h>
 
+#include "faults.h"
 #include "kvcm_conf.h"
 #include "list.h"
 #include "model.h"
@@ -45,6 +46,7 @@ struct kvcm {
 	struct reporters *reporters;
 	struct file_refs *file_refs; /* files shared by several blocks: deleted with the last one */
 	struct event *reclaim_ev;
+	struct faults faults; /* injected by the debug service */
 
 	MDB_dbi db_meta, db_storages, db_groups, db_instances, db_blocks;
 	uint64_t store_writes; /* bumped by every LMDB write: replies to requests that wrote wait for the commit */

@@ -10,6 +10,7 @@
 #include "instance.h"
 #include "kvcm_server.h"
 #include "log.h"
+#include "mmc/mmc.h"
 #include "persist.h"
 #include "quota.h"
 #include "storage.h"
@@ -41,10 +42,10 @@ static void put_json(struct kvcm *k, MDB_dbi dbi, const char *key, json_t *v)
 	free(s);
 }
 
-static void del_key(struct kvcm *k, MDB_dbi dbi, const void *key, size_t len)
+static int del_key(struct kvcm *k, MDB_dbi dbi, const void *key, size_t len)
 {
-	persist_del(k->persist, dbi, key, len);
 	k->store_writes++;
+	return persist_del(k->persist, dbi, key, len);
 }
 
 bool store_initialized(struct kvcm *k)
@@ -140,15 +141,16 @@ static size_t record_size(const struct block *b)
 	return n;
 }
 
-void store_put_block(struct kvcm *k, const struct instance *inst, const struct block *b)
+int store_put_block(struct kvcm *k, const struct instance *inst, const struct block *b)
 {
 	size_t n = record_size(b);
 	uint8_t key[16], *buf = malloc(n), *p = buf;
 	uint16_t nlocs = 0;
+	int rc;
 
 	if (!buf) {
 		log_error("op=kvcm_store err=\"out of memory\"");
-		return;
+		return MMC_ERROR;
 	}
 	for (const struct location *l = b->locs; l; l = l->next)
 		nlocs++;
@@ -172,15 +174,16 @@ void store_put_block(struct kvcm *k, const struct instance *inst, const struct b
 		}
 	}
 	block_key(key, inst->uid, b->key);
-	persist_put(k->persist, k->db_blocks, key, sizeof(key), buf, (size_t)(p - buf));
+	rc = persist_put(k->persist, k->db_blocks, key, sizeof(key), buf, (size_t)(p - buf));
 	k->store_writes++;
 	free(buf);
+	return rc;
 }
 
-void store_del_block(struct kvcm *k, const struct instance *inst, int64_t key)
+int store_del_block(struct kvcm *k, const struct instance *inst, int64_t key)
 {
 	uint8_t kb[16];
 
 	block_key(kb, inst->uid, key);
-	del_key(k, k->db_blocks, kb, sizeof(kb));
+	return del_key(k, k->db_blocks, kb, sizeof(kb));
 }

@@ -25,7 +25,8 @@ void store_put_group(struct kvcm *k, const struct group *g);
 void store_del_group(struct kvcm *k, const struct group *g);
 void store_put_instance(struct kvcm *k, const struct instance *inst);
 void store_del_instance(struct kvcm *k, const struct instance *inst);
-void store_put_block(struct kvcm *k, const struct instance *inst, const struct block *b);
-void store_del_block(struct kvcm *k, const struct instance *inst, int64_t key);
+/* 0, or MMC_ERROR (logged) when the record could not be written: the block in memory is then not durable. */
+int store_put_block(struct kvcm *k, const struct instance *inst, const struct block *b);
+int store_del_block(struct kvcm *k, const struct instance *inst, int64_t key);
 
 #endif

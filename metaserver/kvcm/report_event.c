@@ -12,9 +12,12 @@
 #include "block_index.h"
 #include "clock.h"
 #include "codes.h"
+#include "faults.h"
 #include "group.h"
 #include "kvcm_server.h"
 #include "kvcm_store.h"
+#include "log.h"
+#include "mmc/mmc.h"
 #include "quota.h"
 #include "report_events.h"
 #include "reporter.h"
@@ -36,6 +39,11 @@ struct report {
 	char loc[2 * KVCM_NAME_MAX];
 	int64_t *dirty; /* keys of the blocks whose records are to be written when all events are applied */
 	size_t ndirty, capdirty;
+	int64_t *failed; /* keys whose record could not be written, in the order written */
+	size_t nfailed, capfailed;
+	bool failed_untracked;      /* a failed key could not be noted: every mutation counts as failed */
+	const struct fault *wfault; /* FAULT_REPORT_WRITE for this request */
+	uint32_t writes;
 };
 
 /* uri with s_version=gen added as its last query parameter (before any fragment), at out; returns its end. */
@@ -66,16 +74,44 @@ static const char *location_id(struct report *rp, const char *medium)
 	return rp->loc;
 }
 
-/* The record of the block of key as it is now: written, or deleted when the block is gone or empty. */
+static void note_failed(struct report *rp, int64_t key)
+{
+	if (rp->nfailed == rp->capfailed) {
+		size_t cap = rp->capfailed ? rp->capfailed * 2 : 16;
+		int64_t *f = realloc(rp->failed, cap * sizeof(*f));
+
+		if (!f) {
+			rp->failed_untracked = true;
+			return;
+		}
+		rp->failed = f;
+		rp->capfailed = cap;
+	}
+	rp->failed[rp->nfailed++] = key;
+}
+
+/*
+ * The record of the block of key as it is now: written, or deleted when the block is gone or empty. A failed
+ * write leaves the block in memory as the events made it, but not durable: the events that touched it are
+ * answered INTERNAL_ERROR, and the caller retries them (reference §6.1 rule 10).
+ */
 static void store_block(struct report *rp, int64_t key)
 {
 	struct instance *inst = rp->c->inst;
 	struct block *b = block_find(inst, key);
+	int rc;
 
-	if (b && b->locs)
-		store_put_block(rp->c->k, inst, b);
-	else
-		store_del_block(rp->c->k, inst, key);
+	rp->writes++;
+	if (rp->wfault && (!rp->wfault->at_write || rp->wfault->at_write == (int32_t)rp->writes)) {
+		log_error("op=kvcm_report_write key=%" PRId64 " err=\"fault injection\"", key);
+		rc = MMC_ERROR;
+	} else if (b && b->locs) {
+		rc = store_put_block(rp->c->k, inst, b);
+	} else {
+		rc = store_del_block(rp->c->k, inst, key);
+	}
+	if (rc)
+		note_failed(rp, key);
 }
 
 /*
@@ -230,26 +266,57 @@ static int delta(struct report *rp, const struct er_event *ev)
 	return write_specs(rp, &ev->b, ev->type == EV_ADD, ev->type == EV_DELETE);
 }
 
+/*
+ * A failed snapshot is not rolled back (§6.5): what it wrote stays, under the candidate generation. The committed
+ * generation is left as it was and the reporter turns soft (§6.11), so both the old data and the part written are
+ * candidates; no cooldown starts and no cleanup, and a full retry converges.
+ */
+static int snapshot_abort(struct report *rp, const char *committed)
+{
+	struct reporter *r = rp->r;
+
+	memcpy(r->gen, committed, sizeof(r->gen));
+	r->strict = false;
+	log_warn("op=kvcm_snapshot_abort instance=\"%s\" host=\"%s\" failed_writes=%zu", r->inst->id, r->host,
+	         rp->nfailed);
+	return KC_INTERNAL_ERROR;
+}
+
+static bool rate_limited(struct report *rp, uint64_t now)
+{
+	uint64_t min = (uint64_t)jn_i64(json_object_get(rp->storage->cfg, "event_report"), "snapshot_min_interval_ms");
+
+	min = min ? min : rp->c->k->conf.er_snapshot_min_interval_ms;
+	if (!rp->r->last_snapshot_ms || now - rp->r->last_snapshot_ms >= min)
+		return false;
+	rp->retry_after_ms = min - (now - rp->r->last_snapshot_ms);
+	return true;
+}
+
 static int snapshot(struct report *rp, const struct er_event *ev)
 {
-	uint64_t now = clock_ms(), min;
+	char committed[GEN_LEN + 1];
+	uint64_t now = clock_ms();
 
 	if (rp->r && rp->r->tombstone)
 		return KC_NODE_NOT_REGISTERED;
 	if (!lazily_initialised(rp))
 		return KC_INTERNAL_ERROR;
-	min = (uint64_t)jn_i64(json_object_get(rp->storage->cfg, "event_report"), "snapshot_min_interval_ms");
-	min = min ? min : rp->c->k->conf.er_snapshot_min_interval_ms;
-	if (rp->r->last_snapshot_ms && now - rp->r->last_snapshot_ms < min) {
-		rp->retry_after_ms = min - (now - rp->r->last_snapshot_ms);
+	if (rate_limited(rp, now))
 		return KC_SNAPSHOT_RATE_LIMITED;
-	}
+	memcpy(committed, rp->r->gen, sizeof(committed));
 	reporter_new_generation(rp->c->k, rp->r);
 	for (size_t i = 0; i < ev->nblocks; i++) {
 		reporter_merge_medium(rp->r, ev->blocks[i].medium);
-		if (write_specs(rp, &ev->blocks[i], false, false) != KC_OK)
-			return KC_INTERNAL_ERROR; /* partial: not rolled back, the caller retries the whole snapshot */
+		if (write_specs(rp, &ev->blocks[i], false, false) != KC_OK) {
+			store_dirty(rp);
+			return snapshot_abort(rp, committed);
+		}
 	}
+	/* the commit comes after the records are written: a snapshot whose metadata write failed is not committed */
+	store_dirty(rp);
+	if (rp->nfailed || rp->failed_untracked)
+		return snapshot_abort(rp, committed);
 	/* omitted blocks are hidden by the strict fence now and their metadata removed in the background */
 	rp->r->strict = true;
 	rp->r->last_snapshot_ms = now;
@@ -408,6 +475,25 @@ static void prefetch(const struct instance *inst, const struct er_events *e, siz
 		block_prefetch(inst, e->ev[i].b.key, chain);
 }
 
+/*
+ * A mutation whose block record could not be written failed, whatever its own result: the events folded into one
+ * block's write share that write's result (§6.6), and the header then names the first failing item (§6.9).
+ */
+static void writes_failed(struct report *rp, const struct er_events *e, int *results)
+{
+	if (!rp->nfailed && !rp->failed_untracked)
+		return;
+	qsort(rp->failed, rp->nfailed, sizeof(*rp->failed), cmp_key);
+	for (size_t i = 0; i < e->n; i++) {
+		const struct er_event *ev = &e->ev[i];
+
+		if ((ev->type != EV_ADD && ev->type != EV_DELETE) || results[i] != KC_OK)
+			continue;
+		if (rp->failed_untracked || bsearch(&ev->b.key, rp->failed, rp->nfailed, sizeof(*rp->failed), cmp_key))
+			results[i] = KC_INTERNAL_ERROR;
+	}
+}
+
 static void apply_all(struct report *rp, const struct er_events *e)
 {
 	struct call *c = rp->c;
@@ -418,6 +504,7 @@ static void apply_all(struct report *rp, const struct er_events *e)
 		call_fail(c, KC_INTERNAL_ERROR, "out of memory");
 		return;
 	}
+	rp->wfault = fault_find(c, FAULT_REPORT_WRITE);
 	rp->r = reporter_find(c->k, c->inst, rp->type, rp->host);
 	had_generation = rp->r && !rp->r->tombstone && rp->r->gen[0];
 	for (size_t i = 0; i < e->n; i++) {
@@ -426,8 +513,10 @@ static void apply_all(struct report *rp, const struct er_events *e)
 		results[i] = apply(rp, &e->ev[i]);
 	}
 	store_dirty(rp);
+	writes_failed(rp, e, results);
 	reply(rp, results, e->n, had_generation);
 	free(results);
+	free(rp->failed);
 }
 
 void api_report_event(struct call *c)

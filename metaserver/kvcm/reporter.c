@@ -181,11 +181,16 @@ bool er_location_visible(struct kvcm *k, const struct instance *inst, const stru
 	return !r->strict || current;
 }
 
-/* What a cleanup scan removes: the reporter's locations without a spec of generation keep. */
+/*
+ * What a cleanup scan removes: the reporter's locations without a spec of generation keep that were written
+ * before the scan started. A scan spans loop turns; the newer writes it meets (a later snapshot's, or those of a
+ * lifecycle begun by REGISTER after a tombstone) belong to another attempt and are never its to remove.
+ */
 struct cleanup {
 	int type;
 	char host[KVCM_NAME_MAX];
 	char keep[GEN_LEN + 1];
+	uint64_t since_us;
 };
 
 static bool holds_generation(const struct location *l, const char *gen)
@@ -208,7 +213,7 @@ static void cleanup_block(struct kvcm *k, struct instance *inst, struct block *b
 	bool changed = false;
 
 	while ((l = *pp)) {
-		if (l->er_key && l->type == c->type && !l->pending &&
+		if (l->er_key && l->type == c->type && !l->pending && l->create_time_us < c->since_us &&
 		    er_location_host(l, host, sizeof(host), NULL, 0) && strcmp(host, c->host) == 0 &&
 		    !holds_generation(l, c->keep)) {
 			*pp = l->next;
@@ -239,6 +244,7 @@ int reporter_cleanup(struct kvcm *k, struct reporter *r, const char *keep)
 	c->type = r->type;
 	snprintf(c->host, sizeof(c->host), "%s", r->host);
 	snprintf(c->keep, sizeof(c->keep), "%s", keep);
+	c->since_us = kvcm_now_us() + 1; /* the writes of this very turn are the scan's to judge */
 	return block_scan(k, r->inst, cleanup_block, c, "event_report_cleanup");
 }
 

@@ -1,8 +1,10 @@
 /* Which handler answers which path, on which port. */
 #include "api.h"
+#include "faults.h"
 
 #define I ROUTE_INSTANCE
 #define A ROUTE_ADMIN
+#define D (ROUTE_ADMIN | ROUTE_DEBUG)
 
 static const struct route_reader report_event_reader = {api_report_event_read, api_report_event_release};
 
@@ -43,5 +45,8 @@ const struct route admin_routes[] = {
     {"getCacheMeta", api_get_cache_meta, api_get_cache_meta_empty, A | I, NULL},
     {"removeCache", api_remove_cache, NULL, A | I, NULL},
     {"checkHealth", admin_check_health, NULL, A, NULL},
+    {"injectFault", admin_inject_fault, NULL, D, NULL},
+    {"removeFault", admin_remove_fault, NULL, D, NULL},
+    {"clearFaults", admin_clear_faults, NULL, D, NULL},
     {NULL, NULL, NULL, 0, NULL},
 };

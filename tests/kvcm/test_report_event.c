@@ -2,83 +2,16 @@
  * reportEvent (reference kvcm.md §6, the §6.13 matrix rows noted per test): reporters, deltas, snapshots,
  * liveness, tombstones, validation without side effects, and what queries see.
  */
-#include "kvcm_test.h"
+#include "report_test.h"
 
 #include <unistd.h>
 
-#define FAST_L2                                                                                                        \
-	"{\"storage\":{\"global_unique_name\":\"er_fast\",\"storage_type\":\"ST_EVENT_REPORT_L2\",\"event_report\":{"  \
-	"\"heartbeat_timeout_ms\":400,\"cleanup_grace_ms\":600,\"liveness_check_interval_ms\":100,"                    \
-	"\"snapshot_min_interval_ms\":500}}}"
-
 static void up(void)
 {
-	srv_up(NULL);
-	EXPECT_CODE(ADMIN("addStorage", FAST_L2), "OK");
-	EXPECT_CODE(ADMIN("createInstanceGroup",
-	                  "{\"instance_group\":{\"name\":\"eg\",\"storage_candidates\":[\"nfs_01\"],"
-	                  "\"extra_info\":\"xi\",\"event_report_storage_candidates\":[\"er_fast\","
-	                  "\"event_report_l1p5_default\"]}}"),
-	            "OK");
-	cr_assert(register_simple(&srv.meta, "eg", "e", 4096));
+	report_up(NULL);
 }
 
 TestSuite(report_event, .init = up, .fini = srv_down, .timeout = 30);
-
-/* POST reportEvent for host with events (a JSON array text) on type. */
-static json_t *report(const char *host, const char *type, const char *events)
-{
-	return CALL("reportEvent",
-	            "{\"trace_id\":\"t\",\"instance_id\":\"e\",\"host_ip_port\":\"%s\",\"storage_type\":\"%s\","
-	            "\"events\":%s}",
-	            host, type, events);
-}
-
-#define L2 "ST_EVENT_REPORT_L2"
-#define ADD(key, medium, name, uri)                                                                                    \
-	"{\"event_type\":\"EVENT_BLOCK_ADD\",\"block_add\":{\"block_key\":\"" key "\",\"medium\":\"" medium            \
-	"\",\"specs\":[{\"name\":\"" name "\",\"uri\":\"" uri "\"}]}}"
-#define DEL(key, medium, name)                                                                                         \
-	"{\"event_type\":\"EVENT_BLOCK_DELETE\",\"block_delete\":{\"block_key\":\"" key "\",\"medium\":\"" medium      \
-	"\",\"spec_names\":[\"" name "\"]}}"
-#define REGISTER     "{\"event_type\":\"EVENT_NODE_REGISTER\",\"node_register\":{\"mediums\":[\"gpu\"]}}"
-#define HEARTBEAT    "{\"event_type\":\"EVENT_HEARTBEAT\",\"heartbeat\":{\"system_status\":{\"a\":\"b\"}}}"
-#define HOST_DOWN    "{\"event_type\":\"EVENT_HOST_DOWN\",\"host_down\":{}}"
-#define SNAP(blocks) "{\"event_type\":\"EVENT_BLOCK_SNAPSHOT\",\"block_snapshot\":{\"blocks\":" blocks "}}"
-#define SBLOCK(key, medium, name, uri)                                                                                 \
-	"{\"block_key\":\"" key "\",\"medium\":\"" medium "\",\"specs\":[{\"name\":\"" name "\",\"uri\":\"" uri "\"}]" \
-	"}"
-
-static const char *gen_of(json_t *r)
-{
-	return json_string_value(jpath(r, "committed_snapshot_version"));
-}
-
-/* The URIs a BATCH_GET returns for key, joined by spaces ("" for a miss). */
-static void uris(int64_t key, char *out, size_t cap)
-{
-	json_t *r =
-	    CALL("getCacheLocation", "{\"instance_id\":\"e\",\"query_type\":1,\"block_keys\":[%lld]}", (long long)key);
-	json_t *specs = jpath(json_array_get(jpath(r, "locations"), 0), "location_specs");
-	size_t len = 0;
-
-	out[0] = '\0';
-	for (size_t i = 0; i < json_array_size(specs); i++) {
-		const char *u = json_string_value(jpath(json_array_get(specs, i), "uri"));
-
-		if (u[0])
-			len += (size_t)snprintf(out + len, cap - len, "%s%s", len ? " " : "", u);
-	}
-	json_decref(r);
-}
-
-static bool visible(int64_t key)
-{
-	char u[2048];
-
-	uris(key, u, sizeof(u));
-	return u[0] != '\0';
-}
 
 Test(report_event, empty_events_are_a_no_op) /* R-05 */
 {
@@ -344,19 +277,18 @@ Test(report_event, a_restart_loads_the_state_each_request_left)
 	char u[2048];
 
 	EXPECT_CODE(
-	    report(
-	        "z:1", L2,
-	        "[" ADD("9", "gpu", "a", "x://z/9a") "," ADD("9", "gpu", "b", "x://z/9b") "," ADD(
-	            "4", "gpu",
-	            "a", "x://z/4") "," DEL("4", "gpu",
-	                                    "a") "," ADD("6", "gpu", "a",
-	                                                 "x://z/6v1") "," DEL("6", "gpu",
-	                                                                      "a") "," ADD("6", "gpu", "a",
-	                                                                                   "x://z/6v2") "," ADD("2",
-	                                                                                                        "gpu",
-	                                                                                                        "a",
-	                                                                                                        "x://z/"
-	                                                                                                        "2") "]"),
+	    report("z:1", L2,
+	           "[" ADD("9", "gpu", "a", "x://z/9a") "," ADD("9", "gpu", "b", "x://z/9b") "," ADD(
+	               "4", "gpu", "a",
+	               "x://z/4") "," DEL("4", "gpu",
+	                                  "a") "," ADD("6", "gpu", "a",
+	                                               "x://z/6v1") "," DEL("6", "gpu",
+	                                                                    "a") "," ADD("6", "gpu", "a",
+	                                                                                 "x://z/6v2") "," ADD("2",
+	                                                                                                      "gpu",
+	                                                                                                      "a",
+	                                                                                                      "x://z/"
+	                                                                                                      "2") "]"),
 	    "OK");
 	cr_assert_eq(metaserver_stop(&srv.m), 0);
 	cr_assert_eq(kvcm_srv_restart(&srv, NULL), 0);
