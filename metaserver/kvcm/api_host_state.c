@@ -79,28 +79,99 @@ static void mark_specs(const struct host_query *q, const struct instance *inst, 
 	}
 }
 
-/* One pass over each key's locations marks which hosts hold it; it also finds the first key the index lacks. */
-static void mark_holders(struct call *c, struct host_query *q, const char **mediums, size_t nm)
+/*
+ * What one er_key (kvs#<type>#<medium>#<host>) stands for in this request. Every block of a reporter repeats
+ * the same few strings, so parsing them, finding the reporter and the host once per string instead of once per
+ * location takes most of the work out of a long query.
+ */
+struct er_source {
+	const char *er_key; /* NULL: a free slot */
+	size_t len;
+	struct host_state *h; /* NULL: not a live host of the instance, or a medium not asked for */
+	const struct reporter *r;
+};
+
+#define SOURCES 1024 /* a power of two; more distinct strings than it holds take the slow path */
+
+struct sources {
+	struct er_source slot[SOURCES];
+	size_t used;
+};
+
+/* A word at a time: byte-wise hashing of every location's string cost more than the rest of the scan. */
+static uint64_t str_hash(const char *s, size_t n)
+{
+	uint64_t h = n * UINT64_C(0x9e3779b97f4a7c15);
+
+	for (size_t i = 0; i < n; i += 8) {
+		uint64_t w = 0;
+
+		memcpy(&w, s + i, n - i < 8 ? n - i : 8);
+		h = (h ^ w) * UINT64_C(0x9e3779b97f4a7c15);
+		h ^= h >> 29;
+	}
+	return h;
+}
+
+static void source_fill(struct call *c, struct host_query *q, const struct location *l, struct er_source *src,
+                        const char **mediums, size_t nm)
 {
 	char host[KVCM_NAME_MAX], medium[64];
 
+	src->er_key = l->er_key;
+	src->len = strlen(l->er_key);
+	src->h = NULL;
+	src->r = NULL;
+	if (!er_location_host(l, host, sizeof(host), medium, sizeof(medium)) || !medium_wanted(mediums, nm, medium))
+		return;
+	src->h = host_of(q->hs, q->nh, host);
+	src->r = src->h ? reporter_find(c->k, c->inst, l->type, host) : NULL;
+}
+
+/* l's source, from the cache when its string was seen before; tmp when the cache is full. */
+static struct er_source *source_of(struct call *c, struct host_query *q, struct sources *ss, const struct location *l,
+                                   struct er_source *tmp, const char **mediums, size_t nm)
+{
+	size_t len = strlen(l->er_key), i = str_hash(l->er_key, len) & (SOURCES - 1);
+
+	for (; ss->slot[i].er_key; i = (i + 1) & (SOURCES - 1))
+		if (ss->slot[i].len == len && memcmp(ss->slot[i].er_key, l->er_key, len) == 0)
+			return &ss->slot[i];
+	if (ss->used >= SOURCES / 2) {
+		source_fill(c, q, l, tmp, mediums, nm);
+		return tmp;
+	}
+	ss->used++;
+	source_fill(c, q, l, &ss->slot[i], mediums, nm);
+	return &ss->slot[i];
+}
+
+#define PREFETCH_AHEAD 8
+
+/* One pass over each key's locations marks which hosts hold it; it also finds the first key the index lacks. */
+static void mark_holders(struct call *c, struct host_query *q, struct sources *ss, const char **mediums, size_t nm)
+{
 	q->valid = q->n;
 	for (size_t j = 0; j < q->n; j++) {
-		struct block *b = block_find(c->inst, q->keys[j]);
+		struct block *b;
 
+		if (j + 2 * PREFETCH_AHEAD < q->n)
+			block_prefetch(c->inst, q->keys[j + 2 * PREFETCH_AHEAD], false);
+		if (j + PREFETCH_AHEAD < q->n)
+			block_prefetch(c->inst, q->keys[j + PREFETCH_AHEAD], true);
+		b = block_find(c->inst, q->keys[j]);
 		if (!b && q->valid == q->n)
 			q->valid = j;
 		for (struct location *l = b ? b->locs : NULL; l; l = l->next) {
-			struct host_state *h;
+			struct er_source tmp, *src;
 
-			if (!l->er_key || !er_location_host(l, host, sizeof(host), medium, sizeof(medium)) ||
-			    !medium_wanted(mediums, nm, medium) || !(h = host_of(q->hs, q->nh, host)) ||
-			    !er_location_visible(c->k, c->inst, l))
+			if (!l->er_key || !(src = source_of(c, q, ss, l, &tmp, mediums, nm))->h ||
+			    !er_location_visible_by(src->r, l))
 				continue;
-			h->has[j] = true;
-			h->has_l2[j] = h->has_l2[j] || l->type == ST_EVENT_REPORT_L2;
+			src->h->has[j] = true;
+			src->h->has_l2[j] = src->h->has_l2[j] || l->type == ST_EVENT_REPORT_L2;
 			if (q->words)
-				mark_specs(q, c->inst, h, l, j);
+				mark_specs(q, c->inst, src->h, l, j);
 		}
 	}
 }
@@ -284,6 +355,7 @@ void api_get_host_cache_state(struct call *c)
 	int qt = query_type(c);
 	struct host_query q = {0};
 	struct mamba_groups mg = {0};
+	struct sources *ss = NULL;
 	bool ok;
 
 	if (qt < 0)
@@ -299,12 +371,13 @@ void api_get_host_cache_state(struct call *c)
 	if (qt == QT_PREFIX_MATCH_WITH_MAMBA && !mamba_groups_build(c, c->inst, q.words, &mg))
 		goto out;
 	q.hs = calloc(HOSTS_MAX, sizeof(*q.hs));
-	if (!q.hs)
+	ss = calloc(1, sizeof(*ss));
+	if (!q.hs || !ss)
 		goto oom;
 	q.nh = live_hosts(c, q.hs);
 	if (!alloc_maps(&q))
 		goto oom;
-	mark_holders(c, &q, mediums, nm);
+	mark_holders(c, &q, ss, mediums, nm);
 	ok = q.words ? mamba_match(&q, &mg, p2p > 0 ? (size_t)p2p : 0) : prefix_match(&q, p2p > 0 ? (size_t)p2p : 0);
 	if (!ok)
 		goto oom;
@@ -313,6 +386,7 @@ void api_get_host_cache_state(struct call *c)
 oom:
 	call_fail(c, KC_INTERNAL_ERROR, "out of memory");
 out:
+	free(ss);
 	free_maps(&q);
 	mamba_groups_free(&mg);
 	free(keys);
