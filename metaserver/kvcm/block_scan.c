@@ -11,6 +11,8 @@
 #include "mmc/mmc.h"
 
 #define KEYS_PER_TURN 4096
+/* Keys come in LRU order, so every lookup would wait for memory; fetch the buckets ahead (as report_event.c). */
+#define PREFETCH_AHEAD 8
 
 struct scan {
 	struct list link;
@@ -42,7 +44,13 @@ static void step(evutil_socket_t fd, short what, void *arg)
 	size_t end = t->next + KEYS_PER_TURN < t->n ? t->next + KEYS_PER_TURN : t->n;
 
 	for (; t->next < end; t->next++) {
-		struct block *b = block_find(t->inst, t->keys[t->next]);
+		struct block *b;
+
+		if (t->next + 2 * PREFETCH_AHEAD < t->n)
+			block_prefetch(t->inst, t->keys[t->next + 2 * PREFETCH_AHEAD], false);
+		if (t->next + PREFETCH_AHEAD < t->n)
+			block_prefetch(t->inst, t->keys[t->next + PREFETCH_AHEAD], true);
+		b = block_find(t->inst, t->keys[t->next]);
 
 		if (b)
 			t->fn(t->k, t->inst, b, t->arg);

@@ -159,16 +159,11 @@ static bool sver_ok(const char *v)
 	return true;
 }
 
-bool er_location_visible(struct kvcm *k, const struct instance *inst, const struct location *l)
+bool er_location_visible_by(const struct reporter *r, const struct location *l)
 {
-	char host[KVCM_NAME_MAX];
-	struct reporter *r;
 	bool current = false;
 
-	if (l->status != CLS_SERVING || l->pending || !l->nspecs || !er_location_host(l, host, sizeof(host), NULL, 0))
-		return false;
-	r = reporter_find(k, inst, l->type, host);
-	if (!r || r->tombstone || !r->available)
+	if (!r || r->tombstone || !r->available || l->status != CLS_SERVING || l->pending || !l->nspecs)
 		return false;
 	for (uint16_t j = 0; j < l->nspecs; j++) {
 		const char *sv;
@@ -179,6 +174,15 @@ bool er_location_visible(struct kvcm *k, const struct instance *inst, const stru
 		current = current || (nsv == 1 && strncmp(sv, r->gen, GEN_LEN) == 0);
 	}
 	return !r->strict || current;
+}
+
+bool er_location_visible(struct kvcm *k, const struct instance *inst, const struct location *l)
+{
+	char host[KVCM_NAME_MAX];
+
+	if (l->status != CLS_SERVING || l->pending || !l->nspecs || !er_location_host(l, host, sizeof(host), NULL, 0))
+		return false;
+	return er_location_visible_by(reporter_find(k, inst, l->type, host), l);
 }
 
 /*

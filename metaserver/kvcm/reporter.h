@@ -55,6 +55,8 @@ bool reporter_merge_medium(struct reporter *r, const char *medium);
 int er_key(char *out, size_t cap, int type, const char *medium, const char *host);
 /* Whether an event-report location may be returned by queries (§6.11). */
 bool er_location_visible(struct kvcm *k, const struct instance *inst, const struct location *l);
+/* The same for a caller that already knows l's reporter r (NULL: none). */
+bool er_location_visible_by(const struct reporter *r, const struct location *l);
 /* Its host (from the key) into out; false when the key is malformed. */
 bool er_location_host(const struct location *l, char *out, size_t cap, char *medium, size_t mcap);
 

@@ -62,8 +62,10 @@ Test(host_query, host_cache_state)
 	cr_expect_str_eq(got, "a:1=4/0/4 b:1=2/0/2");
 	hosts(",\"medium\":[\"gpu\"]", got, sizeof(got));
 	cr_expect_str_eq(got, "a:1=2/0/2 b:1=2/0/2");
-	hosts(",\"p2p_host_count\":1", got, sizeof(got));
+	hosts(",\"p2p_host_count\":2", got, sizeof(got));
 	cr_expect_str_eq(got, "a:1=4/0/4 b:1=2/1/3", "b:1 fetches key 3 from the L2 peer a:1");
+	hosts(",\"p2p_host_count\":1", got, sizeof(got));
+	cr_expect_str_eq(got, "a:1=4/0/4 b:1=2/0/2", "only the host with the largest local gets a peer");
 	EXPECT_CODE(CALL("getHostCacheState",
 	                 "{\"instance_id\":\"h\",\"query_type\":\"QT_BATCH_GET\",\"block_cache_keys\":[1]}"),
 	            "INVALID_ARGUMENT");
@@ -74,6 +76,142 @@ Test(host_query, host_cache_state)
 	            "OK");
 	hosts("", got, sizeof(got));
 	cr_expect_str_eq(got, "b:1=2/0/2", "the L2 reporter of a:1 is gone; its L1P5 one lacks the first key");
+}
+
+/* A hybrid model: full-attention spec "full" in group "F_full", Mamba state "linear" in group "L_linear". */
+static void register_mamba(const char *id, bool eagle)
+{
+	EXPECT_CODE(CALL("registerInstance",
+	                 "{\"instance_group\":\"default\",\"instance_id\":\"%s\",\"block_size\":4,"
+	                 "\"model_deployment\":{\"model_name\":\"m\",\"dtype\":\"bf16\",\"use_eagle_pop\":%s},"
+	                 "\"location_spec_infos\":[{\"name\":\"full\",\"size\":100},{\"name\":\"linear\",\"size\":10}],"
+	                 "\"location_spec_groups\":[{\"name\":\"F_full\",\"spec_names\":[\"full\"]},{\"name\":"
+	                 "\"L_linear\",\"spec_names\":[\"linear\"]}],\"default_query_type\":"
+	                 "\"QT_PREFIX_MATCH_WITH_MAMBA\"}",
+	                 id, eagle ? "true" : "false"),
+	            "OK");
+}
+
+/* One ADD of key on host (medium gpu) with the given specs ("full", "linear" or "full,linear"). */
+static void add_specs(const char *inst, const char *host, const char *type, int key, const char *specs)
+{
+	char list[256] = "";
+	size_t len = 0;
+
+	for (const char *p = specs; *p;) {
+		size_t n = strcspn(p, ",");
+
+		len += (size_t)snprintf(list + len, sizeof(list) - len,
+		                        "%s{\"name\":\"%.*s\",\"uri\":\"event_report://%s/gpu/%d\"}", len ? "," : "",
+		                        (int)n, p, host, key);
+		p += n + (p[n] == ',');
+	}
+	EXPECT_CODE(CALL("reportEvent",
+	                 "{\"instance_id\":\"%s\",\"host_ip_port\":\"%s\",\"storage_type\":\"%s\",\"events\":[{"
+	                 "\"event_type\":\"EVENT_BLOCK_ADD\",\"block_add\":{\"block_key\":\"%d\",\"medium\":"
+	                 "\"gpu\",\"specs\":[%s]}}]}",
+	                 inst, host, type, key, list),
+	            "OK");
+}
+
+/* "host=local/fetch/total ..." of getHostCacheState over keys 1..5 of inst. */
+static void state_of(const char *inst, const char *extra, char *out, size_t cap)
+{
+	json_t *r = CALL("getHostCacheState", "{\"instance_id\":\"%s\",\"block_cache_keys\":[1,2,3,4,5]%s}", inst,
+	                 extra),
+	       *hs;
+	size_t len = 0;
+
+	cr_assert_str_eq(code_of(r), "OK", "%s", message_of(r));
+	hs = jpath(r, "hosts");
+	out[0] = '\0';
+	for (size_t i = 0; i < json_array_size(hs); i++) {
+		json_t *h = json_array_get(hs, i);
+
+		len += (size_t)snprintf(
+		    out + len, cap - len, "%s%s=%s/%s/%s", i ? " " : "", json_string_value(jpath(h, "host_ip_port")),
+		    json_string_value(jpath(h, "local")), json_string_value(jpath(h, "p2p_1_fetch")),
+		    json_string_value(jpath(h, "p2p_1_total_match")));
+	}
+	json_decref(r);
+}
+
+#define PLAIN ",\"query_type\":\"QT_PREFIX_MATCH\""
+
+/* Reference §4.14: full-attention specs need a prefix, Mamba state only the last block matched. */
+Test(host_query, mamba_state_coverage_skips_gaps)
+{
+	char got[512];
+
+	register_mamba("m", false);
+	register_mamba("me", true);
+	for (int k = 1; k <= 5; k++)
+		for (int e = 0; e < 2; e++) {
+			const char *inst = e ? "me" : "m";
+
+			/* A:1 has the state only at keys 2 and 5, B:1 full attention for keys 1-2, state at 1 */
+			add_specs(inst, "A:1", L2, k, k == 2 || k == 5 ? "full,linear" : "full");
+			if (k <= 2)
+				add_specs(inst, "B:1", L2, k, k == 1 ? "full,linear" : "full");
+		}
+	state_of("m", "", got, sizeof(got));
+	cr_expect_str_eq(got, "A:1=5/0/5 B:1=1/0/1", "state at the last block of the full prefix");
+	state_of("m", PLAIN, got, sizeof(got));
+	cr_expect_str_eq(got, "A:1=5/0/5 B:1=2/0/2", "the plain rule looks at any spec");
+	state_of("me", "", got, sizeof(got));
+	cr_expect_str_eq(got, "A:1=2/0/2 B:1=1/0/1", "Eagle pop: full prefix 4, so the state at key 2 is the last");
+	state_of("me", PLAIN, got, sizeof(got));
+	cr_expect_str_eq(got, "A:1=4/0/4 B:1=1/0/1", "Eagle pop shortens the plain prefix too");
+	EXPECT_CODE(CALL("getHostCacheState", "{\"instance_id\":\"h\",\"query_type\":\"QT_PREFIX_MATCH_WITH_MAMBA\","
+	                                      "\"block_cache_keys\":[1]}"),
+	            "INVALID_ARGUMENT");
+}
+
+/*
+ * A:1 (L1P5, no peer for others) holds full attention for keys 1-3 and state at 1. The L2 peer P:1 holds full
+ * attention for 1-5 without state, Q:1 state for 1-5 with full attention only at 1.
+ */
+Test(host_query, mamba_p2p)
+{
+	char got[512];
+
+	register_mamba("m", false);
+	register_mamba("me", true);
+	for (int e = 0; e < 2; e++) {
+		const char *inst = e ? "me" : "m";
+
+		for (int k = 1; k <= 5; k++) {
+			if (k <= 3)
+				add_specs(inst, "A:1", L1P5, k, k == 1 ? "full,linear" : "full");
+			add_specs(inst, "P:1", L2, k, "full");
+			add_specs(inst, "Q:1", L2, k, k == 1 ? "full,linear" : "linear");
+		}
+	}
+	state_of("m", "", got, sizeof(got));
+	cr_expect_str_eq(got, "A:1=1/0/1 Q:1=1/0/1", "P:1 holds no state: local 0");
+	state_of("m", ",\"p2p_host_count\":1", got, sizeof(got));
+	cr_expect_str_eq(got, "A:1=1/4/5 Q:1=1/0/1", "full attention 4-5 from P:1, state 2-5 from Q:1");
+	state_of("m", ",\"p2p_host_count\":2", got, sizeof(got));
+	cr_expect_str_eq(got, "A:1=1/4/5 Q:1=1/4/5", "Q:1 takes full attention 2-5 from P:1");
+	state_of("m", PLAIN ",\"p2p_host_count\":3", got, sizeof(got));
+	cr_expect_str_eq(got, "A:1=3/2/5 P:1=5/0/5 Q:1=5/0/5", "the plain rule counts any spec");
+	state_of("me", ",\"p2p_host_count\":2", got, sizeof(got));
+	cr_expect_str_eq(got, "A:1=1/4/4", "Eagle pop: Q:1's local is 0, A:1 still fetches key 5 but cannot end there");
+}
+
+/* Groups other than 'F' (full attention) and 'L' (Mamba state) cannot be matched this way. */
+Test(host_query, mamba_group_categories)
+{
+	EXPECT_CODE(CALL("registerInstance",
+	                 "{\"instance_group\":\"default\",\"instance_id\":\"w\",\"block_size\":4,"
+	                 "\"model_deployment\":{\"model_name\":\"m\",\"dtype\":\"bf16\"},\"location_spec_infos\":"
+	                 "[{\"name\":\"full\",\"size\":100},{\"name\":\"swa\",\"size\":10}],\"location_spec_groups\":"
+	                 "[{\"name\":\"F\",\"spec_names\":[\"full\"]},{\"name\":\"W\",\"spec_names\":[\"swa\"]}]}"),
+	            "OK");
+	EXPECT_CODE(CALL("getHostCacheState", "{\"instance_id\":\"w\",\"query_type\":\"QT_PREFIX_MATCH_WITH_MAMBA\","
+	                                      "\"block_cache_keys\":[1]}"),
+	            "INVALID_ARGUMENT");
+	EXPECT_CODE(CALL("getHostCacheState", "{\"instance_id\":\"w\",\"block_cache_keys\":[1]}"), "OK");
 }
 
 /* The specs of key i in a ByBackend reply, as "name@uri,..." per location joined by '|'. */
