@@ -3,9 +3,9 @@
  * applied: each item is either well-formed, with its block key parsed and its strings at hand, or INVALID_ARGUMENT.
  *
  * Two readers produce this form. er_events_from_json reads a jansson "events" array and accepts every body jansson
- * accepts. er_events_scan reads the raw body of the usual request (string members, ADD and DELETE items) without
- * building a jansson tree, which is most of the cost of a large batch; anything else it declines, and the body
- * goes to jansson. For every body it accepts, both readers give the same events.
+ * accepts. er_events_scan reads the raw body of the usual request (string members, ADD, DELETE and BLOCK_SNAPSHOT
+ * items) without building a jansson tree, which is most of the cost of a large batch; anything else it declines, and
+ * the body goes to jansson. For every body it accepts, both readers give the same events.
  */
 #ifndef MMC_KVCM_REPORT_EVENTS_H
 #define MMC_KVCM_REPORT_EVENTS_H
