@@ -5,6 +5,7 @@
 
 #include "block_key.h"
 #include "codes.h"
+#include "key_scan.h"
 #include "kvcm_server.h"
 
 bool call_keys(struct call *c, const char *api, int64_t **keys, size_t *n)
@@ -12,7 +13,8 @@ bool call_keys(struct call *c, const char *api, int64_t **keys, size_t *n)
 	int64_t *tokens = NULL;
 	size_t nt;
 
-	*n = jd_i64s(&c->d, c->body, "block_keys", keys, c->k->conf.max_keys);
+	if (!key_scan_take(c, "block_keys", keys, n))
+		*n = jd_i64s(&c->d, c->body, "block_keys", keys, c->k->conf.max_keys);
 	if (!*n && !c->d.bad && !c->d.too_many) {
 		nt = jd_i64s(&c->d, c->body, "token_ids", &tokens, (size_t)c->k->conf.max_keys * 64);
 		if (nt && c->inst->block_size > 0 && nt / (size_t)c->inst->block_size > 0) {

@@ -11,6 +11,7 @@
 #include "api.h"
 #include "block_index.h"
 #include "host_state.h"
+#include "key_scan.h"
 #include "kvcm_server.h"
 #include "reporter.h"
 
@@ -360,7 +361,8 @@ void api_get_host_cache_state(struct call *c)
 
 	if (qt < 0)
 		return;
-	q.n = jd_i64s(&c->d, c->body, "block_cache_keys", &keys, c->k->conf.max_keys);
+	if (!key_scan_take(c, "block_cache_keys", &keys, &q.n))
+		q.n = jd_i64s(&c->d, c->body, "block_cache_keys", &keys, c->k->conf.max_keys);
 	q.keys = keys;
 	nm = jd_strs(&c->d, c->body, "medium", &mediums, 64);
 	p2p = jd_i32(&c->d, c->body, "p2p_host_count");

@@ -143,8 +143,10 @@ static size_t record_size(const struct block *b)
 
 int store_put_block(struct kvcm *k, const struct instance *inst, const struct block *b)
 {
+	/* a snapshot writes thousands of records in one turn; most fit here and cost no malloc/free pair */
+	uint8_t stack[4096];
 	size_t n = record_size(b);
-	uint8_t key[16], *buf = malloc(n), *p = buf;
+	uint8_t key[16], *buf = n <= sizeof(stack) ? stack : malloc(n), *p = buf;
 	uint16_t nlocs = 0;
 	int rc;
 
@@ -176,7 +178,8 @@ int store_put_block(struct kvcm *k, const struct instance *inst, const struct bl
 	block_key(key, inst->uid, b->key);
 	rc = persist_put(k->persist, k->db_blocks, key, sizeof(key), buf, (size_t)(p - buf));
 	k->store_writes++;
-	free(buf);
+	if (buf != stack)
+		free(buf);
 	return rc;
 }
 

@@ -200,8 +200,9 @@ static void serve_metrics(struct kvcm *k, struct evhttp_request *req)
 	        http_server_connections(k->http) + http_server_connections(k->admin), true);
 	counter(b, "rejected_connections_total", "Requests refused over kvcm.service.max_connections.", m->rejected,
 	        false);
-	counter(b, "fast_read_requests_total", "Request bodies read without a jansson tree (usual reportEvent bodies).",
-	        m->fast_reads, false);
+	counter(b, "fast_read_requests_total",
+	        "Request bodies read without a jansson tree (usual reportEvent and key query bodies).", m->fast_reads,
+	        false);
 	meta_metrics_write(k->meta, b); /* the object store's own */
 	evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", "text/plain; version=0.0.4");
 	evhttp_send_reply(req, 200, "OK", b);

@@ -118,6 +118,39 @@ static bool json_block(struct er_events *e, json_t *p, const char *specs_field, 
 	return true;
 }
 
+static int cmp_block(const void *x, const void *y)
+{
+	const struct er_block *a = *(const struct er_block *const *)x, *b = *(const struct er_block *const *)y;
+
+	if (a->key != b->key)
+		return a->key < b->key ? -1 : 1;
+	return strcmp(a->medium, b->medium);
+}
+
+/*
+ * Snapshots list thousands of blocks, so pairs are not compared: a list in strictly ascending key order (the usual
+ * one) is unique as it stands, any other is checked sorted.
+ */
+int er_blocks_unique(struct er_events *e, const struct er_block *b, size_t n)
+{
+	const struct er_block **s;
+	size_t i;
+
+	for (i = 1; i < n && b[i - 1].key < b[i].key; i++)
+		;
+	if (i >= n)
+		return 1;
+	if (!(s = arena_alloc(&e->mem, n * sizeof(*s))))
+		return -1;
+	for (i = 0; i < n; i++)
+		s[i] = &b[i];
+	qsort(s, n, sizeof(*s), cmp_block);
+	for (i = 1; i < n; i++)
+		if (cmp_block(&s[i - 1], &s[i]) == 0)
+			return 0;
+	return 1;
+}
+
 /* Every block+medium once, each with valid specs. */
 static bool json_snapshot(struct er_events *e, json_t *p, struct er_event *ev)
 {
@@ -125,18 +158,18 @@ static bool json_snapshot(struct er_events *e, json_t *p, struct er_event *ev)
 	size_t n = json_array_size(blocks);
 	struct er_block *b = arena_alloc(&e->mem, (n + 1) * sizeof(*b));
 	bool ok = json_is_array(blocks);
+	int unique = 1;
 
 	if (!b)
 		return false;
-	for (size_t i = 0; ok && i < n; i++) {
+	for (size_t i = 0; ok && i < n; i++)
 		if (!json_block(e, json_array_get(blocks, i), "specs", true, &b[i], &ok))
 			return false;
-		for (size_t j = 0; ok && j < i; j++)
-			ok = b[j].key != b[i].key || strcmp(b[j].medium, b[i].medium) != 0;
-	}
+	if (ok && (unique = er_blocks_unique(e, b, n)) < 0)
+		return false;
 	ev->blocks = b;
 	ev->nblocks = n;
-	if (!ok)
+	if (!ok || !unique)
 		ev->type = 0;
 	return true;
 }

@@ -3,9 +3,9 @@
  * applied: each item is either well-formed, with its block key parsed and its strings at hand, or INVALID_ARGUMENT.
  *
  * Two readers produce this form. er_events_from_json reads a jansson "events" array and accepts every body jansson
- * accepts. er_events_scan reads the raw body of the usual request (string members, ADD and DELETE items) without
- * building a jansson tree, which is most of the cost of a large batch; anything else it declines, and the body
- * goes to jansson. For every body it accepts, both readers give the same events.
+ * accepts. er_events_scan reads the raw body of the usual request (string members, ADD, DELETE and BLOCK_SNAPSHOT
+ * items) without building a jansson tree, which is most of the cost of a large batch; anything else it declines, and
+ * the body goes to jansson. For every body it accepts, both readers give the same events.
  */
 #ifndef MMC_KVCM_REPORT_EVENTS_H
 #define MMC_KVCM_REPORT_EVENTS_H
@@ -72,6 +72,8 @@ bool er_specs_ok(const struct er_spec *specs, size_t n, bool uris);
  * an object as its own payload or not: 0 unless it is one of the six types with exactly its own payload.
  */
 int er_item_type(int declared, bool other_payload, bool own_payload);
+/* Whether no two of a snapshot's n blocks share key and medium: 1 yes, 0 no, -1 out of memory. */
+int er_blocks_unique(struct er_events *e, const struct er_block *b, size_t n);
 /* Fills b from an ADD or DELETE payload's fields (key, medium NULL when absent or not strings); false: invalid. */
 bool er_block_read(struct er_block *b, const char *key, const char *medium, const struct er_spec *specs, size_t n,
                    bool specs_shape_ok, bool uris);

@@ -3,7 +3,8 @@
  * It accepts a strict subset of JSON on which its reading provably equals jansson's plus er_events_from_json:
  * strings of printable ASCII with the short escapes only, members the reportEvent reader knows, no duplicate keys
  * (jansson rejects those bodies as a whole), no numbers, literals or nesting it does not expect. On anything else
- * it declines and the caller hands the body to jansson, which reads it, or rejects it, as always.
+ * it declines and the caller hands the body to jansson, which reads it, or rejects it, as always. Snapshots are
+ * its largest bodies (thousands of blocks), so they are read here too.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -20,6 +21,8 @@ struct scan {
 	size_t max;
 	bool events_seen;
 	struct er_spec tmp[ER_SPECS_MAX]; /* the specs list being read */
+	struct er_block *blocks;          /* the snapshot blocks being read; copied to the arena at the end */
+	size_t cap_blocks;
 };
 
 /* The fields of an ADD or DELETE payload. */
@@ -30,9 +33,17 @@ struct payload {
 	size_t nspecs, nnames;
 };
 
+/* A BLOCK_SNAPSHOT payload: ok when it has a blocks array of valid, unique block+mediums. */
+struct snap {
+	bool seen, has_blocks, ok;
+	const struct er_block *blocks;
+	size_t n;
+};
+
 struct item {
 	const char *type;
 	struct payload add, del;
+	struct snap snap;
 };
 
 /* key: the member name as it stands in the body (no escapes), len bytes, not terminated */
@@ -216,6 +227,62 @@ static bool payload_member(struct scan *s, const char *k, size_t len, void *ctx)
 	return false;
 }
 
+/* One snapshot entry, read as er_events_from_json reads it (its "specs"; other known members ignored). */
+static bool snap_block(struct scan *s, struct snap *sn)
+{
+	struct payload p = {0};
+	struct er_block *b;
+
+	if (!object(s, payload_member, &p))
+		return false;
+	if (sn->n == s->cap_blocks) {
+		size_t cap = s->cap_blocks ? s->cap_blocks * 2 : 256;
+
+		if (!(b = realloc(s->blocks, cap * sizeof(*b))))
+			return false;
+		s->blocks = b;
+		s->cap_blocks = cap;
+	}
+	b = &s->blocks[sn->n++];
+	sn->ok = sn->ok && er_block_read(b, p.key, p.medium, p.specs, p.nspecs, p.has_specs && p.specs_shape, true);
+	return true;
+}
+
+static bool snap_blocks(struct scan *s, struct snap *sn)
+{
+	struct er_block *copy;
+	int unique;
+
+	sn->ok = true;
+	if (!lit(s, '['))
+		return false;
+	if (!lit(s, ']')) {
+		do {
+			if (!snap_block(s, sn))
+				return false;
+		} while (lit(s, ','));
+		if (!lit(s, ']'))
+			return false;
+	}
+	if (!(copy = arena_alloc(&s->e->mem, (sn->n + 1) * sizeof(*copy))))
+		return false;
+	if (sn->n)
+		memcpy(copy, s->blocks, sn->n * sizeof(*copy));
+	sn->blocks = copy;
+	if (sn->ok && (unique = er_blocks_unique(s->e, copy, sn->n)) <= 0) {
+		sn->ok = false;
+		return unique == 0;
+	}
+	return true;
+}
+
+static bool snap_member(struct scan *s, const char *k, size_t len, void *ctx)
+{
+	struct snap *sn = ctx;
+
+	return is(k, len, "blocks") && !sn->has_blocks && (sn->has_blocks = true) && snap_blocks(s, sn);
+}
+
 static bool event_member(struct scan *s, const char *k, size_t len, void *ctx)
 {
 	struct item *it = ctx;
@@ -223,6 +290,12 @@ static bool event_member(struct scan *s, const char *k, size_t len, void *ctx)
 
 	if (is(k, len, "event_type"))
 		return !it->type && (it->type = str(s, NULL));
+	if (is(k, len, "block_snapshot")) {
+		if (it->snap.seen)
+			return false;
+		it->snap.seen = true;
+		return object(s, snap_member, &it->snap);
+	}
 	if (is(k, len, "block_add"))
 		p = &it->add;
 	else if (is(k, len, "block_delete"))
@@ -236,16 +309,24 @@ static bool event_member(struct scan *s, const char *k, size_t len, void *ctx)
 /* The event as er_events_from_json would read the same item. */
 static struct er_event item_event(const struct item *it)
 {
+	const bool seen[EV_SNAPSHOT + 1] = {
+	    [EV_ADD] = it->add.seen, [EV_DELETE] = it->del.seen, [EV_SNAPSHOT] = it->snap.seen};
 	struct er_event ev = {0};
 	const struct payload *p;
-	bool ok;
+	bool ok, other = false;
 	int t;
 
 	ev.declared = it->type && jd_str_enum(it->type, &enum_event_type, &t) ? t : 0;
+	for (t = EV_REGISTER; t <= EV_SNAPSHOT; t++)
+		other = other || (t != ev.declared && seen[t]);
 	p = ev.declared == EV_ADD ? &it->add : ev.declared == EV_DELETE ? &it->del : NULL;
-	ev.type =
-	    er_item_type(ev.declared, (it->add.seen && p != &it->add) || (it->del.seen && p != &it->del), p && p->seen);
-	if (ev.type == EV_ADD)
+	ev.type = er_item_type(ev.declared, other,
+	                       ev.declared >= EV_REGISTER && ev.declared <= EV_SNAPSHOT && seen[ev.declared]);
+	if (ev.type == EV_SNAPSHOT) {
+		ev.blocks = it->snap.blocks;
+		ev.nblocks = it->snap.n;
+		ok = it->snap.has_blocks && it->snap.ok;
+	} else if (ev.type == EV_ADD)
 		ok = er_block_read(&ev.b, p->key, p->medium, p->specs, p->nspecs, p->has_specs && p->specs_shape, true);
 	else
 		ok = ev.type == EV_DELETE &&
@@ -320,6 +401,7 @@ bool er_events_scan(struct er_events *e, const char *body, size_t len, size_t ma
 	ok = s->out && object(s, top_member, *top);
 	ws(s);
 	ok = ok && s->p == s->end;
+	free(s->blocks);
 	free(s);
 	if (!ok) {
 		json_decref(*top);

@@ -97,16 +97,26 @@ int er_key(char *out, size_t cap, int type, const char *medium, const char *host
 	return n > 0 && (size_t)n < cap ? 0 : -1;
 }
 
-bool er_location_host(const struct location *l, char *out, size_t cap, char *medium, size_t mcap)
+/* The '#' before the host in l's key (kvs#<type>#<medium>#<host>), *m the medium; NULL when the key is malformed. */
+static const char *key_host(const struct location *l, const char **m)
 {
-	const char *k = l->er_key, *kind = storage_type_kind(l->type), *m, *h;
+	const char *k = l->er_key, *kind = storage_type_kind(l->type), *h;
 	size_t kl = strlen(kind);
 
 	if (!k || strncmp(k, "kvs#", 4) != 0 || strncmp(k + 4, kind, kl) != 0 || k[4 + kl] != '#')
-		return false;
-	m = k + 5 + kl;
-	h = strchr(m, '#');
-	if (!h || h == m || !h[1] || strchr(h + 1, '#'))
+		return NULL;
+	*m = k + 5 + kl;
+	h = strchr(*m, '#');
+	if (!h || h == *m || !h[1] || strchr(h + 1, '#'))
+		return NULL;
+	return h;
+}
+
+bool er_location_host(const struct location *l, char *out, size_t cap, char *medium, size_t mcap)
+{
+	const char *m, *h = key_host(l, &m);
+
+	if (!h)
 		return false;
 	snprintf(out, cap, "%s", h + 1);
 	if (medium)
@@ -209,17 +219,28 @@ static bool holds_generation(const struct location *l, const char *gen)
 	return false;
 }
 
+/*
+ * Whether l is a location of the scan's reporter. The host is compared in place, as er_location_host would copy it
+ * (cut to KVCM_NAME_MAX - 1 bytes): a scan visits every location of the instance, and most belong to others.
+ */
+static bool cleanup_owns(const struct cleanup *c, const struct location *l)
+{
+	const char *m, *h;
+
+	if (!l->er_key || l->type != c->type || l->pending || l->create_time_us >= c->since_us)
+		return false;
+	h = key_host(l, &m);
+	return h && strncmp(h + 1, c->host, KVCM_NAME_MAX - 1) == 0;
+}
+
 static void cleanup_block(struct kvcm *k, struct instance *inst, struct block *b, void *arg)
 {
 	struct cleanup *c = arg;
 	struct location **pp = &b->locs, *l;
-	char host[KVCM_NAME_MAX];
 	bool changed = false;
 
 	while ((l = *pp)) {
-		if (l->er_key && l->type == c->type && !l->pending && l->create_time_us < c->since_us &&
-		    er_location_host(l, host, sizeof(host), NULL, 0) && strcmp(host, c->host) == 0 &&
-		    !holds_generation(l, c->keep)) {
+		if (cleanup_owns(c, l) && !holds_generation(l, c->keep)) {
 			*pp = l->next;
 			usage_sub_location(inst, l);
 			location_free(l);

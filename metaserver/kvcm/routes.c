@@ -1,6 +1,7 @@
 /* Which handler answers which path, on which port. */
 #include "api.h"
 #include "faults.h"
+#include "key_scan.h"
 
 #define I ROUTE_INSTANCE
 #define A ROUTE_ADMIN
@@ -11,8 +12,8 @@ static const struct route_reader report_event_reader = {api_report_event_read, a
 const struct route meta_routes[] = {
     {"registerInstance", api_register_instance, api_register_instance_empty, 0, NULL},
     {"getInstanceInfo", api_get_instance_info, api_get_instance_info_empty, 0, NULL},
-    {"getCacheLocation", api_get_cache_location, api_get_cache_location_empty, I, NULL},
-    {"getCacheLocationLen", api_get_cache_location_len, api_get_cache_location_len_empty, I, NULL},
+    {"getCacheLocation", api_get_cache_location, api_get_cache_location_empty, I, &block_keys_reader},
+    {"getCacheLocationLen", api_get_cache_location_len, api_get_cache_location_len_empty, I, &block_keys_reader},
     {"startWriteCache", api_start_write_cache, api_start_write_cache_empty, I, NULL},
     {"finishWriteCache", api_finish_write_cache, NULL, I, NULL},
     {"removeCache", api_remove_cache, NULL, I, NULL},
@@ -21,7 +22,7 @@ const struct route meta_routes[] = {
     {"getCacheMetaDetail", api_get_cache_meta_detail, api_get_cache_meta_detail_empty, I, NULL},
     {"getClusterInfo", api_get_cluster_info, api_get_cluster_info_empty, 0, NULL},
     {"reportEvent", api_report_event, api_report_event_empty, I, &report_event_reader},
-    {"getHostCacheState", api_get_host_cache_state, api_get_host_cache_state_empty, I, NULL},
+    {"getHostCacheState", api_get_host_cache_state, api_get_host_cache_state_empty, I, &block_cache_keys_reader},
     {"getCacheLocationsByBackend", api_get_cache_locations_by_backend, api_get_cache_locations_by_backend_empty, I,
      NULL},
     {NULL, NULL, NULL, 0, NULL},

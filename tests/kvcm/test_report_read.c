@@ -312,3 +312,76 @@ Test(report_read, heartbeat_mediums_that_are_not_strings_are_ignored)
 	            "OK");
 	EXPECT_CODE(CALL("reportEvent", HEAD "\"events\":[" ADD("1", "ssd", "a", "x://h/1") "]}"), "OK");
 }
+
+#define SNAPSHOT(blocks) "[{\"event_type\":\"EVENT_BLOCK_SNAPSHOT\",\"block_snapshot\":{\"blocks\":" blocks "}}]"
+#define SB(key, medium, uri)                                                                                           \
+	"{\"block_key\":\"" key "\",\"medium\":\"" medium "\",\"specs\":[{\"name\":\"a\",\"uri\":\"" uri "\"}]}"
+
+/* Snapshots, each sent once per reporter (a second one would be rate limited): the code expected, fast or not. */
+static const struct {
+	const char *events, *code;
+	bool fast;
+} snapshots[] = {
+    {SNAPSHOT("[" SB("1", "gpu", "x://h/1") "," SB("2", "gpu", "x://h/2") "," SB("2", "ssd", "x://h/2s") "]"), "OK",
+     true},
+    {SNAPSHOT("[" SB("3", "gpu", "x://h/3") "," SB("1", "gpu", "x://h/1") "," SB("2", "gpu", "x://h/2") "]"), "OK",
+     true},
+    {SNAPSHOT("[" SB("2", "ssd", "x://h/2s") "," SB("1", "gpu", "x://h/1") "," SB("2", "gpu", "x://h/2") "]"), "OK",
+     true},
+    {SNAPSHOT("[" SB("1", "gpu", "x://h/1") "," SB("1", "gpu", "x://h/1b") "]"), "INVALID_ARGUMENT", true},
+    /* the same key written differently, out of order, far apart */
+    {SNAPSHOT("[" SB("3", "gpu", "x://h/3") "," SB("1", "gpu", "x://h/1") "," SB("2", "gpu", "x://h/2") "," SB(
+         "03", "gpu", "x://h/3b") "]"),
+     "INVALID_ARGUMENT", true},
+    {SNAPSHOT("[]"), "OK", true},
+    {"[{\"event_type\":\"EVENT_BLOCK_SNAPSHOT\",\"block_snapshot\":{}}]", "INVALID_ARGUMENT", true},
+    {SNAPSHOT("[" SB("1", "gpu", "x://h/1") "," SB("2", "gpu", "not a uri") "]"), "INVALID_ARGUMENT", true},
+    {SNAPSHOT("[" SB("1", "gp#u", "x://h/1") "]"), "INVALID_ARGUMENT", true},
+    {SNAPSHOT("[{\"block_key\":\"1\",\"medium\":\"gpu\"}]"), "INVALID_ARGUMENT", true},
+    {SNAPSHOT("[{\"block_key\":\"1\",\"medium\":\"gpu\",\"specs\":[]}]"), "INVALID_ARGUMENT", true},
+    {SNAPSHOT("[{\"block_key\":\"1\",\"medium\":\"gpu\",\"spec_names\":[\"z\"],\"specs\":[{\"name\":\"a\","
+              "\"uri\":\"x:\\/\\/h\\/1\"}]}]"),
+     "OK", true},
+    {"[{\"event_type\":\"EVENT_BLOCK_SNAPSHOT\",\"block_add\":{},\"block_snapshot\":{\"blocks\":[]}}]",
+     "INVALID_ARGUMENT", true},
+    {"[{\"event_type\":\"EVENT_BLOCK_ADD\",\"block_snapshot\":{\"blocks\":[]}}]", "INVALID_ARGUMENT", true},
+    {"[{\"event_type\":\"EVENT_BLOCK_SNAPSHOT\",\"block_snapshot\":{\"blocks\":[]}}," ADD("1", "gpu", "a",
+                                                                                          "x://h/1") "]",
+     "INVALID_ARGUMENT", true},
+    /* what the fast reader leaves to jansson */
+    {"[{\"event_type\":\"EVENT_BLOCK_SNAPSHOT\",\"block_snapshot\":{\"blocks\":{}}}]", "INVALID_ARGUMENT", false},
+    {SNAPSHOT("[\"1\"]"), "INVALID_ARGUMENT", false},
+    {SNAPSHOT("[{\"block_key\":\"1\",\"medium\":\"gpu\",\"zz\":\"1\",\"specs\":[{\"name\":\"a\",\"uri\":\"x://h/"
+              "1\"}]}]"),
+     "OK", false},
+    {"[{\"event_type\":\"EVENT_BLOCK_SNAPSHOT\",\"block_snapshot\":{\"zz\":\"1\",\"blocks\":[" SB("1", "gpu",
+                                                                                                  "x://h/1") "]}}]",
+     "OK", false},
+};
+
+Test(report_read, snapshot_bodies_read_the_same)
+{
+	char fast[64], slow[64], sf[4096], ss[4096], what[32];
+
+	for (size_t i = 0; i < sizeof(snapshots) / sizeof(snapshots[0]); i++) {
+		long n0 = fast_reads();
+		char *a, *b;
+
+		snprintf(fast, sizeof(fast), "#sfast%zu:1", i);
+		snprintf(slow, sizeof(slow), "#sslow%zu:1", i);
+		snprintf(what, sizeof(what), "snapshot %zu", i);
+		a = send_events(fast + 1, "", snapshots[i].events);
+		cr_expect_eq(fast_reads() - n0, snapshots[i].fast, "%s: fast reader %s", what,
+		             snapshots[i].fast ? "not used" : "used");
+		b = send_events(slow + 1, ",\"zz\":0", snapshots[i].events);
+		cr_expect(starts(a, snapshots[i].code) && a[strlen(snapshots[i].code)] == '|', "%s: %s", what, a);
+		cr_expect_str_eq(a, b, "%s", what);
+		free(a);
+		free(b);
+		stored(fast, sf, sizeof(sf));
+		stored(slow, ss, sizeof(ss));
+		cr_expect_str_eq(sf, ss, "%s: stored locations", what);
+		if (strcmp(snapshots[i].code, "OK") == 0 && strstr(snapshots[i].events, "x://h/1\""))
+			cr_expect(strstr(sf, "1:kvs#event_report_l2#gpu a=x://h/1?;"), "%s: %s", what, sf);
+	}
+}
