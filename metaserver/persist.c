@@ -164,8 +164,12 @@ static void run_waiters(struct batch *b)
 	}
 }
 
+/* Gives the open batch to the writer, if it has writes and the writer has none: one batch flies at a time, and the
+ * writer reads it unlocked, so it must never be replaced (or appended to) before it lands. */
 static void hand_off(struct persist *p)
 {
+	if (p->flying || !p->open->nops)
+		return;
 	p->flying = p->open;
 	p->open = p->open == &p->b[0] ? &p->b[1] : &p->b[0];
 	pthread_mutex_lock(&p->mu);
@@ -208,8 +212,7 @@ static void done_cb(evutil_socket_t fd, short what, void *arg)
 		log_error("op=lmdb_writer err=\"eventfd read: %s\"", strerror(errno));
 	land(p);
 	/* what piled up while the disk was busy goes now: under load each commit carries the previous one's wait */
-	if (p->open->nops)
-		hand_off(p);
+	hand_off(p);
 }
 
 static void commit_cb(evutil_socket_t fd, short what, void *arg)
@@ -433,18 +436,18 @@ int persist_after_commit(struct persist *p, void (*fn)(void *arg), void *arg)
 
 int persist_flush(struct persist *p)
 {
-	int rc = land(p);
+	int rc = 0;
 
-	/* waiters may write again; those writes belong to this flush too */
-	while (p->open->nops || p->open->nwaiters) {
-		if (p->open->nops) {
-			hand_off(p);
+	/* waiters may write again (and hand a batch over themselves); those writes belong to this flush too */
+	while (p->flying || p->open->nops || p->open->nwaiters) {
+		if (p->flying)
 			rc = land(p) ? MMC_ERROR : rc;
-		} else {
+		else if (p->open->nops)
+			hand_off(p);
+		else
 			run_waiters(p->open);
-		}
 	}
-	return rc ? MMC_ERROR : 0;
+	return rc;
 }
 
 uint64_t persist_commits(const struct persist *p)

@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "persist.h"
@@ -164,4 +166,81 @@ Test(persist, a_key_lmdb_refuses_does_not_sink_the_batch)
 	cr_assert_eq(persist_read_begin(p, &txn), 0);
 	cr_assert_eq(mdb_get(txn, dbi, &k, &v), 0);
 	mdb_txn_abort(txn);
+}
+
+/* A child process holds LMDB's write lock for hold_ms: the writer thread blocks in mdb_txn_begin meanwhile. */
+static pid_t hold_writer_lock(int hold_ms)
+{
+	int fds[2];
+	char c;
+	pid_t pid;
+
+	cr_assert_eq(pipe(fds), 0);
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		MDB_env *env;
+		MDB_txn *txn;
+
+		close(fds[0]);
+		if (mdb_env_create(&env) || mdb_env_set_maxdbs(env, 4) || mdb_env_open(env, dir, MDB_NOTLS, 0644) ||
+		    mdb_txn_begin(env, NULL, 0, &txn))
+			_exit(1);
+		if (write(fds[1], "l", 1) != 1)
+			_exit(1);
+		usleep((useconds_t)hold_ms * 1000);
+		mdb_txn_abort(txn);
+		mdb_env_close(env);
+		_exit(0);
+	}
+	close(fds[1]);
+	cr_assert_eq(read(fds[0], &c, 1), 1, "the child took the write lock");
+	close(fds[0]);
+	return pid;
+}
+
+/* A waiter that writes (and, slow enough, hands its own batch over by the 2 ms rule) must not make the loop hand a
+ * second batch to the writer while one is flying: that batch would be marked durable without being committed. */
+static struct seen after_y, after_z;
+static pid_t holder;
+
+static void write_while_landing(void *arg)
+{
+	struct timespec t0, t;
+
+	persist_put(p, dbi, "x", 1, "1", 1);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do /* older than MAX_BATCH_AGE_NS: the next write hands the batch over */
+		clock_gettime(CLOCK_MONOTONIC, &t);
+	while ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) < 3000000L);
+	holder = hold_writer_lock(200); /* so that the writer is surely still busy with y's batch below */
+	persist_put(p, dbi, "y", 1, "2", 1);
+	usleep(20000); /* the writer has taken y's batch and waits for the lock */
+	after_y.seq = persist_durable_seq(p) + 1;
+	persist_after_commit(p, check_durable, &after_y);
+	persist_put(p, dbi, "z", 1, "3", 1);
+	after_z.seq = persist_wait_seq(p);
+	persist_after_commit(p, check_durable, &after_z);
+	check_durable(arg);
+}
+
+Test(persist, writes_from_a_waiter_never_replace_the_flying_batch)
+{
+	struct seen w = {p, "w", 0, 0, 0};
+	int status;
+
+	runs = 0;
+	after_y = (struct seen){p, "y", 0, 0, 0};
+	after_z = (struct seen){p, "z", 0, 0, 0};
+	persist_put(p, dbi, "w", 1, "0", 1);
+	w.seq = persist_wait_seq(p);
+	persist_after_commit(p, write_while_landing, &w);
+	run_until(3);
+	cr_assert_eq(runs, 3);
+	cr_assert(w.found && after_y.found, "w and y were on disk when their waiters ran");
+	cr_assert(after_z.found, "z was on disk when its waiter ran");
+	cr_assert_gt(after_z.seq, after_y.seq);
+	cr_assert_eq(persist_flush(p), 0);
+	cr_assert_eq(waitpid(holder, &status, 0), holder);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
