@@ -178,6 +178,16 @@ static void hand_off(struct persist *p)
 	pthread_mutex_unlock(&p->mu);
 }
 
+static bool writer_busy(struct persist *p)
+{
+	bool busy;
+
+	pthread_mutex_lock(&p->mu);
+	busy = p->busy;
+	pthread_mutex_unlock(&p->mu);
+	return busy;
+}
+
 /* Waits for the flying batch (if any), then releases its waiters. Returns its LMDB code. */
 static int land(struct persist *p)
 {
@@ -210,6 +220,10 @@ static void done_cb(evutil_socket_t fd, short what, void *arg)
 
 	if (read(fd, &n, sizeof(n)) < 0 && errno != EAGAIN)
 		log_error("op=lmdb_writer err=\"eventfd read: %s\"", strerror(errno));
+	/* a wakeup left over from a batch persist_flush already landed: the flying one signals again when done, and
+	 * landing it now would make the loop wait for its fsync */
+	if (writer_busy(p))
+		return;
 	land(p);
 	/* what piled up while the disk was busy goes now: under load each commit carries the previous one's wait */
 	hand_off(p);

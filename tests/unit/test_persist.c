@@ -244,3 +244,37 @@ Test(persist, writes_from_a_waiter_never_replace_the_flying_batch)
 	cr_assert_eq(waitpid(holder, &status, 0), holder);
 	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
+
+static double now_ms(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
+
+Test(persist, a_wakeup_left_by_a_flush_does_not_make_the_loop_wait_for_the_disk)
+{
+	struct seen b = {p, "b", 0, 0, 0};
+	double t0;
+	int status;
+
+	runs = 0;
+	persist_put(p, dbi, "a", 1, "1", 1);
+	cr_assert_eq(persist_flush(p), 0); /* lands on the loop: the writer's wakeup stays in the eventfd */
+	holder = hold_writer_lock(1000);
+	persist_put(p, dbi, "b", 1, "2", 1);
+	usleep(3000);
+	persist_put(p, dbi, "b2", 2, "2", 1); /* the 2 ms rule: batch b flies, and the writer is stuck */
+	b.seq = persist_wait_seq(p);
+	persist_after_commit(p, check_durable, &b);
+	t0 = now_ms();
+	event_base_loop(base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
+	cr_expect_lt(now_ms() - t0, 500, "one loop turn waited %.0f ms for a commit", now_ms() - t0);
+	cr_expect_eq(runs, 0, "b cannot be durable while the lock is held");
+	run_until(1);
+	cr_assert_eq(runs, 1);
+	cr_assert(b.found);
+	waitpid(holder, &status, 0);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
