@@ -48,7 +48,7 @@ struct persist {
 	struct batch b[2];
 	struct batch *open;   /* the loop appends here */
 	struct batch *flying; /* with the writer thread, or NULL */
-	struct event *commit_ev, *done_ev;
+	struct event *commit_ev, *age_ev, *done_ev;
 	int done_fd; /* eventfd: the writer thread's "flying batch is durable" */
 	int lock_fd;
 	uint64_t commits;
@@ -241,6 +241,17 @@ static void commit_cb(evutil_socket_t fd, short what, void *arg)
 		run_waiters(p->open);
 }
 
+/* The loop is idle (commit_ev) or the open batch is MAX_BATCH_AGE_NS old (age_ev, which runs with the I/O: a loop
+ * that never idles and gets no more writes must still commit the ones it has). */
+static void arm(struct persist *p)
+{
+	static const struct timeval age = {0, MAX_BATCH_AGE_NS / 1000};
+
+	event_active(p->commit_ev, 0, 0);
+	if (!evtimer_pending(p->age_ev, NULL))
+		evtimer_add(p->age_ev, &age);
+}
+
 static int lock_dir(const char *dir, int *fd_out, char *err, size_t errlen)
 {
 	char path[4096];
@@ -298,8 +309,9 @@ int persist_open(struct persist **out, struct event_base *base, const struct per
 	}
 	p->done_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	p->commit_ev = event_new(base, -1, 0, commit_cb, p);
+	p->age_ev = evtimer_new(base, commit_cb, p);
 	p->done_ev = p->done_fd < 0 ? NULL : event_new(base, p->done_fd, EV_READ | EV_PERSIST, done_cb, p);
-	if (!p->commit_ev || !p->done_ev || event_priority_set(p->commit_ev, COMMIT_PRIORITY) ||
+	if (!p->commit_ev || !p->age_ev || !p->done_ev || event_priority_set(p->commit_ev, COMMIT_PRIORITY) ||
 	    event_add(p->done_ev, NULL) || start_writer(p)) {
 		snprintf(err, errlen, "cannot start the LMDB writer");
 		goto fail;
@@ -325,6 +337,8 @@ void persist_close(struct persist *p)
 	}
 	if (p->commit_ev)
 		event_free(p->commit_ev);
+	if (p->age_ev)
+		event_free(p->age_ev);
 	if (p->done_ev)
 		event_free(p->done_ev);
 	if (p->done_fd >= 0)
@@ -396,7 +410,7 @@ static int queue_op(struct persist *p, MDB_dbi dbi, const void *key, size_t klen
 	if (b->nops++ == 0) {
 		b->seq = ++p->last_seq;
 		b->first_ns = clock_ns();
-		event_active(p->commit_ev, 0, 0);
+		arm(p);
 	} else if (!p->flying && clock_ns() - b->first_ns > MAX_BATCH_AGE_NS) {
 		hand_off(p); /* a loop that never idles still commits */
 	}
@@ -444,7 +458,7 @@ int persist_after_commit(struct persist *p, void (*fn)(void *arg), void *arg)
 	}
 	b->waiters[b->nwaiters++] = (struct waiter){fn, arg};
 	if (b == p->open)
-		event_active(p->commit_ev, 0, 0);
+		arm(p);
 	return 0;
 }
 
