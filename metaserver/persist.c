@@ -52,6 +52,7 @@ struct persist {
 	int done_fd; /* eventfd: the writer thread's "flying batch is durable" */
 	int lock_fd;
 	uint64_t commits;
+	size_t max_key; /* mdb_env_get_maxkeysize: a longer key is refused when queued, like an LMDB put would */
 	uint64_t last_seq, durable_seq; /* newest batch numbered; newest batch committed (or failed) */
 
 	pthread_t writer;
@@ -307,6 +308,7 @@ int persist_open(struct persist **out, struct event_base *base, const struct per
 		snprintf(err, errlen, "cannot open LMDB in \"%s\": %s", opts->dir, mdb_strerror(rc));
 		goto fail;
 	}
+	p->max_key = (size_t)mdb_env_get_maxkeysize(p->env);
 	p->done_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	p->commit_ev = event_new(base, -1, 0, commit_cb, p);
 	p->age_ev = evtimer_new(base, commit_cb, p);
@@ -399,7 +401,12 @@ static int queue_op(struct persist *p, MDB_dbi dbi, const void *key, size_t klen
 	size_t n = pad8(sizeof(struct op) + klen + (del ? 0 : vlen));
 	unsigned char *dst;
 
-	if (klen > UINT32_MAX / 2 || vlen > UINT32_MAX / 2 || !(dst = batch_append(b, n))) {
+	/* refused now, while the caller can still tell its client, rather than skipped by the writer later */
+	if (klen == 0 || klen > p->max_key) {
+		log_error("op=lmdb_queue err=\"key length %zu outside 1..%zu\"", klen, p->max_key);
+		return MMC_ERROR;
+	}
+	if (vlen > UINT32_MAX / 2 || !(dst = batch_append(b, n))) {
 		log_error("op=lmdb_queue err=\"out of memory\" bytes=%zu", n);
 		return MMC_ERROR;
 	}

@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "mmc/mmc.h"
 #include "persist.h"
 
 static struct event_base *base;
@@ -161,7 +162,9 @@ Test(persist, a_key_lmdb_refuses_does_not_sink_the_batch)
 	MDB_val k = {2, "ok"}, v;
 
 	memset(huge, 'x', sizeof(huge)); /* longer than LMDB's key limit (511) */
-	persist_put(p, dbi, huge, sizeof(huge), "v", 1);
+	cr_assert_eq(persist_put(p, dbi, huge, sizeof(huge), "v", 1), MMC_ERROR,
+	             "refused when queued, not skipped later");
+	cr_assert_eq(persist_put(p, dbi, "", 0, "v", 1), MMC_ERROR);
 	persist_put(p, dbi, "ok", 2, "v", 1);
 	cr_assert_eq(persist_flush(p), 0);
 	cr_assert_eq(persist_read_begin(p, &txn), 0);
