@@ -322,7 +322,10 @@ static void run_call(struct http_server *s, struct evhttp_request *req, const st
 		call_bad_request(c);
 	else if (!(r->flags & ROUTE_INSTANCE) || precheck_instance(c))
 		r->fn(c);
-	if (s->k->store_writes != c->writes0 && persist_after_commit(s->k->persist, finish_call, c) == 0)
+	/* a reply that acknowledges a change waits for the commit holding it: the call's own writes, or, for a call
+	 * that may change state but found it done already (a retried registerInstance), the writes still pending */
+	if ((s->k->store_writes != c->writes0 || (!(r->flags & ROUTE_READ) && persist_dirty(s->k->persist))) &&
+	    persist_after_commit(s->k->persist, finish_call, c) == 0)
 		return;
 	finish_call(c);
 }

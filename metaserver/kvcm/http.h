@@ -23,6 +23,7 @@ enum route_flags {
 	ROUTE_INSTANCE = 1, /* instance-scoped: unknown instance_id answered INSTANCE_NOT_EXIST first (§1.6) */
 	ROUTE_ADMIN = 2,    /* admin header: no tracer_result */
 	ROUTE_DEBUG = 4,    /* the debug service: absent (404) unless kvcm.service.enable_debug_service */
+	ROUTE_READ = 8,     /* changes nothing: its reply never waits for a commit it did not cause */
 };
 
 struct route {

@@ -5,6 +5,9 @@
  */
 #include "kvcm_test.h"
 
+#include <lmdb.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <unistd.h>
 
 static void up(void)
@@ -122,4 +125,76 @@ Test(persist, removed_instance_stays_removed)
 	EXPECT_CODE(CALL("getInstanceInfo", "{\"instance_id\":\"p\"}"), "INSTANCE_NOT_EXIST");
 	cr_assert(register_simple(&srv.meta, "default", "p", 4096));
 	cr_expect(write_keys(&srv.meta, "p", "[1]"));
+}
+
+/* The LMDB write lock, taken from this process: the server's writer thread waits for it, so nothing commits. */
+struct lmdb_hold {
+	MDB_env *env;
+	MDB_txn *txn;
+};
+
+static void hold_commits(struct lmdb_hold *h)
+{
+	char dir[300];
+
+	snprintf(dir, sizeof(dir), "%s/data", srv.m.dir);
+	cr_assert_eq(mdb_env_create(&h->env), 0);
+	mdb_env_set_maxdbs(h->env, 32);
+	cr_assert_eq(mdb_env_open(h->env, dir, MDB_NOTLS, 0644), 0);
+	cr_assert_eq(mdb_txn_begin(h->env, NULL, 0, &h->txn), 0);
+}
+
+static void release_commits(struct lmdb_hold *h)
+{
+	mdb_txn_abort(h->txn);
+	mdb_env_close(h->env);
+}
+
+struct async_register {
+	pthread_t t;
+	struct hc c;
+	atomic_bool done;
+	bool ok;
+};
+
+static void *register_p(void *arg)
+{
+	struct async_register *a = arg;
+
+	a->ok = register_simple(&a->c, "default", "p", 4096);
+	atomic_store(&a->done, true);
+	return NULL;
+}
+
+static void start_register(struct async_register *a)
+{
+	atomic_init(&a->done, false);
+	cr_assert_eq(hc_connect(&a->c, srv.m.http_port), 0);
+	cr_assert_eq(pthread_create(&a->t, NULL, register_p, a), 0);
+}
+
+/* A retried call that finds its change already made (by a first try whose reply is still waiting for the commit)
+ * must not say OK before that commit either: the client would take it as durable. */
+Test(persist, a_retry_that_finds_the_change_made_waits_for_its_commit)
+{
+	struct lmdb_hold h;
+	struct async_register first, retry;
+
+	hold_commits(&h);
+	start_register(&first);
+	usleep(200000);
+	cr_expect_not(atomic_load(&first.done), "the first registerInstance answered before its commit");
+	start_register(&retry);
+	usleep(300000);
+	cr_expect_not(atomic_load(&retry.done), "the identical retry answered OK before the first one's commit");
+	release_commits(&h);
+	pthread_join(first.t, NULL);
+	pthread_join(retry.t, NULL);
+	cr_expect(first.ok && retry.ok);
+	hc_close(&first.c);
+	hc_close(&retry.c);
+	/* and both acknowledged a change that survives a kill */
+	metaserver_kill(&srv.m);
+	cr_assert_eq(kvcm_srv_restart(&srv, NULL), 0);
+	EXPECT_CODE(CALL("getInstanceInfo", "{\"instance_id\":\"p\"}"), "OK");
 }
