@@ -54,6 +54,7 @@ struct persist {
 	uint64_t commits;
 	size_t max_key; /* mdb_env_get_maxkeysize: a longer key is refused when queued, like an LMDB put would */
 	uint64_t last_seq, durable_seq; /* newest batch numbered; newest batch committed (or failed) */
+	uint64_t failed_seq;            /* newest batch whose commit failed, 0: none */
 
 	pthread_t writer;
 	bool writer_started;
@@ -113,6 +114,10 @@ static int batch_commit(MDB_env *env, const struct batch *b)
 		if (rc)
 			log_error("op=%s dbi=%u klen=%u err=\"%s\"", h.vlen == DEL_LEN ? "lmdb_del" : "lmdb_put", h.dbi,
 			          h.klen, mdb_strerror(rc));
+		if (rc && rc != MDB_BAD_VALSIZE) { /* the transaction is broken (map full, I/O): report that error */
+			mdb_txn_abort(txn);
+			return rc;
+		}
 	}
 	return mdb_txn_commit(txn);
 }
@@ -204,11 +209,13 @@ static int land(struct persist *p)
 	pthread_mutex_unlock(&p->mu);
 	p->flying = NULL;
 	p->durable_seq = b->seq;
-	if (rc)
+	if (rc) {
 		log_error("op=lmdb_commit err=\"%s\" writes=%zu (metadata of this batch is not durable)",
 		          mdb_strerror(rc), b->nops);
-	else
+		p->failed_seq = b->seq;
+	} else {
 		p->commits++;
+	}
 	b->len = b->nops = 0;
 	run_waiters(b);
 	return rc;
@@ -447,6 +454,11 @@ uint64_t persist_wait_seq(const struct persist *p)
 uint64_t persist_durable_seq(const struct persist *p)
 {
 	return p->durable_seq;
+}
+
+uint64_t persist_failed_seq(const struct persist *p)
+{
+	return p->failed_seq;
 }
 
 int persist_after_commit(struct persist *p, void (*fn)(void *arg), void *arg)

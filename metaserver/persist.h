@@ -47,6 +47,9 @@ bool persist_dirty(const struct persist *p);
  * persist_durable_seq() >= n. */
 uint64_t persist_wait_seq(const struct persist *p);
 uint64_t persist_durable_seq(const struct persist *p);
+/* The newest batch whose commit failed (0: none). Waiters run after a failed commit too: a waiter whose changes were
+ * queued after persist_durable_seq() was d must not acknowledge them when persist_failed_seq() > d. */
+uint64_t persist_failed_seq(const struct persist *p);
 
 /* Runs fn(arg) on the loop once every write queued so far has committed (on the next idle turn if none is
  * pending). */

@@ -56,6 +56,7 @@ struct call {
 	int http_status; /* 200, or 400 / 500 with body {} */
 	uint64_t t0_ns;
 	uint64_t writes0;
+	uint64_t durable0; /* persist_durable_seq at the start: a failed commit after it fails a call that waited */
 };
 
 struct http_server;

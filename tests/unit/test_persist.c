@@ -315,3 +315,36 @@ Test(persist, a_loop_that_never_idles_still_commits)
 	cr_assert_eq(runs, 1, "the waiter ran within 2 s of a busy loop (%d turns)", turns);
 	cr_assert(s.found);
 }
+
+/* A commit that fails (here: the map is full) still runs its waiters, which must be able to tell. */
+static void saw_failure(void *arg)
+{
+	*(uint64_t *)arg = persist_failed_seq(p);
+	runs++;
+}
+
+Test(persist, a_failed_commit_is_visible_to_its_waiters)
+{
+	static char big[1 << 20];
+	struct persist_opts small = {dir, 256u << 10, true};
+	char err[256];
+	uint64_t seq, failed = 0, later = 0;
+
+	persist_close(p);
+	cr_assert_eq(persist_open(&p, base, &small, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(persist_dbi(p, "t", &dbi), 0);
+	cr_assert_eq(persist_failed_seq(p), 0);
+	runs = 0;
+	cr_assert_eq(persist_put(p, dbi, "big", 3, big, sizeof(big)), 0, "queued: the map is only full at commit");
+	seq = persist_wait_seq(p);
+	persist_after_commit(p, saw_failure, &failed);
+	run_until(1);
+	cr_assert_eq(runs, 1);
+	cr_assert_eq(failed, seq, "the waiter learns that its batch failed");
+	/* a later batch that fits commits, and the failure stays on record */
+	persist_put(p, dbi, "small", 5, "1", 1);
+	persist_after_commit(p, saw_failure, &later);
+	run_until(2);
+	cr_assert_eq(later, seq);
+	cr_assert_gt(persist_durable_seq(p), seq);
+}
