@@ -251,7 +251,11 @@ static int wait_ready(struct meta_conn *mc, const struct mcall *c)
 {
 	struct timespec dl;
 
-	if (c->bypass || mc->state == MC_READY)
+	/* a handshake call goes out before the connection is ready, but not once its reader has exited: nothing would
+	 * read its reply or fail it, and it would wait out timeout_ms */
+	if (c->bypass)
+		return mc->stop || mc->state == MC_DOWN ? MMC_NOT_CONNECTED_META : 0;
+	if (mc->state == MC_READY)
 		return mc->stop ? MMC_NOT_CONNECTED_META : 0;
 	if (!mc->conf->c.retry_ms || mc->stop)
 		return MMC_NOT_CONNECTED_META;

@@ -38,6 +38,21 @@ static void free_conn(struct conn *c)
 	free(c);
 }
 
+/* Sends a slot's replies once their batches are durable. If one of those commits failed, what they acknowledge is
+ * not on disk: they are dropped, and the client's calls time out instead of reporting success. */
+static void release_slot(struct conn *c, int i)
+{
+	static int bucket;
+	size_t n = evbuffer_get_length(c->held[i]);
+
+	if (persist_failed_seq(c->m->persist) <= c->held_since[i]) {
+		bufferevent_write_buffer(c->bev, c->held[i]);
+		return;
+	}
+	log_ratelimited(&bucket, LOG_ERROR, "op=reply_dropped peer=%s reason=commit_failed bytes=%zu", c->peer, n);
+	evbuffer_drain(c->held[i], n);
+}
+
 static void release_held(void *arg)
 {
 	struct conn *c = arg;
@@ -54,7 +69,7 @@ static void release_held(void *arg)
 		if (!c->held_seq[i])
 			continue;
 		if (c->held_seq[i] <= durable) {
-			bufferevent_write_buffer(c->bev, c->held[i]);
+			release_slot(c, i);
 			c->held_seq[i] = 0;
 		} else {
 			more = true;
@@ -85,6 +100,7 @@ static struct evbuffer *held_for(struct conn *c, uint64_t seq)
 		return NULL;
 	c->commit_waits++;
 	c->held_seq[slot] = seq;
+	c->held_since[slot] = persist_durable_seq(c->m->persist);
 	return c->held[slot];
 }
 

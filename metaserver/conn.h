@@ -23,7 +23,8 @@ struct conn {
 	 * uncommitted at a time, the one being synced and the one filling */
 	struct evbuffer *held[2];
 	uint64_t held_seq[2];
-	int commit_waits; /* persist_after_commit callbacks still to run */
+	uint64_t held_since[2]; /* persist_durable_seq when the slot was taken: its replies acknowledge later batches */
+	int commit_waits;       /* persist_after_commit callbacks still to run */
 	struct session session;
 	uint64_t last_seen_ms;
 	bool closed; /* freed when the last commit callback runs */

@@ -48,11 +48,13 @@ struct persist {
 	struct batch b[2];
 	struct batch *open;   /* the loop appends here */
 	struct batch *flying; /* with the writer thread, or NULL */
-	struct event *commit_ev, *done_ev;
+	struct event *commit_ev, *age_ev, *done_ev;
 	int done_fd; /* eventfd: the writer thread's "flying batch is durable" */
 	int lock_fd;
 	uint64_t commits;
+	size_t max_key; /* mdb_env_get_maxkeysize: a longer key is refused when queued, like an LMDB put would */
 	uint64_t last_seq, durable_seq; /* newest batch numbered; newest batch committed (or failed) */
+	uint64_t failed_seq;            /* newest batch whose commit failed, 0: none */
 
 	pthread_t writer;
 	bool writer_started;
@@ -112,6 +114,10 @@ static int batch_commit(MDB_env *env, const struct batch *b)
 		if (rc)
 			log_error("op=%s dbi=%u klen=%u err=\"%s\"", h.vlen == DEL_LEN ? "lmdb_del" : "lmdb_put", h.dbi,
 			          h.klen, mdb_strerror(rc));
+		if (rc && rc != MDB_BAD_VALSIZE) { /* the transaction is broken (map full, I/O): report that error */
+			mdb_txn_abort(txn);
+			return rc;
+		}
 	}
 	return mdb_txn_commit(txn);
 }
@@ -164,14 +170,28 @@ static void run_waiters(struct batch *b)
 	}
 }
 
+/* Gives the open batch to the writer, if it has writes and the writer has none: one batch flies at a time, and the
+ * writer reads it unlocked, so it must never be replaced (or appended to) before it lands. */
 static void hand_off(struct persist *p)
 {
+	if (p->flying || !p->open->nops)
+		return;
 	p->flying = p->open;
 	p->open = p->open == &p->b[0] ? &p->b[1] : &p->b[0];
 	pthread_mutex_lock(&p->mu);
 	p->busy = true;
 	pthread_cond_signal(&p->cv);
 	pthread_mutex_unlock(&p->mu);
+}
+
+static bool writer_busy(struct persist *p)
+{
+	bool busy;
+
+	pthread_mutex_lock(&p->mu);
+	busy = p->busy;
+	pthread_mutex_unlock(&p->mu);
+	return busy;
 }
 
 /* Waits for the flying batch (if any), then releases its waiters. Returns its LMDB code. */
@@ -189,11 +209,13 @@ static int land(struct persist *p)
 	pthread_mutex_unlock(&p->mu);
 	p->flying = NULL;
 	p->durable_seq = b->seq;
-	if (rc)
+	if (rc) {
 		log_error("op=lmdb_commit err=\"%s\" writes=%zu (metadata of this batch is not durable)",
 		          mdb_strerror(rc), b->nops);
-	else
+		p->failed_seq = b->seq;
+	} else {
 		p->commits++;
+	}
 	b->len = b->nops = 0;
 	run_waiters(b);
 	return rc;
@@ -206,10 +228,13 @@ static void done_cb(evutil_socket_t fd, short what, void *arg)
 
 	if (read(fd, &n, sizeof(n)) < 0 && errno != EAGAIN)
 		log_error("op=lmdb_writer err=\"eventfd read: %s\"", strerror(errno));
+	/* a wakeup left over from a batch persist_flush already landed: the flying one signals again when done, and
+	 * landing it now would make the loop wait for its fsync */
+	if (writer_busy(p))
+		return;
 	land(p);
 	/* what piled up while the disk was busy goes now: under load each commit carries the previous one's wait */
-	if (p->open->nops)
-		hand_off(p);
+	hand_off(p);
 }
 
 static void commit_cb(evutil_socket_t fd, short what, void *arg)
@@ -222,6 +247,17 @@ static void commit_cb(evutil_socket_t fd, short what, void *arg)
 		hand_off(p);
 	else
 		run_waiters(p->open);
+}
+
+/* The loop is idle (commit_ev) or the open batch is MAX_BATCH_AGE_NS old (age_ev, which runs with the I/O: a loop
+ * that never idles and gets no more writes must still commit the ones it has). */
+static void arm(struct persist *p)
+{
+	static const struct timeval age = {0, MAX_BATCH_AGE_NS / 1000};
+
+	event_active(p->commit_ev, 0, 0);
+	if (!evtimer_pending(p->age_ev, NULL))
+		evtimer_add(p->age_ev, &age);
 }
 
 static int lock_dir(const char *dir, int *fd_out, char *err, size_t errlen)
@@ -279,10 +315,12 @@ int persist_open(struct persist **out, struct event_base *base, const struct per
 		snprintf(err, errlen, "cannot open LMDB in \"%s\": %s", opts->dir, mdb_strerror(rc));
 		goto fail;
 	}
+	p->max_key = (size_t)mdb_env_get_maxkeysize(p->env);
 	p->done_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	p->commit_ev = event_new(base, -1, 0, commit_cb, p);
+	p->age_ev = evtimer_new(base, commit_cb, p);
 	p->done_ev = p->done_fd < 0 ? NULL : event_new(base, p->done_fd, EV_READ | EV_PERSIST, done_cb, p);
-	if (!p->commit_ev || !p->done_ev || event_priority_set(p->commit_ev, COMMIT_PRIORITY) ||
+	if (!p->commit_ev || !p->age_ev || !p->done_ev || event_priority_set(p->commit_ev, COMMIT_PRIORITY) ||
 	    event_add(p->done_ev, NULL) || start_writer(p)) {
 		snprintf(err, errlen, "cannot start the LMDB writer");
 		goto fail;
@@ -308,6 +346,8 @@ void persist_close(struct persist *p)
 	}
 	if (p->commit_ev)
 		event_free(p->commit_ev);
+	if (p->age_ev)
+		event_free(p->age_ev);
 	if (p->done_ev)
 		event_free(p->done_ev);
 	if (p->done_fd >= 0)
@@ -368,7 +408,12 @@ static int queue_op(struct persist *p, MDB_dbi dbi, const void *key, size_t klen
 	size_t n = pad8(sizeof(struct op) + klen + (del ? 0 : vlen));
 	unsigned char *dst;
 
-	if (klen > UINT32_MAX / 2 || vlen > UINT32_MAX / 2 || !(dst = batch_append(b, n))) {
+	/* refused now, while the caller can still tell its client, rather than skipped by the writer later */
+	if (klen == 0 || klen > p->max_key) {
+		log_error("op=lmdb_queue err=\"key length %zu outside 1..%zu\"", klen, p->max_key);
+		return MMC_ERROR;
+	}
+	if (vlen > UINT32_MAX / 2 || !(dst = batch_append(b, n))) {
 		log_error("op=lmdb_queue err=\"out of memory\" bytes=%zu", n);
 		return MMC_ERROR;
 	}
@@ -379,7 +424,7 @@ static int queue_op(struct persist *p, MDB_dbi dbi, const void *key, size_t klen
 	if (b->nops++ == 0) {
 		b->seq = ++p->last_seq;
 		b->first_ns = clock_ns();
-		event_active(p->commit_ev, 0, 0);
+		arm(p);
 	} else if (!p->flying && clock_ns() - b->first_ns > MAX_BATCH_AGE_NS) {
 		hand_off(p); /* a loop that never idles still commits */
 	}
@@ -411,6 +456,11 @@ uint64_t persist_durable_seq(const struct persist *p)
 	return p->durable_seq;
 }
 
+uint64_t persist_failed_seq(const struct persist *p)
+{
+	return p->failed_seq;
+}
+
 int persist_after_commit(struct persist *p, void (*fn)(void *arg), void *arg)
 {
 	/* with nothing queued, the newest writes are the flying ones: wait for those only */
@@ -427,24 +477,24 @@ int persist_after_commit(struct persist *p, void (*fn)(void *arg), void *arg)
 	}
 	b->waiters[b->nwaiters++] = (struct waiter){fn, arg};
 	if (b == p->open)
-		event_active(p->commit_ev, 0, 0);
+		arm(p);
 	return 0;
 }
 
 int persist_flush(struct persist *p)
 {
-	int rc = land(p);
+	int rc = 0;
 
-	/* waiters may write again; those writes belong to this flush too */
-	while (p->open->nops || p->open->nwaiters) {
-		if (p->open->nops) {
-			hand_off(p);
+	/* waiters may write again (and hand a batch over themselves); those writes belong to this flush too */
+	while (p->flying || p->open->nops || p->open->nwaiters) {
+		if (p->flying)
 			rc = land(p) ? MMC_ERROR : rc;
-		} else {
+		else if (p->open->nops)
+			hand_off(p);
+		else
 			run_waiters(p->open);
-		}
 	}
-	return rc ? MMC_ERROR : 0;
+	return rc;
 }
 
 uint64_t persist_commits(const struct persist *p)

@@ -33,8 +33,9 @@ int persist_dbi(struct persist *p, const char *name, MDB_dbi *dbi);
  * commit first. The caller aborts it. */
 int persist_read_begin(struct persist *p, MDB_txn **txn);
 
-/* Queue a write for the next commit (key and value are copied). Return 0 or MMC_ERROR (out of memory, logged). A
- * failed commit is logged; its writes are not durable. */
+/* Queue a write for the next commit (key and value are copied). Return 0 or MMC_ERROR (a key LMDB cannot store:
+ * empty or longer than mdb_env_get_maxkeysize; out of memory; logged). A failed commit is logged; its writes are not
+ * durable. */
 int persist_put(struct persist *p, MDB_dbi dbi, const void *key, size_t klen, const void *val, size_t vlen);
 int persist_del(struct persist *p, MDB_dbi dbi, const void *key, size_t klen);
 
@@ -46,6 +47,9 @@ bool persist_dirty(const struct persist *p);
  * persist_durable_seq() >= n. */
 uint64_t persist_wait_seq(const struct persist *p);
 uint64_t persist_durable_seq(const struct persist *p);
+/* The newest batch whose commit failed (0: none). Waiters run after a failed commit too: a waiter whose changes were
+ * queued after persist_durable_seq() was d must not acknowledge them when persist_failed_seq() > d. */
+uint64_t persist_failed_seq(const struct persist *p);
 
 /* Runs fn(arg) on the loop once every write queued so far has committed (on the next idle turn if none is
  * pending). */

@@ -268,6 +268,16 @@ static void finish_call(void *arg)
 	free(c);
 }
 
+/* A call that waited for a commit: if a commit since its start failed, its change is not durable. */
+static void finish_after_commit(void *arg)
+{
+	struct call *c = arg;
+
+	if (persist_failed_seq(c->k->persist) > c->durable0 && c->http_status == 200)
+		call_fail(c, KC_INTERNAL_ERROR, "the metadata commit failed: the change is not durable");
+	finish_call(c);
+}
+
 static const struct route *find_route(struct http_server *s, const char *path)
 {
 	if (strncmp(path, "/api/", 5) != 0)
@@ -312,6 +322,7 @@ static void run_call(struct http_server *s, struct evhttp_request *req, const st
 	c->http_status = 200;
 	c->t0_ns = clock_ns();
 	c->writes0 = s->k->store_writes;
+	c->durable0 = persist_durable_seq(s->k->persist);
 	jw_init(&c->out);
 	body = (const char *)evbuffer_pullup(in, (ev_ssize_t)len);
 	if (body && r->reader && r->reader->read(c, body, len))
@@ -322,7 +333,10 @@ static void run_call(struct http_server *s, struct evhttp_request *req, const st
 		call_bad_request(c);
 	else if (!(r->flags & ROUTE_INSTANCE) || precheck_instance(c))
 		r->fn(c);
-	if (s->k->store_writes != c->writes0 && persist_after_commit(s->k->persist, finish_call, c) == 0)
+	/* a reply that acknowledges a change waits for the commit holding it: the call's own writes, or, for a call
+	 * that may change state but found it done already (a retried registerInstance), the writes still pending */
+	if ((s->k->store_writes != c->writes0 || (!(r->flags & ROUTE_READ) && persist_dirty(s->k->persist))) &&
+	    persist_after_commit(s->k->persist, finish_after_commit, c) == 0)
 		return;
 	finish_call(c);
 }

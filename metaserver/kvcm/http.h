@@ -23,6 +23,7 @@ enum route_flags {
 	ROUTE_INSTANCE = 1, /* instance-scoped: unknown instance_id answered INSTANCE_NOT_EXIST first (§1.6) */
 	ROUTE_ADMIN = 2,    /* admin header: no tracer_result */
 	ROUTE_DEBUG = 4,    /* the debug service: absent (404) unless kvcm.service.enable_debug_service */
+	ROUTE_READ = 8,     /* changes nothing: its reply never waits for a commit it did not cause */
 };
 
 struct route {
@@ -55,6 +56,7 @@ struct call {
 	int http_status; /* 200, or 400 / 500 with body {} */
 	uint64_t t0_ns;
 	uint64_t writes0;
+	uint64_t durable0; /* persist_durable_seq at the start: a failed commit after it fails a call that waited */
 };
 
 struct http_server;

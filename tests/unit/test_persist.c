@@ -8,8 +8,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "mmc/mmc.h"
 #include "persist.h"
 
 static struct event_base *base;
@@ -158,10 +162,189 @@ Test(persist, a_key_lmdb_refuses_does_not_sink_the_batch)
 	MDB_val k = {2, "ok"}, v;
 
 	memset(huge, 'x', sizeof(huge)); /* longer than LMDB's key limit (511) */
-	persist_put(p, dbi, huge, sizeof(huge), "v", 1);
+	cr_assert_eq(persist_put(p, dbi, huge, sizeof(huge), "v", 1), MMC_ERROR,
+	             "refused when queued, not skipped later");
+	cr_assert_eq(persist_put(p, dbi, "", 0, "v", 1), MMC_ERROR);
 	persist_put(p, dbi, "ok", 2, "v", 1);
 	cr_assert_eq(persist_flush(p), 0);
 	cr_assert_eq(persist_read_begin(p, &txn), 0);
 	cr_assert_eq(mdb_get(txn, dbi, &k, &v), 0);
 	mdb_txn_abort(txn);
+}
+
+/* A child process holds LMDB's write lock for hold_ms: the writer thread blocks in mdb_txn_begin meanwhile. */
+static pid_t hold_writer_lock(int hold_ms)
+{
+	int fds[2];
+	char c;
+	pid_t pid;
+
+	cr_assert_eq(pipe(fds), 0);
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		MDB_env *env;
+		MDB_txn *txn;
+
+		close(fds[0]);
+		if (mdb_env_create(&env) || mdb_env_set_maxdbs(env, 4) || mdb_env_open(env, dir, MDB_NOTLS, 0644) ||
+		    mdb_txn_begin(env, NULL, 0, &txn))
+			_exit(1);
+		if (write(fds[1], "l", 1) != 1)
+			_exit(1);
+		usleep((useconds_t)hold_ms * 1000);
+		mdb_txn_abort(txn);
+		mdb_env_close(env);
+		_exit(0);
+	}
+	close(fds[1]);
+	cr_assert_eq(read(fds[0], &c, 1), 1, "the child took the write lock");
+	close(fds[0]);
+	return pid;
+}
+
+/* A waiter that writes (and, slow enough, hands its own batch over by the 2 ms rule) must not make the loop hand a
+ * second batch to the writer while one is flying: that batch would be marked durable without being committed. */
+static struct seen after_y, after_z;
+static pid_t holder;
+
+static void write_while_landing(void *arg)
+{
+	struct timespec t0, t;
+
+	persist_put(p, dbi, "x", 1, "1", 1);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do /* older than MAX_BATCH_AGE_NS: the next write hands the batch over */
+		clock_gettime(CLOCK_MONOTONIC, &t);
+	while ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) < 3000000L);
+	holder = hold_writer_lock(200); /* so that the writer is surely still busy with y's batch below */
+	persist_put(p, dbi, "y", 1, "2", 1);
+	usleep(20000); /* the writer has taken y's batch and waits for the lock */
+	after_y.seq = persist_durable_seq(p) + 1;
+	persist_after_commit(p, check_durable, &after_y);
+	persist_put(p, dbi, "z", 1, "3", 1);
+	after_z.seq = persist_wait_seq(p);
+	persist_after_commit(p, check_durable, &after_z);
+	check_durable(arg);
+}
+
+Test(persist, writes_from_a_waiter_never_replace_the_flying_batch)
+{
+	struct seen w = {p, "w", 0, 0, 0};
+	int status;
+
+	runs = 0;
+	after_y = (struct seen){p, "y", 0, 0, 0};
+	after_z = (struct seen){p, "z", 0, 0, 0};
+	persist_put(p, dbi, "w", 1, "0", 1);
+	w.seq = persist_wait_seq(p);
+	persist_after_commit(p, write_while_landing, &w);
+	run_until(3);
+	cr_assert_eq(runs, 3);
+	cr_assert(w.found && after_y.found, "w and y were on disk when their waiters ran");
+	cr_assert(after_z.found, "z was on disk when its waiter ran");
+	cr_assert_gt(after_z.seq, after_y.seq);
+	cr_assert_eq(persist_flush(p), 0);
+	cr_assert_eq(waitpid(holder, &status, 0), holder);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+static double now_ms(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
+
+Test(persist, a_wakeup_left_by_a_flush_does_not_make_the_loop_wait_for_the_disk)
+{
+	struct seen b = {p, "b", 0, 0, 0};
+	double t0;
+	int status;
+
+	runs = 0;
+	persist_put(p, dbi, "a", 1, "1", 1);
+	cr_assert_eq(persist_flush(p), 0); /* lands on the loop: the writer's wakeup stays in the eventfd */
+	holder = hold_writer_lock(1000);
+	persist_put(p, dbi, "b", 1, "2", 1);
+	usleep(3000);
+	persist_put(p, dbi, "b2", 2, "2", 1); /* the 2 ms rule: batch b flies, and the writer is stuck */
+	b.seq = persist_wait_seq(p);
+	persist_after_commit(p, check_durable, &b);
+	t0 = now_ms();
+	event_base_loop(base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
+	cr_expect_lt(now_ms() - t0, 500, "one loop turn waited %.0f ms for a commit", now_ms() - t0);
+	cr_expect_eq(runs, 0, "b cannot be durable while the lock is held");
+	run_until(1);
+	cr_assert_eq(runs, 1);
+	cr_assert(b.found);
+	waitpid(holder, &status, 0);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+/* A loop that always has I/O ready never runs the low-priority commit event: the batch must go at 2 ms anyway. */
+static void busy_cb(evutil_socket_t fd, short what, void *arg)
+{
+	(*(int *)arg)++;
+	event_base_loopbreak(base); /* back to the test after each turn */
+}
+
+Test(persist, a_loop_that_never_idles_still_commits)
+{
+	struct seen s = {p, "busy", 0, 0, 0};
+	struct event *busy;
+	int sv[2], turns = 0;
+	double t0;
+
+	runs = 0;
+	cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	cr_assert_eq(write(sv[1], "x", 1), 1); /* never read: sv[0] is readable on every turn */
+	busy = event_new(base, sv[0], EV_READ | EV_PERSIST, busy_cb, &turns);
+	cr_assert_eq(event_priority_set(busy, 1), 0);
+	event_add(busy, NULL);
+	persist_put(p, dbi, "busy", 4, "1", 1);
+	s.seq = persist_wait_seq(p);
+	persist_after_commit(p, check_durable, &s);
+	t0 = now_ms();
+	while (runs == 0 && now_ms() - t0 < 2000)
+		event_base_loop(base, 0); /* one turn: the busy socket is always ready */
+	event_free(busy);
+	close(sv[0]);
+	close(sv[1]);
+	cr_assert_eq(runs, 1, "the waiter ran within 2 s of a busy loop (%d turns)", turns);
+	cr_assert(s.found);
+}
+
+/* A commit that fails (here: the map is full) still runs its waiters, which must be able to tell. */
+static void saw_failure(void *arg)
+{
+	*(uint64_t *)arg = persist_failed_seq(p);
+	runs++;
+}
+
+Test(persist, a_failed_commit_is_visible_to_its_waiters)
+{
+	static char big[1 << 20];
+	struct persist_opts small = {dir, 256u << 10, true};
+	char err[256];
+	uint64_t seq, failed = 0, later = 0;
+
+	persist_close(p);
+	cr_assert_eq(persist_open(&p, base, &small, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(persist_dbi(p, "t", &dbi), 0);
+	cr_assert_eq(persist_failed_seq(p), 0);
+	runs = 0;
+	cr_assert_eq(persist_put(p, dbi, "big", 3, big, sizeof(big)), 0, "queued: the map is only full at commit");
+	seq = persist_wait_seq(p);
+	persist_after_commit(p, saw_failure, &failed);
+	run_until(1);
+	cr_assert_eq(runs, 1);
+	cr_assert_eq(failed, seq, "the waiter learns that its batch failed");
+	/* a later batch that fits commits, and the failure stays on record */
+	persist_put(p, dbi, "small", 5, "1", 1);
+	persist_after_commit(p, saw_failure, &later);
+	run_until(2);
+	cr_assert_eq(later, seq);
+	cr_assert_gt(persist_durable_seq(p), seq);
 }
