@@ -38,19 +38,68 @@ static void free_conn(struct conn *c)
 	free(c);
 }
 
-/* Sends a slot's replies once their batches are durable. If one of those commits failed, what they acknowledge is
- * not on disk: they are dropped, and the client's calls time out instead of reporting success. */
-static void release_slot(struct conn *c, int i)
+/* Appends f with its length prefix. Returns 0, or -1 when out of memory. */
+static int send_frame(struct evbuffer *out, const Mmc__Frame *f)
+{
+	size_t n = mmc__frame__get_packed_size(f);
+	unsigned char hdr[4] = {(unsigned char)n, (unsigned char)(n >> 8), (unsigned char)(n >> 16),
+	                        (unsigned char)(n >> 24)};
+	struct evbuffer_iovec v;
+
+	if (evbuffer_add(out, hdr, 4) || evbuffer_reserve_space(out, (ev_ssize_t)n, &v, 1) != 1)
+		return -1;
+	mmc__frame__pack(f, v.iov_base);
+	v.iov_len = n;
+	evbuffer_commit_space(out, &v, 1);
+	return 0;
+}
+
+/* Rewrites each held reply as its call's failure with MMC_META_BACKUP_ERROR: the change it acknowledged is in
+ * memory but not on disk, and a success would promise what a restart would take back. */
+static void fail_slot(struct conn *c, int i)
 {
 	static int bucket;
-	size_t n = evbuffer_get_length(c->held[i]);
+	struct evbuffer *in = c->held[i], *out = bufferevent_get_output(c->bev);
+	unsigned char hdr[4];
+	unsigned dropped = 0;
 
-	if (persist_failed_seq(c->m->persist) <= c->held_since[i]) {
-		bufferevent_write_buffer(c->bev, c->held[i]);
-		return;
+	while (evbuffer_copyout(in, hdr, 4) == 4) {
+		uint32_t len = get_le32(hdr);
+		unsigned char *p = evbuffer_pullup(in, (ev_ssize_t)len + 4);
+		Mmc__Frame *f = p ? mmc__frame__unpack(NULL, len, p + 4) : NULL;
+		Mmc__Frame e = MMC__FRAME__INIT;
+		Mmc__Reply r = MMC__REPLY__INIT;
+		Mmc__KeyBatchReply k = MMC__KEY_BATCH_REPLY__INIT;
+
+		e.id = f ? f->id : 0;
+		r.result = k.result = MMC_META_BACKUP_ERROR;
+		if (f && f->body_case == MMC__FRAME__BODY_REPLY) {
+			e.body_case = MMC__FRAME__BODY_REPLY;
+			e.reply = &r;
+			dropped += send_frame(out, &e) != 0;
+		} else if (f && f->body_case == MMC__FRAME__BODY_KEY_REPLY) {
+			e.body_case = MMC__FRAME__BODY_KEY_REPLY;
+			e.key_reply = &k;
+			dropped += send_frame(out, &e) != 0;
+		} else {
+			dropped++; /* no error shape: that call times out at the client */
+		}
+		if (f)
+			mmc__frame__free_unpacked(f, NULL);
+		evbuffer_drain(in, (size_t)len + 4);
 	}
-	log_ratelimited(&bucket, LOG_ERROR, "op=reply_dropped peer=%s reason=commit_failed bytes=%zu", c->peer, n);
-	evbuffer_drain(c->held[i], n);
+	evbuffer_drain(in, evbuffer_get_length(in));
+	log_ratelimited(&bucket, LOG_ERROR, "op=reply_failed peer=%s reason=commit_failed code=%d dropped=%u", c->peer,
+	                MMC_META_BACKUP_ERROR, dropped);
+}
+
+/* Sends a slot's replies once their batches are durable; if one of those commits failed, their calls fail. */
+static void release_slot(struct conn *c, int i)
+{
+	if (persist_failed_seq(c->m->persist) <= c->held_since[i])
+		bufferevent_write_buffer(c->bev, c->held[i]);
+	else
+		fail_slot(c, i);
 }
 
 static void release_held(void *arg)
@@ -106,12 +155,8 @@ static struct evbuffer *held_for(struct conn *c, uint64_t seq)
 
 void conn_send(struct conn *c, const Mmc__Frame *f, bool durable)
 {
-	size_t n = mmc__frame__get_packed_size(f);
-	unsigned char hdr[4] = {(unsigned char)n, (unsigned char)(n >> 8), (unsigned char)(n >> 16),
-	                        (unsigned char)(n >> 24)};
 	uint64_t seq = durable ? persist_wait_seq(c->m->persist) : 0;
 	struct evbuffer *out = NULL;
-	struct evbuffer_iovec v;
 
 	if (c->closed)
 		return;
@@ -119,13 +164,8 @@ void conn_send(struct conn *c, const Mmc__Frame *f, bool durable)
 		out = held_for(c, seq);
 	if (!out)
 		out = bufferevent_get_output(c->bev);
-	if (evbuffer_add(out, hdr, 4) || evbuffer_reserve_space(out, (ev_ssize_t)n, &v, 1) != 1) {
+	if (send_frame(out, f))
 		conn_close(c, "out_of_memory");
-		return;
-	}
-	mmc__frame__pack(f, v.iov_base);
-	v.iov_len = n;
-	evbuffer_commit_space(out, &v, 1);
 }
 
 void conn_close(struct conn *c, const char *why)

@@ -86,7 +86,7 @@ extern "C" {
 #define MMC_UNMATCHED_KEY            (-3102)
 #define MMC_UNMATCHED_RET            (-3103)
 #define MMC_LEASE_NOT_EXPIRED        (-3104)
-#define MMC_META_BACKUP_ERROR        (-3105)
+#define MMC_META_BACKUP_ERROR        (-3105) /**< the meta server could not make the change durable (LMDB commit failed) */
 #define MMC_LEASE_EXPIRED            (-3106)
 /**@}*/
 
@@ -182,9 +182,9 @@ typedef struct mmc_local_config {
 
 /** Replica policy of a put. Zero-initialised means one replica placed by policy. */
 typedef struct mmc_replicate_config {
-	uint16_t replica_num;                    /**< 1..8; 0 means 1 */
-	uint16_t preferred_count;                /**< entries used in preferred_local_service_ids, <= replica_num */
-	int32_t preferred_local_service_ids[8];  /**< each listed service gets a replica */
+	uint16_t replica_num;                   /**< 1..8; 0 means 1 */
+	uint16_t preferred_count;               /**< entries used in preferred_local_service_ids, <= replica_num */
+	int32_t preferred_local_service_ids[8]; /**< each listed service gets a replica */
 } mmc_replicate_config;
 
 /** What the meta server knows of a key. size == 0 means the key is absent. */
@@ -271,11 +271,12 @@ MMC_API int mmc_unregister_buffer(mmc_store *s, void *buf, size_t size);
  *         rc, or a preferred service that does not exist); MMC_NOT_ENOUGH_MEMORY (no room even after eviction and
  *         a bounded wait for leased memory, or fewer services than replicas; nothing is stored);
  *         MMC_UNMATCHED_KEY (the meta server restarted between allocation and commit: nothing is stored);
- *         MMC_CLIENT_NOT_INIT; MMC_NOT_CONNECTED_META; MMC_TIMEOUT; MMC_ERROR (the fabric failed; nothing is
- *         stored). Thread-safe.
+ *         MMC_META_BACKUP_ERROR (the meta server could not commit the object's metadata to disk: it is readable
+ *         until the meta server restarts, then gone); MMC_CLIENT_NOT_INIT; MMC_NOT_CONNECTED_META; MMC_TIMEOUT;
+ *         MMC_ERROR (the fabric failed; nothing is stored). Thread-safe.
  */
 MMC_API int mmc_put_from(mmc_store *s, const char *key, const void *buf, size_t size, int32_t direct,
-			 const mmc_replicate_config *rc);
+                         const mmc_replicate_config *rc);
 
 /**
  * Reads the object stored under key into buf; size must equal the object size.
@@ -318,15 +319,15 @@ MMC_API int mmc_get_key_info(mmc_store *s, const char *key, uint32_t flag, mmc_k
  *         stored); MMC_CLIENT_NOT_INIT; MMC_NOT_CONNECTED_META. Thread-safe.
  */
 MMC_API int mmc_batch_put_from(mmc_store *s, const char *const *keys, const void *const *bufs, const size_t *sizes,
-			       size_t n, int32_t direct, const mmc_replicate_config *rc, int *results);
+                               size_t n, int32_t direct, const mmc_replicate_config *rc, int *results);
 
 /**
  * Gets n keys with one meta round trip and every RMA read in flight together.
  * @param results [out] n codes, as mmc_get_into()
  * @return as mmc_batch_put_from(). Thread-safe.
  */
-MMC_API int mmc_batch_get_into(mmc_store *s, const char *const *keys, void *const *bufs, const size_t *sizes,
-			       size_t n, int32_t direct, int *results);
+MMC_API int mmc_batch_get_into(mmc_store *s, const char *const *keys, void *const *bufs, const size_t *sizes, size_t n,
+                               int32_t direct, int *results);
 
 /** Removes n keys; results[i] as mmc_remove(). @return as mmc_batch_put_from(). Thread-safe. */
 MMC_API int mmc_batch_remove(mmc_store *s, const char *const *keys, size_t n, int *results);
@@ -343,7 +344,7 @@ MMC_API int mmc_batch_get_key_info(mmc_store *s, const char *const *keys, size_t
  * @return MMC_OK; MMC_INVALID_PARAM (media pair, flags, keys); else the first per-key error (each is logged).
  */
 MMC_API int mmc_prefetch_keys(mmc_store *s, const char *const *keys, size_t n, uint8_t src_media, uint8_t dst_media,
-			      uint32_t flags);
+                              uint32_t flags);
 
 /**
  * Moves keys from DRAM to SSD now; with no SSD configured the DRAM copy is removed (the seed's rule). Only src
@@ -351,7 +352,7 @@ MMC_API int mmc_prefetch_keys(mmc_store *s, const char *const *keys, size_t n, u
  * @return as mmc_prefetch_keys().
  */
 MMC_API int mmc_evict_keys(mmc_store *s, const char *const *keys, size_t n, uint8_t src_media, uint8_t dst_media,
-			   uint32_t flags);
+                           uint32_t flags);
 
 /**
  * Grants or extends a read lease on each key for this store, for use by mmc_batch_copy() in a read direction.
@@ -378,7 +379,7 @@ MMC_API int mmc_batch_remove_lease(mmc_store *s, const char *const *keys, size_t
  * @return MMC_OK when accepted; MMC_INVALID_PARAM; MMC_CLIENT_NOT_INIT; MMC_NOT_CONNECTED_META.
  */
 MMC_API int mmc_batch_malloc(mmc_store *s, const char *const *keys, const size_t *sizes, size_t n, uint16_t media,
-			     uint64_t lease_ttl_ms, uintptr_t *gvas);
+                             uint64_t lease_ttl_ms, uintptr_t *gvas);
 
 /**
  * Copies between GVA ranges and local buffers. A write direction (L2G, H2G, L2GH, H2GH) copies into ranges this
@@ -392,7 +393,7 @@ MMC_API int mmc_batch_malloc(mmc_store *s, const char *const *keys, const size_t
  *         n == 0 is MMC_OK. Thread-safe.
  */
 MMC_API int mmc_batch_copy(mmc_store *s, void *const *gvas, void *const *bufs, const size_t *sizes, size_t n,
-			   int32_t direct, uint32_t flag);
+                           int32_t direct, uint32_t flag);
 
 /**
  * Publishes (write_results[i] == 0) or drops (non-zero) each key allocated by mmc_batch_malloc().
@@ -400,7 +401,7 @@ MMC_API int mmc_batch_copy(mmc_store *s, void *const *gvas, void *const *bufs, c
  * @return as mmc_batch_put_from().
  */
 MMC_API int mmc_batch_write_finish(mmc_store *s, const char *const *keys, const int32_t *write_results, size_t n,
-				   int *results);
+                                   int *results);
 
 /**
  * Gathers `layers` buffers into one object (layer i at offset sum(sizes[0..i-1])).
@@ -408,24 +409,24 @@ MMC_API int mmc_batch_write_finish(mmc_store *s, const char *const *keys, const 
  * @return as mmc_put_from().
  */
 MMC_API int mmc_put_from_layers(mmc_store *s, const char *key, const void *const *bufs, const size_t *sizes,
-				size_t layers, int32_t direct, const mmc_replicate_config *rc);
+                                size_t layers, int32_t direct, const mmc_replicate_config *rc);
 
 /**
  * Scatters an object into `layers` buffers; the split may differ from the put's as long as the total matches.
  * @return as mmc_get_into().
  */
 MMC_API int mmc_get_into_layers(mmc_store *s, const char *key, void *const *bufs, const size_t *sizes, size_t layers,
-				int32_t direct);
+                                int32_t direct);
 
 /** Batch of mmc_put_from_layers(): bufs[i] and sizes[i] hold layers[i] entries. @return as mmc_batch_put_from(). */
 MMC_API int mmc_batch_put_from_layers(mmc_store *s, const char *const *keys, const void *const *const *bufs,
-				      const size_t *const *sizes, const size_t *layers, size_t n, int32_t direct,
-				      const mmc_replicate_config *rc, int *results);
+                                      const size_t *const *sizes, const size_t *layers, size_t n, int32_t direct,
+                                      const mmc_replicate_config *rc, int *results);
 
 /** Batch of mmc_get_into_layers(). @return as mmc_batch_get_into(). */
 MMC_API int mmc_batch_get_into_layers(mmc_store *s, const char *const *keys, void *const *const *bufs,
-				      const size_t *const *sizes, const size_t *layers, size_t n, int32_t direct,
-				      int *results);
+                                      const size_t *const *sizes, const size_t *layers, size_t n, int32_t direct,
+                                      int *results);
 
 /**
  * Reports this store's local service id, stable for the life of the service and never reused for another live

@@ -184,8 +184,8 @@ Test(durability, acknowledged_puts_survive_sigkill_under_load)
 
 /*
  * The same promise when the metadata store cannot commit: with a 1 MiB LMDB map the commits start failing with
- * MDB_MAP_FULL under a stream of puts. A put whose commit failed must not be acknowledged (its reply is dropped and
- * the call times out), so after a kill and a restart with room to spare every put that returned OK is still there.
+ * MDB_MAP_FULL under a stream of puts. A put whose commit failed must not be acknowledged (it fails with
+ * MMC_META_BACKUP_ERROR), so after a kill and a restart with room to spare every put that returned OK is still there.
  */
 #define FULL_THREADS 4
 #define FULL_MAX     20000
@@ -197,7 +197,7 @@ static struct {
 	int n;
 	int idx[FULL_MAX];
 } full_acked[FULL_THREADS];
-static atomic_int full_errors, full_oks;
+static atomic_int full_errors, full_oks, full_backup_errors;
 
 static void *full_worker(void *arg)
 {
@@ -208,11 +208,14 @@ static void *full_worker(void *arg)
 	for (int i = 0; i < FULL_MAX && !atomic_load(&stop_puts); i++) {
 		snprintf(key, sizeof(key), "full/%d/%d", t, i);
 		pattern_fill(buf, sizeof(buf), seed_of(99, t, i));
-		if (mmc_put_from(full_st[0], key, buf, sizeof(buf), MMC_COPY_H2G, NULL) == 0) {
+		int rc = mmc_put_from(full_st[0], key, buf, sizeof(buf), MMC_COPY_H2G, NULL);
+
+		if (rc == 0) {
 			full_acked[t].idx[full_acked[t].n++] = i;
 			atomic_fetch_add(&full_oks, 1);
 		} else {
 			atomic_fetch_add(&full_errors, 1);
+			atomic_fetch_add(&full_backup_errors, rc == MMC_META_BACKUP_ERROR);
 		}
 	}
 	return NULL;
@@ -223,7 +226,7 @@ static mmc_store *full_store(void)
 	mmc_local_config c = fixture_config(full_meta.url, 256u << 20);
 	mmc_store *s = mmc_create();
 
-	c.timeout_ms = 1000; /* a put whose commit failed gets no reply: let it time out quickly */
+	c.timeout_ms = 5000;
 	cr_assert_not_null(s);
 	cr_assert_eq(mmc_setup(s, &c), 0);
 	cr_assert_eq(mmc_init(s, 0, true), 0, "mmc_init failed");
@@ -260,7 +263,7 @@ Test(durability_full, a_put_whose_commit_failed_is_not_acknowledged)
 	atomic_store(&stop_puts, false);
 	for (int t = 0; t < FULL_THREADS; t++)
 		cr_assert_eq(pthread_create(&th[t], NULL, full_worker, (void *)(intptr_t)t), 0);
-	/* until the map is full and puts fail (time out), or far more puts were acknowledged than 1 MiB can hold */
+	/* until the map is full and puts fail, or far more puts were acknowledged than 1 MiB can hold */
 	while (atomic_load(&full_errors) < 2 * FULL_THREADS && atomic_load(&full_oks) < FULL_ENOUGH && now() - t0 < 60)
 		usleep(20000);
 	atomic_store(&stop_puts, true);
@@ -289,4 +292,5 @@ Test(durability_full, a_put_whose_commit_failed_is_not_acknowledged)
 	cr_log_info("%d puts acknowledged before and while the map was full, %d failed", total,
 	            atomic_load(&full_errors));
 	cr_assert_eq(lost, 0, "%d of %d acknowledged puts lost", lost, total);
+	cr_expect_gt(atomic_load(&full_backup_errors), 0, "a put whose commit failed says so (MMC_META_BACKUP_ERROR)");
 }
