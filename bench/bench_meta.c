@@ -30,13 +30,37 @@ static const char usage[] =
     "srv_us/key: CPU time of the server's loop thread per key (tiny_put includes the untimed removes).\n"
     "At the end the server is restarted on its data dir: the reload time and RSS are printed.\n";
 
+/* Keys m/0 .. m/(n-1) are in the index. */
 struct index {
-	char **keys;
-	size_t n, cap;
+	size_t n;
 };
+
+#define KEY_CHARS 24
+
+/*
+ * Writes "m/<i>" into buf. Names are made on the fly, not kept in a table: a table of 10^6 strings would make the
+ * client pay two cache misses per random key at 10^6 and not at 10^3, and that would be charged to the server.
+ */
+static const char *key_name(char *buf, size_t i)
+{
+	char digits[KEY_CHARS];
+	int n = 0, at = 2;
+
+	do {
+		digits[n++] = (char)('0' + i % 10);
+		i /= 10;
+	} while (i);
+	buf[0] = 'm';
+	buf[1] = '/';
+	while (n)
+		buf[at++] = digits[--n];
+	buf[at] = '\0';
+	return buf;
+}
 
 static int index_fill(mmc_store *s, struct index *ix, size_t want, double *keys_per_s)
 {
+	static char names[FILL_CHUNK][KEY_CHARS];
 	const char *k[FILL_CHUNK];
 	size_t sizes[FILL_CHUNK];
 	uintptr_t gvas[FILL_CHUNK];
@@ -45,23 +69,11 @@ static int index_fill(mmc_store *s, struct index *ix, size_t want, double *keys_
 	size_t from = ix->n;
 	double t0 = now_s();
 
-	if (want > ix->cap) {
-		char **v = realloc(ix->keys, want * sizeof(*v));
-
-		if (!v)
-			return -1;
-		ix->keys = v;
-		ix->cap = want;
-	}
 	while (ix->n < want) {
 		size_t m = want - ix->n < FILL_CHUNK ? want - ix->n : FILL_CHUNK;
 
 		for (size_t i = 0; i < m; i++) {
-			char buf[32];
-
-			snprintf(buf, sizeof(buf), "m/%zu", ix->n + i);
-			ix->keys[ix->n + i] = strdup(buf);
-			k[i] = ix->keys[ix->n + i];
+			k[i] = key_name(names[i], ix->n + i);
 			sizes[i] = TINY;
 		}
 		if (mmc_batch_malloc(s, k, sizes, m, MMC_MEDIA_DRAM, 0, gvas) ||
@@ -110,17 +122,10 @@ static uint64_t rss_bytes(pid_t pid)
 	return (uint64_t)kb << 10;
 }
 
-static void index_free(struct index *ix)
-{
-	for (size_t i = 0; i < ix->n; i++)
-		free(ix->keys[i]);
-	free(ix->keys);
-}
-
-static void pick(const struct index *ix, const char **out, int batch, unsigned *seed)
+static void pick(const struct index *ix, char **names, const char **out, int batch, unsigned *seed)
 {
 	for (int i = 0; i < batch; i++)
-		out[i] = ix->keys[(size_t)rand_r(seed) % ix->n];
+		out[i] = key_name(names[i], (size_t)rand_r(seed) % ix->n);
 }
 
 static void row(const char *op, size_t nkeys, int batch, struct samples *s, double srv_us)
@@ -196,7 +201,7 @@ static int measure(mmc_store *s, enum meta_op op, const struct index *ix, int ba
 		if (op == OP_TINY_PUT)
 			tiny_keys(names, keys, batch, seq++);
 		else
-			pick(ix, keys, batch, &seed);
+			pick(ix, names, keys, batch, &seed);
 		t0 = now_s();
 		rc = one_call(s, op, keys, batch, res, info, bufs, sizes);
 		samples_add(out, now_s() - t0);
@@ -248,7 +253,6 @@ static int sweep(mmc_store *s, const struct bench_opts *o, int batch, pid_t serv
 		printf("# server RSS with %zu keys: %.1f MiB (%.0f B/key)\n", ix.n,
 		       (double)rss_bytes(server) / (1 << 20), (double)rss_bytes(server) / (double)ix.n);
 	}
-	index_free(&ix);
 	return rc;
 }
 
