@@ -15,6 +15,7 @@
 struct alloc_item {
 	const char *key;
 	uint64_t size;
+	uint64_t hash; /* object_hash(key) */
 };
 
 struct alloc_req {
@@ -61,7 +62,7 @@ static bool place_one(struct meta *m, struct alloc_req *a, const struct alloc_it
 		res->result = MMC_INVALID_PARAM;
 		return true;
 	}
-	o = object_find(m, it->key, len);
+	o = object_find_hashed(m, it->key, len, it->hash);
 	if (o && stale(o)) {
 		object_drop(m, o);
 		o = NULL;
@@ -151,7 +152,7 @@ static struct alloc_req *park(struct meta *m, const struct alloc_req *a)
 		size_t len = strlen(a->items[i].key) + 1;
 
 		memcpy(p->keys + at, a->items[i].key, len);
-		p->items[i] = (struct alloc_item){p->keys + at, a->items[i].size};
+		p->items[i] = (struct alloc_item){p->keys + at, a->items[i].size, a->items[i].hash};
 		at += len;
 	}
 	list_add_tail(&m->parked, &p->link);
@@ -185,6 +186,7 @@ void alloc_req_start(struct conn *c, const Mmc__Frame *f, const Mmc__KeyBatch *r
 	    .deadline_ms = clock_ms() + m->conf.evict_wait_ms,
 	    .n = req->n_items,
 	};
+	uint64_t *hash;
 
 	if (check_args(req)) {
 		rpc_reply_code(c, f->id, MMC_INVALID_PARAM);
@@ -195,12 +197,19 @@ void alloc_req_start(struct conn *c, const Mmc__Frame *f, const Mmc__KeyBatch *r
 	a.pr.preferred = a.preferred;
 	a.items = arena_alloc(&m->arena, a.n * sizeof(*a.items));
 	a.results = arena_alloc(&m->arena, a.n * sizeof(*a.results));
-	if (!a.items || !a.results) {
+	hash = arena_alloc(&m->arena, a.n * sizeof(*hash));
+	if (!a.items || !a.results || !hash) {
 		rpc_reply_code(c, f->id, MMC_MALLOC_FAILED);
 		return;
 	}
-	for (size_t i = 0; i < a.n; i++)
-		a.items[i] = (struct alloc_item){req->items[i]->key, req->items[i]->size};
+	for (size_t i = 0; i < a.n; i++) {
+		const char *key = req->items[i]->key ? req->items[i]->key : "";
+
+		hash[i] = object_hash(key, strlen(key));
+		a.items[i] = (struct alloc_item){req->items[i]->key, req->items[i]->size, hash[i]};
+	}
+	/* most keys of a put are new: the lookup's cost is the bucket and the chain it walks to the end */
+	objects_prefetch(m, hash, a.n, false);
 	/* a request behind a waiting one waits too: first come, first placed */
 	if (list_empty(&m->parked) && run(m, &a)) {
 		reply(m, &a);

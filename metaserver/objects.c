@@ -116,15 +116,64 @@ void objects_fini(struct meta *m)
 	m->buckets = NULL;
 }
 
-struct object *object_find(struct meta *m, const char *key, size_t len)
+uint64_t object_hash(const char *key, size_t len)
 {
-	uint64_t h = hash_bytes(key, len);
+	return hash_bytes(key, len);
+}
+
+struct object *object_find_hashed(struct meta *m, const char *key, size_t len, uint64_t hash)
+{
 	struct object *o;
 
-	for (o = m->buckets[h & (m->nbuckets - 1)]; o; o = o->hnext)
-		if (o->hash == h && o->keylen == len && memcmp(object_key(o), key, len) == 0)
+	for (o = m->buckets[hash & (m->nbuckets - 1)]; o; o = o->hnext)
+		if (o->hash == hash && o->keylen == len && memcmp(object_key(o), key, len) == 0)
 			return o;
 	return NULL;
+}
+
+struct object *object_find(struct meta *m, const char *key, size_t len)
+{
+	return object_find_hashed(m, key, len, hash_bytes(key, len));
+}
+
+/* Header, first blob and a short key: 137 bytes for one blob and a 9-byte key, at most 3 lines. */
+static inline void prefetch_object(const struct object *o)
+{
+	__builtin_prefetch(o);
+	__builtin_prefetch((const char *)o + 64);
+	__builtin_prefetch((const char *)o + 128);
+}
+
+/*
+ * Three passes over the batch, each issuing the loads the next one needs: a 10^6-key index is far larger than the
+ * cache, so one lookup costs 3-5 dependent DRAM misses; issued together they overlap (the batch's working set,
+ * ~200 bytes per key, stays in L2).
+ */
+void objects_prefetch(const struct meta *m, const uint64_t *hash, size_t n, bool lru)
+{
+	uint64_t mask = m->nbuckets - 1;
+
+	for (size_t i = 0; i < n; i++)
+		__builtin_prefetch(&m->buckets[hash[i] & mask]);
+	for (size_t i = 0; i < n; i++) {
+		const struct object *o = m->buckets[hash[i] & mask];
+
+		if (o)
+			prefetch_object(o);
+	}
+	for (size_t i = 0; i < n; i++) {
+		const struct object *o = m->buckets[hash[i] & mask];
+
+		if (!o)
+			continue;
+		if (o->hash != hash[i]) {
+			if (o->hnext)
+				prefetch_object(o->hnext);
+		} else if (lru) {
+			__builtin_prefetch(o->link.prev);
+			__builtin_prefetch(o->link.next);
+		}
+	}
 }
 
 struct object *object_new(const char *key, size_t len, uint8_t nblobs)
@@ -145,9 +194,13 @@ struct object *object_new(const char *key, size_t len, uint8_t nblobs)
 	return o;
 }
 
-static void grow_index(struct meta *m)
+/*
+ * Rehashes into n buckets in one go: a cache miss per object (40-55 ms for 2^19 objects on the 2-vCPU bench box).
+ * Logged, because the request that triggers it waits for it.
+ */
+static void resize_index(struct meta *m, uint64_t n)
 {
-	uint64_t n = m->nbuckets * 2;
+	uint64_t t0 = clock_ns();
 	struct object **b = calloc(n, sizeof(*b));
 
 	if (!b)
@@ -164,6 +217,8 @@ static void grow_index(struct meta *m)
 	free(m->buckets);
 	m->buckets = b;
 	m->nbuckets = n;
+	log_info("op=index_grow buckets=%llu objects=%llu ms=%.1f", (unsigned long long)n,
+	         (unsigned long long)m->nobjects, (double)(clock_ns() - t0) / 1e6);
 }
 
 void object_index_add(struct meta *m, struct object *o)
@@ -171,7 +226,7 @@ void object_index_add(struct meta *m, struct object *o)
 	struct object **head;
 
 	if (m->nobjects >= m->nbuckets)
-		grow_index(m);
+		resize_index(m, m->nbuckets * 2);
 	head = &m->buckets[o->hash & (m->nbuckets - 1)];
 	o->hnext = *head;
 	*head = o;
@@ -545,6 +600,7 @@ int objects_load(struct meta *m)
 	MDB_txn *txn;
 	MDB_cursor *cur;
 	MDB_val k, v;
+	MDB_stat st;
 	uint64_t loaded = 0, dropped = 0;
 	char(*gone)[MMC_WIRE_KEY_MAX + 1] = NULL;
 	size_t ngone = 0, capgone = 0;
@@ -555,6 +611,14 @@ int objects_load(struct meta *m)
 	if (mdb_cursor_open(txn, m->db_objects, &cur)) {
 		mdb_txn_abort(txn);
 		return MMC_ERROR;
+	}
+	/* size the table for every record at once instead of rehashing 10 times on the way to 10^6 */
+	if (mdb_stat(txn, m->db_objects, &st) == 0 && st.ms_entries > m->nbuckets) {
+		uint64_t n = m->nbuckets;
+
+		while (n < st.ms_entries)
+			n *= 2;
+		resize_index(m, n);
 	}
 	for (rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); rc == 0; rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
 		if (load_record(m, &k, &v) == 0) {

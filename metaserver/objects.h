@@ -17,6 +17,16 @@ int objects_init(struct meta *m);
 void objects_fini(struct meta *m);
 
 struct object *object_find(struct meta *m, const char *key, size_t len);
+/* The index hash of a key, for callers that look a batch up with objects_prefetch + object_find_hashed. */
+uint64_t object_hash(const char *key, size_t len);
+/* object_find with the key's object_hash already computed. */
+struct object *object_find_hashed(struct meta *m, const char *key, size_t len, uint64_t hash);
+/*
+ * A hint before looking up n keys (their object_hash): pulls their buckets, objects and what the lookups will
+ * touch next (the chain's next object; with lru, the LRU neighbours an object_touch relinks) into cache, so the
+ * cache misses of a batch overlap instead of being paid one after another. Changes nothing.
+ */
+void objects_prefetch(const struct meta *m, const uint64_t *hash, size_t n, bool lru);
 /* A new object with room for nblobs blobs; state NONE, not indexed. NULL when out of memory. */
 struct object *object_new(const char *key, size_t len, uint8_t nblobs);
 void object_index_add(struct meta *m, struct object *o);
