@@ -145,34 +145,40 @@ static inline void prefetch_object(const struct object *o)
 }
 
 /*
- * Three passes over the batch, each issuing the loads the next one needs: a 10^6-key index is far larger than the
- * cache, so one lookup costs 3-5 dependent DRAM misses; issued together they overlap (the batch's working set,
- * ~200 bytes per key, stays in L2).
+ * Software pipelining over the batch: while key i is looked up, the object of key i + AHEAD and the bucket of key
+ * i + 2 * AHEAD are on their way, and for key i + AHEAD / 2 (its object arrived meanwhile) the next chain entry or
+ * the LRU neighbours. A 10^6-key index is far larger than the cache, so one lookup is 3-5 dependent DRAM misses;
+ * this way they overlap each other and the work on the keys before.
  */
-void objects_prefetch(const struct meta *m, const uint64_t *hash, size_t n, bool lru)
+#define AHEAD 8
+
+static inline const struct object *bucket_head(const struct meta *m, uint64_t hash)
 {
-	uint64_t mask = m->nbuckets - 1;
+	return m->buckets[hash & (m->nbuckets - 1)];
+}
 
-	for (size_t i = 0; i < n; i++)
-		__builtin_prefetch(&m->buckets[hash[i] & mask]);
-	for (size_t i = 0; i < n; i++) {
-		const struct object *o = m->buckets[hash[i] & mask];
+void objects_prefetch(const struct meta *m, const uint64_t *hash, size_t n)
+{
+	for (size_t i = 0; i < n && i < 2 * AHEAD; i++)
+		__builtin_prefetch(&m->buckets[hash[i] & (m->nbuckets - 1)]);
+}
 
-		if (o)
-			prefetch_object(o);
-	}
-	for (size_t i = 0; i < n; i++) {
-		const struct object *o = m->buckets[hash[i] & mask];
+void objects_prefetch_step(const struct meta *m, const uint64_t *hash, size_t n, size_t i, bool lru)
+{
+	const struct object *o;
 
-		if (!o)
-			continue;
-		if (o->hash != hash[i]) {
-			if (o->hnext)
-				prefetch_object(o->hnext);
-		} else if (lru) {
-			__builtin_prefetch(o->link.prev);
-			__builtin_prefetch(o->link.next);
-		}
+	if (i + 2 * AHEAD < n)
+		__builtin_prefetch(&m->buckets[hash[i + 2 * AHEAD] & (m->nbuckets - 1)]);
+	if (i + AHEAD < n && (o = bucket_head(m, hash[i + AHEAD])))
+		prefetch_object(o);
+	if (i + AHEAD / 2 >= n || !(o = bucket_head(m, hash[i + AHEAD / 2])))
+		return;
+	if (o->hash != hash[i + AHEAD / 2]) {
+		if (o->hnext)
+			prefetch_object(o->hnext);
+	} else if (lru) {
+		__builtin_prefetch(o->link.prev);
+		__builtin_prefetch(o->link.next);
 	}
 }
 

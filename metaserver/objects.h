@@ -22,11 +22,13 @@ uint64_t object_hash(const char *key, size_t len);
 /* object_find with the key's object_hash already computed. */
 struct object *object_find_hashed(struct meta *m, const char *key, size_t len, uint64_t hash);
 /*
- * A hint before looking up n keys (their object_hash): pulls their buckets, objects and what the lookups will
- * touch next (the chain's next object; with lru, the LRU neighbours an object_touch relinks) into cache, so the
- * cache misses of a batch overlap instead of being paid one after another. Changes nothing.
+ * Hints for looking up a batch of n keys (their object_hash) in order, so that its cache misses overlap instead of
+ * being paid one after another; they change nothing. objects_prefetch once before the loop, then
+ * objects_prefetch_step before the lookup of key i: it fetches what the lookups of the next keys will touch (bucket,
+ * object, the chain's next object; with lru, the LRU neighbours an object_touch or object_drop relinks).
  */
-void objects_prefetch(const struct meta *m, const uint64_t *hash, size_t n, bool lru);
+void objects_prefetch(const struct meta *m, const uint64_t *hash, size_t n);
+void objects_prefetch_step(const struct meta *m, const uint64_t *hash, size_t n, size_t i, bool lru);
 /* A new object with room for nblobs blobs; state NONE, not indexed. NULL when out of memory. */
 struct object *object_new(const char *key, size_t len, uint8_t nblobs);
 void object_index_add(struct meta *m, struct object *o);

@@ -93,8 +93,10 @@ static int commit_one(struct conn *c, const Mmc__KeyItem *it, uint64_t hash)
 
 static void op_commit(struct conn *c, const Mmc__KeyBatch *req, struct reply *rp)
 {
-	for (size_t i = 0; i < req->n_items; i++)
+	for (size_t i = 0; i < req->n_items; i++) {
+		objects_prefetch_step(c->m, rp->hash, req->n_items, i, false);
 		rp->res[i].result = commit_one(c, req->items[i], rp->hash[i]);
+	}
 }
 
 static struct object *find_readable(struct meta *m, const char *key, uint64_t hash, int *rc)
@@ -116,7 +118,10 @@ static void op_lease(struct conn *c, const Mmc__KeyBatch *req, struct reply *rp,
 {
 	for (size_t i = 0; i < req->n_items; i++) {
 		Mmc__KeyResult *res = &rp->res[i];
-		struct object *o = find_readable(c->m, req->items[i]->key, rp->hash[i], &res->result);
+		struct object *o;
+
+		objects_prefetch_step(c->m, rp->hash, req->n_items, i, true);
+		o = find_readable(c->m, req->items[i]->key, rp->hash[i], &res->result);
 
 		if (!o)
 			continue;
@@ -138,6 +143,7 @@ static void op_release(struct conn *c, const Mmc__KeyBatch *req, struct reply *r
 		size_t len;
 		struct object *o;
 
+		objects_prefetch_step(c->m, rp->hash, req->n_items, i, false);
 		if (!key_ok(req->items[i]->key, &len)) {
 			rp->res[i].result = MMC_INVALID_PARAM;
 			continue;
@@ -160,11 +166,14 @@ static void op_release(struct conn *c, const Mmc__KeyBatch *req, struct reply *r
 
 static void op_simple(struct conn *c, const Mmc__Frame *f, const Mmc__KeyBatch *req, struct reply *rp)
 {
+	bool lru = f->body_case != MMC__FRAME__BODY_QUERY; /* exist touches, remove unlinks */
+
 	for (size_t i = 0; i < req->n_items; i++) {
 		Mmc__KeyResult *res = &rp->res[i];
 		struct object *o;
 		size_t len;
 
+		objects_prefetch_step(c->m, rp->hash, req->n_items, i, lru);
 		if (!key_ok(req->items[i]->key, &len)) {
 			res->result = MMC_INVALID_PARAM;
 			continue;
@@ -196,6 +205,7 @@ static bool reads_ssd(struct meta *m, const Mmc__KeyBatch *req, const uint64_t *
 		size_t len;
 		struct object *o;
 
+		objects_prefetch_step(m, hash, req->n_items, i, true);
 		if (!key_ok(req->items[i]->key, &len))
 			continue;
 		o = object_find_hashed(m, req->items[i]->key, len, hash[i]);
@@ -205,11 +215,8 @@ static bool reads_ssd(struct meta *m, const Mmc__KeyBatch *req, const uint64_t *
 	return false;
 }
 
-/*
- * Hashes every key once and prefetches what looking them up will touch. lru: the op moves found objects on their
- * LRU (get, exist, remove), so their neighbours are fetched too.
- */
-static uint64_t *batch_hash(struct meta *m, const Mmc__KeyBatch *req, bool lru)
+/* Hashes every key once, and starts fetching the first buckets. */
+static uint64_t *batch_hash(struct meta *m, const Mmc__KeyBatch *req)
 {
 	uint64_t *hash = arena_alloc(&m->arena, req->n_items * sizeof(*hash));
 
@@ -220,7 +227,7 @@ static uint64_t *batch_hash(struct meta *m, const Mmc__KeyBatch *req, bool lru)
 
 		hash[i] = object_hash(key, strlen(key));
 	}
-	objects_prefetch(m, hash, req->n_items, lru);
+	objects_prefetch(m, hash, req->n_items);
 	return hash;
 }
 
@@ -298,9 +305,7 @@ void rpc_keys(struct conn *c, const Mmc__Frame *f, const Mmc__KeyBatch *req)
 		tier_move(c, f, req);
 		return;
 	}
-	hash = batch_hash(c->m, req,
-	                  f->body_case == MMC__FRAME__BODY_GET || f->body_case == MMC__FRAME__BODY_ADD_LEASE ||
-	                      f->body_case == MMC__FRAME__BODY_EXIST || f->body_case == MMC__FRAME__BODY_REMOVE);
+	hash = batch_hash(c->m, req);
 	if (f->body_case == MMC__FRAME__BODY_GET && hash && reads_ssd(c->m, req, hash)) {
 		tier_get(c, f, req); /* replies once the SSD reads are done */
 		return;
