@@ -1,12 +1,15 @@
 /*
  * `mmc-bench meta`: the meta server's key operations in keys/s as the index grows: mmc_batch_is_exist and
  * mmc_batch_get_key_info of random existing keys, tiny puts (alloc + 64-byte RMA write + commit), and the GVA
- * alloc + commit (batch_malloc + batch_write_finish, no data at all) that fills the index.
+ * alloc + commit (batch_malloc + batch_write_finish, no data at all) that fills the index. Next to the client's
+ * rate, the server loop's own CPU time per key: on a shared machine the rate moves with the load, the CPU time
+ * much less, and it is what grows if the index does not scale.
  */
 #include <mmc/mmc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "bench.h"
 #include "bench_cluster.h"
@@ -23,15 +26,41 @@ static const char usage[] =
     "  --batch N          keys per call (default 1024)\n"
     "  --protocol tcp|shm provider of the target and client (default shm; metadata always goes over TCP)\n"
     "  --sync on|off|both LMDB fsync per group commit (default on)\n"
-    "  --seconds S        per measurement (default 2); --quick\n";
+    "  --seconds S        per measurement (default 2); --quick\n"
+    "srv_us/key: CPU time of the server's loop thread per key (tiny_put includes the untimed removes).\n"
+    "At the end the server is restarted on its data dir: the reload time and RSS are printed.\n";
 
+/* Keys m/0 .. m/(n-1) are in the index. */
 struct index {
-	char **keys;
-	size_t n, cap;
+	size_t n;
 };
+
+#define KEY_CHARS 24
+
+/*
+ * Writes "m/<i>" into buf. Names are made on the fly, not kept in a table: a table of 10^6 strings would make the
+ * client pay two cache misses per random key at 10^6 and not at 10^3, and that would be charged to the server.
+ */
+static const char *key_name(char *buf, size_t i)
+{
+	char digits[KEY_CHARS];
+	int n = 0, at = 2;
+
+	do {
+		digits[n++] = (char)('0' + i % 10);
+		i /= 10;
+	} while (i);
+	buf[0] = 'm';
+	buf[1] = '/';
+	while (n)
+		buf[at++] = digits[--n];
+	buf[at] = '\0';
+	return buf;
+}
 
 static int index_fill(mmc_store *s, struct index *ix, size_t want, double *keys_per_s)
 {
+	static char names[FILL_CHUNK][KEY_CHARS];
 	const char *k[FILL_CHUNK];
 	size_t sizes[FILL_CHUNK];
 	uintptr_t gvas[FILL_CHUNK];
@@ -40,23 +69,11 @@ static int index_fill(mmc_store *s, struct index *ix, size_t want, double *keys_
 	size_t from = ix->n;
 	double t0 = now_s();
 
-	if (want > ix->cap) {
-		char **v = realloc(ix->keys, want * sizeof(*v));
-
-		if (!v)
-			return -1;
-		ix->keys = v;
-		ix->cap = want;
-	}
 	while (ix->n < want) {
 		size_t m = want - ix->n < FILL_CHUNK ? want - ix->n : FILL_CHUNK;
 
 		for (size_t i = 0; i < m; i++) {
-			char buf[32];
-
-			snprintf(buf, sizeof(buf), "m/%zu", ix->n + i);
-			ix->keys[ix->n + i] = strdup(buf);
-			k[i] = ix->keys[ix->n + i];
+			k[i] = key_name(names[i], ix->n + i);
 			sizes[i] = TINY;
 		}
 		if (mmc_batch_malloc(s, k, sizes, m, MMC_MEDIA_DRAM, 0, gvas) ||
@@ -71,25 +88,52 @@ static int index_fill(mmc_store *s, struct index *ix, size_t want, double *keys_
 	return 0;
 }
 
-static void index_free(struct index *ix)
+/* CPU time of pid's main thread (the server's loop) in ns, from /proc/<pid>/schedstat; 0 if unknown. */
+static uint64_t cpu_ns(pid_t pid)
 {
-	for (size_t i = 0; i < ix->n; i++)
-		free(ix->keys[i]);
-	free(ix->keys);
+	char path[64];
+	unsigned long long ns = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/schedstat", (int)pid);
+	f = fopen(path, "r");
+	if (f) {
+		if (fscanf(f, "%llu", &ns) != 1)
+			ns = 0;
+		fclose(f);
+	}
+	return ns;
 }
 
-static void pick(const struct index *ix, const char **out, int batch, unsigned *seed)
+/* Resident set of pid in bytes, from /proc/<pid>/status (anonymous + file: LMDB's map counts). 0 if unknown. */
+static uint64_t rss_bytes(pid_t pid)
+{
+	char path[64], line[128];
+	unsigned long long kb = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	f = fopen(path, "r");
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmRSS: %llu kB", &kb) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return (uint64_t)kb << 10;
+}
+
+static void pick(const struct index *ix, char **names, const char **out, int batch, unsigned *seed)
 {
 	for (int i = 0; i < batch; i++)
-		out[i] = ix->keys[(size_t)rand_r(seed) % ix->n];
+		out[i] = key_name(names[i], (size_t)rand_r(seed) % ix->n);
 }
 
-static void row(const char *op, size_t nkeys, int batch, struct samples *s)
+static void row(const char *op, size_t nkeys, int batch, struct samples *s, double srv_us)
 {
 	double med = samples_median(s), p99 = samples_p99(s);
 
-	printf("%-14s %9zu %6d %12.0f %9.3f %9.3f\n", op, nkeys, batch, med > 0 ? batch / med : 0, med * 1e3,
-	       p99 * 1e3);
+	printf("%-14s %9zu %6d %12.0f %9.3f %9.3f %10.3f\n", op, nkeys, batch, med > 0 ? batch / med : 0, med * 1e3,
+	       p99 * 1e3, srv_us);
 	samples_free(s);
 	fflush(stdout);
 }
@@ -157,7 +201,7 @@ static int measure(mmc_store *s, enum meta_op op, const struct index *ix, int ba
 		if (op == OP_TINY_PUT)
 			tiny_keys(names, keys, batch, seq++);
 		else
-			pick(ix, keys, batch, &seed);
+			pick(ix, names, keys, batch, &seed);
 		t0 = now_s();
 		rc = one_call(s, op, keys, batch, res, info, bufs, sizes);
 		samples_add(out, now_s() - t0);
@@ -177,35 +221,55 @@ static int measure(mmc_store *s, enum meta_op op, const struct index *ix, int ba
 	return rc;
 }
 
-static int sweep(mmc_store *s, const struct bench_opts *o, int batch)
+static int sweep(mmc_store *s, const struct bench_opts *o, int batch, pid_t server)
 {
 	static const char *const names[] = {"batch_is_exist", "get_key_info", "tiny_put"};
 	struct index ix = {0};
 	int rc = 0;
 
 	for (int k = 0; k < o->nindex && rc == 0; k++) {
-		struct samples fill = {0};
 		double fill_rate;
+		size_t from = ix.n;
+		uint64_t t0 = cpu_ns(server);
 
 		if ((rc = index_fill(s, &ix, o->index[k], &fill_rate))) {
 			fprintf(stderr, "mmc-bench meta: filling the index failed\n");
 			break;
 		}
 		if (fill_rate > 0)
-			printf("%-14s %9zu %6d %12.0f %9s %9s\n", "malloc+finish", (size_t)o->index[k], FILL_CHUNK,
-			       fill_rate, "-", "-");
-		samples_free(&fill);
+			printf("%-14s %9zu %6d %12.0f %9s %9s %10.3f\n", "malloc+finish", (size_t)o->index[k],
+			       FILL_CHUNK, fill_rate, "-", "-",
+			       (double)(cpu_ns(server) - t0) / 1e3 / (double)(ix.n - from));
 		for (int op = OP_EXIST; op <= OP_TINY_PUT && rc == 0; op++) {
 			struct samples sm = {0};
 
+			t0 = cpu_ns(server);
 			rc = measure(s, (enum meta_op)op, &ix, batch, o->seconds, &sm);
 			if (rc == 0)
-				row(names[op], ix.n, batch, &sm);
+				row(names[op], ix.n, batch, &sm,
+				    (double)(cpu_ns(server) - t0) / 1e3 / ((double)sm.n * batch));
 			samples_free(&sm);
 		}
+		printf("# server RSS with %zu keys: %.1f MiB (%.0f B/key)\n", ix.n,
+		       (double)rss_bytes(server) / (1 << 20), (double)rss_bytes(server) / (double)ix.n);
 	}
-	index_free(&ix);
 	return rc;
+}
+
+/* Restarts the server on its data dir (targets and client stay up) and reports how long the reload took. */
+static int reload(struct bench_cluster *c, int sync)
+{
+	static const char *const nosync[] = {"ock.mmc.meta.lmdb.sync=false", NULL};
+	double t0;
+
+	if (metaserver_stop(&c->meta))
+		return -1;
+	t0 = now_s();
+	if (metaserver_restart(&c->meta, sync ? NULL : nosync))
+		return -1;
+	printf("# restart on the same data dir: ready after %.2f s, RSS %.1f MiB\n", now_s() - t0,
+	       (double)rss_bytes(c->meta.pid) / (1 << 20));
+	return 0;
 }
 
 int bench_meta_main(int argc, char **argv, const char *self)
@@ -230,8 +294,11 @@ int bench_meta_main(int argc, char **argv, const char *self)
 		s = bench_client(&c, o.protocols[0], 0, 0);
 		printf("\n# meta ops: provider %s, LMDB sync %s, one client thread, random existing keys\n",
 		       bench_proto_str(o.protocols[0]), o.sync[y] ? "on" : "off");
-		printf("%-14s %9s %6s %12s %9s %9s\n", "op", "index", "batch", "keys/s", "p50ms", "p99ms");
-		rc = s ? sweep(s, &o, batch) : -1;
+		printf("%-14s %9s %6s %12s %9s %9s %10s\n", "op", "index", "batch", "keys/s", "p50ms", "p99ms",
+		       "srv_us/key");
+		rc = s ? sweep(s, &o, batch, c.meta.pid) : -1;
+		if (rc == 0 && reload(&c, o.sync[y]))
+			fprintf(stderr, "mmc-bench meta: restarting the server failed\n");
 		mmc_destroy(s);
 		bench_cluster_stop(&c);
 	}

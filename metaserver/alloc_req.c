@@ -15,6 +15,7 @@
 struct alloc_item {
 	const char *key;
 	uint64_t size;
+	uint64_t hash; /* object_hash(key) */
 };
 
 struct alloc_req {
@@ -28,6 +29,7 @@ struct alloc_req {
 	uint64_t deadline_ms;
 	size_t n, next;
 	struct alloc_item *items; /* n; keys point into `keys` */
+	uint64_t *hash;           /* n: items[i].hash, contiguous for the prefetch; NULL once parked */
 	char *keys;
 	struct key_result *results; /* n */
 };
@@ -61,7 +63,7 @@ static bool place_one(struct meta *m, struct alloc_req *a, const struct alloc_it
 		res->result = MMC_INVALID_PARAM;
 		return true;
 	}
-	o = object_find(m, it->key, len);
+	o = object_find_hashed(m, it->key, len, it->hash);
 	if (o && stale(o)) {
 		object_drop(m, o);
 		o = NULL;
@@ -99,9 +101,12 @@ static bool place_one(struct meta *m, struct alloc_req *a, const struct alloc_it
 /* Places keys from a->next on; returns true when every key has a result. */
 static bool run(struct meta *m, struct alloc_req *a)
 {
-	for (; a->next < a->n; a->next++)
+	for (; a->next < a->n; a->next++) {
+		if (a->hash)
+			objects_prefetch_step(m, a->hash, a->n, a->next, false);
 		if (!place_one(m, a, &a->items[a->next], &a->results[a->next]))
 			return false;
+	}
 	return true;
 }
 
@@ -132,6 +137,7 @@ static struct alloc_req *park(struct meta *m, const struct alloc_req *a)
 	if (!p)
 		return NULL;
 	*p = *a;
+	p->hash = NULL; /* in the arena; a request that waited has no hurry */
 	for (size_t i = a->next; i < a->n; i++)
 		keybytes += strlen(a->items[i].key) + 1;
 	p->items = malloc(a->n * sizeof(*p->items));
@@ -151,7 +157,7 @@ static struct alloc_req *park(struct meta *m, const struct alloc_req *a)
 		size_t len = strlen(a->items[i].key) + 1;
 
 		memcpy(p->keys + at, a->items[i].key, len);
-		p->items[i] = (struct alloc_item){p->keys + at, a->items[i].size};
+		p->items[i] = (struct alloc_item){p->keys + at, a->items[i].size, a->items[i].hash};
 		at += len;
 	}
 	list_add_tail(&m->parked, &p->link);
@@ -195,12 +201,19 @@ void alloc_req_start(struct conn *c, const Mmc__Frame *f, const Mmc__KeyBatch *r
 	a.pr.preferred = a.preferred;
 	a.items = arena_alloc(&m->arena, a.n * sizeof(*a.items));
 	a.results = arena_alloc(&m->arena, a.n * sizeof(*a.results));
-	if (!a.items || !a.results) {
+	a.hash = arena_alloc(&m->arena, a.n * sizeof(*a.hash));
+	if (!a.items || !a.results || !a.hash) {
 		rpc_reply_code(c, f->id, MMC_MALLOC_FAILED);
 		return;
 	}
-	for (size_t i = 0; i < a.n; i++)
-		a.items[i] = (struct alloc_item){req->items[i]->key, req->items[i]->size};
+	for (size_t i = 0; i < a.n; i++) {
+		const char *key = req->items[i]->key ? req->items[i]->key : "";
+
+		a.hash[i] = object_hash(key, strlen(key));
+		a.items[i] = (struct alloc_item){req->items[i]->key, req->items[i]->size, a.hash[i]};
+	}
+	/* most keys of a put are new: the lookup's cost is the bucket and the chain it walks to the end */
+	objects_prefetch(m, a.hash, a.n);
 	/* a request behind a waiting one waits too: first come, first placed */
 	if (list_empty(&m->parked) && run(m, &a)) {
 		reply(m, &a);

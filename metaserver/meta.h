@@ -77,22 +77,26 @@ struct lease {
 	uint32_t count;
 };
 
+/*
+ * What a lookup reads (hnext, hash, keylen, state, link) is in the first 40 bytes, so that with 10^6 objects a
+ * miss on the chain or an LRU touch costs one cache line of the object, not two.
+ */
 struct object {
 	struct object *hnext; /* index chain */
 	uint64_t hash;
-	uint64_t id;      /* unique per server run: tells a re-put key from the object a lease was taken on */
-	struct list link; /* READABLE: LRU of its media; ALLOCATED: pending; REMOVING: zombies */
-	uint64_t size;
-	uint64_t write_session;   /* ALLOCATED: the writer */
-	uint64_t write_expiry_ms; /* ALLOCATED: reclaimed after this */
-	struct lease *leases;
 	uint16_t keylen;
 	uint8_t nblobs;
 	uint8_t state; /* enum mmc_blob_state, the same for all blobs */
 	bool in_index;
-	bool persisted;      /* has a record in LMDB */
-	bool gva;            /* allocated by batch_malloc (write finished explicitly) */
-	bool promoting;      /* an SSD -> DRAM rewarm is in flight */
+	bool persisted;   /* has a record in LMDB */
+	bool gva;         /* allocated by batch_malloc (write finished explicitly) */
+	bool promoting;   /* an SSD -> DRAM rewarm is in flight */
+	struct list link; /* READABLE: LRU of its media; ALLOCATED: pending; REMOVING: zombies */
+	uint64_t id;      /* unique per server run: tells a re-put key from the object a lease was taken on */
+	uint64_t size;
+	uint64_t write_session;   /* ALLOCATED: the writer */
+	uint64_t write_expiry_ms; /* ALLOCATED: reclaimed after this */
+	struct lease *leases;
 	uint8_t busy;        /* tier tasks in flight that read or write its bytes */
 	struct blob blobs[]; /* nblobs entries, then keylen + 1 key bytes */
 };

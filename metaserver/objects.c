@@ -116,15 +116,70 @@ void objects_fini(struct meta *m)
 	m->buckets = NULL;
 }
 
-struct object *object_find(struct meta *m, const char *key, size_t len)
+uint64_t object_hash(const char *key, size_t len)
 {
-	uint64_t h = hash_bytes(key, len);
+	return hash_bytes(key, len);
+}
+
+struct object *object_find_hashed(struct meta *m, const char *key, size_t len, uint64_t hash)
+{
 	struct object *o;
 
-	for (o = m->buckets[h & (m->nbuckets - 1)]; o; o = o->hnext)
-		if (o->hash == h && o->keylen == len && memcmp(object_key(o), key, len) == 0)
+	for (o = m->buckets[hash & (m->nbuckets - 1)]; o; o = o->hnext)
+		if (o->hash == hash && o->keylen == len && memcmp(object_key(o), key, len) == 0)
 			return o;
 	return NULL;
+}
+
+struct object *object_find(struct meta *m, const char *key, size_t len)
+{
+	return object_find_hashed(m, key, len, hash_bytes(key, len));
+}
+
+/* Header, first blob and a short key: 137 bytes for one blob and a 9-byte key, at most 3 lines. */
+static inline void prefetch_object(const struct object *o)
+{
+	__builtin_prefetch(o);
+	__builtin_prefetch((const char *)o + 64);
+	__builtin_prefetch((const char *)o + 128);
+}
+
+/*
+ * Software pipelining over the batch: while key i is looked up, the object of key i + AHEAD and the bucket of key
+ * i + 2 * AHEAD are on their way, and for key i + AHEAD / 2 (its object arrived meanwhile) the next chain entry or
+ * the LRU neighbours. A 10^6-key index is far larger than the cache, so one lookup is 3-5 dependent DRAM misses;
+ * this way they overlap each other and the work on the keys before.
+ */
+#define AHEAD 8
+
+static inline const struct object *bucket_head(const struct meta *m, uint64_t hash)
+{
+	return m->buckets[hash & (m->nbuckets - 1)];
+}
+
+void objects_prefetch(const struct meta *m, const uint64_t *hash, size_t n)
+{
+	for (size_t i = 0; i < n && i < 2 * AHEAD; i++)
+		__builtin_prefetch(&m->buckets[hash[i] & (m->nbuckets - 1)]);
+}
+
+void objects_prefetch_step(const struct meta *m, const uint64_t *hash, size_t n, size_t i, bool lru)
+{
+	const struct object *o;
+
+	if (i + 2 * AHEAD < n)
+		__builtin_prefetch(&m->buckets[hash[i + 2 * AHEAD] & (m->nbuckets - 1)]);
+	if (i + AHEAD < n && (o = bucket_head(m, hash[i + AHEAD])))
+		prefetch_object(o);
+	if (i + AHEAD / 2 >= n || !(o = bucket_head(m, hash[i + AHEAD / 2])))
+		return;
+	if (o->hash != hash[i + AHEAD / 2]) {
+		if (o->hnext)
+			prefetch_object(o->hnext);
+	} else if (lru) {
+		__builtin_prefetch(o->link.prev);
+		__builtin_prefetch(o->link.next);
+	}
 }
 
 struct object *object_new(const char *key, size_t len, uint8_t nblobs)
@@ -145,9 +200,13 @@ struct object *object_new(const char *key, size_t len, uint8_t nblobs)
 	return o;
 }
 
-static void grow_index(struct meta *m)
+/*
+ * Rehashes into n buckets in one go: a cache miss per object (40-55 ms for 2^19 objects on the 2-vCPU bench box).
+ * Logged, because the request that triggers it waits for it.
+ */
+static void resize_index(struct meta *m, uint64_t n)
 {
-	uint64_t n = m->nbuckets * 2;
+	uint64_t t0 = clock_ns();
 	struct object **b = calloc(n, sizeof(*b));
 
 	if (!b)
@@ -164,6 +223,8 @@ static void grow_index(struct meta *m)
 	free(m->buckets);
 	m->buckets = b;
 	m->nbuckets = n;
+	log_info("op=index_grow buckets=%llu objects=%llu ms=%.1f", (unsigned long long)n,
+	         (unsigned long long)m->nobjects, (double)(clock_ns() - t0) / 1e6);
 }
 
 void object_index_add(struct meta *m, struct object *o)
@@ -171,7 +232,7 @@ void object_index_add(struct meta *m, struct object *o)
 	struct object **head;
 
 	if (m->nobjects >= m->nbuckets)
-		grow_index(m);
+		resize_index(m, m->nbuckets * 2);
 	head = &m->buckets[o->hash & (m->nbuckets - 1)];
 	o->hnext = *head;
 	*head = o;
@@ -545,6 +606,7 @@ int objects_load(struct meta *m)
 	MDB_txn *txn;
 	MDB_cursor *cur;
 	MDB_val k, v;
+	MDB_stat st;
 	uint64_t loaded = 0, dropped = 0;
 	char(*gone)[MMC_WIRE_KEY_MAX + 1] = NULL;
 	size_t ngone = 0, capgone = 0;
@@ -555,6 +617,14 @@ int objects_load(struct meta *m)
 	if (mdb_cursor_open(txn, m->db_objects, &cur)) {
 		mdb_txn_abort(txn);
 		return MMC_ERROR;
+	}
+	/* size the table for every record at once instead of rehashing 10 times on the way to 10^6 */
+	if (mdb_stat(txn, m->db_objects, &st) == 0 && st.ms_entries > m->nbuckets) {
+		uint64_t n = m->nbuckets;
+
+		while (n < st.ms_entries)
+			n *= 2;
+		resize_index(m, n);
 	}
 	for (rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); rc == 0; rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
 		if (load_record(m, &k, &v) == 0) {

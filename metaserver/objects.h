@@ -17,6 +17,18 @@ int objects_init(struct meta *m);
 void objects_fini(struct meta *m);
 
 struct object *object_find(struct meta *m, const char *key, size_t len);
+/* The index hash of a key, for callers that look a batch up with objects_prefetch + object_find_hashed. */
+uint64_t object_hash(const char *key, size_t len);
+/* object_find with the key's object_hash already computed. */
+struct object *object_find_hashed(struct meta *m, const char *key, size_t len, uint64_t hash);
+/*
+ * Hints for looking up a batch of n keys (their object_hash) in order, so that its cache misses overlap instead of
+ * being paid one after another; they change nothing. objects_prefetch once before the loop, then
+ * objects_prefetch_step before the lookup of key i: it fetches what the lookups of the next keys will touch (bucket,
+ * object, the chain's next object; with lru, the LRU neighbours an object_touch or object_drop relinks).
+ */
+void objects_prefetch(const struct meta *m, const uint64_t *hash, size_t n);
+void objects_prefetch_step(const struct meta *m, const uint64_t *hash, size_t n, size_t i, bool lru);
 /* A new object with room for nblobs blobs; state NONE, not indexed. NULL when out of memory. */
 struct object *object_new(const char *key, size_t len, uint8_t nblobs);
 void object_index_add(struct meta *m, struct object *o);

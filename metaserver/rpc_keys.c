@@ -16,7 +16,8 @@
 
 struct reply {
 	Mmc__KeyBatchReply r;
-	Mmc__KeyResult *res; /* n results, r.items points at them */
+	Mmc__KeyResult *res;  /* n results, r.items points at them */
+	const uint64_t *hash; /* n: object_hash of each key */
 	struct arena *arena;
 };
 
@@ -60,14 +61,14 @@ static int describe(struct reply *rp, Mmc__KeyResult *res, const struct object *
  * it allocated (token): threads of one store share a session, and the key may have been removed and allocated
  * again by another thread meanwhile.
  */
-static int commit_one(struct conn *c, const Mmc__KeyItem *it)
+static int commit_one(struct conn *c, const Mmc__KeyItem *it, uint64_t hash)
 {
 	struct object *o;
 	size_t len;
 
 	if (!key_ok(it->key, &len))
 		return MMC_INVALID_PARAM;
-	o = object_find(c->m, it->key, len);
+	o = object_find_hashed(c->m, it->key, len, hash);
 	if (o && it->token && o->id != it->token)
 		o = NULL;
 	if (o && o->state == MMC_BLOB_READABLE)
@@ -92,11 +93,13 @@ static int commit_one(struct conn *c, const Mmc__KeyItem *it)
 
 static void op_commit(struct conn *c, const Mmc__KeyBatch *req, struct reply *rp)
 {
-	for (size_t i = 0; i < req->n_items; i++)
-		rp->res[i].result = commit_one(c, req->items[i]);
+	for (size_t i = 0; i < req->n_items; i++) {
+		objects_prefetch_step(c->m, rp->hash, req->n_items, i, false);
+		rp->res[i].result = commit_one(c, req->items[i], rp->hash[i]);
+	}
 }
 
-static struct object *find_readable(struct meta *m, const char *key, int *rc)
+static struct object *find_readable(struct meta *m, const char *key, uint64_t hash, int *rc)
 {
 	struct object *o;
 	size_t len;
@@ -105,7 +108,7 @@ static struct object *find_readable(struct meta *m, const char *key, int *rc)
 		*rc = MMC_INVALID_PARAM;
 		return NULL;
 	}
-	o = object_find(m, key, len);
+	o = object_find_hashed(m, key, len, hash);
 	*rc = o && object_readable(o) ? 0 : MMC_OBJECT_NOT_EXISTS;
 	return *rc ? NULL : o;
 }
@@ -115,7 +118,10 @@ static void op_lease(struct conn *c, const Mmc__KeyBatch *req, struct reply *rp,
 {
 	for (size_t i = 0; i < req->n_items; i++) {
 		Mmc__KeyResult *res = &rp->res[i];
-		struct object *o = find_readable(c->m, req->items[i]->key, &res->result);
+		struct object *o;
+
+		objects_prefetch_step(c->m, rp->hash, req->n_items, i, true);
+		o = find_readable(c->m, req->items[i]->key, rp->hash[i], &res->result);
 
 		if (!o)
 			continue;
@@ -137,6 +143,7 @@ static void op_release(struct conn *c, const Mmc__KeyBatch *req, struct reply *r
 		size_t len;
 		struct object *o;
 
+		objects_prefetch_step(c->m, rp->hash, req->n_items, i, false);
 		if (!key_ok(req->items[i]->key, &len)) {
 			rp->res[i].result = MMC_INVALID_PARAM;
 			continue;
@@ -144,7 +151,7 @@ static void op_release(struct conn *c, const Mmc__KeyBatch *req, struct reply *r
 		/* a get's release names the object it read (the key may have been removed and put again since) */
 		uint64_t id = all ? 0 : req->items[i]->token;
 
-		o = object_find(c->m, req->items[i]->key, len);
+		o = object_find_hashed(c->m, req->items[i]->key, len, rp->hash[i]);
 		if (!o || !lease_find(o, c->session.id) || (id && o->id != id))
 			o = objects_find_zombie(c->m, req->items[i]->key, len, c->session.id, id);
 		if (!o || !lease_release(c->m, o, c->session.id, all)) {
@@ -159,16 +166,19 @@ static void op_release(struct conn *c, const Mmc__KeyBatch *req, struct reply *r
 
 static void op_simple(struct conn *c, const Mmc__Frame *f, const Mmc__KeyBatch *req, struct reply *rp)
 {
+	bool lru = f->body_case != MMC__FRAME__BODY_QUERY; /* exist touches, remove unlinks */
+
 	for (size_t i = 0; i < req->n_items; i++) {
 		Mmc__KeyResult *res = &rp->res[i];
 		struct object *o;
 		size_t len;
 
+		objects_prefetch_step(c->m, rp->hash, req->n_items, i, lru);
 		if (!key_ok(req->items[i]->key, &len)) {
 			res->result = MMC_INVALID_PARAM;
 			continue;
 		}
-		o = object_find(c->m, req->items[i]->key, len);
+		o = object_find_hashed(c->m, req->items[i]->key, len, rp->hash[i]);
 		switch (f->body_case) {
 		case MMC__FRAME__BODY_REMOVE:
 			res->result = o ? 0 : MMC_OBJECT_NOT_EXISTS;
@@ -189,29 +199,47 @@ static void op_simple(struct conn *c, const Mmc__Frame *f, const Mmc__KeyBatch *
 }
 
 /* True when a get batch names an SSD-resident key (those take the tier path). */
-static bool reads_ssd(struct meta *m, const Mmc__KeyBatch *req)
+static bool reads_ssd(struct meta *m, const Mmc__KeyBatch *req, const uint64_t *hash)
 {
 	for (size_t i = 0; i < req->n_items; i++) {
 		size_t len;
 		struct object *o;
 
+		objects_prefetch_step(m, hash, req->n_items, i, true);
 		if (!key_ok(req->items[i]->key, &len))
 			continue;
-		o = object_find(m, req->items[i]->key, len);
+		o = object_find_hashed(m, req->items[i]->key, len, hash[i]);
 		if (o && object_readable(o) && tier_on_ssd(o))
 			return true;
 	}
 	return false;
 }
 
-static int reply_init(struct reply *rp, struct arena *a, size_t n)
+/* Hashes every key once, and starts fetching the first buckets. */
+static uint64_t *batch_hash(struct meta *m, const Mmc__KeyBatch *req)
+{
+	uint64_t *hash = arena_alloc(&m->arena, req->n_items * sizeof(*hash));
+
+	if (!hash)
+		return NULL;
+	for (size_t i = 0; i < req->n_items; i++) {
+		const char *key = req->items[i]->key ? req->items[i]->key : "";
+
+		hash[i] = object_hash(key, strlen(key));
+	}
+	objects_prefetch(m, hash, req->n_items);
+	return hash;
+}
+
+static int reply_init(struct reply *rp, struct arena *a, size_t n, const uint64_t *hash)
 {
 	Mmc__KeyResult **items = arena_alloc(a, n * sizeof(*items));
 
 	mmc__key_batch_reply__init(&rp->r);
 	rp->arena = a;
+	rp->hash = hash;
 	rp->res = arena_alloc(a, n * sizeof(*rp->res));
-	if (!items || !rp->res)
+	if (!hash || !items || !rp->res)
 		return MMC_MALLOC_FAILED;
 	for (size_t i = 0; i < n; i++) {
 		mmc__key_result__init(&rp->res[i]);
@@ -262,6 +290,7 @@ static int run_op(struct conn *c, const Mmc__Frame *f, const Mmc__KeyBatch *req,
 void rpc_keys(struct conn *c, const Mmc__Frame *f, const Mmc__KeyBatch *req)
 {
 	struct reply rp;
+	uint64_t *hash;
 	int rc;
 
 	if (req->n_items == 0 || req->n_items > MMC_WIRE_KEYS_MAX) {
@@ -276,11 +305,12 @@ void rpc_keys(struct conn *c, const Mmc__Frame *f, const Mmc__KeyBatch *req)
 		tier_move(c, f, req);
 		return;
 	}
-	if (f->body_case == MMC__FRAME__BODY_GET && reads_ssd(c->m, req)) {
+	hash = batch_hash(c->m, req);
+	if (f->body_case == MMC__FRAME__BODY_GET && hash && reads_ssd(c->m, req, hash)) {
 		tier_get(c, f, req); /* replies once the SSD reads are done */
 		return;
 	}
-	rc = reply_init(&rp, &c->m->arena, req->n_items);
+	rc = reply_init(&rp, &c->m->arena, req->n_items, hash);
 	if (rc == 0)
 		rc = run_op(c, f, req, &rp);
 	if (rc) {

@@ -2,9 +2,12 @@
  * Membership across processes: replicas that survive the kill -9 of one owner, local services that join and leave
  * while traffic runs, the world_size cap and stable service ids.
  */
+#include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "pattern.h"
@@ -213,4 +216,30 @@ Test(cluster, world_size_caps_the_services, .fini = stop, .timeout = 60)
 	node_kill(&a);
 	node_kill(&b);
 	node_kill(&c);
+}
+
+/*
+ * A server started (or restarted) after a piped child must not inherit that child's stdin: mmc-bench stops its
+ * targets by closing their stdin, and bench_cluster_stop waited forever after a server restart.
+ */
+Test(cluster, a_later_server_does_not_hold_a_childs_stdin, .fini = stop, .timeout = 30)
+{
+	char *argv[] = {"/bin/cat", NULL}, c;
+	int to_child, from_child;
+	pid_t pid = proc_spawn_piped(argv[0], argv, environ, &to_child, &from_child);
+	struct pollfd p;
+	int ready;
+
+	cr_assert_gt(pid, 0);
+	start_meta(NULL);
+	close(to_child);
+	/* cat sees EOF, exits, and its stdout (our from_child) reads EOF in turn */
+	p = (struct pollfd){.fd = from_child, .events = POLLIN};
+	ready = poll(&p, 1, 5000);
+	if (ready != 1)
+		kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	cr_assert_eq(ready, 1, "cat did not see EOF on its stdin within 5 s");
+	cr_assert_eq(read(from_child, &c, 1), 0);
+	close(from_child);
 }

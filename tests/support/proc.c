@@ -136,7 +136,7 @@ static int spawn_metaserver(struct metaserver *m, const char *const *extra)
 		argv[argc++] = extra[i];
 	}
 	argv[argc] = NULL;
-	if (pipe(out))
+	if (pipe2(out, O_CLOEXEC))
 		return -1;
 	log = open(m->log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
 	pid = fork();
@@ -253,9 +253,11 @@ pid_t proc_spawn_piped(const char *path, char *const argv[], char *const envp[],
 	int in[2], out[2];
 	pid_t pid;
 
-	if (pipe(in))
+	/* close-on-exec: a process spawned later (a restarted server) must not inherit the write end of this child's
+	 * stdin, or the child never sees EOF and never stops (dup2 onto 0 and 1 clears the flag for the child) */
+	if (pipe2(in, O_CLOEXEC))
 		return -1;
-	if (pipe(out)) {
+	if (pipe2(out, O_CLOEXEC)) {
 		close(in[0]);
 		close(in[1]);
 		return -1;
