@@ -68,6 +68,7 @@ static const struct {
 
 #define NMEMBERS (sizeof(members) / sizeof(members[0]))
 
+/* Which spec member cfg sets. On error writes a message to msg (which may be NULL when msglen is 0). */
 static int spec_member(json_t *cfg, const char **member, char *msg, size_t msglen)
 {
 	int found = -1;
@@ -272,10 +273,9 @@ int storage_set_available(struct kvcm *k, const char *name, bool available)
 json_t *storage_internal_json(const struct storage *s)
 {
 	const char *member = NULL;
-	char msg[8];
 	json_t *spec;
 
-	spec_member(s->cfg, &member, msg, sizeof(msg));
+	spec_member(s->cfg, &member, NULL, 0); /* a stored config is valid: no message to keep */
 	spec = member ? json_copy(json_object_get(s->cfg, member)) : json_object();
 	if (storage_is_event_report(s))
 		json_object_set_new(spec, "storage_type", json_string(enum_name(&enum_storage_type, s->type)));
