@@ -5,6 +5,7 @@
 
 #include "meta.h"
 #include "mmc.pb-c.h"
+#include "persist.h"
 #include "placement.h"
 
 static void metric(struct evbuffer *b, const char *name, const char *type, const char *help, uint64_t v)
@@ -22,6 +23,11 @@ void meta_metrics_write(struct meta *m, struct evbuffer *b)
 	metric(b, "mmc_evictions_total", "counter", "Objects evicted (moved down a tier or removed).",
 	       m->stats.evictions);
 	metric(b, "mmc_unmounts_total", "counter", "Local services that left or were lost.", m->stats.unmounts);
+	metric(b, "mmc_lmdb_commits_total", "counter", "LMDB group commits (each one fsync with lmdb.sync on).",
+	       persist_commits(m->persist));
+	metric(b, "mmc_lmdb_commit_failures_total", "counter",
+	       "LMDB commits that failed (map full, I/O error): their changes are in memory only.",
+	       persist_failures(m->persist));
 	evbuffer_add_printf(b, "# HELP mmc_pool_bytes Pool capacity by media, attached services.\n"
 	                       "# TYPE mmc_pool_bytes gauge\n"
 	                       "# HELP mmc_pool_used_bytes Pool bytes reserved by media, attached services.\n"

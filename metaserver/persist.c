@@ -51,7 +51,7 @@ struct persist {
 	struct event *commit_ev, *age_ev, *done_ev;
 	int done_fd; /* eventfd: the writer thread's "flying batch is durable" */
 	int lock_fd;
-	uint64_t commits;
+	uint64_t commits, failures;
 	size_t max_key; /* mdb_env_get_maxkeysize: a longer key is refused when queued, like an LMDB put would */
 	uint64_t last_seq, durable_seq; /* newest batch numbered; newest batch committed (or failed) */
 	uint64_t failed_seq;            /* newest batch whose commit failed, 0: none */
@@ -213,6 +213,7 @@ static int land(struct persist *p)
 		log_error("op=lmdb_commit err=\"%s\" writes=%zu (metadata of this batch is not durable)",
 		          mdb_strerror(rc), b->nops);
 		p->failed_seq = b->seq;
+		p->failures++;
 	} else {
 		p->commits++;
 	}
@@ -500,4 +501,9 @@ int persist_flush(struct persist *p)
 uint64_t persist_commits(const struct persist *p)
 {
 	return p->commits;
+}
+
+uint64_t persist_failures(const struct persist *p)
+{
+	return p->failures;
 }

@@ -58,7 +58,8 @@ int persist_after_commit(struct persist *p, void (*fn)(void *arg), void *arg);
 /* Commits everything queued and runs the waiters, blocking the loop until done. Returns 0 or MMC_ERROR. */
 int persist_flush(struct persist *p);
 
-/* Commits so far, for /metrics and tests. */
+/* Commits so far, and commits that failed (their changes are not on disk), for /metrics and tests. */
 uint64_t persist_commits(const struct persist *p);
+uint64_t persist_failures(const struct persist *p);
 
 #endif

@@ -171,6 +171,8 @@ Test(admin, health_and_metrics, .init = up, .fini = srv_down)
 	cr_expect(strstr(body, "mmc_kvcm_query_hit_keys_total 2"));
 	/* the object store's own gauges share the page */
 	cr_expect(strstr(body, "# TYPE mmc_objects gauge"), "%s", body);
+	cr_expect(strstr(body, "\nmmc_lmdb_commit_failures_total 0\n"), "%s", body);
+	cr_expect(strstr(body, "\nmmc_lmdb_commits_total "), "%s", body);
 	cr_expect(strstr(body, "mmc_pool_bytes{media=\"dram\"} "));
 	free(body);
 	/* GET is for those two only; the admin port has no MetaService write APIs */

@@ -341,6 +341,7 @@ Test(persist, a_failed_commit_is_visible_to_its_waiters)
 	run_until(1);
 	cr_assert_eq(runs, 1);
 	cr_assert_eq(failed, seq, "the waiter learns that its batch failed");
+	cr_assert_eq(persist_failures(p), 1, "counted for /metrics");
 	/* a later batch that fits commits, and the failure stays on record */
 	persist_put(p, dbi, "small", 5, "1", 1);
 	persist_after_commit(p, saw_failure, &later);
