@@ -23,6 +23,7 @@ struct alloc_req {
 	struct conn *c;
 	uint64_t id;
 	bool gva;
+	bool durable; /* a duplicate's record was queued again: the reply waits for its commit */
 	struct place_req pr;
 	int32_t preferred[MMC_WIRE_REPLICAS];
 	uint64_t lease_ttl_ms;
@@ -70,6 +71,8 @@ static bool place_one(struct meta *m, struct alloc_req *a, const struct alloc_it
 	}
 	if (o) { /* first writer wins; batch_malloc hands back the existing object's address */
 		res->result = a->gva ? 0 : MMC_DUPLICATED_OBJECT;
+		if (o->state == MMC_BLOB_READABLE && object_persist_again(m, o))
+			a->durable = true;
 		if (a->gva)
 			key_result_note(res, o, -1);
 		return true;
@@ -112,7 +115,7 @@ static bool run(struct meta *m, struct alloc_req *a)
 
 static void reply(struct meta *m, struct alloc_req *a)
 {
-	key_results_send(a->c, a->id, a->results, a->n, false);
+	key_results_send(a->c, a->id, a->results, a->n, a->durable);
 }
 
 static int check_args(const Mmc__KeyBatch *req)

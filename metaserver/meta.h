@@ -96,6 +96,7 @@ struct object {
 	uint64_t size;
 	uint64_t write_session;   /* ALLOCATED: the writer */
 	uint64_t write_expiry_ms; /* ALLOCATED: reclaimed after this */
+	uint64_t rec_seq;         /* the persist batch of its latest record; 0: loaded from LMDB (durable) */
 	struct lease *leases;
 	uint8_t busy;        /* tier tasks in flight that read or write its bytes */
 	struct blob blobs[]; /* nblobs entries, then keylen + 1 key bytes */

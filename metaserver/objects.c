@@ -307,8 +307,19 @@ void object_persist(struct meta *m, struct object *o)
 		rb[n++] = (struct rec_blob){b->svc->rank, b->media, b->svc->incarnation, b->offset};
 	}
 	*h = (struct rec_object){REC_VERSION, n, o->size};
-	if (persist_put(m->persist, m->db_objects, object_key(o), o->keylen, buf, sizeof(*h) + n * sizeof(*rb)) == 0)
+	if (persist_put(m->persist, m->db_objects, object_key(o), o->keylen, buf, sizeof(*h) + n * sizeof(*rb)) == 0) {
 		o->persisted = true;
+		o->rec_seq = persist_wait_seq(m->persist);
+	}
+}
+
+bool object_persist_again(struct meta *m, struct object *o)
+{
+	/* batches fail rarely and commit in order: anything queued up to the newest failed batch may be lost */
+	if (!o->persisted || !o->rec_seq || o->rec_seq > persist_failed_seq(m->persist))
+		return false;
+	object_persist(m, o);
+	return true;
 }
 
 void object_publish(struct meta *m, struct object *o)

@@ -80,5 +80,9 @@ void objects_session_closed(struct meta *m, uint64_t session);
 int objects_load(struct meta *m);
 /* Writes o's record (READABLE objects) into this turn's transaction. */
 void object_persist(struct meta *m, struct object *o);
+/* Queues o's record again when the batch that held it may have failed to commit (a put of the same key after an
+ * MMC_META_BACKUP_ERROR must not answer OK for an object that is not on disk). Returns true if it did: the reply
+ * to the caller must then wait for the commit. */
+bool object_persist_again(struct meta *m, struct object *o);
 
 #endif

@@ -272,8 +272,9 @@ MMC_API int mmc_unregister_buffer(mmc_store *s, void *buf, size_t size);
  *         a bounded wait for leased memory, or fewer services than replicas; nothing is stored);
  *         MMC_UNMATCHED_KEY (the meta server restarted between allocation and commit: nothing is stored);
  *         MMC_META_BACKUP_ERROR (the meta server could not commit the object's metadata to disk: it is readable
- *         until the meta server restarts, then gone); MMC_CLIENT_NOT_INIT; MMC_NOT_CONNECTED_META; MMC_TIMEOUT;
- *         MMC_ERROR (the fabric failed; nothing is stored). Thread-safe.
+ *         until the meta server restarts, then gone; a retry answers MMC_OK only once it is on disk);
+ * MMC_CLIENT_NOT_INIT; MMC_NOT_CONNECTED_META; MMC_TIMEOUT; MMC_ERROR (the fabric failed; nothing is stored).
+ * Thread-safe.
  */
 MMC_API int mmc_put_from(mmc_store *s, const char *key, const void *buf, size_t size, int32_t direct,
                          const mmc_replicate_config *rc);
