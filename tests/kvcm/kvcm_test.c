@@ -1,5 +1,8 @@
 #include "kvcm_test.h"
 
+#include <stdio.h>
+#include <stdlib.h>
+
 struct kvcm_srv srv;
 
 void srv_up(const char *const *extra)
@@ -10,4 +13,18 @@ void srv_up(const char *const *extra)
 void srv_down(void)
 {
 	kvcm_srv_stop(&srv);
+}
+
+long srv_metric(const char *name)
+{
+	char *body = NULL, *p, pat[128];
+	long n = -1;
+
+	snprintf(pat, sizeof(pat), "\n%s ", name);
+	cr_assert_eq(hc_request(&srv.admin, "GET", "/metrics", NULL, 0, &body), 200);
+	p = strstr(body, pat);
+	if (p)
+		n = strtol(p + strlen(pat), NULL, 10);
+	free(body);
+	return n;
 }

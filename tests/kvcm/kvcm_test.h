@@ -12,6 +12,8 @@ extern struct kvcm_srv srv;
 /* Starts srv with extra --env entries (NULL-terminated) and registers nothing. */
 void srv_up(const char *const *extra);
 void srv_down(void);
+/* The value of an unlabelled metric on srv's /metrics page, -1 when absent. */
+long srv_metric(const char *name);
 
 #define CALL(api, ...)  hc_call(&srv.meta, api, __VA_ARGS__)
 #define ADMIN(api, ...) hc_call(&srv.admin, api, __VA_ARGS__)

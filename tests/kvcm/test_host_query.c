@@ -24,10 +24,12 @@ static void add(const char *host, const char *type, const char *key, const char 
 	    "OK");
 }
 
-/* "host=local/fetch/total ..." of a getHostCacheState reply. */
-static void hosts(const char *extra, char *out, size_t cap)
+/* "host=local/fetch/total ..." of a getHostCacheState reply for keys 1..5 of instance inst. */
+static void state_of(const char *inst, const char *extra, char *out, size_t cap)
 {
-	json_t *r = CALL("getHostCacheState", "{\"instance_id\":\"h\",\"block_cache_keys\":[1,2,3,4,5]%s}", extra), *hs;
+	json_t *r = CALL("getHostCacheState", "{\"instance_id\":\"%s\",\"block_cache_keys\":[1,2,3,4,5]%s}", inst,
+	                 extra),
+	       *hs;
 	size_t len = 0;
 
 	cr_assert_str_eq(code_of(r), "OK", "%s", message_of(r));
@@ -42,6 +44,11 @@ static void hosts(const char *extra, char *out, size_t cap)
 		    json_string_value(jpath(h, "p2p_1_total_match")));
 	}
 	json_decref(r);
+}
+
+static void hosts(const char *extra, char *out, size_t cap)
+{
+	state_of("h", extra, out, cap);
 }
 
 #define L2   "ST_EVENT_REPORT_L2"
@@ -115,27 +122,6 @@ static void add_specs(const char *inst, const char *host, const char *type, int 
 }
 
 /* "host=local/fetch/total ..." of getHostCacheState over keys 1..5 of inst. */
-static void state_of(const char *inst, const char *extra, char *out, size_t cap)
-{
-	json_t *r = CALL("getHostCacheState", "{\"instance_id\":\"%s\",\"block_cache_keys\":[1,2,3,4,5]%s}", inst,
-	                 extra),
-	       *hs;
-	size_t len = 0;
-
-	cr_assert_str_eq(code_of(r), "OK", "%s", message_of(r));
-	hs = jpath(r, "hosts");
-	out[0] = '\0';
-	for (size_t i = 0; i < json_array_size(hs); i++) {
-		json_t *h = json_array_get(hs, i);
-
-		len += (size_t)snprintf(
-		    out + len, cap - len, "%s%s=%s/%s/%s", i ? " " : "", json_string_value(jpath(h, "host_ip_port")),
-		    json_string_value(jpath(h, "local")), json_string_value(jpath(h, "p2p_1_fetch")),
-		    json_string_value(jpath(h, "p2p_1_total_match")));
-	}
-	json_decref(r);
-}
-
 #define PLAIN ",\"query_type\":\"QT_PREFIX_MATCH\""
 
 /* Reference §4.14: full-attention specs need a prefix, Mamba state only the last block matched. */

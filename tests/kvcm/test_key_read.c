@@ -39,16 +39,7 @@ TestSuite(key_read, .init = up, .fini = srv_down, .timeout = 60);
 /* mmc_kvcm_fast_read_requests_total: bodies a fast reader took. */
 static long fast_reads(void)
 {
-	static const char name[] = "\nmmc_kvcm_fast_read_requests_total ";
-	char *body = NULL, *p;
-	long n = -1;
-
-	cr_assert_eq(hc_request(&srv.admin, "GET", "/metrics", NULL, 0, &body), 200);
-	p = strstr(body, name);
-	if (p)
-		n = strtol(p + sizeof(name) - 1, NULL, 10);
-	free(body);
-	return n;
+	return srv_metric("mmc_kvcm_fast_read_requests_total");
 }
 
 /* "status body" of POST /api/<api> with body, the request_id (a time stamp) blanked. */

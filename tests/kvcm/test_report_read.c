@@ -154,16 +154,7 @@ static bool starts(const char *s, const char *prefix)
 /* mmc_kvcm_fast_read_requests_total: bodies the fast reader took. */
 static long fast_reads(void)
 {
-	static const char name[] = "\nmmc_kvcm_fast_read_requests_total ";
-	char *body = NULL, *p;
-	long n = -1;
-
-	cr_assert_eq(hc_request(&srv.admin, "GET", "/metrics", NULL, 0, &body), 200);
-	p = strstr(body, name);
-	if (p)
-		n = strtol(p + sizeof(name) - 1, NULL, 10);
-	free(body);
-	return n;
+	return srv_metric("mmc_kvcm_fast_read_requests_total");
 }
 
 /* Whether the fast reader takes a body with these events: ASCII, no \\u escape, no REGISTER or HOST_DOWN payload. */
