@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "array.h"
 #include "mmc/mmc.h"
 
 #define LOOKBACK 8 /* overlapping registrations: how many earlier starts to try */
@@ -42,24 +43,18 @@ static size_t upper(const struct regbufs *r, uintptr_t a)
 
 int regbufs_add(struct regbufs *r, struct fabric *f, void *buf, size_t len)
 {
-	struct regbuf e = {(uintptr_t)buf, len, {0}};
+	struct regbuf e = {(uintptr_t)buf, len, {0}}, *v;
 	size_t at;
 	int rc;
 
 	if (fabric_mr_reg(f, buf, len, false, &e.mr))
 		return MMC_ERROR;
 	pthread_rwlock_wrlock(&r->lock);
-	if (r->n == r->cap) {
-		size_t cap = r->cap ? r->cap * 2 : 16;
-		struct regbuf *v = realloc(r->v, cap * sizeof(*v));
-
-		if (!v) {
-			rc = MMC_MALLOC_FAILED;
-			goto out;
-		}
-		r->v = v;
-		r->cap = cap;
+	if (!(v = array_grow(r->v, &r->cap, r->n + 1, sizeof(*v), 16))) {
+		rc = MMC_MALLOC_FAILED;
+		goto out;
 	}
+	r->v = v;
 	at = upper(r, e.addr);
 	memmove(&r->v[at + 1], &r->v[at], (r->n - at) * sizeof(*r->v));
 	r->v[at] = e;

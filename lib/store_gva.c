@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "array.h"
 #include "clock.h"
 #include "log.h"
 #include "store_ops.h"
@@ -91,15 +92,11 @@ static void drop_keys(struct gva_tracker *t, const char *const *keys, size_t n, 
 
 static int add_entry(struct gva_tracker *t, const struct gva_entry *e)
 {
-	if (t->n == t->cap) {
-		size_t cap = t->cap ? t->cap * 2 : 64;
-		struct gva_entry *v = realloc(t->v, cap * sizeof(*v));
+	struct gva_entry *v = array_grow(t->v, &t->cap, t->n + 1, sizeof(*v), 64);
 
-		if (!v)
-			return MMC_MALLOC_FAILED;
-		t->v = v;
-		t->cap = cap;
-	}
+	if (!v)
+		return MMC_MALLOC_FAILED;
+	t->v = v;
 	t->v[t->n++] = *e;
 	return 0;
 }

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "allocator.h"
+#include "array.h"
 #include "clock.h"
 #include "hash.h"
 #include "log.h"
@@ -621,6 +622,7 @@ int objects_load(struct meta *m)
 	uint64_t loaded = 0, dropped = 0;
 	char(*gone)[MMC_WIRE_KEY_MAX + 1] = NULL;
 	size_t ngone = 0, capgone = 0;
+	void *g;
 	int rc;
 
 	if (persist_read_begin(m->persist, &txn))
@@ -643,15 +645,9 @@ int objects_load(struct meta *m)
 			continue;
 		}
 		dropped++;
-		if (ngone == capgone) {
-			size_t cap = capgone ? capgone * 2 : 256;
-			void *g = realloc(gone, cap * sizeof(*gone));
-
-			if (!g)
-				continue;
-			gone = g;
-			capgone = cap;
-		}
+		if (!(g = array_grow(gone, &capgone, ngone + 1, sizeof(*gone), 256)))
+			continue;
+		gone = g;
 		memset(gone[ngone], 0, sizeof(gone[ngone]));
 		memcpy(gone[ngone++], k.mv_data, k.mv_size > MMC_WIRE_KEY_MAX ? MMC_WIRE_KEY_MAX : k.mv_size);
 	}

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "array.h"
 #include "clock.h"
 #include "log.h"
 #include "mmc/mmc.h"
@@ -71,17 +72,11 @@ static size_t pad8(size_t n)
 
 static void *batch_append(struct batch *b, size_t n)
 {
-	if (b->len + n > b->cap) {
-		size_t cap = b->cap ? b->cap : 64 * 1024;
-		unsigned char *ops;
+	unsigned char *ops = array_grow(b->ops, &b->cap, b->len + n, 1, 64 * 1024);
 
-		while (cap < b->len + n)
-			cap *= 2;
-		if (!(ops = realloc(b->ops, cap)))
-			return NULL;
-		b->ops = ops;
-		b->cap = cap;
-	}
+	if (!ops)
+		return NULL;
+	b->ops = ops;
 	b->len += n;
 	return b->ops + b->len - n;
 }
@@ -467,15 +462,11 @@ int persist_after_commit(struct persist *p, void (*fn)(void *arg), void *arg)
 	/* with nothing queued, the newest writes are the flying ones: wait for those only */
 	struct batch *b = !p->open->nops && p->flying ? p->flying : p->open;
 
-	if (b->nwaiters == b->capwaiters) {
-		size_t cap = b->capwaiters ? b->capwaiters * 2 : 64;
-		struct waiter *w = realloc(b->waiters, cap * sizeof(*w));
+	struct waiter *w = array_grow(b->waiters, &b->capwaiters, b->nwaiters + 1, sizeof(*w), 64);
 
-		if (!w)
-			return MMC_MALLOC_FAILED;
-		b->waiters = w;
-		b->capwaiters = cap;
-	}
+	if (!w)
+		return MMC_MALLOC_FAILED;
+	b->waiters = w;
 	b->waiters[b->nwaiters++] = (struct waiter){fn, arg};
 	if (b == p->open)
 		arm(p);

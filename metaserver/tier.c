@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "allocator.h"
+#include "array.h"
 #include "clock.h"
 #include "conn.h"
 #include "eviction.h"
@@ -122,15 +123,11 @@ static struct task *task_new(struct meta *m, enum task_kind kind, struct object 
 
 static int task_wait(struct task *t, struct tier_req *r, size_t idx)
 {
-	if (t->nwaiters == t->capwaiters) {
-		size_t cap = t->capwaiters ? t->capwaiters * 2 : 4;
-		struct waiter *w = realloc(t->waiters, cap * sizeof(*w));
+	struct waiter *w = array_grow(t->waiters, &t->capwaiters, t->nwaiters + 1, sizeof(*w), 4);
 
-		if (!w)
-			return MMC_MALLOC_FAILED;
-		t->waiters = w;
-		t->capwaiters = cap;
-	}
+	if (!w)
+		return MMC_MALLOC_FAILED;
+	t->waiters = w;
 	t->waiters[t->nwaiters++] = (struct waiter){r, idx};
 	r->pending++;
 	return 0;

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "array.h"
 #include "block_index.h"
 #include "clock.h"
 #include "instance.h"
@@ -51,17 +52,12 @@ static void heap_swap(struct deleter *d, size_t a, size_t b)
 
 static int heap_push(struct deleter *d, struct del_job *j)
 {
+	struct del_job **h;
 	size_t i;
 
-	if (d->n == d->cap) {
-		size_t cap = d->cap ? d->cap * 2 : 256;
-		struct del_job **h = realloc(d->heap, cap * sizeof(*h));
-
-		if (!h)
-			return -1;
-		d->heap = h;
-		d->cap = cap;
-	}
+	if (!(h = array_grow(d->heap, &d->cap, d->n + 1, sizeof(*h), 256)))
+		return -1;
+	d->heap = h;
 	i = d->n++;
 	d->heap[i] = j;
 	while (i && d->heap[(i - 1) / 2]->due_ms > d->heap[i]->due_ms) {

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "array.h"
 #include "kvcm_server.h"
 
 struct key_list {
@@ -83,15 +84,11 @@ static bool integer(struct kscan *s, int64_t *out)
 
 static bool push(struct key_list *kl, int64_t v)
 {
-	if (kl->n == kl->cap) {
-		size_t cap = kl->cap ? kl->cap * 2 : 256;
-		int64_t *k = realloc(kl->keys, cap * sizeof(*k));
+	int64_t *k = array_grow(kl->keys, &kl->cap, kl->n + 1, sizeof(*k), 256);
 
-		if (!k)
-			return false;
-		kl->keys = k;
-		kl->cap = cap;
-	}
+	if (!k)
+		return false;
+	kl->keys = k;
 	kl->keys[kl->n++] = v;
 	return true;
 }

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "api.h"
+#include "array.h"
 #include "block_index.h"
 #include "clock.h"
 #include "codes.h"
@@ -76,17 +77,13 @@ static const char *location_id(struct report *rp, const char *medium)
 
 static void note_failed(struct report *rp, int64_t key)
 {
-	if (rp->nfailed == rp->capfailed) {
-		size_t cap = rp->capfailed ? rp->capfailed * 2 : 16;
-		int64_t *f = realloc(rp->failed, cap * sizeof(*f));
+	int64_t *f = array_grow(rp->failed, &rp->capfailed, rp->nfailed + 1, sizeof(*f), 16);
 
-		if (!f) {
-			rp->failed_untracked = true;
-			return;
-		}
-		rp->failed = f;
-		rp->capfailed = cap;
+	if (!f) {
+		rp->failed_untracked = true;
+		return;
 	}
+	rp->failed = f;
 	rp->failed[rp->nfailed++] = key;
 }
 
@@ -121,17 +118,13 @@ static void store_block(struct report *rp, int64_t key)
  */
 static void mark_dirty(struct report *rp, int64_t key)
 {
-	if (rp->ndirty == rp->capdirty) {
-		size_t cap = rp->capdirty ? rp->capdirty * 2 : 64;
-		int64_t *d = realloc(rp->dirty, cap * sizeof(*d));
+	int64_t *d = array_grow(rp->dirty, &rp->capdirty, rp->ndirty + 1, sizeof(*d), 64);
 
-		if (!d) {
-			store_block(rp, key);
-			return;
-		}
-		rp->dirty = d;
-		rp->capdirty = cap;
+	if (!d) {
+		store_block(rp, key);
+		return;
 	}
+	rp->dirty = d;
 	rp->dirty[rp->ndirty++] = key;
 }
 

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "codes.h"
+#include "array.h"
 #include "json_in.h"
 #include "report_events.h"
 
@@ -235,14 +236,9 @@ static bool snap_block(struct scan *s, struct snap *sn)
 
 	if (!object(s, payload_member, &p))
 		return false;
-	if (sn->n == s->cap_blocks) {
-		size_t cap = s->cap_blocks ? s->cap_blocks * 2 : 256;
-
-		if (!(b = realloc(s->blocks, cap * sizeof(*b))))
-			return false;
-		s->blocks = b;
-		s->cap_blocks = cap;
-	}
+	if (!(b = array_grow(s->blocks, &s->cap_blocks, sn->n + 1, sizeof(*b), 256)))
+		return false;
+	s->blocks = b;
 	b = &s->blocks[sn->n++];
 	sn->ok = sn->ok && er_block_read(b, p.key, p.medium, p.specs, p.nspecs, p.has_specs && p.specs_shape, true);
 	return true;
@@ -340,18 +336,13 @@ static bool event(struct scan *s)
 {
 	struct er_events *e = s->e;
 	struct item it = {0};
+	struct er_event *ev;
 
 	if (e->n == s->max || !object(s, event_member, &it))
 		return false;
-	if (e->n == e->cap) {
-		size_t cap = e->cap ? e->cap * 2 : 64;
-		struct er_event *ev = realloc(e->ev, cap * sizeof(*ev));
-
-		if (!ev)
-			return false;
-		e->ev = ev;
-		e->cap = cap;
-	}
+	if (!(ev = array_grow(e->ev, &e->cap, e->n + 1, sizeof(*ev), 64)))
+		return false;
+	e->ev = ev;
 	e->ev[e->n++] = item_event(&it);
 	return true;
 }
