@@ -191,26 +191,25 @@ int jd_enum(struct jd *d, json_t *obj, const char *name, const struct enum_desc 
 	return x;
 }
 
-json_t *jd_obj(struct jd *d, json_t *obj, const char *name)
+static json_t *jd_typed(struct jd *d, json_t *obj, const char *name, json_type type, const char *want)
 {
 	json_t *v = jd_get(obj, name);
 
-	if (v && !json_is_object(v)) {
-		bad(d, name, "an object");
+	if (v && json_typeof(v) != type) {
+		bad(d, name, want);
 		return NULL;
 	}
 	return v;
 }
 
+json_t *jd_obj(struct jd *d, json_t *obj, const char *name)
+{
+	return jd_typed(d, obj, name, JSON_OBJECT, "an object");
+}
+
 json_t *jd_arr(struct jd *d, json_t *obj, const char *name)
 {
-	json_t *v = jd_get(obj, name);
-
-	if (v && !json_is_array(v)) {
-		bad(d, name, "an array");
-		return NULL;
-	}
-	return v;
+	return jd_typed(d, obj, name, JSON_ARRAY, "an array");
 }
 
 size_t jd_i64s(struct jd *d, json_t *obj, const char *name, int64_t **out, size_t max)
