@@ -6,6 +6,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,6 +40,7 @@ struct meta_conn {
 	void *owner;
 	meta_task_fn on_task;
 	void *task_owner;
+	_Atomic uint64_t losses; /* connections lost so far: see meta_conn_losses() */
 };
 
 static pthread_key_t tls_key;
@@ -237,6 +239,7 @@ static void *reader_main(void *arg)
 	wbuf_free(&buf);
 	pthread_mutex_lock(&mc->lock);
 	mc->state = MC_DOWN;
+	atomic_fetch_add(&mc->losses, 1); /* before the callers learn of it: their transfers check it next */
 	fail_all(mc, MMC_NOT_CONNECTED_META);
 	pthread_cond_broadcast(&mc->state_cond);
 	pthread_mutex_unlock(&mc->lock);
@@ -528,6 +531,11 @@ void meta_conn_close(struct meta_conn *mc)
 	pthread_mutex_destroy(&mc->send_lock);
 	pthread_cond_destroy(&mc->state_cond);
 	free(mc);
+}
+
+uint64_t meta_conn_losses(struct meta_conn *mc)
+{
+	return atomic_load(&mc->losses);
 }
 
 void meta_conn_session(struct meta_conn *mc, struct meta_session *out)

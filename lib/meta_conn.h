@@ -65,6 +65,13 @@ int meta_send(struct meta_conn *mc, uint32_t body, const pb_msgdesc_t *fields, c
 
 void meta_conn_session(struct meta_conn *mc, struct meta_session *out);
 
+/*
+ * How many times the connection has been lost. Placements and read leases live only in the server that granted
+ * them: a transfer started under one connection must not be trusted once this has moved on, because a restarted
+ * server knows nothing of them and may hand the same memory to another writer. Lock-free.
+ */
+uint64_t meta_conn_losses(struct meta_conn *mc);
+
 /* Decoders for the simple replies: Reply{result} -> result. */
 int meta_decode_reply(struct mcall *c, uint32_t body, const uint8_t *data, size_t len);
 

@@ -114,6 +114,7 @@ static void set_replicas(mmc_KeyBatch *req, const mmc_replicate_config *rc)
 static int run_put(struct mmc_store *s, struct plan *p, const mmc_replicate_config *rc, bool spread)
 {
 	struct key_rpc k = {.body = WB_ALLOC, .req = mmc_KeyBatch_init_zero, .on_result = on_alloc, .arg = p};
+	uint64_t losses = meta_conn_losses(s->meta);
 	int32_t *values;
 	int rc_call;
 
@@ -126,6 +127,9 @@ static int run_put(struct mmc_store *s, struct plan *p, const mmc_replicate_conf
 	rc_call = key_rpc_call(s, &k);
 	if (rc_call)
 		return fail_all(p->results, p->n, rc_call);
+	/* the server that placed these keys is gone: a restarted one may have given the space to someone else */
+	if (meta_conn_losses(s->meta) != losses)
+		return fail_all(p->results, p->n, MMC_NOT_CONNECTED_META);
 	for (size_t i = 0; i < p->n; i++)
 		p->xk[i].result = p->state[i] == PK_ACTIVE ? 0 : 1;
 	xfer_run(s, 1, p->xk, p->n);
@@ -194,8 +198,9 @@ static void release_leases(struct mmc_store *s, struct plan *p)
 static int run_get(struct mmc_store *s, struct plan *p)
 {
 	struct key_rpc k = {.body = WB_GET, .req = mmc_KeyBatch_init_zero, .on_result = on_get, .arg = p};
-	uint64_t t0 = clock_ms(), t1;
+	uint64_t t0 = clock_ms(), t1, losses = meta_conn_losses(s->meta);
 	int rc_call;
+	bool lost;
 
 	for (size_t i = 0; i < p->n; i++) {
 		p->state[i] = PK_ACTIVE;
@@ -211,10 +216,12 @@ static int run_get(struct mmc_store *s, struct plan *p)
 			p->xk[i].result = 1;
 	xfer_run(s, 0, p->xk, p->n);
 	t1 = clock_ms();
+	/* the leases died with the server that granted them: its successor may already have reused the memory */
+	lost = meta_conn_losses(s->meta) != losses;
 	for (size_t i = 0; i < p->n; i++) {
 		if (p->state[i] != PK_LEASED || p->results[i])
 			continue;
-		p->results[i] = p->xk[i].result;
+		p->results[i] = lost ? MMC_NOT_CONNECTED_META : p->xk[i].result;
 		/* a copy that outlived its lease may have read reused memory */
 		if (p->results[i] == 0 && t1 >= t0 + p->totals[i])
 			p->results[i] = MMC_LEASE_EXPIRED;

@@ -14,6 +14,7 @@ struct gva_entry {
 	uint64_t start, end; /* [start, end) in GVA space */
 	uint64_t incarnation;
 	uint64_t expiry_ms;
+	uint64_t losses; /* meta_conn_losses() when granted: a lease does not outlive its server */
 	uint8_t kind;
 	bool readable; /* write entry of an object that was already published: copies into it are skipped */
 	char key[MMC_KEY_MAX + 1];
@@ -123,6 +124,7 @@ struct malloc_ctx {
 	const size_t *sizes;
 	uintptr_t *gvas;
 	uint64_t t0;
+	uint64_t losses;
 };
 
 static bool on_malloc(void *arg, size_t i, const mmc_KeyResult *r)
@@ -139,6 +141,7 @@ static bool on_malloc(void *arg, size_t i, const mmc_KeyResult *r)
 	e.kind = GVA_WRITE;
 	e.readable = r->blobs[0].state == MMC_BLOB_READABLE;
 	e.expiry_ms = m->t0 + (r->lease_ms ? r->lease_ms : 0);
+	e.losses = m->losses;
 	strcpy(e.key, m->keys[i]);
 	if (r->size != m->sizes[i] && !e.readable)
 		return true;
@@ -150,7 +153,7 @@ static bool on_malloc(void *arg, size_t i, const mmc_KeyResult *r)
 int mmc_batch_malloc(mmc_store *s, const char *const *keys, const size_t *sizes, size_t n, uint16_t media,
                      uint64_t lease_ttl_ms, uintptr_t *gvas)
 {
-	struct malloc_ctx m = {NULL, keys, sizes, gvas, clock_ms()};
+	struct malloc_ctx m = {NULL, keys, sizes, gvas, clock_ms(), meta_conn_losses(s->meta)};
 	struct key_rpc k = {.body = WB_MALLOC, .req = mmc_KeyBatch_init_zero, .on_result = on_malloc, .arg = &m};
 	uint64_t *sz;
 	int rc = check_keys(s, keys, n);
@@ -206,6 +209,7 @@ struct lease_ctx {
 	const char *const *keys;
 	int *results;
 	uint64_t t0;
+	uint64_t losses;
 };
 
 static bool on_lease(void *arg, size_t i, const mmc_KeyResult *r)
@@ -227,6 +231,7 @@ static bool on_lease(void *arg, size_t i, const mmc_KeyResult *r)
 		e.incarnation = r->blobs[b].incarnation;
 		e.kind = GVA_READ;
 		e.expiry_ms = l->t0 + r->lease_ms;
+		e.losses = l->losses;
 		strcpy(e.key, key);
 		if (add_entry(l->t, &e))
 			l->results[i] = MMC_MALLOC_FAILED;
@@ -236,7 +241,7 @@ static bool on_lease(void *arg, size_t i, const mmc_KeyResult *r)
 
 int mmc_batch_add_lease(mmc_store *s, const char *const *keys, size_t n, uint64_t lease_ttl_ms, int *results)
 {
-	struct lease_ctx l = {NULL, keys, results, clock_ms()};
+	struct lease_ctx l = {NULL, keys, results, clock_ms(), meta_conn_losses(s->meta)};
 	struct key_rpc k = {.body = WB_ADD_LEASE, .req = mmc_KeyBatch_init_zero, .on_result = on_lease, .arg = &l};
 	int rc = check_keys(s, keys, n);
 
@@ -298,7 +303,7 @@ static bool direct_is_read(int32_t d)
 static int plan_copies(struct mmc_store *s, void *const *gvas, void *const *bufs, const size_t *sizes, size_t n,
                        bool write, struct xfer_key *xk, struct xfer_piece *pieces, uint64_t *expiry)
 {
-	uint64_t now = clock_ms();
+	uint64_t now = clock_ms(), losses = meta_conn_losses(s->meta);
 
 	*expiry = UINT64_MAX;
 	for (size_t i = 0; i < n; i++) {
@@ -310,8 +315,11 @@ static int plan_copies(struct mmc_store *s, void *const *gvas, void *const *bufs
 		e = find(s->gva, g, sizes[i], write ? GVA_WRITE : GVA_READ);
 		if (!e)
 			return MMC_INVALID_PARAM;
-		/* past its write lease the space may already belong to another object: never write there */
-		if (write && !e->readable && e->expiry_ms <= now)
+		/* past its write lease the space may already belong to another object: never write there; nor under a
+		 * lease from a server that has gone since (its successor never granted it) */
+		if (write && !e->readable && (e->expiry_ms <= now || e->losses != losses))
+			return MMC_LEASE_EXPIRED;
+		if (!write && e->losses != losses)
 			return MMC_LEASE_EXPIRED;
 		if (!write && e->expiry_ms < *expiry)
 			*expiry = e->expiry_ms;
@@ -332,11 +340,12 @@ int mmc_batch_copy(mmc_store *s, void *const *gvas, void *const *bufs, const siz
 	bool write = direct_is_write(direct);
 	struct xfer_key *xk;
 	struct xfer_piece *pieces;
-	uint64_t expiry;
+	uint64_t expiry, losses;
 	int rc = store_check_ready(s);
 
 	if (rc)
 		return rc;
+	losses = meta_conn_losses(s->meta);
 	if (!gvas || !bufs || !sizes || n > MMC_BATCH_MAX * MMC_LAYERS_MAX || (!write && !direct_is_read(direct)))
 		return MMC_INVALID_PARAM;
 	if (n == 0)
@@ -356,8 +365,9 @@ int mmc_batch_copy(mmc_store *s, void *const *gvas, void *const *bufs, const siz
 	for (size_t i = 0; i < n && !rc; i++)
 		if (xk[i].result != 1)
 			rc = xk[i].result;
-	/* a read that ended after its lease may have read reused memory */
-	if (!rc && !write && clock_ms() >= expiry)
+	/* a read that ended after its lease, or after the server that granted it went away, may have read reused
+	 * memory */
+	if (!rc && ((!write && clock_ms() >= expiry) || meta_conn_losses(s->meta) != losses))
 		rc = MMC_LEASE_EXPIRED;
 out:
 	free(xk);

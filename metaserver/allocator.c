@@ -16,19 +16,28 @@ struct block {
 	struct treap_node off_node;
 	struct treap_node size_node;
 	struct block *prev, *next;
+	struct block *hold_next; /* held: the next hold in release order */
 	uint64_t offset;
 	uint64_t size;
+	uint64_t hold_seq; /* held: the batch whose commit makes the block free */
 	bool free;
+	bool held;
 };
 
 struct allocator {
 	struct treap by_offset;
 	struct treap by_size;
 	struct block *spare; /* recycled block structs, linked through next */
+	struct block *hold_head, *hold_tail;
+	alloc_seq_fn seq_state;
+	const void *seq_ctx;
 	uint64_t capacity;
-	uint64_t used;
+	uint64_t used; /* reserved bytes, held ones included */
+	uint64_t held, lost;
 	uint64_t blocks;
 };
+
+static void settle(struct allocator *a);
 
 #define OFF_BLOCK(n)  ((struct block *)((char *)(n)-offsetof(struct block, off_node)))
 #define SIZE_BLOCK(n) ((struct block *)((char *)(n)-offsetof(struct block, size_node)))
@@ -60,7 +69,8 @@ static struct block *block_new(struct allocator *a, uint64_t offset, uint64_t si
 	b->offset = offset;
 	b->size = size;
 	b->free = true;
-	b->prev = b->next = NULL;
+	b->held = false;
+	b->prev = b->next = b->hold_next = NULL;
 	a->blocks++;
 	return b;
 }
@@ -159,6 +169,7 @@ int alloc_reserve(struct allocator *a, uint64_t size, uint64_t *offset)
 	struct treap_node *n;
 	int rc;
 
+	settle(a);
 	if (size == 0 || size > UINT64_MAX - ALLOC_ALIGN)
 		return MMC_INVALID_PARAM;
 	size = (size + ALLOC_ALIGN - 1) & ~(uint64_t)(ALLOC_ALIGN - 1);
@@ -186,14 +197,20 @@ static void merge_into(struct allocator *a, struct block *p, struct block *b)
 	block_recycle(a, b);
 }
 
-int alloc_release(struct allocator *a, uint64_t offset)
+/* The reserved block that starts at offset and is not already on its way out, or NULL. */
+static struct block *reserved_at(struct allocator *a, uint64_t offset)
 {
 	struct block key = {.offset = offset}, *b;
 	struct treap_node *n = treap_lower_bound(&a->by_offset, &key.off_node);
 
-	if (!n || OFF_BLOCK(n)->offset != offset || OFF_BLOCK(n)->free)
-		return MMC_INVALID_PARAM;
+	if (!n)
+		return NULL;
 	b = OFF_BLOCK(n);
+	return b->offset == offset && !b->free && !b->held ? b : NULL;
+}
+
+static void free_block(struct allocator *a, struct block *b)
+{
 	b->free = true;
 	a->used -= b->size;
 	if (b->next && b->next->free) {
@@ -208,7 +225,76 @@ int alloc_release(struct allocator *a, uint64_t offset)
 		b = p;
 	}
 	treap_insert(&a->by_size, &b->size_node);
+}
+
+static enum persist_seq_state batch_state(const struct allocator *a, uint64_t seq)
+{
+	return seq && a->seq_state ? a->seq_state(a->seq_ctx, seq) : PERSIST_SEQ_DURABLE;
+}
+
+/* Frees the holds whose batch is on disk, oldest first (seqs only grow, so the first pending one ends the scan). A
+ * hold whose batch failed stays reserved for good: the record it was to remove is still on disk, and only a restart
+ * (which reloads that record) can tell who owns the space. */
+static void settle(struct allocator *a)
+{
+	struct block *b;
+
+	while ((b = a->hold_head)) {
+		enum persist_seq_state st = batch_state(a, b->hold_seq);
+
+		if (st == PERSIST_SEQ_PENDING)
+			return;
+		a->hold_head = b->hold_next;
+		if (!a->hold_head)
+			a->hold_tail = NULL;
+		b->held = false;
+		b->hold_next = NULL;
+		a->held -= b->size;
+		if (st == PERSIST_SEQ_LOST) {
+			a->lost += b->size;
+			b->held = true; /* neither free nor releasable again */
+			continue;
+		}
+		free_block(a, b);
+	}
+}
+
+int alloc_release(struct allocator *a, uint64_t offset)
+{
+	return alloc_release_after(a, offset, 0);
+}
+
+int alloc_release_after(struct allocator *a, uint64_t offset, uint64_t seq)
+{
+	struct block *b = reserved_at(a, offset);
+	enum persist_seq_state st;
+
+	if (!b)
+		return MMC_INVALID_PARAM;
+	st = batch_state(a, seq);
+	if (st == PERSIST_SEQ_DURABLE) {
+		free_block(a, b);
+		return 0;
+	}
+	b->held = true;
+	if (st == PERSIST_SEQ_LOST) {
+		a->lost += b->size;
+		return 0;
+	}
+	b->hold_seq = seq;
+	a->held += b->size;
+	if (a->hold_tail)
+		a->hold_tail->hold_next = b;
+	else
+		a->hold_head = b;
+	a->hold_tail = b;
 	return 0;
+}
+
+void alloc_set_durability(struct allocator *a, alloc_seq_fn seq_state, const void *ctx)
+{
+	a->seq_state = seq_state;
+	a->seq_ctx = ctx;
 }
 
 int alloc_mark(struct allocator *a, uint64_t offset, uint64_t size)
@@ -248,14 +334,29 @@ uint64_t alloc_capacity(const struct allocator *a)
 	return a->capacity;
 }
 
-uint64_t alloc_used(const struct allocator *a)
+uint64_t alloc_used(struct allocator *a)
 {
-	return a->used;
+	settle(a);
+	return a->used - a->held;
 }
 
-uint64_t alloc_largest_free(const struct allocator *a)
+uint64_t alloc_held(struct allocator *a)
 {
-	struct treap_node *n = a->by_size.root;
+	settle(a);
+	return a->held;
+}
+
+uint64_t alloc_lost(const struct allocator *a)
+{
+	return a->lost;
+}
+
+uint64_t alloc_largest_free(struct allocator *a)
+{
+	struct treap_node *n;
+
+	settle(a);
+	n = a->by_size.root;
 
 	while (n && n->right)
 		n = n->right;

@@ -8,6 +8,8 @@
 
 #include <stdint.h>
 
+#include "persist.h"
+
 #define ALLOC_ALIGN 4096u
 
 struct allocator;
@@ -20,17 +22,38 @@ void alloc_destroy(struct allocator *a);
  * for size 0. */
 int alloc_reserve(struct allocator *a, uint64_t size, uint64_t *offset);
 
-/* Frees the block that starts at offset. MMC_INVALID_PARAM when no reserved block starts there (double free). */
+/* Frees the block that starts at offset now: for space no record on disk has ever pointed at (a reservation that
+ * was never committed, a transient copy). MMC_INVALID_PARAM when no reserved block starts there (double free). */
 int alloc_release(struct allocator *a, uint64_t offset);
+
+/*
+ * The space-reuse invariant lives here: space is handed out again only after every durable record that points at
+ * it is gone from disk. seq is the persistence batch that holds the change which stops pointing at the block (the
+ * object's delete, or its record moved elsewhere); the block stays reserved ("held") until that batch is durable,
+ * so a crash before the commit can never reload a record over someone else's bytes. seq 0 frees at once. A hold
+ * whose batch failed is never freed (only a restart, which reloads the record it kept, can). MMC_INVALID_PARAM as
+ * for alloc_release.
+ */
+int alloc_release_after(struct allocator *a, uint64_t offset, uint64_t seq);
+
+/* How the allocator learns where a batch stands (persist_seq_state, as a callback so tests can drive it). Without
+ * one, every batch counts as durable. */
+typedef enum persist_seq_state (*alloc_seq_fn)(const void *ctx, uint64_t seq);
+void alloc_set_durability(struct allocator *a, alloc_seq_fn seq_state, const void *ctx);
 
 /* Marks [offset, offset + size) reserved, for rebuilding from persisted objects. MMC_INVALID_PARAM when the
  * range is misaligned, out of the pool, or overlaps a reserved block. */
 int alloc_mark(struct allocator *a, uint64_t offset, uint64_t size);
 
+/* The queries below first free the holds whose batch has become durable. */
 uint64_t alloc_capacity(const struct allocator *a);
-uint64_t alloc_used(const struct allocator *a);
+/* Reserved bytes, not counting held ones (they are on their way back). */
+uint64_t alloc_used(struct allocator *a);
+/* Bytes held until their batch is durable, and bytes held for good after a failed commit. */
+uint64_t alloc_held(struct allocator *a);
+uint64_t alloc_lost(const struct allocator *a);
 /* Largest single reservation that would succeed now. */
-uint64_t alloc_largest_free(const struct allocator *a);
+uint64_t alloc_largest_free(struct allocator *a);
 /* Number of blocks (free and reserved): a fragmentation measure. */
 uint64_t alloc_block_count(const struct allocator *a);
 

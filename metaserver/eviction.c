@@ -8,16 +8,25 @@
 #include "objects.h"
 #include "placement.h"
 
-/* Services of the media with a free hole of at least size bytes. */
-static uint32_t services_with_room(const struct meta *m, uint32_t media, uint64_t size)
+/* Services of the media with a free hole of at least size bytes, or with that much held until a commit lands (*held
+ * set): evicting more would not make room sooner. */
+static uint32_t services_with_room(const struct meta *m, uint32_t media, uint64_t size, bool *held)
 {
 	uint32_t n = 0;
 
 	for (uint32_t r = 0; r < m->rank_hi; r++) {
 		struct service *svc = m->ranks[r];
 		struct segment *seg = svc && svc->session ? service_segment(svc, media) : NULL;
+		uint64_t h;
 
-		n += seg && alloc_largest_free(seg->alloc) >= size;
+		if (!seg)
+			continue;
+		if (alloc_largest_free(seg->alloc) >= size) {
+			n++;
+		} else if ((h = alloc_held(seg->alloc)) > 0) {
+			*held = true;
+			n += h >= size;
+		}
 	}
 	return n;
 }
@@ -58,13 +67,14 @@ static bool above(struct meta *m, uint32_t media, const void *arg)
 struct room {
 	uint64_t size;
 	uint32_t replicas;
+	bool held; /* some of the room is held until a commit lands */
 };
 
 static bool no_room(struct meta *m, uint32_t media, const void *arg)
 {
-	const struct room *r = arg;
+	struct room *r = (struct room *)arg;
 
-	return services_with_room(m, media, r->size) < r->replicas;
+	return services_with_room(m, media, r->size, &r->held) < r->replicas;
 }
 
 void eviction_check(struct meta *m, uint32_t media)
@@ -83,9 +93,11 @@ void eviction_check(struct meta *m, uint32_t media)
 
 uint64_t eviction_make_room(struct meta *m, uint32_t media, uint64_t size, uint32_t replicas, bool *blocked)
 {
-	struct room r = {size, replicas};
+	struct room r = {size, replicas, false};
 	uint64_t skipped = 0, n = evict_while(m, media, no_room, &r, &skipped);
 
-	*blocked = skipped > 0 || !list_empty(&m->zombies) || m->freeing[media] > 0;
+	/* the last victim's space may be held until its delete commits: then waiting is worth it */
+	services_with_room(m, media, size, &r.held);
+	*blocked = skipped > 0 || r.held || !list_empty(&m->zombies) || m->freeing[media] > 0;
 	return n;
 }

@@ -167,9 +167,23 @@ static void hup_cb(evutil_socket_t sig, short what, void *arg)
 	         m->conf.evict_high, m->conf.evict_low, (unsigned long long)m->conf.lease_ttl_ms);
 }
 
+/* Tests widen the window between queuing a change and its commit to hit it deterministically; never in production,
+ * hence an environment variable and a warning rather than a documented key. */
+static unsigned test_commit_delay_ms(void)
+{
+	const char *v = getenv("MMC_TEST_COMMIT_DELAY_MS");
+	unsigned long ms = v ? strtoul(v, NULL, 10) : 0;
+
+	if (ms > 60000)
+		ms = 60000;
+	if (ms)
+		log_warn("op=start warning=\"MMC_TEST_COMMIT_DELAY_MS=%lu: every commit waits (tests only)\"", ms);
+	return (unsigned)ms;
+}
+
 static int open_store(struct meta *m)
 {
-	struct persist_opts po = {m->conf.data_dir, m->conf.lmdb_map_size, m->conf.lmdb_sync};
+	struct persist_opts po = {m->conf.data_dir, m->conf.lmdb_map_size, m->conf.lmdb_sync, test_commit_delay_ms()};
 	char err[512];
 
 	if (persist_open(&m->persist, m->base, &po, err, sizeof(err))) {

@@ -97,6 +97,7 @@ struct object {
 	uint64_t write_session;   /* ALLOCATED: the writer */
 	uint64_t write_expiry_ms; /* ALLOCATED: reclaimed after this */
 	uint64_t rec_seq;         /* the persist batch of its latest record; 0: loaded from LMDB (durable) */
+	uint64_t unlink_seq;      /* the batch that stops any record pointing at its space (0: none ever did) */
 	struct lease *leases;
 	uint8_t busy;        /* tier tasks in flight that read or write its bytes */
 	struct blob blobs[]; /* nblobs entries, then keylen + 1 key bytes */
@@ -137,6 +138,7 @@ struct meta {
 	struct list zombies;          /* removed but still leased */
 	struct list parked;           /* alloc requests waiting for leased memory (alloc_req.c) */
 	struct event *kick_ev;        /* space was freed: resume parked requests */
+	uint64_t hold_kick_seq;       /* newest batch whose commit kicks parked requests (space held until it lands) */
 
 	/* SSD tier (tier.c) */
 	struct list tasks;      /* blob moves in flight */

@@ -341,19 +341,38 @@ void object_touch(struct meta *m, struct object *o)
 	list_add_head(&m->lru[object_media(o)], &o->link);
 }
 
+static void holds_landed(void *arg)
+{
+	objects_space_freed(arg);
+}
+
+void space_release(struct meta *m, struct service *svc, uint32_t media, uint64_t offset, uint64_t unlink_seq)
+{
+	struct segment *seg = svc ? service_segment(svc, media) : NULL;
+
+	if (!seg)
+		return; /* the service left: its allocator went with it */
+	if (alloc_release_after(seg->alloc, offset, unlink_seq)) {
+		log_error("op=free rank=%u media=%u offset=%llu err=double_free", svc->rank, media,
+		          (unsigned long long)offset);
+		return;
+	}
+	/* requests parked for room retry once the batch lands: one waiter per batch, not per range */
+	if (unlink_seq && unlink_seq != m->hold_kick_seq &&
+	    persist_seq_state(m->persist, unlink_seq) == PERSIST_SEQ_PENDING &&
+	    persist_after_commit(m->persist, holds_landed, m) == 0)
+		m->hold_kick_seq = unlink_seq;
+}
+
 /* Gives the object's space back; requests waiting for room get another try. */
 static void release_space(struct meta *m, struct object *o)
 {
 	for (int i = 0; i < o->nblobs; i++) {
 		struct blob *b = &o->blobs[i];
-		struct segment *seg;
 
 		if (!b->svc)
 			continue;
-		seg = service_segment(b->svc, b->media);
-		if (seg && alloc_release(seg->alloc, b->offset))
-			log_error("op=free key=\"%.*s\" rank=%u offset=%llu err=double_free", o->keylen, object_key(o),
-			          b->svc->rank, (unsigned long long)b->offset);
+		space_release(m, b->svc, b->media, b->offset, o->unlink_seq);
 		list_del(&b->svc_link);
 		b->svc->nblobs--;
 		b->svc = NULL;
@@ -381,6 +400,7 @@ void object_drop(struct meta *m, struct object *o)
 	if (o->persisted) {
 		persist_del(m->persist, m->db_objects, object_key(o), o->keylen);
 		o->persisted = false;
+		o->unlink_seq = persist_wait_seq(m->persist);
 	}
 	/* a put's bytes may still be in flight: keep the space until its writer commits or goes away (a GVA write
 	 * lease that ran out is reclaimed at once: that is what the lease bounds) */

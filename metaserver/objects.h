@@ -68,6 +68,13 @@ struct object *objects_find_removed_write(struct meta *m, const char *key, size_
 /* Frees a removed object's space once no lease and no in-flight write pins it any more. */
 void object_unpin(struct meta *m, struct object *o);
 
+/*
+ * Gives a blob's range back to its service's allocator. unlink_seq is the persistence batch holding the change
+ * that stops every record on disk pointing at the range (0: no record ever did); the range is reused only once
+ * that batch is durable (alloc_release_after). Every release of pool space goes through here.
+ */
+void space_release(struct meta *m, struct service *svc, uint32_t media, uint64_t offset, uint64_t unlink_seq);
+
 /* Space was given back outside object_drop: waiting allocations get another try. */
 void objects_space_freed(struct meta *m);
 

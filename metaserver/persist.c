@@ -56,6 +56,10 @@ struct persist {
 	size_t max_key; /* mdb_env_get_maxkeysize: a longer key is refused when queued, like an LMDB put would */
 	uint64_t last_seq, durable_seq; /* newest batch numbered; newest batch committed (or failed) */
 	uint64_t failed_seq;            /* newest batch whose commit failed, 0: none */
+	uint64_t lost_upto;             /* batches up to this one count as failed (a failure we could not record) */
+	uint64_t *failed;               /* every batch whose commit failed, ascending: rare, so a plain array */
+	size_t nfailed, capfailed;
+	unsigned test_delay_ms; /* MMC_TEST_COMMIT_DELAY_MS: widens the window before a commit, for tests */
 
 	pthread_t writer;
 	bool writer_started;
@@ -84,11 +88,14 @@ static void *batch_append(struct batch *b, size_t n)
 /* Applies a batch in one write transaction (writer thread, or the loop thread while the writer is idle). One
  * write LMDB refuses (a key it cannot store) is logged and skipped; a failure that breaks the transaction fails
  * the commit, which is what the caller learns. */
-static int batch_commit(MDB_env *env, const struct batch *b)
+static int batch_commit(MDB_env *env, const struct batch *b, unsigned delay_ms)
 {
 	MDB_txn *txn;
-	int rc = mdb_txn_begin(env, NULL, 0, &txn);
+	int rc;
 
+	if (delay_ms)
+		usleep(delay_ms * 1000u);
+	rc = mdb_txn_begin(env, NULL, 0, &txn);
 	if (rc)
 		return rc;
 	for (size_t off = 0; off < b->len;) {
@@ -130,7 +137,7 @@ static void *writer_main(void *arg)
 		if (!p->busy)
 			break;
 		pthread_mutex_unlock(&p->mu);
-		int rc = batch_commit(p->env, p->flying);
+		int rc = batch_commit(p->env, p->flying, p->test_delay_ms);
 		pthread_mutex_lock(&p->mu);
 		p->result = rc;
 		p->busy = false;
@@ -189,6 +196,20 @@ static bool writer_busy(struct persist *p)
 	return busy;
 }
 
+static void remember_failure(struct persist *p, uint64_t seq)
+{
+	uint64_t *f = array_grow(p->failed, &p->capfailed, p->nfailed + 1, sizeof(*f), 16);
+
+	if (!f) { /* cannot tell this batch from a good one later: treat every batch up to it as lost */
+		log_error("op=lmdb_commit err=\"out of memory recording a failed batch\" seq=%llu",
+		          (unsigned long long)seq);
+		p->lost_upto = seq;
+		return;
+	}
+	p->failed = f;
+	p->failed[p->nfailed++] = seq;
+}
+
 /* Waits for the flying batch (if any), then releases its waiters. Returns its LMDB code. */
 static int land(struct persist *p)
 {
@@ -209,6 +230,7 @@ static int land(struct persist *p)
 		          mdb_strerror(rc), b->nops);
 		p->failed_seq = b->seq;
 		p->failures++;
+		remember_failure(p, b->seq);
 	} else {
 		p->commits++;
 	}
@@ -312,6 +334,7 @@ int persist_open(struct persist **out, struct event_base *base, const struct per
 		goto fail;
 	}
 	p->max_key = (size_t)mdb_env_get_maxkeysize(p->env);
+	p->test_delay_ms = opts->test_commit_delay_ms;
 	p->done_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	p->commit_ev = event_new(base, -1, 0, commit_cb, p);
 	p->age_ev = evtimer_new(base, commit_cb, p);
@@ -357,6 +380,7 @@ void persist_close(struct persist *p)
 		free(p->b[i].waiters);
 		free(p->b[i].spare);
 	}
+	free(p->failed);
 	pthread_mutex_destroy(&p->mu);
 	pthread_cond_destroy(&p->cv);
 	free(p);
@@ -455,6 +479,34 @@ uint64_t persist_durable_seq(const struct persist *p)
 uint64_t persist_failed_seq(const struct persist *p)
 {
 	return p->failed_seq;
+}
+
+static bool batch_failed(const struct persist *p, uint64_t seq)
+{
+	size_t lo = 0, hi = p->nfailed;
+
+	if (seq <= p->lost_upto)
+		return true;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (p->failed[mid] == seq)
+			return true;
+		if (p->failed[mid] < seq)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return false;
+}
+
+enum persist_seq_state persist_seq_state(const struct persist *p, uint64_t seq)
+{
+	if (seq == 0)
+		return PERSIST_SEQ_DURABLE;
+	if (seq > p->durable_seq)
+		return PERSIST_SEQ_PENDING;
+	return batch_failed(p, seq) ? PERSIST_SEQ_LOST : PERSIST_SEQ_DURABLE;
 }
 
 int persist_after_commit(struct persist *p, void (*fn)(void *arg), void *arg)

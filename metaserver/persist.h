@@ -17,9 +17,10 @@ struct event_base;
 struct persist;
 
 struct persist_opts {
-	const char *dir;   /* created if missing; locked against a second server */
-	uint64_t map_size; /* LMDB map size, bytes */
-	bool sync;         /* fsync each commit; false survives kill -9 but not an OS crash */
+	const char *dir;               /* created if missing; locked against a second server */
+	uint64_t map_size;             /* LMDB map size, bytes */
+	bool sync;                     /* fsync each commit; false survives kill -9 but not an OS crash */
+	unsigned test_commit_delay_ms; /* tests only: the writer sleeps this long before each commit */
 };
 
 int persist_open(struct persist **out, struct event_base *base, const struct persist_opts *opts, char *err,
@@ -51,6 +52,11 @@ uint64_t persist_durable_seq(const struct persist *p);
  * queued after persist_durable_seq() was d must not acknowledge them when persist_failed_seq() > d. */
 uint64_t persist_failed_seq(const struct persist *p);
 
+/* Where the batch numbered seq stands: not landed yet, committed, or failed (its writes are not on disk and never
+ * will be). Seq 0 (no batch) is durable. Space that a record on disk may point at is reused only once the batch that
+ * unlinked it is PERSIST_SEQ_DURABLE (see docs/architecture.md, "Space reuse"). */
+enum persist_seq_state { PERSIST_SEQ_PENDING, PERSIST_SEQ_DURABLE, PERSIST_SEQ_LOST };
+enum persist_seq_state persist_seq_state(const struct persist *p, uint64_t seq);
 /* Runs fn(arg) on the loop once every write queued so far has committed (on the next idle turn if none is
  * pending). */
 int persist_after_commit(struct persist *p, void (*fn)(void *arg), void *arg);

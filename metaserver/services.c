@@ -71,6 +71,21 @@ static void service_persist(struct meta *m, struct service *svc)
 	            &m->next_incarnation, sizeof(m->next_incarnation));
 }
 
+static enum persist_seq_state batch_state(const void *persist, uint64_t seq)
+{
+	return persist_seq_state(persist, seq);
+}
+
+/* Every pool's allocator learns from the persistence layer when freed space may be reused. */
+static struct allocator *segment_allocator(struct meta *m, uint64_t size)
+{
+	struct allocator *a = alloc_create(size);
+
+	if (a)
+		alloc_set_durability(a, batch_state, m->persist);
+	return a;
+}
+
 static void service_free(struct service *svc)
 {
 	for (uint32_t i = 0; i < svc->nsegs; i++)
@@ -304,7 +319,7 @@ int service_register(struct meta *m, struct session *s, const Mmc__Register *req
 	for (uint32_t i = 0; i < svc->nsegs; i++) {
 		svc->segs[i].media = req->segments[i]->media;
 		svc->segs[i].size = req->segments[i]->size;
-		svc->segs[i].alloc = alloc_create(req->segments[i]->size);
+		svc->segs[i].alloc = segment_allocator(m, req->segments[i]->size);
 		if (!svc->segs[i].alloc) {
 			service_free(svc);
 			return MMC_MALLOC_FAILED;
@@ -364,7 +379,7 @@ static int load_service(struct meta *m, MDB_val *k, MDB_val *v, uint64_t deadlin
 	for (uint32_t i = 0; i < r->nsegs; i++) {
 		svc->segs[i].media = r->segs[i].media;
 		svc->segs[i].size = r->segs[i].size;
-		if (!(svc->segs[i].alloc = alloc_create(r->segs[i].size))) {
+		if (!(svc->segs[i].alloc = segment_allocator(m, r->segs[i].size))) {
 			service_free(svc);
 			return -1;
 		}

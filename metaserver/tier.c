@@ -161,12 +161,10 @@ static struct task *task_of(struct meta *m, const struct object *o, enum task_ki
 	return NULL;
 }
 
-static void release_raw(struct service *svc, uint32_t media, uint64_t offset)
+/* A range no record on disk points at: a move's target that never became the object's home, or a stage copy. */
+static void release_raw(struct meta *m, struct service *svc, uint32_t media, uint64_t offset)
 {
-	struct segment *seg = svc ? service_segment(svc, media) : NULL;
-
-	if (seg)
-		alloc_release(seg->alloc, offset);
+	space_release(m, svc, media, offset, 0);
 }
 
 /* ---- requests ---- */
@@ -237,7 +235,7 @@ static int start_demote(struct meta *m, struct object *o, struct tier_req *r, si
 	if (reserve(b->svc, MMC_MEDIA_SSD, o->size, &off))
 		return MMC_NOT_ENOUGH_MEMORY;
 	if (!(t = task_new(m, T_DEMOTE, o, b->svc, b->offset, off))) {
-		release_raw(b->svc, MMC_MEDIA_SSD, off);
+		release_raw(m, b->svc, MMC_MEDIA_SSD, off);
 		return MMC_MALLOC_FAILED;
 	}
 	if (r && task_wait(t, r, idx))
@@ -280,7 +278,7 @@ static int try_read(struct meta *m, struct object *o, struct tier_req *r, size_t
 	}
 	eviction_check(m, MMC_MEDIA_DRAM); /* a rewarm must leave room for the next one */
 	if (!(t = task_new(m, promote ? T_PROMOTE : T_STAGE, o, b->svc, b->offset, off))) {
-		release_raw(b->svc, MMC_MEDIA_DRAM, off);
+		release_raw(m, b->svc, MMC_MEDIA_DRAM, off);
 		return MMC_MALLOC_FAILED;
 	}
 	o->promoting |= promote;
@@ -311,7 +309,7 @@ static int start_read(struct meta *m, struct object *o, struct tier_req *r, size
 /* ---- completions ---- */
 
 /* A demoted object's readers keep reading its old DRAM range: it goes to a removed copy holding their leases. */
-static void let_go_of_dram(struct meta *m, struct object *o, struct blob *b)
+static void let_go_of_dram(struct meta *m, struct object *o, struct blob *b, uint64_t unlink_seq)
 {
 	struct object *z;
 
@@ -319,11 +317,12 @@ static void let_go_of_dram(struct meta *m, struct object *o, struct blob *b)
 		/* no reader (or no memory to track them: the lease bound still protects them poorly, so log it) */
 		if (o->leases)
 			log_warn("op=demote key=\"%.*s\" err=no_memory_for_reader_copy", o->keylen, object_key(o));
-		release_raw(b->svc, MMC_MEDIA_DRAM, b->offset);
+		space_release(m, b->svc, MMC_MEDIA_DRAM, b->offset, unlink_seq);
 		objects_space_freed(m);
 		return;
 	}
 	z->id = o->id; /* the readers' releases name this id */
+	z->unlink_seq = unlink_seq;
 	z->size = o->size;
 	z->state = MMC_BLOB_REMOVING;
 	z->blobs[0].svc = b->svc;
@@ -343,16 +342,19 @@ static int finish_demote(struct meta *m, struct task *t, int result)
 
 	m->freeing[MMC_MEDIA_DRAM] -= pages(t->size);
 	if (result == 0 && t->svc && o->state == MMC_BLOB_READABLE && b && b->media == MMC_MEDIA_DRAM) {
-		let_go_of_dram(m, o, b);
+		struct blob dram = *b;
+
+		/* the record moves to SSD first: the DRAM range is reused only once no record on disk names it */
 		b->media = MMC_MEDIA_SSD;
 		b->offset = t->dst_offset;
-		list_del(&o->link);
-		list_add_head(&m->lru[MMC_MEDIA_SSD], &o->link);
 		if (o->persisted)
 			object_persist(m, o);
+		let_go_of_dram(m, o, &dram, o->persisted ? persist_wait_seq(m->persist) : 0);
+		list_del(&o->link);
+		list_add_head(&m->lru[MMC_MEDIA_SSD], &o->link);
 		return 0;
 	}
-	release_raw(t->svc, MMC_MEDIA_SSD, t->dst_offset);
+	release_raw(m, t->svc, MMC_MEDIA_SSD, t->dst_offset);
 	if (o->state != MMC_BLOB_READABLE)
 		return MMC_OBJECT_NOT_EXISTS;
 	log_warn("op=demote key=\"%.*s\" err=%d", o->keylen, object_key(o), result);
@@ -372,7 +374,7 @@ static void serve_stage(struct meta *m, struct task *t, struct waiter *w)
 	struct object *o = t->o, *z = w->req->c ? object_new(object_key(o), o->keylen, 1) : NULL;
 
 	if (!z) {
-		release_raw(t->svc, MMC_MEDIA_DRAM, t->dst_offset);
+		release_raw(m, t->svc, MMC_MEDIA_DRAM, t->dst_offset);
 		objects_space_freed(m);
 		res->result = MMC_MALLOC_FAILED;
 		return;
@@ -399,7 +401,7 @@ static void finish_read(struct meta *m, struct task *t, int result)
 	if (t->kind == T_PROMOTE)
 		o->promoting = false;
 	if (!ok) {
-		release_raw(t->svc, MMC_MEDIA_DRAM, t->dst_offset);
+		release_raw(m, t->svc, MMC_MEDIA_DRAM, t->dst_offset);
 		objects_space_freed(m);
 		for (size_t i = 0; i < t->nwaiters; i++)
 			t->waiters[i].req->res[t->waiters[i].idx].result = code;
@@ -410,14 +412,19 @@ static void finish_read(struct meta *m, struct task *t, int result)
 			serve_stage(m, t, &t->waiters[i]);
 		return;
 	}
-	/* promote: nothing else reads the SSD copy (a promote starts only on an idle object) */
-	release_raw(b->svc, MMC_MEDIA_SSD, b->offset);
-	b->media = MMC_MEDIA_DRAM;
-	b->offset = t->dst_offset;
+	/* promote: nothing else reads the SSD copy (a promote starts only on an idle object); its range is reused once
+	 * the record naming the DRAM copy is on disk */
+	{
+		uint64_t ssd_offset = b->offset;
+
+		b->media = MMC_MEDIA_DRAM;
+		b->offset = t->dst_offset;
+		if (o->persisted)
+			object_persist(m, o);
+		space_release(m, b->svc, MMC_MEDIA_SSD, ssd_offset, o->persisted ? persist_wait_seq(m->persist) : 0);
+	}
 	list_del(&o->link);
 	list_add_head(&m->lru[MMC_MEDIA_DRAM], &o->link);
-	if (o->persisted)
-		object_persist(m, o);
 	for (size_t i = 0; i < t->nwaiters; i++) {
 		struct tier_req *r = t->waiters[i].req;
 

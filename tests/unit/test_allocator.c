@@ -145,3 +145,67 @@ Test(allocator, random_against_a_model)
 	cr_assert_eq(alloc_block_count(a), 1);
 	alloc_destroy(a);
 }
+
+/* A stand-in for the persistence layer: batches up to `durable` have landed, `lost` failed. */
+struct batches {
+	uint64_t durable, lost;
+};
+
+static enum persist_seq_state batch_state(const void *ctx, uint64_t seq)
+{
+	const struct batches *b = ctx;
+
+	if (seq > b->durable)
+		return PERSIST_SEQ_PENDING;
+	return seq == b->lost ? PERSIST_SEQ_LOST : PERSIST_SEQ_DURABLE;
+}
+
+Test(allocator, freed_space_waits_for_the_commit_of_its_delete)
+{
+	struct batches b = {.durable = 4};
+	struct allocator *a = alloc_create(2 * PAGE);
+	uint64_t o1, o2, x;
+
+	alloc_set_durability(a, batch_state, &b);
+	cr_assert_eq(alloc_reserve(a, PAGE, &o1), 0);
+	cr_assert_eq(alloc_reserve(a, PAGE, &o2), 0);
+	cr_assert_eq(alloc_release_after(a, o1, 5), 0);
+	cr_assert_eq(alloc_reserve(a, PAGE, &x), MMC_NOT_ENOUGH_MEMORY, "reused before its delete was on disk");
+	cr_assert_eq(alloc_largest_free(a), 0);
+	cr_assert_eq(alloc_held(a), PAGE);
+	cr_assert_eq(alloc_used(a), PAGE, "held bytes are on their way back, not in use");
+	cr_assert_eq(alloc_release(a, o1), MMC_INVALID_PARAM, "a held block cannot be freed twice");
+	b.durable = 5;
+	cr_assert_eq(alloc_reserve(a, PAGE, &x), 0, "free once the batch landed");
+	cr_assert_eq(x, o1);
+	cr_assert_eq(alloc_held(a), 0);
+	cr_assert_eq(alloc_release_after(a, o2, 3), 0, "an already durable batch frees at once");
+	cr_assert_eq(alloc_largest_free(a), PAGE);
+	alloc_destroy(a);
+}
+
+Test(allocator, holds_free_in_batch_order_and_a_failed_batch_keeps_its_space)
+{
+	struct batches b = {.durable = 0, .lost = 2};
+	struct allocator *a = alloc_create(4 * PAGE);
+	uint64_t off[4], x;
+
+	alloc_set_durability(a, batch_state, &b);
+	for (int i = 0; i < 4; i++)
+		cr_assert_eq(alloc_reserve(a, PAGE, &off[i]), 0);
+	for (int i = 0; i < 3; i++)
+		cr_assert_eq(alloc_release_after(a, off[i], (uint64_t)i + 1), 0);
+	cr_assert_eq(alloc_held(a), 3 * PAGE);
+	b.durable = 1;
+	cr_assert_eq(alloc_held(a), 2 * PAGE);
+	cr_assert_eq(alloc_reserve(a, PAGE, &x), 0);
+	cr_assert_eq(x, off[0]);
+	b.durable = 3;
+	cr_assert_eq(alloc_held(a), 0);
+	cr_assert_eq(alloc_lost(a), PAGE, "the delete of batch 2 never reached the disk");
+	cr_assert_eq(alloc_largest_free(a), PAGE, "only batch 3's block came back");
+	cr_assert_eq(alloc_release_after(a, off[1], 0), MMC_INVALID_PARAM, "a lost block is never handed out");
+	cr_assert_eq(alloc_release(a, off[3]), 0);
+	cr_assert_eq(alloc_used(a), 2 * PAGE, "the reuse and the lost block");
+	alloc_destroy(a);
+}

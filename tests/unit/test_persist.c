@@ -23,7 +23,7 @@ static char dir[64];
 
 static void open_store(void)
 {
-	struct persist_opts o = {dir, 64u << 20, true};
+	struct persist_opts o = {.dir = dir, .map_size = 64u << 20, .sync = true};
 	char err[256];
 
 	cr_assert_eq(persist_open(&p, base, &o, err, sizeof(err)), 0, "%s", err);
@@ -82,6 +82,12 @@ static void check_durable(void *arg)
 static void run_until(int n)
 {
 	for (int i = 0; i < 2000 && runs < n; i++)
+		event_base_loop(base, EVLOOP_ONCE | EVLOOP_NONBLOCK), usleep(1000);
+}
+
+static void run_until_durable(uint64_t seq)
+{
+	for (int i = 0; i < 2000 && persist_durable_seq(p) < seq; i++)
 		event_base_loop(base, EVLOOP_ONCE | EVLOOP_NONBLOCK), usleep(1000);
 }
 
@@ -326,7 +332,7 @@ static void saw_failure(void *arg)
 Test(persist, a_failed_commit_is_visible_to_its_waiters)
 {
 	static char big[1 << 20];
-	struct persist_opts small = {dir, 256u << 10, true};
+	struct persist_opts small = {.dir = dir, .map_size = 256u << 10, .sync = true};
 	char err[256];
 	uint64_t seq, failed = 0, later = 0;
 
@@ -348,4 +354,20 @@ Test(persist, a_failed_commit_is_visible_to_its_waiters)
 	run_until(2);
 	cr_assert_eq(later, seq);
 	cr_assert_gt(persist_durable_seq(p), seq);
+	/* space unlinked by the failed batch must never be reused; by the later one, it may */
+	cr_assert_eq(persist_seq_state(p, seq), PERSIST_SEQ_LOST);
+	cr_assert_eq(persist_seq_state(p, persist_durable_seq(p)), PERSIST_SEQ_DURABLE);
+}
+
+Test(persist, a_batch_is_pending_until_it_lands)
+{
+	uint64_t seq;
+
+	cr_assert_eq(persist_seq_state(p, 0), PERSIST_SEQ_DURABLE, "no batch: nothing to wait for");
+	cr_assert_eq(persist_put(p, dbi, "k", 1, "v", 1), 0);
+	seq = persist_wait_seq(p);
+	cr_assert_eq(persist_seq_state(p, seq), PERSIST_SEQ_PENDING);
+	cr_assert_eq(persist_seq_state(p, seq + 1), PERSIST_SEQ_PENDING, "a batch not yet numbered");
+	run_until_durable(seq);
+	cr_assert_eq(persist_seq_state(p, seq), PERSIST_SEQ_DURABLE);
 }
