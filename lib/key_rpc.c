@@ -1,6 +1,8 @@
 /* KeyBatch round trips shared by every key call, and the argument checks they share. */
 #include "store_ops.h"
 
+#include "clock.h"
+
 bool direct_is_put(int32_t d)
 {
 	return d == MMC_COPY_L2G || d == MMC_COPY_H2G || d == MMC_COPY_L2GH || d == MMC_COPY_H2GH || d == MMC_COPY_AUTO;
@@ -34,12 +36,32 @@ static int decode_keys(struct mcall *c, uint32_t body, const uint8_t *data, size
 	return result;
 }
 
+/* Calls that mean the same when sent twice: lookups, and removes (a second one finds the key gone). A put's alloc
+ * or commit is not: its placement lives only in the server that made it. */
+static bool repeatable(uint32_t body)
+{
+	return body == WB_GET || body == WB_EXIST || body == WB_QUERY || body == WB_REMOVE;
+}
+
 int key_rpc_call(struct mmc_store *s, struct key_rpc *k)
 {
 	struct mcall c = {.decode = decode_keys, .arg = k};
+	uint64_t deadline = 0;
+	int rc;
 
 	wire_items_bind(&k->req, &k->items);
-	return meta_call(s->meta, k->body, mmc_KeyBatch_fields, &k->req, &c);
+	k->retried = false;
+	/* a call the dying connection failed goes again on the next one, within retry_ms like a call made while
+	 * the connection was down (meta_call waits for it to come back, so this loop does not spin) */
+	while ((rc = meta_call(s->meta, k->body, mmc_KeyBatch_fields, &k->req, &c)) == MMC_NOT_CONNECTED_META &&
+	       s->conf.c.retry_ms && repeatable(k->body)) {
+		if (!deadline)
+			deadline = clock_ms() + s->conf.c.retry_ms;
+		else if (clock_ms() >= deadline)
+			break;
+		k->retried = true;
+	}
+	return rc;
 }
 
 struct codes {
@@ -62,5 +84,11 @@ int key_batch_codes(struct mmc_store *s, uint32_t body, const char *const *keys,
 	k.req.lease_ttl_ms = lease_ttl_ms;
 	k.items = (struct wire_items){.n = n, .keys = keys, .values = values};
 	rc = key_rpc_call(s, &k);
-	return rc ? fail_all(results, n, rc) : 0;
+	if (rc)
+		return fail_all(results, n, rc);
+	/* the first try may have removed the key before its server died: gone is what the caller asked for */
+	for (size_t i = 0; k.retried && body == WB_REMOVE && i < n; i++)
+		if (results[i] == MMC_OBJECT_NOT_EXISTS)
+			results[i] = 0;
+	return 0;
 }

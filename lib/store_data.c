@@ -16,7 +16,8 @@ struct plan {
 	struct xfer_key *xk;
 	struct xfer_piece *pieces;
 	uint64_t *totals;
-	uint64_t *tokens; /* get: the object each lease was granted on */
+	uint64_t *lease_ms; /* get: the lease granted on each key */
+	uint64_t *tokens;   /* get: the object each lease was granted on */
 	int *results;
 	uint8_t *state; /* per key: PK_* */
 	size_t *index;  /* scratch: keys taking part in the next RPC */
@@ -31,6 +32,7 @@ static void plan_free(struct plan *p)
 	free(p->xk);
 	free(p->pieces);
 	free(p->totals);
+	free(p->lease_ms);
 	free(p->tokens);
 	free(p->state);
 	free(p->index);
@@ -47,9 +49,10 @@ static int plan_alloc(struct plan *p, size_t n, size_t npieces, const char *cons
 	p->pieces = calloc(npieces, sizeof(*p->pieces));
 	p->totals = calloc(n, sizeof(*p->totals));
 	p->tokens = calloc(n, sizeof(*p->tokens));
+	p->lease_ms = calloc(n, sizeof(*p->lease_ms));
 	p->state = calloc(n, sizeof(*p->state));
 	p->index = calloc(n, sizeof(*p->index));
-	if (!p->xk || !p->pieces || !p->totals || !p->tokens || !p->state || !p->index) {
+	if (!p->xk || !p->pieces || !p->totals || !p->tokens || !p->lease_ms || !p->state || !p->index) {
 		plan_free(p);
 		return MMC_MALLOC_FAILED;
 	}
@@ -170,12 +173,11 @@ static bool on_get(void *arg, size_t i, const mmc_KeyResult *r)
 	}
 	p->state[k] = PK_LEASED;
 	p->tokens[k] = r->token;
-	/* the lease runs from (before) our request; keep the deadline in totals' place once checked */
 	if (r->size != p->totals[k]) {
 		p->results[k] = MMC_INVALID_PARAM;
 		x->result = MMC_INVALID_PARAM;
 	}
-	p->totals[k] = r->lease_ms;
+	p->lease_ms[k] = r->lease_ms; /* it runs from (before) our request */
 	x->ntargets = 1;
 	x->targets[0] =
 	    (struct xfer_target){r->blobs[0].rank, r->blobs[0].incarnation, r->blobs[0].media, r->blobs[0].offset};
@@ -195,15 +197,15 @@ static void release_leases(struct mmc_store *s, struct plan *p)
 	meta_send(s->meta, WB_RELEASE, mmc_KeyBatch_fields, &req);
 }
 
-static int run_get(struct mmc_store *s, struct plan *p)
+static int get_once(struct mmc_store *s, struct plan *p, bool *lost)
 {
 	struct key_rpc k = {.body = WB_GET, .req = mmc_KeyBatch_init_zero, .on_result = on_get, .arg = p};
 	uint64_t t0 = clock_ms(), t1, losses = meta_conn_losses(s->meta);
 	int rc_call;
-	bool lost;
 
 	for (size_t i = 0; i < p->n; i++) {
 		p->state[i] = PK_ACTIVE;
+		p->results[i] = 0;
 		p->xk[i].result = 0;
 	}
 	k.req.lease_ttl_ms = s->conf.c.lease_ttl_ms;
@@ -217,17 +219,31 @@ static int run_get(struct mmc_store *s, struct plan *p)
 	xfer_run(s, 0, p->xk, p->n);
 	t1 = clock_ms();
 	/* the leases died with the server that granted them: its successor may already have reused the memory */
-	lost = meta_conn_losses(s->meta) != losses;
+	*lost = meta_conn_losses(s->meta) != losses;
 	for (size_t i = 0; i < p->n; i++) {
 		if (p->state[i] != PK_LEASED || p->results[i])
 			continue;
-		p->results[i] = lost ? MMC_NOT_CONNECTED_META : p->xk[i].result;
+		p->results[i] = *lost ? MMC_NOT_CONNECTED_META : p->xk[i].result;
 		/* a copy that outlived its lease may have read reused memory */
-		if (p->results[i] == 0 && t1 >= t0 + p->totals[i])
+		if (p->results[i] == 0 && t1 >= t0 + p->lease_ms[i])
 			p->results[i] = MMC_LEASE_EXPIRED;
 	}
-	release_leases(s, p);
+	if (!*lost)
+		release_leases(s, p);
 	return 0;
+}
+
+/* A get is safe to repeat: a new lookup takes new leases. One whose transfer outlived its connection goes again,
+ * within retry_ms. */
+static int run_get(struct mmc_store *s, struct plan *p)
+{
+	uint64_t deadline = clock_ms() + s->conf.c.retry_ms;
+	bool lost = false;
+	int rc;
+
+	while ((rc = get_once(s, p, &lost)) == 0 && lost && s->conf.c.retry_ms && clock_ms() < deadline)
+		lg_info("a get's transfer outlived its meta server connection: looking the keys up again");
+	return rc;
 }
 
 /* ---- argument checks and the public calls ---- */

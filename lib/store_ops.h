@@ -18,9 +18,11 @@ struct key_rpc {
 	struct wire_items items;
 	bool (*on_result)(void *arg, size_t i, const mmc_KeyResult *r);
 	void *arg;
+	bool retried; /* set by key_rpc_call: the call went again after the connection was lost */
 };
 
-/* Returns the whole-call result (0, a server code, or a transport error). */
+/* Returns the whole-call result (0, a server code, or a transport error). Lookups and removes that the lost
+ * connection failed are sent again once it is back, within ock.mmc.client.retry_milliseconds. */
 int key_rpc_call(struct mmc_store *s, struct key_rpc *k);
 
 /* A KeyBatch whose replies are one code per key (remove, exist, write_finish, remove_lease, ...). values may be

@@ -28,17 +28,27 @@ void meta_metrics_write(struct meta *m, struct evbuffer *b)
 	metric(b, "mmc_lmdb_commit_failures_total", "counter",
 	       "LMDB commits that failed (map full, I/O error): their changes are in memory only.",
 	       persist_failures(m->persist));
-	evbuffer_add_printf(b, "# HELP mmc_pool_bytes Pool capacity by media, attached services.\n"
-	                       "# TYPE mmc_pool_bytes gauge\n"
-	                       "# HELP mmc_pool_used_bytes Pool bytes reserved by media, attached services.\n"
-	                       "# TYPE mmc_pool_used_bytes gauge\n");
+	evbuffer_add_printf(b,
+	                    "# HELP mmc_pool_bytes Pool capacity by media, attached services.\n"
+	                    "# TYPE mmc_pool_bytes gauge\n"
+	                    "# HELP mmc_pool_used_bytes Pool bytes reserved by media, attached services.\n"
+	                    "# TYPE mmc_pool_used_bytes gauge\n"
+	                    "# HELP mmc_pool_held_bytes Freed pool bytes waiting for the commit of their delete.\n"
+	                    "# TYPE mmc_pool_held_bytes gauge\n"
+	                    "# HELP mmc_pool_lost_bytes Freed pool bytes whose delete failed to commit: reused after a "
+	                    "restart.\n"
+	                    "# TYPE mmc_pool_lost_bytes gauge\n");
 	for (uint32_t i = 0; i < MEDIA_COUNT; i++) {
-		uint64_t used, total;
+		uint64_t used, total, held, lost;
 
 		placement_usage(m, i, &used, &total);
+		placement_held(m, i, &held, &lost);
 		evbuffer_add_printf(
 		    b, "mmc_pool_bytes{media=\"%s\"} %" PRIu64 "\nmmc_pool_used_bytes{media=\"%s\"} %" PRIu64 "\n",
 		    media[i], total, media[i], used);
+		evbuffer_add_printf(
+		    b, "mmc_pool_held_bytes{media=\"%s\"} %" PRIu64 "\nmmc_pool_lost_bytes{media=\"%s\"} %" PRIu64 "\n",
+		    media[i], held, media[i], lost);
 	}
 	evbuffer_add_printf(b, "# HELP mmc_rpc_requests_total libmmc requests by operation.\n"
 	                       "# TYPE mmc_rpc_requests_total counter\n");

@@ -1,0 +1,134 @@
+/*
+ * What a caller sees while the meta server restarts, with ock.mmc.client.retry_milliseconds set: lookups (get,
+ * exist, key info) and removes that were in flight when the server died go again on the new connection and
+ * succeed; a put in flight fails with MMC_NOT_CONNECTED_META (its placement died with the server) or succeeds,
+ * and never leaves wrong bytes behind. Documented in docs/operations.md, "Restarting at 3 a.m.".
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "pattern.h"
+#include "store_fixture.h"
+
+#define KEYS  256
+#define VALUE (16u << 10)
+#define BATCH 16
+
+static struct metaserver meta;
+static mmc_store *st;
+static atomic_bool stop_calls;
+static atomic_int gets_ok, gets_bad, exists_bad, removes_ok, removes_bad, puts_ok, puts_lost, puts_bad;
+
+static void key_of(char *buf, size_t len, int i)
+{
+	snprintf(buf, len, "restart/%d", i);
+}
+
+static void start(void)
+{
+	static unsigned char buf[VALUE];
+	char key[64];
+
+	cr_assert_eq(metaserver_start(&meta, NULL), 0);
+	st = fixture_store(meta.url, true, 64u << 20);
+	for (int i = 0; i < KEYS; i++) {
+		key_of(key, sizeof(key), i);
+		pattern_fill(buf, VALUE, (uint64_t)i);
+		cr_assert_eq(mmc_put_from(st, key, buf, VALUE, MMC_COPY_H2G, NULL), 0);
+	}
+}
+
+static void stop(void)
+{
+	mmc_destroy(st);
+	cr_expect_eq(metaserver_cleanup(&meta), 0, "the metaserver log has a sanitizer report");
+}
+
+/* Batch gets and exists of the keys nobody removes (the upper half), byte for byte. */
+static void *reader(void *arg)
+{
+	static _Thread_local unsigned char bufs[BATCH][VALUE];
+	char names[BATCH][64];
+	const char *keys[BATCH];
+	void *ptrs[BATCH];
+	size_t sizes[BATCH];
+	int results[BATCH];
+	unsigned seed = (unsigned)(uintptr_t)arg;
+
+	while (!atomic_load(&stop_calls)) {
+		for (int j = 0; j < BATCH; j++) {
+			int i = KEYS / 2 + (int)(rand_r(&seed) % (KEYS / 2));
+
+			key_of(names[j], sizeof(names[j]), i);
+			keys[j] = names[j];
+			ptrs[j] = bufs[j];
+			sizes[j] = VALUE;
+		}
+		mmc_batch_get_into(st, keys, ptrs, sizes, BATCH, MMC_COPY_G2H, results);
+		for (int j = 0; j < BATCH; j++) {
+			int i = atoi(names[j] + strlen("restart/"));
+
+			if (results[j] == 0 && pattern_check(bufs[j], VALUE, (uint64_t)i) == VALUE)
+				atomic_fetch_add(&gets_ok, 1);
+			else if (atomic_fetch_add(&gets_bad, 1) < 5)
+				cr_log_warn("get %s: %s", names[j], mmc_strerror(results[j]));
+		}
+		if (mmc_is_exist(st, keys[0]) != 1)
+			atomic_fetch_add(&exists_bad, 1);
+	}
+	return NULL;
+}
+
+/* Removes some of the lower half one by one, then puts new keys. */
+static void *writer(void *arg)
+{
+	static unsigned char buf[VALUE];
+	char key[64];
+	int rc;
+
+	for (int i = 0; i < KEYS / 8 && !atomic_load(&stop_calls); i++) {
+		key_of(key, sizeof(key), i);
+		rc = mmc_remove(st, key);
+		atomic_fetch_add(rc == 0 ? &removes_ok : &removes_bad, 1);
+		usleep(2000);
+	}
+	for (int i = KEYS; !atomic_load(&stop_calls); i++) {
+		key_of(key, sizeof(key), i);
+		pattern_fill(buf, VALUE, (uint64_t)i);
+		rc = mmc_put_from(st, key, buf, VALUE, MMC_COPY_H2G, NULL);
+		atomic_fetch_add(rc == 0 ? &puts_ok : rc == MMC_NOT_CONNECTED_META ? &puts_lost : &puts_bad, 1);
+		if (rc == 0 && mmc_get_into(st, key, buf, VALUE, MMC_COPY_G2H) == 0 &&
+		    pattern_check(buf, VALUE, (uint64_t)i) != VALUE)
+			atomic_fetch_add(&puts_bad, 1);
+	}
+	return NULL;
+}
+
+TestSuite(restart, .init = start, .fini = stop, .timeout = 120);
+
+Test(restart, lookups_and_removes_ride_out_a_restart_and_puts_fail_cleanly)
+{
+	pthread_t th[3];
+
+	for (int t = 0; t < 2; t++)
+		cr_assert_eq(pthread_create(&th[t], NULL, reader, (void *)(uintptr_t)(t + 1)), 0);
+	cr_assert_eq(pthread_create(&th[2], NULL, writer, NULL), 0);
+	for (int kill = 0; kill < 3; kill++) {
+		usleep(150000);
+		metaserver_kill(&meta);
+		cr_assert_eq(metaserver_restart(&meta, NULL), 0, "kill %d: the metaserver did not restart", kill);
+	}
+	usleep(300000);
+	atomic_store(&stop_calls, true);
+	for (int t = 0; t < 3; t++)
+		pthread_join(th[t], NULL);
+	cr_log_info("gets ok %d, bad %d; exists bad %d; removes ok %d, bad %d; puts ok %d, lost %d, bad %d", gets_ok,
+	            gets_bad, exists_bad, removes_ok, removes_bad, puts_ok, puts_lost, puts_bad);
+	cr_assert_gt(atomic_load(&gets_ok), 0);
+	cr_assert_eq(atomic_load(&gets_bad), 0, "a get in flight across the restart failed or read wrong bytes");
+	cr_assert_eq(atomic_load(&exists_bad), 0);
+	cr_assert_eq(atomic_load(&removes_bad), 0, "a remove in flight across the restart failed");
+	cr_assert_eq(atomic_load(&puts_bad), 0, "a put failed with something else than MMC_NOT_CONNECTED_META");
+}
