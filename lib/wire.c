@@ -113,6 +113,8 @@ static bool encode_items(pb_ostream_t *s, const pb_field_t *field, void *const *
 		item.size = it->sizes ? it->sizes[k] : 0;
 		item.value = it->values ? it->values[k] : 0;
 		item.token = it->tokens ? it->tokens[k] : 0;
+		item.checksum_type = it->checksums ? it->checksums[k].type : 0;
+		item.checksum = it->checksums ? it->checksums[k].value : 0;
 		if (!pb_encode_tag_for_field(s, field) || !pb_encode_submessage(s, mmc_KeyItem_fields, &item))
 			return false;
 	}

@@ -55,14 +55,21 @@ int wire_encode(struct wbuf *b, uint64_t id, uint32_t body, const pb_msgdesc_t *
 /* Splits a frame (without its length prefix) into id, body field and body bytes. Returns 0 or MMC_INVALID_PARAM. */
 int wire_split(const uint8_t *frame, size_t len, uint64_t *id, uint32_t *body, const uint8_t **data, size_t *dlen);
 
+/* An object's checksum as it travels: type MMC_WIRE_CHECKSUM_*, NONE when there is none. */
+struct wire_checksum {
+	uint32_t type;
+	uint32_t value;
+};
+
 /* Source of the KeyBatch items: item i of n. */
 struct wire_items {
 	size_t n;
-	const char *const *keys; /* n keys */
-	const size_t *index;     /* item i is key index[i] (NULL: identity) */
-	const uint64_t *sizes;   /* per key, or NULL */
-	const int32_t *values;   /* per key, or NULL */
-	const uint64_t *tokens;  /* per key, or NULL */
+	const char *const *keys;               /* n keys */
+	const size_t *index;                   /* item i is key index[i] (NULL: identity) */
+	const uint64_t *sizes;                 /* per key, or NULL */
+	const int32_t *values;                 /* per key, or NULL */
+	const uint64_t *tokens;                /* per key, or NULL */
+	const struct wire_checksum *checksums; /* per key, or NULL */
 };
 
 /* Sets req->items to stream from it (it must outlive the encode). */

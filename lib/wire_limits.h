@@ -17,6 +17,12 @@
 #define MMC_WIRE_FLAG_SPREAD  0x1u /* alloc: batch placement (spread by free space) rather than local-first */
 #define MMC_WIRE_FLAG_NOREPLY 0x2u /* release: the caller does not wait */
 
+/* KeyItem.checksum_type, KeyResult.checksum_type: what the object's checksum is */
+enum mmc_checksum_type {
+	MMC_WIRE_CHECKSUM_NONE = 0,
+	MMC_WIRE_CHECKSUM_CRC32C = 1,
+};
+
 /* Blob.state */
 enum mmc_blob_state {
 	MMC_BLOB_NONE = 0,

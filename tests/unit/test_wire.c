@@ -119,7 +119,9 @@ Test(wire, key_batch_streams_items)
 	size_t index[] = {3, 1};
 	uint64_t sizes[] = {1, 2, 3, 1ull << 40};
 	int32_t values[] = {0, -5, 0, 7};
-	struct wire_items items = {.n = 2, .keys = keys, .index = index, .sizes = sizes, .values = values};
+	struct wire_checksum sums[] = {{0, 0}, {0, 0}, {0, 0}, {MMC_WIRE_CHECKSUM_CRC32C, 0xE3069283u}};
+	struct wire_items items = {
+	    .n = 2, .keys = keys, .index = index, .sizes = sizes, .values = values, .checksums = sums};
 	mmc_KeyBatch req = mmc_KeyBatch_init_zero;
 	Mmc__Frame *f;
 
@@ -138,6 +140,9 @@ Test(wire, key_batch_streams_items)
 	cr_assert_eq(f->alloc->items[0]->value, 7);
 	cr_assert_str_eq(f->alloc->items[1]->key, "bb");
 	cr_assert_eq(f->alloc->items[1]->value, -5);
+	cr_assert_eq(f->alloc->items[0]->checksum_type, MMC_WIRE_CHECKSUM_CRC32C);
+	cr_assert_eq(f->alloc->items[0]->checksum, 0xE3069283u);
+	cr_assert_eq(f->alloc->items[1]->checksum_type, MMC_WIRE_CHECKSUM_NONE);
 	cr_assert_eq(f->alloc->replica_num, 3);
 	cr_assert_eq(f->alloc->n_preferred, 2);
 	cr_assert_eq(f->alloc->preferred[1], -1);
@@ -152,6 +157,7 @@ struct seen {
 	uint64_t size[4];
 	uint32_t blobs[4];
 	uint64_t offset[4];
+	uint32_t checksum_type[4], checksum[4];
 };
 
 static bool collect(void *arg, size_t i, const mmc_KeyResult *r)
@@ -164,6 +170,8 @@ static bool collect(void *arg, size_t i, const mmc_KeyResult *r)
 	s->size[i] = r->size;
 	s->blobs[i] = r->blobs_count;
 	s->offset[i] = r->blobs_count ? r->blobs[r->blobs_count - 1].offset : 0;
+	s->checksum_type[i] = r->checksum_type;
+	s->checksum[i] = r->checksum;
 	s->n++;
 	return true;
 }
@@ -199,6 +207,8 @@ Test(wire, key_batch_reply_streams_results)
 	r[0].n_blobs = 8; /* the most replicas */
 	r[0].blobs = pb;
 	r[0].lease_ms = 10000;
+	r[0].checksum_type = MMC_WIRE_CHECKSUM_CRC32C;
+	r[0].checksum = 0xffffffffu; /* a fixed32 after the widest blob list */
 	r[1].result = MMC_OBJECT_NOT_EXISTS;
 	r[2].result = 1;
 	rep.n_items = 3;
@@ -214,6 +224,9 @@ Test(wire, key_batch_reply_streams_results)
 	cr_assert_eq(seen.size[0], 4096);
 	cr_assert_eq(seen.blobs[0], 8);
 	cr_assert_eq(seen.offset[0], 7ull << 32);
+	cr_assert_eq(seen.checksum_type[0], MMC_WIRE_CHECKSUM_CRC32C);
+	cr_assert_eq(seen.checksum[0], 0xffffffffu);
+	cr_assert_eq(seen.checksum_type[1], MMC_WIRE_CHECKSUM_NONE);
 	cr_assert_eq(seen.result[1], MMC_OBJECT_NOT_EXISTS);
 	cr_assert_eq(seen.result[2], 1);
 
