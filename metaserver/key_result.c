@@ -10,6 +10,8 @@ void key_result_note(struct key_result *r, const struct object *o, int pick)
 
 	r->size = o->size;
 	r->token = o->id;
+	r->checksum_type = o->checksum_type;
+	r->checksum = o->checksum;
 	r->nblobs = 0;
 	for (int i = from; i < to; i++) {
 		const struct blob *b = &o->blobs[i];
@@ -47,6 +49,8 @@ void key_results_send(struct conn *c, uint64_t id, const struct key_result *r, s
 		res[i].size = r[i].size;
 		res[i].lease_ms = r[i].lease_ms;
 		res[i].token = r[i].token;
+		res[i].checksum_type = r[i].checksum_type;
+		res[i].checksum = r[i].checksum;
 		res[i].n_blobs = r[i].nblobs;
 		res[i].blobs = &pb[i * MMC_WIRE_REPLICAS];
 		for (uint32_t b = 0; b < r[i].nblobs; b++) {

@@ -17,6 +17,7 @@ struct key_result {
 	uint64_t size;
 	uint64_t lease_ms;
 	uint64_t token;
+	uint32_t checksum_type, checksum; /* the object's, MMC_WIRE_CHECKSUM_* */
 	uint32_t nblobs;
 	struct {
 		uint32_t rank, media, state;
@@ -24,7 +25,7 @@ struct key_result {
 	} blobs[MMC_WIRE_REPLICAS];
 };
 
-/* Records o's size, token and live blobs (only blob `pick` when pick >= 0). */
+/* Records o's size, token, checksum and live blobs (only blob `pick` when pick >= 0). */
 void key_result_note(struct key_result *r, const struct object *o, int pick);
 /* Sends KeyBatchReply{results} for request id (nothing when id is 0). Uses and resets nothing of the arena's
  * previous content; the caller resets the arena when it is outside request handling. */

@@ -99,8 +99,10 @@ struct object {
 	uint64_t rec_seq;         /* the persist batch of its latest record; 0: loaded from LMDB (durable) */
 	uint64_t unlink_seq;      /* the batch that stops any record pointing at its space (0: none ever did) */
 	struct lease *leases;
-	uint8_t busy;        /* tier tasks in flight that read or write its bytes */
-	struct blob blobs[]; /* nblobs entries, then keylen + 1 key bytes */
+	uint8_t busy;          /* tier tasks in flight that read or write its bytes */
+	uint8_t checksum_type; /* MMC_WIRE_CHECKSUM_* of checksum, as the writer committed it; NONE: unverified */
+	uint32_t checksum;     /* of the object's bytes (in the padding before blobs: the object does not grow) */
+	struct blob blobs[];   /* nblobs entries, then keylen + 1 key bytes */
 };
 
 static inline char *object_key(struct object *o)

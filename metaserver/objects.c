@@ -15,11 +15,19 @@
 
 #define INITIAL_BUCKETS 1024
 
-/* LMDB record of a READABLE object: header, then nblobs rec_blob. */
+/*
+ * LMDB record of a READABLE object: header, then (version 2) the writer's checksum, then nblobs rec_blob.
+ * Objects without a checksum are still written as version 1, which older servers load too.
+ */
 struct rec_object {
 	uint32_t version;
 	uint32_t nblobs;
 	uint64_t size;
+};
+
+struct rec_checksum {
+	uint32_t type; /* MMC_WIRE_CHECKSUM_* */
+	uint32_t value;
 };
 
 struct rec_blob {
@@ -29,7 +37,15 @@ struct rec_blob {
 	uint64_t offset;
 };
 
-#define REC_VERSION 1
+#define REC_VERSION_PLAIN 1
+#define REC_VERSION       2
+
+/* A record as read back; version 1 leaves ck zero (no checksum). */
+struct rec {
+	struct rec_object h;
+	struct rec_checksum ck;
+	struct rec_blob b[2 * MMC_WIRE_REPLICAS];
+};
 
 int objects_init(struct meta *m)
 {
@@ -295,9 +311,11 @@ int object_pick_blob(const struct meta *m, const struct object *o, const struct 
 
 void object_persist(struct meta *m, struct object *o)
 {
-	unsigned char buf[sizeof(struct rec_object) + MMC_WIRE_REPLICAS * 2 * sizeof(struct rec_blob)];
-	struct rec_object *h = (struct rec_object *)buf;
-	struct rec_blob *rb = (struct rec_blob *)(h + 1);
+	struct rec rec; /* aligned storage; version 1 puts the blobs where the checksum would be */
+	unsigned char *buf = (unsigned char *)&rec;
+	struct rec_object *h = &rec.h;
+	bool sum = o->checksum_type != MMC_WIRE_CHECKSUM_NONE;
+	struct rec_blob *rb = (struct rec_blob *)(buf + sizeof(*h) + (sum ? sizeof(struct rec_checksum) : 0));
 	uint32_t n = 0;
 
 	for (int i = 0; i < o->nblobs; i++) {
@@ -307,8 +325,11 @@ void object_persist(struct meta *m, struct object *o)
 			continue;
 		rb[n++] = (struct rec_blob){b->svc->rank, b->media, b->svc->incarnation, b->offset};
 	}
-	*h = (struct rec_object){REC_VERSION, n, o->size};
-	if (persist_put(m->persist, m->db_objects, object_key(o), o->keylen, buf, sizeof(*h) + n * sizeof(*rb)) == 0) {
+	*h = (struct rec_object){sum ? REC_VERSION : REC_VERSION_PLAIN, n, o->size};
+	if (sum)
+		rec.ck = (struct rec_checksum){o->checksum_type, o->checksum};
+	if (persist_put(m->persist, m->db_objects, object_key(o), o->keylen, buf,
+	                (size_t)((unsigned char *)(rb + n) - buf)) == 0) {
 		o->persisted = true;
 		o->rec_seq = persist_wait_seq(m->persist);
 	}
@@ -583,28 +604,43 @@ void objects_session_closed(struct meta *m, uint64_t session)
 	}
 }
 
+/* Copies a record out of LMDB, whose values carry no alignment guarantee. Returns 0 or -1 (malformed). */
+static int rec_parse(const MDB_val *v, struct rec *r)
+{
+	const unsigned char *p = v->mv_data;
+	size_t head;
+
+	memset(r, 0, sizeof(*r));
+	if (v->mv_size < sizeof(r->h))
+		return -1;
+	memcpy(&r->h, p, sizeof(r->h));
+	if (r->h.version != REC_VERSION_PLAIN && r->h.version != REC_VERSION)
+		return -1;
+	head = sizeof(r->h) + (r->h.version == REC_VERSION ? sizeof(r->ck) : 0);
+	if (r->h.nblobs > 2 * MMC_WIRE_REPLICAS || v->mv_size != head + r->h.nblobs * sizeof(r->b[0]))
+		return -1;
+	if (r->h.version == REC_VERSION)
+		memcpy(&r->ck, p + sizeof(r->h), sizeof(r->ck));
+	memcpy(r->b, p + head, r->h.nblobs * sizeof(r->b[0]));
+	return r->ck.type > MMC_WIRE_CHECKSUM_CRC32C ? -1 : 0;
+}
+
 static int load_record(struct meta *m, MDB_val *k, MDB_val *v)
 {
-	struct {
-		struct rec_object h;
-		struct rec_blob b[2 * MMC_WIRE_REPLICAS];
-	} rec;
+	struct rec rec;
 	const struct rec_object *h = &rec.h;
 	const struct rec_blob *rb = rec.b;
 	struct object *o;
 	uint8_t live = 0;
 
-	/* LMDB values carry no alignment guarantee: copy before reading fields */
-	if (v->mv_size < sizeof(*h) || v->mv_size > sizeof(rec) || k->mv_size == 0 || k->mv_size > MMC_WIRE_KEY_MAX)
-		return -1;
-	memcpy(&rec, v->mv_data, v->mv_size);
-	if (h->version != REC_VERSION || h->nblobs > 2 * MMC_WIRE_REPLICAS ||
-	    v->mv_size != sizeof(*h) + h->nblobs * sizeof(*rb))
+	if (k->mv_size == 0 || k->mv_size > MMC_WIRE_KEY_MAX || rec_parse(v, &rec))
 		return -1;
 	o = object_new(k->mv_data, k->mv_size, (uint8_t)h->nblobs);
 	if (!o)
 		return -1;
 	o->size = h->size;
+	o->checksum_type = (uint8_t)rec.ck.type;
+	o->checksum = rec.ck.value;
 	for (uint32_t i = 0; i < h->nblobs; i++) {
 		struct service *svc = service_get(m, rb[i].rank);
 		struct segment *seg =

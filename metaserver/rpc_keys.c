@@ -53,6 +53,8 @@ static int describe(struct reply *rp, Mmc__KeyResult *res, const struct object *
 	res->size = o->size;
 	res->n_blobs = (size_t)n;
 	res->blobs = pb;
+	res->checksum_type = o->checksum_type;
+	res->checksum = o->checksum;
 	return 0;
 }
 
@@ -82,7 +84,14 @@ static int commit_one(struct conn *c, const Mmc__KeyItem *it, uint64_t hash)
 		object_unpin(c->m, o);
 		return 0;
 	}
+	if (it->value == 0 && it->checksum_type > MMC_WIRE_CHECKSUM_CRC32C) {
+		o->write_session = 0; /* a checksum this server cannot keep: nothing is published without it */
+		object_drop(c->m, o);
+		return MMC_INVALID_PARAM;
+	}
 	if (it->value == 0) {
+		o->checksum_type = (uint8_t)it->checksum_type;
+		o->checksum = it->checksum;
 		object_publish(c->m, o);
 	} else {
 		o->write_session = 0; /* the writer is done with it: freed at once */

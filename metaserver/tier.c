@@ -381,6 +381,8 @@ static void serve_stage(struct meta *m, struct task *t, struct waiter *w)
 	}
 	z->id = ++m->next_object_id;
 	z->size = o->size;
+	z->checksum_type = o->checksum_type; /* the reader checks the staged copy against the writer's CRC */
+	z->checksum = o->checksum;
 	z->state = MMC_BLOB_REMOVING;
 	z->blobs[0].svc = t->svc;
 	z->blobs[0].offset = t->dst_offset;
