@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "clock.h"
+#include "crc32c.h"
 #include "log.h"
 #include "store_ops.h"
 
@@ -16,8 +17,9 @@ struct plan {
 	struct xfer_key *xk;
 	struct xfer_piece *pieces;
 	uint64_t *totals;
-	uint64_t *lease_ms; /* get: the lease granted on each key */
-	uint64_t *tokens;   /* get: the object each lease was granted on */
+	uint64_t *lease_ms;         /* get: the lease granted on each key */
+	uint64_t *tokens;           /* get: the object each lease was granted on */
+	struct wire_checksum *sums; /* put: what the commit sends; get: what the reply said */
 	int *results;
 	uint8_t *state; /* per key: PK_* */
 	size_t *index;  /* scratch: keys taking part in the next RPC */
@@ -34,6 +36,7 @@ static void plan_free(struct plan *p)
 	free(p->totals);
 	free(p->lease_ms);
 	free(p->tokens);
+	free(p->sums);
 	free(p->state);
 	free(p->index);
 }
@@ -50,9 +53,10 @@ static int plan_alloc(struct plan *p, size_t n, size_t npieces, const char *cons
 	p->totals = calloc(n, sizeof(*p->totals));
 	p->tokens = calloc(n, sizeof(*p->tokens));
 	p->lease_ms = calloc(n, sizeof(*p->lease_ms));
+	p->sums = calloc(n, sizeof(*p->sums));
 	p->state = calloc(n, sizeof(*p->state));
 	p->index = calloc(n, sizeof(*p->index));
-	if (!p->xk || !p->pieces || !p->totals || !p->tokens || !p->lease_ms || !p->state || !p->index) {
+	if (!p->xk || !p->pieces || !p->totals || !p->tokens || !p->lease_ms || !p->sums || !p->state || !p->index) {
 		plan_free(p);
 		return MMC_MALLOC_FAILED;
 	}
@@ -68,6 +72,46 @@ static size_t plan_select(struct plan *p, uint8_t want)
 		if (p->state[i] == want)
 			p->index[m++] = i;
 	return m;
+}
+
+/* ---- checksums (ock.mmc.client.verify_checksum) ---- */
+
+/* CRC32C of a key's pieces in object order: the object's bytes, however a put or a get splits them. */
+static uint32_t pieces_crc(const struct xfer_key *x)
+{
+	uint32_t c = 0;
+
+	for (uint32_t i = 0; i < x->npieces; i++)
+		c = crc32c(c, x->pieces[i].buf, x->pieces[i].len);
+	return c;
+}
+
+/* Writer: checksum each allocated key's bytes just before they move, while the caller's buffer is hot. */
+static void sum_puts(struct plan *p)
+{
+	for (size_t i = 0; i < p->n; i++)
+		if (p->state[i] == PK_ACTIVE)
+			p->sums[i] = (struct wire_checksum){MMC_WIRE_CHECKSUM_CRC32C, pieces_crc(&p->xk[i])};
+}
+
+/*
+ * Reader: a key whose bytes arrived (result 0) and whose object has a checksum is checked over what landed in the
+ * caller's buffers. Objects written without one are read unverified. One log line per call, not per key.
+ */
+static void verify_gets(struct plan *p)
+{
+	size_t bad = 0, first = 0;
+
+	for (size_t i = 0; i < p->n; i++) {
+		if (p->results[i] || p->state[i] != PK_LEASED || p->sums[i].type != MMC_WIRE_CHECKSUM_CRC32C ||
+		    pieces_crc(&p->xk[i]) == p->sums[i].value)
+			continue;
+		p->results[i] = MMC_CHECKSUM_MISMATCH;
+		first = bad++ ? first : i;
+	}
+	if (bad)
+		lg_warn("get key=\"%s\" rank=%u offset=%llu err=checksum_mismatch keys=%zu", p->keys[first],
+		        p->xk[first].targets[0].rank, (unsigned long long)p->xk[first].targets[0].offset, bad);
 }
 
 /* ---- put ---- */
@@ -135,6 +179,8 @@ static int run_put(struct mmc_store *s, struct plan *p, const mmc_replicate_conf
 		return fail_all(p->results, p->n, MMC_NOT_CONNECTED_META);
 	for (size_t i = 0; i < p->n; i++)
 		p->xk[i].result = p->state[i] == PK_ACTIVE ? 0 : 1;
+	if (s->conf.c.verify_checksum)
+		sum_puts(p);
 	xfer_run(s, 1, p->xk, p->n);
 
 	/* commit what was allocated: written keys become readable, failed ones are dropped */
@@ -148,8 +194,12 @@ static int run_put(struct mmc_store *s, struct plan *p, const mmc_replicate_conf
 		p->results[i] = p->xk[i].result;
 	}
 	k = (struct key_rpc){.body = WB_COMMIT, .req = mmc_KeyBatch_init_zero, .on_result = on_commit, .arg = p};
-	k.items = (struct wire_items){
-	    .n = plan_select(p, PK_ACTIVE), .keys = p->keys, .index = p->index, .values = values, .tokens = p->tokens};
+	k.items = (struct wire_items){.n = plan_select(p, PK_ACTIVE),
+	                              .keys = p->keys,
+	                              .index = p->index,
+	                              .values = values,
+	                              .tokens = p->tokens,
+	                              .checksums = p->sums};
 	if (k.items.n && (rc_call = key_rpc_call(s, &k)))
 		for (size_t i = 0; i < k.items.n; i++)
 			if (p->results[p->index[i]] == 0)
@@ -173,6 +223,7 @@ static bool on_get(void *arg, size_t i, const mmc_KeyResult *r)
 	}
 	p->state[k] = PK_LEASED;
 	p->tokens[k] = r->token;
+	p->sums[k] = (struct wire_checksum){r->checksum_type, r->checksum};
 	if (r->size != p->totals[k]) {
 		p->results[k] = MMC_INVALID_PARAM;
 		x->result = MMC_INVALID_PARAM;
@@ -229,7 +280,9 @@ static int get_once(struct mmc_store *s, struct plan *p, bool *lost)
 			p->results[i] = MMC_LEASE_EXPIRED;
 	}
 	if (!*lost)
-		release_leases(s, p);
+		release_leases(s, p); /* the bytes are in the caller's buffers: checking them needs no lease */
+	if (s->conf.c.verify_checksum)
+		verify_gets(p);
 	return 0;
 }
 

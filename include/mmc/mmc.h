@@ -37,6 +37,8 @@
  * - A read lease (taken implicitly by every get, explicitly by mmc_batch_add_lease()) pins the object's memory
  *   until it is released or expires; a reader whose lease expired before its copy finished gets MMC_LEASE_EXPIRED
  *   rather than bytes that may have been reused.
+ * - With mmc_local_config.verify_checksum, a get whose bytes differ from the CRC32C its writer committed returns
+ *   MMC_CHECKSUM_MISMATCH instead of wrong bytes; only put/get forms carry checksums, not the GVA flow.
  * - Without an accelerator, "device" buffers (the L in L2G / G2L) are host memory.
  */
 #ifndef MMC_MMC_H
@@ -58,7 +60,7 @@ extern "C" {
 #define MMC_API
 #endif
 
-/** @name Error codes (the seed's table, plus MMC_LEASE_EXPIRED) */
+/** @name Error codes (the seed's table, plus MMC_LEASE_EXPIRED and MMC_CHECKSUM_MISMATCH) */
 /**@{*/
 #define MMC_OK                       0
 #define MMC_ERROR                    (-1)
@@ -88,6 +90,7 @@ extern "C" {
 #define MMC_LEASE_NOT_EXPIRED        (-3104)
 #define MMC_META_BACKUP_ERROR        (-3105) /**< the meta server could not make the change durable (LMDB commit failed) */
 #define MMC_LEASE_EXPIRED            (-3106)
+#define MMC_CHECKSUM_MISMATCH        (-3109) /**< mmc: the bytes read differ from the writer's checksum */
 /**@}*/
 
 /** @name Limits */
@@ -178,6 +181,13 @@ typedef struct mmc_local_config {
 	 *  this long (a peer that refuses connections), fails its key with MMC_TIMEOUT
 	 *  (ock.mmc.client.rma_timeout_ms). Default 10000. */
 	uint32_t rma_timeout_ms;
+	/** End-to-end object checksums (ock.mmc.client.verify_checksum). Default false. When true, every put computes
+	 *  the CRC32C of the object's bytes (all layers, in order, so a get may split them differently) and commits
+	 *  it with the object; every get of an object that has a checksum recomputes it over the bytes received and
+	 *  fails the key with MMC_CHECKSUM_MISMATCH when they differ. Objects written without a checksum are read
+	 *  unverified. The GVA flow (mmc_batch_malloc(), mmc_batch_copy(), mmc_batch_write_finish()) neither writes
+	 *  nor checks one. Costs one pass over the bytes per put and per get (docs/performance.md). */
+	bool verify_checksum;
 } mmc_local_config;
 
 /** Replica policy of a put. Zero-initialised means one replica placed by policy. */
@@ -284,7 +294,10 @@ MMC_API int mmc_put_from(mmc_store *s, const char *key, const void *buf, size_t 
  * @param direct [in] MMC_COPY_G2H (the seed's default), G2L, GH2L, GH2H or AUTO
  * @return MMC_OK; MMC_OBJECT_NOT_EXISTS (absent or not yet readable); MMC_INVALID_PARAM (key, buf, size differs
  *         from the object, direct); MMC_LEASE_EXPIRED (the copy outlived its lease; buf content is undefined);
- *         MMC_CLIENT_NOT_INIT; MMC_NOT_CONNECTED_META; MMC_TIMEOUT; MMC_ERROR (fabric). Thread-safe.
+ *         MMC_CHECKSUM_MISMATCH (verify_checksum is on and the bytes received differ from the checksum the
+ *         writer committed: buf content is undefined; the object stays stored, so a retry reads the same bytes
+ *         unless another replica is picked); MMC_CLIENT_NOT_INIT; MMC_NOT_CONNECTED_META; MMC_TIMEOUT;
+ *         MMC_ERROR (fabric). Thread-safe.
  */
 MMC_API int mmc_get_into(mmc_store *s, const char *key, void *buf, size_t size, int32_t direct);
 
@@ -386,7 +399,9 @@ MMC_API int mmc_batch_malloc(mmc_store *s, const char *const *keys, const size_t
  * Copies between GVA ranges and local buffers. A write direction (L2G, H2G, L2GH, H2GH) copies into ranges this
  * store allocated with mmc_batch_malloc() that are still unfinished (ranges of an already readable object are
  * skipped); a read direction (G2L, G2H, GH2L, GH2H) copies from ranges of keys this store holds a lease on.
- * gvas[i] may point anywhere inside an object (GVA plus offset).
+ * gvas[i] may point anywhere inside an object (GVA plus offset). Ranges are not whole objects, so reads are never
+ * checked against an object's checksum (mmc_local_config.verify_checksum), and objects published by
+ * mmc_batch_write_finish() carry none.
  * @param flag [in] reserved, ignored
  * @return MMC_OK; MMC_INVALID_PARAM (direct, NULL, zero size, a range outside what this store allocated or leased:
  *         nothing is copied); MMC_LEASE_EXPIRED (a read outlived its read lease, or a write came after its write

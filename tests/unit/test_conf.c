@@ -41,6 +41,7 @@ Test(conf, client_defaults)
 	cr_assert_eq(c.dram_size, 1ull << 30);
 	cr_assert_eq(c.max_dram_size, 64ull << 30);
 	cr_assert_eq(c.timeout_ms, 60000);
+	cr_assert(!c.verify_checksum, "checksums are opt-in");
 	cr_assert_eq(local_config_resolve(&c, &r, err, sizeof(err)), 0, "%s", err);
 	cr_assert_str_eq(r.meta_host, "127.0.0.1");
 	cr_assert_eq(r.meta_port, 5000);
@@ -120,6 +121,7 @@ Test(conf, client_file)
 	                 "ock.mmc.local_service.world_size = 16\n"
 	                 "ock.mmc.client.timeout.seconds = 5   # seconds\n"
 	                 "ock.mmc.client.aggregate.io = true\n"
+	                 "ock.mmc.client.verify_checksum = true\n"
 	                 "\n");
 	strcpy(c.config_path, path);
 	cr_assert_eq(local_config_resolve(&c, &r, err, sizeof(err)), 0, "%s", err);
@@ -129,6 +131,11 @@ Test(conf, client_file)
 	cr_assert_eq(r.c.dram_size, 512u << 20);
 	cr_assert_eq(r.c.world_size, 16);
 	cr_assert_eq(r.c.timeout_ms, 5000);
+	cr_assert(r.c.verify_checksum);
+
+	write_file(path, "ock.mmc.client.verify_checksum = maybe\n");
+	cr_assert_eq(local_config_resolve(&c, &r, err, sizeof(err)), MMC_INVALID_PARAM);
+	cr_assert(strstr(err, "ock.mmc.client.verify_checksum"), "%s", err);
 
 	write_file(path, "ock.mmc.local_service.dram.size = 512MB\nock.mmc.no.such.key = 1\n");
 	cr_assert_eq(local_config_resolve(&c, &r, err, sizeof(err)), MMC_INVALID_PARAM);

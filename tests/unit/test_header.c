@@ -12,6 +12,7 @@ Test(header, constants_match_the_seed)
 	cr_assert_eq(MMC_UNMATCHED_STATE, -3101);
 	cr_assert_eq(MMC_META_BACKUP_ERROR, -3105);
 	cr_assert_eq(MMC_LEASE_EXPIRED, -3106);
+	cr_assert_eq(MMC_CHECKSUM_MISMATCH, -3109); /* an mmc addition, clear of MemCache's -3107 and -3108 */
 	cr_assert_eq(MMC_COPY_L2G, 0);
 	cr_assert_eq(MMC_COPY_G2H, 2);
 	cr_assert_eq(MMC_COPY_H2G, 3);
@@ -29,7 +30,7 @@ Test(header, every_code_has_a_name)
 {
 	static const int codes[] = {0,     -1,    -3000, -3001, -3002, -3003, -3004, -3005, -3006, -3007,
 	                            -3008, -3009, -3010, -3011, -3012, -3013, -3014, -3015, -3016, -3017,
-	                            -3018, -3019, -3101, -3102, -3103, -3104, -3105, -3106};
+	                            -3018, -3019, -3101, -3102, -3103, -3104, -3105, -3106, -3109};
 
 	for (size_t i = 0; i < sizeof(codes) / sizeof(codes[0]); i++)
 		cr_assert_str_neq(mmc_strerror(codes[i]), "unknown error", "code %d", codes[i]);
