@@ -40,7 +40,11 @@ struct bench_opts {
 	uint64_t index[BENCH_MAX_LIST]; /* meta: keys in the index */
 	int nindex;
 	bool no_raw, no_redis;
+	int checksum; /* data: BENCH_CK_* (--checksum off|on|both) */
 };
+
+/* --checksum: client stores without ock.mmc.client.verify_checksum, with it, or both, alternating round by round. */
+enum { BENCH_CK_OFF = 0, BENCH_CK_ON = 1, BENCH_CK_BOTH = 2 };
 
 /* Parses the shared flags after the subcommand. Returns 0, 1 for --help (usage printed), -1 on a bad flag. */
 int bench_parse(int argc, char **argv, struct bench_opts *o, const char *usage);

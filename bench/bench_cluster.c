@@ -7,11 +7,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static mmc_store *open_store(const char *url, const char *protocol, int lend, uint64_t pool)
+static mmc_store *open_store(const char *url, const char *protocol, int lend, uint64_t pool, bool verify)
 {
 	mmc_local_config cfg = mmc_default_local_config();
 	mmc_store *s = mmc_create();
 
+	cfg.verify_checksum = verify;
 	snprintf(cfg.meta_service_url, sizeof(cfg.meta_service_url), "%s", url);
 	snprintf(cfg.protocol, sizeof(cfg.protocol), "%s", protocol);
 	cfg.dram_size = pool;
@@ -31,7 +32,7 @@ int bench_target_main(int argc, char **argv)
 
 	if (argc < 5)
 		return 2;
-	s = open_store(argv[2], argv[3], 1, strtoull(argv[4], NULL, 0));
+	s = open_store(argv[2], argv[3], 1, strtoull(argv[4], NULL, 0), false);
 	if (!s) {
 		printf("fail\n");
 		return 1;
@@ -125,5 +126,10 @@ void bench_cluster_stop(struct bench_cluster *c)
 
 struct mmc_store *bench_client(const struct bench_cluster *c, const char *protocol, int lend_pool, uint64_t pool)
 {
-	return open_store(c->meta.url, protocol, lend_pool, pool);
+	return open_store(c->meta.url, protocol, lend_pool, pool, false);
+}
+
+struct mmc_store *bench_client_checked(const struct bench_cluster *c, const char *protocol, bool verify_checksum)
+{
+	return open_store(c->meta.url, protocol, 0, 0, verify_checksum);
 }

@@ -6,6 +6,7 @@
 #ifndef MMC_BENCH_CLUSTER_H
 #define MMC_BENCH_CLUSTER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -36,5 +37,7 @@ int bench_target_main(int argc, char **argv);
 
 /* A client-only store on the cluster's meta server. */
 struct mmc_store *bench_client(const struct bench_cluster *c, const char *protocol, int lend_pool, uint64_t pool);
+/* A client-only store with ock.mmc.client.verify_checksum set as given. */
+struct mmc_store *bench_client_checked(const struct bench_cluster *c, const char *protocol, bool verify_checksum);
 
 #endif

@@ -28,7 +28,9 @@ static const char usage[] =
     "  --targets N              processes lending a pool, 1..8 (default 1)\n"
     "  --sync on|off|both       LMDB fsync per group commit in mmc-metaserver (default on, the server's default)\n"
     "  --seconds S              per measurement (default 2); --quick: 0.2 s, checks that everything works\n"
-    "  --no-raw --no-redis      skip those baselines\n";
+    "  --no-raw --no-redis      skip those baselines\n"
+    "  --checksum off|on|both   client stores with ock.mmc.client.verify_checksum off (default) or on; both:\n"
+    "                           alternate rounds between the two and print the checked/unchecked ratio\n";
 
 struct dcase {
 	struct shape sh;
@@ -147,10 +149,17 @@ static int redis_baselines(const struct bench_opts *o, struct dcase *cs, int n)
 
 /* ---- the table ---- */
 
+static const char *checksum_str(int mode)
+{
+	return mode == BENCH_CK_ON ? "on" : mode == BENCH_CK_BOTH ? "off (and on, below)" : "off";
+}
+
 static void header(const char *protocol, int sync, const struct bench_opts *o)
 {
-	printf("\n# mmc data path: provider %s, LMDB sync %s, %d target(s), %d client process(es) x %d thread(s)\n",
-	       bench_proto_str(protocol), sync ? "on" : "off", o->targets, o->procs, o->threads);
+	printf("\n# mmc data path: provider %s, LMDB sync %s, %d target(s), %d client process(es) x %d thread(s), "
+	       "verify_checksum %s\n",
+	       bench_proto_str(protocol), sync ? "on" : "off", o->targets, o->procs, o->threads,
+	       checksum_str(o->checksum));
 	printf("# GB/s = clients x bytes per call / median call; baselines measured in this run on the same bytes;\n"
 	       "# redis: SET %s, GET\n",
 	       sync ? "with appendfsync always (same durability as LMDB sync on)" : "without persistence");
@@ -181,10 +190,49 @@ static void row(const char *op, const struct dcase *c, int clients, int sync, st
 	fflush(stdout);
 }
 
+/* ---- the checksum's cost (--checksum both) ---- */
+
+/* GB/s and p50 of one case: put off, put on, get off, get on. */
+struct ck_cost {
+	double gbs[4], p50[4];
+};
+
+static void ck_note(struct ck_cost *k, const struct dcase *c, int clients, struct dsamples *d)
+{
+	struct samples *s[4] = {&d->put, &d->put_ck, &d->get, &d->get_ck};
+
+	for (int i = 0; i < 4; i++) {
+		double med = samples_median(s[i]);
+
+		k->p50[i] = med * 1e3;
+		k->gbs[i] = med > 0 ? (double)clients * case_bytes(c) / med / 1e9 : 0;
+	}
+}
+
+static void ck_table(const struct dcase *cs, const struct ck_cost *k, int n, const char *protocol, int sync)
+{
+	char blk[32];
+
+	printf("\n# checksum cost: ock.mmc.client.verify_checksum off vs on, provider %s, LMDB sync %s; each client "
+	       "thread alternates rounds between a store without and one with it (same buffers, same targets)\n",
+	       bench_proto_str(protocol), sync ? "on" : "off");
+	printf("%-4s %-6s %8s %5s %8s %8s %7s %9s %9s\n", "op", "shape", "block", "batch", "GB/s-off", "GB/s-on",
+	       "on/off", "p50ms-off", "p50ms-on");
+	for (int i = 0; i < n; i++) {
+		for (int op = 0; op < 2; op++)
+			printf("%-4s %-6s %8s %5d %8.2f %8.2f %7.2f %9.3f %9.3f\n", op ? "get" : "put", cs[i].sh.name,
+			       bench_size_str(cs[i].sh.block, blk, sizeof(blk)), cs[i].batch, k[i].gbs[2 * op],
+			       k[i].gbs[2 * op + 1], ratio(k[i].gbs[2 * op + 1], k[i].gbs[2 * op]), k[i].p50[2 * op],
+			       k[i].p50[2 * op + 1]);
+	}
+	fflush(stdout);
+}
+
 /* ---- the run ---- */
 
 static int mmc_section(const struct bench_opts *o, const char *protocol, int sync, struct dcase *cs, int n)
 {
+	static struct ck_cost ck[MAX_CASES];
 	struct bench_cluster c;
 	uint64_t most = 0;
 	int clients = o->threads * o->procs, rc = 0;
@@ -195,16 +243,18 @@ static int mmc_section(const struct bench_opts *o, const char *protocol, int syn
 		return -1;
 	header(protocol, sync, o);
 	for (int i = 0; i < n && rc == 0; i++) {
-		struct samples put = {0}, get = {0};
+		struct dsamples d = {0};
 
-		rc = data_measure(&c, protocol, o, &cs[i].sh, cs[i].batch, &put, &get);
+		rc = data_measure(&c, protocol, o, &cs[i].sh, cs[i].batch, &d);
 		if (rc == 0) {
-			row("put", &cs[i], clients, sync, &put);
-			row("get", &cs[i], clients, sync, &get);
+			row("put", &cs[i], clients, sync, &d.put);
+			row("get", &cs[i], clients, sync, &d.get);
+			ck_note(&ck[i], &cs[i], clients, &d);
 		}
-		samples_free(&put);
-		samples_free(&get);
+		dsamples_free(&d);
 	}
+	if (rc == 0 && o->checksum == BENCH_CK_BOTH)
+		ck_table(cs, ck, n, protocol, sync);
 	bench_cluster_stop(&c);
 	return rc;
 }

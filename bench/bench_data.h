@@ -24,8 +24,19 @@ struct kbufs {
 int kbufs_alloc(struct kbufs *b, const struct shape *sh, int batch);
 void kbufs_free(struct kbufs *b);
 
-/* Put, get and remove batches from threads x procs clients for o->seconds; one sample per call per client. */
+/* Per-call times; with --checksum both, put_ck and get_ck hold the rounds of the store with verify_checksum on. */
+struct dsamples {
+	struct samples put, get, put_ck, get_ck;
+};
+
+void dsamples_free(struct dsamples *d);
+
+/*
+ * Put, get and remove batches from threads x procs clients for o->seconds; one sample per call per client. With
+ * --checksum both each client thread alternates rounds between a store without and one with verify_checksum, on
+ * the same buffers and targets, so both see the same load.
+ */
 int data_measure(const struct bench_cluster *c, const char *protocol, const struct bench_opts *o,
-                 const struct shape *sh, int batch, struct samples *put, struct samples *get);
+                 const struct shape *sh, int batch, struct dsamples *out);
 
 #endif

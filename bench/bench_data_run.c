@@ -86,13 +86,29 @@ void kbufs_free(struct kbufs *b)
 /* ---- one client thread ---- */
 
 struct djob {
-	mmc_store *s;
+	mmc_store *s, *ck; /* ck: a store with verify_checksum on (--checksum both), or NULL */
 	const struct shape *sh;
 	int batch, id, rc;
 	double seconds;
 	pthread_barrier_t *bar;
-	struct samples put, get;
+	struct dsamples d;
 };
+
+void dsamples_free(struct dsamples *d)
+{
+	samples_free(&d->put);
+	samples_free(&d->get);
+	samples_free(&d->put_ck);
+	samples_free(&d->get_ck);
+}
+
+static void dsamples_merge(struct dsamples *dst, struct dsamples *src)
+{
+	samples_merge(&dst->put, &src->put);
+	samples_merge(&dst->get, &src->get);
+	samples_merge(&dst->put_ck, &src->put_ck);
+	samples_merge(&dst->get_ck, &src->get_ck);
+}
 
 static int check(const int *results, int n, const char *what)
 {
@@ -105,17 +121,17 @@ static int check(const int *results, int n, const char *what)
 	return 0;
 }
 
-static int put_batch(struct djob *j, struct kbufs *b)
+static int put_batch(mmc_store *s, struct kbufs *b)
 {
-	return mmc_batch_put_from_layers(j->s, (const char *const *)b->keys, (const void *const *const *)b->src_pieces,
+	return mmc_batch_put_from_layers(s, (const char *const *)b->keys, (const void *const *const *)b->src_pieces,
 	                                 (const size_t *const *)b->piece_sizes, b->npieces, (size_t)b->batch,
 	                                 MMC_COPY_H2G, NULL, b->results) ||
 	       check(b->results, b->batch, "put");
 }
 
-static int get_batch(struct djob *j, struct kbufs *b)
+static int get_batch(mmc_store *s, struct kbufs *b)
 {
-	return mmc_batch_get_into_layers(j->s, (const char *const *)b->keys, (void *const *const *)b->dst_pieces,
+	return mmc_batch_get_into_layers(s, (const char *const *)b->keys, (void *const *const *)b->dst_pieces,
 	                                 (const size_t *const *)b->piece_sizes, b->npieces, (size_t)b->batch,
 	                                 MMC_COPY_G2H, b->results) ||
 	       check(b->results, b->batch, "get");
@@ -128,10 +144,10 @@ static void name_keys(struct kbufs *b, int id, int seq)
 }
 
 /* The untimed first round: connections, page faults, and a byte-for-byte check of what came back. */
-static int warm_up(struct djob *j, struct kbufs *b)
+static int warm_up(struct djob *j, mmc_store *s, struct kbufs *b, int seq)
 {
-	name_keys(b, j->id, -1);
-	if (put_batch(j, b) || get_batch(j, b))
+	name_keys(b, j->id, seq);
+	if (put_batch(s, b) || get_batch(s, b))
 		return -1;
 	for (int i = 0; i < b->batch; i++) {
 		if (memcmp(b->src[i], b->dst[i], j->sh->block)) {
@@ -139,7 +155,41 @@ static int warm_up(struct djob *j, struct kbufs *b)
 			return -1;
 		}
 	}
-	return mmc_batch_remove(j->s, (const char *const *)b->keys, (size_t)b->batch, b->results);
+	return mmc_batch_remove(s, (const char *const *)b->keys, (size_t)b->batch, b->results);
+}
+
+/* One round on store s: put (timed), get (timed), remove (untimed). */
+static int one_round(struct djob *j, mmc_store *s, struct kbufs *b, int seq, struct samples *put, struct samples *get)
+{
+	double t0, t1;
+	int rc;
+
+	name_keys(b, j->id, seq);
+	t0 = now_s();
+	rc = put_batch(s, b);
+	t1 = now_s();
+	rc = rc ? rc : get_batch(s, b);
+	samples_add(put, t1 - t0);
+	samples_add(get, now_s() - t1);
+	mmc_batch_remove(s, (const char *const *)b->keys, (size_t)b->batch, b->results);
+	return rc;
+}
+
+static int register_all(mmc_store *s, struct kbufs *b, size_t block)
+{
+	int rc = 0;
+
+	for (int i = 0; s && rc == 0 && i < b->batch; i++)
+		rc = mmc_register_buffer(s, b->src[i], block) || mmc_register_buffer(s, b->dst[i], block);
+	return rc;
+}
+
+static void unregister_all(mmc_store *s, struct kbufs *b, size_t block)
+{
+	for (int i = 0; s && b->src && i < b->batch; i++) {
+		mmc_unregister_buffer(s, b->src[i], block);
+		mmc_unregister_buffer(s, b->dst[i], block);
+	}
 }
 
 static void *djob_main(void *arg)
@@ -150,35 +200,25 @@ static void *djob_main(void *arg)
 	int seq = 0;
 
 	j->rc = kbufs_alloc(&b, j->sh, j->batch);
-	for (int i = 0; j->rc == 0 && i < j->batch; i++)
-		j->rc = mmc_register_buffer(j->s, b.src[i], j->sh->block) ||
-		        mmc_register_buffer(j->s, b.dst[i], j->sh->block);
-	j->rc = j->rc ? j->rc : warm_up(j, &b);
+	j->rc = j->rc ? j->rc : register_all(j->s, &b, j->sh->block) || register_all(j->ck, &b, j->sh->block);
+	j->rc = j->rc ? j->rc : warm_up(j, j->s, &b, -1);
+	j->rc = j->rc || !j->ck ? j->rc : warm_up(j, j->ck, &b, -2);
 	pthread_barrier_wait(j->bar);
 	end = now_s() + j->seconds;
-	while (j->rc == 0 && (now_s() < end || j->put.n < 3)) {
-		double t0, t1;
-
-		name_keys(&b, j->id, seq++);
-		t0 = now_s();
-		j->rc = put_batch(j, &b);
-		t1 = now_s();
-		j->rc = j->rc ? j->rc : get_batch(j, &b);
-		samples_add(&j->put, t1 - t0);
-		samples_add(&j->get, now_s() - t1);
-		mmc_batch_remove(j->s, (const char *const *)b.keys, (size_t)b.batch, b.results);
+	while (j->rc == 0 && (now_s() < end || j->d.put.n < 3)) {
+		j->rc = one_round(j, j->s, &b, seq++, &j->d.put, &j->d.get);
+		if (j->rc == 0 && j->ck)
+			j->rc = one_round(j, j->ck, &b, seq++, &j->d.put_ck, &j->d.get_ck);
 	}
-	for (int i = 0; b.src && i < j->batch; i++) {
-		mmc_unregister_buffer(j->s, b.src[i], j->sh->block);
-		mmc_unregister_buffer(j->s, b.dst[i], j->sh->block);
-	}
+	unregister_all(j->s, &b, j->sh->block);
+	unregister_all(j->ck, &b, j->sh->block);
 	kbufs_free(&b);
 	return NULL;
 }
 
-/* threads clients on one store in this process */
-static int run_threads(mmc_store *s, const struct bench_opts *o, const struct shape *sh, int batch, int base_id,
-                       struct samples *put, struct samples *get)
+/* threads clients on one store (and the checked one, or NULL) in this process */
+static int run_threads(mmc_store *s, mmc_store *ck, const struct bench_opts *o, const struct shape *sh, int batch,
+                       int base_id, struct dsamples *out)
 {
 	struct djob j[64];
 	pthread_t th[64];
@@ -188,14 +228,13 @@ static int run_threads(mmc_store *s, const struct bench_opts *o, const struct sh
 	pthread_barrier_init(&bar, NULL, (unsigned)o->threads);
 	for (int i = 0; i < o->threads; i++) {
 		j[i] = (struct djob){
-		    .s = s, .sh = sh, .batch = batch, .id = base_id + i, .seconds = o->seconds, .bar = &bar};
+		    .s = s, .ck = ck, .sh = sh, .batch = batch, .id = base_id + i, .seconds = o->seconds, .bar = &bar};
 		pthread_create(&th[i], NULL, djob_main, &j[i]);
 	}
 	for (int i = 0; i < o->threads; i++) {
 		pthread_join(th[i], NULL);
 		rc |= j[i].rc;
-		samples_merge(put, &j[i].put);
-		samples_merge(get, &j[i].get);
+		dsamples_merge(out, &j[i].d);
 	}
 	pthread_barrier_destroy(&bar);
 	return rc;
@@ -234,6 +273,12 @@ static int send_samples(int fd, const struct samples *s)
 	return write_all(fd, &s->n, sizeof(s->n)) || write_all(fd, s->v, s->n * sizeof(*s->v));
 }
 
+static int send_dsamples(int fd, const struct dsamples *d)
+{
+	return send_samples(fd, &d->put) || send_samples(fd, &d->get) || send_samples(fd, &d->put_ck) ||
+	       send_samples(fd, &d->get_ck);
+}
+
 static int recv_samples(int fd, struct samples *s)
 {
 	size_t n;
@@ -249,17 +294,24 @@ static int recv_samples(int fd, struct samples *s)
 	return 0;
 }
 
-static int one_process(const struct bench_cluster *c, const char *protocol, const struct bench_opts *o,
-                       const struct shape *sh, int batch, int base_id, struct samples *put, struct samples *get)
+static int recv_dsamples(int fd, struct dsamples *d)
 {
-	mmc_store *s = bench_client(c, protocol, 0, 0);
-	int rc;
+	return recv_samples(fd, &d->put) || recv_samples(fd, &d->get) || recv_samples(fd, &d->put_ck) ||
+	       recv_samples(fd, &d->get_ck);
+}
 
-	if (!s) {
+static int one_process(const struct bench_cluster *c, const char *protocol, const struct bench_opts *o,
+                       const struct shape *sh, int batch, int base_id, struct dsamples *out)
+{
+	mmc_store *s = bench_client_checked(c, protocol, o->checksum == BENCH_CK_ON);
+	mmc_store *ck = o->checksum == BENCH_CK_BOTH ? bench_client_checked(c, protocol, true) : NULL;
+	int rc = -1;
+
+	if (!s || (o->checksum == BENCH_CK_BOTH && !ck))
 		fprintf(stderr, "mmc-bench: client store did not start\n");
-		return -1;
-	}
-	rc = run_threads(s, o, sh, batch, base_id, put, get);
+	else
+		rc = run_threads(s, ck, o, sh, batch, base_id, out);
+	mmc_destroy(ck);
 	mmc_destroy(s);
 	return rc;
 }
@@ -274,12 +326,12 @@ static pid_t fork_client(const struct bench_cluster *c, const char *protocol, co
 		return -1;
 	pid = fork();
 	if (pid == 0) {
-		struct samples put = {0}, get = {0};
+		struct dsamples d = {0};
 		int rc;
 
 		close(pfd[0]);
-		rc = one_process(c, protocol, o, sh, batch, p * 64, &put, &get);
-		rc = write_all(pfd[1], &rc, sizeof(rc)) || send_samples(pfd[1], &put) || send_samples(pfd[1], &get);
+		rc = one_process(c, protocol, o, sh, batch, p * 64, &d);
+		rc = write_all(pfd[1], &rc, sizeof(rc)) || send_dsamples(pfd[1], &d);
 		_exit(rc ? 1 : 0);
 	}
 	close(pfd[1]);
@@ -288,21 +340,20 @@ static pid_t fork_client(const struct bench_cluster *c, const char *protocol, co
 }
 
 int data_measure(const struct bench_cluster *c, const char *protocol, const struct bench_opts *o,
-                 const struct shape *sh, int batch, struct samples *put, struct samples *get)
+                 const struct shape *sh, int batch, struct dsamples *out)
 {
 	pid_t pids[16];
 	int fds[16], rc = 0;
 
 	if (o->procs == 1)
-		return one_process(c, protocol, o, sh, batch, 0, put, get);
+		return one_process(c, protocol, o, sh, batch, 0, out);
 	fflush(stdout);
 	for (int p = 0; p < o->procs; p++)
 		pids[p] = fork_client(c, protocol, o, sh, batch, p, &fds[p]);
 	for (int p = 0; p < o->procs; p++) {
 		int crc = -1, status = 0;
 
-		if (pids[p] < 0 || read_all(fds[p], &crc, sizeof(crc)) || recv_samples(fds[p], put) ||
-		    recv_samples(fds[p], get))
+		if (pids[p] < 0 || read_all(fds[p], &crc, sizeof(crc)) || recv_dsamples(fds[p], out))
 			crc = -1;
 		rc |= crc;
 		if (pids[p] > 0) {

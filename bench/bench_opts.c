@@ -72,6 +72,12 @@ static int set_sync(struct bench_opts *o, const char *v)
 	return strcmp(v, "on") && strcmp(v, "off") && strcmp(v, "both") ? -1 : 0;
 }
 
+static int set_checksum(struct bench_opts *o, const char *v)
+{
+	o->checksum = strcmp(v, "both") == 0 ? BENCH_CK_BOTH : strcmp(v, "on") == 0 ? BENCH_CK_ON : BENCH_CK_OFF;
+	return strcmp(v, "on") && strcmp(v, "off") && strcmp(v, "both") ? -1 : 0;
+}
+
 static int set_protocols(struct bench_opts *o, char *v)
 {
 	o->nprotocols = 0;
@@ -122,6 +128,8 @@ static int one_flag(struct bench_opts *o, int c, char *arg)
 		return 0;
 	case 'y':
 		return set_sync(o, arg);
+	case 'c':
+		return set_checksum(o, arg);
 	case 'q':
 		o->quick = true;
 		o->seconds = 0.2;
@@ -140,20 +148,29 @@ static int one_flag(struct bench_opts *o, int c, char *arg)
 int bench_parse(int argc, char **argv, struct bench_opts *o, const char *usage)
 {
 	static const struct option opts[] = {
-	    {"protocol", required_argument, NULL, 'p'}, {"sizes", required_argument, NULL, 's'},
-	    {"batch", required_argument, NULL, 'b'},    {"layers", required_argument, NULL, 'l'},
-	    {"shape", required_argument, NULL, 'S'},    {"threads", required_argument, NULL, 'T'},
-	    {"procs", required_argument, NULL, 'P'},    {"targets", required_argument, NULL, 'n'},
-	    {"seconds", required_argument, NULL, 't'},  {"sync", required_argument, NULL, 'y'},
-	    {"keys", required_argument, NULL, 'k'},     {"quick", no_argument, NULL, 'q'},
-	    {"no-raw", no_argument, NULL, 'R'},         {"no-redis", no_argument, NULL, 'D'},
-	    {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0},
+	    {"protocol", required_argument, NULL, 'p'},
+	    {"sizes", required_argument, NULL, 's'},
+	    {"batch", required_argument, NULL, 'b'},
+	    {"layers", required_argument, NULL, 'l'},
+	    {"shape", required_argument, NULL, 'S'},
+	    {"threads", required_argument, NULL, 'T'},
+	    {"procs", required_argument, NULL, 'P'},
+	    {"targets", required_argument, NULL, 'n'},
+	    {"seconds", required_argument, NULL, 't'},
+	    {"sync", required_argument, NULL, 'y'},
+	    {"keys", required_argument, NULL, 'k'},
+	    {"quick", no_argument, NULL, 'q'},
+	    {"no-raw", no_argument, NULL, 'R'},
+	    {"no-redis", no_argument, NULL, 'D'},
+	    {"checksum", required_argument, NULL, 'c'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
 	};
 	int c;
 
 	defaults(o);
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "p:s:b:l:S:T:P:n:t:y:k:qRDh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "p:s:b:l:S:T:P:n:t:y:k:c:qRDh", opts, NULL)) != -1) {
 		if (c == 'h' || one_flag(o, c, optarg)) {
 			fputs(usage, c == 'h' ? stdout : stderr);
 			return c == 'h' ? 1 : -1;

@@ -23,10 +23,12 @@ static int run_all(int argc, char **argv, const char *self)
 {
 	char *quick[] = {argv[0], "--quick", NULL};
 	char *dsr1[] = {argv[0], "--quick", "--shape", "dsr1", "--batch", "2", "--no-redis", NULL};
+	char *ck[] = {argv[0], "--quick", "--checksum", "both", "--sizes", "64K", "--no-redis", "--no-raw", NULL};
 	int rc = 0;
 
 	rc |= bench_data_main(2, quick, self);
 	rc |= bench_data_main(7, dsr1, self);
+	rc |= bench_data_main(8, ck, self);
 	rc |= bench_meta_main(2, quick, self);
 	rc |= bench_gva_main(2, quick, self);
 	rc |= bench_ssd_main(2, quick, self);
