@@ -20,6 +20,7 @@ struct plan {
 	uint64_t *lease_ms;         /* get: the lease granted on each key */
 	uint64_t *tokens;           /* get: the object each lease was granted on */
 	struct wire_checksum *sums; /* put: what the commit sends; get: what the reply said */
+	bool *damaged;              /* get: the bytes that landed differ from sums */
 	int *results;
 	uint8_t *state; /* per key: PK_* */
 	size_t *index;  /* scratch: keys taking part in the next RPC */
@@ -37,6 +38,7 @@ static void plan_free(struct plan *p)
 	free(p->lease_ms);
 	free(p->tokens);
 	free(p->sums);
+	free(p->damaged);
 	free(p->state);
 	free(p->index);
 }
@@ -54,9 +56,11 @@ static int plan_alloc(struct plan *p, size_t n, size_t npieces, const char *cons
 	p->tokens = calloc(n, sizeof(*p->tokens));
 	p->lease_ms = calloc(n, sizeof(*p->lease_ms));
 	p->sums = calloc(n, sizeof(*p->sums));
+	p->damaged = calloc(n, sizeof(*p->damaged));
 	p->state = calloc(n, sizeof(*p->state));
 	p->index = calloc(n, sizeof(*p->index));
-	if (!p->xk || !p->pieces || !p->totals || !p->tokens || !p->lease_ms || !p->sums || !p->state || !p->index) {
+	if (!p->xk || !p->pieces || !p->totals || !p->tokens || !p->lease_ms || !p->sums || !p->damaged || !p->state ||
+	    !p->index) {
 		plan_free(p);
 		return MMC_MALLOC_FAILED;
 	}
@@ -86,25 +90,39 @@ static uint32_t pieces_crc(const struct xfer_key *x)
 	return c;
 }
 
-/* Writer: checksum each allocated key's bytes just before they move, while the caller's buffer is hot. */
-static void sum_puts(struct plan *p)
+/*
+ * Writer: checksums the allocated keys' bytes while their RMAs are in flight (xfer's posted hook): the peer or the
+ * provider moves the bytes meanwhile, so the pass costs little wall time. The commit carries the result.
+ */
+static void sum_puts(void *arg)
 {
+	struct plan *p = arg;
+
 	for (size_t i = 0; i < p->n; i++)
 		if (p->state[i] == PK_ACTIVE)
 			p->sums[i] = (struct wire_checksum){MMC_WIRE_CHECKSUM_CRC32C, pieces_crc(&p->xk[i])};
 }
 
 /*
- * Reader: a key whose bytes arrived (result 0) and whose object has a checksum is checked over what landed in the
- * caller's buffers. Objects written without one are read unverified. One log line per call, not per key.
+ * Reader: checks one key over what landed in the caller's buffers as soon as it has (xfer's landed hook), while
+ * the batch's later keys are still in flight and this key's bytes are still in cache. Objects written without a
+ * checksum are read unverified.
  */
+static void check_get(void *arg, size_t i)
+{
+	struct plan *p = arg;
+
+	if (p->state[i] == PK_LEASED && p->sums[i].type == MMC_WIRE_CHECKSUM_CRC32C)
+		p->damaged[i] = pieces_crc(&p->xk[i]) != p->sums[i].value;
+}
+
+/* A damaged key fails unless it failed already (a transfer error, or its lease expired first). One log line. */
 static void verify_gets(struct plan *p)
 {
 	size_t bad = 0, first = 0;
 
 	for (size_t i = 0; i < p->n; i++) {
-		if (p->results[i] || p->state[i] != PK_LEASED || p->sums[i].type != MMC_WIRE_CHECKSUM_CRC32C ||
-		    pieces_crc(&p->xk[i]) == p->sums[i].value)
+		if (p->results[i] || !p->damaged[i])
 			continue;
 		p->results[i] = MMC_CHECKSUM_MISMATCH;
 		first = bad++ ? first : i;
@@ -161,6 +179,7 @@ static void set_replicas(mmc_KeyBatch *req, const mmc_replicate_config *rc)
 static int run_put(struct mmc_store *s, struct plan *p, const mmc_replicate_config *rc, bool spread)
 {
 	struct key_rpc k = {.body = WB_ALLOC, .req = mmc_KeyBatch_init_zero, .on_result = on_alloc, .arg = p};
+	struct xfer_hook sum = {.posted = sum_puts, .arg = p};
 	uint64_t losses = meta_conn_losses(s->meta);
 	int32_t *values;
 	int rc_call;
@@ -179,9 +198,7 @@ static int run_put(struct mmc_store *s, struct plan *p, const mmc_replicate_conf
 		return fail_all(p->results, p->n, MMC_NOT_CONNECTED_META);
 	for (size_t i = 0; i < p->n; i++)
 		p->xk[i].result = p->state[i] == PK_ACTIVE ? 0 : 1;
-	if (s->conf.c.verify_checksum)
-		sum_puts(p);
-	xfer_run(s, 1, p->xk, p->n);
+	xfer_run(s, 1, p->xk, p->n, s->conf.c.verify_checksum ? &sum : NULL);
 
 	/* commit what was allocated: written keys become readable, failed ones are dropped */
 	values = calloc(p->n, sizeof(*values));
@@ -251,12 +268,14 @@ static void release_leases(struct mmc_store *s, struct plan *p)
 static int get_once(struct mmc_store *s, struct plan *p, bool *lost)
 {
 	struct key_rpc k = {.body = WB_GET, .req = mmc_KeyBatch_init_zero, .on_result = on_get, .arg = p};
+	struct xfer_hook check = {.landed = check_get, .arg = p};
 	uint64_t t0 = clock_ms(), t1, losses = meta_conn_losses(s->meta);
 	int rc_call;
 
 	for (size_t i = 0; i < p->n; i++) {
 		p->state[i] = PK_ACTIVE;
 		p->results[i] = 0;
+		p->damaged[i] = false;
 		p->xk[i].result = 0;
 	}
 	k.req.lease_ttl_ms = s->conf.c.lease_ttl_ms;
@@ -267,7 +286,7 @@ static int get_once(struct mmc_store *s, struct plan *p, bool *lost)
 	for (size_t i = 0; i < p->n; i++)
 		if (p->state[i] != PK_LEASED)
 			p->xk[i].result = 1;
-	xfer_run(s, 0, p->xk, p->n);
+	xfer_run(s, 0, p->xk, p->n, s->conf.c.verify_checksum ? &check : NULL);
 	t1 = clock_ms();
 	/* the leases died with the server that granted them: its successor may already have reused the memory */
 	*lost = meta_conn_losses(s->meta) != losses;
@@ -280,9 +299,8 @@ static int get_once(struct mmc_store *s, struct plan *p, bool *lost)
 			p->results[i] = MMC_LEASE_EXPIRED;
 	}
 	if (!*lost)
-		release_leases(s, p); /* the bytes are in the caller's buffers: checking them needs no lease */
-	if (s->conf.c.verify_checksum)
-		verify_gets(p);
+		release_leases(s, p);
+	verify_gets(p);
 	return 0;
 }
 

@@ -361,7 +361,7 @@ int mmc_batch_copy(mmc_store *s, void *const *gvas, void *const *bufs, const siz
 	pthread_rwlock_unlock(&s->gva->lock);
 	if (rc)
 		goto out;
-	xfer_run(s, write, xk, n);
+	xfer_run(s, write, xk, n, NULL);
 	for (size_t i = 0; i < n && !rc; i++)
 		if (xk[i].result != 1)
 			rc = xk[i].result;

@@ -35,7 +35,17 @@ struct xfer_ctx {
 	/* peers resolved during this call: the peer cache's lock is taken once per service, not once per key */
 	struct peer seen[8];
 	unsigned nseen;
+	const struct xfer_hook *hook;
+	uint32_t *pending; /* with hook->landed: per key, RMAs in flight (plus POSTING until all are posted) */
 };
+
+#define POSTING (UINT32_C(1) << 31) /* in pending[]: the key's RMAs are still being posted */
+
+static void key_landed(struct xfer_ctx *x, size_t i)
+{
+	if (x->keys[i].result == 0)
+		x->hook->landed(x->hook->arg, i);
+}
 
 static void op_done(void *arg, uint32_t tag, int err)
 {
@@ -43,6 +53,8 @@ static void op_done(void *arg, uint32_t tag, int err)
 
 	if (err && x->keys[tag].result == 0)
 		x->keys[tag].result = err;
+	if (x->pending && --x->pending[tag] == 0)
+		key_landed(x, tag);
 }
 
 static void *local_desc(struct xfer_ctx *x, void *buf, size_t len, int *rc)
@@ -138,7 +150,11 @@ static int flush(struct xfer_ctx *x, struct fab_batch *b, int write, uint32_t ta
 		return 0;
 	if (g->off + g->total > size)
 		return MMC_INTERNAL_ERROR;
+	if (x->pending)
+		x->pending[tag]++; /* before the post: completions are reaped inside later posts */
 	rc = fab_batch_post(b, write, g->iov, g->desc, g->count, p->fa, base + g->off, key, tag);
+	if (rc && x->pending)
+		x->pending[tag]--;
 	if (rc == 0 && x->fences)
 		note_fence(x, p->fa, base + g->off, key, tag);
 	g->off += g->total;
@@ -211,7 +227,29 @@ static int peer_of(struct xfer_ctx *x, const struct xfer_target *t, struct peer 
 	return rc;
 }
 
-void xfer_run(struct mmc_store *s, int write, struct xfer_key *keys, size_t n)
+/* Posts every target of key i (a read has one); with landed, reports it at once if nothing is left in flight. */
+static void post_key(struct xfer_ctx *x, struct fab_batch *b, int write, size_t i)
+{
+	struct xfer_key *k = &x->keys[i];
+
+	if (x->pending)
+		x->pending[i] = POSTING;
+	for (uint32_t r = 0; r < k->ntargets && k->result == 0; r++) {
+		struct peer p;
+		int rc = peer_of(x, &k->targets[r], &p);
+
+		if (rc == 0 && p.self)
+			copy_local(x->s, write, k, k->targets[r].offset);
+		else if (rc == 0)
+			rc = post_pieces(x, b, write, (uint32_t)i, &p, &k->targets[r]);
+		if (rc)
+			k->result = rc;
+	}
+	if (x->pending && (x->pending[i] -= POSTING) == 0)
+		key_landed(x, i);
+}
+
+void xfer_run(struct mmc_store *s, int write, struct xfer_key *keys, size_t n, const struct xfer_hook *hook)
 {
 	struct fab_batch b;
 	struct xfer_ctx *x = calloc(1, sizeof(*x));
@@ -223,6 +261,11 @@ void xfer_run(struct mmc_store *s, int write, struct xfer_key *keys, size_t n)
 	}
 	x->s = s;
 	x->keys = keys;
+	x->hook = hook;
+	if (!write && hook && hook->landed && !(x->pending = calloc(n, sizeof(*x->pending)))) {
+		fail_keys(keys, n, MMC_MALLOC_FAILED);
+		goto out;
+	}
 	if (write && fabric_fence_by_read(s->fab)) {
 		for (size_t i = 0; i < n; i++)
 			targets += keys[i].ntargets;
@@ -234,29 +277,20 @@ void xfer_run(struct mmc_store *s, int write, struct xfer_key *keys, size_t n)
 		goto out;
 	}
 	pthread_rwlock_rdlock(&s->regs.lock);
-	for (size_t i = 0; i < n; i++) {
-		struct xfer_key *k = &keys[i];
-
-		for (uint32_t r = 0; r < k->ntargets && k->result == 0; r++) {
-			struct peer p;
-			int rc = peer_of(x, &k->targets[r], &p);
-
-			if (rc == 0 && p.self)
-				copy_local(s, write, k, k->targets[r].offset);
-			else if (rc == 0)
-				rc = post_pieces(x, &b, write, (uint32_t)i, &p, &k->targets[r]);
-			if (rc)
-				k->result = rc;
-		}
-	}
+	for (size_t i = 0; i < n; i++)
+		if (keys[i].result == 0)
+			post_key(x, &b, write, i);
 	if (x->fences)
 		post_fences(x, &b);
+	if (hook && hook->posted)
+		hook->posted(hook->arg);
 	fab_batch_wait(&b);
 	fab_batch_fini(&b);
 	pthread_rwlock_unlock(&s->regs.lock);
 	for (int i = 0; i < x->temp.n; i++)
 		fabric_mr_close(&x->temp.mr[i]);
 out:
+	free(x->pending);
 	free(x->fences);
 	free(x);
 }

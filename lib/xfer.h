@@ -33,7 +33,19 @@ struct xfer_key {
 	int result; /* in: non-zero skips the key; out: 0 or the first error */
 };
 
-/* write: pieces -> every target; read: the target -> pieces. Per-key errors land in keys[i].result. */
-void xfer_run(struct mmc_store *s, int write, struct xfer_key *keys, size_t n);
+/*
+ * Work a caller overlaps with its transfers, on its own thread (the checksums of verify_checksum). posted: once,
+ * after the last RMA of the call is posted and before waiting for them. landed (reads only): once per key whose
+ * bytes all arrived without error, as soon as they have, while later keys are still in flight.
+ */
+struct xfer_hook {
+	void (*posted)(void *arg);
+	void (*landed)(void *arg, size_t key);
+	void *arg;
+};
+
+/* write: pieces -> every target; read: the target -> pieces. Per-key errors land in keys[i].result. hook may be
+ * NULL. */
+void xfer_run(struct mmc_store *s, int write, struct xfer_key *keys, size_t n, const struct xfer_hook *hook);
 
 #endif
