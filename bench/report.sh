@@ -23,3 +23,5 @@ run procs-2 data --sizes 1M --batch 16 --procs 2 --no-raw --no-redis --seconds 1
 run meta meta --keys 1K,10K,100K,1M --sync both --seconds 1
 # issue 4: layer-wise GVA copies vs the layer calls
 run gva gva --sync both --seconds 1
+# issue 12: verify_checksum on against off, rounds alternated in each run
+for i in 1 2 3; do run "checksum-$i" data --sizes 64K,1M --batch 16 --checksum both --no-redis --no-raw --seconds 2; done
