@@ -229,3 +229,67 @@ Test(protocol, many_connections_come_and_go)
 		close(fds[i]);
 	assert_serving();
 }
+
+/* One-key KeyBatch request on fd; returns the reply's only result (the caller frees *reply). */
+static Mmc__KeyResult *key_call(int fd, uint64_t id, Mmc__Frame__BodyCase body, Mmc__KeyItem *item, Mmc__Frame **reply)
+{
+	Mmc__Frame f = MMC__FRAME__INIT;
+	Mmc__KeyBatch kb = MMC__KEY_BATCH__INIT;
+	Mmc__KeyItem *items[1] = {item};
+
+	kb.n_items = 1;
+	kb.items = items;
+	kb.replica_num = 1;
+	f.id = id;
+	f.body_case = body;
+	f.alloc = &kb; /* every key body is a KeyBatch in the same union */
+	send_frame(fd, &f);
+	*reply = recv_frame(fd);
+	cr_assert_not_null(*reply);
+	cr_assert_eq((*reply)->body_case, MMC__FRAME__BODY_KEY_REPLY);
+	cr_assert_eq((*reply)->key_reply->n_items, 1);
+	return (*reply)->key_reply->items[0];
+}
+
+/* A commit's checksum comes back with gets; one of an unknown type is refused and nothing is published. */
+Test(protocol, commit_checksums_are_kept_or_refused)
+{
+	mmc_local_config c = mmc_default_local_config();
+	mmc_store *s = mmc_create();
+	Mmc__KeyItem item = MMC__KEY_ITEM__INIT;
+	Mmc__KeyResult *res;
+	Mmc__Frame *r;
+	int fd;
+
+	snprintf(c.meta_service_url, sizeof(c.meta_service_url), "%s", meta.url);
+	strcpy(c.protocol, "host_tcp");
+	c.dram_size = 8u << 20;
+	cr_assert_eq(mmc_setup(s, &c), 0);
+	cr_assert_eq(mmc_init(s, 0, true), 0); /* a pool for the allocations below */
+	fd = dial();
+	for (int round = 0; round < 2; round++) {
+		bool known = round == 0;
+
+		item.key = known ? "sum-kept" : "sum-refused";
+		item.size = 4096;
+		res = key_call(fd, 10 + (uint64_t)round, MMC__FRAME__BODY_ALLOC, &item, &r);
+		cr_assert_eq(res->result, 0);
+		item.token = res->token;
+		mmc__frame__free_unpacked(r, NULL);
+		item.checksum_type = known ? 1 : 99; /* MMC_WIRE_CHECKSUM_CRC32C; 99: no such type */
+		item.checksum = 0xE3069283u;
+		res = key_call(fd, 20 + (uint64_t)round, MMC__FRAME__BODY_COMMIT, &item, &r);
+		cr_assert_eq(res->result, known ? 0 : MMC_INVALID_PARAM);
+		mmc__frame__free_unpacked(r, NULL);
+		item.token = 0;
+		item.checksum_type = 0;
+		res = key_call(fd, 30 + (uint64_t)round, MMC__FRAME__BODY_GET, &item, &r);
+		cr_assert_eq(res->result, known ? 0 : MMC_OBJECT_NOT_EXISTS);
+		cr_assert_eq(res->checksum_type, known ? 1u : 0u);
+		cr_assert_eq(res->checksum, known ? 0xE3069283u : 0u);
+		mmc__frame__free_unpacked(r, NULL);
+	}
+	close(fd);
+	mmc_destroy(s);
+	assert_serving();
+}
