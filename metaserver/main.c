@@ -9,15 +9,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "alloc_req.h"
+#include "alloc_queue.h"
 #include "clock.h"
 #include "conn.h"
 #include "kvcm/kvcm.h"
 #include "log.h"
 #include "meta.h"
+#include "meta_conf.h"
 #include "mmc/mmc.h"
 #include "objects.h"
 #include "persist.h"
+#include "rpc.h"
 #include "services.h"
 #include "tier.h"
 
@@ -119,13 +121,13 @@ static void sweep_cb(evutil_socket_t fd, short what, void *arg)
 	objects_sweep(m, now);
 	services_sweep(m, now);
 	conns_sweep(m, now);
-	alloc_req_kick(m); /* waiting requests past their deadline fail now */
+	alloc_queue_kick(m); /* waiting requests past their deadline fail now */
 	tier_kick(m);
 }
 
 static void kick_cb(evutil_socket_t fd, short what, void *arg)
 {
-	alloc_req_kick(arg);
+	alloc_queue_kick(arg);
 	tier_kick(arg);
 }
 
@@ -225,7 +227,7 @@ static void shutdown_all(struct meta *m)
 	kvcm_stop(m->kvcm);
 	if (m->persist)
 		persist_flush(m->persist);
-	alloc_req_fini(m);
+	alloc_queue_fini(m);
 	tier_fini(m);
 	conns_close_all(m);
 	if (m->sweep_ev)
@@ -253,6 +255,7 @@ int main(int argc, char **argv)
 		log_set_level(lvl);
 	signal(SIGPIPE, SIG_IGN);
 	list_init(&m.conns);
+	m.ops = &rpc_ops;
 	tier_init(&m);
 	arena_init(&m.arena);
 	m.base = event_base_new();

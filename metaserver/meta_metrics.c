@@ -6,7 +6,7 @@
 #include "meta.h"
 #include "mmc.pb-c.h"
 #include "persist.h"
-#include "placement.h"
+#include "space.h"
 
 static void metric(struct evbuffer *b, const char *name, const char *type, const char *help, uint64_t v)
 {
@@ -41,8 +41,8 @@ void meta_metrics_write(struct meta *m, struct evbuffer *b)
 	for (uint32_t i = 0; i < MEDIA_COUNT; i++) {
 		uint64_t used, total, held, lost;
 
-		placement_usage(m, i, &used, &total);
-		placement_held(m, i, &held, &lost);
+		space_usage(m, i, &used, &total);
+		space_held(m, i, &held, &lost);
 		evbuffer_add_printf(
 		    b, "mmc_pool_bytes{media=\"%s\"} %" PRIu64 "\nmmc_pool_used_bytes{media=\"%s\"} %" PRIu64 "\n",
 		    media[i], total, media[i], used);

@@ -1,31 +1,8 @@
-#include "key_result.h"
+#include "key_reply.h"
 
 #include "conn.h"
 #include "mmc/mmc.h"
 #include "rpc.h"
-
-void key_result_note(struct key_result *r, const struct object *o, int pick)
-{
-	int from = pick >= 0 ? pick : 0, to = pick >= 0 ? pick + 1 : o->nblobs;
-
-	r->size = o->size;
-	r->token = o->id;
-	r->checksum_type = o->checksum_type;
-	r->checksum = o->checksum;
-	r->nblobs = 0;
-	for (int i = from; i < to; i++) {
-		const struct blob *b = &o->blobs[i];
-
-		if (!b->svc)
-			continue;
-		r->blobs[r->nblobs].rank = b->svc->rank;
-		r->blobs[r->nblobs].incarnation = b->svc->incarnation;
-		r->blobs[r->nblobs].media = b->media;
-		r->blobs[r->nblobs].offset = b->offset;
-		r->blobs[r->nblobs].state = o->state;
-		r->nblobs++;
-	}
-}
 
 void key_results_send(struct conn *c, uint64_t id, const struct key_result *r, size_t n, bool durable)
 {

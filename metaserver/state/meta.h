@@ -11,7 +11,7 @@
 
 #include "arena.h"
 #include "list.h"
-#include "meta_conf.h"
+#include "server_conf.h"
 #include "wire_limits.h"
 
 struct allocator;
@@ -21,6 +21,7 @@ struct event_base;
 struct evconnlistener;
 struct persist;
 struct kvcm;
+struct policy_ops;
 
 #define MEDIA_COUNT 3 /* MMC_MEDIA_HBM, _DRAM, _SSD */
 
@@ -118,6 +119,9 @@ struct meta_stats {
 
 struct meta {
 	struct meta_conf conf;
+	const struct policy_ops *ops; /* how policy reaches the network: filled by the RPC layer, or by a unit test */
+	/* called by service_unmount before a service goes, so the moves it was making fail first (tier.c sets it) */
+	void (*service_leaving)(struct meta *m, struct service *svc);
 	struct event_base *base;
 	struct persist *persist;
 	struct kvcm *kvcm;

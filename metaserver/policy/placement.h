@@ -29,10 +29,4 @@ struct place_req {
  */
 int placement_reserve(struct meta *m, const struct place_req *r, struct object *o, bool *blocked);
 
-/* Bytes free and total of a media over all attached services. */
-void placement_usage(const struct meta *m, uint32_t media, uint64_t *used, uint64_t *total);
-
-/* Bytes of the media held until the commit of their delete lands, and held for good after a failed commit. */
-void placement_held(const struct meta *m, uint32_t media, uint64_t *held, uint64_t *lost);
-
 #endif

@@ -14,9 +14,8 @@
 #include <stdint.h>
 
 #include "meta.h"
-#include "mmc.pb-c.h"
 
-struct conn;
+struct key_call;
 
 void tier_init(struct meta *m);
 /* Shutdown: forgets tasks and waiting requests (no replies). */
@@ -27,18 +26,18 @@ bool tier_on_ssd(const struct object *o);
 /* Starts demoting eviction victim o to its service's SSD. False when it cannot (no SSD, no room, replicas). */
 bool tier_demote_victim(struct meta *m, struct object *o);
 
-/* A GET batch with at least one SSD-resident key: replies once the SSD reads are done. */
-void tier_get(struct conn *c, const Mmc__Frame *f, const Mmc__KeyBatch *req);
-/* EVICT and PREFETCH batches. */
-void tier_move(struct conn *c, const Mmc__Frame *f, const Mmc__KeyBatch *req);
+/* A GET batch with at least one SSD-resident key: replies (policy_ops) once the SSD reads are done. */
+void tier_get(struct meta *m, const struct key_call *call);
+/* EVICT (evict true) and PREFETCH batches. */
+void tier_move(struct meta *m, const struct key_call *call, bool evict);
 
 /* DRAM was freed (or time passed): SSD reads waiting for room get another try. */
 void tier_kick(struct meta *m);
 
 /* A local service answered task id. */
 void tier_task_done(struct meta *m, uint64_t id, int result);
-/* The connection closed: its waiting requests will not be answered. */
-void tier_conn_closed(struct meta *m, struct conn *c);
+/* The session's connection closed: its waiting requests will not be answered. */
+void tier_session_closed(struct meta *m, struct session *s);
 /* The service is leaving: its tasks fail now (their reservations die with its allocators). */
 void tier_service_gone(struct meta *m, struct service *svc);
 

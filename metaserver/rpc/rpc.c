@@ -86,10 +86,35 @@ static void send_service_info(struct conn *c, uint64_t id, int result, const str
 		conn_send(c, &out, durable);
 }
 
+/* The state layer knows services, not frames: copy what it needs out of the decoded Register. */
+static int register_spec(const Mmc__Register *req, struct service_spec *spec)
+{
+	if (req->n_segments > MMC_WIRE_SEGMENTS)
+		return MMC_INVALID_PARAM;
+	*spec = (struct service_spec){
+	    .rank = req->rank,
+	    .incarnation = req->incarnation,
+	    .world_size = req->world_size,
+	    .fabric_addr = req->fabric_addr.data,
+	    .addr_len = req->fabric_addr.len,
+	    .provider = req->provider,
+	    .ssd_path = req->ssd_path,
+	    .nsegs = req->n_segments,
+	};
+	for (size_t i = 0; i < req->n_segments; i++)
+		spec->segs[i] = (struct service_spec_segment){req->segments[i]->media, req->segments[i]->size,
+		                                              req->segments[i]->base_addr, req->segments[i]->key};
+	return 0;
+}
+
 static void on_register(struct conn *c, const Mmc__Frame *f)
 {
 	struct service *svc = NULL;
-	int rc = service_register(c->m, &c->session, f->register_, &svc);
+	struct service_spec spec;
+	int rc = register_spec(f->register_, &spec);
+
+	if (rc == 0)
+		rc = service_register(c->m, &c->session, &spec, &svc);
 
 	send_service_info(c, f->id, rc, svc, true);
 }

@@ -10,7 +10,6 @@
 #include "mmc/mmc.h"
 #include "objects.h"
 #include "persist.h"
-#include "tier.h"
 
 /* LMDB record of a service, keyed by the rank as 4 big-endian bytes. */
 struct rec_service {
@@ -94,7 +93,7 @@ static void service_free(struct service *svc)
 }
 
 /* A new service on the orphan's host and path takes its SSD tier and every object on it back. */
-static struct service *find_orphan(struct meta *m, const struct session *s, const Mmc__Register *req)
+static struct service *find_orphan(struct meta *m, const struct session *s, const struct service_spec *req)
 {
 	for (struct list *it = m->orphans.next; it != &m->orphans; it = it->next) {
 		struct service *o = list_entry(it, struct service, orphan_link);
@@ -192,7 +191,8 @@ void service_unmount(struct meta *m, struct service *svc, const char *why)
 	unsigned char k[4];
 	uint64_t lost;
 
-	tier_service_gone(m, svc);
+	if (m->service_leaving)
+		m->service_leaving(m, svc);
 	orphan_ssd(m, svc);
 	lost = svc->nblobs;
 	while (!list_empty(&svc->blobs)) {
@@ -212,44 +212,44 @@ void service_unmount(struct meta *m, struct service *svc, const char *why)
 	service_free(svc);
 }
 
-static int check_register(const Mmc__Register *req)
+static int check_register(const struct service_spec *req)
 {
-	if (req->n_segments == 0 || req->n_segments > MMC_WIRE_SEGMENTS)
+	if (req->nsegs == 0 || req->nsegs > MMC_WIRE_SEGMENTS)
 		return MMC_INVALID_PARAM;
-	for (size_t i = 0; i < req->n_segments; i++) {
-		const Mmc__Segment *sg = req->segments[i];
+	for (size_t i = 0; i < req->nsegs; i++) {
+		const struct service_spec_segment *sg = &req->segs[i];
 
 		if (sg->media >= MEDIA_COUNT || sg->size < ALLOC_ALIGN)
 			return MMC_INVALID_PARAM;
 		for (size_t j = 0; j < i; j++)
-			if (req->segments[j]->media == sg->media)
+			if (req->segs[j].media == sg->media)
 				return MMC_INVALID_PARAM;
 	}
-	if (req->fabric_addr.len == 0 || req->fabric_addr.len > MMC_WIRE_ADDR_MAX || !req->provider ||
+	if (req->addr_len == 0 || req->addr_len > MMC_WIRE_ADDR_MAX || !req->provider ||
 	    strlen(req->provider) >= sizeof(((struct service *)0)->provider))
 		return MMC_INVALID_PARAM;
 	return 0;
 }
 
-static bool same_segments(const struct service *svc, const Mmc__Register *req)
+static bool same_segments(const struct service *svc, const struct service_spec *req)
 {
-	if (svc->nsegs != req->n_segments)
+	if (svc->nsegs != req->nsegs)
 		return false;
-	for (size_t i = 0; i < req->n_segments; i++)
-		if (svc->segs[i].media != req->segments[i]->media || svc->segs[i].size != req->segments[i]->size)
+	for (size_t i = 0; i < req->nsegs; i++)
+		if (svc->segs[i].media != req->segs[i].media || svc->segs[i].size != req->segs[i].size)
 			return false;
 	return true;
 }
 
 /* Fabric coordinates may change when a service reconnects; placement state does not. */
-static void set_coordinates(struct service *svc, struct session *s, const Mmc__Register *req)
+static void set_coordinates(struct service *svc, struct session *s, const struct service_spec *req)
 {
-	memcpy(svc->fabric_addr, req->fabric_addr.data, req->fabric_addr.len);
-	svc->addr_len = (uint32_t)req->fabric_addr.len;
+	memcpy(svc->fabric_addr, req->fabric_addr, req->addr_len);
+	svc->addr_len = (uint32_t)req->addr_len;
 	strcpy(svc->provider, req->provider);
-	for (size_t i = 0; i < req->n_segments; i++) {
-		svc->segs[i].base = req->segments[i]->base_addr;
-		svc->segs[i].key = req->segments[i]->key;
+	for (size_t i = 0; i < req->nsegs; i++) {
+		svc->segs[i].base = req->segs[i].base;
+		svc->segs[i].key = req->segs[i].key;
 	}
 	memcpy(svc->host, s->host, sizeof(svc->host));
 	svc->pid = s->pid;
@@ -258,7 +258,7 @@ static void set_coordinates(struct service *svc, struct session *s, const Mmc__R
 	s->svc = svc;
 }
 
-static int pick_rank(struct meta *m, const Mmc__Register *req, uint32_t *rank)
+static int pick_rank(struct meta *m, const struct service_spec *req, uint32_t *rank)
 {
 	uint32_t cap = m->conf.world_size;
 
@@ -277,7 +277,7 @@ static int pick_rank(struct meta *m, const Mmc__Register *req, uint32_t *rank)
 	return MMC_EXCEED_CAPACITY;
 }
 
-static int rejoin(struct meta *m, struct session *s, const Mmc__Register *req, struct service **out)
+static int rejoin(struct meta *m, struct session *s, const struct service_spec *req, struct service **out)
 {
 	struct service *svc = req->rank >= 0 && req->incarnation ? service_get(m, (uint32_t)req->rank) : NULL;
 
@@ -296,7 +296,7 @@ static int rejoin(struct meta *m, struct session *s, const Mmc__Register *req, s
 	return 0;
 }
 
-int service_register(struct meta *m, struct session *s, const Mmc__Register *req, struct service **out)
+int service_register(struct meta *m, struct session *s, const struct service_spec *req, struct service **out)
 {
 	struct service *svc, *orphan;
 	uint32_t rank;
@@ -315,11 +315,11 @@ int service_register(struct meta *m, struct session *s, const Mmc__Register *req
 		return MMC_MALLOC_FAILED;
 	list_init(&svc->blobs);
 	svc->rank = rank;
-	svc->nsegs = (uint32_t)req->n_segments;
+	svc->nsegs = (uint32_t)req->nsegs;
 	for (uint32_t i = 0; i < svc->nsegs; i++) {
-		svc->segs[i].media = req->segments[i]->media;
-		svc->segs[i].size = req->segments[i]->size;
-		svc->segs[i].alloc = segment_allocator(m, req->segments[i]->size);
+		svc->segs[i].media = req->segs[i].media;
+		svc->segs[i].size = req->segs[i].size;
+		svc->segs[i].alloc = segment_allocator(m, req->segs[i].size);
 		if (!svc->segs[i].alloc) {
 			service_free(svc);
 			return MMC_MALLOC_FAILED;

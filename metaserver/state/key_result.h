@@ -10,8 +10,6 @@
 
 #include "meta.h"
 
-struct conn;
-
 struct key_result {
 	int32_t result;
 	uint64_t size;
@@ -27,8 +25,5 @@ struct key_result {
 
 /* Records o's size, token, checksum and live blobs (only blob `pick` when pick >= 0). */
 void key_result_note(struct key_result *r, const struct object *o, int pick);
-/* Sends KeyBatchReply{results} for request id (nothing when id is 0). Uses and resets nothing of the arena's
- * previous content; the caller resets the arena when it is outside request handling. */
-void key_results_send(struct conn *c, uint64_t id, const struct key_result *r, size_t n, bool durable);
 
 #endif

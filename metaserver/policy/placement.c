@@ -133,32 +133,3 @@ int placement_reserve(struct meta *m, const struct place_req *r, struct object *
 		eviction_check(m, r->media);
 	return rc;
 }
-
-void placement_usage(const struct meta *m, uint32_t media, uint64_t *used, uint64_t *total)
-{
-	*used = *total = 0;
-	for (uint32_t rank = 0; rank < m->rank_hi; rank++) {
-		struct service *svc = m->ranks[rank];
-		struct segment *seg;
-
-		if (!usable(svc, media))
-			continue;
-		seg = service_segment(svc, media);
-		*used += alloc_used(seg->alloc);
-		*total += alloc_capacity(seg->alloc);
-	}
-}
-
-void placement_held(const struct meta *m, uint32_t media, uint64_t *held, uint64_t *lost)
-{
-	*held = *lost = 0;
-	for (uint32_t rank = 0; rank < m->rank_hi; rank++) {
-		struct service *svc = m->ranks[rank];
-		struct segment *seg = svc ? service_segment(svc, media) : NULL;
-
-		if (!seg)
-			continue;
-		*held += alloc_held(seg->alloc);
-		*lost += alloc_lost(seg->alloc);
-	}
-}

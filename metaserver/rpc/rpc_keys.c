@@ -2,7 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "alloc_req.h"
+#include "alloc_queue.h"
 #include "arena.h"
 #include "clock.h"
 #include "conn.h"
@@ -296,6 +296,61 @@ static int run_op(struct conn *c, const Mmc__Frame *f, const Mmc__KeyBatch *req,
 	}
 }
 
+/* The batch as the policy layer takes it: key and size arrays in the request's arena. */
+static int key_call_of(struct conn *c, const Mmc__Frame *f, const Mmc__KeyBatch *req, struct key_call *call)
+{
+	const char **keys = arena_alloc(&c->m->arena, req->n_items * sizeof(*keys));
+	uint64_t *sizes = arena_alloc(&c->m->arena, req->n_items * sizeof(*sizes));
+
+	if (!keys || !sizes)
+		return MMC_MALLOC_FAILED;
+	for (size_t i = 0; i < req->n_items; i++) {
+		keys[i] = req->items[i]->key;
+		sizes[i] = req->items[i]->size;
+	}
+	*call = (struct key_call){&c->session, f->id, req->lease_ttl_ms, keys, sizes, req->n_items};
+	return 0;
+}
+
+static void alloc_start(struct conn *c, const Mmc__Frame *f, const Mmc__KeyBatch *req, const struct key_call *kc)
+{
+	bool gva = f->body_case == MMC__FRAME__BODY_MALLOC;
+	struct alloc_call call = {
+	    .keys = *kc,
+	    .gva = gva,
+	    .spread = (req->flags & MMC_WIRE_FLAG_SPREAD) != 0,
+	    .media = gva ? req->media : MMC_MEDIA_DRAM,
+	    .replicas = req->replica_num ? req->replica_num : 1,
+	    .preferred = req->preferred,
+	    .npreferred = (uint32_t)req->n_preferred,
+	};
+
+	alloc_queue_submit(c->m, &call);
+}
+
+/* Batches the policy layer answers itself, now or once moves or room allow. */
+static bool policy_batch(struct conn *c, const Mmc__Frame *f, const Mmc__KeyBatch *req, const uint64_t *hash)
+{
+	struct key_call call;
+	bool alloc = f->body_case == MMC__FRAME__BODY_ALLOC || f->body_case == MMC__FRAME__BODY_MALLOC;
+	bool move = f->body_case == MMC__FRAME__BODY_EVICT || f->body_case == MMC__FRAME__BODY_PREFETCH;
+	bool ssd_get = f->body_case == MMC__FRAME__BODY_GET && hash && reads_ssd(c->m, req, hash);
+
+	if (!alloc && !move && !ssd_get)
+		return false;
+	if (key_call_of(c, f, req, &call)) {
+		rpc_reply_code(c, f->id, MMC_MALLOC_FAILED);
+		return true;
+	}
+	if (alloc)
+		alloc_start(c, f, req, &call);
+	else if (move)
+		tier_move(c->m, &call, f->body_case == MMC__FRAME__BODY_EVICT);
+	else
+		tier_get(c->m, &call); /* replies once the SSD reads are done */
+	return true;
+}
+
 void rpc_keys(struct conn *c, const Mmc__Frame *f, const Mmc__KeyBatch *req)
 {
 	struct reply rp;
@@ -306,19 +361,12 @@ void rpc_keys(struct conn *c, const Mmc__Frame *f, const Mmc__KeyBatch *req)
 		rpc_reply_code(c, f->id, MMC_INVALID_PARAM);
 		return;
 	}
-	if (f->body_case == MMC__FRAME__BODY_ALLOC || f->body_case == MMC__FRAME__BODY_MALLOC) {
-		alloc_req_start(c, f, req);
+	hash = f->body_case == MMC__FRAME__BODY_ALLOC || f->body_case == MMC__FRAME__BODY_MALLOC ||
+	               f->body_case == MMC__FRAME__BODY_EVICT || f->body_case == MMC__FRAME__BODY_PREFETCH
+	           ? NULL
+	           : batch_hash(c->m, req);
+	if (policy_batch(c, f, req, hash))
 		return;
-	}
-	if (f->body_case == MMC__FRAME__BODY_EVICT || f->body_case == MMC__FRAME__BODY_PREFETCH) {
-		tier_move(c, f, req);
-		return;
-	}
-	hash = batch_hash(c->m, req);
-	if (f->body_case == MMC__FRAME__BODY_GET && hash && reads_ssd(c->m, req, hash)) {
-		tier_get(c, f, req); /* replies once the SSD reads are done */
-		return;
-	}
 	rc = reply_init(&rp, &c->m->arena, req->n_items, hash);
 	if (rc == 0)
 		rc = run_op(c, f, req, &rp);

@@ -6,30 +6,7 @@
 #include "tier.h"
 #include "log.h"
 #include "objects.h"
-#include "placement.h"
-
-/* Services of the media with a free hole of at least size bytes, or with that much held until a commit lands (*held
- * set): evicting more would not make room sooner. */
-static uint32_t services_with_room(const struct meta *m, uint32_t media, uint64_t size, bool *held)
-{
-	uint32_t n = 0;
-
-	for (uint32_t r = 0; r < m->rank_hi; r++) {
-		struct service *svc = m->ranks[r];
-		struct segment *seg = svc && svc->session ? service_segment(svc, media) : NULL;
-		uint64_t h;
-
-		if (!seg)
-			continue;
-		if (alloc_largest_free(seg->alloc) >= size) {
-			n++;
-		} else if ((h = alloc_held(seg->alloc)) > 0) {
-			*held = true;
-			n += h >= size;
-		}
-	}
-	return n;
-}
+#include "space.h"
 
 /* Evicts LRU-tail objects while more(m, media, arg) holds; skips leased objects (counted in *skipped). */
 static uint64_t evict_while(struct meta *m, uint32_t media, bool (*more)(struct meta *, uint32_t, const void *),
@@ -59,7 +36,7 @@ static bool above(struct meta *m, uint32_t media, const void *arg)
 {
 	uint64_t used, total;
 
-	placement_usage(m, media, &used, &total);
+	space_usage(m, media, &used, &total);
 	used = used > m->freeing[media] ? used - m->freeing[media] : 0; /* moves in flight give bytes back */
 	return used > *(const uint64_t *)arg;
 }
@@ -74,14 +51,14 @@ static bool no_room(struct meta *m, uint32_t media, const void *arg)
 {
 	struct room *r = (struct room *)arg;
 
-	return services_with_room(m, media, r->size, &r->held) < r->replicas;
+	return space_services_with_room(m, media, r->size, &r->held) < r->replicas;
 }
 
 void eviction_check(struct meta *m, uint32_t media)
 {
 	uint64_t used, total, target, n, skipped = 0;
 
-	placement_usage(m, media, &used, &total);
+	space_usage(m, media, &used, &total);
 	if (total == 0 || used * 100 <= total * m->conf.evict_high)
 		return;
 	target = total * m->conf.evict_low / 100;
@@ -97,7 +74,7 @@ uint64_t eviction_make_room(struct meta *m, uint32_t media, uint64_t size, uint3
 	uint64_t skipped = 0, n = evict_while(m, media, no_room, &r, &skipped);
 
 	/* the last victim's space may be held until its delete commits: then waiting is worth it */
-	services_with_room(m, media, size, &r.held);
+	space_services_with_room(m, media, size, &r.held);
 	*blocked = skipped > 0 || r.held || !list_empty(&m->zombies) || m->freeing[media] > 0;
 	return n;
 }

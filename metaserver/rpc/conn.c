@@ -13,7 +13,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#include "alloc_req.h"
+#include "alloc_queue.h"
 #include "clock.h"
 #include "log.h"
 #include "mmc/mmc.h"
@@ -176,8 +176,8 @@ void conn_close(struct conn *c, const char *why)
 		return;
 	log_info("op=disconnect session=%llu peer=%s host=\"%s\" pid=%u reason=%s", (unsigned long long)c->session.id,
 	         c->peer, c->session.host, c->session.pid, why);
-	alloc_req_conn_closed(m, c);
-	tier_conn_closed(m, c);
+	alloc_queue_session_closed(m, &c->session);
+	tier_session_closed(m, &c->session);
 	/* at shutdown the services stay: they rejoin the restarted server with their objects */
 	if (c->session.svc && !m->draining)
 		service_unmount(m, c->session.svc, why);

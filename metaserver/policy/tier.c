@@ -6,22 +6,22 @@
 #include "allocator.h"
 #include "array.h"
 #include "clock.h"
-#include "conn.h"
 #include "eviction.h"
 #include "key_result.h"
+#include "policy_ops.h"
 #include "log.h"
 #include "mmc/mmc.h"
 #include "objects.h"
 #include "placement.h"
-#include "rpc.h"
+#include "space.h"
 #include "services.h"
 
 enum task_kind { T_DEMOTE, T_PROMOTE, T_STAGE };
 
 /* A request waiting for moves: a get, an evict or a prefetch batch. */
 struct tier_req {
-	struct list link; /* meta.tier_reqs */
-	struct conn *c;   /* NULL once its connection closed */
+	struct list link;  /* meta.tier_reqs */
+	struct session *s; /* NULL once its connection closed */
 	uint64_t id;
 	uint64_t session;
 	uint64_t lease_ttl_ms;
@@ -63,8 +63,14 @@ static uint64_t pages(uint64_t size)
 	return (size + ALLOC_ALIGN - 1) & ~(uint64_t)(ALLOC_ALIGN - 1);
 }
 
+static void service_leaving(struct meta *m, struct service *svc)
+{
+	tier_service_gone(m, svc);
+}
+
 void tier_init(struct meta *m)
 {
+	m->service_leaving = service_leaving;
 	list_init(&m->tasks);
 	list_init(&m->tier_reqs);
 	list_init(&m->moving);
@@ -96,7 +102,7 @@ static bool dram_below_watermark(struct meta *m)
 {
 	uint64_t used, total;
 
-	placement_usage(m, MMC_MEDIA_DRAM, &used, &total);
+	space_usage(m, MMC_MEDIA_DRAM, &used, &total);
 	return total && used * 100 < total * m->conf.rewarm_watermark;
 }
 
@@ -133,21 +139,19 @@ static int task_wait(struct task *t, struct tier_req *r, size_t idx)
 	return 0;
 }
 
-static void task_send(struct task *t)
+static void task_send(struct meta *m, struct task *t)
 {
-	Mmc__Frame f = MMC__FRAME__INIT;
-	Mmc__BlobTask bt = MMC__BLOB_TASK__INIT;
+	struct blob_task bt = {
+	    .id = t->id,
+	    .op = MMC_TASK_COPY,
+	    .src_media = t->kind == T_DEMOTE ? MMC_MEDIA_DRAM : MMC_MEDIA_SSD,
+	    .dst_media = t->kind == T_DEMOTE ? MMC_MEDIA_SSD : MMC_MEDIA_DRAM,
+	    .src_offset = t->src_offset,
+	    .dst_offset = t->dst_offset,
+	    .size = t->size,
+	};
 
-	bt.op = MMC_TASK_COPY;
-	bt.src_media = t->kind == T_DEMOTE ? MMC_MEDIA_DRAM : MMC_MEDIA_SSD;
-	bt.dst_media = t->kind == T_DEMOTE ? MMC_MEDIA_SSD : MMC_MEDIA_DRAM;
-	bt.src_offset = t->src_offset;
-	bt.dst_offset = t->dst_offset;
-	bt.size = t->size;
-	f.id = t->id;
-	f.body_case = MMC__FRAME__BODY_TASK;
-	f.task = &bt;
-	conn_send(t->svc->session->conn, &f, false);
+	m->ops->send_task(m, t->svc, &bt);
 }
 
 static struct task *task_of(struct meta *m, const struct object *o, enum task_kind kind)
@@ -169,18 +173,18 @@ static void release_raw(struct meta *m, struct service *svc, uint32_t media, uin
 
 /* ---- requests ---- */
 
-static struct tier_req *req_new(struct conn *c, const Mmc__Frame *f, const Mmc__KeyBatch *kb)
+static struct tier_req *req_new(const struct key_call *call, bool get)
 {
-	struct tier_req *r = calloc(1, sizeof(*r) + kb->n_items * sizeof(struct key_result));
+	struct tier_req *r = calloc(1, sizeof(*r) + call->n * sizeof(struct key_result));
 
 	if (!r)
 		return NULL;
-	r->c = c;
-	r->id = f->id;
-	r->session = c->session.id;
-	r->lease_ttl_ms = kb->lease_ttl_ms;
-	r->get = f->body_case == MMC__FRAME__BODY_GET;
-	r->n = kb->n_items;
+	r->s = call->session;
+	r->id = call->id;
+	r->session = call->session->id;
+	r->lease_ttl_ms = call->lease_ttl_ms;
+	r->get = get;
+	r->n = call->n;
 	list_init(&r->link);
 	return r;
 }
@@ -190,8 +194,8 @@ static void req_settle(struct meta *m, struct tier_req *r)
 {
 	if (r->pending)
 		return;
-	if (r->c)
-		key_results_send(r->c, r->id, r->res, r->n, !r->get); /* evict / prefetch persist moves */
+	if (r->s) /* evict / prefetch persist moves */
+		m->ops->reply_keys(m, r->s, r->id, r->res, r->n, !r->get);
 	list_del(&r->link);
 	free(r);
 }
@@ -243,7 +247,7 @@ static int start_demote(struct meta *m, struct object *o, struct tier_req *r, si
 	list_del(&o->link);
 	list_add_tail(&m->moving, &o->link);
 	m->freeing[MMC_MEDIA_DRAM] += pages(o->size);
-	task_send(t);
+	task_send(m, t);
 	return 0;
 }
 
@@ -284,7 +288,7 @@ static int try_read(struct meta *m, struct object *o, struct tier_req *r, size_t
 	o->promoting |= promote;
 	if (task_wait(t, r, idx))
 		r->res[idx].result = MMC_MALLOC_FAILED;
-	task_send(t);
+	task_send(m, t);
 	return 0;
 }
 
@@ -371,7 +375,7 @@ static int finish_demote(struct meta *m, struct task *t, int result)
 static void serve_stage(struct meta *m, struct task *t, struct waiter *w)
 {
 	struct key_result *res = &w->req->res[w->idx];
-	struct object *o = t->o, *z = w->req->c ? object_new(object_key(o), o->keylen, 1) : NULL;
+	struct object *o = t->o, *z = w->req->s ? object_new(object_key(o), o->keylen, 1) : NULL;
 
 	if (!z) {
 		release_raw(m, t->svc, MMC_MEDIA_DRAM, t->dst_offset);
@@ -488,13 +492,13 @@ void tier_service_gone(struct meta *m, struct service *svc)
 	}
 }
 
-void tier_conn_closed(struct meta *m, struct conn *c)
+void tier_session_closed(struct meta *m, struct session *s)
 {
 	for (struct list *it = m->tier_reqs.next; it != &m->tier_reqs; it = it->next) {
 		struct tier_req *r = list_entry(it, struct tier_req, link);
 
-		if (r->c == c)
-			r->c = NULL;
+		if (r->s == s)
+			r->s = NULL;
 	}
 }
 
@@ -566,25 +570,24 @@ static struct object *lookup(struct meta *m, const char *key, int32_t *result)
 	return *result ? NULL : o;
 }
 
-void tier_get(struct conn *c, const Mmc__Frame *f, const Mmc__KeyBatch *kb)
+void tier_get(struct meta *m, const struct key_call *call)
 {
-	struct meta *m = c->m;
-	struct tier_req *r = req_new(c, f, kb);
+	struct tier_req *r = req_new(call, true);
 	bool rewarm = dram_below_watermark(m);
 
 	if (!r) {
-		rpc_reply_code(c, f->id, MMC_MALLOC_FAILED);
+		m->ops->reply_code(m, call->session, call->id, MMC_MALLOC_FAILED);
 		return;
 	}
 	for (size_t i = 0; i < r->n; i++) {
-		struct object *o = lookup(m, kb->items[i]->key, &r->res[i].result);
+		struct object *o = lookup(m, call->keys[i], &r->res[i].result);
 		int rc;
 
 		if (!o)
 			continue;
 		object_touch(m, o);
 		if (!tier_on_ssd(o)) {
-			serve_get(m, r, i, o, object_pick_blob(m, o, &c->session));
+			serve_get(m, r, i, o, object_pick_blob(m, o, call->session));
 			continue;
 		}
 		if ((rc = start_read(m, o, r, i, rewarm)))
@@ -611,18 +614,16 @@ static int evict_one(struct meta *m, struct object *o, struct tier_req *r, size_
 	return rc;
 }
 
-void tier_move(struct conn *c, const Mmc__Frame *f, const Mmc__KeyBatch *kb)
+void tier_move(struct meta *m, const struct key_call *call, bool evict)
 {
-	struct meta *m = c->m;
-	struct tier_req *r = req_new(c, f, kb);
-	bool evict = f->body_case == MMC__FRAME__BODY_EVICT;
+	struct tier_req *r = req_new(call, false);
 
 	if (!r) {
-		rpc_reply_code(c, f->id, MMC_MALLOC_FAILED);
+		m->ops->reply_code(m, call->session, call->id, MMC_MALLOC_FAILED);
 		return;
 	}
 	for (size_t i = 0; i < r->n; i++) {
-		struct object *o = lookup(m, kb->items[i]->key, &r->res[i].result);
+		struct object *o = lookup(m, call->keys[i], &r->res[i].result);
 
 		if (!o)
 			continue;

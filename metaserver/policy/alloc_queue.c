@@ -1,16 +1,15 @@
-#include "alloc_req.h"
+#include "alloc_queue.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #include "clock.h"
-#include "conn.h"
 #include "key_result.h"
 #include "log.h"
 #include "mmc/mmc.h"
 #include "objects.h"
 #include "placement.h"
-#include "rpc.h"
+#include "policy_ops.h"
 
 struct alloc_item {
 	const char *key;
@@ -20,7 +19,7 @@ struct alloc_item {
 
 struct alloc_req {
 	struct list link; /* meta.parked */
-	struct conn *c;
+	struct session *s;
 	uint64_t id;
 	bool gva;
 	bool durable; /* a duplicate's record was queued again: the reply waits for its commit */
@@ -89,7 +88,7 @@ static bool place_one(struct meta *m, struct alloc_req *a, const struct alloc_it
 	}
 	o->size = it->size;
 	o->state = MMC_BLOB_ALLOCATED;
-	o->write_session = a->c->session.id;
+	o->write_session = a->s->id;
 	o->gva = a->gva;
 	if (a->gva) {
 		res->lease_ms = a->lease_ttl_ms ? a->lease_ttl_ms : m->conf.lease_ttl_ms;
@@ -115,18 +114,16 @@ static bool run(struct meta *m, struct alloc_req *a)
 
 static void reply(struct meta *m, struct alloc_req *a)
 {
-	key_results_send(a->c, a->id, a->results, a->n, a->durable);
+	m->ops->reply_keys(m, a->s, a->id, a->results, a->n, a->durable);
 }
 
-static int check_args(const Mmc__KeyBatch *req)
+static int check_args(const struct alloc_call *call)
 {
-	uint32_t replicas = req->replica_num ? req->replica_num : 1;
-
-	if (replicas > MMC_WIRE_REPLICAS || req->n_preferred > replicas)
+	if (call->replicas == 0 || call->replicas > MMC_WIRE_REPLICAS || call->npreferred > call->replicas)
 		return MMC_INVALID_PARAM;
-	for (size_t i = 0; i < req->n_preferred; i++)
+	for (size_t i = 0; i < call->npreferred; i++)
 		for (size_t j = 0; j < i; j++)
-			if (req->preferred[i] == req->preferred[j])
+			if (call->preferred[i] == call->preferred[j])
 				return MMC_INVALID_PARAM;
 	return 0;
 }
@@ -164,7 +161,7 @@ static struct alloc_req *park(struct meta *m, const struct alloc_req *a)
 		at += len;
 	}
 	list_add_tail(&m->parked, &p->link);
-	log_debug("op=alloc_wait session=%llu keys_left=%zu", (unsigned long long)a->c->session.id, a->n - a->next);
+	log_debug("op=alloc_wait session=%llu keys_left=%zu", (unsigned long long)a->s->id, a->n - a->next);
 	return p;
 }
 
@@ -177,43 +174,41 @@ static void free_parked(struct alloc_req *p)
 	free(p);
 }
 
-void alloc_req_start(struct conn *c, const Mmc__Frame *f, const Mmc__KeyBatch *req)
+void alloc_queue_submit(struct meta *m, const struct alloc_call *call)
 {
-	struct meta *m = c->m;
-	bool gva = f->body_case == MMC__FRAME__BODY_MALLOC;
+	const struct key_call *kc = &call->keys;
 	struct alloc_req a = {
-	    .c = c,
-	    .id = f->id,
-	    .gva = gva,
-	    .pr = {.replicas = req->replica_num ? req->replica_num : 1,
-	           .npreferred = (uint32_t)req->n_preferred,
-	           .spread = (req->flags & MMC_WIRE_FLAG_SPREAD) != 0,
-	           .media = gva ? req->media : MMC_MEDIA_DRAM,
-	           .writer = &c->session},
-	    .lease_ttl_ms = req->lease_ttl_ms,
+	    .s = kc->session,
+	    .id = kc->id,
+	    .gva = call->gva,
+	    .pr = {.replicas = call->replicas,
+	           .npreferred = call->npreferred,
+	           .spread = call->spread,
+	           .media = call->media,
+	           .writer = kc->session},
+	    .lease_ttl_ms = kc->lease_ttl_ms,
 	    .deadline_ms = clock_ms() + m->conf.evict_wait_ms,
-	    .n = req->n_items,
+	    .n = kc->n,
 	};
 
-	if (check_args(req)) {
-		rpc_reply_code(c, f->id, MMC_INVALID_PARAM);
+	if (check_args(call)) {
+		m->ops->reply_code(m, kc->session, kc->id, MMC_INVALID_PARAM);
 		return;
 	}
-	if (req->n_preferred) /* protobuf-c leaves the array NULL when empty */
-		memcpy(a.preferred, req->preferred, req->n_preferred * sizeof(int32_t));
+	memcpy(a.preferred, call->preferred, call->npreferred * sizeof(int32_t));
 	a.pr.preferred = a.preferred;
 	a.items = arena_alloc(&m->arena, a.n * sizeof(*a.items));
 	a.results = arena_alloc(&m->arena, a.n * sizeof(*a.results));
 	a.hash = arena_alloc(&m->arena, a.n * sizeof(*a.hash));
 	if (!a.items || !a.results || !a.hash) {
-		rpc_reply_code(c, f->id, MMC_MALLOC_FAILED);
+		m->ops->reply_code(m, kc->session, kc->id, MMC_MALLOC_FAILED);
 		return;
 	}
 	for (size_t i = 0; i < a.n; i++) {
-		const char *key = req->items[i]->key ? req->items[i]->key : "";
+		const char *key = kc->keys[i] ? kc->keys[i] : "";
 
 		a.hash[i] = object_hash(key, strlen(key));
-		a.items[i] = (struct alloc_item){req->items[i]->key, req->items[i]->size, a.hash[i]};
+		a.items[i] = (struct alloc_item){kc->keys[i], kc->sizes[i], a.hash[i]};
 	}
 	/* most keys of a put are new: the lookup's cost is the bucket and the chain it walks to the end */
 	objects_prefetch(m, a.hash, a.n);
@@ -223,10 +218,10 @@ void alloc_req_start(struct conn *c, const Mmc__Frame *f, const Mmc__KeyBatch *r
 		return;
 	}
 	if (!park(m, &a))
-		rpc_reply_code(c, f->id, MMC_MALLOC_FAILED);
+		m->ops->reply_code(m, kc->session, kc->id, MMC_MALLOC_FAILED);
 }
 
-void alloc_req_kick(struct meta *m)
+void alloc_queue_kick(struct meta *m)
 {
 	while (!list_empty(&m->parked)) {
 		struct alloc_req *p = list_entry(m->parked.next, struct alloc_req, link);
@@ -239,7 +234,7 @@ void alloc_req_kick(struct meta *m)
 	}
 }
 
-void alloc_req_conn_closed(struct meta *m, struct conn *c)
+void alloc_queue_session_closed(struct meta *m, struct session *s)
 {
 	struct list *it, *next;
 
@@ -247,12 +242,12 @@ void alloc_req_conn_closed(struct meta *m, struct conn *c)
 		struct alloc_req *p = list_entry(it, struct alloc_req, link);
 
 		next = it->next;
-		if (p->c == c)
+		if (p->s == s)
 			free_parked(p);
 	}
 }
 
-void alloc_req_fini(struct meta *m)
+void alloc_queue_fini(struct meta *m)
 {
 	while (!list_empty(&m->parked))
 		free_parked(list_entry(m->parked.next, struct alloc_req, link));

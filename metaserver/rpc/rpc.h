@@ -5,6 +5,10 @@
 #include "mmc.pb-c.h"
 
 struct conn;
+struct policy_ops;
+
+/* How the policy layer sends tasks and deferred replies: set as meta.ops at start-up (rpc_ops.c). */
+extern const struct policy_ops rpc_ops;
 
 /* Handles one decoded frame. Returns 0, or a negative code to close the connection. */
 int rpc_dispatch(struct conn *c, const Mmc__Frame *f);

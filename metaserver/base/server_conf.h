@@ -1,0 +1,28 @@
+/*
+ * The meta server's settings as every layer reads them. Filled by meta_conf.c (defaults, --config, --env) before the
+ * loop starts; SIGHUP changes a few fields on the loop thread.
+ */
+#ifndef MMC_SERVER_CONF_H
+#define MMC_SERVER_CONF_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct meta_conf {
+	char meta_service_url[1024];   /* ock.mmc.meta_service_url */
+	char log_level[16];            /* ock.mmc.log_level */
+	uint32_t evict_high;           /* ock.mmc.evict_threshold_high, % */
+	uint32_t evict_low;            /* ock.mmc.evict_threshold_low, % */
+	uint64_t lease_ttl_ms;         /* ock.mmc.meta.lease_ttl_ms */
+	uint32_t heartbeat_timeout_ms; /* ock.mmc.meta.heartbeat_timeout_ms */
+	uint32_t rejoin_timeout_ms;    /* ock.mmc.meta.rejoin_timeout_ms */
+	uint32_t evict_wait_ms;        /* ock.mmc.meta.evict_wait_ms */
+	uint32_t world_size;           /* ock.mmc.meta.world_size */
+	uint32_t max_connections;      /* ock.mmc.meta.max_connections */
+	char data_dir[1024];           /* ock.mmc.meta.data_dir (--data-dir) */
+	uint64_t lmdb_map_size;        /* ock.mmc.meta.lmdb.map_size */
+	bool lmdb_sync;                /* ock.mmc.meta.lmdb.sync */
+	uint32_t rewarm_watermark;     /* ock.mmc.rewarm.dram_watermark, % */
+};
+
+#endif

@@ -1,0 +1,37 @@
+/*
+ * alloc (put) and malloc (GVA) requests. Keys are placed one after the other; when the pool is full and the only
+ * evictable bytes are pinned by read leases (or held until a delete commits), the request waits (up to
+ * ock.mmc.meta.evict_wait_ms) for them instead of failing, and resumes where it stopped, in arrival order. Replies go
+ * out through policy_ops, matched by request id, so a waiting request does not hold back the session's other
+ * requests. Loop thread only.
+ */
+#ifndef MMC_ALLOC_QUEUE_H
+#define MMC_ALLOC_QUEUE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "meta.h"
+#include "policy_ops.h"
+
+struct alloc_call {
+	struct key_call keys; /* keys and sizes; lease_ttl_ms is the GVA write lease (0: the server's) */
+	bool gva;             /* batch_malloc: an existing key answers with its address instead of a duplicate */
+	bool spread;          /* batch placement over services by free space */
+	uint32_t media;
+	uint32_t replicas; /* 1..MMC_WIRE_REPLICAS */
+	const int32_t *preferred;
+	uint32_t npreferred;
+};
+
+/* Places call's keys and replies (reply_keys), or parks the request until room comes back. A call that breaks the
+ * rules (replicas, duplicate preferred ranks) is answered MMC_INVALID_PARAM (reply_code). */
+void alloc_queue_submit(struct meta *m, const struct alloc_call *call);
+/* Space was freed (or time passed): resumes waiting requests in arrival order; those past their deadline fail. */
+void alloc_queue_kick(struct meta *m);
+/* The session's connection is closing: its waiting requests are dropped unanswered. */
+void alloc_queue_session_closed(struct meta *m, struct session *s);
+/* Frees every waiting request (shutdown). */
+void alloc_queue_fini(struct meta *m);
+
+#endif
