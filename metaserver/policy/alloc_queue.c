@@ -34,21 +34,10 @@ struct alloc_req {
 	struct key_result *results; /* n */
 };
 
-static bool key_ok(const char *key, size_t *len)
-{
-	*len = key ? strlen(key) : 0;
-	return *len >= 1 && *len <= MMC_WIRE_KEY_MAX;
-}
-
 /* An object left over from before a restart whose services never came back must not block a new put. */
 static bool stale(const struct object *o)
 {
-	if (o->state != MMC_BLOB_READABLE)
-		return false;
-	for (int i = 0; i < o->nblobs; i++)
-		if (o->blobs[i].svc && o->blobs[i].svc->session)
-			return false;
-	return true;
+	return o->state == MMC_BLOB_READABLE && !object_readable(o);
 }
 
 /* Places one key. Returns false when it must wait for leased memory. */
@@ -59,7 +48,7 @@ static bool place_one(struct meta *m, struct alloc_req *a, const struct alloc_it
 	bool blocked = false;
 
 	memset(res, 0, sizeof(*res));
-	if (!key_ok(it->key, &len) || it->size == 0 || a->pr.media >= MEDIA_COUNT) {
+	if (!object_key_ok(it->key, &len) || it->size == 0 || a->pr.media >= MEDIA_COUNT) {
 		res->result = MMC_INVALID_PARAM;
 		return true;
 	}
@@ -204,14 +193,10 @@ void alloc_queue_submit(struct meta *m, const struct alloc_call *call)
 		m->ops->reply_code(m, kc->session, kc->id, MMC_MALLOC_FAILED);
 		return;
 	}
-	for (size_t i = 0; i < a.n; i++) {
-		const char *key = kc->keys[i] ? kc->keys[i] : "";
-
-		a.hash[i] = object_hash(key, strlen(key));
-		a.items[i] = (struct alloc_item){kc->keys[i], kc->sizes[i], a.hash[i]};
-	}
 	/* most keys of a put are new: the lookup's cost is the bucket and the chain it walks to the end */
-	objects_prefetch(m, a.hash, a.n);
+	objects_hash_keys(m, kc->keys, a.n, a.hash);
+	for (size_t i = 0; i < a.n; i++)
+		a.items[i] = (struct alloc_item){kc->keys[i], kc->sizes[i], a.hash[i]};
 	/* a request behind a waiting one waits too: first come, first placed */
 	if (list_empty(&m->parked) && run(m, &a)) {
 		reply(m, &a);

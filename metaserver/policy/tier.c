@@ -317,7 +317,7 @@ static void let_go_of_dram(struct meta *m, struct object *o, struct blob *b, uin
 {
 	struct object *z;
 
-	if (!object_leased(o, clock_ms()) || !(z = object_new(object_key(o), o->keylen, 1))) {
+	if (!object_leased(o, clock_ms()) || !(z = objects_dram_copy(m, o, b->svc, b->offset, unlink_seq))) {
 		/* no reader (or no memory to track them: the lease bound still protects them poorly, so log it) */
 		if (o->leases)
 			log_warn("op=demote key=\"%.*s\" err=no_memory_for_reader_copy", o->keylen, object_key(o));
@@ -326,17 +326,8 @@ static void let_go_of_dram(struct meta *m, struct object *o, struct blob *b, uin
 		return;
 	}
 	z->id = o->id; /* the readers' releases name this id */
-	z->unlink_seq = unlink_seq;
-	z->size = o->size;
-	z->state = MMC_BLOB_REMOVING;
-	z->blobs[0].svc = b->svc;
-	z->blobs[0].offset = b->offset;
-	z->blobs[0].media = MMC_MEDIA_DRAM;
-	list_add_tail(&b->svc->blobs, &z->blobs[0].svc_link);
-	b->svc->nblobs++;
 	z->leases = o->leases;
 	o->leases = NULL;
-	list_add_tail(&m->zombies, &z->link);
 }
 
 static int finish_demote(struct meta *m, struct task *t, int result)
@@ -375,7 +366,7 @@ static int finish_demote(struct meta *m, struct task *t, int result)
 static void serve_stage(struct meta *m, struct task *t, struct waiter *w)
 {
 	struct key_result *res = &w->req->res[w->idx];
-	struct object *o = t->o, *z = w->req->s ? object_new(object_key(o), o->keylen, 1) : NULL;
+	struct object *z = w->req->s ? objects_dram_copy(m, t->o, t->svc, t->dst_offset, 0) : NULL;
 
 	if (!z) {
 		release_raw(m, t->svc, MMC_MEDIA_DRAM, t->dst_offset);
@@ -384,16 +375,6 @@ static void serve_stage(struct meta *m, struct task *t, struct waiter *w)
 		return;
 	}
 	z->id = ++m->next_object_id;
-	z->size = o->size;
-	z->checksum_type = o->checksum_type; /* the reader checks the staged copy against the writer's CRC */
-	z->checksum = o->checksum;
-	z->state = MMC_BLOB_REMOVING;
-	z->blobs[0].svc = t->svc;
-	z->blobs[0].offset = t->dst_offset;
-	z->blobs[0].media = MMC_MEDIA_DRAM;
-	list_add_tail(&t->svc->blobs, &z->blobs[0].svc_link);
-	t->svc->nblobs++;
-	list_add_tail(&m->zombies, &z->link);
 	serve_get(m, w->req, w->idx, z, 0);
 }
 
@@ -558,16 +539,9 @@ void tier_fini(struct meta *m)
 
 static struct object *lookup(struct meta *m, const char *key, int32_t *result)
 {
-	size_t len = key ? strlen(key) : 0;
-	struct object *o;
+	const char *k = key ? key : "";
 
-	if (len == 0 || len > MMC_WIRE_KEY_MAX) {
-		*result = MMC_INVALID_PARAM;
-		return NULL;
-	}
-	o = object_find(m, key, len);
-	*result = o && object_readable(o) ? 0 : MMC_OBJECT_NOT_EXISTS;
-	return *result ? NULL : o;
+	return object_find_readable(m, key, object_hash(k, strlen(k)), result);
 }
 
 void tier_get(struct meta *m, const struct key_call *call)

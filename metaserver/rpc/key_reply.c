@@ -4,6 +4,30 @@
 #include "mmc/mmc.h"
 #include "rpc.h"
 
+int key_result_encode(struct arena *a, const struct key_result *r, Mmc__KeyResult *out)
+{
+	Mmc__Blob *blobs = arena_alloc(a, (r->nblobs ? r->nblobs : 1) * sizeof(*blobs));
+	Mmc__Blob **pb = arena_alloc(a, (r->nblobs ? r->nblobs : 1) * sizeof(*pb));
+
+	if (!blobs || !pb)
+		return MMC_MALLOC_FAILED;
+	for (uint32_t b = 0; b < r->nblobs; b++) {
+		mmc__blob__init(&blobs[b]);
+		blobs[b].rank = r->blobs[b].rank;
+		blobs[b].incarnation = r->blobs[b].incarnation;
+		blobs[b].media = r->blobs[b].media;
+		blobs[b].offset = r->blobs[b].offset;
+		blobs[b].state = r->blobs[b].state;
+		pb[b] = &blobs[b];
+	}
+	out->size = r->size;
+	out->checksum_type = r->checksum_type;
+	out->checksum = r->checksum;
+	out->n_blobs = r->nblobs;
+	out->blobs = pb;
+	return 0;
+}
+
 void key_results_send(struct conn *c, uint64_t id, const struct key_result *r, size_t n, bool durable)
 {
 	struct arena *a = &c->m->arena;
@@ -11,36 +35,22 @@ void key_results_send(struct conn *c, uint64_t id, const struct key_result *r, s
 	Mmc__KeyBatchReply rep = MMC__KEY_BATCH_REPLY__INIT;
 	Mmc__KeyResult *res = arena_alloc(a, n * sizeof(*res));
 	Mmc__KeyResult **items = arena_alloc(a, n * sizeof(*items));
-	Mmc__Blob *blobs = arena_alloc(a, n * MMC_WIRE_REPLICAS * sizeof(*blobs));
-	Mmc__Blob **pb = arena_alloc(a, n * MMC_WIRE_REPLICAS * sizeof(*pb));
 
 	if (!id)
 		return;
-	if (!res || !items || !blobs || !pb) {
+	if (!res || !items) {
 		rpc_reply_code(c, id, MMC_MALLOC_FAILED);
 		return;
 	}
 	for (size_t i = 0; i < n; i++) {
 		mmc__key_result__init(&res[i]);
+		if (key_result_encode(a, &r[i], &res[i])) {
+			rpc_reply_code(c, id, MMC_MALLOC_FAILED);
+			return;
+		}
 		res[i].result = r[i].result;
-		res[i].size = r[i].size;
 		res[i].lease_ms = r[i].lease_ms;
 		res[i].token = r[i].token;
-		res[i].checksum_type = r[i].checksum_type;
-		res[i].checksum = r[i].checksum;
-		res[i].n_blobs = r[i].nblobs;
-		res[i].blobs = &pb[i * MMC_WIRE_REPLICAS];
-		for (uint32_t b = 0; b < r[i].nblobs; b++) {
-			Mmc__Blob *x = &blobs[i * MMC_WIRE_REPLICAS + b];
-
-			mmc__blob__init(x);
-			x->rank = r[i].blobs[b].rank;
-			x->incarnation = r[i].blobs[b].incarnation;
-			x->media = r[i].blobs[b].media;
-			x->offset = r[i].blobs[b].offset;
-			x->state = r[i].blobs[b].state;
-			pb[i * MMC_WIRE_REPLICAS + b] = x;
-		}
 		items[i] = &res[i];
 	}
 	rep.n_items = n;

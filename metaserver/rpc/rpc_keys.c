@@ -6,6 +6,7 @@
 #include "arena.h"
 #include "clock.h"
 #include "conn.h"
+#include "key_reply.h"
 #include "log.h"
 #include "mmc/mmc.h"
 #include "objects.h"
@@ -21,41 +22,13 @@ struct reply {
 	struct arena *arena;
 };
 
-static bool key_ok(const char *key, size_t *len)
-{
-	*len = key ? strlen(key) : 0;
-	return *len >= 1 && *len <= MMC_WIRE_KEY_MAX;
-}
-
 /* Describes the object's live blobs (only the one at pick when pick >= 0) in res. */
 static int describe(struct reply *rp, Mmc__KeyResult *res, const struct object *o, int pick)
 {
-	int from = pick >= 0 ? pick : 0, to = pick >= 0 ? pick + 1 : o->nblobs, n = 0;
-	Mmc__Blob *blobs = arena_alloc(rp->arena, (size_t)o->nblobs * sizeof(*blobs));
-	Mmc__Blob **pb = arena_alloc(rp->arena, (size_t)o->nblobs * sizeof(*pb));
+	struct key_result kr;
 
-	if (!blobs || !pb)
-		return MMC_MALLOC_FAILED;
-	for (int i = from; i < to; i++) {
-		const struct blob *b = &o->blobs[i];
-
-		if (!b->svc)
-			continue;
-		mmc__blob__init(&blobs[n]);
-		blobs[n].rank = b->svc->rank;
-		blobs[n].incarnation = b->svc->incarnation;
-		blobs[n].media = b->media;
-		blobs[n].offset = b->offset;
-		blobs[n].state = o->state;
-		pb[n] = &blobs[n];
-		n++;
-	}
-	res->size = o->size;
-	res->n_blobs = (size_t)n;
-	res->blobs = pb;
-	res->checksum_type = o->checksum_type;
-	res->checksum = o->checksum;
-	return 0;
+	key_result_note(&kr, o, pick);
+	return key_result_encode(rp->arena, &kr, res);
 }
 
 /*
@@ -68,7 +41,7 @@ static int commit_one(struct conn *c, const Mmc__KeyItem *it, uint64_t hash)
 	struct object *o;
 	size_t len;
 
-	if (!key_ok(it->key, &len))
+	if (!object_key_ok(it->key, &len))
 		return MMC_INVALID_PARAM;
 	o = object_find_hashed(c->m, it->key, len, hash);
 	if (o && it->token && o->id != it->token)
@@ -108,20 +81,6 @@ static void op_commit(struct conn *c, const Mmc__KeyBatch *req, struct reply *rp
 	}
 }
 
-static struct object *find_readable(struct meta *m, const char *key, uint64_t hash, int *rc)
-{
-	struct object *o;
-	size_t len;
-
-	if (!key_ok(key, &len)) {
-		*rc = MMC_INVALID_PARAM;
-		return NULL;
-	}
-	o = object_find_hashed(m, key, len, hash);
-	*rc = o && object_readable(o) ? 0 : MMC_OBJECT_NOT_EXISTS;
-	return *rc ? NULL : o;
-}
-
 /* get: pick the nearest replica and take a counted read lease. add_lease: an uncounted, extendable one. */
 static void op_lease(struct conn *c, const Mmc__KeyBatch *req, struct reply *rp, bool get)
 {
@@ -130,7 +89,7 @@ static void op_lease(struct conn *c, const Mmc__KeyBatch *req, struct reply *rp,
 		struct object *o;
 
 		objects_prefetch_step(c->m, rp->hash, req->n_items, i, true);
-		o = find_readable(c->m, req->items[i]->key, rp->hash[i], &res->result);
+		o = object_find_readable(c->m, req->items[i]->key, rp->hash[i], &res->result);
 
 		if (!o)
 			continue;
@@ -153,7 +112,7 @@ static void op_release(struct conn *c, const Mmc__KeyBatch *req, struct reply *r
 		struct object *o;
 
 		objects_prefetch_step(c->m, rp->hash, req->n_items, i, false);
-		if (!key_ok(req->items[i]->key, &len)) {
+		if (!object_key_ok(req->items[i]->key, &len)) {
 			rp->res[i].result = MMC_INVALID_PARAM;
 			continue;
 		}
@@ -183,7 +142,7 @@ static void op_simple(struct conn *c, const Mmc__Frame *f, const Mmc__KeyBatch *
 		size_t len;
 
 		objects_prefetch_step(c->m, rp->hash, req->n_items, i, lru);
-		if (!key_ok(req->items[i]->key, &len)) {
+		if (!object_key_ok(req->items[i]->key, &len)) {
 			res->result = MMC_INVALID_PARAM;
 			continue;
 		}
@@ -215,7 +174,7 @@ static bool reads_ssd(struct meta *m, const Mmc__KeyBatch *req, const uint64_t *
 		struct object *o;
 
 		objects_prefetch_step(m, hash, req->n_items, i, true);
-		if (!key_ok(req->items[i]->key, &len))
+		if (!object_key_ok(req->items[i]->key, &len))
 			continue;
 		o = object_find_hashed(m, req->items[i]->key, len, hash[i]);
 		if (o && object_readable(o) && tier_on_ssd(o))
@@ -225,21 +184,6 @@ static bool reads_ssd(struct meta *m, const Mmc__KeyBatch *req, const uint64_t *
 }
 
 /* Hashes every key once, and starts fetching the first buckets. */
-static uint64_t *batch_hash(struct meta *m, const Mmc__KeyBatch *req)
-{
-	uint64_t *hash = arena_alloc(&m->arena, req->n_items * sizeof(*hash));
-
-	if (!hash)
-		return NULL;
-	for (size_t i = 0; i < req->n_items; i++) {
-		const char *key = req->items[i]->key ? req->items[i]->key : "";
-
-		hash[i] = object_hash(key, strlen(key));
-	}
-	objects_prefetch(m, hash, req->n_items);
-	return hash;
-}
-
 static int reply_init(struct reply *rp, struct arena *a, size_t n, const uint64_t *hash)
 {
 	Mmc__KeyResult **items = arena_alloc(a, n * sizeof(*items));
@@ -328,44 +272,47 @@ static void alloc_start(struct conn *c, const Mmc__Frame *f, const Mmc__KeyBatch
 	alloc_queue_submit(c->m, &call);
 }
 
-/* Batches the policy layer answers itself, now or once moves or room allow. */
-static bool policy_batch(struct conn *c, const Mmc__Frame *f, const Mmc__KeyBatch *req, const uint64_t *hash)
+/* Batches the policy layer answers itself, now or once moves or room allow; the others hash their keys (hash
+ * NULL when out of memory: the lookups then hash one by one). */
+static bool policy_batch(struct conn *c, const Mmc__Frame *f, const Mmc__KeyBatch *req, const struct key_call *call,
+                         uint64_t **hash)
 {
-	struct key_call call;
 	bool alloc = f->body_case == MMC__FRAME__BODY_ALLOC || f->body_case == MMC__FRAME__BODY_MALLOC;
 	bool move = f->body_case == MMC__FRAME__BODY_EVICT || f->body_case == MMC__FRAME__BODY_PREFETCH;
-	bool ssd_get = f->body_case == MMC__FRAME__BODY_GET && hash && reads_ssd(c->m, req, hash);
 
-	if (!alloc && !move && !ssd_get)
-		return false;
-	if (key_call_of(c, f, req, &call)) {
-		rpc_reply_code(c, f->id, MMC_MALLOC_FAILED);
+	if (alloc) {
+		alloc_start(c, f, req, call);
 		return true;
 	}
-	if (alloc)
-		alloc_start(c, f, req, &call);
-	else if (move)
-		tier_move(c->m, &call, f->body_case == MMC__FRAME__BODY_EVICT);
-	else
-		tier_get(c->m, &call); /* replies once the SSD reads are done */
-	return true;
+	if (move) {
+		tier_move(c->m, call, f->body_case == MMC__FRAME__BODY_EVICT);
+		return true;
+	}
+	if ((*hash = arena_alloc(&c->m->arena, call->n * sizeof(**hash))))
+		objects_hash_keys(c->m, call->keys, call->n, *hash);
+	if (f->body_case == MMC__FRAME__BODY_GET && *hash && reads_ssd(c->m, req, *hash)) {
+		tier_get(c->m, call); /* replies once the SSD reads are done */
+		return true;
+	}
+	return false;
 }
 
 void rpc_keys(struct conn *c, const Mmc__Frame *f, const Mmc__KeyBatch *req)
 {
+	struct key_call call;
 	struct reply rp;
-	uint64_t *hash;
+	uint64_t *hash = NULL;
 	int rc;
 
 	if (req->n_items == 0 || req->n_items > MMC_WIRE_KEYS_MAX) {
 		rpc_reply_code(c, f->id, MMC_INVALID_PARAM);
 		return;
 	}
-	hash = f->body_case == MMC__FRAME__BODY_ALLOC || f->body_case == MMC__FRAME__BODY_MALLOC ||
-	               f->body_case == MMC__FRAME__BODY_EVICT || f->body_case == MMC__FRAME__BODY_PREFETCH
-	           ? NULL
-	           : batch_hash(c->m, req);
-	if (policy_batch(c, f, req, hash))
+	if (key_call_of(c, f, req, &call)) {
+		rpc_reply_code(c, f->id, MMC_MALLOC_FAILED);
+		return;
+	}
+	if (policy_batch(c, f, req, &call, &hash))
 		return;
 	rc = reply_init(&rp, &c->m->arena, req->n_items, hash);
 	if (rc == 0)

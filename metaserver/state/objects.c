@@ -138,6 +138,36 @@ uint64_t object_hash(const char *key, size_t len)
 	return hash_bytes(key, len);
 }
 
+bool object_key_ok(const char *key, size_t *len)
+{
+	*len = key ? strlen(key) : 0;
+	return *len >= 1 && *len <= MMC_WIRE_KEY_MAX;
+}
+
+struct object *object_find_readable(struct meta *m, const char *key, uint64_t hash, int *rc)
+{
+	struct object *o;
+	size_t len;
+
+	if (!object_key_ok(key, &len)) {
+		*rc = MMC_INVALID_PARAM;
+		return NULL;
+	}
+	o = object_find_hashed(m, key, len, hash);
+	*rc = o && object_readable(o) ? 0 : MMC_OBJECT_NOT_EXISTS;
+	return *rc ? NULL : o;
+}
+
+void objects_hash_keys(const struct meta *m, const char *const *keys, size_t n, uint64_t *hash)
+{
+	for (size_t i = 0; i < n; i++) {
+		const char *key = keys[i] ? keys[i] : "";
+
+		hash[i] = hash_bytes(key, strlen(key));
+	}
+	objects_prefetch(m, hash, n);
+}
+
 struct object *object_find_hashed(struct meta *m, const char *key, size_t len, uint64_t hash)
 {
 	struct object *o;
@@ -434,6 +464,27 @@ void object_drop(struct meta *m, struct object *o)
 	}
 	release_space(m, o);
 	object_free_mem(o);
+}
+
+struct object *objects_dram_copy(struct meta *m, struct object *o, struct service *svc, uint64_t offset,
+                                 uint64_t unlink_seq)
+{
+	struct object *z = object_new(object_key(o), o->keylen, 1);
+
+	if (!z)
+		return NULL;
+	z->size = o->size;
+	z->checksum_type = o->checksum_type; /* a reader checks the copy against the writer's CRC */
+	z->checksum = o->checksum;
+	z->unlink_seq = unlink_seq;
+	z->state = MMC_BLOB_REMOVING;
+	z->blobs[0].svc = svc;
+	z->blobs[0].offset = offset;
+	z->blobs[0].media = MMC_MEDIA_DRAM;
+	list_add_tail(&svc->blobs, &z->blobs[0].svc_link);
+	svc->nblobs++;
+	list_add_tail(&m->zombies, &z->link);
+	return z;
 }
 
 void object_lose_blob(struct meta *m, struct object *o, struct blob *b)

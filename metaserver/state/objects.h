@@ -37,6 +37,21 @@ void object_index_add(struct meta *m, struct object *o);
 void object_publish(struct meta *m, struct object *o);
 /* Promotes o on its LRU (a get or an exist). */
 void object_touch(struct meta *m, struct object *o);
+/* The readable object of key (hash: object_hash of it), or NULL with *rc MMC_INVALID_PARAM (a key the wire does not
+ * allow) or MMC_OBJECT_NOT_EXISTS (absent, being written, or on services that have not come back). */
+struct object *object_find_readable(struct meta *m, const char *key, uint64_t hash, int *rc);
+/* A key the wire allows: 1..MMC_WIRE_KEY_MAX bytes. *len gets its length (0 for NULL). */
+bool object_key_ok(const char *key, size_t *len);
+/* Hashes n keys into hash[] and starts fetching their buckets: a batch's lookups then overlap their misses. */
+void objects_hash_keys(const struct meta *m, const char *const *keys, size_t n, uint64_t *hash);
+/*
+ * A removed single-blob copy of o at (svc, DRAM, offset), on the zombie list: what readers of a range that o no
+ * longer owns hold their leases on (a demoted object's old DRAM copy, a staged SSD read). Freed with its leases,
+ * after unlink_seq is durable. NULL when out of memory.
+ */
+struct object *objects_dram_copy(struct meta *m, struct object *o, struct service *svc, uint64_t offset,
+                                 uint64_t unlink_seq);
+
 /* First blob whose service is attached, preferring the session's own service, then its host; -1 if none. */
 int object_pick_blob(const struct meta *m, const struct object *o, const struct session *reader);
 /* True when at least one blob's service is attached. */
