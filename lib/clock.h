@@ -1,9 +1,18 @@
-/* Monotonic time in the units the code base uses (ms for leases and timeouts, ns for benchmarks). */
+/*
+ * Monotonic time in the units the code base uses: ms for leases, deadlines and timeouts (the logical clock), ns
+ * for measuring. Tests of the meta server stop the logical clock and move it by hand (clock_freeze,
+ * clock_advance_ms) instead of sleeping through a timeout; clock_ns always runs. libmmc never stops it.
+ */
 #ifndef MMC_CLOCK_H
 #define MMC_CLOCK_H
 
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <time.h>
+
+/* 0: the logical clock follows the monotonic one; else the frozen time in ms (clock.c). */
+extern _Atomic uint64_t clock_frozen_ms;
 
 static inline uint64_t clock_ns(void)
 {
@@ -14,8 +23,16 @@ static inline uint64_t clock_ns(void)
 
 static inline uint64_t clock_ms(void)
 {
-	return clock_ns() / 1000000u;
+	uint64_t frozen = atomic_load_explicit(&clock_frozen_ms, memory_order_relaxed);
+
+	return frozen ? frozen : clock_ns() / 1000000u;
 }
+
+/* Stops the logical clock at now; from then on only clock_advance_ms moves it. Process-wide, any thread. */
+void clock_freeze(void);
+/* Moves a frozen logical clock forward by ms (a running one is left alone). Returns the new time. */
+uint64_t clock_advance_ms(uint64_t ms);
+bool clock_is_frozen(void);
 
 /* Absolute CLOCK_REALTIME deadline for pthread_cond_timedwait, ms from now. */
 static inline struct timespec clock_deadline(uint64_t ms)

@@ -427,7 +427,8 @@ static void complete(struct meta *m, struct task *t, int result)
 	struct object *o = t->o;
 
 	list_del(&t->link);
-	o->busy--;
+	/* o stays pinned (busy) until the end: a victim that could not move is dropped by finish_demote, and that
+	 * must leave it on the zombie list for object_unpin below rather than free it under us */
 	if (t->kind == T_DEMOTE) {
 		int code = finish_demote(m, t, result);
 
@@ -440,6 +441,7 @@ static void complete(struct meta *m, struct task *t, int result)
 		t->waiters[i].req->pending--;
 		req_settle(m, t->waiters[i].req);
 	}
+	o->busy--;
 	if (o->state == MMC_BLOB_REMOVING)
 		object_unpin(m, o);
 	free(t->waiters);

@@ -1,0 +1,475 @@
+/*
+ * The meta server's policy layer without sockets or processes: placement, eviction (watermarks, LRU order, leases,
+ * waiting allocations), the allocation queue and tier moves, over a real state layer (objects, services, LMDB in a
+ * temporary directory) with the logical clock frozen. policy_ops is this file's recorder, so every reply and every
+ * BlobTask the policy layer sends is checked here.
+ */
+#include <criterion/criterion.h>
+#include <event2/event.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "alloc_queue.h"
+#include "clock.h"
+#include "eviction.h"
+#include "meta_conf.h"
+#include "mmc/mmc.h"
+#include "objects.h"
+#include "persist.h"
+#include "policy_ops.h"
+#include "services.h"
+#include "space.h"
+#include "tier.h"
+
+#define MiB      (1ull << 20)
+#define SERVICES 3
+#define MAX_SEEN 64
+
+static struct event_base *base;
+static struct meta m;
+static struct session sess[SERVICES];
+static struct service *svc[SERVICES];
+static char dir[64];
+
+/* What the policy layer sent, in order. */
+static struct {
+	uint64_t id;
+	int code; /* reply_code, or INT32_MIN for reply_keys */
+	struct key_result res[8];
+	size_t n;
+} replies[MAX_SEEN];
+static size_t nreplies;
+static struct blob_task tasks[MAX_SEEN];
+static size_t ntasks;
+
+static void send_task(struct meta *mm, struct service *s, const struct blob_task *t)
+{
+	cr_assert_lt(ntasks, MAX_SEEN);
+	tasks[ntasks++] = *t;
+}
+
+static void reply_keys(struct meta *mm, struct session *s, uint64_t id, const struct key_result *r, size_t n, bool d)
+{
+	cr_assert_lt(nreplies, MAX_SEEN);
+	replies[nreplies].id = id;
+	replies[nreplies].code = INT32_MIN;
+	replies[nreplies].n = n;
+	memcpy(replies[nreplies++].res, r, (n < 8 ? n : 8) * sizeof(*r));
+}
+
+static void reply_code(struct meta *mm, struct session *s, uint64_t id, int result)
+{
+	cr_assert_lt(nreplies, MAX_SEEN);
+	replies[nreplies].id = id;
+	replies[nreplies++].code = result;
+}
+
+static const struct policy_ops recorder = {send_task, reply_keys, reply_code};
+
+/* A local service lending dram bytes (and ssd bytes when not 0), attached to session i. */
+static void mount(int i, uint64_t dram, uint64_t ssd)
+{
+	static const uint8_t addr[] = {1};
+	struct service_spec spec = {.rank = -1, .fabric_addr = addr, .addr_len = 1, .provider = "tcp", .nsegs = 1};
+
+	spec.segs[0] = (struct service_spec_segment){MMC_MEDIA_DRAM, dram, 0, 0};
+	if (ssd) {
+		spec.segs[1] = (struct service_spec_segment){MMC_MEDIA_SSD, ssd, 0, 0};
+		spec.nsegs = 2;
+		spec.ssd_path = "/nonexistent/ssd";
+	}
+	sess[i] = (struct session){.id = (uint64_t)i + 1, .pid = 100 + (uint32_t)i};
+	snprintf(sess[i].host, sizeof(sess[i].host), "host%d", i);
+	cr_assert_eq(service_register(&m, &sess[i], &spec, &svc[i]), 0);
+}
+
+static void setup(void)
+{
+	struct persist_opts po = {.dir = dir, .map_size = 64 * MiB, .sync = false};
+	char err[256];
+
+	snprintf(dir, sizeof(dir), "/tmp/mmc-policy-XXXXXX");
+	cr_assert_not_null(mkdtemp(dir));
+	clock_freeze();
+	memset(&m, 0, sizeof(m));
+	meta_conf_defaults(&m.conf);
+	m.conf.evict_wait_ms = 1000;
+	m.ops = &recorder;
+	base = event_base_new();
+	cr_assert_eq(event_base_priority_init(base, 3), 0, "the server's three priorities (persist.c)");
+	m.base = base;
+	list_init(&m.conns);
+	arena_init(&m.arena);
+	tier_init(&m);
+	cr_assert_eq(persist_open(&m.persist, base, &po, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(persist_dbi(m.persist, "objects", &m.db_objects), 0);
+	cr_assert_eq(persist_dbi(m.persist, "services", &m.db_services), 0);
+	cr_assert_eq(persist_dbi(m.persist, "info", &m.db_info), 0);
+	cr_assert_eq(objects_init(&m), 0);
+	nreplies = ntasks = 0;
+}
+
+static void teardown(void)
+{
+	char cmd[128];
+
+	alloc_queue_fini(&m);
+	tier_fini(&m);
+	objects_fini(&m);
+	services_fini(&m);
+	persist_close(m.persist);
+	arena_fini(&m.arena);
+	event_base_free(base);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	cr_assert_eq(system(cmd), 0);
+}
+
+/* Lets the LMDB writer land what is queued (commits run their waiters on the loop). */
+static void commit(void)
+{
+	persist_flush(m.persist);
+	event_base_loop(base, EVLOOP_NONBLOCK);
+}
+
+static uint64_t next_id = 1;
+
+/* Submits an alloc of keys[0..n) with the given sizes from session w; returns its request id. */
+static uint64_t alloc(int w, const char *const *keys, const uint64_t *sizes, size_t n, uint32_t replicas)
+{
+	struct alloc_call call = {
+	    .keys = {&sess[w], next_id, 0, keys, sizes, n},
+	    .spread = n > 1,
+	    .media = MMC_MEDIA_DRAM,
+	    .replicas = replicas,
+	};
+
+	alloc_queue_submit(&m, &call);
+	arena_reset(&m.arena);
+	return next_id++;
+}
+
+static const struct key_result *reply_of(uint64_t id, int *code)
+{
+	for (size_t i = 0; i < nreplies; i++) {
+		if (replies[i].id != id)
+			continue;
+		*code = replies[i].code;
+		return replies[i].res;
+	}
+	return NULL;
+}
+
+/* A put of one key from session w, committed: returns the rank its one replica went to. */
+static uint32_t put(int w, const char *key, uint64_t size)
+{
+	int code;
+	uint64_t id = alloc(w, &key, &size, 1, 1);
+	const struct key_result *r = reply_of(id, &code);
+	struct object *o = object_find(&m, key, strlen(key));
+
+	cr_assert_not_null(r, "put %s: no reply", key);
+	cr_assert_eq(code, INT32_MIN);
+	cr_assert_eq(r[0].result, 0, "put %s: %d", key, r[0].result);
+	cr_assert_not_null(o);
+	object_publish(&m, o);
+	o->write_session = 0;
+	return r[0].blobs[0].rank;
+}
+
+static bool present(const char *key)
+{
+	struct object *o = object_find(&m, key, strlen(key));
+
+	return o && object_readable(o);
+}
+
+TestSuite(placement, .init = setup, .fini = teardown, .timeout = 30);
+
+Test(placement, a_single_put_prefers_the_writers_own_pool)
+{
+	for (int i = 0; i < SERVICES; i++)
+		mount(i, 64 * MiB, 0);
+	cr_assert_eq(put(1, "a", MiB), svc[1]->rank);
+	cr_assert_eq(put(2, "b", MiB), svc[2]->rank);
+}
+
+Test(placement, replicas_go_to_distinct_services_or_not_at_all)
+{
+	const char *k = "r";
+	uint64_t size = MiB, used, total;
+	int code;
+
+	mount(0, 16 * MiB, 0);
+	mount(1, 16 * MiB, 0);
+	const struct key_result *r = reply_of(alloc(0, &k, &size, 1, 2), &code);
+
+	cr_assert_eq(r[0].result, 0);
+	cr_assert_eq(r[0].nblobs, 2);
+	cr_assert_neq(r[0].blobs[0].rank, r[0].blobs[1].rank);
+	space_usage(&m, MMC_MEDIA_DRAM, &used, &total);
+	cr_assert_eq(used, 2 * MiB);
+	k = "three";
+	r = reply_of(alloc(0, &k, &size, 1, 3), &code);
+	cr_assert_eq(r[0].result, MMC_NOT_ENOUGH_MEMORY, "three replicas need three services");
+	space_usage(&m, MMC_MEDIA_DRAM, &used, &total);
+	cr_assert_eq(used, 2 * MiB, "a failed placement reserves nothing");
+}
+
+Test(placement, a_batch_spreads_over_services_by_free_space)
+{
+	const char *keys[6] = {"s0", "s1", "s2", "s3", "s4", "s5"};
+	uint64_t sizes[6] = {MiB, MiB, MiB, MiB, MiB, MiB};
+	int per[SERVICES] = {0}, code;
+
+	for (int i = 0; i < SERVICES; i++)
+		mount(i, 64 * MiB, 0);
+	const struct key_result *r = reply_of(alloc(0, keys, sizes, 6, 1), &code);
+
+	for (int i = 0; i < 6; i++) {
+		cr_assert_eq(r[i].result, 0);
+		per[r[i].blobs[0].rank]++;
+	}
+	for (int i = 0; i < SERVICES; i++)
+		cr_assert_eq(per[i], 2, "service %d got %d of 6 keys", i, per[i]);
+}
+
+Test(placement, a_preferred_rank_must_be_a_live_service)
+{
+	const char *k = "p";
+	uint64_t size = MiB;
+	int32_t pref = 7;
+	int code;
+	struct alloc_call call = {.keys = {&sess[0], 99, 0, &k, &size, 1},
+	                          .media = MMC_MEDIA_DRAM,
+	                          .replicas = 1,
+	                          .preferred = &pref,
+	                          .npreferred = 1};
+
+	mount(0, 16 * MiB, 0);
+	alloc_queue_submit(&m, &call);
+	cr_assert_eq(reply_of(99, &code)[0].result, MMC_INVALID_PARAM);
+	pref = 0;
+	call.keys.id = 100;
+	alloc_queue_submit(&m, &call);
+	cr_assert_eq(reply_of(100, &code)[0].blobs[0].rank, 0);
+}
+
+TestSuite(eviction, .init = setup, .fini = teardown, .timeout = 30);
+
+Test(eviction, above_the_high_mark_evicts_the_least_recently_used_down_to_the_low_mark)
+{
+	char key[16];
+	uint64_t used, total;
+
+	m.conf.evict_high = 70;
+	m.conf.evict_low = 50;
+	mount(0, 10 * MiB, 0);
+	for (int i = 0; i < 7; i++) {
+		snprintf(key, sizeof(key), "k%d", i);
+		put(0, key, MiB);
+		if (i == 3)
+			object_touch(&m, object_find(&m, "k0", 2)); /* k0 is now more recent than k1..k3 */
+	}
+	put(0, "k7", MiB); /* 8 MiB of 10 crosses 70 %: evict the LRU tail to 50 % */
+	space_usage(&m, MMC_MEDIA_DRAM, &used, &total);
+	cr_assert_leq(used * 100, total * 50, "used %llu of %llu", (unsigned long long)used, (unsigned long long)total);
+	cr_assert(present("k0"), "touched: kept");
+	cr_assert(!present("k1") && !present("k2") && !present("k3"), "the least recently used went first");
+	cr_assert(present("k7"));
+}
+
+Test(eviction, leased_objects_are_never_evicted_and_the_put_waits_for_them)
+{
+	const char *k = "next";
+	uint64_t size = 6 * MiB, id;
+	struct object *o;
+	int code;
+
+	mount(0, 8 * MiB, 0);
+	put(0, "leased", 6 * MiB);
+	o = object_find(&m, "leased", 6);
+	cr_assert_gt(lease_grant(&m, o, sess[0].id, 5000, true), 0);
+	id = alloc(0, &k, &size, 1, 1);
+	cr_assert_null(reply_of(id, &code), "no room but a lease that will end: the put waits");
+	cr_assert(present("leased"));
+	lease_release(&m, o, sess[0].id, true);
+	alloc_queue_kick(&m);
+	commit(); /* the evicted object's space comes back once its delete is durable */
+	alloc_queue_kick(&m);
+	cr_assert_not_null(reply_of(id, &code));
+	cr_assert_eq(reply_of(id, &code)[0].result, 0);
+	cr_assert(!present("leased"));
+}
+
+Test(eviction, a_waiting_put_gives_up_after_evict_wait_ms)
+{
+	const char *k = "late";
+	uint64_t size = 6 * MiB, id;
+	int code;
+
+	mount(0, 8 * MiB, 0);
+	put(0, "leased", 6 * MiB);
+	lease_grant(&m, object_find(&m, "leased", 6), sess[0].id, 60000, true);
+	id = alloc(0, &k, &size, 1, 1);
+	clock_advance_ms(m.conf.evict_wait_ms - 1);
+	alloc_queue_kick(&m);
+	cr_assert_null(reply_of(id, &code), "still within evict_wait_ms");
+	clock_advance_ms(2);
+	alloc_queue_kick(&m);
+	cr_assert_eq(reply_of(id, &code)[0].result, MMC_NOT_ENOUGH_MEMORY);
+}
+
+TestSuite(alloc_queue, .init = setup, .fini = teardown, .timeout = 30);
+
+Test(alloc_queue, requests_are_placed_in_arrival_order)
+{
+	const char *a = "a", *b = "b";
+	uint64_t big = 6 * MiB, small = MiB, ida, idb;
+	int code;
+
+	mount(0, 8 * MiB, 0);
+	put(0, "leased", 6 * MiB);
+	lease_grant(&m, object_find(&m, "leased", 6), sess[0].id, 60000, true);
+	ida = alloc(0, &a, &big, 1, 1);
+	idb = alloc(1 % SERVICES, &b, &small, 1, 1);
+	cr_assert_null(reply_of(ida, &code));
+	cr_assert_null(reply_of(idb, &code), "a request behind a waiting one waits, though it would fit");
+	lease_release(&m, object_find(&m, "leased", 6), sess[0].id, true);
+	commit();
+	alloc_queue_kick(&m);
+	commit();
+	alloc_queue_kick(&m);
+	cr_assert_eq(reply_of(ida, &code)[0].result, 0);
+	cr_assert_eq(reply_of(idb, &code)[0].result, 0);
+	cr_assert_lt(ida, idb);
+	cr_assert_eq(replies[nreplies - 2].id, ida, "answered in arrival order");
+}
+
+Test(alloc_queue, a_closed_session_s_waiting_requests_are_dropped_unanswered)
+{
+	const char *k = "gone";
+	uint64_t size = 6 * MiB, id;
+	int code;
+
+	mount(0, 8 * MiB, 0);
+	mount(1, 8 * MiB, 0);
+	put(0, "l0", 6 * MiB);
+	put(1, "l1", 6 * MiB);
+	lease_grant(&m, object_find(&m, "l0", 2), sess[0].id, 60000, true);
+	lease_grant(&m, object_find(&m, "l1", 2), sess[0].id, 60000, true);
+	id = alloc(1, &k, &size, 1, 1);
+	alloc_queue_session_closed(&m, &sess[1]);
+	clock_advance_ms(m.conf.evict_wait_ms + 1);
+	alloc_queue_kick(&m);
+	cr_assert_null(reply_of(id, &code));
+	cr_assert(list_empty(&m.parked));
+}
+
+Test(alloc_queue, space_held_for_an_uncommitted_delete_is_waited_for_not_reused)
+{
+	const char *k = "new";
+	uint64_t size = 6 * MiB, id, held, lost;
+	int code;
+
+	mount(0, 8 * MiB, 0);
+	put(0, "old", 6 * MiB);
+	commit(); /* old's record is on disk */
+	id = alloc(0, &k, &size, 1, 1);
+	cr_assert(!present("old"), "evicted");
+	space_held(&m, MMC_MEDIA_DRAM, &held, &lost);
+	cr_assert_eq(held, 6 * MiB, "its space waits for the commit of its delete");
+	cr_assert_null(reply_of(id, &code), "the put waits rather than fail or reuse");
+	commit();
+	alloc_queue_kick(&m);
+	cr_assert_eq(reply_of(id, &code)[0].result, 0);
+	space_held(&m, MMC_MEDIA_DRAM, &held, &lost);
+	cr_assert_eq(held, 0);
+}
+
+TestSuite(tier, .init = setup, .fini = teardown, .timeout = 30);
+
+static struct key_call get_call(int w, const char *const *keys, size_t n, uint64_t id)
+{
+	return (struct key_call){&sess[w], id, 0, keys, NULL, n};
+}
+
+Test(tier, an_eviction_victim_moves_to_ssd_and_its_dram_waits_for_the_new_record)
+{
+	struct object *o;
+	uint64_t held, lost;
+
+	m.conf.evict_high = 70;
+	m.conf.evict_low = 50;
+	mount(0, 10 * MiB, 64 * MiB);
+	put(0, "cold", 4 * MiB);
+	put(0, "warm", 4 * MiB); /* 8 of 10 MiB: the LRU tail goes one tier down */
+	cr_assert_eq(ntasks, 1);
+	cr_assert_eq(tasks[0].src_media, MMC_MEDIA_DRAM);
+	cr_assert_eq(tasks[0].dst_media, MMC_MEDIA_SSD);
+	cr_assert_eq(tasks[0].size, 4 * MiB);
+	o = object_find(&m, "cold", 4);
+	tier_task_done(&m, tasks[0].id, 0);
+	cr_assert(tier_on_ssd(o));
+	cr_assert(present("cold"), "still readable, from SSD");
+	space_held(&m, MMC_MEDIA_DRAM, &held, &lost);
+	cr_assert_eq(held, 4 * MiB, "the old DRAM range waits until the record naming SSD is durable");
+	commit();
+	space_held(&m, MMC_MEDIA_DRAM, &held, &lost);
+	cr_assert_eq(held, 0);
+}
+
+Test(tier, a_get_below_the_watermark_promotes_and_answers_from_dram)
+{
+	const char *k = "cold";
+	struct key_call call;
+	int code;
+
+	m.conf.evict_high = 70;
+	m.conf.evict_low = 50;
+	m.conf.rewarm_watermark = 90;
+	mount(0, 10 * MiB, 64 * MiB);
+	put(0, "cold", 4 * MiB);
+	put(0, "warm", 4 * MiB);
+	tier_task_done(&m, tasks[0].id, 0);
+	object_drop(&m, object_find(&m, "warm", 4)); /* room again: below the watermark */
+	commit();
+	call = get_call(0, &k, 1, 500);
+	tier_get(&m, &call);
+	cr_assert_eq(ntasks, 2, "a promote");
+	cr_assert_eq(tasks[1].src_media, MMC_MEDIA_SSD);
+	cr_assert_eq(tasks[1].dst_media, MMC_MEDIA_DRAM);
+	cr_assert_null(reply_of(500, &code), "answers once the read is done");
+	tier_task_done(&m, tasks[1].id, 0);
+	cr_assert_eq(reply_of(500, &code)[0].result, 0);
+	cr_assert_eq(reply_of(500, &code)[0].blobs[0].media, MMC_MEDIA_DRAM);
+	cr_assert(!tier_on_ssd(object_find(&m, "cold", 4)));
+}
+
+Test(tier, a_victim_whose_move_failed_is_evicted)
+{
+	m.conf.evict_high = 70;
+	m.conf.evict_low = 50;
+	mount(0, 10 * MiB, 64 * MiB);
+	put(0, "cold", 4 * MiB);
+	put(0, "warm", 4 * MiB);
+	cr_assert_eq(ntasks, 1);
+	tier_task_done(&m, tasks[0].id, MMC_ERROR);
+	cr_assert(!present("cold"));
+	cr_assert(present("warm"));
+}
+
+Test(tier, a_service_that_leaves_fails_its_moves)
+{
+	const char *k = "cold";
+	struct key_call call = get_call(0, &k, 1, 600);
+	int code;
+
+	mount(0, 10 * MiB, 64 * MiB);
+	put(0, "cold", 4 * MiB);
+	tier_move(&m, &call, true); /* mmc_evict_keys */
+	cr_assert_eq(ntasks, 1);
+	cr_assert_null(reply_of(600, &code));
+	service_unmount(&m, svc[0], "test");
+	cr_assert_not_null(reply_of(600, &code), "the waiting evict is answered when its service goes");
+}
