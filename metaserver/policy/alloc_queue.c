@@ -184,7 +184,8 @@ void alloc_queue_submit(struct meta *m, const struct alloc_call *call)
 		m->ops->reply_code(m, kc->session, kc->id, MMC_INVALID_PARAM);
 		return;
 	}
-	memcpy(a.preferred, call->preferred, call->npreferred * sizeof(int32_t));
+	if (call->npreferred) /* protobuf-c leaves the array NULL when empty */
+		memcpy(a.preferred, call->preferred, call->npreferred * sizeof(int32_t));
 	a.pr.preferred = a.preferred;
 	a.items = arena_alloc(&m->arena, a.n * sizeof(*a.items));
 	a.results = arena_alloc(&m->arena, a.n * sizeof(*a.results));
