@@ -31,7 +31,8 @@ struct soak_opts {
 	double kill_worker_at; /* seconds after the start; < 0: no worker is killed */
 	double key_factor;     /* bytes of distinct keys / bytes of all pools */
 	uint64_t seed;
-	char protocol[16]; /* "host_tcp" or "host_shm" */
+	unsigned evict_high, evict_low; /* the server's eviction thresholds, %; 0: its defaults */
+	char protocol[16];              /* "host_tcp" or "host_shm" */
 	const char *metaserver;
 	bool verbose;
 };
@@ -125,6 +126,7 @@ struct soak_shm {
 	_Atomic uint32_t gen;      /* bumped for each SOAK_VERIFY */
 	_Atomic uint32_t swept;    /* threads done with the current SOAK_VERIFY */
 	_Atomic uint64_t since_ms; /* CLOCK_MONOTONIC ms of the last meta restart (for the violation notes) */
+	_Atomic uint32_t dead;     /* bit p: worker p is gone (its keys are swept by the others) */
 	uint64_t t0_ms;            /* CLOCK_MONOTONIC ms of the start of the workload */
 	struct soak_counts slot[SOAK_MAX_WRITERS];
 };

@@ -6,6 +6,7 @@
  */
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "soak_thread.h"
@@ -77,23 +78,72 @@ static void version_text(char *buf, size_t len, uint64_t v)
 	snprintf(buf, len, "w%u#%u", soak_version_writer(v), (uint32_t)v);
 }
 
+/* Where a torn body differs from the header's version: the range, how much, and the first word found/expected. */
+static void torn_text(char *buf, size_t len, const unsigned char *got, const struct soak_key *k, uint64_t version,
+                      size_t bad)
+{
+	unsigned char *want = malloc(k->size);
+	size_t last = bad, differ = 0, zero = 0;
+	uint64_t f = 0, e = 0;
+
+	if (!want) {
+		snprintf(buf, len, "body differs from byte %zu", bad);
+		return;
+	}
+	soak_value_fill(want, k, version);
+	for (size_t i = bad; i < k->size; i++) {
+		if (got[i] == want[i])
+			continue;
+		last = i;
+		differ++;
+		zero += got[i] == 0;
+	}
+	memcpy(&f, got + bad, k->size - bad < 8 ? k->size - bad : 8);
+	memcpy(&e, want + bad, k->size - bad < 8 ? k->size - bad : 8);
+	snprintf(buf, len,
+	         "body differs in bytes %zu..%zu (%zu differ, %zu of them 0), found %016" PRIx64
+	         " expected %016" PRIx64,
+	         bad, last, differ, zero, f, e);
+	free(want);
+}
+
 /* What the bytes were: the header, or why there was no header of this key. */
 static void bytes_text(char *buf, size_t len, const void *bytes, const struct soak_key *k, enum soak_bytes b,
                        uint64_t version, size_t bad)
 {
 	uint64_t h[2];
-	char v[32];
+	char v[32], torn[200];
 
 	memcpy(h, bytes, sizeof(h));
 	version_text(v, sizeof(v), version);
-	if (b == SOAK_BYTES_OTHER_KEY)
+	if (b == SOAK_BYTES_OTHER_KEY) {
 		snprintf(buf, len,
 		         "bytes 0..15 %016" PRIx64 " %016" PRIx64 " are not a header of this key (id %016" PRIx64 ")",
 		         h[0], h[1], k->id);
-	else if (b == SOAK_BYTES_TORN)
-		snprintf(buf, len, "version %s, body differs from byte %zu", v, bad);
-	else
+	} else if (b == SOAK_BYTES_TORN) {
+		torn_text(torn, sizeof(torn), bytes, k, version, bad);
+		snprintf(buf, len, "version %s, %s", v, torn);
+	} else {
 		snprintf(buf, len, "version %s", v);
+	}
+}
+
+/* Reads the key once more: tells bytes that are wrong in the pool from a read that delivered wrong bytes. */
+static void reread_text(struct soak_thread *t, const struct soak_key *k, const void *first, char *buf, size_t len)
+{
+	void *again = calloc(1, k->size);
+	int rc = again ? mmc_get_into(t->s, k->name, again, k->size, MMC_COPY_G2H) : MMC_MALLOC_FAILED;
+	uint64_t v;
+	size_t bad;
+
+	if (rc != MMC_OK)
+		snprintf(buf, len, "; read again: %s", mmc_strerror(rc));
+	else if (soak_value_check(again, k, &v, &bad) == SOAK_BYTES_OK)
+		snprintf(buf, len, "; read again: correct, version w%u#%u", soak_version_writer(v), (uint32_t)v);
+	else
+		snprintf(buf, len, "; read again: %s wrong bytes",
+		         memcmp(again, first, k->size) ? "other" : "the same");
+	free(again);
 }
 
 /* One stderr line per violation, for the first few: enough to find the key in the server log. */
@@ -102,7 +152,7 @@ static void note(struct soak_thread *t, const struct soak_key *k, enum soak_op o
 {
 	const struct key_state *s = k->owner == t->writer ? &t->own[k->idx] : NULL;
 	uint64_t now = soak_now_ms(), since = atomic_load(&t->run->shm->since_ms);
-	char what[160], rec[96] = "", after[64] = "", lo[32], hi[32];
+	char what[400], rec[160] = "", after[64] = "", again[96] = "", lo[32], hi[32];
 
 	if (t->notes++ >= SOAK_NOTES)
 		return;
@@ -110,12 +160,15 @@ static void note(struct soak_thread *t, const struct soak_key *k, enum soak_op o
 	if (s) {
 		version_text(lo, sizeof(lo), s->lo);
 		version_text(hi, sizeof(hi), s->hi);
-		snprintf(rec, sizeof(rec), "; owner's record lo=%s hi=%s%s", lo, hi, s->removed ? " removed" : "");
+		snprintf(rec, sizeof(rec), "; owner's record lo=%s hi=%s%s%s", lo, hi, s->removed ? " removed" : "",
+		         s->doubt ? " (hi's put failed)" : "");
 	}
+	if (cl == CLASS_CORRUPT)
+		reread_text(t, k, bytes, again, sizeof(again));
 	if (since)
 		snprintf(after, sizeof(after), ", %.2f s after the last meta restart", (double)(now - since) / 1e3);
-	fprintf(stderr, "soak: %s op=%s key=\"%s\" size=%" PRIu64 ": %s%s; at %.2f s%s\n", class_name(cl),
-	        soak_op_name(op), k->name, k->size, what, rec, (double)(now - t->run->shm->t0_ms) / 1e3, after);
+	fprintf(stderr, "soak: %s op=%s key=\"%s\" size=%" PRIu64 ": %s%s%s; at %.2f s%s\n", class_name(cl),
+	        soak_op_name(op), k->name, k->size, what, rec, again, (double)(now - t->run->shm->t0_ms) / 1e3, after);
 }
 
 static bool violation(enum soak_class cl)

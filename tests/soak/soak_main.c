@@ -26,6 +26,9 @@
 #define STOP_MS      60000     /* workers finishing their last call and leaving */
 #define WORKER_GAP_S 2.0       /* a meta kill this close to the worker kill moves after it */
 
+/* SIGINT or SIGTERM: stop early, still with a summary (the data dir is removed too) */
+static volatile sig_atomic_t interrupted;
+
 struct parent {
 	struct soak_run run;
 	struct soak_server sv;
@@ -41,7 +44,7 @@ static void usage(FILE *f)
 	fprintf(f, "usage: mmc-soak [--seconds N] [--procs N] [--threads N] [--pool-mb N] [--protocol tcp|shm]\n"
 	           "                [--min-size BYTES] [--max-size BYTES] [--key-factor F] [--seed N]\n"
 	           "                [--kill-worker-at S (negative: never)] [--meta-kills N] [--metaserver PATH]\n"
-	           "                [--verbose]\n"
+	           "                [--evict HIGH,LOW] [--verbose]\n"
 	           "Sizes take K, M or G suffixes. See docs/testing.md.\n");
 }
 
@@ -128,6 +131,10 @@ static int parse_opt(struct soak_opts *o, int c, const char *arg)
 	case 'x':
 		o->metaserver = arg;
 		break;
+	case 'e':
+		if (sscanf(arg, "%u,%u", &o->evict_high, &o->evict_low) != 2)
+			return -1;
+		break;
 	case 'v':
 		o->verbose = true;
 		break;
@@ -149,6 +156,10 @@ static int check_opts(struct soak_opts *o)
 		        SOAK_MAX_PROCS, SOAK_MAX_THREADS);
 		return -1;
 	}
+	if (o->evict_high && (o->evict_low < 1 || o->evict_low >= o->evict_high || o->evict_high > 99)) {
+		fprintf(stderr, "mmc-soak: --evict HIGH,LOW needs 1 <= LOW < HIGH <= 99\n");
+		return -1;
+	}
 	if (o->min_size < 64)
 		o->min_size = 64; /* room for the header and some body */
 	if (o->max_size < o->min_size)
@@ -165,11 +176,14 @@ static int check_opts(struct soak_opts *o)
 static int parse_args(struct soak_opts *o, int argc, char **argv)
 {
 	static const struct option longopts[] = {
-	    {"seconds", 1, NULL, 's'},        {"procs", 1, NULL, 'p'},      {"threads", 1, NULL, 't'},
-	    {"pool-mb", 1, NULL, 'm'},        {"protocol", 1, NULL, 'P'},   {"min-size", 1, NULL, 'a'},
-	    {"max-size", 1, NULL, 'z'},       {"key-factor", 1, NULL, 'f'}, {"seed", 1, NULL, 'S'},
-	    {"kill-worker-at", 1, NULL, 'w'}, {"meta-kills", 1, NULL, 'k'}, {"metaserver", 1, NULL, 'x'},
-	    {"verbose", 0, NULL, 'v'},        {"help", 0, NULL, 'h'},       {NULL, 0, NULL, 0},
+	    {"seconds", 1, NULL, 's'},    {"procs", 1, NULL, 'p'},
+	    {"threads", 1, NULL, 't'},    {"pool-mb", 1, NULL, 'm'},
+	    {"protocol", 1, NULL, 'P'},   {"min-size", 1, NULL, 'a'},
+	    {"max-size", 1, NULL, 'z'},   {"key-factor", 1, NULL, 'f'},
+	    {"seed", 1, NULL, 'S'},       {"kill-worker-at", 1, NULL, 'w'},
+	    {"meta-kills", 1, NULL, 'k'}, {"metaserver", 1, NULL, 'x'},
+	    {"evict", 1, NULL, 'e'},      {"verbose", 0, NULL, 'v'},
+	    {"help", 0, NULL, 'h'},       {NULL, 0, NULL, 0},
 	};
 	int c;
 
@@ -203,7 +217,7 @@ static void sleep_ms(uint64_t ms)
 {
 	struct timespec ts = {.tv_sec = (time_t)(ms / 1000), .tv_nsec = (long)(ms % 1000) * 1000000};
 
-	while (nanosleep(&ts, &ts) && errno == EINTR) {
+	while (nanosleep(&ts, &ts) && errno == EINTR && !interrupted) {
 	}
 }
 
@@ -226,6 +240,7 @@ static void reap(struct parent *P)
 		P->alive[p] = false;
 		P->live--;
 		P->died++;
+		atomic_fetch_or(&P->run.shm->dead, 1u << p);
 		printf("soak: %.2f s: worker %d exited on its own (%s %d)\n", elapsed(P), p,
 		       WIFSIGNALED(status) ? "signal" : "status",
 		       WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
@@ -283,6 +298,7 @@ static void kill_worker(struct parent *P)
 	remove_shm_of(P->pid[p]);
 	P->alive[p] = false;
 	P->live--;
+	atomic_fetch_or(&P->run.shm->dead, 1u << p);
 	printf("soak: %.2f s: SIGKILL worker %d (pid %d); its keys have no owner from now on\n", elapsed(P), p,
 	       (int)P->pid[p]);
 }
@@ -307,7 +323,7 @@ static bool wait_swept(struct parent *P, uint32_t threads)
 static int meta_kill(struct parent *P, int i)
 {
 	struct soak_shm *shm = P->run.shm;
-	uint64_t storm = 50 + parent_rand(P) % 450, t_kill, t_up, t_joined, pool;
+	uint64_t storm = 50 + parent_rand(P) % 450, t_kill, t_up, t_joined, pool, early = 0;
 	bool swept;
 
 	atomic_store(&shm->phase, SOAK_STORM);
@@ -327,15 +343,16 @@ static int meta_kill(struct parent *P, int i)
 	if (server_wait_attached(&P->sv, pool * (uint64_t)P->live, JOIN_MS))
 		return -1;
 	t_joined = soak_now_ms();
+	server_metric(&P->sv, "mmc_evictions_total", &early); /* puts retried after the restart may evict */
 	atomic_store(&shm->swept, 0);
 	atomic_fetch_add(&shm->gen, 1);
 	atomic_store(&shm->phase, SOAK_VERIFY);
 	swept = wait_swept(P, (uint32_t)(P->live * P->run.opts.threads));
 	atomic_store(&shm->phase, SOAK_RUN);
-	printf("soak: %.2f s: meta server up again after %.2f s, services rejoined after %.2f s more, "
-	       "verification sweep %s in %.2f s\n",
-	       elapsed(P), (double)(t_up - t_kill) / 1e3, (double)(t_joined - t_up) / 1e3, swept ? "done" : "NOT done",
-	       (double)(soak_now_ms() - t_joined) / 1e3);
+	printf("soak: %.2f s: meta server up again after %.2f s, services rejoined after %.2f s more (%" PRIu64
+	       " evictions meanwhile), verification sweep %s in %.2f s\n",
+	       elapsed(P), (double)(t_up - t_kill) / 1e3, (double)(t_joined - t_up) / 1e3, early,
+	       swept ? "done" : "NOT done", (double)(soak_now_ms() - t_joined) / 1e3);
 	return 0;
 }
 
@@ -353,10 +370,25 @@ static double meta_kill_at(struct parent *P, int i)
 
 static void wait_until(struct parent *P, double at)
 {
-	while (elapsed(P) < at) {
+	while (elapsed(P) < at && !interrupted) {
 		reap(P);
 		sleep_ms(at - elapsed(P) > 0.1 ? 100 : 10);
 	}
+}
+
+static void on_signal(int sig)
+{
+	interrupted = sig;
+}
+
+/* Installed after the fork: the workers keep the default action (and die with the parent anyway). */
+static void catch_signals(void)
+{
+	struct sigaction sa = {.sa_handler = on_signal};
+
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
 }
 
 static int run_schedule(struct parent *P)
@@ -371,7 +403,7 @@ static int run_schedule(struct parent *P)
 		double at = fmin(fmin(w, next), o->seconds);
 
 		wait_until(P, at);
-		if (at >= o->seconds)
+		if (at >= o->seconds || interrupted)
 			break;
 		if (at == w) {
 			kill_worker(P);
@@ -457,12 +489,15 @@ static int soak(struct parent *P)
 		stop_workers(P);
 		return 2;
 	}
+	catch_signals();
 	P->run.shm->t0_ms = soak_now_ms();
 	atomic_store(&P->run.shm->go, 1);
 	if (run_schedule(P)) {
 		stop_workers(P);
 		return 2;
 	}
+	if (interrupted)
+		printf("soak: %.2f s: interrupted by signal %d\n", elapsed(P), (int)interrupted);
 	P->died += stop_workers(P);
 	return 0;
 }
@@ -477,7 +512,7 @@ int main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (setup(&P, argc, argv))
 		return 2;
-	if (server_start(&P.sv, P.run.opts.verbose)) {
+	if (server_start(&P.sv, &P.run.opts)) {
 		fprintf(stderr, "soak: cannot start mmc-metaserver (set MMC_METASERVER or --metaserver)\n");
 		return 2;
 	}

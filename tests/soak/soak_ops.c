@@ -262,16 +262,34 @@ static void sweep_add(struct soak_thread *t, struct batch *b, size_t *off, uint3
 	add(t, b, &k, t->getbuf, off);
 }
 
+static bool writer_live(const struct soak_thread *t, uint32_t w)
+{
+	return !(atomic_load(&t->run->shm->dead) & (1u << (w / (uint32_t)t->run->opts.threads)));
+}
+
+/*
+ * Reads every key this thread owns, and its share (by rank among the live writers) of the shared keys and of the
+ * keys whose owner is gone, so that together the live threads read every key once.
+ */
 void soak_sweep(struct soak_thread *t)
 {
 	const struct soak_keys *ks = &t->run->keys;
 	struct batch b = {.n = 0};
+	uint32_t rank = 0, live = 0;
 	size_t off = 0;
 
+	for (uint32_t w = 0; w < ks->writers; w++) {
+		rank += w < t->writer && writer_live(t, w);
+		live += writer_live(t, w);
+	}
 	for (uint32_t i = 0; i < ks->per_writer; i++)
 		sweep_add(t, &b, &off, t->writer, i);
-	for (uint32_t i = t->writer; i < ks->shared; i += ks->writers)
+	for (uint32_t i = rank; i < ks->shared; i += live)
 		sweep_add(t, &b, &off, SOAK_SHARED, i);
+	for (uint32_t w = 0; w < ks->writers; w++)
+		for (uint32_t i = 0; !writer_live(t, w) && i < ks->per_writer; i++)
+			if ((w * ks->per_writer + i) % live == rank)
+				sweep_add(t, &b, &off, w, i);
 	if (b.n)
 		get_batch(t, &b, OP_BATCH_GET);
 	t->c->sweeps++;

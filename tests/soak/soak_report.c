@@ -88,6 +88,15 @@ static void print_ops(const struct soak_counts *t)
 	printf("\n");
 }
 
+/* The code behind the "other" slot, as text (one per operation is kept: the last one seen). */
+static const char *other(uint64_t code)
+{
+	static char buf[32];
+
+	snprintf(buf, sizeof(buf), " (e.g. %d)", (int)(int64_t)code);
+	return buf;
+}
+
 /* One line per code that occurred, with how often each operation got it (per key). */
 static void print_codes(const struct soak_counts *t)
 {
@@ -98,10 +107,14 @@ static void print_codes(const struct soak_counts *t)
 			n += t->codes[op][k];
 		if (!n)
 			continue;
-		printf("soak: code %s: %" PRIu64 " =", mmc_strerror(soak_slot_code(k)), n);
+		if (k == SOAK_CODES - 1)
+			printf("soak: other codes: %" PRIu64 " =", n);
+		else
+			printf("soak: code %s: %" PRIu64 " =", mmc_strerror(soak_slot_code(k)), n);
 		for (int op = 0; op < OP_KINDS; op++)
 			if (t->codes[op][k])
-				printf(" %s:%" PRIu64, soak_op_name(op), t->codes[op][k]);
+				printf(" %s:%" PRIu64 "%s", soak_op_name(op), t->codes[op][k],
+				       k == SOAK_CODES - 1 ? other(t->other_code[op]) : "");
 		printf("\n");
 	}
 }

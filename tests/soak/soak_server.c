@@ -14,12 +14,20 @@
 #include <sys/time.h>
 #include <unistd.h>
 
-static const char *const quiet[] = {"ock.mmc.log_level=warn", NULL}; /* op=evict at info is a line per put */
-
-int server_start(struct soak_server *sv, bool verbose)
+int server_start(struct soak_server *sv, const struct soak_opts *o)
 {
+	int n = 0;
+
 	memset(sv, 0, sizeof(*sv));
-	sv->extra = verbose ? NULL : quiet;
+	/* at info, op=evict is a line per put */
+	snprintf(sv->env[n++], sizeof(sv->env[0]), "ock.mmc.log_level=%s", o->verbose ? "info" : "warn");
+	if (o->evict_high) {
+		snprintf(sv->env[n++], sizeof(sv->env[0]), "ock.mmc.evict_threshold_high=%u", o->evict_high);
+		snprintf(sv->env[n++], sizeof(sv->env[0]), "ock.mmc.evict_threshold_low=%u", o->evict_low);
+	}
+	for (int i = 0; i < n; i++)
+		sv->extra[i] = sv->env[i];
+	sv->extra[n] = NULL;
 	return metaserver_start(&sv->m, sv->extra);
 }
 

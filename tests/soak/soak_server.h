@@ -10,12 +10,14 @@
 
 struct soak_server {
 	struct metaserver m;
-	const char *const *extra; /* --env settings, the same at every restart */
-	uint64_t evictions;       /* mmc_evictions_total summed over the server's lives */
+	char env[3][64]; /* --env settings, the same at every restart */
+	const char *extra[4];
+	uint64_t evictions; /* mmc_evictions_total summed over the server's lives */
 };
 
-/* Starts the server on a fresh data dir and a free port; 0 or -1. */
-int server_start(struct soak_server *sv, bool verbose);
+/* Starts the server on a fresh data dir and a free port, with the options' log level and eviction thresholds;
+ * 0 or -1. */
+int server_start(struct soak_server *sv, const struct soak_opts *o);
 /* SIGKILL (after reading its eviction counter), and a restart on the same data dir and port. */
 void server_kill(struct soak_server *sv);
 int server_restart(struct soak_server *sv);
