@@ -208,9 +208,12 @@ static void choose_metaserver(const struct soak_opts *o)
 #endif
 }
 
+/* Seconds into the workload (0 before it starts). */
 static double elapsed(const struct parent *P)
 {
-	return (double)(soak_now_ms() - P->run.shm->t0_ms) / 1e3;
+	uint64_t t0 = P->run.shm->t0_ms;
+
+	return t0 ? (double)(soak_now_ms() - t0) / 1e3 : 0;
 }
 
 static void sleep_ms(uint64_t ms)
