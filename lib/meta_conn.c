@@ -382,6 +382,7 @@ static int decode_hello(struct mcall *c, uint32_t body, const uint8_t *data, siz
 	out->id = r.session;
 	out->lease_ttl_ms = r.lease_ttl_ms;
 	out->heartbeat_timeout_ms = r.heartbeat_timeout_ms;
+	out->server_run = r.server_run;
 	return r.result;
 }
 

@@ -35,6 +35,7 @@ struct meta_session {
 	uint64_t id;
 	uint64_t lease_ttl_ms;
 	uint32_t heartbeat_timeout_ms;
+	uint64_t server_run; /* changes when the meta server process restarted */
 };
 
 /* Called by the session thread after a reconnect, once hello succeeded; re-registers the local service. */

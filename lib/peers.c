@@ -40,6 +40,7 @@ static int fetch(struct mmc_store *s, uint32_t rank, struct peer *out)
 	mmc_ServiceQuery q = {.rank = rank};
 	struct info_ctx ctx;
 	struct mcall c = {.decode = decode_info, .arg = &ctx};
+	uint64_t losses = meta_conn_losses(s->meta);
 	struct peer *p;
 	int rc;
 
@@ -56,6 +57,7 @@ static int fetch(struct mmc_store *s, uint32_t rank, struct peer *out)
 	if (!p)
 		return MMC_MALLOC_FAILED;
 	p->rank = rank;
+	p->losses = losses;
 	p->incarnation = ctx.info.incarnation;
 	p->self = s->registered && rank == s->rank && ctx.info.incarnation == s->incarnation;
 	p->nsegs = ctx.info.segments_count;
@@ -87,7 +89,8 @@ int peers_get(struct mmc_store *s, uint32_t rank, uint64_t incarnation, struct p
 		return MMC_INVALID_PARAM;
 	pthread_rwlock_rdlock(&s->peers.lock);
 	p = s->peers.by_rank[rank];
-	if (p && (p->incarnation == incarnation || !incarnation)) {
+	/* after a lost connection, ask again: the service may have re-registered its pool under a new key */
+	if (p && (p->incarnation == incarnation || !incarnation) && p->losses == meta_conn_losses(s->meta)) {
 		*out = *p;
 		pthread_rwlock_unlock(&s->peers.lock);
 		return 0;

@@ -109,11 +109,41 @@ static int register_service(struct mmc_store *s, bool rejoin)
 	return 0;
 }
 
+/*
+ * A restarted meta server knows nothing of the placements its predecessor made, so a put still in flight from
+ * before the crash could land in space the new server hands to another key. Registering the pool again under a
+ * new key before rejoining closes that: the provider refuses the old key at this end, and every other store learns
+ * the new one (it flushes its peer cache when its own connection drops, as it did in the crash). Keeper thread.
+ */
+static int rekey_pool(struct mmc_store *s)
+{
+	struct fab_mr fresh, old = s->pool_mr;
+
+	if (fabric_mr_reg(s->fab, s->pool.base, s->pool.size, true, &fresh)) {
+		lg_error("cannot register the pool again after a meta server restart; rejoining under the old key");
+		return 0;
+	}
+	if (fresh.key == old.key)
+		lg_warn("the provider gave the pool the same key again: writes in flight from before the meta server "
+		        "restart are not fenced");
+	s->pool_mr = fresh;
+	fabric_mr_close(&old);
+	return 0;
+}
+
 static int on_reconnect(void *owner)
 {
 	struct mmc_store *s = owner;
+	struct meta_session sess;
 
-	return s->init_bm ? register_service(s, true) : 0;
+	if (!s->init_bm)
+		return 0;
+	meta_conn_session(s->meta, &sess);
+	if (sess.server_run != s->server_run) {
+		rekey_pool(s);
+		s->server_run = sess.server_run;
+	}
+	return register_service(s, true);
 }
 
 static int start_local_service(struct mmc_store *s)
@@ -185,8 +215,14 @@ static int init_locked(struct mmc_store *s, uint32_t device_id, bool init_bm)
 		lg_error("mmc_init: cannot reach the meta server at %s", s->conf.c.meta_service_url);
 		return rc;
 	}
-	if (init_bm && (rc = start_local_service(s)))
-		return rc;
+	if (init_bm) {
+		struct meta_session sess;
+
+		meta_conn_session(s->meta, &sess);
+		s->server_run = sess.server_run;
+		if ((rc = start_local_service(s)))
+			return rc;
+	}
 	return meta_conn_start(s->meta, on_reconnect, s);
 }
 

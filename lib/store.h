@@ -21,7 +21,8 @@ struct peer {
 	uint32_t rank;
 	uint64_t incarnation;
 	fi_addr_t fa;
-	bool self; /* this store's own pool: memcpy, not RMA */
+	bool self;       /* this store's own pool: memcpy, not RMA */
+	uint64_t losses; /* meta_conn_losses() when fetched: a key learnt before a restart may be stale */
 	uint32_t nsegs;
 	struct {
 		uint32_t media;
@@ -52,8 +53,9 @@ struct mmc_store {
 
 	/* local service */
 	struct pool pool;
-	struct fab_mr pool_mr;
-	struct ssd *ssd; /* the SSD tier, when configured */
+	struct fab_mr pool_mr; /* registered again under a new key when the meta server restarted (rekey_pool) */
+	uint64_t server_run;   /* the meta server process the pool's key was published to */
+	struct ssd *ssd;       /* the SSD tier, when configured */
 	bool registered;
 	uint32_t rank;
 	uint64_t incarnation;

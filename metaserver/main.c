@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
 
 #include "alloc_queue.h"
 #include "clock.h"
@@ -256,6 +258,8 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	list_init(&m.conns);
 	m.ops = &rpc_ops;
+	if (getrandom(&m.run_id, sizeof(m.run_id), 0) != sizeof(m.run_id))
+		m.run_id = clock_ns() ^ ((uint64_t)getpid() << 32);
 	tier_init(&m);
 	arena_init(&m.arena);
 	m.base = event_base_new();

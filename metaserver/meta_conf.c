@@ -20,6 +20,7 @@ static const struct conf_key keys[] = {
     {"ock.mmc.meta.lease_ttl_ms", CONF_U64, F(lease_ttl_ms), 1, 2147483647, NULL},
     {"ock.mmc.meta.heartbeat_timeout_ms", CONF_U32, F(heartbeat_timeout_ms), 100, 3600000, NULL},
     {"ock.mmc.meta.rejoin_timeout_ms", CONF_U32, F(rejoin_timeout_ms), 0, 86400000, NULL},
+    {"ock.mmc.meta.rejoin_write_grace_ms", CONF_U32, F(rejoin_write_grace_ms), 0, 60000, NULL},
     {"ock.mmc.meta.evict_wait_ms", CONF_U32, F(evict_wait_ms), 0, 600000, NULL},
     {"ock.mmc.meta.world_size", CONF_U32, F(world_size), 1, 1024, NULL},
     {"ock.mmc.meta.max_connections", CONF_U32, F(max_connections), 1, 1000000, NULL},
@@ -40,6 +41,7 @@ void meta_conf_defaults(struct meta_conf *c)
 	c->lease_ttl_ms = 10000;
 	c->heartbeat_timeout_ms = 10000;
 	c->rejoin_timeout_ms = 60000;
+	c->rejoin_write_grace_ms = 1000;
 	c->evict_wait_ms = 2000;
 	c->world_size = 1024;
 	c->max_connections = 4096;

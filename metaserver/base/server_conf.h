@@ -9,20 +9,21 @@
 #include <stdint.h>
 
 struct meta_conf {
-	char meta_service_url[1024];   /* ock.mmc.meta_service_url */
-	char log_level[16];            /* ock.mmc.log_level */
-	uint32_t evict_high;           /* ock.mmc.evict_threshold_high, % */
-	uint32_t evict_low;            /* ock.mmc.evict_threshold_low, % */
-	uint64_t lease_ttl_ms;         /* ock.mmc.meta.lease_ttl_ms */
-	uint32_t heartbeat_timeout_ms; /* ock.mmc.meta.heartbeat_timeout_ms */
-	uint32_t rejoin_timeout_ms;    /* ock.mmc.meta.rejoin_timeout_ms */
-	uint32_t evict_wait_ms;        /* ock.mmc.meta.evict_wait_ms */
-	uint32_t world_size;           /* ock.mmc.meta.world_size */
-	uint32_t max_connections;      /* ock.mmc.meta.max_connections */
-	char data_dir[1024];           /* ock.mmc.meta.data_dir (--data-dir) */
-	uint64_t lmdb_map_size;        /* ock.mmc.meta.lmdb.map_size */
-	bool lmdb_sync;                /* ock.mmc.meta.lmdb.sync */
-	uint32_t rewarm_watermark;     /* ock.mmc.rewarm.dram_watermark, % */
+	char meta_service_url[1024];    /* ock.mmc.meta_service_url */
+	char log_level[16];             /* ock.mmc.log_level */
+	uint32_t evict_high;            /* ock.mmc.evict_threshold_high, % */
+	uint32_t evict_low;             /* ock.mmc.evict_threshold_low, % */
+	uint64_t lease_ttl_ms;          /* ock.mmc.meta.lease_ttl_ms */
+	uint32_t heartbeat_timeout_ms;  /* ock.mmc.meta.heartbeat_timeout_ms */
+	uint32_t rejoin_timeout_ms;     /* ock.mmc.meta.rejoin_timeout_ms */
+	uint32_t rejoin_write_grace_ms; /* ock.mmc.meta.rejoin_write_grace_ms */
+	uint32_t evict_wait_ms;         /* ock.mmc.meta.evict_wait_ms */
+	uint32_t world_size;            /* ock.mmc.meta.world_size */
+	uint32_t max_connections;       /* ock.mmc.meta.max_connections */
+	char data_dir[1024];            /* ock.mmc.meta.data_dir (--data-dir) */
+	uint64_t lmdb_map_size;         /* ock.mmc.meta.lmdb.map_size */
+	bool lmdb_sync;                 /* ock.mmc.meta.lmdb.sync */
+	uint32_t rewarm_watermark;      /* ock.mmc.rewarm.dram_watermark, % */
 };
 
 #endif

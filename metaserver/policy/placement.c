@@ -3,13 +3,33 @@
 #include <string.h>
 
 #include "allocator.h"
+#include "clock.h"
 #include "eviction.h"
 #include "mmc/mmc.h"
 #include "services.h"
 
+/* A service that rejoined a restarted server takes no new bytes for ock.mmc.meta.rejoin_write_grace_ms: a put the
+ * crashed server placed there may still be in flight (a provider that does not check keys lets it land). */
+static bool in_grace(const struct service *svc)
+{
+	return svc->writable_after_ms && clock_ms() < svc->writable_after_ms;
+}
+
 static bool usable(const struct service *svc, uint32_t media)
 {
-	return svc && svc->session && service_segment((struct service *)svc, media);
+	return svc && svc->session && !in_grace(svc) && service_segment((struct service *)svc, media);
+}
+
+/* True when some attached service of the media will take bytes once its grace ends: waiting is worth it. */
+static bool grace_pending(const struct meta *m, uint32_t media)
+{
+	for (uint32_t rank = 0; rank < m->rank_hi; rank++) {
+		struct service *svc = m->ranks[rank];
+
+		if (svc && svc->session && in_grace(svc) && service_segment(svc, media))
+			return true;
+	}
+	return false;
 }
 
 static bool already_used(const struct object *o, int filled, const struct service *svc)
@@ -81,7 +101,7 @@ static int place_once(struct meta *m, const struct place_req *r, struct object *
 		struct service *svc = r->preferred[i] >= 0 ? service_get(m, (uint32_t)r->preferred[i]) : NULL;
 
 		if (!usable(svc, r->media) || already_used(o, filled, svc)) {
-			rc = MMC_INVALID_PARAM;
+			rc = svc && svc->session && in_grace(svc) ? MMC_NOT_ENOUGH_MEMORY : MMC_INVALID_PARAM;
 			goto fail;
 		}
 		if ((rc = reserve_on(svc, r, o, filled)))
@@ -129,6 +149,8 @@ int placement_reserve(struct meta *m, const struct place_req *r, struct object *
 	if (rc == MMC_NOT_ENOUGH_MEMORY && services_that_fit(m, r) >= r->replicas &&
 	    eviction_make_room(m, r->media, r->size, r->replicas, blocked) > 0)
 		rc = place_once(m, r, o);
+	if (rc == MMC_NOT_ENOUGH_MEMORY && !*blocked)
+		*blocked = grace_pending(m, r->media);
 	if (rc == 0)
 		eviction_check(m, r->media);
 	return rc;

@@ -46,6 +46,7 @@ static void on_hello(struct conn *c, const Mmc__Frame *f)
 	r.session = c->session.id;
 	r.lease_ttl_ms = c->m->conf.lease_ttl_ms;
 	r.heartbeat_timeout_ms = c->m->conf.heartbeat_timeout_ms;
+	r.server_run = c->m->run_id;
 	out.id = f->id;
 	out.body_case = MMC__FRAME__BODY_HELLO_REPLY;
 	out.hello_reply = &r;

@@ -40,6 +40,7 @@ struct service {
 	uint64_t incarnation;
 	struct session *session;     /* NULL while detached (after a server restart, until it re-registers) */
 	uint64_t rejoin_deadline_ms; /* detached: unmounted after this */
+	uint64_t writable_after_ms;  /* rejoined a restarted server: placement skips it until then */
 	char host[256];
 	uint32_t pid;
 	uint8_t fabric_addr[MMC_WIRE_ADDR_MAX];
@@ -133,6 +134,7 @@ struct meta {
 	uint32_t rank_hi; /* every rank in use is below this: loops over services stop here, not at 1024 */
 	uint64_t next_incarnation;
 	uint64_t next_session;
+	uint64_t run_id; /* random per process, in every HelloReply: clients tell a restart from a reconnect */
 	uint64_t next_object_id;
 
 	/* object index: chained hash, power-of-two buckets */

@@ -322,6 +322,32 @@ Test(eviction, a_waiting_put_gives_up_after_evict_wait_ms)
 
 TestSuite(alloc_queue, .init = setup, .fini = teardown, .timeout = 30);
 
+Test(alloc_queue, a_pool_that_rejoined_a_restarted_server_takes_puts_after_the_grace)
+{
+	static const uint8_t addr[] = {1};
+	struct service_spec spec = {.fabric_addr = addr, .addr_len = 1, .provider = "tcp", .nsegs = 1};
+	struct service *back;
+	const char *k = "after";
+	uint64_t size = MiB, id;
+	int code;
+
+	mount(0, 8 * MiB, 0);
+	/* as services_load leaves it after a restart: detached, until the same process registers again */
+	spec.rank = (int32_t)svc[0]->rank;
+	spec.incarnation = svc[0]->incarnation;
+	spec.segs[0] = (struct service_spec_segment){MMC_MEDIA_DRAM, 8 * MiB, 0, 0};
+	sess[0].svc = NULL;
+	svc[0]->session = NULL;
+	cr_assert_eq(service_register(&m, &sess[0], &spec, &back), 0);
+	cr_assert_eq(back, svc[0], "rejoined, not mounted again");
+	id = alloc(0, &k, &size, 1, 1);
+	cr_assert_null(reply_of(id, &code), "a put the crashed server placed there may still be writing: wait");
+	clock_advance_ms(m.conf.rejoin_write_grace_ms);
+	alloc_queue_kick(&m);
+	cr_assert_eq(reply_of(id, &code)[0].result, 0);
+	cr_assert_eq(reply_of(id, &code)[0].blobs[0].rank, svc[0]->rank);
+}
+
 Test(alloc_queue, requests_are_placed_in_arrival_order)
 {
 	const char *a = "a", *b = "b";
