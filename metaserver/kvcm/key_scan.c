@@ -1,9 +1,9 @@
 /*
- * The block-key readers (key_scan.h). They accept a strict subset of JSON on which their reading provably equals
- * jansson's: an object of member names without escapes, the key array of plain integers that fit an int64 (as
- * jansson reads them: no fraction, no exponent, no leading zero), and other members that are strings of printable
- * ASCII without escapes, such integers, true or false. Anything else (null, nesting, escapes, UTF-8, a duplicate
- * member, an empty or oversized key array) is declined, and jansson reads the body as it always did.
+ * The block-key readers (key_scan.h), on the JSON lexer (json_lex.h). They accept a strict subset of JSON on which
+ * their reading provably equals jansson's: an object of member names without escapes, the key array of plain integers
+ * that fit an int64 (as jansson reads them: no fraction, no exponent, no leading zero), and other members that are
+ * strings of printable ASCII without escapes, such integers, true or false. Anything else (null, nesting, escapes,
+ * UTF-8, a duplicate member, an empty or oversized key array) is declined, and jansson reads the body as it always did.
  */
 #include "key_scan.h"
 
@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "array.h"
+#include "json_lex.h"
 #include "kvcm_server.h"
 
 struct key_list {
@@ -19,135 +20,56 @@ struct key_list {
 	size_t n, cap;
 };
 
-struct kscan {
-	const char *p, *end;
+/* What one body is read into. */
+struct key_body {
+	struct key_list *kl;
+	json_t *top;
 	size_t max;
 };
 
-static void ws(struct kscan *s)
+static bool key(struct jlex *x, void *ctx)
 {
-	while (s->p < s->end && (*s->p == ' ' || *s->p == '\n' || *s->p == '\r' || *s->p == '\t'))
-		s->p++;
-}
+	struct key_body *kb = ctx;
+	struct key_list *kl = kb->kl;
+	int64_t v, *k;
 
-static bool lit(struct kscan *s, char c)
-{
-	ws(s);
-	if (s->p == s->end || *s->p != c)
+	if (kl->n == kb->max || !jlex_int64(x, &v))
 		return false;
-	s->p++;
-	return true;
-}
-
-/* A string as it stands in the body, len bytes from *v: printable ASCII without '\\' only. */
-static bool plain_str(struct kscan *s, const char **v, size_t *len)
-{
-	const char *q;
-
-	if (!lit(s, '"'))
-		return false;
-	for (q = s->p; q < s->end && *q >= 0x20 && *q <= 0x7e && *q != '"' && *q != '\\'; q++)
-		;
-	if (q == s->end || *q != '"')
-		return false;
-	*v = s->p;
-	*len = (size_t)(q - s->p);
-	s->p = q + 1;
-	return true;
-}
-
-/* An integer token jansson would read as a json_int_t of the same value; "-0" is left to jansson. */
-static bool integer(struct kscan *s, int64_t *out)
-{
-	bool neg;
-	uint64_t u = 0, lim;
-	const char *d;
-
-	ws(s);
-	neg = s->p < s->end && *s->p == '-';
-	d = s->p + neg;
-	lim = neg ? UINT64_C(1) << 63 : (uint64_t)INT64_MAX;
-	if (d == s->end || *d < '0' || *d > '9' ||
-	    (*d == '0' && (neg || (d + 1 < s->end && d[1] >= '0' && d[1] <= '9'))))
-		return false;
-	for (; d < s->end && *d >= '0' && *d <= '9'; d++) {
-		if (u > (lim - (uint64_t)(*d - '0')) / 10)
-			return false;
-		u = u * 10 + (uint64_t)(*d - '0');
-	}
-	if (d < s->end && (*d == '.' || *d == 'e' || *d == 'E'))
-		return false;
-	*out = neg ? (int64_t)(0 - u) : (int64_t)u;
-	s->p = d;
-	return true;
-}
-
-static bool push(struct key_list *kl, int64_t v)
-{
-	int64_t *k = array_grow(kl->keys, &kl->cap, kl->n + 1, sizeof(*k), 256);
-
-	if (!k)
+	if (!(k = array_grow(kl->keys, &kl->cap, kl->n + 1, sizeof(*k), 256)))
 		return false;
 	kl->keys = k;
 	kl->keys[kl->n++] = v;
 	return true;
 }
 
-static bool key_array(struct kscan *s, struct key_list *kl)
-{
-	int64_t v;
-
-	if (kl->n || !lit(s, '[') || lit(s, ']'))
-		return false;
-	do {
-		if (kl->n == s->max || !integer(s, &v) || !push(kl, v))
-			return false;
-	} while (lit(s, ','));
-	return lit(s, ']');
-}
-
 /* Any other member: a scalar kept in top for the handler's usual decoding. */
-static bool scalar(struct kscan *s, json_t *top, const char *k, size_t klen)
+static bool scalar(struct jlex *x, json_t *top, const char *k, size_t klen)
 {
 	const char *v;
 	size_t len;
 	int64_t i;
+	bool b;
 	json_t *j;
 
 	if (json_object_getn(top, k, klen))
 		return false;
-	ws(s);
-	if (s->p == s->end)
-		return false;
-	if (*s->p == '"')
-		j = plain_str(s, &v, &len) ? json_stringn_nocheck(v, len) : NULL;
-	else if (s->end - s->p >= 4 && memcmp(s->p, "true", 4) == 0)
-		j = (s->p += 4, json_true());
-	else if (s->end - s->p >= 5 && memcmp(s->p, "false", 5) == 0)
-		j = (s->p += 5, json_false());
+	if (jlex_peek(x) == '"')
+		j = jlex_plain(x, &v, &len) ? json_stringn_nocheck(v, len) : NULL;
+	else if (jlex_bool(x, &b))
+		j = json_boolean(b);
 	else
-		j = integer(s, &i) ? json_integer(i) : NULL;
+		j = jlex_int64(x, &i) ? json_integer(i) : NULL;
 	return j && json_object_setn_new_nocheck(top, k, klen, j) == 0;
 }
 
-static bool members(struct kscan *s, json_t *top, struct key_list *kl)
+/* The key array (once, not empty) or another member. */
+static bool member(struct jlex *x, const char *k, size_t len, void *ctx)
 {
-	const char *k;
-	size_t len;
+	struct key_body *kb = ctx;
 
-	if (!lit(s, '{'))
-		return false;
-	do {
-		if (!plain_str(s, &k, &len) || !lit(s, ':'))
-			return false;
-		if (len == strlen(kl->name) && memcmp(k, kl->name, len) == 0 ? !key_array(s, kl)
-		                                                             : !scalar(s, top, k, len))
-			return false;
-	} while (lit(s, ','));
-	if (!lit(s, '}'))
-		return false;
-	ws(s);
-	return s->p == s->end && kl->n;
+	if (!jlex_is(k, len, kb->kl->name))
+		return scalar(x, kb->top, k, len);
+	return !kb->kl->n && jlex_array(x, key, kb) && kb->kl->n;
 }
 
 static void release(void *parsed)
@@ -161,19 +83,20 @@ static void release(void *parsed)
 
 static bool read_keys(struct call *c, const char *body, size_t len, const char *name)
 {
-	struct kscan s = {body, body + len, c->k->conf.max_keys};
 	struct key_list *kl = calloc(1, sizeof(*kl));
-	json_t *top = json_object();
+	struct key_body kb = {kl, json_object(), c->k->conf.max_keys};
+	struct jlex x;
 
-	if (kl && top) {
+	jlex_init(&x, body, len);
+	if (kl && kb.top) {
 		kl->name = name;
-		if (members(&s, top, kl)) {
-			c->body = top;
+		if (jlex_object(&x, member, &kb) && jlex_done(&x) && kl->n) {
+			c->body = kb.top;
 			c->parsed = kl;
 			return true;
 		}
 	}
-	json_decref(top);
+	json_decref(kb.top);
 	release(kl);
 	return false;
 }

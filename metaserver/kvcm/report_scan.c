@@ -1,30 +1,36 @@
 /*
- * er_events_scan (report_events.h): reads the usual reportEvent body straight into events, without a jansson tree.
- * It accepts a strict subset of JSON on which its reading provably equals jansson's plus er_events_from_json:
- * strings of printable ASCII with the short escapes only, members the reportEvent reader knows, no duplicate keys
- * (jansson rejects those bodies as a whole), no numbers, literals or nesting it does not expect. On anything else
- * it declines and the caller hands the body to jansson, which reads it, or rejects it, as always. Snapshots are
- * its largest bodies (thousands of blocks), so they are read here too.
+ * er_events_scan (report_events.h): reads the usual reportEvent body straight into events, without a jansson tree,
+ * on the JSON lexer (json_lex.h). It accepts a strict subset of JSON on which its reading provably equals jansson's
+ * plus er_events_from_json: strings of printable ASCII with the short escapes only, members the reportEvent reader
+ * knows, no duplicate keys (jansson rejects those bodies as a whole), no numbers, literals or nesting it does not
+ * expect. On anything else it declines and the caller hands the body to jansson, which reads it, or rejects it, as
+ * always. Snapshots are its largest bodies (thousands of blocks), so they are read here too.
  */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "codes.h"
 #include "array.h"
+#include "codes.h"
 #include "json_in.h"
+#include "json_lex.h"
+#include "list.h"
 #include "report_events.h"
 
 struct scan {
-	const char *p, *end;
-	char *out; /* next free byte for decoded strings: each needs no more room than its quoted form took */
+	struct jlex x; /* the lexer's callbacks get &s->x, and SCAN() s */
+	char *out;     /* next free byte for decoded strings */
 	struct er_events *e;
 	size_t max;
 	bool events_seen;
 	struct er_spec tmp[ER_SPECS_MAX]; /* the specs list being read */
-	struct er_block *blocks;          /* the snapshot blocks being read; copied to the arena at the end */
+	size_t ntmp;
+	bool uris, shape;        /* the specs list's kind, and whether every item had its fields */
+	struct er_block *blocks; /* the snapshot blocks being read; copied to the arena at the end */
 	size_t cap_blocks;
 };
+
+#define SCAN(x) list_entry(x, struct scan, x)
 
 /* The fields of an ADD or DELETE payload. */
 struct payload {
@@ -47,194 +53,86 @@ struct item {
 	struct snap snap;
 };
 
-/* key: the member name as it stands in the body (no escapes), len bytes, not terminated */
-typedef bool member_fn(struct scan *s, const char *key, size_t len, void *ctx);
-
-static void ws(struct scan *s)
+/* A string, decoded into the strings buffer. */
+static const char *str(struct scan *s)
 {
-	while (s->p < s->end && (*s->p == ' ' || *s->p == '\n' || *s->p == '\r' || *s->p == '\t'))
-		s->p++;
+	return jlex_str(&s->x, &s->out, NULL);
 }
 
-static inline bool lit(struct scan *s, char c)
-{
-	if (s->p < s->end && *s->p == c) { /* compact JSON: no white space to skip */
-		s->p++;
-		return true;
-	}
-	ws(s);
-	if (s->p == s->end || *s->p != c)
-		return false;
-	s->p++;
-	return true;
-}
-
-/* One escape after a backslash: the character it stands for, or 0 for \u and anything invalid. */
-static char unescape(char c)
-{
-	static const char in[] = "\"\\/bfnrt", out[] = "\"\\/\b\f\n\r\t";
-	const char *q = c ? memchr(in, c, sizeof(in) - 1) : NULL;
-
-	return q ? out[q - in] : 0;
-}
-
-#define ONES  UINT64_C(0x0101010101010101)
-#define HIGHS UINT64_C(0x8080808080808080)
-
-/* Whether any of the 8 bytes of x is below n (n <= 128), or zero. */
-#define BELOW(x, n) (((x)-ONES * (n)) & ~(x)&HIGHS)
-#define ZERO(x)     BELOW(x, 1)
-
-/* The length of the run at p of bytes a string holds as they are: printable ASCII but '"' and '\\'. */
-static size_t plain_run(const char *p, const char *end)
-{
-	const char *q = p;
-	uint64_t x, m;
-
-	for (; end - q >= 8; q += 8) {
-		memcpy(&x, q, 8);
-		m = (x & HIGHS) | BELOW(x, 0x20) | ZERO(x ^ (ONES * '"')) | ZERO(x ^ (ONES * '\\')) |
-		    ZERO(x ^ (ONES * 0x7f));
-		if (m) {
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-			/* the lowest flag is exact: a false one can only follow (be above) a true one */
-			return (size_t)(q - p) + (size_t)__builtin_ctzll(m) / 8;
-#else
-			break;
-#endif
-		}
-	}
-	while (q < end && *q >= 0x20 && *q <= 0x7e && *q != '"' && *q != '\\')
-		q++;
-	return (size_t)(q - p);
-}
-
-/* A string, decoded and NUL-terminated in the strings buffer; NULL when it is not one this reader takes. */
-static const char *str(struct scan *s, size_t *len)
-{
-	char *start = s->out, *o = s->out, c;
-	size_t run;
-
-	if (!lit(s, '"'))
-		return NULL;
-	for (;;) {
-		run = plain_run(s->p, s->end);
-		memcpy(o, s->p, run);
-		o += run;
-		s->p += run;
-		if (s->p == s->end)
-			return NULL;
-		c = *s->p++;
-		if (c == '"')
-			break;
-		/* control characters and UTF-8 are jansson's business */
-		if (c != '\\' || s->p == s->end || !(c = unescape(*s->p++)))
-			return NULL;
-		*o++ = c;
-	}
-	*o = '\0';
-	s->out = o + 1;
-	if (len)
-		*len = (size_t)(o - start);
-	return start;
-}
-
-/* A member name in place. An escaped one is declined: no name this reader knows has a character to escape. */
-static bool key(struct scan *s, const char **k, size_t *len)
-{
-	if (!lit(s, '"'))
-		return false;
-	*k = s->p;
-	*len = plain_run(s->p, s->end);
-	s->p += *len;
-	return s->p < s->end && *s->p++ == '"';
-}
-
-static bool is(const char *k, size_t len, const char *name)
-{
-	return strlen(name) == len && memcmp(k, name, len) == 0;
-}
-
-static bool object(struct scan *s, member_fn *member, void *ctx)
-{
-	const char *k;
-	size_t len;
-
-	if (!lit(s, '{'))
-		return false;
-	if (lit(s, '}'))
-		return true;
-	do {
-		if (!key(s, &k, &len) || !lit(s, ':') || !member(s, k, len, ctx))
-			return false;
-	} while (lit(s, ','));
-	return lit(s, '}');
-}
-
-static bool spec_member(struct scan *s, const char *k, size_t len, void *ctx)
+static bool spec_member(struct jlex *x, const char *k, size_t len, void *ctx)
 {
 	struct er_spec *sp = ctx;
 
-	if (is(k, len, "name"))
-		return !sp->name && (sp->name = str(s, NULL));
-	if (is(k, len, "uri"))
-		return !sp->uri && (sp->uri = str(s, NULL));
+	if (jlex_is(k, len, "name"))
+		return !sp->name && (sp->name = str(SCAN(x)));
+	if (jlex_is(k, len, "uri"))
+		return !sp->uri && (sp->uri = str(SCAN(x)));
 	return false;
 }
 
-/* A specs array (uris: objects {name, uri}) or a spec_names array; the first ER_SPECS_MAX are kept, all counted. */
+/* One item of a specs list; the first ER_SPECS_MAX are kept, all counted. */
+static bool spec_item(struct jlex *x, void *ctx)
+{
+	struct scan *s = SCAN(x);
+	struct er_spec one = {NULL, NULL};
+
+	if (s->uris ? !jlex_object(x, spec_member, &one) : !(one.name = str(s)))
+		return false;
+	s->shape = s->shape && one.name && (!s->uris || one.uri);
+	if (s->ntmp < ER_SPECS_MAX)
+		s->tmp[s->ntmp] = one;
+	s->ntmp++;
+	return true;
+}
+
+/* A specs array (uris: objects {name, uri}) or a spec_names array, copied to the arena. */
 static bool list(struct scan *s, bool uris, const struct er_spec **out, size_t *n, bool *shape)
 {
-	struct er_spec one, *copy;
+	struct er_spec *copy;
+	size_t kept;
 
-	*n = 0;
-	*shape = true;
-	if (!lit(s, '['))
+	s->ntmp = 0;
+	s->uris = uris;
+	s->shape = true;
+	if (!jlex_array(&s->x, spec_item, NULL))
 		return false;
-	if (!lit(s, ']')) {
-		do {
-			one = (struct er_spec){NULL, NULL};
-			if (uris ? !object(s, spec_member, &one) : !(one.name = str(s, NULL)))
-				return false;
-			*shape = *shape && one.name && (!uris || one.uri);
-			if (*n < ER_SPECS_MAX)
-				s->tmp[*n] = one;
-			++*n;
-		} while (lit(s, ','));
-		if (!lit(s, ']'))
-			return false;
-	}
-	copy = arena_alloc(&s->e->mem, (*n < ER_SPECS_MAX ? *n : ER_SPECS_MAX) * sizeof(*copy) + 1);
+	*n = s->ntmp;
+	*shape = s->shape;
+	kept = *n < ER_SPECS_MAX ? *n : ER_SPECS_MAX;
+	copy = arena_alloc(&s->e->mem, kept * sizeof(*copy) + 1);
 	if (!copy)
 		return false;
-	memcpy(copy, s->tmp, (*n < ER_SPECS_MAX ? *n : ER_SPECS_MAX) * sizeof(*copy));
+	memcpy(copy, s->tmp, kept * sizeof(*copy));
 	*out = copy;
 	return true;
 }
 
-static bool payload_member(struct scan *s, const char *k, size_t len, void *ctx)
+static bool payload_member(struct jlex *x, const char *k, size_t len, void *ctx)
 {
+	struct scan *s = SCAN(x);
 	struct payload *p = ctx;
 	bool unused;
 
-	if (is(k, len, "block_key"))
-		return !p->key && (p->key = str(s, NULL));
-	if (is(k, len, "medium"))
-		return !p->medium && (p->medium = str(s, NULL));
-	if (is(k, len, "specs"))
+	if (jlex_is(k, len, "block_key"))
+		return !p->key && (p->key = str(s));
+	if (jlex_is(k, len, "medium"))
+		return !p->medium && (p->medium = str(s));
+	if (jlex_is(k, len, "specs"))
 		return !p->has_specs && (p->has_specs = true) && list(s, true, &p->specs, &p->nspecs, &p->specs_shape);
-	if (is(k, len, "spec_names"))
+	if (jlex_is(k, len, "spec_names"))
 		return !p->has_names && (p->has_names = true) && list(s, false, &p->names, &p->nnames, &unused);
 	return false;
 }
 
 /* One snapshot entry, read as er_events_from_json reads it (its "specs"; other known members ignored). */
-static bool snap_block(struct scan *s, struct snap *sn)
+static bool snap_block(struct jlex *x, void *ctx)
 {
+	struct scan *s = SCAN(x);
+	struct snap *sn = ctx;
 	struct payload p = {0};
 	struct er_block *b;
 
-	if (!object(s, payload_member, &p))
+	if (!jlex_object(x, payload_member, &p))
 		return false;
 	if (!(b = array_grow(s->blocks, &s->cap_blocks, sn->n + 1, sizeof(*b), 256)))
 		return false;
@@ -250,16 +148,8 @@ static bool snap_blocks(struct scan *s, struct snap *sn)
 	int unique;
 
 	sn->ok = true;
-	if (!lit(s, '['))
+	if (!jlex_array(&s->x, snap_block, sn))
 		return false;
-	if (!lit(s, ']')) {
-		do {
-			if (!snap_block(s, sn))
-				return false;
-		} while (lit(s, ','));
-		if (!lit(s, ']'))
-			return false;
-	}
 	if (!(copy = arena_alloc(&s->e->mem, (sn->n + 1) * sizeof(*copy))))
 		return false;
 	if (sn->n)
@@ -272,34 +162,34 @@ static bool snap_blocks(struct scan *s, struct snap *sn)
 	return true;
 }
 
-static bool snap_member(struct scan *s, const char *k, size_t len, void *ctx)
+static bool snap_member(struct jlex *x, const char *k, size_t len, void *ctx)
 {
 	struct snap *sn = ctx;
 
-	return is(k, len, "blocks") && !sn->has_blocks && (sn->has_blocks = true) && snap_blocks(s, sn);
+	return jlex_is(k, len, "blocks") && !sn->has_blocks && (sn->has_blocks = true) && snap_blocks(SCAN(x), sn);
 }
 
-static bool event_member(struct scan *s, const char *k, size_t len, void *ctx)
+static bool event_member(struct jlex *x, const char *k, size_t len, void *ctx)
 {
 	struct item *it = ctx;
 	struct payload *p = NULL;
 
-	if (is(k, len, "event_type"))
-		return !it->type && (it->type = str(s, NULL));
-	if (is(k, len, "block_snapshot")) {
+	if (jlex_is(k, len, "event_type"))
+		return !it->type && (it->type = str(SCAN(x)));
+	if (jlex_is(k, len, "block_snapshot")) {
 		if (it->snap.seen)
 			return false;
 		it->snap.seen = true;
-		return object(s, snap_member, &it->snap);
+		return jlex_object(x, snap_member, &it->snap);
 	}
-	if (is(k, len, "block_add"))
+	if (jlex_is(k, len, "block_add"))
 		p = &it->add;
-	else if (is(k, len, "block_delete"))
+	else if (jlex_is(k, len, "block_delete"))
 		p = &it->del;
 	if (!p || p->seen)
 		return false;
 	p->seen = true;
-	return object(s, payload_member, p);
+	return jlex_object(x, payload_member, p);
 }
 
 /* The event as er_events_from_json would read the same item. */
@@ -332,13 +222,14 @@ static struct er_event item_event(const struct item *it)
 	return ev;
 }
 
-static bool event(struct scan *s)
+static bool event(struct jlex *x, void *ctx)
 {
+	struct scan *s = SCAN(x);
 	struct er_events *e = s->e;
 	struct item it = {0};
 	struct er_event *ev;
 
-	if (e->n == s->max || !object(s, event_member, &it))
+	if (e->n == s->max || !jlex_object(x, event_member, &it))
 		return false;
 	if (!(ev = array_grow(e->ev, &e->cap, e->n + 1, sizeof(*ev), 64)))
 		return false;
@@ -349,28 +240,23 @@ static bool event(struct scan *s)
 
 static bool events(struct scan *s)
 {
-	if (s->events_seen || !lit(s, '['))
+	if (s->events_seen)
 		return false;
 	s->events_seen = true;
-	if (lit(s, ']'))
-		return true;
-	do {
-		if (!event(s))
-			return false;
-	} while (lit(s, ','));
-	return lit(s, ']');
+	return jlex_array(&s->x, event, NULL);
 }
 
 /* events, or another member: a string kept in top. */
-static bool top_member(struct scan *s, const char *k, size_t len, void *ctx)
+static bool top_member(struct jlex *x, const char *k, size_t len, void *ctx)
 {
+	struct scan *s = SCAN(x);
 	json_t *top = ctx;
 	const char *v;
 	size_t n;
 
-	if (is(k, len, "events"))
+	if (jlex_is(k, len, "events"))
 		return events(s);
-	if (json_object_getn(top, k, len) || !(v = str(s, &n)))
+	if (json_object_getn(top, k, len) || !(v = jlex_str(x, &s->out, &n)))
 		return false;
 	return json_object_setn_new_nocheck(top, k, len, json_stringn_nocheck(v, n)) == 0;
 }
@@ -387,11 +273,10 @@ bool er_events_scan(struct er_events *e, const char *body, size_t len, size_t ma
 		*top = NULL;
 		return false;
 	}
-	*s = (struct scan){.p = body, .end = body + len, .e = e, .max = max};
+	*s = (struct scan){.e = e, .max = max};
+	jlex_init(&s->x, body, len);
 	s->out = arena_alloc(&e->mem, len + 1);
-	ok = s->out && object(s, top_member, *top);
-	ws(s);
-	ok = ok && s->p == s->end;
+	ok = s->out && jlex_object(&s->x, top_member, *top) && jlex_done(&s->x);
 	free(s->blocks);
 	free(s);
 	if (!ok) {
