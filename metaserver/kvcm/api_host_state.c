@@ -10,6 +10,7 @@
 
 #include "api.h"
 #include "block_index.h"
+#include "hash.h"
 #include "host_state.h"
 #include "key_scan.h"
 #include "kvcm_server.h"
@@ -99,21 +100,6 @@ struct sources {
 	size_t used;
 };
 
-/* A word at a time: byte-wise hashing of every location's string cost more than the rest of the scan. */
-static uint64_t str_hash(const char *s, size_t n)
-{
-	uint64_t h = n * UINT64_C(0x9e3779b97f4a7c15);
-
-	for (size_t i = 0; i < n; i += 8) {
-		uint64_t w = 0;
-
-		memcpy(&w, s + i, n - i < 8 ? n - i : 8);
-		h = (h ^ w) * UINT64_C(0x9e3779b97f4a7c15);
-		h ^= h >> 29;
-	}
-	return h;
-}
-
 static void source_fill(struct call *c, struct host_query *q, const struct location *l, struct er_source *src,
                         const char **mediums, size_t nm)
 {
@@ -133,7 +119,7 @@ static void source_fill(struct call *c, struct host_query *q, const struct locat
 static struct er_source *source_of(struct call *c, struct host_query *q, struct sources *ss, const struct location *l,
                                    struct er_source *tmp, const char **mediums, size_t nm)
 {
-	size_t len = strlen(l->er_key), i = str_hash(l->er_key, len) & (SOURCES - 1);
+	size_t len = strlen(l->er_key), i = hash_bytes(l->er_key, len) & (SOURCES - 1);
 
 	for (; ss->slot[i].er_key; i = (i + 1) & (SOURCES - 1))
 		if (ss->slot[i].len == len && memcmp(ss->slot[i].er_key, l->er_key, len) == 0)

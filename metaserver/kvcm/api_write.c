@@ -10,6 +10,7 @@
 #include "api_common.h"
 #include "block_index.h"
 #include "deleter.h"
+#include "hash.h"
 #include "instance.h"
 #include "kvcm_server.h"
 #include "kvcm_store.h"
@@ -50,7 +51,7 @@ static void mark_repeats(struct write_plan *p)
 	seen = calloc(cap, sizeof(*seen));
 	used = calloc(cap, sizeof(*used));
 	for (size_t i = 0; seen && used && i < p->n; i++) {
-		size_t h = ((uint64_t)p->keys[i] * UINT64_C(0x9e3779b97f4a7c15)) >> 20 & (cap - 1);
+		size_t h = hash_bytes(&p->keys[i], sizeof(p->keys[i])) & (cap - 1);
 
 		while (used[h] && seen[h] != p->keys[i])
 			h = (h + 1) & (cap - 1);

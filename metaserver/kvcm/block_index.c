@@ -3,16 +3,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hash.h"
 #include "kvcm_server.h"
 #include "storage_uri.h"
 
 static uint64_t mix(int64_t key)
 {
-	uint64_t x = (uint64_t)key + UINT64_C(0x9e3779b97f4a7c15);
-
-	x = (x ^ (x >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
-	x = (x ^ (x >> 27)) * UINT64_C(0x94d049bb133111eb);
-	return x ^ (x >> 31);
+	return hash_bytes(&key, sizeof(key));
 }
 
 struct block *block_find(const struct instance *inst, int64_t key)

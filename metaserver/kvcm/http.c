@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "clock.h"
+#include "hash.h"
 #include "instance.h"
 #include "kvcm_server.h"
 #include "log.h"
@@ -43,12 +44,7 @@ struct http_server {
 
 static uint32_t conn_hash(const struct evhttp_connection *c, uint32_t cap)
 {
-	uint64_t x = (uint64_t)(uintptr_t)c;
-
-	x ^= x >> 33;
-	x *= UINT64_C(0xff51afd7ed558ccd);
-	x ^= x >> 33;
-	return (uint32_t)x & (cap - 1);
+	return (uint32_t)hash_bytes(&c, sizeof(c)) & (cap - 1);
 }
 
 static bool conn_set_has(const struct conn_set *s, const struct evhttp_connection *c)
