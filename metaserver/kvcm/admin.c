@@ -196,10 +196,13 @@ void admin_list_instances(struct call *c)
 	call_ok(c, "");
 	jw_key(o, "instance_info");
 	jw_arr(o);
-	for (uint64_t i = 0; i < k->nibuckets; i++)
-		for (struct instance *inst = k->ibuckets[i]; inst; inst = inst->hnext)
-			if (!group[0] || strcmp(inst->group->name, group) == 0)
-				instance_write_info(o, inst);
+	chain_foreach(&k->instances, l)
+	{
+		struct instance *inst = chain_entry(l, struct instance, hlink);
+
+		if (!group[0] || strcmp(inst->group->name, group) == 0)
+			instance_write_info(o, inst);
+	}
 	jw_arr_end(o);
 }
 

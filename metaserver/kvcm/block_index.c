@@ -7,88 +7,62 @@
 #include "kvcm_server.h"
 #include "storage_uri.h"
 
-static uint64_t mix(int64_t key)
+static uint64_t key_hash(int64_t key)
 {
 	return hash_bytes(&key, sizeof(key));
 }
 
+static uint64_t link_hash(const struct chain_link *l)
+{
+	return key_hash(chain_entry(l, struct block, hlink)->key);
+}
+
 struct block *block_find(const struct instance *inst, int64_t key)
 {
-	struct block *b;
+	for (struct chain_link *l = chain_first(&inst->blocks, key_hash(key)); l; l = l->next) {
+		struct block *b = chain_entry(l, struct block, hlink);
 
-	if (!inst->nbuckets)
-		return NULL;
-	for (b = inst->buckets[mix(key) & (inst->nbuckets - 1)]; b; b = b->hnext)
 		if (b->key == key)
 			return b;
+	}
 	return NULL;
 }
 
 void block_prefetch(const struct instance *inst, int64_t key, bool chain)
 {
-	struct block *const *slot;
+	struct chain_link *const *slot;
 
-	if (!inst->nbuckets)
+	if (!inst->blocks.nb)
 		return;
-	slot = &inst->buckets[mix(key) & (inst->nbuckets - 1)];
+	slot = chain_slot(&inst->blocks, key_hash(key));
 	if (!chain)
 		__builtin_prefetch(slot);
 	else if (*slot)
 		__builtin_prefetch(*slot);
 }
 
-static int grow(struct instance *inst)
-{
-	uint64_t nb = inst->nbuckets ? inst->nbuckets * 2 : 256;
-	struct block **bk = calloc(nb, sizeof(*bk));
-
-	if (!bk)
-		return -1;
-	for (uint64_t i = 0; i < inst->nbuckets; i++) {
-		for (struct block *b = inst->buckets[i], *next; b; b = next) {
-			uint64_t h = mix(b->key) & (nb - 1);
-
-			next = b->hnext;
-			b->hnext = bk[h];
-			bk[h] = b;
-		}
-	}
-	free(inst->buckets);
-	inst->buckets = bk;
-	inst->nbuckets = nb;
-	return 0;
-}
-
 struct block *block_get(struct instance *inst, int64_t key)
 {
 	struct block *b = block_find(inst, key);
-	uint64_t h;
 
 	if (b)
 		return b;
-	if (inst->nblocks >= inst->nbuckets && grow(inst))
-		return NULL;
 	b = calloc(1, sizeof(*b));
 	if (!b)
 		return NULL;
 	b->key = key;
-	h = mix(key) & (inst->nbuckets - 1);
-	b->hnext = inst->buckets[h];
-	inst->buckets[h] = b;
+	if (chain_insert(&inst->blocks, &b->hlink, key_hash(key), 256, link_hash)) {
+		free(b);
+		return NULL;
+	}
 	list_add_tail(&inst->lru, &b->lru_link);
-	inst->nblocks++;
 	return b;
 }
 
 void block_remove(struct instance *inst, struct block *b)
 {
-	struct block **pp = &inst->buckets[mix(b->key) & (inst->nbuckets - 1)];
-
-	while (*pp != b)
-		pp = &(*pp)->hnext;
-	*pp = b->hnext;
+	chain_remove(&inst->blocks, &b->hlink, key_hash(b->key));
 	list_del(&b->lru_link);
-	inst->nblocks--;
 	free(b);
 }
 
@@ -101,19 +75,17 @@ void block_touch(struct instance *inst, struct block *b, uint64_t now_us)
 
 void block_index_free(struct instance *inst)
 {
-	for (uint64_t i = 0; i < inst->nbuckets; i++) {
-		for (struct block *b = inst->buckets[i], *next; b; b = next) {
-			next = b->hnext;
-			for (struct location *l = b->locs, *ln; l; l = ln) {
-				ln = l->next;
-				location_free(l);
-			}
-			free(b);
+	chain_foreach(&inst->blocks, l)
+	{
+		struct block *b = chain_entry(l, struct block, hlink);
+
+		for (struct location *loc = b->locs, *next; loc; loc = next) {
+			next = loc->next;
+			location_free(loc);
 		}
+		free(b);
 	}
-	free(inst->buckets);
-	inst->buckets = NULL;
-	inst->nbuckets = inst->nblocks = 0;
+	chain_free(&inst->blocks);
 	list_init(&inst->lru);
 }
 

@@ -77,7 +77,7 @@ int block_scan(struct kvcm *k, struct instance *inst, block_scan_fn fn, void *ar
 		free(arg);
 		return MMC_MALLOC_FAILED;
 	}
-	t->keys = malloc((inst->nblocks + 1) * sizeof(*t->keys));
+	t->keys = malloc((inst->blocks.n + 1) * sizeof(*t->keys));
 	t->ev = event_new(k->base, -1, 0, step, t);
 	if (!t->keys || !t->ev) {
 		free(t->keys);

@@ -41,56 +41,25 @@ static uint64_t id_hash(const char *id)
 	return hash_bytes(id, strlen(id));
 }
 
+static uint64_t link_hash(const struct chain_link *l)
+{
+	return id_hash(chain_entry(l, struct instance, hlink)->id);
+}
+
 struct instance *instance_find(struct kvcm *k, const char *id)
 {
-	struct instance *i;
+	for (struct chain_link *l = id[0] ? chain_first(&k->instances, id_hash(id)) : NULL; l; l = l->next) {
+		struct instance *i = chain_entry(l, struct instance, hlink);
 
-	if (!k->nibuckets || !id[0])
-		return NULL;
-	for (i = k->ibuckets[id_hash(id) & (k->nibuckets - 1)]; i; i = i->hnext)
 		if (strcmp(i->id, id) == 0)
 			return i;
+	}
 	return NULL;
 }
 
 static int registry_add(struct kvcm *k, struct instance *inst)
 {
-	uint64_t h;
-
-	if (k->ninstances >= k->nibuckets) {
-		uint64_t nb = k->nibuckets ? k->nibuckets * 2 : 64;
-		struct instance **b = calloc(nb, sizeof(*b));
-
-		if (!b)
-			return -1;
-		for (uint64_t i = 0; i < k->nibuckets; i++) {
-			for (struct instance *e = k->ibuckets[i], *next; e; e = next) {
-				next = e->hnext;
-				e->hnext = b[id_hash(e->id) & (nb - 1)];
-				b[id_hash(e->id) & (nb - 1)] = e;
-			}
-		}
-		free(k->ibuckets);
-		k->ibuckets = b;
-		k->nibuckets = nb;
-	}
-	h = id_hash(inst->id) & (k->nibuckets - 1);
-	inst->hnext = k->ibuckets[h];
-	k->ibuckets[h] = inst;
-	k->ninstances++;
-	return 0;
-}
-
-static void registry_del(struct kvcm *k, struct instance *inst)
-{
-	struct instance **pp = &k->ibuckets[id_hash(inst->id) & (k->nibuckets - 1)];
-
-	while (*pp && *pp != inst)
-		pp = &(*pp)->hnext;
-	if (*pp) {
-		*pp = inst->hnext;
-		k->ninstances--;
-	}
+	return chain_insert(&k->instances, &inst->hlink, id_hash(inst->id), 64, link_hash);
 }
 
 int instance_spec_index(const struct instance *inst, const char *name)
@@ -373,12 +342,12 @@ struct instance *instance_load(struct kvcm *k, json_t *record, char *msg, size_t
 
 void instance_unregister(struct kvcm *k, struct instance *inst)
 {
-	registry_del(k, inst);
+	chain_remove(&k->instances, &inst->hlink, id_hash(inst->id));
 	inst->removed = true;
 	list_add_tail(&k->zombie_instances, &inst->zombie_link);
 	inst->group->ninstances--;
 	store_del_instance(k, inst);
-	log_info("op=kvcm_remove_instance id=\"%s\" blocks=%" PRIu64, inst->id, inst->nblocks);
+	log_info("op=kvcm_remove_instance id=\"%s\" blocks=%" PRIu64, inst->id, inst->blocks.n);
 	instance_hold(inst);
 	instance_release(k, inst);
 }
@@ -390,21 +359,14 @@ void instance_hold(struct instance *inst)
 
 void instance_release(struct kvcm *k, struct instance *inst)
 {
-	if (--inst->refs == 0 && inst->removed && inst->nblocks == 0)
+	if (--inst->refs == 0 && inst->removed && inst->blocks.n == 0)
 		instance_free(inst);
 }
 
 void instances_free(struct kvcm *k)
 {
-	for (uint64_t i = 0; i < k->nibuckets; i++) {
-		for (struct instance *e = k->ibuckets[i], *next; e; e = next) {
-			next = e->hnext;
-			instance_free(e);
-		}
-	}
-	free(k->ibuckets);
-	k->ibuckets = NULL;
-	k->nibuckets = k->ninstances = 0;
+	chain_foreach(&k->instances, l) instance_free(chain_entry(l, struct instance, hlink));
+	chain_free(&k->instances);
 	while (!list_empty(&k->zombie_instances))
 		instance_free(list_entry(k->zombie_instances.next, struct instance, zombie_link));
 }

@@ -21,7 +21,6 @@ struct sessions;
 struct deleter;
 struct metrics;
 struct reporters;
-struct file_refs;
 
 struct kvcm {
 	struct event_base *base;
@@ -33,10 +32,9 @@ struct kvcm {
 	char host[256];
 	char node_id[320];
 
-	struct list storages; /* struct storage.link */
-	struct list groups;   /* struct group.link */
-	struct instance **ibuckets;
-	uint64_t nibuckets, ninstances;
+	struct list storages;         /* struct storage.link */
+	struct list groups;           /* struct group.link */
+	struct chain_table instances; /* struct instance.hlink, by id */
 	uint64_t next_uid;
 	struct list zombie_instances; /* removed, waiting for their deletes */
 
@@ -44,7 +42,7 @@ struct kvcm {
 	struct deleter *deleter;
 	struct metrics *metrics;
 	struct reporters *reporters;
-	struct file_refs *file_refs; /* files shared by several blocks: deleted with the last one */
+	struct chain_table file_refs; /* files shared by several blocks: deleted with the last one */
 	struct event *reclaim_ev;
 	struct faults faults; /* injected by the debug service */
 

@@ -168,7 +168,7 @@ static void usage(struct evbuffer *b, struct kvcm *k)
 		for (int t = 0; t < ST_COUNT; t++)
 			bytes[t] += g->use.bytes_by_type[t];
 	}
-	counter(b, "instances", "Registered KVCM instances.", k->ninstances, true);
+	counter(b, "instances", "Registered KVCM instances.", k->instances.n, true);
 	counter(b, "block_keys", "Block keys indexed (all instances).", keys, true);
 	evbuffer_add_printf(b, "# HELP mmc_kvcm_stored_bytes Bytes of cache locations, by storage type.\n"
 	                       "# TYPE mmc_kvcm_stored_bytes gauge\n");

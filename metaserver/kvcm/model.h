@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "chain_table.h"
 #include "codes.h"
 #include "list.h"
 
@@ -69,7 +70,7 @@ struct spec_group {
 struct block;
 
 struct instance {
-	struct instance *hnext;
+	struct chain_link hlink; /* in kvcm.instances, by id */
 	char *id;
 	uint64_t uid; /* persistent number: the prefix of its block records */
 	struct group *group;
@@ -80,10 +81,8 @@ struct instance {
 	struct spec_info *specs;
 	uint32_t nspec_groups;
 	struct spec_group *spec_groups;
-	/* the block index: key -> block, power-of-two buckets */
-	struct block **buckets;
-	uint64_t nbuckets, nblocks;
-	struct list lru; /* blocks by last write, oldest first */
+	struct chain_table blocks; /* the block index: key -> block (blocks.n of them) */
+	struct list lru;           /* blocks by last write, oldest first */
 	struct usage use;
 	uint32_t refs;           /* pending deletes and sessions that still point here */
 	bool removed;            /* out of the registry; freed when refs drops to 0 */
@@ -116,7 +115,7 @@ struct location {
 };
 
 struct block {
-	struct block *hnext;
+	struct chain_link hlink; /* first: the link a prefetch fetches is the block */
 	int64_t key;
 	struct list lru_link;
 	uint64_t lru_time_us;

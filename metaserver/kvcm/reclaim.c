@@ -73,10 +73,13 @@ static void reclaim_group(struct kvcm *k, struct group *g)
 
 	if (!cur)
 		return;
-	for (uint64_t i = 0; i < k->nibuckets; i++)
-		for (struct instance *inst = k->ibuckets[i]; inst; inst = inst->hnext)
-			if (inst->group == g && n < g->ninstances)
-				cur[n++] = (struct cursor){inst, inst->lru.next};
+	chain_foreach(&k->instances, l)
+	{
+		struct instance *inst = chain_entry(l, struct instance, hlink);
+
+		if (inst->group == g && n < g->ninstances)
+			cur[n++] = (struct cursor){inst, inst->lru.next};
+	}
 	while (budget-- && quota_over_water(k, g) > 0 && (c = oldest(cur, n, &scan)))
 		evicted += evict(k, c, delay);
 	if (evicted) {

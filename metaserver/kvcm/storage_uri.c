@@ -10,17 +10,12 @@
 #include "mmc/mmc.h"
 #include "objects.h"
 
-/* A path -> count map for files holding several blocks (key_count_per_file > 1). */
+/* An entry of the path -> count map of files holding several blocks (key_count_per_file > 1): k->file_refs. */
 struct file_ref {
-	struct file_ref *next;
+	struct chain_link link;
 	uint64_t hash;
 	uint32_t count;
 	char path[];
-};
-
-struct file_refs {
-	struct file_ref **b;
-	uint64_t nb, n;
 };
 
 /* Keeps [A-Za-z0-9._-]; escapes the rest, and "." or ".." as a whole, so a name never leaves its directory. */
@@ -168,32 +163,39 @@ static bool shared_file(const char *uri)
 	return q && (strncmp(q + 1, "blkid=", 6) == 0 || strstr(q, "&blkid="));
 }
 
-static struct file_ref **ref_slot(struct file_refs *r, const char *path, size_t len, uint64_t h)
+static uint64_t ref_hash(const struct chain_link *l)
 {
-	struct file_ref **pp = &r->b[h & (r->nb - 1)];
-
-	while (*pp && !((*pp)->hash == h && strcmp((*pp)->path, path) == 0))
-		pp = &(*pp)->next;
-	return pp;
+	return chain_entry(l, struct file_ref, link)->hash;
 }
 
-static int refs_grow(struct file_refs *r)
+static struct file_ref *ref_find(struct kvcm *k, const char *path, uint64_t h)
 {
-	uint64_t nb = r->nb ? r->nb * 2 : 1024;
-	struct file_ref **b = calloc(nb, sizeof(*b));
+	for (struct chain_link *l = chain_first(&k->file_refs, h); l; l = l->next) {
+		struct file_ref *e = chain_entry(l, struct file_ref, link);
 
-	if (!b)
-		return MMC_MALLOC_FAILED;
-	for (uint64_t i = 0; i < r->nb; i++) {
-		for (struct file_ref *e = r->b[i], *next; e; e = next) {
-			next = e->next;
-			e->next = b[e->hash & (nb - 1)];
-			b[e->hash & (nb - 1)] = e;
+		if (e->hash == h && strcmp(e->path, path) == 0)
+			return e;
+	}
+	return NULL;
+}
+
+/* One more block in the file at path. */
+static int ref_hold(struct kvcm *k, const char *path, size_t len)
+{
+	uint64_t h = hash_bytes(path, len);
+	struct file_ref *e = ref_find(k, path, h);
+
+	if (!e) {
+		if (!(e = calloc(1, sizeof(*e) + len + 1)))
+			return MMC_MALLOC_FAILED;
+		e->hash = h;
+		memcpy(e->path, path, len + 1);
+		if (chain_insert(&k->file_refs, &e->link, h, 1024, ref_hash)) {
+			free(e);
+			return MMC_MALLOC_FAILED;
 		}
 	}
-	free(r->b);
-	r->b = b;
-	r->nb = nb;
+	e->count++;
 	return 0;
 }
 
@@ -203,27 +205,11 @@ int storage_hold_data(struct kvcm *k, const struct location *l)
 
 	if (l->storage->type != ST_NFS)
 		return 0;
-	if (!k->file_refs && !(k->file_refs = calloc(1, sizeof(*k->file_refs))))
-		return MMC_MALLOC_FAILED;
 	for (uint16_t j = 0; j < l->nspecs; j++) {
 		size_t len = shared_file(l->specs[j].uri) ? file_path(l->specs[j].uri, path, sizeof(path)) : 0;
-		struct file_refs *r = k->file_refs;
-		uint64_t h = hash_bytes(path, len);
-		struct file_ref **pp;
 
-		if (!len)
-			continue;
-		if (r->n >= r->nb && refs_grow(r))
+		if (len && ref_hold(k, path, len))
 			return MMC_MALLOC_FAILED;
-		pp = ref_slot(r, path, len, h);
-		if (!*pp) {
-			if (!(*pp = calloc(1, sizeof(**pp) + len + 1)))
-				return MMC_MALLOC_FAILED;
-			(*pp)->hash = h;
-			memcpy((*pp)->path, path, len + 1);
-			r->n++;
-		}
-		(*pp)->count++;
 	}
 	return 0;
 }
@@ -231,20 +217,15 @@ int storage_hold_data(struct kvcm *k, const struct location *l)
 /* True when this was the last reference to the path (or it was never shared). */
 static bool release_path(struct kvcm *k, const char *uri, const char *path, size_t len)
 {
-	struct file_refs *r = k->file_refs;
-	struct file_ref **pp, *e;
+	uint64_t h = hash_bytes(path, len);
+	struct file_ref *e = shared_file(uri) ? ref_find(k, path, h) : NULL;
 
-	if (!shared_file(uri) || !r || !r->nb)
-		return true;
-	pp = ref_slot(r, path, len, hash_bytes(path, len));
-	e = *pp;
 	if (!e)
 		return true;
 	if (--e->count)
 		return false;
-	*pp = e->next;
+	chain_remove(&k->file_refs, &e->link, h);
 	free(e);
-	r->n--;
 	return true;
 }
 
@@ -328,17 +309,6 @@ bool storage_data_known(struct kvcm *k, const struct location *l)
 
 void file_refs_free(struct kvcm *k)
 {
-	struct file_refs *r = k->file_refs;
-
-	if (!r)
-		return;
-	for (uint64_t i = 0; i < r->nb; i++) {
-		for (struct file_ref *e = r->b[i], *next; e; e = next) {
-			next = e->next;
-			free(e);
-		}
-	}
-	free(r->b);
-	free(r);
-	k->file_refs = NULL;
+	chain_foreach(&k->file_refs, l) free(chain_entry(l, struct file_ref, link));
+	chain_free(&k->file_refs);
 }

@@ -181,10 +181,13 @@ static void read_block(struct kvcm *k, struct instance *inst, int64_t key, struc
 
 static struct instance *by_uid(struct kvcm *k, uint64_t uid)
 {
-	for (uint64_t i = 0; i < k->nibuckets; i++)
-		for (struct instance *inst = k->ibuckets[i]; inst; inst = inst->hnext)
-			if (inst->uid == uid)
-				return inst;
+	chain_foreach(&k->instances, l)
+	{
+		struct instance *inst = chain_entry(l, struct instance, hlink);
+
+		if (inst->uid == uid)
+			return inst;
+	}
 	return NULL;
 }
 
@@ -230,7 +233,7 @@ static int by_lru(const void *a, const void *b)
 /* Records come in key order: rebuild the LRU from the stamps, and sweep what no session owns any more. */
 static void settle(struct kvcm *k, struct instance *inst, uint64_t *swept)
 {
-	struct block **all = malloc((inst->nblocks + 1) * sizeof(*all));
+	struct block **all = malloc((inst->blocks.n + 1) * sizeof(*all));
 	size_t n = 0;
 
 	if (!all)
@@ -269,13 +272,14 @@ int store_load(struct kvcm *k)
 	each_json(k, txn, k->db_instances, load_instance);
 	load_blocks(k, txn);
 	mdb_txn_abort(txn);
-	for (uint64_t i = 0; i < k->nibuckets; i++) {
-		for (struct instance *inst = k->ibuckets[i]; inst; inst = inst->hnext) {
-			settle(k, inst, &swept);
-			blocks += inst->nblocks;
-		}
+	chain_foreach(&k->instances, l)
+	{
+		struct instance *inst = chain_entry(l, struct instance, hlink);
+
+		settle(k, inst, &swept);
+		blocks += inst->blocks.n;
 	}
 	log_info("op=kvcm_load storages=%s instances=%" PRIu64 " blocks=%" PRIu64 " orphaned_writing=%" PRIu64,
-	         list_empty(&k->storages) ? "0" : ">0", k->ninstances, blocks, swept);
+	         list_empty(&k->storages) ? "0" : ">0", k->instances.n, blocks, swept);
 	return 0;
 }

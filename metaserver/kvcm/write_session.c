@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "array.h"
 #include "block_index.h"
 #include "clock.h"
 #include "deleter.h"
@@ -14,9 +15,8 @@
 #include "log.h"
 
 struct sessions {
-	struct wsession **b; /* id -> session */
-	uint64_t nb, n;
-	struct wsession **heap; /* min-heap on expire_ms */
+	struct chain_table ids; /* id -> session */
+	struct wsession **heap; /* min-heap on expire_ms, of ids.n sessions */
 	size_t cap;
 	struct event *sweep;
 	uint64_t expired;
@@ -25,6 +25,11 @@ struct sessions {
 static uint64_t sid_hash(const char *id)
 {
 	return hash_bytes(id, SESSION_ID_LEN);
+}
+
+static uint64_t link_hash(const struct chain_link *l)
+{
+	return sid_hash(chain_entry(l, struct wsession, hlink)->id);
 }
 
 static void hswap(struct sessions *s, size_t a, size_t b)
@@ -50,9 +55,9 @@ static void sift_down(struct sessions *s, size_t i)
 	for (;;) {
 		size_t l = 2 * i + 1, r = l + 1, m = i;
 
-		if (l < s->n && s->heap[l]->expire_ms < s->heap[m]->expire_ms)
+		if (l < s->ids.n && s->heap[l]->expire_ms < s->heap[m]->expire_ms)
 			m = l;
-		if (r < s->n && s->heap[r]->expire_ms < s->heap[m]->expire_ms)
+		if (r < s->ids.n && s->heap[r]->expire_ms < s->heap[m]->expire_ms)
 			m = r;
 		if (m == i)
 			return;
@@ -61,43 +66,13 @@ static void sift_down(struct sessions *s, size_t i)
 	}
 }
 
-static int grow(struct sessions *s)
-{
-	uint64_t nb = s->nb ? s->nb * 2 : 1024;
-	struct wsession **b = calloc(nb, sizeof(*b)), **h = realloc(s->heap, nb * sizeof(*h));
-
-	if (!b || !h) {
-		free(b);
-		if (h)
-			s->heap = h;
-		return -1;
-	}
-	s->heap = h;
-	s->cap = nb;
-	for (uint64_t i = 0; i < s->nb; i++) {
-		for (struct wsession *e = s->b[i], *next; e; e = next) {
-			next = e->hnext;
-			e->hnext = b[sid_hash(e->id) & (nb - 1)];
-			b[sid_hash(e->id) & (nb - 1)] = e;
-		}
-	}
-	free(s->b);
-	s->b = b;
-	s->nb = nb;
-	return 0;
-}
-
 static void unlink_session(struct sessions *s, struct wsession *w)
 {
-	struct wsession **pp = &s->b[sid_hash(w->id) & (s->nb - 1)];
 	size_t i = w->heap_idx;
 
-	while (*pp != w)
-		pp = &(*pp)->hnext;
-	*pp = w->hnext;
-	s->n--;
-	if (i != s->n) {
-		hswap(s, i, s->n);
+	chain_remove(&s->ids, &w->hlink, sid_hash(w->id));
+	if (i != s->ids.n) {
+		hswap(s, i, s->ids.n);
 		sift_down(s, i);
 		sift_up(s, i);
 	}
@@ -106,25 +81,28 @@ static void unlink_session(struct sessions *s, struct wsession *w)
 struct wsession *session_create(struct kvcm *k, struct instance *inst, uint32_t n, uint64_t timeout_ms)
 {
 	struct sessions *s = k->sessions;
-	struct wsession *w;
-	uint64_t h;
+	struct wsession *w, **heap;
 
-	if (s->n >= k->conf.max_sessions || (s->n >= s->nb && grow(s)))
+	if (s->ids.n >= k->conf.max_sessions)
 		return NULL;
+	if (!(heap = array_grow(s->heap, &s->cap, s->ids.n + 1, sizeof(*heap), 1024)))
+		return NULL;
+	s->heap = heap;
 	w = calloc(1, sizeof(*w) + n * sizeof(struct ws_item));
 	if (!w)
 		return NULL;
 	do
 		kvcm_random_id(k, w->id, SESSION_ID_LEN);
 	while (session_find(k, w->id));
+	if (chain_insert(&s->ids, &w->hlink, sid_hash(w->id), 1024, link_hash)) {
+		free(w);
+		return NULL;
+	}
 	w->inst = inst;
 	w->n = n;
 	w->expire_ms = clock_ms() + timeout_ms;
-	h = sid_hash(w->id) & (s->nb - 1);
-	w->hnext = s->b[h];
-	s->b[h] = w;
-	w->heap_idx = s->n;
-	s->heap[s->n++] = w;
+	w->heap_idx = s->ids.n - 1;
+	s->heap[w->heap_idx] = w;
 	sift_up(s, w->heap_idx);
 	instance_hold(inst);
 	return w;
@@ -134,11 +112,14 @@ struct wsession *session_find(struct kvcm *k, const char *id)
 {
 	struct sessions *s = k->sessions;
 
-	if (!s->nb || strlen(id) != SESSION_ID_LEN)
+	if (strlen(id) != SESSION_ID_LEN)
 		return NULL;
-	for (struct wsession *w = s->b[sid_hash(id) & (s->nb - 1)]; w; w = w->hnext)
+	for (struct chain_link *l = chain_first(&s->ids, sid_hash(id)); l; l = l->next) {
+		struct wsession *w = chain_entry(l, struct wsession, hlink);
+
 		if (memcmp(w->id, id, SESSION_ID_LEN) == 0)
 			return w;
+	}
 	return NULL;
 }
 
@@ -175,7 +156,7 @@ static void sweep_cb(evutil_socket_t fd, short what, void *arg)
 	struct sessions *s = k->sessions;
 	uint64_t now = clock_ms();
 
-	while (s->n && s->heap[0]->expire_ms <= now) {
+	while (s->ids.n && s->heap[0]->expire_ms <= now) {
 		struct wsession *w = s->heap[0];
 
 		log_info("op=kvcm_session_expired session=%s instance=\"%s\" locations=%u", w->id, w->inst->id, w->n);
@@ -202,8 +183,8 @@ void sessions_stop(struct kvcm *k)
 
 	if (!s)
 		return;
-	while (s->n) {
-		struct wsession *w = s->heap[s->n - 1];
+	while (s->ids.n) {
+		struct wsession *w = s->heap[s->ids.n - 1];
 
 		unlink_session(s, w);
 		instance_release(k, w->inst);
@@ -211,7 +192,7 @@ void sessions_stop(struct kvcm *k)
 	}
 	if (s->sweep)
 		event_free(s->sweep);
-	free(s->b);
+	chain_free(&s->ids);
 	free(s->heap);
 	free(s);
 	k->sessions = NULL;
@@ -219,7 +200,7 @@ void sessions_stop(struct kvcm *k)
 
 uint64_t sessions_count(const struct kvcm *k)
 {
-	return k->sessions ? k->sessions->n : 0;
+	return k->sessions ? k->sessions->ids.n : 0;
 }
 
 uint64_t sessions_expired(const struct kvcm *k)

@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "chain_table.h"
 #include "model.h"
 
 #define SESSION_ID_LEN 32
@@ -22,7 +23,7 @@ struct ws_item {
 };
 
 struct wsession {
-	struct wsession *hnext;
+	struct chain_link hlink; /* in the sessions' table, by id */
 	char id[SESSION_ID_LEN + 1];
 	struct instance *inst;
 	uint64_t expire_ms;
