@@ -15,7 +15,7 @@
 #include "group.h"
 #include "http.h"
 #include "instance.h"
-#include "kvcm_server.h"
+#include "kvcm_state.h"
 #include "kvcm_store.h"
 #include "log.h"
 #include "metrics.h"

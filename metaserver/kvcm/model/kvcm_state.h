@@ -1,0 +1,59 @@
+/*
+ * The KV Cache Manager's state: one struct, owned by the event-loop thread, reached by every module.
+ */
+#ifndef MMC_KVCM_STATE_H
+#define MMC_KVCM_STATE_H
+
+#include <lmdb.h>
+#include <stdint.h>
+
+#include "fault_injection.h"
+#include "kvcm_conf.h"
+#include "list.h"
+#include "model.h"
+
+struct event;
+struct event_base;
+struct persist;
+struct meta;
+struct http_server;
+struct sessions;
+struct deleter;
+struct metrics;
+struct reporters;
+
+struct kvcm {
+	struct event_base *base;
+	struct persist *persist;
+	struct meta *meta;
+	struct kvcm_conf conf;
+	struct http_server *http, *admin;
+	uint16_t http_port, admin_port;
+	char host[256];
+	char node_id[320];
+
+	struct list storages;         /* struct storage.link */
+	struct list groups;           /* struct group.link */
+	struct chain_table instances; /* struct instance.hlink, by id */
+	uint64_t next_uid;
+	struct list zombie_instances; /* removed, waiting for their deletes */
+
+	struct sessions *sessions;
+	struct deleter *deleter;
+	struct metrics *metrics;
+	struct reporters *reporters;
+	struct chain_table file_refs; /* files shared by several blocks: deleted with the last one */
+	struct event *reclaim_ev;
+	struct faults faults; /* injected by the debug service */
+
+	MDB_dbi db_meta, db_storages, db_groups, db_instances, db_blocks;
+	uint64_t store_writes; /* bumped by every LMDB write: replies to requests that wrote wait for the commit */
+	uint64_t rng[2];
+};
+
+/* Random lowercase [a-z0-9] text of n chars (ids of locations and write sessions), NUL-terminated. */
+void kvcm_random_id(struct kvcm *k, char *out, size_t n);
+/* Wall-clock microseconds (create_time, request_id, LRU stamps). */
+uint64_t kvcm_now_us(void);
+
+#endif
