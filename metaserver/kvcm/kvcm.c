@@ -12,6 +12,7 @@
 
 #include "api.h"
 #include "deleter.h"
+#include "fault_injection.h"
 #include "group.h"
 #include "http.h"
 #include "instance.h"
@@ -158,6 +159,7 @@ void kvcm_stop(struct kvcm *k)
 		storage_free(s);
 	}
 	file_refs_free(k);
+	faults_free(k);
 	metrics_free(k->metrics);
 	free(k);
 }

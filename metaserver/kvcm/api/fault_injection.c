@@ -12,7 +12,7 @@
 /* The reference names APIs by method (RegisterInstance); its HTTP paths are lowerCamel: either matches. */
 static struct fault *lookup(struct faults *fs, const char *api)
 {
-	for (unsigned i = 0; i < fs->n; i++)
+	for (unsigned i = 0; fs && i < fs->n; i++)
 		if (strcasecmp(fs->f[i].api, api) == 0)
 			return &fs->f[i];
 	return NULL;
@@ -37,7 +37,7 @@ static bool trace_call(const char *trace, int32_t *out)
 
 const struct fault *fault_find(struct call *c, const char *api)
 {
-	const struct fault *f = c->k->conf.debug_service ? lookup(&c->k->faults, api) : NULL;
+	const struct fault *f = c->k->conf.debug_service ? lookup(c->k->faults, api) : NULL;
 	int32_t n;
 
 	if (!f || !f->once)
@@ -77,12 +77,16 @@ void admin_inject_fault(struct call *c)
 	const char *api = jd_str(&c->d, c->body, "api_name");
 	int32_t at_call = jd_i32(&c->d, c->body, "trigger_at_call");
 	int32_t at_write = jd_i32(&c->d, c->body, "trigger_at_write");
-	struct faults *fs = &c->k->faults;
+	struct faults *fs = c->k->faults;
 	struct fault *f;
 	bool once;
 
 	if (!read_strategy(c, &once))
 		return;
+	if (!fs && !(fs = c->k->faults = calloc(1, sizeof(*fs)))) {
+		call_fail(c, KC_INTERNAL_ERROR, "out of memory");
+		return;
+	}
 	if (!api[0] || strlen(api) >= FAULT_NAME_MAX || at_write < 0) {
 		call_fail(c, KC_INVALID_ARGUMENT, "missing or invalid fields: {InjectFault: {%s}}",
 		          at_write < 0 ? "trigger_at_write" : "api_name");
@@ -106,7 +110,7 @@ void admin_inject_fault(struct call *c)
 void admin_remove_fault(struct call *c)
 {
 	const char *api = jd_str(&c->d, c->body, "api_name");
-	struct faults *fs = &c->k->faults;
+	struct faults *fs = c->k->faults;
 	struct fault *f;
 
 	if (call_decode_failed(c))
@@ -119,6 +123,12 @@ void admin_remove_fault(struct call *c)
 
 void admin_clear_faults(struct call *c)
 {
-	c->k->faults.n = 0;
+	faults_free(c->k);
 	call_ok(c, "faults cleared");
+}
+
+void faults_free(struct kvcm *k)
+{
+	free(k->faults);
+	k->faults = NULL;
 }

@@ -17,6 +17,7 @@
 #define FAULT_REPORT_WRITE "ReportEventMetaWrite"
 
 struct call;
+struct kvcm;
 
 struct fault {
 	char api[FAULT_NAME_MAX];
@@ -34,6 +35,9 @@ struct faults {
 bool fault_check(struct call *c, const char *api);
 /* The fault on api that triggers for this call, or NULL (no answer written). */
 const struct fault *fault_find(struct call *c, const char *api);
+
+/* Frees the faults injected so far (shutdown). */
+void faults_free(struct kvcm *k);
 
 void admin_inject_fault(struct call *c);
 void admin_remove_fault(struct call *c);

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "api.h"
+#include "fault_injection.h"
 #include "group.h"
 #include "instance.h"
 #include "kvcm_state.h"

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "api.h"
+#include "fault_injection.h"
 #include "request_keys.h"
 #include "block_index.h"
 #include "deleter.h"

@@ -7,7 +7,6 @@
 #include <lmdb.h>
 #include <stdint.h>
 
-#include "fault_injection.h"
 #include "kvcm_conf.h"
 #include "list.h"
 #include "model.h"
@@ -21,6 +20,7 @@ struct sessions;
 struct deleter;
 struct metrics;
 struct reporters;
+struct faults;
 
 struct kvcm {
 	struct event_base *base;
@@ -44,7 +44,7 @@ struct kvcm {
 	struct reporters *reporters;
 	struct chain_table file_refs; /* files shared by several blocks: deleted with the last one */
 	struct event *reclaim_ev;
-	struct faults faults; /* injected by the debug service */
+	struct faults *faults; /* injected by the debug service (api/fault_injection.c); NULL: none yet */
 
 	MDB_dbi db_meta, db_storages, db_groups, db_instances, db_blocks;
 	uint64_t store_writes; /* bumped by every LMDB write: replies to requests that wrote wait for the commit */
