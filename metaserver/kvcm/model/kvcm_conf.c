@@ -4,7 +4,6 @@
 #include <stdio.h>
 
 #include "conf_parse.h"
-#include "kvcm.h"
 #include "mmc/mmc.h"
 
 #define F(field) offsetof(struct kvcm_conf, field), sizeof(((struct kvcm_conf *)0)->field)

@@ -6,6 +6,7 @@
 #define MMC_KVCM_CONF_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 struct kvcm_conf {
@@ -39,6 +40,8 @@ struct kvcm_conf {
 	char compat_str[1024];
 };
 
+/* Records one kvcm.* key (kvcm.h declares it for the meta server, which calls it). */
+int kvcm_conf_set(const char *key, const char *value, char *err, size_t errlen);
 /* The configuration in force (defaults until kvcm_conf_set changes them). */
 const struct kvcm_conf *kvcm_conf(void);
 

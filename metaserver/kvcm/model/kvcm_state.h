@@ -51,6 +51,8 @@ struct kvcm {
 	uint64_t rng[2];
 };
 
+/* Seeds the id generator from /dev/urandom (the clock and pid when it cannot be read). */
+void kvcm_seed_random(struct kvcm *k);
 /* Random lowercase [a-z0-9] text of n chars (ids of locations and write sessions), NUL-terminated. */
 void kvcm_random_id(struct kvcm *k, char *out, size_t n);
 /* Wall-clock microseconds (create_time, request_id, LRU stamps). */
