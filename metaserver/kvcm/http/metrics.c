@@ -11,6 +11,7 @@
 #include "http.h"
 #include "kvcm_state.h"
 #include "meta_metrics.h"
+#include "reclaim.h"
 #include "write_session.h"
 
 #define MAX_APIS 64
@@ -31,7 +32,7 @@ struct api_stats {
 struct metrics {
 	struct api_stats api[MAX_APIS];
 	int napis;
-	uint64_t rejected, query_keys, query_hits, written_locations, written_bytes, reclaimed, fast_reads;
+	uint64_t rejected, query_keys, query_hits, written_locations, written_bytes, fast_reads;
 };
 
 int metrics_new(struct metrics **out)
@@ -100,11 +101,6 @@ void metrics_written(struct metrics *m, size_t locations, uint64_t bytes)
 {
 	m->written_locations += locations;
 	m->written_bytes += bytes;
-}
-
-void metrics_reclaimed(struct metrics *m, size_t locations)
-{
-	m->reclaimed += locations;
 }
 
 static void counter(struct evbuffer *b, const char *name, const char *help, uint64_t v, bool gauge)
@@ -195,7 +191,7 @@ static void serve_metrics(struct kvcm *k, struct evhttp_request *req)
 	counter(b, "pending_deletes", "Locations waiting for deletion.", deleter_pending(k), true);
 	counter(b, "deleted_locations_total", "Locations deleted.", deleter_deleted(k), false);
 	counter(b, "deleted_files_total", "Files unlinked by deletes.", deleter_files_unlinked(k), false);
-	counter(b, "reclaimed_locations_total", "Locations evicted by reclaim.", m->reclaimed, false);
+	counter(b, "reclaimed_locations_total", "Locations evicted by reclaim.", reclaim_evicted(k), false);
 	counter(b, "http_connections", "Open HTTP connections (both ports).",
 	        http_server_connections(k->http) + http_server_connections(k->admin), true);
 	counter(b, "rejected_connections_total", "Requests refused over kvcm.service.max_connections.", m->rejected,

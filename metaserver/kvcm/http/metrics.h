@@ -24,7 +24,6 @@ void metrics_rejected(struct metrics *m);
 void metrics_fast_read(struct metrics *m);
 void metrics_queried(struct metrics *m, size_t keys, size_t hits);
 void metrics_written(struct metrics *m, size_t locations, uint64_t bytes);
-void metrics_reclaimed(struct metrics *m, size_t locations);
 /* Answers GET /metrics and GET /api/healthy; false for other paths. */
 bool metrics_serve_get(struct kvcm *k, struct evhttp_request *req, const char *path);
 

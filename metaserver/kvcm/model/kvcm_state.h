@@ -44,6 +44,7 @@ struct kvcm {
 	struct reporters *reporters;
 	struct chain_table file_refs; /* files shared by several blocks: deleted with the last one */
 	struct event *reclaim_ev;
+	uint64_t reclaimed; /* locations evicted by reclaim */
 	struct faults *faults; /* injected by the debug service (api/fault_injection.c); NULL: none yet */
 
 	MDB_dbi db_meta, db_storages, db_groups, db_instances, db_blocks;

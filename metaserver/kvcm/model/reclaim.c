@@ -7,7 +7,6 @@
 #include "kvcm_state.h"
 #include "kvcm_store.h"
 #include "log.h"
-#include "metrics.h"
 #include "quota.h"
 
 #define SCAN_FACTOR 8 /* blocks looked at per block reclaimed, at most */
@@ -83,7 +82,7 @@ static void reclaim_group(struct kvcm *k, struct group *g)
 	while (budget-- && quota_over_water(k, g) > 0 && (c = oldest(cur, n, &scan)))
 		evicted += evict(k, c, delay);
 	if (evicted) {
-		metrics_reclaimed(k->metrics, evicted);
+		k->reclaimed += evicted;
 		log_info("op=kvcm_reclaim group=\"%s\" locations=%zu keys=%llu bytes=%llu", g->name, evicted,
 		         (unsigned long long)g->use.keys, (unsigned long long)g->use.bytes);
 	}
@@ -115,4 +114,9 @@ void reclaim_stop(struct kvcm *k)
 	if (k->reclaim_ev)
 		event_free(k->reclaim_ev);
 	k->reclaim_ev = NULL;
+}
+
+uint64_t reclaim_evicted(const struct kvcm *k)
+{
+	return k->reclaimed;
 }

@@ -7,9 +7,13 @@
 #ifndef MMC_KVCM_RECLAIM_H
 #define MMC_KVCM_RECLAIM_H
 
+#include <stdint.h>
+
 struct kvcm;
 
 int reclaim_start(struct kvcm *k);
 void reclaim_stop(struct kvcm *k);
+/* Locations evicted so far. */
+uint64_t reclaim_evicted(const struct kvcm *k);
 
 #endif
