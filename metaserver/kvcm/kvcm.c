@@ -22,6 +22,7 @@
 #include "reclaim.h"
 #include "reporter.h"
 #include "startup_config.h"
+#include "state_load.h"
 #include "storage.h"
 #include "storage_uri.h"
 #include "block_scan.h"
@@ -45,7 +46,7 @@ static int start_parts(struct kvcm *k, char *err, size_t errlen)
 	if (metrics_new(&k->metrics) || deleter_start(k) || sessions_start(k) || reclaim_start(k) || reporters_start(k))
 		return -1;
 	snprintf(err, errlen, "cannot open the KVCM databases");
-	if (store_open(k) || store_load(k))
+	if (store_open(&k->store, k->persist) || state_load(k))
 		return -1;
 	if (startup_config_apply(k, err, errlen))
 		return -1;

@@ -11,12 +11,12 @@
 #include "api.h"
 #include "array.h"
 #include "block_index.h"
+#include "block_record.h"
 #include "clock.h"
 #include "wire_enums.h"
 #include "fault_injection.h"
 #include "group.h"
 #include "kvcm_state.h"
-#include "kvcm_store.h"
 #include "log.h"
 #include "mmc/mmc.h"
 #include "quota.h"
@@ -103,9 +103,9 @@ static void store_block(struct report *rp, int64_t key)
 		log_error("op=kvcm_report_write key=%" PRId64 " err=\"fault injection\"", key);
 		rc = MMC_ERROR;
 	} else if (b && b->locs) {
-		rc = store_put_block(rp->c->k, inst, b);
+		rc = block_record_put(rp->c->k, inst, b);
 	} else {
-		rc = store_del_block(rp->c->k, inst, key);
+		rc = block_record_del(rp->c->k, inst, key);
 	}
 	if (rc)
 		note_failed(rp, key);

@@ -10,11 +10,11 @@
 #include "fault_injection.h"
 #include "request_keys.h"
 #include "block_index.h"
+#include "block_record.h"
 #include "deleter.h"
 #include "hash.h"
 #include "instance.h"
 #include "kvcm_state.h"
-#include "kvcm_store.h"
 #include "metrics.h"
 #include "quota.h"
 #include "reporter.h"
@@ -224,7 +224,7 @@ static size_t allocate(struct call *c, struct write_plan *p, struct storage *s, 
 		usage_add_location(inst, l);
 		storage_hold_data(c->k, l);
 		block_touch(inst, b, now);
-		store_put_block(c->k, inst, b);
+		block_record_put(c->k, inst, b);
 		out[done] = l;
 	}
 	return done;
@@ -263,7 +263,7 @@ static void rollback(struct call *c, struct location **locs, size_t done, const 
 		struct block *b = block_find(c->inst, p->keys[p->fresh[d]]);
 
 		deleter_submit(c->k, c->inst, b, locs[d], 0);
-		store_put_block(c->k, c->inst, b);
+		block_record_put(c->k, c->inst, b);
 	}
 }
 

@@ -317,7 +317,7 @@ static void run_call(struct http_server *s, struct evhttp_request *req, const st
 	c->srv = s;
 	c->http_status = 200;
 	c->t0_ns = clock_ns();
-	c->writes0 = s->k->store_writes;
+	c->writes0 = s->k->store.writes;
 	c->durable0 = persist_durable_seq(s->k->persist);
 	jw_init(&c->out);
 	body = (const char *)evbuffer_pullup(in, (ev_ssize_t)len);
@@ -331,7 +331,7 @@ static void run_call(struct http_server *s, struct evhttp_request *req, const st
 		r->fn(c);
 	/* a reply that acknowledges a change waits for the commit holding it: the call's own writes, or, for a call
 	 * that may change state but found it done already (a retried registerInstance), the writes still pending */
-	if ((s->k->store_writes != c->writes0 || (!(r->flags & ROUTE_READ) && persist_dirty(s->k->persist))) &&
+	if ((s->k->store.writes != c->writes0 || (!(r->flags & ROUTE_READ) && persist_dirty(s->k->persist))) &&
 	    persist_after_commit(s->k->persist, finish_after_commit, c) == 0)
 		return;
 	finish_call(c);

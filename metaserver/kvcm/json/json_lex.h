@@ -1,6 +1,6 @@
 /*
- * The JSON lexer under the fast request readers (http/key_reader.c, http/report_reader.c). Those readers accept only a strict
- * subset of JSON on which their reading provably equals jansson's, and decline everything else so that jansson
+ * The JSON lexer under the fast request readers (http/key_reader.c, http/report_reader.c). Those readers accept only a
+ * strict subset of JSON on which their reading provably equals jansson's, and decline everything else so that jansson
  * reads it; this lexer is that subset: strings of printable ASCII with at most the short escapes, integers that
  * fit an int64 as jansson reads them, true, false, objects and arrays nested up to JLEX_DEPTH_MAX. Every function
  * returns false (or NULL) on input outside the subset, truncated input included; the caller then declines the

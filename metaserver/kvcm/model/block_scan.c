@@ -11,7 +11,7 @@
 #include "mmc/mmc.h"
 
 #define KEYS_PER_TURN 4096
-/* Keys come in LRU order, so every lookup would wait for memory; fetch the buckets ahead (as api/report_event.c does). */
+/* Keys come in LRU order, so every lookup would wait for memory: fetch the buckets ahead, as reportEvent does. */
 #define PREFETCH_AHEAD 8
 
 struct scan {

@@ -8,11 +8,11 @@
 
 #include "array.h"
 #include "block_index.h"
+#include "block_record.h"
 #include "clock.h"
 #include "instance.h"
 #include "io_pool.h"
 #include "kvcm_state.h"
-#include "kvcm_store.h"
 #include "log.h"
 #include "quota.h"
 #include "storage_uri.h"
@@ -124,11 +124,11 @@ static void finalize(struct del_job *j)
 		location_free(l);
 		j->d->deleted++;
 		if (!b->locs) {
-			store_del_block(k, inst, b->key);
+			block_record_del(k, inst, b->key);
 			block_remove(inst, b);
 			usage_sub_key(inst);
 		} else {
-			store_put_block(k, inst, b);
+			block_record_put(k, inst, b);
 		}
 	}
 	instance_release(k, inst);
@@ -224,7 +224,7 @@ void deleter_submit_block(struct kvcm *k, struct instance *inst, struct block *b
 		}
 	}
 	if (changed)
-		store_put_block(k, inst, b);
+		block_record_put(k, inst, b);
 }
 
 int deleter_start(struct kvcm *k)

@@ -192,7 +192,7 @@ int group_add(struct kvcm *k, json_t *cfg, bool check, bool persist, char *msg, 
 	bind_cfg(g);
 	list_add_tail(&k->groups, &g->link);
 	if (persist)
-		store_put_group(k, g);
+		store_put_json(&k->store, STORE_GROUPS, g->name, g->cfg);
 	log_info("op=kvcm_add_group name=\"%s\" version=%lld", g->name, (long long)g->version);
 	return KC_OK;
 }
@@ -222,7 +222,7 @@ int group_update(struct kvcm *k, json_t *cfg, int64_t current_version, char *msg
 	json_decref(g->cfg);
 	g->cfg = cfg;
 	bind_cfg(g);
-	store_put_group(k, g);
+	store_put_json(&k->store, STORE_GROUPS, g->name, g->cfg);
 	log_info("op=kvcm_update_group name=\"%s\" version=%lld", g->name, (long long)g->version);
 	return KC_OK;
 }
@@ -247,7 +247,7 @@ int group_remove(struct kvcm *k, const char *name, char *msg, size_t msglen)
 		}
 	}
 	list_del(&g->link);
-	store_del_group(k, g);
+	store_del_json(&k->store, STORE_GROUPS, g->name);
 	log_info("op=kvcm_remove_group name=\"%s\"", name);
 	group_free(g);
 	return KC_OK;

@@ -241,6 +241,18 @@ static void mismatched(const struct instance *old, json_t *info, char *out, size
 	json_decref(b);
 }
 
+/* The instance's record: {"uid":"N","info":{InstanceInfo}} (read back by instance_load). */
+static void persist_record(struct kvcm *k, const struct instance *inst)
+{
+	char uid[24];
+	json_t *rec;
+
+	snprintf(uid, sizeof(uid), "%" PRIu64, inst->uid);
+	rec = json_pack("{s:s, s:O}", "uid", uid, "info", inst->info);
+	store_put_json(&k->store, STORE_INSTANCES, inst->id, rec);
+	json_decref(rec);
+}
+
 static int register_new(struct kvcm *k, json_t *info, struct instance **out, char *msg, size_t msglen)
 {
 	const char *gname = jn_str(info, "instance_group_name");
@@ -268,7 +280,7 @@ static int register_new(struct kvcm *k, json_t *info, struct instance **out, cha
 		return KC_INTERNAL_ERROR;
 	}
 	g->ninstances++;
-	store_put_instance(k, inst);
+	persist_record(k, inst);
 	log_info("op=kvcm_register_instance id=\"%s\" group=\"%s\" uid=%" PRIu64, inst->id, g->name, inst->uid);
 	*out = inst;
 	return KC_OK;
@@ -307,14 +319,6 @@ int instance_register(struct kvcm *k, json_t *body, struct jd *d, struct instanc
 	return code;
 }
 
-json_t *instance_record(const struct instance *inst)
-{
-	char uid[24];
-
-	snprintf(uid, sizeof(uid), "%" PRIu64, inst->uid);
-	return json_pack("{s:s, s:O}", "uid", uid, "info", inst->info);
-}
-
 struct instance *instance_load(struct kvcm *k, json_t *record, char *msg, size_t msglen)
 {
 	json_t *info = json_object_get(record, "info");
@@ -346,7 +350,7 @@ void instance_unregister(struct kvcm *k, struct instance *inst)
 	inst->removed = true;
 	list_add_tail(&k->zombie_instances, &inst->zombie_link);
 	inst->group->ninstances--;
-	store_del_instance(k, inst);
+	store_del_json(&k->store, STORE_INSTANCES, inst->id);
 	log_info("op=kvcm_remove_instance id=\"%s\" blocks=%" PRIu64, inst->id, inst->blocks.n);
 	instance_hold(inst);
 	instance_release(k, inst);

@@ -24,10 +24,8 @@ struct instance *instance_find(struct kvcm *k, const char *id);
  * with msg; d->bad when a field has the wrong type (HTTP 400).
  */
 int instance_register(struct kvcm *k, json_t *body, struct jd *d, struct instance **out, char *msg, size_t msglen);
-/* Recreates a persisted instance (its group must be loaded). */
+/* Recreates an instance from its record (its group must be loaded). */
 struct instance *instance_load(struct kvcm *k, json_t *record, char *msg, size_t msglen);
-/* The persisted record: {"uid":"N","info":{InstanceInfo}}. New reference. */
-json_t *instance_record(const struct instance *inst);
 /* Takes inst out of the registry (removeInstance); it is freed once its last block and reference are gone. */
 void instance_unregister(struct kvcm *k, struct instance *inst);
 /* Reference counting for deletes and sessions that outlive a removeInstance. */

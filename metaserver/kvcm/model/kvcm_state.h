@@ -1,13 +1,14 @@
 /*
- * The KV Cache Manager's state: one struct, owned by the event-loop thread, reached by every module.
+ * The KV Cache Manager's state: one struct, owned by the event-loop thread, reached by every module. The HTTP
+ * servers, metrics and injected faults of the layers above are opaque pointers here: the model never looks in.
  */
 #ifndef MMC_KVCM_STATE_H
 #define MMC_KVCM_STATE_H
 
-#include <lmdb.h>
 #include <stdint.h>
 
 #include "kvcm_conf.h"
+#include "kvcm_store.h"
 #include "list.h"
 #include "model.h"
 
@@ -44,11 +45,11 @@ struct kvcm {
 	struct reporters *reporters;
 	struct chain_table file_refs; /* files shared by several blocks: deleted with the last one */
 	struct event *reclaim_ev;
-	uint64_t reclaimed; /* locations evicted by reclaim */
+	uint64_t reclaimed;    /* locations evicted by reclaim */
 	struct faults *faults; /* injected by the debug service (api/fault_injection.c); NULL: none yet */
 
-	MDB_dbi db_meta, db_storages, db_groups, db_instances, db_blocks;
-	uint64_t store_writes; /* bumped by every LMDB write: replies to requests that wrote wait for the commit */
+	struct kvcm_store
+	    store; /* the LMDB tables; a reply to a request that moved store.writes waits for the commit */
 	uint64_t rng[2];
 };
 

@@ -3,9 +3,9 @@
 #include <event2/event.h>
 #include <stdlib.h>
 
+#include "block_record.h"
 #include "deleter.h"
 #include "kvcm_state.h"
-#include "kvcm_store.h"
 #include "log.h"
 #include "quota.h"
 
@@ -58,7 +58,7 @@ static size_t evict(struct kvcm *k, struct cursor *c, uint64_t delay)
 			n++;
 		}
 	}
-	store_put_block(k, c->inst, b);
+	block_record_put(k, c->inst, b);
 	return n;
 }
 

@@ -6,13 +6,13 @@
 #include <string.h>
 
 #include "block_index.h"
+#include "block_record.h"
 #include "block_scan.h"
 #include "clock.h"
 #include "wire_enums.h"
 #include "instance.h"
 #include "json_in.h"
 #include "kvcm_state.h"
-#include "kvcm_store.h"
 #include "log.h"
 #include "quota.h"
 
@@ -252,10 +252,10 @@ static void cleanup_block(struct kvcm *k, struct instance *inst, struct block *b
 	if (!changed)
 		return;
 	if (b->locs) {
-		store_put_block(k, inst, b);
+		block_record_put(k, inst, b);
 		return;
 	}
-	store_del_block(k, inst, b->key);
+	block_record_del(k, inst, b->key);
 	block_remove(inst, b);
 	usage_sub_key(inst);
 }

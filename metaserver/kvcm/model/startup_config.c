@@ -141,7 +141,7 @@ int startup_config_apply(struct kvcm *k, char *err, size_t errlen)
 	json_t *root;
 	int rc;
 
-	if (store_initialized(k))
+	if (store_initialized(&k->store))
 		return 0;
 	if (k->conf.startup_config[0]) {
 		root = json_load_file(k->conf.startup_config, JSON_REJECT_DUPLICATES, &je);
@@ -157,7 +157,7 @@ int startup_config_apply(struct kvcm *k, char *err, size_t errlen)
 	rc = apply(k, root, err, errlen);
 	json_decref(root);
 	if (rc == 0) {
-		store_mark_initialized(k);
+		store_mark_initialized(&k->store);
 		log_info("op=kvcm_startup_config source=\"%s\"",
 		         k->conf.startup_config[0] ? k->conf.startup_config : "built-in");
 	}

@@ -168,6 +168,15 @@ static int bind_spec(struct storage *s, char *msg, size_t msglen)
 	return KC_OK;
 }
 
+/* The storage's record: {"is_available":..,"config":{StorageConfig}} (read back by storage_load). */
+static void persist_record(struct kvcm *k, const struct storage *s)
+{
+	json_t *rec = json_pack("{s:b, s:O}", "is_available", s->available, "config", s->cfg);
+
+	store_put_json(&k->store, STORE_STORAGES, s->name, rec);
+	json_decref(rec);
+}
+
 struct storage *storage_find(struct kvcm *k, const char *name)
 {
 	struct list *it;
@@ -222,9 +231,19 @@ int storage_add(struct kvcm *k, json_t *cfg, bool available, bool persist, char 
 	}
 	list_add_tail(&k->storages, &s->link);
 	if (persist)
-		store_put_storage(k, s);
+		persist_record(k, s);
 	log_info("op=kvcm_add_storage name=\"%s\" type=%s", s->name, storage_type_kind(s->type));
 	return KC_OK;
+}
+
+int storage_load(struct kvcm *k, json_t *record, char *msg, size_t msglen)
+{
+	json_t *cfg = json_incref(json_object_get(record, "config"));
+	int rc = storage_add(k, cfg, json_is_true(json_object_get(record, "is_available")), false, msg, msglen);
+
+	if (rc != KC_OK)
+		json_decref(cfg);
+	return rc;
 }
 
 int storage_remove(struct kvcm *k, const char *name, char *msg, size_t msglen)
@@ -250,7 +269,7 @@ int storage_remove(struct kvcm *k, const char *name, char *msg, size_t msglen)
 		}
 	}
 	list_del(&s->link);
-	store_del_storage(k, s);
+	store_del_json(&k->store, STORE_STORAGES, s->name);
 	log_info("op=kvcm_remove_storage name=\"%s\"", name);
 	storage_free(s);
 	return KC_OK;
@@ -264,7 +283,7 @@ int storage_set_available(struct kvcm *k, const char *name, bool available)
 		return KC_INSTANCE_NOT_EXIST;
 	if (s->available != available) {
 		s->available = available;
-		store_put_storage(k, s);
+		persist_record(k, s);
 		log_info("op=kvcm_storage_%s name=\"%s\"", available ? "enable" : "disable", name);
 	}
 	return KC_OK;

@@ -22,6 +22,8 @@ extern const struct jfield storage_schema[];
  * wire code with a message. persist: write it to LMDB (false while loading).
  */
 int storage_add(struct kvcm *k, json_t *cfg, bool available, bool persist, char *msg, size_t msglen);
+/* Recreates a storage from its record (storage_add without persisting). */
+int storage_load(struct kvcm *k, json_t *record, char *msg, size_t msglen);
 struct storage *storage_find(struct kvcm *k, const char *name);
 /* KC_OK, INSTANCE_NOT_EXIST (no such storage) or INVALID_ARGUMENT (still referenced). */
 int storage_remove(struct kvcm *k, const char *name, char *msg, size_t msglen);

@@ -6,12 +6,12 @@
 
 #include "array.h"
 #include "block_index.h"
+#include "block_record.h"
 #include "clock.h"
 #include "deleter.h"
 #include "hash.h"
 #include "instance.h"
 #include "kvcm_state.h"
-#include "kvcm_store.h"
 #include "log.h"
 
 struct sessions {
@@ -136,7 +136,7 @@ static void finish_item(struct kvcm *k, struct instance *inst, const struct ws_i
 	} else {
 		deleter_submit(k, inst, b, l, 0);
 	}
-	store_put_block(k, inst, b);
+	block_record_put(k, inst, b);
 }
 
 void session_finish(struct kvcm *k, struct wsession *w, const bool *ok)

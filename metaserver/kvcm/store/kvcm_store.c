@@ -1,106 +1,61 @@
 #include "kvcm_store.h"
 
-#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "block_index.h"
-#include "deleter.h"
-#include "group.h"
-#include "instance.h"
-#include "kvcm_state.h"
 #include "log.h"
-#include "mmc/mmc.h"
 #include "persist.h"
-#include "quota.h"
-#include "storage.h"
-#include "storage_uri.h"
 
-#define BLOCK_RECORD_VERSION 2
+static const char *const table_names[STORE_NTABLES] = {"kvcm_storages", "kvcm_groups", "kvcm_instances"};
 
-int store_open(struct kvcm *k)
+int store_open(struct kvcm_store *st, struct persist *p)
 {
-	if (persist_dbi(k->persist, "kvcm_meta", &k->db_meta) ||
-	    persist_dbi(k->persist, "kvcm_storages", &k->db_storages) ||
-	    persist_dbi(k->persist, "kvcm_groups", &k->db_groups) ||
-	    persist_dbi(k->persist, "kvcm_instances", &k->db_instances) ||
-	    persist_dbi(k->persist, "kvcm_blocks", &k->db_blocks))
+	st->persist = p;
+	if (persist_dbi(p, "kvcm_meta", &st->meta) || persist_dbi(p, "kvcm_blocks", &st->blocks))
 		return -1;
+	for (int t = 0; t < STORE_NTABLES; t++)
+		if (persist_dbi(p, table_names[t], &st->tables[t]))
+			return -1;
 	return 0;
 }
 
-static void put_json(struct kvcm *k, MDB_dbi dbi, const char *key, json_t *v)
-{
-	char *s = json_dumps(v, JSON_COMPACT | JSON_PRESERVE_ORDER);
-
-	if (!s) {
-		log_error("op=kvcm_store err=\"cannot encode %s\"", key);
-		return;
-	}
-	persist_put(k->persist, dbi, key, strlen(key), s, strlen(s));
-	k->store_writes++;
-	free(s);
-}
-
-static int del_key(struct kvcm *k, MDB_dbi dbi, const void *key, size_t len)
-{
-	k->store_writes++;
-	return persist_del(k->persist, dbi, key, len);
-}
-
-bool store_initialized(struct kvcm *k)
+bool store_initialized(struct kvcm_store *st)
 {
 	MDB_txn *txn;
 	MDB_val key = {11, "initialized"}, v;
 	bool yes;
 
-	if (persist_read_begin(k->persist, &txn))
+	if (persist_read_begin(st->persist, &txn))
 		return false;
-	yes = mdb_get(txn, k->db_meta, &key, &v) == 0;
+	yes = mdb_get(txn, st->meta, &key, &v) == 0;
 	mdb_txn_abort(txn);
 	return yes;
 }
 
-void store_mark_initialized(struct kvcm *k)
+void store_mark_initialized(struct kvcm_store *st)
 {
-	persist_put(k->persist, k->db_meta, "initialized", 11, "1", 1);
-	k->store_writes++;
+	persist_put(st->persist, st->meta, "initialized", 11, "1", 1);
+	st->writes++;
 }
 
-void store_put_storage(struct kvcm *k, const struct storage *s)
+void store_put_json(struct kvcm_store *st, enum store_table t, const char *name, json_t *v)
 {
-	json_t *j = json_pack("{s:b, s:O}", "is_available", s->available, "config", s->cfg);
+	char *s = json_dumps(v, JSON_COMPACT | JSON_PRESERVE_ORDER);
 
-	put_json(k, k->db_storages, s->name, j);
-	json_decref(j);
+	if (!s) {
+		log_error("op=kvcm_store table=%s name=\"%s\" err=\"cannot encode\"", table_names[t], name);
+		return;
+	}
+	persist_put(st->persist, st->tables[t], name, strlen(name), s, strlen(s));
+	st->writes++;
+	free(s);
 }
 
-void store_del_storage(struct kvcm *k, const struct storage *s)
+void store_del_json(struct kvcm_store *st, enum store_table t, const char *name)
 {
-	del_key(k, k->db_storages, s->name, strlen(s->name));
-}
-
-void store_put_group(struct kvcm *k, const struct group *g)
-{
-	put_json(k, k->db_groups, g->name, g->cfg);
-}
-
-void store_del_group(struct kvcm *k, const struct group *g)
-{
-	del_key(k, k->db_groups, g->name, strlen(g->name));
-}
-
-void store_put_instance(struct kvcm *k, const struct instance *inst)
-{
-	json_t *j = instance_record(inst);
-
-	put_json(k, k->db_instances, inst->id, j);
-	json_decref(j);
-}
-
-void store_del_instance(struct kvcm *k, const struct instance *inst)
-{
-	del_key(k, k->db_instances, inst->id, strlen(inst->id));
+	persist_del(st->persist, st->tables[t], name, strlen(name));
+	st->writes++;
 }
 
 /* (uid, key) big-endian, with the sign bit flipped so records sort by key within an instance. */
@@ -114,79 +69,87 @@ static void block_key(uint8_t out[16], uint64_t uid, int64_t key)
 	}
 }
 
-static uint8_t *put_u64(uint8_t *p, uint64_t v)
+static void block_key_parse(const uint8_t in[16], uint64_t *uid, int64_t *key)
 {
-	memcpy(p, &v, 8);
-	return p + 8;
-}
+	uint64_t u = 0, k2 = 0;
 
-static uint8_t *put_bytes(uint8_t *p, const char *s, size_t n, int lenbytes)
-{
-	uint32_t len = (uint32_t)n;
-
-	memcpy(p, &len, (size_t)lenbytes);
-	memcpy(p + lenbytes, s, n);
-	return p + lenbytes + n;
-}
-
-static size_t record_size(const struct block *b)
-{
-	size_t n = 2 + 8 + 8 + 2;
-
-	for (const struct location *l = b->locs; l; l = l->next) {
-		n += 2 + strlen(location_name(l)) + 2 + 8 + 2 + strlen(l->storage->name) + 2;
-		for (uint16_t j = 0; j < l->nspecs; j++)
-			n += 2 + strlen(l->specs[j].name) + 4 + strlen(l->specs[j].uri);
+	for (int i = 0; i < 8; i++) {
+		u = u << 8 | in[i];
+		k2 = k2 << 8 | in[8 + i];
 	}
-	return n;
+	*uid = u;
+	*key = (int64_t)(k2 ^ UINT64_C(0x8000000000000000));
 }
 
-int store_put_block(struct kvcm *k, const struct instance *inst, const struct block *b)
-{
-	/* a snapshot writes thousands of records in one turn; most fit here and cost no malloc/free pair */
-	uint8_t stack[4096];
-	size_t n = record_size(b);
-	uint8_t key[16], *buf = n <= sizeof(stack) ? stack : malloc(n), *p = buf;
-	uint16_t nlocs = 0;
-	int rc;
-
-	if (!buf) {
-		log_error("op=kvcm_store err=\"out of memory\"");
-		return MMC_ERROR;
-	}
-	for (const struct location *l = b->locs; l; l = l->next)
-		nlocs++;
-	*p++ = BLOCK_RECORD_VERSION;
-	*p++ = b->has_prev;
-	p = put_u64(p, (uint64_t)b->prev_key);
-	p = put_u64(p, b->lru_time_us);
-	memcpy(p, &nlocs, 2);
-	p += 2;
-	for (const struct location *l = b->locs; l; l = l->next) {
-		p = put_bytes(p, location_name(l), strlen(location_name(l)), 2);
-		*p++ = l->status;
-		*p++ = l->type;
-		p = put_u64(p, l->create_time_us);
-		p = put_bytes(p, l->storage->name, strlen(l->storage->name), 2);
-		memcpy(p, &l->nspecs, 2);
-		p += 2;
-		for (uint16_t j = 0; j < l->nspecs; j++) {
-			p = put_bytes(p, l->specs[j].name, strlen(l->specs[j].name), 2);
-			p = put_bytes(p, l->specs[j].uri, strlen(l->specs[j].uri), 4);
-		}
-	}
-	block_key(key, inst->uid, b->key);
-	rc = persist_put(k->persist, k->db_blocks, key, sizeof(key), buf, (size_t)(p - buf));
-	k->store_writes++;
-	if (buf != stack)
-		free(buf);
-	return rc;
-}
-
-int store_del_block(struct kvcm *k, const struct instance *inst, int64_t key)
+int store_put_block(struct kvcm_store *st, uint64_t uid, int64_t key, const void *rec, size_t len)
 {
 	uint8_t kb[16];
 
-	block_key(kb, inst->uid, key);
-	return del_key(k, k->db_blocks, kb, sizeof(kb));
+	block_key(kb, uid, key);
+	st->writes++;
+	return persist_put(st->persist, st->blocks, kb, sizeof(kb), rec, len);
+}
+
+int store_del_block(struct kvcm_store *st, uint64_t uid, int64_t key)
+{
+	uint8_t kb[16];
+
+	block_key(kb, uid, key);
+	st->writes++;
+	return persist_del(st->persist, st->blocks, kb, sizeof(kb));
+}
+
+static int read_json(struct kvcm_store *st, MDB_txn *txn, enum store_table t, const struct store_reader *r, void *arg)
+{
+	MDB_cursor *cur;
+	MDB_val key, val;
+
+	if (mdb_cursor_open(txn, st->tables[t], &cur))
+		return -1;
+	while (mdb_cursor_get(cur, &key, &val, MDB_NEXT) == 0) {
+		json_error_t e;
+		json_t *v = json_loadb(val.mv_data, val.mv_size, 0, &e);
+		char name[512]; /* an LMDB key is at most 511 bytes */
+
+		snprintf(name, sizeof(name), "%.*s", (int)key.mv_size, (const char *)key.mv_data);
+		if (!v || r->json(arg, t, name, v))
+			log_error("op=kvcm_load table=%s err=\"bad record %s\"", table_names[t], name);
+		json_decref(v);
+	}
+	mdb_cursor_close(cur);
+	return 0;
+}
+
+static int read_blocks(struct kvcm_store *st, MDB_txn *txn, const struct store_reader *r, void *arg)
+{
+	MDB_cursor *cur;
+	MDB_val key, val;
+	uint64_t uid;
+	int64_t k;
+
+	if (mdb_cursor_open(txn, st->blocks, &cur))
+		return -1;
+	while (mdb_cursor_get(cur, &key, &val, MDB_NEXT) == 0) {
+		if (key.mv_size != 16)
+			continue;
+		block_key_parse(key.mv_data, &uid, &k);
+		r->block(arg, uid, k, val.mv_data, val.mv_size);
+	}
+	mdb_cursor_close(cur);
+	return 0;
+}
+
+int store_read(struct kvcm_store *st, const struct store_reader *r, void *arg)
+{
+	MDB_txn *txn;
+	int rc = 0;
+
+	if (persist_read_begin(st->persist, &txn))
+		return -1;
+	for (int t = 0; t < STORE_NTABLES && !rc; t++)
+		rc = read_json(st, txn, (enum store_table)t, r, arg);
+	if (!rc)
+		rc = read_blocks(st, txn, r, arg);
+	mdb_txn_abort(txn);
+	return rc;
 }
