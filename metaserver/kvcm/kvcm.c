@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "api.h"
+#include "block_scan.h"
 #include "deleter.h"
 #include "fault_injection.h"
 #include "group.h"
@@ -25,7 +26,6 @@
 #include "state_load.h"
 #include "storage.h"
 #include "storage_uri.h"
-#include "block_scan.h"
 #include "write_session.h"
 
 static void identity(struct kvcm *k)

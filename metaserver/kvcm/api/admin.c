@@ -8,13 +8,13 @@
 #include <string.h>
 
 #include "api.h"
+#include "block_scan.h"
 #include "clock.h"
 #include "group.h"
 #include "instance.h"
 #include "kvcm_state.h"
 #include "reporter.h"
 #include "storage.h"
-#include "block_scan.h"
 
 static void reply(struct call *c, int code, const char *msg, const char *ok_msg)
 {

@@ -7,12 +7,13 @@
 #include <string.h>
 
 #include "api.h"
-#include "fault_injection.h"
-#include "request_keys.h"
 #include "block_index.h"
+#include "fault_injection.h"
 #include "kvcm_state.h"
+#include "location_json.h"
 #include "metrics.h"
 #include "reporter.h"
+#include "request_keys.h"
 
 /* A hit is a location of a data storage, or else the block's visible event-report locations, merged. */
 struct row {

@@ -8,9 +8,10 @@
 #include <stdlib.h>
 
 #include "api.h"
-#include "request_keys.h"
 #include "block_index.h"
 #include "kvcm_state.h"
+#include "location_json.h"
+#include "request_keys.h"
 
 static void meta_string(struct jw *w, const struct location *l)
 {

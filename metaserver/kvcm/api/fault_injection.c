@@ -5,9 +5,9 @@
 #include <string.h>
 #include <strings.h>
 
-#include "wire_enums.h"
 #include "http.h"
 #include "kvcm_state.h"
+#include "wire_enums.h"
 
 /* The reference names APIs by method (RegisterInstance); its HTTP paths are lowerCamel: either matches. */
 static struct fault *lookup(struct faults *fs, const char *api)

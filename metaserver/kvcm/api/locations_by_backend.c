@@ -9,10 +9,11 @@
 #include <string.h>
 
 #include "api.h"
-#include "request_keys.h"
 #include "block_index.h"
 #include "kvcm_state.h"
+#include "location_json.h"
 #include "reporter.h"
+#include "request_keys.h"
 
 #define SELECTORS_MAX 16
 

@@ -5,11 +5,11 @@
 #include <stdlib.h>
 
 #include "api.h"
-#include "request_keys.h"
 #include "block_index.h"
+#include "block_scan.h"
 #include "deleter.h"
 #include "kvcm_state.h"
-#include "block_scan.h"
+#include "request_keys.h"
 
 static uint64_t delay_ms(const struct instance *inst)
 {

@@ -13,7 +13,6 @@
 #include "block_index.h"
 #include "block_record.h"
 #include "clock.h"
-#include "wire_enums.h"
 #include "fault_injection.h"
 #include "group.h"
 #include "kvcm_state.h"
@@ -23,6 +22,7 @@
 #include "report_request.h"
 #include "reporter.h"
 #include "storage.h"
+#include "wire_enums.h"
 
 /* Blocks looked up this many places ahead are fetched: a lookup is a cache miss or two, the rest of an ADD is not. */
 #define PREFETCH_AHEAD 8

@@ -1,6 +1,6 @@
 /*
- * Pieces the MetaService handlers share: the request's block keys (block_keys, or derived from token_ids), block
- * masks (reference kvcm.md §5.1), and the CacheLocation message with location_spec_names filtering.
+ * The keys a MetaService request names: block_keys, or keys derived from token_ids (model/block_key.c), and the
+ * block masks that skip some of them (reference kvcm.md §5.1).
  */
 #ifndef MMC_KVCM_REQUEST_KEYS_H
 #define MMC_KVCM_REQUEST_KEYS_H
@@ -12,7 +12,6 @@
 
 #include "http.h"
 #include "json_out.h"
-#include "model.h"
 
 enum mask_kind { MASK_NONE, MASK_OFFSET, MASK_BOOLS };
 
@@ -38,24 +37,5 @@ static inline bool mask_has(const struct mask *m, size_t i)
 	                              : m->kind == MASK_BOOLS && i < m->nvalues && m->values[i];
 }
 void jw_mask(struct jw *w, const struct mask *m);
-
-/* location_spec_names: an empty filter keeps every spec. */
-struct spec_filter {
-	const char **names;
-	size_t n;
-};
-
-/* Whether the filter keeps spec name. */
-bool spec_kept(const struct spec_filter *f, const char *name);
-/* Specs of l the filter keeps. */
-uint16_t filter_count(const struct location *l, const struct spec_filter *f);
-/* The {"name","uri"} objects of l's filtered specs, inside an array the caller opened. */
-void jw_spec_items(struct jw *w, const struct location *l, const struct spec_filter *f);
-/* {"type":..,"spec_size":..,"location_specs":[..]} with the filtered specs. */
-void jw_location(struct jw *w, struct location *l, const struct spec_filter *f);
-/* A miss in BATCH_GET / REVERSE_ROLL results: ST_UNSPECIFIED with the instance's (filtered) spec names. */
-void jw_placeholder(struct jw *w, const struct instance *inst, const struct spec_filter *f);
-/* The S2 form with id, status and create_time (getCacheMetaDetail). */
-void jw_location_detail(struct jw *w, const struct location *l);
 
 #endif

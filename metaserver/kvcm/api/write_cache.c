@@ -7,17 +7,18 @@
 #include <string.h>
 
 #include "api.h"
-#include "fault_injection.h"
-#include "request_keys.h"
 #include "block_index.h"
 #include "block_record.h"
 #include "deleter.h"
+#include "fault_injection.h"
 #include "hash.h"
 #include "instance.h"
 #include "kvcm_state.h"
+#include "location_json.h"
 #include "metrics.h"
 #include "quota.h"
 #include "reporter.h"
+#include "request_keys.h"
 #include "storage_uri.h"
 #include "write_session.h"
 

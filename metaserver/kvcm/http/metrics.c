@@ -6,12 +6,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "wire_enums.h"
 #include "deleter.h"
 #include "http.h"
 #include "kvcm_state.h"
 #include "meta_metrics.h"
 #include "reclaim.h"
+#include "wire_enums.h"
 #include "write_session.h"
 
 #define MAX_APIS 64

@@ -11,11 +11,11 @@
 #include <string.h>
 
 #include "array.h"
-#include "wire_enums.h"
 #include "json_in.h"
 #include "json_lex.h"
 #include "list.h"
 #include "report_request.h"
+#include "wire_enums.h"
 
 struct scan {
 	struct jlex x; /* the lexer's callbacks get &s->x, and SCAN() s */

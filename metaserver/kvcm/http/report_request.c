@@ -4,10 +4,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "wire_enums.h"
 #include "json_in.h"
 #include "model.h"
 #include "reporter.h"
+#include "wire_enums.h"
 
 static const char *const payloads[] = {NULL,        "node_register", "block_add",     "block_delete",
                                        "host_down", "heartbeat",     "block_snapshot"};

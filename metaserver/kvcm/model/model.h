@@ -10,8 +10,8 @@
 #include <stdint.h>
 
 #include "chain_table.h"
-#include "wire_enums.h"
 #include "list.h"
+#include "wire_enums.h"
 
 #define KVCM_NAME_MAX   256 /* instance ids, group and storage names, spec names */
 #define KVCM_LOC_ID_LEN 8

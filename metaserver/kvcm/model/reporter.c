@@ -9,12 +9,12 @@
 #include "block_record.h"
 #include "block_scan.h"
 #include "clock.h"
-#include "wire_enums.h"
 #include "instance.h"
 #include "json_in.h"
 #include "kvcm_state.h"
 #include "log.h"
 #include "quota.h"
+#include "wire_enums.h"
 
 #define LIVENESS_TICK_MS 100
 
