@@ -43,18 +43,33 @@ static json_t *message(struct call *c, const char *field, const struct jfield *s
 	return cfg;
 }
 
-void admin_add_storage(struct call *c)
+/* Hands a normalised message to the model, which keeps cfg on KC_OK; arg: what the call read besides. */
+typedef int apply_fn(struct kvcm *k, json_t *cfg, const void *arg, char *msg, size_t msglen);
+
+/* The message field of the body, normalised with schema and applied; the reply says how that went. */
+static void apply_message(struct call *c, const char *field, const struct jfield *schema, apply_fn *apply,
+                          const void *arg, const char *ok_msg)
 {
-	json_t *cfg = message(c, "storage", storage_schema);
+	json_t *cfg = message(c, field, schema);
 	char msg[512];
 	int code;
 
 	if (!cfg)
 		return;
-	code = storage_add(c->k, cfg, true, true, msg, sizeof(msg));
+	code = apply(c->k, cfg, arg, msg, sizeof(msg));
 	if (code != KC_OK)
 		json_decref(cfg);
-	reply(c, code, msg, "storage added");
+	reply(c, code, msg, ok_msg);
+}
+
+static int add_storage(struct kvcm *k, json_t *cfg, const void *arg, char *msg, size_t msglen)
+{
+	return storage_add(k, cfg, true, true, msg, msglen);
+}
+
+void admin_add_storage(struct call *c)
+{
+	apply_message(c, "storage", storage_schema, add_storage, NULL, "storage added");
 }
 
 void admin_list_storage(struct call *c)
@@ -97,43 +112,44 @@ void admin_disable_storage(struct call *c)
 	set_available(c, false);
 }
 
-void admin_remove_storage(struct call *c)
+/* Removes what the body's field names (a storage, a group) with fn. */
+static void remove_named(struct call *c, const char *field,
+                         int (*fn)(struct kvcm *k, const char *name, char *msg, size_t msglen), const char *ok_msg)
 {
-	const char *name = jd_str(&c->d, c->body, "storage_unique_name");
+	const char *name = jd_str(&c->d, c->body, field);
 	char msg[512];
 
 	if (call_decode_failed(c))
 		return;
-	reply(c, storage_remove(c->k, name, msg, sizeof(msg)), msg, "storage removed");
+	reply(c, fn(c->k, name, msg, sizeof(msg)), msg, ok_msg);
+}
+
+void admin_remove_storage(struct call *c)
+{
+	remove_named(c, "storage_unique_name", storage_remove, "storage removed");
+}
+
+static int create_group(struct kvcm *k, json_t *cfg, const void *arg, char *msg, size_t msglen)
+{
+	return group_add(k, cfg, true, true, msg, msglen);
 }
 
 void admin_create_group(struct call *c)
 {
-	json_t *cfg = message(c, "instance_group", group_schema);
-	char msg[512];
-	int code;
+	apply_message(c, "instance_group", group_schema, create_group, NULL, "instance group created");
+}
 
-	if (!cfg)
-		return;
-	code = group_add(c->k, cfg, true, true, msg, sizeof(msg));
-	if (code != KC_OK)
-		json_decref(cfg);
-	reply(c, code, msg, "instance group created");
+static int update_group(struct kvcm *k, json_t *cfg, const void *arg, char *msg, size_t msglen)
+{
+	return group_update(k, cfg, *(const int64_t *)arg, msg, msglen);
 }
 
 void admin_update_group(struct call *c)
 {
+	/* read first: a malformed current_version is answered 400 like a malformed group */
 	int64_t current = jd_i64(&c->d, c->body, "current_version");
-	json_t *cfg = message(c, "instance_group", group_schema);
-	char msg[512];
-	int code;
 
-	if (!cfg)
-		return;
-	code = group_update(c->k, cfg, current, msg, sizeof(msg));
-	if (code != KC_OK)
-		json_decref(cfg);
-	reply(c, code, msg, "instance group updated");
+	apply_message(c, "instance_group", group_schema, update_group, &current, "instance group updated");
 }
 
 void admin_get_group(struct call *c)
@@ -167,12 +183,7 @@ void admin_list_groups(struct call *c)
 
 void admin_remove_group(struct call *c)
 {
-	const char *name = jd_str(&c->d, c->body, "name");
-	char msg[512];
-
-	if (call_decode_failed(c))
-		return;
-	reply(c, group_remove(c->k, name, msg, sizeof(msg)), msg, "instance group removed");
+	remove_named(c, "name", group_remove, "instance group removed");
 }
 
 void admin_register_instance(struct call *c)

@@ -97,4 +97,3 @@ void jw_mask(struct jw *w, const struct mask *m)
 	}
 	jw_obj_end(w);
 }
-

@@ -212,27 +212,31 @@ json_t *jd_arr(struct jd *d, json_t *obj, const char *name)
 	return jd_typed(d, obj, name, JSON_ARRAY, "an array");
 }
 
-size_t jd_i64s(struct jd *d, json_t *obj, const char *name, int64_t **out, size_t max)
+/* Converts one element of a repeated field into the slot at out; false when it has the wrong type. */
+typedef bool elem_fn(json_t *v, void *out);
+
+/*
+ * A repeated field: its n elements converted by conv into a malloc'd array of elem-byte slots at *out. 0 and
+ * *out NULL when it is absent or empty; also when it has more than max elements or no memory is left (d->too_many:
+ * a clean INVALID_ARGUMENT), or an element of the wrong type (d bad: want names what it should be).
+ */
+static size_t repeated(struct jd *d, json_t *obj, const char *name, size_t max, size_t elem, elem_fn *conv,
+                       const char *want, void **out)
 {
 	json_t *a = jd_arr(d, obj, name);
 	size_t n = a ? json_array_size(a) : 0;
-	int64_t *v;
+	char *v;
 
 	*out = NULL;
-	if (n == 0)
+	if (!n)
 		return 0;
-	if (n > max) {
-		d->too_many = true;
-		return 0;
-	}
-	v = malloc(n * sizeof(*v));
-	if (!v) {
+	if (n > max || !(v = malloc(n * elem))) {
 		d->too_many = true;
 		return 0;
 	}
 	for (size_t i = 0; i < n; i++) {
-		if (!jd_val_i64(json_array_get(a, i), &v[i])) {
-			bad(d, name, "integers");
+		if (!conv(json_array_get(a, i), v + i * elem)) {
+			bad(d, name, want);
 			free(v);
 			return 0;
 		}
@@ -241,34 +245,30 @@ size_t jd_i64s(struct jd *d, json_t *obj, const char *name, int64_t **out, size_
 	return n;
 }
 
+static bool elem_i64(json_t *v, void *out)
+{
+	return jd_val_i64(v, out);
+}
+
+static bool elem_str(json_t *v, void *out)
+{
+	return (*(const char **)out = json_string_value(v)) != NULL;
+}
+
+size_t jd_i64s(struct jd *d, json_t *obj, const char *name, int64_t **out, size_t max)
+{
+	void *v;
+	size_t n = repeated(d, obj, name, max, sizeof(int64_t), elem_i64, "integers", &v);
+
+	*out = v;
+	return n;
+}
+
 size_t jd_strs(struct jd *d, json_t *obj, const char *name, const char ***out, size_t max)
 {
-	json_t *a = jd_arr(d, obj, name);
-	size_t n = a ? json_array_size(a) : 0;
-	const char **v;
+	void *v;
+	size_t n = repeated(d, obj, name, max, sizeof(char *), elem_str, "strings", &v);
 
-	*out = NULL;
-	if (n == 0)
-		return 0;
-	if (n > max) {
-		d->too_many = true;
-		return 0;
-	}
-	v = malloc(n * sizeof(*v));
-	if (!v) {
-		d->too_many = true;
-		return 0;
-	}
-	for (size_t i = 0; i < n; i++) {
-		json_t *e = json_array_get(a, i);
-
-		if (!json_is_string(e)) {
-			bad(d, name, "strings");
-			free(v);
-			return 0;
-		}
-		v[i] = json_string_value(e);
-	}
 	*out = v;
 	return n;
 }

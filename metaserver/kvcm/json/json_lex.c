@@ -150,55 +150,50 @@ bool jlex_is(const char *k, size_t len, const char *name)
 	return strlen(name) == len && memcmp(k, name, len) == 0;
 }
 
-/* The opening bracket of a container within the depth limit; true with *empty when it closes at once. */
-static bool enter(struct jlex *x, char o, char c, bool *empty)
+/*
+ * The items of a container between opening and closing, each read by fn (none is fine): at most JLEX_DEPTH_MAX
+ * containers are open at once.
+ */
+static bool items(struct jlex *x, char opening, char closing, jlex_elem_fn *fn, void *ctx)
 {
-	if (x->depth == JLEX_DEPTH_MAX || !jlex_lit(x, o))
+	if (x->depth == JLEX_DEPTH_MAX || !jlex_lit(x, opening))
 		return false;
 	x->depth++;
-	*empty = jlex_lit(x, c);
-	x->depth -= *empty;
+	if (!jlex_lit(x, closing)) {
+		do {
+			if (!fn(x, ctx))
+				return false;
+		} while (jlex_lit(x, ','));
+		if (!jlex_lit(x, closing))
+			return false;
+	}
+	x->depth--;
 	return true;
 }
 
-/* After an item: true when a comma announces another; false when c closes the container (*ok) or neither. */
-static bool more(struct jlex *x, char c, bool *ok)
+struct members {
+	jlex_member_fn *fn;
+	void *ctx;
+};
+
+/* One member: its name, the colon, then the caller's reading of the value. */
+static bool member(struct jlex *x, void *arg)
 {
-	if (jlex_lit(x, ','))
-		return true;
-	*ok = jlex_lit(x, c);
-	x->depth -= *ok;
-	return false;
+	const struct members *m = arg;
+	const char *k;
+	size_t len;
+
+	return jlex_plain(x, &k, &len) && jlex_lit(x, ':') && m->fn(x, k, len, m->ctx);
 }
 
 bool jlex_object(struct jlex *x, jlex_member_fn *fn, void *ctx)
 {
-	const char *k;
-	size_t len;
-	bool empty, ok = false;
+	struct members m = {fn, ctx};
 
-	if (!enter(x, '{', '}', &empty))
-		return false;
-	if (empty)
-		return true;
-	do {
-		if (!jlex_plain(x, &k, &len) || !jlex_lit(x, ':') || !fn(x, k, len, ctx))
-			return false;
-	} while (more(x, '}', &ok));
-	return ok;
+	return items(x, '{', '}', member, &m);
 }
 
 bool jlex_array(struct jlex *x, jlex_elem_fn *fn, void *ctx)
 {
-	bool empty, ok = false;
-
-	if (!enter(x, '[', ']', &empty))
-		return false;
-	if (empty)
-		return true;
-	do {
-		if (!fn(x, ctx))
-			return false;
-	} while (more(x, ']', &ok));
-	return ok;
+	return items(x, '[', ']', fn, ctx);
 }

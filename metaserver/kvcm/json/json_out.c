@@ -2,6 +2,7 @@
 
 #include <inttypes.h>
 #include <jansson.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,30 +81,37 @@ static inline void sep(struct jw *w)
 	w->comma = true;
 }
 
-void jw_obj(struct jw *w)
+static inline void opening(struct jw *w, char c)
 {
 	sep(w);
-	putc_(w, '{');
+	putc_(w, c);
 	w->comma = false;
+}
+
+static inline void closing(struct jw *w, char c)
+{
+	putc_(w, c);
+	w->comma = true;
+}
+
+void jw_obj(struct jw *w)
+{
+	opening(w, '{');
 }
 
 void jw_obj_end(struct jw *w)
 {
-	putc_(w, '}');
-	w->comma = true;
+	closing(w, '}');
 }
 
 void jw_arr(struct jw *w)
 {
-	sep(w);
-	putc_(w, '[');
-	w->comma = false;
+	opening(w, '[');
 }
 
 void jw_arr_end(struct jw *w)
 {
-	putc_(w, ']');
-	w->comma = true;
+	closing(w, ']');
 }
 
 static void quoted(struct jw *w, const char *s, size_t n)
@@ -157,28 +165,33 @@ void jw_str(struct jw *w, const char *s)
 	jw_strn(w, s ? s : "", s ? strlen(s) : 0);
 }
 
+/* A number (or a quoted one) formatted as fmt says: numbers are short, so a stack buffer holds any. */
+__attribute__((format(printf, 2, 3))) static void number(struct jw *w, const char *fmt, ...)
+{
+	char b[40];
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(b, sizeof(b), fmt, ap);
+	va_end(ap);
+	sep(w);
+	put(w, b, (size_t)n);
+}
+
 void jw_int(struct jw *w, long long v)
 {
-	char b[24];
-
-	sep(w);
-	put(w, b, (size_t)snprintf(b, sizeof(b), "%lld", v));
+	number(w, "%lld", v);
 }
 
 void jw_i64s(struct jw *w, int64_t v)
 {
-	char b[24];
-
-	sep(w);
-	put(w, b, (size_t)snprintf(b, sizeof(b), "\"%" PRId64 "\"", v));
+	number(w, "\"%" PRId64 "\"", v);
 }
 
 void jw_u64s(struct jw *w, uint64_t v)
 {
-	char b[24];
-
-	sep(w);
-	put(w, b, (size_t)snprintf(b, sizeof(b), "\"%" PRIu64 "\"", v));
+	number(w, "\"%" PRIu64 "\"", v);
 }
 
 void jw_bool(struct jw *w, bool v)
@@ -189,10 +202,7 @@ void jw_bool(struct jw *w, bool v)
 
 void jw_double(struct jw *w, double v)
 {
-	char b[32];
-
-	sep(w);
-	put(w, b, (size_t)snprintf(b, sizeof(b), "%.17g", v));
+	number(w, "%.17g", v);
 }
 
 void jw_raw(struct jw *w, const char *json, size_t n)
