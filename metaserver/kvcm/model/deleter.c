@@ -6,10 +6,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "array.h"
 #include "block_index.h"
 #include "block_record.h"
 #include "clock.h"
+#include "due_heap.h"
 #include "instance.h"
 #include "io_pool.h"
 #include "kvcm_state.h"
@@ -25,7 +25,7 @@ struct del_job {
 	struct instance *inst;
 	int64_t key;
 	char loc_id[KVCM_NAME_MAX + 64];
-	uint64_t due_ms;
+	struct due_node due;
 	char **paths;
 	size_t npaths;
 	uint32_t unlinked;
@@ -33,8 +33,7 @@ struct del_job {
 
 struct deleter {
 	struct kvcm *k;
-	struct del_job **heap; /* min-heap on due_ms */
-	size_t n, cap;
+	struct due_heap due; /* jobs by due time */
 	struct event *timer;
 	struct io_pool *io;
 	uint64_t inflight; /* handed to the I/O pool */
@@ -42,50 +41,20 @@ struct deleter {
 	int log_bucket;
 };
 
-static void heap_swap(struct deleter *d, size_t a, size_t b)
+/* The earliest job, or NULL. */
+static struct del_job *first(const struct deleter *d)
 {
-	struct del_job *t = d->heap[a];
+	struct due_node *top = due_heap_top(&d->due);
 
-	d->heap[a] = d->heap[b];
-	d->heap[b] = t;
+	return top ? due_entry(top, struct del_job, due) : NULL;
 }
 
-static int heap_push(struct deleter *d, struct del_job *j)
+static struct del_job *pop(struct deleter *d)
 {
-	struct del_job **h;
-	size_t i;
+	struct del_job *j = first(d);
 
-	if (!(h = array_grow(d->heap, &d->cap, d->n + 1, sizeof(*h), 256)))
-		return -1;
-	d->heap = h;
-	i = d->n++;
-	d->heap[i] = j;
-	while (i && d->heap[(i - 1) / 2]->due_ms > d->heap[i]->due_ms) {
-		heap_swap(d, i, (i - 1) / 2);
-		i = (i - 1) / 2;
-	}
-	return 0;
-}
-
-static struct del_job *heap_pop(struct deleter *d)
-{
-	struct del_job *top = d->heap[0];
-	size_t i = 0;
-
-	d->heap[0] = d->heap[--d->n];
-	for (;;) {
-		size_t l = 2 * i + 1, r = l + 1, m = i;
-
-		if (l < d->n && d->heap[l]->due_ms < d->heap[m]->due_ms)
-			m = l;
-		if (r < d->n && d->heap[r]->due_ms < d->heap[m]->due_ms)
-			m = r;
-		if (m == i)
-			break;
-		heap_swap(d, i, m);
-		i = m;
-	}
-	return top;
+	due_heap_remove(&d->due, &j->due);
+	return j;
 }
 
 static void arm(struct deleter *d)
@@ -93,9 +62,9 @@ static void arm(struct deleter *d)
 	uint64_t now = clock_ms(), wait;
 	struct timeval tv;
 
-	if (!d->n)
+	if (!first(d))
 		return;
-	wait = d->heap[0]->due_ms > now ? d->heap[0]->due_ms - now : 0;
+	wait = first(d)->due.due_ms > now ? first(d)->due.due_ms - now : 0;
 	tv.tv_sec = (time_t)(wait / 1000);
 	tv.tv_usec = (suseconds_t)(wait % 1000) * 1000;
 	event_add(d->timer, &tv);
@@ -179,8 +148,8 @@ static void timer_cb(evutil_socket_t fd, short what, void *arg)
 	struct deleter *d = arg;
 	uint64_t now = clock_ms();
 
-	for (int i = 0; i < JOBS_PER_TURN && d->n && d->heap[0]->due_ms <= now; i++)
-		run_job(d, heap_pop(d));
+	for (int i = 0; i < JOBS_PER_TURN && first(d) && first(d)->due.due_ms <= now; i++)
+		run_job(d, pop(d));
 	arm(d);
 }
 
@@ -200,8 +169,8 @@ void deleter_submit(struct kvcm *k, struct instance *inst, struct block *b, stru
 	j->inst = inst;
 	j->key = b->key;
 	snprintf(j->loc_id, sizeof(j->loc_id), "%s", location_name(l));
-	j->due_ms = clock_ms() + delay_ms;
-	if (heap_push(d, j)) {
+	j->due.due_ms = clock_ms() + delay_ms;
+	if (due_heap_push(&d->due, &j->due)) {
 		free(j);
 		return;
 	}
@@ -209,7 +178,7 @@ void deleter_submit(struct kvcm *k, struct instance *inst, struct block *b, stru
 	l->status = CLS_DELETING;
 	l->pending = true;
 	usage_pending(inst, b, l);
-	if (d->n == 1 || d->heap[0] == j)
+	if (first(d) == j)
 		arm(d);
 }
 
@@ -248,22 +217,22 @@ void deleter_stop(struct kvcm *k)
 	if (!d)
 		return;
 	io_pool_stop(d->io);
-	while (d->n) {
-		struct del_job *j = heap_pop(d);
+	while (first(d)) {
+		struct del_job *j = pop(d);
 
 		instance_release(k, j->inst);
 		free_job(j);
 	}
 	if (d->timer)
 		event_free(d->timer);
-	free(d->heap);
+	due_heap_free(&d->due);
 	free(d);
 	k->deleter = NULL;
 }
 
 uint64_t deleter_pending(const struct kvcm *k)
 {
-	return k->deleter ? k->deleter->n + k->deleter->inflight : 0;
+	return k->deleter ? k->deleter->due.n + k->deleter->inflight : 0;
 }
 
 uint64_t deleter_deleted(const struct kvcm *k)

@@ -4,7 +4,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "array.h"
 #include "block_index.h"
 #include "block_record.h"
 #include "clock.h"
@@ -15,9 +14,8 @@
 #include "log.h"
 
 struct sessions {
-	struct chain_table ids; /* id -> session */
-	struct wsession **heap; /* min-heap on expire_ms, of ids.n sessions */
-	size_t cap;
+	struct chain_table ids;   /* id -> session */
+	struct due_heap expiries; /* the same sessions by expiry time */
 	struct event *sweep;
 	uint64_t expired;
 };
@@ -32,78 +30,45 @@ static uint64_t link_hash(const struct chain_link *l)
 	return sid_hash(chain_entry(l, struct wsession, hlink)->id);
 }
 
-static void hswap(struct sessions *s, size_t a, size_t b)
+/* The session expiring first, or NULL. */
+static struct wsession *first(const struct sessions *s)
 {
-	struct wsession *t = s->heap[a];
+	struct due_node *top = due_heap_top(&s->expiries);
 
-	s->heap[a] = s->heap[b];
-	s->heap[b] = t;
-	s->heap[a]->heap_idx = a;
-	s->heap[b]->heap_idx = b;
-}
-
-static void sift_up(struct sessions *s, size_t i)
-{
-	while (i && s->heap[(i - 1) / 2]->expire_ms > s->heap[i]->expire_ms) {
-		hswap(s, i, (i - 1) / 2);
-		i = (i - 1) / 2;
-	}
-}
-
-static void sift_down(struct sessions *s, size_t i)
-{
-	for (;;) {
-		size_t l = 2 * i + 1, r = l + 1, m = i;
-
-		if (l < s->ids.n && s->heap[l]->expire_ms < s->heap[m]->expire_ms)
-			m = l;
-		if (r < s->ids.n && s->heap[r]->expire_ms < s->heap[m]->expire_ms)
-			m = r;
-		if (m == i)
-			return;
-		hswap(s, i, m);
-		i = m;
-	}
+	return top ? due_entry(top, struct wsession, expiry) : NULL;
 }
 
 static void unlink_session(struct sessions *s, struct wsession *w)
 {
-	size_t i = w->heap_idx;
-
 	chain_remove(&s->ids, &w->hlink, sid_hash(w->id));
-	if (i != s->ids.n) {
-		hswap(s, i, s->ids.n);
-		sift_down(s, i);
-		sift_up(s, i);
-	}
+	due_heap_remove(&s->expiries, &w->expiry);
 }
 
 struct wsession *session_create(struct kvcm *k, struct instance *inst, uint32_t n, uint64_t timeout_ms)
 {
 	struct sessions *s = k->sessions;
-	struct wsession *w, **heap;
+	struct wsession *w;
 
 	if (s->ids.n >= k->conf.max_sessions)
 		return NULL;
-	if (!(heap = array_grow(s->heap, &s->cap, s->ids.n + 1, sizeof(*heap), 1024)))
-		return NULL;
-	s->heap = heap;
 	w = calloc(1, sizeof(*w) + n * sizeof(struct ws_item));
 	if (!w)
 		return NULL;
 	do
 		kvcm_random_id(k, w->id, SESSION_ID_LEN);
 	while (session_find(k, w->id));
-	if (chain_insert(&s->ids, &w->hlink, sid_hash(w->id), 1024, link_hash)) {
+	w->inst = inst;
+	w->n = n;
+	w->expiry.due_ms = clock_ms() + timeout_ms;
+	if (due_heap_push(&s->expiries, &w->expiry)) {
 		free(w);
 		return NULL;
 	}
-	w->inst = inst;
-	w->n = n;
-	w->expire_ms = clock_ms() + timeout_ms;
-	w->heap_idx = s->ids.n - 1;
-	s->heap[w->heap_idx] = w;
-	sift_up(s, w->heap_idx);
+	if (chain_insert(&s->ids, &w->hlink, sid_hash(w->id), 1024, link_hash)) {
+		due_heap_remove(&s->expiries, &w->expiry);
+		free(w);
+		return NULL;
+	}
 	instance_hold(inst);
 	return w;
 }
@@ -156,9 +121,7 @@ static void sweep_cb(evutil_socket_t fd, short what, void *arg)
 	struct sessions *s = k->sessions;
 	uint64_t now = clock_ms();
 
-	while (s->ids.n && s->heap[0]->expire_ms <= now) {
-		struct wsession *w = s->heap[0];
-
+	for (struct wsession *w; (w = first(s)) && w->expiry.due_ms <= now;) {
 		log_info("op=kvcm_session_expired session=%s instance=\"%s\" locations=%u", w->id, w->inst->id, w->n);
 		s->expired++;
 		session_finish(k, w, NULL);
@@ -183,9 +146,7 @@ void sessions_stop(struct kvcm *k)
 
 	if (!s)
 		return;
-	while (s->ids.n) {
-		struct wsession *w = s->heap[s->ids.n - 1];
-
+	for (struct wsession *w; (w = first(s));) {
 		unlink_session(s, w);
 		instance_release(k, w->inst);
 		free(w);
@@ -193,7 +154,7 @@ void sessions_stop(struct kvcm *k)
 	if (s->sweep)
 		event_free(s->sweep);
 	chain_free(&s->ids);
-	free(s->heap);
+	due_heap_free(&s->expiries);
 	free(s);
 	k->sessions = NULL;
 }

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "chain_table.h"
+#include "due_heap.h"
 #include "model.h"
 
 #define SESSION_ID_LEN 32
@@ -26,8 +27,7 @@ struct wsession {
 	struct chain_link hlink; /* in the sessions' table, by id */
 	char id[SESSION_ID_LEN + 1];
 	struct instance *inst;
-	uint64_t expire_ms;
-	size_t heap_idx;
+	struct due_node expiry; /* in the sessions' heap, by expiry time */
 	uint32_t n;
 	struct ws_item items[];
 };
