@@ -3,19 +3,18 @@
  */
 #include "kvcm.h"
 
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/time.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "api.h"
+#include "block_scan.h"
 #include "deleter.h"
+#include "fault_injection.h"
 #include "group.h"
 #include "http.h"
 #include "instance.h"
-#include "kvcm_server.h"
+#include "kvcm_state.h"
 #include "kvcm_store.h"
 #include "log.h"
 #include "metrics.h"
@@ -24,52 +23,10 @@
 #include "reclaim.h"
 #include "reporter.h"
 #include "startup_config.h"
+#include "state_load.h"
 #include "storage.h"
 #include "storage_uri.h"
-#include "block_scan.h"
 #include "write_session.h"
-
-uint64_t kvcm_now_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
-
-/* xoroshiro128+: ids only need to be unpredictable enough not to collide, not to be secret. */
-static uint64_t next_random(struct kvcm *k)
-{
-	uint64_t s0 = k->rng[0], s1 = k->rng[1], r = s0 + s1;
-
-	s1 ^= s0;
-	k->rng[0] = ((s0 << 24) | (s0 >> 40)) ^ s1 ^ (s1 << 16);
-	k->rng[1] = (s1 << 37) | (s1 >> 27);
-	return r;
-}
-
-void kvcm_random_id(struct kvcm *k, char *out, size_t n)
-{
-	static const char alphabet[] = "abcdefghijklmnopqrstuvwxyz0123456789";
-
-	for (size_t i = 0; i < n; i++)
-		out[i] = alphabet[next_random(k) % 36];
-	out[n] = '\0';
-}
-
-static void seed(struct kvcm *k)
-{
-	int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
-
-	if (fd < 0 || read(fd, k->rng, sizeof(k->rng)) != sizeof(k->rng)) {
-		k->rng[0] = kvcm_now_us() ^ (uint64_t)getpid() << 32;
-		k->rng[1] = (uint64_t)(uintptr_t)k ^ UINT64_C(0x9e3779b97f4a7c15);
-	}
-	if (fd >= 0)
-		close(fd);
-	if (!k->rng[0] && !k->rng[1])
-		k->rng[1] = 1;
-}
 
 static void identity(struct kvcm *k)
 {
@@ -89,7 +46,7 @@ static int start_parts(struct kvcm *k, char *err, size_t errlen)
 	if (metrics_new(&k->metrics) || deleter_start(k) || sessions_start(k) || reclaim_start(k) || reporters_start(k))
 		return -1;
 	snprintf(err, errlen, "cannot open the KVCM databases");
-	if (store_open(k) || store_load(k))
+	if (store_open(&k->store, k->persist) || state_load(k))
 		return -1;
 	if (startup_config_apply(k, err, errlen))
 		return -1;
@@ -116,7 +73,7 @@ int kvcm_start(struct kvcm **out, struct event_base *base, struct persist *p, st
 	list_init(&k->storages);
 	list_init(&k->groups);
 	list_init(&k->zombie_instances);
-	seed(k);
+	kvcm_seed_random(k);
 	if (start_parts(k, err, errlen)) {
 		kvcm_stop(k);
 		return MMC_ERROR;
@@ -158,6 +115,7 @@ void kvcm_stop(struct kvcm *k)
 		storage_free(s);
 	}
 	file_refs_free(k);
+	faults_free(k);
 	metrics_free(k->metrics);
 	free(k);
 }

@@ -602,7 +602,7 @@ static void put_str(struct rec *r, const char *s, int lenbytes)
 	put(r, s, n);
 }
 
-/* A block record (format of metaserver/kvcm/kvcm_store.c) with one location id holding specs name=uri. */
+/* A block record (format of metaserver/kvcm/model/block_record.c) with one location id holding specs name=uri. */
 static size_t record(uint8_t *buf, size_t cap, uint8_t status, uint8_t type, const char *id, int nspecs,
                      const char *const *uris_)
 {

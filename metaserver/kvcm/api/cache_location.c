@@ -1,0 +1,223 @@
+/*
+ * getCacheLocation and getCacheLocationLen (reference kvcm.md §4.3-4.4): prefix match, batch get and the
+ * reverse-rolling sliding window. Only SERVING locations on available storages (whose data the pool still has,
+ * for mmc) are hits. Without query_type the instance's default_query_type is used, else QT_PREFIX_MATCH.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "api.h"
+#include "block_index.h"
+#include "fault_injection.h"
+#include "kvcm_state.h"
+#include "location_json.h"
+#include "metrics.h"
+#include "reporter.h"
+#include "request_keys.h"
+
+/* A hit is a location of a data storage, or else the block's visible event-report locations, merged. */
+struct row {
+	struct location *loc;
+	struct block *er;
+};
+
+struct query {
+	int type;
+	const int64_t *keys;
+	size_t n;
+	struct mask mask;
+	int32_t sw_size;
+	struct spec_filter filter;
+	/* result: one entry per output row; an empty row is a placeholder (BATCH_GET, REVERSE_ROLL) */
+	struct row *rows;
+	size_t nrows, hits;
+};
+
+static bool er_hit(struct call *c, struct block *b, const struct spec_filter *f)
+{
+	for (struct location *l = b->locs; l; l = l->next)
+		if (l->er_key && er_location_visible(c->k, c->inst, l) && (!f->n || filter_count(l, f)))
+			return true;
+	return false;
+}
+
+static bool hit(struct call *c, int64_t key, const struct spec_filter *f, struct row *row)
+{
+	struct block *b = block_find(c->inst, key);
+	struct location *l = b ? location_pick(c->k, b) : NULL;
+
+	*row = (struct row){NULL, NULL};
+	if (l && (!f->n || filter_count(l, f)))
+		row->loc = l;
+	else if (b && er_hit(c, b, f))
+		row->er = b;
+	return row->loc || row->er;
+}
+
+/* One row for a key reported on several mediums or hosts: their visible specs together. */
+static void jw_er_row(struct jw *w, struct call *c, struct block *b, const struct spec_filter *f)
+{
+	struct location *first = NULL;
+	uint16_t n = 0;
+
+	for (struct location *l = b->locs; l; l = l->next) {
+		if (l->er_key && er_location_visible(c->k, c->inst, l) && (!f->n || filter_count(l, f))) {
+			first = first ? first : l;
+			n += filter_count(l, f);
+		}
+	}
+	jw_obj(w);
+	jw_kstr(w, "type", enum_name(&enum_storage_type, first->type));
+	jw_kint(w, "spec_size", n);
+	jw_key(w, "location_specs");
+	jw_arr(w);
+	for (struct location *l = b->locs; l; l = l->next) {
+		if (!l->er_key || !er_location_visible(c->k, c->inst, l))
+			continue;
+		jw_spec_items(w, l, f);
+	}
+	jw_arr_end(w);
+	jw_obj_end(w);
+}
+
+static void prefix(struct call *c, struct query *q)
+{
+	for (size_t i = 0; i < q->n; i++) {
+		if (mask_has(&q->mask, i))
+			continue;
+		if (!hit(c, q->keys[i], &q->filter, &q->rows[q->nrows]))
+			break;
+		q->nrows++;
+	}
+	q->hits = q->nrows;
+}
+
+static void batch(struct call *c, struct query *q)
+{
+	for (size_t i = 0; i < q->n; i++)
+		q->hits += hit(c, q->keys[i], &q->filter, &q->rows[i]);
+	q->nrows = q->n;
+}
+
+/* The right-most window of sw_size consecutive hits; every other row is a placeholder. */
+static void reverse_roll(struct call *c, struct query *q)
+{
+	size_t sw = (size_t)q->sw_size;
+	ptrdiff_t base = (ptrdiff_t)(q->n - sw);
+
+	q->nrows = q->n;
+	while (base >= 0) {
+		size_t o;
+
+		for (o = 0; o < sw; o++)
+			if (!hit(c, q->keys[base + (ptrdiff_t)o], &q->filter, &q->rows[base + (ptrdiff_t)o]))
+				break;
+		if (o == sw) {
+			q->hits = sw;
+			return;
+		}
+		memset(&q->rows[base], 0, (o + 1) * sizeof(*q->rows));
+		/* no window containing the miss can match: the next one ends just before it */
+		base = base + (ptrdiff_t)o - (ptrdiff_t)sw;
+	}
+}
+
+static int effective_type(const struct call *c, int requested)
+{
+	int d = c->inst->default_query_type;
+
+	if (requested != QT_UNSPECIFIED)
+		return requested;
+	return d == QT_BATCH_GET || d == QT_PREFIX_MATCH || d == QT_REVERSE_ROLL_SW_MATCH ? d : QT_PREFIX_MATCH;
+}
+
+/* Decodes and runs the query; false when the call has been answered (an error). */
+static bool run(struct call *c, struct query *q, const char *api, bool with_mask)
+{
+	int64_t *keys = NULL;
+
+	if (fault_check(c, api))
+		return false;
+	q->type = effective_type(c, jd_enum(&c->d, c->body, "query_type", &enum_query_type));
+	q->sw_size = jd_i32(&c->d, c->body, "sw_size");
+	q->filter.n = jd_strs(&c->d, c->body, "location_spec_names", &q->filter.names, 4096);
+	if (call_decode_failed(c) || (with_mask && !call_mask(c, c->body, "block_mask", &q->mask)) ||
+	    !call_keys(c, api, &keys, &q->n))
+		return false;
+	q->keys = keys;
+	if (q->type == QT_REVERSE_ROLL_SW_MATCH && (q->sw_size <= 0 || (size_t)q->sw_size > q->n)) {
+		call_fail(c, KC_INVALID_ARGUMENT, "missing or invalid fields: {%s: {sw_size (must be in 1..%zu)}}", api,
+		          q->n);
+		return false;
+	}
+	if (q->type != QT_PREFIX_MATCH && q->type != QT_BATCH_GET && q->type != QT_REVERSE_ROLL_SW_MATCH) {
+		call_fail(c, KC_INTERNAL_ERROR, "unknown query type %d", q->type);
+		return false;
+	}
+	q->rows = calloc(q->n, sizeof(*q->rows));
+	if (!q->rows) {
+		call_fail(c, KC_INTERNAL_ERROR, "out of memory");
+		return false;
+	}
+	if (q->type == QT_PREFIX_MATCH)
+		prefix(c, q);
+	else if (q->type == QT_BATCH_GET)
+		batch(c, q);
+	else
+		reverse_roll(c, q);
+	metrics_queried(c->k->metrics, q->n, q->hits);
+	return true;
+}
+
+static void query_free(struct query *q)
+{
+	free((void *)q->keys);
+	free(q->filter.names);
+	free(q->rows);
+	mask_free(&q->mask);
+}
+
+void api_get_cache_location(struct call *c)
+{
+	struct query q = {0};
+	struct jw *o = &c->out;
+
+	if (run(c, &q, "GetCacheLocation", true)) {
+		call_ok(c, "Cache locations retrieved successfully");
+		jw_key(o, "locations");
+		jw_arr(o);
+		for (size_t i = 0; i < q.nrows; i++) {
+			if (q.rows[i].loc)
+				jw_location(o, q.rows[i].loc, &q.filter);
+			else if (q.rows[i].er)
+				jw_er_row(o, c, q.rows[i].er, &q.filter);
+			else
+				jw_placeholder(o, c->inst, &q.filter);
+		}
+		jw_arr_end(o);
+	}
+	query_free(&q);
+}
+
+void api_get_cache_location_empty(struct jw *w)
+{
+	jw_key(w, "locations");
+	jw_arr(w);
+	jw_arr_end(w);
+}
+
+void api_get_cache_location_len(struct call *c)
+{
+	struct query q = {0};
+
+	if (run(c, &q, "GetCacheLocationLen", false)) {
+		call_ok(c, "Cache location length retrieved successfully");
+		jw_ki64s(&c->out, "cache_location_len", (int64_t)q.hits);
+	}
+	query_free(&q);
+}
+
+void api_get_cache_location_len_empty(struct jw *w)
+{
+	jw_ki64s(w, "cache_location_len", 0);
+}

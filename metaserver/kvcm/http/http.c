@@ -1,0 +1,417 @@
+#include "http.h"
+
+#include <event2/buffer.h>
+#include <event2/event.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+#include <event2/bufferevent.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "hash.h"
+#include "instance.h"
+#include "kvcm_state.h"
+#include "log.h"
+#include "metrics.h"
+#include "mmc/mmc.h"
+#include "persist.h"
+
+#define MAX_HEADERS_BYTES (64u << 10)
+
+/* Open connections, remembered by pointer: evhttp 2.1 tells us about a connection only through its requests. */
+struct conn_set {
+	struct evhttp_connection **slot;
+	uint32_t cap, count;
+};
+
+struct http_server {
+	struct kvcm *k;
+	struct evhttp *http;
+	const struct route *routes;
+	int *metric_slots;
+	size_t nroutes;
+	bool admin;
+	struct conn_set conns;
+	int log_bucket;
+};
+
+static uint32_t conn_hash(const struct evhttp_connection *c, uint32_t cap)
+{
+	return (uint32_t)hash_bytes(&c, sizeof(c)) & (cap - 1);
+}
+
+static bool conn_set_has(const struct conn_set *s, const struct evhttp_connection *c)
+{
+	if (!s->cap)
+		return false;
+	for (uint32_t i = conn_hash(c, s->cap);; i = (i + 1) & (s->cap - 1)) {
+		if (!s->slot[i])
+			return false;
+		if (s->slot[i] == c)
+			return true;
+	}
+}
+
+static int conn_set_add(struct conn_set *s, struct evhttp_connection *c);
+
+static int conn_set_grow(struct conn_set *s)
+{
+	struct conn_set n = {calloc(s->cap ? s->cap * 2 : 64, sizeof(*n.slot)), s->cap ? s->cap * 2 : 64, 0};
+
+	if (!n.slot)
+		return MMC_MALLOC_FAILED;
+	for (uint32_t i = 0; i < s->cap; i++)
+		if (s->slot[i])
+			conn_set_add(&n, s->slot[i]);
+	free(s->slot);
+	*s = n;
+	return 0;
+}
+
+static int conn_set_add(struct conn_set *s, struct evhttp_connection *c)
+{
+	uint32_t i;
+
+	if ((s->count + 1) * 2 > s->cap && conn_set_grow(s))
+		return MMC_MALLOC_FAILED;
+	for (i = conn_hash(c, s->cap); s->slot[i]; i = (i + 1) & (s->cap - 1))
+		;
+	s->slot[i] = c;
+	s->count++;
+	return 0;
+}
+
+/* Linear probing: shift later members of the run back so lookups never stop early. */
+static void conn_set_del(struct conn_set *s, struct evhttp_connection *c)
+{
+	uint32_t i, j, h;
+
+	for (i = conn_hash(c, s->cap); s->slot[i] != c; i = (i + 1) & (s->cap - 1))
+		if (!s->slot[i])
+			return;
+	s->slot[i] = NULL;
+	s->count--;
+	for (j = (i + 1) & (s->cap - 1); s->slot[j]; j = (j + 1) & (s->cap - 1)) {
+		h = conn_hash(s->slot[j], s->cap);
+		if ((j > i && (h <= i || h > j)) || (j < i && (h <= i && h > j))) {
+			s->slot[i] = s->slot[j];
+			s->slot[j] = NULL;
+			i = j;
+		}
+	}
+}
+
+static void conn_closed(struct evhttp_connection *evcon, void *arg)
+{
+	conn_set_del(&((struct http_server *)arg)->conns, evcon);
+}
+
+/* Registers the request's connection; false when it is one too many (it is then answered 503 and closed). */
+static bool conn_admit(struct http_server *s, struct evhttp_request *req)
+{
+	struct evhttp_connection *evcon = evhttp_request_get_connection(req);
+	evutil_socket_t fd;
+	int one = 1;
+
+	if (!evcon || conn_set_has(&s->conns, evcon))
+		return true;
+	if (s->conns.count >= s->k->conf.max_connections || conn_set_add(&s->conns, evcon))
+		return false;
+	evhttp_connection_set_closecb(evcon, conn_closed, s);
+	/* replies go out in more than one segment: without this, Nagle waits for the client's delayed ACK */
+	fd = bufferevent_getfd(evhttp_connection_get_bufferevent(evcon));
+	if (fd >= 0)
+		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	return true;
+}
+
+uint32_t http_server_connections(const struct http_server *s)
+{
+	return s ? s->conns.count : 0;
+}
+
+static void free_buf(const void *data, size_t len, void *arg)
+{
+	free((void *)data);
+}
+
+static void send_raw(struct evhttp_request *req, int status, const char *body, bool close)
+{
+	struct evkeyvalq *h = evhttp_request_get_output_headers(req);
+
+	evhttp_add_header(h, "Content-Type", "application/json");
+	if (close)
+		evhttp_add_header(h, "Connection", "close");
+	evbuffer_add(evhttp_request_get_output_buffer(req), body, strlen(body));
+	evhttp_send_reply(req, status, status == 200 ? "OK" : status == 400 ? "Bad Request" : "Error", NULL);
+}
+
+const char *call_trace_id(struct call *c)
+{
+	json_t *v = c->body ? jd_get(c->body, "trace_id") : NULL;
+
+	return json_is_string(v) ? json_string_value(v) : "";
+}
+
+static void header(struct call *c, int code, const char *message, bool with_request_id)
+{
+	struct jw *w = &c->out;
+	char rid[320];
+
+	c->code = code;
+	snprintf(rid, sizeof(rid), "%.256s_%" PRIu64, call_trace_id(c), kvcm_now_us());
+	jw_obj(w);
+	jw_key(w, "header");
+	jw_obj(w);
+	jw_key(w, "status");
+	jw_obj(w);
+	jw_kstr(w, "code", code_name(code));
+	jw_kstr(w, "message", message);
+	jw_obj_end(w);
+	jw_kstr(w, "request_id", with_request_id ? rid : "");
+	if (!(c->route->flags & ROUTE_ADMIN))
+		jw_kstr(w, "tracer_result", "");
+	jw_obj_end(w);
+}
+
+void call_ok(struct call *c, const char *message)
+{
+	header(c, KC_OK, message, true);
+}
+
+void call_status(struct call *c, int code, const char *message)
+{
+	jw_reset(&c->out);
+	header(c, code, message, true);
+}
+
+static void call_failv(struct call *c, int code, bool with_request_id, const char *fmt, va_list ap)
+{
+	char msg[1024];
+
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	jw_reset(&c->out);
+	header(c, code, msg, with_request_id);
+	if (c->route->empty)
+		c->route->empty(&c->out);
+}
+
+void call_fail(struct call *c, int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	call_failv(c, code, true, fmt, ap);
+	va_end(ap);
+}
+
+void call_bad_request(struct call *c)
+{
+	jw_reset(&c->out);
+	c->http_status = 400;
+	c->code = KC_INVALID_ARGUMENT;
+}
+
+bool call_decode_failed(struct call *c)
+{
+	if (c->d.bad) {
+		log_ratelimited(&c->srv->log_bucket, LOG_WARN, "op=kvcm_bad_request api=%s why=\"%s\"", c->route->name,
+		                c->d.why);
+		call_bad_request(c);
+		return true;
+	}
+	if (c->d.too_many) {
+		call_fail(c, KC_INVALID_ARGUMENT, "too many elements in one request (limit %u)", c->k->conf.max_keys);
+		return true;
+	}
+	return false;
+}
+
+static void finish_call(void *arg)
+{
+	struct call *c = arg;
+	struct evbuffer *buf;
+	char *data;
+	size_t len;
+
+	if (c->http_status == 200 && c->out.oom)
+		c->http_status = 500;
+	if (c->http_status != 200) {
+		send_raw(c->req, c->http_status, "{}", false);
+	} else {
+		jw_obj_end(&c->out);
+		data = jw_take(&c->out, &len);
+		buf = evhttp_request_get_output_buffer(c->req);
+		evhttp_add_header(evhttp_request_get_output_headers(c->req), "Content-Type", "application/json");
+		if (evbuffer_add_reference(buf, data, len, free_buf, NULL))
+			free(data);
+		evhttp_send_reply(c->req, 200, "OK", NULL);
+	}
+	metrics_request(c->k->metrics, c->srv->metric_slots[c->route - c->srv->routes], c->code, c->http_status,
+	                clock_ns() - c->t0_ns);
+	jw_free(&c->out);
+	if (c->body)
+		json_decref(c->body);
+	if (c->parsed)
+		c->route->reader->release(c->parsed);
+	free(c);
+}
+
+/* A call that waited for a commit: if a commit since its start failed, its change is not durable. */
+static void finish_after_commit(void *arg)
+{
+	struct call *c = arg;
+
+	if (persist_failed_seq(c->k->persist) > c->durable0 && c->http_status == 200)
+		call_fail(c, KC_INTERNAL_ERROR, "the metadata commit failed: the change is not durable");
+	finish_call(c);
+}
+
+static const struct route *find_route(struct http_server *s, const char *path)
+{
+	if (strncmp(path, "/api/", 5) != 0)
+		return NULL;
+	for (size_t i = 0; i < s->nroutes; i++)
+		if (strcmp(s->routes[i].name, path + 5) == 0)
+			return (s->routes[i].flags & ROUTE_DEBUG) && !s->k->conf.debug_service ? NULL : &s->routes[i];
+	return NULL;
+}
+
+/* §1.6: instance-scoped APIs answer an unknown or empty instance_id before any validation. */
+static bool precheck_instance(struct call *c)
+{
+	json_t *v = jd_get(c->body, "instance_id");
+	const char *id = json_is_string(v) ? json_string_value(v) : "";
+
+	c->inst = instance_find(c->k, id);
+	if (c->inst)
+		return true;
+	if (id[0])
+		call_fail(c, KC_INSTANCE_NOT_EXIST, "instance \"%.256s\" does not exist", id);
+	else
+		call_fail(c, KC_INSTANCE_NOT_EXIST, "instance_id is empty");
+	return false;
+}
+
+static void run_call(struct http_server *s, struct evhttp_request *req, const struct route *r)
+{
+	struct evbuffer *in = evhttp_request_get_input_buffer(req);
+	size_t len = evbuffer_get_length(in);
+	struct call *c = calloc(1, sizeof(*c));
+	const char *body;
+
+	if (!c) {
+		send_raw(req, 500, "{}", true);
+		return;
+	}
+	c->k = s->k;
+	c->req = req;
+	c->route = r;
+	c->srv = s;
+	c->http_status = 200;
+	c->t0_ns = clock_ns();
+	c->writes0 = s->k->store.writes;
+	c->durable0 = persist_durable_seq(s->k->persist);
+	jw_init(&c->out);
+	body = (const char *)evbuffer_pullup(in, (ev_ssize_t)len);
+	if (body && r->reader && r->reader->read(c, body, len))
+		metrics_fast_read(s->k->metrics);
+	else
+		c->body = jd_parse(body, len);
+	if (!c->body || (jd_get(c->body, "trace_id") && !json_is_string(jd_get(c->body, "trace_id"))))
+		call_bad_request(c);
+	else if (!(r->flags & ROUTE_INSTANCE) || precheck_instance(c))
+		r->fn(c);
+	/* a reply that acknowledges a change waits for the commit holding it: the call's own writes, or, for a call
+	 * that may change state but found it done already (a retried registerInstance), the writes still pending */
+	if ((s->k->store.writes != c->writes0 || (!(r->flags & ROUTE_READ) && persist_dirty(s->k->persist))) &&
+	    persist_after_commit(s->k->persist, finish_after_commit, c) == 0)
+		return;
+	finish_call(c);
+}
+
+static void gen_cb(struct evhttp_request *req, void *arg)
+{
+	struct http_server *s = arg;
+	const char *path = evhttp_uri_get_path(evhttp_request_get_evhttp_uri(req));
+	enum evhttp_cmd_type cmd = evhttp_request_get_command(req);
+	const struct route *r;
+
+	if (!conn_admit(s, req)) {
+		log_ratelimited(&s->log_bucket, LOG_WARN, "op=kvcm_reject reason=max_connections limit=%u",
+		                s->k->conf.max_connections);
+		metrics_rejected(s->k->metrics);
+		send_raw(req, 503, "{}", true);
+		return;
+	}
+	if (!path)
+		path = "";
+	if (s->admin && cmd == EVHTTP_REQ_GET && metrics_serve_get(s->k, req, path))
+		return;
+	r = find_route(s, path);
+	if (!r || cmd != EVHTTP_REQ_POST) {
+		send_raw(req, 404, "{}", false);
+		return;
+	}
+	run_call(s, req, r);
+}
+
+int http_server_start(struct http_server **out, struct kvcm *k, const char *bind, uint16_t port,
+                      const struct route *routes, bool admin, uint16_t *bound, char *err, size_t errlen)
+{
+	struct http_server *s = calloc(1, sizeof(*s));
+	struct evhttp_bound_socket *bs;
+	struct sockaddr_storage ss;
+	ev_socklen_t sl = sizeof(ss);
+
+	if (!s)
+		return MMC_MALLOC_FAILED;
+	s->k = k;
+	s->admin = admin;
+	s->routes = routes;
+	while (routes[s->nroutes].name)
+		s->nroutes++;
+	s->metric_slots = calloc(s->nroutes + 1, sizeof(int));
+	s->http = evhttp_new(k->base);
+	if (!s->metric_slots || !s->http)
+		goto fail;
+	for (size_t i = 0; i < s->nroutes; i++)
+		s->metric_slots[i] = metrics_slot(k->metrics, routes[i].name);
+	evhttp_set_max_body_size(s->http, (ev_ssize_t)k->conf.max_body_bytes);
+	evhttp_set_max_headers_size(s->http, MAX_HEADERS_BYTES);
+	evhttp_set_timeout(s->http, (int)k->conf.idle_timeout_s);
+	evhttp_set_allowed_methods(s->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE |
+	                                        EVHTTP_REQ_HEAD | EVHTTP_REQ_OPTIONS | EVHTTP_REQ_PATCH);
+	evhttp_set_gencb(s->http, gen_cb, s);
+	bs = evhttp_bind_socket_with_handle(s->http, bind, port);
+	if (!bs) {
+		snprintf(err, errlen, "cannot listen on %s:%u for %s HTTP", bind, port, admin ? "admin" : "KVCM");
+		goto fail;
+	}
+	if (getsockname(evhttp_bound_socket_get_fd(bs), (struct sockaddr *)&ss, &sl) == 0)
+		*bound = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
+		                                        : ((struct sockaddr_in *)&ss)->sin_port);
+	*out = s;
+	return 0;
+fail:
+	http_server_stop(s);
+	return MMC_ERROR;
+}
+
+void http_server_stop(struct http_server *s)
+{
+	if (!s)
+		return;
+	if (s->http)
+		evhttp_free(s->http);
+	free(s->conns.slot);
+	free(s->metric_slots);
+	free(s);
+}

@@ -1,0 +1,116 @@
+#include "block_scan.h"
+
+#include <event2/event.h>
+#include <stdlib.h>
+
+#include "block_index.h"
+#include "deleter.h"
+#include "instance.h"
+#include "kvcm_state.h"
+#include "log.h"
+#include "mmc/mmc.h"
+
+#define KEYS_PER_TURN 4096
+/* Keys come in LRU order, so every lookup would wait for memory: fetch the buckets ahead, as reportEvent does. */
+#define PREFETCH_AHEAD 8
+
+struct scan {
+	struct list link;
+	struct kvcm *k;
+	struct instance *inst;
+	block_scan_fn fn;
+	void *arg;
+	const char *what;
+	int64_t *keys;
+	size_t n, next;
+	struct event *ev;
+};
+
+static struct list scans = LIST_INIT(scans);
+
+static void scan_free(struct scan *t)
+{
+	list_del(&t->link);
+	instance_release(t->k, t->inst);
+	event_free(t->ev);
+	free(t->keys);
+	free(t->arg);
+	free(t);
+}
+
+static void step(evutil_socket_t fd, short what, void *arg)
+{
+	struct scan *t = arg;
+	size_t end = t->next + KEYS_PER_TURN < t->n ? t->next + KEYS_PER_TURN : t->n;
+
+	for (; t->next < end; t->next++) {
+		struct block *b;
+
+		if (t->next + 2 * PREFETCH_AHEAD < t->n)
+			block_prefetch(t->inst, t->keys[t->next + 2 * PREFETCH_AHEAD], false);
+		if (t->next + PREFETCH_AHEAD < t->n)
+			block_prefetch(t->inst, t->keys[t->next + PREFETCH_AHEAD], true);
+		b = block_find(t->inst, t->keys[t->next]);
+
+		if (b)
+			t->fn(t->k, t->inst, b, t->arg);
+	}
+	if (t->next < t->n) {
+		/* A timer, not event_active: libevent runs an event activated from an active callback in the same pass,
+		 * so the whole scan would run before any request is read. A zero timeout waits for the next poll. */
+		static const struct timeval next_turn = {0, 0};
+
+		if (event_add(t->ev, &next_turn))
+			event_active(t->ev, 0, 0);
+		return;
+	}
+	log_info("op=kvcm_%s_done instance=\"%s\" keys=%zu", t->what, t->inst->id, t->n);
+	scan_free(t);
+}
+
+int block_scan(struct kvcm *k, struct instance *inst, block_scan_fn fn, void *arg, const char *what)
+{
+	struct scan *t = calloc(1, sizeof(*t));
+	size_t n = 0;
+
+	if (!t) {
+		free(arg);
+		return MMC_MALLOC_FAILED;
+	}
+	t->keys = malloc((inst->blocks.n + 1) * sizeof(*t->keys));
+	t->ev = event_new(k->base, -1, 0, step, t);
+	if (!t->keys || !t->ev) {
+		free(t->keys);
+		if (t->ev)
+			event_free(t->ev);
+		free(t);
+		free(arg);
+		return MMC_MALLOC_FAILED;
+	}
+	for (struct list *it = inst->lru.next; it != &inst->lru; it = it->next)
+		t->keys[n++] = list_entry(it, struct block, lru_link)->key;
+	*t = (struct scan){
+	    .k = k, .inst = inst, .fn = fn, .arg = arg, .what = what, .keys = t->keys, .n = n, .ev = t->ev};
+	instance_hold(inst);
+	list_add_tail(&scans, &t->link);
+	step(-1, 0, t);
+	return 0;
+}
+
+static void delete_block(struct kvcm *k, struct instance *inst, struct block *b, void *arg)
+{
+	int64_t delay = inst->group->delay_before_delete_ms;
+
+	deleter_submit_block(k, inst, b, delay > 0 ? (uint64_t)delay : 0);
+}
+
+int trim_instance(struct kvcm *k, struct instance *inst)
+{
+	return block_scan(k, inst, delete_block, NULL, "trim");
+}
+
+void block_scans_stop(struct kvcm *k)
+{
+	while (!list_empty(&scans))
+		scan_free(list_entry(scans.next, struct scan, link));
+}

@@ -1,0 +1,42 @@
+/*
+ * Instances (reference kvcm.md §4.1-4.2): one model deployment each, registered into a group, with its own block
+ * index. Registration is idempotent for an identical config and DUPLICATE_ENTITY otherwise.
+ */
+#ifndef MMC_KVCM_INSTANCE_H
+#define MMC_KVCM_INSTANCE_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "json_in.h"
+#include "json_out.h"
+#include "model.h"
+
+struct kvcm;
+
+extern const struct jfield instance_info_schema[];
+
+struct instance *instance_find(struct kvcm *k, const char *id);
+/*
+ * registerInstance on body (already parsed). Sets *out to the (new or existing) instance. Returns a wire code
+ * with msg; d->bad when a field has the wrong type (HTTP 400).
+ */
+int instance_register(struct kvcm *k, json_t *body, struct jd *d, struct instance **out, char *msg, size_t msglen);
+/* Recreates an instance from its record (its group must be loaded). */
+struct instance *instance_load(struct kvcm *k, json_t *record, char *msg, size_t msglen);
+/* Takes inst out of the registry (removeInstance); it is freed once its last block and reference are gone. */
+void instance_unregister(struct kvcm *k, struct instance *inst);
+/* Reference counting for deletes and sessions that outlive a removeInstance. */
+void instance_hold(struct instance *inst);
+void instance_release(struct kvcm *k, struct instance *inst);
+/* Frees every instance (shutdown). */
+void instances_free(struct kvcm *k);
+
+/* Writes the InstanceInfo message. */
+void instance_write_info(struct jw *w, const struct instance *inst);
+/* Index of spec name in inst, or -1. */
+int instance_spec_index(const struct instance *inst, const char *name);
+
+#endif

@@ -1,0 +1,76 @@
+#include "kvcm_conf.h"
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include "conf_parse.h"
+#include "mmc/mmc.h"
+
+#define F(field) offsetof(struct kvcm_conf, field), sizeof(((struct kvcm_conf *)0)->field)
+
+static struct kvcm_conf conf = {
+    .bind = "0.0.0.0",
+    .http_port = 6382,
+    .admin_http_port = 6492,
+    .max_body_bytes = 64u << 20,
+    .max_keys = 65536,
+    .max_connections = 1024,
+    .idle_timeout_s = 120,
+    .default_root = "/tmp/nfs/",
+    .auto_create_group = true,
+    .max_write_timeout_s = 1800,
+    .empty_session_timeout_ms = 10000,
+    .sweep_interval_ms = 1000,
+    .max_sessions = 100000,
+    .reclaim_interval_ms = 200,
+    .reclaim_batch = 4096,
+    .io_threads = 2,
+    .er_heartbeat_timeout_ms = 30000,
+    .er_cleanup_grace_ms = 300000,
+    .er_liveness_interval_ms = 5000,
+    .er_snapshot_min_interval_ms = 30000,
+    .er_drain_timeout_ms = 10000,
+};
+
+static const struct conf_key keys[] = {
+    {"kvcm.service.bind", CONF_STR, F(bind), 0, 0, NULL},
+    {"kvcm.service.http_port", CONF_U32, F(http_port), 0, 65535, NULL},
+    {"kvcm.service.admin_http_port", CONF_U32, F(admin_http_port), 0, 65535, NULL},
+    {"kvcm.service.max_body_size", CONF_SIZE, F(max_body_bytes), 1024, UINT64_C(1) << 31, NULL},
+    {"kvcm.service.max_keys_per_request", CONF_U32, F(max_keys), 1, 16777216, NULL},
+    {"kvcm.service.max_connections", CONF_U32, F(max_connections), 1, 1000000, NULL},
+    {"kvcm.service.idle_timeout_seconds", CONF_U32, F(idle_timeout_s), 1, 86400, NULL},
+    {"kvcm.service.advertised_host", CONF_STR, F(advertised_host), 0, 0, NULL},
+    {"kvcm.service.enable_debug_service", CONF_BOOL, F(debug_service), 0, 0, NULL},
+    {"kvcm.startup_config", CONF_STR, F(startup_config), 0, 0, NULL},
+    {"kvcm.default_storage.root_path", CONF_STR, F(default_root), 0, 0, NULL},
+    {"kvcm.instance_group.auto_create", CONF_BOOL, F(auto_create_group), 0, 0, NULL},
+    {"kvcm.write_session.max_timeout_seconds", CONF_U32, F(max_write_timeout_s), 1, 86400, NULL},
+    {"kvcm.write_session.empty_timeout_ms", CONF_U32, F(empty_session_timeout_ms), 0, 86400000, NULL},
+    {"kvcm.write_session.sweep_interval_ms", CONF_U32, F(sweep_interval_ms), 10, 60000, NULL},
+    {"kvcm.write_session.max_sessions", CONF_U32, F(max_sessions), 1, 100000000, NULL},
+    {"kvcm.reclaim.interval_ms", CONF_U32, F(reclaim_interval_ms), 10, 60000, NULL},
+    {"kvcm.reclaim.batch", CONF_U32, F(reclaim_batch), 1, 10000000, NULL},
+    {"kvcm.io_threads", CONF_U32, F(io_threads), 1, 64, NULL},
+    {"kvcm.event_report.heartbeat_timeout_ms", CONF_U32, F(er_heartbeat_timeout_ms), 1, 86400000, NULL},
+    {"kvcm.event_report.cleanup_grace_ms", CONF_U32, F(er_cleanup_grace_ms), 1, 86400000, NULL},
+    {"kvcm.event_report.liveness_check_interval_ms", CONF_U32, F(er_liveness_interval_ms), 1, 86400000, NULL},
+    {"kvcm.event_report.snapshot_min_interval_ms", CONF_U32, F(er_snapshot_min_interval_ms), 1, 86400000, NULL},
+    {"kvcm.event_report.snapshot_delta_drain_timeout_ms", CONF_U32, F(er_drain_timeout_ms), 1, 86400000, NULL},
+    {"kvcm.service.rpc_port", CONF_U32, F(compat_u32[0]), 0, 65535, NULL},
+    {"kvcm.service.admin_rpc_port", CONF_U32, F(compat_u32[1]), 0, 65535, NULL},
+    {"kvcm.service.io_thread_num", CONF_U32, F(compat_u32[2]), 0, 1024, NULL},
+    {"kvcm.logger.log_level", CONF_U32, F(compat_u32[3]), 0, 5, NULL},
+    {"kvcm.registry_storage.uri", CONF_STR, F(compat_str), 0, 0, NULL},
+    {NULL, 0, 0, 0, 0, 0, NULL},
+};
+
+int kvcm_conf_set(const char *key, const char *value, char *err, size_t errlen)
+{
+	return conf_apply(keys, &conf, key, value, err, errlen);
+}
+
+const struct kvcm_conf *kvcm_conf(void)
+{
+	return &conf;
+}

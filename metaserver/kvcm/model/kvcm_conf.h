@@ -1,0 +1,48 @@
+/*
+ * KVCM configuration: every kvcm.* key, from `--env kvcm.x=y` or the config file (routed here by meta_conf.c).
+ * Set before kvcm_start(); read-only afterwards. docs/kvcm.md lists every key with its default.
+ */
+#ifndef MMC_KVCM_CONF_H
+#define MMC_KVCM_CONF_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct kvcm_conf {
+	char bind[256];
+	uint32_t http_port;
+	uint32_t admin_http_port;
+	uint64_t max_body_bytes;
+	uint32_t max_keys;
+	uint32_t max_connections;
+	uint32_t idle_timeout_s;
+	char advertised_host[256];
+	bool debug_service; /* the fault-injection APIs on the admin port */
+	char startup_config[1024];
+	char default_root[1024];
+	bool auto_create_group;
+	uint32_t max_write_timeout_s;
+	uint32_t empty_session_timeout_ms;
+	uint32_t sweep_interval_ms;
+	uint32_t max_sessions;
+	uint32_t reclaim_interval_ms;
+	uint32_t reclaim_batch;
+	uint32_t io_threads;
+	/* reportEvent defaults for event-report storages that do not set their own */
+	uint32_t er_heartbeat_timeout_ms;
+	uint32_t er_cleanup_grace_ms;
+	uint32_t er_liveness_interval_ms;
+	uint32_t er_snapshot_min_interval_ms;
+	uint32_t er_drain_timeout_ms;
+	/* accepted for command-line compatibility with the reference server; no effect here */
+	uint32_t compat_u32[4];
+	char compat_str[1024];
+};
+
+/* Records one kvcm.* key (kvcm.h declares it for the meta server, which calls it). */
+int kvcm_conf_set(const char *key, const char *value, char *err, size_t errlen);
+/* The configuration in force (defaults until kvcm_conf_set changes them). */
+const struct kvcm_conf *kvcm_conf(void);
+
+#endif

@@ -1,0 +1,63 @@
+/*
+ * The KV Cache Manager's state: one struct, owned by the event-loop thread, reached by every module. The HTTP
+ * servers, metrics and injected faults of the layers above are opaque pointers here: the model never looks in.
+ */
+#ifndef MMC_KVCM_STATE_H
+#define MMC_KVCM_STATE_H
+
+#include <stdint.h>
+
+#include "kvcm_conf.h"
+#include "kvcm_store.h"
+#include "list.h"
+#include "model.h"
+
+struct event;
+struct event_base;
+struct persist;
+struct meta;
+struct http_server;
+struct sessions;
+struct deleter;
+struct metrics;
+struct reporters;
+struct faults;
+
+struct kvcm {
+	struct event_base *base;
+	struct persist *persist;
+	struct meta *meta;
+	struct kvcm_conf conf;
+	struct http_server *http, *admin;
+	uint16_t http_port, admin_port;
+	char host[256];
+	char node_id[320];
+
+	struct list storages;         /* struct storage.link */
+	struct list groups;           /* struct group.link */
+	struct chain_table instances; /* struct instance.hlink, by id */
+	uint64_t next_uid;
+	struct list zombie_instances; /* removed, waiting for their deletes */
+
+	struct sessions *sessions;
+	struct deleter *deleter;
+	struct metrics *metrics;
+	struct reporters *reporters;
+	struct chain_table file_refs; /* files shared by several blocks: deleted with the last one */
+	struct event *reclaim_ev;
+	uint64_t reclaimed;    /* locations evicted by reclaim */
+	struct faults *faults; /* injected by the debug service (api/fault_injection.c); NULL: none yet */
+
+	struct kvcm_store
+	    store; /* the LMDB tables; a reply to a request that moved store.writes waits for the commit */
+	uint64_t rng[2];
+};
+
+/* Seeds the id generator from /dev/urandom (the clock and pid when it cannot be read). */
+void kvcm_seed_random(struct kvcm *k);
+/* Random lowercase [a-z0-9] text of n chars (ids of locations and write sessions), NUL-terminated. */
+void kvcm_random_id(struct kvcm *k, char *out, size_t n);
+/* Wall-clock microseconds (create_time, request_id, LRU stamps). */
+uint64_t kvcm_now_us(void);
+
+#endif

@@ -1,0 +1,143 @@
+#include "state_load.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "block_index.h"
+#include "block_record.h"
+#include "deleter.h"
+#include "group.h"
+#include "instance.h"
+#include "kvcm_state.h"
+#include "kvcm_store.h"
+#include "log.h"
+#include "quota.h"
+#include "storage.h"
+#include "storage_uri.h"
+
+/* What the records read so far have led to. */
+struct loading {
+	struct kvcm *k;
+	struct instance *inst; /* of the block records being read: they come by instance uid */
+	uint64_t uid;
+};
+
+static int load_json(void *arg, enum store_table t, const char *name, json_t *v)
+{
+	struct kvcm *k = ((struct loading *)arg)->k;
+	char msg[256];
+
+	switch (t) {
+	case STORE_STORAGES:
+		return storage_load(k, v, msg, sizeof(msg)) == KC_OK ? 0 : -1;
+	case STORE_GROUPS:
+		if (group_add(k, json_incref(v), false, false, msg, sizeof(msg)) == KC_OK)
+			return 0;
+		json_decref(v);
+		return -1;
+	case STORE_INSTANCES:
+		return instance_load(k, v, msg, sizeof(msg)) ? 0 : -1;
+	default:
+		return -1;
+	}
+}
+
+static struct instance *by_uid(struct kvcm *k, uint64_t uid)
+{
+	chain_foreach(&k->instances, l)
+	{
+		struct instance *inst = chain_entry(l, struct instance, hlink);
+
+		if (inst->uid == uid)
+			return inst;
+	}
+	return NULL;
+}
+
+/* One block record: its locations counted in usage and file references; an empty one is dropped. */
+static void load_block(void *arg, uint64_t uid, int64_t key, const void *rec, size_t len)
+{
+	struct loading *ld = arg;
+	struct kvcm *k = ld->k;
+	struct block *b;
+
+	if (!ld->inst || uid != ld->uid) {
+		ld->uid = uid;
+		ld->inst = by_uid(k, uid);
+	}
+	if (!ld->inst) {
+		store_del_block(&k->store, uid, key); /* its instance was removed */
+		return;
+	}
+	if (!(b = block_get(ld->inst, key)))
+		return;
+	block_record_read(k, b, rec, len);
+	for (struct location *l = b->locs; l; l = l->next) {
+		usage_add_location(ld->inst, l);
+		storage_hold_data(k, l);
+	}
+	if (!b->locs) {
+		block_remove(ld->inst, b);
+		block_record_del(k, ld->inst, key);
+		return;
+	}
+	usage_add_key(ld->inst);
+}
+
+static int by_lru(const void *a, const void *b)
+{
+	const struct block *x = *(struct block *const *)a, *y = *(struct block *const *)b;
+
+	return x->lru_time_us < y->lru_time_us ? -1 : x->lru_time_us > y->lru_time_us;
+}
+
+/* Records come in key order: rebuild the LRU from the stamps, and sweep what no session owns any more. */
+static void settle(struct kvcm *k, struct instance *inst, uint64_t *swept)
+{
+	struct block **all = malloc((inst->blocks.n + 1) * sizeof(*all));
+	size_t n = 0;
+
+	if (!all)
+		return;
+	for (struct list *it = inst->lru.next; it != &inst->lru; it = it->next)
+		all[n++] = list_entry(it, struct block, lru_link);
+	qsort(all, n, sizeof(*all), by_lru);
+	list_init(&inst->lru);
+	for (size_t i = 0; i < n; i++)
+		list_add_tail(&inst->lru, &all[i]->lru_link);
+	for (size_t i = 0; i < n; i++) {
+		bool changed = false;
+
+		for (struct location *l = all[i]->locs; l; l = l->next) {
+			if (l->status == CLS_WRITING || l->status == CLS_DELETING) {
+				(*swept) += l->status == CLS_WRITING;
+				deleter_submit(k, inst, all[i], l, 0);
+				changed = true;
+			}
+		}
+		if (changed)
+			block_record_put(k, inst, all[i]);
+	}
+	free(all);
+}
+
+int state_load(struct kvcm *k)
+{
+	static const struct store_reader reader = {load_json, load_block};
+	struct loading ld = {k, NULL, 0};
+	uint64_t swept = 0, blocks = 0;
+
+	if (store_read(&k->store, &reader, &ld))
+		return -1;
+	chain_foreach(&k->instances, l)
+	{
+		struct instance *inst = chain_entry(l, struct instance, hlink);
+
+		settle(k, inst, &swept);
+		blocks += inst->blocks.n;
+	}
+	log_info("op=kvcm_load storages=%s instances=%" PRIu64 " blocks=%" PRIu64 " orphaned_writing=%" PRIu64,
+	         list_empty(&k->storages) ? "0" : ">0", k->instances.n, blocks, swept);
+	return 0;
+}
