@@ -1,11 +1,13 @@
 #include "rpc.h"
 
+#include <regex.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "conn.h"
 #include "log.h"
 #include "mmc/mmc.h"
+#include "objects.h"
 #include "services.h"
 #include "tier.h"
 
@@ -139,6 +141,36 @@ static void on_service(struct conn *c, const Mmc__Frame *f)
 		send_service_info(c, f->id, 0, svc, false);
 }
 
+static bool regex_match(void *arg, const char *key)
+{
+	return !arg || regexec(arg, key, 0, NULL, 0) == 0;
+}
+
+/* remove_by_regex / remove_all: the reply carries the count and waits, like a remove's, for the deletes' commit. */
+static void on_remove_matching(struct conn *c, const Mmc__Frame *f)
+{
+	Mmc__Frame out = MMC__FRAME__INIT;
+	Mmc__Reply r = MMC__REPLY__INIT;
+	const char *pattern = f->remove_matching->pattern ? f->remove_matching->pattern : "";
+	regex_t re;
+	bool all = pattern[0] == '\0';
+
+	if (!all && (strlen(pattern) > MMC_WIRE_PATTERN_MAX || regcomp(&re, pattern, REG_EXTENDED | REG_NOSUB))) {
+		rpc_reply_code(c, f->id, MMC_INVALID_PARAM);
+		return;
+	}
+	r.count = objects_remove_matching(c->m, regex_match, all ? NULL : &re);
+	if (!all)
+		regfree(&re);
+	log_info("op=remove_matching session=%llu pattern=\"%s\" removed=%llu", (unsigned long long)c->session.id,
+	         pattern, (unsigned long long)r.count);
+	out.id = f->id;
+	out.body_case = MMC__FRAME__BODY_REPLY;
+	out.reply = &r;
+	if (f->id)
+		conn_send(c, &out, true);
+}
+
 static const Mmc__KeyBatch *key_batch(const Mmc__Frame *f)
 {
 	switch (f->body_case) {
@@ -196,6 +228,9 @@ int rpc_dispatch(struct conn *c, const Mmc__Frame *f)
 		return 0;
 	case MMC__FRAME__BODY_REPLY: /* a local service finished a task we sent it */
 		tier_task_done(c->m, f->id, f->reply->result);
+		return 0;
+	case MMC__FRAME__BODY_REMOVE_MATCHING:
+		on_remove_matching(c, f);
 		return 0;
 	default:
 		break;

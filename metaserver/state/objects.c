@@ -605,6 +605,25 @@ void object_unpin(struct meta *m, struct object *o)
 	object_free_mem(o);
 }
 
+uint64_t objects_remove_matching(struct meta *m, bool (*match)(void *arg, const char *key), void *arg)
+{
+	uint64_t n = 0;
+
+	for (uint64_t i = 0; i < m->nbuckets; i++) {
+		struct object *o, *next;
+
+		/* object_drop unlinks o from this chain; its successor was read first */
+		for (o = m->buckets[i]; o; o = next) {
+			next = o->hnext;
+			if (o->state == MMC_BLOB_READABLE && match(arg, object_key(o))) {
+				object_drop(m, o);
+				n++;
+			}
+		}
+	}
+	return n;
+}
+
 void objects_sweep(struct meta *m, uint64_t now_ms)
 {
 	struct list *it, *next;

@@ -93,6 +93,10 @@ void space_release(struct meta *m, struct service *svc, uint32_t media, uint64_t
 /* Space was given back outside object_drop: waiting allocations get another try. */
 void objects_space_freed(struct meta *m);
 
+/* Drops every readable object whose key match(arg, key) accepts, as a remove does; returns how many. Walks the
+ * whole index on the loop: an administrative call, not a hot path. */
+uint64_t objects_remove_matching(struct meta *m, bool (*match)(void *arg, const char *key), void *arg);
+
 /* Reclaims expired write leases and zombies whose leases ended. */
 void objects_sweep(struct meta *m, uint64_t now_ms);
 /* Drops the ALLOCATED objects a closing session was writing (not the GVA ones: those wait for their lease). */
