@@ -10,7 +10,9 @@
 #include "store_gva.h"
 #include "wire.h"
 
-#define DEVICE_ID_MAX 383
+_Static_assert(MMC_WORLD_SIZE_MAX == MMC_RANKS_MAX && MMC_REPLICA_MAX == MMC_WIRE_REPLICAS &&
+                   MMC_KEY_MAX == MMC_WIRE_KEY_MAX && MMC_BATCH_MAX == MMC_WIRE_KEYS_MAX,
+               "the header's limits are the wire's");
 
 mmc_store *mmc_create(void)
 {
@@ -276,7 +278,7 @@ int mmc_init(mmc_store *s, uint32_t device_id, bool init_bm)
 {
 	int rc;
 
-	if (!s || device_id > DEVICE_ID_MAX)
+	if (!s || device_id > MMC_DEVICE_ID_MAX)
 		return MMC_INVALID_PARAM;
 	pthread_mutex_lock(&s->life);
 	if (atomic_load(&s->state) == ST_READY) {

@@ -94,16 +94,19 @@ extern "C" {
 #define MMC_CHECKSUM_MISMATCH        (-3109) /**< mmc: the bytes read differ from the writer's checksum */
 /**@}*/
 
-/** @name Limits */
+/** @name Limits and array sizes (every array in this header is sized by one of these) */
 /**@{*/
 #define MMC_KEY_MAX        255   /**< longest key in bytes, without the NUL */
 #define MMC_BATCH_MAX      16384 /**< most keys in one batch call */
 #define MMC_LAYERS_MAX     255   /**< most buffers per key in the layer calls */
-#define MMC_REPLICA_MAX    8     /**< most replicas of one object */
-#define MMC_URL_SIZE       1024
-#define MMC_PROTOCOL_SIZE  64
-#define MMC_LOG_LEVEL_SIZE 16
-#define MMC_LOG_LINE_MAX   1024 /**< bytes of one log line handed to the log handler, with its NUL */
+#define MMC_REPLICA_MAX    8     /**< most replicas of one object: mmc_replicate_config, mmc_key_info arrays */
+#define MMC_WORLD_SIZE_MAX 1024  /**< most local services in a cluster (mmc_local_config.world_size) */
+#define MMC_DEVICE_ID_MAX  383   /**< highest device_id mmc_init() accepts */
+#define MMC_URL_SIZE       1024  /**< bytes of the URL fields of mmc_local_config, with the NUL */
+#define MMC_PATH_SIZE      1024  /**< bytes of the path fields of mmc_local_config, with the NUL */
+#define MMC_PROTOCOL_SIZE  64    /**< bytes of mmc_local_config.protocol, with the NUL */
+#define MMC_LOG_LEVEL_SIZE 16    /**< bytes of mmc_local_config.log_level, with the NUL */
+#define MMC_LOG_LINE_MAX   1024  /**< bytes of one log line handed to the log handler, with its NUL */
 /**@}*/
 
 /** @name Media */
@@ -158,20 +161,21 @@ typedef struct mmc_local_config {
 	/** MMC_LOCAL_CONFIG_VERSION of the caller's header; set by mmc_default_local_config(). Always first. */
 	uint32_t version;
 	/** A `key = value` file with ock.mmc.* keys; when set, its values override the fields below. */
-	char config_path[1024];
+	char config_path[MMC_PATH_SIZE];
 	/** Meta server, "tcp://host:port" (ock.mmc.meta_service_url). Default tcp://127.0.0.1:5000. */
-	char meta_service_url[1024];
+	char meta_service_url[MMC_URL_SIZE];
 	/** Accepted for compatibility; mmc exchanges fabric addresses through the meta server. */
-	char config_store_url[1024];
+	char config_store_url[MMC_URL_SIZE];
 	/** "debug", "info", "warn" (default) or "error" (ock.mmc.log_level). The level is process-wide: the most
 	 *  verbose of all configured stores' levels applies (see mmc_set_log_handler()). */
-	char log_level[16];
-	/** Most local services in the cluster, 1..1024 (ock.mmc.local_service.world_size). Default 256. */
+	char log_level[MMC_LOG_LEVEL_SIZE];
+	/** Most local services in the cluster, 1..MMC_WORLD_SIZE_MAX (ock.mmc.local_service.world_size). Default 256.
+	 */
 	uint32_t world_size;
 	/** "host_tcp", "host_shm", "host_rdma" or "auto" (ock.mmc.local_service.protocol). Default "auto". */
-	char protocol[64];
+	char protocol[MMC_PROTOCOL_SIZE];
 	/** Fabric interface as "tcp://ip[:port]"; empty: the provider's choice (ock.mmc.local_service.hcom_url). */
-	char hcom_url[1024];
+	char hcom_url[MMC_URL_SIZE];
 	/** DRAM pool lent to the cluster, rounded up to 2 MiB (ock.mmc.local_service.dram.size). Default 1 GiB. */
 	uint64_t dram_size;
 	/** HBM pool; must be 0 without an accelerator (ock.mmc.local_service.hbm.size). */
@@ -191,7 +195,7 @@ typedef struct mmc_local_config {
 	/** Heartbeat period to the meta server in ms (ock.mmc.client.heartbeat_ms). Default 1000. */
 	uint32_t heartbeat_ms;
 	/** SSD tier backing file or block device (ock.mmc.local_service.ssd.path); empty: no SSD tier. */
-	char ssd_path[1024];
+	char ssd_path[MMC_PATH_SIZE];
 	/** SSD tier size (ock.mmc.local_service.ssd.size). */
 	uint64_t ssd_size;
 	/** An RMA that makes no progress this long (its peer died mid-transfer), or that the provider will not take
@@ -207,20 +211,34 @@ typedef struct mmc_local_config {
 	bool verify_checksum;
 } mmc_local_config;
 
-/** Replica policy of a put. Zero-initialised means one replica placed by policy. */
+/**
+ * A global virtual address: one byte of one local service's pool, in 64 bits (the service's rank + 1 in bits
+ * 63..48, the media in 47..46, the offset in 45..0), so 0 is never a valid GVA. mmc_batch_malloc() and
+ * mmc_get_key_info() hand them out for an object's first byte; gva + n addresses its byte n. The one type every
+ * GVA in this header has; an integer, not a pointer: it is not dereferenceable in this process.
+ */
+typedef uint64_t mmc_gva;
+
+/**
+ * Replica policy of a put. Zero-initialised means one replica placed by policy. A plain value struct of fixed
+ * layout (it never grows: arrays of it are not versioned).
+ */
 typedef struct mmc_replicate_config {
-	uint16_t replica_num;                   /**< 1..8; 0 means 1 */
-	uint16_t preferred_count;               /**< entries used in preferred_local_service_ids, <= replica_num */
-	int32_t preferred_local_service_ids[8]; /**< each listed service gets a replica */
+	uint16_t replica_num;     /**< 1..MMC_REPLICA_MAX; 0 means 1 */
+	uint16_t preferred_count; /**< entries used in preferred_local_service_ids, <= replica_num */
+	int32_t preferred_local_service_ids[MMC_REPLICA_MAX]; /**< each listed service gets a replica */
 } mmc_replicate_config;
 
-/** What the meta server knows of a key. size == 0 means the key is absent. */
+/**
+ * What the meta server knows of a key. size == 0 means the key is absent. A plain value struct of fixed layout (it
+ * never grows: mmc_batch_get_key_info() fills arrays of it).
+ */
 typedef struct mmc_key_info {
-	uint64_t size;     /**< object bytes */
-	uint32_t blob_num; /**< replicas (entries used below) */
-	uint32_t loc[8];   /**< local service id of each replica */
-	uint16_t type[8];  /**< media of each replica (MMC_MEDIA_*) */
-	uint64_t gva[8];   /**< global address of each replica (see mmc_batch_copy()) */
+	uint64_t size;                  /**< object bytes */
+	uint32_t blob_num;              /**< replicas (entries used below) */
+	uint32_t loc[MMC_REPLICA_MAX];  /**< local service id of each replica */
+	uint16_t type[MMC_REPLICA_MAX]; /**< media of each replica (MMC_MEDIA_*) */
+	mmc_gva gva[MMC_REPLICA_MAX];   /**< first byte of each replica (see mmc_batch_copy()) */
 } mmc_key_info;
 
 /** Log handler: level is an mmc_log_level, msg a NUL-terminated line without newline, valid during the call. */
@@ -276,7 +294,7 @@ MMC_API int mmc_setup(mmc_store *s, const mmc_local_config *cfg);
  * Connects to the meta server and, with init_bm, maps the DRAM pool, registers it and joins the cluster as a
  * local service. Without a prior mmc_setup() the configuration comes from MMC_LOCAL_CONFIG_PATH, else defaults.
  *
- * @param device_id [in] accelerator id (0..383); recorded only on hosts without one
+ * @param device_id [in] accelerator id (0..MMC_DEVICE_ID_MAX); recorded only on hosts without one
  * @param init_bm   [in] true: lend a pool (local service); false: client only, nothing is lent
  * @return MMC_OK (also when already initialised); MMC_INVALID_PARAM; MMC_NOT_CONNECTED_META when the meta server
  *         cannot be reached; MMC_MALLOC_FAILED when the pool cannot be mapped; MMC_EXCEED_CAPACITY when the
@@ -431,7 +449,7 @@ MMC_API int mmc_batch_remove_lease(mmc_store *s, const char *const *keys, size_t
  * @return MMC_OK when accepted; MMC_INVALID_PARAM; MMC_CLIENT_NOT_INIT; MMC_NOT_CONNECTED_META.
  */
 MMC_API int mmc_batch_malloc(mmc_store *s, const char *const *keys, const size_t *sizes, size_t n, uint16_t media,
-                             uint64_t lease_ttl_ms, uintptr_t *gvas);
+                             uint64_t lease_ttl_ms, mmc_gva *gvas);
 
 /**
  * Copies between GVA ranges and local buffers. A write direction (L2G, H2G, L2GH, H2GH) copies into ranges this
@@ -446,7 +464,7 @@ MMC_API int mmc_batch_malloc(mmc_store *s, const char *const *keys, const size_t
  *         lease ran out — the space may belong to another object, so nothing is written); MMC_ERROR (fabric).
  *         n == 0 is MMC_OK. Thread-safe.
  */
-MMC_API int mmc_batch_copy(mmc_store *s, void *const *gvas, void *const *bufs, const size_t *sizes, size_t n,
+MMC_API int mmc_batch_copy(mmc_store *s, const mmc_gva *gvas, void *const *bufs, const size_t *sizes, size_t n,
                            int32_t direct, uint32_t flag);
 
 /**
