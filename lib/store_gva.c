@@ -153,7 +153,7 @@ static bool on_malloc(void *arg, size_t i, const mmc_KeyResult *r)
 int mmc_batch_malloc(mmc_store *s, const char *const *keys, const size_t *sizes, size_t n, uint16_t media,
                      uint64_t lease_ttl_ms, mmc_gva *gvas)
 {
-	struct malloc_ctx m = {NULL, keys, sizes, gvas, clock_ms(), meta_conn_losses(s->meta)};
+	struct malloc_ctx m = {NULL, keys, sizes, gvas, clock_ms(), 0};
 	struct key_rpc k = {.body = WB_MALLOC, .req = mmc_KeyBatch_init_zero, .on_result = on_malloc, .arg = &m};
 	uint64_t *sz;
 	int rc = check_keys(s, keys, n);
@@ -172,6 +172,7 @@ int mmc_batch_malloc(mmc_store *s, const char *const *keys, const size_t *sizes,
 	for (size_t i = 0; i < n; i++)
 		sz[i] = sizes[i];
 	m.t = s->gva;
+	m.losses = meta_conn_losses(s->meta); /* only now: s was checked */
 	k.req.media = media;
 	k.req.lease_ttl_ms = lease_ttl_ms;
 	k.req.replica_num = 1;
@@ -241,7 +242,7 @@ static bool on_lease(void *arg, size_t i, const mmc_KeyResult *r)
 
 int mmc_batch_add_lease(mmc_store *s, const char *const *keys, size_t n, uint64_t lease_ttl_ms, int *results)
 {
-	struct lease_ctx l = {NULL, keys, results, clock_ms(), meta_conn_losses(s->meta)};
+	struct lease_ctx l = {NULL, keys, results, clock_ms(), 0};
 	struct key_rpc k = {.body = WB_ADD_LEASE, .req = mmc_KeyBatch_init_zero, .on_result = on_lease, .arg = &l};
 	int rc = check_keys(s, keys, n);
 
@@ -250,6 +251,7 @@ int mmc_batch_add_lease(mmc_store *s, const char *const *keys, size_t n, uint64_
 	if (rc)
 		return fail_all(results, n, rc);
 	l.t = s->gva;
+	l.losses = meta_conn_losses(s->meta); /* only now: s was checked */
 	k.req.lease_ttl_ms = lease_ttl_ms;
 	k.items = (struct wire_items){.n = n, .keys = keys};
 	pthread_rwlock_wrlock(&s->gva->lock);

@@ -124,6 +124,9 @@ Test(api_errors, calls_before_init)
 	int res[1];
 	const char *keys[] = {"k"};
 	uint32_t id;
+	size_t size = 8;
+	mmc_gva gva = 0;
+	void *bufp = buf;
 
 	cr_assert_not_null(t);
 	cr_assert_eq(mmc_put_from(t, "k", buf, 8, MMC_COPY_H2G, NULL), MMC_CLIENT_NOT_INIT);
@@ -134,6 +137,12 @@ Test(api_errors, calls_before_init)
 	cr_assert_eq(mmc_get_local_service_id(t, &id), MMC_CLIENT_NOT_INIT);
 	cr_assert_eq(mmc_batch_is_exist(t, keys, 1, res), MMC_CLIENT_NOT_INIT);
 	cr_assert_eq(res[0], MMC_CLIENT_NOT_INIT);
+	/* the GVA calls read the store's connection: not before the store is checked */
+	cr_assert_eq(mmc_batch_malloc(t, keys, &size, 1, MMC_MEDIA_DRAM, 0, &gva), MMC_CLIENT_NOT_INIT);
+	cr_assert_eq(mmc_batch_malloc(NULL, keys, &size, 1, MMC_MEDIA_DRAM, 0, &gva), MMC_INVALID_PARAM);
+	cr_assert_eq(mmc_batch_add_lease(t, keys, 1, 0, res), MMC_CLIENT_NOT_INIT);
+	cr_assert_eq(mmc_batch_add_lease(NULL, keys, 1, 0, res), MMC_INVALID_PARAM);
+	cr_assert_eq(mmc_batch_copy(t, &gva, &bufp, &size, 1, MMC_COPY_H2G, 0), MMC_CLIENT_NOT_INIT);
 	cr_assert_eq(mmc_teardown(t), 0);
 	mmc_destroy(t);
 }
