@@ -31,6 +31,7 @@ static const struct conf_key keys[] = {
     {"ock.mmc.client.timeout.seconds", CONF_MS, F(c.timeout_ms), 1, 600, NULL},
     {"ock.mmc.client.heartbeat_ms", CONF_U32, F(c.heartbeat_ms), 10, 60000, NULL},
     {"ock.mmc.client.lease_ttl_ms", CONF_U64, F(c.lease_ttl_ms), 0, 2147483647, NULL},
+    {"ock.mmc.client.rma_timeout_ms", CONF_U32, F(c.rma_timeout_ms), 100, 3600000, NULL},
     {"ock.mmc.client.verify_checksum", CONF_BOOL, F(c.verify_checksum), 0, 0, NULL},
     {NULL, 0, 0, 0, 0, 0, NULL},
 };

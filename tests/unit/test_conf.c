@@ -157,6 +157,34 @@ Test(conf, client_file)
 	unlink(path);
 }
 
+/* Resolves the defaults with a config file holding text. */
+static int resolve_file(const char *text, struct client_conf *r, char *err)
+{
+	char path[] = "/tmp/mmc-conf-XXXXXX";
+	mmc_local_config c = mmc_default_local_config();
+	int fd = mkstemp(path), rc;
+
+	cr_assert_geq(fd, 0);
+	close(fd);
+	write_file(path, text);
+	snprintf(c.config_path, sizeof(c.config_path), "%s", path);
+	rc = local_config_resolve(&c, r, err, 256);
+	unlink(path);
+	return rc;
+}
+
+/* docs/configuration.md and mmc.h named ock.mmc.client.rma_timeout_ms, but a file that set it was refused */
+Test(conf, client_file_sets_rma_timeout)
+{
+	struct client_conf r;
+	char err[256];
+
+	cr_assert_eq(resolve_file("ock.mmc.client.rma_timeout_ms = 2500\n", &r, err), 0, "%s", err);
+	cr_assert_eq(r.c.rma_timeout_ms, 2500);
+	cr_assert_eq(resolve_file("ock.mmc.client.rma_timeout_ms = 50\n", &r, err), MMC_INVALID_PARAM, "at least 100");
+	cr_assert(strstr(err, "rma_timeout_ms"), "%s", err);
+}
+
 Test(conf, client_config_versions)
 {
 	mmc_local_config c = mmc_default_local_config(), d;
