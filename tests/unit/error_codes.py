@@ -7,6 +7,8 @@ import os
 import re
 import sys
 
+import tap
+
 
 def codes(header):
     out = {}
@@ -45,14 +47,7 @@ def main():
         else:
             checks.append((f'{name} is returned somewhere', bool(users), 'no use in lib/, common/, metaserver/'))
         checks.append((f'{name} has a name in mmc_strerror', re.search(r'\{%s,' % name, names) is not None, ''))
-    print(f'1..{len(checks)}')
-    failed = 0
-    for i, (what, ok, detail) in enumerate(checks, 1):
-        print(f'{"ok" if ok else "not ok"} {i} - {what}')
-        if not ok:
-            failed += 1
-            print(f'# {detail}')
-    return 1 if failed else 0
+    return tap.report(checks)
 
 
 if __name__ == '__main__':
