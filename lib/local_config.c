@@ -36,6 +36,11 @@ static const struct conf_key keys[] = {
     {NULL, 0, 0, 0, 0, 0, NULL},
 };
 
+const struct conf_key *local_config_keys(void)
+{
+	return keys;
+}
+
 /*
  * Bytes of mmc_local_config in each layout a caller may have been built with: a caller's struct is read (and
  * initialised) only this far; the fields after it come from the defaults. Appending a field: bump

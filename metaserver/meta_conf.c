@@ -30,6 +30,11 @@ static const struct conf_key keys[] = {
     {NULL, 0, 0, 0, 0, 0, NULL},
 };
 
+const struct conf_key *meta_conf_keys(void)
+{
+	return keys;
+}
+
 void meta_conf_defaults(struct meta_conf *c)
 {
 	memset(c, 0, sizeof(*c));
