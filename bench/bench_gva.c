@@ -28,11 +28,12 @@ struct gva_run {
 	mmc_store *s;
 	const struct shape *sh;
 	struct kbufs *b;
-	uintptr_t *gvas;
+	mmc_gva *gvas;
 	mmc_key_info *info;
 	int *res;
 	int32_t *ok;
-	void **g, **bufs; /* 2 x blocks ranges of one layer */
+	mmc_gva *g; /* 2 x blocks ranges of one layer */
+	void **bufs;
 	size_t *sizes;
 };
 
@@ -46,7 +47,7 @@ static int copy_layer(struct gva_run *r, int layer, bool write)
 		for (int kv = 0; kv < 2; kv++) {
 			size_t at = off + (kv ? r->sh->piece[0] : 0);
 
-			r->g[n] = (void *)(r->gvas[i] + at);
+			r->g[n] = r->gvas[i] + at;
 			r->bufs[n] = (char *)(write ? r->b->src[i] : r->b->dst[i]) + at;
 			r->sizes[n++] = r->sh->piece[kv];
 		}
@@ -88,7 +89,7 @@ static int gva_read(struct gva_run *r)
 	for (size_t i = 0; i < n; i++) {
 		if (r->res[i] || !r->info[i].blob_num)
 			return -1;
-		r->gvas[i] = (uintptr_t)r->info[i].gva[0];
+		r->gvas[i] = r->info[i].gva[0];
 	}
 	for (int l = 0; l < LAYERS && rc == 0; l++)
 		rc = copy_layer(r, l, false);

@@ -63,7 +63,7 @@ static int index_fill(mmc_store *s, struct index *ix, size_t want, double *keys_
 	static char names[FILL_CHUNK][KEY_CHARS];
 	const char *k[FILL_CHUNK];
 	size_t sizes[FILL_CHUNK];
-	uintptr_t gvas[FILL_CHUNK];
+	mmc_gva gvas[FILL_CHUNK];
 	int32_t ok[FILL_CHUNK] = {0};
 	int res[FILL_CHUNK];
 	size_t from = ix->n;

@@ -49,14 +49,15 @@ static mmc_store *open_store(bool lend)
 }
 
 /* The per-layer copy list: block i's layer l lives at gvas[i] + l * layer_bytes. */
-static int copy_layer(mmc_store *s, const struct shape *sh, const uintptr_t *gvas, unsigned char *kv, size_t layer,
+static int copy_layer(mmc_store *s, const struct shape *sh, const mmc_gva *gvas, unsigned char *kv, size_t layer,
                       int32_t direct)
 {
-	void *g[MAX_BLOCKS], *b[MAX_BLOCKS];
+	mmc_gva g[MAX_BLOCKS];
+	void *b[MAX_BLOCKS];
 	size_t sz[MAX_BLOCKS];
 
 	for (size_t i = 0; i < sh->blocks; i++) {
-		g[i] = (void *)(gvas[i] + layer * sh->layer_bytes);
+		g[i] = gvas[i] + layer * sh->layer_bytes;
 		b[i] = kv + (i * sh->layers + layer) * sh->layer_bytes;
 		sz[i] = sh->layer_bytes;
 	}
@@ -67,7 +68,7 @@ static int writer(const struct shape *sh, char **keys, unsigned char *kv)
 {
 	mmc_store *s = open_store(true);
 	size_t sizes[MAX_BLOCKS];
-	uintptr_t gvas[MAX_BLOCKS];
+	mmc_gva gvas[MAX_BLOCKS];
 	int32_t ok[MAX_BLOCKS];
 	int res[MAX_BLOCKS], rc;
 
@@ -104,7 +105,7 @@ static int reader(const struct shape *sh, char **keys, unsigned char *kv)
 {
 	mmc_store *s = open_store(false);
 	mmc_key_info info[MAX_BLOCKS];
-	uintptr_t gvas[MAX_BLOCKS];
+	mmc_gva gvas[MAX_BLOCKS];
 	int res[MAX_BLOCKS], rc = 0, rel;
 	size_t bad = 0;
 
@@ -115,7 +116,7 @@ static int reader(const struct shape *sh, char **keys, unsigned char *kv)
 	mmc_register_buffer(s, kv, sh->blocks * sh->layers * sh->layer_bytes);
 	rc = mmc_batch_get_key_info(s, (const char *const *)keys, sh->blocks, 0, info);
 	for (size_t i = 0; rc == 0 && i < sh->blocks; i++) {
-		gvas[i] = (uintptr_t)info[i].gva[0];
+		gvas[i] = info[i].gva[0];
 		rc = info[i].size ? 0 : MMC_OBJECT_NOT_EXISTS;
 	}
 	if (rc == 0)

@@ -16,6 +16,15 @@ struct client_conf {
 	int log_level;
 };
 
+struct conf_key;
+
+/* The ock.mmc.* keys a client configuration file may set (offsets into struct client_conf), NULL-terminated; the
+ * MemCache compatibility keys are conf_apply_compat()'s. tests/unit/documented_keys.py holds docs to this list. */
+const struct conf_key *local_config_keys(void);
+
+/* Bytes of mmc_local_config in layout version, 0 for a version this library does not know. */
+size_t local_config_layout_bytes(uint32_t version);
+
 /*
  * Resolves in into out: copies it, loads the file named by in->config_path (or $MMC_LOCAL_CONFIG_PATH when in is
  * NULL), then checks every field. Returns 0 or MMC_INVALID_PARAM with a message naming the key in err.

@@ -42,6 +42,8 @@ static int fetch(struct mmc_store *s, uint32_t rank, struct peer *out)
 	struct mcall c = {.decode = decode_info, .arg = &ctx};
 	uint64_t losses = meta_conn_losses(s->meta);
 	struct peer *p;
+	uint32_t my_rank;
+	uint64_t my_incarnation;
 	int rc;
 
 	memset(&ctx, 0, sizeof(ctx));
@@ -59,7 +61,8 @@ static int fetch(struct mmc_store *s, uint32_t rank, struct peer *out)
 	p->rank = rank;
 	p->losses = losses;
 	p->incarnation = ctx.info.incarnation;
-	p->self = s->registered && rank == s->rank && ctx.info.incarnation == s->incarnation;
+	p->self =
+	    store_ident(s, &my_rank, &my_incarnation) && rank == my_rank && ctx.info.incarnation == my_incarnation;
 	p->nsegs = ctx.info.segments_count;
 	for (uint32_t i = 0; i < p->nsegs; i++) {
 		p->segs[i].media = ctx.info.segments[i].media;

@@ -10,7 +10,9 @@
 #include "store_gva.h"
 #include "wire.h"
 
-#define DEVICE_ID_MAX 383
+_Static_assert(MMC_WORLD_SIZE_MAX == MMC_RANKS_MAX && MMC_REPLICA_MAX == MMC_WIRE_REPLICAS &&
+                   MMC_KEY_MAX == MMC_WIRE_KEY_MAX && MMC_BATCH_MAX == MMC_WIRE_KEYS_MAX,
+               "the header's limits are the wire's");
 
 mmc_store *mmc_create(void)
 {
@@ -19,8 +21,32 @@ mmc_store *mmc_create(void)
 	if (!s)
 		return NULL;
 	pthread_mutex_init(&s->life, NULL);
+	pthread_mutex_init(&s->ident_lock, NULL);
 	atomic_init(&s->state, ST_CREATED);
 	return s;
+}
+
+bool store_ident(struct mmc_store *s, uint32_t *rank, uint64_t *incarnation)
+{
+	bool registered;
+
+	pthread_mutex_lock(&s->ident_lock);
+	registered = s->registered;
+	if (registered) {
+		*rank = s->rank;
+		*incarnation = s->incarnation;
+	}
+	pthread_mutex_unlock(&s->ident_lock);
+	return registered;
+}
+
+static void ident_set(struct mmc_store *s, bool registered, uint32_t rank, uint64_t incarnation)
+{
+	pthread_mutex_lock(&s->ident_lock);
+	s->registered = registered;
+	s->rank = rank;
+	s->incarnation = incarnation;
+	pthread_mutex_unlock(&s->ident_lock);
 }
 
 int store_check_ready(const struct mmc_store *s)
@@ -35,9 +61,40 @@ bool store_key_ok(const char *key)
 	return key && key[0] && memchr(key, '\0', MMC_KEY_MAX + 1);
 }
 
+/* Resolves cfg (NULL: defaults and $MMC_LOCAL_CONFIG_PATH) and, only when it is good, makes it the store's. The
+ * store's log level replaces its previous one in the process-wide rule (lg_level_hold). Caller holds life. */
+static int configure(struct mmc_store *s, const mmc_local_config *cfg, const char *who)
+{
+	struct client_conf *next = malloc(sizeof(*next));
+	char err[512];
+	int rc;
+
+	if (!next)
+		return MMC_MALLOC_FAILED;
+	rc = local_config_resolve(cfg, next, err, sizeof(err));
+	if (rc) {
+		lg_error("%s: %s", who, err);
+		free(next);
+		return rc;
+	}
+	if (s->has_conf)
+		lg_level_release(s->conf.log_level);
+	s->conf = *next;
+	free(next);
+	lg_level_hold(s->conf.log_level);
+	s->has_conf = true;
+	return 0;
+}
+
+static void unconfigure(struct mmc_store *s)
+{
+	if (s->has_conf)
+		lg_level_release(s->conf.log_level);
+	s->has_conf = false;
+}
+
 int mmc_setup(mmc_store *s, const mmc_local_config *cfg)
 {
-	char err[512];
 	int rc;
 
 	if (!s)
@@ -47,14 +104,9 @@ int mmc_setup(mmc_store *s, const mmc_local_config *cfg)
 		rc = MMC_REPEAT_CALL;
 		goto out;
 	}
-	rc = local_config_resolve(cfg, &s->conf, err, sizeof(err));
-	if (rc) {
-		lg_error("mmc_setup: %s", err);
-		goto out;
-	}
-	lg_set_level(s->conf.log_level);
-	s->has_conf = true;
-	atomic_store(&s->state, ST_SETUP);
+	rc = configure(s, cfg, "mmc_setup");
+	if (rc == 0)
+		atomic_store(&s->state, ST_SETUP);
 out:
 	pthread_mutex_unlock(&s->life);
 	return rc;
@@ -78,10 +130,15 @@ static int register_service(struct mmc_store *s, bool rejoin)
 	struct mcall c = {.decode = decode_register, .arg = &info, .bypass = true};
 	size_t alen;
 	const void *addr = fabric_addr(s->fab, &alen);
+	uint32_t rank = 0;
+	uint64_t incarnation = 0;
 	int rc;
 
-	r.rank = rejoin ? (int32_t)s->rank : -1;
-	r.incarnation = rejoin ? s->incarnation : 0;
+	/* a rejoin asks for the identity it had; only this thread (init, then the keeper) ever changes it */
+	if (!rejoin || !store_ident(s, &rank, &incarnation))
+		rejoin = false;
+	r.rank = rejoin ? (int32_t)rank : -1;
+	r.incarnation = rejoin ? incarnation : 0;
 	memcpy(r.fabric_addr.bytes, addr, alen);
 	r.fabric_addr.size = (pb_size_t)alen;
 	snprintf(r.provider, sizeof(r.provider), "%s", fabric_provider(s->fab));
@@ -100,12 +157,10 @@ static int register_service(struct mmc_store *s, bool rejoin)
 	rc = meta_call(s->meta, WB_REGISTER, mmc_Register_fields, &r, &c);
 	if (rc)
 		return rc;
-	if (rejoin && (info.rank != s->rank || info.incarnation != s->incarnation))
-		lg_warn("the meta server did not keep local service %u (incarnation %llu); joined again as %u", s->rank,
-		        (unsigned long long)s->incarnation, info.rank);
-	s->rank = info.rank;
-	s->incarnation = info.incarnation;
-	s->registered = true;
+	if (rejoin && (info.rank != rank || info.incarnation != incarnation))
+		lg_warn("the meta server did not keep local service %u (incarnation %llu); joined again as %u", rank,
+		        (unsigned long long)incarnation, info.rank);
+	ident_set(s, true, info.rank, info.incarnation);
 	return 0;
 }
 
@@ -187,22 +242,15 @@ static void stop_all(struct mmc_store *s)
 		s->fab = NULL;
 	}
 	pool_unmap(&s->pool);
-	s->registered = false;
+	ident_set(s, false, 0, 0);
 }
 
 static int init_locked(struct mmc_store *s, uint32_t device_id, bool init_bm)
 {
-	char err[512];
 	int rc;
 
-	if (!s->has_conf) {
-		if ((rc = local_config_resolve(NULL, &s->conf, err, sizeof(err)))) {
-			lg_error("mmc_init: %s", err);
-			return rc;
-		}
-		lg_set_level(s->conf.log_level);
-		s->has_conf = true;
-	}
+	if (!s->has_conf && (rc = configure(s, NULL, "mmc_init")))
+		return rc;
 	s->init_bm = init_bm;
 	s->device_id = device_id;
 	if (!(s->gva = gva_tracker_new()))
@@ -230,7 +278,7 @@ int mmc_init(mmc_store *s, uint32_t device_id, bool init_bm)
 {
 	int rc;
 
-	if (!s || device_id > DEVICE_ID_MAX)
+	if (!s || device_id > MMC_DEVICE_ID_MAX)
 		return MMC_INVALID_PARAM;
 	pthread_mutex_lock(&s->life);
 	if (atomic_load(&s->state) == ST_READY) {
@@ -252,8 +300,11 @@ int mmc_teardown(mmc_store *s)
 		return MMC_INVALID_PARAM;
 	pthread_mutex_lock(&s->life);
 	if (atomic_load(&s->state) == ST_READY) {
+		uint32_t rank;
+		uint64_t incarnation;
+
 		atomic_store(&s->state, ST_CREATED);
-		if (s->registered) {
+		if (store_ident(s, &rank, &incarnation)) {
 			mmc_Unregister u = mmc_Unregister_init_zero;
 			struct mcall c = {.decode = meta_decode_reply};
 
@@ -262,7 +313,7 @@ int mmc_teardown(mmc_store *s)
 		stop_all(s);
 	}
 	atomic_store(&s->state, ST_CREATED);
-	s->has_conf = false;
+	unconfigure(s);
 	pthread_mutex_unlock(&s->life);
 	return 0;
 }
@@ -272,6 +323,7 @@ void mmc_destroy(mmc_store *s)
 	if (!s)
 		return;
 	mmc_teardown(s);
+	pthread_mutex_destroy(&s->ident_lock);
 	pthread_mutex_destroy(&s->life);
 	free(s);
 }
@@ -300,14 +352,16 @@ int mmc_unregister_buffer(mmc_store *s, void *buf, size_t size)
 
 int mmc_get_local_service_id(mmc_store *s, uint32_t *id)
 {
+	uint64_t incarnation;
 	int rc;
 
 	if (!s || !id)
 		return MMC_INVALID_PARAM;
 	if ((rc = store_check_ready(s)))
 		return rc;
-	if (!s->init_bm)
+	/* a client-only store has no identity; a local service always has one while ready (a rejoin replaces it
+	 * whole, under the lock) */
+	if (!s->init_bm || !store_ident(s, id, &incarnation))
 		return MMC_NOT_STARTED;
-	*id = s->rank;
 	return 0;
 }

@@ -122,7 +122,7 @@ struct malloc_ctx {
 	struct gva_tracker *t;
 	const char *const *keys;
 	const size_t *sizes;
-	uintptr_t *gvas;
+	mmc_gva *gvas;
 	uint64_t t0;
 	uint64_t losses;
 };
@@ -146,14 +146,14 @@ static bool on_malloc(void *arg, size_t i, const mmc_KeyResult *r)
 	if (r->size != m->sizes[i] && !e.readable)
 		return true;
 	if (add_entry(m->t, &e) == 0)
-		m->gvas[i] = (uintptr_t)e.start;
+		m->gvas[i] = e.start;
 	return true;
 }
 
 int mmc_batch_malloc(mmc_store *s, const char *const *keys, const size_t *sizes, size_t n, uint16_t media,
-                     uint64_t lease_ttl_ms, uintptr_t *gvas)
+                     uint64_t lease_ttl_ms, mmc_gva *gvas)
 {
-	struct malloc_ctx m = {NULL, keys, sizes, gvas, clock_ms(), meta_conn_losses(s->meta)};
+	struct malloc_ctx m = {NULL, keys, sizes, gvas, clock_ms(), 0};
 	struct key_rpc k = {.body = WB_MALLOC, .req = mmc_KeyBatch_init_zero, .on_result = on_malloc, .arg = &m};
 	uint64_t *sz;
 	int rc = check_keys(s, keys, n);
@@ -172,6 +172,7 @@ int mmc_batch_malloc(mmc_store *s, const char *const *keys, const size_t *sizes,
 	for (size_t i = 0; i < n; i++)
 		sz[i] = sizes[i];
 	m.t = s->gva;
+	m.losses = meta_conn_losses(s->meta); /* only now: s was checked */
 	k.req.media = media;
 	k.req.lease_ttl_ms = lease_ttl_ms;
 	k.req.replica_num = 1;
@@ -241,7 +242,7 @@ static bool on_lease(void *arg, size_t i, const mmc_KeyResult *r)
 
 int mmc_batch_add_lease(mmc_store *s, const char *const *keys, size_t n, uint64_t lease_ttl_ms, int *results)
 {
-	struct lease_ctx l = {NULL, keys, results, clock_ms(), meta_conn_losses(s->meta)};
+	struct lease_ctx l = {NULL, keys, results, clock_ms(), 0};
 	struct key_rpc k = {.body = WB_ADD_LEASE, .req = mmc_KeyBatch_init_zero, .on_result = on_lease, .arg = &l};
 	int rc = check_keys(s, keys, n);
 
@@ -250,6 +251,7 @@ int mmc_batch_add_lease(mmc_store *s, const char *const *keys, size_t n, uint64_
 	if (rc)
 		return fail_all(results, n, rc);
 	l.t = s->gva;
+	l.losses = meta_conn_losses(s->meta); /* only now: s was checked */
 	k.req.lease_ttl_ms = lease_ttl_ms;
 	k.items = (struct wire_items){.n = n, .keys = keys};
 	pthread_rwlock_wrlock(&s->gva->lock);
@@ -300,17 +302,17 @@ static bool direct_is_read(int32_t d)
 }
 
 /* Checks every range before anything moves; fills one xfer key per copy. Caller holds the read lock. */
-static int plan_copies(struct mmc_store *s, void *const *gvas, void *const *bufs, const size_t *sizes, size_t n,
+static int plan_copies(struct mmc_store *s, const mmc_gva *gvas, void *const *bufs, const size_t *sizes, size_t n,
                        bool write, struct xfer_key *xk, struct xfer_piece *pieces, uint64_t *expiry)
 {
 	uint64_t now = clock_ms(), losses = meta_conn_losses(s->meta);
 
 	*expiry = UINT64_MAX;
 	for (size_t i = 0; i < n; i++) {
-		uint64_t g = (uint64_t)(uintptr_t)gvas[i];
+		uint64_t g = gvas[i];
 		struct gva_entry *e;
 
-		if (!gvas[i] || !bufs[i] || !sizes[i] || !mmc_gva_valid(g))
+		if (!bufs[i] || !sizes[i] || !mmc_gva_valid(g))
 			return MMC_INVALID_PARAM;
 		e = find(s->gva, g, sizes[i], write ? GVA_WRITE : GVA_READ);
 		if (!e)
@@ -334,7 +336,7 @@ static int plan_copies(struct mmc_store *s, void *const *gvas, void *const *bufs
 	return 0;
 }
 
-int mmc_batch_copy(mmc_store *s, void *const *gvas, void *const *bufs, const size_t *sizes, size_t n, int32_t direct,
+int mmc_batch_copy(mmc_store *s, const mmc_gva *gvas, void *const *bufs, const size_t *sizes, size_t n, int32_t direct,
                    uint32_t flag)
 {
 	bool write = direct_is_write(direct);

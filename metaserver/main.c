@@ -29,13 +29,14 @@
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: mmc-metaserver [--config FILE] [--env KEY=VALUE]... [--data-dir DIR]\n"
+	fprintf(f, "usage: mmc-metaserver [--config FILE] [--env KEY=VALUE]... [--data-dir DIR] [--check-config]\n"
 	           "\n"
 	           "  -c, --config FILE      load `key = value` settings (default: $MMC_META_CONFIG_PATH, if set)\n"
 	           "  -e, --env KEY=VALUE    set one key, after the file (repeatable), e.g.\n"
 	           "                         --env ock.mmc.meta_service_url=tcp://0.0.0.0:5000\n"
 	           "                         --env kvcm.service.http_port=6382\n"
 	           "  -d, --data-dir DIR     LMDB directory (ock.mmc.meta.data_dir, default ./mmc-data)\n"
+	           "  -C, --check-config     check every key and value, then exit (0: valid, 2: not); opens nothing\n"
 	           "  -h, --help             this text\n"
 	           "  -V, --version          print the version\n"
 	           "\n"
@@ -45,12 +46,17 @@ static void usage(FILE *f)
 }
 
 static const struct option long_opts[] = {
-    {"config", required_argument, NULL, 'c'},   {"env", required_argument, NULL, 'e'},
-    {"data-dir", required_argument, NULL, 'd'}, {"help", no_argument, NULL, 'h'},
-    {"version", no_argument, NULL, 'V'},        {NULL, 0, NULL, 0},
+    {"config", required_argument, NULL, 'c'},
+    {"env", required_argument, NULL, 'e'},
+    {"data-dir", required_argument, NULL, 'd'},
+    {"help", no_argument, NULL, 'h'},
+    {"version", no_argument, NULL, 'V'},
+    {"check-config", no_argument, NULL, 'C'},
+    {NULL, 0, NULL, 0},
 };
 
 static const char *config_path;
+static bool check_only;
 
 /* Two passes: the file first, then --env and --data-dir in order, so the command line wins. */
 static int parse_args(int argc, char **argv, struct meta_conf *conf)
@@ -59,10 +65,13 @@ static int parse_args(int argc, char **argv, struct meta_conf *conf)
 	int opt;
 
 	config_path = getenv("MMC_META_CONFIG_PATH");
-	while ((opt = getopt_long(argc, argv, "c:e:d:hV", long_opts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "c:e:d:hVC", long_opts, NULL)) != -1) {
 		switch (opt) {
 		case 'c':
 			config_path = optarg;
+			break;
+		case 'C':
+			check_only = true;
 			break;
 		case 'h':
 			usage(stdout);
@@ -87,7 +96,7 @@ static int parse_args(int argc, char **argv, struct meta_conf *conf)
 		return -1;
 	}
 	optind = 1;
-	while ((opt = getopt_long(argc, argv, "c:e:d:hV", long_opts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "c:e:d:hVC", long_opts, NULL)) != -1) {
 		char *eq;
 		int rc = 0;
 
@@ -253,6 +262,10 @@ int main(int argc, char **argv)
 	meta_conf_defaults(&m.conf);
 	if (parse_args(argc, argv, &m.conf))
 		return 2;
+	if (check_only) {
+		printf("mmc-metaserver: configuration ok\n");
+		return 0;
+	}
 	if (log_parse_level(m.conf.log_level, &lvl) == 0)
 		log_set_level(lvl);
 	signal(SIGPIPE, SIG_IGN);

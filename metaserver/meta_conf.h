@@ -11,6 +11,12 @@
 
 #include "server_conf.h"
 
+struct conf_key;
+
+/* The ock.mmc.* server keys (offsets into struct meta_conf), NULL-terminated; kvcm.* keys are the KV Cache
+ * Manager's, the MemCache compatibility keys conf_apply_compat()'s. tests/unit/documented_keys.py holds docs to it. */
+const struct conf_key *meta_conf_keys(void);
+
 void meta_conf_defaults(struct meta_conf *c);
 /* Sets one key. ock.mmc.* keys go to c; kvcm.* keys to the KV Cache Manager. 0 or MMC_INVALID_PARAM + err. */
 int meta_conf_set(struct meta_conf *c, const char *key, const char *value, char *err, size_t errlen);

@@ -12,34 +12,53 @@
  * move one-sided (RMA write on put, RMA read on get) between the caller's buffer and the pool that holds the
  * object; only metadata goes to the meta server.
  *
- * Keys are NUL-terminated strings of 1..255 bytes. An object is written once: putting a key that already exists
- * returns MMC_OK and keeps the first value.
+ * Keys are NUL-terminated strings of 1..MMC_KEY_MAX bytes. An object is written once: putting a key that already
+ * exists returns MMC_OK and keeps the first value.
  *
  * Return values
  * -------------
  * Every call returns MMC_OK (0) or a negative MMC_* code (never a positive errno). mmc_is_exist() returns 1 / 0 /
  * negative. Batch calls return 0 when the call was accepted and store one code per key in results[]; a negative
- * return rejects the whole call and every results[i] holds that code.
+ * return rejects the whole call and every results[i] holds that code. Each function lists every code it returns.
+ * Four of them come from talking to the meta server and appear wherever a call does:
+ * - MMC_NOT_CONNECTED_META: the meta server is unreachable, and did not come back within
+ *   mmc_local_config.retry_ms (0: fail at once), or the connection was lost while the call needed it;
+ * - MMC_TIMEOUT: a round trip took longer than mmc_local_config.timeout_ms; for the data calls also an RMA that
+ *   made no progress for rma_timeout_ms (its peer died or refuses connections);
+ * - MMC_INTERNAL_ERROR: a reply libmmc cannot decode (a meta server of another version);
+ * - MMC_MALLOC_FAILED: this process, or the meta server for the call, ran out of memory.
+ * Codes marked "reserved" below are never returned: they keep MemCache sources compiling.
  *
  * Threading
  * ---------
- * Every call on a started store is thread-safe; calls from many threads run concurrently and share one meta
- * connection (requests are pipelined) and one fabric endpoint. mmc_setup(), mmc_init(), mmc_teardown() and
- * mmc_destroy() must not race with other calls on the same store.
+ * Every call on an initialised store is thread-safe; calls from many threads run concurrently and share one meta
+ * connection (requests are pipelined) and one fabric endpoint. Leases, GVA allocations and registered buffers
+ * belong to the store, not to the thread that made them: any thread of the store may use or release them. The
+ * life-cycle calls mmc_setup(), mmc_init(), mmc_teardown() and mmc_destroy() serialise with each other on one store
+ * but must not race with any other call on it. Different stores are independent. libmmc runs its own threads
+ * (docs/architecture.md, "Threads"); the log handler may be called on them (mmc_set_log_handler()).
  *
  * Caveats
  * -------
  * - After fork(), the child must not use a store created by the parent (threads, sockets and fabric resources do
  *   not survive fork); create a new one.
  * - A buffer passed to mmc_register_buffer() must stay mapped until mmc_unregister_buffer() or mmc_teardown().
- * - Data calls block until the bytes have moved or failed. Meta round trips are bounded by
- *   mmc_local_config.timeout_ms (default 60 s); waiting for a lost meta server is bounded by retry_ms.
+ * - Which calls block, and for how long: every meta round trip is bounded by mmc_local_config.timeout_ms
+ *   (default 60 s); waiting for a lost meta connection by retry_ms (default 0). Data calls also block until their
+ *   bytes have moved or failed, each stalled RMA for at most rma_timeout_ms (default 10 s). A put may wait at the
+ *   meta server for leased memory to be released (ock.mmc.meta.evict_wait_ms, default 2 s); mmc_prefetch_keys() and
+ *   mmc_evict_keys() wait for the SSD I/O. mmc_init() waits for the TCP connect (at most 5 s) and two round trips,
+ *   mmc_teardown() for one and for libmmc's threads to stop. mmc_register_buffer() and mmc_unregister_buffer() wait
+ *   for the store's transfers in progress; mmc_set_log_handler() for handler calls on other threads.
  * - A read lease (taken implicitly by every get, explicitly by mmc_batch_add_lease()) pins the object's memory
  *   until it is released or expires; a reader whose lease expired before its copy finished gets MMC_LEASE_EXPIRED
- *   rather than bytes that may have been reused.
+ *   rather than bytes that may have been reused. A GVA write lease (mmc_batch_malloc()) pins its space until
+ *   mmc_batch_write_finish() or its expiry.
  * - With mmc_local_config.verify_checksum, a get whose bytes differ from the CRC32C its writer committed returns
  *   MMC_CHECKSUM_MISMATCH instead of wrong bytes; only put/get forms carry checksums, not the GVA flow.
  * - Without an accelerator, "device" buffers (the L in L2G / G2L) are host memory.
+ * - This header is versioned: mmc_local_config grows only at its end and carries its layout version; the value
+ *   structs (mmc_replicate_config, mmc_key_info) never change layout.
  */
 #ifndef MMC_MMC_H
 #define MMC_MMC_H
@@ -47,6 +66,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "mmc/mmc_version.h"
 
@@ -60,48 +80,57 @@ extern "C" {
 #define MMC_API
 #endif
 
-/** @name Error codes (the seed's table, plus MMC_LEASE_EXPIRED and MMC_CHECKSUM_MISMATCH) */
+/**
+ * @name Error codes
+ * The seed's table, plus MMC_LEASE_EXPIRED and MMC_CHECKSUM_MISMATCH. "reserved": never returned by any call of
+ * this library (kept so MemCache sources compile); tests/unit/error_codes.py checks that no code path uses one and
+ * that every other code has one.
+ */
 /**@{*/
 #define MMC_OK                       0
-#define MMC_ERROR                    (-1)
-#define MMC_INVALID_PARAM            (-3000)
-#define MMC_MALLOC_FAILED            (-3001)
-#define MMC_NEW_OBJECT_FAILED        (-3002)
-#define MMC_NOT_STARTED              (-3003)
-#define MMC_TIMEOUT                  (-3004)
-#define MMC_REPEAT_CALL              (-3005)
-#define MMC_DUPLICATED_OBJECT        (-3006)
-#define MMC_OBJECT_NOT_EXISTS        (-3007)
-#define MMC_NOT_INITIALIZED          (-3008)
-#define MMC_NET_SEQ_DUP              (-3009)
-#define MMC_NET_SEQ_NOT_FOUND        (-3010)
-#define MMC_ALREADY_NOTIFIED         (-3011)
-#define MMC_INTERNAL_ERROR           (-3012)
-#define MMC_EXCEED_CAPACITY          (-3013)
-#define MMC_LINK_NOT_FOUND           (-3014)
-#define MMC_NET_REQ_HANDLE_NOT_FOUND (-3015)
-#define MMC_NOT_ENOUGH_MEMORY        (-3016)
-#define MMC_NOT_CONNECTED_META       (-3017)
-#define MMC_NOT_CONNECTED_LOCAL      (-3018)
-#define MMC_CLIENT_NOT_INIT          (-3019)
-#define MMC_UNMATCHED_STATE          (-3101)
-#define MMC_UNMATCHED_KEY            (-3102)
-#define MMC_UNMATCHED_RET            (-3103)
-#define MMC_LEASE_NOT_EXPIRED        (-3104)
-#define MMC_META_BACKUP_ERROR        (-3105) /**< the meta server could not make the change durable (LMDB commit failed) */
-#define MMC_LEASE_EXPIRED            (-3106)
+#define MMC_ERROR                    (-1)    /**< the fabric (libfabric) or the OS failed; the log says how */
+#define MMC_INVALID_PARAM            (-3000) /**< a bad argument or configuration; nothing was done */
+#define MMC_MALLOC_FAILED            (-3001) /**< out of memory, here or at the meta server */
+#define MMC_NEW_OBJECT_FAILED        (-3002) /**< reserved */
+#define MMC_NOT_STARTED              (-3003) /**< mmc_get_local_service_id() of a client-only store */
+#define MMC_TIMEOUT                  (-3004) /**< a meta round trip over timeout_ms, an RMA stalled rma_timeout_ms */
+#define MMC_REPEAT_CALL              (-3005) /**< mmc_setup() on an initialised store */
+#define MMC_DUPLICATED_OBJECT        (-3006) /**< wire only (the key exists): puts answer MMC_OK instead */
+#define MMC_OBJECT_NOT_EXISTS        (-3007) /**< the key is absent, or not readable yet */
+#define MMC_NOT_INITIALIZED          (-3008) /**< reserved (mmc answers MMC_CLIENT_NOT_INIT) */
+#define MMC_NET_SEQ_DUP              (-3009) /**< reserved */
+#define MMC_NET_SEQ_NOT_FOUND        (-3010) /**< reserved */
+#define MMC_ALREADY_NOTIFIED         (-3011) /**< reserved */
+#define MMC_INTERNAL_ERROR           (-3012) /**< a reply libmmc cannot decode */
+#define MMC_EXCEED_CAPACITY          (-3013) /**< mmc_init(): the cluster already has world_size local services */
+#define MMC_LINK_NOT_FOUND           (-3014) /**< the service holding the bytes is gone, or uses another provider */
+#define MMC_NET_REQ_HANDLE_NOT_FOUND (-3015) /**< reserved */
+#define MMC_NOT_ENOUGH_MEMORY        (-3016) /**< no room in the pools, even after eviction */
+#define MMC_NOT_CONNECTED_META       (-3017) /**< the meta server is unreachable (after retry_ms) */
+#define MMC_NOT_CONNECTED_LOCAL      (-3018) /**< reserved */
+#define MMC_CLIENT_NOT_INIT          (-3019) /**< a call before mmc_init() or after mmc_teardown() */
+#define MMC_UNMATCHED_STATE          (-3101) /**< reserved */
+#define MMC_UNMATCHED_KEY            (-3102) /**< a commit or write-finish the meta server has no allocation for */
+#define MMC_UNMATCHED_RET            (-3103) /**< reserved */
+#define MMC_LEASE_NOT_EXPIRED        (-3104) /**< reserved */
+#define MMC_META_BACKUP_ERROR        (-3105) /**< the meta server could not make the change durable (LMDB) */
+#define MMC_LEASE_EXPIRED            (-3106) /**< a copy outlived its lease, or the server that granted it */
 #define MMC_CHECKSUM_MISMATCH        (-3109) /**< mmc: the bytes read differ from the writer's checksum */
 /**@}*/
 
-/** @name Limits */
+/** @name Limits and array sizes (every array in this header is sized by one of these) */
 /**@{*/
 #define MMC_KEY_MAX        255   /**< longest key in bytes, without the NUL */
 #define MMC_BATCH_MAX      16384 /**< most keys in one batch call */
 #define MMC_LAYERS_MAX     255   /**< most buffers per key in the layer calls */
-#define MMC_REPLICA_MAX    8     /**< most replicas of one object */
-#define MMC_URL_SIZE       1024
-#define MMC_PROTOCOL_SIZE  64
-#define MMC_LOG_LEVEL_SIZE 16
+#define MMC_REPLICA_MAX    8     /**< most replicas of one object: mmc_replicate_config, mmc_key_info arrays */
+#define MMC_WORLD_SIZE_MAX 1024  /**< most local services in a cluster (mmc_local_config.world_size) */
+#define MMC_DEVICE_ID_MAX  383   /**< highest device_id mmc_init() accepts */
+#define MMC_URL_SIZE       1024  /**< bytes of the URL fields of mmc_local_config, with the NUL */
+#define MMC_PATH_SIZE      1024  /**< bytes of the path fields of mmc_local_config, with the NUL */
+#define MMC_PROTOCOL_SIZE  64    /**< bytes of mmc_local_config.protocol, with the NUL */
+#define MMC_LOG_LEVEL_SIZE 16    /**< bytes of mmc_local_config.log_level, with the NUL */
+#define MMC_LOG_LINE_MAX   1024  /**< bytes of one log line handed to the log handler, with its NUL */
 /**@}*/
 
 /** @name Media */
@@ -137,24 +166,40 @@ enum mmc_log_level { MMC_LOG_DEBUG = 0, MMC_LOG_INFO = 1, MMC_LOG_WARN = 2, MMC_
 typedef struct mmc_store mmc_store;
 
 /**
- * Local configuration, mirroring the seed's local_config. Fill it with mmc_default_local_config() and override
- * what you need. Fields are only ever appended.
+ * The layout of mmc_local_config this header describes. It grows by one whenever fields are appended; the library
+ * accepts every version up to its own.
+ */
+#define MMC_LOCAL_CONFIG_VERSION 1
+
+/**
+ * Local configuration, mirroring the seed's local_config. Fill it with mmc_default_local_config() (or
+ * mmc_local_config_init()) and override what you need; never build one from scratch.
+ *
+ * Versioned (libgit2 style): the first field, version, says which layout the caller was compiled with. Fields are
+ * only ever appended, and each addition bumps MMC_LOCAL_CONFIG_VERSION. mmc_setup() reads only the bytes the
+ * caller's version has and takes the built-in defaults for the fields added since, so a program built against an
+ * older header keeps working with a newer library; a version the library does not know (0, garbage, or newer than
+ * the library) is refused with MMC_INVALID_PARAM instead of being read past its end.
  */
 typedef struct mmc_local_config {
+	/** MMC_LOCAL_CONFIG_VERSION of the caller's header; set by mmc_default_local_config(). Always first. */
+	uint32_t version;
 	/** A `key = value` file with ock.mmc.* keys; when set, its values override the fields below. */
-	char config_path[1024];
+	char config_path[MMC_PATH_SIZE];
 	/** Meta server, "tcp://host:port" (ock.mmc.meta_service_url). Default tcp://127.0.0.1:5000. */
-	char meta_service_url[1024];
+	char meta_service_url[MMC_URL_SIZE];
 	/** Accepted for compatibility; mmc exchanges fabric addresses through the meta server. */
-	char config_store_url[1024];
-	/** "debug", "info", "warn" (default) or "error" (ock.mmc.log_level). */
-	char log_level[16];
-	/** Most local services in the cluster, 1..1024 (ock.mmc.local_service.world_size). Default 256. */
+	char config_store_url[MMC_URL_SIZE];
+	/** "debug", "info", "warn" (default) or "error" (ock.mmc.log_level). The level is process-wide: the most
+	 *  verbose of all configured stores' levels applies (see mmc_set_log_handler()). */
+	char log_level[MMC_LOG_LEVEL_SIZE];
+	/** Most local services in the cluster, 1..MMC_WORLD_SIZE_MAX (ock.mmc.local_service.world_size). Default 256.
+	 */
 	uint32_t world_size;
 	/** "host_tcp", "host_shm", "host_rdma" or "auto" (ock.mmc.local_service.protocol). Default "auto". */
-	char protocol[64];
+	char protocol[MMC_PROTOCOL_SIZE];
 	/** Fabric interface as "tcp://ip[:port]"; empty: the provider's choice (ock.mmc.local_service.hcom_url). */
-	char hcom_url[1024];
+	char hcom_url[MMC_URL_SIZE];
 	/** DRAM pool lent to the cluster, rounded up to 2 MiB (ock.mmc.local_service.dram.size). Default 1 GiB. */
 	uint64_t dram_size;
 	/** HBM pool; must be 0 without an accelerator (ock.mmc.local_service.hbm.size). */
@@ -174,7 +219,7 @@ typedef struct mmc_local_config {
 	/** Heartbeat period to the meta server in ms (ock.mmc.client.heartbeat_ms). Default 1000. */
 	uint32_t heartbeat_ms;
 	/** SSD tier backing file or block device (ock.mmc.local_service.ssd.path); empty: no SSD tier. */
-	char ssd_path[1024];
+	char ssd_path[MMC_PATH_SIZE];
 	/** SSD tier size (ock.mmc.local_service.ssd.size). */
 	uint64_t ssd_size;
 	/** An RMA that makes no progress this long (its peer died mid-transfer), or that the provider will not take
@@ -190,135 +235,201 @@ typedef struct mmc_local_config {
 	bool verify_checksum;
 } mmc_local_config;
 
-/** Replica policy of a put. Zero-initialised means one replica placed by policy. */
+/**
+ * A global virtual address: one byte of one local service's pool, in 64 bits (the service's rank + 1 in bits
+ * 63..48, the media in 47..46, the offset in 45..0), so 0 is never a valid GVA. mmc_batch_malloc() and
+ * mmc_get_key_info() hand them out for an object's first byte; gva + n addresses its byte n. The one type every
+ * GVA in this header has; an integer, not a pointer: it is not dereferenceable in this process.
+ */
+typedef uint64_t mmc_gva;
+
+/**
+ * Replica policy of a put. Zero-initialised means one replica placed by policy. A plain value struct of fixed
+ * layout (it never grows: arrays of it are not versioned).
+ */
 typedef struct mmc_replicate_config {
-	uint16_t replica_num;                   /**< 1..8; 0 means 1 */
-	uint16_t preferred_count;               /**< entries used in preferred_local_service_ids, <= replica_num */
-	int32_t preferred_local_service_ids[8]; /**< each listed service gets a replica */
+	uint16_t replica_num;     /**< 1..MMC_REPLICA_MAX; 0 means 1 */
+	uint16_t preferred_count; /**< entries used in preferred_local_service_ids, <= replica_num */
+	int32_t preferred_local_service_ids[MMC_REPLICA_MAX]; /**< each listed service gets a replica */
 } mmc_replicate_config;
 
-/** What the meta server knows of a key. size == 0 means the key is absent. */
+/**
+ * What the meta server knows of a key. size == 0 means the key is absent. A plain value struct of fixed layout (it
+ * never grows: mmc_batch_get_key_info() fills arrays of it).
+ */
 typedef struct mmc_key_info {
-	uint64_t size;     /**< object bytes */
-	uint32_t blob_num; /**< replicas (entries used below) */
-	uint32_t loc[8];   /**< local service id of each replica */
-	uint16_t type[8];  /**< media of each replica (MMC_MEDIA_*) */
-	uint64_t gva[8];   /**< global address of each replica (see mmc_batch_copy()) */
+	uint64_t size;                  /**< object bytes */
+	uint32_t blob_num;              /**< replicas (entries used below) */
+	uint32_t loc[MMC_REPLICA_MAX];  /**< local service id of each replica */
+	uint16_t type[MMC_REPLICA_MAX]; /**< media of each replica (MMC_MEDIA_*) */
+	mmc_gva gva[MMC_REPLICA_MAX];   /**< first byte of each replica (see mmc_batch_copy()) */
 } mmc_key_info;
 
-/** Log handler: level is an mmc_log_level, msg a NUL-terminated line without newline, valid during the call. */
+/** Log handler: level is an mmc_log_level, msg a NUL-terminated line without newline, valid during the call. The
+ *  contract it runs under is at mmc_set_log_handler(). */
 typedef void (*mmc_log_fn)(int level, const char *msg);
 
 /**
- * Returns the built-in defaults: meta tcp://127.0.0.1:5000, protocol "auto", world_size 256, dram_size 1 GiB,
- * max_dram_size 64 GiB, log_level "warn", timeout 60 s, heartbeat 1 s. Thread-safe.
+ * Fills *cfg with the built-in defaults of layout `version` and sets cfg->version: meta tcp://127.0.0.1:5000,
+ * protocol "auto", world_size 256, dram_size 1 GiB, max_dram_size 64 GiB, log_level "warn", timeout 60 s,
+ * heartbeat 1 s, rma_timeout 10 s (docs/configuration.md lists every default). Writes only the bytes that version
+ * has.
+ *
+ * @param cfg     [out] caller-owned, at least as large as that version's mmc_local_config
+ * @param version [in] MMC_LOCAL_CONFIG_VERSION
+ * @return MMC_OK; MMC_INVALID_PARAM (cfg NULL, or a version this library does not know: 0, or newer than it —
+ *         cfg is left untouched). Thread-safe.
  */
-MMC_API mmc_local_config mmc_default_local_config(void);
+MMC_API int mmc_local_config_init(mmc_local_config *cfg, uint32_t version);
 
 /**
- * Allocates a store. Returns NULL only when memory is exhausted. The caller owns it and frees it with
- * mmc_destroy(). Thread-safe.
+ * Returns the built-in defaults for this header's layout (mmc_local_config_init() with
+ * MMC_LOCAL_CONFIG_VERSION). Inline, so that the struct is sized by the caller's header, never by the library's.
+ * Against a library older than this header the result has version 0, which mmc_setup() refuses. Thread-safe.
+ */
+static inline mmc_local_config mmc_default_local_config(void)
+{
+	mmc_local_config c;
+
+	memset(&c, 0, sizeof(c));
+	mmc_local_config_init(&c, MMC_LOCAL_CONFIG_VERSION);
+	return c;
+}
+
+/**
+ * Allocates a store.
+ * @return the store, owned by the caller until mmc_destroy(); NULL only when memory is exhausted. Thread-safe.
  */
 MMC_API mmc_store *mmc_create(void);
 
 /**
  * Checks and records the configuration used by mmc_init(). When cfg->config_path is set (or cfg is NULL and the
  * environment variable MMC_LOCAL_CONFIG_PATH names a file) the `key = value` file is loaded on top of cfg.
- * Unknown keys and bad values fail with a log line that names the key.
+ * Unknown keys and bad values fail with a log line that names the key. A failed call changes nothing: the store
+ * keeps the configuration of its previous successful mmc_setup(), if any. May be called again before mmc_init().
  *
  * @param s   [in] store from mmc_create()
- * @param cfg [in] configuration, copied; NULL: defaults plus MMC_LOCAL_CONFIG_PATH
- * @return MMC_OK; MMC_INVALID_PARAM (s NULL, a bad field, a bad or unreadable file); MMC_REPEAT_CALL after
- *         mmc_init() (tear down first).
- * Not thread-safe with other calls on the same store.
+ * @param cfg [in] configuration, read during the call only (the bytes its version has, see mmc_local_config);
+ *            NULL: defaults plus MMC_LOCAL_CONFIG_PATH
+ * @return MMC_OK; MMC_INVALID_PARAM (s NULL, a cfg->version this library does not know, a bad field, a bad or
+ *         unreadable file); MMC_REPEAT_CALL after mmc_init() (tear down first); MMC_MALLOC_FAILED.
+ * Not thread-safe with other calls on the same store; thread-safe across stores.
  */
 MMC_API int mmc_setup(mmc_store *s, const mmc_local_config *cfg);
 
 /**
  * Connects to the meta server and, with init_bm, maps the DRAM pool, registers it and joins the cluster as a
  * local service. Without a prior mmc_setup() the configuration comes from MMC_LOCAL_CONFIG_PATH, else defaults.
+ * Starts the store's threads (docs/architecture.md, "Threads"). On failure everything it started is stopped again
+ * and the store can be set up and initialised anew.
  *
- * @param device_id [in] accelerator id (0..383); recorded only on hosts without one
+ * @param device_id [in] accelerator id (0..MMC_DEVICE_ID_MAX); recorded only on hosts without one
  * @param init_bm   [in] true: lend a pool (local service); false: client only, nothing is lent
- * @return MMC_OK (also when already initialised); MMC_INVALID_PARAM; MMC_NOT_CONNECTED_META when the meta server
- *         cannot be reached; MMC_MALLOC_FAILED when the pool cannot be mapped; MMC_EXCEED_CAPACITY when the
- *         cluster already has world_size local services; MMC_ERROR when the fabric cannot be opened.
- * Not thread-safe with other calls on the same store.
+ * @return MMC_OK (also when already initialised); MMC_INVALID_PARAM (s NULL, device_id, dram_size 0 with init_bm, a
+ *         bad configuration from MMC_LOCAL_CONFIG_PATH, an SSD tier path that cannot be opened or sized);
+ *         MMC_NOT_CONNECTED_META (the meta server cannot be reached: no retry here); MMC_TIMEOUT (it did not
+ *         answer the hello or the registration within timeout_ms); MMC_MALLOC_FAILED (the pool cannot be mapped,
+ *         or memory ran out); MMC_EXCEED_CAPACITY (the cluster already has world_size local services);
+ *         MMC_ERROR (the fabric cannot be opened or the pool registered, a thread cannot start);
+ *         MMC_INTERNAL_ERROR.
+ * Not thread-safe with other calls on the same store; thread-safe across stores.
  */
 MMC_API int mmc_init(mmc_store *s, uint32_t device_id, bool init_bm);
 
 /**
  * Leaves the cluster cleanly (the meta server drops this service's objects; other services keep theirs), stops
- * the threads, closes the fabric and unmaps the pool. The store can be set up and initialised again.
- * @return MMC_OK; MMC_INVALID_PARAM for NULL. Not thread-safe with other calls on the same store.
+ * the threads, closes the fabric and unmaps the pool. The store can be set up and initialised again. Blocks for
+ * the unregistration round trip (at most timeout_ms; its failure is not reported: the meta server also drops a
+ * service whose connection closes) and for the threads to stop.
+ * @return MMC_OK (also when not initialised); MMC_INVALID_PARAM for NULL.
+ * Not thread-safe with other calls on the same store; thread-safe across stores.
  */
 MMC_API int mmc_teardown(mmc_store *s);
 
-/** Tears down if needed and frees the store. NULL is ignored. */
+/**
+ * Tears down if needed and frees the store; s is invalid afterwards. NULL is ignored.
+ * Not thread-safe with other calls on the same store; thread-safe across stores.
+ */
 MMC_API void mmc_destroy(mmc_store *s);
 
 /**
  * Registers caller memory with the fabric so puts and gets use it zero-copy. Unregistered buffers also work,
  * through a staging copy or a temporary registration. Overlapping registrations are allowed.
- * @param buf  [in] start; must stay mapped until unregistered or torn down
+ * @param buf  [in] start; the caller keeps ownership, and it must stay mapped until unregistered or torn down
  * @param size [in] bytes, > 0
- * @return MMC_OK; MMC_INVALID_PARAM (NULL, 0); MMC_CLIENT_NOT_INIT; MMC_ERROR (fabric refused). Thread-safe.
+ * @return MMC_OK; MMC_INVALID_PARAM (s NULL, buf NULL, size 0); MMC_CLIENT_NOT_INIT; MMC_ERROR (the fabric refused
+ *         the registration); MMC_MALLOC_FAILED.
+ * Thread-safe; waits for the store's transfers in progress to end (each holds the registrations while it runs).
  */
 MMC_API int mmc_register_buffer(mmc_store *s, void *buf, size_t size);
 
 /**
  * Undoes mmc_register_buffer() for exactly (buf, size).
- * @return MMC_OK; MMC_INVALID_PARAM (NULL, 0, or not registered); MMC_CLIENT_NOT_INIT. Thread-safe, but the caller
- *         must not unregister a buffer that a concurrent call is using.
+ * @return MMC_OK; MMC_INVALID_PARAM (s NULL, buf NULL, size 0, or (buf, size) not registered); MMC_CLIENT_NOT_INIT.
+ * Thread-safe; waits for the store's transfers in progress to end, so none of them loses the registration under
+ * it. A call started afterwards on the buffer uses a staging copy or a temporary registration.
  */
 MMC_API int mmc_unregister_buffer(mmc_store *s, void *buf, size_t size);
 
 /**
  * Stores size bytes at buf under key. A single put prefers the caller's own pool.
+ * @param key    [in] 1..MMC_KEY_MAX bytes, NUL-terminated; read during the call only
+ * @param buf    [in] size bytes, read during the call only (not retained)
  * @param direct [in] MMC_COPY_H2G (the seed's default), L2G, L2GH, H2GH or AUTO
  * @param rc     [in] replica policy, NULL: one replica
- * @return MMC_OK (also when the key exists: the first value is kept); MMC_INVALID_PARAM (key, buf, size 0, direct,
- *         rc, or a preferred service that does not exist); MMC_NOT_ENOUGH_MEMORY (no room even after eviction and
- *         a bounded wait for leased memory, or fewer services than replicas; nothing is stored);
- *         MMC_UNMATCHED_KEY (the meta server restarted between allocation and commit: nothing is stored);
- *         MMC_META_BACKUP_ERROR (the meta server could not commit the object's metadata to disk: it is readable
- *         until the meta server restarts, then gone; a retry answers MMC_OK only once it is on disk);
- * MMC_CLIENT_NOT_INIT; MMC_NOT_CONNECTED_META; MMC_TIMEOUT; MMC_ERROR (the fabric failed; nothing is stored).
- * Thread-safe.
+ * @return MMC_OK (also when the key exists: the first value is kept); MMC_INVALID_PARAM (s, key, buf, size 0,
+ *         direct, rc, or a preferred service that does not exist); MMC_CLIENT_NOT_INIT; MMC_NOT_ENOUGH_MEMORY (no
+ *         room even after eviction and a bounded wait for leased memory, or fewer services than replicas; nothing
+ *         is stored); MMC_UNMATCHED_KEY (the meta server restarted between allocation and commit: nothing is
+ *         stored); MMC_META_BACKUP_ERROR (the meta server could not commit the object's metadata to disk: it is
+ *         readable until the meta server restarts, then gone; a retry answers MMC_OK only once it is on disk);
+ *         MMC_NOT_CONNECTED_META (also: the connection was lost between allocation and the writes, nothing is
+ *         stored); MMC_TIMEOUT; MMC_ERROR (the fabric failed; nothing is stored); MMC_LINK_NOT_FOUND (a replica's
+ *         service went away or uses another provider); MMC_MALLOC_FAILED; MMC_INTERNAL_ERROR.
+ * Thread-safe. Concurrent puts of one key store one value (the first to allocate).
  */
 MMC_API int mmc_put_from(mmc_store *s, const char *key, const void *buf, size_t size, int32_t direct,
                          const mmc_replicate_config *rc);
 
 /**
  * Reads the object stored under key into buf; size must equal the object size.
+ * @param buf    [out] size bytes, written during the call only; on error its content is undefined
  * @param direct [in] MMC_COPY_G2H (the seed's default), G2L, GH2L, GH2H or AUTO
- * @return MMC_OK; MMC_OBJECT_NOT_EXISTS (absent or not yet readable); MMC_INVALID_PARAM (key, buf, size differs
- *         from the object, direct); MMC_LEASE_EXPIRED (the copy outlived its lease; buf content is undefined);
- *         MMC_CHECKSUM_MISMATCH (verify_checksum is on and the bytes received differ from the checksum the
- *         writer committed: buf content is undefined; the object stays stored, so a retry reads the same bytes
- *         unless another replica is picked); MMC_CLIENT_NOT_INIT; MMC_NOT_CONNECTED_META; MMC_TIMEOUT;
- *         MMC_ERROR (fabric). Thread-safe.
+ * @return MMC_OK; MMC_OBJECT_NOT_EXISTS (absent or not yet readable); MMC_INVALID_PARAM (s, key, buf, size differs
+ *         from the object, direct); MMC_CLIENT_NOT_INIT; MMC_LEASE_EXPIRED (the copy outlived its lease);
+ *         MMC_CHECKSUM_MISMATCH (verify_checksum is on and the bytes received differ from the checksum the writer
+ *         committed: the object stays stored, so a retry reads the same bytes unless another replica is picked);
+ *         MMC_NOT_ENOUGH_MEMORY (the object is on SSD and no DRAM could be found to read it into);
+ *         MMC_NOT_CONNECTED_META; MMC_TIMEOUT; MMC_ERROR (fabric, or the SSD read); MMC_LINK_NOT_FOUND (the
+ *         replica's service went away); MMC_MALLOC_FAILED; MMC_INTERNAL_ERROR.
+ * Thread-safe.
  */
 MMC_API int mmc_get_into(mmc_store *s, const char *key, void *buf, size_t size, int32_t direct);
 
 /**
- * Removes key. New readers miss at once; memory under a read lease is freed when the lease ends.
- * @return MMC_OK; MMC_OBJECT_NOT_EXISTS; MMC_INVALID_PARAM; MMC_CLIENT_NOT_INIT; MMC_NOT_CONNECTED_META.
+ * Removes key. New readers miss at once; memory under a read lease is freed when the lease ends. Acknowledged once
+ * the removal is durable.
+ * @return MMC_OK; MMC_OBJECT_NOT_EXISTS; MMC_INVALID_PARAM (s, key); MMC_CLIENT_NOT_INIT; MMC_META_BACKUP_ERROR
+ *         (the removal is not on disk: the key reappears if the meta server restarts); MMC_NOT_CONNECTED_META;
+ *         MMC_TIMEOUT; MMC_MALLOC_FAILED; MMC_INTERNAL_ERROR.
  * Thread-safe.
  */
 MMC_API int mmc_remove(mmc_store *s, const char *key);
 
 /**
- * @return 1 when key has a readable replica, 0 when not, else a negative code (MMC_INVALID_PARAM,
- *         MMC_CLIENT_NOT_INIT, MMC_NOT_CONNECTED_META, MMC_TIMEOUT). Thread-safe.
+ * @return 1 when key has a readable replica, 0 when not, else a negative code: MMC_INVALID_PARAM (s, key);
+ *         MMC_CLIENT_NOT_INIT; MMC_NOT_CONNECTED_META; MMC_TIMEOUT; MMC_MALLOC_FAILED; MMC_INTERNAL_ERROR.
+ * Thread-safe.
  */
 MMC_API int mmc_is_exist(mmc_store *s, const char *key);
 
 /**
  * Fills *out with the key's size and replicas (location, media, GVA). An absent key gives MMC_OK and size 0.
  * @param flag [in] reserved, 0
- * @return MMC_OK; MMC_INVALID_PARAM (key, out NULL); MMC_CLIENT_NOT_INIT; MMC_NOT_CONNECTED_META. On error *out is
- *         zeroed. Thread-safe.
+ * @param out  [out] caller-owned
+ * @return MMC_OK; MMC_INVALID_PARAM (s, key, out NULL); MMC_CLIENT_NOT_INIT; MMC_NOT_CONNECTED_META; MMC_TIMEOUT;
+ *         MMC_MALLOC_FAILED; MMC_INTERNAL_ERROR. On error *out is zeroed.
+ * Thread-safe.
  */
 MMC_API int mmc_get_key_info(mmc_store *s, const char *key, uint32_t flag, mmc_key_info *out);
 
@@ -326,11 +437,15 @@ MMC_API int mmc_get_key_info(mmc_store *s, const char *key, uint32_t flag, mmc_k
  * Puts n keys: one allocate and one commit round trip to the meta server, every RMA write in flight together.
  * Keys are spread over services by free space. A key repeated in one batch is stored once (first wins); both
  * slots report MMC_OK.
- * @param keys,bufs,sizes [in] n entries each
+ * @param keys,bufs,sizes [in] n entries each, read during the call only
  * @param n       [in] 1..MMC_BATCH_MAX
  * @param results [out] n codes, as mmc_put_from()
- * @return MMC_OK when accepted; MMC_INVALID_PARAM (n, NULL arrays, any bad key, buffer, size or direct: nothing is
- *         stored); MMC_CLIENT_NOT_INIT; MMC_NOT_CONNECTED_META. Thread-safe.
+ * @return MMC_OK when accepted; MMC_INVALID_PARAM (s, n, NULL arrays, any bad key, buffer, size, direct or rc:
+ *         nothing is stored); MMC_CLIENT_NOT_INIT; MMC_NOT_CONNECTED_META, MMC_TIMEOUT, MMC_INTERNAL_ERROR (the
+ *         allocation round trip failed, or the connection was lost before the writes: nothing is stored);
+ *         MMC_META_BACKUP_ERROR (the allocation re-recorded an existing key and could not make it durable);
+ *         MMC_MALLOC_FAILED.
+ * Thread-safe.
  */
 MMC_API int mmc_batch_put_from(mmc_store *s, const char *const *keys, const void *const *bufs, const size_t *sizes,
                                size_t n, int32_t direct, const mmc_replicate_config *rc, int *results);
@@ -338,32 +453,56 @@ MMC_API int mmc_batch_put_from(mmc_store *s, const char *const *keys, const void
 /**
  * Gets n keys with one meta round trip and every RMA read in flight together.
  * @param results [out] n codes, as mmc_get_into()
- * @return as mmc_batch_put_from(). Thread-safe.
+ * @return MMC_OK when accepted; MMC_INVALID_PARAM; MMC_CLIENT_NOT_INIT; MMC_NOT_CONNECTED_META; MMC_TIMEOUT;
+ *         MMC_INTERNAL_ERROR; MMC_MALLOC_FAILED (as mmc_batch_put_from()). Thread-safe.
  */
 MMC_API int mmc_batch_get_into(mmc_store *s, const char *const *keys, void *const *bufs, const size_t *sizes, size_t n,
                                int32_t direct, int *results);
 
-/** Removes n keys; results[i] as mmc_remove(). @return as mmc_batch_put_from(). Thread-safe. */
+/**
+ * Removes n keys; results[i] is MMC_OK or MMC_OBJECT_NOT_EXISTS.
+ * @return MMC_OK when accepted; MMC_INVALID_PARAM; MMC_CLIENT_NOT_INIT; MMC_META_BACKUP_ERROR (the removals are not
+ *         on disk, see mmc_remove()); MMC_NOT_CONNECTED_META; MMC_TIMEOUT; MMC_MALLOC_FAILED; MMC_INTERNAL_ERROR.
+ * Thread-safe.
+ */
 MMC_API int mmc_batch_remove(mmc_store *s, const char *const *keys, size_t n, int *results);
 
-/** results[i] = 1 / 0 / negative, as mmc_is_exist(). @return as mmc_batch_put_from(). Thread-safe. */
+/**
+ * results[i] = 1 or 0, as mmc_is_exist().
+ * @return MMC_OK when accepted; MMC_INVALID_PARAM; MMC_CLIENT_NOT_INIT; MMC_NOT_CONNECTED_META; MMC_TIMEOUT;
+ *         MMC_MALLOC_FAILED; MMC_INTERNAL_ERROR. Thread-safe.
+ */
 MMC_API int mmc_batch_is_exist(mmc_store *s, const char *const *keys, size_t n, int *results);
 
-/** Fills out[i] as mmc_get_key_info(). @return MMC_OK or a whole-call error (out zeroed). Thread-safe. */
+/**
+ * Fills out[i] as mmc_get_key_info().
+ * @param out [out] n entries, caller-owned
+ * @return MMC_OK; MMC_INVALID_PARAM; MMC_CLIENT_NOT_INIT; MMC_NOT_CONNECTED_META; MMC_TIMEOUT; MMC_MALLOC_FAILED;
+ *         MMC_INTERNAL_ERROR; on error every out[i] is zeroed. Thread-safe.
+ */
 MMC_API int mmc_batch_get_key_info(mmc_store *s, const char *const *keys, size_t n, uint32_t flag, mmc_key_info *out);
 
 /**
- * Moves keys from SSD to DRAM now (rewarm). Only src MMC_MEDIA_SSD, dst MMC_MEDIA_DRAM and flags 0 are accepted.
- * A key already in DRAM is a success.
- * @return MMC_OK; MMC_INVALID_PARAM (media pair, flags, keys); else the first per-key error (each is logged).
+ * Moves keys from SSD to DRAM now (rewarm) and waits until they are there. Only src MMC_MEDIA_SSD, dst
+ * MMC_MEDIA_DRAM and flags 0 are accepted. A key already in DRAM is a success.
+ * @param keys [in] n keys, 1..MMC_BATCH_MAX, read during the call only
+ * @return MMC_OK; MMC_INVALID_PARAM (s, media pair, flags, keys, n); MMC_CLIENT_NOT_INIT; MMC_META_BACKUP_ERROR
+ *         (a move is done but not durable); MMC_NOT_CONNECTED_META; MMC_TIMEOUT (the moves outlasted timeout_ms;
+ *         they go on at the meta server); MMC_MALLOC_FAILED; MMC_INTERNAL_ERROR; else the first per-key error, each
+ *         of which is logged: MMC_OBJECT_NOT_EXISTS, MMC_NOT_ENOUGH_MEMORY (no DRAM to rewarm into), MMC_ERROR (the
+ *         SSD read failed).
+ * Thread-safe. Moves of one key requested concurrently (by any store) are done once; every caller waits for it.
  */
 MMC_API int mmc_prefetch_keys(mmc_store *s, const char *const *keys, size_t n, uint8_t src_media, uint8_t dst_media,
                               uint32_t flags);
 
 /**
- * Moves keys from DRAM to SSD now; with no SSD configured the DRAM copy is removed (the seed's rule). Only src
- * MMC_MEDIA_DRAM, dst MMC_MEDIA_SSD and flags 0 are accepted.
- * @return as mmc_prefetch_keys().
+ * Moves keys from DRAM to SSD now and waits until they are there; with no SSD on the key's service (or no room on
+ * it) the DRAM copy is removed instead (the seed's rule). Only src MMC_MEDIA_DRAM, dst MMC_MEDIA_SSD and flags 0
+ * are accepted. A key already on SSD is a success.
+ * @return as mmc_prefetch_keys(), the per-key errors being MMC_OBJECT_NOT_EXISTS and MMC_ERROR (the SSD write
+ *         failed).
+ * Thread-safe, as mmc_prefetch_keys().
  */
 MMC_API int mmc_evict_keys(mmc_store *s, const char *const *keys, size_t n, uint8_t src_media, uint8_t dst_media,
                            uint32_t flags);
@@ -372,28 +511,40 @@ MMC_API int mmc_evict_keys(mmc_store *s, const char *const *keys, size_t n, uint
  * Grants or extends a read lease on each key for this store, for use by mmc_batch_copy() in a read direction.
  * Repeating it for a key extends the same lease; one mmc_batch_remove_lease() releases it.
  * @param lease_ttl_ms [in] 0: the meta server's ock.mmc.meta.lease_ttl_ms
- * @param results [out] per key MMC_OK or MMC_OBJECT_NOT_EXISTS
- * @return as mmc_batch_put_from(). Thread-safe.
+ * @param results [out] per key MMC_OK, MMC_OBJECT_NOT_EXISTS or MMC_MALLOC_FAILED
+ * @return MMC_OK when accepted; MMC_INVALID_PARAM (s, keys, n, results NULL); MMC_CLIENT_NOT_INIT;
+ *         MMC_NOT_CONNECTED_META; MMC_TIMEOUT; MMC_MALLOC_FAILED; MMC_INTERNAL_ERROR (every results[i] holds it).
+ * Thread-safe. The lease is the store's: any of its threads may copy under it or release it. The store's GVA calls
+ * (malloc, add_lease, remove_lease, write_finish, and the range checks of copy) share one lock, held over this
+ * call's round trip.
  */
 MMC_API int mmc_batch_add_lease(mmc_store *s, const char *const *keys, size_t n, uint64_t lease_ttl_ms, int *results);
 
 /**
  * Releases the read leases this store holds on keys.
- * @return MMC_OK; MMC_LEASE_EXPIRED when a key's lease was missing or had already expired (the others are
- *         released anyway); MMC_INVALID_PARAM.
+ * @return MMC_OK; MMC_LEASE_EXPIRED (a key's lease was missing or had already expired; the others are released
+ *         anyway); MMC_INVALID_PARAM (s, keys, n); MMC_CLIENT_NOT_INIT; MMC_NOT_CONNECTED_META; MMC_TIMEOUT;
+ *         MMC_MALLOC_FAILED; MMC_INTERNAL_ERROR.
+ * Thread-safe; a copy under one of these leases still running on another thread may then fail with
+ * MMC_LEASE_EXPIRED or read reused bytes: release only what no thread is reading.
  */
 MMC_API int mmc_batch_remove_lease(mmc_store *s, const char *const *keys, size_t n);
 
 /**
  * Allocates n objects for the one-copy GVA flow. Each stays invisible to readers until mmc_batch_write_finish();
  * if this store neither finishes nor renews it within the write lease, the space is reclaimed.
+ * @param sizes [in] n object sizes, > 0
  * @param media [in] MMC_MEDIA_DRAM (MMC_MEDIA_HBM only with an accelerator)
  * @param lease_ttl_ms [in] write lease, 0: ock.mmc.meta.lease_ttl_ms
- * @param gvas [out] start GVA per key; 0 when that key failed. A key that already exists returns its GVA.
- * @return MMC_OK when accepted; MMC_INVALID_PARAM; MMC_CLIENT_NOT_INIT; MMC_NOT_CONNECTED_META.
+ * @param gvas [out] n entries: the GVA of each object's first byte; 0 when that key could not be allocated (no
+ *             room, or it exists unfinished with another size: the reason is not reported per key). A key that
+ *             already exists gives its GVA; if it is already readable, copies into it are skipped.
+ * @return MMC_OK when accepted; MMC_INVALID_PARAM (s, keys, n, sizes, gvas, media); MMC_CLIENT_NOT_INIT;
+ *         MMC_NOT_CONNECTED_META; MMC_TIMEOUT; MMC_MALLOC_FAILED; MMC_INTERNAL_ERROR (every gvas[i] is 0).
+ * Thread-safe; the allocation is the store's: any of its threads may copy into it and finish it.
  */
 MMC_API int mmc_batch_malloc(mmc_store *s, const char *const *keys, const size_t *sizes, size_t n, uint16_t media,
-                             uint64_t lease_ttl_ms, uintptr_t *gvas);
+                             uint64_t lease_ttl_ms, mmc_gva *gvas);
 
 /**
  * Copies between GVA ranges and local buffers. A write direction (L2G, H2G, L2GH, H2GH) copies into ranges this
@@ -402,65 +553,119 @@ MMC_API int mmc_batch_malloc(mmc_store *s, const char *const *keys, const size_t
  * gvas[i] may point anywhere inside an object (GVA plus offset). Ranges are not whole objects, so reads are never
  * checked against an object's checksum (mmc_local_config.verify_checksum), and objects published by
  * mmc_batch_write_finish() carry none.
- * @param flag [in] reserved, ignored
- * @return MMC_OK; MMC_INVALID_PARAM (direct, NULL, zero size, a range outside what this store allocated or leased:
- *         nothing is copied); MMC_LEASE_EXPIRED (a read outlived its read lease, or a write came after its write
- *         lease ran out — the space may belong to another object, so nothing is written); MMC_ERROR (fabric).
- *         n == 0 is MMC_OK. Thread-safe.
+ * @param gvas  [in] n GVAs, each the start of one range
+ * @param bufs  [in] n local buffers (read for a write direction, written for a read), used during the call only
+ * @param sizes [in] n range sizes, > 0
+ * @param n     [in] 0..MMC_BATCH_MAX * MMC_LAYERS_MAX
+ * @param flag  [in] reserved, ignored
+ * @return MMC_OK (also for n == 0); MMC_INVALID_PARAM (s, direct, NULL, zero size, a range outside what this store
+ *         allocated or leased: nothing is copied); MMC_CLIENT_NOT_INIT; MMC_LEASE_EXPIRED (a read outlived its
+ *         read lease, or a write came after its write lease ran out — the space may belong to another object, so
+ *         nothing is written — or the meta server connection that granted the lease was lost); MMC_ERROR (fabric);
+ *         MMC_TIMEOUT (an RMA stalled, or looking up the range's service took too long); MMC_LINK_NOT_FOUND (the
+ *         range's service went away); MMC_NOT_CONNECTED_META, MMC_INTERNAL_ERROR (looking up the range's
+ *         service); MMC_MALLOC_FAILED.
+ * Thread-safe: copies into disjoint parts of one allocation may run on several threads at once.
  */
-MMC_API int mmc_batch_copy(mmc_store *s, void *const *gvas, void *const *bufs, const size_t *sizes, size_t n,
+MMC_API int mmc_batch_copy(mmc_store *s, const mmc_gva *gvas, void *const *bufs, const size_t *sizes, size_t n,
                            int32_t direct, uint32_t flag);
 
 /**
- * Publishes (write_results[i] == 0) or drops (non-zero) each key allocated by mmc_batch_malloc().
- * @param results [out] per key MMC_OK (also for an already readable key) or MMC_UNMATCHED_KEY (never allocated)
- * @return as mmc_batch_put_from().
+ * Publishes (write_results[i] == 0) or drops (non-zero) each key allocated by mmc_batch_malloc(). Acknowledged once
+ * durable.
+ * @param results [out] per key MMC_OK (also for an already readable key) or MMC_UNMATCHED_KEY (never allocated by
+ *                this store, or reclaimed after its write lease)
+ * @return MMC_OK when accepted; MMC_INVALID_PARAM (s, keys, n, write_results, results); MMC_CLIENT_NOT_INIT;
+ *         MMC_META_BACKUP_ERROR (published but not durable, see mmc_put_from()); MMC_NOT_CONNECTED_META;
+ *         MMC_TIMEOUT; MMC_MALLOC_FAILED; MMC_INTERNAL_ERROR (every results[i] holds it).
+ * Thread-safe; finish a key only after every thread's copies into it have returned.
  */
 MMC_API int mmc_batch_write_finish(mmc_store *s, const char *const *keys, const int32_t *write_results, size_t n,
                                    int *results);
 
 /**
  * Gathers `layers` buffers into one object (layer i at offset sum(sizes[0..i-1])).
+ * @param bufs,sizes [in] `layers` entries each, read during the call only
  * @param layers [in] 1..MMC_LAYERS_MAX
- * @return as mmc_put_from().
+ * @return as mmc_put_from(), MMC_INVALID_PARAM also for layers, a NULL buffer or a zero size. Thread-safe.
  */
 MMC_API int mmc_put_from_layers(mmc_store *s, const char *key, const void *const *bufs, const size_t *sizes,
                                 size_t layers, int32_t direct, const mmc_replicate_config *rc);
 
 /**
  * Scatters an object into `layers` buffers; the split may differ from the put's as long as the total matches.
- * @return as mmc_get_into().
+ * @return as mmc_get_into(), MMC_INVALID_PARAM also for layers, a NULL buffer, a zero size, or a total that
+ *         differs from the object. Thread-safe.
  */
 MMC_API int mmc_get_into_layers(mmc_store *s, const char *key, void *const *bufs, const size_t *sizes, size_t layers,
                                 int32_t direct);
 
-/** Batch of mmc_put_from_layers(): bufs[i] and sizes[i] hold layers[i] entries. @return as mmc_batch_put_from(). */
+/**
+ * Batch of mmc_put_from_layers(): bufs[i] and sizes[i] hold layers[i] entries; results[i] as mmc_put_from().
+ * @return as mmc_batch_put_from(). Thread-safe.
+ */
 MMC_API int mmc_batch_put_from_layers(mmc_store *s, const char *const *keys, const void *const *const *bufs,
                                       const size_t *const *sizes, const size_t *layers, size_t n, int32_t direct,
                                       const mmc_replicate_config *rc, int *results);
 
-/** Batch of mmc_get_into_layers(). @return as mmc_batch_get_into(). */
+/**
+ * Batch of mmc_get_into_layers(); results[i] as mmc_get_into().
+ * @return as mmc_batch_get_into(). Thread-safe.
+ */
 MMC_API int mmc_batch_get_into_layers(mmc_store *s, const char *const *keys, void *const *const *bufs,
                                       const size_t *const *sizes, const size_t *layers, size_t n, int32_t direct,
                                       int *results);
 
 /**
  * Reports this store's local service id, stable for the life of the service and never reused for another live
- * service.
- * @return MMC_OK; MMC_INVALID_PARAM (NULL); MMC_CLIENT_NOT_INIT; MMC_NOT_STARTED (client-only store).
+ * service. A meta server restart that outlasts ock.mmc.meta.rejoin_timeout_ms forgets the service: when the store
+ * reconnects it joins again under a new id (logged as a warning), which later calls report.
+ * @param id [out] caller-owned
+ * @return MMC_OK; MMC_INVALID_PARAM (s or id NULL); MMC_CLIENT_NOT_INIT; MMC_NOT_STARTED (a client-only store).
+ * Thread-safe; never blocks on the network.
  */
 MMC_API int mmc_get_local_service_id(mmc_store *s, uint32_t *id);
 
-/** Names a code ("MMC_NOT_ENOUGH_MEMORY: ..."); unknown codes give "unknown error". Static storage; thread-safe. */
+/**
+ * Names a code ("MMC_NOT_ENOUGH_MEMORY: ..."); unknown codes give "unknown error".
+ * @return static storage, never NULL. Thread-safe; may be called from a log handler.
+ */
 MMC_API const char *mmc_strerror(int code);
 
 /**
- * Sets the process-wide log handler; NULL restores the default, which writes warnings and errors to stderr.
- * Thread-safe; the handler may be called from libmmc's threads and must be thread-safe itself.
+ * Sets the process-wide log handler; NULL restores the default, which writes warnings and errors to stderr as
+ * "libmmc LEVEL: msg".
+ *
+ * The handler's contract:
+ * - Which lines: those at or above the process-wide level, which is the most verbose mmc_local_config.log_level
+ *   (ock.mmc.log_level) among the stores configured now — by mmc_setup(), or by mmc_init() without it, until
+ *   mmc_teardown() — and "warn" when none is. Stores do not override each other: one set to "error" does not
+ *   silence another's "debug", and the order of their mmc_setup() calls does not matter.
+ * - When and where: synchronously, on the thread that met the event: an application thread inside a libmmc call,
+ *   or one of libmmc's own threads (per store: the meta reader, the keeper, the fabric progress thread and, with an
+ *   SSD tier, the SSD worker; docs/architecture.md lists them). Calls on several threads may overlap: the handler
+ *   must be thread-safe.
+ * - Locks: it may run while its thread holds libmmc's internal locks (a store's life lock in mmc_setup(),
+ *   mmc_init() and mmc_teardown(), its buffer-registration lock during a transfer, its GVA-range lock during
+ *   mmc_batch_malloc() and mmc_batch_add_lease()). So it must not call libmmc, except mmc_strerror(),
+ *   mmc_version() and mmc_set_log_handler(): any other call may deadlock (on the meta reader thread, a call that
+ *   waits for a reply only that thread can deliver never returns). A line libmmc logs while the same thread is
+ *   inside the handler is dropped, so logging never re-enters it.
+ * - It should return quickly: on a store's meta reader thread it delays every reply of that store.
+ * - level is an enum mmc_log_level; msg is NUL-terminated, without a trailing newline, at most
+ *   MMC_LOG_LINE_MAX - 1 bytes (longer lines are truncated) and valid only during the call.
+ *
+ * @param fn [in] the new handler, NULL for the default
+ * Thread-safe. When it returns no other thread is still inside the previous handler and none will enter it again,
+ * so what the old handler used may be released. Called from inside a handler it switches at once, without that
+ * wait.
  */
 MMC_API void mmc_set_log_handler(mmc_log_fn fn);
 
-/** Returns MMC_VERSION_STRING of the library actually loaded. */
+/**
+ * Returns MMC_VERSION_STRING of the library actually loaded (static storage). Thread-safe; may be called from a log
+ * handler.
+ */
 MMC_API const char *mmc_version(void);
 
 #ifdef __cplusplus

@@ -166,8 +166,8 @@ static int gva_flow(char *args, int write)
 	char prefix[200], **keys;
 	size_t n, layers, bytes;
 	unsigned long long seed, ttl = 0;
-	uintptr_t *gvas;
-	void **g, **b;
+	mmc_gva *gvas, *g;
+	void **b;
 	size_t *sz;
 	int32_t *zero;
 	int *res, rc = 0;
@@ -200,7 +200,7 @@ static int gva_flow(char *args, int write)
 	} else {
 		rc = mmc_batch_get_key_info(s, (const char *const *)keys, n, 0, info);
 		for (size_t i = 0; !rc && i < n; i++)
-			gvas[i] = info[i].size ? (uintptr_t)info[i].gva[0] : 0;
+			gvas[i] = info[i].size ? info[i].gva[0] : 0;
 		if (!rc)
 			rc = mmc_batch_add_lease(s, (const char *const *)keys, n, ttl, res);
 		for (size_t i = 0; !rc && i < n; i++)
@@ -208,7 +208,7 @@ static int gva_flow(char *args, int write)
 	}
 	for (size_t l = 0; !rc && l < layers; l++) {
 		for (size_t i = 0; i < n; i++) {
-			g[i] = (void *)(gvas[i] + l * bytes);
+			g[i] = gvas[i] + l * bytes;
 			b[i] = data + (i * layers + l) * bytes;
 			sz[i] = bytes;
 		}

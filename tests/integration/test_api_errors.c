@@ -2,8 +2,12 @@
 #include <criterion/criterion.h>
 #include <mmc/mmc.h>
 
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "proc.h"
 
@@ -120,6 +124,9 @@ Test(api_errors, calls_before_init)
 	int res[1];
 	const char *keys[] = {"k"};
 	uint32_t id;
+	size_t size = 8;
+	mmc_gva gva = 0;
+	void *bufp = buf;
 
 	cr_assert_not_null(t);
 	cr_assert_eq(mmc_put_from(t, "k", buf, 8, MMC_COPY_H2G, NULL), MMC_CLIENT_NOT_INIT);
@@ -130,6 +137,12 @@ Test(api_errors, calls_before_init)
 	cr_assert_eq(mmc_get_local_service_id(t, &id), MMC_CLIENT_NOT_INIT);
 	cr_assert_eq(mmc_batch_is_exist(t, keys, 1, res), MMC_CLIENT_NOT_INIT);
 	cr_assert_eq(res[0], MMC_CLIENT_NOT_INIT);
+	/* the GVA calls read the store's connection: not before the store is checked */
+	cr_assert_eq(mmc_batch_malloc(t, keys, &size, 1, MMC_MEDIA_DRAM, 0, &gva), MMC_CLIENT_NOT_INIT);
+	cr_assert_eq(mmc_batch_malloc(NULL, keys, &size, 1, MMC_MEDIA_DRAM, 0, &gva), MMC_INVALID_PARAM);
+	cr_assert_eq(mmc_batch_add_lease(t, keys, 1, 0, res), MMC_CLIENT_NOT_INIT);
+	cr_assert_eq(mmc_batch_add_lease(NULL, keys, 1, 0, res), MMC_INVALID_PARAM);
+	cr_assert_eq(mmc_batch_copy(t, &gva, &bufp, &size, 1, MMC_COPY_H2G, 0), MMC_CLIENT_NOT_INIT);
 	cr_assert_eq(mmc_teardown(t), 0);
 	mmc_destroy(t);
 }
@@ -190,4 +203,119 @@ Test(api_errors, protocol_choice_and_fi_provider_override)
 	cr_assert_eq(mmc_is_exist(t, "anything"), 0);
 	mmc_destroy(t);
 	unsetenv("FI_PROVIDER");
+}
+
+/* ---- the log handler's contract (mmc_set_log_handler) ---- */
+
+static atomic_int provider_lines; /* "fabric: provider ..." is logged at info by every mmc_init */
+
+static void count_provider_lines(int level, const char *msg)
+{
+	if (level == MMC_LOG_INFO && strstr(msg, "fabric: provider"))
+		atomic_fetch_add(&provider_lines, 1);
+}
+
+/* mmc_init against a port nobody listens on: it opens the fabric (one info line), then fails at the meta server */
+static int info_lines_of_one_init(mmc_store *t)
+{
+	atomic_store(&provider_lines, 0);
+	cr_assert_eq(mmc_init(t, 0, false), MMC_NOT_CONNECTED_META);
+	return atomic_load(&provider_lines);
+}
+
+/* Sets t up against a port nobody listens on, at the given log level. */
+static void setup_at_level(mmc_store *t, const char *level)
+{
+	static unsigned port;
+	mmc_local_config c = config("tcp://127.0.0.1:1");
+
+	port = port ? port : free_port();
+	snprintf(c.meta_service_url, sizeof(c.meta_service_url), "tcp://127.0.0.1:%u", port);
+	snprintf(c.log_level, sizeof(c.log_level), "%s", level);
+	cr_assert_eq(mmc_setup(t, &c), 0);
+}
+
+Test(api_errors, log_level_is_the_most_verbose_of_the_configured_stores)
+{
+	mmc_store *a = mmc_create(), *b = mmc_create();
+
+	mmc_set_log_handler(count_provider_lines);
+	setup_at_level(a, "info");
+	setup_at_level(b, "error");
+	/* b's "error", set up last, does not silence what a asked for */
+	cr_assert_eq(info_lines_of_one_init(b), 1, "a store's info level holds while another is set to error");
+	mmc_teardown(a);
+	setup_at_level(b, "error");
+	cr_assert_eq(info_lines_of_one_init(b), 0, "a torn down store's level no longer counts");
+	setup_at_level(a, "debug");
+	setup_at_level(a, "error");
+	cr_assert_eq(info_lines_of_one_init(b), 0, "setting a store up again replaces its level");
+	mmc_set_log_handler(NULL);
+	mmc_destroy(a);
+	mmc_destroy(b);
+}
+
+static atomic_int slow_entered, slow_left;
+
+static void slow_handler(int level, const char *msg)
+{
+	struct timespec ts = {0, 200 * 1000 * 1000};
+
+	if (atomic_exchange(&slow_entered, 1))
+		return;
+	nanosleep(&ts, NULL);
+	atomic_store(&slow_left, 1);
+}
+
+static void *bad_setup(void *arg)
+{
+	mmc_local_config c = config("http://nowhere"); /* logs one error line */
+
+	mmc_setup(arg, &c);
+	return NULL;
+}
+
+Test(api_errors, replacing_the_log_handler_waits_for_calls_in_it)
+{
+	mmc_store *t = mmc_create();
+	pthread_t th;
+
+	mmc_set_log_handler(slow_handler);
+	cr_assert_eq(pthread_create(&th, NULL, bad_setup, t), 0);
+	while (!atomic_load(&slow_entered))
+		sched_yield();
+	mmc_set_log_handler(NULL);
+	cr_assert(atomic_load(&slow_left), "mmc_set_log_handler returned while another thread was in the old handler");
+	pthread_join(th, NULL);
+	mmc_destroy(t);
+}
+
+static atomic_int nested_lines;
+static mmc_store *idle_store; /* no thread holds its locks: a call on it from the handler cannot deadlock */
+
+static void reentering_handler(int level, const char *msg)
+{
+	mmc_local_config c = mmc_default_local_config();
+
+	atomic_fetch_add(&nested_lines, 1);
+	/* the error this setup logs, from inside the handler, is dropped rather than recursing; the swap must not
+	 * wait for this very call */
+	snprintf(c.protocol, sizeof(c.protocol), "bad");
+	cr_expect_eq(mmc_setup(idle_store, &c), MMC_INVALID_PARAM);
+	mmc_set_log_handler(NULL);
+}
+
+Test(api_errors, a_handler_may_replace_itself_and_is_not_reentered)
+{
+	mmc_local_config c = config("http://nowhere");
+	mmc_store *t = mmc_create();
+
+	idle_store = mmc_create();
+	mmc_set_log_handler(reentering_handler);
+	cr_assert_eq(mmc_setup(t, &c), MMC_INVALID_PARAM);
+	cr_assert_eq(atomic_load(&nested_lines), 1, "one line, no recursion");
+	cr_assert_eq(mmc_setup(t, &c), MMC_INVALID_PARAM);
+	cr_assert_eq(atomic_load(&nested_lines), 1, "the handler replaced itself");
+	mmc_destroy(idle_store);
+	mmc_destroy(t);
 }

@@ -245,16 +245,15 @@ Test(checksum, gva_objects_carry_none)
 {
 	const char *key = "gva";
 	size_t size = 8192;
-	uintptr_t gva;
+	mmc_gva gva, g;
 	char *buf = malloc(size);
-	void *g;
 	int32_t ok = 0;
 	int res;
 
 	pattern_fill(buf, size, 6);
 	cr_assert_eq(mmc_batch_malloc(rd, &key, &size, 1, MMC_MEDIA_DRAM, 0, &gva), 0);
 	cr_assert_neq(gva, 0);
-	g = (void *)gva;
+	g = gva;
 	cr_assert_eq(mmc_batch_copy(rd, &g, (void *const *)&buf, &size, 1, MMC_COPY_H2G, 0), 0);
 	cr_assert_eq(mmc_batch_write_finish(rd, &key, &ok, 1, &res), 0);
 	cr_assert_eq(res, 0);

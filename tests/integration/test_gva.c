@@ -65,18 +65,19 @@ Test(gva, pending_writes_are_invisible_until_write_finish)
 {
 	const char *k[] = {"pending"};
 	size_t size = 3 * KiB;
-	uintptr_t gva;
+	mmc_gva gva;
 	int32_t ok = 0;
 	int res;
 	char buf[3 * KiB], back[3 * KiB];
-	void *g, *b = buf, *bb = back;
+	mmc_gva g;
+	void *b = buf, *bb = back;
 
 	cr_assert_eq(mmc_batch_malloc(s, k, &size, 1, MMC_MEDIA_DRAM, 0, &gva), 0);
 	cr_assert_neq(gva, 0);
 	cr_assert_neq(mmc_is_exist(s, "pending"), 1);
 	cr_assert_eq(mmc_get_into(s, "pending", back, size, MMC_COPY_G2H), MMC_OBJECT_NOT_EXISTS);
 	pattern_fill(buf, size, 3);
-	g = (void *)gva;
+	g = gva;
 	cr_assert_eq(mmc_batch_copy(s, &g, &b, &size, 1, MMC_COPY_H2G, 0), 0);
 	cr_assert_neq(mmc_is_exist(s, "pending"), 1, "written but not finished");
 	cr_assert_eq(mmc_batch_add_lease(s, k, 1, 0, &res), 0);
@@ -91,7 +92,7 @@ Test(gva, pending_writes_are_invisible_until_write_finish)
 	/* a copy into a published object is skipped, not an error, and changes nothing */
 	memset(buf, 0xee, size);
 	cr_assert_eq(mmc_batch_malloc(s, k, &size, 1, MMC_MEDIA_DRAM, 0, &gva), 0);
-	cr_assert_eq((uintptr_t)g, gva, "malloc of an existing key returns its GVA");
+	cr_assert_eq(g, gva, "malloc of an existing key returns its GVA");
 	cr_assert_eq(mmc_batch_copy(s, &g, &b, &size, 1, MMC_COPY_H2G, 0), 0);
 	cr_assert_eq(mmc_get_into(s, "pending", back, size, MMC_COPY_G2H), 0);
 	cr_assert_eq(pattern_check(back, size, 3), size);
@@ -102,7 +103,7 @@ Test(gva, write_finish_results)
 {
 	const char *k[] = {"never-allocated", "fails"};
 	size_t size = 4 * KiB;
-	uintptr_t gva;
+	mmc_gva gva;
 	int32_t wr[2] = {0, 1};
 	int res[2];
 
@@ -118,30 +119,31 @@ Test(gva, copies_outside_what_this_store_owns_are_refused)
 {
 	const char *k[] = {"ranged"};
 	size_t size = 8 * KiB, big = 8 * KiB + 1, one = 1;
-	uintptr_t gva;
+	mmc_gva gva;
 	char buf[16 * KiB], back[8 * KiB];
-	void *g, *b = buf, *gs[2], *bs[2];
+	mmc_gva g, gs[2];
+	void *b = buf, *bs[2];
 	size_t ss[2];
 	int res;
 	mmc_key_info info;
 
 	cr_assert_eq(mmc_batch_malloc(s, k, &size, 1, MMC_MEDIA_DRAM, 0, &gva), 0);
 	pattern_fill(buf, size, 21);
-	g = (void *)gva;
+	g = gva;
 	cr_assert_eq(mmc_batch_copy(s, &g, &b, &big, 1, MMC_COPY_H2G, 0), MMC_INVALID_PARAM, "one byte past the end");
-	g = (void *)(gva + size);
+	g = gva + size;
 	cr_assert_eq(mmc_batch_copy(s, &g, &b, &one, 1, MMC_COPY_H2G, 0), MMC_INVALID_PARAM, "just after the end");
-	g = (void *)(uintptr_t)0x1234;
+	g = 0x1234;
 	cr_assert_eq(mmc_batch_copy(s, &g, &b, &one, 1, MMC_COPY_H2G, 0), MMC_INVALID_PARAM, "not a GVA");
 	/* one bad range in a batch: nothing at all is copied */
-	gs[0] = (void *)gva;
+	gs[0] = gva;
 	bs[0] = buf;
 	ss[0] = size;
-	gs[1] = (void *)(gva + 4 * size);
+	gs[1] = gva + 4 * size;
 	bs[1] = buf;
 	ss[1] = 16;
 	cr_assert_eq(mmc_batch_copy(s, gs, bs, ss, 2, MMC_COPY_H2G, 0), MMC_INVALID_PARAM);
-	g = (void *)gva;
+	g = gva;
 	cr_assert_eq(mmc_batch_copy(s, &g, &b, &size, 1, MMC_COPY_H2G, 0), 0, "the whole range is fine");
 	cr_assert_eq(mmc_batch_write_finish(s, k, &(int32_t){0}, 1, &res), 0);
 	/* reads need a lease */
@@ -155,7 +157,7 @@ Test(gva, copies_outside_what_this_store_owns_are_refused)
 	cr_assert_eq(mmc_batch_add_lease(s, k, 1, 0, &res), 0);
 	cr_assert_eq(res, 0);
 	cr_assert_eq(mmc_batch_copy(s, &g, &b, &big, 1, MMC_COPY_G2H, 0), MMC_INVALID_PARAM, "past the leased object");
-	g = (void *)(gva + 4 * KiB); /* gva + offset: the second half */
+	g = gva + 4 * KiB; /* gva + offset: the second half */
 	size = 4 * KiB;
 	cr_assert_eq(mmc_batch_copy(s, &g, &b, &size, 1, MMC_COPY_G2H, 0), 0);
 	cr_assert_eq(memcmp(back, buf + 4 * KiB, 4 * KiB), 0);
@@ -170,8 +172,9 @@ Test(gva, remove_during_a_read_lease)
 	const char *k[] = {"leased"};
 	size_t size = 2 * MiB;
 	char *buf = malloc(size), *back = malloc(size), *whole = malloc(8 * MiB), name[32];
-	void *g, *b = back;
-	uintptr_t gva;
+	mmc_gva g;
+	void *b = back;
+	mmc_gva gva;
 	int res;
 	mmc_key_info info;
 
@@ -192,7 +195,7 @@ Test(gva, remove_during_a_read_lease)
 		if (i % 3 == 0)
 			mmc_remove(s, name);
 	}
-	g = (void *)gva;
+	g = gva;
 	cr_assert_eq(mmc_batch_copy(s, &g, &b, &size, 1, MMC_COPY_G2H, 0), 0);
 	cr_assert_eq(pattern_check(back, size, 8), size, "the leased bytes are intact");
 	for (int i = 0; i < 12; i++) {
@@ -214,7 +217,8 @@ Test(gva, an_expired_lease_is_reported)
 	const char *k[] = {"short"};
 	size_t size = 64 * KiB;
 	char *buf = malloc(size);
-	void *g, *b = buf;
+	mmc_gva g;
+	void *b = buf;
 	int res;
 	mmc_key_info info;
 
@@ -224,7 +228,7 @@ Test(gva, an_expired_lease_is_reported)
 	cr_assert_eq(mmc_batch_add_lease(s, k, 1, 100, &res), 0);
 	cr_assert_eq(res, 0);
 	usleep(250000);
-	g = (void *)(uintptr_t)info.gva[0];
+	g = info.gva[0];
 	cr_assert_eq(mmc_batch_copy(s, &g, &b, &size, 1, MMC_COPY_G2H, 0), MMC_LEASE_EXPIRED);
 	cr_assert_eq(mmc_batch_remove_lease(s, k, 1), MMC_LEASE_EXPIRED);
 	/* renewing extends */
@@ -241,10 +245,11 @@ Test(gva, a_dead_writers_allocation_is_reclaimed_after_its_lease)
 	struct node w;
 	const char *k[] = {"unfinished/0"};
 	size_t size = 4 * KiB;
-	uintptr_t gva;
+	mmc_gva gva;
 	int res;
 	char buf[4 * KiB];
-	void *g, *b = buf;
+	mmc_gva g;
+	void *b = buf;
 	int32_t ok = 0;
 
 	start_node(&w, 1);
@@ -257,7 +262,7 @@ Test(gva, a_dead_writers_allocation_is_reclaimed_after_its_lease)
 	cr_assert_eq(mmc_batch_malloc(s, k, &size, 1, MMC_MEDIA_DRAM, 0, &gva), 0);
 	cr_assert_neq(gva, 0, "the key is free again");
 	pattern_fill(buf, size, 2);
-	g = (void *)gva;
+	g = gva;
 	cr_assert_eq(mmc_batch_copy(s, &g, &b, &size, 1, MMC_COPY_L2G, 0), 0);
 	cr_assert_eq(mmc_batch_write_finish(s, k, &ok, 1, &res), 0);
 	cr_assert_eq(res, 0);
@@ -268,14 +273,15 @@ Test(gva, an_expired_write_lease_refuses_copies)
 {
 	const char *k[] = {"slow-writer"};
 	size_t size = 4 * KiB;
-	uintptr_t gva;
+	mmc_gva gva;
 	char buf[4 * KiB];
-	void *g, *b = buf;
+	mmc_gva g;
+	void *b = buf;
 	int res;
 
 	cr_assert_eq(mmc_batch_malloc(s, k, &size, 1, MMC_MEDIA_DRAM, 100, &gva), 0);
 	usleep(300000);
-	g = (void *)gva;
+	g = gva;
 	cr_assert_eq(mmc_batch_copy(s, &g, &b, &size, 1, MMC_COPY_H2G, 0), MMC_LEASE_EXPIRED,
 	             "the space may belong to someone else now");
 	cr_assert_eq(mmc_batch_write_finish(s, k, &(int32_t){0}, 1, &res), 0);

@@ -167,7 +167,8 @@ Test(ssd, a_key_being_read_is_not_moved_under_the_reader)
 {
 	const char *k[] = {"reading"};
 	mmc_key_info info;
-	void *buf = malloc(MiB), *g;
+	void *buf = malloc(MiB);
+	mmc_gva g;
 	size_t size = MiB;
 	int res;
 
@@ -184,7 +185,7 @@ Test(ssd, a_key_being_read_is_not_moved_under_the_reader)
 		snprintf(key, sizeof(key), "churn%d", i);
 		put(key, (uint64_t)i);
 	}
-	g = (void *)(uintptr_t)info.gva[0];
+	g = info.gva[0];
 	cr_assert_eq(mmc_batch_copy(s, &g, &buf, &size, 1, MMC_COPY_G2H, 0), 0);
 	cr_assert_eq(pattern_check(buf, MiB, 9), MiB, "the leased DRAM bytes were not reused");
 	cr_assert_eq(mmc_batch_remove_lease(s, k, 1), 0);

@@ -6,6 +6,8 @@ import re
 import subprocess
 import sys
 
+import tap
+
 
 def declared(header):
     text = open(header).read()
@@ -41,14 +43,7 @@ def main():
         ('the library exports exactly the header\'s functions', e == d, sorted(e ^ d)),
         ('every export is mmc_*', all(n.startswith('mmc_') for n in e), sorted(n for n in e if not n.startswith('mmc_'))),
     ]
-    print(f'1..{len(checks)}')
-    failed = 0
-    for i, (what, ok, detail) in enumerate(checks, 1):
-        print(f'{"ok" if ok else "not ok"} {i} - {what}')
-        if not ok:
-            failed += 1
-            print(f'# differ: {detail}')
-    return 1 if failed else 0
+    return tap.report(checks)
 
 
 if __name__ == '__main__':

@@ -2,6 +2,7 @@
 #include <mmc/mmc.h>
 
 #include <criterion/criterion.h>
+#include <stddef.h>
 
 Test(header, constants_match_the_seed)
 {
@@ -23,6 +24,15 @@ Test(header, constants_match_the_seed)
 	cr_assert_eq(MMC_BATCH_MAX, 16384);
 	cr_assert_eq(MMC_LAYERS_MAX, 255);
 	cr_assert_eq(MMC_REPLICA_MAX, 8);
+	cr_assert_eq(MMC_WORLD_SIZE_MAX, 1024);
+	cr_assert_eq(MMC_DEVICE_ID_MAX, 383);
+	cr_assert_eq(sizeof(mmc_gva), 8);
+	cr_assert_eq(sizeof(((mmc_key_info *)0)->gva) / sizeof(mmc_gva), MMC_REPLICA_MAX);
+	cr_assert_eq(sizeof(((mmc_replicate_config *)0)->preferred_local_service_ids) / sizeof(int32_t),
+	             MMC_REPLICA_MAX);
+	cr_assert_eq(sizeof(((mmc_local_config *)0)->meta_service_url), MMC_URL_SIZE);
+	cr_assert_eq(sizeof(((mmc_local_config *)0)->ssd_path), MMC_PATH_SIZE);
+	cr_assert_eq(offsetof(mmc_local_config, version), 0, "the layout version comes first");
 	cr_assert_str_eq(mmc_version(), MMC_VERSION_STRING);
 }
 

@@ -53,6 +53,10 @@ enum conf_scope { CONF_SCOPE_CLIENT, CONF_SCOPE_SERVER };
  */
 int conf_apply_compat(enum conf_scope scope, const char *key, const char *value, char *err, size_t errlen);
 
+/* Calls fn with the name of every compatibility key conf_apply_compat() accepts in scope (the TLS families
+ * expanded), so tests can hold the documentation to the list. */
+void conf_compat_each(enum conf_scope scope, void (*fn)(void *arg, const char *key), void *arg);
+
 int conf_parse_size(const char *s, uint64_t *out);
 int conf_parse_u64(const char *s, uint64_t *out);
 int conf_parse_bool(const char *s, bool *out);

@@ -244,31 +244,38 @@ static const struct conf_key compat_server[] = {
     {NULL, 0, 0, 0, 0, 0, NULL},
 };
 
-/* TLS families: "<prefix>.enable" (a bool) and "<prefix>.<file>" (paths under 256 bytes). */
+/* TLS families: "<prefix>.enable" (a bool) and "<prefix>.<file>" (paths under 256 bytes); the server knows the
+ * first two prefixes, the client all three. */
+static const char *const tls_prefixes[] = {"ock.mmc.tls.", "ock.mmc.config_store.tls.",
+                                           "ock.mmc.local_service.hcom.tls."};
+static const char *const tls_files[] = {"ca.path",       "ca.crl.path",  "cert.path",     "key.path",
+                                        "key.pass.path", "package.path", "decrypter.path"};
+#define TLS_FILES (sizeof(tls_files) / sizeof(tls_files[0]))
+
+static size_t tls_prefix_count(enum conf_scope scope)
+{
+	return scope == CONF_SCOPE_CLIENT ? 3 : 2;
+}
+
 static int compat_tls(enum conf_scope scope, const char *key, const char *value, char *err, size_t errlen)
 {
-	static const char *const prefixes[] = {"ock.mmc.tls.", "ock.mmc.config_store.tls.",
-	                                       "ock.mmc.local_service.hcom.tls."};
-	static const char *const files[] = {"ca.path",       "ca.crl.path",  "cert.path",     "key.path",
-	                                    "key.pass.path", "package.path", "decrypter.path"};
-	size_t nprefix = scope == CONF_SCOPE_CLIENT ? 3 : 2;
 	struct compat_sink sink;
 
-	for (size_t p = 0; p < nprefix; p++) {
-		size_t len = strlen(prefixes[p]);
+	for (size_t p = 0; p < tls_prefix_count(scope); p++) {
+		size_t len = strlen(tls_prefixes[p]);
 		const char *rest = key + len;
 
-		if (strncmp(key, prefixes[p], len) != 0)
+		if (strncmp(key, tls_prefixes[p], len) != 0)
 			continue;
-		for (size_t f = 0; f <= sizeof(files) / sizeof(files[0]); f++) {
-			bool enable = f == sizeof(files) / sizeof(files[0]);
+		for (size_t f = 0; f <= TLS_FILES; f++) {
+			bool enable = f == TLS_FILES;
 			struct conf_key k[] = {
 			    {key, enable ? CONF_BOOL : CONF_STR,
 			     enable ? offsetof(struct compat_sink, b) : offsetof(struct compat_sink, str),
 			     enable ? sizeof(bool) : 256, 0, 0, NULL},
 			    {NULL, 0, 0, 0, 0, 0, NULL}};
 
-			if (strcmp(rest, enable ? "enable" : files[f]) == 0)
+			if (strcmp(rest, enable ? "enable" : tls_files[f]) == 0)
 				return conf_apply(k, &sink, key, value, err, errlen) ? MMC_INVALID_PARAM : 1;
 		}
 	}
@@ -284,4 +291,20 @@ int conf_apply_compat(enum conf_scope scope, const char *key, const char *value,
 		if (conf_find(tables[t], key))
 			return conf_apply(tables[t], &sink, key, value, err, errlen) ? MMC_INVALID_PARAM : 1;
 	return compat_tls(scope, key, value, err, errlen);
+}
+
+void conf_compat_each(enum conf_scope scope, void (*fn)(void *arg, const char *key), void *arg)
+{
+	const struct conf_key *tables[] = {compat_both, scope == CONF_SCOPE_CLIENT ? compat_client : compat_server};
+	char name[128];
+
+	for (size_t t = 0; t < 2; t++)
+		for (const struct conf_key *k = tables[t]; k->name; k++)
+			fn(arg, k->name);
+	for (size_t p = 0; p < tls_prefix_count(scope); p++) {
+		for (size_t f = 0; f <= TLS_FILES; f++) {
+			snprintf(name, sizeof(name), "%s%s", tls_prefixes[p], f == TLS_FILES ? "enable" : tls_files[f]);
+			fn(arg, name);
+		}
+	}
 }
