@@ -4,6 +4,9 @@
 
 #include "store_ops.h"
 
+#include <pb_decode.h>
+#include <stdio.h>
+
 static int simple_batch(mmc_store *s, uint32_t body, const char *const *keys, size_t n, int *results)
 {
 	int rc = store_check_ready(s);
@@ -33,6 +36,50 @@ int mmc_remove(mmc_store *s, const char *key)
 	int result, rc = simple_batch(s, WB_REMOVE, &key, 1, &result);
 
 	return rc ? rc : result;
+}
+
+static int decode_count(struct mcall *c, uint32_t body, const uint8_t *data, size_t len)
+{
+	mmc_Reply r = mmc_Reply_init_zero;
+	pb_istream_t st = pb_istream_from_buffer(data, len);
+
+	if (body != WB_REPLY || !pb_decode(&st, mmc_Reply_fields, &r))
+		return MMC_INTERNAL_ERROR;
+	*(uint64_t *)c->arg = r.count;
+	return r.result;
+}
+
+/* pattern "" matches every object on the wire; the public call for that is mmc_remove_all */
+static int remove_matching(mmc_store *s, const char *pattern, uint64_t *removed)
+{
+	mmc_RemoveMatching req = mmc_RemoveMatching_init_zero;
+	uint64_t n = 0;
+	struct mcall c = {.decode = decode_count, .arg = &n};
+	int rc = store_check_ready(s);
+
+	if (rc)
+		return rc;
+	snprintf(req.pattern, sizeof(req.pattern), "%s", pattern);
+	rc = meta_call(s->meta, WB_REMOVE_MATCHING, mmc_RemoveMatching_fields, &req, &c);
+	if (rc == 0)
+		*removed = n;
+	return rc;
+}
+
+int mmc_remove_by_regex(mmc_store *s, const char *regex, uint64_t *removed)
+{
+	size_t len = regex ? strlen(regex) : 0;
+
+	if (!s || !removed || len == 0 || len > MMC_WIRE_PATTERN_MAX)
+		return MMC_INVALID_PARAM;
+	return remove_matching(s, regex, removed);
+}
+
+int mmc_remove_all(mmc_store *s, uint64_t *removed)
+{
+	if (!s || !removed)
+		return MMC_INVALID_PARAM;
+	return remove_matching(s, "", removed);
 }
 
 int mmc_is_exist(mmc_store *s, const char *key)

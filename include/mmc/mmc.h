@@ -468,6 +468,28 @@ MMC_API int mmc_batch_get_into(mmc_store *s, const char *const *keys, void *cons
 MMC_API int mmc_batch_remove(mmc_store *s, const char *const *keys, size_t n, int *results);
 
 /**
+ * Removes every readable object whose key matches regex, a POSIX extended regular expression (regcomp with
+ * REG_EXTENDED) searched anywhere in the key: "^model/" for a prefix, "" is refused (see mmc_remove_all()). Objects
+ * still being written are left alone; memory under a read lease is freed when the lease ends. One meta round trip;
+ * the meta server walks its whole index (about 1 s per 10^6 objects, during which it serves nothing else), so this
+ * is for administration, not the data path. Acknowledged once the removals are durable.
+ * @param regex   [in] 1..1023 bytes, read during the call only
+ * @param removed [out] how many objects were removed (set on MMC_OK only)
+ * @return MMC_OK; MMC_INVALID_PARAM (s, regex, removed, an empty or too long pattern, or one the meta server cannot
+ *         compile); MMC_CLIENT_NOT_INIT; MMC_META_BACKUP_ERROR (see mmc_remove()); MMC_NOT_CONNECTED_META;
+ *         MMC_TIMEOUT; MMC_INTERNAL_ERROR.
+ * Thread-safe.
+ */
+MMC_API int mmc_remove_by_regex(mmc_store *s, const char *regex, uint64_t *removed);
+
+/**
+ * Removes every readable object, as mmc_remove_by_regex() with a pattern that matches every key.
+ * @param removed [out] how many objects were removed (set on MMC_OK only)
+ * @return as mmc_remove_by_regex(). Thread-safe.
+ */
+MMC_API int mmc_remove_all(mmc_store *s, uint64_t *removed);
+
+/**
  * results[i] = 1 or 0, as mmc_is_exist().
  * @return MMC_OK when accepted; MMC_INVALID_PARAM; MMC_CLIENT_NOT_INIT; MMC_NOT_CONNECTED_META; MMC_TIMEOUT;
  *         MMC_MALLOC_FAILED; MMC_INTERNAL_ERROR. Thread-safe.

@@ -343,3 +343,32 @@ Test(store_api, config_file_setup)
 	mmc_destroy(s);
 	unlink(path);
 }
+
+Test(store_api, remove_by_regex_and_remove_all)
+{
+	static const char *keys[] = {"rx/a/1", "rx/a/2", "rx/b/1", "plain"};
+	static char buf[4096];
+	uint64_t removed = 99;
+
+	for (size_t i = 0; i < 4; i++)
+		cr_assert_eq(mmc_put_from(s1, keys[i], buf, sizeof(buf), MMC_COPY_H2G, NULL), 0);
+	cr_assert_eq(mmc_remove_by_regex(s2, "^rx/a/", &removed), 0);
+	cr_assert_eq(removed, 2);
+	cr_assert_eq(mmc_is_exist(s1, "rx/a/1"), 0);
+	cr_assert_eq(mmc_is_exist(s1, "rx/a/2"), 0);
+	cr_assert_eq(mmc_is_exist(s1, "rx/b/1"), 1, "not matched: kept");
+	cr_assert_eq(mmc_remove_by_regex(s2, "^rx/a/", &removed), 0);
+	cr_assert_eq(removed, 0, "nothing left to match");
+	removed = 99;
+	cr_assert_eq(mmc_remove_by_regex(s2, "(", &removed), MMC_INVALID_PARAM, "a pattern that does not compile");
+	cr_assert_eq(removed, 99, "untouched on error");
+	cr_assert_eq(mmc_remove_by_regex(s2, "", &removed), MMC_INVALID_PARAM, "every key is mmc_remove_all");
+	cr_assert_eq(mmc_remove_by_regex(s2, NULL, &removed), MMC_INVALID_PARAM);
+	cr_assert_eq(mmc_remove_by_regex(s2, "x", NULL), MMC_INVALID_PARAM);
+	cr_assert_eq(mmc_remove_by_regex(NULL, "x", &removed), MMC_INVALID_PARAM);
+	cr_assert_eq(mmc_remove_all(NULL, &removed), MMC_INVALID_PARAM);
+	cr_assert_eq(mmc_remove_all(s3, &removed), 0);
+	cr_assert_geq(removed, 2, "rx/b/1 and plain at least (other tests' keys too)");
+	cr_assert_eq(mmc_is_exist(s1, "plain"), 0);
+	cr_assert_eq(mmc_is_exist(s1, "rx/b/1"), 0);
+}
