@@ -6,18 +6,18 @@
 
 #include "conf_parse.h"
 #include "log.h"
+#include "log_level.h"
 #include "wire_limits.h"
 
 #define TB       (UINT64_C(1) << 40)
 #define F(field) offsetof(struct client_conf, field), sizeof(((struct client_conf *)0)->field)
 
 static const char *const protocols[] = {"host_tcp", "host_shm", "host_rdma", "auto", NULL};
-static const char *const log_levels[] = {"debug", "info", "warn", "error", NULL};
 
 static const struct conf_key keys[] = {
     {"ock.mmc.meta_service_url", CONF_STR, F(c.meta_service_url), 0, 0, NULL},
     {"ock.mmc.local_service.config_store_url", CONF_STR, F(c.config_store_url), 0, 0, NULL},
-    {"ock.mmc.log_level", CONF_STR, F(c.log_level), 0, 0, log_levels},
+    {"ock.mmc.log_level", CONF_STR, F(c.log_level), 0, 0, log_level_names},
     {"ock.mmc.local_service.world_size", CONF_U32, F(c.world_size), 1, MMC_RANKS_MAX, NULL},
     {"ock.mmc.local_service.protocol", CONF_STR, F(c.protocol), 0, 0, protocols},
     {"ock.mmc.local_service.hcom_url", CONF_STR, F(c.hcom_url), 0, 0, NULL},
@@ -123,7 +123,7 @@ static int check(struct client_conf *o, char *err, size_t errlen)
 		snprintf(err, errlen, "a string field of mmc_local_config is not NUL-terminated");
 		return MMC_INVALID_PARAM;
 	}
-	if (lg_parse_level(c->log_level, &o->log_level)) {
+	if (log_level_parse(c->log_level, &o->log_level)) {
 		snprintf(err, errlen, "bad value \"%s\" for \"ock.mmc.log_level\" (debug, info, warn or error)",
 		         c->log_level);
 		return MMC_INVALID_PARAM;

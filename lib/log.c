@@ -3,14 +3,13 @@
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
-#include <string.h>
+
+#include "log_level.h"
 
 static void default_handler(int level, const char *msg)
 {
-	static const char *const names[] = {"debug", "info", "warn", "error"};
-
 	if (level >= MMC_LOG_WARN)
-		fprintf(stderr, "libmmc %s: %s\n", names[level & 3], msg);
+		fprintf(stderr, "libmmc %s: %s\n", log_level_name(level), msg);
 }
 
 static _Atomic(mmc_log_fn) handler = default_handler;
@@ -24,19 +23,6 @@ void mmc_set_log_handler(mmc_log_fn fn)
 void lg_set_level(int level)
 {
 	atomic_store(&threshold, level);
-}
-
-int lg_parse_level(const char *name, int *level)
-{
-	static const char *const names[] = {"debug", "info", "warn", "error"};
-
-	for (int i = 0; i < 4; i++) {
-		if (strcmp(name, names[i]) == 0) {
-			*level = i;
-			return 0;
-		}
-	}
-	return -1;
 }
 
 int lg_enabled(int level)

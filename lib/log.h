@@ -8,7 +8,6 @@
 #include "mmc/mmc.h"
 
 void lg_set_level(int level);
-int lg_parse_level(const char *name, int *level);
 int lg_enabled(int level);
 void lg_emit(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

@@ -5,8 +5,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "log_level.h"
+
 static enum log_level current = LOG_INFO;
-static const char *const names[] = {"debug", "info", "warn", "error"};
 
 void log_set_level(enum log_level level)
 {
@@ -15,13 +16,12 @@ void log_set_level(enum log_level level)
 
 int log_parse_level(const char *name, enum log_level *out)
 {
-	for (int i = 0; i < 4; i++) {
-		if (strcmp(name, names[i]) == 0) {
-			*out = (enum log_level)i;
-			return 0;
-		}
-	}
-	return -1;
+	int level;
+
+	if (log_level_parse(name, &level))
+		return -1;
+	*out = (enum log_level)level;
+	return 0;
 }
 
 bool log_enabled(enum log_level level)
@@ -39,7 +39,7 @@ static void vlog(enum log_level level, const char *fmt, va_list ap)
 	clock_gettime(CLOCK_REALTIME, &ts);
 	gmtime_r(&ts.tv_sec, &tm);
 	n = snprintf(line, sizeof(line), "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ %-5s ", tm.tm_year + 1900, tm.tm_mon + 1,
-	             tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000000, names[level]);
+	             tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000000, log_level_name((int)level));
 	vsnprintf(line + n, sizeof(line) - (size_t)n, fmt, ap);
 	fprintf(stderr, "%s\n", line);
 }

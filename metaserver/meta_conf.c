@@ -6,15 +6,14 @@
 
 #include "conf_parse.h"
 #include "kvcm/kvcm.h"
+#include "log_level.h"
 #include "mmc/mmc.h"
 
 #define F(field) offsetof(struct meta_conf, field), sizeof(((struct meta_conf *)0)->field)
 
-static const char *const log_levels[] = {"debug", "info", "warn", "error", NULL};
-
 static const struct conf_key keys[] = {
     {"ock.mmc.meta_service_url", CONF_STR, F(meta_service_url), 0, 0, NULL},
-    {"ock.mmc.log_level", CONF_STR, F(log_level), 0, 0, log_levels},
+    {"ock.mmc.log_level", CONF_STR, F(log_level), 0, 0, log_level_names},
     {"ock.mmc.evict_threshold_high", CONF_U32, F(evict_high), 1, 99, NULL},
     {"ock.mmc.evict_threshold_low", CONF_U32, F(evict_low), 1, 98, NULL},
     {"ock.mmc.meta.lease_ttl_ms", CONF_U64, F(lease_ttl_ms), 1, 2147483647, NULL},
