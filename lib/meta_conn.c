@@ -24,9 +24,15 @@
 
 enum mc_state { MC_DOWN, MC_CONNECTING, MC_READY };
 
+/*
+ * Who owns what: lock guards state, fd, next_id, pending, session and the task route, and every write to them
+ * takes it. The reader and keeper handles (reader_started, keeper_started) belong to the thread that starts and
+ * joins them: meta_conn_open's caller, then the keeper alone. stop and losses are atomics, read without the lock.
+ * send_lock only orders the bytes of whole frames on the socket; it is never held together with lock.
+ */
 struct meta_conn {
 	const struct client_conf *conf;
-	pthread_mutex_t lock; /* state, pending, session */
+	pthread_mutex_t lock;
 	pthread_cond_t state_cond;
 	pthread_mutex_t send_lock;
 	enum mc_state state;
@@ -35,7 +41,8 @@ struct meta_conn {
 	struct mcall *pending[BUCKETS];
 	struct meta_session session;
 	pthread_t reader, keeper;
-	bool reader_started, keeper_started, stop;
+	bool reader_started, keeper_started;
+	_Atomic bool stop;
 	meta_reconnect_fn on_reconnect;
 	void *owner;
 	meta_task_fn on_task;
@@ -191,8 +198,15 @@ static void dispatch(struct meta_conn *mc, const uint8_t *frame, size_t len)
 	if (wire_split(frame, len, &id, &body, &data, &dlen) || !id)
 		return;
 	if (body == WB_TASK) { /* a request from the server, not a reply */
-		if (mc->on_task)
-			mc->on_task(mc->task_owner, id, data, dlen);
+		meta_task_fn fn;
+		void *owner;
+
+		pthread_mutex_lock(&mc->lock);
+		fn = mc->on_task;
+		owner = mc->task_owner;
+		pthread_mutex_unlock(&mc->lock);
+		if (fn)
+			fn(owner, id, data, dlen);
 		return;
 	}
 	pthread_mutex_lock(&mc->lock);
@@ -243,7 +257,7 @@ static void *reader_main(void *arg)
 	fail_all(mc, MMC_NOT_CONNECTED_META);
 	pthread_cond_broadcast(&mc->state_cond);
 	pthread_mutex_unlock(&mc->lock);
-	if (!mc->stop)
+	if (!atomic_load(&mc->stop))
 		lg_warn("lost the meta server connection; reconnecting");
 	return NULL;
 }
@@ -340,8 +354,10 @@ int meta_send(struct meta_conn *mc, uint32_t body, const pb_msgdesc_t *fields, c
 
 void meta_conn_on_task(struct meta_conn *mc, meta_task_fn fn, void *owner)
 {
+	pthread_mutex_lock(&mc->lock);
 	mc->task_owner = owner;
 	mc->on_task = fn;
+	pthread_mutex_unlock(&mc->lock);
 }
 
 int meta_reply(struct meta_conn *mc, uint64_t id, int result)
@@ -387,6 +403,16 @@ static int decode_hello(struct mcall *c, uint32_t body, const uint8_t *data, siz
 
 /* ---- connection life ---- */
 
+/* The connection is down and its reader gone: forget the socket (under the lock: senders read fd) and close it. */
+static void conn_drop_fd(struct meta_conn *mc, int fd)
+{
+	pthread_mutex_lock(&mc->lock);
+	mc->state = MC_DOWN;
+	mc->fd = -1;
+	pthread_mutex_unlock(&mc->lock);
+	close(fd);
+}
+
 /* Opens a socket, starts its reader and says hello. Called without the lock. */
 static int handshake(struct meta_conn *mc)
 {
@@ -405,8 +431,7 @@ static int handshake(struct meta_conn *mc)
 	mc->state = MC_CONNECTING;
 	pthread_mutex_unlock(&mc->lock);
 	if (pthread_create(&mc->reader, NULL, reader_main, mc)) {
-		close(fd);
-		mc->state = MC_DOWN;
+		conn_drop_fd(mc, fd);
 		return MMC_ERROR;
 	}
 	mc->reader_started = true;
@@ -429,8 +454,7 @@ static int handshake(struct meta_conn *mc)
 		shutdown(fd, SHUT_RDWR);
 		pthread_join(mc->reader, NULL);
 		mc->reader_started = false;
-		close(fd);
-		mc->fd = -1;
+		conn_drop_fd(mc, fd);
 	}
 	return rc;
 }
@@ -439,6 +463,7 @@ static void *keeper_main(void *arg)
 {
 	struct meta_conn *mc = arg;
 	uint32_t backoff = BACKOFF_MIN;
+	int fd;
 
 	pthread_mutex_lock(&mc->lock);
 	while (!mc->stop) {
@@ -458,14 +483,14 @@ static void *keeper_main(void *arg)
 			continue;
 		}
 		/* down: the reader has exited; close its socket and try again */
+		fd = mc->fd;
 		pthread_mutex_unlock(&mc->lock);
 		if (mc->reader_started) {
 			pthread_join(mc->reader, NULL);
 			mc->reader_started = false;
-			close(mc->fd);
-			mc->fd = -1;
+			conn_drop_fd(mc, fd);
 		}
-		if (!mc->stop && handshake(mc) == 0) {
+		if (!atomic_load(&mc->stop) && handshake(mc) == 0) {
 			lg_info("reconnected to the meta server");
 			pthread_mutex_lock(&mc->lock);
 			continue;
@@ -516,7 +541,7 @@ void meta_conn_close(struct meta_conn *mc)
 	if (!mc)
 		return;
 	pthread_mutex_lock(&mc->lock);
-	mc->stop = true;
+	atomic_store(&mc->stop, true);
 	if (mc->fd >= 0)
 		shutdown(mc->fd, SHUT_RDWR);
 	pthread_cond_broadcast(&mc->state_cond);

@@ -41,6 +41,8 @@ static int fetch(struct mmc_store *s, uint32_t rank, struct peer *out)
 	struct info_ctx ctx;
 	struct mcall c = {.decode = decode_info, .arg = &ctx};
 	struct peer *p;
+	uint32_t my_rank;
+	uint64_t my_incarnation;
 	int rc;
 
 	memset(&ctx, 0, sizeof(ctx));
@@ -57,7 +59,8 @@ static int fetch(struct mmc_store *s, uint32_t rank, struct peer *out)
 		return MMC_MALLOC_FAILED;
 	p->rank = rank;
 	p->incarnation = ctx.info.incarnation;
-	p->self = s->registered && rank == s->rank && ctx.info.incarnation == s->incarnation;
+	p->self =
+	    store_ident(s, &my_rank, &my_incarnation) && rank == my_rank && ctx.info.incarnation == my_incarnation;
 	p->nsegs = ctx.info.segments_count;
 	for (uint32_t i = 0; i < p->nsegs; i++) {
 		p->segs[i].media = ctx.info.segments[i].media;

@@ -19,8 +19,32 @@ mmc_store *mmc_create(void)
 	if (!s)
 		return NULL;
 	pthread_mutex_init(&s->life, NULL);
+	pthread_mutex_init(&s->ident_lock, NULL);
 	atomic_init(&s->state, ST_CREATED);
 	return s;
+}
+
+bool store_ident(struct mmc_store *s, uint32_t *rank, uint64_t *incarnation)
+{
+	bool registered;
+
+	pthread_mutex_lock(&s->ident_lock);
+	registered = s->registered;
+	if (registered) {
+		*rank = s->rank;
+		*incarnation = s->incarnation;
+	}
+	pthread_mutex_unlock(&s->ident_lock);
+	return registered;
+}
+
+static void ident_set(struct mmc_store *s, bool registered, uint32_t rank, uint64_t incarnation)
+{
+	pthread_mutex_lock(&s->ident_lock);
+	s->registered = registered;
+	s->rank = rank;
+	s->incarnation = incarnation;
+	pthread_mutex_unlock(&s->ident_lock);
 }
 
 int store_check_ready(const struct mmc_store *s)
@@ -78,10 +102,15 @@ static int register_service(struct mmc_store *s, bool rejoin)
 	struct mcall c = {.decode = decode_register, .arg = &info, .bypass = true};
 	size_t alen;
 	const void *addr = fabric_addr(s->fab, &alen);
+	uint32_t rank = 0;
+	uint64_t incarnation = 0;
 	int rc;
 
-	r.rank = rejoin ? (int32_t)s->rank : -1;
-	r.incarnation = rejoin ? s->incarnation : 0;
+	/* a rejoin asks for the identity it had; only this thread (init, then the keeper) ever changes it */
+	if (!rejoin || !store_ident(s, &rank, &incarnation))
+		rejoin = false;
+	r.rank = rejoin ? (int32_t)rank : -1;
+	r.incarnation = rejoin ? incarnation : 0;
 	memcpy(r.fabric_addr.bytes, addr, alen);
 	r.fabric_addr.size = (pb_size_t)alen;
 	snprintf(r.provider, sizeof(r.provider), "%s", fabric_provider(s->fab));
@@ -100,12 +129,10 @@ static int register_service(struct mmc_store *s, bool rejoin)
 	rc = meta_call(s->meta, WB_REGISTER, mmc_Register_fields, &r, &c);
 	if (rc)
 		return rc;
-	if (rejoin && (info.rank != s->rank || info.incarnation != s->incarnation))
-		lg_warn("the meta server did not keep local service %u (incarnation %llu); joined again as %u", s->rank,
-		        (unsigned long long)s->incarnation, info.rank);
-	s->rank = info.rank;
-	s->incarnation = info.incarnation;
-	s->registered = true;
+	if (rejoin && (info.rank != rank || info.incarnation != incarnation))
+		lg_warn("the meta server did not keep local service %u (incarnation %llu); joined again as %u", rank,
+		        (unsigned long long)incarnation, info.rank);
+	ident_set(s, true, info.rank, info.incarnation);
 	return 0;
 }
 
@@ -157,7 +184,7 @@ static void stop_all(struct mmc_store *s)
 		s->fab = NULL;
 	}
 	pool_unmap(&s->pool);
-	s->registered = false;
+	ident_set(s, false, 0, 0);
 }
 
 static int init_locked(struct mmc_store *s, uint32_t device_id, bool init_bm)
@@ -216,8 +243,11 @@ int mmc_teardown(mmc_store *s)
 		return MMC_INVALID_PARAM;
 	pthread_mutex_lock(&s->life);
 	if (atomic_load(&s->state) == ST_READY) {
+		uint32_t rank;
+		uint64_t incarnation;
+
 		atomic_store(&s->state, ST_CREATED);
-		if (s->registered) {
+		if (store_ident(s, &rank, &incarnation)) {
 			mmc_Unregister u = mmc_Unregister_init_zero;
 			struct mcall c = {.decode = meta_decode_reply};
 
@@ -236,6 +266,7 @@ void mmc_destroy(mmc_store *s)
 	if (!s)
 		return;
 	mmc_teardown(s);
+	pthread_mutex_destroy(&s->ident_lock);
 	pthread_mutex_destroy(&s->life);
 	free(s);
 }
@@ -264,14 +295,16 @@ int mmc_unregister_buffer(mmc_store *s, void *buf, size_t size)
 
 int mmc_get_local_service_id(mmc_store *s, uint32_t *id)
 {
+	uint64_t incarnation;
 	int rc;
 
 	if (!s || !id)
 		return MMC_INVALID_PARAM;
 	if ((rc = store_check_ready(s)))
 		return rc;
-	if (!s->init_bm)
+	/* a client-only store has no identity; a local service always has one while ready (a rejoin replaces it
+	 * whole, under the lock) */
+	if (!s->init_bm || !store_ident(s, id, &incarnation))
 		return MMC_NOT_STARTED;
-	*id = s->rank;
 	return 0;
 }

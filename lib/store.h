@@ -54,6 +54,9 @@ struct mmc_store {
 	struct pool pool;
 	struct fab_mr pool_mr;
 	struct ssd *ssd; /* the SSD tier, when configured */
+	/* The local service's identity: written by mmc_init and by the keeper thread when it rejoins after a
+	 * reconnect, read by any caller (mmc_get_local_service_id, the peer cache's "is this my pool"). A leaf lock. */
+	pthread_mutex_t ident_lock;
 	bool registered;
 	uint32_t rank;
 	uint64_t incarnation;
@@ -65,6 +68,10 @@ struct mmc_store {
 int peers_get(struct mmc_store *s, uint32_t rank, uint64_t incarnation, struct peer *out);
 void peers_init(struct peers *p);
 void peers_fini(struct peers *p);
+
+/* Reads the local service's identity under its lock; false (and *rank, *incarnation untouched) when not
+ * registered. */
+bool store_ident(struct mmc_store *s, uint32_t *rank, uint64_t *incarnation);
 
 /* Common checks of every data and metadata call. */
 int store_check_ready(const struct mmc_store *s);
