@@ -1,13 +1,20 @@
 /*
  * libmmc logging. libmmc never writes anywhere on its own: lines go to the handler set with
- * mmc_set_log_handler(); the default handler writes warnings and errors to stderr. Thread-safe.
+ * mmc_set_log_handler(); the default handler writes warnings and errors to stderr. The contract the handler is
+ * called under (threads, locks, re-entry) is stated at mmc_set_log_handler() in mmc/mmc.h. Thread-safe.
  */
 #ifndef MMC_LIB_LOG_H
 #define MMC_LIB_LOG_H
 
 #include "mmc/mmc.h"
 
-void lg_set_level(int level);
+/*
+ * The process-wide threshold is the most verbose level held by any configured store (MMC_LOG_WARN with none): a
+ * store holds its ock.mmc.log_level from a successful mmc_setup() (or mmc_init() without one) until it is set up
+ * again or torn down.
+ */
+void lg_level_hold(int level);
+void lg_level_release(int level);
 int lg_enabled(int level);
 void lg_emit(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

@@ -59,9 +59,40 @@ bool store_key_ok(const char *key)
 	return key && key[0] && memchr(key, '\0', MMC_KEY_MAX + 1);
 }
 
+/* Resolves cfg (NULL: defaults and $MMC_LOCAL_CONFIG_PATH) and, only when it is good, makes it the store's. The
+ * store's log level replaces its previous one in the process-wide rule (lg_level_hold). Caller holds life. */
+static int configure(struct mmc_store *s, const mmc_local_config *cfg, const char *who)
+{
+	struct client_conf *next = malloc(sizeof(*next));
+	char err[512];
+	int rc;
+
+	if (!next)
+		return MMC_MALLOC_FAILED;
+	rc = local_config_resolve(cfg, next, err, sizeof(err));
+	if (rc) {
+		lg_error("%s: %s", who, err);
+		free(next);
+		return rc;
+	}
+	if (s->has_conf)
+		lg_level_release(s->conf.log_level);
+	s->conf = *next;
+	free(next);
+	lg_level_hold(s->conf.log_level);
+	s->has_conf = true;
+	return 0;
+}
+
+static void unconfigure(struct mmc_store *s)
+{
+	if (s->has_conf)
+		lg_level_release(s->conf.log_level);
+	s->has_conf = false;
+}
+
 int mmc_setup(mmc_store *s, const mmc_local_config *cfg)
 {
-	char err[512];
 	int rc;
 
 	if (!s)
@@ -71,14 +102,9 @@ int mmc_setup(mmc_store *s, const mmc_local_config *cfg)
 		rc = MMC_REPEAT_CALL;
 		goto out;
 	}
-	rc = local_config_resolve(cfg, &s->conf, err, sizeof(err));
-	if (rc) {
-		lg_error("mmc_setup: %s", err);
-		goto out;
-	}
-	lg_set_level(s->conf.log_level);
-	s->has_conf = true;
-	atomic_store(&s->state, ST_SETUP);
+	rc = configure(s, cfg, "mmc_setup");
+	if (rc == 0)
+		atomic_store(&s->state, ST_SETUP);
 out:
 	pthread_mutex_unlock(&s->life);
 	return rc;
@@ -189,17 +215,10 @@ static void stop_all(struct mmc_store *s)
 
 static int init_locked(struct mmc_store *s, uint32_t device_id, bool init_bm)
 {
-	char err[512];
 	int rc;
 
-	if (!s->has_conf) {
-		if ((rc = local_config_resolve(NULL, &s->conf, err, sizeof(err)))) {
-			lg_error("mmc_init: %s", err);
-			return rc;
-		}
-		lg_set_level(s->conf.log_level);
-		s->has_conf = true;
-	}
+	if (!s->has_conf && (rc = configure(s, NULL, "mmc_init")))
+		return rc;
 	s->init_bm = init_bm;
 	s->device_id = device_id;
 	if (!(s->gva = gva_tracker_new()))
@@ -256,7 +275,7 @@ int mmc_teardown(mmc_store *s)
 		stop_all(s);
 	}
 	atomic_store(&s->state, ST_CREATED);
-	s->has_conf = false;
+	unconfigure(s);
 	pthread_mutex_unlock(&s->life);
 	return 0;
 }

@@ -102,6 +102,7 @@ extern "C" {
 #define MMC_URL_SIZE       1024
 #define MMC_PROTOCOL_SIZE  64
 #define MMC_LOG_LEVEL_SIZE 16
+#define MMC_LOG_LINE_MAX   1024 /**< bytes of one log line handed to the log handler, with its NUL */
 /**@}*/
 
 /** @name Media */
@@ -147,7 +148,8 @@ typedef struct mmc_local_config {
 	char meta_service_url[1024];
 	/** Accepted for compatibility; mmc exchanges fabric addresses through the meta server. */
 	char config_store_url[1024];
-	/** "debug", "info", "warn" (default) or "error" (ock.mmc.log_level). */
+	/** "debug", "info", "warn" (default) or "error" (ock.mmc.log_level). The level is process-wide: the most
+	 *  verbose of all configured stores' levels applies (see mmc_set_log_handler()). */
 	char log_level[16];
 	/** Most local services in the cluster, 1..1024 (ock.mmc.local_service.world_size). Default 256. */
 	uint32_t world_size;
@@ -455,8 +457,32 @@ MMC_API int mmc_get_local_service_id(mmc_store *s, uint32_t *id);
 MMC_API const char *mmc_strerror(int code);
 
 /**
- * Sets the process-wide log handler; NULL restores the default, which writes warnings and errors to stderr.
- * Thread-safe; the handler may be called from libmmc's threads and must be thread-safe itself.
+ * Sets the process-wide log handler; NULL restores the default, which writes warnings and errors to stderr as
+ * "libmmc LEVEL: msg".
+ *
+ * The handler's contract:
+ * - Which lines: those at or above the process-wide level, which is the most verbose mmc_local_config.log_level
+ *   (ock.mmc.log_level) among the stores configured now — by mmc_setup(), or by mmc_init() without it, until
+ *   mmc_teardown() — and "warn" when none is. Stores do not override each other: one set to "error" does not
+ *   silence another's "debug", and the order of their mmc_setup() calls does not matter.
+ * - When and where: synchronously, on the thread that met the event: an application thread inside a libmmc call,
+ *   or one of libmmc's own threads (per store: the meta reader, the keeper, the fabric progress thread and, with an
+ *   SSD tier, the SSD worker; docs/architecture.md lists them). Calls on several threads may overlap: the handler
+ *   must be thread-safe.
+ * - Locks: it may run while its thread holds libmmc's internal locks (a store's life lock in mmc_setup(),
+ *   mmc_init() and mmc_teardown(), its buffer-registration lock during a transfer, its GVA-range lock during
+ *   mmc_batch_malloc() and mmc_batch_add_lease()). So it must not call libmmc, except mmc_strerror(),
+ *   mmc_version() and mmc_set_log_handler(): any other call may deadlock (on the meta reader thread, a call that
+ *   waits for a reply only that thread can deliver never returns). A line libmmc logs while the same thread is
+ *   inside the handler is dropped, so logging never re-enters it.
+ * - It should return quickly: on a store's meta reader thread it delays every reply of that store.
+ * - level is an enum mmc_log_level; msg is NUL-terminated, without a trailing newline, at most
+ *   MMC_LOG_LINE_MAX - 1 bytes (longer lines are truncated) and valid only during the call.
+ *
+ * @param fn [in] the new handler, NULL for the default
+ * Thread-safe. When it returns no other thread is still inside the previous handler and none will enter it again,
+ * so what the old handler used may be released. Called from inside a handler it switches at once, without that
+ * wait.
  */
 MMC_API void mmc_set_log_handler(mmc_log_fn fn);
 

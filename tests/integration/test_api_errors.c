@@ -2,8 +2,12 @@
 #include <criterion/criterion.h>
 #include <mmc/mmc.h>
 
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "proc.h"
 
@@ -190,4 +194,113 @@ Test(api_errors, protocol_choice_and_fi_provider_override)
 	cr_assert_eq(mmc_is_exist(t, "anything"), 0);
 	mmc_destroy(t);
 	unsetenv("FI_PROVIDER");
+}
+
+/* ---- the log handler's contract (mmc_set_log_handler) ---- */
+
+static atomic_int provider_lines; /* "fabric: provider ..." is logged at info by every mmc_init */
+
+static void count_provider_lines(int level, const char *msg)
+{
+	if (level == MMC_LOG_INFO && strstr(msg, "fabric: provider"))
+		atomic_fetch_add(&provider_lines, 1);
+}
+
+/* mmc_init against a port nobody listens on: it opens the fabric (one info line), then fails at the meta server */
+static int info_lines_of_one_init(mmc_store *t)
+{
+	atomic_store(&provider_lines, 0);
+	cr_assert_eq(mmc_init(t, 0, false), MMC_NOT_CONNECTED_META);
+	return atomic_load(&provider_lines);
+}
+
+Test(api_errors, log_level_is_the_most_verbose_of_the_configured_stores)
+{
+	mmc_local_config c = config("tcp://127.0.0.1:1");
+	mmc_store *a = mmc_create(), *b = mmc_create();
+
+	snprintf(c.meta_service_url, sizeof(c.meta_service_url), "tcp://127.0.0.1:%u", free_port());
+	mmc_set_log_handler(count_provider_lines);
+	snprintf(c.log_level, sizeof(c.log_level), "info");
+	cr_assert_eq(mmc_setup(a, &c), 0);
+	snprintf(c.log_level, sizeof(c.log_level), "error");
+	cr_assert_eq(mmc_setup(b, &c), 0);
+	/* b's "error", set up last, does not silence what a asked for */
+	cr_assert_eq(info_lines_of_one_init(b), 1, "a store's info level holds while another is set to error");
+	mmc_teardown(a);
+	cr_assert_eq(mmc_setup(b, &c), 0);
+	cr_assert_eq(info_lines_of_one_init(b), 0, "a torn down store's level no longer counts");
+	snprintf(c.log_level, sizeof(c.log_level), "debug");
+	cr_assert_eq(mmc_setup(a, &c), 0);
+	snprintf(c.log_level, sizeof(c.log_level), "error");
+	cr_assert_eq(mmc_setup(a, &c), 0);
+	cr_assert_eq(info_lines_of_one_init(b), 0, "setting a store up again replaces its level");
+	mmc_set_log_handler(NULL);
+	mmc_destroy(a);
+	mmc_destroy(b);
+}
+
+static atomic_int slow_entered, slow_left;
+
+static void slow_handler(int level, const char *msg)
+{
+	struct timespec ts = {0, 200 * 1000 * 1000};
+
+	if (atomic_exchange(&slow_entered, 1))
+		return;
+	nanosleep(&ts, NULL);
+	atomic_store(&slow_left, 1);
+}
+
+static void *bad_setup(void *arg)
+{
+	mmc_local_config c = config("http://nowhere"); /* logs one error line */
+
+	mmc_setup(arg, &c);
+	return NULL;
+}
+
+Test(api_errors, replacing_the_log_handler_waits_for_calls_in_it)
+{
+	mmc_store *t = mmc_create();
+	pthread_t th;
+
+	mmc_set_log_handler(slow_handler);
+	cr_assert_eq(pthread_create(&th, NULL, bad_setup, t), 0);
+	while (!atomic_load(&slow_entered))
+		sched_yield();
+	mmc_set_log_handler(NULL);
+	cr_assert(atomic_load(&slow_left), "mmc_set_log_handler returned while another thread was in the old handler");
+	pthread_join(th, NULL);
+	mmc_destroy(t);
+}
+
+static atomic_int nested_lines;
+static mmc_store *idle_store; /* no thread holds its locks: a call on it from the handler cannot deadlock */
+
+static void reentering_handler(int level, const char *msg)
+{
+	mmc_local_config c = mmc_default_local_config();
+
+	atomic_fetch_add(&nested_lines, 1);
+	/* the error this setup logs, from inside the handler, is dropped rather than recursing; the swap must not
+	 * wait for this very call */
+	snprintf(c.protocol, sizeof(c.protocol), "bad");
+	cr_expect_eq(mmc_setup(idle_store, &c), MMC_INVALID_PARAM);
+	mmc_set_log_handler(NULL);
+}
+
+Test(api_errors, a_handler_may_replace_itself_and_is_not_reentered)
+{
+	mmc_local_config c = config("http://nowhere");
+	mmc_store *t = mmc_create();
+
+	idle_store = mmc_create();
+	mmc_set_log_handler(reentering_handler);
+	cr_assert_eq(mmc_setup(t, &c), MMC_INVALID_PARAM);
+	cr_assert_eq(atomic_load(&nested_lines), 1, "one line, no recursion");
+	cr_assert_eq(mmc_setup(t, &c), MMC_INVALID_PARAM);
+	cr_assert_eq(atomic_load(&nested_lines), 1, "the handler replaced itself");
+	mmc_destroy(idle_store);
+	mmc_destroy(t);
 }
