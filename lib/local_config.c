@@ -35,11 +35,32 @@ static const struct conf_key keys[] = {
     {NULL, 0, 0, 0, 0, 0, NULL},
 };
 
-mmc_local_config mmc_default_local_config(void)
+/*
+ * Bytes of mmc_local_config in each layout a caller may have been built with: a caller's struct is read (and
+ * initialised) only this far; the fields after it come from the defaults. Appending a field: bump
+ * MMC_LOCAL_CONFIG_VERSION, add the new version here as sizeof(mmc_local_config), and set the previous one to
+ * offsetof(mmc_local_config, <the first new field>) — never more than that older struct's size, so it is never read
+ * past its end.
+ */
+static const size_t layout_bytes[] = {
+    [1] = sizeof(mmc_local_config),
+};
+
+_Static_assert(sizeof(layout_bytes) / sizeof(layout_bytes[0]) == MMC_LOCAL_CONFIG_VERSION + 1,
+               "every version up to MMC_LOCAL_CONFIG_VERSION has its size");
+_Static_assert(offsetof(mmc_local_config, version) == 0, "the version is the first field");
+
+size_t local_config_layout_bytes(uint32_t version)
+{
+	return version >= 1 && version <= MMC_LOCAL_CONFIG_VERSION ? layout_bytes[version] : 0;
+}
+
+static void defaults(mmc_local_config *out)
 {
 	mmc_local_config c;
 
 	memset(&c, 0, sizeof(c));
+	c.version = MMC_LOCAL_CONFIG_VERSION;
 	strcpy(c.meta_service_url, "tcp://127.0.0.1:5000");
 	strcpy(c.config_store_url, "tcp://127.0.0.1:6000");
 	strcpy(c.log_level, "warn");
@@ -50,7 +71,20 @@ mmc_local_config mmc_default_local_config(void)
 	c.timeout_ms = 60000;
 	c.heartbeat_ms = 1000;
 	c.rma_timeout_ms = 10000;
-	return c;
+	*out = c;
+}
+
+int mmc_local_config_init(mmc_local_config *cfg, uint32_t version)
+{
+	size_t bytes = local_config_layout_bytes(version);
+	mmc_local_config d;
+
+	if (!cfg || !bytes)
+		return MMC_INVALID_PARAM;
+	defaults(&d);
+	d.version = version;
+	memcpy(cfg, &d, bytes);
+	return 0;
 }
 
 struct load_ctx {
@@ -169,7 +203,20 @@ int local_config_resolve(const mmc_local_config *in, struct client_conf *out, ch
 	int rc;
 
 	memset(out, 0, sizeof(*out));
-	out->c = in ? *in : mmc_default_local_config();
+	defaults(&out->c);
+	if (in) {
+		size_t bytes = local_config_layout_bytes(in->version);
+
+		if (!bytes) {
+			snprintf(err, errlen,
+			         "mmc_local_config.version is %u, not a layout this library knows (1..%u): fill the "
+			         "struct with mmc_default_local_config()",
+			         in->version, MMC_LOCAL_CONFIG_VERSION);
+			return MMC_INVALID_PARAM;
+		}
+		memcpy(&out->c, in, bytes); /* the caller's layout; later fields keep their defaults */
+		out->c.version = MMC_LOCAL_CONFIG_VERSION;
+	}
 	out->c.config_path[sizeof(out->c.config_path) - 1] = '\0';
 	path = in ? out->c.config_path : getenv("MMC_LOCAL_CONFIG_PATH");
 	if (path && path[0]) {

@@ -16,6 +16,9 @@ struct client_conf {
 	int log_level;
 };
 
+/* Bytes of mmc_local_config in layout version, 0 for a version this library does not know. */
+size_t local_config_layout_bytes(uint32_t version);
+
 /*
  * Resolves in into out: copies it, loads the file named by in->config_path (or $MMC_LOCAL_CONFIG_PATH when in is
  * NULL), then checks every field. Returns 0 or MMC_INVALID_PARAM with a message naming the key in err.

@@ -47,6 +47,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "mmc/mmc_version.h"
 
@@ -138,10 +139,24 @@ enum mmc_log_level { MMC_LOG_DEBUG = 0, MMC_LOG_INFO = 1, MMC_LOG_WARN = 2, MMC_
 typedef struct mmc_store mmc_store;
 
 /**
- * Local configuration, mirroring the seed's local_config. Fill it with mmc_default_local_config() and override
- * what you need. Fields are only ever appended.
+ * The layout of mmc_local_config this header describes. It grows by one whenever fields are appended; the library
+ * accepts every version up to its own.
+ */
+#define MMC_LOCAL_CONFIG_VERSION 1
+
+/**
+ * Local configuration, mirroring the seed's local_config. Fill it with mmc_default_local_config() (or
+ * mmc_local_config_init()) and override what you need; never build one from scratch.
+ *
+ * Versioned (libgit2 style): the first field, version, says which layout the caller was compiled with. Fields are
+ * only ever appended, and each addition bumps MMC_LOCAL_CONFIG_VERSION. mmc_setup() reads only the bytes the
+ * caller's version has and takes the built-in defaults for the fields added since, so a program built against an
+ * older header keeps working with a newer library; a version the library does not know (0, garbage, or newer than
+ * the library) is refused with MMC_INVALID_PARAM instead of being read past its end.
  */
 typedef struct mmc_local_config {
+	/** MMC_LOCAL_CONFIG_VERSION of the caller's header; set by mmc_default_local_config(). Always first. */
+	uint32_t version;
 	/** A `key = value` file with ock.mmc.* keys; when set, its values override the fields below. */
 	char config_path[1024];
 	/** Meta server, "tcp://host:port" (ock.mmc.meta_service_url). Default tcp://127.0.0.1:5000. */
@@ -212,10 +227,31 @@ typedef struct mmc_key_info {
 typedef void (*mmc_log_fn)(int level, const char *msg);
 
 /**
- * Returns the built-in defaults: meta tcp://127.0.0.1:5000, protocol "auto", world_size 256, dram_size 1 GiB,
- * max_dram_size 64 GiB, log_level "warn", timeout 60 s, heartbeat 1 s. Thread-safe.
+ * Fills *cfg with the built-in defaults of layout `version` and sets cfg->version: meta tcp://127.0.0.1:5000,
+ * protocol "auto", world_size 256, dram_size 1 GiB, max_dram_size 64 GiB, log_level "warn", timeout 60 s,
+ * heartbeat 1 s, rma_timeout 10 s (docs/configuration.md lists every default). Writes only the bytes that version
+ * has.
+ *
+ * @param cfg     [out] caller-owned, at least as large as that version's mmc_local_config
+ * @param version [in] MMC_LOCAL_CONFIG_VERSION
+ * @return MMC_OK; MMC_INVALID_PARAM (cfg NULL, or a version this library does not know: 0, or newer than it —
+ *         cfg is left untouched). Thread-safe.
  */
-MMC_API mmc_local_config mmc_default_local_config(void);
+MMC_API int mmc_local_config_init(mmc_local_config *cfg, uint32_t version);
+
+/**
+ * Returns the built-in defaults for this header's layout (mmc_local_config_init() with
+ * MMC_LOCAL_CONFIG_VERSION). Inline, so that the struct is sized by the caller's header, never by the library's.
+ * Against a library older than this header the result has version 0, which mmc_setup() refuses. Thread-safe.
+ */
+static inline mmc_local_config mmc_default_local_config(void)
+{
+	mmc_local_config c;
+
+	memset(&c, 0, sizeof(c));
+	mmc_local_config_init(&c, MMC_LOCAL_CONFIG_VERSION);
+	return c;
+}
 
 /**
  * Allocates a store. Returns NULL only when memory is exhausted. The caller owns it and frees it with

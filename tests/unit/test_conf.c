@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "conf_parse.h"
@@ -154,6 +155,54 @@ Test(conf, client_file)
 	cr_assert_eq(local_config_resolve(NULL, &r, err, sizeof(err)), 0, "%s", err);
 	cr_assert_str_eq(r.c.protocol, "host_shm");
 	unlink(path);
+}
+
+Test(conf, client_config_versions)
+{
+	mmc_local_config c = mmc_default_local_config(), d;
+	static const uint32_t bad[] = {0, MMC_LOCAL_CONFIG_VERSION + 1, 0xdeadbeef};
+	struct client_conf r;
+	mmc_store *s = mmc_create();
+	char err[256];
+
+	cr_assert_eq(c.version, MMC_LOCAL_CONFIG_VERSION);
+	cr_assert_eq(local_config_layout_bytes(MMC_LOCAL_CONFIG_VERSION), sizeof(mmc_local_config));
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		c.version = bad[i];
+		cr_assert_eq(mmc_setup(s, &c), MMC_INVALID_PARAM, "version %u", bad[i]);
+		cr_assert_eq(local_config_resolve(&c, &r, err, sizeof(err)), MMC_INVALID_PARAM);
+		cr_assert(strstr(err, "version"), "%s", err);
+		memset(&d, 0x5a, sizeof(d));
+		cr_assert_eq(mmc_local_config_init(&d, bad[i]), MMC_INVALID_PARAM);
+		cr_assert_eq(d.version, 0x5a5a5a5a, "a refused init leaves the struct alone");
+	}
+	cr_assert_eq(mmc_local_config_init(NULL, MMC_LOCAL_CONFIG_VERSION), MMC_INVALID_PARAM);
+	cr_assert_eq(mmc_local_config_init(&d, MMC_LOCAL_CONFIG_VERSION), 0);
+	cr_assert_eq(memcmp(&d.meta_service_url, c.meta_service_url, sizeof(d.meta_service_url)), 0);
+	mmc_destroy(s);
+}
+
+/* Every layout's struct, put so that its last byte ends a readable page: neither mmc_local_config_init() nor
+ * mmc_setup() touches a byte past what the caller's version has (a newer library, an older caller). */
+Test(conf, client_config_is_never_read_past_its_version)
+{
+	long page = sysconf(_SC_PAGESIZE);
+
+	for (uint32_t v = 1; v <= MMC_LOCAL_CONFIG_VERSION; v++) {
+		size_t bytes = local_config_layout_bytes(v),
+		       data = (bytes + (size_t)page - 1) / (size_t)page * (size_t)page;
+		char *map = mmap(NULL, data + (size_t)page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		mmc_local_config *c = (mmc_local_config *)(void *)(map + data - bytes);
+		mmc_store *s = mmc_create();
+
+		cr_assert_neq(map, MAP_FAILED);
+		cr_assert_eq(mprotect(map + data, (size_t)page, PROT_NONE), 0);
+		cr_assert_eq(mmc_local_config_init(c, v), 0, "version %u", v);
+		cr_assert_eq(c->version, v);
+		cr_assert_eq(mmc_setup(s, c), 0, "version %u", v);
+		mmc_destroy(s);
+		munmap(map, data + (size_t)page);
+	}
 }
 
 Test(conf, server_keys)
