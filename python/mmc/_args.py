@@ -6,6 +6,8 @@ negative value or one too large for the C type. Sequences: any iterable that is 
 """
 import ctypes
 import operator
+from array import array
+from itertools import accumulate
 
 U64_MAX = (1 << 64) - 1
 
@@ -80,7 +82,11 @@ def key(k, name="key"):
 
 
 def keys(ks, name="keys"):
-    return [key(k, name) for k in seq(ks, name)]
+    ks = seq(ks, name)
+    try:
+        return [k.encode() for k in ks]
+    except AttributeError:  # bytes keys, or a wrong type (TypeError from key())
+        return [key(k, name) for k in ks]
 
 
 def key_ok(k):
@@ -92,7 +98,48 @@ def key_array(encoded):
     return (ctypes.c_char_p * len(encoded))(*encoded)
 
 
+def u64s(v, name):
+    """array('Q') of a sequence of non-negative ints (numpy arrays too); TypeError for anything else."""
+    if isinstance(v, (str, bytes, bytearray)) or v is None:
+        raise TypeError("%s: expected a sequence of ints, got %s" % (name, type(v).__name__))
+    if hasattr(v, "dtype") and hasattr(v, "tolist"):
+        v = v.tolist()
+    try:
+        return array("Q", v)
+    except OverflowError:
+        raise TypeError("%s: a value is negative or too large for 64 bits" % name) from None
+    except TypeError:
+        raise TypeError("%s: expected a sequence of ints" % name) from None
+
+
+def i32s(v, name):
+    if isinstance(v, (str, bytes, bytearray)) or v is None:
+        raise TypeError("%s: expected a sequence of ints, got %s" % (name, type(v).__name__))
+    if hasattr(v, "dtype") and hasattr(v, "tolist"):
+        v = v.tolist()
+    try:
+        return array("i", v)
+    except OverflowError:
+        raise TypeError("%s: a value does not fit 32 bits" % name) from None
+    except TypeError:
+        raise TypeError("%s: expected a sequence of ints" % name) from None
+
+
+def addr(a):
+    """The address of an array.array's items (valid while a lives and is not resized)."""
+    return a.buffer_info()[0]
+
+
+def results(n):
+    return array("i", bytes(4 * n))
+
+
+def zeros_u64(n):
+    return array("Q", bytes(8 * n))
+
+
 def ptr_array(ptrs):
+    """A ctypes array of addresses (the Pythonic layer's few-buffer calls)."""
     return (ctypes.c_void_p * len(ptrs))(*ptrs)
 
 
@@ -100,10 +147,18 @@ def size_array(sizes):
     return (ctypes.c_size_t * len(sizes))(*sizes)
 
 
-def nested(v, name, count):
-    """A list of count lists of uints (the layer calls' [[ptr]] and [[size]])."""
-    outer = seq(v, name)
-    return [uints(inner, name) for inner in outer]
+def nested_u64s(v, name):
+    """Rows of a nested list ([[ptr]] or [[size]]) as one flat array('Q') plus each row's length."""
+    rows = [u64s(r, name) for r in seq(v, name)]
+    flat = array("Q")
+    for r in rows:
+        flat.extend(r)
+    return flat, [len(r) for r in rows]
+
+
+def row_addrs(flat, lens):
+    """array('Q') of the address of each row of a flat array('Q') (the T *const * of the layer calls)."""
+    return array("Q", accumulate((8 * n for n in lens[:-1]), initial=addr(flat)))
 
 
 class Py_buffer(ctypes.Structure):
@@ -128,6 +183,7 @@ class Buffer:
     __slots__ = ("view", "addr", "len", "held")
 
     def __init__(self, obj, name="buf", writable=False):
+        self.held = False
         if isinstance(obj, (str, int, float)) or obj is None:
             raise TypeError("%s: expected a buffer-protocol object, got %s" % (name, type(obj).__name__))
         self.view = Py_buffer()

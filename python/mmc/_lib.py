@@ -77,11 +77,13 @@ STRUCTS = {"mmc_local_config": mmc_local_config, "mmc_replicate_config": mmc_rep
 
 LOG_FN = ctypes.CFUNCTYPE(None, ctypes.c_int, ctypes.c_char_p)
 
+# Arrays (keys, pointers, sizes, results) are passed as addresses (c_void_p): the binding builds them as
+# array.array objects, several times cheaper per call than ctypes arrays.
 _p = ctypes.c_void_p
-_pp = ctypes.POINTER(ctypes.c_void_p)
-_keys = ctypes.POINTER(ctypes.c_char_p)
-_sizes = ctypes.POINTER(ctypes.c_size_t)
-_ints = ctypes.POINTER(ctypes.c_int)
+_pp = ctypes.c_void_p
+_keys = ctypes.c_void_p
+_sizes = ctypes.c_void_p
+_ints = ctypes.c_void_p
 _i32 = ctypes.c_int32
 _int = ctypes.c_int
 _sz = ctypes.c_size_t
@@ -113,14 +115,14 @@ PROTOTYPES = {
     "mmc_batch_add_lease": (_int, [_s, _keys, _sz, ctypes.c_uint64, _ints]),
     "mmc_batch_remove_lease": (_int, [_s, _keys, _sz]),
     "mmc_batch_malloc": (_int, [_s, _keys, _sizes, _sz, ctypes.c_uint16, ctypes.c_uint64,
-                                ctypes.POINTER(ctypes.c_size_t)]),
+                                _p]),
     "mmc_batch_copy": (_int, [_s, _pp, _pp, _sizes, _sz, _i32, ctypes.c_uint32]),
-    "mmc_batch_write_finish": (_int, [_s, _keys, ctypes.POINTER(ctypes.c_int32), _sz, _ints]),
+    "mmc_batch_write_finish": (_int, [_s, _keys, _ints, _sz, _ints]),
     "mmc_put_from_layers": (_int, [_s, ctypes.c_char_p, _pp, _sizes, _sz, _i32, _rc]),
     "mmc_get_into_layers": (_int, [_s, ctypes.c_char_p, _pp, _sizes, _sz, _i32]),
-    "mmc_batch_put_from_layers": (_int, [_s, _keys, ctypes.POINTER(_pp), ctypes.POINTER(_sizes), _sizes, _sz, _i32,
+    "mmc_batch_put_from_layers": (_int, [_s, _keys, _pp, _sizes, _sizes, _sz, _i32,
                                          _rc, _ints]),
-    "mmc_batch_get_into_layers": (_int, [_s, _keys, ctypes.POINTER(_pp), ctypes.POINTER(_sizes), _sizes, _sz, _i32,
+    "mmc_batch_get_into_layers": (_int, [_s, _keys, _pp, _sizes, _sizes, _sz, _i32,
                                          _ints]),
     "mmc_get_local_service_id": (_int, [_s, ctypes.POINTER(ctypes.c_uint32)]),
     "mmc_strerror": (ctypes.c_char_p, [_int]),

@@ -145,9 +145,10 @@ class DistributedObjectStore:
             ok, rc = _rc(replicateConfig)
             if not ok:
                 return ERROR
-            res = (ctypes.c_int * len(ks))()
-            r = lib.mmc_batch_put_from(self._s, A.key_array(ks), A.ptr_array([b.addr for b in bufs]),
-                                       A.size_array([b.len for b in bufs]), len(ks), H2G, rc, res)
+            res = A.results(len(ks))
+            ptrs, lens = A.u64s([b.addr for b in bufs], "values"), A.u64s([b.len for b in bufs], "values")
+            r = lib.mmc_batch_put_from(self._s, A.key_array(ks), A.addr(ptrs), A.addr(lens), len(ks), H2G, rc,
+                                       A.addr(res))
             if r:
                 return r
             return next((x for x in res if x), 0)
@@ -179,9 +180,10 @@ class DistributedObjectStore:
             return out
         bufs = {i: bytearray(infos[i].size) for i in want}
         addrs = [ctypes.addressof((ctypes.c_char * len(bufs[i])).from_buffer(bufs[i])) for i in want]
-        res = (ctypes.c_int * len(want))()
-        lib.mmc_batch_get_into(self._s, A.key_array([ks[i] for i in want]), A.ptr_array(addrs),
-                               A.size_array([infos[i].size for i in want]), len(want), G2H, res)
+        res = A.results(len(want))
+        addrs, lens = A.u64s(addrs, "buffers"), A.u64s([infos[i].size for i in want], "sizes")
+        lib.mmc_batch_get_into(self._s, A.key_array([ks[i] for i in want]), A.addr(addrs), A.addr(lens),
+                               len(want), G2H, A.addr(res))
         for j, i in enumerate(want):
             if res[j] == 0:
                 out[i] = bytes(bufs[i])
@@ -203,7 +205,7 @@ class DistributedObjectStore:
 
     def _flat(self, keys, buffer_ptrs, sizes, direct):
         ks = A.keys(keys)
-        ps, ns = A.uints(buffer_ptrs, "buffer_ptrs"), A.uints(sizes, "sizes")
+        ps, ns = A.u64s(buffer_ptrs, "buffer_ptrs"), A.u64s(sizes, "sizes")
         return ks, ps, ns, A.sint(direct, "direct")
 
     def batch_put_from(self, keys, buffer_ptrs, sizes, direct=H2G, replicateConfig=_DEFAULT_RC):
@@ -216,9 +218,9 @@ class DistributedObjectStore:
         ok, rc = _rc(replicateConfig)
         if not ok:
             return [ERROR] * len(ks)
-        res = (ctypes.c_int * len(ks))()
-        lib.mmc_batch_put_from(self._s, A.key_array(ks), A.ptr_array(ps), A.size_array(ns), len(ks), d, rc, res)
-        return list(res)
+        res = A.results(len(ks))
+        lib.mmc_batch_put_from(self._s, A.key_array(ks), A.addr(ps), A.addr(ns), len(ks), d, rc, A.addr(res))
+        return res.tolist()
 
     def batch_get_into(self, keys, buffer_ptrs, sizes, direct=G2H):
         ks, ps, ns, d = self._flat(keys, buffer_ptrs, sizes, direct)
@@ -227,70 +229,63 @@ class DistributedObjectStore:
             return [] if early == "empty" else [INVALID]
         if len(ps) != len(ks) or len(ns) != len(ks):
             return [ERROR] * len(ks)
-        res = (ctypes.c_int * len(ks))()
-        lib.mmc_batch_get_into(self._s, A.key_array(ks), A.ptr_array(ps), A.size_array(ns), len(ks), d, res)
-        return list(res)
+        res = A.results(len(ks))
+        lib.mmc_batch_get_into(self._s, A.key_array(ks), A.addr(ps), A.addr(ns), len(ks), d, A.addr(res))
+        return res.tolist()
 
     # ---- layer calls: one object gathered from / scattered to several buffers
     def put_from_layers(self, key, buffer_ptrs, sizes, direct=H2G, replicateConfig=_DEFAULT_RC):
         k = A.key(key)
-        ps, ns, d = A.uints(buffer_ptrs, "buffer_ptrs"), A.uints(sizes, "sizes"), A.sint(direct, "direct")
+        ps, ns, d = A.u64s(buffer_ptrs, "buffer_ptrs"), A.u64s(sizes, "sizes"), A.sint(direct, "direct")
         if len(ps) != len(ns):
             return INVALID
         ok, rc = _rc(replicateConfig)
         if not ok:
             return ERROR
-        return lib.mmc_put_from_layers(self._s, k, A.ptr_array(ps), A.size_array(ns), len(ps), d, rc)
+        return lib.mmc_put_from_layers(self._s, k, A.addr(ps), A.addr(ns), len(ps), d, rc)
 
     def get_into_layers(self, key, buffer_ptrs, sizes, direct=G2H):
         k = A.key(key)
-        ps, ns, d = A.uints(buffer_ptrs, "buffer_ptrs"), A.uints(sizes, "sizes"), A.sint(direct, "direct")
+        ps, ns, d = A.u64s(buffer_ptrs, "buffer_ptrs"), A.u64s(sizes, "sizes"), A.sint(direct, "direct")
         if len(ps) != len(ns):
             return INVALID
-        return lib.mmc_get_into_layers(self._s, k, A.ptr_array(ps), A.size_array(ns), len(ps), d)
+        return lib.mmc_get_into_layers(self._s, k, A.addr(ps), A.addr(ns), len(ps), d)
 
     def _layers(self, keys, buffer_ptrs, sizes, direct):
-        """(keys, ptr**, size**, layers*, direct) or an early answer list."""
+        """(keys, ptr rows, size rows, layers, direct, keepalive) or an early answer list."""
         ks = A.keys(keys)
-        pss = [A.uints(x, "buffer_ptrs") for x in A.seq(buffer_ptrs, "buffer_ptrs")]
-        nss = [A.uints(x, "sizes") for x in A.seq(sizes, "sizes")]
+        pflat, plens = A.nested_u64s(buffer_ptrs, "buffer_ptrs")
+        nflat, nlens = A.nested_u64s(sizes, "sizes")
         d = A.sint(direct, "direct")
         early = _batch_size(len(ks))
         if early:
             return [] if early == "empty" else [INVALID]
-        if len(pss) != len(ks) or len(nss) != len(ks) or any(len(p) != len(n) for p, n in zip(pss, nss)):
+        if len(plens) != len(ks) or plens != nlens:
             return [INVALID] * len(ks)
-        parr = (ctypes.POINTER(ctypes.c_void_p) * len(ks))()
-        narr = (ctypes.POINTER(ctypes.c_size_t) * len(ks))()
-        keep = []
-        for i, (p, n) in enumerate(zip(pss, nss)):
-            pa, na = A.ptr_array(p), A.size_array(n)
-            keep.append((pa, na))
-            parr[i] = ctypes.cast(pa, ctypes.POINTER(ctypes.c_void_p))
-            narr[i] = ctypes.cast(na, ctypes.POINTER(ctypes.c_size_t))
-        layers = A.size_array([len(p) for p in pss])
-        return ks, parr, narr, layers, d, keep
+        prow, nrow = A.row_addrs(pflat, plens), A.row_addrs(nflat, nlens)
+        layers = A.u64s(plens, "layers")
+        return ks, A.addr(prow), A.addr(nrow), A.addr(layers), d, (pflat, nflat, prow, nrow, layers)
 
     def batch_put_from_layers(self, keys, buffer_ptrs, sizes, direct=H2G, replicateConfig=_DEFAULT_RC):
         a = self._layers(keys, buffer_ptrs, sizes, direct)
         if isinstance(a, list):
             return a
-        ks, parr, narr, layers, d, _keep = a
+        ks, parr, narr, layers, d, _keep = a  # _keep: the arrays behind the addresses
         ok, rc = _rc(replicateConfig)
         if not ok:
             return [ERROR] * len(ks)
-        res = (ctypes.c_int * len(ks))()
-        lib.mmc_batch_put_from_layers(self._s, A.key_array(ks), parr, narr, layers, len(ks), d, rc, res)
-        return list(res)
+        res = A.results(len(ks))
+        lib.mmc_batch_put_from_layers(self._s, A.key_array(ks), parr, narr, layers, len(ks), d, rc, A.addr(res))
+        return res.tolist()
 
     def batch_get_into_layers(self, keys, buffer_ptrs, sizes, direct=G2H):
         a = self._layers(keys, buffer_ptrs, sizes, direct)
         if isinstance(a, list):
             return a
-        ks, parr, narr, layers, d, _keep = a
-        res = (ctypes.c_int * len(ks))()
-        lib.mmc_batch_get_into_layers(self._s, A.key_array(ks), parr, narr, layers, len(ks), d, res)
-        return list(res)
+        ks, parr, narr, layers, d, _keep = a  # _keep: the arrays behind the addresses
+        res = A.results(len(ks))
+        lib.mmc_batch_get_into_layers(self._s, A.key_array(ks), parr, narr, layers, len(ks), d, A.addr(res))
+        return res.tolist()
 
     # ---- metadata
     def remove(self, key, /):
@@ -301,8 +296,8 @@ class DistributedObjectStore:
         early = _batch_size(len(ks))
         if early:
             return [] if early == "empty" else [INVALID]
-        res = (ctypes.c_int * len(ks))()
-        lib.mmc_batch_remove(self._s, A.key_array(ks), len(ks), res)
+        res = A.results(len(ks))
+        lib.mmc_batch_remove(self._s, A.key_array(ks), len(ks), A.addr(res))
         return [_remove_code(r) for r in res]
 
     def remove_all(self):
@@ -318,9 +313,9 @@ class DistributedObjectStore:
         early = _batch_size(len(ks))
         if early:
             return [] if early == "empty" else [INVALID]
-        res = (ctypes.c_int * len(ks))()
-        lib.mmc_batch_is_exist(self._s, A.key_array(ks), len(ks), res)
-        return list(res)
+        res = A.results(len(ks))
+        lib.mmc_batch_is_exist(self._s, A.key_array(ks), len(ks), A.addr(res))
+        return res.tolist()
 
     def get_key_info(self, key, /, flag=0):
         k = A.key(key)
@@ -356,31 +351,31 @@ class DistributedObjectStore:
 
     # ---- the GVA one-copy flow
     def batch_alloc(self, keys, sizes, media=MEDIA_DRAM):
-        ks, ns = A.keys(keys), A.uints(sizes, "sizes")
+        ks, ns = A.keys(keys), A.u64s(sizes, "sizes")
         m = A.uint(media, "media", 0xFFFF)
         early = _batch_size(len(ks))
         if early:
             return [] if early == "empty" else [0] * len(ks)
         if len(ns) != len(ks):
             return [0] * len(ks)
-        gvas = (ctypes.c_size_t * len(ks))()
-        if lib.mmc_batch_malloc(self._s, A.key_array(ks), A.size_array(ns), len(ks), m, 0, gvas):
+        gvas = A.zeros_u64(len(ks))
+        if lib.mmc_batch_malloc(self._s, A.key_array(ks), A.addr(ns), len(ks), m, 0, A.addr(gvas)):
             return [0] * len(ks)
-        return list(gvas)
+        return gvas.tolist()
 
     def batch_copy(self, gva_ptrs, buffer_ptrs, sizes, direct=G2L):
-        gs, ps, ns = A.uints(gva_ptrs, "gva_ptrs"), A.uints(buffer_ptrs, "buffer_ptrs"), A.uints(sizes, "sizes")
+        gs, ps, ns = A.u64s(gva_ptrs, "gva_ptrs"), A.u64s(buffer_ptrs, "buffer_ptrs"), A.u64s(sizes, "sizes")
         d = A.sint(direct, "direct")
         if len(gs) != len(ps) or len(ps) != len(ns):
             return ERROR
         if not gs:
             return 0
-        return lib.mmc_batch_copy(self._s, A.ptr_array(gs), A.ptr_array(ps), A.size_array(ns), len(gs), d, 0)
+        return lib.mmc_batch_copy(self._s, A.addr(gs), A.addr(ps), A.addr(ns), len(gs), d, 0)
 
     def batch_copy_layers(self, gva_ptrs, buffer_ptrs, sizes, direct=G2L):
-        gs = A.uints(gva_ptrs, "gva_ptrs")
-        pss = [A.uints(x, "buffer_ptrs") for x in A.seq(buffer_ptrs, "buffer_ptrs")]
-        nss = [A.uints(x, "sizes") for x in A.seq(sizes, "sizes")]
+        gs = A.u64s(gva_ptrs, "gva_ptrs")
+        pss = [A.u64s(x, "buffer_ptrs") for x in A.seq(buffer_ptrs, "buffer_ptrs")]
+        nss = [A.u64s(x, "sizes") for x in A.seq(sizes, "sizes")]
         d = A.sint(direct, "direct")
         if len(pss) != len(gs) or len(nss) != len(gs) or any(len(p) != len(n) for p, n in zip(pss, nss)):
             return ERROR
@@ -394,7 +389,8 @@ class DistributedObjectStore:
                 off += n
         if not fg:
             return 0
-        return lib.mmc_batch_copy(self._s, A.ptr_array(fg), A.ptr_array(fp), A.size_array(fn), len(fg), d, 0)
+        fg, fp, fn = A.u64s(fg, "gva_ptrs"), A.u64s(fp, "buffer_ptrs"), A.u64s(fn, "sizes")
+        return lib.mmc_batch_copy(self._s, A.addr(fg), A.addr(fp), A.addr(fn), len(fg), d, 0)
 
     def batch_add_lease(self, keys, leaseTtlMs=0):
         ks = A.keys(keys)
@@ -402,9 +398,9 @@ class DistributedObjectStore:
         early = _batch_size(len(ks))
         if early:
             return [] if early == "empty" else [INVALID]
-        res = (ctypes.c_int * len(ks))()
-        lib.mmc_batch_add_lease(self._s, A.key_array(ks), len(ks), ttl, res)
-        return list(res)
+        res = A.results(len(ks))
+        lib.mmc_batch_add_lease(self._s, A.key_array(ks), len(ks), ttl, A.addr(res))
+        return res.tolist()
 
     def batch_remove_lease(self, keys):
         ks = A.keys(keys)
@@ -414,9 +410,9 @@ class DistributedObjectStore:
 
     def batch_write_finish(self, keys, results):
         ks = A.keys(keys)
-        rs = A.sints(results, "results")
+        rs = A.i32s(results, "results")
         if not ks or len(ks) > BATCH_MAX or len(rs) != len(ks):
             return [INVALID] * len(ks)
-        out = (ctypes.c_int * len(ks))()
-        lib.mmc_batch_write_finish(self._s, A.key_array(ks), (ctypes.c_int32 * len(rs))(*rs), len(ks), out)
-        return list(out)
+        out = A.results(len(ks))
+        lib.mmc_batch_write_finish(self._s, A.key_array(ks), A.addr(rs), len(ks), A.addr(out))
+        return out.tolist()
