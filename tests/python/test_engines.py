@@ -149,6 +149,31 @@ class SGLang(mmctest.ServerTest):
                 p.wait()
 
 
+class ShippedConfigs(unittest.TestCase):
+    """python/memcache_hybrid/config/mmc-{local,meta}.conf (installed with -Dmemcache_hybrid) are valid."""
+    DIR = os.path.join(mmctest.ROOT, "python", "memcache_hybrid", "config")
+
+    def test_local_conf(self):
+        c = LocalConfig()
+        c.config_path = os.path.join(self.DIR, "mmc-local.conf")
+        self.assertEqual(DistributedObjectStore().setup(c), 0)
+
+    def test_meta_conf(self):
+        d = tempfile.mkdtemp(prefix="mmc-pyconf-")
+        p = subprocess.Popen([mmctest.metaserver_binary(), "--config", os.path.join(self.DIR, "mmc-meta.conf"),
+                              "--data-dir", os.path.join(d, "data"),
+                              "--env", "ock.mmc.meta_service_url=tcp://127.0.0.1:0",
+                              "--env", "kvcm.service.http_port=0", "--env", "kvcm.service.admin_http_port=0",
+                              "--env", "kvcm.service.bind=127.0.0.1"],
+                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        try:
+            self.assertTrue(p.stdout.readline().startswith(b"mmc-metaserver ready"))
+        finally:
+            p.terminate()
+            p.wait(10)
+            p.stdout.close()
+
+
 class VllmAscend(mmctest.ServerTest):
     """kv_pool/ascend_store/backend/memcache_backend.py and pool_worker.py."""
 

@@ -62,6 +62,11 @@ class Install(unittest.TestCase):
             env = {"PYTHONPATH": pkg, "PATH": "/usr/bin:/bin"}
             code = ("import mmc, mmc.meta; print(mmc.library_path); print(mmc.meta.metaserver_path());"
                     " print(mmc.version())")
+            if self.options.get("memcache_hybrid"):
+                code += ("\nimport memcache_hybrid, os\n"
+                         "assert memcache_hybrid.DistributedObjectStore is mmc.DistributedObjectStore\n"
+                         "assert os.path.exists(os.path.join(os.path.dirname(memcache_hybrid.__file__),"
+                         " 'config', 'mmc-local.conf'))")
             out = subprocess.run(["/usr/bin/python3", "-c", code], env=env, cwd=root, capture_output=True, text=True)
             self.assertEqual(out.returncode, 0, out.stderr)
             lines = out.stdout.split()
