@@ -188,11 +188,21 @@ def load():
         except OSError as e:
             errors.append(str(e))
             continue
+        # the version first: a libmmc of another major may lack calls this package binds
+        try:
+            lib.mmc_version.restype = ctypes.c_char_p
+            lib.mmc_version.argtypes = []
+        except AttributeError:
+            raise LibraryError("%s is not libmmc: it has no mmc_version()" % path) from None
+        text = (lib.mmc_version() or b"").decode(errors="replace")
+        try:
+            check_version(text)
+        except LibraryError as e:
+            raise LibraryError("%s: %s" % (path, e)) from None
         try:
             _bind(lib)
         except AttributeError as e:
             raise LibraryError("%s is not a libmmc this package can use: %s" % (path, e)) from None
-        check_version(lib.mmc_version().decode())
         probe = mmc_local_config()
         if lib.mmc_local_config_init(ctypes.byref(probe), LOCAL_CONFIG_VERSION) != 0:
             raise LibraryError("%s does not know mmc_local_config layout %d" % (path, LOCAL_CONFIG_VERSION))

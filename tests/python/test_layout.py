@@ -69,6 +69,15 @@ class Layout(unittest.TestCase):
                 _lib.check_version(bad)
             self.assertIn("libmmc", str(cm.exception))
 
+    def test_refuses_a_library_of_another_major(self):
+        fake = os.environ.get("MMC_PY_FAKE_LIB") or os.path.join(mmctest.ROOT, "build", "tests",
+                                                                 "libfake-libmmc.so")
+        env = dict(os.environ, MMC_LIBRARY=fake)
+        r = subprocess.run([os.sys.executable, "-c", "import mmc"], env=env, capture_output=True, text=True)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("LibraryError", r.stderr)
+        self.assertIn("libmmc 9.0.0 is not supported by this mmc Python package", r.stderr)
+
     def test_refuses_an_unsupported_library(self):
         # a fresh interpreter with the version check pointed at a major it does not support
         env = dict(os.environ)
