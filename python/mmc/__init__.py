@@ -29,4 +29,4 @@ def version():
 __all__ = ["DistributedObjectStore", "KeyInfo", "LocalConfig", "MetaConfig", "MetaService", "ReplicateConfig",
            "L2G", "G2L", "G2H", "H2G", "AUTO", "MEDIA_HBM", "MEDIA_DRAM", "MEDIA_SSD", "MEDIA_NONE",
            "Store", "Error", "LibraryError", "version", "strerror", "parse_size", "set_log_handler",
-           "BATCH_MAX", "KEY_MAX", "LAYERS_MAX", "REPLICA_MAX", "library_path"]
+           "BATCH_MAX", "KEY_MAX", "LAYERS_MAX", "REPLICA_MAX", "library_path", "LOCAL_CONFIG_VERSION", "codes"]

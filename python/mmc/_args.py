@@ -11,9 +11,6 @@ from itertools import accumulate
 
 U64_MAX = (1 << 64) - 1
 
-c_char_p_arr = {}
-
-
 def uint(v, name, hi=U64_MAX):
     if isinstance(v, float):
         raise TypeError("%s: expected an int, got float" % name)
@@ -60,19 +57,6 @@ def seq(v, name):
         raise TypeError("%s: expected a sequence, got %s" % (name, type(v).__name__)) from None
 
 
-def uints(v, name, hi=U64_MAX):
-    items = seq(v, name)
-    if all(type(i) is int for i in items):
-        if items and (min(items) < 0 or max(items) > hi):
-            raise TypeError("%s: a value is out of range 0..%d" % (name, hi))
-        return items
-    return [uint(i, name, hi) for i in items]
-
-
-def sints(v, name):
-    return [sint(i, name) for i in seq(v, name)]
-
-
 def key(k, name="key"):
     if isinstance(k, str):
         return k.encode()
@@ -87,11 +71,6 @@ def keys(ks, name="keys"):
         return [k.encode() for k in ks]
     except AttributeError:  # bytes keys, or a wrong type (TypeError from key())
         return [key(k, name) for k in ks]
-
-
-def key_ok(k):
-    """A key libmmc accepts: 1..255 bytes, no NUL."""
-    return 0 < len(k) <= 255 and b"\0" not in k
 
 
 def key_array(encoded):

@@ -18,7 +18,7 @@ import logging
 import os
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Any, List, Optional
+from typing import Optional
 
 from .config import LocalConfig
 from .store import DistributedObjectStore

@@ -1,9 +1,7 @@
 """Every DistributedObjectStore method (memcache_hybrid's §1.4 surface) with good and bad input, against a real
 mmc-metaserver: the return conventions, the keyword names, positional-only methods and TypeError on wrong types."""
-import ctypes
 import os
 import tempfile
-import unittest
 
 import numpy as np
 

@@ -15,7 +15,7 @@ import torch
 
 import mmctest
 import memcache_hybrid
-from memcache_hybrid import DistributedObjectStore, LocalConfig, MetaConfig, MetaService
+from memcache_hybrid import DistributedObjectStore, LocalConfig
 
 SGLANG_CONTROL = ("device_id", "init_bm", "conf_file_path", "check_server", "metrics_url", "memcache_metrics_url",
                   "extra_backend_tag")

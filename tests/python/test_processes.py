@@ -5,13 +5,11 @@ Python writer and a C reader, interoperate."""
 import os
 import subprocess
 import sys
-import unittest
 
 import numpy as np
 import torch
 
 import mmctest
-import mmc
 import shapes
 
 

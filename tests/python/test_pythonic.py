@@ -1,6 +1,5 @@
 """mmc.Store, the Pythonic layer: a context manager, exceptions with codes, numpy / torch / memoryview buffers,
 registration on request, put_tensor / get_tensor."""
-import unittest
 
 import numpy as np
 import torch

@@ -1,7 +1,6 @@
 """mmc.sglang.MmcHiCacheStorage through the stand-in HiCacheStorage base (SGLang is not installed here): loaded as
 SGLang's dynamic backend loads it, set / get / exists, and batch v1 zero-copy between two host pools."""
 import importlib
-import unittest
 
 import torch
 

@@ -8,7 +8,6 @@ import ctypes
 import sys
 import threading
 import time
-import unittest
 
 import numpy as np
 
