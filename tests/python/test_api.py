@@ -345,6 +345,18 @@ class Api(mmctest.ServerTest):
         with self.assertRaises(TypeError):
             self.s.register_buffer(buffer=a.ctypes.data, size=1)
 
+    # ---- tiers (mmc additions: mmc_prefetch_keys / mmc_evict_keys)
+    def test_prefetch_evict(self):
+        k = self.key("a")
+        self.s.put(k, b"x" * 4096)
+        self.assertEqual(self.s.prefetch_keys([k], src_media=mmc.MEDIA_DRAM, dst_media=mmc.MEDIA_SSD), INVALID)
+        self.assertEqual(self.s.evict_keys([k], flags=1), INVALID)
+        self.assertEqual(self.s.prefetch_keys([]), INVALID)
+        self.assertEqual(self.s.evict_keys([k]), 0)  # no SSD tier here: the DRAM copy is removed
+        self.assertEqual(self.s.is_exist(k), 0)
+        with self.assertRaises(TypeError):
+            self.s.evict_keys([k], src_media=-1)
+
     # ---- the GVA flow
     def test_gva_write_read(self):
         n, layers, lb = 2, 4, 4096
