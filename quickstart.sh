@@ -54,7 +54,7 @@ demo() {
 run_tests() {
     local rc=0
     meson test -C build --print-errorlogs --num-processes 2 || rc=$?
-    python3 - build/meson-logs/testlog.json <<'PY'
+    /usr/bin/python3 - build/meson-logs/testlog.json <<'PY'
 import json, re, sys
 passed = failed = 0
 for line in open(sys.argv[1]):
