@@ -45,6 +45,8 @@ class Metaserver:
             raise RuntimeError("mmc-metaserver did not start: %r" % line)
         self.port = int(m.group(2))
         self.url = "tcp://127.0.0.1:%d" % self.port
+        a = re.search(r"admin=(\d+)", line)
+        self.admin_port = int(a.group(1)) if a else None
 
     def pause(self):
         self.proc.send_signal(signal.SIGSTOP)

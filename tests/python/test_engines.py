@@ -106,6 +106,13 @@ class SGLang(mmctest.ServerTest):
         except Exception:  # close() swallows exceptions
             pass
 
+    def test_check_server(self):
+        """check_server polls metrics_url for HTTP 200: mmc-metaserver's admin /metrics answers it."""
+        import urllib.request
+        url = "http://127.0.0.1:%d/metrics" % self.meta.admin_port
+        with urllib.request.urlopen(url, timeout=10) as r:
+            self.assertEqual(r.status, 200)
+
     def test_init_failure_raises(self):
         with self.assertRaises(RuntimeError):
             self.make_store({"meta_service_url": "tcp://127.0.0.1:1"})
