@@ -7,7 +7,8 @@ cd "$(dirname "$0")"
 
 PKGS=(meson ninja-build pkg-config gcc g++ libc6-dev libfabric-dev libnanopb-dev nanopb libprotobuf-c-dev
       redis-server libhiredis-dev
-      protobuf-c-compiler liblmdb-dev libevent-dev libjansson-dev libcriterion-dev curl python3)
+      protobuf-c-compiler liblmdb-dev libevent-dev libjansson-dev libcriterion-dev curl python3
+      python3-numpy python3-torch)
 
 install_missing() {
     local missing=() sudo=()
@@ -53,7 +54,7 @@ demo() {
 run_tests() {
     local rc=0
     meson test -C build --print-errorlogs --num-processes 2 || rc=$?
-    python3 - build/meson-logs/testlog.json <<'PY'
+    /usr/bin/python3 - build/meson-logs/testlog.json <<'PY'
 import json, re, sys
 passed = failed = 0
 for line in open(sys.argv[1]):

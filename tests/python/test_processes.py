@@ -1,0 +1,128 @@
+"""Two processes: a Python writer lends a pool and writes numpy arrays, torch CPU tensors and DeepSeek-R1 shaped
+layer objects; this process, a client that lends nothing, reads them into preallocated tensors through
+batch_get_into and batch_get_into_layers, byte-exact. Then a C writer (mmc-test-node) and a Python reader, and a
+Python writer and a C reader, interoperate."""
+import os
+import subprocess
+import sys
+
+import numpy as np
+import torch
+
+import mmctest
+import shapes
+
+
+class PythonWriter(mmctest.ServerTest):
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.writer = subprocess.Popen([sys.executable, os.path.join(mmctest.HERE, "peer_writer.py"), cls.meta.url],
+                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        line = cls.writer.stdout.readline()
+        if line.strip() != b"ready":
+            cls.writer.kill()
+            super().tearDownClass()
+            raise RuntimeError("the writer process failed: %r" % line)
+        cls.s = mmctest.store(cls.meta.url, lend=False)
+        cls.data = shapes.Data()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.s.close()
+        cls.writer.stdin.close()
+        cls.writer.wait(30)
+        super().tearDownClass()
+
+    def test_objects_live_in_the_writer_pool(self):
+        me = self.s.get_local_service_id()
+        self.assertEqual(me, 4294967295)  # a client lends nothing
+        infos = self.s.batch_get_key_info(self.data.np_keys + self.data.dsr1_keys)
+        self.assertTrue(all(i.size() > 0 and len(i.loc_list()) == 1 for i in infos))
+
+    def test_numpy_into_tensors(self):
+        outs = [torch.empty(a.nbytes, dtype=torch.uint8) for a in self.data.np_arrays]
+        res = self.s.batch_get_into(self.data.np_keys, [t.data_ptr() for t in outs], [t.numel() for t in outs])
+        self.assertEqual(res, [0] * len(outs))
+        for a, t in zip(self.data.np_arrays, outs):
+            self.assertTrue(np.array_equal(a, t.numpy()))
+
+    def test_tensors_into_tensors(self):
+        outs = [torch.empty_like(t) for t in self.data.tensors]
+        for t in outs:
+            self.assertEqual(self.s.register_buffer(t.data_ptr(), t.numel() * t.element_size()), 0)
+        res = self.s.batch_get_into(self.data.torch_keys, [t.data_ptr() for t in outs],
+                                    [t.numel() * t.element_size() for t in outs], 2)
+        self.assertEqual(res, [0] * len(outs))
+        for want, got in zip(self.data.tensors, outs):
+            self.assertTrue(torch.equal(want, got))
+            self.assertEqual(self.s.unregister_buffer(got.data_ptr(), got.numel() * got.element_size()), 0)
+
+    def test_dsr1_layers(self):
+        k = torch.zeros_like(self.data.dsr1_k)
+        v = torch.zeros_like(self.data.dsr1_v)
+        ptrs, sizes = shapes.Data.dsr1_layers(k, v)
+        self.assertEqual(len(ptrs[0]), 2 * shapes.DSR1_LAYERS)
+        res = self.s.batch_get_into_layers(self.data.dsr1_keys, ptrs, sizes, 2)
+        self.assertEqual(res, [0] * len(self.data.dsr1_keys))
+        self.assertTrue(torch.equal(k, self.data.dsr1_k))
+        self.assertTrue(torch.equal(v, self.data.dsr1_v))
+        per_key = shapes.DSR1_LAYERS * (shapes.DSR1_K + shapes.DSR1_V)
+        self.assertEqual(self.s.get_key_info(self.data.dsr1_keys[0]).size(), per_key)
+        whole = torch.empty(per_key, dtype=torch.uint8)  # the same object as one flat buffer
+        self.assertEqual(self.s.get_into(self.data.dsr1_keys[1], whole.data_ptr(), per_key), 0)
+        layer0 = torch.cat([self.data.dsr1_k[1, 0], self.data.dsr1_v[1, 0]])
+        self.assertTrue(torch.equal(whole[:shapes.DSR1_K + shapes.DSR1_V], layer0))
+
+
+class CInterop(mmctest.ServerTest):
+    """mmc-test-node (C, tests/integration/node.c) and Python on the same cluster."""
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        node = os.environ.get("MMC_TEST_NODE") or os.path.join(mmctest.ROOT, "build", "tests", "mmc-test-node")
+        env = dict(os.environ, MMC_TEST_META=cls.meta.url, MMC_PROTOCOL=mmctest.PROTOCOL)
+        cls.node = subprocess.Popen([node], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, text=True)
+        code, _rank = cls.cmd("init 1 67108864").split()
+        assert code == "0", code
+        cls.s = mmctest.store(cls.meta.url, dram="64MB")
+
+    @classmethod
+    def cmd(cls, line):
+        cls.node.stdin.write(line + "\n")
+        cls.node.stdin.flush()
+        return cls.node.stdout.readline().strip()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.s.close()
+        cls.node.stdin.write("quit\n")
+        cls.node.stdin.close()
+        cls.node.wait(30)
+        super().tearDownClass()
+
+    def test_c_writer_python_reader(self):
+        size = (1 << 20) + 3
+        self.assertEqual(self.cmd("put interop/c2py %d 42" % size), "0")
+        out = np.zeros(size, np.uint8)
+        self.assertEqual(self.s.get_into("interop/c2py", out.ctypes.data, size), 0)
+        self.assertTrue(np.array_equal(out, mmctest.pattern(size, 42)))
+        self.assertEqual(self.cmd("bput interop/batch/ 4 65536 100").split(), ["0"] * 5)
+        outs = [np.zeros(65536, np.uint8) for _ in range(4)]
+        res = self.s.batch_get_into(["interop/batch/%d" % i for i in range(4)], [o.ctypes.data for o in outs],
+                                    [65536] * 4)
+        self.assertEqual(res, [0] * 4)
+        for i, o in enumerate(outs):
+            self.assertTrue(np.array_equal(o, mmctest.pattern(65536, 100 + i)))
+
+    def test_python_writer_c_reader(self):
+        size = 300000
+        a = mmctest.pattern(size, 9)
+        self.assertEqual(self.s.put_from("interop/py2c", a.ctypes.data, size), 0)
+        self.assertEqual(self.cmd("get interop/py2c %d 9" % size), "0")  # 99 would mean the bytes differ
+        self.assertEqual(self.cmd("exist interop/py2c"), "1")
+
+
+if __name__ == "__main__":
+    mmctest.main()

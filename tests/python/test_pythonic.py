@@ -1,0 +1,126 @@
+"""mmc.Store, the Pythonic layer: a context manager, exceptions with codes, numpy / torch / memoryview buffers,
+registration on request, put_tensor / get_tensor."""
+
+import numpy as np
+import torch
+
+import mmctest
+import mmc
+
+
+class Pythonic(mmctest.ServerTest):
+    def open(self, **kw):
+        return mmc.Store(self.meta.url, protocol=mmctest.PROTOCOL, dram_size="64MB", **kw)
+
+    def test_context_manager_and_errors(self):
+        with self.open() as s:
+            self.assertFalse(s.closed)
+            s.put("py/a", b"hello")
+            self.assertEqual(s.get("py/a"), b"hello")
+            self.assertTrue(s.exists("py/a"))
+            self.assertEqual(s.batch_exists(["py/a", "py/none"]), [True, False])
+            with self.assertRaises(mmc.ObjectNotExistsError) as cm:
+                s.get("py/none")
+            self.assertEqual(cm.exception.code, -3007)
+            self.assertIn("MMC_OBJECT_NOT_EXISTS", cm.exception.message)
+            with self.assertRaises(mmc.InvalidParamError):
+                s.put("", b"x")
+            with self.assertRaises(mmc.Error):
+                s.get_into("py/a", bytearray(3))  # wrong size
+            s.remove("py/a")
+            with self.assertRaises(mmc.NotFoundError):
+                s.remove("py/a")
+            self.assertLess(s.local_service_id, 4294967295)
+        self.assertTrue(s.closed)
+
+    def test_bad_settings(self):
+        with self.assertRaises(mmc.InvalidParamError):
+            mmc.Store(self.meta.url, dram_size="lots")
+        with self.assertRaises(TypeError):
+            mmc.Store(self.meta.url, no_such_setting=1)
+        with self.assertRaises(mmc.NotConnectedMetaError):
+            mmc.Store("tcp://127.0.0.1:1", protocol=mmctest.PROTOCOL, lend=False)
+
+    def test_buffers_everywhere(self):
+        with self.open() as s:
+            a = np.arange(1000, dtype=np.float32)
+            t = torch.arange(500, dtype=torch.int64)
+            s.put("py/np", a)
+            s.put("py/torch", t, register=True)
+            s.put("py/mv", memoryview(b"view bytes"))
+            out_np, out_t, out_mv = np.zeros_like(a), torch.zeros_like(t), bytearray(10)
+            s.get_into("py/np", out_np)
+            s.get_into("py/torch", out_t, register=True)
+            s.get_into("py/mv", memoryview(out_mv))
+            self.assertTrue(np.array_equal(a, out_np))
+            self.assertTrue(torch.equal(t, out_t))
+            self.assertEqual(bytes(out_mv), b"view bytes")
+            s.put("py/raw", a.ctypes.data, size=16)  # a raw address with an explicit size
+            self.assertEqual(s.get("py/raw"), a[:4].tobytes())
+            with self.assertRaises(TypeError):
+                s.get_into("py/np", np.zeros(2000, np.float32)[::2])  # not contiguous
+            with self.assertRaises(TypeError):
+                s.get_into("py/mv", b"read-only!")  # a get needs writable memory
+            with self.assertRaises(TypeError):
+                s.put("py/x", a.ctypes.data)  # a raw address needs size=
+
+    def test_batches(self):
+        with self.open() as s:
+            keys = ["py/b/%d" % i for i in range(6)]
+            vals = [torch.full((256,), i, dtype=torch.uint8) for i in range(6)]
+            s.put_batch(keys, vals)
+            outs = [np.zeros(256, np.uint8) for _ in keys]
+            s.get_batch_into(keys, outs, register=True)
+            self.assertTrue(all((o == i).all() for i, o in enumerate(outs)))
+            with self.assertRaises(mmc.BatchError) as cm:
+                s.get_batch_into(keys[:2] + ["py/b/none"], outs[:3])
+            self.assertEqual(cm.exception.results[:2], [0, 0])
+            self.assertEqual(cm.exception.results[2], -3007)
+            s.remove_batch(keys)
+            self.assertEqual(s.batch_exists(keys), [False] * 6)
+
+    def test_register(self):
+        with self.open() as s:
+            buf = torch.zeros(1 << 20, dtype=torch.uint8)
+            s.register(buf)
+            s.register(buf)  # idempotent
+            s.put("py/reg", buf)
+            s.unregister(buf)
+            with self.assertRaises(mmc.InvalidParamError):
+                s.unregister(buf)
+
+    def test_tensors(self):
+        with self.open() as s:
+            x = torch.randn(4, 8, 16)
+            s.put_tensor("py/t", x)
+            y = s.get_tensor("py/t")
+            self.assertEqual(y.dtype, torch.float32)
+            self.assertTrue(torch.equal(x, y))
+            out = torch.empty_like(x)
+            self.assertIs(s.get_tensor("py/t", out=out, register=True), out)
+            self.assertTrue(torch.equal(x, out))
+            a = np.arange(12, dtype=np.int16).reshape(3, 4)
+            s.put_tensor("py/n", a)
+            b = s.get_tensor("py/n")
+            self.assertEqual((b.dtype, b.shape), (a.dtype, a.shape))
+            self.assertTrue(np.array_equal(a, b))
+            h = torch.ones(10, dtype=torch.bfloat16)
+            s.put_tensor("py/bf16", h)
+            self.assertTrue(torch.equal(s.get_tensor("py/bf16"), h))
+            s.put("py/plain", b"x" * 300)
+            with self.assertRaises(mmc.Error):
+                s.get_tensor("py/plain")
+
+    def test_log_handler(self):
+        lines = []
+        mmc.set_log_handler(lambda level, msg: lines.append((level, msg)))
+        try:
+            with self.assertRaises(mmc.Error):
+                mmc.Store(self.meta.url, protocol="pigeon")
+        finally:
+            mmc.set_log_handler(None)
+        self.assertTrue(any("pigeon" in m for _, m in lines), lines)
+
+
+if __name__ == "__main__":
+    mmctest.main()

@@ -1,0 +1,103 @@
+"""Data calls do not hold the GIL while libmmc works: two Python threads transfer at the same time.
+
+With a one-second switch interval, a call that held the GIL would keep the other thread out for its whole
+duration, so the two threads' calls could not overlap in time (except at a forced switch). The control runs the
+very same C function through ctypes.PyDLL, which keeps the GIL, and shows that the measure tells the two apart.
+"""
+import ctypes
+import sys
+import threading
+import time
+
+import numpy as np
+
+import mmctest
+import mmc
+from mmc import _args as A
+
+N, SIZE, CALLS = 16, 1 << 20, 30
+
+
+class Threads(mmctest.ServerTest):
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.s = mmctest.store(cls.meta.url, dram="96MB")
+        cls.keys = [["t%d/%d" % (t, i) for i in range(N)] for t in range(2)]
+        cls.src = [np.full(SIZE, i, np.uint8) for i in range(N)]
+        for ks in cls.keys:
+            assert cls.s.batch_put_from(ks, [a.ctypes.data for a in cls.src], [SIZE] * N) == [0] * N
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.s.close()
+        super().tearDownClass()
+
+    def run_pair(self, call):
+        """Runs call(thread_index) CALLS times in each of two threads; returns each thread's (t0, t1) intervals."""
+        spans = [[], []]
+        start = threading.Barrier(2)
+
+        def worker(t):
+            start.wait()
+            for _ in range(CALLS):
+                t0 = time.perf_counter()
+                call(t)
+                spans[t].append((t0, time.perf_counter()))
+
+        old = sys.getswitchinterval()
+        sys.setswitchinterval(1.0)
+        try:
+            th = [threading.Thread(target=worker, args=(t,)) for t in range(2)]
+            for x in th:
+                x.start()
+            for x in th:
+                x.join()
+        finally:
+            sys.setswitchinterval(old)
+        return spans
+
+    @staticmethod
+    def overlapping(spans):
+        b = spans[1]
+        return sum(1 for (s0, e0) in spans[0] if any(s1 < e0 and s0 < e1 for (s1, e1) in b))
+
+    def test_batch_get_into_overlaps(self):
+        dst = [[np.zeros(SIZE, np.uint8) for _ in range(N)] for _ in range(2)]
+        ptrs = [[d.ctypes.data for d in row] for row in dst]
+
+        def call(t):
+            assert self.s.batch_get_into(self.keys[t], ptrs[t], [SIZE] * N) == [0] * N
+
+        n = self.overlapping(self.run_pair(call))
+        self.assertGreaterEqual(n, CALLS // 2, "only %d of %d calls overlapped the other thread's" % (n, CALLS))
+        self.assertTrue(all((d == self.src[i]).all() for row in dst for i, d in enumerate(row)))
+
+    def test_put_from_overlaps(self):
+        def call(t):
+            for i in range(4):
+                self.s.put_from("p%d/%d" % (t, i), self.src[i].ctypes.data, SIZE)  # duplicates after round 1
+            assert self.s.batch_get_into(self.keys[t][:4], [self.src[i].ctypes.data for i in range(4)],
+                                         [SIZE] * 4) == [0] * 4
+
+        n = self.overlapping(self.run_pair(call))
+        self.assertGreaterEqual(n, CALLS // 2, "only %d of %d calls overlapped" % (n, CALLS))
+
+    def test_control_holding_the_gil_serialises(self):
+        held = ctypes.PyDLL(mmc.library_path).mmc_batch_get_into
+        held.restype = ctypes.c_int
+        held.argtypes = mmc._lib.lib.mmc_batch_get_into.argtypes
+        dst = [[np.zeros(SIZE, np.uint8) for _ in range(N)] for _ in range(2)]
+        args = [(A.key_array([k.encode() for k in self.keys[t]]), A.ptr_array([d.ctypes.data for d in dst[t]]),
+                 A.size_array([SIZE] * N)) for t in range(2)]
+
+        def call(t):
+            res = (ctypes.c_int * N)()
+            assert held(self.s._s, args[t][0], args[t][1], args[t][2], N, 2, res) == 0
+
+        n = self.overlapping(self.run_pair(call))
+        self.assertLessEqual(n, 3, "%d calls overlapped although the GIL was held" % n)
+
+
+if __name__ == "__main__":
+    mmctest.main()
