@@ -124,9 +124,8 @@ static int parse_args(int argc, char **argv, struct meta_conf *conf)
 	return 0;
 }
 
-static void sweep_cb(evutil_socket_t fd, short what, void *arg)
+static void meta_sweep(struct meta *m)
 {
-	struct meta *m = arg;
 	uint64_t now = clock_ms();
 
 	objects_sweep(m, now);
@@ -134,6 +133,11 @@ static void sweep_cb(evutil_socket_t fd, short what, void *arg)
 	conns_sweep(m, now);
 	alloc_queue_kick(m); /* waiting requests past their deadline fail now */
 	tier_kick(m);
+}
+
+static void sweep_cb(evutil_socket_t fd, short what, void *arg)
+{
+	meta_sweep(arg);
 }
 
 static void kick_cb(evutil_socket_t fd, short what, void *arg)
@@ -271,6 +275,7 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	list_init(&m.conns);
 	m.ops = &rpc_ops;
+	m.sweep = meta_sweep;
 	if (getrandom(&m.run_id, sizeof(m.run_id), 0) != sizeof(m.run_id))
 		m.run_id = clock_ns() ^ ((uint64_t)getpid() << 32);
 	tier_init(&m);

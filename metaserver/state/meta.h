@@ -123,6 +123,8 @@ struct meta {
 	const struct policy_ops *ops; /* how policy reaches the network: filled by the RPC layer, or by a unit test */
 	/* called by service_unmount before a service goes, so the moves it was making fail first (tier.c sets it) */
 	void (*service_leaving)(struct meta *m, struct service *svc);
+	/* the object store's deadline sweep (main.c sets it): the debug clock runs it after moving the clock */
+	void (*sweep)(struct meta *m);
 	struct event_base *base;
 	struct persist *persist;
 	struct kvcm *kvcm;

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "http_client.h"
 #include "pattern.h"
 #include "store_fixture.h"
 
@@ -20,11 +21,29 @@ static mmc_store *s; /* this process: a local service */
 
 static void start(void)
 {
-	const char *conf[] = {"ock.mmc.meta.lease_ttl_ms=2000", NULL};
+	const char *conf[] = {"ock.mmc.meta.lease_ttl_ms=2000", "kvcm.service.enable_debug_service=true", NULL};
 
 	cr_assert_eq(metaserver_start(&meta, conf), 0);
 	snprintf(env_meta, sizeof(env_meta), "MMC_TEST_META=%s", meta.url);
 	s = fixture_store(meta.url, true, 8 * MiB);
+}
+
+/*
+ * The server's logical clock (docs/kvcm.md, debugClock): body is {"freeze":true} or {"advance_ms":N}. An advance
+ * runs the server's deadline sweep before the reply; it stays well under the clients' heartbeat timeout (10 s).
+ */
+static void meta_clock(const char *body)
+{
+	struct hc c = {-1, meta.admin_port};
+	char *out = NULL;
+	json_t *r;
+
+	cr_assert_eq(hc_request(&c, "POST", "/api/debugClock", body, strlen(body), &out), 200, "debugClock %s", body);
+	r = json_loads(out, 0, NULL);
+	cr_assert(json_is_true(json_object_get(r, "frozen")), "debugClock %s: %s", body, out);
+	json_decref(r);
+	free(out);
+	hc_close(&c);
 }
 
 static void stop(void)
@@ -252,13 +271,14 @@ Test(gva, a_dead_writers_allocation_is_reclaimed_after_its_lease)
 	void *b = buf;
 	int32_t ok = 0;
 
+	meta_clock("{\"freeze\":true}");
 	start_node(&w, 1);
 	cr_assert_eq(CMD(&w, "gwrite unfinished/ 1 1 4096 1 500"), 0, "%s", reply);
 	node_kill(&w);
 	cr_assert_neq(mmc_is_exist(s, "unfinished/0"), 1);
 	cr_assert_eq(mmc_batch_write_finish(s, k, &ok, 1, &res), 0);
 	cr_assert_eq(res, MMC_UNMATCHED_KEY, "another store cannot finish it");
-	usleep(800000); /* the 500 ms write lease runs out */
+	meta_clock("{\"advance_ms\":500}"); /* the 500 ms write lease runs out */
 	cr_assert_eq(mmc_batch_malloc(s, k, &size, 1, MMC_MEDIA_DRAM, 0, &gva), 0);
 	cr_assert_neq(gva, 0, "the key is free again");
 	pattern_fill(buf, size, 2);
@@ -279,11 +299,13 @@ Test(gva, an_expired_write_lease_refuses_copies)
 	void *b = buf;
 	int res;
 
+	meta_clock("{\"freeze\":true}");
 	cr_assert_eq(mmc_batch_malloc(s, k, &size, 1, MMC_MEDIA_DRAM, 100, &gva), 0);
-	usleep(300000);
+	usleep(300000); /* the client judges its copy of the lease by its own clock, which runs */
 	g = gva;
 	cr_assert_eq(mmc_batch_copy(s, &g, &b, &size, 1, MMC_COPY_H2G, 0), MMC_LEASE_EXPIRED,
 	             "the space may belong to someone else now");
+	meta_clock("{\"advance_ms\":100}"); /* and the server's sweep reclaims it */
 	cr_assert_eq(mmc_batch_write_finish(s, k, &(int32_t){0}, 1, &res), 0);
 	cr_assert_eq(res, MMC_UNMATCHED_KEY, "reclaimed");
 }

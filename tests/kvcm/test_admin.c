@@ -12,6 +12,13 @@ static void up(void)
 	srv_up(NULL);
 }
 
+static void up_debug(void)
+{
+	static const char *const debug_on[] = {DEBUG_SERVICE, NULL};
+
+	srv_up(debug_on);
+}
+
 #define GROUP(name, cands, version)                                                                                    \
 	"{\"instance_group\":{\"name\":\"" name "\",\"storage_candidates\":" cands ",\"global_quota_group_name\":"     \
 	"\"q\",\"max_instance_count\":10,\"quota\":{\"capacity\":1000000,\"quota_config\":[{\"storage_type\":"         \
@@ -182,10 +189,11 @@ Test(admin, health_and_metrics, .init = up, .fini = srv_down)
 	free(body);
 }
 
-Test(admin, remove_instance_then_its_group, .init = up, .fini = srv_down)
+Test(admin, remove_instance_then_its_group, .init = up_debug, .fini = srv_down)
 {
 	bool removed = false;
 
+	srv_clock_freeze();
 	EXPECT_CODE(ADMIN("createInstanceGroup",
 	                  "{\"instance_group\":{\"name\":\"rg\",\"storage_candidates\":[\"nfs_01\"],"
 	                  "\"event_report_storage_candidates\":[\"event_report_l2_default\"],"
@@ -200,16 +208,42 @@ Test(admin, remove_instance_then_its_group, .init = up, .fini = srv_down)
 	         "\"block_key\":\"9\",\"medium\":\"gpu\",\"specs\":[{\"name\":\"tp0\",\"uri\":\"x://h/9\"}]}}]}"),
 	    "OK");
 	EXPECT_CODE(ADMIN("removeInstance", "{\"instance_id\":\"x\"}"), "OK");
-	/* refused while the removed instance's deletes are still running, then accepted */
-	for (int i = 0; i < 40 && !removed; i++) {
+	/* refused while the removed instance's deletes wait (delay_before_delete_ms 300), then accepted */
+	srv_clock_advance(299);
+	EXPECT_CODE(ADMIN("removeInstanceGroup", "{\"name\":\"rg\"}"), "INVALID_ARGUMENT");
+	srv_clock_advance(1);
+	for (int i = 0; i < POLL_CAP && !removed; i++) {
 		json_t *r = ADMIN("removeInstanceGroup", "{\"name\":\"rg\"}");
 
 		removed = strcmp(code_of(r), "OK") == 0;
 		json_decref(r);
 		if (!removed)
-			usleep(50000);
+			poll_pause();
 	}
 	cr_expect(removed, "the group can be removed once its removed instance is gone");
 	cr_assert(register_simple(&srv.meta, "default", "x", 100));
 	cr_expect(write_keys(&srv.meta, "x", "[1]"));
+}
+
+Test(admin, debug_clock_freezes_and_advances, .init = up_debug, .fini = srv_down)
+{
+	uint64_t t0;
+	char *body = NULL;
+
+	EXPECT_CODE(ADMIN("debugClock", "{\"advance_ms\":5}"), "INVALID_ARGUMENT"); /* a running clock */
+	t0 = srv_clock_freeze();
+	cr_expect_eq(srv_clock_freeze(), t0, "frozen: no time passes");
+	cr_expect_eq(srv_clock_advance(250), t0 + 250);
+	cr_expect_eq(srv_clock_advance(0), t0 + 250);
+	EXPECT_CODE(ADMIN("debugClock", "{\"advance_ms\":-1}"), "INVALID_ARGUMENT");
+	cr_expect_eq(hc_request(&srv.admin, "POST", "/api/debugClock", "{\"advance_ms\":\"x\"}", 18, &body), 400);
+	free(body);
+}
+
+Test(admin, debug_clock_needs_the_debug_service, .init = up, .fini = srv_down)
+{
+	char *body = NULL;
+
+	cr_expect_eq(hc_request(&srv.admin, "POST", "/api/debugClock", "{\"freeze\":true}", 15, &body), 404);
+	free(body);
 }

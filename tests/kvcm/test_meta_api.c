@@ -3,11 +3,11 @@
  */
 #include "kvcm_test.h"
 
-#include <unistd.h>
+static const char *const debug_on[] = {DEBUG_SERVICE, NULL};
 
 static void up(void)
 {
-	srv_up(NULL);
+	srv_up(debug_on);
 	cr_assert(register_simple(&srv.meta, "default", "i1", 1024));
 }
 
@@ -197,6 +197,7 @@ Test(meta, get_cluster_info)
 
 Test(meta, trim_cache_strategies)
 {
+	srv_clock_freeze();
 	EXPECT_CODE(CALL("trimCache", "{\"instance_id\":\"i1\"}"), "INVALID_ARGUMENT");
 	EXPECT_CODE(CALL("trimCache", "{\"instance_id\":\"i1\",\"strategy\":\"TS_REMOVE_ALL_META\"}"), "UNSUPPORTED");
 	EXPECT_CODE(CALL("trimCache", "{\"instance_id\":\"i1\",\"strategy\":3}"), "UNSUPPORTED");
@@ -205,7 +206,8 @@ Test(meta, trim_cache_strategies)
 	                              "\"begin_timestamp\":0,\"end_timestamp\":0}"),
 	            "OK");
 	/* asynchronous: the default group waits delay_before_delete_ms (1 s) before deleting */
-	for (int i = 0; i < 60; i++) {
+	srv_clock_advance(1000);
+	for (int i = 0; i < POLL_CAP; i++) {
 		json_t *r = CALL("getCacheMeta", "{\"instance_id\":\"i1\",\"block_keys\":[5,6]}");
 		bool gone = strcmp(json_string_value(json_array_get(jpath(r, "metas"), 1)),
 		                   "{\"status\":\"CLS_NOT_FOUND\"}") == 0;
@@ -213,9 +215,9 @@ Test(meta, trim_cache_strategies)
 		json_decref(r);
 		if (gone)
 			return;
-		usleep(50000);
+		poll_pause();
 	}
-	cr_assert_fail("trimCache did not delete the blocks within 3 s");
+	cr_assert_fail("trimCache did not delete the blocks");
 }
 
 Test(meta, remove_cache_is_asynchronous_and_total)
@@ -223,6 +225,7 @@ Test(meta, remove_cache_is_asynchronous_and_total)
 	json_t *r;
 	bool gone = false;
 
+	srv_clock_freeze();
 	cr_assert(write_keys(&srv.meta, "i1", "[7,8]"));
 	EXPECT_CODE(
 	    CALL("removeCache", "{\"instance_id\":\"i1\",\"block_keys\":[7,12345],\"block_mask\":{\"offset\":1}}"),
@@ -235,14 +238,18 @@ Test(meta, remove_cache_is_asynchronous_and_total)
 	r = CALL("getCacheLocation", "{\"instance_id\":\"i1\",\"block_keys\":[7]}");
 	cr_expect_eq(json_array_size(jpath(r, "locations")), 0, "a DELETING location is not served");
 	json_decref(r);
-	for (int i = 0; i < 60 && !gone; i++) {
+	srv_clock_advance(999);
+	cr_expect_eq(srv_metric("mmc_kvcm_pending_deletes"), 1, "deleted before delay_before_delete_ms (1 s)");
+	srv_clock_advance(1);
+	for (int i = 0; i < POLL_CAP && !gone; i++) {
 		r = CALL("getCacheMeta", "{\"instance_id\":\"i1\",\"block_keys\":[7]}");
 		gone = strcmp(json_string_value(json_array_get(jpath(r, "metas"), 0)),
 		              "{\"status\":\"CLS_NOT_FOUND\"}") == 0;
 		json_decref(r);
-		usleep(50000);
+		if (!gone)
+			poll_pause();
 	}
-	cr_expect(gone, "removeCache did not delete the block within 3 s");
+	cr_expect(gone, "removeCache did not delete the block");
 }
 
 Test(meta, get_cache_meta_rows_are_independent)

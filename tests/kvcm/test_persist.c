@@ -72,13 +72,13 @@ static void restart_and_check(bool kill9)
 	                 "{\"offset\":1}}",
 	                 json_string_value(jpath(s, "write_session_id"))),
 	            "INTERNAL_ERROR");
-	for (int i = 0; i < 20; i++) {
+	for (int i = 0; i < POLL_CAP; i++) {
 		bool gone = strcmp(meta_of(4, &hold), "{\"status\":\"CLS_NOT_FOUND\"}") == 0;
 
 		json_decref(hold);
 		if (gone)
 			break;
-		usleep(50000);
+		poll_pause();
 	}
 	cr_expect_str_eq(meta_of(4, &hold), "{\"status\":\"CLS_NOT_FOUND\"}");
 	json_decref(hold);
@@ -109,8 +109,12 @@ Test(persist, interrupted_delete_is_finished)
 	EXPECT_CODE(CALL("removeCache", "{\"instance_id\":\"p\",\"block_keys\":[1]}"), "OK");
 	metaserver_kill(&srv.m);
 	cr_assert_eq(kvcm_srv_restart(&srv, NULL), 0);
-	usleep(100000);
-	cr_expect_str_eq(meta_of(1, &hold), "{\"status\":\"CLS_NOT_FOUND\"}");
+	for (int i = 0; i < POLL_CAP && strcmp(meta_of(1, &hold), "{\"status\":\"CLS_NOT_FOUND\"}") != 0; i++) {
+		json_decref(hold);
+		poll_pause();
+	}
+	json_decref(hold);
+	cr_expect_str_eq(meta_of(1, &hold), "{\"status\":\"CLS_NOT_FOUND\"}", "the load finishes the delete");
 	json_decref(hold);
 	cr_expect(strstr(meta_of(2, &hold), "CLS_SERVING"));
 	json_decref(hold);

@@ -5,11 +5,12 @@
  */
 #include "kvcm_test.h"
 
-#include <unistd.h>
+static const char *const debug_on[] = {DEBUG_SERVICE, NULL};
 
 static void up(void)
 {
-	srv_up(NULL);
+	srv_up(debug_on);
+	srv_clock_freeze(); /* reclaim runs on its timer, but deletes wait delay_before_delete_ms of logical time */
 }
 
 TestSuite(reclaim, .init = up, .fini = srv_down, .timeout = 30);
@@ -44,7 +45,7 @@ static bool cached(const char *id, int key)
 	return hit;
 }
 
-Test(reclaim, max_key_count_then_reclaim_within_2s)
+Test(reclaim, max_key_count_then_reclaim)
 {
 	int i;
 
@@ -54,9 +55,11 @@ Test(reclaim, max_key_count_then_reclaim_within_2s)
 		cr_assert(write_one("r", i), "write %d", i);
 	EXPECT_CODE(CALL("startWriteCache", "{\"instance_id\":\"r\",\"block_keys\":[17]}"), "INTERNAL_ERROR");
 	EXPECT_CODE(group_call("updateInstanceGroup", "\"current_version\":1,", "rg", 32768, 32768, 0.1, 16, 2), "OK");
-	for (i = 0; i < 20 && !write_one("r", 17); i++)
-		usleep(100000);
-	cr_assert_lt(i, 20, "the 17th write did not succeed within 2 s of lowering the water level");
+	srv_clock_advance(0); /* a reclaim pass: the oldest block is deleted after delay_before_delete_ms (100) */
+	EXPECT_CODE(CALL("startWriteCache", "{\"instance_id\":\"r\",\"block_keys\":[17]}"), "INTERNAL_ERROR");
+	srv_clock_advance(100);
+	cr_assert(srv_deletes_done());
+	cr_assert(write_one("r", 17), "the 17th write succeeds once reclaim made room");
 	cr_expect(!cached("r", 1), "the oldest block is reclaimed first");
 	cr_expect(cached("r", 17));
 }
@@ -73,7 +76,9 @@ Test(reclaim, writing_blocks_survive)
 	cr_assert_str_eq(code_of(s), "OK");
 	EXPECT_CODE(group_call("updateInstanceGroup", "\"current_version\":1,", "wg", 1 << 20, 1 << 20, 0.1, 8, 2),
 	            "OK");
-	usleep(800000);
+	srv_clock_advance(0);   /* a reclaim pass */
+	srv_clock_advance(100); /* past delay_before_delete_ms */
+	cr_assert(srv_deletes_done());
 	for (int i = 1; i <= 4; i++)
 		cr_expect(!cached("w", i), "serving block %d is reclaimed", i);
 	EXPECT_CODE(CALL("finishWriteCache",
@@ -114,8 +119,15 @@ Test(reclaim, byte_water_level_evicts_oldest_after_the_delay)
 		cr_assert(write_one("l", i));
 	EXPECT_CODE(group_call("updateInstanceGroup", "\"current_version\":1,", "lg", 100000, 100000, 0.5, 1000, 2),
 	            "OK");
-	usleep(300000); /* a reclaim pass has run; deletion waits delay_before_delete_ms (100 ms) */
-	usleep(500000);
+	srv_clock_advance(0); /* a reclaim pass; deletion waits delay_before_delete_ms (100 ms) */
+	r = CALL("getCacheMeta", "{\"instance_id\":\"l\",\"block_keys\":[1]}");
+	cr_expect(strstr(json_string_value(json_array_get(jpath(r, "metas"), 0)), "CLS_DELETING"),
+	          "evicted, not yet deleted: %s", json_string_value(json_array_get(jpath(r, "metas"), 0)));
+	json_decref(r);
+	srv_clock_advance(99);
+	cr_expect_gt(srv_metric("mmc_kvcm_pending_deletes"), 0, "deleted before delay_before_delete_ms");
+	srv_clock_advance(1);
+	cr_assert(srv_deletes_done());
 	for (int i = 1; i <= 8; i++)
 		left += cached("l", i);
 	cr_expect_eq(left, 4, "80000 of 100000 bytes over a 0.5 water level: 4 blocks go, 4 stay");

@@ -4,11 +4,11 @@
  */
 #include "report_test.h"
 
-#include <unistd.h>
+static const char *const debug_on[] = {DEBUG_SERVICE, NULL};
 
 static void up(void)
 {
-	report_up(NULL);
+	report_up(debug_on);
 }
 
 TestSuite(report_event, .init = up, .fini = srv_down, .timeout = 30);
@@ -153,6 +153,7 @@ Test(report_event, snapshots) /* S-01, S-02, S-05, S-08, Q-01, Q-09 */
 	json_t *r;
 	char gen[40], u[1024];
 
+	srv_clock_freeze();
 	EXPECT_CODE(report("p:1", L2, "[" ADD("1", "gpu", "a", "x://p/1") "," ADD("2", "gpu", "a", "x://p/2") "]"),
 	            "OK");
 	r = report(
@@ -178,7 +179,9 @@ Test(report_event, snapshots) /* S-01, S-02, S-05, S-08, Q-01, Q-09 */
 	cr_expect_str_eq(code_of(r), "SNAPSHOT_RATE_LIMITED");
 	cr_expect_neq(atoll(json_string_value(jpath(r, "retry_after_ms"))), 0);
 	json_decref(r);
-	usleep(550000);
+	srv_clock_advance(499);
+	EXPECT_CODE(report("p:1", L2, "[" SNAP("[]") "]"), "SNAPSHOT_RATE_LIMITED");
+	srv_clock_advance(1); /* snapshot_min_interval_ms (500) since the last snapshot */
 	r = report("p:1", L2, "[" SNAP("[]") "]");
 	cr_expect_str_eq(code_of(r), "OK", "an empty snapshot clears the reporter");
 	cr_expect_str_neq(gen_of(r), gen);
@@ -218,11 +221,14 @@ Test(report_event, liveness) /* L-01, L-02, L-06, Q-08 */
 	json_t *r;
 	char gen[40];
 
+	srv_clock_freeze();
 	r = report("l:1", L2, "[" REGISTER "," ADD("1", "gpu", "a", "x://l/1") "]");
 	snprintf(gen, sizeof(gen), "%s", gen_of(r));
 	json_decref(r);
 	cr_assert(visible(1));
-	usleep(600000); /* past heartbeat_timeout_ms (400) */
+	srv_clock_advance(400);
+	cr_expect(visible(1), "silent for heartbeat_timeout_ms (400): not yet timed out");
+	srv_clock_advance(1);
 	cr_expect(!visible(1), "a silent reporter is hidden");
 	EXPECT_CODE(report("l:1", L2, "[" ADD("2", "gpu", "a", "x://l/2") "]"), "OK");
 	cr_expect(!visible(2), "data mutations do not refresh liveness");
@@ -231,7 +237,9 @@ Test(report_event, liveness) /* L-01, L-02, L-06, Q-08 */
 	cr_expect(json_is_false(jpath(r, "snapshot_required")));
 	json_decref(r);
 	cr_expect(visible(1) && visible(2));
-	usleep(1200000); /* past timeout + grace: unregistered */
+	srv_clock_advance(1000); /* timeout + grace (400 + 600): hidden, not yet unregistered */
+	EXPECT_CODE(report("l:1", L2, "[" HEARTBEAT "]"), "OK");
+	srv_clock_advance(1001); /* past timeout + grace: unregistered */
 	EXPECT_CODE(report("l:1", L2, "[" HEARTBEAT "]"), "NODE_NOT_REGISTERED");
 }
 

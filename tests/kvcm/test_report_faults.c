@@ -216,12 +216,13 @@ Test(faults, a_failed_snapshot_keeps_data_readable)
 	json_t *r;
 	char gen[40];
 
+	srv_clock_freeze();
 	r = report("s:1", L2,
 	           "[" SNAP("[" SBLOCK("1", "gpu", "a", "x://s/1") "," SBLOCK("3", "gpu", "a", "x://s/3") "]") "]");
 	cr_assert_str_eq(code_of(r), "OK", "%s", message_of(r));
 	snprintf(gen, sizeof(gen), "%s", gen_of(r));
 	json_decref(r);
-	usleep(550000); /* past snapshot_min_interval_ms (500), and heartbeat_timeout_ms (400) */
+	srv_clock_advance(550); /* past snapshot_min_interval_ms (500), and heartbeat_timeout_ms (400) */
 	EXPECT_CODE(report("s:1", L2, "[" HEARTBEAT "]"), "OK");
 	inject("ReportEventMetaWrite", "ONCE", 7, 2);
 	r = report_on(&srv.meta, "snap_7", "s:1", L2,

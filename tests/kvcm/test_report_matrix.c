@@ -12,9 +12,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+static const char *const debug_on[] = {DEBUG_SERVICE, NULL};
+
 static void up(void)
 {
-	report_up(NULL);
+	report_up(debug_on);
 }
 
 TestSuite(report_matrix, .init = up, .fini = srv_down, .timeout = 60);
@@ -322,6 +324,7 @@ Test(report_matrix, cleanup_deletes_metadata_only) /* S-12 */
 	struct stat st;
 	FILE *f;
 
+	srv_clock_freeze();
 	snprintf(path, sizeof(path), "%s/reporter_block_1", srv.root);
 	f = fopen(path, "w");
 	cr_assert(f);
@@ -338,17 +341,21 @@ Test(report_matrix, cleanup_deletes_metadata_only) /* S-12 */
 	cr_expect(meta_gone(1) && meta_gone(2), "omitted blocks' metadata is removed");
 	EXPECT_CODE(report("s12:1", L2, "[" HOST_DOWN "]"), "OK");
 	cr_expect(meta_gone(3));
-	usleep(200000); /* a physical delete would run on the I/O threads by now */
+	srv_clock_advance(3600000); /* past any delay_before_delete_ms */
+	cr_expect(srv_deletes_done(), "a physical delete would have finished on the I/O threads");
 	cr_expect_eq(stat(path, &st), 0, "the reporter's data is never deleted");
 }
 
 Test(report_matrix, snapshot_of_an_unavailable_reporter_commits_hidden) /* S-13 */
 {
-	json_t *r = report("s13:1", L2, "[" ADD("1", "gpu", "a", "x://s/1") "]");
+	json_t *r;
 	char gen[40];
 
+	srv_clock_freeze();
+	r = report("s13:1", L2, "[" ADD("1", "gpu", "a", "x://s/1") "]");
+
 	json_decref(r);
-	usleep(600000); /* past heartbeat_timeout_ms (400), within the grace (600) */
+	srv_clock_advance(600); /* past heartbeat_timeout_ms (400), within the grace (600) */
 	cr_expect(!visible(1));
 	r = report("s13:1", L2,
 	           "[" SNAP("[" SBLOCK("1", "gpu", "a", "x://s/1") "," SBLOCK("2", "gpu", "a", "x://s/2") "]") "]");
@@ -400,10 +407,11 @@ Test(report_matrix, liveness_gates_every_query_entry_point) /* Q-04, Q-07 */
 {
 	char seen[128];
 
+	srv_clock_freeze();
 	EXPECT_CODE(report("q4:1", L2, "[" REGISTER "," ADD("1", "gpu", "tp0", "x://q/1") "]"), "OK");
 	entry_points(seen, sizeof(seen));
 	cr_expect_str_eq(seen, "1/1/1/1/0", "live: seen everywhere, and counted as a replica by writers: %s", seen);
-	usleep(600000); /* past heartbeat_timeout_ms (400) */
+	srv_clock_advance(600); /* past heartbeat_timeout_ms (400) */
 	entry_points(seen, sizeof(seen));
 	cr_expect_str_eq(seen, "0/0/0/0/1", "timed out: hidden everywhere, and no replica: %s", seen);
 	EXPECT_CODE(report("q4:1", L2, "[" HEARTBEAT "]"), "OK");
@@ -427,10 +435,11 @@ Test(report_matrix, grace_expiry_unregisters_and_cleans_up) /* L-04 */
 {
 	json_t *r;
 
+	srv_clock_freeze();
 	EXPECT_CODE(report("l4:1", L2, "[" REGISTER "," ADD("1", "gpu", "a", "x://l/1") "]"), "OK");
 	EXPECT_CODE(report("l4b:1", L2, "[" REGISTER "," ADD("2", "gpu", "a", "x://l/2") "]"), "OK");
-	for (int i = 0; i < 12; i++) { /* keep the other host alive past l4's timeout + grace (1 s) */
-		usleep(100000);
+	for (int i = 0; i < 11; i++) { /* keep the other host alive past l4's timeout + grace (1 s) */
+		srv_clock_advance(100);
 		EXPECT_CODE(report("l4b:1", L2, "[" HEARTBEAT "]"), "OK");
 	}
 	cr_expect(meta_gone(1), "unregistered past the grace, and its metadata cleaned up");

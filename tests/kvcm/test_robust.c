@@ -41,6 +41,17 @@ static void expect_400(const char *api, const char *body)
 	free(out);
 }
 
+/* Polls until the server has closed every connection but the fixture's two (meta, admin). */
+static bool connections_settled(void)
+{
+	for (int i = 0; i < POLL_CAP; i++) {
+		if (srv_metric("mmc_kvcm_http_connections") <= 2)
+			return true;
+		poll_pause();
+	}
+	return false;
+}
+
 static void still_serving(void)
 {
 	json_t *r = CALL("getCacheLocation", "{\"instance_id\":\"i\",\"block_keys\":[1,2]}");
@@ -204,13 +215,13 @@ Test(robust, connection_limit_and_garbage)
 	cr_expect_geq(refused, 2, "connections over kvcm.service.max_connections are refused");
 	for (int i = 0; i < 10; i++)
 		hc_close(&c[i]);
-	usleep(100000);
+	cr_assert(connections_settled(), "the server did not see the connections close");
 	fd = raw_connect();
 	cr_assert(write(fd, "\x16\x03\x01garbage\r\n\r\n", 15) == 15);
 	close(fd);
 	fd = raw_connect();
 	cr_assert(write(fd, "POST /api/getCacheLocation HTTP/1.1\r\nContent-Length: 100\r\n\r\n{\"tru", 65) == 65);
 	close(fd);
-	usleep(100000);
+	cr_assert(connections_settled(), "the server did not drop the garbage connections");
 	still_serving();
 }

@@ -71,10 +71,10 @@ static bool gone_soon(const char *path)
 {
 	struct stat st;
 
-	for (int i = 0; i < 40; i++) {
+	for (int i = 0; i < POLL_CAP; i++) {
 		if (stat(path, &st) != 0)
 			return true;
-		usleep(50000);
+		poll_pause();
 	}
 	return false;
 }
@@ -128,7 +128,7 @@ Test(storage, shared_file_goes_with_its_last_block)
 	finish_all("s", s);
 	json_decref(s);
 	EXPECT_CODE(CALL("removeCache", "{\"instance_id\":\"s\",\"block_keys\":[10,11]}"), "OK");
-	usleep(300000);
+	cr_assert(srv_deletes_done());
 	cr_expect_eq(stat(p, &st), 0, "block 12 still uses the file");
 	EXPECT_CODE(CALL("removeCache", "{\"instance_id\":\"s\",\"block_keys\":[12]}"), "OK");
 	cr_expect(gone_soon(p), "the last block takes the file along");
@@ -216,8 +216,8 @@ Test(storage, mmc_blocks_live_in_the_pool)
 	cr_expect_eq(json_array_size(jpath(r, "locations")), 1);
 	json_decref(r);
 	EXPECT_CODE(CALL("removeCache", "{\"instance_id\":\"m\",\"block_keys\":[42]}"), "OK");
-	for (int i = 0; i < 40 && node_result(&n, "exist", key, "") == 1; i++)
-		usleep(50000);
+	for (int i = 0; i < POLL_CAP && node_result(&n, "exist", key, "") == 1; i++)
+		poll_pause();
 	cr_expect_eq(node_result(&n, "exist", key, ""), 0, "removeCache drops the object from the pool");
 
 	/* a block the pool lost (removed behind KVCM's back) is not served */

@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 static const char *const fast_expiry[] = {"kvcm.write_session.sweep_interval_ms=50",
-                                          "kvcm.write_session.empty_timeout_ms=300", NULL};
+                                          "kvcm.write_session.empty_timeout_ms=300", DEBUG_SERVICE, NULL};
 
 static void up(void)
 {
@@ -167,13 +167,14 @@ Test(write, empty_session_needs_an_empty_mask)
 
 Test(write, session_expiry_fails_its_blocks)
 {
-	json_t *s = CALL("startWriteCache",
-	                 "{\"instance_id\":\"w\",\"block_keys\":[70,71],\"write_timeout_seconds\":1}"),
-	       *r;
+	json_t *s, *r;
 
+	srv_clock_freeze();
+	s = CALL("startWriteCache", "{\"instance_id\":\"w\",\"block_keys\":[70,71],\"write_timeout_seconds\":1}");
 	cr_assert_str_eq(code_of(s), "OK");
-	usleep(1300000);
+	srv_clock_advance(1000);
 	EXPECT_CODE(finish(s, "{\"offset\":2}"), "INTERNAL_ERROR");
+	cr_expect(srv_deletes_done(), "the failed blocks' deletes did not finish");
 	r = CALL("getCacheMeta", "{\"instance_id\":\"w\",\"block_keys\":[70,71]}");
 	cr_expect_str_eq(json_string_value(json_array_get(jpath(r, "metas"), 0)), "{\"status\":\"CLS_NOT_FOUND\"}");
 	json_decref(r);
@@ -181,12 +182,16 @@ Test(write, session_expiry_fails_its_blocks)
 	/* a session that got no locations expires after kvcm.write_session.empty_timeout_ms */
 	cr_assert(write_keys(&srv.meta, "w", "[72]"));
 	s = start("[72]");
-	usleep(500000);
+	srv_clock_advance(299);
+	EXPECT_CODE(finish(s, "{}"), "OK");
+	json_decref(s);
+	s = start("[72]");
+	srv_clock_advance(300);
 	EXPECT_CODE(finish(s, "{}"), "INTERNAL_ERROR");
 	json_decref(s);
 	/* timeouts of 0 (or absent) expire at the next sweep, as the reference does */
 	s = CALL("startWriteCache", "{\"instance_id\":\"w\",\"block_keys\":[73]}");
-	usleep(200000);
+	srv_clock_advance(0);
 	EXPECT_CODE(finish(s, "{\"offset\":1}"), "INTERNAL_ERROR");
 	json_decref(s);
 }

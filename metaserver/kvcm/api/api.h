@@ -52,5 +52,7 @@ void admin_list_instances(struct call *c);
 void admin_remove_instance(struct call *c);
 void admin_check_health(struct call *c);
 void admin_get_manager_cluster_info(struct call *c);
+/* debug service (debug_clock.c) */
+void admin_debug_clock(struct call *c);
 
 #endif

@@ -143,14 +143,21 @@ static void run_job(struct deleter *d, struct del_job *j)
 	io_pool_submit(d->io, &j->io);
 }
 
-static void timer_cb(evutil_socket_t fd, short what, void *arg)
+void deleter_run_due(struct kvcm *k)
 {
-	struct deleter *d = arg;
+	struct deleter *d = k->deleter;
 	uint64_t now = clock_ms();
 
 	for (int i = 0; i < JOBS_PER_TURN && first(d) && first(d)->due.due_ms <= now; i++)
 		run_job(d, pop(d));
 	arm(d);
+}
+
+static void timer_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct deleter *d = arg;
+
+	deleter_run_due(d->k);
 }
 
 void deleter_submit(struct kvcm *k, struct instance *inst, struct block *b, struct location *l, uint64_t delay_ms)

@@ -19,6 +19,8 @@ void deleter_stop(struct kvcm *k);
 void deleter_submit(struct kvcm *k, struct instance *inst, struct block *b, struct location *l, uint64_t delay_ms);
 /* Schedules every location of b and persists b. */
 void deleter_submit_block(struct kvcm *k, struct instance *inst, struct block *b, uint64_t delay_ms);
+/* Starts the deletions due on the logical clock (what the deleter's timer does) and re-arms the timer. */
+void deleter_run_due(struct kvcm *k);
 
 /* Locations waiting for or in deletion; locations and files deleted so far. */
 uint64_t deleter_pending(const struct kvcm *k);

@@ -89,16 +89,19 @@ static void reclaim_group(struct kvcm *k, struct group *g)
 	free(cur);
 }
 
-static void tick(evutil_socket_t fd, short what, void *arg)
+void reclaim_run(struct kvcm *k)
 {
-	struct kvcm *k = arg;
-
 	for (struct list *it = k->groups.next; it != &k->groups; it = it->next) {
 		struct group *g = list_entry(it, struct group, link);
 
 		if (quota_over_water(k, g) > 0)
 			reclaim_group(k, g);
 	}
+}
+
+static void tick(evutil_socket_t fd, short what, void *arg)
+{
+	reclaim_run(arg);
 }
 
 int reclaim_start(struct kvcm *k)

@@ -13,6 +13,8 @@ struct kvcm;
 
 int reclaim_start(struct kvcm *k);
 void reclaim_stop(struct kvcm *k);
+/* One reclaim pass over every group at or over its water level (what the reclaim timer does). */
+void reclaim_run(struct kvcm *k);
 /* Locations evicted so far. */
 uint64_t reclaim_evicted(const struct kvcm *k);
 

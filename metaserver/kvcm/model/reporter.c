@@ -285,9 +285,8 @@ void reporter_tombstone(struct kvcm *k, struct reporter *r)
 }
 
 /* Heartbeat timeout hides a reporter; past the grace period it is unregistered. */
-static void tick(evutil_socket_t fd, short what, void *arg)
+void reporters_sweep(struct kvcm *k)
 {
-	struct kvcm *k = arg;
 	uint64_t now = clock_ms();
 
 	for (struct reporter *r = k->reporters->head; r; r = r->next) {
@@ -303,6 +302,11 @@ static void tick(evutil_socket_t fd, short what, void *arg)
 		if (now - r->last_heartbeat_ms > timeout + grace)
 			reporter_tombstone(k, r);
 	}
+}
+
+static void tick(evutil_socket_t fd, short what, void *arg)
+{
+	reporters_sweep(arg);
 }
 
 int reporters_start(struct kvcm *k)

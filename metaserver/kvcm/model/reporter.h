@@ -37,6 +37,8 @@ int reporters_start(struct kvcm *k);
 /* Forgets the reporters of inst (removeInstance: its locations go with its trim). */
 void reporters_forget(struct kvcm *k, const struct instance *inst);
 void reporters_stop(struct kvcm *k);
+/* Judges every reporter's heartbeat against the logical clock (what the liveness tick does). */
+void reporters_sweep(struct kvcm *k);
 
 /* All reporters (follow ->next). */
 struct reporter *reporter_first(struct kvcm *k);

@@ -115,9 +115,8 @@ void session_finish(struct kvcm *k, struct wsession *w, const bool *ok)
 	free(w);
 }
 
-static void sweep_cb(evutil_socket_t fd, short what, void *arg)
+void sessions_sweep(struct kvcm *k)
 {
-	struct kvcm *k = arg;
 	struct sessions *s = k->sessions;
 	uint64_t now = clock_ms();
 
@@ -126,6 +125,11 @@ static void sweep_cb(evutil_socket_t fd, short what, void *arg)
 		s->expired++;
 		session_finish(k, w, NULL);
 	}
+}
+
+static void sweep_cb(evutil_socket_t fd, short what, void *arg)
+{
+	sessions_sweep(arg);
 }
 
 int sessions_start(struct kvcm *k)

@@ -44,6 +44,8 @@ struct wsession *session_find(struct kvcm *k, const char *id);
  * Frees s.
  */
 void session_finish(struct kvcm *k, struct wsession *s, const bool *ok);
+/* Expires the sessions past their time on the logical clock (what the sweep timer does every sweep_interval_ms). */
+void sessions_sweep(struct kvcm *k);
 uint64_t sessions_count(const struct kvcm *k);
 uint64_t sessions_expired(const struct kvcm *k);
 
