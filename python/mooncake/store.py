@@ -230,6 +230,15 @@ class MooncakeDistributedStore:
         kw.setdefault("metadata_server", "P2PHANDSHAKE")
         return self.setup(**kw)
 
+    def setup_dummy(self, mem_pool_size, local_buffer_size, server_address):
+        """Mooncake's standalone mode (a separate mooncake_client owns the pool): not supported; every mmc client
+        talks to mmc-metaserver itself. Use setup() with global_segment_size 0 for a client that lends nothing."""
+        return self._fail("setup_dummy: mmc has no standalone client process; use setup(..., global_segment_size=0)")
+
+    def init_all(self, protocol, device_name, mount_segment_size=16 << 20):
+        """Mooncake's legacy init: not supported (it needs the addresses setup() takes)."""
+        return self._fail("init_all: use setup()")
+
     def close(self):
         d, self._d = self._d, None
         self._regs = {}

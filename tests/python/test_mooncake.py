@@ -52,8 +52,9 @@ class Setup(mmctest.ServerTest):
             s.close()
 
     def test_dict_and_config_file(self):
-        cfg = {"local_hostname": "localhost", "metadata_server": "P2PHANDSHAKE", "global_segment_size": "32MB",
-               "local_buffer_size": 16 << 20, "protocol": PROTO, "device_name": "",
+        # vLLM's mooncake_config.json as its guide writes it ("mode", size strings); unknown keys are ignored
+        cfg = {"mode": "embedded", "metadata_server": "P2PHANDSHAKE", "global_segment_size": "32MB",
+               "local_buffer_size": "4GB", "protocol": PROTO, "device_name": "",
                "master_server_address": master(self.meta)}
         s = MooncakeDistributedStore()
         self.assertEqual(s.setup(cfg), 0, s.last_error)
@@ -84,6 +85,8 @@ class Setup(mmctest.ServerTest):
                          mc.INVALID_PARAMS)
         self.assertEqual(s.setup("h", "P2PHANDSHAKE", 1 << 20, 0, PROTO, "", m, enable_client_http_server=True),
                          mc.INVALID_PARAMS)
+        self.assertEqual(s.setup_dummy(1 << 20, 1 << 20, "127.0.0.1:50052"), mc.INVALID_PARAMS)
+        self.assertEqual(s.init_all("tcp", "", 1 << 20), mc.INVALID_PARAMS)
         with self.assertRaises(TypeError):
             s.setup("h", "P2PHANDSHAKE", 1 << 20, 0, 5, "", m)
         with self.assertRaises(TypeError):
