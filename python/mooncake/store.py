@@ -337,9 +337,10 @@ class MooncakeDistributedStore:
         if rc is None:
             self.last_error = "batch_put_from: ReplicateConfig asks for what mmc cannot do"
             return [INVALID_PARAMS] * len(ks)
-        if len(ks) > BATCH_MAX:
+        ps, ns = A.seq(buffer_ptrs, "buffer_ptrs"), A.seq(sizes, "sizes")
+        if len(ks) > BATCH_MAX or len(ps) != len(ks) or len(ns) != len(ks):
             return [INVALID_PARAMS] * len(ks)
-        return [mooncake_code(r) for r in self._d.batch_put_from(ks, buffer_ptrs, sizes, _H2G, rc)]
+        return [mooncake_code(r) for r in self._d.batch_put_from(ks, ps, ns, _H2G, rc)]
 
     def batch_get_into(self, keys, buffer_ptrs, sizes):
         """Per key the bytes read, or a negative code. A buffer larger than the object is read into in part, as

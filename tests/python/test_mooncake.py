@@ -200,6 +200,11 @@ class Api(mmctest.ServerTest):
         self.assertEqual(self.s.batch_get_into([], [], []), [])
         self.assertEqual(self.s.batch_get_into(ks, [1], [1]), [mc.INVALID_PARAMS] * 4)
         self.assertEqual(self.s.batch_put_from(ks[:1], [srcs[0].data_ptr()], [0]), [mc.INVALID_PARAMS])
+        self.assertEqual(self.s.batch_put_from(ks, [srcs[0].data_ptr()], [1]), [mc.INVALID_PARAMS] * 4)
+        with self.assertRaises(TypeError):
+            self.s.batch_put_from(ks, "ptrs", [1] * 4)
+        with self.assertRaises(TypeError):
+            self.s.batch_get_into([1, 2], [1, 2], [1, 1])
 
     def test_multi_buffers(self):
         g = torch.Generator().manual_seed(3)
