@@ -131,6 +131,14 @@ PROTOTYPES = {
 }
 
 
+# Calls a libmmc may lack (added after 0.1.0): bound when present, so the package still imports against an older
+# libmmc; callers test has(name) and answer without them.
+OPTIONAL_PROTOTYPES = {
+    "mmc_remove_by_regex": (_int, [_s, ctypes.c_char_p, ctypes.POINTER(ctypes.c_uint64)]),
+    "mmc_remove_all": (_int, [_s, ctypes.POINTER(ctypes.c_uint64)]),
+}
+
+
 class LibraryError(ImportError):
     """libmmc could not be found, or is a version this package does not support."""
 
@@ -175,6 +183,11 @@ def _bind(lib):
         f = getattr(lib, name)
         f.restype = res
         f.argtypes = args
+    for name, (res, args) in OPTIONAL_PROTOTYPES.items():
+        if hasattr(lib, name):
+            f = getattr(lib, name)
+            f.restype = res
+            f.argtypes = args
 
 
 def load():
@@ -214,6 +227,11 @@ def load():
 lib = load()
 version = lib.mmc_version().decode()
 library_path = lib._mmc_path
+
+
+def has(name):
+    """True when the loaded libmmc exports the optional call name (OPTIONAL_PROTOTYPES)."""
+    return name in OPTIONAL_PROTOTYPES and hasattr(lib, name)
 
 
 def strerror(code):

@@ -301,9 +301,29 @@ class DistributedObjectStore:
         return [_remove_code(r) for r in res]
 
     def remove_all(self):
-        # libmmc has no remove-all call (see docs/python.md): refuse rather than pretend
-        self._last_error = "remove_all: libmmc has no call that removes every key"
-        return ERROR
+        """Removes every object (mmc_remove_all): 0, or the error code. A libmmc without that call: MMC_ERROR."""
+        n = self.remove_all_count()
+        return n if n < 0 else 0
+
+    def remove_all_count(self):
+        """mmc_remove_all: how many objects it removed, or a negative code (MMC_ERROR when libmmc lacks it)."""
+        if not _lib.has("mmc_remove_all"):
+            self._last_error = "remove_all: this libmmc has no mmc_remove_all"
+            return ERROR
+        out = ctypes.c_uint64()
+        rc = lib.mmc_remove_all(self._s, ctypes.byref(out))
+        return rc if rc else out.value
+
+    def remove_by_regex_count(self, regex):
+        """mmc_remove_by_regex (POSIX ERE, searched): how many it removed, or a negative code (MMC_INVALID_PARAM for a
+        pattern that does not compile; MMC_ERROR when libmmc lacks the call)."""
+        r = A.key(regex, "regex")
+        if not _lib.has("mmc_remove_by_regex"):
+            self._last_error = "remove_by_regex: this libmmc has no mmc_remove_by_regex"
+            return ERROR
+        out = ctypes.c_uint64()
+        rc = lib.mmc_remove_by_regex(self._s, r, ctypes.byref(out))
+        return rc if rc else out.value
 
     def is_exist(self, key, /):
         return lib.mmc_is_exist(self._s, A.key(key))

@@ -307,7 +307,11 @@ class Api(mmctest.ServerTest):
         self.assertEqual(self.s.remove_batch([k, self.key("b")]), [0, UNMATCHED_KEY])
         self.assertEqual(self.s.remove_batch([]), [])
         self.assertEqual(self.s.remove_batch(["k"] * 16385), [INVALID])
-        self.assertEqual(self.s.remove_all(), ERROR)  # libmmc has no remove-all call
+        if mmc._lib.has("mmc_remove_all"):
+            self.assertEqual(self.s.remove_all(), 0)
+            self.assertEqual(self.s.is_exist(k), 0)
+        else:
+            self.assertEqual(self.s.remove_all(), ERROR)  # a libmmc without mmc_remove_all
         with self.assertRaises(TypeError):
             self.s.remove(key=k)
 

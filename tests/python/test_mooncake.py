@@ -1,0 +1,481 @@
+"""mooncake.store on mmc (python/mooncake): every MooncakeDistributedStore method with good and bad input against
+a real mmc-metaserver, with Mooncake's return conventions; two processes (tcp and shm) moving numpy arrays, torch
+CPU tensors and DeepSeek-R1 layer objects through batch_put_from / batch_get_into and the multi-buffer calls; and
+the call sequences of SGLang's MooncakeStore and of LMCache's Mooncake backend, written as our own code."""
+import ctypes
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+import uuid
+
+import numpy as np
+import torch
+
+import mmctest
+import shapes
+from mmc import _lib
+from mooncake import store as mc
+from mooncake.store import MooncakeDistributedStore, ReplicateConfig
+
+PROTO = {"host_tcp": "tcp", "host_shm": "shm", "host_rdma": "rdma"}.get(mmctest.PROTOCOL, mmctest.PROTOCOL)
+HAS_REGEX = _lib.has("mmc_remove_by_regex")
+HAS_ALL = _lib.has("mmc_remove_all")
+
+
+def master(meta):
+    return "127.0.0.1:%d" % meta.port
+
+
+def new_store(meta, lend=64 << 20, protocol=PROTO):
+    s = MooncakeDistributedStore()
+    rc = s.setup("localhost", "P2PHANDSHAKE", lend, 16 << 20, protocol, "", master(meta))
+    assert rc == 0, (rc, s.last_error)
+    return s
+
+
+class Setup(mmctest.ServerTest):
+    def test_positional(self):
+        s = new_store(self.meta)
+        self.assertEqual(s.put("setup/a", b"x"), 0)
+        self.assertEqual(s.setup("localhost", "P2PHANDSHAKE", 1 << 20, 0, PROTO, "", master(self.meta)),
+                         mc.INVALID_PARAMS)  # twice
+        self.assertEqual(s.close(), 0)
+        self.assertEqual(s.close(), 0)  # idempotent
+
+    def test_metadata_server_is_not_needed(self):
+        for md in ("P2PHANDSHAKE", "http://127.0.0.1:1/metadata", "etcd://127.0.0.1:1", "redis://x:1"):
+            s = MooncakeDistributedStore()
+            self.assertEqual(s.setup("h", md, 8 << 20, 16 << 20, PROTO, "mlx5_0", master(self.meta)), 0, md)
+            s.close()
+
+    def test_dict_and_config_file(self):
+        # vLLM's mooncake_config.json as its guide writes it ("mode", size strings); unknown keys are ignored
+        cfg = {"mode": "embedded", "metadata_server": "P2PHANDSHAKE", "global_segment_size": "32MB",
+               "local_buffer_size": "4GB", "protocol": PROTO, "device_name": "",
+               "master_server_address": master(self.meta)}
+        s = MooncakeDistributedStore()
+        self.assertEqual(s.setup(cfg), 0, s.last_error)
+        self.assertEqual(s.put("setup/dict", b"y"), 0)
+        s.close()
+        with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+            json.dump(cfg, f)
+        try:
+            os.environ["MOONCAKE_CONFIG_PATH"] = f.name
+            s = MooncakeDistributedStore()
+            self.assertEqual(s.setup(mc.load_config()), 0)
+            self.assertEqual(s.put("setup/file", b"z"), 0)  # the first store's segment left with it
+            self.assertEqual(s.get("setup/file"), b"z")
+            s.close()
+        finally:
+            del os.environ["MOONCAKE_CONFIG_PATH"]
+            os.unlink(f.name)
+
+    def test_bad_and_unsupported(self):
+        m = master(self.meta)
+        s = MooncakeDistributedStore()
+        self.assertEqual(s.setup("h", "P2PHANDSHAKE", 1 << 20, 0, PROTO, "", "no-port"), mc.INVALID_PARAMS)
+        self.assertEqual(s.setup("h", "P2PHANDSHAKE", "lots", 0, PROTO, "", m), mc.INVALID_PARAMS)
+        self.assertEqual(s.setup("h", "P2PHANDSHAKE", 1 << 20, 0, "carrier-pigeon", "", m), mc.INVALID_PARAMS)
+        self.assertEqual(s.setup("h", "P2PHANDSHAKE", 1 << 20, 0, PROTO, "", m, tenant_id="t1"), mc.INVALID_PARAMS)
+        self.assertIn("tenant", s.last_error)
+        self.assertEqual(s.setup("h", "P2PHANDSHAKE", 1 << 20, 0, PROTO, "", m, enable_ssd_offload=True),
+                         mc.INVALID_PARAMS)
+        self.assertEqual(s.setup("h", "P2PHANDSHAKE", 1 << 20, 0, PROTO, "", m, enable_client_http_server=True),
+                         mc.INVALID_PARAMS)
+        self.assertEqual(s.setup_dummy(1 << 20, 1 << 20, "127.0.0.1:50052"), mc.INVALID_PARAMS)
+        self.assertEqual(s.init_all("tcp", "", 1 << 20), mc.INVALID_PARAMS)
+        with self.assertRaises(TypeError):
+            s.setup("h", "P2PHANDSHAKE", 1 << 20, 0, 5, "", m)
+        with self.assertRaises(TypeError):
+            s.setup("h", "P2PHANDSHAKE", 1 << 20, 0, PROTO, "", m, bogus=1)
+        # nobody listening: an RPC failure, a negative code
+        self.assertLess(s.setup("h", "P2PHANDSHAKE", 1 << 20, 0, PROTO, "", "127.0.0.1:1"), 0)
+
+    def test_calls_before_setup(self):
+        s = MooncakeDistributedStore()
+        self.assertEqual(s.put("k", b"x"), mc.INVALID_PARAMS)
+        self.assertEqual(s.get("k"), b"")
+        self.assertEqual(s.is_exist("k"), -1)
+        self.assertEqual(s.batch_is_exist(["a", "b"]), [-1, -1])
+        self.assertEqual(s.batch_get_into(["a"], [1], [1]), [mc.INVALID_PARAMS])
+        self.assertEqual(s.remove_all(), mc.INVALID_PARAMS)
+        self.assertEqual(s.close(), 0)
+
+    def test_host_allocator(self):
+        a = mc.MooncakeHostMemAllocator()
+        p = a.alloc(1 << 20)
+        self.assertNotEqual(p, 0)
+        self.assertEqual(p % 4096, 0)
+        ctypes.memset(p, 7, 1 << 20)
+        self.assertEqual(a.free(p), 0)
+        self.assertEqual(a.free(p), -1)
+        self.assertEqual(a.alloc(0), 0)
+
+
+class Api(mmctest.ServerTest):
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.s = new_store(cls.meta)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.s.close()
+        super().tearDownClass()
+
+    def key(self, name):
+        return "api/%s/%s" % (self.id().rsplit(".", 1)[-1], name)
+
+    def test_put_get(self):
+        k = self.key("a")
+        self.assertEqual(self.s.put(k, b"hello"), 0)
+        self.assertEqual(self.s.put(k, b"again"), 0)  # a duplicate put keeps the first value, answers 0
+        self.assertEqual(self.s.get(k), b"hello")
+        self.assertEqual(self.s.get(self.key("missing")), b"")
+        self.assertEqual(self.s.put(self.key("np"), np.arange(10, dtype=np.uint8)), 0)
+        self.assertEqual(self.s.get(self.key("np")), bytes(range(10)))
+        with self.assertRaises(TypeError):
+            self.s.put(5, b"x")
+
+    def test_batch_bytes(self):
+        ks = [self.key(str(i)) for i in range(3)]
+        self.assertEqual(self.s.put_batch(ks, [b"a", b"bb", b"ccc"]), 0)
+        self.assertEqual(self.s.get_batch(ks + [self.key("missing")]), [b"a", b"bb", b"ccc", b""])
+        self.assertEqual(self.s.put_batch(ks, [b"a"]), mc.INVALID_PARAMS)
+        self.assertEqual(self.s.put_batch([], []), 0)
+
+    def test_replicate_config(self):
+        rc = ReplicateConfig()
+        self.assertEqual(rc.replica_num, 1)
+        self.assertFalse(hasattr(rc, "group_ids"))  # SGLang then keeps to plain batch_put_from
+        rc.with_soft_pin = True
+        rc.preferred_segment = "localhost"
+        self.assertEqual(self.s.put(self.key("soft"), b"x", rc), 0)  # hints: stored, not pinned
+        self.assertIn("replica_num: 1", str(rc))
+        for attr, v in (("with_hard_pin", True), ("dfs_replica_num", 1), ("replica_num", 0), ("replica_num", 9)):
+            bad = ReplicateConfig()
+            setattr(bad, attr, v)
+            self.assertEqual(self.s.put(self.key(attr), b"x", bad), mc.INVALID_PARAMS, attr)
+            self.assertEqual(self.s.is_exist(self.key(attr)), 0)
+            self.assertEqual(self.s.batch_put_from([self.key(attr)], [1], [1], bad), [mc.INVALID_PARAMS])
+        with self.assertRaises(TypeError):
+            self.s.put(self.key("t"), b"x", "cfg")
+
+    def test_put_from_get_into(self):
+        k = self.key("a")
+        src = np.arange(4096, dtype=np.uint8)
+        self.assertEqual(self.s.register_buffer(src.ctypes.data, src.nbytes), 0)
+        self.assertEqual(self.s.put_from(k, src.ctypes.data, src.nbytes), 0)
+        dst = np.zeros(8192, dtype=np.uint8)
+        self.assertEqual(self.s.get_into(k, dst.ctypes.data, 4096), 4096)  # bytes read, not 0
+        self.assertTrue(np.array_equal(dst[:4096], src))
+        dst[:] = 0
+        self.assertEqual(self.s.get_into(k, dst.ctypes.data, 8192), 4096)  # a larger buffer: a short read
+        self.assertTrue(np.array_equal(dst[:4096], src))
+        self.assertEqual(self.s.get_into(k, dst.ctypes.data, 100), mc.BUFFER_OVERFLOW)
+        self.assertEqual(self.s.get_into(self.key("missing"), dst.ctypes.data, 10), mc.OBJECT_NOT_FOUND)
+        self.assertEqual(self.s.put_from(self.key("z"), src.ctypes.data, 0), mc.INVALID_PARAMS)
+        self.assertEqual(self.s.put_from(self.key("z"), 0, 10), mc.INVALID_PARAMS)
+        self.assertEqual(self.s.unregister_buffer(src.ctypes.data), 0)
+        self.assertEqual(self.s.unregister_buffer(src.ctypes.data), mc.INVALID_PARAMS)
+        self.assertEqual(self.s.register_buffer(0, 10), mc.INVALID_PARAMS)
+        with self.assertRaises(TypeError):
+            self.s.get_into(k, "ptr", 10)
+
+    def test_batch_put_from_get_into(self):
+        ks = [self.key(str(i)) for i in range(4)]
+        srcs = [torch.randint(0, 256, (1000 + i,), dtype=torch.uint8) for i in range(4)]
+        self.assertEqual(self.s.batch_put_from(ks, [t.data_ptr() for t in srcs], [t.numel() for t in srcs]),
+                         [0] * 4)
+        outs = [torch.zeros_like(t) for t in srcs]
+        res = self.s.batch_get_into(ks + [self.key("missing")], [t.data_ptr() for t in outs] + [outs[0].data_ptr()],
+                                    [t.numel() for t in outs] + [10])
+        self.assertEqual(res, [1000, 1001, 1002, 1003, mc.OBJECT_NOT_FOUND])
+        for a, b in zip(srcs, outs):
+            self.assertTrue(torch.equal(a, b))
+        self.assertEqual(self.s.batch_put_from([], [], []), [])
+        self.assertEqual(self.s.batch_get_into([], [], []), [])
+        self.assertEqual(self.s.batch_get_into(ks, [1], [1]), [mc.INVALID_PARAMS] * 4)
+        self.assertEqual(self.s.batch_put_from(ks[:1], [srcs[0].data_ptr()], [0]), [mc.INVALID_PARAMS])
+        self.assertEqual(self.s.batch_put_from(ks, [srcs[0].data_ptr()], [1]), [mc.INVALID_PARAMS] * 4)
+        with self.assertRaises(TypeError):
+            self.s.batch_put_from(ks, "ptrs", [1] * 4)
+        with self.assertRaises(TypeError):
+            self.s.batch_get_into([1, 2], [1, 2], [1, 1])
+
+    def test_multi_buffers(self):
+        g = torch.Generator().manual_seed(3)
+        k = torch.randint(0, 256, (2, shapes.DSR1_LAYERS, shapes.DSR1_K), generator=g, dtype=torch.uint8)
+        v = torch.randint(0, 256, (2, shapes.DSR1_LAYERS, shapes.DSR1_V), generator=g, dtype=torch.uint8)
+        ks = [self.key("0"), self.key("1")]
+        ptrs, sizes = shapes.Data.dsr1_layers(k, v)
+        self.assertEqual(self.s.batch_put_from_multi_buffers(ks, ptrs, sizes), [0, 0])
+        k2, v2 = torch.zeros_like(k), torch.zeros_like(v)
+        optrs, _ = shapes.Data.dsr1_layers(k2, v2)
+        want = shapes.DSR1_LAYERS * (shapes.DSR1_K + shapes.DSR1_V)
+        self.assertEqual(self.s.batch_get_into_multi_buffers(ks, optrs, sizes), [want, want])
+        self.assertTrue(torch.equal(k, k2) and torch.equal(v, v2))
+        self.assertEqual(self.s.get_size(ks[0]), want)
+        self.assertEqual(self.s.batch_get_into_multi_buffers([self.key("missing")], optrs[:1], sizes[:1]),
+                         [mc.OBJECT_NOT_FOUND])
+        self.assertEqual(self.s.batch_put_from_multi_buffers(ks, ptrs[:1], sizes[:1]), [mc.INVALID_PARAMS] * 2)
+        self.assertEqual(self.s.batch_put_from_multi_buffers([], [], []), [])
+
+    def test_exist_size_remove(self):
+        k = self.key("a")
+        self.assertEqual(self.s.is_exist(k), 0)
+        self.s.put(k, b"12345")
+        self.assertEqual(self.s.is_exist(k), 1)
+        self.assertEqual(self.s.batch_is_exist([k, self.key("b")]), [1, 0])
+        self.assertEqual(self.s.batch_is_exist([]), [])
+        self.assertEqual(self.s.is_exist("x" * 300), -1)  # a key mmc refuses: an error, -1
+        self.assertEqual(self.s.get_size(k), 5)
+        self.assertEqual(self.s.get_size(self.key("b")), mc.OBJECT_NOT_FOUND)
+        self.assertEqual(self.s.remove(k), 0)
+        self.assertEqual(self.s.remove(k), mc.OBJECT_NOT_FOUND)
+        self.s.put(k, b"x")
+        self.assertEqual(self.s.batch_remove([k, self.key("b")], force=True), [0, mc.OBJECT_NOT_FOUND])
+        self.assertEqual(self.s.batch_remove([]), [])
+
+    @unittest.skipUnless(HAS_REGEX, "libmmc has no mmc_remove_by_regex yet")
+    def test_remove_by_regex(self):
+        for i in range(5):
+            self.s.put("rx/keep/%d" % i, b"x")
+            self.s.put("rx/drop/%d" % i, b"x")
+        self.assertEqual(self.s.remove_by_regex("^rx/drop/[0-3]$"), 4)
+        self.assertEqual(self.s.batch_is_exist(["rx/drop/3", "rx/drop/4", "rx/keep/0"]), [0, 1, 1])
+        self.assertEqual(self.s.remove_by_regex("drop"), 1)  # searched, not anchored
+        self.assertEqual(self.s.remove_by_regex("nothing-matches-this"), 0)
+        self.assertEqual(self.s.remove_by_regex("(unclosed"), mc.INVALID_PARAMS)
+        with self.assertRaises(TypeError):
+            self.s.remove_by_regex(None)
+
+    @unittest.skipIf(HAS_REGEX, "libmmc has mmc_remove_by_regex")
+    def test_remove_by_regex_missing(self):
+        self.assertEqual(self.s.remove_by_regex("x"), mc.INTERNAL_ERROR)
+
+    def test_tensors(self):
+        t = torch.randn(4, 8).to(torch.bfloat16)
+        self.assertEqual(self.s.put_tensor(self.key("t"), t), 0)
+        self.assertTrue(torch.equal(self.s.get_tensor(self.key("t")), t))
+        self.assertIsNone(self.s.get_tensor(self.key("missing")))
+        self.assertEqual(self.s.put_tensor(self.key("bad"), np.zeros(3)), mc.INVALID_PARAMS)
+        ts = [torch.arange(6, dtype=torch.int32), torch.ones(2, 2, dtype=torch.float16)]
+        ks = [self.key("b0"), self.key("b1")]
+        self.assertEqual(self.s.batch_put_tensor(ks, ts), [0, 0])
+        got = self.s.batch_get_tensor(ks)
+        self.assertTrue(all(torch.equal(a, b) for a, b in zip(ts, got)))
+        buf = torch.zeros(1 << 12, dtype=torch.uint8)
+        g = self.s.get_tensor_into(ks[0], buf.data_ptr(), buf.numel())
+        self.assertTrue(torch.equal(g, ts[0]))
+        self.assertEqual(self.s.put_tensor_with_tp(self.key("tp"), torch.arange(8.0), tp_size=2), 0)
+        self.assertTrue(torch.equal(self.s.get_tensor_with_tp(self.key("tp"), tp_rank=1, tp_size=2),
+                                    torch.arange(4.0, 8.0)))
+
+
+@unittest.skipUnless(HAS_ALL, "libmmc has no mmc_remove_all yet")
+class RemoveAll(mmctest.ServerTest):
+    def test_remove_all(self):
+        s = new_store(self.meta)
+        try:
+            self.assertEqual(s.put_batch(["all/%d" % i for i in range(7)], [b"x"] * 7), 0)
+            self.assertEqual(s.remove_all(), 7)
+            self.assertEqual(s.batch_is_exist(["all/0", "all/6"]), [0, 0])
+            self.assertEqual(s.remove_all(), 0)
+        finally:
+            s.close()
+
+
+class TwoProcesses:
+    """A writer process lends a segment and puts; this process lends nothing and gets byte counts, byte-exact."""
+    protocol = None
+
+    @classmethod
+    def setUpClass(cls):
+        cls.meta = mmctest.Metaserver()
+        cls.writer = subprocess.Popen([sys.executable, os.path.join(mmctest.HERE, "mooncake_peer.py"),
+                                       master(cls.meta), cls.protocol], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        line = cls.writer.stdout.readline()
+        if line.strip() != b"ready":
+            cls.writer.kill()
+            cls.meta.stop()
+            raise RuntimeError("the writer process failed: %r" % line)
+        cls.s = new_store(cls.meta, lend=0, protocol=cls.protocol)
+        cls.data = shapes.Data()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.s.close()
+        cls.writer.stdin.close()
+        cls.writer.wait(30)
+        cls.meta.stop()
+
+    def test_numpy(self):
+        outs = [np.zeros_like(a) for a in self.data.np_arrays]
+        for o in outs:
+            self.assertEqual(self.s.register_buffer(o.ctypes.data, o.nbytes), 0)
+        res = self.s.batch_get_into(self.data.np_keys, [o.ctypes.data for o in outs], [o.nbytes for o in outs])
+        self.assertEqual(res, [a.nbytes for a in self.data.np_arrays])
+        for a, o in zip(self.data.np_arrays, outs):
+            self.assertTrue(np.array_equal(a, o))
+            self.assertEqual(self.s.unregister_buffer(o.ctypes.data), 0)
+
+    def test_torch(self):
+        outs = [torch.empty_like(t) for t in self.data.tensors]
+        sizes = [t.numel() * t.element_size() for t in outs]
+        res = self.s.batch_get_into(self.data.torch_keys, [t.data_ptr() for t in outs], sizes)
+        self.assertEqual(res, sizes)
+        for want, got in zip(self.data.tensors, outs):
+            self.assertTrue(torch.equal(want, got))
+
+    def test_dsr1_multi_buffers(self):
+        k, v = torch.zeros_like(self.data.dsr1_k), torch.zeros_like(self.data.dsr1_v)
+        for t in (k, v):
+            self.assertEqual(self.s.register_buffer(t.data_ptr(), t.numel()), 0)
+        ptrs, sizes = shapes.Data.dsr1_layers(k, v)
+        want = shapes.DSR1_LAYERS * (shapes.DSR1_K + shapes.DSR1_V)
+        self.assertEqual(self.s.batch_get_into_multi_buffers(self.data.dsr1_keys, ptrs, sizes),
+                         [want] * shapes.DSR1_KEYS)
+        self.assertTrue(torch.equal(k, self.data.dsr1_k) and torch.equal(v, self.data.dsr1_v))
+
+
+class TwoProcessesTcp(TwoProcesses, unittest.TestCase):
+    protocol = "tcp"
+
+
+class TwoProcessesShm(TwoProcesses, unittest.TestCase):
+    protocol = "shm"
+
+
+class InstallOption(unittest.TestCase):
+    """meson installs python/mooncake only with -Dmooncake=true (it shadows a real Mooncake), all of its files."""
+
+    def test_only_when_asked(self):
+        build = os.environ.get("MMC_BUILD_DIR") or os.path.join(mmctest.ROOT, "build")
+
+        def introspect(what):
+            return json.loads(subprocess.run(["meson", "introspect", build, what], check=True, capture_output=True,
+                                             text=True).stdout)
+        opts = {o["name"]: o["value"] for o in introspect("--buildoptions")}
+        self.assertIn("mooncake", opts)
+        got = sorted(os.path.basename(k) for k in introspect("--installed") if "/python/mooncake/" in k)
+        want = sorted(f for f in os.listdir(os.path.join(mmctest.ROOT, "python", "mooncake")) if f.endswith(".py"))
+        self.assertEqual(got, want if opts["mooncake"] else [])
+
+
+class EngineSequences(mmctest.ServerTest):
+    """SGLang's MooncakeStore and LMCache's Mooncake backend, their calls in their order (our own code)."""
+
+    def test_sglang_mooncake_store(self):
+        # config as SGLANG_HICACHE_MOONCAKE_CONFIG_PATH's JSON, read the way MooncakeStoreConfig.from_file does
+        cfg = {"local_hostname": "localhost", "metadata_server": "P2PHANDSHAKE", "global_segment_size": "1gb",
+               "protocol": PROTO, "device_name": "", "master_server_address": master(self.meta)}
+        gss = cfg["global_segment_size"]
+        gss = int(gss[:-2]) << 30 if gss.endswith("gb") else int(gss)
+        tp_size, tp_rank = 8, 0
+        store = MooncakeDistributedStore()
+        rc = store.setup(cfg["local_hostname"], cfg["metadata_server"], gss // tp_size, 16 << 20, cfg["protocol"],
+                         cfg["device_name"], cfg["master_server_address"], None, ssd_offload_path="")
+        self.assertEqual(rc, 0, store.last_error)
+        # warmup
+        wk, wv = "sglang_mooncake_store_warmup_key" + uuid.uuid4().hex, bytes(4 * 1024)
+        self.assertEqual(store.put(wk, wv), 0)
+        self.assertEqual(store.is_exist(wk), 1)
+        self.assertEqual(store.get(wk), wv)
+        # register_mem_pool_host: the host KV pool (MHA: [2, layers, tokens, heads, dim]), one register_buffer
+        layers, page, heads, dim = 4, 64, 2, 64
+        kv = torch.randint(-100, 100, (2, layers, 8 * page, heads, dim), dtype=torch.int16).to(torch.bfloat16)
+        self.assertEqual(store.register_buffer(kv.data_ptr(), kv.numel() * kv.element_size()), 0)
+        # page-first? no: layer-first pool, one object per page per K/V spans layers -> multi buffers
+        hashes = ["%064x" % (0xabc0 + i) for i in range(4)]
+        keys, ptrs, sizes = [], [], []
+        per_layer = page * heads * dim * kv.element_size()
+        for i, h in enumerate(hashes):
+            for kvi, sfx in ((0, "k"), (1, "v")):
+                keys.append("%s_%d_%s" % (h, tp_rank, sfx))
+                ptrs.append([kv[kvi, l, i * page].data_ptr() for l in range(layers)])
+                sizes.append([per_layer] * layers)
+        # batch_set_v1: batch_is_exist, then put the missing ones
+        exist = store.batch_is_exist(keys)
+        self.assertEqual(exist, [0] * len(keys))
+        missing = [i for i, e in enumerate(exist) if e != 1]
+        put = store.batch_put_from_multi_buffers([keys[i] for i in missing], [ptrs[i] for i in missing],
+                                                 [sizes[i] for i in missing])
+        self.assertEqual(put, [0] * len(keys))
+        # batch_exists: the leading pages whose K and V both exist
+        exist = store.batch_is_exist(keys + ["%064x_%d_k" % (0xdead, tp_rank)])
+        self.assertEqual(exist, [1] * len(keys) + [0])
+        # batch_get_v1 into other host pages: each result must equal the expected size
+        out = torch.zeros_like(kv)
+        optrs = [[out[0 if k.endswith("_k") else 1, l, (j // 2) * page].data_ptr() for l in range(layers)]
+                 for j, k in enumerate(keys)]
+        got = store.batch_get_into_multi_buffers(keys, optrs, sizes)
+        self.assertEqual(got, [per_layer * layers] * len(keys))
+        self.assertTrue(torch.equal(out[:, :, :4 * page], kv[:, :, :4 * page]))
+        # a page-first pool: one contiguous object per page, batch_put_from / batch_get_into
+        flat = kv.reshape(-1).view(torch.uint8)
+        pkeys = ["%s__k" % h for h in hashes]  # MLA key format: "{hash}_{mla_suffix}_k", mla_suffix ""
+        psize = 64 << 10
+        pptrs = [flat[i * psize:].data_ptr() for i in range(len(pkeys))]
+        self.assertEqual(store.batch_put_from(pkeys, pptrs, [psize] * len(pkeys)), [0] * len(pkeys))
+        dst = torch.zeros(len(pkeys) * psize, dtype=torch.uint8)
+        self.assertEqual(store.register_buffer(dst.data_ptr(), dst.numel()), 0)
+        res = store.batch_get_into(pkeys, [dst[i * psize:].data_ptr() for i in range(len(pkeys))],
+                                   [psize] * len(pkeys))
+        self.assertEqual(res, [psize] * len(pkeys))
+        self.assertTrue(torch.equal(dst, flat[:len(pkeys) * psize]))
+        # clear(): remove_all must not fail where libmmc can do it
+        if HAS_ALL:
+            self.assertGreaterEqual(store.remove_all(), len(keys) + len(pkeys))
+        self.assertEqual(store.close(), 0)
+
+    def test_lmcache_backend(self):
+        # LMCache's MooncakestoreConnector: setup from its mooncake config (JSON at MOONCAKE_CONFIG_PATH)
+        cfg = {"local_hostname": "localhost", "metadata_server": "http://127.0.0.1:8080/metadata",
+               "global_segment_size": 64 << 20, "local_buffer_size": 16 << 20, "protocol": PROTO,
+               "device_name": "", "master_server_address": master(self.meta)}
+        store = MooncakeDistributedStore()
+        self.assertEqual(store.setup(cfg["local_hostname"], cfg["metadata_server"], cfg["global_segment_size"],
+                                     cfg["local_buffer_size"], cfg["protocol"], cfg["device_name"],
+                                     cfg["master_server_address"]), 0)
+        # a registered staging buffer of chunk-sized slots
+        chunk = 256 << 10
+        buf = torch.randint(0, 256, (4 * chunk,), dtype=torch.uint8)
+        self.assertEqual(store.register_buffer(buf.data_ptr(), buf.numel()), 0)
+        keys = ["vllm@model@1@0@%016x" % (0x100 + i) for i in range(4)]
+        rc = ReplicateConfig()
+        rc.replica_num = 1
+        # put: metadata header object + payload via put_from, as the backend stores (meta bytes, KV bytes)
+        for i, k in enumerate(keys):
+            self.assertEqual(store.put(k + ".meta", b"shape=256K;dtype=uint8"), 0)
+            self.assertEqual(store.put_from(k, buf[i * chunk:].data_ptr(), chunk, rc), 0)
+        # contains: is_exist / batch_is_exist
+        self.assertEqual(store.is_exist(keys[0]), 1)
+        self.assertEqual(store.batch_is_exist(keys + ["vllm@model@1@0@none"]), [1, 1, 1, 1, 0])
+        # get: get_size then get_into a slot, the returned byte count checked
+        out = torch.zeros_like(buf)
+        self.assertEqual(store.register_buffer(out.data_ptr(), out.numel()), 0)
+        for i, k in enumerate(keys):
+            self.assertEqual(store.get(k + ".meta"), b"shape=256K;dtype=uint8")
+            n = store.get_size(k)
+            self.assertEqual(n, chunk)
+            self.assertEqual(store.get_into(k, out[i * chunk:].data_ptr(), n), chunk)
+        self.assertTrue(torch.equal(out, buf))
+        # batch_get_into for the batched path
+        out.zero_()
+        self.assertEqual(store.batch_get_into(keys, [out[i * chunk:].data_ptr() for i in range(4)], [chunk] * 4),
+                         [chunk] * 4)
+        self.assertTrue(torch.equal(out, buf))
+        # remove, then close
+        self.assertEqual(store.remove(keys[0]), 0)
+        self.assertEqual(store.is_exist(keys[0]), 0)
+        self.assertEqual(store.unregister_buffer(out.data_ptr()), 0)
+        self.assertEqual(store.unregister_buffer(buf.data_ptr()), 0)
+        self.assertEqual(store.close(), 0)
+
+
+if __name__ == "__main__":
+    mmctest.main()
