@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "pattern.h"
 #include "proc.h"
 
 static inline mmc_local_config fixture_config(const char *url, uint64_t pool)
@@ -41,6 +42,31 @@ static inline uint32_t fixture_rank(mmc_store *s)
 
 	cr_assert_eq(mmc_get_local_service_id(s, &id), 0);
 	return id;
+}
+
+/* Puts size bytes of pattern seed under key; fails the test unless MMC_OK. */
+static inline void fixture_put(mmc_store *s, const char *key, size_t size, uint64_t seed)
+{
+	void *buf = malloc(size);
+
+	cr_assert_not_null(buf);
+	pattern_fill(buf, size, seed);
+	cr_assert_eq(mmc_put_from(s, key, buf, size, MMC_COPY_H2G, NULL), 0, "put %s", key);
+	free(buf);
+}
+
+/* The get's code; 99 for MMC_OK with bytes that are not pattern seed. */
+static inline int fixture_get(mmc_store *s, const char *key, size_t size, uint64_t seed)
+{
+	void *buf = calloc(1, size);
+	int rc;
+
+	cr_assert_not_null(buf);
+	rc = mmc_get_into(s, key, buf, size, MMC_COPY_G2H);
+	if (rc == 0 && pattern_check(buf, size, seed) != size)
+		rc = 99;
+	free(buf);
+	return rc;
 }
 
 #endif

@@ -68,37 +68,16 @@ static void corrupt(const char *key, uint64_t at)
 	((volatile unsigned char *)svc->pool.base)[mmc_gva_offset(info.gva[0]) + at] ^= 0x20;
 }
 
-static void put(mmc_store *s, const char *key, size_t size, uint64_t seed)
-{
-	void *buf = malloc(size);
-
-	pattern_fill(buf, size, seed);
-	cr_assert_eq(mmc_put_from(s, key, buf, size, MMC_COPY_H2G, NULL), 0, "put %s", key);
-	free(buf);
-}
-
-/* The get's code; 99 for MMC_OK with bytes that differ from the pattern. */
-static int get(mmc_store *s, const char *key, size_t size, uint64_t seed)
-{
-	void *buf = calloc(1, size);
-	int rc = mmc_get_into(s, key, buf, size, MMC_COPY_G2H);
-
-	if (rc == 0 && pattern_check(buf, size, seed) != size)
-		rc = 99;
-	free(buf);
-	return rc;
-}
-
 Test(checksum, a_damaged_byte_is_an_error_never_mmc_ok)
 {
 	const size_t size = 100003;
 
-	put(rd, "k", size, 1);
-	cr_assert_eq(get(rd, "k", size, 1), 0, "intact bytes pass the check");
+	fixture_put(rd, "k", size, 1);
+	cr_assert_eq(fixture_get(rd, "k", size, 1), 0, "intact bytes pass the check");
 	corrupt("k", 4321);
-	cr_assert_eq(get(rd, "k", size, 1), MMC_CHECKSUM_MISMATCH, "RMA read");
-	cr_assert_eq(get(svc, "k", size, 1), MMC_CHECKSUM_MISMATCH, "memcpy from the own pool");
-	cr_assert_eq(get(plain, "k", size, 1), 99, "without the option the damage comes back as MMC_OK");
+	cr_assert_eq(fixture_get(rd, "k", size, 1), MMC_CHECKSUM_MISMATCH, "RMA read");
+	cr_assert_eq(fixture_get(svc, "k", size, 1), MMC_CHECKSUM_MISMATCH, "memcpy from the own pool");
+	cr_assert_eq(fixture_get(plain, "k", size, 1), 99, "without the option the damage comes back as MMC_OK");
 	cr_assert_eq(mmc_is_exist(rd, "k"), 1, "a mismatch reports, it does not remove");
 	cr_assert_str_neq(mmc_strerror(MMC_CHECKSUM_MISMATCH), "unknown error");
 }
@@ -107,12 +86,12 @@ Test(checksum, own_pool_writer_and_reader)
 {
 	const size_t size = 65536;
 
-	put(svc, "own", size, 2); /* a single put prefers the own pool: memcpy, no fabric */
-	cr_assert_eq(get(svc, "own", size, 2), 0);
-	cr_assert_eq(get(rd, "own", size, 2), 0);
+	fixture_put(svc, "own", size, 2); /* a single put prefers the own pool: memcpy, no fabric */
+	cr_assert_eq(fixture_get(svc, "own", size, 2), 0);
+	cr_assert_eq(fixture_get(rd, "own", size, 2), 0);
 	corrupt("own", size - 1);
-	cr_assert_eq(get(svc, "own", size, 2), MMC_CHECKSUM_MISMATCH);
-	cr_assert_eq(get(rd, "own", size, 2), MMC_CHECKSUM_MISMATCH);
+	cr_assert_eq(fixture_get(svc, "own", size, 2), MMC_CHECKSUM_MISMATCH);
+	cr_assert_eq(fixture_get(rd, "own", size, 2), MMC_CHECKSUM_MISMATCH);
 }
 
 /* Zero-copy from and into registered memory, and the unregistered path, on both sides. */
@@ -125,15 +104,15 @@ Test(checksum, registered_and_unregistered_buffers)
 	cr_assert_eq(mmc_register_buffer(rd, src, size), 0);
 	cr_assert_eq(mmc_register_buffer(rd, dst, size), 0);
 	cr_assert_eq(mmc_put_from(rd, "reg", src, size, MMC_COPY_H2G, NULL), 0);
-	put(rd, "unreg", size, 3);
+	fixture_put(rd, "unreg", size, 3);
 	cr_assert_eq(mmc_get_into(rd, "unreg", dst, size, MMC_COPY_G2H), 0);
-	cr_assert_eq(get(rd, "reg", size, 3), 0);
+	cr_assert_eq(fixture_get(rd, "reg", size, 3), 0);
 	corrupt("reg", 0);
 	corrupt("unreg", size / 2);
 	cr_assert_eq(mmc_get_into(rd, "reg", dst, size, MMC_COPY_G2H), MMC_CHECKSUM_MISMATCH, "zero-copy");
 	cr_assert_eq(mmc_get_into(rd, "unreg", dst, size, MMC_COPY_G2H), MMC_CHECKSUM_MISMATCH, "zero-copy");
-	cr_assert_eq(get(rd, "reg", size, 3), MMC_CHECKSUM_MISMATCH, "unregistered");
-	cr_assert_eq(get(rd, "unreg", size, 3), MMC_CHECKSUM_MISMATCH, "unregistered");
+	cr_assert_eq(fixture_get(rd, "reg", size, 3), MMC_CHECKSUM_MISMATCH, "unregistered");
+	cr_assert_eq(fixture_get(rd, "unreg", size, 3), MMC_CHECKSUM_MISMATCH, "unregistered");
 	cr_assert_eq(mmc_unregister_buffer(rd, src, size), 0);
 	cr_assert_eq(mmc_unregister_buffer(rd, dst, size), 0);
 	free(src);
@@ -191,10 +170,10 @@ Test(checksum, layers_are_checked_as_one_object)
 	cr_assert_eq(mmc_put_from_layers(rd, "lay", pb, put_split, 4, MMC_COPY_H2G, NULL), 0);
 	cr_assert_eq(mmc_get_into_layers(rd, "lay", gb, get_split, 2, MMC_COPY_G2H), 0);
 	cr_assert_eq(memcmp(obj, back, total), 0);
-	cr_assert_eq(get(rd, "lay", total, 4), 0, "one flat buffer");
+	cr_assert_eq(fixture_get(rd, "lay", total, 4), 0, "one flat buffer");
 	corrupt("lay", 1000 + 65536 + 3); /* inside the 7-byte layer */
 	cr_assert_eq(mmc_get_into_layers(rd, "lay", gb, get_split, 2, MMC_COPY_G2H), MMC_CHECKSUM_MISMATCH);
-	cr_assert_eq(get(rd, "lay", total, 4), MMC_CHECKSUM_MISMATCH);
+	cr_assert_eq(fixture_get(rd, "lay", total, 4), MMC_CHECKSUM_MISMATCH);
 	free(obj);
 	free(back);
 }
@@ -234,10 +213,10 @@ Test(checksum, batch_layers)
 
 Test(checksum, objects_written_without_one_are_read_unverified)
 {
-	put(plain, "nosum", 8192, 5);
-	cr_assert_eq(get(rd, "nosum", 8192, 5), 0);
+	fixture_put(plain, "nosum", 8192, 5);
+	cr_assert_eq(fixture_get(rd, "nosum", 8192, 5), 0);
 	corrupt("nosum", 100);
-	cr_assert_eq(get(rd, "nosum", 8192, 5), 99, "nothing to check against: MMC_OK with the damaged bytes");
+	cr_assert_eq(fixture_get(rd, "nosum", 8192, 5), 99, "nothing to check against: MMC_OK with the damaged bytes");
 }
 
 /* The GVA flow carries no checksum (documented): its objects read unverified by get_into. */
@@ -257,27 +236,27 @@ Test(checksum, gva_objects_carry_none)
 	cr_assert_eq(mmc_batch_copy(rd, &g, (void *const *)&buf, &size, 1, MMC_COPY_H2G, 0), 0);
 	cr_assert_eq(mmc_batch_write_finish(rd, &key, &ok, 1, &res), 0);
 	cr_assert_eq(res, 0);
-	cr_assert_eq(get(rd, key, size, 6), 0);
+	cr_assert_eq(fixture_get(rd, key, size, 6), 0);
 	corrupt(key, 1);
-	cr_assert_eq(get(rd, key, size, 6), 99);
+	cr_assert_eq(fixture_get(rd, key, size, 6), 99);
 	free(buf);
 }
 
 /* The record keeps the checksum (version 2); an object without one keeps a version-1 record. */
 Test(checksum, survives_a_meta_server_restart)
 {
-	put(rd, "durable", 50000, 7);
-	put(plain, "durable-nosum", 50000, 8);
+	fixture_put(rd, "durable", 50000, 7);
+	fixture_put(plain, "durable-nosum", 50000, 8);
 	cr_assert_eq(metaserver_stop(&meta), 0);
 	cr_assert_eq(metaserver_restart(&meta, NULL), 0);
 	for (int i = 0; i < 200 && mmc_is_exist(rd, "durable") != 1; i++)
 		usleep(50000); /* svc re-registers; its objects are readable again */
-	cr_assert_eq(get(rd, "durable", 50000, 7), 0);
-	cr_assert_eq(get(rd, "durable-nosum", 50000, 8), 0);
+	cr_assert_eq(fixture_get(rd, "durable", 50000, 7), 0);
+	cr_assert_eq(fixture_get(rd, "durable-nosum", 50000, 8), 0);
 	corrupt("durable", 49999);
 	corrupt("durable-nosum", 49999);
-	cr_assert_eq(get(rd, "durable", 50000, 7), MMC_CHECKSUM_MISMATCH);
-	cr_assert_eq(get(rd, "durable-nosum", 50000, 8), 99);
+	cr_assert_eq(fixture_get(rd, "durable", 50000, 7), MMC_CHECKSUM_MISMATCH);
+	cr_assert_eq(fixture_get(rd, "durable-nosum", 50000, 8), 99);
 }
 
 /* Demoted to SSD and rewarmed by a get: the bytes moved twice and the checksum still holds them. */
@@ -286,11 +265,11 @@ Test(checksum, survives_the_ssd_tier)
 	const char *key = "tier";
 	mmc_key_info info;
 
-	put(rd, key, 300000, 9);
+	fixture_put(rd, key, 300000, 9);
 	cr_assert_eq(mmc_evict_keys(rd, &key, 1, MMC_MEDIA_DRAM, MMC_MEDIA_SSD, 0), 0);
 	cr_assert_eq(mmc_get_key_info(rd, key, 0, &info), 0);
 	cr_assert_eq(info.type[0], MMC_MEDIA_SSD);
-	cr_assert_eq(get(rd, key, 300000, 9), 0, "read back from SSD, verified");
+	cr_assert_eq(fixture_get(rd, key, 300000, 9), 0, "read back from SSD, verified");
 	corrupt(key, 123456); /* the rewarmed DRAM copy */
-	cr_assert_eq(get(rd, key, 300000, 9), MMC_CHECKSUM_MISMATCH);
+	cr_assert_eq(fixture_get(rd, key, 300000, 9), MMC_CHECKSUM_MISMATCH);
 }

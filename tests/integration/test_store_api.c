@@ -31,26 +31,6 @@ static void stop(void)
 
 TestSuite(store_api, .init = start, .fini = stop, .timeout = 120);
 
-static void put(mmc_store *s, const char *key, size_t size, uint64_t seed)
-{
-	void *buf = malloc(size);
-
-	pattern_fill(buf, size, seed);
-	cr_assert_eq(mmc_put_from(s, key, buf, size, MMC_COPY_H2G, NULL), 0, "put %s", key);
-	free(buf);
-}
-
-static int get_check(mmc_store *s, const char *key, size_t size, uint64_t seed)
-{
-	void *buf = calloc(1, size);
-	int rc = mmc_get_into(s, key, buf, size, MMC_COPY_G2H);
-
-	if (rc == 0 && pattern_check(buf, size, seed) != size)
-		rc = 99;
-	free(buf);
-	return rc;
-}
-
 Test(store_api, mixed_batch_results)
 {
 	const char *keys[] = {"a", "missing", "b", "a"};
@@ -59,8 +39,8 @@ Test(store_api, mixed_batch_results)
 	size_t sizes[] = {5000, 10, 2999, 5000};
 	int res[4], exist[4];
 
-	put(s1, "a", 5000, 1);
-	put(s2, "b", 3000, 2);
+	fixture_put(s1, "a", 5000, 1);
+	fixture_put(s2, "b", 3000, 2);
 	cr_assert_eq(mmc_batch_get_into(s3, keys, bufs, sizes, 4, MMC_COPY_G2H, res), 0);
 	cr_assert_eq(res[0], 0);
 	cr_assert_eq(res[1], MMC_OBJECT_NOT_EXISTS);
@@ -89,8 +69,8 @@ Test(store_api, duplicate_key_in_one_batch_puts_once)
 	pattern_fill(b2, 100, 12);
 	cr_assert_eq(mmc_batch_put_from(s1, keys, bufs, sizes, 3, MMC_COPY_H2G, NULL, res), 0);
 	cr_assert(res[0] == 0 && res[1] == 0 && res[2] == 0, "%d %d %d", res[0], res[1], res[2]);
-	cr_assert_eq(get_check(s2, "dup", 4096, 10), 0, "the first occurrence wins");
-	cr_assert_eq(get_check(s2, "other", 100, 12), 0);
+	cr_assert_eq(fixture_get(s2, "dup", 4096, 10), 0, "the first occurrence wins");
+	cr_assert_eq(fixture_get(s2, "other", 100, 12), 0);
 }
 
 Test(store_api, batch_limits)
@@ -157,7 +137,7 @@ Test(store_api, layers_gather_and_scatter)
 	cr_assert_eq(mmc_get_into_layers(s2, "layered", get_bufs, get_sizes, 2, MMC_COPY_G2H), 0);
 	cr_assert_eq(memcmp(g0, whole, 5100), 0, "the split on get may differ from the put's");
 	cr_assert_eq(memcmp(g1, whole + 5100, 4096), 0);
-	cr_assert_eq(get_check(s3, "layered", sizeof(whole), 33), 0, "one object, readable as one buffer");
+	cr_assert_eq(fixture_get(s3, "layered", sizeof(whole), 33), 0, "one object, readable as one buffer");
 	cr_assert_eq(mmc_get_into_layers(s2, "layered", get_bufs, bad_sizes, 2, MMC_COPY_G2H), MMC_INVALID_PARAM,
 	             "total differs");
 	cr_assert_eq(mmc_get_into_layers(s2, "layered", get_bufs, get_sizes, 0, MMC_COPY_G2H), MMC_INVALID_PARAM);
@@ -236,7 +216,7 @@ Test(store_api, replicas_and_preferred_services)
 		cr_assert_eq(info.type[i], MMC_MEDIA_DRAM);
 		cr_assert_neq(info.gva[i], 0);
 	}
-	cr_assert_eq(get_check(s2, "rep3", sizeof(buf), 5), 0);
+	cr_assert_eq(fixture_get(s2, "rep3", sizeof(buf), 5), 0);
 	cr_assert_eq(mmc_put_from(s1, "rep4", buf, sizeof(buf), MMC_COPY_H2G, &four), MMC_NOT_ENOUGH_MEMORY,
 	             "more replicas than services");
 	cr_assert_eq(mmc_is_exist(s1, "rep4"), 0, "never a partial object");
@@ -259,7 +239,7 @@ Test(store_api, placement_local_first_and_spread)
 	mmc_key_info info[N];
 	uint32_t ranks[3] = {fixture_rank(s1), fixture_rank(s2), fixture_rank(s3)};
 
-	put(s2, "mine", 4096, 1);
+	fixture_put(s2, "mine", 4096, 1);
 	cr_assert_eq(mmc_get_key_info(s1, "mine", 0, &info[0]), 0);
 	cr_assert_eq(info[0].loc[0], ranks[1], "a single put lands in the writer's own pool");
 	for (int i = 0; i < N; i++) {
@@ -283,9 +263,9 @@ Test(store_api, client_only_store)
 	uint32_t id;
 
 	cr_assert_eq(mmc_get_local_service_id(c, &id), MMC_NOT_STARTED);
-	put(c, "from-client", 12345, 8);
-	cr_assert_eq(get_check(c, "from-client", 12345, 8), 0);
-	cr_assert_eq(get_check(s1, "from-client", 12345, 8), 0);
+	fixture_put(c, "from-client", 12345, 8);
+	cr_assert_eq(fixture_get(c, "from-client", 12345, 8), 0);
+	cr_assert_eq(fixture_get(s1, "from-client", 12345, 8), 0);
 	cr_assert_eq(mmc_is_exist(c, "from-client"), 1);
 	cr_assert_eq(mmc_remove(c, "from-client"), 0);
 	mmc_destroy(c);
@@ -338,8 +318,8 @@ Test(store_api, config_file_setup)
 	snprintf(c.config_path, sizeof(c.config_path), "%s", path);
 	cr_assert_eq(mmc_setup(s, &c), 0);
 	cr_assert_eq(mmc_init(s, 0, true), 0, "the meta server address came from the file");
-	put(s, "via-file", 100, 3);
-	cr_assert_eq(get_check(s1, "via-file", 100, 3), 0);
+	fixture_put(s, "via-file", 100, 3);
+	cr_assert_eq(fixture_get(s1, "via-file", 100, 3), 0);
 	mmc_destroy(s);
 	unlink(path);
 }
