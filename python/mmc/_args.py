@@ -77,31 +77,26 @@ def key_array(encoded):
     return (ctypes.c_char_p * len(encoded))(*encoded)
 
 
-def u64s(v, name):
-    """array('Q') of a sequence of non-negative ints (numpy arrays too); TypeError for anything else."""
+def _ints(v, name, code, too_big):
     if isinstance(v, (str, bytes, bytearray)) or v is None:
         raise TypeError("%s: expected a sequence of ints, got %s" % (name, type(v).__name__))
     if hasattr(v, "dtype") and hasattr(v, "tolist"):
         v = v.tolist()
     try:
-        return array("Q", v)
+        return array(code, v)
     except OverflowError:
-        raise TypeError("%s: a value is negative or too large for 64 bits" % name) from None
+        raise TypeError("%s: %s" % (name, too_big)) from None
     except TypeError:
         raise TypeError("%s: expected a sequence of ints" % name) from None
+
+
+def u64s(v, name):
+    """array('Q') of a sequence of non-negative ints (numpy arrays too); TypeError for anything else."""
+    return _ints(v, name, "Q", "a value is negative or too large for 64 bits")
 
 
 def i32s(v, name):
-    if isinstance(v, (str, bytes, bytearray)) or v is None:
-        raise TypeError("%s: expected a sequence of ints, got %s" % (name, type(v).__name__))
-    if hasattr(v, "dtype") and hasattr(v, "tolist"):
-        v = v.tolist()
-    try:
-        return array("i", v)
-    except OverflowError:
-        raise TypeError("%s: a value does not fit 32 bits" % name) from None
-    except TypeError:
-        raise TypeError("%s: expected a sequence of ints" % name) from None
+    return _ints(v, name, "i", "a value does not fit 32 bits")
 
 
 def addr(a):

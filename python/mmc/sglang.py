@@ -191,23 +191,25 @@ class MmcHiCacheStorage(HiCacheStorage):
                 return i
         return len(keys)
 
-    def batch_get_v1(self, keys, host_indices, extra_info=None):
-        if not keys:
-            return []
+    def _page_buffers(self, keys, host_indices):
+        """The object keys of pages and the host pool's buffer for each, zero copy."""
         ptrs, sizes = self.mem_pool_host.get_page_buffer_meta(host_indices)
         okeys = self._object_keys(keys)
         if len(ptrs) != len(okeys):
             raise ValueError("the host pool gave %d buffers for %d objects" % (len(ptrs), len(okeys)))
+        return okeys, ptrs, sizes
+
+    def batch_get_v1(self, keys, host_indices, extra_info=None):
+        if not keys:
+            return []
+        okeys, ptrs, sizes = self._page_buffers(keys, host_indices)
         res = self.store.batch_get_into(okeys, ptrs, sizes)
         return self._page_results(res, len(keys))
 
     def batch_set_v1(self, keys, host_indices, extra_info=None):
         if not keys:
             return []
-        ptrs, sizes = self.mem_pool_host.get_page_buffer_meta(host_indices)
-        okeys = self._object_keys(keys)
-        if len(ptrs) != len(okeys):
-            raise ValueError("the host pool gave %d buffers for %d objects" % (len(ptrs), len(okeys)))
+        okeys, ptrs, sizes = self._page_buffers(keys, host_indices)
         exist = self.store.batch_is_exist(okeys)
         res = [0] * len(okeys)
         todo = [i for i, e in enumerate(exist) if e != 1]

@@ -204,17 +204,22 @@ class DistributedObjectStore:
                                 A.sint(direct, "direct"))
 
     def _flat(self, keys, buffer_ptrs, sizes, direct):
+        """The arguments of a flat batch, and the answer when the batch is refused before any call (else None)."""
         ks = A.keys(keys)
         ps, ns = A.u64s(buffer_ptrs, "buffer_ptrs"), A.u64s(sizes, "sizes")
-        return ks, ps, ns, A.sint(direct, "direct")
-
-    def batch_put_from(self, keys, buffer_ptrs, sizes, direct=H2G, replicateConfig=_DEFAULT_RC):
-        ks, ps, ns, d = self._flat(keys, buffer_ptrs, sizes, direct)
         early = _batch_size(len(ks))
         if early:
-            return [] if early == "empty" else [INVALID]
-        if len(ps) != len(ks) or len(ns) != len(ks):
-            return [ERROR] * len(ks)
+            refused = [] if early == "empty" else [INVALID]
+        elif len(ps) != len(ks) or len(ns) != len(ks):
+            refused = [ERROR] * len(ks)
+        else:
+            refused = None
+        return ks, ps, ns, A.sint(direct, "direct"), refused
+
+    def batch_put_from(self, keys, buffer_ptrs, sizes, direct=H2G, replicateConfig=_DEFAULT_RC):
+        ks, ps, ns, d, refused = self._flat(keys, buffer_ptrs, sizes, direct)
+        if refused is not None:
+            return refused
         ok, rc = _rc(replicateConfig)
         if not ok:
             return [ERROR] * len(ks)
@@ -223,12 +228,9 @@ class DistributedObjectStore:
         return res.tolist()
 
     def batch_get_into(self, keys, buffer_ptrs, sizes, direct=G2H):
-        ks, ps, ns, d = self._flat(keys, buffer_ptrs, sizes, direct)
-        early = _batch_size(len(ks))
-        if early:
-            return [] if early == "empty" else [INVALID]
-        if len(ps) != len(ks) or len(ns) != len(ks):
-            return [ERROR] * len(ks)
+        ks, ps, ns, d, refused = self._flat(keys, buffer_ptrs, sizes, direct)
+        if refused is not None:
+            return refused
         res = A.results(len(ks))
         lib.mmc_batch_get_into(self._s, A.key_array(ks), A.addr(ps), A.addr(ns), len(ks), d, A.addr(res))
         return res.tolist()

@@ -327,16 +327,23 @@ class MooncakeDistributedStore:
         """Bytes read, or a negative code."""
         return self.batch_get_into([key], [buffer_ptr], [size])[0]
 
-    def batch_put_from(self, keys, buffer_ptrs, sizes, config=None):
+    def _batch_put_start(self, call, keys, config):
+        """A batch put's keys and replica config, or the per-key answer when it is refused before any call."""
         ks = A.seq(keys, "keys")
         if not self._ready():
-            return [INVALID_PARAMS] * len(ks)
+            return ks, None, [INVALID_PARAMS] * len(ks)
         if not ks:
-            return []
+            return ks, None, []
         rc = _rc(config)
         if rc is None:
-            self.last_error = "batch_put_from: ReplicateConfig asks for what mmc cannot do"
-            return [INVALID_PARAMS] * len(ks)
+            self.last_error = "%s: ReplicateConfig asks for what mmc cannot do" % call
+            return ks, None, [INVALID_PARAMS] * len(ks)
+        return ks, rc, None
+
+    def batch_put_from(self, keys, buffer_ptrs, sizes, config=None):
+        ks, rc, refused = self._batch_put_start("batch_put_from", keys, config)
+        if refused is not None:
+            return refused
         ps, ns = A.seq(buffer_ptrs, "buffer_ptrs"), A.seq(sizes, "sizes")
         if len(ks) > BATCH_MAX or len(ps) != len(ks) or len(ns) != len(ks):
             return [INVALID_PARAMS] * len(ks)
@@ -377,15 +384,9 @@ class MooncakeDistributedStore:
 
     def batch_put_from_multi_buffers(self, keys, all_buffer_ptrs, all_sizes, config=None):
         """One object per key gathered from several buffers (mmc's layer calls): 0 or a code per key."""
-        ks = A.seq(keys, "keys")
-        if not self._ready():
-            return [INVALID_PARAMS] * len(ks)
-        if not ks:
-            return []
-        rc = _rc(config)
-        if rc is None:
-            self.last_error = "batch_put_from_multi_buffers: ReplicateConfig asks for what mmc cannot do"
-            return [INVALID_PARAMS] * len(ks)
+        ks, rc, refused = self._batch_put_start("batch_put_from_multi_buffers", keys, config)
+        if refused is not None:
+            return refused
         res = self._d.batch_put_from_layers(ks, all_buffer_ptrs, all_sizes, _H2G, rc)
         if len(res) != len(ks):
             return [INVALID_PARAMS] * len(ks)
