@@ -42,6 +42,7 @@ struct fabric {
 	unsigned char addr[256];
 	size_t addrlen;
 	char provider[64];
+	bool host_only; /* host_shm: no libfabric at all; every peer is reached through the host path */
 };
 
 static int fab_err(const char *what, int rc)
@@ -80,7 +81,7 @@ static void complete_error(struct fabric *f)
 static int poll_cq(struct fabric *f)
 {
 	struct fi_cq_entry e[CQ_BATCH];
-	ssize_t n = fi_cq_read(f->cq, e, CQ_BATCH);
+	ssize_t n = f->cq ? fi_cq_read(f->cq, e, CQ_BATCH) : 0;
 
 	if (n > 0) {
 		complete(e, (int)n);
@@ -93,10 +94,28 @@ static int poll_cq(struct fabric *f)
 	return 0;
 }
 
+/*
+ * A provider without a wait object (shm) must be polled. Polling every 50 us while traffic flows, backing off to
+ * IDLE_NAP_MAX once nothing has happened for a while, keeps an idle store under 0.5% of a core; the first
+ * completion, or any caller reaping its own batch, brings the fast pace back.
+ */
+#define IDLE_NAP_MIN_NS 50000L
+#define IDLE_NAP_MAX_NS 5000000L
+
+static void nap(long *ns, bool busy)
+{
+	struct timespec ts = {0, 0};
+
+	*ns = busy ? IDLE_NAP_MIN_NS : *ns < IDLE_NAP_MAX_NS ? *ns + *ns / 8 + 1000 : IDLE_NAP_MAX_NS;
+	ts.tv_nsec = *ns;
+	nanosleep(&ts, NULL);
+}
+
 static void *progress_main(void *arg)
 {
 	struct fabric *f = arg;
 	struct fi_cq_entry e[CQ_BATCH];
+	long pace = IDLE_NAP_MIN_NS;
 
 	while (!atomic_load(&f->stop)) {
 		ssize_t n;
@@ -106,17 +125,17 @@ static void *progress_main(void *arg)
 			struct timespec ts = {0, 20000};
 
 			nanosleep(&ts, NULL);
+			pace = IDLE_NAP_MIN_NS;
 			continue;
 		}
 		if (f->can_wait) {
 			n = fi_cq_sread(f->cq, e, CQ_BATCH, NULL, SREAD_MS);
 		} else {
 			n = fi_cq_read(f->cq, e, CQ_BATCH);
-			if (n == -FI_EAGAIN) {
-				struct timespec ts = {0, 50000};
-
-				nanosleep(&ts, NULL);
-			}
+			if (n == -FI_EAGAIN)
+				nap(&pace, false);
+			else
+				pace = IDLE_NAP_MIN_NS;
 		}
 		if (n > 0)
 			complete(e, (int)n);
@@ -271,6 +290,18 @@ static int open_objects(struct fabric *f)
 	return 0;
 }
 
+/* host_shm: an endpoint only in name. Its address says which process it is; nothing can be posted to a peer. */
+static int open_host_only(struct fabric *f)
+{
+	int n = snprintf((char *)f->addr, sizeof(f->addr), "host:%d", (int)getpid());
+
+	f->host_only = true;
+	f->addrlen = (size_t)n + 1;
+	snprintf(f->provider, sizeof(f->provider), "%s", FABRIC_HOST_ONLY);
+	lg_info("fabric: %s", "host path only (no network provider)");
+	return 0;
+}
+
 int fabric_open(struct fabric **out, const char *protocol, const char *hcom_url)
 {
 	struct fabric *f = calloc(1, sizeof(*f));
@@ -279,6 +310,11 @@ int fabric_open(struct fabric **out, const char *protocol, const char *hcom_url)
 	if (!f)
 		return MMC_MALLOC_FAILED;
 	atomic_init(&f->next_key, 1);
+	if (strcmp(protocol, "host_shm") == 0 && !getenv("FI_PROVIDER")) {
+		open_host_only(f);
+		*out = f;
+		return 0;
+	}
 	if ((rc = get_info(f, protocol, hcom_url)) || (rc = open_objects(f)))
 		goto fail;
 	f->fence_by_read =
@@ -362,6 +398,10 @@ int fabric_mr_reg(struct fabric *f, void *buf, size_t len, bool remote, struct f
 	int rc;
 
 	memset(out, 0, sizeof(*out));
+	if (f->host_only) { /* nothing to register with; a fresh key still tells a rekey happened */
+		out->key = want;
+		return 0;
+	}
 	rc = fi_mr_reg(f->domain, buf, len, access, 0, want, 0, &out->mr, NULL);
 	if (rc)
 		return fab_err("fi_mr_reg", rc);
@@ -386,14 +426,22 @@ void fabric_mr_close(struct fab_mr *mr)
 
 int fabric_peer_add(struct fabric *f, const void *addr, size_t len, fi_addr_t *out)
 {
-	int rc = fi_av_insert(f->av, addr, 1, out, 0, NULL);
+	int rc;
+
+	(void)len;
+	if (f->host_only) {
+		lg_error("fabric: protocol host_shm reaches only local services on this host (no network provider)");
+		return MMC_LINK_NOT_FOUND;
+	}
+	rc = fi_av_insert(f->av, addr, 1, out, 0, NULL);
 
 	return rc == 1 ? 0 : fab_err("fi_av_insert", rc < 0 ? rc : -FI_EINVAL);
 }
 
 void fabric_peer_remove(struct fabric *f, fi_addr_t a)
 {
-	fi_av_remove(f->av, &a, 1, 0);
+	if (!f->host_only)
+		fi_av_remove(f->av, &a, 1, 0);
 }
 
 /* ---- batches ---- */
@@ -508,6 +556,8 @@ int fab_batch_post(struct fab_batch *b, bool write, const struct iovec *iov, voi
 		rma.len += iov[i].iov_len;
 	if (b->abandoned)
 		return MMC_TIMEOUT;
+	if (b->f->host_only)
+		return MMC_LINK_NOT_FOUND;
 	if (b->posted - b->reaped == b->window)
 		reap_one(b);
 	if (b->abandoned)
@@ -535,7 +585,7 @@ int fab_batch_post(struct fab_batch *b, bool write, const struct iovec *iov, voi
 
 size_t fabric_iov_limit(const struct fabric *f)
 {
-	size_t n = f->info->tx_attr->iov_limit;
+	size_t n = f->info ? f->info->tx_attr->iov_limit : FAB_IOV_MAX;
 
 	return n < 1 ? 1 : n > FAB_IOV_MAX ? FAB_IOV_MAX : n;
 }

@@ -1,7 +1,9 @@
 /*
  * The data path: one libfabric RDM endpoint per store with one-sided RMA. The provider comes from the protocol
- * (host_tcp: tcp;ofi_rxm, host_shm: shm, host_rdma: verbs;ofi_rxm, auto: the best network provider); FI_PROVIDER
+ * (host_tcp: tcp;ofi_rxm, host_rdma: verbs;ofi_rxm, auto: the best network provider); FI_PROVIDER
  * still overrides. MR modes are requested as real NICs need them and honoured as the provider returns them.
+ * host_shm opens no provider at all (FABRIC_HOST_ONLY): every peer it can reach is on this host and reached through
+ * the host path (host_map.h); FI_PROVIDER=shm still gets libfabric's shm provider for it.
  *
  * Completions: software providers progress only when their completion queue is read. A progress thread blocks on
  * the CQ (serving peers' RMA into our pool); a thread waiting for its own batch reads the CQ itself. Completions
@@ -19,6 +21,8 @@
 #include <stdint.h>
 
 struct fabric;
+
+#define FABRIC_HOST_ONLY "host" /* fabric_provider() of host_shm: the host path, no libfabric */
 
 struct fab_mr {
 	struct fid_mr *mr;

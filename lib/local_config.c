@@ -33,6 +33,7 @@ static const struct conf_key keys[] = {
     {"ock.mmc.client.lease_ttl_ms", CONF_U64, F(c.lease_ttl_ms), 0, 2147483647, NULL},
     {"ock.mmc.client.rma_timeout_ms", CONF_U32, F(c.rma_timeout_ms), 100, 3600000, NULL},
     {"ock.mmc.client.verify_checksum", CONF_BOOL, F(c.verify_checksum), 0, 0, NULL},
+    {"ock.mmc.client.host_path", CONF_BOOL, F(host_path), 0, 0, NULL},
     {NULL, 0, 0, 0, 0, 0, NULL},
 };
 
@@ -146,6 +147,26 @@ bad:
 	return MMC_INVALID_PARAM;
 }
 
+/* $MMC_HOST_PATH overrides the file, like FI_PROVIDER the protocol: benchmarks and tests turn the host path off
+ * for every process they start, to stand in for peers on other hosts. */
+static int host_path_env(struct client_conf *o, char *err, size_t errlen)
+{
+	const char *v = getenv("MMC_HOST_PATH");
+
+	if (!v || !v[0])
+		return 0;
+	if (strcmp(v, "0") == 0 || strcmp(v, "off") == 0 || strcmp(v, "false") == 0) {
+		o->host_path = false;
+		return 0;
+	}
+	if (strcmp(v, "1") == 0 || strcmp(v, "on") == 0 || strcmp(v, "true") == 0) {
+		o->host_path = true;
+		return 0;
+	}
+	snprintf(err, errlen, "bad value \"%s\" for $MMC_HOST_PATH (on, off, 1, 0, true or false)", v);
+	return -1;
+}
+
 static int bounded(const char *s, size_t cap)
 {
 	return memchr(s, '\0', cap) != NULL;
@@ -210,6 +231,7 @@ int local_config_resolve(const mmc_local_config *in, struct client_conf *out, ch
 
 	memset(out, 0, sizeof(*out));
 	defaults(&out->c);
+	out->host_path = true;
 	if (in) {
 		size_t bytes = local_config_layout_bytes(in->version);
 
@@ -231,5 +253,5 @@ int local_config_resolve(const mmc_local_config *in, struct client_conf *out, ch
 		if (rc)
 			return MMC_INVALID_PARAM;
 	}
-	return check(out, err, errlen);
+	return host_path_env(out, err, errlen) ? MMC_INVALID_PARAM : check(out, err, errlen);
 }

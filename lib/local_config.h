@@ -14,6 +14,7 @@ struct client_conf {
 	char meta_host[256];
 	uint16_t meta_port;
 	int log_level;
+	bool host_path; /* ock.mmc.client.host_path, then $MMC_HOST_PATH: same-host peers by memcpy */
 };
 
 struct conf_key;

@@ -1,7 +1,12 @@
-/* The cache of local services' fabric coordinates (rank -> address, pool base and key). */
+/*
+ * The cache of local services' coordinates (rank -> fabric address, pool base and key), and for services on this
+ * host the mapping of their pool (the host path), which needs no fabric and so no common provider.
+ */
 #include <stdlib.h>
 #include <string.h>
 
+#include "host_id.h"
+#include "host_map.h"
 #include "log.h"
 #include "mmc/mmc.h"
 #include "store.h"
@@ -15,8 +20,11 @@ void peers_init(struct peers *p)
 
 void peers_fini(struct peers *p)
 {
-	for (int i = 0; i < MMC_RANKS_MAX; i++)
+	for (int i = 0; i < MMC_RANKS_MAX; i++) {
+		if (p->by_rank[i])
+			host_map_unref(p->by_rank[i]->map);
 		free(p->by_rank[i]);
+	}
 	pthread_rwlock_destroy(&p->lock);
 }
 
@@ -32,6 +40,23 @@ static int decode_info(struct mcall *c, uint32_t body, const uint8_t *data, size
 	if (body != WB_SERVICE_INFO || !pb_decode(&st, mmc_ServiceInfo_fields, &ctx->info))
 		return MMC_INTERNAL_ERROR;
 	return ctx->info.result;
+}
+
+/* A service on this host whose pool we can map: copies go by memcpy, whatever either side's network provider. */
+static bool try_host(struct mmc_store *s, const mmc_ServiceInfo *info, struct peer *p)
+{
+	for (uint32_t i = 0; i < info->segments_count; i++) {
+		const mmc_Segment *sg = &info->segments[i];
+
+		if (sg->media != MMC_MEDIA_DRAM || !sg->host_key)
+			continue;
+		if (!s->conf.host_path || !info->pool_path[0] || !host_is_mine(info->boot_id, info->host) ||
+		    host_map_open(info->pool_path, sg->size, &p->map))
+			return false;
+		p->host_key = sg->host_key;
+		return true;
+	}
+	return false;
 }
 
 /* Builds a peer from the meta server's answer and puts it in the cache. */
@@ -50,11 +75,6 @@ static int fetch(struct mmc_store *s, uint32_t rank, struct peer *out)
 	rc = meta_call(s->meta, WB_SERVICE, mmc_ServiceQuery_fields, &q, &c);
 	if (rc)
 		return rc;
-	if (strcmp(ctx.info.provider, fabric_provider(s->fab)) != 0) {
-		lg_error("local service %u uses provider %s, this store %s: they cannot reach each other", rank,
-		         ctx.info.provider, fabric_provider(s->fab));
-		return MMC_LINK_NOT_FOUND;
-	}
 	p = calloc(1, sizeof(*p));
 	if (!p)
 		return MMC_MALLOC_FAILED;
@@ -63,6 +83,13 @@ static int fetch(struct mmc_store *s, uint32_t rank, struct peer *out)
 	p->incarnation = ctx.info.incarnation;
 	p->self =
 	    store_ident(s, &my_rank, &my_incarnation) && rank == my_rank && ctx.info.incarnation == my_incarnation;
+	if (!p->self && !try_host(s, &ctx.info, p) && strcmp(ctx.info.provider, fabric_provider(s->fab)) != 0) {
+		lg_error("local service %u uses provider %s, this store %s, and is not on this host: they cannot reach "
+		         "each other",
+		         rank, ctx.info.provider, fabric_provider(s->fab));
+		free(p);
+		return MMC_LINK_NOT_FOUND;
+	}
 	p->nsegs = ctx.info.segments_count;
 	for (uint32_t i = 0; i < p->nsegs; i++) {
 		p->segs[i].media = ctx.info.segments[i].media;
@@ -70,17 +97,43 @@ static int fetch(struct mmc_store *s, uint32_t rank, struct peer *out)
 		p->segs[i].key = ctx.info.segments[i].key;
 		p->segs[i].size = ctx.info.segments[i].size;
 	}
-	if (!p->self && fabric_peer_add(s->fab, ctx.info.fabric_addr.bytes, ctx.info.fabric_addr.size, &p->fa)) {
+	if (!p->self && !p->map && fabric_peer_add(s->fab, ctx.info.fabric_addr.bytes, ctx.info.fabric_addr.size, &p->fa)) {
 		free(p);
 		return MMC_LINK_NOT_FOUND;
 	}
 	pthread_rwlock_wrlock(&s->peers.lock);
-	/* the old entry's fabric address stays in the AV: an op in flight may still use it */
+	/* the old entry's fabric address stays in the AV: an op in flight may still use it; its map stays mapped
+	 * until the last transfer using it lets go */
+	if (s->peers.by_rank[rank])
+		host_map_unref(s->peers.by_rank[rank]->map);
 	free(s->peers.by_rank[rank]);
 	s->peers.by_rank[rank] = p;
 	*out = *p;
+	host_map_ref(out->map);
 	pthread_rwlock_unlock(&s->peers.lock);
 	return 0;
+}
+
+void peer_release(struct peer *p)
+{
+	host_map_unref(p->map);
+	p->map = NULL;
+}
+
+void peers_forget(struct mmc_store *s, uint32_t rank, const struct host_map *map)
+{
+	struct peer *p;
+
+	if (rank >= MMC_RANKS_MAX)
+		return;
+	pthread_rwlock_wrlock(&s->peers.lock);
+	p = s->peers.by_rank[rank];
+	if (p && p->map == map) {
+		s->peers.by_rank[rank] = NULL;
+		host_map_unref(p->map);
+		free(p);
+	}
+	pthread_rwlock_unlock(&s->peers.lock);
 }
 
 int peers_get(struct mmc_store *s, uint32_t rank, uint64_t incarnation, struct peer *out)
@@ -95,12 +148,15 @@ int peers_get(struct mmc_store *s, uint32_t rank, uint64_t incarnation, struct p
 	/* after a lost connection, ask again: the service may have re-registered its pool under a new key */
 	if (p && (p->incarnation == incarnation || !incarnation) && p->losses == meta_conn_losses(s->meta)) {
 		*out = *p;
+		host_map_ref(out->map);
 		pthread_rwlock_unlock(&s->peers.lock);
 		return 0;
 	}
 	pthread_rwlock_unlock(&s->peers.lock);
 	rc = fetch(s, rank, out);
-	if (rc == 0 && incarnation && out->incarnation != incarnation)
+	if (rc == 0 && incarnation && out->incarnation != incarnation) {
+		peer_release(out);
 		return MMC_LINK_NOT_FOUND; /* the blob's service is gone; a newer one has its rank */
+	}
 	return rc;
 }

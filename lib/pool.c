@@ -6,7 +6,7 @@
 #include "log.h"
 #include "mmc/mmc.h"
 
-int pool_map(struct pool *p, size_t size)
+int pool_map(struct pool *p, size_t size, bool shared)
 {
 	size_t len = (size + POOL_ALIGN - 1) & ~(POOL_ALIGN - 1);
 	void *m;
@@ -14,8 +14,18 @@ int pool_map(struct pool *p, size_t size)
 	p->base = NULL;
 	p->size = 0;
 	p->huge = false;
+	p->shared = false;
+	p->host.fd = -1;
 	if (len == 0)
 		return MMC_INVALID_PARAM;
+	if (shared && host_pool_create(&p->host, len, &p->base, &p->huge) == 0) {
+		p->shared = true;
+		p->size = len;
+		return 0;
+	}
+	if (shared)
+		lg_warn("no shared memory for a pool of %zu bytes: same-host peers will reach it over the network "
+		        "provider", len);
 	m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB, -1, 0);
 	if (m != MAP_FAILED) {
 		p->huge = true;
@@ -42,8 +52,11 @@ int pool_map(struct pool *p, size_t size)
 
 void pool_unmap(struct pool *p)
 {
-	if (p->base)
+	if (p->shared)
+		host_pool_destroy(&p->host, p->base);
+	else if (p->base)
 		munmap(p->base, p->size);
 	p->base = NULL;
 	p->size = 0;
+	p->shared = false;
 }

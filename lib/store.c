@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "host_id.h"
 #include "log.h"
 #include "mmc/mmc.h"
 #include "store.h"
@@ -147,6 +148,13 @@ static int register_service(struct mmc_store *s, bool rejoin)
 	r.segments[0].size = s->pool.size;
 	r.segments[0].base_addr = fabric_virt_addr(s->fab) ? (uint64_t)(uintptr_t)s->pool.base : 0;
 	r.segments[0].key = s->pool_mr.key;
+	if (s->pool.shared) { /* same-host peers map the file instead of using the fabric (host_map.h) */
+		r.segments[0].host_key = atomic_load(&s->pool.host.hdr->key);
+		snprintf(r.pool_path, sizeof(r.pool_path), "%s", s->pool.host.path);
+		snprintf(r.boot_id, sizeof(r.boot_id), "%s", host_boot_id());
+		/* until the reply names our incarnation, no same-host peer may copy (a late writer of an old one) */
+		host_pool_set_incarnation(&s->pool.host, 0);
+	}
 	if (s->ssd) { /* not reachable by RMA: the service itself moves its bytes */
 		r.segments_count = 2;
 		r.segments[1].media = MMC_MEDIA_SSD;
@@ -161,6 +169,8 @@ static int register_service(struct mmc_store *s, bool rejoin)
 		lg_warn("the meta server did not keep local service %u (incarnation %llu); joined again as %u", rank,
 		        (unsigned long long)incarnation, info.rank);
 	ident_set(s, true, info.rank, info.incarnation);
+	if (s->pool.shared)
+		host_pool_set_incarnation(&s->pool.host, info.incarnation);
 	return 0;
 }
 
@@ -183,6 +193,8 @@ static int rekey_pool(struct mmc_store *s)
 		        "restart are not fenced");
 	s->pool_mr = fresh;
 	fabric_mr_close(&old);
+	if (s->pool.shared) /* the same fence for same-host peers: a copy under the old key is refused */
+		host_pool_rekey(&s->pool.host);
 	return 0;
 }
 
@@ -209,7 +221,7 @@ static int start_local_service(struct mmc_store *s)
 		lg_error("mmc_init: a local service needs dram_size > 0");
 		return MMC_INVALID_PARAM;
 	}
-	if ((rc = pool_map(&s->pool, s->conf.c.dram_size)))
+	if ((rc = pool_map(&s->pool, s->conf.c.dram_size, s->conf.host_path)))
 		return rc;
 	if (fabric_mr_reg(s->fab, s->pool.base, s->pool.size, true, &s->pool_mr))
 		return MMC_ERROR;

@@ -22,6 +22,8 @@ struct peer {
 	uint64_t incarnation;
 	fi_addr_t fa;
 	bool self;       /* this store's own pool: memcpy, not RMA */
+	struct host_map *map; /* another process's pool on this host, mapped: memcpy (NULL: RMA) */
+	uint64_t host_key;    /* what map's header must say (host_map_usable) */
 	uint64_t losses; /* meta_conn_losses() when fetched: a key learnt before a restart may be stale */
 	uint32_t nsegs;
 	struct {
@@ -36,6 +38,7 @@ struct peers {
 };
 
 struct gva_tracker; /* store_gva.c */
+struct host_map;    /* host_map.c */
 struct ssd;         /* ssd.c */
 
 struct mmc_store {
@@ -66,8 +69,12 @@ struct mmc_store {
 	struct gva_tracker *gva;
 };
 
-/* Resolves (rank, incarnation) to a peer, asking the meta server on a miss or a stale entry. */
+/* Resolves (rank, incarnation) to a peer, asking the meta server on a miss or a stale entry. *out holds a reference
+ * to its map, if any: the caller ends with peer_release(). */
 int peers_get(struct mmc_store *s, uint32_t rank, uint64_t incarnation, struct peer *out);
+void peer_release(struct peer *p);
+/* The owner of map left or changed: drop rank's cache entry if it still uses map (the next get asks again). */
+void peers_forget(struct mmc_store *s, uint32_t rank, const struct host_map *map);
 void peers_init(struct peers *p);
 void peers_fini(struct peers *p);
 

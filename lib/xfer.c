@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "host_map.h"
 #include "log.h"
 #include "mmc/mmc.h"
 #include "store.h"
@@ -10,6 +11,8 @@
 #define WINDOW    128               /* RMA ops in flight per call */
 #define CHUNK     ((size_t)4 << 20) /* larger pieces are split so transfers pipeline */
 #define TEMP_REGS 64
+#define HOST_USED 64 /* same-host pools one call checks after copying; beyond, each copy is checked at once */
+#define SEEN      8
 
 /* Registrations made for one call when the provider needs local MRs and the buffer was not registered. */
 struct temp_regs {
@@ -17,6 +20,13 @@ struct temp_regs {
 	uintptr_t addr[TEMP_REGS];
 	size_t len[TEMP_REGS];
 	int n;
+};
+
+/* A same-host pool this call copied to or from, checked again once every copy is done. */
+struct host_used {
+	struct host_map *map; /* a reference of this call */
+	uint32_t rank;
+	uint64_t key, incarnation;
 };
 
 /* The last write of this call to one peer: where its fence read goes. */
@@ -29,12 +39,16 @@ struct fence {
 struct xfer_ctx {
 	struct mmc_store *s;
 	struct xfer_key *keys;
+	size_t nkeys;
 	struct temp_regs temp;
 	struct fence *fences; /* one per peer written to */
 	size_t nfences;
 	/* peers resolved during this call: the peer cache's lock is taken once per service, not once per key */
-	struct peer seen[8];
+	struct peer seen[SEEN]; /* each holds a reference to its map */
 	unsigned nseen;
+	struct host_used used[HOST_USED];
+	unsigned nused;
+	uint64_t *used_by; /* per key, the bits of used[] its copies went through (allocated on first use) */
 	const struct xfer_hook *hook;
 	uint32_t *pending; /* with hook->landed: per key, RMAs in flight (plus POSTING until all are posted) */
 };
@@ -103,6 +117,83 @@ static void copy_local(struct mmc_store *s, int write, struct xfer_key *k, uint6
 		else
 			memcpy(k->pieces[i].buf, p, k->pieces[i].len);
 		p += k->pieces[i].len;
+	}
+}
+
+/* Registers map as used by key i; checks the pool at its first use in this call. */
+static int host_note(struct xfer_ctx *x, size_t i, const struct peer *p, const struct xfer_target *t, bool *later)
+{
+	unsigned u = 0;
+
+	while (u < x->nused && x->used[u].map != p->map)
+		u++;
+	*later = u < HOST_USED;
+	if (u < x->nused)
+		goto mark;
+	if (!host_map_usable(p->map, p->host_key, t->incarnation)) {
+		peers_forget(x->s, t->rank, p->map);
+		return MMC_LINK_NOT_FOUND; /* the owner left, or is not (any more) the incarnation the blob is in */
+	}
+	if (u == HOST_USED || (!x->used_by && !(x->used_by = calloc(x->nkeys, sizeof(*x->used_by))))) {
+		*later = false;
+		return 0;
+	}
+	x->used[x->nused++] = (struct host_used){host_map_ref(p->map), t->rank, p->host_key, t->incarnation};
+mark:
+	if (*later)
+		x->used_by[i] |= UINT64_C(1) << u;
+	return 0;
+}
+
+/*
+ * Same host, another process: the blob is in a pool we mapped. Each copy starts only while the pool's header still
+ * names the blob's incarnation and key; whether the owner survived the copy is checked when the call's copies are
+ * done (host_check), or at once when this call has too many pools to remember.
+ */
+static int copy_host(struct xfer_ctx *x, int write, size_t i, const struct peer *p, const struct xfer_target *t)
+{
+	struct xfer_key *k = &x->keys[i];
+	size_t total = 0;
+	bool later;
+	char *dst;
+	int rc;
+
+	for (uint32_t j = 0; j < k->npieces; j++)
+		total += k->pieces[j].len;
+	if (t->media != MMC_MEDIA_DRAM || t->offset > p->map->size || total > p->map->size - t->offset)
+		return MMC_INTERNAL_ERROR;
+	if ((rc = host_note(x, i, p, t, &later)))
+		return rc;
+	if (!host_map_current(p->map, p->host_key, t->incarnation))
+		return MMC_LINK_NOT_FOUND;
+	dst = p->map->base + t->offset;
+	for (uint32_t j = 0; j < k->npieces; j++) {
+		if (write)
+			memcpy(dst, k->pieces[j].buf, k->pieces[j].len);
+		else
+			memcpy(k->pieces[j].buf, dst, k->pieces[j].len);
+		dst += k->pieces[j].len;
+	}
+	return later || host_map_usable(p->map, p->host_key, t->incarnation) ? 0 : MMC_LINK_NOT_FOUND;
+}
+
+/*
+ * After the call's copies: a pool whose owner died or changed incarnation meanwhile fails every key that went
+ * through it, so a key reads MMC_OK only from a pool that was its incarnation's from before to after the copy.
+ */
+static void host_check(struct xfer_ctx *x)
+{
+	for (unsigned u = 0; u < x->nused; u++) {
+		struct host_used *h = &x->used[u];
+
+		if (!host_map_usable(h->map, h->key, h->incarnation)) {
+			lg_warn("host path: local service %u left during a transfer; failing its keys", h->rank);
+			peers_forget(x->s, h->rank, h->map);
+			for (size_t i = 0; i < x->nkeys; i++)
+				if ((x->used_by[i] >> u & 1) && x->keys[i].result == 0)
+					x->keys[i].result = MMC_LINK_NOT_FOUND;
+		}
+		host_map_unref(h->map);
 	}
 }
 
@@ -210,9 +301,11 @@ static void fail_keys(struct xfer_key *keys, size_t n, int code)
 			keys[i].result = code;
 }
 
+/* *out stays valid (its map mapped) until the call ends. */
 static int peer_of(struct xfer_ctx *x, const struct xfer_target *t, struct peer *out)
 {
-	unsigned n = x->nseen < 8 ? x->nseen : 8;
+	unsigned n = x->nseen < SEEN ? x->nseen : SEEN;
+	struct peer *slot;
 	int rc;
 
 	for (unsigned i = 0; i < n; i++) {
@@ -221,10 +314,17 @@ static int peer_of(struct xfer_ctx *x, const struct xfer_target *t, struct peer 
 			return 0;
 		}
 	}
-	rc = peers_get(x->s, t->rank, t->incarnation, out);
-	if (rc == 0)
-		x->seen[x->nseen++ % 8] = *out;
-	return rc;
+	slot = &x->seen[x->nseen % SEEN];
+	if (x->nseen >= SEEN)
+		peer_release(slot); /* a copy in flight holds its own reference through used[] */
+	rc = peers_get(x->s, t->rank, t->incarnation, slot);
+	if (rc) {
+		memset(slot, 0, sizeof(*slot));
+		return rc;
+	}
+	x->nseen++;
+	*out = *slot;
+	return 0;
 }
 
 /* Posts every target of key i (a read has one); with landed, reports it at once if nothing is left in flight. */
@@ -240,6 +340,8 @@ static void post_key(struct xfer_ctx *x, struct fab_batch *b, int write, size_t 
 
 		if (rc == 0 && p.self)
 			copy_local(x->s, write, k, k->targets[r].offset);
+		else if (rc == 0 && p.map)
+			rc = copy_host(x, write, i, &p, &k->targets[r]);
 		else if (rc == 0)
 			rc = post_pieces(x, b, write, (uint32_t)i, &p, &k->targets[r]);
 		if (rc)
@@ -261,6 +363,7 @@ void xfer_run(struct mmc_store *s, int write, struct xfer_key *keys, size_t n, c
 	}
 	x->s = s;
 	x->keys = keys;
+	x->nkeys = n;
 	x->hook = hook;
 	if (!write && hook && hook->landed && !(x->pending = calloc(n, sizeof(*x->pending)))) {
 		fail_keys(keys, n, MMC_MALLOC_FAILED);
@@ -286,10 +389,14 @@ void xfer_run(struct mmc_store *s, int write, struct xfer_key *keys, size_t n, c
 		hook->posted(hook->arg);
 	fab_batch_wait(&b);
 	fab_batch_fini(&b);
+	host_check(x);
 	pthread_rwlock_unlock(&s->regs.lock);
 	for (int i = 0; i < x->temp.n; i++)
 		fabric_mr_close(&x->temp.mr[i]);
 out:
+	for (unsigned i = 0; i < (x->nseen < SEEN ? x->nseen : SEEN); i++)
+		peer_release(&x->seen[i]);
+	free(x->used_by);
 	free(x->pending);
 	free(x->fences);
 	free(x);

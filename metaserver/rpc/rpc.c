@@ -71,12 +71,15 @@ static void send_service_info(struct conn *c, uint64_t id, int result, const str
 		r.provider = (char *)svc->provider;
 		r.host = (char *)svc->host;
 		r.pid = svc->pid;
+		r.boot_id = (char *)svc->boot_id;
+		r.pool_path = (char *)svc->pool_path;
 		for (uint32_t i = 0; i < svc->nsegs; i++) {
 			mmc__segment__init(&segs[i]);
 			segs[i].media = svc->segs[i].media;
 			segs[i].size = svc->segs[i].size;
 			segs[i].base_addr = svc->segs[i].base;
 			segs[i].key = svc->segs[i].key;
+			segs[i].host_key = svc->segs[i].host_key;
 			psegs[i] = &segs[i];
 		}
 		r.n_segments = svc->nsegs;
@@ -102,11 +105,15 @@ static int register_spec(const Mmc__Register *req, struct service_spec *spec)
 	    .addr_len = req->fabric_addr.len,
 	    .provider = req->provider,
 	    .ssd_path = req->ssd_path,
+	    .boot_id = req->boot_id,
+	    .pool_path = req->pool_path,
 	    .nsegs = req->n_segments,
 	};
 	for (size_t i = 0; i < req->n_segments; i++)
 		spec->segs[i] = (struct service_spec_segment){req->segments[i]->media, req->segments[i]->size,
 		                                              req->segments[i]->base_addr, req->segments[i]->key};
+	for (size_t i = 0; i < req->n_segments; i++)
+		spec->host_key[i] = req->segments[i]->host_key;
 	return 0;
 }
 

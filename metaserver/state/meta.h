@@ -31,6 +31,7 @@ struct segment {
 	uint64_t size;
 	uint64_t base;
 	uint64_t key;
+	uint64_t host_key; /* the host path's key (0: same-host peers cannot map this segment) */
 	struct allocator *alloc;
 };
 
@@ -47,6 +48,8 @@ struct service {
 	uint32_t addr_len;
 	char provider[64];
 	char ssd_path[1024]; /* the SSD tier's file, for adoption by a restarted service on the same host */
+	char boot_id[40];    /* with host: which kernel it runs under (same-host peers map pool_path) */
+	char pool_path[128]; /* its DRAM pool's shared file, "" when private */
 	uint32_t nsegs;
 	struct segment segs[MMC_WIRE_SEGMENTS];
 	struct list blobs;       /* struct blob.svc_link of every blob placed here */

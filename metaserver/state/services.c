@@ -228,6 +228,9 @@ static int check_register(const struct service_spec *req)
 	if (req->addr_len == 0 || req->addr_len > MMC_WIRE_ADDR_MAX || !req->provider ||
 	    strlen(req->provider) >= sizeof(((struct service *)0)->provider))
 		return MMC_INVALID_PARAM;
+	if ((req->boot_id && strlen(req->boot_id) >= sizeof(((struct service *)0)->boot_id)) ||
+	    (req->pool_path && strlen(req->pool_path) >= sizeof(((struct service *)0)->pool_path)))
+		return MMC_INVALID_PARAM;
 	return 0;
 }
 
@@ -250,7 +253,10 @@ static void set_coordinates(struct service *svc, struct session *s, const struct
 	for (size_t i = 0; i < req->nsegs; i++) {
 		svc->segs[i].base = req->segs[i].base;
 		svc->segs[i].key = req->segs[i].key;
+		svc->segs[i].host_key = req->host_key[i];
 	}
+	snprintf(svc->boot_id, sizeof(svc->boot_id), "%s", req->boot_id ? req->boot_id : "");
+	snprintf(svc->pool_path, sizeof(svc->pool_path), "%s", req->pool_path ? req->pool_path : "");
 	memcpy(svc->host, s->host, sizeof(svc->host));
 	svc->pid = s->pid;
 	svc->session = s;

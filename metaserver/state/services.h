@@ -24,8 +24,11 @@ struct service_spec {
 	size_t addr_len;
 	const char *provider;
 	const char *ssd_path; /* NULL: none */
+	const char *boot_id;   /* NULL or "": unknown (no host path) */
+	const char *pool_path; /* NULL or "": private pool */
 	size_t nsegs;
 	struct service_spec_segment segs[MMC_WIRE_SEGMENTS];
+	uint64_t host_key[MMC_WIRE_SEGMENTS]; /* per segment: the host path's key, 0 when not mappable */
 };
 
 /* Joins s as a local service (new, or returning with its old rank and incarnation). Returns 0 or MMC_*:

@@ -1,0 +1,41 @@
+/*
+ * Another process's pool on this host, mapped into ours (the host path): a get or put to it is a memcpy. Opened
+ * from the path the owner registered (host_pool.h), refcounted so that a transfer in progress keeps its mapping
+ * while the peer cache replaces or drops it. The mapping stays valid for as long as it is mapped, whatever the owner
+ * does (exits, is killed, unlinks the file), so a vanished owner can never make a copy fault; whether the bytes may
+ * be used is host_map_usable()'s answer, asked before and after copying.
+ */
+#ifndef MMC_HOST_MAP_H
+#define MMC_HOST_MAP_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "host_pool.h"
+
+struct host_map {
+	atomic_uint refs;
+	int fd;
+	char *base;     /* the pool's byte 0 */
+	size_t size;    /* pool bytes, the header excluded */
+	size_t map_len; /* pool + header */
+	const struct host_pool_hdr *hdr;
+};
+
+/*
+ * Maps the pool file at path (it must be an mmc pool file of this user, of pool_size bytes). Returns 0 with one
+ * reference, or MMC_LINK_NOT_FOUND (gone, not ours, not a pool, or mapping refused: the caller uses the network).
+ */
+int host_map_open(const char *path, uint64_t pool_size, struct host_map **out);
+struct host_map *host_map_ref(struct host_map *m);
+/* Drops a reference; the last one unmaps. NULL-safe. */
+void host_map_unref(struct host_map *m);
+
+/* Cheap (two loads): the header still names (key, incarnation). */
+bool host_map_current(const struct host_map *m, uint64_t key, uint64_t incarnation);
+/* host_map_current() and the owner still runs (one fcntl). */
+bool host_map_usable(const struct host_map *m, uint64_t key, uint64_t incarnation);
+
+#endif
