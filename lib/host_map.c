@@ -28,8 +28,8 @@ static int map_fd(struct host_map *m, uint64_t pool_size)
 	struct stat st;
 	void *p;
 
-	if (fstat(m->fd, &st) || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
-	    (uint64_t)st.st_size <= pool_size || (uint64_t)st.st_size - pool_size < sizeof(struct host_pool_hdr))
+	if (fstat(m->fd, &st) || !S_ISREG(st.st_mode) || st.st_uid != geteuid() || (uint64_t)st.st_size <= pool_size ||
+	    (uint64_t)st.st_size - pool_size < sizeof(struct host_pool_hdr))
 		return -1;
 	m->map_len = (size_t)st.st_size;
 	p = mmap(NULL, m->map_len, PROT_READ | PROT_WRITE, MAP_SHARED, m->fd, 0);

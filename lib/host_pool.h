@@ -27,7 +27,7 @@
 /* The page after the pool's last byte. Written by the owner only; read by every process that maps the pool. */
 struct host_pool_hdr {
 	uint64_t magic;
-	uint64_t pool_size; /* bytes before this header */
+	uint64_t pool_size;           /* bytes before this header */
 	_Atomic uint64_t key;         /* 0: the owner left; a reader's key must match */
 	_Atomic uint64_t incarnation; /* the owner's registered incarnation; 0 while it (re)registers */
 };

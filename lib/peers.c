@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
 #include "host_id.h"
 #include "host_map.h"
 #include "log.h"
@@ -97,7 +98,8 @@ static int fetch(struct mmc_store *s, uint32_t rank, struct peer *out)
 		p->segs[i].key = ctx.info.segments[i].key;
 		p->segs[i].size = ctx.info.segments[i].size;
 	}
-	if (!p->self && !p->map && fabric_peer_add(s->fab, ctx.info.fabric_addr.bytes, ctx.info.fabric_addr.size, &p->fa)) {
+	if (!p->self && !p->map &&
+	    fabric_peer_add(s->fab, ctx.info.fabric_addr.bytes, ctx.info.fabric_addr.size, &p->fa)) {
 		free(p);
 		return MMC_LINK_NOT_FOUND;
 	}
@@ -118,6 +120,25 @@ void peer_release(struct peer *p)
 {
 	host_map_unref(p->map);
 	p->map = NULL;
+}
+
+void peers_sweep(struct mmc_store *s)
+{
+	uint64_t now = clock_ms(), last = atomic_load_explicit(&s->peers.swept_ms, memory_order_relaxed);
+
+	if (now < last + PEERS_SWEEP_MS || !atomic_compare_exchange_strong(&s->peers.swept_ms, &last, now))
+		return;
+	pthread_rwlock_wrlock(&s->peers.lock);
+	for (int i = 0; i < MMC_RANKS_MAX; i++) {
+		struct peer *p = s->peers.by_rank[i];
+
+		if (p && p->map && !host_map_usable(p->map, p->host_key, p->incarnation)) {
+			s->peers.by_rank[i] = NULL;
+			host_map_unref(p->map);
+			free(p);
+		}
+	}
+	pthread_rwlock_unlock(&s->peers.lock);
 }
 
 void peers_forget(struct mmc_store *s, uint32_t rank, const struct host_map *map)

@@ -25,7 +25,8 @@ int pool_map(struct pool *p, size_t size, bool shared)
 	}
 	if (shared)
 		lg_warn("no shared memory for a pool of %zu bytes: same-host peers will reach it over the network "
-		        "provider", len);
+		        "provider",
+		        len);
 	m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB, -1, 0);
 	if (m != MAP_FAILED) {
 		p->huge = true;

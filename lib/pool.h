@@ -16,7 +16,7 @@ struct pool {
 	void *base;
 	size_t size;
 	bool huge;
-	bool shared;          /* host.path names it; other processes on this host may map it */
+	bool shared;           /* host.path names it; other processes on this host may map it */
 	struct host_pool host; /* when shared */
 };
 

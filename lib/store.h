@@ -21,10 +21,10 @@ struct peer {
 	uint32_t rank;
 	uint64_t incarnation;
 	fi_addr_t fa;
-	bool self;       /* this store's own pool: memcpy, not RMA */
+	bool self;            /* this store's own pool: memcpy, not RMA */
 	struct host_map *map; /* another process's pool on this host, mapped: memcpy (NULL: RMA) */
 	uint64_t host_key;    /* what map's header must say (host_map_usable) */
-	uint64_t losses; /* meta_conn_losses() when fetched: a key learnt before a restart may be stale */
+	uint64_t losses;      /* meta_conn_losses() when fetched: a key learnt before a restart may be stale */
 	uint32_t nsegs;
 	struct {
 		uint32_t media;
@@ -35,6 +35,7 @@ struct peer {
 struct peers {
 	pthread_rwlock_t lock;
 	struct peer *by_rank[MMC_RANKS_MAX];
+	_Atomic uint64_t swept_ms; /* peers_sweep() last looked for same-host owners that left */
 };
 
 struct gva_tracker; /* store_gva.c */
@@ -75,6 +76,10 @@ int peers_get(struct mmc_store *s, uint32_t rank, uint64_t incarnation, struct p
 void peer_release(struct peer *p);
 /* The owner of map left or changed: drop rank's cache entry if it still uses map (the next get asks again). */
 void peers_forget(struct mmc_store *s, uint32_t rank, const struct host_map *map);
+/* At most every PEERS_SWEEP_MS: unmaps the pools of same-host owners that left or were killed, so that a reader does
+ * not keep a gone process's memory alive. */
+void peers_sweep(struct mmc_store *s);
+#define PEERS_SWEEP_MS 200
 void peers_init(struct peers *p);
 void peers_fini(struct peers *p);
 

@@ -361,6 +361,7 @@ void xfer_run(struct mmc_store *s, int write, struct xfer_key *keys, size_t n, c
 		fail_keys(keys, n, MMC_MALLOC_FAILED);
 		return;
 	}
+	peers_sweep(s);
 	x->s = s;
 	x->keys = keys;
 	x->nkeys = n;

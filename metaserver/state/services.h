@@ -23,7 +23,7 @@ struct service_spec {
 	const uint8_t *fabric_addr;
 	size_t addr_len;
 	const char *provider;
-	const char *ssd_path; /* NULL: none */
+	const char *ssd_path;  /* NULL: none */
 	const char *boot_id;   /* NULL or "": unknown (no host path) */
 	const char *pool_path; /* NULL or "": private pool */
 	size_t nsegs;
