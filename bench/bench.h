@@ -40,7 +40,8 @@ struct bench_opts {
 	uint64_t index[BENCH_MAX_LIST]; /* meta: keys in the index */
 	int nindex;
 	bool no_raw, no_redis;
-	int checksum; /* data: BENCH_CK_* (--checksum off|on|both) */
+	int checksum;      /* data: BENCH_CK_* (--checksum off|on|both) */
+	bool no_host_path; /* --no-host-path: $MMC_HOST_PATH=off for this process and its targets (two hosts) */
 };
 
 /* --checksum: client stores without ock.mmc.client.verify_checksum, with it, or both, alternating round by round. */
@@ -58,6 +59,7 @@ int bench_data_main(int argc, char **argv, const char *self);
 int bench_meta_main(int argc, char **argv, const char *self);
 int bench_gva_main(int argc, char **argv, const char *self);
 int bench_ssd_main(int argc, char **argv, const char *self);
+int bench_idle_main(int argc, char **argv, const char *self);
 int bench_raw_main(int argc, char **argv, const char *self);
 int bench_rma_target_main(int argc, char **argv);
 

@@ -29,6 +29,7 @@ static const char usage[] =
     "  --sync on|off|both       LMDB fsync per group commit in mmc-metaserver (default on, the server's default)\n"
     "  --seconds S              per measurement (default 2); --quick: 0.2 s, checks that everything works\n"
     "  --no-raw --no-redis      skip those baselines\n"
+    "  --no-host-path           same-host peers use the network provider (the stand-in for two hosts)\n"
     "  --checksum off|on|both   client stores with ock.mmc.client.verify_checksum off (default) or on; both:\n"
     "                           alternate rounds between the two and print the checked/unchecked ratio\n";
 

@@ -22,7 +22,8 @@ static const char usage[] = "usage: mmc-bench gva [options]\n"
                             "  --batch N            blocks per call (default 16)\n"
                             "  --protocol tcp|shm   (default shm,tcp)\n"
                             "  --sync on|off|both   LMDB fsync per group commit (default on)\n"
-                            "  --seconds S          per measurement (default 2); --quick\n";
+                            "  --seconds S          per measurement (default 2); --quick\n"
+                            "  --no-host-path       same-host peers use the network provider (two hosts)\n";
 
 struct gva_run {
 	mmc_store *s;

@@ -140,6 +140,10 @@ static int one_flag(struct bench_opts *o, int c, char *arg)
 	case 'D':
 		o->no_redis = true;
 		return 0;
+	case 'H':
+		o->no_host_path = true;
+		setenv("MMC_HOST_PATH", "off", 1); /* the targets this process starts inherit it */
+		return 0;
 	default:
 		return -1;
 	}
@@ -148,29 +152,21 @@ static int one_flag(struct bench_opts *o, int c, char *arg)
 int bench_parse(int argc, char **argv, struct bench_opts *o, const char *usage)
 {
 	static const struct option opts[] = {
-	    {"protocol", required_argument, NULL, 'p'},
-	    {"sizes", required_argument, NULL, 's'},
-	    {"batch", required_argument, NULL, 'b'},
-	    {"layers", required_argument, NULL, 'l'},
-	    {"shape", required_argument, NULL, 'S'},
-	    {"threads", required_argument, NULL, 'T'},
-	    {"procs", required_argument, NULL, 'P'},
-	    {"targets", required_argument, NULL, 'n'},
-	    {"seconds", required_argument, NULL, 't'},
-	    {"sync", required_argument, NULL, 'y'},
-	    {"keys", required_argument, NULL, 'k'},
-	    {"quick", no_argument, NULL, 'q'},
-	    {"no-raw", no_argument, NULL, 'R'},
-	    {"no-redis", no_argument, NULL, 'D'},
-	    {"checksum", required_argument, NULL, 'c'},
-	    {"help", no_argument, NULL, 'h'},
-	    {NULL, 0, NULL, 0},
+	    {"protocol", required_argument, NULL, 'p'}, {"sizes", required_argument, NULL, 's'},
+	    {"batch", required_argument, NULL, 'b'},    {"layers", required_argument, NULL, 'l'},
+	    {"shape", required_argument, NULL, 'S'},    {"threads", required_argument, NULL, 'T'},
+	    {"procs", required_argument, NULL, 'P'},    {"targets", required_argument, NULL, 'n'},
+	    {"seconds", required_argument, NULL, 't'},  {"sync", required_argument, NULL, 'y'},
+	    {"keys", required_argument, NULL, 'k'},     {"quick", no_argument, NULL, 'q'},
+	    {"no-raw", no_argument, NULL, 'R'},         {"no-redis", no_argument, NULL, 'D'},
+	    {"checksum", required_argument, NULL, 'c'}, {"no-host-path", no_argument, NULL, 'H'},
+	    {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0},
 	};
 	int c;
 
 	defaults(o);
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "p:s:b:l:S:T:P:n:t:y:k:c:qRDh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "p:s:b:l:S:T:P:n:t:y:k:c:qRDHh", opts, NULL)) != -1) {
 		if (c == 'h' || one_flag(o, c, optarg)) {
 			fputs(usage, c == 'h' ? stdout : stderr);
 			return c == 'h' ? 1 : -1;

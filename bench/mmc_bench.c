@@ -4,6 +4,8 @@
  *   mmc-bench data [options]   batch put/get (flat, layers, DeepSeek-R1 shape) vs memcpy, raw RMA and Redis
  *   mmc-bench meta [options]   batch_is_exist, batch_get_key_info, tiny puts: keys/s vs keys in the index
  *   mmc-bench gva [options]    layer-wise GVA copies vs batch_get_into_layers / put_from_layers vs memcpy
+ *   mmc-bench ssd [options]    the SSD tier: demote, rewarm and gets from SSD vs the device's own speed
+ *   mmc-bench idle [options]   CPU per idle second of a lending store and of the meta server
  *   mmc-bench all --quick      every subcommand in its short mode (what CI runs)
  *   mmc-bench target ... / rma-target ...   (internal) processes that lend a pool
  *
@@ -13,11 +15,24 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <mmc/mmc.h>
+
 #include "bench.h"
 #include "bench_cluster.h"
 
-static const char usage[] = "usage: mmc-bench data|meta|gva|ssd [--help] [options]\n"
-                            "       mmc-bench all --quick   (every benchmark in its short mode)\n";
+static const char usage[] =
+    "usage: mmc-bench SUBCOMMAND [--help] [options]\n"
+    "  data    batch put/get (flat, layers, DeepSeek-R1 shape) vs cold memcpy, raw libfabric RMA and Redis\n"
+    "  meta    batch_is_exist, batch_get_key_info, tiny puts: keys/s vs keys in the index\n"
+    "  gva     layer-wise GVA copies vs batch_get_into_layers / put_from_layers vs memcpy\n"
+    "  ssd     the SSD tier: demote, rewarm, gets from SSD vs the device\n"
+    "  idle    CPU seconds per idle second of a lending store and of the meta server\n"
+    "  all     every benchmark in its short mode (all --quick: what CI runs)\n"
+    "Every subcommand takes --help; --no-host-path makes same-host peers use the network provider (two hosts).\n";
+
+#ifndef MMC_BENCH_BUILDTYPE
+#define MMC_BENCH_BUILDTYPE "unknown"
+#endif
 
 static int run_all(int argc, char **argv, const char *self)
 {
@@ -32,6 +47,7 @@ static int run_all(int argc, char **argv, const char *self)
 	rc |= bench_meta_main(2, quick, self);
 	rc |= bench_gva_main(2, quick, self);
 	rc |= bench_ssd_main(2, quick, self);
+	rc |= bench_idle_main(2, quick, self);
 	printf("\nmmc-bench all: %s\n", rc ? "FAILED" : "ok");
 	return rc ? 1 : 0;
 }
@@ -44,6 +60,12 @@ int main(int argc, char **argv)
 		return bench_target_main(argc, argv);
 	if (strcmp(cmd, "rma-target") == 0)
 		return bench_rma_target_main(argc, argv);
+	if (strcmp(cmd, "data") == 0 || strcmp(cmd, "meta") == 0 || strcmp(cmd, "gva") == 0 ||
+	    strcmp(cmd, "ssd") == 0 || strcmp(cmd, "idle") == 0 || strcmp(cmd, "all") == 0)
+		printf("# mmc-bench %s, %s build%s\n", mmc_version(), MMC_BENCH_BUILDTYPE,
+		       strcmp(MMC_BENCH_BUILDTYPE, "release") ? " (not release: not for comparisons)" : "");
+	if (strcmp(cmd, "idle") == 0)
+		return bench_idle_main(argc - 1, argv + 1, argv[0]);
 	if (strcmp(cmd, "data") == 0)
 		return bench_data_main(argc - 1, argv + 1, argv[0]);
 	if (strcmp(cmd, "meta") == 0)
