@@ -298,7 +298,7 @@ static int open_host_only(struct fabric *f)
 	f->host_only = true;
 	f->addrlen = (size_t)n + 1;
 	snprintf(f->provider, sizeof(f->provider), "%s", FABRIC_HOST_ONLY);
-	lg_info("fabric: %s", "host path only (no network provider)");
+	lg_info("fabric: provider %s: the host path only, no network provider", FABRIC_HOST_ONLY);
 	return 0;
 }
 

@@ -196,7 +196,9 @@ typedef struct mmc_local_config {
 	/** Most local services in the cluster, 1..MMC_WORLD_SIZE_MAX (ock.mmc.local_service.world_size). Default 256.
 	 */
 	uint32_t world_size;
-	/** "host_tcp", "host_shm", "host_rdma" or "auto" (ock.mmc.local_service.protocol). Default "auto". */
+	/** The network provider for local services on other hosts (ock.mmc.local_service.protocol): "host_tcp",
+	 *  "host_rdma", "auto" (the best there is), or "host_shm" (none: only services on this host). Services on this
+	 *  host are always reached by memcpy through their mapped pool (ock.mmc.client.host_path). Default "auto". */
 	char protocol[MMC_PROTOCOL_SIZE];
 	/** Fabric interface as "tcp://ip[:port]"; empty: the provider's choice (ock.mmc.local_service.hcom_url). */
 	char hcom_url[MMC_URL_SIZE];
