@@ -1,0 +1,95 @@
+/*
+ * The pool as a shared file and its mapping by another store (host_pool.c, host_map.c): what the header says,
+ * how an owner that leaves or dies is seen, leftover files of killed owners, and paths a reader refuses to map.
+ */
+#include <criterion/criterion.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "host_map.h"
+#include "host_pool.h"
+#include "mmc/mmc.h"
+
+#define LEN ((size_t)4 << 20)
+
+Test(host_pool, a_mapping_sees_the_owners_bytes_and_header)
+{
+	struct host_pool hp;
+	struct host_map *m;
+	struct stat st;
+	void *base;
+	bool huge;
+	uint64_t key;
+
+	cr_assert_eq(host_pool_create(&hp, LEN, &base, &huge), 0);
+	cr_assert_eq(stat(hp.path, &st), 0);
+	cr_expect_eq(st.st_mode & 0777, 0600);
+	cr_expect_eq((uintptr_t)base % ((size_t)2 << 20), 0, "2 MiB aligned");
+	host_pool_set_incarnation(&hp, 7);
+	key = atomic_load(&hp.hdr->key);
+	cr_assert_eq(host_map_open(hp.path, LEN, &m), 0);
+	memcpy(base, "owner", 6);
+	cr_expect_str_eq(m->base, "owner", "one memory, two mappings");
+	cr_expect(host_map_usable(m, key, 7));
+	cr_expect_not(host_map_current(m, key, 8), "another incarnation");
+	host_pool_rekey(&hp);
+	cr_expect_not(host_map_current(m, key, 7), "a rekeyed pool refuses the old key");
+	key = atomic_load(&hp.hdr->key);
+	host_pool_destroy(&hp, base);
+	cr_expect_not(host_map_usable(m, key, 7), "the owner left");
+	cr_expect_str_eq(m->base, "owner", "the mapping stays valid after the owner left");
+	cr_expect_neq(stat(hp.path, &st), 0, "the file is gone");
+	host_map_unref(m);
+}
+
+Test(host_pool, a_killed_owner_is_seen_dead_and_its_file_removed)
+{
+	int pipefd[2];
+	char path[HOST_POOL_PATH_SIZE] = "";
+	struct host_map *m;
+	struct host_pool hp;
+	struct stat st;
+	void *base;
+	bool huge;
+	pid_t pid;
+
+	cr_assert_eq(pipe(pipefd), 0);
+	pid = fork();
+	if (pid == 0) {
+		struct host_pool c;
+
+		if (host_pool_create(&c, LEN, &base, &huge) == 0)
+			(void)!write(pipefd[1], c.path, sizeof(c.path));
+		pause(); /* killed below, without a chance to clean up */
+		_exit(0);
+	}
+	cr_assert_eq(read(pipefd[0], path, sizeof(path)), (ssize_t)sizeof(path));
+	cr_assert_eq(host_map_open(path, LEN, &m), 0);
+	cr_expect(host_pool_owner_alive(m->fd));
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	cr_expect_not(host_pool_owner_alive(m->fd), "the kernel dropped the dead owner's lock");
+	cr_assert_eq(stat(path, &st), 0, "SIGKILL leaves the file");
+	cr_assert_eq(host_pool_create(&hp, LEN, &base, &huge), 0);
+	cr_expect_neq(stat(path, &st), 0, "the next owner removed the leftover");
+	host_pool_destroy(&hp, base);
+	host_map_unref(m);
+}
+
+Test(host_pool, a_reader_maps_only_pool_files)
+{
+	struct host_map *m;
+	char tmp[] = "/tmp/mmc-pool.XXXXXX";
+	int fd = mkstemp(tmp);
+
+	cr_assert_geq(fd, 0);
+	cr_expect_eq(ftruncate(fd, (off_t)LEN * 2), 0);
+	cr_expect_eq(host_map_open(tmp, LEN, &m), MMC_LINK_NOT_FOUND, "not under /dev/shm or /dev/hugepages");
+	cr_expect_eq(host_map_open("/dev/shm/mmc-pool.1/../../etc/passwd", LEN, &m), MMC_LINK_NOT_FOUND);
+	cr_expect_eq(host_map_open("/dev/shm/mmc-pool.none", LEN, &m), MMC_LINK_NOT_FOUND, "gone");
+	close(fd);
+	unlink(tmp);
+}
