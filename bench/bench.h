@@ -54,6 +54,9 @@ void bench_shape(const struct bench_opts *o, size_t block, struct shape *sh);
 /* "64KiB", "1MiB", "8784KiB" */
 const char *bench_size_str(size_t bytes, char *buf, size_t len);
 const char *bench_proto_str(const char *protocol);
+/* Before a run over protocol: with --no-host-path, shm means libfabric's shm provider (FI_PROVIDER=shm, inherited by
+ * the targets), since host_shm is otherwise the host path only. */
+void bench_use_protocol(const struct bench_opts *o, const char *protocol);
 
 int bench_data_main(int argc, char **argv, const char *self);
 int bench_meta_main(int argc, char **argv, const char *self);

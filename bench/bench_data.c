@@ -157,10 +157,11 @@ static const char *checksum_str(int mode)
 
 static void header(const char *protocol, int sync, const struct bench_opts *o)
 {
-	printf("\n# mmc data path: provider %s, LMDB sync %s, %d target(s), %d client process(es) x %d thread(s), "
-	       "verify_checksum %s\n",
-	       bench_proto_str(protocol), sync ? "on" : "off", o->targets, o->procs, o->threads,
-	       checksum_str(o->checksum));
+	printf(
+	    "\n# mmc data path: provider %s, LMDB sync %s, %d target(s), %d client process(es) x %d thread(s), "
+	    "verify_checksum %s, host path %s\n",
+	    bench_proto_str(protocol), sync ? "on" : "off", o->targets, o->procs, o->threads, checksum_str(o->checksum),
+	    o->no_host_path ? "off (every byte by the provider, as between hosts)" : "on (same-host peers by memcpy)");
 	printf("# GB/s = clients x bytes per call / median call; baselines measured in this run on the same bytes;\n"
 	       "# redis: SET %s, GET\n",
 	       sync ? "with appendfsync always (same durability as LMDB sync on)" : "without persistence");
@@ -295,6 +296,7 @@ int bench_data_main(int argc, char **argv, const char *self)
 	if (!o.no_redis && redis_baselines(&o, cs, n))
 		fprintf(stderr, "mmc-bench: no Redis baseline in this run\n");
 	for (int p = 0; p < o.nprotocols && rc == 0; p++) {
+		bench_use_protocol(&o, o.protocols[p]);
 		if (!o.no_raw && (rc = raw_baselines(&o, o.protocols[p], cs, n)))
 			break;
 		print_baselines(cs, n, o.protocols[p]);

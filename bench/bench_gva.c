@@ -275,9 +275,11 @@ int bench_gva_main(int argc, char **argv, const char *self)
 	kbufs_free(&b);
 	cold = memcpy_cold(&sh, batch, o.seconds / 2);
 	memcpy_cold_free();
-	for (int p = 0; p < o.nprotocols && rc == 0; p++)
+	for (int p = 0; p < o.nprotocols && rc == 0; p++) {
+		bench_use_protocol(&o, o.protocols[p]);
 		for (int y = 0; y < o.nsync && rc == 0; y++)
 			rc = section(&o, o.protocols[p], o.sync[y], &sh, batch, hot, cold);
+	}
 	if (rc)
 		fprintf(stderr, "mmc-bench gva: FAILED\n");
 	return rc ? 1 : 0;

@@ -99,7 +99,9 @@ int bench_idle_main(int argc, char **argv, const char *self)
 	       "the target store lends 64 MiB%s\n",
 	       o.no_host_path ? ", host path off" : "");
 	printf("%-6s %10s %14s %10s %14s %10s\n", "proto", "idle_s", "store_cpu/s", "store", "meta_cpu/s", "meta");
-	for (int i = 0; i < o.nprotocols; i++)
+	for (int i = 0; i < o.nprotocols; i++) {
+		bench_use_protocol(&o, o.protocols[i]);
 		rc |= run_one(self, o.protocols[i], seconds);
+	}
 	return rc ? 1 : 0;
 }

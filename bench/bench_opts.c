@@ -215,6 +215,14 @@ const char *bench_size_str(size_t b, char *buf, size_t len)
 	return buf;
 }
 
+void bench_use_protocol(const struct bench_opts *o, const char *protocol)
+{
+	if (o->no_host_path && strcmp(protocol, "host_shm") == 0)
+		setenv("FI_PROVIDER", "shm", 1);
+	else if (o->no_host_path)
+		unsetenv("FI_PROVIDER");
+}
+
 const char *bench_proto_str(const char *protocol)
 {
 	return strncmp(protocol, "host_", 5) == 0 ? protocol + 5 : protocol;

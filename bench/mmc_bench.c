@@ -64,6 +64,7 @@ int main(int argc, char **argv)
 	    strcmp(cmd, "ssd") == 0 || strcmp(cmd, "idle") == 0 || strcmp(cmd, "all") == 0)
 		printf("# mmc-bench %s, %s build%s\n", mmc_version(), MMC_BENCH_BUILDTYPE,
 		       strcmp(MMC_BENCH_BUILDTYPE, "release") ? " (not release: not for comparisons)" : "");
+	fflush(stdout); /* before any child is forked */
 	if (strcmp(cmd, "idle") == 0)
 		return bench_idle_main(argc - 1, argv + 1, argv[0]);
 	if (strcmp(cmd, "data") == 0)

@@ -106,11 +106,9 @@ static int seg_of(const struct peer *p, uint32_t media, uint64_t *base, uint64_t
 	return MMC_LINK_NOT_FOUND;
 }
 
-/* Same process: the blob is in our own pool. */
-static void copy_local(struct mmc_store *s, int write, struct xfer_key *k, uint64_t offset)
+/* The blob is at p in memory this process has mapped: its own pool, or a same-host pool. */
+static void copy_pieces(char *p, int write, const struct xfer_key *k)
 {
-	char *p = (char *)s->pool.base + offset;
-
 	for (uint32_t i = 0; i < k->npieces; i++) {
 		if (write)
 			memcpy(p, k->pieces[i].buf, k->pieces[i].len);
@@ -155,7 +153,6 @@ static int copy_host(struct xfer_ctx *x, int write, size_t i, const struct peer 
 	struct xfer_key *k = &x->keys[i];
 	size_t total = 0;
 	bool later;
-	char *dst;
 	int rc;
 
 	for (uint32_t j = 0; j < k->npieces; j++)
@@ -166,14 +163,7 @@ static int copy_host(struct xfer_ctx *x, int write, size_t i, const struct peer 
 		return rc;
 	if (!host_map_current(p->map, p->host_key, t->incarnation))
 		return MMC_LINK_NOT_FOUND;
-	dst = p->map->base + t->offset;
-	for (uint32_t j = 0; j < k->npieces; j++) {
-		if (write)
-			memcpy(dst, k->pieces[j].buf, k->pieces[j].len);
-		else
-			memcpy(k->pieces[j].buf, dst, k->pieces[j].len);
-		dst += k->pieces[j].len;
-	}
+	copy_pieces(p->map->base + t->offset, write, k);
 	return later || host_map_usable(p->map, p->host_key, t->incarnation) ? 0 : MMC_LINK_NOT_FOUND;
 }
 
@@ -339,7 +329,7 @@ static void post_key(struct xfer_ctx *x, struct fab_batch *b, int write, size_t 
 		int rc = peer_of(x, &k->targets[r], &p);
 
 		if (rc == 0 && p.self)
-			copy_local(x->s, write, k, k->targets[r].offset);
+			copy_pieces((char *)x->s->pool.base + k->targets[r].offset, write, k);
 		else if (rc == 0 && p.map)
 			rc = copy_host(x, write, i, &p, &k->targets[r]);
 		else if (rc == 0)
