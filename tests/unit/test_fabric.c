@@ -154,7 +154,7 @@ Test(fabric, a_write_under_a_closed_registrations_key_lands_nowhere, .timeout = 
 }
 
 /* host_shm opens no provider: registrations succeed (nothing to register with), and no peer can be added */
-Test(fabric, host_shm_is_the_host_path_only, .timeout = 30)
+Test(fabric, host_shm_is_the_host_path_only)
 {
 	static char buf[4096];
 	struct fabric *f;
@@ -165,7 +165,8 @@ Test(fabric, host_shm_is_the_host_path_only, .timeout = 30)
 	unsetenv("FI_PROVIDER");
 	cr_assert_eq(fabric_open(&f, "host_shm", ""), 0);
 	cr_expect_str_eq(fabric_provider(f), FABRIC_HOST_ONLY);
-	cr_expect_gt((fabric_addr(f, &len), len), 0, "an address only in name, so registration has one");
+	fabric_addr(f, &len);
+	cr_expect_gt(len, 0); /* an address only in name, so that registration has one */
 	cr_expect_eq(fabric_mr_reg(f, buf, sizeof(buf), true, &mr), 0);
 	cr_expect_eq(fabric_peer_add(f, "x", 1, &peer), MMC_LINK_NOT_FOUND);
 	fabric_mr_close(&mr);
