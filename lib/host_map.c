@@ -1,6 +1,7 @@
 #include "host_map.h"
 
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -63,6 +64,7 @@ int host_map_open(const char *path, uint64_t pool_size, struct host_map **out)
 		free(m);
 		return MMC_LINK_NOT_FOUND;
 	}
+	snprintf(m->path, sizeof(m->path), "%s", path);
 	atomic_init(&m->refs, 1);
 	*out = m;
 	return 0;
@@ -80,6 +82,8 @@ void host_map_unref(struct host_map *m)
 	if (!m || atomic_fetch_sub_explicit(&m->refs, 1, memory_order_acq_rel) != 1)
 		return;
 	munmap(m->base, m->map_len);
+	if (!host_pool_owner_alive(m->fd) && unlink(m->path) == 0) /* a pool of a live owner is its own to remove */
+		lg_info("host path: removed \"%s\", left by a local service that is gone", m->path);
 	close(m->fd);
 	free(m);
 }

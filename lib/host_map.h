@@ -22,6 +22,7 @@ struct host_map {
 	size_t size;    /* pool bytes, the header excluded */
 	size_t map_len; /* pool + header */
 	const struct host_pool_hdr *hdr;
+	char path[HOST_POOL_PATH_SIZE];
 };
 
 /*
@@ -30,7 +31,8 @@ struct host_map {
  */
 int host_map_open(const char *path, uint64_t pool_size, struct host_map **out);
 struct host_map *host_map_ref(struct host_map *m);
-/* Drops a reference; the last one unmaps. NULL-safe. */
+/* Drops a reference; the last one unmaps, and removes the file of an owner that died without doing so (a killed
+ * owner's pool would otherwise hold its memory until the next pool is created on the host). NULL-safe. */
 void host_map_unref(struct host_map *m);
 
 /* Cheap (two loads): the header still names (key, incarnation). */

@@ -362,5 +362,6 @@ Test(host_path, a_reader_unmaps_the_pool_of_an_owner_that_left)
 		usleep(100000);
 	}
 	cr_expect_not(mapped_here(path), "the reader unmapped the pool of its killed owner");
+	cr_expect_neq(access(path, F_OK), 0, "and removed the file the killed owner left");
 	mmc_destroy(s);
 }
