@@ -11,6 +11,22 @@
 #include "log.h"
 #include "mmc/mmc.h"
 
+/* /proc/PID/fd/N of a memfd pool (its link names the memfd) */
+static bool memfd_path_ok(const char *path)
+{
+	unsigned pid, fd;
+	char end, link[HOST_POOL_PATH_SIZE];
+	ssize_t n;
+
+	if (sscanf(path, "/proc/%u/fd/%u%c", &pid, &fd, &end) != 2)
+		return false;
+	n = readlink(path, link, sizeof(link) - 1);
+	if (n < 0)
+		return false;
+	link[n] = '\0';
+	return strncmp(link, "/memfd:mmc-pool.", 16) == 0;
+}
+
 /* Only files an owner can have made: the meta server's word is not enough to map (and write into) any file. */
 static bool pool_path_ok(const char *path)
 {
@@ -18,6 +34,8 @@ static bool pool_path_ok(const char *path)
 
 	if (strstr(path, "/.."))
 		return false;
+	if (strncmp(path, "/proc/", 6) == 0)
+		return memfd_path_ok(path);
 	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++)
 		if (strncmp(path, dirs[i], strlen(dirs[i])) == 0 && !strchr(path + strlen(dirs[i]), '/'))
 			return true;
@@ -56,7 +74,8 @@ int host_map_open(const char *path, uint64_t pool_size, struct host_map **out)
 	m = calloc(1, sizeof(*m));
 	if (!m)
 		return MMC_LINK_NOT_FOUND;
-	m->fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+	/* a memfd's /proc/PID/fd/N is a link by nature (checked by memfd_path_ok); a pool file must not be one */
+	m->fd = open(path, O_RDWR | O_CLOEXEC | (strncmp(path, "/proc/", 6) ? O_NOFOLLOW : 0));
 	if (m->fd < 0 || map_fd(m, pool_size)) {
 		lg_info("host path: cannot map \"%s\"; using the network provider", path);
 		if (m->fd >= 0)
@@ -82,7 +101,8 @@ void host_map_unref(struct host_map *m)
 	if (!m || atomic_fetch_sub_explicit(&m->refs, 1, memory_order_acq_rel) != 1)
 		return;
 	munmap(m->base, m->map_len);
-	if (!host_pool_owner_alive(m->fd) && unlink(m->path) == 0) /* a pool of a live owner is its own to remove */
+	/* a pool of a live owner is its own to remove; a memfd has no name to remove */
+	if (strncmp(m->path, "/proc/", 6) && !host_pool_owner_alive(m->fd) && unlink(m->path) == 0)
 		lg_info("host path: removed \"%s\", left by a local service that is gone", m->path);
 	close(m->fd);
 	free(m);

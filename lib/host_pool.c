@@ -83,29 +83,65 @@ static void *map_aligned(int fd, size_t len)
 	return m;
 }
 
-/* One attempt in one directory: create, lock, size, allocate, map. */
-static int create_in(struct host_pool *hp, const char *dir, size_t len, void **base)
+/* A name of this process's: <prefix>PID.RANDOM */
+static void pool_name(char *out, size_t len, const char *dir, const struct host_pool *hp)
 {
-	bool huge = is_hugetlbfs(dir);
-	size_t hdr_len = huge ? ALIGN2M : (size_t)sysconf(_SC_PAGESIZE);
-	struct flock l = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 1};
 	uint64_t rnd = 0;
-	char *m;
 
 	if (getrandom(&rnd, sizeof(rnd), 0) != sizeof(rnd))
 		rnd ^= (uint64_t)(uintptr_t)hp;
-	snprintf(hp->path, sizeof(hp->path), "%s/" PREFIX "%d.%016llx", dir, (int)getpid(), (unsigned long long)rnd);
-	hp->fd = open(hp->path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	snprintf(out, len, "%s%s" PREFIX "%d.%016llx", dir, dir[0] ? "/" : "", (int)getpid(), (unsigned long long)rnd);
+}
+
+/* Opens the pool's file: a new name in dir, or (dir NULL) a memfd that readers open as /proc/PID/fd/N. */
+static int open_file(struct host_pool *hp, const char *dir, bool want_huge, bool *huge)
+{
+	char name[HOST_POOL_PATH_SIZE];
+
+	if (dir) {
+		*huge = is_hugetlbfs(dir);
+		pool_name(hp->path, sizeof(hp->path), dir, hp);
+		return open(hp->path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	}
+	pool_name(name, sizeof(name), "", hp);
+	*huge = want_huge;
+	hp->fd = memfd_create(name, MFD_CLOEXEC | (want_huge ? MFD_HUGETLB : 0));
+	if (hp->fd >= 0) {
+		fchmod(hp->fd, 0600);
+		hp->memfd = true;
+		snprintf(hp->path, sizeof(hp->path), "/proc/%d/fd/%d", (int)getpid(), hp->fd);
+	}
+	return hp->fd;
+}
+
+static void close_file(struct host_pool *hp)
+{
+	if (!hp->memfd)
+		unlink(hp->path);
+	close(hp->fd);
+	hp->fd = -1;
+}
+
+/* One attempt: open, lock, size, allocate, map. Returns 1 (huge pages), 0, or -1. */
+static int create_in(struct host_pool *hp, const char *dir, bool want_huge, size_t len, void **base)
+{
+	struct flock l = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 1};
+	bool huge = false;
+	size_t hdr_len;
+	char *m;
+
+	hp->memfd = false;
+	hp->fd = open_file(hp, dir, want_huge, &huge);
 	if (hp->fd < 0)
 		return -1;
+	hdr_len = huge ? ALIGN2M : (size_t)sysconf(_SC_PAGESIZE);
 	hp->map_len = len + hdr_len;
 	/* lock before sizing: a file with pages and no lock is a leftover to every other process */
 	if (fcntl(hp->fd, F_OFD_SETLK, &l) || ftruncate(hp->fd, (off_t)hp->map_len) ||
 	    (errno = posix_fallocate(hp->fd, 0, (off_t)hp->map_len)) || !(m = map_aligned(hp->fd, hp->map_len))) {
-		lg_info("host pool: cannot use %s for %zu bytes: %s", dir, hp->map_len, strerror(errno));
-		unlink(hp->path);
-		close(hp->fd);
-		hp->fd = -1;
+		lg_info("host pool: cannot use %s for %zu bytes: %s", dir ? dir : "a memfd", hp->map_len,
+		        strerror(errno));
+		close_file(hp);
 		return -1;
 	}
 	if (!huge)
@@ -119,24 +155,29 @@ static int create_in(struct host_pool *hp, const char *dir, size_t len, void **b
 	return huge ? 1 : 0;
 }
 
-int host_pool_create(struct host_pool *hp, size_t len, void **base, bool *huge)
+int host_pool_create_in(struct host_pool *hp, const char *dir, size_t len, void **base, bool *huge)
 {
+	int rc;
+
 	memset(hp, 0, sizeof(*hp));
 	hp->fd = -1;
-	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
-		int rc;
+	if (dir && (remove_leftovers(dir), access(dir, W_OK) != 0))
+		return MMC_MALLOC_FAILED;
+	/* a memfd: huge pages when the system has them free (the allocation fails otherwise), else small ones */
+	if ((rc = create_in(hp, dir, !dir, len, base)) < 0 && (dir || (rc = create_in(hp, NULL, false, len, base)) < 0))
+		return MMC_MALLOC_FAILED;
+	*huge = rc == 1;
+	lg_info("host pool: %s (%zu bytes%s)", hp->path, len, *huge ? ", huge pages" : "");
+	return 0;
+}
 
-		remove_leftovers(dirs[i]);
-		if (access(dirs[i], W_OK) != 0)
-			continue;
-		rc = create_in(hp, dirs[i], len, base);
-		if (rc >= 0) {
-			*huge = rc == 1;
-			lg_info("host pool: %s (%zu bytes%s)", hp->path, len, *huge ? ", huge pages" : "");
+int host_pool_create(struct host_pool *hp, size_t len, void **base, bool *huge)
+{
+	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++)
+		if (host_pool_create_in(hp, dirs[i], len, base, huge) == 0)
 			return 0;
-		}
-	}
-	return MMC_MALLOC_FAILED;
+	/* a container's /dev/shm is often 64 MiB: a memfd is bounded by memory only */
+	return host_pool_create_in(hp, NULL, len, base, huge);
 }
 
 void host_pool_destroy(struct host_pool *hp, void *base)
@@ -145,10 +186,8 @@ void host_pool_destroy(struct host_pool *hp, void *base)
 		return;
 	atomic_store(&hp->hdr->key, 0);
 	atomic_store(&hp->hdr->incarnation, 0);
-	unlink(hp->path);
 	munmap(base, hp->map_len);
-	close(hp->fd); /* drops the owner lock: a reader probing now sees the pool gone */
-	hp->fd = -1;
+	close_file(hp); /* drops the owner lock: a reader probing now sees the pool gone */
 	hp->hdr = NULL;
 }
 

@@ -3,7 +3,8 @@
  * with memcpy (the host path, host_map.h) while remote peers still reach it by RMA.
  *
  * The file is /dev/hugepages/mmc-pool.<pid>.<random> when hugetlbfs is mounted and has the pages, else under
- * /dev/shm; created O_EXCL with mode 0600 and its pages allocated up front (fallocate), so that neither the owner
+ * /dev/shm, else (a /dev/shm too small, as in containers) a memfd that readers open as /proc/<pid>/fd/<n>; created
+ * O_EXCL with mode 0600 and its pages allocated up front (fallocate), so that neither the owner
  * nor a peer copying into it can take a SIGBUS when tmpfs runs out later. Behind the pool's last byte sits one
  * header page that says whether the pool may be used: the owner's current incarnation and a random key that
  * changes whenever the pool's fabric key changes (a meta server restart) and is 0 once the owner has left.
@@ -37,6 +38,7 @@ struct host_pool {
 	char path[HOST_POOL_PATH_SIZE];
 	struct host_pool_hdr *hdr;
 	size_t map_len; /* pool + header */
+	bool memfd;     /* path is /proc/PID/fd/N: nothing to unlink */
 };
 
 /*
@@ -45,6 +47,8 @@ struct host_pool {
  * pool). Removes other owners' leftover pool files first.
  */
 int host_pool_create(struct host_pool *hp, size_t len, void **base, bool *huge);
+/* One place only: dir (a hugetlbfs or tmpfs mount), or NULL for a memfd. */
+int host_pool_create_in(struct host_pool *hp, const char *dir, size_t len, void **base, bool *huge);
 /* Marks the pool left (key 0), unlinks its file and unmaps it. Accepts a pool that was never created (fd < 0). */
 void host_pool_destroy(struct host_pool *hp, void *base);
 

@@ -79,6 +79,45 @@ Test(host_pool, a_killed_owner_is_seen_dead_and_its_file_removed)
 	host_map_unref(m);
 }
 
+/* Where /dev/shm is too small (containers), a memfd: another process maps it through /proc/PID/fd/N */
+Test(host_pool, a_memfd_pool_is_mapped_through_proc)
+{
+	int pipefd[2];
+	char path[HOST_POOL_PATH_SIZE] = "";
+	struct host_map *m;
+	void *base;
+	bool huge;
+	pid_t pid;
+
+	cr_assert_eq(pipe(pipefd), 0);
+	pid = fork();
+	if (pid == 0) {
+		struct host_pool c;
+
+		if (host_pool_create_in(&c, NULL, LEN, &base, &huge) == 0) {
+			memcpy(base, "memfd", 6);
+			host_pool_set_incarnation(&c, 3);
+			(void)!write(pipefd[1], c.path, sizeof(c.path));
+			(void)!write(pipefd[1], &c.hdr->key, sizeof(uint64_t));
+		}
+		pause();
+		_exit(0);
+	}
+	uint64_t key = 0;
+
+	cr_assert_eq(read(pipefd[0], path, sizeof(path)), (ssize_t)sizeof(path));
+	cr_assert_eq(read(pipefd[0], &key, sizeof(key)), (ssize_t)sizeof(key));
+	cr_expect_eq(strncmp(path, "/proc/", 6), 0, "%s", path);
+	cr_assert_eq(host_map_open(path, LEN, &m), 0, "%s", path);
+	cr_expect_str_eq(m->base, "memfd");
+	cr_expect(host_map_usable(m, key, 3));
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	cr_expect_not(host_map_usable(m, key, 3), "the owner died");
+	cr_expect_str_eq(m->base, "memfd", "the mapping outlives its owner");
+	host_map_unref(m);
+}
+
 Test(host_pool, a_reader_maps_only_pool_files)
 {
 	struct host_map *m;
@@ -90,6 +129,7 @@ Test(host_pool, a_reader_maps_only_pool_files)
 	cr_expect_eq(host_map_open(tmp, LEN, &m), MMC_LINK_NOT_FOUND, "not under /dev/shm or /dev/hugepages");
 	cr_expect_eq(host_map_open("/dev/shm/mmc-pool.1/../../etc/passwd", LEN, &m), MMC_LINK_NOT_FOUND);
 	cr_expect_eq(host_map_open("/dev/shm/mmc-pool.none", LEN, &m), MMC_LINK_NOT_FOUND, "gone");
+	cr_expect_eq(host_map_open("/proc/self/fd/0", LEN, &m), MMC_LINK_NOT_FOUND, "an fd, but no memfd pool");
 	close(fd);
 	unlink(tmp);
 }
