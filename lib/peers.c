@@ -85,8 +85,8 @@ static int fetch(struct mmc_store *s, uint32_t rank, struct peer *out)
 	p->self =
 	    store_ident(s, &my_rank, &my_incarnation) && rank == my_rank && ctx.info.incarnation == my_incarnation;
 	if (!p->self && !try_host(s, &ctx.info, p) && strcmp(ctx.info.provider, fabric_provider(s->fab)) != 0) {
-		lg_error("local service %u uses provider %s, this store %s, and is not on this host: they cannot reach "
-		         "each other",
+		lg_error("local service %u uses provider %s, this store %s, and its pool cannot be mapped here "
+		         "(another host, or the host path off): they cannot reach each other",
 		         rank, ctx.info.provider, fabric_provider(s->fab));
 		free(p);
 		return MMC_LINK_NOT_FOUND;
