@@ -211,6 +211,23 @@ static enum outcome check_fence(struct redis_store *s, const char *key, const ch
 	return FAILED;
 }
 
+/* EXEC's reply: nil when the WATCHed lock key changed; an array with an error in it when a write failed inside the
+ * transaction (a key of the wrong type: Redis applied the others, so the batch is not durable as a whole). */
+static enum outcome exec_outcome(const redisReply *r, char *err, size_t errlen)
+{
+	if (r->type != REDIS_REPLY_ARRAY) {
+		snprintf(err, errlen, "fenced: the lock key changed before EXEC");
+		return FAILED;
+	}
+	for (size_t i = 0; i < r->elements; i++) {
+		if (r->element[i]->type == REDIS_REPLY_ERROR) {
+			snprintf(err, errlen, "write %zu of the batch: %s", i, r->element[i]->str);
+			return FAILED;
+		}
+	}
+	return DONE;
+}
+
 /* Reads MULTI's, each QUEUED, EXEC's and WAIT's replies: every one, even after an error, to keep the pipeline in
  * step. */
 static enum outcome read_exec(struct redis_store *s, size_t nops, char *err, size_t errlen)
@@ -225,9 +242,8 @@ static enum outcome read_exec(struct redis_store *s, size_t nops, char *err, siz
 		if (out == DONE && r->type == REDIS_REPLY_ERROR) {
 			snprintf(err, errlen, "%s", r->str);
 			out = FAILED;
-		} else if (out == DONE && i == nops + 1 && r->type != REDIS_REPLY_ARRAY) {
-			snprintf(err, errlen, "fenced: the lock key changed before EXEC");
-			out = FAILED;
+		} else if (out == DONE && i == nops + 1) {
+			out = exec_outcome(r, err, errlen);
 		} else if (out == DONE && i == nops + 2 &&
 		           (r->type != REDIS_REPLY_INTEGER || r->integer < (long long)s->wait_replicas)) {
 			snprintf(err, errlen, "WAIT: %lld of %u replicas acknowledged", r->integer, s->wait_replicas);

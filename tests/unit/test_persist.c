@@ -534,6 +534,17 @@ Test(persist_lmdb, a_redis_fence_key_is_refused_on_lmdb, .init = setup_lmdb, .fi
 }
 
 /* The lock key's value is checked at Redis, atomically with the commit: whoever set another value wins. */
+/* Redis applies the rest of a transaction whose one command failed: the batch must still count as failed. */
+Test(persist_redis, a_write_redis_refuses_inside_exec_fails_the_batch, .init = setup_redis, .fini = teardown)
+{
+	char reply[64];
+	uint64_t seq;
+
+	cr_assert_eq(redis_proc_cmd(&rp, "SET mmc:t:t not-a-hash", reply, sizeof(reply)), 0);
+	seq = put_and_land("k", "1", 1);
+	cr_assert_eq(persist_seq_state(p, seq), PERSIST_SEQ_LOST, "WRONGTYPE inside EXEC is a failed commit");
+}
+
 Test(persist_redis, a_commit_after_the_lock_key_moved_fails_at_redis, .init = setup_redis, .fini = teardown)
 {
 	char reply[64];
