@@ -435,7 +435,7 @@ static int redis_scan(struct persist_backend *be, uint32_t id, persist_scan_fn f
 		if (r)
 			freeReplyObject(r);
 	} while (rc == 0 && strcmp(cursor, "0") != 0);
-	if (rc == 0)
+	if (rc == 0 && n)
 		qsort(recs, n, sizeof(*recs), rec_cmp);
 	for (size_t i = 0; i < n && rc == 0; i++)
 		if (i == 0 || rec_cmp(&recs[i - 1], &recs[i])) /* HSCAN may return a field twice */
