@@ -106,7 +106,7 @@ bool persist_op_next(const struct persist_ops *ops, size_t *off, struct persist_
 	return true;
 }
 
-/* Applies a batch (writer thread, or the loop thread while the writer is idle). The fence is asked last, so that a
+/* Applies a batch (writer thread only, so the fence runs there too). The fence is asked last, so that a
  * leader paused between the two cannot commit on a lease it lost meanwhile. */
 static int batch_commit(struct persist *p, const struct batch *b)
 {
