@@ -326,6 +326,9 @@ static void gen_cb(struct evhttp_request *req, void *arg)
 	int status;
 
 	if (conn_refused(conn)) {
+		log_ratelimited(&s->log_bucket, LOG_WARN, "op=kvcm_reject reason=max_connections limit=%u",
+		                s->pool.max);
+		metrics_rejected(s->k->metrics);
 		send_raw(conn, req, 503, "{}", true);
 		return;
 	}

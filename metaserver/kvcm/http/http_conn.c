@@ -20,7 +20,6 @@
 #include "http.h"
 #include "kvcm_state.h"
 #include "log.h"
-#include "metrics.h"
 #include "mmc/mmc.h"
 
 #define RESERVED_FDS    64
