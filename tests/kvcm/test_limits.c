@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/resource.h>
@@ -191,6 +192,53 @@ Test(limits, half_open_connections_under_low_nofile, .fini = srv_down)
 	cr_expect(strstr(srv.m.ready, "mmc-metaserver ready"));
 	snprintf(cmd, sizeof(cmd), "grep -q 'RLIMIT_NOFILE is 512' '%s'", srv.m.log);
 	cr_expect_eq(system(cmd), 0, "no warning about the lowered connection limit");
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	cr_expect_eq(system(cmd), 0);
+}
+
+/*
+ * Descriptors exhausted by something else (here: silent connections to the libmmc port): the HTTP listeners meet
+ * EMFILE, must not spin or flood the log, and still answer.
+ */
+Test(limits, http_answers_through_emfile, .fini = srv_down)
+{
+	enum { RPC = 320, HTTP = 280 };
+	struct rlimit rl;
+	int fds[RPC + HTTP];
+	char dir[64], cmd[400];
+	long log0, grown;
+	uint64_t t0, ms;
+	struct hc c = {-1, 0};
+	json_t *r;
+
+	cr_assert_eq(getrlimit(RLIMIT_NOFILE, &rl), 0);
+	if (rl.rlim_max != RLIM_INFINITY && rl.rlim_max < RPC + HTTP + 200)
+		cr_skip_test("the hard RLIMIT_NOFILE (%llu) is too low", (unsigned long long)rl.rlim_max);
+	rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max > 4096 ? 4096 : rl.rlim_max;
+	cr_assert_eq(setrlimit(RLIMIT_NOFILE, &rl), 0);
+	low_nofile_server(dir, sizeof(dir));
+	srv_up(NULL);
+	log0 = file_size(srv.m.log);
+	for (int i = 0; i < RPC; i++)
+		fds[i] = raw_connect(srv.m.rpc_port, true);
+	usleep(500000);
+	for (int i = RPC; i < RPC + HTTP; i++)
+		fds[i] = raw_connect(i % 2 ? srv.m.admin_port : srv.m.http_port, true);
+	sleep(1);
+	t0 = now_ms();
+	cr_assert_eq(hc_connect(&c, srv.m.http_port), 0, "connect: %s (server %s)", strerror(errno),
+	             kill(srv.m.pid, 0) == 0 ? "alive" : "gone");
+	r = hc_call(&c, "getClusterInfo", "{}");
+	ms = now_ms() - t0;
+	cr_expect(r != NULL, "no answer with the descriptors exhausted");
+	cr_expect_lt(ms, 2000, "the answer took %llu ms", (unsigned long long)ms);
+	json_decref(r);
+	hc_close(&c);
+	sleep(1);
+	grown = file_size(srv.m.log) - log0;
+	cr_expect_lt(grown, 1 << 20, "the log grew by %ld bytes", grown);
+	for (int i = 0; i < RPC + HTTP; i++)
+		close(fds[i]);
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 	cr_expect_eq(system(cmd), 0);
 }

@@ -24,6 +24,7 @@
 
 #define RESERVED_FDS    64
 #define ACCEPT_PAUSE_MS 100
+#define ACCEPT_FREE_FDS 8 /* waiting connections closed per accept error */
 
 struct hconn {
 	struct conn_pool *p;
@@ -42,6 +43,9 @@ struct hconn {
 
 /* Bytes of requests not yet answered, over every connection of both ports (one loop thread). */
 static uint64_t buffered_total;
+/* The pools by listener: libevent hands an accept-error callback evhttp's argument, not ours. */
+#define MAX_POOLS 8
+static struct conn_pool *listening[MAX_POOLS];
 
 static uint32_t slot_of(const struct evhttp_connection *c, uint32_t cap)
 {
@@ -163,12 +167,12 @@ static void close_now(struct hconn *h, const char *reason)
 	evhttp_connection_free(h->evcon);
 }
 
-/* Closes the oldest connection still waiting for a request, other than keep; false when there is none. */
-static bool displace(struct conn_pool *p, const struct hconn *keep)
+/* Closes the oldest connection still waiting for a request, other than keep, logging reason; false when none. */
+static bool displace(struct conn_pool *p, const struct hconn *keep, const char *reason)
 {
 	for (struct hconn *h = p->oldest; h; h = h->next) {
 		if (h != keep && waiting_for_request(h)) {
-			close_now(h, "displaced_by_newer_connection");
+			close_now(h, reason);
 			return true;
 		}
 	}
@@ -205,7 +209,7 @@ static void accepted(struct hconn *h)
 		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	h->local = peer_is_local(fd);
 	/* a refused connection still gets its answer (503), and is the first displaced by the next one */
-	if (h->p->count > h->p->max && !displace(h->p, h))
+	if (h->p->count > h->p->max && !displace(h->p, h, "displaced_by_newer_connection"))
 		h->refused = true;
 }
 
@@ -339,26 +343,31 @@ static void resume_ev(evutil_socket_t fd, short what, void *arg)
 	evconnlistener_enable(((struct conn_pool *)arg)->lev);
 }
 
-/* EMFILE and friends: accept would fail again at once (libevent retries in a busy loop), so wait a moment and
- * close a connection that is only waiting to free a descriptor. */
+/* EMFILE and friends: accept would fail again at once (libevent retries in a busy loop). Close a few connections
+ * that are only waiting for their request to free descriptors; when there are none, stop accepting a moment. */
 static void accept_error(struct evconnlistener *lev, void *arg)
 {
-	struct conn_pool *p = arg;
-	int e = EVUTIL_SOCKET_ERROR();
+	struct conn_pool *p = NULL;
+	int e = EVUTIL_SOCKET_ERROR(), freed = 0;
 	uint64_t now = clock_ns() / 1000000u;
 	struct timeval tv = {0, ACCEPT_PAUSE_MS * 1000};
-	bool pause = e == EMFILE || e == ENFILE || e == ENOBUFS || e == ENOMEM;
+	bool out_of_fds = e == EMFILE || e == ENFILE || e == ENOBUFS || e == ENOMEM;
 
+	for (int i = 0; i < MAX_POOLS && !p; i++)
+		p = listening[i] && listening[i]->lev == lev ? listening[i] : NULL;
+	if (!p)
+		return;
+	while (out_of_fds && freed < ACCEPT_FREE_FDS && displace(p, NULL, "out_of_descriptors"))
+		freed++;
+	if (out_of_fds && !freed) {
+		evconnlistener_disable(lev);
+		evtimer_add(p->resume_ev, &tv);
+	}
 	if (now - p->emfile_logged_ms >= 1000) {
-		log_warn("op=kvcm_accept port=%s err=\"%s\" connections=%u action=%s", p->name, strerror(e), p->count,
-		         pause ? "pause_100ms" : "none");
+		log_warn("op=kvcm_accept port=%s err=\"%s\" connections=%u closed_waiting=%d paused_ms=%d", p->name,
+		         strerror(e), p->count, freed, out_of_fds && !freed ? ACCEPT_PAUSE_MS : 0);
 		p->emfile_logged_ms = now;
 	}
-	if (!pause)
-		return;
-	evconnlistener_disable(lev);
-	evtimer_add(p->resume_ev, &tv);
-	displace(p, NULL);
 }
 
 int conn_pool_init(struct conn_pool *p, struct kvcm *k, SSL_CTX *tls, const char *name, uint32_t max)
@@ -376,11 +385,20 @@ int conn_pool_init(struct conn_pool *p, struct kvcm *k, SSL_CTX *tls, const char
 void conn_pool_listen(struct conn_pool *p, struct evconnlistener *lev)
 {
 	p->lev = lev;
-	evconnlistener_set_error_cb(lev, accept_error);
+	for (int i = 0; i < MAX_POOLS; i++) {
+		if (!listening[i]) {
+			listening[i] = p;
+			evconnlistener_set_error_cb(lev, accept_error);
+			return;
+		}
+	}
 }
 
 void conn_pool_fini(struct conn_pool *p)
 {
+	for (int i = 0; i < MAX_POOLS; i++)
+		if (listening[i] == p)
+			listening[i] = NULL;
 	if (p->resume_ev)
 		event_free(p->resume_ev);
 	free(p->slot);
