@@ -173,7 +173,8 @@ Test(seed, examples_with_credentials, .timeout = 60)
 		cr_expect(r == NULL || strcmp(code_of(r), "OK") != 0, "registerInstance without credentials succeeded");
 		json_decref(r);
 		metaserver_cleanup(&m);
-		nexamples = 0;
+		while (nexamples > 0)
+			free(examples[--nexamples]);
 	}
 	run_all(want, true, "seeder:seed-pw", user_kv, pw_kv);
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
