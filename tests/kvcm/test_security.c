@@ -211,6 +211,7 @@ Test(security, every_route_needs_credentials)
 	hc_set_auth("root");
 	expect_all(&srv.admin, admin_apis, 401, "no colon");
 
+	sleep(1); /* past the second whose PBKDF2 budget the wrong password spent */
 	hc_set_auth("root:root-pw");
 	expect_all(&srv.meta, meta_apis, 200, "ROLE_ADMIN");
 	expect_all(&srv.admin, admin_apis, 200, "ROLE_ADMIN");
@@ -232,7 +233,17 @@ Test(security, every_route_needs_credentials)
 	free(out);
 	cr_expect_eq(hc_request(&srv.admin, "GET", "/api/listStorage", NULL, 0, &out), 401);
 	free(out);
+	/* a flood of wrong passwords is throttled, not derived one by one on the event loop */
+	for (int i = 0; i < 40; i++) {
+		char guess[64];
+
+		snprintf(guess, sizeof(guess), "root:guess-%d", i);
+		hc_set_auth(guess);
+		cr_expect_eq(post_status(&srv.meta, "getClusterInfo"), 401);
+	}
+	cr_expect(log_has(&srv.m, "result=throttled"), "40 wrong passwords were all derived");
 	hc_set_auth("root:root-pw");
+	cr_expect_eq(post_status(&srv.meta, "getClusterInfo"), 200, "a verified password is not throttled");
 	r = ADMIN("deleteAccount", "{\"user_name\":\"root\"}");
 	cr_expect_str_eq(code_of(r), "INVALID_ARGUMENT", "the bootstrap admin cannot be deleted: %s", message_of(r));
 	json_decref(r);

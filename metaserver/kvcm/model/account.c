@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
 #include "kvcm_state.h"
 #include "kvcm_store.h"
 #include "log.h"
@@ -20,6 +21,9 @@
 #define SALT_LEN    16
 #define HASH_LEN    32
 #define HASH_PREFIX "pbkdf2-sha256$"
+/* PBKDF2 checks of passwords not verified before, per second: a flood of wrong passwords costs the event loop at
+ * most this many derivations (~5-20 ms each) a second; beyond it a new password is refused unchecked. */
+#define SLOW_CHECKS_PER_S 16
 
 struct account {
 	char *name;
@@ -34,6 +38,9 @@ struct accounts {
 	struct account *v;
 	size_t n, cap;
 	unsigned char key[32]; /* per process: the fast hashes mean nothing elsewhere */
+	uint64_t slow_second;  /* the second slow_checks counts in */
+	unsigned slow_checks;
+	int log_bucket;
 };
 
 static struct accounts *get(struct kvcm *k)
@@ -286,6 +293,24 @@ static bool verify(const struct account *acc, const char *password)
 	return ok;
 }
 
+static bool slow_check_allowed(struct accounts *a)
+{
+	uint64_t now = clock_ns() / 1000000000u;
+
+	if (now != a->slow_second) {
+		a->slow_second = now;
+		a->slow_checks = 0;
+	}
+	if (a->slow_checks >= SLOW_CHECKS_PER_S) {
+		log_ratelimited(&a->log_bucket, LOG_WARN,
+		                "op=kvcm_auth result=throttled why=\"over %d new passwords a second\"",
+		                SLOW_CHECKS_PER_S);
+		return false;
+	}
+	a->slow_checks++;
+	return true;
+}
+
 int account_check(struct kvcm *k, const char *user, const char *password)
 {
 	struct accounts *a = k->accounts;
@@ -298,7 +323,7 @@ int account_check(struct kvcm *k, const char *user, const char *password)
 		return -1;
 	if (acc->fast_ok && CRYPTO_memcmp(acc->fast, fast, HASH_LEN) == 0)
 		return acc->role;
-	if (!verify(acc, password))
+	if (!slow_check_allowed(a) || !verify(acc, password))
 		return -1;
 	memcpy(acc->fast, fast, HASH_LEN);
 	acc->fast_ok = true;
