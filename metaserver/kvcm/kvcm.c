@@ -57,8 +57,16 @@ static bool is_loopback(const char *host)
 /* Redis's protected mode: reachable from other hosts only with credentials, or when the operator says so. */
 static int check_exposure(struct kvcm *k, char *err, size_t errlen)
 {
-	if (is_loopback(k->conf.bind) || accounts_enforced(k))
+	if (is_loopback(k->conf.bind))
 		return 0;
+	if (accounts_enforced(k)) {
+		if (!k->conf.tls_cert[0])
+			log_warn("op=kvcm_start warning=\"kvcm.service.bind=%s without kvcm.service.tls.cert_file: "
+			         "passwords "
+			         "cross the network in clear text\"",
+			         k->conf.bind);
+		return 0;
+	}
 	if (!k->conf.allow_insecure_bind) {
 		snprintf(
 		    err, errlen,
