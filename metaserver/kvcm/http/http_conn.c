@@ -201,6 +201,15 @@ static void accepted(struct hconn *h)
 	int one = 1;
 
 	bufferevent_getcb(h->bev, NULL, NULL, NULL, &evcon);
+	if (!evcon) { /* evhttp could not make its connection (out of memory): the socket is closed, the bev ours */
+		unlink_conn(h);
+		evbuffer_remove_cb_entry(bufferevent_get_input(h->bev), h->counter);
+		bufferevent_free(h->bev);
+		event_free(h->deadline);
+		event_free(h->ev);
+		free(h);
+		return;
+	}
 	h->evcon = evcon;
 	evhttp_connection_set_closecb(h->evcon, closed_cb, h);
 	map_add(h->p, h);
