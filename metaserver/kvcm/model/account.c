@@ -21,9 +21,9 @@
 #define SALT_LEN    16
 #define HASH_LEN    32
 #define HASH_PREFIX "pbkdf2-sha256$"
-/* PBKDF2 checks of passwords not verified before, per second: a flood of wrong passwords costs the event loop at
- * most this many derivations (~5-20 ms each) a second; beyond it a new password is refused unchecked. */
-#define SLOW_CHECKS_PER_S 16
+/* Event-loop time a second that PBKDF2 checks of passwords not verified before may take (each costs 5-20 ms): past
+ * it, a new password is refused unchecked, so a flood of wrong passwords cannot stall the loop. */
+#define SLOW_CHECK_NS_PER_S (250 * UINT64_C(1000000))
 
 struct account {
 	char *name;
@@ -38,8 +38,8 @@ struct accounts {
 	struct account *v;
 	size_t n, cap;
 	unsigned char key[32]; /* per process: the fast hashes mean nothing elsewhere */
-	uint64_t slow_second;  /* the second slow_checks counts in */
-	unsigned slow_checks;
+	uint64_t slow_second;  /* the second slow_ns counts in */
+	uint64_t slow_ns;      /* spent on PBKDF2 checks in it */
 	int log_bucket;
 };
 
@@ -299,16 +299,14 @@ static bool slow_check_allowed(struct accounts *a)
 
 	if (now != a->slow_second) {
 		a->slow_second = now;
-		a->slow_checks = 0;
+		a->slow_ns = 0;
 	}
-	if (a->slow_checks >= SLOW_CHECKS_PER_S) {
-		log_ratelimited(&a->log_bucket, LOG_WARN,
-		                "op=kvcm_auth result=throttled why=\"over %d new passwords a second\"",
-		                SLOW_CHECKS_PER_S);
-		return false;
-	}
-	a->slow_checks++;
-	return true;
+	if (a->slow_ns < SLOW_CHECK_NS_PER_S)
+		return true;
+	log_ratelimited(&a->log_bucket, LOG_WARN,
+	                "op=kvcm_auth result=throttled why=\"password checks took %llu ms of this second\"",
+	                (unsigned long long)(a->slow_ns / 1000000u));
+	return false;
 }
 
 int account_check(struct kvcm *k, const char *user, const char *password)
@@ -317,13 +315,20 @@ int account_check(struct kvcm *k, const char *user, const char *password)
 	struct account *acc = find(a, user);
 	unsigned char fast[HASH_LEN];
 	unsigned int len = HASH_LEN;
+	uint64_t t0;
+	bool ok;
 
 	if (!acc ||
 	    !HMAC(EVP_sha256(), a->key, sizeof(a->key), (const unsigned char *)password, strlen(password), fast, &len))
 		return -1;
 	if (acc->fast_ok && CRYPTO_memcmp(acc->fast, fast, HASH_LEN) == 0)
 		return acc->role;
-	if (!slow_check_allowed(a) || !verify(acc, password))
+	if (!slow_check_allowed(a))
+		return -1;
+	t0 = clock_ns();
+	ok = verify(acc, password);
+	a->slow_ns += clock_ns() - t0;
+	if (!ok)
 		return -1;
 	memcpy(acc->fast, fast, HASH_LEN);
 	acc->fast_ok = true;

@@ -37,8 +37,8 @@ int account_delete(struct kvcm *k, const char *user, char *msg, size_t msglen);
 void account_each(struct kvcm *k, void (*fn)(void *arg, const char *user, int role, const char *hash), void *arg);
 /*
  * The role of user when password is its password, else -1. Constant time in the password's bytes. A password not
- * verified before costs one PBKDF2; past 16 of those a second, new passwords are refused unchecked (-1) so that a
- * flood of wrong ones cannot stall the event loop.
+ * verified before costs one PBKDF2; once those took 250 ms of the current second, new passwords are refused unchecked
+ * (-1) so that a flood of wrong ones cannot stall the event loop.
  */
 int account_check(struct kvcm *k, const char *user, const char *password);
 /* True when credentials are required: some account exists. */
