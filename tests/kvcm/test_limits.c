@@ -133,13 +133,27 @@ Test(limits, request_deadline_closes_half_open_connections, .fini = srv_down)
 	close(kept);
 }
 
-/* mmc-metaserver under `ulimit -n 512`: a wrapper script the fixture starts instead of the server. */
-static void low_nofile_server(char *dir, size_t len)
+static char wrapper_dir[64];
+
+/* Runs after a low-nofile test, failed or not. */
+static void nofile_down(void)
 {
-	char path[300];
+	char cmd[128];
+
+	srv_down();
+	if (wrapper_dir[0]) {
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", wrapper_dir);
+		cr_expect_eq(system(cmd), 0);
+	}
+}
+
+/* mmc-metaserver under `ulimit -n 512`: a wrapper script the fixture starts instead of the server. */
+static void low_nofile_server(void)
+{
+	char path[300], *dir = wrapper_dir;
 	FILE *f;
 
-	snprintf(dir, len, "/tmp/mmc-kvcm-nofile-XXXXXX");
+	snprintf(dir, sizeof(wrapper_dir), "/tmp/mmc-kvcm-nofile-XXXXXX");
 	cr_assert(mkdtemp(dir));
 	snprintf(path, sizeof(path), "%s/metaserver.sh", dir);
 	f = fopen(path, "w");
@@ -151,12 +165,12 @@ static void low_nofile_server(char *dir, size_t len)
 	cr_assert_eq(setenv("MMC_METASERVER", path, 1), 0);
 }
 
-Test(limits, half_open_connections_under_low_nofile, .fini = srv_down)
+Test(limits, half_open_connections_under_low_nofile, .fini = nofile_down)
 {
 	enum { N = 600 };
 	struct rlimit rl;
 	int fds[N];
-	char dir[64], *out = NULL, cmd[400];
+	char *out = NULL, cmd[400];
 	long log0, grown;
 	uint64_t t0, ms;
 	struct hc c = {-1, 0};
@@ -168,7 +182,7 @@ Test(limits, half_open_connections_under_low_nofile, .fini = srv_down)
 		             (unsigned long long)rl.rlim_max, N);
 	rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max > 4096 ? 4096 : rl.rlim_max;
 	cr_assert_eq(setrlimit(RLIMIT_NOFILE, &rl), 0);
-	low_nofile_server(dir, sizeof(dir));
+	low_nofile_server();
 	srv_up(NULL);
 	log0 = file_size(srv.m.log);
 	for (int i = 0; i < N; i++)
@@ -192,20 +206,17 @@ Test(limits, half_open_connections_under_low_nofile, .fini = srv_down)
 	cr_expect(strstr(srv.m.ready, "mmc-metaserver ready"));
 	snprintf(cmd, sizeof(cmd), "grep -q 'RLIMIT_NOFILE is 512' '%s'", srv.m.log);
 	cr_expect_eq(system(cmd), 0, "no warning about the lowered connection limit");
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	cr_expect_eq(system(cmd), 0);
 }
 
 /*
  * Descriptors exhausted by something else (here: silent connections to the libmmc port): the HTTP listeners meet
  * EMFILE, must not spin or flood the log, and still answer.
  */
-Test(limits, http_answers_through_emfile, .fini = srv_down)
+Test(limits, http_answers_through_emfile, .fini = nofile_down)
 {
 	enum { RPC = 320, HTTP = 280 };
 	struct rlimit rl;
 	int fds[RPC + HTTP];
-	char dir[64], cmd[400];
 	long log0, grown;
 	uint64_t t0, ms;
 	struct hc c = {-1, 0};
@@ -216,7 +227,7 @@ Test(limits, http_answers_through_emfile, .fini = srv_down)
 		cr_skip_test("the hard RLIMIT_NOFILE (%llu) is too low", (unsigned long long)rl.rlim_max);
 	rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max > 4096 ? 4096 : rl.rlim_max;
 	cr_assert_eq(setrlimit(RLIMIT_NOFILE, &rl), 0);
-	low_nofile_server(dir, sizeof(dir));
+	low_nofile_server();
 	srv_up(NULL);
 	log0 = file_size(srv.m.log);
 	for (int i = 0; i < RPC; i++)
@@ -239,8 +250,6 @@ Test(limits, http_answers_through_emfile, .fini = srv_down)
 	cr_expect_lt(grown, 1 << 20, "the log grew by %ld bytes", grown);
 	for (int i = 0; i < RPC + HTTP; i++)
 		close(fds[i]);
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	cr_expect_eq(system(cmd), 0);
 }
 
 /* A body of about mib MiB: {"instance_id":"i","block_keys":[1000000,...]}. */

@@ -66,6 +66,14 @@ static void rm_secret(void)
 		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", secret_dir);
 		cr_expect_eq(system(cmd), 0);
 	}
+	secret_dir[0] = '\0';
+}
+
+/* Runs after a test, failed or not. */
+static void down(void)
+{
+	srv_down();
+	rm_secret();
 }
 
 /* HTTP status of POST /api/api on c with body "{}" under the current credentials. */
@@ -171,7 +179,7 @@ static bool log_has(const struct metaserver *m, const char *what)
 	return system(cmd) == 0;
 }
 
-Test(security, public_bind_needs_credentials)
+Test(security, public_bind_needs_credentials, .fini = rm_secret)
 {
 	struct metaserver m;
 	static const char *const open_bind[] = {"kvcm.service.bind=0.0.0.0", NULL};
@@ -194,7 +202,7 @@ Test(security, public_bind_needs_credentials)
 	rm_secret();
 }
 
-Test(security, every_route_needs_credentials)
+Test(security, every_route_needs_credentials, .fini = down)
 {
 	const char *env[] = {"kvcm.service.admin_user=root", NULL, NULL};
 	char *out = NULL;
@@ -248,8 +256,6 @@ Test(security, every_route_needs_credentials)
 	cr_expect_str_eq(code_of(r), "INVALID_ARGUMENT", "the bootstrap admin cannot be deleted: %s", message_of(r));
 	json_decref(r);
 	hc_set_auth(NULL);
-	srv_down();
-	rm_secret();
 }
 
 /* The account list as "name:ROLE,..." */

@@ -53,7 +53,16 @@ static void make_pki(void)
 
 static void rm_pki(void)
 {
-	sh("rm -rf '%s'", dir);
+	if (dir[0])
+		sh("rm -rf '%s'", dir);
+	dir[0] = '\0';
+}
+
+/* Runs after a test, failed or not. */
+static void down(void)
+{
+	srv_down();
+	rm_pki();
 }
 
 /* curl's output for an HTTPS request (extra: curl options), "" when it failed. */
@@ -75,7 +84,7 @@ static char *curl(const char *extra, uint16_t port, const char *method, const ch
 	return out;
 }
 
-Test(tls, round_trip_on_both_ports_and_no_plain_http)
+Test(tls, round_trip_on_both_ports_and_no_plain_http, .fini = down)
 {
 	const char *env[] = {cert_kv, key_kv, NULL};
 	char out[65536], *body = NULL;
@@ -98,11 +107,9 @@ Test(tls, round_trip_on_both_ports_and_no_plain_http)
 	/* a client that does not trust the server's CA refuses it */
 	cr_expect_str_eq(curl("--cacert /dev/null", srv.m.http_port, "POST", "/api/getClusterInfo", out, sizeof(out)),
 	                 "");
-	srv_down();
-	rm_pki();
 }
 
-Test(tls, client_certificates_with_a_ca_file)
+Test(tls, client_certificates_with_a_ca_file, .fini = down)
 {
 	const char *env[] = {cert_kv, key_kv, ca_kv, NULL};
 	char out[65536], opts[400];
@@ -116,8 +123,6 @@ Test(tls, client_certificates_with_a_ca_file)
 	r = json_loads(curl(opts, srv.m.http_port, "POST", "/api/getClusterInfo", out, sizeof(out)), 0, NULL);
 	cr_expect_str_eq(code_of(r), "OK", "with a client certificate: %s", out);
 	json_decref(r);
-	srv_down();
-	rm_pki();
 }
 
 Test(tls, bad_files_stop_the_start)
