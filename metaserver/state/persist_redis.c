@@ -32,6 +32,7 @@ struct redis_store {
 	char *tkey[PERSIST_MAX_TABLES];
 	redisContext *c;
 	uint64_t next_try_ns, backoff_ns, failed_while_down;
+	uint64_t failure_logged_ns, failures_unlogged; /* refused commits: one log line a second at most */
 	bool down;
 	pthread_mutex_t mu; /* the fence: set on the loop, read by the writer */
 	char fence_key[FENCE_MAX], fence_val[FENCE_MAX];
@@ -280,6 +281,23 @@ static enum outcome commit_once(struct redis_store *s, const struct persist_ops 
 	return read_exec(s, ops->nops, err, errlen);
 }
 
+/* A commit Redis answered but refused (fenced, WAIT short of replicas, a write refused): the same cause tends to
+ * refuse every batch, so one line a second says it, with how many were refused in between. */
+static void log_refusal(struct redis_store *s, const char *err, size_t nops)
+{
+	uint64_t now = clock_ns();
+
+	if (s->failure_logged_ns && now - s->failure_logged_ns < UINT64_C(1000000000)) {
+		s->failures_unlogged++;
+		return;
+	}
+	log_error("op=redis_commit store=\"%s\" err=\"%s\" writes=%zu refused_since_last_line=%llu (metadata of this "
+	          "batch is not durable)",
+	          s->shown, err, nops, (unsigned long long)s->failures_unlogged);
+	s->failure_logged_ns = now;
+	s->failures_unlogged = 0;
+}
+
 static int redis_commit(struct persist_backend *be, const struct persist_ops *ops)
 {
 	struct redis_store *s = to_redis(be);
@@ -295,8 +313,7 @@ static int redis_commit(struct persist_backend *be, const struct persist_ops *op
 	}
 	note_up(s);
 	if (out == FAILED) {
-		log_error("op=redis_commit store=\"%s\" err=\"%s\" writes=%zu (metadata of this batch is not durable)",
-		          s->shown, err, ops->nops);
+		log_refusal(s, err, ops->nops);
 		return MMC_META_BACKUP_ERROR;
 	}
 	return 0;
