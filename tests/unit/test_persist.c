@@ -586,6 +586,24 @@ BOTH(a_newer_format_is_refused_at_open)
 	cr_assert(strstr(err, "metadata format 2") && strstr(err, "reads format 1"), "%s", err);
 }
 
+BOTH(a_reload_lands_what_is_queued_and_keeps_tables_and_numbers)
+{
+	char err[256], buf[8];
+	size_t len;
+	uint64_t seq;
+
+	cr_assert_eq(persist_put(p, tbl, "queued", 6, "1", 1), 0);
+	seq = persist_wait_seq(p);
+	cr_assert_eq(persist_reload(p, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(persist_seq_state(p, seq), PERSIST_SEQ_DURABLE, "landed before the reload");
+	cr_assert(stored("queued"));
+	cr_assert_eq(persist_get(p, tbl, "queued", 6, buf, sizeof(buf), &len), 0, "the table is still valid");
+	cr_assert_eq(persist_put(p, tbl, "later", 5, "2", 1), 0);
+	cr_assert_gt(persist_wait_seq(p), seq, "batch numbers keep growing");
+	cr_assert_eq(persist_flush(p), 0);
+	cr_assert(stored("later"));
+}
+
 /* A standby's takeover: what another node committed is what the reload and a scan see. */
 Test(persist_redis, a_reload_sees_what_another_node_committed, .init = setup_redis, .fini = teardown)
 {
