@@ -526,6 +526,36 @@ static const struct persist_backend_ops redis_ops = {
     .close = redis_close,
 };
 
+/* One CONFIG GET value into out ("?" where CONFIG is refused, as on managed Redis services). */
+static void config_value(struct redis_store *s, const char *name, char *out, size_t len)
+{
+	const char *argv[3] = {"CONFIG", "GET", name};
+	redisReply *r = redisCommandArgv(s->c, 3, argv, NULL);
+
+	snprintf(out, len, "?");
+	if (r && r->type == REDIS_REPLY_ARRAY && r->elements == 2 && r->element[1]->type == REDIS_REPLY_STRING)
+		snprintf(out, len, "%s", r->element[1]->str);
+	if (r)
+		freeReplyObject(r);
+}
+
+/* What an acknowledgement is worth is Redis's setting, not ours: say it at start, and warn when it is little. */
+static void log_durability(struct redis_store *s)
+{
+	char aof[16], fsync[16];
+
+	config_value(s, "appendonly", aof, sizeof(aof));
+	config_value(s, "appendfsync", fsync, sizeof(fsync));
+	if (strcmp(aof, "no") == 0)
+		log_warn(
+		    "op=redis_store store=\"%s\" appendonly=no warning=\"acknowledged metadata survives a meta server "
+		    "restart, not a Redis restart (docs/operations.md, Metadata in Redis)\"",
+		    s->shown);
+	else
+		log_info("op=redis_store store=\"%s\" appendonly=%s appendfsync=%s wait_replicas=%u", s->shown, aof,
+		         fsync, s->wait_replicas);
+}
+
 int persist_redis_open(struct persist_backend **out, const struct persist_opts *opts, char *err, size_t errlen)
 {
 	struct redis_store *s = calloc(1, sizeof(*s));
@@ -546,6 +576,7 @@ int persist_redis_open(struct persist_backend **out, const struct persist_opts *
 	s->wait_timeout_ms = opts->wait_timeout_ms;
 	if ((rc = redis_reopen(&s->be, err, errlen)))
 		goto fail;
+	log_durability(s);
 	*out = &s->be;
 	return 0;
 fail:
