@@ -103,7 +103,7 @@ extern "C" {
 #define MMC_ALREADY_NOTIFIED         (-3011) /**< reserved */
 #define MMC_INTERNAL_ERROR           (-3012) /**< a reply libmmc cannot decode */
 #define MMC_EXCEED_CAPACITY          (-3013) /**< mmc_init(): the cluster already has world_size local services */
-#define MMC_LINK_NOT_FOUND           (-3014) /**< the service holding the bytes is gone, or uses another provider */
+#define MMC_LINK_NOT_FOUND           (-3014) /**< the service holding the bytes is gone, or remote with another provider */
 #define MMC_NET_REQ_HANDLE_NOT_FOUND (-3015) /**< reserved */
 #define MMC_NOT_ENOUGH_MEMORY        (-3016) /**< no room in the pools, even after eviction */
 #define MMC_NOT_CONNECTED_META       (-3017) /**< the meta server is unreachable (after retry_ms) */
@@ -387,7 +387,8 @@ MMC_API int mmc_unregister_buffer(mmc_store *s, void *buf, size_t size);
  *         readable until the meta server restarts, then gone; a retry answers MMC_OK only once it is on disk);
  *         MMC_NOT_CONNECTED_META (also: the connection was lost between allocation and the writes, nothing is
  *         stored); MMC_TIMEOUT; MMC_ERROR (the fabric failed; nothing is stored); MMC_LINK_NOT_FOUND (a replica's
- *         service went away or uses another provider); MMC_MALLOC_FAILED; MMC_INTERNAL_ERROR.
+ *         service went away, also during the copy, or is on another host with another network provider);
+ *         MMC_MALLOC_FAILED; MMC_INTERNAL_ERROR.
  * Thread-safe. Concurrent puts of one key store one value (the first to allocate).
  */
 MMC_API int mmc_put_from(mmc_store *s, const char *key, const void *buf, size_t size, int32_t direct,
@@ -403,7 +404,8 @@ MMC_API int mmc_put_from(mmc_store *s, const char *key, const void *buf, size_t 
  *         committed: the object stays stored, so a retry reads the same bytes unless another replica is picked);
  *         MMC_NOT_ENOUGH_MEMORY (the object is on SSD and no DRAM could be found to read it into);
  *         MMC_NOT_CONNECTED_META; MMC_TIMEOUT; MMC_ERROR (fabric, or the SSD read); MMC_LINK_NOT_FOUND (the
- *         replica's service went away); MMC_MALLOC_FAILED; MMC_INTERNAL_ERROR.
+ *         replica's service went away, also during the copy: no byte of another incarnation is returned as good);
+ *         MMC_MALLOC_FAILED; MMC_INTERNAL_ERROR.
  * Thread-safe.
  */
 MMC_API int mmc_get_into(mmc_store *s, const char *key, void *buf, size_t size, int32_t direct);
