@@ -45,30 +45,52 @@ Test(host_pool, a_mapping_sees_the_owners_bytes_and_header)
 	host_map_unref(m);
 }
 
-Test(host_pool, a_killed_owner_is_seen_dead_and_its_file_removed)
+/*
+ * Another process owning a pool (memfd: a memfd, else the usual places) with "owner" at byte 0 and incarnation 3;
+ * it waits to be killed, without a chance to clean up. Returns its pid; *path and *key say how to map it.
+ */
+static pid_t spawn_owner(bool memfd, char *path, uint64_t *key)
 {
 	int pipefd[2];
-	char path[HOST_POOL_PATH_SIZE] = "";
-	struct host_map *m;
-	struct host_pool hp;
-	struct stat st;
-	void *base;
-	bool huge;
 	pid_t pid;
 
 	cr_assert_eq(pipe(pipefd), 0);
 	pid = fork();
 	if (pid == 0) {
 		struct host_pool c;
+		void *base;
+		bool huge;
 
-		if (host_pool_create(&c, LEN, &base, &huge) == 0)
-			(void)!write(pipefd[1], c.path, sizeof(c.path));
-		pause(); /* killed below, without a chance to clean up */
+		if ((memfd ? host_pool_create_in(&c, NULL, LEN, &base, &huge)
+		           : host_pool_create(&c, LEN, &base, &huge)) == 0) {
+			memcpy(base, "owner", 6);
+			host_pool_set_incarnation(&c, 3);
+			(void)!write(pipefd[1], c.path, HOST_POOL_PATH_SIZE);
+			(void)!write(pipefd[1], &c.hdr->key, sizeof(uint64_t));
+		}
+		pause();
 		_exit(0);
 	}
-	cr_assert_eq(read(pipefd[0], path, sizeof(path)), (ssize_t)sizeof(path));
+	cr_assert_eq(read(pipefd[0], path, HOST_POOL_PATH_SIZE), HOST_POOL_PATH_SIZE);
+	cr_assert_eq(read(pipefd[0], key, sizeof(*key)), (ssize_t)sizeof(*key));
+	close(pipefd[0]);
+	close(pipefd[1]);
+	return pid;
+}
+
+Test(host_pool, a_killed_owner_is_seen_dead_and_its_file_removed)
+{
+	char path[HOST_POOL_PATH_SIZE];
+	struct host_map *m;
+	struct host_pool hp;
+	struct stat st;
+	uint64_t key;
+	pid_t pid = spawn_owner(false, path, &key);
+	void *base;
+	bool huge;
+
 	cr_assert_eq(host_map_open(path, LEN, &m), 0);
-	cr_expect(host_pool_owner_alive(m->fd));
+	cr_expect(host_map_usable(m, key, 3));
 	kill(pid, SIGKILL);
 	waitpid(pid, NULL, 0);
 	cr_expect_not(host_pool_owner_alive(m->fd), "the kernel dropped the dead owner's lock");
@@ -82,39 +104,19 @@ Test(host_pool, a_killed_owner_is_seen_dead_and_its_file_removed)
 /* Where /dev/shm is too small (containers), a memfd: another process maps it through /proc/PID/fd/N */
 Test(host_pool, a_memfd_pool_is_mapped_through_proc)
 {
-	int pipefd[2];
-	char path[HOST_POOL_PATH_SIZE] = "";
+	char path[HOST_POOL_PATH_SIZE];
 	struct host_map *m;
-	void *base;
-	bool huge;
-	pid_t pid;
+	uint64_t key;
+	pid_t pid = spawn_owner(true, path, &key);
 
-	cr_assert_eq(pipe(pipefd), 0);
-	pid = fork();
-	if (pid == 0) {
-		struct host_pool c;
-
-		if (host_pool_create_in(&c, NULL, LEN, &base, &huge) == 0) {
-			memcpy(base, "memfd", 6);
-			host_pool_set_incarnation(&c, 3);
-			(void)!write(pipefd[1], c.path, sizeof(c.path));
-			(void)!write(pipefd[1], &c.hdr->key, sizeof(uint64_t));
-		}
-		pause();
-		_exit(0);
-	}
-	uint64_t key = 0;
-
-	cr_assert_eq(read(pipefd[0], path, sizeof(path)), (ssize_t)sizeof(path));
-	cr_assert_eq(read(pipefd[0], &key, sizeof(key)), (ssize_t)sizeof(key));
 	cr_expect_eq(strncmp(path, "/proc/", 6), 0, "%s", path);
 	cr_assert_eq(host_map_open(path, LEN, &m), 0, "%s", path);
-	cr_expect_str_eq(m->base, "memfd");
+	cr_expect_str_eq(m->base, "owner");
 	cr_expect(host_map_usable(m, key, 3));
 	kill(pid, SIGKILL);
 	waitpid(pid, NULL, 0);
 	cr_expect_not(host_map_usable(m, key, 3), "the owner died");
-	cr_expect_str_eq(m->base, "memfd", "the mapping outlives its owner");
+	cr_expect_str_eq(m->base, "owner", "the mapping outlives its owner");
 	host_map_unref(m);
 }
 
