@@ -19,6 +19,9 @@ struct place_req {
 	bool spread; /* batch placement */
 	uint32_t media;
 	const struct session *writer;
+	/* services the roomiest choice passes over while another fits (an extent grant's earlier lanes) */
+	struct service *const *avoid;
+	uint32_t navoid;
 };
 
 /*
@@ -28,5 +31,16 @@ struct place_req {
  * preferred rank that is not a live service with this media).
  */
 int placement_reserve(struct meta *m, const struct place_req *r, struct object *o, bool *blocked);
+
+/* 0 when replicas is 1..MMC_WIRE_REPLICAS and the n preferred ranks are at most that many, all distinct; else
+ * MMC_INVALID_PARAM. */
+int placement_check_preferred(const int32_t *preferred, uint32_t n, uint32_t replicas);
+
+/*
+ * Reserves an allocation extent per replica, placed as an object of r->size bytes would be: the largest size from
+ * r->size down (halving, not below min_size) that fits without evicting; else min_size, evicting as an object
+ * would. r->size is set to the size reserved. Returns as placement_reserve (never waits).
+ */
+int placement_reserve_extent(struct meta *m, struct place_req *r, struct object *o, uint64_t min_size);
 
 #endif

@@ -1,0 +1,240 @@
+#include "extent.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "log.h"
+#include "mmc/mmc.h"
+#include "store.h"
+
+struct extent_cache {
+	pthread_mutex_t lock;
+	struct extent_group *groups;
+	uint64_t backoff_until_ms;
+};
+
+struct extent_cache *extent_cache_new(void)
+{
+	struct extent_cache *c = calloc(1, sizeof(*c));
+
+	if (c)
+		pthread_mutex_init(&c->lock, NULL);
+	return c;
+}
+
+void extent_cache_free(struct extent_cache *c)
+{
+	if (!c)
+		return;
+	while (c->groups) {
+		struct extent_group *g = c->groups;
+
+		c->groups = g->next;
+		free(g);
+	}
+	pthread_mutex_destroy(&c->lock);
+	free(c);
+}
+
+static bool same_class(const struct extent_class *a, const struct extent_class *b)
+{
+	return a->replicas == b->replicas && a->npreferred == b->npreferred && a->spread == b->spread &&
+	       a->lanes == b->lanes && memcmp(a->preferred, b->preferred, a->npreferred * sizeof(a->preferred[0])) == 0;
+}
+
+/* Sends the ExtentReturn of each group on the list and frees it; a group of a lost connection died with it. */
+static void give_back(struct mmc_store *s, struct extent_group *list)
+{
+	uint64_t losses = meta_conn_losses(s->meta);
+
+	while (list) {
+		struct extent_group *g = list;
+		mmc_ExtentReturn ret = mmc_ExtentReturn_init_zero;
+
+		list = g->next;
+		for (uint32_t i = 0; i < g->n; i++)
+			ret.ids[ret.ids_count++] = g->ext[i].id;
+		if (g->losses == losses)
+			meta_send(s->meta, WB_EXTENT_RETURN, mmc_ExtentReturn_fields, &ret);
+		free(g);
+	}
+}
+
+/* Retires groups that can no longer be carved (another connection, past their freshness) and unlinks the retired
+ * ones nobody carves from onto *done. Returns the live group of cls with need bytes left, or NULL. Under c->lock. */
+static bool has_room(const struct extent_group *g, const uint64_t *need)
+{
+	for (uint32_t l = 0; l < g->cls.lanes; l++)
+		if (g->size - g->used[l] < need[l])
+			return false;
+	return true;
+}
+
+static struct extent_group *scan(struct extent_cache *c, const struct extent_class *cls, const uint64_t *need,
+                                 uint64_t losses, uint64_t now, struct extent_group **done, uint32_t *live)
+{
+	struct extent_group **gp = &c->groups, *g, *found = NULL;
+
+	*live = 0;
+	while ((g = *gp)) {
+		if (g->losses != losses || now >= g->fresh_until_ms)
+			g->retired = true;
+		if (!g->retired && !found && same_class(&g->cls, cls)) {
+			if (has_room(g, need))
+				found = g;
+			else
+				g->retired = true;
+		}
+		if (g->retired && g->inflight == 0) {
+			*gp = g->next;
+			g->next = *done;
+			*done = g;
+			continue;
+		}
+		*live += !g->retired;
+		gp = &g->next;
+	}
+	return found;
+}
+
+static int decode_grant(struct mcall *c, uint32_t body, const uint8_t *data, size_t len)
+{
+	struct extent_group *g = c->arg;
+	mmc_ExtentGrant r = mmc_ExtentGrant_init_zero;
+	pb_istream_t st = pb_istream_from_buffer(data, len);
+
+	if (body == WB_REPLY) /* a server without extents answers the unknown body with a code */
+		return meta_decode_reply(c, body, data, len);
+	if (body != WB_EXTENT_GRANT || !pb_decode(&st, mmc_ExtentGrant_fields, &r))
+		return MMC_INTERNAL_ERROR;
+	g->n = r.extents_count;
+	memcpy(g->ext, r.extents, sizeof(g->ext));
+	g->idle_ms = r.idle_ms;
+	return r.result;
+}
+
+/* True when the grant is what was asked for: one extent per replica and lane, all of one size that holds need. */
+static bool grant_ok(const struct extent_group *g, const uint64_t *need)
+{
+	if (g->n != g->cls.replicas * g->cls.lanes || g->idle_ms == 0)
+		return false;
+	for (uint32_t i = 0; i < g->n; i++)
+		if (g->ext[i].size != g->ext[0].size || g->ext[i].size < need[i / g->cls.replicas])
+			return false;
+	return true;
+}
+
+static uint64_t most(const uint64_t *need, uint32_t lanes)
+{
+	uint64_t m = 0;
+
+	for (uint32_t l = 0; l < lanes; l++)
+		m = need[l] > m ? need[l] : m;
+	return m;
+}
+
+/* Asks for a new group of class cls (one round trip). */
+static int grant(struct mmc_store *s, const struct extent_class *cls, const uint64_t *need, struct extent_group *g)
+{
+	mmc_ExtentRequest req = mmc_ExtentRequest_init_zero;
+	struct mcall c = {.decode = decode_grant, .arg = g};
+	uint64_t t0 = clock_ms(), lane_need = most(need, cls->lanes), ask = EXTENT_BYTES / cls->lanes;
+	int rc;
+
+	req.bytes = 2 * lane_need > ask ? 2 * lane_need : ask;
+	req.min_bytes = lane_need;
+	req.lanes = cls->lanes;
+	req.replica_num = cls->replicas;
+	req.preferred_count = cls->npreferred;
+	memcpy(req.preferred, cls->preferred, cls->npreferred * sizeof(req.preferred[0]));
+	req.flags = cls->spread ? MMC_WIRE_FLAG_SPREAD : 0;
+	g->cls = *cls;
+	g->losses = meta_conn_losses(s->meta);
+	if ((rc = meta_call(s->meta, WB_EXTENT_REQUEST, mmc_ExtentRequest_fields, &req, &c)))
+		return rc;
+	g->size = g->ext[0].size;
+	g->fresh_until_ms = t0 + g->idle_ms / 2;
+	/* an RMA may stall for rma_timeout_ms before it is cancelled: it must end well inside the server's idle time */
+	if (!grant_ok(g, need) || 4ull * s->conf.c.rma_timeout_ms > g->idle_ms ||
+	    meta_conn_losses(s->meta) != g->losses) {
+		g->next = NULL;
+		give_back(s, g);
+		return MMC_NOT_ENOUGH_MEMORY;
+	}
+	return 0;
+}
+
+int extents_take(struct mmc_store *s, const struct extent_class *cls, const uint64_t *need, struct extent_group **out,
+                 uint64_t *base)
+{
+	struct extent_cache *c = s->extents;
+	struct extent_group *g, *done = NULL;
+	uint64_t now = clock_ms();
+	uint32_t live;
+	int rc = 0;
+
+	if (most(need, cls->lanes) > EXTENT_ASK_MAX / cls->lanes) /* a batch this large pays for two round trips */
+		return MMC_NOT_ENOUGH_MEMORY;
+	pthread_mutex_lock(&c->lock);
+	g = scan(c, cls, need, meta_conn_losses(s->meta), now, &done, &live);
+	if (g) {
+		for (uint32_t l = 0; l < cls->lanes; l++) {
+			base[l] = g->used[l];
+			g->used[l] += need[l];
+		}
+		g->inflight++;
+	} else if (now < c->backoff_until_ms || live >= EXTENT_GROUPS_MAX) {
+		rc = MMC_NOT_ENOUGH_MEMORY;
+	}
+	pthread_mutex_unlock(&c->lock);
+	give_back(s, done);
+	if (g || rc)
+		return g ? (*out = g, 0) : rc;
+	if (!(g = calloc(1, sizeof(*g))))
+		return MMC_MALLOC_FAILED;
+	if ((rc = grant(s, cls, need, g))) {
+		free(g);
+		lg_debug("put: no extent (%s): allocating key by key", mmc_strerror(rc));
+		/* a bad class (a dead preferred rank) is the put's own error, which the key-by-key path reports */
+		pthread_mutex_lock(&c->lock);
+		if (rc != MMC_INVALID_PARAM)
+			c->backoff_until_ms = clock_ms() + EXTENT_BACKOFF_MS;
+		pthread_mutex_unlock(&c->lock);
+		return rc;
+	}
+	for (uint32_t l = 0; l < cls->lanes; l++) {
+		base[l] = 0;
+		g->used[l] = need[l];
+	}
+	g->inflight = 1;
+	pthread_mutex_lock(&c->lock);
+	g->next = c->groups;
+	c->groups = g;
+	pthread_mutex_unlock(&c->lock);
+	*out = g;
+	return 0;
+}
+
+void extents_done(struct mmc_store *s, struct extent_group *g, uint64_t confirmed_ms, bool refused)
+{
+	struct extent_cache *c = s->extents;
+	struct extent_group **gp, *done = NULL;
+
+	pthread_mutex_lock(&c->lock);
+	g->inflight--;
+	g->retired |= refused;
+	if (confirmed_ms && confirmed_ms + g->idle_ms / 2 > g->fresh_until_ms)
+		g->fresh_until_ms = confirmed_ms + g->idle_ms / 2;
+	if (g->retired && g->inflight == 0) {
+		for (gp = &c->groups; *gp && *gp != g; gp = &(*gp)->next)
+			;
+		if (*gp)
+			*gp = g->next;
+		g->next = NULL;
+		done = g;
+	}
+	pthread_mutex_unlock(&c->lock);
+	give_back(s, done);
+}
