@@ -4,16 +4,18 @@
 
 #include <stdint.h>
 
-#define MMC_WIRE_VERSION      1
-#define MMC_FRAME_MAX         (64u << 20) /* bytes of one Frame, without the 4-byte length */
-#define MMC_WIRE_KEYS_MAX     16384
-#define MMC_WIRE_KEY_MAX      255
-#define MMC_WIRE_PATTERN_MAX  1023 /* remove_matching: regular expression bytes */
-#define MMC_WIRE_REPLICAS     8
-#define MMC_WIRE_SEGMENTS     3
-#define MMC_WIRE_ADDR_MAX     256
-#define MMC_WIRE_EXTENT_LANES 4    /* ExtentRequest.lanes: groups of replica extents one grant may place */
-#define MMC_RANKS_MAX         1024 /* hard cap on world_size */
+#define MMC_WIRE_VERSION     1
+#define MMC_FRAME_MAX        (64u << 20) /* bytes of one Frame, without the 4-byte length */
+#define MMC_WIRE_KEYS_MAX    16384
+#define MMC_WIRE_KEY_MAX     255
+#define MMC_WIRE_PATTERN_MAX 1023 /* remove_matching: regular expression bytes */
+#define MMC_WIRE_REPLICAS    8
+#define MMC_WIRE_SEGMENTS    3
+#define MMC_WIRE_ADDR_MAX    256
+#define MMC_RANKS_MAX        1024 /* hard cap on world_size */
+
+/* ExtentRequest.lanes: groups of replica extents one grant places, a batch's keys dealt over them */
+#define MMC_WIRE_EXTENT_LANES 4
 
 /* KeyBatch.flags */
 #define MMC_WIRE_FLAG_SPREAD  0x1u /* alloc: batch placement (spread by free space) rather than local-first */

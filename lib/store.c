@@ -3,10 +3,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "extent.h"
 #include "log.h"
 #include "mmc/mmc.h"
 #include "store.h"
-#include "extent.h"
 #include "ssd.h"
 #include "store_gva.h"
 #include "wire.h"
