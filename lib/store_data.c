@@ -285,7 +285,9 @@ static void class_of(struct extent_class *c, const mmc_replicate_config *rc, boo
 	for (uint32_t i = 0; i < c->npreferred; i++)
 		c->preferred[i] = rc->preferred_local_service_ids[i];
 	c->spread = spread;
-	c->lanes = spread ? MMC_WIRE_EXTENT_LANES : 1;
+	/* a batch is dealt over lanes on distinct services, as alloc spreads it; replicas all on preferred ranks
+	 * leave nothing to spread */
+	c->lanes = spread && c->npreferred < c->replicas ? MMC_WIRE_EXTENT_LANES : 1;
 }
 
 /* Replica r of an extent key of lane l goes to that lane's extent r, at base[l] and up, key after key. */

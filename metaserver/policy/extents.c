@@ -55,6 +55,16 @@ static uint64_t grant_size(const struct meta *m, const struct extent_call *c)
 	return want > aligned(c->min_bytes) ? want : aligned(c->min_bytes);
 }
 
+/* Extents are not evicted: all of them together never hold more than EXTENT_SHARE of the media uncarved, so that
+ * idle ones (given back only after EXTENT_IDLE_MS) cannot starve the allocations eviction makes room for. */
+static bool over_share(struct meta *m, uint64_t more)
+{
+	uint64_t used, total;
+
+	space_usage(m, MMC_MEDIA_DRAM, &used, &total);
+	return extents_uncarved(m, MMC_MEDIA_DRAM) + more > total / EXTENT_SHARE;
+}
+
 /* Turns blob b of the scratch object placement filled into extent e: the space stays reserved, now under s. */
 static void adopt(struct meta *m, struct session *s, struct blob *b, uint64_t size, struct extent *e)
 {
@@ -132,6 +142,8 @@ int extents_grant(struct meta *m, const struct extent_call *call, struct extent 
 	if (!list_empty(&m->parked)) /* first come, first placed: waiting allocations go first */
 		return MMC_NOT_ENOUGH_MEMORY;
 	size = grant_size(m, call);
+	if (over_share(m, size * call->replicas * call->lanes))
+		return MMC_NOT_ENOUGH_MEMORY;
 	for (l = 0; l < call->lanes && !rc; l++) {
 		rc = grant_lane(m, &lane, l, &size, &out[l * call->replicas]);
 		lane.bytes = lane.min_bytes = size; /* every lane of one size: the store carves them alike */

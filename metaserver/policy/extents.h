@@ -19,6 +19,7 @@
 #define EXTENT_BYTES_MAX   (256u << 20) /* the most one request may ask for, per extent */
 #define EXTENT_SESSION_MAX 64u          /* extents one session may hold at a time */
 #define EXTENT_PIECES_MAX  16u          /* uncarved ranges of one extent (commits out of order split them) */
+#define EXTENT_SHARE       4u           /* all extents together hold at most 1/4 of the media uncarved */
 
 struct extent {
 	struct list link;     /* meta.extents */

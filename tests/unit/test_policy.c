@@ -465,20 +465,23 @@ Test(extents, a_grant_is_used_space_and_goes_back_when_the_session_ends)
 	cr_assert_null(sess[1].extents);
 }
 
-Test(extents, a_grant_never_takes_more_than_a_sixteenth_of_the_pool_and_never_less_than_asked)
+Test(extents, a_grant_takes_at_most_a_sixteenth_of_the_pool_and_all_extents_at_most_a_quarter)
 {
 	struct extent *e;
 	struct extent_call call = {
-	    .session = &sess[0], .bytes = 64 * MiB, .min_bytes = 32 * MiB, .replicas = 1, .lanes = 1};
+	    .session = &sess[0], .bytes = 64 * MiB, .min_bytes = 8 * MiB, .replicas = 1, .lanes = 1};
 
 	mount(0, 64 * MiB, 0);
 	e = grant1(0, 64 * MiB, 4096);
 	cr_assert_eq(e->size, 4 * MiB, "1/16 of the media");
 	cr_assert_eq(extents_grant(&m, &call, &e), 0);
-	cr_assert_eq(e->size, 32 * MiB, "the batch at hand is granted whole");
-	call.min_bytes = 48 * MiB;
-	cr_assert_eq(extents_grant(&m, &call, &e), MMC_NOT_ENOUGH_MEMORY, "what does not fit fails, for the slow path");
+	cr_assert_eq(e->size, 8 * MiB, "the batch at hand is granted whole");
+	cr_assert_eq(extents_grant(&m, &call, &e), MMC_NOT_ENOUGH_MEMORY, "past 1/4 uncarved: the slow path");
+	cr_assert_eq(used_dram(), 12 * MiB);
 	call.min_bytes = 0;
+	cr_assert_eq(extents_grant(&m, &call, &e), MMC_INVALID_PARAM);
+	call.min_bytes = 4096;
+	call.lanes = MMC_WIRE_EXTENT_LANES + 1;
 	cr_assert_eq(extents_grant(&m, &call, &e), MMC_INVALID_PARAM);
 }
 
