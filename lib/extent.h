@@ -93,6 +93,9 @@ struct extent_put {
 	const struct extent_group *g;
 };
 
+/* Sets req->items to stream from p (p must outlive the encode). */
+void extent_put_bind(mmc_PutBatch *req, const struct extent_put *p);
+
 /*
  * Sends the PutBatch (one round trip, answered once the records are durable) and hands each KeyResult to fn, in
  * item order. Returns the whole-call result: 0, a server code, or a transport error (MMC_NOT_CONNECTED_META,

@@ -30,14 +30,19 @@ static bool encode_items(pb_ostream_t *s, const pb_field_t *field, void *const *
 	return true;
 }
 
+void extent_put_bind(mmc_PutBatch *req, const struct extent_put *p)
+{
+	req->items.funcs.encode = encode_items;
+	req->items.arg = (void *)p;
+}
+
 int extents_put_call(struct mmc_store *s, const struct extent_put *p,
                      bool (*fn)(void *arg, size_t i, const mmc_KeyResult *r), void *arg)
 {
 	mmc_PutBatch req = mmc_PutBatch_init_zero;
 	struct key_rpc k = {.body = WB_PUT, .on_result = fn, .arg = arg};
 
-	req.items.funcs.encode = encode_items;
-	req.items.arg = (void *)p;
+	extent_put_bind(&req, p);
 	k.items.n = p->n;
 	return key_rpc_send(s, &k, mmc_PutBatch_fields, &req);
 }
