@@ -195,13 +195,16 @@ int extents_take(struct mmc_store *s, const struct extent_class *cls, const uint
 	if (!(g = calloc(1, sizeof(*g))))
 		return MMC_MALLOC_FAILED;
 	if ((rc = grant(s, cls, need, g))) {
-		free(g);
 		lg_debug("put: no extent (%s): allocating key by key", mmc_strerror(rc));
-		/* a bad class (a dead preferred rank) is the put's own error, which the key-by-key path reports */
+		/* a bad class (a dead preferred rank) is the put's own error, which the key-by-key path reports; an
+		 * rma_timeout_ms too long for the server's idle time rules extents out for good */
 		pthread_mutex_lock(&c->lock);
-		if (rc != MMC_INVALID_PARAM)
+		if (g->idle_ms && 4ull * s->conf.c.rma_timeout_ms > g->idle_ms)
+			c->backoff_until_ms = UINT64_MAX;
+		else if (rc != MMC_INVALID_PARAM)
 			c->backoff_until_ms = clock_ms() + EXTENT_BACKOFF_MS;
 		pthread_mutex_unlock(&c->lock);
+		free(g);
 		return rc;
 	}
 	for (uint32_t l = 0; l < cls->lanes; l++) {
