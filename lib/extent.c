@@ -44,20 +44,25 @@ static bool same_class(const struct extent_class *a, const struct extent_class *
 	       a->lanes == b->lanes && memcmp(a->preferred, b->preferred, a->npreferred * sizeof(a->preferred[0])) == 0;
 }
 
-/* Sends the ExtentReturn of each group on the list and frees it; a group of a lost connection died with it. */
+/* Sends g's ExtentReturn (no reply); a group of a lost connection died with it. */
+static void send_return(struct mmc_store *s, const struct extent_group *g)
+{
+	mmc_ExtentReturn ret = mmc_ExtentReturn_init_zero;
+
+	for (uint32_t i = 0; i < g->n && i < MMC_WIRE_REPLICAS * MMC_WIRE_EXTENT_LANES; i++)
+		ret.ids[ret.ids_count++] = g->ext[i].id;
+	if (ret.ids_count && g->losses == meta_conn_losses(s->meta))
+		meta_send(s->meta, WB_EXTENT_RETURN, mmc_ExtentReturn_fields, &ret);
+}
+
+/* Returns and frees every group on the list. */
 static void give_back(struct mmc_store *s, struct extent_group *list)
 {
-	uint64_t losses = meta_conn_losses(s->meta);
-
 	while (list) {
 		struct extent_group *g = list;
-		mmc_ExtentReturn ret = mmc_ExtentReturn_init_zero;
 
 		list = g->next;
-		for (uint32_t i = 0; i < g->n; i++)
-			ret.ids[ret.ids_count++] = g->ext[i].id;
-		if (g->losses == losses)
-			meta_send(s->meta, WB_EXTENT_RETURN, mmc_ExtentReturn_fields, &ret);
+		send_return(s, g);
 		free(g);
 	}
 }
@@ -159,8 +164,7 @@ static int grant(struct mmc_store *s, const struct extent_class *cls, const uint
 	/* an RMA may stall for rma_timeout_ms before it is cancelled: it must end well inside the server's idle time */
 	if (!grant_ok(g, need) || 4ull * s->conf.c.rma_timeout_ms > g->idle_ms ||
 	    meta_conn_losses(s->meta) != g->losses) {
-		g->next = NULL;
-		give_back(s, g);
+		send_return(s, g);
 		return MMC_NOT_ENOUGH_MEMORY;
 	}
 	return 0;
