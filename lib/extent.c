@@ -67,18 +67,56 @@ static void give_back(struct mmc_store *s, struct extent_group *list)
 	}
 }
 
-/* Retires groups that can no longer be carved (another connection, past their freshness) and unlinks the retired
- * ones nobody carves from onto *done. Returns the live group of cls with need bytes left, or NULL. Under c->lock. */
-static bool has_room(const struct extent_group *g, const uint64_t *need)
+static uint64_t carved(uint64_t size)
 {
-	for (uint32_t l = 0; l < g->cls.lanes; l++)
+	return (size + 4095) & ~(uint64_t)4095; /* the meta server's allocation unit */
+}
+
+/* Deals the keys over `lanes` lanes in contiguous runs (key j of m to lane j * lanes / m: consecutive keys stay
+ * adjacent in the pool, so their writes merge) and adds up what each lane needs. */
+static void deal(const struct extent_keys *k, uint32_t lanes, uint64_t *need)
+{
+	memset(need, 0, MMC_WIRE_EXTENT_LANES * sizeof(*need));
+	for (size_t j = 0; j < k->m; j++) {
+		uint32_t l = (uint32_t)(j * lanes / k->m);
+
+		k->lane[k->index[j]] = (uint8_t)l;
+		need[l] += carved(k->sizes[k->index[j]]);
+	}
+}
+
+static uint64_t total(const struct extent_keys *k)
+{
+	uint64_t t = 0;
+
+	for (size_t j = 0; j < k->m; j++)
+		t += carved(k->sizes[k->index[j]]);
+	return t;
+}
+
+/* Takes the keys' ranges off g's lanes when they all fit (base[l]: where lane l's run starts). */
+static bool carve_from(struct extent_group *g, const struct extent_keys *k, uint64_t *base)
+{
+	uint64_t need[MMC_WIRE_EXTENT_LANES];
+
+	deal(k, g->lanes, need);
+	for (uint32_t l = 0; l < g->lanes; l++)
 		if (g->size - g->used[l] < need[l])
 			return false;
+	for (uint32_t l = 0; l < g->lanes; l++) {
+		base[l] = g->used[l];
+		g->used[l] += need[l];
+	}
+	g->inflight++;
 	return true;
 }
 
-static struct extent_group *scan(struct extent_cache *c, const struct extent_class *cls, const uint64_t *need,
-                                 uint64_t losses, uint64_t now, struct extent_group **done, uint32_t *live)
+/* Retires groups that can no longer be carved (another connection, past their freshness, too full for these keys)
+ * and unlinks the retired ones nobody carves from onto *done. Returns the group of cls the keys were carved from,
+ * or NULL. Under c->lock. */
+static struct extent_group *scan(struct extent_cache *c, const struct extent_class *cls, const struct extent_keys *k,
+                                 uint64_t *base, uint64_t losses, uint64_t now, struct extent_group **done,
+                                 uint32_t *live)
 {
 	struct extent_group **gp = &c->groups, *g, *found = NULL;
 
@@ -87,7 +125,7 @@ static struct extent_group *scan(struct extent_cache *c, const struct extent_cla
 		if (g->losses != losses || now >= g->fresh_until_ms)
 			g->retired = true;
 		if (!g->retired && !found && same_class(&g->cls, cls)) {
-			if (has_room(g, need))
+			if (carve_from(g, k, base))
 				found = g;
 			else
 				g->retired = true;
@@ -120,36 +158,29 @@ static int decode_grant(struct mcall *c, uint32_t body, const uint8_t *data, siz
 	return r.result;
 }
 
-/* True when the grant is what was asked for: one extent per replica and lane, all of one size that holds need. */
-static bool grant_ok(const struct extent_group *g, const uint64_t *need)
+/* True when the grant is what was asked for: replicas extents per lane, 1..cls lanes (no more lanes than distinct
+ * services), all of one size that holds the whole batch. */
+static bool grant_ok(struct extent_group *g, uint64_t need)
 {
-	if (g->n != g->cls.replicas * g->cls.lanes || g->idle_ms == 0)
+	if (g->n == 0 || g->n % g->cls.replicas || g->n / g->cls.replicas > g->cls.lanes || g->idle_ms == 0)
 		return false;
+	g->lanes = g->n / g->cls.replicas;
 	for (uint32_t i = 0; i < g->n; i++)
-		if (g->ext[i].size != g->ext[0].size || g->ext[i].size < need[i / g->cls.replicas])
+		if (g->ext[i].size != g->ext[0].size || g->ext[i].size < need)
 			return false;
 	return true;
 }
 
-static uint64_t most(const uint64_t *need, uint32_t lanes)
-{
-	uint64_t m = 0;
-
-	for (uint32_t l = 0; l < lanes; l++)
-		m = need[l] > m ? need[l] : m;
-	return m;
-}
-
-/* Asks for a new group of class cls (one round trip). */
-static int grant(struct mmc_store *s, const struct extent_class *cls, const uint64_t *need, struct extent_group *g)
+/* Asks for a new group of class cls (one round trip) whose every lane could hold all of need. */
+static int grant(struct mmc_store *s, const struct extent_class *cls, uint64_t need, struct extent_group *g)
 {
 	mmc_ExtentRequest req = mmc_ExtentRequest_init_zero;
 	struct mcall c = {.decode = decode_grant, .arg = g};
-	uint64_t t0 = clock_ms(), lane_need = most(need, cls->lanes), ask = EXTENT_BYTES / cls->lanes;
+	uint64_t t0 = clock_ms(), ask = EXTENT_BYTES / cls->lanes;
 	int rc;
 
-	req.bytes = 2 * lane_need > ask ? 2 * lane_need : ask;
-	req.min_bytes = lane_need;
+	req.bytes = 2 * need > ask ? 2 * need : ask;
+	req.min_bytes = need;
 	req.lanes = cls->lanes;
 	req.replica_num = cls->replicas;
 	req.preferred_count = cls->npreferred;
@@ -170,28 +201,36 @@ static int grant(struct mmc_store *s, const struct extent_class *cls, const uint
 	return 0;
 }
 
-int extents_take(struct mmc_store *s, const struct extent_class *cls, const uint64_t *need, struct extent_group **out,
-                 uint64_t *base)
+/* A refused grant: a bad class (a dead preferred rank) is the put's own error, which the key-by-key path reports;
+ * an rma_timeout_ms too long for the server's idle time rules extents out for good; else wait a little. */
+static void back_off(struct mmc_store *s, const struct extent_group *g, int rc)
+{
+	struct extent_cache *c = s->extents;
+
+	lg_debug("put: no extent (%s): allocating key by key", mmc_strerror(rc));
+	pthread_mutex_lock(&c->lock);
+	if (g->idle_ms && 4ull * s->conf.c.rma_timeout_ms > g->idle_ms)
+		c->backoff_until_ms = UINT64_MAX;
+	else if (rc != MMC_INVALID_PARAM)
+		c->backoff_until_ms = clock_ms() + EXTENT_BACKOFF_MS;
+	pthread_mutex_unlock(&c->lock);
+}
+
+int extents_take(struct mmc_store *s, const struct extent_class *cls, const struct extent_keys *k,
+                 struct extent_group **out, uint64_t *base)
 {
 	struct extent_cache *c = s->extents;
 	struct extent_group *g, *done = NULL;
-	uint64_t now = clock_ms();
+	uint64_t now = clock_ms(), need = total(k);
 	uint32_t live;
 	int rc = 0;
 
-	if (most(need, cls->lanes) > EXTENT_ASK_MAX / cls->lanes) /* a batch this large pays for two round trips */
+	if (need > EXTENT_ASK_MAX / cls->lanes) /* a batch this large pays for its two round trips */
 		return MMC_NOT_ENOUGH_MEMORY;
 	pthread_mutex_lock(&c->lock);
-	g = scan(c, cls, need, meta_conn_losses(s->meta), now, &done, &live);
-	if (g) {
-		for (uint32_t l = 0; l < cls->lanes; l++) {
-			base[l] = g->used[l];
-			g->used[l] += need[l];
-		}
-		g->inflight++;
-	} else if (now < c->backoff_until_ms || live >= EXTENT_GROUPS_MAX) {
+	g = scan(c, cls, k, base, meta_conn_losses(s->meta), now, &done, &live);
+	if (!g && (now < c->backoff_until_ms || live >= EXTENT_GROUPS_MAX))
 		rc = MMC_NOT_ENOUGH_MEMORY;
-	}
 	pthread_mutex_unlock(&c->lock);
 	give_back(s, done);
 	if (g || rc)
@@ -199,23 +238,11 @@ int extents_take(struct mmc_store *s, const struct extent_class *cls, const uint
 	if (!(g = calloc(1, sizeof(*g))))
 		return MMC_MALLOC_FAILED;
 	if ((rc = grant(s, cls, need, g))) {
-		lg_debug("put: no extent (%s): allocating key by key", mmc_strerror(rc));
-		/* a bad class (a dead preferred rank) is the put's own error, which the key-by-key path reports; an
-		 * rma_timeout_ms too long for the server's idle time rules extents out for good */
-		pthread_mutex_lock(&c->lock);
-		if (g->idle_ms && 4ull * s->conf.c.rma_timeout_ms > g->idle_ms)
-			c->backoff_until_ms = UINT64_MAX;
-		else if (rc != MMC_INVALID_PARAM)
-			c->backoff_until_ms = clock_ms() + EXTENT_BACKOFF_MS;
-		pthread_mutex_unlock(&c->lock);
+		back_off(s, g, rc);
 		free(g);
 		return rc;
 	}
-	for (uint32_t l = 0; l < cls->lanes; l++) {
-		base[l] = 0;
-		g->used[l] = need[l];
-	}
-	g->inflight = 1;
+	carve_from(g, k, base); /* every lane holds the whole batch */
 	pthread_mutex_lock(&c->lock);
 	g->next = c->groups;
 	c->groups = g;

@@ -41,7 +41,7 @@ struct extent_class {
 	int32_t preferred[MMC_WIRE_REPLICAS];
 	uint32_t npreferred;
 	bool spread;
-	uint32_t lanes; /* spread: MMC_WIRE_EXTENT_LANES groups placed by free space, a batch's keys dealt over them */
+	uint32_t lanes; /* asked for; spread: MMC_WIRE_EXTENT_LANES, placed by free space on distinct services */
 };
 
 struct extent_group {
@@ -54,6 +54,7 @@ struct extent_group {
 	uint64_t idle_ms;                     /* the server's: an extent no put named for this long is taken back */
 	uint32_t inflight;                    /* puts carving from it that have not finished */
 	bool retired;                         /* no new carves; returned to the server when inflight drops to 0 */
+	uint32_t lanes;                       /* granted: at most the class's, no more than distinct services */
 	uint32_t n;                           /* lanes * replicas */
 	mmc_Extent ext[MMC_WIRE_REPLICAS * MMC_WIRE_EXTENT_LANES]; /* lane l's replica r: ext[l * replicas + r] */
 };
@@ -64,15 +65,24 @@ struct extent_cache *extent_cache_new(void);
 /* Forgets every group (the session they belong to is closing). NULL is ignored. */
 void extent_cache_free(struct extent_cache *c);
 
+/* The keys a put carves: key index[j] of m, of sizes[index[j]] bytes; lane[index[j]] gets its lane. */
+struct extent_keys {
+	size_t m;
+	const size_t *index;
+	const uint64_t *sizes;
+	uint8_t *lane;
+};
+
 /*
- * Reserves need[l] bytes (multiples of 4 KiB) of every extent of lane l of a group of class cls, asking the meta
- * server for a new group when none has room (one round trip). On 0, *g is pinned until extents_done and replica r of
- * lane l's range is at g->ext[l * replicas + r].offset + base[l]. Otherwise the put allocates key by key:
+ * Carves the keys out of a group of class cls, dealt over its lanes in runs of consecutive keys, asking the meta
+ * server for a new group when none has room (one round trip). On 0, *g is pinned until extents_done, k->lane is
+ * set, and each lane's keys follow each other from base[l]: replica r of lane l's run starts at
+ * g->ext[l * replicas + r].offset + base[l]. Otherwise the put allocates key by key:
  * MMC_NOT_ENOUGH_MEMORY (no room, or a grant was refused less than EXTENT_BACKOFF_MS ago), or what the grant call
  * returned.
  */
-int extents_take(struct mmc_store *s, const struct extent_class *cls, const uint64_t *need, struct extent_group **g,
-                 uint64_t *base);
+int extents_take(struct mmc_store *s, const struct extent_class *cls, const struct extent_keys *k,
+                 struct extent_group **g, uint64_t *base);
 
 /*
  * A put that took g is done. confirmed_ms: the clock_ms() before its PutBatch was sent when the server accepted a

@@ -255,24 +255,16 @@ static int put_by_key(struct mmc_store *s, struct plan *p, const mmc_replicate_c
 
 /* ---- put through extents: one round trip ---- */
 
-static uint64_t carved_size(uint64_t size)
-{
-	return (size + 4095) & ~(uint64_t)4095; /* the meta server's allocation unit */
-}
-
-/* Marks the keys small enough for an extent PK_EXTENT and deals them over the lanes; need[l] gets the bytes they
- * take in each extent of lane l. Returns how many keys it marked. */
-static size_t mark_small(struct plan *p, uint32_t lanes, uint64_t *need)
+/* Marks the keys small enough for an extent PK_EXTENT; returns how many. */
+static size_t mark_small(struct plan *p)
 {
 	size_t m = 0;
 
-	memset(need, 0, MMC_WIRE_EXTENT_LANES * sizeof(*need));
 	for (size_t i = 0; i < p->n; i++) {
 		if (p->state[i] != PK_ACTIVE || p->totals[i] > EXTENT_OBJECT_MAX)
 			continue;
 		p->state[i] = PK_EXTENT;
-		p->lane[i] = (uint8_t)(m++ % lanes);
-		need[p->lane[i]] += carved_size(p->totals[i]);
+		m++;
 	}
 	return m;
 }
@@ -306,7 +298,7 @@ static void aim(struct plan *p, const struct extent_group *g, uint64_t *base)
 		for (uint32_t r = 0; r < n; r++)
 			x->targets[r] = (struct xfer_target){ext[r].rank, ext[r].incarnation, ext[r].media,
 			                                     ext[r].offset + base[p->lane[i]]};
-		base[p->lane[i]] += carved_size(p->totals[i]);
+		base[p->lane[i]] += (p->totals[i] + 4095) & ~(uint64_t)4095; /* the server's allocation unit */
 	}
 }
 
@@ -333,11 +325,14 @@ static void put_extents(struct mmc_store *s, struct plan *p, const mmc_replicate
 	struct extent_class cls;
 	struct extent_group *g;
 	struct extent_put ep;
-	uint64_t need[MMC_WIRE_EXTENT_LANES], base[MMC_WIRE_EXTENT_LANES], t0;
+	struct extent_keys k = {0, p->index, p->totals, p->lane};
+	uint64_t base[MMC_WIRE_EXTENT_LANES], t0;
 	int rc_call;
 
 	class_of(&cls, rc, spread);
-	if (!mark_small(p, cls.lanes, need) || extents_take(s, &cls, need, &g, base)) {
+	if (mark_small(p))
+		k.m = plan_select(p, PK_EXTENT);
+	if (!k.m || extents_take(s, &cls, &k, &g, base)) {
 		for (size_t i = 0; i < p->n; i++)
 			p->state[i] = p->state[i] == PK_EXTENT ? PK_ACTIVE : p->state[i];
 		return;

@@ -87,14 +87,15 @@ static void adopt(struct meta *m, struct session *s, struct blob *b, uint64_t si
 	s->extents = e;
 }
 
-/* Places one lane: replicas extents of *size bytes (the first lane settles the size for the others), by free space
- * on services the lanes before (out[-k]) did not take while there are such. */
+/* Places one lane: replicas extents of *size bytes (the first lane settles the size for the others). A later lane
+ * takes only services the lanes before (out[-k]) did not, and evicts nothing: a lane is there to spread a batch. */
 static int grant_lane(struct meta *m, const struct extent_call *call, uint32_t lane, uint64_t *size,
                       struct extent **out)
 {
 	struct service *avoid[MMC_WIRE_REPLICAS * MMC_WIRE_EXTENT_LANES];
 	struct place_req pr = {.avoid = avoid,
 	                       .navoid = lane * call->replicas,
+	                       .strict = true,
 	                       .size = *size,
 	                       .replicas = call->replicas,
 	                       .preferred = call->preferred,
@@ -114,7 +115,7 @@ static int grant_lane(struct meta *m, const struct extent_call *call, uint32_t l
 	if (!rc && !(o = object_new("", 0, (uint8_t)call->replicas)))
 		rc = MMC_MALLOC_FAILED;
 	if (!rc)
-		rc = placement_reserve_extent(m, &pr, o, aligned(call->min_bytes));
+		rc = placement_reserve_extent(m, &pr, o, aligned(call->min_bytes), lane == 0);
 	for (uint32_t r = 0; r < call->replicas; r++) {
 		if (rc)
 			free(e[r]);
@@ -126,13 +127,10 @@ static int grant_lane(struct meta *m, const struct extent_call *call, uint32_t l
 	return rc;
 }
 
-static void give_back(struct meta *m, struct extent *e);
-
-int extents_grant(struct meta *m, const struct extent_call *call, struct extent **out)
+int extents_grant(struct meta *m, const struct extent_call *call, struct extent **out, uint32_t *lanes)
 {
 	struct extent_call lane = *call;
 	uint64_t size;
-	uint32_t l;
 	int rc = check_call(call);
 
 	if (rc)
@@ -144,19 +142,16 @@ int extents_grant(struct meta *m, const struct extent_call *call, struct extent 
 	size = grant_size(m, call);
 	if (over_share(m, size * call->replicas * call->lanes))
 		return MMC_NOT_ENOUGH_MEMORY;
-	for (l = 0; l < call->lanes && !rc; l++) {
-		rc = grant_lane(m, &lane, l, &size, &out[l * call->replicas]);
-		lane.bytes = lane.min_bytes = size; /* every lane of one size: the store carves them alike */
-	}
-	if (rc) {
-		for (uint32_t i = 0; i + 1 < l; i++)
-			for (uint32_t r = 0; r < call->replicas; r++)
-				give_back(m, out[i * call->replicas + r]);
+	if ((rc = grant_lane(m, &lane, 0, &size, out)))
 		return rc;
-	}
+	/* every lane of one size, the store carves them alike; no more lanes than services to spread over */
+	lane.bytes = lane.min_bytes = size;
+	for (*lanes = 1; *lanes < call->lanes; ++*lanes)
+		if (grant_lane(m, &lane, *lanes, &size, &out[*lanes * call->replicas]))
+			break;
 	log_debug("op=extent_grant session=%llu replicas=%u lanes=%u bytes=%llu rank=%u offset=%llu",
-	          (unsigned long long)call->session->id, call->replicas, call->lanes, (unsigned long long)size,
-	          out[0]->rank, (unsigned long long)out[0]->start);
+	          (unsigned long long)call->session->id, call->replicas, *lanes, (unsigned long long)size, out[0]->rank,
+	          (unsigned long long)out[0]->start);
 	return 0;
 }
 

@@ -107,7 +107,7 @@ static struct service *roomiest(struct meta *m, const struct place_req *r, const
 {
 	struct service *svc = r->navoid ? roomiest_of(m, r, o, filled, true) : NULL;
 
-	return svc ? svc : roomiest_of(m, r, o, filled, false);
+	return svc || (r->navoid && r->strict) ? svc : roomiest_of(m, r, o, filled, false);
 }
 
 static int place_once(struct meta *m, const struct place_req *r, struct object *o)
@@ -177,7 +177,7 @@ int placement_reserve(struct meta *m, const struct place_req *r, struct object *
  * An extent is space a store will fill soon, not an object: it takes the largest size up to r->size that fits
  * without evicting (halving down to min_size), and only min_size, the batch at hand, may evict.
  */
-int placement_reserve_extent(struct meta *m, struct place_req *r, struct object *o, uint64_t min_size)
+int placement_reserve_extent(struct meta *m, struct place_req *r, struct object *o, uint64_t min_size, bool may_evict)
 {
 	bool blocked;
 
@@ -189,7 +189,7 @@ int placement_reserve_extent(struct meta *m, struct place_req *r, struct object 
 		}
 	}
 	r->size = min_size;
-	return placement_reserve(m, r, o, &blocked);
+	return may_evict ? placement_reserve(m, r, o, &blocked) : MMC_NOT_ENOUGH_MEMORY;
 }
 
 int placement_check_preferred(const int32_t *preferred, uint32_t n, uint32_t replicas)

@@ -19,9 +19,11 @@ struct place_req {
 	bool spread; /* batch placement */
 	uint32_t media;
 	const struct session *writer;
-	/* services the roomiest choice passes over while another fits (an extent grant's earlier lanes) */
+	/* services the roomiest choice passes over while another fits (an extent grant's earlier lanes); strict:
+	 * never takes one of them */
 	struct service *const *avoid;
 	uint32_t navoid;
+	bool strict;
 };
 
 /*
@@ -38,9 +40,9 @@ int placement_check_preferred(const int32_t *preferred, uint32_t n, uint32_t rep
 
 /*
  * Reserves an allocation extent per replica, placed as an object of r->size bytes would be: the largest size from
- * r->size down (halving, not below min_size) that fits without evicting; else min_size, evicting as an object
- * would. r->size is set to the size reserved. Returns as placement_reserve (never waits).
+ * r->size down (halving, not below min_size) that fits without evicting; else, with may_evict, min_size evicting as
+ * an object would. r->size is set to the size reserved. Returns as placement_reserve (never waits).
  */
-int placement_reserve_extent(struct meta *m, struct place_req *r, struct object *o, uint64_t min_size);
+int placement_reserve_extent(struct meta *m, struct place_req *r, struct object *o, uint64_t min_size, bool may_evict);
 
 #endif

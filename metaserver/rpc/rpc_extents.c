@@ -52,9 +52,10 @@ static void on_request(struct conn *c, const Mmc__Frame *f)
 	    .spread = (req->flags & MMC_WIRE_FLAG_SPREAD) != 0,
 	    .lanes = req->lanes ? req->lanes : 1,
 	};
-	int rc = req->n_preferred > MMC_WIRE_REPLICAS ? MMC_INVALID_PARAM : extents_grant(c->m, &call, e);
+	uint32_t lanes = 0;
+	int rc = req->n_preferred > MMC_WIRE_REPLICAS ? MMC_INVALID_PARAM : extents_grant(c->m, &call, e, &lanes);
 
-	send_grant(c, f->id, rc, e, rc ? 0 : call.replicas * call.lanes);
+	send_grant(c, f->id, rc, e, rc ? 0 : call.replicas * lanes);
 }
 
 /* One item's places out of the request, into the arena. */

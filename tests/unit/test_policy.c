@@ -433,8 +433,10 @@ static struct extent *grant1(int w, uint64_t bytes, uint64_t min_bytes)
 	struct extent *e[1];
 	struct extent_call call = {
 	    .session = &sess[w], .bytes = bytes, .min_bytes = min_bytes, .replicas = 1, .lanes = 1};
+	uint32_t lanes;
 
-	cr_assert_eq(extents_grant(&m, &call, e), 0);
+	cr_assert_eq(extents_grant(&m, &call, e, &lanes), 0);
+	cr_assert_eq(lanes, 1);
 	return e[0];
 }
 
@@ -470,19 +472,20 @@ Test(extents, a_grant_takes_at_most_a_sixteenth_of_the_pool_and_all_extents_at_m
 	struct extent *e;
 	struct extent_call call = {
 	    .session = &sess[0], .bytes = 64 * MiB, .min_bytes = 8 * MiB, .replicas = 1, .lanes = 1};
+	uint32_t lanes;
 
 	mount(0, 64 * MiB, 0);
 	e = grant1(0, 64 * MiB, 4096);
 	cr_assert_eq(e->size, 4 * MiB, "1/16 of the media");
-	cr_assert_eq(extents_grant(&m, &call, &e), 0);
+	cr_assert_eq(extents_grant(&m, &call, &e, &lanes), 0);
 	cr_assert_eq(e->size, 8 * MiB, "the batch at hand is granted whole");
-	cr_assert_eq(extents_grant(&m, &call, &e), MMC_NOT_ENOUGH_MEMORY, "past 1/4 uncarved: the slow path");
+	cr_assert_eq(extents_grant(&m, &call, &e, &lanes), MMC_NOT_ENOUGH_MEMORY, "past 1/4 uncarved: the slow path");
 	cr_assert_eq(used_dram(), 12 * MiB);
 	call.min_bytes = 0;
-	cr_assert_eq(extents_grant(&m, &call, &e), MMC_INVALID_PARAM);
+	cr_assert_eq(extents_grant(&m, &call, &e, &lanes), MMC_INVALID_PARAM);
 	call.min_bytes = 4096;
 	call.lanes = MMC_WIRE_EXTENT_LANES + 1;
-	cr_assert_eq(extents_grant(&m, &call, &e), MMC_INVALID_PARAM);
+	cr_assert_eq(extents_grant(&m, &call, &e, &lanes), MMC_INVALID_PARAM);
 }
 
 Test(extents, a_put_carves_its_place_in_any_order_and_publishes_the_object)
@@ -573,22 +576,24 @@ Test(extents, an_idle_extent_goes_back_and_each_put_keeps_it)
 Test(extents, lanes_spread_over_services_and_replicas_are_distinct)
 {
 	struct extent *e[MMC_WIRE_REPLICAS * MMC_WIRE_EXTENT_LANES];
-	struct extent_call call = {
-	    .session = &sess[0], .bytes = MiB, .min_bytes = 4096, .replicas = 1, .spread = true, .lanes = 3};
+	struct extent_call call = {.session = &sess[0], .bytes = MiB, .min_bytes = 4096, .replicas = 1, .spread = true};
 	struct put_place pl[2];
 	struct put_item it = {"two", 4096, 0, 0, pl, 2};
+	uint32_t lanes;
 	bool durable;
 
 	for (int i = 0; i < SERVICES; i++)
 		mount(i, 64 * MiB, 0);
 	put(0, "fuller", 8 * MiB);
-	cr_assert_eq(extents_grant(&m, &call, e), 0);
+	call.lanes = 4;
+	cr_assert_eq(extents_grant(&m, &call, e, &lanes), 0);
+	cr_assert_eq(lanes, 3, "no more lanes than services");
 	cr_assert(e[0]->rank != e[1]->rank && e[1]->rank != e[2]->rank && e[0]->rank != e[2]->rank,
-	          "every lane on its own service while there are enough: %u %u %u", e[0]->rank, e[1]->rank, e[2]->rank);
+	          "every lane on its own service: %u %u %u", e[0]->rank, e[1]->rank, e[2]->rank);
 	cr_assert_eq(e[2]->rank, svc[0]->rank, "the fullest last");
 	call.replicas = 2;
-	call.lanes = 1;
-	cr_assert_eq(extents_grant(&m, &call, e), 0);
+	cr_assert_eq(extents_grant(&m, &call, e, &lanes), 0);
+	cr_assert_eq(lanes, 1, "two replicas each on three services: one lane");
 	cr_assert_neq(e[0]->rank, e[1]->rank);
 	for (int r = 0; r < 2; r++)
 		pl[r] = (struct put_place){e[r]->id, e[r]->rank, e[r]->incarnation, e[r]->start};
