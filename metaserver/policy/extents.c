@@ -43,14 +43,24 @@ static int check_call(const struct extent_call *c)
 	return placement_check_preferred(c->preferred, c->npreferred, c->replicas);
 }
 
-/* One store must not take a large share of the pool for space it has not written yet: 1/16 of the media at most. */
-static uint64_t grant_size(const struct meta *m, const struct extent_call *c)
+/* Lanes need distinct services: with fewer than asked for, each of the lanes there can be is that much larger. */
+static uint32_t lanes_possible(const struct meta *m, const struct extent_call *c)
 {
-	uint64_t used, total, want = c->bytes;
+	uint32_t n = placement_usable_services(m, MMC_MEDIA_DRAM) / c->replicas;
+
+	return n == 0 ? 1 : n < c->lanes ? n : c->lanes;
+}
+
+/* One store must not take a large share of the pool for space it has not written yet: 1/16 of the media at most. */
+static uint64_t grant_size(const struct meta *m, const struct extent_call *c, uint32_t lanes)
+{
+	uint64_t used, total, want = c->bytes / lanes * c->lanes;
 
 	space_usage(m, MMC_MEDIA_DRAM, &used, &total);
-	if (want > total / 16 / c->lanes)
-		want = total / 16 / c->lanes;
+	if (want > total / 16 / lanes)
+		want = total / 16 / lanes;
+	if (want > EXTENT_BYTES_MAX)
+		want = EXTENT_BYTES_MAX;
 	want &= ~(uint64_t)(ALLOC_ALIGN - 1);
 	return want > aligned(c->min_bytes) ? want : aligned(c->min_bytes);
 }
@@ -139,8 +149,8 @@ int extents_grant(struct meta *m, const struct extent_call *call, struct extent 
 		return MMC_EXCEED_CAPACITY;
 	if (!list_empty(&m->parked)) /* first come, first placed: waiting allocations go first */
 		return MMC_NOT_ENOUGH_MEMORY;
-	size = grant_size(m, call);
-	if (over_share(m, size * call->replicas * call->lanes))
+	size = grant_size(m, call, lanes_possible(m, call));
+	if (over_share(m, size * call->replicas * lanes_possible(m, call)))
 		return MMC_NOT_ENOUGH_MEMORY;
 	if ((rc = grant_lane(m, &lane, 0, &size, out)))
 		return rc;

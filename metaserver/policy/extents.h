@@ -50,8 +50,9 @@ struct extent_call {
 /*
  * Grants *lanes (1..call->lanes) groups of call->replicas extents (lane l's replica r at out[l * replicas + r]),
  * each group on distinct services placed as an object would be: preferred ranks, then the writer's own pool unless
- * spread, then the roomiest. All of one size: the largest up to bytes (and 1/16 of the media over the lanes) that
- * fits the first lane without evicting, else min_bytes after eviction. Later lanes go only where no earlier lane
+ * spread, then the roomiest. All of one size: the largest up to bytes (times call->lanes over the lanes there are
+ * services for, and at most 1/16 of the media over them) that fits the first lane without evicting, else min_bytes
+ * after eviction. Later lanes go only where no earlier lane
  * is, and only while that fits without evicting: they spread a batch over services, nothing more. Never waits: a
  * request behind waiting allocations, or one with no room, gets MMC_NOT_ENOUGH_MEMORY (the store then allocates key by
  * key). MMC_INVALID_PARAM (sizes, replicas, duplicate or dead preferred ranks), MMC_EXCEED_CAPACITY (the session holds

@@ -202,3 +202,12 @@ int placement_check_preferred(const int32_t *preferred, uint32_t n, uint32_t rep
 				return MMC_INVALID_PARAM;
 	return 0;
 }
+
+uint32_t placement_usable_services(const struct meta *m, uint32_t media)
+{
+	uint32_t n = 0;
+
+	for (uint32_t rank = 0; rank < m->rank_hi; rank++)
+		n += usable(m->ranks[rank], media);
+	return n;
+}

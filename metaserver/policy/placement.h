@@ -34,6 +34,9 @@ struct place_req {
  */
 int placement_reserve(struct meta *m, const struct place_req *r, struct object *o, bool *blocked);
 
+/* Attached services of the media that take new bytes now (not in their rejoin grace). */
+uint32_t placement_usable_services(const struct meta *m, uint32_t media);
+
 /* 0 when replicas is 1..MMC_WIRE_REPLICAS and the n preferred ranks are at most that many, all distinct; else
  * MMC_INVALID_PARAM. */
 int placement_check_preferred(const int32_t *preferred, uint32_t n, uint32_t replicas);
