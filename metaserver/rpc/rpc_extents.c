@@ -61,12 +61,12 @@ static void on_request(struct conn *c, const Mmc__Frame *f)
 /* One item's places out of the request, into the arena. */
 static int item_of(struct conn *c, const Mmc__PutItem *pi, struct put_item *it)
 {
-	struct put_place *pl = arena_alloc(&c->m->arena, (pi->n_places ? pi->n_places : 1) * sizeof(*pl));
+	struct put_place *pl;
 
-	if (!pl)
-		return MMC_MALLOC_FAILED;
 	if (pi->n_places > MMC_WIRE_REPLICAS)
 		return MMC_INVALID_PARAM;
+	if (!(pl = arena_alloc(&c->m->arena, (pi->n_places ? pi->n_places : 1) * sizeof(*pl))))
+		return MMC_MALLOC_FAILED;
 	for (size_t j = 0; j < pi->n_places; j++)
 		pl[j] = (struct put_place){pi->places[j]->extent, pi->places[j]->rank, pi->places[j]->incarnation,
 		                           pi->places[j]->offset};
