@@ -77,9 +77,9 @@ static bool avoided(const struct place_req *r, const struct service *svc)
 }
 
 /* The attached service with the most free bytes of the media that fits size and holds no replica yet (nor is
- * avoided, with avoid). */
+ * avoided, with avoid; and is on host, unless NULL). */
 static struct service *roomiest_of(struct meta *m, const struct place_req *r, const struct object *o, int filled,
-                                   bool avoid)
+                                   bool avoid, const char *host)
 {
 	struct service *best = NULL;
 	uint64_t best_free = 0;
@@ -89,7 +89,8 @@ static struct service *roomiest_of(struct meta *m, const struct place_req *r, co
 		struct segment *seg;
 		uint64_t avail;
 
-		if (!usable(svc, r->media) || already_used(o, filled, svc) || (avoid && avoided(r, svc)))
+		if (!usable(svc, r->media) || already_used(o, filled, svc) || (avoid && avoided(r, svc)) ||
+		    (host && strcmp(svc->host, host) != 0))
 			continue;
 		seg = service_segment(svc, r->media);
 		if (alloc_largest_free(seg->alloc) < r->size)
@@ -105,9 +106,15 @@ static struct service *roomiest_of(struct meta *m, const struct place_req *r, co
 
 static struct service *roomiest(struct meta *m, const struct place_req *r, const struct object *o, int filled)
 {
-	struct service *svc = r->navoid ? roomiest_of(m, r, o, filled, true) : NULL;
+	struct service *svc = NULL;
 
-	return svc || (r->navoid && r->strict) ? svc : roomiest_of(m, r, o, filled, false);
+	/* a single put's first replica stays on the writer's host when it can (the same-host path is the fastest);
+	 * the others go by free space, so that one host's loss does not take every replica */
+	if (!r->spread && filled == 0 && r->writer)
+		svc = roomiest_of(m, r, o, filled, false, r->writer->host);
+	if (!svc && r->navoid)
+		svc = roomiest_of(m, r, o, filled, true, NULL);
+	return svc || (r->navoid && r->strict) ? svc : roomiest_of(m, r, o, filled, false, NULL);
 }
 
 static int place_once(struct meta *m, const struct place_req *r, struct object *o)

@@ -198,6 +198,26 @@ Test(placement, a_single_put_prefers_the_writers_own_pool)
 	cr_assert_eq(put(2, "b", MiB), svc[2]->rank);
 }
 
+Test(placement, a_single_put_from_a_client_only_store_stays_on_its_host)
+{
+	struct session client = {.id = 50};
+	const char *k = "near";
+	uint64_t size = MiB;
+	int code;
+	struct alloc_call call = {.keys = {&client, 77, 0, &k, &size, 1}, .media = MMC_MEDIA_DRAM, .replicas = 2};
+	const struct key_result *r;
+
+	mount(0, 64 * MiB, 0);
+	mount(1, 16 * MiB, 0);
+	mount(2, 64 * MiB, 0);
+	snprintf(client.host, sizeof(client.host), "host1"); /* svc[1]'s host, the smallest pool */
+	alloc_queue_submit(&m, &call);
+	r = reply_of(77, &code);
+	cr_assert_eq(r[0].result, 0);
+	cr_assert_eq(r[0].blobs[0].rank, svc[1]->rank, "the first replica on the writer's host");
+	cr_assert_neq(r[0].blobs[1].rank, svc[1]->rank, "the second by free space elsewhere");
+}
+
 Test(placement, replicas_go_to_distinct_services_or_not_at_all)
 {
 	const char *k = "r";
