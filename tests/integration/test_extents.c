@@ -325,3 +325,48 @@ Test(extents, eviction_makes_room_with_extents_outstanding)
 	mmc_destroy(other);
 	mmc_destroy(s);
 }
+
+Test(extents, replicas_preferred_ranks_large_objects_and_existing_keys_keep_their_rules)
+{
+	enum { N = 8 };
+	mmc_store *s[3] = {fixture_store(meta.url, true, POOL), fixture_store(meta.url, true, POOL),
+	                   fixture_store(meta.url, true, POOL)};
+	uint32_t want = fixture_rank(s[1]);
+	mmc_replicate_config rc = {
+	    .replica_num = 2, .preferred_count = 1, .preferred_local_service_ids = {(int32_t)want}};
+	char names[N][32], *bufs[N];
+	const char *keys[N];
+	size_t sizes[N];
+	int res[N];
+	mmc_key_info info[N];
+	uint64_t puts;
+
+	fixture_put(s[0], "taken", 4096, 1);
+	for (int i = 0; i < N; i++) {
+		snprintf(names[i], sizeof(names[i]), i == 3 ? "taken" : "rep/%d", i);
+		keys[i] = names[i];
+		sizes[i] = i == 5 ? (1u << 20) : 5000; /* one object too large for an extent */
+		bufs[i] = malloc(sizes[i]);
+		pattern_fill(bufs[i], sizes[i], 50 + (uint64_t)i);
+	}
+	puts = metric(PUTS_BY_EXTENT);
+	cr_assert_eq(mmc_batch_put_from(s[0], keys, (const void *const *)bufs, sizes, N, MMC_COPY_H2G, &rc, res), 0);
+	cr_assert_gt(metric(PUTS_BY_EXTENT), puts, "the small ones by one round trip");
+	cr_assert_gt(metric(COMMITS), 0, "the large one by alloc + commit");
+	cr_assert_eq(mmc_batch_get_key_info(s[2], keys, N, 0, info), 0);
+	for (int i = 0; i < N; i++) {
+		cr_assert_eq(res[i], 0, "put %s", keys[i]);
+		if (i == 3)
+			continue;
+		cr_assert_eq(info[i].blob_num, 2, "%s: two replicas", keys[i]);
+		cr_assert_neq(info[i].loc[0], info[i].loc[1], "%s: on distinct services", keys[i]);
+		cr_assert(info[i].loc[0] == want || info[i].loc[1] == want, "%s: one on the preferred rank", keys[i]);
+		cr_assert_eq(fixture_get(s[2], keys[i], sizes[i], 50 + (uint64_t)i), 0, "%s reads back", keys[i]);
+	}
+	cr_assert_eq(info[3].blob_num, 1, "an existing key keeps its object");
+	cr_assert_eq(fixture_get(s[2], "taken", 4096, 1), 0, "and its first value");
+	for (int i = 0; i < N; i++)
+		free(bufs[i]);
+	for (int i = 0; i < 3; i++)
+		mmc_destroy(s[i]);
+}
