@@ -38,9 +38,10 @@ struct peers {
 	_Atomic uint64_t swept_ms; /* peers_sweep() last looked for same-host owners that left */
 };
 
-struct gva_tracker; /* store_gva.c */
-struct host_map;    /* host_map.c */
-struct ssd;         /* ssd.c */
+struct gva_tracker;  /* store_gva.c */
+struct extent_cache; /* extent.c */
+struct host_map;     /* host_map.c */
+struct ssd;          /* ssd.c */
 
 struct mmc_store {
 	pthread_mutex_t life; /* setup / init / teardown */
@@ -68,6 +69,7 @@ struct mmc_store {
 	uint64_t incarnation;
 
 	struct gva_tracker *gva;
+	struct extent_cache *extents; /* extent.c: allocation extents of one-round-trip puts */
 };
 
 /* Resolves (rank, incarnation) to a peer, asking the meta server on a miss or a stale entry. *out holds a reference
