@@ -12,6 +12,7 @@
 #include "deleter.h"
 #include "fault_injection.h"
 #include "group.h"
+#include "grpc_services.h"
 #include "http.h"
 #include "instance.h"
 #include "kvcm_state.h"
@@ -53,7 +54,8 @@ static int start_parts(struct kvcm *k, char *err, size_t errlen)
 	if (http_server_start(&k->http, k, k->conf.bind, (uint16_t)k->conf.http_port, meta_routes, false, &k->http_port,
 	                      err, errlen) ||
 	    http_server_start(&k->admin, k, k->conf.bind, (uint16_t)k->conf.admin_http_port, admin_routes, true,
-	                      &k->admin_port, err, errlen))
+	                      &k->admin_port, err, errlen) ||
+	    grpc_servers_start(k, err, errlen))
 		return -1;
 	return persist_flush(k->persist) ? -1 : 0;
 }
@@ -79,7 +81,8 @@ int kvcm_start(struct kvcm **out, struct event_base *base, struct persist *p, st
 		return MMC_ERROR;
 	}
 	identity(k);
-	snprintf(ready_line, ready_len, "http=%u admin=%u", k->http_port, k->admin_port);
+	snprintf(ready_line, ready_len, "http=%u admin=%u meta_rpc_port=%u admin_rpc_port=%u", k->http_port,
+	         k->admin_port, k->rpc_port, k->admin_rpc_port);
 	log_info("op=kvcm_start http=%s:%u admin=%s:%u", k->conf.bind, k->http_port, k->conf.bind, k->admin_port);
 	*out = k;
 	return 0;
@@ -94,6 +97,7 @@ void kvcm_stop(struct kvcm *k)
 		persist_flush(k->persist);
 	http_server_stop(k->http);
 	http_server_stop(k->admin);
+	grpc_servers_stop(k);
 	block_scans_stop(k);
 	reporters_stop(k);
 	reclaim_stop(k);

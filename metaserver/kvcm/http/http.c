@@ -222,8 +222,8 @@ void call_bad_request(struct call *c)
 bool call_decode_failed(struct call *c)
 {
 	if (c->d.bad) {
-		log_ratelimited(&c->srv->log_bucket, LOG_WARN, "op=kvcm_bad_request api=%s why=\"%s\"", c->route->name,
-		                c->d.why);
+		log_ratelimited(c->srv ? &c->srv->log_bucket : c->sink.log_bucket, LOG_WARN,
+		                "op=kvcm_bad_request api=%s why=\"%s\"", c->route->name, c->d.why);
 		call_bad_request(c);
 		return true;
 	}
@@ -232,6 +232,30 @@ bool call_decode_failed(struct call *c)
 		return true;
 	}
 	return false;
+}
+
+static void call_free(struct call *c)
+{
+	jw_free(&c->out);
+	if (c->body)
+		json_decref(c->body);
+	if (c->parsed)
+		c->route->reader->release(c->parsed);
+	free(c);
+}
+
+static void finish_sink(struct call *c)
+{
+	char *data = NULL;
+	size_t len = 0;
+
+	if (c->http_status == 200) {
+		jw_obj_end(&c->out);
+		data = jw_take(&c->out, &len);
+	}
+	metrics_request(c->k->metrics, c->sink.metric_slot, c->code, c->http_status, clock_ns() - c->t0_ns);
+	c->sink.reply(c->sink.arg, c->http_status, c->code, data, len);
+	call_free(c);
 }
 
 static void finish_call(void *arg)
@@ -243,6 +267,10 @@ static void finish_call(void *arg)
 
 	if (c->http_status == 200 && c->out.oom)
 		c->http_status = 500;
+	if (!c->req) {
+		finish_sink(c);
+		return;
+	}
 	if (c->http_status != 200) {
 		send_raw(c->req, c->http_status, "{}", false);
 	} else {
@@ -256,12 +284,7 @@ static void finish_call(void *arg)
 	}
 	metrics_request(c->k->metrics, c->srv->metric_slots[c->route - c->srv->routes], c->code, c->http_status,
 	                clock_ns() - c->t0_ns);
-	jw_free(&c->out);
-	if (c->body)
-		json_decref(c->body);
-	if (c->parsed)
-		c->route->reader->release(c->parsed);
-	free(c);
+	call_free(c);
 }
 
 /* A call that waited for a commit: if a commit since its start failed, its change is not durable. */
@@ -300,41 +323,74 @@ static bool precheck_instance(struct call *c)
 	return false;
 }
 
-static void run_call(struct http_server *s, struct evhttp_request *req, const struct route *r)
+static struct call *call_new(struct kvcm *k, const struct route *r)
 {
-	struct evbuffer *in = evhttp_request_get_input_buffer(req);
-	size_t len = evbuffer_get_length(in);
 	struct call *c = calloc(1, sizeof(*c));
-	const char *body;
 
-	if (!c) {
-		send_raw(req, 500, "{}", true);
-		return;
-	}
-	c->k = s->k;
-	c->req = req;
+	if (!c)
+		return NULL;
+	c->k = k;
 	c->route = r;
-	c->srv = s;
 	c->http_status = 200;
 	c->t0_ns = clock_ns();
-	c->writes0 = s->k->store.writes;
-	c->durable0 = persist_durable_seq(s->k->persist);
+	c->writes0 = k->store.writes;
+	c->durable0 = persist_durable_seq(k->persist);
 	jw_init(&c->out);
-	body = (const char *)evbuffer_pullup(in, (ev_ssize_t)len);
-	if (body && r->reader && r->reader->read(c, body, len))
-		metrics_fast_read(s->k->metrics);
-	else
-		c->body = jd_parse(body, len);
+	return c;
+}
+
+/* The part of a call after its body is read, whatever the transport. */
+static void call_exec(struct call *c)
+{
+	struct kvcm *k = c->k;
+	const struct route *r = c->route;
+
 	if (!c->body || (jd_get(c->body, "trace_id") && !json_is_string(jd_get(c->body, "trace_id"))))
 		call_bad_request(c);
 	else if (!(r->flags & ROUTE_INSTANCE) || precheck_instance(c))
 		r->fn(c);
 	/* a reply that acknowledges a change waits for the commit holding it: the call's own writes, or, for a call
 	 * that may change state but found it done already (a retried registerInstance), the writes still pending */
-	if ((s->k->store.writes != c->writes0 || (!(r->flags & ROUTE_READ) && persist_dirty(s->k->persist))) &&
-	    persist_after_commit(s->k->persist, finish_after_commit, c) == 0)
+	if ((k->store.writes != c->writes0 || (!(r->flags & ROUTE_READ) && persist_dirty(k->persist))) &&
+	    persist_after_commit(k->persist, finish_after_commit, c) == 0)
 		return;
 	finish_call(c);
+}
+
+void call_run(struct kvcm *k, const struct route *r, json_t *body, const struct call_sink *sink)
+{
+	struct call *c = call_new(k, r);
+
+	if (!c) {
+		if (body)
+			json_decref(body);
+		sink->reply(sink->arg, 500, KC_INTERNAL_ERROR, NULL, 0);
+		return;
+	}
+	c->sink = *sink;
+	c->body = body;
+	call_exec(c);
+}
+
+static void run_call(struct http_server *s, struct evhttp_request *req, const struct route *r)
+{
+	struct evbuffer *in = evhttp_request_get_input_buffer(req);
+	size_t len = evbuffer_get_length(in);
+	struct call *c = call_new(s->k, r);
+	const char *body;
+
+	if (!c) {
+		send_raw(req, 500, "{}", true);
+		return;
+	}
+	c->req = req;
+	c->srv = s;
+	body = (const char *)evbuffer_pullup(in, (ev_ssize_t)len);
+	if (body && r->reader && r->reader->read(c, body, len))
+		metrics_fast_read(s->k->metrics);
+	else
+		c->body = jd_parse(body, len);
+	call_exec(c);
 }
 
 static void gen_cb(struct evhttp_request *req, void *arg)

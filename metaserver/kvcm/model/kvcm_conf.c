@@ -30,6 +30,11 @@ static struct kvcm_conf conf = {
     .er_liveness_interval_ms = 5000,
     .er_snapshot_min_interval_ms = 30000,
     .er_drain_timeout_ms = 10000,
+    .rpc_port = 6381,
+    .admin_rpc_port = 6491,
+    .rpc_bind = "127.0.0.1",
+    .grpc_max_message_bytes = 4u << 20,
+    .grpc_enabled = true,
 };
 
 static const struct conf_key keys[] = {
@@ -57,10 +62,13 @@ static const struct conf_key keys[] = {
     {"kvcm.event_report.liveness_check_interval_ms", CONF_U32, F(er_liveness_interval_ms), 1, 86400000, NULL},
     {"kvcm.event_report.snapshot_min_interval_ms", CONF_U32, F(er_snapshot_min_interval_ms), 1, 86400000, NULL},
     {"kvcm.event_report.snapshot_delta_drain_timeout_ms", CONF_U32, F(er_drain_timeout_ms), 1, 86400000, NULL},
-    {"kvcm.service.rpc_port", CONF_U32, F(compat_u32[0]), 0, 65535, NULL},
-    {"kvcm.service.admin_rpc_port", CONF_U32, F(compat_u32[1]), 0, 65535, NULL},
-    {"kvcm.service.io_thread_num", CONF_U32, F(compat_u32[2]), 0, 1024, NULL},
-    {"kvcm.logger.log_level", CONF_U32, F(compat_u32[3]), 0, 5, NULL},
+    {"kvcm.service.rpc_port", CONF_U32, F(rpc_port), 0, 65535, NULL},
+    {"kvcm.service.admin_rpc_port", CONF_U32, F(admin_rpc_port), 0, 65535, NULL},
+    {"kvcm.service.rpc_bind", CONF_STR, F(rpc_bind), 0, 0, NULL},
+    {"kvcm.service.grpc_max_message_size", CONF_SIZE, F(grpc_max_message_bytes), 1024, UINT64_C(1) << 30, NULL},
+    {"kvcm.service.enable_grpc", CONF_BOOL, F(grpc_enabled), 0, 0, NULL},
+    {"kvcm.service.io_thread_num", CONF_U32, F(compat_u32[0]), 0, 1024, NULL},
+    {"kvcm.logger.log_level", CONF_U32, F(compat_u32[1]), 0, 5, NULL},
     {"kvcm.registry_storage.uri", CONF_STR, F(compat_str), 0, 0, NULL},
     {NULL, 0, 0, 0, 0, 0, NULL},
 };
