@@ -106,6 +106,16 @@ SCENARIO = [
     ("admin", "getCacheMeta", {"instance_id": "i1", "block_keys": [1]}),
     ("admin", "removeCache", {"instance_id": "i2", "block_keys": [1]}),
     ("admin", "checkHealth", {}),
+    ("admin", "updateStorage", {"storage": {"global_unique_name": "dummy_01", "dummy": {"root_path": "/d2/"}},
+                                "force_update": True}),
+    ("admin", "updateStorage", {"storage": {"global_unique_name": "nope", "dummy": {"root_path": "/d2/"}}}),
+    ("admin", "genConfigSnapshot", {}),
+    ("admin", "loadConfigSnapshot", {"config_snapshot": "{\"storage_config\":[{\"global_unique_name\":\"s9\","
+                                                        "\"dummy\":{\"root_path\":\"/s9/\"}}]}"}),
+    ("admin", "loadConfigSnapshot", {"config_snapshot": "not json"}),
+    ("admin", "getMetrics", {}),
+    ("admin", "updateLogger", {"log_level": "INFO"}),
+    ("admin", "updateLogger", {"log_level": "LOUD"}),
     ("admin", "removeInstance", {"instance_id": "i2"}),
     ("admin", "removeInstanceGroup", {"name": "g2"}),
     ("admin", "removeStorage", {"storage_unique_name": "m1"}),
@@ -122,7 +132,7 @@ SCENARIO = [
 
 MASKED = {"write_session_id", "self_node_id", "leader_node_id", "node_id", "location_id", "create_time", "id",
           "elector_last_loop_time_ms", "now_ms", "committed_snapshot_version", "meta_rpc_port", "meta_http_port",
-          "admin_rpc_port", "admin_http_port", "timestamp", "host"}
+          "admin_rpc_port", "admin_http_port", "timestamp", "host", "metric_value"}
 
 
 def mask(v, root):

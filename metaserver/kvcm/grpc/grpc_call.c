@@ -81,7 +81,7 @@ void grpc_call_too_large(struct h2_stream *st)
 	         (unsigned long long)st->conn->s->k->conf.grpc_max_message_bytes);
 	evbuffer_drain(st->in, evbuffer_get_length(st->in));
 	grpc_call_fail(st, GS_RESOURCE_EXHAUSTED, msg);
-	nghttp2_submit_rst_stream(st->conn->ng, NGHTTP2_FLAG_NONE, st->id, NGHTTP2_NO_ERROR);
+	st->rst_after = NGHTTP2_NO_ERROR + 1; /* the rest of the message is not wanted */
 }
 
 void grpc_call_deadline(int fd, short what, void *arg)
@@ -94,8 +94,7 @@ void grpc_call_deadline(int fd, short what, void *arg)
 	if (!c || st->answered)
 		return;
 	grpc_call_fail(st, GS_DEADLINE_EXCEEDED, "deadline exceeded");
-	if (!nghttp2_session_get_stream_remote_close(c->ng, st->id))
-		nghttp2_submit_rst_stream(c->ng, NGHTTP2_FLAG_NONE, st->id, NGHTTP2_CANCEL);
+	st->rst_after = NGHTTP2_NO_ERROR + 1; /* RFC 9113 8.1: a complete response, the rest of the request unwanted */
 	h2_flush(c);
 }
 

@@ -185,6 +185,19 @@ static int frame_cb(nghttp2_session *ng, const nghttp2_frame *f, void *arg)
 	return 0;
 }
 
+/* After a response that ended the stream while the peer was still sending: RST_STREAM (sent before the
+ * response, it would discard it). */
+static int sent_cb(nghttp2_session *ng, const nghttp2_frame *f, void *arg)
+{
+	struct h2_stream *st = nghttp2_session_get_stream_user_data(ng, f->hd.stream_id);
+
+	(void)arg;
+	if (st && st->rst_after && f->hd.type == NGHTTP2_HEADERS && (f->hd.flags & NGHTTP2_FLAG_END_STREAM) &&
+	    !nghttp2_session_get_stream_remote_close(ng, st->id))
+		nghttp2_submit_rst_stream(ng, NGHTTP2_FLAG_NONE, st->id, (uint32_t)(st->rst_after - 1));
+	return 0;
+}
+
 static int close_cb(nghttp2_session *ng, int32_t id, uint32_t error, void *arg)
 {
 	struct h2_stream *st = nghttp2_session_get_stream_user_data(ng, id);
@@ -256,6 +269,7 @@ static int session_new(struct h2_conn *c)
 	nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cb, data_cb);
 	nghttp2_session_callbacks_set_on_frame_recv_callback(cb, frame_cb);
 	nghttp2_session_callbacks_set_on_stream_close_callback(cb, close_cb);
+	nghttp2_session_callbacks_set_on_frame_send_callback(cb, sent_cb);
 	rc = nghttp2_session_server_new(&c->ng, cb, c);
 	nghttp2_session_callbacks_del(cb);
 	if (rc)

@@ -54,6 +54,7 @@ struct h2_stream {
 	struct event *deadline;
 	bool call_pending; /* call_run has the stream as its reply's destination */
 	bool answered;     /* response headers submitted */
+	int rst_after;     /* > 0: RST_STREAM with this code + 1 once the response has gone (the peer still sends) */
 	/* the response: one length-prefixed message, then trailers */
 	uint8_t *out;
 	size_t out_len, out_off;

@@ -174,9 +174,8 @@ static void usage(struct evbuffer *b, struct kvcm *k)
 			                    enum_name(&enum_storage_type, t), bytes[t]);
 }
 
-static void serve_metrics(struct kvcm *k, struct evhttp_request *req)
+void metrics_text(struct kvcm *k, struct evbuffer *b)
 {
-	struct evbuffer *b = evbuffer_new();
 	struct metrics *m = k->metrics;
 
 	requests(b, m);
@@ -200,6 +199,13 @@ static void serve_metrics(struct kvcm *k, struct evhttp_request *req)
 	        "Request bodies read without a jansson tree (usual reportEvent and key query bodies).", m->fast_reads,
 	        false);
 	meta_metrics_write(k->meta, b); /* the object store's own */
+}
+
+static void serve_metrics(struct kvcm *k, struct evhttp_request *req)
+{
+	struct evbuffer *b = evbuffer_new();
+
+	metrics_text(k, b);
 	evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", "text/plain; version=0.0.4");
 	evhttp_send_reply(req, 200, "OK", b);
 	evbuffer_free(b);

@@ -1,0 +1,147 @@
+#!/usr/bin/env python3
+"""The admin methods that came with the gRPC transport, over HTTP and over gRPC: updateStorage,
+genConfigSnapshot / loadConfigSnapshot, getMetrics and updateLogger."""
+import json
+import sys
+import time
+import unittest
+import urllib.request
+
+import grpc_fixture as fx
+
+MD = {"model_name": "m", "dtype": "FP8"}
+TRANSPORTS = ("http", "grpc")
+
+
+def call(srv, t, service, route, body):
+    if t == "http":
+        status, reply = fx.http_call(srv, service, route, body)
+        assert status == 200, (route, status)
+        return reply
+    return fx.to_dict(fx.grpc_call(srv, service, route, body))
+
+
+def code(r):
+    return r["header"]["status"]["code"]
+
+
+class Admin(unittest.TestCase):
+    def setUp(self):
+        self.srv = fx.Server()
+
+    def tearDown(self):
+        self.assertEqual(self.srv.stop(), [])
+
+    def register(self, t, instance, group="default"):
+        r = call(self.srv, t, "meta", "registerInstance", {
+            "instance_group": group, "instance_id": instance, "block_size": 4, "model_deployment": MD,
+            "location_spec_infos": [{"name": "tp0", "size": 64}]})
+        self.assertEqual(code(r), "OK")
+
+    def test_update_storage(self):
+        for t in TRANSPORTS:
+            root = self.srv.root + t + "/"
+            self.register(t, "u_" + t)
+            r = call(self.srv, t, "admin", "updateStorage", {"storage": {
+                "global_unique_name": "nfs_01", "nfs": {"root_path": root, "key_count_per_file": 1}},
+                "force_update": True})
+            self.assertEqual(code(r), "OK")
+            listed = [s for s in call(self.srv, t, "admin", "listStorage", {})["storage"]
+                      if s["global_unique_name"] == "nfs_01"]
+            self.assertEqual(listed[0]["nfs"]["root_path"], root)
+            w = call(self.srv, t, "meta", "startWriteCache", {"instance_id": "u_" + t, "block_keys": [1],
+                                                             "write_timeout_seconds": 30})
+            self.assertTrue(w["locations"][0]["location_specs"][0]["uri"].startswith("file://" + root), w)
+            # the type cannot change under locations; an unknown name is refused
+            r = call(self.srv, t, "admin", "updateStorage", {"storage": {
+                "global_unique_name": "nfs_01", "dummy": {"root_path": "/d/"}}})
+            self.assertEqual(code(r), "INVALID_ARGUMENT")
+            r = call(self.srv, t, "admin", "updateStorage", {"storage": {
+                "global_unique_name": "nope", "nfs": {"root_path": "/x/"}}})
+            self.assertEqual(code(r), "INSTANCE_NOT_EXIST")
+            r = call(self.srv, t, "admin", "updateStorage", {"storage": {
+                "global_unique_name": "nfs_01", "nfs": {"root_path": "relative"}}})
+            self.assertEqual(code(r), "INVALID_ARGUMENT")
+
+    def test_config_snapshot_round_trip(self):
+        for t in TRANSPORTS:
+            src, dst = self.srv, fx.Server()
+            try:
+                call(src, t, "admin", "addStorage", {"storage": {"global_unique_name": "d_" + t,
+                                                                 "dummy": {"root_path": "/d/"}}})
+                call(src, t, "admin", "disableStorage", {"storage_unique_name": "d_" + t})
+                self.assertEqual(code(call(src, t, "admin", "createInstanceGroup", {"instance_group": {
+                    "name": "g_" + t, "storage_candidates": ["d_" + t], "global_quota_group_name": "q",
+                    "extra_info": "x"}})), "OK")
+                self.register(t, "snap_" + t, "g_" + t)
+                snap = call(src, t, "admin", "genConfigSnapshot", {})["config_snapshot"]
+                parsed = json.loads(snap)
+                self.assertEqual(set(parsed), {"storage_config", "instance_group", "instance_info", "accounts"})
+                # malformed snapshots change nothing
+                for bad in ("[", "{\"storage_config\":[{\"global_unique_name\":5}]}", "{\"instance_group\":7}"):
+                    r = call(dst, t, "admin", "loadConfigSnapshot", {"config_snapshot": bad})
+                    self.assertEqual(code(r), "INVALID_ARGUMENT", bad)
+                self.assertEqual(len(call(dst, t, "admin", "listStorage", {})["storage"]), 3)
+                self.assertEqual(code(call(dst, t, "admin", "loadConfigSnapshot", {"config_snapshot": snap})), "OK")
+                again = json.loads(call(dst, t, "admin", "genConfigSnapshot", {})["config_snapshot"])
+                self.assertEqual(again, parsed)
+                # loading twice is a no-op that still succeeds
+                self.assertEqual(code(call(dst, t, "admin", "loadConfigSnapshot", {"config_snapshot": snap})), "OK")
+                info = call(dst, t, "meta", "getInstanceInfo", {"instance_id": "snap_" + t})
+                self.assertEqual(info["instance_group"], "g_" + t)
+                # a refused entry is named; what came before it stays
+                clash = json.loads(snap)
+                clash["instance_info"][0]["block_size"] = 99
+                r = call(dst, t, "admin", "loadConfigSnapshot", {"config_snapshot": json.dumps(clash)})
+                self.assertEqual(code(r), "DUPLICATE_ENTITY")
+                self.assertIn("refused", r["header"]["status"]["message"])
+            finally:
+                self.assertEqual(dst.stop(), [])
+
+    def test_get_metrics_is_the_metrics_page_as_json(self):
+        self.register("http", "m1")
+        for t in TRANSPORTS:
+            r = call(self.srv, t, "admin", "getMetrics", {})
+            self.assertEqual(code(r), "OK")
+            self.assertGreater(int(r["timestamp"]), 0)
+            by = {}
+            for m in r["metrics"]:
+                tags = tuple((x["tag_key"], x["tag_value"]) for x in m["metric_tags"])
+                by[(m["metric_name"], tags)] = m["metric_value"]
+            reg = by[("mmc_kvcm_requests_total", (("api", "registerInstance"), ("code", "OK")))]
+            self.assertEqual(reg, {"int_value": "1"})
+            self.assertIn(("mmc_kvcm_instances", ()), by)
+            with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % self.srv.admin_http_port) as f:
+                text = f.read().decode()
+            page = set()
+            for line in text.splitlines():
+                if line and not line.startswith("#"):
+                    name, _, labels = line.rsplit(" ", 1)[0].partition("{")
+                    tags = tuple(tuple(kv.split("=", 1)) for kv in labels.rstrip("}").replace('"', "").split(",")
+                                 if kv)
+                    page.add((name, tags))
+            # the same samples, but for those the getMetrics call itself added once it was answered
+            self.assertTrue(set(by) <= page, set(by) - page)
+            self.assertEqual({s for s in page if ("api", "getMetrics") not in s[1]} - set(by), set())
+
+    def test_update_logger(self):
+        def log():
+            with open(self.srv.log_path, errors="replace") as f:
+                return f.read()
+        for t in TRANSPORTS:
+            self.assertEqual(code(call(self.srv, t, "admin", "updateLogger", {"log_level": "ERROR"})), "OK")
+            call(self.srv, t, "admin", "addStorage", {"storage": {"global_unique_name": "quiet_" + t,
+                                                                  "dummy": {"root_path": "/d/"}}})
+            self.assertEqual(code(call(self.srv, t, "admin", "updateLogger", {"log_level": "info",
+                                                                             "module_name": "x"})), "OK")
+            call(self.srv, t, "admin", "addStorage", {"storage": {"global_unique_name": "loud_" + t,
+                                                                  "dummy": {"root_path": "/d/"}}})
+            time.sleep(0.2)
+            self.assertNotIn('name="quiet_%s"' % t, log())
+            self.assertIn('name="loud_%s"' % t, log())
+            self.assertEqual(code(call(self.srv, t, "admin", "updateLogger", {"log_level": "LOUD"})),
+                             "INVALID_ARGUMENT")
+
+
+if __name__ == "__main__":
+    sys.exit(0 if unittest.main(exit=False, verbosity=2).result.wasSuccessful() else 1)

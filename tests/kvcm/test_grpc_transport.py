@@ -1,0 +1,180 @@
+#!/usr/bin/env python3
+"""The gRPC listener's transport rules, with a real gRPC client (python3-grpcio) and, for what a gRPC library
+never sends, raw HTTP/2 frames: grpc-timeout deadlines, a cancelled call, the largest message, a malformed HTTP/2
+frame and a malformed gRPC frame (the connection or stream is refused and the server goes on serving the others),
+and the methods mmc does not have (UNIMPLEMENTED over gRPC, 404 over HTTP)."""
+import sys
+import threading
+import time
+import unittest
+
+import grpc_fixture as fx
+import h2_raw as h2
+
+PATH = "/kv_cache_manager.proto.meta.MetaService/GetClusterInfo"
+
+
+def cluster_info_request(trace="t"):
+    return fx.message_classes("meta", "getClusterInfo")[0](trace_id=trace).SerializeToString()
+
+
+class Base(unittest.TestCase):
+    extra = ()
+
+    def setUp(self):
+        self.srv = fx.Server(*self.extra)
+
+    def tearDown(self):
+        alive = self.srv.alive()
+        bad = self.srv.stop()
+        self.assertTrue(alive, "the server died")
+        self.assertEqual(bad, [])
+
+    def ok_call(self):
+        r = fx.grpc_call(self.srv, "meta", "getClusterInfo", {"trace_id": "ok"}, timeout=10)
+        self.assertEqual(r.header.status.code, 1)
+
+    def full_request(self, c, sid, payload=None):
+        c.send(h2.frame(h2.HEADERS, h2.END_HEADERS, sid, h2.header_block(PATH)) +
+               h2.frame(h2.DATA, h2.END_STREAM, sid, h2.grpc_message(payload or cluster_info_request())))
+
+
+class Transport(Base):
+    def test_deadline_from_grpc_timeout(self):
+        c = h2.Conn(self.srv.rpc_port)
+        t0 = time.time()
+        c.send(h2.frame(h2.HEADERS, h2.END_HEADERS, 1, h2.header_block(PATH, [("grpc-timeout", "300m")])))
+        c.send(h2.frame(h2.HEADERS, h2.END_HEADERS, 3, h2.header_block(PATH)))  # no deadline: left open
+        fs = c.frames(h2.stream_ended(1))
+        took = time.time() - t0
+        self.assertTrue(h2.stream_ended(1)(fs), fs)
+        self.assertGreaterEqual(took, 0.25)
+        self.assertTrue(h2.has_status(fs, 1, 4), "DEADLINE_EXCEEDED")
+        self.assertFalse(h2.stream_ended(3)(c.frames(h2.stream_ended(3), timeout=1.0)))
+        self.full_request(c, 5)  # the connection still serves calls
+        fs = c.frames(h2.stream_ended(5))
+        self.assertTrue(h2.has_status(fs, 5, 0))
+        c.close()
+        # a real client: its deadline passes while the request is still open
+        ch = self.srv.channel(self.srv.rpc_port)
+        never = threading.Event()
+        fn = ch.stream_unary(PATH, request_serializer=lambda b: b, response_deserializer=lambda b: b)
+        with self.assertRaises(fx.grpc.RpcError) as e:
+            fn(iter(lambda: never.wait(5) and b"", None), timeout=0.3)
+        self.assertEqual(e.exception.code(), fx.grpc.StatusCode.DEADLINE_EXCEEDED)
+        self.ok_call()
+
+    def test_bad_grpc_timeout(self):
+        c = h2.Conn(self.srv.rpc_port)
+        c.send(h2.frame(h2.HEADERS, h2.END_HEADERS, 1, h2.header_block(PATH, [("grpc-timeout", "12x")])) +
+               h2.frame(h2.DATA, h2.END_STREAM, 1, h2.grpc_message(cluster_info_request())))
+        self.assertTrue(h2.has_status(c.frames(h2.stream_ended(1)), 1, 13))
+        c.close()
+
+    def test_cancelled_call(self):
+        ch = self.srv.channel(self.srv.rpc_port)
+        release = threading.Event()
+        fn = ch.stream_unary(PATH, request_serializer=lambda b: b, response_deserializer=lambda b: b)
+        fut = fn.future(iter(lambda: release.wait(10) and b"", None), timeout=30)
+        time.sleep(0.3)
+        self.assertTrue(fut.cancel())
+        release.set()
+        self.ok_call()
+        # raw: half a message, then RST_STREAM; the next stream of the connection is served
+        c = h2.Conn(self.srv.rpc_port)
+        c.send(h2.frame(h2.HEADERS, h2.END_HEADERS, 1, h2.header_block(PATH)) +
+               h2.frame(h2.DATA, 0, 1, h2.grpc_message(cluster_info_request())[:4]) +
+               h2.frame(h2.RST_STREAM, 0, 1, (8).to_bytes(4, "big")))
+        self.full_request(c, 3)
+        fs = c.frames(h2.stream_ended(3))
+        self.assertTrue(h2.has_status(fs, 3, 0))
+        self.assertFalse(any(f[2] == 1 and f[0] == h2.HEADERS for f in fs))
+        c.close()
+
+    def test_message_limit_4mib(self):
+        big = {"trace_id": "x" * (5 << 20)}
+        with self.assertRaises(fx.grpc.RpcError) as e:
+            fx.grpc_call(self.srv, "meta", "getClusterInfo", big)
+        self.assertEqual(e.exception.code(), fx.grpc.StatusCode.RESOURCE_EXHAUSTED)
+        self.assertIn("4194304", e.exception.details())
+        r = fx.grpc_call(self.srv, "meta", "getInstanceInfo", {"trace_id": "y" * (3 << 20), "instance_id": "i"})
+        self.assertEqual(r.header.status.code, 8)  # INSTANCE_NOT_EXIST: the call ran
+        self.ok_call()
+
+    def test_malformed_http2_frame(self):
+        other = h2.Conn(self.srv.rpc_port)  # open before, must keep working
+        bad = h2.Conn(self.srv.rpc_port)
+        bad.send(h2.frame(h2.SETTINGS, 0, 0, b"\x00\x03\x00\x00\x00"))  # a SETTINGS length not a multiple of 6
+        fs = bad.frames(lambda fs: False, timeout=5)
+        self.assertTrue(bad.closed, "the connection is closed")
+        self.assertTrue(any(f[0] == h2.GOAWAY for f in fs))
+        bad.close()
+        garbage = h2.Conn.__new__(h2.Conn)
+        garbage.s, garbage.buf, garbage.closed = h2.socket.create_connection(("127.0.0.1", self.srv.rpc_port)), b"", False
+        garbage.send(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n" + b"\xff" * 64)  # not even HTTP/2
+        garbage.frames(lambda fs: False, timeout=5)
+        self.assertTrue(garbage.closed)
+        garbage.close()
+        self.full_request(other, 1)
+        self.assertTrue(h2.has_status(other.frames(h2.stream_ended(1)), 1, 0))
+        other.close()
+        self.ok_call()
+
+    def test_malformed_grpc_frame(self):
+        c = h2.Conn(self.srv.rpc_port)
+        msg = cluster_info_request()
+        c.send(h2.frame(h2.HEADERS, h2.END_HEADERS, 1, h2.header_block(PATH)) +
+               h2.frame(h2.DATA, h2.END_STREAM, 1, h2.grpc_message(msg, length=len(msg) + 100)))
+        c.send(h2.frame(h2.HEADERS, h2.END_HEADERS, 3, h2.header_block(PATH)) +
+               h2.frame(h2.DATA, h2.END_STREAM, 3, h2.grpc_message(msg, flag=1)))  # compressed, no grpc-encoding
+        c.send(h2.frame(h2.HEADERS, h2.END_HEADERS, 5, h2.header_block(PATH)) +
+               h2.frame(h2.DATA, h2.END_STREAM, 5, b"\x00\x00"))  # shorter than a prefix
+        self.full_request(c, 7)
+        fs = c.frames(lambda fs: all(h2.stream_ended(s)(fs) for s in (1, 3, 5, 7)))
+        for sid in (1, 3, 5):
+            self.assertTrue(h2.has_status(fs, sid, 13), "stream %d INTERNAL" % sid)
+        self.assertTrue(h2.has_status(fs, 7, 0))
+        c.close()
+        # a frame whose protobuf does not decode, from a real client
+        fn = self.srv.channel(self.srv.rpc_port).unary_unary(PATH, request_serializer=lambda b: b,
+                                                             response_deserializer=lambda b: b)
+        with self.assertRaises(fx.grpc.RpcError) as e:
+            fn(b"\x0a\xff\xff\xff", timeout=10)
+        self.assertEqual(e.exception.code(), fx.grpc.StatusCode.INTERNAL)
+        self.ok_call()
+
+    def test_unimplemented_methods(self):
+        for service, route in (("admin", "addAccount"), ("admin", "listAccount"), ("admin", "leaderDemote"),
+                               ("admin", "getLeaderElectorConfig"), ("admin", "updateLeaderElectorConfig")):
+            with self.assertRaises(fx.grpc.RpcError) as e:
+                fx.grpc_call(self.srv, service, route, {})
+            self.assertEqual(e.exception.code(), fx.grpc.StatusCode.UNIMPLEMENTED, route)
+            self.assertEqual(fx.http_call(self.srv, service, route, {})[0], 404, route)
+        fn = self.srv.channel(self.srv.rpc_port).unary_unary("/no.Such/Method", request_serializer=lambda b: b,
+                                                             response_deserializer=lambda b: b)
+        with self.assertRaises(fx.grpc.RpcError) as e:
+            fn(b"", timeout=10)
+        self.assertEqual(e.exception.code(), fx.grpc.StatusCode.UNIMPLEMENTED)
+        # the admin services are not on the meta port
+        fn = self.srv.channel(self.srv.rpc_port).unary_unary(
+            "/kv_cache_manager.proto.admin.AdminService/ListStorage", request_serializer=lambda b: b,
+            response_deserializer=lambda b: b)
+        with self.assertRaises(fx.grpc.RpcError) as e:
+            fn(b"", timeout=10)
+        self.assertEqual(e.exception.code(), fx.grpc.StatusCode.UNIMPLEMENTED)
+
+
+class SmallLimit(Base):
+    """kvcm.service.grpc_max_message_size is the limit; the debug service is absent without its key."""
+    extra = ("kvcm.service.grpc_max_message_size=64KB",)
+
+    def test_configured_message_limit(self):
+        with self.assertRaises(fx.grpc.RpcError) as e:
+            fx.grpc_call(self.srv, "meta", "getClusterInfo", {"trace_id": "x" * (100 << 10)})
+        self.assertEqual(e.exception.code(), fx.grpc.StatusCode.RESOURCE_EXHAUSTED)
+        fx.grpc_call(self.srv, "meta", "getClusterInfo", {"trace_id": "x" * (10 << 10)})
+        self.ok_call()
+
+
+if __name__ == "__main__":
+    sys.exit(0 if unittest.main(exit=False, verbosity=2).result.wasSuccessful() else 1)
