@@ -118,6 +118,13 @@ class Differences(unittest.TestCase):
                 self.assertEqual(h[name], "2", (t, name))
             self.assertEqual(h["p2p_1_fetch"], "0")
 
+    def test_cluster_info_names_the_grpc_ports(self):
+        for t in ("http", "grpc"):
+            e = self.call(t, "meta", "getClusterInfo", {})["leader_endpoint"]
+            self.assertEqual((int(e["meta_rpc_port"]), int(e["admin_rpc_port"])),
+                             (self.srv.rpc_port, self.srv.admin_rpc_port))
+            self.assertEqual(int(e["meta_http_port"]), self.srv.http_port)
+
 
 if __name__ == "__main__":
     sys.exit(0 if unittest.main(exit=False, verbosity=2).result.wasSuccessful() else 1)

@@ -144,27 +144,33 @@ static void send_message(struct h2_stream *st, const ProtobufCMessage *m)
 	nghttp2_submit_response(st->conn->ng, st->id, hdrs, 2, &prd);
 }
 
-/* The handler's JSON reply as the method's response message. */
+/* The handler's JSON reply as the method's response message: read straight from the text, or by jansson. */
 static void reply_json(struct h2_stream *st, const char *json, size_t len)
 {
 	struct grpc_server *s = st->conn->s;
+	struct pb_arena a = {0};
 	unsigned dropped = 0;
-	ProtobufCMessage *m = NULL;
-	json_t *j = json_loadb(json, len, 0, NULL);
+	ProtobufCMessage *m = pb_reply_text(&a, st->method->output, json, len, &dropped);
+	json_t *j;
 
-	if (j)
-		m = pbj_from_json(st->method->output, j, &dropped);
-	json_decref(j);
+	if (!m) {
+		pb_arena_free(&a);
+		a = (struct pb_arena){0};
+		dropped = 0;
+		j = json_loadb(json, len, 0, NULL);
+		m = j ? pb_reply_tree(&a, st->method->output, j, &dropped) : NULL;
+		json_decref(j);
+	}
 	if (!m) {
 		log_ratelimited(&s->log_bucket, LOG_WARN, "op=grpc_reply_unmappable api=%s", st->route->name);
 		grpc_call_fail(st, GS_INTERNAL, "the reply does not map to the response message");
-		return;
+	} else {
+		if (dropped)
+			log_ratelimited(&s->log_bucket, LOG_WARN, "op=grpc_reply_fields_dropped api=%s fields=%u",
+			                st->route->name, dropped);
+		send_message(st, m);
 	}
-	if (dropped)
-		log_ratelimited(&s->log_bucket, LOG_WARN, "op=grpc_reply_fields_dropped api=%s fields=%u",
-		                st->route->name, dropped);
-	send_message(st, m);
-	protobuf_c_message_free_unpacked(m, NULL);
+	pb_arena_free(&a);
 }
 
 static void on_reply(void *arg, int http_status, int code, char *json, size_t len)
@@ -283,8 +289,9 @@ void grpc_call_start(struct h2_stream *st)
 	struct call_sink sink = {on_reply, st, -1, &s->log_bucket};
 	ProtobufCMessage *m;
 	const char *why;
-	json_t *body;
+	struct jw body;
 	int status;
+	bool ok;
 
 	if (!admit(st))
 		return;
@@ -294,14 +301,17 @@ void grpc_call_start(struct h2_stream *st)
 		grpc_call_fail(st, status, why);
 		return;
 	}
-	body = pbj_to_json(m);
+	jw_init(&body);
+	ok = pb_request_json(m, &body);
 	protobuf_c_message_free_unpacked(m, NULL);
 	evbuffer_drain(st->in, evbuffer_get_length(st->in));
-	if (!body) {
-		grpc_call_fail(st, GS_INTERNAL, "a string of the request is not UTF-8");
+	if (!ok) {
+		jw_free(&body);
+		grpc_call_fail(st, GS_INTERNAL, "the request does not map to JSON");
 		return;
 	}
 	sink.metric_slot = metrics_slot(s->k->metrics, st->route->name);
 	st->call_pending = true;
-	call_run(s->k, st->route, body, &sink);
+	call_run(s->k, st->route, body.buf, body.len, &sink);
+	jw_free(&body);
 }

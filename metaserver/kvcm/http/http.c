@@ -357,18 +357,27 @@ static void call_exec(struct call *c)
 	finish_call(c);
 }
 
-void call_run(struct kvcm *k, const struct route *r, json_t *body, const struct call_sink *sink)
+/* The body as the route's reader or jansson reads it: the same for every transport. */
+static void read_body(struct call *c, const char *body, size_t len)
+{
+	const struct route *r = c->route;
+
+	if (body && r->reader && r->reader->read(c, body, len))
+		metrics_fast_read(c->k->metrics);
+	else
+		c->body = jd_parse(body, len);
+}
+
+void call_run(struct kvcm *k, const struct route *r, const char *body, size_t len, const struct call_sink *sink)
 {
 	struct call *c = call_new(k, r);
 
 	if (!c) {
-		if (body)
-			json_decref(body);
 		sink->reply(sink->arg, 500, KC_INTERNAL_ERROR, NULL, 0);
 		return;
 	}
 	c->sink = *sink;
-	c->body = body;
+	read_body(c, body, len);
 	call_exec(c);
 }
 
@@ -377,7 +386,6 @@ static void run_call(struct http_server *s, struct evhttp_request *req, const st
 	struct evbuffer *in = evhttp_request_get_input_buffer(req);
 	size_t len = evbuffer_get_length(in);
 	struct call *c = call_new(s->k, r);
-	const char *body;
 
 	if (!c) {
 		send_raw(req, 500, "{}", true);
@@ -385,11 +393,7 @@ static void run_call(struct http_server *s, struct evhttp_request *req, const st
 	}
 	c->req = req;
 	c->srv = s;
-	body = (const char *)evbuffer_pullup(in, (ev_ssize_t)len);
-	if (body && r->reader && r->reader->read(c, body, len))
-		metrics_fast_read(s->k->metrics);
-	else
-		c->body = jd_parse(body, len);
+	read_body(c, (const char *)evbuffer_pullup(in, (ev_ssize_t)len), len);
 	call_exec(c);
 }
 

@@ -78,10 +78,11 @@ int http_server_start(struct http_server **out, struct kvcm *k, const char *bind
                       const struct route *routes, bool admin, uint16_t *bound, char *err, size_t errlen);
 void http_server_stop(struct http_server *s);
 /*
- * Runs route r on a request another transport decoded into body (taken over, may be NULL: a malformed request),
- * with the same checks, handler, commit wait and metrics as an HTTP request; the reply goes to sink.
+ * Runs route r on the JSON body of len bytes that another transport decoded its request into (the caller keeps
+ * it; it is read before this returns), with the same reader, checks, handler, commit wait and metrics as an HTTP
+ * request; the reply goes to sink, maybe before this returns.
  */
-void call_run(struct kvcm *k, const struct route *r, json_t *body, const struct call_sink *sink);
+void call_run(struct kvcm *k, const struct route *r, const char *body, size_t len, const struct call_sink *sink);
 
 /* Open connections, for /metrics. */
 uint32_t http_server_connections(const struct http_server *s);
