@@ -108,6 +108,8 @@ class Server:
         self.log.close()
         with open(self.log_path, errors="replace") as f:
             bad = [l for l in f if "AddressSanitizer" in l or "runtime error" in l or "LeakSanitizer" in l]
+        if os.environ.get("KVCM_GRPC_KEEP_LOG"):
+            shutil.copy(self.log_path, os.environ["KVCM_GRPC_KEEP_LOG"])
         shutil.rmtree(self.dir, ignore_errors=True)
         return bad
 

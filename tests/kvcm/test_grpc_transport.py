@@ -143,6 +143,47 @@ class Transport(Base):
         self.assertEqual(e.exception.code(), fx.grpc.StatusCode.INTERNAL)
         self.ok_call()
 
+    def test_reset_of_a_stream_never_opened(self):
+        # what python3-grpcio sends for a call cancelled before its HEADERS went out (h2_idle_rst.h)
+        c = h2.Conn(self.srv.rpc_port)
+        c.send(h2.frame(h2.RST_STREAM, 0, 9, (8).to_bytes(4, "big")))
+        self.full_request(c, 11)
+        fs = c.frames(h2.stream_ended(11))
+        self.assertFalse(any(f[0] == h2.GOAWAY for f in fs))
+        self.assertTrue(h2.has_status(fs, 11, 0))
+        c.close()
+
+    def test_concurrent_calls_and_cancels_on_one_connection(self):
+        reg = {"instance_group": "default", "instance_id": "c1", "block_size": 4,
+               "model_deployment": {"model_name": "m", "dtype": "FP8"},
+               "location_spec_infos": [{"name": "tp0", "size": 64}]}
+        self.assertEqual(fx.grpc_call(self.srv, "meta", "registerInstance", reg).header.status.code, 1)
+        req_cls, resp_cls = fx.message_classes("meta", "startWriteCache")
+        fn = self.srv.channel(self.srv.rpc_port).unary_unary(
+            "/kv_cache_manager.proto.meta.MetaService/StartWriteCache",
+            request_serializer=req_cls.SerializeToString, response_deserializer=resp_cls.FromString)
+        errors = []
+
+        def writer(t):
+            try:
+                for i in range(40):
+                    req = req_cls(instance_id="c1", block_keys=[t * 1000 + i], write_timeout_seconds=30)
+                    if i % 3 == 2:  # cancelled at once: often while its reply waits for the commit
+                        fn.future(req, timeout=30).cancel()
+                        continue
+                    r = fn(req, timeout=30)
+                    if r.header.status.code != 1 or len(r.locations) != 1:
+                        errors.append(r)
+            except Exception as e:  # noqa: BLE001 - reported below
+                errors.append(e)
+        threads = [threading.Thread(target=writer, args=(t,)) for t in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        self.assertEqual(errors, [])
+        self.ok_call()
+
     def test_unimplemented_methods(self):
         for service, route in (("admin", "addAccount"), ("admin", "listAccount"), ("admin", "leaderDemote"),
                                ("admin", "getLeaderElectorConfig"), ("admin", "updateLeaderElectorConfig")):

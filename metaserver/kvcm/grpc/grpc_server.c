@@ -50,9 +50,13 @@ void h2_stream_free(struct h2_stream *st)
 
 void h2_flush(struct h2_conn *c)
 {
+	int rc;
+
 	if (!c || c->in_recv)
 		return;
-	if (nghttp2_session_send(c->ng) != 0) {
+	rc = nghttp2_session_send(c->ng);
+	if (rc != 0) {
+		log_ratelimited(&c->s->log_bucket, LOG_WARN, "op=grpc_send_failed why=\"%s\"", nghttp2_strerror(rc));
 		conn_free(c);
 		return;
 	}
@@ -175,6 +179,11 @@ static int frame_cb(nghttp2_session *ng, const nghttp2_frame *f, void *arg)
 {
 	struct h2_stream *st = nghttp2_session_get_stream_user_data(ng, f->hd.stream_id);
 
+	if (f->hd.type == NGHTTP2_GOAWAY && f->goaway.error_code != NGHTTP2_NO_ERROR)
+		log_ratelimited(&((struct h2_conn *)arg)->s->log_bucket, LOG_WARN,
+		                "op=grpc_peer_goaway code=%u why=\"%.*s\"", f->goaway.error_code,
+		                (int)(f->goaway.opaque_data_len > 200 ? 200 : f->goaway.opaque_data_len),
+		                (const char *)f->goaway.opaque_data);
 	if (!st)
 		return 0;
 	if (f->hd.type == NGHTTP2_HEADERS && f->headers.cat == NGHTTP2_HCAT_REQUEST && st->timeout_us)
@@ -191,10 +200,25 @@ static int sent_cb(nghttp2_session *ng, const nghttp2_frame *f, void *arg)
 {
 	struct h2_stream *st = nghttp2_session_get_stream_user_data(ng, f->hd.stream_id);
 
-	(void)arg;
+	if (f->hd.type == NGHTTP2_GOAWAY && f->goaway.error_code != NGHTTP2_NO_ERROR)
+		log_ratelimited(&((struct h2_conn *)arg)->s->log_bucket, LOG_WARN,
+		                "op=grpc_goaway code=%u why=\"%.*s\"", f->goaway.error_code,
+		                (int)(f->goaway.opaque_data_len > 200 ? 200 : f->goaway.opaque_data_len),
+		                (const char *)f->goaway.opaque_data); /* why this end gives up on the connection */
 	if (st && st->rst_after && f->hd.type == NGHTTP2_HEADERS && (f->hd.flags & NGHTTP2_FLAG_END_STREAM) &&
 	    !nghttp2_session_get_stream_remote_close(ng, st->id))
 		nghttp2_submit_rst_stream(ng, NGHTTP2_FLAG_NONE, st->id, (uint32_t)(st->rst_after - 1));
+	return 0;
+}
+
+/* Why nghttp2 gives up on a peer (it then sends GOAWAY): for the log. */
+static int error_cb(nghttp2_session *ng, int code, const char *msg, size_t len, void *arg)
+{
+	struct h2_conn *c = arg;
+
+	(void)ng;
+	log_ratelimited(&c->s->log_bucket, LOG_WARN, "op=grpc_protocol_error code=%d why=\"%.*s\"", code, (int)len,
+	                msg);
 	return 0;
 }
 
@@ -218,16 +242,25 @@ static int close_cb(nghttp2_session *ng, int32_t id, uint32_t error, void *arg)
 	return 0;
 }
 
+static long feed(void *arg, const uint8_t *data, size_t len)
+{
+	return (long)nghttp2_session_mem_recv(((struct h2_conn *)arg)->ng, data, len);
+}
+
 static void read_cb(struct bufferevent *bev, void *arg)
 {
 	struct h2_conn *c = arg;
 	struct evbuffer *in = bufferevent_get_input(bev);
 	size_t len = evbuffer_get_length(in);
-	ssize_t rv;
+	uint64_t dropped = c->filter.dropped;
+	long rv;
 
 	c->in_recv = true;
-	rv = nghttp2_session_mem_recv(c->ng, evbuffer_pullup(in, -1), len);
+	rv = h2_idle_rst_pass(&c->filter, evbuffer_pullup(in, -1), len, feed, c);
 	c->in_recv = false;
+	if (c->filter.dropped != dropped)
+		log_ratelimited(&c->s->log_bucket, LOG_INFO, "op=grpc_idle_rst_dropped total=%llu",
+		                (unsigned long long)c->filter.dropped);
 	if (rv < 0) {
 		log_ratelimited(&c->s->log_bucket, LOG_WARN, "op=grpc_bad_connection why=\"%s\"",
 		                nghttp2_strerror((int)rv));
@@ -249,9 +282,11 @@ static void write_cb(struct bufferevent *bev, void *arg)
 
 static void event_cb(struct bufferevent *bev, short what, void *arg)
 {
+	struct h2_conn *c = arg;
+
 	(void)bev;
 	(void)what; /* EOF, an error or the idle timeout: the connection is over */
-	conn_free(arg);
+	conn_free(c);
 }
 
 static int session_new(struct h2_conn *c)
@@ -270,6 +305,7 @@ static int session_new(struct h2_conn *c)
 	nghttp2_session_callbacks_set_on_frame_recv_callback(cb, frame_cb);
 	nghttp2_session_callbacks_set_on_stream_close_callback(cb, close_cb);
 	nghttp2_session_callbacks_set_on_frame_send_callback(cb, sent_cb);
+	nghttp2_session_callbacks_set_error_callback2(cb, error_cb);
 	rc = nghttp2_session_server_new(&c->ng, cb, c);
 	nghttp2_session_callbacks_del(cb);
 	if (rc)
@@ -298,6 +334,7 @@ static void accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct socka
 	}
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	c->s = s;
+	h2_idle_rst_init(&c->filter);
 	list_init(&c->streams);
 	list_add_tail(&s->conns, &c->link);
 	s->nconns++;

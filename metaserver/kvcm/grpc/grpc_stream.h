@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "grpc_server.h"
+#include "h2_idle_rst.h"
 #include "list.h"
 
 struct event;
@@ -35,6 +36,7 @@ struct h2_conn {
 	nghttp2_session *ng;
 	struct list streams; /* struct h2_stream.link */
 	struct list link;
+	struct h2_idle_rst filter;
 	bool in_recv; /* inside nghttp2_session_mem_recv: sending waits until it returns */
 	bool closing;
 };
