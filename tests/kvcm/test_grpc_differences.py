@@ -121,9 +121,9 @@ class Differences(unittest.TestCase):
     def test_cluster_info_names_the_grpc_ports(self):
         for t in ("http", "grpc"):
             e = self.call(t, "meta", "getClusterInfo", {})["leader_endpoint"]
-            self.assertEqual((int(e["meta_rpc_port"]), int(e["admin_rpc_port"])),
-                             (self.srv.rpc_port, self.srv.admin_rpc_port))
-            self.assertEqual(int(e["meta_http_port"]), self.srv.http_port)
+            self.assertEqual((int(e["meta_rpc_port"]), int(e["meta_http_port"])), (self.srv.rpc_port, self.srv.http_port))
+            self.assertNotIn("admin_rpc_port", e)  # the newest reference: not on the MetaService
+            self.assertNotIn("admin_http_port", e)
 
 
 if __name__ == "__main__":

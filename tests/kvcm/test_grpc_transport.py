@@ -217,5 +217,14 @@ class SmallLimit(Base):
         self.ok_call()
 
 
+class Disabled(Base):
+    extra = ("kvcm.service.enable_grpc=false",)
+
+    def test_no_listeners(self):
+        self.assertEqual((self.srv.rpc_port, self.srv.admin_rpc_port), (0, 0))
+        status, r = fx.http_call(self.srv, "meta", "getClusterInfo", {})
+        self.assertEqual((status, r["leader_endpoint"]["meta_rpc_port"]), (200, 0))
+
+
 if __name__ == "__main__":
     sys.exit(0 if unittest.main(exit=False, verbosity=2).result.wasSuccessful() else 1)
