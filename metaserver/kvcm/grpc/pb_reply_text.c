@@ -11,14 +11,30 @@
 
 struct reader {
 	struct pb_arena *a;
-	char *scratch; /* decoded strings, each NUL-terminated; never more than the text itself */
+	char *scratch; /* strings with escapes, decoded, each NUL-terminated; never more than the text itself */
+	size_t text_len;
 	unsigned *dropped;
 };
 
 struct in_message {
 	struct reader *r;
 	ProtobufCMessage *m;
+	unsigned next; /* the field after the last one read: the handlers print members in declaration order */
 };
+
+/* A string value in the arena: most have no escapes and are copied straight from the text. */
+static const char *string(struct jlex *x, struct reader *r, size_t *len)
+{
+	const char *at = x->p, *s;
+
+	if (jlex_plain(x, &s, len))
+		return pb_strndup(r->a, s, *len);
+	x->p = at; /* an escape: decode it */
+	if (!r->scratch && !(r->scratch = pb_alloc(r->a, r->text_len + 1)))
+		return NULL;
+	s = jlex_str(x, &r->scratch, len);
+	return s ? pb_strndup(r->a, s, *len) : NULL;
+}
 
 static bool skip_member(struct jlex *x, const char *name, size_t len, void *ctx);
 static bool skip_elem(struct jlex *x, void *ctx);
@@ -26,6 +42,7 @@ static bool skip_elem(struct jlex *x, void *ctx);
 /* A value nobody reads: a member the message does not have. */
 static bool skip(struct jlex *x, struct reader *r)
 {
+	size_t len;
 	int64_t i;
 	bool b;
 
@@ -35,7 +52,7 @@ static bool skip(struct jlex *x, struct reader *r)
 	case '[':
 		return jlex_array(x, skip_elem, r);
 	case '"':
-		return jlex_str(x, &r->scratch, NULL) != NULL;
+		return string(x, r, &len) != NULL;
 	case 't':
 	case 'f':
 		return jlex_bool(x, &b);
@@ -60,11 +77,12 @@ static bool skip_elem(struct jlex *x, void *ctx)
 static bool integer(struct jlex *x, struct reader *r, int64_t *v)
 {
 	const char *s;
+	size_t len;
 	char *end;
 
 	if (jlex_peek(x) != '"')
 		return jlex_int64(x, v);
-	if (!(s = jlex_str(x, &r->scratch, NULL)) || !*s)
+	if (!(s = string(x, r, &len)) || !*s)
 		return false;
 	*v = *s == '-' ? strtoll(s, &end, 10) : (int64_t)strtoull(s, &end, 10);
 	return !*end;
@@ -92,7 +110,7 @@ static bool message_member(struct jlex *x, const char *name, size_t len, void *c
 
 static bool scalar(struct jlex *x, struct reader *r, const ProtobufCFieldDescriptor *f, void *p)
 {
-	struct in_message sub = {r, NULL};
+	struct in_message sub = {r, NULL, 0};
 	const char *s;
 	size_t len;
 	int64_t i;
@@ -106,14 +124,14 @@ static bool scalar(struct jlex *x, struct reader *r, const ProtobufCFieldDescrip
 		*(protobuf_c_boolean *)p = b;
 		return true;
 	case PROTOBUF_C_TYPE_STRING:
-		return (s = jlex_str(x, &r->scratch, &len)) && (*(char **)p = pb_strndup(r->a, s, len));
+		return (*(const char **)p = string(x, r, &len)) != NULL;
 	case PROTOBUF_C_TYPE_MESSAGE:
 		*(ProtobufCMessage **)p = sub.m = pb_message(r->a, f->descriptor);
 		return sub.m && jlex_object(x, message_member, &sub);
 	case PROTOBUF_C_TYPE_ENUM:
 		if (jlex_peek(x) != '"')
 			return jlex_int64(x, &i) && pb_set_int(f, p, i);
-		if (!(s = jlex_str(x, &r->scratch, NULL)))
+		if (!(s = string(x, r, &len)))
 			return false;
 		pb_set_enum_name(f, p, s);
 		return true;
@@ -152,17 +170,30 @@ static bool map_entry(struct jlex *x, const char *name, size_t len, void *ctx)
 	return scalar(x, e->r, &d->fields[1], (char *)entry + d->fields[1].offset);
 }
 
-static bool message_member(struct jlex *x, const char *name, size_t len, void *ctx)
+/* The field called name (len bytes, not terminated): the one after the last is tried first. */
+static const ProtobufCFieldDescriptor *field(struct in_message *in, const char *name, size_t len)
 {
-	struct in_message *in = ctx;
+	const ProtobufCMessageDescriptor *d = in->m->descriptor;
 	const ProtobufCFieldDescriptor *f;
 	char key[128];
 
+	if (in->next < d->n_fields && jlex_is(name, len, d->fields[in->next].name))
+		return &d->fields[in->next++];
 	if (len >= sizeof(key))
-		return false;
+		return NULL;
 	memcpy(key, name, len);
 	key[len] = '\0';
-	f = protobuf_c_message_descriptor_get_field_by_name(in->m->descriptor, key);
+	f = protobuf_c_message_descriptor_get_field_by_name(d, key);
+	if (f)
+		in->next = (unsigned)(f - d->fields) + 1;
+	return f;
+}
+
+static bool message_member(struct jlex *x, const char *name, size_t len, void *ctx)
+{
+	struct in_message *in = ctx;
+	const ProtobufCFieldDescriptor *f = field(in, name, len);
+
 	if (!f) {
 		++*in->r->dropped;
 		return skip(x, in->r);
@@ -178,11 +209,11 @@ static bool message_member(struct jlex *x, const char *name, size_t len, void *c
 ProtobufCMessage *pb_reply_text(struct pb_arena *a, const ProtobufCMessageDescriptor *d, const char *text, size_t len,
                                 unsigned *dropped)
 {
-	struct reader r = {a, pb_alloc(a, len + 1), dropped};
-	struct in_message in = {&r, pb_message(a, d)};
+	struct reader r = {a, NULL, len, dropped};
+	struct in_message in = {&r, pb_message(a, d), 0};
 	struct jlex x;
 
-	if (!r.scratch || !in.m)
+	if (!in.m)
 		return NULL;
 	jlex_init(&x, text, len);
 	return jlex_object(&x, message_member, &in) && jlex_done(&x) ? in.m : NULL;
