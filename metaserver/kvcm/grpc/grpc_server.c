@@ -4,9 +4,11 @@
 #include <event2/bufferevent.h>
 #include <event2/event.h>
 #include <event2/listener.h>
+#include <event2/util.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -356,22 +358,24 @@ static void accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct socka
 	h2_flush(c);
 }
 
+/* bind: an address or a host name, resolved as the HTTP listeners resolve theirs (the first address). */
 static int listen_on(struct grpc_server *s, const char *bind, uint16_t port, uint16_t *bound)
 {
-	struct sockaddr_storage ss = {0};
+	struct evutil_addrinfo hints = {
+	    .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = EVUTIL_AI_PASSIVE};
+	struct evutil_addrinfo *ai = NULL;
+	struct sockaddr_storage ss;
 	socklen_t sl = sizeof(ss);
+	char service[8];
 
-	if (evutil_parse_sockaddr_port(bind, (struct sockaddr *)&ss, (int *)&sl))
+	snprintf(service, sizeof(service), "%u", port);
+	if (evutil_getaddrinfo(bind, service, &hints, &ai) || !ai)
 		return -1;
-	if (ss.ss_family == AF_INET6)
-		((struct sockaddr_in6 *)&ss)->sin6_port = htons(port);
-	else
-		((struct sockaddr_in *)&ss)->sin_port = htons(port);
 	s->lev = evconnlistener_new_bind(s->k->base, accept_cb, s, LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE, 128,
-	                                 (struct sockaddr *)&ss, (int)sl);
+	                                 ai->ai_addr, (int)ai->ai_addrlen);
+	evutil_freeaddrinfo(ai);
 	if (!s->lev)
 		return -1;
-	sl = sizeof(ss);
 	if (getsockname(evconnlistener_get_fd(s->lev), (struct sockaddr *)&ss, &sl) == 0)
 		*bound = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
 		                                        : ((struct sockaddr_in *)&ss)->sin_port);
