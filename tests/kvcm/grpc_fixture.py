@@ -129,11 +129,20 @@ def message_classes(service, route):
     return f.GetPrototype(m.input_type), f.GetPrototype(m.output_type)
 
 
-def http_call(srv, service, route, body, timeout=30):
-    """(HTTP status, reply JSON or None)."""
+def basic(user, password):
+    """The value of an Authorization header (and of the gRPC authorization metadata) for these credentials."""
+    import base64
+    return "Basic " + base64.b64encode(("%s:%s" % (user, password)).encode()).decode()
+
+
+def http_call(srv, service, route, body, timeout=30, auth=None):
+    """(HTTP status, reply JSON or None); auth: an Authorization value."""
     port = getattr(srv, HTTP_PORT[service])
+    headers = {"Content-Type": "application/json"}
+    if auth:
+        headers["Authorization"] = auth
     req = urllib.request.Request("http://127.0.0.1:%d/api/%s" % (port, route), data=json.dumps(body).encode(),
-                                 headers={"Content-Type": "application/json"}, method="POST")
+                                 headers=headers, method="POST")
     try:
         with urllib.request.urlopen(req, timeout=timeout) as r:
             return r.status, json.loads(r.read())

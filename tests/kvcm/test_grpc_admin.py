@@ -142,6 +142,46 @@ class Admin(unittest.TestCase):
             self.assertEqual(code(call(self.srv, t, "admin", "updateLogger", {"log_level": "LOUD"})),
                              "INVALID_ARGUMENT")
 
+    def test_accounts_guard_grpc_like_http(self):
+        ok = lambda r: r["header"]["status"]["code"] == "OK"  # noqa: E731
+        self.assertTrue(ok(call(self.srv, "http", "admin", "addAccount", {
+            "user_name": "root", "password": "pw1", "role": "ROLE_ADMIN"})))
+        root, bad = fx.basic("root", "pw1"), fx.basic("root", "nope")
+        self.assertEqual(fx.http_call(self.srv, "admin", "addAccount", {
+            "user_name": "eng", "password": "pw2", "role": "ROLE_USER"}, auth=root)[0], 200)
+        eng = fx.basic("eng", "pw2")
+        for service, route in (("meta", "getClusterInfo"), ("admin", "listStorage")):
+            for metadata, want in ((None, "UNAUTHENTICATED"), ((("authorization", bad),), "UNAUTHENTICATED")):
+                with self.assertRaises(fx.grpc.RpcError) as e:
+                    fx.grpc_call(self.srv, service, route, {}, metadata=metadata)
+                self.assertEqual(e.exception.code().name, want, (route, metadata))
+                self.assertEqual(fx.http_call(self.srv, service, route, {}, auth=metadata and bad)[0], 401)
+            r = fx.grpc_call(self.srv, service, route, {}, metadata=(("authorization", root),))
+            self.assertEqual(r.header.status.code, 1)
+        self.assertEqual(fx.grpc_call(self.srv, "meta", "getClusterInfo", {},
+                                      metadata=(("authorization", eng),)).header.status.code, 1)
+        with self.assertRaises(fx.grpc.RpcError) as e:  # ROLE_USER: the MetaService only
+            fx.grpc_call(self.srv, "admin", "listStorage", {}, metadata=(("authorization", eng),))
+        self.assertEqual(e.exception.code(), fx.grpc.StatusCode.PERMISSION_DENIED)
+        self.assertEqual(fx.http_call(self.srv, "admin", "listStorage", {}, auth=eng)[0], 403)
+        listed = fx.to_dict(fx.grpc_call(self.srv, "admin", "listAccount", {}, metadata=(("authorization", root),)))
+        self.assertEqual(sorted((a["user_name"], a["role"]) for a in listed["accounts"]),
+                         [("eng", "ROLE_USER"), ("root", "ROLE_ADMIN")])
+        # the accounts travel in a config snapshot, with their hashes: the same passwords work on the copy
+        snap = fx.grpc_call(self.srv, "admin", "genConfigSnapshot", {}, metadata=(("authorization", root),))
+        self.assertNotIn("pw1", snap.config_snapshot)
+        dst = fx.Server()
+        try:
+            r = call(dst, "grpc", "admin", "loadConfigSnapshot", {"config_snapshot": snap.config_snapshot})
+            self.assertEqual(code(r), "OK")
+            with self.assertRaises(fx.grpc.RpcError):
+                fx.grpc_call(dst, "admin", "listStorage", {})
+            self.assertEqual(fx.grpc_call(dst, "admin", "listStorage", {}, metadata=(("authorization", root),))
+                             .header.status.code, 1)
+            self.assertEqual(fx.http_call(dst, "meta", "getClusterInfo", {}, auth=eng)[0], 200)
+        finally:
+            self.assertEqual(dst.stop(), [])
+
 
 if __name__ == "__main__":
     sys.exit(0 if unittest.main(exit=False, verbosity=2).result.wasSuccessful() else 1)

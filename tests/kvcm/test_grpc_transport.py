@@ -185,8 +185,8 @@ class Transport(Base):
         self.ok_call()
 
     def test_unimplemented_methods(self):
-        for service, route in (("admin", "addAccount"), ("admin", "listAccount"), ("admin", "leaderDemote"),
-                               ("admin", "getLeaderElectorConfig"), ("admin", "updateLeaderElectorConfig")):
+        for service, route in (("admin", "leaderDemote"), ("admin", "getLeaderElectorConfig"),
+                               ("admin", "updateLeaderElectorConfig"), ("admin", "getManagerClusterInfo")):
             with self.assertRaises(fx.grpc.RpcError) as e:
                 fx.grpc_call(self.srv, service, route, {})
             self.assertEqual(e.exception.code(), fx.grpc.StatusCode.UNIMPLEMENTED, route)

@@ -56,6 +56,10 @@ void admin_gen_config_snapshot(struct call *c);  /* config_snapshot.c */
 void admin_load_config_snapshot(struct call *c); /* config_snapshot.c */
 void admin_get_metrics(struct call *c);          /* admin_metrics.c */
 void admin_update_logger(struct call *c);        /* logger_level.c */
+/* accounts (accounts.c) */
+void admin_add_account(struct call *c);
+void admin_delete_account(struct call *c);
+void admin_list_accounts(struct call *c);
 /* debug service (debug_clock.c) */
 void admin_debug_clock(struct call *c);
 

@@ -2,15 +2,17 @@
  * genConfigSnapshot / loadConfigSnapshot (reference kvcm.md §4.16): the whole configuration as one JSON text,
  * and that text applied back. The snapshot is
  *   {"storage_config":[StorageConfig + is_available], "instance_group":[InstanceGroup], "instance_info":[...],
- *    "accounts":[]}
- * (the keys of kvcm.startup_config plus instances). Loading adds what is missing and updates what exists, in that
- * order; it never removes anything. Every entry is checked before the first is applied, so a malformed snapshot
+ *    "accounts":[{"user_name", "role", "password_hash"}]}
+ * (the keys of kvcm.startup_config plus instances and accounts, with their salted PBKDF2 hashes: the passwords are
+ * not in it). Loading adds what is missing and updates what exists, in that order; it never removes anything, and
+ * an account that exists is kept as it is. Every entry is checked before the first is applied, so a malformed snapshot
  * changes nothing; an entry the model refuses stops the load there (earlier ones stay applied) and is named.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "account.h"
 #include "api.h"
 #include "group.h"
 #include "instance.h"
@@ -29,6 +31,21 @@ static void list_storages(struct jw *w, struct kvcm *k)
 		json_decref(j);
 	}
 	jw_arr_end(w);
+}
+
+static const int role_values[] = {ROLE_USER, ROLE_ADMIN};
+static const char *const role_names[] = {"ROLE_USER", "ROLE_ADMIN"};
+static const struct enum_desc enum_role = {"AccountRole", 2, role_values, role_names};
+
+static void snapshot_account(void *arg, const char *user, int role, const char *hash)
+{
+	struct jw *w = arg;
+
+	jw_obj(w);
+	jw_kstr(w, "user_name", user);
+	jw_kstr(w, "role", enum_name(&enum_role, role));
+	jw_kstr(w, "password_hash", hash);
+	jw_obj_end(w);
 }
 
 void admin_gen_config_snapshot(struct call *c)
@@ -50,9 +67,9 @@ void admin_gen_config_snapshot(struct call *c)
 	jw_arr(&s);
 	chain_foreach(&k->instances, l) instance_write_info(&s, chain_entry(l, struct instance, hlink));
 	jw_arr_end(&s);
-	/* HOOK(accounts): the accounts of metaserver/kvcm/model/account.h go here when that lands */
 	jw_key(&s, "accounts");
 	jw_arr(&s);
+	account_each(k, snapshot_account, &s);
 	jw_arr_end(&s);
 	jw_obj_end(&s);
 	text = s.oom ? NULL : jw_take(&s, &len);
@@ -71,7 +88,11 @@ void admin_gen_config_snapshot(struct call *c)
 struct snapshot {
 	json_t *storages, *groups, *instances; /* arrays of canonical objects (instances: registerInstance bodies) */
 	json_t *available;                     /* is_available of each storage */
+	json_t *accounts;                      /* canonical {user_name, role, password_hash} */
 };
+
+static const struct jfield account_schema[] = {
+    {"user_name", JF_STR, NULL}, {"role", JF_ENUM, &enum_role}, {"password_hash", JF_STR, NULL}, {NULL, 0, NULL}};
 
 static void snapshot_free(struct snapshot *s)
 {
@@ -79,6 +100,7 @@ static void snapshot_free(struct snapshot *s)
 	json_decref(s->groups);
 	json_decref(s->instances);
 	json_decref(s->available);
+	json_decref(s->accounts);
 }
 
 /* Each element of top[key] normalised with schema into out; false (msg) on the first that is not one. */
@@ -125,18 +147,16 @@ static bool snapshot_read(struct call *c, struct snapshot *s, char *msg, size_t 
 	bool ok;
 	size_t i;
 
-	*s = (struct snapshot){json_array(), json_array(), json_array(), json_array()};
+	*s = (struct snapshot){json_array(), json_array(), json_array(), json_array(), json_array()};
 	if (!top) {
 		snprintf(msg, msglen, "config_snapshot is not a JSON object");
 		return false;
 	}
 	ok = normalize_all(&d, top, "storage_config", storage_schema, s->storages, s->available, msg, msglen) &&
-	     normalize_all(&d, top, "instance_group", group_schema, s->groups, NULL, msg, msglen);
+	     normalize_all(&d, top, "instance_group", group_schema, s->groups, NULL, msg, msglen) &&
+	     normalize_all(&d, top, "accounts", account_schema, s->accounts, NULL, msg, msglen);
 	json_array_foreach(ok ? jd_arr(&d, top, "instance_info") : NULL, i, v)
 	    json_array_append_new(s->instances, register_body(v));
-	if (ok && json_array_size(jd_arr(&d, top, "accounts")))
-		log_warn("op=kvcm_load_config_snapshot accounts=%zu why=\"no accounts here: skipped\"",
-		         json_array_size(jd_arr(&d, top, "accounts")));
 	json_decref(top);
 	return ok;
 }
@@ -170,6 +190,15 @@ static int apply_group(struct kvcm *k, json_t *cfg, char *msg, size_t msglen)
 	return rc;
 }
 
+/* An account from its stored hash; one of that name already here is kept as it is. */
+static int apply_account(struct kvcm *k, json_t *a, char *msg, size_t msglen)
+{
+	int rc = account_add_hashed(k, jn_str(a, "user_name"), jn_str(a, "password_hash"),
+	                            jn_enum(a, "role", &enum_role), true, msg, msglen);
+
+	return rc == KC_DUPLICATE_ENTITY ? KC_OK : rc;
+}
+
 /* Applies the entries in order; the first refusal stops it. Returns a wire code; *done counts what was applied. */
 static int snapshot_apply(struct call *c, const struct snapshot *s, size_t *done, char *msg, size_t msglen)
 {
@@ -191,6 +220,16 @@ static int snapshot_apply(struct call *c, const struct snapshot *s, size_t *done
 			return rc;
 		++*done;
 	}
+	/* admins first: a user account is refused while no admin exists */
+	for (int admins = 1; admins >= 0; admins--)
+		json_array_foreach(s->accounts, i, v)
+		{
+			if ((jn_enum(v, "role", &enum_role) == ROLE_ADMIN) != admins)
+				continue;
+			if ((rc = apply_account(c->k, v, msg, msglen)) != KC_OK)
+				return rc;
+			++*done;
+		}
 	json_array_foreach(s->instances, i, v)
 	{
 		struct jd d = {0};

@@ -1,10 +1,17 @@
 #include "grpc_auth.h"
 
-/* HOOK: no credentials exist yet (the HTTP ports take none either), so every call may run. */
-bool grpc_auth_check(struct kvcm *k, bool admin, const char *authorization)
+#include <stddef.h>
+
+#include "http_auth.h"
+
+int grpc_auth_check(struct kvcm *k, bool admin, const char *authorization, const char *path, int *log_bucket)
 {
-	(void)k;
-	(void)admin;
-	(void)authorization;
-	return true;
+	switch (auth_check_value(k, authorization[0] ? authorization : NULL, admin, path, log_bucket)) {
+	case 200:
+		return 0;
+	case 403:
+		return GRPC_PERMISSION_DENIED;
+	default:
+		return GRPC_UNAUTHENTICATED;
+	}
 }

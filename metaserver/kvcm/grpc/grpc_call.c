@@ -26,7 +26,6 @@ enum {
 	GS_UNIMPLEMENTED = 12,
 	GS_INTERNAL = 13,
 	GS_INVALID_ARGUMENT = 3,
-	GS_UNAUTHENTICATED = 16,
 };
 
 #define NV(n, v)                                                                                                       \
@@ -187,6 +186,9 @@ static void on_reply(void *arg, int http_status, int code, char *json, size_t le
 	if (!st->answered) {
 		if (http_status == 400)
 			grpc_call_fail(st, GS_INVALID_ARGUMENT, "malformed request (HTTP would answer 400)");
+		else if (http_status == 413)
+			grpc_call_fail(st, GS_RESOURCE_EXHAUSTED,
+			               "request larger than kvcm.service.max_json_body_size");
 		else if (http_status != 200)
 			grpc_call_fail(st, GS_INTERNAL, "internal error");
 		else
@@ -271,13 +273,14 @@ static bool admit(struct h2_stream *st)
 {
 	struct grpc_server *s = st->conn->s;
 	const char *why;
+	int refused;
 
 	if (!headers_ok(st))
 		return false;
 	if (st->bad_header)
 		grpc_call_fail(st, GS_INTERNAL, "malformed request headers");
-	else if (!grpc_auth_check(s->k, s->admin, st->authorization))
-		grpc_call_fail(st, GS_UNAUTHENTICATED, "credentials refused");
+	else if ((refused = grpc_auth_check(s->k, s->admin, st->authorization, st->path, &s->log_bucket)))
+		grpc_call_fail(st, refused, refused == GRPC_UNAUTHENTICATED ? "credentials refused" : "forbidden");
 	else if (!resolve(st, &why))
 		grpc_call_fail(st, GS_UNIMPLEMENTED, why);
 	return !st->answered;
