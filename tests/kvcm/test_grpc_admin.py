@@ -111,6 +111,8 @@ class Admin(unittest.TestCase):
             reg = by[("mmc_kvcm_requests_total", (("api", "registerInstance"), ("code", "OK")))]
             self.assertEqual(reg, {"int_value": "1"})
             self.assertIn(("mmc_kvcm_instances", ()), by)
+            if t == "grpc":  # this call's own connection
+                self.assertGreaterEqual(int(by[("mmc_kvcm_grpc_connections", ())]["int_value"]), 1)
             with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % self.srv.admin_http_port) as f:
                 text = f.read().decode()
             page = set()

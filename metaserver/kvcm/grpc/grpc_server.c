@@ -37,6 +37,7 @@ static void conn_free(struct h2_conn *c)
 	bufferevent_free(c->bev);
 	list_del(&c->link);
 	c->s->nconns--;
+	c->s->k->grpc_connections--;
 	free(c);
 }
 
@@ -340,11 +341,13 @@ static void accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct socka
 	list_init(&c->streams);
 	list_add_tail(&s->conns, &c->link);
 	s->nconns++;
+	s->k->grpc_connections++;
 	c->bev = bufferevent_socket_new(s->k->base, fd, BEV_OPT_CLOSE_ON_FREE);
 	if (!c->bev) {
 		evutil_closesocket(fd);
 		list_del(&c->link);
 		s->nconns--;
+		s->k->grpc_connections--;
 		free(c);
 		return;
 	}
@@ -411,9 +414,4 @@ void grpc_server_stop(struct grpc_server *s)
 	if (s->lev)
 		evconnlistener_free(s->lev);
 	free(s);
-}
-
-uint32_t grpc_server_connections(const struct grpc_server *s)
-{
-	return s ? s->nconns : 0;
 }

@@ -29,6 +29,5 @@ struct grpc_service {
 int grpc_server_start(struct grpc_server **out, struct kvcm *k, const char *bind, uint16_t port,
                       const struct grpc_service *services, bool admin, uint16_t *bound, char *err, size_t errlen);
 void grpc_server_stop(struct grpc_server *s);
-uint32_t grpc_server_connections(const struct grpc_server *s);
 
 #endif

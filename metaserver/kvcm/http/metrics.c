@@ -193,6 +193,7 @@ void metrics_text(struct kvcm *k, struct evbuffer *b)
 	counter(b, "reclaimed_locations_total", "Locations evicted by reclaim.", reclaim_evicted(k), false);
 	counter(b, "http_connections", "Open HTTP connections (both ports).",
 	        http_server_connections(k->http) + http_server_connections(k->admin), true);
+	counter(b, "grpc_connections", "Open gRPC connections (both ports).", k->grpc_connections, true);
 	counter(b, "rejected_connections_total", "Requests refused over kvcm.service.max_connections.", m->rejected,
 	        false);
 	counter(b, "fast_read_requests_total",

@@ -56,6 +56,7 @@ struct kvcm {
 	uint64_t rng[2];
 	struct grpc_server *grpc, *admin_grpc; /* the gRPC listeners (grpc/); NULL when their port is off */
 	uint16_t rpc_port, admin_rpc_port;     /* the ports they bound (0: none) */
+	uint32_t grpc_connections;             /* open on both, for /metrics */
 };
 
 /* Seeds the id generator from /dev/urandom (the clock and pid when it cannot be read). */
