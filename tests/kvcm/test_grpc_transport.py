@@ -3,6 +3,7 @@
 never sends, raw HTTP/2 frames: grpc-timeout deadlines, a cancelled call, the largest message, a malformed HTTP/2
 frame and a malformed gRPC frame (the connection or stream is refused and the server goes on serving the others),
 and the methods mmc does not have (UNIMPLEMENTED over gRPC, 404 over HTTP)."""
+import random
 import sys
 import threading
 import time
@@ -141,6 +142,31 @@ class Transport(Base):
         with self.assertRaises(fx.grpc.RpcError) as e:
             fn(b"\x0a\xff\xff\xff", timeout=10)
         self.assertEqual(e.exception.code(), fx.grpc.StatusCode.INTERNAL)
+        self.ok_call()
+
+    def test_random_frames(self):
+        # a seeded stream of well-sized frames of any type, flags, stream id and payload, on many connections;
+        # some carry real gRPC requests in between: the server answers what it can, refuses the rest, stays up
+        rng = random.Random(19)
+        for n in range(40):
+            c = h2.Conn(self.srv.rpc_port)
+            out = b""
+            for i in range(rng.randint(1, 30)):
+                if rng.random() < 0.2:
+                    sid = 2 * rng.randint(0, 50) + 1
+                    out += h2.frame(h2.HEADERS, h2.END_HEADERS, sid, h2.header_block(PATH))
+                    out += h2.frame(h2.DATA, h2.END_STREAM, sid, h2.grpc_message(cluster_info_request()))
+                    continue
+                payload = bytes(rng.getrandbits(8) for _ in range(rng.randint(0, 64)))
+                out += h2.frame(rng.randint(0, 12), rng.getrandbits(8), rng.choice((0, 1, 3, 2 * rng.randint(0, 9) + 1,
+                                                                                   rng.getrandbits(31))), payload)
+            try:
+                c.send(out)
+                c.frames(lambda fs: False, timeout=0.05)
+            except OSError:
+                pass  # the server closed it early: fine
+            c.close()
+        self.assertTrue(self.srv.alive())
         self.ok_call()
 
     def test_reset_of_a_stream_never_opened(self):
