@@ -43,7 +43,6 @@ struct kvcm_conf {
 	bool grpc_enabled;
 	/* accepted for command-line compatibility with the reference server; no effect here */
 	uint32_t compat_u32[2];
-	char compat_str[1024];
 	/* security and resource limits (docs/operations.md, "Security") */
 	bool allow_insecure_bind;       /* a non-loopback bind without credentials */
 	char admin_user[256];           /* bootstrap ROLE_ADMIN account, with admin_password_file */
