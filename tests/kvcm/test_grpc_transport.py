@@ -243,6 +243,35 @@ class SmallLimit(Base):
         self.ok_call()
 
 
+class Budget(Base):
+    """kvcm.service.max_buffered_size bounds the request bytes all streams of a port hold."""
+    extra = ("kvcm.service.max_buffered_size=1MB",)
+
+    def test_buffered_bytes_are_bounded(self):
+        c = h2.Conn(self.srv.rpc_port)
+        chunk = h2.grpc_message(b"\x00" * 16000, length=4 << 20)[:16384]
+        for sid in (1, 3, 5):
+            c.send(h2.frame(h2.HEADERS, h2.END_HEADERS, sid, h2.header_block(PATH)))
+            for _ in range(25):  # 400 KB each, none finished
+                c.send(h2.frame(h2.DATA, 0, sid, chunk))
+        fs = c.frames(h2.stream_ended(5))
+        self.assertTrue(h2.has_status(fs, 5, 8), "RESOURCE_EXHAUSTED for the stream that crossed 1 MB")
+        self.assertFalse(h2.stream_ended(1)(fs))
+        c.close()
+        # the bytes of the closed connection are no longer counted: 900 KB fit again
+        self.ok_call()  # by now the server has seen the close (it answers in order on its one loop)
+        time.sleep(0.2)
+        c = h2.Conn(self.srv.rpc_port)
+        c.send(h2.frame(h2.HEADERS, h2.END_HEADERS, 1, h2.header_block(PATH)))
+        for _ in range(55):
+            c.send(h2.frame(h2.DATA, 0, 1, chunk))
+        c.send(h2.frame(h2.DATA, h2.END_STREAM, 1, b""))
+        fs = c.frames(h2.stream_ended(1))
+        self.assertTrue(h2.has_status(fs, 1, 13), "INTERNAL: the prefix promised 4 MiB")  # not 8
+        c.close()
+        self.ok_call()
+
+
 class Disabled(Base):
     extra = ("kvcm.service.enable_grpc=false",)
 

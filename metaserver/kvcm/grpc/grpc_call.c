@@ -72,13 +72,14 @@ void grpc_call_fail(struct h2_stream *st, int status, const char *message)
 	nghttp2_submit_response(st->conn->ng, st->id, hdrs, 4, NULL);
 }
 
-void grpc_call_too_large(struct h2_stream *st)
+void grpc_call_too_large(struct h2_stream *st, const char *why)
 {
-	char msg[128];
+	char msg[160];
 
-	snprintf(msg, sizeof(msg), "request message larger than %llu bytes (kvcm.service.grpc_max_message_size)",
-	         (unsigned long long)st->conn->s->k->conf.grpc_max_message_bytes);
-	evbuffer_drain(st->in, evbuffer_get_length(st->in));
+	snprintf(msg, sizeof(msg), "%s (%llu bytes)", why,
+	         (unsigned long long)(strstr(why, "message") ? st->srv->k->conf.grpc_max_message_bytes
+	                                                     : st->srv->k->conf.max_buffered_bytes));
+	h2_stream_drained(st);
 	grpc_call_fail(st, GS_RESOURCE_EXHAUSTED, msg);
 	st->rst_after = NGHTTP2_NO_ERROR + 1; /* the rest of the message is not wanted */
 }
@@ -307,7 +308,7 @@ void grpc_call_start(struct h2_stream *st)
 	jw_init(&body);
 	ok = pb_request_json(m, &body);
 	protobuf_c_message_free_unpacked(m, NULL);
-	evbuffer_drain(st->in, evbuffer_get_length(st->in));
+	h2_stream_drained(st);
 	if (!ok) {
 		jw_free(&body);
 		grpc_call_fail(st, GS_INTERNAL, "the request does not map to JSON");

@@ -18,8 +18,9 @@
 #include "log.h"
 #include "mmc/mmc.h"
 
-#define MAX_STREAMS  100
-#define WINDOW_BYTES (1u << 20)
+#define MAX_STREAMS           100
+#define WINDOW_BYTES          (1u << 20)
+#define MAX_HEADER_LIST_BYTES (64u << 10) /* as the HTTP ports' request headers */
 
 static void conn_free(struct h2_conn *c)
 {
@@ -41,8 +42,17 @@ static void conn_free(struct h2_conn *c)
 	free(c);
 }
 
+void h2_stream_drained(struct h2_stream *st)
+{
+	if (st->in)
+		evbuffer_drain(st->in, evbuffer_get_length(st->in));
+	st->srv->buffered -= st->counted;
+	st->counted = 0;
+}
+
 void h2_stream_free(struct h2_stream *st)
 {
+	h2_stream_drained(st);
 	if (st->in)
 		evbuffer_free(st->in);
 	if (st->deadline)
@@ -90,6 +100,7 @@ static int begin_headers_cb(nghttp2_session *ng, const nghttp2_frame *f, void *a
 		return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE; /* the stream is reset, the connection lives */
 	}
 	st->conn = c;
+	st->srv = c->s;
 	st->id = f->hd.stream_id;
 	list_add_tail(&c->streams, &st->link);
 	nghttp2_session_set_stream_user_data(ng, st->id, st);
@@ -164,8 +175,12 @@ static int data_cb(nghttp2_session *ng, uint8_t flags, int32_t id, const uint8_t
 		return 0;
 	if (evbuffer_add(st->in, data, len))
 		return NGHTTP2_ERR_CALLBACK_FAILURE;
+	st->counted += len;
+	c->s->buffered += len;
 	if (evbuffer_get_length(st->in) > c->s->k->conf.grpc_max_message_bytes + 5)
-		grpc_call_too_large(st);
+		grpc_call_too_large(st, "request message larger than kvcm.service.grpc_max_message_size");
+	else if (c->s->buffered > c->s->k->conf.max_buffered_bytes)
+		grpc_call_too_large(st, "the port holds more request bytes than kvcm.service.max_buffered_size");
 	return 0;
 }
 
@@ -295,7 +310,8 @@ static void event_cb(struct bufferevent *bev, short what, void *arg)
 static int session_new(struct h2_conn *c)
 {
 	nghttp2_settings_entry iv[] = {{NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, MAX_STREAMS},
-	                               {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, WINDOW_BYTES}};
+	                               {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, WINDOW_BYTES},
+	                               {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, MAX_HEADER_LIST_BYTES}};
 	nghttp2_session_callbacks *cb;
 	int rc;
 
@@ -313,7 +329,7 @@ static int session_new(struct h2_conn *c)
 	nghttp2_session_callbacks_del(cb);
 	if (rc)
 		return -1;
-	if (nghttp2_submit_settings(c->ng, NGHTTP2_FLAG_NONE, iv, 2) ||
+	if (nghttp2_submit_settings(c->ng, NGHTTP2_FLAG_NONE, iv, sizeof(iv) / sizeof(iv[0])) ||
 	    nghttp2_session_set_local_window_size(c->ng, NGHTTP2_FLAG_NONE, 0, 16 * WINDOW_BYTES))
 		return -1;
 	return 0;

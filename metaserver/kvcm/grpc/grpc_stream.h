@@ -27,6 +27,7 @@ struct grpc_server {
 	bool admin;
 	struct list conns; /* struct h2_conn.link */
 	uint32_t nconns;
+	uint64_t buffered; /* request bytes held by its streams, bounded by kvcm.service.max_buffered_size */
 	int log_bucket;
 };
 
@@ -43,6 +44,8 @@ struct h2_conn {
 
 struct h2_stream {
 	struct h2_conn *conn; /* NULL: detached, freed by its call's reply */
+	struct grpc_server *srv;
+	uint64_t counted; /* bytes of in counted in srv->buffered */
 	int32_t id;
 	struct list link;
 	char path[256];
@@ -70,8 +73,11 @@ struct h2_stream {
 void grpc_call_start(struct h2_stream *st);
 /* grpc_call.c: answers the stream with a status and no message (trailers only), once. */
 void grpc_call_fail(struct h2_stream *st, int status, const char *message);
-/* grpc_call.c: the request exceeds the largest message: answer RESOURCE_EXHAUSTED and stop reading it. */
-void grpc_call_too_large(struct h2_stream *st);
+/* grpc_call.c: the request exceeds a limit (the largest message, the buffered bytes): answer RESOURCE_EXHAUSTED
+ * with why and stop reading it. */
+void grpc_call_too_large(struct h2_stream *st, const char *why);
+/* grpc_server.c: the stream's request bytes are gone (read or dropped): no longer counted. */
+void h2_stream_drained(struct h2_stream *st);
 /* grpc_call.c: the deadline timer of a stream. */
 void grpc_call_deadline(int fd, short what, void *arg);
 /* grpc_server.c: sends what nghttp2 has queued, closes the connection when it is done. */
