@@ -45,6 +45,8 @@ def _stubs():
     else:
         out = tempfile.mkdtemp(prefix="kvcm-grpc-stubs-")
     os.makedirs(out, exist_ok=True)
+    import atexit
+    atexit.register(shutil.rmtree, out, True)  # one test's stubs: gone when it ends
     protos = [os.path.join(PROTO_DIR, p) for p in sorted(os.listdir(PROTO_DIR)) if p.endswith(".proto")]
     rc = protoc.main(["protoc", "-I" + PROTO_DIR, "--python_out=" + out, "--grpc_python_out=" + out] + protos)
     if rc != 0:
