@@ -75,6 +75,7 @@ class Server:
                   "kvcm.service.bind=127.0.0.1", "ock.mmc.meta.lmdb.sync=false",
                   "kvcm.service.enable_debug_service=true", "kvcm.default_storage.root_path=" + self.root) + extra:
             argv += ["--env", e]
+        self.channels = {}
         self.log_path = os.path.join(self.dir, "metaserver.log")
         self.log = open(self.log_path, "wb")
         self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=self.log, stdin=subprocess.DEVNULL)
@@ -85,7 +86,6 @@ class Server:
             raise RuntimeError("mmc-metaserver did not start: %r" % line)
         self.http_port, self.admin_http_port = int(ports["http"]), int(ports["admin"])
         self.rpc_port, self.admin_rpc_port = int(ports["meta_rpc_port"]), int(ports["admin_rpc_port"])
-        self.channels = {}
 
     def channel(self, port):
         if port not in self.channels:

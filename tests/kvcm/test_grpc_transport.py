@@ -272,6 +272,17 @@ class Budget(Base):
         self.ok_call()
 
 
+class Exposure(unittest.TestCase):
+    def test_public_rpc_bind_needs_credentials(self):
+        with self.assertRaises(RuntimeError):  # refused at start-up, as a public kvcm.service.bind is
+            fx.Server("kvcm.service.rpc_bind=0.0.0.0").stop()
+        srv = fx.Server("kvcm.service.rpc_bind=0.0.0.0", "kvcm.service.allow_insecure_bind=true")
+        try:
+            self.assertEqual(fx.grpc_call(srv, "meta", "getClusterInfo", {}).header.status.code, 1)
+        finally:
+            self.assertEqual(srv.stop(), [])
+
+
 class Disabled(Base):
     extra = ("kvcm.service.enable_grpc=false",)
 
