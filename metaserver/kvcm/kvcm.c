@@ -57,7 +57,7 @@ static bool is_loopback(const char *host)
 
 /*
  * Redis's protected mode: reachable from other hosts only with credentials, or when the operator says so. key is
- * the bind key, bind its value; tls whether that listener encrypts (the gRPC ones do not).
+ * the bind key, bind its value; tls whether that listener encrypts.
  */
 static int check_exposure(struct kvcm *k, const char *key, const char *bind, bool tls, char *err, size_t errlen)
 {
@@ -93,7 +93,8 @@ static int start_parts(struct kvcm *k, char *err, size_t errlen)
 		return -1;
 	if (startup_config_apply(k, err, errlen) || accounts_bootstrap(k, err, errlen) ||
 	    check_exposure(k, "kvcm.service.bind", k->conf.bind, k->conf.tls_cert[0], err, errlen) ||
-	    (k->conf.grpc_enabled && check_exposure(k, "kvcm.service.rpc_bind", k->conf.rpc_bind, false, err, errlen)))
+	    (k->conf.grpc_enabled &&
+	     check_exposure(k, "kvcm.service.rpc_bind", k->conf.rpc_bind, k->conf.tls_cert[0], err, errlen)))
 		return -1;
 	if (http_server_start(&k->http, k, k->conf.bind, (uint16_t)k->conf.http_port, meta_routes, false, &k->http_port,
 	                      err, errlen) ||

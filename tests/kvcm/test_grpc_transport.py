@@ -283,6 +283,30 @@ class Exposure(unittest.TestCase):
             self.assertEqual(srv.stop(), [])
 
 
+class Tls(unittest.TestCase):
+    """With kvcm.service.tls.* the gRPC ports speak TLS too (ALPN h2), with the HTTP ports' certificate."""
+
+    def test_grpc_over_tls(self):
+        import tempfile
+        import tls_certs
+        d = tempfile.mkdtemp(prefix="kvcm-grpc-tls-")
+        ca, cert, key = tls_certs.make(d)
+        srv = fx.Server("kvcm.service.tls.cert_file=" + cert, "kvcm.service.tls.key_file=" + key)
+        try:
+            creds = fx.grpc.ssl_channel_credentials(root_certificates=open(ca, "rb").read())
+            with fx.grpc.secure_channel("127.0.0.1:%d" % srv.rpc_port, creds) as ch:
+                req_cls, resp_cls = fx.message_classes("meta", "getClusterInfo")
+                fn = ch.unary_unary(PATH, request_serializer=req_cls.SerializeToString,
+                                    response_deserializer=resp_cls.FromString)
+                self.assertEqual(fn(req_cls(trace_id="tls"), timeout=10).header.status.code, 1)
+            with self.assertRaises(fx.grpc.RpcError) as e:  # plain HTTP/2 fails the handshake
+                fx.grpc_call(srv, "meta", "getClusterInfo", {}, timeout=5)
+            self.assertEqual(e.exception.code(), fx.grpc.StatusCode.UNAVAILABLE)
+        finally:
+            self.assertEqual(srv.stop(), [])
+            fx.shutil.rmtree(d, ignore_errors=True)
+
+
 class Disabled(Base):
     extra = ("kvcm.service.enable_grpc=false",)
 

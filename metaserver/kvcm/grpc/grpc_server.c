@@ -2,6 +2,7 @@
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
 #include <event2/event.h>
 #include <event2/listener.h>
 #include <event2/util.h>
@@ -14,6 +15,7 @@
 #include <sys/socket.h>
 
 #include "grpc_stream.h"
+#include "http_tls.h"
 #include "kvcm_state.h"
 #include "log.h"
 #include "mmc/mmc.h"
@@ -303,8 +305,9 @@ static void event_cb(struct bufferevent *bev, short what, void *arg)
 	struct h2_conn *c = arg;
 
 	(void)bev;
-	(void)what; /* EOF, an error or the idle timeout: the connection is over */
-	conn_free(c);
+	if (what == BEV_EVENT_CONNECTED) /* the TLS handshake is done */
+		return;
+	conn_free(c); /* EOF, an error (a failed handshake too) or the idle timeout: the connection is over */
 }
 
 static int session_new(struct h2_conn *c)
@@ -358,7 +361,9 @@ static void accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct socka
 	list_add_tail(&s->conns, &c->link);
 	s->nconns++;
 	s->k->grpc_connections++;
-	c->bev = bufferevent_socket_new(s->k->base, fd, BEV_OPT_CLOSE_ON_FREE);
+	c->bev = s->tls ? bufferevent_openssl_socket_new(s->k->base, fd, SSL_new(s->tls), BUFFEREVENT_SSL_ACCEPTING,
+	                                                 BEV_OPT_CLOSE_ON_FREE)
+	                : bufferevent_socket_new(s->k->base, fd, BEV_OPT_CLOSE_ON_FREE);
 	if (!c->bev) {
 		evutil_closesocket(fd);
 		list_del(&c->link);
@@ -401,6 +406,16 @@ static int listen_on(struct grpc_server *s, const char *bind, uint16_t port, uin
 	return 0;
 }
 
+/* gRPC over TLS is HTTP/2 chosen by ALPN ("h2"); a client offering only http/1.1 fails the handshake. */
+static int alpn_cb(SSL *ssl, const unsigned char **out, unsigned char *outlen, const unsigned char *in,
+                   unsigned int inlen, void *arg)
+{
+	(void)ssl;
+	(void)arg;
+	return nghttp2_select_next_protocol((unsigned char **)out, outlen, in, inlen) == 1 ? SSL_TLSEXT_ERR_OK
+	                                                                                   : SSL_TLSEXT_ERR_ALERT_FATAL;
+}
+
 int grpc_server_start(struct grpc_server **out, struct kvcm *k, const char *bind, uint16_t port,
                       const struct grpc_service *services, bool admin, uint16_t *bound, char *err, size_t errlen)
 {
@@ -412,6 +427,12 @@ int grpc_server_start(struct grpc_server **out, struct kvcm *k, const char *bind
 	s->services = services;
 	s->admin = admin;
 	list_init(&s->conns);
+	if (http_tls_ctx(&k->conf, &s->tls, err, errlen)) {
+		grpc_server_stop(s);
+		return MMC_ERROR;
+	}
+	if (s->tls)
+		SSL_CTX_set_alpn_select_cb(s->tls, alpn_cb, NULL);
 	if (listen_on(s, bind, port, bound)) {
 		snprintf(err, errlen, "cannot listen on %s:%u for %s gRPC", bind, port, admin ? "admin" : "KVCM");
 		grpc_server_stop(s);
@@ -429,5 +450,6 @@ void grpc_server_stop(struct grpc_server *s)
 		conn_free(list_entry(s->conns.next, struct h2_conn, link));
 	if (s->lev)
 		evconnlistener_free(s->lev);
+	SSL_CTX_free(s->tls);
 	free(s);
 }

@@ -7,6 +7,7 @@
 #define MMC_KVCM_GRPC_STREAM_H
 
 #include <nghttp2/nghttp2.h>
+#include <openssl/ssl.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -23,6 +24,7 @@ struct evconnlistener;
 struct grpc_server {
 	struct kvcm *k;
 	struct evconnlistener *lev;
+	SSL_CTX *tls; /* kvcm.service.tls.*: the HTTP ports' context, ALPN h2; NULL: plain HTTP/2 */
 	const struct grpc_service *services;
 	bool admin;
 	struct list conns; /* struct h2_conn.link */
