@@ -72,13 +72,11 @@ void grpc_call_fail(struct h2_stream *st, int status, const char *message)
 	nghttp2_submit_response(st->conn->ng, st->id, hdrs, 4, NULL);
 }
 
-void grpc_call_too_large(struct h2_stream *st, const char *why)
+void grpc_call_too_large(struct h2_stream *st, const char *why, uint64_t limit)
 {
 	char msg[160];
 
-	snprintf(msg, sizeof(msg), "%s (%llu bytes)", why,
-	         (unsigned long long)(strstr(why, "message") ? st->srv->k->conf.grpc_max_message_bytes
-	                                                     : st->srv->k->conf.max_buffered_bytes));
+	snprintf(msg, sizeof(msg), "%s (%llu bytes)", why, (unsigned long long)limit);
 	h2_stream_drained(st);
 	grpc_call_fail(st, GS_RESOURCE_EXHAUSTED, msg);
 	st->rst_after = NGHTTP2_NO_ERROR + 1; /* the rest of the message is not wanted */

@@ -180,9 +180,11 @@ static int data_cb(nghttp2_session *ng, uint8_t flags, int32_t id, const uint8_t
 	st->counted += len;
 	c->s->buffered += len;
 	if (evbuffer_get_length(st->in) > c->s->k->conf.grpc_max_message_bytes + 5)
-		grpc_call_too_large(st, "request message larger than kvcm.service.grpc_max_message_size");
+		grpc_call_too_large(st, "request message larger than kvcm.service.grpc_max_message_size",
+		                    c->s->k->conf.grpc_max_message_bytes);
 	else if (c->s->buffered > c->s->k->conf.max_buffered_bytes)
-		grpc_call_too_large(st, "the port holds more request bytes than kvcm.service.max_buffered_size");
+		grpc_call_too_large(st, "the port holds more request bytes than kvcm.service.max_buffered_size",
+		                    c->s->k->conf.max_buffered_bytes);
 	return 0;
 }
 

@@ -77,7 +77,7 @@ void grpc_call_start(struct h2_stream *st);
 void grpc_call_fail(struct h2_stream *st, int status, const char *message);
 /* grpc_call.c: the request exceeds a limit (the largest message, the buffered bytes): answer RESOURCE_EXHAUSTED
  * with why and stop reading it. */
-void grpc_call_too_large(struct h2_stream *st, const char *why);
+void grpc_call_too_large(struct h2_stream *st, const char *why, uint64_t limit);
 /* grpc_server.c: the stream's request bytes are gone (read or dropped): no longer counted. */
 void h2_stream_drained(struct h2_stream *st);
 /* grpc_call.c: the deadline timer of a stream. */
