@@ -74,20 +74,6 @@ int meta_conf_set(struct meta_conf *c, const char *key, const char *value, char 
 	return rc == 1 ? 0 : rc;
 }
 
-static int load_line(void *arg, const char *key, const char *value, int line)
-{
-	void **a = arg;
-
-	return meta_conf_set(a[0], key, value, a[1], *(size_t *)a[2]);
-}
-
-int meta_conf_load(struct meta_conf *c, const char *path, char *err, size_t errlen)
-{
-	void *arg[3] = {c, err, &errlen};
-
-	return conf_file_read(path, load_line, arg, err, errlen);
-}
-
 int meta_conf_set_reload(struct meta_conf *c, const char *key, const char *value, char *err, size_t errlen)
 {
 	/* the KV Cache Manager's settings live in one global that its running parts read: a reload must not write
@@ -97,18 +83,32 @@ int meta_conf_set_reload(struct meta_conf *c, const char *key, const char *value
 	return meta_conf_set(c, key, value, err, errlen);
 }
 
-static int reload_line(void *arg, const char *key, const char *value, int line)
-{
-	void **a = arg;
+struct load_arg {
+	struct meta_conf *c;
+	int (*set)(struct meta_conf *c, const char *key, const char *value, char *err, size_t errlen);
+	char *err;
+	size_t errlen;
+};
 
-	return meta_conf_set_reload(a[0], key, value, a[1], *(size_t *)a[2]);
+static int load_line(void *arg, const char *key, const char *value, int line)
+{
+	struct load_arg *a = arg;
+
+	return a->set(a->c, key, value, a->err, a->errlen);
+}
+
+int meta_conf_load(struct meta_conf *c, const char *path, char *err, size_t errlen)
+{
+	struct load_arg a = {c, meta_conf_set, err, errlen};
+
+	return conf_file_read(path, load_line, &a, err, errlen);
 }
 
 int meta_conf_load_reload(struct meta_conf *c, const char *path, char *err, size_t errlen)
 {
-	void *arg[3] = {c, err, &errlen};
+	struct load_arg a = {c, meta_conf_set_reload, err, errlen};
 
-	return conf_file_read(path, reload_line, arg, err, errlen);
+	return conf_file_read(path, load_line, &a, err, errlen);
 }
 
 int meta_conf_check(const struct meta_conf *c, char *err, size_t errlen)
