@@ -2,7 +2,6 @@
 after one `op=start exit_code=N` line, never by a signal, and with no sanitizer report. Runs the build's server,
 and the ASan build's too when build-asan/ exists beside it."""
 import os
-import socket
 import sys
 import tempfile
 
@@ -38,6 +37,8 @@ def cases(checks, binary, tag):
     failed(checks, f'{tag} bad value', binary, ['--env', 'ock.mmc.meta.world_size=0'], 2)
     failed(checks, f'{tag} high below low', binary, ['--env', 'ock.mmc.evict_threshold_high=70'], 2)
     failed(checks, f'{tag} missing config file', binary, ['--config', os.path.join(tmp, 'none.conf')], 2)
+    failed(checks, f'{tag} KVCM on every interface without credentials', binary,
+           ['--data-dir', os.path.join(tmp, 'd5')] + LOOPBACK_PORTS + ['--env', 'kvcm.service.bind=0.0.0.0'], 2)
     failed(checks, f'{tag} log file unopenable', binary,
            ['--data-dir', os.path.join(tmp, 'd4'), '--env', f'ock.mmc.log_path={afile}/log'] + LOOPBACK_PORTS, 6)
 
