@@ -1,6 +1,6 @@
 """A failed start of mmc-metaserver exits with its documented code (metaserver/exit_code.h, docs/operations.md)
 after one `op=start exit_code=N` line, never by a signal, and with no sanitizer report. Runs the build's server,
-and the ASan build's too when build-asan/ exists beside it."""
+and the ASan build's too when build-asan/ exists beside it and is not older."""
 import os
 import sys
 import tempfile
@@ -60,7 +60,10 @@ def main():
     root = os.path.realpath(os.path.join(os.path.dirname(BINARY), '..', '..'))
     asan = os.path.join(root, 'build-asan', 'metaserver', 'mmc-metaserver')
     if os.path.exists(asan) and os.path.realpath(asan) != os.path.realpath(BINARY):
-        binaries.append(('build-asan', asan))
+        if os.path.getmtime(asan) >= os.path.getmtime(BINARY):
+            binaries.append(('build-asan', asan))
+        else:  # an older build-asan may predate what this build fixes
+            print(f'# {asan} is older than {BINARY}: not run (rebuild it to include it)')
     for tag, binary in binaries:
         cases(checks, binary, tag)
         parents_created(checks, binary, tag)
