@@ -27,6 +27,7 @@
 #include "reload.h"
 #include "rpc.h"
 #include "services.h"
+#include "store_uri.h"
 #include "tier.h"
 
 #define SWEEP_MS 50
@@ -237,21 +238,41 @@ static unsigned test_commit_delay_ms(void)
 
 static enum exit_code open_store(struct meta *m)
 {
-	struct persist_opts po = {m->conf.data_dir, m->conf.lmdb_map_size, m->conf.lmdb_sync, test_commit_delay_ms()};
-	char err[512];
+	struct persist_opts po = {
+	    .dir = m->conf.data_dir,
+	    .map_size = m->conf.lmdb_map_size,
+	    .sync = m->conf.lmdb_sync,
+	    .test_commit_delay_ms = test_commit_delay_ms(),
+	    .uri = m->conf.store_uri,
+	    .key_prefix = m->conf.store_key_prefix,
+	    .timeout_ms = m->conf.redis_timeout_ms,
+	    .wait_replicas = m->conf.redis_wait_replicas,
+	    .wait_timeout_ms = m->conf.redis_wait_timeout_ms,
+	};
+	char err[512], password[256] = "", shown[1024];
+	bool lmdb = !m->conf.store_uri[0] || strcmp(m->conf.store_uri, "lmdb") == 0;
+	int rc;
 
-	if (data_dir_prepare(m->conf.data_dir, err, sizeof(err)))
+	if (lmdb && data_dir_prepare(m->conf.data_dir, err, sizeof(err)))
 		return start_failed(EXIT_DATA_DIR, "data_dir", err);
-	if (persist_open(&m->persist, m->base, &po, err, sizeof(err))) {
-		if (data_dir_busy(m->conf.data_dir))
+	if (m->conf.store_password_file[0] &&
+	    store_password_read(m->conf.store_password_file, password, sizeof(password), err, sizeof(err)))
+		return start_failed(EXIT_CONFIG, "config", err);
+	po.password = password[0] ? password : NULL;
+	rc = persist_open(&m->persist, m->base, &po, err, sizeof(err));
+	explicit_bzero(password, sizeof(password));
+	if (rc) {
+		if (lmdb && data_dir_busy(m->conf.data_dir))
 			return start_failed(EXIT_DATA_DIR_BUSY, "data_dir_in_use", err);
-		return start_failed(EXIT_DATA_DIR, "data_dir", err);
+		return start_failed(EXIT_DATA_DIR, lmdb ? "data_dir" : "store", err);
 	}
-	if (persist_dbi(m->persist, "objects", &m->db_objects) ||
-	    persist_dbi(m->persist, "services", &m->db_services) || persist_dbi(m->persist, "info", &m->db_info))
-		return start_failed(EXIT_DATA_DIR, "data_dir", "cannot open the LMDB databases");
+	store_uri_redact(m->conf.store_uri, shown, sizeof(shown));
+	log_info("op=start store=%s uri=\"%s\"", persist_backend_name(m->persist), shown);
+	if (persist_table(m->persist, "objects", &m->db_objects) ||
+	    persist_table(m->persist, "services", &m->db_services) || persist_table(m->persist, "info", &m->db_info))
+		return start_failed(EXIT_DATA_DIR, lmdb ? "data_dir" : "store", "cannot open the metadata tables");
 	if (services_load(m) || objects_load(m) || persist_flush(m->persist))
-		return start_failed(EXIT_DATA_DIR, "data_dir", "cannot load the persisted metadata");
+		return start_failed(EXIT_DATA_DIR, lmdb ? "data_dir" : "store", "cannot load the persisted metadata");
 	return EXIT_OK;
 }
 

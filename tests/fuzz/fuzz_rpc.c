@@ -49,7 +49,7 @@ static void setup(void)
 	meta_conf_defaults(&m.conf);
 	if (!mkdtemp(dir))
 		abort();
-	po = (struct persist_opts){dir, UINT64_C(1) << 30, false, 0};
+	po = (struct persist_opts){.dir = dir, .map_size = UINT64_C(1) << 30, .sync = false};
 	list_init(&m.conns);
 	m.ops = &rpc_ops;
 	m.sweep = sweep;
@@ -59,9 +59,9 @@ static void setup(void)
 	m.base = event_base_new();
 	if (objects_init(&m) || !m.base || event_base_priority_init(m.base, 3) ||
 	    persist_open(&m.persist, m.base, &po, err, sizeof(err)) ||
-	    persist_dbi(m.persist, "objects", &m.db_objects) || persist_dbi(m.persist, "services", &m.db_services) ||
-	    persist_dbi(m.persist, "info", &m.db_info) || services_load(&m) || objects_load(&m) ||
-	    conn_listen(&m, "127.0.0.1", 0, &port))
+	    persist_table(m.persist, "objects", &m.db_objects) ||
+	    persist_table(m.persist, "services", &m.db_services) || persist_table(m.persist, "info", &m.db_info) ||
+	    services_load(&m) || objects_load(&m) || conn_listen(&m, "127.0.0.1", 0, &port))
 		abort();
 }
 
