@@ -33,6 +33,9 @@ def cases(checks, binary, tag):
     failed(checks, f'{tag} data dir under a file', binary, ['--data-dir', afile + '/data'] + LOOPBACK_PORTS, 3)
     failed(checks, f'{tag} data dir is a file', binary, ['--data-dir', afile] + LOOPBACK_PORTS, 3)
     failed(checks, f'{tag} data dir under /proc', binary, ['--data-dir', '/proc/mmc-no/data'] + LOOPBACK_PORTS, 3)
+    failed(checks, f'{tag} Redis store unreachable', binary,
+           ['--data-dir', os.path.join(tmp, 'd6'), '--env', 'ock.mmc.meta.store_uri=redis://127.0.0.1:1'] +
+           LOOPBACK_PORTS, 3)
     failed(checks, f'{tag} unknown key', binary, ['--env', 'ock.mmc.no_such_key=1'], 2)
     failed(checks, f'{tag} bad value', binary, ['--env', 'ock.mmc.meta.world_size=0'], 2)
     failed(checks, f'{tag} high below low', binary, ['--env', 'ock.mmc.evict_threshold_high=70'], 2)
