@@ -38,7 +38,7 @@ static bool refused_for_its_content(const char *json, size_t len)
 	json_t *j = json_loadb(json, len, JSON_REJECT_DUPLICATES, &e);
 
 	json_decref(j);
-	return !j && (strstr(e.text, "UTF-8") || strstr(e.text, "duplicate"));
+	return !j && (strstr(e.text, "UTF-8") || strstr(e.text, "decode byte") || strstr(e.text, "duplicate"));
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
