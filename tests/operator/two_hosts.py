@@ -60,7 +60,9 @@ class Hosts:
 def conf(path, meta_url, hcom):
     with open(path, 'w') as f:
         f.write(f'ock.mmc.meta_service_url = {meta_url}\nock.mmc.local_service.protocol = host_tcp\n'
-                f'ock.mmc.local_service.hcom_url = {hcom}\nock.mmc.local_service.dram.size = 64MB\n')
+                f'ock.mmc.local_service.hcom_url = {hcom}\nock.mmc.local_service.dram.size = 64MB\n'
+                # two namespaces share one kernel and one /dev/shm: without this the host path would carry the block
+                'ock.mmc.client.host_path = false\n')
 
 
 def walkthrough(h, quickstart, tmp):
