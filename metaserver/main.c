@@ -14,6 +14,7 @@
 #include "alloc_queue.h"
 #include "clock.h"
 #include "conn.h"
+#include "fd_budget.h"
 #include "kvcm/kvcm.h"
 #include "log.h"
 #include "meta.h"
@@ -24,6 +25,7 @@
 #include "rpc.h"
 #include "services.h"
 #include "tier.h"
+#include "tls.h"
 
 #define SWEEP_MS 50
 
@@ -33,14 +35,17 @@ static void usage(FILE *f)
 	           "\n"
 	           "  -c, --config FILE      load `key = value` settings (default: $MMC_META_CONFIG_PATH, if set)\n"
 	           "  -e, --env KEY=VALUE    set one key, after the file (repeatable), e.g.\n"
-	           "                         --env ock.mmc.meta_service_url=tcp://0.0.0.0:5000\n"
+	           "                         --env ock.mmc.meta_service_url=tcp://[::1]:5000\n"
 	           "                         --env kvcm.service.http_port=6382\n"
 	           "  -d, --data-dir DIR     LMDB directory (ock.mmc.meta.data_dir, default ./mmc-data)\n"
 	           "  -C, --check-config     check every key and value, then exit (0: valid, 2: not); opens nothing\n"
 	           "  -h, --help             this text\n"
 	           "  -V, --version          print the version\n"
 	           "\n"
-	           "With no options it listens on tcp://127.0.0.1:5000 (libmmc), :6382 (KVCM) and :6492 (admin).\n"
+	           "With no options it listens on tcp://127.0.0.1:5000 (libmmc), and on ports 6382 (KVCM) and\n"
+	           "6492 (admin) of kvcm.service.bind. A non-loopback RPC address needs ock.mmc.meta.auth_token\n"
+	           "(or TLS with client certificates), or ock.mmc.meta.allow_insecure_bind=true\n"
+	           "(docs/operations.md, Security).\n"
 	           "SIGTERM or SIGINT drains and exits 0; SIGHUP reloads the log level from the config file.\n"
 	           "Every key is documented in docs/configuration.md.\n");
 }
@@ -117,7 +122,7 @@ static int parse_args(int argc, char **argv, struct meta_conf *conf)
 			return -1;
 		}
 	}
-	if (meta_conf_check(conf, err, sizeof(err))) {
+	if (meta_conf_resolve_secrets(conf, err, sizeof(err)) || meta_conf_check(conf, err, sizeof(err))) {
 		fprintf(stderr, "mmc-metaserver: %s\n", err);
 		return -1;
 	}
@@ -217,20 +222,26 @@ static int open_store(struct meta *m)
 
 static int start(struct meta *m)
 {
-	char host[256], kvcm_ready[256], err[512];
-	uint16_t port, bound;
+	char host[256], rpc_url[300], kvcm_ready[256], err[512];
+	uint16_t port;
 
 	meta_conf_parse_url(m->conf.meta_service_url, host, sizeof(host), &port);
-	if (conn_listen(m, host, port, &bound))
+	fd_budget_apply(&m->conf);
+	if (rpc_tls_open(m, err, sizeof(err))) {
+		log_error("op=start component=tls err=\"%s\"", err);
+		return -1;
+	}
+	if (conn_listen(m, host, port, rpc_url, sizeof(rpc_url)))
 		return -1;
 	if (kvcm_start(&m->kvcm, m->base, m->persist, m, kvcm_ready, sizeof(kvcm_ready), err, sizeof(err))) {
 		log_error("op=start component=kvcm err=\"%s\"", err);
 		return -1;
 	}
-	log_info("op=start version=%s rpc=tcp://%s:%u data_dir=\"%s\" %s", MMC_VERSION_STRING, host, bound,
-	         m->conf.data_dir, kvcm_ready);
-	/* one machine-readable line on stdout: scripts and tests wait for it (and learn ports chosen with :0) */
-	printf("mmc-metaserver ready rpc=tcp://%s:%u %s\n", host, bound, kvcm_ready);
+	log_info("op=start version=%s rpc=%s tls=%s auth=%s data_dir=\"%s\" %s", MMC_VERSION_STRING, rpc_url,
+	         m->tls ? "on" : "off", m->conf.auth_token[0] ? "token" : "none", m->conf.data_dir, kvcm_ready);
+	/* one machine-readable line on stdout: scripts and tests wait for it (and learn the address bound, and the
+	 * ports chosen with :0) */
+	printf("mmc-metaserver ready rpc=%s %s\n", rpc_url, kvcm_ready);
 	fflush(stdout);
 	return 0;
 }
@@ -253,6 +264,7 @@ static void shutdown_all(struct meta *m)
 	services_fini(m);
 	persist_close(m->persist);
 	arena_fini(&m->arena);
+	rpc_tls_close(m);
 }
 
 int main(int argc, char **argv)

@@ -8,6 +8,9 @@
 #include "kvcm/kvcm.h"
 #include "log_level.h"
 #include "mmc/mmc.h"
+#include "secret_file.h"
+#include "tcp_url.h"
+#include "wire_limits.h"
 
 #define F(field) offsetof(struct meta_conf, field), sizeof(((struct meta_conf *)0)->field)
 
@@ -27,6 +30,17 @@ static const struct conf_key keys[] = {
     {"ock.mmc.meta.lmdb.map_size", CONF_SIZE, F(lmdb_map_size), 1u << 20, UINT64_C(1) << 44, NULL},
     {"ock.mmc.meta.lmdb.sync", CONF_BOOL, F(lmdb_sync), 0, 0, NULL},
     {"ock.mmc.rewarm.dram_watermark", CONF_U32, F(rewarm_watermark), 0, 100, NULL},
+    {"ock.mmc.meta.auth_token", CONF_STR, F(auth_token), 0, 0, NULL},
+    {"ock.mmc.meta.auth_token_file", CONF_STR, F(auth_token_file), 0, 0, NULL},
+    {"ock.mmc.meta.allow_insecure_bind", CONF_BOOL, F(allow_insecure_bind), 0, 0, NULL},
+    {"ock.mmc.meta.hello_timeout_ms", CONF_U32, F(hello_timeout_ms), 100, 600000, NULL},
+    {"ock.mmc.meta.max_buffered_input", CONF_SIZE, F(max_buffered_input), MMC_FRAME_MAX + 4, UINT64_C(1) << 40, NULL},
+    {"ock.mmc.tls.enable", CONF_BOOL, F(tls.enable), 0, 0, NULL},
+    {"ock.mmc.tls.ca.path", CONF_STR, F(tls.ca), 0, 0, NULL},
+    {"ock.mmc.tls.ca.crl.path", CONF_STR, F(tls.crl), 0, 0, NULL},
+    {"ock.mmc.tls.cert.path", CONF_STR, F(tls.cert), 0, 0, NULL},
+    {"ock.mmc.tls.key.path", CONF_STR, F(tls.key), 0, 0, NULL},
+    {"ock.mmc.tls.key.pass.path", CONF_STR, F(tls.key_pass), 0, 0, NULL},
     {NULL, 0, 0, 0, 0, 0, NULL},
 };
 
@@ -53,6 +67,8 @@ void meta_conf_defaults(struct meta_conf *c)
 	c->lmdb_map_size = UINT64_C(64) << 30;
 	c->lmdb_sync = true;
 	c->rewarm_watermark = 95;
+	c->hello_timeout_ms = 10000;
+	c->max_buffered_input = UINT64_C(256) << 20;
 }
 
 int meta_conf_set(struct meta_conf *c, const char *key, const char *value, char *err, size_t errlen)
@@ -101,6 +117,10 @@ int meta_conf_check(const struct meta_conf *c, char *err, size_t errlen)
 		         c->meta_service_url);
 		return MMC_INVALID_PARAM;
 	}
+	if (c->tls.enable && (!c->tls.cert[0] || !c->tls.key[0])) {
+		snprintf(err, errlen, "ock.mmc.tls.enable needs ock.mmc.tls.cert.path and ock.mmc.tls.key.path");
+		return MMC_INVALID_PARAM;
+	}
 	if (!c->data_dir[0]) {
 		snprintf(err, errlen, "ock.mmc.meta.data_dir must not be empty");
 		return MMC_INVALID_PARAM;
@@ -108,27 +128,13 @@ int meta_conf_check(const struct meta_conf *c, char *err, size_t errlen)
 	return 0;
 }
 
+int meta_conf_resolve_secrets(struct meta_conf *c, char *err, size_t errlen)
+{
+	return secret_resolve("ock.mmc.meta.auth_token", "ock.mmc.meta.auth_token_file", c->auth_token_file,
+	                      c->auth_token, sizeof(c->auth_token), err, errlen);
+}
+
 int meta_conf_parse_url(const char *url, char *host, size_t hostlen, uint16_t *port)
 {
-	const char *h, *colon;
-	char *end;
-	unsigned long p;
-	size_t n;
-
-	if (strncmp(url, "tcp://", 6) != 0)
-		return -1;
-	h = url + 6;
-	colon = strrchr(h, ':');
-	if (!colon || colon == h)
-		return -1;
-	n = (size_t)(colon - h);
-	if (n >= hostlen)
-		return -1;
-	p = strtoul(colon + 1, &end, 10);
-	if (*end || colon[1] == '\0' || p > 65535)
-		return -1;
-	memcpy(host, h, n);
-	host[n] = '\0';
-	*port = (uint16_t)p;
-	return 0;
+	return tcp_url_parse(url, host, hostlen, port);
 }

@@ -6,6 +6,7 @@
 #include <event2/event.h>
 #include <errno.h>
 #include <event2/listener.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdio.h>
@@ -22,8 +23,49 @@
 #include "rpc.h"
 #include "services.h"
 #include "tier.h"
+#include "tls.h"
 
-static int ratelimit_bucket;
+static int ratelimit_bucket, unadmitted_bucket;
+
+#define ACCEPT_PAUSE_MS 100
+
+/* Gives back c's share of the input budget. */
+static void input_release(struct conn *c)
+{
+	c->m->input_reserved -= c->input_reserved;
+	c->input_reserved = 0;
+}
+
+/*
+ * Reserves bytes (a whole frame, announced by its length) of the input budget for c before buffering it, so that
+ * all connections together never hold more partial input than ock.mmc.meta.max_buffered_input.
+ */
+static bool input_reserve(struct conn *c, uint64_t bytes)
+{
+	static int bucket;
+	struct meta *m = c->m;
+	uint64_t others = m->input_reserved - c->input_reserved;
+
+	if (others + bytes > m->conf.max_buffered_input) {
+		log_ratelimited(&bucket, LOG_WARN,
+		                "op=read session=%llu peer=%s err=input_budget_exceeded frame_bytes=%llu buffered=%llu "
+		                "budget=%llu key=ock.mmc.meta.max_buffered_input",
+		                (unsigned long long)c->session.id, c->peer, (unsigned long long)bytes,
+		                (unsigned long long)others, (unsigned long long)m->conf.max_buffered_input);
+		return false;
+	}
+	m->input_reserved = others + bytes;
+	c->input_reserved = bytes;
+	return true;
+}
+
+void conn_admitted(struct conn *c)
+{
+	if (c->hello_link.next) {
+		list_del(&c->hello_link);
+		c->hello_link.next = c->hello_link.prev = NULL;
+	}
+}
 
 static uint32_t get_le32(const unsigned char *p)
 {
@@ -174,8 +216,15 @@ void conn_close(struct conn *c, const char *why)
 
 	if (c->closed)
 		return;
-	log_info("op=disconnect session=%llu peer=%s host=\"%s\" pid=%u reason=%s", (unsigned long long)c->session.id,
-	         c->peer, c->session.host, c->session.pid, why);
+	if (c->phase == CONN_READY)
+		log_info("op=disconnect session=%llu peer=%s host=\"%s\" pid=%u reason=%s",
+		         (unsigned long long)c->session.id, c->peer, c->session.host, c->session.pid, why);
+	else /* peers that never got in cannot fill the log */
+		log_ratelimited(&unadmitted_bucket, LOG_INFO,
+		                "op=disconnect session=%llu peer=%s reason=%s admitted=false",
+		                (unsigned long long)c->session.id, c->peer, why);
+	conn_admitted(c);
+	input_release(c);
 	alloc_queue_session_closed(m, &c->session);
 	tier_session_closed(m, &c->session);
 	/* at shutdown the services stay: they rejoin the restarted server with their objects */
@@ -214,9 +263,10 @@ static void read_cb(struct bufferevent *bev, void *arg)
 	struct conn *c = arg;
 	struct evbuffer *in = bufferevent_get_input(bev);
 	unsigned char hdr[4];
+	int rc;
 
 	c->last_seen_ms = clock_ms();
-	while (!c->closed && evbuffer_get_length(in) >= 4) {
+	while (!c->closed && !c->closing && evbuffer_get_length(in) >= 4) {
 		uint32_t len;
 		unsigned char *p;
 
@@ -227,6 +277,10 @@ static void read_cb(struct bufferevent *bev, void *arg)
 			return;
 		}
 		if (evbuffer_get_length(in) < 4 + (size_t)len) {
+			if (!input_reserve(c, 4 + (uint64_t)len)) {
+				conn_close(c, "input_budget_exceeded");
+				return;
+			}
 			/* wake only when the whole frame is here */
 			bufferevent_setwatermark(bev, EV_READ, 4 + (size_t)len, 0);
 			return;
@@ -237,13 +291,38 @@ static void read_cb(struct bufferevent *bev, void *arg)
 			conn_close(c, "out_of_memory");
 			return;
 		}
-		if (handle_frame(c, p + 4, len) < 0) {
-			conn_close(c, "protocol_error");
+		rc = handle_frame(c, p + 4, len);
+		if (rc < 0) {
+			conn_close(c, rc == MMC_NOT_AUTHORIZED ? "not_authenticated" : "protocol_error");
 			return;
 		}
 		if (!c->closed)
 			evbuffer_drain(in, 4 + (size_t)len);
 	}
+	/* the frame it waited for is here: its reservation goes (a partial next one reserved again above) */
+	if (!c->closed && evbuffer_get_length(in) < 4)
+		input_release(c);
+}
+
+static void event_cb(struct bufferevent *bev, short what, void *arg);
+
+static void flushed_cb(struct bufferevent *bev, void *arg)
+{
+	struct conn *c = arg;
+
+	if (evbuffer_get_length(bufferevent_get_output(bev)) == 0)
+		conn_close(c, c->closing);
+}
+
+void conn_close_flushed(struct conn *c, const char *why)
+{
+	if (c->closed || c->closing)
+		return;
+	c->closing = why;
+	bufferevent_disable(c->bev, EV_READ);
+	bufferevent_setcb(c->bev, NULL, flushed_cb, event_cb, c);
+	/* called from a handler, so the close itself must wait for the loop: deferred, as if a write had completed */
+	bufferevent_trigger(c->bev, EV_WRITE, BEV_TRIG_IGNORE_WATERMARKS | BEV_TRIG_DEFER_CALLBACKS);
 }
 
 static void event_cb(struct bufferevent *bev, short what, void *arg)
@@ -252,65 +331,181 @@ static void event_cb(struct bufferevent *bev, short what, void *arg)
 		conn_close(arg, (what & BEV_EVENT_EOF) ? "eof" : "socket_error");
 }
 
+/* At the limit, a new connection takes the place of the oldest one that has not finished its hello: half-open
+ * connections cannot lock real clients out. */
+static bool make_room(struct meta *m)
+{
+	if (m->nconns < m->conf.max_connections)
+		return true;
+	if (list_empty(&m->hello_waits))
+		return false;
+	conn_close(list_entry(m->hello_waits.next, struct conn, hello_link), "displaced_before_hello");
+	return m->nconns < m->conf.max_connections;
+}
+
+static void peer_name(const struct sockaddr *sa, char *out, size_t len)
+{
+	char ip[INET6_ADDRSTRLEN] = "?";
+
+	if (sa->sa_family == AF_INET) {
+		const struct sockaddr_in *in = (const struct sockaddr_in *)sa;
+
+		inet_ntop(AF_INET, &in->sin_addr, ip, sizeof(ip));
+		snprintf(out, len, "%s:%u", ip, ntohs(in->sin_port));
+	} else if (sa->sa_family == AF_INET6) {
+		const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)sa;
+
+		inet_ntop(AF_INET6, &in6->sin6_addr, ip, sizeof(ip));
+		snprintf(out, len, "[%s]:%u", ip, ntohs(in6->sin6_port));
+	}
+}
+
 static void accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa, int salen, void *arg)
 {
 	struct meta *m = arg;
 	struct conn *c;
 	int one = 1;
 
-	if (m->draining || m->nconns >= m->conf.max_connections) {
+	if (m->draining || !make_room(m)) {
 		log_ratelimited(&ratelimit_bucket, LOG_WARN, "op=accept err=%s",
-		                m->draining ? "draining" : "too_many_connections");
+		                m->draining ? "draining" : "too_many_connections key=ock.mmc.meta.max_connections");
 		evutil_closesocket(fd);
 		return;
 	}
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	c = calloc(1, sizeof(*c));
-	if (!c || !(c->held[0] = evbuffer_new()) || !(c->held[1] = evbuffer_new()) ||
-	    !(c->bev = bufferevent_socket_new(m->base, fd, BEV_OPT_CLOSE_ON_FREE))) {
+	if (!c || !(c->held[0] = evbuffer_new()) || !(c->held[1] = evbuffer_new())) {
 		if (c)
 			free_conn(c);
 		evutil_closesocket(fd);
 		return;
 	}
-	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	if (!(c->bev = rpc_tls_bufferevent(m, fd))) { /* it closed fd */
+		free_conn(c);
+		return;
+	}
 	c->m = m;
 	c->session.id = ++m->next_session;
 	c->session.conn = c;
-	c->last_seen_ms = clock_ms();
-	if (sa->sa_family == AF_INET) {
-		struct sockaddr_in *in = (struct sockaddr_in *)sa;
-		char ip[INET_ADDRSTRLEN];
-
-		inet_ntop(AF_INET, &in->sin_addr, ip, sizeof(ip));
-		snprintf(c->peer, sizeof(c->peer), "%s:%u", ip, ntohs(in->sin_port));
-	}
+	c->last_seen_ms = c->accepted_ms = clock_ms();
+	peer_name(sa, c->peer, sizeof(c->peer));
 	list_add_tail(&m->conns, &c->link);
+	list_add_tail(&m->hello_waits, &c->hello_link);
 	m->nconns++;
 	bufferevent_setcb(c->bev, read_cb, NULL, event_cb, c);
 	bufferevent_enable(c->bev, EV_READ | EV_WRITE);
 }
 
-int conn_listen(struct meta *m, const char *host, uint16_t port, uint16_t *bound)
+static void accept_resume_cb(evutil_socket_t fd, short what, void *arg)
 {
-	struct sockaddr_in sin;
-	socklen_t len = sizeof(sin);
+	struct meta *m = arg;
 
-	memset(&sin, 0, sizeof(sin));
-	sin.sin_family = AF_INET;
-	sin.sin_port = htons(port);
-	if (inet_pton(AF_INET, host, &sin.sin_addr) != 1) {
-		log_error("op=listen host=\"%s\" err=not_an_ipv4_address", host);
+	if (m->listener && !m->draining)
+		evconnlistener_enable(m->listener);
+}
+
+/*
+ * accept() failed. Out of descriptors (EMFILE, ENFILE) or kernel memory, the listening socket stays readable and
+ * libevent would call accept() again at once, forever: pause accepting for a moment, free a descriptor held by a
+ * connection that never said hello, and log at most once a second.
+ */
+static void accept_error_cb(struct evconnlistener *l, void *arg)
+{
+	struct meta *m = arg;
+	int err = EVUTIL_SOCKET_ERROR();
+	uint64_t now = clock_ms();
+	struct timeval pause = {0, ACCEPT_PAUSE_MS * 1000};
+	bool exhausted = err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM;
+
+	if (now - m->accept_error_logged_ms >= 1000) {
+		m->accept_error_logged_ms = now;
+		log_warn("op=accept err=\"%s\" action=%s connections=%u", strerror(err),
+		         exhausted ? "pause_accepting" : "none", m->nconns);
+	}
+	if (!exhausted)
+		return;
+	if (!list_empty(&m->hello_waits))
+		conn_close(list_entry(m->hello_waits.next, struct conn, hello_link), "displaced_before_hello");
+	evconnlistener_disable(l);
+	event_add(m->accept_resume_ev, &pause);
+}
+
+static bool is_loopback(const struct sockaddr *sa)
+{
+	if (sa->sa_family == AF_INET)
+		return (ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr) >> 24) == 127;
+	if (sa->sa_family == AF_INET6) {
+		const struct in6_addr *a = &((const struct sockaddr_in6 *)sa)->sin6_addr;
+
+		return IN6_IS_ADDR_LOOPBACK(a) || (IN6_IS_ADDR_V4MAPPED(a) && a->s6_addr[12] == 127);
+	}
+	return false;
+}
+
+/* Redis's protected mode: a port others can reach needs credentials, or the operator's explicit word. */
+static int check_exposure(const struct meta *m, const struct sockaddr *sa, const char *addr)
+{
+	if (is_loopback(sa) || m->conf.auth_token[0] || rpc_tls_verifies_clients(m))
+		return 0;
+	if (m->conf.allow_insecure_bind) {
+		log_warn("op=listen addr=%s warning=\"no credentials: anyone who reaches this port may read, write and "
+		         "remove every key (ock.mmc.meta.allow_insecure_bind=true)\"",
+		         addr);
+		return 0;
+	}
+	log_error("op=listen addr=%s err=\"refusing a non-loopback address without credentials: set "
+	          "ock.mmc.meta.auth_token (or ock.mmc.meta.auth_token_file), or ock.mmc.tls.enable with "
+	          "ock.mmc.tls.ca.path, or ock.mmc.meta.allow_insecure_bind=true\"",
+	          addr);
+	return MMC_INVALID_PARAM;
+}
+
+/* Binds the first address of host that works. */
+static int bind_first(struct meta *m, const struct addrinfo *ai, const char *host, uint16_t port)
+{
+	char addr[INET6_ADDRSTRLEN + 16];
+
+	for (const struct addrinfo *a = ai; a; a = a->ai_next) {
+		peer_name(a->ai_addr, addr, sizeof(addr));
+		if (check_exposure(m, a->ai_addr, addr))
+			return MMC_INVALID_PARAM;
+		m->listener = evconnlistener_new_bind(m->base, accept_cb, m,
+		                                      LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_EXEC,
+		                                      512, a->ai_addr, (int)a->ai_addrlen);
+		if (m->listener)
+			return 0;
+		log_warn("op=listen addr=%s err=\"%s\"", addr, strerror(errno));
+	}
+	log_error("op=listen host=\"%s\" port=%u err=no_address_could_be_bound", host, port);
+	return MMC_ERROR;
+}
+
+int conn_listen(struct meta *m, const char *host, uint16_t port, char *bound, size_t boundlen)
+{
+	struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE}, *ai;
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+	char portstr[8], addr[INET6_ADDRSTRLEN + 16];
+	int rc;
+
+	list_init(&m->hello_waits);
+	snprintf(portstr, sizeof(portstr), "%u", port);
+	rc = getaddrinfo(host, portstr, &hints, &ai);
+	if (rc) {
+		log_error("op=listen host=\"%s\" err=\"%s\"", host, gai_strerror(rc));
 		return MMC_INVALID_PARAM;
 	}
-	m->listener = evconnlistener_new_bind(m->base, accept_cb, m,
-	                                      LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_EXEC, 512,
-	                                      (struct sockaddr *)&sin, sizeof(sin));
-	if (!m->listener) {
-		log_error("op=listen addr=%s:%u err=\"%s\"", host, port, strerror(errno));
-		return MMC_ERROR;
-	}
-	getsockname(evconnlistener_get_fd(m->listener), (struct sockaddr *)&sin, &len);
-	*bound = ntohs(sin.sin_port);
+	rc = bind_first(m, ai, host, port);
+	freeaddrinfo(ai);
+	if (rc)
+		return rc;
+	m->accept_resume_ev = evtimer_new(m->base, accept_resume_cb, m);
+	if (!m->accept_resume_ev)
+		return MMC_MALLOC_FAILED;
+	evconnlistener_set_error_cb(m->listener, accept_error_cb);
+	getsockname(evconnlistener_get_fd(m->listener), (struct sockaddr *)&ss, &len);
+	peer_name((struct sockaddr *)&ss, addr, sizeof(addr));
+	snprintf(bound, boundlen, "tcp://%s", addr);
 	return 0;
 }
 
@@ -320,11 +515,24 @@ void conn_stop_listening(struct meta *m)
 		evconnlistener_free(m->listener);
 		m->listener = NULL;
 	}
+	if (m->accept_resume_ev) {
+		event_free(m->accept_resume_ev);
+		m->accept_resume_ev = NULL;
+	}
 }
 
 void conns_sweep(struct meta *m, uint64_t now_ms)
 {
 	struct list *it, *next;
+
+	/* oldest first: the first one still in time ends the scan (no list before conn_listen) */
+	while (m->hello_waits.next && !list_empty(&m->hello_waits)) {
+		struct conn *c = list_entry(m->hello_waits.next, struct conn, hello_link);
+
+		if (now_ms - c->accepted_ms <= m->conf.hello_timeout_ms)
+			break;
+		conn_close(c, "hello_timeout");
+	}
 
 	for (it = m->conns.next; it != &m->conns; it = next) {
 		struct conn *c = list_entry(it, struct conn, link);

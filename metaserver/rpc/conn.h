@@ -11,9 +11,17 @@
 
 #include "meta.h"
 #include "mmc.pb-c.h"
+#include "wire_limits.h"
 
 struct bufferevent;
 struct evbuffer;
+
+/* How far a connection is through its hello (rpc/auth.c). */
+enum conn_phase {
+	CONN_NEW,        /* no Hello yet */
+	CONN_CHALLENGED, /* AuthChallenge sent: only an AuthProof may follow */
+	CONN_READY,      /* admitted */
+};
 
 struct conn {
 	struct list link; /* meta.conns */
@@ -29,10 +37,22 @@ struct conn {
 	uint64_t last_seen_ms;
 	bool closed; /* freed when the last commit callback runs */
 	char peer[64];
+	/* the guards of the RPC port */
+	enum conn_phase phase;
+	struct list hello_link;  /* meta.hello_waits until the phase is CONN_READY */
+	uint64_t accepted_ms;    /* for ock.mmc.meta.hello_timeout_ms */
+	uint64_t input_reserved; /* this connection's share of meta.input_reserved (ock.mmc.meta.max_buffered_input) */
+	const char *closing;     /* a refusal is being flushed; then the connection closes for this reason */
+	uint8_t client_nonce[MMC_WIRE_NONCE], server_nonce[MMC_WIRE_NONCE];
 };
 
-/* Listens on host:port (port 0: any); *bound gets the real port. */
-int conn_listen(struct meta *m, const char *host, uint16_t port, uint16_t *bound);
+/*
+ * Listens on host:port (a name, an IPv4 or an IPv6 literal, resolved by getaddrinfo; port 0: any) and writes the
+ * address bound, as tcp://ADDR:PORT, to bound. Refuses (MMC_INVALID_PARAM, logged with the key to set) a
+ * non-loopback address without credentials (ock.mmc.meta.auth_token, or TLS that verifies client certificates)
+ * unless ock.mmc.meta.allow_insecure_bind is set.
+ */
+int conn_listen(struct meta *m, const char *host, uint16_t port, char *bound, size_t boundlen);
 void conn_stop_listening(struct meta *m);
 
 /*
@@ -44,8 +64,12 @@ void conn_send(struct conn *c, const Mmc__Frame *f, bool durable);
 
 /* Drops the connection; its local service (if any) is unmounted and its pending writes dropped. */
 void conn_close(struct conn *c, const char *why);
+/* Reads nothing more from c and closes it (for why) once what is queued to it has been sent: a refusal's reply. */
+void conn_close_flushed(struct conn *c, const char *why);
+/* c finished its hello: it no longer counts against ock.mmc.meta.hello_timeout_ms. */
+void conn_admitted(struct conn *c);
 
-/* Closes connections silent for longer than the heartbeat timeout. */
+/* Closes connections silent for longer than the heartbeat timeout, or not through their hello in time. */
 void conns_sweep(struct meta *m, uint64_t now_ms);
 /* Closes every connection (shutdown). */
 void conns_close_all(struct meta *m);

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "auth.h"
 #include "conn.h"
 #include "log.h"
 #include "mmc/mmc.h"
@@ -33,27 +34,6 @@ void rpc_reply_code(struct conn *c, uint64_t id, int result)
 void rpc_reply_durable(struct conn *c, uint64_t id, int result)
 {
 	reply_code(c, id, result, true);
-}
-
-static void on_hello(struct conn *c, const Mmc__Frame *f)
-{
-	Mmc__Frame out = MMC__FRAME__INIT;
-	Mmc__HelloReply r = MMC__HELLO_REPLY__INIT;
-	const Mmc__Hello *h = f->hello;
-
-	r.result = h->version == MMC_WIRE_VERSION ? 0 : MMC_INVALID_PARAM;
-	if (h->host)
-		snprintf(c->session.host, sizeof(c->session.host), "%s", h->host);
-	c->session.pid = h->pid;
-	r.session = c->session.id;
-	r.lease_ttl_ms = c->m->conf.lease_ttl_ms;
-	r.heartbeat_timeout_ms = c->m->conf.heartbeat_timeout_ms;
-	r.server_run = c->m->run_id;
-	out.id = f->id;
-	out.body_case = MMC__FRAME__BODY_HELLO_REPLY;
-	out.hello_reply = &r;
-	if (f->id)
-		conn_send(c, &out, false);
 }
 
 static void send_service_info(struct conn *c, uint64_t id, int result, const struct service *svc, bool durable)
@@ -210,9 +190,14 @@ int rpc_dispatch(struct conn *c, const Mmc__Frame *f)
 	const Mmc__KeyBatch *kb;
 
 	c->m->stats.requests[(unsigned)f->body_case % 64]++;
+	if (!auth_admits(c, f))
+		return MMC_NOT_AUTHORIZED;
 	switch (f->body_case) {
 	case MMC__FRAME__BODY_HELLO:
-		on_hello(c, f);
+		auth_on_hello(c, f);
+		return 0;
+	case MMC__FRAME__BODY_AUTH_PROOF:
+		auth_on_proof(c, f);
 		return 0;
 	case MMC__FRAME__BODY_REGISTER:
 		on_register(c, f);

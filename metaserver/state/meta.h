@@ -19,6 +19,7 @@ struct conn;
 struct event;
 struct event_base;
 struct evconnlistener;
+struct rpc_tls;
 struct persist;
 struct kvcm;
 struct policy_ops;
@@ -161,8 +162,14 @@ struct meta {
 
 	struct event *sweep_ev;
 	struct evconnlistener *listener;
-	struct list conns;  /* struct conn.link */
-	struct arena arena; /* per request, reset after each */
+	struct list conns; /* struct conn.link */
+	/* the RPC port's guards (rpc/conn.c, rpc/auth.c, rpc/tls.c) */
+	struct list hello_waits;         /* struct conn.hello_link, oldest first: connections not through their hello */
+	uint64_t input_reserved;         /* bytes of partial frames all connections may buffer now */
+	struct event *accept_resume_ev;  /* accepting paused on EMFILE / ENFILE: resume */
+	uint64_t accept_error_logged_ms; /* at most one accept-error line a second */
+	struct rpc_tls *tls;             /* NULL: plain TCP */
+	struct arena arena;              /* per request, reset after each */
 	uint32_t nconns;
 	bool draining;
 	struct meta_stats stats;

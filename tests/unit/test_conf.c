@@ -273,8 +273,11 @@ Test(conf, memcache_compatibility_keys_are_checked_and_ignored)
 	cr_assert_eq(conf_apply_compat(CONF_SCOPE_CLIENT, "ock.mmc.local_service.hcom.tls.cert.path", "/etc/c.pem", err,
 	                               sizeof(err)),
 	             1);
-	cr_assert_eq(conf_apply_compat(CONF_SCOPE_CLIENT, "ock.mmc.tls.enable", "yes", err, sizeof(err)),
+	cr_assert_eq(conf_apply_compat(CONF_SCOPE_CLIENT, "ock.mmc.config_store.tls.enable", "yes", err, sizeof(err)),
 	             MMC_INVALID_PARAM);
+	/* the meta connection's TLS keys are real now (the RPC port's TLS), but for the vendor plug-in's two */
+	cr_assert_eq(conf_apply_compat(CONF_SCOPE_CLIENT, "ock.mmc.tls.enable", "true", err, sizeof(err)), 0);
+	cr_assert_eq(conf_apply_compat(CONF_SCOPE_SERVER, "ock.mmc.tls.decrypter.path", "/d", err, sizeof(err)), 1);
 	cr_assert_eq(
 	    conf_apply_compat(CONF_SCOPE_SERVER, "ock.mmc.local_service.hcom.tls.enable", "true", err, sizeof(err)), 0,
 	    "a client key is unknown to the server");
@@ -283,4 +286,39 @@ Test(conf, memcache_compatibility_keys_are_checked_and_ignored)
 	cr_assert_eq(meta_conf_set(&c, "ock.mmc.meta.ha.enable", "false", err, sizeof(err)), 0);
 	cr_assert_eq(meta_conf_set(&c, "ock.mmc.log_rotation_file_count", "51", err, sizeof(err)), MMC_INVALID_PARAM);
 	cr_assert_eq(meta_conf_set(&c, "ock.mmc.config_store.tls.key.path", "/k", err, sizeof(err)), 0);
+}
+
+/* D5: a comment line past 4095 bytes was read in pieces, and its tail parsed as a line of its own */
+Test(conf, long_lines_are_one_line)
+{
+	char path[] = "/tmp/mmc-conf-XXXXXX", err[256];
+	struct meta_conf c;
+	struct client_conf r;
+	size_t n = 4095 + 64;
+	char *text = malloc(n + 2000);
+	int fd = mkstemp(path);
+
+	cr_assert_geq(fd, 0);
+	close(fd);
+	text[0] = '#';
+	memset(text + 1, 'x', 4094);
+	strcpy(text + 4095, "ock.mmc.meta_service_url = tcp://127.0.0.1:15300\n");
+	write_file(path, text);
+	meta_conf_defaults(&c);
+	cr_assert_eq(meta_conf_load(&c, path, err, sizeof(err)), 0, "%s", err);
+	cr_assert_str_eq(c.meta_service_url, "tcp://127.0.0.1:5000", "the comment's tail was parsed as a key");
+	cr_assert_eq(resolve_file(text, &r, err), 0, "%s", err);
+	cr_assert_eq(r.meta_port, 5000);
+
+	/* a long value is read whole, and refused by the key's own bound with the key's name */
+	strcpy(text, "ock.mmc.meta.data_dir = ");
+	memset(text + 24, 'a', 5000);
+	strcpy(text + 5024, "\nock.mmc.meta_service_url = tcp://127.0.0.1:15300\n");
+	write_file(path, text);
+	meta_conf_defaults(&c);
+	cr_assert_eq(meta_conf_load(&c, path, err, sizeof(err)), MMC_INVALID_PARAM);
+	cr_assert(strstr(err, "ock.mmc.meta.data_dir"), "%s", err);
+	cr_assert_str_eq(c.meta_service_url, "tcp://127.0.0.1:5000");
+	unlink(path);
+	free(text);
 }
