@@ -18,6 +18,18 @@ struct tls_files {
 	char key_pass[256]; /* ock.mmc.tls.key.pass.path */
 };
 
+/* The conf_key rows (conf_parse.h) of the ock.mmc.tls.* keys, for a struct with a struct tls_files named tls; F is
+ * the table's offset-and-size macro. */
+/* clang-format off */
+#define TLS_FILES_KEYS(F) \
+	{"ock.mmc.tls.enable", CONF_BOOL, F(tls.enable), 0, 0, NULL}, \
+	{"ock.mmc.tls.ca.path", CONF_STR, F(tls.ca), 0, 0, NULL}, \
+	{"ock.mmc.tls.ca.crl.path", CONF_STR, F(tls.crl), 0, 0, NULL}, \
+	{"ock.mmc.tls.cert.path", CONF_STR, F(tls.cert), 0, 0, NULL}, \
+	{"ock.mmc.tls.key.path", CONF_STR, F(tls.key), 0, 0, NULL}, \
+	{"ock.mmc.tls.key.pass.path", CONF_STR, F(tls.key_pass), 0, 0, NULL}
+/* clang-format on */
+
 typedef struct ssl_ctx_st SSL_CTX;
 
 /*

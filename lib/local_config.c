@@ -37,12 +37,7 @@ static const struct conf_key keys[] = {
     {"ock.mmc.client.verify_checksum", CONF_BOOL, F(c.verify_checksum), 0, 0, NULL},
     {"ock.mmc.client.auth_token", CONF_STR, F(auth_token), 0, 0, NULL},
     {"ock.mmc.client.auth_token_file", CONF_STR, F(auth_token_file), 0, 0, NULL},
-    {"ock.mmc.tls.enable", CONF_BOOL, F(tls.enable), 0, 0, NULL},
-    {"ock.mmc.tls.ca.path", CONF_STR, F(tls.ca), 0, 0, NULL},
-    {"ock.mmc.tls.ca.crl.path", CONF_STR, F(tls.crl), 0, 0, NULL},
-    {"ock.mmc.tls.cert.path", CONF_STR, F(tls.cert), 0, 0, NULL},
-    {"ock.mmc.tls.key.path", CONF_STR, F(tls.key), 0, 0, NULL},
-    {"ock.mmc.tls.key.pass.path", CONF_STR, F(tls.key_pass), 0, 0, NULL},
+    TLS_FILES_KEYS(F),
     {NULL, 0, 0, 0, 0, 0, NULL},
 };
 

@@ -35,12 +35,7 @@ static const struct conf_key keys[] = {
     {"ock.mmc.meta.allow_insecure_bind", CONF_BOOL, F(allow_insecure_bind), 0, 0, NULL},
     {"ock.mmc.meta.hello_timeout_ms", CONF_U32, F(hello_timeout_ms), 100, 600000, NULL},
     {"ock.mmc.meta.max_buffered_input", CONF_SIZE, F(max_buffered_input), MMC_FRAME_MAX + 4, UINT64_C(1) << 40, NULL},
-    {"ock.mmc.tls.enable", CONF_BOOL, F(tls.enable), 0, 0, NULL},
-    {"ock.mmc.tls.ca.path", CONF_STR, F(tls.ca), 0, 0, NULL},
-    {"ock.mmc.tls.ca.crl.path", CONF_STR, F(tls.crl), 0, 0, NULL},
-    {"ock.mmc.tls.cert.path", CONF_STR, F(tls.cert), 0, 0, NULL},
-    {"ock.mmc.tls.key.path", CONF_STR, F(tls.key), 0, 0, NULL},
-    {"ock.mmc.tls.key.pass.path", CONF_STR, F(tls.key_pass), 0, 0, NULL},
+    TLS_FILES_KEYS(F),
     {NULL, 0, 0, 0, 0, 0, NULL},
 };
 
