@@ -9,6 +9,7 @@
 #include "log.h"
 #include "mmc/mmc.h"
 #include "objects.h"
+#include "service_secret.h"
 #include "services.h"
 #include "tier.h"
 
@@ -36,11 +37,13 @@ void rpc_reply_durable(struct conn *c, uint64_t id, int result)
 	reply_code(c, id, result, true);
 }
 
-static void send_service_info(struct conn *c, uint64_t id, int result, const struct service *svc, bool durable)
+/* registered: a Register's reply, the one that carries the service's rejoin secret (never a query's) */
+static void send_service_info(struct conn *c, uint64_t id, int result, const struct service *svc, bool registered)
 {
 	Mmc__Frame out = MMC__FRAME__INIT;
 	Mmc__ServiceInfo r = MMC__SERVICE_INFO__INIT;
 	Mmc__Segment segs[MMC_WIRE_SEGMENTS], *psegs[MMC_WIRE_SEGMENTS];
+	uint8_t secret[MMC_WIRE_MAC];
 
 	r.result = result;
 	if (svc && result == 0) {
@@ -61,12 +64,14 @@ static void send_service_info(struct conn *c, uint64_t id, int result, const str
 		}
 		r.n_segments = svc->nsegs;
 		r.segments = psegs;
+		if (registered && service_secret(c->m, svc->rank, svc->incarnation, secret) == 0)
+			r.secret = (ProtobufCBinaryData){sizeof(secret), secret};
 	}
 	out.id = id;
 	out.body_case = MMC__FRAME__BODY_SERVICE_INFO;
 	out.service_info = &r;
 	if (id)
-		conn_send(c, &out, durable);
+		conn_send(c, &out, registered); /* durable: the secret's record and incarnation are on disk first */
 }
 
 /* The state layer knows services, not frames: copy what it needs out of the decoded Register. */
@@ -82,6 +87,8 @@ static int register_spec(const Mmc__Register *req, struct service_spec *spec)
 	    .addr_len = req->fabric_addr.len,
 	    .provider = req->provider,
 	    .ssd_path = req->ssd_path,
+	    .secret = req->secret.data,
+	    .secret_len = req->secret.len,
 	    .nsegs = req->n_segments,
 	};
 	for (size_t i = 0; i < req->n_segments; i++)

@@ -139,6 +139,8 @@ struct meta {
 	uint64_t next_session;
 	uint64_t run_id; /* random per process, in every HelloReply: clients tell a restart from a reconnect */
 	uint64_t next_object_id;
+	/* the data dir's key of the services' rejoin secrets (service_secret.c) */
+	uint8_t service_key[32];
 
 	/* object index: chained hash, power-of-two buckets */
 	struct object **buckets;

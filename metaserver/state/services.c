@@ -10,6 +10,7 @@
 #include "mmc/mmc.h"
 #include "objects.h"
 #include "persist.h"
+#include "service_secret.h"
 
 /* LMDB record of a service, keyed by the rank as 4 big-endian bytes. */
 struct rec_service {
@@ -26,6 +27,7 @@ struct rec_service {
 };
 
 #define REC_VERSION 1
+static int rejoin_refused_bucket;
 static const char next_incarnation_key[] = "next_incarnation";
 
 static void rank_key(uint32_t rank, unsigned char out[4])
@@ -283,6 +285,13 @@ static int rejoin(struct meta *m, struct session *s, const struct service_spec *
 
 	if (!svc || svc->incarnation != req->incarnation)
 		return MMC_UNMATCHED_KEY;
+	if (!service_secret_ok(m, svc, req->secret, req->secret_len)) {
+		log_ratelimited(&rejoin_refused_bucket, LOG_WARN,
+		                "op=rejoin rank=%u incarnation=%llu host=\"%s\" pid=%u err=bad_secret session=%s",
+		                svc->rank, (unsigned long long)svc->incarnation, s->host, s->pid,
+		                svc->session ? "alive" : "detached");
+		return MMC_NOT_AUTHORIZED;
+	}
 	if (!same_segments(svc, req)) {
 		service_unmount(m, svc, "pool_changed");
 		return MMC_UNMATCHED_KEY;
@@ -308,8 +317,9 @@ int service_register(struct meta *m, struct session *s, const struct service_spe
 		return rc;
 	if (s->svc)
 		return MMC_REPEAT_CALL;
-	if (rejoin(m, s, req, out) == 0)
-		return 0;
+	rc = rejoin(m, s, req, out);
+	if (rc == 0 || rc == MMC_NOT_AUTHORIZED)
+		return rc;
 	if ((rc = pick_rank(m, req, &rank)))
 		return rc;
 	svc = calloc(1, sizeof(*svc));
@@ -405,7 +415,7 @@ int services_load(struct meta *m)
 	MDB_cursor *cur;
 	int rc;
 
-	if (persist_read_begin(m->persist, &txn))
+	if (service_secret_init(m) || persist_read_begin(m->persist, &txn))
 		return MMC_ERROR;
 	if (mdb_get(txn, m->db_info, &k, &v) == 0 && v.mv_size == sizeof(uint64_t))
 		memcpy(&m->next_incarnation, v.mv_data, sizeof(uint64_t));
