@@ -43,8 +43,8 @@ int meta_auth_answer(struct meta_auth *a, const uint8_t *data, size_t len, mmc_A
 	if (auth_mac(a->token, tlen, AUTH_LABEL_SERVER, a->client_nonce, MMC_WIRE_NONCE, a->server_nonce,
 	             MMC_WIRE_NONCE, expected) ||
 	    !auth_mac_equal(ch.server_proof.bytes, ch.server_proof.size, expected)) {
-		lg_error("the meta server does not know this store's cluster secret (ock.mmc.client.auth_token): "
-		         "refusing to talk to it");
+		lg_error("the meta server proved another cluster secret than this store's (ock.mmc.client.auth_token): "
+		         "the secrets differ, or it is not the cluster's server; refusing to talk to it");
 		return MMC_NOT_AUTHORIZED;
 	}
 	if (auth_mac(a->token, tlen, AUTH_LABEL_CLIENT, a->server_nonce, MMC_WIRE_NONCE, a->client_nonce,

@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "clock.h"
 #include "local_config.h"
@@ -31,6 +32,69 @@ struct meta_tls {
 	SSL *ssl;
 	int fd;
 };
+
+/* ---- a socket BIO that never raises SIGPIPE: libmmc lives in the application's process, and OpenSSL's own socket
+ * BIO write()s, which kills a process that did not ignore the signal when the server has closed ---- */
+
+static int bio_write(BIO *b, const char *buf, size_t len, size_t *written)
+{
+	ssize_t n = send(BIO_get_fd(b, NULL), buf, len, MSG_NOSIGNAL);
+
+	BIO_clear_retry_flags(b);
+	if (n < 0) {
+		if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
+			BIO_set_retry_write(b);
+		return 0;
+	}
+	*written = (size_t)n;
+	return 1;
+}
+
+static int bio_read(BIO *b, char *buf, size_t len, size_t *readbytes)
+{
+	ssize_t n = recv(BIO_get_fd(b, NULL), buf, len, 0);
+
+	BIO_clear_retry_flags(b);
+	if (n <= 0) {
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+			BIO_set_retry_read(b);
+		return 0;
+	}
+	*readbytes = (size_t)n;
+	return 1;
+}
+
+static BIO_METHOD *bio_method;
+static pthread_once_t bio_once = PTHREAD_ONCE_INIT;
+
+/* The socket BIO's own methods (fd, close, ctrl), with reads and writes of our own. */
+static void bio_method_init(void)
+{
+	const BIO_METHOD *sock = BIO_s_socket();
+	BIO_METHOD *m = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK | BIO_TYPE_DESCRIPTOR, "mmc-socket");
+
+	if (!m)
+		return;
+	BIO_meth_set_write_ex(m, bio_write);
+	BIO_meth_set_read_ex(m, bio_read);
+	BIO_meth_set_ctrl(m, BIO_meth_get_ctrl(sock));
+	BIO_meth_set_create(m, BIO_meth_get_create(sock));
+	BIO_meth_set_destroy(m, BIO_meth_get_destroy(sock));
+	bio_method = m;
+}
+
+/* Attaches fd (not owned) to ssl through the BIO above. */
+static int attach_fd(SSL *ssl, int fd)
+{
+	BIO *b;
+
+	pthread_once(&bio_once, bio_method_init);
+	if (!bio_method || !(b = BIO_new(bio_method)))
+		return -1;
+	BIO_set_fd(b, fd, BIO_NOCLOSE);
+	SSL_set_bio(ssl, b, b);
+	return 0;
+}
 
 struct meta_tls_ctx *meta_tls_ctx_new(const struct client_conf *conf)
 {
@@ -123,7 +187,7 @@ struct meta_tls *meta_tls_connect(struct meta_tls_ctx *ctx, int fd, const char *
 	pthread_mutex_init(&t->lock, NULL);
 	t->fd = fd;
 	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
-	if (SSL_set_fd(t->ssl, fd) != 1 || expect_peer(t->ssl, host) || (*rc = handshake(t, host, timeout_ms))) {
+	if (attach_fd(t->ssl, fd) || expect_peer(t->ssl, host) || (*rc = handshake(t, host, timeout_ms))) {
 		meta_tls_free(t);
 		return NULL;
 	}

@@ -1,0 +1,176 @@
+/*
+ * The RPC port against a client that would exhaust the server (issue 17, D3 and D4): half-open connections under a
+ * low descriptor limit, connections that never say hello, and partial frames that together would hold gigabytes.
+ */
+#include <criterion/criterion.h>
+#include <mmc/mmc.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "proc.h"
+#include "raw_rpc.h"
+#include "store_conf.h"
+
+static struct metaserver meta;
+
+static void fini(void)
+{
+	cr_expect_eq(metaserver_cleanup(&meta), 0, "the metaserver log has a sanitizer report");
+}
+
+TestSuite(rpc_limits, .fini = fini, .timeout = 240);
+
+static long log_bytes(void)
+{
+	struct stat st;
+
+	return stat(meta.log, &st) ? 0 : (long)st.st_size;
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* A client that gets served: connect, hello, one round trip. Returns how long it took, in ms. */
+static uint64_t served_in_ms(void)
+{
+	uint64_t t0 = now_ms();
+	mmc_store *s;
+
+	cr_assert_eq(store_open(meta.url, NULL, false, &s), 0, "a new client was not served");
+	cr_assert_eq(mmc_is_exist(s, "anything"), 0);
+	mmc_destroy(s);
+	return now_ms() - t0;
+}
+
+/* The server starts under `ulimit -n 512`; 600 connections then sit without a hello (half of them with one byte of a
+ * frame). It used to hit EMFILE, spin in accept() and log "Too many open files" ~400,000 times a second. */
+/* The server under `ulimit -n 512` (soft and hard, so it cannot raise it): a wrapper script execs the real one. */
+static void start_with_fd_limit(int limit)
+{
+	const char *real = getenv("MMC_METASERVER");
+	static char wrapper[64], text[4200];
+
+	cr_assert_not_null(real, "MMC_METASERVER is not set");
+	snprintf(text, sizeof(text), "#!/bin/sh\nulimit -n %d || exit 3\nexec '%s' \"$@\"\n", limit, real);
+	conf_write_file(wrapper, text);
+	cr_assert_eq(chmod(wrapper, 0700), 0);
+	setenv("MMC_METASERVER", wrapper, 1);
+	cr_assert_eq(metaserver_start(&meta, NULL), 0);
+	setenv("MMC_METASERVER", real, 1);
+	unlink(wrapper);
+}
+
+Test(rpc_limits, half_open_connections_under_a_low_fd_limit)
+{
+	static int fds[600];
+	long before;
+	uint64_t ms;
+
+	start_with_fd_limit(512);
+	cr_assert(metaserver_log_has(&meta, "warning=fd_limit"), "the lowered limits are not warned about");
+	before = log_bytes();
+	for (int i = 0; i < 600; i++) {
+		fds[i] = raw_dial(meta.rpc_port);
+		cr_assert_geq(fds[i], 0, "connection %d", i);
+		if (i % 2 && send(fds[i], "\x10", 1, MSG_NOSIGNAL) != 1)
+			cr_log_warn("connection %d: the byte was not sent", i);
+	}
+	ms = served_in_ms();
+	cr_log_info("a new client was served in %llu ms beside 600 half-open connections", (unsigned long long)ms);
+	cr_assert_lt(ms, 2000, "a new client took %llu ms", (unsigned long long)ms);
+	sleep(1);
+	cr_assert_lt(log_bytes() - before, 1 << 20, "the log grew by %ld bytes", log_bytes() - before);
+	for (int i = 0; i < 600; i++)
+		close(fds[i]);
+}
+
+Test(rpc_limits, the_hello_deadline_closes_silent_connections)
+{
+	const char *extra[] = {"ock.mmc.meta.hello_timeout_ms=500", NULL};
+	int silent, slow, hello;
+	uint64_t t0;
+
+	cr_assert_eq(metaserver_start(&meta, extra), 0);
+	silent = raw_dial(meta.rpc_port);
+	slow = raw_dial(meta.rpc_port);
+	hello = raw_dial(meta.rpc_port);
+	cr_assert_eq(raw_hello(hello, 0, NULL, false), 0);
+	t0 = now_ms();
+	/* a slowloris: one byte of a frame every 100 ms, never a whole frame */
+	for (int i = 0; i < 20 && send(slow, "\x40", 1, MSG_NOSIGNAL) == 1; i++)
+		usleep(100000);
+	cr_assert(raw_closed(silent, 3000), "a connection that never spoke is still open");
+	cr_assert(raw_closed(slow, 3000), "a connection that never finished its hello is still open");
+	cr_assert_lt(now_ms() - t0, 5000);
+	cr_assert(!raw_closed(hello, 500), "a connection through its hello was closed");
+	close(silent);
+	close(slow);
+	close(hello);
+	served_in_ms();
+}
+
+/* Sends a frame header announcing 64 MiB, then 60 MiB of it; stops where the server closes the connection. */
+static void send_partial_frame(int fd, char *chunk, size_t chunk_len)
+{
+	static const uint8_t hdr[4] = {0, 0, 0, 4}; /* 64 MiB, MMC_FRAME_MAX */
+	struct timeval tv = {10, 0};
+
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	if (send(fd, hdr, 4, MSG_NOSIGNAL) != 4)
+		return;
+	for (size_t sent = 0; sent < (60u << 20);) {
+		ssize_t n = send(fd, chunk, chunk_len, MSG_NOSIGNAL);
+
+		if (n <= 0)
+			return;
+		sent += (size_t)n;
+	}
+}
+
+/* 64 clients each hold a partial 60 MiB frame: each connection may buffer 64 MiB, so the server used to grow by
+ * 60 MiB per client (32 clients: 2 GB). ock.mmc.meta.max_buffered_input bounds them all together. */
+Test(rpc_limits, partial_frames_share_one_input_budget)
+{
+	const uint64_t budget = UINT64_C(256) << 20;
+	const char *extra[] = {"ock.mmc.meta.max_buffered_input=256MB", NULL};
+	static int fds[64];
+	size_t chunk_len = 1u << 20;
+	char *chunk = calloc(1, chunk_len);
+	uint64_t base, peak = 0;
+
+	cr_assert_eq(metaserver_start(&meta, extra), 0);
+	base = proc_rss_bytes(meta.pid);
+	for (int i = 0; i < 64; i++) {
+		uint64_t rss;
+
+		fds[i] = raw_dial(meta.rpc_port);
+		cr_assert_geq(fds[i], 0);
+		send_partial_frame(fds[i], chunk, chunk_len);
+		usleep(20000);
+		rss = proc_rss_bytes(meta.pid);
+		peak = rss > peak ? rss : peak;
+		cr_assert_lt(rss - base, budget, "after %d clients the server grew by %llu MiB", i + 1,
+		             (unsigned long long)((rss - base) >> 20));
+	}
+	usleep(500000);
+	peak = proc_rss_bytes(meta.pid) > peak ? proc_rss_bytes(meta.pid) : peak;
+	cr_log_info("64 partial 60 MiB frames: RSS %llu MiB at start, %llu MiB at most (budget 256 MiB)",
+	            (unsigned long long)(base >> 20), (unsigned long long)(peak >> 20));
+	cr_assert_lt(peak - base, budget);
+	cr_assert(metaserver_log_has(&meta, "err=input_budget_exceeded"),
+	          "the closed connections' reason is not logged");
+	served_in_ms();
+	for (int i = 0; i < 64; i++)
+		close(fds[i]);
+	free(chunk);
+}
