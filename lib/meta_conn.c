@@ -456,6 +456,7 @@ static void conn_drop_fd(struct meta_conn *mc, int fd)
 	t = mc->tls;
 	mc->tls = NULL;
 	pthread_mutex_unlock(&mc->lock);
+	shutdown(fd, SHUT_RDWR); /* a sender blocked on a full socket fails now, and lets go of send_lock */
 	pthread_mutex_lock(&mc->send_lock);
 	atomic_fetch_add(&mc->gen, 1);
 	meta_tls_free(t);
