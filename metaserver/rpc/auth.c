@@ -20,6 +20,8 @@ static void send_hello_reply(struct conn *c, uint64_t id, int result)
 	Mmc__Frame out = MMC__FRAME__INIT;
 	Mmc__HelloReply r = MMC__HELLO_REPLY__INIT;
 
+	if (!id) /* a Hello that wants no reply (no client sends one) */
+		return;
 	r.result = result;
 	r.version = MMC_WIRE_VERSION;
 	r.minor = MMC_WIRE_MINOR;
