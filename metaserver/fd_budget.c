@@ -3,17 +3,11 @@
 #include <stdio.h>
 #include <sys/resource.h>
 
-#include "kvcm/kvcm.h"
 #include "kvcm/model/kvcm_conf.h"
 #include "log.h"
 
 /* The HTTP ports' limit is one key for both ports (KVCM and admin). */
 #define HTTP_PORTS 2
-
-static uint64_t wanted(const struct meta_conf *c)
-{
-	return (uint64_t)c->max_connections + HTTP_PORTS * (uint64_t)kvcm_conf()->max_connections + FD_BUDGET_RESERVED;
-}
 
 /* Raises the soft limit as far as the hard one allows towards need. Returns the soft limit in force. */
 static uint64_t raise_soft(uint64_t need)
@@ -34,25 +28,20 @@ static uint64_t raise_soft(uint64_t need)
 
 void fd_budget_apply(struct meta_conf *c)
 {
-	uint64_t need = wanted(c), have = raise_soft(need), room, rpc, http;
-	uint32_t http_was = kvcm_conf()->max_connections;
-	char v[32], err[256];
+	uint64_t http = HTTP_PORTS * (uint64_t)kvcm_conf()->max_connections;
+	uint64_t need = c->max_connections + http + FD_BUDGET_RESERVED, have = raise_soft(need), room, http_fds, rpc;
 
 	if (have >= need)
 		return;
-	/* share what is left between the ports in the proportions configured, at least one connection each */
-	room = have > FD_BUDGET_RESERVED + 1 + HTTP_PORTS ? have - FD_BUDGET_RESERVED : 1 + HTTP_PORTS;
-	rpc = room * c->max_connections / (need - FD_BUDGET_RESERVED);
-	http = (room - rpc) / HTTP_PORTS;
+	room = have > FD_BUDGET_RESERVED ? have - FD_BUDGET_RESERVED : 0;
+	/* what the HTTP ports will keep: their limits, or half of the room once they lower themselves */
+	http_fds = http < room / 2 ? http : room / 2;
+	rpc = room - http_fds;
+	if (rpc >= c->max_connections)
+		return;
 	rpc = rpc ? rpc : 1;
-	http = http ? http : 1;
 	log_warn("op=start warning=fd_limit rlimit_nofile=%llu needed=%llu ock.mmc.meta.max_connections=%u->%llu "
-	         "kvcm.service.max_connections=%u->%llu hint=\"raise the limit (ulimit -n, LimitNOFILE=) to keep the "
-	         "configured limits\"",
-	         (unsigned long long)have, (unsigned long long)need, c->max_connections, (unsigned long long)rpc,
-	         http_was, (unsigned long long)http);
+	         "hint=\"raise the limit (ulimit -n, LimitNOFILE=) to keep the configured limits\"",
+	         (unsigned long long)have, (unsigned long long)need, c->max_connections, (unsigned long long)rpc);
 	c->max_connections = (uint32_t)rpc;
-	snprintf(v, sizeof(v), "%llu", (unsigned long long)http);
-	if (kvcm_conf_set("kvcm.service.max_connections", v, err, sizeof(err)))
-		log_warn("op=start warning=fd_limit err=\"%s\"", err);
 }

@@ -1,8 +1,10 @@
 /*
  * Descriptors against the connection limits. Every accepted socket costs a descriptor, so limits above
  * RLIMIT_NOFILE are a promise the process cannot keep: at EMFILE it could accept no one, not even the operator's
- * check. At start-up, as Redis does with maxclients, the soft limit is raised towards what the limits need, and
- * where the hard limit does not allow that the limits are lowered to fit, with a warning naming each key.
+ * check. At start-up, as Redis does with maxclients, the soft limit is raised towards what all the limits need
+ * (ock.mmc.meta.max_connections and kvcm.service.max_connections for each of the two HTTP ports); where the hard
+ * limit does not allow that, the RPC port's limit is lowered to what the HTTP ports leave, with a warning naming the
+ * key. The HTTP ports fit their own limit when they start (at most half of the descriptors: kvcm/http/http_conn.c).
  */
 #ifndef MMC_FD_BUDGET_H
 #define MMC_FD_BUDGET_H
@@ -12,8 +14,7 @@
 /* Descriptors kept for everything but connections: LMDB, listeners, the log, the KVCM I/O threads' files. */
 #define FD_BUDGET_RESERVED 64
 
-/* Checks ock.mmc.meta.max_connections and kvcm.service.max_connections (for each of the two HTTP ports) against
- * RLIMIT_NOFILE; lowers them in c and in the KVCM configuration when they do not fit. Before any listener opens. */
+/* Raises RLIMIT_NOFILE towards the configured limits and lowers c->max_connections to fit. Before any listener. */
 void fd_budget_apply(struct meta_conf *c);
 
 #endif

@@ -42,10 +42,11 @@ static void usage(FILE *f)
 	           "  -h, --help             this text\n"
 	           "  -V, --version          print the version\n"
 	           "\n"
-	           "With no options it listens on tcp://127.0.0.1:5000 (libmmc), and on ports 6382 (KVCM) and\n"
-	           "6492 (admin) of kvcm.service.bind. A non-loopback RPC address needs ock.mmc.meta.auth_token\n"
-	           "(or TLS with client certificates), or ock.mmc.meta.allow_insecure_bind=true\n"
-	           "(docs/operations.md, Security).\n"
+	           "With no options it listens on tcp://127.0.0.1:5000 (libmmc), 127.0.0.1:6382 (KVCM) and\n"
+	           "127.0.0.1:6492 (admin). A non-loopback RPC address needs ock.mmc.meta.auth_token_file (or TLS\n"
+	           "with client certificates) or ock.mmc.meta.allow_insecure_bind=true; another kvcm.service.bind\n"
+	           "needs credentials (kvcm.service.admin_user, kvcm.service.admin_password_file) or\n"
+	           "kvcm.service.allow_insecure_bind=true (docs/operations.md, Security).\n"
 	           "SIGTERM or SIGINT drains and exits 0; SIGHUP reloads the log level from the config file.\n"
 	           "Every key is documented in docs/configuration.md.\n");
 }

@@ -52,6 +52,10 @@ void admin_list_instances(struct call *c);
 void admin_remove_instance(struct call *c);
 void admin_check_health(struct call *c);
 void admin_get_manager_cluster_info(struct call *c);
+/* accounts (accounts.c) */
+void admin_add_account(struct call *c);
+void admin_delete_account(struct call *c);
+void admin_list_accounts(struct call *c);
 /* debug service (debug_clock.c) */
 void admin_debug_clock(struct call *c);
 
