@@ -406,8 +406,9 @@ static void accept_resume_cb(evutil_socket_t fd, short what, void *arg)
 
 /*
  * accept() failed. Out of descriptors (EMFILE, ENFILE) or kernel memory, the listening socket stays readable and
- * libevent would call accept() again at once, forever: pause accepting for a moment, free a descriptor held by a
- * connection that never said hello, and log at most once a second.
+ * libevent would call accept() again at once, forever. A descriptor held by a connection that never said hello is
+ * worth less than the one waiting: free it and let the listener try again. With none to free, pause accepting for
+ * a moment. Logged at most once a second.
  */
 static void accept_error_cb(struct evconnlistener *l, void *arg)
 {
@@ -416,18 +417,22 @@ static void accept_error_cb(struct evconnlistener *l, void *arg)
 	uint64_t now = clock_ms();
 	struct timeval pause = {0, ACCEPT_PAUSE_MS * 1000};
 	bool exhausted = err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM;
+	bool displace = exhausted && !list_empty(&m->hello_waits);
 
 	if (now - m->accept_error_logged_ms >= 1000) {
 		m->accept_error_logged_ms = now;
 		log_warn("op=accept err=\"%s\" action=%s connections=%u", strerror(err),
-		         exhausted ? "pause_accepting" : "none", m->nconns);
+		         displace    ? "displace_before_hello"
+		         : exhausted ? "pause_accepting"
+		                     : "none",
+		         m->nconns);
 	}
-	if (!exhausted)
-		return;
-	if (!list_empty(&m->hello_waits))
+	if (displace) {
 		conn_close(list_entry(m->hello_waits.next, struct conn, hello_link), "displaced_before_hello");
-	evconnlistener_disable(l);
-	event_add(m->accept_resume_ev, &pause);
+	} else if (exhausted) {
+		evconnlistener_disable(l);
+		event_add(m->accept_resume_ev, &pause);
+	}
 }
 
 static bool is_loopback(const struct sockaddr *sa)

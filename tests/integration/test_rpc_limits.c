@@ -3,6 +3,7 @@
  * low descriptor limit, connections that never say hello, and partial frames that together would hold gigabytes.
  */
 #include <criterion/criterion.h>
+#include <fcntl.h>
 #include <mmc/mmc.h>
 #include <stdlib.h>
 #include <string.h>
@@ -90,6 +91,33 @@ Test(rpc_limits, half_open_connections_under_a_low_fd_limit)
 	cr_assert_lt(ms, 2000, "a new client took %llu ms", (unsigned long long)ms);
 	sleep(1);
 	cr_assert_lt(log_bytes() - before, 1 << 20, "the log grew by %ld bytes", log_bytes() - before);
+	for (int i = 0; i < 600; i++)
+		close(fds[i]);
+}
+
+/* The same, with the server's descriptors nearly used up before it starts (300 inherited), so accept() itself fails
+ * with EMFILE long before the connection limit: the accept-error handler must neither spin nor flood the log. */
+Test(rpc_limits, out_of_descriptors_the_server_still_serves)
+{
+	static int held[300], fds[600];
+	long before;
+	uint64_t ms;
+
+	for (int i = 0; i < 300; i++) /* not close-on-exec: the server inherits them */
+		cr_assert_geq(held[i] = open("/dev/null", O_RDONLY), 0);
+	start_with_fd_limit(512);
+	for (int i = 0; i < 300; i++)
+		close(held[i]);
+	before = log_bytes();
+	for (int i = 0; i < 600; i++)
+		cr_assert_geq(fds[i] = raw_dial(meta.rpc_port), 0, "connection %d", i);
+	ms = served_in_ms();
+	cr_log_info("out of descriptors: a new client was served in %llu ms", (unsigned long long)ms);
+	cr_assert_lt(ms, 2000, "a new client took %llu ms", (unsigned long long)ms);
+	sleep(1);
+	cr_assert_lt(log_bytes() - before, 1 << 20, "the log grew by %ld bytes", log_bytes() - before);
+	cr_assert(metaserver_log_has(&meta, "err=\"Too many open files\" action=displace_before_hello"),
+	          "accept() never failed: the test did not reach EMFILE");
 	for (int i = 0; i < 600; i++)
 		close(fds[i]);
 }
