@@ -40,6 +40,7 @@ static void send_hello_reply(struct conn *c, uint64_t id, int result)
 /* Answers the request with the refusal, then closes: the peer learns why instead of seeing a bare close. */
 static void refuse(struct conn *c, uint64_t id, int result, const char *why)
 {
+	c->m->stats.rpc_refused[RPC_REFUSED_CREDENTIALS]++;
 	log_ratelimited(&refused_bucket, LOG_WARN, "op=hello session=%llu peer=%s host=\"%s\" err=%s",
 	                (unsigned long long)c->session.id, c->peer, c->session.host, why);
 	send_hello_reply(c, id, result);
@@ -90,6 +91,7 @@ void auth_on_hello(struct conn *c, const Mmc__Frame *f)
 	if (h->version != MMC_WIRE_VERSION) {
 		log_warn("op=hello peer=%s host=\"%s\" err=wire_version_mismatch client_version=%u server_version=%u",
 		         c->peer, c->session.host, h->version, MMC_WIRE_VERSION);
+		c->m->stats.rpc_refused[RPC_REFUSED_WIRE_VERSION]++;
 		send_hello_reply(c, f->id, MMC_INVALID_PARAM);
 		conn_close_flushed(c, "wire_version_mismatch");
 		return;

@@ -278,6 +278,7 @@ static void read_cb(struct bufferevent *bev, void *arg)
 		}
 		if (evbuffer_get_length(in) < 4 + (size_t)len) {
 			if (!input_reserve(c, 4 + (uint64_t)len)) {
+				c->m->stats.rpc_refused[RPC_REFUSED_INPUT_BUDGET]++;
 				conn_close(c, "input_budget_exceeded");
 				return;
 			}
@@ -293,6 +294,7 @@ static void read_cb(struct bufferevent *bev, void *arg)
 		}
 		rc = handle_frame(c, p + 4, len);
 		if (rc < 0) {
+			c->m->stats.rpc_refused[RPC_REFUSED_CREDENTIALS] += rc == MMC_NOT_AUTHORIZED;
 			conn_close(c, rc == MMC_NOT_AUTHORIZED ? "not_authenticated" : "protocol_error");
 			return;
 		}
@@ -331,6 +333,13 @@ static void event_cb(struct bufferevent *bev, short what, void *arg)
 		conn_close(arg, (what & BEV_EVENT_EOF) ? "eof" : "socket_error");
 }
 
+/* Closes the oldest connection still before its hello, for a new one. */
+static void displace_oldest(struct meta *m)
+{
+	m->stats.rpc_refused[RPC_REFUSED_DISPLACED]++;
+	conn_close(list_entry(m->hello_waits.next, struct conn, hello_link), "displaced_before_hello");
+}
+
 /* At the limit, a new connection takes the place of the oldest one that has not finished its hello: half-open
  * connections cannot lock real clients out. */
 static bool make_room(struct meta *m)
@@ -339,7 +348,7 @@ static bool make_room(struct meta *m)
 		return true;
 	if (list_empty(&m->hello_waits))
 		return false;
-	conn_close(list_entry(m->hello_waits.next, struct conn, hello_link), "displaced_before_hello");
+	displace_oldest(m);
 	return m->nconns < m->conf.max_connections;
 }
 
@@ -367,6 +376,7 @@ static void accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct socka
 	int one = 1;
 
 	if (m->draining || !make_room(m)) {
+		m->stats.rpc_refused[RPC_REFUSED_LIMIT] += !m->draining;
 		log_ratelimited(&ratelimit_bucket, LOG_WARN, "op=accept err=%s",
 		                m->draining ? "draining" : "too_many_connections key=ock.mmc.meta.max_connections");
 		evutil_closesocket(fd);
@@ -428,7 +438,7 @@ static void accept_error_cb(struct evconnlistener *l, void *arg)
 		         m->nconns);
 	}
 	if (displace) {
-		conn_close(list_entry(m->hello_waits.next, struct conn, hello_link), "displaced_before_hello");
+		displace_oldest(m);
 	} else if (exhausted) {
 		evconnlistener_disable(l);
 		event_add(m->accept_resume_ev, &pause);
@@ -536,6 +546,7 @@ void conns_sweep(struct meta *m, uint64_t now_ms)
 
 		if (now_ms - c->accepted_ms <= m->conf.hello_timeout_ms)
 			break;
+		m->stats.rpc_refused[RPC_REFUSED_HELLO_TIMEOUT]++;
 		conn_close(c, "hello_timeout");
 	}
 

@@ -113,10 +113,22 @@ static inline char *object_key(struct object *o)
 	return (char *)&o->blobs[o->nblobs];
 }
 
+/* Why the RPC port closed a connection that never got in, or cut one off (rpc/conn.c, rpc/auth.c). */
+enum rpc_refusal {
+	RPC_REFUSED_CREDENTIALS,   /* a missing or wrong cluster secret, or a request before the hello */
+	RPC_REFUSED_WIRE_VERSION,  /* another major wire version */
+	RPC_REFUSED_HELLO_TIMEOUT, /* not through the hello in ock.mmc.meta.hello_timeout_ms */
+	RPC_REFUSED_DISPLACED,     /* closed before its hello to make room for a new connection */
+	RPC_REFUSED_LIMIT,         /* over ock.mmc.meta.max_connections */
+	RPC_REFUSED_INPUT_BUDGET,  /* its frame would pass ock.mmc.meta.max_buffered_input */
+	RPC_REFUSED_COUNT
+};
+
 struct meta_stats {
 	uint64_t requests[64]; /* by Frame body case */
 	uint64_t evictions;
 	uint64_t unmounts;
+	uint64_t rpc_refused[RPC_REFUSED_COUNT];
 };
 
 struct meta {

@@ -26,6 +26,18 @@ static void fini(void)
 
 TestSuite(rpc_auth, .fini = fini, .timeout = 120);
 
+/* Whether the admin port's /metrics has a line `name N` with N > 0. */
+static bool metrics_count_positive(const char *name)
+{
+	char cmd[512];
+
+	snprintf(cmd, sizeof(cmd),
+	         "curl -sf http://127.0.0.1:%u/metrics | grep -qF '%s ' && "
+	         "curl -sf http://127.0.0.1:%u/metrics | grep -F '%s ' | grep -qv ' 0$'",
+	         meta.admin_port, name, meta.admin_port, name);
+	return system(cmd) == 0;
+}
+
 static void start_with_token(void)
 {
 	static char file[64], env[128];
@@ -155,6 +167,7 @@ Test(rpc_auth, every_entry_point_refuses_an_unauthenticated_caller)
 	cr_assert(raw_closed(fd, 5000));
 	close(fd);
 	cr_assert(metaserver_log_has(&meta, "err=bad_credentials"), "a wrong proof is not logged");
+	cr_assert(metrics_count_positive("mmc_rpc_refused_total{reason=\"credentials\"}"), "not counted in /metrics");
 	cr_assert_eq(mmc_is_exist(s, "precious"), 1, "an unauthenticated request changed the store");
 
 	fd = raw_dial(meta.rpc_port);
