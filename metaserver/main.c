@@ -16,6 +16,7 @@
 #include "conn.h"
 #include "fd_budget.h"
 #include "kvcm/kvcm.h"
+#include "listener.h"
 #include "log.h"
 #include "meta.h"
 #include "meta_conf.h"
@@ -161,7 +162,7 @@ static void stop_cb(evutil_socket_t sig, short what, void *arg)
 		return;
 	log_info("op=shutdown signal=%d", (int)sig);
 	m->draining = true;
-	conn_stop_listening(m);
+	rpc_stop_listening(m);
 	persist_flush(m->persist);
 	/* let queued replies reach their sockets, then stop */
 	event_base_loopexit(m->base, &drain);
@@ -232,7 +233,7 @@ static int start(struct meta *m)
 		log_error("op=start component=tls err=\"%s\"", err);
 		return -1;
 	}
-	if (conn_listen(m, host, port, rpc_url, sizeof(rpc_url)))
+	if (rpc_listen(m, host, port, rpc_url, sizeof(rpc_url)))
 		return -1;
 	if (kvcm_start(&m->kvcm, m->base, m->persist, m, kvcm_ready, sizeof(kvcm_ready), err, sizeof(err))) {
 		log_error("op=start component=kvcm err=\"%s\"", err);
@@ -250,7 +251,7 @@ static int start(struct meta *m)
 static void shutdown_all(struct meta *m)
 {
 	m->draining = true;
-	conn_stop_listening(m);
+	rpc_stop_listening(m);
 	kvcm_stop(m->kvcm);
 	if (m->persist)
 		persist_flush(m->persist);

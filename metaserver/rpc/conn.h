@@ -9,6 +9,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <event2/util.h>
+
 #include "meta.h"
 #include "mmc.pb-c.h"
 #include "wire_limits.h"
@@ -46,14 +48,11 @@ struct conn {
 	uint8_t client_nonce[MMC_WIRE_NONCE], server_nonce[MMC_WIRE_NONCE];
 };
 
-/*
- * Listens on host:port (a name, an IPv4 or an IPv6 literal, resolved by getaddrinfo; port 0: any) and writes the
- * address bound, as tcp://ADDR:PORT, to bound. Refuses (MMC_INVALID_PARAM, logged with the key to set) a
- * non-loopback address without credentials (ock.mmc.meta.auth_token, or TLS that verifies client certificates)
- * unless ock.mmc.meta.allow_insecure_bind is set.
- */
-int conn_listen(struct meta *m, const char *host, uint16_t port, char *bound, size_t boundlen);
-void conn_stop_listening(struct meta *m);
+/* Takes accepted socket fd (owned from here: closed on failure) from peer ("ADDR:PORT") as a new connection, before
+ * its hello. Returns 0 or MMC_MALLOC_FAILED. */
+int conn_accept(struct meta *m, evutil_socket_t fd, const char *peer);
+/* Closes the oldest connection still before its hello (meta.hello_waits must not be empty), for a new one. */
+void conn_displace_oldest(struct meta *m);
 
 /*
  * Encodes f and queues it to c. A durable reply acknowledges a metadata change (commit, remove, ...): it waits for
