@@ -27,12 +27,18 @@ struct meta_conf {
 	bool lmdb_sync;                 /* ock.mmc.meta.lmdb.sync */
 	uint32_t rewarm_watermark;      /* ock.mmc.rewarm.dram_watermark, % */
 	/* the RPC port's guards (docs/operations.md, Security) */
-	char auth_token[256];        /* ock.mmc.meta.auth_token, or read from ock.mmc.meta.auth_token_file */
-	char auth_token_file[1024];  /* ock.mmc.meta.auth_token_file */
-	bool allow_insecure_bind;    /* ock.mmc.meta.allow_insecure_bind */
-	uint32_t hello_timeout_ms;   /* ock.mmc.meta.hello_timeout_ms */
-	uint64_t max_buffered_input; /* ock.mmc.meta.max_buffered_input, bytes */
-	struct tls_files tls;        /* ock.mmc.tls.* */
+	char auth_token[256];           /* ock.mmc.meta.auth_token, or read from ock.mmc.meta.auth_token_file */
+	char auth_token_file[1024];     /* ock.mmc.meta.auth_token_file */
+	bool allow_insecure_bind;       /* ock.mmc.meta.allow_insecure_bind */
+	uint32_t hello_timeout_ms;      /* ock.mmc.meta.hello_timeout_ms */
+	uint64_t max_buffered_input;    /* ock.mmc.meta.max_buffered_input, bytes */
+	struct tls_files tls;           /* ock.mmc.tls.* */
+	char store_uri[1024];           /* ock.mmc.meta.store_uri (alias kvcm.registry_storage.uri): lmdb, redis:// */
+	char store_password_file[1024]; /* ock.mmc.meta.store_password_file */
+	char store_key_prefix[128];     /* ock.mmc.meta.store_key_prefix */
+	uint32_t redis_timeout_ms;      /* ock.mmc.meta.redis.timeout_ms */
+	uint32_t redis_wait_replicas;   /* ock.mmc.meta.redis.wait_replicas */
+	uint32_t redis_wait_timeout_ms; /* ock.mmc.meta.redis.wait_timeout_ms */
 };
 
 #endif

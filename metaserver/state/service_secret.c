@@ -13,18 +13,16 @@ static const char key_name[] = "service_key";
 
 int service_secret_init(struct meta *m)
 {
-	MDB_val k = {sizeof(key_name) - 1, (void *)key_name}, v;
-	MDB_txn *txn;
-	bool found;
+	uint8_t key[64]; /* room for a record of another size, which is not a key */
+	size_t len = 0;
+	int rc = persist_get(m->persist, m->db_info, key_name, sizeof(key_name) - 1, key, sizeof(key), &len);
 
-	if (persist_read_begin(m->persist, &txn))
-		return MMC_ERROR;
-	found = mdb_get(txn, m->db_info, &k, &v) == 0 && v.mv_size == sizeof(m->service_key);
-	if (found)
-		memcpy(m->service_key, v.mv_data, sizeof(m->service_key));
-	mdb_txn_abort(txn);
-	if (found)
+	if (rc == 0 && len == sizeof(m->service_key)) {
+		memcpy(m->service_key, key, sizeof(m->service_key));
 		return 0;
+	}
+	if (rc != 0 && rc != MMC_OBJECT_NOT_EXISTS)
+		return MMC_ERROR;
 	if (auth_random(m->service_key, sizeof(m->service_key))) {
 		log_error("op=start err=\"no random bytes for the service key\"");
 		return MMC_ERROR;
