@@ -10,6 +10,7 @@
 #include "local_config.h"
 #include "meta_conf.h"
 #include "mmc/mmc.h"
+#include "tcp_url.h"
 
 Test(conf, sizes)
 {
@@ -321,4 +322,59 @@ Test(conf, long_lines_are_one_line)
 	cr_assert_str_eq(c.meta_service_url, "tcp://127.0.0.1:5000");
 	unlink(path);
 	free(text);
+}
+
+/* issue 20: the server took only IPv4 literals; both ends now read names and bracketed IPv6 the same way */
+Test(conf, urls_take_names_and_ipv6)
+{
+	char host[256], err[256];
+	uint16_t port;
+	struct client_conf r;
+
+	cr_assert_eq(tcp_url_parse("tcp://[::1]:5000", host, sizeof(host), &port), 0);
+	cr_assert_str_eq(host, "::1");
+	cr_assert_eq(port, 5000);
+	cr_assert_eq(tcp_url_parse("tcp://localhost:0", host, sizeof(host), &port), 0);
+	cr_assert_str_eq(host, "localhost");
+	cr_assert_eq(tcp_url_parse("tcp://::1:5000", host, sizeof(host), &port), -1, "a bare IPv6 literal");
+	cr_assert_eq(tcp_url_parse("tcp://[::1]5000", host, sizeof(host), &port), -1);
+	cr_assert_eq(tcp_url_parse("tcp://[]:5000", host, sizeof(host), &port), -1);
+	cr_assert_eq(tcp_url_parse("tcp://h:70000", host, sizeof(host), &port), -1);
+	cr_assert_eq(tcp_url_parse("tcp://h:", host, sizeof(host), &port), -1);
+	cr_assert_eq(resolve_file("ock.mmc.meta_service_url = tcp://[fe80::1]:5100\n", &r, err), 0, "%s", err);
+	cr_assert_str_eq(r.meta_host, "fe80::1");
+	cr_assert_eq(r.meta_port, 5100);
+}
+
+/* The cluster secret: from its key or its file, not both, long enough, and never in a message. */
+Test(conf, secrets_come_from_a_key_or_a_file)
+{
+	char path[] = "/tmp/mmc-secret-XXXXXX", lines[256], err[256];
+	struct client_conf r;
+	struct meta_conf c;
+	int fd = mkstemp(path);
+
+	cr_assert_geq(fd, 0);
+	close(fd);
+	write_file(path, "0123456789abcdef-from-a-file\n");
+	snprintf(lines, sizeof(lines), "ock.mmc.client.auth_token_file = %s\n", path);
+	cr_assert_eq(resolve_file(lines, &r, err), 0, "%s", err);
+	cr_assert_str_eq(r.auth_token, "0123456789abcdef-from-a-file", "the trailing newline is not the secret's");
+	snprintf(lines, sizeof(lines), "ock.mmc.client.auth_token_file = %s\nock.mmc.client.auth_token = %s\n", path,
+	         "0123456789abcdef-too");
+	cr_assert_eq(resolve_file(lines, &r, err), MMC_INVALID_PARAM, "both");
+	cr_assert(strstr(err, "not both"), "%s", err);
+	cr_assert_eq(resolve_file("ock.mmc.client.auth_token = short-secret\n", &r, err), MMC_INVALID_PARAM);
+	cr_assert(strstr(err, "at least 16") && !strstr(err, "short-secret"), "%s", err);
+	meta_conf_defaults(&c);
+	cr_assert_eq(meta_conf_set(&c, "ock.mmc.meta.auth_token_file", "/no/such/file", err, sizeof(err)), 0);
+	cr_assert_eq(meta_conf_resolve_secrets(&c, err, sizeof(err)), MMC_INVALID_PARAM);
+	cr_assert(strstr(err, "ock.mmc.meta.auth_token_file"), "%s", err);
+	write_file(path, "");
+	meta_conf_defaults(&c);
+	cr_assert_eq(meta_conf_set(&c, "ock.mmc.meta.auth_token_file", path, err, sizeof(err)), 0);
+	cr_assert_eq(meta_conf_resolve_secrets(&c, err, sizeof(err)), MMC_INVALID_PARAM, "an empty file");
+	cr_assert_eq(resolve_file("ock.mmc.tls.enable = true\n", &r, err), MMC_INVALID_PARAM);
+	cr_assert(strstr(err, "ock.mmc.tls.ca.path"), "a TLS store must be able to verify the server: %s", err);
+	unlink(path);
 }
