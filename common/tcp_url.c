@@ -1,5 +1,7 @@
 #include "tcp_url.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +36,18 @@ int tcp_url_parse(const char *url, char *host, size_t hostlen, uint16_t *port)
 	host[end - h] = '\0';
 	*port = (uint16_t)p;
 	return 0;
+}
+
+bool tcp_addr_is_loopback(const struct sockaddr *sa)
+{
+	if (sa->sa_family == AF_INET)
+		return (ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr) >> 24) == 127;
+	if (sa->sa_family == AF_INET6) {
+		const struct in6_addr *a = &((const struct sockaddr_in6 *)sa)->sin6_addr;
+
+		return IN6_IS_ADDR_LOOPBACK(a) || (IN6_IS_ADDR_V4MAPPED(a) && a->s6_addr[12] == 127);
+	}
+	return false;
 }
 
 void tcp_url_format(char *out, size_t len, const char *host, uint16_t port)

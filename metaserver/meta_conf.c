@@ -1,5 +1,6 @@
 #include "meta_conf.h"
 
+#include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -123,6 +124,27 @@ static int check_store_uri(const char *uri, char *err, size_t errlen)
 	return MMC_INVALID_PARAM;
 }
 
+/* Redis's protected mode, for an address literal (a name is checked when it is resolved and bound, rpc/listener.c). */
+static int check_exposure(const struct meta_conf *c, const char *host, char *err, size_t errlen)
+{
+	struct addrinfo hints = {.ai_flags = AI_NUMERICHOST | AI_PASSIVE, .ai_socktype = SOCK_STREAM}, *ai;
+	bool exposed;
+
+	if (c->auth_token[0] || c->auth_token_file[0] || (c->tls.enable && c->tls.ca[0]) || c->allow_insecure_bind ||
+	    getaddrinfo(host, NULL, &hints, &ai))
+		return 0;
+	exposed = !tcp_addr_is_loopback(ai->ai_addr);
+	freeaddrinfo(ai);
+	if (!exposed)
+		return 0;
+	snprintf(err, errlen,
+	         "ock.mmc.meta_service_url \"%s\" is not a loopback address and there are no credentials: set "
+	         "ock.mmc.meta.auth_token (or ock.mmc.meta.auth_token_file), or ock.mmc.tls.enable with "
+	         "ock.mmc.tls.ca.path, or ock.mmc.meta.allow_insecure_bind=true",
+	         c->meta_service_url);
+	return MMC_INVALID_PARAM;
+}
+
 int meta_conf_check(const struct meta_conf *c, char *err, size_t errlen)
 {
 	char host[256];
@@ -143,6 +165,8 @@ int meta_conf_check(const struct meta_conf *c, char *err, size_t errlen)
 		snprintf(err, errlen, "ock.mmc.tls.enable needs ock.mmc.tls.cert.path and ock.mmc.tls.key.path");
 		return MMC_INVALID_PARAM;
 	}
+	if (check_exposure(c, host, err, errlen))
+		return MMC_INVALID_PARAM;
 	if (!c->data_dir[0]) {
 		snprintf(err, errlen, "ock.mmc.meta.data_dir must not be empty");
 		return MMC_INVALID_PARAM;

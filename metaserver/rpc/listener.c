@@ -14,6 +14,7 @@
 #include "conn.h"
 #include "log.h"
 #include "mmc/mmc.h"
+#include "tcp_url.h"
 #include "tls.h"
 
 #define ACCEPT_PAUSE_MS 100
@@ -105,22 +106,10 @@ static void accept_error_cb(struct evconnlistener *l, void *arg)
 	}
 }
 
-static bool is_loopback(const struct sockaddr *sa)
-{
-	if (sa->sa_family == AF_INET)
-		return (ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr) >> 24) == 127;
-	if (sa->sa_family == AF_INET6) {
-		const struct in6_addr *a = &((const struct sockaddr_in6 *)sa)->sin6_addr;
-
-		return IN6_IS_ADDR_LOOPBACK(a) || (IN6_IS_ADDR_V4MAPPED(a) && a->s6_addr[12] == 127);
-	}
-	return false;
-}
-
 /* Redis's protected mode: a port others can reach needs credentials, or the operator's explicit word. */
 static int check_exposure(const struct meta *m, const struct sockaddr *sa, const char *addr)
 {
-	if (is_loopback(sa) || m->conf.auth_token[0] || rpc_tls_verifies_clients(m))
+	if (tcp_addr_is_loopback(sa) || m->conf.auth_token[0] || rpc_tls_verifies_clients(m))
 		return 0;
 	if (m->conf.allow_insecure_bind) {
 		log_warn("op=listen addr=%s warning=\"no credentials: anyone who reaches this port may read, write and "

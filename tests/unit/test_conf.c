@@ -255,6 +255,9 @@ Test(conf, server_keys)
 	cr_assert_eq(meta_conf_set(&c, "ock.mmc.bogus", "1", err, sizeof(err)), MMC_INVALID_PARAM);
 	cr_assert(strstr(err, "ock.mmc.bogus"), "%s", err);
 	cr_assert_eq(meta_conf_set(&c, "ock.mmc.meta_service_url", "tcp://0.0.0.0:5001", err, sizeof(err)), 0);
+	cr_assert_eq(meta_conf_check(&c, err, sizeof(err)), MMC_INVALID_PARAM, "reachable without credentials");
+	cr_assert(strstr(err, "ock.mmc.meta.auth_token"), "%s", err);
+	cr_assert_eq(meta_conf_set(&c, "ock.mmc.meta.allow_insecure_bind", "true", err, sizeof(err)), 0);
 	cr_assert_eq(meta_conf_check(&c, err, sizeof(err)), 0);
 	cr_assert_eq(meta_conf_set(&c, "ock.mmc.meta_service_url", "udp://x", err, sizeof(err)), 0);
 	cr_assert_eq(meta_conf_check(&c, err, sizeof(err)), MMC_INVALID_PARAM);
