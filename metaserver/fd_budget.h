@@ -14,7 +14,8 @@
 /* Descriptors kept for everything but connections: LMDB, listeners, the log, the KVCM I/O threads' files. */
 #define FD_BUDGET_RESERVED 64
 
-/* Raises RLIMIT_NOFILE towards the configured limits and lowers c->max_connections to fit. Before any listener. */
-void fd_budget_apply(struct meta_conf *c);
+/* Raises RLIMIT_NOFILE towards the configured limits; returns the RPC connection limit that fits (c's own, or lower
+ * with a warning). The configuration keeps what the operator wrote. Before any listener opens. */
+uint32_t fd_budget_fit(const struct meta_conf *c);
 
 #endif

@@ -33,6 +33,8 @@ struct meta_conf {
 	uint32_t hello_timeout_ms;      /* ock.mmc.meta.hello_timeout_ms */
 	uint64_t max_buffered_input;    /* ock.mmc.meta.max_buffered_input, bytes */
 	struct tls_files tls;           /* ock.mmc.tls.* */
+	char log_path[1024];            /* ock.mmc.log_path: empty for stderr */
+	bool log_rotation_set;          /* ock.mmc.log_rotation_file_size/_count given: ignored, warned about */
 	char store_uri[1024];           /* ock.mmc.meta.store_uri (alias kvcm.registry_storage.uri): lmdb, redis:// */
 	char store_password_file[1024]; /* ock.mmc.meta.store_password_file */
 	char store_key_prefix[128];     /* ock.mmc.meta.store_key_prefix */

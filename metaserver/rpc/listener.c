@@ -25,12 +25,14 @@ static int ratelimit_bucket;
  * connections cannot lock real clients out. */
 static bool make_room(struct meta *m)
 {
-	if (m->nconns < m->conf.max_connections)
+	uint32_t limit = m->max_connections ? m->max_connections : m->conf.max_connections;
+
+	if (m->nconns < limit)
 		return true;
 	if (list_empty(&m->hello_waits))
 		return false;
 	conn_displace_oldest(m);
-	return m->nconns < m->conf.max_connections;
+	return m->nconns < limit;
 }
 
 static void peer_name(const struct sockaddr *sa, char *out, size_t len)

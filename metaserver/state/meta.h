@@ -62,6 +62,7 @@ struct session {
 	uint32_t pid;
 	struct service *svc; /* the local service this connection registered, if any */
 	struct conn *conn;
+	struct extent *extents; /* allocation extents it holds (policy/extents.c), NULL: none */
 };
 
 struct blob {
@@ -179,6 +180,7 @@ struct meta {
 	struct list conns; /* struct conn.link */
 	/* the RPC port's guards (rpc/conn.c, rpc/auth.c, rpc/tls.c) */
 	struct list hello_waits;         /* struct conn.hello_link, oldest first: connections not through their hello */
+	uint32_t max_connections;        /* ock.mmc.meta.max_connections as RLIMIT_NOFILE allows (fd_budget.c); 0: it */
 	uint64_t input_reserved;         /* bytes of partial frames all connections may buffer now */
 	struct event *accept_resume_ev;  /* accepting paused on EMFILE / ENFILE: resume */
 	uint64_t accept_error_logged_ms; /* at most one accept-error line a second */
@@ -187,6 +189,10 @@ struct meta {
 	uint32_t nconns;
 	bool draining;
 	struct meta_stats stats;
+
+	/* allocation extents (policy/extents.c): every one granted, oldest first; initialised on first use */
+	struct list extents;
+	uint64_t next_extent_id;
 };
 
 #endif
