@@ -105,23 +105,6 @@ static uint64_t cpu_ns(pid_t pid)
 	return ns;
 }
 
-/* Resident set of pid in bytes, from /proc/<pid>/status (anonymous + file: LMDB's map counts). 0 if unknown. */
-static uint64_t rss_bytes(pid_t pid)
-{
-	char path[64], line[128];
-	unsigned long long kb = 0;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	f = fopen(path, "r");
-	while (f && fgets(line, sizeof(line), f))
-		if (sscanf(line, "VmRSS: %llu kB", &kb) == 1)
-			break;
-	if (f)
-		fclose(f);
-	return (uint64_t)kb << 10;
-}
-
 static void pick(const struct index *ix, char **names, const char **out, int batch, unsigned *seed)
 {
 	for (int i = 0; i < batch; i++)
@@ -251,7 +234,7 @@ static int sweep(mmc_store *s, const struct bench_opts *o, int batch, pid_t serv
 			samples_free(&sm);
 		}
 		printf("# server RSS with %zu keys: %.1f MiB (%.0f B/key)\n", ix.n,
-		       (double)rss_bytes(server) / (1 << 20), (double)rss_bytes(server) / (double)ix.n);
+		       (double)proc_rss_bytes(server) / (1 << 20), (double)proc_rss_bytes(server) / (double)ix.n);
 	}
 	return rc;
 }
@@ -268,7 +251,7 @@ static int reload(struct bench_cluster *c, int sync)
 	if (metaserver_restart(&c->meta, sync ? NULL : nosync))
 		return -1;
 	printf("# restart on the same data dir: ready after %.2f s, RSS %.1f MiB\n", now_s() - t0,
-	       (double)rss_bytes(c->meta.pid) / (1 << 20));
+	       (double)proc_rss_bytes(c->meta.pid) / (1 << 20));
 	return 0;
 }
 

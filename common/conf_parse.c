@@ -21,9 +21,31 @@ static char *trim(char *s)
 	return s;
 }
 
+/* Splits one line (comment stripped, spaces trimmed) and hands it to fn. Returns 0 (also for a blank line), fn's
+ * code, or MMC_INVALID_PARAM with a message naming the file and line. */
+static int conf_line(char *line, const char *path, int lineno, conf_line_fn fn, void *arg, char *err, size_t errlen)
+{
+	char *hash = strchr(line, '#'), *eq, *key;
+
+	if (hash)
+		*hash = '\0';
+	key = trim(line);
+	if (!*key)
+		return 0;
+	eq = strchr(key, '=');
+	if (!eq) {
+		snprintf(err, errlen, "%s:%d: expected `key = value`", path, lineno);
+		return MMC_INVALID_PARAM;
+	}
+	*eq = '\0';
+	return fn(arg, trim(key), trim(eq + 1), lineno);
+}
+
 int conf_file_read(const char *path, conf_line_fn fn, void *arg, char *err, size_t errlen)
 {
-	char line[4096];
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t n;
 	int lineno = 0, rc = 0;
 	FILE *f = fopen(path, "r");
 
@@ -31,29 +53,23 @@ int conf_file_read(const char *path, conf_line_fn fn, void *arg, char *err, size
 		snprintf(err, errlen, "cannot read config file \"%s\": %s", path, strerror(errno));
 		return MMC_INVALID_PARAM;
 	}
-	while (fgets(line, sizeof(line), f)) {
-		char *hash, *eq, *key, *value;
-
+	/* getline, not a fixed buffer: a long line read in pieces would parse its tail as a line of its own */
+	while ((n = getline(&line, &cap, f)) >= 0) {
 		lineno++;
-		hash = strchr(line, '#');
-		if (hash)
-			*hash = '\0';
-		key = trim(line);
-		if (!*key)
-			continue;
-		eq = strchr(key, '=');
-		if (!eq) {
-			snprintf(err, errlen, "%s:%d: expected `key = value`", path, lineno);
+		if (memchr(line, '\0', (size_t)n)) {
+			snprintf(err, errlen, "%s:%d: the line holds a NUL byte", path, lineno);
 			rc = MMC_INVALID_PARAM;
 			break;
 		}
-		*eq = '\0';
-		value = trim(eq + 1);
-		key = trim(key);
-		rc = fn(arg, key, value, lineno);
+		rc = conf_line(line, path, lineno, fn, arg, err, errlen);
 		if (rc < 0)
 			break;
 	}
+	if (rc == 0 && ferror(f)) {
+		snprintf(err, errlen, "cannot read config file \"%s\": %s", path, strerror(errno));
+		rc = MMC_INVALID_PARAM;
+	}
+	free(line);
 	fclose(f);
 	return rc;
 }
@@ -244,12 +260,19 @@ static const struct conf_key compat_server[] = {
 };
 
 /* TLS families: "<prefix>.enable" (a bool) and "<prefix>.<file>" (paths under 256 bytes); the server knows the
- * first two prefixes, the client all three. */
+ * first two prefixes, the client all three. The meta connection's own family (ock.mmc.tls.*) is real on both sides
+ * (the RPC port's TLS) except for the two files of a vendor key-decryption plug-in, which stay compatibility keys. */
 static const char *const tls_prefixes[] = {"ock.mmc.tls.", "ock.mmc.config_store.tls.",
                                            "ock.mmc.local_service.hcom.tls."};
 static const char *const tls_files[] = {"ca.path",       "ca.crl.path",  "cert.path",     "key.path",
                                         "key.pass.path", "package.path", "decrypter.path"};
 #define TLS_FILES (sizeof(tls_files) / sizeof(tls_files[0]))
+
+static bool tls_real(size_t prefix, size_t file)
+{
+	return prefix == 0 && (file == TLS_FILES || (strcmp(tls_files[file], "package.path") != 0 &&
+	                                             strcmp(tls_files[file], "decrypter.path") != 0));
+}
 
 static size_t tls_prefix_count(enum conf_scope scope)
 {
@@ -274,6 +297,8 @@ static int compat_tls(enum conf_scope scope, const char *key, const char *value,
 			     enable ? sizeof(bool) : 256, 0, 0, NULL},
 			    {NULL, 0, 0, 0, 0, 0, NULL}};
 
+			if (tls_real(p, f))
+				continue;
 			if (strcmp(rest, enable ? "enable" : tls_files[f]) == 0)
 				return conf_apply(k, &sink, key, value, err, errlen) ? MMC_INVALID_PARAM : 1;
 		}
@@ -302,6 +327,8 @@ void conf_compat_each(enum conf_scope scope, void (*fn)(void *arg, const char *k
 			fn(arg, k->name);
 	for (size_t p = 0; p < tls_prefix_count(scope); p++) {
 		for (size_t f = 0; f <= TLS_FILES; f++) {
+			if (tls_real(p, f))
+				continue;
 			snprintf(name, sizeof(name), "%s%s", tls_prefixes[p], f == TLS_FILES ? "enable" : tls_files[f]);
 			fn(arg, name);
 		}

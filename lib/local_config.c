@@ -7,6 +7,8 @@
 #include "conf_parse.h"
 #include "log.h"
 #include "log_level.h"
+#include "secret_file.h"
+#include "tcp_url.h"
 #include "wire_limits.h"
 
 #define TB       (UINT64_C(1) << 40)
@@ -34,6 +36,9 @@ static const struct conf_key keys[] = {
     {"ock.mmc.client.rma_timeout_ms", CONF_U32, F(c.rma_timeout_ms), 100, 3600000, NULL},
     {"ock.mmc.client.verify_checksum", CONF_BOOL, F(c.verify_checksum), 0, 0, NULL},
     {"ock.mmc.client.host_path", CONF_BOOL, F(host_path), 0, 0, NULL},
+    {"ock.mmc.client.auth_token", CONF_STR, F(auth_token), 0, 0, NULL},
+    {"ock.mmc.client.auth_token_file", CONF_STR, F(auth_token_file), 0, 0, NULL},
+    TLS_FILES_KEYS(F),
     {NULL, 0, 0, 0, 0, 0, NULL},
 };
 
@@ -125,26 +130,32 @@ static int load_line(void *arg, const char *key, const char *value, int line)
 
 static int parse_meta_url(struct client_conf *o, char *err, size_t errlen)
 {
-	const char *url = o->c.meta_service_url, *h, *colon;
-	char *end;
-	unsigned long port;
-
-	if (strncmp(url, "tcp://", 6) != 0)
-		goto bad;
-	h = url + 6;
-	colon = strrchr(h, ':');
-	if (!colon || colon == h || (size_t)(colon - h) >= sizeof(o->meta_host))
-		goto bad;
-	port = strtoul(colon + 1, &end, 10);
-	if (*end || colon[1] == '\0' || port == 0 || port > 65535)
-		goto bad;
-	memcpy(o->meta_host, h, (size_t)(colon - h));
-	o->meta_host[colon - h] = '\0';
-	o->meta_port = (uint16_t)port;
+	if (tcp_url_parse(o->c.meta_service_url, o->meta_host, sizeof(o->meta_host), &o->meta_port) ||
+	    o->meta_port == 0) {
+		snprintf(err, errlen, "bad value \"%s\" for \"ock.mmc.meta_service_url\" (expected tcp://host:port)",
+		         o->c.meta_service_url);
+		return MMC_INVALID_PARAM;
+	}
 	return 0;
-bad:
-	snprintf(err, errlen, "bad value \"%s\" for \"ock.mmc.meta_service_url\" (expected tcp://host:port)", url);
-	return MMC_INVALID_PARAM;
+}
+
+/* The cluster secret from its key or its file, and TLS that can verify the server. */
+static int check_guards(struct client_conf *o, char *err, size_t errlen)
+{
+	int rc = secret_resolve("ock.mmc.client.auth_token", "ock.mmc.client.auth_token_file", o->auth_token_file,
+	                        o->auth_token, sizeof(o->auth_token), err, errlen);
+
+	if (rc)
+		return rc;
+	if (o->tls.enable && !o->tls.ca[0]) {
+		snprintf(err, errlen, "ock.mmc.tls.enable needs ock.mmc.tls.ca.path to verify the meta server");
+		return MMC_INVALID_PARAM;
+	}
+	if (o->tls.enable && !o->tls.cert[0] != !o->tls.key[0]) {
+		snprintf(err, errlen, "ock.mmc.tls.cert.path and ock.mmc.tls.key.path go together");
+		return MMC_INVALID_PARAM;
+	}
+	return 0;
 }
 
 /* $MMC_HOST_PATH overrides the file, like FI_PROVIDER the protocol: benchmarks and tests turn the host path off
@@ -220,7 +231,9 @@ static int check(struct client_conf *o, char *err, size_t errlen)
 		snprintf(err, errlen, "\"ock.mmc.local_service.ssd.size\" must be at least 4KB when ssd.path is set");
 		return MMC_INVALID_PARAM;
 	}
-	return parse_meta_url(o, err, errlen);
+	if (parse_meta_url(o, err, errlen))
+		return MMC_INVALID_PARAM;
+	return check_guards(o, err, errlen);
 }
 
 int local_config_resolve(const mmc_local_config *in, struct client_conf *out, char *err, size_t errlen)

@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "mmc/mmc.h"
+#include "tls_files.h"
 
 struct client_conf {
 	mmc_local_config c;
@@ -15,6 +16,10 @@ struct client_conf {
 	uint16_t meta_port;
 	int log_level;
 	bool host_path; /* ock.mmc.client.host_path, then $MMC_HOST_PATH: same-host peers by memcpy */
+	/* file-only keys: the meta connection's guards (docs/operations.md, Security) */
+	char auth_token[256];       /* ock.mmc.client.auth_token, or read from ...auth_token_file */
+	char auth_token_file[1024]; /* ock.mmc.client.auth_token_file */
+	struct tls_files tls;       /* ock.mmc.tls.* */
 };
 
 struct conf_key;

@@ -16,6 +16,8 @@
 #include "clock.h"
 #include "local_config.h"
 #include "log.h"
+#include "meta_auth.h"
+#include "meta_tls.h"
 
 #define BUCKETS     256
 #define CONNECT_MS  5000
@@ -47,7 +49,12 @@ struct meta_conn {
 	void *owner;
 	meta_task_fn on_task;
 	void *task_owner;
-	_Atomic uint64_t losses; /* connections lost so far: see meta_conn_losses() */
+	_Atomic uint64_t losses;      /* connections lost so far: see meta_conn_losses() */
+	struct meta_tls_ctx *tls_ctx; /* NULL: plain TCP */
+	struct meta_tls *tls;         /* the session on fd, with tls_ctx */
+	/* bumped (under send_lock) when fd and tls go: a sender that read them before checks this under send_lock,
+	 * so it never writes to a closed (or reused) descriptor or a freed session */
+	_Atomic uint64_t gen;
 };
 
 static pthread_key_t tls_key;
@@ -117,12 +124,12 @@ static void fail_all(struct meta_conn *mc, int status)
 
 /* ---- socket ---- */
 
-static int read_full(int fd, void *buf, size_t len)
+static int read_full(int fd, struct meta_tls *t, void *buf, size_t len)
 {
 	char *p = buf;
 
 	while (len) {
-		ssize_t n = read(fd, p, len);
+		ssize_t n = t ? meta_tls_read(t, p, len) : read(fd, p, len);
 
 		if (n > 0) {
 			p += n;
@@ -134,10 +141,12 @@ static int read_full(int fd, void *buf, size_t len)
 	return 0;
 }
 
-static int write_full(int fd, const void *buf, size_t len)
+static int write_full(int fd, struct meta_tls *t, const void *buf, size_t len)
 {
 	const char *p = buf;
 
+	if (t)
+		return meta_tls_write(t, buf, len);
 	while (len) {
 		ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
 
@@ -231,7 +240,7 @@ static void *reader_main(void *arg)
 	for (;;) {
 		uint32_t len;
 
-		if (read_full(mc->fd, hdr, 4))
+		if (read_full(mc->fd, mc->tls, hdr, 4))
 			break;
 		len = (uint32_t)hdr[0] | (uint32_t)hdr[1] << 8 | (uint32_t)hdr[2] << 16 | (uint32_t)hdr[3] << 24;
 		if (len == 0 || len > MMC_FRAME_MAX) {
@@ -246,7 +255,7 @@ static void *reader_main(void *arg)
 			buf.data = d;
 			buf.cap = len;
 		}
-		if (read_full(mc->fd, buf.data, len))
+		if (read_full(mc->fd, mc->tls, buf.data, len))
 			break;
 		dispatch(mc, buf.data, len);
 	}
@@ -283,15 +292,29 @@ static int wait_ready(struct meta_conn *mc, const struct mcall *c)
 	return mc->state == MC_READY && !mc->stop ? 0 : MMC_NOT_CONNECTED_META;
 }
 
-static int send_frame(struct meta_conn *mc, int fd, const struct wbuf *b)
+/* The connection a sender read under the lock. */
+struct link {
+	int fd;
+	struct meta_tls *tls;
+	uint64_t gen;
+};
+
+static struct link link_of(struct meta_conn *mc)
 {
-	int rc;
+	return (struct link){mc->fd, mc->tls, atomic_load(&mc->gen)};
+}
+
+static int send_frame(struct meta_conn *mc, struct link l, const struct wbuf *b)
+{
+	int rc = -1;
 
 	pthread_mutex_lock(&mc->send_lock);
-	rc = write_full(fd, b->data, b->len);
+	if (atomic_load(&mc->gen) == l.gen) {
+		rc = write_full(l.fd, l.tls, b->data, b->len);
+		if (rc)
+			shutdown(l.fd, SHUT_RDWR); /* the reader sees it and fails everything pending */
+	}
 	pthread_mutex_unlock(&mc->send_lock);
-	if (rc)
-		shutdown(fd, SHUT_RDWR); /* the reader sees it and fails everything pending */
 	return rc ? MMC_NOT_CONNECTED_META : 0;
 }
 
@@ -299,7 +322,8 @@ int meta_call(struct meta_conn *mc, uint32_t body, const pb_msgdesc_t *fields, c
 {
 	struct wbuf *b = tls_wbuf();
 	struct timespec dl;
-	int rc, fd;
+	struct link l;
+	int rc;
 
 	if (!b)
 		return MMC_MALLOC_FAILED;
@@ -315,10 +339,11 @@ int meta_call(struct meta_conn *mc, uint32_t body, const pb_msgdesc_t *fields, c
 	if (rc)
 		goto out_unlock;
 	pending_add(mc, c);
-	fd = mc->fd;
+	l = link_of(mc);
 	pthread_mutex_unlock(&mc->lock);
 
-	send_frame(mc, fd, b); /* a failed send completes the call through the reader */
+	/* a failed send completes the call through the reader; a send to a dropped link, with a timeout */
+	send_frame(mc, l, b);
 
 	pthread_mutex_lock(&mc->lock);
 	dl = clock_deadline(mc->conf->c.timeout_ms);
@@ -339,17 +364,18 @@ out_unlock:
 int meta_send(struct meta_conn *mc, uint32_t body, const pb_msgdesc_t *fields, const void *msg)
 {
 	struct wbuf *b = tls_wbuf();
-	int rc, fd;
+	struct link l;
+	int rc;
 
 	if (!b)
 		return MMC_MALLOC_FAILED;
 	pthread_mutex_lock(&mc->lock);
 	rc = mc->state == MC_READY ? 0 : MMC_NOT_CONNECTED_META;
-	fd = mc->fd;
+	l = link_of(mc);
 	pthread_mutex_unlock(&mc->lock);
 	if (rc || (rc = wire_encode(b, 0, body, fields, msg)))
 		return rc;
-	return send_frame(mc, fd, b);
+	return send_frame(mc, l, b);
 }
 
 void meta_conn_on_task(struct meta_conn *mc, meta_task_fn fn, void *owner)
@@ -364,17 +390,18 @@ int meta_reply(struct meta_conn *mc, uint64_t id, int result)
 {
 	struct wbuf *b = tls_wbuf();
 	mmc_Reply r = {.result = result};
-	int rc, fd;
+	struct link l;
+	int rc;
 
 	if (!b)
 		return MMC_MALLOC_FAILED;
 	pthread_mutex_lock(&mc->lock);
 	rc = mc->state == MC_READY || mc->state == MC_CONNECTING ? 0 : MMC_NOT_CONNECTED_META;
-	fd = mc->fd;
+	l = link_of(mc);
 	pthread_mutex_unlock(&mc->lock);
 	if (rc || (rc = wire_encode(b, id, WB_REPLY, mmc_Reply_fields, &r)))
 		return rc;
-	return send_frame(mc, fd, b);
+	return send_frame(mc, l, b);
 }
 
 int meta_decode_reply(struct mcall *c, uint32_t body, const uint8_t *data, size_t len)
@@ -387,19 +414,33 @@ int meta_decode_reply(struct mcall *c, uint32_t body, const uint8_t *data, size_
 	return r.result;
 }
 
+/* One hello: what the session learns, and the challenge-response on the way. */
+struct hello {
+	struct meta_session sess;
+	struct meta_auth auth;
+	mmc_AuthProof proof; /* the answer to an AuthChallenge */
+};
+
+#define HELLO_CHALLENGED 1 /* decode_hello: an AuthChallenge came, hello.proof answers it */
+
 static int decode_hello(struct mcall *c, uint32_t body, const uint8_t *data, size_t len)
 {
 	mmc_HelloReply r = mmc_HelloReply_init_zero;
 	pb_istream_t s = pb_istream_from_buffer(data, len);
-	struct meta_session *out = c->arg;
+	struct hello *h = c->arg;
+	int rc;
 
+	if (body == WB_AUTH_CHALLENGE && !h->auth.challenged) {
+		rc = meta_auth_answer(&h->auth, data, len, &h->proof);
+		return rc ? rc : HELLO_CHALLENGED;
+	}
 	if (body != WB_HELLO_REPLY || !pb_decode(&s, mmc_HelloReply_fields, &r))
 		return MMC_INTERNAL_ERROR;
-	out->id = r.session;
-	out->lease_ttl_ms = r.lease_ttl_ms;
-	out->heartbeat_timeout_ms = r.heartbeat_timeout_ms;
-	out->server_run = r.server_run;
-	return r.result;
+	h->sess.id = r.session;
+	h->sess.lease_ttl_ms = r.lease_ttl_ms;
+	h->sess.heartbeat_timeout_ms = r.heartbeat_timeout_ms;
+	h->sess.server_run = r.server_run;
+	return meta_auth_reply(&h->auth, &r);
 }
 
 /* ---- connection life ---- */
@@ -407,28 +448,72 @@ static int decode_hello(struct mcall *c, uint32_t body, const uint8_t *data, siz
 /* The connection is down and its reader gone: forget the socket (under the lock: senders read fd) and close it. */
 static void conn_drop_fd(struct meta_conn *mc, int fd)
 {
+	struct meta_tls *t;
+
 	pthread_mutex_lock(&mc->lock);
 	mc->state = MC_DOWN;
 	mc->fd = -1;
+	t = mc->tls;
+	mc->tls = NULL;
 	pthread_mutex_unlock(&mc->lock);
+	shutdown(fd, SHUT_RDWR); /* a sender blocked on a full socket fails now, and lets go of send_lock */
+	pthread_mutex_lock(&mc->send_lock);
+	atomic_fetch_add(&mc->gen, 1);
+	meta_tls_free(t);
 	close(fd);
+	pthread_mutex_unlock(&mc->send_lock);
+}
+
+/* A connected socket, through its TLS handshake when TLS is on. Returns 0 or MMC_*. */
+static int dial(struct meta_conn *mc, int *fd, struct meta_tls **tls)
+{
+	int rc = 0;
+
+	*fd = connect_to(mc->conf->meta_host, mc->conf->meta_port);
+	*tls = NULL;
+	if (*fd < 0)
+		return MMC_NOT_CONNECTED_META;
+	if (mc->tls_ctx && !(*tls = meta_tls_connect(mc->tls_ctx, *fd, mc->conf->meta_host, CONNECT_MS, &rc))) {
+		close(*fd);
+		*fd = -1;
+	}
+	return rc;
+}
+
+/* Hello, and the AuthProof when the server challenges. Returns 0 (sess filled) or MMC_*. */
+static int say_hello(struct meta_conn *mc, struct meta_session *sess)
+{
+	struct hello h = {.auth.token = mc->conf->auth_token};
+	mmc_Hello msg = mmc_Hello_init_zero;
+	struct mcall c = {.decode = decode_hello, .arg = &h, .bypass = true};
+	int rc;
+
+	gethostname(msg.host, sizeof(msg.host) - 1);
+	msg.pid = (uint32_t)getpid();
+	if ((rc = meta_auth_hello(&h.auth, &msg)))
+		return rc;
+	rc = meta_call(mc, WB_HELLO, mmc_Hello_fields, &msg, &c);
+	if (rc == HELLO_CHALLENGED)
+		rc = meta_call(mc, WB_AUTH_PROOF, mmc_AuthProof_fields, &h.proof, &c);
+	*sess = h.sess;
+	return rc == HELLO_CHALLENGED ? MMC_INTERNAL_ERROR : rc;
 }
 
 /* Opens a socket, starts its reader and says hello. Called without the lock. */
 static int handshake(struct meta_conn *mc)
 {
-	mmc_Hello h = mmc_Hello_init_zero;
 	struct meta_session sess = {0};
-	struct mcall c = {.decode = decode_hello, .arg = &sess, .bypass = true};
-	int fd = connect_to(mc->conf->meta_host, mc->conf->meta_port), rc;
+	struct meta_tls *tls;
+	int fd, rc = dial(mc, &fd, &tls);
 
-	if (fd < 0)
-		return MMC_NOT_CONNECTED_META;
+	if (rc)
+		return rc;
 	if (mc->reader_started)
 		pthread_join(mc->reader, NULL);
 	mc->reader_started = false;
 	pthread_mutex_lock(&mc->lock);
 	mc->fd = fd;
+	mc->tls = tls;
 	mc->state = MC_CONNECTING;
 	pthread_mutex_unlock(&mc->lock);
 	if (pthread_create(&mc->reader, NULL, reader_main, mc)) {
@@ -436,10 +521,7 @@ static int handshake(struct meta_conn *mc)
 		return MMC_ERROR;
 	}
 	mc->reader_started = true;
-	gethostname(h.host, sizeof(h.host) - 1);
-	h.pid = (uint32_t)getpid();
-	h.version = MMC_WIRE_VERSION;
-	rc = meta_call(mc, WB_HELLO, mmc_Hello_fields, &h, &c);
+	rc = say_hello(mc, &sess);
 	if (rc == 0 && mc->on_reconnect)
 		rc = mc->on_reconnect(mc->owner);
 	pthread_mutex_lock(&mc->lock);
@@ -518,6 +600,10 @@ int meta_conn_open(struct meta_conn **out, const struct client_conf *conf)
 	pthread_mutex_init(&mc->lock, NULL);
 	pthread_mutex_init(&mc->send_lock, NULL);
 	pthread_cond_init(&mc->state_cond, NULL);
+	if (conf->tls.enable && !(mc->tls_ctx = meta_tls_ctx_new(conf))) {
+		meta_conn_close(mc);
+		return MMC_INVALID_PARAM;
+	}
 	rc = handshake(mc);
 	if (rc) {
 		meta_conn_close(mc);
@@ -553,6 +639,8 @@ void meta_conn_close(struct meta_conn *mc)
 		pthread_join(mc->reader, NULL);
 	if (mc->fd >= 0)
 		close(mc->fd);
+	meta_tls_free(mc->tls);
+	meta_tls_ctx_free(mc->tls_ctx);
 	pthread_mutex_destroy(&mc->lock);
 	pthread_mutex_destroy(&mc->send_lock);
 	pthread_cond_destroy(&mc->state_cond);

@@ -49,7 +49,10 @@ void meta_conn_on_task(struct meta_conn *mc, meta_task_fn fn, void *owner);
 /* Answers the server's request id with Reply{result}. */
 int meta_reply(struct meta_conn *mc, uint64_t id, int result);
 
-/* Connects and says hello. Returns 0, MMC_NOT_CONNECTED_META or MMC_MALLOC_FAILED. */
+/* Connects (through TLS when configured) and says hello (proving the cluster secret when the server asks). Returns 0,
+ * MMC_NOT_CONNECTED_META, MMC_NOT_AUTHORIZED (a missing or wrong secret, a server that cannot prove it, a
+ * certificate that does not verify), MMC_INVALID_PARAM (TLS files that cannot be loaded, another major wire version)
+ * or MMC_MALLOC_FAILED. */
 int meta_conn_open(struct meta_conn **out, const struct client_conf *conf);
 /* Starts heartbeats and automatic reconnection; on_reconnect may be NULL. */
 int meta_conn_start(struct meta_conn *mc, meta_reconnect_fn on_reconnect, void *owner);

@@ -141,6 +141,10 @@ static int register_service(struct mmc_store *s, bool rejoin)
 		rejoin = false;
 	r.rank = rejoin ? (int32_t)rank : -1;
 	r.incarnation = rejoin ? incarnation : 0;
+	if (rejoin) {
+		memcpy(r.secret.bytes, s->secret, s->secret_len);
+		r.secret.size = (pb_size_t)s->secret_len;
+	}
 	memcpy(r.fabric_addr.bytes, addr, alen);
 	r.fabric_addr.size = (pb_size_t)alen;
 	snprintf(r.provider, sizeof(r.provider), "%s", fabric_provider(s->fab));
@@ -169,6 +173,8 @@ static int register_service(struct mmc_store *s, bool rejoin)
 	if (rejoin && (info.rank != rank || info.incarnation != incarnation))
 		lg_warn("the meta server did not keep local service %u (incarnation %llu); joined again as %u", rank,
 		        (unsigned long long)incarnation, info.rank);
+	memcpy(s->secret, info.secret.bytes, info.secret.size);
+	s->secret_len = info.secret.size;
 	ident_set(s, true, info.rank, info.incarnation);
 	if (s->pool.shared)
 		host_pool_set_incarnation(&s->pool.host, info.incarnation);
@@ -275,7 +281,8 @@ static int init_locked(struct mmc_store *s, uint32_t device_id, bool init_bm)
 	regbufs_init(&s->regs);
 	peers_init(&s->peers);
 	if ((rc = meta_conn_open(&s->meta, &s->conf))) {
-		lg_error("mmc_init: cannot reach the meta server at %s", s->conf.c.meta_service_url);
+		lg_error("mmc_init: cannot connect to the meta server at %s: %s", s->conf.c.meta_service_url,
+		         mmc_strerror(rc));
 		return rc;
 	}
 	if (init_bm) {

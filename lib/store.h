@@ -67,6 +67,10 @@ struct mmc_store {
 	bool registered;
 	uint32_t rank;
 	uint64_t incarnation;
+	/* what a rejoin of (rank, incarnation) must present: from the Register reply; only the registering thread
+	 * (init, then the keeper) reads or writes it */
+	uint8_t secret[MMC_WIRE_MAC];
+	size_t secret_len;
 
 	struct gva_tracker *gva;
 	struct extent_cache *extents; /* extent.c: allocation extents of one-round-trip puts */

@@ -17,7 +17,9 @@
 #include "conn.h"
 #include "data_dir.h"
 #include "exit_code.h"
+#include "fd_budget.h"
 #include "kvcm/kvcm.h"
+#include "listener.h"
 #include "log.h"
 #include "meta.h"
 #include "meta_conf.h"
@@ -29,6 +31,7 @@
 #include "services.h"
 #include "store_uri.h"
 #include "tier.h"
+#include "tls.h"
 
 #define SWEEP_MS 50
 
@@ -39,7 +42,7 @@ static void usage(FILE *f)
 	        "\n"
 	        "  -c, --config FILE      load `key = value` settings (default: $MMC_META_CONFIG_PATH, if set)\n"
 	        "  -e, --env KEY=VALUE    set one key, after the file (repeatable), e.g.\n"
-	        "                         --env ock.mmc.meta_service_url=tcp://0.0.0.0:5000\n"
+	        "                         --env ock.mmc.meta_service_url=tcp://[::1]:5000\n"
 	        "                         --env kvcm.service.http_port=6382\n"
 	        "  -d, --data-dir DIR     LMDB directory (ock.mmc.meta.data_dir, default ./mmc-data)\n"
 	        "  -C, --check-config     check every key and value, then exit (0: valid, 2: not); opens nothing\n"
@@ -48,8 +51,10 @@ static void usage(FILE *f)
 	        "\n"
 	        "With no options it listens on tcp://127.0.0.1:5000 (libmmc), 127.0.0.1:6382 (KVCM) and\n"
 	        "127.0.0.1:6492 (admin), and for gRPC on 127.0.0.1:6381 (KVCM) and 127.0.0.1:6491 (admin).\n"
-	        "Another kvcm.service.bind or kvcm.service.rpc_bind needs credentials (kvcm.service.admin_user,\n"
-	        "kvcm.service.admin_password_file) or kvcm.service.allow_insecure_bind=true.\n"
+	        "A non-loopback RPC address needs ock.mmc.meta.auth_token_file (or TLS with client certificates)\n"
+	        "or ock.mmc.meta.allow_insecure_bind=true; another kvcm.service.bind or kvcm.service.rpc_bind\n"
+	        "needs credentials (kvcm.service.admin_user, kvcm.service.admin_password_file) or\n"
+	        "kvcm.service.allow_insecure_bind=true (docs/operations.md, Security).\n"
 	        "SIGTERM or SIGINT drains and exits 0. SIGHUP reloads the log level, the eviction thresholds and the\n"
 	        "lease TTL, all or nothing, and reopens the log file; SIGUSR1 reopens the log file.\n"
 	        "A failed start exits 1 (internal), 2 (configuration), 3 (data dir), 4 (listen address),\n"
@@ -151,6 +156,9 @@ static int read_conf(struct meta_conf *conf, bool reload, char *err, size_t errl
 		            : meta_conf_load(conf, config_path, err, errlen);
 	if (rc || apply_command_line(conf, reload, err, errlen))
 		return -1;
+	/* the secret's file too, so a reload compares what the running server holds (and says when it changed) */
+	if (meta_conf_resolve_secrets(conf, err, errlen))
+		return -1;
 	return meta_conf_check(conf, err, errlen) ? -1 : 0;
 }
 
@@ -194,7 +202,7 @@ static void stop_cb(evutil_socket_t sig, short what, void *arg)
 		return;
 	log_info("op=shutdown signal=%d", (int)sig);
 	m->draining = true;
-	conn_stop_listening(m);
+	rpc_stop_listening(m);
 	persist_flush(m->persist);
 	/* let queued replies reach their sockets, then stop */
 	event_base_loopexit(m->base, &drain);
@@ -293,27 +301,33 @@ static enum exit_code kvcm_failed(const char *err, int saved_errno)
 
 static enum exit_code start(struct meta *m)
 {
-	char host[256], kvcm_ready[256], err[1280];
-	uint16_t port, bound;
+	char host[256], rpc_url[300], kvcm_ready[256], err[1280];
+	uint16_t port;
 	int rc;
 
 	meta_conf_parse_url(m->conf.meta_service_url, host, sizeof(host), &port);
+	m->max_connections = fd_budget_fit(&m->conf);
+	if (rpc_tls_open(m, err, sizeof(err)))
+		return start_failed(EXIT_CONFIG, "config", err);
 	errno = 0;
-	if ((rc = conn_listen(m, host, port, &bound))) {
+	if ((rc = rpc_listen(m, host, port, rpc_url, sizeof(rpc_url)))) {
 		int saved_errno = errno;
 
 		snprintf(err, sizeof(err), "cannot listen on %s: %s", m->conf.meta_service_url,
-		         rc == MMC_INVALID_PARAM ? "not an address this server can bind" : strerror(saved_errno));
+		         rc == MMC_INVALID_PARAM ? "not an address this server can bind, or a reachable one without "
+		                                   "credentials (the line above says which)"
+		                                 : strerror(saved_errno));
 		return start_failed(rc == MMC_INVALID_PARAM ? EXIT_CONFIG : EXIT_LISTEN,
 		                    rc == MMC_INVALID_PARAM ? "config" : "listen", err);
 	}
 	errno = 0;
 	if (kvcm_start(&m->kvcm, m->base, m->persist, m, kvcm_ready, sizeof(kvcm_ready), err, sizeof(err)))
 		return kvcm_failed(err, errno);
-	log_info("op=start version=%s rpc=tcp://%s:%u data_dir=\"%s\" %s", MMC_VERSION_STRING, host, bound,
-	         m->conf.data_dir, kvcm_ready);
-	/* one machine-readable line on stdout: scripts and tests wait for it (and learn ports chosen with :0) */
-	printf("mmc-metaserver ready rpc=tcp://%s:%u %s\n", host, bound, kvcm_ready);
+	log_info("op=start version=%s rpc=%s tls=%s auth=%s data_dir=\"%s\" %s", MMC_VERSION_STRING, rpc_url,
+	         m->tls ? "on" : "off", m->conf.auth_token[0] ? "token" : "none", m->conf.data_dir, kvcm_ready);
+	/* one machine-readable line on stdout: scripts and tests wait for it (and learn the address bound, and the
+	 * ports chosen with :0) */
+	printf("mmc-metaserver ready rpc=%s %s\n", rpc_url, kvcm_ready);
 	fflush(stdout);
 	return EXIT_OK;
 }
@@ -322,7 +336,7 @@ static enum exit_code start(struct meta *m)
 static void shutdown_all(struct meta *m)
 {
 	m->draining = true;
-	conn_stop_listening(m);
+	rpc_stop_listening(m);
 	kvcm_stop(m->kvcm);
 	if (m->persist)
 		persist_flush(m->persist);
@@ -337,6 +351,7 @@ static void shutdown_all(struct meta *m)
 	services_fini(m);
 	persist_close(m->persist);
 	arena_fini(&m->arena);
+	rpc_tls_close(m);
 }
 
 /* The configuration and the log: nothing opened yet but the log file. */

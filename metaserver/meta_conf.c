@@ -1,5 +1,6 @@
 #include "meta_conf.h"
 
+#include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,6 +9,9 @@
 #include "kvcm/kvcm.h"
 #include "log_level.h"
 #include "mmc/mmc.h"
+#include "secret_file.h"
+#include "tcp_url.h"
+#include "wire_limits.h"
 #include "store_uri.h"
 
 #define F(field) offsetof(struct meta_conf, field), sizeof(((struct meta_conf *)0)->field)
@@ -28,6 +32,12 @@ static const struct conf_key keys[] = {
     {"ock.mmc.meta.lmdb.map_size", CONF_SIZE, F(lmdb_map_size), 1u << 20, UINT64_C(1) << 44, NULL},
     {"ock.mmc.meta.lmdb.sync", CONF_BOOL, F(lmdb_sync), 0, 0, NULL},
     {"ock.mmc.rewarm.dram_watermark", CONF_U32, F(rewarm_watermark), 0, 100, NULL},
+    {"ock.mmc.meta.auth_token", CONF_STR, F(auth_token), 0, 0, NULL},
+    {"ock.mmc.meta.auth_token_file", CONF_STR, F(auth_token_file), 0, 0, NULL},
+    {"ock.mmc.meta.allow_insecure_bind", CONF_BOOL, F(allow_insecure_bind), 0, 0, NULL},
+    {"ock.mmc.meta.hello_timeout_ms", CONF_U32, F(hello_timeout_ms), 100, 600000, NULL},
+    {"ock.mmc.meta.max_buffered_input", CONF_SIZE, F(max_buffered_input), MMC_FRAME_MAX + 4, UINT64_C(1) << 40, NULL},
+    TLS_FILES_KEYS(F),
     {"ock.mmc.log_path", CONF_STR, F(log_path), 0, 0, NULL},
     {"ock.mmc.meta.store_uri", CONF_STR, F(store_uri), 0, 0, NULL},
     {"ock.mmc.meta.store_password_file", CONF_STR, F(store_password_file), 0, 0, NULL},
@@ -61,6 +71,8 @@ void meta_conf_defaults(struct meta_conf *c)
 	c->lmdb_map_size = UINT64_C(64) << 30;
 	c->lmdb_sync = true;
 	c->rewarm_watermark = 95;
+	c->hello_timeout_ms = 10000;
+	c->max_buffered_input = UINT64_C(256) << 20;
 	strcpy(c->store_uri, "lmdb");
 	strcpy(c->store_key_prefix, "mmc:");
 	c->redis_timeout_ms = 2000;
@@ -138,6 +150,27 @@ static int check_store_uri(const char *uri, char *err, size_t errlen)
 	return MMC_INVALID_PARAM;
 }
 
+/* Redis's protected mode, for an address literal (a name is checked when it is resolved and bound, rpc/listener.c). */
+static int check_exposure(const struct meta_conf *c, const char *host, char *err, size_t errlen)
+{
+	struct addrinfo hints = {.ai_flags = AI_NUMERICHOST | AI_PASSIVE, .ai_socktype = SOCK_STREAM}, *ai;
+	bool exposed;
+
+	if (c->auth_token[0] || c->auth_token_file[0] || (c->tls.enable && c->tls.ca[0]) || c->allow_insecure_bind ||
+	    getaddrinfo(host, NULL, &hints, &ai))
+		return 0;
+	exposed = !tcp_addr_is_loopback(ai->ai_addr);
+	freeaddrinfo(ai);
+	if (!exposed)
+		return 0;
+	snprintf(err, errlen,
+	         "ock.mmc.meta_service_url \"%s\" is not a loopback address and there are no credentials: set "
+	         "ock.mmc.meta.auth_token (or ock.mmc.meta.auth_token_file), or ock.mmc.tls.enable with "
+	         "ock.mmc.tls.ca.path, or ock.mmc.meta.allow_insecure_bind=true",
+	         c->meta_service_url);
+	return MMC_INVALID_PARAM;
+}
+
 int meta_conf_check(const struct meta_conf *c, char *err, size_t errlen)
 {
 	char host[256];
@@ -154,6 +187,12 @@ int meta_conf_check(const struct meta_conf *c, char *err, size_t errlen)
 		         c->meta_service_url);
 		return MMC_INVALID_PARAM;
 	}
+	if (c->tls.enable && (!c->tls.cert[0] || !c->tls.key[0])) {
+		snprintf(err, errlen, "ock.mmc.tls.enable needs ock.mmc.tls.cert.path and ock.mmc.tls.key.path");
+		return MMC_INVALID_PARAM;
+	}
+	if (check_exposure(c, host, err, errlen))
+		return MMC_INVALID_PARAM;
 	if (!c->data_dir[0]) {
 		snprintf(err, errlen, "ock.mmc.meta.data_dir must not be empty");
 		return MMC_INVALID_PARAM;
@@ -161,27 +200,13 @@ int meta_conf_check(const struct meta_conf *c, char *err, size_t errlen)
 	return check_store_uri(c->store_uri, err, errlen);
 }
 
+int meta_conf_resolve_secrets(struct meta_conf *c, char *err, size_t errlen)
+{
+	return secret_resolve("ock.mmc.meta.auth_token", "ock.mmc.meta.auth_token_file", c->auth_token_file,
+	                      c->auth_token, sizeof(c->auth_token), err, errlen);
+}
+
 int meta_conf_parse_url(const char *url, char *host, size_t hostlen, uint16_t *port)
 {
-	const char *h, *colon;
-	char *end;
-	unsigned long p;
-	size_t n;
-
-	if (strncmp(url, "tcp://", 6) != 0)
-		return -1;
-	h = url + 6;
-	colon = strrchr(h, ':');
-	if (!colon || colon == h)
-		return -1;
-	n = (size_t)(colon - h);
-	if (n >= hostlen)
-		return -1;
-	p = strtoul(colon + 1, &end, 10);
-	if (*end || colon[1] == '\0' || p > 65535)
-		return -1;
-	memcpy(host, h, n);
-	host[n] = '\0';
-	*port = (uint16_t)p;
-	return 0;
+	return tcp_url_parse(url, host, hostlen, port);
 }

@@ -28,7 +28,10 @@ int meta_conf_set_reload(struct meta_conf *c, const char *key, const char *value
 int meta_conf_load_reload(struct meta_conf *c, const char *path, char *err, size_t errlen);
 /* Cross-key checks (high > low, ...). */
 int meta_conf_check(const struct meta_conf *c, char *err, size_t errlen);
-/* Parses "tcp://host:port" into host and port. */
+/* Reads ock.mmc.meta.auth_token_file into auth_token and checks the token's length. 0 or MMC_INVALID_PARAM + err
+ * (which never holds the token). */
+int meta_conf_resolve_secrets(struct meta_conf *c, char *err, size_t errlen);
+/* Parses "tcp://host:port" (host a name, an IPv4 literal or a bracketed IPv6 literal) into host and port. */
 int meta_conf_parse_url(const char *url, char *host, size_t hostlen, uint16_t *port);
 
 #endif

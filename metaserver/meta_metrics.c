@@ -13,6 +13,19 @@ static void metric(struct evbuffer *b, const char *name, const char *type, const
 	evbuffer_add_printf(b, "# HELP %s %s\n# TYPE %s %s\n%s %" PRIu64 "\n", name, help, name, type, name, v);
 }
 
+/* Connections the RPC port closed before they got in, or cut off (enum rpc_refusal). */
+static void rpc_refusals_write(const struct meta *m, struct evbuffer *b)
+{
+	static const char *const reason[RPC_REFUSED_COUNT] = {"credentials", "wire_version", "hello_timeout",
+	                                                      "displaced",   "limit",        "input_budget"};
+
+	evbuffer_add_printf(b, "# HELP mmc_rpc_refused_total RPC connections refused or cut off, by reason.\n"
+	                       "# TYPE mmc_rpc_refused_total counter\n");
+	for (int i = 0; i < RPC_REFUSED_COUNT; i++)
+		evbuffer_add_printf(b, "mmc_rpc_refused_total{reason=\"%s\"} %" PRIu64 "\n", reason[i],
+		                    m->stats.rpc_refused[i]);
+}
+
 void meta_metrics_write(struct meta *m, struct evbuffer *b)
 {
 	static const char *const media[MEDIA_COUNT] = {"hbm", "dram", "ssd"};
@@ -50,6 +63,7 @@ void meta_metrics_write(struct meta *m, struct evbuffer *b)
 		    b, "mmc_pool_held_bytes{media=\"%s\"} %" PRIu64 "\nmmc_pool_lost_bytes{media=\"%s\"} %" PRIu64 "\n",
 		    media[i], held, media[i], lost);
 	}
+	rpc_refusals_write(m, b);
 	evbuffer_add_printf(b, "# HELP mmc_rpc_requests_total libmmc requests by operation.\n"
 	                       "# TYPE mmc_rpc_requests_total counter\n");
 	for (unsigned i = 0; i < mmc__frame__descriptor.n_fields; i++) {

@@ -27,7 +27,9 @@
  *   made no progress for rma_timeout_ms (its peer died or refuses connections);
  * - MMC_INTERNAL_ERROR: a reply libmmc cannot decode (a meta server of another version);
  * - MMC_MALLOC_FAILED: this process, or the meta server for the call, ran out of memory.
- * Codes marked "reserved" below are never returned: they keep MemCache sources compiling.
+ * A store whose meta server guards its port with a cluster secret (ock.mmc.client.auth_token) or TLS gets
+ * MMC_NOT_AUTHORIZED from mmc_init() when its credentials are missing or wrong; once connected, no later call
+ * can get it. Codes marked "reserved" below are never returned: they keep MemCache sources compiling.
  *
  * Threading
  * ---------
@@ -82,9 +84,9 @@ extern "C" {
 
 /**
  * @name Error codes
- * The seed's table, plus MMC_LEASE_EXPIRED and MMC_CHECKSUM_MISMATCH. "reserved": never returned by any call of
- * this library (kept so MemCache sources compile); tests/unit/error_codes.py checks that no code path uses one and
- * that every other code has one.
+ * The seed's table, plus MMC_LEASE_EXPIRED, MMC_CHECKSUM_MISMATCH and MMC_NOT_AUTHORIZED. "reserved": never returned by
+ * any call of this library (kept so MemCache sources compile); tests/unit/error_codes.py checks that no code path uses
+ * one and that every other code has one.
  */
 /**@{*/
 #define MMC_OK                       0
@@ -116,6 +118,7 @@ extern "C" {
 #define MMC_META_BACKUP_ERROR        (-3105) /**< the meta server could not make the change durable (LMDB) */
 #define MMC_LEASE_EXPIRED            (-3106) /**< a copy outlived its lease, or the server that granted it */
 #define MMC_CHECKSUM_MISMATCH        (-3109) /**< mmc: the bytes read differ from the writer's checksum */
+#define MMC_NOT_AUTHORIZED           (-3110) /**< mmc: the meta server refused this process's credentials */
 /**@}*/
 
 /** @name Limits and array sizes (every array in this header is sized by one of these) */
@@ -333,7 +336,10 @@ MMC_API int mmc_setup(mmc_store *s, const mmc_local_config *cfg);
  *         answer the hello or the registration within timeout_ms); MMC_MALLOC_FAILED (the pool cannot be mapped,
  *         or memory ran out); MMC_EXCEED_CAPACITY (the cluster already has world_size local services);
  *         MMC_ERROR (the fabric cannot be opened or the pool registered, a thread cannot start);
- *         MMC_INTERNAL_ERROR.
+ *         MMC_NOT_AUTHORIZED (the meta server wants the cluster secret, ock.mmc.client.auth_token, and this
+ *         process has none or another one; or this process has one and the server could not prove it knows it;
+ *         or a TLS handshake failed: the log says which); MMC_INVALID_PARAM also for a meta server of another
+ *         major wire version (the log names both); MMC_INTERNAL_ERROR.
  * Not thread-safe with other calls on the same store; thread-safe across stores.
  */
 MMC_API int mmc_init(mmc_store *s, uint32_t device_id, bool init_bm);

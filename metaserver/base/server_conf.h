@@ -8,6 +8,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "tls_files.h"
+
 struct meta_conf {
 	char meta_service_url[1024];    /* ock.mmc.meta_service_url */
 	char log_level[16];             /* ock.mmc.log_level */
@@ -24,6 +26,13 @@ struct meta_conf {
 	uint64_t lmdb_map_size;         /* ock.mmc.meta.lmdb.map_size */
 	bool lmdb_sync;                 /* ock.mmc.meta.lmdb.sync */
 	uint32_t rewarm_watermark;      /* ock.mmc.rewarm.dram_watermark, % */
+	/* the RPC port's guards (docs/operations.md, Security) */
+	char auth_token[256];           /* ock.mmc.meta.auth_token, or read from ock.mmc.meta.auth_token_file */
+	char auth_token_file[1024];     /* ock.mmc.meta.auth_token_file */
+	bool allow_insecure_bind;       /* ock.mmc.meta.allow_insecure_bind */
+	uint32_t hello_timeout_ms;      /* ock.mmc.meta.hello_timeout_ms */
+	uint64_t max_buffered_input;    /* ock.mmc.meta.max_buffered_input, bytes */
+	struct tls_files tls;           /* ock.mmc.tls.* */
 	char log_path[1024];            /* ock.mmc.log_path: empty for stderr */
 	bool log_rotation_set;          /* ock.mmc.log_rotation_file_size/_count given: ignored, warned about */
 	char store_uri[1024];           /* ock.mmc.meta.store_uri (alias kvcm.registry_storage.uri): lmdb, redis:// */

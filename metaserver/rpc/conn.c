@@ -1,11 +1,8 @@
 #include "conn.h"
 
-#include <arpa/inet.h>
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/event.h>
-#include <errno.h>
-#include <event2/listener.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdio.h>
@@ -22,8 +19,47 @@
 #include "rpc.h"
 #include "services.h"
 #include "tier.h"
+#include "tls.h"
 
-static int ratelimit_bucket;
+static int ratelimit_bucket, unadmitted_bucket;
+
+/* Gives back c's share of the input budget. */
+static void input_release(struct conn *c)
+{
+	c->m->input_reserved -= c->input_reserved;
+	c->input_reserved = 0;
+}
+
+/*
+ * Reserves bytes (a whole frame, announced by its length) of the input budget for c before buffering it, so that
+ * all connections together never hold more partial input than ock.mmc.meta.max_buffered_input.
+ */
+static bool input_reserve(struct conn *c, uint64_t bytes)
+{
+	static int bucket;
+	struct meta *m = c->m;
+	uint64_t others = m->input_reserved - c->input_reserved;
+
+	if (others + bytes > m->conf.max_buffered_input) {
+		log_ratelimited(&bucket, LOG_WARN,
+		                "op=read session=%llu peer=%s err=input_budget_exceeded frame_bytes=%llu buffered=%llu "
+		                "budget=%llu key=ock.mmc.meta.max_buffered_input",
+		                (unsigned long long)c->session.id, c->peer, (unsigned long long)bytes,
+		                (unsigned long long)others, (unsigned long long)m->conf.max_buffered_input);
+		return false;
+	}
+	m->input_reserved = others + bytes;
+	c->input_reserved = bytes;
+	return true;
+}
+
+void conn_admitted(struct conn *c)
+{
+	if (c->hello_link.next) {
+		list_del(&c->hello_link);
+		c->hello_link.next = c->hello_link.prev = NULL;
+	}
+}
 
 static uint32_t get_le32(const unsigned char *p)
 {
@@ -174,8 +210,15 @@ void conn_close(struct conn *c, const char *why)
 
 	if (c->closed)
 		return;
-	log_info("op=disconnect session=%llu peer=%s host=\"%s\" pid=%u reason=%s", (unsigned long long)c->session.id,
-	         c->peer, c->session.host, c->session.pid, why);
+	if (c->phase == CONN_READY)
+		log_info("op=disconnect session=%llu peer=%s host=\"%s\" pid=%u reason=%s",
+		         (unsigned long long)c->session.id, c->peer, c->session.host, c->session.pid, why);
+	else /* peers that never got in cannot fill the log */
+		log_ratelimited(&unadmitted_bucket, LOG_INFO,
+		                "op=disconnect session=%llu peer=%s reason=%s admitted=false",
+		                (unsigned long long)c->session.id, c->peer, why);
+	conn_admitted(c);
+	input_release(c);
 	alloc_queue_session_closed(m, &c->session);
 	tier_session_closed(m, &c->session);
 	/* at shutdown the services stay: they rejoin the restarted server with their objects */
@@ -214,9 +257,10 @@ static void read_cb(struct bufferevent *bev, void *arg)
 	struct conn *c = arg;
 	struct evbuffer *in = bufferevent_get_input(bev);
 	unsigned char hdr[4];
+	int rc;
 
 	c->last_seen_ms = clock_ms();
-	while (!c->closed && evbuffer_get_length(in) >= 4) {
+	while (!c->closed && !c->closing && evbuffer_get_length(in) >= 4) {
 		uint32_t len;
 		unsigned char *p;
 
@@ -227,6 +271,11 @@ static void read_cb(struct bufferevent *bev, void *arg)
 			return;
 		}
 		if (evbuffer_get_length(in) < 4 + (size_t)len) {
+			if (!input_reserve(c, 4 + (uint64_t)len)) {
+				c->m->stats.rpc_refused[RPC_REFUSED_INPUT_BUDGET]++;
+				conn_close(c, "input_budget_exceeded");
+				return;
+			}
 			/* wake only when the whole frame is here */
 			bufferevent_setwatermark(bev, EV_READ, 4 + (size_t)len, 0);
 			return;
@@ -237,13 +286,39 @@ static void read_cb(struct bufferevent *bev, void *arg)
 			conn_close(c, "out_of_memory");
 			return;
 		}
-		if (handle_frame(c, p + 4, len) < 0) {
-			conn_close(c, "protocol_error");
+		rc = handle_frame(c, p + 4, len);
+		if (rc < 0) {
+			c->m->stats.rpc_refused[RPC_REFUSED_CREDENTIALS] += rc == MMC_NOT_AUTHORIZED;
+			conn_close(c, rc == MMC_NOT_AUTHORIZED ? "not_authenticated" : "protocol_error");
 			return;
 		}
 		if (!c->closed)
 			evbuffer_drain(in, 4 + (size_t)len);
 	}
+	/* the frame it waited for is here: its reservation goes (a partial next one reserved again above) */
+	if (!c->closed && evbuffer_get_length(in) < 4)
+		input_release(c);
+}
+
+static void event_cb(struct bufferevent *bev, short what, void *arg);
+
+static void flushed_cb(struct bufferevent *bev, void *arg)
+{
+	struct conn *c = arg;
+
+	if (evbuffer_get_length(bufferevent_get_output(bev)) == 0)
+		conn_close(c, c->closing);
+}
+
+void conn_close_flushed(struct conn *c, const char *why)
+{
+	if (c->closed || c->closing)
+		return;
+	c->closing = why;
+	bufferevent_disable(c->bev, EV_READ);
+	bufferevent_setcb(c->bev, NULL, flushed_cb, event_cb, c);
+	/* called from a handler, so the close itself must wait for the loop: deferred, as if a write had completed */
+	bufferevent_trigger(c->bev, EV_WRITE, BEV_TRIG_IGNORE_WATERMARKS | BEV_TRIG_DEFER_CALLBACKS);
 }
 
 static void event_cb(struct bufferevent *bev, short what, void *arg)
@@ -252,79 +327,54 @@ static void event_cb(struct bufferevent *bev, short what, void *arg)
 		conn_close(arg, (what & BEV_EVENT_EOF) ? "eof" : "socket_error");
 }
 
-static void accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa, int salen, void *arg)
+void conn_displace_oldest(struct meta *m)
 {
-	struct meta *m = arg;
-	struct conn *c;
+	m->stats.rpc_refused[RPC_REFUSED_DISPLACED]++;
+	conn_close(list_entry(m->hello_waits.next, struct conn, hello_link), "displaced_before_hello");
+}
+
+int conn_accept(struct meta *m, evutil_socket_t fd, const char *peer)
+{
+	struct conn *c = calloc(1, sizeof(*c));
 	int one = 1;
 
-	if (m->draining || m->nconns >= m->conf.max_connections) {
-		log_ratelimited(&ratelimit_bucket, LOG_WARN, "op=accept err=%s",
-		                m->draining ? "draining" : "too_many_connections");
-		evutil_closesocket(fd);
-		return;
-	}
-	c = calloc(1, sizeof(*c));
-	if (!c || !(c->held[0] = evbuffer_new()) || !(c->held[1] = evbuffer_new()) ||
-	    !(c->bev = bufferevent_socket_new(m->base, fd, BEV_OPT_CLOSE_ON_FREE))) {
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	if (!c || !(c->held[0] = evbuffer_new()) || !(c->held[1] = evbuffer_new())) {
 		if (c)
 			free_conn(c);
 		evutil_closesocket(fd);
-		return;
+		return MMC_MALLOC_FAILED;
 	}
-	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	if (!(c->bev = rpc_tls_bufferevent(m, fd))) { /* it closed fd */
+		free_conn(c);
+		return MMC_MALLOC_FAILED;
+	}
 	c->m = m;
 	c->session.id = ++m->next_session;
 	c->session.conn = c;
-	c->last_seen_ms = clock_ms();
-	if (sa->sa_family == AF_INET) {
-		struct sockaddr_in *in = (struct sockaddr_in *)sa;
-		char ip[INET_ADDRSTRLEN];
-
-		inet_ntop(AF_INET, &in->sin_addr, ip, sizeof(ip));
-		snprintf(c->peer, sizeof(c->peer), "%s:%u", ip, ntohs(in->sin_port));
-	}
+	c->last_seen_ms = c->accepted_ms = clock_ms();
+	snprintf(c->peer, sizeof(c->peer), "%s", peer);
 	list_add_tail(&m->conns, &c->link);
+	list_add_tail(&m->hello_waits, &c->hello_link);
 	m->nconns++;
 	bufferevent_setcb(c->bev, read_cb, NULL, event_cb, c);
 	bufferevent_enable(c->bev, EV_READ | EV_WRITE);
-}
-
-int conn_listen(struct meta *m, const char *host, uint16_t port, uint16_t *bound)
-{
-	struct sockaddr_in sin;
-	socklen_t len = sizeof(sin);
-
-	memset(&sin, 0, sizeof(sin));
-	sin.sin_family = AF_INET;
-	sin.sin_port = htons(port);
-	if (inet_pton(AF_INET, host, &sin.sin_addr) != 1) {
-		log_error("op=listen host=\"%s\" err=not_an_ipv4_address", host);
-		return MMC_INVALID_PARAM;
-	}
-	m->listener = evconnlistener_new_bind(m->base, accept_cb, m,
-	                                      LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_EXEC, 512,
-	                                      (struct sockaddr *)&sin, sizeof(sin));
-	if (!m->listener) {
-		log_error("op=listen addr=%s:%u err=\"%s\"", host, port, strerror(errno));
-		return MMC_ERROR;
-	}
-	getsockname(evconnlistener_get_fd(m->listener), (struct sockaddr *)&sin, &len);
-	*bound = ntohs(sin.sin_port);
 	return 0;
-}
-
-void conn_stop_listening(struct meta *m)
-{
-	if (m->listener) {
-		evconnlistener_free(m->listener);
-		m->listener = NULL;
-	}
 }
 
 void conns_sweep(struct meta *m, uint64_t now_ms)
 {
 	struct list *it, *next;
+
+	/* oldest first: the first one still in time ends the scan (no list before rpc_listen) */
+	while (m->hello_waits.next && !list_empty(&m->hello_waits)) {
+		struct conn *c = list_entry(m->hello_waits.next, struct conn, hello_link);
+
+		if (now_ms - c->accepted_ms <= m->conf.hello_timeout_ms)
+			break;
+		m->stats.rpc_refused[RPC_REFUSED_HELLO_TIMEOUT]++;
+		conn_close(c, "hello_timeout");
+	}
 
 	for (it = m->conns.next; it != &m->conns; it = next) {
 		struct conn *c = list_entry(it, struct conn, link);

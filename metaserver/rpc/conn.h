@@ -9,11 +9,21 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <event2/util.h>
+
 #include "meta.h"
 #include "mmc.pb-c.h"
+#include "wire_limits.h"
 
 struct bufferevent;
 struct evbuffer;
+
+/* How far a connection is through its hello (rpc/auth.c). */
+enum conn_phase {
+	CONN_NEW,        /* no Hello yet */
+	CONN_CHALLENGED, /* AuthChallenge sent: only an AuthProof may follow */
+	CONN_READY,      /* admitted */
+};
 
 struct conn {
 	struct list link; /* meta.conns */
@@ -29,11 +39,20 @@ struct conn {
 	uint64_t last_seen_ms;
 	bool closed; /* freed when the last commit callback runs */
 	char peer[64];
+	/* the guards of the RPC port */
+	enum conn_phase phase;
+	struct list hello_link;  /* meta.hello_waits until the phase is CONN_READY */
+	uint64_t accepted_ms;    /* for ock.mmc.meta.hello_timeout_ms */
+	uint64_t input_reserved; /* this connection's share of meta.input_reserved (ock.mmc.meta.max_buffered_input) */
+	const char *closing;     /* a refusal is being flushed; then the connection closes for this reason */
+	uint8_t client_nonce[MMC_WIRE_NONCE], server_nonce[MMC_WIRE_NONCE];
 };
 
-/* Listens on host:port (port 0: any); *bound gets the real port. */
-int conn_listen(struct meta *m, const char *host, uint16_t port, uint16_t *bound);
-void conn_stop_listening(struct meta *m);
+/* Takes accepted socket fd (owned from here: closed on failure) from peer ("ADDR:PORT") as a new connection, before
+ * its hello. Returns 0 or MMC_MALLOC_FAILED. */
+int conn_accept(struct meta *m, evutil_socket_t fd, const char *peer);
+/* Closes the oldest connection still before its hello (meta.hello_waits must not be empty), for a new one. */
+void conn_displace_oldest(struct meta *m);
 
 /*
  * Encodes f and queues it to c. A durable reply acknowledges a metadata change (commit, remove, ...): it waits for
@@ -44,8 +63,12 @@ void conn_send(struct conn *c, const Mmc__Frame *f, bool durable);
 
 /* Drops the connection; its local service (if any) is unmounted and its pending writes dropped. */
 void conn_close(struct conn *c, const char *why);
+/* Reads nothing more from c and closes it (for why) once what is queued to it has been sent: a refusal's reply. */
+void conn_close_flushed(struct conn *c, const char *why);
+/* c finished its hello: it no longer counts against ock.mmc.meta.hello_timeout_ms. */
+void conn_admitted(struct conn *c);
 
-/* Closes connections silent for longer than the heartbeat timeout. */
+/* Closes connections silent for longer than the heartbeat timeout, or not through their hello in time. */
 void conns_sweep(struct meta *m, uint64_t now_ms);
 /* Closes every connection (shutdown). */
 void conns_close_all(struct meta *m);

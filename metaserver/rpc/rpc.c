@@ -4,10 +4,12 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "auth.h"
 #include "conn.h"
 #include "log.h"
 #include "mmc/mmc.h"
 #include "objects.h"
+#include "service_secret.h"
 #include "rpc_extents.h"
 #include "services.h"
 #include "tier.h"
@@ -36,32 +38,13 @@ void rpc_reply_durable(struct conn *c, uint64_t id, int result)
 	reply_code(c, id, result, true);
 }
 
-static void on_hello(struct conn *c, const Mmc__Frame *f)
-{
-	Mmc__Frame out = MMC__FRAME__INIT;
-	Mmc__HelloReply r = MMC__HELLO_REPLY__INIT;
-	const Mmc__Hello *h = f->hello;
-
-	r.result = h->version == MMC_WIRE_VERSION ? 0 : MMC_INVALID_PARAM;
-	if (h->host)
-		snprintf(c->session.host, sizeof(c->session.host), "%s", h->host);
-	c->session.pid = h->pid;
-	r.session = c->session.id;
-	r.lease_ttl_ms = c->m->conf.lease_ttl_ms;
-	r.heartbeat_timeout_ms = c->m->conf.heartbeat_timeout_ms;
-	r.server_run = c->m->run_id;
-	out.id = f->id;
-	out.body_case = MMC__FRAME__BODY_HELLO_REPLY;
-	out.hello_reply = &r;
-	if (f->id)
-		conn_send(c, &out, false);
-}
-
-static void send_service_info(struct conn *c, uint64_t id, int result, const struct service *svc, bool durable)
+/* registered: a Register's reply, the one that carries the service's rejoin secret (never a query's) */
+static void send_service_info(struct conn *c, uint64_t id, int result, const struct service *svc, bool registered)
 {
 	Mmc__Frame out = MMC__FRAME__INIT;
 	Mmc__ServiceInfo r = MMC__SERVICE_INFO__INIT;
 	Mmc__Segment segs[MMC_WIRE_SEGMENTS], *psegs[MMC_WIRE_SEGMENTS];
+	uint8_t secret[MMC_WIRE_MAC];
 
 	r.result = result;
 	if (svc && result == 0) {
@@ -85,12 +68,14 @@ static void send_service_info(struct conn *c, uint64_t id, int result, const str
 		}
 		r.n_segments = svc->nsegs;
 		r.segments = psegs;
+		if (registered && service_secret(c->m, svc->rank, svc->incarnation, secret) == 0)
+			r.secret = (ProtobufCBinaryData){sizeof(secret), secret};
 	}
 	out.id = id;
 	out.body_case = MMC__FRAME__BODY_SERVICE_INFO;
 	out.service_info = &r;
 	if (id)
-		conn_send(c, &out, durable);
+		conn_send(c, &out, registered); /* durable: the secret's record and incarnation are on disk first */
 }
 
 /* The state layer knows services, not frames: copy what it needs out of the decoded Register. */
@@ -108,6 +93,8 @@ static int register_spec(const Mmc__Register *req, struct service_spec *spec)
 	    .ssd_path = req->ssd_path,
 	    .boot_id = req->boot_id,
 	    .pool_path = req->pool_path,
+	    .secret = req->secret.data,
+	    .secret_len = req->secret.len,
 	    .nsegs = req->n_segments,
 	};
 	for (size_t i = 0; i < req->n_segments; i++)
@@ -218,9 +205,14 @@ int rpc_dispatch(struct conn *c, const Mmc__Frame *f)
 	const Mmc__KeyBatch *kb;
 
 	c->m->stats.requests[(unsigned)f->body_case % 64]++;
+	if (!auth_admits(c, f))
+		return MMC_NOT_AUTHORIZED;
 	switch (f->body_case) {
 	case MMC__FRAME__BODY_HELLO:
-		on_hello(c, f);
+		auth_on_hello(c, f);
+		return 0;
+	case MMC__FRAME__BODY_AUTH_PROOF:
+		auth_on_proof(c, f);
 		return 0;
 	case MMC__FRAME__BODY_REGISTER:
 		on_register(c, f);

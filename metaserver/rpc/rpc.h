@@ -10,7 +10,8 @@ struct policy_ops;
 /* How the policy layer sends tasks and deferred replies: set as meta.ops at start-up (rpc_ops.c). */
 extern const struct policy_ops rpc_ops;
 
-/* Handles one decoded frame. Returns 0, or a negative code to close the connection. */
+/* Handles one decoded frame. Returns 0, or a negative code to close the connection (MMC_NOT_AUTHORIZED: a frame
+ * the connection may not send before its hello is done). */
 int rpc_dispatch(struct conn *c, const Mmc__Frame *f);
 
 /* The key operations (KeyBatch bodies); rpc_keys.c. */

@@ -18,6 +18,7 @@ struct conn;
 struct event;
 struct event_base;
 struct evconnlistener;
+struct rpc_tls;
 struct persist;
 struct persist_table;
 struct kvcm;
@@ -116,10 +117,22 @@ static inline char *object_key(struct object *o)
 	return (char *)&o->blobs[o->nblobs];
 }
 
+/* Why the RPC port closed a connection that never got in, or cut one off (rpc/conn.c, rpc/auth.c). */
+enum rpc_refusal {
+	RPC_REFUSED_CREDENTIALS,   /* a missing or wrong cluster secret, or a request before the hello */
+	RPC_REFUSED_WIRE_VERSION,  /* another major wire version */
+	RPC_REFUSED_HELLO_TIMEOUT, /* not through the hello in ock.mmc.meta.hello_timeout_ms */
+	RPC_REFUSED_DISPLACED,     /* closed before its hello to make room for a new connection */
+	RPC_REFUSED_LIMIT,         /* over ock.mmc.meta.max_connections */
+	RPC_REFUSED_INPUT_BUDGET,  /* its frame would pass ock.mmc.meta.max_buffered_input */
+	RPC_REFUSED_COUNT
+};
+
 struct meta_stats {
 	uint64_t requests[64]; /* by Frame body case */
 	uint64_t evictions;
 	uint64_t unmounts;
+	uint64_t rpc_refused[RPC_REFUSED_COUNT];
 };
 
 struct meta {
@@ -142,6 +155,8 @@ struct meta {
 	uint64_t next_session;
 	uint64_t run_id; /* random per process, in every HelloReply: clients tell a restart from a reconnect */
 	uint64_t next_object_id;
+	/* the data dir's key of the services' rejoin secrets (service_secret.c) */
+	uint8_t service_key[32];
 
 	/* object index: chained hash, power-of-two buckets */
 	struct object **buckets;
@@ -165,8 +180,15 @@ struct meta {
 
 	struct event *sweep_ev;
 	struct evconnlistener *listener;
-	struct list conns;  /* struct conn.link */
-	struct arena arena; /* per request, reset after each */
+	struct list conns; /* struct conn.link */
+	/* the RPC port's guards (rpc/conn.c, rpc/auth.c, rpc/tls.c) */
+	struct list hello_waits;         /* struct conn.hello_link, oldest first: connections not through their hello */
+	uint32_t max_connections;        /* ock.mmc.meta.max_connections as RLIMIT_NOFILE allows (fd_budget.c); 0: it */
+	uint64_t input_reserved;         /* bytes of partial frames all connections may buffer now */
+	struct event *accept_resume_ev;  /* accepting paused on EMFILE / ENFILE: resume */
+	uint64_t accept_error_logged_ms; /* at most one accept-error line a second */
+	struct rpc_tls *tls;             /* NULL: plain TCP */
+	struct arena arena;              /* per request, reset after each */
 	uint32_t nconns;
 	bool draining;
 	struct meta_stats stats;

@@ -10,6 +10,7 @@
 #include "mmc/mmc.h"
 #include "objects.h"
 #include "persist.h"
+#include "service_secret.h"
 
 /* LMDB record of a service, keyed by the rank as 4 big-endian bytes. */
 struct rec_service {
@@ -26,6 +27,7 @@ struct rec_service {
 };
 
 #define REC_VERSION 1
+static int rejoin_refused_bucket;
 static const char next_incarnation_key[] = "next_incarnation";
 
 static void rank_key(uint32_t rank, unsigned char out[4])
@@ -289,6 +291,13 @@ static int rejoin(struct meta *m, struct session *s, const struct service_spec *
 
 	if (!svc || svc->incarnation != req->incarnation)
 		return MMC_UNMATCHED_KEY;
+	if (!service_secret_ok(m, svc, req->secret, req->secret_len)) {
+		log_ratelimited(&rejoin_refused_bucket, LOG_WARN,
+		                "op=rejoin rank=%u incarnation=%llu host=\"%s\" pid=%u err=bad_secret session=%s",
+		                svc->rank, (unsigned long long)svc->incarnation, s->host, s->pid,
+		                svc->session ? "alive" : "detached");
+		return MMC_NOT_AUTHORIZED;
+	}
 	if (!same_segments(svc, req)) {
 		service_unmount(m, svc, "pool_changed");
 		return MMC_UNMATCHED_KEY;
@@ -314,8 +323,9 @@ int service_register(struct meta *m, struct session *s, const struct service_spe
 		return rc;
 	if (s->svc)
 		return MMC_REPEAT_CALL;
-	if (rejoin(m, s, req, out) == 0)
-		return 0;
+	rc = rejoin(m, s, req, out);
+	if (rc == 0 || rc == MMC_NOT_AUTHORIZED)
+		return rc;
 	if ((rc = pick_rank(m, req, &rank)))
 		return rc;
 	svc = calloc(1, sizeof(*svc));
@@ -424,6 +434,8 @@ int services_load(struct meta *m)
 	size_t len = 0;
 	int rc;
 
+	if (service_secret_init(m))
+		return MMC_ERROR;
 	rc = persist_get(m->persist, m->db_info, next_incarnation_key, sizeof(next_incarnation_key) - 1, next,
 	                 sizeof(next), &len);
 	if (rc == 0 && len == sizeof(uint64_t))

@@ -26,6 +26,8 @@ struct service_spec {
 	const char *ssd_path;  /* NULL: none */
 	const char *boot_id;   /* NULL or "": unknown (no host path) */
 	const char *pool_path; /* NULL or "": private pool */
+	const uint8_t *secret; /* a rejoin: the secret its Register reply gave (service_secret.h) */
+	size_t secret_len;
 	size_t nsegs;
 	struct service_spec_segment segs[MMC_WIRE_SEGMENTS];
 	uint64_t host_key[MMC_WIRE_SEGMENTS]; /* per segment: the host path's key, 0 when not mappable */
@@ -33,7 +35,8 @@ struct service_spec {
 
 /* Joins s as a local service (new, or returning with its old rank and incarnation). Returns 0 or MMC_*:
  * MMC_INVALID_PARAM (segments, address or provider out of bounds), MMC_REPEAT_CALL, MMC_EXCEED_CAPACITY,
- * MMC_MALLOC_FAILED. */
+ * MMC_MALLOC_FAILED, MMC_NOT_AUTHORIZED (a rejoin of a known rank and incarnation without its secret: nothing
+ * changed). */
 int service_register(struct meta *m, struct session *s, const struct service_spec *req, struct service **out);
 /* Removes svc and every blob on it (objects with no blob left are dropped). */
 void service_unmount(struct meta *m, struct service *svc, const char *why);

@@ -18,6 +18,7 @@
 #include "alloc_queue.h"
 #include "clock.h"
 #include "conn.h"
+#include "listener.h"
 #include "log.h"
 #include "meta.h"
 #include "meta_conf.h"
@@ -40,7 +41,7 @@ static void sweep(struct meta *mm)
 
 static void setup(void)
 {
-	char dir[] = "/tmp/mmc-fuzz-rpc-XXXXXX", err[512];
+	char dir[] = "/tmp/mmc-fuzz-rpc-XXXXXX", err[512], url[300];
 	struct persist_opts po;
 
 	signal(SIGPIPE, SIG_IGN);
@@ -61,8 +62,9 @@ static void setup(void)
 	    persist_open(&m.persist, m.base, &po, err, sizeof(err)) ||
 	    persist_table(m.persist, "objects", &m.db_objects) ||
 	    persist_table(m.persist, "services", &m.db_services) || persist_table(m.persist, "info", &m.db_info) ||
-	    services_load(&m) || objects_load(&m) || conn_listen(&m, "127.0.0.1", 0, &port))
+	    services_load(&m) || objects_load(&m) || rpc_listen(&m, "127.0.0.1", 0, url, sizeof(url)))
 		abort();
+	port = (uint16_t)atoi(strrchr(url, ':') + 1); /* tcp://127.0.0.1:PORT */
 }
 
 static int connect_loopback(void)

@@ -13,6 +13,7 @@
 
 #include "mmc.pb-c.h"
 #include "proc.h"
+#include "raw_rpc.h"
 
 static struct metaserver meta;
 
@@ -30,13 +31,9 @@ TestSuite(protocol, .init = start, .fini = stop, .timeout = 60);
 
 static int dial(void)
 {
-	struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons(meta.rpc_port)};
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
-	struct timeval tv = {5, 0};
+	int fd = raw_dial(meta.rpc_port);
 
-	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	cr_assert_eq(connect(fd, (struct sockaddr *)&sin, sizeof(sin)), 0);
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	cr_assert_geq(fd, 0);
 	return fd;
 }
 
@@ -47,39 +44,7 @@ static void send_raw(int fd, const void *p, size_t n)
 
 static void send_frame(int fd, const Mmc__Frame *f)
 {
-	size_t n = mmc__frame__get_packed_size(f);
-	uint8_t *buf = malloc(4 + n);
-
-	buf[0] = (uint8_t)n;
-	buf[1] = (uint8_t)(n >> 8);
-	buf[2] = (uint8_t)(n >> 16);
-	buf[3] = (uint8_t)(n >> 24);
-	mmc__frame__pack(f, buf + 4);
-	send_raw(fd, buf, 4 + n);
-	free(buf);
-}
-
-static Mmc__Frame *recv_frame(int fd)
-{
-	uint8_t hdr[4], *body;
-	uint32_t len;
-	size_t got = 0;
-	Mmc__Frame *f;
-
-	if (recv(fd, hdr, 4, MSG_WAITALL) != 4)
-		return NULL;
-	len = (uint32_t)hdr[0] | (uint32_t)hdr[1] << 8 | (uint32_t)hdr[2] << 16 | (uint32_t)hdr[3] << 24;
-	body = malloc(len);
-	while (got < len) {
-		ssize_t r = recv(fd, body + got, len - got, 0);
-
-		if (r <= 0)
-			break;
-		got += (size_t)r;
-	}
-	f = got == len ? mmc__frame__unpack(NULL, len, body) : NULL;
-	free(body);
-	return f;
+	cr_assert_eq(raw_send(fd, f), 0);
 }
 
 /* The server closed the connection: recv returns 0 (or a reset). */
@@ -167,7 +132,7 @@ Test(protocol, unknown_bodies_and_limits_get_an_error_reply)
 	f.body_case = MMC__FRAME__BODY_KEY_REPLY;
 	f.key_reply = &(Mmc__KeyBatchReply)MMC__KEY_BATCH_REPLY__INIT;
 	send_frame(fd, &f);
-	r = recv_frame(fd);
+	r = raw_recv(fd);
 	cr_assert_not_null(r);
 	cr_assert_eq(r->id, 5);
 	cr_assert_eq(r->body_case, MMC__FRAME__BODY_REPLY);
@@ -179,7 +144,7 @@ Test(protocol, unknown_bodies_and_limits_get_an_error_reply)
 	f.body_case = MMC__FRAME__BODY_EXIST;
 	f.exist = &kb;
 	send_frame(fd, &f);
-	r = recv_frame(fd);
+	r = raw_recv(fd);
 	cr_assert_not_null(r);
 	cr_assert_eq(r->reply->result, MMC_INVALID_PARAM);
 	mmc__frame__free_unpacked(r, NULL);
@@ -193,7 +158,7 @@ Test(protocol, unknown_bodies_and_limits_get_an_error_reply)
 	kb.items = many;
 	f.id = 7;
 	send_frame(fd, &f);
-	r = recv_frame(fd);
+	r = raw_recv(fd);
 	cr_assert_not_null(r);
 	cr_assert_eq(r->reply->result, MMC_INVALID_PARAM);
 	mmc__frame__free_unpacked(r, NULL);
@@ -208,7 +173,7 @@ Test(protocol, unknown_bodies_and_limits_get_an_error_reply)
 	kb.items = items;
 	f.id = 8;
 	send_frame(fd, &f);
-	r = recv_frame(fd);
+	r = raw_recv(fd);
 	cr_assert_not_null(r);
 	cr_assert_eq(r->body_case, MMC__FRAME__BODY_KEY_REPLY);
 	cr_assert_eq(r->key_reply->n_items, 1);
@@ -244,7 +209,7 @@ static Mmc__KeyResult *key_call(int fd, uint64_t id, Mmc__Frame__BodyCase body, 
 	f.body_case = body;
 	f.alloc = &kb; /* every key body is a KeyBatch in the same union */
 	send_frame(fd, &f);
-	*reply = recv_frame(fd);
+	*reply = raw_recv(fd);
 	cr_assert_not_null(*reply);
 	cr_assert_eq((*reply)->body_case, MMC__FRAME__BODY_KEY_REPLY);
 	cr_assert_eq((*reply)->key_reply->n_items, 1);

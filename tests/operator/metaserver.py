@@ -8,7 +8,8 @@ import time
 
 BINARY = os.environ.get('MMC_METASERVER', 'mmc-metaserver')
 LOOPBACK_PORTS = ['--env', 'ock.mmc.meta_service_url=tcp://127.0.0.1:0', '--env', 'kvcm.service.http_port=0',
-                  '--env', 'kvcm.service.admin_http_port=0']
+                  '--env', 'kvcm.service.admin_http_port=0', '--env', 'kvcm.service.rpc_port=0',
+                  '--env', 'kvcm.service.admin_rpc_port=0']
 SANITIZER = re.compile(r'AddressSanitizer|LeakSanitizer|UndefinedBehaviorSanitizer|runtime error:')
 
 

@@ -57,10 +57,11 @@ class Hosts:
         return int(r.stdout.strip() or 0)
 
 
-def conf(path, meta_url, hcom):
+def conf(path, meta_url, hcom, token_file):
     with open(path, 'w') as f:
         f.write(f'ock.mmc.meta_service_url = {meta_url}\nock.mmc.local_service.protocol = host_tcp\n'
                 f'ock.mmc.local_service.hcom_url = {hcom}\nock.mmc.local_service.dram.size = 64MB\n'
+                f'ock.mmc.client.auth_token_file = {token_file}\n'
                 # two namespaces share one kernel and one /dev/shm: without this the host path would carry the block
                 'ock.mmc.client.host_path = false\n')
 
@@ -68,7 +69,12 @@ def conf(path, meta_url, hcom):
 def walkthrough(h, quickstart, tmp):
     checks = []
     env = {k: v for k, v in os.environ.items() if not k.startswith(('FI_', 'MMC_LOCAL'))}
+    # an address another host reaches needs the cluster secret (docs/operations.md, Security)
+    token = os.path.join(tmp, 'cluster.token')
+    with open(os.open(token, os.O_WRONLY | os.O_CREAT, 0o600), 'w') as f:
+        f.write(os.urandom(32).hex() + '\n')
     meta = subprocess.Popen(['ip', 'netns', 'exec', h.a, BINARY, '--data-dir', os.path.join(tmp, 'data'),
+                             '--env', f'ock.mmc.meta.auth_token_file={token}',
                              '--env', f'ock.mmc.meta_service_url=tcp://{h.ip_a}:0',
                              '--env', 'kvcm.service.http_port=0', '--env', 'kvcm.service.admin_http_port=0'],
                             stdout=subprocess.PIPE, stderr=open(os.path.join(tmp, 'meta.log'), 'w'), text=True)
@@ -79,8 +85,8 @@ def walkthrough(h, quickstart, tmp):
         checks.append(('the meta server binds host A\'s address', bool(m) and h.ip_a in ready, ready))
         if not m:
             return checks
-        conf(os.path.join(tmp, 'a.conf'), m.group(1), f'tcp://{h.ip_a}')
-        conf(os.path.join(tmp, 'b.conf'), m.group(1), f'tcp://{h.ip_b}')
+        conf(os.path.join(tmp, 'a.conf'), m.group(1), f'tcp://{h.ip_a}', token)
+        conf(os.path.join(tmp, 'b.conf'), m.group(1), f'tcp://{h.ip_b}', token)
         writer = subprocess.Popen(['ip', 'netns', 'exec', h.a, quickstart, 'writer'], text=True,
                                   env=dict(env, MMC_LOCAL_CONFIG_PATH=os.path.join(tmp, 'a.conf')),
                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT)

@@ -59,6 +59,35 @@ static char **environment_with(const char *const *extra)
 	return env;
 }
 
+bool metaserver_log_has(const struct metaserver *m, const char *needle)
+{
+	FILE *f = fopen(m->log, "r");
+	char line[4096];
+	bool found = false;
+
+	while (f && !found && fgets(line, sizeof(line), f))
+		found = strstr(line, needle) != NULL;
+	if (f)
+		fclose(f);
+	return found;
+}
+
+uint64_t proc_rss_bytes(pid_t pid)
+{
+	char path[64], line[128];
+	unsigned long long kb = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	f = fopen(path, "r");
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmRSS: %llu kB", &kb) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return (uint64_t)kb << 10;
+}
+
 uint16_t free_port(void)
 {
 	struct sockaddr_in sin = {.sin_family = AF_INET};

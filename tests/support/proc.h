@@ -59,6 +59,12 @@ void node_kill(struct node *n);
  */
 pid_t proc_spawn_piped(const char *path, char *const argv[], char *const envp[], int *to_child, int *from_child);
 
+/* Whether a line of the server's log holds needle. */
+bool metaserver_log_has(const struct metaserver *m, const char *needle);
+
+/* Resident set of pid in bytes, from /proc/<pid>/status (anonymous + file: LMDB's map counts). 0 if unknown. */
+uint64_t proc_rss_bytes(pid_t pid);
+
 /* A port nobody listens on right now. */
 uint16_t free_port(void);
 

@@ -10,6 +10,7 @@
 #include "local_config.h"
 #include "meta_conf.h"
 #include "mmc/mmc.h"
+#include "tcp_url.h"
 
 Test(conf, sizes)
 {
@@ -254,6 +255,9 @@ Test(conf, server_keys)
 	cr_assert_eq(meta_conf_set(&c, "ock.mmc.bogus", "1", err, sizeof(err)), MMC_INVALID_PARAM);
 	cr_assert(strstr(err, "ock.mmc.bogus"), "%s", err);
 	cr_assert_eq(meta_conf_set(&c, "ock.mmc.meta_service_url", "tcp://0.0.0.0:5001", err, sizeof(err)), 0);
+	cr_assert_eq(meta_conf_check(&c, err, sizeof(err)), MMC_INVALID_PARAM, "reachable without credentials");
+	cr_assert(strstr(err, "ock.mmc.meta.auth_token"), "%s", err);
+	cr_assert_eq(meta_conf_set(&c, "ock.mmc.meta.allow_insecure_bind", "true", err, sizeof(err)), 0);
 	cr_assert_eq(meta_conf_check(&c, err, sizeof(err)), 0);
 	cr_assert_eq(meta_conf_set(&c, "ock.mmc.meta_service_url", "udp://x", err, sizeof(err)), 0);
 	cr_assert_eq(meta_conf_check(&c, err, sizeof(err)), MMC_INVALID_PARAM);
@@ -273,8 +277,11 @@ Test(conf, memcache_compatibility_keys_are_checked_and_ignored)
 	cr_assert_eq(conf_apply_compat(CONF_SCOPE_CLIENT, "ock.mmc.local_service.hcom.tls.cert.path", "/etc/c.pem", err,
 	                               sizeof(err)),
 	             1);
-	cr_assert_eq(conf_apply_compat(CONF_SCOPE_CLIENT, "ock.mmc.tls.enable", "yes", err, sizeof(err)),
+	cr_assert_eq(conf_apply_compat(CONF_SCOPE_CLIENT, "ock.mmc.config_store.tls.enable", "yes", err, sizeof(err)),
 	             MMC_INVALID_PARAM);
+	/* the meta connection's TLS keys are real now (the RPC port's TLS), but for the vendor plug-in's two */
+	cr_assert_eq(conf_apply_compat(CONF_SCOPE_CLIENT, "ock.mmc.tls.enable", "true", err, sizeof(err)), 0);
+	cr_assert_eq(conf_apply_compat(CONF_SCOPE_SERVER, "ock.mmc.tls.decrypter.path", "/d", err, sizeof(err)), 1);
 	cr_assert_eq(
 	    conf_apply_compat(CONF_SCOPE_SERVER, "ock.mmc.local_service.hcom.tls.enable", "true", err, sizeof(err)), 0,
 	    "a client key is unknown to the server");
@@ -283,4 +290,94 @@ Test(conf, memcache_compatibility_keys_are_checked_and_ignored)
 	cr_assert_eq(meta_conf_set(&c, "ock.mmc.meta.ha.enable", "false", err, sizeof(err)), 0);
 	cr_assert_eq(meta_conf_set(&c, "ock.mmc.log_rotation_file_count", "51", err, sizeof(err)), MMC_INVALID_PARAM);
 	cr_assert_eq(meta_conf_set(&c, "ock.mmc.config_store.tls.key.path", "/k", err, sizeof(err)), 0);
+}
+
+/* D5: a comment line past 4095 bytes was read in pieces, and its tail parsed as a line of its own */
+Test(conf, long_lines_are_one_line)
+{
+	char path[] = "/tmp/mmc-conf-XXXXXX", err[256];
+	struct meta_conf c;
+	struct client_conf r;
+	size_t n = 4095 + 64;
+	char *text = malloc(n + 2000);
+	int fd = mkstemp(path);
+
+	cr_assert_geq(fd, 0);
+	close(fd);
+	text[0] = '#';
+	memset(text + 1, 'x', 4094);
+	strcpy(text + 4095, "ock.mmc.meta_service_url = tcp://127.0.0.1:15300\n");
+	write_file(path, text);
+	meta_conf_defaults(&c);
+	cr_assert_eq(meta_conf_load(&c, path, err, sizeof(err)), 0, "%s", err);
+	cr_assert_str_eq(c.meta_service_url, "tcp://127.0.0.1:5000", "the comment's tail was parsed as a key");
+	cr_assert_eq(resolve_file(text, &r, err), 0, "%s", err);
+	cr_assert_eq(r.meta_port, 5000);
+
+	/* a long value is read whole, and refused by the key's own bound with the key's name */
+	strcpy(text, "ock.mmc.meta.data_dir = ");
+	memset(text + 24, 'a', 5000);
+	strcpy(text + 5024, "\nock.mmc.meta_service_url = tcp://127.0.0.1:15300\n");
+	write_file(path, text);
+	meta_conf_defaults(&c);
+	cr_assert_eq(meta_conf_load(&c, path, err, sizeof(err)), MMC_INVALID_PARAM);
+	cr_assert(strstr(err, "ock.mmc.meta.data_dir"), "%s", err);
+	cr_assert_str_eq(c.meta_service_url, "tcp://127.0.0.1:5000");
+	unlink(path);
+	free(text);
+}
+
+/* issue 20: the server took only IPv4 literals; both ends now read names and bracketed IPv6 the same way */
+Test(conf, urls_take_names_and_ipv6)
+{
+	char host[256], err[256];
+	uint16_t port;
+	struct client_conf r;
+
+	cr_assert_eq(tcp_url_parse("tcp://[::1]:5000", host, sizeof(host), &port), 0);
+	cr_assert_str_eq(host, "::1");
+	cr_assert_eq(port, 5000);
+	cr_assert_eq(tcp_url_parse("tcp://localhost:0", host, sizeof(host), &port), 0);
+	cr_assert_str_eq(host, "localhost");
+	cr_assert_eq(tcp_url_parse("tcp://::1:5000", host, sizeof(host), &port), -1, "a bare IPv6 literal");
+	cr_assert_eq(tcp_url_parse("tcp://[::1]5000", host, sizeof(host), &port), -1);
+	cr_assert_eq(tcp_url_parse("tcp://[]:5000", host, sizeof(host), &port), -1);
+	cr_assert_eq(tcp_url_parse("tcp://h:70000", host, sizeof(host), &port), -1);
+	cr_assert_eq(tcp_url_parse("tcp://h:", host, sizeof(host), &port), -1);
+	cr_assert_eq(resolve_file("ock.mmc.meta_service_url = tcp://[fe80::1]:5100\n", &r, err), 0, "%s", err);
+	cr_assert_str_eq(r.meta_host, "fe80::1");
+	cr_assert_eq(r.meta_port, 5100);
+}
+
+/* The cluster secret: from its key or its file, not both, long enough, and never in a message. */
+Test(conf, secrets_come_from_a_key_or_a_file)
+{
+	char path[] = "/tmp/mmc-secret-XXXXXX", lines[256], err[256];
+	struct client_conf r;
+	struct meta_conf c;
+	int fd = mkstemp(path);
+
+	cr_assert_geq(fd, 0);
+	close(fd);
+	write_file(path, "0123456789abcdef-from-a-file\n");
+	snprintf(lines, sizeof(lines), "ock.mmc.client.auth_token_file = %s\n", path);
+	cr_assert_eq(resolve_file(lines, &r, err), 0, "%s", err);
+	cr_assert_str_eq(r.auth_token, "0123456789abcdef-from-a-file", "the trailing newline is not the secret's");
+	snprintf(lines, sizeof(lines), "ock.mmc.client.auth_token_file = %s\nock.mmc.client.auth_token = %s\n", path,
+	         "0123456789abcdef-too");
+	cr_assert_eq(resolve_file(lines, &r, err), MMC_INVALID_PARAM, "both");
+	cr_assert(strstr(err, "not both"), "%s", err);
+	cr_assert_eq(resolve_file("ock.mmc.client.auth_token = short-secret\n", &r, err), MMC_INVALID_PARAM);
+	cr_assert(strstr(err, "at least 16") && !strstr(err, "short-secret"), "%s", err);
+	meta_conf_defaults(&c);
+	cr_assert_eq(meta_conf_set(&c, "ock.mmc.meta.auth_token_file", "/no/such/file", err, sizeof(err)), 0);
+	cr_assert_eq(meta_conf_resolve_secrets(&c, err, sizeof(err)), MMC_INVALID_PARAM);
+	cr_assert(strstr(err, "ock.mmc.meta.auth_token_file"), "%s", err);
+	write_file(path, "");
+	meta_conf_defaults(&c);
+	cr_assert_eq(meta_conf_set(&c, "ock.mmc.meta.auth_token_file", path, err, sizeof(err)), 0);
+	cr_assert_eq(meta_conf_resolve_secrets(&c, err, sizeof(err)), MMC_INVALID_PARAM, "an empty file");
+	cr_assert_eq(resolve_file("ock.mmc.tls.enable = true\n", &r, err), MMC_INVALID_PARAM);
+	cr_assert(strstr(err, "ock.mmc.tls.ca.path"), "a TLS store must be able to verify the server: %s", err);
+	unlink(path);
 }

@@ -19,6 +19,7 @@
 #include "objects.h"
 #include "persist.h"
 #include "policy_ops.h"
+#include "service_secret.h"
 #include "services.h"
 #include "space.h"
 #include "tier.h"
@@ -351,6 +352,7 @@ Test(alloc_queue, a_pool_that_rejoined_a_restarted_server_takes_puts_after_the_g
 	static const uint8_t addr[] = {1};
 	struct service_spec spec = {.fabric_addr = addr, .addr_len = 1, .provider = "tcp", .nsegs = 1};
 	struct service *back;
+	uint8_t secret[MMC_WIRE_MAC];
 	const char *k = "after";
 	uint64_t size = MiB, id;
 	int code;
@@ -360,6 +362,9 @@ Test(alloc_queue, a_pool_that_rejoined_a_restarted_server_takes_puts_after_the_g
 	spec.rank = (int32_t)svc[0]->rank;
 	spec.incarnation = svc[0]->incarnation;
 	spec.segs[0] = (struct service_spec_segment){MMC_MEDIA_DRAM, 8 * MiB, 0, 0};
+	cr_assert_eq(service_secret(&m, svc[0]->rank, svc[0]->incarnation, secret), 0);
+	spec.secret = secret; /* what its Register reply gave it */
+	spec.secret_len = sizeof(secret);
 	sess[0].svc = NULL;
 	svc[0]->session = NULL;
 	cr_assert_eq(service_register(&m, &sess[0], &spec, &back), 0);

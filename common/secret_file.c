@@ -1,0 +1,56 @@
+#include "secret_file.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "mmc/mmc.h"
+#include "wire_limits.h"
+
+int secret_resolve(const char *key, const char *file_key, const char *file, char *token, size_t cap, char *err,
+                   size_t errlen)
+{
+	int rc;
+
+	if (file[0] && token[0]) {
+		snprintf(err, errlen, "set %s or %s, not both", key, file_key);
+		return MMC_INVALID_PARAM;
+	}
+	if (file[0] && (rc = secret_file_read(file_key, file, token, cap, err, errlen)))
+		return rc;
+	if (token[0] && strlen(token) < MMC_AUTH_TOKEN_MIN) {
+		snprintf(err, errlen, "%s must be at least %d bytes (e.g. `openssl rand -hex 32`)", key,
+		         MMC_AUTH_TOKEN_MIN);
+		memset(token, 0, cap);
+		return MMC_INVALID_PARAM;
+	}
+	return 0;
+}
+
+int secret_file_read(const char *key, const char *path, char *out, size_t cap, char *err, size_t errlen)
+{
+	FILE *f = fopen(path, "r");
+	size_t n;
+	bool more;
+
+	if (!f) {
+		snprintf(err, errlen, "%s: cannot read \"%s\": %s", key, path, strerror(errno));
+		return MMC_INVALID_PARAM;
+	}
+	n = fread(out, 1, cap, f);
+	more = fgetc(f) != EOF;
+	fclose(f);
+	if (n && out[n - 1] == '\n')
+		n--;
+	if (n && out[n - 1] == '\r')
+		n--;
+	if (more || n == 0 || n >= cap || memchr(out, '\0', n)) {
+		snprintf(err, errlen, "%s: \"%s\" must hold 1 to %zu bytes of secret and no NUL byte", key, path,
+		         cap - 1);
+		memset(out, 0, cap);
+		return MMC_INVALID_PARAM;
+	}
+	out[n] = '\0';
+	return 0;
+}

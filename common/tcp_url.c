@@ -1,0 +1,56 @@
+#include "tcp_url.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int tcp_url_parse(const char *url, char *host, size_t hostlen, uint16_t *port)
+{
+	const char *h, *end, *colon;
+	char *pend;
+	unsigned long p;
+
+	if (strncmp(url, "tcp://", 6) != 0)
+		return -1;
+	h = url + 6;
+	if (h[0] == '[') { /* an IPv6 literal: its colons are not the port's */
+		end = strchr(h, ']');
+		if (!end || end[1] != ':')
+			return -1;
+		h++;
+		colon = end + 1;
+	} else {
+		colon = strrchr(h, ':');
+		end = colon;
+		if (!colon || memchr(h, ':', (size_t)(colon - h)))
+			return -1; /* a bare IPv6 literal: the port is ambiguous */
+	}
+	if (end == h || (size_t)(end - h) >= hostlen || colon[1] < '0' || colon[1] > '9')
+		return -1;
+	p = strtoul(colon + 1, &pend, 10);
+	if (*pend || p > 65535)
+		return -1;
+	memcpy(host, h, (size_t)(end - h));
+	host[end - h] = '\0';
+	*port = (uint16_t)p;
+	return 0;
+}
+
+bool tcp_addr_is_loopback(const struct sockaddr *sa)
+{
+	if (sa->sa_family == AF_INET)
+		return (ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr) >> 24) == 127;
+	if (sa->sa_family == AF_INET6) {
+		const struct in6_addr *a = &((const struct sockaddr_in6 *)sa)->sin6_addr;
+
+		return IN6_IS_ADDR_LOOPBACK(a) || (IN6_IS_ADDR_V4MAPPED(a) && a->s6_addr[12] == 127);
+	}
+	return false;
+}
+
+void tcp_url_format(char *out, size_t len, const char *host, uint16_t port)
+{
+	snprintf(out, len, strchr(host, ':') ? "tcp://[%s]:%u" : "tcp://%s:%u", host, port);
+}

@@ -1,0 +1,128 @@
+#include "auth.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "auth_proof.h"
+#include "conn.h"
+#include "log.h"
+#include "mmc/mmc.h"
+
+static int refused_bucket;
+
+static bool token_set(const struct conn *c)
+{
+	return c->m->conf.auth_token[0] != '\0';
+}
+
+static void send_hello_reply(struct conn *c, uint64_t id, int result)
+{
+	Mmc__Frame out = MMC__FRAME__INIT;
+	Mmc__HelloReply r = MMC__HELLO_REPLY__INIT;
+
+	if (!id) /* a Hello that wants no reply (no client sends one) */
+		return;
+	r.result = result;
+	r.version = MMC_WIRE_VERSION;
+	r.minor = MMC_WIRE_MINOR;
+	if (result == 0) {
+		r.session = c->session.id;
+		r.lease_ttl_ms = c->m->conf.lease_ttl_ms;
+		r.heartbeat_timeout_ms = c->m->conf.heartbeat_timeout_ms;
+		r.server_run = c->m->run_id;
+	}
+	out.id = id;
+	out.body_case = MMC__FRAME__BODY_HELLO_REPLY;
+	out.hello_reply = &r;
+	conn_send(c, &out, false);
+}
+
+/* Answers the request with the refusal, then closes: the peer learns why instead of seeing a bare close. */
+static void refuse(struct conn *c, uint64_t id, int result, const char *why)
+{
+	c->m->stats.rpc_refused[RPC_REFUSED_CREDENTIALS]++;
+	log_ratelimited(&refused_bucket, LOG_WARN, "op=hello session=%llu peer=%s host=\"%s\" err=%s",
+	                (unsigned long long)c->session.id, c->peer, c->session.host, why);
+	send_hello_reply(c, id, result);
+	conn_close_flushed(c, why);
+}
+
+static void admit(struct conn *c, uint64_t id)
+{
+	c->phase = CONN_READY;
+	conn_admitted(c);
+	send_hello_reply(c, id, 0);
+}
+
+static void challenge(struct conn *c, const Mmc__Hello *h, uint64_t id)
+{
+	const char *token = c->m->conf.auth_token;
+	Mmc__Frame out = MMC__FRAME__INIT;
+	Mmc__AuthChallenge ch = MMC__AUTH_CHALLENGE__INIT;
+	uint8_t proof[MMC_WIRE_MAC];
+
+	if (h->client_nonce.len != MMC_WIRE_NONCE) {
+		refuse(c, id, MMC_NOT_AUTHORIZED, "no_credentials");
+		return;
+	}
+	memcpy(c->client_nonce, h->client_nonce.data, MMC_WIRE_NONCE);
+	if (auth_random(c->server_nonce, MMC_WIRE_NONCE) ||
+	    auth_mac(token, strlen(token), AUTH_LABEL_SERVER, c->client_nonce, MMC_WIRE_NONCE, c->server_nonce,
+	             MMC_WIRE_NONCE, proof)) {
+		refuse(c, id, MMC_ERROR, "no_randomness");
+		return;
+	}
+	ch.server_nonce = (ProtobufCBinaryData){MMC_WIRE_NONCE, c->server_nonce};
+	ch.server_proof = (ProtobufCBinaryData){MMC_WIRE_MAC, proof};
+	out.id = id;
+	out.body_case = MMC__FRAME__BODY_AUTH_CHALLENGE;
+	out.auth_challenge = &ch;
+	c->phase = CONN_CHALLENGED;
+	conn_send(c, &out, false);
+}
+
+void auth_on_hello(struct conn *c, const Mmc__Frame *f)
+{
+	const Mmc__Hello *h = f->hello;
+
+	if (h->host)
+		snprintf(c->session.host, sizeof(c->session.host), "%s", h->host);
+	c->session.pid = h->pid;
+	if (h->version != MMC_WIRE_VERSION) {
+		log_warn("op=hello peer=%s host=\"%s\" err=wire_version_mismatch client_version=%u server_version=%u",
+		         c->peer, c->session.host, h->version, MMC_WIRE_VERSION);
+		c->m->stats.rpc_refused[RPC_REFUSED_WIRE_VERSION]++;
+		send_hello_reply(c, f->id, MMC_INVALID_PARAM);
+		conn_close_flushed(c, "wire_version_mismatch");
+		return;
+	}
+	if (c->phase == CONN_READY || !token_set(c))
+		admit(c, f->id);
+	else
+		challenge(c, h, f->id);
+}
+
+void auth_on_proof(struct conn *c, const Mmc__Frame *f)
+{
+	const char *token = c->m->conf.auth_token;
+	const ProtobufCBinaryData *p = &f->auth_proof->client_proof;
+	uint8_t expected[MMC_WIRE_MAC];
+
+	if (auth_mac(token, strlen(token), AUTH_LABEL_CLIENT, c->server_nonce, MMC_WIRE_NONCE, c->client_nonce,
+	             MMC_WIRE_NONCE, expected) ||
+	    !auth_mac_equal(p->data, p->len, expected)) {
+		refuse(c, f->id, MMC_NOT_AUTHORIZED, "bad_credentials");
+		return;
+	}
+	admit(c, f->id);
+}
+
+bool auth_admits(const struct conn *c, const Mmc__Frame *f)
+{
+	if (c->phase == CONN_READY)
+		return f->body_case != MMC__FRAME__BODY_AUTH_PROOF;
+	if (c->phase == CONN_CHALLENGED)
+		return f->body_case == MMC__FRAME__BODY_AUTH_PROOF;
+	/* without a cluster secret, a peer that skips its hello is served as before (raw-frame tools and tests) */
+	return f->body_case == MMC__FRAME__BODY_HELLO || (!token_set(c) && f->body_case != MMC__FRAME__BODY_AUTH_PROOF);
+}

@@ -1,0 +1,85 @@
+#include "tls.h"
+
+#include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
+#include <openssl/ssl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "meta.h"
+#include "mmc/mmc.h"
+#include "tls_files.h"
+
+struct rpc_tls {
+	SSL_CTX *ctx;
+	bool verify_clients;
+};
+
+int rpc_tls_open(struct meta *m, char *err, size_t errlen)
+{
+	const struct meta_conf *c = &m->conf;
+	struct rpc_tls *t;
+	int rc;
+
+	if (!c->tls.enable)
+		return 0;
+	t = calloc(1, sizeof(*t));
+	if (!t || !(t->ctx = SSL_CTX_new(TLS_server_method()))) {
+		free(t);
+		snprintf(err, errlen, "cannot create a TLS context");
+		return MMC_MALLOC_FAILED;
+	}
+	m->tls = t;
+	SSL_CTX_set_min_proto_version(t->ctx, TLS1_2_VERSION);
+	SSL_CTX_set_options(t->ctx, SSL_OP_NO_RENEGOTIATION);
+	if ((rc = tls_files_load(t->ctx, &c->tls, err, errlen)))
+		return rc;
+	if (c->tls.ca[0]) { /* a CA to check clients against: mutual TLS */
+		SSL_CTX_set_verify(t->ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, NULL);
+		t->verify_clients = true;
+	}
+	return 0;
+}
+
+bool rpc_tls_verifies_clients(const struct meta *m)
+{
+	return m->tls && m->tls->verify_clients;
+}
+
+struct bufferevent *rpc_tls_bufferevent(struct meta *m, evutil_socket_t fd)
+{
+	struct bufferevent *bev;
+	SSL *ssl;
+
+	if (!m->tls) {
+		bev = bufferevent_socket_new(m->base, fd, BEV_OPT_CLOSE_ON_FREE);
+		if (!bev)
+			evutil_closesocket(fd);
+		return bev;
+	}
+	ssl = SSL_new(m->tls->ctx);
+	if (!ssl) {
+		evutil_closesocket(fd);
+		return NULL;
+	}
+	/* frees ssl with the bufferevent, and with it (BEV_OPT_CLOSE_ON_FREE) the socket */
+	bev = bufferevent_openssl_socket_new(m->base, fd, ssl, BUFFEREVENT_SSL_ACCEPTING, BEV_OPT_CLOSE_ON_FREE);
+	if (!bev) {
+		SSL_free(ssl);
+		evutil_closesocket(fd);
+		return NULL;
+	}
+	/* a peer that vanishes gets no close_notify from us: nothing waits for it */
+	bufferevent_openssl_set_allow_dirty_shutdown(bev, 1);
+	return bev;
+}
+
+void rpc_tls_close(struct meta *m)
+{
+	if (!m->tls)
+		return;
+	SSL_CTX_free(m->tls->ctx);
+	free(m->tls);
+	m->tls = NULL;
+}

@@ -1,0 +1,27 @@
+/*
+ * TLS on the RPC port (ock.mmc.tls.*): one OpenSSL context for the server's life, and a bufferevent_openssl per
+ * accepted socket, so framing and every handler above see plaintext as on a plain socket. With a CA configured,
+ * clients must present a certificate it signed (mutual TLS). Loop thread only.
+ */
+#ifndef MMC_RPC_TLS_H
+#define MMC_RPC_TLS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <event2/util.h>
+
+struct meta;
+struct bufferevent;
+
+/* Loads the certificate, key, CA and CRL named by m->conf into m->tls (nothing when ock.mmc.tls.enable is off).
+ * Returns 0, or MMC_INVALID_PARAM with a message naming the key and OpenSSL's reason in err. */
+int rpc_tls_open(struct meta *m, char *err, size_t errlen);
+/* Whether clients must present a certificate (a CA is configured). */
+bool rpc_tls_verifies_clients(const struct meta *m);
+/* A bufferevent for the accepted fd: TLS (server side of the handshake) when enabled, else a plain socket. Owns fd
+ * (closed on free, or here on failure). NULL on failure. */
+struct bufferevent *rpc_tls_bufferevent(struct meta *m, evutil_socket_t fd);
+void rpc_tls_close(struct meta *m);
+
+#endif

@@ -1,0 +1,31 @@
+/*
+ * A peer of the meta server's RPC port that writes frames by hand (protobuf-c), for tests that must say what libmmc
+ * never would: skip the hello, send another wire version, hold a frame half-sent, claim another service's rank.
+ */
+#ifndef MMC_TEST_RAW_RPC_H
+#define MMC_TEST_RAW_RPC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mmc.pb-c.h"
+
+/* A TCP connection to 127.0.0.1:port (receives time out after 5 s), or -1. */
+int raw_dial(uint16_t port);
+/* Sends f with its length prefix. Returns 0 or -1. */
+int raw_send(int fd, const Mmc__Frame *f);
+/* The next frame (free with mmc__frame__free_unpacked(f, NULL)), or NULL at the end of the stream or a timeout. */
+Mmc__Frame *raw_recv(int fd);
+/* Whether the server closes fd within ms (reads and drops anything it still sends). */
+bool raw_closed(int fd, int ms);
+/*
+ * Says hello (version 1 unless version is given) and, when challenged, proves token (NULL: sends a zero proof).
+ * Returns the HelloReply's result, or 1 when the server challenged and token is NULL and prove is false (the
+ * connection is then waiting for a proof), or -1 when the connection failed.
+ */
+int raw_hello(int fd, uint32_t version, const char *token, bool prove);
+/* Sends {id, body_case, body} where body is the message of that case. */
+int raw_send_body(int fd, uint64_t id, Mmc__Frame__BodyCase body_case, void *body);
+
+#endif

@@ -1,0 +1,244 @@
+/*
+ * The RPC port against a client that would exhaust the server (issue 17, D3 and D4): half-open connections under a
+ * low descriptor limit, connections that never say hello, and partial frames that together would hold gigabytes.
+ */
+#include <criterion/criterion.h>
+#include <fcntl.h>
+#include <mmc/mmc.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "proc.h"
+#include "raw_rpc.h"
+#include "store_conf.h"
+
+static struct metaserver meta;
+
+static void fini(void)
+{
+	cr_expect_eq(metaserver_cleanup(&meta), 0, "the metaserver log has a sanitizer report");
+}
+
+TestSuite(rpc_limits, .fini = fini, .timeout = 240);
+
+static long log_bytes(void)
+{
+	struct stat st;
+
+	return stat(meta.log, &st) ? 0 : (long)st.st_size;
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/*
+ * A new client gets served: a raw peer connects, says hello and gets a ping answered, timed (what the server
+ * controls; a store's own start-up, its fabric above all, is not the server's to speed up), then a real store
+ * connects and makes a round trip. Returns the raw peer's time in ms.
+ */
+static uint64_t served_in_ms(void)
+{
+	Mmc__Ping ping = MMC__PING__INIT;
+	uint64_t t0 = now_ms(), ms;
+	Mmc__Frame *r;
+	mmc_store *s;
+	int fd = raw_dial(meta.rpc_port);
+
+	cr_assert_geq(fd, 0, "a new client cannot connect");
+	cr_assert_eq(raw_hello(fd, 0, NULL, false), 0, "a new client's hello was not answered");
+	cr_assert_eq(raw_send_body(fd, 5, MMC__FRAME__BODY_PING, &ping), 0);
+	r = raw_recv(fd);
+	cr_assert(r && r->id == 5, "a new client's ping was not answered");
+	ms = now_ms() - t0;
+	mmc__frame__free_unpacked(r, NULL);
+	close(fd);
+	cr_assert_eq(store_open(meta.url, NULL, false, &s), 0, "a new store was not served");
+	cr_assert_eq(mmc_is_exist(s, "anything"), 0);
+	mmc_destroy(s);
+	return ms;
+}
+
+/* The server starts under `ulimit -n 512`; 600 connections then sit without a hello (half of them with one byte of a
+ * frame). It used to hit EMFILE, spin in accept() and log "Too many open files" ~400,000 times a second. */
+/* The server under `ulimit -n 512` (soft and hard, so it cannot raise it): a wrapper script execs the real one. */
+static void start_with_fd_limit(int limit)
+{
+	const char *real = getenv("MMC_METASERVER");
+	static char wrapper[64], text[4200];
+
+	cr_assert_not_null(real, "MMC_METASERVER is not set");
+	snprintf(text, sizeof(text), "#!/bin/sh\nulimit -n %d || exit 3\nexec '%s' \"$@\"\n", limit, real);
+	conf_write_file(wrapper, text);
+	cr_assert_eq(chmod(wrapper, 0700), 0);
+	setenv("MMC_METASERVER", wrapper, 1);
+	cr_assert_eq(metaserver_start(&meta, NULL), 0);
+	setenv("MMC_METASERVER", real, 1);
+	unlink(wrapper);
+}
+
+Test(rpc_limits, half_open_connections_under_a_low_fd_limit)
+{
+	static int fds[600];
+	long before;
+	uint64_t ms;
+
+	start_with_fd_limit(512);
+	cr_assert(metaserver_log_has(&meta, "warning=fd_limit"), "the lowered limits are not warned about");
+	before = log_bytes();
+	for (int i = 0; i < 600; i++) {
+		fds[i] = raw_dial(meta.rpc_port);
+		cr_assert_geq(fds[i], 0, "connection %d", i);
+		if (i % 2 && send(fds[i], "\x10", 1, MSG_NOSIGNAL) != 1)
+			cr_log_warn("connection %d: the byte was not sent", i);
+	}
+	ms = served_in_ms();
+	cr_log_info("a new client was served in %llu ms beside 600 half-open connections", (unsigned long long)ms);
+	cr_assert_lt(ms, 2000, "a new client took %llu ms", (unsigned long long)ms);
+	sleep(1);
+	cr_assert_lt(log_bytes() - before, 1 << 20, "the log grew by %ld bytes", log_bytes() - before);
+	for (int i = 0; i < 600; i++)
+		close(fds[i]);
+}
+
+/* The same, with the server's descriptors nearly used up before it starts (300 inherited), so accept() itself fails
+ * with EMFILE long before the connection limit: the accept-error handler must neither spin nor flood the log. */
+Test(rpc_limits, out_of_descriptors_the_server_still_serves)
+{
+	static int held[300], fds[600];
+	long before;
+	uint64_t ms;
+
+	for (int i = 0; i < 300; i++) /* not close-on-exec: the server inherits them */
+		cr_assert_geq(held[i] = open("/dev/null", O_RDONLY), 0);
+	start_with_fd_limit(512);
+	for (int i = 0; i < 300; i++)
+		close(held[i]);
+	before = log_bytes();
+	for (int i = 0; i < 600; i++)
+		cr_assert_geq(fds[i] = raw_dial(meta.rpc_port), 0, "connection %d", i);
+	ms = served_in_ms();
+	cr_log_info("out of descriptors: a new client was served in %llu ms", (unsigned long long)ms);
+	cr_assert_lt(ms, 2000, "a new client took %llu ms", (unsigned long long)ms);
+	sleep(1);
+	cr_assert_lt(log_bytes() - before, 1 << 20, "the log grew by %ld bytes", log_bytes() - before);
+	cr_assert(metaserver_log_has(&meta, "err=\"Too many open files\" action=displace_before_hello"),
+	          "accept() never failed: the test did not reach EMFILE");
+	for (int i = 0; i < 600; i++)
+		close(fds[i]);
+}
+
+/* The server's logical clock (docs/kvcm.md, debugClock): body is {"freeze":true} or {"advance_ms":N}. */
+static void server_clock(const char *body)
+{
+	char cmd[256];
+
+	snprintf(cmd, sizeof(cmd), "curl -sf -X POST -d '%s' http://127.0.0.1:%u/api/debugClock | grep -q '\"OK\"'",
+	         body, meta.admin_port);
+	cr_assert_eq(system(cmd), 0, "debugClock %s", body);
+}
+
+/* Closed within 10 s (a guard against a hang, not a bound the test depends on). */
+static bool closed_soon(int fd)
+{
+	return raw_closed(fd, 10000);
+}
+
+Test(rpc_limits, the_hello_deadline_closes_silent_connections)
+{
+	const char *extra[] = {"kvcm.service.enable_debug_service=true", "ock.mmc.meta.hello_timeout_ms=5000",
+	                       "ock.mmc.meta.heartbeat_timeout_ms=600000", NULL};
+	int silent, slow, hello;
+
+	cr_assert_eq(metaserver_start(&meta, extra), 0);
+	server_clock("{\"freeze\":true}");
+	silent = raw_dial(meta.rpc_port);
+	slow = raw_dial(meta.rpc_port);
+	hello = raw_dial(meta.rpc_port);
+	cr_assert_eq(raw_hello(hello, 0, NULL, false), 0);
+	/* a slowloris: bytes of a frame now and then, never a whole frame */
+	cr_assert_eq(send(slow, "\x40", 1, MSG_NOSIGNAL), 1);
+	server_clock("{\"advance_ms\":4000}");
+	cr_assert_eq(send(slow, "\x00", 1, MSG_NOSIGNAL), 1);
+	cr_assert(!raw_closed(silent, 200), "closed before its deadline");
+	server_clock("{\"advance_ms\":1001}");
+	cr_assert(closed_soon(silent), "a connection that never spoke is still open");
+	cr_assert(closed_soon(slow), "a connection that never finished its hello is still open");
+	cr_assert(!raw_closed(hello, 200), "a connection through its hello was closed");
+	close(silent);
+	close(slow);
+	close(hello);
+	served_in_ms();
+}
+
+/* Sends a frame header announcing 64 MiB, then 60 MiB of it; stops where the server closes the connection. */
+static void send_partial_frame(int fd, char *chunk, size_t chunk_len)
+{
+	static const uint8_t hdr[4] = {0, 0, 0, 4}; /* 64 MiB, MMC_FRAME_MAX */
+	struct timeval tv = {10, 0};
+
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	if (send(fd, hdr, 4, MSG_NOSIGNAL) != 4)
+		return;
+	for (size_t sent = 0; sent < (60u << 20);) {
+		ssize_t n = send(fd, chunk, chunk_len, MSG_NOSIGNAL);
+
+		if (n <= 0)
+			return;
+		sent += (size_t)n;
+	}
+}
+
+/* 64 clients each hold a partial 60 MiB frame: each connection may buffer 64 MiB, so the server used to grow by
+ * 60 MiB per client (32 clients: 2 GB). ock.mmc.meta.max_buffered_input bounds them all together. */
+/* Under AddressSanitizer every buffered chunk carries redzones and shadow memory: the same bytes cost more RSS. */
+#if defined(__SANITIZE_ADDRESS__)
+#define RSS_PER_BYTE 1.6
+#else
+#define RSS_PER_BYTE 1.0
+#endif
+
+Test(rpc_limits, partial_frames_share_one_input_budget)
+{
+	const uint64_t budget = (uint64_t)((256 << 20) * RSS_PER_BYTE);
+	const char *extra[] = {"ock.mmc.meta.max_buffered_input=256MB", NULL};
+	static int fds[64];
+	size_t chunk_len = 1u << 20;
+	char *chunk = calloc(1, chunk_len);
+	uint64_t base, peak = 0;
+
+	cr_assert_eq(metaserver_start(&meta, extra), 0);
+	base = proc_rss_bytes(meta.pid);
+	for (int i = 0; i < 64; i++) {
+		uint64_t rss;
+
+		fds[i] = raw_dial(meta.rpc_port);
+		cr_assert_geq(fds[i], 0);
+		send_partial_frame(fds[i], chunk, chunk_len);
+		usleep(20000);
+		rss = proc_rss_bytes(meta.pid);
+		peak = rss > peak ? rss : peak;
+		cr_assert_lt(rss - base, budget, "after %d clients the server grew by %llu MiB", i + 1,
+		             (unsigned long long)((rss - base) >> 20));
+	}
+	usleep(500000);
+	peak = proc_rss_bytes(meta.pid) > peak ? proc_rss_bytes(meta.pid) : peak;
+	cr_log_info("64 partial 60 MiB frames: RSS %llu MiB at start, %llu MiB at most (budget 256 MiB, x%.1f)",
+	            (unsigned long long)(base >> 20), (unsigned long long)(peak >> 20), RSS_PER_BYTE);
+	cr_assert_lt(peak - base, budget);
+	cr_assert(metaserver_log_has(&meta, "err=input_budget_exceeded"),
+	          "the closed connections' reason is not logged");
+	served_in_ms();
+	for (int i = 0; i < 64; i++)
+		close(fds[i]);
+	free(chunk);
+}
