@@ -7,6 +7,7 @@
 #include "conf_parse.h"
 #include "log.h"
 #include "log_level.h"
+#include "meta_leader.h"
 #include "wire_limits.h"
 
 #define TB       (UINT64_C(1) << 40)
@@ -122,28 +123,11 @@ static int load_line(void *arg, const char *key, const char *value, int line)
 	return 0;
 }
 
+/* One address or several (leader election): meta_leader.c parses both; the first is the one logged. */
 static int parse_meta_url(struct client_conf *o, char *err, size_t errlen)
 {
-	const char *url = o->c.meta_service_url, *h, *colon;
-	char *end;
-	unsigned long port;
-
-	if (strncmp(url, "tcp://", 6) != 0)
-		goto bad;
-	h = url + 6;
-	colon = strrchr(h, ':');
-	if (!colon || colon == h || (size_t)(colon - h) >= sizeof(o->meta_host))
-		goto bad;
-	port = strtoul(colon + 1, &end, 10);
-	if (*end || colon[1] == '\0' || port == 0 || port > 65535)
-		goto bad;
-	memcpy(o->meta_host, h, (size_t)(colon - h));
-	o->meta_host[colon - h] = '\0';
-	o->meta_port = (uint16_t)port;
-	return 0;
-bad:
-	snprintf(err, errlen, "bad value \"%s\" for \"ock.mmc.meta_service_url\" (expected tcp://host:port)", url);
-	return MMC_INVALID_PARAM;
+	return meta_leader_parse(NULL, o->c.meta_service_url, o->meta_host, sizeof(o->meta_host), &o->meta_port, err,
+	                         errlen);
 }
 
 static int bounded(const char *s, size_t cap)

@@ -11,11 +11,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "clock.h"
 #include "local_config.h"
 #include "log.h"
+#include "meta_leader.h"
 
 #define BUCKETS     256
 #define CONNECT_MS  5000
@@ -47,7 +49,8 @@ struct meta_conn {
 	void *owner;
 	meta_task_fn on_task;
 	void *task_owner;
-	_Atomic uint64_t losses; /* connections lost so far: see meta_conn_losses() */
+	_Atomic uint64_t losses;   /* connections lost so far: see meta_conn_losses() */
+	struct meta_leader leader; /* which of the configured servers to dial (handshake thread only) */
 };
 
 static pthread_key_t tls_key;
@@ -330,6 +333,13 @@ int meta_call(struct meta_conn *mc, uint32_t body, const pb_msgdesc_t *fields, c
 		}
 	}
 	rc = c->status;
+	if (rc == MMC_NOT_LEADER && !c->bypass) {
+		/* the server stopped leading before it ran the call: drop it and follow the leader, and let the caller
+		 * see a lost connection (it retries what is safe to repeat, within retry_ms) */
+		if (mc->fd == fd)
+			shutdown(fd, SHUT_RDWR);
+		rc = MMC_NOT_CONNECTED_META;
+	}
 out_unlock:
 	pthread_mutex_unlock(&mc->lock);
 	pthread_cond_destroy(&c->cond);
@@ -399,6 +409,7 @@ static int decode_hello(struct mcall *c, uint32_t body, const uint8_t *data, siz
 	out->lease_ttl_ms = r.lease_ttl_ms;
 	out->heartbeat_timeout_ms = r.heartbeat_timeout_ms;
 	out->server_run = r.server_run;
+	snprintf(out->leader, sizeof(out->leader), "%s", r.leader_address);
 	return r.result;
 }
 
@@ -414,16 +425,22 @@ static void conn_drop_fd(struct meta_conn *mc, int fd)
 	close(fd);
 }
 
-/* Opens a socket, starts its reader and says hello. Called without the lock. */
-static int handshake(struct meta_conn *mc)
+/* Opens a socket to the address meta_leader names, starts its reader and says hello. Called without the lock. */
+static int handshake_one(struct meta_conn *mc)
 {
 	mmc_Hello h = mmc_Hello_init_zero;
 	struct meta_session sess = {0};
 	struct mcall c = {.decode = decode_hello, .arg = &sess, .bypass = true};
-	int fd = connect_to(mc->conf->meta_host, mc->conf->meta_port), rc;
+	const char *host;
+	uint16_t port;
+	int fd, rc;
 
-	if (fd < 0)
+	meta_leader_target(&mc->leader, &host, &port);
+	fd = connect_to(host, port);
+	if (fd < 0) {
+		meta_leader_failed(&mc->leader);
 		return MMC_NOT_CONNECTED_META;
+	}
 	if (mc->reader_started)
 		pthread_join(mc->reader, NULL);
 	mc->reader_started = false;
@@ -457,7 +474,29 @@ static int handshake(struct meta_conn *mc)
 		mc->reader_started = false;
 		conn_drop_fd(mc, fd);
 	}
+	if (rc == MMC_NOT_LEADER)
+		meta_leader_redirect(&mc->leader, sess.leader);
+	else if (rc == 0)
+		meta_leader_connected(&mc->leader);
 	return rc;
+}
+
+/* Tries the configured servers (and the leader a standby names) until one leads; MMC_NOT_LEADER when some
+ * answered but none leads right now (an election in progress). */
+static int handshake(struct meta_conn *mc)
+{
+	int rc = MMC_NOT_CONNECTED_META;
+	bool standby_seen = false;
+
+	for (unsigned i = 0; i < meta_leader_attempts(&mc->leader) && !atomic_load(&mc->stop); i++) {
+		rc = handshake_one(mc);
+		standby_seen |= rc == MMC_NOT_LEADER;
+		if (rc != MMC_NOT_LEADER && rc != MMC_NOT_CONNECTED_META)
+			break;
+		if (rc == MMC_NOT_CONNECTED_META && mc->leader.n == 1 && !mc->leader.hint_host[0])
+			break; /* one server and it is not there: today's behaviour, back off */
+	}
+	return rc == MMC_NOT_CONNECTED_META && standby_seen ? MMC_NOT_LEADER : rc;
 }
 
 static void *keeper_main(void *arg)
@@ -518,7 +557,19 @@ int meta_conn_open(struct meta_conn **out, const struct client_conf *conf)
 	pthread_mutex_init(&mc->lock, NULL);
 	pthread_mutex_init(&mc->send_lock, NULL);
 	pthread_cond_init(&mc->state_cond, NULL);
-	rc = handshake(mc);
+	rc = meta_leader_parse(&mc->leader, conf->c.meta_service_url, (char[256]){0}, 256, &(uint16_t){0}, NULL, 0);
+	if (rc == 0)
+		rc = handshake(mc);
+	/* servers that all stand by are electing a leader: wait for it like for a slow reply (timeout_ms) */
+	for (uint64_t dl = clock_ms() + conf->c.timeout_ms, wait = BACKOFF_MIN; rc == MMC_NOT_LEADER && clock_ms() < dl;
+	     wait = wait * 2 > BACKOFF_MAX ? BACKOFF_MAX : wait * 2) {
+		struct timespec ts = {(time_t)(wait / 1000), (long)(wait % 1000) * 1000000};
+
+		nanosleep(&ts, NULL);
+		rc = handshake(mc);
+	}
+	if (rc == MMC_NOT_LEADER)
+		rc = MMC_NOT_CONNECTED_META;
 	if (rc) {
 		meta_conn_close(mc);
 		return rc;

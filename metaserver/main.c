@@ -15,6 +15,7 @@
 #include "clock.h"
 #include "conn.h"
 #include "kvcm/kvcm.h"
+#include "leadership.h"
 #include "log.h"
 #include "meta.h"
 #include "meta_conf.h"
@@ -128,6 +129,10 @@ static void meta_sweep(struct meta *m)
 {
 	uint64_t now = clock_ms();
 
+	if (!m->buckets) { /* a standby: no state loaded yet, only its connections to time out */
+		conns_sweep(m, now);
+		return;
+	}
 	objects_sweep(m, now);
 	services_sweep(m, now);
 	conns_sweep(m, now);
@@ -142,6 +147,8 @@ static void sweep_cb(evutil_socket_t fd, short what, void *arg)
 
 static void kick_cb(evutil_socket_t fd, short what, void *arg)
 {
+	if (!((struct meta *)arg)->buckets)
+		return;
 	alloc_queue_kick(arg);
 	tier_kick(arg);
 }
@@ -156,7 +163,8 @@ static void stop_cb(evutil_socket_t sig, short what, void *arg)
 	log_info("op=shutdown signal=%d", (int)sig);
 	m->draining = true;
 	conn_stop_listening(m);
-	persist_flush(m->persist);
+	if (m->persist)
+		persist_flush(m->persist);
 	/* let queued replies reach their sockets, then stop */
 	event_base_loopexit(m->base, &drain);
 }
@@ -223,14 +231,18 @@ static int start(struct meta *m)
 	meta_conf_parse_url(m->conf.meta_service_url, host, sizeof(host), &port);
 	if (conn_listen(m, host, port, &bound))
 		return -1;
-	if (kvcm_start(&m->kvcm, m->base, m->persist, m, kvcm_ready, sizeof(kvcm_ready), err, sizeof(err))) {
+	/* a standby (leader election) listens now and loads its state once it leads (leadership.c) */
+	if (m->ha ? kvcm_listen(&m->kvcm, m->base, m, m->ha, kvcm_ready, sizeof(kvcm_ready), err, sizeof(err))
+	          : kvcm_start(&m->kvcm, m->base, m->persist, m, kvcm_ready, sizeof(kvcm_ready), err, sizeof(err))) {
 		log_error("op=start component=kvcm err=\"%s\"", err);
 		return -1;
 	}
-	log_info("op=start version=%s rpc=tcp://%s:%u data_dir=\"%s\" %s", MMC_VERSION_STRING, host, bound,
-	         m->conf.data_dir, kvcm_ready);
+	if (leadership_start(m, host, bound))
+		return -1;
+	log_info("op=start version=%s rpc=tcp://%s:%u data_dir=\"%s\" %s%s", MMC_VERSION_STRING, host, bound,
+	         m->conf.data_dir, kvcm_ready, m->ha ? " role=standby" : "");
 	/* one machine-readable line on stdout: scripts and tests wait for it (and learn ports chosen with :0) */
-	printf("mmc-metaserver ready rpc=tcp://%s:%u %s\n", host, bound, kvcm_ready);
+	printf("mmc-metaserver ready rpc=tcp://%s:%u %s%s\n", host, bound, kvcm_ready, m->ha ? " role=standby" : "");
 	fflush(stdout);
 	return 0;
 }
@@ -242,16 +254,20 @@ static void shutdown_all(struct meta *m)
 	kvcm_stop(m->kvcm);
 	if (m->persist)
 		persist_flush(m->persist);
-	alloc_queue_fini(m);
+	if (m->buckets)
+		alloc_queue_fini(m);
 	tier_fini(m);
 	conns_close_all(m);
 	if (m->sweep_ev)
 		event_free(m->sweep_ev);
 	if (m->kick_ev)
 		event_free(m->kick_ev);
-	objects_fini(m);
-	services_fini(m);
+	if (m->buckets) {
+		objects_fini(m);
+		services_fini(m);
+	}
 	persist_close(m->persist);
+	leadership_close(m); /* after the last commit: gives the lock back, a standby takes over at once */
 	arena_fini(&m->arena);
 }
 
@@ -261,6 +277,7 @@ int main(int argc, char **argv)
 	struct event *sig_term, *sig_int, *sig_hup;
 	struct timeval tick = {0, SWEEP_MS * 1000};
 	enum log_level lvl;
+	char err[512];
 	int rc = 1;
 
 	meta_conf_defaults(&m.conf);
@@ -294,7 +311,12 @@ int main(int argc, char **argv)
 	event_add(sig_int, NULL);
 	event_add(sig_hup, NULL);
 	event_add(m.sweep_ev, &tick);
-	if (open_store(&m) || start(&m))
+	if (leadership_open(&m, argv, open_store, err, sizeof(err))) {
+		fprintf(stderr, "mmc-metaserver: %s\n", err);
+		rc = 2;
+		goto out;
+	}
+	if ((!m.ha && open_store(&m)) || start(&m))
 		goto out;
 	event_base_dispatch(m.base);
 	rc = 0;

@@ -116,6 +116,7 @@ extern "C" {
 #define MMC_META_BACKUP_ERROR        (-3105) /**< the meta server could not make the change durable (LMDB) */
 #define MMC_LEASE_EXPIRED            (-3106) /**< a copy outlived its lease, or the server that granted it */
 #define MMC_CHECKSUM_MISMATCH        (-3109) /**< mmc: the bytes read differ from the writer's checksum */
+#define MMC_NOT_LEADER               (-3120) /**< mmc: that meta server stands by; libmmc moves to the leader */
 /**@}*/
 
 /** @name Limits and array sizes (every array in this header is sized by one of these) */

@@ -32,6 +32,14 @@ static void identity(struct kvcm *k)
 {
 	char rnd[17];
 
+	if (k->conf.node_id[0]) {
+		snprintf(k->node_id, sizeof(k->node_id), "%s", k->conf.node_id);
+		if (k->conf.advertised_host[0])
+			snprintf(k->host, sizeof(k->host), "%s", k->conf.advertised_host);
+		else if (gethostname(k->host, sizeof(k->host)) != 0)
+			snprintf(k->host, sizeof(k->host), "localhost");
+		return;
+	}
 	if (k->conf.advertised_host[0])
 		snprintf(k->host, sizeof(k->host), "%s", k->conf.advertised_host);
 	else if (gethostname(k->host, sizeof(k->host)) != 0)
@@ -43,46 +51,86 @@ static void identity(struct kvcm *k)
 static int start_parts(struct kvcm *k, char *err, size_t errlen)
 {
 	snprintf(err, errlen, "cannot start the KVCM background tasks");
-	if (metrics_new(&k->metrics) || deleter_start(k) || sessions_start(k) || reclaim_start(k) || reporters_start(k))
+	if (deleter_start(k) || sessions_start(k) || reclaim_start(k) || reporters_start(k))
 		return -1;
 	snprintf(err, errlen, "cannot open the KVCM databases");
 	if (store_open(&k->store, k->persist) || state_load(k))
 		return -1;
 	if (startup_config_apply(k, err, errlen))
 		return -1;
-	if (http_server_start(&k->http, k, k->conf.bind, (uint16_t)k->conf.http_port, meta_routes, false, &k->http_port,
-	                      err, errlen) ||
-	    http_server_start(&k->admin, k, k->conf.bind, (uint16_t)k->conf.admin_http_port, admin_routes, true,
-	                      &k->admin_port, err, errlen))
-		return -1;
 	return persist_flush(k->persist) ? -1 : 0;
 }
 
-int kvcm_start(struct kvcm **out, struct event_base *base, struct persist *p, struct meta *meta, char *ready_line,
-               size_t ready_len, char *err, size_t errlen)
+static int start_http(struct kvcm *k, char *err, size_t errlen)
+{
+	snprintf(err, errlen, "cannot start the KVCM metrics");
+	if (metrics_new(&k->metrics))
+		return -1;
+	return http_server_start(&k->http, k, k->conf.bind, (uint16_t)k->conf.http_port, meta_routes, false,
+	                         &k->http_port, err, errlen) ||
+	               http_server_start(&k->admin, k, k->conf.bind, (uint16_t)k->conf.admin_http_port, admin_routes,
+	                                 true, &k->admin_port, err, errlen)
+	           ? -1
+	           : 0;
+}
+
+int kvcm_listen(struct kvcm **out, struct event_base *base, struct meta *meta, struct ha *ha, char *ready_line,
+                size_t ready_len, char *err, size_t errlen)
 {
 	struct kvcm *k = calloc(1, sizeof(*k));
 
 	if (!k)
 		return MMC_MALLOC_FAILED;
 	k->base = base;
-	k->persist = p;
 	k->meta = meta;
+	k->ha = ha;
 	k->conf = *kvcm_conf();
 	k->next_uid = 1;
 	list_init(&k->storages);
 	list_init(&k->groups);
 	list_init(&k->zombie_instances);
 	kvcm_seed_random(k);
-	if (start_parts(k, err, errlen)) {
+	if (start_http(k, err, errlen)) {
 		kvcm_stop(k);
 		return MMC_ERROR;
 	}
 	identity(k);
 	snprintf(ready_line, ready_len, "http=%u admin=%u", k->http_port, k->admin_port);
-	log_info("op=kvcm_start http=%s:%u admin=%s:%u", k->conf.bind, k->http_port, k->conf.bind, k->admin_port);
+	log_info("op=kvcm_listen http=%s:%u admin=%s:%u", k->conf.bind, k->http_port, k->conf.bind, k->admin_port);
 	*out = k;
 	return 0;
+}
+
+int kvcm_promote(struct kvcm *k, struct persist *p, char *err, size_t errlen)
+{
+	k->persist = p;
+	if (start_parts(k, err, errlen))
+		return MMC_ERROR;
+	log_info("op=kvcm_start node=\"%s\"", k->node_id);
+	return 0;
+}
+
+int kvcm_start(struct kvcm **out, struct event_base *base, struct persist *p, struct meta *meta, char *ready_line,
+               size_t ready_len, char *err, size_t errlen)
+{
+	int rc = kvcm_listen(out, base, meta, NULL, ready_line, ready_len, err, errlen);
+
+	if (rc == 0 && (rc = kvcm_promote(*out, p, err, errlen))) {
+		kvcm_stop(*out);
+		*out = NULL;
+	}
+	return rc;
+}
+
+const char *kvcm_node_id(const struct kvcm *k)
+{
+	return k->node_id;
+}
+
+void kvcm_ports(const struct kvcm *k, uint16_t *http, uint16_t *admin)
+{
+	*http = k->http_port;
+	*admin = k->admin_port;
 }
 
 void kvcm_stop(struct kvcm *k)

@@ -5,9 +5,11 @@
 #include <string.h>
 
 #include "conn.h"
+#include "elector.h"
 #include "log.h"
 #include "mmc/mmc.h"
 #include "objects.h"
+#include "redirect.h"
 #include "services.h"
 #include "tier.h"
 
@@ -210,6 +212,11 @@ int rpc_dispatch(struct conn *c, const Mmc__Frame *f)
 	const Mmc__KeyBatch *kb;
 
 	c->m->stats.requests[(unsigned)f->body_case % 64]++;
+	/* leader election: a standby, or a leader still loading its state, serves nothing but redirects */
+	if (c->m->ha && !ha_serving(c->m->ha) && f->body_case != MMC__FRAME__BODY_REPLY) {
+		rpc_redirect(c, f);
+		return 0;
+	}
 	switch (f->body_case) {
 	case MMC__FRAME__BODY_HELLO:
 		on_hello(c, f);

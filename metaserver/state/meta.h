@@ -21,6 +21,7 @@ struct event_base;
 struct evconnlistener;
 struct persist;
 struct kvcm;
+struct ha;
 struct policy_ops;
 
 #define MEDIA_COUNT 3 /* MMC_MEDIA_HBM, _DRAM, _SSD */
@@ -128,6 +129,7 @@ struct meta {
 	struct event_base *base;
 	struct persist *persist;
 	struct kvcm *kvcm;
+	struct ha *ha; /* leader election (metaserver/ha); NULL: none, this server always leads */
 	MDB_dbi db_objects, db_services, db_info;
 
 	/* services */

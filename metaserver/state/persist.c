@@ -22,6 +22,7 @@
 #define MAX_BATCH_AGE_NS 2000000u /* hand a batch over at least this often under continuous load */
 #define COMMIT_PRIORITY  2        /* lower than I/O (1): runs when the loop has nothing else ready */
 #define DEL_LEN          UINT32_MAX
+#define FENCED           (-1) /* batch_commit: the fence refused the commit (no LMDB code is -1) */
 
 struct waiter {
 	void (*fn)(void *arg);
@@ -59,14 +60,17 @@ struct persist {
 	uint64_t lost_upto;             /* batches up to this one count as failed (a failure we could not record) */
 	uint64_t *failed;               /* every batch whose commit failed, ascending: rare, so a plain array */
 	size_t nfailed, capfailed;
-	unsigned test_delay_ms; /* MMC_TEST_COMMIT_DELAY_MS: widens the window before a commit, for tests */
+	unsigned test_delay_ms;   /* MMC_TEST_COMMIT_DELAY_MS: widens the window before a commit, for tests */
+	bool (*fence)(void *arg); /* persist_set_fence: asked by the writer right before each commit */
+	void *fence_arg;
 
 	pthread_t writer;
 	bool writer_started;
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
-	bool busy, stop; /* under mu: the writer holds a batch; it should exit */
-	int result;      /* under mu: LMDB code of the last commit */
+	bool busy, stop;                        /* under mu: the writer holds a batch; it should exit */
+	int result;                             /* under mu: LMDB code of the last commit */
+	uint64_t commit_ns_sum, commit_ns_last; /* under mu: time the writer spent per commit (store latency) */
 };
 
 static size_t pad8(size_t n)
@@ -88,13 +92,16 @@ static void *batch_append(struct batch *b, size_t n)
 /* Applies a batch in one write transaction (writer thread, or the loop thread while the writer is idle). One
  * write LMDB refuses (a key it cannot store) is logged and skipped; a failure that breaks the transaction fails
  * the commit, which is what the caller learns. */
-static int batch_commit(MDB_env *env, const struct batch *b, unsigned delay_ms)
+static int batch_commit(const struct persist *p, const struct batch *b)
 {
+	MDB_env *env = p->env;
 	MDB_txn *txn;
 	int rc;
 
-	if (delay_ms)
-		usleep(delay_ms * 1000u);
+	if (p->test_delay_ms)
+		usleep(p->test_delay_ms * 1000u);
+	if (p->fence && !p->fence(p->fence_arg))
+		return FENCED;
 	rc = mdb_txn_begin(env, NULL, 0, &txn);
 	if (rc)
 		return rc;
@@ -121,6 +128,11 @@ static int batch_commit(MDB_env *env, const struct batch *b, unsigned delay_ms)
 			return rc;
 		}
 	}
+	/* asked again last: applying a large batch takes time, and the lease may have ended meanwhile */
+	if (p->fence && !p->fence(p->fence_arg)) {
+		mdb_txn_abort(txn);
+		return FENCED;
+	}
 	return mdb_txn_commit(txn);
 }
 
@@ -137,8 +149,11 @@ static void *writer_main(void *arg)
 		if (!p->busy)
 			break;
 		pthread_mutex_unlock(&p->mu);
-		int rc = batch_commit(p->env, p->flying, p->test_delay_ms);
+		uint64_t t0 = clock_ns();
+		int rc = batch_commit(p, p->flying);
 		pthread_mutex_lock(&p->mu);
+		p->commit_ns_last = clock_ns() - t0;
+		p->commit_ns_sum += p->commit_ns_last;
 		p->result = rc;
 		p->busy = false;
 		pthread_cond_broadcast(&p->cv);
@@ -227,7 +242,7 @@ static int land(struct persist *p)
 	p->durable_seq = b->seq;
 	if (rc) {
 		log_error("op=lmdb_commit err=\"%s\" writes=%zu (metadata of this batch is not durable)",
-		          mdb_strerror(rc), b->nops);
+		          rc == FENCED ? "fenced: this server's leader lease is gone" : mdb_strerror(rc), b->nops);
 		p->failed_seq = b->seq;
 		p->failures++;
 		remember_failure(p, b->seq);
@@ -541,9 +556,24 @@ int persist_flush(struct persist *p)
 	return rc;
 }
 
+void persist_set_fence(struct persist *p, bool (*fn)(void *arg), void *arg)
+{
+	persist_flush(p); /* the writer reads the fence unlocked: set it while it holds no batch */
+	p->fence = fn;
+	p->fence_arg = arg;
+}
+
 uint64_t persist_commits(const struct persist *p)
 {
 	return p->commits;
+}
+
+void persist_commit_time(struct persist *p, uint64_t *sum_ns, uint64_t *last_ns)
+{
+	pthread_mutex_lock(&p->mu);
+	*sum_ns = p->commit_ns_sum;
+	*last_ns = p->commit_ns_last;
+	pthread_mutex_unlock(&p->mu);
 }
 
 uint64_t persist_failures(const struct persist *p)

@@ -64,8 +64,15 @@ int persist_after_commit(struct persist *p, void (*fn)(void *arg), void *arg);
 /* Commits everything queued and runs the waiters, blocking the loop until done. Returns 0 or MMC_ERROR. */
 int persist_flush(struct persist *p);
 
+/* The write fence: fn(arg) is asked on the writer thread right before each commit (and before it begins); false
+ * fails the commit like an I/O error (its held replies answer MMC_META_BACKUP_ERROR). fn must be cheap and
+ * thread-safe; NULL removes it. Used by leader election: a server that lost its lease commits nothing more. */
+void persist_set_fence(struct persist *p, bool (*fn)(void *arg), void *arg);
+
 /* Commits so far, and commits that failed (their changes are not on disk), for /metrics and tests. */
 uint64_t persist_commits(const struct persist *p);
 uint64_t persist_failures(const struct persist *p);
+/* Time the writer spent in commits (applying and syncing), in total and for the latest one: the store latency. */
+void persist_commit_time(struct persist *p, uint64_t *sum_ns, uint64_t *last_ns);
 
 #endif

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "clock.h"
+#include "elector.h"
 #include "hash.h"
 #include "instance.h"
 #include "kvcm_state.h"
@@ -300,6 +301,24 @@ static bool precheck_instance(struct call *c)
 	return false;
 }
 
+/* A standby (or a leader still loading) answers every leader-only call SERVER_NOT_LEADER "Server is not leader",
+ * as the reference does (HTTP 200), and names the leader's URL on the same kind of port in X-MMC-Leader. */
+static bool standby_refuse(struct call *c)
+{
+	struct ha_holder l;
+	char url[512];
+
+	if (!c->k->ha || ha_serving(c->k->ha) || (c->route->flags & ROUTE_ANY_NODE))
+		return false;
+	ha_leader(c->k->ha, &l);
+	if (l.node_id[0] && l.host[0] && strcmp(l.node_id, ha_self(c->k->ha)->node_id) != 0) {
+		snprintf(url, sizeof(url), "http://%s:%u", l.host, c->srv->admin ? l.admin_port : l.http_port);
+		evhttp_add_header(evhttp_request_get_output_headers(c->req), "X-MMC-Leader", url);
+	}
+	call_fail(c, KC_SERVER_NOT_LEADER, "Server is not leader");
+	return true;
+}
+
 static void run_call(struct http_server *s, struct evhttp_request *req, const struct route *r)
 {
 	struct evbuffer *in = evhttp_request_get_input_buffer(req);
@@ -318,7 +337,7 @@ static void run_call(struct http_server *s, struct evhttp_request *req, const st
 	c->http_status = 200;
 	c->t0_ns = clock_ns();
 	c->writes0 = s->k->store.writes;
-	c->durable0 = persist_durable_seq(s->k->persist);
+	c->durable0 = s->k->persist ? persist_durable_seq(s->k->persist) : 0;
 	jw_init(&c->out);
 	body = (const char *)evbuffer_pullup(in, (ev_ssize_t)len);
 	if (body && r->reader && r->reader->read(c, body, len))
@@ -327,11 +346,14 @@ static void run_call(struct http_server *s, struct evhttp_request *req, const st
 		c->body = jd_parse(body, len);
 	if (!c->body || (jd_get(c->body, "trace_id") && !json_is_string(jd_get(c->body, "trace_id"))))
 		call_bad_request(c);
+	else if (standby_refuse(c))
+		;
 	else if (!(r->flags & ROUTE_INSTANCE) || precheck_instance(c))
 		r->fn(c);
 	/* a reply that acknowledges a change waits for the commit holding it: the call's own writes, or, for a call
 	 * that may change state but found it done already (a retried registerInstance), the writes still pending */
-	if ((s->k->store.writes != c->writes0 || (!(r->flags & ROUTE_READ) && persist_dirty(s->k->persist))) &&
+	if (s->k->persist &&
+	    (s->k->store.writes != c->writes0 || (!(r->flags & ROUTE_READ) && persist_dirty(s->k->persist))) &&
 	    persist_after_commit(s->k->persist, finish_after_commit, c) == 0)
 		return;
 	finish_call(c);

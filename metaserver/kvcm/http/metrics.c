@@ -9,6 +9,7 @@
 #include "deleter.h"
 #include "http.h"
 #include "kvcm_state.h"
+#include "ha_metrics.h"
 #include "meta_metrics.h"
 #include "reclaim.h"
 #include "wire_enums.h"
@@ -179,6 +180,9 @@ static void serve_metrics(struct kvcm *k, struct evhttp_request *req)
 	struct evbuffer *b = evbuffer_new();
 	struct metrics *m = k->metrics;
 
+	ha_metrics_write(k->ha, b);
+	if (!k->persist) /* a standby: no state loaded, nothing else to count */
+		goto send;
 	requests(b, m);
 	latency(b, m);
 	usage(b, k);
@@ -200,6 +204,7 @@ static void serve_metrics(struct kvcm *k, struct evhttp_request *req)
 	        "Request bodies read without a jansson tree (usual reportEvent and key query bodies).", m->fast_reads,
 	        false);
 	meta_metrics_write(k->meta, b); /* the object store's own */
+send:
 	evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", "text/plain; version=0.0.4");
 	evhttp_send_reply(req, 200, "OK", b);
 	evbuffer_free(b);
