@@ -230,6 +230,7 @@ static void *reader_main(void *arg)
 	struct meta_conn *mc = arg;
 	struct wbuf buf = {0};
 	uint8_t hdr[4];
+	bool was_ready;
 
 	for (;;) {
 		uint32_t len;
@@ -255,12 +256,13 @@ static void *reader_main(void *arg)
 	}
 	wbuf_free(&buf);
 	pthread_mutex_lock(&mc->lock);
+	was_ready = mc->state == MC_READY; /* not a handshake that failed (a standby's answer, say) */
 	mc->state = MC_DOWN;
 	atomic_fetch_add(&mc->losses, 1); /* before the callers learn of it: their transfers check it next */
 	fail_all(mc, MMC_NOT_CONNECTED_META);
 	pthread_cond_broadcast(&mc->state_cond);
 	pthread_mutex_unlock(&mc->lock);
-	if (!atomic_load(&mc->stop))
+	if (!atomic_load(&mc->stop) && was_ready)
 		lg_warn("lost the meta server connection; reconnecting");
 	return NULL;
 }

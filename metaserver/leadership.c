@@ -28,6 +28,7 @@ static struct {
 	struct event *retry_ev, *restart_ev;
 	char rpc_url[320];
 	bool restarting;
+	bool waiting_logged; /* the data dir is busy: said once per wait */
 } L;
 
 /* The data dir's lock is free: the previous leader's process is gone or has restarted as a standby. Asked before
@@ -59,9 +60,12 @@ static void promote(struct meta *m)
 	char err[512];
 
 	if (!data_dir_free(m->conf.data_dir) || L.load(m)) {
-		if (!m->persist)
-			log_info("op=ha_promote state=waiting reason=data_dir_busy dir=\"%s\"", m->conf.data_dir);
-		else
+		if (!m->persist && !L.waiting_logged)
+			log_warn("op=ha_promote state=waiting reason=data_dir_busy dir=\"%s\" (the previous leader's "
+			         "process still holds it)",
+			         m->conf.data_dir);
+		L.waiting_logged = !m->persist;
+		if (m->persist)
 			log_error("op=ha_promote err=load_failed");
 		if (m->persist) /* loaded halfway: only a fresh process can try again cleanly */
 			exit(1);
