@@ -187,7 +187,9 @@ typedef struct mmc_local_config {
 	uint32_t version;
 	/** A `key = value` file with ock.mmc.* keys; when set, its values override the fields below. */
 	char config_path[MMC_PATH_SIZE];
-	/** Meta server, "tcp://host:port" (ock.mmc.meta_service_url). Default tcp://127.0.0.1:5000. */
+	/** Meta server, "tcp://host:port" (ock.mmc.meta_service_url). Default tcp://127.0.0.1:5000. With leader
+	 * election, up to 16 comma-separated addresses: libmmc talks to whichever leads and follows it after a
+	 * failover (docs/operations.md, "High availability"). */
 	char meta_service_url[MMC_URL_SIZE];
 	/** Accepted for compatibility; mmc exchanges fabric addresses through the meta server. */
 	char config_store_url[MMC_URL_SIZE];
