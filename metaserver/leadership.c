@@ -18,6 +18,7 @@
 #include "meta.h"
 #include "mmc/mmc.h"
 #include "persist.h"
+#include "sd_notify.h"
 
 #define RESTART_GRACE_MS 200 /* a demoted leader answers for this long (replies, health) before it restarts */
 #define CAMPAIGN_ENV     "MMC_HA_CAMPAIGN_AFTER_MS"
@@ -82,6 +83,7 @@ static void promote(struct meta *m)
 	         (unsigned long long)m->nobjects, m->nservices);
 	printf("mmc-metaserver leading node=%s\n", ha_self(m->ha)->node_id);
 	fflush(stdout);
+	sd_notify_send("STATUS=leading");
 }
 
 /* Back to standby by the shortest sure path: a fresh process image that loads nothing until it leads again. */

@@ -23,6 +23,7 @@
 #include "objects.h"
 #include "persist.h"
 #include "rpc.h"
+#include "sd_notify.h"
 #include "services.h"
 #include "tier.h"
 
@@ -161,6 +162,7 @@ static void stop_cb(evutil_socket_t sig, short what, void *arg)
 	if (m->draining)
 		return;
 	log_info("op=shutdown signal=%d", (int)sig);
+	sd_notify_send("STOPPING=1");
 	m->draining = true;
 	conn_stop_listening(m);
 	if (m->persist)
@@ -244,6 +246,7 @@ static int start(struct meta *m)
 	/* one machine-readable line on stdout: scripts and tests wait for it (and learn ports chosen with :0) */
 	printf("mmc-metaserver ready rpc=tcp://%s:%u %s%s\n", host, bound, kvcm_ready, m->ha ? " role=standby" : "");
 	fflush(stdout);
+	sd_notify_send(m->ha ? "READY=1\nSTATUS=standing by" : "READY=1\nSTATUS=serving");
 	return 0;
 }
 
