@@ -12,6 +12,7 @@
 #include <stdatomic.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 
 #include "ha_cluster.h"
@@ -496,4 +497,43 @@ Test(ha, redis_lock_elects_and_fails_over)
 		cr_expect(!redis_has_lock(port), "a leader that stops gives the redis lock back");
 	}
 	stop_redis();
+}
+
+/* ---- readiness for systemd (Type=notify), written to $NOTIFY_SOCKET by hand ---- */
+
+static bool recv_notify(int fd, const char *want, int ms)
+{
+	uint64_t end = ha_now_ms() + (uint64_t)ms;
+	char buf[512];
+
+	while (ha_now_ms() < end) {
+		struct timeval tv = {0, 100000};
+		ssize_t n;
+
+		setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+		n = recv(fd, buf, sizeof(buf) - 1, 0);
+		if (n <= 0)
+			continue;
+		buf[n] = '\0';
+		if (strstr(buf, want))
+			return true;
+	}
+	return false;
+}
+
+Test(ha, readiness_and_leadership_reach_systemd)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	char path[300];
+	int fd = socket(AF_UNIX, SOCK_DGRAM, 0);
+
+	snprintf(path, sizeof(path), "%s/notify", cl.dir);
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%.100s", path);
+	cr_assert_eq(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	setenv("NOTIFY_SOCKET", path, 1);
+	ha_cluster_start(&cl, 1, NULL);
+	unsetenv("NOTIFY_SOCKET");
+	cr_expect(recv_notify(fd, "READY=1", 5000), "no READY=1 on $NOTIFY_SOCKET");
+	cr_expect(recv_notify(fd, "STATUS=leading", 10000), "no STATUS=leading once it leads");
+	close(fd);
 }
