@@ -14,7 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "http_client.h"
+#include "kvcm_client.h"
 #include "proc.h"
 
 #define HA_MAX   3

@@ -537,3 +537,47 @@ Test(ha, readiness_and_leadership_reach_systemd)
 	cr_expect(recv_notify(fd, "STATUS=leading", 10000), "no STATUS=leading once it leads");
 	close(fd);
 }
+
+/* ---- the KVCM half: every location committed before kill -9 of the leader is returned by the next one ---- */
+
+static char *locations_of(uint16_t port, const char *id)
+{
+	struct hc h;
+	json_t *r;
+	char *text;
+
+	cr_assert_eq(hc_connect(&h, port), 0);
+	r = hc_call(&h, "getCacheLocation", "{\"instance_id\":\"%s\",\"block_keys\":[11,12,13]}", id);
+	hc_close(&h);
+	cr_assert_not_null(r);
+	cr_assert_str_eq(code_of(r), "OK", "%s", message_of(r));
+	text = json_dumps(json_object_get(r, "locations"), JSON_SORT_KEYS | JSON_COMPACT);
+	json_decref(r);
+	return text;
+}
+
+Test(ha, kvcm_locations_survive_a_failover)
+{
+	char root[300], *before, *after;
+	const char *extra[] = {root, NULL};
+	int leader, now;
+	struct hc h;
+
+	snprintf(root, sizeof(root), "kvcm.default_storage.root_path=%s/nfs/", cl.dir);
+	ha_cluster_start(&cl, 2, extra);
+	leader = ha_wait_leader(&cl, 10000);
+	cr_assert_geq(leader, 0);
+	cr_assert_eq(hc_connect(&h, cl.s[leader].http_port), 0);
+	cr_assert(register_simple(&h, "default", "inst-ha", 4096));
+	cr_assert(write_keys(&h, "inst-ha", "[11,12,13]"));
+	hc_close(&h);
+	before = locations_of(cl.s[leader].http_port, "inst-ha");
+	cr_assert(strstr(before, "\"uri\""), "no locations: %s", before);
+	metaserver_kill(&cl.s[leader]);
+	now = ha_wait_leader(&cl, LEASE_MS + 8000);
+	cr_assert_eq(now, 1 - leader);
+	after = locations_of(cl.s[now].http_port, "inst-ha");
+	cr_expect_str_eq(after, before, "the new leader returns the same locations");
+	free(before);
+	free(after);
+}
