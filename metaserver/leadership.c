@@ -56,6 +56,8 @@ static void arm(struct event *ev, unsigned ms)
 	evtimer_add(ev, &tv);
 }
 
+static void changed(void *arg);
+
 static void promote(struct meta *m)
 {
 	char err[512];
@@ -77,6 +79,10 @@ static void promote(struct meta *m)
 	if (kvcm_promote(m->kvcm, m->persist, err, sizeof(err))) {
 		log_error("op=ha_promote component=kvcm err=\"%s\"", err);
 		exit(1);
+	}
+	if (!ha_lease_valid(m->ha)) { /* lost while loading: what was loaded is not ours to serve */
+		changed(m);
+		return;
 	}
 	ha_set_serving(m->ha, true);
 	log_info("op=ha_promote node=\"%s\" objects=%llu services=%u", ha_self(m->ha)->node_id,

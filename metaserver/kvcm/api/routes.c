@@ -55,6 +55,6 @@ const struct route admin_routes[] = {
     {"injectFault", admin_inject_fault, NULL, D, NULL},
     {"removeFault", admin_remove_fault, NULL, D, NULL},
     {"clearFaults", admin_clear_faults, NULL, D, NULL},
-    {"debugClock", admin_debug_clock, NULL, D | N, NULL},
+    {"debugClock", admin_debug_clock, NULL, D, NULL},
     {NULL, NULL, NULL, 0, NULL},
 };
