@@ -30,6 +30,7 @@ static struct {
 	char rpc_url[320];
 	bool restarting;
 	bool waiting_logged; /* the data dir is busy: said once per wait */
+	uint64_t led_as;     /* ha_transitions when the state was loaded: any change since means the lease was lost */
 } L;
 
 /* The data dir's lock is free: the previous leader's process is gone or has restarted as a standby. Asked before
@@ -84,6 +85,7 @@ static void promote(struct meta *m)
 		changed(m);
 		return;
 	}
+	L.led_as = ha_transitions(m->ha);
 	ha_set_serving(m->ha, true);
 	log_info("op=ha_promote node=\"%s\" objects=%llu services=%u", ha_self(m->ha)->node_id,
 	         (unsigned long long)m->nobjects, m->nservices);
@@ -141,8 +143,8 @@ static void changed(void *arg)
 
 	if (ha_holds(m->ha) && !m->persist && !L.restarting)
 		promote(m);
-	else if (!ha_holds(m->ha) || !ha_lease_valid(m->ha))
-		demote(m);
+	else if (!ha_holds(m->ha) || !ha_lease_valid(m->ha) || (m->persist && ha_transitions(m->ha) != L.led_as))
+		demote(m); /* a lease lost and won back in between is lost: someone else may have led meanwhile */
 }
 
 static void retry_cb(evutil_socket_t fd, short what, void *arg)

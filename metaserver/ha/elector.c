@@ -105,8 +105,10 @@ static void step(struct ha *h)
 	h->last_loop_wall_ms = now;
 	/* a lease that ran out is lost even if nobody took it: someone may have led and left in between, so a node
 	 * that lapsed reloads before it leads again */
-	if (h->holds && sent_ns >= atomic_load(&h->valid_until_ns))
+	if (h->holds && sent_ns >= atomic_load(&h->valid_until_ns)) {
 		lose(h, "lease_lapsed");
+		campaign = false;
+	}
 	pthread_mutex_unlock(&h->mu);
 	rc = campaign ? h->lock->ops->acquire(h->lock, &h->self, h->lease_ms, &cur) : h->lock->ops->peek(h->lock, &cur);
 	pthread_mutex_lock(&h->mu);
