@@ -421,14 +421,16 @@ Test(ha, a_paused_leader_acknowledges_no_late_commit)
 
 static pid_t redis_pid;
 
-static uint16_t start_redis(void)
+/* redis-server on port (0: a free one), without persistence; returns its port, 0 when it cannot run. */
+static uint16_t start_redis(uint16_t port)
 {
-	uint16_t port = free_port();
 	char portstr[8];
 	pid_t pid;
 
 	if (access("/usr/bin/redis-server", X_OK) != 0)
 		return 0;
+	if (!port)
+		port = free_port();
 	snprintf(portstr, sizeof(portstr), "%u", port);
 	pid = fork();
 	if (pid == 0) {
@@ -475,7 +477,7 @@ static bool redis_has_lock(uint16_t port)
 
 Test(ha, redis_lock_elects_and_fails_over)
 {
-	uint16_t port = start_redis();
+	uint16_t port = start_redis(0);
 	int leader, now;
 	uint64_t t0;
 
@@ -580,4 +582,39 @@ Test(ha, kvcm_locations_survive_a_failover)
 	cr_expect_str_eq(after, before, "the new leader returns the same locations");
 	free(before);
 	free(after);
+}
+
+/* The lock store goes away: a blip, then an outage longer than the lease. Nobody leads without it (a lease nobody
+ * can renew is no lease), and everything comes back by itself when it returns, with the data. */
+Test(ha, redis_outage_stands_the_leader_down_and_recovers)
+{
+	uint16_t port = start_redis(0);
+	mmc_store *st;
+	int leader;
+
+	if (!port)
+		cr_skip_test("no redis-server (apt-get install redis-server)");
+	snprintf(cl.lock_uri, sizeof(cl.lock_uri), "redis://127.0.0.1:%u", port);
+	ha_cluster_start(&cl, 2, NULL);
+	leader = ha_wait_leader(&cl, 10000);
+	cr_assert_geq(leader, 0);
+	st = ha_store(true);
+	fixture_put(st, "ha/redis/before", 4096, 51);
+
+	stop_redis(); /* a restart well within the lease: still exactly one leader, and it serves */
+	cr_assert_eq(start_redis(port), port);
+	cr_expect_geq(ha_wait_leader(&cl, 10000), 0);
+	cr_expect_eq(fixture_get(st, "ha/redis/before", 4096, 51), 0);
+
+	stop_redis(); /* longer than the lease: the leader stands down, nobody leads */
+	usleep((LEASE_MS + 1500) * 1000);
+	cr_expect_eq(ha_wait_leader(&cl, 300), -1, "a leader without a lock store");
+	cr_assert_eq(start_redis(port), port);
+	leader = ha_wait_leader(&cl, 15000);
+	cr_expect_geq(leader, 0, "no leader once redis is back");
+	cr_expect_eq(fixture_get(st, "ha/redis/before", 4096, 51), 0, "the data survives the outage");
+	fixture_put(st, "ha/redis/after", 4096, 52);
+	cr_expect_eq(fixture_get(st, "ha/redis/after", 4096, 52), 0);
+	mmc_destroy(st);
+	stop_redis();
 }
