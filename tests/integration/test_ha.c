@@ -64,6 +64,19 @@ Test(ha, file_lock_elects_exactly_one_leader)
 	expect_cluster_info_agrees(leader);
 	usleep(3 * LEASE_MS * 1000); /* the lease renews: still the same one leader */
 	cr_expect_eq(ha_wait_leader(&cl, 1000), leader);
+	for (int i = 0; i < 2; i++) { /* /metrics says who leads, on a standby too */
+		struct hc h;
+		char *body = NULL;
+
+		cr_assert_eq(hc_connect(&h, cl.s[i].admin_port), 0);
+		cr_expect_eq(hc_request(&h, "GET", "/metrics", NULL, 0, &body), 200);
+		cr_expect(body && strstr(body, i == leader ? "\nmmc_leader 1\n" : "\nmmc_leader 0\n"), "%s", body);
+		cr_expect(body && strstr(body, "mmc_leader_lease_valid"));
+		if (i == leader)
+			cr_expect(body && strstr(body, "mmc_store_last_commit_seconds"), "the store's commit latency");
+		free(body);
+		hc_close(&h);
+	}
 }
 
 Test(ha, leader_demote_hands_over)
