@@ -61,7 +61,8 @@ static void changed(void *arg);
 
 static void promote(struct meta *m)
 {
-	char err[512];
+	char err[512], value[1024];
+	const char *key;
 
 	if (!data_dir_free(m->conf.data_dir) || L.load(m)) {
 		if (!m->persist && !L.waiting_logged)
@@ -77,6 +78,9 @@ static void promote(struct meta *m)
 		return;
 	}
 	persist_set_fence(m->persist, ha_fence, m->ha);
+	/* a Redis store in the lock's Redis also refuses commits once another node holds the lock (LMDB: no-op) */
+	if (ha_lock_redis_key(m->ha, &key, value, sizeof(value)))
+		persist_set_redis_fence_key(m->persist, key, value);
 	if (kvcm_promote(m->kvcm, m->persist, err, sizeof(err))) {
 		log_error("op=ha_promote component=kvcm err=\"%s\"", err);
 		exit(1);

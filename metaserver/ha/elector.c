@@ -326,6 +326,14 @@ uint64_t ha_transitions(const struct ha *h)
 	return view(h).transitions;
 }
 
+bool ha_lock_redis_key(const struct ha *h, const char **key, char *value, size_t len)
+{
+	if (!h->lock->redis_key || ha_lock_redis_value(&h->self, value, len))
+		return false;
+	*key = h->lock->redis_key;
+	return true;
+}
+
 void ha_demote(struct ha *h)
 {
 	pthread_mutex_lock(&h->mu);

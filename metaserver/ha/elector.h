@@ -65,6 +65,11 @@ int64_t ha_last_loop_wall_ms(const struct ha *h);
 int64_t ha_info_updated_wall_ms(const struct ha *h);
 uint64_t ha_transitions(const struct ha *h);
 
+/* With a redis:// lock: its key, and the value this node holds it with, so that a Redis metadata store in the same
+ * Redis and db can refuse every commit made after another node took the lock (persist_set_redis_fence_key). Returns
+ * false for a file:// lock. */
+bool ha_lock_redis_key(const struct ha *h, const char **key, char *value, size_t len);
+
 /* leaderDemote: gives the lease up at once (the fence closes before this returns) and does not campaign for
  * campaign_delay_ms. */
 void ha_demote(struct ha *h);

@@ -40,6 +40,7 @@ struct ha_lock_ops {
 
 struct ha_lock {
 	const struct ha_lock_ops *ops;
+	const char *redis_key; /* redis://: the key holding the lock (a Redis store can check it at each commit) */
 };
 
 /* Opens the backend the URI names (file://DIR, redis://[user:password@]host:port[/db]); timeout_ms bounds each
@@ -47,6 +48,9 @@ struct ha_lock {
 int ha_lock_open(struct ha_lock **out, const char *uri, uint32_t timeout_ms, char *err, size_t errlen);
 int ha_lock_file_open(struct ha_lock **out, const char *dir, char *err, size_t errlen);
 int ha_lock_redis_open(struct ha_lock **out, const char *uri, uint32_t timeout_ms, char *err, size_t errlen);
+
+/* The value self writes into the redis:// lock while it holds it. Returns 0 or MMC_INVALID_PARAM (too long). */
+int ha_lock_redis_value(const struct ha_holder *self, char *out, size_t len);
 
 /* The lock's value: one line of space-separated fields (node id, rpc address, host, ports), and back. */
 int ha_holder_format(const struct ha_holder *h, char *out, size_t len);

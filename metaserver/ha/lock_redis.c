@@ -126,8 +126,7 @@ static int redis_acquire(struct ha_lock *l, const struct ha_holder *self, uint32
 	int64_t now = ha_wall_ms();
 	bool won;
 
-	mine.expiry_wall_ms = 0; /* the value never changes while held: the TTL is the lease */
-	if (ha_holder_format(&mine, val, sizeof(val)) < 0 || connect_redis(r))
+	if (ha_lock_redis_value(self, val, sizeof(val)) || connect_redis(r))
 		return MMC_ERROR;
 	rep = cmd(r, "EVAL %s 1 %s %s %u", renew_lua, LOCK_KEY, val, lease_ms);
 	if (!rep)
@@ -159,11 +158,9 @@ static int redis_peek(struct ha_lock *l, struct ha_holder *cur)
 static void redis_release(struct ha_lock *l, const struct ha_holder *self)
 {
 	struct lock_redis *r = (struct lock_redis *)l;
-	struct ha_holder mine = *self;
 	char val[1024];
 
-	mine.expiry_wall_ms = 0;
-	if (ha_holder_format(&mine, val, sizeof(val)) < 0 || connect_redis(r))
+	if (ha_lock_redis_value(self, val, sizeof(val)) || connect_redis(r))
 		return;
 	cmd_ok(r, cmd(r, "EVAL %s 1 %s %s", release_lua, LOCK_KEY, val));
 }
@@ -174,6 +171,14 @@ static void redis_close(struct ha_lock *l)
 
 	drop(r);
 	free(r);
+}
+
+int ha_lock_redis_value(const struct ha_holder *self, char *out, size_t len)
+{
+	struct ha_holder mine = *self;
+
+	mine.expiry_wall_ms = 0; /* the value never changes while held: the TTL is the lease */
+	return ha_holder_format(&mine, out, len) < 0 ? MMC_INVALID_PARAM : 0;
 }
 
 static const struct ha_lock_ops redis_ops = {redis_acquire, redis_peek, redis_release, redis_close};
@@ -213,6 +218,7 @@ int ha_lock_redis_open(struct ha_lock **out, const char *uri, uint32_t timeout_m
 	if (!r)
 		return MMC_MALLOC_FAILED;
 	r->base.ops = &redis_ops;
+	r->base.redis_key = LOCK_KEY;
 	r->timeout_ms = timeout_ms ? timeout_ms : 500;
 	if (parse_uri(r, uri)) {
 		snprintf(err, errlen,

@@ -563,6 +563,13 @@ void persist_set_fence(struct persist *p, bool (*fn)(void *arg), void *arg)
 	p->fence_arg = arg;
 }
 
+int persist_set_redis_fence_key(struct persist *p, const char *key, const char *expected)
+{
+	(void)p, (void)key, (void)expected;
+	return MMC_INVALID_PARAM; /* LMDB: the data dir's lock keeps a second leader out, the lease fence does the rest
+	                           */
+}
+
 uint64_t persist_commits(const struct persist *p)
 {
 	return p->commits;

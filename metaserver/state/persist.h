@@ -69,6 +69,10 @@ int persist_flush(struct persist *p);
  * thread-safe; NULL removes it. Used by leader election: a server that lost its lease commits nothing more. */
 void persist_set_fence(struct persist *p, bool (*fn)(void *arg), void *arg);
 
+/* Redis store only: every commit also checks at Redis that `key` holds `expected`, so a commit sent after another
+ * node took the redis:// lock fails at Redis. Returns 0, or MMC_INVALID_PARAM on the LMDB store (this one). */
+int persist_set_redis_fence_key(struct persist *p, const char *key, const char *expected);
+
 /* Commits so far, and commits that failed (their changes are not on disk), for /metrics and tests. */
 uint64_t persist_commits(const struct persist *p);
 uint64_t persist_failures(const struct persist *p);
