@@ -78,8 +78,10 @@ static void promote(struct meta *m)
 		return;
 	}
 	persist_set_fence(m->persist, ha_fence, m->ha);
-	/* a Redis store in the lock's Redis also refuses commits once another node holds the lock (LMDB: no-op) */
-	if (ha_lock_redis_key(m->ha, &key, value, sizeof(value)))
+	/* a Redis store in the lock's own Redis and db also refuses commits once another node holds the lock; only
+	 * then: the key is looked up in the store's Redis (LMDB: no-op) */
+	if (strcmp(kvcm_conf()->lock_uri, kvcm_conf()->compat_str) == 0 &&
+	    ha_lock_redis_key(m->ha, &key, value, sizeof(value)))
 		persist_set_redis_fence_key(m->persist, key, value);
 	if (kvcm_promote(m->kvcm, m->persist, err, sizeof(err))) {
 		log_error("op=ha_promote component=kvcm err=\"%s\"", err);
