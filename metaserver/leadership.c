@@ -22,9 +22,11 @@
 
 #define RESTART_GRACE_MS 200 /* a demoted leader answers for this long (replies, health) before it restarts */
 #define CAMPAIGN_ENV     "MMC_HA_CAMPAIGN_AFTER_MS"
+#define ARGC_ENV         "MMC_HA_ARGC" /* the operator's arguments; what a restart appended comes after them */
 
 static struct {
 	char **argv;
+	int argc;
 	int (*load)(struct meta *m);
 	struct event *retry_ev, *restart_ev;
 	char rpc_url[320];
@@ -104,24 +106,28 @@ static void promote(struct meta *m)
 static void restart_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct meta *m = arg;
-	char *args[256], env[4][1200], after[32];
+	char *args[256], env[5][1200], after[32];
 	uint16_t http, admin;
-	int n = 0;
+	int n = 0, kept;
 
 	kvcm_ports(m->kvcm, &http, &admin);
-	for (; L.argv[n] && n < 240; n++)
+	for (; n < L.argc && n < 240; n++)
 		args[n] = L.argv[n];
+	kept = n;
 	snprintf(env[0], sizeof(env[0]), "kvcm.service.http_port=%u", http);
 	snprintf(env[1], sizeof(env[1]), "kvcm.service.admin_http_port=%u", admin);
 	snprintf(env[2], sizeof(env[2]), "ock.mmc.meta_service_url=%s", L.rpc_url);
 	snprintf(env[3], sizeof(env[3]), "kvcm.leader_elector.node_id=%s", ha_self(m->ha)->node_id);
-	for (int i = 0; i < 4; i++) {
+	snprintf(env[4], sizeof(env[4]), "kvcm.leader_elector.campaign_delay_time_ms=%u", ha_campaign_delay_ms(m->ha));
+	for (int i = 0; i < 5; i++) {
 		args[n++] = "--env";
 		args[n++] = env[i];
 	}
 	args[n] = NULL;
-	snprintf(after, sizeof(after), "%lld", (long long)(ha_wall_ms() + ha_campaign_delay_ms(m->ha)));
+	snprintf(after, sizeof(after), "%lld", (long long)ha_campaign_after_wall_ms(m->ha));
 	setenv(CAMPAIGN_ENV, after, 1);
+	snprintf(after, sizeof(after), "%d", kept);
+	setenv(ARGC_ENV, after, 1);
 	log_warn("op=ha_restart reason=demoted node=\"%s\"", ha_self(m->ha)->node_id);
 	fflush(stderr);
 	/* every socket, the data dir's lock and LMDB's files close with the old image */
@@ -158,14 +164,15 @@ static void retry_cb(evutil_socket_t fd, short what, void *arg)
 	changed(arg);
 }
 
-int leadership_open(struct meta *m, char **argv, int (*load)(struct meta *m), char *err, size_t errlen)
+int leadership_open(struct meta *m, int argc, char **argv, int (*load)(struct meta *m), char *err, size_t errlen)
 {
 	const struct kvcm_conf *kc = kvcm_conf();
-	const char *after = getenv(CAMPAIGN_ENV);
+	const char *after = getenv(CAMPAIGN_ENV), *keep = getenv(ARGC_ENV);
 	struct ha_opts o = {kc->lock_uri, kc->lease_ms, kc->loop_interval_ms, kc->campaign_delay_ms,
 	                    after ? strtoll(after, NULL, 10) : 0};
 
 	unsetenv(CAMPAIGN_ENV);
+	unsetenv(ARGC_ENV);
 	if (!kc->lock_uri[0])
 		return 0;
 	if (strpbrk(kc->node_id, " \t\n")) {
@@ -173,6 +180,7 @@ int leadership_open(struct meta *m, char **argv, int (*load)(struct meta *m), ch
 		return -1;
 	}
 	L.argv = argv;
+	L.argc = keep && atoi(keep) > 0 && atoi(keep) <= argc ? atoi(keep) : argc;
 	L.load = load;
 	L.retry_ev = evtimer_new(m->base, retry_cb, m);
 	L.restart_ev = evtimer_new(m->base, restart_cb, m);

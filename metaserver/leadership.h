@@ -14,7 +14,7 @@ struct meta;
 
 /* Opens the elector when a lock URI is configured (m->ha; stays NULL without one: one server that always leads).
  * argv is kept for the restart. Returns 0, or -1 with a message in err. */
-int leadership_open(struct meta *m, char **argv, int (*load)(struct meta *m), char *err, size_t errlen);
+int leadership_open(struct meta *m, int argc, char **argv, int (*load)(struct meta *m), char *err, size_t errlen);
 /* Once the listeners are up: writes this node's addresses into the lock record and starts campaigning. */
 int leadership_start(struct meta *m, const char *rpc_host, unsigned rpc_port);
 /* Stops the elector and gives the lock back (shutdown). */

@@ -314,7 +314,7 @@ int main(int argc, char **argv)
 	event_add(sig_int, NULL);
 	event_add(sig_hup, NULL);
 	event_add(m.sweep_ev, &tick);
-	if (leadership_open(&m, argv, open_store, err, sizeof(err))) {
+	if (leadership_open(&m, argc, argv, open_store, err, sizeof(err))) {
 		fprintf(stderr, "mmc-metaserver: %s\n", err);
 		rc = 2;
 		goto out;

@@ -126,10 +126,17 @@ static void step(struct ha *h)
 		memset(&h->leader, 0, sizeof(h->leader)); /* the lock store is unreachable: nobody is known to lead */
 }
 
+/* After a demotion this node stays out for campaign_delay_ms, and in any case for a few loops: a standby asks every
+ * loop interval, and a demotion that the demoted node itself wins back hands nothing over. */
+static uint32_t stay_out_ms(const struct ha *h)
+{
+	return h->campaign_delay_ms > 3 * h->interval_ms ? h->campaign_delay_ms : 3 * h->interval_ms;
+}
+
 static void give_up(struct ha *h)
 {
 	h->demote_req = false;
-	h->campaign_after_wall_ms = ha_wall_ms() + h->campaign_delay_ms;
+	h->campaign_after_wall_ms = ha_wall_ms() + stay_out_ms(h);
 	lose(h, "demote");
 	pthread_mutex_unlock(&h->mu);
 	h->lock->ops->release(h->lock, &h->self);
@@ -341,6 +348,17 @@ void ha_demote(struct ha *h)
 	h->demote_req = true;
 	pthread_cond_signal(&h->cv);
 	pthread_mutex_unlock(&h->mu);
+}
+
+int64_t ha_campaign_after_wall_ms(const struct ha *h)
+{
+	struct ha *m = (struct ha *)h;
+	int64_t v;
+
+	pthread_mutex_lock(&m->mu);
+	v = m->campaign_after_wall_ms;
+	pthread_mutex_unlock(&m->mu);
+	return v;
 }
 
 uint32_t ha_campaign_delay_ms(const struct ha *h)

@@ -74,6 +74,8 @@ bool ha_lock_redis_key(const struct ha *h, const char **key, char *value, size_t
  * campaign_delay_ms. */
 void ha_demote(struct ha *h);
 uint32_t ha_campaign_delay_ms(const struct ha *h);
+/* Wall-clock ms before which this node does not campaign (after a demotion; a restart carries it over). */
+int64_t ha_campaign_after_wall_ms(const struct ha *h);
 void ha_set_campaign_delay_ms(struct ha *h, uint32_t ms);
 uint32_t ha_lease_ms(const struct ha *h);
 uint32_t ha_loop_interval_ms(const struct ha *h);

@@ -631,3 +631,23 @@ Test(ha, redis_outage_stands_the_leader_down_and_recovers)
 	mmc_destroy(st);
 	stop_redis();
 }
+
+/* With no campaign delay a demotion still hands over, again and again: the demoted server stays out for a few
+ * loops and the standby, which asks every loop, takes the lock. */
+Test(ha, demotion_without_delay_hands_over_back_and_forth)
+{
+	int leader;
+
+	ha_cluster_start(&cl, 2, NULL);
+	leader = ha_wait_leader(&cl, 10000);
+	cr_assert_geq(leader, 0);
+	for (int round = 0; round < 3; round++) {
+		json_t *r = ha_admin(&cl, leader, "leaderDemote", "{}");
+
+		cr_assert_str_eq(ha_code(r), "OK");
+		json_decref(r);
+		usleep(300000); /* past the demoted server's restart */
+		cr_assert_eq(ha_wait_leader(&cl, 10000), 1 - leader, "round %d: the other server leads", round);
+		leader = 1 - leader;
+	}
+}
