@@ -394,7 +394,7 @@ static bool log_has(const char *path, const char *needle)
 }
 
 /*
- * Every commit of the leader waits 1.5 s (MMC_TEST_COMMIT_DELAY_MS), so that a put's commit is with the writer when
+ * Every commit of the leader waits 2.5 s (MMC_TEST_COMMIT_DELAY_MS), so that a put's commit is with the writer when
  * the process is stopped: it resumes after its lease ended and another server holds the lock. The commit must fail
  * (the fence, checked against the monotonic clock, not the elector's news), the put must not be acknowledged, and
  * the new leader must not know the key; what was acknowledged before stays readable.
@@ -406,7 +406,7 @@ Test(ha, a_paused_leader_acknowledges_no_late_commit)
 	int leader, now;
 	mmc_store *st;
 
-	setenv("MMC_TEST_COMMIT_DELAY_MS", "1500", 1);
+	setenv("MMC_TEST_COMMIT_DELAY_MS", "2500", 1);
 	ha_cluster_start(&cl, 2, NULL);
 	unsetenv("MMC_TEST_COMMIT_DELAY_MS");
 	leader = ha_wait_leader(&cl, 15000);
@@ -415,7 +415,7 @@ Test(ha, a_paused_leader_acknowledges_no_late_commit)
 	fixture_put(st, "ha/early", 4096, 41);
 	p.st = st;
 	pthread_create(&th, NULL, put_one, &p);
-	usleep(500000); /* the alloc is answered at once; the commit waits in the writer */
+	usleep(1000000); /* the alloc is answered at once; the commit waits in the writer for 2.5 s */
 	cr_assert_eq(kill(cl.s[leader].pid, SIGSTOP), 0);
 	usleep((LEASE_MS + 1500) * 1000);
 	cr_expect_neq(ha_is_leader(&cl, 1 - leader), 1, "the standby cannot load while the paused one holds the data");
