@@ -8,6 +8,7 @@ cd "$(dirname "$0")"
 PKGS=(meson ninja-build pkg-config gcc g++ libc6-dev libfabric-dev libnanopb-dev nanopb libprotobuf-c-dev
       redis-server libhiredis-dev
       protobuf-c-compiler liblmdb-dev libevent-dev libjansson-dev libcriterion-dev curl python3
+      libssl-dev openssl
       python3-numpy python3-torch)
 
 install_missing() {

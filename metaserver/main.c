@@ -42,7 +42,9 @@ static void usage(FILE *f)
 	           "  -h, --help             this text\n"
 	           "  -V, --version          print the version\n"
 	           "\n"
-	           "With no options it listens on tcp://127.0.0.1:5000 (libmmc), :6382 (KVCM) and :6492 (admin).\n"
+	           "With no options it listens on tcp://127.0.0.1:5000 (libmmc), 127.0.0.1:6382 (KVCM) and\n"
+	           "127.0.0.1:6492 (admin). Another kvcm.service.bind needs credentials (kvcm.service.admin_user,\n"
+	           "kvcm.service.admin_password_file) or kvcm.service.allow_insecure_bind=true.\n"
 	           "SIGTERM or SIGINT drains and exits 0; SIGHUP reloads the log level from the config file.\n"
 	           "Every key is documented in docs/configuration.md.\n");
 }

@@ -3,10 +3,12 @@
  */
 #include "kvcm.h"
 
+#include <arpa/inet.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "account.h"
 #include "api.h"
 #include "block_scan.h"
 #include "deleter.h"
@@ -48,6 +50,45 @@ static void identity(struct kvcm *k)
 	snprintf(k->node_id, sizeof(k->node_id), "%s:%u_%s", k->host, k->admin_port, rnd);
 }
 
+static bool is_loopback(const char *host)
+{
+	struct in_addr a4;
+	struct in6_addr a6;
+
+	if (strcmp(host, "localhost") == 0)
+		return true;
+	if (inet_pton(AF_INET, host, &a4) == 1)
+		return (ntohl(a4.s_addr) >> 24) == 127;
+	return inet_pton(AF_INET6, host, &a6) == 1 && IN6_IS_ADDR_LOOPBACK(&a6);
+}
+
+/* Redis's protected mode: reachable from other hosts only with credentials, or when the operator says so. */
+static int check_exposure(struct kvcm *k, char *err, size_t errlen)
+{
+	if (is_loopback(k->conf.bind))
+		return 0;
+	if (accounts_enforced(k)) {
+		if (!k->conf.tls_cert[0])
+			log_warn("op=kvcm_start warning=\"kvcm.service.bind=%s without kvcm.service.tls.cert_file: "
+			         "passwords "
+			         "cross the network in clear text\"",
+			         k->conf.bind);
+		return 0;
+	}
+	if (!k->conf.allow_insecure_bind) {
+		snprintf(
+		    err, errlen,
+		    "kvcm.service.bind=%s is reachable from other hosts and no credentials are configured: set "
+		    "kvcm.service.admin_user and kvcm.service.admin_password_file (or add an account while bound to "
+		    "127.0.0.1), or kvcm.service.allow_insecure_bind=true to serve without authentication",
+		    k->conf.bind);
+		return -1;
+	}
+	log_warn("op=kvcm_start warning=\"kvcm.service.allow_insecure_bind: %s serves without authentication\"",
+	         k->conf.bind);
+	return 0;
+}
+
 static int start_parts(struct kvcm *k, char *err, size_t errlen)
 {
 	snprintf(err, errlen, "cannot start the KVCM background tasks");
@@ -56,7 +97,8 @@ static int start_parts(struct kvcm *k, char *err, size_t errlen)
 	snprintf(err, errlen, "cannot open the KVCM databases");
 	if (store_open(&k->store, k->persist) || state_load(k))
 		return -1;
-	if (startup_config_apply(k, err, errlen))
+	if (startup_config_apply(k, err, errlen) || accounts_bootstrap(k, err, errlen) ||
+	    check_exposure(k, err, errlen))
 		return -1;
 	return persist_flush(k->persist) ? -1 : 0;
 }
@@ -164,6 +206,7 @@ void kvcm_stop(struct kvcm *k)
 	}
 	file_refs_free(k);
 	faults_free(k);
+	accounts_free(k);
 	metrics_free(k->metrics);
 	free(k);
 }

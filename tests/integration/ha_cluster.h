@@ -83,7 +83,7 @@ static inline void ha_cluster_start(struct ha_cluster *c, int n, const char *con
 	c->n = n;
 	for (int i = 0; i < n; i++) {
 		ha_start_server(c, i, extra);
-		len += (size_t)snprintf(c->urls + len, sizeof(c->urls) - len, "%s%s", i ? "," : "", c->s[i].url);
+		len += (size_t)snprintf(c->urls + len, sizeof(c->urls) - len, "%s%.63s", i ? "," : "", c->s[i].url);
 	}
 }
 

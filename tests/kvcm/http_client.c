@@ -11,6 +11,35 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+static char auth_header[512];
+static char last_head[4096];
+
+void hc_set_auth(const char *user_colon_password)
+{
+	static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	const unsigned char *s = (const unsigned char *)user_colon_password;
+	size_t n = s ? strlen((const char *)s) : 0, o;
+
+	auth_header[0] = '\0';
+	if (!s)
+		return;
+	o = (size_t)snprintf(auth_header, sizeof(auth_header), "Authorization: Basic ");
+	for (size_t i = 0; i < n && o + 8 < sizeof(auth_header); i += 3) {
+		unsigned v = s[i] << 16 | (i + 1 < n ? s[i + 1] << 8 : 0) | (i + 2 < n ? s[i + 2] : 0);
+
+		auth_header[o++] = b64[v >> 18 & 63];
+		auth_header[o++] = b64[v >> 12 & 63];
+		auth_header[o++] = i + 1 < n ? b64[v >> 6 & 63] : '=';
+		auth_header[o++] = i + 2 < n ? b64[v & 63] : '=';
+	}
+	snprintf(auth_header + o, sizeof(auth_header) - o, "\r\n");
+}
+
+const char *hc_last_head(void)
+{
+	return last_head;
+}
+
 int hc_connect(struct hc *c, uint16_t port)
 {
 	struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons(port)};
@@ -75,6 +104,7 @@ static int read_reply(int fd, char **out)
 		buf[len] = '\0';
 		if (!body_at && (hdr_end = strstr(buf, "\r\n\r\n"))) {
 			body_at = (size_t)(hdr_end - buf) + 4;
+			snprintf(last_head, sizeof(last_head), "%.*s", (int)body_at, buf);
 			sscanf(buf, "HTTP/1.%*d %d", &status);
 			cl = strcasestr(buf, "\r\ncontent-length:");
 			clen = cl && cl < hdr_end ? strtoul(cl + 17, NULL, 10) : 0;
@@ -92,7 +122,7 @@ static int read_reply(int fd, char **out)
 
 int hc_request(struct hc *c, const char *method, const char *path, const char *body, size_t len, char **out)
 {
-	char head[512];
+	char head[1024];
 	int n, status;
 
 	*out = NULL;
@@ -101,8 +131,8 @@ int hc_request(struct hc *c, const char *method, const char *path, const char *b
 			return -1;
 		n = snprintf(head, sizeof(head),
 		             "%s %s HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-		             "Content-Length: %zu\r\n\r\n",
-		             method, path, body ? len : 0);
+		             "%sContent-Length: %zu\r\n\r\n",
+		             method, path, auth_header, body ? len : 0);
 		if (send_all(c->fd, head, (size_t)n) == 0 && (!body || send_all(c->fd, body, len) == 0) &&
 		    (status = read_reply(c->fd, out)) > 0)
 			return status;

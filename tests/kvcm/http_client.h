@@ -19,6 +19,11 @@ void hc_close(struct hc *c);
  * malloc'd body (NUL-terminated). Reconnects once if the server closed a kept-alive connection. */
 int hc_request(struct hc *c, const char *method, const char *path, const char *body, size_t len, char **out);
 
+/* Sends `Authorization: Basic base64(user_colon_password)` with every later request of this process (NULL: none). */
+void hc_set_auth(const char *user_colon_password);
+/* The status line and headers of the last reply read by this process ("" before any). */
+const char *hc_last_head(void);
+
 /* POST /api/<api> with a printf-formatted body; returns the parsed reply (NULL unless HTTP 200). */
 json_t *hc_call(struct hc *c, const char *api, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 

@@ -64,15 +64,19 @@ static char *api_of(const char *cmd, char *buf, size_t len)
 	return buf;
 }
 
-/* Runs one example with curl; returns the parsed answer. */
-static json_t *run(const char *example, uint16_t port, const char *session)
+/* Runs one example with curl (with -u user, when given); returns the parsed answer. */
+static json_t *run(const char *example, uint16_t port, const char *session, const char *user)
 {
-	char portstr[32], *cmd = strdup(example), out[1 << 16];
+	char portstr[32], *cmd = strdup(example), out[1 << 16], with_user[300];
 	size_t n;
 	FILE *p;
 
 	snprintf(portstr, sizeof(portstr), "localhost:%u", port);
 	cmd = replace(cmd, "localhost:6382", portstr);
+	if (user) {
+		snprintf(with_user, sizeof(with_user), "curl -u '%s' ", user);
+		cmd = replace(cmd, "curl ", with_user);
+	}
 	if (session)
 		cmd = replace(cmd, "session_id_from_start_write", session);
 	cmd = replace(cmd, "}'\n", "}' 2>/dev/null\n");
@@ -85,10 +89,11 @@ static json_t *run(const char *example, uint16_t port, const char *session)
 	return json_loads(out, 0, NULL);
 }
 
-static void run_all(const char *const *want, bool consistent)
+/* Runs every example; user ("name:password") adds credentials, and env1, env2 (may be NULL) configure the server. */
+static void run_all(const char *const *want, bool consistent, const char *user, const char *env1, const char *env2)
 {
 	struct metaserver m;
-	const char *env[] = {"kvcm.service.http_port=0", "kvcm.service.admin_http_port=0", NULL};
+	const char *env[] = {"kvcm.service.http_port=0", "kvcm.service.admin_http_port=0", env1, env2, NULL};
 	char session[64] = "", api[64];
 
 	load_examples();
@@ -102,7 +107,7 @@ static void run_all(const char *const *want, bool consistent)
 			ex = replace(ex, "\"test_instance_id_2\"", "\"test_instance_id\"");
 			ex = replace(ex, "\"test_instance\"", "\"test_instance_id\"");
 		}
-		r = run(ex, m.http_port, session[0] ? session : NULL);
+		r = run(ex, m.http_port, session[0] ? session : NULL, user);
 		api_of(ex, api, sizeof(api));
 		cr_expect(r != NULL, "%s: no JSON answer", api);
 		cr_expect_str_eq(code_of(r), want[i], "%s answered %s (%s), expected %s", api, code_of(r),
@@ -131,12 +136,47 @@ Test(seed, examples_verbatim, .timeout = 60)
 	    "INSTANCE_NOT_EXIST", /* getCacheMetaDetail */
 	};
 
-	run_all(want, false);
+	run_all(want, false, NULL, NULL, NULL);
 }
 
 Test(seed, examples_with_consistent_instance_ids, .timeout = 60)
 {
 	static const char *const want[] = {"OK", "OK", "OK", "OK", "OK", "OK", "OK", "OK", "OK", "OK"};
 
-	run_all(want, true);
+	run_all(want, true, NULL, NULL, NULL);
+}
+
+/* With a bootstrap admin every request needs credentials: the same examples pass with curl -u, fail without. */
+Test(seed, examples_with_credentials, .timeout = 60)
+{
+	static const char *const want[] = {"OK", "OK", "OK", "OK", "OK", "OK", "OK", "OK", "OK", "OK"};
+	char dir[] = "/tmp/mmc-kvcm-seed-XXXXXX", user_kv[128], pw_kv[160], cmd[200];
+	FILE *f;
+
+	cr_assert(mkdtemp(dir));
+	snprintf(pw_kv, sizeof(pw_kv), "%s/pw", dir);
+	f = fopen(pw_kv, "w");
+	cr_assert(f);
+	fputs("seed-pw\n", f);
+	fclose(f);
+	snprintf(pw_kv, sizeof(pw_kv), "kvcm.service.admin_password_file=%s/pw", dir);
+	snprintf(user_kv, sizeof(user_kv), "kvcm.service.admin_user=seeder");
+	{
+		struct metaserver m;
+		const char *env[] = {"kvcm.service.http_port=0", "kvcm.service.admin_http_port=0", user_kv, pw_kv,
+		                     NULL};
+		json_t *r;
+
+		load_examples();
+		cr_assert_eq(metaserver_start(&m, env), 0);
+		r = run(examples[0], m.http_port, NULL, NULL);
+		cr_expect(r == NULL || strcmp(code_of(r), "OK") != 0, "registerInstance without credentials succeeded");
+		json_decref(r);
+		metaserver_cleanup(&m);
+		while (nexamples > 0)
+			free(examples[--nexamples]);
+	}
+	run_all(want, true, "seeder:seed-pw", user_kv, pw_kv);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	cr_expect_eq(system(cmd), 0);
 }

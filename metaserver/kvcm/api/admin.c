@@ -15,6 +15,7 @@
 #include "kvcm_state.h"
 #include "reporter.h"
 #include "storage.h"
+#include "storage_root.h"
 
 static void reply(struct call *c, int code, const char *msg, const char *ok_msg)
 {
@@ -64,6 +65,12 @@ static void apply_message(struct call *c, const char *field, const struct jfield
 
 static int add_storage(struct kvcm *k, json_t *cfg, const void *arg, char *msg, size_t msglen)
 {
+	const char *root = json_string_value(json_object_get(json_object_get(cfg, "nfs"), "root_path"));
+	int code;
+
+	/* a relative root is storage_add's error; an absolute one must lie where the operator allows writes */
+	if (root && root[0] == '/' && (code = storage_root_check(k, root, msg, msglen)) != KC_OK)
+		return code;
 	return storage_add(k, cfg, true, true, msg, msglen);
 }
 

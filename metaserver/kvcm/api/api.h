@@ -56,6 +56,10 @@ void admin_get_manager_cluster_info(struct call *c);
 void admin_get_leader_elector_config(struct call *c);
 void admin_update_leader_elector_config(struct call *c);
 void admin_leader_demote(struct call *c);
+/* accounts (accounts.c) */
+void admin_add_account(struct call *c);
+void admin_delete_account(struct call *c);
+void admin_list_accounts(struct call *c);
 /* debug service (debug_clock.c) */
 void admin_debug_clock(struct call *c);
 

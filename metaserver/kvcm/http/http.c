@@ -16,7 +16,9 @@
 
 #include "clock.h"
 #include "elector.h"
-#include "hash.h"
+#include "http_auth.h"
+#include "http_conn.h"
+#include "http_tls.h"
 #include "instance.h"
 #include "kvcm_state.h"
 #include "log.h"
@@ -26,12 +28,6 @@
 
 #define MAX_HEADERS_BYTES (64u << 10)
 
-/* Open connections, remembered by pointer: evhttp 2.1 tells us about a connection only through its requests. */
-struct conn_set {
-	struct evhttp_connection **slot;
-	uint32_t cap, count;
-};
-
 struct http_server {
 	struct kvcm *k;
 	struct evhttp *http;
@@ -39,103 +35,14 @@ struct http_server {
 	int *metric_slots;
 	size_t nroutes;
 	bool admin;
-	struct conn_set conns;
+	struct conn_pool pool;
+	SSL_CTX *tls;
 	int log_bucket;
 };
 
-static uint32_t conn_hash(const struct evhttp_connection *c, uint32_t cap)
-{
-	return (uint32_t)hash_bytes(&c, sizeof(c)) & (cap - 1);
-}
-
-static bool conn_set_has(const struct conn_set *s, const struct evhttp_connection *c)
-{
-	if (!s->cap)
-		return false;
-	for (uint32_t i = conn_hash(c, s->cap);; i = (i + 1) & (s->cap - 1)) {
-		if (!s->slot[i])
-			return false;
-		if (s->slot[i] == c)
-			return true;
-	}
-}
-
-static int conn_set_add(struct conn_set *s, struct evhttp_connection *c);
-
-static int conn_set_grow(struct conn_set *s)
-{
-	struct conn_set n = {calloc(s->cap ? s->cap * 2 : 64, sizeof(*n.slot)), s->cap ? s->cap * 2 : 64, 0};
-
-	if (!n.slot)
-		return MMC_MALLOC_FAILED;
-	for (uint32_t i = 0; i < s->cap; i++)
-		if (s->slot[i])
-			conn_set_add(&n, s->slot[i]);
-	free(s->slot);
-	*s = n;
-	return 0;
-}
-
-static int conn_set_add(struct conn_set *s, struct evhttp_connection *c)
-{
-	uint32_t i;
-
-	if ((s->count + 1) * 2 > s->cap && conn_set_grow(s))
-		return MMC_MALLOC_FAILED;
-	for (i = conn_hash(c, s->cap); s->slot[i]; i = (i + 1) & (s->cap - 1))
-		;
-	s->slot[i] = c;
-	s->count++;
-	return 0;
-}
-
-/* Linear probing: shift later members of the run back so lookups never stop early. */
-static void conn_set_del(struct conn_set *s, struct evhttp_connection *c)
-{
-	uint32_t i, j, h;
-
-	for (i = conn_hash(c, s->cap); s->slot[i] != c; i = (i + 1) & (s->cap - 1))
-		if (!s->slot[i])
-			return;
-	s->slot[i] = NULL;
-	s->count--;
-	for (j = (i + 1) & (s->cap - 1); s->slot[j]; j = (j + 1) & (s->cap - 1)) {
-		h = conn_hash(s->slot[j], s->cap);
-		if ((j > i && (h <= i || h > j)) || (j < i && (h <= i && h > j))) {
-			s->slot[i] = s->slot[j];
-			s->slot[j] = NULL;
-			i = j;
-		}
-	}
-}
-
-static void conn_closed(struct evhttp_connection *evcon, void *arg)
-{
-	conn_set_del(&((struct http_server *)arg)->conns, evcon);
-}
-
-/* Registers the request's connection; false when it is one too many (it is then answered 503 and closed). */
-static bool conn_admit(struct http_server *s, struct evhttp_request *req)
-{
-	struct evhttp_connection *evcon = evhttp_request_get_connection(req);
-	evutil_socket_t fd;
-	int one = 1;
-
-	if (!evcon || conn_set_has(&s->conns, evcon))
-		return true;
-	if (s->conns.count >= s->k->conf.max_connections || conn_set_add(&s->conns, evcon))
-		return false;
-	evhttp_connection_set_closecb(evcon, conn_closed, s);
-	/* replies go out in more than one segment: without this, Nagle waits for the client's delayed ACK */
-	fd = bufferevent_getfd(evhttp_connection_get_bufferevent(evcon));
-	if (fd >= 0)
-		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	return true;
-}
-
 uint32_t http_server_connections(const struct http_server *s)
 {
-	return s ? s->conns.count : 0;
+	return s ? s->pool.count : 0;
 }
 
 static void free_buf(const void *data, size_t len, void *arg)
@@ -143,15 +50,42 @@ static void free_buf(const void *data, size_t len, void *arg)
 	free((void *)data);
 }
 
-static void send_raw(struct evhttp_request *req, int status, const char *body, bool close)
+static const char *reason_of(int status)
+{
+	switch (status) {
+	case 200:
+		return "OK";
+	case 400:
+		return "Bad Request";
+	case 401:
+		return "Unauthorized";
+	case 403:
+		return "Forbidden";
+	case 404:
+		return "Not Found";
+	case 413:
+		return "Payload Too Large";
+	case 503:
+		return "Service Unavailable";
+	default:
+		return "Error";
+	}
+}
+
+/* Answers req on conn (which may be NULL) with a body that is not the usual reply; close ends the connection. */
+static void send_raw(struct hconn *conn, struct evhttp_request *req, int status, const char *body, bool close)
 {
 	struct evkeyvalq *h = evhttp_request_get_output_headers(req);
 
+	close |= conn_closing(conn);
+	conn_end(conn);
 	evhttp_add_header(h, "Content-Type", "application/json");
 	if (close)
 		evhttp_add_header(h, "Connection", "close");
+	if (status == 401)
+		evhttp_add_header(h, "WWW-Authenticate", "Basic realm=\"mmc\", charset=\"UTF-8\"");
 	evbuffer_add(evhttp_request_get_output_buffer(req), body, strlen(body));
-	evhttp_send_reply(req, status, status == 200 ? "OK" : status == 400 ? "Bad Request" : "Error", NULL);
+	evhttp_send_reply(req, status, reason_of(status), NULL);
 }
 
 const char *call_trace_id(struct call *c)
@@ -245,8 +179,11 @@ static void finish_call(void *arg)
 	if (c->http_status == 200 && c->out.oom)
 		c->http_status = 500;
 	if (c->http_status != 200) {
-		send_raw(c->req, c->http_status, "{}", false);
+		send_raw(c->conn, c->req, c->http_status, "{}", false);
 	} else {
+		if (conn_closing(c->conn))
+			evhttp_add_header(evhttp_request_get_output_headers(c->req), "Connection", "close");
+		conn_end(c->conn);
 		jw_obj_end(&c->out);
 		data = jw_take(&c->out, &len);
 		buf = evhttp_request_get_output_buffer(c->req);
@@ -319,17 +256,41 @@ static bool standby_refuse(struct call *c)
 	return true;
 }
 
-static void run_call(struct http_server *s, struct evhttp_request *req, const struct route *r)
+/* The body read by the route's streaming reader, else by jansson when it is small enough to build a tree of. */
+static void read_body(struct call *c, struct evbuffer *in)
 {
-	struct evbuffer *in = evhttp_request_get_input_buffer(req);
 	size_t len = evbuffer_get_length(in);
-	struct call *c = calloc(1, sizeof(*c));
+	const struct route *r = c->route;
 	const char *body;
 
-	if (!c) {
-		send_raw(req, 500, "{}", true);
+	if (!r->reader && len > c->k->conf.max_json_body_bytes) {
+		c->http_status = 413;
 		return;
 	}
+	body = (const char *)evbuffer_pullup(in, (ev_ssize_t)len);
+	if (body && r->reader && r->reader->read(c, body, len)) {
+		metrics_fast_read(c->k->metrics);
+	} else if (len > c->k->conf.max_json_body_bytes) {
+		/* jansson takes about 15 bytes of memory per byte of a key list: a big body is refused, not built */
+		c->http_status = 413;
+		return;
+	} else {
+		c->body = jd_parse(body, len);
+	}
+	if (!c->body || (jd_get(c->body, "trace_id") && !json_is_string(jd_get(c->body, "trace_id"))))
+		call_bad_request(c);
+}
+
+static void run_call(struct http_server *s, struct hconn *conn, struct evhttp_request *req, const struct route *r)
+{
+	struct evbuffer *in = evhttp_request_get_input_buffer(req);
+	struct call *c = calloc(1, sizeof(*c));
+
+	if (!c) {
+		send_raw(conn, req, 500, "{}", true);
+		return;
+	}
+	conn_attach(conn, c);
 	c->k = s->k;
 	c->req = req;
 	c->route = r;
@@ -339,16 +300,13 @@ static void run_call(struct http_server *s, struct evhttp_request *req, const st
 	c->writes0 = s->k->store.writes;
 	c->durable0 = s->k->persist ? persist_durable_seq(s->k->persist) : 0;
 	jw_init(&c->out);
-	body = (const char *)evbuffer_pullup(in, (ev_ssize_t)len);
-	if (body && r->reader && r->reader->read(c, body, len))
-		metrics_fast_read(s->k->metrics);
-	else
-		c->body = jd_parse(body, len);
-	if (!c->body || (jd_get(c->body, "trace_id") && !json_is_string(jd_get(c->body, "trace_id"))))
-		call_bad_request(c);
-	else if (standby_refuse(c))
+	read_body(c, in);
+	if (c->http_status == 413)
+		log_ratelimited(&s->log_bucket, LOG_WARN, "op=kvcm_reject api=%s reason=max_json_body_size bytes=%zu",
+		                r->name, evbuffer_get_length(in));
+	else if (c->http_status == 200 && standby_refuse(c))
 		;
-	else if (!(r->flags & ROUTE_INSTANCE) || precheck_instance(c))
+	else if (c->http_status == 200 && (!(r->flags & ROUTE_INSTANCE) || precheck_instance(c)))
 		r->fn(c);
 	/* a reply that acknowledges a change waits for the commit holding it: the call's own writes, or, for a call
 	 * that may change state but found it done already (a retried registerInstance), the writes still pending */
@@ -359,30 +317,67 @@ static void run_call(struct http_server *s, struct evhttp_request *req, const st
 	finish_call(c);
 }
 
+/* RFC 9112 §6.3: a second Content-Length, or one beside Transfer-Encoding, makes the framing ambiguous (request
+ * smuggling behind a proxy that reads it the other way). */
+static bool framing_ok(struct evhttp_request *req)
+{
+	struct evkeyval *kv;
+	int lengths = 0, encodings = 0;
+
+	for (kv = evhttp_request_get_input_headers(req)->tqh_first; kv; kv = kv->next.tqe_next) {
+		lengths += strcasecmp(kv->key, "Content-Length") == 0;
+		encodings += strcasecmp(kv->key, "Transfer-Encoding") == 0;
+	}
+	return lengths <= 1 && !(lengths && encodings);
+}
+
+/* GET /metrics and /api/healthy on the admin port answer loopback peers without credentials. */
+static bool open_path(struct http_server *s, struct hconn *conn, enum evhttp_cmd_type cmd, const char *path)
+{
+	return s->admin && cmd == EVHTTP_REQ_GET && conn_is_local(conn) &&
+	       (strcmp(path, "/metrics") == 0 || strcmp(path, "/api/healthy") == 0);
+}
+
 static void gen_cb(struct evhttp_request *req, void *arg)
 {
 	struct http_server *s = arg;
+	struct hconn *conn = conn_begin(&s->pool, req);
 	const char *path = evhttp_uri_get_path(evhttp_request_get_evhttp_uri(req));
 	enum evhttp_cmd_type cmd = evhttp_request_get_command(req);
 	const struct route *r;
+	int status;
 
-	if (!conn_admit(s, req)) {
+	if (conn_refused(conn)) {
 		log_ratelimited(&s->log_bucket, LOG_WARN, "op=kvcm_reject reason=max_connections limit=%u",
-		                s->k->conf.max_connections);
+		                s->pool.max);
 		metrics_rejected(s->k->metrics);
-		send_raw(req, 503, "{}", true);
+		send_raw(conn, req, 503, "{}", true);
+		return;
+	}
+	if (!framing_ok(req)) {
+		log_ratelimited(&s->log_bucket, LOG_WARN, "op=kvcm_bad_request reason=ambiguous_content_length");
+		send_raw(conn, req, 400, "{}", true);
 		return;
 	}
 	if (!path)
 		path = "";
-	if (s->admin && cmd == EVHTTP_REQ_GET && metrics_serve_get(s->k, req, path))
-		return;
-	r = find_route(s, path);
-	if (!r || cmd != EVHTTP_REQ_POST) {
-		send_raw(req, 404, "{}", false);
+	if (!open_path(s, conn, cmd, path) && (status = auth_check(s->k, req, s->admin, &s->log_bucket)) != 200) {
+		send_raw(conn, req, status,
+		         status == 401 ? "{\"error\":\"unauthorized\"}" : "{\"error\":\"forbidden\"}", false);
 		return;
 	}
-	run_call(s, req, r);
+	if (s->admin && cmd == EVHTTP_REQ_GET) {
+		conn_end(conn);
+		if (metrics_serve_get(s->k, req, path))
+			return;
+		conn = NULL;
+	}
+	r = find_route(s, path);
+	if (!r || cmd != EVHTTP_REQ_POST) {
+		send_raw(conn, req, 404, "{}", false);
+		return;
+	}
+	run_call(s, conn, req, r);
 }
 
 int http_server_start(struct http_server **out, struct kvcm *k, const char *bind, uint16_t port,
@@ -398,6 +393,12 @@ int http_server_start(struct http_server **out, struct kvcm *k, const char *bind
 	s->k = k;
 	s->admin = admin;
 	s->routes = routes;
+	if (http_tls_ctx(&k->conf, &s->tls, err, errlen) ||
+	    conn_pool_init(&s->pool, k, s->tls, admin ? "admin" : "kvcm",
+	                   conn_fit_limit(k->conf.max_connections, "kvcm.service.max_connections"))) {
+		http_server_stop(s);
+		return MMC_ERROR;
+	}
 	while (routes[s->nroutes].name)
 		s->nroutes++;
 	s->metric_slots = calloc(s->nroutes + 1, sizeof(int));
@@ -412,11 +413,13 @@ int http_server_start(struct http_server **out, struct kvcm *k, const char *bind
 	evhttp_set_allowed_methods(s->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE |
 	                                        EVHTTP_REQ_HEAD | EVHTTP_REQ_OPTIONS | EVHTTP_REQ_PATCH);
 	evhttp_set_gencb(s->http, gen_cb, s);
+	evhttp_set_bevcb(s->http, conn_bev_new, &s->pool);
 	bs = evhttp_bind_socket_with_handle(s->http, bind, port);
 	if (!bs) {
 		snprintf(err, errlen, "cannot listen on %s:%u for %s HTTP", bind, port, admin ? "admin" : "KVCM");
 		goto fail;
 	}
+	conn_pool_listen(&s->pool, evhttp_bound_socket_get_listener(bs));
 	if (getsockname(evhttp_bound_socket_get_fd(bs), (struct sockaddr *)&ss, &sl) == 0)
 		*bound = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
 		                                        : ((struct sockaddr_in *)&ss)->sin_port);
@@ -433,7 +436,8 @@ void http_server_stop(struct http_server *s)
 		return;
 	if (s->http)
 		evhttp_free(s->http);
-	free(s->conns.slot);
+	conn_pool_fini(&s->pool);
+	SSL_CTX_free(s->tls);
 	free(s->metric_slots);
 	free(s);
 }

@@ -18,6 +18,7 @@ struct kvcm;
 struct instance;
 struct evhttp_request;
 struct call;
+struct hconn;
 
 enum route_flags {
 	ROUTE_INSTANCE = 1, /* instance-scoped: unknown instance_id answered INSTANCE_NOT_EXIST first (§1.6) */
@@ -49,13 +50,14 @@ struct call {
 	struct evhttp_request *req;
 	const struct route *route;
 	struct http_server *srv;
+	struct hconn *conn; /* the connection it answers on; NULL once that closed (http_conn.c) */
 	json_t *body;
 	void *parsed;          /* what route->reader made of the body besides c->body */
 	struct instance *inst; /* ROUTE_INSTANCE: the instance named by instance_id */
 	struct jd d;
 	struct jw out;
 	int code;        /* wire status code, for metrics and the log */
-	int http_status; /* 200, or 400 / 500 with body {} */
+	int http_status; /* 200, or 400 / 413 / 500 with body {} */
 	uint64_t t0_ns;
 	uint64_t writes0;
 	uint64_t durable0; /* persist_durable_seq at the start: a failed commit after it fails a call that waited */

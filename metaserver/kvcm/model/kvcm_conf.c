@@ -9,7 +9,7 @@
 #define F(field) offsetof(struct kvcm_conf, field), sizeof(((struct kvcm_conf *)0)->field)
 
 static struct kvcm_conf conf = {
-    .bind = "0.0.0.0",
+    .bind = "127.0.0.1",
     .http_port = 6382,
     .admin_http_port = 6492,
     .max_body_bytes = 64u << 20,
@@ -30,6 +30,9 @@ static struct kvcm_conf conf = {
     .er_liveness_interval_ms = 5000,
     .er_snapshot_min_interval_ms = 30000,
     .er_drain_timeout_ms = 10000,
+    .request_timeout_ms = 10000,
+    .max_buffered_bytes = 256u << 20,
+    .max_json_body_bytes = 8u << 20,
     .lease_ms = 10000,
     .loop_interval_ms = 100,
 };
@@ -70,6 +73,16 @@ static const struct conf_key keys[] = {
     {"kvcm.service.io_thread_num", CONF_U32, F(compat_u32[2]), 0, 1024, NULL},
     {"kvcm.logger.log_level", CONF_U32, F(compat_u32[3]), 0, 5, NULL},
     {"kvcm.registry_storage.uri", CONF_STR, F(compat_str), 0, 0, NULL},
+    {"kvcm.service.allow_insecure_bind", CONF_BOOL, F(allow_insecure_bind), 0, 0, NULL},
+    {"kvcm.service.admin_user", CONF_STR, F(admin_user), 0, 0, NULL},
+    {"kvcm.service.admin_password_file", CONF_STR, F(admin_password_file), 0, 0, NULL},
+    {"kvcm.service.tls.cert_file", CONF_STR, F(tls_cert), 0, 0, NULL},
+    {"kvcm.service.tls.key_file", CONF_STR, F(tls_key), 0, 0, NULL},
+    {"kvcm.service.tls.ca_file", CONF_STR, F(tls_ca), 0, 0, NULL},
+    {"kvcm.service.request_timeout_ms", CONF_U32, F(request_timeout_ms), 100, 3600000, NULL},
+    {"kvcm.service.max_buffered_size", CONF_SIZE, F(max_buffered_bytes), 1u << 20, UINT64_C(1) << 40, NULL},
+    {"kvcm.service.max_json_body_size", CONF_SIZE, F(max_json_body_bytes), 1024, UINT64_C(1) << 31, NULL},
+    {"kvcm.storage.allowed_roots", CONF_STR, F(allowed_roots), 0, 0, NULL},
     {NULL, 0, 0, 0, 0, 0, NULL},
 };
 

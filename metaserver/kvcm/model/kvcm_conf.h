@@ -44,6 +44,17 @@ struct kvcm_conf {
 	/* accepted for command-line compatibility with the reference server; no effect here */
 	uint32_t compat_u32[4];
 	char compat_str[1024];
+	/* security and resource limits (docs/operations.md, "Security") */
+	bool allow_insecure_bind;       /* a non-loopback bind without credentials */
+	char admin_user[256];           /* bootstrap ROLE_ADMIN account, with admin_password_file */
+	char admin_password_file[1024]; /* its password: the file's first line */
+	char tls_cert[1024];            /* PEM certificate chain: both ports speak TLS only */
+	char tls_key[1024];             /* PEM private key */
+	char tls_ca[1024];              /* PEM CA bundle: clients must present a certificate it signed */
+	uint32_t request_timeout_ms;    /* a request must arrive whole this long after its first byte */
+	uint64_t max_buffered_bytes;    /* request bytes held across all connections of both ports */
+	uint64_t max_json_body_bytes;   /* larger bodies only through a route's streaming reader, else 413 */
+	char allowed_roots[4096];       /* addStorage root paths lie under one of these (comma-separated) */
 };
 
 /* Records one kvcm.* key (kvcm.h declares it for the meta server, which calls it). */

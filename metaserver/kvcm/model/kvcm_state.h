@@ -23,6 +23,7 @@ struct deleter;
 struct metrics;
 struct reporters;
 struct faults;
+struct accounts;
 
 struct kvcm {
 	struct event_base *base;
@@ -47,8 +48,9 @@ struct kvcm {
 	struct reporters *reporters;
 	struct chain_table file_refs; /* files shared by several blocks: deleted with the last one */
 	struct event *reclaim_ev;
-	uint64_t reclaimed;    /* locations evicted by reclaim */
-	struct faults *faults; /* injected by the debug service (api/fault_injection.c); NULL: none yet */
+	uint64_t reclaimed;        /* locations evicted by reclaim */
+	struct faults *faults;     /* injected by the debug service (api/fault_injection.c); NULL: none yet */
+	struct accounts *accounts; /* model/account.c; NULL: none yet */
 
 	struct kvcm_store
 	    store; /* the LMDB tables; a reply to a request that moved store.writes waits for the commit */

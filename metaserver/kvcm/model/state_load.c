@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "account.h"
 #include "block_index.h"
 #include "block_record.h"
 #include "deleter.h"
@@ -38,6 +39,8 @@ static int load_json(void *arg, enum store_table t, const char *name, json_t *v)
 		return -1;
 	case STORE_INSTANCES:
 		return instance_load(k, v, msg, sizeof(msg)) ? 0 : -1;
+	case STORE_ACCOUNTS:
+		return account_load(k, name, v);
 	default:
 		return -1;
 	}

@@ -7,7 +7,8 @@
 #include "log.h"
 #include "persist.h"
 
-static const char *const table_names[STORE_NTABLES] = {"kvcm_storages", "kvcm_groups", "kvcm_instances"};
+static const char *const table_names[STORE_NTABLES] = {"kvcm_storages", "kvcm_groups", "kvcm_instances",
+                                                       "kvcm_accounts"};
 
 int store_open(struct kvcm_store *st, struct persist *p)
 {

@@ -16,7 +16,7 @@
 struct persist;
 
 /* The tables of named JSON records, read back in this order. */
-enum store_table { STORE_STORAGES, STORE_GROUPS, STORE_INSTANCES, STORE_NTABLES };
+enum store_table { STORE_STORAGES, STORE_GROUPS, STORE_INSTANCES, STORE_ACCOUNTS, STORE_NTABLES };
 
 struct kvcm_store {
 	struct persist *persist;

@@ -1,0 +1,64 @@
+#include "http_auth.h"
+
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <string.h>
+#include <strings.h>
+
+#include "account.h"
+#include "log.h"
+
+#define CRED_MAX 2048 /* decoded "user:password" */
+
+/* The decoded credentials of an Authorization: Basic header into out; false when there is none or it is bad. */
+static bool basic_credentials(struct evhttp_request *req, char out[CRED_MAX])
+{
+	const char *h = evhttp_find_header(evhttp_request_get_input_headers(req), "Authorization");
+	size_t len;
+	int n;
+
+	if (!h || strncasecmp(h, "Basic ", 6) != 0)
+		return false;
+	h += 6;
+	h += strspn(h, " ");
+	len = strcspn(h, " \t");
+	if (!len || len % 4 || len / 4 * 3 >= CRED_MAX)
+		return false;
+	n = EVP_DecodeBlock((unsigned char *)out, (const unsigned char *)h, (int)len);
+	if (n < 0)
+		return false;
+	/* EVP_DecodeBlock counts the padding as zero bytes */
+	n -= (h[len - 1] == '=') + (h[len - 2] == '=');
+	out[n] = '\0';
+	return strlen(out) == (size_t)n && strchr(out, ':');
+}
+
+int auth_check(struct kvcm *k, struct evhttp_request *req, bool admin_port, int *log_bucket)
+{
+	char cred[CRED_MAX], *colon;
+	int role = -1;
+
+	if (!accounts_enforced(k))
+		return 200;
+	if (basic_credentials(req, cred)) {
+		colon = strchr(cred, ':');
+		*colon = '\0';
+		role = account_check(k, cred, colon + 1);
+		OPENSSL_cleanse(colon + 1, strlen(colon + 1));
+	} else {
+		cred[0] = '\0';
+	}
+	if (role < 0) {
+		log_ratelimited(log_bucket, LOG_WARN, "op=kvcm_auth result=denied user=\"%.128s\" path=\"%.128s\"",
+		                cred, evhttp_request_get_uri(req));
+		return 401;
+	}
+	if (admin_port && role != ROLE_ADMIN) {
+		log_ratelimited(log_bucket, LOG_WARN, "op=kvcm_auth result=forbidden user=\"%.128s\" path=\"%.128s\"",
+		                cred, evhttp_request_get_uri(req));
+		return 403;
+	}
+	return 200;
+}

@@ -1,0 +1,17 @@
+/*
+ * HTTP Basic authentication (RFC 7617) of the KVCM ports against the accounts of model/account.c. Off while no
+ * account exists; then every request needs `Authorization: Basic base64(user:password)`: ROLE_USER may call the
+ * MetaService port, ROLE_ADMIN both ports. GET /metrics and GET /api/healthy stay open to loopback peers.
+ */
+#ifndef MMC_KVCM_HTTP_AUTH_H
+#define MMC_KVCM_HTTP_AUTH_H
+
+#include <stdbool.h>
+
+struct kvcm;
+struct evhttp_request;
+
+/* 200 when req may go on; else the HTTP status to answer: 401 (no or wrong credentials) or 403 (wrong role). */
+int auth_check(struct kvcm *k, struct evhttp_request *req, bool admin_port, int *log_bucket);
+
+#endif

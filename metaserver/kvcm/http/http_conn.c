@@ -1,0 +1,436 @@
+#include "http_conn.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
+#include <event2/event.h>
+#include <event2/http.h>
+#include <event2/listener.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+
+#include "clock.h"
+#include "hash.h"
+#include "http.h"
+#include "kvcm_state.h"
+#include "log.h"
+#include "mmc/mmc.h"
+
+#define RESERVED_FDS    64
+#define ACCEPT_PAUSE_MS 100
+#define ACCEPT_FREE_FDS 8 /* waiting connections closed per accept error */
+
+struct hconn {
+	struct conn_pool *p;
+	struct bufferevent *bev;
+	struct evhttp_connection *evcon; /* NULL until accepted() ran */
+	struct hconn *prev, *next;
+	struct event *ev;       /* accepted(), then a close the budget asked for */
+	struct event *deadline; /* pending while a request is being read */
+	struct evbuffer_cb_entry *counter;
+	uint64_t buffered;  /* bytes received and not yet answered */
+	uint64_t req_bytes; /* of them, the request being answered */
+	struct call *call;  /* answering now */
+	bool doomed, local;
+	bool refused; /* over max_connections: its request gets 503 and the connection closes */
+};
+
+/* Bytes of requests not yet answered, over every connection of both ports (one loop thread). */
+static uint64_t buffered_total;
+/* The pools by listener: libevent hands an accept-error callback evhttp's argument, not ours. */
+#define MAX_POOLS 8
+static struct conn_pool *listening[MAX_POOLS];
+
+static uint32_t slot_of(const struct evhttp_connection *c, uint32_t cap)
+{
+	return (uint32_t)hash_bytes(&c, sizeof(c)) & (cap - 1);
+}
+
+static void map_add(struct conn_pool *p, struct hconn *h);
+
+static int map_grow(struct conn_pool *p)
+{
+	uint32_t cap = p->cap ? p->cap * 2 : 64, old = p->cap;
+	struct hconn **old_slot = p->slot, **n = calloc(cap, sizeof(*n));
+
+	if (!n)
+		return MMC_MALLOC_FAILED;
+	p->slot = n;
+	p->cap = cap;
+	p->mapped = 0;
+	for (uint32_t i = 0; i < old; i++)
+		if (old_slot[i])
+			map_add(p, old_slot[i]);
+	free(old_slot);
+	return 0;
+}
+
+static void map_add(struct conn_pool *p, struct hconn *h)
+{
+	uint32_t i;
+
+	if ((p->mapped + 1) * 2 > p->cap && map_grow(p))
+		return; /* unmapped: its requests are served without the per-connection limits */
+	for (i = slot_of(h->evcon, p->cap); p->slot[i]; i = (i + 1) & (p->cap - 1))
+		;
+	p->slot[i] = h;
+	p->mapped++;
+}
+
+static struct hconn *map_find(const struct conn_pool *p, const struct evhttp_connection *c)
+{
+	if (!p->cap || !c)
+		return NULL;
+	for (uint32_t i = slot_of(c, p->cap);; i = (i + 1) & (p->cap - 1)) {
+		if (!p->slot[i] || p->slot[i]->evcon == c)
+			return p->slot[i];
+	}
+}
+
+/* Linear probing: shift later members of the run back so lookups never stop early. */
+static void map_del(struct conn_pool *p, struct hconn *h)
+{
+	uint32_t i, j, k;
+
+	if (!p->cap)
+		return;
+	for (i = slot_of(h->evcon, p->cap); p->slot[i] != h; i = (i + 1) & (p->cap - 1))
+		if (!p->slot[i])
+			return;
+	p->slot[i] = NULL;
+	p->mapped--;
+	for (j = (i + 1) & (p->cap - 1); p->slot[j]; j = (j + 1) & (p->cap - 1)) {
+		k = slot_of(p->slot[j]->evcon, p->cap);
+		if ((j > i && (k <= i || k > j)) || (j < i && (k <= i && k > j))) {
+			p->slot[i] = p->slot[j];
+			p->slot[j] = NULL;
+			i = j;
+		}
+	}
+}
+
+static void arm_deadline(struct hconn *h)
+{
+	uint32_t ms = h->p->k->conf.request_timeout_ms;
+	struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
+
+	evtimer_add(h->deadline, &tv);
+}
+
+static bool waiting_for_request(const struct hconn *h)
+{
+	return h->evcon && !h->call && evtimer_pending(h->deadline, NULL);
+}
+
+static void unlink_conn(struct hconn *h)
+{
+	struct conn_pool *p = h->p;
+
+	if (h->prev)
+		h->prev->next = h->next;
+	else
+		p->oldest = h->next;
+	if (h->next)
+		h->next->prev = h->prev;
+	else
+		p->newest = h->prev;
+	p->count--;
+}
+
+static void closed_cb(struct evhttp_connection *evcon, void *arg)
+{
+	struct hconn *h = arg;
+
+	evhttp_connection_set_closecb(evcon, NULL, NULL);
+	map_del(h->p, h);
+	unlink_conn(h);
+	buffered_total -= h->buffered;
+	if (h->call)
+		h->call->conn = NULL;
+	evbuffer_remove_cb_entry(bufferevent_get_input(h->bev), h->counter);
+	event_free(h->ev);
+	event_free(h->deadline);
+	free(h);
+}
+
+/* Closes h, which has no request being answered (evhttp frees the one it is reading). */
+static void close_now(struct hconn *h, const char *reason)
+{
+	log_ratelimited(&h->p->log_bucket, LOG_WARN, "op=kvcm_close port=%s reason=%s buffered=%llu", h->p->name,
+	                reason, (unsigned long long)h->buffered);
+	evhttp_connection_free(h->evcon);
+}
+
+/* Closes the oldest connection still waiting for a request, other than keep, logging reason; false when none. */
+static bool displace(struct conn_pool *p, const struct hconn *keep, const char *reason)
+{
+	for (struct hconn *h = p->oldest; h; h = h->next) {
+		if (h != keep && waiting_for_request(h)) {
+			close_now(h, reason);
+			return true;
+		}
+	}
+	return false;
+}
+
+static bool peer_is_local(evutil_socket_t fd)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+	const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)&ss;
+
+	if (fd < 0 || getpeername(fd, (struct sockaddr *)&ss, &len))
+		return false;
+	if (ss.ss_family == AF_INET)
+		return (ntohl(((const struct sockaddr_in *)&ss)->sin_addr.s_addr) >> 24) == 127;
+	return ss.ss_family == AF_INET6 && (IN6_IS_ADDR_LOOPBACK(&s6->sin6_addr) ||
+	                                    (IN6_IS_ADDR_V4MAPPED(&s6->sin6_addr) && s6->sin6_addr.s6_addr[12] == 127));
+}
+
+/* Runs right after the accept (a higher priority than any socket event): evhttp has made its connection. */
+static void accepted(struct hconn *h)
+{
+	void *evcon = NULL;
+	evutil_socket_t fd = bufferevent_getfd(h->bev);
+	int one = 1;
+
+	bufferevent_getcb(h->bev, NULL, NULL, NULL, &evcon);
+	if (!evcon) { /* evhttp could not make its connection (out of memory): the socket is closed, the bev ours */
+		unlink_conn(h);
+		evbuffer_remove_cb_entry(bufferevent_get_input(h->bev), h->counter);
+		bufferevent_free(h->bev);
+		event_free(h->deadline);
+		event_free(h->ev);
+		free(h);
+		return;
+	}
+	h->evcon = evcon;
+	evhttp_connection_set_closecb(h->evcon, closed_cb, h);
+	map_add(h->p, h);
+	/* replies go out in more than one segment: without this, Nagle waits for the client's delayed ACK */
+	if (fd >= 0)
+		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	h->local = peer_is_local(fd);
+	/* a refused connection still gets its answer (503), and is the first displaced by the next one */
+	if (h->p->count > h->p->max && !displace(h->p, h, "displaced_by_newer_connection"))
+		h->refused = true;
+}
+
+static void conn_ev(evutil_socket_t fd, short what, void *arg)
+{
+	struct hconn *h = arg;
+
+	if (!h->evcon)
+		accepted(h);
+	else if (h->doomed && !h->call)
+		close_now(h, "max_buffered_size");
+	else if (h->doomed)
+		bufferevent_disable(h->bev, EV_READ); /* its reply carries Connection: close */
+}
+
+static void deadline_ev(evutil_socket_t fd, short what, void *arg)
+{
+	struct hconn *h = arg;
+
+	if (!h->call)
+		close_now(h, "request_timeout");
+}
+
+static void count_input(struct evbuffer *b, const struct evbuffer_cb_info *info, void *arg)
+{
+	struct hconn *h = arg;
+
+	if (!info->n_added)
+		return;
+	h->buffered += info->n_added;
+	buffered_total += info->n_added;
+	if (h->evcon && !h->call && !evtimer_pending(h->deadline, NULL))
+		arm_deadline(h);
+	if (buffered_total > h->p->k->conf.max_buffered_bytes && !h->doomed) {
+		h->doomed = true;
+		event_active(h->ev, 0, 0);
+	}
+}
+
+struct bufferevent *conn_bev_new(struct event_base *base, void *arg)
+{
+	struct conn_pool *p = arg;
+	struct hconn *h = calloc(1, sizeof(*h));
+	SSL *ssl = NULL;
+
+	if (!h)
+		return NULL;
+	if (p->tls && !(ssl = SSL_new(p->tls)))
+		goto fail;
+	h->bev = ssl ? bufferevent_openssl_socket_new(base, -1, ssl, BUFFEREVENT_SSL_ACCEPTING, BEV_OPT_CLOSE_ON_FREE)
+	             : bufferevent_socket_new(base, -1, 0);
+	h->ev = event_new(base, -1, 0, conn_ev, h);
+	h->deadline = evtimer_new(base, deadline_ev, h);
+	if (!h->bev || !h->ev || !h->deadline)
+		goto fail;
+	h->counter = evbuffer_add_cb(bufferevent_get_input(h->bev), count_input, h);
+	event_priority_set(h->ev, 0);
+	h->p = p;
+	h->prev = p->newest;
+	if (p->newest)
+		p->newest->next = h;
+	else
+		p->oldest = h;
+	p->newest = h;
+	p->count++;
+	arm_deadline(h);
+	event_active(h->ev, 0, 0);
+	return h->bev;
+fail:
+	if (h->bev)
+		bufferevent_free(h->bev); /* frees ssl too */
+	else if (ssl)
+		SSL_free(ssl);
+	if (h->ev)
+		event_free(h->ev);
+	if (h->deadline)
+		event_free(h->deadline);
+	free(h);
+	return NULL;
+}
+
+struct hconn *conn_begin(struct conn_pool *p, struct evhttp_request *req)
+{
+	struct hconn *h = map_find(p, evhttp_request_get_connection(req));
+	uint64_t pipelined;
+
+	if (!h)
+		return NULL;
+	evtimer_del(h->deadline);
+	pipelined = evbuffer_get_length(bufferevent_get_input(h->bev));
+	h->req_bytes = h->buffered > pipelined ? h->buffered - pipelined : h->buffered;
+	return h;
+}
+
+void conn_attach(struct hconn *h, struct call *c)
+{
+	c->conn = h;
+	if (h)
+		h->call = c;
+}
+
+void conn_end(struct hconn *h)
+{
+	if (!h)
+		return;
+	buffered_total -= h->req_bytes;
+	h->buffered -= h->req_bytes;
+	h->req_bytes = 0;
+	h->call = NULL;
+	if (h->buffered)
+		arm_deadline(h); /* a pipelined request has begun */
+}
+
+bool conn_closing(const struct hconn *h)
+{
+	return h && h->doomed;
+}
+
+bool conn_refused(const struct hconn *h)
+{
+	return h && h->refused;
+}
+
+bool conn_is_local(const struct hconn *h)
+{
+	return h && h->local;
+}
+
+static void resume_ev(evutil_socket_t fd, short what, void *arg)
+{
+	evconnlistener_enable(((struct conn_pool *)arg)->lev);
+}
+
+/* EMFILE and friends: accept would fail again at once (libevent retries in a busy loop). Close a few connections
+ * that are only waiting for their request to free descriptors; when there are none, stop accepting a moment. */
+static void accept_error(struct evconnlistener *lev, void *arg)
+{
+	struct conn_pool *p = NULL;
+	int e = EVUTIL_SOCKET_ERROR(), freed = 0;
+	uint64_t now = clock_ns() / 1000000u;
+	struct timeval tv = {0, ACCEPT_PAUSE_MS * 1000};
+	bool out_of_fds = e == EMFILE || e == ENFILE || e == ENOBUFS || e == ENOMEM;
+
+	for (int i = 0; i < MAX_POOLS && !p; i++)
+		p = listening[i] && listening[i]->lev == lev ? listening[i] : NULL;
+	if (!p)
+		return;
+	while (out_of_fds && freed < ACCEPT_FREE_FDS && displace(p, NULL, "out_of_descriptors"))
+		freed++;
+	if (out_of_fds && !freed) {
+		evconnlistener_disable(lev);
+		evtimer_add(p->resume_ev, &tv);
+	}
+	if (now - p->emfile_logged_ms >= 1000) {
+		log_warn("op=kvcm_accept port=%s err=\"%s\" connections=%u closed_waiting=%d paused_ms=%d", p->name,
+		         strerror(e), p->count, freed, out_of_fds && !freed ? ACCEPT_PAUSE_MS : 0);
+		p->emfile_logged_ms = now;
+	}
+}
+
+int conn_pool_init(struct conn_pool *p, struct kvcm *k, SSL_CTX *tls, const char *name, uint32_t max)
+{
+	memset(p, 0, sizeof(*p));
+	p->k = k;
+	p->base = k->base;
+	p->tls = tls;
+	p->name = name;
+	p->max = max;
+	p->resume_ev = evtimer_new(k->base, resume_ev, p);
+	return p->resume_ev ? 0 : -1;
+}
+
+void conn_pool_listen(struct conn_pool *p, struct evconnlistener *lev)
+{
+	p->lev = lev;
+	for (int i = 0; i < MAX_POOLS; i++) {
+		if (!listening[i]) {
+			listening[i] = p;
+			evconnlistener_set_error_cb(lev, accept_error);
+			return;
+		}
+	}
+}
+
+void conn_pool_fini(struct conn_pool *p)
+{
+	for (int i = 0; i < MAX_POOLS; i++)
+		if (listening[i] == p)
+			listening[i] = NULL;
+	if (p->resume_ev)
+		event_free(p->resume_ev);
+	free(p->slot);
+	p->slot = NULL;
+}
+
+uint32_t conn_fit_limit(uint32_t want, const char *key)
+{
+	struct rlimit rl;
+	uint64_t need = 4 * (uint64_t)want + RESERVED_FDS, fit;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl))
+		return want;
+	if (rl.rlim_cur < need && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max > need ? need : rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+		getrlimit(RLIMIT_NOFILE, &rl);
+	}
+	if (rl.rlim_cur >= need)
+		return want;
+	fit = rl.rlim_cur > RESERVED_FDS + 4 ? (rl.rlim_cur - RESERVED_FDS) / 4 : 1;
+	log_warn("op=kvcm_start warning=\"RLIMIT_NOFILE is %llu: %s lowered from %u to %llu per port (the HTTP ports "
+	         "take at most half of the descriptors)\"",
+	         (unsigned long long)rl.rlim_cur, key, want, (unsigned long long)fit);
+	return (uint32_t)fit;
+}

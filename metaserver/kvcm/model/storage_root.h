@@ -1,0 +1,17 @@
+/*
+ * Where addStorage may point a file storage: under one of kvcm.storage.allowed_roots (comma-separated; empty: the
+ * directory of kvcm.default_storage.root_path), so an admin call cannot aim KVCM's file writes and deletes at
+ * /etc or a home directory. Paths are compared after symlinks are resolved (realpath of the longest existing
+ * prefix); a `.` or `..` component is refused outright.
+ */
+#ifndef MMC_KVCM_STORAGE_ROOT_H
+#define MMC_KVCM_STORAGE_ROOT_H
+
+#include <stddef.h>
+
+struct kvcm;
+
+/* KC_OK when path lies under an allowed root, else KC_INVALID_ARGUMENT with a message naming the key. */
+int storage_root_check(const struct kvcm *k, const char *path, char *msg, size_t msglen);
+
+#endif

@@ -1,0 +1,373 @@
+/*
+ * The HTTP ports' security (docs/operations.md, "Security"): loopback by default, a public bind refused without
+ * credentials, HTTP Basic authentication of every route against persisted accounts, and addStorage roots confined
+ * to kvcm.storage.allowed_roots.
+ */
+#include "kvcm_test.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+TestSuite(security, .timeout = 60);
+
+static const char *const meta_apis[] = {"registerInstance",
+                                        "getInstanceInfo",
+                                        "getCacheLocation",
+                                        "getCacheLocationLen",
+                                        "startWriteCache",
+                                        "finishWriteCache",
+                                        "removeCache",
+                                        "trimCache",
+                                        "getCacheMeta",
+                                        "getCacheMetaDetail",
+                                        "getClusterInfo",
+                                        "reportEvent",
+                                        "getHostCacheState",
+                                        "getCacheLocationsByBackend",
+                                        NULL};
+static const char *const admin_apis[] = {"addStorage",          "listStorage",         "enableStorage",
+                                         "disableStorage",      "removeStorage",       "createInstanceGroup",
+                                         "getInstanceGroup",    "updateInstanceGroup", "listInstanceGroup",
+                                         "removeInstanceGroup", "registerInstance",    "getInstanceInfo",
+                                         "listInstanceInfo",    "removeInstance",      "getCacheMeta",
+                                         "removeCache",         "checkHealth",         "addAccount",
+                                         "deleteAccount",       "listAccount",         NULL};
+
+static char secret_dir[64];
+static char pwfile_kv[200];
+
+/* A password file holding pw; returns the --env entry naming it. */
+static const char *password_file(const char *pw)
+{
+	char path[128];
+	FILE *f;
+
+	snprintf(secret_dir, sizeof(secret_dir), "/tmp/mmc-kvcm-secret-XXXXXX");
+	cr_assert(mkdtemp(secret_dir));
+	snprintf(path, sizeof(path), "%s/admin.pw", secret_dir);
+	f = fopen(path, "w");
+	cr_assert(f);
+	fprintf(f, "%s\n", pw);
+	fclose(f);
+	snprintf(pwfile_kv, sizeof(pwfile_kv), "kvcm.service.admin_password_file=%s", path);
+	return pwfile_kv;
+}
+
+static void rm_secret(void)
+{
+	char cmd[128];
+
+	if (secret_dir[0]) {
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", secret_dir);
+		cr_expect_eq(system(cmd), 0);
+	}
+	secret_dir[0] = '\0';
+}
+
+/* Runs after a test, failed or not. */
+static void down(void)
+{
+	srv_down();
+	rm_secret();
+}
+
+/* HTTP status of POST /api/api on c with body "{}" under the current credentials. */
+static int post_status(struct hc *c, const char *api)
+{
+	char path[128], *out = NULL;
+	int status;
+
+	snprintf(path, sizeof(path), "/api/%s", api);
+	status = hc_request(c, "POST", path, "{}", 2, &out);
+	free(out);
+	return status;
+}
+
+static void expect_all(struct hc *c, const char *const *apis, int want, const char *who)
+{
+	for (int i = 0; apis[i]; i++) {
+		int got = post_status(c, apis[i]);
+
+		cr_expect_eq(got, want, "%s on port %u: %s answered HTTP %d, expected %d", who, c->port, apis[i], got,
+		             want);
+		if (want == 401)
+			cr_expect(strstr(hc_last_head(), "WWW-Authenticate: Basic realm=\"mmc\""),
+			          "401 without WWW-Authenticate: %s", hc_last_head());
+	}
+}
+
+/* The local address of the TCP socket listening on port, from /proc/net/tcp (hex, as the kernel prints it). */
+static bool listen_addr(uint16_t port, char out[16])
+{
+	FILE *f = fopen("/proc/net/tcp", "r");
+	char line[512], local[16], state[8];
+	unsigned p;
+	bool found = false;
+
+	cr_assert(f);
+	while (!found && fgets(line, sizeof(line), f))
+		if (sscanf(line, "%*d: %15[0-9A-F]:%x %*s %7s", local, &p, state) == 3 && p == port &&
+		    strcmp(state, "0A") == 0) {
+			snprintf(out, 16, "%s", local);
+			found = true;
+		}
+	fclose(f);
+	return found;
+}
+
+/* A server with only the ports chosen: no bind given (tests/support/proc.c always gives one). */
+Test(security, default_bind_is_loopback)
+{
+	char dir[] = "/tmp/mmc-kvcm-bind-XXXXXX", dd[64], ready[256], addr[16], help[2048];
+	const char *exe = getenv("MMC_METASERVER");
+	int to, from, status;
+	uint16_t http = 0, admin = 0;
+	FILE *f;
+	pid_t pid;
+	size_t n;
+
+	cr_assert(exe && mkdtemp(dir));
+	snprintf(dd, sizeof(dd), "%s/data", dir);
+	{
+		char *const argv[] = {(char *)exe,
+		                      "--data-dir",
+		                      dd,
+		                      "--env",
+		                      "ock.mmc.meta_service_url=tcp://127.0.0.1:0",
+		                      "--env",
+		                      "kvcm.service.http_port=0",
+		                      "--env",
+		                      "kvcm.service.admin_http_port=0",
+		                      NULL};
+		extern char **environ;
+
+		pid = proc_spawn_piped(exe, argv, environ, &to, &from);
+	}
+	cr_assert(pid > 0);
+	f = fdopen(from, "r");
+	cr_assert(f && fgets(ready, sizeof(ready), f), "no ready line");
+	cr_assert(sscanf(strstr(ready, "http="), "http=%hu admin=%hu", &http, &admin) == 2, "%s", ready);
+	cr_expect(listen_addr(http, addr) && strcmp(addr, "0100007F") == 0, "KVCM port bound to %s, not 127.0.0.1",
+	          addr);
+	cr_expect(listen_addr(admin, addr) && strcmp(addr, "0100007F") == 0, "admin port bound to %s, not 127.0.0.1",
+	          addr);
+	kill(pid, SIGTERM);
+	waitpid(pid, &status, 0);
+	fclose(f);
+	close(to);
+	snprintf(help, sizeof(help), "rm -rf '%s'", dir);
+	cr_expect_eq(system(help), 0);
+	/* --help says so */
+	snprintf(help, sizeof(help), "'%s' --help", exe);
+	f = popen(help, "r");
+	n = fread(help, 1, sizeof(help) - 1, f);
+	help[n] = '\0';
+	pclose(f);
+	cr_expect(strstr(help, "127.0.0.1:6382") && strstr(help, "127.0.0.1:6492"), "--help: %s", help);
+}
+
+static bool log_has(const struct metaserver *m, const char *what)
+{
+	char cmd[400];
+
+	snprintf(cmd, sizeof(cmd), "grep -q -- '%s' '%s'", what, m->log);
+	return system(cmd) == 0;
+}
+
+Test(security, public_bind_needs_credentials, .fini = rm_secret)
+{
+	struct metaserver m;
+	static const char *const open_bind[] = {"kvcm.service.bind=0.0.0.0", NULL};
+	static const char *const insecure[] = {"kvcm.service.bind=0.0.0.0", "kvcm.service.allow_insecure_bind=true",
+	                                       NULL};
+	const char *with_admin[] = {"kvcm.service.bind=0.0.0.0", "kvcm.service.admin_user=root", NULL, NULL};
+
+	cr_expect_neq(metaserver_start(&m, open_bind), 0, "0.0.0.0 without credentials must not start");
+	cr_expect(log_has(&m, "kvcm.service.allow_insecure_bind=true"), "the refusal names the key to set");
+	cr_expect(log_has(&m, "kvcm.service.admin_user"), "the refusal names the credential keys");
+	metaserver_cleanup(&m);
+
+	cr_expect_eq(metaserver_start(&m, insecure), 0, "allow_insecure_bind starts it");
+	cr_expect(log_has(&m, "serves without authentication"), "and warns");
+	metaserver_cleanup(&m);
+
+	with_admin[2] = password_file("bootstrap-pw");
+	cr_expect_eq(metaserver_start(&m, with_admin), 0, "a bootstrap admin starts it");
+	metaserver_cleanup(&m);
+	rm_secret();
+}
+
+Test(security, every_route_needs_credentials, .fini = down)
+{
+	const char *env[] = {"kvcm.service.admin_user=root", NULL, NULL};
+	char *out = NULL;
+	json_t *r;
+
+	env[1] = password_file("root-pw");
+	srv_up(env);
+	expect_all(&srv.meta, meta_apis, 401, "no credentials");
+	expect_all(&srv.admin, admin_apis, 401, "no credentials");
+	hc_set_auth("root:wrong");
+	expect_all(&srv.meta, meta_apis, 401, "a wrong password");
+	hc_set_auth("nobody:root-pw");
+	expect_all(&srv.admin, admin_apis, 401, "an unknown user");
+	hc_set_auth("root");
+	expect_all(&srv.admin, admin_apis, 401, "no colon");
+
+	sleep(1); /* past the second whose PBKDF2 budget the wrong password spent */
+	hc_set_auth("root:root-pw");
+	expect_all(&srv.meta, meta_apis, 200, "ROLE_ADMIN");
+	expect_all(&srv.admin, admin_apis, 200, "ROLE_ADMIN");
+	EXPECT_CODE(ADMIN("addAccount", "{\"user_name\":\"eve\",\"password\":\"eve-pw\",\"role\":\"ROLE_USER\"}"),
+	            "OK");
+
+	hc_set_auth("eve:eve-pw");
+	expect_all(&srv.meta, meta_apis, 200, "ROLE_USER");
+	expect_all(&srv.admin, admin_apis, 403, "ROLE_USER");
+	/* the reference's seed flow works with a user's credentials */
+	cr_expect(register_simple(&srv.meta, "default", "i1", 64));
+	cr_expect(write_keys(&srv.meta, "i1", "[1,2,3]"));
+
+	/* /metrics and /api/healthy stay open on loopback; other GETs do not */
+	hc_set_auth(NULL);
+	cr_expect_eq(hc_request(&srv.admin, "GET", "/metrics", NULL, 0, &out), 200);
+	free(out);
+	cr_expect_eq(hc_request(&srv.admin, "GET", "/api/healthy", NULL, 0, &out), 200);
+	free(out);
+	cr_expect_eq(hc_request(&srv.admin, "GET", "/api/listStorage", NULL, 0, &out), 401);
+	free(out);
+	/* a flood of wrong passwords is throttled, not derived one by one on the event loop */
+	for (int i = 0; i < 200; i++) {
+		char guess[64];
+
+		snprintf(guess, sizeof(guess), "root:guess-%d", i);
+		hc_set_auth(guess);
+		cr_expect_eq(post_status(&srv.meta, "getClusterInfo"), 401);
+	}
+	cr_expect(log_has(&srv.m, "result=throttled"), "200 wrong passwords were all derived");
+	hc_set_auth("root:root-pw");
+	cr_expect_eq(post_status(&srv.meta, "getClusterInfo"), 200, "a verified password is not throttled");
+	r = ADMIN("deleteAccount", "{\"user_name\":\"root\"}");
+	cr_expect_str_eq(code_of(r), "INVALID_ARGUMENT", "the bootstrap admin cannot be deleted: %s", message_of(r));
+	json_decref(r);
+	hc_set_auth(NULL);
+}
+
+/* The account list as "name:ROLE,..." */
+static void account_list(char *out, size_t len, char **raw)
+{
+	json_t *r = ADMIN("listAccount", "{}"), *a;
+	size_t i, o = 0;
+
+	cr_assert(r, "listAccount: no reply");
+	cr_assert_str_eq(code_of(r), "OK");
+	out[0] = '\0';
+	json_array_foreach(json_object_get(r, "accounts"), i, a)
+	{
+		o += (size_t)snprintf(out + o, len - o, "%s%s:%s", i ? "," : "",
+		                      json_string_value(json_object_get(a, "user_name")),
+		                      json_string_value(json_object_get(a, "role")));
+		cr_expect_eq(json_object_size(a), 2, "an account lists its name and role only");
+	}
+	*raw = json_dumps(r, 0);
+	json_decref(r);
+}
+
+static bool file_contains(const char *path, const char *what)
+{
+	char cmd[600];
+
+	snprintf(cmd, sizeof(cmd), "grep -rqa -- '%s' '%s'", what, path);
+	return system(cmd) == 0;
+}
+
+Test(security, accounts_persist_and_passwords_never_show, .init = NULL, .fini = srv_down)
+{
+	char list[256], *raw, data[300];
+	json_t *r;
+
+	srv_up(NULL);
+	/* no account: open, and the first account must be an admin */
+	r = ADMIN("addAccount", "{\"user_name\":\"bob\",\"password\":\"bob-secret-1\",\"role\":\"ROLE_USER\"}");
+	cr_expect_str_eq(code_of(r), "INVALID_ARGUMENT", "%s", message_of(r));
+	json_decref(r);
+	EXPECT_CODE(ADMIN("addAccount", "{\"user_name\":\"alice\",\"password\":\"alice-secret-1\",\"role\":1}"), "OK");
+	cr_expect_eq(post_status(&srv.admin, "listAccount"), 401, "the first account turns authentication on");
+	hc_set_auth("alice:alice-secret-1");
+	EXPECT_CODE(ADMIN("addAccount", "{\"user_name\":\"bob\",\"password\":\"bob-secret-1\",\"role\":\"ROLE_USER\"}"),
+	            "OK");
+	EXPECT_CODE(ADMIN("addAccount", "{\"user_name\":\"bob\",\"password\":\"other\",\"role\":\"ROLE_USER\"}"),
+	            "DUPLICATE_ENTITY");
+	EXPECT_CODE(ADMIN("addAccount", "{\"user_name\":\"a:b\",\"password\":\"x\",\"role\":\"ROLE_USER\"}"),
+	            "INVALID_ARGUMENT");
+	EXPECT_CODE(ADMIN("addAccount", "{\"user_name\":\"carl\",\"password\":\"\",\"role\":\"ROLE_USER\"}"),
+	            "INVALID_ARGUMENT");
+	account_list(list, sizeof(list), &raw);
+	cr_expect_str_eq(list, "alice:ROLE_ADMIN,bob:ROLE_USER");
+	cr_expect(!strstr(raw, "secret") && !strstr(raw, "pbkdf2"), "listAccount shows no password or hash: %s", raw);
+	free(raw);
+	r = ADMIN("deleteAccount", "{\"user_name\":\"alice\"}");
+	cr_expect_str_eq(code_of(r), "INVALID_ARGUMENT", "the last admin stays while others exist: %s", message_of(r));
+	json_decref(r);
+
+	/* a restart keeps them, hashed */
+	cr_assert_eq(metaserver_stop(&srv.m), 0);
+	cr_assert_eq(kvcm_srv_restart(&srv, NULL), 0);
+	hc_set_auth(NULL);
+	cr_expect_eq(post_status(&srv.meta, "getClusterInfo"), 401, "still enforced after a restart");
+	hc_set_auth("bob:bob-secret-1");
+	cr_expect_eq(post_status(&srv.meta, "getClusterInfo"), 200);
+	cr_expect_eq(post_status(&srv.admin, "listAccount"), 403);
+	hc_set_auth("alice:alice-secret-1");
+	account_list(list, sizeof(list), &raw);
+	free(raw);
+	cr_expect_str_eq(list, "alice:ROLE_ADMIN,bob:ROLE_USER");
+	EXPECT_CODE(ADMIN("deleteAccount", "{\"user_name\":\"bob\"}"), "OK");
+	EXPECT_CODE(ADMIN("deleteAccount", "{\"user_name\":\"bob\"}"), "INVALID_ARGUMENT");
+	hc_set_auth("bob:bob-secret-1");
+	cr_expect_eq(post_status(&srv.meta, "getClusterInfo"), 401, "a deleted account is refused");
+	hc_set_auth(NULL);
+	snprintf(data, sizeof(data), "%s", srv.m.dir);
+	cr_expect(!file_contains(data, "alice-secret-1") && !file_contains(data, "bob-secret-1"),
+	          "a password is in the data directory or the log (%s)", data);
+}
+
+/* addStorage of an nfs storage named name at srv.root + under (or at root when under is NULL); its code. */
+static void expect_add(const char *name, const char *root, const char *under, const char *want)
+{
+	char body[1024];
+
+	if (under)
+		snprintf(body, sizeof(body),
+		         "{\"storage\":{\"global_unique_name\":\"%s\",\"nfs\":{\"root_path\":\"%s%s\"}}}", name,
+		         srv.root, under);
+	else
+		snprintf(body, sizeof(body),
+		         "{\"storage\":{\"global_unique_name\":\"%s\",\"nfs\":{\"root_path\":\"%s\"}}}", name, root);
+	EXPECT_CODE(ADMIN("addStorage", "%s", body), want);
+}
+
+Test(security, add_storage_roots_are_confined, .fini = srv_down)
+{
+	static const char *const env[] = {"kvcm.storage.allowed_roots=/var/empty/a, /var/empty/b", NULL};
+	char link[300];
+
+	srv_up(NULL);
+	snprintf(link, sizeof(link), "%s/to-etc", srv.root);
+	cr_assert_eq(symlink("/etc", link), 0);
+	expect_add("etc", "/etc/mmc/", NULL, "INVALID_ARGUMENT");
+	expect_add("dotdot", NULL, "/../../etc/", "INVALID_ARGUMENT");
+	expect_add("symlink", NULL, "/to-etc/x/", "INVALID_ARGUMENT");
+	expect_add("ok", NULL, "/ok/", "OK");
+	srv_down();
+
+	/* kvcm.storage.allowed_roots replaces the default (the directory of the default storage's root) */
+	srv_up(env);
+	expect_add("ok", NULL, "/ok/", "INVALID_ARGUMENT");
+	expect_add("b", "/var/empty/b/kv/", NULL, "OK");
+}
