@@ -97,7 +97,8 @@ static int start_parts(struct kvcm *k, char *err, size_t errlen)
 	snprintf(err, errlen, "cannot open the KVCM databases");
 	if (store_open(&k->store, k->persist) || state_load(k))
 		return -1;
-	if (startup_config_apply(k, err, errlen) || accounts_bootstrap(k, err, errlen) ||
+	/* a standby (k->ha) took the configured admin before it listened: its stored accounts load only now */
+	if (startup_config_apply(k, err, errlen) || (!k->ha && accounts_bootstrap(k, err, errlen)) ||
 	    check_exposure(k, err, errlen))
 		return -1;
 	return persist_flush(k->persist) ? -1 : 0;
@@ -132,7 +133,10 @@ int kvcm_listen(struct kvcm **out, struct event_base *base, struct meta *meta, s
 	list_init(&k->groups);
 	list_init(&k->zombie_instances);
 	kvcm_seed_random(k);
-	if (start_http(k, err, errlen)) {
+	/* a standby listens before it can load stored accounts: only the configured admin (kvcm.service.admin_user)
+	 * guards it, and a bind other hosts reach needs one, as a leader's does */
+	if ((ha && (accounts_bootstrap(k, err, errlen) || check_exposure(k, err, errlen))) ||
+	    start_http(k, err, errlen)) {
 		kvcm_stop(k);
 		return MMC_ERROR;
 	}

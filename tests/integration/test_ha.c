@@ -651,3 +651,21 @@ Test(ha, demotion_without_delay_hands_over_back_and_forth)
 		leader = 1 - leader;
 	}
 }
+
+/* A standby listens before it can load the stored accounts: on a bind other hosts reach it needs the configured
+ * admin like a leader does, and it refuses to start without one. */
+Test(ha, a_standby_on_a_public_bind_needs_credentials)
+{
+	char data[300], lock[400];
+	const char *open_bind[] = {data, lock, "kvcm.service.bind=0.0.0.0", NULL};
+	const char *insecure[] = {data, lock, "kvcm.service.bind=0.0.0.0", "kvcm.service.allow_insecure_bind=true",
+	                          NULL};
+
+	snprintf(data, sizeof(data), "ock.mmc.meta.data_dir=%s/data", cl.dir);
+	snprintf(lock, sizeof(lock), "kvcm.distributed_lock.uri=%s", cl.lock_uri);
+	cl.n = 1;
+	cr_expect_neq(metaserver_start(&cl.s[0], open_bind), 0, "a public standby without credentials started");
+	cr_expect(log_has(cl.s[0].log, "no credentials are configured"));
+	metaserver_cleanup(&cl.s[0]);
+	cr_expect_eq(metaserver_start(&cl.s[0], insecure), 0, "allow_insecure_bind is the operator's choice");
+}

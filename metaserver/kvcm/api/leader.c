@@ -116,6 +116,10 @@ void admin_leader_demote(struct call *c)
 		call_fail(c, KC_SERVICE_NOT_READY, "no leader election configured (kvcm.distributed_lock.uri)");
 		return;
 	}
+	if (!ha_serving(c->k->ha)) { /* nothing to give up: a standby stays a candidate */
+		call_fail(c, KC_SERVER_NOT_LEADER, "Server is not leader");
+		return;
+	}
 	ha_demote(c->k->ha);
 	ha_set_serving(c->k->ha, false);
 	call_ok(c, "");
