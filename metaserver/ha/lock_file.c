@@ -1,9 +1,9 @@
 /*
  * file://DIR: the lock for servers on one host (and for tests). DIR/leader holds the holder's record (ha_holder
  * text, with the wall-clock end of its lease); every read-modify-write of it happens under flock(DIR/leader.lock),
- * taken without blocking: a process stopped inside the few microseconds it holds it delays the election by one
- * loop, never forever for the others' threads. The record is replaced by rename, so a reader never sees half of
- * one. A holder that dies leaves its record behind; it counts until its expiry, so a standby takes over within one
+ * taken without blocking, so that no elector thread ever waits on it: a process stopped inside the few
+ * microseconds it holds it keeps the others from the record until it resumes or dies (as, with LMDB, it keeps them
+ * from the data dir). The record is replaced by rename, so a reader never sees half of one. A holder that dies leaves its record behind; it counts until its expiry, so a standby takes over within one
  * lease.
  */
 #include <errno.h>
