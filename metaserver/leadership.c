@@ -66,25 +66,29 @@ static void promote(struct meta *m)
 	char err[512], value[1024];
 	const char *key;
 
-	if (!data_dir_free(m->conf.data_dir) || L.load(m)) {
-		if (!m->persist && !L.waiting_logged)
+	if (!data_dir_free(m->conf.data_dir)) {
+		if (!L.waiting_logged)
 			log_warn("op=ha_promote state=waiting reason=data_dir_busy dir=\"%s\" (the previous leader's "
 			         "process still holds it)",
 			         m->conf.data_dir);
-		L.waiting_logged = !m->persist;
-		if (m->persist)
-			log_error("op=ha_promote err=load_failed");
-		if (m->persist) /* loaded halfway: only a fresh process can try again cleanly */
-			exit(1);
+		L.waiting_logged = true;
 		arm(L.retry_ev, ha_loop_interval_ms(m->ha));
+		return;
+	}
+	if (L.load(m)) { /* loaded halfway, or not at all: only a fresh process tries again cleanly */
+		log_error("op=ha_promote err=load_failed (restarting as a standby)");
+		ha_demote(m->ha);
+		L.restarting = true;
+		arm(L.restart_ev, RESTART_GRACE_MS);
 		return;
 	}
 	persist_set_fence(m->persist, ha_fence, m->ha);
 	/* a Redis store in the lock's own Redis and db also refuses commits once another node holds the lock; only
 	 * then: the key is looked up in the store's Redis (LMDB: no-op) */
-	if (strcmp(kvcm_conf()->lock_uri, kvcm_conf()->compat_str) == 0 &&
-	    ha_lock_redis_key(m->ha, &key, value, sizeof(value)))
-		persist_set_redis_fence_key(m->persist, key, value);
+	if (strcmp(kvcm_conf()->lock_uri, m->conf.store_uri) == 0 &&
+	    ha_lock_redis_key(m->ha, &key, value, sizeof(value)) &&
+	    persist_set_redis_fence_key(m->persist, key, value) == 0)
+		log_info("op=ha_promote fence_key=%s (every commit checks the lock at Redis)", key);
 	if (kvcm_promote(m->kvcm, m->persist, err, sizeof(err))) {
 		log_error("op=ha_promote component=kvcm err=\"%s\"", err);
 		exit(1);

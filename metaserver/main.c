@@ -25,6 +25,7 @@
 #include "rpc.h"
 #include "sd_notify.h"
 #include "services.h"
+#include "store_uri.h"
 #include "tier.h"
 
 #define SWEEP_MS 50
@@ -132,7 +133,7 @@ static void meta_sweep(struct meta *m)
 {
 	uint64_t now = clock_ms();
 
-	if (!m->buckets) { /* a standby: no state loaded yet, only its connections to time out */
+	if (!m->persist) { /* a standby: no state loaded yet, only its connections to time out */
 		conns_sweep(m, now);
 		return;
 	}
@@ -150,7 +151,7 @@ static void sweep_cb(evutil_socket_t fd, short what, void *arg)
 
 static void kick_cb(evutil_socket_t fd, short what, void *arg)
 {
-	if (!((struct meta *)arg)->buckets)
+	if (!((struct meta *)arg)->persist)
 		return;
 	alloc_queue_kick(arg);
 	tier_kick(arg);
@@ -212,17 +213,41 @@ static unsigned test_commit_delay_ms(void)
 
 static int open_store(struct meta *m)
 {
-	struct persist_opts po = {m->conf.data_dir, m->conf.lmdb_map_size, m->conf.lmdb_sync, test_commit_delay_ms()};
-	char err[512];
+	struct persist_opts po = {
+	    .dir = m->conf.data_dir,
+	    .map_size = m->conf.lmdb_map_size,
+	    .sync = m->conf.lmdb_sync,
+	    .test_commit_delay_ms = test_commit_delay_ms(),
+	    .uri = m->conf.store_uri,
+	    .key_prefix = m->conf.store_key_prefix,
+	    .timeout_ms = m->conf.redis_timeout_ms,
+	    .wait_replicas = m->conf.redis_wait_replicas,
+	    .wait_timeout_ms = m->conf.redis_wait_timeout_ms,
+	};
+	char err[512], password[256] = "", shown[1024];
+	int rc;
 
-	if (persist_open(&m->persist, m->base, &po, err, sizeof(err))) {
+	/* first: the teardown of a server that could not open its store walks the lists it sets up */
+	if (objects_init(m))
+		return -1;
+	if (m->conf.store_password_file[0] &&
+	    store_password_read(m->conf.store_password_file, password, sizeof(password), err, sizeof(err))) {
 		log_error("op=start err=\"%s\"", err);
 		return -1;
 	}
-	if (persist_dbi(m->persist, "objects", &m->db_objects) ||
-	    persist_dbi(m->persist, "services", &m->db_services) || persist_dbi(m->persist, "info", &m->db_info))
+	po.password = password[0] ? password : NULL;
+	rc = persist_open(&m->persist, m->base, &po, err, sizeof(err));
+	explicit_bzero(password, sizeof(password));
+	if (rc) {
+		log_error("op=start err=\"%s\"", err);
 		return -1;
-	if (objects_init(m) || services_load(m) || objects_load(m))
+	}
+	store_uri_redact(m->conf.store_uri, shown, sizeof(shown));
+	log_info("op=start store=%s uri=\"%s\"", persist_backend_name(m->persist), shown);
+	if (persist_table(m->persist, "objects", &m->db_objects) ||
+	    persist_table(m->persist, "services", &m->db_services) || persist_table(m->persist, "info", &m->db_info))
+		return -1;
+	if (services_load(m) || objects_load(m))
 		return -1;
 	return persist_flush(m->persist);
 }

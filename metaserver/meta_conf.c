@@ -8,6 +8,7 @@
 #include "kvcm/kvcm.h"
 #include "log_level.h"
 #include "mmc/mmc.h"
+#include "store_uri.h"
 
 #define F(field) offsetof(struct meta_conf, field), sizeof(((struct meta_conf *)0)->field)
 
@@ -27,6 +28,12 @@ static const struct conf_key keys[] = {
     {"ock.mmc.meta.lmdb.map_size", CONF_SIZE, F(lmdb_map_size), 1u << 20, UINT64_C(1) << 44, NULL},
     {"ock.mmc.meta.lmdb.sync", CONF_BOOL, F(lmdb_sync), 0, 0, NULL},
     {"ock.mmc.rewarm.dram_watermark", CONF_U32, F(rewarm_watermark), 0, 100, NULL},
+    {"ock.mmc.meta.store_uri", CONF_STR, F(store_uri), 0, 0, NULL},
+    {"ock.mmc.meta.store_password_file", CONF_STR, F(store_password_file), 0, 0, NULL},
+    {"ock.mmc.meta.store_key_prefix", CONF_STR, F(store_key_prefix), 0, 0, NULL},
+    {"ock.mmc.meta.redis.timeout_ms", CONF_U32, F(redis_timeout_ms), 10, 600000, NULL},
+    {"ock.mmc.meta.redis.wait_replicas", CONF_U32, F(redis_wait_replicas), 0, 64, NULL},
+    {"ock.mmc.meta.redis.wait_timeout_ms", CONF_U32, F(redis_wait_timeout_ms), 1, 600000, NULL},
     {NULL, 0, 0, 0, 0, 0, NULL},
 };
 
@@ -53,12 +60,19 @@ void meta_conf_defaults(struct meta_conf *c)
 	c->lmdb_map_size = UINT64_C(64) << 30;
 	c->lmdb_sync = true;
 	c->rewarm_watermark = 95;
+	strcpy(c->store_uri, "lmdb");
+	strcpy(c->store_key_prefix, "mmc:");
+	c->redis_timeout_ms = 2000;
+	c->redis_wait_timeout_ms = 1000;
 }
 
 int meta_conf_set(struct meta_conf *c, const char *key, const char *value, char *err, size_t errlen)
 {
 	int rc;
 
+	/* the reference's key for where the registry lives: here the one store of both halves of the server */
+	if (strcmp(key, "kvcm.registry_storage.uri") == 0)
+		key = "ock.mmc.meta.store_uri";
 	if (strncmp(key, "kvcm.", 5) == 0)
 		return kvcm_conf_set(key, value, err, errlen);
 	if (conf_find(keys, key))
@@ -85,6 +99,19 @@ int meta_conf_load(struct meta_conf *c, const char *path, char *err, size_t errl
 	return conf_file_read(path, load_line, arg, err, errlen);
 }
 
+/* "lmdb" (or empty, the reference's local default) or a redis:// URI that parses. */
+static int check_store_uri(const char *uri, char *err, size_t errlen)
+{
+	struct redis_uri u;
+
+	if (!uri[0] || strcmp(uri, "lmdb") == 0)
+		return 0;
+	if (strncmp(uri, "redis://", 8) == 0)
+		return redis_uri_parse(uri, &u, err, errlen);
+	snprintf(err, errlen, "bad value for \"ock.mmc.meta.store_uri\" (expected lmdb or redis://host:port[/db])");
+	return MMC_INVALID_PARAM;
+}
+
 int meta_conf_check(const struct meta_conf *c, char *err, size_t errlen)
 {
 	char host[256];
@@ -105,7 +132,7 @@ int meta_conf_check(const struct meta_conf *c, char *err, size_t errlen)
 		snprintf(err, errlen, "ock.mmc.meta.data_dir must not be empty");
 		return MMC_INVALID_PARAM;
 	}
-	return 0;
+	return check_store_uri(c->store_uri, err, errlen);
 }
 
 int meta_conf_parse_url(const char *url, char *host, size_t hostlen, uint16_t *port)

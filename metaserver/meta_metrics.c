@@ -16,7 +16,6 @@ static void metric(struct evbuffer *b, const char *name, const char *type, const
 void meta_metrics_write(struct meta *m, struct evbuffer *b)
 {
 	static const char *const media[MEDIA_COUNT] = {"hbm", "dram", "ssd"};
-	uint64_t sum_ns, last_ns;
 
 	metric(b, "mmc_objects", "gauge", "Keys in the object index (readable or being written).", m->nobjects);
 	metric(b, "mmc_local_services", "gauge", "Local services known (attached or waiting to rejoin).", m->nservices);
@@ -29,13 +28,11 @@ void meta_metrics_write(struct meta *m, struct evbuffer *b)
 	metric(b, "mmc_lmdb_commit_failures_total", "counter",
 	       "LMDB commits that failed (map full, I/O error): their changes are in memory only.",
 	       persist_failures(m->persist));
-	persist_commit_time(m->persist, &sum_ns, &last_ns);
-	evbuffer_add_printf(b,
-	                    "# HELP mmc_store_commit_seconds_total Time spent committing metadata batches.\n"
-	                    "# TYPE mmc_store_commit_seconds_total counter\nmmc_store_commit_seconds_total %.9f\n"
-	                    "# HELP mmc_store_last_commit_seconds Duration of the latest metadata commit.\n"
-	                    "# TYPE mmc_store_last_commit_seconds gauge\nmmc_store_last_commit_seconds %.9f\n",
-	                    (double)sum_ns / 1e9, (double)last_ns / 1e9);
+	evbuffer_add_printf(
+	    b,
+	    "# HELP mmc_store_last_commit_seconds Duration of the latest metadata commit (LMDB or Redis).\n"
+	    "# TYPE mmc_store_last_commit_seconds gauge\nmmc_store_last_commit_seconds %.9f\n",
+	    (double)persist_last_commit_ns(m->persist) / 1e9);
 	evbuffer_add_printf(b,
 	                    "# HELP mmc_pool_bytes Pool capacity by media, attached services.\n"
 	                    "# TYPE mmc_pool_bytes gauge\n"

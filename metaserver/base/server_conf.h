@@ -24,6 +24,12 @@ struct meta_conf {
 	uint64_t lmdb_map_size;         /* ock.mmc.meta.lmdb.map_size */
 	bool lmdb_sync;                 /* ock.mmc.meta.lmdb.sync */
 	uint32_t rewarm_watermark;      /* ock.mmc.rewarm.dram_watermark, % */
+	char store_uri[1024];           /* ock.mmc.meta.store_uri (alias kvcm.registry_storage.uri): lmdb, redis:// */
+	char store_password_file[1024]; /* ock.mmc.meta.store_password_file */
+	char store_key_prefix[128];     /* ock.mmc.meta.store_key_prefix */
+	uint32_t redis_timeout_ms;      /* ock.mmc.meta.redis.timeout_ms */
+	uint32_t redis_wait_replicas;   /* ock.mmc.meta.redis.wait_replicas */
+	uint32_t redis_wait_timeout_ms; /* ock.mmc.meta.redis.wait_timeout_ms */
 };
 
 #endif

@@ -5,7 +5,6 @@
 #ifndef MMC_META_H
 #define MMC_META_H
 
-#include <lmdb.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -20,6 +19,7 @@ struct event;
 struct event_base;
 struct evconnlistener;
 struct persist;
+struct persist_table;
 struct kvcm;
 struct ha;
 struct policy_ops;
@@ -91,7 +91,7 @@ struct object {
 	uint8_t nblobs;
 	uint8_t state; /* enum mmc_blob_state, the same for all blobs */
 	bool in_index;
-	bool persisted;   /* has a record in LMDB */
+	bool persisted;   /* has a record in the metadata store */
 	bool gva;         /* allocated by batch_malloc (write finished explicitly) */
 	bool promoting;   /* an SSD -> DRAM rewarm is in flight */
 	struct list link; /* READABLE: LRU of its media; ALLOCATED: pending; REMOVING: zombies */
@@ -99,7 +99,7 @@ struct object {
 	uint64_t size;
 	uint64_t write_session;   /* ALLOCATED: the writer */
 	uint64_t write_expiry_ms; /* ALLOCATED: reclaimed after this */
-	uint64_t rec_seq;         /* the persist batch of its latest record; 0: loaded from LMDB (durable) */
+	uint64_t rec_seq;         /* the persist batch of its latest record; 0: loaded from the store (durable) */
 	uint64_t unlink_seq;      /* the batch that stops any record pointing at its space (0: none ever did) */
 	struct lease *leases;
 	uint8_t busy;          /* tier tasks in flight that read or write its bytes */
@@ -130,7 +130,7 @@ struct meta {
 	struct persist *persist;
 	struct kvcm *kvcm;
 	struct ha *ha; /* leader election (metaserver/ha); NULL: none, this server always leads */
-	MDB_dbi db_objects, db_services, db_info;
+	struct persist_table *db_objects, *db_services, *db_info;
 
 	/* services */
 	struct service *ranks[MMC_RANKS_MAX];

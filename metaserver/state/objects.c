@@ -674,20 +674,20 @@ void objects_session_closed(struct meta *m, uint64_t session)
 	}
 }
 
-/* Copies a record out of LMDB, whose values carry no alignment guarantee. Returns 0 or -1 (malformed). */
-static int rec_parse(const MDB_val *v, struct rec *r)
+/* Copies a stored record, whose bytes carry no alignment guarantee. Returns 0 or -1 (malformed). */
+static int rec_parse(const void *val, size_t vlen, struct rec *r)
 {
-	const unsigned char *p = v->mv_data;
+	const unsigned char *p = val;
 	size_t head;
 
 	memset(r, 0, sizeof(*r));
-	if (v->mv_size < sizeof(r->h))
+	if (vlen < sizeof(r->h))
 		return -1;
 	memcpy(&r->h, p, sizeof(r->h));
 	if (r->h.version != REC_VERSION_PLAIN && r->h.version != REC_VERSION)
 		return -1;
 	head = sizeof(r->h) + (r->h.version == REC_VERSION ? sizeof(r->ck) : 0);
-	if (r->h.nblobs > 2 * MMC_WIRE_REPLICAS || v->mv_size != head + r->h.nblobs * sizeof(r->b[0]))
+	if (r->h.nblobs > 2 * MMC_WIRE_REPLICAS || vlen != head + r->h.nblobs * sizeof(r->b[0]))
 		return -1;
 	if (r->h.version == REC_VERSION)
 		memcpy(&r->ck, p + sizeof(r->h), sizeof(r->ck));
@@ -695,7 +695,7 @@ static int rec_parse(const MDB_val *v, struct rec *r)
 	return r->ck.type > MMC_WIRE_CHECKSUM_CRC32C ? -1 : 0;
 }
 
-static int load_record(struct meta *m, MDB_val *k, MDB_val *v)
+static int load_record(struct meta *m, const void *key, size_t klen, const void *val, size_t vlen)
 {
 	struct rec rec;
 	const struct rec_object *h = &rec.h;
@@ -703,9 +703,9 @@ static int load_record(struct meta *m, MDB_val *k, MDB_val *v)
 	struct object *o;
 	uint8_t live = 0;
 
-	if (k->mv_size == 0 || k->mv_size > MMC_WIRE_KEY_MAX || rec_parse(v, &rec))
+	if (klen == 0 || klen > MMC_WIRE_KEY_MAX || rec_parse(val, vlen, &rec))
 		return -1;
-	o = object_new(k->mv_data, k->mv_size, (uint8_t)h->nblobs);
+	o = object_new(key, klen, (uint8_t)h->nblobs);
 	if (!o)
 		return -1;
 	o->size = h->size;
@@ -739,49 +739,54 @@ static int load_record(struct meta *m, MDB_val *k, MDB_val *v)
 	return 0;
 }
 
+/* What a load has seen, and the keys of records it dropped (deleted once the scan is over). */
+struct load {
+	struct meta *m;
+	uint64_t loaded, dropped;
+	char (*gone)[MMC_WIRE_KEY_MAX + 1];
+	size_t ngone, capgone;
+};
+
+static int load_one(void *arg, const void *key, size_t klen, const void *val, size_t vlen)
+{
+	struct load *l = arg;
+	void *g;
+
+	if (load_record(l->m, key, klen, val, vlen) == 0) {
+		l->loaded++;
+		return 0;
+	}
+	l->dropped++;
+	if (!(g = array_grow(l->gone, &l->capgone, l->ngone + 1, sizeof(*l->gone), 256)))
+		return 0;
+	l->gone = g;
+	memset(l->gone[l->ngone], 0, sizeof(l->gone[l->ngone]));
+	memcpy(l->gone[l->ngone++], key, klen > MMC_WIRE_KEY_MAX ? MMC_WIRE_KEY_MAX : klen);
+	return 0;
+}
+
 int objects_load(struct meta *m)
 {
-	MDB_txn *txn;
-	MDB_cursor *cur;
-	MDB_val k, v;
-	MDB_stat st;
-	uint64_t loaded = 0, dropped = 0;
-	char(*gone)[MMC_WIRE_KEY_MAX + 1] = NULL;
-	size_t ngone = 0, capgone = 0;
-	void *g;
+	struct load l = {.m = m};
+	uint64_t n = 0;
 	int rc;
 
-	if (persist_read_begin(m->persist, &txn))
-		return MMC_ERROR;
-	if (mdb_cursor_open(txn, m->db_objects, &cur)) {
-		mdb_txn_abort(txn);
-		return MMC_ERROR;
-	}
 	/* size the table for every record at once instead of rehashing 10 times on the way to 10^6 */
-	if (mdb_stat(txn, m->db_objects, &st) == 0 && st.ms_entries > m->nbuckets) {
-		uint64_t n = m->nbuckets;
+	if (persist_count(m->persist, m->db_objects, &n))
+		return MMC_ERROR;
+	if (n > m->nbuckets) {
+		uint64_t b = m->nbuckets;
 
-		while (n < st.ms_entries)
-			n *= 2;
-		resize_index(m, n);
+		while (b < n)
+			b *= 2;
+		resize_index(m, b);
 	}
-	for (rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); rc == 0; rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
-		if (load_record(m, &k, &v) == 0) {
-			loaded++;
-			continue;
-		}
-		dropped++;
-		if (!(g = array_grow(gone, &capgone, ngone + 1, sizeof(*gone), 256)))
-			continue;
-		gone = g;
-		memset(gone[ngone], 0, sizeof(gone[ngone]));
-		memcpy(gone[ngone++], k.mv_data, k.mv_size > MMC_WIRE_KEY_MAX ? MMC_WIRE_KEY_MAX : k.mv_size);
-	}
-	mdb_cursor_close(cur);
-	mdb_txn_abort(txn);
-	for (size_t i = 0; i < ngone; i++)
-		persist_del(m->persist, m->db_objects, gone[i], strlen(gone[i]));
-	free(gone);
-	log_info("op=load objects=%llu dropped=%llu", (unsigned long long)loaded, (unsigned long long)dropped);
+	rc = persist_scan(m->persist, m->db_objects, load_one, &l);
+	for (size_t i = 0; i < l.ngone; i++)
+		persist_del(m->persist, m->db_objects, l.gone[i], strlen(l.gone[i]));
+	free(l.gone);
+	if (rc)
+		return MMC_ERROR;
+	log_info("op=load objects=%llu dropped=%llu", (unsigned long long)l.loaded, (unsigned long long)l.dropped);
 	return 0;
 }

@@ -1,28 +1,28 @@
 #include "persist.h"
 
+/*
+ * The group-commit front of every store: batches, their numbers, the waiters, the writer thread. What a commit does
+ * in the store is the backend's (persist_lmdb.c, persist_redis.c).
+ */
 #include <errno.h>
 #include <event2/event.h>
-#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
-#include <sys/file.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "array.h"
 #include "clock.h"
 #include "log.h"
 #include "mmc/mmc.h"
+#include "persist_backend.h"
 
-#define MAX_DBS          32
 #define MAX_BATCH_AGE_NS 2000000u /* hand a batch over at least this often under continuous load */
 #define COMMIT_PRIORITY  2        /* lower than I/O (1): runs when the loop has nothing else ready */
 #define DEL_LEN          UINT32_MAX
-#define FENCED           (-1) /* batch_commit: the fence refused the commit (no LMDB code is -1) */
 
 struct waiter {
 	void (*fn)(void *arg);
@@ -31,7 +31,7 @@ struct waiter {
 
 /* One op in a batch's byte log: the header, the key, the value (none for a delete), padded to 8 bytes. */
 struct op {
-	uint32_t dbi, klen, vlen;
+	uint32_t table, klen, vlen;
 };
 
 /* The writes of one group commit and the callbacks that wait for it. Owned by the loop, except that the writer
@@ -46,31 +46,31 @@ struct batch {
 };
 
 struct persist {
-	MDB_env *env;
+	struct persist_backend *be;
+	struct persist_table tables[PERSIST_MAX_TABLES];
+	uint32_t ntables;
 	struct batch b[2];
 	struct batch *open;   /* the loop appends here */
 	struct batch *flying; /* with the writer thread, or NULL */
 	struct event *commit_ev, *age_ev, *done_ev;
 	int done_fd; /* eventfd: the writer thread's "flying batch is durable" */
-	int lock_fd;
 	uint64_t commits, failures;
-	size_t max_key; /* mdb_env_get_maxkeysize: a longer key is refused when queued, like an LMDB put would */
+	uint64_t last_commit_ns;        /* atomic: the writer's time in the store for the newest batch */
 	uint64_t last_seq, durable_seq; /* newest batch numbered; newest batch committed (or failed) */
 	uint64_t failed_seq;            /* newest batch whose commit failed, 0: none */
 	uint64_t lost_upto;             /* batches up to this one count as failed (a failure we could not record) */
 	uint64_t *failed;               /* every batch whose commit failed, ascending: rare, so a plain array */
 	size_t nfailed, capfailed;
-	unsigned test_delay_ms;   /* MMC_TEST_COMMIT_DELAY_MS: widens the window before a commit, for tests */
-	bool (*fence)(void *arg); /* persist_set_fence: asked by the writer right before each commit */
-	void *fence_arg;
+	unsigned test_delay_ms; /* MMC_TEST_COMMIT_DELAY_MS: widens the window before a commit, for tests */
 
 	pthread_t writer;
 	bool writer_started;
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
-	bool busy, stop;                        /* under mu: the writer holds a batch; it should exit */
-	int result;                             /* under mu: LMDB code of the last commit */
-	uint64_t commit_ns_sum, commit_ns_last; /* under mu: time the writer spent per commit (store latency) */
+	bool busy, stop;          /* under mu: the writer holds a batch; it should exit */
+	int result;               /* under mu: MMC_* code of the last commit */
+	bool (*fence)(void *arg); /* under mu: a commit it refuses fails */
+	void *fence_arg;
 };
 
 static size_t pad8(size_t n)
@@ -89,54 +89,45 @@ static void *batch_append(struct batch *b, size_t n)
 	return b->ops + b->len - n;
 }
 
-/* Applies a batch in one write transaction (writer thread, or the loop thread while the writer is idle). One
- * write LMDB refuses (a key it cannot store) is logged and skipped; a failure that breaks the transaction fails
- * the commit, which is what the caller learns. */
-static int batch_commit(const struct persist *p, const struct batch *b)
+bool persist_op_next(const struct persist_ops *ops, size_t *off, struct persist_op *op)
 {
-	MDB_env *env = p->env;
-	MDB_txn *txn;
-	int rc;
+	struct op h;
+
+	if (*off >= ops->len)
+		return false;
+	memcpy(&h, ops->buf + *off, sizeof(h));
+	op->table = h.table;
+	op->del = h.vlen == DEL_LEN;
+	op->key = ops->buf + *off + sizeof(h);
+	op->klen = h.klen;
+	op->val = op->del ? NULL : ops->buf + *off + sizeof(h) + h.klen;
+	op->vlen = op->del ? 0 : h.vlen;
+	*off += pad8(sizeof(h) + h.klen + op->vlen);
+	return true;
+}
+
+/* Applies a batch (writer thread only, so the fence runs there too). The fence is asked last, so that a
+ * leader paused between the two cannot commit on a lease it lost meanwhile. */
+static int batch_commit(struct persist *p, const struct batch *b)
+{
+	struct persist_ops ops = {b->ops, b->len, b->nops};
+	bool (*fence)(void *);
+	void *fence_arg;
 
 	if (p->test_delay_ms)
 		usleep(p->test_delay_ms * 1000u);
-	if (p->fence && !p->fence(p->fence_arg))
-		return FENCED;
-	rc = mdb_txn_begin(env, NULL, 0, &txn);
-	if (rc)
-		return rc;
-	for (size_t off = 0; off < b->len;) {
-		struct op h;
-		MDB_val k, v;
-
-		memcpy(&h, b->ops + off, sizeof(h));
-		k = (MDB_val){h.klen, b->ops + off + sizeof(h)};
-		if (h.vlen == DEL_LEN) {
-			rc = mdb_del(txn, h.dbi, &k, NULL);
-			rc = rc == MDB_NOTFOUND ? 0 : rc;
-			off += pad8(sizeof(h) + h.klen);
-		} else {
-			v = (MDB_val){h.vlen, b->ops + off + sizeof(h) + h.klen};
-			rc = mdb_put(txn, h.dbi, &k, &v, 0);
-			off += pad8(sizeof(h) + h.klen + h.vlen);
-		}
-		if (rc)
-			log_error("op=%s dbi=%u klen=%u err=\"%s\"", h.vlen == DEL_LEN ? "lmdb_del" : "lmdb_put", h.dbi,
-			          h.klen, mdb_strerror(rc));
-		if (rc && rc != MDB_BAD_VALSIZE) { /* the transaction is broken (map full, I/O): report that error */
-			mdb_txn_abort(txn);
-			return rc;
-		}
+	pthread_mutex_lock(&p->mu);
+	fence = p->fence;
+	fence_arg = p->fence_arg;
+	pthread_mutex_unlock(&p->mu);
+	if (fence && !fence(fence_arg)) {
+		log_error("op=persist_commit err=\"fenced: this server no longer leads\" writes=%zu", b->nops);
+		return MMC_META_BACKUP_ERROR;
 	}
-	/* asked again last: applying a large batch takes time, and the lease may have ended meanwhile */
-	if (p->fence && !p->fence(p->fence_arg)) {
-		mdb_txn_abort(txn);
-		return FENCED;
-	}
-	return mdb_txn_commit(txn);
+	return p->be->ops->commit(p->be, &ops);
 }
 
-/* The writer thread owns the disk: the loop never waits for an fsync unless it asks to (persist_flush). */
+/* The writer thread owns the store: the loop never waits for a commit unless it asks to (persist_flush). */
 static void *writer_main(void *arg)
 {
 	struct persist *p = arg;
@@ -152,13 +143,12 @@ static void *writer_main(void *arg)
 		uint64_t t0 = clock_ns();
 		int rc = batch_commit(p, p->flying);
 		pthread_mutex_lock(&p->mu);
-		p->commit_ns_last = clock_ns() - t0;
-		p->commit_ns_sum += p->commit_ns_last;
+		__atomic_store_n(&p->last_commit_ns, clock_ns() - t0, __ATOMIC_RELAXED);
 		p->result = rc;
 		p->busy = false;
 		pthread_cond_broadcast(&p->cv);
 		if (write(p->done_fd, &one, sizeof(one)) < 0)
-			log_error("op=lmdb_writer err=\"eventfd write: %s\"", strerror(errno));
+			log_error("op=persist_writer err=\"eventfd write: %s\"", strerror(errno));
 	}
 	pthread_mutex_unlock(&p->mu);
 	return NULL;
@@ -216,7 +206,7 @@ static void remember_failure(struct persist *p, uint64_t seq)
 	uint64_t *f = array_grow(p->failed, &p->capfailed, p->nfailed + 1, sizeof(*f), 16);
 
 	if (!f) { /* cannot tell this batch from a good one later: treat every batch up to it as lost */
-		log_error("op=lmdb_commit err=\"out of memory recording a failed batch\" seq=%llu",
+		log_error("op=persist_commit err=\"out of memory recording a failed batch\" seq=%llu",
 		          (unsigned long long)seq);
 		p->lost_upto = seq;
 		return;
@@ -225,7 +215,7 @@ static void remember_failure(struct persist *p, uint64_t seq)
 	p->failed[p->nfailed++] = seq;
 }
 
-/* Waits for the flying batch (if any), then releases its waiters. Returns its LMDB code. */
+/* Waits for the flying batch (if any), then releases its waiters. Returns its MMC_* code (the backend logged why). */
 static int land(struct persist *p)
 {
 	struct batch *b = p->flying;
@@ -241,8 +231,6 @@ static int land(struct persist *p)
 	p->flying = NULL;
 	p->durable_seq = b->seq;
 	if (rc) {
-		log_error("op=lmdb_commit err=\"%s\" writes=%zu (metadata of this batch is not durable)",
-		          rc == FENCED ? "fenced: this server's leader lease is gone" : mdb_strerror(rc), b->nops);
 		p->failed_seq = b->seq;
 		p->failures++;
 		remember_failure(p, b->seq);
@@ -260,7 +248,7 @@ static void done_cb(evutil_socket_t fd, short what, void *arg)
 	uint64_t n;
 
 	if (read(fd, &n, sizeof(n)) < 0 && errno != EAGAIN)
-		log_error("op=lmdb_writer err=\"eventfd read: %s\"", strerror(errno));
+		log_error("op=persist_writer err=\"eventfd read: %s\"", strerror(errno));
 	/* a wakeup left over from a batch persist_flush already landed: the flying one signals again when done, and
 	 * landing it now would make the loop wait for its fsync */
 	if (writer_busy(p))
@@ -293,27 +281,6 @@ static void arm(struct persist *p)
 		evtimer_add(p->age_ev, &age);
 }
 
-static int lock_dir(const char *dir, int *fd_out, char *err, size_t errlen)
-{
-	char path[4096];
-	int fd;
-
-	if (mkdir(dir, 0755) && errno != EEXIST) {
-		snprintf(err, errlen, "cannot create data dir \"%s\": %s", dir, strerror(errno));
-		return MMC_ERROR;
-	}
-	snprintf(path, sizeof(path), "%s/LOCK", dir);
-	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-	if (fd < 0 || flock(fd, LOCK_EX | LOCK_NB)) {
-		snprintf(err, errlen, "data dir \"%s\" is in use by another mmc-metaserver (%s)", dir, strerror(errno));
-		if (fd >= 0)
-			close(fd);
-		return MMC_ERROR;
-	}
-	*fd_out = fd;
-	return 0;
-}
-
 static int start_writer(struct persist *p)
 {
 	sigset_t all, old;
@@ -328,42 +295,57 @@ static int start_writer(struct persist *p)
 	return rc;
 }
 
-int persist_open(struct persist **out, struct event_base *base, const struct persist_opts *opts, char *err,
-                 size_t errlen)
+static int open_backend(struct persist_backend **be, const struct persist_opts *opts, char *err, size_t errlen)
 {
-	struct persist *p = calloc(1, sizeof(*p));
-	unsigned flags = MDB_NOTLS | (opts->sync ? 0 : MDB_NOSYNC | MDB_NOMETASYNC);
-	int rc;
+	const char *uri = opts->uri;
 
-	if (!p)
-		return MMC_MALLOC_FAILED;
-	p->lock_fd = p->done_fd = -1;
-	p->open = &p->b[0];
-	pthread_mutex_init(&p->mu, NULL);
-	pthread_cond_init(&p->cv, NULL);
-	if (lock_dir(opts->dir, &p->lock_fd, err, errlen))
-		goto fail;
-	if ((rc = mdb_env_create(&p->env)) || (rc = mdb_env_set_maxdbs(p->env, MAX_DBS)) ||
-	    (rc = mdb_env_set_mapsize(p->env, opts->map_size)) || (rc = mdb_env_open(p->env, opts->dir, flags, 0644))) {
-		snprintf(err, errlen, "cannot open LMDB in \"%s\": %s", opts->dir, mdb_strerror(rc));
-		goto fail;
-	}
-	p->max_key = (size_t)mdb_env_get_maxkeysize(p->env);
-	p->test_delay_ms = opts->test_commit_delay_ms;
+	if (!uri || !uri[0] || strcmp(uri, "lmdb") == 0)
+		return persist_lmdb_open(be, opts, err, errlen);
+	if (strncmp(uri, "redis://", 8) == 0)
+		return persist_redis_open(be, opts, err, errlen);
+	snprintf(err, errlen, "metadata store URI must be \"lmdb\" or \"redis://[user:password@]host:port[/db]\"");
+	return MMC_INVALID_PARAM;
+}
+
+static int start_loop_side(struct persist *p, struct event_base *base)
+{
 	p->done_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	p->commit_ev = event_new(base, -1, 0, commit_cb, p);
 	p->age_ev = evtimer_new(base, commit_cb, p);
 	p->done_ev = p->done_fd < 0 ? NULL : event_new(base, p->done_fd, EV_READ | EV_PERSIST, done_cb, p);
 	if (!p->commit_ev || !p->age_ev || !p->done_ev || event_priority_set(p->commit_ev, COMMIT_PRIORITY) ||
-	    event_add(p->done_ev, NULL) || start_writer(p)) {
-		snprintf(err, errlen, "cannot start the LMDB writer");
+	    event_add(p->done_ev, NULL) || start_writer(p))
+		return MMC_ERROR;
+	return 0;
+}
+
+int persist_open(struct persist **out, struct event_base *base, const struct persist_opts *opts, char *err,
+                 size_t errlen)
+{
+	struct persist *p = calloc(1, sizeof(*p));
+	int rc;
+
+	if (!p)
+		return MMC_MALLOC_FAILED;
+	p->done_fd = -1;
+	p->open = &p->b[0];
+	p->test_delay_ms = opts->test_commit_delay_ms;
+	pthread_mutex_init(&p->mu, NULL);
+	pthread_cond_init(&p->cv, NULL);
+	if ((rc = open_backend(&p->be, opts, err, errlen)))
+		goto fail;
+	rc = MMC_ERROR;
+	if (start_loop_side(p, base)) {
+		snprintf(err, errlen, "cannot start the metadata writer thread");
 		goto fail;
 	}
+	if (persist_format_check(p, err, errlen))
+		goto fail;
 	*out = p;
 	return 0;
 fail:
 	persist_close(p);
-	return MMC_ERROR;
+	return rc;
 }
 
 void persist_close(struct persist *p)
@@ -386,10 +368,8 @@ void persist_close(struct persist *p)
 		event_free(p->done_ev);
 	if (p->done_fd >= 0)
 		close(p->done_fd);
-	if (p->env)
-		mdb_env_close(p->env);
-	if (p->lock_fd >= 0)
-		close(p->lock_fd);
+	if (p->be)
+		p->be->ops->close(p->be);
 	for (int i = 0; i < 2; i++) {
 		free(p->b[i].ops);
 		free(p->b[i].waiters);
@@ -401,58 +381,102 @@ void persist_close(struct persist *p)
 	free(p);
 }
 
-int persist_dbi(struct persist *p, const char *name, MDB_dbi *dbi)
+const char *persist_backend_name(const struct persist *p)
 {
-	MDB_txn *txn;
-	int rc;
+	return p->be->ops->name;
+}
 
-	/* a handle opened in a transaction becomes usable by others once that transaction commits, so the batches
-	 * that will use it must come after */
+int persist_reload(struct persist *p, char *err, size_t errlen)
+{
+	persist_flush(p); /* the writer is idle from here: the connection is the loop's to replace */
+	if (p->be->ops->reopen(p->be, err, errlen))
+		return MMC_ERROR;
+	return persist_format_check(p, err, errlen) ? MMC_ERROR : 0;
+}
+
+static bool table_name_ok(const char *name)
+{
+	size_t n = strlen(name);
+
+	if (n == 0 || n >= PERSIST_TABLE_NAME)
+		return false;
+	return strspn(name, "abcdefghijklmnopqrstuvwxyz0123456789_") == n;
+}
+
+int persist_table(struct persist *p, const char *name, struct persist_table **out)
+{
+	struct persist_table *t;
+
+	for (uint32_t i = 0; i < p->ntables; i++)
+		if (strcmp(p->tables[i].name, name) == 0)
+			return *out = &p->tables[i], 0;
+	if (!table_name_ok(name) || p->ntables == PERSIST_MAX_TABLES) {
+		log_error("op=persist_table table=\"%s\" err=\"bad name or too many tables\"", name);
+		return MMC_ERROR;
+	}
+	/* the batches that use a new table come after its creation */
 	persist_flush(p);
-	rc = mdb_txn_begin(p->env, NULL, 0, &txn);
-	if (rc == 0)
-		rc = mdb_dbi_open(txn, name, MDB_CREATE, dbi);
-	if (rc == 0)
-		rc = mdb_txn_commit(txn);
-	else if (txn)
-		mdb_txn_abort(txn);
-	if (rc) {
-		log_error("op=lmdb_open_db db=\"%s\" err=\"%s\"", name, mdb_strerror(rc));
+	t = &p->tables[p->ntables];
+	t->id = p->ntables;
+	snprintf(t->name, sizeof(t->name), "%s", name);
+	if (p->be->ops->table(p->be, t->id, name))
 		return MMC_ERROR;
-	}
+	p->ntables++;
+	*out = t;
 	return 0;
 }
 
-int persist_read_begin(struct persist *p, MDB_txn **txn)
+int persist_get(struct persist *p, struct persist_table *t, const void *key, size_t klen, void *buf, size_t cap,
+                size_t *len)
 {
-	int rc;
-
 	persist_flush(p); /* read what was written */
-	rc = mdb_txn_begin(p->env, NULL, MDB_RDONLY, txn);
-	if (rc) {
-		log_error("op=lmdb_read_begin err=\"%s\"", mdb_strerror(rc));
-		return MMC_ERROR;
-	}
-	return 0;
+	return p->be->ops->get(p->be, t->id, key, klen, buf, cap, len);
 }
 
-static int queue_op(struct persist *p, MDB_dbi dbi, const void *key, size_t klen, const void *val, size_t vlen,
-                    bool del)
+int persist_scan(struct persist *p, struct persist_table *t, persist_scan_fn fn, void *arg)
+{
+	persist_flush(p);
+	return p->be->ops->scan(p->be, t->id, fn, arg);
+}
+
+int persist_count(struct persist *p, struct persist_table *t, uint64_t *n)
+{
+	persist_flush(p);
+	return p->be->ops->count(p->be, t->id, n);
+}
+
+void persist_set_fence(struct persist *p, bool (*fn)(void *arg), void *arg)
+{
+	pthread_mutex_lock(&p->mu);
+	p->fence = fn;
+	p->fence_arg = arg;
+	pthread_mutex_unlock(&p->mu);
+}
+
+int persist_set_redis_fence_key(struct persist *p, const char *key, const char *expected)
+{
+	if (!p->be->ops->fence_key || (key && (!key[0] || !expected)))
+		return MMC_INVALID_PARAM;
+	return p->be->ops->fence_key(p->be, key, expected);
+}
+
+static int queue_op(struct persist *p, struct persist_table *t, const void *key, size_t klen, const void *val,
+                    size_t vlen, bool del)
 {
 	struct batch *b = p->open;
 	size_t n = pad8(sizeof(struct op) + klen + (del ? 0 : vlen));
 	unsigned char *dst;
 
 	/* refused now, while the caller can still tell its client, rather than skipped by the writer later */
-	if (klen == 0 || klen > p->max_key) {
-		log_error("op=lmdb_queue err=\"key length %zu outside 1..%zu\"", klen, p->max_key);
+	if (klen == 0 || klen > PERSIST_KEY_MAX) {
+		log_error("op=persist_queue err=\"key length %zu outside 1..%d\"", klen, PERSIST_KEY_MAX);
 		return MMC_ERROR;
 	}
 	if (vlen > UINT32_MAX / 2 || !(dst = batch_append(b, n))) {
-		log_error("op=lmdb_queue err=\"out of memory\" bytes=%zu", n);
+		log_error("op=persist_queue err=\"out of memory\" bytes=%zu", n);
 		return MMC_ERROR;
 	}
-	memcpy(dst, &(struct op){dbi, (uint32_t)klen, del ? DEL_LEN : (uint32_t)vlen}, sizeof(struct op));
+	memcpy(dst, &(struct op){t->id, (uint32_t)klen, del ? DEL_LEN : (uint32_t)vlen}, sizeof(struct op));
 	memcpy(dst + sizeof(struct op), key, klen);
 	if (!del && vlen)
 		memcpy(dst + sizeof(struct op) + klen, val, vlen);
@@ -466,14 +490,14 @@ static int queue_op(struct persist *p, MDB_dbi dbi, const void *key, size_t klen
 	return 0;
 }
 
-int persist_put(struct persist *p, MDB_dbi dbi, const void *key, size_t klen, const void *val, size_t vlen)
+int persist_put(struct persist *p, struct persist_table *t, const void *key, size_t klen, const void *val, size_t vlen)
 {
-	return queue_op(p, dbi, key, klen, val, vlen, false);
+	return queue_op(p, t, key, klen, val, vlen, false);
 }
 
-int persist_del(struct persist *p, MDB_dbi dbi, const void *key, size_t klen)
+int persist_del(struct persist *p, struct persist_table *t, const void *key, size_t klen)
 {
-	return queue_op(p, dbi, key, klen, NULL, 0, true);
+	return queue_op(p, t, key, klen, NULL, 0, true);
 }
 
 bool persist_dirty(const struct persist *p)
@@ -556,34 +580,17 @@ int persist_flush(struct persist *p)
 	return rc;
 }
 
-void persist_set_fence(struct persist *p, bool (*fn)(void *arg), void *arg)
-{
-	persist_flush(p); /* the writer reads the fence unlocked: set it while it holds no batch */
-	p->fence = fn;
-	p->fence_arg = arg;
-}
-
-int persist_set_redis_fence_key(struct persist *p, const char *key, const char *expected)
-{
-	(void)p, (void)key, (void)expected;
-	return MMC_INVALID_PARAM; /* LMDB: the data dir's lock keeps a second leader out, the lease fence does the rest
-	                           */
-}
-
 uint64_t persist_commits(const struct persist *p)
 {
 	return p->commits;
 }
 
-void persist_commit_time(struct persist *p, uint64_t *sum_ns, uint64_t *last_ns)
-{
-	pthread_mutex_lock(&p->mu);
-	*sum_ns = p->commit_ns_sum;
-	*last_ns = p->commit_ns_last;
-	pthread_mutex_unlock(&p->mu);
-}
-
 uint64_t persist_failures(const struct persist *p)
 {
 	return p->failures;
+}
+
+uint64_t persist_last_commit_ns(const struct persist *p)
+{
+	return __atomic_load_n(&p->last_commit_ns, __ATOMIC_RELAXED);
 }

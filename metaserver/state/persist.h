@@ -1,44 +1,104 @@
 /*
- * Durable metadata in LMDB with group commit. Metadata changes are queued in a batch; the batch goes to a writer
- * thread, which applies it in one write transaction and commits (with fsync), when the loop has no more ready I/O,
- * when the batch is 2 ms old, or as soon as the previous batch is durable. The loop thread never waits for the disk:
- * while one batch is being synced the next one fills. Replies that promise durability are held until the batch
- * holding their writes has committed (persist_after_commit). All functions: loop thread only.
+ * Durable metadata with group commit, behind one interface whatever the store: LMDB in the data dir (the default,
+ * persist_lmdb.c) or Redis (persist_redis.c). Callers know tables, keys and bytes; no type of either backend shows.
+ *
+ * Metadata changes are queued in a batch; the batch goes to a writer thread, which applies it in one transaction
+ * (an LMDB write transaction with fsync, or one pipelined Redis MULTI/EXEC) when the loop has no more ready I/O,
+ * when the batch is 2 ms old, or as soon as the previous batch is durable. The loop thread never waits for the store:
+ * while one batch is being committed the next one fills. Replies that promise durability are held until the batch
+ * holding their writes has committed (persist_after_commit). A failed commit (LMDB map full, I/O error, Redis down,
+ * fenced) runs its waiters too, which learn it from persist_failed_seq / persist_seq_state and answer
+ * MMC_META_BACKUP_ERROR. The Redis backend reconnects by itself, with backoff, when Redis returns.
+ *
+ * Reads (persist_get, persist_scan, persist_count) are for loading at start-up or on persist_reload: they first wait
+ * for every queued write, and block the loop while they read. Memory is the truth while serving.
+ *
+ * All functions: loop thread only, except the fence callback (writer thread, see persist_set_fence).
  */
 #ifndef MMC_PERSIST_H
 #define MMC_PERSIST_H
 
-#include <lmdb.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 struct event_base;
 struct persist;
+struct persist_table; /* a named table of key -> bytes, valid until persist_close */
+
+/* The store's format, written on first open and checked at every open: a newer one is refused. */
+#define PERSIST_FORMAT_VERSION 1
+/* The longest key any backend accepts (LMDB's limit, kept for Redis so the backends are interchangeable). */
+#define PERSIST_KEY_MAX 511
 
 struct persist_opts {
-	const char *dir;               /* created if missing; locked against a second server */
+	const char *dir;               /* LMDB: created if missing; locked against a second server */
 	uint64_t map_size;             /* LMDB map size, bytes */
-	bool sync;                     /* fsync each commit; false survives kill -9 but not an OS crash */
+	bool sync;                     /* LMDB: fsync each commit; false survives kill -9 but not an OS crash */
 	unsigned test_commit_delay_ms; /* tests only: the writer sleeps this long before each commit */
+	/* grown for the Redis store; zero values give LMDB */
+	const char *uri;          /* NULL, "" or "lmdb": LMDB in dir; "redis://[user:password@]host:port[/db]" */
+	const char *password;     /* Redis AUTH password when the URI has none (read from a file); NULL: none */
+	const char *key_prefix;   /* Redis: every key starts with it (several clusters share one Redis); NULL: "mmc:" */
+	unsigned timeout_ms;      /* Redis: connect and command timeout; 0: 2000 */
+	unsigned wait_replicas;   /* Redis: after each EXEC, WAIT for this many replicas (0: no WAIT) */
+	unsigned wait_timeout_ms; /* Redis: the WAIT's timeout; fewer replicas by then fail the commit */
 };
 
+/*
+ * Opens the store, checks its format version (writing the current one on first open) and starts the writer. Fails
+ * with a message in err (URIs redacted: no password) for a bad URI, an unreachable store, a data dir in use, or a
+ * newer format. Returns 0, MMC_INVALID_PARAM (bad URI), MMC_MALLOC_FAILED or MMC_ERROR.
+ */
 int persist_open(struct persist **out, struct event_base *base, const struct persist_opts *opts, char *err,
                  size_t errlen);
 /* Commits what is pending and closes. NULL is ignored. */
 void persist_close(struct persist *p);
+/* "lmdb" or "redis", for logs. */
+const char *persist_backend_name(const struct persist *p);
 
-/* Opens (creating) a named database, at start-up: waits for queued writes first. */
-int persist_dbi(struct persist *p, const char *name, MDB_dbi *dbi);
-/* Begins a read-only transaction (for loading at start-up) that sees every write queued so far: waits for them to
- * commit first. The caller aborts it. */
-int persist_read_begin(struct persist *p, MDB_txn **txn);
+/*
+ * Reopens the store's connection and checks its format again, as a restart would, after landing every queued batch
+ * (their waiters run). Tables stay valid; batch numbers keep growing. For a standby that takes over: reload, then
+ * clear the in-memory state and run the same loaders as at start-up (persist_scan sees what the old leader
+ * committed). Returns 0 or MMC_ERROR (message in err).
+ */
+int persist_reload(struct persist *p, char *err, size_t errlen);
 
-/* Queue a write for the next commit (key and value are copied). Return 0 or MMC_ERROR (a key LMDB cannot store:
- * empty or longer than mdb_env_get_maxkeysize; out of memory; logged). A failed commit is logged; its writes are not
- * durable. */
-int persist_put(struct persist *p, MDB_dbi dbi, const void *key, size_t klen, const void *val, size_t vlen);
-int persist_del(struct persist *p, MDB_dbi dbi, const void *key, size_t klen);
+/* Opens (creating) a named table (1..47 bytes of [a-z0-9_]), at start-up: waits for queued writes first. */
+int persist_table(struct persist *p, const char *name, struct persist_table **out);
+
+/* Queue a write for the next commit (key and value are copied). Return 0 or MMC_ERROR (a key no backend can store:
+ * empty or longer than PERSIST_KEY_MAX; out of memory; logged). A failed commit is logged; its writes are not
+ * durable. Deleting a missing key is not an error. */
+int persist_put(struct persist *p, struct persist_table *t, const void *key, size_t klen, const void *val, size_t vlen);
+int persist_del(struct persist *p, struct persist_table *t, const void *key, size_t klen);
+
+/* Reads one value into buf (cap bytes) and its length into *len, after every queued write. Returns 0,
+ * MMC_OBJECT_NOT_EXISTS, or MMC_ERROR (the store failed, or the value is longer than cap). */
+int persist_get(struct persist *p, struct persist_table *t, const void *key, size_t klen, void *buf, size_t cap,
+                size_t *len);
+/* Calls fn for every record of t in key order (bytewise, shorter first on a tie), after every queued write; the key
+ * and value are borrowed for the call, and fn may queue writes (they commit later). fn returning nonzero stops the
+ * scan with that value. Returns 0, fn's value, or MMC_ERROR. */
+typedef int (*persist_scan_fn)(void *arg, const void *key, size_t klen, const void *val, size_t vlen);
+int persist_scan(struct persist *p, struct persist_table *t, persist_scan_fn fn, void *arg);
+/* The number of records in t, into *n. Returns 0 or MMC_ERROR. */
+int persist_count(struct persist *p, struct persist_table *t, uint64_t *n);
+
+/*
+ * Fencing, for a leader that may lose its lease: fn(arg) runs on the writer thread just before every commit (so it
+ * must be thread-safe: read an atomic lease deadline, say); false fails that batch like any failed commit (its
+ * waiters see it failed, replies say MMC_META_BACKUP_ERROR, nothing reaches the store). NULL removes it.
+ */
+void persist_set_fence(struct persist *p, bool (*fn)(void *arg), void *arg);
+/*
+ * Redis only: every commit also checks at Redis that the string key `key` (used as given, no prefix; in the store's
+ * Redis and db) holds `expected` (WATCH key, GET key, then MULTI ... EXEC): a commit sent after another node took
+ * the lock fails at Redis, even from a leader paused past its lease. Costs one more round trip per batch. Both strings are copied; key NULL removes the check. Returns 0, or
+ * MMC_INVALID_PARAM on the LMDB store or for an empty key.
+ */
+int persist_set_redis_fence_key(struct persist *p, const char *key, const char *expected);
 
 /* True while some queued write has not committed yet. */
 bool persist_dirty(const struct persist *p);
@@ -52,9 +112,9 @@ uint64_t persist_durable_seq(const struct persist *p);
  * queued after persist_durable_seq() was d must not acknowledge them when persist_failed_seq() > d. */
 uint64_t persist_failed_seq(const struct persist *p);
 
-/* Where the batch numbered seq stands: not landed yet, committed, or failed (its writes are not on disk and never
- * will be). Seq 0 (no batch) is durable. Space that a record on disk may point at is reused only once the batch that
- * unlinked it is PERSIST_SEQ_DURABLE (see docs/architecture.md, "Space reuse"). */
+/* Where the batch numbered seq stands: not landed yet, committed (the store acknowledged it), or failed (its writes
+ * are not in the store and never will be). Seq 0 (no batch) is durable. Space that a stored record may point at is
+ * reused only once the batch that unlinked it is PERSIST_SEQ_DURABLE (see docs/architecture.md, "Space reuse"). */
 enum persist_seq_state { PERSIST_SEQ_PENDING, PERSIST_SEQ_DURABLE, PERSIST_SEQ_LOST };
 enum persist_seq_state persist_seq_state(const struct persist *p, uint64_t seq);
 /* Runs fn(arg) on the loop once every write queued so far has committed (on the next idle turn if none is
@@ -64,19 +124,10 @@ int persist_after_commit(struct persist *p, void (*fn)(void *arg), void *arg);
 /* Commits everything queued and runs the waiters, blocking the loop until done. Returns 0 or MMC_ERROR. */
 int persist_flush(struct persist *p);
 
-/* The write fence: fn(arg) is asked on the writer thread right before each commit (and before it begins); false
- * fails the commit like an I/O error (its held replies answer MMC_META_BACKUP_ERROR). fn must be cheap and
- * thread-safe; NULL removes it. Used by leader election: a server that lost its lease commits nothing more. */
-void persist_set_fence(struct persist *p, bool (*fn)(void *arg), void *arg);
-
-/* Redis store only: every commit also checks at Redis that `key` holds `expected`, so a commit sent after another
- * node took the redis:// lock fails at Redis. Returns 0, or MMC_INVALID_PARAM on the LMDB store (this one). */
-int persist_set_redis_fence_key(struct persist *p, const char *key, const char *expected);
-
-/* Commits so far, and commits that failed (their changes are not on disk), for /metrics and tests. */
+/* Commits so far, and commits that failed (their changes are not in the store), for /metrics and tests; the
+ * duration of the newest landed commit (the writer's time in the store), ns. */
 uint64_t persist_commits(const struct persist *p);
 uint64_t persist_failures(const struct persist *p);
-/* Time the writer spent in commits (applying and syncing), in total and for the latest one: the store latency. */
-void persist_commit_time(struct persist *p, uint64_t *sum_ns, uint64_t *last_ns);
+uint64_t persist_last_commit_ns(const struct persist *p);
 
 #endif

@@ -358,17 +358,17 @@ void services_sweep(struct meta *m, uint64_t now_ms)
 	}
 }
 
-static int load_service(struct meta *m, MDB_val *k, MDB_val *v, uint64_t deadline)
+static int load_service(struct meta *m, const void *key, size_t klen, const void *val, size_t vlen, uint64_t deadline)
 {
-	const unsigned char *kb = k->mv_data;
+	const unsigned char *kb = key;
 	struct rec_service rec, *r = &rec;
 	struct service *svc;
 	uint32_t rank;
 
-	/* LMDB values carry no alignment guarantee: copy before reading fields */
-	if (k->mv_size != 4 || v->mv_size != sizeof(rec))
+	/* stored values carry no alignment guarantee: copy before reading fields */
+	if (klen != 4 || vlen != sizeof(rec))
 		return -1;
-	memcpy(&rec, v->mv_data, sizeof(rec));
+	memcpy(&rec, val, sizeof(rec));
 	if (r->version != REC_VERSION || r->nsegs == 0 || r->nsegs > MMC_WIRE_SEGMENTS)
 		return -1;
 	rank = (uint32_t)kb[0] << 24 | (uint32_t)kb[1] << 16 | (uint32_t)kb[2] << 8 | kb[3];
@@ -397,27 +397,35 @@ static int load_service(struct meta *m, MDB_val *k, MDB_val *v, uint64_t deadlin
 	return 0;
 }
 
+struct services_load {
+	struct meta *m;
+	uint64_t deadline;
+};
+
+static int load_one(void *arg, const void *key, size_t klen, const void *val, size_t vlen)
+{
+	struct services_load *l = arg;
+
+	if (load_service(l->m, key, klen, val, vlen, l->deadline))
+		log_warn("op=load_service err=bad_record");
+	return 0;
+}
+
 int services_load(struct meta *m)
 {
-	uint64_t deadline = clock_ms() + m->conf.rejoin_timeout_ms;
-	MDB_val k = {sizeof(next_incarnation_key) - 1, (void *)next_incarnation_key}, v;
-	MDB_txn *txn;
-	MDB_cursor *cur;
+	struct services_load l = {m, clock_ms() + m->conf.rejoin_timeout_ms};
+	unsigned char next[64]; /* room for a record of another size, which is ignored as before */
+	size_t len = 0;
 	int rc;
 
-	if (persist_read_begin(m->persist, &txn))
+	rc = persist_get(m->persist, m->db_info, next_incarnation_key, sizeof(next_incarnation_key) - 1, next,
+	                 sizeof(next), &len);
+	if (rc == 0 && len == sizeof(uint64_t))
+		memcpy(&m->next_incarnation, next, sizeof(uint64_t));
+	else if (rc != 0 && rc != MMC_OBJECT_NOT_EXISTS)
 		return MMC_ERROR;
-	if (mdb_get(txn, m->db_info, &k, &v) == 0 && v.mv_size == sizeof(uint64_t))
-		memcpy(&m->next_incarnation, v.mv_data, sizeof(uint64_t));
-	if (mdb_cursor_open(txn, m->db_services, &cur)) {
-		mdb_txn_abort(txn);
+	if (persist_scan(m->persist, m->db_services, load_one, &l))
 		return MMC_ERROR;
-	}
-	for (rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); rc == 0; rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT))
-		if (load_service(m, &k, &v, deadline))
-			log_warn("op=load_service err=bad_record");
-	mdb_cursor_close(cur);
-	mdb_txn_abort(txn);
 	if (m->nservices)
 		log_info("op=load services=%u waiting_to_rejoin_ms=%u", m->nservices, m->conf.rejoin_timeout_ms);
 	return 0;

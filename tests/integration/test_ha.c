@@ -6,11 +6,9 @@
  * file:// lock, 2000 ms lease), then failover under load, pause-and-resume fencing, redirects and the redis:// lock.
  */
 #include <arpa/inet.h>
-#include <fcntl.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <stdatomic.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -18,9 +16,11 @@
 #include "ha_cluster.h"
 #include "mmc.pb-c.h"
 #include "pattern.h"
+#include "redis_proc.h"
 #include "store_fixture.h"
 
 static struct ha_cluster cl;
+static struct redis_proc redis; /* the redis:// tests' lock store */
 
 static void setup(void)
 {
@@ -30,6 +30,8 @@ static void setup(void)
 static void teardown(void)
 {
 	ha_cluster_stop(&cl);
+	if (redis.dir[0])
+		redis_proc_cleanup(&redis);
 }
 
 TestSuite(ha, .init = setup, .fini = teardown, .timeout = 120);
@@ -432,86 +434,44 @@ Test(ha, a_paused_leader_acknowledges_no_late_commit)
 
 /* ---- the redis:// lock, on a real redis-server ---- */
 
-static pid_t redis_pid;
-
-/* redis-server on port (0: a free one), without persistence; returns its port, 0 when it cannot run. */
-static uint16_t start_redis(uint16_t port)
+/* A redis-server of our own, or a skip. Its AOF survives a restart, like a production Redis with appendonly. */
+static void start_redis(void)
 {
-	char portstr[8];
-	pid_t pid;
-
-	if (access("/usr/bin/redis-server", X_OK) != 0)
-		return 0;
-	if (!port)
-		port = free_port();
-	snprintf(portstr, sizeof(portstr), "%u", port);
-	pid = fork();
-	if (pid == 0) {
-		int devnull = open("/dev/null", O_WRONLY);
-
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		dup2(devnull, 1);
-		dup2(devnull, 2);
-		execl("/usr/bin/redis-server", "redis-server", "--port", portstr, "--bind", "127.0.0.1", "--save", "",
-		      "--appendonly", "no", "--loglevel", "warning", (char *)NULL);
-		_exit(127);
-	}
-	redis_pid = pid;
-	for (int i = 0; i < 100; i++) {
-		struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons(port)};
-		int fd = socket(AF_INET, SOCK_STREAM, 0), rc;
-
-		sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-		rc = connect(fd, (struct sockaddr *)&sin, sizeof(sin));
-		close(fd);
-		if (rc == 0)
-			return port;
-		usleep(50000);
-	}
-	return 0;
+	if (access("/usr/bin/redis-server", X_OK) != 0 && !getenv("MMC_REDIS_SERVER"))
+		cr_skip_test("no redis-server (apt-get install redis-server)");
+	cr_assert_eq(redis_proc_start(&redis, "everysec"), 0, "redis-server did not start");
+	snprintf(cl.lock_uri, sizeof(cl.lock_uri), "%s/0", redis.uri);
 }
 
-static void stop_redis(void)
+static bool redis_has_lock(void)
 {
-	if (redis_pid > 0) {
-		kill(redis_pid, SIGTERM);
-		waitpid(redis_pid, NULL, 0);
-	}
-	redis_pid = 0;
-}
+	char reply[64] = "";
 
-static bool redis_has_lock(uint16_t port)
-{
-	char cmd[128];
-
-	snprintf(cmd, sizeof(cmd), "redis-cli -p %u exists kvcm_lock:mmc_leader | grep -q '^1$'", port);
-	return system(cmd) == 0;
+	return redis_proc_cmd(&redis, "EXISTS kvcm_lock:mmc_leader", reply, sizeof(reply)) == 0 &&
+	       strcmp(reply, ":1") == 0;
 }
 
 Test(ha, redis_lock_elects_and_fails_over)
 {
-	uint16_t port = start_redis(0);
 	int leader, now;
 	uint64_t t0;
 
-	if (!port)
-		cr_skip_test("no redis-server (apt-get install redis-server)");
-	snprintf(cl.lock_uri, sizeof(cl.lock_uri), "redis://127.0.0.1:%u/0", port);
+	start_redis();
 	ha_cluster_start(&cl, 2, NULL);
 	leader = ha_wait_leader(&cl, 10000);
 	cr_expect_geq(leader, 0, "no leader through redis://");
 	if (leader >= 0) {
 		expect_cluster_info_agrees(leader);
-		cr_expect(redis_has_lock(port));
+		cr_expect(redis_has_lock());
 		metaserver_kill(&cl.s[leader]);
 		t0 = ha_now_ms();
 		now = ha_wait_leader(&cl, LEASE_MS + 8000);
 		cr_expect_eq(now, 1 - leader, "the standby takes the redis lock");
 		cr_expect_leq(ha_now_ms() - t0, LEASE_MS + 2000);
 		cr_expect_eq(metaserver_stop(&cl.s[1 - leader]), 0);
-		cr_expect(!redis_has_lock(port), "a leader that stops gives the redis lock back");
+		cr_expect(!redis_has_lock(), "a leader that stops gives the redis lock back");
 	}
-	stop_redis();
+	redis_proc_cleanup(&redis);
 }
 
 /* ---- readiness for systemd (Type=notify), written to $NOTIFY_SOCKET by hand ---- */
@@ -601,35 +561,32 @@ Test(ha, kvcm_locations_survive_a_failover)
  * can renew is no lease), and everything comes back by itself when it returns, with the data. */
 Test(ha, redis_outage_stands_the_leader_down_and_recovers)
 {
-	uint16_t port = start_redis(0);
 	mmc_store *st;
 	int leader;
 
-	if (!port)
-		cr_skip_test("no redis-server (apt-get install redis-server)");
-	snprintf(cl.lock_uri, sizeof(cl.lock_uri), "redis://127.0.0.1:%u", port);
+	start_redis();
 	ha_cluster_start(&cl, 2, NULL);
 	leader = ha_wait_leader(&cl, 10000);
 	cr_assert_geq(leader, 0);
 	st = ha_store(true);
 	fixture_put(st, "ha/redis/before", 4096, 51);
 
-	stop_redis(); /* a restart well within the lease: still exactly one leader, and it serves */
-	cr_assert_eq(start_redis(port), port);
+	redis_proc_kill(&redis); /* a restart well within the lease: still exactly one leader, and it serves */
+	cr_assert_eq(redis_proc_restart(&redis), 0);
 	cr_expect_geq(ha_wait_leader(&cl, 10000), 0);
 	cr_expect_eq(fixture_get(st, "ha/redis/before", 4096, 51), 0);
 
-	stop_redis(); /* longer than the lease: the leader stands down, nobody leads */
+	redis_proc_kill(&redis); /* longer than the lease: the leader stands down, nobody leads */
 	usleep((LEASE_MS + 1500) * 1000);
 	cr_expect_eq(ha_wait_leader(&cl, 300), -1, "a leader without a lock store");
-	cr_assert_eq(start_redis(port), port);
+	cr_assert_eq(redis_proc_restart(&redis), 0);
 	leader = ha_wait_leader(&cl, 15000);
 	cr_expect_geq(leader, 0, "no leader once redis is back");
 	cr_expect_eq(fixture_get(st, "ha/redis/before", 4096, 51), 0, "the data survives the outage");
 	fixture_put(st, "ha/redis/after", 4096, 52);
 	cr_expect_eq(fixture_get(st, "ha/redis/after", 4096, 52), 0);
 	mmc_destroy(st);
-	stop_redis();
+	redis_proc_cleanup(&redis);
 }
 
 /* With no campaign delay a demotion still hands over, again and again: the demoted server stays out for a few
@@ -668,4 +625,41 @@ Test(ha, a_standby_on_a_public_bind_needs_credentials)
 	cr_expect(log_has(cl.s[0].log, "no credentials are configured"));
 	metaserver_cleanup(&cl.s[0]);
 	cr_expect_eq(metaserver_start(&cl.s[0], insecure), 0, "allow_insecure_bind is the operator's choice");
+}
+
+/* Metadata in Redis and the lock in the same Redis: a commit is fenced by the lease and, at Redis, by the lock key
+ * itself. kill -9 of the leader: the standby loads from Redis (no data dir to wait for) and every acknowledged put
+ * reads back. */
+Test(ha, redis_store_and_lock_fail_over_together)
+{
+	char store[400];
+	const char *extra[] = {store, NULL};
+	int leader, now;
+	mmc_store *st;
+
+	start_redis();
+	snprintf(store, sizeof(store), "ock.mmc.meta.store_uri=%s", cl.lock_uri);
+	ha_cluster_start(&cl, 2, extra);
+	leader = ha_wait_leader(&cl, 10000);
+	cr_assert_geq(leader, 0);
+	cr_expect(log_has(cl.s[leader].log, "fence_key=kvcm_lock:mmc_leader"), "the Redis store checks the lock");
+	st = ha_store(true);
+	for (int i = 0; i < 20; i++) {
+		char key[32];
+
+		snprintf(key, sizeof(key), "ha/rs/%d", i);
+		fixture_put(st, key, 8192, (uint64_t)i);
+	}
+	metaserver_kill(&cl.s[leader]);
+	now = ha_wait_leader(&cl, LEASE_MS + 8000);
+	cr_assert_eq(now, 1 - leader);
+	for (int i = 0; i < 20; i++) {
+		char key[32];
+
+		snprintf(key, sizeof(key), "ha/rs/%d", i);
+		cr_expect_eq(fixture_get(st, key, 8192, (uint64_t)i), 0, "%s after the failover", key);
+	}
+	fixture_put(st, "ha/rs/after", 8192, 99);
+	mmc_destroy(st);
+	redis_proc_cleanup(&redis);
 }

@@ -112,7 +112,7 @@ static uint16_t field_port(const char *line, const char *name)
 static int spawn_metaserver(struct metaserver *m, const char *const *extra)
 {
 	const char *argv[64];
-	char url[96], dd[300], exe[4096];
+	char url[96], dd[300], exe[4096], store[128];
 	int out[2], argc = 0, log;
 	pid_t pid;
 
@@ -131,6 +131,11 @@ static int spawn_metaserver(struct metaserver *m, const char *const *extra)
 	argv[argc++] = "kvcm.service.admin_http_port=0";
 	argv[argc++] = "--env";
 	argv[argc++] = "kvcm.service.bind=127.0.0.1";
+	if (m->redis.pid > 0) {
+		snprintf(store, sizeof(store), "ock.mmc.meta.store_uri=%s", m->redis.uri);
+		argv[argc++] = "--env";
+		argv[argc++] = store;
+	}
 	for (int i = 0; extra && extra[i] && argc < 60; i++) {
 		argv[argc++] = "--env";
 		argv[argc++] = extra[i];
@@ -173,6 +178,9 @@ int metaserver_start(struct metaserver *m, const char *const *extra)
 	memset(m, 0, sizeof(*m));
 	snprintf(m->dir, sizeof(m->dir), "/tmp/mmc-test-XXXXXX");
 	if (!mkdtemp(m->dir))
+		return -1;
+	if (getenv("MMC_TEST_META_STORE") && strcmp(getenv("MMC_TEST_META_STORE"), "redis") == 0 &&
+	    redis_proc_start(&m->redis, getenv("MMC_TEST_REDIS_FSYNC")))
 		return -1;
 	/* a fixed port (not :0) so a restarted server is where its clients reconnect */
 	for (int tries = 0; tries < 5; tries++) {
@@ -239,6 +247,7 @@ int metaserver_cleanup(struct metaserver *m)
 
 	if (m->pid > 0)
 		metaserver_stop(m);
+	redis_proc_cleanup(&m->redis);
 	clean = m->log[0] ? log_is_clean(m->log) : 1;
 	if (m->dir[0] && !getenv("MMC_TEST_KEEP")) {
 		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", m->dir);

@@ -11,6 +11,8 @@
 #include <stdio.h>
 #include <sys/types.h>
 
+#include "redis_proc.h"
+
 struct metaserver {
 	pid_t pid;
 	char dir[256];      /* data dir, removed by metaserver_cleanup() */
@@ -20,10 +22,13 @@ struct metaserver {
 	char url[64];    /* tcp://127.0.0.1:PORT */
 	char ready[512]; /* the ready line */
 	char log[300];   /* stderr of the server */
+	/* MMC_TEST_META_STORE=redis: the server's metadata store, a private redis-server started with it (appendfsync
+	 * from MMC_TEST_REDIS_FSYNC, default always), kept across restarts, stopped by metaserver_cleanup() */
+	struct redis_proc redis;
 };
 
-/* Starts mmc-metaserver with --data-dir and `--env k=v` for each extra (NULL-terminated, may be NULL).
- * Returns 0 when the server printed its ready line. */
+/* Starts mmc-metaserver with --data-dir and `--env k=v` for each extra (NULL-terminated, may be NULL), on a Redis
+ * store under MMC_TEST_META_STORE=redis. Returns 0 when the server printed its ready line. */
 int metaserver_start(struct metaserver *m, const char *const *extra);
 /* Starts it again on the same data dir and rpc port (after a stop or a kill). */
 int metaserver_restart(struct metaserver *m, const char *const *extra);

@@ -1,10 +1,16 @@
 /*
- * The LMDB group commit with its writer thread, on a real event loop and a real data directory: a waiter runs only
- * after the writes queued before it are on disk, batches commit in order while the next one fills, and what was
- * acknowledged is there after a reopen.
+ * The group commit and its stores, through the one interface the server uses (persist.h), on a real event loop:
+ * every case that both stores promise runs twice, on LMDB in a fresh data dir (suite persist_lmdb) and on a real
+ * redis-server on a free loopback port with appendfsync always (suite persist_redis). A waiter runs only after the
+ * writes queued before it are in the store (checked from outside: a second LMDB environment, another Redis
+ * connection), batches commit in order while the next one fills, what was acknowledged is there after a reopen, a
+ * failed or fenced commit is visible to its waiters, and a newer format is refused.
  */
+#include <arpa/inet.h>
 #include <criterion/criterion.h>
 #include <event2/event.h>
+#include <lmdb.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,29 +21,58 @@
 
 #include "mmc/mmc.h"
 #include "persist.h"
+#include "redis_proc.h"
+#include "store_uri.h"
 
+enum backend { LMDB, REDIS };
+
+static enum backend be;
+static struct redis_proc rp;
 static struct event_base *base;
 static struct persist *p;
-static MDB_dbi dbi;
+static struct persist_table *tbl;
 static char dir[64];
+static int runs;
+
+static int try_open(struct persist **out, uint64_t map_size, const char *prefix, char *err, size_t errlen)
+{
+	struct persist_opts o = {.dir = dir, .map_size = map_size, .sync = true};
+
+	o.uri = be == REDIS ? rp.uri : NULL;
+	o.key_prefix = prefix;
+	return persist_open(out, base, &o, err, errlen);
+}
 
 static void open_store(void)
 {
-	struct persist_opts o = {.dir = dir, .map_size = 64u << 20, .sync = true};
 	char err[256];
 
-	cr_assert_eq(persist_open(&p, base, &o, err, sizeof(err)), 0, "%s", err);
-	cr_assert_eq(persist_dbi(p, "t", &dbi), 0);
+	cr_assert_eq(try_open(&p, 64u << 20, NULL, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(persist_table(p, "t", &tbl), 0);
 }
 
-static void setup(void)
+static void setup_common(void)
 {
 	snprintf(dir, sizeof(dir), "/tmp/mmc-persist-XXXXXX");
 	cr_assert(mkdtemp(dir));
 	base = event_base_new();
 	cr_assert(base);
 	cr_assert_eq(event_base_priority_init(base, 3), 0);
+	runs = 0;
 	open_store();
+}
+
+static void setup_lmdb(void)
+{
+	be = LMDB;
+	setup_common();
+}
+
+static void setup_redis(void)
+{
+	be = REDIS;
+	cr_assert_eq(redis_proc_start(&rp, "always"), 0, "redis-server (Debian's redis-server package) must start");
+	setup_common();
 }
 
 static void teardown(void)
@@ -45,83 +80,165 @@ static void teardown(void)
 	char cmd[128];
 
 	persist_close(p);
+	p = NULL;
 	event_base_free(base);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	cr_assert_eq(system(cmd), 0);
+	if (be == REDIS)
+		redis_proc_cleanup(&rp);
 }
 
-/* what a waiter saw when it ran: the value of its key in a fresh read transaction */
-struct seen {
-	struct persist *p;
-	const char *key;
-	uint64_t seq;
-	int found, order;
-};
-static int runs;
+TestSuite(persist_lmdb, .timeout = 60);
+TestSuite(persist_redis, .timeout = 60);
 
-static void check_durable(void *arg)
+/* One body, two tests: on LMDB and on Redis. */
+#define BOTH(name)                                                                                                     \
+	static void name(void);                                                                                        \
+	Test(persist_lmdb, name, .init = setup_lmdb, .fini = teardown)                                                 \
+	{                                                                                                              \
+		name();                                                                                                \
+	}                                                                                                              \
+	Test(persist_redis, name, .init = setup_redis, .fini = teardown)                                               \
+	{                                                                                                              \
+		name();                                                                                                \
+	}                                                                                                              \
+	static void name(void)
+
+/* Is key in table "t", as someone else reading the store sees it (only what was committed)? */
+static bool stored(const char *key)
 {
-	struct seen *s = arg;
+	char cmd[256], reply[64];
 	MDB_env *env;
 	MDB_txn *txn;
-	MDB_val k = {strlen(s->key), (void *)s->key}, v;
+	MDB_dbi d;
+	MDB_val k = {strlen(key), (void *)key}, v;
+	bool found;
 
-	/* a second environment on the same files: sees only what was committed */
+	if (be == REDIS) {
+		snprintf(cmd, sizeof(cmd), "HEXISTS mmc:t:t %s", key);
+		cr_assert_eq(redis_proc_cmd(&rp, cmd, reply, sizeof(reply)), 0);
+		return strcmp(reply, ":1") == 0;
+	}
 	cr_assert_eq(mdb_env_create(&env), 0);
 	mdb_env_set_maxdbs(env, 4);
 	cr_assert_eq(mdb_env_open(env, dir, MDB_RDONLY | MDB_NOTLS | MDB_NOLOCK, 0644), 0);
 	cr_assert_eq(mdb_txn_begin(env, NULL, MDB_RDONLY, &txn), 0);
-	MDB_dbi d;
-	s->found = mdb_dbi_open(txn, "t", 0, &d) == 0 && mdb_get(txn, d, &k, &v) == 0;
+	found = mdb_dbi_open(txn, "t", 0, &d) == 0 && mdb_get(txn, d, &k, &v) == 0;
 	mdb_txn_abort(txn);
 	mdb_env_close(env);
+	return found;
+}
+
+/* what a waiter saw when it ran */
+struct seen {
+	const char *key;
+	uint64_t seq;
+	int found, order;
+};
+
+static void check_durable(void *arg)
+{
+	struct seen *s = arg;
+
+	s->found = stored(s->key);
 	s->order = ++runs;
-	cr_expect_geq(persist_durable_seq(s->p), s->seq, "ran before its batch was durable");
+	cr_expect_geq(persist_durable_seq(p), s->seq, "ran before its batch was durable");
 }
 
 static void run_until(int n)
 {
-	for (int i = 0; i < 2000 && runs < n; i++)
+	for (int i = 0; i < 5000 && runs < n; i++)
 		event_base_loop(base, EVLOOP_ONCE | EVLOOP_NONBLOCK), usleep(1000);
 }
 
 static void run_until_durable(uint64_t seq)
 {
-	for (int i = 0; i < 2000 && persist_durable_seq(p) < seq; i++)
+	for (int i = 0; i < 5000 && persist_durable_seq(p) < seq; i++)
 		event_base_loop(base, EVLOOP_ONCE | EVLOOP_NONBLOCK), usleep(1000);
 }
 
-TestSuite(persist, .init = setup, .fini = teardown, .timeout = 60);
-
-Test(persist, a_waiter_runs_after_its_writes_are_committed)
+static double now_ms(void)
 {
-	struct seen s = {p, "k1", 0, 0, 0};
+	struct timespec t;
 
-	runs = 0;
-	cr_assert_eq(persist_put(p, dbi, "k1", 2, "v1", 2), 0);
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
+
+/* The store stops answering commits for hold_ms: a child holds LMDB's write lock, or has Redis DEBUG SLEEP. */
+static pid_t hold_writer(int hold_ms)
+{
+	int fds[2];
+	char c;
+	pid_t pid;
+
+	cr_assert_eq(pipe(fds), 0);
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		close(fds[0]);
+		if (be == REDIS) {
+			struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons(rp.port)};
+			char cmd[64], reply[64];
+			int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+			sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+			snprintf(cmd, sizeof(cmd), "DEBUG SLEEP %.3f\r\n", hold_ms / 1000.0);
+			if (fd < 0 || connect(fd, (struct sockaddr *)&sin, sizeof(sin)) ||
+			    write(fd, cmd, strlen(cmd)) != (ssize_t)strlen(cmd))
+				_exit(1);
+			usleep(20000); /* Redis has read it and sleeps */
+			if (write(fds[1], "l", 1) != 1 || read(fd, reply, sizeof(reply)) <= 0)
+				_exit(1);
+			_exit(0);
+		}
+		MDB_env *env;
+		MDB_txn *txn;
+
+		if (mdb_env_create(&env) || mdb_env_set_maxdbs(env, 4) || mdb_env_open(env, dir, MDB_NOTLS, 0644) ||
+		    mdb_txn_begin(env, NULL, 0, &txn))
+			_exit(1);
+		if (write(fds[1], "l", 1) != 1)
+			_exit(1);
+		usleep((useconds_t)hold_ms * 1000);
+		mdb_txn_abort(txn);
+		mdb_env_close(env);
+		_exit(0);
+	}
+	close(fds[1]);
+	cr_assert_eq(read(fds[0], &c, 1), 1, "the child holds the store");
+	close(fds[0]);
+	return pid;
+}
+
+BOTH(a_waiter_runs_after_its_writes_are_committed)
+{
+	struct seen s = {"k1", 0, 0, 0};
+
+	cr_assert_eq(persist_put(p, tbl, "k1", 2, "v1", 2), 0);
 	cr_assert(persist_dirty(p));
 	s.seq = persist_wait_seq(p);
 	cr_assert_gt(s.seq, 0);
 	cr_assert_eq(persist_after_commit(p, check_durable, &s), 0);
 	run_until(1);
 	cr_assert_eq(runs, 1);
-	cr_assert(s.found, "the write was on disk when the waiter ran");
+	cr_assert(s.found, "the write was in the store when the waiter ran");
 	cr_assert_not(persist_dirty(p));
 	cr_assert_eq(persist_wait_seq(p), 0);
+	cr_assert_eq(persist_commits(p), 2, "the format version, then k1");
 }
 
-Test(persist, batches_commit_in_order_while_the_next_fills)
+BOTH(batches_commit_in_order_while_the_next_fills)
 {
-	struct seen a = {p, "a", 0, 0, 0}, b = {p, "b", 0, 0, 0}, none = {p, "a", 0, 0, 0};
+	struct seen a = {"a", 0, 0, 0}, b = {"b", 0, 0, 0}, none = {"a", 0, 0, 0};
 
-	runs = 0;
-	persist_put(p, dbi, "a", 1, "1", 1);
+	persist_put(p, tbl, "a", 1, "1", 1);
 	a.seq = persist_wait_seq(p);
 	persist_after_commit(p, check_durable, &a);
 	/* let the loop hand batch a to the writer, then fill the next one */
 	for (int i = 0; i < 100 && persist_wait_seq(p) == a.seq && runs == 0; i++) {
 		event_base_loop(base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
-		persist_put(p, dbi, "b", 1, "2", 1);
+		persist_put(p, tbl, "b", 1, "2", 1);
 		b.seq = persist_wait_seq(p);
 	}
 	cr_assert_eq(b.seq, a.seq + 1, "the second write went into a new batch");
@@ -137,76 +254,67 @@ Test(persist, batches_commit_in_order_while_the_next_fills)
 	cr_assert_eq(none.order, 3);
 }
 
-Test(persist, flush_commits_everything_and_a_reopen_finds_it)
+/* persist_scan's callback: appends "key=value;" to a string */
+static int collect(void *arg, const void *k, size_t klen, const void *v, size_t vlen)
 {
-	char key[16];
-	MDB_txn *txn;
-	MDB_val k = {3, "k99"}, v;
+	char *out = arg;
+
+	snprintf(out + strlen(out), 4096 - strlen(out), "%.*s=%.*s;", (int)klen, (const char *)k, (int)vlen,
+	         (const char *)v);
+	return 0;
+}
+
+static int stop_at_two(void *arg, const void *k, size_t klen, const void *v, size_t vlen)
+{
+	return ++*(int *)arg == 2 ? 7 : 0;
+}
+
+BOTH(flush_commits_everything_and_a_reopen_finds_it)
+{
+	char key[16], buf[16], all[4096] = "";
+	size_t len = 0;
+	uint64_t n = 0;
+	int seen = 0;
 
 	for (int i = 0; i < 100; i++) {
 		snprintf(key, sizeof(key), "k%d", i);
-		cr_assert_eq(persist_put(p, dbi, key, strlen(key), key, strlen(key)), 0);
+		cr_assert_eq(persist_put(p, tbl, key, strlen(key), key, strlen(key)), 0);
 	}
-	cr_assert_eq(persist_del(p, dbi, "k0", 2), 0);
-	cr_assert_eq(persist_del(p, dbi, "never", 5), 0, "deleting a missing key is fine");
+	cr_assert_eq(persist_del(p, tbl, "k0", 2), 0);
+	cr_assert_eq(persist_del(p, tbl, "never", 5), 0, "deleting a missing key is fine");
 	cr_assert_eq(persist_flush(p), 0);
 	cr_assert_not(persist_dirty(p));
 	persist_close(p);
 	open_store();
-	cr_assert_eq(persist_read_begin(p, &txn), 0);
-	cr_assert_eq(mdb_get(txn, dbi, &k, &v), 0);
-	cr_assert_eq(v.mv_size, 3);
-	k = (MDB_val){2, "k0"};
-	cr_assert_eq(mdb_get(txn, dbi, &k, &v), MDB_NOTFOUND);
-	mdb_txn_abort(txn);
+	cr_assert_eq(persist_get(p, tbl, "k99", 3, buf, sizeof(buf), &len), 0);
+	cr_assert_eq(len, 3);
+	cr_assert_eq(memcmp(buf, "k99", 3), 0);
+	cr_assert_eq(persist_get(p, tbl, "k0", 2, buf, sizeof(buf), &len), MMC_OBJECT_NOT_EXISTS);
+	cr_assert_eq(persist_get(p, tbl, "k99", 3, buf, 2, &len), MMC_ERROR, "longer than the buffer");
+	cr_assert_eq(persist_count(p, tbl, &n), 0);
+	cr_assert_eq(n, 99);
+	cr_assert_eq(persist_scan(p, tbl, stop_at_two, &seen), 7, "the callback's nonzero ends the scan");
+	cr_assert_eq(seen, 2);
+	/* key order, bytewise, like an LMDB cursor: k1 k10 k11 ... k2 ... */
+	cr_assert_eq(persist_scan(p, tbl, collect, all), 0);
+	cr_assert(strncmp(all, "k1=k1;k10=k10;k11=k11;", 22) == 0, "%.60s", all);
+	cr_assert(strstr(all, "k99=k99;") && !strstr(all, "k0="));
 }
 
-Test(persist, a_key_lmdb_refuses_does_not_sink_the_batch)
+BOTH(a_key_no_store_takes_is_refused_when_queued)
 {
-	static char huge[1024];
-	MDB_txn *txn;
-	MDB_val k = {2, "ok"}, v;
+	static char huge[PERSIST_KEY_MAX + 1];
+	char buf[4];
+	size_t len;
 
-	memset(huge, 'x', sizeof(huge)); /* longer than LMDB's key limit (511) */
-	cr_assert_eq(persist_put(p, dbi, huge, sizeof(huge), "v", 1), MMC_ERROR,
-	             "refused when queued, not skipped later");
-	cr_assert_eq(persist_put(p, dbi, "", 0, "v", 1), MMC_ERROR);
-	persist_put(p, dbi, "ok", 2, "v", 1);
+	memset(huge, 'x', sizeof(huge));
+	cr_assert_eq(persist_put(p, tbl, huge, sizeof(huge), "v", 1), MMC_ERROR, "refused when queued");
+	cr_assert_eq(persist_put(p, tbl, huge, PERSIST_KEY_MAX, "v", 1), 0, "the longest key is fine");
+	cr_assert_eq(persist_put(p, tbl, "", 0, "v", 1), MMC_ERROR);
+	persist_put(p, tbl, "ok", 2, "v", 1);
 	cr_assert_eq(persist_flush(p), 0);
-	cr_assert_eq(persist_read_begin(p, &txn), 0);
-	cr_assert_eq(mdb_get(txn, dbi, &k, &v), 0);
-	mdb_txn_abort(txn);
-}
-
-/* A child process holds LMDB's write lock for hold_ms: the writer thread blocks in mdb_txn_begin meanwhile. */
-static pid_t hold_writer_lock(int hold_ms)
-{
-	int fds[2];
-	char c;
-	pid_t pid;
-
-	cr_assert_eq(pipe(fds), 0);
-	pid = fork();
-	cr_assert_geq(pid, 0);
-	if (pid == 0) {
-		MDB_env *env;
-		MDB_txn *txn;
-
-		close(fds[0]);
-		if (mdb_env_create(&env) || mdb_env_set_maxdbs(env, 4) || mdb_env_open(env, dir, MDB_NOTLS, 0644) ||
-		    mdb_txn_begin(env, NULL, 0, &txn))
-			_exit(1);
-		if (write(fds[1], "l", 1) != 1)
-			_exit(1);
-		usleep((useconds_t)hold_ms * 1000);
-		mdb_txn_abort(txn);
-		mdb_env_close(env);
-		_exit(0);
-	}
-	close(fds[1]);
-	cr_assert_eq(read(fds[0], &c, 1), 1, "the child took the write lock");
-	close(fds[0]);
-	return pid;
+	cr_assert_eq(persist_get(p, tbl, "ok", 2, buf, sizeof(buf), &len), 0);
+	cr_assert_eq(persist_get(p, tbl, huge, PERSIST_KEY_MAX, buf, sizeof(buf), &len), 0);
 }
 
 /* A waiter that writes (and, slow enough, hands its own batch over by the 2 ms rule) must not make the loop hand a
@@ -218,70 +326,60 @@ static void write_while_landing(void *arg)
 {
 	struct timespec t0, t;
 
-	persist_put(p, dbi, "x", 1, "1", 1);
+	persist_put(p, tbl, "x", 1, "1", 1);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	do /* older than MAX_BATCH_AGE_NS: the next write hands the batch over */
 		clock_gettime(CLOCK_MONOTONIC, &t);
 	while ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) < 3000000L);
-	holder = hold_writer_lock(200); /* so that the writer is surely still busy with y's batch below */
-	persist_put(p, dbi, "y", 1, "2", 1);
-	usleep(20000); /* the writer has taken y's batch and waits for the lock */
+	holder = hold_writer(300); /* so that the writer is surely still busy with y's batch below */
+	persist_put(p, tbl, "y", 1, "2", 1);
+	usleep(20000); /* the writer has taken y's batch and waits for the store */
 	after_y.seq = persist_durable_seq(p) + 1;
 	persist_after_commit(p, check_durable, &after_y);
-	persist_put(p, dbi, "z", 1, "3", 1);
+	persist_put(p, tbl, "z", 1, "3", 1);
 	after_z.seq = persist_wait_seq(p);
 	persist_after_commit(p, check_durable, &after_z);
 	check_durable(arg);
 }
 
-Test(persist, writes_from_a_waiter_never_replace_the_flying_batch)
+BOTH(writes_from_a_waiter_never_replace_the_flying_batch)
 {
-	struct seen w = {p, "w", 0, 0, 0};
+	struct seen w = {"w", 0, 0, 0};
 	int status;
 
-	runs = 0;
-	after_y = (struct seen){p, "y", 0, 0, 0};
-	after_z = (struct seen){p, "z", 0, 0, 0};
-	persist_put(p, dbi, "w", 1, "0", 1);
+	after_y = (struct seen){"y", 0, 0, 0};
+	after_z = (struct seen){"z", 0, 0, 0};
+	persist_put(p, tbl, "w", 1, "0", 1);
 	w.seq = persist_wait_seq(p);
 	persist_after_commit(p, write_while_landing, &w);
 	run_until(3);
 	cr_assert_eq(runs, 3);
-	cr_assert(w.found && after_y.found, "w and y were on disk when their waiters ran");
-	cr_assert(after_z.found, "z was on disk when its waiter ran");
+	cr_assert(w.found && after_y.found, "w and y were in the store when their waiters ran");
+	cr_assert(after_z.found, "z was in the store when its waiter ran");
 	cr_assert_gt(after_z.seq, after_y.seq);
 	cr_assert_eq(persist_flush(p), 0);
 	cr_assert_eq(waitpid(holder, &status, 0), holder);
 	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
-static double now_ms(void)
+BOTH(a_wakeup_left_by_a_flush_does_not_make_the_loop_wait_for_the_store)
 {
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
-}
-
-Test(persist, a_wakeup_left_by_a_flush_does_not_make_the_loop_wait_for_the_disk)
-{
-	struct seen b = {p, "b", 0, 0, 0};
+	struct seen b = {"b", 0, 0, 0};
 	double t0;
 	int status;
 
-	runs = 0;
-	persist_put(p, dbi, "a", 1, "1", 1);
+	persist_put(p, tbl, "a", 1, "1", 1);
 	cr_assert_eq(persist_flush(p), 0); /* lands on the loop: the writer's wakeup stays in the eventfd */
-	holder = hold_writer_lock(1000);
-	persist_put(p, dbi, "b", 1, "2", 1);
+	holder = hold_writer(1000);
+	persist_put(p, tbl, "b", 1, "2", 1);
 	usleep(3000);
-	persist_put(p, dbi, "b2", 2, "2", 1); /* the 2 ms rule: batch b flies, and the writer is stuck */
+	persist_put(p, tbl, "b2", 2, "2", 1); /* the 2 ms rule: batch b flies, and the writer is stuck */
 	b.seq = persist_wait_seq(p);
 	persist_after_commit(p, check_durable, &b);
 	t0 = now_ms();
 	event_base_loop(base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
 	cr_expect_lt(now_ms() - t0, 500, "one loop turn waited %.0f ms for a commit", now_ms() - t0);
-	cr_expect_eq(runs, 0, "b cannot be durable while the lock is held");
+	cr_expect_eq(runs, 0, "b cannot be durable while the store is held");
 	run_until(1);
 	cr_assert_eq(runs, 1);
 	cr_assert(b.found);
@@ -296,78 +394,286 @@ static void busy_cb(evutil_socket_t fd, short what, void *arg)
 	event_base_loopbreak(base); /* back to the test after each turn */
 }
 
-Test(persist, a_loop_that_never_idles_still_commits)
+BOTH(a_loop_that_never_idles_still_commits)
 {
-	struct seen s = {p, "busy", 0, 0, 0};
+	struct seen s = {"busy", 0, 0, 0};
 	struct event *busy;
 	int sv[2], turns = 0;
 	double t0;
 
-	runs = 0;
 	cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
 	cr_assert_eq(write(sv[1], "x", 1), 1); /* never read: sv[0] is readable on every turn */
 	busy = event_new(base, sv[0], EV_READ | EV_PERSIST, busy_cb, &turns);
 	cr_assert_eq(event_priority_set(busy, 1), 0);
 	event_add(busy, NULL);
-	persist_put(p, dbi, "busy", 4, "1", 1);
+	persist_put(p, tbl, "busy", 4, "1", 1);
 	s.seq = persist_wait_seq(p);
 	persist_after_commit(p, check_durable, &s);
 	t0 = now_ms();
-	while (runs == 0 && now_ms() - t0 < 2000)
+	while (runs == 0 && now_ms() - t0 < 5000)
 		event_base_loop(base, 0); /* one turn: the busy socket is always ready */
 	event_free(busy);
 	close(sv[0]);
 	close(sv[1]);
-	cr_assert_eq(runs, 1, "the waiter ran within 2 s of a busy loop (%d turns)", turns);
+	cr_assert_eq(runs, 1, "the waiter ran within 5 s of a busy loop (%d turns)", turns);
 	cr_assert(s.found);
 }
 
-/* A commit that fails (here: the map is full) still runs its waiters, which must be able to tell. */
+BOTH(a_batch_is_pending_until_it_lands)
+{
+	uint64_t seq;
+
+	cr_assert_eq(persist_seq_state(p, 0), PERSIST_SEQ_DURABLE, "no batch: nothing to wait for");
+	cr_assert_eq(persist_put(p, tbl, "k", 1, "v", 1), 0);
+	seq = persist_wait_seq(p);
+	cr_assert_eq(persist_seq_state(p, seq), PERSIST_SEQ_PENDING);
+	cr_assert_eq(persist_seq_state(p, seq + 1), PERSIST_SEQ_PENDING, "a batch not yet numbered");
+	run_until_durable(seq);
+	cr_assert_eq(persist_seq_state(p, seq), PERSIST_SEQ_DURABLE);
+}
+
+/* A commit that fails still runs its waiters, which must be able to tell. */
 static void saw_failure(void *arg)
 {
 	*(uint64_t *)arg = persist_failed_seq(p);
 	runs++;
 }
 
-Test(persist, a_failed_commit_is_visible_to_its_waiters)
+/* Puts key and runs the loop until its waiter ran; returns the batch's seq (its fate: persist_seq_state). */
+static uint64_t put_and_land(const char *key, const void *val, size_t vlen)
 {
-	static char big[1 << 20];
-	struct persist_opts small = {.dir = dir, .map_size = 256u << 10, .sync = true};
-	char err[256];
-	uint64_t seq, failed = 0, later = 0;
+	uint64_t failed = 0, seq;
+	int before = runs;
 
-	persist_close(p);
-	cr_assert_eq(persist_open(&p, base, &small, err, sizeof(err)), 0, "%s", err);
-	cr_assert_eq(persist_dbi(p, "t", &dbi), 0);
-	cr_assert_eq(persist_failed_seq(p), 0);
-	runs = 0;
-	cr_assert_eq(persist_put(p, dbi, "big", 3, big, sizeof(big)), 0, "queued: the map is only full at commit");
+	cr_assert_eq(persist_put(p, tbl, key, strlen(key), val, vlen), 0);
 	seq = persist_wait_seq(p);
 	persist_after_commit(p, saw_failure, &failed);
-	run_until(1);
-	cr_assert_eq(runs, 1);
-	cr_assert_eq(failed, seq, "the waiter learns that its batch failed");
+	run_until(before + 1);
+	cr_assert_eq(runs, before + 1, "the waiter of %s ran", key);
+	return seq;
+}
+
+Test(persist_lmdb, a_failed_commit_is_visible_to_its_waiters, .init = setup_lmdb, .fini = teardown)
+{
+	static char big[1 << 20];
+	char err[256];
+	uint64_t seq, later;
+
+	persist_close(p);
+	cr_assert_eq(try_open(&p, 256u << 10, NULL, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(persist_table(p, "t", &tbl), 0);
+	cr_assert_eq(persist_failed_seq(p), 0);
+	seq = put_and_land("big", big, sizeof(big)); /* queued: the map is only full at commit */
+	cr_assert_eq(persist_failed_seq(p), seq, "the waiter learns that its batch failed");
 	cr_assert_eq(persist_failures(p), 1, "counted for /metrics");
 	/* a later batch that fits commits, and the failure stays on record */
-	persist_put(p, dbi, "small", 5, "1", 1);
-	persist_after_commit(p, saw_failure, &later);
-	run_until(2);
-	cr_assert_eq(later, seq);
+	later = put_and_land("small", "1", 1);
+	cr_assert_eq(persist_failed_seq(p), seq);
 	cr_assert_gt(persist_durable_seq(p), seq);
 	/* space unlinked by the failed batch must never be reused; by the later one, it may */
 	cr_assert_eq(persist_seq_state(p, seq), PERSIST_SEQ_LOST);
-	cr_assert_eq(persist_seq_state(p, persist_durable_seq(p)), PERSIST_SEQ_DURABLE);
+	cr_assert_eq(persist_seq_state(p, later), PERSIST_SEQ_DURABLE);
 }
 
-Test(persist, a_batch_is_pending_until_it_lands)
+/* Redis killed: commits fail (their waiters see it; the space-reuse rule sees LOST), reads from memory are the
+ * caller's; Redis back: commits succeed again without anyone reconnecting by hand, and what Redis acknowledged
+ * before the kill is still there (appendfsync always). */
+Test(persist_redis, commits_fail_while_redis_is_down_and_recover_when_it_returns, .init = setup_redis, .fini = teardown)
+{
+	uint64_t before, during, after;
+	char buf[8];
+	size_t len;
+
+	before = put_and_land("before", "1", 1);
+	cr_assert_eq(persist_seq_state(p, before), PERSIST_SEQ_DURABLE);
+	redis_proc_kill(&rp);
+	during = put_and_land("during", "2", 1);
+	cr_assert_eq(persist_seq_state(p, during), PERSIST_SEQ_LOST, "a commit while Redis is down fails");
+	cr_assert_geq(persist_failures(p), 1);
+	cr_assert_eq(redis_proc_restart(&rp), 0);
+	/* the backoff (at most 1 s) decides when the writer tries again: batches fail fast until then */
+	for (int i = 0; i < 100; i++) {
+		after = put_and_land("after", "3", 1);
+		if (persist_seq_state(p, after) == PERSIST_SEQ_DURABLE)
+			break;
+		usleep(100000);
+	}
+	cr_assert_eq(persist_seq_state(p, after), PERSIST_SEQ_DURABLE, "commits recover by themselves");
+	cr_assert(stored("before"), "acknowledged before the kill: in the AOF");
+	cr_assert(stored("after"));
+	cr_assert_not(stored("during"));
+	cr_assert_eq(persist_get(p, tbl, "before", 6, buf, sizeof(buf), &len), 0);
+}
+
+static bool fence_ok;
+
+static bool fence(void *arg)
+{
+	return __atomic_load_n((bool *)arg, __ATOMIC_ACQUIRE);
+}
+
+BOTH(a_fenced_commit_fails_and_reaches_nothing)
 {
 	uint64_t seq;
 
-	cr_assert_eq(persist_seq_state(p, 0), PERSIST_SEQ_DURABLE, "no batch: nothing to wait for");
-	cr_assert_eq(persist_put(p, dbi, "k", 1, "v", 1), 0);
-	seq = persist_wait_seq(p);
-	cr_assert_eq(persist_seq_state(p, seq), PERSIST_SEQ_PENDING);
-	cr_assert_eq(persist_seq_state(p, seq + 1), PERSIST_SEQ_PENDING, "a batch not yet numbered");
-	run_until_durable(seq);
+	fence_ok = false;
+	persist_set_fence(p, fence, &fence_ok);
+	seq = put_and_land("fenced", "1", 1);
+	cr_assert_eq(persist_seq_state(p, seq), PERSIST_SEQ_LOST, "a leader without its lease commits nothing");
+	cr_assert_not(stored("fenced"));
+	__atomic_store_n(&fence_ok, true, __ATOMIC_RELEASE);
+	seq = put_and_land("leading", "1", 1);
 	cr_assert_eq(persist_seq_state(p, seq), PERSIST_SEQ_DURABLE);
+	cr_assert(stored("leading"));
+	persist_set_fence(p, NULL, NULL);
+}
+
+Test(persist_lmdb, a_redis_fence_key_is_refused_on_lmdb, .init = setup_lmdb, .fini = teardown)
+{
+	cr_assert_eq(persist_set_redis_fence_key(p, "lock", "me"), MMC_INVALID_PARAM);
+}
+
+/* The lock key's value is checked at Redis, atomically with the commit: whoever set another value wins. */
+/* Redis applies the rest of a transaction whose one command failed: the batch must still count as failed. */
+Test(persist_redis, a_write_redis_refuses_inside_exec_fails_the_batch, .init = setup_redis, .fini = teardown)
+{
+	char reply[64];
+	uint64_t seq;
+
+	cr_assert_eq(redis_proc_cmd(&rp, "SET mmc:t:t not-a-hash", reply, sizeof(reply)), 0);
+	seq = put_and_land("k", "1", 1);
+	cr_assert_eq(persist_seq_state(p, seq), PERSIST_SEQ_LOST, "WRONGTYPE inside EXEC is a failed commit");
+}
+
+Test(persist_redis, a_commit_after_the_lock_key_moved_fails_at_redis, .init = setup_redis, .fini = teardown)
+{
+	char reply[64];
+	uint64_t seq;
+
+	cr_assert_eq(redis_proc_cmd(&rp, "SET mmc-test-lock node-a", reply, sizeof(reply)), 0);
+	cr_assert_eq(persist_set_redis_fence_key(p, "", "x"), MMC_INVALID_PARAM);
+	cr_assert_eq(persist_set_redis_fence_key(p, "mmc-test-lock", "node-a"), 0);
+	seq = put_and_land("while_leading", "1", 1);
+	cr_assert_eq(persist_seq_state(p, seq), PERSIST_SEQ_DURABLE);
+	cr_assert_eq(redis_proc_cmd(&rp, "SET mmc-test-lock node-b", reply, sizeof(reply)), 0);
+	seq = put_and_land("after_takeover", "1", 1);
+	cr_assert_eq(persist_seq_state(p, seq), PERSIST_SEQ_LOST, "node b holds the lock: node a's commit fails");
+	cr_assert_not(stored("after_takeover"));
+	cr_assert_eq(redis_proc_cmd(&rp, "DEL mmc-test-lock", reply, sizeof(reply)), 0);
+	seq = put_and_land("lock_gone", "1", 1);
+	cr_assert_eq(persist_seq_state(p, seq), PERSIST_SEQ_LOST, "no lock at all: no commit either");
+	cr_assert_eq(persist_set_redis_fence_key(p, NULL, NULL), 0);
+	seq = put_and_land("unfenced", "1", 1);
+	cr_assert_eq(persist_seq_state(p, seq), PERSIST_SEQ_DURABLE);
+}
+
+BOTH(a_newer_format_is_refused_at_open)
+{
+	struct persist_table *fmt;
+	char err[256] = "", v[8];
+	size_t len;
+
+	cr_assert_eq(persist_table(p, "mmc_format", &fmt), 0);
+	cr_assert_eq(persist_get(p, fmt, "version", 7, v, sizeof(v), &len), 0, "written on first open");
+	cr_assert_eq(len, 1);
+	cr_assert_eq(v[0], '0' + PERSIST_FORMAT_VERSION);
+	persist_put(p, fmt, "version", 7, "2", 1);
+	cr_assert_eq(persist_flush(p), 0);
+	persist_close(p);
+	p = NULL;
+	cr_assert_eq(try_open(&p, 64u << 20, NULL, err, sizeof(err)), MMC_ERROR);
+	cr_assert_null(p);
+	cr_assert(strstr(err, "metadata format 2") && strstr(err, "reads format 1"), "%s", err);
+}
+
+BOTH(a_reload_lands_what_is_queued_and_keeps_tables_and_numbers)
+{
+	char err[256], buf[8];
+	size_t len;
+	uint64_t seq;
+
+	cr_assert_eq(persist_put(p, tbl, "queued", 6, "1", 1), 0);
+	seq = persist_wait_seq(p);
+	cr_assert_eq(persist_reload(p, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(persist_seq_state(p, seq), PERSIST_SEQ_DURABLE, "landed before the reload");
+	cr_assert(stored("queued"));
+	cr_assert_eq(persist_get(p, tbl, "queued", 6, buf, sizeof(buf), &len), 0, "the table is still valid");
+	cr_assert_eq(persist_put(p, tbl, "later", 5, "2", 1), 0);
+	cr_assert_gt(persist_wait_seq(p), seq, "batch numbers keep growing");
+	cr_assert_eq(persist_flush(p), 0);
+	cr_assert(stored("later"));
+}
+
+/* A standby's takeover: what another node committed is what the reload and a scan see. */
+Test(persist_redis, a_reload_sees_what_another_node_committed, .init = setup_redis, .fini = teardown)
+{
+	char reply[64], all[4096] = "", err[256];
+
+	put_and_land("mine", "1", 1);
+	cr_assert_eq(redis_proc_cmd(&rp, "HSET mmc:t:t theirs 2", reply, sizeof(reply)), 0);
+	redis_proc_kill(&rp);
+	cr_assert_eq(redis_proc_restart(&rp), 0); /* the old connection is dead: the reload makes a new one */
+	cr_assert_eq(persist_reload(p, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(persist_scan(p, tbl, collect, all), 0);
+	cr_assert_str_eq(all, "mine=1;theirs=2;");
+}
+
+Test(persist_redis, clusters_with_other_key_prefixes_share_one_redis, .init = setup_redis, .fini = teardown)
+{
+	struct persist *other;
+	struct persist_table *t2;
+	char err[256], buf[8];
+	size_t len;
+	uint64_t n = 1;
+
+	put_and_land("ours", "1", 1);
+	cr_assert_eq(try_open(&other, 64u << 20, "cluster2:", err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(persist_table(other, "t", &t2), 0);
+	cr_assert_eq(persist_get(other, t2, "ours", 4, buf, sizeof(buf), &len), MMC_OBJECT_NOT_EXISTS);
+	cr_assert_eq(persist_count(other, t2, &n), 0);
+	cr_assert_eq(n, 0);
+	persist_close(other);
+}
+
+Test(persist_redis, an_unreachable_redis_fails_the_open_without_showing_the_password)
+{
+	struct persist_opts o = {.uri = "redis://admin:s3cret@127.0.0.1:1/0", .timeout_ms = 500};
+	struct event_base *b = event_base_new();
+	struct persist *q = NULL;
+	char err[256] = "";
+
+	cr_assert_eq(persist_open(&q, b, &o, err, sizeof(err)), MMC_ERROR);
+	cr_assert(strstr(err, "redis://admin:***@127.0.0.1:1/0"), "%s", err);
+	cr_assert_null(strstr(err, "s3cret"), "%s", err);
+	o.uri = "memcached://x";
+	cr_assert_eq(persist_open(&q, b, &o, err, sizeof(err)), MMC_INVALID_PARAM);
+	event_base_free(b);
+}
+
+Test(store_uri, redis_uris_parse_and_redact)
+{
+	struct redis_uri u;
+	char err[256], shown[256];
+
+	cr_assert_eq(redis_uri_parse("redis://u:pw@db.example:6380/3", &u, err, sizeof(err)), 0, "%s", err);
+	cr_assert_str_eq(u.host, "db.example");
+	cr_assert_eq(u.port, 6380);
+	cr_assert_eq(u.db, 3);
+	cr_assert_str_eq(u.user, "u");
+	cr_assert_str_eq(u.password, "pw");
+	cr_assert_eq(redis_uri_parse("redis://token@h/?db=2&cluster_name=c", &u, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(u.port, 6379);
+	cr_assert_eq(u.db, 2);
+	cr_assert_str_eq(u.password, "token", "the reference's auth_token@");
+	cr_assert_str_eq(u.user, "");
+	cr_assert_eq(redis_uri_parse("redis://:pw@h:99999", &u, err, sizeof(err)), MMC_INVALID_PARAM);
+	cr_assert_null(strstr(err, "pw@"), "%s", err);
+	cr_assert_eq(redis_uri_parse("redis://h:1/x", &u, err, sizeof(err)), MMC_INVALID_PARAM);
+	cr_assert_eq(redis_uri_parse("redis://", &u, err, sizeof(err)), MMC_INVALID_PARAM);
+	store_uri_redact("redis://u:pw@h:1/0", shown, sizeof(shown));
+	cr_assert_str_eq(shown, "redis://u:***@h:1/0");
+	store_uri_redact("redis://tok@h:1", shown, sizeof(shown));
+	cr_assert_str_eq(shown, "redis://***@h:1");
+	store_uri_redact("lmdb", shown, sizeof(shown));
+	cr_assert_str_eq(shown, "lmdb");
 }

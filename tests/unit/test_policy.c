@@ -103,9 +103,9 @@ static void setup(void)
 	arena_init(&m.arena);
 	tier_init(&m);
 	cr_assert_eq(persist_open(&m.persist, base, &po, err, sizeof(err)), 0, "%s", err);
-	cr_assert_eq(persist_dbi(m.persist, "objects", &m.db_objects), 0);
-	cr_assert_eq(persist_dbi(m.persist, "services", &m.db_services), 0);
-	cr_assert_eq(persist_dbi(m.persist, "info", &m.db_info), 0);
+	cr_assert_eq(persist_table(m.persist, "objects", &m.db_objects), 0);
+	cr_assert_eq(persist_table(m.persist, "services", &m.db_services), 0);
+	cr_assert_eq(persist_table(m.persist, "info", &m.db_info), 0);
 	cr_assert_eq(objects_init(&m), 0);
 	nreplies = ntasks = 0;
 }

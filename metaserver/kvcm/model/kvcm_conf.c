@@ -72,7 +72,6 @@ static const struct conf_key keys[] = {
     {"kvcm.service.admin_rpc_port", CONF_U32, F(compat_u32[1]), 0, 65535, NULL},
     {"kvcm.service.io_thread_num", CONF_U32, F(compat_u32[2]), 0, 1024, NULL},
     {"kvcm.logger.log_level", CONF_U32, F(compat_u32[3]), 0, 5, NULL},
-    {"kvcm.registry_storage.uri", CONF_STR, F(compat_str), 0, 0, NULL},
     {"kvcm.service.allow_insecure_bind", CONF_BOOL, F(allow_insecure_bind), 0, 0, NULL},
     {"kvcm.service.admin_user", CONF_STR, F(admin_user), 0, 0, NULL},
     {"kvcm.service.admin_password_file", CONF_STR, F(admin_password_file), 0, 0, NULL},

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "log.h"
+#include "mmc/mmc.h"
 #include "persist.h"
 
 static const char *const table_names[STORE_NTABLES] = {"kvcm_storages", "kvcm_groups", "kvcm_instances",
@@ -13,25 +14,20 @@ static const char *const table_names[STORE_NTABLES] = {"kvcm_storages", "kvcm_gr
 int store_open(struct kvcm_store *st, struct persist *p)
 {
 	st->persist = p;
-	if (persist_dbi(p, "kvcm_meta", &st->meta) || persist_dbi(p, "kvcm_blocks", &st->blocks))
+	if (persist_table(p, "kvcm_meta", &st->meta) || persist_table(p, "kvcm_blocks", &st->blocks))
 		return -1;
 	for (int t = 0; t < STORE_NTABLES; t++)
-		if (persist_dbi(p, table_names[t], &st->tables[t]))
+		if (persist_table(p, table_names[t], &st->tables[t]))
 			return -1;
 	return 0;
 }
 
 bool store_initialized(struct kvcm_store *st)
 {
-	MDB_txn *txn;
-	MDB_val key = {11, "initialized"}, v;
-	bool yes;
+	char v[64];
+	size_t len;
 
-	if (persist_read_begin(st->persist, &txn))
-		return false;
-	yes = mdb_get(txn, st->meta, &key, &v) == 0;
-	mdb_txn_abort(txn);
-	return yes;
+	return persist_get(st->persist, st->meta, "initialized", 11, v, sizeof(v), &len) == 0;
 }
 
 void store_mark_initialized(struct kvcm_store *st)
@@ -100,57 +96,48 @@ int store_del_block(struct kvcm_store *st, uint64_t uid, int64_t key)
 	return persist_del(st->persist, st->blocks, kb, sizeof(kb));
 }
 
-static int read_json(struct kvcm_store *st, MDB_txn *txn, enum store_table t, const struct store_reader *r, void *arg)
+struct scan {
+	struct kvcm_store *st;
+	const struct store_reader *r;
+	void *arg;
+	enum store_table t;
+};
+
+static int read_json(void *arg, const void *key, size_t klen, const void *val, size_t vlen)
 {
-	MDB_cursor *cur;
-	MDB_val key, val;
+	struct scan *sc = arg;
+	json_error_t e;
+	json_t *v = json_loadb(val, vlen, 0, &e);
+	char name[PERSIST_KEY_MAX + 1];
 
-	if (mdb_cursor_open(txn, st->tables[t], &cur))
-		return -1;
-	while (mdb_cursor_get(cur, &key, &val, MDB_NEXT) == 0) {
-		json_error_t e;
-		json_t *v = json_loadb(val.mv_data, val.mv_size, 0, &e);
-		char name[512]; /* an LMDB key is at most 511 bytes */
-
-		snprintf(name, sizeof(name), "%.*s", (int)key.mv_size, (const char *)key.mv_data);
-		if (!v || r->json(arg, t, name, v))
-			log_error("op=kvcm_load table=%s err=\"bad record %s\"", table_names[t], name);
-		json_decref(v);
-	}
-	mdb_cursor_close(cur);
+	snprintf(name, sizeof(name), "%.*s", (int)klen, (const char *)key);
+	if (!v || sc->r->json(sc->arg, sc->t, name, v))
+		log_error("op=kvcm_load table=%s err=\"bad record %s\"", table_names[sc->t], name);
+	json_decref(v);
 	return 0;
 }
 
-static int read_blocks(struct kvcm_store *st, MDB_txn *txn, const struct store_reader *r, void *arg)
+static int read_block(void *arg, const void *key, size_t klen, const void *val, size_t vlen)
 {
-	MDB_cursor *cur;
-	MDB_val key, val;
+	struct scan *sc = arg;
 	uint64_t uid;
 	int64_t k;
 
-	if (mdb_cursor_open(txn, st->blocks, &cur))
-		return -1;
-	while (mdb_cursor_get(cur, &key, &val, MDB_NEXT) == 0) {
-		if (key.mv_size != 16)
-			continue;
-		block_key_parse(key.mv_data, &uid, &k);
-		r->block(arg, uid, k, val.mv_data, val.mv_size);
-	}
-	mdb_cursor_close(cur);
+	if (klen != 16)
+		return 0;
+	block_key_parse(key, &uid, &k);
+	sc->r->block(sc->arg, uid, k, val, vlen);
 	return 0;
 }
 
 int store_read(struct kvcm_store *st, const struct store_reader *r, void *arg)
 {
-	MDB_txn *txn;
-	int rc = 0;
+	struct scan sc = {st, r, arg, STORE_STORAGES};
 
-	if (persist_read_begin(st->persist, &txn))
-		return -1;
-	for (int t = 0; t < STORE_NTABLES && !rc; t++)
-		rc = read_json(st, txn, (enum store_table)t, r, arg);
-	if (!rc)
-		rc = read_blocks(st, txn, r, arg);
-	mdb_txn_abort(txn);
-	return rc;
+	for (int t = 0; t < STORE_NTABLES; t++) {
+		sc.t = (enum store_table)t;
+		if (persist_scan(st->persist, st->tables[t], read_json, &sc))
+			return -1;
+	}
+	return persist_scan(st->persist, st->blocks, read_block, &sc) ? -1 : 0;
 }

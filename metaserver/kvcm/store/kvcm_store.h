@@ -1,26 +1,26 @@
 /*
- * KVCM's durable state in LMDB: its own named tables in the meta server's environment, written within the loop
- * turn's group commit. The store knows tables, keys and bytes, not what a record means: the model encodes its
- * records (storages, groups and instances as canonical JSON; blocks in binary, model/block_record.c) and rebuilds
- * itself from them at start-up (model/state_load.c). Write sessions are never stored. Loop thread only.
+ * KVCM's durable state in the meta server's metadata store (LMDB or Redis, state/persist.h): its own named tables,
+ * written within the loop turn's group commit. The store knows tables, keys and bytes, not what a record means: the
+ * model encodes its records (storages, groups and instances as canonical JSON; blocks in binary, model/block_record.c)
+ * and rebuilds itself from them at start-up (model/state_load.c). Write sessions are never stored. Loop thread only.
  */
 #ifndef MMC_KVCM_STORE_H
 #define MMC_KVCM_STORE_H
 
 #include <jansson.h>
-#include <lmdb.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 struct persist;
+struct persist_table;
 
 /* The tables of named JSON records, read back in this order. */
 enum store_table { STORE_STORAGES, STORE_GROUPS, STORE_INSTANCES, STORE_ACCOUNTS, STORE_NTABLES };
 
 struct kvcm_store {
 	struct persist *persist;
-	MDB_dbi meta, blocks, tables[STORE_NTABLES];
+	struct persist_table *meta, *blocks, *tables[STORE_NTABLES];
 	uint64_t writes; /* bumped by every write: replies to requests that wrote wait for the commit */
 };
 
@@ -46,7 +46,7 @@ struct store_reader {
 };
 
 /*
- * Reads every record in one read transaction: the JSON tables in enum order, each by name, then the blocks by
+ * Reads every record: the JSON tables in enum order, each by name, then the blocks by
  * instance uid and, within one, by key. A record that is not valid JSON is logged and skipped. Returns 0 or -1.
  */
 int store_read(struct kvcm_store *st, const struct store_reader *r, void *arg);

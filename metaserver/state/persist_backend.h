@@ -1,0 +1,71 @@
+/*
+ * What the group-commit front (persist.c) asks of a store: open tables, apply one batch atomically, read back at
+ * load. One implementation per store: persist_lmdb.c, persist_redis.c. Private to metaserver/state/persist*.c.
+ *
+ * Threads: commit() runs on the writer thread; every other call runs on the loop thread while the writer holds no
+ * batch (persist.c lands the flying batch first, and the hand-over through its mutex orders the two threads).
+ */
+#ifndef MMC_PERSIST_BACKEND_H
+#define MMC_PERSIST_BACKEND_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "persist.h"
+
+#define PERSIST_MAX_TABLES 32
+#define PERSIST_TABLE_NAME 48
+
+struct persist_table {
+	uint32_t id; /* index into the backend's handles */
+	char name[PERSIST_TABLE_NAME];
+};
+
+/* One write of a batch, as the backend sees it (pointers into the batch's byte log). */
+struct persist_op {
+	uint32_t table;
+	bool del;
+	const void *key, *val;
+	size_t klen, vlen;
+};
+
+/* A batch's byte log: walk it with persist_op_next. */
+struct persist_ops {
+	const unsigned char *buf;
+	size_t len, nops;
+};
+
+/* The op at *off into *op, advancing *off; false past the end. */
+bool persist_op_next(const struct persist_ops *ops, size_t *off, struct persist_op *op);
+
+struct persist_backend;
+
+struct persist_backend_ops {
+	const char *name;
+	/* the table's handle for id (ids are dense, from 0) */
+	int (*table)(struct persist_backend *be, uint32_t id, const char *name);
+	/* applies every op or none; 0, or an MMC_* code with the reason logged */
+	int (*commit)(struct persist_backend *be, const struct persist_ops *ops);
+	int (*get)(struct persist_backend *be, uint32_t id, const void *key, size_t klen, void *buf, size_t cap,
+	           size_t *len);
+	int (*scan)(struct persist_backend *be, uint32_t id, persist_scan_fn fn, void *arg);
+	int (*count)(struct persist_backend *be, uint32_t id, uint64_t *n);
+	/* drops and re-establishes what connects it to the store (a no-op for LMDB) */
+	int (*reopen)(struct persist_backend *be, char *err, size_t errlen);
+	/* Redis: the lock key every commit checks (key NULL: none); NULL for a backend without one */
+	int (*fence_key)(struct persist_backend *be, const char *key, const char *expected);
+	void (*close)(struct persist_backend *be);
+};
+
+struct persist_backend {
+	const struct persist_backend_ops *ops;
+};
+
+/* The format version check of persist_open and persist_reload (persist_format.c): 0, or MMC_ERROR with err set. */
+int persist_format_check(struct persist *p, char *err, size_t errlen);
+
+int persist_lmdb_open(struct persist_backend **out, const struct persist_opts *opts, char *err, size_t errlen);
+int persist_redis_open(struct persist_backend **out, const struct persist_opts *opts, char *err, size_t errlen);
+
+#endif

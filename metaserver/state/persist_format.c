@@ -1,0 +1,50 @@
+/*
+ * The store's format version: the table "mmc_format", key "version", a decimal number. A store without one is
+ * either new or written before versions existed (the same layout as version 1); both get the current version. A
+ * newer version is refused: this binary would misread it, and writing to it could damage it.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mmc/mmc.h"
+#include "persist_backend.h"
+
+int persist_format_check(struct persist *p, char *err, size_t errlen)
+{
+	struct persist_table *t;
+	char buf[32], now[16];
+	size_t len = 0;
+	unsigned long v;
+	int rc;
+
+	if (persist_table(p, "mmc_format", &t)) {
+		snprintf(err, errlen, "cannot open the format table of the %s store", persist_backend_name(p));
+		return MMC_ERROR;
+	}
+	rc = persist_get(p, t, "version", 7, buf, sizeof(buf) - 1, &len);
+	if (rc == MMC_OBJECT_NOT_EXISTS) {
+		snprintf(now, sizeof(now), "%d", PERSIST_FORMAT_VERSION);
+		if (persist_put(p, t, "version", 7, now, strlen(now)) || persist_flush(p)) {
+			snprintf(err, errlen, "cannot write the format version to the %s store",
+			         persist_backend_name(p));
+			return MMC_ERROR;
+		}
+		return 0;
+	}
+	if (rc) {
+		snprintf(err, errlen, "cannot read the format version of the %s store", persist_backend_name(p));
+		return MMC_ERROR;
+	}
+	buf[len] = '\0';
+	v = strtoul(buf, NULL, 10);
+	if (v == 0 || v > PERSIST_FORMAT_VERSION) {
+		snprintf(
+		    err, errlen,
+		    "the %s store has metadata format %s, this mmc-metaserver reads format %d: use the release that "
+		    "wrote it (or a newer one)",
+		    persist_backend_name(p), buf, PERSIST_FORMAT_VERSION);
+		return MMC_ERROR;
+	}
+	return 0;
+}

@@ -1,0 +1,213 @@
+/*
+ * The LMDB store: one environment in the data dir, one named database per table, one write transaction per batch
+ * (fsync'd at commit unless opts->sync is off). The data dir is flock'ed against a second server.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <lmdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "mmc/mmc.h"
+#include "persist_backend.h"
+
+struct lmdb_store {
+	struct persist_backend be;
+	MDB_env *env;
+	MDB_dbi dbi[PERSIST_MAX_TABLES];
+	int lock_fd;
+};
+
+static struct lmdb_store *to_lmdb(struct persist_backend *be)
+{
+	return (struct lmdb_store *)be;
+}
+
+static int lmdb_table(struct persist_backend *be, uint32_t id, const char *name)
+{
+	struct lmdb_store *s = to_lmdb(be);
+	MDB_txn *txn;
+	int rc;
+
+	/* a handle opened in a transaction becomes usable by others once that transaction commits */
+	rc = mdb_txn_begin(s->env, NULL, 0, &txn);
+	if (rc == 0 && (rc = mdb_dbi_open(txn, name, MDB_CREATE, &s->dbi[id])) == 0)
+		rc = mdb_txn_commit(txn);
+	else if (rc == 0)
+		mdb_txn_abort(txn);
+	if (rc) {
+		log_error("op=lmdb_open_db db=\"%s\" err=\"%s\"", name, mdb_strerror(rc));
+		return MMC_ERROR;
+	}
+	return 0;
+}
+
+/* One write LMDB refuses (a value it cannot store) is logged and skipped; a failure that breaks the transaction
+ * (map full, I/O) fails the commit. */
+static int lmdb_commit(struct persist_backend *be, const struct persist_ops *ops)
+{
+	struct lmdb_store *s = to_lmdb(be);
+	struct persist_op op;
+	size_t off = 0;
+	MDB_txn *txn;
+	int rc = mdb_txn_begin(s->env, NULL, 0, &txn);
+
+	if (rc)
+		goto fail;
+	while (persist_op_next(ops, &off, &op)) {
+		MDB_val k = {op.klen, (void *)op.key}, v = {op.vlen, (void *)op.val};
+
+		if (op.del)
+			rc = mdb_del(txn, s->dbi[op.table], &k, NULL);
+		else
+			rc = mdb_put(txn, s->dbi[op.table], &k, &v, 0);
+		rc = op.del && rc == MDB_NOTFOUND ? 0 : rc;
+		if (rc)
+			log_error("op=%s table=%u klen=%zu err=\"%s\"", op.del ? "lmdb_del" : "lmdb_put", op.table,
+			          op.klen, mdb_strerror(rc));
+		if (rc && rc != MDB_BAD_VALSIZE) {
+			mdb_txn_abort(txn);
+			goto fail;
+		}
+	}
+	if ((rc = mdb_txn_commit(txn)) == 0)
+		return 0;
+fail:
+	log_error("op=lmdb_commit err=\"%s\" writes=%zu (metadata of this batch is not durable)", mdb_strerror(rc),
+	          ops->nops);
+	return MMC_ERROR;
+}
+
+static int lmdb_get(struct persist_backend *be, uint32_t id, const void *key, size_t klen, void *buf, size_t cap,
+                    size_t *len)
+{
+	struct lmdb_store *s = to_lmdb(be);
+	MDB_val k = {klen, (void *)key}, v;
+	MDB_txn *txn;
+	int rc = mdb_txn_begin(s->env, NULL, MDB_RDONLY, &txn);
+
+	if (rc) {
+		log_error("op=lmdb_read_begin err=\"%s\"", mdb_strerror(rc));
+		return MMC_ERROR;
+	}
+	rc = mdb_get(txn, s->dbi[id], &k, &v);
+	if (rc == 0 && v.mv_size <= cap) {
+		memcpy(buf, v.mv_data, v.mv_size);
+		*len = v.mv_size;
+	}
+	mdb_txn_abort(txn);
+	return rc == MDB_NOTFOUND ? MMC_OBJECT_NOT_EXISTS : rc || v.mv_size > cap ? MMC_ERROR : 0;
+}
+
+static int lmdb_scan(struct persist_backend *be, uint32_t id, persist_scan_fn fn, void *arg)
+{
+	struct lmdb_store *s = to_lmdb(be);
+	MDB_cursor *cur;
+	MDB_txn *txn;
+	MDB_val k, v;
+	int rc = 0;
+
+	if (mdb_txn_begin(s->env, NULL, MDB_RDONLY, &txn))
+		return MMC_ERROR;
+	if (mdb_cursor_open(txn, s->dbi[id], &cur)) {
+		mdb_txn_abort(txn);
+		return MMC_ERROR;
+	}
+	while (rc == 0 && mdb_cursor_get(cur, &k, &v, MDB_NEXT) == 0)
+		rc = fn(arg, k.mv_data, k.mv_size, v.mv_data, v.mv_size);
+	mdb_cursor_close(cur);
+	mdb_txn_abort(txn);
+	return rc;
+}
+
+static int lmdb_count(struct persist_backend *be, uint32_t id, uint64_t *n)
+{
+	struct lmdb_store *s = to_lmdb(be);
+	MDB_txn *txn;
+	MDB_stat st;
+	int rc;
+
+	if (mdb_txn_begin(s->env, NULL, MDB_RDONLY, &txn))
+		return MMC_ERROR;
+	rc = mdb_stat(txn, s->dbi[id], &st);
+	mdb_txn_abort(txn);
+	*n = rc ? 0 : st.ms_entries;
+	return rc ? MMC_ERROR : 0;
+}
+
+static int lmdb_reopen(struct persist_backend *be, char *err, size_t errlen)
+{
+	return 0; /* the environment is the data dir itself: nothing to reconnect */
+}
+
+static void lmdb_close(struct persist_backend *be)
+{
+	struct lmdb_store *s = to_lmdb(be);
+
+	if (s->env)
+		mdb_env_close(s->env);
+	if (s->lock_fd >= 0)
+		close(s->lock_fd);
+	free(s);
+}
+
+static const struct persist_backend_ops lmdb_ops = {
+    .name = "lmdb",
+    .table = lmdb_table,
+    .commit = lmdb_commit,
+    .get = lmdb_get,
+    .scan = lmdb_scan,
+    .count = lmdb_count,
+    .reopen = lmdb_reopen,
+    .close = lmdb_close,
+};
+
+static int lock_dir(const char *dir, int *fd_out, char *err, size_t errlen)
+{
+	char path[4096];
+	int fd;
+
+	if (mkdir(dir, 0755) && errno != EEXIST) {
+		snprintf(err, errlen, "cannot create data dir \"%s\": %s", dir, strerror(errno));
+		return MMC_ERROR;
+	}
+	snprintf(path, sizeof(path), "%s/LOCK", dir);
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	if (fd < 0 || flock(fd, LOCK_EX | LOCK_NB)) {
+		snprintf(err, errlen, "data dir \"%s\" is in use by another mmc-metaserver (%s)", dir, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return MMC_ERROR;
+	}
+	*fd_out = fd;
+	return 0;
+}
+
+int persist_lmdb_open(struct persist_backend **out, const struct persist_opts *opts, char *err, size_t errlen)
+{
+	struct lmdb_store *s = calloc(1, sizeof(*s));
+	unsigned flags = MDB_NOTLS | (opts->sync ? 0 : MDB_NOSYNC | MDB_NOMETASYNC);
+	int rc;
+
+	if (!s)
+		return MMC_MALLOC_FAILED;
+	s->be.ops = &lmdb_ops;
+	s->lock_fd = -1;
+	if (lock_dir(opts->dir, &s->lock_fd, err, errlen))
+		goto fail;
+	if ((rc = mdb_env_create(&s->env)) || (rc = mdb_env_set_maxdbs(s->env, PERSIST_MAX_TABLES)) ||
+	    (rc = mdb_env_set_mapsize(s->env, opts->map_size)) || (rc = mdb_env_open(s->env, opts->dir, flags, 0644))) {
+		snprintf(err, errlen, "cannot open LMDB in \"%s\": %s", opts->dir, mdb_strerror(rc));
+		goto fail;
+	}
+	*out = &s->be;
+	return 0;
+fail:
+	lmdb_close(&s->be);
+	return MMC_ERROR;
+}

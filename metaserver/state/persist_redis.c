@@ -1,0 +1,585 @@
+/*
+ * The Redis store: a table is the hash "<prefix>t:<name>" (field = key, value = record); a batch is one pipelined
+ * MULTI, HSET/HDEL per write, EXEC (then WAIT for replicas, if asked), so Redis applies all of it or none and
+ * acknowledges it once, after its own appendfsync. With a fence key, WATCH and GET of that key come first: a commit
+ * from a node that lost the lock fails at EXEC. The connection is the writer thread's; when it breaks the batch is
+ * retried once on a fresh one (a batch of whole-value puts and deletes applies twice to the same result, and no
+ * later batch has flown), then batches fail fast while reconnects back off.
+ */
+#include <hiredis/hiredis.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "log.h"
+#include "mmc/mmc.h"
+#include "persist_backend.h"
+#include "store_uri.h"
+
+#define BACKOFF_MIN_NS UINT64_C(50000000)   /* first retry of a lost Redis after 50 ms ... */
+#define BACKOFF_MAX_NS UINT64_C(1000000000) /* ... doubling up to 1 s */
+#define SCAN_COUNT     "1000"               /* HSCAN page at load */
+#define FENCE_MAX      512
+
+struct redis_store {
+	struct persist_backend be;
+	struct redis_uri uri;
+	char shown[512]; /* the URI, redacted */
+	char prefix[128];
+	unsigned timeout_ms, wait_replicas, wait_timeout_ms;
+	char *tkey[PERSIST_MAX_TABLES];
+	redisContext *c;
+	uint64_t next_try_ns, backoff_ns, failed_while_down;
+	uint64_t failure_logged_ns, failures_unlogged; /* refused commits: one log line a second at most */
+	bool down;
+	pthread_mutex_t mu; /* the fence: set on the loop, read by the writer */
+	char fence_key[FENCE_MAX], fence_val[FENCE_MAX];
+};
+
+static struct redis_store *to_redis(struct persist_backend *be)
+{
+	return (struct redis_store *)be;
+}
+
+static void drop(struct redis_store *s)
+{
+	if (s->c)
+		redisFree(s->c);
+	s->c = NULL;
+}
+
+/* One command on the connection; NULL (connection dropped, reason in err) when Redis did not answer. */
+static redisReply *command(struct redis_store *s, int argc, const char **argv, char *err, size_t errlen)
+{
+	redisReply *r = redisCommandArgv(s->c, argc, argv, NULL);
+
+	if (!r) {
+		snprintf(err, errlen, "%s", s->c->errstr);
+		drop(s);
+	}
+	return r;
+}
+
+/* A command whose error reply fails the handshake. */
+static int checked(struct redis_store *s, int argc, const char **argv, char *err, size_t errlen)
+{
+	redisReply *r = command(s, argc, argv, err, errlen);
+	int rc = 0;
+
+	if (!r)
+		return MMC_ERROR;
+	if (r->type == REDIS_REPLY_ERROR) {
+		snprintf(err, errlen, "%s refused: %s", argv[0], r->str);
+		rc = MMC_ERROR;
+	}
+	freeReplyObject(r);
+	return rc;
+}
+
+/* AUTH and SELECT on a fresh connection. */
+static int handshake(struct redis_store *s, char *err, size_t errlen)
+{
+	char db[16];
+	const char *auth2[3] = {"AUTH", s->uri.user, s->uri.password}, *auth1[2] = {"AUTH", s->uri.password};
+	const char *sel[2] = {"SELECT", db};
+
+	snprintf(db, sizeof(db), "%d", s->uri.db);
+	if (s->uri.password[0] &&
+	    (s->uri.user[0] ? checked(s, 3, auth2, err, errlen) : checked(s, 2, auth1, err, errlen)))
+		return MMC_ERROR;
+	return s->uri.db ? checked(s, 2, sel, err, errlen) : 0;
+}
+
+static int connect_now(struct redis_store *s, char *err, size_t errlen)
+{
+	struct timeval tv = {s->timeout_ms / 1000, (s->timeout_ms % 1000) * 1000};
+
+	drop(s);
+	s->c = redisConnectWithTimeout(s->uri.host, s->uri.port, tv);
+	if (!s->c || s->c->err) {
+		snprintf(err, errlen, "%s", s->c ? s->c->errstr : "out of memory");
+		drop(s);
+		return MMC_ERROR;
+	}
+	if (redisSetTimeout(s->c, tv) != REDIS_OK || redisEnableKeepAlive(s->c) != REDIS_OK) {
+		snprintf(err, errlen, "cannot set socket options");
+		drop(s);
+		return MMC_ERROR;
+	}
+	if (handshake(s, err, errlen)) {
+		drop(s);
+		return MMC_ERROR;
+	}
+	return 0;
+}
+
+/* Redis went away (or came back): logged once each way, not once per failed batch. An attempt that failed pushes the
+ * next one back; batches failing meanwhile do not. */
+static void note_down(struct redis_store *s, const char *why)
+{
+	if (!s->down)
+		log_error("op=redis_store state=down store=\"%s\" err=\"%s\" (writes fail with MMC_META_BACKUP_ERROR "
+		          "until it returns; reads are served from memory)",
+		          s->shown, why);
+	s->down = true;
+	s->backoff_ns = s->backoff_ns ? s->backoff_ns * 2 : BACKOFF_MIN_NS;
+	if (s->backoff_ns > BACKOFF_MAX_NS)
+		s->backoff_ns = BACKOFF_MAX_NS;
+	s->next_try_ns = clock_ns() + s->backoff_ns;
+}
+
+static void note_up(struct redis_store *s)
+{
+	if (s->down)
+		log_info("op=redis_store state=up store=\"%s\" failed_batches=%llu", s->shown,
+		         (unsigned long long)s->failed_while_down);
+	s->down = false;
+	s->backoff_ns = 0;
+	s->failed_while_down = 0;
+}
+
+/* A connection for the writer, unless Redis is down and its backoff has not passed. */
+static bool ensure(struct redis_store *s)
+{
+	char err[256];
+
+	if (s->c)
+		return true;
+	if (s->down && clock_ns() < s->next_try_ns)
+		return false;
+	if (connect_now(s, err, sizeof(err))) {
+		note_down(s, err);
+		return false;
+	}
+	return true;
+}
+
+/* A connection that broke under a batch: reconnect at once (Redis may be back already, as after a restart). */
+static void broke(struct redis_store *s, const char *why)
+{
+	if (!s->down)
+		log_warn("op=redis_store store=\"%s\" err=\"%s\" (reconnecting)", s->shown, why);
+	s->next_try_ns = 0;
+}
+
+/* Reads one pipelined reply; false when the connection broke (then dropped). */
+static bool next_reply(struct redis_store *s, redisReply **r, char *err, size_t errlen)
+{
+	void *v = NULL;
+
+	if (redisGetReply(s->c, &v) != REDIS_OK || !v) {
+		snprintf(err, errlen, "%s", s->c->errstr[0] ? s->c->errstr : "no reply");
+		drop(s);
+		return false;
+	}
+	*r = v;
+	return true;
+}
+
+static void append_op(struct redis_store *s, const struct persist_op *op)
+{
+	const char *argv[4] = {op->del ? "HDEL" : "HSET", s->tkey[op->table], op->key, op->val};
+	size_t len[4] = {4, strlen(s->tkey[op->table]), op->klen, op->vlen};
+
+	redisAppendCommandArgv(s->c, op->del ? 3 : 4, argv, len);
+}
+
+enum outcome { DONE, FAILED, BROKEN }; /* BROKEN: the connection broke, the batch may be retried */
+
+/* WATCH + GET of the fence key; FAILED when another value (or none) holds it. */
+static enum outcome check_fence(struct redis_store *s, const char *key, const char *want, char *err, size_t errlen)
+{
+	const char *watch[2] = {"WATCH", key}, *get[2] = {"GET", key}, *unwatch[1] = {"UNWATCH"};
+	redisReply *w, *g;
+	bool held;
+
+	redisAppendCommandArgv(s->c, 2, watch, NULL);
+	redisAppendCommandArgv(s->c, 2, get, NULL);
+	if (!next_reply(s, &w, err, errlen))
+		return BROKEN;
+	freeReplyObject(w);
+	if (!next_reply(s, &g, err, errlen))
+		return BROKEN;
+	held = g->type == REDIS_REPLY_STRING && strlen(want) == g->len && memcmp(g->str, want, g->len) == 0;
+	freeReplyObject(g);
+	if (held)
+		return DONE;
+	snprintf(err, errlen, "fenced: lock key \"%s\" no longer holds this server's value", key);
+	if ((g = command(s, 1, unwatch, err, errlen)))
+		freeReplyObject(g);
+	return FAILED;
+}
+
+/* EXEC's reply: nil when the WATCHed lock key changed; an array with an error in it when a write failed inside the
+ * transaction (a key of the wrong type: Redis applied the others, so the batch is not durable as a whole). */
+static enum outcome exec_outcome(const redisReply *r, char *err, size_t errlen)
+{
+	if (r->type != REDIS_REPLY_ARRAY) {
+		snprintf(err, errlen, "fenced: the lock key changed before EXEC");
+		return FAILED;
+	}
+	for (size_t i = 0; i < r->elements; i++) {
+		if (r->element[i]->type == REDIS_REPLY_ERROR) {
+			snprintf(err, errlen, "write %zu of the batch: %s", i, r->element[i]->str);
+			return FAILED;
+		}
+	}
+	return DONE;
+}
+
+/* Reads MULTI's, each QUEUED, EXEC's and WAIT's replies: every one, even after an error, to keep the pipeline in
+ * step. */
+static enum outcome read_exec(struct redis_store *s, size_t nops, char *err, size_t errlen)
+{
+	enum outcome out = DONE;
+	size_t n = nops + 2 + (s->wait_replicas ? 1 : 0);
+	redisReply *r;
+
+	for (size_t i = 0; i < n; i++) {
+		if (!next_reply(s, &r, err, errlen))
+			return BROKEN;
+		if (out == DONE && r->type == REDIS_REPLY_ERROR) {
+			snprintf(err, errlen, "%s", r->str);
+			out = FAILED;
+		} else if (out == DONE && i == nops + 1) {
+			out = exec_outcome(r, err, errlen);
+		} else if (out == DONE && i == nops + 2 &&
+		           (r->type != REDIS_REPLY_INTEGER || r->integer < (long long)s->wait_replicas)) {
+			snprintf(err, errlen, "WAIT: %lld of %u replicas acknowledged", r->integer, s->wait_replicas);
+			out = FAILED;
+		}
+		freeReplyObject(r);
+	}
+	return out;
+}
+
+static enum outcome commit_once(struct redis_store *s, const struct persist_ops *ops, char *err, size_t errlen)
+{
+	char key[FENCE_MAX], want[FENCE_MAX], waitn[16], waitms[16];
+	const char *multi[1] = {"MULTI"}, *exec[1] = {"EXEC"}, *wait[3] = {"WAIT", waitn, waitms};
+	struct persist_op op;
+	size_t off = 0;
+	enum outcome out;
+
+	pthread_mutex_lock(&s->mu);
+	memcpy(key, s->fence_key, sizeof(key));
+	memcpy(want, s->fence_val, sizeof(want));
+	pthread_mutex_unlock(&s->mu);
+	if (key[0] && (out = check_fence(s, key, want, err, errlen)) != DONE)
+		return out;
+	redisAppendCommandArgv(s->c, 1, multi, NULL);
+	while (persist_op_next(ops, &off, &op))
+		append_op(s, &op);
+	redisAppendCommandArgv(s->c, 1, exec, NULL);
+	if (s->wait_replicas) {
+		snprintf(waitn, sizeof(waitn), "%u", s->wait_replicas);
+		snprintf(waitms, sizeof(waitms), "%u", s->wait_timeout_ms);
+		redisAppendCommandArgv(s->c, 3, wait, NULL);
+	}
+	return read_exec(s, ops->nops, err, errlen);
+}
+
+/* A commit Redis answered but refused (fenced, WAIT short of replicas, a write refused): the same cause tends to
+ * refuse every batch, so one line a second says it, with how many were refused in between. */
+static void log_refusal(struct redis_store *s, const char *err, size_t nops)
+{
+	uint64_t now = clock_ns();
+
+	if (s->failure_logged_ns && now - s->failure_logged_ns < UINT64_C(1000000000)) {
+		s->failures_unlogged++;
+		return;
+	}
+	log_error("op=redis_commit store=\"%s\" err=\"%s\" writes=%zu refused_since_last_line=%llu (metadata of this "
+	          "batch is not durable)",
+	          s->shown, err, nops, (unsigned long long)s->failures_unlogged);
+	s->failure_logged_ns = now;
+	s->failures_unlogged = 0;
+}
+
+static int redis_commit(struct persist_backend *be, const struct persist_ops *ops)
+{
+	struct redis_store *s = to_redis(be);
+	enum outcome out = BROKEN;
+	char err[256];
+
+	for (int attempt = 0; attempt < 2 && out == BROKEN && ensure(s); attempt++)
+		if ((out = commit_once(s, ops, err, sizeof(err))) == BROKEN)
+			broke(s, err);
+	if (out == BROKEN) {
+		s->failed_while_down++;
+		return MMC_META_BACKUP_ERROR;
+	}
+	note_up(s);
+	if (out == FAILED) {
+		log_refusal(s, err, ops->nops);
+		return MMC_META_BACKUP_ERROR;
+	}
+	return 0;
+}
+
+/* Loads and reads need Redis now: one connection attempt, whatever the backoff. */
+static int load_connection(struct redis_store *s)
+{
+	char err[256];
+
+	if (s->c)
+		return 0;
+	if (connect_now(s, err, sizeof(err))) {
+		log_error("op=redis_load store=\"%s\" err=\"%s\"", s->shown, err);
+		return MMC_ERROR;
+	}
+	return 0;
+}
+
+static int redis_table(struct persist_backend *be, uint32_t id, const char *name)
+{
+	struct redis_store *s = to_redis(be);
+	size_t n = strlen(s->prefix) + 2 + strlen(name) + 1;
+
+	free(s->tkey[id]);
+	if (!(s->tkey[id] = malloc(n)))
+		return MMC_MALLOC_FAILED;
+	snprintf(s->tkey[id], n, "%st:%s", s->prefix, name);
+	return 0;
+}
+
+static redisReply *load_command(struct redis_store *s, int argc, const char **argv, const size_t *len)
+{
+	redisReply *r;
+
+	if (load_connection(s))
+		return NULL;
+	r = redisCommandArgv(s->c, argc, argv, len);
+	if (!r) {
+		log_error("op=redis_load store=\"%s\" err=\"%s\"", s->shown, s->c->errstr);
+		drop(s);
+	} else if (r->type == REDIS_REPLY_ERROR) {
+		log_error("op=redis_load store=\"%s\" cmd=%s err=\"%s\"", s->shown, argv[0], r->str);
+		freeReplyObject(r);
+		r = NULL;
+	}
+	return r;
+}
+
+static int redis_get(struct persist_backend *be, uint32_t id, const void *key, size_t klen, void *buf, size_t cap,
+                     size_t *len)
+{
+	struct redis_store *s = to_redis(be);
+	const char *argv[3] = {"HGET", s->tkey[id], key};
+	size_t lens[3] = {4, strlen(s->tkey[id]), klen};
+	redisReply *r = load_command(s, 3, argv, lens);
+	int rc = MMC_ERROR;
+
+	if (!r)
+		return MMC_ERROR;
+	if (r->type == REDIS_REPLY_NIL) {
+		rc = MMC_OBJECT_NOT_EXISTS;
+	} else if (r->type == REDIS_REPLY_STRING && r->len <= cap) {
+		memcpy(buf, r->str, r->len);
+		*len = r->len;
+		rc = 0;
+	}
+	freeReplyObject(r);
+	return rc;
+}
+
+/* A record copied out of an HSCAN page, sorted before the caller sees it. */
+struct rec {
+	char *key, *val;
+	size_t klen, vlen;
+};
+
+static int rec_cmp(const void *a, const void *b)
+{
+	const struct rec *x = a, *y = b;
+	int c = memcmp(x->key, y->key, x->klen < y->klen ? x->klen : y->klen);
+
+	return c ? c : (x->klen > y->klen) - (x->klen < y->klen);
+}
+
+/* Copies one HSCAN page's field/value pairs onto *recs. */
+static int keep_page(const redisReply *page, struct rec **recs, size_t *n, size_t *cap)
+{
+	for (size_t i = 0; i + 1 < page->elements; i += 2) {
+		const redisReply *k = page->element[i], *v = page->element[i + 1];
+		struct rec *r;
+
+		if (*n == *cap) {
+			size_t c = *cap ? *cap * 2 : 1024;
+			struct rec *g = realloc(*recs, c * sizeof(*g));
+
+			if (!g)
+				return MMC_MALLOC_FAILED;
+			*recs = g;
+			*cap = c;
+		}
+		r = &(*recs)[*n];
+		r->key = malloc(k->len + v->len + 1);
+		if (!r->key)
+			return MMC_MALLOC_FAILED;
+		memcpy(r->key, k->str, k->len);
+		r->val = r->key + k->len;
+		memcpy(r->val, v->str, v->len);
+		r->klen = k->len;
+		r->vlen = v->len;
+		(*n)++;
+	}
+	return 0;
+}
+
+/* Every record of the table, page by page (HSCAN never blocks Redis for long), then in key order like LMDB's. */
+static int redis_scan(struct persist_backend *be, uint32_t id, persist_scan_fn fn, void *arg)
+{
+	struct redis_store *s = to_redis(be);
+	char cursor[32] = "0";
+	const char *argv[5] = {"HSCAN", s->tkey[id], cursor, "COUNT", SCAN_COUNT};
+	struct rec *recs = NULL;
+	size_t n = 0, cap = 0;
+	int rc = 0;
+
+	do {
+		redisReply *r = load_command(s, 5, argv, NULL);
+
+		if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
+		    r->element[0]->type != REDIS_REPLY_STRING || r->element[1]->type != REDIS_REPLY_ARRAY) {
+			rc = MMC_ERROR;
+		} else {
+			snprintf(cursor, sizeof(cursor), "%.*s", (int)r->element[0]->len, r->element[0]->str);
+			rc = keep_page(r->element[1], &recs, &n, &cap);
+		}
+		if (r)
+			freeReplyObject(r);
+	} while (rc == 0 && strcmp(cursor, "0") != 0);
+	if (rc == 0 && n)
+		qsort(recs, n, sizeof(*recs), rec_cmp);
+	for (size_t i = 0; i < n && rc == 0; i++)
+		if (i == 0 || rec_cmp(&recs[i - 1], &recs[i])) /* HSCAN may return a field twice */
+			rc = fn(arg, recs[i].key, recs[i].klen, recs[i].val, recs[i].vlen);
+	for (size_t i = 0; i < n; i++)
+		free(recs[i].key);
+	free(recs);
+	return rc;
+}
+
+static int redis_count(struct persist_backend *be, uint32_t id, uint64_t *n)
+{
+	struct redis_store *s = to_redis(be);
+	const char *argv[2] = {"HLEN", s->tkey[id]};
+	redisReply *r = load_command(s, 2, argv, NULL);
+	int rc = r && r->type == REDIS_REPLY_INTEGER ? 0 : MMC_ERROR;
+
+	*n = rc ? 0 : (uint64_t)r->integer;
+	if (r)
+		freeReplyObject(r);
+	return rc;
+}
+
+static int redis_reopen(struct persist_backend *be, char *err, size_t errlen)
+{
+	struct redis_store *s = to_redis(be);
+	char why[256];
+
+	if (connect_now(s, why, sizeof(why))) {
+		snprintf(err, errlen, "cannot reach the Redis store \"%s\": %s", s->shown, why);
+		return MMC_ERROR;
+	}
+	note_up(s);
+	return 0;
+}
+
+static int redis_fence_key(struct persist_backend *be, const char *key, const char *expected)
+{
+	struct redis_store *s = to_redis(be);
+
+	if (key && (strlen(key) >= FENCE_MAX || strlen(expected) >= FENCE_MAX))
+		return MMC_INVALID_PARAM;
+	pthread_mutex_lock(&s->mu);
+	snprintf(s->fence_key, sizeof(s->fence_key), "%s", key ? key : "");
+	snprintf(s->fence_val, sizeof(s->fence_val), "%s", key ? expected : "");
+	pthread_mutex_unlock(&s->mu);
+	return 0;
+}
+
+static void redis_close(struct persist_backend *be)
+{
+	struct redis_store *s = to_redis(be);
+
+	drop(s);
+	for (int i = 0; i < PERSIST_MAX_TABLES; i++)
+		free(s->tkey[i]);
+	pthread_mutex_destroy(&s->mu);
+	explicit_bzero(&s->uri, sizeof(s->uri));
+	free(s);
+}
+
+static const struct persist_backend_ops redis_ops = {
+    .name = "redis",
+    .table = redis_table,
+    .commit = redis_commit,
+    .get = redis_get,
+    .scan = redis_scan,
+    .count = redis_count,
+    .reopen = redis_reopen,
+    .fence_key = redis_fence_key,
+    .close = redis_close,
+};
+
+/* One CONFIG GET value into out ("?" where CONFIG is refused, as on managed Redis services). */
+static void config_value(struct redis_store *s, const char *name, char *out, size_t len)
+{
+	const char *argv[3] = {"CONFIG", "GET", name};
+	redisReply *r = redisCommandArgv(s->c, 3, argv, NULL);
+
+	snprintf(out, len, "?");
+	if (r && r->type == REDIS_REPLY_ARRAY && r->elements == 2 && r->element[1]->type == REDIS_REPLY_STRING)
+		snprintf(out, len, "%s", r->element[1]->str);
+	if (r)
+		freeReplyObject(r);
+}
+
+/* What an acknowledgement is worth is Redis's setting, not ours: say it at start, and warn when it is little. */
+static void log_durability(struct redis_store *s)
+{
+	char aof[16], fsync[16];
+
+	config_value(s, "appendonly", aof, sizeof(aof));
+	config_value(s, "appendfsync", fsync, sizeof(fsync));
+	if (strcmp(aof, "no") == 0)
+		log_warn(
+		    "op=redis_store store=\"%s\" appendonly=no warning=\"acknowledged metadata survives a meta server "
+		    "restart, not a Redis restart (docs/operations.md, Metadata in Redis)\"",
+		    s->shown);
+	else
+		log_info("op=redis_store store=\"%s\" appendonly=%s appendfsync=%s wait_replicas=%u", s->shown, aof,
+		         fsync, s->wait_replicas);
+}
+
+int persist_redis_open(struct persist_backend **out, const struct persist_opts *opts, char *err, size_t errlen)
+{
+	struct redis_store *s = calloc(1, sizeof(*s));
+	int rc;
+
+	if (!s)
+		return MMC_MALLOC_FAILED;
+	s->be.ops = &redis_ops;
+	pthread_mutex_init(&s->mu, NULL);
+	store_uri_redact(opts->uri, s->shown, sizeof(s->shown));
+	if ((rc = redis_uri_parse(opts->uri, &s->uri, err, errlen)))
+		goto fail;
+	if (!s->uri.password[0] && opts->password)
+		snprintf(s->uri.password, sizeof(s->uri.password), "%s", opts->password);
+	snprintf(s->prefix, sizeof(s->prefix), "%s", opts->key_prefix ? opts->key_prefix : "mmc:");
+	s->timeout_ms = opts->timeout_ms ? opts->timeout_ms : 2000;
+	s->wait_replicas = opts->wait_replicas;
+	s->wait_timeout_ms = opts->wait_timeout_ms;
+	if ((rc = redis_reopen(&s->be, err, errlen)))
+		goto fail;
+	log_durability(s);
+	*out = &s->be;
+	return 0;
+fail:
+	redis_close(&s->be);
+	return rc;
+}

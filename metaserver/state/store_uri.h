@@ -1,0 +1,26 @@
+/*
+ * The metadata store's URI: "lmdb" or redis://[user:password@]host[:port][/db] (also the reference's
+ * redis://token@host:port/?db=N). A URI may carry a password, so it is only ever logged through store_uri_redact.
+ */
+#ifndef MMC_STORE_URI_H
+#define MMC_STORE_URI_H
+
+#include <stddef.h>
+
+struct redis_uri {
+	char host[256];
+	int port; /* 6379 unless given */
+	int db;   /* 0 unless given */
+	char user[128];
+	char password[256]; /* empty: none in the URI */
+};
+
+/* Parses a redis:// URI into *u. Returns 0, or MMC_INVALID_PARAM with a message (without the password) in err. */
+int redis_uri_parse(const char *uri, struct redis_uri *u, char *err, size_t errlen);
+/* The URI with any password replaced by "***", for logs and messages. */
+void store_uri_redact(const char *uri, char *out, size_t outlen);
+
+/* Reads a password file (its trailing line break dropped) into out. Returns 0, or MMC_ERROR with err set. */
+int store_password_read(const char *path, char *out, size_t cap, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,277 @@
+/*
+ * The meta server on its Redis metadata store, as an operator runs it: a private redis-server (appendfsync always)
+ * on a free loopback port. Redis restarted while the server serves: puts fail with MMC_META_BACKUP_ERROR meanwhile,
+ * gets keep working from memory, puts recover by themselves, and a kill -9 of the meta server afterwards loses no
+ * acknowledged put. The store's format version is checked at start (LMDB and Redis); the Redis password comes from
+ * a file and never shows in the log.
+ */
+#include <lmdb.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "redis_proc.h"
+#include "store_fixture.h"
+
+#define POOL  (64u << 20)
+#define VALUE 4096
+#define KEYS  20
+
+static struct metaserver meta;
+static struct redis_proc redis;
+static char store_kv[128];
+
+static void stop(void)
+{
+	cr_expect_eq(metaserver_cleanup(&meta), 0, "the metaserver log has a sanitizer report");
+	redis_proc_cleanup(&redis);
+}
+
+static bool log_has(const char *path, const char *needle)
+{
+	char line[2048];
+	bool found = false;
+	FILE *f = fopen(path, "r");
+
+	while (f && !found && fgets(line, sizeof(line), f))
+		found = strstr(line, needle) != NULL;
+	if (f)
+		fclose(f);
+	return found;
+}
+
+static void put_keys(mmc_store *s, const char *prefix)
+{
+	char key[64];
+
+	for (int i = 0; i < KEYS; i++) {
+		snprintf(key, sizeof(key), "%s/%d", prefix, i);
+		fixture_put(s, key, VALUE, (uint64_t)i);
+	}
+}
+
+static void keys_readable(mmc_store *s, const char *prefix)
+{
+	char key[64];
+
+	for (int i = 0; i < KEYS; i++) {
+		snprintf(key, sizeof(key), "%s/%d", prefix, i);
+		cr_assert_eq(fixture_get(s, key, VALUE, (uint64_t)i), 0, "get %s", key);
+	}
+}
+
+Test(meta_store, puts_fail_while_redis_restarts_and_recover_without_losing_an_acknowledged_one, .fini = stop,
+     .timeout = 180)
+{
+	const char *extra[] = {store_kv, NULL};
+	static unsigned char buf[VALUE];
+	mmc_store *s;
+	char key[64];
+	int rc = -1;
+
+	cr_assert_eq(redis_proc_start(&redis, "always"), 0, "redis-server must start");
+	/* the reference's key for the registry store */
+	snprintf(store_kv, sizeof(store_kv), "kvcm.registry_storage.uri=%s", redis.uri);
+	cr_assert_eq(metaserver_start(&meta, extra), 0);
+	cr_assert(log_has(meta.log, "store=redis"), "the server runs on Redis");
+	s = fixture_store(meta.url, true, POOL);
+	put_keys(s, "before");
+
+	redis_proc_kill(&redis);
+	for (int i = 0; i < 5; i++) {
+		snprintf(key, sizeof(key), "during/%d", i);
+		pattern_fill(buf, VALUE, 1000u + (uint64_t)i);
+		rc = mmc_put_from(s, key, buf, VALUE, MMC_COPY_H2G, NULL);
+		cr_assert_eq(rc, MMC_META_BACKUP_ERROR, "a put while Redis is down: %d (%s)", rc, mmc_strerror(rc));
+	}
+	keys_readable(s, "before"); /* from memory */
+
+	cr_assert_eq(redis_proc_restart(&redis), 0);
+	for (int i = 0; i < 100 && rc != 0; i++) {
+		pattern_fill(buf, VALUE, 0);
+		rc = mmc_put_from(s, "after/0", buf, VALUE, MMC_COPY_H2G, NULL);
+		if (rc)
+			usleep(100000);
+	}
+	cr_assert_eq(rc, 0, "puts recover once Redis is back: %s", mmc_strerror(rc));
+	put_keys(s, "after");
+
+	metaserver_kill(&meta);
+	cr_assert_eq(metaserver_restart(&meta, extra), 0);
+	for (int i = 0; i < 200 && mmc_is_exist(s, "before/0") != 1; i++)
+		usleep(50000);
+	keys_readable(s, "before");
+	keys_readable(s, "after");
+	mmc_destroy(s);
+}
+
+/* kill -9 under batch puts on the Redis store: a batch whose result said OK for a key has that key afterwards. */
+#define WRITERS   3
+#define BATCH     16
+#define MAX_CALLS 400
+
+static mmc_store *bst;
+static atomic_bool stop_batches;
+static struct {
+	int n;
+	int ok[MAX_CALLS * BATCH];
+} backed[WRITERS];
+
+static void batch_key(char *buf, size_t len, int w, int i)
+{
+	snprintf(buf, len, "batch/%d/%d", w, i);
+}
+
+static void *batch_writer(void *arg)
+{
+	int w = (int)(intptr_t)arg;
+	static _Thread_local unsigned char data[BATCH][VALUE];
+	static _Thread_local char names[BATCH][64];
+	const char *keys[BATCH];
+	const void *bufs[BATCH];
+	size_t sizes[BATCH];
+	int results[BATCH];
+
+	for (int c = 0; c < MAX_CALLS && !atomic_load(&stop_batches); c++) {
+		for (int j = 0; j < BATCH; j++) {
+			int i = c * BATCH + j;
+
+			batch_key(names[j], sizeof(names[j]), w, i);
+			pattern_fill(data[j], VALUE, (uint64_t)(w * 1000000 + i));
+			keys[j] = names[j];
+			bufs[j] = data[j];
+			sizes[j] = VALUE;
+		}
+		if (mmc_batch_put_from(bst, keys, bufs, sizes, BATCH, MMC_COPY_H2G, NULL, results) != 0)
+			continue;
+		for (int j = 0; j < BATCH; j++)
+			if (results[j] == 0)
+				backed[w].ok[backed[w].n++] = c * BATCH + j;
+		if (c % 8 == 7) /* bounds the pool use: the keys of this round stay */
+			usleep(1000);
+	}
+	return NULL;
+}
+
+Test(meta_store, kill_9_during_batch_puts_loses_no_acknowledged_key_on_redis, .fini = stop, .timeout = 180)
+{
+	const char *extra[] = {store_kv, NULL};
+	pthread_t th[WRITERS];
+	char key[64];
+	int total = 0, lost = 0;
+
+	cr_assert_eq(redis_proc_start(&redis, "always"), 0, "redis-server must start");
+	snprintf(store_kv, sizeof(store_kv), "ock.mmc.meta.store_uri=%s", redis.uri);
+	cr_assert_eq(metaserver_start(&meta, extra), 0);
+	bst = fixture_store(meta.url, true, 256u << 20);
+	for (int w = 0; w < WRITERS; w++)
+		cr_assert_eq(pthread_create(&th[w], NULL, batch_writer, (void *)(intptr_t)w), 0);
+	for (int i = 0; i < 100 && backed[0].n < 4 * BATCH; i++)
+		usleep(20000);
+	usleep(200000);
+	metaserver_kill(&meta); /* mid-stream: batches in flight fail, acknowledged ones must all be in Redis */
+	atomic_store(&stop_batches, true);
+	for (int w = 0; w < WRITERS; w++)
+		pthread_join(th[w], NULL);
+	cr_assert_eq(metaserver_restart(&meta, extra), 0);
+	cr_assert_gt(backed[0].n, 0, "some batches were acknowledged before the kill");
+	batch_key(key, sizeof(key), 0, backed[0].ok[0]);
+	for (int i = 0; i < 200 && mmc_is_exist(bst, key) != 1; i++)
+		usleep(50000);
+	for (int w = 0; w < WRITERS; w++) {
+		for (int j = 0; j < backed[w].n; j++, total++) {
+			int i = backed[w].ok[j];
+
+			batch_key(key, sizeof(key), w, i);
+			if (fixture_get(bst, key, VALUE, (uint64_t)(w * 1000000 + i)) != 0 && lost++ < 5)
+				cr_log_warn("acknowledged %s lost", key);
+		}
+	}
+	cr_log_info("%d acknowledged batch keys checked after kill -9", total);
+	cr_assert_eq(lost, 0, "%d of %d acknowledged keys lost", lost, total);
+	mmc_destroy(bst);
+}
+
+static void set_lmdb_format(const char *datadir, const char *version)
+{
+	MDB_env *env;
+	MDB_txn *txn;
+	MDB_dbi dbi;
+	MDB_val k = {7, "version"}, v = {strlen(version), (void *)version};
+
+	cr_assert_eq(mdb_env_create(&env), 0);
+	mdb_env_set_maxdbs(env, 64);
+	cr_assert_eq(mdb_env_open(env, datadir, MDB_NOTLS, 0644), 0);
+	cr_assert_eq(mdb_txn_begin(env, NULL, 0, &txn), 0);
+	cr_assert_eq(mdb_dbi_open(txn, "mmc_format", 0, &dbi), 0, "the server wrote its format on first open");
+	cr_assert_eq(mdb_get(txn, dbi, &k, &(MDB_val){0}), 0);
+	cr_assert_eq(mdb_put(txn, dbi, &k, &v, 0), 0);
+	cr_assert_eq(mdb_txn_commit(txn), 0);
+	mdb_env_close(env);
+}
+
+Test(meta_store, a_data_dir_of_a_newer_format_is_refused, .fini = stop, .timeout = 120)
+{
+	char datadir[300];
+
+	cr_assert_eq(metaserver_start(&meta, NULL), 0);
+	cr_assert_eq(metaserver_stop(&meta), 0);
+	snprintf(datadir, sizeof(datadir), "%s/data", meta.dir);
+	set_lmdb_format(datadir, "9");
+	cr_assert_neq(metaserver_restart(&meta, NULL), 0, "a newer format must not be opened");
+	cr_assert(log_has(meta.log, "metadata format 9"), "the log says why");
+	set_lmdb_format(datadir, "1");
+	cr_assert_eq(metaserver_restart(&meta, NULL), 0, "the current format opens");
+}
+
+Test(meta_store, a_redis_keyspace_of_a_newer_format_is_refused, .fini = stop, .timeout = 120)
+{
+	const char *extra[] = {store_kv, NULL};
+	char reply[64];
+
+	cr_assert_eq(redis_proc_start(&redis, "always"), 0, "redis-server must start");
+	snprintf(store_kv, sizeof(store_kv), "ock.mmc.meta.store_uri=%s", redis.uri);
+	cr_assert_eq(redis_proc_cmd(&redis, "HSET mmc:t:mmc_format version 9", reply, sizeof(reply)), 0);
+	cr_assert_neq(metaserver_start(&meta, extra), 0, "a newer format must not be opened");
+	cr_assert(log_has(meta.log, "metadata format 9"), "the log says why");
+	metaserver_cleanup(&meta);
+	/* another cluster's prefix on the same Redis is a keyspace of its own, written fresh */
+	const char *other[] = {store_kv, "ock.mmc.meta.store_key_prefix=cluster2:", NULL};
+	cr_assert_eq(metaserver_start(&meta, other), 0);
+	cr_assert_eq(redis_proc_cmd(&redis, "HGET cluster2:t:mmc_format version", reply, sizeof(reply)), 0);
+	cr_assert_str_eq(reply, "$1", "the current format was written under the prefix");
+}
+
+Test(meta_store, the_redis_password_comes_from_a_file_and_is_never_logged, .fini = stop, .timeout = 120)
+{
+	char reply[64], pwfile[300], pwkv[340];
+	const char *extra[] = {store_kv, pwkv, NULL};
+	FILE *f;
+	mmc_store *s;
+
+	cr_assert_eq(redis_proc_start(&redis, "always"), 0, "redis-server must start");
+	cr_assert_eq(redis_proc_cmd(&redis, "CONFIG SET requirepass s3cret-pw", reply, sizeof(reply)), 0);
+	cr_assert_str_eq(reply, "+OK");
+	snprintf(store_kv, sizeof(store_kv), "ock.mmc.meta.store_uri=redis://127.0.0.1:%u/1", redis.port);
+	snprintf(pwfile, sizeof(pwfile), "%s/pw", redis.dir);
+	snprintf(pwkv, sizeof(pwkv), "ock.mmc.meta.store_password_file=%s", pwfile);
+	f = fopen(pwfile, "w");
+	cr_assert(f);
+	fputs("wrong-pw\n", f);
+	fclose(f);
+	cr_assert_neq(metaserver_start(&meta, extra), 0, "a wrong password fails the start");
+	cr_assert(log_has(meta.log, "AUTH refused"), "the log says why");
+	cr_assert_not(log_has(meta.log, "wrong-pw"));
+	metaserver_cleanup(&meta);
+	f = fopen(pwfile, "w");
+	cr_assert(f);
+	fputs("s3cret-pw\n", f);
+	fclose(f);
+	cr_assert_eq(metaserver_start(&meta, extra), 0);
+	s = fixture_store(meta.url, true, POOL);
+	put_keys(s, "auth");
+	mmc_destroy(s);
+	cr_assert_eq(metaserver_stop(&meta), 0);
+	cr_assert_not(log_has(meta.log, "s3cret"), "the password is not in the log");
+}
