@@ -293,7 +293,8 @@ bool ha_holds(const struct ha *h)
 
 bool ha_serving(const struct ha *h)
 {
-	return h->serving;
+	/* the lease too: a leader resumed from a pause answers as a standby before its elector has even noticed */
+	return h->serving && ha_lease_valid(h);
 }
 
 void ha_set_serving(struct ha *h, bool on)

@@ -51,7 +51,8 @@ bool ha_fence(void *h);
 
 /* Loop thread: whether the elector holds the lease (the loop then promotes; once promoted, serves). */
 bool ha_holds(const struct ha *h);
-/* Loop thread: this node has loaded its state and serves (set by the promotion, cleared by a demotion). */
+/* Loop thread: this node has loaded its state, serves (set by the promotion, cleared by a demotion) and its lease
+ * is valid right now: what every gate (RPC, HTTP, checkHealth.is_leader) asks. */
 bool ha_serving(const struct ha *h);
 void ha_set_serving(struct ha *h, bool on);
 
