@@ -14,6 +14,9 @@
 #define MMC_WIRE_ADDR_MAX    256
 #define MMC_RANKS_MAX        1024 /* hard cap on world_size */
 
+/* ExtentRequest.lanes: groups of replica extents one grant places, a batch's keys dealt over them */
+#define MMC_WIRE_EXTENT_LANES 4
+
 /* KeyBatch.flags */
 #define MMC_WIRE_FLAG_SPREAD  0x1u /* alloc: batch placement (spread by free space) rather than local-first */
 #define MMC_WIRE_FLAG_NOREPLY 0x2u /* release: the caller does not wait */

@@ -64,6 +64,14 @@ int key_rpc_call(struct mmc_store *s, struct key_rpc *k)
 	return rc;
 }
 
+int key_rpc_send(struct mmc_store *s, struct key_rpc *k, const pb_msgdesc_t *fields, const void *msg)
+{
+	struct mcall c = {.decode = decode_keys, .arg = k};
+
+	k->retried = false;
+	return meta_call(s->meta, k->body, fields, msg, &c);
+}
+
 struct codes {
 	int *results;
 };

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "extent.h"
 #include "log.h"
 #include "mmc/mmc.h"
 #include "store.h"
@@ -234,6 +235,8 @@ static void stop_all(struct mmc_store *s)
 	s->ssd = NULL;
 	gva_tracker_free(s->gva);
 	s->gva = NULL;
+	extent_cache_free(s->extents);
+	s->extents = NULL;
 	if (s->fab) {
 		regbufs_fini(&s->regs);
 		fabric_mr_close(&s->pool_mr);
@@ -253,7 +256,7 @@ static int init_locked(struct mmc_store *s, uint32_t device_id, bool init_bm)
 		return rc;
 	s->init_bm = init_bm;
 	s->device_id = device_id;
-	if (!(s->gva = gva_tracker_new()))
+	if (!(s->gva = gva_tracker_new()) || !(s->extents = extent_cache_new()))
 		return MMC_MALLOC_FAILED;
 	if ((rc = fabric_open(&s->fab, s->conf.c.protocol, s->conf.c.hcom_url)))
 		return rc;

@@ -35,8 +35,9 @@ struct peers {
 	struct peer *by_rank[MMC_RANKS_MAX];
 };
 
-struct gva_tracker; /* store_gva.c */
-struct ssd;         /* ssd.c */
+struct gva_tracker;  /* store_gva.c */
+struct extent_cache; /* extent.c */
+struct ssd;          /* ssd.c */
 
 struct mmc_store {
 	pthread_mutex_t life; /* setup / init / teardown */
@@ -64,6 +65,7 @@ struct mmc_store {
 	uint64_t incarnation;
 
 	struct gva_tracker *gva;
+	struct extent_cache *extents; /* extent.c: allocation extents of one-round-trip puts */
 };
 
 /* Resolves (rank, incarnation) to a peer, asking the meta server on a miss or a stale entry. */

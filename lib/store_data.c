@@ -1,13 +1,15 @@
 /*
  * put / get of single buffers, layer lists and batches of either. Every form becomes the same plan: per key a list
- * of local pieces; one allocate RPC, all RMA writes, one commit RPC for puts; one get RPC, all RMA reads, one
- * (unanswered) release for gets.
+ * of local pieces. A put of small objects carves them out of the store's allocation extents, writes them by RMA
+ * and publishes them with one put RPC; larger objects, and keys no extent takes, go by one allocate RPC, all RMA
+ * writes, one commit RPC. A get is one get RPC, all RMA reads, one (unanswered) release.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "clock.h"
 #include "crc32c.h"
+#include "extent.h"
 #include "log.h"
 #include "store_ops.h"
 
@@ -22,11 +24,16 @@ struct plan {
 	struct wire_checksum *sums; /* put: what the commit sends; get: what the reply said */
 	bool *damaged;              /* get: the bytes that landed differ from sums */
 	int *results;
-	uint8_t *state; /* per key: PK_* */
-	size_t *index;  /* scratch: keys taking part in the next RPC */
+	uint8_t *state;  /* per key: PK_* */
+	size_t *index;   /* scratch: keys taking part in the next RPC */
+	uint8_t *lane;   /* put through extents: the lane of each key */
+	uint8_t summing; /* put: the state whose keys the posted hook checksums */
+	bool confirmed;  /* put through extents: the server published at least one key */
+	bool refused;    /* put through extents: the server turned a place down */
 };
 
-enum { PK_SKIP = 0, PK_ACTIVE = 1, PK_LEASED = 2 };
+/* PK_EXTENT: a put key written into an extent, published by the put RPC */
+enum { PK_SKIP = 0, PK_ACTIVE = 1, PK_LEASED = 2, PK_EXTENT = 3 };
 
 /* ---- plans ---- */
 
@@ -41,6 +48,7 @@ static void plan_free(struct plan *p)
 	free(p->damaged);
 	free(p->state);
 	free(p->index);
+	free(p->lane);
 }
 
 static int plan_alloc(struct plan *p, size_t n, size_t npieces, const char *const *keys, int *results)
@@ -59,8 +67,9 @@ static int plan_alloc(struct plan *p, size_t n, size_t npieces, const char *cons
 	p->damaged = calloc(n, sizeof(*p->damaged));
 	p->state = calloc(n, sizeof(*p->state));
 	p->index = calloc(n, sizeof(*p->index));
+	p->lane = calloc(n, sizeof(*p->lane));
 	if (!p->xk || !p->pieces || !p->totals || !p->tokens || !p->lease_ms || !p->sums || !p->damaged || !p->state ||
-	    !p->index) {
+	    !p->index || !p->lane) {
 		plan_free(p);
 		return MMC_MALLOC_FAILED;
 	}
@@ -99,7 +108,7 @@ static void sum_puts(void *arg)
 	struct plan *p = arg;
 
 	for (size_t i = 0; i < p->n; i++)
-		if (p->state[i] == PK_ACTIVE)
+		if (p->state[i] == p->summing)
 			p->sums[i] = (struct wire_checksum){MMC_WIRE_CHECKSUM_CRC32C, pieces_crc(&p->xk[i])};
 }
 
@@ -176,7 +185,18 @@ static void set_replicas(mmc_KeyBatch *req, const mmc_replicate_config *rc)
 		req->preferred[i] = rc->preferred_local_service_ids[i];
 }
 
-static int run_put(struct mmc_store *s, struct plan *p, const mmc_replicate_config *rc, bool spread)
+/* Sets the result of every key in state `st` to code and skips it from now on. */
+static void fail_state(struct plan *p, uint8_t st, int code)
+{
+	for (size_t i = 0; i < p->n; i++)
+		if (p->state[i] == st) {
+			p->results[i] = code;
+			p->state[i] = PK_SKIP;
+		}
+}
+
+/* alloc, RMA, commit: the keys still PK_ACTIVE. */
+static int put_by_key(struct mmc_store *s, struct plan *p, const mmc_replicate_config *rc, bool spread)
 {
 	struct key_rpc k = {.body = WB_ALLOC, .req = mmc_KeyBatch_init_zero, .on_result = on_alloc, .arg = p};
 	struct xfer_hook sum = {.posted = sum_puts, .arg = p};
@@ -184,26 +204,34 @@ static int run_put(struct mmc_store *s, struct plan *p, const mmc_replicate_conf
 	int32_t *values;
 	int rc_call;
 
-	for (size_t i = 0; i < p->n; i++)
-		p->state[i] = PK_ACTIVE;
 	set_replicas(&k.req, rc);
 	k.req.flags = spread ? MMC_WIRE_FLAG_SPREAD : 0;
 	k.items =
 	    (struct wire_items){.n = plan_select(p, PK_ACTIVE), .keys = p->keys, .index = p->index, .sizes = p->totals};
+	if (k.items.n == 0)
+		return 0;
 	rc_call = key_rpc_call(s, &k);
-	if (rc_call)
-		return fail_all(p->results, p->n, rc_call);
+	if (rc_call) {
+		for (size_t i = 0; i < k.items.n; i++)
+			p->results[p->index[i]] = rc_call;
+		return rc_call;
+	}
 	/* the server that placed these keys is gone: a restarted one may have given the space to someone else */
-	if (meta_conn_losses(s->meta) != losses)
-		return fail_all(p->results, p->n, MMC_NOT_CONNECTED_META);
+	if (meta_conn_losses(s->meta) != losses) {
+		fail_state(p, PK_ACTIVE, MMC_NOT_CONNECTED_META);
+		return MMC_NOT_CONNECTED_META;
+	}
 	for (size_t i = 0; i < p->n; i++)
 		p->xk[i].result = p->state[i] == PK_ACTIVE ? 0 : 1;
+	p->summing = PK_ACTIVE;
 	xfer_run(s, 1, p->xk, p->n, s->conf.c.verify_checksum ? &sum : NULL);
 
 	/* commit what was allocated: written keys become readable, failed ones are dropped */
 	values = calloc(p->n, sizeof(*values));
-	if (!values)
-		return fail_all(p->results, p->n, MMC_MALLOC_FAILED);
+	if (!values) {
+		fail_state(p, PK_ACTIVE, MMC_MALLOC_FAILED);
+		return MMC_MALLOC_FAILED;
+	}
 	for (size_t i = 0; i < p->n; i++) {
 		if (p->state[i] != PK_ACTIVE)
 			continue;
@@ -223,6 +251,119 @@ static int run_put(struct mmc_store *s, struct plan *p, const mmc_replicate_conf
 				p->results[p->index[i]] = rc_call;
 	free(values);
 	return 0;
+}
+
+/* ---- put through extents: one round trip ---- */
+
+/* Marks the keys small enough for an extent PK_EXTENT; returns how many. */
+static size_t mark_small(struct plan *p)
+{
+	size_t m = 0;
+
+	for (size_t i = 0; i < p->n; i++) {
+		if (p->state[i] != PK_ACTIVE || p->totals[i] > EXTENT_OBJECT_MAX)
+			continue;
+		p->state[i] = PK_EXTENT;
+		m++;
+	}
+	return m;
+}
+
+static void class_of(struct extent_class *c, const mmc_replicate_config *rc, bool spread)
+{
+	memset(c, 0, sizeof(*c));
+	c->replicas = rc && rc->replica_num ? rc->replica_num : 1;
+	c->npreferred = rc ? rc->preferred_count : 0;
+	for (uint32_t i = 0; i < c->npreferred; i++)
+		c->preferred[i] = rc->preferred_local_service_ids[i];
+	c->spread = spread;
+	/* a batch is dealt over lanes on distinct services, as alloc spreads it; replicas all on preferred ranks
+	 * leave nothing to spread */
+	c->lanes = spread && c->npreferred < c->replicas ? MMC_WIRE_EXTENT_LANES : 1;
+}
+
+/* Replica r of an extent key of lane l goes to that lane's extent r, at base[l] and up, key after key. */
+static void aim(struct plan *p, const struct extent_group *g, uint64_t *base)
+{
+	uint32_t n = g->cls.replicas;
+
+	for (size_t i = 0; i < p->n; i++) {
+		struct xfer_key *x = &p->xk[i];
+		const mmc_Extent *ext = &g->ext[p->lane[i] * n];
+
+		x->result = p->state[i] == PK_EXTENT ? 0 : 1;
+		if (x->result)
+			continue;
+		x->ntargets = n;
+		for (uint32_t r = 0; r < n; r++)
+			x->targets[r] = (struct xfer_target){ext[r].rank, ext[r].incarnation, ext[r].media,
+			                                     ext[r].offset + base[p->lane[i]]};
+		base[p->lane[i]] += (p->totals[i] + 4095) & ~(uint64_t)4095; /* the server's allocation unit */
+	}
+}
+
+static bool on_put(void *arg, size_t i, const mmc_KeyResult *r)
+{
+	struct plan *p = arg;
+	size_t k = p->index[i];
+
+	if (r->result == MMC_UNMATCHED_KEY) { /* the server no longer holds that extent for us: allocate it again */
+		p->state[k] = PK_ACTIVE;
+		p->refused = true;
+		return true;
+	}
+	p->state[k] = PK_SKIP;
+	p->results[k] = r->result == MMC_DUPLICATED_OBJECT ? 0 : r->result; /* first writer wins */
+	p->confirmed |= r->result == 0;
+	return true;
+}
+
+/* Writes the extent keys and publishes them with one put RPC; keys it could not place stay PK_ACTIVE. */
+static void put_extents(struct mmc_store *s, struct plan *p, const mmc_replicate_config *rc, bool spread)
+{
+	struct xfer_hook sum = {.posted = sum_puts, .arg = p};
+	struct extent_class cls;
+	struct extent_group *g;
+	struct extent_put ep;
+	struct extent_keys k = {0, p->index, p->totals, p->lane};
+	uint64_t base[MMC_WIRE_EXTENT_LANES], t0;
+	int rc_call;
+
+	class_of(&cls, rc, spread);
+	if (mark_small(p))
+		k.m = plan_select(p, PK_EXTENT);
+	if (!k.m || extents_take(s, &cls, &k, &g, base)) {
+		for (size_t i = 0; i < p->n; i++)
+			p->state[i] = p->state[i] == PK_EXTENT ? PK_ACTIVE : p->state[i];
+		return;
+	}
+	aim(p, g, base);
+	p->summing = PK_EXTENT;
+	/* the extents died with the connection they were granted on (a restarted server may reuse the space) */
+	if (meta_conn_losses(s->meta) == g->losses)
+		xfer_run(s, 1, p->xk, p->n, s->conf.c.verify_checksum ? &sum : NULL);
+	/* a key whose write failed (its service may be dying) goes again by key, and nobody carves from g any more */
+	p->confirmed = p->refused = false;
+	for (size_t i = 0; i < p->n; i++)
+		if (p->state[i] == PK_EXTENT && p->xk[i].result) {
+			p->state[i] = PK_ACTIVE;
+			p->refused = true;
+		}
+	if (meta_conn_losses(s->meta) != g->losses)
+		fail_state(p, PK_EXTENT, MMC_NOT_CONNECTED_META);
+	t0 = clock_ms();
+	ep = (struct extent_put){plan_select(p, PK_EXTENT), p->index, p->keys, p->totals, p->sums, p->xk, p->lane, g};
+	if (ep.n && (rc_call = extents_put_call(s, &ep, on_put, p)))
+		fail_state(p, PK_EXTENT, rc_call);
+	extents_done(s, g, p->confirmed ? t0 : 0, p->refused);
+}
+
+static int run_put(struct mmc_store *s, struct plan *p, const mmc_replicate_config *rc, bool spread)
+{
+	for (size_t i = 0; i < p->n; i++)
+		p->state[i] = PK_ACTIVE;
+	put_extents(s, p, rc, spread);
+	return put_by_key(s, p, rc, spread);
 }
 
 /* ---- get ---- */

@@ -25,6 +25,10 @@ struct key_rpc {
  * connection failed are sent again once it is back, within ock.mmc.client.retry_milliseconds. */
 int key_rpc_call(struct mmc_store *s, struct key_rpc *k);
 
+/* A request of another shape (fields, msg) answered by a KeyBatchReply of k->items.n results for k->on_result; sent
+ * once, never again on a new connection. Returns as key_rpc_call. */
+int key_rpc_send(struct mmc_store *s, struct key_rpc *k, const pb_msgdesc_t *fields, const void *msg);
+
 /* A KeyBatch whose replies are one code per key (remove, exist, write_finish, remove_lease, ...). values may be
  * NULL. On a whole-call error every results[i] gets it and it is returned. */
 int key_batch_codes(struct mmc_store *s, uint32_t body, const char *const *keys, const int32_t *values, size_t n,

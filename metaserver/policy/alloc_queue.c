@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "clock.h"
+#include "extents.h"
 #include "key_result.h"
 #include "log.h"
 #include "mmc/mmc.h"
@@ -40,6 +41,19 @@ static bool stale(const struct object *o)
 	return o->state == MMC_BLOB_READABLE && !object_readable(o);
 }
 
+struct object *alloc_queue_existing(struct meta *m, const char *key, size_t len, uint64_t hash, bool *durable)
+{
+	struct object *o = object_find_hashed(m, key, len, hash);
+
+	if (o && stale(o)) {
+		object_drop(m, o);
+		return NULL;
+	}
+	if (o && o->state == MMC_BLOB_READABLE && object_persist_again(m, o))
+		*durable = true;
+	return o;
+}
+
 /* Places one key. Returns false when it must wait for leased memory. */
 static bool place_one(struct meta *m, struct alloc_req *a, const struct alloc_item *it, struct key_result *res)
 {
@@ -52,15 +66,9 @@ static bool place_one(struct meta *m, struct alloc_req *a, const struct alloc_it
 		res->result = MMC_INVALID_PARAM;
 		return true;
 	}
-	o = object_find_hashed(m, it->key, len, it->hash);
-	if (o && stale(o)) {
-		object_drop(m, o);
-		o = NULL;
-	}
+	o = alloc_queue_existing(m, it->key, len, it->hash, &a->durable);
 	if (o) { /* first writer wins; batch_malloc hands back the existing object's address */
 		res->result = a->gva ? 0 : MMC_DUPLICATED_OBJECT;
-		if (o->state == MMC_BLOB_READABLE && object_persist_again(m, o))
-			a->durable = true;
 		if (a->gva)
 			key_result_note(res, o, -1);
 		return true;
@@ -104,17 +112,6 @@ static bool run(struct meta *m, struct alloc_req *a)
 static void reply(struct meta *m, struct alloc_req *a)
 {
 	m->ops->reply_keys(m, a->s, a->id, a->results, a->n, a->durable);
-}
-
-static int check_args(const struct alloc_call *call)
-{
-	if (call->replicas == 0 || call->replicas > MMC_WIRE_REPLICAS || call->npreferred > call->replicas)
-		return MMC_INVALID_PARAM;
-	for (size_t i = 0; i < call->npreferred; i++)
-		for (size_t j = 0; j < i; j++)
-			if (call->preferred[i] == call->preferred[j])
-				return MMC_INVALID_PARAM;
-	return 0;
 }
 
 /* Copies what a waiting request still needs out of the per-request arena. */
@@ -180,7 +177,7 @@ void alloc_queue_submit(struct meta *m, const struct alloc_call *call)
 	    .n = kc->n,
 	};
 
-	if (check_args(call)) {
+	if (placement_check_preferred(call->preferred, call->npreferred, call->replicas)) {
 		m->ops->reply_code(m, kc->session, kc->id, MMC_INVALID_PARAM);
 		return;
 	}
@@ -209,6 +206,7 @@ void alloc_queue_submit(struct meta *m, const struct alloc_call *call)
 
 void alloc_queue_kick(struct meta *m)
 {
+	extents_sweep(m, clock_ms()); /* idle extents first: their space may be what a waiting request needs */
 	while (!list_empty(&m->parked)) {
 		struct alloc_req *p = list_entry(m->parked.next, struct alloc_req, link);
 
@@ -223,6 +221,8 @@ void alloc_queue_kick(struct meta *m)
 void alloc_queue_session_closed(struct meta *m, struct session *s)
 {
 	struct list *it, *next;
+
+	extents_session_closed(m, s);
 
 	for (it = m->parked.next; it != &m->parked; it = next) {
 		struct alloc_req *p = list_entry(it, struct alloc_req, link);

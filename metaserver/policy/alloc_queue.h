@@ -9,6 +9,7 @@
 #define MMC_ALLOC_QUEUE_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "meta.h"
@@ -27,9 +28,14 @@ struct alloc_call {
 /* Places call's keys and replies (reply_keys), or parks the request until room comes back. A call that breaks the
  * rules (replicas, duplicate preferred ranks) is answered MMC_INVALID_PARAM (reply_code). */
 void alloc_queue_submit(struct meta *m, const struct alloc_call *call);
-/* Space was freed (or time passed): resumes waiting requests in arrival order; those past their deadline fail. */
+/* The object a new put of key (hash: object_hash of it) meets, or NULL: first writer wins. A stale one (from before
+ * a restart, on services that never came back) is dropped instead; *durable is set when the existing object's
+ * record had to be queued again (its batch may have failed), so the reply must wait for the commit. */
+struct object *alloc_queue_existing(struct meta *m, const char *key, size_t len, uint64_t hash, bool *durable);
+/* Space was freed (or time passed): returns idle extents, resumes waiting requests in arrival order; those past their
+ * deadline fail. */
 void alloc_queue_kick(struct meta *m);
-/* The session's connection is closing: its waiting requests are dropped unanswered. */
+/* The session's connection is closing: its waiting requests are dropped unanswered, its extents returned. */
 void alloc_queue_session_closed(struct meta *m, struct session *s);
 /* Frees every waiting request (shutdown). */
 void alloc_queue_fini(struct meta *m);

@@ -68,8 +68,18 @@ static void unreserve(struct object *o, int filled)
 	}
 }
 
-/* The attached service with the most free bytes of the media that fits size and holds no replica yet. */
-static struct service *roomiest(struct meta *m, const struct place_req *r, const struct object *o, int filled)
+static bool avoided(const struct place_req *r, const struct service *svc)
+{
+	for (uint32_t i = 0; i < r->navoid; i++)
+		if (r->avoid[i] == svc)
+			return true;
+	return false;
+}
+
+/* The attached service with the most free bytes of the media that fits size and holds no replica yet (nor is
+ * avoided, with avoid; and is on host, unless NULL). */
+static struct service *roomiest_of(struct meta *m, const struct place_req *r, const struct object *o, int filled,
+                                   bool avoid, const char *host)
 {
 	struct service *best = NULL;
 	uint64_t best_free = 0;
@@ -79,7 +89,8 @@ static struct service *roomiest(struct meta *m, const struct place_req *r, const
 		struct segment *seg;
 		uint64_t avail;
 
-		if (!usable(svc, r->media) || already_used(o, filled, svc))
+		if (!usable(svc, r->media) || already_used(o, filled, svc) || (avoid && avoided(r, svc)) ||
+		    (host && strcmp(svc->host, host) != 0))
 			continue;
 		seg = service_segment(svc, r->media);
 		if (alloc_largest_free(seg->alloc) < r->size)
@@ -91,6 +102,19 @@ static struct service *roomiest(struct meta *m, const struct place_req *r, const
 		}
 	}
 	return best;
+}
+
+static struct service *roomiest(struct meta *m, const struct place_req *r, const struct object *o, int filled)
+{
+	struct service *svc = NULL;
+
+	/* a single put's first replica stays on the writer's host when it can (the same-host path is the fastest);
+	 * the others go by free space, so that one host's loss does not take every replica */
+	if (!r->spread && filled == 0 && r->writer)
+		svc = roomiest_of(m, r, o, filled, false, r->writer->host);
+	if (!svc && r->navoid)
+		svc = roomiest_of(m, r, o, filled, true, NULL);
+	return svc || (r->navoid && r->strict) ? svc : roomiest_of(m, r, o, filled, false, NULL);
 }
 
 static int place_once(struct meta *m, const struct place_req *r, struct object *o)
@@ -154,4 +178,43 @@ int placement_reserve(struct meta *m, const struct place_req *r, struct object *
 	if (rc == 0)
 		eviction_check(m, r->media);
 	return rc;
+}
+
+/*
+ * An extent is space a store will fill soon, not an object: it takes the largest size up to r->size that fits
+ * without evicting (halving down to min_size), and only min_size, the batch at hand, may evict.
+ */
+int placement_reserve_extent(struct meta *m, struct place_req *r, struct object *o, uint64_t min_size, bool may_evict)
+{
+	bool blocked;
+
+	for (uint64_t size = r->size; size >= min_size && size >= ALLOC_ALIGN; size /= 2) {
+		r->size = size;
+		if (place_once(m, r, o) == 0) {
+			eviction_check(m, r->media);
+			return 0;
+		}
+	}
+	r->size = min_size;
+	return may_evict ? placement_reserve(m, r, o, &blocked) : MMC_NOT_ENOUGH_MEMORY;
+}
+
+int placement_check_preferred(const int32_t *preferred, uint32_t n, uint32_t replicas)
+{
+	if (replicas == 0 || replicas > MMC_WIRE_REPLICAS || n > replicas)
+		return MMC_INVALID_PARAM;
+	for (uint32_t i = 0; i < n; i++)
+		for (uint32_t j = 0; j < i; j++)
+			if (preferred[i] == preferred[j])
+				return MMC_INVALID_PARAM;
+	return 0;
+}
+
+uint32_t placement_usable_services(const struct meta *m, uint32_t media)
+{
+	uint32_t n = 0;
+
+	for (uint32_t rank = 0; rank < m->rank_hi; rank++)
+		n += usable(m->ranks[rank], media);
+	return n;
 }

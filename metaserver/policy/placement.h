@@ -1,6 +1,6 @@
 /*
- * Where an object's replicas go. A single put prefers the writer's own pool, a batch spreads keys over services
- * by free space; every replica is on a distinct service; preferred services each get one replica. Either every
+ * Where an object's replicas go. A single put prefers the writer's own pool, then the roomiest service on the
+ * writer's host (first replica only), a batch spreads keys over services by free space; every replica is on a distinct service; preferred services each get one replica. Either every
  * replica is reserved or none is. Loop thread only.
  */
 #ifndef MMC_PLACEMENT_H
@@ -19,6 +19,11 @@ struct place_req {
 	bool spread; /* batch placement */
 	uint32_t media;
 	const struct session *writer;
+	/* services the roomiest choice passes over while another fits (an extent grant's earlier lanes); strict:
+	 * never takes one of them */
+	struct service *const *avoid;
+	uint32_t navoid;
+	bool strict;
 };
 
 /*
@@ -28,5 +33,19 @@ struct place_req {
  * preferred rank that is not a live service with this media).
  */
 int placement_reserve(struct meta *m, const struct place_req *r, struct object *o, bool *blocked);
+
+/* Attached services of the media that take new bytes now (not in their rejoin grace). */
+uint32_t placement_usable_services(const struct meta *m, uint32_t media);
+
+/* 0 when replicas is 1..MMC_WIRE_REPLICAS and the n preferred ranks are at most that many, all distinct; else
+ * MMC_INVALID_PARAM. */
+int placement_check_preferred(const int32_t *preferred, uint32_t n, uint32_t replicas);
+
+/*
+ * Reserves an allocation extent per replica, placed as an object of r->size bytes would be: the largest size from
+ * r->size down (halving, not below min_size) that fits without evicting; else, with may_evict, min_size evicting as
+ * an object would. r->size is set to the size reserved. Returns as placement_reserve (never waits).
+ */
+int placement_reserve_extent(struct meta *m, struct place_req *r, struct object *o, uint64_t min_size, bool may_evict);
 
 #endif

@@ -10,6 +10,7 @@
 #include "mmc/mmc.h"
 #include "objects.h"
 #include "redirect.h"
+#include "rpc_extents.h"
 #include "services.h"
 #include "tier.h"
 
@@ -242,6 +243,8 @@ int rpc_dispatch(struct conn *c, const Mmc__Frame *f)
 	default:
 		break;
 	}
+	if (rpc_extents(c, f))
+		return 0;
 	kb = key_batch(f);
 	if (!kb) {
 		/* a body this server does not serve: fail the request, keep the connection */

@@ -291,6 +291,49 @@ int alloc_release_after(struct allocator *a, uint64_t offset, uint64_t seq)
 	return 0;
 }
 
+/* Links reserved block r, which starts inside reserved block b, after b and shortens b to end where r starts. */
+static void link_after(struct allocator *a, struct block *b, struct block *r)
+{
+	r->size = b->offset + b->size - r->offset;
+	r->free = false;
+	b->size = r->offset - b->offset;
+	r->prev = b;
+	r->next = b->next;
+	if (b->next)
+		b->next->prev = r;
+	b->next = r;
+	treap_insert(&a->by_offset, &r->off_node);
+}
+
+int alloc_split(struct allocator *a, uint64_t offset, uint64_t size)
+{
+	struct block key = {.offset = offset}, *b, *mid = NULL, *tail = NULL;
+	struct treap_node *n = treap_floor(&a->by_offset, &key.off_node);
+	uint64_t end;
+
+	if (size == 0 || size > UINT64_MAX - ALLOC_ALIGN || offset % ALLOC_ALIGN || !n)
+		return MMC_INVALID_PARAM;
+	size = (size + ALLOC_ALIGN - 1) & ~(uint64_t)(ALLOC_ALIGN - 1);
+	end = offset + size;
+	b = OFF_BLOCK(n);
+	if (b->free || b->held || end < offset || end > b->offset + b->size)
+		return MMC_INVALID_PARAM;
+	/* both new blocks first, so that a failure changes nothing */
+	if ((b->offset < offset && !(mid = block_new(a, offset, 0))) ||
+	    (end < b->offset + b->size && !(tail = block_new(a, end, 0)))) {
+		if (mid)
+			block_recycle(a, mid);
+		return MMC_MALLOC_FAILED;
+	}
+	if (mid) {
+		link_after(a, b, mid);
+		b = mid;
+	}
+	if (tail)
+		link_after(a, b, tail);
+	return 0;
+}
+
 void alloc_set_durability(struct allocator *a, alloc_seq_fn seq_state, const void *ctx)
 {
 	a->seq_state = seq_state;

@@ -36,6 +36,12 @@ int alloc_release(struct allocator *a, uint64_t offset);
  */
 int alloc_release_after(struct allocator *a, uint64_t offset, uint64_t seq);
 
+/* Cuts [offset, offset + size) (size rounded up to 4 KiB) out of the reserved block that holds it, as a reserved
+ * block of its own; what that block held before and after the range stay reserved blocks. For allocation extents:
+ * an object written into a store's extent becomes a block its delete releases alone. MMC_INVALID_PARAM when no
+ * reserved, unheld block holds the whole range; MMC_MALLOC_FAILED (nothing changed). */
+int alloc_split(struct allocator *a, uint64_t offset, uint64_t size);
+
 /* How the allocator learns where a batch stands (persist_seq_state, as a callback so tests can drive it). Without
  * one, every batch counts as durable. */
 typedef enum persist_seq_state (*alloc_seq_fn)(const void *ctx, uint64_t seq);

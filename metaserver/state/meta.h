@@ -62,6 +62,7 @@ struct session {
 	uint32_t pid;
 	struct service *svc; /* the local service this connection registered, if any */
 	struct conn *conn;
+	struct extent *extents; /* allocation extents it holds (policy/extents.c), NULL: none */
 };
 
 struct blob {
@@ -168,6 +169,10 @@ struct meta {
 	uint32_t nconns;
 	bool draining;
 	struct meta_stats stats;
+
+	/* allocation extents (policy/extents.c): every one granted, oldest first; initialised on first use */
+	struct list extents;
+	uint64_t next_extent_id;
 };
 
 #endif

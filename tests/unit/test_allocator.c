@@ -209,3 +209,27 @@ Test(allocator, holds_free_in_batch_order_and_a_failed_batch_keeps_its_space)
 	cr_assert_eq(alloc_used(a), 2 * PAGE, "the reuse and the lost block");
 	alloc_destroy(a);
 }
+
+Test(allocator, split_cuts_a_range_out_of_a_reservation_and_each_piece_frees_alone)
+{
+	struct allocator *a = alloc_create(16 * PAGE);
+	uint64_t ext, x;
+
+	cr_assert_eq(alloc_reserve(a, 8 * PAGE, &ext), 0);
+	cr_assert_eq(alloc_split(a, ext + 2 * PAGE, PAGE + 1), 0, "the middle: three blocks");
+	cr_assert_eq(alloc_used(a), 8 * PAGE, "splitting reserves nothing more");
+	cr_assert_eq(alloc_block_count(a), 4);
+	cr_assert_eq(alloc_split(a, ext + PAGE, 2 * PAGE), MMC_INVALID_PARAM, "a range over two blocks");
+	cr_assert_eq(alloc_split(a, ext + 100, PAGE), MMC_INVALID_PARAM, "misaligned");
+	cr_assert_eq(alloc_split(a, ext + 4 * PAGE, 8 * PAGE), MMC_INVALID_PARAM, "past the block");
+	cr_assert_eq(alloc_split(a, ext + 8 * PAGE, PAGE), MMC_INVALID_PARAM, "free space");
+	cr_assert_eq(alloc_split(a, ext + 4 * PAGE, 4 * PAGE), 0, "the tail: two blocks");
+	cr_assert_eq(alloc_release(a, ext + 2 * PAGE), 0, "the cut range frees alone");
+	cr_assert_eq(alloc_used(a), 6 * PAGE);
+	cr_assert_eq(alloc_release(a, ext), 0);
+	cr_assert_eq(alloc_release(a, ext + 4 * PAGE), 0);
+	cr_assert_eq(alloc_used(a), 0);
+	cr_assert_eq(alloc_block_count(a), 1, "all of it coalesced again");
+	cr_assert_eq(alloc_reserve(a, 16 * PAGE, &x), 0);
+	alloc_destroy(a);
+}

@@ -1,8 +1,8 @@
 /*
  * The meta server's policy layer without sockets or processes: placement, eviction (watermarks, LRU order, leases,
- * waiting allocations), the allocation queue and tier moves, over a real state layer (objects, services, LMDB in a
- * temporary directory) with the logical clock frozen. policy_ops is this file's recorder, so every reply and every
- * BlobTask the policy layer sends is checked here.
+ * waiting allocations), the allocation queue, allocation extents and tier moves, over a real state layer (objects,
+ * services, LMDB in a temporary directory) with the logical clock frozen. policy_ops is this file's recorder, so every
+ * reply and every BlobTask the policy layer sends is checked here.
  */
 #include <criterion/criterion.h>
 #include <event2/event.h>
@@ -13,6 +13,7 @@
 #include "alloc_queue.h"
 #include "clock.h"
 #include "eviction.h"
+#include "extents.h"
 #include "meta_conf.h"
 #include "mmc/mmc.h"
 #include "objects.h"
@@ -93,6 +94,7 @@ static void setup(void)
 	cr_assert_not_null(mkdtemp(dir));
 	clock_freeze();
 	memset(&m, 0, sizeof(m));
+	memset(sess, 0, sizeof(sess));
 	meta_conf_defaults(&m.conf);
 	m.conf.evict_wait_ms = 1000;
 	m.ops = &recorder;
@@ -114,6 +116,8 @@ static void teardown(void)
 {
 	char cmd[128];
 
+	for (int i = 0; i < SERVICES; i++)
+		extents_session_closed(&m, &sess[i]);
 	alloc_queue_fini(&m);
 	tier_fini(&m);
 	objects_fini(&m);
@@ -192,6 +196,26 @@ Test(placement, a_single_put_prefers_the_writers_own_pool)
 		mount(i, 64 * MiB, 0);
 	cr_assert_eq(put(1, "a", MiB), svc[1]->rank);
 	cr_assert_eq(put(2, "b", MiB), svc[2]->rank);
+}
+
+Test(placement, a_single_put_from_a_client_only_store_stays_on_its_host)
+{
+	struct session client = {.id = 50};
+	const char *k = "near";
+	uint64_t size = MiB;
+	int code;
+	struct alloc_call call = {.keys = {&client, 77, 0, &k, &size, 1}, .media = MMC_MEDIA_DRAM, .replicas = 2};
+	const struct key_result *r;
+
+	mount(0, 64 * MiB, 0);
+	mount(1, 16 * MiB, 0);
+	mount(2, 64 * MiB, 0);
+	snprintf(client.host, sizeof(client.host), "host1"); /* svc[1]'s host, the smallest pool */
+	alloc_queue_submit(&m, &call);
+	r = reply_of(77, &code);
+	cr_assert_eq(r[0].result, 0);
+	cr_assert_eq(r[0].blobs[0].rank, svc[1]->rank, "the first replica on the writer's host");
+	cr_assert_neq(r[0].blobs[1].rank, svc[1]->rank, "the second by free space elsewhere");
 }
 
 Test(placement, replicas_go_to_distinct_services_or_not_at_all)
@@ -411,6 +435,194 @@ Test(alloc_queue, space_held_for_an_uncommitted_delete_is_waited_for_not_reused)
 	cr_assert_eq(reply_of(id, &code)[0].result, 0);
 	space_held(&m, MMC_MEDIA_DRAM, &held, &lost);
 	cr_assert_eq(held, 0);
+}
+
+TestSuite(extents, .init = setup, .fini = teardown, .timeout = 30);
+
+static uint64_t used_dram(void)
+{
+	uint64_t used, total;
+
+	space_usage(&m, MMC_MEDIA_DRAM, &used, &total);
+	return used;
+}
+
+/* One extent of bytes for session w: replicas 1, one lane, in the writer's own pool first. */
+static struct extent *grant1(int w, uint64_t bytes, uint64_t min_bytes)
+{
+	struct extent *e[1];
+	struct extent_call call = {
+	    .session = &sess[w], .bytes = bytes, .min_bytes = min_bytes, .replicas = 1, .lanes = 1};
+	uint32_t lanes;
+
+	cr_assert_eq(extents_grant(&m, &call, e, &lanes), 0);
+	cr_assert_eq(lanes, 1);
+	return e[0];
+}
+
+/* A put of key from session w at offset of extent e (its own rank and incarnation unless changed by the caller). */
+static int put_at(int w, const char *key, uint64_t size, const struct extent *e, uint64_t offset)
+{
+	struct put_place pl = {e->id, e->rank, e->incarnation, offset};
+	struct put_item it = {key, size, MMC_WIRE_CHECKSUM_CRC32C, 0x1234, &pl, 1};
+	bool durable = false;
+
+	return extents_put(&m, &sess[w], &it, &durable);
+}
+
+Test(extents, a_grant_is_used_space_and_goes_back_when_the_session_ends)
+{
+	struct extent *e;
+
+	for (int i = 0; i < SERVICES; i++)
+		mount(i, 64 * MiB, 0);
+	e = grant1(1, 2 * MiB, 64 * 1024);
+	cr_assert_eq(e->rank, svc[1]->rank, "not spread: the writer's own pool");
+	cr_assert_eq(e->size, 2 * MiB);
+	cr_assert_eq(used_dram(), 2 * MiB, "an extent counts as used: eviction and /metrics see it");
+	cr_assert_eq(extents_uncarved(&m, MMC_MEDIA_DRAM), 2 * MiB);
+	extents_session_closed(&m, &sess[1]);
+	cr_assert_eq(used_dram(), 0);
+	cr_assert_eq(extents_uncarved(&m, MMC_MEDIA_DRAM), 0);
+	cr_assert_null(sess[1].extents);
+}
+
+Test(extents, a_grant_takes_at_most_a_sixteenth_of_the_pool_and_all_extents_at_most_a_quarter)
+{
+	struct extent *e;
+	struct extent_call call = {
+	    .session = &sess[0], .bytes = 64 * MiB, .min_bytes = 8 * MiB, .replicas = 1, .lanes = 1};
+	uint32_t lanes;
+
+	mount(0, 64 * MiB, 0);
+	e = grant1(0, 64 * MiB, 4096);
+	cr_assert_eq(e->size, 4 * MiB, "1/16 of the media");
+	cr_assert_eq(extents_grant(&m, &call, &e, &lanes), 0);
+	cr_assert_eq(e->size, 8 * MiB, "the batch at hand is granted whole");
+	cr_assert_eq(extents_grant(&m, &call, &e, &lanes), MMC_NOT_ENOUGH_MEMORY, "past 1/4 uncarved: the slow path");
+	cr_assert_eq(used_dram(), 12 * MiB);
+	call.min_bytes = 0;
+	cr_assert_eq(extents_grant(&m, &call, &e, &lanes), MMC_INVALID_PARAM);
+	call.min_bytes = 4096;
+	call.lanes = MMC_WIRE_EXTENT_LANES + 1;
+	cr_assert_eq(extents_grant(&m, &call, &e, &lanes), MMC_INVALID_PARAM);
+}
+
+Test(extents, a_put_carves_its_place_in_any_order_and_publishes_the_object)
+{
+	struct extent *e;
+	struct object *o;
+
+	mount(0, 64 * MiB, 0);
+	e = grant1(0, MiB, 4096);
+	cr_assert_eq(put_at(0, "second", 10000, e, e->start + 64 * 1024), 0, "a later thread's put may land first");
+	cr_assert_eq(put_at(0, "first", 4096, e, e->start), 0);
+	cr_assert_eq(e->npieces, 2);
+	cr_assert_eq(extents_uncarved(&m, MMC_MEDIA_DRAM), MiB - 4096 - 12288, "sizes round up to 4 KiB");
+	cr_assert_eq(used_dram(), MiB, "carving moves space from the extent to objects");
+	cr_assert(present("second"));
+	o = object_find(&m, "second", 6);
+	cr_assert_eq(o->blobs[0].offset, e->start + 64 * 1024);
+	cr_assert_eq(o->size, 10000);
+	cr_assert_eq(o->checksum, 0x1234);
+	cr_assert(o->persisted, "its record is in this turn's batch");
+	/* the object is a block of its own: its delete frees it alone, once durable */
+	object_drop(&m, o);
+	commit();
+	cr_assert_eq(used_dram(), MiB - 12288);
+	extents_session_closed(&m, &sess[0]);
+	cr_assert_eq(used_dram(), 4096, "the object carved first stays; the rest went back");
+}
+
+Test(extents, places_outside_the_extent_of_another_session_or_on_a_stale_incarnation_are_refused)
+{
+	struct extent *e, *other, stale;
+
+	mount(0, 64 * MiB, 0);
+	mount(1, 64 * MiB, 0);
+	e = grant1(0, MiB, 4096);
+	other = grant1(1, MiB, 4096);
+	cr_assert_eq(put_at(0, "k", 8192, e, e->start + MiB - 4096), MMC_INVALID_PARAM, "runs past the end");
+	cr_assert_eq(put_at(0, "k", 4096, e, e->start - 4096), MMC_INVALID_PARAM, "before the start");
+	cr_assert_eq(put_at(0, "k", 4096, e, e->start + 100), MMC_INVALID_PARAM, "not on a 4 KiB boundary");
+	cr_assert_eq(put_at(0, "k", 4096, other, other->start), MMC_UNMATCHED_KEY, "another session's extent");
+	stale = *e;
+	stale.incarnation++;
+	cr_assert_eq(put_at(0, "k", 4096, &stale, e->start), MMC_UNMATCHED_KEY, "another incarnation");
+	cr_assert_eq(put_at(0, "k", 4096, e, e->start), 0);
+	cr_assert_eq(put_at(0, "k2", 4096, e, e->start), MMC_INVALID_PARAM, "space already carved");
+	cr_assert_eq(extents_uncarved(&m, MMC_MEDIA_DRAM), 2 * MiB - 4096, "a refused put carves nothing");
+	cr_assert(!present("k2"));
+	/* the service left: its extents are dead, whatever comes back on its rank */
+	service_unmount(&m, svc[1], "test");
+	cr_assert_eq(put_at(1, "k3", 4096, other, other->start), MMC_UNMATCHED_KEY, "the service is gone");
+	mount(1, 64 * MiB, 0);
+	cr_assert_eq(svc[1]->rank, other->rank, "the rank came back");
+	cr_assert_eq(put_at(1, "k3", 4096, other, other->start), MMC_UNMATCHED_KEY, "as another incarnation");
+	cr_assert(!present("k3"));
+}
+
+Test(extents, an_existing_key_keeps_its_value_and_nothing_is_carved)
+{
+	struct extent *e;
+
+	mount(0, 64 * MiB, 0);
+	put(0, "dup", MiB);
+	e = grant1(0, MiB, 4096);
+	cr_assert_eq(put_at(0, "dup", 4096, e, e->start), MMC_DUPLICATED_OBJECT);
+	cr_assert_eq(object_find(&m, "dup", 3)->size, MiB, "first writer wins");
+	cr_assert_eq(extents_uncarved(&m, MMC_MEDIA_DRAM), MiB);
+}
+
+Test(extents, an_idle_extent_goes_back_and_each_put_keeps_it)
+{
+	struct extent *e;
+
+	mount(0, 64 * MiB, 0);
+	e = grant1(0, MiB, 4096);
+	clock_advance_ms(EXTENT_IDLE_MS - 1);
+	extents_sweep(&m, clock_ms());
+	cr_assert_eq(put_at(0, "a", 4096, e, e->start), 0, "not idle yet");
+	clock_advance_ms(EXTENT_IDLE_MS - 1);
+	alloc_queue_kick(&m);
+	cr_assert_eq(extents_uncarved(&m, MMC_MEDIA_DRAM), MiB - 4096, "the put restarted its idle time");
+	clock_advance_ms(2);
+	alloc_queue_kick(&m); /* the server's sweep */
+	cr_assert_eq(extents_uncarved(&m, MMC_MEDIA_DRAM), 0);
+	cr_assert_null(sess[0].extents);
+	cr_assert_eq(used_dram(), 4096, "the object stays");
+}
+
+Test(extents, lanes_spread_over_services_and_replicas_are_distinct)
+{
+	struct extent *e[MMC_WIRE_REPLICAS * MMC_WIRE_EXTENT_LANES];
+	struct extent_call call = {.session = &sess[0], .bytes = MiB, .min_bytes = 4096, .replicas = 1, .spread = true};
+	struct put_place pl[2];
+	struct put_item it = {"two", 4096, 0, 0, pl, 2};
+	uint32_t lanes;
+	bool durable;
+
+	for (int i = 0; i < SERVICES; i++)
+		mount(i, 64 * MiB, 0);
+	put(0, "fuller", 8 * MiB);
+	call.lanes = 4;
+	cr_assert_eq(extents_grant(&m, &call, e, &lanes), 0);
+	cr_assert_eq(lanes, 3, "no more lanes than services");
+	cr_assert(e[0]->rank != e[1]->rank && e[1]->rank != e[2]->rank && e[0]->rank != e[2]->rank,
+	          "every lane on its own service: %u %u %u", e[0]->rank, e[1]->rank, e[2]->rank);
+	cr_assert_eq(e[2]->rank, svc[0]->rank, "the fullest last");
+	call.replicas = 2;
+	cr_assert_eq(extents_grant(&m, &call, e, &lanes), 0);
+	cr_assert_eq(lanes, 1, "two replicas each on three services: one lane");
+	cr_assert_neq(e[0]->rank, e[1]->rank);
+	for (int r = 0; r < 2; r++)
+		pl[r] = (struct put_place){e[r]->id, e[r]->rank, e[r]->incarnation, e[r]->start};
+	cr_assert_eq(extents_put(&m, &sess[0], &it, &durable), 0);
+	cr_assert_eq(object_find(&m, "two", 3)->nblobs, 2);
+	pl[1] = pl[0];
+	it.key = "same";
+	pl[0].offset = pl[1].offset = e[0]->start + 4096;
+	cr_assert_eq(extents_put(&m, &sess[0], &it, &durable), MMC_INVALID_PARAM, "two replicas on one service");
 }
 
 TestSuite(tier, .init = setup, .fini = teardown, .timeout = 30);

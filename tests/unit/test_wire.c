@@ -8,6 +8,7 @@
 
 #include "mmc.pb-c.h"
 #include "mmc/mmc.h"
+#include "extent.h"
 #include "wire.h"
 
 static Mmc__Frame *client_to_server(uint64_t id, uint32_t body, const pb_msgdesc_t *fields, const void *msg)
@@ -322,4 +323,82 @@ Test(wire, limits_and_garbage)
 	cr_assert_neq(wire_split(garbage, sizeof(garbage), &id, &body, &data, &dlen), 0);
 	cr_assert_neq(wire_split(garbage, 0, &id, &body, &data, &dlen), 0, "an empty frame has no body");
 	cr_assert_null(mmc__frame__unpack(NULL, sizeof(garbage), garbage));
+}
+
+Test(wire, extent_request_grant_and_put_batch)
+{
+	mmc_ExtentRequest req = mmc_ExtentRequest_init_zero;
+	Mmc__Frame *f, out = MMC__FRAME__INIT;
+	Mmc__ExtentGrant g = MMC__EXTENT_GRANT__INIT;
+	Mmc__Extent e[2] = {MMC__EXTENT__INIT, MMC__EXTENT__INIT}, *pe[2] = {&e[0], &e[1]};
+	struct extent_group grp = {.cls = {.replicas = 2, .lanes = 1}, .n = 2};
+	const char *keys[] = {"a", "bb"};
+	const size_t index[] = {1, 0};
+	const uint64_t sizes[] = {10, 20000};
+	const struct wire_checksum sums[] = {{0, 0}, {MMC_WIRE_CHECKSUM_CRC32C, 0xdeadbeef}};
+	const uint8_t lane[] = {0, 0};
+	struct xfer_key xk[2] = {0};
+	struct extent_put ep = {2, index, keys, sizes, sums, xk, lane, &grp};
+	mmc_PutBatch pb = mmc_PutBatch_init_zero;
+	mmc_ExtentGrant back = mmc_ExtentGrant_init_zero;
+	uint32_t body;
+	const uint8_t *data;
+	size_t dlen;
+	pb_istream_t s;
+
+	req.bytes = 16u << 20;
+	req.min_bytes = 4096;
+	req.replica_num = 2;
+	req.preferred_count = 1;
+	req.preferred[0] = 3;
+	req.flags = MMC_WIRE_FLAG_SPREAD;
+	req.lanes = 4;
+	f = client_to_server(5, WB_EXTENT_REQUEST, mmc_ExtentRequest_fields, &req);
+	cr_assert_eq(f->extent_request->bytes, 16u << 20);
+	cr_assert_eq(f->extent_request->n_preferred, 1);
+	cr_assert_eq(f->extent_request->preferred[0], 3);
+	cr_assert_eq(f->extent_request->lanes, 4);
+	mmc__frame__free_unpacked(f, NULL);
+
+	for (int i = 0; i < 2; i++) {
+		e[i].id = 100 + (uint64_t)i;
+		e[i].rank = 7 + (uint32_t)i;
+		e[i].incarnation = 1ull << 40;
+		e[i].media = MMC_MEDIA_DRAM;
+		e[i].offset = 1ull << 33;
+		e[i].size = 16u << 20;
+	}
+	g.n_extents = 2;
+	g.extents = pe;
+	g.idle_ms = 60000;
+	out.id = 5;
+	out.body_case = MMC__FRAME__BODY_EXTENT_GRANT;
+	out.extent_grant = &g;
+	server_to_client(&out, &body, &data, &dlen);
+	cr_assert_eq(body, WB_EXTENT_GRANT);
+	s = pb_istream_from_buffer(data, dlen);
+	cr_assert(pb_decode(&s, mmc_ExtentGrant_fields, &back));
+	cr_assert_eq(back.extents_count, 2);
+	cr_assert_eq(back.extents[1].rank, 8);
+	cr_assert_eq(back.extents[1].offset, 1ull << 33);
+	cr_assert_eq(back.idle_ms, 60000);
+
+	memcpy(grp.ext, back.extents, 2 * sizeof(grp.ext[0]));
+	for (int k = 0; k < 2; k++) {
+		xk[k].ntargets = 2;
+		for (int r = 0; r < 2; r++)
+			xk[k].targets[r].offset = grp.ext[r].offset + 4096 * (uint64_t)k;
+	}
+	extent_put_bind(&pb, &ep);
+	f = client_to_server(6, WB_PUT, mmc_PutBatch_fields, &pb);
+	cr_assert_eq(f->put->n_items, 2);
+	cr_assert_str_eq(f->put->items[0]->key, "bb", "items follow index");
+	cr_assert_eq(f->put->items[0]->size, 20000);
+	cr_assert_eq(f->put->items[0]->checksum, 0xdeadbeef);
+	cr_assert_eq(f->put->items[0]->n_places, 2);
+	cr_assert_eq(f->put->items[0]->places[1]->extent, 101);
+	cr_assert_eq(f->put->items[0]->places[1]->incarnation, 1ull << 40);
+	cr_assert_eq(f->put->items[0]->places[1]->offset, (1ull << 33) + 4096);
+	cr_assert_eq(f->put->items[1]->places[0]->offset, 1ull << 33);
+	mmc__frame__free_unpacked(f, NULL);
 }

@@ -1,0 +1,130 @@
+#include "rpc_extents.h"
+
+#include <string.h>
+
+#include "arena.h"
+#include "conn.h"
+#include "extents.h"
+#include "key_reply.h"
+#include "log.h"
+#include "mmc/mmc.h"
+#include "rpc.h"
+
+static void send_grant(struct conn *c, uint64_t id, int result, struct extent *const *e, uint32_t n)
+{
+	Mmc__Frame out = MMC__FRAME__INIT;
+	Mmc__ExtentGrant g = MMC__EXTENT_GRANT__INIT;
+	Mmc__Extent ext[MMC_WIRE_REPLICAS * MMC_WIRE_EXTENT_LANES], *pe[MMC_WIRE_REPLICAS * MMC_WIRE_EXTENT_LANES];
+
+	if (!id)
+		return;
+	for (uint32_t i = 0; i < n; i++) {
+		mmc__extent__init(&ext[i]);
+		ext[i].id = e[i]->id;
+		ext[i].rank = e[i]->rank;
+		ext[i].incarnation = e[i]->incarnation;
+		ext[i].media = e[i]->media;
+		ext[i].offset = e[i]->start;
+		ext[i].size = e[i]->size;
+		pe[i] = &ext[i];
+	}
+	g.result = result;
+	g.n_extents = n;
+	g.extents = pe;
+	g.idle_ms = EXTENT_IDLE_MS;
+	out.id = id;
+	out.body_case = MMC__FRAME__BODY_EXTENT_GRANT;
+	out.extent_grant = &g;
+	conn_send(c, &out, false);
+}
+
+static void on_request(struct conn *c, const Mmc__Frame *f)
+{
+	const Mmc__ExtentRequest *req = f->extent_request;
+	struct extent *e[MMC_WIRE_REPLICAS * MMC_WIRE_EXTENT_LANES];
+	struct extent_call call = {
+	    .session = &c->session,
+	    .bytes = req->bytes,
+	    .min_bytes = req->min_bytes,
+	    .replicas = req->replica_num ? req->replica_num : 1,
+	    .preferred = req->preferred,
+	    .npreferred = (uint32_t)req->n_preferred,
+	    .spread = (req->flags & MMC_WIRE_FLAG_SPREAD) != 0,
+	    .lanes = req->lanes ? req->lanes : 1,
+	};
+	uint32_t lanes = 0;
+	int rc = req->n_preferred > MMC_WIRE_REPLICAS ? MMC_INVALID_PARAM : extents_grant(c->m, &call, e, &lanes);
+
+	send_grant(c, f->id, rc, e, rc ? 0 : call.replicas * lanes);
+}
+
+/* One item's places out of the request, into the arena. */
+static int item_of(struct conn *c, const Mmc__PutItem *pi, struct put_item *it)
+{
+	struct put_place *pl;
+
+	if (pi->n_places > MMC_WIRE_REPLICAS)
+		return MMC_INVALID_PARAM;
+	if (!(pl = arena_alloc(&c->m->arena, (pi->n_places ? pi->n_places : 1) * sizeof(*pl))))
+		return MMC_MALLOC_FAILED;
+	for (size_t j = 0; j < pi->n_places; j++)
+		pl[j] = (struct put_place){pi->places[j]->extent, pi->places[j]->rank, pi->places[j]->incarnation,
+		                           pi->places[j]->offset};
+	*it = (struct put_item){pi->key, pi->size, pi->checksum_type, pi->checksum, pl, pi->n_places};
+	return 0;
+}
+
+/* Answered once the batch holding the new records is durable, like a commit. */
+static void on_put(struct conn *c, const Mmc__Frame *f)
+{
+	const Mmc__PutBatch *req = f->put;
+	struct key_result *res;
+	bool durable = true;
+	size_t bad = 0;
+
+	if (req->n_items == 0 || req->n_items > MMC_WIRE_KEYS_MAX) {
+		rpc_reply_code(c, f->id, MMC_INVALID_PARAM);
+		return;
+	}
+	if (!(res = arena_alloc(&c->m->arena, req->n_items * sizeof(*res)))) {
+		rpc_reply_code(c, f->id, MMC_MALLOC_FAILED);
+		return;
+	}
+	for (size_t i = 0; i < req->n_items; i++) {
+		struct put_item it;
+
+		memset(&res[i], 0, sizeof(res[i]));
+		res[i].result = item_of(c, req->items[i], &it);
+		if (!res[i].result)
+			res[i].result = extents_put(c->m, &c->session, &it, &durable);
+		bad += res[i].result && res[i].result != MMC_DUPLICATED_OBJECT;
+	}
+	if (bad)
+		log_debug("op=put session=%llu keys=%zu refused=%zu", (unsigned long long)c->session.id, req->n_items,
+		          bad);
+	key_results_send(c, f->id, res, req->n_items, durable);
+}
+
+static void on_return(struct conn *c, const Mmc__Frame *f)
+{
+	for (size_t i = 0; i < f->extent_return->n_ids; i++)
+		extents_return(c->m, &c->session, f->extent_return->ids[i]);
+	rpc_reply_code(c, f->id, 0);
+}
+
+bool rpc_extents(struct conn *c, const Mmc__Frame *f)
+{
+	switch (f->body_case) {
+	case MMC__FRAME__BODY_EXTENT_REQUEST:
+		on_request(c, f);
+		return true;
+	case MMC__FRAME__BODY_PUT:
+		on_put(c, f);
+		return true;
+	case MMC__FRAME__BODY_EXTENT_RETURN:
+		on_return(c, f);
+		return true;
+	default:
+		return false;
+	}
+}

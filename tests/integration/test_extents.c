@@ -1,0 +1,372 @@
+/*
+ * One meta round trip for small puts (allocation extents, docs/architecture.md): a put written into an extent is
+ * durable once acknowledged, the server refuses a put that names space outside what the session holds on a live
+ * (rank, incarnation), an extent's space goes back when its session dies, and eviction keeps working around
+ * extents. Real mmc-metaserver processes; stores through libmmc, hostile sessions as raw protobuf-c frames.
+ */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "http_client.h"
+#include "mmc.pb-c.h"
+#include "store_fixture.h"
+
+#define POOL (64u << 20)
+
+static struct metaserver meta;
+
+static void start(void)
+{
+	/* ock.mmc.meta.lmdb.sync is on by default: a commit reply follows the fsync */
+	cr_assert_eq(metaserver_start(&meta, NULL), 0);
+}
+
+static void stop(void)
+{
+	cr_expect_eq(metaserver_cleanup(&meta), 0, "the metaserver log has a sanitizer report");
+}
+
+TestSuite(extents, .init = start, .fini = stop, .timeout = 120);
+
+/* The value of one /metrics sample (name with its labels, as printed); 0 when absent. */
+static uint64_t metric(const char *sample)
+{
+	struct hc c = {-1, meta.admin_port};
+	char *out = NULL, *at;
+	size_t n = strlen(sample);
+	uint64_t v = 0;
+
+	cr_assert_eq(hc_request(&c, "GET", "/metrics", NULL, 0, &out), 200);
+	for (at = out; (at = strstr(at, sample)); at += n)
+		if ((at == out || at[-1] == '\n') && at[n] == ' ')
+			v = strtoull(at + n + 1, NULL, 10);
+	free(out);
+	hc_close(&c);
+	return v;
+}
+
+#define PUTS_BY_EXTENT "mmc_rpc_requests_total{op=\"put\"}"
+#define COMMITS        "mmc_rpc_requests_total{op=\"commit\"}"
+#define DRAM_USED      "mmc_pool_used_bytes{media=\"dram\"}"
+
+/* ---- raw sessions: what a broken or hostile client could send ---- */
+
+static int raw_dial(void)
+{
+	struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons(meta.rpc_port)};
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	struct timeval tv = {10, 0};
+
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	cr_assert_eq(connect(fd, (struct sockaddr *)&sin, sizeof(sin)), 0);
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	return fd;
+}
+
+/* Sends f and returns the frame that answers it (same id); frames of other ids are skipped. */
+static Mmc__Frame *raw_call(int fd, Mmc__Frame *f)
+{
+	size_t n = mmc__frame__get_packed_size(f);
+	uint8_t *buf = malloc(4 + n);
+	uint32_t len;
+
+	for (int i = 0; i < 4; i++)
+		buf[i] = (uint8_t)(n >> (8 * i));
+	mmc__frame__pack(f, buf + 4);
+	cr_assert_eq(send(fd, buf, 4 + n, MSG_NOSIGNAL), (ssize_t)(4 + n));
+	free(buf);
+	for (;;) {
+		uint8_t hdr[4];
+		Mmc__Frame *r;
+
+		cr_assert_eq(recv(fd, hdr, 4, MSG_WAITALL), 4, "no reply to frame %llu", (unsigned long long)f->id);
+		len = (uint32_t)hdr[0] | (uint32_t)hdr[1] << 8 | (uint32_t)hdr[2] << 16 | (uint32_t)hdr[3] << 24;
+		buf = malloc(len);
+		cr_assert_eq(recv(fd, buf, len, MSG_WAITALL), (ssize_t)len);
+		r = mmc__frame__unpack(NULL, len, buf);
+		free(buf);
+		cr_assert_not_null(r);
+		if (r->id == f->id)
+			return r;
+		mmc__frame__free_unpacked(r, NULL);
+	}
+}
+
+static uint64_t next_id = 1;
+
+/* A session that said hello; with lend, also a local service of POOL bytes (its rank in *rank). */
+static int raw_session(bool lend, uint32_t *rank, uint64_t *incarnation)
+{
+	Mmc__Frame f = MMC__FRAME__INIT, *r;
+	Mmc__Hello h = MMC__HELLO__INIT;
+	Mmc__Register reg = MMC__REGISTER__INIT;
+	Mmc__Segment seg = MMC__SEGMENT__INIT, *segs[1] = {&seg};
+	uint8_t addr[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+	int fd = raw_dial();
+
+	h.host = "raw-host";
+	h.pid = (uint32_t)getpid();
+	h.version = 1;
+	f.id = next_id++;
+	f.body_case = MMC__FRAME__BODY_HELLO;
+	f.hello = &h;
+	r = raw_call(fd, &f);
+	cr_assert_eq(r->hello_reply->result, 0);
+	mmc__frame__free_unpacked(r, NULL);
+	if (!lend)
+		return fd;
+	reg.rank = -1;
+	reg.fabric_addr = (ProtobufCBinaryData){sizeof(addr), addr};
+	reg.provider = "tcp;ofi_rxm";
+	seg.media = MMC_MEDIA_DRAM;
+	seg.size = POOL;
+	reg.n_segments = 1;
+	reg.segments = segs;
+	f = (Mmc__Frame)MMC__FRAME__INIT;
+	f.id = next_id++;
+	f.body_case = MMC__FRAME__BODY_REGISTER;
+	f.register_ = &reg;
+	r = raw_call(fd, &f);
+	cr_assert_eq(r->service_info->result, 0);
+	*rank = r->service_info->rank;
+	*incarnation = r->service_info->incarnation;
+	mmc__frame__free_unpacked(r, NULL);
+	return fd;
+}
+
+/* Asks for one extent of bytes (on rank `on` when >= 0); fails the test unless granted. */
+static Mmc__Extent raw_grant(int fd, uint64_t bytes, int32_t on)
+{
+	Mmc__Frame f = MMC__FRAME__INIT, *r;
+	Mmc__ExtentRequest req = MMC__EXTENT_REQUEST__INIT;
+	Mmc__Extent e;
+
+	req.bytes = bytes;
+	req.min_bytes = 4096;
+	req.replica_num = 1;
+	req.preferred = &on;
+	req.n_preferred = on >= 0;
+	f.id = next_id++;
+	f.body_case = MMC__FRAME__BODY_EXTENT_REQUEST;
+	f.extent_request = &req;
+	r = raw_call(fd, &f);
+	cr_assert_eq(r->body_case, MMC__FRAME__BODY_EXTENT_GRANT, "no ExtentGrant (body %d)", r->body_case);
+	cr_assert_eq(r->extent_grant->result, 0);
+	cr_assert_eq(r->extent_grant->n_extents, 1);
+	e = *r->extent_grant->extents[0];
+	e.base.unknown_fields = NULL;
+	mmc__frame__free_unpacked(r, NULL);
+	return e;
+}
+
+/* Publishes key (size bytes) at offset of the pool of (rank, incarnation), naming extent id; the key's result. */
+static int raw_put(int fd, const char *key, uint64_t size, uint64_t id, uint32_t rank, uint64_t incarnation,
+                   uint64_t offset)
+{
+	Mmc__Frame f = MMC__FRAME__INIT, *r;
+	Mmc__PutBatch pb = MMC__PUT_BATCH__INIT;
+	Mmc__PutItem it = MMC__PUT_ITEM__INIT, *items[1] = {&it};
+	Mmc__PutPlace pl = MMC__PUT_PLACE__INIT, *places[1] = {&pl};
+	int rc;
+
+	pl.extent = id;
+	pl.rank = rank;
+	pl.incarnation = incarnation;
+	pl.offset = offset;
+	it.key = (char *)key;
+	it.size = size;
+	it.n_places = 1;
+	it.places = places;
+	pb.n_items = 1;
+	pb.items = items;
+	f.id = next_id++;
+	f.body_case = MMC__FRAME__BODY_PUT;
+	f.put = &pb;
+	r = raw_call(fd, &f);
+	cr_assert_eq(r->body_case, MMC__FRAME__BODY_KEY_REPLY, "no KeyBatchReply (body %d)", r->body_case);
+	cr_assert_eq(r->key_reply->n_items, 1);
+	rc = r->key_reply->items[0]->result;
+	mmc__frame__free_unpacked(r, NULL);
+	return rc;
+}
+
+static int raw_put_in(int fd, const char *key, uint64_t size, const Mmc__Extent *e, uint64_t offset)
+{
+	return raw_put(fd, key, size, e->id, e->rank, e->incarnation, offset);
+}
+
+/* ---- the tests ---- */
+
+Test(extents, a_put_through_an_extent_survives_sigkill_of_the_meta_server_after_its_ack)
+{
+	enum { N = 16 };
+	mmc_store *s = fixture_store(meta.url, true, POOL), *reader;
+	char names[N][32], *bufs[N];
+	const char *keys[N];
+	size_t sizes[N];
+	int res[N];
+
+	for (int i = 0; i < N; i++) {
+		snprintf(names[i], sizeof(names[i]), "durable/%d", i);
+		keys[i] = names[i];
+		sizes[i] = 4096 + 1000 * (size_t)i;
+		bufs[i] = malloc(sizes[i]);
+		pattern_fill(bufs[i], sizes[i], 100 + (uint64_t)i);
+	}
+	cr_assert_eq(mmc_batch_put_from(s, keys, (const void *const *)bufs, sizes, N, MMC_COPY_H2G, NULL, res), 0);
+	for (int i = 0; i < N; i++)
+		cr_assert_eq(res[i], 0, "put %s", keys[i]);
+	fixture_put(s, "durable/single", 3000, 7);
+	cr_assert_geq(metric(PUTS_BY_EXTENT), 2, "the puts went by one round trip");
+	cr_assert_eq(metric(COMMITS), 0, "no alloc + commit for small objects");
+	metaserver_kill(&meta);
+	cr_assert_eq(metaserver_restart(&meta, NULL), 0);
+	for (int i = 0; i < 200 && mmc_is_exist(s, "durable/single") != 1; i++)
+		usleep(50000); /* the store reconnects and rejoins with its pool */
+	reader = fixture_store(meta.url, false, 0);
+	for (int i = 0; i < N; i++) {
+		cr_assert_eq(fixture_get(reader, keys[i], sizes[i], 100 + (uint64_t)i), 0, "%s after the kill",
+		             keys[i]);
+		free(bufs[i]);
+	}
+	cr_assert_eq(fixture_get(reader, "durable/single", 3000, 7), 0);
+	/* the dead server's extents died with it; the new one grants new extents once the rejoined pool's write
+	 * grace is over (puts meanwhile go key by key, and wait for the grace) */
+	for (int i = 0; i < 100 && metric(PUTS_BY_EXTENT) == 0; i++) {
+		char key[32];
+
+		snprintf(key, sizeof(key), "durable/after/%d", i);
+		fixture_put(s, key, 5000, 8);
+		cr_assert_eq(fixture_get(reader, key, 5000, 8), 0);
+		usleep(50000);
+	}
+	cr_assert_geq(metric(PUTS_BY_EXTENT), 1);
+	mmc_destroy(reader);
+	mmc_destroy(s);
+}
+
+Test(extents, places_outside_the_extent_of_another_session_or_on_a_stale_incarnation_are_refused)
+{
+	uint32_t ra, rb;
+	uint64_t ia, ib;
+	int a = raw_session(true, &ra, &ia), b = raw_session(true, &rb, &ib), c = raw_session(false, NULL, NULL);
+	Mmc__Extent e = raw_grant(a, 1u << 20, -1), on_a = raw_grant(c, 1u << 20, (int32_t)ra);
+
+	cr_assert_eq(e.rank, ra, "a writer's extent is in its own pool");
+	cr_assert_eq(raw_put_in(a, "k", 8192, &e, e.offset + e.size - 4096), MMC_INVALID_PARAM, "past the end");
+	cr_assert_eq(raw_put_in(a, "k", 4096, &e, e.offset + 100), MMC_INVALID_PARAM, "not on a 4 KiB boundary");
+	cr_assert_eq(raw_put_in(b, "k", 4096, &e, e.offset), MMC_UNMATCHED_KEY, "another session's extent");
+	cr_assert_eq(raw_put(a, "k", 4096, e.id, ra, ia + 1, e.offset), MMC_UNMATCHED_KEY, "another incarnation");
+	cr_assert_eq(raw_put_in(a, "k", 4096, &e, e.offset), 0);
+	cr_assert_eq(raw_put_in(a, "k2", 4096, &e, e.offset), MMC_INVALID_PARAM, "space already carved");
+	cr_assert_eq(raw_put_in(a, "k", 4096, &e, e.offset + 4096), MMC_DUPLICATED_OBJECT, "first writer wins");
+	/* the service of c's extent leaves, and a new one takes its rank: c's extent is dead */
+	close(a);
+	for (int i = 0; i < 100 && metric("mmc_local_services") != 1; i++)
+		usleep(20000);
+	a = raw_session(true, &ra, &ia);
+	cr_assert_eq(ra, on_a.rank, "the rank came back");
+	cr_assert_neq(ia, on_a.incarnation);
+	cr_assert_eq(raw_put_in(c, "stale", 4096, &on_a, on_a.offset), MMC_UNMATCHED_KEY, "a stale incarnation");
+	cr_assert_eq(raw_put(c, "stale", 4096, on_a.id, ra, ia, on_a.offset), MMC_UNMATCHED_KEY,
+	             "the new incarnation holds no extent of c's");
+	close(a);
+	close(b);
+	close(c);
+}
+
+Test(extents, an_extent_s_space_goes_back_when_its_session_dies)
+{
+	uint32_t ra;
+	uint64_t ia;
+	int a = raw_session(true, &ra, &ia), c = raw_session(false, NULL, NULL);
+	Mmc__Extent e = raw_grant(c, 2u << 20, -1);
+	uint64_t used = metric(DRAM_USED);
+
+	cr_assert_eq(e.rank, ra);
+	cr_assert_eq(used, e.size, "an extent is used space (eviction and /metrics count it)");
+	cr_assert_eq(raw_put_in(c, "kept", 4096, &e, e.offset), 0);
+	close(c); /* the store dies: no return, no teardown */
+	for (int i = 0; i < 100 && metric(DRAM_USED) != 4096; i++)
+		usleep(20000);
+	cr_assert_eq(metric(DRAM_USED), 4096, "only the published object keeps its space");
+	close(a);
+}
+
+Test(extents, eviction_makes_room_with_extents_outstanding)
+{
+	enum { BIG = 1 << 20, N = 80 };
+	mmc_store *s = fixture_store(meta.url, true, 32u << 20), *other = fixture_store(meta.url, false, 0);
+	char key[32];
+	int ok = 0;
+
+	fixture_put(other, "small/0", 4096, 1); /* other now holds an extent in s's pool */
+	cr_assert_geq(metric(PUTS_BY_EXTENT), 1);
+	for (int i = 0; i < N; i++) { /* 80 MiB of large objects through a 32 MiB pool */
+		snprintf(key, sizeof(key), "big/%d", i);
+		fixture_put(s, key, BIG, (uint64_t)i);
+	}
+	cr_assert_gt(metric("mmc_evictions_total"), 0);
+	for (int i = N - 8; i < N; i++) {
+		snprintf(key, sizeof(key), "big/%d", i);
+		ok += fixture_get(s, key, BIG, (uint64_t)i) == 0;
+	}
+	cr_assert_eq(ok, 8, "the newest objects are readable");
+	/* the extent survived the eviction: small puts keep going by one round trip */
+	for (int i = 1; i < 20; i++) {
+		snprintf(key, sizeof(key), "small/%d", i);
+		fixture_put(other, key, 4096, (uint64_t)i);
+		cr_assert_eq(fixture_get(other, key, 4096, (uint64_t)i), 0);
+	}
+	cr_assert_geq(metric(PUTS_BY_EXTENT), 20);
+	mmc_destroy(other);
+	mmc_destroy(s);
+}
+
+Test(extents, replicas_preferred_ranks_large_objects_and_existing_keys_keep_their_rules)
+{
+	enum { N = 8 };
+	mmc_store *s[3] = {fixture_store(meta.url, true, POOL), fixture_store(meta.url, true, POOL),
+	                   fixture_store(meta.url, true, POOL)};
+	uint32_t want = fixture_rank(s[1]);
+	mmc_replicate_config rc = {
+	    .replica_num = 2, .preferred_count = 1, .preferred_local_service_ids = {(int32_t)want}};
+	char names[N][32], *bufs[N];
+	const char *keys[N];
+	size_t sizes[N];
+	int res[N];
+	mmc_key_info info[N];
+	uint64_t puts;
+
+	fixture_put(s[0], "taken", 4096, 1);
+	for (int i = 0; i < N; i++) {
+		snprintf(names[i], sizeof(names[i]), i == 3 ? "taken" : "rep/%d", i);
+		keys[i] = names[i];
+		sizes[i] = i == 5 ? (1u << 20) : 5000; /* one object too large for an extent */
+		bufs[i] = malloc(sizes[i]);
+		pattern_fill(bufs[i], sizes[i], 50 + (uint64_t)i);
+	}
+	puts = metric(PUTS_BY_EXTENT);
+	cr_assert_eq(mmc_batch_put_from(s[0], keys, (const void *const *)bufs, sizes, N, MMC_COPY_H2G, &rc, res), 0);
+	cr_assert_gt(metric(PUTS_BY_EXTENT), puts, "the small ones by one round trip");
+	cr_assert_gt(metric(COMMITS), 0, "the large one by alloc + commit");
+	cr_assert_eq(mmc_batch_get_key_info(s[2], keys, N, 0, info), 0);
+	for (int i = 0; i < N; i++) {
+		cr_assert_eq(res[i], 0, "put %s", keys[i]);
+		if (i == 3)
+			continue;
+		cr_assert_eq(info[i].blob_num, 2, "%s: two replicas", keys[i]);
+		cr_assert_neq(info[i].loc[0], info[i].loc[1], "%s: on distinct services", keys[i]);
+		cr_assert(info[i].loc[0] == want || info[i].loc[1] == want, "%s: one on the preferred rank", keys[i]);
+		cr_assert_eq(fixture_get(s[2], keys[i], sizes[i], 50 + (uint64_t)i), 0, "%s reads back", keys[i]);
+	}
+	cr_assert_eq(info[3].blob_num, 1, "an existing key keeps its object");
+	cr_assert_eq(fixture_get(s[2], "taken", 4096, 1), 0, "and its first value");
+	for (int i = 0; i < N; i++)
+		free(bufs[i]);
+	for (int i = 0; i < 3; i++)
+		mmc_destroy(s[i]);
+}
