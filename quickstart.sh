@@ -9,7 +9,8 @@ PKGS=(meson ninja-build pkg-config gcc g++ libc6-dev libfabric-dev libnanopb-dev
       redis-server libhiredis-dev
       protobuf-c-compiler liblmdb-dev libevent-dev libjansson-dev libcriterion-dev curl python3
       libssl-dev openssl
-      python3-numpy python3-torch)
+      python3-numpy python3-torch libnghttp2-dev python3-grpcio python3-grpc-tools
+      clang libfuzzer-14-dev lmdb-utils iproute2 python3-yaml)
 
 install_missing() {
     local missing=() sudo=()
@@ -23,10 +24,14 @@ install_missing() {
     DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 }
 
+# MMC_BUILD_DIR and MMC_MESON_OPTIONS pick another build (.ci/run's sanitizer build: build-san)
+B=${MMC_BUILD_DIR:-build}
+
 build() {
-    [ -f build/build.ninja ] || meson setup build --wrap-mode=nodownload >/dev/null
-    meson compile -C build >/dev/null
-    echo "== built: build/lib/libmmc.so.0, build/metaserver/mmc-metaserver, build/examples/mmc-quickstart"
+    # shellcheck disable=SC2086
+    [ -f "$B/build.ninja" ] || meson setup "$B" --wrap-mode=nodownload ${MMC_MESON_OPTIONS:-} >/dev/null
+    meson compile -C "$B" >/dev/null
+    echo "== built: $B/lib/libmmc.so.0, $B/metaserver/mmc-metaserver, $B/examples/mmc-quickstart"
 }
 
 demo() {
@@ -54,8 +59,8 @@ demo() {
 
 run_tests() {
     local rc=0
-    meson test -C build --print-errorlogs --num-processes 2 || rc=$?
-    /usr/bin/python3 - build/meson-logs/testlog.json <<'PY'
+    meson test -C "$B" --print-errorlogs --num-processes 2 ${MMC_TEST_ARGS:-} || rc=$?
+    /usr/bin/python3 - "$B/meson-logs/testlog.json" <<'PY'
 import json, re, sys
 passed = failed = 0
 for line in open(sys.argv[1]):

@@ -235,7 +235,6 @@ static const struct conf_key compat_server[] = {
     {"ock.mmc.meta_service.config_store_url", CONF_STR, SINK_STR, 0, 0, NULL},
     {"ock.mmc.meta_service.metrics_url", CONF_STR, SINK_STR, 0, 0, NULL},
     {"ock.mmc.meta.ha.enable", CONF_BOOL, SINK_B, 0, 0, NULL},
-    {"ock.mmc.log_path", CONF_STR, SINK_STR, 0, 0, NULL},
     {"ock.mmc.log_rotation_file_size", CONF_U32, SINK_U32, 1, 500, NULL},
     {"ock.mmc.log_rotation_file_count", CONF_U32, SINK_U32, 1, 50, NULL},
     {"ock.mmc.meta.backup.enable", CONF_BOOL, SINK_B, 0, 0, NULL},

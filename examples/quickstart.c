@@ -5,7 +5,8 @@
  *   mmc-quickstart reader [KEY] [BYTES]   get the block, check every byte, remove it
  *
  * The meta server address, protocol and pool size come from MMC_LOCAL_CONFIG_PATH or the defaults
- * (tcp://127.0.0.1:5000, best provider, 1 GiB); MMC_PROTOCOL=host_tcp|host_shm overrides the protocol.
+ * (tcp://127.0.0.1:5000, best provider, and a 64 MiB pool: this program's own default, smaller than the library's
+ * 1 GiB); MMC_PROTOCOL=host_tcp|host_shm overrides the protocol.
  */
 #include <mmc/mmc.h>
 

@@ -7,6 +7,7 @@
 #include <stdio.h>
 
 #include "log_level.h"
+#include "logfmt.h"
 
 static void default_handler(int level, const char *msg)
 {
@@ -90,7 +91,7 @@ void lg_emit(int level, const char *fmt, ...)
 	if (!lg_enabled(level) || in_handler)
 		return;
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	logfmt_vformat(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	pthread_rwlock_rdlock(&handler_lock);
 	in_handler = true;

@@ -1,7 +1,9 @@
 /*
  * libmmc logging. libmmc never writes anywhere on its own: lines go to the handler set with
  * mmc_set_log_handler(); the default handler writes warnings and errors to stderr. The contract the handler is
- * called under (threads, locks, re-entry) is stated at mmc_set_log_handler() in mmc/mmc.h. Thread-safe.
+ * called under (threads, locks, re-entry) is stated at mmc_set_log_handler() in mmc/mmc.h. Strings are formatted as
+ * logfmt values (common/logfmt.h): a %s inside a quoted span or after `=` is escaped, so a path holding a quote
+ * cannot end the quoted field early. Thread-safe.
  */
 #ifndef MMC_LIB_LOG_H
 #define MMC_LIB_LOG_H

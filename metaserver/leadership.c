@@ -11,6 +11,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "data_dir.h"
 #include "elector.h"
 #include "kvcm/kvcm.h"
 #include "kvcm/model/kvcm_conf.h"
@@ -35,23 +36,6 @@ static struct {
 	uint64_t led_as;     /* ha_transitions when the state was loaded: any change since means the lease was lost */
 } L;
 
-/* The data dir's lock is free: the previous leader's process is gone or has restarted as a standby. Asked before
- * loading so that a standby waiting for a paused leader does not log a failed open every loop. */
-static bool data_dir_free(const char *dir)
-{
-	char path[4096];
-	int fd;
-	bool ok;
-
-	snprintf(path, sizeof(path), "%s/LOCK", dir);
-	fd = open(path, O_RDWR | O_CLOEXEC);
-	if (fd < 0)
-		return errno == ENOENT;
-	ok = flock(fd, LOCK_EX | LOCK_NB) == 0;
-	close(fd);
-	return ok;
-}
-
 static void arm(struct event *ev, unsigned ms)
 {
 	struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
@@ -66,7 +50,9 @@ static void promote(struct meta *m)
 	char err[512], value[1024];
 	const char *key;
 
-	if (!data_dir_free(m->conf.data_dir)) {
+	/* the previous leader's process may still hold the LMDB data dir (paused): asked before loading so that a
+	 * standby waiting for it does not log a failed open every loop */
+	if (data_dir_busy(m->conf.data_dir)) {
 		if (!L.waiting_logged)
 			log_warn("op=ha_promote state=waiting reason=data_dir_busy dir=\"%s\" (the previous leader's "
 			         "process still holds it)",

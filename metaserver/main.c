@@ -2,6 +2,7 @@
  * mmc-metaserver: placement, leases, eviction and durable metadata for libmmc (protobuf over TCP), and the KV Cache
  * Manager HTTP/JSON API. One event loop owns all state.
  */
+#include <errno.h>
 #include <event2/event.h>
 #include <getopt.h>
 #include <signal.h>
@@ -14,6 +15,8 @@
 #include "alloc_queue.h"
 #include "clock.h"
 #include "conn.h"
+#include "data_dir.h"
+#include "exit_code.h"
 #include "kvcm/kvcm.h"
 #include "leadership.h"
 #include "log.h"
@@ -22,6 +25,7 @@
 #include "mmc/mmc.h"
 #include "objects.h"
 #include "persist.h"
+#include "reload.h"
 #include "rpc.h"
 #include "sd_notify.h"
 #include "services.h"
@@ -32,22 +36,27 @@
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: mmc-metaserver [--config FILE] [--env KEY=VALUE]... [--data-dir DIR] [--check-config]\n"
-	           "\n"
-	           "  -c, --config FILE      load `key = value` settings (default: $MMC_META_CONFIG_PATH, if set)\n"
-	           "  -e, --env KEY=VALUE    set one key, after the file (repeatable), e.g.\n"
-	           "                         --env ock.mmc.meta_service_url=tcp://0.0.0.0:5000\n"
-	           "                         --env kvcm.service.http_port=6382\n"
-	           "  -d, --data-dir DIR     LMDB directory (ock.mmc.meta.data_dir, default ./mmc-data)\n"
-	           "  -C, --check-config     check every key and value, then exit (0: valid, 2: not); opens nothing\n"
-	           "  -h, --help             this text\n"
-	           "  -V, --version          print the version\n"
-	           "\n"
-	           "With no options it listens on tcp://127.0.0.1:5000 (libmmc), 127.0.0.1:6382 (KVCM) and\n"
-	           "127.0.0.1:6492 (admin). Another kvcm.service.bind needs credentials (kvcm.service.admin_user,\n"
-	           "kvcm.service.admin_password_file) or kvcm.service.allow_insecure_bind=true.\n"
-	           "SIGTERM or SIGINT drains and exits 0; SIGHUP reloads the log level from the config file.\n"
-	           "Every key is documented in docs/configuration.md.\n");
+	fprintf(f,
+	        "usage: mmc-metaserver [--config FILE] [--env KEY=VALUE]... [--data-dir DIR] [--check-config]\n"
+	        "\n"
+	        "  -c, --config FILE      load `key = value` settings (default: $MMC_META_CONFIG_PATH, if set)\n"
+	        "  -e, --env KEY=VALUE    set one key, after the file (repeatable), e.g.\n"
+	        "                         --env ock.mmc.meta_service_url=tcp://0.0.0.0:5000\n"
+	        "                         --env kvcm.service.http_port=6382\n"
+	        "  -d, --data-dir DIR     LMDB directory (ock.mmc.meta.data_dir, default ./mmc-data)\n"
+	        "  -C, --check-config     check every key and value, then exit (0: valid, 2: not); opens nothing\n"
+	        "  -h, --help             this text\n"
+	        "  -V, --version          print the version\n"
+	        "\n"
+	        "With no options it listens on tcp://127.0.0.1:5000 (libmmc), 127.0.0.1:6382 (KVCM) and\n"
+	        "127.0.0.1:6492 (admin), and for gRPC on 127.0.0.1:6381 (KVCM) and 127.0.0.1:6491 (admin).\n"
+	        "Another kvcm.service.bind or kvcm.service.rpc_bind needs credentials (kvcm.service.admin_user,\n"
+	        "kvcm.service.admin_password_file) or kvcm.service.allow_insecure_bind=true.\n"
+	        "SIGTERM or SIGINT drains and exits 0. SIGHUP reloads the log level, the eviction thresholds and the\n"
+	        "lease TTL, all or nothing, and reopens the log file; SIGUSR1 reopens the log file.\n"
+	        "A failed start exits 1 (internal), 2 (configuration), 3 (data dir), 4 (listen address),\n"
+	        "5 (data dir in use) or 6 (log file), after one line saying why (docs/operations.md).\n"
+	        "Every key is documented in docs/configuration.md.\n");
 }
 
 static const struct option long_opts[] = {
@@ -62,11 +71,12 @@ static const struct option long_opts[] = {
 
 static const char *config_path;
 static bool check_only;
+static int main_argc;
+static char **main_argv;
 
-/* Two passes: the file first, then --env and --data-dir in order, so the command line wins. */
-static int parse_args(int argc, char **argv, struct meta_conf *conf)
+/* The first pass: the options that pick the file or end the run. */
+static int parse_options(int argc, char **argv)
 {
-	char err[512];
 	int opt;
 
 	config_path = getenv("MMC_META_CONFIG_PATH");
@@ -80,10 +90,10 @@ static int parse_args(int argc, char **argv, struct meta_conf *conf)
 			break;
 		case 'h':
 			usage(stdout);
-			exit(0);
+			exit(EXIT_OK);
 		case 'V':
 			printf("mmc-metaserver %s\n", MMC_VERSION_STRING);
-			exit(0);
+			exit(EXIT_OK);
 		case 'e':
 		case 'd':
 			break;
@@ -96,37 +106,63 @@ static int parse_args(int argc, char **argv, struct meta_conf *conf)
 		fprintf(stderr, "mmc-metaserver: unexpected argument \"%s\"\n", argv[optind]);
 		return -1;
 	}
-	if (config_path && config_path[0] && meta_conf_load(conf, config_path, err, sizeof(err))) {
-		fprintf(stderr, "mmc-metaserver: %s\n", err);
-		return -1;
-	}
-	optind = 1;
-	while ((opt = getopt_long(argc, argv, "c:e:d:hVC", long_opts, NULL)) != -1) {
-		char *eq;
-		int rc = 0;
+	main_argc = argc;
+	main_argv = argv;
+	return 0;
+}
 
-		if (opt == 'd') {
-			rc = meta_conf_set(conf, "ock.mmc.meta.data_dir", optarg, err, sizeof(err));
-		} else if (opt == 'e') {
-			eq = strchr(optarg, '=');
-			if (!eq) {
-				fprintf(stderr, "mmc-metaserver: --env expects KEY=VALUE, got \"%s\"\n", optarg);
+/* --env and --data-dir in order, after the file, so the command line wins (at start and at every reload). */
+static int apply_command_line(struct meta_conf *conf, bool reload, char *err, size_t errlen)
+{
+	int opt;
+
+	optind = 1;
+	while ((opt = getopt_long(main_argc, main_argv, "c:e:d:hVC", long_opts, NULL)) != -1) {
+		const char *key = opt == 'd' ? "ock.mmc.meta.data_dir" : optarg, *value = optarg;
+		char kv[1024], *eq;
+		int rc;
+
+		if (opt != 'd' && opt != 'e')
+			continue;
+		if (opt == 'e') {
+			if (!(eq = strchr(optarg, '=')) || (size_t)(eq - optarg) >= sizeof(kv)) {
+				snprintf(err, errlen, "--env expects KEY=VALUE, got \"%s\"", optarg);
 				return -1;
 			}
-			*eq = '\0';
-			rc = meta_conf_set(conf, optarg, eq + 1, err, sizeof(err));
-			*eq = '=';
+			memcpy(kv, optarg, (size_t)(eq - optarg));
+			kv[eq - optarg] = '\0';
+			key = kv;
+			value = eq + 1;
 		}
-		if (rc) {
-			fprintf(stderr, "mmc-metaserver: %s\n", err);
+		rc = reload ? meta_conf_set_reload(conf, key, value, err, errlen)
+		            : meta_conf_set(conf, key, value, err, errlen);
+		if (rc)
 			return -1;
-		}
-	}
-	if (meta_conf_check(conf, err, sizeof(err))) {
-		fprintf(stderr, "mmc-metaserver: %s\n", err);
-		return -1;
 	}
 	return 0;
+}
+
+/* The configuration as the defaults, the file and the command line make it; at a reload without kvcm.* keys. */
+static int read_conf(struct meta_conf *conf, bool reload, char *err, size_t errlen)
+{
+	int rc = 0;
+
+	meta_conf_defaults(conf);
+	if (config_path && config_path[0])
+		rc = reload ? meta_conf_load_reload(conf, config_path, err, errlen)
+		            : meta_conf_load(conf, config_path, err, errlen);
+	if (rc || apply_command_line(conf, reload, err, errlen))
+		return -1;
+	return meta_conf_check(conf, err, errlen) ? -1 : 0;
+}
+
+/* The one line a failed start leaves (and on stderr too when the log goes to a file), then its exit code. */
+static int start_failed(enum exit_code code, const char *reason, const char *err)
+{
+	log_error("op=start exit_code=%d reason=%s err=\"%s\"", (int)code, reason, err);
+	if (log_to_file())
+		fprintf(stderr, "mmc-metaserver: %s (exit %d, %s)\n", err, (int)code, reason);
+	return code;
 }
 
 static void meta_sweep(struct meta *m)
@@ -174,27 +210,27 @@ static void stop_cb(evutil_socket_t sig, short what, void *arg)
 	event_base_loopexit(m->base, &drain);
 }
 
+/* SIGHUP: the file and the command line again, applied whole or not at all. */
 static void hup_cb(evutil_socket_t sig, short what, void *arg)
 {
-	struct meta *m = arg;
 	struct meta_conf fresh;
 	char err[512];
-	enum log_level lvl;
 
-	if (!config_path || !config_path[0])
-		return;
-	meta_conf_defaults(&fresh);
-	if (meta_conf_load(&fresh, config_path, err, sizeof(err))) {
-		log_warn("op=reload err=\"%s\"", err);
-		return;
-	}
-	if (log_parse_level(fresh.log_level, &lvl) == 0)
-		log_set_level(lvl);
-	m->conf.evict_high = fresh.evict_high > fresh.evict_low ? fresh.evict_high : m->conf.evict_high;
-	m->conf.evict_low = fresh.evict_high > fresh.evict_low ? fresh.evict_low : m->conf.evict_low;
-	m->conf.lease_ttl_ms = fresh.lease_ttl_ms;
-	log_info("op=reload log_level=%s evict_high=%u evict_low=%u lease_ttl_ms=%llu", fresh.log_level,
-	         m->conf.evict_high, m->conf.evict_low, (unsigned long long)m->conf.lease_ttl_ms);
+	if (read_conf(&fresh, true, err, sizeof(err)))
+		reload_rejected(err);
+	else
+		reload_apply(arg, &fresh);
+}
+
+/* SIGUSR1: reopen the log file under its name, for logrotate (mv, then signal; no copytruncate needed). */
+static void usr1_cb(evutil_socket_t sig, short what, void *arg)
+{
+	char err[512];
+
+	if (log_reopen(err, sizeof(err)))
+		log_warn("op=log_reopen err=\"%s\" note=\"still logging to the old file\"", err);
+	else
+		log_info("op=log_reopen");
 }
 
 /* Tests widen the window between queuing a change and its commit to hit it deterministically; never in production,
@@ -211,7 +247,7 @@ static unsigned test_commit_delay_ms(void)
 	return (unsigned)ms;
 }
 
-static int open_store(struct meta *m)
+static enum exit_code open_store(struct meta *m)
 {
 	struct persist_opts po = {
 	    .dir = m->conf.data_dir,
@@ -225,58 +261,85 @@ static int open_store(struct meta *m)
 	    .wait_timeout_ms = m->conf.redis_wait_timeout_ms,
 	};
 	char err[512], password[256] = "", shown[1024];
+	bool lmdb = !m->conf.store_uri[0] || strcmp(m->conf.store_uri, "lmdb") == 0;
 	int rc;
 
-	/* first: the teardown of a server that could not open its store walks the lists it sets up */
-	if (objects_init(m))
-		return -1;
+	if (lmdb && data_dir_prepare(m->conf.data_dir, err, sizeof(err)))
+		return start_failed(EXIT_DATA_DIR, "data_dir", err);
 	if (m->conf.store_password_file[0] &&
-	    store_password_read(m->conf.store_password_file, password, sizeof(password), err, sizeof(err))) {
-		log_error("op=start err=\"%s\"", err);
-		return -1;
-	}
+	    store_password_read(m->conf.store_password_file, password, sizeof(password), err, sizeof(err)))
+		return start_failed(EXIT_CONFIG, "config", err);
 	po.password = password[0] ? password : NULL;
 	rc = persist_open(&m->persist, m->base, &po, err, sizeof(err));
 	explicit_bzero(password, sizeof(password));
 	if (rc) {
-		log_error("op=start err=\"%s\"", err);
-		return -1;
+		if (lmdb && data_dir_busy(m->conf.data_dir))
+			return start_failed(EXIT_DATA_DIR_BUSY, "data_dir_in_use", err);
+		return start_failed(EXIT_DATA_DIR, lmdb ? "data_dir" : "store", err);
 	}
 	store_uri_redact(m->conf.store_uri, shown, sizeof(shown));
 	log_info("op=start store=%s uri=\"%s\"", persist_backend_name(m->persist), shown);
 	if (persist_table(m->persist, "objects", &m->db_objects) ||
 	    persist_table(m->persist, "services", &m->db_services) || persist_table(m->persist, "info", &m->db_info))
-		return -1;
-	if (services_load(m) || objects_load(m))
-		return -1;
-	return persist_flush(m->persist);
+		return start_failed(EXIT_DATA_DIR, lmdb ? "data_dir" : "store", "cannot open the metadata tables");
+	if (services_load(m) || objects_load(m) || persist_flush(m->persist))
+		return start_failed(EXIT_DATA_DIR, lmdb ? "data_dir" : "store", "cannot load the persisted metadata");
+	return EXIT_OK;
 }
 
-static int start(struct meta *m)
+/* The load of a standby that won the lease (leadership.c): the same as at start. */
+static int load_store(struct meta *m)
 {
-	char host[256], kvcm_ready[256], err[512];
+	return open_store(m) == EXIT_OK ? 0 : -1;
+}
+
+/* A KVCM start failure: its listeners, or its configuration, or its own resources. */
+static enum exit_code kvcm_failed(const char *err, int saved_errno)
+{
+	char msg[1600];
+
+	if (strstr(err, "cannot listen")) {
+		snprintf(msg, sizeof(msg), "%s: %s", err, strerror(saved_errno));
+		return start_failed(EXIT_LISTEN, "listen", msg);
+	}
+	if (strstr(err, "cannot start the KVCM") || strstr(err, "cannot open the KVCM"))
+		return start_failed(EXIT_INTERNAL, "internal", err);
+	return start_failed(EXIT_CONFIG, "config", err);
+}
+
+static enum exit_code start(struct meta *m)
+{
+	char host[256], kvcm_ready[256], err[1280];
 	uint16_t port, bound;
+	int rc;
 
 	meta_conf_parse_url(m->conf.meta_service_url, host, sizeof(host), &port);
-	if (conn_listen(m, host, port, &bound))
-		return -1;
+	errno = 0;
+	if ((rc = conn_listen(m, host, port, &bound))) {
+		int saved_errno = errno;
+
+		snprintf(err, sizeof(err), "cannot listen on %s: %s", m->conf.meta_service_url,
+		         rc == MMC_INVALID_PARAM ? "not an address this server can bind" : strerror(saved_errno));
+		return start_failed(rc == MMC_INVALID_PARAM ? EXIT_CONFIG : EXIT_LISTEN,
+		                    rc == MMC_INVALID_PARAM ? "config" : "listen", err);
+	}
+	errno = 0;
 	/* a standby (leader election) listens now and loads its state once it leads (leadership.c) */
 	if (m->ha ? kvcm_listen(&m->kvcm, m->base, m, m->ha, kvcm_ready, sizeof(kvcm_ready), err, sizeof(err))
-	          : kvcm_start(&m->kvcm, m->base, m->persist, m, kvcm_ready, sizeof(kvcm_ready), err, sizeof(err))) {
-		log_error("op=start component=kvcm err=\"%s\"", err);
-		return -1;
-	}
+	          : kvcm_start(&m->kvcm, m->base, m->persist, m, kvcm_ready, sizeof(kvcm_ready), err, sizeof(err)))
+		return kvcm_failed(err, errno);
 	if (leadership_start(m, host, bound))
-		return -1;
+		return start_failed(EXIT_INTERNAL, "internal", "cannot start the leader elector");
 	log_info("op=start version=%s rpc=tcp://%s:%u data_dir=\"%s\" %s%s", MMC_VERSION_STRING, host, bound,
 	         m->conf.data_dir, kvcm_ready, m->ha ? " role=standby" : "");
 	/* one machine-readable line on stdout: scripts and tests wait for it (and learn ports chosen with :0) */
 	printf("mmc-metaserver ready rpc=tcp://%s:%u %s%s\n", host, bound, kvcm_ready, m->ha ? " role=standby" : "");
 	fflush(stdout);
 	sd_notify_send(m->ha ? "READY=1\nSTATUS=standing by" : "READY=1\nSTATUS=serving");
-	return 0;
+	return EXIT_OK;
 }
 
+/* Takes down whatever main() set up, in any state a failed start leaves it. */
 static void shutdown_all(struct meta *m)
 {
 	m->draining = true;
@@ -284,42 +347,74 @@ static void shutdown_all(struct meta *m)
 	kvcm_stop(m->kvcm);
 	if (m->persist)
 		persist_flush(m->persist);
-	if (m->buckets)
-		alloc_queue_fini(m);
+	alloc_queue_fini(m);
 	tier_fini(m);
 	conns_close_all(m);
 	if (m->sweep_ev)
 		event_free(m->sweep_ev);
 	if (m->kick_ev)
 		event_free(m->kick_ev);
-	if (m->buckets) {
-		objects_fini(m);
-		services_fini(m);
-	}
+	objects_fini(m);
+	services_fini(m);
 	persist_close(m->persist);
 	leadership_close(m); /* after the last commit: gives the lock back, a standby takes over at once */
 	arena_fini(&m->arena);
 }
 
+/* The configuration and the log: nothing opened yet but the log file. */
+static enum exit_code configure(int argc, char **argv, struct meta_conf *conf)
+{
+	char err[512];
+	enum log_level lvl;
+
+	if (parse_options(argc, argv))
+		return EXIT_CONFIG;
+	if (read_conf(conf, false, err, sizeof(err)))
+		return start_failed(EXIT_CONFIG, "config", err);
+	if (check_only)
+		return EXIT_OK;
+	if (log_parse_level(conf->log_level, &lvl) == 0)
+		log_set_level(lvl);
+	if (conf->log_path[0] && log_open(conf->log_path, err, sizeof(err)))
+		return start_failed(EXIT_LOG_FILE, "log_file", err);
+	if (conf->log_rotation_set)
+		log_warn("op=start key=ock.mmc.log_rotation_file_size note=\"log rotation keys are ignored: rotate "
+		         "with logrotate and SIGUSR1 (docs/operations.md)\"");
+	return EXIT_OK;
+}
+
+/* The loop's events; the signal events are freed by main. */
+static int add_events(struct meta *m, struct event *sigs[4])
+{
+	static const int signos[4] = {SIGTERM, SIGINT, SIGHUP, SIGUSR1};
+	event_callback_fn fns[4] = {stop_cb, stop_cb, hup_cb, usr1_cb};
+	struct timeval tick = {0, SWEEP_MS * 1000};
+
+	for (int i = 0; i < 4; i++)
+		if (!(sigs[i] = evsignal_new(m->base, signos[i], fns[i], m)) || event_add(sigs[i], NULL))
+			return -1;
+	m->sweep_ev = event_new(m->base, -1, EV_PERSIST, sweep_cb, m);
+	m->kick_ev = event_new(m->base, -1, 0, kick_cb, m);
+	if (!m->sweep_ev || !m->kick_ev || event_add(m->sweep_ev, &tick))
+		return -1;
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static struct meta m;
-	struct event *sig_term, *sig_int, *sig_hup;
-	struct timeval tick = {0, SWEEP_MS * 1000};
-	enum log_level lvl;
+	struct event *sigs[4] = {NULL};
+	enum exit_code rc;
 	char err[512];
-	int rc = 1;
 
 	meta_conf_defaults(&m.conf);
-	if (parse_args(argc, argv, &m.conf))
-		return 2;
-	if (check_only) {
-		printf("mmc-metaserver: configuration ok\n");
-		return 0;
+	if ((rc = configure(argc, argv, &m.conf)) || check_only) {
+		if (rc == EXIT_OK)
+			printf("mmc-metaserver: configuration ok\n");
+		return rc;
 	}
-	if (log_parse_level(m.conf.log_level, &lvl) == 0)
-		log_set_level(lvl);
 	signal(SIGPIPE, SIG_IGN);
+	/* every list and table shutdown_all() walks exists before anything can fail */
 	list_init(&m.conns);
 	m.ops = &rpc_ops;
 	m.sweep = meta_sweep;
@@ -327,35 +422,28 @@ int main(int argc, char **argv)
 		m.run_id = clock_ns() ^ ((uint64_t)getpid() << 32);
 	tier_init(&m);
 	arena_init(&m.arena);
+	if (objects_init(&m))
+		return start_failed(EXIT_INTERNAL, "internal", "out of memory");
 	m.base = event_base_new();
-	if (!m.base || event_base_priority_init(m.base, 3))
-		return 1;
-	sig_term = evsignal_new(m.base, SIGTERM, stop_cb, &m);
-	sig_int = evsignal_new(m.base, SIGINT, stop_cb, &m);
-	sig_hup = evsignal_new(m.base, SIGHUP, hup_cb, &m);
-	m.sweep_ev = event_new(m.base, -1, EV_PERSIST, sweep_cb, &m);
-	m.kick_ev = event_new(m.base, -1, 0, kick_cb, &m);
-	if (!sig_term || !sig_int || !sig_hup || !m.sweep_ev || !m.kick_ev)
-		goto out;
-	event_add(sig_term, NULL);
-	event_add(sig_int, NULL);
-	event_add(sig_hup, NULL);
-	event_add(m.sweep_ev, &tick);
-	if (leadership_open(&m, argc, argv, open_store, err, sizeof(err))) {
-		fprintf(stderr, "mmc-metaserver: %s\n", err);
-		rc = 2;
+	rc = EXIT_INTERNAL;
+	if (!m.base || event_base_priority_init(m.base, 3) || add_events(&m, sigs)) {
+		start_failed(rc, "internal", "cannot set up the event loop");
 		goto out;
 	}
-	if ((!m.ha && open_store(&m)) || start(&m))
+	if (leadership_open(&m, argc, argv, load_store, err, sizeof(err))) {
+		rc = start_failed(EXIT_CONFIG, "config", err);
+		goto out;
+	}
+	if ((!m.ha && (rc = open_store(&m))) || (rc = start(&m)))
 		goto out;
 	event_base_dispatch(m.base);
-	rc = 0;
 out:
 	shutdown_all(&m);
-	event_free(sig_term);
-	event_free(sig_int);
-	event_free(sig_hup);
-	event_base_free(m.base);
-	log_info("op=exit code=%d", rc);
+	for (int i = 0; i < 4; i++)
+		if (sigs[i])
+			event_free(sigs[i]);
+	if (m.base)
+		event_base_free(m.base);
+	log_info("op=exit code=%d", (int)rc);
 	return rc;
 }

@@ -28,6 +28,7 @@ static const struct conf_key keys[] = {
     {"ock.mmc.meta.lmdb.map_size", CONF_SIZE, F(lmdb_map_size), 1u << 20, UINT64_C(1) << 44, NULL},
     {"ock.mmc.meta.lmdb.sync", CONF_BOOL, F(lmdb_sync), 0, 0, NULL},
     {"ock.mmc.rewarm.dram_watermark", CONF_U32, F(rewarm_watermark), 0, 100, NULL},
+    {"ock.mmc.log_path", CONF_STR, F(log_path), 0, 0, NULL},
     {"ock.mmc.meta.store_uri", CONF_STR, F(store_uri), 0, 0, NULL},
     {"ock.mmc.meta.store_password_file", CONF_STR, F(store_password_file), 0, 0, NULL},
     {"ock.mmc.meta.store_key_prefix", CONF_STR, F(store_key_prefix), 0, 0, NULL},
@@ -78,6 +79,8 @@ int meta_conf_set(struct meta_conf *c, const char *key, const char *value, char 
 	if (conf_find(keys, key))
 		return conf_apply(keys, c, key, value, err, errlen);
 	rc = conf_apply_compat(CONF_SCOPE_SERVER, key, value, err, errlen);
+	if (rc == 1 && strncmp(key, "ock.mmc.log_rotation_file_", 26) == 0)
+		c->log_rotation_set = true;
 	if (rc == 0) {
 		snprintf(err, errlen, "unknown configuration key \"%s\"", key);
 		return MMC_INVALID_PARAM;
@@ -85,18 +88,41 @@ int meta_conf_set(struct meta_conf *c, const char *key, const char *value, char 
 	return rc == 1 ? 0 : rc;
 }
 
+int meta_conf_set_reload(struct meta_conf *c, const char *key, const char *value, char *err, size_t errlen)
+{
+	/* the KV Cache Manager's settings live in one global that its running parts read: a reload must not write
+	 * half a file into it, and none of them changes without a restart */
+	if (strncmp(key, "kvcm.", 5) == 0)
+		return 0;
+	return meta_conf_set(c, key, value, err, errlen);
+}
+
+struct load_arg {
+	struct meta_conf *c;
+	int (*set)(struct meta_conf *c, const char *key, const char *value, char *err, size_t errlen);
+	char *err;
+	size_t errlen;
+};
+
 static int load_line(void *arg, const char *key, const char *value, int line)
 {
-	void **a = arg;
+	struct load_arg *a = arg;
 
-	return meta_conf_set(a[0], key, value, a[1], *(size_t *)a[2]);
+	return a->set(a->c, key, value, a->err, a->errlen);
 }
 
 int meta_conf_load(struct meta_conf *c, const char *path, char *err, size_t errlen)
 {
-	void *arg[3] = {c, err, &errlen};
+	struct load_arg a = {c, meta_conf_set, err, errlen};
 
-	return conf_file_read(path, load_line, arg, err, errlen);
+	return conf_file_read(path, load_line, &a, err, errlen);
+}
+
+int meta_conf_load_reload(struct meta_conf *c, const char *path, char *err, size_t errlen)
+{
+	struct load_arg a = {c, meta_conf_set_reload, err, errlen};
+
+	return conf_file_read(path, load_line, &a, err, errlen);
 }
 
 /* "lmdb" (or empty, the reference's local default) or a redis:// URI that parses. */

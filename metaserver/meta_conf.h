@@ -22,6 +22,10 @@ void meta_conf_defaults(struct meta_conf *c);
 int meta_conf_set(struct meta_conf *c, const char *key, const char *value, char *err, size_t errlen);
 /* Loads a `key = value` file through meta_conf_set. */
 int meta_conf_load(struct meta_conf *c, const char *path, char *err, size_t errlen);
+/* For a SIGHUP reload: as meta_conf_set and meta_conf_load, but kvcm.* keys are skipped (they take effect only at
+ * start, and the KV Cache Manager's running settings must not change under it). */
+int meta_conf_set_reload(struct meta_conf *c, const char *key, const char *value, char *err, size_t errlen);
+int meta_conf_load_reload(struct meta_conf *c, const char *path, char *err, size_t errlen);
 /* Cross-key checks (high > low, ...). */
 int meta_conf_check(const struct meta_conf *c, char *err, size_t errlen);
 /* Parses "tcp://host:port" into host and port. */

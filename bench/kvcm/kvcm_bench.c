@@ -538,8 +538,13 @@ int main(int argc, char **argv)
 	struct opts o = {8, 5.0, 0, true, NULL, false};
 	const char *server = NULL;
 	struct metaserver m = {0};
-	const char *env[] = {"kvcm.service.http_port=0", "kvcm.service.admin_http_port=0",
-	                     "kvcm.service.bind=127.0.0.1", NULL, NULL};
+	const char *env[] = {"kvcm.service.http_port=0",
+	                     "kvcm.service.admin_http_port=0",
+	                     "kvcm.service.rpc_port=0",
+	                     "kvcm.service.admin_rpc_port=0",
+	                     "kvcm.service.bind=127.0.0.1",
+	                     NULL,
+	                     NULL};
 	char *b1, *b128, *b2048;
 	/* reportEvent ADD: each client its own reporter (10.0.0.x), keys cycling over 20 batches */
 	struct bench_case cases[] = {
@@ -559,7 +564,7 @@ int main(int argc, char **argv)
 		if (server)
 			setenv("MMC_METASERVER", server, 1);
 		default_server();
-		env[3] = o.sync ? NULL : "ock.mmc.meta.lmdb.sync=false";
+		env[5] = o.sync ? NULL : "ock.mmc.meta.lmdb.sync=false";
 		if (metaserver_start(&m, env)) {
 			fprintf(stderr,
 			        "mmc-kvcm-bench: cannot start mmc-metaserver (set --server or MMC_METASERVER)\n");

@@ -1,13 +1,22 @@
 #include "log.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "log_level.h"
+#include "logfmt.h"
 
 static enum log_level current = LOG_INFO;
+
+/* Where lines go. A reopen dup2()s the new file onto this descriptor, so a thread writing meanwhile writes to the
+ * old or the new file, never to a closed descriptor. */
+static int log_fd = STDERR_FILENO;
+static char log_path[1024];
 
 void log_set_level(enum log_level level)
 {
@@ -29,19 +38,72 @@ bool log_enabled(enum log_level level)
 	return level >= current;
 }
 
+static int open_file(const char *path, char *err, size_t errlen)
+{
+	int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
+
+	if (fd < 0)
+		snprintf(err, errlen, "cannot open log file \"%s\": %s", path, strerror(errno));
+	return fd;
+}
+
+int log_open(const char *path, char *err, size_t errlen)
+{
+	int fd;
+
+	if (strlen(path) >= sizeof(log_path)) {
+		snprintf(err, errlen, "log file name too long");
+		return -1;
+	}
+	fd = open_file(path, err, errlen);
+	if (fd < 0)
+		return -1;
+	if (log_fd == STDERR_FILENO) {
+		log_fd = fd;
+	} else {
+		dup2(fd, log_fd);
+		close(fd);
+	}
+	strcpy(log_path, path);
+	return 0;
+}
+
+int log_reopen(char *err, size_t errlen)
+{
+	int fd;
+
+	if (log_fd == STDERR_FILENO)
+		return 0;
+	fd = open_file(log_path, err, errlen);
+	if (fd < 0)
+		return -1;
+	dup2(fd, log_fd);
+	close(fd);
+	return 0;
+}
+
+bool log_to_file(void)
+{
+	return log_fd != STDERR_FILENO;
+}
+
 static void vlog(enum log_level level, const char *fmt, va_list ap)
 {
 	char line[2048];
 	struct timespec ts;
 	struct tm tm;
-	int n;
+	size_t n;
+	ssize_t w;
 
 	clock_gettime(CLOCK_REALTIME, &ts);
 	gmtime_r(&ts.tv_sec, &tm);
-	n = snprintf(line, sizeof(line), "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ %-5s ", tm.tm_year + 1900, tm.tm_mon + 1,
-	             tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000000, log_level_name((int)level));
-	vsnprintf(line + n, sizeof(line) - (size_t)n, fmt, ap);
-	fprintf(stderr, "%s\n", line);
+	n = (size_t)snprintf(line, sizeof(line), "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ %-5s ", tm.tm_year + 1900,
+	                     tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000000,
+	                     log_level_name((int)level));
+	n += logfmt_vformat(line + n, sizeof(line) - n - 1, fmt, ap);
+	line[n++] = '\n';
+	w = write(log_fd, line, n);
+	(void)w; /* nowhere left to report a failed log write */
 }
 
 void log_msg(enum log_level level, const char *fmt, ...)

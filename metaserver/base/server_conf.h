@@ -24,6 +24,8 @@ struct meta_conf {
 	uint64_t lmdb_map_size;         /* ock.mmc.meta.lmdb.map_size */
 	bool lmdb_sync;                 /* ock.mmc.meta.lmdb.sync */
 	uint32_t rewarm_watermark;      /* ock.mmc.rewarm.dram_watermark, % */
+	char log_path[1024];            /* ock.mmc.log_path: empty for stderr */
+	bool log_rotation_set;          /* ock.mmc.log_rotation_file_size/_count given: ignored, warned about */
 	char store_uri[1024];           /* ock.mmc.meta.store_uri (alias kvcm.registry_storage.uri): lmdb, redis:// */
 	char store_password_file[1024]; /* ock.mmc.meta.store_password_file */
 	char store_key_prefix[128];     /* ock.mmc.meta.store_key_prefix */

@@ -14,6 +14,7 @@
 #include "deleter.h"
 #include "fault_injection.h"
 #include "group.h"
+#include "grpc_services.h"
 #include "http.h"
 #include "instance.h"
 #include "kvcm_state.h"
@@ -62,31 +63,40 @@ static bool is_loopback(const char *host)
 	return inet_pton(AF_INET6, host, &a6) == 1 && IN6_IS_ADDR_LOOPBACK(&a6);
 }
 
-/* Redis's protected mode: reachable from other hosts only with credentials, or when the operator says so. */
-static int check_exposure(struct kvcm *k, char *err, size_t errlen)
+/*
+ * Redis's protected mode: reachable from other hosts only with credentials, or when the operator says so. key is
+ * the bind key, bind its value; tls whether that listener encrypts.
+ */
+static int check_exposure(struct kvcm *k, const char *key, const char *bind, bool tls, char *err, size_t errlen)
 {
-	if (is_loopback(k->conf.bind))
+	if (is_loopback(bind))
 		return 0;
 	if (accounts_enforced(k)) {
-		if (!k->conf.tls_cert[0])
-			log_warn("op=kvcm_start warning=\"kvcm.service.bind=%s without kvcm.service.tls.cert_file: "
-			         "passwords "
-			         "cross the network in clear text\"",
-			         k->conf.bind);
+		if (!tls)
+			log_warn(
+			    "op=kvcm_start warning=\"%s=%s without TLS: passwords cross the network in clear text\"",
+			    key, bind);
 		return 0;
 	}
 	if (!k->conf.allow_insecure_bind) {
 		snprintf(
 		    err, errlen,
-		    "kvcm.service.bind=%s is reachable from other hosts and no credentials are configured: set "
+		    "%s=%s is reachable from other hosts and no credentials are configured: set "
 		    "kvcm.service.admin_user and kvcm.service.admin_password_file (or add an account while bound to "
 		    "127.0.0.1), or kvcm.service.allow_insecure_bind=true to serve without authentication",
-		    k->conf.bind);
+		    key, bind);
 		return -1;
 	}
-	log_warn("op=kvcm_start warning=\"kvcm.service.allow_insecure_bind: %s serves without authentication\"",
-	         k->conf.bind);
+	log_warn("op=kvcm_start warning=\"kvcm.service.allow_insecure_bind: %s serves without authentication\"", bind);
 	return 0;
+}
+
+/* Both listeners' binds: reachable from other hosts only with credentials (check_exposure). */
+static int check_binds(struct kvcm *k, char *err, size_t errlen)
+{
+	return check_exposure(k, "kvcm.service.bind", k->conf.bind, k->conf.tls_cert[0], err, errlen) ||
+	       (k->conf.grpc_enabled &&
+	        check_exposure(k, "kvcm.service.rpc_bind", k->conf.rpc_bind, k->conf.tls_cert[0], err, errlen));
 }
 
 static int start_parts(struct kvcm *k, char *err, size_t errlen)
@@ -99,7 +109,7 @@ static int start_parts(struct kvcm *k, char *err, size_t errlen)
 		return -1;
 	/* a standby (k->ha) took the configured admin before it listened: its stored accounts load only now */
 	if (startup_config_apply(k, err, errlen) || (!k->ha && accounts_bootstrap(k, err, errlen)) ||
-	    check_exposure(k, err, errlen))
+	    check_binds(k, err, errlen))
 		return -1;
 	return persist_flush(k->persist) ? -1 : 0;
 }
@@ -109,12 +119,13 @@ static int start_http(struct kvcm *k, char *err, size_t errlen)
 	snprintf(err, errlen, "cannot start the KVCM metrics");
 	if (metrics_new(&k->metrics))
 		return -1;
-	return http_server_start(&k->http, k, k->conf.bind, (uint16_t)k->conf.http_port, meta_routes, false,
-	                         &k->http_port, err, errlen) ||
-	               http_server_start(&k->admin, k, k->conf.bind, (uint16_t)k->conf.admin_http_port, admin_routes,
-	                                 true, &k->admin_port, err, errlen)
-	           ? -1
-	           : 0;
+	if (http_server_start(&k->http, k, k->conf.bind, (uint16_t)k->conf.http_port, meta_routes, false, &k->http_port,
+	                      err, errlen) ||
+	    http_server_start(&k->admin, k, k->conf.bind, (uint16_t)k->conf.admin_http_port, admin_routes, true,
+	                      &k->admin_port, err, errlen) ||
+	    grpc_servers_start(k, err, errlen))
+		return -1;
+	return 0;
 }
 
 int kvcm_listen(struct kvcm **out, struct event_base *base, struct meta *meta, struct ha *ha, char *ready_line,
@@ -135,13 +146,13 @@ int kvcm_listen(struct kvcm **out, struct event_base *base, struct meta *meta, s
 	kvcm_seed_random(k);
 	/* a standby listens before it can load stored accounts: only the configured admin (kvcm.service.admin_user)
 	 * guards it, and a bind other hosts reach needs one, as a leader's does */
-	if ((ha && (accounts_bootstrap(k, err, errlen) || check_exposure(k, err, errlen))) ||
-	    start_http(k, err, errlen)) {
+	if ((ha && (accounts_bootstrap(k, err, errlen) || check_binds(k, err, errlen))) || start_http(k, err, errlen)) {
 		kvcm_stop(k);
 		return MMC_ERROR;
 	}
 	identity(k);
-	snprintf(ready_line, ready_len, "http=%u admin=%u", k->http_port, k->admin_port);
+	snprintf(ready_line, ready_len, "http=%u admin=%u meta_rpc_port=%u admin_rpc_port=%u", k->http_port,
+	         k->admin_port, k->rpc_port, k->admin_rpc_port);
 	log_info("op=kvcm_listen http=%s:%u admin=%s:%u", k->conf.bind, k->http_port, k->conf.bind, k->admin_port);
 	*out = k;
 	return 0;
@@ -188,6 +199,7 @@ void kvcm_stop(struct kvcm *k)
 		persist_flush(k->persist);
 	http_server_stop(k->http);
 	http_server_stop(k->admin);
+	grpc_servers_stop(k);
 	block_scans_stop(k);
 	reporters_stop(k);
 	reclaim_stop(k);

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""The KVCM layers call only downward (docs/architecture.md, "KVCM layers").
+"""The KVCM layers (json < store < model < http < api < grpc) call only downward (docs/architecture.md, "KVCM
+layers").
 
 usage: check_layers.py KVCM_SOURCE_DIR LIB...   (the layers' static libraries, the lowest first)
 

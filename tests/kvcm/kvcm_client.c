@@ -30,6 +30,8 @@ static int start(struct kvcm_srv *s, const char *const *extra, bool restart)
 	env[n++] = "kvcm.service.http_port=0";
 	env[n++] = "kvcm.service.admin_http_port=0";
 	env[n++] = "kvcm.service.bind=127.0.0.1";
+	env[n++] = "kvcm.service.rpc_port=0";
+	env[n++] = "kvcm.service.admin_rpc_port=0";
 	env[n++] = "ock.mmc.meta.lmdb.sync=false";
 	env[n++] = rootkv;
 	for (int i = 0; extra && extra[i] && n < 46; i++)

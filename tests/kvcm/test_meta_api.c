@@ -190,7 +190,10 @@ Test(meta, get_cluster_info)
 	cr_expect_str_eq(json_string_value(jpath(r, "self_node_id")), json_string_value(jpath(r, "leader_node_id")));
 	ep = jpath(r, "leader_endpoint");
 	cr_expect_eq(json_integer_value(jpath(ep, "meta_http_port")), srv.m.http_port);
-	cr_expect_eq(json_integer_value(jpath(ep, "admin_http_port")), srv.m.admin_port);
+	/* the newest reference keeps the admin ports off the MetaService */
+	cr_expect_null(jpath(ep, "admin_http_port"));
+	cr_expect_null(jpath(ep, "admin_rpc_port"));
+	cr_expect_gt(json_integer_value(jpath(ep, "meta_rpc_port")), 0);
 	cr_expect(strlen(json_string_value(jpath(ep, "host"))) > 0);
 	json_decref(r);
 }

@@ -126,7 +126,7 @@ Test(security, default_bind_is_loopback)
 	char dir[] = "/tmp/mmc-kvcm-bind-XXXXXX", dd[64], ready[256], addr[16], help[2048];
 	const char *exe = getenv("MMC_METASERVER");
 	int to, from, status;
-	uint16_t http = 0, admin = 0;
+	uint16_t http = 0, admin = 0, rpc = 0, admin_rpc = 0;
 	FILE *f;
 	pid_t pid;
 	size_t n;
@@ -143,6 +143,10 @@ Test(security, default_bind_is_loopback)
 		                      "kvcm.service.http_port=0",
 		                      "--env",
 		                      "kvcm.service.admin_http_port=0",
+		                      "--env",
+		                      "kvcm.service.rpc_port=0",
+		                      "--env",
+		                      "kvcm.service.admin_rpc_port=0",
 		                      NULL};
 		extern char **environ;
 
@@ -156,6 +160,11 @@ Test(security, default_bind_is_loopback)
 	          addr);
 	cr_expect(listen_addr(admin, addr) && strcmp(addr, "0100007F") == 0, "admin port bound to %s, not 127.0.0.1",
 	          addr);
+	cr_assert(sscanf(strstr(ready, "meta_rpc_port="), "meta_rpc_port=%hu admin_rpc_port=%hu", &rpc, &admin_rpc) ==
+	              2,
+	          "%s", ready);
+	cr_expect(listen_addr(rpc, addr) && strcmp(addr, "0100007F") == 0, "gRPC port bound to %s", addr);
+	cr_expect(listen_addr(admin_rpc, addr) && strcmp(addr, "0100007F") == 0, "admin gRPC port bound to %s", addr);
 	kill(pid, SIGTERM);
 	waitpid(pid, &status, 0);
 	fclose(f);

@@ -33,6 +33,7 @@ class Metaserver:
         argv = [metaserver_binary(), "--data-dir", os.path.join(self.dir, "data"),
                 "--env", "ock.mmc.meta_service_url=tcp://127.0.0.1:0",
                 "--env", "kvcm.service.http_port=0", "--env", "kvcm.service.admin_http_port=0",
+                "--env", "kvcm.service.rpc_port=0", "--env", "kvcm.service.admin_rpc_port=0",
                 "--env", "kvcm.service.bind=127.0.0.1", "--env", "ock.mmc.meta.lmdb.sync=false"]
         for e in extra:
             argv += ["--env", e]

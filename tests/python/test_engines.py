@@ -130,7 +130,7 @@ class SGLang(mmctest.ServerTest):
         d = tempfile.mkdtemp(prefix="mmc-pymeta-")
         conf = os.path.join(d, "meta.conf")
         with open(conf, "w") as f:  # the KVCM ports of mmc-metaserver: free ones, on loopback
-            f.write("kvcm.service.http_port = 0\nkvcm.service.admin_http_port = 0\nkvcm.service.bind = 127.0.0.1\n")
+            f.write("kvcm.service.http_port = 0\nkvcm.service.admin_http_port = 0\nkvcm.service.rpc_port = 0\nkvcm.service.admin_rpc_port = 0\nkvcm.service.bind = 127.0.0.1\n")
         code = ("import sys\nfrom memcache_hybrid import MetaConfig, MetaService\n"
                 "cfg = MetaConfig()\n"
                 "for k, v in {'meta_service_url': 'tcp://127.0.0.1:%d', 'data_dir': %r, 'log_level': 'warn',"
@@ -175,6 +175,7 @@ class ShippedConfigs(unittest.TestCase):
                               "--data-dir", os.path.join(d, "data"),
                               "--env", "ock.mmc.meta_service_url=tcp://127.0.0.1:0",
                               "--env", "kvcm.service.http_port=0", "--env", "kvcm.service.admin_http_port=0",
+                              "--env", "kvcm.service.rpc_port=0", "--env", "kvcm.service.admin_rpc_port=0",
                               "--env", "kvcm.service.bind=127.0.0.1"],
                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
         try:

@@ -131,6 +131,10 @@ static int spawn_metaserver(struct metaserver *m, const char *const *extra)
 	argv[argc++] = "kvcm.service.admin_http_port=0";
 	argv[argc++] = "--env";
 	argv[argc++] = "kvcm.service.bind=127.0.0.1";
+	argv[argc++] = "--env";
+	argv[argc++] = "kvcm.service.rpc_port=0";
+	argv[argc++] = "--env";
+	argv[argc++] = "kvcm.service.admin_rpc_port=0";
 	if (m->redis.pid > 0) {
 		snprintf(store, sizeof(store), "ock.mmc.meta.store_uri=%s", m->redis.uri);
 		argv[argc++] = "--env";

@@ -56,6 +56,10 @@ void admin_get_manager_cluster_info(struct call *c);
 void admin_get_leader_elector_config(struct call *c);
 void admin_update_leader_elector_config(struct call *c);
 void admin_leader_demote(struct call *c);
+void admin_gen_config_snapshot(struct call *c);  /* config_snapshot.c */
+void admin_load_config_snapshot(struct call *c); /* config_snapshot.c */
+void admin_get_metrics(struct call *c);          /* admin_metrics.c */
+void admin_update_logger(struct call *c);        /* logger_level.c */
 /* accounts (accounts.c) */
 void admin_add_account(struct call *c);
 void admin_delete_account(struct call *c);

@@ -77,7 +77,7 @@ static void jw_er_row(struct jw *w, struct call *c, struct block *b, const struc
 		jw_spec_items(w, l, f);
 	}
 	jw_arr_end(w);
-	jw_obj_end(w);
+	jw_location_end(w, location_name(first), CLS_SERVING); /* the first of the merged locations */
 }
 
 static void prefix(struct call *c, struct query *q)

@@ -38,7 +38,7 @@ static void empty_location(struct jw *w)
 	jw_key(w, "location_specs");
 	jw_arr(w);
 	jw_arr_end(w);
-	jw_obj_end(w);
+	jw_location_end(w, "", CLS_NOT_FOUND);
 }
 
 /* The request of both APIs; false when the call has been answered (m is then freed). */

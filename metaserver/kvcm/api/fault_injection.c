@@ -53,22 +53,30 @@ bool fault_check(struct call *c, const char *api)
 	return true;
 }
 
+/* debug_service.proto's enums: as everywhere in this API, an absent or unknown name is the value 0. */
+static const int fault_type_v[] = {0};
+static const char *const fault_type_n[] = {"FT_INTERNAL_ERROR"};
+static const struct enum_desc enum_fault_type = {"FaultType", 1, fault_type_v, fault_type_n};
+static const int strategy_v[] = {0, 1};
+static const char *const strategy_n[] = {"ALWAYS", "ONCE"};
+static const struct enum_desc enum_trigger_strategy = {"FaultTriggerStrategy", 2, strategy_v, strategy_n};
+
 static bool read_strategy(struct call *c, bool *once)
 {
-	const char *t = jd_str(&c->d, c->body, "fault_type");
-	const char *s = jd_str(&c->d, c->body, "fault_trigger_strategy");
+	int t = jd_enum(&c->d, c->body, "fault_type", &enum_fault_type);
+	int s = jd_enum(&c->d, c->body, "fault_trigger_strategy", &enum_trigger_strategy);
 
 	if (call_decode_failed(c))
 		return false;
-	if (strcmp(t, "FT_INTERNAL_ERROR") != 0) {
-		call_fail(c, KC_INVALID_ARGUMENT, "unsupported fault_type \"%.64s\"", t);
+	if (t != 0) {
+		call_fail(c, KC_INVALID_ARGUMENT, "unsupported fault_type %d (only FT_INTERNAL_ERROR, 0)", t);
 		return false;
 	}
-	if (strcmp(s, "ALWAYS") != 0 && strcmp(s, "ONCE") != 0) {
+	if (s != 0 && s != 1) {
 		call_fail(c, KC_INVALID_ARGUMENT, "fault_trigger_strategy must be ALWAYS or ONCE");
 		return false;
 	}
-	*once = s[0] == 'O';
+	*once = s == 1;
 	return true;
 }
 

@@ -297,6 +297,9 @@ static void reply(struct call *c, const struct host_query *q)
 		jw_ki64s(o, "local", (int64_t)q->hs[i].local);
 		jw_ki64s(o, "p2p_1_fetch", (int64_t)q->hs[i].fetch);
 		jw_ki64s(o, "p2p_1_total_match", (int64_t)q->hs[i].total);
+		/* the newest reference's name for the prefix with a peer's help, and the oldest one's for local */
+		jw_ki64s(o, "global", (int64_t)q->hs[i].total);
+		jw_ki64s(o, "prefix_match_blocks", (int64_t)q->hs[i].local);
 		jw_obj_end(o);
 	}
 	jw_arr_end(o);

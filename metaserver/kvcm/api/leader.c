@@ -4,6 +4,8 @@
  * call here is answered by a standby too (ROUTE_ANY_NODE). Without leader election (no kvcm.distributed_lock.uri)
  * this one server always leads and cannot demote.
  */
+#include <string.h>
+
 #include "api.h"
 #include "elector.h"
 #include "kvcm_state.h"
@@ -26,19 +28,24 @@ static void leader_of(const struct kvcm *k, struct ha_holder *l)
 	snprintf(l->host, sizeof(l->host), "%s", k->host);
 }
 
-static void write_endpoint(struct jw *w, const struct ha_holder *l)
+/* The leader's NodeEndpoint. The gRPC ports are known for this node only (0 for another leader); the MetaService's
+ * getClusterInfo carries no admin ports (the newest reference keeps them off it), the admin API's does. */
+static void write_endpoint(struct jw *w, const struct kvcm *k, const struct ha_holder *l, bool admin_ports)
 {
+	bool self = strcmp(l->node_id, k->node_id) == 0;
 	char custom[HA_ADDR_MAX + 8];
 
 	snprintf(custom, sizeof(custom), "%s%s", l->rpc[0] ? "rpc=" : "", l->rpc);
 	jw_obj(w);
 	jw_kstr(w, "node_id", l->node_id);
 	jw_kstr(w, "host", l->host);
-	jw_kint(w, "meta_rpc_port", 0); /* no gRPC service here: libmmc's address is in custom_info */
+	jw_kint(w, "meta_rpc_port", self ? k->rpc_port : 0);
 	jw_kint(w, "meta_http_port", l->http_port);
-	jw_kint(w, "admin_rpc_port", 0);
-	jw_kint(w, "admin_http_port", l->admin_port);
-	jw_kstr(w, "custom_info", custom);
+	if (admin_ports) {
+		jw_kint(w, "admin_rpc_port", self ? k->admin_rpc_port : 0);
+		jw_kint(w, "admin_http_port", l->admin_port);
+	}
+	jw_kstr(w, "custom_info", custom); /* libmmc's address of the leader */
 	jw_obj_end(w);
 }
 
@@ -63,7 +70,7 @@ void admin_get_manager_cluster_info(struct call *c)
 	jw_kstr(&c->out, "self_node_id", k->node_id);
 	jw_kstr(&c->out, "leader_node_id", l.node_id);
 	jw_key(&c->out, "leader_endpoint");
-	write_endpoint(&c->out, &l);
+	write_endpoint(&c->out, k, &l, true);
 }
 
 void api_get_cluster_info(struct call *c)
@@ -82,7 +89,7 @@ void api_get_cluster_info(struct call *c)
 	jw_kstr(&c->out, "self_node_id", c->k->node_id);
 	jw_kstr(&c->out, "leader_node_id", l.node_id);
 	jw_key(&c->out, "leader_endpoint");
-	write_endpoint(&c->out, &l);
+	write_endpoint(&c->out, c->k, &l, false);
 }
 
 void admin_get_leader_elector_config(struct call *c)

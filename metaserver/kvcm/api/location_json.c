@@ -53,6 +53,29 @@ static void render(struct jw *w, const struct location *l, const struct spec_fil
 	jw_obj_end(w);
 }
 
+void jw_location_end(struct jw *w, const char *id, int status)
+{
+	jw_kstr(w, "id", id);
+	jw_kstr(w, "status", enum_name(&enum_cls, status));
+	jw_obj_end(w);
+}
+
+/* Takes back the '}' just written, to add members after the last one. */
+static void reopen(struct jw *w)
+{
+	if (!w->oom && w->len && w->buf[w->len - 1] == '}') {
+		w->len--;
+		w->comma = true;
+	}
+}
+
+/* id and status follow the rendered (or cached) members: they change (WRITING -> SERVING) after caching. */
+static void with_state(struct jw *w, const struct location *l)
+{
+	reopen(w);
+	jw_location_end(w, location_name(l), l->status);
+}
+
 void jw_location(struct jw *w, struct location *l, const struct spec_filter *f)
 {
 	struct jw one;
@@ -60,6 +83,7 @@ void jw_location(struct jw *w, struct location *l, const struct spec_filter *f)
 
 	if (f && f->n) {
 		render(w, l, f);
+		with_state(w, l);
 		return;
 	}
 	/* hot path: large prefix matches are mostly copies of these */
@@ -69,12 +93,14 @@ void jw_location(struct jw *w, struct location *l, const struct spec_filter *f)
 		if (one.oom) {
 			jw_free(&one);
 			render(w, l, NULL);
+			with_state(w, l);
 			return;
 		}
 		l->json = jw_take(&one, &len);
 		l->json_len = (uint32_t)len;
 	}
 	jw_raw(w, l->json, l->json_len);
+	with_state(w, l);
 }
 
 void jw_placeholder(struct jw *w, const struct instance *inst, const struct spec_filter *f)
@@ -97,7 +123,7 @@ void jw_placeholder(struct jw *w, const struct instance *inst, const struct spec
 		jw_obj_end(w);
 	}
 	jw_arr_end(w);
-	jw_obj_end(w);
+	jw_location_end(w, "", CLS_NOT_FOUND);
 }
 
 void jw_location_detail(struct jw *w, const struct location *l)

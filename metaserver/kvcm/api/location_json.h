@@ -25,8 +25,10 @@ bool spec_kept(const struct spec_filter *f, const char *name);
 uint16_t filter_count(const struct location *l, const struct spec_filter *f);
 /* The {"name","uri"} objects of l's filtered specs, inside an array the caller opened. */
 void jw_spec_items(struct jw *w, const struct location *l, const struct spec_filter *f);
-/* {"type":..,"spec_size":..,"location_specs":[..]} with the filtered specs. */
+/* {"type":..,"spec_size":..,"location_specs":[..],"id":..,"status":..} with the filtered specs. */
 void jw_location(struct jw *w, struct location *l, const struct spec_filter *f);
+/* The newer reference's last two members of a location, and the end of its object. */
+void jw_location_end(struct jw *w, const char *id, int status);
 /* A miss in BATCH_GET / REVERSE_ROLL results: ST_UNSPECIFIED with the instance's (filtered) spec names. */
 void jw_placeholder(struct jw *w, const struct instance *inst, const struct spec_filter *f);
 /* The S2 form with id, status and create_time (getCacheMetaDetail). */

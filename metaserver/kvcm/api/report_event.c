@@ -512,6 +512,17 @@ static void apply_all(struct report *rp, const struct er_events *e)
 	free(rp->failed);
 }
 
+static void no_op_reply(struct jw *w, const char *extra_info)
+{
+	jw_key(w, "item_results");
+	jw_arr(w);
+	jw_arr_end(w);
+	jw_kstr(w, "committed_snapshot_version", "");
+	jw_ki64s(w, "retry_after_ms", 0);
+	jw_kbool(w, "snapshot_required", false);
+	jw_kstr(w, "extra_info", extra_info);
+}
+
 void api_report_event(struct call *c)
 {
 	struct report rp = {.c = c};
@@ -526,9 +537,9 @@ void api_report_event(struct call *c)
 	if (call_decode_failed(c))
 		return;
 	n = e ? e->n : json_array_size(events);
-	if (!n) { /* a pure no-op: nothing is touched, every field at its default */
+	if (!n) { /* a pure no-op: nothing is touched, every field at its default but the group's extra_info */
 		call_ok(c, "");
-		api_report_event_empty(&c->out);
+		no_op_reply(&c->out, jn_str(c->inst->group->cfg, "extra_info"));
 		return;
 	}
 	if (!request_ok(&rp, n))
@@ -564,11 +575,5 @@ void api_report_event_release(void *parsed)
 
 void api_report_event_empty(struct jw *w)
 {
-	jw_key(w, "item_results");
-	jw_arr(w);
-	jw_arr_end(w);
-	jw_kstr(w, "committed_snapshot_version", "");
-	jw_ki64s(w, "retry_after_ms", 0);
-	jw_kbool(w, "snapshot_required", false);
-	jw_kstr(w, "extra_info", "");
+	no_op_reply(w, "");
 }

@@ -157,8 +157,8 @@ void call_bad_request(struct call *c)
 bool call_decode_failed(struct call *c)
 {
 	if (c->d.bad) {
-		log_ratelimited(&c->srv->log_bucket, LOG_WARN, "op=kvcm_bad_request api=%s why=\"%s\"", c->route->name,
-		                c->d.why);
+		log_ratelimited(c->srv ? &c->srv->log_bucket : c->sink.log_bucket, LOG_WARN,
+		                "op=kvcm_bad_request api=%s why=\"%s\"", c->route->name, c->d.why);
 		call_bad_request(c);
 		return true;
 	}
@@ -167,6 +167,31 @@ bool call_decode_failed(struct call *c)
 		return true;
 	}
 	return false;
+}
+
+static void call_free(struct call *c)
+{
+	jw_free(&c->out);
+	if (c->body)
+		json_decref(c->body);
+	if (c->parsed)
+		c->route->reader->release(c->parsed);
+	free(c);
+}
+
+/* The reply of a call another transport runs (call_run): its JSON text goes to the sink. */
+static void finish_sink(struct call *c)
+{
+	char *data = NULL;
+	size_t len = 0;
+
+	if (c->http_status == 200) {
+		jw_obj_end(&c->out);
+		data = jw_take(&c->out, &len);
+	}
+	metrics_request(c->k->metrics, c->sink.metric_slot, c->code, c->http_status, clock_ns() - c->t0_ns);
+	c->sink.reply(c->sink.arg, c->http_status, c->code, data, len);
+	call_free(c);
 }
 
 static void finish_call(void *arg)
@@ -178,6 +203,10 @@ static void finish_call(void *arg)
 
 	if (c->http_status == 200 && c->out.oom)
 		c->http_status = 500;
+	if (!c->req) {
+		finish_sink(c);
+		return;
+	}
 	if (c->http_status != 200) {
 		send_raw(c->conn, c->req, c->http_status, "{}", false);
 	} else {
@@ -194,12 +223,7 @@ static void finish_call(void *arg)
 	}
 	metrics_request(c->k->metrics, c->srv->metric_slots[c->route - c->srv->routes], c->code, c->http_status,
 	                clock_ns() - c->t0_ns);
-	jw_free(&c->out);
-	if (c->body)
-		json_decref(c->body);
-	if (c->parsed)
-		c->route->reader->release(c->parsed);
-	free(c);
+	call_free(c);
 }
 
 /* A call that waited for a commit: if a commit since its start failed, its change is not durable. */
@@ -238,36 +262,12 @@ static bool precheck_instance(struct call *c)
 	return false;
 }
 
-/* A standby (or a leader still loading) answers every leader-only call SERVER_NOT_LEADER "Server is not leader",
- * as the reference does (HTTP 200), and names the leader's URL on the same kind of port in X-MMC-Leader. */
-static bool standby_refuse(struct call *c)
+/* The body read by the route's streaming reader, else by jansson when it is small enough to build a tree of; the
+ * same for every transport. */
+static void read_text(struct call *c, const char *body, size_t len)
 {
-	struct ha_holder l;
-	char url[512];
-
-	if (!c->k->ha || ha_serving(c->k->ha) || (c->route->flags & ROUTE_ANY_NODE))
-		return false;
-	ha_leader(c->k->ha, &l);
-	if (l.node_id[0] && l.host[0] && strcmp(l.node_id, ha_self(c->k->ha)->node_id) != 0) {
-		snprintf(url, sizeof(url), "http://%s:%u", l.host, c->srv->admin ? l.admin_port : l.http_port);
-		evhttp_add_header(evhttp_request_get_output_headers(c->req), "X-MMC-Leader", url);
-	}
-	call_fail(c, KC_SERVER_NOT_LEADER, "Server is not leader");
-	return true;
-}
-
-/* The body read by the route's streaming reader, else by jansson when it is small enough to build a tree of. */
-static void read_body(struct call *c, struct evbuffer *in)
-{
-	size_t len = evbuffer_get_length(in);
 	const struct route *r = c->route;
-	const char *body;
 
-	if (!r->reader && len > c->k->conf.max_json_body_bytes) {
-		c->http_status = 413;
-		return;
-	}
-	body = (const char *)evbuffer_pullup(in, (ev_ssize_t)len);
 	if (body && r->reader && r->reader->read(c, body, len)) {
 		metrics_fast_read(c->k->metrics);
 	} else if (len > c->k->conf.max_json_body_bytes) {
@@ -281,40 +281,101 @@ static void read_body(struct call *c, struct evbuffer *in)
 		call_bad_request(c);
 }
 
+static void read_body(struct call *c, struct evbuffer *in)
+{
+	size_t len = evbuffer_get_length(in);
+
+	if (!c->route->reader && len > c->k->conf.max_json_body_bytes) {
+		c->http_status = 413; /* not even pulled up */
+		return;
+	}
+	read_text(c, (const char *)evbuffer_pullup(in, (ev_ssize_t)len), len);
+}
+
+static struct call *call_new(struct kvcm *k, const struct route *r)
+{
+	struct call *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return NULL;
+	c->k = k;
+	c->route = r;
+	c->http_status = 200;
+	c->t0_ns = clock_ns();
+	c->writes0 = k->store.writes;
+	c->durable0 = k->persist ? persist_durable_seq(k->persist) : 0; /* NULL: a standby (leader election) */
+	jw_init(&c->out);
+	return c;
+}
+
+/* A standby (or a leader still loading, or one whose lease just ended) answers every leader-only call
+ * SERVER_NOT_LEADER "Server is not leader", as the reference does (HTTP 200), and, over HTTP, names the leader's URL
+ * on the same kind of port in X-MMC-Leader. */
+static bool standby_refuse(struct call *c)
+{
+	struct ha_holder l;
+	char url[512];
+
+	if (!c->k->ha || ha_serving(c->k->ha) || (c->route->flags & ROUTE_ANY_NODE))
+		return false;
+	ha_leader(c->k->ha, &l);
+	if (c->req && l.node_id[0] && l.host[0] && strcmp(l.node_id, ha_self(c->k->ha)->node_id) != 0) {
+		snprintf(url, sizeof(url), "http://%s:%u", l.host,
+		         (c->srv && c->srv->admin) ? l.admin_port : l.http_port);
+		evhttp_add_header(evhttp_request_get_output_headers(c->req), "X-MMC-Leader", url);
+	}
+	call_fail(c, KC_SERVER_NOT_LEADER, "Server is not leader");
+	return true;
+}
+
+/* The part of a call after its body is read, whatever the transport. */
+static void call_exec(struct call *c)
+{
+	struct kvcm *k = c->k;
+	const struct route *r = c->route;
+
+	if (c->http_status == 200 && standby_refuse(c))
+		;
+	else if (c->http_status == 200 && (!(r->flags & ROUTE_INSTANCE) || precheck_instance(c)))
+		r->fn(c);
+	/* a reply that acknowledges a change waits for the commit holding it: the call's own writes, or, for a call
+	 * that may change state but found it done already (a retried registerInstance), the writes still pending */
+	if (k->persist && (k->store.writes != c->writes0 || (!(r->flags & ROUTE_READ) && persist_dirty(k->persist))) &&
+	    persist_after_commit(k->persist, finish_after_commit, c) == 0)
+		return;
+	finish_call(c);
+}
+
+void call_run(struct kvcm *k, const struct route *r, const char *body, size_t len, const struct call_sink *sink)
+{
+	struct call *c = call_new(k, r);
+
+	if (!c) {
+		sink->reply(sink->arg, 500, KC_INTERNAL_ERROR, NULL, 0);
+		return;
+	}
+	c->sink = *sink;
+	read_text(c, body, len);
+	call_exec(c);
+}
+
 static void run_call(struct http_server *s, struct hconn *conn, struct evhttp_request *req, const struct route *r)
 {
 	struct evbuffer *in = evhttp_request_get_input_buffer(req);
-	struct call *c = calloc(1, sizeof(*c));
+	struct call *c = call_new(s->k, r);
 
 	if (!c) {
 		send_raw(conn, req, 500, "{}", true);
 		return;
 	}
 	conn_attach(conn, c);
-	c->k = s->k;
 	c->req = req;
-	c->route = r;
 	c->srv = s;
-	c->http_status = 200;
-	c->t0_ns = clock_ns();
-	c->writes0 = s->k->store.writes;
-	c->durable0 = s->k->persist ? persist_durable_seq(s->k->persist) : 0;
-	jw_init(&c->out);
 	read_body(c, in);
 	if (c->http_status == 413)
 		log_ratelimited(&s->log_bucket, LOG_WARN, "op=kvcm_reject api=%s reason=max_json_body_size bytes=%zu",
 		                r->name, evbuffer_get_length(in));
-	else if (c->http_status == 200 && standby_refuse(c))
-		;
-	else if (c->http_status == 200 && (!(r->flags & ROUTE_INSTANCE) || precheck_instance(c)))
-		r->fn(c);
-	/* a reply that acknowledges a change waits for the commit holding it: the call's own writes, or, for a call
-	 * that may change state but found it done already (a retried registerInstance), the writes still pending */
-	if (s->k->persist &&
-	    (s->k->store.writes != c->writes0 || (!(r->flags & ROUTE_READ) && persist_dirty(s->k->persist))) &&
-	    persist_after_commit(s->k->persist, finish_after_commit, c) == 0)
-		return;
-	finish_call(c);
+	call_exec(c);
 }
 
 /* RFC 9112 §6.3: a second Content-Length, or one beside Transfer-Encoding, makes the framing ambiguous (request

@@ -44,6 +44,17 @@ struct route_reader {
 	void (*release)(void *parsed); /* frees c->parsed */
 };
 
+/*
+ * Where a call's reply goes when it did not come over HTTP (the gRPC layer): the transport-neutral seam. reply
+ * gets the finished JSON reply (malloc'd, the sink frees it; NULL with http_status 400 or 500).
+ */
+struct call_sink {
+	void (*reply)(void *arg, int http_status, int code, char *json, size_t len);
+	void *arg;
+	int metric_slot;
+	int *log_bucket;
+};
+
 /* One request being answered. Handlers read body, write the response's fields after call_ok(). */
 struct call {
 	struct kvcm *k;
@@ -60,7 +71,8 @@ struct call {
 	int http_status; /* 200, or 400 / 413 / 500 with body {} */
 	uint64_t t0_ns;
 	uint64_t writes0;
-	uint64_t durable0; /* persist_durable_seq at the start: a failed commit after it fails a call that waited */
+	uint64_t durable0;     /* persist_durable_seq at the start: a failed commit after it fails a call that waited */
+	struct call_sink sink; /* req NULL: the reply goes here */
 };
 
 struct http_server;
@@ -69,6 +81,13 @@ struct http_server;
 int http_server_start(struct http_server **out, struct kvcm *k, const char *bind, uint16_t port,
                       const struct route *routes, bool admin, uint16_t *bound, char *err, size_t errlen);
 void http_server_stop(struct http_server *s);
+/*
+ * Runs route r on the JSON body of len bytes that another transport decoded its request into (the caller keeps
+ * it; it is read before this returns), with the same reader, checks, handler, commit wait and metrics as an HTTP
+ * request; the reply goes to sink, maybe before this returns.
+ */
+void call_run(struct kvcm *k, const struct route *r, const char *body, size_t len, const struct call_sink *sink);
+
 /* Open connections, for /metrics. */
 uint32_t http_server_connections(const struct http_server *s);
 

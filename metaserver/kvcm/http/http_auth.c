@@ -12,10 +12,9 @@
 
 #define CRED_MAX 2048 /* decoded "user:password" */
 
-/* The decoded credentials of an Authorization: Basic header into out; false when there is none or it is bad. */
-static bool basic_credentials(struct evhttp_request *req, char out[CRED_MAX])
+/* The decoded credentials of an Authorization: Basic value h into out; false when there is none or it is bad. */
+static bool basic_credentials(const char *h, char out[CRED_MAX])
 {
-	const char *h = evhttp_find_header(evhttp_request_get_input_headers(req), "Authorization");
 	size_t len;
 	int n;
 
@@ -35,14 +34,14 @@ static bool basic_credentials(struct evhttp_request *req, char out[CRED_MAX])
 	return strlen(out) == (size_t)n && strchr(out, ':');
 }
 
-int auth_check(struct kvcm *k, struct evhttp_request *req, bool admin_port, int *log_bucket)
+int auth_check_value(struct kvcm *k, const char *authorization, bool admin_port, const char *what, int *log_bucket)
 {
 	char cred[CRED_MAX], *colon;
 	int role = -1;
 
 	if (!accounts_enforced(k))
 		return 200;
-	if (basic_credentials(req, cred)) {
+	if (authorization && basic_credentials(authorization, cred)) {
 		colon = strchr(cred, ':');
 		*colon = '\0';
 		role = account_check(k, cred, colon + 1);
@@ -52,13 +51,19 @@ int auth_check(struct kvcm *k, struct evhttp_request *req, bool admin_port, int 
 	}
 	if (role < 0) {
 		log_ratelimited(log_bucket, LOG_WARN, "op=kvcm_auth result=denied user=\"%.128s\" path=\"%.128s\"",
-		                cred, evhttp_request_get_uri(req));
+		                cred, what);
 		return 401;
 	}
 	if (admin_port && role != ROLE_ADMIN) {
 		log_ratelimited(log_bucket, LOG_WARN, "op=kvcm_auth result=forbidden user=\"%.128s\" path=\"%.128s\"",
-		                cred, evhttp_request_get_uri(req));
+		                cred, what);
 		return 403;
 	}
 	return 200;
+}
+
+int auth_check(struct kvcm *k, struct evhttp_request *req, bool admin_port, int *log_bucket)
+{
+	return auth_check_value(k, evhttp_find_header(evhttp_request_get_input_headers(req), "Authorization"),
+	                        admin_port, evhttp_request_get_uri(req), log_bucket);
 }

@@ -13,5 +13,8 @@ struct evhttp_request;
 
 /* 200 when req may go on; else the HTTP status to answer: 401 (no or wrong credentials) or 403 (wrong role). */
 int auth_check(struct kvcm *k, struct evhttp_request *req, bool admin_port, int *log_bucket);
+/* The same check of an Authorization value (NULL: none), for other transports (the gRPC `authorization` metadata);
+ * what names the request in the log. */
+int auth_check_value(struct kvcm *k, const char *authorization, bool admin_port, const char *what, int *log_bucket);
 
 #endif

@@ -175,14 +175,13 @@ static void usage(struct evbuffer *b, struct kvcm *k)
 			                    enum_name(&enum_storage_type, t), bytes[t]);
 }
 
-static void serve_metrics(struct kvcm *k, struct evhttp_request *req)
+void metrics_text(struct kvcm *k, struct evbuffer *b)
 {
-	struct evbuffer *b = evbuffer_new();
 	struct metrics *m = k->metrics;
 
 	ha_metrics_write(k->ha, b);
 	if (!k->persist) /* a standby: no state loaded, nothing else to count */
-		goto send;
+		return;
 	requests(b, m);
 	latency(b, m);
 	usage(b, k);
@@ -198,13 +197,20 @@ static void serve_metrics(struct kvcm *k, struct evhttp_request *req)
 	counter(b, "reclaimed_locations_total", "Locations evicted by reclaim.", reclaim_evicted(k), false);
 	counter(b, "http_connections", "Open HTTP connections (both ports).",
 	        http_server_connections(k->http) + http_server_connections(k->admin), true);
+	counter(b, "grpc_connections", "Open gRPC connections (both ports).", k->grpc_connections, true);
 	counter(b, "rejected_connections_total", "Requests refused over kvcm.service.max_connections.", m->rejected,
 	        false);
 	counter(b, "fast_read_requests_total",
 	        "Request bodies read without a jansson tree (usual reportEvent and key query bodies).", m->fast_reads,
 	        false);
 	meta_metrics_write(k->meta, b); /* the object store's own */
-send:
+}
+
+static void serve_metrics(struct kvcm *k, struct evhttp_request *req)
+{
+	struct evbuffer *b = evbuffer_new();
+
+	metrics_text(k, b);
 	evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", "text/plain; version=0.0.4");
 	evhttp_send_reply(req, 200, "OK", b);
 	evbuffer_free(b);

@@ -24,6 +24,9 @@ void metrics_rejected(struct metrics *m);
 void metrics_fast_read(struct metrics *m);
 void metrics_queried(struct metrics *m, size_t keys, size_t hits);
 void metrics_written(struct metrics *m, size_t locations, uint64_t bytes);
+struct evbuffer;
+/* The Prometheus text of GET /metrics, appended to b (getMetrics reads it back as JSON). */
+void metrics_text(struct kvcm *k, struct evbuffer *b);
 /* Answers GET /metrics and GET /api/healthy; false for other paths. */
 bool metrics_serve_get(struct kvcm *k, struct evhttp_request *req, const char *path);
 

@@ -35,6 +35,12 @@ struct kvcm_conf {
 	uint32_t er_liveness_interval_ms;
 	uint32_t er_snapshot_min_interval_ms;
 	uint32_t er_drain_timeout_ms;
+	/* gRPC (grpc/): listeners on these ports (0: any free port), bound to rpc_bind */
+	uint32_t rpc_port;
+	uint32_t admin_rpc_port;
+	char rpc_bind[256];
+	uint64_t grpc_max_message_bytes;
+	bool grpc_enabled;
 	/* leader election (metaserver/ha): no lock URI, no election (one server, always the leader) */
 	char lock_uri[1024];        /* kvcm.distributed_lock.uri, alias kvcm.coordination.uri */
 	uint32_t lease_ms;          /* kvcm.leader_elector.lease_ms */
@@ -42,8 +48,7 @@ struct kvcm_conf {
 	char node_id[128];          /* kvcm.leader_elector.node_id; "" : host:admin_port_random */
 	uint32_t campaign_delay_ms; /* kvcm.leader_elector.campaign_delay_time_ms: a demoted leader waits this long */
 	/* accepted for command-line compatibility with the reference server; no effect here */
-	uint32_t compat_u32[4];
-	char compat_str[1024];
+	uint32_t compat_u32[2];
 	/* security and resource limits (docs/operations.md, "Security") */
 	bool allow_insecure_bind;       /* a non-loopback bind without credentials */
 	char admin_user[256];           /* bootstrap ROLE_ADMIN account, with admin_password_file */

@@ -18,6 +18,7 @@ struct persist;
 struct meta;
 struct ha;
 struct http_server;
+struct grpc_server;
 struct sessions;
 struct deleter;
 struct metrics;
@@ -55,6 +56,9 @@ struct kvcm {
 	struct kvcm_store
 	    store; /* the LMDB tables; a reply to a request that moved store.writes waits for the commit */
 	uint64_t rng[2];
+	struct grpc_server *grpc, *admin_grpc; /* the gRPC listeners (grpc/); NULL when their port is off */
+	uint16_t rpc_port, admin_rpc_port;     /* the ports they bound (0: none) */
+	uint32_t grpc_connections;             /* open on both, for /metrics */
 };
 
 /* Seeds the id generator from /dev/urandom (the clock and pid when it cannot be read). */

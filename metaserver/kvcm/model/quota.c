@@ -119,6 +119,7 @@ struct storage *quota_pick_storage(struct kvcm *k, struct instance *inst, uint64
 {
 	struct group *g = inst->group;
 	struct storage *first = NULL, *pref = NULL, *s;
+	const char *missing = NULL;
 	bool always, any = false;
 	int want = preferred_type(g->prefer, &always);
 	size_t i;
@@ -139,6 +140,8 @@ struct storage *quota_pick_storage(struct kvcm *k, struct instance *inst, uint64
 	json_array_foreach(group_candidates(g), i, v)
 	{
 		s = storage_find(k, json_string_value(v));
+		if (!s && !missing)
+			missing = json_string_value(v);
 		if (!s || !s->available || storage_is_event_report(s))
 			continue;
 		any = true;
@@ -151,6 +154,12 @@ struct storage *quota_pick_storage(struct kvcm *k, struct instance *inst, uint64
 	}
 	if (pref || (first && !always))
 		return pref ? pref : first;
+	if (!any && missing) {
+		snprintf(msg, msglen,
+		         "no writable storage in instance group \"%s\": candidate storage \"%s\" does not exist",
+		         g->name, missing);
+		return NULL;
+	}
 	snprintf(msg, msglen, "%s in instance group \"%s\"",
 	         !any              ? "no writable storage (all candidates unavailable)"
 	         : always && first ? "no storage of the type data_storage_strategy requires"

@@ -236,6 +236,36 @@ int storage_add(struct kvcm *k, json_t *cfg, bool available, bool persist, char 
 	return KC_OK;
 }
 
+int storage_update(struct kvcm *k, json_t *cfg, char *msg, size_t msglen)
+{
+	struct storage *s = storage_find(k, jn_str(cfg, "global_unique_name"));
+	struct storage next;
+	int rc;
+
+	if (!s) {
+		snprintf(msg, msglen, "storage \"%s\" does not exist", jn_str(cfg, "global_unique_name"));
+		return KC_INSTANCE_NOT_EXIST;
+	}
+	next = *s;
+	next.cfg = cfg;
+	rc = resolve_type(cfg, &next.type, msg, msglen);
+	if (rc == KC_OK)
+		rc = bind_spec(&next, msg, msglen);
+	if (rc != KC_OK)
+		return rc;
+	/* locations keep the type they were written with: a kind changes only on an empty storage */
+	if (next.type != s->type && s->nlocations) {
+		snprintf(msg, msglen, "storage \"%s\" holds %llu cache locations: its type cannot change", s->name,
+		         (unsigned long long)s->nlocations);
+		return KC_INVALID_ARGUMENT;
+	}
+	json_decref(s->cfg);
+	*s = next;
+	persist_record(k, s);
+	log_info("op=kvcm_update_storage name=\"%s\" type=%s", s->name, storage_type_kind(s->type));
+	return KC_OK;
+}
+
 int storage_load(struct kvcm *k, json_t *record, char *msg, size_t msglen)
 {
 	json_t *cfg = json_incref(json_object_get(record, "config"));

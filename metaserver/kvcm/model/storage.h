@@ -22,6 +22,13 @@ extern const struct jfield storage_schema[];
  * wire code with a message. persist: write it to LMDB (false while loading).
  */
 int storage_add(struct kvcm *k, json_t *cfg, bool available, bool persist, char *msg, size_t msglen);
+/*
+ * Replaces the config of the storage cfg names (ownership of cfg passes on success): its spec, its
+ * check_storage_available_when_open; new writes use it, written locations keep their URIs. KC_OK,
+ * INSTANCE_NOT_EXIST, or INVALID_ARGUMENT / UNSUPPORTED as storage_add, or when the type would change under
+ * locations.
+ */
+int storage_update(struct kvcm *k, json_t *cfg, char *msg, size_t msglen);
 /* Recreates a storage from its record (storage_add without persisting). */
 int storage_load(struct kvcm *k, json_t *record, char *msg, size_t msglen);
 struct storage *storage_find(struct kvcm *k, const char *name);

@@ -1,0 +1,319 @@
+/*
+ * One unary gRPC call on an HTTP/2 stream: the method named by :path, the 5-byte length prefix, the protobuf-c
+ * request mapped to the HTTP API's JSON and run by the route's handler through call_run(), the JSON reply mapped
+ * into the response message, and the status in grpc-status / grpc-message trailers.
+ */
+#include <event2/buffer.h>
+#include <event2/event.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "grpc_auth.h"
+#include "grpc_stream.h"
+#include "http.h"
+#include "kvcm_state.h"
+#include "log.h"
+#include "metrics.h"
+#include "pb_json.h"
+
+/* gRPC status codes (grpc/status.h) */
+enum {
+	GS_OK = 0,
+	GS_DEADLINE_EXCEEDED = 4,
+	GS_RESOURCE_EXHAUSTED = 8,
+	GS_UNIMPLEMENTED = 12,
+	GS_INTERNAL = 13,
+	GS_INVALID_ARGUMENT = 3,
+};
+
+#define NV(n, v)                                                                                                       \
+	{                                                                                                              \
+		(uint8_t *)(n), (uint8_t *)(v), sizeof(n) - 1, strlen(v), NGHTTP2_NV_FLAG_NONE                         \
+	}
+
+/* grpc-message is percent-encoded: everything outside printable ASCII, and '%' itself. */
+static void percent_encode(char *out, size_t cap, const char *in)
+{
+	size_t o = 0;
+
+	for (; *in && o + 4 < cap; in++) {
+		unsigned char ch = (unsigned char)*in;
+
+		if (ch < 0x20 || ch > 0x7e || ch == '%')
+			o += (size_t)snprintf(out + o, cap - o, "%%%02X", ch);
+		else
+			out[o++] = (char)ch;
+	}
+	out[o] = '\0';
+}
+
+static void set_trailers(struct h2_stream *st, int status, const char *message)
+{
+	st->status = status;
+	snprintf(st->status_text, sizeof(st->status_text), "%d", status);
+	percent_encode(st->message, sizeof(st->message), message);
+	st->trailers[0] = (nghttp2_nv)NV("grpc-status", st->status_text);
+	st->trailers[1] = (nghttp2_nv)NV("grpc-message", st->message);
+}
+
+void grpc_call_fail(struct h2_stream *st, int status, const char *message)
+{
+	nghttp2_nv hdrs[4] = {NV(":status", "200"), NV("content-type", "application/grpc")};
+
+	if (st->answered || !st->conn)
+		return;
+	st->answered = true;
+	set_trailers(st, status, message);
+	hdrs[2] = st->trailers[0];
+	hdrs[3] = st->trailers[1];
+	/* trailers-only: one HEADERS frame ending the stream */
+	nghttp2_submit_response(st->conn->ng, st->id, hdrs, 4, NULL);
+}
+
+void grpc_call_too_large(struct h2_stream *st, const char *why, uint64_t limit)
+{
+	char msg[160];
+
+	snprintf(msg, sizeof(msg), "%s (%llu bytes)", why, (unsigned long long)limit);
+	h2_stream_drained(st);
+	grpc_call_fail(st, GS_RESOURCE_EXHAUSTED, msg);
+	st->rst_after = NGHTTP2_NO_ERROR + 1; /* the rest of the message is not wanted */
+}
+
+void grpc_call_deadline(int fd, short what, void *arg)
+{
+	struct h2_stream *st = arg;
+	struct h2_conn *c = st->conn;
+
+	(void)fd;
+	(void)what;
+	if (!c || st->answered)
+		return;
+	grpc_call_fail(st, GS_DEADLINE_EXCEEDED, "deadline exceeded");
+	st->rst_after = NGHTTP2_NO_ERROR + 1; /* RFC 9113 8.1: a complete response, the rest of the request unwanted */
+	h2_flush(c);
+}
+
+static ssize_t body_read(nghttp2_session *ng, int32_t id, uint8_t *buf, size_t len, uint32_t *flags,
+                         nghttp2_data_source *src, void *arg)
+{
+	struct h2_stream *st = src->ptr;
+	size_t n = st->out_len - st->out_off;
+
+	(void)arg;
+	if (n > len)
+		n = len;
+	memcpy(buf, st->out + st->out_off, n);
+	st->out_off += n;
+	if (st->out_off == st->out_len) {
+		*flags |= NGHTTP2_DATA_FLAG_EOF | NGHTTP2_DATA_FLAG_NO_END_STREAM;
+		if (nghttp2_submit_trailer(ng, id, st->trailers, 2))
+			return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+	}
+	return (ssize_t)n;
+}
+
+static void send_message(struct h2_stream *st, const ProtobufCMessage *m)
+{
+	nghttp2_nv hdrs[] = {NV(":status", "200"), NV("content-type", "application/grpc")};
+	nghttp2_data_provider prd = {{.ptr = st}, body_read};
+	size_t n = protobuf_c_message_get_packed_size(m);
+
+	if (n > st->conn->s->k->conf.grpc_max_message_bytes) {
+		grpc_call_fail(st, GS_RESOURCE_EXHAUSTED,
+		               "response message larger than kvcm.service.grpc_max_message_size");
+		return;
+	}
+	if (!(st->out = malloc(n + 5))) {
+		grpc_call_fail(st, GS_INTERNAL, "out of memory");
+		return;
+	}
+	st->out[0] = 0;
+	st->out[1] = (uint8_t)(n >> 24);
+	st->out[2] = (uint8_t)(n >> 16);
+	st->out[3] = (uint8_t)(n >> 8);
+	st->out[4] = (uint8_t)n;
+	protobuf_c_message_pack(m, st->out + 5);
+	st->out_len = n + 5;
+	st->answered = true;
+	set_trailers(st, GS_OK, "");
+	nghttp2_submit_response(st->conn->ng, st->id, hdrs, 2, &prd);
+}
+
+/* The handler's JSON reply as the method's response message: read straight from the text, or by jansson. */
+static void reply_json(struct h2_stream *st, const char *json, size_t len)
+{
+	struct grpc_server *s = st->conn->s;
+	struct pb_arena a = {0};
+	unsigned dropped = 0;
+	ProtobufCMessage *m = pb_reply_text(&a, st->method->output, json, len, &dropped);
+	json_t *j;
+
+	if (!m) {
+		pb_arena_free(&a);
+		a = (struct pb_arena){0};
+		dropped = 0;
+		j = json_loadb(json, len, 0, NULL);
+		m = j ? pb_reply_tree(&a, st->method->output, j, &dropped) : NULL;
+		json_decref(j);
+	}
+	if (!m) {
+		log_ratelimited(&s->log_bucket, LOG_WARN, "op=grpc_reply_unmappable api=%s", st->route->name);
+		grpc_call_fail(st, GS_INTERNAL, "the reply does not map to the response message");
+	} else {
+		if (dropped)
+			log_ratelimited(&s->log_bucket, LOG_WARN, "op=grpc_reply_fields_dropped api=%s fields=%u",
+			                st->route->name, dropped);
+		send_message(st, m);
+	}
+	pb_arena_free(&a);
+}
+
+static void on_reply(void *arg, int http_status, int code, char *json, size_t len)
+{
+	struct h2_stream *st = arg;
+
+	(void)code;
+	st->call_pending = false;
+	if (!st->conn) { /* cancelled, or its connection closed, while the call ran */
+		free(json);
+		h2_stream_free(st);
+		return;
+	}
+	if (!st->answered) {
+		if (http_status == 400)
+			grpc_call_fail(st, GS_INVALID_ARGUMENT, "malformed request (HTTP would answer 400)");
+		else if (http_status == 413)
+			grpc_call_fail(st, GS_RESOURCE_EXHAUSTED,
+			               "request larger than kvcm.service.max_json_body_size");
+		else if (http_status != 200)
+			grpc_call_fail(st, GS_INTERNAL, "internal error");
+		else
+			reply_json(st, json, len);
+	}
+	free(json);
+	h2_flush(st->conn);
+}
+
+/* ":path" is /<package>.<Service>/<Method>; the route is the method's name in lowerCamel. */
+static bool resolve(struct h2_stream *st, const char **why)
+{
+	const struct grpc_server *s = st->conn->s;
+	const char *slash = st->path[0] == '/' ? strchr(st->path + 1, '/') : NULL;
+	char service[192], route[128];
+	size_t n;
+
+	*why = "unknown service";
+	if (!slash || (n = (size_t)(slash - st->path - 1)) >= sizeof(service))
+		return false;
+	memcpy(service, st->path + 1, n);
+	service[n] = '\0';
+	for (const struct grpc_service *g = s->services; g->desc; g++) {
+		if (strcmp(g->desc->name, service) != 0 || (g->debug && !s->k->conf.debug_service))
+			continue;
+		*why = "unknown method";
+		st->method = protobuf_c_service_descriptor_get_method_by_name(g->desc, slash + 1);
+		if (!st->method || strlen(slash + 1) >= sizeof(route))
+			return false;
+		snprintf(route, sizeof(route), "%c%s", slash[1] + ('a' - 'A') * (slash[1] >= 'A' && slash[1] <= 'Z'),
+		         slash + 2);
+		*why = "method not implemented by mmc";
+		for (const struct route *r = g->routes; r->name; r++)
+			if (strcmp(r->name, route) == 0 && (!(r->flags & ROUTE_DEBUG) || s->k->conf.debug_service)) {
+				st->route = r;
+				return true;
+			}
+		return false;
+	}
+	return false;
+}
+
+/* The one length-prefixed, uncompressed message of a unary request; NULL (status set) when malformed. */
+static ProtobufCMessage *read_request(struct h2_stream *st, int *status, const char **why)
+{
+	size_t len = evbuffer_get_length(st->in);
+	const uint8_t *b = evbuffer_pullup(st->in, -1);
+	ProtobufCMessage *m;
+	uint32_t n;
+
+	*status = GS_INTERNAL;
+	*why = "malformed gRPC frame";
+	if (len < 5 || (b[0] & ~1u))
+		return NULL;
+	n = (uint32_t)b[1] << 24 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 8 | b[4];
+	if (b[0] & 1) {
+		*why = "compressed messages are not supported (no grpc-encoding is accepted)";
+		return NULL;
+	}
+	if ((size_t)n + 5 != len)
+		return NULL;
+	m = protobuf_c_message_unpack(st->method->input, NULL, n, b + 5);
+	if (!m)
+		*why = "the request message does not decode";
+	return m;
+}
+
+static bool headers_ok(struct h2_stream *st)
+{
+	nghttp2_nv hdrs[] = {NV(":status", "415")};
+
+	if (strncmp(st->content_type, "application/grpc", 16) == 0 &&
+	    (st->content_type[16] == '\0' || st->content_type[16] == '+' || st->content_type[16] == ';'))
+		return true;
+	st->answered = true;
+	nghttp2_submit_response(st->conn->ng, st->id, hdrs, 1, NULL);
+	return false;
+}
+
+/* The checks before the message is read; false when the stream has been answered. */
+static bool admit(struct h2_stream *st)
+{
+	struct grpc_server *s = st->conn->s;
+	const char *why;
+	int refused;
+
+	if (!headers_ok(st))
+		return false;
+	if (st->bad_header)
+		grpc_call_fail(st, GS_INTERNAL, "malformed request headers");
+	else if ((refused = grpc_auth_check(s->k, s->admin, st->authorization, st->path, &s->log_bucket)))
+		grpc_call_fail(st, refused, refused == GRPC_UNAUTHENTICATED ? "credentials refused" : "forbidden");
+	else if (!resolve(st, &why))
+		grpc_call_fail(st, GS_UNIMPLEMENTED, why);
+	return !st->answered;
+}
+
+void grpc_call_start(struct h2_stream *st)
+{
+	struct grpc_server *s = st->conn->s;
+	struct call_sink sink = {on_reply, st, -1, &s->log_bucket};
+	ProtobufCMessage *m;
+	const char *why;
+	struct jw body;
+	int status;
+	bool ok;
+
+	if (!admit(st))
+		return;
+	if (!(m = read_request(st, &status, &why))) {
+		log_ratelimited(&s->log_bucket, LOG_WARN, "op=grpc_bad_request api=%s why=\"%s\"", st->route->name,
+		                why);
+		grpc_call_fail(st, status, why);
+		return;
+	}
+	jw_init(&body);
+	ok = pb_request_json(m, &body);
+	protobuf_c_message_free_unpacked(m, NULL);
+	h2_stream_drained(st);
+	if (!ok) {
+		jw_free(&body);
+		grpc_call_fail(st, GS_INTERNAL, "the request does not map to JSON");
+		return;
+	}
+	sink.metric_slot = metrics_slot(s->k->metrics, st->route->name);
+	st->call_pending = true;
+	call_run(s->k, st->route, body.buf, body.len, &sink);
+	jw_free(&body);
+}

@@ -1,0 +1,457 @@
+#include "grpc_server.h"
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
+#include <event2/event.h>
+#include <event2/listener.h>
+#include <event2/util.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "grpc_stream.h"
+#include "http_tls.h"
+#include "kvcm_state.h"
+#include "log.h"
+#include "mmc/mmc.h"
+
+#define MAX_STREAMS           100
+#define WINDOW_BYTES          (1u << 20)
+#define MAX_HEADER_LIST_BYTES (64u << 10) /* as the HTTP ports' request headers */
+
+static void conn_free(struct h2_conn *c)
+{
+	c->closing = true;
+	while (!list_empty(&c->streams)) {
+		struct h2_stream *st = list_entry(c->streams.next, struct h2_stream, link);
+
+		list_del(&st->link);
+		if (st->call_pending)
+			st->conn = NULL;
+		else
+			h2_stream_free(st);
+	}
+	nghttp2_session_del(c->ng);
+	bufferevent_free(c->bev);
+	list_del(&c->link);
+	c->s->nconns--;
+	c->s->k->grpc_connections--;
+	free(c);
+}
+
+void h2_stream_drained(struct h2_stream *st)
+{
+	if (st->in)
+		evbuffer_drain(st->in, evbuffer_get_length(st->in));
+	st->srv->buffered -= st->counted;
+	st->counted = 0;
+}
+
+void h2_stream_free(struct h2_stream *st)
+{
+	h2_stream_drained(st);
+	if (st->in)
+		evbuffer_free(st->in);
+	if (st->deadline)
+		event_free(st->deadline);
+	free(st->out);
+	free(st);
+}
+
+void h2_flush(struct h2_conn *c)
+{
+	int rc;
+
+	if (!c || c->in_recv)
+		return;
+	rc = nghttp2_session_send(c->ng);
+	if (rc != 0) {
+		log_ratelimited(&c->s->log_bucket, LOG_WARN, "op=grpc_send_failed why=\"%s\"", nghttp2_strerror(rc));
+		conn_free(c);
+		return;
+	}
+	if (!nghttp2_session_want_read(c->ng) && !nghttp2_session_want_write(c->ng) &&
+	    evbuffer_get_length(bufferevent_get_output(c->bev)) == 0)
+		conn_free(c);
+}
+
+static ssize_t send_cb(nghttp2_session *ng, const uint8_t *data, size_t len, int flags, void *arg)
+{
+	struct h2_conn *c = arg;
+
+	(void)ng;
+	(void)flags;
+	return bufferevent_write(c->bev, data, len) ? NGHTTP2_ERR_CALLBACK_FAILURE : (ssize_t)len;
+}
+
+static int begin_headers_cb(nghttp2_session *ng, const nghttp2_frame *f, void *arg)
+{
+	struct h2_conn *c = arg;
+	struct h2_stream *st;
+
+	if (f->hd.type != NGHTTP2_HEADERS || f->headers.cat != NGHTTP2_HCAT_REQUEST)
+		return 0;
+	st = calloc(1, sizeof(*st));
+	if (!st || !(st->in = evbuffer_new())) {
+		free(st);
+		return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE; /* the stream is reset, the connection lives */
+	}
+	st->conn = c;
+	st->srv = c->s;
+	st->id = f->hd.stream_id;
+	list_add_tail(&c->streams, &st->link);
+	nghttp2_session_set_stream_user_data(ng, st->id, st);
+	return 0;
+}
+
+/* grpc-timeout: at most 8 digits and a unit (H M S m u n), in microseconds (at least 1). */
+static bool parse_timeout(const uint8_t *v, size_t len, uint64_t *us)
+{
+	static const struct {
+		char unit;
+		double to_us;
+	} units[] = {{'H', 3.6e9}, {'M', 6e7}, {'S', 1e6}, {'m', 1e3}, {'u', 1}, {'n', 1e-3}};
+	uint64_t n = 0;
+
+	if (len < 2 || len > 9)
+		return false;
+	for (size_t i = 0; i + 1 < len; i++) {
+		if (v[i] < '0' || v[i] > '9')
+			return false;
+		n = n * 10 + (v[i] - '0');
+	}
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
+		if (v[len - 1] == units[i].unit) {
+			*us = (uint64_t)((double)n * units[i].to_us);
+			if (!*us)
+				*us = 1;
+			return true;
+		}
+	return false;
+}
+
+static void keep(struct h2_stream *st, char *dst, size_t cap, const uint8_t *v, size_t len)
+{
+	if (len >= cap) {
+		st->bad_header = true;
+		return;
+	}
+	memcpy(dst, v, len);
+	dst[len] = '\0';
+}
+
+static int header_cb(nghttp2_session *ng, const nghttp2_frame *f, const uint8_t *name, size_t namelen,
+                     const uint8_t *value, size_t valuelen, uint8_t flags, void *arg)
+{
+	struct h2_stream *st = nghttp2_session_get_stream_user_data(ng, f->hd.stream_id);
+
+	(void)flags;
+	(void)arg;
+	if (!st || f->hd.type != NGHTTP2_HEADERS || f->headers.cat != NGHTTP2_HCAT_REQUEST)
+		return 0;
+#define IS(n) (namelen == sizeof(n) - 1 && memcmp(name, n, namelen) == 0)
+	if (IS(":path"))
+		keep(st, st->path, sizeof(st->path), value, valuelen);
+	else if (IS("content-type"))
+		keep(st, st->content_type, sizeof(st->content_type), value, valuelen);
+	else if (IS("authorization"))
+		keep(st, st->authorization, sizeof(st->authorization), value, valuelen);
+	else if (IS("grpc-timeout") && !parse_timeout(value, valuelen, &st->timeout_us))
+		st->bad_header = true;
+#undef IS
+	return 0;
+}
+
+static int data_cb(nghttp2_session *ng, uint8_t flags, int32_t id, const uint8_t *data, size_t len, void *arg)
+{
+	struct h2_stream *st = nghttp2_session_get_stream_user_data(ng, id);
+	struct h2_conn *c = arg;
+
+	(void)flags;
+	if (!st || st->answered || st->call_pending)
+		return 0;
+	if (evbuffer_add(st->in, data, len))
+		return NGHTTP2_ERR_CALLBACK_FAILURE;
+	st->counted += len;
+	c->s->buffered += len;
+	if (evbuffer_get_length(st->in) > c->s->k->conf.grpc_max_message_bytes + 5)
+		grpc_call_too_large(st, "request message larger than kvcm.service.grpc_max_message_size",
+		                    c->s->k->conf.grpc_max_message_bytes);
+	else if (c->s->buffered > c->s->k->conf.max_buffered_bytes)
+		grpc_call_too_large(st, "the port holds more request bytes than kvcm.service.max_buffered_size",
+		                    c->s->k->conf.max_buffered_bytes);
+	return 0;
+}
+
+static void arm_deadline(struct h2_conn *c, struct h2_stream *st)
+{
+	struct timeval tv = {(time_t)(st->timeout_us / 1000000), (suseconds_t)(st->timeout_us % 1000000)};
+
+	st->deadline = evtimer_new(c->s->k->base, grpc_call_deadline, st);
+	if (st->deadline)
+		evtimer_add(st->deadline, &tv);
+}
+
+static int frame_cb(nghttp2_session *ng, const nghttp2_frame *f, void *arg)
+{
+	struct h2_stream *st = nghttp2_session_get_stream_user_data(ng, f->hd.stream_id);
+
+	if (f->hd.type == NGHTTP2_GOAWAY && f->goaway.error_code != NGHTTP2_NO_ERROR)
+		log_ratelimited(&((struct h2_conn *)arg)->s->log_bucket, LOG_WARN,
+		                "op=grpc_peer_goaway code=%u why=\"%.*s\"", f->goaway.error_code,
+		                (int)(f->goaway.opaque_data_len > 200 ? 200 : f->goaway.opaque_data_len),
+		                (const char *)f->goaway.opaque_data);
+	if (!st)
+		return 0;
+	if (f->hd.type == NGHTTP2_HEADERS && f->headers.cat == NGHTTP2_HCAT_REQUEST && st->timeout_us)
+		arm_deadline(arg, st);
+	if ((f->hd.type == NGHTTP2_HEADERS || f->hd.type == NGHTTP2_DATA) && (f->hd.flags & NGHTTP2_FLAG_END_STREAM) &&
+	    !st->answered && !st->call_pending)
+		grpc_call_start(st);
+	return 0;
+}
+
+/* After a response that ended the stream while the peer was still sending: RST_STREAM (sent before the
+ * response, it would discard it). */
+static int sent_cb(nghttp2_session *ng, const nghttp2_frame *f, void *arg)
+{
+	struct h2_stream *st = nghttp2_session_get_stream_user_data(ng, f->hd.stream_id);
+
+	if (f->hd.type == NGHTTP2_GOAWAY && f->goaway.error_code != NGHTTP2_NO_ERROR)
+		log_ratelimited(&((struct h2_conn *)arg)->s->log_bucket, LOG_WARN,
+		                "op=grpc_goaway code=%u why=\"%.*s\"", f->goaway.error_code,
+		                (int)(f->goaway.opaque_data_len > 200 ? 200 : f->goaway.opaque_data_len),
+		                (const char *)f->goaway.opaque_data); /* why this end gives up on the connection */
+	if (st && st->rst_after && f->hd.type == NGHTTP2_HEADERS && (f->hd.flags & NGHTTP2_FLAG_END_STREAM) &&
+	    !nghttp2_session_get_stream_remote_close(ng, st->id))
+		nghttp2_submit_rst_stream(ng, NGHTTP2_FLAG_NONE, st->id, (uint32_t)(st->rst_after - 1));
+	return 0;
+}
+
+/* Why nghttp2 gives up on a peer (it then sends GOAWAY): for the log. */
+static int error_cb(nghttp2_session *ng, int code, const char *msg, size_t len, void *arg)
+{
+	struct h2_conn *c = arg;
+
+	(void)ng;
+	log_ratelimited(&c->s->log_bucket, LOG_WARN, "op=grpc_protocol_error code=%d why=\"%.*s\"", code, (int)len,
+	                msg);
+	return 0;
+}
+
+static int close_cb(nghttp2_session *ng, int32_t id, uint32_t error, void *arg)
+{
+	struct h2_stream *st = nghttp2_session_get_stream_user_data(ng, id);
+	struct h2_conn *c = arg;
+
+	(void)error;
+	if (!st || c->closing)
+		return 0;
+	list_del(&st->link);
+	if (st->deadline) {
+		event_free(st->deadline);
+		st->deadline = NULL;
+	}
+	if (st->call_pending)
+		st->conn = NULL; /* a cancelled call: its reply frees the stream */
+	else
+		h2_stream_free(st);
+	return 0;
+}
+
+static long feed(void *arg, const uint8_t *data, size_t len)
+{
+	return (long)nghttp2_session_mem_recv(((struct h2_conn *)arg)->ng, data, len);
+}
+
+static void read_cb(struct bufferevent *bev, void *arg)
+{
+	struct h2_conn *c = arg;
+	struct evbuffer *in = bufferevent_get_input(bev);
+	size_t len = evbuffer_get_length(in);
+	uint64_t dropped = c->filter.dropped;
+	long rv;
+
+	c->in_recv = true;
+	rv = h2_idle_rst_pass(&c->filter, evbuffer_pullup(in, -1), len, feed, c);
+	c->in_recv = false;
+	if (c->filter.dropped != dropped)
+		log_ratelimited(&c->s->log_bucket, LOG_INFO, "op=grpc_idle_rst_dropped total=%llu",
+		                (unsigned long long)c->filter.dropped);
+	if (rv < 0) {
+		log_ratelimited(&c->s->log_bucket, LOG_WARN, "op=grpc_bad_connection why=\"%s\"",
+		                nghttp2_strerror((int)rv));
+		conn_free(c);
+		return;
+	}
+	evbuffer_drain(in, len);
+	h2_flush(c);
+}
+
+static void write_cb(struct bufferevent *bev, void *arg)
+{
+	struct h2_conn *c = arg;
+
+	(void)bev;
+	if (!nghttp2_session_want_read(c->ng) && !nghttp2_session_want_write(c->ng))
+		conn_free(c);
+}
+
+static void event_cb(struct bufferevent *bev, short what, void *arg)
+{
+	struct h2_conn *c = arg;
+
+	(void)bev;
+	if (what == BEV_EVENT_CONNECTED) /* the TLS handshake is done */
+		return;
+	conn_free(c); /* EOF, an error (a failed handshake too) or the idle timeout: the connection is over */
+}
+
+static int session_new(struct h2_conn *c)
+{
+	nghttp2_settings_entry iv[] = {{NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, MAX_STREAMS},
+	                               {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, WINDOW_BYTES},
+	                               {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, MAX_HEADER_LIST_BYTES}};
+	nghttp2_session_callbacks *cb;
+	int rc;
+
+	if (nghttp2_session_callbacks_new(&cb))
+		return -1;
+	nghttp2_session_callbacks_set_send_callback(cb, send_cb);
+	nghttp2_session_callbacks_set_on_begin_headers_callback(cb, begin_headers_cb);
+	nghttp2_session_callbacks_set_on_header_callback(cb, header_cb);
+	nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cb, data_cb);
+	nghttp2_session_callbacks_set_on_frame_recv_callback(cb, frame_cb);
+	nghttp2_session_callbacks_set_on_stream_close_callback(cb, close_cb);
+	nghttp2_session_callbacks_set_on_frame_send_callback(cb, sent_cb);
+	nghttp2_session_callbacks_set_error_callback2(cb, error_cb);
+	rc = nghttp2_session_server_new(&c->ng, cb, c);
+	nghttp2_session_callbacks_del(cb);
+	if (rc)
+		return -1;
+	if (nghttp2_submit_settings(c->ng, NGHTTP2_FLAG_NONE, iv, sizeof(iv) / sizeof(iv[0])) ||
+	    nghttp2_session_set_local_window_size(c->ng, NGHTTP2_FLAG_NONE, 0, 16 * WINDOW_BYTES))
+		return -1;
+	return 0;
+}
+
+static void accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa, int salen, void *arg)
+{
+	struct grpc_server *s = arg;
+	struct timeval idle = {(time_t)s->k->conf.idle_timeout_s, 0};
+	struct h2_conn *c;
+	int one = 1;
+
+	(void)l;
+	(void)sa;
+	(void)salen;
+	if (s->nconns >= s->k->conf.max_connections || !(c = calloc(1, sizeof(*c)))) {
+		log_ratelimited(&s->log_bucket, LOG_WARN, "op=grpc_reject reason=max_connections limit=%u",
+		                s->k->conf.max_connections);
+		evutil_closesocket(fd);
+		return;
+	}
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	c->s = s;
+	h2_idle_rst_init(&c->filter);
+	list_init(&c->streams);
+	list_add_tail(&s->conns, &c->link);
+	s->nconns++;
+	s->k->grpc_connections++;
+	c->bev = s->tls ? bufferevent_openssl_socket_new(s->k->base, fd, SSL_new(s->tls), BUFFEREVENT_SSL_ACCEPTING,
+	                                                 BEV_OPT_CLOSE_ON_FREE)
+	                : bufferevent_socket_new(s->k->base, fd, BEV_OPT_CLOSE_ON_FREE);
+	if (!c->bev) {
+		evutil_closesocket(fd);
+		list_del(&c->link);
+		s->nconns--;
+		s->k->grpc_connections--;
+		free(c);
+		return;
+	}
+	if (session_new(c)) {
+		conn_free(c);
+		return;
+	}
+	bufferevent_setcb(c->bev, read_cb, write_cb, event_cb, c);
+	bufferevent_set_timeouts(c->bev, &idle, NULL);
+	bufferevent_enable(c->bev, EV_READ | EV_WRITE);
+	h2_flush(c);
+}
+
+/* bind: an address or a host name, resolved as the HTTP listeners resolve theirs (the first address). */
+static int listen_on(struct grpc_server *s, const char *bind, uint16_t port, uint16_t *bound)
+{
+	struct evutil_addrinfo hints = {
+	    .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = EVUTIL_AI_PASSIVE};
+	struct evutil_addrinfo *ai = NULL;
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+	char service[8];
+
+	snprintf(service, sizeof(service), "%u", port);
+	if (evutil_getaddrinfo(bind, service, &hints, &ai) || !ai)
+		return -1;
+	s->lev = evconnlistener_new_bind(s->k->base, accept_cb, s, LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE, 128,
+	                                 ai->ai_addr, (int)ai->ai_addrlen);
+	evutil_freeaddrinfo(ai);
+	if (!s->lev)
+		return -1;
+	if (getsockname(evconnlistener_get_fd(s->lev), (struct sockaddr *)&ss, &sl) == 0)
+		*bound = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
+		                                        : ((struct sockaddr_in *)&ss)->sin_port);
+	return 0;
+}
+
+/* gRPC over TLS is HTTP/2 chosen by ALPN ("h2"); a client offering only http/1.1 fails the handshake. */
+static int alpn_cb(SSL *ssl, const unsigned char **out, unsigned char *outlen, const unsigned char *in,
+                   unsigned int inlen, void *arg)
+{
+	(void)ssl;
+	(void)arg;
+	return nghttp2_select_next_protocol((unsigned char **)out, outlen, in, inlen) == 1 ? SSL_TLSEXT_ERR_OK
+	                                                                                   : SSL_TLSEXT_ERR_ALERT_FATAL;
+}
+
+int grpc_server_start(struct grpc_server **out, struct kvcm *k, const char *bind, uint16_t port,
+                      const struct grpc_service *services, bool admin, uint16_t *bound, char *err, size_t errlen)
+{
+	struct grpc_server *s = calloc(1, sizeof(*s));
+
+	if (!s)
+		return MMC_MALLOC_FAILED;
+	s->k = k;
+	s->services = services;
+	s->admin = admin;
+	list_init(&s->conns);
+	if (http_tls_ctx(&k->conf, &s->tls, err, errlen)) {
+		grpc_server_stop(s);
+		return MMC_ERROR;
+	}
+	if (s->tls)
+		SSL_CTX_set_alpn_select_cb(s->tls, alpn_cb, NULL);
+	if (listen_on(s, bind, port, bound)) {
+		snprintf(err, errlen, "cannot listen on %s:%u for %s gRPC", bind, port, admin ? "admin" : "KVCM");
+		grpc_server_stop(s);
+		return MMC_ERROR;
+	}
+	*out = s;
+	return 0;
+}
+
+void grpc_server_stop(struct grpc_server *s)
+{
+	if (!s)
+		return;
+	while (!list_empty(&s->conns))
+		conn_free(list_entry(s->conns.next, struct h2_conn, link));
+	if (s->lev)
+		evconnlistener_free(s->lev);
+	SSL_CTX_free(s->tls);
+	free(s);
+}

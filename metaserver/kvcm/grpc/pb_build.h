@@ -1,0 +1,42 @@
+/*
+ * Building protobuf-c messages field by field in an arena: what both readers of a JSON reply (pb_text.c straight
+ * from the text, pb_json.c from a jansson tree) fill a response message with. Everything a message holds (its
+ * sub-messages, arrays and strings) comes from the arena, so the message is freed with the arena, never with
+ * protobuf_c_message_free_unpacked().
+ */
+#ifndef MMC_KVCM_PB_BUILD_H
+#define MMC_KVCM_PB_BUILD_H
+
+#include <protobuf-c/protobuf-c.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct pb_chunk;
+
+struct pb_arena {
+	struct pb_chunk *head;
+	bool oom;
+};
+
+void pb_arena_free(struct pb_arena *a);
+/* n zeroed bytes, 8-aligned; NULL (a->oom) when memory ran out. */
+void *pb_alloc(struct pb_arena *a, size_t n);
+char *pb_strndup(struct pb_arena *a, const char *s, size_t n);
+
+ProtobufCMessage *pb_message(struct pb_arena *a, const ProtobufCMessageDescriptor *d);
+/* The address of a new, zeroed last element of the repeated field f of m; NULL when memory ran out. */
+void *pb_push(struct pb_arena *a, ProtobufCMessage *m, const ProtobufCFieldDescriptor *f);
+/* Where the value of a singular field goes, after marking it the set member of its oneof. */
+void *pb_slot(ProtobufCMessage *m, const ProtobufCFieldDescriptor *f);
+
+/* An integer into a numeric field of any width; false for a field that is not an integer one. */
+bool pb_set_int(const ProtobufCFieldDescriptor *f, void *p, int64_t v);
+bool pb_set_double(const ProtobufCFieldDescriptor *f, void *p, double v);
+/* An enum by name; an unknown name leaves the default (0), as the HTTP API reads enums. */
+void pb_set_enum_name(const ProtobufCFieldDescriptor *f, void *p, const char *name);
+/* protobuf-c writes map<K,V> as a repeated XxxEntry{key = 1, value = 2}; JSON writes it as an object. */
+bool pb_is_map(const ProtobufCFieldDescriptor *f);
+size_t pb_elem_size(const ProtobufCFieldDescriptor *f);
+
+#endif

@@ -1,0 +1,94 @@
+#include "reload.h"
+
+#include <ctype.h>
+#include <string.h>
+
+#include "conf_parse.h"
+#include "log.h"
+#include "meta_conf.h"
+
+/* The first configuration key named in a message ("... ock.mmc.evict_threshold_high (70) must be ..."), or "-". */
+static const char *key_in(const char *msg, char *key, size_t len)
+{
+	const char *k = strstr(msg, "ock.mmc.");
+	size_t n = 0;
+
+	if (!k)
+		k = strstr(msg, "kvcm.");
+	if (!k)
+		return "-";
+	while (n + 1 < len && (isalnum((unsigned char)k[n]) || k[n] == '.' || k[n] == '_'))
+		n++;
+	memcpy(key, k, n);
+	key[n] = '\0';
+	return key;
+}
+
+static bool reloadable(const char *key)
+{
+	static const char *const keys[] = {"ock.mmc.log_level",
+	                                   "ock.mmc.evict_threshold_high",
+	                                   "ock.mmc.evict_threshold_low",
+	                                   "ock.mmc.meta.lease_ttl_ms",
+	                                   "ock.mmc.log_path",
+	                                   NULL};
+
+	for (int i = 0; keys[i]; i++)
+		if (strcmp(key, keys[i]) == 0)
+			return true;
+	return false;
+}
+
+/* Keys a reload cannot change: the running value stays, and the log says a restart applies the new one. */
+static void warn_restart_only(const struct meta_conf *running, const struct meta_conf *fresh)
+{
+	for (const struct conf_key *k = meta_conf_keys(); k->name; k++) {
+		const char *a = (const char *)running + k->offset, *b = (const char *)fresh + k->offset;
+		bool differ = k->type == CONF_STR ? strncmp(a, b, k->size) != 0 : memcmp(a, b, k->size) != 0;
+
+		if (differ && !reloadable(k->name))
+			log_warn("op=reload key=%s note=\"changed in the file; takes effect at the next start\"",
+			         k->name);
+	}
+}
+
+static void reopen_log(struct meta *m, const struct meta_conf *fresh)
+{
+	char err[512];
+	int rc;
+
+	if (fresh->log_path[0] && strcmp(fresh->log_path, m->conf.log_path) != 0)
+		rc = log_open(fresh->log_path, err, sizeof(err));
+	else
+		rc = log_reopen(err, sizeof(err));
+	if (rc) {
+		log_warn("op=reload key=ock.mmc.log_path err=\"%s\" note=\"still logging where it was\"", err);
+		return;
+	}
+	if (fresh->log_path[0])
+		strcpy(m->conf.log_path, fresh->log_path);
+}
+
+void reload_rejected(const char *err)
+{
+	char key[128];
+
+	log_warn("op=reload result=rejected key=%s err=\"%s\" note=\"the running values are kept\"",
+	         key_in(err, key, sizeof(key)), err);
+}
+
+void reload_apply(struct meta *m, const struct meta_conf *fresh)
+{
+	enum log_level lvl;
+
+	warn_restart_only(&m->conf, fresh);
+	reopen_log(m, fresh);
+	if (log_parse_level(fresh->log_level, &lvl) == 0)
+		log_set_level(lvl);
+	strcpy(m->conf.log_level, fresh->log_level);
+	m->conf.evict_high = fresh->evict_high;
+	m->conf.evict_low = fresh->evict_low;
+	m->conf.lease_ttl_ms = fresh->lease_ttl_ms;
+	log_info("op=reload result=applied log_level=%s evict_high=%u evict_low=%u lease_ttl_ms=%llu", fresh->log_level,
+	         m->conf.evict_high, m->conf.evict_low, (unsigned long long)m->conf.lease_ttl_ms);
+}

@@ -1,0 +1,320 @@
+#!/usr/bin/env python3
+"""The gRPC listener's transport rules, with a real gRPC client (python3-grpcio) and, for what a gRPC library
+never sends, raw HTTP/2 frames: grpc-timeout deadlines, a cancelled call, the largest message, a malformed HTTP/2
+frame and a malformed gRPC frame (the connection or stream is refused and the server goes on serving the others),
+and the methods mmc does not have (UNIMPLEMENTED over gRPC, 404 over HTTP)."""
+import random
+import sys
+import threading
+import time
+import unittest
+
+import grpc_fixture as fx
+import h2_raw as h2
+
+PATH = "/kv_cache_manager.proto.meta.MetaService/GetClusterInfo"
+
+
+def cluster_info_request(trace="t"):
+    return fx.message_classes("meta", "getClusterInfo")[0](trace_id=trace).SerializeToString()
+
+
+class Base(unittest.TestCase):
+    extra = ()
+
+    def setUp(self):
+        self.srv = fx.Server(*self.extra)
+
+    def tearDown(self):
+        alive = self.srv.alive()
+        bad = self.srv.stop()
+        self.assertTrue(alive, "the server died")
+        self.assertEqual(bad, [])
+
+    def ok_call(self):
+        r = fx.grpc_call(self.srv, "meta", "getClusterInfo", {"trace_id": "ok"}, timeout=10)
+        self.assertEqual(r.header.status.code, 1)
+
+    def full_request(self, c, sid, payload=None):
+        c.send(h2.frame(h2.HEADERS, h2.END_HEADERS, sid, h2.header_block(PATH)) +
+               h2.frame(h2.DATA, h2.END_STREAM, sid, h2.grpc_message(payload or cluster_info_request())))
+
+
+class Transport(Base):
+    def test_deadline_from_grpc_timeout(self):
+        c = h2.Conn(self.srv.rpc_port)
+        t0 = time.time()
+        c.send(h2.frame(h2.HEADERS, h2.END_HEADERS, 1, h2.header_block(PATH, [("grpc-timeout", "300m")])))
+        c.send(h2.frame(h2.HEADERS, h2.END_HEADERS, 3, h2.header_block(PATH)))  # no deadline: left open
+        fs = c.frames(h2.stream_ended(1))
+        took = time.time() - t0
+        self.assertTrue(h2.stream_ended(1)(fs), fs)
+        self.assertGreaterEqual(took, 0.25)
+        self.assertTrue(h2.has_status(fs, 1, 4), "DEADLINE_EXCEEDED")
+        self.assertFalse(h2.stream_ended(3)(c.frames(h2.stream_ended(3), timeout=1.0)))
+        self.full_request(c, 5)  # the connection still serves calls
+        fs = c.frames(h2.stream_ended(5))
+        self.assertTrue(h2.has_status(fs, 5, 0))
+        c.close()
+        # a real client: its deadline passes while the request is still open
+        ch = self.srv.channel(self.srv.rpc_port)
+        never = threading.Event()
+        fn = ch.stream_unary(PATH, request_serializer=lambda b: b, response_deserializer=lambda b: b)
+        with self.assertRaises(fx.grpc.RpcError) as e:
+            fn(iter(lambda: never.wait(5) and b"", None), timeout=0.3)
+        self.assertEqual(e.exception.code(), fx.grpc.StatusCode.DEADLINE_EXCEEDED)
+        self.ok_call()
+
+    def test_bad_grpc_timeout(self):
+        c = h2.Conn(self.srv.rpc_port)
+        c.send(h2.frame(h2.HEADERS, h2.END_HEADERS, 1, h2.header_block(PATH, [("grpc-timeout", "12x")])) +
+               h2.frame(h2.DATA, h2.END_STREAM, 1, h2.grpc_message(cluster_info_request())))
+        self.assertTrue(h2.has_status(c.frames(h2.stream_ended(1)), 1, 13))
+        c.close()
+
+    def test_cancelled_call(self):
+        ch = self.srv.channel(self.srv.rpc_port)
+        release = threading.Event()
+        fn = ch.stream_unary(PATH, request_serializer=lambda b: b, response_deserializer=lambda b: b)
+        fut = fn.future(iter(lambda: release.wait(10) and b"", None), timeout=30)
+        time.sleep(0.3)
+        self.assertTrue(fut.cancel())
+        release.set()
+        self.ok_call()
+        # raw: half a message, then RST_STREAM; the next stream of the connection is served
+        c = h2.Conn(self.srv.rpc_port)
+        c.send(h2.frame(h2.HEADERS, h2.END_HEADERS, 1, h2.header_block(PATH)) +
+               h2.frame(h2.DATA, 0, 1, h2.grpc_message(cluster_info_request())[:4]) +
+               h2.frame(h2.RST_STREAM, 0, 1, (8).to_bytes(4, "big")))
+        self.full_request(c, 3)
+        fs = c.frames(h2.stream_ended(3))
+        self.assertTrue(h2.has_status(fs, 3, 0))
+        self.assertFalse(any(f[2] == 1 and f[0] == h2.HEADERS for f in fs))
+        c.close()
+
+    def test_message_limit_4mib(self):
+        big = {"trace_id": "x" * (5 << 20)}
+        with self.assertRaises(fx.grpc.RpcError) as e:
+            fx.grpc_call(self.srv, "meta", "getClusterInfo", big)
+        self.assertEqual(e.exception.code(), fx.grpc.StatusCode.RESOURCE_EXHAUSTED)
+        self.assertIn("4194304", e.exception.details())
+        r = fx.grpc_call(self.srv, "meta", "getInstanceInfo", {"trace_id": "y" * (3 << 20), "instance_id": "i"})
+        self.assertEqual(r.header.status.code, 8)  # INSTANCE_NOT_EXIST: the call ran
+        self.ok_call()
+
+    def test_malformed_http2_frame(self):
+        other = h2.Conn(self.srv.rpc_port)  # open before, must keep working
+        bad = h2.Conn(self.srv.rpc_port)
+        bad.send(h2.frame(h2.SETTINGS, 0, 0, b"\x00\x03\x00\x00\x00"))  # a SETTINGS length not a multiple of 6
+        fs = bad.frames(lambda fs: False, timeout=5)
+        self.assertTrue(bad.closed, "the connection is closed")
+        self.assertTrue(any(f[0] == h2.GOAWAY for f in fs))
+        bad.close()
+        garbage = h2.Conn.__new__(h2.Conn)
+        garbage.s, garbage.buf, garbage.closed = h2.socket.create_connection(("127.0.0.1", self.srv.rpc_port)), b"", False
+        garbage.send(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n" + b"\xff" * 64)  # not even HTTP/2
+        garbage.frames(lambda fs: False, timeout=5)
+        self.assertTrue(garbage.closed)
+        garbage.close()
+        self.full_request(other, 1)
+        self.assertTrue(h2.has_status(other.frames(h2.stream_ended(1)), 1, 0))
+        other.close()
+        self.ok_call()
+
+    def test_malformed_grpc_frame(self):
+        c = h2.Conn(self.srv.rpc_port)
+        msg = cluster_info_request()
+        c.send(h2.frame(h2.HEADERS, h2.END_HEADERS, 1, h2.header_block(PATH)) +
+               h2.frame(h2.DATA, h2.END_STREAM, 1, h2.grpc_message(msg, length=len(msg) + 100)))
+        c.send(h2.frame(h2.HEADERS, h2.END_HEADERS, 3, h2.header_block(PATH)) +
+               h2.frame(h2.DATA, h2.END_STREAM, 3, h2.grpc_message(msg, flag=1)))  # compressed, no grpc-encoding
+        c.send(h2.frame(h2.HEADERS, h2.END_HEADERS, 5, h2.header_block(PATH)) +
+               h2.frame(h2.DATA, h2.END_STREAM, 5, b"\x00\x00"))  # shorter than a prefix
+        self.full_request(c, 7)
+        fs = c.frames(lambda fs: all(h2.stream_ended(s)(fs) for s in (1, 3, 5, 7)))
+        for sid in (1, 3, 5):
+            self.assertTrue(h2.has_status(fs, sid, 13), "stream %d INTERNAL" % sid)
+        self.assertTrue(h2.has_status(fs, 7, 0))
+        c.close()
+        # a frame whose protobuf does not decode, from a real client
+        fn = self.srv.channel(self.srv.rpc_port).unary_unary(PATH, request_serializer=lambda b: b,
+                                                             response_deserializer=lambda b: b)
+        with self.assertRaises(fx.grpc.RpcError) as e:
+            fn(b"\x0a\xff\xff\xff", timeout=10)
+        self.assertEqual(e.exception.code(), fx.grpc.StatusCode.INTERNAL)
+        self.ok_call()
+
+    def test_random_frames(self):
+        # a seeded stream of well-sized frames of any type, flags, stream id and payload, on many connections;
+        # some carry real gRPC requests in between: the server answers what it can, refuses the rest, stays up
+        rng = random.Random(19)
+        for n in range(40):
+            c = h2.Conn(self.srv.rpc_port)
+            out = b""
+            for i in range(rng.randint(1, 30)):
+                if rng.random() < 0.2:
+                    sid = 2 * rng.randint(0, 50) + 1
+                    out += h2.frame(h2.HEADERS, h2.END_HEADERS, sid, h2.header_block(PATH))
+                    out += h2.frame(h2.DATA, h2.END_STREAM, sid, h2.grpc_message(cluster_info_request()))
+                    continue
+                payload = bytes(rng.getrandbits(8) for _ in range(rng.randint(0, 64)))
+                out += h2.frame(rng.randint(0, 12), rng.getrandbits(8), rng.choice((0, 1, 3, 2 * rng.randint(0, 9) + 1,
+                                                                                   rng.getrandbits(31))), payload)
+            try:
+                c.send(out)
+                c.frames(lambda fs: False, timeout=0.05)
+            except OSError:
+                pass  # the server closed it early: fine
+            c.close()
+        self.assertTrue(self.srv.alive())
+        self.ok_call()
+
+    def test_reset_of_a_stream_never_opened(self):
+        # what python3-grpcio sends for a call cancelled before its HEADERS went out (h2_idle_rst.h)
+        c = h2.Conn(self.srv.rpc_port)
+        c.send(h2.frame(h2.RST_STREAM, 0, 9, (8).to_bytes(4, "big")))
+        self.full_request(c, 11)
+        fs = c.frames(h2.stream_ended(11))
+        self.assertFalse(any(f[0] == h2.GOAWAY for f in fs))
+        self.assertTrue(h2.has_status(fs, 11, 0))
+        c.close()
+
+    def test_concurrent_calls_and_cancels_on_one_connection(self):
+        reg = {"instance_group": "default", "instance_id": "c1", "block_size": 4,
+               "model_deployment": {"model_name": "m", "dtype": "FP8"},
+               "location_spec_infos": [{"name": "tp0", "size": 64}]}
+        self.assertEqual(fx.grpc_call(self.srv, "meta", "registerInstance", reg).header.status.code, 1)
+        req_cls, resp_cls = fx.message_classes("meta", "startWriteCache")
+        fn = self.srv.channel(self.srv.rpc_port).unary_unary(
+            "/kv_cache_manager.proto.meta.MetaService/StartWriteCache",
+            request_serializer=req_cls.SerializeToString, response_deserializer=resp_cls.FromString)
+        errors = []
+
+        def writer(t):
+            try:
+                for i in range(40):
+                    req = req_cls(instance_id="c1", block_keys=[t * 1000 + i], write_timeout_seconds=30)
+                    if i % 3 == 2:  # cancelled at once: often while its reply waits for the commit
+                        fn.future(req, timeout=30).cancel()
+                        continue
+                    r = fn(req, timeout=30)
+                    if r.header.status.code != 1 or len(r.locations) != 1:
+                        errors.append(r)
+            except Exception as e:  # noqa: BLE001 - reported below
+                errors.append(e)
+        threads = [threading.Thread(target=writer, args=(t,)) for t in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        self.assertEqual(errors, [])
+        self.ok_call()
+
+    def test_unimplemented_methods(self):
+        for service, route in (("admin", "leaderDemote"), ("admin", "getLeaderElectorConfig"),
+                               ("admin", "updateLeaderElectorConfig"), ("admin", "getManagerClusterInfo")):
+            with self.assertRaises(fx.grpc.RpcError) as e:
+                fx.grpc_call(self.srv, service, route, {})
+            self.assertEqual(e.exception.code(), fx.grpc.StatusCode.UNIMPLEMENTED, route)
+            self.assertEqual(fx.http_call(self.srv, service, route, {})[0], 404, route)
+        fn = self.srv.channel(self.srv.rpc_port).unary_unary("/no.Such/Method", request_serializer=lambda b: b,
+                                                             response_deserializer=lambda b: b)
+        with self.assertRaises(fx.grpc.RpcError) as e:
+            fn(b"", timeout=10)
+        self.assertEqual(e.exception.code(), fx.grpc.StatusCode.UNIMPLEMENTED)
+        # the admin services are not on the meta port
+        fn = self.srv.channel(self.srv.rpc_port).unary_unary(
+            "/kv_cache_manager.proto.admin.AdminService/ListStorage", request_serializer=lambda b: b,
+            response_deserializer=lambda b: b)
+        with self.assertRaises(fx.grpc.RpcError) as e:
+            fn(b"", timeout=10)
+        self.assertEqual(e.exception.code(), fx.grpc.StatusCode.UNIMPLEMENTED)
+
+
+class SmallLimit(Base):
+    """kvcm.service.grpc_max_message_size is the limit; the debug service is absent without its key."""
+    extra = ("kvcm.service.grpc_max_message_size=64KB",)
+
+    def test_configured_message_limit(self):
+        with self.assertRaises(fx.grpc.RpcError) as e:
+            fx.grpc_call(self.srv, "meta", "getClusterInfo", {"trace_id": "x" * (100 << 10)})
+        self.assertEqual(e.exception.code(), fx.grpc.StatusCode.RESOURCE_EXHAUSTED)
+        fx.grpc_call(self.srv, "meta", "getClusterInfo", {"trace_id": "x" * (10 << 10)})
+        self.ok_call()
+
+
+class Budget(Base):
+    """kvcm.service.max_buffered_size bounds the request bytes all streams of a port hold."""
+    extra = ("kvcm.service.max_buffered_size=1MB",)
+
+    def test_buffered_bytes_are_bounded(self):
+        c = h2.Conn(self.srv.rpc_port)
+        chunk = h2.grpc_message(b"\x00" * 16000, length=4 << 20)[:16384]
+        for sid in (1, 3, 5):
+            c.send(h2.frame(h2.HEADERS, h2.END_HEADERS, sid, h2.header_block(PATH)))
+            for _ in range(25):  # 400 KB each, none finished
+                c.send(h2.frame(h2.DATA, 0, sid, chunk))
+        fs = c.frames(h2.stream_ended(5))
+        self.assertTrue(h2.has_status(fs, 5, 8), "RESOURCE_EXHAUSTED for the stream that crossed 1 MB")
+        self.assertFalse(h2.stream_ended(1)(fs))
+        c.close()
+        # the bytes of the closed connection are no longer counted: 900 KB fit again
+        self.ok_call()  # by now the server has seen the close (it answers in order on its one loop)
+        time.sleep(0.2)
+        c = h2.Conn(self.srv.rpc_port)
+        c.send(h2.frame(h2.HEADERS, h2.END_HEADERS, 1, h2.header_block(PATH)))
+        for _ in range(55):
+            c.send(h2.frame(h2.DATA, 0, 1, chunk))
+        c.send(h2.frame(h2.DATA, h2.END_STREAM, 1, b""))
+        fs = c.frames(h2.stream_ended(1))
+        self.assertTrue(h2.has_status(fs, 1, 13), "INTERNAL: the prefix promised 4 MiB")  # not 8
+        c.close()
+        self.ok_call()
+
+
+class Exposure(unittest.TestCase):
+    def test_public_rpc_bind_needs_credentials(self):
+        with self.assertRaises(RuntimeError):  # refused at start-up, as a public kvcm.service.bind is
+            fx.Server("kvcm.service.rpc_bind=0.0.0.0").stop()
+        srv = fx.Server("kvcm.service.rpc_bind=0.0.0.0", "kvcm.service.allow_insecure_bind=true")
+        try:
+            self.assertEqual(fx.grpc_call(srv, "meta", "getClusterInfo", {}).header.status.code, 1)
+        finally:
+            self.assertEqual(srv.stop(), [])
+
+
+class Tls(unittest.TestCase):
+    """With kvcm.service.tls.* the gRPC ports speak TLS too (ALPN h2), with the HTTP ports' certificate."""
+
+    def test_grpc_over_tls(self):
+        import tempfile
+        import tls_certs
+        d = tempfile.mkdtemp(prefix="kvcm-grpc-tls-")
+        ca, cert, key = tls_certs.make(d)
+        srv = fx.Server("kvcm.service.tls.cert_file=" + cert, "kvcm.service.tls.key_file=" + key)
+        try:
+            creds = fx.grpc.ssl_channel_credentials(root_certificates=open(ca, "rb").read())
+            with fx.grpc.secure_channel("127.0.0.1:%d" % srv.rpc_port, creds) as ch:
+                req_cls, resp_cls = fx.message_classes("meta", "getClusterInfo")
+                fn = ch.unary_unary(PATH, request_serializer=req_cls.SerializeToString,
+                                    response_deserializer=resp_cls.FromString)
+                self.assertEqual(fn(req_cls(trace_id="tls"), timeout=10).header.status.code, 1)
+            with self.assertRaises(fx.grpc.RpcError) as e:  # plain HTTP/2 fails the handshake
+                fx.grpc_call(srv, "meta", "getClusterInfo", {}, timeout=5)
+            self.assertEqual(e.exception.code(), fx.grpc.StatusCode.UNAVAILABLE)
+        finally:
+            self.assertEqual(srv.stop(), [])
+            fx.shutil.rmtree(d, ignore_errors=True)
+
+
+class Disabled(Base):
+    extra = ("kvcm.service.enable_grpc=false",)
+
+    def test_no_listeners(self):
+        self.assertEqual((self.srv.rpc_port, self.srv.admin_rpc_port), (0, 0))
+        status, r = fx.http_call(self.srv, "meta", "getClusterInfo", {})
+        self.assertEqual((status, r["leader_endpoint"]["meta_rpc_port"]), (200, 0))
+
+
+if __name__ == "__main__":
+    sys.exit(0 if unittest.main(exit=False, verbosity=2).result.wasSuccessful() else 1)

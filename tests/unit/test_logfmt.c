@@ -1,0 +1,72 @@
+/* logfmt values in libmmc's log messages and the formatter both logs share (common/logfmt.c). */
+#include <criterion/criterion.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "log.h"
+#include "logfmt.h"
+
+static char captured[MMC_LOG_LINE_MAX];
+
+static void capture(int level, const char *msg)
+{
+	snprintf(captured, sizeof(captured), "%s", msg);
+}
+
+Test(logfmt, quoted_span_escapes_quotes_and_backslashes)
+{
+	char buf[256];
+
+	logfmt_format(buf, sizeof(buf), "op=start err=\"%s\" n=1", "data dir \"d \"1\" \\x\" is in use");
+	cr_assert_str_eq(buf, "op=start err=\"data dir \\\"d \\\"1\\\" \\\\x\\\" is in use\" n=1");
+	/* a quote of the format inside a field value, not before a space: part of the value */
+	logfmt_format(buf, sizeof(buf), "err=\"cannot open \"%s\": %s\"", "a\"b", "gone");
+	cr_assert_str_eq(buf, "err=\"cannot open \\\"a\\\"b\\\": gone\"");
+}
+
+Test(logfmt, bare_value_is_quoted_only_when_needed)
+{
+	char buf[256];
+
+	logfmt_format(buf, sizeof(buf), "a=%s b=%s c=%s d=%s", "plain", "two words", "k=v", "");
+	cr_assert_str_eq(buf, "a=plain b=\"two words\" c=\"k=v\" d=\"\"");
+}
+
+Test(logfmt, control_characters_are_escaped)
+{
+	char buf[256];
+
+	logfmt_format(buf, sizeof(buf), "err=\"%s\"", "line\nnext\tt\x01");
+	cr_assert_str_eq(buf, "err=\"line\\nnext\\tt\\x01\"");
+}
+
+Test(logfmt, everything_else_as_printf_does)
+{
+	char buf[256], want[256];
+	long long big = -1234567890123LL;
+
+	logfmt_format(buf, sizeof(buf), "n=%d u=%u z=%zu ll=%lld x=%#x w=%5d p=%.2f pct=%% s=%.3s col=%-6s|", -3, 7u,
+	              (size_t)9, big, 255, 42, 3.14159, "abcdef", "ab");
+	snprintf(want, sizeof(want), "n=%d u=%u z=%zu ll=%lld x=%#x w=%5d p=%.2f pct=%% s=%.3s col=%-6s|", -3, 7u,
+	         (size_t)9, big, 255, 42, 3.14159, "abcdef", "ab");
+	cr_assert_str_eq(buf, want);
+	logfmt_format(buf, sizeof(buf), "prose %s and %*d", "left as is", 4, 1);
+	cr_assert_str_eq(buf, "prose left as is and    1");
+}
+
+Test(logfmt, truncates_inside_the_buffer)
+{
+	char buf[8];
+
+	cr_assert_eq(logfmt_format(buf, sizeof(buf), "k=\"%s\"", "\"\"\"\"\"\""), 7);
+	cr_assert_str_eq(buf, "k=\"\\\"\\\"");
+}
+
+Test(logfmt, libmmc_messages_reach_the_handler_escaped)
+{
+	mmc_set_log_handler(capture);
+	lg_warn("ssd tier: cannot open \"%s\": %s", "/tmp/a\"b\\c", "No such file or directory");
+	mmc_set_log_handler(NULL);
+	cr_assert_str_eq(captured, "ssd tier: cannot open \"/tmp/a\\\"b\\\\c\": No such file or directory");
+}
