@@ -34,6 +34,7 @@ static const struct {
     {MMC_LEASE_NOT_EXPIRED, "MMC_LEASE_NOT_EXPIRED: lease not expired"},
     {MMC_META_BACKUP_ERROR, "MMC_META_BACKUP_ERROR: metadata backup failed"},
     {MMC_LEASE_EXPIRED, "MMC_LEASE_EXPIRED: the lease expired before the copy finished"},
+    {MMC_NOT_LEADER, "MMC_NOT_LEADER: the meta server stands by (leader election); ask the leader"},
     {MMC_CHECKSUM_MISMATCH, "MMC_CHECKSUM_MISMATCH: the bytes read differ from the object's checksum"},
     {MMC_NOT_AUTHORIZED, "MMC_NOT_AUTHORIZED: the meta server refused this process's credentials"},
 };

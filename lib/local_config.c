@@ -7,8 +7,8 @@
 #include "conf_parse.h"
 #include "log.h"
 #include "log_level.h"
+#include "meta_leader.h"
 #include "secret_file.h"
-#include "tcp_url.h"
 #include "wire_limits.h"
 
 #define TB       (UINT64_C(1) << 40)
@@ -128,15 +128,11 @@ static int load_line(void *arg, const char *key, const char *value, int line)
 	return 0;
 }
 
+/* One address or several (leader election): meta_leader.c parses both; the first is the one logged. */
 static int parse_meta_url(struct client_conf *o, char *err, size_t errlen)
 {
-	if (tcp_url_parse(o->c.meta_service_url, o->meta_host, sizeof(o->meta_host), &o->meta_port) ||
-	    o->meta_port == 0) {
-		snprintf(err, errlen, "bad value \"%s\" for \"ock.mmc.meta_service_url\" (expected tcp://host:port)",
-		         o->c.meta_service_url);
-		return MMC_INVALID_PARAM;
-	}
-	return 0;
+	return meta_leader_parse(NULL, o->c.meta_service_url, o->meta_host, sizeof(o->meta_host), &o->meta_port, err,
+	                         errlen);
 }
 
 /* The cluster secret from its key or its file, and TLS that can verify the server. */

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "clock.h"
@@ -18,6 +19,7 @@
 #include "log.h"
 #include "meta_auth.h"
 #include "meta_tls.h"
+#include "meta_leader.h"
 
 #define BUCKETS     256
 #define CONNECT_MS  5000
@@ -55,6 +57,7 @@ struct meta_conn {
 	/* bumped (under send_lock) when fd and tls go: a sender that read them before checks this under send_lock,
 	 * so it never writes to a closed (or reused) descriptor or a freed session */
 	_Atomic uint64_t gen;
+	struct meta_leader leader; /* which of the configured servers to dial (handshake thread only) */
 };
 
 static pthread_key_t tls_key;
@@ -236,6 +239,7 @@ static void *reader_main(void *arg)
 	struct meta_conn *mc = arg;
 	struct wbuf buf = {0};
 	uint8_t hdr[4];
+	bool was_ready;
 
 	for (;;) {
 		uint32_t len;
@@ -261,12 +265,13 @@ static void *reader_main(void *arg)
 	}
 	wbuf_free(&buf);
 	pthread_mutex_lock(&mc->lock);
+	was_ready = mc->state == MC_READY; /* not a handshake that failed (a standby's answer, say) */
 	mc->state = MC_DOWN;
 	atomic_fetch_add(&mc->losses, 1); /* before the callers learn of it: their transfers check it next */
 	fail_all(mc, MMC_NOT_CONNECTED_META);
 	pthread_cond_broadcast(&mc->state_cond);
 	pthread_mutex_unlock(&mc->lock);
-	if (!atomic_load(&mc->stop))
+	if (!atomic_load(&mc->stop) && was_ready)
 		lg_warn("lost the meta server connection; reconnecting");
 	return NULL;
 }
@@ -355,6 +360,13 @@ int meta_call(struct meta_conn *mc, uint32_t body, const pb_msgdesc_t *fields, c
 		}
 	}
 	rc = c->status;
+	if (rc == MMC_NOT_LEADER && !c->bypass) {
+		/* the server stopped leading before it ran the call: drop it and follow the leader, and let the caller
+		 * see a lost connection (it retries what is safe to repeat, within retry_ms) */
+		if (mc->fd == l.fd && atomic_load(&mc->gen) == l.gen)
+			shutdown(l.fd, SHUT_RDWR);
+		rc = MMC_NOT_CONNECTED_META;
+	}
 out_unlock:
 	pthread_mutex_unlock(&mc->lock);
 	pthread_cond_destroy(&c->cond);
@@ -440,6 +452,11 @@ static int decode_hello(struct mcall *c, uint32_t body, const uint8_t *data, siz
 	h->sess.lease_ttl_ms = r.lease_ttl_ms;
 	h->sess.heartbeat_timeout_ms = r.heartbeat_timeout_ms;
 	h->sess.server_run = r.server_run;
+	/* a standby's redirect needs no proof: the leader it names must still prove the cluster secret */
+	if (r.result == MMC_NOT_LEADER) {
+		snprintf(h->sess.leader, sizeof(h->sess.leader), "%s", r.leader_address);
+		return MMC_NOT_LEADER;
+	}
 	return meta_auth_reply(&h->auth, &r);
 }
 
@@ -467,13 +484,18 @@ static void conn_drop_fd(struct meta_conn *mc, int fd)
 /* A connected socket, through its TLS handshake when TLS is on. Returns 0 or MMC_*. */
 static int dial(struct meta_conn *mc, int *fd, struct meta_tls **tls)
 {
+	const char *host;
+	uint16_t port;
 	int rc = 0;
 
-	*fd = connect_to(mc->conf->meta_host, mc->conf->meta_port);
+	meta_leader_target(&mc->leader, &host, &port);
+	*fd = connect_to(host, port);
 	*tls = NULL;
-	if (*fd < 0)
+	if (*fd < 0) {
+		meta_leader_failed(&mc->leader);
 		return MMC_NOT_CONNECTED_META;
-	if (mc->tls_ctx && !(*tls = meta_tls_connect(mc->tls_ctx, *fd, mc->conf->meta_host, CONNECT_MS, &rc))) {
+	}
+	if (mc->tls_ctx && !(*tls = meta_tls_connect(mc->tls_ctx, *fd, host, CONNECT_MS, &rc))) {
 		close(*fd);
 		*fd = -1;
 	}
@@ -499,8 +521,8 @@ static int say_hello(struct meta_conn *mc, struct meta_session *sess)
 	return rc == HELLO_CHALLENGED ? MMC_INTERNAL_ERROR : rc;
 }
 
-/* Opens a socket, starts its reader and says hello. Called without the lock. */
-static int handshake(struct meta_conn *mc)
+/* Opens a socket to the address meta_leader names, starts its reader and says hello. Called without the lock. */
+static int handshake_one(struct meta_conn *mc)
 {
 	struct meta_session sess = {0};
 	struct meta_tls *tls;
@@ -539,7 +561,29 @@ static int handshake(struct meta_conn *mc)
 		mc->reader_started = false;
 		conn_drop_fd(mc, fd);
 	}
+	if (rc == MMC_NOT_LEADER)
+		meta_leader_redirect(&mc->leader, sess.leader);
+	else if (rc == 0)
+		meta_leader_connected(&mc->leader);
 	return rc;
+}
+
+/* Tries the configured servers (and the leader a standby names) until one leads; MMC_NOT_LEADER when some
+ * answered but none leads right now (an election in progress). */
+static int handshake(struct meta_conn *mc)
+{
+	int rc = MMC_NOT_CONNECTED_META;
+	bool standby_seen = false;
+
+	for (unsigned i = 0; i < meta_leader_attempts(&mc->leader) && !atomic_load(&mc->stop); i++) {
+		rc = handshake_one(mc);
+		standby_seen |= rc == MMC_NOT_LEADER;
+		if (rc != MMC_NOT_LEADER && rc != MMC_NOT_CONNECTED_META)
+			break;
+		if (rc == MMC_NOT_CONNECTED_META && mc->leader.n == 1 && !mc->leader.hint_host[0])
+			break; /* one server and it is not there: today's behaviour, back off */
+	}
+	return rc == MMC_NOT_CONNECTED_META && standby_seen ? MMC_NOT_LEADER : rc;
 }
 
 static void *keeper_main(void *arg)
@@ -604,7 +648,19 @@ int meta_conn_open(struct meta_conn **out, const struct client_conf *conf)
 		meta_conn_close(mc);
 		return MMC_INVALID_PARAM;
 	}
-	rc = handshake(mc);
+	rc = meta_leader_parse(&mc->leader, conf->c.meta_service_url, (char[256]){0}, 256, &(uint16_t){0}, NULL, 0);
+	if (rc == 0)
+		rc = handshake(mc);
+	/* servers that all stand by are electing a leader: wait for it like for a slow reply (timeout_ms) */
+	for (uint64_t dl = clock_ms() + conf->c.timeout_ms, wait = BACKOFF_MIN; rc == MMC_NOT_LEADER && clock_ms() < dl;
+	     wait = wait * 2 > BACKOFF_MAX ? BACKOFF_MAX : wait * 2) {
+		struct timespec ts = {(time_t)(wait / 1000), (long)(wait % 1000) * 1000000};
+
+		nanosleep(&ts, NULL);
+		rc = handshake(mc);
+	}
+	if (rc == MMC_NOT_LEADER)
+		rc = MMC_NOT_CONNECTED_META;
 	if (rc) {
 		meta_conn_close(mc);
 		return rc;

@@ -36,6 +36,7 @@ struct meta_session {
 	uint64_t lease_ttl_ms;
 	uint32_t heartbeat_timeout_ms;
 	uint64_t server_run; /* changes when the meta server process restarted */
+	char leader[320];    /* hello answered MMC_NOT_LEADER: the leader that server named ("" : none known) */
 };
 
 /* Called by the session thread after a reconnect, once hello succeeded; re-registers the local service. */

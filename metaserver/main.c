@@ -20,6 +20,7 @@
 #include "fd_budget.h"
 #include "kvcm/kvcm.h"
 #include "listener.h"
+#include "leadership.h"
 #include "log.h"
 #include "meta.h"
 #include "meta_conf.h"
@@ -28,6 +29,7 @@
 #include "persist.h"
 #include "reload.h"
 #include "rpc.h"
+#include "sd_notify.h"
 #include "services.h"
 #include "store_uri.h"
 #include "tier.h"
@@ -175,6 +177,10 @@ static void meta_sweep(struct meta *m)
 {
 	uint64_t now = clock_ms();
 
+	if (!m->persist) { /* a standby: no state loaded yet, only its connections to time out */
+		conns_sweep(m, now);
+		return;
+	}
 	objects_sweep(m, now);
 	services_sweep(m, now);
 	conns_sweep(m, now);
@@ -189,6 +195,8 @@ static void sweep_cb(evutil_socket_t fd, short what, void *arg)
 
 static void kick_cb(evutil_socket_t fd, short what, void *arg)
 {
+	if (!((struct meta *)arg)->persist)
+		return;
 	alloc_queue_kick(arg);
 	tier_kick(arg);
 }
@@ -201,9 +209,11 @@ static void stop_cb(evutil_socket_t sig, short what, void *arg)
 	if (m->draining)
 		return;
 	log_info("op=shutdown signal=%d", (int)sig);
+	sd_notify_send("STOPPING=1");
 	m->draining = true;
 	rpc_stop_listening(m);
-	persist_flush(m->persist);
+	if (m->persist)
+		persist_flush(m->persist);
 	/* let queued replies reach their sockets, then stop */
 	event_base_loopexit(m->base, &drain);
 }
@@ -285,6 +295,12 @@ static enum exit_code open_store(struct meta *m)
 	return EXIT_OK;
 }
 
+/* The load of a standby that won the lease (leadership.c): the same as at start. */
+static int load_store(struct meta *m)
+{
+	return open_store(m) == EXIT_OK ? 0 : -1;
+}
+
 /* A KVCM start failure: its listeners, or its configuration, or its own resources. */
 static enum exit_code kvcm_failed(const char *err, int saved_errno)
 {
@@ -297,6 +313,14 @@ static enum exit_code kvcm_failed(const char *err, int saved_errno)
 	if (strstr(err, "cannot start the KVCM") || strstr(err, "cannot open the KVCM"))
 		return start_failed(EXIT_INTERNAL, "internal", err);
 	return start_failed(EXIT_CONFIG, "config", err);
+}
+
+/* The port of a bound "tcp://host:port" (the listener's own rendering, so the last colon starts the port). */
+static unsigned url_port(const char *url)
+{
+	const char *c = strrchr(url, ':');
+
+	return c ? (unsigned)strtoul(c + 1, NULL, 10) : 0;
 }
 
 static enum exit_code start(struct meta *m)
@@ -321,14 +345,20 @@ static enum exit_code start(struct meta *m)
 		                    rc == MMC_INVALID_PARAM ? "config" : "listen", err);
 	}
 	errno = 0;
-	if (kvcm_start(&m->kvcm, m->base, m->persist, m, kvcm_ready, sizeof(kvcm_ready), err, sizeof(err)))
+	/* a standby (leader election) listens now and loads its state once it leads (leadership.c) */
+	if (m->ha ? kvcm_listen(&m->kvcm, m->base, m, m->ha, kvcm_ready, sizeof(kvcm_ready), err, sizeof(err))
+	          : kvcm_start(&m->kvcm, m->base, m->persist, m, kvcm_ready, sizeof(kvcm_ready), err, sizeof(err)))
 		return kvcm_failed(err, errno);
-	log_info("op=start version=%s rpc=%s tls=%s auth=%s data_dir=\"%s\" %s", MMC_VERSION_STRING, rpc_url,
-	         m->tls ? "on" : "off", m->conf.auth_token[0] ? "token" : "none", m->conf.data_dir, kvcm_ready);
+	if (leadership_start(m, host, url_port(rpc_url)))
+		return start_failed(EXIT_INTERNAL, "internal", "cannot start the leader elector");
+	log_info("op=start version=%s rpc=%s tls=%s auth=%s data_dir=\"%s\" %s%s", MMC_VERSION_STRING, rpc_url,
+	         m->tls ? "on" : "off", m->conf.auth_token[0] ? "token" : "none", m->conf.data_dir, kvcm_ready,
+	         m->ha ? " role=standby" : "");
 	/* one machine-readable line on stdout: scripts and tests wait for it (and learn the address bound, and the
 	 * ports chosen with :0) */
-	printf("mmc-metaserver ready rpc=%s %s\n", rpc_url, kvcm_ready);
+	printf("mmc-metaserver ready rpc=%s %s%s\n", rpc_url, kvcm_ready, m->ha ? " role=standby" : "");
 	fflush(stdout);
+	sd_notify_send(m->ha ? "READY=1\nSTATUS=standing by" : "READY=1\nSTATUS=serving");
 	return EXIT_OK;
 }
 
@@ -350,6 +380,7 @@ static void shutdown_all(struct meta *m)
 	objects_fini(m);
 	services_fini(m);
 	persist_close(m->persist);
+	leadership_close(m); /* after the last commit: gives the lock back, a standby takes over at once */
 	arena_fini(&m->arena);
 	rpc_tls_close(m);
 }
@@ -398,6 +429,7 @@ int main(int argc, char **argv)
 	static struct meta m;
 	struct event *sigs[4] = {NULL};
 	enum exit_code rc;
+	char err[512];
 
 	meta_conf_defaults(&m.conf);
 	if ((rc = configure(argc, argv, &m.conf)) || check_only) {
@@ -422,7 +454,11 @@ int main(int argc, char **argv)
 		start_failed(rc, "internal", "cannot set up the event loop");
 		goto out;
 	}
-	if ((rc = open_store(&m)) || (rc = start(&m)))
+	if (leadership_open(&m, argc, argv, load_store, err, sizeof(err))) {
+		rc = start_failed(EXIT_CONFIG, "config", err);
+		goto out;
+	}
+	if ((!m.ha && (rc = open_store(&m))) || (rc = start(&m)))
 		goto out;
 	event_base_dispatch(m.base);
 out:

@@ -41,6 +41,11 @@ void meta_metrics_write(struct meta *m, struct evbuffer *b)
 	metric(b, "mmc_lmdb_commit_failures_total", "counter",
 	       "LMDB commits that failed (map full, I/O error): their changes are in memory only.",
 	       persist_failures(m->persist));
+	evbuffer_add_printf(
+	    b,
+	    "# HELP mmc_store_last_commit_seconds Duration of the latest metadata commit (LMDB or Redis).\n"
+	    "# TYPE mmc_store_last_commit_seconds gauge\nmmc_store_last_commit_seconds %.9f\n",
+	    (double)persist_last_commit_ns(m->persist) / 1e9);
 	evbuffer_add_printf(b,
 	                    "# HELP mmc_pool_bytes Pool capacity by media, attached services.\n"
 	                    "# TYPE mmc_pool_bytes gauge\n"

@@ -119,6 +119,7 @@ extern "C" {
 #define MMC_LEASE_EXPIRED            (-3106) /**< a copy outlived its lease, or the server that granted it */
 #define MMC_CHECKSUM_MISMATCH        (-3109) /**< mmc: the bytes read differ from the writer's checksum */
 #define MMC_NOT_AUTHORIZED           (-3110) /**< mmc: the meta server refused this process's credentials */
+#define MMC_NOT_LEADER               (-3120) /**< mmc: that meta server stands by; libmmc moves to the leader */
 /**@}*/
 
 /** @name Limits and array sizes (every array in this header is sized by one of these) */
@@ -189,7 +190,9 @@ typedef struct mmc_local_config {
 	uint32_t version;
 	/** A `key = value` file with ock.mmc.* keys; when set, its values override the fields below. */
 	char config_path[MMC_PATH_SIZE];
-	/** Meta server, "tcp://host:port" (ock.mmc.meta_service_url). Default tcp://127.0.0.1:5000. */
+	/** Meta server, "tcp://host:port" (ock.mmc.meta_service_url). Default tcp://127.0.0.1:5000. With leader
+	 * election, up to 16 comma-separated addresses: libmmc talks to whichever leads and follows it after a
+	 * failover (docs/operations.md, "High availability"). */
 	char meta_service_url[MMC_URL_SIZE];
 	/** Accepted for compatibility; mmc exchanges fabric addresses through the meta server. */
 	char config_store_url[MMC_URL_SIZE];

@@ -35,6 +35,14 @@ static void identity(struct kvcm *k)
 {
 	char rnd[17];
 
+	if (k->conf.node_id[0]) {
+		snprintf(k->node_id, sizeof(k->node_id), "%s", k->conf.node_id);
+		if (k->conf.advertised_host[0])
+			snprintf(k->host, sizeof(k->host), "%s", k->conf.advertised_host);
+		else if (gethostname(k->host, sizeof(k->host)) != 0)
+			snprintf(k->host, sizeof(k->host), "localhost");
+		return;
+	}
 	if (k->conf.advertised_host[0])
 		snprintf(k->host, sizeof(k->host), "%s", k->conf.advertised_host);
 	else if (gethostname(k->host, sizeof(k->host)) != 0)
@@ -83,18 +91,33 @@ static int check_exposure(struct kvcm *k, const char *key, const char *bind, boo
 	return 0;
 }
 
+/* Both listeners' binds: reachable from other hosts only with credentials (check_exposure). */
+static int check_binds(struct kvcm *k, char *err, size_t errlen)
+{
+	return check_exposure(k, "kvcm.service.bind", k->conf.bind, k->conf.tls_cert[0], err, errlen) ||
+	       (k->conf.grpc_enabled &&
+	        check_exposure(k, "kvcm.service.rpc_bind", k->conf.rpc_bind, k->conf.tls_cert[0], err, errlen));
+}
+
 static int start_parts(struct kvcm *k, char *err, size_t errlen)
 {
 	snprintf(err, errlen, "cannot start the KVCM background tasks");
-	if (metrics_new(&k->metrics) || deleter_start(k) || sessions_start(k) || reclaim_start(k) || reporters_start(k))
+	if (deleter_start(k) || sessions_start(k) || reclaim_start(k) || reporters_start(k))
 		return -1;
 	snprintf(err, errlen, "cannot open the KVCM databases");
 	if (store_open(&k->store, k->persist) || state_load(k))
 		return -1;
-	if (startup_config_apply(k, err, errlen) || accounts_bootstrap(k, err, errlen) ||
-	    check_exposure(k, "kvcm.service.bind", k->conf.bind, k->conf.tls_cert[0], err, errlen) ||
-	    (k->conf.grpc_enabled &&
-	     check_exposure(k, "kvcm.service.rpc_bind", k->conf.rpc_bind, k->conf.tls_cert[0], err, errlen)))
+	/* a standby (k->ha) took the configured admin before it listened: its stored accounts load only now */
+	if (startup_config_apply(k, err, errlen) || (!k->ha && accounts_bootstrap(k, err, errlen)) ||
+	    check_binds(k, err, errlen))
+		return -1;
+	return persist_flush(k->persist) ? -1 : 0;
+}
+
+static int start_http(struct kvcm *k, char *err, size_t errlen)
+{
+	snprintf(err, errlen, "cannot start the KVCM metrics");
+	if (metrics_new(&k->metrics))
 		return -1;
 	if (http_server_start(&k->http, k, k->conf.bind, (uint16_t)k->conf.http_port, meta_routes, false, &k->http_port,
 	                      err, errlen) ||
@@ -102,35 +125,69 @@ static int start_parts(struct kvcm *k, char *err, size_t errlen)
 	                      &k->admin_port, err, errlen) ||
 	    grpc_servers_start(k, err, errlen))
 		return -1;
-	return persist_flush(k->persist) ? -1 : 0;
+	return 0;
 }
 
-int kvcm_start(struct kvcm **out, struct event_base *base, struct persist *p, struct meta *meta, char *ready_line,
-               size_t ready_len, char *err, size_t errlen)
+int kvcm_listen(struct kvcm **out, struct event_base *base, struct meta *meta, struct ha *ha, char *ready_line,
+                size_t ready_len, char *err, size_t errlen)
 {
 	struct kvcm *k = calloc(1, sizeof(*k));
 
 	if (!k)
 		return MMC_MALLOC_FAILED;
 	k->base = base;
-	k->persist = p;
 	k->meta = meta;
+	k->ha = ha;
 	k->conf = *kvcm_conf();
 	k->next_uid = 1;
 	list_init(&k->storages);
 	list_init(&k->groups);
 	list_init(&k->zombie_instances);
 	kvcm_seed_random(k);
-	if (start_parts(k, err, errlen)) {
+	/* a standby listens before it can load stored accounts: only the configured admin (kvcm.service.admin_user)
+	 * guards it, and a bind other hosts reach needs one, as a leader's does */
+	if ((ha && (accounts_bootstrap(k, err, errlen) || check_binds(k, err, errlen))) || start_http(k, err, errlen)) {
 		kvcm_stop(k);
 		return MMC_ERROR;
 	}
 	identity(k);
 	snprintf(ready_line, ready_len, "http=%u admin=%u meta_rpc_port=%u admin_rpc_port=%u", k->http_port,
 	         k->admin_port, k->rpc_port, k->admin_rpc_port);
-	log_info("op=kvcm_start http=%s:%u admin=%s:%u", k->conf.bind, k->http_port, k->conf.bind, k->admin_port);
+	log_info("op=kvcm_listen http=%s:%u admin=%s:%u", k->conf.bind, k->http_port, k->conf.bind, k->admin_port);
 	*out = k;
 	return 0;
+}
+
+int kvcm_promote(struct kvcm *k, struct persist *p, char *err, size_t errlen)
+{
+	k->persist = p;
+	if (start_parts(k, err, errlen))
+		return MMC_ERROR;
+	log_info("op=kvcm_start node=\"%s\"", k->node_id);
+	return 0;
+}
+
+int kvcm_start(struct kvcm **out, struct event_base *base, struct persist *p, struct meta *meta, char *ready_line,
+               size_t ready_len, char *err, size_t errlen)
+{
+	int rc = kvcm_listen(out, base, meta, NULL, ready_line, ready_len, err, errlen);
+
+	if (rc == 0 && (rc = kvcm_promote(*out, p, err, errlen))) {
+		kvcm_stop(*out);
+		*out = NULL;
+	}
+	return rc;
+}
+
+const char *kvcm_node_id(const struct kvcm *k)
+{
+	return k->node_id;
+}
+
+void kvcm_ports(const struct kvcm *k, uint16_t *http, uint16_t *admin)
+{
+	*http = k->http_port;
+	*admin = k->admin_port;
 }
 
 void kvcm_stop(struct kvcm *k)

@@ -10,12 +10,14 @@
 #define MMC_KVCM_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 struct event_base;
 struct persist;
 struct meta;
 struct kvcm;
+struct ha;
 
 /* Records one kvcm.* configuration key. Returns 0 or MMC_INVALID_PARAM with a message naming the key in err. */
 int kvcm_conf_set(const char *key, const char *value, char *err, size_t errlen);
@@ -27,6 +29,18 @@ int kvcm_conf_set(const char *key, const char *value, char *err, size_t errlen);
  */
 int kvcm_start(struct kvcm **out, struct event_base *base, struct persist *p, struct meta *meta, char *ready_line,
                size_t ready_len, char *err, size_t errlen);
+
+/*
+ * The same in two steps, for a server that may stand by (leader election): kvcm_listen starts the HTTP listeners
+ * only (every leader-only call answers SERVER_NOT_LEADER until promoted; ha may be NULL: no election);
+ * kvcm_promote loads the persisted state from p once this node leads, exactly as kvcm_start would.
+ */
+int kvcm_listen(struct kvcm **out, struct event_base *base, struct meta *meta, struct ha *ha, char *ready_line,
+                size_t ready_len, char *err, size_t errlen);
+int kvcm_promote(struct kvcm *k, struct persist *p, char *err, size_t errlen);
+/* This node's id (kvcm.leader_elector.node_id, or host:admin_port_random) and its bound HTTP ports. */
+const char *kvcm_node_id(const struct kvcm *k);
+void kvcm_ports(const struct kvcm *k, uint16_t *http, uint16_t *admin);
 
 /* Stops listening and frees everything. NULL is ignored. */
 void kvcm_stop(struct kvcm *k);

@@ -219,12 +219,15 @@ void conn_close(struct conn *c, const char *why)
 		                (unsigned long long)c->session.id, c->peer, why);
 	conn_admitted(c);
 	input_release(c);
-	alloc_queue_session_closed(m, &c->session);
-	tier_session_closed(m, &c->session);
+	/* a standby has no state loaded (leader election): nothing of the session to forget */
+	if (m->persist) {
+		alloc_queue_session_closed(m, &c->session);
+		tier_session_closed(m, &c->session);
+	}
 	/* at shutdown the services stay: they rejoin the restarted server with their objects */
 	if (c->session.svc && !m->draining)
 		service_unmount(m, c->session.svc, why);
-	if (!m->draining)
+	if (!m->draining && m->persist)
 		objects_session_closed(m, c->session.id);
 	list_del(&c->link);
 	m->nconns--;

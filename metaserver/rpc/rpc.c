@@ -6,10 +6,12 @@
 
 #include "auth.h"
 #include "conn.h"
+#include "elector.h"
 #include "log.h"
 #include "mmc/mmc.h"
 #include "objects.h"
 #include "service_secret.h"
+#include "redirect.h"
 #include "rpc_extents.h"
 #include "services.h"
 #include "tier.h"
@@ -207,6 +209,12 @@ int rpc_dispatch(struct conn *c, const Mmc__Frame *f)
 	c->m->stats.requests[(unsigned)f->body_case % 64]++;
 	if (!auth_admits(c, f))
 		return MMC_NOT_AUTHORIZED;
+	/* leader election: a standby, or a leader still loading its state, serves nothing but redirects (a store
+	 * follows one without the server's proof: the leader it names must still prove the cluster secret) */
+	if (c->m->ha && !ha_serving(c->m->ha) && f->body_case != MMC__FRAME__BODY_REPLY) {
+		rpc_redirect(c, f);
+		return 0;
+	}
 	switch (f->body_case) {
 	case MMC__FRAME__BODY_HELLO:
 		auth_on_hello(c, f);

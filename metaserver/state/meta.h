@@ -22,6 +22,7 @@ struct rpc_tls;
 struct persist;
 struct persist_table;
 struct kvcm;
+struct ha;
 struct policy_ops;
 
 #define MEDIA_COUNT 3 /* MMC_MEDIA_HBM, _DRAM, _SSD */
@@ -145,6 +146,7 @@ struct meta {
 	struct event_base *base;
 	struct persist *persist;
 	struct kvcm *kvcm;
+	struct ha *ha; /* leader election (metaserver/ha); NULL: none, this server always leads */
 	struct persist_table *db_objects, *db_services, *db_info;
 
 	/* services */

@@ -246,11 +246,3 @@ void admin_remove_instance(struct call *c)
 	instance_unregister(c->k, inst);
 	call_ok(c, "instance removed");
 }
-
-void admin_check_health(struct call *c)
-{
-	call_ok(c, "");
-	jw_kbool(&c->out, "is_leader", true);
-	jw_kbool(&c->out, "is_health", true);
-	jw_ki64s(&c->out, "elector_last_loop_time_ms", (int64_t)(kvcm_now_us() / 1000));
-}

@@ -50,8 +50,12 @@ void admin_remove_group(struct call *c);
 void admin_register_instance(struct call *c);
 void admin_list_instances(struct call *c);
 void admin_remove_instance(struct call *c);
+/* leader election (leader.c): answered by a standby too */
 void admin_check_health(struct call *c);
 void admin_get_manager_cluster_info(struct call *c);
+void admin_get_leader_elector_config(struct call *c);
+void admin_update_leader_elector_config(struct call *c);
+void admin_leader_demote(struct call *c);
 void admin_gen_config_snapshot(struct call *c);  /* config_snapshot.c */
 void admin_load_config_snapshot(struct call *c); /* config_snapshot.c */
 void admin_get_metrics(struct call *c);          /* admin_metrics.c */

@@ -81,30 +81,6 @@ void api_get_instance_info_empty(struct jw *w)
 	jw_kstr(w, "instance_group", "");
 }
 
-static void endpoint(struct jw *w, struct kvcm *k)
-{
-	jw_obj(w);
-	jw_kstr(w, "node_id", k->node_id);
-	jw_kstr(w, "host", k->host);
-	jw_kint(w, "meta_rpc_port", k->rpc_port); /* 0 with kvcm.service.enable_grpc=false */
-	jw_kint(w, "meta_http_port", k->http_port);
-	/* no admin ports: the newest reference keeps them off the MetaService (its tests check they are absent) */
-	jw_kstr(w, "custom_info", "");
-	jw_obj_end(w);
-}
-
-void api_get_cluster_info(struct call *c)
-{
-	jd_str(&c->d, c->body, "instance_id");
-	if (call_decode_failed(c))
-		return;
-	call_ok(c, "");
-	jw_kstr(&c->out, "self_node_id", c->k->node_id);
-	jw_kstr(&c->out, "leader_node_id", c->k->node_id);
-	jw_key(&c->out, "leader_endpoint");
-	endpoint(&c->out, c->k);
-}
-
 void api_get_cluster_info_empty(struct jw *w)
 {
 	jw_kstr(w, "self_node_id", "");

@@ -7,6 +7,7 @@
 #define A ROUTE_ADMIN
 #define D (ROUTE_ADMIN | ROUTE_DEBUG)
 #define R ROUTE_READ
+#define N ROUTE_ANY_NODE
 
 static const struct route_reader report_event_reader = {api_report_event_read, api_report_event_release};
 
@@ -21,7 +22,7 @@ const struct route meta_routes[] = {
     {"trimCache", api_trim_cache, NULL, I, NULL},
     {"getCacheMeta", api_get_cache_meta, api_get_cache_meta_empty, I | R, NULL},
     {"getCacheMetaDetail", api_get_cache_meta_detail, api_get_cache_meta_detail_empty, I | R, NULL},
-    {"getClusterInfo", api_get_cluster_info, api_get_cluster_info_empty, R, NULL},
+    {"getClusterInfo", api_get_cluster_info, api_get_cluster_info_empty, R | N, NULL},
     {"reportEvent", api_report_event, api_report_event_empty, I, &report_event_reader},
     {"getHostCacheState", api_get_host_cache_state, api_get_host_cache_state_empty, I | R, &block_cache_keys_reader},
     {"getCacheLocationsByBackend", api_get_cache_locations_by_backend, api_get_cache_locations_by_backend_empty, I | R,
@@ -47,7 +48,11 @@ const struct route admin_routes[] = {
     {"removeInstance", admin_remove_instance, NULL, A, NULL},
     {"getCacheMeta", api_get_cache_meta, api_get_cache_meta_empty, A | I | R, NULL},
     {"removeCache", api_remove_cache, NULL, A | I, NULL},
-    {"checkHealth", admin_check_health, NULL, A | R, NULL},
+    {"checkHealth", admin_check_health, NULL, A | R | N, NULL},
+    {"getManagerClusterInfo", admin_get_manager_cluster_info, NULL, A | R | N, NULL},
+    {"getLeaderElectorConfig", admin_get_leader_elector_config, NULL, A | R | N, NULL},
+    {"updateLeaderElectorConfig", admin_update_leader_elector_config, NULL, A | R | N, NULL},
+    {"leaderDemote", admin_leader_demote, NULL, A | R | N, NULL},
     {"genConfigSnapshot", admin_gen_config_snapshot, NULL, A | R, NULL},
     {"loadConfigSnapshot", admin_load_config_snapshot, NULL, A, NULL},
     {"getMetrics", admin_get_metrics, NULL, A | R, NULL},

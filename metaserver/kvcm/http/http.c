@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "clock.h"
+#include "elector.h"
 #include "http_auth.h"
 #include "http_conn.h"
 #include "http_tls.h"
@@ -302,9 +303,29 @@ static struct call *call_new(struct kvcm *k, const struct route *r)
 	c->http_status = 200;
 	c->t0_ns = clock_ns();
 	c->writes0 = k->store.writes;
-	c->durable0 = persist_durable_seq(k->persist);
+	c->durable0 = k->persist ? persist_durable_seq(k->persist) : 0; /* NULL: a standby (leader election) */
 	jw_init(&c->out);
 	return c;
+}
+
+/* A standby (or a leader still loading, or one whose lease just ended) answers every leader-only call
+ * SERVER_NOT_LEADER "Server is not leader", as the reference does (HTTP 200), and, over HTTP, names the leader's URL
+ * on the same kind of port in X-MMC-Leader. */
+static bool standby_refuse(struct call *c)
+{
+	struct ha_holder l;
+	char url[512];
+
+	if (!c->k->ha || ha_serving(c->k->ha) || (c->route->flags & ROUTE_ANY_NODE))
+		return false;
+	ha_leader(c->k->ha, &l);
+	if (c->req && l.node_id[0] && l.host[0] && strcmp(l.node_id, ha_self(c->k->ha)->node_id) != 0) {
+		snprintf(url, sizeof(url), "http://%s:%u", l.host,
+		         (c->srv && c->srv->admin) ? l.admin_port : l.http_port);
+		evhttp_add_header(evhttp_request_get_output_headers(c->req), "X-MMC-Leader", url);
+	}
+	call_fail(c, KC_SERVER_NOT_LEADER, "Server is not leader");
+	return true;
 }
 
 /* The part of a call after its body is read, whatever the transport. */
@@ -313,11 +334,13 @@ static void call_exec(struct call *c)
 	struct kvcm *k = c->k;
 	const struct route *r = c->route;
 
-	if (c->http_status == 200 && (!(r->flags & ROUTE_INSTANCE) || precheck_instance(c)))
+	if (c->http_status == 200 && standby_refuse(c))
+		;
+	else if (c->http_status == 200 && (!(r->flags & ROUTE_INSTANCE) || precheck_instance(c)))
 		r->fn(c);
 	/* a reply that acknowledges a change waits for the commit holding it: the call's own writes, or, for a call
 	 * that may change state but found it done already (a retried registerInstance), the writes still pending */
-	if ((k->store.writes != c->writes0 || (!(r->flags & ROUTE_READ) && persist_dirty(k->persist))) &&
+	if (k->persist && (k->store.writes != c->writes0 || (!(r->flags & ROUTE_READ) && persist_dirty(k->persist))) &&
 	    persist_after_commit(k->persist, finish_after_commit, c) == 0)
 		return;
 	finish_call(c);

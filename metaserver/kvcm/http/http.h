@@ -25,6 +25,8 @@ enum route_flags {
 	ROUTE_ADMIN = 2,    /* admin header: no tracer_result */
 	ROUTE_DEBUG = 4,    /* the debug service: absent (404) unless kvcm.service.enable_debug_service */
 	ROUTE_READ = 8,     /* changes nothing: its reply never waits for a commit it did not cause */
+	ROUTE_ANY_NODE =
+	    16, /* answered by a standby too (health, cluster info, the elector); others: SERVER_NOT_LEADER */
 };
 
 struct route {

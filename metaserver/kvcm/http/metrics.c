@@ -9,6 +9,7 @@
 #include "deleter.h"
 #include "http.h"
 #include "kvcm_state.h"
+#include "ha_metrics.h"
 #include "meta_metrics.h"
 #include "reclaim.h"
 #include "wire_enums.h"
@@ -178,6 +179,9 @@ void metrics_text(struct kvcm *k, struct evbuffer *b)
 {
 	struct metrics *m = k->metrics;
 
+	ha_metrics_write(k->ha, b);
+	if (!k->persist) /* a standby: no state loaded, nothing else to count */
+		return;
 	requests(b, m);
 	latency(b, m);
 	usage(b, k);

@@ -38,6 +38,8 @@ static struct kvcm_conf conf = {
     .request_timeout_ms = 10000,
     .max_buffered_bytes = 256u << 20,
     .max_json_body_bytes = 8u << 20,
+    .lease_ms = 10000,
+    .loop_interval_ms = 100,
 };
 
 static const struct conf_key keys[] = {
@@ -65,6 +67,12 @@ static const struct conf_key keys[] = {
     {"kvcm.event_report.liveness_check_interval_ms", CONF_U32, F(er_liveness_interval_ms), 1, 86400000, NULL},
     {"kvcm.event_report.snapshot_min_interval_ms", CONF_U32, F(er_snapshot_min_interval_ms), 1, 86400000, NULL},
     {"kvcm.event_report.snapshot_delta_drain_timeout_ms", CONF_U32, F(er_drain_timeout_ms), 1, 86400000, NULL},
+    {"kvcm.distributed_lock.uri", CONF_STR, F(lock_uri), 0, 0, NULL},
+    {"kvcm.coordination.uri", CONF_STR, F(lock_uri), 0, 0, NULL},
+    {"kvcm.leader_elector.lease_ms", CONF_U32, F(lease_ms), 300, 3600000, NULL},
+    {"kvcm.leader_elector.loop_interval_ms", CONF_U32, F(loop_interval_ms), 10, 600000, NULL},
+    {"kvcm.leader_elector.node_id", CONF_STR, F(node_id), 0, 0, NULL},
+    {"kvcm.leader_elector.campaign_delay_time_ms", CONF_U32, F(campaign_delay_ms), 0, 86400000, NULL},
     {"kvcm.service.rpc_port", CONF_U32, F(rpc_port), 0, 65535, NULL},
     {"kvcm.service.admin_rpc_port", CONF_U32, F(admin_rpc_port), 0, 65535, NULL},
     {"kvcm.service.rpc_bind", CONF_STR, F(rpc_bind), 0, 0, NULL},

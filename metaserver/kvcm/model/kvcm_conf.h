@@ -41,6 +41,12 @@ struct kvcm_conf {
 	char rpc_bind[256];
 	uint64_t grpc_max_message_bytes;
 	bool grpc_enabled;
+	/* leader election (metaserver/ha): no lock URI, no election (one server, always the leader) */
+	char lock_uri[1024];        /* kvcm.distributed_lock.uri, alias kvcm.coordination.uri */
+	uint32_t lease_ms;          /* kvcm.leader_elector.lease_ms */
+	uint32_t loop_interval_ms;  /* kvcm.leader_elector.loop_interval_ms */
+	char node_id[128];          /* kvcm.leader_elector.node_id; "" : host:admin_port_random */
+	uint32_t campaign_delay_ms; /* kvcm.leader_elector.campaign_delay_time_ms: a demoted leader waits this long */
 	/* accepted for command-line compatibility with the reference server; no effect here */
 	uint32_t compat_u32[2];
 	/* security and resource limits (docs/operations.md, "Security") */

@@ -16,6 +16,7 @@ struct event;
 struct event_base;
 struct persist;
 struct meta;
+struct ha;
 struct http_server;
 struct grpc_server;
 struct sessions;
@@ -29,6 +30,7 @@ struct kvcm {
 	struct event_base *base;
 	struct persist *persist;
 	struct meta *meta;
+	struct ha *ha; /* leader election (metaserver/ha), NULL: none; the model never looks in */
 	struct kvcm_conf conf;
 	struct http_server *http, *admin;
 	uint16_t http_port, admin_port;

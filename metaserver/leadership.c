@@ -1,0 +1,226 @@
+#include "leadership.h"
+
+#include <errno.h>
+#include <event2/event.h>
+#include <fcntl.h>
+#include <linux/close_range.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "data_dir.h"
+#include "elector.h"
+#include "kvcm/kvcm.h"
+#include "kvcm/model/kvcm_conf.h"
+#include "log.h"
+#include "meta.h"
+#include "mmc/mmc.h"
+#include "persist.h"
+#include "sd_notify.h"
+
+#define RESTART_GRACE_MS 200 /* a demoted leader answers for this long (replies, health) before it restarts */
+#define CAMPAIGN_ENV     "MMC_HA_CAMPAIGN_AFTER_MS"
+#define ARGC_ENV         "MMC_HA_ARGC" /* the operator's arguments; what a restart appended comes after them */
+
+static struct {
+	char **argv;
+	int argc;
+	int (*load)(struct meta *m);
+	struct event *retry_ev, *restart_ev;
+	char rpc_url[320];
+	bool restarting;
+	bool waiting_logged; /* the data dir is busy: said once per wait */
+	uint64_t led_as;     /* ha_transitions when the state was loaded: any change since means the lease was lost */
+} L;
+
+static void arm(struct event *ev, unsigned ms)
+{
+	struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
+
+	evtimer_add(ev, &tv);
+}
+
+static void changed(void *arg);
+
+static void promote(struct meta *m)
+{
+	char err[512], value[1024];
+	const char *key;
+
+	/* the previous leader's process may still hold the LMDB data dir (paused): asked before loading so that a
+	 * standby waiting for it does not log a failed open every loop */
+	if (data_dir_busy(m->conf.data_dir)) {
+		if (!L.waiting_logged)
+			log_warn("op=ha_promote state=waiting reason=data_dir_busy dir=\"%s\" (the previous leader's "
+			         "process still holds it)",
+			         m->conf.data_dir);
+		L.waiting_logged = true;
+		arm(L.retry_ev, ha_loop_interval_ms(m->ha));
+		return;
+	}
+	if (L.load(m)) { /* loaded halfway, or not at all: only a fresh process tries again cleanly */
+		log_error("op=ha_promote err=load_failed (restarting as a standby)");
+		ha_demote(m->ha);
+		L.restarting = true;
+		arm(L.restart_ev, RESTART_GRACE_MS);
+		return;
+	}
+	persist_set_fence(m->persist, ha_fence, m->ha);
+	/* a Redis store in the lock's own Redis and db also refuses commits once another node holds the lock; only
+	 * then: the key is looked up in the store's Redis (LMDB: no-op) */
+	if (strcmp(kvcm_conf()->lock_uri, m->conf.store_uri) == 0 &&
+	    ha_lock_redis_key(m->ha, &key, value, sizeof(value)) &&
+	    persist_set_redis_fence_key(m->persist, key, value) == 0)
+		log_info("op=ha_promote fence_key=%s (every commit checks the lock at Redis)", key);
+	if (kvcm_promote(m->kvcm, m->persist, err, sizeof(err))) {
+		log_error("op=ha_promote component=kvcm err=\"%s\"", err);
+		exit(1);
+	}
+	if (!ha_lease_valid(m->ha)) { /* lost while loading: what was loaded is not ours to serve */
+		changed(m);
+		return;
+	}
+	L.led_as = ha_transitions(m->ha);
+	ha_set_serving(m->ha, true);
+	log_info("op=ha_promote node=\"%s\" objects=%llu services=%u", ha_self(m->ha)->node_id,
+	         (unsigned long long)m->nobjects, m->nservices);
+	printf("mmc-metaserver leading node=%s\n", ha_self(m->ha)->node_id);
+	fflush(stdout);
+	sd_notify_send("STATUS=leading");
+}
+
+/* Back to standby by the shortest sure path: a fresh process image that loads nothing until it leads again. */
+static void restart_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct meta *m = arg;
+	char *args[256], env[5][1200], after[32];
+	uint16_t http, admin;
+	int n = 0, kept;
+
+	kvcm_ports(m->kvcm, &http, &admin);
+	for (; n < L.argc && n < 240; n++)
+		args[n] = L.argv[n];
+	kept = n;
+	snprintf(env[0], sizeof(env[0]), "kvcm.service.http_port=%u", http);
+	snprintf(env[1], sizeof(env[1]), "kvcm.service.admin_http_port=%u", admin);
+	snprintf(env[2], sizeof(env[2]), "ock.mmc.meta_service_url=%s", L.rpc_url);
+	snprintf(env[3], sizeof(env[3]), "kvcm.leader_elector.node_id=%s", ha_self(m->ha)->node_id);
+	snprintf(env[4], sizeof(env[4]), "kvcm.leader_elector.campaign_delay_time_ms=%u", ha_campaign_delay_ms(m->ha));
+	for (int i = 0; i < 5; i++) {
+		args[n++] = "--env";
+		args[n++] = env[i];
+	}
+	args[n] = NULL;
+	snprintf(after, sizeof(after), "%lld", (long long)ha_campaign_after_wall_ms(m->ha));
+	setenv(CAMPAIGN_ENV, after, 1);
+	snprintf(after, sizeof(after), "%d", kept);
+	setenv(ARGC_ENV, after, 1);
+	log_warn("op=ha_restart reason=demoted node=\"%s\"", ha_self(m->ha)->node_id);
+	fflush(stderr);
+	/* every socket, the data dir's lock and LMDB's files close with the old image */
+	syscall(SYS_close_range, 3u, ~0u, CLOSE_RANGE_CLOEXEC);
+	execv("/proc/self/exe", args);
+	log_error("op=ha_restart err=\"execv: %s\"", strerror(errno));
+	_exit(1);
+}
+
+static void demote(struct meta *m)
+{
+	ha_set_serving(m->ha, false); /* from now on every request is redirected */
+	evtimer_del(L.retry_ev);
+	if (!m->persist || L.restarting)
+		return;
+	L.restarting = true;
+	/* the fence is closed: what is queued fails, and the replies held for it answer MMC_META_BACKUP_ERROR */
+	persist_flush(m->persist);
+	arm(L.restart_ev, RESTART_GRACE_MS);
+}
+
+static void changed(void *arg)
+{
+	struct meta *m = arg;
+
+	if (ha_holds(m->ha) && !m->persist && !L.restarting)
+		promote(m);
+	else if (!ha_holds(m->ha) || !ha_lease_valid(m->ha) || (m->persist && ha_transitions(m->ha) != L.led_as))
+		demote(m); /* a lease lost and won back in between is lost: someone else may have led meanwhile */
+}
+
+static void retry_cb(evutil_socket_t fd, short what, void *arg)
+{
+	changed(arg);
+}
+
+int leadership_open(struct meta *m, int argc, char **argv, int (*load)(struct meta *m), char *err, size_t errlen)
+{
+	const struct kvcm_conf *kc = kvcm_conf();
+	const char *after = getenv(CAMPAIGN_ENV), *keep = getenv(ARGC_ENV);
+	struct ha_opts o = {kc->lock_uri, kc->lease_ms, kc->loop_interval_ms, kc->campaign_delay_ms,
+	                    after ? strtoll(after, NULL, 10) : 0};
+
+	unsetenv(CAMPAIGN_ENV);
+	unsetenv(ARGC_ENV);
+	if (!kc->lock_uri[0])
+		return 0;
+	if (strpbrk(kc->node_id, " \t\n")) {
+		snprintf(err, errlen, "kvcm.leader_elector.node_id must not contain blanks");
+		return -1;
+	}
+	L.argv = argv;
+	L.argc = keep && atoi(keep) > 0 && atoi(keep) <= argc ? atoi(keep) : argc;
+	L.load = load;
+	L.retry_ev = evtimer_new(m->base, retry_cb, m);
+	L.restart_ev = evtimer_new(m->base, restart_cb, m);
+	if (!L.retry_ev || !L.restart_ev) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	return ha_open(&m->ha, m->base, &o, changed, m, err, errlen) ? -1 : 0;
+}
+
+int leadership_start(struct meta *m, const char *rpc_host, unsigned rpc_port)
+{
+	struct ha_holder self = {0};
+	uint16_t http, admin;
+	const char *adv = kvcm_conf()->advertised_host;
+
+	if (!m->ha)
+		return 0;
+	kvcm_ports(m->kvcm, &http, &admin);
+	snprintf(L.rpc_url, sizeof(L.rpc_url), "tcp://%s:%u", rpc_host, rpc_port);
+	snprintf(self.node_id, sizeof(self.node_id), "%s", kvcm_node_id(m->kvcm));
+	/* others reach this node by its advertised host; a wildcard listener is reached by the host name */
+	if (adv[0] || strcmp(rpc_host, "0.0.0.0") == 0) {
+		char host[256] = "localhost";
+
+		if (adv[0])
+			snprintf(host, sizeof(host), "%s", adv);
+		else
+			gethostname(host, sizeof(host) - 1);
+		snprintf(self.rpc, sizeof(self.rpc), "tcp://%s:%u", host, rpc_port);
+		snprintf(self.host, sizeof(self.host), "%s", host);
+	} else {
+		snprintf(self.rpc, sizeof(self.rpc), "%s", L.rpc_url);
+		snprintf(self.host, sizeof(self.host), "%s", rpc_host);
+	}
+	self.http_port = http;
+	self.admin_port = admin;
+	ha_set_self(m->ha, &self);
+	log_info("op=ha_start node=\"%s\" lock=\"%s\" lease_ms=%u loop_interval_ms=%u", self.node_id,
+	         kvcm_conf()->lock_uri, ha_lease_ms(m->ha), ha_loop_interval_ms(m->ha));
+	return ha_start(m->ha);
+}
+
+void leadership_close(struct meta *m)
+{
+	if (L.retry_ev)
+		event_free(L.retry_ev);
+	if (L.restart_ev)
+		event_free(L.restart_ev);
+	L.retry_ev = L.restart_ev = NULL;
+	ha_close(m->ha);
+	m->ha = NULL;
+}

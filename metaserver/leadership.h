@@ -1,0 +1,23 @@
+/*
+ * mmc-metaserver under leader election (kvcm.distributed_lock.uri): it starts as a standby that listens, answers
+ * health, cluster info and redirects, and loads nothing; when the elector wins the lease it loads the state from the
+ * store exactly as a restart does (the load callback: main.c's open_store) and serves; when the lease is lost or
+ * given up it stops serving at once and restarts itself (execve of its own binary, same pid, same ports) as a
+ * standby, so that the next time it leads it loads again from what is durable. Loop thread only.
+ */
+#ifndef MMC_LEADERSHIP_H
+#define MMC_LEADERSHIP_H
+
+#include <stddef.h>
+
+struct meta;
+
+/* Opens the elector when a lock URI is configured (m->ha; stays NULL without one: one server that always leads).
+ * argv is kept for the restart. Returns 0, or -1 with a message in err. */
+int leadership_open(struct meta *m, int argc, char **argv, int (*load)(struct meta *m), char *err, size_t errlen);
+/* Once the listeners are up: writes this node's addresses into the lock record and starts campaigning. */
+int leadership_start(struct meta *m, const char *rpc_host, unsigned rpc_port);
+/* Stops the elector and gives the lock back (shutdown). */
+void leadership_close(struct meta *m);
+
+#endif

@@ -1,0 +1,696 @@
+/*
+ * High availability (docs/operations.md, "High availability"): mmc-metaserver processes sharing one data dir and
+ * one lock elect exactly one leader; the others stand by, answer health and cluster info, and redirect the rest;
+ * a standby takes over when the leader stops, demotes, dies or pauses, and no write the old leader acknowledged is
+ * lost, nor one acknowledged after its lease. Shapes of the reference's admin leader-election tests (two servers,
+ * file:// lock, 2000 ms lease), then failover under load, pause-and-resume fencing, redirects and the redis:// lock.
+ */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+
+#include "ha_cluster.h"
+#include "mmc.pb-c.h"
+#include "pattern.h"
+#include "redis_proc.h"
+#include "store_fixture.h"
+
+static struct ha_cluster cl;
+static struct redis_proc redis; /* the redis:// tests' lock store */
+
+static void setup(void)
+{
+	ha_cluster_init(&cl);
+}
+
+static void teardown(void)
+{
+	ha_cluster_stop(&cl);
+	if (redis.dir[0])
+		redis_proc_cleanup(&redis);
+}
+
+TestSuite(ha, .init = setup, .fini = teardown, .timeout = 120);
+
+static void expect_cluster_info_agrees(int leader)
+{
+	char lid[128], self[128], exp[64], other[128];
+
+	ha_cluster_field(&cl, leader, "leader_node_id", lid, sizeof(lid));
+	ha_cluster_field(&cl, leader, "self_node_id", self, sizeof(self));
+	ha_cluster_field(&cl, leader, "self_leader_expiration_time", exp, sizeof(exp));
+	cr_expect_str_eq(lid, self, "the leader names itself");
+	cr_expect_gt(atoll(exp), 0, "the leader's lease has an end");
+	for (int i = 0; i < cl.n; i++) {
+		if (i == leader)
+			continue;
+		/* a standby learns the holder on its next look at the lock, within a loop interval or two */
+		for (uint64_t end = ha_now_ms() + 3000; ha_now_ms() < end; usleep(20000)) {
+			ha_cluster_field(&cl, i, "leader_node_id", other, sizeof(other));
+			if (strcmp(other, lid) == 0)
+				break;
+		}
+		cr_expect_str_eq(other, lid, "standby %d names the leader", i);
+		ha_cluster_field(&cl, i, "self_node_id", self, sizeof(self));
+		cr_expect_str_neq(self, lid);
+		cr_expect_eq(ha_is_leader(&cl, i), 0);
+	}
+}
+
+Test(ha, file_lock_elects_exactly_one_leader)
+{
+	int leader;
+
+	ha_cluster_start(&cl, 2, NULL);
+	leader = ha_wait_leader(&cl, 10000);
+	cr_assert_geq(leader, 0, "no leader within 10 s");
+	expect_cluster_info_agrees(leader);
+	usleep(3 * LEASE_MS * 1000); /* the lease renews: still the same one leader */
+	cr_expect_eq(ha_wait_leader(&cl, 1000), leader);
+	for (int i = 0; i < 2; i++) { /* /metrics says who leads, on a standby too */
+		struct hc h;
+		char *body = NULL;
+
+		cr_assert_eq(hc_connect(&h, cl.s[i].admin_port), 0);
+		cr_expect_eq(hc_request(&h, "GET", "/metrics", NULL, 0, &body), 200);
+		cr_expect(body && strstr(body, i == leader ? "\nmmc_leader 1\n" : "\nmmc_leader 0\n"), "%s", body);
+		cr_expect(body && strstr(body, "mmc_leader_lease_valid"));
+		if (i == leader)
+			cr_expect(body && strstr(body, "mmc_store_last_commit_seconds"), "the store's commit latency");
+		free(body);
+		hc_close(&h);
+	}
+}
+
+Test(ha, leader_demote_hands_over)
+{
+	int leader, other, now;
+	json_t *r;
+
+	ha_cluster_start(&cl, 2, NULL);
+	leader = ha_wait_leader(&cl, 10000);
+	cr_assert_geq(leader, 0);
+	other = 1 - leader;
+	r = ha_admin(&cl, leader, "updateLeaderElectorConfig", "{\"campaign_delay_time_ms\":10000}");
+	cr_assert_str_eq(ha_code(r), "OK");
+	json_decref(r);
+	r = ha_admin(&cl, leader, "getLeaderElectorConfig", "{}");
+	cr_expect_str_eq(json_string_value(json_object_get(r, "campaign_delay_time_ms")), "10000");
+	json_decref(r);
+	r = ha_admin(&cl, leader, "leaderDemote", "{\"trace_id\":\"demote\"}");
+	cr_assert_str_eq(ha_code(r), "OK");
+	json_decref(r);
+	cr_expect_eq(ha_is_leader(&cl, leader), 0, "a demoted leader says so at once");
+	now = ha_wait_leader(&cl, 10000);
+	cr_assert_eq(now, other, "the standby leads after the demotion");
+	cr_expect_eq(ha_is_leader(&cl, leader), 0);
+	expect_cluster_info_agrees(other);
+}
+
+Test(ha, takeover_after_the_leader_stops)
+{
+	int leader, other;
+	char lid[128], self[128];
+
+	ha_cluster_start(&cl, 2, NULL);
+	leader = ha_wait_leader(&cl, 10000);
+	cr_assert_geq(leader, 0);
+	other = 1 - leader;
+	cr_assert_eq(metaserver_stop(&cl.s[leader]), 0, "SIGTERM: a clean exit");
+	cr_assert_eq(ha_wait_leader(&cl, 10000), other, "the standby takes over");
+	ha_start_server(&cl, leader, NULL);
+	usleep(500000);
+	cr_expect_eq(ha_is_leader(&cl, leader), 0, "the restarted server stands by");
+	ha_cluster_field(&cl, leader, "leader_node_id", lid, sizeof(lid));
+	ha_cluster_field(&cl, leader, "self_node_id", self, sizeof(self));
+	cr_expect_str_eq(lid, other ? "node1" : "node0");
+	cr_expect_str_neq(self, lid);
+	cr_expect_eq(ha_wait_leader(&cl, 1000), other, "still exactly one leader");
+}
+
+/* ---- a standby's answers ---- */
+
+static int dial(uint16_t port)
+{
+	struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons(port)};
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	struct timeval tv = {5, 0};
+
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	cr_assert_eq(connect(fd, (struct sockaddr *)&sin, sizeof(sin)), 0);
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	return fd;
+}
+
+static Mmc__Frame *rpc_roundtrip(int fd, const Mmc__Frame *f)
+{
+	size_t n = mmc__frame__get_packed_size(f);
+	uint8_t buf[4096], hdr[4];
+	uint32_t len;
+
+	cr_assert_lt(n + 4, sizeof(buf));
+	memcpy(buf, (uint8_t[4]){(uint8_t)n, (uint8_t)(n >> 8), (uint8_t)(n >> 16), (uint8_t)(n >> 24)}, 4);
+	mmc__frame__pack(f, buf + 4);
+	cr_assert_eq(send(fd, buf, 4 + n, MSG_NOSIGNAL), (ssize_t)(4 + n));
+	cr_assert_eq(recv(fd, hdr, 4, MSG_WAITALL), 4);
+	len = (uint32_t)hdr[0] | (uint32_t)hdr[1] << 8 | (uint32_t)hdr[2] << 16 | (uint32_t)hdr[3] << 24;
+	cr_assert_lt(len, sizeof(buf));
+	cr_assert_eq(recv(fd, buf, len, MSG_WAITALL), (ssize_t)len);
+	return mmc__frame__unpack(NULL, len, buf);
+}
+
+/* The raw HTTP reply of POST path on port: status line and headers included. */
+static void http_raw(uint16_t port, const char *path, const char *body, char *out, size_t len)
+{
+	int fd = dial(port), n = 0;
+	char req[1024];
+	ssize_t r;
+
+	snprintf(req, sizeof(req), "POST %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: %zu\r\n\r\n%s",
+	         path, strlen(body), body);
+	cr_assert_eq(send(fd, req, strlen(req), MSG_NOSIGNAL), (ssize_t)strlen(req));
+	while ((size_t)n + 1 < len && (r = recv(fd, out + n, len - 1 - (size_t)n, 0)) > 0)
+		n += (int)r;
+	out[n] = '\0';
+	close(fd);
+}
+
+Test(ha, a_standby_redirects_rpc_and_http)
+{
+	Mmc__Frame f = MMC__FRAME__INIT, *rep;
+	Mmc__Hello h = MMC__HELLO__INIT;
+	Mmc__KeyBatch kb = MMC__KEY_BATCH__INIT;
+	char want[128], raw[4096], header[128];
+	int leader, standby, fd;
+	mmc_store *st;
+
+	ha_cluster_start(&cl, 2, NULL);
+	leader = ha_wait_leader(&cl, 10000);
+	cr_assert_geq(leader, 0);
+	standby = 1 - leader;
+	snprintf(want, sizeof(want), "tcp://127.0.0.1:%u", cl.s[leader].rpc_port);
+
+	/* RPC: hello, then a key batch, on the standby */
+	fd = dial(cl.s[standby].rpc_port);
+	h.host = "test";
+	h.version = 1;
+	f.id = 1;
+	f.body_case = MMC__FRAME__BODY_HELLO;
+	f.hello = &h;
+	rep = rpc_roundtrip(fd, &f);
+	cr_assert_not_null(rep);
+	cr_assert_eq(rep->body_case, MMC__FRAME__BODY_HELLO_REPLY);
+	cr_expect_eq(rep->hello_reply->result, MMC_NOT_LEADER);
+	cr_expect(rep->hello_reply->standby);
+	cr_expect_str_eq(rep->hello_reply->leader_address, want);
+	cr_expect_str_eq(rep->hello_reply->leader_node_id, leader ? "node1" : "node0");
+	mmc__frame__free_unpacked(rep, NULL);
+	f.id = 2;
+	f.body_case = MMC__FRAME__BODY_EXIST;
+	f.exist = &kb;
+	rep = rpc_roundtrip(fd, &f);
+	cr_assert_eq(rep->body_case, MMC__FRAME__BODY_KEY_REPLY);
+	cr_expect_eq(rep->key_reply->result, MMC_NOT_LEADER);
+	mmc__frame__free_unpacked(rep, NULL);
+	close(fd);
+
+	/* HTTP: the reference's answer of a follower, and the leader's URL in a header */
+	http_raw(cl.s[standby].http_port, "/api/getCacheLocation", "{\"instance_id\":\"i\",\"block_keys\":[1]}", raw,
+	         sizeof(raw));
+	cr_expect(strstr(raw, "HTTP/1.1 200") == raw, "%s", raw);
+	cr_expect(strstr(raw, "\"SERVER_NOT_LEADER\"") && strstr(raw, "Server is not leader"), "%s", raw);
+	snprintf(header, sizeof(header), "X-MMC-Leader: http://127.0.0.1:%u", cl.s[leader].http_port);
+	cr_expect(strstr(raw, header), "no %s in %s", header, raw);
+	http_raw(cl.s[standby].admin_port, "/api/listStorage", "{}", raw, sizeof(raw));
+	cr_expect(strstr(raw, "\"SERVER_NOT_LEADER\""), "%s", raw);
+	snprintf(header, sizeof(header), "X-MMC-Leader: http://127.0.0.1:%u", cl.s[leader].admin_port);
+	cr_expect(strstr(raw, header), "no %s in %s", header, raw);
+
+	/* libmmc given only the standby's address follows the redirect to the leader */
+	st = fixture_store(cl.s[standby].url, true, 16u << 20);
+	fixture_put(st, "ha/redirected", 4096, 7);
+	cr_expect_eq(fixture_get(st, "ha/redirected", 4096, 7), 0);
+	mmc_destroy(st);
+}
+
+/* ---- kill -9 of the leader while writers put and readers get ---- */
+
+#define WRITERS 2
+#define READERS 2
+#define PUTS    100000
+#define VALUE   (16u << 10)
+
+static mmc_store *wst, *rst;
+static atomic_bool stop_load;
+static atomic_int acked[WRITERS];      /* keys 0..acked-1 of writer t... */
+static atomic_uchar ok[WRITERS][PUTS]; /* ...each one acknowledged (1) or failed (2) */
+static atomic_int reads_ok, reads_bad, puts_failed;
+
+static void load_key(char *buf, size_t len, int t, int i)
+{
+	snprintf(buf, len, "ha/load/%d/%d", t, i);
+}
+
+static void *writer(void *arg)
+{
+	static _Thread_local unsigned char buf[VALUE];
+	int t = (int)(intptr_t)arg;
+	char key[64];
+
+	for (int i = 0; i < PUTS && !atomic_load(&stop_load); i++) {
+		int rc;
+
+		load_key(key, sizeof(key), t, i);
+		pattern_fill(buf, VALUE, (uint64_t)(t * PUTS + i));
+		rc = mmc_put_from(wst, key, buf, VALUE, MMC_COPY_H2G, NULL);
+		atomic_store(&ok[t][i], rc == 0 ? 1 : 2);
+		if (rc)
+			atomic_fetch_add(&puts_failed, 1);
+		atomic_store(&acked[t], i + 1);
+	}
+	return NULL;
+}
+
+static void *reader(void *arg)
+{
+	static _Thread_local unsigned char buf[VALUE];
+	unsigned seed = (unsigned)(uintptr_t)arg;
+	char key[64];
+
+	while (!atomic_load(&stop_load)) {
+		int t = (int)(rand_r(&seed) % WRITERS), n = atomic_load(&acked[t]), i, rc;
+
+		if (!n) {
+			usleep(1000);
+			continue;
+		}
+		i = (int)(rand_r(&seed) % (unsigned)n);
+		if (atomic_load(&ok[t][i]) != 1)
+			continue;
+		load_key(key, sizeof(key), t, i);
+		rc = mmc_get_into(rst, key, buf, VALUE, MMC_COPY_G2H);
+		if (rc == 0 && pattern_check(buf, VALUE, (uint64_t)(t * PUTS + i)) != VALUE)
+			atomic_fetch_add(&reads_bad, 1); /* MMC_OK with wrong bytes: never */
+		else if (rc == 0)
+			atomic_fetch_add(&reads_ok, 1);
+	}
+	return NULL;
+}
+
+static mmc_store *ha_store(bool lend)
+{
+	mmc_local_config c = fixture_config(cl.urls, 64u << 20);
+	mmc_store *s = mmc_create();
+
+	c.retry_ms = 15000; /* longer than a failover: lookups in flight go again on the new leader */
+	cr_assert_eq(mmc_setup(s, &c), 0);
+	cr_assert_eq(mmc_init(s, 0, lend), 0);
+	return s;
+}
+
+Test(ha, failover_under_load_keeps_every_acknowledged_put)
+{
+	pthread_t w[WRITERS], r[READERS];
+	int leader, now, before[WRITERS], lost = 0, after = 0;
+	uint64_t t0, took;
+
+	ha_cluster_start(&cl, 3, NULL);
+	leader = ha_wait_leader(&cl, 10000);
+	cr_assert_geq(leader, 0);
+	wst = ha_store(true);
+	rst = ha_store(false);
+	for (int t = 0; t < WRITERS; t++)
+		pthread_create(&w[t], NULL, writer, (void *)(intptr_t)t);
+	for (int t = 0; t < READERS; t++)
+		pthread_create(&r[t], NULL, reader, (void *)(uintptr_t)(t + 1));
+	usleep(1000000);
+	for (int t = 0; t < WRITERS; t++)
+		before[t] = atomic_load(&acked[t]);
+	metaserver_kill(&cl.s[leader]);
+	t0 = ha_now_ms();
+	now = ha_wait_leader(&cl, LEASE_MS + 8000);
+	took = ha_now_ms() - t0;
+	cr_assert_geq(now, 0, "no standby took over");
+	cr_expect_neq(now, leader);
+	cr_expect_leq(took, LEASE_MS + 2000, "a standby led %llu ms after the kill", (unsigned long long)took);
+	cr_log_info("failover: node%d leads %llu ms after kill -9 of node%d", now, (unsigned long long)took, leader);
+	usleep(3000000); /* the writers and readers carry on against the new leader */
+	atomic_store(&stop_load, true);
+	for (int t = 0; t < WRITERS; t++)
+		pthread_join(w[t], NULL);
+	for (int t = 0; t < READERS; t++)
+		pthread_join(r[t], NULL);
+
+	/* every put acknowledged, before the kill or after it, reads back byte for byte from the new leader */
+	for (int t = 0; t < WRITERS; t++) {
+		int n = atomic_load(&acked[t]);
+
+		for (int i = 0; i < n; i++) {
+			char key[64];
+
+			if (atomic_load(&ok[t][i]) != 1)
+				continue;
+			load_key(key, sizeof(key), t, i);
+			if (fixture_get(rst, key, VALUE, (uint64_t)(t * PUTS + i)) != 0 && lost++ < 5)
+				cr_log_error("acknowledged put %s is lost", key);
+			after += i >= before[t];
+		}
+	}
+	cr_log_info("puts acknowledged: %d before the kill, %d after; %d failed; reads ok %d", before[0] + before[1],
+	            after, atomic_load(&puts_failed), atomic_load(&reads_ok));
+	cr_expect_eq(lost, 0, "%d acknowledged puts lost", lost);
+	cr_expect_eq(atomic_load(&reads_bad), 0, "reads returned wrong bytes as MMC_OK");
+	cr_expect_gt(after, 0, "no put succeeded against the new leader");
+	cr_expect_gt(before[0] + before[1], 0);
+	mmc_destroy(rst);
+	mmc_destroy(wst);
+}
+
+/* ---- SIGSTOP longer than the lease, then SIGCONT ---- */
+
+struct late_put {
+	mmc_store *st;
+	int rc;
+};
+
+static void *put_one(void *arg)
+{
+	struct late_put *p = arg;
+	unsigned char buf[4096];
+
+	pattern_fill(buf, sizeof(buf), 42);
+	p->rc = mmc_put_from(p->st, "ha/late", buf, sizeof(buf), MMC_COPY_H2G, NULL);
+	return NULL;
+}
+
+static bool log_has(const char *path, const char *needle)
+{
+	char line[2048];
+	FILE *f = fopen(path, "r");
+	bool found = false;
+
+	while (f && !found && fgets(line, sizeof(line), f))
+		found = strstr(line, needle) != NULL;
+	if (f)
+		fclose(f);
+	return found;
+}
+
+/*
+ * Every commit of the leader waits 2.5 s (MMC_TEST_COMMIT_DELAY_MS), so that a put's commit is with the writer when
+ * the process is stopped: it resumes after its lease ended and another server holds the lock. The commit must fail
+ * (the fence, checked against the monotonic clock, not the elector's news), the put must not be acknowledged, and
+ * the new leader must not know the key; what was acknowledged before stays readable.
+ */
+/* With LMDB the standby cannot load while the paused leader holds the data dir; with the Redis store it leads
+ * during the pause, which is where the fence matters most. */
+static void paused_leader(const char *const *extra, bool standby_leads_meanwhile)
+{
+	struct late_put p = {0};
+	pthread_t th;
+	int leader, now;
+	mmc_store *st;
+
+	setenv("MMC_TEST_COMMIT_DELAY_MS", "2500", 1);
+	ha_cluster_start(&cl, 2, extra);
+	unsetenv("MMC_TEST_COMMIT_DELAY_MS");
+	leader = ha_wait_leader(&cl, 15000);
+	cr_assert_geq(leader, 0);
+	st = ha_store(true);
+	fixture_put(st, "ha/early", 4096, 41);
+	p.st = st;
+	pthread_create(&th, NULL, put_one, &p);
+	usleep(1000000); /* the alloc is answered at once; the commit waits in the writer for 2.5 s */
+	cr_assert_eq(kill(cl.s[leader].pid, SIGSTOP), 0);
+	usleep((LEASE_MS + 1500) * 1000);
+	if (standby_leads_meanwhile) { /* asked alone: the paused one would never answer */
+		uint64_t end = ha_now_ms() + 10000;
+
+		while (ha_is_leader(&cl, 1 - leader) != 1 && ha_now_ms() < end)
+			usleep(50000);
+		cr_expect_eq(ha_is_leader(&cl, 1 - leader), 1, "the standby leads while the old leader sleeps");
+	} else
+		cr_expect_neq(ha_is_leader(&cl, 1 - leader), 1,
+		              "the standby cannot load while the paused one holds it");
+	cr_assert_eq(kill(cl.s[leader].pid, SIGCONT), 0);
+	pthread_join(th, NULL);
+	cr_expect_eq(p.rc, MMC_META_BACKUP_ERROR, "the late commit answered %s", mmc_strerror(p.rc));
+	cr_expect(log_has(cl.s[leader].log, "fenced"), "the old leader's log names the fenced commit");
+	now = ha_wait_leader(&cl, 15000);
+	cr_assert_eq(now, 1 - leader, "the standby leads once the old leader stepped down");
+	cr_expect_eq(mmc_is_exist(st, "ha/late"), 0, "the fenced put is not in the new leader's index");
+	cr_expect_eq(fixture_get(st, "ha/early", 4096, 41), 0, "what was acknowledged before the pause is kept");
+	mmc_destroy(st);
+}
+
+Test(ha, a_paused_leader_acknowledges_no_late_commit)
+{
+	paused_leader(NULL, false);
+}
+
+/* ---- the redis:// lock, on a real redis-server ---- */
+
+/* A redis-server of our own, or a skip. Its AOF survives a restart, like a production Redis with appendonly. */
+static void start_redis(void)
+{
+	if (access("/usr/bin/redis-server", X_OK) != 0 && !getenv("MMC_REDIS_SERVER"))
+		cr_skip_test("no redis-server (apt-get install redis-server)");
+	cr_assert_eq(redis_proc_start(&redis, "everysec"), 0, "redis-server did not start");
+	snprintf(cl.lock_uri, sizeof(cl.lock_uri), "%s/0", redis.uri);
+}
+
+static bool redis_has_lock(void)
+{
+	char reply[64] = "";
+
+	return redis_proc_cmd(&redis, "EXISTS kvcm_lock:mmc_leader", reply, sizeof(reply)) == 0 &&
+	       strcmp(reply, ":1") == 0;
+}
+
+Test(ha, redis_lock_elects_and_fails_over)
+{
+	int leader, now;
+	uint64_t t0;
+
+	start_redis();
+	ha_cluster_start(&cl, 2, NULL);
+	leader = ha_wait_leader(&cl, 10000);
+	cr_expect_geq(leader, 0, "no leader through redis://");
+	if (leader >= 0) {
+		expect_cluster_info_agrees(leader);
+		cr_expect(redis_has_lock());
+		metaserver_kill(&cl.s[leader]);
+		t0 = ha_now_ms();
+		now = ha_wait_leader(&cl, LEASE_MS + 8000);
+		cr_expect_eq(now, 1 - leader, "the standby takes the redis lock");
+		cr_expect_leq(ha_now_ms() - t0, LEASE_MS + 2000);
+		cr_expect_eq(metaserver_stop(&cl.s[1 - leader]), 0);
+		cr_expect(!redis_has_lock(), "a leader that stops gives the redis lock back");
+	}
+	redis_proc_cleanup(&redis);
+}
+
+/* ---- readiness for systemd (Type=notify), written to $NOTIFY_SOCKET by hand ---- */
+
+static bool recv_notify(int fd, const char *want, int ms)
+{
+	uint64_t end = ha_now_ms() + (uint64_t)ms;
+	char buf[512];
+
+	while (ha_now_ms() < end) {
+		struct timeval tv = {0, 100000};
+		ssize_t n;
+
+		setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+		n = recv(fd, buf, sizeof(buf) - 1, 0);
+		if (n <= 0)
+			continue;
+		buf[n] = '\0';
+		if (strstr(buf, want))
+			return true;
+	}
+	return false;
+}
+
+Test(ha, readiness_and_leadership_reach_systemd)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	char path[300];
+	int fd = socket(AF_UNIX, SOCK_DGRAM, 0);
+
+	snprintf(path, sizeof(path), "%s/notify", cl.dir);
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%.100s", path);
+	cr_assert_eq(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	setenv("NOTIFY_SOCKET", path, 1);
+	ha_cluster_start(&cl, 1, NULL);
+	unsetenv("NOTIFY_SOCKET");
+	cr_expect(recv_notify(fd, "READY=1", 5000), "no READY=1 on $NOTIFY_SOCKET");
+	cr_expect(recv_notify(fd, "STATUS=leading", 10000), "no STATUS=leading once it leads");
+	close(fd);
+}
+
+/* ---- the KVCM half: every location committed before kill -9 of the leader is returned by the next one ---- */
+
+static char *locations_of(uint16_t port, const char *id)
+{
+	struct hc h;
+	json_t *r;
+	char *text;
+
+	cr_assert_eq(hc_connect(&h, port), 0);
+	r = hc_call(&h, "getCacheLocation", "{\"instance_id\":\"%s\",\"block_keys\":[11,12,13]}", id);
+	hc_close(&h);
+	cr_assert_not_null(r);
+	cr_assert_str_eq(code_of(r), "OK", "%s", message_of(r));
+	text = json_dumps(json_object_get(r, "locations"), JSON_SORT_KEYS | JSON_COMPACT);
+	json_decref(r);
+	return text;
+}
+
+Test(ha, kvcm_locations_survive_a_failover)
+{
+	char root[300], *before, *after;
+	const char *extra[] = {root, NULL};
+	int leader, now;
+	struct hc h;
+
+	snprintf(root, sizeof(root), "kvcm.default_storage.root_path=%s/nfs/", cl.dir);
+	ha_cluster_start(&cl, 2, extra);
+	leader = ha_wait_leader(&cl, 10000);
+	cr_assert_geq(leader, 0);
+	cr_assert_eq(hc_connect(&h, cl.s[leader].http_port), 0);
+	cr_assert(register_simple(&h, "default", "inst-ha", 4096));
+	cr_assert(write_keys(&h, "inst-ha", "[11,12,13]"));
+	hc_close(&h);
+	before = locations_of(cl.s[leader].http_port, "inst-ha");
+	cr_assert(strstr(before, "\"uri\""), "no locations: %s", before);
+	metaserver_kill(&cl.s[leader]);
+	now = ha_wait_leader(&cl, LEASE_MS + 8000);
+	cr_assert_eq(now, 1 - leader);
+	after = locations_of(cl.s[now].http_port, "inst-ha");
+	cr_expect_str_eq(after, before, "the new leader returns the same locations");
+	free(before);
+	free(after);
+}
+
+/* The lock store goes away: a blip, then an outage longer than the lease. Nobody leads without it (a lease nobody
+ * can renew is no lease), and everything comes back by itself when it returns, with the data. */
+Test(ha, redis_outage_stands_the_leader_down_and_recovers)
+{
+	mmc_store *st;
+	int leader;
+
+	start_redis();
+	ha_cluster_start(&cl, 2, NULL);
+	leader = ha_wait_leader(&cl, 10000);
+	cr_assert_geq(leader, 0);
+	st = ha_store(true);
+	fixture_put(st, "ha/redis/before", 4096, 51);
+
+	redis_proc_kill(&redis); /* a restart well within the lease: still exactly one leader, and it serves */
+	cr_assert_eq(redis_proc_restart(&redis), 0);
+	cr_expect_geq(ha_wait_leader(&cl, 10000), 0);
+	cr_expect_eq(fixture_get(st, "ha/redis/before", 4096, 51), 0);
+
+	redis_proc_kill(&redis); /* longer than the lease: the leader stands down, nobody leads */
+	usleep((LEASE_MS + 1500) * 1000);
+	cr_expect_eq(ha_wait_leader(&cl, 300), -1, "a leader without a lock store");
+	cr_assert_eq(redis_proc_restart(&redis), 0);
+	leader = ha_wait_leader(&cl, 15000);
+	cr_expect_geq(leader, 0, "no leader once redis is back");
+	cr_expect_eq(fixture_get(st, "ha/redis/before", 4096, 51), 0, "the data survives the outage");
+	fixture_put(st, "ha/redis/after", 4096, 52);
+	cr_expect_eq(fixture_get(st, "ha/redis/after", 4096, 52), 0);
+	mmc_destroy(st);
+	redis_proc_cleanup(&redis);
+}
+
+/* With no campaign delay a demotion still hands over, again and again: the demoted server stays out for a few
+ * loops and the standby, which asks every loop, takes the lock. */
+Test(ha, demotion_without_delay_hands_over_back_and_forth)
+{
+	int leader;
+
+	ha_cluster_start(&cl, 2, NULL);
+	leader = ha_wait_leader(&cl, 10000);
+	cr_assert_geq(leader, 0);
+	for (int round = 0; round < 3; round++) {
+		json_t *r = ha_admin(&cl, leader, "leaderDemote", "{}");
+
+		cr_assert_str_eq(ha_code(r), "OK");
+		json_decref(r);
+		usleep(300000); /* past the demoted server's restart */
+		cr_assert_eq(ha_wait_leader(&cl, 10000), 1 - leader, "round %d: the other server leads", round);
+		leader = 1 - leader;
+	}
+}
+
+/* A standby listens before it can load the stored accounts: on a bind other hosts reach it needs the configured
+ * admin like a leader does, and it refuses to start without one. */
+Test(ha, a_standby_on_a_public_bind_needs_credentials)
+{
+	char data[300], lock[400];
+	const char *open_bind[] = {data, lock, "kvcm.service.bind=0.0.0.0", NULL};
+	const char *insecure[] = {data, lock, "kvcm.service.bind=0.0.0.0", "kvcm.service.allow_insecure_bind=true",
+	                          NULL};
+
+	snprintf(data, sizeof(data), "ock.mmc.meta.data_dir=%s/data", cl.dir);
+	snprintf(lock, sizeof(lock), "kvcm.distributed_lock.uri=%s", cl.lock_uri);
+	cl.n = 1;
+	cr_expect_neq(metaserver_start(&cl.s[0], open_bind), 0, "a public standby without credentials started");
+	cr_expect(log_has(cl.s[0].log, "no credentials are configured"));
+	metaserver_cleanup(&cl.s[0]);
+	cr_expect_eq(metaserver_start(&cl.s[0], insecure), 0, "allow_insecure_bind is the operator's choice");
+}
+
+/* Metadata in Redis and the lock in the same Redis: a commit is fenced by the lease and, at Redis, by the lock key
+ * itself. kill -9 of the leader: the standby loads from Redis (no data dir to wait for) and every acknowledged put
+ * reads back. */
+Test(ha, redis_store_and_lock_fail_over_together)
+{
+	char store[400];
+	const char *extra[] = {store, NULL};
+	int leader, now;
+	mmc_store *st;
+
+	start_redis();
+	snprintf(store, sizeof(store), "ock.mmc.meta.store_uri=%s", cl.lock_uri);
+	ha_cluster_start(&cl, 2, extra);
+	leader = ha_wait_leader(&cl, 10000);
+	cr_assert_geq(leader, 0);
+	cr_expect(log_has(cl.s[leader].log, "fence_key=kvcm_lock:mmc_leader"), "the Redis store checks the lock");
+	st = ha_store(true);
+	for (int i = 0; i < 20; i++) {
+		char key[32];
+
+		snprintf(key, sizeof(key), "ha/rs/%d", i);
+		fixture_put(st, key, 8192, (uint64_t)i);
+	}
+	metaserver_kill(&cl.s[leader]);
+	now = ha_wait_leader(&cl, LEASE_MS + 8000);
+	cr_assert_eq(now, 1 - leader);
+	for (int i = 0; i < 20; i++) {
+		char key[32];
+
+		snprintf(key, sizeof(key), "ha/rs/%d", i);
+		cr_expect_eq(fixture_get(st, key, 8192, (uint64_t)i), 0, "%s after the failover", key);
+	}
+	fixture_put(st, "ha/rs/after", 8192, 99);
+	mmc_destroy(st);
+	redis_proc_cleanup(&redis);
+}
+
+Test(ha, a_paused_leader_on_the_redis_store_acknowledges_no_late_commit)
+{
+	char store[400];
+	const char *extra[] = {store, NULL};
+
+	start_redis();
+	snprintf(store, sizeof(store), "ock.mmc.meta.store_uri=%s", cl.lock_uri);
+	paused_leader(extra, true);
+	redis_proc_cleanup(&redis);
+}

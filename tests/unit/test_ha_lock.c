@@ -1,0 +1,126 @@
+/* metaserver/ha: the file:// lock (take, renew, expiry, takeover, release) and the elector's fence. */
+#include <criterion/criterion.h>
+#include <event2/event.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "elector.h"
+#include "lock.h"
+#include "mmc/mmc.h"
+
+static char dir[64];
+
+static void mkdir_tmp(void)
+{
+	snprintf(dir, sizeof(dir), "/tmp/mmc-ha-lock-XXXXXX");
+	cr_assert_not_null(mkdtemp(dir));
+}
+
+static void rm_tmp(void)
+{
+	char cmd[128];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	cr_expect_eq(system(cmd), 0);
+}
+
+TestSuite(ha_lock, .init = mkdir_tmp, .fini = rm_tmp);
+
+static struct ha_holder holder(const char *id, uint32_t port)
+{
+	struct ha_holder h = {.http_port = port, .admin_port = port + 1};
+
+	snprintf(h.node_id, sizeof(h.node_id), "%s", id);
+	snprintf(h.rpc, sizeof(h.rpc), "tcp://127.0.0.1:%u", port);
+	snprintf(h.host, sizeof(h.host), "127.0.0.1");
+	return h;
+}
+
+Test(ha_lock, holder_text_round_trips)
+{
+	struct ha_holder a = holder("node-a", 5000), b;
+	char text[1024];
+
+	a.expiry_wall_ms = 1796000000123;
+	cr_assert_gt(ha_holder_format(&a, text, sizeof(text)), 0);
+	cr_assert_eq(ha_holder_parse(&b, text), 0);
+	cr_expect_eq(memcmp(&a, &b, sizeof(a)), 0);
+	cr_expect_eq(ha_holder_parse(&b, "something else"), MMC_INVALID_PARAM);
+}
+
+Test(ha_lock, file_lock_is_taken_renewed_expires_and_is_released)
+{
+	struct ha_lock *la, *lb;
+	struct ha_holder a = holder("a", 1), b = holder("b", 2), cur;
+	char uri[128], err[256];
+
+	snprintf(uri, sizeof(uri), "file://%s/lock", dir);
+	cr_assert_eq(ha_lock_open(&la, uri, 100, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(ha_lock_open(&lb, uri, 100, err, sizeof(err)), 0, "%s", err);
+	cr_expect_eq(la->ops->acquire(la, &a, 300, &cur), 1, "a free lock is taken");
+	cr_expect_eq(lb->ops->acquire(lb, &b, 300, &cur), 0, "a held lock is not");
+	cr_expect_str_eq(cur.node_id, "a", "and the loser learns who holds it");
+	cr_expect_str_eq(cur.rpc, "tcp://127.0.0.1:1");
+	cr_expect_eq(la->ops->acquire(la, &a, 300, &cur), 1, "the holder renews");
+	usleep(400000);
+	cr_expect_eq(lb->ops->acquire(lb, &b, 300, &cur), 1, "an expired lease is taken over");
+	cr_expect_eq(la->ops->acquire(la, &a, 300, &cur), 0, "the old holder lost it");
+	cr_expect_str_eq(cur.node_id, "b");
+	la->ops->release(la, &a); /* not its lock: nothing happens */
+	cr_expect_eq(la->ops->peek(la, &cur), 0);
+	cr_expect_str_eq(cur.node_id, "b");
+	lb->ops->release(lb, &b);
+	cr_expect_eq(la->ops->peek(la, &cur), 0);
+	cr_expect_str_eq(cur.node_id, "", "released: nobody holds it");
+	cr_expect_eq(la->ops->acquire(la, &a, 300, &cur), 1);
+	la->ops->close(la);
+	lb->ops->close(lb);
+}
+
+Test(ha_lock, bad_uris_are_refused)
+{
+	struct ha_lock *l;
+	char err[256];
+
+	cr_expect_eq(ha_lock_open(&l, "etcd://x", 100, err, sizeof(err)), MMC_INVALID_PARAM);
+	cr_expect(strstr(err, "kvcm.distributed_lock.uri"));
+	cr_expect_eq(ha_lock_open(&l, "redis://nohostport", 100, err, sizeof(err)), MMC_INVALID_PARAM);
+	cr_expect_eq(ha_lock_open(&l, "redis://h:99999", 100, err, sizeof(err)), MMC_INVALID_PARAM);
+}
+
+static void on_change(void *arg)
+{
+	event_base_loopbreak(arg);
+}
+
+/* The fence is the lease: valid once won, closed the moment the leader demotes, before the lock store hears. */
+Test(ha_lock, the_fence_opens_on_winning_and_closes_on_demote)
+{
+	struct event_base *base = event_base_new();
+	struct ha_opts o = {.lease_ms = 600, .loop_interval_ms = 50};
+	struct ha_holder self = holder("me", 7);
+	struct timeval limit = {5, 0};
+	char uri[128], err[256];
+	struct ha *h;
+
+	snprintf(uri, sizeof(uri), "file://%s/lock", dir);
+	o.lock_uri = uri;
+	cr_assert_eq(ha_open(&h, base, &o, on_change, base, err, sizeof(err)), 0, "%s", err);
+	ha_set_self(h, &self);
+	cr_expect(!ha_lease_valid(h));
+	cr_assert_eq(ha_start(h), 0);
+	event_base_loopexit(base, &limit);
+	event_base_dispatch(base);
+	cr_assert(ha_holds(h), "elected within 5 s");
+	cr_expect(ha_fence(h));
+	cr_expect_gt(ha_self_expiry_wall_ms(h), ha_wall_ms());
+	ha_demote(h);
+	cr_expect(!ha_fence(h), "closed at once");
+	ha_close(h);
+
+	/* a loop interval too close to the lease is refused */
+	o.loop_interval_ms = 300;
+	cr_expect_eq(ha_open(&h, base, &o, on_change, base, err, sizeof(err)), MMC_INVALID_PARAM);
+	event_base_free(base);
+}
