@@ -17,6 +17,7 @@
 #include "mmc.pb-c.h"
 #include "pattern.h"
 #include "redis_proc.h"
+#include "store_conf.h"
 #include "store_fixture.h"
 
 static struct ha_cluster cl;
@@ -693,4 +694,27 @@ Test(ha, a_paused_leader_on_the_redis_store_acknowledges_no_late_commit)
 	snprintf(store, sizeof(store), "ock.mmc.meta.store_uri=%s", cl.lock_uri);
 	paused_leader(extra, true);
 	redis_proc_cleanup(&redis);
+}
+
+/* With the cluster secret, a standby answers the hello with its redirect before any challenge; the store follows it
+ * without the standby's proof, and the leader it names must still prove the secret. */
+Test(ha, a_store_with_the_cluster_secret_follows_the_redirect)
+{
+	const char *token[] = {"ock.mmc.meta.auth_token=ha-cluster-secret-0123456789", NULL};
+	char urls[160];
+	mmc_store *s;
+	int leader;
+
+	ha_cluster_start(&cl, 2, token);
+	leader = ha_wait_leader(&cl, 10000);
+	cr_assert_geq(leader, 0);
+	/* the standby first: the store must be sent on to the leader */
+	snprintf(urls, sizeof(urls), "%s,%s", cl.s[1 - leader].url, cl.s[leader].url);
+	cr_assert_eq(store_open(urls, "ock.mmc.client.auth_token = wrong-secret-0123456789\n", true, &s),
+	             MMC_NOT_AUTHORIZED, "the leader still checks the secret");
+	mmc_destroy(s);
+	cr_assert_eq(store_open(urls, "ock.mmc.client.auth_token = ha-cluster-secret-0123456789\n", true, &s), 0);
+	fixture_put(s, "ha-secret", 4096, 7);
+	cr_assert_eq(fixture_get(s, "ha-secret", 4096, 7), 0, "the bytes came back");
+	mmc_destroy(s);
 }
