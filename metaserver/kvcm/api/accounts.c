@@ -9,7 +9,7 @@
 
 static const int role_values[] = {ROLE_USER, ROLE_ADMIN};
 static const char *const role_names[] = {"ROLE_USER", "ROLE_ADMIN"};
-static const struct enum_desc enum_role = {"Role", 2, role_values, role_names};
+const struct enum_desc enum_role = {"AccountRole", 2, role_values, role_names};
 
 static void reply(struct call *c, int code, const char *msg, const char *ok_msg)
 {

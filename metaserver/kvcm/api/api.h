@@ -11,6 +11,9 @@
 extern const struct route meta_routes[];
 extern const struct route admin_routes[];
 
+/* The AccountRole enum's wire names (accounts.c), for the accounts API and the config snapshot alike. */
+extern const struct enum_desc enum_role;
+
 #define API(name)                                                                                                      \
 	void api_##name(struct call *c);                                                                               \
 	void api_##name##_empty(struct jw *w)

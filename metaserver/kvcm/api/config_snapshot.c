@@ -33,10 +33,6 @@ static void list_storages(struct jw *w, struct kvcm *k)
 	jw_arr_end(w);
 }
 
-static const int role_values[] = {ROLE_USER, ROLE_ADMIN};
-static const char *const role_names[] = {"ROLE_USER", "ROLE_ADMIN"};
-static const struct enum_desc enum_role = {"AccountRole", 2, role_values, role_names};
-
 static void snapshot_account(void *arg, const char *user, int role, const char *hash)
 {
 	struct jw *w = arg;
