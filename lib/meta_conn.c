@@ -25,6 +25,7 @@
 #define CONNECT_MS  5000
 #define BACKOFF_MIN 100
 #define BACKOFF_MAX 2000
+#define ELECTION_MS 150 /* how often to look again while the servers that answer all stand by */
 
 enum mc_state { MC_DOWN, MC_CONNECTING, MC_READY };
 
@@ -586,11 +587,28 @@ static int handshake(struct meta_conn *mc)
 	return rc == MMC_NOT_CONNECTED_META && standby_seen ? MMC_NOT_LEADER : rc;
 }
 
+/*
+ * The wait before the next handshake. Servers that answered but do not lead are electing one, which ends when the
+ * old lease does (a few seconds): look again soon, or every call waiting for the leader waits a doubled backoff
+ * past it. Jitter spreads a fleet of clients over the interval. Nothing answering at all backs off to BACKOFF_MAX.
+ */
+static uint32_t retry_wait(int rc, uint32_t *backoff)
+{
+	uint32_t wait = *backoff;
+
+	if (rc == MMC_NOT_LEADER) {
+		*backoff = BACKOFF_MIN;
+		return ELECTION_MS / 2 + (uint32_t)(clock_ms() * 2654435761u % ELECTION_MS);
+	}
+	*backoff = wait * 2 > BACKOFF_MAX ? BACKOFF_MAX : wait * 2;
+	return wait;
+}
+
 static void *keeper_main(void *arg)
 {
 	struct meta_conn *mc = arg;
 	uint32_t backoff = BACKOFF_MIN;
-	int fd;
+	int fd, rc;
 
 	pthread_mutex_lock(&mc->lock);
 	while (!mc->stop) {
@@ -617,16 +635,16 @@ static void *keeper_main(void *arg)
 			mc->reader_started = false;
 			conn_drop_fd(mc, fd);
 		}
-		if (!atomic_load(&mc->stop) && handshake(mc) == 0) {
+		rc = atomic_load(&mc->stop) ? MMC_NOT_CONNECTED_META : handshake(mc);
+		if (rc == 0) {
 			lg_info("reconnected to the meta server");
 			pthread_mutex_lock(&mc->lock);
 			continue;
 		}
 		pthread_mutex_lock(&mc->lock);
-		dl = clock_deadline(backoff);
+		dl = clock_deadline(retry_wait(rc, &backoff));
 		if (!mc->stop)
 			pthread_cond_timedwait(&mc->state_cond, &mc->lock, &dl);
-		backoff = backoff * 2 > BACKOFF_MAX ? BACKOFF_MAX : backoff * 2;
 	}
 	pthread_mutex_unlock(&mc->lock);
 	return NULL;
@@ -652,8 +670,8 @@ int meta_conn_open(struct meta_conn **out, const struct client_conf *conf)
 	if (rc == 0)
 		rc = handshake(mc);
 	/* servers that all stand by are electing a leader: wait for it like for a slow reply (timeout_ms) */
-	for (uint64_t dl = clock_ms() + conf->c.timeout_ms, wait = BACKOFF_MIN; rc == MMC_NOT_LEADER && clock_ms() < dl;
-	     wait = wait * 2 > BACKOFF_MAX ? BACKOFF_MAX : wait * 2) {
+	for (uint64_t dl = clock_ms() + conf->c.timeout_ms; rc == MMC_NOT_LEADER && clock_ms() < dl;) {
+		uint32_t backoff = BACKOFF_MIN, wait = retry_wait(rc, &backoff);
 		struct timespec ts = {(time_t)(wait / 1000), (long)(wait % 1000) * 1000000};
 
 		nanosleep(&ts, NULL);

@@ -92,6 +92,14 @@ static void won(struct ha *h, const struct ha_holder *cur, uint64_t sent_ns)
 	notify(h);
 }
 
+/* mu held. A lease is lost when renewals stall for lease - margin: say so while one merely runs slow. */
+static void slow_turn(const struct ha *h, int rc, uint64_t took_ns)
+{
+	if (h->holds && took_ns > (uint64_t)h->lease_ms * 1000000u / 4)
+		log_warn("op=ha_renew slow_ms=%llu lease_ms=%u result=%d (the lock store answers slowly)",
+		         (unsigned long long)(took_ns / 1000000u), h->lease_ms, rc);
+}
+
 /* One turn of the elector: take or renew the lease, or learn who holds it. mu held on entry and exit; dropped
  * around the lock store's round trips. */
 static void step(struct ha *h)
@@ -112,6 +120,7 @@ static void step(struct ha *h)
 	pthread_mutex_unlock(&h->mu);
 	rc = campaign ? h->lock->ops->acquire(h->lock, &h->self, h->lease_ms, &cur) : h->lock->ops->peek(h->lock, &cur);
 	pthread_mutex_lock(&h->mu);
+	slow_turn(h, rc, clock_ns() - sent_ns);
 	if (h->demote_req)
 		return; /* handled by the caller before the next turn */
 	if (rc == 1 && clock_ns() - sent_ns < (uint64_t)(h->lease_ms - h->margin_ms) * 1000000u)

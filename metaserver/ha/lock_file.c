@@ -1,10 +1,12 @@
 /*
  * file://DIR: the lock for servers on one host (and for tests). DIR/leader holds the holder's record (ha_holder
- * text, with the wall-clock end of its lease); every read-modify-write of it happens under flock(DIR/leader.lock),
- * taken without blocking, so that no elector thread ever waits on it: a process stopped inside the few
- * microseconds it holds it keeps the others from the record until it resumes or dies (as, with LMDB, it keeps them
- * from the data dir). The record is replaced by rename, so a reader never sees half of one. A holder that dies leaves its record behind; it counts until its expiry, so a standby takes over within one
- * lease.
+ * text, with the wall-clock end of its lease); every read of it and every change happens under flock of
+ * DIR/leader.lock, taken without blocking, so that no elector thread ever waits on another: a process stopped inside
+ * the few microseconds it holds it keeps the others from the record until it resumes or dies (as, with LMDB, it
+ * keeps them from the data dir). A renewal rewrites the record in place, one fixed-size pwrite over blocks the file
+ * already has: a rename or a fresh file makes the file system allocate and journal, which on a busy disk took
+ * hundreds of ms and once longer than the lease. A holder that dies leaves its record behind; it counts until its
+ * expiry, so a standby takes over within one lease.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -19,48 +21,47 @@
 #include "log.h"
 #include "mmc/mmc.h"
 
+#define RECORD_LEN 1024 /* every write covers this much: a shorter record leaves no tail of a longer one */
+
 struct lock_file {
 	struct ha_lock base;
 	int fd; /* DIR/leader.lock */
-	char record[4096], tmp[4096];
+	char record[4096];
 };
 
 static int read_record(const struct lock_file *f, struct ha_holder *h)
 {
-	char buf[1024];
+	char buf[RECORD_LEN + 1];
 	int fd = open(f->record, O_RDONLY | O_CLOEXEC);
 	ssize_t n;
 
 	memset(h, 0, sizeof(*h));
 	if (fd < 0)
 		return errno == ENOENT ? 0 : MMC_ERROR;
-	n = read(fd, buf, sizeof(buf) - 1);
+	n = read(fd, buf, RECORD_LEN);
 	close(fd);
 	if (n < 0)
 		return MMC_ERROR;
 	buf[n] = '\0';
-	if (n > 0 && ha_holder_parse(h, buf))
+	if (buf[0] && ha_holder_parse(h, buf))
 		log_warn("op=ha_lock backend=file err=\"unreadable record in %s: taken over\"", f->record);
 	return 0;
 }
 
+/* Opened by path each time, not kept open: whatever put the file there (a release unlinks it) is what is read. */
 static int write_record(const struct lock_file *f, const struct ha_holder *h)
 {
-	char buf[1024];
-	int n = ha_holder_format(h, buf, sizeof(buf)), fd;
+	char buf[RECORD_LEN] = {0};
+	int fd;
+	ssize_t n;
 
-	if (n < 0)
+	if (ha_holder_format(h, buf, sizeof(buf)) < 0)
 		return MMC_INVALID_PARAM;
-	fd = open(f->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	fd = open(f->record, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
 	if (fd < 0)
 		return MMC_ERROR;
-	if (write(fd, buf, (size_t)n) != n || close(fd) || rename(f->tmp, f->record)) {
-		if (fd >= 0)
-			close(fd);
-		unlink(f->tmp);
-		return MMC_ERROR;
-	}
-	return 0;
+	n = pwrite(fd, buf, sizeof(buf), 0);
+	return close(fd) == 0 && n == (ssize_t)sizeof(buf) ? 0 : MMC_ERROR;
 }
 
 static int file_acquire(struct ha_lock *l, const struct ha_holder *self, uint32_t lease_ms, struct ha_holder *cur)
@@ -89,9 +90,14 @@ static int file_acquire(struct ha_lock *l, const struct ha_holder *self, uint32_
 static int file_peek(struct ha_lock *l, struct ha_holder *cur)
 {
 	struct lock_file *f = (struct lock_file *)l;
+	int rc;
 
-	/* no flock: the record is replaced by rename, a read sees the old one or the new one */
-	if (read_record(f, cur))
+	/* shared: a record being rewritten in place is not read half old, half new */
+	if (flock(f->fd, LOCK_SH | LOCK_NB))
+		return errno == EWOULDBLOCK ? MMC_TIMEOUT : MMC_ERROR;
+	rc = read_record(f, cur);
+	flock(f->fd, LOCK_UN);
+	if (rc)
 		return MMC_ERROR;
 	if (cur->expiry_wall_ms <= ha_wall_ms())
 		memset(cur, 0, sizeof(*cur));
@@ -130,7 +136,6 @@ int ha_lock_file_open(struct ha_lock **out, const char *dir, char *err, size_t e
 		return MMC_MALLOC_FAILED;
 	f->base.ops = &file_ops;
 	snprintf(f->record, sizeof(f->record), "%s/leader", dir);
-	snprintf(f->tmp, sizeof(f->tmp), "%s/leader.tmp.%d", dir, (int)getpid());
 	snprintf(path, sizeof(path), "%s/leader.lock", dir);
 	if (mkdir(dir, 0755) && errno != EEXIST) {
 		snprintf(err, errlen, "cannot create the lock dir \"%s\": %s", dir, strerror(errno));

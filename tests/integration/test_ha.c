@@ -242,14 +242,16 @@ Test(ha, a_standby_redirects_rpc_and_http)
 
 #define WRITERS 2
 #define READERS 2
-#define PUTS    100000
+#define POOL    (256u << 20)
 #define VALUE   (16u << 10)
+#define PUTS    6000 /* per writer: all of them fill 75% of the pool, below eviction's 90%, so none is evicted */
 
 static mmc_store *wst, *rst;
 static atomic_bool stop_load;
 static atomic_int acked[WRITERS];      /* keys 0..acked-1 of writer t... */
 static atomic_uchar ok[WRITERS][PUTS]; /* ...each one acknowledged (1) or failed (2) */
 static atomic_int reads_ok, reads_bad, puts_failed;
+static _Atomic uint64_t killed_at, first_put_after; /* ms: the kill, and the first put acknowledged after it */
 
 static void load_key(char *buf, size_t len, int t, int i)
 {
@@ -271,6 +273,8 @@ static void *writer(void *arg)
 		atomic_store(&ok[t][i], rc == 0 ? 1 : 2);
 		if (rc)
 			atomic_fetch_add(&puts_failed, 1);
+		else if (atomic_load(&killed_at) && !atomic_load(&first_put_after))
+			atomic_store(&first_put_after, ha_now_ms());
 		atomic_store(&acked[t], i + 1);
 	}
 	return NULL;
@@ -304,7 +308,7 @@ static void *reader(void *arg)
 
 static mmc_store *ha_store(bool lend)
 {
-	mmc_local_config c = fixture_config(cl.urls, 64u << 20);
+	mmc_local_config c = fixture_config(cl.urls, POOL);
 	mmc_store *s = mmc_create();
 
 	c.retry_ms = 15000; /* longer than a failover: lookups in flight go again on the new leader */
@@ -333,13 +337,18 @@ Test(ha, failover_under_load_keeps_every_acknowledged_put)
 		before[t] = atomic_load(&acked[t]);
 	metaserver_kill(&cl.s[leader]);
 	t0 = ha_now_ms();
+	atomic_store(&killed_at, t0);
 	now = ha_wait_leader(&cl, LEASE_MS + 8000);
 	took = ha_now_ms() - t0;
 	cr_assert_geq(now, 0, "no standby took over");
 	cr_expect_neq(now, leader);
 	cr_expect_leq(took, LEASE_MS + 2000, "a standby led %llu ms after the kill", (unsigned long long)took);
 	cr_log_info("failover: node%d leads %llu ms after kill -9 of node%d", now, (unsigned long long)took, leader);
-	usleep(3000000); /* the writers and readers carry on against the new leader */
+	/* the writers and readers carry on against the new leader: wait for its first put (a slow machine may take a
+	 * while), then a second more of load on it */
+	for (uint64_t end = ha_now_ms() + 20000; !atomic_load(&first_put_after) && ha_now_ms() < end;)
+		usleep(20000);
+	usleep(1000000);
 	atomic_store(&stop_load, true);
 	for (int t = 0; t < WRITERS; t++)
 		pthread_join(w[t], NULL);
@@ -361,12 +370,17 @@ Test(ha, failover_under_load_keeps_every_acknowledged_put)
 			after += i >= before[t];
 		}
 	}
+	cr_log_info("first put acknowledged %lld ms after the kill",
+	            atomic_load(&first_put_after) ? (long long)(atomic_load(&first_put_after) - t0) : -1LL);
 	cr_log_info("puts acknowledged: %d before the kill, %d after; %d failed; reads ok %d", before[0] + before[1],
 	            after, atomic_load(&puts_failed), atomic_load(&reads_ok));
 	cr_expect_eq(lost, 0, "%d acknowledged puts lost", lost);
 	cr_expect_eq(atomic_load(&reads_bad), 0, "reads returned wrong bytes as MMC_OK");
+	cr_expect_neq(atomic_load(&first_put_after), 0, "no put succeeded against the new leader in 20 s");
 	cr_expect_gt(after, 0, "no put succeeded against the new leader");
 	cr_expect_gt(before[0] + before[1], 0);
+	/* renewals stayed quick under the load: the new leader kept its lease (a stalled one demotes and restarts) */
+	cr_expect(!metaserver_log_has(&cl.s[now], "reason=lease_lapsed"), "the new leader lost its lease under load");
 	mmc_destroy(rst);
 	mmc_destroy(wst);
 }
