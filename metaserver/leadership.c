@@ -20,6 +20,7 @@
 #include "mmc/mmc.h"
 #include "persist.h"
 #include "sd_notify.h"
+#include "tcp_url.h"
 
 #define RESTART_GRACE_MS 200 /* a demoted leader answers for this long (replies, health) before it restarts */
 #define CAMPAIGN_ENV     "MMC_HA_CAMPAIGN_AFTER_MS"
@@ -190,17 +191,17 @@ int leadership_start(struct meta *m, const char *rpc_host, unsigned rpc_port)
 	if (!m->ha)
 		return 0;
 	kvcm_ports(m->kvcm, &http, &admin);
-	snprintf(L.rpc_url, sizeof(L.rpc_url), "tcp://%s:%u", rpc_host, rpc_port);
+	tcp_url_format(L.rpc_url, sizeof(L.rpc_url), rpc_host, (uint16_t)rpc_port);
 	snprintf(self.node_id, sizeof(self.node_id), "%s", kvcm_node_id(m->kvcm));
 	/* others reach this node by its advertised host; a wildcard listener is reached by the host name */
-	if (adv[0] || strcmp(rpc_host, "0.0.0.0") == 0) {
+	if (adv[0] || strcmp(rpc_host, "0.0.0.0") == 0 || strcmp(rpc_host, "::") == 0) {
 		char host[256] = "localhost";
 
 		if (adv[0])
 			snprintf(host, sizeof(host), "%s", adv);
 		else
 			gethostname(host, sizeof(host) - 1);
-		snprintf(self.rpc, sizeof(self.rpc), "tcp://%s:%u", host, rpc_port);
+		tcp_url_format(self.rpc, sizeof(self.rpc), host, (uint16_t)rpc_port);
 		snprintf(self.host, sizeof(self.host), "%s", host);
 	} else {
 		snprintf(self.rpc, sizeof(self.rpc), "%s", L.rpc_url);

@@ -712,6 +712,31 @@ Test(ha, a_paused_leader_on_the_redis_store_acknowledges_no_late_commit)
 
 /* With the cluster secret, a standby answers the hello with its redirect before any challenge; the store follows it
  * without the standby's proof, and the leader it names must still prove the secret. */
+/* Servers on an IPv6 address name the leader with brackets, so that libmmc and HTTP clients can parse it. */
+Test(ha, a_standby_on_ipv6_names_the_leader_in_brackets)
+{
+	const char *v6[] = {"ock.mmc.meta_service_url=tcp://[::1]:0", NULL};
+	char url[96], raw[4096], header[128];
+	int leader, standby;
+	mmc_store *st;
+
+	ha_cluster_start(&cl, 2, v6);
+	leader = ha_wait_leader(&cl, 10000);
+	cr_assert_geq(leader, 0);
+	standby = 1 - leader;
+	cr_assert(strstr(cl.s[standby].ready, "rpc=tcp://[::1]:"), "%s", cl.s[standby].ready);
+	http_raw(cl.s[standby].http_port, "/api/getCacheLocation", "{\"instance_id\":\"i\",\"block_keys\":[1]}", raw,
+	         sizeof(raw));
+	snprintf(header, sizeof(header), "X-MMC-Leader: http://[::1]:%u", cl.s[leader].http_port);
+	cr_expect(strstr(raw, header), "no %s in %s", header, raw);
+	/* given only the standby, libmmc follows the redirect it sends: "tcp://[::1]:port" */
+	snprintf(url, sizeof(url), "tcp://[::1]:%u", cl.s[standby].rpc_port);
+	st = fixture_store(url, true, 16u << 20);
+	fixture_put(st, "ha/v6", 4096, 9);
+	cr_expect_eq(fixture_get(st, "ha/v6", 4096, 9), 0);
+	mmc_destroy(st);
+}
+
 Test(ha, a_store_with_the_cluster_secret_follows_the_redirect)
 {
 	const char *token[] = {"ock.mmc.meta.auth_token=ha-cluster-secret-0123456789", NULL};

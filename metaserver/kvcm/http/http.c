@@ -320,7 +320,9 @@ static bool standby_refuse(struct call *c)
 		return false;
 	ha_leader(c->k->ha, &l);
 	if (c->req && l.node_id[0] && l.host[0] && strcmp(l.node_id, ha_self(c->k->ha)->node_id) != 0) {
-		snprintf(url, sizeof(url), "http://%s:%u", l.host,
+		bool v6 = strchr(l.host, ':') != NULL; /* an IPv6 literal: bracketed, as in any URL */
+
+		snprintf(url, sizeof(url), "http://%s%s%s:%u", v6 ? "[" : "", l.host, v6 ? "]" : "",
 		         (c->srv && c->srv->admin) ? l.admin_port : l.http_port);
 		evhttp_add_header(evhttp_request_get_output_headers(c->req), "X-MMC-Leader", url);
 	}
