@@ -26,6 +26,28 @@ static void rpc_refusals_write(const struct meta *m, struct evbuffer *b)
 		                    m->stats.rpc_refused[i]);
 }
 
+/* Metadata commits by store backend. The mmc_lmdb_* names came first and stay (dashboards use them); they count
+ * the same commits whatever the backend. */
+static void store_commits_write(const struct meta *m, struct evbuffer *b)
+{
+	const char *store = persist_backend_name(m->persist);
+	uint64_t commits = persist_commits(m->persist), failures = persist_failures(m->persist);
+
+	evbuffer_add_printf(b,
+	                    "# HELP mmc_store_commits_total Metadata group commits, by store (an fsync each with LMDB "
+	                    "and lmdb.sync on).\n# TYPE mmc_store_commits_total counter\n"
+	                    "mmc_store_commits_total{store=\"%s\"} %" PRIu64 "\n"
+	                    "# HELP mmc_store_commit_failures_total Metadata commits that failed (map full, I/O error, "
+	                    "the store unreachable): their changes are in memory only.\n"
+	                    "# TYPE mmc_store_commit_failures_total counter\n"
+	                    "mmc_store_commit_failures_total{store=\"%s\"} %" PRIu64 "\n",
+	                    store, commits, store, failures);
+	metric(b, "mmc_lmdb_commits_total", "counter",
+	       "Metadata group commits; mmc_store_commits_total by another name.", commits);
+	metric(b, "mmc_lmdb_commit_failures_total", "counter",
+	       "Failed metadata commits; mmc_store_commit_failures_total by another name.", failures);
+}
+
 void meta_metrics_write(struct meta *m, struct evbuffer *b)
 {
 	static const char *const media[MEDIA_COUNT] = {"hbm", "dram", "ssd"};
@@ -36,11 +58,7 @@ void meta_metrics_write(struct meta *m, struct evbuffer *b)
 	metric(b, "mmc_evictions_total", "counter", "Objects evicted (moved down a tier or removed).",
 	       m->stats.evictions);
 	metric(b, "mmc_unmounts_total", "counter", "Local services that left or were lost.", m->stats.unmounts);
-	metric(b, "mmc_lmdb_commits_total", "counter", "LMDB group commits (each one fsync with lmdb.sync on).",
-	       persist_commits(m->persist));
-	metric(b, "mmc_lmdb_commit_failures_total", "counter",
-	       "LMDB commits that failed (map full, I/O error): their changes are in memory only.",
-	       persist_failures(m->persist));
+	store_commits_write(m, b);
 	evbuffer_add_printf(
 	    b,
 	    "# HELP mmc_store_last_commit_seconds Duration of the latest metadata commit (LMDB or Redis).\n"

@@ -76,7 +76,8 @@ Test(admin, instance_groups, .init = up, .fini = srv_down)
 	EXPECT_CODE(ADMIN("createInstanceGroup", GROUP("g1", "[\"nfs_01\"]", "1")), "OK");
 	EXPECT_CODE(ADMIN("createInstanceGroup", GROUP("g1", "[\"nfs_01\"]", "1")), "DUPLICATE_ENTITY");
 	/* a missing candidate is accepted (test_grpc_differences.py); an event-report one is not a data storage */
-	EXPECT_CODE(ADMIN("createInstanceGroup", GROUP("g2", "[\"event_report_l2_default\"]", "1")), "INVALID_ARGUMENT");
+	EXPECT_CODE(ADMIN("createInstanceGroup", GROUP("g2", "[\"event_report_l2_default\"]", "1")),
+	            "INVALID_ARGUMENT");
 	EXPECT_CODE(ADMIN("createInstanceGroup", "{}"), "INVALID_ARGUMENT");
 	r = ADMIN("getInstanceGroup", "{\"name\":\"g1\"}");
 	cr_assert_str_eq(code_of(r), "OK");
@@ -181,6 +182,8 @@ Test(admin, health_and_metrics, .init = up, .fini = srv_down)
 	cr_expect(strstr(body, "# TYPE mmc_objects gauge"), "%s", body);
 	cr_expect(strstr(body, "\nmmc_lmdb_commit_failures_total 0\n"), "%s", body);
 	cr_expect(strstr(body, "\nmmc_lmdb_commits_total "), "%s", body);
+	cr_expect(strstr(body, "\nmmc_store_commit_failures_total{store=\"lmdb\"} 0\n"), "%s", body);
+	cr_expect(strstr(body, "\nmmc_store_commits_total{store=\"lmdb\"} "), "%s", body);
 	cr_expect(strstr(body, "mmc_pool_bytes{media=\"dram\"} "));
 	free(body);
 	/* GET is for those two only; the admin port has no MetaService write APIs */

@@ -39,6 +39,19 @@ static long location_len(const char *keys)
 	return n;
 }
 
+/* /metrics counts the failed commits under the store's own name */
+static void expect_commit_failures_seen(void)
+{
+	const char *name = "\nmmc_store_commit_failures_total{store=\"redis\"} ";
+	char *body = NULL, *p;
+
+	cr_assert_eq(hc_request(&srv.admin, "GET", "/metrics", NULL, 0, &body), 200);
+	p = strstr(body, name);
+	cr_expect(p && atol(p + strlen(name)) > 0, "%s", body);
+	cr_expect(strstr(body, "\nmmc_store_commits_total{store=\"redis\"} "), "%s", body);
+	free(body);
+}
+
 Test(redis_store, writes_wait_out_a_redis_restart_and_nothing_acknowledged_is_lost)
 {
 	const char *extra[] = {store_kv, NULL};
@@ -49,6 +62,7 @@ Test(redis_store, writes_wait_out_a_redis_restart_and_nothing_acknowledged_is_lo
 	redis_proc_kill(&redis);
 	cr_assert_not(write_keys(&srv.meta, "a", "[3]"), "a write while Redis is down is not acknowledged");
 	cr_assert_not(register_simple(&srv.meta, "default", "b", 4096), "nor is a registration");
+	expect_commit_failures_seen();
 	EXPECT_CODE(CALL("getInstanceInfo", "{\"instance_id\":\"a\"}"), "OK");
 	cr_assert_eq(location_len("[1,2]"), 2, "reads answer from memory");
 	cr_assert_eq(redis_proc_restart(&redis), 0);
