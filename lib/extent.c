@@ -187,9 +187,9 @@ static int grant(struct mmc_store *s, const struct extent_class *cls, uint64_t n
 	memcpy(req.preferred, cls->preferred, cls->npreferred * sizeof(req.preferred[0]));
 	req.flags = cls->spread ? MMC_WIRE_FLAG_SPREAD : 0;
 	g->cls = *cls;
-	g->losses = meta_conn_losses(s->meta);
 	if ((rc = meta_call(s->meta, WB_EXTENT_REQUEST, mmc_ExtentRequest_fields, &req, &c)))
 		return rc;
+	g->losses = c.losses; /* the extents belong to the server that answered, which may be a new one */
 	g->size = g->ext[0].size;
 	g->fresh_until_ms = t0 + g->idle_ms / 2;
 	/* an RMA may stall for rma_timeout_ms before it is cancelled: it must end well inside the server's idle time */

@@ -61,15 +61,19 @@ int key_rpc_call(struct mmc_store *s, struct key_rpc *k)
 			break;
 		k->retried = true;
 	}
+	k->losses = c.losses;
 	return rc;
 }
 
 int key_rpc_send(struct mmc_store *s, struct key_rpc *k, const pb_msgdesc_t *fields, const void *msg)
 {
 	struct mcall c = {.decode = decode_keys, .arg = k};
+	int rc;
 
 	k->retried = false;
-	return meta_call(s->meta, k->body, fields, msg, &c);
+	rc = meta_call(s->meta, k->body, fields, msg, &c);
+	k->losses = c.losses;
+	return rc;
 }
 
 struct codes {

@@ -341,6 +341,7 @@ int meta_call(struct meta_conn *mc, uint32_t body, const pb_msgdesc_t *fields, c
 	if (rc)
 		goto out_unlock;
 	c->id = ++mc->next_id;
+	c->losses = atomic_load(&mc->losses); /* stable under the lock while the connection is ready */
 	rc = wire_encode(b, c->id, body, fields, msg);
 	if (rc)
 		goto out_unlock;

@@ -24,6 +24,7 @@ struct mcall {
 	bool bypass; /* handshake calls: allowed while the connection is not ready yet */
 	/* owned by meta_conn */
 	uint64_t id;
+	uint64_t losses; /* meta_conn_losses() when the frame went out: which connection's server answered */
 	int status;
 	bool done;
 	pthread_cond_t cond;

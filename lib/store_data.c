@@ -23,6 +23,7 @@ struct plan {
 	uint64_t *tokens;           /* get: the object each lease was granted on */
 	struct wire_checksum *sums; /* put: what the commit sends; get: what the reply said */
 	bool *damaged;              /* get: the bytes that landed differ from sums */
+	bool *found;                /* put: the server answered that the key exists (the first writer wins) */
 	int *results;
 	uint8_t *state;  /* per key: PK_* */
 	size_t *index;   /* scratch: keys taking part in the next RPC */
@@ -46,6 +47,7 @@ static void plan_free(struct plan *p)
 	free(p->tokens);
 	free(p->sums);
 	free(p->damaged);
+	free(p->found);
 	free(p->state);
 	free(p->index);
 	free(p->lane);
@@ -65,11 +67,12 @@ static int plan_alloc(struct plan *p, size_t n, size_t npieces, const char *cons
 	p->lease_ms = calloc(n, sizeof(*p->lease_ms));
 	p->sums = calloc(n, sizeof(*p->sums));
 	p->damaged = calloc(n, sizeof(*p->damaged));
+	p->found = calloc(n, sizeof(*p->found));
 	p->state = calloc(n, sizeof(*p->state));
 	p->index = calloc(n, sizeof(*p->index));
 	p->lane = calloc(n, sizeof(*p->lane));
-	if (!p->xk || !p->pieces || !p->totals || !p->tokens || !p->lease_ms || !p->sums || !p->damaged || !p->state ||
-	    !p->index || !p->lane) {
+	if (!p->xk || !p->pieces || !p->totals || !p->tokens || !p->lease_ms || !p->sums || !p->damaged || !p->found ||
+	    !p->state || !p->index || !p->lane) {
 		plan_free(p);
 		return MMC_MALLOC_FAILED;
 	}
@@ -152,6 +155,7 @@ static bool on_alloc(void *arg, size_t i, const mmc_KeyResult *r)
 	if (r->result == MMC_DUPLICATED_OBJECT) { /* first writer wins: not an error */
 		p->state[k] = PK_SKIP;
 		p->results[k] = 0;
+		p->found[k] = true;
 		return true;
 	}
 	if (r->result || r->blobs_count == 0) {
@@ -200,7 +204,7 @@ static int put_by_key(struct mmc_store *s, struct plan *p, const mmc_replicate_c
 {
 	struct key_rpc k = {.body = WB_ALLOC, .req = mmc_KeyBatch_init_zero, .on_result = on_alloc, .arg = p};
 	struct xfer_hook sum = {.posted = sum_puts, .arg = p};
-	uint64_t losses = meta_conn_losses(s->meta);
+	uint64_t losses;
 	int32_t *values;
 	int rc_call;
 
@@ -217,6 +221,7 @@ static int put_by_key(struct mmc_store *s, struct plan *p, const mmc_replicate_c
 		return rc_call;
 	}
 	/* the server that placed these keys is gone: a restarted one may have given the space to someone else */
+	losses = k.losses;
 	if (meta_conn_losses(s->meta) != losses) {
 		fail_state(p, PK_ACTIVE, MMC_NOT_CONNECTED_META);
 		return MMC_NOT_CONNECTED_META;
@@ -250,6 +255,12 @@ static int put_by_key(struct mmc_store *s, struct plan *p, const mmc_replicate_c
 			if (p->results[p->index[i]] == 0)
 				p->results[p->index[i]] = rc_call;
 	free(values);
+	/* the connection died under these keys: a commit that waited for the next one reached a server that never made
+	 * the allocations (MMC_UNMATCHED_KEY), and a write failed against a pool re-keyed for it. A key not committed
+	 * is a key lost with the connection, for run_put to put again. */
+	for (size_t i = 0; meta_conn_losses(s->meta) != losses && i < k.items.n; i++)
+		if (p->results[p->index[i]])
+			p->results[p->index[i]] = MMC_NOT_CONNECTED_META;
 	return 0;
 }
 
@@ -314,6 +325,7 @@ static bool on_put(void *arg, size_t i, const mmc_KeyResult *r)
 	}
 	p->state[k] = PK_SKIP;
 	p->results[k] = r->result == MMC_DUPLICATED_OBJECT ? 0 : r->result; /* first writer wins */
+	p->found[k] = r->result == MMC_DUPLICATED_OBJECT;
 	p->confirmed |= r->result == 0;
 	return true;
 }
@@ -355,15 +367,82 @@ static void put_extents(struct mmc_store *s, struct plan *p, const mmc_replicate
 	ep = (struct extent_put){plan_select(p, PK_EXTENT), p->index, p->keys, p->totals, p->sums, p->xk, p->lane, g};
 	if (ep.n && (rc_call = extents_put_call(s, &ep, on_put, p)))
 		fail_state(p, PK_EXTENT, rc_call);
+	/* as in put_by_key: a key the server of g did not publish was lost with its connection */
+	for (size_t i = 0; meta_conn_losses(s->meta) != g->losses && i < ep.n; i++)
+		if (p->results[ep.index[i]])
+			p->results[ep.index[i]] = MMC_NOT_CONNECTED_META;
 	extents_done(s, g, p->confirmed ? t0 : 0, p->refused);
 }
 
+/* Makes the keys a lost connection failed PK_ACTIVE again (and only those); returns how many. */
+static size_t requeue_lost(struct plan *p)
+{
+	size_t m = 0;
+
+	for (size_t i = 0; i < p->n; i++) {
+		bool lost = p->results[i] == MMC_NOT_CONNECTED_META;
+
+		p->state[i] = lost ? PK_ACTIVE : PK_SKIP;
+		if (lost) {
+			p->results[i] = 0;
+			m++;
+		}
+	}
+	return m;
+}
+
+/*
+ * A key put again that the server says exists may be an allocation of this very put that a server still alive
+ * holds for the connection that died (until it sees that connection close), not an object: only a readable one is
+ * the put's success. The others count as lost, to go again. One exist round trip, on the retry path only.
+ */
+static void confirm_found(struct mmc_store *s, struct plan *p)
+{
+	const char **keys = malloc(p->n * sizeof(*keys));
+	int *codes = malloc(p->n * sizeof(*codes));
+	size_t m = 0;
+
+	for (size_t i = 0; keys && codes && i < p->n; i++)
+		if (p->found[i] && p->results[i] == 0)
+			keys[m++] = p->keys[i];
+	if (m && keys && codes)
+		key_batch_codes(s, WB_EXIST, keys, NULL, m, 0, codes);
+	for (size_t i = 0, j = 0; i < p->n; i++) {
+		if (!p->found[i] || p->results[i])
+			continue;
+		if (!keys || !codes || codes[j++] != 1)
+			p->results[i] = MMC_NOT_CONNECTED_META;
+		p->found[i] = false;
+	}
+	free(keys);
+	free(codes);
+}
+
+/*
+ * Keys whose put a dying connection failed go again from the start, within retry_ms, as the caller would send
+ * them: their placement died with the server and their writes have ended. The successor knows no allocation of
+ * the dead server; a commit that landed before the death finds the key present, which a put answers MMC_OK.
+ */
 static int run_put(struct mmc_store *s, struct plan *p, const mmc_replicate_config *rc, bool spread)
 {
+	/* as long as a call made while the connection is down waits for it */
+	uint64_t deadline = clock_ms() + s->conf.c.retry_ms;
+	int rc_call;
+
 	for (size_t i = 0; i < p->n; i++)
 		p->state[i] = PK_ACTIVE;
-	put_extents(s, p, rc, spread);
-	return put_by_key(s, p, rc, spread);
+	for (unsigned pass = 0;; pass++) {
+		memset(p->found, 0, p->n * sizeof(*p->found));
+		put_extents(s, p, rc, spread);
+		rc_call = put_by_key(s, p, rc, spread);
+		if (pass)
+			confirm_found(s, p);
+		if (!s->conf.c.retry_ms || clock_ms() >= deadline || !requeue_lost(p))
+			return rc_call;
+		lg_info("put: the meta server connection was lost under the put: putting its keys again");
+		if (pass) /* a third pass or later: what holds the keys up takes a server's while, not a round trip */
+			nanosleep(&(struct timespec){0, 20000000L << (pass < 4 ? pass : 4)}, NULL);
+	}
 }
 
 /* ---- get ---- */

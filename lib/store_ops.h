@@ -18,7 +18,8 @@ struct key_rpc {
 	struct wire_items items;
 	bool (*on_result)(void *arg, size_t i, const mmc_KeyResult *r);
 	void *arg;
-	bool retried; /* set by key_rpc_call: the call went again after the connection was lost */
+	bool retried;    /* set by key_rpc_call: the call went again after the connection was lost */
+	uint64_t losses; /* set by key_rpc_call and key_rpc_send: meta_conn_losses() when the last try went out */
 };
 
 /* Returns the whole-call result (0, a server code, or a transport error). Lookups and removes that the lost

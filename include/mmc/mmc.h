@@ -222,7 +222,8 @@ typedef struct mmc_local_config {
 	/** Bound on one meta round trip in ms (ock.mmc.client.timeout.seconds * 1000). Default 60000. */
 	uint32_t timeout_ms;
 	/** How long a call waits for a lost meta connection to come back, ms (ock.mmc.client.retry_milliseconds).
-	 *  Default 0: fail at once with MMC_NOT_CONNECTED_META. */
+	 *  Lookups and removes in flight when it was lost are sent again, and puts in flight are put again from the
+	 *  start, within this time. Default 0: fail at once with MMC_NOT_CONNECTED_META. */
 	uint32_t retry_ms;
 	/** Heartbeat period to the meta server in ms (ock.mmc.client.heartbeat_ms). Default 1000. */
 	uint32_t heartbeat_ms;
@@ -391,11 +392,11 @@ MMC_API int mmc_unregister_buffer(mmc_store *s, void *buf, size_t size);
  * @return MMC_OK (also when the key exists: the first value is kept); MMC_INVALID_PARAM (s, key, buf, size 0,
  *         direct, rc, or a preferred service that does not exist); MMC_CLIENT_NOT_INIT; MMC_NOT_ENOUGH_MEMORY (no
  *         room even after eviction and a bounded wait for leased memory, or fewer services than replicas; nothing
- *         is stored); MMC_UNMATCHED_KEY (the meta server restarted between allocation and commit: nothing is
- *         stored); MMC_META_BACKUP_ERROR (the meta server could not commit the object's metadata to disk: it is
+ *         is stored); MMC_UNMATCHED_KEY (the meta server restarted between allocation and commit, and retry_ms is
+ *         0: nothing is stored; with retry_ms the put is made again); MMC_META_BACKUP_ERROR (the meta server could not commit the object's metadata to disk: it is
  *         readable until the meta server restarts, then gone; a retry answers MMC_OK only once it is on disk);
- *         MMC_NOT_CONNECTED_META (also: the connection was lost between allocation and the writes, nothing is
- *         stored); MMC_TIMEOUT; MMC_ERROR (the fabric failed; nothing is stored); MMC_LINK_NOT_FOUND (a replica's
+ *         MMC_NOT_CONNECTED_META (also: the connection was lost between allocation and commit and did not come
+ *         back for the put to be made again within retry_ms; nothing is stored); MMC_TIMEOUT; MMC_ERROR (the fabric failed; nothing is stored); MMC_LINK_NOT_FOUND (a replica's
  *         service went away, also during the copy, or is on another host with another network provider);
  *         MMC_MALLOC_FAILED; MMC_INTERNAL_ERROR.
  * Thread-safe. Concurrent puts of one key store one value (the first to allocate).
