@@ -62,6 +62,17 @@ class Threads(mmctest.ServerTest):
         b = spans[1]
         return sum(1 for (s0, e0) in spans[0] if any(s1 < e0 and s0 < e1 for (s1, e1) in b))
 
+    def best_overlap(self, call, attempts=3):
+        """The most overlapping calls in up to `attempts` runs. A call that held the GIL overlaps in none of them;
+        one that releases it can still lose a run to the scheduler of a loaded 2-core machine (CI runs two tests
+        at once), so one good run is the proof."""
+        best = 0
+        for _ in range(attempts):
+            best = max(best, self.overlapping(self.run_pair(call)))
+            if best >= CALLS // 2:
+                break
+        return best
+
     def test_batch_get_into_overlaps(self):
         dst = [[np.zeros(SIZE, np.uint8) for _ in range(N)] for _ in range(2)]
         ptrs = [[d.ctypes.data for d in row] for row in dst]
@@ -69,7 +80,7 @@ class Threads(mmctest.ServerTest):
         def call(t):
             assert self.s.batch_get_into(self.keys[t], ptrs[t], [SIZE] * N) == [0] * N
 
-        n = self.overlapping(self.run_pair(call))
+        n = self.best_overlap(call)
         self.assertGreaterEqual(n, CALLS // 2, "only %d of %d calls overlapped the other thread's" % (n, CALLS))
         self.assertTrue(all((d == self.src[i]).all() for row in dst for i, d in enumerate(row)))
 
@@ -80,7 +91,7 @@ class Threads(mmctest.ServerTest):
             assert self.s.batch_get_into(self.keys[t][:4], [self.src[i].ctypes.data for i in range(4)],
                                          [SIZE] * 4) == [0] * 4
 
-        n = self.overlapping(self.run_pair(call))
+        n = self.best_overlap(call)
         self.assertGreaterEqual(n, CALLS // 2, "only %d of %d calls overlapped" % (n, CALLS))
 
     def test_control_holding_the_gil_serialises(self):
