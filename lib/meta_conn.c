@@ -21,11 +21,12 @@
 #include "meta_tls.h"
 #include "meta_leader.h"
 
-#define BUCKETS     256
-#define CONNECT_MS  5000
-#define BACKOFF_MIN 100
-#define BACKOFF_MAX 2000
-#define ELECTION_MS 150 /* how often to look again while the servers that answer all stand by */
+#define BUCKETS          256
+#define CONNECT_MS       5000
+#define BACKOFF_MIN      100
+#define BACKOFF_MAX      2000
+#define ELECTION_MS      150   /* how often to look again while the servers that answer all stand by... */
+#define ELECTION_FAST_MS 30000 /* ...for this long: a lease and a load; past it the lock store is likely down */
 
 enum mc_state { MC_DOWN, MC_CONNECTING, MC_READY };
 
@@ -591,15 +592,21 @@ static int handshake(struct meta_conn *mc)
 /*
  * The wait before the next handshake. Servers that answered but do not lead are electing one, which ends when the
  * old lease does (a few seconds): look again soon, or every call waiting for the leader waits a doubled backoff
- * past it. Jitter spreads a fleet of clients over the interval. Nothing answering at all backs off to BACKOFF_MAX.
+ * past it. Jitter spreads a fleet of clients over the interval. An election that lasts (no server can take the
+ * lock), or nothing answering at all, backs off to BACKOFF_MAX. *since: when the standbys began answering, 0 if not.
  */
-static uint32_t retry_wait(int rc, uint32_t *backoff)
+static uint32_t retry_wait(int rc, uint32_t *backoff, uint64_t *since)
 {
+	uint64_t now = clock_ms();
 	uint32_t wait = *backoff;
 
-	if (rc == MMC_NOT_LEADER) {
+	if (rc != MMC_NOT_LEADER)
+		*since = 0;
+	else if (!*since)
+		*since = now;
+	if (rc == MMC_NOT_LEADER && now - *since < ELECTION_FAST_MS) {
 		*backoff = BACKOFF_MIN;
-		return ELECTION_MS / 2 + (uint32_t)(clock_ms() * 2654435761u % ELECTION_MS);
+		return ELECTION_MS / 2 + (uint32_t)(now * 2654435761u % ELECTION_MS);
 	}
 	*backoff = wait * 2 > BACKOFF_MAX ? BACKOFF_MAX : wait * 2;
 	return wait;
@@ -609,6 +616,7 @@ static void *keeper_main(void *arg)
 {
 	struct meta_conn *mc = arg;
 	uint32_t backoff = BACKOFF_MIN;
+	uint64_t election_since = 0;
 	int fd, rc;
 
 	pthread_mutex_lock(&mc->lock);
@@ -638,12 +646,13 @@ static void *keeper_main(void *arg)
 		}
 		rc = atomic_load(&mc->stop) ? MMC_NOT_CONNECTED_META : handshake(mc);
 		if (rc == 0) {
+			election_since = 0;
 			lg_info("reconnected to the meta server");
 			pthread_mutex_lock(&mc->lock);
 			continue;
 		}
 		pthread_mutex_lock(&mc->lock);
-		dl = clock_deadline(retry_wait(rc, &backoff));
+		dl = clock_deadline(retry_wait(rc, &backoff, &election_since));
 		if (!mc->stop)
 			pthread_cond_timedwait(&mc->state_cond, &mc->lock, &dl);
 	}
@@ -672,7 +681,8 @@ int meta_conn_open(struct meta_conn **out, const struct client_conf *conf)
 		rc = handshake(mc);
 	/* servers that all stand by are electing a leader: wait for it like for a slow reply (timeout_ms) */
 	for (uint64_t dl = clock_ms() + conf->c.timeout_ms; rc == MMC_NOT_LEADER && clock_ms() < dl;) {
-		uint32_t backoff = BACKOFF_MIN, wait = retry_wait(rc, &backoff);
+		uint64_t since = 0;
+		uint32_t backoff = BACKOFF_MIN, wait = retry_wait(rc, &backoff, &since);
 		struct timespec ts = {(time_t)(wait / 1000), (long)(wait % 1000) * 1000000};
 
 		nanosleep(&ts, NULL);

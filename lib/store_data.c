@@ -258,7 +258,7 @@ static int put_by_key(struct mmc_store *s, struct plan *p, const mmc_replicate_c
 	/* the connection died under these keys: a commit that waited for the next one reached a server that never made
 	 * the allocations (MMC_UNMATCHED_KEY), and a write failed against a pool re-keyed for it. A key not committed
 	 * is a key lost with the connection, for run_put to put again. */
-	for (size_t i = 0; meta_conn_losses(s->meta) != losses && i < k.items.n; i++)
+	for (size_t i = 0; s->conf.c.retry_ms && meta_conn_losses(s->meta) != losses && i < k.items.n; i++)
 		if (p->results[p->index[i]])
 			p->results[p->index[i]] = MMC_NOT_CONNECTED_META;
 	return 0;
@@ -368,7 +368,7 @@ static void put_extents(struct mmc_store *s, struct plan *p, const mmc_replicate
 	if (ep.n && (rc_call = extents_put_call(s, &ep, on_put, p)))
 		fail_state(p, PK_EXTENT, rc_call);
 	/* as in put_by_key: a key the server of g did not publish was lost with its connection */
-	for (size_t i = 0; meta_conn_losses(s->meta) != g->losses && i < ep.n; i++)
+	for (size_t i = 0; s->conf.c.retry_ms && meta_conn_losses(s->meta) != g->losses && i < ep.n; i++)
 		if (p->results[ep.index[i]])
 			p->results[ep.index[i]] = MMC_NOT_CONNECTED_META;
 	extents_done(s, g, p->confirmed ? t0 : 0, p->refused);

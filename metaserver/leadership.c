@@ -197,7 +197,9 @@ int leadership_start(struct meta *m, const char *rpc_host, unsigned rpc_port)
 	if (adv[0] || strcmp(rpc_host, "0.0.0.0") == 0 || strcmp(rpc_host, "::") == 0) {
 		char host[256] = "localhost";
 
-		if (adv[0])
+		if (adv[0] == '[' && adv[strlen(adv) - 1] == ']') /* an IPv6 literal as written in a URL */
+			snprintf(host, sizeof(host), "%.*s", (int)strlen(adv) - 2, adv + 1);
+		else if (adv[0])
 			snprintf(host, sizeof(host), "%s", adv);
 		else
 			gethostname(host, sizeof(host) - 1);

@@ -23,7 +23,7 @@ struct alloc_req {
 	struct session *s;
 	uint64_t id;
 	bool gva;
-	bool durable; /* a duplicate's record was queued again: the reply waits for its commit */
+	bool durable; /* a duplicate's record is not on disk yet: the reply waits for its commit */
 	struct place_req pr;
 	int32_t preferred[MMC_WIRE_REPLICAS];
 	uint64_t lease_ttl_ms;
@@ -49,7 +49,9 @@ struct object *alloc_queue_existing(struct meta *m, const char *key, size_t len,
 		object_drop(m, o);
 		return NULL;
 	}
-	if (o && o->state == MMC_BLOB_READABLE && object_persist_again(m, o))
+	/* "exists" means the caller's put is done: not before that object is on disk (its commit may still be
+	 * queued, or its batch failed and is queued again) */
+	if (o && o->state == MMC_BLOB_READABLE && (object_persist_again(m, o) || !object_durable(m, o)))
 		*durable = true;
 	return o;
 }

@@ -374,6 +374,11 @@ bool object_persist_again(struct meta *m, struct object *o)
 	return true;
 }
 
+bool object_durable(const struct meta *m, const struct object *o)
+{
+	return !o->rec_seq || o->rec_seq <= persist_durable_seq(m->persist);
+}
+
 void object_publish(struct meta *m, struct object *o)
 {
 	list_del(&o->link);

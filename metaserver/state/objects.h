@@ -110,5 +110,7 @@ void object_persist(struct meta *m, struct object *o);
  * MMC_META_BACKUP_ERROR must not answer OK for an object that is not on disk). Returns true if it did: the reply
  * to the caller must then wait for the commit. */
 bool object_persist_again(struct meta *m, struct object *o);
+/* Whether o's latest record is on disk (or o was loaded from the store). */
+bool object_durable(const struct meta *m, const struct object *o);
 
 #endif
