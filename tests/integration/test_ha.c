@@ -37,6 +37,17 @@ static void teardown(void)
 
 TestSuite(ha, .init = setup, .fini = teardown, .timeout = 120);
 
+/* Starts n servers (extra: more `k=v`, may be NULL) and returns the one that leads within 10 s. */
+static int start_and_elect(int n, const char *const *extra)
+{
+	int leader;
+
+	ha_cluster_start(&cl, n, extra);
+	leader = ha_wait_leader(&cl, 10000);
+	cr_assert_geq(leader, 0, "no leader within 10 s");
+	return leader;
+}
+
 static void expect_cluster_info_agrees(int leader)
 {
 	char lid[128], self[128], exp[64], other[128];
@@ -92,9 +103,7 @@ Test(ha, leader_demote_hands_over)
 	int leader, other, now;
 	json_t *r;
 
-	ha_cluster_start(&cl, 2, NULL);
-	leader = ha_wait_leader(&cl, 10000);
-	cr_assert_geq(leader, 0);
+	leader = start_and_elect(2, NULL);
 	other = 1 - leader;
 	r = ha_admin(&cl, leader, "updateLeaderElectorConfig", "{\"campaign_delay_time_ms\":10000}");
 	cr_assert_str_eq(ha_code(r), "OK");
@@ -117,9 +126,7 @@ Test(ha, takeover_after_the_leader_stops)
 	int leader, other;
 	char lid[128], self[128];
 
-	ha_cluster_start(&cl, 2, NULL);
-	leader = ha_wait_leader(&cl, 10000);
-	cr_assert_geq(leader, 0);
+	leader = start_and_elect(2, NULL);
 	other = 1 - leader;
 	cr_assert_eq(metaserver_stop(&cl.s[leader]), 0, "SIGTERM: a clean exit");
 	cr_assert_eq(ha_wait_leader(&cl, 10000), other, "the standby takes over");
@@ -189,9 +196,7 @@ Test(ha, a_standby_redirects_rpc_and_http)
 	int leader, standby, fd;
 	mmc_store *st;
 
-	ha_cluster_start(&cl, 2, NULL);
-	leader = ha_wait_leader(&cl, 10000);
-	cr_assert_geq(leader, 0);
+	leader = start_and_elect(2, NULL);
 	standby = 1 - leader;
 	snprintf(want, sizeof(want), "tcp://127.0.0.1:%u", cl.s[leader].rpc_port);
 
@@ -326,9 +331,7 @@ Test(ha, failover_under_load_keeps_every_acknowledged_put)
 	int leader, now, before[WRITERS], lost = 0, after = 0;
 	uint64_t t0, took;
 
-	ha_cluster_start(&cl, 3, NULL);
-	leader = ha_wait_leader(&cl, 10000);
-	cr_assert_geq(leader, 0);
+	leader = start_and_elect(3, NULL);
 	wst = ha_store(true);
 	rst = ha_store(false);
 	for (int t = 0; t < WRITERS; t++)
@@ -406,19 +409,6 @@ static void *put_one(void *arg)
 	return NULL;
 }
 
-static bool log_has(const char *path, const char *needle)
-{
-	char line[2048];
-	FILE *f = fopen(path, "r");
-	bool found = false;
-
-	while (f && !found && fgets(line, sizeof(line), f))
-		found = strstr(line, needle) != NULL;
-	if (f)
-		fclose(f);
-	return found;
-}
-
 /*
  * Every commit of the leader waits 2.5 s (MMC_TEST_COMMIT_DELAY_MS), so that a put's commit is with the writer when
  * the process is stopped: it resumes after its lease ended and another server holds the lock. The commit must fail
@@ -458,7 +448,7 @@ static void paused_leader(const char *const *extra, bool standby_leads_meanwhile
 	cr_assert_eq(kill(cl.s[leader].pid, SIGCONT), 0);
 	pthread_join(th, NULL);
 	cr_expect_eq(p.rc, MMC_META_BACKUP_ERROR, "the late commit answered %s", mmc_strerror(p.rc));
-	cr_expect(log_has(cl.s[leader].log, "fenced"), "the old leader's log names the fenced commit");
+	cr_expect(metaserver_log_has(&cl.s[leader], "fenced"), "the old leader's log names the fenced commit");
 	now = ha_wait_leader(&cl, 15000);
 	cr_assert_eq(now, 1 - leader, "the standby leads once the old leader stepped down");
 	cr_expect_eq(mmc_is_exist(st, "ha/late"), 0, "the fenced put is not in the new leader's index");
@@ -578,9 +568,7 @@ Test(ha, kvcm_locations_survive_a_failover)
 	struct hc h;
 
 	snprintf(root, sizeof(root), "kvcm.default_storage.root_path=%s/nfs/", cl.dir);
-	ha_cluster_start(&cl, 2, extra);
-	leader = ha_wait_leader(&cl, 10000);
-	cr_assert_geq(leader, 0);
+	leader = start_and_elect(2, extra);
 	cr_assert_eq(hc_connect(&h, cl.s[leader].http_port), 0);
 	cr_assert(register_simple(&h, "default", "inst-ha", 4096));
 	cr_assert(write_keys(&h, "inst-ha", "[11,12,13]"));
@@ -604,9 +592,7 @@ Test(ha, redis_outage_stands_the_leader_down_and_recovers)
 	int leader;
 
 	start_redis();
-	ha_cluster_start(&cl, 2, NULL);
-	leader = ha_wait_leader(&cl, 10000);
-	cr_assert_geq(leader, 0);
+	leader = start_and_elect(2, NULL);
 	st = ha_store(true);
 	fixture_put(st, "ha/redis/before", 4096, 51);
 
@@ -634,9 +620,7 @@ Test(ha, demotion_without_delay_hands_over_back_and_forth)
 {
 	int leader;
 
-	ha_cluster_start(&cl, 2, NULL);
-	leader = ha_wait_leader(&cl, 10000);
-	cr_assert_geq(leader, 0);
+	leader = start_and_elect(2, NULL);
 	for (int round = 0; round < 3; round++) {
 		json_t *r = ha_admin(&cl, leader, "leaderDemote", "{}");
 
@@ -661,7 +645,7 @@ Test(ha, a_standby_on_a_public_bind_needs_credentials)
 	snprintf(lock, sizeof(lock), "kvcm.distributed_lock.uri=%s", cl.lock_uri);
 	cl.n = 1;
 	cr_expect_neq(metaserver_start(&cl.s[0], open_bind), 0, "a public standby without credentials started");
-	cr_expect(log_has(cl.s[0].log, "no credentials are configured"));
+	cr_expect(metaserver_log_has(&cl.s[0], "no credentials are configured"));
 	metaserver_cleanup(&cl.s[0]);
 	cr_expect_eq(metaserver_start(&cl.s[0], insecure), 0, "allow_insecure_bind is the operator's choice");
 }
@@ -678,10 +662,9 @@ Test(ha, redis_store_and_lock_fail_over_together)
 
 	start_redis();
 	snprintf(store, sizeof(store), "ock.mmc.meta.store_uri=%s", cl.lock_uri);
-	ha_cluster_start(&cl, 2, extra);
-	leader = ha_wait_leader(&cl, 10000);
-	cr_assert_geq(leader, 0);
-	cr_expect(log_has(cl.s[leader].log, "fence_key=kvcm_lock:mmc_leader"), "the Redis store checks the lock");
+	leader = start_and_elect(2, extra);
+	cr_expect(metaserver_log_has(&cl.s[leader], "fence_key=kvcm_lock:mmc_leader"),
+	          "the Redis store checks the lock");
 	st = ha_store(true);
 	for (int i = 0; i < 20; i++) {
 		char key[32];
@@ -724,9 +707,7 @@ Test(ha, a_standby_on_ipv6_names_the_leader_in_brackets)
 	int leader, standby;
 	mmc_store *st;
 
-	ha_cluster_start(&cl, 2, v6);
-	leader = ha_wait_leader(&cl, 10000);
-	cr_assert_geq(leader, 0);
+	leader = start_and_elect(2, v6);
 	standby = 1 - leader;
 	cr_assert(strstr(cl.s[standby].ready, "rpc=tcp://[::1]:"), "%s", cl.s[standby].ready);
 	http_raw(cl.s[standby].http_port, "/api/getCacheLocation", "{\"instance_id\":\"i\",\"block_keys\":[1]}", raw,
@@ -748,9 +729,7 @@ Test(ha, a_store_with_the_cluster_secret_follows_the_redirect)
 	mmc_store *s;
 	int leader;
 
-	ha_cluster_start(&cl, 2, token);
-	leader = ha_wait_leader(&cl, 10000);
-	cr_assert_geq(leader, 0);
+	leader = start_and_elect(2, token);
 	/* the standby first: the store must be sent on to the leader */
 	snprintf(urls, sizeof(urls), "%s,%s", cl.s[1 - leader].url, cl.s[leader].url);
 	cr_assert_eq(store_open(urls, "ock.mmc.client.auth_token = wrong-secret-0123456789\n", true, &s),

@@ -81,26 +81,27 @@ static void *reader(void *arg)
 	return NULL;
 }
 
-/* Removes some of the lower half one by one, then puts new keys. */
+/* Removes some of the lower half one by one, each followed by a put of a new key; then only puts, so that both
+ * are in flight around every kill. */
 static void *writer(void *arg)
 {
 	static unsigned char buf[VALUE];
 	char key[64];
 	int rc;
 
-	for (int i = 0; i < KEYS / 8 && !atomic_load(&stop_calls); i++) {
-		key_of(key, sizeof(key), i);
-		rc = mmc_remove(st, key);
-		atomic_fetch_add(rc == 0 ? &removes_ok : &removes_bad, 1);
-		usleep(2000);
-	}
-	for (int i = KEYS; !atomic_load(&stop_calls); i++) {
-		key_of(key, sizeof(key), i);
-		pattern_fill(buf, VALUE, (uint64_t)i);
+	for (int i = 0; !atomic_load(&stop_calls); i++) {
+		if (i < KEYS / 8) {
+			key_of(key, sizeof(key), i);
+			rc = mmc_remove(st, key);
+			atomic_fetch_add(rc == 0 ? &removes_ok : &removes_bad, 1);
+			usleep(2000);
+		}
+		key_of(key, sizeof(key), KEYS + i);
+		pattern_fill(buf, VALUE, (uint64_t)(KEYS + i));
 		rc = mmc_put_from(st, key, buf, VALUE, MMC_COPY_H2G, NULL);
 		atomic_fetch_add(rc == 0 ? &puts_ok : rc == MMC_NOT_CONNECTED_META ? &puts_lost : &puts_bad, 1);
 		if (rc == 0 && mmc_get_into(st, key, buf, VALUE, MMC_COPY_G2H) == 0 &&
-		    pattern_check(buf, VALUE, (uint64_t)i) != VALUE)
+		    pattern_check(buf, VALUE, (uint64_t)(KEYS + i)) != VALUE)
 			atomic_fetch_add(&puts_bad, 1);
 	}
 	return NULL;
