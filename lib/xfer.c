@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "copy_stream.h"
 #include "host_map.h"
 #include "log.h"
 #include "mmc/mmc.h"
@@ -50,10 +51,16 @@ struct xfer_ctx {
 	unsigned nused;
 	uint64_t *used_by; /* per key, the bits of used[] its copies went through (allocated on first use) */
 	const struct xfer_hook *hook;
+	bool stream;       /* copies bypass the cache: a put, or a get too large to stay there */
 	uint32_t *pending; /* with hook->landed: per key, RMAs in flight (plus POSTING until all are posted) */
 };
 
 #define POSTING (UINT32_C(1) << 31) /* in pending[]: the key's RMAs are still being posted */
+
+static void memcpy_fn(void *dst, const void *src, size_t n)
+{
+	memcpy(dst, src, n);
+}
 
 static void key_landed(struct xfer_ctx *x, size_t i)
 {
@@ -106,14 +113,22 @@ static int seg_of(const struct peer *p, uint32_t media, uint64_t *base, uint64_t
 	return MMC_LINK_NOT_FOUND;
 }
 
-/* The blob is at p in memory this process has mapped: its own pool, or a same-host pool. */
-static void copy_pieces(char *p, int write, const struct xfer_key *k)
+/*
+ * The blob is at p in memory this process has mapped: its own pool, or a same-host pool. A put streams around the
+ * cache (the writer never reads the pool back, and a reader comes later); a get streams only when it is larger than
+ * the cache, and otherwise leaves the bytes there for the caller, who reads them next. Measured both ways with
+ * mmc-bench at 64 KiB x 16: this rule gave put 2.9-3.1x and get 2.3-2.5x Redis; memcpy for every call that fits
+ * the cache gave 2.1x and 2.5-2.6x.
+ */
+static void copy_pieces(const struct xfer_ctx *x, char *p, int write, const struct xfer_key *k)
 {
+	void (*copy)(void *, const void *, size_t) = x->stream ? copy_stream : memcpy_fn;
+
 	for (uint32_t i = 0; i < k->npieces; i++) {
 		if (write)
-			memcpy(p, k->pieces[i].buf, k->pieces[i].len);
+			copy(p, k->pieces[i].buf, k->pieces[i].len);
 		else
-			memcpy(k->pieces[i].buf, p, k->pieces[i].len);
+			copy(k->pieces[i].buf, p, k->pieces[i].len);
 		p += k->pieces[i].len;
 	}
 }
@@ -163,7 +178,7 @@ static int copy_host(struct xfer_ctx *x, int write, size_t i, const struct peer 
 		return rc;
 	if (!host_map_current(p->map, p->host_key, t->incarnation))
 		return MMC_LINK_NOT_FOUND;
-	copy_pieces(p->map->base + t->offset, write, k);
+	copy_pieces(x, p->map->base + t->offset, write, k);
 	return later || host_map_usable(p->map, p->host_key, t->incarnation) ? 0 : MMC_LINK_NOT_FOUND;
 }
 
@@ -329,7 +344,7 @@ static void post_key(struct xfer_ctx *x, struct fab_batch *b, int write, size_t 
 		int rc = peer_of(x, &k->targets[r], &p);
 
 		if (rc == 0 && p.self)
-			copy_pieces((char *)x->s->pool.base + k->targets[r].offset, write, k);
+			copy_pieces(x, (char *)x->s->pool.base + k->targets[r].offset, write, k);
 		else if (rc == 0 && p.map)
 			rc = copy_host(x, write, i, &p, &k->targets[r]);
 		else if (rc == 0)
@@ -339,6 +354,16 @@ static void post_key(struct xfer_ctx *x, struct fab_batch *b, int write, size_t 
 	}
 	if (x->pending && (x->pending[i] -= POSTING) == 0)
 		key_landed(x, i);
+}
+
+static size_t call_bytes(const struct xfer_key *keys, size_t n)
+{
+	size_t total = 0;
+
+	for (size_t i = 0; i < n; i++)
+		for (uint32_t j = 0; keys[i].result == 0 && j < keys[i].npieces; j++)
+			total += keys[i].pieces[j].len;
+	return total;
 }
 
 void xfer_run(struct mmc_store *s, int write, struct xfer_key *keys, size_t n, const struct xfer_hook *hook)
@@ -356,6 +381,7 @@ void xfer_run(struct mmc_store *s, int write, struct xfer_key *keys, size_t n, c
 	x->keys = keys;
 	x->nkeys = n;
 	x->hook = hook;
+	x->stream = write || copy_should_stream(call_bytes(keys, n));
 	if (!write && hook && hook->landed && !(x->pending = calloc(n, sizeof(*x->pending)))) {
 		fail_keys(keys, n, MMC_MALLOC_FAILED);
 		goto out;
