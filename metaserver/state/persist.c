@@ -22,6 +22,8 @@
 
 #define MAX_BATCH_AGE_NS 2000000u /* hand a batch over at least this often under continuous load */
 #define COMMIT_PRIORITY  2        /* lower than I/O (1): runs when the loop has nothing else ready */
+#define QUICK_OPS_MAX    256u     /* a quick backend's batch up to this size commits on the loop */
+#define QUICK_BYTES_MAX  (256u << 10)
 #define DEL_LEN          UINT32_MAX
 
 struct waiter {
@@ -215,6 +217,21 @@ static void remember_failure(struct persist *p, uint64_t seq)
 	p->failed[p->nfailed++] = seq;
 }
 
+/* Batch b, no longer open nor flying, has committed (rc 0) or failed: number it, empty it, release its waiters. */
+static void landed(struct persist *p, struct batch *b, int rc)
+{
+	p->durable_seq = b->seq;
+	if (rc) {
+		p->failed_seq = b->seq;
+		p->failures++;
+		remember_failure(p, b->seq);
+	} else {
+		p->commits++;
+	}
+	b->len = b->nops = 0;
+	run_waiters(b);
+}
+
 /* Waits for the flying batch (if any), then releases its waiters. Returns its MMC_* code (the backend logged why). */
 static int land(struct persist *p)
 {
@@ -229,17 +246,38 @@ static int land(struct persist *p)
 	rc = p->result;
 	pthread_mutex_unlock(&p->mu);
 	p->flying = NULL;
-	p->durable_seq = b->seq;
-	if (rc) {
-		p->failed_seq = b->seq;
-		p->failures++;
-		remember_failure(p, b->seq);
-	} else {
-		p->commits++;
-	}
-	b->len = b->nops = 0;
-	run_waiters(b);
+	landed(p, b, rc);
 	return rc;
+}
+
+/*
+ * A small batch of a quick backend (LMDB without fsync) commits here, on the loop: handing it to the writer and
+ * back costs two thread wake-ups, which on a small or busy machine take longer than the commit (measured: 30 µs
+ * in the store, 130 µs from queue to reply through the writer). Large batches, and everything with fsync or a
+ * network in the way, still go to the writer so that the loop keeps serving meanwhile.
+ */
+static bool commit_here(struct persist *p)
+{
+	struct batch *b = p->open;
+	uint64_t t0;
+	int rc;
+
+	if (!p->be->quick || p->test_delay_ms || p->flying || !b->nops || b->nops > QUICK_OPS_MAX ||
+	    b->len > QUICK_BYTES_MAX)
+		return false;
+	p->open = b == &p->b[0] ? &p->b[1] : &p->b[0];
+	t0 = clock_ns();
+	rc = batch_commit(p, b);
+	__atomic_store_n(&p->last_commit_ns, clock_ns() - t0, __ATOMIC_RELAXED);
+	landed(p, b, rc);
+	return true;
+}
+
+/* The open batch goes now: on the loop if it is small and the store quick, else to the writer (if it is free). */
+static void commit_open(struct persist *p)
+{
+	if (!commit_here(p))
+		hand_off(p);
 }
 
 static void done_cb(evutil_socket_t fd, short what, void *arg)
@@ -255,7 +293,7 @@ static void done_cb(evutil_socket_t fd, short what, void *arg)
 		return;
 	land(p);
 	/* what piled up while the disk was busy goes now: under load each commit carries the previous one's wait */
-	hand_off(p);
+	commit_open(p);
 }
 
 static void commit_cb(evutil_socket_t fd, short what, void *arg)
@@ -265,7 +303,7 @@ static void commit_cb(evutil_socket_t fd, short what, void *arg)
 	if (p->flying)
 		return; /* done_cb hands the open batch over */
 	if (p->open->nops)
-		hand_off(p);
+		commit_open(p);
 	else
 		run_waiters(p->open);
 }

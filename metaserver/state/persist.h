@@ -5,7 +5,9 @@
  * Metadata changes are queued in a batch; the batch goes to a writer thread, which applies it in one transaction
  * (an LMDB write transaction with fsync, or one pipelined Redis MULTI/EXEC) when the loop has no more ready I/O,
  * when the batch is 2 ms old, or as soon as the previous batch is durable. The loop thread never waits for the store:
- * while one batch is being committed the next one fills. Replies that promise durability are held until the batch
+ * while one batch is being committed the next one fills. The exception is a store whose commit takes microseconds
+ * (LMDB without fsync): a small batch then commits on the loop, when the writer is idle, since the two thread
+ * wake-ups of the hand-over cost more than the commit. Replies that promise durability are held until the batch
  * holding their writes has committed (persist_after_commit). A failed commit (LMDB map full, I/O error, Redis down,
  * fenced) runs its waiters too, which learn it from persist_failed_seq / persist_seq_state and answer
  * MMC_META_BACKUP_ERROR. The Redis backend reconnects by itself, with backoff, when Redis returns.

@@ -2,8 +2,9 @@
  * What the group-commit front (persist.c) asks of a store: open tables, apply one batch atomically, read back at
  * load. One implementation per store: persist_lmdb.c, persist_redis.c. Private to metaserver/state/persist*.c.
  *
- * Threads: commit() runs on the writer thread; every other call runs on the loop thread while the writer holds no
- * batch (persist.c lands the flying batch first, and the hand-over through its mutex orders the two threads).
+ * Threads: commit() runs on the writer thread, or on the loop thread for a quick backend's small batch while the
+ * writer holds none; every other call runs on the loop thread while the writer holds no batch (persist.c lands the
+ * flying batch first, and the hand-over through its mutex orders the two threads).
  */
 #ifndef MMC_PERSIST_BACKEND_H
 #define MMC_PERSIST_BACKEND_H
@@ -60,6 +61,7 @@ struct persist_backend_ops {
 
 struct persist_backend {
 	const struct persist_backend_ops *ops;
+	bool quick; /* commit() takes microseconds (no fsync, no network): small batches may commit on the loop */
 };
 
 /* The format version check of persist_open and persist_reload (persist_format.c): 0, or MMC_ERROR with err set. */
