@@ -155,12 +155,13 @@ static const char *checksum_str(int mode)
 	return mode == BENCH_CK_ON ? "on" : mode == BENCH_CK_BOTH ? "off (and on, below)" : "off";
 }
 
-static void header(const char *protocol, int sync, const struct bench_opts *o)
+static void header(const char *protocol, int sync, const struct bench_opts *o, uint64_t pool)
 {
 	printf(
-	    "\n# mmc data path: provider %s, LMDB sync %s, %d target(s), %d client process(es) x %d thread(s), "
-	    "verify_checksum %s, host path %s\n",
-	    bench_proto_str(protocol), sync ? "on" : "off", o->targets, o->procs, o->threads, checksum_str(o->checksum),
+	    "\n# mmc data path: provider %s, LMDB sync %s, %d target(s) lending %llu MiB each, %d client process(es) x %d "
+	    "thread(s), verify_checksum %s, host path %s\n",
+	    bench_proto_str(protocol), sync ? "on" : "off", o->targets, (unsigned long long)(pool >> 20), o->procs,
+	    o->threads, checksum_str(o->checksum),
 	    o->no_host_path ? "off (every byte by the provider, as between hosts)" : "on (same-host peers by memcpy)");
 	printf("# GB/s = clients x bytes per call / median call; baselines measured in this run on the same bytes;\n"
 	       "# redis: SET %s, GET\n",
@@ -232,18 +233,24 @@ static void ck_table(const struct dcase *cs, const struct ck_cost *k, int n, con
 
 /* ---- the run ---- */
 
+/* What an engine lends at the least: a store's extent (at most 1/16 of the pool) then holds several batches, as it
+ * does in a deployment, instead of one grant per batch. */
+#define DATA_POOL_MIN (1ull << 30)
+
 static int mmc_section(const struct bench_opts *o, const char *protocol, int sync, struct dcase *cs, int n)
 {
 	static struct ck_cost ck[MAX_CASES];
 	struct bench_cluster c;
-	uint64_t most = 0;
+	uint64_t most = 0, pool;
 	int clients = o->threads * o->procs, rc = 0;
 
 	for (int i = 0; i < n; i++)
 		most = case_bytes(&cs[i]) > most ? case_bytes(&cs[i]) : most;
-	if (bench_cluster_start(&c, o->self, protocol, o->targets, 2 * most * (uint64_t)clients + (64u << 20), sync))
+	pool = 2 * most * (uint64_t)clients + (64u << 20);
+	pool = pool > DATA_POOL_MIN ? pool : DATA_POOL_MIN;
+	if (bench_cluster_start(&c, o->self, protocol, o->targets, pool, sync))
 		return -1;
-	header(protocol, sync, o);
+	header(protocol, sync, o, pool);
 	for (int i = 0; i < n && rc == 0; i++) {
 		struct dsamples d = {0};
 

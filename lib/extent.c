@@ -179,7 +179,9 @@ static int grant(struct mmc_store *s, const struct extent_class *cls, uint64_t n
 	uint64_t t0 = clock_ms(), ask = EXTENT_BYTES / cls->lanes;
 	int rc;
 
-	req.bytes = 2 * need > ask ? 2 * need : ask;
+	req.bytes = EXTENT_BATCHES * need > ask ? EXTENT_BATCHES * need : ask;
+	if (req.bytes > EXTENT_ASK_MAX / cls->lanes)
+		req.bytes = EXTENT_ASK_MAX / cls->lanes;
 	req.min_bytes = need;
 	req.lanes = cls->lanes;
 	req.replica_num = cls->replicas;

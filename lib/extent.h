@@ -29,9 +29,10 @@ enum {
 	WB_EXTENT_GRANT = 64,
 };
 
-#define EXTENT_OBJECT_MAX (256u << 10) /* larger objects take the alloc + commit path */
-#define EXTENT_BYTES      (16u << 20)  /* asked for per extent; a batch larger than half of it asks for twice itself */
-#define EXTENT_ASK_MAX    (64u << 20)  /* the most asked for; a larger batch allocates key by key */
+#define EXTENT_OBJECT_MAX (4u << 20)   /* larger objects take the alloc + commit path */
+#define EXTENT_BYTES      (16u << 20)  /* asked for per extent, or room for EXTENT_BATCHES batches if that is more */
+#define EXTENT_BATCHES    4u           /* so that a grant's round trip is paid once per this many batches */
+#define EXTENT_ASK_MAX    (256u << 20) /* the most asked for (the server's most); a larger batch allocates by key */
 #define EXTENT_GROUPS_MAX 8u           /* classes one store keeps at a time */
 #define EXTENT_BACKOFF_MS 1000u        /* after a refused grant, allocate key by key for this long */
 

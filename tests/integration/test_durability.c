@@ -315,7 +315,7 @@ Test(durability_full, a_put_whose_commit_failed_is_not_acknowledged)
  * put is still committing (every commit held 1.5 s here) is answered only once the object is on disk. Killed before
  * that, the second put is not acknowledged; if it is, the key survives the restart.
  */
-#define DUP_SIZE (512u << 10) /* above the extent limit: alloc + commit, the path whose "exists" answer waits */
+#define DUP_SIZE (5u << 20) /* above the extent limit (4 MiB): alloc + commit, the path whose "exists" answer waits */
 
 struct dup_put {
 	mmc_store *st;
