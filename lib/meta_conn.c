@@ -27,6 +27,8 @@
 #define BACKOFF_MAX      2000
 #define ELECTION_MS      150   /* how often to look again while the servers that answer all stand by... */
 #define ELECTION_FAST_MS 30000 /* ...for this long: a lease and a load; past it the lock store is likely down */
+#define READ_PARK_MS     20    /* the reader thread keeps off the socket this long after a call: callers read */
+#define READ_CHUNK       65536u
 
 enum mc_state { MC_DOWN, MC_CONNECTING, MC_READY };
 
@@ -60,6 +62,18 @@ struct meta_conn {
 	 * so it never writes to a closed (or reused) descriptor or a freed session */
 	_Atomic uint64_t gen;
 	struct meta_leader leader; /* which of the configured servers to dial (handshake thread only) */
+	/*
+	 * Who reads the socket (under lock). A caller waiting for its reply reads and dispatches every frame itself
+	 * when nobody else does, which saves the reader thread's wake-up of it; the reader thread reads while no call
+	 * is in flight (server tasks, a closed connection), and for callers that came while the socket was taken.
+	 * Plain TCP only: under TLS the reader thread reads everything. rd belongs to the owner of the read side.
+	 */
+	enum { RD_NONE, RD_THREAD, RD_CALLER } rd_owner;
+	bool rd_failed;         /* a caller's read failed (or the connection is being dropped): the reader ends it */
+	unsigned inflight;      /* entries in pending[] */
+	uint64_t rd_active_ms;  /* clock_ms() when the newest call ended */
+	pthread_cond_t rd_cond; /* the reader thread waits here while callers read */
+	struct wbuf rd;         /* read and not yet dispatched */
 };
 
 static pthread_key_t tls_key;
@@ -96,6 +110,7 @@ static void pending_add(struct meta_conn *mc, struct mcall *c)
 
 	c->next = *head;
 	*head = c;
+	mc->inflight++;
 }
 
 static struct mcall *pending_take(struct meta_conn *mc, uint64_t id)
@@ -108,6 +123,7 @@ static struct mcall *pending_take(struct meta_conn *mc, uint64_t id)
 		struct mcall *c = *p;
 
 		*p = c->next;
+		mc->inflight--;
 		return c;
 	}
 	return NULL;
@@ -125,6 +141,7 @@ static void fail_all(struct meta_conn *mc, int status)
 			pthread_cond_signal(&c->cond);
 		}
 	}
+	mc->inflight = 0;
 }
 
 /* ---- socket ---- */
@@ -225,6 +242,7 @@ static void dispatch(struct meta_conn *mc, const uint8_t *frame, size_t len)
 	}
 	pthread_mutex_lock(&mc->lock);
 	c = pending_take(mc, id);
+	mc->rd_active_ms = clock_ms(); /* a reader thread that read this reply parks now, not after one more */
 	pthread_mutex_unlock(&mc->lock);
 	if (!c)
 		return; /* the caller timed out */
@@ -236,12 +254,74 @@ static void dispatch(struct meta_conn *mc, const uint8_t *frame, size_t len)
 	pthread_mutex_unlock(&mc->lock);
 }
 
-static void *reader_main(void *arg)
+/* Grows the read buffer to hold at least n bytes. */
+static int rd_reserve(struct wbuf *b, size_t n)
 {
-	struct meta_conn *mc = arg;
-	struct wbuf buf = {0};
+	uint8_t *d;
+
+	if (n <= b->cap)
+		return 0;
+	n = n < 2 * b->cap ? 2 * b->cap : n;
+	if (!(d = realloc(b->data, n)))
+		return -1;
+	b->data = d;
+	b->cap = n;
+	return 0;
+}
+
+/* Dispatches every whole frame in the read buffer and keeps the rest. Returns 0, or -1 for a bad frame. */
+static int rd_dispatch(struct meta_conn *mc)
+{
+	struct wbuf *b = &mc->rd;
+	size_t off = 0;
+	int rc = 0;
+
+	while (b->len - off >= 4) {
+		const uint8_t *h = b->data + off;
+		uint32_t len = (uint32_t)h[0] | (uint32_t)h[1] << 8 | (uint32_t)h[2] << 16 | (uint32_t)h[3] << 24;
+
+		if (len == 0 || len > MMC_FRAME_MAX) {
+			lg_error("meta connection: bad frame length %u", len);
+			rc = -1;
+			break;
+		}
+		if (b->len - off - 4 < len) {
+			rc = rd_reserve(b, 4 + (size_t)len);
+			break;
+		}
+		dispatch(mc, h + 4, len);
+		off += 4 + (size_t)len;
+	}
+	memmove(b->data, b->data + off, b->len - off);
+	b->len -= off;
+	return rc;
+}
+
+/* Waits up to ms (-1: without end) for the socket, then reads what it has and dispatches the whole frames. Only
+ * the owner of the read side calls it. Returns 0 (a frame, or nothing yet), or -1: the connection is gone. */
+static int read_some(struct meta_conn *mc, int fd, int ms)
+{
+	struct pollfd pfd = {.fd = fd, .events = POLLIN};
+	struct wbuf *b = &mc->rd;
+	ssize_t n;
+	int r = poll(&pfd, 1, ms);
+
+	if (r <= 0)
+		return r < 0 && errno != EINTR ? -1 : 0;
+	if (rd_reserve(b, b->len + READ_CHUNK))
+		return -1;
+	n = read(fd, b->data + b->len, b->cap - b->len);
+	if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN))
+		return -1;
+	b->len += n > 0 ? (size_t)n : 0;
+	return rd_dispatch(mc);
+}
+
+/* Under TLS: frame by frame, blocking, everything. */
+static void read_tls(struct meta_conn *mc)
+{
+	struct wbuf *b = &mc->rd;
 	uint8_t hdr[4];
-	bool was_ready;
 
 	for (;;) {
 		uint32_t len;
@@ -253,19 +333,61 @@ static void *reader_main(void *arg)
 			lg_error("meta connection: bad frame length %u", len);
 			break;
 		}
-		if (len > buf.cap) {
-			uint8_t *d = realloc(buf.data, len);
-
-			if (!d)
-				break;
-			buf.data = d;
-			buf.cap = len;
-		}
-		if (read_full(mc->fd, mc->tls, buf.data, len))
+		if (rd_reserve(b, len) || read_full(mc->fd, mc->tls, b->data, len))
 			break;
-		dispatch(mc, buf.data, len);
+		dispatch(mc, b->data, len);
 	}
-	wbuf_free(&buf);
+}
+
+/* The reader thread keeps off while a caller reads, and while calls have just been flowing (the next caller reads
+ * its own reply); it reads when nobody waits (tasks, a closed connection) or a waiting caller cannot. Lock held. */
+static bool reader_parks(const struct meta_conn *mc)
+{
+	if (mc->rd_owner == RD_CALLER)
+		return true;
+	return mc->inflight == 0 && clock_ms() < mc->rd_active_ms + READ_PARK_MS;
+}
+
+/* Plain TCP: reads only while no caller does. Returns when the connection is gone or must end. */
+static void read_plain(struct meta_conn *mc, int fd)
+{
+	for (;;) {
+		int rc;
+
+		pthread_mutex_lock(&mc->lock);
+		while (!mc->rd_failed && !atomic_load(&mc->stop) && reader_parks(mc)) {
+			struct timespec dl = clock_deadline(READ_PARK_MS);
+
+			pthread_cond_timedwait(&mc->rd_cond, &mc->lock, &dl);
+		}
+		if (mc->rd_failed || atomic_load(&mc->stop)) {
+			pthread_mutex_unlock(&mc->lock);
+			return;
+		}
+		mc->rd_owner = RD_THREAD;
+		pthread_mutex_unlock(&mc->lock);
+		rc = read_some(mc, fd, -1);
+		pthread_mutex_lock(&mc->lock);
+		mc->rd_owner = RD_NONE;
+		pthread_mutex_unlock(&mc->lock);
+		if (rc)
+			return;
+	}
+}
+
+static void *reader_main(void *arg)
+{
+	struct meta_conn *mc = arg;
+	bool was_ready;
+	int fd;
+
+	pthread_mutex_lock(&mc->lock);
+	fd = mc->fd;
+	pthread_mutex_unlock(&mc->lock);
+	if (mc->tls)
+		read_tls(mc);
+	else
+		read_plain(mc, fd);
 	pthread_mutex_lock(&mc->lock);
 	was_ready = mc->state == MC_READY; /* not a handshake that failed (a standby's answer, say) */
 	mc->state = MC_DOWN;
@@ -276,6 +398,13 @@ static void *reader_main(void *arg)
 	if (!atomic_load(&mc->stop) && was_ready)
 		lg_warn("lost the meta server connection; reconnecting");
 	return NULL;
+}
+
+/* Makes the reader thread end the connection, parked or not (lock held). */
+static void reader_end(struct meta_conn *mc)
+{
+	mc->rd_failed = true;
+	pthread_cond_broadcast(&mc->rd_cond);
 }
 
 /* ---- calls ---- */
@@ -325,6 +454,54 @@ static int send_frame(struct meta_conn *mc, struct link l, const struct wbuf *b)
 	return rc ? MMC_NOT_CONNECTED_META : 0;
 }
 
+/* Milliseconds (rounded up) until a clock_deadline() deadline; 0 or less once it has passed. */
+static int64_t ms_until(const struct timespec *dl)
+{
+	struct timespec now;
+	int64_t ns;
+
+	clock_gettime(CLOCK_REALTIME, &now);
+	ns = (int64_t)(dl->tv_sec - now.tv_sec) * 1000000000 + (dl->tv_nsec - now.tv_nsec);
+	return ns <= 0 ? 0 : (ns + 999999) / 1000000;
+}
+
+/* Whether this caller may read the socket of link l itself: plain TCP, still that connection, nobody reading. */
+static bool may_read(const struct meta_conn *mc, struct link l)
+{
+	return !l.tls && mc->rd_owner == RD_NONE && !mc->rd_failed && mc->state != MC_DOWN && mc->fd == l.fd &&
+	       atomic_load(&mc->gen) == l.gen;
+}
+
+/*
+ * The caller reads the socket until its own reply is in or its deadline passes, dispatching every frame that comes
+ * (other callers' replies, server tasks). Lock held on entry and return. Returns true when the deadline passed.
+ */
+static bool read_own(struct meta_conn *mc, struct mcall *c, struct link l, const struct timespec *dl)
+{
+	bool late = false;
+	int rc = 0;
+
+	mc->rd_owner = RD_CALLER;
+	while (!c->done && rc == 0 && !late) {
+		int64_t ms = ms_until(dl);
+
+		late = ms <= 0;
+		if (late)
+			break;
+		pthread_mutex_unlock(&mc->lock);
+		rc = read_some(mc, l.fd, ms > INT32_MAX ? INT32_MAX : (int)ms);
+		pthread_mutex_lock(&mc->lock);
+	}
+	mc->rd_owner = RD_NONE;
+	if (rc) {
+		shutdown(l.fd, SHUT_RDWR); /* a bad frame: the server must see the end too */
+		reader_end(mc);            /* which fails every call still waiting, this one included */
+	} else if (mc->inflight) {
+		pthread_cond_broadcast(&mc->rd_cond); /* the reader thread reads for the callers still waiting */
+	}
+	return late;
+}
+
 int meta_call(struct meta_conn *mc, uint32_t body, const pb_msgdesc_t *fields, const void *msg, struct mcall *c)
 {
 	struct wbuf *b = tls_wbuf();
@@ -356,12 +533,15 @@ int meta_call(struct meta_conn *mc, uint32_t body, const pb_msgdesc_t *fields, c
 	pthread_mutex_lock(&mc->lock);
 	dl = clock_deadline(mc->conf->c.timeout_ms);
 	while (!c->done) {
-		if (pthread_cond_timedwait(&c->cond, &mc->lock, &dl) == ETIMEDOUT && !c->done &&
-		    pending_take(mc, c->id)) {
+		bool late = may_read(mc, l) ? read_own(mc, c, l, &dl)
+		                            : pthread_cond_timedwait(&c->cond, &mc->lock, &dl) == ETIMEDOUT;
+
+		if (late && !c->done && pending_take(mc, c->id)) {
 			c->status = MMC_TIMEOUT;
 			break;
 		}
 	}
+	mc->rd_active_ms = clock_ms();
 	rc = c->status;
 	if (rc == MMC_NOT_LEADER && !c->bypass) {
 		/* the server stopped leading before it ran the call: drop it and follow the leader, and let the caller
@@ -540,6 +720,9 @@ static int handshake_one(struct meta_conn *mc)
 	mc->fd = fd;
 	mc->tls = tls;
 	mc->state = MC_CONNECTING;
+	mc->rd_owner = RD_NONE;
+	mc->rd_failed = false;
+	mc->rd.len = 0;
 	pthread_mutex_unlock(&mc->lock);
 	if (pthread_create(&mc->reader, NULL, reader_main, mc)) {
 		conn_drop_fd(mc, fd);
@@ -557,6 +740,8 @@ static int handshake_one(struct meta_conn *mc)
 	} else if (rc == 0) {
 		rc = MMC_NOT_CONNECTED_META;
 	}
+	if (rc)
+		reader_end(mc);
 	pthread_mutex_unlock(&mc->lock);
 	if (rc) {
 		shutdown(fd, SHUT_RDWR);
@@ -672,6 +857,7 @@ int meta_conn_open(struct meta_conn **out, const struct client_conf *conf)
 	pthread_mutex_init(&mc->lock, NULL);
 	pthread_mutex_init(&mc->send_lock, NULL);
 	pthread_cond_init(&mc->state_cond, NULL);
+	pthread_cond_init(&mc->rd_cond, NULL);
 	if (conf->tls.enable && !(mc->tls_ctx = meta_tls_ctx_new(conf))) {
 		meta_conn_close(mc);
 		return MMC_INVALID_PARAM;
@@ -717,6 +903,7 @@ void meta_conn_close(struct meta_conn *mc)
 	if (mc->fd >= 0)
 		shutdown(mc->fd, SHUT_RDWR);
 	pthread_cond_broadcast(&mc->state_cond);
+	pthread_cond_broadcast(&mc->rd_cond);
 	pthread_mutex_unlock(&mc->lock);
 	if (mc->keeper_started)
 		pthread_join(mc->keeper, NULL);
@@ -729,6 +916,8 @@ void meta_conn_close(struct meta_conn *mc)
 	pthread_mutex_destroy(&mc->lock);
 	pthread_mutex_destroy(&mc->send_lock);
 	pthread_cond_destroy(&mc->state_cond);
+	pthread_cond_destroy(&mc->rd_cond);
+	wbuf_free(&mc->rd);
 	free(mc);
 }
 

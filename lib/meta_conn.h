@@ -1,8 +1,11 @@
 /*
  * The store's one TCP connection to mmc-metaserver. Calls from many threads are pipelined on it: each call has a
- * request id, waits on its own condition variable, and its reply is decoded by the reader thread straight into
- * the caller's arrays. A session thread sends heartbeats and, when the connection drops, reconnects and replays
- * the handshake (hello, then the local service's re-registration). Thread-safe.
+ * request id and its reply is decoded straight into the caller's arrays. A caller that finds nobody reading the
+ * socket reads it itself until its reply is in, dispatching whatever else arrives; the others wait on their own
+ * condition variables. A reader thread reads whenever no caller does (server tasks, a dropped connection), so a
+ * call's reply costs one thread wake-up instead of two. A session thread sends heartbeats and, when the
+ * connection drops, reconnects and replays the handshake (hello, then the local service's re-registration).
+ * Thread-safe.
  */
 #ifndef MMC_META_CONN_H
 #define MMC_META_CONN_H
@@ -19,7 +22,8 @@ struct meta_conn;
 /* One request in flight. Lives on the caller's stack. */
 struct mcall {
 	/* set by the caller */
-	int (*decode)(struct mcall *c, uint32_t body, const uint8_t *data, size_t len); /* reader thread */
+	/* on the thread that reads the reply: the reader thread, or a caller waiting on the same connection */
+	int (*decode)(struct mcall *c, uint32_t body, const uint8_t *data, size_t len);
 	void *arg;
 	bool bypass; /* handshake calls: allowed while the connection is not ready yet */
 	/* owned by meta_conn */
@@ -43,7 +47,8 @@ struct meta_session {
 /* Called by the session thread after a reconnect, once hello succeeded; re-registers the local service. */
 typedef int (*meta_reconnect_fn)(void *owner);
 
-/* A request from the meta server (a BlobTask) arrived; called on the reader thread, must not block. */
+/* A request from the meta server (a BlobTask) arrived; called on the thread reading the socket (the reader thread,
+ * or a caller waiting for its reply), so it must not block. */
 typedef void (*meta_task_fn)(void *owner, uint64_t id, const uint8_t *data, size_t len);
 
 /* Routes the server's task requests to fn (set before the local service registers). */
