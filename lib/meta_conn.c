@@ -163,14 +163,15 @@ static int read_full(int fd, struct meta_tls *t, void *buf, size_t len)
 	return 0;
 }
 
-static int write_full(int fd, struct meta_tls *t, const void *buf, size_t len)
+/* flags: for send(2) (MSG_MORE); TLS ignores them. */
+static int write_full(int fd, struct meta_tls *t, const void *buf, size_t len, int flags)
 {
 	const char *p = buf;
 
 	if (t)
 		return meta_tls_write(t, buf, len);
 	while (len) {
-		ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
+		ssize_t n = send(fd, p, len, MSG_NOSIGNAL | flags);
 
 		if (n > 0) {
 			p += n;
@@ -440,13 +441,13 @@ static struct link link_of(struct meta_conn *mc)
 	return (struct link){mc->fd, mc->tls, atomic_load(&mc->gen)};
 }
 
-static int send_frame(struct meta_conn *mc, struct link l, const struct wbuf *b)
+static int send_frame(struct meta_conn *mc, struct link l, const struct wbuf *b, int flags)
 {
 	int rc = -1;
 
 	pthread_mutex_lock(&mc->send_lock);
 	if (atomic_load(&mc->gen) == l.gen) {
-		rc = write_full(l.fd, l.tls, b->data, b->len);
+		rc = write_full(l.fd, l.tls, b->data, b->len, flags);
 		if (rc)
 			shutdown(l.fd, SHUT_RDWR); /* the reader sees it and fails everything pending */
 	}
@@ -528,7 +529,7 @@ int meta_call(struct meta_conn *mc, uint32_t body, const pb_msgdesc_t *fields, c
 	pthread_mutex_unlock(&mc->lock);
 
 	/* a failed send completes the call through the reader; a send to a dropped link, with a timeout */
-	send_frame(mc, l, b);
+	send_frame(mc, l, b, 0);
 
 	pthread_mutex_lock(&mc->lock);
 	dl = clock_deadline(mc->conf->c.timeout_ms);
@@ -556,7 +557,7 @@ out_unlock:
 	return rc;
 }
 
-int meta_send(struct meta_conn *mc, uint32_t body, const pb_msgdesc_t *fields, const void *msg)
+static int send_oneway(struct meta_conn *mc, uint32_t body, const pb_msgdesc_t *fields, const void *msg, int flags)
 {
 	struct wbuf *b = tls_wbuf();
 	struct link l;
@@ -570,7 +571,17 @@ int meta_send(struct meta_conn *mc, uint32_t body, const pb_msgdesc_t *fields, c
 	pthread_mutex_unlock(&mc->lock);
 	if (rc || (rc = wire_encode(b, 0, body, fields, msg)))
 		return rc;
-	return send_frame(mc, l, b);
+	return send_frame(mc, l, b, flags);
+}
+
+int meta_send(struct meta_conn *mc, uint32_t body, const pb_msgdesc_t *fields, const void *msg)
+{
+	return send_oneway(mc, body, fields, msg, 0);
+}
+
+int meta_send_deferred(struct meta_conn *mc, uint32_t body, const pb_msgdesc_t *fields, const void *msg)
+{
+	return send_oneway(mc, body, fields, msg, MSG_MORE);
 }
 
 void meta_conn_on_task(struct meta_conn *mc, meta_task_fn fn, void *owner)
@@ -596,7 +607,7 @@ int meta_reply(struct meta_conn *mc, uint64_t id, int result)
 	pthread_mutex_unlock(&mc->lock);
 	if (rc || (rc = wire_encode(b, id, WB_REPLY, mmc_Reply_fields, &r)))
 		return rc;
-	return send_frame(mc, l, b);
+	return send_frame(mc, l, b, 0);
 }
 
 int meta_decode_reply(struct mcall *c, uint32_t body, const uint8_t *data, size_t len)

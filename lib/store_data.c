@@ -482,7 +482,7 @@ static void release_leases(struct mmc_store *s, struct plan *p)
 		return;
 	req.flags = MMC_WIRE_FLAG_NOREPLY;
 	wire_items_bind(&req, &items);
-	meta_send(s->meta, WB_RELEASE, mmc_KeyBatch_fields, &req);
+	meta_send_deferred(s->meta, WB_RELEASE, mmc_KeyBatch_fields, &req); /* the lease ends anyway: no hurry */
 }
 
 static int get_once(struct mmc_store *s, struct plan *p, bool *lost)
