@@ -77,20 +77,19 @@ static void init(void)
 #endif
 }
 
-void copy_stream(void *dst, const void *src, size_t n)
+void *copy_stream(void *dst, const void *src, size_t n)
 {
 	char *d = dst;
 	const char *s = src;
 	size_t head = (STREAM_ALIGN - (uintptr_t)d % STREAM_ALIGN) % STREAM_ALIGN, done;
 
-	if (n < COPY_STREAM_PIECE_MIN) {
-		memcpy(d, s, n);
-		return;
-	}
+	if (n < COPY_STREAM_PIECE_MIN)
+		return memcpy(d, s, n);
 	pthread_once(&once, init);
 	memcpy(d, s, head);
 	done = stream_bulk(d + head, s + head, n - head);
 	memcpy(d + head + done, s + head + done, n - head - done);
+	return dst;
 }
 
 bool copy_should_stream(size_t total)

@@ -19,9 +19,10 @@
 
 /*
  * Copies n bytes from src to dst (which must not overlap), the bulk with streaming stores, and fences them: on
- * return every byte is visible to other processes as after memcpy. Either pointer may have any alignment.
+ * return every byte is visible to other processes as after memcpy. Either pointer may have any alignment. Returns
+ * dst, as memcpy does, so that either can be called through one pointer.
  */
-void copy_stream(void *dst, const void *src, size_t n);
+void *copy_stream(void *dst, const void *src, size_t n);
 
 /*
  * Whether a get of total bytes should stream into the caller's buffers: only when it is larger than what this

@@ -71,7 +71,7 @@ struct meta_conn {
 	enum { RD_NONE, RD_THREAD, RD_CALLER } rd_owner;
 	bool rd_failed;         /* a caller's read failed (or the connection is being dropped): the reader ends it */
 	unsigned inflight;      /* entries in pending[] */
-	uint64_t rd_active_ms;  /* clock_ms() when the newest call ended */
+	uint64_t rd_active_ms;  /* clock_ms() when the newest reply came in */
 	pthread_cond_t rd_cond; /* the reader thread waits here while callers read */
 	struct wbuf rd;         /* read and not yet dispatched */
 };
@@ -145,23 +145,6 @@ static void fail_all(struct meta_conn *mc, int status)
 }
 
 /* ---- socket ---- */
-
-static int read_full(int fd, struct meta_tls *t, void *buf, size_t len)
-{
-	char *p = buf;
-
-	while (len) {
-		ssize_t n = t ? meta_tls_read(t, p, len) : read(fd, p, len);
-
-		if (n > 0) {
-			p += n;
-			len -= (size_t)n;
-		} else if (n == 0 || errno != EINTR) {
-			return -1;
-		}
-	}
-	return 0;
-}
 
 /* flags: for send(2) (MSG_MORE); TLS ignores them. */
 static int write_full(int fd, struct meta_tls *t, const void *buf, size_t len, int flags)
@@ -298,46 +281,34 @@ static int rd_dispatch(struct meta_conn *mc)
 	return rc;
 }
 
-/* Waits up to ms (-1: without end) for the socket, then reads what it has and dispatches the whole frames. Only
- * the owner of the read side calls it. Returns 0 (a frame, or nothing yet), or -1: the connection is gone. */
+/* Reads what the connection has (blocking until something comes) and dispatches the whole frames. Only the owner of
+ * the read side calls it. Returns 0, or -1: the connection is gone or sent a bad frame. */
+static int read_frames(struct meta_conn *mc, int fd, struct meta_tls *tls)
+{
+	struct wbuf *b = &mc->rd;
+	ssize_t n;
+
+	if (rd_reserve(b, b->len + READ_CHUNK))
+		return -1;
+	n = tls ? meta_tls_read(tls, b->data + b->len, b->cap - b->len) : read(fd, b->data + b->len, b->cap - b->len);
+	if (n < 0 && errno == EINTR)
+		return 0;
+	if (n <= 0)
+		return -1;
+	b->len += (size_t)n;
+	return rd_dispatch(mc);
+}
+
+/* Plain TCP: waits up to ms (-1: without end) for the socket, then read_frames. Returns 0 (frames, or nothing yet)
+ * or -1. */
 static int read_some(struct meta_conn *mc, int fd, int ms)
 {
 	struct pollfd pfd = {.fd = fd, .events = POLLIN};
-	struct wbuf *b = &mc->rd;
-	ssize_t n;
 	int r = poll(&pfd, 1, ms);
 
 	if (r <= 0)
 		return r < 0 && errno != EINTR ? -1 : 0;
-	if (rd_reserve(b, b->len + READ_CHUNK))
-		return -1;
-	n = read(fd, b->data + b->len, b->cap - b->len);
-	if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN))
-		return -1;
-	b->len += n > 0 ? (size_t)n : 0;
-	return rd_dispatch(mc);
-}
-
-/* Under TLS: frame by frame, blocking, everything. */
-static void read_tls(struct meta_conn *mc)
-{
-	struct wbuf *b = &mc->rd;
-	uint8_t hdr[4];
-
-	for (;;) {
-		uint32_t len;
-
-		if (read_full(mc->fd, mc->tls, hdr, 4))
-			break;
-		len = (uint32_t)hdr[0] | (uint32_t)hdr[1] << 8 | (uint32_t)hdr[2] << 16 | (uint32_t)hdr[3] << 24;
-		if (len == 0 || len > MMC_FRAME_MAX) {
-			lg_error("meta connection: bad frame length %u", len);
-			break;
-		}
-		if (rd_reserve(b, len) || read_full(mc->fd, mc->tls, b->data, len))
-			break;
-		dispatch(mc, b->data, len);
-	}
+	return read_frames(mc, fd, NULL);
 }
 
 /* The reader thread keeps off while a caller reads, and while calls have just been flowing (the next caller reads
@@ -385,8 +356,9 @@ static void *reader_main(void *arg)
 	pthread_mutex_lock(&mc->lock);
 	fd = mc->fd;
 	pthread_mutex_unlock(&mc->lock);
-	if (mc->tls)
-		read_tls(mc);
+	if (mc->tls) /* under TLS the reader thread reads everything, blocking */
+		while (read_frames(mc, fd, mc->tls) == 0)
+			;
 	else
 		read_plain(mc, fd);
 	pthread_mutex_lock(&mc->lock);
@@ -542,7 +514,6 @@ int meta_call(struct meta_conn *mc, uint32_t body, const pb_msgdesc_t *fields, c
 			break;
 		}
 	}
-	mc->rd_active_ms = clock_ms();
 	rc = c->status;
 	if (rc == MMC_NOT_LEADER && !c->bypass) {
 		/* the server stopped leading before it ran the call: drop it and follow the leader, and let the caller

@@ -74,7 +74,7 @@ int meta_call(struct meta_conn *mc, uint32_t body, const pb_msgdesc_t *fields, c
 /* Sends without waiting for any reply (id 0). */
 int meta_send(struct meta_conn *mc, uint32_t body, const pb_msgdesc_t *fields, const void *msg);
 /*
- * Like meta_send, for a message whose timing does not matter (a lease release, an extent return): over plain TCP the
+ * Like meta_send, for a message whose timing does not matter (a lease release): over plain TCP the
  * kernel may hold it until the next frame goes out (Linux: at most about 200 ms), so that it rides with that frame
  * instead of costing a transmit of its own, about 25 us of the caller's time, and a server wake-up. Lost with the
  * connection like any frame not yet sent.

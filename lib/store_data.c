@@ -199,6 +199,19 @@ static void fail_state(struct plan *p, uint8_t st, int code)
 		}
 }
 
+/*
+ * The connection a put's places came on (losses) died under keys index[0..n) of p: a commit that waited for the
+ * next one reached a server that never made the allocations (MMC_UNMATCHED_KEY), a write failed against a pool
+ * re-keyed for it, a put of extent places met a server that never granted them. A key its server did not commit
+ * is a key lost with the connection, for run_put to put again (within retry_ms).
+ */
+static void lost_with_connection(struct mmc_store *s, struct plan *p, size_t n, uint64_t losses)
+{
+	for (size_t i = 0; s->conf.c.retry_ms && meta_conn_losses(s->meta) != losses && i < n; i++)
+		if (p->results[p->index[i]])
+			p->results[p->index[i]] = MMC_NOT_CONNECTED_META;
+}
+
 /* alloc, RMA, commit: the keys still PK_ACTIVE. */
 static int put_by_key(struct mmc_store *s, struct plan *p, const mmc_replicate_config *rc, bool spread)
 {
@@ -255,12 +268,7 @@ static int put_by_key(struct mmc_store *s, struct plan *p, const mmc_replicate_c
 			if (p->results[p->index[i]] == 0)
 				p->results[p->index[i]] = rc_call;
 	free(values);
-	/* the connection died under these keys: a commit that waited for the next one reached a server that never made
-	 * the allocations (MMC_UNMATCHED_KEY), and a write failed against a pool re-keyed for it. A key not committed
-	 * is a key lost with the connection, for run_put to put again. */
-	for (size_t i = 0; s->conf.c.retry_ms && meta_conn_losses(s->meta) != losses && i < k.items.n; i++)
-		if (p->results[p->index[i]])
-			p->results[p->index[i]] = MMC_NOT_CONNECTED_META;
+	lost_with_connection(s, p, k.items.n, losses);
 	return 0;
 }
 
@@ -367,10 +375,7 @@ static void put_extents(struct mmc_store *s, struct plan *p, const mmc_replicate
 	ep = (struct extent_put){plan_select(p, PK_EXTENT), p->index, p->keys, p->totals, p->sums, p->xk, p->lane, g};
 	if (ep.n && (rc_call = extents_put_call(s, &ep, on_put, p)))
 		fail_state(p, PK_EXTENT, rc_call);
-	/* as in put_by_key: a key the server of g did not publish was lost with its connection */
-	for (size_t i = 0; s->conf.c.retry_ms && meta_conn_losses(s->meta) != g->losses && i < ep.n; i++)
-		if (p->results[ep.index[i]])
-			p->results[ep.index[i]] = MMC_NOT_CONNECTED_META;
+	lost_with_connection(s, p, ep.n, g->losses);
 	extents_done(s, g, p->confirmed ? t0 : 0, p->refused);
 }
 

@@ -57,11 +57,6 @@ struct xfer_ctx {
 
 #define POSTING (UINT32_C(1) << 31) /* in pending[]: the key's RMAs are still being posted */
 
-static void memcpy_fn(void *dst, const void *src, size_t n)
-{
-	memcpy(dst, src, n);
-}
-
 static void key_landed(struct xfer_ctx *x, size_t i)
 {
 	if (x->keys[i].result == 0)
@@ -122,7 +117,7 @@ static int seg_of(const struct peer *p, uint32_t media, uint64_t *base, uint64_t
  */
 static void copy_pieces(const struct xfer_ctx *x, char *p, int write, const struct xfer_key *k)
 {
-	void (*copy)(void *, const void *, size_t) = x->stream ? copy_stream : memcpy_fn;
+	void *(*copy)(void *, const void *, size_t) = x->stream ? copy_stream : memcpy;
 
 	for (uint32_t i = 0; i < k->npieces; i++) {
 		if (write)

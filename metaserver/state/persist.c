@@ -57,7 +57,7 @@ struct persist {
 	struct event *commit_ev, *age_ev, *done_ev;
 	int done_fd; /* eventfd: the writer thread's "flying batch is durable" */
 	uint64_t commits, failures;
-	uint64_t last_commit_ns;        /* atomic: the writer's time in the store for the newest batch */
+	uint64_t last_commit_ns;        /* atomic: the store's time for the newest batch, by whichever thread ran it */
 	uint64_t last_seq, durable_seq; /* newest batch numbered; newest batch committed (or failed) */
 	uint64_t failed_seq;            /* newest batch whose commit failed, 0: none */
 	uint64_t lost_upto;             /* batches up to this one count as failed (a failure we could not record) */
@@ -108,13 +108,15 @@ bool persist_op_next(const struct persist_ops *ops, size_t *off, struct persist_
 	return true;
 }
 
-/* Applies a batch (writer thread only, so the fence runs there too). The fence is asked last, so that a
- * leader paused between the two cannot commit on a lease it lost meanwhile. */
+/* Applies a batch (on the writer thread, or on the loop for commit_here), and times it for /metrics. The fence is
+ * asked last, so that a leader paused between the two cannot commit on a lease it lost meanwhile. */
 static int batch_commit(struct persist *p, const struct batch *b)
 {
 	struct persist_ops ops = {b->ops, b->len, b->nops};
 	bool (*fence)(void *);
 	void *fence_arg;
+	uint64_t t0;
+	int rc;
 
 	if (p->test_delay_ms)
 		usleep(p->test_delay_ms * 1000u);
@@ -126,7 +128,10 @@ static int batch_commit(struct persist *p, const struct batch *b)
 		log_error("op=persist_commit err=\"fenced: this server no longer leads\" writes=%zu", b->nops);
 		return MMC_META_BACKUP_ERROR;
 	}
-	return p->be->ops->commit(p->be, &ops);
+	t0 = clock_ns();
+	rc = p->be->ops->commit(p->be, &ops);
+	__atomic_store_n(&p->last_commit_ns, clock_ns() - t0, __ATOMIC_RELAXED);
+	return rc;
 }
 
 /* The writer thread owns the store: the loop never waits for a commit unless it asks to (persist_flush). */
@@ -142,10 +147,8 @@ static void *writer_main(void *arg)
 		if (!p->busy)
 			break;
 		pthread_mutex_unlock(&p->mu);
-		uint64_t t0 = clock_ns();
 		int rc = batch_commit(p, p->flying);
 		pthread_mutex_lock(&p->mu);
-		__atomic_store_n(&p->last_commit_ns, clock_ns() - t0, __ATOMIC_RELAXED);
 		p->result = rc;
 		p->busy = false;
 		pthread_cond_broadcast(&p->cv);
@@ -181,12 +184,20 @@ static void run_waiters(struct batch *b)
 
 /* Gives the open batch to the writer, if it has writes and the writer has none: one batch flies at a time, and the
  * writer reads it unlocked, so it must never be replaced (or appended to) before it lands. */
+/* Closes the open batch (the other one, empty, opens) and returns it. */
+static struct batch *close_open(struct persist *p)
+{
+	struct batch *b = p->open;
+
+	p->open = b == &p->b[0] ? &p->b[1] : &p->b[0];
+	return b;
+}
+
 static void hand_off(struct persist *p)
 {
 	if (p->flying || !p->open->nops)
 		return;
-	p->flying = p->open;
-	p->open = p->open == &p->b[0] ? &p->b[1] : &p->b[0];
+	p->flying = close_open(p);
 	pthread_mutex_lock(&p->mu);
 	p->busy = true;
 	pthread_cond_signal(&p->cv);
@@ -258,18 +269,15 @@ static int land(struct persist *p)
  */
 static bool commit_here(struct persist *p)
 {
-	struct batch *b = p->open;
-	uint64_t t0;
-	int rc;
+	const struct batch *o = p->open;
+	struct batch *b;
 
-	if (!p->be->quick || p->test_delay_ms || p->flying || !b->nops || b->nops > QUICK_OPS_MAX ||
-	    b->len > QUICK_BYTES_MAX)
+	/* the test delay sleeps in batch_commit: never on the loop */
+	if (!p->be->quick || p->test_delay_ms || p->flying || !o->nops || o->nops > QUICK_OPS_MAX ||
+	    o->len > QUICK_BYTES_MAX)
 		return false;
-	p->open = b == &p->b[0] ? &p->b[1] : &p->b[0];
-	t0 = clock_ns();
-	rc = batch_commit(p, b);
-	__atomic_store_n(&p->last_commit_ns, clock_ns() - t0, __ATOMIC_RELAXED);
-	landed(p, b, rc);
+	b = close_open(p);
+	landed(p, b, batch_commit(p, b));
 	return true;
 }
 
