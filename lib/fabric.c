@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -43,6 +44,8 @@ struct fabric {
 	size_t addrlen;
 	char provider[64];
 	bool host_only; /* host_shm: no libfabric at all; every peer is reached through the host path */
+	bool can_sever; /* fi_av_remove closes the connection to a peer (rxm with FI_AV_REMOVE_CLEANUP) */
+	atomic_uint_fast64_t severed;
 };
 
 static int fab_err(const char *what, int rc)
@@ -193,6 +196,28 @@ static void split_hcom(const char *url, char *node, size_t nlen, char *service, 
 		snprintf(service, slen, "%s", colon + 1);
 }
 
+/*
+ * libfabric reads FI_AV_REMOVE_CLEANUP once, when it initialises (the process's first fi_getinfo): set it before,
+ * unless the user chose. Without it fi_av_remove leaves connections open and a stalled RMA cannot be stopped.
+ */
+static void ask_av_cleanup(void)
+{
+	setenv("FI_AV_REMOVE_CLEANUP", "1", 0);
+}
+
+/* The variable as libfabric reads a boolean: a number, or yes/no, true/false, on/off, y/n. */
+static bool cleanup_on(void)
+{
+	const char *v = getenv("FI_AV_REMOVE_CLEANUP");
+
+	if (!v)
+		return false;
+	if (*v >= '0' && *v <= '9')
+		return atoi(v) != 0;
+	return strcasecmp(v, "yes") == 0 || strcasecmp(v, "true") == 0 || strcasecmp(v, "on") == 0 ||
+	       strcasecmp(v, "y") == 0;
+}
+
 static int get_info(struct fabric *f, const char *protocol, const char *hcom_url)
 {
 	/* auto: a network provider, best first */
@@ -201,7 +226,9 @@ static int get_info(struct fabric *f, const char *protocol, const char *hcom_url
 	const char *const *order = strcmp(protocol, "auto") == 0 && !getenv("FI_PROVIDER") ? auto_order : one;
 	char node[256], service[16];
 	int rc = -FI_ENODATA;
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
 
+	pthread_once(&once, ask_av_cleanup);
 	split_hcom(hcom_url, node, sizeof(node), service, sizeof(service));
 	for (; order == one || *order; order++) {
 		struct fi_info *h = make_hints(*order);
@@ -218,6 +245,7 @@ static int get_info(struct fabric *f, const char *protocol, const char *hcom_url
 		return fab_err("fi_getinfo (no provider for this protocol)", rc);
 	snprintf(f->provider, sizeof(f->provider), "%s", f->info->fabric_attr->prov_name);
 	f->mr_mode = f->info->domain_attr->mr_mode;
+	f->can_sever = strstr(f->provider, "ofi_rxm") && cleanup_on();
 	return 0;
 }
 
@@ -310,6 +338,7 @@ int fabric_open(struct fabric **out, const char *protocol, const char *hcom_url)
 	if (!f)
 		return MMC_MALLOC_FAILED;
 	atomic_init(&f->next_key, 1);
+	atomic_init(&f->severed, 0);
 	if (strcmp(protocol, "host_shm") == 0 && !getenv("FI_PROVIDER")) {
 		open_host_only(f);
 		*out = f;
@@ -327,8 +356,9 @@ int fabric_open(struct fabric **out, const char *protocol, const char *hcom_url)
 		goto fail;
 	}
 	f->progress_started = true;
-	lg_info("fabric: provider %s, mr_mode 0x%llx, %s", f->provider, (unsigned long long)f->mr_mode,
-	        f->can_wait ? "blocking progress" : "polling progress");
+	lg_info("fabric: provider %s, mr_mode 0x%llx, %s, %s", f->provider, (unsigned long long)f->mr_mode,
+	        f->can_wait ? "blocking progress" : "polling progress",
+	        f->can_sever ? "stalled RMA cut off" : "stalled RMA waited for");
 	*out = f;
 	return 0;
 fail:
@@ -473,20 +503,86 @@ void fab_batch_fini(struct fab_batch *b)
 	b->ops = NULL;
 }
 
-/* The oldest op made no progress for stall_ms: cancel everything still in flight and report it. */
+/*
+ * Ends the provider's connection to peer at once. fi_cancel does not stop an RMA that the peer has yet to answer:
+ * an answer that comes after the caller gave up would land in a buffer the caller has since reused, or in pool
+ * space given to another key. With FI_AV_REMOVE_CLEANUP, rxm's fi_av_remove closes the connection to the address
+ * under the endpoint's lock, whatever the address's use count, so nothing of that connection is written once it
+ * returns. Inserting the address again first keeps its use count, and so the fi_addr every caller holds: their next
+ * op to it opens a new connection. Returns 0, or MMC_ERROR when the connection may still be open.
+ */
+static int sever(struct fabric *f, fi_addr_t peer)
+{
+	unsigned char addr[256];
+	size_t len = sizeof(addr);
+	fi_addr_t again = FI_ADDR_NOTAVAIL;
+	int rc;
+
+	if (!f->can_sever || fi_av_lookup(f->av, peer, addr, &len) || len > sizeof(addr))
+		return MMC_ERROR;
+	if (fi_av_insert(f->av, addr, 1, &again, 0, NULL) != 1)
+		return MMC_ERROR;
+	if (again != peer) { /* not the entry we hold: undo, and do not trust this provider to sever */
+		fi_av_remove(f->av, &again, 1, 0);
+		return MMC_ERROR;
+	}
+	rc = fi_av_remove(f->av, &peer, 1, 0);
+	if (rc)
+		return fab_err("fi_av_remove", rc);
+	atomic_fetch_add_explicit(&f->severed, 1, memory_order_relaxed);
+	return 0;
+}
+
+/* Severs every peer an unfinished op of b waits on; false when one could not be severed. */
+static bool sever_stalled(struct fab_batch *b)
+{
+	fi_addr_t done[16];
+	size_t ndone = 0;
+	bool ok = true;
+
+	for (size_t i = b->reaped; i < b->posted; i++) {
+		struct fab_op *op = &b->ops[i % b->window];
+		size_t j = 0;
+
+		if (atomic_load_explicit(&op->state, memory_order_acquire) == 2)
+			continue;
+		while (j < ndone && done[j] != op->peer)
+			j++;
+		if (j < ndone)
+			continue;
+		if (sever(b->f, op->peer)) {
+			ok = false;
+			break;
+		}
+		lg_warn("libfabric: closed the connection to peer %llu: an RMA to it made no progress for %u ms",
+		        (unsigned long long)op->peer, b->stall_ms);
+		if (ndone < sizeof(done) / sizeof(done[0]))
+			done[ndone++] = op->peer;
+	}
+	return ok;
+}
+
+/*
+ * The oldest op made no progress for stall_ms. Its buffer may be handed back only once nothing can land in it:
+ * the connections of the stalled ops are closed, then every op still in flight is reported MMC_TIMEOUT. Where the
+ * provider cannot close a connection, the call waits for its ops instead: a late answer is better than wrong bytes.
+ * A closed connection may still flush the ops' contexts into the CQ, so the ring is kept (fab_batch_fini).
+ */
 static void abandon(struct fab_batch *b)
 {
-	lg_error("libfabric: an RMA made no progress for %u ms; cancelling %zu operations", b->stall_ms,
+	lg_error("libfabric: an RMA made no progress for %u ms; giving up %zu operations", b->stall_ms,
 	         b->posted - b->reaped);
+	if (!sever_stalled(b)) {
+		lg_error("libfabric: provider %s cannot close a connection: waiting for the stalled operations",
+		         b->f->provider);
+		b->patient = true;
+		return;
+	}
 	b->abandoned = true;
 	for (; b->reaped < b->posted; b->reaped++) {
 		struct fab_op *op = &b->ops[b->reaped % b->window];
 
-		if (atomic_load_explicit(&op->state, memory_order_acquire) != 2) {
-			lg_debug("libfabric: cancelling an RMA to peer %llu", (unsigned long long)op->peer);
-			fi_cancel(&b->f->ep->fid, op);
-		}
-		b->done(b->arg, op->tag, MMC_TIMEOUT);
+		b->done(b->arg, op->tag, atomic_load_explicit(&op->state, memory_order_acquire) == 2 ? op->err : MMC_TIMEOUT);
 	}
 }
 
@@ -506,10 +602,12 @@ static void reap_one(struct fab_batch *b)
 		sched_yield();
 		if (!deadline) {
 			deadline = clock_ms() + b->stall_ms;
-		} else if (clock_ms() > deadline) {
+		} else if (clock_ms() > deadline && !b->patient) {
 			atomic_fetch_sub_explicit(&b->f->reapers, 1, memory_order_relaxed);
 			abandon(b);
-			return;
+			if (b->abandoned)
+				return;
+			atomic_fetch_add_explicit(&b->f->reapers, 1, memory_order_relaxed);
 		}
 	}
 	atomic_fetch_sub_explicit(&b->f->reapers, 1, memory_order_relaxed);
@@ -581,6 +679,11 @@ int fab_batch_post(struct fab_batch *b, bool write, const struct iovec *iov, voi
 	}
 	b->posted++;
 	return 0;
+}
+
+uint64_t fabric_severed(const struct fabric *f)
+{
+	return atomic_load_explicit(&f->severed, memory_order_relaxed);
 }
 
 size_t fabric_iov_limit(const struct fabric *f)

@@ -70,9 +70,12 @@ struct fab_op {
 };
 
 /*
- * A set of operations issued by one call: a ring of `window` ops in flight. Owned by the calling thread. An op that
- * makes no progress for stall_ms (its peer died mid-transfer: some providers never complete such an op) is
- * cancelled and reported with MMC_TIMEOUT; its context then stays with the provider, so the ring is not freed.
+ * A set of operations issued by one call: a ring of `window` ops in flight. Owned by the calling thread. When an op
+ * makes no progress for stall_ms (its peer died or stopped mid-transfer: some providers never complete such an op),
+ * the connections to the peers of every unfinished op are closed before they are reported MMC_TIMEOUT, so that
+ * no late answer lands in a buffer after the call returned (a stopped peer resumed answers the requests it had).
+ * Their contexts may still come back through the CQ, so the ring is then not freed. A provider that cannot close a
+ * connection (only rxm-based ones can) makes the call wait for its ops instead ("patient").
  */
 struct fab_batch {
 	struct fabric *f;
@@ -80,7 +83,8 @@ struct fab_batch {
 	size_t window;
 	size_t posted, reaped;
 	uint32_t stall_ms;
-	bool abandoned;
+	bool abandoned; /* the stalled ops' connections were closed and the ops reported */
+	bool patient;   /* they could not be closed: wait for the ops, however long */
 	fi_addr_t refused; /* a peer the provider would not take an op for during stall_ms; FI_ADDR_UNSPEC if none */
 	/* called on the owner's thread as each op is reaped: err 0 or an MMC_* code */
 	void (*done)(void *arg, uint32_t tag, int err);
@@ -107,6 +111,9 @@ size_t fabric_iov_limit(const struct fabric *f);
 
 /* Waits for every posted op; returns after done() was called for each. */
 void fab_batch_wait(struct fab_batch *b);
+
+/* Connections closed so far because an RMA over them stalled. */
+uint64_t fabric_severed(const struct fabric *f);
 
 /* Frees the ring, unless a stalled op may still be written by the provider. */
 void fab_batch_fini(struct fab_batch *b);

@@ -13,6 +13,9 @@
  *   gwrite PREFIX N LAYERS BYTES SEED [TTL]  GVA write: malloc, copy layer by layer, finish -> CODE
  *   gmalloc PREFIX N BYTES TTL       GVA malloc only (never finished)       -> CODE
  *   gread PREFIX N LAYERS BYTES SEED GVA read: key info, lease, copy layer by layer, release -> CODE
+ *   hold KEY SIZE                    get into a buffer kept after the call, which is then filled with 0xEE
+ *                                    (a caller reusing its buffer) -> CODE
+ *   held                             whether the kept buffer still holds only 0xEE -> 0, or 99 (written late)
  *   teardown | quit
  */
 #include <mmc/mmc.h>
@@ -42,7 +45,7 @@ static void cmd_init(char *args)
 	cfg.dram_size = dram;
 	cfg.retry_ms = 10000;
 	cfg.heartbeat_ms = 100;
-	cfg.rma_timeout_ms = 2000;
+	cfg.rma_timeout_ms = getenv("MMC_TEST_RMA_MS") ? (uint32_t)atoi(getenv("MMC_TEST_RMA_MS")) : 2000;
 	s = mmc_create();
 	rc = mmc_setup(s, &cfg);
 	if (!rc)
@@ -100,6 +103,39 @@ static void cmd_get(char *args)
 		r = MISMATCH;
 	free(buf);
 	printf("%d\n", r);
+}
+
+/* The caller's buffer of "hold": a late RMA into it after the get returned shows as a byte other than 0xEE. */
+static unsigned char *held;
+static size_t held_size;
+
+static void cmd_hold(char *args)
+{
+	char key[300];
+	size_t size;
+	int r;
+
+	if (sscanf(args, "%299s %zu", key, &size) != 2 || !size) {
+		printf("%d\n", MMC_INVALID_PARAM);
+		return;
+	}
+	free(held);
+	held = calloc(1, size);
+	held_size = size;
+	r = mmc_get_into(s, key, held, size, MMC_COPY_G2H);
+	memset(held, 0xEE, size);
+	printf("%d\n", r);
+}
+
+static void cmd_held(void)
+{
+	for (size_t i = 0; i < held_size; i++) {
+		if (held[i] != 0xEE) {
+			printf("%d %zu\n", MISMATCH, i);
+			return;
+		}
+	}
+	printf("0\n");
 }
 
 static void cmd_batch(char *args, int put)
@@ -270,6 +306,10 @@ int main(void)
 			printf("%d\n", mmc_is_exist(s, key));
 		else if (strcmp(cmd, "remove") == 0 && sscanf(args, "%299s", key) == 1)
 			printf("%d\n", mmc_remove(s, key));
+		else if (strcmp(cmd, "hold") == 0)
+			cmd_hold(args);
+		else if (strcmp(cmd, "held") == 0)
+			cmd_held();
 		else if (strcmp(cmd, "info") == 0)
 			cmd_info(args);
 		else if (strcmp(cmd, "gwrite") == 0)
