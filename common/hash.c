@@ -1,8 +1,151 @@
 #include "hash.h"
 
+#include <endian.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
 
-/* 64-bit multiply-mix over 8-byte words (the murmur/wyhash family): keys are short, so avoid per-byte loops. */
+#include "mmc/mmc.h"
+
+/* ---- SipHash (Aumasson and Bernstein, 2012) with 1 compression and 3 finalization rounds, as Python and Rust use */
+
+struct sip {
+	uint64_t v0, v1, v2, v3;
+};
+
+static inline uint64_t rotl(uint64_t x, int b)
+{
+	return (x << b) | (x >> (64 - b));
+}
+
+static inline void sip_round(struct sip *s)
+{
+	s->v0 += s->v1;
+	s->v1 = rotl(s->v1, 13) ^ s->v0;
+	s->v0 = rotl(s->v0, 32);
+	s->v2 += s->v3;
+	s->v3 = rotl(s->v3, 16) ^ s->v2;
+	s->v0 += s->v3;
+	s->v3 = rotl(s->v3, 21) ^ s->v0;
+	s->v2 += s->v1;
+	s->v1 = rotl(s->v1, 17) ^ s->v2;
+	s->v2 = rotl(s->v2, 32);
+}
+
+static inline void sip_absorb(struct sip *s, uint64_t m)
+{
+	s->v3 ^= m;
+	sip_round(s);
+	s->v0 ^= m;
+}
+
+static inline uint64_t load_le64(const unsigned char *p)
+{
+	uint64_t w;
+
+	memcpy(&w, p, 8);
+	return le64toh(w);
+}
+
+static uint64_t siphash13(uint64_t k0, uint64_t k1, const void *data, size_t len)
+{
+	struct sip s = {k0 ^ UINT64_C(0x736f6d6570736575), k1 ^ UINT64_C(0x646f72616e646f6d),
+	                k0 ^ UINT64_C(0x6c7967656e657261), k1 ^ UINT64_C(0x7465646279746573)};
+	const unsigned char *p = data;
+	uint64_t last = (uint64_t)len << 56;
+	size_t n;
+
+	for (n = len; n >= 8; n -= 8, p += 8)
+		sip_absorb(&s, load_le64(p));
+	for (size_t i = 0; i < n; i++)
+		last |= (uint64_t)p[i] << (8 * i);
+	sip_absorb(&s, last);
+	s.v2 ^= 0xff;
+	sip_round(&s);
+	sip_round(&s);
+	sip_round(&s);
+	return s.v0 ^ s.v1 ^ s.v2 ^ s.v3;
+}
+
+uint64_t hash_keyed(const unsigned char *key, const void *data, size_t len)
+{
+	return siphash13(load_le64(key), load_le64(key + 8), data, len);
+}
+
+/* ---- the process key */
+
+static uint64_t key0, key1;
+static atomic_bool keyed; /* key0 and key1 hold random bits: release/acquire orders them before it */
+static pthread_once_t key_once = PTHREAD_ONCE_INIT;
+
+static int read_urandom(unsigned char *buf, size_t len)
+{
+	int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+	size_t got = 0;
+	ssize_t r = 0;
+
+	if (fd < 0)
+		return MMC_ERROR;
+	while (got < len && ((r = read(fd, buf + got, len - got)) > 0 || (r < 0 && errno == EINTR)))
+		got += r > 0 ? (size_t)r : 0;
+	close(fd);
+	return got == len ? 0 : MMC_ERROR;
+}
+
+/* getrandom() blocks until the kernel's pool is seeded, so the key is never weak; a kernel or seccomp filter
+ * without it falls back to /dev/urandom. */
+static int random_bytes(unsigned char *buf, size_t len)
+{
+	size_t got = 0;
+	ssize_t r;
+
+	while (got < len) {
+		r = getrandom(buf + got, len - got, 0);
+		if (r > 0)
+			got += (size_t)r;
+		else if (r < 0 && errno != EINTR)
+			return read_urandom(buf, len);
+	}
+	return 0;
+}
+
+static void draw_key(void)
+{
+	unsigned char k[HASH_KEY_LEN];
+
+	if (random_bytes(k, sizeof(k)))
+		return;
+	key0 = load_le64(k);
+	key1 = load_le64(k + 8);
+	atomic_store_explicit(&keyed, true, memory_order_release);
+}
+
+int hash_init(void)
+{
+	pthread_once(&key_once, draw_key);
+	return atomic_load_explicit(&keyed, memory_order_acquire) ? 0 : MMC_ERROR;
+}
+
+uint64_t hash_bytes(const void *data, size_t len)
+{
+	if (!atomic_load_explicit(&keyed, memory_order_acquire) && hash_init()) {
+		/* an unkeyed index would let any client make every lookup walk one chain: refuse to run */
+		fputs("mmc: no randomness for the hash key (getrandom and /dev/urandom failed)\n", stderr);
+		abort();
+	}
+	return siphash13(key0, key1, data, len);
+}
+
+/* ---- the stable hash: a 64-bit multiply-mix over 8-byte words (the murmur/wyhash family). Do not change it: its
+ * values name files that outlive the process (see hash.h). */
+
 static inline uint64_t mix(uint64_t h)
 {
 	h ^= h >> 33;
@@ -13,7 +156,7 @@ static inline uint64_t mix(uint64_t h)
 	return h;
 }
 
-uint64_t hash_bytes(const void *data, size_t len)
+uint64_t hash_stable(const void *data, size_t len)
 {
 	const unsigned char *p = data;
 	uint64_t h = UINT64_C(0x9e3779b97f4a7c15) ^ (len * UINT64_C(0x100000001b3));

@@ -18,6 +18,7 @@
 #include "data_dir.h"
 #include "exit_code.h"
 #include "fd_budget.h"
+#include "hash.h"
 #include "kvcm/kvcm.h"
 #include "listener.h"
 #include "leadership.h"
@@ -438,6 +439,9 @@ int main(int argc, char **argv)
 		return rc;
 	}
 	signal(SIGPIPE, SIG_IGN);
+	/* the object and KVCM indexes hash client-chosen keys: unkeyed, a client could pile them into one bucket */
+	if (hash_init())
+		return start_failed(EXIT_INTERNAL, "internal", "no randomness for the hash key");
 	/* every list and table shutdown_all() walks exists before anything can fail */
 	list_init(&m.conns);
 	m.ops = &rpc_ops;

@@ -74,7 +74,10 @@ static char *one_uri(const char *dir, uint64_t key, const char *suffix, int blki
 	return n < 0 ? NULL : u;
 }
 
-/* The file of a group of keys: named after its first key plus a hash of all of them. */
+/*
+ * The file of a group of keys: named after its first key plus a hash of all of them. The name is persisted with the
+ * locations and handed to clients, so it takes the stable hash, not the per-process keyed one.
+ */
 static void group_suffix(const int64_t *keys, const size_t *idx, size_t n, char *out, size_t cap)
 {
 	char joined[4096];
@@ -82,7 +85,7 @@ static void group_suffix(const int64_t *keys, const size_t *idx, size_t n, char 
 
 	for (size_t i = 0; i < n && len + 24 < sizeof(joined); i++)
 		len += (size_t)snprintf(joined + len, sizeof(joined) - len, "%s%" PRId64, i ? "|" : "", keys[idx[i]]);
-	snprintf(out, cap, "_%" PRIx64, hash_bytes(joined, len));
+	snprintf(out, cap, "_%" PRIx64, hash_stable(joined, len));
 }
 
 static int spec_uris(struct storage *s, const struct instance *inst, uint32_t j, const int64_t *keys, size_t n,
