@@ -172,10 +172,11 @@ static bool grant_ok(struct extent_group *g, uint64_t need)
 }
 
 /* Asks for a new group of class cls (one round trip) whose every lane could hold all of need. */
-static int grant(struct mmc_store *s, const struct extent_class *cls, uint64_t need, struct extent_group *g)
+static int grant(struct mmc_store *s, const struct extent_class *cls, uint64_t need, struct extent_group *g,
+                 uint64_t deadline_ms)
 {
 	mmc_ExtentRequest req = mmc_ExtentRequest_init_zero;
-	struct mcall c = {.decode = decode_grant, .arg = g};
+	struct mcall c = {.decode = decode_grant, .arg = g, .deadline_ms = deadline_ms};
 	uint64_t t0 = clock_ms(), ask = EXTENT_BYTES / cls->lanes;
 	int rc;
 
@@ -219,7 +220,7 @@ static void back_off(struct mmc_store *s, const struct extent_group *g, int rc)
 }
 
 int extents_take(struct mmc_store *s, const struct extent_class *cls, const struct extent_keys *k,
-                 struct extent_group **out, uint64_t *base)
+                 struct extent_group **out, uint64_t *base, uint64_t deadline_ms)
 {
 	struct extent_cache *c = s->extents;
 	struct extent_group *g, *done = NULL;
@@ -239,7 +240,7 @@ int extents_take(struct mmc_store *s, const struct extent_class *cls, const stru
 		return g ? (*out = g, 0) : rc;
 	if (!(g = calloc(1, sizeof(*g))))
 		return MMC_MALLOC_FAILED;
-	if ((rc = grant(s, cls, need, g))) {
+	if ((rc = grant(s, cls, need, g, deadline_ms))) {
 		back_off(s, g, rc);
 		free(g);
 		return rc;

@@ -80,10 +80,10 @@ struct extent_keys {
  * set, and each lane's keys follow each other from base[l]: replica r of lane l's run starts at
  * g->ext[l * replicas + r].offset + base[l]. Otherwise the put allocates key by key:
  * MMC_NOT_ENOUGH_MEMORY (no room, or a grant was refused less than EXTENT_BACKOFF_MS ago), or what the grant call
- * returned.
+ * returned. deadline_ms: the put's, for a grant while the connection is down (mcall.deadline_ms).
  */
 int extents_take(struct mmc_store *s, const struct extent_class *cls, const struct extent_keys *k,
-                 struct extent_group **g, uint64_t *base);
+                 struct extent_group **g, uint64_t *base, uint64_t deadline_ms);
 
 /*
  * A put that took g is done. confirmed_ms: the clock_ms() before its PutBatch was sent when the server accepted a
@@ -110,9 +110,10 @@ void extent_put_bind(mmc_PutBatch *req, const struct extent_put *p);
 /*
  * Sends the PutBatch (one round trip, answered once the records are durable) and hands each KeyResult to fn, in
  * item order. Returns the whole-call result: 0, a server code, or a transport error (MMC_NOT_CONNECTED_META,
- * MMC_TIMEOUT). Never sent twice: a put's places live only in the session that holds the extents.
+ * MMC_TIMEOUT). Never sent twice: a put's places live only in the session that holds the extents. deadline_ms as
+ * extents_take's.
  */
 int extents_put_call(struct mmc_store *s, const struct extent_put *p,
-                     bool (*fn)(void *arg, size_t i, const mmc_KeyResult *r), void *arg);
+                     bool (*fn)(void *arg, size_t i, const mmc_KeyResult *r), void *arg, uint64_t deadline_ms);
 
 #endif

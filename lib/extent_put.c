@@ -37,10 +37,10 @@ void extent_put_bind(mmc_PutBatch *req, const struct extent_put *p)
 }
 
 int extents_put_call(struct mmc_store *s, const struct extent_put *p,
-                     bool (*fn)(void *arg, size_t i, const mmc_KeyResult *r), void *arg)
+                     bool (*fn)(void *arg, size_t i, const mmc_KeyResult *r), void *arg, uint64_t deadline_ms)
 {
 	mmc_PutBatch req = mmc_PutBatch_init_zero;
-	struct key_rpc k = {.body = WB_PUT, .on_result = fn, .arg = arg};
+	struct key_rpc k = {.body = WB_PUT, .on_result = fn, .arg = arg, .deadline_ms = deadline_ms};
 
 	extent_put_bind(&req, p);
 	k.items.n = p->n;

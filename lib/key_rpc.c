@@ -43,31 +43,31 @@ static bool repeatable(uint32_t body)
 	return body == WB_GET || body == WB_EXIST || body == WB_QUERY || body == WB_REMOVE;
 }
 
+uint64_t call_deadline(const struct mmc_store *s)
+{
+	return clock_ms() + s->conf.c.retry_ms;
+}
+
 int key_rpc_call(struct mmc_store *s, struct key_rpc *k)
 {
 	struct mcall c = {.decode = decode_keys, .arg = k};
-	uint64_t deadline = 0;
 	int rc;
 
+	c.deadline_ms = k->deadline_ms ? k->deadline_ms : call_deadline(s);
 	wire_items_bind(&k->req, &k->items);
 	k->retried = false;
-	/* a call the dying connection failed goes again on the next one, within retry_ms like a call made while
-	 * the connection was down (meta_call waits for it to come back, so this loop does not spin) */
+	/* a call the dying connection failed goes again on the next one, within the same deadline as a call made
+	 * while the connection was down (meta_call waits for it to come back, so this loop does not spin) */
 	while ((rc = meta_call(s->meta, k->body, mmc_KeyBatch_fields, &k->req, &c)) == MMC_NOT_CONNECTED_META &&
-	       s->conf.c.retry_ms && repeatable(k->body)) {
-		if (!deadline)
-			deadline = clock_ms() + s->conf.c.retry_ms;
-		else if (clock_ms() >= deadline)
-			break;
+	       s->conf.c.retry_ms && repeatable(k->body) && clock_ms() < c.deadline_ms)
 		k->retried = true;
-	}
 	k->losses = c.losses;
 	return rc;
 }
 
 int key_rpc_send(struct mmc_store *s, struct key_rpc *k, const pb_msgdesc_t *fields, const void *msg)
 {
-	struct mcall c = {.decode = decode_keys, .arg = k};
+	struct mcall c = {.decode = decode_keys, .arg = k, .deadline_ms = k->deadline_ms};
 	int rc;
 
 	k->retried = false;
@@ -86,11 +86,12 @@ static bool on_code(void *arg, size_t i, const mmc_KeyResult *r)
 	return true;
 }
 
-int key_batch_codes(struct mmc_store *s, uint32_t body, const char *const *keys, const int32_t *values, size_t n,
-                    uint64_t lease_ttl_ms, int *results)
+int key_batch_codes_until(struct mmc_store *s, uint32_t body, const char *const *keys, const int32_t *values, size_t n,
+                          uint64_t lease_ttl_ms, uint64_t deadline_ms, int *results)
 {
 	struct codes c = {results};
-	struct key_rpc k = {.body = body, .req = mmc_KeyBatch_init_zero, .on_result = on_code, .arg = &c};
+	struct key_rpc k = {
+	    .body = body, .req = mmc_KeyBatch_init_zero, .on_result = on_code, .arg = &c, .deadline_ms = deadline_ms};
 	int rc;
 
 	k.req.lease_ttl_ms = lease_ttl_ms;
@@ -103,4 +104,10 @@ int key_batch_codes(struct mmc_store *s, uint32_t body, const char *const *keys,
 		if (results[i] == MMC_OBJECT_NOT_EXISTS)
 			results[i] = 0;
 	return 0;
+}
+
+int key_batch_codes(struct mmc_store *s, uint32_t body, const char *const *keys, const int32_t *values, size_t n,
+                    uint64_t lease_ttl_ms, int *results)
+{
+	return key_batch_codes_until(s, body, keys, values, n, lease_ttl_ms, 0, results);
 }

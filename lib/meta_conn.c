@@ -385,6 +385,7 @@ static void reader_end(struct meta_conn *mc)
 static int wait_ready(struct meta_conn *mc, const struct mcall *c)
 {
 	struct timespec dl;
+	uint64_t now, end;
 
 	/* a handshake call goes out before the connection is ready, but not once its reader has exited: nothing would
 	 * read its reply or fail it, and it would wait out timeout_ms */
@@ -394,7 +395,11 @@ static int wait_ready(struct meta_conn *mc, const struct mcall *c)
 		return mc->stop ? MMC_NOT_CONNECTED_META : 0;
 	if (!mc->conf->c.retry_ms || mc->stop)
 		return MMC_NOT_CONNECTED_META;
-	dl = clock_deadline(mc->conf->c.retry_ms);
+	now = clock_ms();
+	end = c->deadline_ms ? c->deadline_ms : now + mc->conf->c.retry_ms;
+	if (end <= now)
+		return MMC_NOT_CONNECTED_META;
+	dl = clock_deadline(end - now);
 	while (mc->state != MC_READY && !mc->stop)
 		if (pthread_cond_timedwait(&mc->state_cond, &mc->lock, &dl) == ETIMEDOUT)
 			break;

@@ -26,6 +26,9 @@ struct mcall {
 	int (*decode)(struct mcall *c, uint32_t body, const uint8_t *data, size_t len);
 	void *arg;
 	bool bypass; /* handshake calls: allowed while the connection is not ready yet */
+	/* clock_ms() by which a connection that is down must be back, counted from the start of the public call that
+	 * makes this one, so that its later round trips do not each wait retry_ms again; 0: retry_ms from now */
+	uint64_t deadline_ms;
 	/* owned by meta_conn */
 	uint64_t id;
 	uint64_t losses; /* meta_conn_losses() when the frame went out: which connection's server answered */
@@ -67,8 +70,9 @@ int meta_conn_start(struct meta_conn *mc, meta_reconnect_fn on_reconnect, void *
 void meta_conn_close(struct meta_conn *mc);
 
 /*
- * Sends msg as Frame body `body` and waits for the reply. Returns the call's status: what c->decode returned,
- * MMC_NOT_CONNECTED_META, MMC_TIMEOUT, or MMC_INVALID_PARAM when the request cannot be encoded.
+ * Sends msg as Frame body `body` and waits for the reply: for a connection that is down, until c->deadline_ms,
+ * then timeout_ms for the reply. Returns the call's status: what c->decode returned, MMC_NOT_CONNECTED_META,
+ * MMC_TIMEOUT, or MMC_INVALID_PARAM when the request cannot be encoded.
  */
 int meta_call(struct meta_conn *mc, uint32_t body, const pb_msgdesc_t *fields, const void *msg, struct mcall *c);
 /* Sends without waiting for any reply (id 0). */

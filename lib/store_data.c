@@ -31,6 +31,9 @@ struct plan {
 	uint8_t summing; /* put: the state whose keys the posted hook checksums */
 	bool confirmed;  /* put through extents: the server published at least one key */
 	bool refused;    /* put through extents: the server turned a place down */
+	/* clock_ms() by which a lost meta connection must be back: one for the whole call, however many round trips
+	 * and passes it takes (retry_ms from its start) */
+	uint64_t deadline_ms;
 };
 
 /* PK_EXTENT: a put key written into an extent, published by the put RPC */
@@ -215,7 +218,11 @@ static void lost_with_connection(struct mmc_store *s, struct plan *p, size_t n, 
 /* alloc, RMA, commit: the keys still PK_ACTIVE. */
 static int put_by_key(struct mmc_store *s, struct plan *p, const mmc_replicate_config *rc, bool spread)
 {
-	struct key_rpc k = {.body = WB_ALLOC, .req = mmc_KeyBatch_init_zero, .on_result = on_alloc, .arg = p};
+	struct key_rpc k = {.body = WB_ALLOC,
+	                    .req = mmc_KeyBatch_init_zero,
+	                    .on_result = on_alloc,
+	                    .arg = p,
+	                    .deadline_ms = p->deadline_ms};
 	struct xfer_hook sum = {.posted = sum_puts, .arg = p};
 	uint64_t losses;
 	int32_t *values;
@@ -256,7 +263,11 @@ static int put_by_key(struct mmc_store *s, struct plan *p, const mmc_replicate_c
 		values[i] = p->xk[i].result;
 		p->results[i] = p->xk[i].result;
 	}
-	k = (struct key_rpc){.body = WB_COMMIT, .req = mmc_KeyBatch_init_zero, .on_result = on_commit, .arg = p};
+	k = (struct key_rpc){.body = WB_COMMIT,
+	                     .req = mmc_KeyBatch_init_zero,
+	                     .on_result = on_commit,
+	                     .arg = p,
+	                     .deadline_ms = p->deadline_ms};
 	k.items = (struct wire_items){.n = plan_select(p, PK_ACTIVE),
 	                              .keys = p->keys,
 	                              .index = p->index,
@@ -352,7 +363,7 @@ static void put_extents(struct mmc_store *s, struct plan *p, const mmc_replicate
 	class_of(&cls, rc, spread);
 	if (mark_small(p))
 		k.m = plan_select(p, PK_EXTENT);
-	if (!k.m || extents_take(s, &cls, &k, &g, base)) {
+	if (!k.m || extents_take(s, &cls, &k, &g, base, p->deadline_ms)) {
 		for (size_t i = 0; i < p->n; i++)
 			p->state[i] = p->state[i] == PK_EXTENT ? PK_ACTIVE : p->state[i];
 		return;
@@ -373,7 +384,7 @@ static void put_extents(struct mmc_store *s, struct plan *p, const mmc_replicate
 		fail_state(p, PK_EXTENT, MMC_NOT_CONNECTED_META);
 	t0 = clock_ms();
 	ep = (struct extent_put){plan_select(p, PK_EXTENT), p->index, p->keys, p->totals, p->sums, p->xk, p->lane, g};
-	if (ep.n && (rc_call = extents_put_call(s, &ep, on_put, p)))
+	if (ep.n && (rc_call = extents_put_call(s, &ep, on_put, p, p->deadline_ms)))
 		fail_state(p, PK_EXTENT, rc_call);
 	lost_with_connection(s, p, ep.n, g->losses);
 	extents_done(s, g, p->confirmed ? t0 : 0, p->refused);
@@ -411,7 +422,7 @@ static void confirm_found(struct mmc_store *s, struct plan *p)
 		if (p->found[i] && p->results[i] == 0)
 			keys[m++] = p->keys[i];
 	if (m && keys && codes)
-		key_batch_codes(s, WB_EXIST, keys, NULL, m, 0, codes);
+		key_batch_codes_until(s, WB_EXIST, keys, NULL, m, 0, p->deadline_ms, codes);
 	for (size_t i = 0, j = 0; i < p->n; i++) {
 		if (!p->found[i] || p->results[i])
 			continue;
@@ -430,8 +441,6 @@ static void confirm_found(struct mmc_store *s, struct plan *p)
  */
 static int run_put(struct mmc_store *s, struct plan *p, const mmc_replicate_config *rc, bool spread)
 {
-	/* as long as a call made while the connection is down waits for it */
-	uint64_t deadline = clock_ms() + s->conf.c.retry_ms;
 	int rc_call;
 
 	for (size_t i = 0; i < p->n; i++)
@@ -442,7 +451,7 @@ static int run_put(struct mmc_store *s, struct plan *p, const mmc_replicate_conf
 		rc_call = put_by_key(s, p, rc, spread);
 		if (pass)
 			confirm_found(s, p);
-		if (!s->conf.c.retry_ms || clock_ms() >= deadline || !requeue_lost(p))
+		if (!s->conf.c.retry_ms || clock_ms() >= p->deadline_ms || !requeue_lost(p))
 			return rc_call;
 		lg_info("put: the meta server connection was lost under the put: putting its keys again");
 		if (pass) /* a third pass or later: what holds the keys up takes a server's while, not a round trip */
@@ -492,7 +501,11 @@ static void release_leases(struct mmc_store *s, struct plan *p)
 
 static int get_once(struct mmc_store *s, struct plan *p, bool *lost)
 {
-	struct key_rpc k = {.body = WB_GET, .req = mmc_KeyBatch_init_zero, .on_result = on_get, .arg = p};
+	struct key_rpc k = {.body = WB_GET,
+	                    .req = mmc_KeyBatch_init_zero,
+	                    .on_result = on_get,
+	                    .arg = p,
+	                    .deadline_ms = p->deadline_ms};
 	struct xfer_hook check = {.landed = check_get, .arg = p};
 	uint64_t t0 = clock_ms(), t1, losses = meta_conn_losses(s->meta);
 	int rc_call;
@@ -533,11 +546,10 @@ static int get_once(struct mmc_store *s, struct plan *p, bool *lost)
  * within retry_ms. */
 static int run_get(struct mmc_store *s, struct plan *p)
 {
-	uint64_t deadline = clock_ms() + s->conf.c.retry_ms;
 	bool lost = false;
 	int rc;
 
-	while ((rc = get_once(s, p, &lost)) == 0 && lost && s->conf.c.retry_ms && clock_ms() < deadline)
+	while ((rc = get_once(s, p, &lost)) == 0 && lost && s->conf.c.retry_ms && clock_ms() < p->deadline_ms)
 		lg_info("a get's transfer outlived its meta server connection: looking the keys up again");
 	return rc;
 }
@@ -611,6 +623,7 @@ static int batch_layers(mmc_store *s, bool put, const char *const *keys, const v
 		return fail_all(results, n, err);
 	if ((err = plan_alloc(&p, n, npieces ? npieces : 1, keys, results)))
 		return fail_all(results, n, err);
+	p.deadline_ms = call_deadline(s);
 	err = plan_fill(&p, bufs, sizes, layers);
 	if (err)
 		fail_all(results, n, err);

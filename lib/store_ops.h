@@ -18,12 +18,14 @@ struct key_rpc {
 	struct wire_items items;
 	bool (*on_result)(void *arg, size_t i, const mmc_KeyResult *r);
 	void *arg;
-	bool retried;    /* set by key_rpc_call: the call went again after the connection was lost */
-	uint64_t losses; /* set by key_rpc_call and key_rpc_send: meta_conn_losses() when the last try went out */
+	uint64_t deadline_ms; /* the public call's: see mcall.deadline_ms (0: retry_ms from key_rpc_call's start) */
+	bool retried;         /* set by key_rpc_call: the call went again after the connection was lost */
+	uint64_t losses;      /* set by key_rpc_call and key_rpc_send: meta_conn_losses() when the last try went out */
 };
 
 /* Returns the whole-call result (0, a server code, or a transport error). Lookups and removes that the lost
- * connection failed are sent again once it is back, within ock.mmc.client.retry_milliseconds. */
+ * connection failed are sent again once it is back, until k->deadline_ms (ock.mmc.client.retry_milliseconds from
+ * the start of the public call). */
 int key_rpc_call(struct mmc_store *s, struct key_rpc *k);
 
 /* A request of another shape (fields, msg) answered by a KeyBatchReply of k->items.n results for k->on_result; sent
@@ -34,6 +36,12 @@ int key_rpc_send(struct mmc_store *s, struct key_rpc *k, const pb_msgdesc_t *fie
  * NULL. On a whole-call error every results[i] gets it and it is returned. */
 int key_batch_codes(struct mmc_store *s, uint32_t body, const char *const *keys, const int32_t *values, size_t n,
                     uint64_t lease_ttl_ms, int *results);
+/* The same as one step of a public call that began earlier: within its deadline_ms (key_rpc.deadline_ms). */
+int key_batch_codes_until(struct mmc_store *s, uint32_t body, const char *const *keys, const int32_t *values, size_t n,
+                          uint64_t lease_ttl_ms, uint64_t deadline_ms, int *results);
+
+/* The deadline of a public call starting now: retry_ms from now (see mcall.deadline_ms). */
+uint64_t call_deadline(const struct mmc_store *s);
 
 /* Direction checks: puts go to global memory, gets come from it. */
 bool direct_is_put(int32_t direct);
