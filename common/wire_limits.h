@@ -18,6 +18,10 @@
 #define MMC_WIRE_ADDR_MAX    256
 #define MMC_RANKS_MAX        1024 /* hard cap on world_size */
 
+/* bytes of one Frame before the hello is through (a Hello or an AuthProof takes a few hundred): a peer that proved
+ * nothing cannot make the server hold more */
+#define MMC_WIRE_HELLO_FRAME_MAX 4096u
+
 /* ExtentRequest.lanes: groups of replica extents one grant places, a batch's keys dealt over them */
 #define MMC_WIRE_EXTENT_LANES 4
 

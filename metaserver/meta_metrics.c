@@ -16,8 +16,8 @@ static void metric(struct evbuffer *b, const char *name, const char *type, const
 /* Connections the RPC port closed before they got in, or cut off (enum rpc_refusal). */
 static void rpc_refusals_write(const struct meta *m, struct evbuffer *b)
 {
-	static const char *const reason[RPC_REFUSED_COUNT] = {"credentials", "wire_version", "hello_timeout",
-	                                                      "displaced",   "limit",        "input_budget"};
+	static const char *const reason[RPC_REFUSED_COUNT] = {
+	    "credentials", "wire_version", "hello_timeout", "displaced", "limit", "input_budget", "early_frame"};
 
 	evbuffer_add_printf(b, "# HELP mmc_rpc_refused_total RPC connections refused or cut off, by reason.\n"
 	                       "# TYPE mmc_rpc_refused_total counter\n");

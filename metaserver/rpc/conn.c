@@ -255,6 +255,29 @@ static int handle_frame(struct conn *c, const unsigned char *p, uint32_t len)
 	return rc;
 }
 
+/*
+ * Sets how many input bytes wake read_cb (low). Before its hello a connection also reads no more than one frame
+ * of a hello's size: what a peer that proved nothing can make the server hold is bounded per connection, apart from
+ * ock.mmc.meta.max_buffered_input, which admitted connections share.
+ */
+static void read_watermark(struct conn *c, size_t low)
+{
+	bufferevent_setwatermark(c->bev, EV_READ, low, c->phase == CONN_READY ? 0 : 4 + MMC_WIRE_HELLO_FRAME_MAX);
+}
+
+/* A frame announced before the hello that no hello needs: refused without reading it, so that unauthenticated
+ * peers cannot take the input budget from admitted ones. */
+static void refuse_early_frame(struct conn *c, uint32_t len)
+{
+	static int bucket;
+
+	log_ratelimited(&bucket, LOG_WARN,
+	                "op=read session=%llu peer=%s err=frame_too_large_before_hello frame_bytes=%u limit=%u",
+	                (unsigned long long)c->session.id, c->peer, len, MMC_WIRE_HELLO_FRAME_MAX);
+	c->m->stats.rpc_refused[RPC_REFUSED_EARLY_FRAME]++;
+	conn_close(c, "frame_too_large_before_hello");
+}
+
 static void read_cb(struct bufferevent *bev, void *arg)
 {
 	struct conn *c = arg;
@@ -273,17 +296,23 @@ static void read_cb(struct bufferevent *bev, void *arg)
 			conn_close(c, "bad_frame_length");
 			return;
 		}
+		if (c->phase != CONN_READY && len > MMC_WIRE_HELLO_FRAME_MAX) {
+			refuse_early_frame(c, len);
+			return;
+		}
 		if (evbuffer_get_length(in) < 4 + (size_t)len) {
-			if (!input_reserve(c, 4 + (uint64_t)len)) {
+			/* before its hello a connection holds no share of the budget: its frame is as small as a
+			 * hello's, and how much it may buffer is bounded (read_watermark) */
+			if (c->phase == CONN_READY && !input_reserve(c, 4 + (uint64_t)len)) {
 				c->m->stats.rpc_refused[RPC_REFUSED_INPUT_BUDGET]++;
 				conn_close(c, "input_budget_exceeded");
 				return;
 			}
 			/* wake only when the whole frame is here */
-			bufferevent_setwatermark(bev, EV_READ, 4 + (size_t)len, 0);
+			read_watermark(c, 4 + (size_t)len);
 			return;
 		}
-		bufferevent_setwatermark(bev, EV_READ, 0, 0);
+		read_watermark(c, 0);
 		p = evbuffer_pullup(in, 4 + (ev_ssize_t)len);
 		if (!p) {
 			conn_close(c, "out_of_memory");
@@ -361,6 +390,7 @@ int conn_accept(struct meta *m, evutil_socket_t fd, const char *peer)
 	list_add_tail(&m->hello_waits, &c->hello_link);
 	m->nconns++;
 	bufferevent_setcb(c->bev, read_cb, NULL, event_cb, c);
+	read_watermark(c, 0);
 	bufferevent_enable(c->bev, EV_READ | EV_WRITE);
 	return 0;
 }

@@ -126,6 +126,7 @@ enum rpc_refusal {
 	RPC_REFUSED_DISPLACED,     /* closed before its hello to make room for a new connection */
 	RPC_REFUSED_LIMIT,         /* over ock.mmc.meta.max_connections */
 	RPC_REFUSED_INPUT_BUDGET,  /* its frame would pass ock.mmc.meta.max_buffered_input */
+	RPC_REFUSED_EARLY_FRAME,   /* before its hello, a frame larger than MMC_WIRE_HELLO_FRAME_MAX */
 	RPC_REFUSED_COUNT
 };
 

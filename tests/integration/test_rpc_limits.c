@@ -198,8 +198,8 @@ static void send_partial_frame(int fd, char *chunk, size_t chunk_len)
 	}
 }
 
-/* 64 clients each hold a partial 60 MiB frame: each connection may buffer 64 MiB, so the server used to grow by
- * 60 MiB per client (32 clients: 2 GB). ock.mmc.meta.max_buffered_input bounds them all together. */
+/* 64 clients, through their hello, each hold a partial 60 MiB frame: each connection may buffer 64 MiB, so the server
+ * used to grow by 60 MiB per client (32 clients: 2 GB). ock.mmc.meta.max_buffered_input bounds them all together. */
 /* Under AddressSanitizer every buffered chunk carries redzones and shadow memory: the same bytes cost more RSS. */
 #if defined(__SANITIZE_ADDRESS__)
 #define RSS_PER_BYTE 1.6
@@ -223,6 +223,7 @@ Test(rpc_limits, partial_frames_share_one_input_budget)
 
 		fds[i] = raw_dial(meta.rpc_port);
 		cr_assert_geq(fds[i], 0);
+		cr_assert_eq(raw_hello(fds[i], 0, NULL, false), 0); /* before it, no frame this large is read */
 		send_partial_frame(fds[i], chunk, chunk_len);
 		usleep(20000);
 		rss = proc_rss_bytes(meta.pid);
@@ -241,4 +242,53 @@ Test(rpc_limits, partial_frames_share_one_input_budget)
 	for (int i = 0; i < 64; i++)
 		close(fds[i]);
 	free(chunk);
+}
+
+#define TOKEN    "s3cret-cluster-token-0123456789"
+#define KEYS_MAX 16384 /* keys of one batch at most */
+
+/*
+ * Four connections that never authenticate send nothing but a frame's 4-byte length: 3 x 64 MiB and 64 MiB - 4 KiB,
+ * 16 bytes in all. The server used to reserve the announced lengths from ock.mmc.meta.max_buffered_input (256 MiB),
+ * so an authenticated store's 16384-key batch was cut off (MMC_NOT_CONNECTED_META, err=input_budget_exceeded)
+ * until the hello timeout closed them. A frame larger than a hello before the hello is refused: the connection
+ * closes, logged and counted.
+ */
+Test(rpc_limits, unauthenticated_lengths_hold_no_input_budget)
+{
+	const char *extra[] = {"ock.mmc.meta.auth_token=" TOKEN, "ock.mmc.meta.hello_timeout_ms=600000", NULL};
+	static const uint8_t lengths[4][4] = {{0, 0, 0, 4}, {0, 0, 0, 4}, {0, 0, 0, 4}, {0, 0xf0, 0xff, 3}};
+	static char names[KEYS_MAX][16];
+	static const char *keys[KEYS_MAX];
+	static int results[KEYS_MAX];
+	char cmd[256];
+	int fds[4];
+	mmc_store *s;
+
+	cr_assert_eq(metaserver_start(&meta, extra), 0);
+	for (int i = 0; i < 4; i++) {
+		fds[i] = raw_dial(meta.rpc_port);
+		cr_assert_geq(fds[i], 0);
+		cr_assert_eq(send(fds[i], lengths[i], 4, MSG_NOSIGNAL), 4);
+	}
+	/* the store's connect and hello are round trips the server makes after it read the lengths sent before */
+	cr_assert_eq(store_open(meta.url, "ock.mmc.client.auth_token = " TOKEN "\n", false, &s), 0);
+	for (int i = 0; i < KEYS_MAX; i++) {
+		snprintf(names[i], sizeof(names[i]), "key-%05d", i);
+		keys[i] = names[i];
+	}
+	cr_assert_eq(mmc_batch_is_exist(s, keys, KEYS_MAX, results), 0,
+	             "unauthenticated lengths took the input budget");
+	cr_assert_eq(results[0], 0);
+	mmc_destroy(s);
+	for (int i = 0; i < 4; i++) {
+		cr_assert(closed_soon(fds[i]), "connection %d announced 64 MiB before its hello and is still open", i);
+		close(fds[i]);
+	}
+	cr_assert(metaserver_log_has(&meta, "err=frame_too_large_before_hello"), "the refusal is not logged");
+	cr_assert(metaserver_log_has(&meta, "limit=4096"), "the refusal does not name the limit");
+	snprintf(cmd, sizeof(cmd),
+	         "curl -sf http://127.0.0.1:%u/metrics | grep -qx 'mmc_rpc_refused_total{reason=\"early_frame\"} 4'",
+	         meta.admin_port);
+	cr_assert_eq(system(cmd), 0, "the refusals are not counted");
 }
