@@ -48,10 +48,12 @@ static bool same_class(const struct extent_class *a, const struct extent_class *
 static void send_return(struct mmc_store *s, const struct extent_group *g)
 {
 	mmc_ExtentReturn ret = mmc_ExtentReturn_init_zero;
+	uint64_t *ids = g->failed_writes ? ret.failed : ret.ids;
+	pb_size_t *n = g->failed_writes ? &ret.failed_count : &ret.ids_count;
 
 	for (uint32_t i = 0; i < g->n && i < MMC_WIRE_REPLICAS * MMC_WIRE_EXTENT_LANES; i++)
-		ret.ids[ret.ids_count++] = g->ext[i].id;
-	if (ret.ids_count && g->losses == meta_conn_losses(s->meta))
+		ids[(*n)++] = g->ext[i].id;
+	if (*n && g->losses == meta_conn_losses(s->meta))
 		meta_send(s->meta, WB_EXTENT_RETURN, mmc_ExtentReturn_fields, &ret);
 }
 
@@ -254,14 +256,16 @@ int extents_take(struct mmc_store *s, const struct extent_class *cls, const stru
 	return 0;
 }
 
-void extents_done(struct mmc_store *s, struct extent_group *g, uint64_t confirmed_ms, bool refused)
+void extents_done(struct mmc_store *s, struct extent_group *g, uint64_t confirmed_ms, bool refused,
+                  bool failed_writes)
 {
 	struct extent_cache *c = s->extents;
 	struct extent_group **gp, *done = NULL;
 
 	pthread_mutex_lock(&c->lock);
 	g->inflight--;
-	g->retired |= refused;
+	g->retired |= refused || failed_writes;
+	g->failed_writes |= failed_writes;
 	if (confirmed_ms && confirmed_ms + g->idle_ms / 2 > g->fresh_until_ms)
 		g->fresh_until_ms = confirmed_ms + g->idle_ms / 2;
 	if (g->retired && g->inflight == 0) {

@@ -55,6 +55,7 @@ struct extent_group {
 	uint64_t idle_ms;                     /* the server's: an extent no put named for this long is taken back */
 	uint32_t inflight;                    /* puts carving from it that have not finished */
 	bool retired;                         /* no new carves; returned to the server when inflight drops to 0 */
+	bool failed_writes;                   /* a write into it was given up: returned as "failed" (quarantine) */
 	uint32_t lanes;                       /* granted: at most the class's, no more than distinct services */
 	uint32_t n;                           /* lanes * replicas */
 	mmc_Extent ext[MMC_WIRE_REPLICAS * MMC_WIRE_EXTENT_LANES]; /* lane l's replica r: ext[l * replicas + r] */
@@ -88,9 +89,12 @@ int extents_take(struct mmc_store *s, const struct extent_class *cls, const stru
 /*
  * A put that took g is done. confirmed_ms: the clock_ms() before its PutBatch was sent when the server accepted a
  * place in g (the server's idle clock restarted no earlier), 0 otherwise; refused: the server turned a place in g
- * down (g is retired). The last put of a retired group sends its ExtentReturn (no reply).
+ * down (g is retired); failed_writes: a write into g failed or was given up, and may still land (g is retired, and
+ * returned as such: the server sets its space aside until the owners are seen running). The last put of a retired
+ * group sends its ExtentReturn (no reply).
  */
-void extents_done(struct mmc_store *s, struct extent_group *g, uint64_t confirmed_ms, bool refused);
+void extents_done(struct mmc_store *s, struct extent_group *g, uint64_t confirmed_ms, bool refused,
+                  bool failed_writes);
 
 /* The items of one PutBatch: key index[i] of a put, replica r written at xk[key].targets[r] inside lane[key] of g. */
 struct extent_put {

@@ -358,6 +358,7 @@ static void put_extents(struct mmc_store *s, struct plan *p, const mmc_replicate
 	struct extent_put ep;
 	struct extent_keys k = {0, p->index, p->totals, p->lane};
 	uint64_t base[MMC_WIRE_EXTENT_LANES], t0;
+	bool failed_writes = false;
 	int rc_call;
 
 	class_of(&cls, rc, spread);
@@ -378,7 +379,7 @@ static void put_extents(struct mmc_store *s, struct plan *p, const mmc_replicate
 	for (size_t i = 0; i < p->n; i++)
 		if (p->state[i] == PK_EXTENT && p->xk[i].result) {
 			p->state[i] = PK_ACTIVE;
-			p->refused = true;
+			p->refused = failed_writes = true;
 		}
 	if (meta_conn_losses(s->meta) != g->losses)
 		fail_state(p, PK_EXTENT, MMC_NOT_CONNECTED_META);
@@ -387,7 +388,7 @@ static void put_extents(struct mmc_store *s, struct plan *p, const mmc_replicate
 	if (ep.n && (rc_call = extents_put_call(s, &ep, on_put, p, p->deadline_ms)))
 		fail_state(p, PK_EXTENT, rc_call);
 	lost_with_connection(s, p, ep.n, g->losses);
-	extents_done(s, g, p->confirmed ? t0 : 0, p->refused);
+	extents_done(s, g, p->confirmed ? t0 : 0, p->refused, failed_writes);
 }
 
 /* Makes the keys a lost connection failed PK_ACTIVE again (and only those); returns how many. */

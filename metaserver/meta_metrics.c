@@ -6,6 +6,7 @@
 #include "meta.h"
 #include "mmc.pb-c.h"
 #include "persist.h"
+#include "quarantine.h"
 #include "space.h"
 
 static void metric(struct evbuffer *b, const char *name, const char *type, const char *help, uint64_t v)
@@ -73,7 +74,10 @@ void meta_metrics_write(struct meta *m, struct evbuffer *b)
 	                    "# TYPE mmc_pool_held_bytes gauge\n"
 	                    "# HELP mmc_pool_lost_bytes Freed pool bytes whose delete failed to commit: reused after a "
 	                    "restart.\n"
-	                    "# TYPE mmc_pool_lost_bytes gauge\n");
+	                    "# TYPE mmc_pool_lost_bytes gauge\n"
+	                    "# HELP mmc_pool_quarantined_bytes Pool bytes a given-up write may still reach, set aside "
+	                    "until their owner is seen running.\n"
+	                    "# TYPE mmc_pool_quarantined_bytes gauge\n");
 	for (uint32_t i = 0; i < MEDIA_COUNT; i++) {
 		uint64_t used, total, held, lost;
 
@@ -85,7 +89,11 @@ void meta_metrics_write(struct meta *m, struct evbuffer *b)
 		evbuffer_add_printf(
 		    b, "mmc_pool_held_bytes{media=\"%s\"} %" PRIu64 "\nmmc_pool_lost_bytes{media=\"%s\"} %" PRIu64 "\n",
 		    media[i], held, media[i], lost);
+		evbuffer_add_printf(b, "mmc_pool_quarantined_bytes{media=\"%s\"} %" PRIu64 "\n", media[i],
+		                    quarantine_bytes(m, i));
 	}
+	metric(b, "mmc_quarantined_total", "counter", "Pool ranges set aside because a given-up write may still reach "
+	       "them.", m->stats.quarantined_total);
 	rpc_refusals_write(m, b);
 	evbuffer_add_printf(b, "# HELP mmc_rpc_requests_total libmmc requests by operation.\n"
 	                       "# TYPE mmc_rpc_requests_total counter\n");

@@ -10,6 +10,7 @@
 #include "mmc/mmc.h"
 #include "objects.h"
 #include "placement.h"
+#include "quarantine.h"
 #include "services.h"
 #include "space.h"
 
@@ -305,14 +306,23 @@ int extents_put(struct meta *m, struct session *s, const struct put_item *it, bo
 	return 0;
 }
 
-/* The uncarved space goes back at once: no record ever pointed at it (the space-reuse invariant holds trivially). */
-static void give_back(struct meta *m, struct extent *e)
+/*
+ * The uncarved space goes back: no record ever pointed at it (the space-reuse invariant holds trivially). At once
+ * when the store says none of its writes there failed; otherwise a write it gave up on may still land there, and the
+ * space goes to quarantine first (a failed write, a store that left or went idle mid-put).
+ */
+static void give_back(struct meta *m, struct extent *e, bool reachable)
 {
 	struct service *svc = extent_service(m, e);
 	struct extent **p = &e->session->extents;
+	uint64_t now = clock_ms();
 
-	for (uint32_t i = 0; svc && i < e->npieces; i++)
-		space_release(m, svc, e->media, e->pieces[i].start, 0);
+	for (uint32_t i = 0; svc && i < e->npieces; i++) {
+		if (reachable)
+			space_quarantine(m, svc, e->media, e->pieces[i].start, now);
+		else
+			space_release(m, svc, e->media, e->pieces[i].start, 0);
+	}
 	while (*p && *p != e)
 		p = &(*p)->snext;
 	if (*p)
@@ -323,18 +333,18 @@ static void give_back(struct meta *m, struct extent *e)
 	free(e);
 }
 
-void extents_return(struct meta *m, struct session *s, uint64_t id)
+void extents_return(struct meta *m, struct session *s, uint64_t id, bool failed_writes)
 {
 	struct extent *e = held(s, id);
 
 	if (e)
-		give_back(m, e);
+		give_back(m, e, failed_writes);
 }
 
 void extents_session_closed(struct meta *m, struct session *s)
 {
 	while (s->extents)
-		give_back(m, s->extents);
+		give_back(m, s->extents, true);
 }
 
 void extents_sweep(struct meta *m, uint64_t now_ms)
@@ -348,7 +358,7 @@ void extents_sweep(struct meta *m, uint64_t now_ms)
 		if (e->idle_at_ms <= now_ms) {
 			log_debug("op=extent_idle session=%llu extent=%llu", (unsigned long long)e->session->id,
 			          (unsigned long long)e->id);
-			give_back(m, e);
+			give_back(m, e, true);
 		}
 	}
 }

@@ -87,11 +87,12 @@ struct put_item {
  */
 int extents_put(struct meta *m, struct session *s, const struct put_item *it, bool *durable);
 
-/* s is done with extent id (unknown ids are ignored): its uncarved space goes back to the pool. */
-void extents_return(struct meta *m, struct session *s, uint64_t id);
-/* The session is closing: every extent it holds goes back. */
+/* s is done with extent id (unknown ids are ignored): its uncarved space goes back to the pool, through quarantine
+ * when failed_writes (a write of s there was given up and may still land). */
+void extents_return(struct meta *m, struct session *s, uint64_t id, bool failed_writes);
+/* The session is closing: every extent it holds goes back, through quarantine (its writes may be in flight). */
 void extents_session_closed(struct meta *m, struct session *s);
-/* Returns the extents no put named since their idle_at_ms. */
+/* Returns the extents no put named since their idle_at_ms, through quarantine. */
 void extents_sweep(struct meta *m, uint64_t now_ms);
 /* Bytes of the media reserved in extents and not carved yet (for /metrics and tests). */
 uint64_t extents_uncarved(struct meta *m, uint32_t media);

@@ -16,6 +16,7 @@
 #include "mmc/mmc.h"
 #include "objects.h"
 #include "persist.h"
+#include "quarantine.h"
 #include "rpc.h"
 #include "services.h"
 #include "tier.h"
@@ -415,6 +416,8 @@ void conns_sweep(struct meta *m, uint64_t now_ms)
 		next = it->next;
 		if (now_ms - c->last_seen_ms > m->conf.heartbeat_timeout_ms)
 			conn_close(c, "heartbeat_timeout");
+		else if (c->session.svc && !list_empty(&c->session.svc->quarantine))
+			quarantine_seen(m, c->session.svc, c->last_seen_ms); /* a frame from the owner: it runs */
 	}
 }
 

@@ -107,8 +107,12 @@ static void on_put(struct conn *c, const Mmc__Frame *f)
 
 static void on_return(struct conn *c, const Mmc__Frame *f)
 {
-	for (size_t i = 0; i < f->extent_return->n_ids; i++)
-		extents_return(c->m, &c->session, f->extent_return->ids[i]);
+	const Mmc__ExtentReturn *r = f->extent_return;
+
+	for (size_t i = 0; i < r->n_ids; i++)
+		extents_return(c->m, &c->session, r->ids[i], false);
+	for (size_t i = 0; i < r->n_failed; i++)
+		extents_return(c->m, &c->session, r->failed[i], true);
 	rpc_reply_code(c, f->id, 0);
 }
 

@@ -259,6 +259,13 @@ static void settle(struct allocator *a)
 	}
 }
 
+uint64_t alloc_block_size(struct allocator *a, uint64_t offset)
+{
+	struct block *b = reserved_at(a, offset);
+
+	return b ? b->size : 0;
+}
+
 int alloc_release(struct allocator *a, uint64_t offset)
 {
 	return alloc_release_after(a, offset, 0);

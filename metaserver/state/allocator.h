@@ -22,6 +22,9 @@ void alloc_destroy(struct allocator *a);
  * for size 0. */
 int alloc_reserve(struct allocator *a, uint64_t size, uint64_t *offset);
 
+/* Size of the reserved block that starts at offset; 0 when none does. */
+uint64_t alloc_block_size(struct allocator *a, uint64_t offset);
+
 /* Frees the block that starts at offset now: for space no record on disk has ever pointed at (a reservation that
  * was never committed, a transient copy). MMC_INVALID_PARAM when no reserved block starts there (double free). */
 int alloc_release(struct allocator *a, uint64_t offset);

@@ -57,6 +57,7 @@ struct service {
 	struct list blobs;       /* struct blob.svc_link of every blob placed here */
 	struct list orphan_link; /* meta.orphans: an SSD tier whose service left (rank is then UINT32_MAX) */
 	uint64_t nblobs;
+	struct list quarantine; /* space a given-up write may still reach (quarantine.h) */
 };
 
 /* One connection's identity: leases and pending writes belong to a session. */
@@ -135,6 +136,7 @@ struct meta_stats {
 	uint64_t evictions;
 	uint64_t unmounts;
 	uint64_t rpc_refused[RPC_REFUSED_COUNT];
+	uint64_t quarantined_total; /* ranges set aside because a given-up write may still reach them */
 };
 
 struct meta {

@@ -11,6 +11,7 @@
 #include "log.h"
 #include "mmc/mmc.h"
 #include "persist.h"
+#include "quarantine.h"
 #include "services.h"
 
 #define INITIAL_BUCKETS 1024
@@ -420,15 +421,23 @@ void space_release(struct meta *m, struct service *svc, uint32_t media, uint64_t
 		m->hold_kick_seq = unlink_seq;
 }
 
-/* Gives the object's space back; requests waiting for room get another try. */
-static void release_space(struct meta *m, struct object *o)
+/*
+ * Gives the object's space back; requests waiting for room get another try. reachable: a put's writes may still
+ * land there (its writer failed or left), so the space goes to quarantine first (quarantine.h).
+ */
+static void release_space(struct meta *m, struct object *o, bool reachable)
 {
+	uint64_t now = reachable ? clock_ms() : 0;
+
 	for (int i = 0; i < o->nblobs; i++) {
 		struct blob *b = &o->blobs[i];
 
 		if (!b->svc)
 			continue;
-		space_release(m, b->svc, b->media, b->offset, o->unlink_seq);
+		if (reachable)
+			space_quarantine(m, b->svc, b->media, b->offset, now);
+		else
+			space_release(m, b->svc, b->media, b->offset, o->unlink_seq);
 		list_del(&b->svc_link);
 		b->svc->nblobs--;
 		b->svc = NULL;
@@ -450,6 +459,9 @@ static bool pinned(struct object *o, uint64_t now)
 
 void object_drop(struct meta *m, struct object *o)
 {
+	/* an unfinished put (not GVA: its write lease bounds its writes) that failed or whose writer left */
+	bool reachable = o->state == MMC_BLOB_ALLOCATED && !o->gva && !o->persisted;
+
 	if (o->in_index)
 		object_index_del(m, o);
 	list_del(&o->link);
@@ -467,7 +479,7 @@ void object_drop(struct meta *m, struct object *o)
 		list_add_tail(&m->zombies, &o->link);
 		return;
 	}
-	release_space(m, o);
+	release_space(m, o, reachable);
 	object_free_mem(o);
 }
 
@@ -606,7 +618,7 @@ void object_unpin(struct meta *m, struct object *o)
 	if (o->state != MMC_BLOB_REMOVING || pinned(o, clock_ms()))
 		return;
 	list_del(&o->link);
-	release_space(m, o);
+	release_space(m, o, false);
 	object_free_mem(o);
 }
 
@@ -639,7 +651,7 @@ void objects_sweep(struct meta *m, uint64_t now_ms)
 		next = it->next;
 		if (!pinned(o, now_ms)) {
 			list_del(&o->link);
-			release_space(m, o);
+			release_space(m, o, false);
 			object_free_mem(o);
 		}
 	}

@@ -10,6 +10,7 @@
 #include "mmc/mmc.h"
 #include "objects.h"
 #include "persist.h"
+#include "quarantine.h"
 #include "service_secret.h"
 
 /* LMDB record of a service, keyed by the rank as 4 big-endian bytes. */
@@ -89,6 +90,7 @@ static struct allocator *segment_allocator(struct meta *m, uint64_t size)
 
 static void service_free(struct service *svc)
 {
+	quarantine_fini(svc);
 	for (uint32_t i = 0; i < svc->nsegs; i++)
 		alloc_destroy(svc->segs[i].alloc); /* NULL-safe: an orphaned SSD allocator was handed over */
 	free(svc);
@@ -163,6 +165,7 @@ static void orphan_ssd(struct meta *m, struct service *svc)
 	if (!seg || !svc->ssd_path[0] || !(o = calloc(1, sizeof(*o))))
 		return;
 	list_init(&o->blobs);
+	list_init(&o->quarantine);
 	o->rank = UINT32_MAX;
 	o->incarnation = svc->incarnation;
 	memcpy(o->host, svc->host, sizeof(o->host));
@@ -332,6 +335,7 @@ int service_register(struct meta *m, struct session *s, const struct service_spe
 	if (!svc)
 		return MMC_MALLOC_FAILED;
 	list_init(&svc->blobs);
+	list_init(&svc->quarantine);
 	svc->rank = rank;
 	svc->nsegs = (uint32_t)req->nsegs;
 	for (uint32_t i = 0; i < svc->nsegs; i++) {
@@ -391,6 +395,7 @@ static int load_service(struct meta *m, const void *key, size_t klen, const void
 	if (rank >= MMC_RANKS_MAX || m->ranks[rank] || !(svc = calloc(1, sizeof(*svc))))
 		return -1;
 	list_init(&svc->blobs);
+	list_init(&svc->quarantine);
 	svc->rank = rank;
 	svc->incarnation = r->incarnation;
 	svc->nsegs = r->nsegs;
