@@ -243,7 +243,6 @@ static const struct conf_key compat_client[] = {
     {"ock.mmc.client.aggregate.num", CONF_U32, SINK_U32, 1, 131072, NULL},
     {"ock.mmc.client.batch_option.chunk.size", CONF_SIZE, SINK_U64, 1, UINT64_C(1) << 32, NULL},
     {"ock.mmc.client.batch_option.chunk.count", CONF_U32, SINK_U32, 1, 64, NULL},
-    {"ock.mmc.local_service.storage.enabled", CONF_BOOL, SINK_B, 0, 0, NULL},
     {NULL, 0, 0, 0, 0, 0, NULL},
 };
 

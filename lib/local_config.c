@@ -1,8 +1,14 @@
 #include "local_config.h"
 
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/fs.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "conf_parse.h"
 #include "log.h"
@@ -21,7 +27,8 @@ static const struct conf_key keys[] = {
     {"ock.mmc.local_service.config_store_url", CONF_STR, F(c.config_store_url), 0, 0, NULL},
     {"ock.mmc.log_level", CONF_STR, F(c.log_level), 0, 0, log_level_names},
     {"ock.mmc.local_service.world_size", CONF_U32, F(c.world_size), 1, MMC_RANKS_MAX, NULL},
-    {"ock.mmc.local_service.protocol", CONF_STR, F(c.protocol), 0, 0, protocols},
+    /* no choices here: check() maps MemCache's protocol names (memcache_protocols), then refuses the rest */
+    {"ock.mmc.local_service.protocol", CONF_STR, F(c.protocol), 0, 0, NULL},
     {"ock.mmc.local_service.hcom_url", CONF_STR, F(c.hcom_url), 0, 0, NULL},
     {"ock.mmc.local_service.dram.size", CONF_SIZE, F(c.dram_size), 0, TB, NULL},
     {"ock.mmc.local_service.hbm.size", CONF_SIZE, F(c.hbm_size), 0, TB, NULL},
@@ -45,6 +52,160 @@ static const struct conf_key keys[] = {
 const struct conf_key *local_config_keys(void)
 {
 	return keys;
+}
+
+/* ---- the keys of MemCache's own files that are not mmc's (vLLM-Ascend's guide, MemCache's repository) ---- */
+
+/* What such a key does here. */
+enum memcache_use {
+	MC_SAME, /* sets the mmc field of the same meaning */
+	MC_SSD,  /* an input of the SSD mapping (memcache_ssd_resolve), once the whole file is read */
+	MC_WARN, /* no equivalent: the value is checked, then one warning says what MemCache would have done */
+};
+
+struct memcache_key {
+	struct conf_key k; /* where the value lands (MC_WARN: a sink); a name ending in '.' is a whole family */
+	enum memcache_use use;
+	const char *memcache; /* MC_WARN: what MemCache does with it */
+};
+
+struct mc_sink {
+	char str[1024];
+	uint32_t u32;
+};
+
+#define S(field) offsetof(struct mc_sink, field), sizeof(((struct mc_sink *)0)->field)
+
+static const struct memcache_key memcache_keys[] = {
+    {{"ock.mmc.local_service.storage.enabled", CONF_BOOL, F(mc_ssd.storage_enabled), 0, 0, NULL}, MC_SSD, NULL},
+    {{"ock.mmc.local_service.storage.size", CONF_SIZE, F(c.ssd_size), 0, 64 * TB, NULL}, MC_SAME, NULL},
+    {{"ubsio.disk.path", CONF_STR, F(mc_ssd.disk_path), 0, 0, NULL}, MC_SSD, NULL},
+    {{"ubsio.standalone.device_count", CONF_U32, F(mc_ssd.device_count), 0, 16, NULL}, MC_SSD, NULL},
+    {{"ubsio.standalone.force_new_disk", CONF_BOOL, F(mc_ssd.force_new_disk), 0, 0, NULL}, MC_SSD, NULL},
+    {{"ubsio.mem.size_in_gb", CONF_U32, S(u32), 0, 3072, NULL},
+     MC_WARN,
+     "MemCache's UBS IO would reserve that many GB of DRAM per local service as a cache in front of the SSD; "
+     "mmc moves objects between its DRAM pool and its SSD tier directly"},
+    {{"ubsio.", CONF_STR, S(str), 0, 0, NULL}, MC_WARN, "a setting of MemCache's UBS IO SSD cache, which mmc has not"},
+    {{NULL, 0, 0, 0, 0, 0, NULL}, 0, NULL},
+};
+
+static const struct memcache_key *memcache_find(const char *key)
+{
+	for (const struct memcache_key *m = memcache_keys; m->k.name; m++) {
+		size_t n = strlen(m->k.name);
+
+		if (strcmp(m->k.name, key) == 0 || (m->k.name[n - 1] == '.' && strncmp(m->k.name, key, n) == 0))
+			return m;
+	}
+	return NULL;
+}
+
+/* Applies a MemCache key (1), or says it is not one (0), or refuses its value (MMC_INVALID_PARAM, message in msg). */
+static int memcache_apply(struct client_conf *out, const char *key, const char *value, const char *path, int line,
+                          char *msg, size_t len)
+{
+	const struct memcache_key *m = memcache_find(key);
+	struct conf_key one[2] = {{NULL, 0, 0, 0, 0, 0, NULL}, {NULL, 0, 0, 0, 0, 0, NULL}};
+	struct mc_sink sink;
+
+	if (!m)
+		return 0;
+	one[0] = m->k;
+	one[0].name = key; /* a family's member */
+	if (conf_apply(one, m->use == MC_WARN ? (void *)&sink : (void *)out, key, value, msg, len))
+		return MMC_INVALID_PARAM;
+	if (m->use == MC_WARN)
+		lg_warn("%s:%d: %s = %s ignored: %s", path, line, key, value, m->memcache);
+	return 1;
+}
+
+/* Bytes of the file or block device at path, for an SSD tier that takes it whole. */
+static int device_bytes(const char *path, uint64_t *bytes, char *err, size_t errlen)
+{
+	struct stat st;
+	int fd = open(path, O_RDONLY | O_CLOEXEC), rc = 0;
+
+	if (fd < 0 || fstat(fd, &st)) {
+		snprintf(err, errlen, "ubsio.disk.path: cannot open \"%s\": %s", path, strerror(errno));
+		rc = MMC_INVALID_PARAM;
+	} else if (S_ISBLK(st.st_mode) ? ioctl(fd, BLKGETSIZE64, bytes) != 0 : (*bytes = (uint64_t)st.st_size, 0)) {
+		snprintf(err, errlen, "ubsio.disk.path: cannot read the size of \"%s\": %s", path, strerror(errno));
+		rc = MMC_INVALID_PARAM;
+	}
+	if (fd >= 0)
+		close(fd);
+	return rc;
+}
+
+/*
+ * MemCache's SSD storage (UBS IO) as mmc's SSD tier where the two mean the same: storage enabled, one disk, one
+ * local service on it (vLLM-Ascend's standalone MemCache process). Then the disk is this store's SSD tier, whole
+ * unless ock.mmc.local_service.storage.size (or .ssd.size) says how much. Several disks, or one shared by several
+ * local services, UBS IO splits among them; mmc's tier is one file or device per local service, so none is made.
+ */
+static int memcache_ssd_resolve(struct client_conf *o, const char *path, char *err, size_t errlen)
+{
+	struct memcache_ssd *m = &o->mc_ssd;
+	unsigned services = m->device_count ? m->device_count : 1;
+
+	if (!m->disk_path[0])
+		return 0;
+	if (!m->storage_enabled) {
+		lg_info("%s: ubsio.disk.path unused: ock.mmc.local_service.storage.enabled is false", path);
+		return 0;
+	}
+	if (o->c.ssd_path[0]) {
+		lg_warn("%s: ubsio.disk.path = %s ignored: ock.mmc.local_service.ssd.path = %s is the SSD tier", path,
+		        m->disk_path, o->c.ssd_path);
+		return 0;
+	}
+	if (strchr(m->disk_path, ':') || services > 1) {
+		lg_warn("%s: ubsio.disk.path = %s ignored: MemCache's UBS IO would share these disks among %u local "
+		        "services of this host; mmc's SSD tier is one file or device per local service "
+		        "(ock.mmc.local_service.ssd.path and .ssd.size): this store has none",
+		        path, m->disk_path, services);
+		return 0;
+	}
+	if (strlen(m->disk_path) >= sizeof(o->c.ssd_path)) {
+		snprintf(err, errlen, "%s: ubsio.disk.path is longer than %zu bytes", path, sizeof(o->c.ssd_path) - 1);
+		return MMC_INVALID_PARAM;
+	}
+	if (!o->c.ssd_size && device_bytes(m->disk_path, &o->c.ssd_size, err, errlen))
+		return MMC_INVALID_PARAM;
+	strcpy(o->c.ssd_path, m->disk_path);
+	if (m->force_new_disk)
+		lg_warn(
+		    "%s: ubsio.standalone.force_new_disk = true ignored: MemCache would wipe %s at every start; mmc "
+		    "keeps this local service's SSD objects for a restarted service with the same path and size",
+		    path, m->disk_path);
+	return 0;
+}
+
+/* MemCache's protocols that move data with an NPU or over UB: mmc moves host memory over its own providers. */
+static const struct {
+	const char *name, *memcache;
+} memcache_protocols[] = {
+    {"device_sdma", "copies between NPUs with their SDMA engines (HCCS)"},
+    {"device_rdma", "moves NPU memory over RDMA (RoCE)"},
+    {"device_urma", "moves NPU memory over UB"},
+    {"device_uboe", "moves NPU memory over UB over Ethernet"},
+    {"host_urma", "moves host memory over UB"},
+};
+
+/* One of those becomes auto (the best provider there is), with a warning naming what MemCache would have done. */
+static void memcache_protocol(mmc_local_config *c)
+{
+	for (size_t i = 0; i < sizeof(memcache_protocols) / sizeof(memcache_protocols[0]); i++) {
+		if (strcmp(c->protocol, memcache_protocols[i].name) != 0)
+			continue;
+		lg_warn(
+		    "ock.mmc.local_service.protocol = %s: MemCache %s; mmc has no such transport and uses auto (its "
+		    "best network provider)",
+		    c->protocol, memcache_protocols[i].memcache);
+		strcpy(c->protocol, "auto");
+		return;
+	}
 }
 
 /*
@@ -112,8 +273,10 @@ static int load_line(void *arg, const char *key, const char *value, int line)
 	char msg[512];
 
 	if (!conf_find(keys, key)) {
-		int rc = conf_apply_compat(CONF_SCOPE_CLIENT, key, value, msg, sizeof(msg));
+		int rc = memcache_apply(l->out, key, value, l->path, line, msg, sizeof(msg));
 
+		if (rc == 0)
+			rc = conf_apply_compat(CONF_SCOPE_CLIENT, key, value, msg, sizeof(msg));
 		if (rc == 1)
 			return 0;
 		if (rc == 0)
@@ -191,6 +354,7 @@ static int check(struct client_conf *o, char *err, size_t errlen)
 		snprintf(err, errlen, "a string field of mmc_local_config is not NUL-terminated");
 		return MMC_INVALID_PARAM;
 	}
+	memcache_protocol(c);
 	if (log_level_parse(c->log_level, &o->log_level)) {
 		snprintf(err, errlen, "bad value \"%s\" for \"ock.mmc.log_level\" (debug, info, warn or error)",
 		         c->log_level);
@@ -201,7 +365,8 @@ static int check(struct client_conf *o, char *err, size_t errlen)
 	if (!*p) {
 		snprintf(
 		    err, errlen,
-		    "bad value \"%s\" for \"ock.mmc.local_service.protocol\" (host_tcp, host_shm, host_rdma or auto)",
+		    "bad value \"%s\" for \"ock.mmc.local_service.protocol\" (host_tcp, host_shm, host_rdma or auto; "
+		    "MemCache's device_* and host_urma mean auto)",
 		    c->protocol);
 		return MMC_INVALID_PARAM;
 	}
@@ -259,7 +424,7 @@ int local_config_resolve(const mmc_local_config *in, struct client_conf *out, ch
 	if (path && path[0]) {
 		l.path = path;
 		rc = conf_file_read(path, load_line, &l, err, errlen);
-		if (rc)
+		if (rc || memcache_ssd_resolve(out, path, err, errlen))
 			return MMC_INVALID_PARAM;
 	}
 	return host_path_env(out, err, errlen) ? MMC_INVALID_PARAM : check(out, err, errlen);

@@ -9,6 +9,15 @@
 #include "mmc/mmc.h"
 #include "tls_files.h"
 
+/* The SSD keys of MemCache's mmc-local.conf (vLLM-Ascend's guide), read from a file and resolved once it is all
+ * read: when their meaning is mmc's SSD tier they set ssd_path and ssd_size (local_config.c, memcache_keys[]). */
+struct memcache_ssd {
+	bool storage_enabled;  /* ock.mmc.local_service.storage.enabled */
+	bool force_new_disk;   /* ubsio.standalone.force_new_disk */
+	uint32_t device_count; /* ubsio.standalone.device_count: local services sharing the disks */
+	char disk_path[1024];  /* ubsio.disk.path: devices separated by ':' */
+};
+
 struct client_conf {
 	mmc_local_config c;
 	/* derived */
@@ -20,6 +29,7 @@ struct client_conf {
 	char auth_token[256];       /* ock.mmc.client.auth_token, or read from ...auth_token_file */
 	char auth_token_file[1024]; /* ock.mmc.client.auth_token_file */
 	struct tls_files tls;       /* ock.mmc.tls.* */
+	struct memcache_ssd mc_ssd; /* MemCache's SSD keys (file only) */
 };
 
 struct conf_key;

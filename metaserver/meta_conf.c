@@ -7,6 +7,7 @@
 
 #include "conf_parse.h"
 #include "kvcm/kvcm.h"
+#include "log.h"
 #include "log_level.h"
 #include "mmc/mmc.h"
 #include "secret_file.h"
@@ -79,6 +80,38 @@ void meta_conf_defaults(struct meta_conf *c)
 	c->redis_wait_timeout_ms = 1000;
 }
 
+/* Keys of MemCache's mmc-meta.conf with no equivalent here: the value is checked, then one warning says what
+ * MemCache would have done with it. */
+static const char *const log_targets[] = {"screen", "file", "both", NULL};
+
+static const struct {
+	struct conf_key k;
+	const char *memcache;
+} memcache_keys[] = {
+    {{"ock.mmc.tls.top.path", CONF_STR, 0, 256, 0, 0, NULL},
+     "MemCache reads the relative ock.mmc.tls.* paths under this directory; mmc reads them as written"},
+    {{"ock.mmc.log_output_target", CONF_STR, 0, 16, 0, 0, log_targets},
+     "MemCache's choice of screen, file or both; mmc logs to ock.mmc.log_path when it is set, else to stderr"},
+};
+
+/* 1: a MemCache key, accepted with its warning; 0: not one; MMC_INVALID_PARAM: a bad value. */
+static int memcache_key(const char *key, const char *value, char *err, size_t errlen)
+{
+	char sink[256];
+
+	for (size_t i = 0; i < sizeof(memcache_keys) / sizeof(memcache_keys[0]); i++) {
+		struct conf_key one[2] = {memcache_keys[i].k, {NULL, 0, 0, 0, 0, 0, NULL}};
+
+		if (strcmp(key, one[0].name) != 0)
+			continue;
+		if (conf_apply(one, sink, key, value, err, errlen))
+			return MMC_INVALID_PARAM;
+		log_warn("op=config key=%s value=\"%s\" note=\"ignored: %s\"", key, value, memcache_keys[i].memcache);
+		return 1;
+	}
+	return 0;
+}
+
 int meta_conf_set(struct meta_conf *c, const char *key, const char *value, char *err, size_t errlen)
 {
 	int rc;
@@ -90,7 +123,9 @@ int meta_conf_set(struct meta_conf *c, const char *key, const char *value, char 
 		return kvcm_conf_set(key, value, err, errlen);
 	if (conf_find(keys, key))
 		return conf_apply(keys, c, key, value, err, errlen);
-	rc = conf_apply_compat(CONF_SCOPE_SERVER, key, value, err, errlen);
+	rc = memcache_key(key, value, err, errlen);
+	if (rc == 0)
+		rc = conf_apply_compat(CONF_SCOPE_SERVER, key, value, err, errlen);
 	if (rc == 1 && strncmp(key, "ock.mmc.log_rotation_file_", 26) == 0)
 		c->log_rotation_set = true;
 	if (rc == 0) {

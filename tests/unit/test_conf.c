@@ -1,5 +1,7 @@
 /* Configuration: size parsing, the client's defaults and checks, config files, and the server's keys. */
 #include <criterion/criterion.h>
+#include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,7 +66,7 @@ static void bad_url(mmc_local_config *c)
 }
 static void bad_proto(mmc_local_config *c)
 {
-	strcpy(c->protocol, "device_sdma");
+	strcpy(c->protocol, "carrier_pigeon");
 }
 static void bad_level(mmc_local_config *c)
 {
@@ -379,5 +381,330 @@ Test(conf, secrets_come_from_a_key_or_a_file)
 	cr_assert_eq(meta_conf_resolve_secrets(&c, err, sizeof(err)), MMC_INVALID_PARAM, "an empty file");
 	cr_assert_eq(resolve_file("ock.mmc.tls.enable = true\n", &r, err), MMC_INVALID_PARAM);
 	cr_assert(strstr(err, "ock.mmc.tls.ca.path"), "a TLS store must be able to verify the server: %s", err);
+	unlink(path);
+}
+
+/* ---- MemCache's own files: every key they carry is understood (mapped, or accepted with one warning) ---- */
+
+static char warned[16384];
+
+static void keep_warnings(int level, const char *msg)
+{
+	size_t at = strlen(warned);
+
+	if (level >= MMC_LOG_WARN)
+		snprintf(warned + at, sizeof(warned) - at, "%s\n", msg);
+}
+
+/* How many warning lines name every one of the words (NULL-terminated). */
+static int warnings_naming(const char *word, ...)
+{
+	int n = 0;
+
+	for (char *line = warned, *end; *line; line = end + 1) {
+		va_list ap;
+		const char *w = word;
+		bool all = true;
+
+		end = strchr(line, '\n');
+		*end = '\0';
+		va_start(ap, word);
+		for (; w; w = va_arg(ap, const char *))
+			all = all && strstr(line, w);
+		va_end(ap);
+		*end = '\n';
+		n += all;
+	}
+	return n;
+}
+
+static int resolve_memcache_file(const char *text, struct client_conf *r, char *err)
+{
+	warned[0] = '\0';
+	mmc_set_log_handler(keep_warnings);
+	return resolve_file(text, r, err);
+}
+
+/* vLLM-Ascend's kv_pool.md @016a636, Scenario 2 step 3, as printed (<meta_service_ip> = 127.0.0.1): mmc_init failed
+ * with "unknown configuration key ubsio.disk.path", and vLLM-Ascend's `assert res == 0` fired. */
+static const char vllm_ascend_local_conf[] = "ock.mmc.meta_service_url = tcp://127.0.0.1:5000\n"
+                                             "ock.mmc.local_service.config_store_url = tcp://127.0.0.1:6000\n"
+                                             "ock.mmc.log_level = info\n"
+                                             "ock.mmc.local_service.world_size = 256\n"
+                                             "ock.mmc.local_service.protocol = device_sdma\n"
+                                             "ock.mmc.local_service.dram.size = 1GB\n"
+                                             "ock.mmc.local_service.max.dram.size = 1024GB\n"
+                                             "# SSD feature related parameters below\n"
+                                             "ock.mmc.local_service.storage.enabled = false\n"
+                                             "ubsio.disk.path = /dev/nvmexn1:/dev/nvmexn2p1:/dev/loopX\n"
+                                             "ubsio.mem.size_in_gb = 10\n"
+                                             "ubsio.standalone.device_count = 8\n"
+                                             "ubsio.standalone.force_new_disk = true\n";
+
+Test(conf, vllm_ascend_guide_local_conf_loads)
+{
+	struct client_conf r;
+	char err[256];
+
+	cr_assert_eq(resolve_memcache_file(vllm_ascend_local_conf, &r, err), 0, "%s", err);
+	mmc_set_log_handler(NULL);
+	cr_assert_str_eq(r.c.protocol, "auto", "device_sdma: mmc's best provider");
+	cr_assert_eq(r.c.dram_size, 1ull << 30);
+	cr_assert_eq(r.c.max_dram_size, 1024ull << 30);
+	cr_assert_str_eq(r.c.ssd_path, "", "storage.enabled = false: no SSD tier");
+	cr_assert_eq(warnings_naming("device_sdma", "auto", NULL), 1, "%s", warned);
+	cr_assert_eq(warnings_naming("ubsio.mem.size_in_gb", "10", NULL), 1, "%s", warned);
+	cr_assert_eq(warnings_naming("ubsio.disk.path", NULL), 0, "storage is off: nothing to say\n%s", warned);
+}
+
+/* The same guide, step 8: the standalone MemCache process's file, as printed (SSD on, three disks) */
+Test(conf, vllm_ascend_guide_ssd_files_load)
+{
+	static const char standalone[] = "ock.mmc.meta_service_url = tcp://127.0.0.1:5000\n"
+	                                 "ock.mmc.local_service.config_store_url = tcp://127.0.0.1:6000\n"
+	                                 "ock.mmc.log_level = info\n"
+	                                 "ock.mmc.local_service.world_size = 256\n"
+	                                 "ock.mmc.local_service.protocol = device_sdma\n"
+	                                 "ock.mmc.local_service.dram.size = 600GB\n"
+	                                 "ock.mmc.local_service.max.dram.size = 1024GB\n"
+	                                 "# SSD feature related parameters below\n"
+	                                 "ock.mmc.local_service.storage.enabled = true\n"
+	                                 "ubsio.disk.path = /dev/nvmexn1:/dev/nvmexn2p1:/dev/loopX\n"
+	                                 "ubsio.mem.size_in_gb = 50\n"
+	                                 "ubsio.standalone.device_count = 1\n"
+	                                 "ubsio.standalone.force_new_disk = true\n";
+	static const char engine[] = "ock.mmc.meta_service_url = tcp://127.0.0.1:5000\n"
+	                             "ock.mmc.local_service.config_store_url = tcp://127.0.0.1:6000\n"
+	                             "ock.mmc.log_level = info\n"
+	                             "ock.mmc.local_service.world_size = 256\n"
+	                             "ock.mmc.local_service.protocol = device_sdma\n"
+	                             "ock.mmc.local_service.dram.size = 0GB\n"
+	                             "ock.mmc.local_service.max.dram.size = 1024GB\n";
+	struct client_conf r;
+	char err[256];
+
+	cr_assert_eq(resolve_memcache_file(standalone, &r, err), 0, "%s", err);
+	cr_assert_eq(r.c.dram_size, 600ull << 30);
+	cr_assert_str_eq(r.c.ssd_path, "", "three disks are not one SSD tier");
+	cr_assert_eq(warnings_naming("ubsio.disk.path", "/dev/nvmexn1:/dev/nvmexn2p1:/dev/loopX", "share", NULL), 1,
+	             "%s", warned);
+	cr_assert_eq(warnings_naming("ubsio.mem.size_in_gb", "50", NULL), 1, "%s", warned);
+	cr_assert_eq(resolve_memcache_file(engine, &r, err), 0, "%s", err);
+	mmc_set_log_handler(NULL);
+	cr_assert_eq(r.c.dram_size, 0);
+}
+
+static void temp_disk(char *path, size_t bytes)
+{
+	int fd = mkstemp(path);
+
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(ftruncate(fd, (off_t)bytes), 0);
+	close(fd);
+}
+
+/* One disk for one local service: the disk is the SSD tier, whole unless storage.size says how much */
+Test(conf, memcache_ssd_is_the_ssd_tier)
+{
+	char disk[] = "/tmp/mmc-disk-XXXXXX", text[1024], err[256];
+	struct client_conf r;
+
+	temp_disk(disk, 1u << 20);
+	snprintf(text, sizeof(text),
+	         "ock.mmc.local_service.storage.enabled = true\nubsio.disk.path = %s\n"
+	         "ubsio.standalone.device_count = 1\nubsio.standalone.force_new_disk = true\n",
+	         disk);
+	cr_assert_eq(resolve_memcache_file(text, &r, err), 0, "%s", err);
+	cr_assert_str_eq(r.c.ssd_path, disk);
+	cr_assert_eq(r.c.ssd_size, 1u << 20, "the whole disk");
+	cr_assert_eq(warnings_naming("ubsio.standalone.force_new_disk", "wipe", NULL), 1, "%s", warned);
+
+	snprintf(text, sizeof(text),
+	         "ubsio.disk.path = %s\nock.mmc.local_service.storage.size = 64KB\n"
+	         "ock.mmc.local_service.storage.enabled = true\n",
+	         disk);
+	cr_assert_eq(resolve_memcache_file(text, &r, err), 0, "%s", err);
+	cr_assert_str_eq(r.c.ssd_path, disk, "the order of the keys does not matter");
+	cr_assert_eq(r.c.ssd_size, 64u << 10);
+
+	/* shared by eight local services: UBS IO's split, which mmc's tier is not */
+	snprintf(
+	    text, sizeof(text),
+	    "ock.mmc.local_service.storage.enabled = true\nubsio.disk.path = %s\nubsio.standalone.device_count = 8\n",
+	    disk);
+	cr_assert_eq(resolve_memcache_file(text, &r, err), 0, "%s", err);
+	cr_assert_str_eq(r.c.ssd_path, "");
+	cr_assert_eq(warnings_naming("ubsio.disk.path", "8 local services", NULL), 1, "%s", warned);
+
+	/* mmc's own key wins */
+	snprintf(text, sizeof(text),
+	         "ock.mmc.local_service.storage.enabled = true\nubsio.disk.path = /dev/null\n"
+	         "ock.mmc.local_service.ssd.path = %s\nock.mmc.local_service.ssd.size = 8KB\n",
+	         disk);
+	cr_assert_eq(resolve_memcache_file(text, &r, err), 0, "%s", err);
+	cr_assert_str_eq(r.c.ssd_path, disk);
+	cr_assert_eq(warnings_naming("ubsio.disk.path", "ssd.path", NULL), 1, "%s", warned);
+
+	unlink(disk);
+	snprintf(text, sizeof(text), "ock.mmc.local_service.storage.enabled = true\nubsio.disk.path = %s\n", disk);
+	cr_assert_eq(resolve_memcache_file(text, &r, err), MMC_INVALID_PARAM, "a disk that is not there");
+	cr_assert(strstr(err, "ubsio.disk.path") && strstr(err, disk), "%s", err);
+	mmc_set_log_handler(NULL);
+}
+
+/* MemCache's keys are checked like mmc's; unknown ock.mmc.* keys stay errors */
+Test(conf, memcache_keys_are_checked)
+{
+	struct client_conf r;
+	char err[256];
+
+	cr_assert_eq(resolve_memcache_file("ubsio.standalone.device_count = 17\n", &r, err), MMC_INVALID_PARAM);
+	cr_assert(strstr(err, "ubsio.standalone.device_count"), "%s", err);
+	cr_assert_eq(resolve_memcache_file("ock.mmc.local_service.storage.enabled = maybe\n", &r, err),
+	             MMC_INVALID_PARAM);
+	cr_assert_eq(resolve_memcache_file("ubsio.mem.size_in_gb = 4000\n", &r, err), MMC_INVALID_PARAM);
+	cr_assert_eq(resolve_memcache_file("ubsio.wcache.evict_water_level = 85\n", &r, err), 0, "%s", err);
+	cr_assert_eq(warnings_naming("ubsio.wcache.evict_water_level", "UBS IO", NULL), 1, "%s", warned);
+	cr_assert_eq(resolve_memcache_file("ock.mmc.local_service.storge.enabled = true\n", &r, err), MMC_INVALID_PARAM,
+	             "a typo in an ock.mmc key is still an error");
+	cr_assert(strstr(err, "unknown configuration key"), "%s", err);
+	mmc_set_log_handler(NULL);
+}
+
+/* SGLang's guide sets protocol "device_sdma" through LocalConfig, the struct: the same rule as the file */
+static void memcache_proto(mmc_local_config *c)
+{
+	strcpy(c->protocol, "device_sdma");
+}
+
+Test(conf, memcache_protocols_are_mmc_providers)
+{
+	static const char *const names[] = {"device_sdma", "device_rdma", "device_urma", "device_uboe", "host_urma"};
+	struct client_conf r;
+	char err[256], text[128];
+
+	warned[0] = '\0';
+	mmc_set_log_handler(keep_warnings);
+	cr_assert_eq(resolve_with(memcache_proto, err), 0, "%s", err);
+	cr_assert_eq(warnings_naming("device_sdma", NULL), 1, "%s", warned);
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		snprintf(text, sizeof(text), "ock.mmc.local_service.protocol = %s\n", names[i]);
+		cr_assert_eq(resolve_memcache_file(text, &r, err), 0, "%s: %s", names[i], err);
+		cr_assert_str_eq(r.c.protocol, "auto");
+		cr_assert_eq(warnings_naming(names[i], "MemCache", NULL), 1, "%s", warned);
+	}
+	mmc_set_log_handler(NULL);
+}
+
+/* MemCache's repository, config/mmc-local.conf (Ascend/memcache @0eeb5ad, etru-177/memcache @0e4320d): their keys
+ * and values, comments left out */
+Test(conf, memcache_repo_local_conf_loads)
+{
+	static const char ascend[] =
+	    "ock.mmc.meta_service_url = tcp://127.0.0.1:5000\n"
+	    "ock.mmc.log_level = info\n"
+	    "ock.mmc.tls.enable = true\n"
+	    "ock.mmc.tls.ca.path = /opt/ock/security/certs/ca.cert.pem\n"
+	    "ock.mmc.tls.ca.crl.path = /opt/ock/security/certs/ca.crl.pem\n"
+	    "ock.mmc.tls.cert.path = /opt/ock/security/certs/client.cert.pem\n"
+	    "ock.mmc.tls.key.path = /opt/ock/security/certs/client.private.key.pem\n"
+	    "ock.mmc.tls.key.pass.path = /opt/ock/security/certs/client.passphrase\n"
+	    "ock.mmc.tls.package.path = /opt/ock/security/libs/\n"
+	    "ock.mmc.tls.decrypter.path =\n"
+	    "ock.mmc.local_service.world_size = 16\n"
+	    "ock.mmc.local_service.config_store_url = tcp://127.0.0.1:6000\n"
+	    "ock.mmc.config_store.tls.enable = true\n"
+	    "ock.mmc.config_store.tls.ca.path = /opt/ock/security/certs/ca.cert.pem\n"
+	    "ock.mmc.config_store.tls.ca.crl.path = /opt/ock/security/certs/ca.crl.pem\n"
+	    "ock.mmc.config_store.tls.cert.path = /opt/ock/security/certs/client.cert.pem\n"
+	    "ock.mmc.config_store.tls.key.path = /opt/ock/security/certs/client.private.key.pem\n"
+	    "ock.mmc.config_store.tls.key.pass.path = /opt/ock/security/certs/client.passphrase\n"
+	    "ock.mmc.config_store.tls.package.path = /opt/ock/security/libs/\n"
+	    "ock.mmc.config_store.tls.decrypter.path =\n"
+	    "ock.mmc.local_service.protocol = host_rdma\n"
+	    "ock.mmc.local_service.dram.size = 128MB\n"
+	    "ock.mmc.local_service.hbm.size = 0\n"
+	    "ock.mmc.local_service.hcom_url = tcp://127.0.0.1:7000\n"
+	    "ock.mmc.local_service.hcom.tls.enable = true\n"
+	    "ock.mmc.local_service.hcom.tls.ca.path = /opt/ock/security/certs/ca.cert.pem\n"
+	    "ock.mmc.local_service.hcom.tls.ca.crl.path = /opt/ock/security/certs/ca.crl.pem\n"
+	    "ock.mmc.local_service.hcom.tls.cert.path = /opt/ock/security/certs/client.cert.pem\n"
+	    "ock.mmc.local_service.hcom.tls.key.path = "
+	    "/opt/ock/security/certs/client.private.key.pem\n"
+	    "ock.mmc.local_service.hcom.tls.key.pass.path = "
+	    "/opt/ock/security/certs/client.passphrase\n"
+	    "ock.mmc.local_service.hcom.tls.decrypter.path =\n"
+	    "ock.mmc.client.retry_milliseconds = 0\n"
+	    "ock.mmc.client.timeout.seconds = 60\n"
+	    "ock.mmc.client.read_thread_pool.size = 32\n"
+	    "ock.mmc.client.aggregate.io = false\n"
+	    "ock.mmc.client.write_thread_pool.size = 4\n";
+	static const char gva[] = "ock.mmc.meta_service_url = tcp://127.0.0.1:5000\n"
+	                          "ock.mmc.local_service.config_store_url = tcp://127.0.0.1:6000\n"
+	                          "ock.mmc.log_level = info\n"
+	                          "ock.mmc.local_service.world_size = 256\n"
+	                          "ock.mmc.local_service.protocol = host_rdma\n"
+	                          "ock.mmc.local_service.dram.size = 1GB\n"
+	                          "ock.mmc.local_service.storage.size = 0\n";
+	struct client_conf r;
+	char err[256];
+
+	cr_assert_eq(resolve_memcache_file(ascend, &r, err), 0, "%s", err);
+	cr_assert(r.tls.enable, "TLS on the meta connection is mmc's own");
+	cr_assert_eq(resolve_memcache_file(gva, &r, err), 0, "%s", err);
+	cr_assert_eq(r.c.ssd_size, 0);
+	mmc_set_log_handler(NULL);
+}
+
+/* The meta server's files: vLLM-Ascend's guide (as printed, <meta_service_ip> = 127.0.0.1) and MemCache's
+ * repository (Ascend/memcache @d2e2caf, etru-177/memcache @2949a2a; keys and values, comments left out) */
+Test(conf, memcache_meta_confs_load)
+{
+	static const char *const files[] = {
+	    "ock.mmc.meta_service_url = tcp://127.0.0.1:5000\n"
+	    "ock.mmc.meta_service.config_store_url = tcp://127.0.0.1:6000\n"
+	    "ock.mmc.meta_service.metrics_url = http://127.0.0.1:8000\n"
+	    "ock.mmc.log_level = info\n"
+	    "ock.mmc.evict_threshold_high = 70\n"
+	    "ock.mmc.evict_threshold_low = 60\n",
+	    "ock.mmc.meta_service_url = tcp://127.0.0.1:5000\n"
+	    "ock.mmc.meta.ha.enable = false\n"
+	    "ock.mmc.log_level = info\n"
+	    "ock.mmc.log_path = .\n"
+	    "ock.mmc.log_rotation_file_size = 20\n"
+	    "ock.mmc.log_rotation_file_count = 50\n"
+	    "ock.mmc.evict_threshold_high = 70\n"
+	    "ock.mmc.evict_threshold_low = 60\n"
+	    "ock.mmc.tls.enable = true\n"
+	    "ock.mmc.tls.top.path = /opt/ock/security/\n"
+	    "ock.mmc.tls.ca.path = certs/ca.cert.pem\n"
+	    "ock.mmc.tls.ca.crl.path = certs/ca.crl.pem\n"
+	    "ock.mmc.tls.cert.path = certs/server.cert.pem\n"
+	    "ock.mmc.tls.key.path = certs/server.private.key.pem\n"
+	    "ock.mmc.tls.key.pass.path = certs/server.passphrase\n"
+	    "ock.mmc.tls.package.path = /opt/ock/security/libs/\n",
+	    "ock.mmc.meta_service_url = tcp://127.0.0.1:5000\n"
+	    "ock.mmc.meta_service.config_store_url = tcp://127.0.0.1:6000\n"
+	    "ock.mmc.meta_service.metrics_url = http://127.0.0.1:8000\n"
+	    "ock.mmc.log_level = info\n"
+	    "ock.mmc.log_output_target = file\n",
+	};
+	char path[] = "/tmp/mmc-conf-XXXXXX", err[256];
+	struct meta_conf c;
+	int fd = mkstemp(path);
+
+	cr_assert_geq(fd, 0);
+	close(fd);
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		write_file(path, files[i]);
+		meta_conf_defaults(&c);
+		cr_assert_eq(meta_conf_load(&c, path, err, sizeof(err)), 0, "file %zu: %s", i, err);
+		cr_assert_eq(meta_conf_check(&c, err, sizeof(err)), 0, "file %zu: %s", i, err);
+	}
+	cr_assert_eq(c.evict_high, 90, "the last file leaves the thresholds alone");
+	meta_conf_defaults(&c);
+	cr_assert_eq(meta_conf_set(&c, "ock.mmc.log_output_target", "nowhere", err, sizeof(err)), MMC_INVALID_PARAM);
+	cr_assert(strstr(err, "ock.mmc.log_output_target"), "%s", err);
+	cr_assert_eq(meta_conf_set(&c, "ock.mmc.tls.bottom.path", "/x", err, sizeof(err)), MMC_INVALID_PARAM);
 	unlink(path);
 }
