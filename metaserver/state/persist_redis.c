@@ -1,9 +1,10 @@
 /*
  * The Redis store: a table is the hash "<prefix>t:<name>" (field = key, value = record); a batch is one pipelined
  * MULTI, HSET/HDEL per write, EXEC (then WAIT for replicas, if asked), so Redis applies all of it or none and
- * acknowledges it once, after its own appendfsync. With a fence key, WATCH and GET of that key come first: a commit
- * from a node that lost the lock fails at EXEC. The connection is the writer thread's; when it breaks the batch is
- * retried once on a fresh one (a batch of whole-value puts and deletes applies twice to the same result, and no
+ * acknowledges it once, after its own appendfsync. With a fence key the batch is one script instead that writes
+ * only while that key holds this server's value (fenced_lua): a commit from a node that lost the lock fails, one
+ * whose lease was merely renewed meanwhile does not. The connection is the writer thread's; when it breaks the batch
+ * is retried once on a fresh one (a batch of whole-value puts and deletes applies twice to the same result, and no
  * later batch has flown), then batches fail fast while reconnects back off.
  */
 #include <hiredis/hiredis.h>
@@ -188,36 +189,66 @@ static void append_op(struct redis_store *s, const struct persist_op *op)
 
 enum outcome { DONE, FAILED, BROKEN }; /* BROKEN: the connection broke, the batch may be retried */
 
-/* WATCH + GET of the fence key; FAILED when another value (or none) holds it. */
-static enum outcome check_fence(struct redis_store *s, const char *key, const char *want, char *err, size_t errlen)
-{
-	const char *watch[2] = {"WATCH", key}, *get[2] = {"GET", key}, *unwatch[1] = {"UNWATCH"};
-	redisReply *w, *g;
-	bool held;
+/*
+ * A fenced batch, as one script (atomic at Redis like MULTI/EXEC): it writes only while the lock key holds this
+ * server's value. KEYS: each write's table, then the lock key; ARGV: the value, then per write its kind ('d': HDEL),
+ * field and value. It compares the value, not whether the key changed: the leader's own lease renewals (PEXPIRE,
+ * every loop interval) touch the key, and a WATCH on it failed commits of a healthy leader.
+ */
+static const char fenced_lua[] =
+    "if redis.call('get', KEYS[#KEYS]) ~= ARGV[1] then return redis.error_reply('FENCED') end "
+    "for i = 1, #KEYS - 1 do "
+    "if ARGV[3 * i - 1] == 'd' then redis.call('hdel', KEYS[i], ARGV[3 * i]) "
+    "else redis.call('hset', KEYS[i], ARGV[3 * i], ARGV[3 * i + 1]) end end "
+    "return #KEYS - 1";
 
-	redisAppendCommandArgv(s->c, 2, watch, NULL);
-	redisAppendCommandArgv(s->c, 2, get, NULL);
-	if (!next_reply(s, &w, err, errlen))
-		return BROKEN;
-	freeReplyObject(w);
-	if (!next_reply(s, &g, err, errlen))
-		return BROKEN;
-	held = g->type == REDIS_REPLY_STRING && strlen(want) == g->len && memcmp(g->str, want, g->len) == 0;
-	freeReplyObject(g);
-	if (held)
-		return DONE;
-	snprintf(err, errlen, "fenced: lock key \"%s\" no longer holds this server's value", key);
-	if ((g = command(s, 1, unwatch, err, errlen)))
-		freeReplyObject(g);
-	return FAILED;
+/* The argument vector of one command, for hiredis. */
+struct args {
+	const char **v;
+	size_t *len;
+};
+
+static void arg_set(struct args *x, size_t i, const void *p, size_t n)
+{
+	x->v[i] = p;
+	x->len[i] = n;
 }
 
-/* EXEC's reply: nil when the WATCHed lock key changed; an array with an error in it when a write failed inside the
- * transaction (a key of the wrong type: Redis applied the others, so the batch is not durable as a whole). */
+/* Queues the fenced batch's EVAL; false when out of memory. */
+static bool append_fenced(struct redis_store *s, const struct persist_ops *ops, const char *key, const char *want)
+{
+	size_t n = 5 + 4 * ops->nops, k = 3, a = 4 + ops->nops, off = 0; /* k: the next of KEYS, a: of ARGV */
+	struct args x = {malloc(n * sizeof(*x.v)), malloc(n * sizeof(*x.len))};
+	bool ok = x.v && x.len;
+	char nkeys[24];
+	struct persist_op op;
+
+	if (ok) {
+		snprintf(nkeys, sizeof(nkeys), "%zu", ops->nops + 1);
+		arg_set(&x, 0, "EVAL", 4);
+		arg_set(&x, 1, fenced_lua, sizeof(fenced_lua) - 1);
+		arg_set(&x, 2, nkeys, strlen(nkeys));
+		arg_set(&x, a++, want, strlen(want));
+		while (persist_op_next(ops, &off, &op)) {
+			arg_set(&x, k++, s->tkey[op.table], strlen(s->tkey[op.table]));
+			arg_set(&x, a++, op.del ? "d" : "h", 1);
+			arg_set(&x, a++, op.key, op.klen);
+			arg_set(&x, a++, op.del ? "" : op.val, op.vlen);
+		}
+		arg_set(&x, k, key, strlen(key));
+		redisAppendCommandArgv(s->c, (int)n, x.v, x.len);
+	}
+	free(x.v);
+	free(x.len);
+	return ok;
+}
+
+/* EXEC's reply: an array with an error in it when a write failed inside the transaction (a key of the wrong type:
+ * Redis applied the others, so the batch is not durable as a whole). */
 static enum outcome exec_outcome(const redisReply *r, char *err, size_t errlen)
 {
 	if (r->type != REDIS_REPLY_ARRAY) {
-		snprintf(err, errlen, "fenced: the lock key changed before EXEC");
+		snprintf(err, errlen, "EXEC: the transaction was aborted");
 		return FAILED;
 	}
 	for (size_t i = 0; i < r->elements; i++) {
@@ -229,23 +260,33 @@ static enum outcome exec_outcome(const redisReply *r, char *err, size_t errlen)
 	return DONE;
 }
 
-/* Reads MULTI's, each QUEUED, EXEC's and WAIT's replies: every one, even after an error, to keep the pipeline in
- * step. */
-static enum outcome read_exec(struct redis_store *s, size_t nops, char *err, size_t errlen)
+/* A script's refusal: the lock moved to another holder (or expired). */
+static void error_text(const redisReply *r, const char *fence_key, char *err, size_t errlen)
+{
+	if (strcmp(r->str, "FENCED") == 0)
+		snprintf(err, errlen, "fenced: lock key \"%s\" no longer holds this server's value", fence_key);
+	else
+		snprintf(err, errlen, "%s", r->str);
+}
+
+/* Reads the batch's replies (MULTI's, each QUEUED, EXEC's; or the fenced script's) and WAIT's: every one, even
+ * after an error, to keep the pipeline in step. result_at: the index of EXEC's or the script's reply. */
+static enum outcome read_commit(struct redis_store *s, size_t result_at, const char *fence_key, char *err,
+                                size_t errlen)
 {
 	enum outcome out = DONE;
-	size_t n = nops + 2 + (s->wait_replicas ? 1 : 0);
+	size_t n = result_at + 1 + (s->wait_replicas ? 1 : 0);
 	redisReply *r;
 
 	for (size_t i = 0; i < n; i++) {
 		if (!next_reply(s, &r, err, errlen))
 			return BROKEN;
 		if (out == DONE && r->type == REDIS_REPLY_ERROR) {
-			snprintf(err, errlen, "%s", r->str);
+			error_text(r, fence_key, err, errlen);
 			out = FAILED;
-		} else if (out == DONE && i == nops + 1) {
+		} else if (out == DONE && i == result_at && !fence_key[0]) {
 			out = exec_outcome(r, err, errlen);
-		} else if (out == DONE && i == nops + 2 &&
+		} else if (out == DONE && i == result_at + 1 &&
 		           (r->type != REDIS_REPLY_INTEGER || r->integer < (long long)s->wait_replicas)) {
 			snprintf(err, errlen, "WAIT: %lld of %u replicas acknowledged", r->integer, s->wait_replicas);
 			out = FAILED;
@@ -261,24 +302,27 @@ static enum outcome commit_once(struct redis_store *s, const struct persist_ops 
 	const char *multi[1] = {"MULTI"}, *exec[1] = {"EXEC"}, *wait[3] = {"WAIT", waitn, waitms};
 	struct persist_op op;
 	size_t off = 0;
-	enum outcome out;
 
 	pthread_mutex_lock(&s->mu);
 	memcpy(key, s->fence_key, sizeof(key));
 	memcpy(want, s->fence_val, sizeof(want));
 	pthread_mutex_unlock(&s->mu);
-	if (key[0] && (out = check_fence(s, key, want, err, errlen)) != DONE)
-		return out;
-	redisAppendCommandArgv(s->c, 1, multi, NULL);
-	while (persist_op_next(ops, &off, &op))
-		append_op(s, &op);
-	redisAppendCommandArgv(s->c, 1, exec, NULL);
+	if (key[0] && !append_fenced(s, ops, key, want)) {
+		snprintf(err, errlen, "out of memory");
+		return FAILED;
+	}
+	if (!key[0]) {
+		redisAppendCommandArgv(s->c, 1, multi, NULL);
+		while (persist_op_next(ops, &off, &op))
+			append_op(s, &op);
+		redisAppendCommandArgv(s->c, 1, exec, NULL);
+	}
 	if (s->wait_replicas) {
 		snprintf(waitn, sizeof(waitn), "%u", s->wait_replicas);
 		snprintf(waitms, sizeof(waitms), "%u", s->wait_timeout_ms);
 		redisAppendCommandArgv(s->c, 3, wait, NULL);
 	}
-	return read_exec(s, ops->nops, err, errlen);
+	return read_commit(s, key[0] ? 0 : ops->nops + 1, key, err, errlen);
 }
 
 /* A commit Redis answered but refused (fenced, WAIT short of replicas, a write refused): the same cause tends to

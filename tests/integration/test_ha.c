@@ -697,6 +697,37 @@ Test(ha, a_paused_leader_on_the_redis_store_acknowledges_no_late_commit)
 	redis_proc_cleanup(&redis);
 }
 
+/* The leader renews its lease (PEXPIRE of the lock key) every 10 ms while it commits puts to the same Redis: no put
+ * may fail. Each commit WATCHed the lock key, so a renewal between WATCH and EXEC failed a healthy leader's commit
+ * with MMC_META_BACKUP_ERROR ("fenced: the lock key changed before EXEC"). */
+Test(ha, lease_renewals_on_the_redis_store_fail_no_commit)
+{
+	char store[400];
+	const char *extra[] = {store, "kvcm.leader_elector.loop_interval_ms=10", NULL};
+	static char buf[4096];
+	int leader, failed = 0;
+	mmc_store *st;
+
+	start_redis();
+	snprintf(store, sizeof(store), "ock.mmc.meta.store_uri=%s", cl.lock_uri);
+	leader = start_and_elect(1, extra);
+	cr_assert(metaserver_log_has(&cl.s[leader], "loop_interval_ms=10"), "the lease is not renewed that often");
+	st = ha_store(true);
+	for (int i = 0; i < 2000; i++) {
+		char key[32];
+		int rc;
+
+		snprintf(key, sizeof(key), "ha/renew/%d", i);
+		rc = mmc_put_from(st, key, buf, sizeof(buf), MMC_COPY_H2G, NULL);
+		if (rc && failed++ == 0)
+			cr_log_warn("put %s: %d", key, rc);
+	}
+	cr_expect_eq(failed, 0, "%d of 2000 puts failed on a healthy leader", failed);
+	cr_expect(!metaserver_log_has(&cl.s[leader], "fenced"), "a commit was fenced");
+	mmc_destroy(st);
+	redis_proc_cleanup(&redis);
+}
+
 /* With the cluster secret, a standby answers the hello with its redirect before any challenge; the store follows it
  * without the standby's proof, and the leader it names must still prove the secret. */
 /* Servers on an IPv6 address name the leader with brackets, so that libmmc and HTTP clients can parse it. */
