@@ -32,6 +32,10 @@ struct soak_opts {
 	double key_factor;     /* bytes of distinct keys / bytes of all pools */
 	uint64_t seed;
 	unsigned evict_high, evict_low; /* the server's eviction thresholds, %; 0: its defaults */
+	int stalls;                     /* times a worker is SIGSTOPped for stall_ms, then SIGCONTinued */
+	unsigned stall_ms;
+	unsigned rma_timeout_ms; /* the workers' ock.mmc.client.rma_timeout_ms */
+	bool plain_buffers;      /* odd threads leave their buffers unregistered (even ones register theirs) */
 	char protocol[16];              /* "host_tcp" or "host_shm" */
 	const char *metaserver;
 	bool verbose;

@@ -44,7 +44,8 @@ static void usage(FILE *f)
 	fprintf(f, "usage: mmc-soak [--seconds N] [--procs N] [--threads N] [--pool-mb N] [--protocol tcp|shm]\n"
 	           "                [--min-size BYTES] [--max-size BYTES] [--key-factor F] [--seed N]\n"
 	           "                [--kill-worker-at S (negative: never)] [--meta-kills N] [--metaserver PATH]\n"
-	           "                [--evict HIGH,LOW] [--verbose]\n"
+	           "                [--evict HIGH,LOW] [--stalls N] [--stall-ms MS] [--rma-timeout-ms MS]\n"
+	           "                [--plain-buffers] [--verbose]\n"
 	           "Sizes take K, M or G suffixes. See docs/testing.md.\n");
 }
 
@@ -87,6 +88,8 @@ static void defaults(struct soak_opts *o)
 	    .max_size = 4 * MIB,
 	    .kill_worker_at = NAN,
 	    .key_factor = 8,
+	    .stall_ms = 2500,
+	    .rma_timeout_ms = 5000,
 	    .seed = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 20),
 	};
 	set_protocol(o, proto && *proto ? proto : "tcp");
@@ -138,6 +141,18 @@ static int parse_opt(struct soak_opts *o, int c, const char *arg)
 	case 'v':
 		o->verbose = true;
 		break;
+	case 'T':
+		o->stalls = atoi(arg);
+		break;
+	case 'L':
+		o->stall_ms = (unsigned)atoi(arg);
+		break;
+	case 'R':
+		o->rma_timeout_ms = (unsigned)atoi(arg);
+		break;
+	case 'B':
+		o->plain_buffers = true;
+		break;
 	case 'h':
 		usage(stdout);
 		exit(0);
@@ -151,6 +166,7 @@ static int check_opts(struct soak_opts *o)
 {
 	if (o->seconds < 1 || o->procs < 1 || o->procs > SOAK_MAX_PROCS || o->threads < 1 ||
 	    o->threads > SOAK_MAX_THREADS || o->pool_bytes < 4 * MIB || o->meta_kills < 0 || o->key_factor <= 0 ||
+	    o->stalls < 0 || o->rma_timeout_ms < 100 ||
 	    (strcmp(o->protocol, "host_tcp") && strcmp(o->protocol, "host_shm"))) {
 		fprintf(stderr, "mmc-soak: bad option value (procs 1..%d, threads 1..%d, pool >= 4 MiB, tcp|shm)\n",
 		        SOAK_MAX_PROCS, SOAK_MAX_THREADS);
@@ -183,6 +199,8 @@ static int parse_args(struct soak_opts *o, int argc, char **argv)
 	    {"seed", 1, NULL, 'S'},       {"kill-worker-at", 1, NULL, 'w'},
 	    {"meta-kills", 1, NULL, 'k'}, {"metaserver", 1, NULL, 'x'},
 	    {"evict", 1, NULL, 'e'},      {"verbose", 0, NULL, 'v'},
+	    {"stalls", 1, NULL, 'T'},     {"stall-ms", 1, NULL, 'L'},
+	    {"rma-timeout-ms", 1, NULL, 'R'}, {"plain-buffers", 0, NULL, 'B'},
 	    {"help", 0, NULL, 'h'},       {NULL, 0, NULL, 0},
 	};
 	int c;
@@ -359,6 +377,41 @@ static int meta_kill(struct parent *P, int i)
 	return 0;
 }
 
+/*
+ * One stall: a live worker other than the one to be killed is stopped (SIGSTOP: every thread, the fabric progress
+ * thread too, while its kernel still takes the requests sent to it) for stall_ms, longer than the others'
+ * rma_timeout_ms, so their reads and writes against its pool are given up; then it runs again and answers the
+ * requests it holds. Nothing of a given-up read may land in a caller's buffer afterwards (the readers reuse theirs),
+ * and nothing of a given-up write in space given to another key: the checks of every later read count either as
+ * corrupt.
+ */
+static void stall_worker(struct parent *P, int i)
+{
+	int victim = (int)(P->run.opts.seed % (uint64_t)P->run.opts.procs), p = -1;
+
+	for (int k = 0; k < P->run.opts.procs && p < 0; k++) {
+		int c = (int)((parent_rand(P) + (uint64_t)k) % (uint64_t)P->run.opts.procs);
+
+		if (P->alive[c] && (c != victim || P->run.opts.kill_worker_at < 0 || P->run.opts.procs == 1))
+			p = c;
+	}
+	if (p < 0)
+		return;
+	kill(P->pid[p], SIGSTOP);
+	printf("soak: %.2f s: SIGSTOP worker %d for %u ms (stall %d)\n", elapsed(P), p, P->run.opts.stall_ms, i + 1);
+	sleep_ms(P->run.opts.stall_ms);
+	kill(P->pid[p], SIGCONT);
+}
+
+/* Stall times spread over the run, offset from the meta kills by half a gap. */
+static double stall_at(const struct parent *P, int i)
+{
+	const struct soak_opts *o = &P->run.opts;
+	double gap = (double)o->seconds / (o->stalls + 1);
+
+	return gap * (i + 1) - gap / 4;
+}
+
 /* Meta kill times spread over the run with some jitter, none within WORKER_GAP_S of the worker kill. */
 static double meta_kill_at(struct parent *P, int i)
 {
@@ -398,12 +451,13 @@ static int run_schedule(struct parent *P)
 {
 	const struct soak_opts *o = &P->run.opts;
 	bool worker_done = o->kill_worker_at < 0;
-	int k = 0;
+	int k = 0, st = 0;
 	double next = o->meta_kills ? meta_kill_at(P, 0) : INFINITY;
 
 	while (elapsed(P) < o->seconds) {
 		double w = worker_done ? INFINITY : o->kill_worker_at;
-		double at = fmin(fmin(w, next), o->seconds);
+		double s = st < o->stalls ? stall_at(P, st) : INFINITY;
+		double at = fmin(fmin(fmin(w, next), s), o->seconds);
 
 		wait_until(P, at);
 		if (at >= o->seconds || interrupted)
@@ -411,6 +465,10 @@ static int run_schedule(struct parent *P)
 		if (at == w) {
 			kill_worker(P);
 			worker_done = true;
+			continue;
+		}
+		if (at == s) {
+			stall_worker(P, st++);
 			continue;
 		}
 		if (meta_kill(P, k))
@@ -459,12 +517,16 @@ static void print_run(const struct parent *P)
 	const struct soak_opts *o = &P->run.opts;
 	const struct soak_keys *k = &P->run.keys;
 
+	const char *hp = getenv("MMC_HOST_PATH");
+
 	printf("soak: seed=%" PRIu64 " seconds=%d procs=%d threads=%d pool=%" PRIu64 " MiB protocol=%s "
 	       "sizes=%" PRIu64 "..%" PRIu64
 	       " keys=%u per thread + %u shared, meta kills=%d, worker kill at %s%.1f s\n",
 	       o->seed, o->seconds, o->procs, o->threads, o->pool_bytes / MIB, o->protocol, o->min_size, o->max_size,
 	       k->per_writer, k->shared, o->meta_kills, o->kill_worker_at < 0 ? "never " : "",
 	       o->kill_worker_at < 0 ? 0.0 : o->kill_worker_at);
+	printf("soak: stalls=%d of %u ms, rma_timeout_ms=%u, host path %s, buffers %s\n", o->stalls, o->stall_ms,
+	       o->rma_timeout_ms, hp && *hp ? hp : "on", o->plain_buffers ? "registered and plain" : "registered");
 	printf("soak: meta server %s, data in %s\n", P->sv.m.url, P->sv.m.dir);
 }
 

@@ -36,7 +36,7 @@ static mmc_store *open_store(const struct soak_run *run, int *rc)
 	c.dram_size = run->opts.pool_bytes;
 	c.retry_ms = 20000; /* ride out the meta server restarts */
 	c.heartbeat_ms = 200;
-	c.rma_timeout_ms = 5000; /* reads from the killed worker's pool fail instead of hanging */
+	c.rma_timeout_ms = run->opts.rma_timeout_ms; /* reads from a killed or stopped worker's pool give up */
 	*rc = s ? mmc_setup(s, &c) : MMC_MALLOC_FAILED;
 	if (*rc == MMC_OK)
 		*rc = mmc_init(s, 0, true);
@@ -84,7 +84,10 @@ static int thread_init(struct soak_thread *t, const struct soak_run *run, mmc_st
 	t->getbuf = aligned_alloc(4096, t->budget);
 	if (!t->own || !t->putbuf || !t->getbuf)
 		return -1;
-	/* registered: puts and gets move the bytes zero-copy, as an inference engine would */
+	/* registered: puts and gets move the bytes zero-copy, as an inference engine would; with --plain-buffers the
+	 * odd threads do not register theirs (libmmc registers them per call where the provider needs it) */
+	if (run->opts.plain_buffers && writer % 2)
+		return 0;
 	mmc_register_buffer(s, t->putbuf, t->budget);
 	mmc_register_buffer(s, t->getbuf, t->budget);
 	return 0;
