@@ -56,7 +56,16 @@ struct object *alloc_queue_existing(struct meta *m, const char *key, size_t len,
 	return o;
 }
 
-/* Places one key. Returns false when it must wait for leased memory. */
+/* Until when a request that found no room waits: evict_wait_ms from its arrival, or, after a restart or takeover,
+ * until the rejoin grace of a service that came back meanwhile ends (a known, short wait for certain room). */
+static uint64_t wait_end(const struct meta *m, const struct alloc_req *a)
+{
+	uint64_t grace = placement_grace_end(m, a->pr.media);
+
+	return grace > a->deadline_ms ? grace : a->deadline_ms;
+}
+
+/* Places one key. Returns false when it must wait for room to come (leases ending, services rejoining). */
 static bool place_one(struct meta *m, struct alloc_req *a, const struct alloc_item *it, struct key_result *res)
 {
 	struct object *o;
@@ -83,7 +92,7 @@ static bool place_one(struct meta *m, struct alloc_req *a, const struct alloc_it
 	res->result = placement_reserve(m, &a->pr, o, &blocked);
 	if (res->result) {
 		free(o);
-		return !(res->result == MMC_NOT_ENOUGH_MEMORY && blocked && clock_ms() < a->deadline_ms);
+		return !(res->result == MMC_NOT_ENOUGH_MEMORY && blocked && clock_ms() < wait_end(m, a));
 	}
 	o->size = it->size;
 	o->state = MMC_BLOB_ALLOCATED;

@@ -20,16 +20,43 @@ static bool usable(const struct service *svc, uint32_t media)
 	return svc && svc->session && !in_grace(svc) && service_segment((struct service *)svc, media);
 }
 
-/* True when some attached service of the media will take bytes once its grace ends: waiting is worth it. */
-static bool grace_pending(const struct meta *m, uint32_t media)
+/* Loaded from the metadata store by a restart or a takeover and not registered again yet: its store is
+ * reconnecting (clients find a new leader within a fraction of a second) and brings the pool back, unless it is
+ * dropped at its rejoin deadline. */
+static bool rejoining(const struct service *svc)
+{
+	return svc && !svc->session && svc->rejoin_deadline_ms;
+}
+
+/* A service that will take bytes soon without anything being freed: it is rejoining, or in its grace. */
+static bool coming(const struct service *svc)
+{
+	return rejoining(svc) || (svc && svc->session && in_grace(svc));
+}
+
+/* True when some service of the media will take bytes soon (coming): waiting is worth it. */
+static bool room_coming(const struct meta *m, uint32_t media)
 {
 	for (uint32_t rank = 0; rank < m->rank_hi; rank++) {
 		struct service *svc = m->ranks[rank];
 
-		if (svc && svc->session && in_grace(svc) && service_segment(svc, media))
+		if (coming(svc) && service_segment(svc, media))
 			return true;
 	}
 	return false;
+}
+
+uint64_t placement_grace_end(const struct meta *m, uint32_t media)
+{
+	uint64_t end = 0;
+
+	for (uint32_t rank = 0; rank < m->rank_hi; rank++) {
+		struct service *svc = m->ranks[rank];
+
+		if (svc && svc->session && in_grace(svc) && service_segment(svc, media) && svc->writable_after_ms > end)
+			end = svc->writable_after_ms;
+	}
+	return end;
 }
 
 static bool already_used(const struct object *o, int filled, const struct service *svc)
@@ -125,7 +152,7 @@ static int place_once(struct meta *m, const struct place_req *r, struct object *
 		struct service *svc = r->preferred[i] >= 0 ? service_get(m, (uint32_t)r->preferred[i]) : NULL;
 
 		if (!usable(svc, r->media) || already_used(o, filled, svc)) {
-			rc = svc && svc->session && in_grace(svc) ? MMC_NOT_ENOUGH_MEMORY : MMC_INVALID_PARAM;
+			rc = coming(svc) ? MMC_NOT_ENOUGH_MEMORY : MMC_INVALID_PARAM;
 			goto fail;
 		}
 		if ((rc = reserve_on(svc, r, o, filled)))
@@ -174,7 +201,7 @@ int placement_reserve(struct meta *m, const struct place_req *r, struct object *
 	    eviction_make_room(m, r->media, r->size, r->replicas, blocked) > 0)
 		rc = place_once(m, r, o);
 	if (rc == MMC_NOT_ENOUGH_MEMORY && !*blocked)
-		*blocked = grace_pending(m, r->media);
+		*blocked = room_coming(m, r->media);
 	if (rc == 0)
 		eviction_check(m, r->media);
 	return rc;

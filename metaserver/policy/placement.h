@@ -29,10 +29,14 @@ struct place_req {
 /*
  * Reserves space for every replica of o (o->nblobs == r->replicas) and links the blobs to their services,
  * evicting unleased objects when the media is full. Returns 0; MMC_NOT_ENOUGH_MEMORY (no room, or fewer services
- * than replicas; *blocked tells whether read leases pin memory that will be freed later); MMC_INVALID_PARAM (a
- * preferred rank that is not a live service with this media).
+ * than replicas; *blocked tells whether room will come without the caller: read leases pin memory that will be
+ * freed, or after a restart or takeover services are still rejoining or in their rejoin grace); MMC_INVALID_PARAM
+ * (a preferred rank that is not a live service with this media, nor one rejoining).
  */
 int placement_reserve(struct meta *m, const struct place_req *r, struct object *o, bool *blocked);
+
+/* clock_ms() when the last service of the media in its rejoin grace takes bytes again; 0: none is in it. */
+uint64_t placement_grace_end(const struct meta *m, uint32_t media);
 
 /* Attached services of the media that take new bytes now (not in their rejoin grace). */
 uint32_t placement_usable_services(const struct meta *m, uint32_t media);

@@ -314,15 +314,20 @@ static void *reader(void *arg)
 	return NULL;
 }
 
-static mmc_store *ha_store(bool lend)
+static mmc_store *ha_store_retrying(bool lend, uint32_t retry_ms)
 {
 	mmc_local_config c = fixture_config(cl.urls, POOL);
 	mmc_store *s = mmc_create();
 
-	c.retry_ms = 15000; /* longer than a failover: lookups in flight go again on the new leader */
+	c.retry_ms = retry_ms;
 	cr_assert_eq(mmc_setup(s, &c), 0);
 	cr_assert_eq(mmc_init(s, 0, lend), 0);
 	return s;
+}
+
+static mmc_store *ha_store(bool lend)
+{
+	return ha_store_retrying(lend, 15000); /* longer than a failover: calls in flight go again on the new leader */
 }
 
 Test(ha, failover_under_load_keeps_every_acknowledged_put)
@@ -390,6 +395,82 @@ Test(ha, failover_under_load_keeps_every_acknowledged_put)
 	cr_expect(!metaserver_log_has(&cl.s[now], "reason=lease_lapsed"), "the new leader lost its lease under load");
 	mmc_destroy(rst);
 	mmc_destroy(wst);
+}
+
+/* ---- puts across several kill -9 of the leader: a pause, never a failure ---- */
+
+#define KILLS 4
+
+static atomic_int churn_ok, churn_failed;
+static _Atomic uint64_t churn_last_ok; /* ms: the newest acknowledged put */
+
+/* Puts new keys one after another until stop_load, counting what each answered. */
+static void *churn_writer(void *arg)
+{
+	static _Thread_local unsigned char buf[VALUE];
+	mmc_store *s = arg;
+	char key[64];
+
+	for (int i = 0; !atomic_load(&stop_load); i++) {
+		int rc;
+
+		snprintf(key, sizeof(key), "ha/churn/%p/%d", (void *)s, i);
+		pattern_fill(buf, VALUE, (uint64_t)i);
+		rc = mmc_put_from(s, key, buf, VALUE, MMC_COPY_H2G, NULL);
+		if (rc == 0) {
+			atomic_fetch_add(&churn_ok, 1);
+			atomic_store(&churn_last_ok, ha_now_ms());
+		} else if (atomic_fetch_add(&churn_failed, 1) < 5) {
+			cr_log_error("put %s: %s", key, mmc_strerror(rc));
+		}
+	}
+	return NULL;
+}
+
+/*
+ * docs/operations.md, "Clients": with retry_ms at least lease_ms + 3 s the engine sees only a pause. A writer on
+ * the store that lends the pool and one on a store that lends nothing (its puts can reach the new leader before
+ * the pool has rejoined it) put without a break while the leader is killed again and again; no put may fail.
+ */
+Test(ha, puts_across_repeated_failovers_never_fail)
+{
+	pthread_t w[2];
+	mmc_store *lender, *client;
+	int leader;
+
+	leader = start_and_elect(3, NULL);
+	/* the least operations.md asks for */
+	lender = ha_store_retrying(true, LEASE_MS + 3000);
+	client = ha_store_retrying(false, LEASE_MS + 3000);
+	pthread_create(&w[0], NULL, churn_writer, lender);
+	pthread_create(&w[1], NULL, churn_writer, client);
+	for (int k = 0; k < KILLS; k++) {
+		uint64_t t0;
+		int now, base = atomic_load(&churn_ok);
+
+		/* some puts on this leader first */
+		for (uint64_t end = ha_now_ms() + 20000; atomic_load(&churn_ok) < base + 20 && ha_now_ms() < end;)
+			usleep(10000);
+		metaserver_kill(&cl.s[leader]);
+		t0 = ha_now_ms();
+		now = ha_wait_leader(&cl, LEASE_MS + 8000);
+		cr_assert_geq(now, 0, "kill %d: no standby took over", k);
+		ha_start_server(&cl, leader, NULL); /* back as a standby, for a later kill */
+		for (uint64_t end = ha_now_ms() + 20000; atomic_load(&churn_last_ok) <= t0 && ha_now_ms() < end;)
+			usleep(10000);
+		cr_log_info("kill %d: node%d leads, a put acknowledged %lld ms after the kill", k, now,
+		            (long long)(atomic_load(&churn_last_ok) - t0));
+		leader = now;
+	}
+	atomic_store(&stop_load, true);
+	for (int t = 0; t < 2; t++)
+		pthread_join(w[t], NULL);
+	cr_log_info("puts: %d acknowledged, %d failed over %d failovers", atomic_load(&churn_ok),
+	            atomic_load(&churn_failed), KILLS);
+	cr_expect_eq(atomic_load(&churn_failed), 0, "puts failed during a failover");
+	cr_expect_gt(atomic_load(&churn_ok), KILLS * 20);
+	mmc_destroy(client);
+	mmc_destroy(lender);
 }
 
 /* ---- SIGSTOP longer than the lease, then SIGCONT ---- */

@@ -348,34 +348,92 @@ Test(eviction, a_waiting_put_gives_up_after_evict_wait_ms)
 
 TestSuite(alloc_queue, .init = setup, .fini = teardown, .timeout = 30);
 
-Test(alloc_queue, a_pool_that_rejoined_a_restarted_server_takes_puts_after_the_grace)
+/* As services_load leaves service i after a restart or a takeover: detached, until the same process registers
+ * again. */
+static void detach(int i)
+{
+	sess[i].svc = NULL;
+	svc[i]->session = NULL;
+	svc[i]->rejoin_deadline_ms = clock_ms() + m.conf.rejoin_timeout_ms;
+}
+
+/* Service i's store registers again, with the secret its first Register reply gave it. */
+static void rejoin_service(int i)
 {
 	static const uint8_t addr[] = {1};
 	struct service_spec spec = {.fabric_addr = addr, .addr_len = 1, .provider = "tcp", .nsegs = 1};
 	struct service *back;
 	uint8_t secret[MMC_WIRE_MAC];
+
+	spec.rank = (int32_t)svc[i]->rank;
+	spec.incarnation = svc[i]->incarnation;
+	spec.segs[0] = (struct service_spec_segment){MMC_MEDIA_DRAM, svc[i]->segs[0].size, 0, 0};
+	cr_assert_eq(service_secret(&m, svc[i]->rank, svc[i]->incarnation, secret), 0);
+	spec.secret = secret;
+	spec.secret_len = sizeof(secret);
+	cr_assert_eq(service_register(&m, &sess[i], &spec, &back), 0);
+	cr_assert_eq(back, svc[i], "rejoined, not mounted again");
+}
+
+Test(alloc_queue, a_pool_that_rejoined_a_restarted_server_takes_puts_after_the_grace)
+{
 	const char *k = "after";
 	uint64_t size = MiB, id;
 	int code;
 
 	mount(0, 8 * MiB, 0);
-	/* as services_load leaves it after a restart: detached, until the same process registers again */
-	spec.rank = (int32_t)svc[0]->rank;
-	spec.incarnation = svc[0]->incarnation;
-	spec.segs[0] = (struct service_spec_segment){MMC_MEDIA_DRAM, 8 * MiB, 0, 0};
-	cr_assert_eq(service_secret(&m, svc[0]->rank, svc[0]->incarnation, secret), 0);
-	spec.secret = secret; /* what its Register reply gave it */
-	spec.secret_len = sizeof(secret);
-	sess[0].svc = NULL;
-	svc[0]->session = NULL;
-	cr_assert_eq(service_register(&m, &sess[0], &spec, &back), 0);
-	cr_assert_eq(back, svc[0], "rejoined, not mounted again");
+	detach(0);
+	rejoin_service(0);
 	id = alloc(0, &k, &size, 1, 1);
 	cr_assert_null(reply_of(id, &code), "a put the crashed server placed there may still be writing: wait");
 	clock_advance_ms(m.conf.rejoin_write_grace_ms);
 	alloc_queue_kick(&m);
 	cr_assert_eq(reply_of(id, &code)[0].result, 0);
 	cr_assert_eq(reply_of(id, &code)[0].blobs[0].rank, svc[0]->rank);
+}
+
+/* A failover: a store that lends nothing reaches the new leader before the pool's store has registered again. Its
+ * put waits for the pool (and then for the pool's grace), instead of failing with MMC_NOT_ENOUGH_MEMORY. */
+Test(alloc_queue, a_put_before_the_pool_rejoined_waits_for_it)
+{
+	const char *k = "early";
+	uint64_t size = MiB, id;
+	int code;
+
+	mount(0, 8 * MiB, 0);
+	detach(0);
+	sess[1] = (struct session){.id = 2, .host = "client"}; /* lends nothing */
+	id = alloc(1, &k, &size, 1, 1);
+	cr_assert_null(reply_of(id, &code), "the only pool is rejoining: the put waits for it");
+	clock_advance_ms(m.conf.evict_wait_ms - 1);
+	alloc_queue_kick(&m);
+	cr_assert_null(reply_of(id, &code));
+	rejoin_service(0);
+	clock_advance_ms(2);
+	alloc_queue_kick(&m);
+	cr_assert_null(reply_of(id, &code), "past evict_wait_ms, but the pool's grace is a short and certain wait");
+	clock_advance_ms(m.conf.rejoin_write_grace_ms);
+	alloc_queue_kick(&m);
+	cr_assert_not_null(reply_of(id, &code));
+	cr_assert_eq(reply_of(id, &code)[0].result, 0);
+	cr_assert_eq(reply_of(id, &code)[0].blobs[0].rank, svc[0]->rank);
+}
+
+Test(alloc_queue, a_put_gives_up_on_a_pool_that_does_not_rejoin_after_evict_wait_ms)
+{
+	const char *k = "never";
+	uint64_t size = MiB, id;
+	int code;
+
+	mount(0, 8 * MiB, 0);
+	detach(0);
+	sess[1] = (struct session){.id = 2, .host = "client"};
+	id = alloc(1, &k, &size, 1, 1);
+	cr_assert_null(reply_of(id, &code));
+	clock_advance_ms(m.conf.evict_wait_ms + 1);
+	alloc_queue_kick(&m);
+	cr_assert_not_null(reply_of(id, &code));
+	cr_assert_eq(reply_of(id, &code)[0].result, MMC_NOT_ENOUGH_MEMORY);
 }
 
 Test(alloc_queue, requests_are_placed_in_arrival_order)
