@@ -58,6 +58,12 @@
  *   mmc_batch_write_finish() or its expiry.
  * - With mmc_local_config.verify_checksum, a get whose bytes differ from the CRC32C its writer committed returns
  *   MMC_CHECKSUM_MISMATCH instead of wrong bytes; only put/get forms carry checksums, not the GVA flow.
+ * - A data call writes into the caller's buffers only while it runs: a transfer it gave up on (MMC_TIMEOUT after
+ *   rma_timeout_ms) has had its connection closed before the call returns, so a peer that answers late cannot land
+ *   bytes in a buffer the caller reuses. For this libmmc sets FI_AV_REMOVE_CLEANUP=1 before libfabric starts,
+ *   unless the environment already has it; an application that starts libfabric itself before mmc_init() must set
+ *   it too. With a provider that cannot close a connection (only rxm-based ones, tcp and verbs, can), a stalled
+ *   call waits for its peer instead of returning.
  * - Without an accelerator, "device" buffers (the L in L2G / G2L) are host memory.
  * - This header is versioned: mmc_local_config grows only at its end and carries its layout version; the value
  *   structs (mmc_replicate_config, mmc_key_info) never change layout.
