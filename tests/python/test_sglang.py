@@ -36,8 +36,9 @@ def load_dynamic(config, extra):
 class HiCache(mmctest.ServerTest):
     def backend(self, tp_rank=0, mla=False, tag=None, v1=1):
         extra = {"backend_name": "mmc", "module_path": "mmc.sglang", "class_name": "MmcHiCacheStorage",
-                 "interface_v1": v1, "meta_service_url": self.meta.url, "protocol": mmctest.PROTOCOL,
-                 "dram_size": "64MB"}
+                 "meta_service_url": self.meta.url, "protocol": mmctest.PROTOCOL, "dram_size": "64MB"}
+        if v1 is not None:
+            extra["interface_v1"] = v1
         if tag:
             extra["extra_backend_tag"] = tag
         cfg = ms.HiCacheStorageConfig(tp_rank=tp_rank, tp_size=2, is_mla_model=mla, extra_config=extra)
@@ -50,7 +51,7 @@ class HiCache(mmctest.ServerTest):
             ms.HiCacheStorage()
 
     def test_set_get_exists(self):
-        b = self.backend(tag="generic", v1=0)  # the generic batch_get / batch_set path
+        b = self.backend(tag="generic", v1=None)  # no interface_v1: SGLang's generic batch_get / batch_set
         try:
             v = torch.arange(1024, dtype=torch.int32)
             self.assertFalse(b.exists("page-a"))
@@ -71,7 +72,9 @@ class HiCache(mmctest.ServerTest):
             self.assertTrue(all(torch.equal(g, x) for g, x in zip(got[:4], vals)))
             self.assertIsNone(got[4])
             self.assertEqual(b.batch_exists(keys + ["page-none"] + keys), 4)
-            b.clear()  # unsupported by libmmc: a warning, never an exception
+            b.clear()  # SGLang's cache flush: mmc_remove_all
+            self.assertFalse(b.exists("page-a"))
+            self.assertEqual(b.batch_exists(keys), 0)
             self.assertIsNone(b.get_stats())
         finally:
             b.close()
@@ -109,8 +112,8 @@ class HiCache(mmctest.ServerTest):
     def test_tp_ranks_have_their_own_keys(self):
         a, b = self.backend(0), self.backend(1)
         try:
-            self.assertEqual(a.suffixes, ["_0_k", "_0_v"])
-            self.assertEqual(b.suffixes, ["_1_k", "_1_v"])
+            self.assertEqual(a.plan.suffixes, ["_0_k", "_0_v"])
+            self.assertEqual(b.plan.suffixes, ["_1_k", "_1_v"])
         finally:
             a.close()
             b.close()
