@@ -25,6 +25,7 @@
 #define SWEEP_MS     30000     /* one verification sweep of every thread */
 #define STOP_MS      60000     /* workers finishing their last call and leaving */
 #define WORKER_GAP_S 2.0       /* a meta kill this close to the worker kill moves after it */
+#define STALL_AFTER_MS 1000    /* reads only for this long after a stalled worker runs again */
 
 /* SIGINT or SIGTERM: stop early, still with a summary (the data dir is removed too) */
 static volatile sig_atomic_t interrupted;
@@ -397,10 +398,14 @@ static void stall_worker(struct parent *P, int i)
 	}
 	if (p < 0)
 		return;
+	/* reads only, from just before the stop to a while after: many gets are in flight when the owner resumes */
+	atomic_store(&P->run.shm->phase, SOAK_HOLD);
 	kill(P->pid[p], SIGSTOP);
 	printf("soak: %.2f s: SIGSTOP worker %d for %u ms (stall %d)\n", elapsed(P), p, P->run.opts.stall_ms, i + 1);
 	sleep_ms(P->run.opts.stall_ms);
 	kill(P->pid[p], SIGCONT);
+	sleep_ms(STALL_AFTER_MS);
+	atomic_store(&P->run.shm->phase, SOAK_RUN);
 }
 
 /* Stall times spread over the run, offset from the meta kills by half a gap. */
