@@ -125,6 +125,7 @@ static int start_http(struct kvcm *k, char *err, size_t errlen)
 	                      &k->admin_port, err, errlen) ||
 	    grpc_servers_start(k, err, errlen))
 		return -1;
+	http_server_text_routes(k->admin, admin_text_routes);
 	return 0;
 }
 

@@ -10,6 +10,8 @@
 
 extern const struct route meta_routes[];
 extern const struct route admin_routes[];
+/* GET pages of the admin port that are not JSON calls: the Mooncake master's (master_compat.c) */
+extern const struct text_route admin_text_routes[];
 
 /* The AccountRole enum's wire names (accounts.c), for the accounts API and the config snapshot alike. */
 extern const struct enum_desc enum_role;
@@ -69,5 +71,7 @@ void admin_delete_account(struct call *c);
 void admin_list_accounts(struct call *c);
 /* debug service (debug_clock.c) */
 void admin_debug_clock(struct call *c);
+/* the Mooncake master's pages (master_compat.c) */
+int master_get_all_segments(struct kvcm *k, struct evbuffer *out);
 
 #endif

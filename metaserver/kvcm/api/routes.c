@@ -66,3 +66,8 @@ const struct route admin_routes[] = {
     {"debugClock", admin_debug_clock, NULL, D, NULL},
     {NULL, NULL, NULL, 0, NULL},
 };
+
+const struct text_route admin_text_routes[] = {
+    {"/get_all_segments", master_get_all_segments},
+    {NULL, NULL},
+};

@@ -32,6 +32,7 @@ struct http_server {
 	struct kvcm *k;
 	struct evhttp *http;
 	const struct route *routes;
+	const struct text_route *text_routes; /* NULL: none */
 	int *metric_slots;
 	size_t nroutes;
 	bool admin;
@@ -394,11 +395,40 @@ static bool framing_ok(struct evhttp_request *req)
 	return lengths <= 1 && !(lengths && encodings);
 }
 
-/* GET /metrics and /api/healthy on the admin port answer loopback peers without credentials. */
+void http_server_text_routes(struct http_server *s, const struct text_route *routes)
+{
+	s->text_routes = routes;
+}
+
+static const struct text_route *find_text_route(const struct http_server *s, const char *path)
+{
+	for (const struct text_route *t = s->text_routes; t && t->path; t++)
+		if (strcmp(t->path, path) == 0)
+			return t;
+	return NULL;
+}
+
+/* A text page: true when path is one (answered), false to go on. */
+static bool serve_text(struct http_server *s, struct evhttp_request *req, const char *path)
+{
+	const struct text_route *t = find_text_route(s, path);
+	struct evbuffer *b;
+	int status;
+
+	if (!t || !(b = evbuffer_new()))
+		return false;
+	status = t->fn(s->k, b);
+	evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", "text/plain; version=0.0.4");
+	evhttp_send_reply(req, status, reason_of(status), b);
+	evbuffer_free(b);
+	return true;
+}
+
+/* GET /metrics, /api/healthy and the text pages on the admin port answer loopback peers without credentials. */
 static bool open_path(struct http_server *s, struct hconn *conn, enum evhttp_cmd_type cmd, const char *path)
 {
 	return s->admin && cmd == EVHTTP_REQ_GET && conn_is_local(conn) &&
-	       (strcmp(path, "/metrics") == 0 || strcmp(path, "/api/healthy") == 0);
+	       (strcmp(path, "/metrics") == 0 || strcmp(path, "/api/healthy") == 0 || find_text_route(s, path));
 }
 
 static void gen_cb(struct evhttp_request *req, void *arg)
@@ -431,7 +461,7 @@ static void gen_cb(struct evhttp_request *req, void *arg)
 	}
 	if (s->admin && cmd == EVHTTP_REQ_GET) {
 		conn_end(conn);
-		if (metrics_serve_get(s->k, req, path))
+		if (metrics_serve_get(s->k, req, path) || serve_text(s, req, path))
 			return;
 		conn = NULL;
 	}

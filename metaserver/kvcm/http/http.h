@@ -17,6 +17,7 @@
 struct kvcm;
 struct instance;
 struct evhttp_request;
+struct evbuffer;
 struct call;
 struct hconn;
 
@@ -87,6 +88,19 @@ void http_server_stop(struct http_server *s);
  * request; the reply goes to sink, maybe before this returns.
  */
 void call_run(struct kvcm *k, const struct route *r, const char *body, size_t len, const struct call_sink *sink);
+
+/*
+ * A plain-text page served to GET /<path> (no /api/ prefix) on the admin port, as read-only and open as /metrics:
+ * fn appends the body to out and returns the HTTP status. The Mooncake master's pages engines poll
+ * (api/master_compat.c).
+ */
+struct text_route {
+	const char *path;
+	int (*fn)(struct kvcm *k, struct evbuffer *out);
+};
+
+/* Serves routes (a table ending in {NULL}) as text pages of s, besides its JSON routes. */
+void http_server_text_routes(struct http_server *s, const struct text_route *routes);
 
 /* Open connections, for /metrics. */
 uint32_t http_server_connections(const struct http_server *s);
