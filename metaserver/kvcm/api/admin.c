@@ -203,25 +203,30 @@ void admin_register_instance(struct call *c)
 		reply(c, code, msg, "Instance registered successfully");
 }
 
+struct group_listing {
+	struct jw *out;
+	const char *group; /* "": every group */
+};
+
+static void list_instance(void *arg, const struct instance *inst)
+{
+	struct group_listing *g = arg;
+
+	if (!g->group[0] || strcmp(inst->group->name, g->group) == 0)
+		instance_write_info(g->out, inst);
+}
+
 void admin_list_instances(struct call *c)
 {
-	const char *group = jd_str(&c->d, c->body, "instance_group_name");
-	struct jw *o = &c->out;
-	struct kvcm *k = c->k;
+	struct group_listing g = {&c->out, jd_str(&c->d, c->body, "instance_group_name")};
 
 	if (call_decode_failed(c))
 		return;
 	call_ok(c, "");
-	jw_key(o, "instance_info");
-	jw_arr(o);
-	chain_foreach(&k->instances, l)
-	{
-		struct instance *inst = chain_entry(l, struct instance, hlink);
-
-		if (!group[0] || strcmp(inst->group->name, group) == 0)
-			instance_write_info(o, inst);
-	}
-	jw_arr_end(o);
+	jw_key(g.out, "instance_info");
+	jw_arr(g.out);
+	instance_each(c->k, list_instance, &g);
+	jw_arr_end(g.out);
 }
 
 void admin_remove_instance(struct call *c)

@@ -33,6 +33,11 @@ static void list_storages(struct jw *w, struct kvcm *k)
 	jw_arr_end(w);
 }
 
+static void snapshot_instance(void *arg, const struct instance *inst)
+{
+	instance_write_info(arg, inst);
+}
+
 static void snapshot_account(void *arg, const char *user, int role, const char *hash)
 {
 	struct jw *w = arg;
@@ -61,7 +66,7 @@ void admin_gen_config_snapshot(struct call *c)
 	jw_arr_end(&s);
 	jw_key(&s, "instance_info");
 	jw_arr(&s);
-	chain_foreach(&k->instances, l) instance_write_info(&s, chain_entry(l, struct instance, hlink));
+	instance_each(k, snapshot_instance, &s);
 	jw_arr_end(&s);
 	jw_key(&s, "accounts");
 	jw_arr(&s);

@@ -375,6 +375,33 @@ void instances_free(struct kvcm *k)
 		instance_free(list_entry(k->zombie_instances.next, struct instance, zombie_link));
 }
 
+static int by_id(const void *a, const void *b)
+{
+	return strcmp((*(struct instance *const *)a)->id, (*(struct instance *const *)b)->id);
+}
+
+void instance_each(struct kvcm *k, void (*fn)(void *arg, const struct instance *inst), void *arg)
+{
+	struct instance **v = malloc(k->instances.n * sizeof(*v) + 1);
+	size_t n = 0;
+
+	chain_foreach(&k->instances, l)
+	{
+		struct instance *inst = chain_entry(l, struct instance, hlink);
+
+		if (v)
+			v[n++] = inst;
+		else
+			fn(arg, inst); /* out of memory: every instance still, unordered */
+	}
+	if (!v)
+		return;
+	qsort(v, n, sizeof(*v), by_id);
+	for (size_t i = 0; i < n; i++)
+		fn(arg, v[i]);
+	free(v);
+}
+
 void instance_write_info(struct jw *w, const struct instance *inst)
 {
 	json_t *c = json_copy(inst->info);

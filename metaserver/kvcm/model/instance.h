@@ -33,6 +33,11 @@ void instance_hold(struct instance *inst);
 void instance_release(struct kvcm *k, struct instance *inst);
 /* Frees every instance (shutdown). */
 void instances_free(struct kvcm *k);
+/*
+ * Calls fn for every registered instance in id order, so that listings and config snapshots come out alike in every
+ * process (the registry's own order follows the per-process hash key). fn must not register or remove instances.
+ */
+void instance_each(struct kvcm *k, void (*fn)(void *arg, const struct instance *inst), void *arg);
 
 /* Writes the InstanceInfo message. */
 void instance_write_info(struct jw *w, const struct instance *inst);
