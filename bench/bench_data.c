@@ -157,12 +157,13 @@ static const char *checksum_str(int mode)
 
 static void header(const char *protocol, int sync, const struct bench_opts *o, uint64_t pool)
 {
-	printf(
-	    "\n# mmc data path: provider %s, LMDB sync %s, %d target(s) lending %llu MiB each, %d client process(es) x %d "
-	    "thread(s), verify_checksum %s, host path %s\n",
-	    bench_proto_str(protocol), sync ? "on" : "off", o->targets, (unsigned long long)(pool >> 20), o->procs,
-	    o->threads, checksum_str(o->checksum),
-	    o->no_host_path ? "off (every byte by the provider, as between hosts)" : "on (same-host peers by memcpy)");
+	printf("\n# mmc data path: provider %s, LMDB sync %s, %d target(s) lending %llu MiB each, %d client "
+	       "process(es) x %d "
+	       "thread(s), verify_checksum %s, host path %s\n",
+	       bench_proto_str(protocol), sync ? "on" : "off", o->targets, (unsigned long long)(pool >> 20), o->procs,
+	       o->threads, checksum_str(o->checksum),
+	       o->no_host_path ? "off (every byte by the provider, as between hosts)"
+	                       : "on (same-host peers by memcpy)");
 	printf("# GB/s = clients x bytes per call / median call; baselines measured in this run on the same bytes;\n"
 	       "# redis: SET %s, GET\n",
 	       sync ? "with appendfsync always (same durability as LMDB sync on)" : "without persistence");

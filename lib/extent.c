@@ -256,8 +256,7 @@ int extents_take(struct mmc_store *s, const struct extent_class *cls, const stru
 	return 0;
 }
 
-void extents_done(struct mmc_store *s, struct extent_group *g, uint64_t confirmed_ms, bool refused,
-                  bool failed_writes)
+void extents_done(struct mmc_store *s, struct extent_group *g, uint64_t confirmed_ms, bool refused, bool failed_writes)
 {
 	struct extent_cache *c = s->extents;
 	struct extent_group **gp, *done = NULL;

@@ -93,8 +93,7 @@ int extents_take(struct mmc_store *s, const struct extent_class *cls, const stru
  * returned as such: the server sets its space aside until the owners are seen running). The last put of a retired
  * group sends its ExtentReturn (no reply).
  */
-void extents_done(struct mmc_store *s, struct extent_group *g, uint64_t confirmed_ms, bool refused,
-                  bool failed_writes);
+void extents_done(struct mmc_store *s, struct extent_group *g, uint64_t confirmed_ms, bool refused, bool failed_writes);
 
 /* The items of one PutBatch: key index[i] of a put, replica r written at xk[key].targets[r] inside lane[key] of g. */
 struct extent_put {

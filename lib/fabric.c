@@ -582,7 +582,8 @@ static void abandon(struct fab_batch *b)
 	for (; b->reaped < b->posted; b->reaped++) {
 		struct fab_op *op = &b->ops[b->reaped % b->window];
 
-		b->done(b->arg, op->tag, atomic_load_explicit(&op->state, memory_order_acquire) == 2 ? op->err : MMC_TIMEOUT);
+		b->done(b->arg, op->tag,
+		        atomic_load_explicit(&op->state, memory_order_acquire) == 2 ? op->err : MMC_TIMEOUT);
 	}
 }
 

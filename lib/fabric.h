@@ -83,8 +83,8 @@ struct fab_batch {
 	size_t window;
 	size_t posted, reaped;
 	uint32_t stall_ms;
-	bool abandoned; /* the stalled ops' connections were closed and the ops reported */
-	bool patient;   /* they could not be closed: wait for the ops, however long */
+	bool abandoned;    /* the stalled ops' connections were closed and the ops reported */
+	bool patient;      /* they could not be closed: wait for the ops, however long */
 	fi_addr_t refused; /* a peer the provider would not take an op for during stall_ms; FI_ADDR_UNSPEC if none */
 	/* called on the owner's thread as each op is reaped: err 0 or an MMC_* code */
 	void (*done)(void *arg, uint32_t tag, int err);

@@ -399,13 +399,13 @@ MMC_API int mmc_unregister_buffer(mmc_store *s, void *buf, size_t size);
  *         direct, rc, or a preferred service that does not exist); MMC_CLIENT_NOT_INIT; MMC_NOT_ENOUGH_MEMORY (no
  *         room even after eviction and a bounded wait for leased memory, or fewer services than replicas; nothing
  *         is stored); MMC_UNMATCHED_KEY (the meta server restarted between allocation and commit, and retry_ms is
- *         0: nothing is stored; with retry_ms the put is made again); MMC_META_BACKUP_ERROR (the meta server could not commit the object's metadata to disk: it is
- *         readable until the meta server restarts, then gone; a retry answers MMC_OK only once it is on disk);
- *         MMC_NOT_CONNECTED_META (also: the connection was lost between allocation and commit and did not come
- *         back for the put to be made again within retry_ms; nothing is stored); MMC_TIMEOUT; MMC_ERROR (the fabric failed; nothing is stored); MMC_LINK_NOT_FOUND (a replica's
- *         service went away, also during the copy, or is on another host with another network provider);
- *         MMC_MALLOC_FAILED; MMC_INTERNAL_ERROR.
- * Thread-safe. Concurrent puts of one key store one value (the first to allocate).
+ *         0: nothing is stored; with retry_ms the put is made again); MMC_META_BACKUP_ERROR (the meta server could not
+ * commit the object's metadata to disk: it is readable until the meta server restarts, then gone; a retry answers
+ * MMC_OK only once it is on disk); MMC_NOT_CONNECTED_META (also: the connection was lost between allocation and commit
+ * and did not come back for the put to be made again within retry_ms; nothing is stored); MMC_TIMEOUT; MMC_ERROR (the
+ * fabric failed; nothing is stored); MMC_LINK_NOT_FOUND (a replica's service went away, also during the copy, or is on
+ * another host with another network provider); MMC_MALLOC_FAILED; MMC_INTERNAL_ERROR. Thread-safe. Concurrent puts of
+ * one key store one value (the first to allocate).
  */
 MMC_API int mmc_put_from(mmc_store *s, const char *key, const void *buf, size_t size, int32_t direct,
                          const mmc_replicate_config *rc);

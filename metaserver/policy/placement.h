@@ -1,7 +1,7 @@
 /*
  * Where an object's replicas go. A single put prefers the writer's own pool, then the roomiest service on the
- * writer's host (first replica only), a batch spreads keys over services by free space; every replica is on a distinct service; preferred services each get one replica. Either every
- * replica is reserved or none is. Loop thread only.
+ * writer's host (first replica only), a batch spreads keys over services by free space; every replica is on a distinct
+ * service; preferred services each get one replica. Either every replica is reserved or none is. Loop thread only.
  */
 #ifndef MMC_PLACEMENT_H
 #define MMC_PLACEMENT_H

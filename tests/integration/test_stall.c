@@ -53,8 +53,10 @@ Test(stall, a_timed_out_get_never_lands_later, .fini = stop, .timeout = 120)
 		cr_assert_eq(kill(owner.pid, SIGCONT), 0);
 		cr_expect_eq(CMD(&owner, "exist stalled"), 1, "the owner still holds the key: %s", reply);
 		cr_expect_eq(CMD(&reader, "get stalled %u 7", SIZE), 0, "the owner answers again: %s", reply);
-		cr_expect_eq(CMD(&reader, "held"), 0, "round %d: the timed-out get wrote into the buffer after it returned "
-		                                      "(byte %s)", round, strchr(reply, ' ') ? strchr(reply, ' ') + 1 : "?");
+		cr_expect_eq(CMD(&reader, "held"), 0,
+		             "round %d: the timed-out get wrote into the buffer after it returned "
+		             "(byte %s)",
+		             round, strchr(reply, ' ') ? strchr(reply, ' ') + 1 : "?");
 	}
 	node_kill(&reader);
 	node_kill(&owner);

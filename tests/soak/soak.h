@@ -36,7 +36,7 @@ struct soak_opts {
 	unsigned stall_ms;
 	unsigned rma_timeout_ms; /* the workers' ock.mmc.client.rma_timeout_ms */
 	bool plain_buffers;      /* odd threads leave their buffers unregistered (even ones register theirs) */
-	char protocol[16];              /* "host_tcp" or "host_shm" */
+	char protocol[16];       /* "host_tcp" or "host_shm" */
 	const char *metaserver;
 	bool verbose;
 };

@@ -19,13 +19,13 @@
 #include "soak.h"
 #include "soak_server.h"
 
-#define MIB          (UINT64_C(1) << 20)
-#define POOL_ALIGN   (2 * MIB) /* libmmc rounds dram_size up to this */
-#define JOIN_MS      60000     /* workers joining, services rejoining */
-#define SWEEP_MS     30000     /* one verification sweep of every thread */
-#define STOP_MS      60000     /* workers finishing their last call and leaving */
-#define WORKER_GAP_S 2.0       /* a meta kill this close to the worker kill moves after it */
-#define STALL_AFTER_MS 1000    /* reads only for this long after a stalled worker runs again */
+#define MIB            (UINT64_C(1) << 20)
+#define POOL_ALIGN     (2 * MIB) /* libmmc rounds dram_size up to this */
+#define JOIN_MS        60000     /* workers joining, services rejoining */
+#define SWEEP_MS       30000     /* one verification sweep of every thread */
+#define STOP_MS        60000     /* workers finishing their last call and leaving */
+#define WORKER_GAP_S   2.0       /* a meta kill this close to the worker kill moves after it */
+#define STALL_AFTER_MS 1000      /* reads only for this long after a stalled worker runs again */
 
 /* SIGINT or SIGTERM: stop early, still with a summary (the data dir is removed too) */
 static volatile sig_atomic_t interrupted;
@@ -193,16 +193,16 @@ static int check_opts(struct soak_opts *o)
 static int parse_args(struct soak_opts *o, int argc, char **argv)
 {
 	static const struct option longopts[] = {
-	    {"seconds", 1, NULL, 's'},    {"procs", 1, NULL, 'p'},
-	    {"threads", 1, NULL, 't'},    {"pool-mb", 1, NULL, 'm'},
-	    {"protocol", 1, NULL, 'P'},   {"min-size", 1, NULL, 'a'},
-	    {"max-size", 1, NULL, 'z'},   {"key-factor", 1, NULL, 'f'},
-	    {"seed", 1, NULL, 'S'},       {"kill-worker-at", 1, NULL, 'w'},
-	    {"meta-kills", 1, NULL, 'k'}, {"metaserver", 1, NULL, 'x'},
-	    {"evict", 1, NULL, 'e'},      {"verbose", 0, NULL, 'v'},
-	    {"stalls", 1, NULL, 'T'},     {"stall-ms", 1, NULL, 'L'},
+	    {"seconds", 1, NULL, 's'},        {"procs", 1, NULL, 'p'},
+	    {"threads", 1, NULL, 't'},        {"pool-mb", 1, NULL, 'm'},
+	    {"protocol", 1, NULL, 'P'},       {"min-size", 1, NULL, 'a'},
+	    {"max-size", 1, NULL, 'z'},       {"key-factor", 1, NULL, 'f'},
+	    {"seed", 1, NULL, 'S'},           {"kill-worker-at", 1, NULL, 'w'},
+	    {"meta-kills", 1, NULL, 'k'},     {"metaserver", 1, NULL, 'x'},
+	    {"evict", 1, NULL, 'e'},          {"verbose", 0, NULL, 'v'},
+	    {"stalls", 1, NULL, 'T'},         {"stall-ms", 1, NULL, 'L'},
 	    {"rma-timeout-ms", 1, NULL, 'R'}, {"plain-buffers", 0, NULL, 'B'},
-	    {"help", 0, NULL, 'h'},       {NULL, 0, NULL, 0},
+	    {"help", 0, NULL, 'h'},           {NULL, 0, NULL, 0},
 	};
 	int c;
 
