@@ -9,7 +9,7 @@
 
 enum exit_code {
 	EXIT_OK = 0,            /* stopped by SIGTERM / SIGINT after draining, or --help, --version, --check-config */
-	EXIT_INTERNAL = 1,      /* out of memory, the event loop or a thread could not be set up */
+	EXIT_INTERNAL = 1,      /* out of memory, the event loop or a thread could not be set up, no randomness */
 	EXIT_CONFIG = 2,        /* bad command line, unknown key, bad value, conflicting values */
 	EXIT_DATA_DIR = 3,      /* the data dir (or a parent) cannot be created or written, LMDB or Redis refuses */
 	EXIT_LISTEN = 4,        /* a listen address cannot be bound: in use, not on this host, or not permitted */
