@@ -23,6 +23,7 @@
 #include "listener.h"
 #include "leadership.h"
 #include "log.h"
+#include "lru.h"
 #include "meta.h"
 #include "meta_conf.h"
 #include "mmc/mmc.h"
@@ -183,6 +184,7 @@ static void meta_sweep(struct meta *m)
 		return;
 	}
 	objects_sweep(m, now);
+	lru_checkpoint(m, now, false);
 	services_sweep(m, now);
 	conns_sweep(m, now);
 	alloc_queue_kick(m); /* waiting requests past their deadline fail now */
@@ -369,8 +371,10 @@ static void shutdown_all(struct meta *m)
 	m->draining = true;
 	rpc_stop_listening(m);
 	kvcm_stop(m->kvcm);
-	if (m->persist)
+	if (m->persist) {
+		lru_checkpoint(m, clock_ms(), true); /* the touches since the last one: a restart keeps the LRU order */
 		persist_flush(m->persist);
+	}
 	alloc_queue_fini(m);
 	tier_fini(m);
 	conns_close_all(m);

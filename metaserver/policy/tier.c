@@ -10,6 +10,7 @@
 #include "key_result.h"
 #include "policy_ops.h"
 #include "log.h"
+#include "lru.h"
 #include "mmc/mmc.h"
 #include "objects.h"
 #include "placement.h"
@@ -346,7 +347,7 @@ static int finish_demote(struct meta *m, struct task *t, int result)
 			object_persist(m, o);
 		let_go_of_dram(m, o, &dram, o->persisted ? persist_wait_seq(m->persist) : 0);
 		list_del(&o->link);
-		list_add_head(&m->lru[MMC_MEDIA_SSD], &o->link);
+		lru_push(m, o);
 		return 0;
 	}
 	release_raw(m, t->svc, MMC_MEDIA_SSD, t->dst_offset);
@@ -355,7 +356,7 @@ static int finish_demote(struct meta *m, struct task *t, int result)
 	log_warn("op=demote key=\"%.*s\" err=%d", o->keylen, object_key(o), result);
 	list_del(&o->link);
 	if (t->nwaiters) { /* an explicit evict: the key stays in DRAM and the caller hears why */
-		list_add_head(&m->lru[MMC_MEDIA_DRAM], &o->link);
+		lru_push(m, o);
 		return result ? result : MMC_ERROR;
 	}
 	object_drop(m, o); /* an eviction victim that could not move is evicted */
@@ -411,7 +412,7 @@ static void finish_read(struct meta *m, struct task *t, int result)
 		space_release(m, b->svc, MMC_MEDIA_SSD, ssd_offset, o->persisted ? persist_wait_seq(m->persist) : 0);
 	}
 	list_del(&o->link);
-	list_add_head(&m->lru[MMC_MEDIA_DRAM], &o->link);
+	lru_push(m, o);
 	for (size_t i = 0; i < t->nwaiters; i++) {
 		struct tier_req *r = t->waiters[i].req;
 

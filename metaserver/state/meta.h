@@ -107,9 +107,11 @@ struct object {
 	uint64_t write_expiry_ms; /* ALLOCATED: reclaimed after this */
 	uint64_t rec_seq;         /* the persist batch of its latest record; 0: loaded from the store (durable) */
 	uint64_t unlink_seq;      /* the batch that stops any record pointing at its space (0: none ever did) */
+	uint64_t stamp;           /* READABLE: meta.lru_clock when it last went to the head of its LRU (lru.h) */
 	struct lease *leases;
 	uint8_t busy;          /* tier tasks in flight that read or write its bytes */
 	uint8_t checksum_type; /* MMC_WIRE_CHECKSUM_* of checksum, as the writer committed it; NONE: unverified */
+	bool stamp_dirty;      /* stamp is newer than the one in its record: written at the next LRU checkpoint */
 	uint32_t checksum;     /* of the object's bytes (in the padding before blobs: the object does not grow) */
 	struct blob blobs[];   /* nblobs entries, then keylen + 1 key bytes */
 };
@@ -167,7 +169,10 @@ struct meta {
 	struct object **buckets;
 	uint64_t nbuckets;
 	uint64_t nobjects;
-	struct list lru[MEDIA_COUNT]; /* READABLE objects, most recent at the head */
+	struct list lru[MEDIA_COUNT]; /* READABLE objects, most recent (highest stamp) at the head */
+	uint64_t lru_clock;           /* the newest object stamp (lru.h) */
+	uint64_t lru_saved;           /* every stamp up to this one is in its record */
+	uint64_t lru_saved_ms;        /* when the last LRU checkpoint ran */
 	struct list pending;          /* ALLOCATED objects */
 	struct list zombies;          /* removed but still leased */
 	struct list parked;           /* alloc requests waiting for leased memory (alloc_req.c) */

@@ -9,6 +9,7 @@
 #include "clock.h"
 #include "hash.h"
 #include "log.h"
+#include "lru.h"
 #include "mmc/mmc.h"
 #include "persist.h"
 #include "quarantine.h"
@@ -17,8 +18,8 @@
 #define INITIAL_BUCKETS 1024
 
 /*
- * LMDB record of a READABLE object: header, then (version 2) the writer's checksum, then nblobs rec_blob.
- * Objects without a checksum are still written as version 1, which older servers load too.
+ * Store record of a READABLE object: header, then (version 2 and on) the writer's checksum, then (version 3) its LRU
+ * stamp (lru.h), then nblobs rec_blob. Written as version 3; versions 1 and 2 load with stamp 0, the oldest.
  */
 struct rec_object {
 	uint32_t version;
@@ -39,12 +40,14 @@ struct rec_blob {
 };
 
 #define REC_VERSION_PLAIN 1
-#define REC_VERSION       2
+#define REC_VERSION_SUM   2
+#define REC_VERSION       3
 
-/* A record as read back; version 1 leaves ck zero (no checksum). */
+/* A record, as written (version 3) and as read back: older versions leave ck or stamp zero. */
 struct rec {
 	struct rec_object h;
 	struct rec_checksum ck;
+	uint64_t stamp;
 	struct rec_blob b[2 * MMC_WIRE_REPLICAS];
 };
 
@@ -342,11 +345,7 @@ int object_pick_blob(const struct meta *m, const struct object *o, const struct 
 
 void object_persist(struct meta *m, struct object *o)
 {
-	struct rec rec; /* aligned storage; version 1 puts the blobs where the checksum would be */
-	unsigned char *buf = (unsigned char *)&rec;
-	struct rec_object *h = &rec.h;
-	bool sum = o->checksum_type != MMC_WIRE_CHECKSUM_NONE;
-	struct rec_blob *rb = (struct rec_blob *)(buf + sizeof(*h) + (sum ? sizeof(struct rec_checksum) : 0));
+	struct rec rec;
 	uint32_t n = 0;
 
 	for (int i = 0; i < o->nblobs; i++) {
@@ -354,14 +353,15 @@ void object_persist(struct meta *m, struct object *o)
 
 		if (!b->svc)
 			continue;
-		rb[n++] = (struct rec_blob){b->svc->rank, b->media, b->svc->incarnation, b->offset};
+		rec.b[n++] = (struct rec_blob){b->svc->rank, b->media, b->svc->incarnation, b->offset};
 	}
-	*h = (struct rec_object){sum ? REC_VERSION : REC_VERSION_PLAIN, n, o->size};
-	if (sum)
-		rec.ck = (struct rec_checksum){o->checksum_type, o->checksum};
-	if (persist_put(m->persist, m->db_objects, object_key(o), o->keylen, buf,
-	                (size_t)((unsigned char *)(rb + n) - buf)) == 0) {
+	rec.h = (struct rec_object){REC_VERSION, n, o->size};
+	rec.ck = (struct rec_checksum){o->checksum_type, o->checksum};
+	rec.stamp = o->stamp;
+	if (persist_put(m->persist, m->db_objects, object_key(o), o->keylen, &rec,
+	                (size_t)((unsigned char *)(rec.b + n) - (unsigned char *)&rec)) == 0) {
 		o->persisted = true;
+		o->stamp_dirty = false;
 		o->rec_seq = persist_wait_seq(m->persist);
 	}
 }
@@ -386,7 +386,7 @@ void object_publish(struct meta *m, struct object *o)
 	o->state = MMC_BLOB_READABLE;
 	o->write_session = 0;
 	o->write_expiry_ms = 0;
-	list_add_head(&m->lru[object_media(o)], &o->link);
+	lru_push(m, o);
 	object_persist(m, o);
 }
 
@@ -395,7 +395,7 @@ void object_touch(struct meta *m, struct object *o)
 	if (o->state != MMC_BLOB_READABLE)
 		return;
 	list_del(&o->link);
-	list_add_head(&m->lru[object_media(o)], &o->link);
+	lru_push(m, o);
 }
 
 static void holds_landed(void *arg)
@@ -701,13 +701,16 @@ static int rec_parse(const void *val, size_t vlen, struct rec *r)
 	if (vlen < sizeof(r->h))
 		return -1;
 	memcpy(&r->h, p, sizeof(r->h));
-	if (r->h.version != REC_VERSION_PLAIN && r->h.version != REC_VERSION)
+	if (r->h.version < REC_VERSION_PLAIN || r->h.version > REC_VERSION)
 		return -1;
-	head = sizeof(r->h) + (r->h.version == REC_VERSION ? sizeof(r->ck) : 0);
+	head = sizeof(r->h) + (r->h.version >= REC_VERSION_SUM ? sizeof(r->ck) : 0) +
+	       (r->h.version >= REC_VERSION ? sizeof(r->stamp) : 0);
 	if (r->h.nblobs > 2 * MMC_WIRE_REPLICAS || vlen != head + r->h.nblobs * sizeof(r->b[0]))
 		return -1;
-	if (r->h.version == REC_VERSION)
+	if (r->h.version >= REC_VERSION_SUM)
 		memcpy(&r->ck, p + sizeof(r->h), sizeof(r->ck));
+	if (r->h.version >= REC_VERSION)
+		memcpy(&r->stamp, p + sizeof(r->h) + sizeof(r->ck), sizeof(r->stamp));
 	memcpy(r->b, p + head, r->h.nblobs * sizeof(r->b[0]));
 	return r->ck.type > MMC_WIRE_CHECKSUM_CRC32C ? -1 : 0;
 }
@@ -728,6 +731,8 @@ static int load_record(struct meta *m, const void *key, size_t klen, const void 
 	o->size = h->size;
 	o->checksum_type = (uint8_t)rec.ck.type;
 	o->checksum = rec.ck.value;
+	o->stamp = rec.stamp;
+	m->lru_clock = rec.stamp > m->lru_clock ? rec.stamp : m->lru_clock;
 	for (uint32_t i = 0; i < h->nblobs; i++) {
 		struct service *svc = service_get(m, rb[i].rank);
 		struct segment *seg =
@@ -799,6 +804,8 @@ int objects_load(struct meta *m)
 		resize_index(m, b);
 	}
 	rc = persist_scan(m->persist, m->db_objects, load_one, &l);
+	if (rc == 0 && lru_sort(m)) /* the scan gave key order */
+		log_warn("op=load warning=\"out of memory: the LRU is in key order\"");
 	for (size_t i = 0; i < l.ngone; i++)
 		persist_del(m->persist, m->db_objects, l.gone[i], strlen(l.gone[i]));
 	free(l.gone);

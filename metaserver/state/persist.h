@@ -28,8 +28,9 @@ struct event_base;
 struct persist;
 struct persist_table; /* a named table of key -> bytes, valid until persist_close */
 
-/* The store's format, written on first open and checked at every open: a newer one is refused. */
-#define PERSIST_FORMAT_VERSION 1
+/* The store's format, written on first open and checked at every open: a newer one is refused, an older one is
+ * raised to this one (2: object records carry an LRU stamp, which releases that read format 1 would drop). */
+#define PERSIST_FORMAT_VERSION 2
 /* The longest key any backend accepts (LMDB's limit, kept for Redis so the backends are interchangeable). */
 #define PERSIST_KEY_MAX 511
 

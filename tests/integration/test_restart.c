@@ -196,3 +196,62 @@ Test(unreachable, every_call_waits_one_retry_window, .timeout = 120)
 	mmc_destroy(s);
 	cr_expect_eq(metaserver_cleanup(&meta), 0, "the metaserver log has a sanitizer report");
 }
+
+/* ---- the LRU order across a restart: eviction after it removes the least recently used, not the last keys ---- */
+
+#define MiB (1u << 20)
+
+static int lru_put(mmc_store *s, const char *key)
+{
+	static unsigned char buf[MiB];
+
+	return mmc_put_from(s, key, buf, MiB, MMC_COPY_H2G, NULL);
+}
+
+/* Polls /metrics until the local service is attached again (its pool counted): a put then has room to evict in. */
+static bool pool_attached(const struct metaserver *m)
+{
+	char cmd[256];
+
+	snprintf(cmd, sizeof(cmd),
+	         "curl -sf http://127.0.0.1:%u/metrics | grep -q '^mmc_pool_bytes{media=\"dram\"} [1-9]'",
+	         m->admin_port);
+	for (int i = 0; i < 200; i++) {
+		if (system(cmd) == 0)
+			return true;
+		usleep(50000);
+	}
+	return false;
+}
+
+/*
+ * Puts in an order unlike key order, a get of one of them, a restart, then a put past the high watermark: the two
+ * least recently used go. Both stores loaded objects sorted by key and rebuilt the LRU in that order, so the keys
+ * last in key order went (here k3, just read, and k4).
+ */
+Test(lru, the_lru_order_survives_a_restart, .timeout = 120)
+{
+	const char *env[] = {"ock.mmc.evict_threshold_high=70", "ock.mmc.evict_threshold_low=50", NULL};
+	static const char *const order[] = {"k3", "k1", "k4", "k0", "k2"};
+	static unsigned char buf[MiB];
+	mmc_store *s;
+
+	cr_assert_eq(metaserver_start(&meta, env), 0);
+	s = fixture_store(meta.url, true, 8 * MiB);
+	for (int i = 0; i < 5; i++)
+		cr_assert_eq(lru_put(s, order[i]), 0, "put %s", order[i]);
+	cr_assert_eq(mmc_get_into(s, "k3", buf, MiB, MMC_COPY_G2H), 0); /* newest to oldest: k3 k2 k0 k4 k1 */
+	cr_assert_eq(metaserver_stop(&meta), 0);
+	cr_assert_eq(metaserver_restart(&meta, env), 0);
+	cr_assert(pool_attached(&meta), "the local service did not rejoin");
+	/* 6 of 8 MiB is past 70%: down to 50% (4 MiB), the two least recently used go */
+	cr_assert_eq(lru_put(s, "k5"), 0);
+	cr_expect_eq(mmc_is_exist(s, "k1"), 0, "k1 was the least recently used");
+	cr_expect_eq(mmc_is_exist(s, "k4"), 0, "k4 was the next least recently used");
+	cr_expect_eq(mmc_is_exist(s, "k3"), 1, "k3 was read last before the restart");
+	cr_expect_eq(mmc_is_exist(s, "k2"), 1);
+	cr_expect_eq(mmc_is_exist(s, "k0"), 1);
+	cr_expect_eq(mmc_is_exist(s, "k5"), 1);
+	mmc_destroy(s);
+	cr_expect_eq(metaserver_cleanup(&meta), 0, "the metaserver log has a sanitizer report");
+}

@@ -630,13 +630,34 @@ BOTH(a_newer_format_is_refused_at_open)
 	cr_assert_eq(persist_get(p, fmt, "version", 7, v, sizeof(v), &len), 0, "written on first open");
 	cr_assert_eq(len, 1);
 	cr_assert_eq(v[0], '0' + PERSIST_FORMAT_VERSION);
-	persist_put(p, fmt, "version", 7, "2", 1);
+	persist_put(p, fmt, "version", 7, "9", 1);
 	cr_assert_eq(persist_flush(p), 0);
 	persist_close(p);
 	p = NULL;
 	cr_assert_eq(try_open(&p, 64u << 20, NULL, err, sizeof(err)), MMC_ERROR);
 	cr_assert_null(p);
-	cr_assert(strstr(err, "metadata format 2") && strstr(err, "reads format 1"), "%s", err);
+	snprintf(v, sizeof(v), "%d", PERSIST_FORMAT_VERSION);
+	cr_assert(strstr(err, "metadata format 9") && strstr(err, "reads format ") && strstr(err, v), "%s", err);
+}
+
+/* Format 1 (object records without an LRU stamp) opens and is raised to the current format, so that a release of
+ * format 1 refuses the store instead of dropping the records it cannot read. */
+BOTH(an_older_format_is_raised_at_open)
+{
+	struct persist_table *fmt;
+	char err[256] = "", v[8];
+	size_t len;
+
+	cr_assert_eq(persist_table(p, "mmc_format", &fmt), 0);
+	persist_put(p, fmt, "version", 7, "1", 1);
+	cr_assert_eq(persist_flush(p), 0);
+	persist_close(p);
+	p = NULL;
+	cr_assert_eq(try_open(&p, 64u << 20, NULL, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(persist_table(p, "mmc_format", &fmt), 0);
+	cr_assert_eq(persist_get(p, fmt, "version", 7, v, sizeof(v), &len), 0);
+	cr_assert_eq(len, 1);
+	cr_assert_eq(v[0], '0' + PERSIST_FORMAT_VERSION);
 }
 
 BOTH(a_reload_lands_what_is_queued_and_keeps_tables_and_numbers)

@@ -1,0 +1,89 @@
+#include "lru.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "mmc/mmc.h"
+#include "objects.h"
+
+void lru_push(struct meta *m, struct object *o)
+{
+	list_add_head(&m->lru[object_media(o)], &o->link);
+	o->stamp = ++m->lru_clock;
+	o->stamp_dirty = true;
+}
+
+void lru_checkpoint(struct meta *m, uint64_t now_ms, bool force)
+{
+	uint64_t written = 0;
+
+	if (!force && now_ms - m->lru_saved_ms < LRU_CHECKPOINT_MS)
+		return;
+	m->lru_saved_ms = now_ms;
+	/* what moved since the last checkpoint went to a head, with a stamp above lru_saved: walk no further */
+	for (int i = 0; i < MEDIA_COUNT; i++) {
+		for (struct list *it = m->lru[i].next; it != &m->lru[i]; it = it->next) {
+			struct object *o = list_entry(it, struct object, link);
+
+			if (o->stamp <= m->lru_saved)
+				break;
+			if (o->stamp_dirty && o->persisted) {
+				object_persist(m, o);
+				written++;
+			}
+		}
+	}
+	m->lru_saved = m->lru_clock;
+	if (written)
+		log_debug("op=lru_checkpoint records=%llu", (unsigned long long)written);
+}
+
+/* Newest first; equal stamps (records without one) in the order the load gave them: their index. */
+struct ranked {
+	struct object *o;
+	size_t pos;
+};
+
+static int newest_first(const void *a, const void *b)
+{
+	const struct ranked *x = a, *y = b;
+
+	if (x->o->stamp != y->o->stamp)
+		return x->o->stamp > y->o->stamp ? -1 : 1;
+	return (x->pos > y->pos) - (x->pos < y->pos);
+}
+
+static int sort_one(struct list *lru)
+{
+	struct ranked *r;
+	size_t n = 0;
+
+	for (struct list *it = lru->next; it != lru; it = it->next)
+		n++;
+	if (n < 2)
+		return 0;
+	if (!(r = malloc(n * sizeof(*r))))
+		return MMC_MALLOC_FAILED;
+	n = 0;
+	for (struct list *it = lru->next; it != lru; it = it->next) {
+		r[n] = (struct ranked){list_entry(it, struct object, link), n};
+		n++;
+	}
+	qsort(r, n, sizeof(*r), newest_first);
+	list_init(lru);
+	for (size_t i = 0; i < n; i++)
+		list_add_tail(lru, &r[i].o->link);
+	free(r);
+	return 0;
+}
+
+int lru_sort(struct meta *m)
+{
+	int rc = 0;
+
+	for (int i = 0; i < MEDIA_COUNT; i++)
+		rc = sort_one(&m->lru[i]) ? MMC_MALLOC_FAILED : rc;
+	m->lru_saved = m->lru_clock;
+	return rc;
+}

@@ -1,0 +1,29 @@
+/*
+ * The LRU order across restarts and failovers. Every READABLE object carries a stamp from one counter
+ * (meta.lru_clock), taken when it goes to the head of its media's LRU, so stamps fall from head to tail; its record
+ * keeps the stamp, and a load rebuilds each LRU in stamp order instead of key order (records written before stamps
+ * existed load as the oldest, in key order). A get does not write a record: the stamps that moved since the last
+ * checkpoint are written once a second and at shutdown, so a touched object costs at most one record write a
+ * second whatever its gets, and a kill -9 forgets at most the last second of touches. Loop thread only.
+ */
+#ifndef MMC_LRU_H
+#define MMC_LRU_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "meta.h"
+
+#define LRU_CHECKPOINT_MS 1000
+
+/* Puts o (off any list) at the head of its media's LRU with a new stamp, to be written by the next checkpoint
+ * unless its record is written first. */
+void lru_push(struct meta *m, struct object *o);
+/* Writes the records of objects whose stamp moved since the last checkpoint: once LRU_CHECKPOINT_MS has passed
+ * since it, or now with force (shutdown). */
+void lru_checkpoint(struct meta *m, uint64_t now_ms, bool force);
+/* After a load: each LRU in stamp order, newest at the head; equal stamps keep their order. Returns 0 or
+ * MMC_MALLOC_FAILED (the lists are then left in load order). */
+int lru_sort(struct meta *m);
+
+#endif
