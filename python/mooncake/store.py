@@ -1,22 +1,44 @@
-"""mooncake.store on mmc: MooncakeDistributedStore and ReplicateConfig with Mooncake's signatures and return
-conventions (store_py.cpp), over mmc.DistributedObjectStore.
+"""mooncake.store on mmc: MooncakeDistributedStore, ReplicateConfig, BufferHandle and the replica descriptors with
+Mooncake's signatures and return conventions (UPSTREAM below), over mmc.DistributedObjectStore.
 
 - Codes are Mooncake's ErrorCode values (0 ok, negative errors); get calls return byte counts.
 - setup() maps master_server_addr "host:port" to mmc-metaserver's tcp://host:port and global_segment_size to the
   DRAM this process lends; metadata_server, local_hostname, local_buffer_size and rdma_devices are accepted and
   not needed (mmc has no transfer-engine metadata service and picks its NICs itself).
-- What mmc lacks is refused with INVALID_PARAMS, never claimed: hard pin, DFS replicas, tenants other than
-  "default", SSD offload through setup, a client HTTP server. Soft pin and preferred segments are placement hints
-  mmc does not follow; the object is stored and evictable like any other (docs/python.md says so).
+- What mmc cannot honour is refused with INVALID_PARAMS and one log line (logger "mooncake.store") naming the
+  feature, never claimed: hard pin, DFS and NoF replicas, tenants other than "default", SSD offload through setup,
+  the standalone client (setup_dummy), replica copy/move tasks. Soft pin, preferred segments and group_ids are
+  placement and eviction hints mmc does not follow: the objects are stored and evicted one by one (logged once).
+- enable_client_http_server starts a small HTTP server with the client's counters (/metrics, /metrics/summary,
+  /health) on client_http_port; when it cannot listen, setup still succeeds (logged).
+- mmc's remove never waits for readers (a leased object is unlinked at once, its memory freed when the lease
+  ends), so force=False behaves as Mooncake's force=True.
 """
 import ctypes
 import json
+import logging
 import os
 
 import mmc
 from mmc import _args as A
 from mmc import _lib
-from mmc._lib import lib, BATCH_MAX
+from mmc._lib import lib, BATCH_MAX, LAYERS_MAX
+
+from . import _metrics
+from ._replica import (BufferHandle, Descriptor, DiskDescriptor, MemoryDescriptor, ReplicaDescriptor,
+                       ReplicaStatus, replicas)
+from ._tensor_calls import TensorCalls
+
+__all__ = ["MooncakeDistributedStore", "ReplicateConfig", "MooncakeHostMemAllocator", "BufferHandle",
+           "ReplicaDescriptor", "ReplicaStatus", "Descriptor", "MemoryDescriptor", "DiskDescriptor", "load_config"]
+
+# What this module follows: kvcache-ai/Mooncake mooncake-integration/store/store_py.cpp at d8037694 (method names,
+# arguments, defaults, return values) and integration_utils.h's TensorMetadata version 1; setup's tenant_id,
+# enable_client_http_server and client_http_port and ReplicateConfig's group_ids, nof_replica_num,
+# dfs_replica_num and soft_pin_action as of 3b5a594.
+UPSTREAM = "kvcache-ai/Mooncake d8037694 (store_py.cpp), 3b5a594 (setup and ReplicateConfig fields)"
+
+log = logging.getLogger("mooncake.store")
 
 # Mooncake's ErrorCode values (mooncake-store/include/types.h)
 OK = 0
@@ -28,6 +50,8 @@ OBJECT_NOT_FOUND = -704
 OBJECT_HAS_LEASE = -706
 TRANSFER_FAIL = -800
 RPC_FAIL = -900
+# health_check()
+HC_OK, HC_NOT_INITIALIZED, HC_MASTER_UNREACHABLE = 0, 1, 2
 
 _CODES = {
     _lib.MMC_INVALID_PARAM: INVALID_PARAMS,
@@ -41,9 +65,12 @@ _CODES = {
     -3109: TRANSFER_FAIL,  # MMC_CHECKSUM_MISMATCH
     _lib.MMC_ERROR: TRANSFER_FAIL,
 }
+_UNREACHABLE = (-3004, -3017, -3018)  # MMC_TIMEOUT, MMC_NOT_CONNECTED_META, MMC_NOT_CONNECTED_LOCAL
+_MISSING = (_lib.MMC_OBJECT_NOT_EXISTS, _lib.MMC_UNMATCHED_KEY)
 
 _PROTOCOLS = {"tcp": "host_tcp", "rdma": "host_rdma", "shm": "host_shm"}
 _G2H, _H2G = 2, 3
+_noted = set()
 
 
 def mooncake_code(rc):
@@ -51,6 +78,18 @@ def mooncake_code(rc):
     if rc >= 0:
         return rc
     return _CODES.get(rc, INTERNAL_ERROR)
+
+
+def unsupported(feature, why):
+    """Logs that mmc cannot honour feature and answers INVALID_PARAMS."""
+    log.warning("mooncake.store: %s is not supported by mmc: %s", feature, why)
+    return INVALID_PARAMS
+
+
+def _note_once(feature, why):
+    if feature not in _noted:
+        _noted.add(feature)
+        log.info("mooncake.store: %s: %s", feature, why)
 
 
 def _size(v, name):
@@ -113,7 +152,7 @@ class MooncakeHostMemAllocator:
 class ReplicateConfig:
     """Mooncake's ReplicateConfig. mmc honours replica_num (1..8); see the module docstring for the rest."""
     __slots__ = ("replica_num", "with_soft_pin", "with_hard_pin", "preferred_segments", "preferred_segment",
-                 "prefer_alloc_in_same_node", "nof_replica_num", "dfs_replica_num", "soft_pin_action")
+                 "prefer_alloc_in_same_node", "nof_replica_num", "dfs_replica_num", "soft_pin_action", "group_ids")
 
     def __init__(self):
         self.replica_num = 1
@@ -125,17 +164,32 @@ class ReplicateConfig:
         self.nof_replica_num = 0
         self.dfs_replica_num = 0
         self.soft_pin_action = 0
-        # no group_ids: mmc has no object groups, and SGLang falls back to plain batch_put_from without it
+        self.group_ids = []
 
-    def _to_mmc(self):
-        """mmc.ReplicateConfig, or None for what mmc cannot do (hard pin, DFS replicas, replica_num out of range)."""
-        if self.with_hard_pin or self.dfs_replica_num or self.nof_replica_num:
-            return None
+    def _refusal(self):
+        """(feature, why) of what mmc cannot do, or None."""
+        if self.with_hard_pin:
+            return "with_hard_pin", "mmc evicts every object under memory pressure; there is no hard pin"
+        if self.dfs_replica_num:
+            return "dfs_replica_num", "mmc has no DFS tier (its SSD tier is configured per local service)"
+        if self.nof_replica_num:
+            return "nof_replica_num", "mmc has no NVMe-oF tier"
         n = A.uint(self.replica_num, "replica_num", 0xFFFF)
         if n < 1 or n > _lib.REPLICA_MAX:
+            return "replica_num=%d" % n, "mmc keeps 1 to %d replicas" % _lib.REPLICA_MAX
+        return None
+
+    def _to_mmc(self, call):
+        """mmc.ReplicateConfig, or None (logged) for what mmc cannot do."""
+        refusal = self._refusal()
+        if refusal:
+            unsupported("%s (%s)" % (refusal[0], call), refusal[1])
             return None
+        if self.with_soft_pin or self.preferred_segment or self.preferred_segments:
+            _note_once("soft pin / preferred segments", "placement hints mmc does not follow; objects are stored "
+                       "and evicted like any other")
         rc = mmc.ReplicateConfig()
-        rc.replicaNum = n
+        rc.replicaNum = self.replica_num
         return rc
 
     def __str__(self):
@@ -148,24 +202,40 @@ class ReplicateConfig:
 _DEFAULT_RC = mmc.ReplicateConfig()
 
 
-def _rc(config):
+def _rc(config, call):
     if config is None:
         return _DEFAULT_RC
     if not isinstance(config, ReplicateConfig):
         raise TypeError("config: expected ReplicateConfig, got %s" % type(config).__name__)
-    return config._to_mmc()
+    return config._to_mmc(call)
 
 
-class MooncakeDistributedStore:
+def _groups_ok(config, n):
+    """False when config's group_ids are given but not one per key (logged). mmc has no object groups."""
+    ids = getattr(config, "group_ids", None) or []
+    if not ids:
+        return True
+    if len(ids) != n:
+        log.warning("mooncake.store: group_ids: %d ids for %d keys", len(ids), n)
+        return False
+    _note_once("group_ids", "mmc has no object groups; each object of a group is stored and evicted on its own")
+    return True
+
+
+class MooncakeDistributedStore(TensorCalls):
     """mooncake.store.MooncakeDistributedStore over one mmc store."""
 
     def __init__(self):
         self._d = None  # mmc.DistributedObjectStore after a good setup()
         self._regs = {}  # registered buffer start -> size: Mooncake unregisters by address, libmmc by (address, size)
+        self._hostname = None
+        self._http = None  # the client HTTP server, when enable_client_http_server
+        self.counters = _metrics.Counters()
         self.last_error = ""
 
     def _fail(self, msg, code=INVALID_PARAMS):
         self.last_error = msg
+        log.warning("mooncake.store: %s", msg)
         return code
 
     # ---- life cycle
@@ -178,6 +248,7 @@ class MooncakeDistributedStore:
             return self._setup_dict(local_hostname)
         if metadata_server is None:
             raise TypeError("setup() missing argument: 'metadata_server'")
+        tenant_id = "default" if tenant_id in (None, "") else tenant_id
         for name, v in (("local_hostname", local_hostname), ("metadata_server", metadata_server),
                         ("protocol", protocol), ("rdma_devices", rdma_devices), ("tenant_id", tenant_id)):
             if not isinstance(v, str):
@@ -193,13 +264,29 @@ class MooncakeDistributedStore:
         proto = _PROTOCOLS.get(protocol.lower(), protocol)
         if not proto.startswith("host_") and proto != "auto":
             return self._fail("protocol %r: mmc speaks tcp, rdma, shm (or host_tcp / host_rdma / host_shm)" % protocol)
-        if enable_ssd_offload:
-            return self._fail("enable_ssd_offload: configure mmc's SSD tier (ock.mmc.local_service.ssd.*) instead")
-        if tenant_id != "default":
-            return self._fail("tenant_id %r: mmc has no tenants (only \"default\")" % tenant_id)
-        if enable_client_http_server:
-            return self._fail("enable_client_http_server: mmc has no client HTTP server")
+        refused = self._refused_setup(enable_ssd_offload, tenant_id)
+        if refused:
+            return refused
         # engine: a Mooncake TransferEngine; mmc moves bytes with its own fabric, so it is not used
+        rc = self._open(url, proto, lend)
+        if rc:
+            return rc
+        self._hostname = local_hostname
+        if A.boolean(enable_client_http_server, "enable_client_http_server"):
+            self._http = _metrics.start(self.counters, A.uint(client_http_port, "client_http_port", 0xFFFF))
+        return 0
+
+    def _refused_setup(self, enable_ssd_offload, tenant_id):
+        if enable_ssd_offload:
+            self.last_error = "enable_ssd_offload"
+            return unsupported("setup(enable_ssd_offload=True)", "configure mmc's SSD tier "
+                               "(ock.mmc.local_service.ssd.*) on the local service instead")
+        if tenant_id != "default":
+            self.last_error = "tenant_id %r" % tenant_id
+            return unsupported("setup(tenant_id=%r)" % tenant_id, "tenants come later; only \"default\" for now")
+        return 0
+
+    def _open(self, url, proto, lend):
         cfg = mmc.LocalConfig()
         cfg.meta_service_url = url
         cfg.protocol = proto
@@ -226,6 +313,9 @@ class MooncakeDistributedStore:
         if "device_name" in kw:
             kw.setdefault("rdma_devices", kw.pop("device_name"))
             kw.pop("device_name", None)
+        for flag in ("enable_ssd_offload", "enable_client_http_server"):  # the JSON may spell them as strings
+            if isinstance(kw.get(flag), str):
+                kw[flag] = kw[flag].strip().lower() in ("1", "true", "yes", "on")
         kw.setdefault("local_hostname", "localhost")
         kw.setdefault("metadata_server", "P2PHANDSHAKE")
         return self.setup(**kw)
@@ -233,15 +323,26 @@ class MooncakeDistributedStore:
     def setup_dummy(self, mem_pool_size, local_buffer_size, server_address):
         """Mooncake's standalone mode (a separate mooncake_client owns the pool): not supported; every mmc client
         talks to mmc-metaserver itself. Use setup() with global_segment_size 0 for a client that lends nothing."""
-        return self._fail("setup_dummy: mmc has no standalone client process; use setup(..., global_segment_size=0)")
+        self.last_error = "setup_dummy"
+        return unsupported("setup_dummy (a standalone mooncake_client)", "every mmc client talks to mmc-metaserver "
+                           "itself; use setup(..., global_segment_size=0)")
 
     def init_all(self, protocol, device_name, mount_segment_size=16 << 20):
         """Mooncake's legacy init: not supported (it needs the addresses setup() takes)."""
-        return self._fail("init_all: use setup()")
+        self.last_error = "init_all"
+        return unsupported("init_all", "use setup()")
+
+    def alloc_from_mem_pool(self, size):
+        """The standalone client's pool allocator: 0, there is no standalone client (see setup_dummy)."""
+        unsupported("alloc_from_mem_pool", "there is no standalone client (setup_dummy)")
+        return 0
 
     def close(self):
         d, self._d = self._d, None
+        srv, self._http = self._http, None
         self._regs = {}
+        if srv is not None:
+            srv.stop()
         if d is not None:
             d.close()
         return 0
@@ -252,8 +353,16 @@ class MooncakeDistributedStore:
             return False
         return True
 
+    def health_check(self):
+        """0 healthy, 1 not set up (or closed), 2 mmc-metaserver unreachable."""
+        if self._d is None:
+            return HC_NOT_INITIALIZED
+        rc = lib.mmc_is_exist(self._d._s, b"mooncake-health-check")
+        return HC_MASTER_UNREACHABLE if rc in _UNREACHABLE else HC_OK
+
     def get_hostname(self):
-        return os.uname().nodename
+        """The local_hostname given to setup() (Mooncake's segment name), else this host's name."""
+        return self._hostname or os.uname().nodename
 
     # ---- buffers
     def register_buffer(self, buffer_ptr, size):
@@ -280,11 +389,43 @@ class MooncakeDistributedStore:
         if not self._ready():
             return INVALID_PARAMS
         k = A.key(key)
-        rc = _rc(config)
+        rc = _rc(config, "put")
         if rc is None:
-            return self._fail("put: ReplicateConfig asks for what mmc cannot do")
+            return INVALID_PARAMS
         with A.Buffer(value, "value") as b:
-            return mooncake_code(lib.mmc_put_from(self._d._s, k, b.addr, b.len, _H2G, ctypes.byref(rc.to_c())))
+            r = mooncake_code(lib.mmc_put_from(self._d._s, k, b.addr, b.len, _H2G, ctypes.byref(rc.to_c())))
+            self.counters.add("put", 1, r != 0, b.len if r == 0 else 0)
+        return r
+
+    def put_parts(self, key, *parts, config=None):
+        """One object of the parts (buffer-protocol objects) end to end, gathered without a copy: 0 or a code."""
+        if not self._ready():
+            return INVALID_PARAMS
+        k = A.key(key)
+        rc = _rc(config, "put_parts")
+        if rc is None:
+            return INVALID_PARAMS
+        bufs = [A.Buffer(p, "parts[%d]" % i) for i, p in enumerate(parts)]
+        try:
+            live = [b for b in bufs if b.len]
+            if not live:
+                return self._fail("put_parts: no bytes to put")
+            r = self._put_gathered(k, [b.addr for b in live], [b.len for b in live], rc)
+            self.counters.add("put", 1, r != 0, sum(b.len for b in live) if r == 0 else 0)
+            return r
+        finally:
+            for b in bufs:
+                b.release()
+
+    def _put_gathered(self, k, ptrs, sizes, rc):
+        """One object from several buffers (mmc's layer put); more buffers than a layer call takes are joined."""
+        if len(ptrs) > LAYERS_MAX:
+            joined = b"".join(ctypes.string_at(p, n) for p, n in zip(ptrs, sizes))
+            with A.Buffer(joined) as b:
+                return mooncake_code(lib.mmc_put_from(self._d._s, k, b.addr, b.len, _H2G, ctypes.byref(rc.to_c())))
+        ps, ns = A.u64s(ptrs, "parts"), A.u64s(sizes, "sizes")
+        return mooncake_code(lib.mmc_put_from_layers(self._d._s, k, A.addr(ps), A.addr(ns), len(ps), _H2G,
+                                                     ctypes.byref(rc.to_c())))
 
     def put_batch(self, keys, values, config=None):
         if not self._ready():
@@ -294,34 +435,79 @@ class MooncakeDistributedStore:
             return INVALID_PARAMS
         if not ks:
             return 0
-        rc = _rc(config)
+        rc = _rc(config, "put_batch")
         if rc is None:
-            return self._fail("put_batch: ReplicateConfig asks for what mmc cannot do")
-        return mooncake_code(self._d.put_batch(ks, vs, rc))
+            return INVALID_PARAMS
+        r = mooncake_code(self._d.put_batch(ks, vs, rc))
+        self.counters.add("put", len(ks), len(ks) if r else 0)
+        return r
 
     def get(self, key):
-        if not self._ready():
-            return b""
-        return self._d.get(key)
+        h = self.get_buffer(key)
+        return bytes(h) if h is not None else b""
 
     def get_batch(self, keys):
-        if not self._ready():
-            return [b""] * len(A.seq(keys, "keys"))
-        return self._d.get_batch(keys)
+        return [bytes(h) if h is not None else b"" for h in self.batch_get_buffer(keys)]
 
     def get_buffer(self, key):
-        """Mooncake returns a BufferHandle; here a memoryview of the bytes, or None when absent."""
-        b = self.get(key)
-        return memoryview(b) if b else None
+        """The object's bytes as a BufferHandle, or None when absent (or on an error)."""
+        return self.batch_get_buffer([key])[0]
+
+    def batch_get_buffer(self, keys):
+        """Per key a BufferHandle of the object's bytes, or None when it is absent or the read failed."""
+        ks = A.keys(keys)
+        if not self._ready() or len(ks) > BATCH_MAX:
+            return [None] * len(ks)
+        if not ks:
+            return []
+        infos = (_lib.mmc_key_info * len(ks))()
+        if lib.mmc_batch_get_key_info(self._d._s, A.key_array(ks), len(ks), 0, infos):
+            self.counters.add("get", len(ks), len(ks))
+            return [None] * len(ks)
+        out = [None] * len(ks)
+        want = [i for i in range(len(ks)) if infos[i].size]
+        if want:
+            handles = [BufferHandle(infos[i].size) for i in want]
+            ps = A.u64s([h.ptr() for h in handles], "buffers")
+            ns = A.u64s([len(h) for h in handles], "sizes")
+            res = A.results(len(want))
+            lib.mmc_batch_get_into(self._d._s, A.key_array([ks[i] for i in want]), A.addr(ps), A.addr(ns),
+                                   len(want), _G2H, A.addr(res))
+            for j, i in enumerate(want):
+                if res[j] == 0:
+                    out[i] = handles[j]
+        got = [h for h in out if h is not None]
+        self.counters.add("get", len(ks), len(ks) - len(got), sum(len(h) for h in got))
+        return out
 
     # ---- zero copy
     def put_from(self, key, buffer_ptr, size, config=None):
         if not self._ready():
             return INVALID_PARAMS
-        rc = _rc(config)
+        rc = _rc(config, "put_from")
         if rc is None:
-            return self._fail("put_from: ReplicateConfig asks for what mmc cannot do")
-        return mooncake_code(self._d.put_from(key, buffer_ptr, size, _H2G, rc))
+            return INVALID_PARAMS
+        r = mooncake_code(self._d.put_from(key, buffer_ptr, size, _H2G, rc))
+        self.counters.add("put", 1, r != 0, size if r == 0 else 0)
+        return r
+
+    def put_from_with_metadata(self, key, buffer_ptr, metadata_buffer_ptr, size, metadata_size, config=None):
+        """One object: metadata_size bytes at metadata_buffer_ptr, then size bytes at buffer_ptr (Mooncake's order).
+        size 0: nothing is stored and the answer is 0, as Mooncake's."""
+        if not self._ready():
+            return INVALID_PARAMS
+        k = A.key(key)
+        p, n = A.uint(buffer_ptr, "buffer_ptr"), A.uint(size, "size")
+        mp, mn = A.uint(metadata_buffer_ptr, "metadata_buffer_ptr"), A.uint(metadata_size, "metadata_size")
+        rc = _rc(config, "put_from_with_metadata")
+        if rc is None:
+            return INVALID_PARAMS
+        if n == 0:
+            return 0
+        parts = [(mp, mn), (p, n)] if mn else [(p, n)]
+        r = self._put_gathered(k, [a for a, _ in parts], [b for _, b in parts], rc)
+        self.counters.add("put", 1, r != 0, n + mn if r == 0 else 0)
+        return r
 
     def get_into(self, key, buffer_ptr, size):
         """Bytes read, or a negative code."""
@@ -334,11 +520,15 @@ class MooncakeDistributedStore:
             return ks, None, [INVALID_PARAMS] * len(ks)
         if not ks:
             return ks, None, []
-        rc = _rc(config)
-        if rc is None:
-            self.last_error = "%s: ReplicateConfig asks for what mmc cannot do" % call
+        rc = _rc(config, call)
+        if rc is None or not _groups_ok(config, len(ks)):
+            self.last_error = "%s: the ReplicateConfig asks for what mmc cannot do" % call
             return ks, None, [INVALID_PARAMS] * len(ks)
         return ks, rc, None
+
+    def _tally_puts(self, res, sizes):
+        ok = [n for r, n in zip(res, sizes) if r == 0]
+        self.counters.add("put", len(res), len(res) - len(ok), sum(ok))
 
     def batch_put_from(self, keys, buffer_ptrs, sizes, config=None):
         ks, rc, refused = self._batch_put_start("batch_put_from", keys, config)
@@ -347,7 +537,9 @@ class MooncakeDistributedStore:
         ps, ns = A.seq(buffer_ptrs, "buffer_ptrs"), A.seq(sizes, "sizes")
         if len(ks) > BATCH_MAX or len(ps) != len(ks) or len(ns) != len(ks):
             return [INVALID_PARAMS] * len(ks)
-        return [mooncake_code(r) for r in self._d.batch_put_from(ks, ps, ns, _H2G, rc)]
+        res = [mooncake_code(r) for r in self._d.batch_put_from(ks, ps, ns, _H2G, rc)]
+        self._tally_puts(res, ns)
+        return res
 
     def batch_get_into(self, keys, buffer_ptrs, sizes):
         """Per key the bytes read, or a negative code. A buffer larger than the object is read into in part, as
@@ -366,7 +558,12 @@ class MooncakeDistributedStore:
         retry = [i for i, r in enumerate(res) if r == _lib.MMC_INVALID_PARAM]
         if retry:
             self._short_reads(ks, ps, ns, retry, out)
+        self._tally_gets(out)
         return out
+
+    def _tally_gets(self, out):
+        ok = [n for n in out if n >= 0]
+        self.counters.add("get", len(out), len(out) - len(ok), sum(ok))
 
     def _short_reads(self, ks, ps, ns, idx, out):
         infos = (_lib.mmc_key_info * len(idx))()
@@ -390,7 +587,9 @@ class MooncakeDistributedStore:
         res = self._d.batch_put_from_layers(ks, all_buffer_ptrs, all_sizes, _H2G, rc)
         if len(res) != len(ks):
             return [INVALID_PARAMS] * len(ks)
-        return [mooncake_code(r) for r in res]
+        res = [mooncake_code(r) for r in res]
+        self._tally_puts(res, [sum(A.u64s(s, "all_sizes")) for s in A.seq(all_sizes, "all_sizes")])
+        return res
 
     def batch_get_into_multi_buffers(self, keys, all_buffer_ptrs, all_sizes, prefer_alloc_in_same_node=False):
         """Per key the bytes read (the sum of its buffer sizes), or a negative code."""
@@ -403,7 +602,50 @@ class MooncakeDistributedStore:
         if len(res) != len(ks):
             return [INVALID_PARAMS] * len(ks)
         sizes = A.seq(all_sizes, "all_sizes")
-        return [sum(A.u64s(sizes[i], "all_sizes")) if r == 0 else mooncake_code(r) for i, r in enumerate(res)]
+        out = [sum(A.u64s(sizes[i], "all_sizes")) if r == 0 else mooncake_code(r) for i, r in enumerate(res)]
+        self._tally_gets(out)
+        return out
+
+    # ---- upserts: remove, then put (not atomic: a reader in between misses)
+    def _clear(self, keys):
+        """Removes keys before an upsert: per key 0 or the code that stops it (absent keys are fine)."""
+        ks = A.keys(keys)
+        if len(ks) > BATCH_MAX:
+            return [INVALID_PARAMS] * len(ks)
+        res = A.results(len(ks))
+        lib.mmc_batch_remove(self._d._s, A.key_array(ks), len(ks), A.addr(res))
+        return [0 if r in _MISSING else mooncake_code(r) for r in res]
+
+    def _upsert_one(self, key, put):
+        if not self._ready():
+            return INVALID_PARAMS
+        r = self._clear([key])[0]
+        return r if r else put()
+
+    def upsert(self, key, value, config=None):
+        return self._upsert_one(key, lambda: self.put(key, value, config))
+
+    def upsert_from(self, key, buffer_ptr, size, config=None):
+        return self._upsert_one(key, lambda: self.put_from(key, buffer_ptr, size, config))
+
+    def upsert_parts(self, key, *parts, config=None):
+        return self._upsert_one(key, lambda: self.put_parts(key, *parts, config=config))
+
+    def upsert_batch(self, keys, values, config=None):
+        """0 or the first failure, as put_batch."""
+        if not self._ready():
+            return INVALID_PARAMS
+        ks = A.seq(keys, "keys")
+        bad = next((r for r in self._clear(ks) if r), 0) if ks else 0
+        return bad or self.put_batch(ks, values, config)
+
+    def batch_upsert_from(self, keys, buffer_ptrs, sizes, config=None):
+        ks = A.seq(keys, "keys")
+        if not self._ready():
+            return [INVALID_PARAMS] * len(ks)
+        cleared = self._clear(ks) if ks else []
+        res = self.batch_put_from(ks, buffer_ptrs, sizes, config)
+        return [c or r for c, r in zip(cleared, res)] if len(res) == len(cleared) else res
 
     # ---- queries and removal
     def is_exist(self, key):
@@ -411,6 +653,7 @@ class MooncakeDistributedStore:
         if not self._ready():
             return -1
         r = self._d.is_exist(key)
+        self.counters.add("exist", 1, r not in (0, 1))
         return r if r in (0, 1) else -1
 
     def batch_is_exist(self, keys):
@@ -421,7 +664,9 @@ class MooncakeDistributedStore:
             return []
         if len(ks) > BATCH_MAX:
             return [-1] * len(ks)
-        return [r if r in (0, 1) else -1 for r in self._d.batch_is_exist(ks)]
+        out = [r if r in (0, 1) else -1 for r in self._d.batch_is_exist(ks)]
+        self.counters.add("exist", len(ks), out.count(-1))
+        return out
 
     def get_size(self, key):
         """The object's size in bytes, or a negative code (OBJECT_NOT_FOUND)."""
@@ -434,13 +679,32 @@ class MooncakeDistributedStore:
             return mooncake_code(rc)
         return info.size if info.size else OBJECT_NOT_FOUND
 
-    def remove(self, key):
+    def get_replica_desc(self, key):
+        """The object's replicas as ReplicaDescriptor ([] when absent or on an error)."""
+        return self.batch_get_replica_desc([key]).get(key, [])
+
+    def batch_get_replica_desc(self, keys):
+        """{key: [ReplicaDescriptor]} for every key ([] when absent); {} when the query fails or before setup."""
+        names = A.seq(keys, "keys")
+        ks = A.keys(names)
+        if not self._ready() or not ks or len(ks) > BATCH_MAX:
+            return {}
+        infos = (_lib.mmc_key_info * len(ks))()
+        if lib.mmc_batch_get_key_info(self._d._s, A.key_array(ks), len(ks), 0, infos):
+            return {}
+        return {name: replicas(infos[i], _lib.REPLICA_MAX) for i, name in enumerate(names)}
+
+    def remove(self, key, force=False):
+        """0 or a code (OBJECT_NOT_FOUND). force is accepted: mmc never waits for readers (module docstring)."""
+        A.boolean(force, "force")
         if not self._ready():
             return INVALID_PARAMS
-        return mooncake_code(self._d.remove(key))
+        r = mooncake_code(self._d.remove(key))
+        self.counters.add("remove", 1, r != 0)
+        return r
 
     def batch_remove(self, keys, force=False):
-        """0 or a code per key. force: mmc has no pins to override; a leased object still answers OBJECT_HAS_LEASE."""
+        """0 or a code per key; force as remove()."""
         A.boolean(force, "force")
         ks = A.seq(keys, "keys")
         if not self._ready():
@@ -449,82 +713,46 @@ class MooncakeDistributedStore:
             return []
         if len(ks) > BATCH_MAX:
             return [INVALID_PARAMS] * len(ks)
-        return [mooncake_code(r) for r in self._d.remove_batch(ks)]
+        out = [mooncake_code(r) for r in self._d.remove_batch(ks)]
+        self.counters.add("remove", len(ks), len(ks) - out.count(0))
+        return out
 
-    def remove_by_regex(self, regex_pattern):
+    def remove_by_regex(self, regex_pattern, force=False):
         """How many objects were removed, or a negative code (INVALID_PARAMS for a bad pattern; INTERNAL_ERROR with
-        a libmmc that lacks mmc_remove_by_regex)."""
+        a libmmc that lacks mmc_remove_by_regex). force as remove()."""
         if not isinstance(regex_pattern, str):
             raise TypeError("regex_pattern: expected str, got %s" % type(regex_pattern).__name__)
+        A.boolean(force, "force")
         if not self._ready():
             return INVALID_PARAMS
         if not _lib.has("mmc_remove_by_regex"):
             return self._fail("remove_by_regex: this libmmc has no mmc_remove_by_regex", INTERNAL_ERROR)
         return mooncake_code(self._d.remove_by_regex_count(regex_pattern))
 
-    def remove_all(self):
-        """How many objects were removed, or a negative code (INTERNAL_ERROR without mmc_remove_all)."""
+    def remove_all(self, force=False):
+        """How many objects were removed, or a negative code (INTERNAL_ERROR without mmc_remove_all). force as
+        remove()."""
+        A.boolean(force, "force")
         if not self._ready():
             return INVALID_PARAMS
         if not _lib.has("mmc_remove_all"):
             return self._fail("remove_all: this libmmc has no mmc_remove_all", INTERNAL_ERROR)
         return mooncake_code(self._d.remove_all_count())
 
-    # ---- tensors (torch CPU tensors; stored as Mooncake's TensorMetadata header + the bytes)
-    def put_tensor(self, key, tensor):
-        from . import _tensor
-        try:
-            blob = _tensor.pack(tensor)
-        except (TypeError, ValueError) as e:
-            return self._fail("put_tensor: %s" % e)
-        return self.put(key, blob)
+    # ---- what mmc has no counterpart for
+    def batch_replica_clear(self, keys, segment_name=""):
+        """Mooncake clears replicas of keys on a segment; mmc places replicas itself: nothing is cleared, []."""
+        unsupported("batch_replica_clear", "mmc places and drops replicas itself; remove the keys instead")
+        return []
 
-    def get_tensor(self, key):
-        from . import _tensor
-        b = self.get(key)
-        return _tensor.unpack(b) if b else None
+    def create_copy_task(self, key, targets):
+        unsupported("create_copy_task", "mmc has no replica copy tasks (replica_num is set at put)")
+        return (0, 0), INVALID_PARAMS
 
-    def batch_put_tensor(self, keys, tensors_list):
-        return [self.put_tensor(k, t) for k, t in zip(A.seq(keys, "keys"), A.seq(tensors_list, "tensors_list"))]
+    def create_move_task(self, key, source, target):
+        unsupported("create_move_task", "mmc has no replica move tasks (its tiers move objects themselves)")
+        return (0, 0), INVALID_PARAMS
 
-    def batch_get_tensor(self, keys):
-        return [self.get_tensor(k) for k in A.seq(keys, "keys")]
-
-    def pub_tensor(self, key, tensor, config=None):
-        from . import _tensor
-        try:
-            blob = _tensor.pack(tensor)
-        except (TypeError, ValueError) as e:
-            return self._fail("pub_tensor: %s" % e)
-        return self.put(key, blob, config)
-
-    def get_tensor_into(self, key, buffer_ptr, size):
-        from . import _tensor
-        n = self.get_into(key, buffer_ptr, size)
-        return _tensor.from_address(buffer_ptr, n) if n > 0 else None
-
-    def batch_get_tensor_into(self, keys, buffer_ptrs, sizes):
-        from . import _tensor
-        ns = self.batch_get_into(keys, buffer_ptrs, sizes)
-        ps = A.seq(buffer_ptrs, "buffer_ptrs")
-        return [_tensor.from_address(p, n) if n > 0 else None for p, n in zip(ps, ns)]
-
-    # tensor parallelism: shard i of a tensor lives under "{key}_tp_{i}" (Mooncake's key names)
-    def put_tensor_with_tp(self, key, tensor, tp_rank=0, tp_size=1, split_dim=0):
-        if tp_size <= 1:
-            return self.put_tensor(key, tensor)
-        for i, part in enumerate(tensor.chunk(tp_size, split_dim)):
-            rc = self.put_tensor("%s_tp_%d" % (key, i), part.contiguous())
-            if rc:
-                return rc
-        return 0
-
-    def get_tensor_with_tp(self, key, tp_rank=0, tp_size=1, split_dim=0):
-        return self.get_tensor(key if tp_size <= 1 else "%s_tp_%d" % (key, tp_rank))
-
-    def batch_put_tensor_with_tp(self, base_keys, tensors_list, tp_rank=0, tp_size=1, split_dim=0):
-        return [self.put_tensor_with_tp(k, t, tp_rank, tp_size, split_dim)
-                for k, t in zip(A.seq(base_keys, "base_keys"), A.seq(tensors_list, "tensors_list"))]
-
-    def batch_get_tensor_with_tp(self, base_keys, tp_rank=0, tp_size=1):
-        return [self.get_tensor_with_tp(k, tp_rank, tp_size) for k in A.seq(base_keys, "base_keys")]
+    def query_task(self, task_id):
+        unsupported("query_task", "mmc has no replica tasks")
+        return None, INVALID_PARAMS

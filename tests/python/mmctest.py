@@ -103,6 +103,28 @@ def pattern(n, seed):
     return words.view(np.uint8)[:n].copy()
 
 
+class Peer:
+    """A second process: script with args, started and waited for until it prints "ready"; it keeps what it holds
+    until stop() closes its stdin, and stop() answers its exit status. env: the child's environment."""
+
+    def __init__(self, script, *args, env=None):
+        self.proc = subprocess.Popen([sys.executable, script] + [str(a) for a in args], env=env,
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        line = self.proc.stdout.readline()
+        if line.strip() != b"ready":
+            self.proc.kill()
+            self.proc.wait()
+            raise RuntimeError("%s %s did not get ready: %r" %
+                               (os.path.basename(script), " ".join(map(str, args)), line))
+
+    def stop(self):
+        self.proc.stdin.close()
+        try:
+            return self.proc.wait(60)
+        finally:
+            self.proc.stdout.close()
+
+
 class ServerTest(unittest.TestCase):
     """A test class with one metaserver (self.meta) for all its tests."""
     server_env = ()

@@ -5,10 +5,13 @@ the call sequences of SGLang's MooncakeStore and of LMCache's Mooncake backend, 
 import ctypes
 import json
 import os
+import socket
+import struct
 import subprocess
 import sys
 import tempfile
 import unittest
+import urllib.request
 import uuid
 
 import numpy as np
@@ -83,8 +86,6 @@ class Setup(mmctest.ServerTest):
         self.assertIn("tenant", s.last_error)
         self.assertEqual(s.setup("h", "P2PHANDSHAKE", 1 << 20, 0, PROTO, "", m, enable_ssd_offload=True),
                          mc.INVALID_PARAMS)
-        self.assertEqual(s.setup("h", "P2PHANDSHAKE", 1 << 20, 0, PROTO, "", m, enable_client_http_server=True),
-                         mc.INVALID_PARAMS)
         self.assertEqual(s.setup_dummy(1 << 20, 1 << 20, "127.0.0.1:50052"), mc.INVALID_PARAMS)
         self.assertEqual(s.init_all("tcp", "", 1 << 20), mc.INVALID_PARAMS)
         with self.assertRaises(TypeError):
@@ -115,7 +116,9 @@ class Setup(mmctest.ServerTest):
         self.assertEqual(a.alloc(0), 0)
 
 
-class Api(mmctest.ServerTest):
+class StoreTest(mmctest.ServerTest):
+    """A class with one store (self.s) over its metaserver; self.key(name) is a key of the running test."""
+
     @classmethod
     def setUpClass(cls):
         super().setUpClass()
@@ -127,7 +130,10 @@ class Api(mmctest.ServerTest):
         super().tearDownClass()
 
     def key(self, name):
-        return "api/%s/%s" % (self.id().rsplit(".", 1)[-1], name)
+        return "%s/%s/%s" % (type(self).__name__, self.id().rsplit(".", 1)[-1], name)
+
+
+class Api(StoreTest):
 
     def test_put_get(self):
         k = self.key("a")
@@ -150,7 +156,8 @@ class Api(mmctest.ServerTest):
     def test_replicate_config(self):
         rc = ReplicateConfig()
         self.assertEqual(rc.replica_num, 1)
-        self.assertFalse(hasattr(rc, "group_ids"))  # SGLang then keeps to plain batch_put_from
+        self.assertTrue(hasattr(ReplicateConfig, "group_ids"))  # how SGLang probes for group semantics
+        self.assertEqual(rc.group_ids, [])
         rc.with_soft_pin = True
         rc.preferred_segment = "localhost"
         self.assertEqual(self.s.put(self.key("soft"), b"x", rc), 0)  # hints: stored, not pinned
@@ -274,6 +281,202 @@ class Api(mmctest.ServerTest):
         self.assertEqual(self.s.put_tensor_with_tp(self.key("tp"), torch.arange(8.0), tp_size=2), 0)
         self.assertTrue(torch.equal(self.s.get_tensor_with_tp(self.key("tp"), tp_rank=1, tp_size=2),
                                     torch.arange(4.0, 8.0)))
+
+
+class Surface(StoreTest):
+    """The calls store_py.cpp has beyond the first port: buffers, parts, replicas, force, upserts, tensors in
+    Mooncake's header, the client HTTP server, tenants, and what is refused with a log line."""
+
+    def test_buffer_handles(self):
+        k = self.key("a")
+        self.assertEqual(self.s.put(k, b"0123456789"), 0)
+        h = self.s.get_buffer(k)
+        self.assertIsInstance(h, mc.BufferHandle)
+        self.assertEqual((h.size(), len(h), bytes(h)), (10, 10, b"0123456789"))
+        self.assertEqual(ctypes.string_at(h.ptr(), h.size()), b"0123456789")  # ptr() is the bytes' address
+        self.assertEqual(bytes(memoryview(h)[2:4]), b"23")
+        self.assertEqual(torch.frombuffer(h, dtype=torch.uint8, offset=8, count=2).tolist(), [56, 57])
+        self.assertIsNone(self.s.get_buffer(self.key("missing")))
+        got = self.s.batch_get_buffer([k, self.key("missing"), k])
+        self.assertEqual([bytes(g) if g is not None else None for g in got], [b"0123456789", None, b"0123456789"])
+        self.assertEqual(self.s.batch_get_buffer([]), [])
+
+    def test_put_parts(self):
+        k = self.key("a")
+        parts = [b"meta", bytearray(b"-"), memoryview(b""), np.arange(5, dtype=np.uint8), torch.ones(3).numpy()]
+        self.assertEqual(self.s.put_parts(k, *parts, config=ReplicateConfig()), 0)
+        self.assertEqual(self.s.get(k), b"".join(bytes(memoryview(p).cast("B")) for p in parts))
+        many = [bytes([i % 256]) for i in range(300)]  # more parts than one gathered put takes
+        self.assertEqual(self.s.put_parts(self.key("many"), *many), 0)
+        self.assertEqual(self.s.get(self.key("many")), b"".join(many))
+        self.assertEqual(self.s.put_parts(self.key("none")), mc.INVALID_PARAMS)
+        self.assertEqual(self.s.put_parts(self.key("empty"), b""), mc.INVALID_PARAMS)
+        with self.assertRaises(TypeError):
+            self.s.put_parts(self.key("bad"), "text")
+        meta, data = np.frombuffer(b"HDR:", dtype=np.uint8), np.arange(8, dtype=np.uint8)
+        self.assertEqual(self.s.put_from_with_metadata(self.key("m"), data.ctypes.data, meta.ctypes.data, 8, 4), 0)
+        self.assertEqual(self.s.get(self.key("m")), b"HDR:" + bytes(range(8)))
+
+    def test_replica_desc(self):
+        k = self.key("a")
+        self.assertEqual(self.s.put(k, b"x" * 100), 0)
+        (r,) = self.s.get_replica_desc(k)
+        self.assertTrue(r.is_memory_replica())
+        self.assertFalse(r.is_disk_replica())
+        self.assertEqual(r.status, mc.ReplicaStatus.COMPLETE)
+        d = r.get_memory_descriptor().buffer_descriptor
+        self.assertEqual(d.size, 100)
+        self.assertTrue(d.transport_endpoint.startswith("rank:"))
+        with self.assertRaises(RuntimeError):
+            r.get_disk_descriptor()
+        self.assertEqual(self.s.get_replica_desc(self.key("missing")), [])
+        got = self.s.batch_get_replica_desc([k, self.key("missing")])
+        self.assertEqual(sorted(got), sorted([k, self.key("missing")]))
+        self.assertEqual((len(got[k]), got[self.key("missing")]), (1, []))
+
+    def test_remove_force(self):
+        ks = [self.key(str(i)) for i in range(4)]
+        self.assertEqual(self.s.put_batch(ks, [b"x"] * 4), 0)
+        h = self.s.get_buffer(ks[0])
+        self.assertEqual(self.s.remove(ks[0], force=True), 0)
+        self.assertEqual(bytes(h), b"x")  # a handle keeps its bytes
+        self.assertEqual(self.s.remove(ks[0], force=False), mc.OBJECT_NOT_FOUND)
+        self.assertEqual(self.s.remove(key=ks[1]), 0)
+        self.assertEqual(self.s.batch_remove(ks[2:3], force=True), [0])
+        if HAS_REGEX:
+            self.assertEqual(self.s.remove_by_regex("^%s$" % ks[3], force=True), 1)
+        with self.assertRaises(TypeError):
+            self.s.remove(ks[0], force="yes")
+
+    def test_upsert(self):
+        k = self.key("a")
+        self.assertEqual(self.s.put(k, b"first"), 0)
+        self.assertEqual(self.s.put(k, b"second"), 0)
+        self.assertEqual(self.s.get(k), b"first")  # a put keeps what is there
+        self.assertEqual(self.s.upsert(k, b"second"), 0)
+        self.assertEqual(self.s.get(k), b"second")
+        self.assertEqual(self.s.upsert_parts(k, b"thi", b"rd"), 0)
+        self.assertEqual(self.s.get(k), b"third")
+        src = np.frombuffer(b"fourth", dtype=np.uint8)
+        self.assertEqual(self.s.upsert_from(k, src.ctypes.data, src.nbytes), 0)
+        self.assertEqual(self.s.get(k), b"fourth")
+        ks = [k, self.key("new")]
+        self.assertEqual(self.s.upsert_batch(ks, [b"5a", b"5b"]), 0)
+        self.assertEqual(self.s.get_batch(ks), [b"5a", b"5b"])
+        self.assertEqual(self.s.batch_upsert_from(ks, [src.ctypes.data] * 2, [3, 2]), [0, 0])
+        self.assertEqual(self.s.get_batch(ks), [b"fou", b"fo"])
+        self.assertEqual(self.s.upsert_tensor(k, torch.arange(3)), 0)
+        self.assertTrue(torch.equal(self.s.get_tensor(k), torch.arange(3)))
+
+    def test_group_ids(self):
+        ks = [self.key("k"), self.key("v")]
+        src = np.arange(64, dtype=np.uint8)
+        rc = ReplicateConfig()
+        rc.group_ids = ["sglang-hicache:page0"] * 2
+        self.assertEqual(self.s.batch_put_from(ks, [src.ctypes.data] * 2, [64, 32], rc), [0, 0])
+        self.assertEqual(self.s.batch_put_from_multi_buffers(ks, [[src.ctypes.data]] * 2, [[64]] * 2, rc), [0, 0])
+        rc.group_ids = ["one id for two keys"]
+        self.assertEqual(self.s.batch_put_from([self.key("x"), self.key("y")], [src.ctypes.data] * 2, [1, 1], rc),
+                         [mc.INVALID_PARAMS] * 2)
+
+    def test_tensor_header(self):
+        """Mooncake's TensorMetadata version 1: a 304-byte header (magic, version, sizes, shapes), then the bytes."""
+        t = torch.arange(12, dtype=torch.int32).reshape(3, 4)
+        self.assertEqual(self.s.put_tensor(self.key("t"), t), 0)
+        blob = self.s.get(self.key("t"))
+        self.assertEqual(len(blob), 304 + 48)
+        magic, ver, hsize, dtype, ndim, kind, flags, off, nbytes = struct.unpack_from("<IHHiiIIQQ", blob)
+        self.assertEqual((magic, ver, hsize, dtype, ndim, kind, off, nbytes), (0x4D4F4F4E, 1, 304, 6, 2, 0, 304, 48))
+        self.assertEqual(struct.unpack_from("<8q", blob, 40), (3, 4, -1, -1, -1, -1, -1, -1))  # global shape
+        self.assertEqual(struct.unpack_from("<8q", blob, 104), (3, 4, -1, -1, -1, -1, -1, -1))  # local shape
+        self.assertEqual(struct.unpack_from("<I", blob, 168), (0,))  # no axes
+        self.assertEqual(blob[304:], t.numpy().tobytes())
+        # a shard: Mooncake's ranges (5 rows over 2 ranks: 2 and 3), its TP axis, the whole tensor's shape
+        w = torch.arange(10.0).reshape(5, 2)
+        self.assertEqual(self.s.put_tensor_with_tp(self.key("w"), w, tp_size=2), 0)
+        self.assertTrue(torch.equal(self.s.get_tensor_with_tp(self.key("w"), tp_rank=1, tp_size=2), w[2:]))
+        shard = self.s.get(self.key("w") + "_tp_1")
+        self.assertEqual(struct.unpack_from("<I", shard, 16), (1,))  # layout_kind SHARD
+        self.assertEqual(struct.unpack_from("<2q", shard, 40), (5, 2))
+        self.assertEqual(struct.unpack_from("<2q", shard, 104), (3, 2))
+        self.assertEqual(struct.unpack_from("<II6i", shard, 168)[:6], (1, 0, 1, 0, 1, 2))  # TP axis, rank 1 of 2
+        # into a buffer: the tensor shares it; the buffer, header included, puts back as it is
+        buf = torch.zeros(1024, dtype=torch.uint8)
+        got = self.s.get_tensor_into(self.key("t"), buf.data_ptr(), buf.numel())
+        self.assertTrue(torch.equal(got, t))
+        buf[304:308] = torch.tensor([7, 0, 0, 0], dtype=torch.uint8)
+        self.assertEqual(got[0, 0].item(), 7)
+        self.assertEqual(self.s.put_tensor_from(self.key("from"), buf.data_ptr(), 352), 0)
+        self.assertEqual(self.s.get_tensor(self.key("from"))[0].tolist(), [7, 1, 2, 3])
+        self.assertEqual(self.s.put_tensor_from(self.key("junk"), buf.data_ptr() + 1, 100), mc.INVALID_PARAMS)
+        # the earlier 40-byte layout still reads
+        legacy = struct.pack("<ii4q", 0, 1, 3, -1, -1, -1) + np.arange(3, dtype=np.float32).tobytes()
+        self.assertEqual(self.s.put(self.key("legacy"), legacy), 0)
+        self.assertEqual(self.s.get_tensor(self.key("legacy")).tolist(), [0.0, 1.0, 2.0])
+        self.assertEqual(self.s.put_tensor(self.key("empty"), torch.zeros(0)), mc.INVALID_PARAMS)
+
+    def test_hostname_and_health(self):
+        s = MooncakeDistributedStore()
+        self.assertEqual(s.health_check(), mc.HC_NOT_INITIALIZED)
+        self.assertEqual(s.setup("node-7:17812", "P2PHANDSHAKE", 0, 16 << 20, PROTO, "", master(self.meta)), 0)
+        self.assertEqual(s.get_hostname(), "node-7:17812")  # the segment name, as Mooncake answers
+        self.assertEqual(s.health_check(), mc.HC_OK)
+        s.close()
+        self.assertEqual(s.health_check(), mc.HC_NOT_INITIALIZED)
+
+    def test_client_http_server(self):
+        s = MooncakeDistributedStore()
+        rc = s.setup("h", "P2PHANDSHAKE", 0, 16 << 20, PROTO, "", master(self.meta), enable_client_http_server=True,
+                     client_http_port=0)
+        self.assertEqual(rc, 0)
+        try:
+            s.put(self.key("a"), b"abc")
+            s.batch_is_exist([self.key("a"), self.key("b")])
+            base = "http://127.0.0.1:%d" % s._http.port
+            text = urllib.request.urlopen(base + "/metrics", timeout=10).read().decode()
+            self.assertIn('mooncake_client_keys_total{op="put"} 1', text)
+            self.assertIn('mooncake_client_keys_total{op="exist"} 2', text)
+            self.assertIn('mooncake_client_bytes_total{op="put"} 3', text)
+            self.assertEqual(urllib.request.urlopen(base + "/health", timeout=10).status, 200)
+            self.assertIn("put: keys=1", urllib.request.urlopen(base + "/metrics/summary", timeout=10).read().decode())
+        finally:
+            s.close()
+        # a port already taken: the store still starts, without its server (logged)
+        busy = socket.socket()
+        busy.bind(("0.0.0.0", 0))
+        busy.listen()
+        try:
+            with self.assertLogs("mooncake.store", "WARNING") as logs:
+                rc = s.setup("h", "P2PHANDSHAKE", 0, 16 << 20, PROTO, "", master(self.meta),
+                             enable_client_http_server=True, client_http_port=busy.getsockname()[1])
+            self.assertEqual(rc, 0)
+            self.assertIn("enable_client_http_server", logs.output[0])
+            self.assertEqual(s.put(self.key("b"), b"x"), 0)
+        finally:
+            s.close()
+            busy.close()
+
+    def test_tenants_and_refusals(self):
+        m = master(self.meta)
+        for tenant in (None, "", "default"):
+            s = MooncakeDistributedStore()
+            self.assertEqual(s.setup("h", "P2PHANDSHAKE", 0, 16 << 20, PROTO, "", m, tenant_id=tenant), 0, tenant)
+            s.close()
+        s = MooncakeDistributedStore()
+        with self.assertLogs("mooncake.store", "WARNING") as logs:
+            self.assertEqual(s.setup("h", "P2PHANDSHAKE", 0, 16 << 20, PROTO, "", m, tenant_id="team-a"),
+                             mc.INVALID_PARAMS)
+        self.assertIn("tenant_id", logs.output[0])
+        for attr, v in (("with_hard_pin", True), ("dfs_replica_num", 1), ("nof_replica_num", 1)):
+            rc = ReplicateConfig()
+            setattr(rc, attr, v)
+            with self.assertLogs("mooncake.store", "WARNING") as logs:
+                self.assertEqual(self.s.put(self.key(attr), b"x", rc), mc.INVALID_PARAMS)
+            self.assertIn(attr, logs.output[0])
+        with self.assertLogs("mooncake.store", "WARNING") as logs:
+            self.assertEqual(s.setup_dummy(1 << 20, 1 << 20, "127.0.0.1:50052"), mc.INVALID_PARAMS)
+        self.assertIn("setup_dummy", logs.output[0])
+        self.assertEqual(self.s.create_copy_task(self.key("a"), ["seg"])[1], mc.INVALID_PARAMS)
 
 
 @unittest.skipUnless(HAS_ALL, "libmmc has no mmc_remove_all yet")
