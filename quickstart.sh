@@ -10,7 +10,8 @@ PKGS=(meson ninja-build pkg-config gcc g++ libc6-dev libfabric-dev libnanopb-dev
       protobuf-c-compiler liblmdb-dev libevent-dev libjansson-dev libcriterion-dev curl python3
       libssl-dev openssl
       python3-numpy python3-torch libnghttp2-dev python3-grpcio python3-grpc-tools
-      clang libfuzzer-14-dev lmdb-utils iproute2 python3-yaml)
+      clang libfuzzer-14-dev lmdb-utils iproute2 python3-yaml
+      python3-matplotlib)  # examples/python/prefix_demo.py --plot only
 
 install_missing() {
     local missing=() sudo=()
