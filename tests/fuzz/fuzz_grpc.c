@@ -3,7 +3,8 @@
  * RST_STREAM filter in front of nghttp2 (grpc/h2_idle_rst.c), which may only drop bytes; then its first two bytes
  * choose a service and a method and the rest is decoded as that method's request by protobuf-c and written as the
  * JSON the handlers read (grpc/pb_request.c), which must be JSON that jd_parse reads, unless a string in it is not
- * UTF-8 or a map repeats a key (the server answers those INVALID_ARGUMENT, as HTTP answers 400).
+ * UTF-8 or a map repeats a key (the server answers those INVALID_ARGUMENT, as HTTP answers 400). A NaN or an
+ * infinity has no JSON form: the mapping refuses it (the server answers INVALID_ARGUMENT naming the field).
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -48,6 +49,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct h2_idle_rst f;
 	ProtobufCMessage *msg;
 	size_t passed = 0;
+	char field[256];
 	struct jw w;
 
 	h2_idle_rst_init(&f);
@@ -61,7 +63,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!msg)
 		return 0;
 	jw_init(&w);
-	if (pb_request_json(msg, &w)) {
+	if (pb_request_json(msg, &w, field, sizeof(field))) {
 		json_t *j = jd_parse(w.buf, w.len);
 
 		if (!j && !refused_for_its_content(w.buf, w.len))

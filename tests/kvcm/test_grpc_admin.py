@@ -196,6 +196,22 @@ class Admin(unittest.TestCase):
         finally:
             self.assertEqual(dst.stop(), [])
 
+    def test_nan_and_infinity_are_refused_naming_the_field(self):
+        """JSON has no NaN nor infinity: the request used to become "used_percentage":-nan, which the handlers'
+        reader refused (the gRPC fuzz target aborted on it). It is refused before the mapping, naming the field."""
+        path = "instance_group.cache_config.reclaim_strategy.trigger_strategy.used_percentage"
+        for v in ("NaN", "-Infinity"):
+            grp = {"name": "g_nan", "cache_config": {"reclaim_strategy": {"trigger_strategy": {
+                "used_percentage": v}}}}
+            with self.assertRaises(fx.grpc.RpcError) as e:
+                fx.grpc_call(self.srv, "admin", "createInstanceGroup", {"instance_group": grp})
+            self.assertEqual(e.exception.code(), fx.grpc.StatusCode.INVALID_ARGUMENT, e.exception.details())
+            self.assertIn(path, e.exception.details())
+        self.assertNotEqual(code(call(self.srv, "grpc", "admin", "getInstanceGroup", {"name": "g_nan"})), "OK")
+        grp["cache_config"]["reclaim_strategy"]["trigger_strategy"]["used_percentage"] = 0.5
+        r = call(self.srv, "grpc", "admin", "createInstanceGroup", {"instance_group": grp})
+        self.assertEqual(code(r), "OK", "a finite number is served")
+
 
 if __name__ == "__main__":
     sys.exit(0 if unittest.main(exit=False, verbosity=2).result.wasSuccessful() else 1)

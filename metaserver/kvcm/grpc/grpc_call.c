@@ -285,10 +285,26 @@ static bool admit(struct h2_stream *st)
 	return !st->answered;
 }
 
+/* A request pb_request_json could not write: a NaN or infinite number is the caller's mistake, anything else ours. */
+static void refuse_unmapped(struct h2_stream *st, const char *field)
+{
+	char why[320];
+
+	if (!field[0]) {
+		grpc_call_fail(st, GS_INTERNAL, "the request does not map to JSON");
+		return;
+	}
+	snprintf(why, sizeof(why), "%s: NaN and infinity are not valid numbers here", field);
+	log_ratelimited(&st->conn->s->log_bucket, LOG_WARN, "op=grpc_bad_request api=%s why=\"%s\"", st->route->name,
+	                why);
+	grpc_call_fail(st, GS_INVALID_ARGUMENT, why);
+}
+
 void grpc_call_start(struct h2_stream *st)
 {
 	struct grpc_server *s = st->conn->s;
 	struct call_sink sink = {on_reply, st, -1, &s->log_bucket};
+	char field[256];
 	ProtobufCMessage *m;
 	const char *why;
 	struct jw body;
@@ -304,12 +320,12 @@ void grpc_call_start(struct h2_stream *st)
 		return;
 	}
 	jw_init(&body);
-	ok = pb_request_json(m, &body);
+	ok = pb_request_json(m, &body, field, sizeof(field));
 	protobuf_c_message_free_unpacked(m, NULL);
 	h2_stream_drained(st);
 	if (!ok) {
 		jw_free(&body);
-		grpc_call_fail(st, GS_INTERNAL, "the request does not map to JSON");
+		refuse_unmapped(st, field);
 		return;
 	}
 	sink.metric_slot = metrics_slot(s->k->metrics, st->route->name);

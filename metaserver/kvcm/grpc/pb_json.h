@@ -19,9 +19,11 @@
  * pb_request.c: the request as the JSON an HTTP client would send, written to w: fields at their proto3 default
  * (0, "", false, empty) are left out, as absent ones are; a oneof member and a sub-message are written when set;
  * 64-bit integers as numbers, enums as names. Strings are copied as they are (the HTTP readers refuse what is not
- * UTF-8). false when a field type has no JSON form here (bytes: no API has one).
+ * UTF-8). false when a field type has no JSON form here (bytes: no API has one), or when a float or double is NaN
+ * or infinite (JSON has no such number): then nonfinite (len bytes) gets that field's dotted path from m, e.g.
+ * "instance_group.cache_config.reclaim_strategy.trigger_strategy.used_percentage"; else it is "".
  */
-bool pb_request_json(const ProtobufCMessage *m, struct jw *w);
+bool pb_request_json(const ProtobufCMessage *m, struct jw *w, char *nonfinite, size_t len);
 
 /*
  * A response message of descriptor d built in a from a reply in the HTTP API's JSON (64-bit integers as numbers

@@ -1,11 +1,46 @@
 #include <inttypes.h>
+#include <math.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "pb_json.h"
 
 #define MEMBER(m, off) ((const char *)(m) + (off))
 
-static bool value(struct jw *w, const ProtobufCFieldDescriptor *f, const void *p)
+/* A mapping that failed on a NaN or an infinity: the path to it, built from the field up as the calls return. */
+struct nonfinite {
+	char *path;
+	size_t len;
+	bool seen;
+};
+
+static bool request(const ProtobufCMessage *m, struct jw *w, struct nonfinite *bad);
+
+/* JSON has no NaN nor infinity (printf would write "nan", which no reader takes): the request is refused. */
+static bool real(struct jw *w, double v, struct nonfinite *bad)
+{
+	if (!isfinite(v)) {
+		bad->seen = true;
+		return false;
+	}
+	jw_double(w, v);
+	return true;
+}
+
+/* Puts name (and a dot, when the path has more) in front of the path. */
+static void path_prepend(struct nonfinite *bad, const char *name)
+{
+	size_t n = strlen(name), have = strlen(bad->path), dot = have ? 1 : 0;
+
+	if (n + dot + have >= bad->len)
+		return;
+	memmove(bad->path + n + dot, bad->path, have + 1);
+	memcpy(bad->path, name, n);
+	if (dot)
+		bad->path[n] = '.';
+}
+
+static bool value(struct jw *w, const ProtobufCFieldDescriptor *f, const void *p, struct nonfinite *bad)
 {
 	const ProtobufCEnumValue *ev;
 
@@ -32,11 +67,9 @@ static bool value(struct jw *w, const ProtobufCFieldDescriptor *f, const void *p
 			jw_u64s(w, *(const uint64_t *)p);
 		return true;
 	case PROTOBUF_C_TYPE_FLOAT:
-		jw_double(w, *(const float *)p);
-		return true;
+		return real(w, *(const float *)p, bad);
 	case PROTOBUF_C_TYPE_DOUBLE:
-		jw_double(w, *(const double *)p);
-		return true;
+		return real(w, *(const double *)p, bad);
 	case PROTOBUF_C_TYPE_BOOL:
 		jw_bool(w, *(const protobuf_c_boolean *)p);
 		return true;
@@ -51,7 +84,7 @@ static bool value(struct jw *w, const ProtobufCFieldDescriptor *f, const void *p
 		jw_str(w, *(char *const *)p);
 		return true;
 	case PROTOBUF_C_TYPE_MESSAGE:
-		return pb_request_json(*(ProtobufCMessage *const *)p, w);
+		return request(*(ProtobufCMessage *const *)p, w, bad);
 	default:
 		return false;
 	}
@@ -75,7 +108,7 @@ static bool is_default(const ProtobufCFieldDescriptor *f, const void *p)
 	}
 }
 
-static bool repeated(struct jw *w, const ProtobufCFieldDescriptor *f, const char *arr, size_t n)
+static bool repeated(struct jw *w, const ProtobufCFieldDescriptor *f, const char *arr, size_t n, struct nonfinite *bad)
 {
 	size_t es = pb_elem_size(f);
 	bool map = pb_is_map(f), ok = true;
@@ -90,9 +123,9 @@ static bool repeated(struct jw *w, const ProtobufCFieldDescriptor *f, const char
 			const ProtobufCMessageDescriptor *d = f->descriptor;
 
 			jw_key(w, *(char *const *)MEMBER(e, d->fields[0].offset));
-			ok = value(w, &d->fields[1], MEMBER(e, d->fields[1].offset));
+			ok = value(w, &d->fields[1], MEMBER(e, d->fields[1].offset), bad);
 		} else {
-			ok = value(w, f, arr + i * es);
+			ok = value(w, f, arr + i * es, bad);
 		}
 	}
 	if (map)
@@ -102,7 +135,7 @@ static bool repeated(struct jw *w, const ProtobufCFieldDescriptor *f, const char
 	return ok;
 }
 
-bool pb_request_json(const ProtobufCMessage *m, struct jw *w)
+static bool request(const ProtobufCMessage *m, struct jw *w, struct nonfinite *bad)
 {
 	const ProtobufCMessageDescriptor *d = m->descriptor;
 	bool ok = true;
@@ -120,8 +153,20 @@ bool pb_request_json(const ProtobufCMessage *m, struct jw *w)
 			continue;
 		}
 		jw_key(w, f->name);
-		ok = f->label == PROTOBUF_C_LABEL_REPEATED ? repeated(w, f, *(char *const *)p, n) : value(w, f, p);
+		ok = f->label == PROTOBUF_C_LABEL_REPEATED ? repeated(w, f, *(char *const *)p, n, bad)
+		                                           : value(w, f, p, bad);
+		if (!ok && bad->seen)
+			path_prepend(bad, f->name);
 	}
 	jw_obj_end(w);
 	return ok && !w->oom;
+}
+
+bool pb_request_json(const ProtobufCMessage *m, struct jw *w, char *nonfinite, size_t len)
+{
+	struct nonfinite bad = {nonfinite, len, false};
+
+	if (len)
+		nonfinite[0] = '\0';
+	return request(m, w, &bad);
 }
