@@ -77,7 +77,8 @@ static void jw_er_row(struct jw *w, struct call *c, struct block *b, const struc
 		jw_spec_items(w, l, f);
 	}
 	jw_arr_end(w);
-	jw_location_end(w, location_name(first), CLS_SERVING); /* the first of the merged locations */
+	/* the first of the merged locations */
+	jw_location_end(w, location_name(first), CLS_SERVING, first->create_time_us);
 }
 
 static void prefix(struct call *c, struct query *q)
@@ -177,6 +178,15 @@ static void query_free(struct query *q)
 	mask_free(&q->mask);
 }
 
+/* The newest reference's replication members: no hints and no capability here (no node-aware storage). */
+static void no_replication(struct jw *w)
+{
+	jw_key(w, "hints");
+	jw_arr(w);
+	jw_arr_end(w);
+	jw_kint(w, "replication_capabilities", 0);
+}
+
 void api_get_cache_location(struct call *c)
 {
 	struct query q = {0};
@@ -195,6 +205,7 @@ void api_get_cache_location(struct call *c)
 				jw_placeholder(o, c->inst, &q.filter);
 		}
 		jw_arr_end(o);
+		no_replication(o);
 	}
 	query_free(&q);
 }
@@ -204,6 +215,7 @@ void api_get_cache_location_empty(struct jw *w)
 	jw_key(w, "locations");
 	jw_arr(w);
 	jw_arr_end(w);
+	no_replication(w);
 }
 
 void api_get_cache_location_len(struct call *c)

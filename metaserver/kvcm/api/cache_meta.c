@@ -38,7 +38,7 @@ static void empty_location(struct jw *w)
 	jw_key(w, "location_specs");
 	jw_arr(w);
 	jw_arr_end(w);
-	jw_location_end(w, "", CLS_NOT_FOUND);
+	jw_location_end(w, "", CLS_NOT_FOUND, 0);
 }
 
 /* The request of both APIs; false when the call has been answered (m is then freed). */
@@ -51,6 +51,30 @@ static bool read_request(struct call *c, const char *api, int64_t **keys, size_t
 		return true;
 	mask_free(m);
 	return false;
+}
+
+/* The newest reference's full replica set of each unmasked key (locations keeps only the first): every location,
+ * any status, and an empty list for a miss. */
+static void replica_locations(struct call *c, const int64_t *keys, size_t n, const struct mask *m)
+{
+	struct jw *o = &c->out;
+
+	jw_key(o, "replica_locations");
+	jw_arr(o);
+	for (size_t i = 0; i < n; i++) {
+		struct block *b = mask_has(m, i) ? NULL : block_find(c->inst, keys[i]);
+
+		if (mask_has(m, i))
+			continue;
+		jw_obj(o);
+		jw_key(o, "locations");
+		jw_arr(o);
+		for (struct location *l = b ? b->locs : NULL; l; l = l->next)
+			jw_location(o, l, NULL);
+		jw_arr_end(o);
+		jw_obj_end(o);
+	}
+	jw_arr_end(o);
 }
 
 void api_get_cache_meta(struct call *c)
@@ -85,6 +109,7 @@ void api_get_cache_meta(struct call *c)
 			meta_string(o, b ? b->locs : NULL);
 	}
 	jw_arr_end(o);
+	replica_locations(c, keys, n, &m);
 	free(keys);
 	mask_free(&m);
 }
@@ -95,6 +120,9 @@ void api_get_cache_meta_empty(struct jw *w)
 	jw_arr(w);
 	jw_arr_end(w);
 	jw_key(w, "metas");
+	jw_arr(w);
+	jw_arr_end(w);
+	jw_key(w, "replica_locations");
 	jw_arr(w);
 	jw_arr_end(w);
 }

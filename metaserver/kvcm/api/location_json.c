@@ -32,6 +32,7 @@ void jw_spec_items(struct jw *w, const struct location *l, const struct spec_fil
 		jw_obj(w);
 		jw_kstr(w, "name", l->specs[j].name);
 		jw_kstr(w, "uri", l->specs[j].uri);
+		jw_kstr(w, "node_id", ""); /* no storage here reports a node */
 		jw_obj_end(w);
 	}
 }
@@ -53,10 +54,11 @@ static void render(struct jw *w, const struct location *l, const struct spec_fil
 	jw_obj_end(w);
 }
 
-void jw_location_end(struct jw *w, const char *id, int status)
+void jw_location_end(struct jw *w, const char *id, int status, uint64_t create_time_us)
 {
 	jw_kstr(w, "id", id);
 	jw_kstr(w, "status", enum_name(&enum_cls, status));
+	jw_ki64s(w, "create_time", (int64_t)create_time_us);
 	jw_obj_end(w);
 }
 
@@ -69,11 +71,12 @@ static void reopen(struct jw *w)
 	}
 }
 
-/* id and status follow the rendered (or cached) members: they change (WRITING -> SERVING) after caching. */
+/* id, status and create_time follow the rendered (or cached) members: the status changes (WRITING -> SERVING)
+ * after caching. */
 static void with_state(struct jw *w, const struct location *l)
 {
 	reopen(w);
-	jw_location_end(w, location_name(l), l->status);
+	jw_location_end(w, location_name(l), l->status, l->create_time_us);
 }
 
 void jw_location(struct jw *w, struct location *l, const struct spec_filter *f)
@@ -120,10 +123,11 @@ void jw_placeholder(struct jw *w, const struct instance *inst, const struct spec
 		jw_obj(w);
 		jw_kstr(w, "name", inst->specs[j].name);
 		jw_kstr(w, "uri", "");
+		jw_kstr(w, "node_id", "");
 		jw_obj_end(w);
 	}
 	jw_arr_end(w);
-	jw_location_end(w, "", CLS_NOT_FOUND);
+	jw_location_end(w, "", CLS_NOT_FOUND, 0);
 }
 
 void jw_location_detail(struct jw *w, const struct location *l)

@@ -23,12 +23,14 @@ struct spec_filter {
 bool spec_kept(const struct spec_filter *f, const char *name);
 /* Specs of l the filter keeps. */
 uint16_t filter_count(const struct location *l, const struct spec_filter *f);
-/* The {"name","uri"} objects of l's filtered specs, inside an array the caller opened. */
+/* The {"name","uri","node_id"} objects of l's filtered specs, inside an array the caller opened. */
 void jw_spec_items(struct jw *w, const struct location *l, const struct spec_filter *f);
-/* {"type":..,"spec_size":..,"location_specs":[..],"id":..,"status":..} with the filtered specs. */
+/* {"type":..,"spec_size":..,"location_specs":[..],"id":..,"status":..,"create_time":".."} with the filtered
+ * specs. */
 void jw_location(struct jw *w, struct location *l, const struct spec_filter *f);
-/* The newer reference's last two members of a location, and the end of its object. */
-void jw_location_end(struct jw *w, const char *id, int status);
+/* The newer reference's last three members of a location (create_time in µs, 0 for none), and the end of its
+ * object. */
+void jw_location_end(struct jw *w, const char *id, int status, uint64_t create_time_us);
 /* A miss in BATCH_GET / REVERSE_ROLL results: ST_UNSPECIFIED with the instance's (filtered) spec names. */
 void jw_placeholder(struct jw *w, const struct instance *inst, const struct spec_filter *f);
 /* The S2 form with id, status and create_time (getCacheMetaDetail). */

@@ -322,6 +322,20 @@ out:
 	free(fk);
 }
 
+/* The newest reference's replication write puts a replica on one named storage node; no storage here has nodes.
+ * true when the call has been answered. */
+static bool replication_refused(struct call *c)
+{
+	if (!jd_bool(&c->d, c->body, "is_replication"))
+		return false;
+	if (!jd_str(&c->d, c->body, "replication_target_node_id")[0])
+		call_fail(c, KC_INVALID_ARGUMENT,
+		          "missing or invalid fields: {StartWriteCache: {replication_target_node_id}}");
+	else
+		call_fail(c, KC_UNSUPPORTED, "replication writes need node-aware storage, which mmc does not have");
+	return true;
+}
+
 void api_start_write_cache(struct call *c)
 {
 	struct write_plan p = {0};
@@ -329,7 +343,7 @@ void api_start_write_cache(struct call *c)
 	int32_t timeout_s = jd_i32(&c->d, c->body, "write_timeout_seconds");
 	int32_t min_replicas = jd_i32(&c->d, c->body, "min_replica_count");
 
-	if (fault_check(c, "StartWriteCache") || call_decode_failed(c) ||
+	if (fault_check(c, "StartWriteCache") || replication_refused(c) || call_decode_failed(c) ||
 	    !call_keys(c, "StartWriteCache", &p.keys, &p.n))
 		return;
 	if (!spec_groups(c, p.n, &groups))

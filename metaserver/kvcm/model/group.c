@@ -63,6 +63,7 @@ const struct jfield group_schema[] = {
     {"extra_info", JF_STR, NULL},
     {"event_report_storage_candidates", JF_REP_STR, NULL},
     {"revisit_interval_buckets", JF_STR, NULL},
+    {"affinity_strategy_json", JF_STR, NULL}, /* kept and returned: there is no affinity layer here */
     {NULL, 0, NULL},
 };
 

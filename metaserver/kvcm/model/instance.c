@@ -33,6 +33,7 @@ const struct jfield instance_info_schema[] = {
     {"model_deployment", JF_MSG, deployment_schema},
     {"location_spec_groups", JF_REP_MSG, spec_group_schema},
     {"default_query_type", JF_ENUM, &enum_query_type},
+    {"affinity_strategy_json", JF_STR, NULL}, /* kept and returned: there is no affinity layer here */
     {NULL, 0, NULL},
 };
 
@@ -197,8 +198,9 @@ static void validate(json_t *info, char *bad, size_t cap)
 static json_t *request_info(struct jd *d, json_t *body)
 {
 	json_t *in = json_object(), *out;
-	const char *fields[] = {"instance_id",      "block_size",           "location_spec_infos",
-	                        "model_deployment", "location_spec_groups", "default_query_type"};
+	const char *fields[] = {"instance_id",           "block_size",           "location_spec_infos",
+	                        "model_deployment",      "location_spec_groups", "default_query_type",
+	                        "affinity_strategy_json"};
 
 	for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
 		json_t *v = jd_get(body, fields[i]);
