@@ -734,6 +734,10 @@ static int handshake_one(struct meta_conn *mc)
 		shutdown(fd, SHUT_RDWR);
 		pthread_join(mc->reader, NULL);
 		mc->reader_started = false;
+		/* TLS 1.3: the server checks our certificate after our side of the handshake is done, and its refusal
+		 * is an alert the hello's read meets, not a lost connection */
+		if (rc == MMC_NOT_CONNECTED_META && meta_tls_refused(tls))
+			rc = MMC_NOT_AUTHORIZED;
 		conn_drop_fd(mc, fd);
 	}
 	if (rc == MMC_NOT_LEADER)

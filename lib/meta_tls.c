@@ -9,6 +9,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -31,6 +32,8 @@ struct meta_tls {
 	pthread_mutex_t lock;
 	SSL *ssl;
 	int fd;
+	bool refused;   /* the server's alert turned our certificate down */
+	char host[256]; /* the server's name, for the log */
 };
 
 /* ---- a socket BIO that never raises SIGPIPE: libmmc lives in the application's process, and OpenSSL's own socket
@@ -126,7 +129,11 @@ void meta_tls_ctx_free(struct meta_tls_ctx *t)
 	free(t);
 }
 
-/* Waits (without the lock) for what OpenSSL asked for. Returns 0 to retry, -1 for a real error. */
+/*
+ * Waits (without the lock) for what OpenSSL asked for. Returns 0 to retry, -1 for a real error. A socket error or
+ * hang-up is left for the retry to meet: bytes may be queued before it (a server's alert, then its reset), and the
+ * next read or write reports the error itself.
+ */
 static int wait_for(struct meta_tls *t, int err, int ms)
 {
 	struct pollfd p = {.fd = t->fd, .events = err == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT};
@@ -135,7 +142,7 @@ static int wait_for(struct meta_tls *t, int err, int ms)
 		return -1;
 	if (poll(&p, 1, ms) < 0 && errno != EINTR)
 		return -1;
-	return p.revents & (POLLERR | POLLNVAL) ? -1 : 0;
+	return p.revents & POLLNVAL ? -1 : 0;
 }
 
 /* Names the server must have: the URL's address, or its host name (also sent as SNI). */
@@ -147,6 +154,50 @@ static int expect_peer(SSL *ssl, const char *host)
 	if (literal)
 		return X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), host) == 1 ? 0 : -1;
 	return SSL_set1_host(ssl, host) == 1 && SSL_set_tlsext_host_name(ssl, host) == 1 ? 0 : -1;
+}
+
+/* The alerts by which a server turns a client's certificate down, or asks for one that was not sent. */
+static bool refusal(unsigned long e)
+{
+	if (ERR_GET_LIB(e) != ERR_LIB_SSL)
+		return false;
+	switch (ERR_GET_REASON(e)) {
+	case SSL_R_TLSV13_ALERT_CERTIFICATE_REQUIRED:
+	case SSL_R_SSLV3_ALERT_BAD_CERTIFICATE:
+	case SSL_R_SSLV3_ALERT_UNSUPPORTED_CERTIFICATE:
+	case SSL_R_SSLV3_ALERT_CERTIFICATE_REVOKED:
+	case SSL_R_SSLV3_ALERT_CERTIFICATE_EXPIRED:
+	case SSL_R_SSLV3_ALERT_CERTIFICATE_UNKNOWN:
+	case SSL_R_TLSV1_ALERT_UNKNOWN_CA:
+	case SSL_R_TLSV1_ALERT_ACCESS_DENIED:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* Takes this thread's OpenSSL errors: the refusal among them if there is one, else the first. */
+static unsigned long take_error(void)
+{
+	unsigned long e, first = 0;
+
+	while ((e = ERR_get_error())) {
+		if (refusal(e)) {
+			ERR_clear_error();
+			return e;
+		}
+		first = first ? first : e;
+	}
+	return first;
+}
+
+static void log_refusal(const char *host, unsigned long e)
+{
+	const char *why = ERR_reason_error_string(e);
+
+	lg_error("TLS: the meta server at %s refused this store's certificate: %s (check ock.mmc.tls.cert.path and "
+	         "ock.mmc.tls.key.path, and that the server's ock.mmc.tls.ca.path signed it)",
+	         host, why ? why : "unknown alert");
 }
 
 static int handshake(struct meta_tls *t, const char *host, int timeout_ms)
@@ -161,9 +212,14 @@ static int handshake(struct meta_tls *t, const char *host, int timeout_ms)
 			return 0;
 		if (now >= deadline || wait_for(t, err, (int)(deadline - now))) {
 			long v = SSL_get_verify_result(t->ssl);
+			unsigned long e = take_error();
 			char why[256];
 
-			ERR_error_string_n(ERR_get_error(), why, sizeof(why));
+			if (refusal(e)) { /* TLS 1.2: the server's alert ends the handshake itself */
+				log_refusal(host, e);
+				return MMC_NOT_AUTHORIZED;
+			}
+			ERR_error_string_n(e, why, sizeof(why));
 			lg_error("TLS handshake with the meta server at %s failed: %s%s%s", host,
 			         v != X509_V_OK ? X509_verify_cert_error_string(v) : why,
 			         v != X509_V_OK ? " (check ock.mmc.tls.ca.path and the server's certificate names)"
@@ -186,6 +242,7 @@ struct meta_tls *meta_tls_connect(struct meta_tls_ctx *ctx, int fd, const char *
 	}
 	pthread_mutex_init(&t->lock, NULL);
 	t->fd = fd;
+	snprintf(t->host, sizeof(t->host), "%s", host);
 	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
 	if (attach_fd(t->ssl, fd) || expect_peer(t->ssl, host) || (*rc = handshake(t, host, timeout_ms))) {
 		meta_tls_free(t);
@@ -198,16 +255,23 @@ struct meta_tls *meta_tls_connect(struct meta_tls_ctx *ctx, int fd, const char *
 ssize_t meta_tls_read(struct meta_tls *t, void *buf, size_t len)
 {
 	for (;;) {
+		unsigned long e = 0;
 		int n, err;
 
 		pthread_mutex_lock(&t->lock);
 		n = SSL_read(t->ssl, buf, len > INT32_MAX ? INT32_MAX : (int)len);
 		err = n > 0 ? SSL_ERROR_NONE : SSL_get_error(t->ssl, n);
+		if (err == SSL_ERROR_SSL)
+			e = take_error(); /* this thread's queue: before another call on it adds to it */
 		pthread_mutex_unlock(&t->lock);
 		if (n > 0)
 			return n;
 		if (err == SSL_ERROR_ZERO_RETURN)
 			return 0;
+		if (refusal(e)) {
+			t->refused = true;
+			log_refusal(t->host, e);
+		}
 		if (wait_for(t, err, err == SSL_ERROR_WANT_READ ? -1 : CROSS_WAIT_MS))
 			return -1;
 	}
@@ -232,6 +296,11 @@ int meta_tls_write(struct meta_tls *t, const void *buf, size_t len)
 		}
 	}
 	return 0;
+}
+
+bool meta_tls_refused(const struct meta_tls *t)
+{
+	return t && t->refused;
 }
 
 void meta_tls_free(struct meta_tls *t)

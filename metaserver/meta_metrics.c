@@ -18,7 +18,7 @@ static void metric(struct evbuffer *b, const char *name, const char *type, const
 static void rpc_refusals_write(const struct meta *m, struct evbuffer *b)
 {
 	static const char *const reason[RPC_REFUSED_COUNT] = {
-	    "credentials", "wire_version", "hello_timeout", "displaced", "limit", "input_budget", "early_frame"};
+	    "credentials", "wire_version", "hello_timeout", "displaced", "limit", "input_budget", "early_frame", "tls"};
 
 	evbuffer_add_printf(b, "# HELP mmc_rpc_refused_total RPC connections refused or cut off, by reason.\n"
 	                       "# TYPE mmc_rpc_refused_total counter\n");

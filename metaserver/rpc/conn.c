@@ -356,8 +356,12 @@ void conn_close_flushed(struct conn *c, const char *why)
 
 static void event_cb(struct bufferevent *bev, short what, void *arg)
 {
-	if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR))
-		conn_close(arg, (what & BEV_EVENT_EOF) ? "eof" : "socket_error");
+	struct conn *c = arg;
+
+	if (what & BEV_EVENT_EOF)
+		conn_close(c, "eof");
+	else if (what & BEV_EVENT_ERROR) /* TLS: the handshake's failure, with OpenSSL's reason */
+		conn_close(c, rpc_tls_error_reason(c->m, bev, c->peer));
 }
 
 void conn_displace_oldest(struct meta *m)

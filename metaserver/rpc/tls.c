@@ -2,11 +2,13 @@
 
 #include <event2/bufferevent.h>
 #include <event2/bufferevent_ssl.h>
+#include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "log.h"
 #include "meta.h"
 #include "mmc/mmc.h"
 #include "tls_files.h"
@@ -32,7 +34,9 @@ int rpc_tls_open(struct meta *m, char *err, size_t errlen)
 	}
 	m->tls = t;
 	SSL_CTX_set_min_proto_version(t->ctx, TLS1_2_VERSION);
-	SSL_CTX_set_options(t->ctx, SSL_OP_NO_RENEGOTIATION);
+	/* a peer that closes the socket without close_notify (libmmc tearing down, a killed process) ends the stream as
+	 * a plain socket would, not as a protocol error: our frames carry their length, so a cut is seen anyway */
+	SSL_CTX_set_options(t->ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_IGNORE_UNEXPECTED_EOF);
 	if ((rc = tls_files_load(t->ctx, &c->tls, err, errlen)))
 		return rc;
 	if (c->tls.ca[0]) { /* a CA to check clients against: mutual TLS */
@@ -73,6 +77,36 @@ struct bufferevent *rpc_tls_bufferevent(struct meta *m, evutil_socket_t fd)
 	/* a peer that vanishes gets no close_notify from us: nothing waits for it */
 	bufferevent_openssl_set_allow_dirty_shutdown(bev, 1);
 	return bev;
+}
+
+/* The newest OpenSSL error the bufferevent kept (it also keeps SSL_get_error() codes, which name no reason). */
+static unsigned long last_error(struct bufferevent *bev)
+{
+	unsigned long e;
+
+	while ((e = bufferevent_get_openssl_error(bev)))
+		if (ERR_GET_LIB(e))
+			return e;
+	return 0;
+}
+
+const char *rpc_tls_error_reason(struct meta *m, struct bufferevent *bev, const char *peer)
+{
+	static int bucket;
+	SSL *ssl = m->tls ? bufferevent_openssl_get_ssl(bev) : NULL;
+	unsigned long e = ssl ? last_error(bev) : 0;
+	const char *why = e ? ERR_reason_error_string(e) : NULL;
+	long v = ssl ? SSL_get_verify_result(ssl) : X509_V_OK;
+	bool handshake = ssl && !SSL_is_init_finished(ssl);
+	const char *reason = handshake ? "tls_handshake" : "tls_error";
+
+	if (!e)
+		return "socket_error";
+	m->stats.rpc_refused[RPC_REFUSED_TLS] += handshake;
+	/* peers that never got in cannot fill the log */
+	log_ratelimited(&bucket, LOG_WARN, "op=%s peer=%s err=\"%s%s%s\"", reason, peer, why ? why : "unknown",
+	                v != X509_V_OK ? ": " : "", v != X509_V_OK ? X509_verify_cert_error_string(v) : "");
+	return reason;
 }
 
 void rpc_tls_close(struct meta *m)

@@ -22,6 +22,13 @@ bool rpc_tls_verifies_clients(const struct meta *m);
 /* A bufferevent for the accepted fd: TLS (server side of the handshake) when enabled, else a plain socket. Owns fd
  * (closed on free, or here on failure). NULL on failure. */
 struct bufferevent *rpc_tls_bufferevent(struct meta *m, evutil_socket_t fd);
+/*
+ * Why the connection of peer on bev failed (BEV_EVENT_ERROR), for its disconnect line: "socket_error", or, when
+ * OpenSSL reported it, "tls_handshake" (a client certificate missing or not signed by the CA, a client that does
+ * not trust ours, a peer that does not speak TLS; counted in mmc_rpc_refused_total{reason="tls"}) or "tls_error"
+ * (after the handshake), with OpenSSL's reason logged first (op=tls_handshake or op=tls_error, err="...").
+ */
+const char *rpc_tls_error_reason(struct meta *m, struct bufferevent *bev, const char *peer);
 void rpc_tls_close(struct meta *m);
 
 #endif

@@ -130,6 +130,7 @@ enum rpc_refusal {
 	RPC_REFUSED_LIMIT,         /* over ock.mmc.meta.max_connections */
 	RPC_REFUSED_INPUT_BUDGET,  /* its frame would pass ock.mmc.meta.max_buffered_input */
 	RPC_REFUSED_EARLY_FRAME,   /* before its hello, a frame larger than MMC_WIRE_HELLO_FRAME_MAX */
+	RPC_REFUSED_TLS,           /* its TLS handshake failed: no client certificate, one the CA did not sign, ... */
 	RPC_REFUSED_COUNT
 };
 

@@ -1,10 +1,12 @@
 /*
  * TLS on the RPC port (ock.mmc.tls.*), with a CA, server and client certificates generated here by the openssl
  * command: mutual TLS works end to end; a store that does not trust the server, a store without a certificate and
- * a plain-TCP peer get nothing served.
+ * a plain-TCP peer get nothing served. A refused certificate is MMC_NOT_AUTHORIZED with OpenSSL's reason on both
+ * sides, and counted; a clean teardown is an end of stream, not an error.
  */
 #include <criterion/criterion.h>
 #include <mmc/mmc.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -33,7 +35,10 @@ static void make_certs(void)
 	         "printf 'key passphrase\\n' > pass && "
 	         "openssl pkey -in server.key -aes256 -passout file:pass -out server.enc.key && "
 	         "openssl req $K -keyout client.key -out client.csr -subj /CN=mmc-store && "
-	         "openssl x509 -req -in client.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out client.pem -days 2"
+	         "openssl x509 -req -in client.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out client.pem -days 2 && "
+	         "openssl req $K -keyout stranger.key -out stranger.csr -subj /CN=mmc-stranger && "
+	         "openssl x509 -req -in stranger.csr -CA other.pem -CAkey other.key -CAcreateserial -out stranger.pem "
+	         "-days 2"
 	         ") >/dev/null 2>&1",
 	         dir);
 	cr_assert_eq(system(cmd), 0, "openssl could not make the test certificates");
@@ -121,4 +126,72 @@ Test(rpc_tls, peers_without_the_right_certificates_get_nothing)
 	cr_assert(raw_closed(fd, 5000), "a plaintext frame on the TLS port");
 	close(fd);
 	serve_over_tls(meta.url);
+}
+
+/* What libmmc logged at error level, for the reasons it gives. */
+static char client_log[8192];
+static size_t client_log_len;
+static pthread_mutex_t client_log_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void keep_log(int level, const char *msg)
+{
+	pthread_mutex_lock(&client_log_lock);
+	if (level >= MMC_LOG_ERROR && client_log_len + strlen(msg) + 2 < sizeof(client_log))
+		client_log_len +=
+		    (size_t)snprintf(client_log + client_log_len, sizeof(client_log) - client_log_len, "%s\n", msg);
+	pthread_mutex_unlock(&client_log_lock);
+}
+
+static bool client_logged(const char *needle)
+{
+	bool found;
+
+	pthread_mutex_lock(&client_log_lock);
+	found = strstr(client_log, needle) != NULL;
+	pthread_mutex_unlock(&client_log_lock);
+	return found;
+}
+
+/* Polls the server's log for needle (its line may trail the client's error by a loop turn). */
+static bool server_logs_soon(const char *needle)
+{
+	for (int i = 0; i < 100; i++, usleep(50000))
+		if (metaserver_log_has(&meta, needle))
+			return true;
+	return false;
+}
+
+Test(rpc_tls, a_refused_certificate_is_not_authorized_with_the_reason)
+{
+	char cmd[256];
+	mmc_store *s;
+
+	mmc_set_log_handler(keep_log);
+	cr_assert_eq(store_open(meta.url, tls_lines("ca", NULL), false, &s), MMC_NOT_AUTHORIZED,
+	             "a store without a certificate, against a server that asks for one");
+	mmc_destroy(s);
+	cr_expect(client_logged("certificate required"), "libmmc does not say why: %s", client_log);
+	cr_expect(server_logs_soon("reason=tls_handshake"), "the server does not log the refused handshake");
+	cr_expect(server_logs_soon("op=tls_handshake peer=127.0.0.1:"), "the server does not log why it refused");
+	cr_expect(metaserver_log_has(&meta, "err=\"peer did not return a certificate\""), "nor OpenSSL's reason");
+
+	cr_assert_eq(store_open(meta.url, tls_lines("ca", "stranger"), false, &s), MMC_NOT_AUTHORIZED,
+	             "a store whose certificate another CA signed");
+	mmc_destroy(s);
+	cr_expect(client_logged("unknown ca"), "libmmc does not say why: %s", client_log);
+	cr_expect(server_logs_soon("err=\"certificate verify failed"), "the server does not log OpenSSL's reason");
+	mmc_set_log_handler(NULL);
+
+	snprintf(cmd, sizeof(cmd),
+	         "curl -sf http://127.0.0.1:%u/metrics | grep -qx 'mmc_rpc_refused_total{reason=\"tls\"} 2'",
+	         meta.admin_port);
+	cr_expect_eq(system(cmd), 0, "the two refusals are not counted");
+}
+
+Test(rpc_tls, a_store_that_leaves_ends_the_stream_cleanly)
+{
+	serve_over_tls(meta.url);
+	cr_expect(server_logs_soon("reason=eof"), "a store's teardown is not an end of stream");
+	cr_expect(!metaserver_log_has(&meta, "reason=socket_error"), "a clean teardown logged as a socket error");
+	cr_expect(!metaserver_log_has(&meta, "reason=tls_"), "a clean teardown logged as a TLS failure");
 }
