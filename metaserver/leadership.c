@@ -155,6 +155,20 @@ static void retry_cb(evutil_socket_t fd, short what, void *arg)
 	changed(arg);
 }
 
+int leadership_check(char *err, size_t errlen)
+{
+	const struct kvcm_conf *kc = kvcm_conf();
+	struct ha_opts o = {kc->lock_uri, kc->lease_ms, kc->loop_interval_ms, kc->campaign_delay_ms, 0};
+
+	if (!kc->lock_uri[0])
+		return 0;
+	if (strpbrk(kc->node_id, " \t\n")) {
+		snprintf(err, errlen, "kvcm.leader_elector.node_id must not contain blanks");
+		return -1;
+	}
+	return ha_check(&o, err, errlen) ? -1 : 0;
+}
+
 int leadership_open(struct meta *m, int argc, char **argv, int (*load)(struct meta *m), char *err, size_t errlen)
 {
 	const struct kvcm_conf *kc = kvcm_conf();
@@ -166,10 +180,8 @@ int leadership_open(struct meta *m, int argc, char **argv, int (*load)(struct me
 	unsetenv(ARGC_ENV);
 	if (!kc->lock_uri[0])
 		return 0;
-	if (strpbrk(kc->node_id, " \t\n")) {
-		snprintf(err, errlen, "kvcm.leader_elector.node_id must not contain blanks");
+	if (leadership_check(err, errlen))
 		return -1;
-	}
 	L.argv = argv;
 	L.argc = keep && atoi(keep) > 0 && atoi(keep) <= argc ? atoi(keep) : argc;
 	L.load = load;

@@ -398,7 +398,7 @@ static enum exit_code configure(int argc, char **argv, struct meta_conf *conf)
 
 	if (parse_options(argc, argv))
 		return EXIT_CONFIG;
-	if (read_conf(conf, false, err, sizeof(err)))
+	if (read_conf(conf, false, err, sizeof(err)) || leadership_check(err, sizeof(err)))
 		return start_failed(EXIT_CONFIG, "config", err);
 	if (check_only)
 		return EXIT_OK;

@@ -180,12 +180,8 @@ static void *elector_main(void *arg)
 	return NULL;
 }
 
-int ha_open(struct ha **out, struct event_base *base, const struct ha_opts *o, void (*on_change)(void *arg), void *arg,
-            char *err, size_t errlen)
+int ha_check(const struct ha_opts *o, char *err, size_t errlen)
 {
-	struct ha *h;
-	int rc;
-
 	if (o->loop_interval_ms * 3 >= o->lease_ms) {
 		snprintf(
 		    err, errlen,
@@ -194,6 +190,17 @@ int ha_open(struct ha **out, struct event_base *base, const struct ha_opts *o, v
 		    o->loop_interval_ms, o->lease_ms);
 		return MMC_INVALID_PARAM;
 	}
+	return ha_lock_uri_check(o->lock_uri, err, errlen);
+}
+
+int ha_open(struct ha **out, struct event_base *base, const struct ha_opts *o, void (*on_change)(void *arg), void *arg,
+            char *err, size_t errlen)
+{
+	struct ha *h;
+	int rc;
+
+	if ((rc = ha_check(o, err, errlen)))
+		return rc;
 	h = calloc(1, sizeof(*h));
 	if (!h)
 		return MMC_MALLOC_FAILED;

@@ -38,6 +38,9 @@ struct ha_opts {
  * lease is won or lost. Returns 0, or MMC_INVALID_PARAM / MMC_MALLOC_FAILED with a message in err. */
 int ha_open(struct ha **out, struct event_base *base, const struct ha_opts *o, void (*on_change)(void *arg), void *arg,
             char *err, size_t errlen);
+/* The checks of o that ha_open makes before it opens anything (the lock URI's text, the loop interval against the
+ * lease): also what --check-config runs. Returns 0, or MMC_INVALID_PARAM with a message in err. */
+int ha_check(const struct ha_opts *o, char *err, size_t errlen);
 /* Who this node is, as written into the lock (set before ha_start). */
 void ha_set_self(struct ha *h, const struct ha_holder *self);
 int ha_start(struct ha *h);

@@ -46,6 +46,10 @@ struct ha_lock {
 /* Opens the backend the URI names (file://DIR, redis://[user:password@]host:port[/db]); timeout_ms bounds each
  * round trip to the lock store. Returns 0, or MMC_INVALID_PARAM with a message in err. */
 int ha_lock_open(struct ha_lock **out, const char *uri, uint32_t timeout_ms, char *err, size_t errlen);
+/* Whether ha_lock_open would take uri, judged by its text alone (nothing opened or reached): the check
+ * ha_lock_open makes first, and what --check-config runs. Returns 0, or MMC_INVALID_PARAM with a message in err. */
+int ha_lock_uri_check(const char *uri, char *err, size_t errlen);
+int ha_lock_redis_uri_check(const char *uri, char *err, size_t errlen);
 int ha_lock_file_open(struct ha_lock **out, const char *dir, char *err, size_t errlen);
 int ha_lock_redis_open(struct ha_lock **out, const char *uri, uint32_t timeout_ms, char *err, size_t errlen);
 

@@ -211,6 +211,26 @@ static int parse_uri(struct lock_redis *r, const char *uri)
 	return r->port > 0 && r->port < 65536 && r->db >= 0 ? 0 : -1;
 }
 
+/* parse_uri, with the message an operator reads. */
+static int parse_checked(struct lock_redis *r, const char *uri, char *err, size_t errlen)
+{
+	if (parse_uri(r, uri) == 0)
+		return 0;
+	snprintf(err, errlen,
+	         "bad value \"%s\" for \"kvcm.distributed_lock.uri\" (expected redis://[user:password@]host:port[/db])",
+	         uri);
+	return MMC_INVALID_PARAM;
+}
+
+int ha_lock_redis_uri_check(const char *uri, char *err, size_t errlen)
+{
+	struct lock_redis r = {0};
+	int rc = parse_checked(&r, uri, err, errlen);
+
+	explicit_bzero(&r, sizeof(r));
+	return rc;
+}
+
 int ha_lock_redis_open(struct ha_lock **out, const char *uri, uint32_t timeout_ms, char *err, size_t errlen)
 {
 	struct lock_redis *r = calloc(1, sizeof(*r));
@@ -220,11 +240,7 @@ int ha_lock_redis_open(struct ha_lock **out, const char *uri, uint32_t timeout_m
 	r->base.ops = &redis_ops;
 	r->base.redis_key = LOCK_KEY;
 	r->timeout_ms = timeout_ms ? timeout_ms : 500;
-	if (parse_uri(r, uri)) {
-		snprintf(err, errlen,
-		         "bad value \"%s\" for \"kvcm.distributed_lock.uri\" (expected "
-		         "redis://[user:password@]host:port[/db])",
-		         uri);
+	if (parse_checked(r, uri, err, errlen)) {
 		free(r);
 		return MMC_INVALID_PARAM;
 	}

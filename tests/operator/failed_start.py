@@ -2,6 +2,7 @@
 after one `op=start exit_code=N` line, never by a signal, and with no sanitizer report. Runs the build's server,
 and the ASan build's too when build-asan/ exists beside it and is not older."""
 import os
+import shutil
 import sys
 import tempfile
 
@@ -46,6 +47,26 @@ def cases(checks, binary, tag):
            ['--data-dir', os.path.join(tmp, 'd4'), '--env', f'ock.mmc.log_path={afile}/log'] + LOOPBACK_PORTS, 6)
 
 
+def lock_keys_checked_alike(checks, binary, tag):
+    """--check-config refuses the leader-election keys the start refuses, with the same message: one check serves
+    both (it accepted redis://host, without a port, which the start then refused)."""
+    tmp = tempfile.mkdtemp(prefix='mmc-lock-')
+    bad = [['kvcm.distributed_lock.uri=' + u] for u in ('redis://host', 'redis://', 'redis://host:0', 'zk://h:2181',
+                                                         'file://')]
+    bad.append(['kvcm.distributed_lock.uri=file://' + os.path.join(tmp, 'lock'),
+                'kvcm.leader_elector.loop_interval_ms=1000', 'kvcm.leader_elector.lease_ms=3000'])
+    for n, keys in enumerate(bad):
+        args = [a for k in keys for a in ('--env', k)]
+        what = f'{tag} {" ".join(keys)}'
+        failed(checks, f'{what}: --check-config', binary, ['--check-config'] + args, 2)
+        failed(checks, f'{what}: start', binary, ['--data-dir', os.path.join(tmp, f'd{n}')] + LOOPBACK_PORTS + args,
+               2)
+        said = [run_once(a, binary)[1].split(' err=', 1)[-1].strip()
+                for a in (['--check-config'] + args, ['--data-dir', os.path.join(tmp, f'd{n}')] + LOOPBACK_PORTS + args)]
+        checks.append((f'{what}: the same reason both ways', said[0] == said[1], f'{said}'))
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
 def parents_created(checks, binary, tag):
     tmp = tempfile.mkdtemp(prefix='mmc-parents-')
     data = os.path.join(tmp, 'var', 'lib', 'mmc', 'data')
@@ -69,6 +90,7 @@ def main():
             print(f'# {asan} is older than {BINARY}: not run (rebuild it to include it)')
     for tag, binary in binaries:
         cases(checks, binary, tag)
+        lock_keys_checked_alike(checks, binary, tag)
         parents_created(checks, binary, tag)
     return report(checks)
 
