@@ -90,42 +90,84 @@ extern "C" {
 
 /**
  * @name Error codes
- * The seed's table, plus MMC_LEASE_EXPIRED, MMC_CHECKSUM_MISMATCH and MMC_NOT_AUTHORIZED. "reserved": never returned by
- * any call of this library (kept so MemCache sources compile); tests/unit/error_codes.py checks that no code path uses
- * one and that every other code has one.
+ * MMC_ERRNO_MAP is the one list of the codes: XX(name, value, text, when) for each. The values are ABI and never
+ * change; mmc_strerror() answers "name: text" and mmc_err_name() the name; "when" says which calls return it. The
+ * seed's table, plus MMC_LEASE_EXPIRED, MMC_CHECKSUM_MISMATCH, MMC_NOT_AUTHORIZED and MMC_NOT_LEADER. "reserved":
+ * never returned by any call of this library (kept so MemCache sources compile); tests/unit/error_codes.py checks that
+ * no code path uses one, that every other code has one, and that docs/api.md documents each. Every code lies in
+ * -3999..0. The codes are enum mmc_errno constants, not macros: `#ifdef MMC_TIMEOUT` does not see them.
  */
 /**@{*/
-#define MMC_OK                       0
-#define MMC_ERROR                    (-1)    /**< the fabric (libfabric) or the OS failed; the log says how */
-#define MMC_INVALID_PARAM            (-3000) /**< a bad argument or configuration; nothing was done */
-#define MMC_MALLOC_FAILED            (-3001) /**< out of memory, here or at the meta server */
-#define MMC_NEW_OBJECT_FAILED        (-3002) /**< reserved */
-#define MMC_NOT_STARTED              (-3003) /**< mmc_get_local_service_id() of a client-only store */
-#define MMC_TIMEOUT                  (-3004) /**< a meta round trip over timeout_ms, an RMA stalled rma_timeout_ms */
-#define MMC_REPEAT_CALL              (-3005) /**< mmc_setup() on an initialised store */
-#define MMC_DUPLICATED_OBJECT        (-3006) /**< wire only (the key exists): puts answer MMC_OK instead */
-#define MMC_OBJECT_NOT_EXISTS        (-3007) /**< the key is absent, or not readable yet */
-#define MMC_NOT_INITIALIZED          (-3008) /**< reserved (mmc answers MMC_CLIENT_NOT_INIT) */
-#define MMC_NET_SEQ_DUP              (-3009) /**< reserved */
-#define MMC_NET_SEQ_NOT_FOUND        (-3010) /**< reserved */
-#define MMC_ALREADY_NOTIFIED         (-3011) /**< reserved */
-#define MMC_INTERNAL_ERROR           (-3012) /**< a reply libmmc cannot decode */
-#define MMC_EXCEED_CAPACITY          (-3013) /**< mmc_init(): the cluster already has world_size local services */
-#define MMC_LINK_NOT_FOUND           (-3014) /**< the service holding the bytes is gone, or remote with another provider */
-#define MMC_NET_REQ_HANDLE_NOT_FOUND (-3015) /**< reserved */
-#define MMC_NOT_ENOUGH_MEMORY        (-3016) /**< no room in the pools, even after eviction */
-#define MMC_NOT_CONNECTED_META       (-3017) /**< the meta server is unreachable (after retry_ms) */
-#define MMC_NOT_CONNECTED_LOCAL      (-3018) /**< reserved */
-#define MMC_CLIENT_NOT_INIT          (-3019) /**< a call before mmc_init() or after mmc_teardown() */
-#define MMC_UNMATCHED_STATE          (-3101) /**< reserved */
-#define MMC_UNMATCHED_KEY            (-3102) /**< a commit or write-finish the meta server has no allocation for */
-#define MMC_UNMATCHED_RET            (-3103) /**< reserved */
-#define MMC_LEASE_NOT_EXPIRED        (-3104) /**< reserved */
-#define MMC_META_BACKUP_ERROR        (-3105) /**< the meta server could not make the change durable (LMDB) */
-#define MMC_LEASE_EXPIRED            (-3106) /**< a copy outlived its lease, or the server that granted it */
-#define MMC_CHECKSUM_MISMATCH        (-3109) /**< mmc: the bytes read differ from the writer's checksum */
-#define MMC_NOT_AUTHORIZED           (-3110) /**< mmc: the meta server refused this process's credentials */
-#define MMC_NOT_LEADER               (-3120) /**< mmc: that meta server stands by; libmmc moves to the leader */
+/* clang-format off */
+#define MMC_ERRNO_MAP(XX)                                                                                              \
+	XX(MMC_OK, 0, "success",                                                                                       \
+	   "no error")                                                                                                 \
+	XX(MMC_ERROR, -1, "generic error",                                                                             \
+	   "the fabric (libfabric) or the OS failed; the log says how")                                                \
+	XX(MMC_INVALID_PARAM, -3000, "invalid parameter",                                                              \
+	   "a bad argument or configuration; nothing was done")                                                        \
+	XX(MMC_MALLOC_FAILED, -3001, "memory allocation failed",                                                       \
+	   "out of memory, here or at the meta server")                                                                \
+	XX(MMC_NEW_OBJECT_FAILED, -3002, "object creation failed",                                                     \
+	   "reserved")                                                                                                 \
+	XX(MMC_NOT_STARTED, -3003, "service not started",                                                              \
+	   "mmc_get_local_service_id() of a client-only store")                                                        \
+	XX(MMC_TIMEOUT, -3004, "operation timed out",                                                                  \
+	   "a meta round trip over timeout_ms, an RMA stalled rma_timeout_ms")                                         \
+	XX(MMC_REPEAT_CALL, -3005, "repeated call",                                                                    \
+	   "mmc_setup() on an initialised store")                                                                      \
+	XX(MMC_DUPLICATED_OBJECT, -3006, "object already exists",                                                      \
+	   "wire only (the key exists): puts answer MMC_OK instead")                                                   \
+	XX(MMC_OBJECT_NOT_EXISTS, -3007, "object does not exist",                                                      \
+	   "the key is absent, or not readable yet")                                                                   \
+	XX(MMC_NOT_INITIALIZED, -3008, "not initialized",                                                              \
+	   "reserved (mmc answers MMC_CLIENT_NOT_INIT)")                                                               \
+	XX(MMC_NET_SEQ_DUP, -3009, "duplicate network sequence number",                                                \
+	   "reserved")                                                                                                 \
+	XX(MMC_NET_SEQ_NOT_FOUND, -3010, "network sequence number not found",                                          \
+	   "reserved")                                                                                                 \
+	XX(MMC_ALREADY_NOTIFIED, -3011, "already notified",                                                            \
+	   "reserved")                                                                                                 \
+	XX(MMC_INTERNAL_ERROR, -3012, "internal error",                                                                \
+	   "a reply libmmc cannot decode")                                                                             \
+	XX(MMC_EXCEED_CAPACITY, -3013, "capacity limit exceeded",                                                      \
+	   "mmc_init(): the cluster already has world_size local services")                                            \
+	XX(MMC_LINK_NOT_FOUND, -3014, "link not found",                                                                \
+	   "the service holding the bytes is gone, or remote with another provider")                                   \
+	XX(MMC_NET_REQ_HANDLE_NOT_FOUND, -3015, "network request handle not found",                                    \
+	   "reserved")                                                                                                 \
+	XX(MMC_NOT_ENOUGH_MEMORY, -3016, "not enough memory in the pool",                                              \
+	   "no room in the pools, even after eviction")                                                                \
+	XX(MMC_NOT_CONNECTED_META, -3017, "not connected to the meta server",                                          \
+	   "the meta server is unreachable (after retry_ms)")                                                          \
+	XX(MMC_NOT_CONNECTED_LOCAL, -3018, "not connected to the local service",                                       \
+	   "reserved")                                                                                                 \
+	XX(MMC_CLIENT_NOT_INIT, -3019, "client not initialized",                                                       \
+	   "a call before mmc_init() or after mmc_teardown()")                                                         \
+	XX(MMC_UNMATCHED_STATE, -3101, "state mismatch",                                                               \
+	   "reserved")                                                                                                 \
+	XX(MMC_UNMATCHED_KEY, -3102, "key mismatch",                                                                   \
+	   "a commit or write-finish the meta server has no allocation for")                                           \
+	XX(MMC_UNMATCHED_RET, -3103, "return value mismatch",                                                          \
+	   "reserved")                                                                                                 \
+	XX(MMC_LEASE_NOT_EXPIRED, -3104, "lease not expired",                                                          \
+	   "reserved")                                                                                                 \
+	XX(MMC_META_BACKUP_ERROR, -3105, "metadata backup failed",                                                     \
+	   "the meta server could not make the change durable (LMDB)")                                                 \
+	XX(MMC_LEASE_EXPIRED, -3106, "the lease expired before the copy finished",                                     \
+	   "a copy outlived its lease, or the server that granted it")                                                 \
+	XX(MMC_CHECKSUM_MISMATCH, -3109, "the bytes read differ from the object's checksum",                           \
+	   "mmc: the bytes read differ from the writer's checksum")                                                    \
+	XX(MMC_NOT_AUTHORIZED, -3110, "the meta server refused this process's credentials",                            \
+	   "mmc: the meta server refused this process's credentials")                                                  \
+	XX(MMC_NOT_LEADER, -3120, "the meta server stands by (leader election); ask the leader",                       \
+	   "mmc: that meta server stands by; libmmc moves to the leader")
+/* clang-format on */
+
+#define MMC_ERRNO_ENUM_(name, value, text, when) name = (value),
+/** Every MMC_* code; calls return them as int. */
+enum mmc_errno { MMC_ERRNO_MAP(MMC_ERRNO_ENUM_) };
+#undef MMC_ERRNO_ENUM_
 /**@}*/
 
 /** @name Limits and array sizes (every array in this header is sized by one of these) */
@@ -669,10 +711,19 @@ MMC_API int mmc_batch_get_into_layers(mmc_store *s, const char *const *keys, voi
 MMC_API int mmc_get_local_service_id(mmc_store *s, uint32_t *id);
 
 /**
- * Names a code ("MMC_NOT_ENOUGH_MEMORY: ..."); unknown codes give "unknown error".
+ * Names a code and says what it means ("MMC_NOT_ENOUGH_MEMORY: not enough memory in the pool"); unknown codes give
+ * "unknown error".
  * @return static storage, never NULL. Thread-safe; may be called from a log handler.
  */
 MMC_API const char *mmc_strerror(int code);
+
+/**
+ * The name of a code as MMC_ERRNO_MAP spells it ("MMC_TIMEOUT"), for logs and bindings that map codes to their own
+ * names.
+ * @return static storage; NULL for a code that is not in MMC_ERRNO_MAP, so a caller can tell the known codes apart.
+ * Thread-safe; may be called from a log handler.
+ */
+MMC_API const char *mmc_err_name(int code);
 
 /**
  * Sets the process-wide log handler; NULL restores the default, which writes warnings and errors to stderr as
@@ -690,9 +741,9 @@ MMC_API const char *mmc_strerror(int code);
  * - Locks: it may run while its thread holds libmmc's internal locks (a store's life lock in mmc_setup(),
  *   mmc_init() and mmc_teardown(), its buffer-registration lock during a transfer, its GVA-range lock during
  *   mmc_batch_malloc() and mmc_batch_add_lease()). So it must not call libmmc, except mmc_strerror(),
- *   mmc_version() and mmc_set_log_handler(): any other call may deadlock (on the meta reader thread, a call that
- *   waits for a reply only that thread can deliver never returns). A line libmmc logs while the same thread is
- *   inside the handler is dropped, so logging never re-enters it.
+ *   mmc_err_name(), mmc_version() and mmc_set_log_handler(): any other call may deadlock (on the meta reader
+ *   thread, a call that waits for a reply only that thread can deliver never returns). A line libmmc logs while the
+ *   same thread is inside the handler is dropped, so logging never re-enters it.
  * - It should return quickly: on a store's meta reader thread it delays every reply of that store.
  * - level is an enum mmc_log_level; msg is NUL-terminated, without a trailing newline, at most
  *   MMC_LOG_LINE_MAX - 1 bytes (longer lines are truncated) and valid only during the call.
