@@ -123,6 +123,7 @@ bool auth_admits(const struct conn *c, const Mmc__Frame *f)
 		return f->body_case != MMC__FRAME__BODY_AUTH_PROOF;
 	if (c->phase == CONN_CHALLENGED)
 		return f->body_case == MMC__FRAME__BODY_AUTH_PROOF;
-	/* without a cluster secret, a peer that skips its hello is served as before (raw-frame tools and tests) */
+	/* without a cluster secret, a peer that skips its hello is served as before (raw-frame tools and tests), in
+	 * frames no larger than a hello's until it says one (conn.c) */
 	return f->body_case == MMC__FRAME__BODY_HELLO || (!token_set(c) && f->body_case != MMC__FRAME__BODY_AUTH_PROOF);
 }
