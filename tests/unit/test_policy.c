@@ -392,19 +392,27 @@ Test(alloc_queue, a_pool_that_rejoined_a_restarted_server_takes_puts_after_the_g
 	cr_assert_eq(reply_of(id, &code)[0].blobs[0].rank, svc[0]->rank);
 }
 
-/* A failover: a store that lends nothing reaches the new leader before the pool's store has registered again. Its
- * put waits for the pool (and then for the pool's grace), instead of failing with MMC_NOT_ENOUGH_MEMORY. */
-Test(alloc_queue, a_put_before_the_pool_rejoined_waits_for_it)
+/* A failover: a store that lends nothing (session 1) puts key before the only pool's store (session 0) has
+ * registered again with the new leader. Returns the put's request, which must wait, not fail. */
+static uint64_t put_before_the_pool_rejoined(const char *key)
 {
-	const char *k = "early";
 	uint64_t size = MiB, id;
 	int code;
 
 	mount(0, 8 * MiB, 0);
 	detach(0);
-	sess[1] = (struct session){.id = 2, .host = "client"}; /* lends nothing */
-	id = alloc(1, &k, &size, 1, 1);
+	sess[1] = (struct session){.id = 2, .host = "client"};
+	id = alloc(1, &key, &size, 1, 1);
 	cr_assert_null(reply_of(id, &code), "the only pool is rejoining: the put waits for it");
+	return id;
+}
+
+/* The put waits for the pool, and then for the pool's grace, instead of failing with MMC_NOT_ENOUGH_MEMORY. */
+Test(alloc_queue, a_put_before_the_pool_rejoined_waits_for_it)
+{
+	uint64_t id = put_before_the_pool_rejoined("early");
+	int code;
+
 	clock_advance_ms(m.conf.evict_wait_ms - 1);
 	alloc_queue_kick(&m);
 	cr_assert_null(reply_of(id, &code));
@@ -421,15 +429,9 @@ Test(alloc_queue, a_put_before_the_pool_rejoined_waits_for_it)
 
 Test(alloc_queue, a_put_gives_up_on_a_pool_that_does_not_rejoin_after_evict_wait_ms)
 {
-	const char *k = "never";
-	uint64_t size = MiB, id;
+	uint64_t id = put_before_the_pool_rejoined("never");
 	int code;
 
-	mount(0, 8 * MiB, 0);
-	detach(0);
-	sess[1] = (struct session){.id = 2, .host = "client"};
-	id = alloc(1, &k, &size, 1, 1);
-	cr_assert_null(reply_of(id, &code));
 	clock_advance_ms(m.conf.evict_wait_ms + 1);
 	alloc_queue_kick(&m);
 	cr_assert_not_null(reply_of(id, &code));
