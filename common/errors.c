@@ -32,3 +32,8 @@ const char *mmc_version(void)
 {
 	return MMC_VERSION_STRING;
 }
+
+unsigned mmc_version_number(void)
+{
+	return MMC_VERSION_HEX;
+}

@@ -741,9 +741,9 @@ MMC_API const char *mmc_err_name(int code);
  * - Locks: it may run while its thread holds libmmc's internal locks (a store's life lock in mmc_setup(),
  *   mmc_init() and mmc_teardown(), its buffer-registration lock during a transfer, its GVA-range lock during
  *   mmc_batch_malloc() and mmc_batch_add_lease()). So it must not call libmmc, except mmc_strerror(),
- *   mmc_err_name(), mmc_version() and mmc_set_log_handler(): any other call may deadlock (on the meta reader
- *   thread, a call that waits for a reply only that thread can deliver never returns). A line libmmc logs while the
- *   same thread is inside the handler is dropped, so logging never re-enters it.
+ *   mmc_err_name(), mmc_version(), mmc_version_number() and mmc_set_log_handler(): any other call may deadlock (on
+ *   the meta reader thread, a call that waits for a reply only that thread can deliver never returns). A line libmmc
+ *   logs while the same thread is inside the handler is dropped, so logging never re-enters it.
  * - It should return quickly: on a store's meta reader thread it delays every reply of that store.
  * - level is an enum mmc_log_level; msg is NUL-terminated, without a trailing newline, at most
  *   MMC_LOG_LINE_MAX - 1 bytes (longer lines are truncated) and valid only during the call.
@@ -760,6 +760,12 @@ MMC_API void mmc_set_log_handler(mmc_log_fn fn);
  * handler.
  */
 MMC_API const char *mmc_version(void);
+
+/**
+ * Returns MMC_VERSION_HEX of the library actually loaded (0xMMmmpp: 0.1.0 is 0x000100), for comparing versions
+ * without parsing mmc_version(). Thread-safe; may be called from a log handler.
+ */
+MMC_API unsigned mmc_version_number(void);
 
 #ifdef __cplusplus
 }

@@ -3,6 +3,7 @@
 
 #include <criterion/criterion.h>
 #include <stddef.h>
+#include <stdio.h>
 
 Test(header, constants_match_the_seed)
 {
@@ -44,4 +45,18 @@ Test(header, every_code_has_a_name)
 
 	for (size_t i = 0; i < sizeof(codes) / sizeof(codes[0]); i++)
 		cr_assert_str_neq(mmc_strerror(codes[i]), "unknown error", "code %d", codes[i]);
+}
+
+Test(header, version_number)
+{
+	char text[32];
+
+	cr_assert_eq(MMC_VERSION_HEX, (MMC_VERSION_MAJOR << 16) | (MMC_VERSION_MINOR << 8) | MMC_VERSION_PATCH);
+	cr_assert_eq(mmc_version_number(), (unsigned)MMC_VERSION_HEX);
+	snprintf(text, sizeof(text), "%u.%u.%u", mmc_version_number() >> 16, (mmc_version_number() >> 8) & 0xff,
+	         mmc_version_number() & 0xff);
+	cr_assert_str_eq(text, mmc_version(), "the number and the string of the loaded library agree");
+#if MMC_VERSION_HEX < 0x000100
+#error "MMC_VERSION_HEX must work in #if"
+#endif
 }
