@@ -1,0 +1,1 @@
+"""A stand-in `sglang` package for py-docs: only `python -m sglang.launch_server` (launch_server.py)."""
