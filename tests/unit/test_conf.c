@@ -494,6 +494,19 @@ Test(conf, vllm_ascend_guide_ssd_files_load)
 	cr_assert_eq(r.c.dram_size, 0);
 }
 
+/* resolve_memcache_file() of the text fmt formats */
+__attribute__((format(printf, 3, 4))) static int resolve_formatted(struct client_conf *r, char *err, const char *fmt,
+                                                                   ...)
+{
+	char text[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(text, sizeof(text), fmt, ap);
+	va_end(ap);
+	return resolve_memcache_file(text, r, err);
+}
+
 static void temp_disk(char *path, size_t bytes)
 {
 	int fd = mkstemp(path);
@@ -506,48 +519,49 @@ static void temp_disk(char *path, size_t bytes)
 /* One disk for one local service: the disk is the SSD tier, whole unless storage.size says how much */
 Test(conf, memcache_ssd_is_the_ssd_tier)
 {
-	char disk[] = "/tmp/mmc-disk-XXXXXX", text[1024], err[256];
+	char disk[] = "/tmp/mmc-disk-XXXXXX", err[256];
 	struct client_conf r;
 
 	temp_disk(disk, 1u << 20);
-	snprintf(text, sizeof(text),
-	         "ock.mmc.local_service.storage.enabled = true\nubsio.disk.path = %s\n"
-	         "ubsio.standalone.device_count = 1\nubsio.standalone.force_new_disk = true\n",
-	         disk);
-	cr_assert_eq(resolve_memcache_file(text, &r, err), 0, "%s", err);
+	cr_assert_eq(resolve_formatted(&r, err,
+	                               "ock.mmc.local_service.storage.enabled = true\nubsio.disk.path = %s\n"
+	                               "ubsio.standalone.device_count = 1\nubsio.standalone.force_new_disk = true\n",
+	                               disk),
+	             0, "%s", err);
 	cr_assert_str_eq(r.c.ssd_path, disk);
 	cr_assert_eq(r.c.ssd_size, 1u << 20, "the whole disk");
 	cr_assert_eq(warnings_naming("ubsio.standalone.force_new_disk", "wipe", NULL), 1, "%s", warned);
 
-	snprintf(text, sizeof(text),
-	         "ubsio.disk.path = %s\nock.mmc.local_service.storage.size = 64KB\n"
-	         "ock.mmc.local_service.storage.enabled = true\n",
-	         disk);
-	cr_assert_eq(resolve_memcache_file(text, &r, err), 0, "%s", err);
+	cr_assert_eq(resolve_formatted(&r, err,
+	                               "ubsio.disk.path = %s\nock.mmc.local_service.storage.size = 64KB\n"
+	                               "ock.mmc.local_service.storage.enabled = true\n",
+	                               disk),
+	             0, "%s", err);
 	cr_assert_str_eq(r.c.ssd_path, disk, "the order of the keys does not matter");
 	cr_assert_eq(r.c.ssd_size, 64u << 10);
 
 	/* shared by eight local services: UBS IO's split, which mmc's tier is not */
-	snprintf(
-	    text, sizeof(text),
-	    "ock.mmc.local_service.storage.enabled = true\nubsio.disk.path = %s\nubsio.standalone.device_count = 8\n",
-	    disk);
-	cr_assert_eq(resolve_memcache_file(text, &r, err), 0, "%s", err);
+	cr_assert_eq(resolve_formatted(&r, err,
+	                               "ock.mmc.local_service.storage.enabled = true\nubsio.disk.path = %s\n"
+	                               "ubsio.standalone.device_count = 8\n",
+	                               disk),
+	             0, "%s", err);
 	cr_assert_str_eq(r.c.ssd_path, "");
 	cr_assert_eq(warnings_naming("ubsio.disk.path", "8 local services", NULL), 1, "%s", warned);
 
 	/* mmc's own key wins */
-	snprintf(text, sizeof(text),
-	         "ock.mmc.local_service.storage.enabled = true\nubsio.disk.path = /dev/null\n"
-	         "ock.mmc.local_service.ssd.path = %s\nock.mmc.local_service.ssd.size = 8KB\n",
-	         disk);
-	cr_assert_eq(resolve_memcache_file(text, &r, err), 0, "%s", err);
+	cr_assert_eq(resolve_formatted(&r, err,
+	                               "ock.mmc.local_service.storage.enabled = true\nubsio.disk.path = /dev/null\n"
+	                               "ock.mmc.local_service.ssd.path = %s\nock.mmc.local_service.ssd.size = 8KB\n",
+	                               disk),
+	             0, "%s", err);
 	cr_assert_str_eq(r.c.ssd_path, disk);
 	cr_assert_eq(warnings_naming("ubsio.disk.path", "ssd.path", NULL), 1, "%s", warned);
 
 	unlink(disk);
-	snprintf(text, sizeof(text), "ock.mmc.local_service.storage.enabled = true\nubsio.disk.path = %s\n", disk);
-	cr_assert_eq(resolve_memcache_file(text, &r, err), MMC_INVALID_PARAM, "a disk that is not there");
+	cr_assert_eq(
+	    resolve_formatted(&r, err, "ock.mmc.local_service.storage.enabled = true\nubsio.disk.path = %s\n", disk),
+	    MMC_INVALID_PARAM, "a disk that is not there");
 	cr_assert(strstr(err, "ubsio.disk.path") && strstr(err, disk), "%s", err);
 	mmc_set_log_handler(NULL);
 }
