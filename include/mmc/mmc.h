@@ -185,31 +185,38 @@ enum mmc_errno { MMC_ERRNO_MAP(MMC_ERRNO_ENUM_) };
 #define MMC_LOG_LINE_MAX   1024  /**< bytes of one log line handed to the log handler, with its NUL */
 /**@}*/
 
-/** @name Media */
-/**@{*/
-#define MMC_MEDIA_HBM  0
-#define MMC_MEDIA_DRAM 1
-#define MMC_MEDIA_SSD  2
-/**@}*/
+/*
+ * The media and copy-direction enums name the values; the calls keep the integer parameters they always had
+ * (uint8_t / uint16_t media, int32_t direct, mmc_key_info.type uint16_t): an enum's size is the compiler's choice,
+ * and C++ would refuse a plain integer where an enum is expected, so typed parameters would change the ABI and break
+ * callers. Values are ABI, as the error codes'.
+ */
+
+/** Where a replica lives (mmc_key_info.type, mmc_batch_malloc()'s media, the prefetch and evict media pairs). */
+typedef enum mmc_media {
+	MMC_MEDIA_HBM = 0,  /**< accelerator memory (only with an accelerator) */
+	MMC_MEDIA_DRAM = 1, /**< the local services' DRAM pools */
+	MMC_MEDIA_SSD = 2,  /**< the SSD tier (ock.mmc.local_service.ssd.path) */
+} mmc_media;
 
 /**
- * @name Copy directions (the seed's smem_bm_copy_type values)
+ * Copy directions (the seed's smem_bm_copy_type values), the direct parameter of puts, gets and mmc_batch_copy().
  * "L" is device-local memory, "H" host memory, "G" the global pool. Without an accelerator L and H are both host
  * memory. Puts accept the "to global" directions (L2G, H2G, L2GH, H2GH, AUTO), gets the "from global" ones (G2L, G2H,
  * GH2L, GH2H, AUTO); G2G is refused by put and get. mmc_batch_copy() accepts both sets and picks the way from it.
  */
-/**@{*/
-#define MMC_COPY_L2G  0
-#define MMC_COPY_G2L  1
-#define MMC_COPY_G2H  2
-#define MMC_COPY_H2G  3
-#define MMC_COPY_L2GH 4
-#define MMC_COPY_GH2L 5
-#define MMC_COPY_GH2H 6
-#define MMC_COPY_H2GH 7
-#define MMC_COPY_G2G  8
-#define MMC_COPY_AUTO 9
-/**@}*/
+typedef enum mmc_copy_direction {
+	MMC_COPY_L2G = 0,
+	MMC_COPY_G2L = 1,
+	MMC_COPY_G2H = 2,
+	MMC_COPY_H2G = 3,
+	MMC_COPY_L2GH = 4,
+	MMC_COPY_GH2L = 5,
+	MMC_COPY_GH2H = 6,
+	MMC_COPY_H2GH = 7,
+	MMC_COPY_G2G = 8,
+	MMC_COPY_AUTO = 9,
+} mmc_copy_direction;
 
 /** Log levels for mmc_set_log_handler() and mmc_local_config.log_level ("debug", "info", "warn", "error"). */
 enum mmc_log_level { MMC_LOG_DEBUG = 0, MMC_LOG_INFO = 1, MMC_LOG_WARN = 2, MMC_LOG_ERROR = 3 };
@@ -318,7 +325,7 @@ typedef struct mmc_key_info {
 	uint64_t size;                  /**< object bytes */
 	uint32_t blob_num;              /**< replicas (entries used below) */
 	uint32_t loc[MMC_REPLICA_MAX];  /**< local service id of each replica */
-	uint16_t type[MMC_REPLICA_MAX]; /**< media of each replica (MMC_MEDIA_*) */
+	uint16_t type[MMC_REPLICA_MAX]; /**< media of each replica (an mmc_media) */
 	mmc_gva gva[MMC_REPLICA_MAX];   /**< first byte of each replica (see mmc_batch_copy()) */
 } mmc_key_info;
 

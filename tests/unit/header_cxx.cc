@@ -15,7 +15,10 @@ int main()
 	if (std::strcmp(mmc_strerror(MMC_OK), "MMC_OK: success") != 0)
 		return 1;
 	mmc_store *s = mmc_create();
-	int rc_put = mmc_put_from(s, "k", "v", 1, MMC_COPY_H2G, nullptr);
+	mmc_copy_direction dir = MMC_COPY_H2G; // the enum passes where the call takes int32_t, as a plain int does
+	int rc_put = mmc_put_from(s, "k", "v", 1, dir, nullptr);
+	if (mmc_err_name(rc_put) == nullptr || mmc_put_from(s, "k", "v", 1, 3, nullptr) != rc_put)
+		return 1;
 	mmc_destroy(s);
 	std::printf("ok\n");
 	return rc_put == MMC_CLIENT_NOT_INIT ? 0 : 1;

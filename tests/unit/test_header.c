@@ -60,3 +60,21 @@ Test(header, version_number)
 #error "MMC_VERSION_HEX must work in #if"
 #endif
 }
+
+Test(header, typed_enums_keep_the_values)
+{
+	mmc_media m = MMC_MEDIA_SSD;
+	mmc_copy_direction d = MMC_COPY_GH2H;
+	enum mmc_errno e = MMC_NOT_LEADER;
+
+	cr_assert_eq(m, 2);
+	cr_assert_eq(d, 6);
+	cr_assert_eq(e, -3120);
+	cr_assert_eq(MMC_COPY_G2L, 1);
+	cr_assert_eq(MMC_COPY_L2GH, 4);
+	cr_assert_eq(MMC_COPY_GH2L, 5);
+	cr_assert_eq(MMC_COPY_H2GH, 7);
+	cr_assert_eq(MMC_COPY_G2G, 8);
+	/* the calls keep their integer parameters: an enum value passes as before */
+	cr_assert_eq(mmc_put_from(NULL, "k", "v", 1, d, NULL), MMC_INVALID_PARAM);
+}
