@@ -251,3 +251,36 @@ Test(admin, debug_clock_needs_the_debug_service, .init = up, .fini = srv_down)
 	cr_expect_eq(hc_request(&srv.admin, "POST", "/api/debugClock", "{\"freeze\":true}", 15, &body), 404);
 	free(body);
 }
+
+/* Without leader election the one server is the only candidate, as on the reference's in-memory coordination: a
+ * leaderDemote keeps it from leading for the campaign delay, after which it leads again, its state intact. */
+Test(admin, leader_demote_without_election, .init = up_debug, .fini = srv_down)
+{
+	const char *get = "{\"instance_id\":\"a\",\"query_type\":\"QT_PREFIX_MATCH\",\"block_keys\":[1]}";
+	json_t *r;
+
+	srv_clock_freeze();
+	cr_assert(register_simple(&srv.meta, "default", "a", 100));
+	cr_assert(write_keys(&srv.meta, "a", "[1]"));
+	EXPECT_CODE(ADMIN("updateLeaderElectorConfig", "{\"campaign_delay_time_ms\":100000}"), "OK");
+	EXPECT_CODE(ADMIN("leaderDemote", "{}"), "OK");
+	r = ADMIN("checkHealth", "{}");
+	cr_expect(json_is_false(jpath(r, "is_leader")) && json_is_true(jpath(r, "is_health")));
+	json_decref(r);
+	EXPECT_CODE(CALL("getCacheLocation", "%s", get), "SERVER_NOT_LEADER");
+	EXPECT_CODE(CALL("getClusterInfo", "{}"), "SERVICE_NOT_READY"); /* no leader for now */
+	EXPECT_CODE(ADMIN("leaderDemote", "{}"), "SERVER_NOT_LEADER");
+	srv_clock_advance(99999);
+	EXPECT_CODE(CALL("getCacheLocation", "%s", get), "SERVER_NOT_LEADER");
+	srv_clock_advance(1);
+	r = ADMIN("checkHealth", "{}");
+	cr_expect(json_is_true(jpath(r, "is_leader")), "leading again after the campaign delay");
+	json_decref(r);
+	r = CALL("getCacheLocation", "%s", get);
+	cr_expect_str_eq(code_of(r), "OK");
+	cr_expect_eq(json_array_size(jpath(r, "locations")), 1, "the state is kept");
+	json_decref(r);
+	r = CALL("getClusterInfo", "{}");
+	cr_expect_str_eq(json_string_value(jpath(r, "leader_node_id")), json_string_value(jpath(r, "self_node_id")));
+	json_decref(r);
+}

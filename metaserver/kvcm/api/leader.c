@@ -2,28 +2,34 @@
  * The reference's leader-election admin API: checkHealth (is_leader), getManagerClusterInfo, getLeaderElectorConfig,
  * updateLeaderElectorConfig, leaderDemote; and the MetaService getClusterInfo, which names the real leader. Every
  * call here is answered by a standby too (ROUTE_ANY_NODE). Without leader election (no kvcm.distributed_lock.uri)
- * this one server always leads and cannot demote.
+ * this one server is the only candidate, as on the reference's in-memory coordination: a leaderDemote keeps it out
+ * for the campaign delay, then it leads again.
  */
 #include <string.h>
+
+#include "clock.h"
+#include "log.h"
 
 #include "api.h"
 #include "elector.h"
 #include "kvcm_state.h"
 #include "wire_enums.h"
 
-static bool leading(const struct kvcm *k)
+static bool leading(struct kvcm *k)
 {
-	return !k->ha || ha_serving(k->ha);
+	return k->ha ? ha_serving(k->ha) : !kvcm_demoted(k);
 }
 
-/* The leader as the lock names it; this node itself when there is no election. */
-static void leader_of(const struct kvcm *k, struct ha_holder *l)
+/* The leader as the lock names it; without election this node itself, or nobody while demoted. */
+static void leader_of(struct kvcm *k, struct ha_holder *l)
 {
 	if (k->ha) {
 		ha_leader(k->ha, l);
 		return;
 	}
 	*l = (struct ha_holder){.http_port = k->http_port, .admin_port = k->admin_port};
+	if (kvcm_demoted(k))
+		return;
 	snprintf(l->node_id, sizeof(l->node_id), "%.127s", k->node_id);
 	snprintf(l->host, sizeof(l->host), "%s", k->host);
 }
@@ -115,12 +121,32 @@ void admin_update_leader_elector_config(struct call *c)
 	call_ok(c, "");
 }
 
+/* Without election: leader-only calls are refused SERVER_NOT_LEADER for the campaign delay (at least three loop
+ * intervals, as with a lock), then this server, the only candidate, leads again. Its state stays in memory. */
+static void demote_alone(struct call *c)
+{
+	struct kvcm *k = c->k;
+	uint32_t delay = k->conf.campaign_delay_ms;
+
+	if (kvcm_demoted(k)) {
+		call_fail(c, KC_SERVER_NOT_LEADER, "Server is not leader");
+		return;
+	}
+	if (delay < 3 * k->conf.loop_interval_ms)
+		delay = 3 * k->conf.loop_interval_ms;
+	k->demoted_until_ms = clock_ms() + delay;
+	log_warn("op=kvcm_demote node=\"%s\" campaign_delay_ms=%u note=\"no leader election: leading again after the "
+	         "delay\"",
+	         k->node_id, delay);
+	call_ok(c, "");
+}
+
 /* Gives the lease up: the fence closes and this node answers as a standby before the reply goes out; the daemon
  * then restarts itself as a standby (docs/operations.md, "High availability"). */
 void admin_leader_demote(struct call *c)
 {
 	if (!c->k->ha) {
-		call_fail(c, KC_SERVICE_NOT_READY, "no leader election configured (kvcm.distributed_lock.uri)");
+		demote_alone(c);
 		return;
 	}
 	if (!ha_serving(c->k->ha)) { /* nothing to give up: a standby stays a candidate */

@@ -317,7 +317,15 @@ static bool standby_refuse(struct call *c)
 	struct ha_holder l;
 	char url[512];
 
-	if (!c->k->ha || ha_serving(c->k->ha) || (c->route->flags & ROUTE_ANY_NODE))
+	if (c->route->flags & ROUTE_ANY_NODE)
+		return false;
+	if (!c->k->ha) { /* one server: refusing only while a leaderDemote keeps it out; its debug service goes on */
+		if (!kvcm_demoted(c->k) || (c->route->flags & ROUTE_DEBUG))
+			return false;
+		call_fail(c, KC_SERVER_NOT_LEADER, "Server is not leader");
+		return true;
+	}
+	if (ha_serving(c->k->ha))
 		return false;
 	ha_leader(c->k->ha, &l);
 	if (c->req && l.node_id[0] && l.host[0] && strcmp(l.node_id, ha_self(c->k->ha)->node_id) != 0) {

@@ -4,12 +4,27 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
+#include "log.h"
+
 uint64_t kvcm_now_us(void)
 {
 	struct timespec ts;
 
 	clock_gettime(CLOCK_REALTIME, &ts);
 	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+bool kvcm_demoted(struct kvcm *k)
+{
+	if (!k->demoted_until_ms)
+		return false;
+	if (clock_ms() < k->demoted_until_ms)
+		return true;
+	k->demoted_until_ms = 0;
+	log_info("op=kvcm_leader node=\"%s\" note=\"leading again after leaderDemote: the only candidate\"",
+	         k->node_id);
+	return false;
 }
 
 /* xoroshiro128+: ids only need to be unpredictable enough not to collide, not to be secret. */

@@ -59,6 +59,9 @@ struct kvcm {
 	struct grpc_server *grpc, *admin_grpc; /* the gRPC listeners (grpc/); NULL when their port is off */
 	uint16_t rpc_port, admin_rpc_port;     /* the ports they bound (0: none) */
 	uint32_t grpc_connections;             /* open on both, for /metrics */
+	/* without leader election: after a leaderDemote this server leads again, as the only candidate, once the
+	 * logical clock reaches this (0: leading) */
+	uint64_t demoted_until_ms;
 };
 
 /* Seeds the id generator from /dev/urandom (the clock and pid when it cannot be read). */
@@ -67,5 +70,8 @@ void kvcm_seed_random(struct kvcm *k);
 void kvcm_random_id(struct kvcm *k, char *out, size_t n);
 /* Wall-clock microseconds (create_time, request_id, LRU stamps). */
 uint64_t kvcm_now_us(void);
+/* Without leader election: whether a leaderDemote still keeps this server from leading. Once its campaign delay
+ * has passed the server leads again (the reference's single node re-elects itself, the only candidate). */
+bool kvcm_demoted(struct kvcm *k);
 
 #endif
