@@ -46,13 +46,13 @@ static const char *uri(json_t *started, size_t i)
 	    jpath(json_array_get(jpath(json_array_get(jpath(started, "locations"), i), "location_specs"), 0), "uri"));
 }
 
-/* What a writer does with a file:// URI: creates the file (and its directories). */
+/* What a writer does with a file:// (or dummy://) URI: creates the file (and its directories). */
 static void write_file(const char *u, char *path, size_t cap)
 {
 	char cmd[1200];
-	const char *q = strchr(u, '?');
+	const char *p = strstr(u, "://") + 3, *q = strchr(p, '?');
 
-	snprintf(path, cap, "%.*s", (int)(q - u - 7), u + 7);
+	snprintf(path, cap, "%.*s", (int)(q - p), p);
 	snprintf(cmd, sizeof(cmd), "mkdir -p \"$(dirname '%s')\" && echo data >> '%s'", path, path);
 	cr_assert_eq(system(cmd), 0);
 }
@@ -156,16 +156,21 @@ Test(storage, reclaim_deletes_files)
 	cr_expect(gone_soon(p), "the reclaimed block's file is unlinked");
 }
 
+/* Served while its file exists (a lost one is pruned: test_prune.c); never reported to registerInstance. */
 Test(storage, dummy_is_metadata_only)
 {
+	char spec[400], want[400], path[1024];
 	json_t *s, *r;
 
-	add_storage("dm", "\"dummy\":{\"root_path\":\"/nowhere/\"}");
+	snprintf(spec, sizeof(spec), "\"dummy\":{\"root_path\":\"%s/dm/\"}", srv.root);
+	add_storage("dm", spec);
 	group_on("dg", "dm");
 	cr_assert(register_simple(&srv.meta, "dg", "d", 64));
 	s = start("d", "[5]");
-	cr_expect(strncmp(uri(s, 0), "dummy:///nowhere/d/tp0/5?size=64", 40) == 0, "%s", uri(s, 0));
+	snprintf(want, sizeof(want), "dummy://%s/dm/d/tp0/5?size=64", srv.root);
+	cr_expect_str_eq(uri(s, 0), want);
 	cr_expect_str_eq(json_string_value(jpath(json_array_get(jpath(s, "locations"), 0), "type")), "ST_DUMMY");
+	write_file(uri(s, 0), path, sizeof(path));
 	finish_all("d", s);
 	json_decref(s);
 	r = CALL("getCacheLocation", "{\"instance_id\":\"d\",\"block_keys\":[5]}");

@@ -1,13 +1,17 @@
 /*
  * getCacheLocation and getCacheLocationLen (reference kvcm.md §4.3-4.4): prefix match, batch get and the
  * reverse-rolling sliding window. Only SERVING locations on available storages (whose data the pool still has,
- * for mmc) are hits. Without query_type the instance's default_query_type is used, else QT_PREFIX_MATCH.
+ * for mmc; whose files exist, for dummy) are hits; a key's hits on one storage are shown merged, as one location.
+ * Locations whose data is lost are pruned once the reply is written; when the query met any, the keys after
+ * a prefix's end are checked too, so that one query prunes them all (the reference's aggressive prune).
+ * Without query_type the instance's default_query_type is used, else QT_PREFIX_MATCH.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "api.h"
 #include "block_index.h"
+#include "block_prune.h"
 #include "fault_injection.h"
 #include "kvcm_state.h"
 #include "location_json.h"
@@ -15,9 +19,10 @@
 #include "reporter.h"
 #include "request_keys.h"
 
-/* A hit is a location of a data storage, or else the block's visible event-report locations, merged. */
+/* A hit is a data storage's location (with its block's others there), else the block's event-report ones. */
 struct row {
 	struct location *loc;
+	struct block *b; /* loc's block */
 	struct block *er;
 };
 
@@ -31,6 +36,7 @@ struct query {
 	/* result: one entry per output row; an empty row is a placeholder (BATCH_GET, REVERSE_ROLL) */
 	struct row *rows;
 	size_t nrows, hits;
+	struct prune_set prune; /* met during the query, dropped after the reply */
 };
 
 static bool er_hit(struct call *c, struct block *b, const struct spec_filter *f)
@@ -41,17 +47,48 @@ static bool er_hit(struct call *c, struct block *b, const struct spec_filter *f)
 	return false;
 }
 
-static bool hit(struct call *c, int64_t key, const struct spec_filter *f, struct row *row)
+/* Whether the merged view of b, winner l, keeps a spec. */
+static bool merged_kept(struct call *c, struct block *b, struct location *l, const struct spec_filter *f)
 {
-	struct block *b = block_find(c->inst, key);
-	struct location *l = b ? location_pick(c->k, b) : NULL;
+	struct location *set[LOCATION_MERGE_MAX];
+	size_t n;
 
-	*row = (struct row){NULL, NULL};
-	if (l && (!f->n || filter_count(l, f)))
-		row->loc = l;
+	if (!f->n)
+		return true;
+	n = location_merge_set(c->k, b, l, set, LOCATION_MERGE_MAX);
+	for (size_t i = 0; i < n; i++)
+		if (filter_count(set[i], f))
+			return true;
+	return false;
+}
+
+static bool hit(struct call *c, struct query *q, int64_t key, struct row *row)
+{
+	const struct spec_filter *f = &q->filter;
+	struct block *b = block_find(c->inst, key);
+	struct location *l;
+
+	if (b)
+		prune_note(&q->prune, b);
+	l = b ? location_pick(c->k, b) : NULL;
+	*row = (struct row){NULL, NULL, NULL};
+	if (l && merged_kept(c, b, l, f))
+		*row = (struct row){l, b, NULL};
 	else if (b && er_hit(c, b, f))
 		row->er = b;
 	return row->loc || row->er;
+}
+
+/* A data-storage hit: its location, or its block's locations on that storage merged. */
+static void jw_hit(struct jw *w, struct call *c, const struct row *row, const struct spec_filter *f)
+{
+	struct location *set[LOCATION_MERGE_MAX];
+	size_t n = location_merge_set(c->k, row->b, row->loc, set, LOCATION_MERGE_MAX);
+
+	if (n == 1)
+		jw_location(w, row->loc, f);
+	else
+		jw_merged_location(w, set, n, f);
 }
 
 /* One row for a key reported on several mediums or hosts: their visible specs together. */
@@ -83,20 +120,28 @@ static void jw_er_row(struct jw *w, struct call *c, struct block *b, const struc
 
 static void prefix(struct call *c, struct query *q)
 {
-	for (size_t i = 0; i < q->n; i++) {
+	size_t i;
+
+	for (i = 0; i < q->n; i++) {
 		if (mask_has(&q->mask, i))
 			continue;
-		if (!hit(c, q->keys[i], &q->filter, &q->rows[q->nrows]))
+		if (!hit(c, q, q->keys[i], &q->rows[q->nrows]))
 			break;
 		q->nrows++;
 	}
 	q->hits = q->nrows;
+	for (i++; q->prune.n && i < q->n; i++) { /* the rest of a stale chain goes in this same pass */
+		struct block *b = mask_has(&q->mask, i) ? NULL : block_find(c->inst, q->keys[i]);
+
+		if (b)
+			prune_note(&q->prune, b);
+	}
 }
 
 static void batch(struct call *c, struct query *q)
 {
 	for (size_t i = 0; i < q->n; i++)
-		q->hits += hit(c, q->keys[i], &q->filter, &q->rows[i]);
+		q->hits += hit(c, q, q->keys[i], &q->rows[i]);
 	q->nrows = q->n;
 }
 
@@ -111,7 +156,7 @@ static void reverse_roll(struct call *c, struct query *q)
 		size_t o;
 
 		for (o = 0; o < sw; o++)
-			if (!hit(c, q->keys[base + (ptrdiff_t)o], &q->filter, &q->rows[base + (ptrdiff_t)o]))
+			if (!hit(c, q, q->keys[base + (ptrdiff_t)o], &q->rows[base + (ptrdiff_t)o]))
 				break;
 		if (o == sw) {
 			q->hits = sw;
@@ -170,8 +215,12 @@ static bool run(struct call *c, struct query *q, const char *api, bool with_mask
 	return true;
 }
 
-static void query_free(struct query *q)
+/* Drops what the query found lost (after the reply: its rows point into the blocks), then frees it. */
+static void query_free(struct call *c, struct query *q)
 {
+	if (c->inst)
+		prune_apply(c->k, c->inst, &q->prune);
+	free(q->prune.v);
 	free((void *)q->keys);
 	free(q->filter.names);
 	free(q->rows);
@@ -198,7 +247,7 @@ void api_get_cache_location(struct call *c)
 		jw_arr(o);
 		for (size_t i = 0; i < q.nrows; i++) {
 			if (q.rows[i].loc)
-				jw_location(o, q.rows[i].loc, &q.filter);
+				jw_hit(o, c, &q.rows[i], &q.filter);
 			else if (q.rows[i].er)
 				jw_er_row(o, c, q.rows[i].er, &q.filter);
 			else
@@ -207,7 +256,7 @@ void api_get_cache_location(struct call *c)
 		jw_arr_end(o);
 		no_replication(o);
 	}
-	query_free(&q);
+	query_free(c, &q);
 }
 
 void api_get_cache_location_empty(struct jw *w)
@@ -226,7 +275,7 @@ void api_get_cache_location_len(struct call *c)
 		call_ok(c, "Cache location length retrieved successfully");
 		jw_ki64s(&c->out, "cache_location_len", (int64_t)q.hits);
 	}
-	query_free(&q);
+	query_free(c, &q);
 }
 
 void api_get_cache_location_len_empty(struct jw *w)

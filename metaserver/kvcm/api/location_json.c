@@ -1,5 +1,6 @@
 #include "location_json.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -104,6 +105,73 @@ void jw_location(struct jw *w, struct location *l, const struct spec_filter *f)
 	}
 	jw_raw(w, l->json, l->json_len);
 	with_state(w, l);
+}
+
+struct named_spec {
+	const struct loc_spec *spec;
+	size_t order; /* the first location (then spec) holding a name wins */
+};
+
+static int by_name(const void *a, const void *b)
+{
+	const struct named_spec *x = a, *y = b;
+	int c = strcmp(x->spec->name, y->spec->name);
+
+	return c ? c : (x->order > y->order) - (x->order < y->order);
+}
+
+/* The kept specs of locs, one per name, in name order (as the reference's std::map). n in *count. */
+static struct named_spec *merged_specs(struct location *const *locs, size_t n, const struct spec_filter *f,
+                                       size_t *count)
+{
+	size_t total = 0, m = 0;
+	struct named_spec *v;
+
+	for (size_t i = 0; i < n; i++)
+		total += locs[i]->nspecs;
+	v = calloc(total + 1, sizeof(*v));
+	if (!v)
+		return NULL;
+	for (size_t i = 0; i < n; i++)
+		for (uint16_t j = 0; j < locs[i]->nspecs; j++)
+			if (spec_kept(f, locs[i]->specs[j].name)) {
+				v[m] = (struct named_spec){&locs[i]->specs[j], m};
+				m++;
+			}
+	qsort(v, m, sizeof(*v), by_name);
+	*count = 0;
+	for (size_t i = 0; i < m; i++)
+		if (!*count || strcmp(v[*count - 1].spec->name, v[i].spec->name) != 0)
+			v[(*count)++] = v[i];
+	return v;
+}
+
+void jw_merged_location(struct jw *w, struct location *const *locs, size_t n, const struct spec_filter *f)
+{
+	char id[KVCM_NAME_MAX + 16];
+	size_t count = 0;
+	struct named_spec *v = merged_specs(locs, n, f, &count);
+
+	if (!v) {
+		w->oom = true;
+		return;
+	}
+	jw_obj(w);
+	jw_kstr(w, "type", enum_name(&enum_storage_type, locs[0]->type));
+	jw_kint(w, "spec_size", (long long)count);
+	jw_key(w, "location_specs");
+	jw_arr(w);
+	for (size_t i = 0; i < count; i++) {
+		jw_obj(w);
+		jw_kstr(w, "name", v[i].spec->name);
+		jw_kstr(w, "uri", v[i].spec->uri);
+		jw_kstr(w, "node_id", "");
+		jw_obj_end(w);
+	}
+	jw_arr_end(w);
+	snprintf(id, sizeof(id), "%s_merged", location_name(locs[0]));
+	jw_location_end(w, id, CLS_SERVING, locs[0]->create_time_us);
+	free(v);
 }
 
 void jw_placeholder(struct jw *w, const struct instance *inst, const struct spec_filter *f)

@@ -28,6 +28,11 @@ void jw_spec_items(struct jw *w, const struct location *l, const struct spec_fil
 /* {"type":..,"spec_size":..,"location_specs":[..],"id":..,"status":..,"create_time":".."} with the filtered
  * specs. */
 void jw_location(struct jw *w, struct location *l, const struct spec_filter *f);
+/*
+ * A key's locations on one storage shown as one, as the reference merges them (locs[0] the chosen one): its type,
+ * every kept spec name once (the first location holding it wins) in name order, id "<locs[0]'s id>_merged".
+ */
+void jw_merged_location(struct jw *w, struct location *const *locs, size_t n, const struct spec_filter *f);
 /* The newer reference's last three members of a location (create_time in µs, 0 for none), and the end of its
  * object. */
 void jw_location_end(struct jw *w, const char *id, int status, uint64_t create_time_us);

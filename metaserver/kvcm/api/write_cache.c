@@ -1,13 +1,14 @@
 /*
  * startWriteCache and finishWriteCache (reference kvcm.md §4.6-4.7), with our deliberate fixes: a key repeated
  * in one request is written once (later occurrences masked), and finish validates its mask before consuming the
- * session.
+ * session. Locations whose data is lost are pruned first (block_prune.h), so their blocks count as new.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "api.h"
 #include "block_index.h"
+#include "block_prune.h"
 #include "block_record.h"
 #include "deleter.h"
 #include "fault_injection.h"
@@ -348,6 +349,7 @@ void api_start_write_cache(struct call *c)
 		return;
 	if (!spec_groups(c, p.n, &groups))
 		goto out;
+	prune_keys(c->k, c->inst, p.keys, p.n); /* a block whose data was lost is written again */
 	if (!plan(c, &p, groups, min_replicas)) {
 		call_fail(c, KC_INTERNAL_ERROR, "out of memory");
 		goto out;

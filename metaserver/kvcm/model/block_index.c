@@ -151,13 +151,28 @@ void location_unlink(struct block *b, struct location *l)
 	l->next = NULL;
 }
 
+static bool readable(struct kvcm *k, const struct location *l)
+{
+	return l->status == CLS_SERVING && !l->er_key && l->storage && l->storage->available &&
+	       storage_data_visible(k, l);
+}
+
 struct location *location_pick(struct kvcm *k, const struct block *b)
 {
-	for (struct location *l = b->locs; l; l = l->next) {
-		if (l->status != CLS_SERVING || l->er_key || !l->storage || !l->storage->available)
-			continue;
-		if (storage_data_visible(k, l))
+	for (struct location *l = b->locs; l; l = l->next)
+		if (readable(k, l))
 			return l;
-	}
 	return NULL;
+}
+
+size_t location_merge_set(struct kvcm *k, const struct block *b, struct location *winner, struct location **out,
+                          size_t cap)
+{
+	size_t n = 0;
+
+	out[n++] = winner;
+	for (struct location *l = b->locs; l && n < cap; l = l->next)
+		if (l != winner && l->storage == winner->storage && readable(k, l))
+			out[n++] = l;
+	return n;
 }

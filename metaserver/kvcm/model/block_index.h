@@ -6,6 +6,7 @@
 #define MMC_KVCM_BLOCK_INDEX_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "model.h"
@@ -37,5 +38,13 @@ struct location *location_find(const struct block *b, const char *id);
 void location_unlink(struct block *b, struct location *l);
 /* A SERVING location a reader may use (storage available, data present), or NULL. */
 struct location *location_pick(struct kvcm *k, const struct block *b);
+/*
+ * What a query shows of b (the reference's merge of a key's locations, e.g. one written per spec group): winner
+ * (location_pick's) first, then b's other readable locations on the same storage, at most cap in all. Returns
+ * how many were put in out.
+ */
+#define LOCATION_MERGE_MAX 64
+size_t location_merge_set(struct kvcm *k, const struct block *b, struct location *winner, struct location **out,
+                          size_t cap);
 
 #endif

@@ -1,9 +1,11 @@
 #include "storage_uri.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "hash.h"
 #include "kvcm_state.h"
@@ -278,12 +280,40 @@ void storage_drop_mmc_objects(struct kvcm *k, const struct location *l)
 	}
 }
 
+/* The literal path of a dummy:// URI, as the reference's dummy back-end reads it. */
+static size_t dummy_path(const char *uri, char *out, size_t cap)
+{
+	const char *p = uri + 8, *q = strchr(p, '?');
+	size_t n = q ? (size_t)(q - p) : strlen(p);
+
+	if (strncmp(uri, "dummy://", 8) != 0 || n == 0 || n >= cap)
+		return 0;
+	memcpy(out, p, n);
+	out[n] = '\0';
+	return n;
+}
+
+bool storage_data_lost(const struct location *l)
+{
+	char path[4096];
+	struct stat st;
+
+	if (!l->storage || l->storage->type != ST_DUMMY || l->er_key)
+		return false;
+	for (uint16_t j = 0; j < l->nspecs; j++)
+		if (dummy_path(l->specs[j].uri, path, sizeof(path)) && stat(path, &st) != 0 && errno == ENOENT)
+			return true;
+	return false;
+}
+
 bool storage_data_visible(struct kvcm *k, const struct location *l)
 {
 	const char *key;
 	size_t len;
 	struct object *o;
 
+	if (l->storage->type == ST_DUMMY)
+		return !storage_data_lost(l);
 	if (l->storage->type != ST_MMC || !k->meta)
 		return true;
 	for (uint16_t j = 0; j < l->nspecs; j++) {

@@ -30,7 +30,12 @@ int storage_hold_data(struct kvcm *k, const struct location *l);
 size_t storage_release_data(struct kvcm *k, const struct location *l, char ***paths);
 /* mmc: drops the location's objects from the pool (loop thread). */
 void storage_drop_mmc_objects(struct kvcm *k, const struct location *l);
-/* mmc: every object of the location is in the pool and readable; true for other kinds. */
+/*
+ * dummy: a spec's file is gone (the reference's MightExist: the data was lost behind the manager's back, so the
+ * location is pruned). False for every other kind: file (NFS) URIs are not checked, as in the reference.
+ */
+bool storage_data_lost(const struct location *l);
+/* mmc: every object of the location is in the pool and readable; dummy: no file is lost; true for other kinds. */
 bool storage_data_visible(struct kvcm *k, const struct location *l);
 /* mmc: at least one object of the location is still known to the pool. */
 bool storage_data_known(struct kvcm *k, const struct location *l);
