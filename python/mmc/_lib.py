@@ -12,12 +12,9 @@ LOCAL_CONFIG_VERSION = 1
 SUPPORTED_MAJOR = 0
 MIN_VERSION = (0, 1, 0)
 
-MMC_OK = 0
-MMC_ERROR = -1
-MMC_INVALID_PARAM = -3000
-MMC_DUPLICATED_OBJECT = -3006
-MMC_OBJECT_NOT_EXISTS = -3007
-MMC_UNMATCHED_KEY = -3102
+# The MMC_* error codes (MMC_OK, MMC_INVALID_PARAM, ...) are not written here: error_codes() reads them from the
+# loaded libmmc at import, and they become this module's attributes and `codes` (see the end of the file).
+ERRNO_RANGE = range(0, -4000, -1)  # mmc.h: every code lies in -3999..0
 KEY_MAX = 255
 BATCH_MAX = 16384
 LAYERS_MAX = 255
@@ -136,6 +133,8 @@ PROTOTYPES = {
 OPTIONAL_PROTOTYPES = {
     "mmc_remove_by_regex": (_int, [_s, ctypes.c_char_p, ctypes.POINTER(ctypes.c_uint64)]),
     "mmc_remove_all": (_int, [_s, ctypes.POINTER(ctypes.c_uint64)]),
+    "mmc_err_name": (ctypes.c_char_p, [_int]),
+    "mmc_version_number": (ctypes.c_uint, []),
 }
 
 
@@ -236,3 +235,24 @@ def has(name):
 
 def strerror(code):
     return lib.mmc_strerror(int(code)).decode(errors="replace")
+
+
+def error_codes(library):
+    """{"MMC_OK": 0, "MMC_ERROR": -1, ...}: every code the library knows, from its own MMC_ERRNO_MAP, by asking
+    mmc_err_name() over the range mmc.h gives the codes. A libmmc older than mmc_err_name() (0.1.0) still names each
+    code as the first word of its mmc_strerror() text ("MMC_TIMEOUT: operation timed out"), the form 0.1.0
+    documented, so the names are read from there."""
+    out = {}
+    named = getattr(library, "mmc_err_name", None)
+    for code in ERRNO_RANGE:
+        if named is not None:
+            name = named(code)
+        else:
+            name = library.mmc_strerror(code).split(b":", 1)[0]
+        if name and name.startswith(b"MMC_"):
+            out[name.decode()] = code
+    return out
+
+
+codes = error_codes(lib)
+globals().update(codes)

@@ -1,19 +1,13 @@
-"""mmc.Error and one subclass per MMC_* code, raised by the Pythonic layer (mmc.Store)."""
+"""mmc.Error and one subclass per MMC_* code, raised by the Pythonic layer (mmc.Store).
+
+The codes and their classes come from the loaded libmmc (its MMC_ERRNO_MAP, through mmc_err_name()), so this
+module holds no copy of the table: MMC_TIMEOUT gives TimeoutError, MMC_META_BACKUP_ERROR MetaBackupError, MMC_ERROR
+(the fabric or the OS failed) GenericError.
+"""
+from . import _lib
 from ._lib import strerror
 
-codes = {
-    "MMC_OK": 0, "MMC_ERROR": -1, "MMC_INVALID_PARAM": -3000, "MMC_MALLOC_FAILED": -3001,
-    "MMC_NEW_OBJECT_FAILED": -3002, "MMC_NOT_STARTED": -3003, "MMC_TIMEOUT": -3004, "MMC_REPEAT_CALL": -3005,
-    "MMC_DUPLICATED_OBJECT": -3006, "MMC_OBJECT_NOT_EXISTS": -3007, "MMC_NOT_INITIALIZED": -3008,
-    "MMC_NET_SEQ_DUP": -3009, "MMC_NET_SEQ_NOT_FOUND": -3010, "MMC_ALREADY_NOTIFIED": -3011,
-    "MMC_INTERNAL_ERROR": -3012, "MMC_EXCEED_CAPACITY": -3013, "MMC_LINK_NOT_FOUND": -3014,
-    "MMC_NET_REQ_HANDLE_NOT_FOUND": -3015, "MMC_NOT_ENOUGH_MEMORY": -3016, "MMC_NOT_CONNECTED_META": -3017,
-    "MMC_NOT_CONNECTED_LOCAL": -3018, "MMC_CLIENT_NOT_INIT": -3019, "MMC_UNMATCHED_STATE": -3101,
-    "MMC_UNMATCHED_KEY": -3102, "MMC_UNMATCHED_RET": -3103, "MMC_LEASE_NOT_EXPIRED": -3104,
-    "MMC_META_BACKUP_ERROR": -3105, "MMC_LEASE_EXPIRED": -3106, "MMC_CHECKSUM_MISMATCH": -3109,
-    "MMC_NOT_AUTHORIZED": -3110,
-    "MMC_NOT_LEADER": -3120,
-}
+codes = dict(_lib.codes)
 
 
 class Error(Exception):
@@ -34,8 +28,25 @@ class BatchError(Error):
         self.results = results
 
 
-def _camel(name):
-    return "".join(p.capitalize() for p in name[4:].split("_")) + "Error"
+def _words(name):
+    return [p.capitalize() for p in name[len("MMC_"):].split("_")]
+
+
+def class_name(name):
+    """The exception class of an MMC_* name: MMC_NOT_ENOUGH_MEMORY -> NotEnoughMemoryError; a name that already ends
+    in ERROR keeps one suffix (MMC_META_BACKUP_ERROR -> MetaBackupError), and MMC_ERROR, whose text is "generic
+    error", is GenericError (Error is the base class)."""
+    words = _words(name)
+    if words == ["Error"]:
+        words = ["Generic"]
+    if words[-1] == "Error":
+        words.pop()
+    return "".join(words) + "Error"
+
+
+def _old_class_name(name):
+    # 0.1.0 gave every name an Error suffix: ErrorError, InternalErrorError, MetaBackupErrorError
+    return "".join(_words(name)) + "Error"
 
 
 _by_code = {}
@@ -43,10 +54,13 @@ __all__ = ["Error", "BatchError", "codes", "error_for"]
 for _name, _code in codes.items():
     if _code == 0:
         continue
-    _cls = type(_camel(_name), (Error,), {"__doc__": "%s (%d)" % (_name, _code)})
+    _cls = type(class_name(_name), (Error,), {"__doc__": "%s (%d)" % (_name, _code)})
     globals()[_cls.__name__] = _cls
     __all__.append(_cls.__name__)
     _by_code[_code] = _cls
+    if _old_class_name(_name) != _cls.__name__:  # the old, doubled name stays an alias so user code keeps working
+        globals()[_old_class_name(_name)] = _cls
+        __all__.append(_old_class_name(_name))
 NotFoundError = ObjectNotExistsError = globals()["ObjectNotExistsError"]
 __all__.append("NotFoundError")
 
