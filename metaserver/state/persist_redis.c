@@ -196,7 +196,7 @@ enum outcome { DONE, FAILED, BROKEN }; /* BROKEN: the connection broke, the batc
  * every loop interval) touch the key, and a WATCH on it failed commits of a healthy leader.
  */
 static const char fenced_lua[] =
-    "if redis.call('get', KEYS[#KEYS]) ~= ARGV[1] then return redis.error_reply('FENCED') end "
+    "if redis.call('get', KEYS[#KEYS]) ~= ARGV[1] then return redis.error_reply('MMC_FENCED') end "
     "for i = 1, #KEYS - 1 do "
     "if ARGV[3 * i - 1] == 'd' then redis.call('hdel', KEYS[i], ARGV[3 * i]) "
     "else redis.call('hset', KEYS[i], ARGV[3 * i], ARGV[3 * i + 1]) end end "
@@ -260,10 +260,10 @@ static enum outcome exec_outcome(const redisReply *r, char *err, size_t errlen)
 	return DONE;
 }
 
-/* A script's refusal: the lock moved to another holder (or expired). */
+/* A script's refusal: the lock moved to another holder (or expired). Redis may put "ERR " in front. */
 static void error_text(const redisReply *r, const char *fence_key, char *err, size_t errlen)
 {
-	if (strcmp(r->str, "FENCED") == 0)
+	if (fence_key[0] && strstr(r->str, "MMC_FENCED"))
 		snprintf(err, errlen, "fenced: lock key \"%s\" no longer holds this server's value", fence_key);
 	else
 		snprintf(err, errlen, "%s", r->str);
