@@ -34,14 +34,19 @@ static void leader_of(struct kvcm *k, struct ha_holder *l)
 	snprintf(l->host, sizeof(l->host), "%s", k->host);
 }
 
-/* The leader's NodeEndpoint. The gRPC ports are known for this node only (0 for another leader); the MetaService's
- * getClusterInfo carries no admin ports (the newest reference keeps them off it), the admin API's does. */
+/* The leader's NodeEndpoint. The gRPC ports are known for this node only (0 for another leader), and so is its
+ * kvcm.service.custom_info: the lock records the leader's libmmc address, which stands in for it (rpc=<address>).
+ * The MetaService's getClusterInfo carries no admin ports (the newest reference keeps them off it), the admin
+ * API's does. */
 static void write_endpoint(struct jw *w, const struct kvcm *k, const struct ha_holder *l, bool admin_ports)
 {
 	bool self = strcmp(l->node_id, k->node_id) == 0;
-	char custom[HA_ADDR_MAX + 8];
+	char custom[sizeof(k->conf.custom_info) + HA_ADDR_MAX];
 
-	snprintf(custom, sizeof(custom), "%s%s", l->rpc[0] ? "rpc=" : "", l->rpc);
+	if (self && k->conf.custom_info[0])
+		snprintf(custom, sizeof(custom), "%s", k->conf.custom_info);
+	else
+		snprintf(custom, sizeof(custom), "%s%s", l->rpc[0] ? "rpc=" : "", l->rpc);
 	jw_obj(w);
 	jw_kstr(w, "node_id", l->node_id);
 	jw_kstr(w, "host", l->host);
@@ -51,7 +56,7 @@ static void write_endpoint(struct jw *w, const struct kvcm *k, const struct ha_h
 		jw_kint(w, "admin_rpc_port", self ? k->admin_rpc_port : 0);
 		jw_kint(w, "admin_http_port", l->admin_port);
 	}
-	jw_kstr(w, "custom_info", custom); /* libmmc's address of the leader */
+	jw_kstr(w, "custom_info", custom);
 	jw_obj_end(w);
 }
 

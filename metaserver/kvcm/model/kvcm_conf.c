@@ -2,8 +2,10 @@
 
 #include <stddef.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "conf_parse.h"
+#include "log.h"
 #include "mmc/mmc.h"
 
 #define F(field) offsetof(struct kvcm_conf, field), sizeof(((struct kvcm_conf *)0)->field)
@@ -78,8 +80,7 @@ static const struct conf_key keys[] = {
     {"kvcm.service.rpc_bind", CONF_STR, F(rpc_bind), 0, 0, NULL},
     {"kvcm.service.grpc_max_message_size", CONF_SIZE, F(grpc_max_message_bytes), 1024, UINT64_C(1) << 30, NULL},
     {"kvcm.service.enable_grpc", CONF_BOOL, F(grpc_enabled), 0, 0, NULL},
-    {"kvcm.service.io_thread_num", CONF_U32, F(compat_u32[0]), 0, 1024, NULL},
-    {"kvcm.logger.log_level", CONF_U32, F(compat_u32[1]), 0, 5, NULL},
+    {"kvcm.service.custom_info", CONF_STR, F(custom_info), 0, 0, NULL},
     {"kvcm.service.allow_insecure_bind", CONF_BOOL, F(allow_insecure_bind), 0, 0, NULL},
     {"kvcm.service.admin_user", CONF_STR, F(admin_user), 0, 0, NULL},
     {"kvcm.service.admin_password_file", CONF_STR, F(admin_password_file), 0, 0, NULL},
@@ -93,8 +94,88 @@ static const struct conf_key keys[] = {
     {NULL, 0, 0, 0, 0, 0, NULL},
 };
 
+#define NO_EFFECT(name, type, max, why) {{name, type, 0, 1024, 0, max, NULL}, why}
+
+/*
+ * Keys the reference server takes (tair-kvcache's server_config.cc) that configure nothing here: the value is
+ * checked, then one warning says why it has no effect, so the reference's command lines and config files start mmc.
+ * The kvcm.cache_reclaimer.* keys are model/reclaim.c's.
+ */
+static const struct {
+	struct conf_key k;
+	const char *why;
+} no_effect[] = {
+    NO_EFFECT("kvcm.service.io_thread_num", CONF_U32, 1024, "the KVCM is served from the meta server's event loop"),
+    NO_EFFECT("kvcm.logger.log_level", CONF_U32, 5, "logging follows ock.mmc.log_level and updateLogger"),
+    NO_EFFECT("kvcm.service.admin_auth_token", CONF_STR, 0,
+              "no Bearer tokens here: the admin port is guarded by accounts (kvcm.service.admin_user)"),
+    NO_EFFECT("kvcm.kv_meta.rpc_port", CONF_U32, 65535, "mmc has no KVMeta object service"),
+    NO_EFFECT("kvcm.schedule_plan_executor_thread_count", CONF_U32, 1024, "deletes run on kvcm.io_threads"),
+    NO_EFFECT("kvcm.schedule_plan_migration_worker_budget", CONF_U32, 1024, "mmc has no tiered-storage migration"),
+    NO_EFFECT("kvcm.meta_query.worker_count", CONF_U32, 1024, "queries run on the event loop"),
+    NO_EFFECT("kvcm.meta_query.parallel_threshold", CONF_U32, UINT32_MAX, "queries run on the event loop"),
+    NO_EFFECT("kvcm.meta_query.chunk_size", CONF_U32, UINT32_MAX, "queries run on the event loop"),
+    NO_EFFECT("kvcm.cache_gc.enabled", CONF_BOOL, 0, "orphaned WRITING locations are swept when the state loads"),
+    NO_EFFECT("kvcm.cache_gc.scan_interval_ms", CONF_STR, 0, "mmc has no metadata GC scan"),
+    NO_EFFECT("kvcm.cache_gc.round_pause_ms", CONF_STR, 0, "mmc has no metadata GC scan"),
+    NO_EFFECT("kvcm.cache_gc.scan_batch_size", CONF_STR, 0, "mmc has no metadata GC scan"),
+    NO_EFFECT("kvcm.cache_gc.orphan_writing_grace_period_ms", CONF_STR, 0, "mmc has no metadata GC scan"),
+    NO_EFFECT("kvcm.cache_gc.max_inflight_delete_requests", CONF_STR, 0, "mmc has no metadata GC scan"),
+    NO_EFFECT("kvcm.cache_gc.event_report_cleanup_enabled", CONF_BOOL, 0,
+              "event-report metadata is cleaned up by its reporter's snapshot and liveness"),
+    NO_EFFECT("kvcm.cache_gc.event_report_action_batch_size", CONF_STR, 0, "mmc has no metadata GC scan"),
+    NO_EFFECT("kvcm.metrics.reporter_type", CONF_STR, 0, "metrics are Prometheus text on GET /metrics"),
+    NO_EFFECT("kvcm.metrics.reporter_config", CONF_STR, 0, "metrics are Prometheus text on GET /metrics"),
+    NO_EFFECT("kvcm.metrics.report_interval_ms", CONF_STR, 0, "metrics are Prometheus text on GET /metrics"),
+    NO_EFFECT("kvcm.metrics.enable_prometheus", CONF_STR, 0, "GET /metrics is always served"),
+    NO_EFFECT("kvcm.metrics.prometheus_prefix", CONF_STR, 0, "metric names start with mmc_"),
+    NO_EFFECT("kvcm.metrics.revisit_interval_buckets", CONF_STR, 0, "mmc keeps no revisit histogram"),
+    NO_EFFECT("kvcm.event.event_publishers_configs", CONF_STR, 0, "mmc publishes no cache events"),
+    NO_EFFECT("kvcm.affinity.enabled", CONF_STR, 0, "mmc has no cache affinity layer"),
+    NO_EFFECT("kvcm.affinity.strategy_file", CONF_STR, 0, "mmc has no cache affinity layer"),
+    NO_EFFECT("kvcm.raft.server_id", CONF_STR, 0, "no Raft here: leader election uses kvcm.distributed_lock.uri"),
+    NO_EFFECT("kvcm.raft.host", CONF_STR, 0, "no Raft here: leader election uses kvcm.distributed_lock.uri"),
+    NO_EFFECT("kvcm.raft.port", CONF_STR, 0, "no Raft here: leader election uses kvcm.distributed_lock.uri"),
+    NO_EFFECT("kvcm.raft.peers", CONF_STR, 0, "no Raft here: leader election uses kvcm.distributed_lock.uri"),
+    NO_EFFECT("kvcm.raft.data_dir", CONF_STR, 0, "no Raft here: leader election uses kvcm.distributed_lock.uri"),
+    NO_EFFECT("kvcm.raft.snapshot_distance", CONF_STR, 0,
+              "no Raft here: leader election uses kvcm.distributed_lock.uri"),
+    NO_EFFECT("kvcm.raft.election_timeout_lower", CONF_STR, 0,
+              "no Raft here: leader election uses kvcm.distributed_lock.uri"),
+    NO_EFFECT("kvcm.raft.election_timeout_upper", CONF_STR, 0,
+              "no Raft here: leader election uses kvcm.distributed_lock.uri"),
+    NO_EFFECT("kvcm.raft.heart_beat_interval", CONF_STR, 0,
+              "no Raft here: leader election uses kvcm.distributed_lock.uri"),
+};
+
+/* 1: a key of no_effect, accepted with its warning; 0: not one; MMC_INVALID_PARAM: a bad value. */
+static int no_effect_key(const char *key, const char *value, char *err, size_t errlen)
+{
+	union {
+		char s[1024];
+		uint32_t u;
+		bool b;
+	} sink;
+
+	for (size_t i = 0; i < sizeof(no_effect) / sizeof(no_effect[0]); i++) {
+		struct conf_key one[2] = {no_effect[i].k, {NULL, 0, 0, 0, 0, 0, NULL}};
+
+		if (strcmp(key, one[0].name) != 0)
+			continue;
+		if (conf_apply(one, &sink, key, value, err, errlen))
+			return MMC_INVALID_PARAM;
+		log_warn("op=config key=%s value=\"%s\" note=\"no effect in mmc: %s\"", key, value, no_effect[i].why);
+		return 1;
+	}
+	return 0;
+}
+
 int kvcm_conf_set(const char *key, const char *value, char *err, size_t errlen)
 {
+	int rc = no_effect_key(key, value, err, errlen);
+
+	if (rc)
+		return rc < 0 ? rc : 0;
 	return conf_apply(keys, &conf, key, value, err, errlen);
 }
 

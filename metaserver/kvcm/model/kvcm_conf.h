@@ -47,8 +47,7 @@ struct kvcm_conf {
 	uint32_t loop_interval_ms;  /* kvcm.leader_elector.loop_interval_ms */
 	char node_id[128];          /* kvcm.leader_elector.node_id; "" : host:admin_port_random */
 	uint32_t campaign_delay_ms; /* kvcm.leader_elector.campaign_delay_time_ms: a demoted leader waits this long */
-	/* accepted for command-line compatibility with the reference server; no effect here */
-	uint32_t compat_u32[2];
+	char custom_info[1024]; /* this node's custom_info in cluster info while it leads ("": rpc=<libmmc address>) */
 	/* security and resource limits (docs/operations.md, "Security") */
 	bool allow_insecure_bind;       /* a non-loopback bind without credentials */
 	char admin_user[256];           /* bootstrap ROLE_ADMIN account, with admin_password_file */
