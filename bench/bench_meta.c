@@ -3,7 +3,9 @@
  * mmc_batch_get_key_info of random existing keys, tiny puts (alloc + 64-byte RMA write + commit), and the GVA
  * alloc + commit (batch_malloc + batch_write_finish, no data at all) that fills the index. Next to the client's
  * rate, the server loop's own CPU time per key: on a shared machine the rate moves with the load, the CPU time
- * much less, and it is what grows if the index does not scale.
+ * much less, and it is what grows if the index does not scale. Keys look like an engine's: 64 hex digits of a
+ * prefix hash, then a suffix. With --unbacked the pool is a range no process maps (bench_unbacked.h), so 10^7 and
+ * more objects fit a small machine; every measured put is then metadata only (malloc + write_finish).
  */
 #include <mmc/mmc.h>
 #include <stdio.h>
@@ -13,6 +15,7 @@
 
 #include "bench.h"
 #include "bench_cluster.h"
+#include "bench_unbacked.h"
 
 #define FILL_CHUNK 4096
 #define TINY       64
@@ -27,34 +30,43 @@ static const char usage[] =
     "  --protocol tcp|shm provider of the target and client (default shm; metadata always goes over TCP)\n"
     "  --sync on|off|both LMDB fsync per group commit (default on)\n"
     "  --seconds S        per measurement (default 2); --quick\n"
+    "  --unbacked         lend an unbacked range: the server tracks offsets, no byte is written, no pool memory\n"
+    "                     is used (10^7+ keys on a small machine); puts are then metadata only (put_meta)\n"
     "srv_us/key: CPU time of the server's loop thread per key (tiny_put includes the untimed removes).\n"
     "At the end the server is restarted on its data dir: the reload time and RSS are printed.\n";
 
-/* Keys m/0 .. m/(n-1) are in the index. */
+/* Keys 0 .. n-1 (key_name) are in the index. */
 struct index {
 	size_t n;
 };
 
-#define KEY_CHARS 24
+#define KEY_CHARS 96
+
+static uint64_t mix64(uint64_t x)
+{
+	x += 0x9e3779b97f4a7c15ull;
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+	return x ^ (x >> 31);
+}
 
 /*
- * Writes "m/<i>" into buf. Names are made on the fly, not kept in a table: a table of 10^6 strings would make the
- * client pay two cache misses per random key at 10^6 and not at 10^3, and that would be charged to the server.
+ * Writes key i into buf as SGLang and LMCache make theirs: 64 hex digits of a prefix hash, then "@tp0@kv". Names
+ * are made on the fly, not kept in a table: a table of 10^6 strings would make the client pay two cache misses per
+ * random key at 10^6 and not at 10^3, and that would be charged to the server.
  */
 static const char *key_name(char *buf, size_t i)
 {
-	char digits[KEY_CHARS];
-	int n = 0, at = 2;
+	static const char hex[] = "0123456789abcdef";
+	char *p = buf;
 
-	do {
-		digits[n++] = (char)('0' + i % 10);
-		i /= 10;
-	} while (i);
-	buf[0] = 'm';
-	buf[1] = '/';
-	while (n)
-		buf[at++] = digits[--n];
-	buf[at] = '\0';
+	for (int w = 0; w < 4; w++) {
+		uint64_t v = mix64((uint64_t)i * 4 + (uint64_t)w);
+
+		for (int d = 0; d < 16; d++, v >>= 4)
+			*p++ = hex[v & 15];
+	}
+	memcpy(p, "@tp0@kv", 8);
 	return buf;
 }
 
@@ -121,7 +133,25 @@ static void row(const char *op, size_t nkeys, int batch, struct samples *s, doub
 	fflush(stdout);
 }
 
-enum meta_op { OP_EXIST, OP_INFO, OP_TINY_PUT };
+enum meta_op { OP_EXIST, OP_INFO, OP_TINY_PUT, OP_PUT_META };
+
+/* A put's metadata alone (alloc + commit, no byte moved): what a put costs the leader, on an unbacked pool too. */
+static int put_meta(mmc_store *s, const char **keys, int batch, int *res)
+{
+	size_t sizes[FILL_CHUNK];
+	mmc_gva gvas[FILL_CHUNK];
+	int32_t ok[FILL_CHUNK] = {0};
+
+	for (int i = 0; i < batch && i < FILL_CHUNK; i++)
+		sizes[i] = TINY;
+	if (batch > FILL_CHUNK || mmc_batch_malloc(s, keys, sizes, (size_t)batch, MMC_MEDIA_DRAM, 0, gvas) ||
+	    mmc_batch_write_finish(s, keys, ok, (size_t)batch, res))
+		return -1;
+	for (int i = 0; i < batch; i++)
+		if (!gvas[i] || res[i])
+			return -1;
+	return 0;
+}
 
 static int one_call(mmc_store *s, enum meta_op op, const char **keys, int batch, int *res, mmc_key_info *info,
                     const void **bufs, const size_t *sizes)
@@ -141,6 +171,8 @@ static int one_call(mmc_store *s, enum meta_op op, const char **keys, int batch,
 			if (info[i].size != TINY)
 				return -1;
 		return 0;
+	case OP_PUT_META:
+		return put_meta(s, keys, batch, res);
 	default:
 		if (mmc_batch_put_from(s, keys, bufs, sizes, (size_t)batch, MMC_COPY_H2G, NULL, res))
 			return -1;
@@ -155,7 +187,7 @@ static int one_call(mmc_store *s, enum meta_op op, const char **keys, int batch,
 static void tiny_keys(char **names, const char **keys, int batch, int seq)
 {
 	for (int i = 0; i < batch; i++) {
-		snprintf(names[i], 48, "t/%d/%d", seq, i);
+		snprintf(names[i], KEY_CHARS, "t/%d/%d", seq, i);
 		keys[i] = names[i];
 	}
 }
@@ -175,20 +207,20 @@ static int measure(mmc_store *s, enum meta_op op, const struct index *ix, int ba
 	for (int i = 0; rc == 0 && i < batch; i++) {
 		bufs[i] = tiny;
 		sizes[i] = TINY;
-		rc = (names[i] = malloc(48)) ? 0 : -1;
+		rc = (names[i] = malloc(KEY_CHARS)) ? 0 : -1;
 	}
 	rc = rc || !info ? -1 : 0;
 	while (rc == 0 && (now_s() < end || out->n < 3)) {
 		double t0;
 
-		if (op == OP_TINY_PUT)
+		if (op >= OP_TINY_PUT)
 			tiny_keys(names, keys, batch, seq++);
 		else
 			pick(ix, names, keys, batch, &seed);
 		t0 = now_s();
 		rc = one_call(s, op, keys, batch, res, info, bufs, sizes);
 		samples_add(out, now_s() - t0);
-		if (op == OP_TINY_PUT)
+		if (op >= OP_TINY_PUT)
 			mmc_batch_remove(s, keys, (size_t)batch, res);
 	}
 	if (rc)
@@ -206,7 +238,8 @@ static int measure(mmc_store *s, enum meta_op op, const struct index *ix, int ba
 
 static int sweep(mmc_store *s, const struct bench_opts *o, int batch, pid_t server)
 {
-	static const char *const names[] = {"batch_is_exist", "get_key_info", "tiny_put"};
+	static const char *const names[] = {"batch_is_exist", "get_key_info", "tiny_put", "put_meta"};
+	int last = o->unbacked ? OP_PUT_META : OP_TINY_PUT;
 	struct index ix = {0};
 	int rc = 0;
 
@@ -223,9 +256,11 @@ static int sweep(mmc_store *s, const struct bench_opts *o, int batch, pid_t serv
 			printf("%-14s %9zu %6d %12.0f %9s %9s %10.3f\n", "malloc+finish", (size_t)o->index[k],
 			       FILL_CHUNK, fill_rate, "-", "-",
 			       (double)(cpu_ns(server) - t0) / 1e3 / (double)(ix.n - from));
-		for (int op = OP_EXIST; op <= OP_TINY_PUT && rc == 0; op++) {
+		for (int op = OP_EXIST; op <= last && rc == 0; op++) {
 			struct samples sm = {0};
 
+			if (o->unbacked && op == OP_TINY_PUT)
+				continue; /* its 64 bytes would go to a pool nobody maps */
 			t0 = cpu_ns(server);
 			rc = measure(s, (enum meta_op)op, &ix, batch, o->seconds, &sm);
 			if (rc == 0)
@@ -237,6 +272,43 @@ static int sweep(mmc_store *s, const struct bench_opts *o, int batch, pid_t serv
 		       (double)proc_rss_bytes(server) / (1 << 20), (double)proc_rss_bytes(server) / (double)ix.n);
 	}
 	return rc;
+}
+
+/* Bytes of memory the kernel could still give (MemAvailable), 0 if unknown. */
+static uint64_t mem_available(void)
+{
+	unsigned long long kb = 0;
+	char line[128];
+	FILE *f = fopen("/proc/meminfo", "r");
+
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return (uint64_t)kb << 10;
+}
+
+/*
+ * Refuses a run this machine cannot hold, before it starts: a backed pool is allocated in full (/dev/shm), and
+ * the server and the client's store take about SERVER_BYTES_PER_KEY per key. An over-large run would have the
+ * kernel's OOM killer pick a victim, maybe not this benchmark.
+ */
+#define SERVER_BYTES_PER_KEY 1024u
+
+static int fits(const struct bench_opts *o, uint64_t most, uint64_t pool)
+{
+	uint64_t need = most * SERVER_BYTES_PER_KEY + (o->unbacked ? 0 : pool), have = mem_available();
+
+	if (!have || need < have)
+		return 0;
+	fprintf(stderr,
+	        "mmc-bench meta: %llu keys need about %.1f GiB here (%s), and %.1f GiB are available: "
+	        "%s\n",
+	        (unsigned long long)most, (double)need / (1 << 30),
+	        o->unbacked ? "the index" : "a pool of 4 KiB per key, allocated in full, and the index",
+	        (double)have / (1 << 30), o->unbacked ? "use fewer keys" : "use --unbacked, or fewer keys");
+	return -1;
 }
 
 /* Restarts the server on its data dir (targets and client stay up) and reports how long the reload took. */
@@ -259,7 +331,7 @@ int bench_meta_main(int argc, char **argv, const char *self)
 {
 	struct bench_opts o;
 	int rc = bench_parse(argc, argv, &o, usage), batch;
-	uint64_t most = 0;
+	uint64_t most = 0, pool;
 
 	if (rc)
 		return rc > 0 ? 0 : 2;
@@ -267,22 +339,33 @@ int bench_meta_main(int argc, char **argv, const char *self)
 	batch = o.batch_given ? o.batches[0] : 1024;
 	for (int k = 0; k < o.nindex; k++)
 		most = o.index[k] > most ? o.index[k] : most;
+	pool = 2 * most * SLOT + (uint64_t)batch * SLOT * 4 + (64u << 20);
+	if (fits(&o, most, pool))
+		return 2;
 	for (int y = 0; y < o.nsync && rc == 0; y++) {
 		struct bench_cluster c;
+		struct bench_unbacked u;
 		mmc_store *s;
 
-		if (bench_cluster_start(&c, self, o.protocols[0], 1,
-		                        2 * most * SLOT + (uint64_t)batch * SLOT * 4 + (64u << 20), o.sync[y]))
+		if (bench_cluster_start(&c, self, o.protocols[0], o.unbacked ? 0 : 1, pool, o.sync[y]))
 			return 1;
+		if (o.unbacked && bench_unbacked_start(&u, c.meta.rpc_port, pool)) {
+			bench_cluster_stop(&c);
+			return 1;
+		}
 		s = bench_client(&c, o.protocols[0], 0, 0);
-		printf("\n# meta ops: provider %s, LMDB sync %s, one client thread, random existing keys\n",
-		       bench_proto_str(o.protocols[0]), o.sync[y] ? "on" : "off");
+		printf("\n# meta ops: provider %s, LMDB sync %s, one client thread, random existing keys, %s pool of "
+		       "%.1f GiB\n",
+		       bench_proto_str(o.protocols[0]), o.sync[y] ? "on" : "off", o.unbacked ? "an unbacked" : "a",
+		       (double)pool / (1 << 30));
 		printf("%-14s %9s %6s %12s %9s %9s %10s\n", "op", "index", "batch", "keys/s", "p50ms", "p99ms",
 		       "srv_us/key");
 		rc = s ? sweep(s, &o, batch, c.meta.pid) : -1;
 		if (rc == 0 && reload(&c, o.sync[y]))
 			fprintf(stderr, "mmc-bench meta: restarting the server failed\n");
 		mmc_destroy(s);
+		if (o.unbacked)
+			bench_unbacked_stop(&u);
 		bench_cluster_stop(&c);
 	}
 	if (rc)
