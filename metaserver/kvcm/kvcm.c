@@ -71,7 +71,7 @@ static int check_exposure(struct kvcm *k, const char *key, const char *bind, boo
 {
 	if (is_loopback(bind))
 		return 0;
-	if (accounts_enforced(k)) {
+	if (accounts_admin_enforced(k)) { /* both ports guarded: the admin one needs an admin */
 		if (!tls)
 			log_warn(
 			    "op=kvcm_start warning=\"%s=%s without TLS: passwords cross the network in clear text\"",
@@ -82,8 +82,8 @@ static int check_exposure(struct kvcm *k, const char *key, const char *bind, boo
 		snprintf(
 		    err, errlen,
 		    "%s=%s is reachable from other hosts and no credentials are configured: set "
-		    "kvcm.service.admin_user and kvcm.service.admin_password_file (or add an account while bound to "
-		    "127.0.0.1), or kvcm.service.allow_insecure_bind=true to serve without authentication",
+		    "kvcm.service.admin_user and kvcm.service.admin_password_file (or add a ROLE_ADMIN account while "
+		    "bound to 127.0.0.1), or kvcm.service.allow_insecure_bind=true to serve without authentication",
 		    key, bind);
 		return -1;
 	}

@@ -301,15 +301,15 @@ Test(security, accounts_persist_and_passwords_never_show, .init = NULL, .fini = 
 	json_t *r;
 
 	srv_up(NULL);
-	/* no account: open, and the first account must be an admin */
-	r = ADMIN("addAccount", "{\"user_name\":\"bob\",\"password\":\"bob-secret-1\",\"role\":\"ROLE_USER\"}");
-	cr_expect_str_eq(code_of(r), "INVALID_ARGUMENT", "%s", message_of(r));
-	json_decref(r);
-	EXPECT_CODE(ADMIN("addAccount", "{\"user_name\":\"alice\",\"password\":\"alice-secret-1\",\"role\":1}"), "OK");
-	cr_expect_eq(post_status(&srv.admin, "listAccount"), 401, "the first account turns authentication on");
-	hc_set_auth("alice:alice-secret-1");
+	/* no account: open. The first may be a ROLE_USER, as in the reference: it closes the MetaService port, and the
+	 * admin port stays open until an admin exists */
 	EXPECT_CODE(ADMIN("addAccount", "{\"user_name\":\"bob\",\"password\":\"bob-secret-1\",\"role\":\"ROLE_USER\"}"),
 	            "OK");
+	cr_expect_eq(post_status(&srv.meta, "getClusterInfo"), 401, "an account turns authentication on");
+	cr_expect_eq(post_status(&srv.admin, "listAccount"), 200, "the admin port is open while no admin exists");
+	EXPECT_CODE(ADMIN("addAccount", "{\"user_name\":\"alice\",\"password\":\"alice-secret-1\",\"role\":1}"), "OK");
+	cr_expect_eq(post_status(&srv.admin, "listAccount"), 401, "an admin account closes the admin port");
+	hc_set_auth("alice:alice-secret-1");
 	EXPECT_CODE(ADMIN("addAccount", "{\"user_name\":\"bob\",\"password\":\"other\",\"role\":\"ROLE_USER\"}"),
 	            "DUPLICATE_ENTITY");
 	EXPECT_CODE(ADMIN("addAccount", "{\"user_name\":\"a:b\",\"password\":\"x\",\"role\":\"ROLE_USER\"}"),
@@ -379,4 +379,31 @@ Test(security, add_storage_roots_are_confined, .fini = srv_down)
 	srv_up(env);
 	expect_add("ok", NULL, "/ok/", "INVALID_ARGUMENT");
 	expect_add("b", "/var/empty/b/kv/", NULL, "OK");
+}
+
+/* kvcm.service.first_account_admin keeps mmc's former rule: no ROLE_USER account while no admin exists. */
+Test(security, first_account_admin_option, .init = NULL, .fini = srv_down)
+{
+	static const char *const env[] = {"kvcm.service.first_account_admin=true", NULL};
+	json_t *r;
+
+	srv_up(env);
+	r = ADMIN("addAccount", "{\"user_name\":\"bob\",\"password\":\"bob-secret-1\",\"role\":\"ROLE_USER\"}");
+	cr_expect_str_eq(code_of(r), "INVALID_ARGUMENT", "%s", message_of(r));
+	cr_expect(strstr(message_of(r), "kvcm.service.first_account_admin"), "the message names the key");
+	json_decref(r);
+	EXPECT_CODE(ADMIN("addAccount", "{\"user_name\":\"alice\",\"password\":\"alice-secret-1\",\"role\":1}"), "OK");
+}
+
+/* A public bind needs an admin's credentials: ROLE_USER accounts alone leave the admin port open. */
+Test(security, user_accounts_alone_keep_a_public_bind_refused, .init = NULL, .fini = srv_down)
+{
+	static const char *const open_bind[] = {"kvcm.service.bind=0.0.0.0", NULL};
+
+	srv_up(NULL);
+	EXPECT_CODE(ADMIN("addAccount", "{\"user_name\":\"bob\",\"password\":\"bob-secret-1\",\"role\":\"ROLE_USER\"}"),
+	            "OK");
+	cr_assert_eq(metaserver_stop(&srv.m), 0);
+	cr_expect_neq(kvcm_srv_restart(&srv, open_bind), 0, "0.0.0.0 with only a ROLE_USER account must not start");
+	cr_expect(log_has(&srv.m, "ROLE_ADMIN account"), "the refusal says an admin is needed");
 }

@@ -39,7 +39,7 @@ int auth_check_value(struct kvcm *k, const char *authorization, bool admin_port,
 	char cred[CRED_MAX], *colon;
 	int role = -1;
 
-	if (!accounts_enforced(k))
+	if (admin_port ? !accounts_admin_enforced(k) : !accounts_enforced(k))
 		return 200;
 	if (authorization && basic_credentials(authorization, cred)) {
 		colon = strchr(cred, ':');

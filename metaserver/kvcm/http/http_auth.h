@@ -1,7 +1,8 @@
 /*
- * HTTP Basic authentication (RFC 7617) of the KVCM ports against the accounts of model/account.c. Off while no
- * account exists; then every request needs `Authorization: Basic base64(user:password)`: ROLE_USER may call the
- * MetaService port, ROLE_ADMIN both ports. GET /metrics and GET /api/healthy stay open to loopback peers.
+ * HTTP Basic authentication (RFC 7617) of the KVCM ports against the accounts of model/account.c. The MetaService
+ * port is open while no account exists, the admin port while no ROLE_ADMIN account exists; then every request
+ * needs `Authorization: Basic base64(user:password)`: ROLE_USER may call the MetaService port, ROLE_ADMIN both
+ * ports. GET /metrics and GET /api/healthy stay open to loopback peers.
  */
 #ifndef MMC_KVCM_HTTP_AUTH_H
 #define MMC_KVCM_HTTP_AUTH_H

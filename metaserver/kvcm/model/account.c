@@ -153,10 +153,10 @@ static int check_new(struct kvcm *k, const char *user, int role, char *msg, size
 		snprintf(msg, msglen, "account \"%s\" already exists", user);
 		return KC_DUPLICATE_ENTITY;
 	}
-	if (role == ROLE_USER && !admins(k->accounts)) {
+	if (role == ROLE_USER && !admins(k->accounts) && k->conf.first_account_admin) {
 		snprintf(msg, msglen,
-		         "the first account must be a ROLE_ADMIN: once an account exists, the admin port "
-		         "needs an admin's credentials");
+		         "the first account must be a ROLE_ADMIN (kvcm.service.first_account_admin): a ROLE_USER would "
+		         "close the MetaService port while the admin port stays open");
 		return KC_INVALID_ARGUMENT;
 	}
 	return KC_OK;
@@ -338,6 +338,11 @@ int account_check(struct kvcm *k, const char *user, const char *password)
 bool accounts_enforced(const struct kvcm *k)
 {
 	return k->accounts && k->accounts->n > 0;
+}
+
+bool accounts_admin_enforced(const struct kvcm *k)
+{
+	return admins(k->accounts) > 0;
 }
 
 int account_load(struct kvcm *k, const char *user, json_t *rec)

@@ -21,8 +21,8 @@ enum account_role { ROLE_USER = 0, ROLE_ADMIN = 1 };
 
 /*
  * Adds user with password and role and persists it. Returns KC_OK, KC_DUPLICATE_ENTITY (the name is taken),
- * KC_INVALID_ARGUMENT (empty or too long name or password, a ':' in the name, an unknown role, or a ROLE_USER
- * account while no admin exists: it would lock the admin port), each with a message in msg.
+ * KC_INVALID_ARGUMENT (empty or too long name or password, a ':' in the name, an unknown role, or, with
+ * kvcm.service.first_account_admin, a ROLE_USER account while no admin exists), each with a message in msg.
  */
 int account_add(struct kvcm *k, const char *user, const char *password, int role, char *msg, size_t msglen);
 /*
@@ -41,8 +41,11 @@ void account_each(struct kvcm *k, void (*fn)(void *arg, const char *user, int ro
  * (-1) so that a flood of wrong ones cannot stall the event loop.
  */
 int account_check(struct kvcm *k, const char *user, const char *password);
-/* True when credentials are required: some account exists. */
+/* True when the MetaService port requires credentials: some account exists. */
 bool accounts_enforced(const struct kvcm *k);
+/* True when the admin port requires credentials: some ROLE_ADMIN account exists (as in the reference, accounts of
+ * ROLE_USER alone leave the admin API open, so that the first account may be one). */
+bool accounts_admin_enforced(const struct kvcm *k);
 
 /* A persisted record (state_load): 0, or -1 when it is malformed. */
 int account_load(struct kvcm *k, const char *user, json_t *rec);

@@ -83,6 +83,7 @@ static const struct conf_key keys[] = {
     {"kvcm.service.custom_info", CONF_STR, F(custom_info), 0, 0, NULL},
     {"kvcm.service.allow_insecure_bind", CONF_BOOL, F(allow_insecure_bind), 0, 0, NULL},
     {"kvcm.service.admin_user", CONF_STR, F(admin_user), 0, 0, NULL},
+    {"kvcm.service.first_account_admin", CONF_BOOL, F(first_account_admin), 0, 0, NULL},
     {"kvcm.service.admin_password_file", CONF_STR, F(admin_password_file), 0, 0, NULL},
     {"kvcm.service.tls.cert_file", CONF_STR, F(tls_cert), 0, 0, NULL},
     {"kvcm.service.tls.key_file", CONF_STR, F(tls_key), 0, 0, NULL},

@@ -51,6 +51,7 @@ struct kvcm_conf {
 	/* security and resource limits (docs/operations.md, "Security") */
 	bool allow_insecure_bind;       /* a non-loopback bind without credentials */
 	char admin_user[256];           /* bootstrap ROLE_ADMIN account, with admin_password_file */
+	bool first_account_admin;       /* addAccount refuses a ROLE_USER while no ROLE_ADMIN exists (mmc's old rule) */
 	char admin_password_file[1024]; /* its password: the file's first line */
 	char tls_cert[1024];            /* PEM certificate chain: both ports speak TLS only */
 	char tls_key[1024];             /* PEM private key */
