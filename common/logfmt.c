@@ -6,6 +6,8 @@
 #include <string.h>
 #include <sys/types.h>
 
+#include "uri_mask.h"
+
 struct out {
 	char *p;
 	size_t len; /* capacity, including the NUL */
@@ -199,11 +201,16 @@ static int format_scalar(char *tmp, size_t len, const struct spec *s, va_list *a
 
 static void format_string(struct out *o, const struct spec *s, const char *str, bool quoted, bool value)
 {
-	char tmp[1024];
+	char tmp[1024], masked[MMC_LOGFMT_ARG_MAX];
 	size_t n;
 
 	if (!str)
 		str = "(null)";
+	/* whatever the line, a URI's password never reaches a log; masked before the precision cuts a URI short */
+	if (strstr(str, "://")) {
+		uri_mask(str, masked, sizeof(masked));
+		str = masked;
+	}
 	n = s->precision >= 0 ? strnlen(str, (size_t)s->precision) : strlen(str);
 	if (s->width) { /* a padded column, not a field value */
 		int w = snprintf(tmp, sizeof(tmp), s->text, str);

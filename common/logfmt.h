@@ -8,12 +8,15 @@
  *  - %s right after `=` outside quotes (`reason=%s`): quoted as above when it is empty or holds a space, `"`, `=`,
  *    `\` or a control character; bare otherwise.
  *  - everything else (numbers, %s in prose, %s with a width) exactly as vsnprintf formats it.
+ *  - in every %s argument, the password of any URI is masked first (uri_mask.h): no log line shows one.
  */
 #ifndef MMC_LOGFMT_H
 #define MMC_LOGFMT_H
 
 #include <stdarg.h>
 #include <stddef.h>
+
+#define MMC_LOGFMT_ARG_MAX 4096 /* a %s argument is masked into a buffer of this size: longer ones are cut */
 
 /* Formats into buf (always NUL-terminated when len > 0, truncated to fit). Returns the length written. */
 size_t logfmt_vformat(char *buf, size_t len, const char *fmt, va_list ap);

@@ -5,22 +5,11 @@
 #include <string.h>
 
 #include "mmc/mmc.h"
+#include "uri_mask.h"
 
 void store_uri_redact(const char *uri, char *out, size_t outlen)
 {
-	const char *at = strncmp(uri, "redis://", 8) == 0 ? strchr(uri + 8, '@') : NULL;
-	const char *colon;
-
-	if (!at) {
-		snprintf(out, outlen, "%s", uri);
-		return;
-	}
-	colon = memchr(uri + 8, ':', (size_t)(at - (uri + 8)));
-	/* user:password@ keeps the user; a lone token@ is the password itself */
-	if (colon)
-		snprintf(out, outlen, "redis://%.*s:***%s", (int)(colon - (uri + 8)), uri + 8, at);
-	else
-		snprintf(out, outlen, "redis://***%s", at);
+	uri_mask(uri, out, outlen);
 }
 
 static int parse_number(const char *s, size_t n, int lo, int hi, int *out)

@@ -17,7 +17,7 @@ struct redis_uri {
 
 /* Parses a redis:// URI into *u. Returns 0, or MMC_INVALID_PARAM with a message (without the password) in err. */
 int redis_uri_parse(const char *uri, struct redis_uri *u, char *err, size_t errlen);
-/* The URI with any password replaced by "***", for logs and messages. */
+/* The URI with any password masked (uri_mask.h, which every log line goes through too), for messages. */
 void store_uri_redact(const char *uri, char *out, size_t outlen);
 
 /* Reads a password file (its trailing line break dropped) into out. Returns 0, or MMC_ERROR with err set. */

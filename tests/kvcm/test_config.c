@@ -29,6 +29,7 @@ Test(config, builtin_default)
 	srv_up(NULL);
 	cr_expect(has_storage("nfs_01") && has_storage("event_report_l1p5_default") &&
 	          has_storage("event_report_l2_default"));
+	EXPECT_CODE(ADMIN("getInstanceGroup", "{\"name\":\"test_group\"}"), "OK");
 	r = ADMIN("getInstanceGroup", "{\"name\":\"default\"}");
 	g = jpath(r, "instance_group");
 	cr_expect_str_eq(json_string_value(jpath(jpath(g, "quota"), "capacity")), "30000000000");
@@ -101,24 +102,51 @@ Test(config, bad_settings_stop_the_server)
 /* Every key the reference server's settings table takes (tair-kvcache server_config.cc, the versions of 0b29f6b3
  * and 93b1a302 and the Raft one), with a value it accepts. kvcm.cache_reclaimer.* are tested with the reclaimer. */
 static const char *const reference_keys[] = {
-    "kvcm.registry_storage.uri=lmdb", "kvcm.coordination.uri=", "kvcm.distributed_lock.uri=",
-    "kvcm.leader_elector.node_id=n1", "kvcm.leader_elector.lease_ms=10000",
-    "kvcm.leader_elector.loop_interval_ms=100", "kvcm.service.io_thread_num=2",
-    "kvcm.service.enable_debug_service=false", "kvcm.logger.log_level=4", "kvcm.kv_meta.rpc_port=0",
-    "kvcm.schedule_plan_executor_thread_count=8", "kvcm.schedule_plan_migration_worker_budget=3",
-    "kvcm.meta_query.worker_count=4", "kvcm.meta_query.parallel_threshold=256", "kvcm.meta_query.chunk_size=128",
-    "kvcm.cache_gc.enabled=true", "kvcm.cache_gc.scan_interval_ms=100", "kvcm.cache_gc.round_pause_ms=300000",
-    "kvcm.cache_gc.scan_batch_size=256", "kvcm.cache_gc.orphan_writing_grace_period_ms=86400000",
-    "kvcm.cache_gc.max_inflight_delete_requests=64", "kvcm.cache_gc.event_report_cleanup_enabled=true",
-    "kvcm.cache_gc.event_report_action_batch_size=256", "kvcm.metrics.reporter_type=local",
-    "kvcm.metrics.reporter_config=", "kvcm.metrics.report_interval_ms=20000", "kvcm.metrics.enable_prometheus=true",
-    "kvcm.metrics.prometheus_prefix=kvcm", "kvcm.metrics.revisit_interval_buckets=1,5,30",
-    "kvcm.event.event_publishers_configs=", "kvcm.service.advertised_host=127.0.0.1",
-    "kvcm.service.custom_info=zone=a", "kvcm.affinity.enabled=false", "kvcm.affinity.strategy_file=",
-    "kvcm.service.admin_auth_token=", "kvcm.raft.server_id=0", "kvcm.raft.host=", "kvcm.raft.port=0",
-    "kvcm.raft.peers=", "kvcm.raft.data_dir=", "kvcm.raft.snapshot_distance=50000",
-    "kvcm.raft.election_timeout_lower=1000", "kvcm.raft.election_timeout_upper=2000",
-    "kvcm.raft.heart_beat_interval=100", NULL,
+    "kvcm.registry_storage.uri=lmdb",
+    "kvcm.coordination.uri=",
+    "kvcm.distributed_lock.uri=",
+    "kvcm.leader_elector.node_id=n1",
+    "kvcm.leader_elector.lease_ms=10000",
+    "kvcm.leader_elector.loop_interval_ms=100",
+    "kvcm.service.io_thread_num=2",
+    "kvcm.service.enable_debug_service=false",
+    "kvcm.logger.log_level=4",
+    "kvcm.kv_meta.rpc_port=0",
+    "kvcm.schedule_plan_executor_thread_count=8",
+    "kvcm.schedule_plan_migration_worker_budget=3",
+    "kvcm.meta_query.worker_count=4",
+    "kvcm.meta_query.parallel_threshold=256",
+    "kvcm.meta_query.chunk_size=128",
+    "kvcm.cache_gc.enabled=true",
+    "kvcm.cache_gc.scan_interval_ms=100",
+    "kvcm.cache_gc.round_pause_ms=300000",
+    "kvcm.cache_gc.scan_batch_size=256",
+    "kvcm.cache_gc.orphan_writing_grace_period_ms=86400000",
+    "kvcm.cache_gc.max_inflight_delete_requests=64",
+    "kvcm.cache_gc.event_report_cleanup_enabled=true",
+    "kvcm.cache_gc.event_report_action_batch_size=256",
+    "kvcm.metrics.reporter_type=local",
+    "kvcm.metrics.reporter_config=",
+    "kvcm.metrics.report_interval_ms=20000",
+    "kvcm.metrics.enable_prometheus=true",
+    "kvcm.metrics.prometheus_prefix=kvcm",
+    "kvcm.metrics.revisit_interval_buckets=1,5,30",
+    "kvcm.event.event_publishers_configs=",
+    "kvcm.service.advertised_host=127.0.0.1",
+    "kvcm.service.custom_info=zone=a",
+    "kvcm.affinity.enabled=false",
+    "kvcm.affinity.strategy_file=",
+    "kvcm.service.admin_auth_token=",
+    "kvcm.raft.server_id=0",
+    "kvcm.raft.host=",
+    "kvcm.raft.port=0",
+    "kvcm.raft.peers=",
+    "kvcm.raft.data_dir=",
+    "kvcm.raft.snapshot_distance=50000",
+    "kvcm.raft.election_timeout_lower=1000",
+    "kvcm.raft.election_timeout_upper=2000",
+    "kvcm.raft.heart_beat_interval=100",
+    NULL,
 };
 
 /* kvcm.x=y as a config file line "kvcm.x = y" (the reference's own config files are in this form). */

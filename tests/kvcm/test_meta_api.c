@@ -87,10 +87,27 @@ Test(meta, register_instance_idempotent_and_duplicate_entity)
 	json_decref(r);
 }
 
-Test(meta, register_instance_creates_missing_group_from_default)
+/* The reference's own tests: a missing group is an error whose message names it. */
+Test(meta, register_instance_into_a_missing_group_fails)
 {
+	json_t *r = CALL("registerInstance", REG_BODY("absolutely_nonexistent_group_xyz", "g1", "8", MD, SPECS));
+
+	cr_expect_str_neq(code_of(r), "OK");
+	cr_expect(strstr(message_of(r), "absolutely_nonexistent_group_xyz"), "the message names the group: %s",
+	          message_of(r));
+	json_decref(r);
+	EXPECT_CODE(ADMIN("getInstanceGroup", "{\"name\":\"absolutely_nonexistent_group_xyz\"}"), "INSTANCE_NOT_EXIST");
+	/* the group of the reference's registerInstance example is built in */
+	EXPECT_CODE(CALL("registerInstance", REG_BODY("test_group", "g2", "8", MD, SPECS)), "OK");
+}
+
+/* kvcm.instance_group.auto_create: mmc's former default. */
+Test(meta, register_instance_creates_missing_group_from_default, .init = NULL)
+{
+	static const char *const env[] = {"kvcm.instance_group.auto_create=true", NULL};
 	json_t *r;
 
+	srv_up(env);
 	EXPECT_CODE(CALL("registerInstance", REG_BODY("brand_new", "g1", "8", MD, SPECS)), "OK");
 	r = ADMIN("getInstanceGroup", "{\"name\":\"brand_new\"}");
 	cr_assert_str_eq(code_of(r), "OK");

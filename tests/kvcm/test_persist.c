@@ -42,6 +42,9 @@ static void restart_and_check(bool kill9)
 	         "{\"storage\":{\"global_unique_name\":\"extra\",\"nfs\":{\"root_path\":\"%s/x/\"}}}", srv.root);
 	EXPECT_CODE(ADMIN("addStorage", "%s", body), "OK");
 	EXPECT_CODE(ADMIN("disableStorage", "{\"storage_unique_name\":\"extra\"}"), "OK");
+	EXPECT_CODE(ADMIN("createInstanceGroup",
+	                  "{\"instance_group\":{\"name\":\"persisted_group\",\"storage_candidates\":[\"nfs_01\"]}}"),
+	            "OK");
 	cr_assert(register_simple(&srv.meta, "persisted_group", "p", 4096));
 	cr_assert(write_keys(&srv.meta, "p", "[1,2,3]"));
 	s = CALL("startWriteCache", "{\"instance_id\":\"p\",\"block_keys\":[4],\"write_timeout_seconds\":600}");

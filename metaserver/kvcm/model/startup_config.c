@@ -36,9 +36,18 @@ static json_t *builtin(struct kvcm *k)
 	json_t *l2 = json_pack("{s:s, s:s, s:{}}", "type", "event_report_l2", "global_unique_name",
 	                       "event_report_l2_default", "storage_spec");
 
+	json_t *example;
+
 	json_object_set_new(group, "event_report_storage_candidates",
 	                    json_pack("[s, s]", "event_report_l1p5_default", "event_report_l2_default"));
-	return json_pack("{s:[o, o, o], s:[o]}", "storage_config", nfs, l1p5, l2, "instance_group", group);
+	/* the group of the reference's own registerInstance example (its docs/api/meta_service.md), a copy of default:
+	 * registering into a missing group fails, as in the reference, and that example still works as written */
+	example = json_deep_copy(group);
+	json_object_set_new(example, "name", json_string("test_group"));
+	json_object_set_new(
+	    example, "user_data",
+	    json_string("{\"description\": \"The group of the reference's registerInstance example\"}"));
+	return json_pack("{s:[o, o, o], s:[o, o]}", "storage_config", nfs, l1p5, l2, "instance_group", group, example);
 }
 
 /* Members named one of names, as a list whether the file gave one object or an array. */

@@ -1,0 +1,20 @@
+/*
+ * Passwords out of URIs, for every log line and message that may show one. The logfmt formatter (logfmt.c) runs
+ * every string it formats through uri_mask, so a URI with a password (a Redis store or lock, a future backend) never
+ * reaches either log in clear, whoever wrote the log line. Pure; thread-safe.
+ */
+#ifndef MMC_URI_MASK_H
+#define MMC_URI_MASK_H
+
+#include <stddef.h>
+
+/*
+ * Copies text into out (always NUL-terminated when outlen > 0, truncated to fit) with the password of every URI in
+ * it replaced by three stars: redis://user:password@host shows as redis://user:<stars>@host; a lone token before
+ * the '@' (redis://token@host, the reference's form) may be the password, so it is starred too. A URI ends at a
+ * blank, a quote or the end of the text; its user information ends at its last '@', so a password holding '@' or
+ * '/' is masked whole. file:// URIs are copied as they are (a path may hold '@'). Returns the length written.
+ */
+size_t uri_mask(const char *text, char *out, size_t outlen);
+
+#endif
