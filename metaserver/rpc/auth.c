@@ -37,12 +37,19 @@ static void send_hello_reply(struct conn *c, uint64_t id, int result)
 	conn_send(c, &out, false);
 }
 
-/* Answers the request with the refusal, then closes: the peer learns why instead of seeing a bare close. */
-static void refuse(struct conn *c, uint64_t id, int result, const char *why)
+/* Every credential refused: one count, one line (rate-limited: peers that never got in cannot fill the log). */
+static void credentials_refused(struct conn *c, const char *why, const char *note)
 {
 	c->m->stats.rpc_refused[RPC_REFUSED_CREDENTIALS]++;
-	log_ratelimited(&refused_bucket, LOG_WARN, "op=hello session=%llu peer=%s host=\"%s\" err=%s",
-	                (unsigned long long)c->session.id, c->peer, c->session.host, why);
+	log_ratelimited(&refused_bucket, LOG_WARN,
+	                "op=hello session=%llu peer=%s host=\"%s\" pid=%u err=%s note=\"%s\"",
+	                (unsigned long long)c->session.id, c->peer, c->session.host, c->session.pid, why, note);
+}
+
+/* Answers the request with the refusal, then closes: the peer learns why instead of seeing a bare close. */
+static void refuse(struct conn *c, uint64_t id, int result, const char *why, const char *note)
+{
+	credentials_refused(c, why, note);
 	send_hello_reply(c, id, result);
 	conn_close_flushed(c, why);
 }
@@ -62,14 +69,14 @@ static void challenge(struct conn *c, const Mmc__Hello *h, uint64_t id)
 	uint8_t proof[MMC_WIRE_MAC];
 
 	if (h->client_nonce.len != MMC_WIRE_NONCE) {
-		refuse(c, id, MMC_NOT_AUTHORIZED, "no_credentials");
+		refuse(c, id, MMC_NOT_AUTHORIZED, "no_credentials", "the hello holds no nonce to challenge");
 		return;
 	}
 	memcpy(c->client_nonce, h->client_nonce.data, MMC_WIRE_NONCE);
 	if (auth_random(c->server_nonce, MMC_WIRE_NONCE) ||
 	    auth_mac(token, strlen(token), AUTH_LABEL_SERVER, c->client_nonce, MMC_WIRE_NONCE, c->server_nonce,
 	             MMC_WIRE_NONCE, proof)) {
-		refuse(c, id, MMC_ERROR, "no_randomness");
+		refuse(c, id, MMC_ERROR, "no_randomness", "the server could not make a nonce");
 		return;
 	}
 	ch.server_nonce = (ProtobufCBinaryData){MMC_WIRE_NONCE, c->server_nonce};
@@ -111,10 +118,21 @@ void auth_on_proof(struct conn *c, const Mmc__Frame *f)
 	if (auth_mac(token, strlen(token), AUTH_LABEL_CLIENT, c->server_nonce, MMC_WIRE_NONCE, c->client_nonce,
 	             MMC_WIRE_NONCE, expected) ||
 	    !auth_mac_equal(p->data, p->len, expected)) {
-		refuse(c, f->id, MMC_NOT_AUTHORIZED, "bad_credentials");
+		refuse(c, f->id, MMC_NOT_AUTHORIZED, "bad_credentials", "the proof is not of the cluster secret");
 		return;
 	}
 	admit(c, f->id);
+}
+
+void auth_on_close(struct conn *c, const char *why)
+{
+	/* libmmc checks the server's proof before it proves its own: a store without the secret, or with another one,
+	 * hangs up after the challenge, and that close is the only sign the server gets of it */
+	if (c->phase != CONN_CHALLENGED || c->closing || (strcmp(why, "eof") != 0 && strcmp(why, "socket_error") != 0))
+		return;
+	credentials_refused(c, "no_proof",
+	                    "the peer left after the challenge: a store without the cluster secret or with another one "
+	                    "(ock.mmc.client.auth_token_file)");
 }
 
 bool auth_admits(const struct conn *c, const Mmc__Frame *f)

@@ -17,6 +17,9 @@ struct conn;
 void auth_on_hello(struct conn *c, const Mmc__Frame *f);
 /* Handles an AuthProof: admits c, or refuses it with MMC_NOT_AUTHORIZED and closes it. */
 void auth_on_proof(struct conn *c, const Mmc__Frame *f);
+/* Called as c closes for why: a peer that leaves between the challenge and its proof is counted and logged as a
+ * refused credential (mmc_rpc_refused_total{reason="credentials"}, op=hello err=no_proof). */
+void auth_on_close(struct conn *c, const char *why);
 /* Whether c may send f now. false: the caller closes c. */
 bool auth_admits(const struct conn *c, const Mmc__Frame *f);
 

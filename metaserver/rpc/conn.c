@@ -11,6 +11,7 @@
 #include <sys/socket.h>
 
 #include "alloc_queue.h"
+#include "auth.h"
 #include "clock.h"
 #include "log.h"
 #include "mmc/mmc.h"
@@ -211,6 +212,7 @@ void conn_close(struct conn *c, const char *why)
 
 	if (c->closed)
 		return;
+	auth_on_close(c, why);
 	if (c->phase == CONN_READY)
 		log_info("op=disconnect session=%llu peer=%s host=\"%s\" pid=%u reason=%s",
 		         (unsigned long long)c->session.id, c->peer, c->session.host, c->session.pid, why);

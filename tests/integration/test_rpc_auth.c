@@ -79,6 +79,46 @@ Test(rpc_auth, mmc_init_needs_the_cluster_secret)
 	cr_assert(!metaserver_log_has(&meta, TOKEN), "the secret is in the server's log");
 }
 
+/* Lines of the server's log holding needle. */
+static int log_count(const char *needle)
+{
+	FILE *f = fopen(meta.log, "r");
+	char line[4096];
+	int n = 0;
+
+	while (f && fgets(line, sizeof(line), f))
+		n += strstr(line, needle) != NULL;
+	if (f)
+		fclose(f);
+	return n;
+}
+
+/* Polls until the log holds n lines with needle (the server reads the store's close after mmc_init returned). */
+static bool log_reaches(const char *needle, int n)
+{
+	for (int i = 0; i < 1000; i++, usleep(10000))
+		if (log_count(needle) >= n)
+			return true;
+	return false;
+}
+
+/* A store without the secret, or with another one, hangs up after the challenge (libmmc checks the server's proof
+ * first): the server must still say so and count it, not log a bare eof. */
+Test(rpc_auth, a_refused_secret_is_logged_and_counted_by_the_server)
+{
+	mmc_store *s;
+
+	start_with_token();
+	cr_assert_eq(store_open(meta.url, NULL, true, &s), MMC_NOT_AUTHORIZED, "no secret");
+	mmc_destroy(s);
+	cr_assert(log_reaches("err=no_proof", 1), "no line for a store without the secret");
+	cr_assert(metrics_count_positive("mmc_rpc_refused_total{reason=\"credentials\"}"));
+	cr_assert_eq(store_open(meta.url, "ock.mmc.client.auth_token = not-the-cluster-token\n", true, &s),
+	             MMC_NOT_AUTHORIZED, "a wrong secret");
+	mmc_destroy(s);
+	cr_assert(log_reaches("err=no_proof", 2), "no line for a store with a wrong secret");
+}
+
 Test(rpc_auth, a_store_with_a_secret_refuses_a_server_without_one)
 {
 	mmc_store *s;
