@@ -17,6 +17,7 @@
 #include "kvcm/model/kvcm_conf.h"
 #include "log.h"
 #include "meta.h"
+#include "meta_err.h"
 #include "mmc/mmc.h"
 #include "persist.h"
 #include "sd_notify.h"
@@ -48,7 +49,8 @@ static void changed(void *arg);
 
 static void promote(struct meta *m)
 {
-	char err[512], value[1024];
+	struct meta_err e;
+	char value[1024];
 	const char *key;
 
 	/* the previous leader's process may still hold the LMDB data dir (paused): asked before loading so that a
@@ -76,8 +78,9 @@ static void promote(struct meta *m)
 	    ha_lock_redis_key(m->ha, &key, value, sizeof(value)) &&
 	    persist_set_redis_fence_key(m->persist, key, value) == 0)
 		log_info("op=ha_promote fence_key=%s (every commit checks the lock at Redis)", key);
-	if (kvcm_promote(m->kvcm, m->persist, err, sizeof(err))) {
-		log_error("op=ha_promote component=kvcm err=\"%s\"", err);
+	meta_err_clear(&e);
+	if (kvcm_promote(m->kvcm, m->persist, &e)) {
+		log_error("op=ha_promote component=kvcm err=\"%s\"", e.message);
 		exit(1);
 	}
 	if (!ha_lease_valid(m->ha)) { /* lost while loading: what was loaded is not ours to serve */

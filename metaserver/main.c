@@ -26,6 +26,7 @@
 #include "lru.h"
 #include "meta.h"
 #include "meta_conf.h"
+#include "meta_err.h"
 #include "mmc/mmc.h"
 #include "objects.h"
 #include "persist.h"
@@ -119,7 +120,7 @@ static int parse_options(int argc, char **argv)
 }
 
 /* --env and --data-dir in order, after the file, so the command line wins (at start and at every reload). */
-static int apply_command_line(struct meta_conf *conf, bool reload, char *err, size_t errlen)
+static int apply_command_line(struct meta_conf *conf, bool reload, struct meta_err *e)
 {
 	int opt;
 
@@ -132,38 +133,37 @@ static int apply_command_line(struct meta_conf *conf, bool reload, char *err, si
 		if (opt != 'd' && opt != 'e')
 			continue;
 		if (opt == 'e') {
-			if (!(eq = strchr(optarg, '=')) || (size_t)(eq - optarg) >= sizeof(kv)) {
-				snprintf(err, errlen, "--env expects KEY=VALUE, got \"%s\"", optarg);
-				return -1;
-			}
+			if (!(eq = strchr(optarg, '=')) || (size_t)(eq - optarg) >= sizeof(kv))
+				return meta_err_set(e, EXIT_CONFIG, NULL, "--env expects KEY=VALUE, got \"%s\"",
+				                    optarg);
 			memcpy(kv, optarg, (size_t)(eq - optarg));
 			kv[eq - optarg] = '\0';
 			key = kv;
 			value = eq + 1;
 		}
-		rc = reload ? meta_conf_set_reload(conf, key, value, err, errlen)
-		            : meta_conf_set(conf, key, value, err, errlen);
+		rc = reload ? meta_conf_set_reload(conf, key, value, e) : meta_conf_set(conf, key, value, e);
 		if (rc)
 			return -1;
 	}
 	return 0;
 }
 
-/* The configuration as the defaults, the file and the command line make it; at a reload without kvcm.* keys. */
-static int read_conf(struct meta_conf *conf, bool reload, char *err, size_t errlen)
+/* The configuration as the defaults, the file and the command line make it; at a reload without kvcm.* keys.
+ * A failure fills *e (its key names what a reload rejects). */
+static int read_conf(struct meta_conf *conf, bool reload, struct meta_err *e)
 {
 	int rc = 0;
 
+	meta_err_clear(e);
 	meta_conf_defaults(conf);
 	if (config_path && config_path[0])
-		rc = reload ? meta_conf_load_reload(conf, config_path, err, errlen)
-		            : meta_conf_load(conf, config_path, err, errlen);
-	if (rc || apply_command_line(conf, reload, err, errlen))
+		rc = reload ? meta_conf_load_reload(conf, config_path, e) : meta_conf_load(conf, config_path, e);
+	if (rc || apply_command_line(conf, reload, e))
 		return -1;
 	/* the secret's file too, so a reload compares what the running server holds (and says when it changed) */
-	if (meta_conf_resolve_secrets(conf, err, errlen))
+	if (meta_conf_resolve_secrets(conf, e))
 		return -1;
-	return meta_conf_check(conf, err, errlen) ? -1 : 0;
+	return meta_conf_check(conf, e) ? -1 : 0;
 }
 
 /* The one line a failed start leaves (and on stderr too when the log goes to a file), then its exit code. */
@@ -173,6 +173,19 @@ static int start_failed(enum exit_code code, const char *reason, const char *err
 	if (log_to_file())
 		fprintf(stderr, "mmc-metaserver: %s (exit %d, %s)\n", err, (int)code, reason);
 	return code;
+}
+
+/* A failed start recorded where it happened (the configuration, the KVCM): its exit code names the reason. */
+static int start_failed_as(const struct meta_err *e)
+{
+	switch (e->exit_code) {
+	case EXIT_CONFIG:
+		return start_failed(EXIT_CONFIG, "config", e->message);
+	case EXIT_LISTEN:
+		return start_failed(EXIT_LISTEN, "listen", e->message);
+	default: /* no other code is recorded in a meta_err; EXIT_OK would be a failure nobody described */
+		return start_failed(EXIT_INTERNAL, "internal", e->message[0] ? e->message : "unknown failure");
+	}
 }
 
 static void meta_sweep(struct meta *m)
@@ -225,10 +238,10 @@ static void stop_cb(evutil_socket_t sig, short what, void *arg)
 static void hup_cb(evutil_socket_t sig, short what, void *arg)
 {
 	struct meta_conf fresh;
-	char err[512];
+	struct meta_err e;
 
-	if (read_conf(&fresh, true, err, sizeof(err)))
-		reload_rejected(err);
+	if (read_conf(&fresh, true, &e))
+		reload_rejected(&e);
 	else
 		reload_apply(arg, &fresh);
 }
@@ -304,20 +317,6 @@ static int load_store(struct meta *m)
 	return open_store(m) == EXIT_OK ? 0 : -1;
 }
 
-/* A KVCM start failure: its listeners, or its configuration, or its own resources. */
-static enum exit_code kvcm_failed(const char *err, int saved_errno)
-{
-	char msg[1600];
-
-	if (strstr(err, "cannot listen")) {
-		snprintf(msg, sizeof(msg), "%s: %s", err, strerror(saved_errno));
-		return start_failed(EXIT_LISTEN, "listen", msg);
-	}
-	if (strstr(err, "cannot start the KVCM") || strstr(err, "cannot open the KVCM"))
-		return start_failed(EXIT_INTERNAL, "internal", err);
-	return start_failed(EXIT_CONFIG, "config", err);
-}
-
 /* The port of a bound "tcp://host:port" (the listener's own rendering, so the last colon starts the port). */
 static unsigned url_port(const char *url)
 {
@@ -329,6 +328,7 @@ static unsigned url_port(const char *url)
 static enum exit_code start(struct meta *m)
 {
 	char host[256], rpc_url[300], kvcm_ready[256], err[1280];
+	struct meta_err e;
 	uint16_t port;
 	int rc;
 
@@ -347,11 +347,11 @@ static enum exit_code start(struct meta *m)
 		return start_failed(rc == MMC_INVALID_PARAM ? EXIT_CONFIG : EXIT_LISTEN,
 		                    rc == MMC_INVALID_PARAM ? "config" : "listen", err);
 	}
-	errno = 0;
+	meta_err_clear(&e);
 	/* a standby (leader election) listens now and loads its state once it leads (leadership.c) */
-	if (m->ha ? kvcm_listen(&m->kvcm, m->base, m, m->ha, kvcm_ready, sizeof(kvcm_ready), err, sizeof(err))
-	          : kvcm_start(&m->kvcm, m->base, m->persist, m, kvcm_ready, sizeof(kvcm_ready), err, sizeof(err)))
-		return kvcm_failed(err, errno);
+	if (m->ha ? kvcm_listen(&m->kvcm, m->base, m, m->ha, kvcm_ready, sizeof(kvcm_ready), &e)
+	          : kvcm_start(&m->kvcm, m->base, m->persist, m, kvcm_ready, sizeof(kvcm_ready), &e))
+		return start_failed_as(&e);
 	if (leadership_start(m, host, url_port(rpc_url)))
 		return start_failed(EXIT_INTERNAL, "internal", "cannot start the leader elector");
 	log_info("op=start version=%s rpc=%s tls=%s auth=%s data_dir=\"%s\" %s%s", MMC_VERSION_STRING, rpc_url,
@@ -393,12 +393,15 @@ static void shutdown_all(struct meta *m)
 /* The configuration and the log: nothing opened yet but the log file. */
 static enum exit_code configure(int argc, char **argv, struct meta_conf *conf)
 {
+	struct meta_err e;
 	char err[512];
 	enum log_level lvl;
 
 	if (parse_options(argc, argv))
 		return EXIT_CONFIG;
-	if (read_conf(conf, false, err, sizeof(err)) || leadership_check(err, sizeof(err)))
+	if (read_conf(conf, false, &e))
+		return start_failed_as(&e);
+	if (leadership_check(err, sizeof(err)))
 		return start_failed(EXIT_CONFIG, "config", err);
 	if (check_only)
 		return EXIT_OK;

@@ -9,6 +9,7 @@
 #include "kvcm/kvcm.h"
 #include "log.h"
 #include "log_level.h"
+#include "meta_err.h"
 #include "mmc/mmc.h"
 #include "secret_file.h"
 #include "tcp_url.h"
@@ -112,7 +113,14 @@ static int memcache_key(const char *key, const char *value, char *err, size_t er
 	return 0;
 }
 
-int meta_conf_set(struct meta_conf *c, const char *key, const char *value, char *err, size_t errlen)
+/* A bad key, value or pair of values: the message is in e already; the key it is about is named. */
+static int conf_fail(struct meta_err *e, const char *key)
+{
+	meta_err_fail(e, EXIT_CONFIG, key);
+	return MMC_INVALID_PARAM;
+}
+
+static int set_key(struct meta_conf *c, const char *key, const char *value, char *err, size_t errlen)
 {
 	int rc;
 
@@ -135,41 +143,51 @@ int meta_conf_set(struct meta_conf *c, const char *key, const char *value, char 
 	return rc == 1 ? 0 : rc;
 }
 
-int meta_conf_set_reload(struct meta_conf *c, const char *key, const char *value, char *err, size_t errlen)
+int meta_conf_set(struct meta_conf *c, const char *key, const char *value, struct meta_err *e)
+{
+	return set_key(c, key, value, e->message, sizeof(e->message)) ? conf_fail(e, key) : 0;
+}
+
+int meta_conf_set_reload(struct meta_conf *c, const char *key, const char *value, struct meta_err *e)
 {
 	/* the KV Cache Manager's settings live in one global that its running parts read: a reload must not write
 	 * half a file into it, and none of them changes without a restart */
 	if (strncmp(key, "kvcm.", 5) == 0)
 		return 0;
-	return meta_conf_set(c, key, value, err, errlen);
+	return meta_conf_set(c, key, value, e);
 }
 
 struct load_arg {
 	struct meta_conf *c;
-	int (*set)(struct meta_conf *c, const char *key, const char *value, char *err, size_t errlen);
-	char *err;
-	size_t errlen;
+	int (*set)(struct meta_conf *c, const char *key, const char *value, struct meta_err *e);
+	struct meta_err *e;
 };
 
 static int load_line(void *arg, const char *key, const char *value, int line)
 {
 	struct load_arg *a = arg;
 
-	return a->set(a->c, key, value, a->err, a->errlen);
+	return a->set(a->c, key, value, a->e);
 }
 
-int meta_conf_load(struct meta_conf *c, const char *path, char *err, size_t errlen)
+/* A line's own key was named by the setter; a file that cannot be read or parsed names none. */
+static int load(struct load_arg *a, const char *path)
 {
-	struct load_arg a = {c, meta_conf_set, err, errlen};
-
-	return conf_file_read(path, load_line, &a, err, errlen);
+	return conf_file_read(path, load_line, a, a->e->message, sizeof(a->e->message)) ? conf_fail(a->e, NULL) : 0;
 }
 
-int meta_conf_load_reload(struct meta_conf *c, const char *path, char *err, size_t errlen)
+int meta_conf_load(struct meta_conf *c, const char *path, struct meta_err *e)
 {
-	struct load_arg a = {c, meta_conf_set_reload, err, errlen};
+	struct load_arg a = {c, meta_conf_set, e};
 
-	return conf_file_read(path, load_line, &a, err, errlen);
+	return load(&a, path);
+}
+
+int meta_conf_load_reload(struct meta_conf *c, const char *path, struct meta_err *e)
+{
+	struct load_arg a = {c, meta_conf_set_reload, e};
+
+	return load(&a, path);
 }
 
 /* "lmdb" (or empty, the reference's local default) or a redis:// URI that parses. */
@@ -206,39 +224,45 @@ static int check_exposure(const struct meta_conf *c, const char *host, char *err
 	return MMC_INVALID_PARAM;
 }
 
-int meta_conf_check(const struct meta_conf *c, char *err, size_t errlen)
+int meta_conf_check(const struct meta_conf *c, struct meta_err *e)
 {
-	char host[256];
+	char host[256], *err = e->message;
+	size_t errlen = sizeof(e->message);
 	uint16_t port;
 
 	if (c->evict_high <= c->evict_low) {
 		snprintf(err, errlen,
 		         "ock.mmc.evict_threshold_high (%u) must be above ock.mmc.evict_threshold_low (%u)",
 		         c->evict_high, c->evict_low);
-		return MMC_INVALID_PARAM;
+		return conf_fail(e, "ock.mmc.evict_threshold_high");
 	}
 	if (meta_conf_parse_url(c->meta_service_url, host, sizeof(host), &port)) {
 		snprintf(err, errlen, "bad value \"%s\" for \"ock.mmc.meta_service_url\" (expected tcp://host:port)",
 		         c->meta_service_url);
-		return MMC_INVALID_PARAM;
+		return conf_fail(e, "ock.mmc.meta_service_url");
 	}
 	if (c->tls.enable && (!c->tls.cert[0] || !c->tls.key[0])) {
 		snprintf(err, errlen, "ock.mmc.tls.enable needs ock.mmc.tls.cert.path and ock.mmc.tls.key.path");
-		return MMC_INVALID_PARAM;
+		return conf_fail(e, "ock.mmc.tls.enable");
 	}
 	if (check_exposure(c, host, err, errlen))
-		return MMC_INVALID_PARAM;
+		return conf_fail(e, "ock.mmc.meta_service_url");
 	if (!c->data_dir[0]) {
 		snprintf(err, errlen, "ock.mmc.meta.data_dir must not be empty");
-		return MMC_INVALID_PARAM;
+		return conf_fail(e, "ock.mmc.meta.data_dir");
 	}
-	return check_store_uri(c->store_uri, err, errlen);
+	return check_store_uri(c->store_uri, err, errlen) ? conf_fail(e, "ock.mmc.meta.store_uri") : 0;
 }
 
-int meta_conf_resolve_secrets(struct meta_conf *c, char *err, size_t errlen)
+int meta_conf_resolve_secrets(struct meta_conf *c, struct meta_err *e)
 {
+	/* with a file configured, the token is (or should have been) its content: the file's key is at fault */
+	const char *key = c->auth_token_file[0] ? "ock.mmc.meta.auth_token_file" : "ock.mmc.meta.auth_token";
+
 	return secret_resolve("ock.mmc.meta.auth_token", "ock.mmc.meta.auth_token_file", c->auth_token_file,
-	                      c->auth_token, sizeof(c->auth_token), err, errlen);
+	                      c->auth_token, sizeof(c->auth_token), e->message, sizeof(e->message))
+	           ? conf_fail(e, key)
+	           : 0;
 }
 
 int meta_conf_parse_url(const char *url, char *host, size_t hostlen, uint16_t *port)

@@ -1,28 +1,11 @@
 #include "reload.h"
 
-#include <ctype.h>
 #include <string.h>
 
 #include "conf_parse.h"
 #include "log.h"
 #include "meta_conf.h"
-
-/* The first configuration key named in a message ("... ock.mmc.evict_threshold_high (70) must be ..."), or "-". */
-static const char *key_in(const char *msg, char *key, size_t len)
-{
-	const char *k = strstr(msg, "ock.mmc.");
-	size_t n = 0;
-
-	if (!k)
-		k = strstr(msg, "kvcm.");
-	if (!k)
-		return "-";
-	while (n + 1 < len && (isalnum((unsigned char)k[n]) || k[n] == '.' || k[n] == '_'))
-		n++;
-	memcpy(key, k, n);
-	key[n] = '\0';
-	return key;
-}
+#include "meta_err.h"
 
 static bool reloadable(const char *key)
 {
@@ -69,12 +52,10 @@ static void reopen_log(struct meta *m, const struct meta_conf *fresh)
 		strcpy(m->conf.log_path, fresh->log_path);
 }
 
-void reload_rejected(const char *err)
+void reload_rejected(const struct meta_err *e)
 {
-	char key[128];
-
 	log_warn("op=reload result=rejected key=%s err=\"%s\" note=\"the running values are kept\"",
-	         key_in(err, key, sizeof(key)), err);
+	         e->key[0] ? e->key : "-", e->message);
 }
 
 void reload_apply(struct meta *m, const struct meta_conf *fresh)

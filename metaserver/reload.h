@@ -9,9 +9,11 @@
 
 #include "meta.h"
 
+struct meta_err;
+
 /* fresh passed meta_conf_check: apply it to m->conf. */
 void reload_apply(struct meta *m, const struct meta_conf *fresh);
-/* Reading or checking failed with err: log it and keep every running value. */
-void reload_rejected(const char *err);
+/* Reading or checking failed as e says: log it, naming e's key, and keep every running value. */
+void reload_rejected(const struct meta_err *e);
 
 #endif

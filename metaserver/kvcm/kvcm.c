@@ -20,6 +20,7 @@
 #include "kvcm_state.h"
 #include "kvcm_store.h"
 #include "log.h"
+#include "meta_err.h"
 #include "metrics.h"
 #include "mmc/mmc.h"
 #include "persist.h"
@@ -99,43 +100,54 @@ static int check_binds(struct kvcm *k, char *err, size_t errlen)
 	        check_exposure(k, "kvcm.service.rpc_bind", k->conf.rpc_bind, k->conf.tls_cert[0], err, errlen));
 }
 
-static int start_parts(struct kvcm *k, char *err, size_t errlen)
+/* Who may reach the listeners: the configured admin account (when accounts), and the binds' exposure. */
+static int check_access(struct kvcm *k, bool accounts, struct meta_err *e)
 {
-	snprintf(err, errlen, "cannot start the KVCM background tasks");
-	if (deleter_start(k) || sessions_start(k) || reclaim_start(k) || reporters_start(k))
-		return -1;
-	snprintf(err, errlen, "cannot open the KVCM databases");
-	if (store_open(&k->store, k->persist) || state_load(k))
-		return -1;
-	/* a standby (k->ha) took the configured admin before it listened: its stored accounts load only now */
-	if (startup_config_apply(k, err, errlen) || (!k->ha && accounts_bootstrap(k, err, errlen)) ||
-	    check_binds(k, err, errlen))
-		return -1;
-	return persist_flush(k->persist) ? -1 : 0;
+	if ((accounts && accounts_bootstrap(k, e->message, sizeof(e->message))) ||
+	    check_binds(k, e->message, sizeof(e->message)))
+		return meta_err_fail(e, EXIT_CONFIG, NULL);
+	return 0;
 }
 
-static int start_http(struct kvcm *k, char *err, size_t errlen)
+static int start_parts(struct kvcm *k, struct meta_err *e)
 {
-	snprintf(err, errlen, "cannot start the KVCM metrics");
-	if (metrics_new(&k->metrics))
+	if (deleter_start(k) || sessions_start(k) || reclaim_start(k) || reporters_start(k))
+		return meta_err_set(e, EXIT_INTERNAL, NULL, "cannot start the KVCM background tasks");
+	if (store_open(&k->store, k->persist) || state_load(k))
+		return meta_err_set(e, EXIT_INTERNAL, NULL, "cannot open the KVCM databases");
+	if (startup_config_apply(k, e->message, sizeof(e->message)))
+		return meta_err_fail(e, EXIT_CONFIG, NULL);
+	/* a standby (k->ha) took the configured admin before it listened: its stored accounts load only now */
+	if (check_access(k, !k->ha, e))
 		return -1;
+	if (persist_flush(k->persist))
+		return meta_err_set(e, EXIT_INTERNAL, NULL, "cannot open the KVCM databases");
+	return 0;
+}
+
+static int start_http(struct kvcm *k, struct meta_err *e)
+{
+	if (metrics_new(&k->metrics))
+		return meta_err_set(e, EXIT_INTERNAL, NULL, "cannot start the KVCM metrics");
 	if (http_server_start(&k->http, k, k->conf.bind, (uint16_t)k->conf.http_port, meta_routes, false, &k->http_port,
-	                      err, errlen) ||
+	                      e) ||
 	    http_server_start(&k->admin, k, k->conf.bind, (uint16_t)k->conf.admin_http_port, admin_routes, true,
-	                      &k->admin_port, err, errlen) ||
-	    grpc_servers_start(k, err, errlen))
+	                      &k->admin_port, e) ||
+	    grpc_servers_start(k, e))
 		return -1;
 	http_server_text_routes(k->admin, admin_text_routes);
 	return 0;
 }
 
 int kvcm_listen(struct kvcm **out, struct event_base *base, struct meta *meta, struct ha *ha, char *ready_line,
-                size_t ready_len, char *err, size_t errlen)
+                size_t ready_len, struct meta_err *e)
 {
 	struct kvcm *k = calloc(1, sizeof(*k));
 
-	if (!k)
+	if (!k) {
+		meta_err_set(e, EXIT_INTERNAL, NULL, "out of memory for the KVCM");
 		return MMC_MALLOC_FAILED;
+	}
 	k->base = base;
 	k->meta = meta;
 	k->ha = ha;
@@ -147,7 +159,7 @@ int kvcm_listen(struct kvcm **out, struct event_base *base, struct meta *meta, s
 	kvcm_seed_random(k);
 	/* a standby listens before it can load stored accounts: only the configured admin (kvcm.service.admin_user)
 	 * guards it, and a bind other hosts reach needs one, as a leader's does */
-	if ((ha && (accounts_bootstrap(k, err, errlen) || check_binds(k, err, errlen))) || start_http(k, err, errlen)) {
+	if ((ha && check_access(k, true, e)) || start_http(k, e)) {
 		kvcm_stop(k);
 		return MMC_ERROR;
 	}
@@ -159,21 +171,21 @@ int kvcm_listen(struct kvcm **out, struct event_base *base, struct meta *meta, s
 	return 0;
 }
 
-int kvcm_promote(struct kvcm *k, struct persist *p, char *err, size_t errlen)
+int kvcm_promote(struct kvcm *k, struct persist *p, struct meta_err *e)
 {
 	k->persist = p;
-	if (start_parts(k, err, errlen))
+	if (start_parts(k, e))
 		return MMC_ERROR;
 	log_info("op=kvcm_start node=\"%s\"", k->node_id);
 	return 0;
 }
 
 int kvcm_start(struct kvcm **out, struct event_base *base, struct persist *p, struct meta *meta, char *ready_line,
-               size_t ready_len, char *err, size_t errlen)
+               size_t ready_len, struct meta_err *e)
 {
-	int rc = kvcm_listen(out, base, meta, NULL, ready_line, ready_len, err, errlen);
+	int rc = kvcm_listen(out, base, meta, NULL, ready_line, ready_len, e);
 
-	if (rc == 0 && (rc = kvcm_promote(*out, p, err, errlen))) {
+	if (rc == 0 && (rc = kvcm_promote(*out, p, e))) {
 		kvcm_stop(*out);
 		*out = NULL;
 	}

@@ -18,6 +18,7 @@ struct persist;
 struct meta;
 struct kvcm;
 struct ha;
+struct meta_err;
 
 /* Records one kvcm.* configuration key. Returns 0 or MMC_INVALID_PARAM with a message naming the key in err. */
 int kvcm_conf_set(const char *key, const char *value, char *err, size_t errlen);
@@ -25,10 +26,11 @@ int kvcm_conf_set(const char *key, const char *value, char *err, size_t errlen);
 /*
  * Starts the HTTP listeners on base and loads persisted KVCM state from p. meta gives access to the object
  * store (for ST_MMC storages). Writes "http=PORT admin=PORT" (the bound ports) to ready_line.
- * Returns 0 and *out, or MMC_* with a message in err.
+ * Returns 0 and *out, or MMC_* with *e filled (meta_err.h) where it failed: EXIT_LISTEN for a port that cannot be
+ * bound, EXIT_CONFIG for a setting the KVCM refuses, EXIT_INTERNAL for its own resources.
  */
 int kvcm_start(struct kvcm **out, struct event_base *base, struct persist *p, struct meta *meta, char *ready_line,
-               size_t ready_len, char *err, size_t errlen);
+               size_t ready_len, struct meta_err *e);
 
 /*
  * The same in two steps, for a server that may stand by (leader election): kvcm_listen starts the HTTP listeners
@@ -36,8 +38,8 @@ int kvcm_start(struct kvcm **out, struct event_base *base, struct persist *p, st
  * kvcm_promote loads the persisted state from p once this node leads, exactly as kvcm_start would.
  */
 int kvcm_listen(struct kvcm **out, struct event_base *base, struct meta *meta, struct ha *ha, char *ready_line,
-                size_t ready_len, char *err, size_t errlen);
-int kvcm_promote(struct kvcm *k, struct persist *p, char *err, size_t errlen);
+                size_t ready_len, struct meta_err *e);
+int kvcm_promote(struct kvcm *k, struct persist *p, struct meta_err *e);
 /* This node's id (kvcm.leader_elector.node_id, or host:admin_port_random) and its bound HTTP ports. */
 const char *kvcm_node_id(const struct kvcm *k);
 void kvcm_ports(const struct kvcm *k, uint16_t *http, uint16_t *admin);

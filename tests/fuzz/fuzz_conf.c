@@ -11,6 +11,7 @@
 
 #include "local_config.h"
 #include "meta_conf.h"
+#include "meta_err.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -21,6 +22,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct meta_conf mc;
 	struct client_conf cc;
 	mmc_local_config lc = mmc_default_local_config();
+	struct meta_err e;
 	char err[512];
 
 	if (fd < 0) {
@@ -32,8 +34,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (ftruncate(fd, 0) || pwrite(fd, data, size, 0) != (ssize_t)size)
 		abort();
 	meta_conf_defaults(&mc);
-	if (meta_conf_load(&mc, path, err, sizeof(err)) == 0)
-		meta_conf_check(&mc, err, sizeof(err));
+	meta_err_clear(&e);
+	if (meta_conf_load(&mc, path, &e) == 0)
+		meta_conf_check(&mc, &e);
 	snprintf(lc.config_path, sizeof(lc.config_path), "%s", path);
 	local_config_resolve(&lc, &cc, err, sizeof(err));
 	return 0;

@@ -44,6 +44,13 @@ def main():
         line = s.wait_log(r'op=reload result=rejected key=ock.mmc.log_level')
         checks.append(('a bad value is rejected naming its key', line is not None, s.stderr()))
 
+        # the key comes from where the failure happened, not from the message: one without the ock.mmc. prefix
+        # is named as well (reading it back out of the message gave key=-)
+        write(conf, 'ock.mmc.evict_threshold_high = 90\nmeta.world_size = 16\n')
+        s.signal(signal.SIGHUP)
+        line = s.wait_log(r'op=reload result=rejected key=meta.world_size')
+        checks.append(('an unknown key is rejected naming it', line is not None, s.stderr()))
+
         write(conf, 'ock.mmc.evict_threshold_high = 95\nock.mmc.evict_threshold_low = 85\n'
                     'ock.mmc.meta.lease_ttl_ms = 5000\nock.mmc.meta.world_size = 16\n')
         s.signal(signal.SIGHUP)

@@ -21,6 +21,7 @@
 #include "kvcm/model/kvcm_conf.h"
 #include "local_config.h"
 #include "meta_conf.h"
+#include "meta_err.h"
 #include "mmc/mmc.h"
 #include "store.h"
 
@@ -114,8 +115,9 @@ static int check_client(const char *key, const char *value)
 
 static int check_server(const char *key, const char *value)
 {
-	char path[] = "/tmp/mmc-conf-probe-XXXXXX", err[512] = "", differs[1024] = "";
+	char path[] = "/tmp/mmc-conf-probe-XXXXXX", differs[1024] = "";
 	struct meta_conf c, defaults;
+	struct meta_err e;
 	struct kvcm_conf kvcm_defaults = *kvcm_conf();
 	int rc;
 
@@ -123,16 +125,17 @@ static int check_server(const char *key, const char *value)
 		return 2;
 	meta_conf_defaults(&defaults);
 	meta_conf_defaults(&c);
-	rc = meta_conf_load(&c, path, err, sizeof(err));
+	meta_err_clear(&e);
+	rc = meta_conf_load(&c, path, &e);
 	unlink(path);
 	if (rc == 0)
-		rc = meta_conf_check(&c, err, sizeof(err));
+		rc = meta_conf_check(&c, &e);
 	if (rc == 0)
 		diff_fields(meta_conf_keys(), &c, &defaults, differs, sizeof(differs));
 	/* kvcm keys: the KV Cache Manager keeps its table to itself; compare the whole configuration */
 	if (rc == 0 && memcmp(kvcm_conf(), &kvcm_defaults, sizeof(kvcm_defaults)) != 0)
 		snprintf(differs, sizeof(differs), " %s (the kvcm configuration)", key);
-	report(rc, err, differs);
+	report(rc, e.message, differs);
 	fflush(stdout);
 	return 0;
 }

@@ -11,6 +11,7 @@
 #include "conf_parse.h"
 #include "local_config.h"
 #include "meta_conf.h"
+#include "meta_err.h"
 #include "mmc/mmc.h"
 #include "tcp_url.h"
 
@@ -238,35 +239,43 @@ Test(conf, client_config_is_never_read_past_its_version)
 
 Test(conf, server_keys)
 {
+	struct meta_err e;
 	struct meta_conf c;
-	char err[256];
 
 	meta_conf_defaults(&c);
-	cr_assert_eq(meta_conf_check(&c, err, sizeof(err)), 0);
+	cr_assert_eq(meta_conf_check(&c, &e), 0);
 	cr_assert_eq(c.evict_high, 90);
 	cr_assert_eq(c.evict_low, 80);
 	cr_assert_eq(c.lease_ttl_ms, 10000);
-	cr_assert_eq(meta_conf_set(&c, "ock.mmc.evict_threshold_high", "70", err, sizeof(err)), 0);
-	cr_assert_eq(meta_conf_check(&c, err, sizeof(err)), MMC_INVALID_PARAM, "high must stay above low");
-	cr_assert(strstr(err, "evict_threshold"), "%s", err);
-	cr_assert_eq(meta_conf_set(&c, "ock.mmc.evict_threshold_low", "60", err, sizeof(err)), 0);
-	cr_assert_eq(meta_conf_check(&c, err, sizeof(err)), 0);
-	cr_assert_eq(meta_conf_set(&c, "ock.mmc.evict_threshold_high", "100", err, sizeof(err)), MMC_INVALID_PARAM);
-	cr_assert_eq(meta_conf_set(&c, "ock.mmc.meta.lease_ttl_ms", "0", err, sizeof(err)), MMC_INVALID_PARAM);
-	cr_assert_eq(meta_conf_set(&c, "ock.mmc.meta.lmdb.sync", "maybe", err, sizeof(err)), MMC_INVALID_PARAM);
-	cr_assert_eq(meta_conf_set(&c, "ock.mmc.bogus", "1", err, sizeof(err)), MMC_INVALID_PARAM);
-	cr_assert(strstr(err, "ock.mmc.bogus"), "%s", err);
-	cr_assert_eq(meta_conf_set(&c, "ock.mmc.meta_service_url", "tcp://0.0.0.0:5001", err, sizeof(err)), 0);
-	cr_assert_eq(meta_conf_check(&c, err, sizeof(err)), MMC_INVALID_PARAM, "reachable without credentials");
-	cr_assert(strstr(err, "ock.mmc.meta.auth_token"), "%s", err);
-	cr_assert_eq(meta_conf_set(&c, "ock.mmc.meta.allow_insecure_bind", "true", err, sizeof(err)), 0);
-	cr_assert_eq(meta_conf_check(&c, err, sizeof(err)), 0);
-	cr_assert_eq(meta_conf_set(&c, "ock.mmc.meta_service_url", "udp://x", err, sizeof(err)), 0);
-	cr_assert_eq(meta_conf_check(&c, err, sizeof(err)), MMC_INVALID_PARAM);
+	cr_assert_eq(meta_conf_set(&c, "ock.mmc.evict_threshold_high", "70", &e), 0);
+	cr_assert_eq(meta_conf_check(&c, &e), MMC_INVALID_PARAM, "high must stay above low");
+	cr_assert(strstr(e.message, "evict_threshold"), "%s", e.message);
+	cr_assert_str_eq(e.key, "ock.mmc.evict_threshold_high", "the check names the key it refuses");
+	cr_assert_eq(e.exit_code, EXIT_CONFIG);
+	cr_assert_eq(meta_conf_set(&c, "ock.mmc.evict_threshold_low", "60", &e), 0);
+	cr_assert_eq(meta_conf_check(&c, &e), 0);
+	cr_assert_eq(meta_conf_set(&c, "ock.mmc.evict_threshold_high", "100", &e), MMC_INVALID_PARAM);
+	cr_assert_eq(meta_conf_set(&c, "ock.mmc.meta.lease_ttl_ms", "0", &e), MMC_INVALID_PARAM);
+	cr_assert_eq(meta_conf_set(&c, "ock.mmc.meta.lmdb.sync", "maybe", &e), MMC_INVALID_PARAM);
+	meta_err_clear(&e);
+	cr_assert_eq(meta_conf_set(&c, "ock.mmc.bogus", "1", &e), MMC_INVALID_PARAM);
+	cr_assert(strstr(e.message, "ock.mmc.bogus"), "%s", e.message);
+	cr_assert_str_eq(e.key, "ock.mmc.bogus");
+	cr_assert_eq(meta_conf_set(&c, "no.prefix", "1", &e), MMC_INVALID_PARAM);
+	cr_assert_str_eq(e.key, "no.prefix", "a key without a known prefix is named too");
+	cr_assert_eq(meta_conf_set(&c, "ock.mmc.meta_service_url", "tcp://0.0.0.0:5001", &e), 0);
+	cr_assert_eq(meta_conf_check(&c, &e), MMC_INVALID_PARAM, "reachable without credentials");
+	cr_assert(strstr(e.message, "ock.mmc.meta.auth_token"), "%s", e.message);
+	cr_assert_str_eq(e.key, "ock.mmc.meta_service_url");
+	cr_assert_eq(meta_conf_set(&c, "ock.mmc.meta.allow_insecure_bind", "true", &e), 0);
+	cr_assert_eq(meta_conf_check(&c, &e), 0);
+	cr_assert_eq(meta_conf_set(&c, "ock.mmc.meta_service_url", "udp://x", &e), 0);
+	cr_assert_eq(meta_conf_check(&c, &e), MMC_INVALID_PARAM);
 }
 
 Test(conf, memcache_compatibility_keys_are_checked_and_ignored)
 {
+	struct meta_err e;
 	char err[256];
 	struct meta_conf c;
 
@@ -289,14 +298,15 @@ Test(conf, memcache_compatibility_keys_are_checked_and_ignored)
 	    "a client key is unknown to the server");
 	cr_assert_eq(conf_apply_compat(CONF_SCOPE_CLIENT, "ock.mmc.tls.nonsense", "x", err, sizeof(err)), 0);
 	meta_conf_defaults(&c);
-	cr_assert_eq(meta_conf_set(&c, "ock.mmc.meta.ha.enable", "false", err, sizeof(err)), 0);
-	cr_assert_eq(meta_conf_set(&c, "ock.mmc.log_rotation_file_count", "51", err, sizeof(err)), MMC_INVALID_PARAM);
-	cr_assert_eq(meta_conf_set(&c, "ock.mmc.config_store.tls.key.path", "/k", err, sizeof(err)), 0);
+	cr_assert_eq(meta_conf_set(&c, "ock.mmc.meta.ha.enable", "false", &e), 0);
+	cr_assert_eq(meta_conf_set(&c, "ock.mmc.log_rotation_file_count", "51", &e), MMC_INVALID_PARAM);
+	cr_assert_eq(meta_conf_set(&c, "ock.mmc.config_store.tls.key.path", "/k", &e), 0);
 }
 
 /* D5: a comment line past 4095 bytes was read in pieces, and its tail parsed as a line of its own */
 Test(conf, long_lines_are_one_line)
 {
+	struct meta_err e;
 	char path[] = "/tmp/mmc-conf-XXXXXX", err[256];
 	struct meta_conf c;
 	struct client_conf r;
@@ -311,7 +321,7 @@ Test(conf, long_lines_are_one_line)
 	strcpy(text + 4095, "ock.mmc.meta_service_url = tcp://127.0.0.1:15300\n");
 	write_file(path, text);
 	meta_conf_defaults(&c);
-	cr_assert_eq(meta_conf_load(&c, path, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(meta_conf_load(&c, path, &e), 0, "%s", e.message);
 	cr_assert_str_eq(c.meta_service_url, "tcp://127.0.0.1:5000", "the comment's tail was parsed as a key");
 	cr_assert_eq(resolve_file(text, &r, err), 0, "%s", err);
 	cr_assert_eq(r.meta_port, 5000);
@@ -322,8 +332,10 @@ Test(conf, long_lines_are_one_line)
 	strcpy(text + 5024, "\nock.mmc.meta_service_url = tcp://127.0.0.1:15300\n");
 	write_file(path, text);
 	meta_conf_defaults(&c);
-	cr_assert_eq(meta_conf_load(&c, path, err, sizeof(err)), MMC_INVALID_PARAM);
-	cr_assert(strstr(err, "ock.mmc.meta.data_dir"), "%s", err);
+	cr_assert_eq(meta_conf_load(&c, path, &e), MMC_INVALID_PARAM);
+	cr_assert(strstr(e.message, "ock.mmc.meta.data_dir"), "%s", e.message);
+	cr_assert_str_eq(e.key, "ock.mmc.meta.data_dir", "the failing line's key is named, not read from the message");
+	cr_assert_eq(e.exit_code, EXIT_CONFIG);
 	cr_assert_str_eq(c.meta_service_url, "tcp://127.0.0.1:5000");
 	unlink(path);
 	free(text);
@@ -354,6 +366,7 @@ Test(conf, urls_take_names_and_ipv6)
 /* The cluster secret: from its key or its file, not both, long enough, and never in a message. */
 Test(conf, secrets_come_from_a_key_or_a_file)
 {
+	struct meta_err e;
 	char path[] = "/tmp/mmc-secret-XXXXXX", lines[256], err[256];
 	struct client_conf r;
 	struct meta_conf c;
@@ -372,13 +385,14 @@ Test(conf, secrets_come_from_a_key_or_a_file)
 	cr_assert_eq(resolve_file("ock.mmc.client.auth_token = short-secret\n", &r, err), MMC_INVALID_PARAM);
 	cr_assert(strstr(err, "at least 16") && !strstr(err, "short-secret"), "%s", err);
 	meta_conf_defaults(&c);
-	cr_assert_eq(meta_conf_set(&c, "ock.mmc.meta.auth_token_file", "/no/such/file", err, sizeof(err)), 0);
-	cr_assert_eq(meta_conf_resolve_secrets(&c, err, sizeof(err)), MMC_INVALID_PARAM);
-	cr_assert(strstr(err, "ock.mmc.meta.auth_token_file"), "%s", err);
+	cr_assert_eq(meta_conf_set(&c, "ock.mmc.meta.auth_token_file", "/no/such/file", &e), 0);
+	cr_assert_eq(meta_conf_resolve_secrets(&c, &e), MMC_INVALID_PARAM);
+	cr_assert(strstr(e.message, "ock.mmc.meta.auth_token_file"), "%s", e.message);
+	cr_assert_str_eq(e.key, "ock.mmc.meta.auth_token_file");
 	write_file(path, "");
 	meta_conf_defaults(&c);
-	cr_assert_eq(meta_conf_set(&c, "ock.mmc.meta.auth_token_file", path, err, sizeof(err)), 0);
-	cr_assert_eq(meta_conf_resolve_secrets(&c, err, sizeof(err)), MMC_INVALID_PARAM, "an empty file");
+	cr_assert_eq(meta_conf_set(&c, "ock.mmc.meta.auth_token_file", path, &e), 0);
+	cr_assert_eq(meta_conf_resolve_secrets(&c, &e), MMC_INVALID_PARAM, "an empty file");
 	cr_assert_eq(resolve_file("ock.mmc.tls.enable = true\n", &r, err), MMC_INVALID_PARAM);
 	cr_assert(strstr(err, "ock.mmc.tls.ca.path"), "a TLS store must be able to verify the server: %s", err);
 	unlink(path);
@@ -674,6 +688,7 @@ Test(conf, memcache_repo_local_conf_loads)
  * repository (Ascend/memcache @d2e2caf, etru-177/memcache @2949a2a; keys and values, comments left out) */
 Test(conf, memcache_meta_confs_load)
 {
+	struct meta_err e;
 	static const char *const files[] = {
 	    "ock.mmc.meta_service_url = tcp://127.0.0.1:5000\n"
 	    "ock.mmc.meta_service.config_store_url = tcp://127.0.0.1:6000\n"
@@ -703,7 +718,7 @@ Test(conf, memcache_meta_confs_load)
 	    "ock.mmc.log_level = info\n"
 	    "ock.mmc.log_output_target = file\n",
 	};
-	char path[] = "/tmp/mmc-conf-XXXXXX", err[256];
+	char path[] = "/tmp/mmc-conf-XXXXXX";
 	struct meta_conf c;
 	int fd = mkstemp(path);
 
@@ -712,13 +727,13 @@ Test(conf, memcache_meta_confs_load)
 	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
 		write_file(path, files[i]);
 		meta_conf_defaults(&c);
-		cr_assert_eq(meta_conf_load(&c, path, err, sizeof(err)), 0, "file %zu: %s", i, err);
-		cr_assert_eq(meta_conf_check(&c, err, sizeof(err)), 0, "file %zu: %s", i, err);
+		cr_assert_eq(meta_conf_load(&c, path, &e), 0, "file %zu: %s", i, e.message);
+		cr_assert_eq(meta_conf_check(&c, &e), 0, "file %zu: %s", i, e.message);
 	}
 	cr_assert_eq(c.evict_high, 90, "the last file leaves the thresholds alone");
 	meta_conf_defaults(&c);
-	cr_assert_eq(meta_conf_set(&c, "ock.mmc.log_output_target", "nowhere", err, sizeof(err)), MMC_INVALID_PARAM);
-	cr_assert(strstr(err, "ock.mmc.log_output_target"), "%s", err);
-	cr_assert_eq(meta_conf_set(&c, "ock.mmc.tls.bottom.path", "/x", err, sizeof(err)), MMC_INVALID_PARAM);
+	cr_assert_eq(meta_conf_set(&c, "ock.mmc.log_output_target", "nowhere", &e), MMC_INVALID_PARAM);
+	cr_assert(strstr(e.message, "ock.mmc.log_output_target"), "%s", e.message);
+	cr_assert_eq(meta_conf_set(&c, "ock.mmc.tls.bottom.path", "/x", &e), MMC_INVALID_PARAM);
 	unlink(path);
 }

@@ -7,6 +7,7 @@
 #include <event2/listener.h>
 #include <event2/util.h>
 #include <arpa/inet.h>
+#include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdio.h>
@@ -18,6 +19,7 @@
 #include "http_tls.h"
 #include "kvcm_state.h"
 #include "log.h"
+#include "meta_err.h"
 #include "mmc/mmc.h"
 
 #define MAX_STREAMS           100
@@ -419,24 +421,28 @@ static int alpn_cb(SSL *ssl, const unsigned char **out, unsigned char *outlen, c
 }
 
 int grpc_server_start(struct grpc_server **out, struct kvcm *k, const char *bind, uint16_t port,
-                      const struct grpc_service *services, bool admin, uint16_t *bound, char *err, size_t errlen)
+                      const struct grpc_service *services, bool admin, uint16_t *bound, struct meta_err *e)
 {
 	struct grpc_server *s = calloc(1, sizeof(*s));
 
-	if (!s)
+	if (!s) {
+		meta_err_set(e, EXIT_INTERNAL, NULL, "out of memory for the %s gRPC server", admin ? "admin" : "KVCM");
 		return MMC_MALLOC_FAILED;
+	}
 	s->k = k;
 	s->services = services;
 	s->admin = admin;
 	list_init(&s->conns);
-	if (http_tls_ctx(&k->conf, &s->tls, err, errlen)) {
+	if (http_tls_ctx(&k->conf, &s->tls, e->message, sizeof(e->message))) {
+		meta_err_fail(e, EXIT_CONFIG, NULL);
 		grpc_server_stop(s);
 		return MMC_ERROR;
 	}
 	if (s->tls)
 		SSL_CTX_set_alpn_select_cb(s->tls, alpn_cb, NULL);
 	if (listen_on(s, bind, port, bound)) {
-		snprintf(err, errlen, "cannot listen on %s:%u for %s gRPC", bind, port, admin ? "admin" : "KVCM");
+		meta_err_set(e, EXIT_LISTEN, NULL, "cannot listen on %s:%u for %s gRPC: %s", bind, port,
+		             admin ? "admin" : "KVCM", strerror(errno));
 		grpc_server_stop(s);
 		return MMC_ERROR;
 	}

@@ -16,6 +16,7 @@
 struct kvcm;
 struct route;
 struct grpc_server;
+struct meta_err;
 
 /* One service on a port: its methods are the routes named as the methods in lowerCamel (RegisterInstance:
  * "registerInstance"); a method without a route answers UNIMPLEMENTED. */
@@ -25,9 +26,10 @@ struct grpc_service {
 	bool debug; /* only with kvcm.service.enable_debug_service */
 };
 
-/* Listens on bind:port (0: any free port) for the services (a table ending in {NULL}). */
+/* Listens on bind:port (0: any free port) for the services (a table ending in {NULL}). A failure fills *e as
+ * http_server_start() does. */
 int grpc_server_start(struct grpc_server **out, struct kvcm *k, const char *bind, uint16_t port,
-                      const struct grpc_service *services, bool admin, uint16_t *bound, char *err, size_t errlen);
+                      const struct grpc_service *services, bool admin, uint16_t *bound, struct meta_err *e);
 void grpc_server_stop(struct grpc_server *s);
 
 #endif

@@ -19,14 +19,14 @@ static const struct grpc_service admin_services[] = {
     {NULL, NULL, false},
 };
 
-int grpc_servers_start(struct kvcm *k, char *err, size_t errlen)
+int grpc_servers_start(struct kvcm *k, struct meta_err *e)
 {
 	if (!k->conf.grpc_enabled)
 		return 0;
 	if (grpc_server_start(&k->grpc, k, k->conf.rpc_bind, (uint16_t)k->conf.rpc_port, meta_services, false,
-	                      &k->rpc_port, err, errlen) ||
+	                      &k->rpc_port, e) ||
 	    grpc_server_start(&k->admin_grpc, k, k->conf.rpc_bind, (uint16_t)k->conf.admin_rpc_port, admin_services,
-	                      true, &k->admin_rpc_port, err, errlen))
+	                      true, &k->admin_rpc_port, e))
 		return MMC_ERROR;
 	return 0;
 }

@@ -5,10 +5,11 @@
 #include <stddef.h>
 
 struct kvcm;
+struct meta_err;
 
 /* Starts the MetaService listener (kvcm.service.rpc_port) and the admin one (AdminService and DebugService on
  * kvcm.service.admin_rpc_port), unless kvcm.service.enable_grpc is false. */
-int grpc_servers_start(struct kvcm *k, char *err, size_t errlen);
+int grpc_servers_start(struct kvcm *k, struct meta_err *e);
 void grpc_servers_stop(struct kvcm *k);
 
 #endif

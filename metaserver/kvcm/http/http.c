@@ -5,6 +5,7 @@
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 #include <event2/bufferevent.h>
+#include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
@@ -21,6 +22,7 @@
 #include "http_tls.h"
 #include "instance.h"
 #include "kvcm_state.h"
+#include "meta_err.h"
 #include "log.h"
 #include "metrics.h"
 #include "mmc/mmc.h"
@@ -482,21 +484,29 @@ static void gen_cb(struct evhttp_request *req, void *arg)
 }
 
 int http_server_start(struct http_server **out, struct kvcm *k, const char *bind, uint16_t port,
-                      const struct route *routes, bool admin, uint16_t *bound, char *err, size_t errlen)
+                      const struct route *routes, bool admin, uint16_t *bound, struct meta_err *e)
 {
 	struct http_server *s = calloc(1, sizeof(*s));
+	const char *what = admin ? "admin" : "KVCM";
 	struct evhttp_bound_socket *bs;
 	struct sockaddr_storage ss;
 	ev_socklen_t sl = sizeof(ss);
 
-	if (!s)
+	if (!s) {
+		meta_err_set(e, EXIT_INTERNAL, NULL, "out of memory for the %s HTTP server", what);
 		return MMC_MALLOC_FAILED;
+	}
 	s->k = k;
 	s->admin = admin;
 	s->routes = routes;
-	if (http_tls_ctx(&k->conf, &s->tls, err, errlen) ||
-	    conn_pool_init(&s->pool, k, s->tls, admin ? "admin" : "kvcm",
+	if (http_tls_ctx(&k->conf, &s->tls, e->message, sizeof(e->message))) {
+		meta_err_fail(e, EXIT_CONFIG, NULL);
+		http_server_stop(s);
+		return MMC_ERROR;
+	}
+	if (conn_pool_init(&s->pool, k, s->tls, admin ? "admin" : "kvcm",
 	                   conn_fit_limit(k->conf.max_connections, "kvcm.service.max_connections"))) {
+		meta_err_set(e, EXIT_INTERNAL, NULL, "out of memory for the %s HTTP connections", what);
 		http_server_stop(s);
 		return MMC_ERROR;
 	}
@@ -504,8 +514,10 @@ int http_server_start(struct http_server **out, struct kvcm *k, const char *bind
 		s->nroutes++;
 	s->metric_slots = calloc(s->nroutes + 1, sizeof(int));
 	s->http = evhttp_new(k->base);
-	if (!s->metric_slots || !s->http)
+	if (!s->metric_slots || !s->http) {
+		meta_err_set(e, EXIT_INTERNAL, NULL, "out of memory for the %s HTTP server", what);
 		goto fail;
+	}
 	for (size_t i = 0; i < s->nroutes; i++)
 		s->metric_slots[i] = metrics_slot(k->metrics, routes[i].name);
 	evhttp_set_max_body_size(s->http, (ev_ssize_t)k->conf.max_body_bytes);
@@ -517,7 +529,8 @@ int http_server_start(struct http_server **out, struct kvcm *k, const char *bind
 	evhttp_set_bevcb(s->http, conn_bev_new, &s->pool);
 	bs = evhttp_bind_socket_with_handle(s->http, bind, port);
 	if (!bs) {
-		snprintf(err, errlen, "cannot listen on %s:%u for %s HTTP", bind, port, admin ? "admin" : "KVCM");
+		meta_err_set(e, EXIT_LISTEN, NULL, "cannot listen on %s:%u for %s HTTP: %s", bind, port, what,
+		             strerror(errno));
 		goto fail;
 	}
 	conn_pool_listen(&s->pool, evhttp_bound_socket_get_listener(bs));

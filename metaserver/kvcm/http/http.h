@@ -77,10 +77,12 @@ struct call {
 };
 
 struct http_server;
+struct meta_err;
 
-/* Listens on bind:port (0: any free port) and serves routes (a table ending in {NULL}). */
+/* Listens on bind:port (0: any free port) and serves routes (a table ending in {NULL}). A failure fills *e:
+ * EXIT_LISTEN when the port cannot be bound, EXIT_CONFIG for the TLS settings, EXIT_INTERNAL for resources. */
 int http_server_start(struct http_server **out, struct kvcm *k, const char *bind, uint16_t port,
-                      const struct route *routes, bool admin, uint16_t *bound, char *err, size_t errlen);
+                      const struct route *routes, bool admin, uint16_t *bound, struct meta_err *e);
 void http_server_stop(struct http_server *s);
 /*
  * Runs route r on the JSON body of len bytes that another transport decoded its request into (the caller keeps
