@@ -125,6 +125,20 @@ static int start_parts(struct kvcm *k, struct meta_err *e)
 	return 0;
 }
 
+/* The reference serves its DebugService over HTTP on http_port + 3000 (its harness drives it there); the admin port
+ * serves it too. With http_port 0 (any free port) this one is any free port as well. */
+static int start_debug_http(struct kvcm *k, struct meta_err *e)
+{
+	uint32_t port = k->conf.http_port ? k->conf.http_port + 3000 : 0;
+
+	if (!k->conf.debug_service)
+		return 0;
+	if (port > 65535)
+		return meta_err_set(e, EXIT_CONFIG, "kvcm.service.http_port",
+		                    "the debug HTTP port, kvcm.service.http_port + 3000, is above 65535");
+	return http_server_start(&k->debug, k, k->conf.bind, (uint16_t)port, debug_routes, true, &k->debug_port, e);
+}
+
 static int start_http(struct kvcm *k, struct meta_err *e)
 {
 	if (metrics_new(&k->metrics))
@@ -133,7 +147,7 @@ static int start_http(struct kvcm *k, struct meta_err *e)
 	                      e) ||
 	    http_server_start(&k->admin, k, k->conf.bind, (uint16_t)k->conf.admin_http_port, admin_routes, true,
 	                      &k->admin_port, e) ||
-	    grpc_servers_start(k, e))
+	    grpc_servers_start(k, e) || start_debug_http(k, e))
 		return -1;
 	http_server_text_routes(k->admin, admin_text_routes);
 	return 0;
@@ -164,8 +178,8 @@ int kvcm_listen(struct kvcm **out, struct event_base *base, struct meta *meta, s
 		return MMC_ERROR;
 	}
 	identity(k);
-	snprintf(ready_line, ready_len, "http=%u admin=%u meta_rpc_port=%u admin_rpc_port=%u", k->http_port,
-	         k->admin_port, k->rpc_port, k->admin_rpc_port);
+	snprintf(ready_line, ready_len, "http=%u admin=%u meta_rpc_port=%u admin_rpc_port=%u debug_http_port=%u",
+	         k->http_port, k->admin_port, k->rpc_port, k->admin_rpc_port, k->debug_port);
 	log_info("op=kvcm_listen http=%s:%u admin=%s:%u", k->conf.bind, k->http_port, k->conf.bind, k->admin_port);
 	*out = k;
 	return 0;
@@ -212,6 +226,7 @@ void kvcm_stop(struct kvcm *k)
 		persist_flush(k->persist);
 	http_server_stop(k->http);
 	http_server_stop(k->admin);
+	http_server_stop(k->debug);
 	grpc_servers_stop(k);
 	block_scans_stop(k);
 	reporters_stop(k);

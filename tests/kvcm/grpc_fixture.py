@@ -137,9 +137,9 @@ def basic(user, password):
     return "Basic " + base64.b64encode(("%s:%s" % (user, password)).encode()).decode()
 
 
-def http_call(srv, service, route, body, timeout=30, auth=None):
-    """(HTTP status, reply JSON or None); auth: an Authorization value."""
-    port = getattr(srv, HTTP_PORT[service])
+def http_call(srv, service, route, body, timeout=30, auth=None, port=None):
+    """(HTTP status, reply JSON or None); auth: an Authorization value; port: another than the service's."""
+    port = port or getattr(srv, HTTP_PORT[service])
     headers = {"Content-Type": "application/json"}
     if auth:
         headers["Authorization"] = auth

@@ -10,6 +10,7 @@
 
 extern const struct route meta_routes[];
 extern const struct route admin_routes[];
+extern const struct route debug_routes[]; /* the DebugService's, alone */
 /* GET pages of the admin port that are not JSON calls: the Mooncake master's (master_compat.c) */
 extern const struct text_route admin_text_routes[];
 

@@ -67,6 +67,15 @@ const struct route admin_routes[] = {
     {NULL, NULL, NULL, 0, NULL},
 };
 
+/* The reference's own debug HTTP port (http_port + 3000) serves these only. */
+const struct route debug_routes[] = {
+    {"injectFault", admin_inject_fault, NULL, D, NULL},
+    {"removeFault", admin_remove_fault, NULL, D, NULL},
+    {"clearFaults", admin_clear_faults, NULL, D, NULL},
+    {"debugClock", admin_debug_clock, NULL, D, NULL},
+    {NULL, NULL, NULL, 0, NULL},
+};
+
 const struct text_route admin_text_routes[] = {
     {"/get_all_segments", master_get_all_segments},
     {NULL, NULL},

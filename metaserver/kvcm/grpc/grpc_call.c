@@ -267,6 +267,19 @@ static bool headers_ok(struct h2_stream *st)
 	return false;
 }
 
+/* Whether a call on path needs an admin account: that of its service (a port may serve both kinds), or for a
+ * service the port does not serve, the port's own (so nothing is learnt before the credentials are checked). */
+static bool needs_admin(const struct grpc_server *s, const char *path)
+{
+	const char *slash = path[0] == '/' ? strchr(path + 1, '/') : NULL;
+	size_t n = slash ? (size_t)(slash - path - 1) : 0;
+
+	for (const struct grpc_service *g = s->services; slash && g->desc; g++)
+		if (strlen(g->desc->name) == n && strncmp(g->desc->name, path + 1, n) == 0)
+			return g->admin;
+	return s->admin;
+}
+
 /* The checks before the message is read; false when the stream has been answered. */
 static bool admit(struct h2_stream *st)
 {
@@ -278,7 +291,8 @@ static bool admit(struct h2_stream *st)
 		return false;
 	if (st->bad_header)
 		grpc_call_fail(st, GS_INTERNAL, "malformed request headers");
-	else if ((refused = grpc_auth_check(s->k, s->admin, st->authorization, st->path, &s->log_bucket)))
+	else if ((refused = grpc_auth_check(s->k, needs_admin(s, st->path), st->authorization, st->path,
+	                                    &s->log_bucket)))
 		grpc_call_fail(st, refused, refused == GRPC_UNAUTHENTICATED ? "credentials refused" : "forbidden");
 	else if (!resolve(st, &why))
 		grpc_call_fail(st, GS_UNIMPLEMENTED, why);

@@ -24,10 +24,12 @@ struct grpc_service {
 	const ProtobufCServiceDescriptor *desc;
 	const struct route *routes;
 	bool debug; /* only with kvcm.service.enable_debug_service */
+	bool admin; /* an admin-port service: a ROLE_USER account is refused PERMISSION_DENIED */
 };
 
-/* Listens on bind:port (0: any free port) for the services (a table ending in {NULL}). A failure fills *e as
- * http_server_start() does. */
+/* Listens on bind:port (0: any free port) for the services (a table ending in {NULL}). admin names the listener in
+ * errors, and is the account check of a service the port does not serve. A failure fills *e as http_server_start()
+ * does. */
 int grpc_server_start(struct grpc_server **out, struct kvcm *k, const char *bind, uint16_t port,
                       const struct grpc_service *services, bool admin, uint16_t *bound, struct meta_err *e);
 void grpc_server_stop(struct grpc_server *s);

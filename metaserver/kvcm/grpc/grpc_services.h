@@ -8,7 +8,8 @@ struct kvcm;
 struct meta_err;
 
 /* Starts the MetaService listener (kvcm.service.rpc_port) and the admin one (AdminService and DebugService on
- * kvcm.service.admin_rpc_port), unless kvcm.service.enable_grpc is false. */
+ * kvcm.service.admin_rpc_port), or one listener for all three when both keys name the same port, unless
+ * kvcm.service.enable_grpc is false. */
 int grpc_servers_start(struct kvcm *k, struct meta_err *e);
 void grpc_servers_stop(struct kvcm *k);
 

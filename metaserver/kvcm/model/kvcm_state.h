@@ -34,6 +34,8 @@ struct kvcm {
 	struct kvcm_conf conf;
 	struct http_server *http, *admin;
 	uint16_t http_port, admin_port;
+	struct http_server *debug; /* the DebugService on http_port + 3000 (enable_debug_service), else NULL */
+	uint16_t debug_port;
 	char host[256];
 	char node_id[320];
 
