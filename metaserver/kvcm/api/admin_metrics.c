@@ -2,15 +2,18 @@
  * getMetrics (reference kvcm.md §4.16): what GET /metrics shows, as JSON. Read back from the very text /metrics
  * serves, so the two cannot disagree: one entry per sample line, its labels as tags, an integer value as
  * int_value and any other as float_value. Then, per API, the two the reference's clients read, in its names:
- * service.query_counter (requests) and service.query_rt_us (mean latency), tagged api_name=<Method>.
+ * service.query_counter (requests) and service.query_rt_us (mean latency), tagged api_name=<Method>. The reclaimer's
+ * metrics also come under the reference's cache_reclaimer.* names, with the same tags.
  */
 #include <event2/buffer.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "api.h"
 #include "kvcm_state.h"
 #include "metrics.h"
+#include "reclaim.h"
 
 #define MAX_TAGS 8
 
@@ -115,22 +118,13 @@ static void reference_metrics(struct jw *w, const struct api_totals *t)
 	}
 }
 
-static void sample(struct jw *w, char *line, struct api_totals *t)
+static void entry(struct jw *w, const char *name, const struct tags *tg, const char *value)
 {
-	char *value = strrchr(line, ' '), *brace = strchr(line, '{'), *end;
-	struct tags tg;
+	char *end;
 	long long i;
 
-	if (!value || line[0] == '#')
-		return;
-	*value++ = '\0';
-	if (brace)
-		*brace++ = '\0';
-	if (!parse_tags(brace, &tg))
-		return;
-	gather(t, line, &tg, value);
 	jw_obj(w);
-	jw_kstr(w, "metric_name", line);
+	jw_kstr(w, "metric_name", name);
 	jw_key(w, "metric_value");
 	jw_obj(w);
 	i = strtoll(value, &end, 10);
@@ -144,14 +138,37 @@ static void sample(struct jw *w, char *line, struct api_totals *t)
 	jw_obj_end(w);
 	jw_key(w, "metric_tags");
 	jw_arr(w);
-	for (int j = 0; j < tg.n; j++) {
+	for (int j = 0; j < tg->n; j++) {
 		jw_obj(w);
-		jw_kstr(w, "tag_key", tg.key[j]);
-		jw_kstr(w, "tag_value", tg.value[j]);
+		jw_kstr(w, "tag_key", tg->key[j]);
+		jw_kstr(w, "tag_value", tg->value[j]);
 		jw_obj_end(w);
 	}
 	jw_arr_end(w);
 	jw_obj_end(w);
+}
+
+/* A sample line, and again under the reference's name when it is one of the reclaimer's (cache_reclaimer.*). */
+static void sample(struct jw *w, char *line, struct api_totals *t)
+{
+	char *value = strrchr(line, ' '), *brace = strchr(line, '{'), ref_value[32];
+	const char *ref;
+	struct tags tg;
+	double scale;
+
+	if (!value || line[0] == '#')
+		return;
+	*value++ = '\0';
+	if (brace)
+		*brace++ = '\0';
+	if (!parse_tags(brace, &tg))
+		return;
+	gather(t, line, &tg, value);
+	entry(w, line, &tg, value);
+	if ((ref = reclaim_metric_reference(line, &scale))) {
+		snprintf(ref_value, sizeof(ref_value), "%lld", (long long)(strtod(value, NULL) * scale + 0.5));
+		entry(w, ref, &tg, ref_value);
+	}
 }
 
 void admin_get_metrics(struct call *c)

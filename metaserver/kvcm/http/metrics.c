@@ -195,6 +195,7 @@ void metrics_text(struct kvcm *k, struct evbuffer *b)
 	counter(b, "deleted_locations_total", "Locations deleted.", deleter_deleted(k), false);
 	counter(b, "deleted_files_total", "Files unlinked by deletes.", deleter_files_unlinked(k), false);
 	counter(b, "reclaimed_locations_total", "Locations evicted by reclaim.", reclaim_evicted(k), false);
+	reclaim_metrics_write(k, b);
 	counter(b, "http_connections", "Open HTTP connections (both ports).",
 	        http_server_connections(k->http) + http_server_connections(k->admin), true);
 	counter(b, "grpc_connections", "Open gRPC connections (both ports).", k->grpc_connections, true);

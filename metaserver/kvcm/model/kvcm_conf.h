@@ -9,6 +9,23 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The cache reclaimer (model/reclaim.c): the reference's kvcm.cache_reclaimer.* keys. */
+struct kvcm_reclaim_conf {
+	uint32_t idle_interval_ms;   /* after a round that submitted nothing (alias kvcm.reclaim.interval_ms) */
+	uint32_t del_batch_size;     /* blocks per delete request, B (alias kvcm.reclaim.batch); 0: no reclaim */
+	uint32_t sampling_size;      /* key_sampling_size_total: keys sampled per instance, S; 0: no reclaim */
+	uint32_t sampling_per_task;  /* key_sampling_size_per_task: no effect (sampling walks LRU lists in memory) */
+	uint32_t worker_size;        /* no effect (the reclaimer runs on the event loop) */
+	uint32_t min_sampling_ratio; /* group_lru_min_sampling_ratio, R: S is at least B x R */
+	uint32_t max_sampling_size;  /* group_lru_max_sampling_size: keys sampled per group and round */
+	uint32_t max_requests;       /* group_lru_max_delete_requests_per_round */
+	uint64_t credit_timeout_ms;  /* inflight_delete_timeout_ms: credit lasts the delay plus this */
+	uint64_t pending_locations;  /* pending_location_limit_per_group_type */
+	uint64_t pending_type_bytes; /* pending_bytes_limit_per_group_type */
+	uint64_t pending_requests;   /* pending_delete_handler_limit */
+	uint64_t pending_bytes;      /* pending_bytes_limit */
+};
+
 struct kvcm_conf {
 	char bind[256];
 	uint32_t http_port;
@@ -26,8 +43,7 @@ struct kvcm_conf {
 	uint32_t empty_session_timeout_ms;
 	uint32_t sweep_interval_ms;
 	uint32_t max_sessions;
-	uint32_t reclaim_interval_ms;
-	uint32_t reclaim_batch;
+	struct kvcm_reclaim_conf reclaim;
 	uint32_t io_threads;
 	/* reportEvent defaults for event-report storages that do not set their own */
 	uint32_t er_heartbeat_timeout_ms;

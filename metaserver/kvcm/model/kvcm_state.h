@@ -21,6 +21,7 @@ struct http_server;
 struct grpc_server;
 struct sessions;
 struct deleter;
+struct reclaimer;
 struct metrics;
 struct reporters;
 struct faults;
@@ -50,10 +51,9 @@ struct kvcm {
 	struct metrics *metrics;
 	struct reporters *reporters;
 	struct chain_table file_refs; /* files shared by several blocks: deleted with the last one */
-	struct event *reclaim_ev;
-	uint64_t reclaimed;        /* locations evicted by reclaim */
-	struct faults *faults;     /* injected by the debug service (api/fault_injection.c); NULL: none yet */
-	struct accounts *accounts; /* model/account.c; NULL: none yet */
+	struct reclaimer *reclaimer;  /* model/reclaim.c */
+	struct faults *faults;        /* injected by the debug service (api/fault_injection.c); NULL: none yet */
+	struct accounts *accounts;    /* model/account.c; NULL: none yet */
 
 	struct kvcm_store
 	    store; /* the LMDB tables; a reply to a request that moved store.writes waits for the commit */
