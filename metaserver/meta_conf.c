@@ -125,8 +125,10 @@ static int set_key(struct meta_conf *c, const char *key, const char *value, char
 	int rc;
 
 	/* the reference's key for where the registry lives: here the one store of both halves of the server */
-	if (strcmp(key, "kvcm.registry_storage.uri") == 0)
+	if (strcmp(key, "kvcm.registry_storage.uri") == 0) {
 		key = "ock.mmc.meta.store_uri";
+		value = kvcm_registry_uri(value);
+	}
 	if (strncmp(key, "kvcm.", 5) == 0)
 		return kvcm_conf_set(key, value, err, errlen);
 	if (conf_find(keys, key))

@@ -22,6 +22,9 @@ struct meta_err;
 
 /* Records one kvcm.* configuration key. Returns 0 or MMC_INVALID_PARAM with a message naming the key in err. */
 int kvcm_conf_set(const char *key, const char *value, char *err, size_t errlen);
+/* kvcm.registry_storage.uri as the meta server's store URI: the reference's local:// registry (in memory, or files
+ * at its path) is LMDB in the data directory here, said once in the log; any other value as it is. */
+const char *kvcm_registry_uri(const char *value);
 
 /*
  * Starts the HTTP listeners on base and loads persisted KVCM state from p. meta gives access to the object

@@ -102,7 +102,7 @@ Test(config, bad_settings_stop_the_server)
 /* Every key the reference server's settings table takes (tair-kvcache server_config.cc, the versions of 0b29f6b3
  * and 93b1a302 and the Raft one), with a value it accepts. kvcm.cache_reclaimer.* are tested with the reclaimer. */
 static const char *const reference_keys[] = {
-    "kvcm.registry_storage.uri=lmdb",
+    "kvcm.registry_storage.uri=local://?cluster_name=test",
     "kvcm.coordination.uri=",
     "kvcm.distributed_lock.uri=",
     "kvcm.leader_elector.node_id=n1",
@@ -183,6 +183,23 @@ Test(config, reference_server_keys_are_accepted)
 	cr_expect_eq(system(cmd), 0, "one line says a key has no effect");
 	unlink(conf);
 	unlink(log);
+}
+
+/* The reference's local:// registry (files at its path) is the LMDB store of the data directory: what is
+ * registered survives a restart. */
+Test(config, local_registry_uri_is_the_data_dir)
+{
+	static const char *const env[] = {"kvcm.registry_storage.uri=local:///tmp/kvcm_registry?cluster_name=t", NULL};
+	char cmd[600];
+
+	srv_up(env);
+	snprintf(cmd, sizeof(cmd), "grep -q 'key=kvcm.registry_storage.uri .*kept in LMDB' '%s'", srv.m.log);
+	cr_expect_eq(system(cmd), 0, "one line says where the registry is kept");
+	cr_assert(register_simple(&srv.meta, "default", "r", 100));
+	cr_assert_eq(metaserver_stop(&srv.m), 0);
+	cr_assert_eq(kvcm_srv_restart(&srv, env), 0);
+	EXPECT_CODE(CALL("getInstanceInfo", "{\"instance_id\":\"r\"}"), "OK");
+	srv_down();
 }
 
 /* kvcm.service.custom_info is this leader's custom_info in both forms of cluster info. */

@@ -201,6 +201,16 @@ static int no_effect_key(const char *key, const char *value, char *err, size_t e
 	return 0;
 }
 
+const char *kvcm_registry_uri(const char *value)
+{
+	if (strncmp(value, "local://", 8) != 0)
+		return value;
+	log_info("op=config key=kvcm.registry_storage.uri value=\"%s\" note=\"the registry is kept in LMDB in the data "
+	         "directory; the local:// path is not used\"",
+	         value);
+	return "lmdb";
+}
+
 int kvcm_conf_set(const char *key, const char *value, char *err, size_t errlen)
 {
 	int rc = no_effect_key(key, value, err, errlen);

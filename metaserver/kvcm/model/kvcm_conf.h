@@ -80,6 +80,8 @@ struct kvcm_conf {
 
 /* Records one kvcm.* key (kvcm.h declares it for the meta server, which calls it). */
 int kvcm_conf_set(const char *key, const char *value, char *err, size_t errlen);
+/* kvcm.registry_storage.uri as the meta server's store URI (kvcm.h declares it too). */
+const char *kvcm_registry_uri(const char *value);
 /* The configuration in force (defaults until kvcm_conf_set changes them). */
 const struct kvcm_conf *kvcm_conf(void);
 
