@@ -3,10 +3,37 @@
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "mmc/mmc.h"
 #include "wire_limits.h"
+
+static bool names_file(const char *key)
+{
+	static const char *const tls[] = {"ca.path", "ca.crl.path", "cert.path", "key.path", "key.pass.path"};
+	size_t len = strlen(key);
+
+	if (len > 5 && strcmp(key + len - 5, "_file") == 0)
+		return true;
+	if (strncmp(key, "ock.mmc.tls.", 12) != 0)
+		return false;
+	for (size_t i = 0; i < sizeof(tls) / sizeof(tls[0]); i++)
+		if (strcmp(key + 12, tls[i]) == 0)
+			return true;
+	return false;
+}
+
+const char *secret_file_path(const char *key, const char *value, char *buf, size_t cap)
+{
+	const char *dir = getenv("CREDENTIALS_DIRECTORY");
+	int n;
+
+	if (!dir || !dir[0] || !value[0] || strchr(value, '/') || !names_file(key))
+		return value;
+	n = snprintf(buf, cap, "%s/%s", dir, value);
+	return n > 0 && (size_t)n < cap ? buf : NULL;
+}
 
 int secret_resolve(const char *key, const char *file_key, const char *file, char *token, size_t cap, char *err,
                    size_t errlen)

@@ -1,6 +1,7 @@
 /*
  * Secrets from files (ock.mmc.meta.auth_token_file, ock.mmc.client.auth_token_file), so they are not on a command
- * line, in the environment or in a config file that is readable by more people than the secret should be.
+ * line, in the environment or in a config file that is readable by more people than the secret should be; and the
+ * systemd credentials (LoadCredential=) such a key may name instead of a path.
  */
 #ifndef MMC_SECRET_FILE_H
 #define MMC_SECRET_FILE_H
@@ -21,5 +22,14 @@ int secret_file_read(const char *key, const char *path, char *out, size_t cap, c
  */
 int secret_resolve(const char *key, const char *file_key, const char *file, char *token, size_t cap, char *err,
                    size_t errlen);
+
+/*
+ * What the value of a key that names a file stands for. A bare name (no '/') of such a key is a credential: when
+ * $CREDENTIALS_DIRECTORY is set (systemd's LoadCredential=, or a container's secrets directory), the file of that
+ * name in it; anything else is the path as written. Keys that name a file are those ending in "_file" and the
+ * ock.mmc.tls.* files (ca.path, ca.crl.path, cert.path, key.path, key.pass.path). Returns value, or buf (cap bytes)
+ * holding the credential's path, or NULL when that path does not fit.
+ */
+const char *secret_file_path(const char *key, const char *value, char *buf, size_t cap);
 
 #endif

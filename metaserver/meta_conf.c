@@ -122,8 +122,14 @@ static int conf_fail(struct meta_err *e, const char *key)
 
 static int set_key(struct meta_conf *c, const char *key, const char *value, char *err, size_t errlen)
 {
+	char cred[1024];
 	int rc;
 
+	/* every key of both halves comes through here: the one place where a bare file name becomes a credential */
+	if (!(value = secret_file_path(key, value, cred, sizeof(cred)))) {
+		snprintf(err, errlen, "%s: the credential's path under $CREDENTIALS_DIRECTORY is too long", key);
+		return MMC_INVALID_PARAM;
+	}
 	/* the reference's key for where the registry lives: here the one store of both halves of the server */
 	if (strcmp(key, "kvcm.registry_storage.uri") == 0) {
 		key = "ock.mmc.meta.store_uri";

@@ -398,6 +398,36 @@ Test(conf, secrets_come_from_a_key_or_a_file)
 	unlink(path);
 }
 
+/* A bare name in a key that names a file is a credential under $CREDENTIALS_DIRECTORY (systemd's LoadCredential=);
+ * a path, another key, or no such directory leave the value as written. */
+Test(conf, bare_file_names_are_credentials)
+{
+	char longdir[1100];
+	struct meta_err e;
+	struct meta_conf c;
+
+	meta_conf_defaults(&c);
+	unsetenv("CREDENTIALS_DIRECTORY");
+	cr_assert_eq(meta_conf_set(&c, "ock.mmc.meta.auth_token_file", "cluster.token", &e), 0);
+	cr_assert_str_eq(c.auth_token_file, "cluster.token", "without the directory, a path relative to the cwd");
+	setenv("CREDENTIALS_DIRECTORY", "/run/credentials/mmc-metaserver.service", 1);
+	cr_assert_eq(meta_conf_set(&c, "ock.mmc.meta.auth_token_file", "cluster.token", &e), 0);
+	cr_assert_str_eq(c.auth_token_file, "/run/credentials/mmc-metaserver.service/cluster.token");
+	cr_assert_eq(meta_conf_set(&c, "ock.mmc.tls.key.path", "tls.key", &e), 0);
+	cr_assert_str_eq(c.tls.key, "/run/credentials/mmc-metaserver.service/tls.key");
+	cr_assert_eq(meta_conf_set(&c, "ock.mmc.meta.store_password_file", "./redis.password", &e), 0);
+	cr_assert_str_eq(c.store_password_file, "./redis.password", "a path is a path");
+	cr_assert_eq(meta_conf_set(&c, "ock.mmc.log_path", "metaserver.log", &e), 0);
+	cr_assert_str_eq(c.log_path, "metaserver.log", "the log is no credential");
+	memset(longdir, 'd', sizeof(longdir) - 1);
+	longdir[0] = '/';
+	longdir[sizeof(longdir) - 1] = '\0';
+	setenv("CREDENTIALS_DIRECTORY", longdir, 1);
+	cr_assert_eq(meta_conf_set(&c, "kvcm.service.admin_password_file", "admin.password", &e), MMC_INVALID_PARAM);
+	cr_assert(strstr(e.message, "kvcm.service.admin_password_file"), "%s", e.message);
+	unsetenv("CREDENTIALS_DIRECTORY");
+}
+
 /* ---- MemCache's own files: every key they carry is understood (mapped, or accepted with one warning) ---- */
 
 static char warned[16384];
