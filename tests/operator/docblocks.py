@@ -58,9 +58,15 @@ def stubs(bindir, with_server=True):
         os.chmod(path, 0o755)
 
 
+# what a fresh Debian host has (and the doc's steps may take for granted); /etc/mmc and /etc/credstore it has not
+SKELETON = ('etc/default', 'etc/systemd/system', 'var/lib', 'var/log', 'run', 'srv')
+
+
 def run(blocks, root, cwd, bindir, env=None, timeout=120):
-    """Runs the blocks, rooted, as one bash script with -eu -o pipefail in cwd, bindir first on PATH. Returns
-    (returncode, output, the stub log's lines)."""
+    """Runs the blocks, rooted, as one bash script with -eu -o pipefail in cwd, bindir first on PATH, on a root
+    that has what SKELETON names. Returns (returncode, output, the stub log's lines)."""
+    for d in SKELETON:
+        os.makedirs(os.path.join(root, d), mode=0o755, exist_ok=True)
     log = os.path.join(root, 'docblocks.log')
     script = os.path.join(root, 'docblocks.sh')
     with open(script, 'w') as f:
