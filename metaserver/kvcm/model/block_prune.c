@@ -6,7 +6,6 @@
 #include "block_index.h"
 #include "block_record.h"
 #include "log.h"
-#include "quota.h"
 #include "storage_uri.h"
 
 static bool prunable(const struct location *l)
@@ -41,21 +40,6 @@ size_t prune_note(struct prune_set *ps, const struct block *b)
 	return n;
 }
 
-/* Drops l's metadata: nothing else points at a SERVING location (no session, no delete). */
-static void drop(struct kvcm *k, struct instance *inst, struct block *b, struct location *l)
-{
-	location_unlink(b, l);
-	usage_sub_location(inst, l);
-	location_free(l);
-	if (!b->locs) {
-		block_record_del(k, inst, b->key);
-		block_remove(inst, b);
-		usage_sub_key(inst);
-	} else {
-		block_record_put(k, inst, b);
-	}
-}
-
 void prune_apply(struct kvcm *k, struct instance *inst, struct prune_set *ps)
 {
 	size_t dropped = 0;
@@ -66,7 +50,7 @@ void prune_apply(struct kvcm *k, struct instance *inst, struct prune_set *ps)
 
 		/* a key repeated in one request is noted twice: the second finds nothing */
 		if (l && l->status == CLS_SERVING && !l->pending) {
-			drop(k, inst, b, l);
+			block_drop_location(k, inst, b, l); /* nothing else points at a SERVING one */
 			dropped++;
 		}
 	}

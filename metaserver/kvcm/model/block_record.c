@@ -8,6 +8,7 @@
 #include "kvcm_state.h"
 #include "log.h"
 #include "mmc/mmc.h"
+#include "quota.h"
 #include "storage.h"
 
 #define BLOCK_RECORD_VERSION 2
@@ -184,5 +185,19 @@ void block_record_read(struct kvcm *k, struct block *b, const void *rec, size_t 
 			continue;
 		*tail = l;
 		tail = &l->next;
+	}
+}
+
+void block_drop_location(struct kvcm *k, struct instance *inst, struct block *b, struct location *l)
+{
+	location_unlink(b, l);
+	usage_sub_location(inst, l);
+	location_free(l);
+	if (!b->locs) {
+		block_record_del(k, inst, b->key);
+		block_remove(inst, b);
+		usage_sub_key(inst);
+	} else {
+		block_record_put(k, inst, b);
 	}
 }

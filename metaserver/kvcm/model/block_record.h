@@ -18,6 +18,11 @@ int block_record_put(struct kvcm *k, const struct instance *inst, const struct b
 /* Deletes the record of inst's block key. 0 or MMC_ERROR. */
 int block_record_del(struct kvcm *k, const struct instance *inst, int64_t key);
 /*
+ * Drops l from b and frees it, its usage with it; b and its record go too when l was its last location (its key
+ * stops counting), else b's record is rewritten. For what the deleter finished and what pruning found lost.
+ */
+void block_drop_location(struct kvcm *k, struct instance *inst, struct block *b, struct location *l);
+/*
  * Fills the empty block b from its record rec of len bytes: prev_key, the LRU stamp, and the locations whose
  * storage still exists, in their stored order (nothing is accounted: the caller does). A malformed tail is
  * dropped.

@@ -88,17 +88,8 @@ static void finalize(struct del_job *j)
 
 	if (l && l->pending) {
 		usage_unpending(inst, b, l);
-		location_unlink(b, l);
-		usage_sub_location(inst, l);
-		location_free(l);
+		block_drop_location(k, inst, b, l);
 		j->d->deleted++;
-		if (!b->locs) {
-			block_record_del(k, inst, b->key);
-			block_remove(inst, b);
-			usage_sub_key(inst);
-		} else {
-			block_record_put(k, inst, b);
-		}
 	}
 	instance_release(k, inst);
 	free_job(j);
