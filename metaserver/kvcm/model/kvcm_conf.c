@@ -101,6 +101,7 @@ static const struct conf_key keys[] = {
     {"kvcm.event_report.snapshot_delta_drain_timeout_ms", CONF_U32, F(er_drain_timeout_ms), 1, 86400000, NULL},
     {"kvcm.distributed_lock.uri", CONF_STR, F(lock_uri), 0, 0, NULL},
     {"kvcm.coordination.uri", CONF_STR, F(lock_uri), 0, 0, NULL},
+    {"kvcm.distributed_lock.password_file", CONF_STR, F(lock_password_file), 0, 0, NULL},
     {"kvcm.leader_elector.lease_ms", CONF_U32, F(lease_ms), 300, 3600000, NULL},
     {"kvcm.leader_elector.loop_interval_ms", CONF_U32, F(loop_interval_ms), 10, 600000, NULL},
     {"kvcm.leader_elector.node_id", CONF_STR, F(node_id), 0, 0, NULL},
