@@ -158,10 +158,21 @@ static void retry_cb(evutil_socket_t fd, short what, void *arg)
 	changed(arg);
 }
 
+/* The elector's settings from the kvcm.* keys. */
+static struct ha_opts opts_of(const struct kvcm_conf *kc, int64_t campaign_after_wall_ms)
+{
+	return (struct ha_opts){.lock_uri = kc->lock_uri,
+	                        .lease_ms = kc->lease_ms,
+	                        .loop_interval_ms = kc->loop_interval_ms,
+	                        .campaign_delay_ms = kc->campaign_delay_ms,
+	                        .campaign_after_wall_ms = campaign_after_wall_ms,
+	                        .lock_password_file = kc->lock_password_file};
+}
+
 int leadership_check(char *err, size_t errlen)
 {
 	const struct kvcm_conf *kc = kvcm_conf();
-	struct ha_opts o = {kc->lock_uri, kc->lease_ms, kc->loop_interval_ms, kc->campaign_delay_ms, 0};
+	struct ha_opts o = opts_of(kc, 0);
 
 	if (!kc->lock_uri[0])
 		return 0;
@@ -176,8 +187,7 @@ int leadership_open(struct meta *m, int argc, char **argv, int (*load)(struct me
 {
 	const struct kvcm_conf *kc = kvcm_conf();
 	const char *after = getenv(CAMPAIGN_ENV), *keep = getenv(ARGC_ENV);
-	struct ha_opts o = {kc->lock_uri, kc->lease_ms, kc->loop_interval_ms, kc->campaign_delay_ms,
-	                    after ? strtoll(after, NULL, 10) : 0};
+	struct ha_opts o = opts_of(kc, after ? strtoll(after, NULL, 10) : 0);
 
 	unsetenv(CAMPAIGN_ENV);
 	unsetenv(ARGC_ENV);

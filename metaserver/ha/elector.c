@@ -190,7 +190,7 @@ int ha_check(const struct ha_opts *o, char *err, size_t errlen)
 		    o->loop_interval_ms, o->lease_ms);
 		return MMC_INVALID_PARAM;
 	}
-	return ha_lock_uri_check(o->lock_uri, err, errlen);
+	return ha_lock_check(o->lock_uri, o->lock_password_file, err, errlen);
 }
 
 int ha_open(struct ha **out, struct event_base *base, const struct ha_opts *o, void (*on_change)(void *arg), void *arg,
@@ -214,7 +214,7 @@ int ha_open(struct ha **out, struct event_base *base, const struct ha_opts *o, v
 	pthread_mutex_init(&h->mu, NULL);
 	pthread_cond_init(&h->cv, NULL);
 	h->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	rc = ha_lock_open(&h->lock, o->lock_uri, o->lease_ms / 5, err, errlen);
+	rc = ha_lock_open(&h->lock, o->lock_uri, o->lock_password_file, o->lease_ms / 5, err, errlen);
 	if (rc == 0 && (h->efd < 0 || !(h->ev = event_new(base, h->efd, EV_READ | EV_PERSIST, wake_cb, h)) ||
 	                event_add(h->ev, NULL))) {
 		snprintf(err, errlen, "cannot start the leader elector");

@@ -32,14 +32,15 @@ struct ha_opts {
 	uint32_t loop_interval_ms;  /* kvcm.leader_elector.loop_interval_ms */
 	uint32_t campaign_delay_ms; /* after a demotion: do not campaign for this long (updateLeaderElectorConfig) */
 	int64_t campaign_after_wall_ms; /* do not campaign before this wall-clock time (a demoted process's restart) */
+	const char *lock_password_file; /* kvcm.distributed_lock.password_file; NULL or "": none */
 };
 
 /* Opens the lock backend; the thread starts with ha_start. on_change(arg) runs on base's loop whenever the
  * lease is won or lost. Returns 0, or MMC_INVALID_PARAM / MMC_MALLOC_FAILED with a message in err. */
 int ha_open(struct ha **out, struct event_base *base, const struct ha_opts *o, void (*on_change)(void *arg), void *arg,
             char *err, size_t errlen);
-/* The checks of o that ha_open makes before it opens anything (the lock URI's text, the loop interval against the
- * lease): also what --check-config runs. Returns 0, or MMC_INVALID_PARAM with a message in err. */
+/* The checks of o that ha_open makes before it opens anything (the lock URI's text, its password file, the loop
+ * interval against the lease): also what --check-config runs. Returns 0, or MMC_INVALID_PARAM with a message in err. */
 int ha_check(const struct ha_opts *o, char *err, size_t errlen);
 /* Who this node is, as written into the lock (set before ha_start). */
 void ha_set_self(struct ha *h, const struct ha_holder *self);

@@ -8,27 +8,28 @@
 
 #include "mmc/mmc.h"
 
-int ha_lock_uri_check(const char *uri, char *err, size_t errlen)
+int ha_lock_check(const char *uri, const char *password_file, char *err, size_t errlen)
 {
 	if (strncmp(uri, "file://", 7) == 0 && uri[7])
 		return 0;
 	if (strncmp(uri, "redis://", 8) == 0 && uri[8])
-		return ha_lock_redis_uri_check(uri, err, errlen);
+		return ha_lock_redis_check(uri, password_file, err, errlen);
 	snprintf(err, errlen,
 	         "bad value \"%s\" for \"kvcm.distributed_lock.uri\" (expected file://DIR or redis://host:port[/db])",
 	         uri);
 	return MMC_INVALID_PARAM;
 }
 
-int ha_lock_open(struct ha_lock **out, const char *uri, uint32_t timeout_ms, char *err, size_t errlen)
+int ha_lock_open(struct ha_lock **out, const char *uri, const char *password_file, uint32_t timeout_ms, char *err,
+                 size_t errlen)
 {
-	int rc = ha_lock_uri_check(uri, err, errlen);
+	int rc = ha_lock_check(uri, password_file, err, errlen);
 
 	if (rc)
 		return rc;
 	if (strncmp(uri, "file://", 7) == 0)
 		return ha_lock_file_open(out, uri + 7, err, errlen);
-	return ha_lock_redis_open(out, uri, timeout_ms, err, errlen);
+	return ha_lock_redis_open(out, uri, password_file, timeout_ms, err, errlen);
 }
 
 int ha_holder_format(const struct ha_holder *h, char *out, size_t len)

@@ -43,15 +43,20 @@ struct ha_lock {
 	const char *redis_key; /* redis://: the key holding the lock (a Redis store can check it at each commit) */
 };
 
-/* Opens the backend the URI names (file://DIR, redis://[user:password@]host:port[/db]); timeout_ms bounds each
- * round trip to the lock store. Returns 0, or MMC_INVALID_PARAM with a message in err. */
-int ha_lock_open(struct ha_lock **out, const char *uri, uint32_t timeout_ms, char *err, size_t errlen);
-/* Whether ha_lock_open would take uri, judged by its text alone (nothing opened or reached): the check
- * ha_lock_open makes first, and what --check-config runs. Returns 0, or MMC_INVALID_PARAM with a message in err. */
-int ha_lock_uri_check(const char *uri, char *err, size_t errlen);
-int ha_lock_redis_uri_check(const char *uri, char *err, size_t errlen);
+/* Opens the backend the URI names (file://DIR, redis://[user:password@]host:port[/db]); password_file (NULL or ""
+ * for none: kvcm.distributed_lock.password_file) holds a redis:// lock's password, and then a lone name before the
+ * URI's '@' is the user. timeout_ms bounds each round trip to the lock store. Returns 0, or MMC_INVALID_PARAM with a
+ * message in err (which never holds the password). */
+int ha_lock_open(struct ha_lock **out, const char *uri, const char *password_file, uint32_t timeout_ms, char *err,
+                 size_t errlen);
+/* Whether ha_lock_open would take uri and password_file, judged by the URI's text and the file's content, with
+ * nothing reached over the network: the check ha_lock_open makes first, and what --check-config runs. Returns 0,
+ * or MMC_INVALID_PARAM with a message in err. */
+int ha_lock_check(const char *uri, const char *password_file, char *err, size_t errlen);
+int ha_lock_redis_check(const char *uri, const char *password_file, char *err, size_t errlen);
 int ha_lock_file_open(struct ha_lock **out, const char *dir, char *err, size_t errlen);
-int ha_lock_redis_open(struct ha_lock **out, const char *uri, uint32_t timeout_ms, char *err, size_t errlen);
+int ha_lock_redis_open(struct ha_lock **out, const char *uri, const char *password_file, uint32_t timeout_ms, char *err,
+                       size_t errlen);
 
 /* The value self writes into the redis:// lock while it holds it. Returns 0 or MMC_INVALID_PARAM (too long). */
 int ha_lock_redis_value(const struct ha_holder *self, char *out, size_t len);

@@ -3,6 +3,12 @@
  * holder's record and whose TTL is the lease. Taken with SET NX PX, renewed with a compare-and-pexpire script,
  * released with a compare-and-delete script, so that a node renews or removes only a lock it still holds. Each round
  * trip is bounded by the timeout; a broken connection is opened again on the next call.
+ *
+ * The password comes from the URI or, better (a URI on a command line shows in `ps`), from
+ * kvcm.distributed_lock.password_file, as ock.mmc.meta.store_password_file gives the store's: with a file, a lone
+ * name before the '@' is the user. A lock store that fails (unreachable, a wrong or missing password, any error
+ * reply) is logged when the failure starts or changes, then every FAIL_LOG_MS with a count, and once when it
+ * answers again: a standby that can never lead says why, without a line per loop.
  */
 #include <hiredis/hiredis.h>
 #include <stdarg.h>
@@ -12,11 +18,15 @@
 #include <string.h>
 #include <strings.h>
 
+#include "clock.h"
 #include "lock.h"
 #include "log.h"
 #include "mmc/mmc.h"
+#include "secret_file.h"
 
-#define LOCK_KEY "kvcm_lock:mmc_leader"
+#define LOCK_KEY     "kvcm_lock:mmc_leader"
+#define PASSWORD_KEY "kvcm.distributed_lock.password_file"
+#define FAIL_LOG_MS  10000
 
 static const char renew_lua[] = "if redis.call('get', KEYS[1]) == ARGV[1] then "
                                 "return redis.call('pexpire', KEYS[1], ARGV[2]) else return 0 end";
@@ -29,8 +39,36 @@ struct lock_redis {
 	char host[256], user[128], password[256];
 	int port, db;
 	uint32_t timeout_ms;
-	int log_bucket;
+	bool lone_token; /* the URI's user information had no ':' */
+	/* the failure logged last (empty: none since the last success), when, and how many were not logged since */
+	char failure[256];
+	uint64_t failure_logged_ms, failures_unlogged;
 };
+
+/* A failed round trip: logged when it is new or changed, otherwise once every FAIL_LOG_MS with a count. */
+static void failed(struct lock_redis *r, const char *why)
+{
+	uint64_t now = clock_ms();
+
+	if (strcmp(r->failure, why) == 0 && now - r->failure_logged_ms < FAIL_LOG_MS) {
+		r->failures_unlogged++;
+		return;
+	}
+	log_warn("op=ha_lock backend=redis addr=%s:%d state=failing err=\"%s\" failures_since_last_line=%llu "
+	         "note=\"no leader can be elected through this lock until it answers\"",
+	         r->host, r->port, why, (unsigned long long)r->failures_unlogged);
+	snprintf(r->failure, sizeof(r->failure), "%s", why);
+	r->failure_logged_ms = now;
+	r->failures_unlogged = 0;
+}
+
+static void answered(struct lock_redis *r)
+{
+	if (!r->failure[0])
+		return;
+	log_info("op=ha_lock backend=redis addr=%s:%d state=ok after=\"%s\"", r->host, r->port, r->failure);
+	r->failure[0] = '\0';
+}
 
 static struct timeval tv_of(uint32_t ms)
 {
@@ -53,22 +91,22 @@ static redisReply *cmd(struct lock_redis *r, const char *fmt, ...)
 	rep = redisvCommand(r->c, fmt, ap);
 	va_end(ap);
 	if (!rep) {
-		log_ratelimited(&r->log_bucket, LOG_WARN, "op=ha_lock backend=redis err=\"%s\"", r->c->errstr);
+		failed(r, r->c->errstr);
 		drop(r);
+	} else if (rep->type == REDIS_REPLY_ERROR) { /* NOAUTH, WRONGPASS, a read-only replica, ...: never a holder */
+		failed(r, rep->str);
+		freeReplyObject(rep);
+		rep = NULL;
 	}
 	return rep;
 }
 
-/* One command whose reply must not be an error; false (connection dropped or error logged) otherwise. */
-static bool cmd_ok(struct lock_redis *r, redisReply *rep)
+/* One command whose reply only matters for being no error (cmd logged any). */
+static bool reply_ok(redisReply *rep)
 {
-	bool ok = rep && rep->type != REDIS_REPLY_ERROR;
-
-	if (rep && !ok)
-		log_ratelimited(&r->log_bucket, LOG_WARN, "op=ha_lock backend=redis err=\"%s\"", rep->str);
 	if (rep)
 		freeReplyObject(rep);
-	return ok;
+	return rep != NULL;
 }
 
 static int connect_redis(struct lock_redis *r)
@@ -79,16 +117,15 @@ static int connect_redis(struct lock_redis *r)
 		return 0;
 	r->c = redisConnectWithTimeout(r->host, r->port, tv);
 	if (!r->c || r->c->err) {
-		log_ratelimited(&r->log_bucket, LOG_WARN, "op=ha_lock backend=redis addr=%s:%d err=\"%s\"", r->host,
-		                r->port, r->c ? r->c->errstr : "out of memory");
+		failed(r, r->c ? r->c->errstr : "out of memory");
 		drop(r);
 		return MMC_ERROR;
 	}
 	redisSetTimeout(r->c, tv);
 	if (r->password[0] &&
-	    !cmd_ok(r, r->user[0] ? cmd(r, "AUTH %s %s", r->user, r->password) : cmd(r, "AUTH %s", r->password)))
+	    !reply_ok(r->user[0] ? cmd(r, "AUTH %s %s", r->user, r->password) : cmd(r, "AUTH %s", r->password)))
 		goto fail;
-	if (r->db && !cmd_ok(r, cmd(r, "SELECT %d", r->db)))
+	if (r->db && !reply_ok(cmd(r, "SELECT %d", r->db)))
 		goto fail;
 	return 0;
 fail:
@@ -114,6 +151,7 @@ static int read_holder(struct lock_redis *r, struct ha_holder *cur)
 	if (t->type == REDIS_REPLY_INTEGER && t->integer > 0)
 		cur->expiry_wall_ms = now + t->integer;
 	freeReplyObject(t);
+	answered(r);
 	return 0;
 }
 
@@ -143,6 +181,7 @@ static int redis_acquire(struct ha_lock *l, const struct ha_holder *self, uint32
 	if (won) {
 		*cur = mine;
 		cur->expiry_wall_ms = now + lease_ms;
+		answered(r);
 		return 1;
 	}
 	return read_holder(r, cur) ? MMC_ERROR : 0;
@@ -162,7 +201,7 @@ static void redis_release(struct ha_lock *l, const struct ha_holder *self)
 
 	if (ha_lock_redis_value(self, val, sizeof(val)) || connect_redis(r))
 		return;
-	cmd_ok(r, cmd(r, "EVAL %s 1 %s %s", release_lua, LOCK_KEY, val));
+	reply_ok(cmd(r, "EVAL %s 1 %s %s", release_lua, LOCK_KEY, val));
 }
 
 static void redis_close(struct ha_lock *l)
@@ -170,6 +209,7 @@ static void redis_close(struct ha_lock *l)
 	struct lock_redis *r = (struct lock_redis *)l;
 
 	drop(r);
+	explicit_bzero(r->password, sizeof(r->password));
 	free(r);
 }
 
@@ -192,9 +232,13 @@ static int parse_uri(struct lock_redis *r, const char *uri)
 	if (at) {
 		const char *c = memchr(p, ':', (size_t)(at - p));
 
-		if (!c || (size_t)(c - p) >= sizeof(r->user) || (size_t)(at - c - 1) >= sizeof(r->password))
+		r->lone_token = !c;
+		if (!c) /* a lone token: the password, as the reference reads it (password_file: the user) */
+			c = p - 1;
+		if ((size_t)(c - p + 1) > sizeof(r->user) || (size_t)(at - c - 1) >= sizeof(r->password))
 			return -1;
-		memcpy(r->user, p, (size_t)(c - p));
+		if (c >= p)
+			memcpy(r->user, p, (size_t)(c - p));
 		memcpy(r->password, c + 1, (size_t)(at - c - 1));
 		p = at + 1;
 	}
@@ -211,27 +255,53 @@ static int parse_uri(struct lock_redis *r, const char *uri)
 	return r->port > 0 && r->port < 65536 && r->db >= 0 ? 0 : -1;
 }
 
-/* parse_uri, with the message an operator reads. */
-static int parse_checked(struct lock_redis *r, const char *uri, char *err, size_t errlen)
+/* A password file's password; with one, a lone token in the URI is the user, and a password in it is refused. */
+static int read_password(struct lock_redis *r, const char *password_file, char *err, size_t errlen)
+{
+	if (!password_file || !password_file[0])
+		return 0;
+	if (!r->lone_token && r->password[0]) {
+		snprintf(err, errlen,
+		         "kvcm.distributed_lock.uri holds a password and %s is set: keep it in the file only",
+		         PASSWORD_KEY);
+		return MMC_INVALID_PARAM;
+	}
+	if (r->lone_token) {
+		size_t n = strlen(r->password);
+
+		if (n >= sizeof(r->user)) {
+			snprintf(err, errlen, "the user name in kvcm.distributed_lock.uri is longer than %zu bytes",
+			         sizeof(r->user) - 1);
+			return MMC_INVALID_PARAM;
+		}
+		memcpy(r->user, r->password, n + 1);
+		explicit_bzero(r->password, sizeof(r->password));
+	}
+	return secret_file_read(PASSWORD_KEY, password_file, r->password, sizeof(r->password), err, errlen);
+}
+
+/* parse_uri and the password file, with the message an operator reads (the URI's password masked). */
+static int parse_checked(struct lock_redis *r, const char *uri, const char *password_file, char *err, size_t errlen)
 {
 	if (parse_uri(r, uri) == 0)
-		return 0;
+		return read_password(r, password_file, err, errlen);
 	snprintf(err, errlen,
 	         "bad value \"%s\" for \"kvcm.distributed_lock.uri\" (expected redis://[user:password@]host:port[/db])",
 	         uri);
 	return MMC_INVALID_PARAM;
 }
 
-int ha_lock_redis_uri_check(const char *uri, char *err, size_t errlen)
+int ha_lock_redis_check(const char *uri, const char *password_file, char *err, size_t errlen)
 {
 	struct lock_redis r = {0};
-	int rc = parse_checked(&r, uri, err, errlen);
+	int rc = parse_checked(&r, uri, password_file, err, errlen);
 
 	explicit_bzero(&r, sizeof(r));
 	return rc;
 }
 
-int ha_lock_redis_open(struct ha_lock **out, const char *uri, uint32_t timeout_ms, char *err, size_t errlen)
+int ha_lock_redis_open(struct ha_lock **out, const char *uri, const char *password_file, uint32_t timeout_ms, char *err,
+                       size_t errlen)
 {
 	struct lock_redis *r = calloc(1, sizeof(*r));
 
@@ -240,7 +310,8 @@ int ha_lock_redis_open(struct ha_lock **out, const char *uri, uint32_t timeout_m
 	r->base.ops = &redis_ops;
 	r->base.redis_key = LOCK_KEY;
 	r->timeout_ms = timeout_ms ? timeout_ms : 500;
-	if (parse_checked(r, uri, err, errlen)) {
+	if (parse_checked(r, uri, password_file, err, errlen)) {
+		explicit_bzero(r, sizeof(*r));
 		free(r);
 		return MMC_INVALID_PARAM;
 	}

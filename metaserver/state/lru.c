@@ -21,12 +21,13 @@ void lru_checkpoint(struct meta *m, uint64_t now_ms, bool force)
 	if (!force && now_ms - m->lru_saved_ms < LRU_CHECKPOINT_MS)
 		return;
 	m->lru_saved_ms = now_ms;
-	/* what moved since the last checkpoint went to a head, with a stamp above lru_saved: walk no further */
+	/* what moved since the last checkpoint went to a head, with a stamp above lru_saved: walk no further; and no
+	 * further than LRU_CHECKPOINT_MAX records, newest first: the rest keep their older stamps */
 	for (int i = 0; i < MEDIA_COUNT; i++) {
 		for (struct list *it = m->lru[i].next; it != &m->lru[i]; it = it->next) {
 			struct object *o = list_entry(it, struct object, link);
 
-			if (o->stamp <= m->lru_saved)
+			if (o->stamp <= m->lru_saved || (!force && written >= LRU_CHECKPOINT_MAX))
 				break;
 			if (o->stamp_dirty && o->persisted) {
 				object_persist(m, o);

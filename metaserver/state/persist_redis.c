@@ -612,8 +612,7 @@ int persist_redis_open(struct persist_backend **out, const struct persist_opts *
 	store_uri_redact(opts->uri, s->shown, sizeof(s->shown));
 	if ((rc = redis_uri_parse(opts->uri, &s->uri, err, errlen)))
 		goto fail;
-	if (!s->uri.password[0] && opts->password)
-		snprintf(s->uri.password, sizeof(s->uri.password), "%s", opts->password);
+	redis_uri_set_password(&s->uri, opts->password);
 	snprintf(s->prefix, sizeof(s->prefix), "%s", opts->key_prefix ? opts->key_prefix : "mmc:");
 	s->timeout_ms = opts->timeout_ms ? opts->timeout_ms : 2000;
 	s->wait_replicas = opts->wait_replicas;

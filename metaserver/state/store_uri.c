@@ -34,8 +34,9 @@ static int parse_userinfo(const char *s, size_t n, struct redis_uri *u)
 	const char *colon = memchr(s, ':', n);
 	size_t ulen = colon ? (size_t)(colon - s) : 0, plen = colon ? n - ulen - 1 : n;
 
-	if (ulen >= sizeof(u->user) || plen >= sizeof(u->password))
+	if (ulen >= sizeof(u->user) || plen >= sizeof(u->password) || (!colon && plen >= sizeof(u->user)))
 		return -1;
+	u->lone_token = !colon;
 	memcpy(u->user, s, ulen);
 	u->user[ulen] = '\0';
 	memcpy(u->password, s + n - plen, plen);
@@ -89,6 +90,15 @@ int redis_uri_parse(const char *uri, struct redis_uri *u, char *err, size_t errl
 bad:
 	snprintf(err, errlen, "bad metadata store URI \"%s\": expected redis://[user:password@]host:port[/db]", shown);
 	return MMC_INVALID_PARAM;
+}
+
+void redis_uri_set_password(struct redis_uri *u, const char *password)
+{
+	if (!password || (u->password[0] && !u->lone_token))
+		return;
+	if (u->lone_token) /* parse_userinfo made sure a lone token fits the user */
+		memcpy(u->user, u->password, strlen(u->password) + 1);
+	snprintf(u->password, sizeof(u->password), "%s", password);
 }
 
 int store_password_read(const char *path, char *out, size_t cap, char *err, size_t errlen)

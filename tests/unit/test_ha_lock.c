@@ -56,8 +56,8 @@ Test(ha_lock, file_lock_is_taken_renewed_expires_and_is_released)
 	char uri[128], err[256];
 
 	snprintf(uri, sizeof(uri), "file://%s/lock", dir);
-	cr_assert_eq(ha_lock_open(&la, uri, 100, err, sizeof(err)), 0, "%s", err);
-	cr_assert_eq(ha_lock_open(&lb, uri, 100, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(ha_lock_open(&la, uri, NULL, 100, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(ha_lock_open(&lb, uri, NULL, 100, err, sizeof(err)), 0, "%s", err);
 	cr_expect_eq(la->ops->acquire(la, &a, 300, &cur), 1, "a free lock is taken");
 	cr_expect_eq(lb->ops->acquire(lb, &b, 300, &cur), 0, "a held lock is not");
 	cr_expect_str_eq(cur.node_id, "a", "and the loser learns who holds it");
@@ -83,10 +83,30 @@ Test(ha_lock, bad_uris_are_refused)
 	struct ha_lock *l;
 	char err[256];
 
-	cr_expect_eq(ha_lock_open(&l, "etcd://x", 100, err, sizeof(err)), MMC_INVALID_PARAM);
+	cr_expect_eq(ha_lock_open(&l, "etcd://x", NULL, 100, err, sizeof(err)), MMC_INVALID_PARAM);
 	cr_expect(strstr(err, "kvcm.distributed_lock.uri"));
-	cr_expect_eq(ha_lock_open(&l, "redis://nohostport", 100, err, sizeof(err)), MMC_INVALID_PARAM);
-	cr_expect_eq(ha_lock_open(&l, "redis://h:99999", 100, err, sizeof(err)), MMC_INVALID_PARAM);
+	cr_expect_eq(ha_lock_open(&l, "redis://nohostport", NULL, 100, err, sizeof(err)), MMC_INVALID_PARAM);
+	cr_expect_eq(ha_lock_open(&l, "redis://h:99999", NULL, 100, err, sizeof(err)), MMC_INVALID_PARAM);
+}
+
+/* kvcm.distributed_lock.password_file: read and checked before anything is reached; never echoed. */
+Test(ha_lock, a_password_file_is_checked_before_anything_is_reached)
+{
+	char err[512], pw[128];
+	FILE *f;
+
+	cr_expect_eq(ha_lock_check("redis://u@h:1", "/nonexistent/lock.pw", err, sizeof(err)), MMC_INVALID_PARAM);
+	cr_expect(strstr(err, "kvcm.distributed_lock.password_file"), "%s", err);
+	snprintf(pw, sizeof(pw), "%s/lock.pw", dir);
+	cr_assert_not_null(f = fopen(pw, "w"));
+	fputs("s3cret-lock-password\n", f);
+	fclose(f);
+	cr_expect_eq(ha_lock_check("redis://u@h:1", pw, err, sizeof(err)), 0, "%s", err);
+	cr_expect_eq(ha_lock_check("redis://h:1", pw, err, sizeof(err)), 0, "%s", err);
+	cr_expect_eq(ha_lock_check("redis://u:in-uri@h:1", pw, err, sizeof(err)), MMC_INVALID_PARAM,
+	             "a password in the URI and a file: which one?");
+	cr_expect_null(strstr(err, "in-uri"), "%s", err);
+	cr_expect_null(strstr(err, "s3cret"), "%s", err);
 }
 
 static void on_change(void *arg)

@@ -597,7 +597,7 @@ Test(persist_redis, lease_renewals_during_commits_fence_nothing, .init = setup_r
 	int failed = 0;
 	pthread_t t;
 
-	cr_assert_eq(ha_lock_open(&r.lock, rp.uri, 2000, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(ha_lock_open(&r.lock, rp.uri, NULL, 2000, err, sizeof(err)), 0, "%s", err);
 	cr_assert_eq(r.lock->ops->acquire(r.lock, &r.self, 60000, &cur), 1);
 	cr_assert_eq(ha_lock_redis_value(&r.self, value, sizeof(value)), 0);
 	cr_assert_eq(persist_set_redis_fence_key(p, r.lock->redis_key, value), 0);
@@ -750,4 +750,27 @@ Test(store_uri, redis_uris_parse_and_redact)
 	cr_assert_str_eq(shown, "redis://***@h:1");
 	store_uri_redact("lmdb", shown, sizeof(shown));
 	cr_assert_str_eq(shown, "lmdb");
+}
+
+/* ock.mmc.meta.store_password_file with redis://mmc@host (docs/operations.md's example): mmc is the user and the
+ * file the password; it was sent as the password, and the file ignored. */
+Test(store_uri, a_password_file_makes_a_lone_token_the_user)
+{
+	struct redis_uri u;
+	char err[256];
+
+	cr_assert_eq(redis_uri_parse("redis://mmc@redis1:6379/2", &u, err, sizeof(err)), 0, "%s", err);
+	redis_uri_set_password(&u, "from-file");
+	cr_assert_str_eq(u.user, "mmc");
+	cr_assert_str_eq(u.password, "from-file");
+	cr_assert_eq(redis_uri_parse("redis://u:in-uri@h:1", &u, err, sizeof(err)), 0, "%s", err);
+	redis_uri_set_password(&u, "from-file");
+	cr_assert_str_eq(u.password, "in-uri", "the URI's own password wins, as documented");
+	cr_assert_eq(redis_uri_parse("redis://h:1", &u, err, sizeof(err)), 0, "%s", err);
+	redis_uri_set_password(&u, "from-file");
+	cr_assert_str_eq(u.user, "");
+	cr_assert_str_eq(u.password, "from-file");
+	cr_assert_eq(redis_uri_parse("redis://tok@h:1", &u, err, sizeof(err)), 0, "%s", err);
+	redis_uri_set_password(&u, NULL);
+	cr_assert_str_eq(u.password, "tok", "without a file a lone token is the password, as the reference reads it");
 }

@@ -58,10 +58,11 @@ struct kvcm_conf {
 	uint64_t grpc_max_message_bytes;
 	bool grpc_enabled;
 	/* leader election (metaserver/ha): no lock URI, no election (one server, always the leader) */
-	char lock_uri[1024];        /* kvcm.distributed_lock.uri, alias kvcm.coordination.uri */
-	uint32_t lease_ms;          /* kvcm.leader_elector.lease_ms */
-	uint32_t loop_interval_ms;  /* kvcm.leader_elector.loop_interval_ms */
-	char node_id[128];          /* kvcm.leader_elector.node_id; "" : host:admin_port_random */
+	char lock_uri[1024];           /* kvcm.distributed_lock.uri, alias kvcm.coordination.uri */
+	char lock_password_file[1024]; /* kvcm.distributed_lock.password_file: a redis:// lock's password */
+	uint32_t lease_ms;             /* kvcm.leader_elector.lease_ms */
+	uint32_t loop_interval_ms;     /* kvcm.leader_elector.loop_interval_ms */
+	char node_id[128];             /* kvcm.leader_elector.node_id; "" : host:admin_port_random */
 	uint32_t campaign_delay_ms; /* kvcm.leader_elector.campaign_delay_time_ms: a demoted leader waits this long */
 	char custom_info[1024]; /* this node's custom_info in cluster info while it leads ("": rpc=<libmmc address>) */
 	/* security and resource limits (docs/operations.md, "Security") */
