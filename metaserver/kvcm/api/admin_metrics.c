@@ -22,6 +22,28 @@ struct tags {
 	int n;
 };
 
+/*
+ * Unescapes a label value in place (the text format's \\, \" and \n) up to its closing quote; returns the quote's
+ * position, or NULL when there is none.
+ */
+static char *label_value(char *v)
+{
+	char *w = v;
+
+	for (; *v && *v != '"'; v++) {
+		if (*v == '\\' && v[1]) {
+			v++;
+			*w++ = *v == 'n' ? '\n' : *v;
+		} else {
+			*w++ = *v;
+		}
+	}
+	if (!*v)
+		return NULL;
+	*w = '\0';
+	return v;
+}
+
 /* The k="v",... of a sample line, split in place; false when it is not of that form. */
 static bool parse_tags(char *p, struct tags *t)
 {
@@ -29,9 +51,9 @@ static bool parse_tags(char *p, struct tags *t)
 	while (p && *p && *p != '}') {
 		char *eq = strchr(p, '='), *end;
 
-		if (t->n == MAX_TAGS || !eq || eq[1] != '"' || !(end = strchr(eq + 2, '"')))
+		if (t->n == MAX_TAGS || !eq || eq[1] != '"' || !(end = label_value(eq + 2)))
 			return false;
-		*eq = *end = '\0';
+		*eq = '\0';
 		t->key[t->n] = p;
 		t->value[t->n++] = eq + 2;
 		p = end + 1 + (end[1] == ',');

@@ -111,6 +111,20 @@ static void head(struct evbuffer *b, const char *prom, const char *help, const c
 	evbuffer_add_printf(b, "# HELP " PREFIX "%s %s\n# TYPE " PREFIX "%s %s\n", prom, help, prom, type);
 }
 
+/* A group name as a label value: \\, \" and \n escaped, as the text format wants. */
+static const char *escaped(const char *s, char *out, size_t cap)
+{
+	size_t n = 0;
+
+	for (; *s && n + 3 < cap; s++) {
+		if (*s == '\\' || *s == '"' || *s == '\n')
+			out[n++] = '\\';
+		out[n++] = *s == '\n' ? 'n' : *s;
+	}
+	out[n] = '\0';
+	return out;
+}
+
 static uint64_t acct_value(const struct reclaim_acct *a, enum gauge g, int t)
 {
 	switch (g) {
@@ -145,17 +159,20 @@ static uint64_t total(const struct reclaimer *r, enum gauge g)
 
 static void labelled(struct evbuffer *b, const struct reclaimer *r, enum gauge g)
 {
+	char group[2 * KVCM_NAME_MAX + 1];
+
 	for (struct list *it = r->accts.next; it != &r->accts; it = it->next) {
 		const struct reclaim_acct *a = list_entry(it, struct reclaim_acct, link);
 
+		escaped(a->group, group, sizeof(group));
 		if (gauges[g].by_group)
-			evbuffer_add_printf(b, PREFIX "%s{instance_group=\"%s\"} %" PRIu64 "\n", gauges[g].prom,
-			                    a->group, acct_value(a, g, 0));
+			evbuffer_add_printf(b, PREFIX "%s{instance_group=\"%s\"} %" PRIu64 "\n", gauges[g].prom, group,
+			                    acct_value(a, g, 0));
 		for (int t = 0; gauges[g].by_type && t < ST_COUNT; t++)
 			if (a->seen[t])
 				evbuffer_add_printf(
 				    b, PREFIX "%s{instance_group=\"%s\",storage_type=\"%s\"} %" PRIu64 "\n",
-				    gauges[g].prom, a->group, storage_type_kind(t), acct_value(a, g, t));
+				    gauges[g].prom, group, storage_type_kind(t), acct_value(a, g, t));
 	}
 }
 
@@ -180,15 +197,18 @@ static void write_gauges(struct evbuffer *b, const struct reclaimer *r)
 /* pending_limit_rejects_total per instance_group and storage_type ("process" for the process-wide limits). */
 static void write_rejects(struct evbuffer *b, const struct reclaimer *r)
 {
+	char group[2 * KVCM_NAME_MAX + 1];
+
 	for (struct list *it = r->accts.next; it != &r->accts; it = it->next) {
 		const struct reclaim_acct *a = list_entry(it, struct reclaim_acct, link);
 
+		escaped(a->group, group, sizeof(group));
 		for (int t = 0; t <= REJECT_PROCESS; t++)
 			if (a->limit_rejects[t])
 				evbuffer_add_printf(b,
 				                    PREFIX "pending_limit_rejects_total{instance_group=\"%s\","
 				                           "storage_type=\"%s\"} %" PRIu64 "\n",
-				                    a->group, t == REJECT_PROCESS ? "process" : storage_type_kind(t),
+				                    group, t == REJECT_PROCESS ? "process" : storage_type_kind(t),
 				                    a->limit_rejects[t]);
 	}
 }
