@@ -167,26 +167,3 @@ struct storage *quota_pick_storage(struct kvcm *k, struct instance *inst, uint64
 	         g->name);
 	return NULL;
 }
-
-static double ratio(uint64_t used, uint64_t pending, int64_t limit)
-{
-	return limit > 0 ? (double)(used - (pending < used ? pending : used)) / (double)limit : 0;
-}
-
-double quota_over_water(struct kvcm *k, const struct group *g)
-{
-	double worst = 0, r;
-
-	if (g->used_percentage <= 0)
-		return 0;
-	worst = ratio(g->use.bytes, g->use.pending_bytes, g->capacity);
-	for (int t = 1; t < ST_COUNT; t++) {
-		r = ratio(g->use.bytes_by_type[t], g->use.pending_by_type[t], g->type_capacity[t]);
-		worst = r > worst ? r : worst;
-	}
-	if (g->max_key_count > 0 && g->ninstances) {
-		r = ratio(g->use.keys, g->use.pending_keys, g->max_key_count * (int64_t)g->ninstances);
-		worst = r > worst ? r : worst;
-	}
-	return worst >= g->used_percentage ? worst - g->used_percentage + 1e-12 : 0;
-}

@@ -29,7 +29,4 @@ void usage_unpending(struct instance *inst, struct block *b, const struct locati
 struct storage *quota_pick_storage(struct kvcm *k, struct instance *inst, uint64_t bytes, uint64_t new_keys, int *code,
                                    char *msg, size_t msglen);
 
-/* How far over its water level g is (> 0 means reclaim), as the worst ratio used/limit minus used_percentage. */
-double quota_over_water(struct kvcm *k, const struct group *g);
-
 #endif
