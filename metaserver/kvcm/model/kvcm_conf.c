@@ -126,7 +126,13 @@ static const struct conf_key keys[] = {
     {NULL, 0, 0, 0, 0, 0, NULL},
 };
 
-#define NO_EFFECT(name, type, max, why) {{name, type, 0, 1024, 0, max, NULL}, why}
+/* clang-format off */
+#define NO_EFFECT(name, type, max) {name, type, 0, 1024, 0, max, NULL}
+/* clang-format on */
+#define NO_GC       "mmc has no metadata GC scan"
+#define NO_RAFT     "no Raft here: leader election uses kvcm.distributed_lock.uri"
+#define NO_REPORTER "metrics are Prometheus text on GET /metrics"
+#define ON_LOOP     "queries run on the event loop"
 
 /*
  * Keys the reference server takes (tair-kvcache's server_config.cc) that configure nothing here: the value is
@@ -137,47 +143,43 @@ static const struct {
 	struct conf_key k;
 	const char *why;
 } no_effect[] = {
-    NO_EFFECT("kvcm.service.io_thread_num", CONF_U32, 1024, "the KVCM is served from the meta server's event loop"),
-    NO_EFFECT("kvcm.logger.log_level", CONF_U32, 5, "logging follows ock.mmc.log_level and updateLogger"),
-    NO_EFFECT("kvcm.service.admin_auth_token", CONF_STR, 0,
-              "no Bearer tokens here: the admin port is guarded by accounts (kvcm.service.admin_user)"),
-    NO_EFFECT("kvcm.kv_meta.rpc_port", CONF_U32, 65535, "mmc has no KVMeta object service"),
-    NO_EFFECT("kvcm.schedule_plan_executor_thread_count", CONF_U32, 1024, "deletes run on kvcm.io_threads"),
-    NO_EFFECT("kvcm.schedule_plan_migration_worker_budget", CONF_U32, 1024, "mmc has no tiered-storage migration"),
-    NO_EFFECT("kvcm.meta_query.worker_count", CONF_U32, 1024, "queries run on the event loop"),
-    NO_EFFECT("kvcm.meta_query.parallel_threshold", CONF_U32, UINT32_MAX, "queries run on the event loop"),
-    NO_EFFECT("kvcm.meta_query.chunk_size", CONF_U32, UINT32_MAX, "queries run on the event loop"),
-    NO_EFFECT("kvcm.cache_gc.enabled", CONF_BOOL, 0, "orphaned WRITING locations are swept when the state loads"),
-    NO_EFFECT("kvcm.cache_gc.scan_interval_ms", CONF_STR, 0, "mmc has no metadata GC scan"),
-    NO_EFFECT("kvcm.cache_gc.round_pause_ms", CONF_STR, 0, "mmc has no metadata GC scan"),
-    NO_EFFECT("kvcm.cache_gc.scan_batch_size", CONF_STR, 0, "mmc has no metadata GC scan"),
-    NO_EFFECT("kvcm.cache_gc.orphan_writing_grace_period_ms", CONF_STR, 0, "mmc has no metadata GC scan"),
-    NO_EFFECT("kvcm.cache_gc.max_inflight_delete_requests", CONF_STR, 0, "mmc has no metadata GC scan"),
-    NO_EFFECT("kvcm.cache_gc.event_report_cleanup_enabled", CONF_BOOL, 0,
-              "event-report metadata is cleaned up by its reporter's snapshot and liveness"),
-    NO_EFFECT("kvcm.cache_gc.event_report_action_batch_size", CONF_STR, 0, "mmc has no metadata GC scan"),
-    NO_EFFECT("kvcm.metrics.reporter_type", CONF_STR, 0, "metrics are Prometheus text on GET /metrics"),
-    NO_EFFECT("kvcm.metrics.reporter_config", CONF_STR, 0, "metrics are Prometheus text on GET /metrics"),
-    NO_EFFECT("kvcm.metrics.report_interval_ms", CONF_STR, 0, "metrics are Prometheus text on GET /metrics"),
-    NO_EFFECT("kvcm.metrics.enable_prometheus", CONF_STR, 0, "GET /metrics is always served"),
-    NO_EFFECT("kvcm.metrics.prometheus_prefix", CONF_STR, 0, "metric names start with mmc_"),
-    NO_EFFECT("kvcm.metrics.revisit_interval_buckets", CONF_STR, 0, "mmc keeps no revisit histogram"),
-    NO_EFFECT("kvcm.event.event_publishers_configs", CONF_STR, 0, "mmc publishes no cache events"),
-    NO_EFFECT("kvcm.affinity.enabled", CONF_STR, 0, "mmc has no cache affinity layer"),
-    NO_EFFECT("kvcm.affinity.strategy_file", CONF_STR, 0, "mmc has no cache affinity layer"),
-    NO_EFFECT("kvcm.raft.server_id", CONF_STR, 0, "no Raft here: leader election uses kvcm.distributed_lock.uri"),
-    NO_EFFECT("kvcm.raft.host", CONF_STR, 0, "no Raft here: leader election uses kvcm.distributed_lock.uri"),
-    NO_EFFECT("kvcm.raft.port", CONF_STR, 0, "no Raft here: leader election uses kvcm.distributed_lock.uri"),
-    NO_EFFECT("kvcm.raft.peers", CONF_STR, 0, "no Raft here: leader election uses kvcm.distributed_lock.uri"),
-    NO_EFFECT("kvcm.raft.data_dir", CONF_STR, 0, "no Raft here: leader election uses kvcm.distributed_lock.uri"),
-    NO_EFFECT("kvcm.raft.snapshot_distance", CONF_STR, 0,
-              "no Raft here: leader election uses kvcm.distributed_lock.uri"),
-    NO_EFFECT("kvcm.raft.election_timeout_lower", CONF_STR, 0,
-              "no Raft here: leader election uses kvcm.distributed_lock.uri"),
-    NO_EFFECT("kvcm.raft.election_timeout_upper", CONF_STR, 0,
-              "no Raft here: leader election uses kvcm.distributed_lock.uri"),
-    NO_EFFECT("kvcm.raft.heart_beat_interval", CONF_STR, 0,
-              "no Raft here: leader election uses kvcm.distributed_lock.uri"),
+    {NO_EFFECT("kvcm.service.io_thread_num", CONF_U32, 1024), "the KVCM is served from the meta server's event loop"},
+    {NO_EFFECT("kvcm.logger.log_level", CONF_U32, 5), "logging follows ock.mmc.log_level and updateLogger"},
+    {NO_EFFECT("kvcm.service.admin_auth_token", CONF_STR, 0),
+     "no Bearer tokens here: the admin port is guarded by accounts (kvcm.service.admin_user)"},
+    {NO_EFFECT("kvcm.kv_meta.rpc_port", CONF_U32, 65535), "mmc has no KVMeta object service"},
+    {NO_EFFECT("kvcm.schedule_plan_executor_thread_count", CONF_U32, 1024), "deletes run on kvcm.io_threads"},
+    {NO_EFFECT("kvcm.schedule_plan_migration_worker_budget", CONF_U32, 1024), "mmc has no tiered-storage migration"},
+    {NO_EFFECT("kvcm.meta_query.worker_count", CONF_U32, 1024), ON_LOOP},
+    {NO_EFFECT("kvcm.meta_query.parallel_threshold", CONF_U32, UINT32_MAX), ON_LOOP},
+    {NO_EFFECT("kvcm.meta_query.chunk_size", CONF_U32, UINT32_MAX), ON_LOOP},
+    {NO_EFFECT("kvcm.cache_gc.enabled", CONF_BOOL, 0), "orphaned WRITING locations are swept when the state loads"},
+    {NO_EFFECT("kvcm.cache_gc.scan_interval_ms", CONF_STR, 0), NO_GC},
+    {NO_EFFECT("kvcm.cache_gc.round_pause_ms", CONF_STR, 0), NO_GC},
+    {NO_EFFECT("kvcm.cache_gc.scan_batch_size", CONF_STR, 0), NO_GC},
+    {NO_EFFECT("kvcm.cache_gc.orphan_writing_grace_period_ms", CONF_STR, 0), NO_GC},
+    {NO_EFFECT("kvcm.cache_gc.max_inflight_delete_requests", CONF_STR, 0), NO_GC},
+    {NO_EFFECT("kvcm.cache_gc.event_report_cleanup_enabled", CONF_BOOL, 0),
+     "event-report metadata is cleaned up by its reporter's snapshot and liveness"},
+    {NO_EFFECT("kvcm.cache_gc.event_report_action_batch_size", CONF_STR, 0), NO_GC},
+    {NO_EFFECT("kvcm.metrics.reporter_type", CONF_STR, 0), NO_REPORTER},
+    {NO_EFFECT("kvcm.metrics.reporter_config", CONF_STR, 0), NO_REPORTER},
+    {NO_EFFECT("kvcm.metrics.report_interval_ms", CONF_STR, 0), NO_REPORTER},
+    {NO_EFFECT("kvcm.metrics.enable_prometheus", CONF_STR, 0), "GET /metrics is always served"},
+    {NO_EFFECT("kvcm.metrics.prometheus_prefix", CONF_STR, 0), "metric names start with mmc_"},
+    {NO_EFFECT("kvcm.metrics.revisit_interval_buckets", CONF_STR, 0), "mmc keeps no revisit histogram"},
+    {NO_EFFECT("kvcm.event.event_publishers_configs", CONF_STR, 0), "mmc publishes no cache events"},
+    {NO_EFFECT("kvcm.affinity.enabled", CONF_STR, 0), "mmc has no cache affinity layer"},
+    {NO_EFFECT("kvcm.affinity.strategy_file", CONF_STR, 0), "mmc has no cache affinity layer"},
+    {NO_EFFECT("kvcm.raft.server_id", CONF_STR, 0), NO_RAFT},
+    {NO_EFFECT("kvcm.raft.host", CONF_STR, 0), NO_RAFT},
+    {NO_EFFECT("kvcm.raft.port", CONF_STR, 0), NO_RAFT},
+    {NO_EFFECT("kvcm.raft.peers", CONF_STR, 0), NO_RAFT},
+    {NO_EFFECT("kvcm.raft.data_dir", CONF_STR, 0), NO_RAFT},
+    {NO_EFFECT("kvcm.raft.snapshot_distance", CONF_STR, 0), NO_RAFT},
+    {NO_EFFECT("kvcm.raft.election_timeout_lower", CONF_STR, 0), NO_RAFT},
+    {NO_EFFECT("kvcm.raft.election_timeout_upper", CONF_STR, 0), NO_RAFT},
+    {NO_EFFECT("kvcm.raft.heart_beat_interval", CONF_STR, 0), NO_RAFT},
 };
 
 /* 1: a key of no_effect, accepted with its warning; 0: not one; MMC_INVALID_PARAM: a bad value. */
