@@ -7,6 +7,7 @@
 #include "mmc.pb-c.h"
 #include "persist.h"
 #include "quarantine.h"
+#include "services.h"
 #include "space.h"
 
 static void metric(struct evbuffer *b, const char *name, const char *type, const char *help, uint64_t v)
@@ -25,6 +26,16 @@ static void rpc_refusals_write(const struct meta *m, struct evbuffer *b)
 	for (int i = 0; i < RPC_REFUSED_COUNT; i++)
 		evbuffer_add_printf(b, "mmc_rpc_refused_total{reason=\"%s\"} %" PRIu64 "\n", reason[i],
 		                    m->stats.rpc_refused[i]);
+}
+
+/* Every reason always, 0 included: increase() over a series that appears only at its first loss would miss it. */
+static void unmounts_write(const struct meta *m, struct evbuffer *b)
+{
+	evbuffer_add_printf(b, "# HELP mmc_unmounts_total Local services unmounted, by reason (unregister: a clean "
+	                       "exit; any other: lost).\n# TYPE mmc_unmounts_total counter\n");
+	for (int i = 0; i < UNMOUNT_COUNT; i++)
+		evbuffer_add_printf(b, "mmc_unmounts_total{reason=\"%s\"} %" PRIu64 "\n", unmount_reason_names[i],
+		                    m->stats.unmounts[i]);
 }
 
 /* Metadata commits by store backend. The mmc_lmdb_* names came first and stay (dashboards use them); they count
@@ -58,7 +69,7 @@ void meta_metrics_write(struct meta *m, struct evbuffer *b)
 	metric(b, "mmc_connections", "gauge", "libmmc connections.", m->nconns);
 	metric(b, "mmc_evictions_total", "counter", "Objects evicted (moved down a tier or removed).",
 	       m->stats.evictions);
-	metric(b, "mmc_unmounts_total", "counter", "Local services that left or were lost.", m->stats.unmounts);
+	unmounts_write(m, b);
 	store_commits_write(m, b);
 	evbuffer_add_printf(
 	    b,

@@ -134,10 +134,22 @@ enum rpc_refusal {
 	RPC_REFUSED_COUNT
 };
 
+/* Why a local service was unmounted (services.c maps service_unmount's reason to one): only UNMOUNT_UNREGISTER is an
+ * engine that left cleanly; every other one lost its single-replica keys without being asked to. */
+enum unmount_reason {
+	UNMOUNT_UNREGISTER,   /* mmc_destroy / teardown: the engine said goodbye */
+	UNMOUNT_EOF,          /* its connection closed without an unregister: the process died or was killed */
+	UNMOUNT_HEARTBEAT,    /* silent past ock.mmc.meta.heartbeat_timeout_ms: hung, stopped, or cut off */
+	UNMOUNT_NO_REJOIN,    /* after a restart or failover, not back within ock.mmc.meta.rejoin_timeout_ms */
+	UNMOUNT_POOL_CHANGED, /* it rejoined with another pool than the one its objects are in */
+	UNMOUNT_OTHER,        /* its connection was cut for a protocol error, TLS, memory, ... */
+	UNMOUNT_COUNT
+};
+
 struct meta_stats {
 	uint64_t requests[64]; /* by Frame body case */
 	uint64_t evictions;
-	uint64_t unmounts;
+	uint64_t unmounts[UNMOUNT_COUNT];
 	uint64_t rpc_refused[RPC_REFUSED_COUNT];
 	uint64_t quarantined_total; /* ranges set aside because a given-up write may still reach them */
 };

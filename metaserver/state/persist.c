@@ -73,7 +73,22 @@ struct persist {
 	int result;               /* under mu: MMC_* code of the last commit */
 	bool (*fence)(void *arg); /* under mu: a commit it refuses fails */
 	void *fence_arg;
+	struct persist_fail_log fenced_log;
 };
+
+bool persist_fail_log_due(struct persist_fail_log *l, unsigned long long *skipped)
+{
+	uint64_t now = clock_ns();
+
+	if (l->logged_ns && now - l->logged_ns < UINT64_C(1000000000)) {
+		l->skipped++;
+		return false;
+	}
+	*skipped = l->skipped;
+	l->logged_ns = now;
+	l->skipped = 0;
+	return true;
+}
 
 static size_t pad8(size_t n)
 {
@@ -125,7 +140,12 @@ static int batch_commit(struct persist *p, const struct batch *b)
 	fence_arg = p->fence_arg;
 	pthread_mutex_unlock(&p->mu);
 	if (fence && !fence(fence_arg)) {
-		log_error("op=persist_commit err=\"fenced: this server no longer leads\" writes=%zu", b->nops);
+		unsigned long long skipped;
+
+		if (persist_fail_log_due(&p->fenced_log, &skipped))
+			log_error("op=persist_commit err=\"fenced: this server no longer leads\" writes=%zu "
+			          "failed_since_last_line=%llu",
+			          b->nops, skipped);
 		return MMC_META_BACKUP_ERROR;
 	}
 	t0 = clock_ns();

@@ -37,6 +37,18 @@ struct persist_ops {
 	size_t len, nops;
 };
 
+/*
+ * A commit failure that tends to repeat on every batch (LMDB's map full, Redis refusing, a lost fence): one line a
+ * second at most, with how many were left out since, instead of a line per batch (thousands a second under load).
+ * Used where commits run, one at a time (see Threads above).
+ */
+struct persist_fail_log {
+	uint64_t logged_ns, skipped;
+};
+
+/* Whether to log this failure now; if so, *skipped is how many were not logged since the last line. */
+bool persist_fail_log_due(struct persist_fail_log *l, unsigned long long *skipped);
+
 /* The op at *off into *op, advancing *off; false past the end. */
 bool persist_op_next(const struct persist_ops *ops, size_t *off, struct persist_op *op);
 

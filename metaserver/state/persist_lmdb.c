@@ -21,6 +21,8 @@ struct lmdb_store {
 	MDB_env *env;
 	MDB_dbi dbi[PERSIST_MAX_TABLES];
 	int lock_fd;
+	struct persist_fail_log fail_log;
+	int bad_size_bucket; /* log_ratelimited's, for writes LMDB refuses one by one */
 };
 
 static struct lmdb_store *to_lmdb(struct persist_backend *be)
@@ -52,7 +54,8 @@ static int lmdb_table(struct persist_backend *be, uint32_t id, const char *name)
 static int lmdb_commit(struct persist_backend *be, const struct persist_ops *ops)
 {
 	struct lmdb_store *s = to_lmdb(be);
-	struct persist_op op;
+	struct persist_op op = {.table = UINT32_MAX}; /* UINT32_MAX: the failure is not one write's */
+	unsigned long long skipped;
 	size_t off = 0;
 	MDB_txn *txn;
 	int rc = mdb_txn_begin(s->env, NULL, 0, &txn);
@@ -67,19 +70,24 @@ static int lmdb_commit(struct persist_backend *be, const struct persist_ops *ops
 		else
 			rc = mdb_put(txn, s->dbi[op.table], &k, &v, 0);
 		rc = op.del && rc == MDB_NOTFOUND ? 0 : rc;
-		if (rc)
-			log_error("op=%s table=%u klen=%zu err=\"%s\"", op.del ? "lmdb_del" : "lmdb_put", op.table,
-			          op.klen, mdb_strerror(rc));
-		if (rc && rc != MDB_BAD_VALSIZE) {
+		if (rc == MDB_BAD_VALSIZE) /* this write is skipped, the batch goes on */
+			log_ratelimited(&s->bad_size_bucket, LOG_ERROR, "op=%s table=%u klen=%zu err=\"%s\"",
+			                op.del ? "lmdb_del" : "lmdb_put", op.table, op.klen, mdb_strerror(rc));
+		else if (rc) {
 			mdb_txn_abort(txn);
 			goto fail;
 		}
 	}
 	if ((rc = mdb_txn_commit(txn)) == 0)
 		return 0;
+	op.del = false;
+	op.table = UINT32_MAX;
 fail:
-	log_error("op=lmdb_commit err=\"%s\" writes=%zu (metadata of this batch is not durable)", mdb_strerror(rc),
-	          ops->nops);
+	if (persist_fail_log_due(&s->fail_log, &skipped))
+		log_error("op=lmdb_commit err=\"%s\" at=%s table=%d writes=%zu failed_since_last_line=%llu (metadata of "
+		          "this batch is not durable)",
+		          mdb_strerror(rc), op.table == UINT32_MAX ? "commit" : op.del ? "lmdb_del" : "lmdb_put",
+		          op.table == UINT32_MAX ? -1 : (int)op.table, ops->nops, skipped);
 	return MMC_ERROR;
 }
 

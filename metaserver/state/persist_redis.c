@@ -33,7 +33,7 @@ struct redis_store {
 	char *tkey[PERSIST_MAX_TABLES];
 	redisContext *c;
 	uint64_t next_try_ns, backoff_ns, failed_while_down;
-	uint64_t failure_logged_ns, failures_unlogged; /* refused commits: one log line a second at most */
+	struct persist_fail_log refusal_log; /* refused commits */
 	bool down;
 	pthread_mutex_t mu; /* the fence: set on the loop, read by the writer */
 	char fence_key[FENCE_MAX], fence_val[FENCE_MAX];
@@ -326,20 +326,15 @@ static enum outcome commit_once(struct redis_store *s, const struct persist_ops 
 }
 
 /* A commit Redis answered but refused (fenced, WAIT short of replicas, a write refused): the same cause tends to
- * refuse every batch, so one line a second says it, with how many were refused in between. */
+ * refuse every batch. */
 static void log_refusal(struct redis_store *s, const char *err, size_t nops)
 {
-	uint64_t now = clock_ns();
+	unsigned long long skipped;
 
-	if (s->failure_logged_ns && now - s->failure_logged_ns < UINT64_C(1000000000)) {
-		s->failures_unlogged++;
-		return;
-	}
-	log_error("op=redis_commit store=\"%s\" err=\"%s\" writes=%zu refused_since_last_line=%llu (metadata of this "
-	          "batch is not durable)",
-	          s->shown, err, nops, (unsigned long long)s->failures_unlogged);
-	s->failure_logged_ns = now;
-	s->failures_unlogged = 0;
+	if (persist_fail_log_due(&s->refusal_log, &skipped))
+		log_error("op=redis_commit store=\"%s\" err=\"%s\" writes=%zu failed_since_last_line=%llu (metadata of "
+		          "this batch is not durable)",
+		          s->shown, err, nops, skipped);
 }
 
 static int redis_commit(struct persist_backend *be, const struct persist_ops *ops)

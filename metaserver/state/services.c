@@ -191,6 +191,17 @@ static void orphan_ssd(struct meta *m, struct service *svc)
 	         (unsigned long long)o->nblobs);
 }
 
+const char *const unmount_reason_names[UNMOUNT_COUNT] = {"unregister",     "eof",         "heartbeat_timeout",
+                                                          "did_not_rejoin", "pool_changed", "other"};
+
+static enum unmount_reason unmount_reason_of(const char *why)
+{
+	for (int i = 0; i < UNMOUNT_OTHER; i++)
+		if (strcmp(why, unmount_reason_names[i]) == 0)
+			return (enum unmount_reason)i;
+	return UNMOUNT_OTHER;
+}
+
 void service_unmount(struct meta *m, struct service *svc, const char *why)
 {
 	unsigned char k[4];
@@ -209,7 +220,7 @@ void service_unmount(struct meta *m, struct service *svc, const char *why)
 		svc->session->svc = NULL;
 	m->ranks[svc->rank] = NULL;
 	m->nservices--;
-	m->stats.unmounts++;
+	m->stats.unmounts[unmount_reason_of(why)]++;
 	rank_key(svc->rank, k);
 	persist_del(m->persist, m->db_services, k, sizeof(k));
 	log_info("op=unmount rank=%u incarnation=%llu host=\"%s\" pid=%u blobs=%llu reason=%s", svc->rank,

@@ -40,6 +40,8 @@ struct service_spec {
 int service_register(struct meta *m, struct session *s, const struct service_spec *req, struct service **out);
 /* Removes svc and every blob on it (objects with no blob left are dropped). */
 void service_unmount(struct meta *m, struct service *svc, const char *why);
+/* The label of each enum unmount_reason in mmc_unmounts_total{reason}. */
+extern const char *const unmount_reason_names[];
 /* Unmounts detached services whose rejoin deadline passed. */
 void services_sweep(struct meta *m, uint64_t now_ms);
 
