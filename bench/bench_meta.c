@@ -15,10 +15,9 @@
 
 #include "bench.h"
 #include "bench_cluster.h"
+#include "bench_meta.h"
 #include "bench_unbacked.h"
 
-#define FILL_CHUNK 4096
-#define TINY       64
 #define SLOT                                                                                                           \
 	4096 /* the allocator granule: one tiny object costs this much pool; pools are sized 2x so eviction never runs \
 	      */
@@ -30,6 +29,8 @@ static const char usage[] =
     "  --protocol tcp|shm provider of the target and client (default shm; metadata always goes over TCP)\n"
     "  --sync on|off|both LMDB fsync per group commit (default on)\n"
     "  --seconds S        per measurement (default 2); --quick\n"
+    "  --procs P --threads T  then P client processes x T threads against the one leader (exist, put_meta):\n"
+    "                     aggregate keys/s and the leader's CPU, at the largest index\n"
     "  --unbacked         lend an unbacked range: the server tracks offsets, no byte is written, no pool memory\n"
     "                     is used (10^7+ keys on a small machine); puts are then metadata only (put_meta)\n"
     "srv_us/key: CPU time of the server's loop thread per key (tiny_put includes the untimed removes).\n"
@@ -39,36 +40,6 @@ static const char usage[] =
 struct index {
 	size_t n;
 };
-
-#define KEY_CHARS 96
-
-static uint64_t mix64(uint64_t x)
-{
-	x += 0x9e3779b97f4a7c15ull;
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-	return x ^ (x >> 31);
-}
-
-/*
- * Writes key i into buf as SGLang and LMCache make theirs: 64 hex digits of a prefix hash, then "@tp0@kv". Names
- * are made on the fly, not kept in a table: a table of 10^6 strings would make the client pay two cache misses per
- * random key at 10^6 and not at 10^3, and that would be charged to the server.
- */
-static const char *key_name(char *buf, size_t i)
-{
-	static const char hex[] = "0123456789abcdef";
-	char *p = buf;
-
-	for (int w = 0; w < 4; w++) {
-		uint64_t v = mix64((uint64_t)i * 4 + (uint64_t)w);
-
-		for (int d = 0; d < 16; d++, v >>= 4)
-			*p++ = hex[v & 15];
-	}
-	memcpy(p, "@tp0@kv", 8);
-	return buf;
-}
 
 static int index_fill(mmc_store *s, struct index *ix, size_t want, double *keys_per_s)
 {
@@ -100,23 +71,6 @@ static int index_fill(mmc_store *s, struct index *ix, size_t want, double *keys_
 	return 0;
 }
 
-/* CPU time of pid's main thread (the server's loop) in ns, from /proc/<pid>/schedstat; 0 if unknown. */
-static uint64_t cpu_ns(pid_t pid)
-{
-	char path[64];
-	unsigned long long ns = 0;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/schedstat", (int)pid);
-	f = fopen(path, "r");
-	if (f) {
-		if (fscanf(f, "%llu", &ns) != 1)
-			ns = 0;
-		fclose(f);
-	}
-	return ns;
-}
-
 static void pick(const struct index *ix, char **names, const char **out, int batch, unsigned *seed)
 {
 	for (int i = 0; i < batch; i++)
@@ -134,24 +88,6 @@ static void row(const char *op, size_t nkeys, int batch, struct samples *s, doub
 }
 
 enum meta_op { OP_EXIST, OP_INFO, OP_TINY_PUT, OP_PUT_META };
-
-/* A put's metadata alone (alloc + commit, no byte moved): what a put costs the leader, on an unbacked pool too. */
-static int put_meta(mmc_store *s, const char **keys, int batch, int *res)
-{
-	size_t sizes[FILL_CHUNK];
-	mmc_gva gvas[FILL_CHUNK];
-	int32_t ok[FILL_CHUNK] = {0};
-
-	for (int i = 0; i < batch && i < FILL_CHUNK; i++)
-		sizes[i] = TINY;
-	if (batch > FILL_CHUNK || mmc_batch_malloc(s, keys, sizes, (size_t)batch, MMC_MEDIA_DRAM, 0, gvas) ||
-	    mmc_batch_write_finish(s, keys, ok, (size_t)batch, res))
-		return -1;
-	for (int i = 0; i < batch; i++)
-		if (!gvas[i] || res[i])
-			return -1;
-	return 0;
-}
 
 static int one_call(mmc_store *s, enum meta_op op, const char **keys, int batch, int *res, mmc_key_info *info,
                     const void **bufs, const size_t *sizes)
@@ -361,6 +297,9 @@ int bench_meta_main(int argc, char **argv, const char *self)
 		printf("%-14s %9s %6s %12s %9s %9s %10s\n", "op", "index", "batch", "keys/s", "p50ms", "p99ms",
 		       "srv_us/key");
 		rc = s ? sweep(s, &o, batch, c.meta.pid) : -1;
+		if (rc == 0 && (o.procs > 1 || o.threads > 1))
+			rc = bench_meta_many(self, c.meta.url, o.protocols[0], o.index[o.nindex - 1], batch, o.procs,
+			                     o.threads, o.seconds, c.meta.pid);
 		if (rc == 0 && reload(&c, o.sync[y]))
 			fprintf(stderr, "mmc-bench meta: restarting the server failed\n");
 		mmc_destroy(s);

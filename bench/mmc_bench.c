@@ -19,6 +19,7 @@
 
 #include "bench.h"
 #include "bench_cluster.h"
+#include "bench_meta.h"
 
 static const char usage[] =
     "usage: mmc-bench SUBCOMMAND [--help] [options]\n"
@@ -60,6 +61,8 @@ int main(int argc, char **argv)
 		return bench_target_main(argc, argv);
 	if (strcmp(cmd, "rma-target") == 0)
 		return bench_rma_target_main(argc, argv);
+	if (strcmp(cmd, "meta-client") == 0)
+		return bench_meta_client_main(argc, argv);
 	if (strcmp(cmd, "data") == 0 || strcmp(cmd, "meta") == 0 || strcmp(cmd, "gva") == 0 ||
 	    strcmp(cmd, "ssd") == 0 || strcmp(cmd, "idle") == 0 || strcmp(cmd, "all") == 0)
 		printf("# mmc-bench %s, %s build%s\n", mmc_version(), MMC_BENCH_BUILDTYPE,
