@@ -398,7 +398,8 @@ MMC_API int mmc_setup(mmc_store *s, const mmc_local_config *cfg);
  *         MMC_NOT_AUTHORIZED (the meta server wants the cluster secret, ock.mmc.client.auth_token, and this
  *         process has none or another one; or this process has one and the server could not prove it knows it;
  *         or a TLS handshake failed: the log says which); MMC_INVALID_PARAM also for a meta server of another
- *         major wire version (the log names both); MMC_INTERNAL_ERROR.
+ *         major wire version (the log names both); MMC_META_BACKUP_ERROR (init_bm: the meta server could not make
+ *         the registration durable, e.g. its Redis store is down); MMC_INTERNAL_ERROR.
  * Not thread-safe with other calls on the same store; thread-safe across stores.
  */
 MMC_API int mmc_init(mmc_store *s, uint32_t device_id, bool init_bm);

@@ -92,6 +92,45 @@ static int send_frame(struct evbuffer *out, const Mmc__Frame *f)
 	return 0;
 }
 
+/* Fills e as the failure of held reply f with MMC_META_BACKUP_ERROR, in f's own shape (a Register's ServiceInfo too:
+ * a store that registers while Redis is down learns why at once, not after its heartbeat timeout). false: f's
+ * shape carries no result. e points into *b. */
+struct failure_body {
+	Mmc__Reply r;
+	Mmc__KeyBatchReply k;
+	Mmc__ServiceInfo si;
+	Mmc__ExtentGrant g;
+};
+
+static bool failure_of(const Mmc__Frame *f, Mmc__Frame *e, struct failure_body *b)
+{
+	e->body_case = f->body_case;
+	switch (f->body_case) {
+	case MMC__FRAME__BODY_REPLY:
+		mmc__reply__init(&b->r);
+		b->r.result = MMC_META_BACKUP_ERROR;
+		e->reply = &b->r;
+		return true;
+	case MMC__FRAME__BODY_KEY_REPLY:
+		mmc__key_batch_reply__init(&b->k);
+		b->k.result = MMC_META_BACKUP_ERROR;
+		e->key_reply = &b->k;
+		return true;
+	case MMC__FRAME__BODY_SERVICE_INFO:
+		mmc__service_info__init(&b->si);
+		b->si.result = MMC_META_BACKUP_ERROR;
+		e->service_info = &b->si;
+		return true;
+	case MMC__FRAME__BODY_EXTENT_GRANT:
+		mmc__extent_grant__init(&b->g);
+		b->g.result = MMC_META_BACKUP_ERROR;
+		e->extent_grant = &b->g;
+		return true;
+	default:
+		return false;
+	}
+}
+
 /* Rewrites each held reply as its call's failure with MMC_META_BACKUP_ERROR: the change it acknowledged is in
  * memory but not on disk, and a success would promise what a restart would take back. */
 static void fail_slot(struct conn *c, int i)
@@ -106,22 +145,13 @@ static void fail_slot(struct conn *c, int i)
 		unsigned char *p = evbuffer_pullup(in, (ev_ssize_t)len + 4);
 		Mmc__Frame *f = p ? mmc__frame__unpack(NULL, len, p + 4) : NULL;
 		Mmc__Frame e = MMC__FRAME__INIT;
-		Mmc__Reply r = MMC__REPLY__INIT;
-		Mmc__KeyBatchReply k = MMC__KEY_BATCH_REPLY__INIT;
+		struct failure_body body;
 
 		e.id = f ? f->id : 0;
-		r.result = k.result = MMC_META_BACKUP_ERROR;
-		if (f && f->body_case == MMC__FRAME__BODY_REPLY) {
-			e.body_case = MMC__FRAME__BODY_REPLY;
-			e.reply = &r;
+		if (f && failure_of(f, &e, &body))
 			dropped += send_frame(out, &e) != 0;
-		} else if (f && f->body_case == MMC__FRAME__BODY_KEY_REPLY) {
-			e.body_case = MMC__FRAME__BODY_KEY_REPLY;
-			e.key_reply = &k;
-			dropped += send_frame(out, &e) != 0;
-		} else {
+		else
 			dropped++; /* no error shape: that call times out at the client */
-		}
 		if (f)
 			mmc__frame__free_unpacked(f, NULL);
 		evbuffer_drain(in, (size_t)len + 4);

@@ -1,7 +1,7 @@
 /*
  * The meta server on its Redis metadata store, as an operator runs it: a private redis-server (appendfsync always)
  * on a free loopback port. Redis restarted while the server serves: puts fail with MMC_META_BACKUP_ERROR meanwhile,
- * gets keep working from memory, puts recover by themselves, and a kill -9 of the meta server afterwards loses no
+ * gets keep working from memory, a new lender's mmc_init fails at once, puts recover by themselves, and a kill -9 of the meta server afterwards loses no
  * acknowledged put. The store's format version is checked at start (LMDB and Redis); the Redis password comes from
  * a file and never shows in the log.
  */
@@ -61,6 +61,23 @@ static void keys_readable(mmc_store *s, const char *prefix)
 	}
 }
 
+/* A store that registers a local service while Redis is down: its registration cannot be made durable, and
+ * mmc_init says so at once (MMC_META_BACKUP_ERROR) instead of waiting out its heartbeat timeout for a reply the
+ * server dropped and then reporting MMC_NOT_CONNECTED_META. */
+static void lender_refused_while_redis_is_down(const char *url)
+{
+	mmc_local_config c = fixture_config(url, POOL);
+	mmc_store *s = mmc_create();
+	int rc;
+
+	cr_assert_not_null(s);
+	cr_assert_eq(mmc_setup(s, &c), 0);
+	rc = mmc_init(s, 0, true);
+	cr_assert_eq(rc, MMC_META_BACKUP_ERROR, "mmc_init of a lender while Redis is down: %d (%s)", rc,
+	             mmc_strerror(rc));
+	mmc_destroy(s);
+}
+
 Test(meta_store, puts_fail_while_redis_restarts_and_recover_without_losing_an_acknowledged_one, .fini = stop,
      .timeout = 180)
 {
@@ -86,6 +103,7 @@ Test(meta_store, puts_fail_while_redis_restarts_and_recover_without_losing_an_ac
 		cr_assert_eq(rc, MMC_META_BACKUP_ERROR, "a put while Redis is down: %d (%s)", rc, mmc_strerror(rc));
 	}
 	keys_readable(s, "before"); /* from memory */
+	lender_refused_while_redis_is_down(meta.url);
 
 	cr_assert_eq(redis_proc_restart(&redis), 0);
 	for (int i = 0; i < 100 && rc != 0; i++) {
