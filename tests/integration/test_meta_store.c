@@ -1,9 +1,9 @@
 /*
  * The meta server on its Redis metadata store, as an operator runs it: a private redis-server (appendfsync always)
  * on a free loopback port. Redis restarted while the server serves: puts fail with MMC_META_BACKUP_ERROR meanwhile,
- * gets keep working from memory, a new lender's mmc_init fails at once, puts recover by themselves, and a kill -9 of the meta server afterwards loses no
- * acknowledged put. The store's format version is checked at start (LMDB and Redis); the Redis password comes from
- * a file and never shows in the log.
+ * gets keep working from memory, a new lender's mmc_init fails at once, puts recover by themselves, and a kill -9 of
+ * the meta server afterwards loses no acknowledged put. The store's format version is checked at start (LMDB and
+ * Redis); the Redis password comes from a file and never shows in the log.
  */
 #include <lmdb.h>
 #include <pthread.h>
