@@ -568,10 +568,13 @@ static bool sever_stalled(struct fab_batch *b)
  * provider cannot close a connection, the call waits for its ops instead: a late answer is better than wrong bytes.
  * A closed connection may still flush the ops' contexts into the CQ, so the ring is kept (fab_batch_fini).
  */
-static void abandon(struct fab_batch *b)
+static void abandon(struct fab_batch *b, bool expired)
 {
-	lg_error("libfabric: an RMA made no progress for %u ms; giving up %zu operations", b->stall_ms,
-	         b->posted - b->reaped);
+	if (expired) /* the caller's own deadline (a prefix read): no fault, just later than the caller can wait */
+		lg_debug("libfabric: the call's deadline passed; giving up %zu operations", b->posted - b->reaped);
+	else
+		lg_error("libfabric: an RMA made no progress for %u ms; giving up %zu operations", b->stall_ms,
+		         b->posted - b->reaped);
 	if (!sever_stalled(b)) {
 		lg_error("libfabric: provider %s cannot close a connection: waiting for the stalled operations",
 		         b->f->provider);
@@ -592,20 +595,23 @@ static void reap_one(struct fab_batch *b)
 {
 	struct fab_op *op = &b->ops[b->reaped % b->window];
 	unsigned spins = 0;
-	uint64_t deadline = 0;
+	uint64_t stall = 0, now;
 
 	atomic_fetch_add_explicit(&b->f->reapers, 1, memory_order_relaxed);
 	while (atomic_load_explicit(&op->state, memory_order_acquire) != 2) {
+		bool expired;
+
 		if (poll_cq(b->f))
 			continue;
 		if (++spins < 64)
 			continue;
 		sched_yield();
-		if (!deadline) {
-			deadline = clock_ms() + b->stall_ms;
-		} else if (clock_ms() > deadline && !b->patient) {
+		now = clock_ms();
+		stall = stall ? stall : now + b->stall_ms;
+		expired = b->deadline_ms && now >= b->deadline_ms;
+		if ((now > stall || expired) && !b->patient) {
 			atomic_fetch_sub_explicit(&b->f->reapers, 1, memory_order_relaxed);
-			abandon(b);
+			abandon(b, expired && now <= stall);
 			if (b->abandoned)
 				return;
 			atomic_fetch_add_explicit(&b->f->reapers, 1, memory_order_relaxed);
@@ -653,8 +659,8 @@ int fab_batch_post(struct fab_batch *b, bool write, const struct iovec *iov, voi
 
 	for (size_t i = 0; i < count; i++)
 		rma.len += iov[i].iov_len;
-	if (b->abandoned)
-		return MMC_TIMEOUT;
+	if (b->abandoned || (b->deadline_ms && clock_ms() >= b->deadline_ms))
+		return MMC_TIMEOUT; /* given up, or past the caller's deadline: start nothing more */
 	if (b->f->host_only)
 		return MMC_LINK_NOT_FOUND;
 	if (b->posted - b->reaped == b->window)
@@ -680,6 +686,11 @@ int fab_batch_post(struct fab_batch *b, bool write, const struct iovec *iov, voi
 	}
 	b->posted++;
 	return 0;
+}
+
+void fab_batch_deadline(struct fab_batch *b, uint64_t deadline_ms)
+{
+	b->deadline_ms = deadline_ms;
 }
 
 uint64_t fabric_severed(const struct fabric *f)

@@ -83,9 +83,10 @@ struct fab_batch {
 	size_t window;
 	size_t posted, reaped;
 	uint32_t stall_ms;
-	bool abandoned;    /* the stalled ops' connections were closed and the ops reported */
-	bool patient;      /* they could not be closed: wait for the ops, however long */
-	fi_addr_t refused; /* a peer the provider would not take an op for during stall_ms; FI_ADDR_UNSPEC if none */
+	uint64_t deadline_ms; /* clock_ms() past which the call gives up what is still in flight; 0: none */
+	bool abandoned;       /* the stalled ops' connections were closed and the ops reported */
+	bool patient;         /* they could not be closed: wait for the ops, however long */
+	fi_addr_t refused;    /* a peer the provider would not take an op for during stall_ms; FI_ADDR_UNSPEC if none */
 	/* called on the owner's thread as each op is reaped: err 0 or an MMC_* code */
 	void (*done)(void *arg, uint32_t tag, int err);
 	void *arg;
@@ -111,6 +112,13 @@ size_t fabric_iov_limit(const struct fabric *f);
 
 /* Waits for every posted op; returns after done() was called for each. */
 void fab_batch_wait(struct fab_batch *b);
+
+/*
+ * Gives the batch the caller's deadline (clock_ms(); 0: none): past it, nothing more is posted (MMC_TIMEOUT), and
+ * the ops still in flight are given up as a stalled op is (their connections closed, then reported MMC_TIMEOUT),
+ * so no byte of them lands after the call. A provider that cannot close connections waits for them instead.
+ */
+void fab_batch_deadline(struct fab_batch *b, uint64_t deadline_ms);
 
 /* Connections closed so far because an RMA over them stalled. */
 uint64_t fabric_severed(const struct fabric *f);
