@@ -16,7 +16,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 import docblocks  # noqa: E402
 from tap import report  # noqa: E402
 
-SECTIONS = ['Running the meta server', 'Security']
+SECTIONS = ['Running the meta server', 'Security', 'Containers', 'Kubernetes']
 SECRET = re.compile(r'(^|/)(credstore[^/]*/.*|[^/]*\.(token|password|pw|key))$')
 
 
@@ -60,7 +60,8 @@ def units_named(calls, build):
 
 
 def files_named(calls, cwd):
-    """The files podman and kubectl calls name (-f, -k, --from-file, --cert, --key, -v SRC:) that do not exist."""
+    """The files podman and kubectl calls name (-f, -k, --from-file, --cert, --key, secret create's file) that do
+    not exist."""
     missing = []
     for call in calls:
         w = docblocks.words(call)
@@ -72,6 +73,8 @@ def files_named(calls, cwd):
                 path = w[i + 1]
             elif re.match(r'--(from-file|cert|key)=', a):
                 path = a.split('=', 1)[1].split('=')[-1]
+            elif w[1:3] == ['secret', 'create'] and i == 4:
+                path = a
             if path and path != '-' and not os.path.exists(os.path.join(cwd, path)):
                 missing.append(f'{w[0]}: {path}')
     return missing
