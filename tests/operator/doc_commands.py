@@ -7,7 +7,6 @@ usage: doc_commands.py SOURCE_ROOT BUILD_ROOT"""
 import os
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
 
@@ -18,14 +17,6 @@ from tap import report  # noqa: E402
 
 SECTIONS = ['Running the meta server', 'Security', 'Containers', 'Kubernetes']
 SECRET = re.compile(r'(^|/)(credstore[^/]*/.*|[^/]*\.(token|password|pw|key))$')
-
-
-def self_signed(cwd):
-    """ca.pem, meta.pem and meta.key for the blocks that install a certificate made as in Security."""
-    subprocess.run(['openssl', 'req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes',
-                    '-keyout', 'meta.key', '-out', 'meta.pem', '-days', '2', '-subj', '/CN=meta', '-addext',
-                    'subjectAltName=IP:127.0.0.1'], cwd=cwd, check=True, capture_output=True)
-    shutil.copy(os.path.join(cwd, 'meta.pem'), os.path.join(cwd, 'ca.pem'))
 
 
 def secrets_private(root):
@@ -90,7 +81,7 @@ def main():
     os.makedirs(cwd)
     os.symlink(os.path.join(src, 'deploy'), os.path.join(cwd, 'deploy'))
     docblocks.stubs(bindir)
-    self_signed(cwd)
+    docblocks.certificate(cwd)
     blocks = [b for s in SECTIONS for b in docblocks.sh_blocks(docblocks.section(s))]
     try:
         rc, out, calls = docblocks.run(blocks, root, cwd, bindir)

@@ -6,6 +6,7 @@ PATH."""
 import os
 import re
 import shlex
+import shutil
 import subprocess
 
 DOC = os.path.join(os.path.dirname(__file__), '..', '..', 'docs', 'operations.md')
@@ -75,6 +76,15 @@ def run(blocks, root, cwd, bindir, env=None, timeout=120):
     p = subprocess.run(['bash', script], cwd=cwd, env=e, capture_output=True, text=True, timeout=timeout)
     calls = open(log).read().splitlines() if os.path.exists(log) else []
     return p.returncode, p.stdout + p.stderr, calls
+
+
+def certificate(cwd):
+    """meta.pem and meta.key (self-signed, for 127.0.0.1) and ca.pem, as the doc's blocks expect them after
+    Security's "TLS" recipe."""
+    subprocess.run(['openssl', 'req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes',
+                    '-keyout', 'meta.key', '-out', 'meta.pem', '-days', '2', '-subj', '/CN=meta', '-addext',
+                    'subjectAltName=IP:127.0.0.1'], cwd=cwd, check=True, capture_output=True)
+    shutil.copy(os.path.join(cwd, 'meta.pem'), os.path.join(cwd, 'ca.pem'))
 
 
 def mode(path):

@@ -198,9 +198,7 @@ def tls_handshake(port, cafile):
 
 def setup(root, cwd):
     """The doc's steps, with a certificate for 127.0.0.1 as meta.pem and meta.key; the test's own ports."""
-    subprocess.run(['openssl', 'req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes',
-                    '-keyout', 'meta.key', '-out', 'meta.pem', '-days', '2', '-subj', '/CN=meta', '-addext',
-                    'subjectAltName=IP:127.0.0.1'], cwd=cwd, check=True, capture_output=True)
+    docblocks.certificate(cwd)
     bindir = os.path.join(root, 'bin')
     docblocks.stubs(bindir)
     blocks = [b for s in ('Running under systemd', 'Several clusters on one host')
