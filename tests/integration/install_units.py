@@ -22,7 +22,7 @@ UNITS = {"mmc-metaserver.service": ["StateDirectory=mmc-metaserver", "LogsDirect
          + [f"LoadCredential={c}:mmc-metaserver.{c}" for c in CREDENTIALS],
          "mmc-metaserver@.service": ["StateDirectory=mmc-metaserver-%i", "LogsDirectory=mmc-%i",
                                      "EnvironmentFile=-/etc/default/mmc-metaserver-%i",
-                                     "--config /etc/mmc/metaserver-%i.conf"]
+                                     "Environment=MMC_META_CONFIG_PATH=/etc/mmc/metaserver-%i.conf"]
          + [f"LoadCredential={c}:mmc-metaserver@%i.{c}" for c in CREDENTIALS]}
 
 

@@ -112,7 +112,7 @@ class Started:
             if k in os.environ:
                 env[k] = os.environ[k]
         for value in svc.get('Environment', []):
-            env.update(dict(w.split('=', 1) for w in shlex.split(value)))
+            env.update(dict(w.split('=', 1) for w in shlex.split(docblocks.rooted(value, root))))
         for value in svc.get('EnvironmentFile', []):
             env.update(env_file(docblocks.rooted(value.lstrip('-'), root)))
         for value in svc.get('StateDirectory', []):
