@@ -50,6 +50,18 @@ bool tcp_addr_is_loopback(const struct sockaddr *sa)
 	return false;
 }
 
+bool tcp_host_is_loopback(const char *host)
+{
+	struct sockaddr_in a4 = {.sin_family = AF_INET};
+	struct sockaddr_in6 a6 = {.sin6_family = AF_INET6};
+
+	if (strcmp(host, "localhost") == 0)
+		return true;
+	if (inet_pton(AF_INET, host, &a4.sin_addr) == 1)
+		return tcp_addr_is_loopback((const struct sockaddr *)&a4);
+	return inet_pton(AF_INET6, host, &a6.sin6_addr) == 1 && tcp_addr_is_loopback((const struct sockaddr *)&a6);
+}
+
 void tcp_url_format(char *out, size_t len, const char *host, uint16_t port)
 {
 	snprintf(out, len, strchr(host, ':') ? "tcp://[%s]:%u" : "tcp://%s:%u", host, port);

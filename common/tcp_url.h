@@ -15,6 +15,9 @@ int tcp_url_parse(const char *url, char *host, size_t hostlen, uint16_t *port);
 /* Whether sa is a loopback address (127.0.0.0/8, ::1, or 127.x mapped into IPv6): one only this host reaches. */
 bool tcp_addr_is_loopback(const struct sockaddr *sa);
 
+/* Whether host, as written in a bind key, is "localhost" or a loopback address literal (a name is not resolved). */
+bool tcp_host_is_loopback(const char *host);
+
 /* Writes "tcp://host:port" (brackets around an IPv6 host) into out. */
 void tcp_url_format(char *out, size_t len, const char *host, uint16_t port);
 

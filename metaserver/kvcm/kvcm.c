@@ -30,6 +30,7 @@
 #include "state_load.h"
 #include "storage.h"
 #include "storage_uri.h"
+#include "tcp_url.h"
 #include "write_session.h"
 
 static void identity(struct kvcm *k)
@@ -52,25 +53,13 @@ static void identity(struct kvcm *k)
 	snprintf(k->node_id, sizeof(k->node_id), "%s:%u_%s", k->host, k->admin_port, rnd);
 }
 
-static bool is_loopback(const char *host)
-{
-	struct in_addr a4;
-	struct in6_addr a6;
-
-	if (strcmp(host, "localhost") == 0)
-		return true;
-	if (inet_pton(AF_INET, host, &a4) == 1)
-		return (ntohl(a4.s_addr) >> 24) == 127;
-	return inet_pton(AF_INET6, host, &a6) == 1 && IN6_IS_ADDR_LOOPBACK(&a6);
-}
-
 /*
  * Redis's protected mode: reachable from other hosts only with credentials, or when the operator says so. key is
  * the bind key, bind its value; tls whether that listener encrypts.
  */
 static int check_exposure(struct kvcm *k, const char *key, const char *bind, bool tls, char *err, size_t errlen)
 {
-	if (is_loopback(bind))
+	if (tcp_host_is_loopback(bind))
 		return 0;
 	if (accounts_admin_enforced(k)) { /* both ports guarded: the admin one needs an admin */
 		if (!tls)
@@ -149,6 +138,7 @@ static int start_http(struct kvcm *k, struct meta_err *e)
 	                      &k->admin_port, e) ||
 	    grpc_servers_start(k, e) || start_debug_http(k, e))
 		return -1;
+	http_server_listen_loopback(k->admin, k->conf.bind, k->admin_port); /* best effort: it warns */
 	http_server_text_routes(k->admin, admin_text_routes);
 	return 0;
 }

@@ -27,6 +27,7 @@
 #include "metrics.h"
 #include "mmc/mmc.h"
 #include "persist.h"
+#include "tcp_url.h"
 
 #define MAX_HEADERS_BYTES (64u << 10)
 
@@ -542,6 +543,33 @@ int http_server_start(struct http_server **out, struct kvcm *k, const char *bind
 fail:
 	http_server_stop(s);
 	return MMC_ERROR;
+}
+
+/* A bind other hosts reach, on one address: loopback peers (a local Prometheus agent, health probes) reach the
+ * port only through a listener of their own. "0.0.0.0" and "::" take them already. */
+static bool bind_misses_loopback(const char *bind)
+{
+	return bind[0] && strcmp(bind, "0.0.0.0") != 0 && strcmp(bind, "::") != 0 && !tcp_host_is_loopback(bind);
+}
+
+int http_server_listen_loopback(struct http_server *s, const char *bind, uint16_t port)
+{
+	const char *lo = strchr(bind, ':') ? "::1" : "127.0.0.1";
+	struct evhttp_bound_socket *bs;
+
+	if (!bind_misses_loopback(bind))
+		return 0;
+	bs = evhttp_bind_socket_with_handle(s->http, lo, port);
+	if (!bs) {
+		log_warn("op=kvcm_start warning=loopback_listener addr=%s port=%u err=\"%s\" note=\"local agents must "
+		         "reach the admin port at %s, with credentials\"",
+		         lo, port, strerror(errno), bind);
+		return -1;
+	}
+	conn_pool_listen(&s->pool, evhttp_bound_socket_get_listener(bs));
+	log_info("op=kvcm_start loopback_listener=%s port=%u note=\"GET /metrics and /api/healthy for local agents\"",
+	         lo, port);
+	return 0;
 }
 
 void http_server_stop(struct http_server *s)

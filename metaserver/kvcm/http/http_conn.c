@@ -349,7 +349,10 @@ bool conn_is_local(const struct hconn *h)
 
 static void resume_ev(evutil_socket_t fd, short what, void *arg)
 {
-	evconnlistener_enable(((struct conn_pool *)arg)->lev);
+	struct conn_pool *p = arg;
+
+	for (int i = 0; i < p->nlev; i++)
+		evconnlistener_enable(p->lev[i]);
 }
 
 /* EMFILE and friends: accept would fail again at once (libevent retries in a busy loop). Close a few connections
@@ -363,13 +366,15 @@ static void accept_error(struct evconnlistener *lev, void *arg)
 	bool out_of_fds = e == EMFILE || e == ENFILE || e == ENOBUFS || e == ENOMEM;
 
 	for (int i = 0; i < MAX_POOLS && !p; i++)
-		p = listening[i] && listening[i]->lev == lev ? listening[i] : NULL;
+		for (int j = 0; listening[i] && j < listening[i]->nlev && !p; j++)
+			p = listening[i]->lev[j] == lev ? listening[i] : NULL;
 	if (!p)
 		return;
 	while (out_of_fds && freed < ACCEPT_FREE_FDS && displace(p, NULL, "out_of_descriptors"))
 		freed++;
 	if (out_of_fds && !freed) {
-		evconnlistener_disable(lev);
+		for (int i = 0; i < p->nlev; i++)
+			evconnlistener_disable(p->lev[i]);
 		evtimer_add(p->resume_ev, &tv);
 	}
 	if (now - p->emfile_logged_ms >= 1000) {
@@ -393,11 +398,15 @@ int conn_pool_init(struct conn_pool *p, struct kvcm *k, SSL_CTX *tls, const char
 
 void conn_pool_listen(struct conn_pool *p, struct evconnlistener *lev)
 {
-	p->lev = lev;
+	if (p->nlev == CONN_POOL_LISTENERS)
+		return;
+	p->lev[p->nlev++] = lev;
+	evconnlistener_set_error_cb(lev, accept_error);
+	if (p->nlev > 1) /* listed with its first listener */
+		return;
 	for (int i = 0; i < MAX_POOLS; i++) {
 		if (!listening[i]) {
 			listening[i] = p;
-			evconnlistener_set_error_cb(lev, accept_error);
 			return;
 		}
 	}

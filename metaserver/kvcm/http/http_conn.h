@@ -23,6 +23,8 @@ struct evconnlistener;
 struct evhttp_request;
 struct hconn;
 
+#define CONN_POOL_LISTENERS 2
+
 struct conn_pool {
 	struct kvcm *k;
 	struct event_base *base;
@@ -33,7 +35,8 @@ struct conn_pool {
 	struct hconn *oldest, *newest; /* every connection, in accept order */
 	struct hconn **slot;           /* by evhttp connection (open addressing) */
 	uint32_t cap, mapped;
-	struct evconnlistener *lev;
+	struct evconnlistener *lev[CONN_POOL_LISTENERS]; /* the bind's, and the admin port's loopback one */
+	int nlev;
 	struct event *resume_ev;
 	uint64_t emfile_logged_ms;
 	int log_bucket;
@@ -41,7 +44,7 @@ struct conn_pool {
 
 /* Sets up p (max is the connection limit after conn_fit_limit). 0 or -1. */
 int conn_pool_init(struct conn_pool *p, struct kvcm *k, SSL_CTX *tls, const char *name, uint32_t max);
-/* Installs the accept-error handler on lev (the listener evhttp accepts on). */
+/* Installs the accept-error handler on lev (a listener evhttp accepts on: at most CONN_POOL_LISTENERS). */
 void conn_pool_listen(struct conn_pool *p, struct evconnlistener *lev);
 /* Frees what the pool holds; evhttp_free() must have closed its connections first. */
 void conn_pool_fini(struct conn_pool *p);
