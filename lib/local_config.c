@@ -270,8 +270,14 @@ struct load_ctx {
 static int load_line(void *arg, const char *key, const char *value, int line)
 {
 	struct load_ctx *l = arg;
-	char msg[512];
+	char msg[512], cred[1024];
 
+	/* a bare file name is a credential under $CREDENTIALS_DIRECTORY, as on the server (secret_file.h) */
+	if (!(value = secret_file_path(key, value, cred, sizeof(cred)))) {
+		snprintf(l->err, l->errlen, "%s:%d: %s: the credential's path under $CREDENTIALS_DIRECTORY is too long",
+		         l->path, line, key);
+		return MMC_INVALID_PARAM;
+	}
 	if (!conf_find(keys, key)) {
 		int rc = memcache_apply(l->out, key, value, l->path, line, msg, sizeof(msg));
 

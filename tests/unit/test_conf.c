@@ -428,6 +428,25 @@ Test(conf, bare_file_names_are_credentials)
 	unsetenv("CREDENTIALS_DIRECTORY");
 }
 
+/* the client too: an engine under systemd (or in a container) names its secret by the credential's name */
+Test(conf, client_bare_file_names_are_credentials)
+{
+	char dir[] = "/tmp/mmc-cred-XXXXXX", path[64], err[256];
+	struct client_conf r;
+
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/cluster.token", dir);
+	write_file(path, "0123456789abcdef0123456789abcdef\n");
+	setenv("CREDENTIALS_DIRECTORY", dir, 1);
+	cr_assert_eq(resolve_file("ock.mmc.client.auth_token_file = cluster.token\n", &r, err), 0, "%s", err);
+	cr_assert_str_eq(r.auth_token, "0123456789abcdef0123456789abcdef");
+	unsetenv("CREDENTIALS_DIRECTORY");
+	cr_assert_eq(resolve_file("ock.mmc.client.auth_token_file = cluster.token\n", &r, err), MMC_INVALID_PARAM,
+	             "without the directory, a path relative to the cwd (none there)");
+	unlink(path);
+	rmdir(dir);
+}
+
 /* ---- MemCache's own files: every key they carry is understood (mapped, or accepted with one warning) ---- */
 
 static char warned[16384];
