@@ -267,6 +267,33 @@ Test(security, every_route_needs_credentials, .fini = down)
 	hc_set_auth(NULL);
 }
 
+/* Every refused credential is counted, HTTP or not, and said in the log (rate-limited): a wrong password or an
+ * unknown user is reason="credentials", a ROLE_USER on the admin port reason="role". */
+Test(security, refused_credentials_are_counted, .fini = down)
+{
+	const char *env[] = {"kvcm.service.admin_user=root", NULL, NULL};
+
+	env[1] = password_file("root-pw");
+	srv_up(env);
+	cr_expect_eq(srv_metric("mmc_kvcm_auth_refused_total{reason=\"credentials\"}"), 0, "served from the start");
+	cr_expect_eq(srv_metric("mmc_kvcm_auth_refused_total{reason=\"role\"}"), 0);
+	hc_set_auth("root:wrong");
+	cr_expect_eq(post_status(&srv.meta, "getClusterInfo"), 401);
+	hc_set_auth("nobody:root-pw");
+	cr_expect_eq(post_status(&srv.admin, "listStorage"), 401);
+	sleep(1); /* past the second whose PBKDF2 budget the wrong passwords spent */
+	hc_set_auth("root:root-pw");
+	EXPECT_CODE(ADMIN("addAccount", "{\"user_name\":\"eve\",\"password\":\"eve-pw\",\"role\":\"ROLE_USER\"}"),
+	            "OK");
+	hc_set_auth("eve:eve-pw");
+	cr_expect_eq(post_status(&srv.admin, "listStorage"), 403);
+	hc_set_auth(NULL);
+	cr_expect_eq(srv_metric("mmc_kvcm_auth_refused_total{reason=\"credentials\"}"), 2);
+	cr_expect_eq(srv_metric("mmc_kvcm_auth_refused_total{reason=\"role\"}"), 1);
+	cr_expect(log_has(&srv.m, "op=kvcm_auth result=denied user=\"nobody\""));
+	cr_expect(log_has(&srv.m, "op=kvcm_auth result=forbidden user=\"eve\""));
+}
+
 /* The account list as "name:ROLE,..." */
 static void account_list(char *out, size_t len, char **raw)
 {

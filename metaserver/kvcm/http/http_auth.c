@@ -8,7 +8,9 @@
 #include <strings.h>
 
 #include "account.h"
+#include "kvcm_state.h"
 #include "log.h"
+#include "metrics.h"
 
 #define CRED_MAX 2048 /* decoded "user:password" */
 
@@ -50,11 +52,13 @@ int auth_check_value(struct kvcm *k, const char *authorization, bool admin_port,
 		cred[0] = '\0';
 	}
 	if (role < 0) {
+		metrics_auth_refused(k->metrics, false);
 		log_ratelimited(log_bucket, LOG_WARN, "op=kvcm_auth result=denied user=\"%.128s\" path=\"%.128s\"",
 		                cred, what);
 		return 401;
 	}
 	if (admin_port && role != ROLE_ADMIN) {
+		metrics_auth_refused(k->metrics, true);
 		log_ratelimited(log_bucket, LOG_WARN, "op=kvcm_auth result=forbidden user=\"%.128s\" path=\"%.128s\"",
 		                cred, what);
 		return 403;

@@ -34,6 +34,7 @@ struct metrics {
 	struct api_stats api[MAX_APIS];
 	int napis;
 	uint64_t rejected, query_keys, query_hits, written_locations, written_bytes, fast_reads;
+	uint64_t auth_refused[2]; /* by reason: credentials, role */
 };
 
 int metrics_new(struct metrics **out)
@@ -85,6 +86,24 @@ void metrics_request(struct metrics *m, int slot, int code, int http_status, uin
 void metrics_rejected(struct metrics *m)
 {
 	m->rejected++;
+}
+
+void metrics_auth_refused(struct metrics *m, bool role)
+{
+	if (m)
+		m->auth_refused[role]++;
+}
+
+/* Both reasons always, 0 included: a first refusal is then an increase, not a new series. */
+static void auth_refusals(struct evbuffer *b, const struct metrics *m)
+{
+	evbuffer_add_printf(b,
+	                    "# HELP mmc_kvcm_auth_refused_total KVCM requests (HTTP and gRPC) refused by authentication: "
+	                    "credentials (none, a wrong user or password), role (a ROLE_USER on the admin port).\n"
+	                    "# TYPE mmc_kvcm_auth_refused_total counter\n"
+	                    "mmc_kvcm_auth_refused_total{reason=\"credentials\"} %" PRIu64 "\n"
+	                    "mmc_kvcm_auth_refused_total{reason=\"role\"} %" PRIu64 "\n",
+	                    m->auth_refused[0], m->auth_refused[1]);
 }
 
 void metrics_fast_read(struct metrics *m)
@@ -199,6 +218,7 @@ void metrics_text(struct kvcm *k, struct evbuffer *b)
 	counter(b, "http_connections", "Open HTTP connections (both ports).",
 	        http_server_connections(k->http) + http_server_connections(k->admin), true);
 	counter(b, "grpc_connections", "Open gRPC connections (both ports).", k->grpc_connections, true);
+	auth_refusals(b, m);
 	counter(b, "rejected_connections_total", "Requests refused over kvcm.service.max_connections.", m->rejected,
 	        false);
 	counter(b, "fast_read_requests_total",

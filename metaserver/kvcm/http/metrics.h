@@ -20,6 +20,9 @@ void metrics_free(struct metrics *m);
 int metrics_slot(struct metrics *m, const char *api);
 void metrics_request(struct metrics *m, int slot, int code, int http_status, uint64_t ns);
 void metrics_rejected(struct metrics *m);
+/* A request authentication refused: no or wrong credentials (role false: 401), or the wrong role (403). m may be
+ * NULL. */
+void metrics_auth_refused(struct metrics *m, bool role);
 /* A body read by its route's own reader (route_reader) rather than jansson. */
 void metrics_fast_read(struct metrics *m);
 void metrics_queried(struct metrics *m, size_t keys, size_t hits);
