@@ -7,6 +7,7 @@
 #include "clock.h"
 #include "log.h"
 #include "mmc/mmc.h"
+#include "per_key.h"
 #include "store.h"
 
 struct extent_cache {
@@ -82,8 +83,8 @@ static void deal(const struct extent_keys *k, uint32_t lanes, uint64_t *need)
 	for (size_t j = 0; j < k->m; j++) {
 		uint32_t l = (uint32_t)(j * lanes / k->m);
 
-		k->lane[k->index[j]] = (uint8_t)l;
-		need[l] += carved(k->sizes[k->index[j]]);
+		PER_KEY(k->lane, k->index[j], k->stride) = (uint8_t)l;
+		need[l] += carved(PER_KEY(k->sizes, k->index[j], k->stride));
 	}
 }
 
@@ -92,7 +93,7 @@ static uint64_t total(const struct extent_keys *k)
 	uint64_t t = 0;
 
 	for (size_t j = 0; j < k->m; j++)
-		t += carved(k->sizes[k->index[j]]);
+		t += carved(PER_KEY(k->sizes, k->index[j], k->stride));
 	return t;
 }
 

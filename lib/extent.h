@@ -71,8 +71,9 @@ void extent_cache_free(struct extent_cache *c);
 struct extent_keys {
 	size_t m;
 	const size_t *index;
-	const uint64_t *sizes;
-	uint8_t *lane;
+	const uint64_t *sizes; /* per key */
+	uint8_t *lane;         /* per key */
+	size_t stride;         /* of sizes and lane: PER_KEY */
 };
 
 /*
@@ -105,6 +106,7 @@ struct extent_put {
 	const struct xfer_key *xk;
 	const uint8_t *lane; /* per key */
 	const struct extent_group *g;
+	size_t stride; /* of the per-key fields: PER_KEY */
 };
 
 /* Sets req->items to stream from p (p must outlive the encode). */

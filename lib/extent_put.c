@@ -2,6 +2,7 @@
 #include <string.h>
 
 #include "extent.h"
+#include "per_key.h"
 #include "store_ops.h"
 
 static bool encode_items(pb_ostream_t *s, const pb_field_t *field, void *const *arg)
@@ -11,15 +12,15 @@ static bool encode_items(pb_ostream_t *s, const pb_field_t *field, void *const *
 
 	for (size_t i = 0; i < p->n; i++) {
 		size_t k = p->index[i], len = strlen(p->keys[k]);
-		const struct xfer_key *x = &p->xk[k];
-		const mmc_Extent *ext = &p->g->ext[p->lane[k] * p->g->cls.replicas];
+		const struct xfer_key *x = &PER_KEY(p->xk, k, p->stride);
+		const mmc_Extent *ext = &p->g->ext[PER_KEY(p->lane, k, p->stride) * p->g->cls.replicas];
 
 		if (len >= sizeof(item.key) || x->ntargets != p->g->cls.replicas)
 			return false;
 		memcpy(item.key, p->keys[k], len + 1);
-		item.size = p->sizes[k];
-		item.checksum_type = p->sums[k].type;
-		item.checksum = p->sums[k].value;
+		item.size = PER_KEY(p->sizes, k, p->stride);
+		item.checksum_type = PER_KEY(p->sums, k, p->stride).type;
+		item.checksum = PER_KEY(p->sums, k, p->stride).value;
 		item.places_count = (pb_size_t)p->g->cls.replicas;
 		for (uint32_t r = 0; r < p->g->cls.replicas; r++)
 			item.places[r] =

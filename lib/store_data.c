@@ -13,24 +13,29 @@
 #include "log.h"
 #include "store_ops.h"
 
+/* One key of a call: all the plan knows about it. The fields every pass scans come first. */
+struct plan_key {
+	uint8_t state; /* PK_* */
+	uint8_t lane;  /* put through extents: the lane of the key */
+	bool found;    /* put: the server answered that the key exists (the first writer wins) */
+	bool damaged;  /* get: the bytes that landed differ from sum */
+	int result;    /* the caller's results[i] once the call ends */
+	uint64_t total;
+	uint64_t token;           /* put: the allocation; get: the object the lease was granted on */
+	uint64_t lease_ms;        /* get: the lease granted on the key */
+	struct wire_checksum sum; /* put: what the commit sends; get: what the reply said */
+	struct xfer_key xk;       /* xk.result: the key's writes or read (a put's commit sends it) */
+};
+
 struct plan {
 	size_t n;
 	const char *const *keys;
-	struct xfer_key *xk;
-	struct xfer_piece *pieces;
-	uint64_t *totals;
-	uint64_t *lease_ms;         /* get: the lease granted on each key */
-	uint64_t *tokens;           /* get: the object each lease was granted on */
-	struct wire_checksum *sums; /* put: what the commit sends; get: what the reply said */
-	bool *damaged;              /* get: the bytes that landed differ from sums */
-	bool *found;                /* put: the server answered that the key exists (the first writer wins) */
-	int *results;
-	uint8_t *state;  /* per key: PK_* */
-	size_t *index;   /* scratch: keys taking part in the next RPC */
-	uint8_t *lane;   /* put through extents: the lane of each key */
-	uint8_t summing; /* put: the state whose keys the posted hook checksums */
-	bool confirmed;  /* put through extents: the server published at least one key */
-	bool refused;    /* put through extents: the server turned a place down */
+	struct plan_key *rec;      /* n records; the one allocation of the call, pieces and index carved from it */
+	struct xfer_piece *pieces; /* every key's local pieces, key after key */
+	size_t *index;             /* scratch: keys taking part in the next RPC */
+	uint8_t summing;           /* put: the state whose keys the posted hook checksums */
+	bool confirmed;            /* put through extents: the server published at least one key */
+	bool refused;              /* put through extents: the server turned a place down */
 	/* clock_ms() by which a lost meta connection must be back: one for the whole call, however many round trips
 	 * and passes it takes (retry_ms from its start) */
 	uint64_t deadline_ms;
@@ -41,45 +46,25 @@ enum { PK_SKIP = 0, PK_ACTIVE = 1, PK_LEASED = 2, PK_EXTENT = 3 };
 
 /* ---- plans ---- */
 
-static void plan_free(struct plan *p)
-{
-	free(p->xk);
-	free(p->pieces);
-	free(p->totals);
-	free(p->lease_ms);
-	free(p->tokens);
-	free(p->sums);
-	free(p->damaged);
-	free(p->found);
-	free(p->state);
-	free(p->index);
-	free(p->lane);
-}
-
-static int plan_alloc(struct plan *p, size_t n, size_t npieces, const char *const *keys, int *results)
+/* One block: the records, then the pieces, then the index (each part's size keeps the next one aligned). */
+static int plan_alloc(struct plan *p, size_t n, size_t npieces, const char *const *keys)
 {
 	memset(p, 0, sizeof(*p));
-	memset(results, 0, n * sizeof(*results));
+	p->rec = calloc(1, n * sizeof(*p->rec) + npieces * sizeof(*p->pieces) + n * sizeof(*p->index));
+	if (!p->rec)
+		return MMC_MALLOC_FAILED;
 	p->n = n;
 	p->keys = keys;
-	p->results = results;
-	p->xk = calloc(n, sizeof(*p->xk));
-	p->pieces = calloc(npieces, sizeof(*p->pieces));
-	p->totals = calloc(n, sizeof(*p->totals));
-	p->tokens = calloc(n, sizeof(*p->tokens));
-	p->lease_ms = calloc(n, sizeof(*p->lease_ms));
-	p->sums = calloc(n, sizeof(*p->sums));
-	p->damaged = calloc(n, sizeof(*p->damaged));
-	p->found = calloc(n, sizeof(*p->found));
-	p->state = calloc(n, sizeof(*p->state));
-	p->index = calloc(n, sizeof(*p->index));
-	p->lane = calloc(n, sizeof(*p->lane));
-	if (!p->xk || !p->pieces || !p->totals || !p->tokens || !p->lease_ms || !p->sums || !p->damaged || !p->found ||
-	    !p->state || !p->index || !p->lane) {
-		plan_free(p);
-		return MMC_MALLOC_FAILED;
-	}
+	p->pieces = (struct xfer_piece *)(p->rec + n);
+	p->index = (size_t *)(p->pieces + npieces);
 	return 0;
+}
+
+static int plan_fail_all(struct plan *p, int code)
+{
+	for (size_t i = 0; i < p->n; i++)
+		p->rec[i].result = code;
+	return code;
 }
 
 /* Keys in `want` state, for an RPC; returns how many. */
@@ -88,9 +73,24 @@ static size_t plan_select(struct plan *p, uint8_t want)
 	size_t m = 0;
 
 	for (size_t i = 0; i < p->n; i++)
-		if (p->state[i] == want)
+		if (p->rec[i].state == want)
 			p->index[m++] = i;
 	return m;
+}
+
+/* The items of an RPC about the keys in state `want`; the caller points the fields it sends at rec[0]'s. */
+static struct wire_items plan_items(struct plan *p, uint8_t want)
+{
+	return (struct wire_items){
+	    .n = plan_select(p, want), .keys = p->keys, .index = p->index, .stride = sizeof(*p->rec)};
+}
+
+/* Hands the keys in state `want` to xfer_run and skips the others. */
+static void plan_xfer(struct mmc_store *s, struct plan *p, int write, uint8_t want, const struct xfer_hook *hook)
+{
+	for (size_t i = 0; i < p->n; i++)
+		p->rec[i].xk.skip = p->rec[i].state != want || p->rec[i].result;
+	xfer_run(s, write, &p->rec[0].xk, p->n, sizeof(*p->rec), hook);
 }
 
 /* ---- checksums (ock.mmc.client.verify_checksum) ---- */
@@ -114,8 +114,8 @@ static void sum_puts(void *arg)
 	struct plan *p = arg;
 
 	for (size_t i = 0; i < p->n; i++)
-		if (p->state[i] == p->summing)
-			p->sums[i] = (struct wire_checksum){MMC_WIRE_CHECKSUM_CRC32C, pieces_crc(&p->xk[i])};
+		if (p->rec[i].state == p->summing)
+			p->rec[i].sum = (struct wire_checksum){MMC_WIRE_CHECKSUM_CRC32C, pieces_crc(&p->rec[i].xk)};
 }
 
 /*
@@ -125,10 +125,10 @@ static void sum_puts(void *arg)
  */
 static void check_get(void *arg, size_t i)
 {
-	struct plan *p = arg;
+	struct plan_key *r = &((struct plan *)arg)->rec[i];
 
-	if (p->state[i] == PK_LEASED && p->sums[i].type == MMC_WIRE_CHECKSUM_CRC32C)
-		p->damaged[i] = pieces_crc(&p->xk[i]) != p->sums[i].value;
+	if (r->state == PK_LEASED && r->sum.type == MMC_WIRE_CHECKSUM_CRC32C)
+		r->damaged = pieces_crc(&r->xk) != r->sum.value;
 }
 
 /* A damaged key fails unless it failed already (a transfer error, or its lease expired first). One log line. */
@@ -137,14 +137,14 @@ static void verify_gets(struct plan *p)
 	size_t bad = 0, first = 0;
 
 	for (size_t i = 0; i < p->n; i++) {
-		if (p->results[i] || !p->damaged[i])
+		if (p->rec[i].result || !p->rec[i].damaged)
 			continue;
-		p->results[i] = MMC_CHECKSUM_MISMATCH;
+		p->rec[i].result = MMC_CHECKSUM_MISMATCH;
 		first = bad++ ? first : i;
 	}
 	if (bad)
 		lg_warn("get key=\"%s\" rank=%u offset=%llu err=checksum_mismatch keys=%zu", p->keys[first],
-		        p->xk[first].targets[0].rank, (unsigned long long)p->xk[first].targets[0].offset, bad);
+		        p->rec[first].xk.targets[0].rank, (unsigned long long)p->rec[first].xk.targets[0].offset, bad);
 }
 
 /* ---- put ---- */
@@ -152,21 +152,21 @@ static void verify_gets(struct plan *p)
 static bool on_alloc(void *arg, size_t i, const mmc_KeyResult *r)
 {
 	struct plan *p = arg;
-	size_t k = p->index[i];
-	struct xfer_key *x = &p->xk[k];
+	struct plan_key *k = &p->rec[p->index[i]];
+	struct xfer_key *x = &k->xk;
 
 	if (r->result == MMC_DUPLICATED_OBJECT) { /* first writer wins: not an error */
-		p->state[k] = PK_SKIP;
-		p->results[k] = 0;
-		p->found[k] = true;
+		k->state = PK_SKIP;
+		k->result = 0;
+		k->found = true;
 		return true;
 	}
 	if (r->result || r->blobs_count == 0) {
-		p->state[k] = PK_SKIP;
-		p->results[k] = r->result ? r->result : MMC_INTERNAL_ERROR;
+		k->state = PK_SKIP;
+		k->result = r->result ? r->result : MMC_INTERNAL_ERROR;
 		return true;
 	}
-	p->tokens[k] = r->token;
+	k->token = r->token;
 	x->ntargets = r->blobs_count;
 	for (pb_size_t b = 0; b < r->blobs_count; b++)
 		x->targets[b] = (struct xfer_target){r->blobs[b].rank, r->blobs[b].incarnation, r->blobs[b].media,
@@ -177,10 +177,10 @@ static bool on_alloc(void *arg, size_t i, const mmc_KeyResult *r)
 static bool on_commit(void *arg, size_t i, const mmc_KeyResult *r)
 {
 	struct plan *p = arg;
-	size_t k = p->index[i];
+	struct plan_key *k = &p->rec[p->index[i]];
 
-	if (p->results[k] == 0)
-		p->results[k] = r->result;
+	if (k->result == 0)
+		k->result = r->result;
 	return true;
 }
 
@@ -196,9 +196,9 @@ static void set_replicas(mmc_KeyBatch *req, const mmc_replicate_config *rc)
 static void fail_state(struct plan *p, uint8_t st, int code)
 {
 	for (size_t i = 0; i < p->n; i++)
-		if (p->state[i] == st) {
-			p->results[i] = code;
-			p->state[i] = PK_SKIP;
+		if (p->rec[i].state == st) {
+			p->rec[i].result = code;
+			p->rec[i].state = PK_SKIP;
 		}
 }
 
@@ -211,8 +211,8 @@ static void fail_state(struct plan *p, uint8_t st, int code)
 static void lost_with_connection(struct mmc_store *s, struct plan *p, size_t n, uint64_t losses)
 {
 	for (size_t i = 0; s->conf.c.retry_ms && meta_conn_losses(s->meta) != losses && i < n; i++)
-		if (p->results[p->index[i]])
-			p->results[p->index[i]] = MMC_NOT_CONNECTED_META;
+		if (p->rec[p->index[i]].result)
+			p->rec[p->index[i]].result = MMC_NOT_CONNECTED_META;
 }
 
 /* alloc, RMA, commit: the keys still PK_ACTIVE. */
@@ -225,19 +225,18 @@ static int put_by_key(struct mmc_store *s, struct plan *p, const mmc_replicate_c
 	                    .deadline_ms = p->deadline_ms};
 	struct xfer_hook sum = {.posted = sum_puts, .arg = p};
 	uint64_t losses;
-	int32_t *values;
 	int rc_call;
 
 	set_replicas(&k.req, rc);
 	k.req.flags = spread ? MMC_WIRE_FLAG_SPREAD : 0;
-	k.items =
-	    (struct wire_items){.n = plan_select(p, PK_ACTIVE), .keys = p->keys, .index = p->index, .sizes = p->totals};
+	k.items = plan_items(p, PK_ACTIVE);
+	k.items.sizes = &p->rec[0].total;
 	if (k.items.n == 0)
 		return 0;
 	rc_call = key_rpc_call(s, &k);
 	if (rc_call) {
 		for (size_t i = 0; i < k.items.n; i++)
-			p->results[p->index[i]] = rc_call;
+			p->rec[p->index[i]].result = rc_call;
 		return rc_call;
 	}
 	/* the server that placed these keys is gone: a restarted one may have given the space to someone else */
@@ -246,39 +245,26 @@ static int put_by_key(struct mmc_store *s, struct plan *p, const mmc_replicate_c
 		fail_state(p, PK_ACTIVE, MMC_NOT_CONNECTED_META);
 		return MMC_NOT_CONNECTED_META;
 	}
-	for (size_t i = 0; i < p->n; i++)
-		p->xk[i].result = p->state[i] == PK_ACTIVE ? 0 : 1;
 	p->summing = PK_ACTIVE;
-	xfer_run(s, 1, p->xk, p->n, s->conf.c.verify_checksum ? &sum : NULL);
+	plan_xfer(s, p, 1, PK_ACTIVE, s->conf.c.verify_checksum ? &sum : NULL);
 
-	/* commit what was allocated: written keys become readable, failed ones are dropped */
-	values = calloc(p->n, sizeof(*values));
-	if (!values) {
-		fail_state(p, PK_ACTIVE, MMC_MALLOC_FAILED);
-		return MMC_MALLOC_FAILED;
-	}
-	for (size_t i = 0; i < p->n; i++) {
-		if (p->state[i] != PK_ACTIVE)
-			continue;
-		values[i] = p->xk[i].result;
-		p->results[i] = p->xk[i].result;
-	}
+	/* commit what was allocated: written keys become readable, failed ones (value: xk.result) are dropped */
+	for (size_t i = 0; i < p->n; i++)
+		if (p->rec[i].state == PK_ACTIVE)
+			p->rec[i].result = p->rec[i].xk.result;
 	k = (struct key_rpc){.body = WB_COMMIT,
 	                     .req = mmc_KeyBatch_init_zero,
 	                     .on_result = on_commit,
 	                     .arg = p,
 	                     .deadline_ms = p->deadline_ms};
-	k.items = (struct wire_items){.n = plan_select(p, PK_ACTIVE),
-	                              .keys = p->keys,
-	                              .index = p->index,
-	                              .values = values,
-	                              .tokens = p->tokens,
-	                              .checksums = p->sums};
+	k.items = plan_items(p, PK_ACTIVE);
+	k.items.values = &p->rec[0].xk.result;
+	k.items.tokens = &p->rec[0].token;
+	k.items.checksums = &p->rec[0].sum;
 	if (k.items.n && (rc_call = key_rpc_call(s, &k)))
 		for (size_t i = 0; i < k.items.n; i++)
-			if (p->results[p->index[i]] == 0)
-				p->results[p->index[i]] = rc_call;
-	free(values);
+			if (p->rec[p->index[i]].result == 0)
+				p->rec[p->index[i]].result = rc_call;
 	lost_with_connection(s, p, k.items.n, losses);
 	return 0;
 }
@@ -291,9 +277,9 @@ static size_t mark_small(struct plan *p)
 	size_t m = 0;
 
 	for (size_t i = 0; i < p->n; i++) {
-		if (p->state[i] != PK_ACTIVE || p->totals[i] > EXTENT_OBJECT_MAX)
+		if (p->rec[i].state != PK_ACTIVE || p->rec[i].total > EXTENT_OBJECT_MAX)
 			continue;
-		p->state[i] = PK_EXTENT;
+		p->rec[i].state = PK_EXTENT;
 		m++;
 	}
 	return m;
@@ -318,33 +304,32 @@ static void aim(struct plan *p, const struct extent_group *g, uint64_t *base)
 	uint32_t n = g->cls.replicas;
 
 	for (size_t i = 0; i < p->n; i++) {
-		struct xfer_key *x = &p->xk[i];
-		const mmc_Extent *ext = &g->ext[p->lane[i] * n];
+		struct plan_key *k = &p->rec[i];
+		const mmc_Extent *ext = &g->ext[k->lane * n];
 
-		x->result = p->state[i] == PK_EXTENT ? 0 : 1;
-		if (x->result)
+		if (k->state != PK_EXTENT)
 			continue;
-		x->ntargets = n;
+		k->xk.ntargets = n;
 		for (uint32_t r = 0; r < n; r++)
-			x->targets[r] = (struct xfer_target){ext[r].rank, ext[r].incarnation, ext[r].media,
-			                                     ext[r].offset + base[p->lane[i]]};
-		base[p->lane[i]] += (p->totals[i] + 4095) & ~(uint64_t)4095; /* the server's allocation unit */
+			k->xk.targets[r] = (struct xfer_target){ext[r].rank, ext[r].incarnation, ext[r].media,
+			                                        ext[r].offset + base[k->lane]};
+		base[k->lane] += (k->total + 4095) & ~(uint64_t)4095; /* the server's allocation unit */
 	}
 }
 
 static bool on_put(void *arg, size_t i, const mmc_KeyResult *r)
 {
 	struct plan *p = arg;
-	size_t k = p->index[i];
+	struct plan_key *k = &p->rec[p->index[i]];
 
 	if (r->result == MMC_UNMATCHED_KEY) { /* the server no longer holds that extent for us: allocate it again */
-		p->state[k] = PK_ACTIVE;
+		k->state = PK_ACTIVE;
 		p->refused = true;
 		return true;
 	}
-	p->state[k] = PK_SKIP;
-	p->results[k] = r->result == MMC_DUPLICATED_OBJECT ? 0 : r->result; /* first writer wins */
-	p->found[k] = r->result == MMC_DUPLICATED_OBJECT;
+	k->state = PK_SKIP;
+	k->result = r->result == MMC_DUPLICATED_OBJECT ? 0 : r->result; /* first writer wins */
+	k->found = r->result == MMC_DUPLICATED_OBJECT;
 	p->confirmed |= r->result == 0;
 	return true;
 }
@@ -356,7 +341,8 @@ static void put_extents(struct mmc_store *s, struct plan *p, const mmc_replicate
 	struct extent_class cls;
 	struct extent_group *g;
 	struct extent_put ep;
-	struct extent_keys k = {0, p->index, p->totals, p->lane};
+	struct extent_keys k = {
+	    .index = p->index, .sizes = &p->rec[0].total, .lane = &p->rec[0].lane, .stride = sizeof(*p->rec)};
 	uint64_t base[MMC_WIRE_EXTENT_LANES], t0;
 	bool failed_writes = false;
 	int rc_call;
@@ -366,25 +352,33 @@ static void put_extents(struct mmc_store *s, struct plan *p, const mmc_replicate
 		k.m = plan_select(p, PK_EXTENT);
 	if (!k.m || extents_take(s, &cls, &k, &g, base, p->deadline_ms)) {
 		for (size_t i = 0; i < p->n; i++)
-			p->state[i] = p->state[i] == PK_EXTENT ? PK_ACTIVE : p->state[i];
+			p->rec[i].state = p->rec[i].state == PK_EXTENT ? PK_ACTIVE : p->rec[i].state;
 		return;
 	}
 	aim(p, g, base);
 	p->summing = PK_EXTENT;
 	/* the extents died with the connection they were granted on (a restarted server may reuse the space) */
 	if (meta_conn_losses(s->meta) == g->losses)
-		xfer_run(s, 1, p->xk, p->n, s->conf.c.verify_checksum ? &sum : NULL);
+		plan_xfer(s, p, 1, PK_EXTENT, s->conf.c.verify_checksum ? &sum : NULL);
 	/* a key whose write failed (its service may be dying) goes again by key, and nobody carves from g any more */
 	p->confirmed = p->refused = false;
 	for (size_t i = 0; i < p->n; i++)
-		if (p->state[i] == PK_EXTENT && p->xk[i].result) {
-			p->state[i] = PK_ACTIVE;
+		if (p->rec[i].state == PK_EXTENT && p->rec[i].xk.result) {
+			p->rec[i].state = PK_ACTIVE;
 			p->refused = failed_writes = true;
 		}
 	if (meta_conn_losses(s->meta) != g->losses)
 		fail_state(p, PK_EXTENT, MMC_NOT_CONNECTED_META);
 	t0 = clock_ms();
-	ep = (struct extent_put){plan_select(p, PK_EXTENT), p->index, p->keys, p->totals, p->sums, p->xk, p->lane, g};
+	ep = (struct extent_put){.n = plan_select(p, PK_EXTENT),
+	                         .index = p->index,
+	                         .keys = p->keys,
+	                         .sizes = &p->rec[0].total,
+	                         .sums = &p->rec[0].sum,
+	                         .xk = &p->rec[0].xk,
+	                         .lane = &p->rec[0].lane,
+	                         .g = g,
+	                         .stride = sizeof(*p->rec)};
 	if (ep.n && (rc_call = extents_put_call(s, &ep, on_put, p, p->deadline_ms)))
 		fail_state(p, PK_EXTENT, rc_call);
 	lost_with_connection(s, p, ep.n, g->losses);
@@ -397,11 +391,11 @@ static size_t requeue_lost(struct plan *p)
 	size_t m = 0;
 
 	for (size_t i = 0; i < p->n; i++) {
-		bool lost = p->results[i] == MMC_NOT_CONNECTED_META;
+		bool lost = p->rec[i].result == MMC_NOT_CONNECTED_META;
 
-		p->state[i] = lost ? PK_ACTIVE : PK_SKIP;
+		p->rec[i].state = lost ? PK_ACTIVE : PK_SKIP;
 		if (lost) {
-			p->results[i] = 0;
+			p->rec[i].result = 0;
 			m++;
 		}
 	}
@@ -420,16 +414,18 @@ static void confirm_found(struct mmc_store *s, struct plan *p)
 	size_t m = 0;
 
 	for (size_t i = 0; keys && codes && i < p->n; i++)
-		if (p->found[i] && p->results[i] == 0)
+		if (p->rec[i].found && p->rec[i].result == 0)
 			keys[m++] = p->keys[i];
 	if (m && keys && codes)
 		key_batch_codes_until(s, WB_EXIST, keys, NULL, m, 0, p->deadline_ms, codes);
 	for (size_t i = 0, j = 0; i < p->n; i++) {
-		if (!p->found[i] || p->results[i])
+		struct plan_key *k = &p->rec[i];
+
+		if (!k->found || k->result)
 			continue;
 		if (!keys || !codes || codes[j++] != 1)
-			p->results[i] = MMC_NOT_CONNECTED_META;
-		p->found[i] = false;
+			k->result = MMC_NOT_CONNECTED_META;
+		k->found = false;
 	}
 	free(keys);
 	free(codes);
@@ -445,9 +441,10 @@ static int run_put(struct mmc_store *s, struct plan *p, const mmc_replicate_conf
 	int rc_call;
 
 	for (size_t i = 0; i < p->n; i++)
-		p->state[i] = PK_ACTIVE;
+		p->rec[i].state = PK_ACTIVE;
 	for (unsigned pass = 0;; pass++) {
-		memset(p->found, 0, p->n * sizeof(*p->found));
+		for (size_t i = 0; i < p->n; i++)
+			p->rec[i].found = false;
 		put_extents(s, p, rc, spread);
 		rc_call = put_by_key(s, p, rc, spread);
 		if (pass)
@@ -465,22 +462,20 @@ static int run_put(struct mmc_store *s, struct plan *p, const mmc_replicate_conf
 static bool on_get(void *arg, size_t i, const mmc_KeyResult *r)
 {
 	struct plan *p = arg;
-	size_t k = p->index[i];
-	struct xfer_key *x = &p->xk[k];
+	struct plan_key *k = &p->rec[p->index[i]];
+	struct xfer_key *x = &k->xk;
 
 	if (r->result || r->blobs_count != 1) {
-		p->state[k] = PK_SKIP;
-		p->results[k] = r->result ? r->result : MMC_INTERNAL_ERROR;
+		k->state = PK_SKIP;
+		k->result = r->result ? r->result : MMC_INTERNAL_ERROR;
 		return true;
 	}
-	p->state[k] = PK_LEASED;
-	p->tokens[k] = r->token;
-	p->sums[k] = (struct wire_checksum){r->checksum_type, r->checksum};
-	if (r->size != p->totals[k]) {
-		p->results[k] = MMC_INVALID_PARAM;
-		x->result = MMC_INVALID_PARAM;
-	}
-	p->lease_ms[k] = r->lease_ms; /* it runs from (before) our request */
+	k->state = PK_LEASED;
+	k->token = r->token;
+	k->sum = (struct wire_checksum){r->checksum_type, r->checksum};
+	if (r->size != k->total) /* leased, to be released, but not read */
+		k->result = MMC_INVALID_PARAM;
+	k->lease_ms = r->lease_ms; /* it runs from (before) our request */
 	x->ntargets = 1;
 	x->targets[0] =
 	    (struct xfer_target){r->blobs[0].rank, r->blobs[0].incarnation, r->blobs[0].media, r->blobs[0].offset};
@@ -490,11 +485,11 @@ static bool on_get(void *arg, size_t i, const mmc_KeyResult *r)
 static void release_leases(struct mmc_store *s, struct plan *p)
 {
 	mmc_KeyBatch req = mmc_KeyBatch_init_zero;
-	struct wire_items items = {
-	    .n = plan_select(p, PK_LEASED), .keys = p->keys, .index = p->index, .tokens = p->tokens};
+	struct wire_items items = plan_items(p, PK_LEASED);
 
 	if (!items.n)
 		return;
+	items.tokens = &p->rec[0].token;
 	req.flags = MMC_WIRE_FLAG_NOREPLY;
 	wire_items_bind(&req, &items);
 	meta_send_deferred(s->meta, WB_RELEASE, mmc_KeyBatch_fields, &req); /* the lease ends anyway: no hurry */
@@ -512,30 +507,28 @@ static int get_once(struct mmc_store *s, struct plan *p, bool *lost)
 	int rc_call;
 
 	for (size_t i = 0; i < p->n; i++) {
-		p->state[i] = PK_ACTIVE;
-		p->results[i] = 0;
-		p->damaged[i] = false;
-		p->xk[i].result = 0;
+		p->rec[i].state = PK_ACTIVE;
+		p->rec[i].result = 0;
+		p->rec[i].damaged = false;
 	}
 	k.req.lease_ttl_ms = s->conf.c.lease_ttl_ms;
-	k.items = (struct wire_items){.n = plan_select(p, PK_ACTIVE), .keys = p->keys, .index = p->index};
+	k.items = plan_items(p, PK_ACTIVE);
 	rc_call = key_rpc_call(s, &k);
 	if (rc_call)
-		return fail_all(p->results, p->n, rc_call);
-	for (size_t i = 0; i < p->n; i++)
-		if (p->state[i] != PK_LEASED)
-			p->xk[i].result = 1;
-	xfer_run(s, 0, p->xk, p->n, s->conf.c.verify_checksum ? &check : NULL);
+		return plan_fail_all(p, rc_call);
+	plan_xfer(s, p, 0, PK_LEASED, s->conf.c.verify_checksum ? &check : NULL);
 	t1 = clock_ms();
 	/* the leases died with the server that granted them: its successor may already have reused the memory */
 	*lost = meta_conn_losses(s->meta) != losses;
 	for (size_t i = 0; i < p->n; i++) {
-		if (p->state[i] != PK_LEASED || p->results[i])
+		struct plan_key *r = &p->rec[i];
+
+		if (r->state != PK_LEASED || r->result)
 			continue;
-		p->results[i] = *lost ? MMC_NOT_CONNECTED_META : p->xk[i].result;
+		r->result = *lost ? MMC_NOT_CONNECTED_META : r->xk.result;
 		/* a copy that outlived its lease may have read reused memory */
-		if (p->results[i] == 0 && t1 >= t0 + p->lease_ms[i])
-			p->results[i] = MMC_LEASE_EXPIRED;
+		if (r->result == 0 && t1 >= t0 + r->lease_ms)
+			r->result = MMC_LEASE_EXPIRED;
 	}
 	if (!*lost)
 		release_leases(s, p);
@@ -583,55 +576,116 @@ static int check_batch(const mmc_store *s, const char *const *keys, size_t n, co
 	return 0;
 }
 
-/* Fills the plan's pieces from per-key layer lists (layers == NULL: one buffer per key). */
-static int plan_fill(struct plan *p, const void *const *const *bufs, const size_t *const *sizes, const size_t *layers)
+/* The caller's buffers: per key a list of layers, or (flat) one buffer. */
+struct plan_src {
+	bool flat;
+	const void *const *const *bufs; /* key i: layers[i] buffers bufs[i][l] of sizes[i][l] bytes */
+	const size_t *const *sizes;
+	const size_t *layers;
+	const void *const *buf; /* flat: key i is buf[i], size[i] bytes */
+	const size_t *size;
+};
+
+/* Key i's buffers as a layer list (a flat key is a list of one); returns how many. */
+static size_t src_key(const struct plan_src *src, size_t i, const void *const **bufs, const size_t **sizes)
+{
+	if (src->flat) {
+		*bufs = &src->buf[i];
+		*sizes = &src->size[i];
+		return 1;
+	}
+	*bufs = src->bufs[i];
+	*sizes = src->sizes[i];
+	return src->layers[i];
+}
+
+static int check_src(const struct plan_src *src)
+{
+	if (src->flat ? !src->buf || !src->size : !src->bufs || !src->sizes || !src->layers)
+		return MMC_INVALID_PARAM;
+	return 0;
+}
+
+/* The pieces the plan needs room for (a key over MMC_LAYERS_MAX fails in plan_fill, before any is written). */
+static size_t src_pieces(const struct plan_src *src, size_t n)
+{
+	size_t npieces = 0;
+
+	if (src->flat)
+		return n;
+	for (size_t i = 0; i < n; i++)
+		npieces += src->layers[i] <= MMC_LAYERS_MAX ? src->layers[i] : 0;
+	return npieces;
+}
+
+/* Fills the plan's pieces and totals from the caller's buffers. */
+static int plan_fill(struct plan *p, const struct plan_src *src)
 {
 	size_t at = 0;
 
 	for (size_t i = 0; i < p->n; i++) {
-		size_t nl = layers[i];
-		uint64_t total = 0;
+		struct plan_key *k = &p->rec[i];
+		const void *const *bufs;
+		const size_t *sizes;
+		size_t nl = src_key(src, i, &bufs, &sizes);
 
-		if (!bufs[i] || !sizes[i] || nl == 0 || nl > MMC_LAYERS_MAX)
+		if (!bufs || !sizes || nl == 0 || nl > MMC_LAYERS_MAX)
 			return MMC_INVALID_PARAM;
-		p->xk[i].pieces = &p->pieces[at];
-		p->xk[i].npieces = (uint32_t)nl;
+		k->xk.pieces = &p->pieces[at];
+		k->xk.npieces = (uint32_t)nl;
 		for (size_t l = 0; l < nl; l++) {
-			if (!bufs[i][l] || !sizes[i][l])
+			if (!bufs[l] || !sizes[l])
 				return MMC_INVALID_PARAM;
-			p->pieces[at++] = (struct xfer_piece){(void *)bufs[i][l], sizes[i][l]};
-			total += sizes[i][l];
+			p->pieces[at++] = (struct xfer_piece){(void *)bufs[l], sizes[l]};
+			k->total += sizes[l];
 		}
-		p->totals[i] = total;
 	}
 	return 0;
+}
+
+/* Every public data call: one plan (one allocation), run, and its results copied out. */
+static int batch(mmc_store *s, bool put, const char *const *keys, const struct plan_src *src, size_t n, int32_t direct,
+                 const mmc_replicate_config *rc, bool spread, int *results)
+{
+	struct plan p;
+	size_t npieces;
+	int err = check_batch(s, keys, n, results);
+
+	if (!err && (check_src(src) || !(put ? direct_is_put(direct) : direct_is_get(direct)) || check_rc(rc)))
+		err = MMC_INVALID_PARAM;
+	if (err)
+		return fail_all(results, n, err);
+	npieces = src_pieces(src, n);
+	if ((err = plan_alloc(&p, n, npieces ? npieces : 1, keys)))
+		return fail_all(results, n, err);
+	p.deadline_ms = call_deadline(s);
+	err = plan_fill(&p, src);
+	if (err)
+		plan_fail_all(&p, err);
+	else
+		err = put ? run_put(s, &p, rc, spread) : run_get(s, &p);
+	for (size_t i = 0; i < n; i++)
+		results[i] = p.rec[i].result;
+	free(p.rec);
+	return err;
 }
 
 static int batch_layers(mmc_store *s, bool put, const char *const *keys, const void *const *const *bufs,
                         const size_t *const *sizes, const size_t *layers, size_t n, int32_t direct,
                         const mmc_replicate_config *rc, bool spread, int *results)
 {
-	struct plan p;
-	size_t npieces = 0;
-	int err = check_batch(s, keys, n, results);
+	struct plan_src src = {.bufs = bufs, .sizes = sizes, .layers = layers};
 
-	if (!err &&
-	    (!bufs || !sizes || !layers || !(put ? direct_is_put(direct) : direct_is_get(direct)) || check_rc(rc)))
-		err = MMC_INVALID_PARAM;
-	for (size_t i = 0; !err && i < n; i++)
-		npieces += layers[i] <= MMC_LAYERS_MAX ? layers[i] : 0;
-	if (err)
-		return fail_all(results, n, err);
-	if ((err = plan_alloc(&p, n, npieces ? npieces : 1, keys, results)))
-		return fail_all(results, n, err);
-	p.deadline_ms = call_deadline(s);
-	err = plan_fill(&p, bufs, sizes, layers);
-	if (err)
-		fail_all(results, n, err);
-	else
-		err = put ? run_put(s, &p, rc, spread) : run_get(s, &p);
-	plan_free(&p);
-	return err;
+	return batch(s, put, keys, &src, n, direct, rc, spread, results);
+}
+
+/* Single-buffer batches: each key is a one-layer key. */
+static int batch_flat(mmc_store *s, bool put, const char *const *keys, const void *const *bufs, const size_t *sizes,
+                      size_t n, int32_t direct, const mmc_replicate_config *rc, bool spread, int *results)
+{
+	struct plan_src src = {.flat = true, .buf = bufs, .size = sizes};
+
+	return batch(s, put, keys, &src, n, direct, rc, spread, results);
 }
 
 int mmc_batch_put_from_layers(mmc_store *s, const char *const *keys, const void *const *const *bufs,
@@ -646,40 +700,6 @@ int mmc_batch_get_into_layers(mmc_store *s, const char *const *keys, void *const
 {
 	return batch_layers(s, false, keys, (const void *const *const *)bufs, sizes, layers, n, direct, NULL, false,
 	                    results);
-}
-
-/* Single-buffer batches: each key is a one-layer key. */
-static int batch_flat(mmc_store *s, bool put, const char *const *keys, const void *const *bufs, const size_t *sizes,
-                      size_t n, int32_t direct, const mmc_replicate_config *rc, bool spread, int *results)
-{
-	const void *const **lb;
-	const size_t **ls;
-	size_t *ln;
-	int rc_call;
-
-	rc_call = check_batch(s, keys, n, results);
-	if (!rc_call && (!bufs || !sizes))
-		rc_call = MMC_INVALID_PARAM;
-	if (rc_call)
-		return fail_all(results, n, rc_call);
-	lb = malloc(n * sizeof(*lb));
-	ls = malloc(n * sizeof(*ls));
-	ln = malloc(n * sizeof(*ln));
-	if (!lb || !ls || !ln) {
-		rc_call = fail_all(results, n, MMC_MALLOC_FAILED);
-		goto out;
-	}
-	for (size_t i = 0; i < n; i++) {
-		lb[i] = &bufs[i];
-		ls[i] = &sizes[i];
-		ln[i] = 1;
-	}
-	rc_call = batch_layers(s, put, keys, lb, ls, ln, n, direct, rc, spread, results);
-out:
-	free(lb);
-	free(ls);
-	free(ln);
-	return rc_call;
 }
 
 int mmc_batch_put_from(mmc_store *s, const char *const *keys, const void *const *bufs, const size_t *sizes, size_t n,

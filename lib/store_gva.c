@@ -331,7 +331,7 @@ static int plan_copies(struct mmc_store *s, const mmc_gva *gvas, void *const *bu
 		xk[i].ntargets = 1;
 		xk[i].targets[0] =
 		    (struct xfer_target){mmc_gva_rank(g), e->incarnation, mmc_gva_media(g), mmc_gva_offset(g)};
-		xk[i].result = write && e->readable ? 1 : 0; /* already published: skipped */
+		xk[i].skip = write && e->readable; /* already published */
 	}
 	return 0;
 }
@@ -363,10 +363,9 @@ int mmc_batch_copy(mmc_store *s, const mmc_gva *gvas, void *const *bufs, const s
 	pthread_rwlock_unlock(&s->gva->lock);
 	if (rc)
 		goto out;
-	xfer_run(s, write, xk, n, NULL);
+	xfer_run(s, write, xk, n, 0, NULL);
 	for (size_t i = 0; i < n && !rc; i++)
-		if (xk[i].result != 1)
-			rc = xk[i].result;
+		rc = xk[i].result;
 	/* a read that ended after its lease, or after the server that granted it went away, may have read reused
 	 * memory */
 	if (!rc && ((!write && clock_ms() >= expiry) || meta_conn_losses(s->meta) != losses))

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "mmc/mmc.h"
+#include "per_key.h"
 
 void wbuf_free(struct wbuf *b)
 {
@@ -110,11 +111,11 @@ static bool encode_items(pb_ostream_t *s, const pb_field_t *field, void *const *
 		if (len >= sizeof(item.key))
 			return false;
 		memcpy(item.key, it->keys[k], len + 1);
-		item.size = it->sizes ? it->sizes[k] : 0;
-		item.value = it->values ? it->values[k] : 0;
-		item.token = it->tokens ? it->tokens[k] : 0;
-		item.checksum_type = it->checksums ? it->checksums[k].type : 0;
-		item.checksum = it->checksums ? it->checksums[k].value : 0;
+		item.size = it->sizes ? PER_KEY(it->sizes, k, it->stride) : 0;
+		item.value = it->values ? PER_KEY(it->values, k, it->stride) : 0;
+		item.token = it->tokens ? PER_KEY(it->tokens, k, it->stride) : 0;
+		item.checksum_type = it->checksums ? PER_KEY(it->checksums, k, it->stride).type : 0;
+		item.checksum = it->checksums ? PER_KEY(it->checksums, k, it->stride).value : 0;
 		if (!pb_encode_tag_for_field(s, field) || !pb_encode_submessage(s, mmc_KeyItem_fields, &item))
 			return false;
 	}

@@ -73,6 +73,7 @@ struct wire_items {
 	const int32_t *values;                 /* per key, or NULL */
 	const uint64_t *tokens;                /* per key, or NULL */
 	const struct wire_checksum *checksums; /* per key, or NULL */
+	size_t stride;                         /* of the per-key fields above: PER_KEY (0: plain arrays) */
 };
 
 /* Sets req->items to stream from it (it must outlive the encode). */

@@ -7,6 +7,7 @@
 #include "host_map.h"
 #include "log.h"
 #include "mmc/mmc.h"
+#include "per_key.h"
 #include "store.h"
 
 #define WINDOW    128               /* RMA ops in flight per call */
@@ -14,6 +15,7 @@
 #define TEMP_REGS 64
 #define HOST_USED 64 /* same-host pools one call checks after copying; beyond, each copy is checked at once */
 #define SEEN      8
+#define FENCES    16 /* peers one call writes to without allocating */
 
 /* Registrations made for one call when the provider needs local MRs and the buffer was not registered. */
 struct temp_regs {
@@ -37,13 +39,15 @@ struct fence {
 	uint32_t tag;
 };
 
+/* One call's state, on its caller's stack: a transfer allocates only for what outgrows it. */
 struct xfer_ctx {
 	struct mmc_store *s;
-	struct xfer_key *keys;
-	size_t nkeys;
+	struct xfer_key *keys; /* key i at PER_KEY(keys, i, stride) */
+	size_t nkeys, stride;
 	struct temp_regs temp;
-	struct fence *fences; /* one per peer written to */
+	struct fence *fences; /* one per peer written to: fence_buf, or allocated beyond FENCES targets */
 	size_t nfences;
+	struct fence fence_buf[FENCES];
 	/* peers resolved during this call: the peer cache's lock is taken once per service, not once per key */
 	struct peer seen[SEEN]; /* each holds a reference to its map */
 	unsigned nseen;
@@ -57,9 +61,21 @@ struct xfer_ctx {
 
 #define POSTING (UINT32_C(1) << 31) /* in pending[]: the key's RMAs are still being posted */
 
+static struct xfer_key *key_at(const struct xfer_ctx *x, size_t i)
+{
+	return &PER_KEY(x->keys, i, x->stride);
+}
+
+/* A key keeps its first error. */
+static void key_fail(struct xfer_ctx *x, size_t i, int err)
+{
+	if (key_at(x, i)->result == 0)
+		key_at(x, i)->result = err;
+}
+
 static void key_landed(struct xfer_ctx *x, size_t i)
 {
-	if (x->keys[i].result == 0)
+	if (key_at(x, i)->result == 0)
 		x->hook->landed(x->hook->arg, i);
 }
 
@@ -67,8 +83,8 @@ static void op_done(void *arg, uint32_t tag, int err)
 {
 	struct xfer_ctx *x = arg;
 
-	if (err && x->keys[tag].result == 0)
-		x->keys[tag].result = err;
+	if (err)
+		key_fail(x, tag, err);
 	if (x->pending && --x->pending[tag] == 0)
 		key_landed(x, tag);
 }
@@ -160,7 +176,7 @@ mark:
  */
 static int copy_host(struct xfer_ctx *x, int write, size_t i, const struct peer *p, const struct xfer_target *t)
 {
-	struct xfer_key *k = &x->keys[i];
+	struct xfer_key *k = key_at(x, i);
 	size_t total = 0;
 	bool later;
 	int rc;
@@ -190,8 +206,8 @@ static void host_check(struct xfer_ctx *x)
 			lg_warn("host path: local service %u left during a transfer; failing its keys", h->rank);
 			peers_forget(x->s, h->rank, h->map);
 			for (size_t i = 0; i < x->nkeys; i++)
-				if ((x->used_by[i] >> u & 1) && x->keys[i].result == 0)
-					x->keys[i].result = MMC_LINK_NOT_FOUND;
+				if (x->used_by[i] >> u & 1)
+					key_fail(x, i, MMC_LINK_NOT_FOUND);
 		}
 		host_map_unref(h->map);
 	}
@@ -218,9 +234,8 @@ static void post_fences(struct xfer_ctx *x, struct fab_batch *b)
 
 		struct iovec iov = {scratch, 8};
 
-		if (fab_batch_post(b, false, &iov, &desc, 1, f->fa, f->raddr, f->rkey, f->tag) &&
-		    x->keys[f->tag].result == 0)
-			x->keys[f->tag].result = MMC_ERROR;
+		if (fab_batch_post(b, false, &iov, &desc, 1, f->fa, f->raddr, f->rkey, f->tag))
+			key_fail(x, f->tag, MMC_ERROR);
 	}
 }
 
@@ -261,7 +276,7 @@ static int flush(struct xfer_ctx *x, struct fab_batch *b, int write, uint32_t ta
 static int post_pieces(struct xfer_ctx *x, struct fab_batch *b, int write, uint32_t tag, const struct peer *p,
                        const struct xfer_target *t)
 {
-	struct xfer_key *k = &x->keys[tag];
+	struct xfer_key *k = key_at(x, tag);
 	struct gather g = {.limit = fabric_iov_limit(x->s->fab), .off = t->offset};
 	uint64_t base, key, size;
 	int rc = seg_of(p, t->media, &base, &key, &size);
@@ -294,11 +309,11 @@ static int post_pieces(struct xfer_ctx *x, struct fab_batch *b, int write, uint3
 	return rc ? rc : flush(x, b, write, tag, p, &g, base, key, size);
 }
 
-static void fail_keys(struct xfer_key *keys, size_t n, int code)
+static void fail_keys(struct xfer_ctx *x, int code)
 {
-	for (size_t i = 0; i < n; i++)
-		if (keys[i].result == 0)
-			keys[i].result = code;
+	for (size_t i = 0; i < x->nkeys; i++)
+		if (!key_at(x, i)->skip)
+			key_fail(x, i, code);
 }
 
 /* *out stays valid (its map mapped) until the call ends. */
@@ -330,7 +345,7 @@ static int peer_of(struct xfer_ctx *x, const struct xfer_target *t, struct peer 
 /* Posts every target of key i (a read has one); with landed, reports it at once if nothing is left in flight. */
 static void post_key(struct xfer_ctx *x, struct fab_batch *b, int write, size_t i)
 {
-	struct xfer_key *k = &x->keys[i];
+	struct xfer_key *k = key_at(x, i);
 
 	if (x->pending)
 		x->pending[i] = POSTING;
@@ -351,65 +366,67 @@ static void post_key(struct xfer_ctx *x, struct fab_batch *b, int write, size_t 
 		key_landed(x, i);
 }
 
-static size_t call_bytes(const struct xfer_key *keys, size_t n)
+static size_t call_bytes(const struct xfer_ctx *x)
 {
 	size_t total = 0;
 
-	for (size_t i = 0; i < n; i++)
-		for (uint32_t j = 0; keys[i].result == 0 && j < keys[i].npieces; j++)
-			total += keys[i].pieces[j].len;
+	for (size_t i = 0; i < x->nkeys; i++) {
+		const struct xfer_key *k = key_at(x, i);
+
+		for (uint32_t j = 0; !k->skip && j < k->npieces; j++)
+			total += k->pieces[j].len;
+	}
 	return total;
 }
 
-void xfer_run(struct mmc_store *s, int write, struct xfer_key *keys, size_t n, const struct xfer_hook *hook)
+/* Room for the call's per-key and per-peer bookkeeping; false when out of memory. */
+static bool ctx_alloc(struct xfer_ctx *x, int write)
 {
-	struct fab_batch b;
-	struct xfer_ctx *x = calloc(1, sizeof(*x));
 	size_t targets = 0;
 
-	if (!x) {
-		fail_keys(keys, n, MMC_MALLOC_FAILED);
-		return;
-	}
+	if (!write && x->hook && x->hook->landed && !(x->pending = calloc(x->nkeys, sizeof(*x->pending))))
+		return false;
+	if (!write || !fabric_fence_by_read(x->s->fab))
+		return true;
+	for (size_t i = 0; i < x->nkeys; i++)
+		targets += key_at(x, i)->skip ? 0 : key_at(x, i)->ntargets;
+	x->fences = targets <= FENCES ? x->fence_buf : malloc(targets * sizeof(*x->fences));
+	return x->fences != NULL;
+}
+
+void xfer_run(struct mmc_store *s, int write, struct xfer_key *keys, size_t n, size_t stride,
+              const struct xfer_hook *hook)
+{
+	struct fab_batch b;
+	struct xfer_ctx x = {.s = s, .keys = keys, .nkeys = n, .stride = stride, .hook = hook};
+
+	for (size_t i = 0; i < n; i++)
+		key_at(&x, i)->result = 0;
 	peers_sweep(s);
-	x->s = s;
-	x->keys = keys;
-	x->nkeys = n;
-	x->hook = hook;
-	x->stream = write || copy_should_stream(call_bytes(keys, n));
-	if (!write && hook && hook->landed && !(x->pending = calloc(n, sizeof(*x->pending)))) {
-		fail_keys(keys, n, MMC_MALLOC_FAILED);
-		goto out;
-	}
-	if (write && fabric_fence_by_read(s->fab)) {
-		for (size_t i = 0; i < n; i++)
-			targets += keys[i].ntargets;
-		x->fences = malloc((targets ? targets : 1) * sizeof(*x->fences));
-	}
-	if ((write && fabric_fence_by_read(s->fab) && !x->fences) ||
-	    fab_batch_init(&b, s->fab, WINDOW, s->conf.c.rma_timeout_ms, op_done, x)) {
-		fail_keys(keys, n, MMC_MALLOC_FAILED);
+	x.stream = write || copy_should_stream(call_bytes(&x));
+	if (!ctx_alloc(&x, write) || fab_batch_init(&b, s->fab, WINDOW, s->conf.c.rma_timeout_ms, op_done, &x)) {
+		fail_keys(&x, MMC_MALLOC_FAILED);
 		goto out;
 	}
 	pthread_rwlock_rdlock(&s->regs.lock);
 	for (size_t i = 0; i < n; i++)
-		if (keys[i].result == 0)
-			post_key(x, &b, write, i);
-	if (x->fences)
-		post_fences(x, &b);
+		if (!key_at(&x, i)->skip)
+			post_key(&x, &b, write, i);
+	if (x.fences)
+		post_fences(&x, &b);
 	if (hook && hook->posted)
 		hook->posted(hook->arg);
 	fab_batch_wait(&b);
 	fab_batch_fini(&b);
-	host_check(x);
+	host_check(&x);
 	pthread_rwlock_unlock(&s->regs.lock);
-	for (int i = 0; i < x->temp.n; i++)
-		fabric_mr_close(&x->temp.mr[i]);
+	for (int i = 0; i < x.temp.n; i++)
+		fabric_mr_close(&x.temp.mr[i]);
 out:
-	for (unsigned i = 0; i < (x->nseen < SEEN ? x->nseen : SEEN); i++)
-		peer_release(&x->seen[i]);
-	free(x->used_by);
-	free(x->pending);
-	free(x->fences);
-	free(x);
+	for (unsigned i = 0; i < (x.nseen < SEEN ? x.nseen : SEEN); i++)
+		peer_release(&x.seen[i]);
+	free(x.used_by);
+	free(x.pending);
+	if (x.fences != x.fence_buf)
+		free(x.fences);
 }

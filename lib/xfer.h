@@ -6,6 +6,7 @@
 #ifndef MMC_XFER_H
 #define MMC_XFER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -30,7 +31,8 @@ struct xfer_key {
 	uint32_t npieces;
 	uint32_t ntargets; /* put: every replica; get: the one to read */
 	struct xfer_target targets[MMC_WIRE_REPLICAS];
-	int result; /* in: non-zero skips the key; out: 0 or the first error */
+	bool skip;  /* in: leave the key alone (its result is 0) */
+	int result; /* out: 0 or the key's first error */
 };
 
 /*
@@ -44,8 +46,10 @@ struct xfer_hook {
 	void *arg;
 };
 
-/* write: pieces -> every target; read: the target -> pieces. Per-key errors land in keys[i].result. hook may be
- * NULL. */
-void xfer_run(struct mmc_store *s, int write, struct xfer_key *keys, size_t n, const struct xfer_hook *hook);
+/* write: pieces -> every target; read: the target -> pieces. Key i is PER_KEY(keys, i, stride): a plain array
+ * (stride 0) or the xfer_key inside each of a caller's per-key records. Per-key errors land in its result. hook may
+ * be NULL. */
+void xfer_run(struct mmc_store *s, int write, struct xfer_key *keys, size_t n, size_t stride,
+              const struct xfer_hook *hook);
 
 #endif

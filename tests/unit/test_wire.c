@@ -152,6 +152,44 @@ Test(wire, key_batch_streams_items)
 	mmc__frame__free_unpacked(f, NULL);
 }
 
+/* A call's per-key records (store_data.c's plan): the items read each field in place, stride bytes apart. */
+Test(wire, key_batch_items_from_records)
+{
+	struct rec {
+		uint8_t state;
+		uint64_t size, token;
+		int32_t value;
+		struct wire_checksum sum;
+	} r[3] = {{1, 10, 100, 0, {0, 0}}, {2, 20, 200, -3, {MMC_WIRE_CHECKSUM_CRC32C, 9}}, {3, 30, 300, 4, {0, 0}}};
+	const char *keys[] = {"x", "yy", "zzz"};
+	size_t index[] = {2, 1};
+	struct wire_items items = {.n = 2,
+	                           .keys = keys,
+	                           .index = index,
+	                           .sizes = &r[0].size,
+	                           .values = &r[0].value,
+	                           .tokens = &r[0].token,
+	                           .checksums = &r[0].sum,
+	                           .stride = sizeof(r[0])};
+	mmc_KeyBatch req = mmc_KeyBatch_init_zero;
+	Mmc__Frame *f;
+
+	wire_items_bind(&req, &items);
+	f = client_to_server(78, WB_COMMIT, mmc_KeyBatch_fields, &req);
+	cr_assert_eq(f->commit->n_items, 2);
+	cr_assert_str_eq(f->commit->items[0]->key, "zzz");
+	cr_assert_eq(f->commit->items[0]->size, 30);
+	cr_assert_eq(f->commit->items[0]->token, 300);
+	cr_assert_eq(f->commit->items[0]->value, 4);
+	cr_assert_str_eq(f->commit->items[1]->key, "yy");
+	cr_assert_eq(f->commit->items[1]->size, 20);
+	cr_assert_eq(f->commit->items[1]->token, 200);
+	cr_assert_eq(f->commit->items[1]->value, -3);
+	cr_assert_eq(f->commit->items[1]->checksum_type, MMC_WIRE_CHECKSUM_CRC32C);
+	cr_assert_eq(f->commit->items[1]->checksum, 9);
+	mmc__frame__free_unpacked(f, NULL);
+}
+
 struct seen {
 	int n;
 	int32_t result[4];
@@ -338,7 +376,7 @@ Test(wire, extent_request_grant_and_put_batch)
 	const struct wire_checksum sums[] = {{0, 0}, {MMC_WIRE_CHECKSUM_CRC32C, 0xdeadbeef}};
 	const uint8_t lane[] = {0, 0};
 	struct xfer_key xk[2] = {0};
-	struct extent_put ep = {2, index, keys, sizes, sums, xk, lane, &grp};
+	struct extent_put ep = {2, index, keys, sizes, sums, xk, lane, &grp, 0}; /* plain arrays */
 	mmc_PutBatch pb = mmc_PutBatch_init_zero;
 	mmc_ExtentGrant back = mmc_ExtentGrant_init_zero;
 	uint32_t body;
