@@ -20,6 +20,7 @@
 #include "fd_budget.h"
 #include "hash.h"
 #include "kvcm/kvcm.h"
+#include "kvcm/model/kvcm_conf.h"
 #include "listener.h"
 #include "leadership.h"
 #include "log.h"
@@ -50,7 +51,9 @@ static void usage(FILE *f)
 	        "                         --env ock.mmc.meta_service_url=tcp://[::1]:5000\n"
 	        "                         --env kvcm.service.http_port=6382\n"
 	        "  -d, --data-dir DIR     LMDB directory (ock.mmc.meta.data_dir, default ./mmc-data)\n"
-	        "  -C, --check-config     check every key and value, then exit (0: valid, 2: not); opens nothing\n"
+	        "  -C, --check-config     make every check a start makes short of binding a port or opening the\n"
+	        "                         metadata store (keys, values, the TLS, password and log files), then\n"
+	        "                         exit as that start would: 0 (valid), 2 or 6, with its message\n"
 	        "  -h, --help             this text\n"
 	        "  -V, --version          print the version\n"
 	        "\n"
@@ -403,8 +406,10 @@ static enum exit_code configure(int argc, char **argv, struct meta_conf *conf)
 		return start_failed_as(&e);
 	if (leadership_check(err, sizeof(err)))
 		return start_failed(EXIT_CONFIG, "config", err);
-	if (check_only)
-		return EXIT_OK;
+	if (check_only) /* the file is opened as the start would, and left as it was */
+		return conf->log_path[0] && log_check(conf->log_path, err, sizeof(err))
+		           ? start_failed(EXIT_LOG_FILE, "log_file", err)
+		           : EXIT_OK;
 	if (log_parse_level(conf->log_level, &lvl) == 0)
 		log_set_level(lvl);
 	if (conf->log_path[0] && log_open(conf->log_path, err, sizeof(err)))
@@ -412,6 +417,22 @@ static enum exit_code configure(int argc, char **argv, struct meta_conf *conf)
 	if (conf->log_rotation_set)
 		log_warn("op=start key=ock.mmc.log_rotation_file_size note=\"log rotation keys are ignored: rotate "
 		         "with logrotate and SIGUSR1 (docs/operations.md)\"");
+	return EXIT_OK;
+}
+
+/* --check-config, once configure() passed: the listeners' checks of start(), in its order and with its messages,
+ * short of binding (the RPC port's TLS files; the KVCM's binds, admin and TLS files). */
+static enum exit_code check_listeners(struct meta *m)
+{
+	struct meta_err e;
+	char err[1280];
+
+	if (rpc_tls_open(m, err, sizeof(err)))
+		return start_failed(EXIT_CONFIG, "config", err);
+	rpc_tls_close(m);
+	meta_err_clear(&e);
+	if (kvcm_check(kvcm_conf()->lock_uri[0] != '\0', &e))
+		return start_failed_as(&e);
 	return EXIT_OK;
 }
 
@@ -440,7 +461,10 @@ int main(int argc, char **argv)
 	char err[512];
 
 	meta_conf_defaults(&m.conf);
-	if ((rc = configure(argc, argv, &m.conf)) || check_only) {
+	rc = configure(argc, argv, &m.conf);
+	if (rc == EXIT_OK && check_only)
+		rc = check_listeners(&m);
+	if (rc || check_only) {
 		if (rc == EXIT_OK)
 			printf("mmc-metaserver: configuration ok\n");
 		return rc;

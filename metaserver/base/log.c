@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -47,15 +48,34 @@ static int open_file(const char *path, char *err, size_t errlen)
 	return fd;
 }
 
-int log_open(const char *path, char *err, size_t errlen)
+/* open_file for a name log_path can hold. */
+static int open_named(const char *path, char *err, size_t errlen)
 {
-	int fd;
-
 	if (strlen(path) >= sizeof(log_path)) {
 		snprintf(err, errlen, "log file name too long");
 		return -1;
 	}
-	fd = open_file(path, err, errlen);
+	return open_file(path, err, errlen);
+}
+
+int log_check(const char *path, char *err, size_t errlen)
+{
+	struct stat st;
+	bool existed = stat(path, &st) == 0;
+	int fd = open_named(path, err, errlen);
+
+	if (fd < 0)
+		return -1;
+	close(fd);
+	if (!existed) /* a check leaves nothing behind */
+		unlink(path);
+	return 0;
+}
+
+int log_open(const char *path, char *err, size_t errlen)
+{
+	int fd = open_named(path, err, errlen);
+
 	if (fd < 0)
 		return -1;
 	if (log_fd == STDERR_FILENO) {

@@ -16,6 +16,7 @@
 #include "group.h"
 #include "grpc_services.h"
 #include "http.h"
+#include "http_tls.h"
 #include "instance.h"
 #include "kvcm_state.h"
 #include "kvcm_store.h"
@@ -141,6 +142,32 @@ static int start_http(struct kvcm *k, struct meta_err *e)
 	http_server_listen_loopback(k->admin, k->conf.bind, k->admin_port); /* best effort: it warns */
 	http_server_text_routes(k->admin, admin_text_routes);
 	return 0;
+}
+
+/* The HTTP and gRPC ports' TLS files, loaded as the listeners load them. */
+static int check_tls(struct kvcm *k, struct meta_err *e)
+{
+	SSL_CTX *tls = NULL;
+
+	if (http_tls_ctx(&k->conf, &tls, e->message, sizeof(e->message)))
+		return meta_err_fail(e, EXIT_CONFIG, NULL);
+	SSL_CTX_free(tls);
+	return 0;
+}
+
+int kvcm_check(bool ha, struct meta_err *e)
+{
+	struct kvcm *k = calloc(1, sizeof(*k));
+	int rc;
+
+	if (!k)
+		return meta_err_set(e, EXIT_INTERNAL, NULL, "out of memory for the KVCM");
+	k->conf = *kvcm_conf();
+	/* in the start's order: a standby checks who may reach it before it listens, a leader after */
+	rc = ha ? check_access(k, true, e) || check_tls(k, e) : check_tls(k, e) || check_access(k, true, e);
+	accounts_free(k);
+	free(k);
+	return rc ? -1 : 0;
 }
 
 int kvcm_listen(struct kvcm **out, struct event_base *base, struct meta *meta, struct ha *ha, char *ready_line,

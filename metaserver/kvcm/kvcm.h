@@ -9,6 +9,7 @@
 #ifndef MMC_KVCM_H
 #define MMC_KVCM_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -43,6 +44,13 @@ int kvcm_start(struct kvcm **out, struct event_base *base, struct persist *p, st
 int kvcm_listen(struct kvcm **out, struct event_base *base, struct meta *meta, struct ha *ha, char *ready_line,
                 size_t ready_len, struct meta_err *e);
 int kvcm_promote(struct kvcm *k, struct persist *p, struct meta_err *e);
+/*
+ * --check-config: what kvcm_start and kvcm_listen check before they bind (ha: as a standby does), with the same
+ * messages: the configured admin and its password file, the binds' exposure, the TLS files. Stored accounts are not
+ * read, so a bind that relies on an admin account stored in the data dir fails here and not at the start (a standby
+ * refuses it too). Returns 0, or -1 with *e filled.
+ */
+int kvcm_check(bool ha, struct meta_err *e);
 /* This node's id (kvcm.leader_elector.node_id, or host:admin_port_random) and its bound HTTP ports. */
 const char *kvcm_node_id(const struct kvcm *k);
 void kvcm_ports(const struct kvcm *k, uint16_t *http, uint16_t *admin);

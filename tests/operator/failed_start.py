@@ -47,23 +47,57 @@ def cases(checks, binary, tag):
            ['--data-dir', os.path.join(tmp, 'd4'), '--env', f'ock.mmc.log_path={afile}/log'] + LOOPBACK_PORTS, 6)
 
 
+def reason(stderr):
+    """The err= of a failed start's one line."""
+    line = next((ln for ln in stderr.splitlines() if 'op=start exit_code=' in ln), '')
+    return line.split(' err=', 1)[-1]
+
+
+def checked_alike(checks, binary, tag, what, keys, code, tmp):
+    """--check-config and a start on a fresh data dir both fail with code and the same err= text: one check serves
+    both."""
+    args = [a for k in keys for a in ('--env', k)]
+    data = tempfile.mkdtemp(dir=tmp)
+    both = (['--check-config'] + args, ['--data-dir', data] + LOOPBACK_PORTS + args)
+    failed(checks, f'{tag} {what}: --check-config', binary, both[0], code)
+    failed(checks, f'{tag} {what}: start', binary, both[1], code)
+    said = [reason(run_once(a, binary)[1]) for a in both]
+    checks.append((f'{tag} {what}: the same reason both ways', said[0] == said[1], f'{said}'))
+
+
 def lock_keys_checked_alike(checks, binary, tag):
-    """--check-config refuses the leader-election keys the start refuses, with the same message: one check serves
-    both (it accepted redis://host, without a port, which the start then refused)."""
+    """The leader-election keys the start refuses (it accepted redis://host, without a port, which the start then
+    refused)."""
     tmp = tempfile.mkdtemp(prefix='mmc-lock-')
     bad = [['kvcm.distributed_lock.uri=' + u] for u in ('redis://host', 'redis://', 'redis://host:0', 'zk://h:2181',
                                                          'file://')]
     bad.append(['kvcm.distributed_lock.uri=file://' + os.path.join(tmp, 'lock'),
                 'kvcm.leader_elector.loop_interval_ms=1000', 'kvcm.leader_elector.lease_ms=3000'])
-    for n, keys in enumerate(bad):
-        args = [a for k in keys for a in ('--env', k)]
-        what = f'{tag} {" ".join(keys)}'
-        failed(checks, f'{what}: --check-config', binary, ['--check-config'] + args, 2)
-        failed(checks, f'{what}: start', binary, ['--data-dir', os.path.join(tmp, f'd{n}')] + LOOPBACK_PORTS + args,
-               2)
-        said = [run_once(a, binary)[1].split(' err=', 1)[-1].strip()
-                for a in (['--check-config'] + args, ['--data-dir', os.path.join(tmp, f'd{n}')] + LOOPBACK_PORTS + args)]
-        checks.append((f'{what}: the same reason both ways', said[0] == said[1], f'{said}'))
+    for keys in bad:
+        checked_alike(checks, binary, tag, ' '.join(keys), keys, 2, tmp)
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
+def start_checks_checked_alike(checks, binary, tag):
+    """Every check the start makes before it binds a socket, --check-config makes too (it said "configuration ok"
+    for each of these, which the start then refused): the KVCM binds' exposure, the TLS files of both ports, the
+    bootstrap admin's password file, the log file."""
+    tmp = tempfile.mkdtemp(prefix='mmc-check-')
+    missing = os.path.join(tmp, 'missing')
+    afile = os.path.join(tmp, 'a-file')
+    open(afile, 'w').close()
+    cases = [('KVCM on every interface without credentials', ['kvcm.service.bind=0.0.0.0'], 2),
+             ('KVCM gRPC on every interface without credentials', ['kvcm.service.rpc_bind=0.0.0.0'], 2),
+             ('an RPC TLS certificate that is not there',
+              ['ock.mmc.tls.enable=true', f'ock.mmc.tls.cert.path={missing}.pem', f'ock.mmc.tls.key.path={missing}.key'],
+              2),
+             ('a KVCM TLS certificate that is not there',
+              [f'kvcm.service.tls.cert_file={missing}.pem', f'kvcm.service.tls.key_file={missing}.key'], 2),
+             ('an admin password file that is not there',
+              ['kvcm.service.admin_user=root', f'kvcm.service.admin_password_file={missing}.pw'], 2),
+             ('a log file that cannot be opened', [f'ock.mmc.log_path={afile}/log'], 6)]
+    for what, keys, code in cases:
+        checked_alike(checks, binary, tag, what, keys, code, tmp)
     shutil.rmtree(tmp, ignore_errors=True)
 
 
@@ -91,6 +125,7 @@ def main():
     for tag, binary in binaries:
         cases(checks, binary, tag)
         lock_keys_checked_alike(checks, binary, tag)
+        start_checks_checked_alike(checks, binary, tag)
         parents_created(checks, binary, tag)
     return report(checks)
 
