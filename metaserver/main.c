@@ -34,8 +34,8 @@
 #include "reload.h"
 #include "rpc.h"
 #include "sd_notify.h"
+#include "secret_file.h"
 #include "services.h"
-#include "store_uri.h"
 #include "tier.h"
 #include "tls.h"
 
@@ -274,6 +274,16 @@ static unsigned test_commit_delay_ms(void)
 	return (unsigned)ms;
 }
 
+/* ock.mmc.meta.store_password_file's password into password (cap bytes), "" without one; 0 or -1 with err. */
+static int store_password(const struct meta_conf *c, char *password, size_t cap, char *err, size_t errlen)
+{
+	password[0] = '\0';
+	return c->store_password_file[0] && secret_file_read("ock.mmc.meta.store_password_file", c->store_password_file,
+	                                                     password, cap, err, errlen)
+	           ? -1
+	           : 0;
+}
+
 static enum exit_code open_store(struct meta *m)
 {
 	struct persist_opts po = {
@@ -287,14 +297,13 @@ static enum exit_code open_store(struct meta *m)
 	    .wait_replicas = m->conf.redis_wait_replicas,
 	    .wait_timeout_ms = m->conf.redis_wait_timeout_ms,
 	};
-	char err[512], password[256] = "", shown[1024];
+	char err[512], password[256];
 	bool lmdb = !m->conf.store_uri[0] || strcmp(m->conf.store_uri, "lmdb") == 0;
 	int rc;
 
 	if (lmdb && data_dir_prepare(m->conf.data_dir, err, sizeof(err)))
 		return start_failed(EXIT_DATA_DIR, "data_dir", err);
-	if (m->conf.store_password_file[0] &&
-	    store_password_read(m->conf.store_password_file, password, sizeof(password), err, sizeof(err)))
+	if (store_password(&m->conf, password, sizeof(password), err, sizeof(err)))
 		return start_failed(EXIT_CONFIG, "config", err);
 	po.password = password[0] ? password : NULL;
 	rc = persist_open(&m->persist, m->base, &po, err, sizeof(err));
@@ -304,8 +313,7 @@ static enum exit_code open_store(struct meta *m)
 			return start_failed(EXIT_DATA_DIR_BUSY, "data_dir_in_use", err);
 		return start_failed(EXIT_DATA_DIR, lmdb ? "data_dir" : "store", err);
 	}
-	store_uri_redact(m->conf.store_uri, shown, sizeof(shown));
-	log_info("op=start store=%s uri=\"%s\"", persist_backend_name(m->persist), shown);
+	log_info("op=start store=%s uri=\"%s\"", persist_backend_name(m->persist), m->conf.store_uri); /* masked */
 	if (persist_table(m->persist, "objects", &m->db_objects) ||
 	    persist_table(m->persist, "services", &m->db_services) || persist_table(m->persist, "info", &m->db_info))
 		return start_failed(EXIT_DATA_DIR, lmdb ? "data_dir" : "store", "cannot open the metadata tables");
@@ -420,13 +428,18 @@ static enum exit_code configure(int argc, char **argv, struct meta_conf *conf)
 	return EXIT_OK;
 }
 
-/* --check-config, once configure() passed: the listeners' checks of start(), in its order and with its messages,
- * short of binding (the RPC port's TLS files; the KVCM's binds, admin and TLS files). */
-static enum exit_code check_listeners(struct meta *m)
+/* --check-config, once configure() passed: the checks of open_store() and start(), in their order and with their
+ * messages, short of opening the store or binding (the store's password file; the RPC port's TLS files; the KVCM's
+ * binds, admin and TLS files). */
+static enum exit_code check_start(struct meta *m)
 {
 	struct meta_err e;
-	char err[1280];
+	char err[1280], password[256];
+	int rc = store_password(&m->conf, password, sizeof(password), err, sizeof(err));
 
+	explicit_bzero(password, sizeof(password));
+	if (rc)
+		return start_failed(EXIT_CONFIG, "config", err);
 	if (rpc_tls_open(m, err, sizeof(err)))
 		return start_failed(EXIT_CONFIG, "config", err);
 	rpc_tls_close(m);
@@ -463,7 +476,7 @@ int main(int argc, char **argv)
 	meta_conf_defaults(&m.conf);
 	rc = configure(argc, argv, &m.conf);
 	if (rc == EXIT_OK && check_only)
-		rc = check_listeners(&m);
+		rc = check_start(&m);
 	if (rc || check_only) {
 		if (rc == EXIT_OK)
 			printf("mmc-metaserver: configuration ok\n");

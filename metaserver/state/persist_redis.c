@@ -18,6 +18,7 @@
 #include "mmc/mmc.h"
 #include "persist_backend.h"
 #include "store_uri.h"
+#include "uri_mask.h"
 
 #define BACKOFF_MIN_NS UINT64_C(50000000)   /* first retry of a lost Redis after 50 ms ... */
 #define BACKOFF_MAX_NS UINT64_C(1000000000) /* ... doubling up to 1 s */
@@ -604,7 +605,7 @@ int persist_redis_open(struct persist_backend **out, const struct persist_opts *
 		return MMC_MALLOC_FAILED;
 	s->be.ops = &redis_ops;
 	pthread_mutex_init(&s->mu, NULL);
-	store_uri_redact(opts->uri, s->shown, sizeof(s->shown));
+	uri_mask(opts->uri, s->shown, sizeof(s->shown));
 	if ((rc = redis_uri_parse(opts->uri, &s->uri, err, errlen)))
 		goto fail;
 	redis_uri_set_password(&s->uri, opts->password);

@@ -7,11 +7,6 @@
 #include "mmc/mmc.h"
 #include "uri_mask.h"
 
-void store_uri_redact(const char *uri, char *out, size_t outlen)
-{
-	uri_mask(uri, out, outlen);
-}
-
 static int parse_number(const char *s, size_t n, int lo, int hi, int *out)
 {
 	char buf[16], *end;
@@ -68,7 +63,7 @@ int redis_uri_parse(const char *uri, struct redis_uri *u, char *err, size_t errl
 
 	memset(u, 0, sizeof(*u));
 	u->port = 6379;
-	store_uri_redact(uri, shown, sizeof(shown));
+	uri_mask(uri, shown, sizeof(shown));
 	if (strncmp(uri, "redis://", 8) != 0)
 		goto bad;
 	at = strchr(p, '@');
@@ -99,21 +94,4 @@ void redis_uri_set_password(struct redis_uri *u, const char *password)
 	if (u->lone_token) /* parse_userinfo made sure a lone token fits the user */
 		memcpy(u->user, u->password, strlen(u->password) + 1);
 	snprintf(u->password, sizeof(u->password), "%s", password);
-}
-
-int store_password_read(const char *path, char *out, size_t cap, char *err, size_t errlen)
-{
-	FILE *f = fopen(path, "re");
-	size_t n;
-
-	if (!f) {
-		snprintf(err, errlen, "cannot read ock.mmc.meta.store_password_file \"%s\"", path);
-		return MMC_ERROR;
-	}
-	n = fread(out, 1, cap - 1, f);
-	fclose(f);
-	while (n && (out[n - 1] == '\n' || out[n - 1] == '\r'))
-		n--; /* the file's last line break is not part of the password */
-	out[n] = '\0';
-	return 0;
 }

@@ -1,6 +1,7 @@
 /*
  * The metadata store's URI: "lmdb" or redis://[user:password@]host[:port][/db] (also the reference's
- * redis://token@host:port/?db=N). A URI may carry a password, so it is only ever logged through store_uri_redact.
+ * redis://token@host:port/?db=N). A URI may carry a password: messages show it through uri_mask (common/uri_mask.h),
+ * which every log line goes through too.
  */
 #ifndef MMC_STORE_URI_H
 #define MMC_STORE_URI_H
@@ -22,10 +23,5 @@ int redis_uri_parse(const char *uri, struct redis_uri *u, char *err, size_t errl
 /* A password file's password (ock.mmc.meta.store_password_file) for u: used when the URI has none, and then a lone
  * token in the URI (redis://mmc@host) is the user, not the password. */
 void redis_uri_set_password(struct redis_uri *u, const char *password);
-/* The URI with any password masked (uri_mask.h, which every log line goes through too), for messages. */
-void store_uri_redact(const char *uri, char *out, size_t outlen);
-
-/* Reads a password file (its trailing line break dropped) into out. Returns 0, or MMC_ERROR with err set. */
-int store_password_read(const char *path, char *out, size_t cap, char *err, size_t errlen);
 
 #endif

@@ -81,7 +81,7 @@ def lock_keys_checked_alike(checks, binary, tag):
 def start_checks_checked_alike(checks, binary, tag):
     """Every check the start makes before it binds a socket, --check-config makes too (it said "configuration ok"
     for each of these, which the start then refused): the KVCM binds' exposure, the TLS files of both ports, the
-    bootstrap admin's password file, the log file."""
+    bootstrap admin's and the Redis store's password files, the log file."""
     tmp = tempfile.mkdtemp(prefix='mmc-check-')
     missing = os.path.join(tmp, 'missing')
     afile = os.path.join(tmp, 'a-file')
@@ -95,6 +95,8 @@ def start_checks_checked_alike(checks, binary, tag):
               [f'kvcm.service.tls.cert_file={missing}.pem', f'kvcm.service.tls.key_file={missing}.key'], 2),
              ('an admin password file that is not there',
               ['kvcm.service.admin_user=root', f'kvcm.service.admin_password_file={missing}.pw'], 2),
+             ('a Redis store password file that is not there',
+              ['ock.mmc.meta.store_uri=redis://127.0.0.1:1', f'ock.mmc.meta.store_password_file={missing}.pw'], 2),
              ('a log file that cannot be opened', [f'ock.mmc.log_path={afile}/log'], 6)]
     for what, keys, code in cases:
         checked_alike(checks, binary, tag, what, keys, code, tmp)

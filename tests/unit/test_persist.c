@@ -25,6 +25,7 @@
 #include "persist.h"
 #include "redis_proc.h"
 #include "store_uri.h"
+#include "uri_mask.h"
 
 enum backend { LMDB, REDIS };
 
@@ -744,11 +745,11 @@ Test(store_uri, redis_uris_parse_and_redact)
 	cr_assert_null(strstr(err, "pw@"), "%s", err);
 	cr_assert_eq(redis_uri_parse("redis://h:1/x", &u, err, sizeof(err)), MMC_INVALID_PARAM);
 	cr_assert_eq(redis_uri_parse("redis://", &u, err, sizeof(err)), MMC_INVALID_PARAM);
-	store_uri_redact("redis://u:pw@h:1/0", shown, sizeof(shown));
+	uri_mask("redis://u:pw@h:1/0", shown, sizeof(shown));
 	cr_assert_str_eq(shown, "redis://u:***@h:1/0");
-	store_uri_redact("redis://tok@h:1", shown, sizeof(shown));
+	uri_mask("redis://tok@h:1", shown, sizeof(shown));
 	cr_assert_str_eq(shown, "redis://***@h:1");
-	store_uri_redact("lmdb", shown, sizeof(shown));
+	uri_mask("lmdb", shown, sizeof(shown));
 	cr_assert_str_eq(shown, "lmdb");
 }
 
