@@ -111,6 +111,10 @@ int conf_parse_size(const char *s, uint64_t *out)
 		if (strcasecmp(end, units[i].suffix) == 0) {
 			double bytes = ldexp(v, units[i].shift);
 
+			/* a fraction of a unit is rounded to the nearest byte (0.1GB, as 2.5GB already was whole); a
+			 * fraction of a byte means nothing */
+			if (units[i].shift)
+				bytes = floor(bytes + 0.5);
 			if (bytes >= 18446744073709551615.0 || bytes != floor(bytes))
 				return -1;
 			*out = (uint64_t)bytes;
@@ -188,6 +192,27 @@ static int apply_num(const struct conf_key *k, void *field, const char *value)
 	return 0;
 }
 
+/* What k accepts, in words: its choices, true or false, or the kind of number and its range. */
+static const char *expected(const struct conf_key *k, char *out, size_t len)
+{
+	size_t n = 0;
+
+	if (k->type == CONF_BOOL)
+		return "true or false";
+	if (k->choices) {
+		n = (size_t)snprintf(out, len, "one of");
+		for (const char *const *c = k->choices; *c && n < len; c++)
+			n += (size_t)snprintf(out + n, len - n, "%s %s", c == k->choices ? "" : ",", *c);
+		return out;
+	}
+	snprintf(out, len, "%s in [%llu, %llu]",
+	         k->type == CONF_SIZE ? "a size such as 4096, 512MB or 2.5GB"
+	         : k->type == CONF_MS ? "a number of seconds"
+	                              : "a number",
+	         (unsigned long long)k->min, (unsigned long long)k->max);
+	return out;
+}
+
 int conf_apply(const struct conf_key *table, void *obj, const char *key, const char *value, char *err, size_t errlen)
 {
 	const struct conf_key *k = conf_find(table, key);
@@ -201,14 +226,13 @@ int conf_apply(const struct conf_key *table, void *obj, const char *key, const c
 	field = (char *)obj + k->offset;
 	bad = k->type == CONF_STR ? apply_str(k, field, value) : apply_num(k, field, value);
 	if (bad) {
-		if (k->type == CONF_STR && k->choices)
-			snprintf(err, errlen, "bad value \"%s\" for \"%s\" (not an accepted choice)", value, key);
-		else if (k->type == CONF_STR)
+		char want[512];
+
+		if (k->type == CONF_STR && !k->choices)
 			snprintf(err, errlen, "bad value for \"%s\" (longer than %zu bytes)", key, k->size - 1);
 		else
-			snprintf(err, errlen, "bad value \"%s\" for \"%s\" (expected %s in [%llu, %llu])", value, key,
-			         k->type == CONF_BOOL ? "true or false" : "a number", (unsigned long long)k->min,
-			         (unsigned long long)k->max);
+			snprintf(err, errlen, "bad value \"%s\" for \"%s\" (expected %s)", value, key,
+			         expected(k, want, sizeof(want)));
 		return MMC_INVALID_PARAM;
 	}
 	return 0;

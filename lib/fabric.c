@@ -344,8 +344,14 @@ int fabric_open(struct fabric **out, const char *protocol, const char *hcom_url)
 		*out = f;
 		return 0;
 	}
-	if ((rc = get_info(f, protocol, hcom_url)) || (rc = open_objects(f)))
+	if ((rc = get_info(f, protocol, hcom_url)) || (rc = open_objects(f))) {
+		/* the address the configuration chose is the likely cause: name the key, not only libfabric's call */
+		if (hcom_url[0])
+			lg_error("no %s endpoint could be opened at ock.mmc.local_service.hcom_url \"%s\": is it an "
+			         "address of this host, and its port free?",
+			         protocol, hcom_url);
 		goto fail;
+	}
 	f->fence_by_read =
 	    (f->info->tx_attr->msg_order & (FI_ORDER_RAW | FI_ORDER_RMA_RAW)) || strcmp(f->provider, "shm") == 0;
 	f->write_flags = FI_COMPLETION | (f->fence_by_read ? 0 : FI_DELIVERY_COMPLETE);

@@ -36,6 +36,8 @@ def parse_size(text):
     if rest not in _UNITS or v < 0 or v != v:
         raise ValueError("bad size %r (use e.g. 4096, 2048KB, 512MB, 2.5GB, 1TB)" % text)
     b = v * (1 << _UNITS[rest])
+    if _UNITS[rest]:  # a fraction of a unit is the nearest byte (0.1GB), as in conf_parse_size()
+        b = float(int(b + 0.5))
     if b >= 18446744073709551615.0 or b != int(b):
         raise ValueError("bad size %r (not a whole number of bytes)" % text)
     return int(b)

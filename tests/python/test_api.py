@@ -119,7 +119,8 @@ class Api(mmctest.ServerTest):
 
     def test_parse_size(self):
         for text, n in (("4096", 4096), ("2048KB", 2 << 20), ("2048K", 2 << 20), ("512m", 512 << 20),
-                        ("512 MB", 512 << 20), ("2.5GB", 5 << 29), ("1TB", 1 << 40), ("0", 0), ("1b", 1)):
+                        ("512 MB", 512 << 20), ("2.5GB", 5 << 29), ("1TB", 1 << 40), ("0", 0), ("1b", 1),
+                        ("0.1GB", 107374182), ("0.3mb", 314573)):
             self.assertEqual(mmc.parse_size(text), n, text)
         for bad in ("", "GB", "-1GB", "1.5", "1XB", "1 G B"):
             with self.assertRaises(ValueError, msg=bad):

@@ -20,10 +20,20 @@ Test(conf, sizes)
 	static const struct {
 		const char *text;
 		uint64_t bytes;
-	} ok[] = {{"4096", 4096},        {"2048KB", 2048u << 10}, {"2048K", 2048u << 10},
-	          {"200MB", 200u << 20}, {"200mb", 200u << 20},   {"200m", 200u << 20},
-	          {"2.5GB", 5ull << 29}, {"1TB", 1ull << 40},     {"1 GB", 1ull << 30}};
-	static const char *const bad[] = {"", "-1", "GB", "1XB", "0.5B", "1e400", "12 34"};
+	} ok[] = {{"4096", 4096},
+	          {"2048KB", 2048u << 10},
+	          {"2048K", 2048u << 10},
+	          {"200MB", 200u << 20},
+	          {"200mb", 200u << 20},
+	          {"200m", 200u << 20},
+	          {"2.5GB", 5ull << 29},
+	          {"1TB", 1ull << 40},
+	          {"1 GB", 1ull << 30},
+	          /* a fraction of a unit is the nearest byte: 0.1GB was refused while 2.5GB passed */
+	          {"0.1GB", 107374182},
+	          {"1.5KB", 1536},
+	          {"0.3mb", 314573}};
+	static const char *const bad[] = {"", "-1", "GB", "1XB", "0.5B", "1.5", "1e400", "12 34"};
 	uint64_t v;
 
 	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
@@ -32,6 +42,25 @@ Test(conf, sizes)
 	}
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
 		cr_assert_neq(conf_parse_size(bad[i], &v), 0, "\"%s\" must be refused", bad[i]);
+}
+
+/* A refused value says what the key takes: true or false without a range, the choices, the kind of number. */
+Test(conf, refusals_say_what_the_key_takes)
+{
+	char err[512];
+
+	cr_assert_eq(conf_apply_compat(CONF_SCOPE_CLIENT, "ock.mmc.ubs_io.enable", "yes", err, sizeof(err)),
+	             MMC_INVALID_PARAM);
+	cr_expect_str_eq(err, "bad value \"yes\" for \"ock.mmc.ubs_io.enable\" (expected true or false)");
+	cr_assert_eq(
+	    conf_apply_compat(CONF_SCOPE_CLIENT, "ock.mmc.local_service.memory.pool.mode", "big", err, sizeof(err)),
+	    MMC_INVALID_PARAM);
+	cr_expect_str_eq(err, "bad value \"big\" for \"ock.mmc.local_service.memory.pool.mode\" (expected one of "
+	                      "standard, expanded)");
+	cr_assert_eq(
+	    conf_apply_compat(CONF_SCOPE_CLIENT, "ock.mmc.client.batch_option.chunk.size", "lots", err, sizeof(err)),
+	    MMC_INVALID_PARAM);
+	cr_expect(strstr(err, "(expected a size such as 4096, 512MB or 2.5GB in [1, 4294967296])"), "%s", err);
 }
 
 Test(conf, client_defaults)
@@ -85,6 +114,14 @@ static void bad_timeout(mmc_local_config *c)
 {
 	c->timeout_ms = 0;
 }
+static void bad_hcom_port(mmc_local_config *c)
+{
+	strcpy(c->hcom_url, "tcp://10.0.0.1:17x");
+}
+static void bad_hcom_host(mmc_local_config *c)
+{
+	strcpy(c->hcom_url, "tcp://");
+}
 
 Test(conf, client_validation_names_the_problem)
 {
@@ -99,6 +136,11 @@ Test(conf, client_validation_names_the_problem)
 	cr_assert_eq(resolve_with(bad_world, err), MMC_INVALID_PARAM);
 	cr_assert_eq(resolve_with(bad_max, err), MMC_INVALID_PARAM);
 	cr_assert_eq(resolve_with(bad_timeout, err), MMC_INVALID_PARAM);
+	/* was left to fi_getinfo at mmc_init, whose message named no key */
+	cr_assert_eq(resolve_with(bad_hcom_port, err), MMC_INVALID_PARAM);
+	cr_assert(strstr(err, "ock.mmc.local_service.hcom_url"), "%s", err);
+	cr_assert_eq(resolve_with(bad_hcom_host, err), MMC_INVALID_PARAM);
+	cr_assert(strstr(err, "ock.mmc.local_service.hcom_url"), "%s", err);
 }
 
 static void write_file(const char *path, const char *text)

@@ -3,6 +3,7 @@
  * whose port refuses connections fails within the stall deadline instead of retrying for ever.
  */
 #include <criterion/criterion.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -154,6 +155,28 @@ Test(fabric, a_write_under_a_closed_registrations_key_lands_nowhere, .timeout = 
 }
 
 /* host_shm opens no provider: registrations succeed (nothing to register with), and no peer can be added */
+static char logged[1024];
+
+static void capture(int level, const char *msg)
+{
+	(void)level;
+	snprintf(logged, sizeof(logged), "%s", msg);
+}
+
+/* An hcom_url that is no address of this host: the error names the key (it said only "fi_getinfo (no provider for
+ * this protocol)"). 192.0.2.1 is TEST-NET-1, never a local address. */
+Test(fabric, an_hcom_url_not_of_this_host_is_named)
+{
+	struct fabric *f = NULL;
+
+	mmc_set_log_handler(capture);
+	cr_expect_neq(fabric_open(&f, "host_tcp", "tcp://192.0.2.1:17000"), 0);
+	mmc_set_log_handler(NULL);
+	cr_expect(strstr(logged, "ock.mmc.local_service.hcom_url \"tcp://192.0.2.1:17000\""), "%s", logged);
+	if (f)
+		fabric_close(f);
+}
+
 Test(fabric, host_shm_is_the_host_path_only)
 {
 	static char buf[4096];
