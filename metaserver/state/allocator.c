@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "mmc/mmc.h"
+#include "mmc_assert.h"
 #include "treap.h"
 
 /*
@@ -211,6 +212,7 @@ static struct block *reserved_at(struct allocator *a, uint64_t offset)
 
 static void free_block(struct allocator *a, struct block *b)
 {
+	MMC_ASSERT(!b->free && a->used >= b->size);
 	b->free = true;
 	a->used -= b->size;
 	if (b->next && b->next->free) {
@@ -244,6 +246,7 @@ static void settle(struct allocator *a)
 
 		if (st == PERSIST_SEQ_PENDING)
 			return;
+		MMC_ASSERT(b->held && a->held >= b->size); /* every hold on the list is counted in held */
 		a->hold_head = b->hold_next;
 		if (!a->hold_head)
 			a->hold_tail = NULL;

@@ -9,6 +9,7 @@
 #include "clock.h"
 #include "hash.h"
 #include "log.h"
+#include "mmc_assert.h"
 #include "lru.h"
 #include "mmc/mmc.h"
 #include "persist.h"
@@ -382,6 +383,7 @@ bool object_durable(const struct meta *m, const struct object *o)
 
 void object_publish(struct meta *m, struct object *o)
 {
+	MMC_ASSERT(o->state == MMC_BLOB_ALLOCATED); /* ALLOCATED -> READABLE, once */
 	list_del(&o->link);
 	o->state = MMC_BLOB_READABLE;
 	o->write_session = 0;
@@ -429,6 +431,8 @@ static void release_space(struct meta *m, struct object *o, bool reachable)
 {
 	uint64_t now = reachable ? clock_ms() : 0;
 
+	MMC_ASSERT(o->state == MMC_BLOB_REMOVING); /* space comes back from a removed object only */
+
 	for (int i = 0; i < o->nblobs; i++) {
 		struct blob *b = &o->blobs[i];
 
@@ -462,6 +466,7 @@ void object_drop(struct meta *m, struct object *o)
 	/* an unfinished put (not GVA: its write lease bounds its writes) that failed or whose writer left */
 	bool reachable = o->state == MMC_BLOB_ALLOCATED && !o->gva && !o->persisted;
 
+	MMC_ASSERT(o->state != MMC_BLOB_REMOVING); /* -> REMOVING once: a removed object is in no index or list */
 	if (o->in_index)
 		object_index_del(m, o);
 	list_del(&o->link);
@@ -551,6 +556,7 @@ uint64_t lease_grant(struct meta *m, struct object *o, uint64_t session, uint64_
 	}
 	if (counted || l->count == 0)
 		l->count++;
+	MMC_ASSERT(l->count > 0); /* a lease record lives while it holds a count */
 	if (expiry > l->expiry_ms)
 		l->expiry_ms = expiry;
 	return ttl_ms;
@@ -565,6 +571,7 @@ bool lease_release(struct meta *m, struct object *o, uint64_t session, bool all)
 	if (!*p)
 		return false;
 	l = *p;
+	MMC_ASSERT(l->count > 0);
 	if (all || --l->count == 0) {
 		*p = l->next;
 		lease_free(l);

@@ -264,7 +264,7 @@ static int log_is_clean(const char *path)
 	if (!f)
 		return 1;
 	while (fgets(line, sizeof(line), f)) {
-		if (strstr(line, "runtime error") || strstr(line, "Sanitizer"))
+		if (strstr(line, "runtime error") || strstr(line, "Sanitizer") || strstr(line, "assertion failed"))
 			clean = 0;
 		if (!clean)
 			fputs(line, stderr);

@@ -1,9 +1,11 @@
 /* metaserver/allocator.c: fill, free, coalesce, double free, fragmentation, rebuild, and a model check. */
 #include <criterion/criterion.h>
+#include <signal.h>
 #include <stdlib.h>
 
 #include "allocator.h"
 #include "mmc/mmc.h"
+#include "mmc_assert.h"
 
 #define PAGE 4096u
 
@@ -233,3 +235,22 @@ Test(allocator, split_cuts_a_range_out_of_a_reservation_and_each_piece_frees_alo
 	cr_assert_eq(alloc_reserve(a, 16 * PAGE, &x), 0);
 	alloc_destroy(a);
 }
+
+/* The allocator's invariants are MMC_ASSERTs: a debug build stops at a broken one; a release build (NDEBUG)
+ * compiles them out. */
+#ifndef NDEBUG
+Test(allocator, invariant_broken_aborts_in_debug_builds, .signal = SIGABRT)
+{
+	int held = 0;
+
+	MMC_ASSERT(held == 1);
+}
+#else
+Test(allocator, invariant_compiled_out_in_release_builds)
+{
+	int held = 0;
+
+	MMC_ASSERT(held == 1);
+	cr_assert_eq(held, 0);
+}
+#endif
