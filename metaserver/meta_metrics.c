@@ -103,8 +103,8 @@ void meta_metrics_write(struct meta *m, struct evbuffer *b)
 		evbuffer_add_printf(b, "mmc_pool_quarantined_bytes{media=\"%s\"} %" PRIu64 "\n", media[i],
 		                    quarantine_bytes(m, i));
 	}
-	metric(b, "mmc_quarantined_total", "counter", "Pool ranges set aside because a given-up write may still reach "
-	       "them.", m->stats.quarantined_total);
+	metric(b, "mmc_quarantined_total", "counter",
+	       "Pool ranges set aside because a given-up write may still reach them.", m->stats.quarantined_total);
 	rpc_refusals_write(m, b);
 	evbuffer_add_printf(b, "# HELP mmc_rpc_requests_total libmmc requests by operation.\n"
 	                       "# TYPE mmc_rpc_requests_total counter\n");

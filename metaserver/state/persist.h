@@ -98,8 +98,8 @@ void persist_set_fence(struct persist *p, bool (*fn)(void *arg), void *arg);
 /*
  * Redis only: every commit also checks at Redis that the string key `key` (used as given, no prefix; in the store's
  * Redis and db) holds `expected` (WATCH key, GET key, then MULTI ... EXEC): a commit sent after another node took
- * the lock fails at Redis, even from a leader paused past its lease. Costs one more round trip per batch. Both strings are copied; key NULL removes the check. Returns 0, or
- * MMC_INVALID_PARAM on the LMDB store or for an empty key.
+ * the lock fails at Redis, even from a leader paused past its lease. Costs one more round trip per batch. Both strings
+ * are copied; key NULL removes the check. Returns 0, or MMC_INVALID_PARAM on the LMDB store or for an empty key.
  */
 int persist_set_redis_fence_key(struct persist *p, const char *key, const char *expected);
 

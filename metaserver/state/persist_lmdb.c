@@ -84,10 +84,11 @@ static int lmdb_commit(struct persist_backend *be, const struct persist_ops *ops
 	op.table = UINT32_MAX;
 fail:
 	if (persist_fail_log_due(&s->fail_log, &skipped))
-		log_error("op=lmdb_commit err=\"%s\" at=%s table=%d writes=%zu failed_since_last_line=%llu (metadata of "
-		          "this batch is not durable)",
-		          mdb_strerror(rc), op.table == UINT32_MAX ? "commit" : op.del ? "lmdb_del" : "lmdb_put",
-		          op.table == UINT32_MAX ? -1 : (int)op.table, ops->nops, skipped);
+		log_error(
+		    "op=lmdb_commit err=\"%s\" at=%s table=%d writes=%zu failed_since_last_line=%llu (metadata of "
+		    "this batch is not durable)",
+		    mdb_strerror(rc), op.table == UINT32_MAX ? "commit" : (op.del ? "lmdb_del" : "lmdb_put"),
+		    op.table == UINT32_MAX ? -1 : (int)op.table, ops->nops, skipped);
 	return MMC_ERROR;
 }
 

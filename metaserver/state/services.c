@@ -191,8 +191,8 @@ static void orphan_ssd(struct meta *m, struct service *svc)
 	         (unsigned long long)o->nblobs);
 }
 
-const char *const unmount_reason_names[UNMOUNT_COUNT] = {"unregister",     "eof",         "heartbeat_timeout",
-                                                          "did_not_rejoin", "pool_changed", "other"};
+const char *const unmount_reason_names[UNMOUNT_COUNT] = {"unregister",     "eof",          "heartbeat_timeout",
+                                                         "did_not_rejoin", "pool_changed", "other"};
 
 static enum unmount_reason unmount_reason_of(const char *why)
 {

@@ -97,13 +97,14 @@ void metrics_auth_refused(struct metrics *m, bool role)
 /* Both reasons always, 0 included: a first refusal is then an increase, not a new series. */
 static void auth_refusals(struct evbuffer *b, const struct metrics *m)
 {
-	evbuffer_add_printf(b,
-	                    "# HELP mmc_kvcm_auth_refused_total KVCM requests (HTTP and gRPC) refused by authentication: "
-	                    "credentials (none, a wrong user or password), role (a ROLE_USER on the admin port).\n"
-	                    "# TYPE mmc_kvcm_auth_refused_total counter\n"
-	                    "mmc_kvcm_auth_refused_total{reason=\"credentials\"} %" PRIu64 "\n"
-	                    "mmc_kvcm_auth_refused_total{reason=\"role\"} %" PRIu64 "\n",
-	                    m->auth_refused[0], m->auth_refused[1]);
+	evbuffer_add_printf(
+	    b,
+	    "# HELP mmc_kvcm_auth_refused_total KVCM requests (HTTP and gRPC) refused by authentication: "
+	    "credentials (none, a wrong user or password), role (a ROLE_USER on the admin port).\n"
+	    "# TYPE mmc_kvcm_auth_refused_total counter\n"
+	    "mmc_kvcm_auth_refused_total{reason=\"credentials\"} %" PRIu64 "\n"
+	    "mmc_kvcm_auth_refused_total{reason=\"role\"} %" PRIu64 "\n",
+	    m->auth_refused[0], m->auth_refused[1]);
 }
 
 void metrics_fast_read(struct metrics *m)
