@@ -1,21 +1,25 @@
 #!/usr/bin/env bash
 # mmc quick start.
-#   ./quickstart.sh        install what is missing (Debian 12), build, run mmc-metaserver plus the put/get demo
-#   ./quickstart.sh test   install what is missing, build, run the whole test suite; prints "N passed, N failed"
+#   ./quickstart.sh        install what the build needs (Debian 12), build, run mmc-metaserver plus the put/get demo
+#   ./quickstart.sh test   install that and what the tests need, build, run the whole test suite; prints
+#                          "N passed, N failed"
+# MMC_PORT_BASE=N moves the demo's five ports to N..N+4 (libmmc, KVCM HTTP, admin, KVCM gRPC, admin gRPC; default
+# 5000, 6382, 6492, 6381, 6491); the tests and the soak take free ports of their own and need none.
 set -euo pipefail
 cd "$(dirname "$0")"
 
-PKGS=(meson ninja-build pkg-config gcc g++ libc6-dev libfabric-dev libnanopb-dev nanopb libprotobuf-c-dev
-      redis-server libhiredis-dev
-      protobuf-c-compiler liblmdb-dev libevent-dev libjansson-dev libcriterion-dev curl python3
-      libssl-dev openssl
-      python3-numpy python3-torch libnghttp2-dev python3-grpcio python3-grpc-tools
-      clang libfuzzer-14-dev lmdb-utils iproute2 python3-yaml
-      python3-matplotlib)  # examples/python/prefix_demo.py --plot only
+# what building libmmc, mmc-metaserver and the examples needs
+BUILD_PKGS=(meson ninja-build pkg-config gcc libc6-dev python3 libfabric-dev libnanopb-dev nanopb libprotobuf-c-dev
+            protobuf-c-compiler liblmdb-dev libevent-dev libjansson-dev libssl-dev libhiredis-dev libnghttp2-dev)
+# and what the tests need on top: Criterion, C++ (the header test), servers and tools they start, Python modules
+TEST_PKGS=(g++ libcriterion-dev redis-server curl openssl python3-numpy python3-torch python3-grpcio python3-grpc-tools
+           clang libfuzzer-14-dev lmdb-utils iproute2 python3-yaml prometheus
+           python3-matplotlib)  # examples/python/prefix_demo.py --plot only
 
+INSTALLED=0
 install_missing() {
     local missing=() sudo=()
-    for p in "${PKGS[@]}"; do
+    for p in "$@"; do
         dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
     done
     ((${#missing[@]})) || return 0
@@ -23,6 +27,7 @@ install_missing() {
     echo "== installing: ${missing[*]}"
     "${sudo[@]}" apt-get update -qq
     DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+    INSTALLED=1
 }
 
 # MMC_BUILD_DIR and MMC_MESON_OPTIONS pick another build (.ci/run's sanitizer build: build-san)
@@ -30,29 +35,53 @@ B=${MMC_BUILD_DIR:-build}
 
 build() {
     # shellcheck disable=SC2086
-    [ -f "$B/build.ninja" ] || meson setup "$B" --wrap-mode=nodownload ${MMC_MESON_OPTIONS:-} >/dev/null
+    if [ ! -f "$B/build.ninja" ]; then
+        meson setup "$B" --wrap-mode=nodownload ${MMC_MESON_OPTIONS:-} >/dev/null
+    elif ((INSTALLED)); then  # what was just installed (Criterion, for the tests) must be found again
+        meson setup --reconfigure "$B" >/dev/null
+    fi
     meson compile -C "$B" >/dev/null
     echo "== built: $B/lib/libmmc.so.0, $B/metaserver/mmc-metaserver, $B/examples/mmc-quickstart"
 }
 
+# The demo's ports: MMC_PORT_BASE..+4, or the server's defaults.
+demo_ports() {
+    local base=${MMC_PORT_BASE:-}
+    if [ -z "$base" ]; then
+        PORTS=(5000 6382 6492 6381 6491)
+    elif [[ $base =~ ^[0-9]+$ ]] && ((base >= 1024 && base <= 65531)); then
+        PORTS=("$base" $((base + 1)) $((base + 2)) $((base + 3)) $((base + 4)))
+    else
+        echo "MMC_PORT_BASE=$base: expected a port number from 1024 to 65531 (the demo takes it and the next four)" >&2
+        exit 2
+    fi
+}
+
 demo() {
+    demo_ports
     DEMO_DIR=$(mktemp -d /tmp/mmc-demo-XXXXXX)
     local dir=$DEMO_DIR
-    ./build/metaserver/mmc-metaserver --data-dir "$dir/data" >"$dir/ready" 2>"$dir/metaserver.log" &
+    "$B/metaserver/mmc-metaserver" --data-dir "$dir/data" --env "ock.mmc.meta_service_url=tcp://127.0.0.1:${PORTS[0]}" \
+        --env "kvcm.service.http_port=${PORTS[1]}" --env "kvcm.service.admin_http_port=${PORTS[2]}" \
+        --env "kvcm.service.rpc_port=${PORTS[3]}" --env "kvcm.service.admin_rpc_port=${PORTS[4]}" \
+        >"$dir/ready" 2>"$dir/metaserver.log" &
     META_PID=$!
     trap 'kill $META_PID 2>/dev/null; wait $META_PID 2>/dev/null; rm -rf "$DEMO_DIR"' EXIT
-    for _ in $(seq 50); do grep -q ready "$dir/ready" 2>/dev/null && break; sleep 0.1; done
+    # the ready line, or the server's exit (a failed start says why in one line)
+    while ! grep -q ready "$dir/ready" 2>/dev/null && kill -0 $META_PID 2>/dev/null; do sleep 0.1; done
     if ! grep -q ready "$dir/ready"; then
-        echo "== mmc-metaserver did not start (is port 5000 taken?):" >&2
+        echo "== mmc-metaserver did not start: $(grep -o 'err=.*' "$dir/metaserver.log" | head -1)" >&2
+        echo "== (the demo's ports are ${PORTS[*]}; MMC_PORT_BASE=N moves them to N..N+4)" >&2
         cat "$dir/metaserver.log" >&2
         exit 1
     fi
     echo "== $(cat "$dir/ready")"
-    export MMC_PROTOCOL=${MMC_PROTOCOL:-host_tcp}
+    printf 'ock.mmc.meta_service_url = tcp://127.0.0.1:%s\n' "${PORTS[0]}" >"$dir/store.conf"
+    export MMC_LOCAL_CONFIG_PATH=$dir/store.conf MMC_PROTOCOL=${MMC_PROTOCOL:-host_tcp}
     echo "== writer and reader are two processes; the block moves by one-sided RMA over $MMC_PROTOCOL"
-    ./build/examples/mmc-quickstart writer &
+    "$B/examples/mmc-quickstart" writer &
     local writer=$!
-    ./build/examples/mmc-quickstart reader
+    "$B/examples/mmc-quickstart" reader
     wait $writer
     echo "== mmc-metaserver log:"
     sed 's/^/   /' "$dir/metaserver.log"
@@ -60,6 +89,7 @@ demo() {
 
 run_tests() {
     local rc=0
+    # shellcheck disable=SC2086  # MMC_TEST_ARGS is a list of arguments
     meson test -C "$B" --print-errorlogs --num-processes 2 ${MMC_TEST_ARGS:-} || rc=$?
     /usr/bin/python3 - "$B/meson-logs/testlog.json" <<'PY'
 import json, re, sys
@@ -89,10 +119,8 @@ PY
     return $rc
 }
 
-install_missing
-build
 case "${1:-demo}" in
-    demo) demo ;;
-    test) run_tests ;;
+    demo) install_missing "${BUILD_PKGS[@]}"; build; demo ;;
+    test) install_missing "${BUILD_PKGS[@]}" "${TEST_PKGS[@]}"; build; run_tests ;;
     *) echo "usage: $0 [demo|test]" >&2; exit 2 ;;
 esac
