@@ -3,13 +3,12 @@ left out, not once per batch (1,837 lines a second were seen). The server's map 
 in batches until they fail, then keeps putting for 2.5 s. usage: commit_failures.py MMC_TEST_NODE"""
 import os
 import re
-import subprocess
 import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..', 'unit'))
 from tap import report  # noqa: E402
-from metaserver import Server  # noqa: E402
+from metaserver import Node, Server  # noqa: E402
 
 BACKUP_ERROR = -3105  # MMC_META_BACKUP_ERROR
 
@@ -18,26 +17,16 @@ def main():
     node_bin = sys.argv[1]
     checks = []
     with Server(['--env', 'ock.mmc.meta.lmdb.map_size=1048576']) as s:
-        env = dict(os.environ, MMC_TEST_META=f'tcp://127.0.0.1:{s.rpc}', MMC_PROTOCOL='host_tcp')
-        node = subprocess.Popen([node_bin], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
-
-        def cmd(c):
-            node.stdin.write(c + '\n')
-            node.stdin.flush()
-            return node.stdout.readline().split()
-
-        cmd('init 1 268435456')
+        node = Node(s, node_bin, 256 << 20)
         failed, deadline, i, first = 0, time.monotonic() + 120, 0, None
         # failures for 2.5 s (so they span three clock seconds of the log) and at least 50 of them
         while (failed < 50 or not first or time.monotonic() - first < 2.5) and time.monotonic() < deadline:
-            reply = cmd(f'bput full/{i}/ 64 1024 {i}')
+            reply = node.cmd(f'bput full/{i}/ 64 1024 {i}').split()
             if reply and BACKUP_ERROR in [int(x) for x in reply[1:]]:
                 failed += 1
                 first = first or time.monotonic()
             i += 1
-        node.stdin.write('quit\n')
-        node.stdin.flush()
-        node.wait(60)
+        node.quit()
         log = s.stderr()
     checks.append(('puts fail once the 1 MiB map is full', failed >= 50, f'{failed} failed batches of {i}'))
     lines = [ln for ln in log.splitlines() if 'op=lmdb_commit' in ln or 'op=lmdb_put' in ln]

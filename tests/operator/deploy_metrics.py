@@ -5,7 +5,6 @@ usage: deploy_metrics.py SOURCE_ROOT MMC_TEST_NODE"""
 import json
 import os
 import re
-import subprocess
 import sys
 import time
 import urllib.request
@@ -14,7 +13,7 @@ import yaml
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..', 'unit'))
 from tap import report  # noqa: E402
-from metaserver import Server  # noqa: E402
+from metaserver import Node, Server  # noqa: E402
 
 NAME = re.compile(r'\b(mmc_[a-z0-9_]+)\b')
 SELECTOR = re.compile(r'\b(mmc_[a-z0-9_]+)\{([^}]*)\}')
@@ -78,20 +77,6 @@ def selected_sum(text, selector):
     return total
 
 
-class Store:
-    """An mmc-test-node lending 64 MiB to the server."""
-
-    def __init__(self, s, node_bin):
-        env = dict(os.environ, MMC_TEST_META=f'tcp://127.0.0.1:{s.rpc}', MMC_PROTOCOL='host_tcp')
-        self.p = subprocess.Popen([node_bin], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
-        self.cmd('init 1 67108864')
-
-    def cmd(self, c):
-        self.p.stdin.write(c + '\n')
-        self.p.stdin.flush()
-        return '' if c == 'quit' else self.p.stdout.readline()
-
-
 def metrics_after_a_store(s, store):
     """/metrics once a store has put a small and a large object, read one and left, and a KVCM call succeeded: the
     label values a dashboard selects."""
@@ -102,8 +87,7 @@ def metrics_after_a_store(s, store):
                                                   data=json.dumps(body).encode(),
                                                   headers={'Content-Type': 'application/json'}), timeout=30).read()
     store.cmd('get small 4096 1')
-    store.cmd('quit')
-    store.p.wait(60)
+    store.quit()
     text = ''
     for _ in range(200):  # the release of the get is sent after it returns, and the unmount follows the quit
         text = scrape(s)
@@ -116,7 +100,7 @@ def metrics_after_a_store(s, store):
 def unmounts_by_reason(checks, s, node_bin, text):
     """A store that quits is unmounted as reason="unregister" (the alert leaves it alone), one killed as "eof"."""
     clean = re.search(r'^mmc_unmounts_total\{reason="unregister"\} (\d+)$', text, re.M)
-    killed = Store(s, node_bin)
+    killed = Node(s, node_bin, 64 << 20)
     killed.p.kill()
     killed.p.wait(30)
     after = ''
@@ -165,7 +149,7 @@ def main():
     alerts = [r for g in rules['groups'] for r in g['rules']]
     dash = json.load(open(os.path.join(root, 'deploy/grafana/mmc-dashboard.json')))
     with Server() as s:
-        store = Store(s, node_bin)
+        store = Node(s, node_bin, 64 << 20)
         puts_counted(checks, s, store, alerts, dash)
         text = metrics_after_a_store(s, store)
         unmounts_by_reason(checks, s, node_bin, text)

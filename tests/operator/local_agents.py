@@ -5,10 +5,8 @@ wants an admin; then deploy/prometheus/prometheus.yml (a Prometheus on the head 
 elsewhere: TLS, HTTP Basic, the password from a file) scrape it as shipped, with real Prometheus, the files they
 name made under a private /etc. Needs root and iproute2 (skips otherwise); the Prometheus part needs prometheus.
 usage: local_agents.py SOURCE_ROOT"""
-import base64
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys

@@ -75,3 +75,22 @@ class Server:
 
     def __exit__(self, *exc):
         self.stop()
+
+
+class Node:
+    """An mmc-test-node (tests/integration/node.c) of server s, driven line by line: init'ed to lend pool bytes."""
+
+    def __init__(self, s, node_bin, pool):
+        env = dict(os.environ, MMC_TEST_META=f'tcp://127.0.0.1:{s.rpc}', MMC_PROTOCOL='host_tcp')
+        self.p = subprocess.Popen([node_bin], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
+        self.cmd(f'init 1 {pool}')
+
+    def cmd(self, c):
+        """Sends one command; returns its reply line (none for quit)."""
+        self.p.stdin.write(c + '\n')
+        self.p.stdin.flush()
+        return '' if c == 'quit' else self.p.stdout.readline()
+
+    def quit(self):
+        self.cmd('quit')
+        self.p.wait(60)
