@@ -36,7 +36,8 @@ static const char *mask_one(struct sink *o, const char *scheme, const char *a)
 			at = end;
 		end++;
 	}
-	if (!at || ((size_t)(a - scheme) == 7 && strncmp(scheme, "file://", 7) == 0)) {
+	/* '[' never starts user information: "redis://[user:password@]host" is a usage text, not a URI */
+	if (!at || *a == '[' || ((size_t)(a - scheme) == 7 && strncmp(scheme, "file://", 7) == 0)) {
 		put_n(o, a, (size_t)(end - a));
 		return end;
 	}

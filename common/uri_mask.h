@@ -13,7 +13,8 @@
  * it replaced by three stars: redis://user:password@host shows as redis://user:<stars>@host; a lone token before
  * the '@' (redis://token@host, the reference's form) may be the password, so it is starred too. A URI ends at a
  * blank, a quote or the end of the text; its user information ends at its last '@', so a password holding '@' or
- * '/' is masked whole. file:// URIs are copied as they are (a path may hold '@'). Returns the length written.
+ * '/' is masked whole. file:// URIs, and usage texts such as redis://[user:password@]host ('[' starts no user
+ * information), are copied as they are. Returns the length written.
  */
 size_t uri_mask(const char *text, char *out, size_t outlen);
 

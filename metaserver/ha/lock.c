@@ -7,6 +7,17 @@
 #include <time.h>
 
 #include "mmc/mmc.h"
+#include "uri_mask.h"
+
+int ha_lock_bad_uri(const char *uri, const char *expected, char *err, size_t errlen)
+{
+	char shown[1024];
+
+	/* the message also reaches stderr without the log's own masking (a failed start that logs to a file) */
+	uri_mask(uri, shown, sizeof(shown));
+	snprintf(err, errlen, "bad value \"%s\" for \"kvcm.distributed_lock.uri\" (expected %s)", shown, expected);
+	return MMC_INVALID_PARAM;
+}
 
 int ha_lock_check(const char *uri, const char *password_file, char *err, size_t errlen)
 {
@@ -14,10 +25,7 @@ int ha_lock_check(const char *uri, const char *password_file, char *err, size_t 
 		return 0;
 	if (strncmp(uri, "redis://", 8) == 0 && uri[8])
 		return ha_lock_redis_check(uri, password_file, err, errlen);
-	snprintf(err, errlen,
-	         "bad value \"%s\" for \"kvcm.distributed_lock.uri\" (expected file://DIR or redis://host:port[/db])",
-	         uri);
-	return MMC_INVALID_PARAM;
+	return ha_lock_bad_uri(uri, "file://DIR or redis://host:port[/db]", err, errlen);
 }
 
 int ha_lock_open(struct ha_lock **out, const char *uri, const char *password_file, uint32_t timeout_ms, char *err,

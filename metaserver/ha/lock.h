@@ -54,6 +54,8 @@ int ha_lock_open(struct ha_lock **out, const char *uri, const char *password_fil
  * or MMC_INVALID_PARAM with a message in err. */
 int ha_lock_check(const char *uri, const char *password_file, char *err, size_t errlen);
 int ha_lock_redis_check(const char *uri, const char *password_file, char *err, size_t errlen);
+/* The refusal of a lock URI that does not parse, its password masked, into err; returns MMC_INVALID_PARAM. */
+int ha_lock_bad_uri(const char *uri, const char *expected, char *err, size_t errlen);
 int ha_lock_file_open(struct ha_lock **out, const char *dir, char *err, size_t errlen);
 int ha_lock_redis_open(struct ha_lock **out, const char *uri, const char *password_file, uint32_t timeout_ms, char *err,
                        size_t errlen);

@@ -285,10 +285,7 @@ static int parse_checked(struct lock_redis *r, const char *uri, const char *pass
 {
 	if (parse_uri(r, uri) == 0)
 		return read_password(r, password_file, err, errlen);
-	snprintf(err, errlen,
-	         "bad value \"%s\" for \"kvcm.distributed_lock.uri\" (expected redis://[user:password@]host:port[/db])",
-	         uri);
-	return MMC_INVALID_PARAM;
+	return ha_lock_bad_uri(uri, "redis://[user:password@]host:port[/db]", err, errlen);
 }
 
 int ha_lock_redis_check(const char *uri, const char *password_file, char *err, size_t errlen)

@@ -87,6 +87,8 @@ Test(ha_lock, bad_uris_are_refused)
 	cr_expect(strstr(err, "kvcm.distributed_lock.uri"));
 	cr_expect_eq(ha_lock_open(&l, "redis://nohostport", NULL, 100, err, sizeof(err)), MMC_INVALID_PARAM);
 	cr_expect_eq(ha_lock_open(&l, "redis://h:99999", NULL, 100, err, sizeof(err)), MMC_INVALID_PARAM);
+	cr_expect_eq(ha_lock_open(&l, "redis://u:hunter2@h", NULL, 100, err, sizeof(err)), MMC_INVALID_PARAM);
+	cr_expect_null(strstr(err, "hunter2"), "the refusal shows the password: %s", err);
 }
 
 /* kvcm.distributed_lock.password_file: read and checked before anything is reached; never echoed. */

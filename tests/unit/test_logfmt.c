@@ -89,6 +89,8 @@ Test(logfmt, a_uri_password_is_masked_in_every_string)
 	/* no password to mask: as it was */
 	logfmt_format(buf, sizeof(buf), "a=%s b=%s c=%s", "tcp://10.0.0.1:5000", "file:///var/lib/a@b", "x@y");
 	cr_assert_str_eq(buf, "a=tcp://10.0.0.1:5000 b=file:///var/lib/a@b c=x@y");
+	logfmt_format(buf, sizeof(buf), "err=\"%s\"", "(expected redis://[user:password@]host:port)");
+	cr_assert_str_eq(buf, "err=\"(expected redis://[user:password@]host:port)\"", "a usage text is not a URI");
 }
 
 Test(logfmt, libmmc_messages_mask_uri_passwords_too)
