@@ -38,6 +38,7 @@
 #include "services.h"
 #include "tier.h"
 #include "tls.h"
+#include "uri_mask.h"
 
 #define SWEEP_MS 50
 
@@ -172,9 +173,13 @@ static int read_conf(struct meta_conf *conf, bool reload, struct meta_err *e)
 /* The one line a failed start leaves (and on stderr too when the log goes to a file), then its exit code. */
 static int start_failed(enum exit_code code, const char *reason, const char *err)
 {
+	char shown[META_ERR_MESSAGE_SIZE + 64];
+
 	log_error("op=start exit_code=%d reason=%s err=\"%s\"", (int)code, reason, err);
-	if (log_to_file())
-		fprintf(stderr, "mmc-metaserver: %s (exit %d, %s)\n", err, (int)code, reason);
+	if (log_to_file()) { /* not through the log's formatter: mask a URI's password here */
+		uri_mask(err, shown, sizeof(shown));
+		fprintf(stderr, "mmc-metaserver: %s (exit %d, %s)\n", shown, (int)code, reason);
+	}
 	return code;
 }
 
