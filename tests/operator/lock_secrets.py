@@ -83,6 +83,16 @@ def checked_alike(checks, tmp, port):
     checks.append(('a missing lock password file: the same reason both ways', said[0] == said[1], said))
 
 
+def refusal_masked(checks, tmp):
+    """A lock URI the start refuses, with the log in a file: the one line on stderr bypasses the log's formatter."""
+    log = os.path.join(tmp, 'refused.log')
+    rc, err = run_once(['--data-dir', os.path.join(tmp, 'rf')] + LOOPBACK_PORTS +
+                       ['--env', f'ock.mmc.log_path={log}', '--env', f'kvcm.distributed_lock.uri=redis://u:{PASSWORD}@h'])
+    text = err + (open(log).read() if os.path.exists(log) else '')
+    checks.append(('a refused lock URI: its password is neither on stderr nor in the log file',
+                   rc == 2 and 'kvcm.distributed_lock.uri' in err and PASSWORD not in text, text[-1500:]))
+
+
 def main():
     if not shutil.which('redis-server'):
         print('1..0 # SKIP redis-server is not installed')
@@ -98,6 +108,7 @@ def main():
         refused(checks, 'a wrong password', lock_args(f'redis://default@127.0.0.1:{port}',
                                                        secret_file(tmp, 'wrong.pw', 'not-it')), tmp, 'WRONGPASS')
         checked_alike(checks, tmp, port)
+        refusal_masked(checks, tmp)
     finally:
         proc.terminate()
         proc.wait(30)
