@@ -9,10 +9,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "proc.h"
-
-#ifdef MMC_BENCH_HIREDIS
 #include <hiredis/hiredis.h>
+
+#include "proc.h"
 
 static redisContext *connect_to(uint16_t port)
 {
@@ -184,25 +183,3 @@ int redis_measure(const struct redis_server *r, const struct shape *sh, int batc
 	free(th);
 	return rc;
 }
-
-#else /* no hiredis */
-
-int redis_start(struct redis_server *r, bool fsync)
-{
-	memset(r, 0, sizeof(*r));
-	fprintf(stderr, "mmc-bench: built without hiredis: no Redis baseline\n");
-	return -1;
-}
-
-void redis_stop(struct redis_server *r)
-{
-}
-
-int redis_measure(const struct redis_server *r, const struct shape *sh, int batch, int threads, double seconds,
-                  double *set_gbs, double *get_gbs)
-{
-	*set_gbs = *get_gbs = 0;
-	return -1;
-}
-
-#endif

@@ -3,8 +3,8 @@
  * either with persistence off (what LMCache deployments run) or with an append-only file fsynced before each reply
  * (appendfsync always: the same promise as mmc-metaserver's default LMDB sync). Each client thread has its own
  * connection and moves a batch of blocks as one pipeline of SETs, then one of GETs whose replies are copied into the
- * caller's buffers (what a KV connector must do). Built only when hiredis is found; otherwise redis_start() says so and
- * the baseline column reads "-".
+ * caller's buffers (what a KV connector must do). Without a redis-server to start, redis_start() fails and the
+ * baseline column reads "-".
  */
 #ifndef MMC_BENCH_REDIS_H
 #define MMC_BENCH_REDIS_H

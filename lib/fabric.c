@@ -474,12 +474,6 @@ int fabric_peer_add(struct fabric *f, const void *addr, size_t len, fi_addr_t *o
 	return rc == 1 ? 0 : fab_err("fi_av_insert", rc < 0 ? rc : -FI_EINVAL);
 }
 
-void fabric_peer_remove(struct fabric *f, fi_addr_t a)
-{
-	if (!f->host_only)
-		fi_av_remove(f->av, &a, 1, 0);
-}
-
 /* ---- batches ---- */
 
 int fab_batch_init(struct fab_batch *b, struct fabric *f, size_t window, uint32_t stall_ms,

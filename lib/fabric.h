@@ -58,7 +58,6 @@ void fabric_mr_close(struct fab_mr *mr);
 
 /* Adds a peer's address to the address vector. */
 int fabric_peer_add(struct fabric *f, const void *addr, size_t len, fi_addr_t *out);
-void fabric_peer_remove(struct fabric *f, fi_addr_t a);
 
 /* One posted operation (libfabric's context). Owned by a batch. */
 struct fab_op {

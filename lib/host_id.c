@@ -29,12 +29,6 @@ const char *host_boot_id(void)
 	return boot_id;
 }
 
-const char *host_name(void)
-{
-	pthread_once(&once, read_once);
-	return name;
-}
-
 bool host_is_mine(const char *peer_boot_id, const char *peer_name)
 {
 	pthread_once(&once, read_once);

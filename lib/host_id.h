@@ -12,9 +12,8 @@
 #define HOST_BOOT_ID_SIZE 40 /* a UUID with its NUL */
 #define HOST_NAME_SIZE    256
 
-/* This process's boot id ("" when the kernel does not say) and host name. Thread-safe (read once). */
+/* This process's boot id ("" when the kernel does not say). Thread-safe (read once). */
 const char *host_boot_id(void);
-const char *host_name(void);
 
 /* True when a peer that reported (boot_id, name) runs under this process's kernel. False when either is unknown. */
 bool host_is_mine(const char *boot_id, const char *name);

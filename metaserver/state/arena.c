@@ -55,15 +55,6 @@ void *arena_alloc(struct arena *a, size_t size)
 	return p;
 }
 
-void *arena_zalloc(struct arena *a, size_t size)
-{
-	void *p = arena_alloc(a, size);
-
-	if (p)
-		memset(p, 0, size);
-	return p;
-}
-
 void arena_reset(struct arena *a)
 {
 	struct arena_chunk *c = a->head, *next;

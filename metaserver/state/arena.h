@@ -18,7 +18,6 @@ struct arena {
 
 void arena_init(struct arena *a);
 void *arena_alloc(struct arena *a, size_t size); /* 16-byte aligned; NULL when out of memory */
-void *arena_zalloc(struct arena *a, size_t size);
 /* Frees everything allocated since the last reset; keeps one chunk big enough for the usual request. */
 void arena_reset(struct arena *a);
 void arena_fini(struct arena *a);

@@ -130,27 +130,6 @@ int32_t jd_i32(struct jd *d, json_t *obj, const char *name)
 	return (int32_t)x;
 }
 
-double jd_double(struct jd *d, json_t *obj, const char *name)
-{
-	json_t *v = jd_get(obj, name);
-	const char *s;
-	char *end;
-	double x;
-
-	if (!v)
-		return 0;
-	if (json_is_number(v))
-		return json_number_value(v);
-	if (json_is_string(v)) {
-		s = json_string_value(v);
-		x = strtod(s, &end);
-		if (*s && !*end)
-			return x;
-	}
-	bad(d, name, "a number");
-	return 0;
-}
-
 bool jd_val_enum(json_t *v, const struct enum_desc *e, int *out)
 {
 	int64_t n;
@@ -439,11 +418,6 @@ int jn_enum(json_t *obj, const char *name, const struct enum_desc *e)
 	if (v)
 		jd_val_enum(v, e, &x);
 	return x;
-}
-
-bool jn_bool(json_t *obj, const char *name)
-{
-	return json_is_true(json_object_get(obj, name));
 }
 
 double jn_double(json_t *obj, const char *name)

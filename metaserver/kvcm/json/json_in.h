@@ -29,7 +29,6 @@ const char *jd_str(struct jd *d, json_t *obj, const char *name); /* "" when abse
 bool jd_bool(struct jd *d, json_t *obj, const char *name);
 int64_t jd_i64(struct jd *d, json_t *obj, const char *name);
 int32_t jd_i32(struct jd *d, json_t *obj, const char *name);
-double jd_double(struct jd *d, json_t *obj, const char *name);
 /* Name (an unknown name reads as 0, as protobuf's ignore_unknown_fields does), number or quoted number. */
 int jd_enum(struct jd *d, json_t *obj, const char *name, const struct enum_desc *e);
 /* NULL when absent; a present non-object marks d bad. */
@@ -68,7 +67,6 @@ json_t *jd_normalize(struct jd *d, json_t *in, const struct jfield *schema);
 const char *jn_str(json_t *obj, const char *name);
 int64_t jn_i64(json_t *obj, const char *name);
 int jn_enum(json_t *obj, const char *name, const struct enum_desc *e);
-bool jn_bool(json_t *obj, const char *name);
 double jn_double(json_t *obj, const char *name);
 
 #endif

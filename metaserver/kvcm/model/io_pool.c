@@ -118,11 +118,6 @@ int io_pool_submit(struct io_pool *p, struct io_job *j)
 	return 0;
 }
 
-uint64_t io_pool_busy(const struct io_pool *p)
-{
-	return p ? p->busy : 0;
-}
-
 void io_pool_stop(struct io_pool *p)
 {
 	if (!p)

@@ -19,8 +19,6 @@ struct io_job {
 int io_pool_start(struct io_pool **out, struct event_base *base, uint32_t threads);
 /* Queues j. Returns 0, or a negative code (the caller still owns j). */
 int io_pool_submit(struct io_pool *p, struct io_job *j);
-/* Jobs queued or running. */
-uint64_t io_pool_busy(const struct io_pool *p);
 /* Finishes queued work, joins the workers and runs the remaining done() callbacks. NULL is ignored. */
 void io_pool_stop(struct io_pool *p);
 

@@ -325,21 +325,6 @@ bool storage_data_visible(struct kvcm *k, const struct location *l)
 	return true;
 }
 
-bool storage_data_known(struct kvcm *k, const struct location *l)
-{
-	const char *key;
-	size_t len;
-
-	if (l->storage->type != ST_MMC || !k->meta)
-		return true;
-	for (uint16_t j = 0; j < l->nspecs; j++) {
-		len = mmc_key(l->specs[j].uri, &key);
-		if (len && object_find(k->meta, key, len))
-			return true;
-	}
-	return false;
-}
-
 void file_refs_free(struct kvcm *k)
 {
 	chain_foreach(&k->file_refs, l) free(chain_entry(l, struct file_ref, link));

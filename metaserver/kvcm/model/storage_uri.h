@@ -37,8 +37,6 @@ void storage_drop_mmc_objects(struct kvcm *k, const struct location *l);
 bool storage_data_lost(const struct location *l);
 /* mmc: every object of the location is in the pool and readable; dummy: no file is lost; true for other kinds. */
 bool storage_data_visible(struct kvcm *k, const struct location *l);
-/* mmc: at least one object of the location is still known to the pool. */
-bool storage_data_known(struct kvcm *k, const struct location *l);
 
 void file_refs_free(struct kvcm *k);
 
