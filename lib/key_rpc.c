@@ -50,7 +50,7 @@ uint64_t call_deadline(const struct mmc_store *s)
 
 int key_rpc_call(struct mmc_store *s, struct key_rpc *k)
 {
-	struct mcall c = {.decode = decode_keys, .arg = k};
+	struct mcall c = {.decode = decode_keys, .arg = k, .reply_by_ms = k->reply_by_ms};
 	int rc;
 
 	c.deadline_ms = k->deadline_ms ? k->deadline_ms : call_deadline(s);

@@ -480,6 +480,16 @@ static bool read_own(struct meta_conn *mc, struct mcall *c, struct link l, const
 	return late;
 }
 
+/* How long the caller waits for its reply: timeout_ms, or less when its own deadline comes sooner. */
+static uint64_t reply_wait_ms(const struct meta_conn *mc, const struct mcall *c)
+{
+	uint64_t now = clock_ms(), wait = mc->conf->c.timeout_ms;
+
+	if (c->reply_by_ms)
+		wait = c->reply_by_ms <= now ? 0 : c->reply_by_ms - now < wait ? c->reply_by_ms - now : wait;
+	return wait;
+}
+
 int meta_call(struct meta_conn *mc, uint32_t body, const pb_msgdesc_t *fields, const void *msg, struct mcall *c)
 {
 	struct wbuf *b = tls_wbuf();
@@ -509,7 +519,7 @@ int meta_call(struct meta_conn *mc, uint32_t body, const pb_msgdesc_t *fields, c
 	send_frame(mc, l, b, 0);
 
 	pthread_mutex_lock(&mc->lock);
-	dl = clock_deadline(mc->conf->c.timeout_ms);
+	dl = clock_deadline(reply_wait_ms(mc, c));
 	while (!c->done) {
 		bool late = may_read(mc, l) ? read_own(mc, c, l, &dl)
 		                            : pthread_cond_timedwait(&c->cond, &mc->lock, &dl) == ETIMEDOUT;

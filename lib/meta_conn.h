@@ -29,6 +29,9 @@ struct mcall {
 	/* clock_ms() by which a connection that is down must be back, counted from the start of the public call that
 	 * makes this one, so that its later round trips do not each wait retry_ms again; 0: retry_ms from now */
 	uint64_t deadline_ms;
+	/* clock_ms() past which the reply is no longer waited for (MMC_TIMEOUT; a late one is dropped), when sooner
+	 * than timeout_ms from the send; 0: timeout_ms */
+	uint64_t reply_by_ms;
 	/* owned by meta_conn */
 	uint64_t id;
 	uint64_t losses; /* meta_conn_losses() when the frame went out: which connection's server answered */

@@ -23,6 +23,7 @@ struct plan_key {
 	uint64_t total;
 	uint64_t token;           /* put: the allocation; get: the object the lease was granted on */
 	uint64_t lease_ms;        /* get: the lease granted on the key */
+	uint64_t landed_ms;       /* prefix get: clock_ms() when its bytes had all landed; 0: not (yet) */
 	struct wire_checksum sum; /* put: what the commit sends; get: what the reply said */
 	struct xfer_key xk;       /* xk.result: the key's writes or read (a put's commit sends it) */
 };
@@ -34,6 +35,7 @@ struct plan {
 	struct xfer_piece *pieces; /* every key's local pieces, key after key */
 	size_t *index;             /* scratch: keys taking part in the next RPC */
 	uint8_t summing;           /* put: the state whose keys the posted hook checksums */
+	bool verify;               /* prefix get: check each key as it lands (verify_checksum) */
 	bool confirmed;            /* put through extents: the server published at least one key */
 	bool refused;              /* put through extents: the server turned a place down */
 	/* clock_ms() by which a lost meta connection must be back: one for the whole call, however many round trips
@@ -482,7 +484,8 @@ static bool on_get(void *arg, size_t i, const mmc_KeyResult *r)
 	return true;
 }
 
-static void release_leases(struct mmc_store *s, struct plan *p)
+/* The leases of the keys looked up. deferred: they end anyway, so the release may ride with the next frame. */
+static void release_leases(struct mmc_store *s, struct plan *p, bool deferred)
 {
 	mmc_KeyBatch req = mmc_KeyBatch_init_zero;
 	struct wire_items items = plan_items(p, PK_LEASED);
@@ -492,7 +495,10 @@ static void release_leases(struct mmc_store *s, struct plan *p)
 	items.tokens = &p->rec[0].token;
 	req.flags = MMC_WIRE_FLAG_NOREPLY;
 	wire_items_bind(&req, &items);
-	meta_send_deferred(s->meta, WB_RELEASE, mmc_KeyBatch_fields, &req); /* the lease ends anyway: no hurry */
+	if (deferred)
+		meta_send_deferred(s->meta, WB_RELEASE, mmc_KeyBatch_fields, &req);
+	else
+		meta_send(s->meta, WB_RELEASE, mmc_KeyBatch_fields, &req);
 }
 
 static int get_once(struct mmc_store *s, struct plan *p, bool *lost)
@@ -531,8 +537,80 @@ static int get_once(struct mmc_store *s, struct plan *p, bool *lost)
 			r->result = MMC_LEASE_EXPIRED;
 	}
 	if (!*lost)
-		release_leases(s, p);
+		release_leases(s, p, true);
 	verify_gets(p);
+	return 0;
+}
+
+/* ---- a prefix under a deadline ---- */
+
+/* A key of a prefix landed: when, for its lease (a later key may be given up at the deadline), and its checksum. */
+static void prefix_landed(void *arg, size_t i)
+{
+	struct plan *p = arg;
+
+	p->rec[i].landed_ms = clock_ms();
+	if (p->verify)
+		check_get(arg, i);
+}
+
+/* Skips the keys after the first that cannot land (missing, or another size): a prefix ends there anyway. */
+static void cut_prefix(struct plan *p)
+{
+	size_t i = 0;
+
+	while (i < p->n && p->rec[i].state == PK_LEASED && !p->rec[i].result)
+		i++;
+	for (; i < p->n; i++)
+		if (p->rec[i].state == PK_LEASED && !p->rec[i].result)
+			p->rec[i].result = MMC_TIMEOUT; /* not read: only the prefix before it counts */
+}
+
+/*
+ * One lookup, the reads, one release, all by `until`. The leases are taken for the time left, so those of keys
+ * given up end with the deadline even if the release were lost; the release itself goes out at once.
+ */
+static int get_prefix(struct mmc_store *s, struct plan *p, uint64_t until, size_t *landed)
+{
+	uint64_t t0 = clock_ms(), t1;
+	struct key_rpc k = {.body = WB_GET,
+	                    .req = mmc_KeyBatch_init_zero,
+	                    .on_result = on_get,
+	                    .arg = p,
+	                    .deadline_ms = until < p->deadline_ms ? until : p->deadline_ms,
+	                    .reply_by_ms = until};
+	struct xfer_hook hook = {.landed = prefix_landed, .arg = p};
+	uint64_t losses = meta_conn_losses(s->meta);
+	int rc;
+
+	*landed = 0;
+	p->verify = s->conf.c.verify_checksum;
+	for (size_t i = 0; i < p->n; i++)
+		p->rec[i].state = PK_ACTIVE;
+	k.req.lease_ttl_ms = until > t0 ? until - t0 : 1;
+	k.items = plan_items(p, PK_ACTIVE);
+	if ((rc = key_rpc_call(s, &k)))
+		return rc == MMC_TIMEOUT ? 0 : plan_fail_all(p, rc); /* no answer in time: nothing landed */
+	cut_prefix(p);
+	for (size_t i = 0; i < p->n; i++)
+		p->rec[i].xk.skip = p->rec[i].state != PK_LEASED || p->rec[i].result;
+	xfer_run_until(s, 0, &p->rec[0].xk, p->n, sizeof(*p->rec), &hook, until);
+	t1 = clock_ms();
+	for (size_t i = 0; i < p->n; i++) {
+		struct plan_key *r = &p->rec[i];
+
+		if (r->state != PK_LEASED || r->result)
+			continue;
+		r->result = meta_conn_losses(s->meta) != losses ? MMC_NOT_CONNECTED_META : r->xk.result;
+		/* the lease runs to the deadline: what landed before it was read under the lease */
+		if (r->result == 0 && (r->landed_ms ? r->landed_ms : t1) >= t0 + r->lease_ms)
+			r->result = MMC_LEASE_EXPIRED;
+	}
+	if (meta_conn_losses(s->meta) == losses)
+		release_leases(s, p, false);
+	verify_gets(p);
+	while (*landed < p->n && p->rec[*landed].result == 0)
+		(*landed)++;
 	return 0;
 }
 
@@ -668,6 +746,49 @@ static int batch(mmc_store *s, bool put, const char *const *keys, const struct p
 		results[i] = p.rec[i].result;
 	free(p.rec);
 	return err;
+}
+
+/* The prefix calls: the checks and the plan of every get, then get_prefix. */
+static int prefix(mmc_store *s, const char *const *keys, const struct plan_src *src, size_t n, int32_t direct,
+                  uint32_t timeout_ms, size_t *landed)
+{
+	uint64_t until = clock_ms() + timeout_ms;
+	struct plan p;
+	size_t npieces;
+	int dummy = 0, err = landed ? check_batch(s, keys, n, &dummy) : MMC_INVALID_PARAM;
+
+	if (landed)
+		*landed = 0;
+	if (!err && (check_src(src) || !direct_is_get(direct)))
+		err = MMC_INVALID_PARAM;
+	if (err)
+		return err;
+	npieces = src_pieces(src, n);
+	if ((err = plan_alloc(&p, n, npieces ? npieces : 1, keys)))
+		return err;
+	p.deadline_ms = call_deadline(s);
+	err = plan_fill(&p, src);
+	if (!err)
+		err = get_prefix(s, &p, until, landed);
+	free(p.rec);
+	return err;
+}
+
+int mmc_batch_get_into_prefix(mmc_store *s, const char *const *keys, void *const *bufs, const size_t *sizes, size_t n,
+                              int32_t direct, uint32_t timeout_ms, size_t *landed)
+{
+	struct plan_src src = {.flat = true, .buf = (const void *const *)bufs, .size = sizes};
+
+	return prefix(s, keys, &src, n, direct, timeout_ms, landed);
+}
+
+int mmc_batch_get_into_layers_prefix(mmc_store *s, const char *const *keys, void *const *const *bufs,
+                                     const size_t *const *sizes, const size_t *layers, size_t n, int32_t direct,
+                                     uint32_t timeout_ms, size_t *landed)
+{
+	struct plan_src src = {.bufs = (const void *const *const *)bufs, .sizes = sizes, .layers = layers};
+
+	return prefix(s, keys, &src, n, direct, timeout_ms, landed);
 }
 
 static int batch_layers(mmc_store *s, bool put, const char *const *keys, const void *const *const *bufs,

@@ -19,6 +19,7 @@ struct key_rpc {
 	bool (*on_result)(void *arg, size_t i, const mmc_KeyResult *r);
 	void *arg;
 	uint64_t deadline_ms; /* the public call's: see mcall.deadline_ms (0: retry_ms from key_rpc_call's start) */
+	uint64_t reply_by_ms; /* see mcall.reply_by_ms (0: timeout_ms) */
 	bool retried;         /* set by key_rpc_call: the call went again after the connection was lost */
 	uint64_t losses;      /* set by key_rpc_call and key_rpc_send: meta_conn_losses() when the last try went out */
 };

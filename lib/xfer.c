@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
 #include "copy_stream.h"
 #include "host_map.h"
 #include "log.h"
@@ -397,6 +398,12 @@ static bool ctx_alloc(struct xfer_ctx *x, int write)
 void xfer_run(struct mmc_store *s, int write, struct xfer_key *keys, size_t n, size_t stride,
               const struct xfer_hook *hook)
 {
+	xfer_run_until(s, write, keys, n, stride, hook, 0);
+}
+
+void xfer_run_until(struct mmc_store *s, int write, struct xfer_key *keys, size_t n, size_t stride,
+                    const struct xfer_hook *hook, uint64_t deadline_ms)
+{
 	struct fab_batch b;
 	struct xfer_ctx x = {.s = s, .keys = keys, .nkeys = n, .stride = stride, .hook = hook};
 
@@ -408,10 +415,16 @@ void xfer_run(struct mmc_store *s, int write, struct xfer_key *keys, size_t n, s
 		fail_keys(&x, MMC_MALLOC_FAILED);
 		goto out;
 	}
+	fab_batch_deadline(&b, deadline_ms);
 	pthread_rwlock_rdlock(&s->regs.lock);
-	for (size_t i = 0; i < n; i++)
-		if (!key_at(&x, i)->skip)
+	for (size_t i = 0; i < n; i++) {
+		if (key_at(&x, i)->skip)
+			continue;
+		if (deadline_ms && clock_ms() >= deadline_ms) /* a host path copy would start late: start none */
+			key_at(&x, i)->result = MMC_TIMEOUT;
+		else
 			post_key(&x, &b, write, i);
+	}
 	if (x.fences)
 		post_fences(&x, &b);
 	if (hook && hook->posted)

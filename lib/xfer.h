@@ -51,5 +51,9 @@ struct xfer_hook {
  * be NULL. */
 void xfer_run(struct mmc_store *s, int write, struct xfer_key *keys, size_t n, size_t stride,
               const struct xfer_hook *hook);
+/* The same, given up at deadline_ms (clock_ms(); 0: none): keys not started by then, and keys whose RMA is still in
+ * flight then, fail with MMC_TIMEOUT, and nothing of them lands after the return (fab_batch_deadline). */
+void xfer_run_until(struct mmc_store *s, int write, struct xfer_key *keys, size_t n, size_t stride,
+                    const struct xfer_hook *hook, uint64_t deadline_ms);
 
 #endif

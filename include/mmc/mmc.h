@@ -709,6 +709,33 @@ MMC_API int mmc_batch_get_into_layers(mmc_store *s, const char *const *keys, voi
                                       int *results);
 
 /**
+ * Reads the leading keys of a prefix that arrive within a deadline: what an engine loading a cached prefix wants,
+ * which recomputes what does not come in time rather than wait for a slow or dying peer.
+ *
+ * keys[0..n) are the pages of one prefix, in order; key i goes into bufs[i] (sizes[i] bytes, the object's size).
+ * One lookup, the reads in key order, one release, all within timeout_ms of the call: a read still in flight then
+ * is given up (its connection closed first, so nothing of it lands afterwards), its lease released, and the call
+ * returns. Keys after the first one missing (or of another size) are not read.
+ * @param landed [out] how many leading keys landed complete (and verified, with verify_checksum) in time: bufs[0..
+ *        *landed) hold their objects; the content of the other buffers is unspecified (they may be partly written)
+ * @return MMC_OK, with *landed from 0 (nothing in time, a lookup that did not answer in time included) to n;
+ *         MMC_INVALID_PARAM (arguments as mmc_batch_get_into(), landed NULL), MMC_NOT_INITIALIZED,
+ *         MMC_NOT_CONNECTED_META (no meta server, after waiting at most until the deadline), and *landed 0.
+ *         Blocks at most timeout_ms plus a scheduling slice (except with a provider that cannot close connections:
+ *         mmc.h's caveats). Thread-safe.
+ */
+MMC_API int mmc_batch_get_into_prefix(mmc_store *s, const char *const *keys, void *const *bufs, const size_t *sizes,
+                                      size_t n, int32_t direct, uint32_t timeout_ms, size_t *landed);
+
+/**
+ * mmc_batch_get_into_prefix() into layer lists, as mmc_batch_get_into_layers() reads them.
+ * @return as mmc_batch_get_into_prefix(). Thread-safe.
+ */
+MMC_API int mmc_batch_get_into_layers_prefix(mmc_store *s, const char *const *keys, void *const *const *bufs,
+                                             const size_t *const *sizes, const size_t *layers, size_t n,
+                                             int32_t direct, uint32_t timeout_ms, size_t *landed);
+
+/**
  * Reports this store's local service id, stable for the life of the service and never reused for another live
  * service. A meta server restart that outlasts ock.mmc.meta.rejoin_timeout_ms forgets the service: when the store
  * reconnects it joins again under a new id (logged as a warning), which later calls report.

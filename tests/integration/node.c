@@ -16,6 +16,8 @@
  *   hold KEY SIZE                    get into a buffer kept after the call, which is then filled with 0xEE
  *                                    (a caller reusing its buffer) -> CODE
  *   held                             whether the kept buffer still holds only 0xEE -> 0, or 99 (written late)
+ *   prefix PREFIX N SIZE SEED MS     mmc_batch_get_into_prefix of PREFIX0.. within MS -> CODE LANDED ELAPSED_MS
+ *                                    (CODE 99: a landed key's bytes differ)
  *   teardown | quit
  */
 #include <mmc/mmc.h>
@@ -23,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "pattern.h"
 
@@ -136,6 +139,48 @@ static void cmd_held(void)
 		}
 	}
 	printf("0\n");
+}
+
+static void cmd_prefix(char *args)
+{
+	char prefix[200], name[256];
+	size_t n, size, landed = 0;
+	unsigned long long seed;
+	unsigned timeout;
+	struct timespec t0, t1;
+	const char **keys;
+	void **bufs;
+	size_t *sizes;
+	int r;
+
+	if (sscanf(args, "%199s %zu %zu %llu %u", prefix, &n, &size, &seed, &timeout) != 5 || !n || n > 64) {
+		printf("%d 0 0\n", MMC_INVALID_PARAM);
+		return;
+	}
+	keys = calloc(n, sizeof(*keys));
+	bufs = calloc(n, sizeof(*bufs));
+	sizes = calloc(n, sizeof(*sizes));
+	for (size_t i = 0; i < n; i++) {
+		snprintf(name, sizeof(name), "%s%zu", prefix, i);
+		keys[i] = strdup(name);
+		bufs[i] = calloc(1, size);
+		sizes[i] = size;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	r = mmc_batch_get_into_prefix(s, keys, bufs, sizes, n, MMC_COPY_G2H, timeout, &landed);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	for (size_t i = 0; r == 0 && i < landed; i++)
+		if (pattern_check(bufs[i], size, seed + i) != size)
+			r = MISMATCH;
+	printf("%d %zu %lld\n", r, landed,
+	       (long long)((t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000));
+	for (size_t i = 0; i < n; i++) {
+		free((void *)keys[i]);
+		free(bufs[i]);
+	}
+	free(keys);
+	free(bufs);
+	free(sizes);
 }
 
 static void cmd_batch(char *args, int put)
@@ -310,6 +355,8 @@ int main(void)
 			cmd_hold(args);
 		else if (strcmp(cmd, "held") == 0)
 			cmd_held();
+		else if (strcmp(cmd, "prefix") == 0)
+			cmd_prefix(args);
 		else if (strcmp(cmd, "info") == 0)
 			cmd_info(args);
 		else if (strcmp(cmd, "gwrite") == 0)

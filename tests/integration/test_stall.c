@@ -61,3 +61,63 @@ Test(stall, a_timed_out_get_never_lands_later, .fini = stop, .timeout = 120)
 	node_kill(&reader);
 	node_kill(&owner);
 }
+
+/* ---- a prefix read under a deadline ---- */
+
+#define PAGE (1u << 20)
+
+/* the reader would wait 10 s for a stalled RMA: only the prefix read's own deadline may end it sooner */
+static const char *env_patient[] = {env_meta, "MMC_HOST_PATH=off", "MMC_PROTOCOL=host_tcp", "MMC_TEST_RMA_MS=10000",
+                                    NULL};
+
+static void start_with(struct node *n, int lend, const char *const *e)
+{
+	cr_assert_eq(node_start(n, e), 0);
+	node_cmd(n, reply, sizeof(reply), "init %d %llu", lend, 64ull << 20);
+	cr_assert_eq(atoi(reply), 0, "init: %s", reply);
+}
+
+/* "CODE LANDED MS" of a prefix command */
+static void prefix(struct node *r, unsigned timeout_ms, int *code, unsigned *landed, unsigned *ms)
+{
+	node_cmd(r, reply, sizeof(reply), "prefix pre/ 8 %u 100 %u", PAGE, timeout_ms);
+	cr_assert_eq(sscanf(reply, "%d %u %u", code, landed, ms), 3, "%s", reply);
+}
+
+/*
+ * Pages 0-3 of a prefix live on owner a, pages 4-7 on owner b. With b stopped, a prefix read returns pages 0-3 by
+ * its deadline (MMC_OK, landed 4) instead of waiting for b, and leaves nothing behind: no lease (b's pages can be
+ * removed at once when it runs again) and no RMA (a later read of the whole prefix gets every byte right).
+ */
+Test(stall, a_prefix_read_returns_the_leading_pages_by_its_deadline, .fini = stop, .timeout = 120)
+{
+	struct node a, b, r;
+	unsigned landed, ms;
+	int code;
+
+	cr_assert_eq(metaserver_start(&meta, NULL), 0);
+	snprintf(env_meta, sizeof(env_meta), "MMC_TEST_META=%s", meta.url);
+	start_node(&a, 1);
+	start_node(&b, 1);
+	start_with(&r, 0, env_patient);
+	for (int i = 0; i < 8; i++)
+		cr_assert_eq(CMD(i < 4 ? &a : &b, "put pre/%d %u %d", i, PAGE, 100 + i), 0, "%s", reply);
+	prefix(&r, 5000, &code, &landed, &ms);
+	cr_assert_eq(code, 0, "%s", reply);
+	cr_assert_eq(landed, 8, "every page, in time: %s", reply);
+
+	cr_assert_eq(kill(b.pid, SIGSTOP), 0);
+	prefix(&r, 800, &code, &landed, &ms);
+	cr_assert_eq(kill(b.pid, SIGCONT), 0);
+	cr_expect_eq(code, 0, "a prefix read answers MMC_OK with what landed: %s", reply);
+	cr_expect_eq(landed, 4, "the pages of the running owner, not the stopped one's: %s", reply);
+	cr_expect_lt(ms, 800 + 1000, "it returned by its deadline (plus a scheduling slice on a loaded machine)");
+
+	cr_expect_eq(CMD(&b, "remove pre/5"), 0, "no lease of the given-up read holds the page: %s", reply);
+	prefix(&r, 5000, &code, &landed, &ms);
+	cr_expect_eq(code, 0, "the bytes of every landed page are right: %s", reply);
+	cr_expect_eq(landed, 5, "the prefix now ends at the removed page: %s", reply);
+	node_kill(&r);
+	node_kill(&b);
+	node_kill(&a);
+}
