@@ -135,6 +135,10 @@ OPTIONAL_PROTOTYPES = {
     "mmc_remove_all": (_int, [_s, ctypes.POINTER(ctypes.c_uint64)]),
     "mmc_err_name": (ctypes.c_char_p, [_int]),
     "mmc_version_number": (ctypes.c_uint, []),
+    "mmc_batch_get_into_prefix": (_int, [_s, _keys, _pp, _sizes, _sz, _i32, ctypes.c_uint32,
+                                         ctypes.POINTER(_sz)]),
+    "mmc_batch_get_into_layers_prefix": (_int, [_s, _keys, _pp, _sizes, _sizes, _sz, _i32, ctypes.c_uint32,
+                                                ctypes.POINTER(_sz)]),
 }
 
 

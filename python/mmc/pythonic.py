@@ -254,6 +254,32 @@ class Store:
     def get_batch_into(self, keys, outs, *, register=False):
         self._batch(_lib_handle.mmc_batch_get_into, keys, outs, True, register, "get_batch_into", G2H)
 
+    def get_prefix_into(self, keys, outs, timeout_ms, *, register=False):
+        """Reads the leading pages of a prefix that land within timeout_ms into outs (writable buffers, one per
+        key, each the size of its object). Returns how many leading keys landed: outs[:n] hold them, the rest are
+        unspecified. Never waits past the deadline by more than a scheduling slice; raises only when the call is
+        refused (bad arguments, no meta server)."""
+        if not _lib.has("mmc_batch_get_into_prefix"):
+            raise error_for(_lib.MMC_ERROR, "get_prefix_into: this libmmc has no mmc_batch_get_into_prefix")
+        ks = A.keys(keys)
+        outs = list(outs)
+        if len(outs) != len(ks):
+            raise error_for(_lib.MMC_INVALID_PARAM, "get_prefix_into: %d keys but %d buffers" % (len(ks), len(outs)))
+        if not ks:
+            return 0
+        landed = ctypes.c_size_t(0)
+        refs = self._refs(outs, True, register)
+        try:
+            rc = _lib_handle.mmc_batch_get_into_prefix(self._raw._s, A.key_array(ks),
+                                                       A.ptr_array([r.addr for r in refs]),
+                                                       A.size_array([r.len for r in refs]), len(ks), G2H,
+                                                       int(timeout_ms), ctypes.byref(landed))
+        finally:
+            for r in refs:
+                r.release()
+        _check(rc, "get_prefix_into")
+        return landed.value
+
     def batch_exists(self, keys):
         res = self._raw.batch_is_exist(keys)
         bad = [r for r in res if r < 0]

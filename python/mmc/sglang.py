@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from .config import LocalConfig
+from ._lib import has as lib_has
 from .store import DistributedObjectStore
 
 log = logging.getLogger(__name__)
@@ -108,7 +109,9 @@ except ImportError:
 # extra_config keys that are not LocalConfig attributes
 _CONTROL = {"backend_name", "module_path", "class_name", "interface_v1", "device_id", "init_bm", "lend",
             "config_file", "extra_backend_tag", "check_server", "metrics_url", "memcache_metrics_url",
-            "conf_file_path"}
+            "conf_file_path", "prefix_timeout_ms"}
+# a load reads the leading pages that arrive within this, and SGLang recomputes the rest (0: wait for every page)
+_PREFIX_TIMEOUT_MS = 5000
 # the host pools' tensors, registered with the fabric once each (MHA's k_buffer / v_buffer are views of kv_buffer)
 _POOL_TENSORS = ("kv_buffer", "k_buffer", "v_buffer", "index_k_buffer", "index_k_scale_buffer")
 
@@ -198,6 +201,7 @@ class MmcHiCacheStorage(HiCacheStorage):
                 cfg = json.load(f)
         cfg.update(extra)
         self.config = cfg
+        self.prefix_timeout_ms = int(cfg.get("prefix_timeout_ms", _PREFIX_TIMEOUT_MS))
         sc = self.storage_config
         self.is_mla = bool(getattr(sc, "is_mla_model", False))
         self.mem_pool_host = None
@@ -291,6 +295,17 @@ class MmcHiCacheStorage(HiCacheStorage):
         return self.store.batch_put_from(okeys, [p[0] for p in ptrs], [n[0] for n in sizes])
 
     def _get(self, okeys, ptrs, sizes):
+        """A load: the objects of pages in order, read as a prefix under the deadline when there is one (a stalled
+        or dying peer then costs the request at most prefix_timeout_ms, not rma_timeout_ms per page)."""
+        if self.prefix_timeout_ms and lib_has("mmc_batch_get_into_prefix"):
+            if self.plan.layered:
+                landed = self.store.batch_get_into_layers_prefix(okeys, ptrs, sizes, self.prefix_timeout_ms)
+            else:
+                landed = self.store.batch_get_into_prefix(okeys, [p[0] for p in ptrs], [n[0] for n in sizes],
+                                                          self.prefix_timeout_ms)
+            if landed < 0:
+                return [landed] * len(okeys)
+            return [0] * landed + [-1] * (len(okeys) - landed)
         if self.plan.layered:
             return self.store.batch_get_into_layers(okeys, ptrs, sizes)
         return self.store.batch_get_into(okeys, [p[0] for p in ptrs], [n[0] for n in sizes])

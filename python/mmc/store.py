@@ -235,6 +235,17 @@ class DistributedObjectStore:
         lib.mmc_batch_get_into(self._s, A.key_array(ks), A.addr(ps), A.addr(ns), len(ks), d, A.addr(res))
         return res.tolist()
 
+    def batch_get_into_prefix(self, keys, buffer_ptrs, sizes, timeout_ms, direct=G2H):
+        """mmc's own (not MemCache's): the leading keys of a prefix that land within timeout_ms. Returns how many
+        (buffers past them are unspecified), or a negative code when the call is refused."""
+        ks, ps, ns, d, refused = self._flat(keys, buffer_ptrs, sizes, direct)
+        if refused is not None:
+            return 0 if not refused else refused[0]
+        landed = ctypes.c_size_t(0)
+        rc = lib.mmc_batch_get_into_prefix(self._s, A.key_array(ks), A.addr(ps), A.addr(ns), len(ks), d,
+                                           int(timeout_ms), ctypes.byref(landed))
+        return rc if rc else landed.value
+
     # ---- layer calls: one object gathered from / scattered to several buffers
     def put_from_layers(self, key, buffer_ptrs, sizes, direct=H2G, replicateConfig=_DEFAULT_RC):
         k = A.key(key)
@@ -288,6 +299,17 @@ class DistributedObjectStore:
         res = A.results(len(ks))
         lib.mmc_batch_get_into_layers(self._s, A.key_array(ks), parr, narr, layers, len(ks), d, A.addr(res))
         return res.tolist()
+
+    def batch_get_into_layers_prefix(self, keys, buffer_ptrs, sizes, timeout_ms, direct=G2H):
+        """batch_get_into_prefix into layer lists (mmc's own)."""
+        a = self._layers(keys, buffer_ptrs, sizes, direct)
+        if isinstance(a, list):
+            return 0 if not a else a[0]
+        ks, parr, narr, layers, d, _keep = a  # _keep: the arrays behind the addresses
+        landed = ctypes.c_size_t(0)
+        rc = lib.mmc_batch_get_into_layers_prefix(self._s, A.key_array(ks), parr, narr, layers, len(ks), d,
+                                                  int(timeout_ms), ctypes.byref(landed))
+        return rc if rc else landed.value
 
     # ---- metadata
     def remove(self, key, /):

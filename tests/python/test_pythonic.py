@@ -79,6 +79,20 @@ class Pythonic(mmctest.ServerTest):
             s.remove_batch(keys)
             self.assertEqual(s.batch_exists(keys), [False] * 6)
 
+    def test_prefix(self):
+        """A prefix read returns how many leading pages landed: up to the first missing one, and none past it."""
+        with self.open() as s:
+            keys = ["py/prefix/%d" % i for i in range(6)]
+            s.put_batch(keys[:4], [np.full(4096, i, np.uint8) for i in range(4)])
+            outs = [np.zeros(4096, np.uint8) for _ in keys]
+            self.assertEqual(s.get_prefix_into(keys, outs, 2000), 4)
+            self.assertTrue(all((outs[i] == i).all() for i in range(4)))
+            self.assertTrue((outs[4] == 0).all(), "a key past the prefix is not read")
+            self.assertEqual(s.get_prefix_into(["py/prefix/none"] + keys[:4], outs[:5], 2000), 0)
+            self.assertEqual(s.get_prefix_into([], [], 2000), 0)
+            with self.assertRaises(mmc.InvalidParamError):
+                s.get_prefix_into(keys, outs[:2], 2000)
+
     def test_register(self):
         with self.open() as s:
             buf = torch.zeros(1 << 20, dtype=torch.uint8)
