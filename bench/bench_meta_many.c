@@ -136,7 +136,7 @@ static int run_op(const char *self, const char *url, const char *protocol, int o
                   int threads, double seconds, pid_t server)
 {
 	struct client_proc c[MANY_MAX];
-	char ops[8], nk[32], bs[16], secs[32], ths[16], ids[MANY_MAX][16], line[128];
+	char ops[16], nk[32], bs[16], secs[32], ths[16], ids[MANY_MAX][16], line[128];
 	uint64_t keys = 0, c0;
 	double t0, wall;
 	int rc = 0, n = 0;
