@@ -732,8 +732,8 @@ MMC_API int mmc_batch_get_into_prefix(mmc_store *s, const char *const *keys, voi
  * @return as mmc_batch_get_into_prefix(). Thread-safe.
  */
 MMC_API int mmc_batch_get_into_layers_prefix(mmc_store *s, const char *const *keys, void *const *const *bufs,
-                                             const size_t *const *sizes, const size_t *layers, size_t n,
-                                             int32_t direct, uint32_t timeout_ms, size_t *landed);
+                                             const size_t *const *sizes, const size_t *layers, size_t n, int32_t direct,
+                                             uint32_t timeout_ms, size_t *landed);
 
 /**
  * Reports this store's local service id, stable for the life of the service and never reused for another live
