@@ -91,7 +91,7 @@ static bool place_one(struct meta *m, struct alloc_req *a, const struct alloc_it
 	a->pr.size = it->size;
 	res->result = placement_reserve(m, &a->pr, o, &blocked);
 	if (res->result) {
-		free(o);
+		object_free(o);
 		return !(res->result == MMC_NOT_ENOUGH_MEMORY && blocked && clock_ms() < wait_end(m, a));
 	}
 	o->size = it->size;
@@ -102,8 +102,8 @@ static bool place_one(struct meta *m, struct alloc_req *a, const struct alloc_it
 		res->lease_ms = a->lease_ttl_ms ? a->lease_ttl_ms : m->conf.lease_ttl_ms;
 		o->write_expiry_ms = clock_ms() + res->lease_ms;
 	}
-	object_index_add(m, o);
-	list_add_tail(&m->pending, &o->link);
+	object_index_add(m, o, it->hash);
+	olist_add_tail(m, OLIST_PENDING, o);
 	key_result_note(res, o, -1);
 	return true;
 }

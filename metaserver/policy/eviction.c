@@ -13,17 +13,16 @@ static uint64_t evict_while(struct meta *m, uint32_t media, bool (*more)(struct 
                             const void *arg, uint64_t *skipped)
 {
 	uint64_t now = clock_ms(), evicted = 0;
-	struct list *it = m->lru[media].prev;
+	struct object *o = olist_last(m, OLIST_LRU + media), *prev;
 
-	while (it != &m->lru[media] && more(m, media, arg)) {
-		struct object *o = list_entry(it, struct object, link);
-
-		it = it->prev;
+	for (; o && more(m, media, arg); o = prev) {
+		prev = olist_prev(o);
 		if (object_leased(o, now)) {
 			(*skipped)++;
 			continue;
 		}
-		log_debug("op=evict key=\"%.*s\" size=%llu", o->keylen, object_key(o), (unsigned long long)o->size);
+		log_debug("op=evict key=\"%.*s\" size=%llu", (int)o->keylen, object_key(o),
+		          (unsigned long long)o->size);
 		if (!tier_demote_victim(m, o)) /* one tier down when there is room, else gone */
 			object_drop(m, o);
 		evicted++;
@@ -75,6 +74,6 @@ uint64_t eviction_make_room(struct meta *m, uint32_t media, uint64_t size, uint3
 
 	/* the last victim's space may be held until its delete commits: then waiting is worth it */
 	space_services_with_room(m, media, size, &r.held);
-	*blocked = skipped > 0 || r.held || !list_empty(&m->zombies) || m->freeing[media] > 0;
+	*blocked = skipped > 0 || r.held || !olist_empty(m, OLIST_ZOMBIES) || m->freeing[media] > 0;
 	return n;
 }

@@ -81,18 +81,16 @@ static void adopt(struct meta *m, struct session *s, struct blob *b, uint64_t si
 {
 	*e = (struct extent){.session = s,
 	                     .id = ++m->next_extent_id,
-	                     .rank = b->svc->rank,
+	                     .rank = blob_svc(b)->rank,
 	                     .media = b->media,
-	                     .incarnation = b->svc->incarnation,
-	                     .start = b->offset,
+	                     .incarnation = blob_svc(b)->incarnation,
+	                     .start = blob_offset(b),
 	                     .size = size,
 	                     .idle_at_ms = clock_ms() + EXTENT_IDLE_MS,
 	                     .npieces = 1};
-	e->pieces[0].start = b->offset;
-	e->pieces[0].end = b->offset + size;
-	list_del(&b->svc_link);
-	b->svc->nblobs--;
-	b->svc = NULL;
+	e->pieces[0].start = blob_offset(b);
+	e->pieces[0].end = blob_offset(b) + size;
+	blob_forget(b);
 	list_add_tail(all(m), &e->link);
 	e->snext = s->extents;
 	s->extents = e;
@@ -133,7 +131,8 @@ static int grant_lane(struct meta *m, const struct extent_call *call, uint32_t l
 		else
 			adopt(m, call->session, &o->blobs[r], aligned(pr.size), out[r] = e[r]);
 	}
-	free(o);
+	if (o)
+		object_free(o);
 	*size = aligned(pr.size);
 	return rc;
 }
@@ -263,9 +262,8 @@ static void uncarve(struct meta *m, struct object *o, size_t carved)
 	for (size_t j = 0; j < carved; j++) {
 		struct blob *b = &o->blobs[j];
 
-		space_release(m, b->svc, b->media, b->offset, 0);
-		list_del(&b->svc_link);
-		b->svc->nblobs--;
+		space_release(m, blob_svc(b), b->media, blob_offset(b), 0);
+		blob_forget(b);
 	}
 }
 
@@ -275,10 +273,12 @@ int extents_put(struct meta *m, struct session *s, const struct put_item *it, bo
 	struct object *o;
 	size_t len;
 	int rc = check_item(m, s, it, &len, ext);
+	uint64_t hash;
 
 	if (rc)
 		return rc;
-	if (alloc_queue_existing(m, it->key, len, object_hash(it->key, len), durable))
+	hash = object_hash(it->key, len);
+	if (alloc_queue_existing(m, it->key, len, hash, durable))
 		return MMC_DUPLICATED_OBJECT; /* its bytes stay in the extent's uncarved space */
 	if (!(o = object_new(it->key, len, (uint8_t)it->nplaces)))
 		return MMC_MALLOC_FAILED;
@@ -288,20 +288,16 @@ int extents_put(struct meta *m, struct session *s, const struct put_item *it, bo
 
 		if ((rc = carve(m, ext[j], p->offset, p->offset + aligned(it->size)))) {
 			uncarve(m, o, j);
-			free(o);
+			object_free(o);
 			return rc;
 		}
-		o->blobs[j].svc = svc;
-		o->blobs[j].offset = p->offset;
-		o->blobs[j].media = (uint8_t)ext[j]->media;
-		list_add_tail(&svc->blobs, &o->blobs[j].svc_link);
-		svc->nblobs++;
+		blob_place(&o->blobs[j], svc, ext[j]->media, p->offset);
 	}
 	o->size = it->size;
 	o->checksum_type = (uint8_t)it->checksum_type;
 	o->checksum = it->checksum;
 	o->state = MMC_BLOB_ALLOCATED;
-	object_index_add(m, o);
+	object_index_add(m, o, hash);
 	object_publish(m, o);
 	return 0;
 }

@@ -6,6 +6,7 @@
 #include "clock.h"
 #include "eviction.h"
 #include "mmc/mmc.h"
+#include "objects.h"
 #include "services.h"
 
 /* A service that rejoined a restarted server takes no new bytes for ock.mmc.meta.rejoin_write_grace_ms: a put the
@@ -62,7 +63,7 @@ uint64_t placement_grace_end(const struct meta *m, uint32_t media)
 static bool already_used(const struct object *o, int filled, const struct service *svc)
 {
 	for (int i = 0; i < filled; i++)
-		if (o->blobs[i].svc == svc)
+		if (o->blobs[i].svc == svc->slot)
 			return true;
 	return false;
 }
@@ -75,11 +76,7 @@ static int reserve_on(struct service *svc, const struct place_req *r, struct obj
 
 	if (rc)
 		return rc;
-	o->blobs[slot].svc = svc;
-	o->blobs[slot].offset = off;
-	o->blobs[slot].media = (uint8_t)r->media;
-	list_add_tail(&svc->blobs, &o->blobs[slot].svc_link);
-	svc->nblobs++;
+	blob_place(&o->blobs[slot], svc, r->media, off);
 	return 0;
 }
 
@@ -88,10 +85,8 @@ static void unreserve(struct object *o, int filled)
 	for (int i = 0; i < filled; i++) {
 		struct blob *b = &o->blobs[i];
 
-		alloc_release(service_segment(b->svc, b->media)->alloc, b->offset);
-		list_del(&b->svc_link);
-		b->svc->nblobs--;
-		b->svc = NULL;
+		alloc_release(service_segment(blob_svc(b), b->media)->alloc, blob_offset(b));
+		blob_forget(b);
 	}
 }
 

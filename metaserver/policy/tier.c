@@ -74,7 +74,6 @@ void tier_init(struct meta *m)
 	m->service_leaving = service_leaving;
 	list_init(&m->tasks);
 	list_init(&m->tier_reqs);
-	list_init(&m->moving);
 	list_init(&m->orphans);
 	list_init(&m->read_waits);
 }
@@ -235,18 +234,18 @@ static int start_demote(struct meta *m, struct object *o, struct tier_req *r, si
 	struct task *t;
 	uint64_t off;
 
-	if (!b || b->media != MMC_MEDIA_DRAM || o->busy || !service_segment(b->svc, MMC_MEDIA_SSD))
+	if (!b || b->media != MMC_MEDIA_DRAM || o->busy || !service_segment(blob_svc(b), MMC_MEDIA_SSD))
 		return MMC_NOT_STARTED;
-	if (reserve(b->svc, MMC_MEDIA_SSD, o->size, &off))
+	if (reserve(blob_svc(b), MMC_MEDIA_SSD, o->size, &off))
 		return MMC_NOT_ENOUGH_MEMORY;
-	if (!(t = task_new(m, T_DEMOTE, o, b->svc, b->offset, off))) {
-		release_raw(m, b->svc, MMC_MEDIA_SSD, off);
+	if (!(t = task_new(m, T_DEMOTE, o, blob_svc(b), blob_offset(b), off))) {
+		release_raw(m, blob_svc(b), MMC_MEDIA_SSD, off);
 		return MMC_MALLOC_FAILED;
 	}
 	if (r && task_wait(t, r, idx))
 		r->res[idx].result = MMC_MALLOC_FAILED;
-	list_del(&o->link);
-	list_add_tail(&m->moving, &o->link);
+	olist_del(o);
+	olist_add_tail(m, OLIST_MOVING, o);
 	m->freeing[MMC_MEDIA_DRAM] += pages(o->size);
 	task_send(m, t);
 	return 0;
@@ -268,22 +267,22 @@ static int try_read(struct meta *m, struct object *o, struct tier_req *r, size_t
 
 	if (t) /* a rewarm is already on its way: wait for it */
 		return task_wait(t, r, idx);
-	if (!b || b->media != MMC_MEDIA_SSD || !b->svc->session)
+	if (!b || b->media != MMC_MEDIA_SSD || !blob_svc(b)->session)
 		return MMC_OBJECT_NOT_EXISTS;
 	/* a promote frees the SSD copy when done: never while another task still reads it */
 	promote = want_promote && o->busy == 0;
 	if (!promote && !r->get)
 		return MMC_ERROR; /* a prefetch while a stage is in flight: retry */
 	*blocked = false;
-	if (reserve(b->svc, MMC_MEDIA_DRAM, o->size, &off)) {
+	if (reserve(blob_svc(b), MMC_MEDIA_DRAM, o->size, &off)) {
 		/* make room the way an allocation does: demote or evict the least recently used */
 		eviction_make_room(m, MMC_MEDIA_DRAM, o->size, 1, blocked);
-		if (reserve(b->svc, MMC_MEDIA_DRAM, o->size, &off))
+		if (reserve(blob_svc(b), MMC_MEDIA_DRAM, o->size, &off))
 			return MMC_NOT_ENOUGH_MEMORY;
 	}
 	eviction_check(m, MMC_MEDIA_DRAM); /* a rewarm must leave room for the next one */
-	if (!(t = task_new(m, promote ? T_PROMOTE : T_STAGE, o, b->svc, b->offset, off))) {
-		release_raw(m, b->svc, MMC_MEDIA_DRAM, off);
+	if (!(t = task_new(m, promote ? T_PROMOTE : T_STAGE, o, blob_svc(b), blob_offset(b), off))) {
+		release_raw(m, blob_svc(b), MMC_MEDIA_DRAM, off);
 		return MMC_MALLOC_FAILED;
 	}
 	o->promoting |= promote;
@@ -305,7 +304,7 @@ static int start_read(struct meta *m, struct object *o, struct tier_req *r, size
 	w->idx = idx;
 	w->want_promote = want_promote;
 	w->deadline_ms = clock_ms() + m->conf.evict_wait_ms;
-	memcpy(w->key, object_key(o), o->keylen);
+	memcpy(w->key, object_key(o), (size_t)o->keylen);
 	r->pending++;
 	list_add_tail(&m->read_waits, &w->link);
 	return 0;
@@ -314,21 +313,21 @@ static int start_read(struct meta *m, struct object *o, struct tier_req *r, size
 /* ---- completions ---- */
 
 /* A demoted object's readers keep reading its old DRAM range: it goes to a removed copy holding their leases. */
-static void let_go_of_dram(struct meta *m, struct object *o, struct blob *b, uint64_t unlink_seq)
+static void let_go_of_dram(struct meta *m, struct object *o, struct service *svc, uint64_t offset, uint64_t unlink_seq)
 {
 	struct object *z;
 
-	if (!object_leased(o, clock_ms()) || !(z = objects_dram_copy(m, o, b->svc, b->offset, unlink_seq))) {
+	if (!object_leased(o, clock_ms()) || !(z = objects_dram_copy(m, o, svc, offset, unlink_seq))) {
 		/* no reader (or no memory to track them: the lease bound still protects them poorly, so log it) */
 		if (o->leases)
-			log_warn("op=demote key=\"%.*s\" err=no_memory_for_reader_copy", o->keylen, object_key(o));
-		space_release(m, b->svc, MMC_MEDIA_DRAM, b->offset, unlink_seq);
+			log_warn("op=demote key=\"%.*s\" err=no_memory_for_reader_copy", (int)o->keylen, object_key(o));
+		space_release(m, svc, MMC_MEDIA_DRAM, offset, unlink_seq);
 		objects_space_freed(m);
 		return;
 	}
 	z->id = o->id; /* the readers' releases name this id */
 	z->leases = o->leases;
-	o->leases = NULL;
+	o->leases = 0;
 }
 
 static int finish_demote(struct meta *m, struct task *t, int result)
@@ -338,23 +337,22 @@ static int finish_demote(struct meta *m, struct task *t, int result)
 
 	m->freeing[MMC_MEDIA_DRAM] -= pages(t->size);
 	if (result == 0 && t->svc && o->state == MMC_BLOB_READABLE && b && b->media == MMC_MEDIA_DRAM) {
-		struct blob dram = *b;
+		uint64_t dram = blob_offset(b);
 
 		/* the record moves to SSD first: the DRAM range is reused only once no record on disk names it */
-		b->media = MMC_MEDIA_SSD;
-		b->offset = t->dst_offset;
+		blob_move(b, MMC_MEDIA_SSD, t->dst_offset);
 		if (o->persisted)
 			object_persist(m, o);
-		let_go_of_dram(m, o, &dram, o->persisted ? persist_wait_seq(m->persist) : 0);
-		list_del(&o->link);
+		let_go_of_dram(m, o, blob_svc(b), dram, o->persisted ? persist_wait_seq(m->persist) : 0);
+		olist_del(o);
 		lru_push(m, o);
 		return 0;
 	}
 	release_raw(m, t->svc, MMC_MEDIA_SSD, t->dst_offset);
 	if (o->state != MMC_BLOB_READABLE)
 		return MMC_OBJECT_NOT_EXISTS;
-	log_warn("op=demote key=\"%.*s\" err=%d", o->keylen, object_key(o), result);
-	list_del(&o->link);
+	log_warn("op=demote key=\"%.*s\" err=%d", (int)o->keylen, object_key(o), result);
+	olist_del(o);
 	if (t->nwaiters) { /* an explicit evict: the key stays in DRAM and the caller hears why */
 		lru_push(m, o);
 		return result ? result : MMC_ERROR;
@@ -403,15 +401,15 @@ static void finish_read(struct meta *m, struct task *t, int result)
 	/* promote: nothing else reads the SSD copy (a promote starts only on an idle object); its range is reused once
 	 * the record naming the DRAM copy is on disk */
 	{
-		uint64_t ssd_offset = b->offset;
+		uint64_t ssd_offset = blob_offset(b);
 
-		b->media = MMC_MEDIA_DRAM;
-		b->offset = t->dst_offset;
+		blob_move(b, MMC_MEDIA_DRAM, t->dst_offset);
 		if (o->persisted)
 			object_persist(m, o);
-		space_release(m, b->svc, MMC_MEDIA_SSD, ssd_offset, o->persisted ? persist_wait_seq(m->persist) : 0);
+		space_release(m, blob_svc(b), MMC_MEDIA_SSD, ssd_offset,
+		              o->persisted ? persist_wait_seq(m->persist) : 0);
 	}
-	list_del(&o->link);
+	olist_del(o);
 	lru_push(m, o);
 	for (size_t i = 0; i < t->nwaiters; i++) {
 		struct tier_req *r = t->waiters[i].req;

@@ -13,13 +13,14 @@ void key_result_note(struct key_result *r, const struct object *o, int pick)
 	r->nblobs = 0;
 	for (int i = from; i < to; i++) {
 		const struct blob *b = &o->blobs[i];
+		const struct service *svc = blob_svc(b);
 
-		if (!b->svc)
+		if (!svc)
 			continue;
-		r->blobs[r->nblobs].rank = b->svc->rank;
-		r->blobs[r->nblobs].incarnation = b->svc->incarnation;
+		r->blobs[r->nblobs].rank = svc->rank;
+		r->blobs[r->nblobs].incarnation = svc->incarnation;
 		r->blobs[r->nblobs].media = b->media;
-		r->blobs[r->nblobs].offset = b->offset;
+		r->blobs[r->nblobs].offset = blob_offset(b);
 		r->blobs[r->nblobs].state = o->state;
 		r->nblobs++;
 	}

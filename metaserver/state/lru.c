@@ -9,7 +9,7 @@
 
 void lru_push(struct meta *m, struct object *o)
 {
-	list_add_head(&m->lru[object_media(o)], &o->link);
+	olist_add_head(m, OLIST_LRU + object_media(o), o);
 	o->stamp = ++m->lru_clock;
 	o->stamp_dirty = true;
 }
@@ -24,9 +24,7 @@ void lru_checkpoint(struct meta *m, uint64_t now_ms, bool force)
 	/* what moved since the last checkpoint went to a head, with a stamp above lru_saved: walk no further; and no
 	 * further than LRU_CHECKPOINT_MAX records, newest first: the rest keep their older stamps */
 	for (int i = 0; i < MEDIA_COUNT; i++) {
-		for (struct list *it = m->lru[i].next; it != &m->lru[i]; it = it->next) {
-			struct object *o = list_entry(it, struct object, link);
-
+		for (struct object *o = olist_first(m, OLIST_LRU + i); o; o = olist_next(o)) {
 			if (o->stamp <= m->lru_saved || (!force && written >= LRU_CHECKPOINT_MAX))
 				break;
 			if (o->stamp_dirty && o->persisted) {
@@ -55,26 +53,28 @@ static int newest_first(const void *a, const void *b)
 	return (x->pos > y->pos) - (x->pos < y->pos);
 }
 
-static int sort_one(struct list *lru)
+static int sort_one(struct meta *m, enum olist lru)
 {
 	struct ranked *r;
+	struct object *o;
 	size_t n = 0;
 
-	for (struct list *it = lru->next; it != lru; it = it->next)
+	for (o = olist_first(m, lru); o; o = olist_next(o))
 		n++;
 	if (n < 2)
 		return 0;
 	if (!(r = malloc(n * sizeof(*r))))
 		return MMC_MALLOC_FAILED;
 	n = 0;
-	for (struct list *it = lru->next; it != lru; it = it->next) {
-		r[n] = (struct ranked){list_entry(it, struct object, link), n};
+	for (o = olist_first(m, lru); o; o = olist_next(o)) {
+		r[n] = (struct ranked){o, n};
 		n++;
 	}
 	qsort(r, n, sizeof(*r), newest_first);
-	list_init(lru);
-	for (size_t i = 0; i < n; i++)
-		list_add_tail(lru, &r[i].o->link);
+	for (size_t i = 0; i < n; i++) {
+		olist_del(r[i].o);
+		olist_add_tail(m, lru, r[i].o);
+	}
 	free(r);
 	return 0;
 }
@@ -84,7 +84,7 @@ int lru_sort(struct meta *m)
 	int rc = 0;
 
 	for (int i = 0; i < MEDIA_COUNT; i++)
-		rc = sort_one(&m->lru[i]) ? MMC_MALLOC_FAILED : rc;
+		rc = sort_one(m, OLIST_LRU + i) ? MMC_MALLOC_FAILED : rc;
 	m->lru_saved = m->lru_clock;
 	return rc;
 }

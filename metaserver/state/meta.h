@@ -27,6 +27,15 @@ struct policy_ops;
 
 #define MEDIA_COUNT 3 /* MMC_MEDIA_HBM, _DRAM, _SSD */
 
+/* The object lists (objects.h): an object is on at most one, through struct object.link. */
+enum olist {
+	OLIST_LRU,                               /* + media: READABLE objects, most recent (highest stamp) first */
+	OLIST_PENDING = OLIST_LRU + MEDIA_COUNT, /* ALLOCATED objects */
+	OLIST_ZOMBIES,                           /* removed, still leased or being written */
+	OLIST_MOVING,                            /* being demoted (off their LRU meanwhile) */
+	OLIST_COUNT
+};
+
 /* One pool a local service lends. */
 struct segment {
 	uint32_t media;
@@ -54,10 +63,10 @@ struct service {
 	char pool_path[128]; /* its DRAM pool's shared file, "" when private */
 	uint32_t nsegs;
 	struct segment segs[MMC_WIRE_SEGMENTS];
-	struct list blobs;       /* struct blob.svc_link of every blob placed here */
 	struct list orphan_link; /* meta.orphans: an SSD tier whose service left (rank is then UINT32_MAX) */
-	uint64_t nblobs;
-	struct list quarantine; /* space a given-up write may still reach (quarantine.h) */
+	uint64_t nblobs;         /* blobs placed here (a service that leaves walks the object table for them) */
+	uint32_t slot;           /* in service_slots: what its blobs name it by */
+	struct list quarantine;  /* space a given-up write may still reach (quarantine.h) */
 };
 
 /* One connection's identity: leases and pending writes belong to a session. */
@@ -70,51 +79,97 @@ struct session {
 	struct extent *extents; /* allocation extents it holds (policy/extents.c), NULL: none */
 };
 
+/* Blob offsets are multiples of this (the allocator's granule, ALLOC_ALIGN): a blob keeps offset / BLOB_GRANULE. */
+#define BLOB_GRANULE 4096u
+
+/*
+ * One replica of an object: 8 bytes. Its service is a slot of service_slots (a service keeps its slot while it
+ * exists, detached or orphaned), so a blob needs no pointer; 0 once its service left. Read and set it with the
+ * blob_* helpers (objects.h).
+ */
 struct blob {
-	struct list svc_link;
-	struct object *obj;
-	struct service *svc; /* NULL once its service left */
-	uint64_t offset;
-	uint8_t media;
+	uint64_t page : 46; /* offset / BLOB_GRANULE */
+	uint64_t media : 2;
+	uint64_t svc : 16;
 };
 
-/* A read lease of one session on one object; counted, so nested gets of one session nest. */
+/* Every service by its slot (services.c): what struct blob.svc names. Slot 0 is never used. */
+#define SERVICE_SLOTS 65536
+extern struct service *service_slots[SERVICE_SLOTS];
+
+static inline struct service *blob_svc(const struct blob *b)
+{
+	return service_slots[b->svc];
+}
+
+static inline uint64_t blob_offset(const struct blob *b)
+{
+	return (uint64_t)b->page * BLOB_GRANULE;
+}
+
+/* A read lease of one session on one object; counted, so nested gets of one session nest. Lease records live in a
+ * table of their own (objects.c) and link by index. */
 struct lease {
-	struct lease *next;
+	uint32_t next; /* the object's next lease, 0: none */
+	uint32_t count;
 	uint64_t session;
 	uint64_t expiry_ms;
-	uint32_t count;
+};
+
+/* Links of an object list (objects.h): handles of the neighbours; a list's head is a sentinel record. */
+struct olink {
+	uint32_t prev, next;
 };
 
 /*
- * What a lookup reads (hnext, hash, keylen, state, link) is in the first 40 bytes, so that with 10^6 objects a
- * miss on the chain or an LRU touch costs one cache line of the object, not two.
+ * An object: 56 bytes, its blobs, its key. Records live in the slab (slab.h) and link to each other by handle; what
+ * a lookup and an LRU touch read (hnext, link, tag, keylen, state, the key) is in the record's first two cache
+ * lines. Fields that only some states use share their bits: a put being written has no LRU stamp and no record in
+ * the store, a removed object neither. Numbers are 48 bits: 2.8 * 10^14 objects, LRU touches, sessions or persist
+ * batches per server run, sizes up to 256 TiB, ms clocks for 8900 years.
  */
 struct object {
-	struct object *hnext; /* index chain */
-	uint64_t hash;
-	uint16_t keylen;
-	uint8_t nblobs;
-	uint8_t state; /* enum mmc_blob_state, the same for all blobs */
-	bool in_index;
-	bool persisted;   /* has a record in the metadata store */
-	bool gva;         /* allocated by batch_malloc (write finished explicitly) */
-	bool promoting;   /* an SSD -> DRAM rewarm is in flight */
-	struct list link; /* READABLE: LRU of its media; ALLOCATED: pending; REMOVING: zombies */
-	uint64_t id;      /* unique per server run: tells a re-put key from the object a lease was taken on */
-	uint64_t size;
-	uint64_t write_session;   /* ALLOCATED: the writer */
-	uint64_t write_expiry_ms; /* ALLOCATED: reclaimed after this */
-	uint64_t rec_seq;         /* the persist batch of its latest record; 0: loaded from the store (durable) */
-	uint64_t unlink_seq;      /* the batch that stops any record pointing at its space (0: none ever did) */
-	uint64_t stamp;           /* READABLE: meta.lru_clock when it last went to the head of its LRU (lru.h) */
-	struct lease *leases;
-	uint8_t busy;          /* tier tasks in flight that read or write its bytes */
-	uint8_t checksum_type; /* MMC_WIRE_CHECKSUM_* of checksum, as the writer committed it; NONE: unverified */
-	bool stamp_dirty;      /* stamp is newer than the one in its record: written at the next LRU checkpoint */
-	uint32_t checksum;     /* of the object's bytes (in the padding before blobs: the object does not grow) */
-	struct blob blobs[];   /* nblobs entries, then keylen + 1 key bytes */
+	uint32_t hnext;    /* index chain: the next record's handle, 0 at the end */
+	uint32_t self;     /* this record's handle */
+	struct olink link; /* READABLE: LRU of its media; ALLOCATED: pending; REMOVING: zombies; demoting: moving */
+	uint32_t leases;   /* its first lease record (objects.c), 0: none */
+	uint32_t checksum; /* of the object's bytes, as the writer committed it */
+	uint64_t size : 48, keylen : 8, nblobs : 8;
+	uint64_t id : 48;       /* unique per server run: tells a re-put key from the object a lease was taken on */
+	uint64_t state : 8;     /* enum mmc_blob_state, the same for all blobs; OBJECT_FREE, OBJECT_HEAD */
+	uint64_t in_index : 1;  /* in the key index */
+	uint64_t persisted : 1; /* has a record in the metadata store */
+	uint64_t gva : 1;       /* allocated by batch_malloc (write finished explicitly) */
+	uint64_t promoting : 1; /* an SSD -> DRAM rewarm is in flight */
+	uint64_t stamp_dirty : 1, : 3; /* stamp is newer than the one in its record: written at the next checkpoint */
+	union {
+		struct {
+			uint64_t stamp : 48; /* READABLE: meta.lru_clock when it last went to its LRU's head (lru.h) */
+			uint64_t checksum_type : 8; /* MMC_WIRE_CHECKSUM_* of checksum; NONE: unverified */
+			uint64_t busy : 8;          /* tier tasks in flight that read or write its bytes */
+		};
+		struct {
+			uint64_t write_session : 48, : 16; /* ALLOCATED, REMOVING: its writer, 0 when done */
+		};
+	};
+	union {
+		struct {
+			uint64_t rec_seq : 48; /* READABLE: its record's batch; 0: loaded from the store (durable) */
+			uint64_t tag : 16;     /* the top bits of its key's hash: most chain misses stop here */
+		};
+		struct {
+			uint64_t write_expiry_ms : 48, : 16; /* ALLOCATED: reclaimed after this (GVA), 0: never */
+		};
+		struct {
+			uint64_t unlink_seq : 48, : 16; /* REMOVING: the batch that unlinks every record of it */
+		};
+	};
+	struct blob blobs[]; /* nblobs entries, then keylen + 1 key bytes */
 };
+
+/* Marks in struct object.state of records that are not objects. */
+#define OBJECT_FREE 0xff /* given back to the slab */
+#define OBJECT_HEAD 0xfe /* an object list's sentinel */
 
 static inline char *object_key(struct object *o)
 {
@@ -178,24 +233,21 @@ struct meta {
 	/* the data dir's key of the services' rejoin secrets (service_secret.c) */
 	uint8_t service_key[32];
 
-	/* object index: chained hash, power-of-two buckets */
-	struct object **buckets;
+	/* object index: chained hash of record handles, power-of-two buckets */
+	uint32_t *buckets;
 	uint64_t nbuckets;
 	uint64_t nobjects;
-	struct list lru[MEDIA_COUNT]; /* READABLE objects, most recent (highest stamp) at the head */
-	uint64_t lru_clock;           /* the newest object stamp (lru.h) */
-	uint64_t lru_saved;           /* every stamp up to this one is in its record */
-	uint64_t lru_saved_ms;        /* when the last LRU checkpoint ran */
-	struct list pending;          /* ALLOCATED objects */
-	struct list zombies;          /* removed but still leased */
-	struct list parked;           /* alloc requests waiting for leased memory (alloc_req.c) */
-	struct event *kick_ev;        /* space was freed: resume parked requests */
-	uint64_t hold_kick_seq;       /* newest batch whose commit kicks parked requests (space held until it lands) */
+	uint32_t lists[OLIST_COUNT]; /* the object lists' sentinels (objects.h) */
+	uint64_t lru_clock;          /* the newest object stamp (lru.h) */
+	uint64_t lru_saved;          /* every stamp up to this one is in its record */
+	uint64_t lru_saved_ms;       /* when the last LRU checkpoint ran */
+	struct list parked;          /* alloc requests waiting for leased memory (alloc_req.c) */
+	struct event *kick_ev;       /* space was freed: resume parked requests */
+	uint64_t hold_kick_seq;      /* newest batch whose commit kicks parked requests (space held until it lands) */
 
 	/* SSD tier (tier.c) */
 	struct list tasks;      /* blob moves in flight */
 	struct list tier_reqs;  /* requests waiting for moves */
-	struct list moving;     /* objects being demoted (off their LRU meanwhile) */
 	struct list orphans;    /* SSD segments of services that left, waiting to be adopted */
 	struct list read_waits; /* SSD reads waiting for DRAM room */
 	uint64_t next_task_id;

@@ -16,6 +16,9 @@
 #include "quarantine.h"
 #include "services.h"
 
+_Static_assert(BLOB_GRANULE == ALLOC_ALIGN, "a blob keeps its offset in allocator granules");
+_Static_assert(sizeof(struct object) == 56 && sizeof(struct blob) == 8, "the record sizes docs/performance.md counts");
+
 #define INITIAL_BUCKETS 1024
 
 /*
@@ -52,90 +55,103 @@ struct rec {
 	struct rec_blob b[2 * MMC_WIRE_REPLICAS];
 };
 
+/* An object list's sentinel: a record of its own, never in the index. */
+static int list_head_new(struct meta *m, enum olist l)
+{
+	struct object *h = object_new("", 0, 0);
+
+	if (!h)
+		return MMC_MALLOC_FAILED;
+	h->state = OBJECT_HEAD;
+	m->lists[l] = h->self;
+	return 0;
+}
+
 int objects_init(struct meta *m)
 {
 	m->buckets = calloc(INITIAL_BUCKETS, sizeof(*m->buckets));
 	if (!m->buckets)
 		return MMC_MALLOC_FAILED;
 	m->nbuckets = INITIAL_BUCKETS;
-	for (int i = 0; i < MEDIA_COUNT; i++)
-		list_init(&m->lru[i]);
-	list_init(&m->pending);
+	for (int i = 0; i < OLIST_COUNT; i++)
+		if (list_head_new(m, (enum olist)i))
+			return MMC_MALLOC_FAILED;
 	list_init(&m->parked);
-	list_init(&m->zombies);
 	return 0;
 }
 
 /*
- * Every get takes a lease record and gives it back a moment later: keep the records for reuse instead of a
- * malloc/free pair per key on the hot path. Loop thread only, like the rest of this file.
+ * Lease records, by index (0: none), with the free ones linked through next: every get takes one and gives it back
+ * a moment later, without a malloc/free pair per key. Loop thread only, like the rest of this file.
  */
-#define SPARE_LEASES_MAX 65536
+static struct lease *leases;
+static size_t nleases, capleases;
+static uint32_t free_leases;
 
-static struct lease *spare_leases;
-static size_t nspare_leases;
-
-static struct lease *lease_new(void)
+static uint32_t lease_new(void)
 {
-	struct lease *l = spare_leases;
+	uint32_t i = free_leases;
+	void *p;
 
-	if (!l)
-		return calloc(1, sizeof(*l));
-	spare_leases = l->next;
-	nspare_leases--;
-	memset(l, 0, sizeof(*l));
-	return l;
-}
-
-static void lease_free(struct lease *l)
-{
-	if (nspare_leases >= SPARE_LEASES_MAX) {
-		free(l);
-		return;
+	if (i) {
+		free_leases = leases[i].next;
+	} else {
+		if (!nleases)
+			nleases = 1;
+		if (nleases > UINT32_MAX || !(p = array_grow(leases, &capleases, nleases + 1, sizeof(*leases), 256)))
+			return 0;
+		leases = p;
+		i = (uint32_t)nleases++;
 	}
-	l->next = spare_leases;
-	spare_leases = l;
-	nspare_leases++;
+	memset(&leases[i], 0, sizeof(leases[i]));
+	return i;
 }
 
-static void object_free_mem(struct object *o)
+static void lease_free(uint32_t i)
 {
-	struct lease *l, *next;
+	leases[i].next = free_leases;
+	free_leases = i;
+}
+
+struct object *object_new(const char *key, size_t len, uint8_t nblobs)
+{
+	struct object *o;
+	uint32_t h = slab_alloc(sizeof(*o) + nblobs * sizeof(struct blob) + len + 1, (void **)&o);
+
+	if (!h)
+		return NULL;
+	o->self = h;
+	o->link.prev = o->link.next = h;
+	o->nblobs = nblobs;
+	o->keylen = (uint8_t)len;
+	memcpy(object_key(o), key, len);
+	return o;
+}
+
+void object_free(struct object *o)
+{
+	uint32_t l, next;
 
 	for (l = o->leases; l; l = next) {
-		next = l->next;
+		next = leases[l].next;
 		lease_free(l);
 	}
-	free(o);
+	o->leases = 0;
+	o->state = OBJECT_FREE;
+	slab_free(o->self);
 }
 
 void objects_fini(struct meta *m)
 {
-	while (spare_leases) {
-		struct lease *l = spare_leases;
-
-		spare_leases = l->next;
-		free(l);
-	}
-	nspare_leases = 0;
-	if (!m->buckets)
-		return;
-	for (uint64_t i = 0; i < m->nbuckets; i++) {
-		struct object *o, *next;
-
-		for (o = m->buckets[i]; o; o = next) {
-			next = o->hnext;
-			object_free_mem(o);
-		}
-	}
-	while (!list_empty(&m->zombies)) {
-		struct object *o = list_entry(m->zombies.next, struct object, link);
-
-		list_del(&o->link);
-		object_free_mem(o);
-	}
 	free(m->buckets);
 	m->buckets = NULL;
+	m->nbuckets = m->nobjects = 0;
+	memset(m->lists, 0, sizeof(m->lists));
+	free(leases);
+	leases = NULL;
+	nleases = capleases = 0;
+	free_leases = 0;
+	slab_fini();
 }
 
 uint64_t object_hash(const char *key, size_t len)
@@ -173,13 +189,19 @@ void objects_hash_keys(const struct meta *m, const char *const *keys, size_t n, 
 	objects_prefetch(m, hash, n);
 }
 
+#define TAG(hash) ((uint16_t)((hash) >> 48))
+
 struct object *object_find_hashed(struct meta *m, const char *key, size_t len, uint64_t hash)
 {
-	struct object *o;
+	uint16_t tag = TAG(hash);
 
-	for (o = m->buckets[hash & (m->nbuckets - 1)]; o; o = o->hnext)
-		if (o->hash == hash && o->keylen == len && memcmp(object_key(o), key, len) == 0)
+	for (uint32_t h = m->buckets[hash & (m->nbuckets - 1)]; h;) {
+		struct object *o = object_at(h);
+
+		if (o->tag == tag && o->keylen == len && memcmp(object_key(o), key, len) == 0)
 			return o;
+		h = o->hnext;
+	}
 	return NULL;
 }
 
@@ -188,7 +210,7 @@ struct object *object_find(struct meta *m, const char *key, size_t len)
 	return object_find_hashed(m, key, len, hash_bytes(key, len));
 }
 
-/* Header, first blob and a short key: 137 bytes for one blob and a 9-byte key, at most 3 lines. */
+/* Header, first blob and a key of up to 71 bytes: 136 bytes, at most 3 lines. */
 static inline void prefetch_object(const struct object *o)
 {
 	__builtin_prefetch(o);
@@ -206,7 +228,9 @@ static inline void prefetch_object(const struct object *o)
 
 static inline const struct object *bucket_head(const struct meta *m, uint64_t hash)
 {
-	return m->buckets[hash & (m->nbuckets - 1)];
+	uint32_t h = m->buckets[hash & (m->nbuckets - 1)];
+
+	return h ? object_at(h) : NULL;
 }
 
 void objects_prefetch(const struct meta *m, const uint64_t *hash, size_t n)
@@ -225,51 +249,36 @@ void objects_prefetch_step(const struct meta *m, const uint64_t *hash, size_t n,
 		prefetch_object(o);
 	if (i + AHEAD / 2 >= n || !(o = bucket_head(m, hash[i + AHEAD / 2])))
 		return;
-	if (o->hash != hash[i + AHEAD / 2]) {
+	if (o->tag != TAG(hash[i + AHEAD / 2])) {
 		if (o->hnext)
-			prefetch_object(o->hnext);
+			prefetch_object(object_at(o->hnext));
 	} else if (lru) {
-		__builtin_prefetch(o->link.prev);
-		__builtin_prefetch(o->link.next);
+		__builtin_prefetch(object_at(o->link.prev));
+		__builtin_prefetch(object_at(o->link.next));
 	}
-}
-
-struct object *object_new(const char *key, size_t len, uint8_t nblobs)
-{
-	struct object *o = calloc(1, sizeof(*o) + nblobs * sizeof(struct blob) + len + 1);
-
-	if (!o)
-		return NULL;
-	o->nblobs = nblobs;
-	o->keylen = (uint16_t)len;
-	o->hash = hash_bytes(key, len);
-	memcpy(object_key(o), key, len);
-	list_init(&o->link);
-	for (int i = 0; i < nblobs; i++) {
-		list_init(&o->blobs[i].svc_link);
-		o->blobs[i].obj = o;
-	}
-	return o;
 }
 
 /*
- * Rehashes into n buckets in one go: a cache miss per object (40-55 ms for 2^19 objects on the 2-vCPU bench box).
- * Logged, because the request that triggers it waits for it.
+ * Rehashes into n buckets in one go: a cache miss and a hash of its key per object (records keep 16 bits of the
+ * hash, not the bucket's). Logged, because the request that triggers it waits for it.
  */
 static void resize_index(struct meta *m, uint64_t n)
 {
 	uint64_t t0 = clock_ns();
-	struct object **b = calloc(n, sizeof(*b));
+	uint32_t *b = calloc(n, sizeof(*b));
 
 	if (!b)
 		return; /* keep the longer chains; still correct */
 	for (uint64_t i = 0; i < m->nbuckets; i++) {
-		struct object *o, *next;
+		uint32_t h, next;
 
-		for (o = m->buckets[i]; o; o = next) {
+		for (h = m->buckets[i]; h; h = next) {
+			struct object *o = object_at(h);
+			uint32_t *head = &b[object_hash(object_key(o), o->keylen) & (n - 1)];
+
 			next = o->hnext;
-			o->hnext = b[o->hash & (n - 1)];
-			b[o->hash & (n - 1)] = o;
+			o->hnext = *head;
+			*head = h;
 		}
 	}
 	free(m->buckets);
@@ -279,15 +288,16 @@ static void resize_index(struct meta *m, uint64_t n)
 	         (unsigned long long)m->nobjects, (double)(clock_ns() - t0) / 1e6);
 }
 
-void object_index_add(struct meta *m, struct object *o)
+void object_index_add(struct meta *m, struct object *o, uint64_t hash)
 {
-	struct object **head;
+	uint32_t *head;
 
 	if (m->nobjects >= m->nbuckets)
 		resize_index(m, m->nbuckets * 2);
-	head = &m->buckets[o->hash & (m->nbuckets - 1)];
+	head = &m->buckets[hash & (m->nbuckets - 1)];
+	o->tag = TAG(hash);
 	o->hnext = *head;
-	*head = o;
+	*head = o->self;
 	o->in_index = true;
 	o->id = ++m->next_object_id;
 	m->nobjects++;
@@ -295,16 +305,16 @@ void object_index_add(struct meta *m, struct object *o)
 
 static void object_index_del(struct meta *m, struct object *o)
 {
-	struct object **p = &m->buckets[o->hash & (m->nbuckets - 1)];
+	uint32_t *p = &m->buckets[object_hash(object_key(o), o->keylen) & (m->nbuckets - 1)];
 
-	while (*p && *p != o)
-		p = &(*p)->hnext;
+	while (*p && *p != o->self)
+		p = &object_at(*p)->hnext;
 	if (*p) {
 		*p = o->hnext;
 		m->nobjects--;
 	}
 	o->in_index = false;
-	o->hnext = NULL;
+	o->hnext = 0;
 }
 
 bool object_readable(const struct object *o)
@@ -312,7 +322,7 @@ bool object_readable(const struct object *o)
 	if (o->state != MMC_BLOB_READABLE)
 		return false;
 	for (int i = 0; i < o->nblobs; i++)
-		if (o->blobs[i].svc && o->blobs[i].svc->session)
+		if (o->blobs[i].svc && blob_svc(&o->blobs[i])->session)
 			return true;
 	return false;
 }
@@ -330,7 +340,7 @@ int object_pick_blob(const struct meta *m, const struct object *o, const struct 
 	int same_host = -1, any = -1;
 
 	for (int i = 0; i < o->nblobs; i++) {
-		const struct service *svc = o->blobs[i].svc;
+		const struct service *svc = blob_svc(&o->blobs[i]);
 
 		if (!svc || !svc->session)
 			continue;
@@ -344,17 +354,61 @@ int object_pick_blob(const struct meta *m, const struct object *o, const struct 
 	return same_host >= 0 ? same_host : any;
 }
 
+void blob_place(struct blob *b, struct service *svc, uint32_t media, uint64_t offset)
+{
+	MMC_ASSERT(!b->svc && svc->slot && offset % BLOB_GRANULE == 0);
+	b->svc = svc->slot;
+	b->media = media;
+	b->page = offset / BLOB_GRANULE;
+	svc->nblobs++;
+}
+
+void blob_move(struct blob *b, uint32_t media, uint64_t offset)
+{
+	MMC_ASSERT(b->svc && offset % BLOB_GRANULE == 0);
+	b->media = media;
+	b->page = offset / BLOB_GRANULE;
+}
+
+void blob_forget(struct blob *b)
+{
+	struct service *svc = blob_svc(b);
+
+	MMC_ASSERT(svc && svc->nblobs > 0);
+	svc->nblobs--;
+	b->svc = 0;
+}
+
+void objects_each_blob(struct meta *m, struct service *svc,
+                       void (*fn)(struct meta *m, struct object *o, struct blob *b, void *arg), void *arg)
+{
+	uint32_t h = 0;
+	struct object *o;
+
+	if (!svc->nblobs)
+		return; /* a service that leaves empty: no walk */
+	while ((o = slab_next(&h))) {
+		if (o->state == OBJECT_FREE || o->state == OBJECT_HEAD)
+			continue;
+		/* fn may free o: its record is then marked free */
+		for (int i = 0; i < o->nblobs && o->state != OBJECT_FREE; i++)
+			if (o->blobs[i].svc == svc->slot)
+				fn(m, o, &o->blobs[i], arg);
+	}
+}
+
 void object_persist(struct meta *m, struct object *o)
 {
 	struct rec rec;
 	uint32_t n = 0;
 
 	for (int i = 0; i < o->nblobs; i++) {
-		struct blob *b = &o->blobs[i];
+		const struct blob *b = &o->blobs[i];
+		const struct service *svc = blob_svc(b);
 
-		if (!b->svc)
+		if (!svc)
 			continue;
-		rec.b[n++] = (struct rec_blob){b->svc->rank, b->media, b->svc->incarnation, b->offset};
+		rec.b[n++] = (struct rec_blob){svc->rank, b->media, svc->incarnation, blob_offset(b)};
 	}
 	rec.h = (struct rec_object){REC_VERSION, n, o->size};
 	rec.ck = (struct rec_checksum){o->checksum_type, o->checksum};
@@ -384,8 +438,9 @@ bool object_durable(const struct meta *m, const struct object *o)
 void object_publish(struct meta *m, struct object *o)
 {
 	MMC_ASSERT(o->state == MMC_BLOB_ALLOCATED); /* ALLOCATED -> READABLE, once */
-	list_del(&o->link);
+	olist_del(o);
 	o->state = MMC_BLOB_READABLE;
+	/* the writer's fields share their bits with the LRU stamp and the record's batch, set next */
 	o->write_session = 0;
 	o->write_expiry_ms = 0;
 	lru_push(m, o);
@@ -396,7 +451,7 @@ void object_touch(struct meta *m, struct object *o)
 {
 	if (o->state != MMC_BLOB_READABLE)
 		return;
-	list_del(&o->link);
+	olist_del(o);
 	lru_push(m, o);
 }
 
@@ -435,16 +490,15 @@ static void release_space(struct meta *m, struct object *o, bool reachable)
 
 	for (int i = 0; i < o->nblobs; i++) {
 		struct blob *b = &o->blobs[i];
+		struct service *svc = blob_svc(b);
 
-		if (!b->svc)
+		if (!svc)
 			continue;
 		if (reachable)
-			space_quarantine(m, b->svc, b->media, b->offset, now);
+			space_quarantine(m, svc, b->media, blob_offset(b), now);
 		else
-			space_release(m, b->svc, b->media, b->offset, o->unlink_seq);
-		list_del(&b->svc_link);
-		b->svc->nblobs--;
-		b->svc = NULL;
+			space_release(m, svc, b->media, blob_offset(b), o->unlink_seq);
+		blob_forget(b);
 	}
 	objects_space_freed(m);
 }
@@ -465,27 +519,29 @@ void object_drop(struct meta *m, struct object *o)
 {
 	/* an unfinished put (not GVA: its write lease bounds its writes) that failed or whose writer left */
 	bool reachable = o->state == MMC_BLOB_ALLOCATED && !o->gva && !o->persisted;
+	uint64_t unlink_seq = 0;
 
 	MMC_ASSERT(o->state != MMC_BLOB_REMOVING); /* -> REMOVING once: a removed object is in no index or list */
 	if (o->in_index)
 		object_index_del(m, o);
-	list_del(&o->link);
+	olist_del(o);
 	if (o->persisted) {
 		persist_del(m->persist, m->db_objects, object_key(o), o->keylen);
 		o->persisted = false;
-		o->unlink_seq = persist_wait_seq(m->persist);
+		unlink_seq = persist_wait_seq(m->persist);
 	}
 	/* a put's bytes may still be in flight: keep the space until its writer commits or goes away (a GVA write
 	 * lease that ran out is reclaimed at once: that is what the lease bounds) */
 	if (o->state != MMC_BLOB_ALLOCATED || o->gva)
-		o->write_session = 0;
+		o->write_session = 0; /* a READABLE object's LRU stamp had these bits */
+	o->unlink_seq = unlink_seq;   /* its record's batch, or its write lease, had these */
 	o->state = MMC_BLOB_REMOVING;
 	if (pinned(o, clock_ms())) {
-		list_add_tail(&m->zombies, &o->link);
+		olist_add_tail(m, OLIST_ZOMBIES, o);
 		return;
 	}
 	release_space(m, o, reachable);
-	object_free_mem(o);
+	object_free(o);
 }
 
 struct object *objects_dram_copy(struct meta *m, struct object *o, struct service *svc, uint64_t offset,
@@ -498,22 +554,16 @@ struct object *objects_dram_copy(struct meta *m, struct object *o, struct servic
 	z->size = o->size;
 	z->checksum_type = o->checksum_type; /* a reader checks the copy against the writer's CRC */
 	z->checksum = o->checksum;
-	z->unlink_seq = unlink_seq;
 	z->state = MMC_BLOB_REMOVING;
-	z->blobs[0].svc = svc;
-	z->blobs[0].offset = offset;
-	z->blobs[0].media = MMC_MEDIA_DRAM;
-	list_add_tail(&svc->blobs, &z->blobs[0].svc_link);
-	svc->nblobs++;
-	list_add_tail(&m->zombies, &z->link);
+	z->unlink_seq = unlink_seq;
+	blob_place(&z->blobs[0], svc, MMC_MEDIA_DRAM, offset);
+	olist_add_tail(m, OLIST_ZOMBIES, z);
 	return z;
 }
 
 void object_lose_blob(struct meta *m, struct object *o, struct blob *b)
 {
-	list_del(&b->svc_link);
-	b->svc->nblobs--;
-	b->svc = NULL;
+	blob_forget(b);
 	for (int i = 0; i < o->nblobs; i++) {
 		if (o->blobs[i].svc) {
 			if (o->persisted)
@@ -524,17 +574,17 @@ void object_lose_blob(struct meta *m, struct object *o, struct blob *b)
 	/* no replica left: nothing to protect under a lease either */
 	if (o->in_index)
 		object_index_del(m, o);
-	list_del(&o->link);
+	olist_del(o);
 	if (o->persisted)
 		persist_del(m->persist, m->db_objects, object_key(o), o->keylen);
-	object_free_mem(o);
+	object_free(o);
 }
 
 struct lease *lease_find(struct object *o, uint64_t session)
 {
-	for (struct lease *l = o->leases; l; l = l->next)
-		if (l->session == session)
-			return l;
+	for (uint32_t l = o->leases; l; l = leases[l].next)
+		if (leases[l].session == session)
+			return &leases[l];
 	return NULL;
 }
 
@@ -547,12 +597,14 @@ uint64_t lease_grant(struct meta *m, struct object *o, uint64_t session, uint64_
 		ttl_ms = m->conf.lease_ttl_ms;
 	expiry = clock_ms() + ttl_ms;
 	if (!l) {
-		l = lease_new();
-		if (!l)
+		uint32_t i = lease_new();
+
+		if (!i)
 			return 0;
+		l = &leases[i];
 		l->session = session;
 		l->next = o->leases;
-		o->leases = l;
+		o->leases = i;
 	}
 	if (counted || l->count == 0)
 		l->count++;
@@ -564,16 +616,16 @@ uint64_t lease_grant(struct meta *m, struct object *o, uint64_t session, uint64_
 
 bool lease_release(struct meta *m, struct object *o, uint64_t session, bool all)
 {
-	struct lease **p = &o->leases, *l;
+	uint32_t *p = &o->leases, l;
 
-	while (*p && (*p)->session != session)
-		p = &(*p)->next;
+	while (*p && leases[*p].session != session)
+		p = &leases[*p].next;
 	if (!*p)
 		return false;
 	l = *p;
-	MMC_ASSERT(l->count > 0);
-	if (all || --l->count == 0) {
-		*p = l->next;
+	MMC_ASSERT(leases[l].count > 0);
+	if (all || --leases[l].count == 0) {
+		*p = leases[l].next;
 		lease_free(l);
 	}
 	return true;
@@ -581,42 +633,36 @@ bool lease_release(struct meta *m, struct object *o, uint64_t session, bool all)
 
 bool object_leased(struct object *o, uint64_t now_ms)
 {
-	struct lease **p = &o->leases;
+	uint32_t *p = &o->leases;
 
 	while (*p) {
-		if ((*p)->expiry_ms <= now_ms) {
-			struct lease *dead = *p;
+		if (leases[*p].expiry_ms <= now_ms) {
+			uint32_t dead = *p;
 
-			*p = dead->next;
+			*p = leases[dead].next;
 			lease_free(dead);
 		} else {
-			p = &(*p)->next;
+			p = &leases[*p].next;
 		}
 	}
-	return o->leases != NULL;
+	return o->leases != 0;
 }
 
 struct object *objects_find_zombie(struct meta *m, const char *key, size_t len, uint64_t session, uint64_t id)
 {
-	for (struct list *it = m->zombies.next; it != &m->zombies; it = it->next) {
-		struct object *o = list_entry(it, struct object, link);
-
+	for (struct object *o = olist_first(m, OLIST_ZOMBIES); o; o = olist_next(o))
 		if (o->keylen == len && memcmp(object_key(o), key, len) == 0 && lease_find(o, session) &&
 		    (!id || o->id == id))
 			return o;
-	}
 	return NULL;
 }
 
 struct object *objects_find_removed_write(struct meta *m, const char *key, size_t len, uint64_t session, uint64_t id)
 {
-	for (struct list *it = m->zombies.next; it != &m->zombies; it = it->next) {
-		struct object *o = list_entry(it, struct object, link);
-
+	for (struct object *o = olist_first(m, OLIST_ZOMBIES); o; o = olist_next(o))
 		if (o->id == id && o->write_session == session && o->keylen == len &&
 		    memcmp(object_key(o), key, len) == 0)
 			return o;
-	}
 	return NULL;
 }
 
@@ -624,9 +670,9 @@ void object_unpin(struct meta *m, struct object *o)
 {
 	if (o->state != MMC_BLOB_REMOVING || pinned(o, clock_ms()))
 		return;
-	list_del(&o->link);
+	olist_del(o);
 	release_space(m, o, false);
-	object_free_mem(o);
+	object_free(o);
 }
 
 uint64_t objects_remove_matching(struct meta *m, bool (*match)(void *arg, const char *key), void *arg)
@@ -634,10 +680,12 @@ uint64_t objects_remove_matching(struct meta *m, bool (*match)(void *arg, const 
 	uint64_t n = 0;
 
 	for (uint64_t i = 0; i < m->nbuckets; i++) {
-		struct object *o, *next;
+		uint32_t h, next;
 
 		/* object_drop unlinks o from this chain; its successor was read first */
-		for (o = m->buckets[i]; o; o = next) {
+		for (h = m->buckets[i]; h; h = next) {
+			struct object *o = object_at(h);
+
 			next = o->hnext;
 			if (o->state == MMC_BLOB_READABLE && match(arg, object_key(o))) {
 				object_drop(m, o);
@@ -650,24 +698,20 @@ uint64_t objects_remove_matching(struct meta *m, bool (*match)(void *arg, const 
 
 void objects_sweep(struct meta *m, uint64_t now_ms)
 {
-	struct list *it, *next;
+	struct object *o, *next;
 
-	for (it = m->zombies.next; it != &m->zombies; it = next) {
-		struct object *o = list_entry(it, struct object, link);
-
-		next = it->next;
+	for (o = olist_first(m, OLIST_ZOMBIES); o; o = next) {
+		next = olist_next(o);
 		if (!pinned(o, now_ms)) {
-			list_del(&o->link);
+			olist_del(o);
 			release_space(m, o, false);
-			object_free_mem(o);
+			object_free(o);
 		}
 	}
-	for (it = m->pending.next; it != &m->pending; it = next) {
-		struct object *o = list_entry(it, struct object, link);
-
-		next = it->next;
+	for (o = olist_first(m, OLIST_PENDING); o; o = next) {
+		next = olist_next(o);
 		if (o->write_expiry_ms && o->write_expiry_ms <= now_ms) {
-			log_info("op=reclaim key=\"%.*s\" reason=write_lease_expired", o->keylen, object_key(o));
+			log_info("op=reclaim key=\"%.*s\" reason=write_lease_expired", (int)o->keylen, object_key(o));
 			object_drop(m, o);
 		}
 	}
@@ -675,22 +719,18 @@ void objects_sweep(struct meta *m, uint64_t now_ms)
 
 void objects_session_closed(struct meta *m, uint64_t session)
 {
-	struct list *it, *next;
+	struct object *o, *next;
 
 	/* the writer is gone: its unfinished puts go (GVA allocations wait for their write lease) */
-	for (it = m->pending.next; it != &m->pending; it = next) {
-		struct object *o = list_entry(it, struct object, link);
-
-		next = it->next;
+	for (o = olist_first(m, OLIST_PENDING); o; o = next) {
+		next = olist_next(o);
 		if (o->write_session == session && !o->gva) {
 			o->write_session = 0;
 			object_drop(m, o);
 		}
 	}
-	for (it = m->zombies.next; it != &m->zombies; it = next) {
-		struct object *o = list_entry(it, struct object, link);
-
-		next = it->next;
+	for (o = olist_first(m, OLIST_ZOMBIES); o; o = next) {
+		next = olist_next(o);
 		if (o->write_session == session) {
 			o->write_session = 0;
 			object_unpin(m, o);
@@ -747,22 +787,17 @@ static int load_record(struct meta *m, const void *key, size_t klen, const void 
 
 		if (!seg || alloc_mark(seg->alloc, rb[i].offset, h->size))
 			continue;
-		o->blobs[live].svc = svc;
-		o->blobs[live].offset = rb[i].offset;
-		o->blobs[live].media = (uint8_t)rb[i].media;
-		list_add_tail(&svc->blobs, &o->blobs[live].svc_link);
-		svc->nblobs++;
-		live++;
+		blob_place(&o->blobs[live++], svc, rb[i].media, rb[i].offset);
 	}
 	if (!live) {
-		free(o);
+		object_free(o);
 		return -1;
 	}
 	/* blobs beyond `live` stay unused (svc NULL) */
 	o->state = MMC_BLOB_READABLE;
 	o->persisted = true;
-	object_index_add(m, o);
-	list_add_tail(&m->lru[object_media(o)], &o->link);
+	object_index_add(m, o, object_hash(key, klen));
+	olist_add_tail(m, OLIST_LRU + object_media(o), o);
 	if (live != h->nblobs)
 		object_persist(m, o);
 	return 0;

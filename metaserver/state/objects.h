@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "meta.h"
+#include "slab.h"
 
 int objects_init(struct meta *m);
 /* Frees every object (server shutdown; nothing is persisted). */
@@ -31,7 +32,95 @@ void objects_prefetch(const struct meta *m, const uint64_t *hash, size_t n);
 void objects_prefetch_step(const struct meta *m, const uint64_t *hash, size_t n, size_t i, bool lru);
 /* A new object with room for nblobs blobs; state NONE, not indexed. NULL when out of memory. */
 struct object *object_new(const char *key, size_t len, uint8_t nblobs);
-void object_index_add(struct meta *m, struct object *o);
+/* Frees an object that was never indexed nor listed (a put whose placement failed). */
+void object_free(struct object *o);
+/* Indexes o under hash (object_hash of its key) and gives it its id. */
+void object_index_add(struct meta *m, struct object *o, uint64_t hash);
+
+/* The record named by handle h (not 0). */
+static inline struct object *object_at(uint32_t h)
+{
+	return (struct object *)slab_ptr(h);
+}
+
+/* ---- object lists (enum olist): circular, through struct object.link, around a sentinel record ---- */
+
+static inline void olist_del(struct object *o)
+{
+	struct object *prev = object_at(o->link.prev), *next = object_at(o->link.next);
+
+	prev->link.next = o->link.next;
+	next->link.prev = o->link.prev;
+	o->link.prev = o->link.next = o->self;
+}
+
+/* Inserts o (on no list) after record `at`. */
+static inline void olist_add_after(struct object *at, struct object *o)
+{
+	struct object *next = object_at(at->link.next);
+
+	o->link.prev = at->self;
+	o->link.next = at->link.next;
+	next->link.prev = o->self;
+	at->link.next = o->self;
+}
+
+static inline void olist_add_head(const struct meta *m, enum olist l, struct object *o)
+{
+	olist_add_after(object_at(m->lists[l]), o);
+}
+
+static inline void olist_add_tail(const struct meta *m, enum olist l, struct object *o)
+{
+	olist_add_after(object_at(object_at(m->lists[l])->link.prev), o);
+}
+
+/* The object after (before) o on its list, or NULL at the list's end. */
+static inline struct object *olist_next(const struct object *o)
+{
+	struct object *n = object_at(o->link.next);
+
+	return n->state == OBJECT_HEAD ? NULL : n;
+}
+
+static inline struct object *olist_prev(const struct object *o)
+{
+	struct object *p = object_at(o->link.prev);
+
+	return p->state == OBJECT_HEAD ? NULL : p;
+}
+
+/* The first (last) object of list l, or NULL when it is empty. */
+static inline struct object *olist_first(const struct meta *m, enum olist l)
+{
+	return olist_next(object_at(m->lists[l]));
+}
+
+static inline struct object *olist_last(const struct meta *m, enum olist l)
+{
+	return olist_prev(object_at(m->lists[l]));
+}
+
+static inline bool olist_empty(const struct meta *m, enum olist l)
+{
+	return olist_first(m, l) == NULL;
+}
+
+/* ---- blobs ---- */
+
+/* Puts blob b (unplaced) on svc at (media, offset). */
+void blob_place(struct blob *b, struct service *svc, uint32_t media, uint64_t offset);
+/* Moves blob b to another place on its service. */
+void blob_move(struct blob *b, uint32_t media, uint64_t offset);
+/* Forgets b's place (its space is released, handed over or lost by the caller). */
+void blob_forget(struct blob *b);
+/*
+ * Calls fn for every blob on svc of every object (indexed or not), in no particular order. It walks the whole object
+ * table (a record per object, ~0.1 s for 10^7 on one core) unless svc holds none: for a service that leaves or is
+ * adopted, not for a hot path. fn may drop the object or forget the blob.
+ */
+void objects_each_blob(struct meta *m, struct service *svc,
+                       void (*fn)(struct meta *m, struct object *o, struct blob *b, void *arg), void *arg);
 
 /* ALLOCATED -> READABLE: onto the LRU, and durable in this loop turn's commit. */
 void object_publish(struct meta *m, struct object *o);
@@ -73,7 +162,7 @@ uint64_t lease_grant(struct meta *m, struct object *o, uint64_t session, uint64_
 bool lease_release(struct meta *m, struct object *o, uint64_t session, bool all);
 /* True when a lease on o is still live (expired ones are pruned). */
 bool object_leased(struct object *o, uint64_t now_ms);
-/* The lease session holds on o, or NULL. */
+/* The lease session holds on o, or NULL; valid until the next lease_grant. */
 struct lease *lease_find(struct object *o, uint64_t session);
 
 /* A removed object still pinned by session's lease (and with that id, unless id is 0), or NULL. */

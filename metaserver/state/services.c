@@ -8,6 +8,7 @@
 #include "clock.h"
 #include "log.h"
 #include "mmc/mmc.h"
+#include "mmc_assert.h"
 #include "objects.h"
 #include "persist.h"
 #include "quarantine.h"
@@ -88,11 +89,37 @@ static struct allocator *segment_allocator(struct meta *m, uint64_t size)
 	return a;
 }
 
+struct service *service_slots[SERVICE_SLOTS];
+static uint32_t slot_cursor; /* where the search for a free slot starts */
+
+/* A zeroed service with a slot of its own (what its blobs name it by), or NULL. */
+static struct service *service_new(void)
+{
+	struct service *svc;
+
+	for (uint32_t n = 1; n < SERVICE_SLOTS; n++) {
+		uint32_t slot = (slot_cursor + n) % SERVICE_SLOTS;
+
+		if (slot == 0 || service_slots[slot])
+			continue;
+		if (!(svc = calloc(1, sizeof(*svc))))
+			return NULL;
+		list_init(&svc->quarantine);
+		svc->slot = slot;
+		service_slots[slot] = svc;
+		slot_cursor = slot;
+		return svc;
+	}
+	return NULL;
+}
+
 static void service_free(struct service *svc)
 {
+	MMC_ASSERT(svc->nblobs == 0); /* no blob may name its slot once it is reused */
 	quarantine_fini(svc);
 	for (uint32_t i = 0; i < svc->nsegs; i++)
 		alloc_destroy(svc->segs[i].alloc); /* NULL-safe: an orphaned SSD allocator was handed over */
+	service_slots[svc->slot] = NULL;
 	free(svc);
 }
 
@@ -108,6 +135,34 @@ static struct service *find_orphan(struct meta *m, const struct session *s, cons
 	return NULL;
 }
 
+/* Moves blob b to the service arg (same media and offset). */
+static void hand_over(struct meta *m, struct object *o, struct blob *b, void *arg)
+{
+	uint32_t media = b->media;
+	uint64_t offset = blob_offset(b);
+
+	blob_forget(b);
+	blob_place(b, arg, media, offset);
+}
+
+static void hand_over_ssd(struct meta *m, struct object *o, struct blob *b, void *arg)
+{
+	if (b->media == MMC_MEDIA_SSD)
+		hand_over(m, o, b, arg);
+}
+
+static void adopt_blob(struct meta *m, struct object *o, struct blob *b, void *arg)
+{
+	hand_over(m, o, b, arg);
+	if (o->persisted)
+		object_persist(m, o); /* now under the new rank and incarnation */
+}
+
+static void lose_blob(struct meta *m, struct object *o, struct blob *b, void *arg)
+{
+	object_lose_blob(m, o, b);
+}
+
 static void adopt(struct meta *m, struct service *svc, struct service *o)
 {
 	struct segment *seg = service_segment(svc, MMC_MEDIA_SSD);
@@ -116,18 +171,9 @@ static void adopt(struct meta *m, struct service *svc, struct service *o)
 	alloc_destroy(seg->alloc);
 	seg->alloc = o->segs[0].alloc;
 	o->segs[0].alloc = NULL;
-	while (!list_empty(&o->blobs)) {
-		struct blob *b = list_entry(o->blobs.next, struct blob, svc_link);
-
-		list_del(&b->svc_link);
-		list_add_tail(&svc->blobs, &b->svc_link);
-		b->svc = svc;
-		svc->nblobs++;
-		if (b->obj->persisted)
-			object_persist(m, b->obj); /* now under the new rank and incarnation */
-	}
+	objects_each_blob(m, o, adopt_blob, svc);
 	list_del(&o->orphan_link);
-	free(o);
+	service_free(o);
 	log_info("op=adopt_ssd rank=%u path=\"%s\" blobs=%llu", svc->rank, svc->ssd_path, (unsigned long long)n);
 }
 
@@ -142,11 +188,7 @@ static void orphans_sweep(struct meta *m, uint64_t now_ms)
 		next = it->next;
 		if (o->rejoin_deadline_ms > now_ms)
 			continue;
-		while (!list_empty(&o->blobs)) {
-			struct blob *b = list_entry(o->blobs.next, struct blob, svc_link);
-
-			object_lose_blob(m, b->obj, b);
-		}
+		objects_each_blob(m, o, lose_blob, NULL);
 		list_del(&o->orphan_link);
 		service_free(o);
 	}
@@ -160,12 +202,9 @@ static void orphan_ssd(struct meta *m, struct service *svc)
 {
 	struct segment *seg = service_segment(svc, MMC_MEDIA_SSD);
 	struct service *o;
-	struct list *it, *next;
 
-	if (!seg || !svc->ssd_path[0] || !(o = calloc(1, sizeof(*o))))
+	if (!seg || !svc->ssd_path[0] || !(o = service_new()))
 		return;
-	list_init(&o->blobs);
-	list_init(&o->quarantine);
 	o->rank = UINT32_MAX;
 	o->incarnation = svc->incarnation;
 	memcpy(o->host, svc->host, sizeof(o->host));
@@ -174,18 +213,7 @@ static void orphan_ssd(struct meta *m, struct service *svc)
 	o->segs[0] = *seg;
 	seg->alloc = NULL; /* the orphan owns the SSD allocator now */
 	o->rejoin_deadline_ms = clock_ms() + m->conf.rejoin_timeout_ms;
-	for (it = svc->blobs.next; it != &svc->blobs; it = next) {
-		struct blob *b = list_entry(it, struct blob, svc_link);
-
-		next = it->next;
-		if (b->media != MMC_MEDIA_SSD)
-			continue;
-		list_del(&b->svc_link);
-		list_add_tail(&o->blobs, &b->svc_link);
-		b->svc = o;
-		svc->nblobs--;
-		o->nblobs++;
-	}
+	objects_each_blob(m, svc, hand_over_ssd, o);
 	list_add_tail(&m->orphans, &o->orphan_link);
 	log_info("op=orphan_ssd host=\"%s\" path=\"%s\" blobs=%llu", o->host, o->ssd_path,
 	         (unsigned long long)o->nblobs);
@@ -211,11 +239,7 @@ void service_unmount(struct meta *m, struct service *svc, const char *why)
 		m->service_leaving(m, svc);
 	orphan_ssd(m, svc);
 	lost = svc->nblobs;
-	while (!list_empty(&svc->blobs)) {
-		struct blob *b = list_entry(svc->blobs.next, struct blob, svc_link);
-
-		object_lose_blob(m, b->obj, b);
-	}
+	objects_each_blob(m, svc, lose_blob, NULL);
 	if (svc->session)
 		svc->session->svc = NULL;
 	m->ranks[svc->rank] = NULL;
@@ -342,11 +366,9 @@ int service_register(struct meta *m, struct session *s, const struct service_spe
 		return rc;
 	if ((rc = pick_rank(m, req, &rank)))
 		return rc;
-	svc = calloc(1, sizeof(*svc));
+	svc = service_new();
 	if (!svc)
 		return MMC_MALLOC_FAILED;
-	list_init(&svc->blobs);
-	list_init(&svc->quarantine);
 	svc->rank = rank;
 	svc->nsegs = (uint32_t)req->nsegs;
 	for (uint32_t i = 0; i < svc->nsegs; i++) {
@@ -403,10 +425,8 @@ static int load_service(struct meta *m, const void *key, size_t klen, const void
 	if (r->version != REC_VERSION || r->nsegs == 0 || r->nsegs > MMC_WIRE_SEGMENTS)
 		return -1;
 	rank = (uint32_t)kb[0] << 24 | (uint32_t)kb[1] << 16 | (uint32_t)kb[2] << 8 | kb[3];
-	if (rank >= MMC_RANKS_MAX || m->ranks[rank] || !(svc = calloc(1, sizeof(*svc))))
+	if (rank >= MMC_RANKS_MAX || m->ranks[rank] || !(svc = service_new()))
 		return -1;
-	list_init(&svc->blobs);
-	list_init(&svc->quarantine);
 	svc->rank = rank;
 	svc->incarnation = r->incarnation;
 	svc->nsegs = r->nsegs;
@@ -472,10 +492,12 @@ void services_fini(struct meta *m)
 		struct service *o = list_entry(m->orphans.next, struct service, orphan_link);
 
 		list_del(&o->orphan_link);
+		o->nblobs = 0;
 		service_free(o);
 	}
 	for (uint32_t r = 0; r < MMC_RANKS_MAX; r++) {
 		if (m->ranks[r]) {
+			m->ranks[r]->nblobs = 0;
 			service_free(m->ranks[r]);
 			m->ranks[r] = NULL;
 		}

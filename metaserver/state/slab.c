@@ -1,0 +1,140 @@
+#include "slab.h"
+
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "array.h"
+#include "mmc_assert.h"
+
+#define SLOT_MASK  ((1u << SLAB_SLOT_BITS) - 1)
+#define CHUNKS_MAX (UINT32_MAX >> SLAB_SLOT_BITS) /* handles of 32 bits */
+#define CLASSES    (SLAB_MAX_RECORD / 8 + 1)
+
+/* At the start of every chunk. */
+struct chunk_head {
+	uint32_t index;  /* in slab_chunks */
+	uint32_t size;   /* record size */
+	uint32_t carved; /* records handed out at least once, from slot 0 on */
+	uint32_t nslots;
+};
+
+struct size_class {
+	uint32_t free_head; /* freed records, linked through their first 4 bytes */
+	uint32_t carving;   /* the chunk whose untouched slots come next, 0: none */
+};
+
+uintptr_t *slab_chunks;
+static size_t nchunks, capchunks; /* index 0 is never a chunk: handle 0 names nothing */
+static struct size_class classes[CLASSES];
+
+static struct chunk_head *head_of(uint32_t chunk)
+{
+	return (struct chunk_head *)(slab_chunks[chunk] & ~(uintptr_t)(SLAB_CHUNK - 1));
+}
+
+/* A SLAB_CHUNK-aligned mapping of SLAB_CHUNK bytes (the kernel gives page alignment: map more, cut the rest). */
+static void *map_aligned(void)
+{
+	char *p = mmap(NULL, 2 * SLAB_CHUNK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0), *a;
+	size_t lead;
+
+	if (p == MAP_FAILED)
+		return NULL;
+	a = (char *)(((uintptr_t)p + SLAB_CHUNK - 1) & ~(uintptr_t)(SLAB_CHUNK - 1));
+	lead = (size_t)(a - p);
+	if (lead)
+		munmap(p, lead);
+	munmap(a + SLAB_CHUNK, SLAB_CHUNK - lead);
+	return a;
+}
+
+static uint32_t chunk_new(uint32_t size)
+{
+	struct chunk_head *h;
+	uintptr_t *t;
+
+	if (!nchunks)
+		nchunks = 1;
+	if (nchunks > CHUNKS_MAX || !(t = array_grow(slab_chunks, &capchunks, nchunks + 1, sizeof(*t), 64)))
+		return 0;
+	slab_chunks = t;
+	if (!(h = map_aligned()))
+		return 0;
+	h->index = (uint32_t)nchunks;
+	h->size = size;
+	h->carved = 0;
+	h->nslots = (uint32_t)((SLAB_CHUNK - SLAB_HEADER) / size);
+	slab_chunks[nchunks] = (uintptr_t)h | size;
+	return (uint32_t)nchunks++;
+}
+
+uint32_t slab_alloc(size_t size, void **rec)
+{
+	size_t rsize = size < SLAB_MIN_RECORD ? SLAB_MIN_RECORD : (size + 7) & ~(size_t)7;
+	struct size_class *c;
+	struct chunk_head *h;
+	uint32_t handle;
+
+	if (size == 0 || size > SLAB_MAX_RECORD)
+		return 0;
+	c = &classes[rsize / 8];
+	if (c->free_head) {
+		handle = c->free_head;
+		*rec = slab_ptr(handle);
+		memcpy(&c->free_head, *rec, sizeof(c->free_head));
+	} else {
+		if (!c->carving || head_of(c->carving)->carved == head_of(c->carving)->nslots)
+			c->carving = chunk_new((uint32_t)rsize);
+		if (!c->carving)
+			return 0;
+		h = head_of(c->carving);
+		handle = c->carving << SLAB_SLOT_BITS | h->carved++;
+		*rec = slab_ptr(handle);
+	}
+	memset(*rec, 0, rsize);
+	return handle;
+}
+
+void slab_free(uint32_t h)
+{
+	struct size_class *c = &classes[slab_size(h) / 8];
+
+	MMC_ASSERT(h && (h >> SLAB_SLOT_BITS) < nchunks && (h & SLOT_MASK) < head_of(h >> SLAB_SLOT_BITS)->carved);
+	memcpy(slab_ptr(h), &c->free_head, sizeof(c->free_head));
+	c->free_head = h;
+}
+
+size_t slab_size(uint32_t h)
+{
+	return slab_chunks[h >> SLAB_SLOT_BITS] & (SLAB_CHUNK - 1);
+}
+
+void *slab_next(uint32_t *h)
+{
+	uint32_t chunk = *h ? *h >> SLAB_SLOT_BITS : 1, slot = *h ? (*h & SLOT_MASK) + 1 : 0;
+
+	for (; chunk < nchunks; chunk++, slot = 0) {
+		if (slot < head_of(chunk)->carved) {
+			*h = chunk << SLAB_SLOT_BITS | slot;
+			return slab_ptr(*h);
+		}
+	}
+	return NULL;
+}
+
+uint64_t slab_mapped_bytes(void)
+{
+	return nchunks ? (uint64_t)(nchunks - 1) * SLAB_CHUNK : 0;
+}
+
+void slab_fini(void)
+{
+	for (size_t i = 1; i < nchunks; i++)
+		munmap(head_of((uint32_t)i), SLAB_CHUNK);
+	free(slab_chunks);
+	slab_chunks = NULL;
+	nchunks = capchunks = 0;
+	memset(classes, 0, sizeof(classes));
+}

@@ -1,0 +1,52 @@
+/*
+ * Fixed-size records in size classes (multiples of 8 bytes), each named by a 32-bit handle: the storage of the
+ * object table (objects.c). A record costs its size and nothing more: no malloc header, and the links between
+ * records are handles of 4 bytes where pointers took 8 (at 10^7 objects, 40 bytes an object). Records never move,
+ * so a pointer to one stays valid until slab_free. Handle 0 names no record.
+ *
+ * Records live in chunks of SLAB_CHUNK bytes, aligned to their size, mapped as the table grows and kept for reuse:
+ * freed records go to their class's free list and memory goes back to the system only at slab_fini. One table per
+ * process (the server has one object table); loop thread only.
+ */
+#ifndef MMC_SLAB_H
+#define MMC_SLAB_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define SLAB_CHUNK_SHIFT 20 /* 1 MiB chunks */
+#define SLAB_CHUNK       ((size_t)1 << SLAB_CHUNK_SHIFT)
+#define SLAB_HEADER      64 /* a chunk's first cache line: its header */
+#define SLAB_SLOT_BITS   14 /* (SLAB_CHUNK - SLAB_HEADER) / SLAB_MIN_RECORD slots fit in these bits */
+#define SLAB_MIN_RECORD  64
+#define SLAB_MAX_RECORD  4096
+
+/* Per chunk: its address, with its record size in the low bits (the address is SLAB_CHUNK-aligned). */
+extern uintptr_t *slab_chunks;
+
+/* The record named by h (not 0). */
+static inline void *slab_ptr(uint32_t h)
+{
+	uintptr_t e = slab_chunks[h >> SLAB_SLOT_BITS];
+
+	return (char *)(e & ~(uintptr_t)(SLAB_CHUNK - 1)) + SLAB_HEADER +
+	       (size_t)(h & ((1u << SLAB_SLOT_BITS) - 1)) * (e & (SLAB_CHUNK - 1));
+}
+
+/* A zeroed record of at least size bytes (1..SLAB_MAX_RECORD): its handle, with *rec its address; 0 when out of
+ * memory or handles. */
+uint32_t slab_alloc(size_t size, void **rec);
+/* Gives record h back. Its first 4 bytes then link its class's free list; the rest is left as it was, so that a
+ * walk (slab_next) can tell a freed record by a mark the caller left in it. */
+void slab_free(uint32_t h);
+/* The size of record h's class. */
+size_t slab_size(uint32_t h);
+/* Walks every record ever handed out, freed ones included, in address order within a chunk: *h 0 starts; returns
+ * the next record's address (its handle in *h), or NULL at the end. Records allocated during a walk may be missed. */
+void *slab_next(uint32_t *h);
+/* Bytes mapped for records (chunks touched so far, in full). */
+uint64_t slab_mapped_bytes(void);
+/* Unmaps every chunk: every handle and record pointer becomes invalid. */
+void slab_fini(void);
+
+#endif

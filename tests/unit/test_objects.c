@@ -1,0 +1,284 @@
+/*
+ * The object table below the policy layer: records in the slab linked by handle (the key index, the object lists,
+ * leases), blobs that name their service by slot, and fields that share bits between states. Over a real state
+ * layer (services, allocators, LMDB in a temporary directory) with the logical clock frozen.
+ */
+#include <criterion/criterion.h>
+#include <event2/event.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "allocator.h"
+#include "clock.h"
+#include "lru.h"
+#include "meta_conf.h"
+#include "mmc/mmc.h"
+#include "objects.h"
+#include "persist.h"
+#include "services.h"
+#include "slab.h"
+
+#define MiB  (1ull << 20)
+#define PAGE 4096u
+
+static struct event_base *base;
+static struct meta m;
+static struct session sess[2];
+static struct service *svc[2];
+static char dir[64];
+
+static void mount(int i)
+{
+	static const uint8_t addr[] = {1};
+	struct service_spec spec = {.rank = -1, .fabric_addr = addr, .addr_len = 1, .provider = "tcp", .nsegs = 1};
+
+	spec.segs[0] = (struct service_spec_segment){MMC_MEDIA_DRAM, 64 * MiB, 0, 0};
+	sess[i] = (struct session){.id = (uint64_t)i + 1, .pid = 100 + (uint32_t)i};
+	snprintf(sess[i].host, sizeof(sess[i].host), "host%d", i);
+	cr_assert_eq(service_register(&m, &sess[i], &spec, &svc[i]), 0);
+}
+
+static void setup(void)
+{
+	struct persist_opts po = {.dir = dir, .map_size = 64 * MiB, .sync = false};
+	char err[256];
+
+	snprintf(dir, sizeof(dir), "/tmp/mmc-objects-XXXXXX");
+	cr_assert_not_null(mkdtemp(dir));
+	clock_freeze();
+	memset(&m, 0, sizeof(m));
+	meta_conf_defaults(&m.conf);
+	base = event_base_new();
+	cr_assert_eq(event_base_priority_init(base, 3), 0);
+	m.base = base;
+	list_init(&m.read_waits);
+	cr_assert_eq(persist_open(&m.persist, base, &po, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(persist_table(m.persist, "objects", &m.db_objects), 0);
+	cr_assert_eq(persist_table(m.persist, "services", &m.db_services), 0);
+	cr_assert_eq(persist_table(m.persist, "info", &m.db_info), 0);
+	cr_assert_eq(objects_init(&m), 0);
+	list_init(&m.orphans);
+	mount(0);
+	mount(1);
+}
+
+static void teardown(void)
+{
+	char cmd[128];
+
+	objects_fini(&m);
+	services_fini(&m);
+	persist_close(m.persist);
+	event_base_free(base);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	cr_assert_eq(system(cmd), 0);
+}
+
+/* An ALLOCATED object of key with one page on each service in on[] (n of them), written by session writer. */
+static struct object *allocate(const char *key, const int *on, int n, uint64_t writer)
+{
+	struct object *o = object_new(key, strlen(key), (uint8_t)n);
+
+	cr_assert_not_null(o);
+	for (int i = 0; i < n; i++) {
+		uint64_t off;
+
+		cr_assert_eq(alloc_reserve(service_segment(svc[on[i]], MMC_MEDIA_DRAM)->alloc, PAGE, &off), 0);
+		blob_place(&o->blobs[i], svc[on[i]], MMC_MEDIA_DRAM, off);
+	}
+	o->size = PAGE;
+	o->state = MMC_BLOB_ALLOCATED;
+	o->write_session = writer;
+	o->write_expiry_ms = clock_ms() + 1000;
+	object_index_add(&m, o, object_hash(key, strlen(key)));
+	olist_add_tail(&m, OLIST_PENDING, o);
+	return o;
+}
+
+static struct object *put(const char *key, const int *on, int n)
+{
+	struct object *o = allocate(key, on, n, 9);
+
+	object_publish(&m, o);
+	return o;
+}
+
+static struct object *find(const char *key)
+{
+	return object_find(&m, key, strlen(key));
+}
+
+static uint64_t used(int i)
+{
+	return alloc_used(service_segment(svc[i], MMC_MEDIA_DRAM)->alloc);
+}
+
+TestSuite(objects, .init = setup, .fini = teardown, .timeout = 30);
+
+Test(objects, the_index_finds_every_key_across_growth_and_after_removals)
+{
+	const int on0[] = {0};
+	char key[32];
+
+	for (int i = 0; i < 5000; i++) {
+		snprintf(key, sizeof(key), "key-%d", i);
+		put(key, on0, 1);
+	}
+	cr_assert_eq(m.nobjects, 5000);
+	cr_assert_geq(m.nbuckets, 5000, "the index grew with the objects");
+	for (int i = 0; i < 5000; i += 2) {
+		snprintf(key, sizeof(key), "key-%d", i);
+		object_drop(&m, find(key));
+	}
+	cr_assert_eq(m.nobjects, 2500);
+	for (int i = 0; i < 5000; i++) {
+		struct object *o;
+
+		snprintf(key, sizeof(key), "key-%d", i);
+		o = find(key);
+		if (i % 2) {
+			cr_assert_not_null(o, "%s", key);
+			cr_assert_eq(o->keylen, strlen(key));
+			cr_assert_str_eq(object_key(o), key);
+		} else {
+			cr_assert_null(o, "%s was removed", key);
+		}
+	}
+	cr_assert_null(find("key-"), "a prefix of a key is another key");
+}
+
+Test(objects, a_freed_record_is_reused_and_the_walk_tells_it_from_a_live_one)
+{
+	const int on0[] = {0};
+	struct object *a = put("a", on0, 1), *b = put("b", on0, 1);
+	uint32_t ha = a->self, h = 0;
+	int live = 0;
+	struct object *o;
+
+	object_drop(&m, a);
+	cr_assert_eq(put("c", on0, 1)->self, ha, "a record of the same size class comes back first");
+	object_drop(&m, b);
+	while ((o = slab_next(&h)))
+		live += o->state != OBJECT_FREE && o->state != OBJECT_HEAD;
+	cr_assert_eq(live, 1, "only c is an object");
+}
+
+Test(objects, a_touch_moves_an_object_to_the_head_of_its_lru)
+{
+	const int on0[] = {0};
+	const char *order[] = {"a", "c", "b"};
+	struct object *o;
+	int i = 0;
+
+	put("a", on0, 1);
+	put("b", on0, 1);
+	put("c", on0, 1);
+	object_touch(&m, find("a"));
+	for (o = olist_first(&m, OLIST_LRU + MMC_MEDIA_DRAM); o; o = olist_next(o), i++) {
+		cr_assert_lt(i, 3);
+		cr_assert_str_eq(object_key(o), order[i]);
+		cr_assert(!olist_next(o) || olist_next(o)->stamp < o->stamp, "stamps fall from head to tail");
+	}
+	cr_assert_eq(i, 3);
+	cr_assert_str_eq(object_key(olist_last(&m, OLIST_LRU + MMC_MEDIA_DRAM)), "b");
+	cr_assert_eq(find("a")->stamp, m.lru_clock);
+}
+
+Test(objects, the_writer_and_the_lru_stamp_share_bits_without_leaking_into_each_other)
+{
+	const int on0[] = {0};
+	struct object *o = allocate("w", on0, 1, 1234567);
+
+	cr_assert_eq(o->write_session, 1234567);
+	cr_assert_eq(o->write_expiry_ms, clock_ms() + 1000);
+	o->checksum_type = 1;
+	o->busy = 3;
+	object_publish(&m, o);
+	cr_assert_eq(o->write_session, o->stamp, "READABLE: those bits are the stamp now");
+	cr_assert_eq(o->stamp, m.lru_clock);
+	cr_assert_eq(o->checksum_type, 1, "a neighbour of the shared bits is kept");
+	cr_assert_eq(o->busy, 3);
+	cr_assert_eq(o->rec_seq, persist_wait_seq(m.persist), "its record is in this batch");
+	o->busy = 0;
+	/* removed while leased: pinned by the lease only, not by the old stamp in the writer's bits */
+	cr_assert_gt(lease_grant(&m, o, 77, 1000, true), 0);
+	object_drop(&m, o);
+	cr_assert_eq(o->state, MMC_BLOB_REMOVING);
+	cr_assert_eq(o->write_session, 0);
+	cr_assert_eq(o->unlink_seq, persist_wait_seq(m.persist), "its delete's batch");
+	cr_assert(lease_release(&m, o, 77, false));
+	persist_flush(m.persist);
+	object_unpin(&m, o);
+	cr_assert(olist_empty(&m, OLIST_ZOMBIES), "freed once its lease ended");
+	cr_assert_eq(used(0), 0, "its page came back once the delete was durable");
+}
+
+Test(objects, an_unfinished_put_removed_keeps_its_writer_until_it_commits_or_leaves)
+{
+	const int on0[] = {0};
+	struct object *o = allocate("p", on0, 1, 5);
+	uint64_t id = o->id;
+
+	object_drop(&m, o);
+	cr_assert_eq(objects_find_removed_write(&m, "p", 1, 5, id), o, "the writer may still commit it");
+	cr_assert_eq(o->unlink_seq, 0, "no record ever named its space");
+	objects_session_closed(&m, 5);
+	cr_assert(olist_empty(&m, OLIST_ZOMBIES));
+	cr_assert_null(objects_find_removed_write(&m, "p", 1, 5, id));
+}
+
+Test(objects, lease_records_are_reused_and_survive_the_table_growing)
+{
+	const int on0[] = {0};
+	struct object *o[600];
+	char key[16];
+
+	for (int i = 0; i < 600; i++) {
+		snprintf(key, sizeof(key), "l%d", i);
+		o[i] = put(key, on0, 1);
+		cr_assert_gt(lease_grant(&m, o[i], 1, 1000, true), 0);
+		cr_assert_gt(lease_grant(&m, o[i], 2, 1000, true), 0);
+	}
+	for (int i = 0; i < 600; i++) {
+		cr_assert_not_null(lease_find(o[i], 1));
+		cr_assert_not_null(lease_find(o[i], 2));
+		cr_assert_null(lease_find(o[i], 3));
+		cr_assert(lease_release(&m, o[i], 1, false));
+		cr_assert_null(lease_find(o[i], 1));
+		cr_assert(object_leased(o[i], clock_ms()), "session 2 still holds it");
+		cr_assert(lease_release(&m, o[i], 2, true));
+		cr_assert(!object_leased(o[i], clock_ms()));
+	}
+	cr_assert_gt(lease_grant(&m, o[0], 3, 1000, true), 0);
+	clock_advance_ms(1001);
+	cr_assert(!object_leased(o[0], clock_ms()), "an expired lease is pruned");
+}
+
+Test(objects, a_service_that_leaves_takes_only_its_blobs)
+{
+	const int on0[] = {0}, on1[] = {1}, both[] = {0, 1};
+	char key[16];
+
+	for (int i = 0; i < 100; i++) {
+		snprintf(key, sizeof(key), "x%d", i);
+		put(key, i % 3 == 0 ? on0 : i % 3 == 1 ? on1 : both, i % 3 == 2 ? 2 : 1);
+	}
+	cr_assert_eq(svc[0]->nblobs, 67);
+	service_unmount(&m, svc[0], "eof");
+	for (int i = 0; i < 100; i++) {
+		struct object *o;
+
+		snprintf(key, sizeof(key), "x%d", i);
+		o = find(key);
+		if (i % 3 == 0) {
+			cr_assert_null(o, "%s lived on the service that left", key);
+			continue;
+		}
+		cr_assert_not_null(o, "%s", key);
+		cr_assert(object_readable(o));
+		cr_assert_eq(blob_svc(&o->blobs[object_pick_blob(&m, o, NULL)]), svc[1]);
+	}
+	cr_assert_eq(svc[1]->nblobs, 66);
+	cr_assert_eq(m.nobjects, 66);
+}
