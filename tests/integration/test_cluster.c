@@ -141,6 +141,17 @@ static void wait_rounds(struct traffic *t, int rounds)
 		usleep(10000);
 }
 
+/* Polls (up to 10 s) until the meta server's log says it unmounted the service of that rank. */
+static void unmounted(int rank)
+{
+	char line[64];
+
+	snprintf(line, sizeof(line), "op=unmount rank=%d ", rank);
+	for (int i = 0; i < 1000 && !metaserver_log_has(&meta, line); i++)
+		usleep(10000);
+	cr_assert(metaserver_log_has(&meta, line), "the meta server did not unmount rank %d", rank);
+}
+
 Test(cluster, services_join_and_leave_during_traffic, .fini = stop, .timeout = 120)
 {
 	struct node a, b, c, d;
@@ -170,7 +181,7 @@ Test(cluster, services_join_and_leave_during_traffic, .fini = stop, .timeout = 1
 			usleep(1000);
 	}
 	node_kill(&c);
-	usleep(200000); /* the meta server sees the connection drop */
+	unmounted(rc); /* the meta server saw the connection drop: nothing is placed on c any more */
 	atomic_store(&t.pause, false);
 	wait_rounds(&t, 10);
 	start_node(&d, 1); /* a new service joins mid-traffic */

@@ -160,7 +160,7 @@ Test(durability, acknowledged_puts_survive_sigkill_under_load)
 			args[t] = (struct worker_arg){round, t};
 			cr_assert_eq(pthread_create(&th[t], NULL, worker, &args[t]), 0);
 		}
-		usleep((useconds_t)delay_us);
+		usleep((useconds_t)delay_us); /* deliberate: a random instant of the puts for the kill */
 		metaserver_kill(&meta);
 		/* puts in flight now fail or finish after the restart: an OK either way is an acknowledgement */
 		atomic_store(&stop_puts, true);
@@ -358,9 +358,11 @@ Test(durability_dup, a_duplicate_put_is_acknowledged_only_once_the_first_is_on_d
 	first.st = dup_store(m.url, true);
 	second.st = dup_store(m.url, false);
 	cr_assert_eq(pthread_create(&t1, NULL, dup_put, &first), 0);
-	usleep(400000); /* the first put's commit is queued: the key is readable in memory, not yet on disk */
+	/* until the first put's commit is queued: the key is readable in memory, not yet on disk */
+	for (int i = 0; i < 1000 && mmc_is_exist(second.st, "dup/key") != 1; i++)
+		usleep(1000);
 	cr_assert_eq(pthread_create(&t2, NULL, dup_put, &second), 0);
-	usleep(400000);
+	usleep(400000); /* deliberate: 0.4 s of the 1.5 s commit in which the second put must not be answered */
 	acked_early = atomic_load(&second.done) && second.rc == 0;
 	metaserver_kill(&m);
 	pthread_join(t1, NULL);

@@ -246,14 +246,14 @@ Test(gva, an_expired_lease_is_reported)
 	cr_assert_eq(mmc_get_key_info(s, "short", 0, &info), 0);
 	cr_assert_eq(mmc_batch_add_lease(s, k, 1, 100, &res), 0);
 	cr_assert_eq(res, 0);
-	usleep(250000);
+	usleep(250000); /* deliberate: the 100 ms lease ends by the client's clock too, which only time moves */
 	g = info.gva[0];
 	cr_assert_eq(mmc_batch_copy(s, &g, &b, &size, 1, MMC_COPY_G2H, 0), MMC_LEASE_EXPIRED);
 	cr_assert_eq(mmc_batch_remove_lease(s, k, 1), MMC_LEASE_EXPIRED);
 	/* renewing extends */
 	cr_assert_eq(mmc_batch_add_lease(s, k, 1, 100, &res), 0);
 	cr_assert_eq(mmc_batch_add_lease(s, k, 1, 5000, &res), 0);
-	usleep(250000);
+	usleep(250000); /* deliberate: past the first 100 ms, by both clocks */
 	cr_assert_eq(mmc_batch_copy(s, &g, &b, &size, 1, MMC_COPY_G2H, 0), 0);
 	cr_assert_eq(mmc_batch_remove_lease(s, k, 1), 0);
 	free(buf);

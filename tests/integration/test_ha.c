@@ -48,9 +48,23 @@ static int start_and_elect(int n, const char *const *extra)
 	return leader;
 }
 
+/* Polls (up to 3 s) until server i names lid as the leader: it has looked at the lock, which a standby does within
+ * a loop interval or two. */
+static bool names_leader(int i, const char *lid)
+{
+	char other[128] = "";
+
+	for (uint64_t end = ha_now_ms() + 3000; ha_now_ms() < end; usleep(20000)) {
+		ha_cluster_field(&cl, i, "leader_node_id", other, sizeof(other));
+		if (strcmp(other, lid) == 0)
+			return true;
+	}
+	return false;
+}
+
 static void expect_cluster_info_agrees(int leader)
 {
-	char lid[128], self[128], exp[64], other[128];
+	char lid[128], self[128], exp[64];
 
 	ha_cluster_field(&cl, leader, "leader_node_id", lid, sizeof(lid));
 	ha_cluster_field(&cl, leader, "self_node_id", self, sizeof(self));
@@ -60,13 +74,7 @@ static void expect_cluster_info_agrees(int leader)
 	for (int i = 0; i < cl.n; i++) {
 		if (i == leader)
 			continue;
-		/* a standby learns the holder on its next look at the lock, within a loop interval or two */
-		for (uint64_t end = ha_now_ms() + 3000; ha_now_ms() < end; usleep(20000)) {
-			ha_cluster_field(&cl, i, "leader_node_id", other, sizeof(other));
-			if (strcmp(other, lid) == 0)
-				break;
-		}
-		cr_expect_str_eq(other, lid, "standby %d names the leader", i);
+		cr_expect(names_leader(i, lid), "standby %d names the leader %s", i, lid);
 		ha_cluster_field(&cl, i, "self_node_id", self, sizeof(self));
 		cr_expect_str_neq(self, lid);
 		cr_expect_eq(ha_is_leader(&cl, i), 0);
@@ -81,7 +89,7 @@ Test(ha, file_lock_elects_exactly_one_leader)
 	leader = ha_wait_leader(&cl, 10000);
 	cr_assert_geq(leader, 0, "no leader within 10 s");
 	expect_cluster_info_agrees(leader);
-	usleep(3 * LEASE_MS * 1000); /* the lease renews: still the same one leader */
+	usleep(3 * LEASE_MS * 1000); /* deliberate: three leases pass; it renews, still the same one leader */
 	cr_expect_eq(ha_wait_leader(&cl, 1000), leader);
 	for (int i = 0; i < 2; i++) { /* /metrics says who leads, on a standby too */
 		struct hc h;
@@ -131,7 +139,7 @@ Test(ha, takeover_after_the_leader_stops)
 	cr_assert_eq(metaserver_stop(&cl.s[leader]), 0, "SIGTERM: a clean exit");
 	cr_assert_eq(ha_wait_leader(&cl, 10000), other, "the standby takes over");
 	ha_start_server(&cl, leader, NULL);
-	usleep(500000);
+	cr_expect(names_leader(leader, other ? "node1" : "node0"), "the restarted server looked at the lock");
 	cr_expect_eq(ha_is_leader(&cl, leader), 0, "the restarted server stands by");
 	ha_cluster_field(&cl, leader, "leader_node_id", lid, sizeof(lid));
 	ha_cluster_field(&cl, leader, "self_node_id", self, sizeof(self));
@@ -343,7 +351,7 @@ Test(ha, failover_under_load_keeps_every_acknowledged_put)
 		pthread_create(&w[t], NULL, writer, (void *)(intptr_t)t);
 	for (int t = 0; t < READERS; t++)
 		pthread_create(&r[t], NULL, reader, (void *)(uintptr_t)(t + 1));
-	usleep(1000000);
+	usleep(1000000); /* deliberate: a second of load on the first leader before its kill */
 	for (int t = 0; t < WRITERS; t++)
 		before[t] = atomic_load(&acked[t]);
 	metaserver_kill(&cl.s[leader]);
@@ -514,8 +522,11 @@ static void paused_leader(const char *const *extra, bool standby_leads_meanwhile
 	fixture_put(st, "ha/early", 4096, 41);
 	p.st = st;
 	pthread_create(&th, NULL, put_one, &p);
-	usleep(1000000); /* the alloc is answered at once; the commit waits in the writer for 2.5 s */
+	/* until the put is published in memory: its commit then waits in the writer for 2.5 s */
+	for (uint64_t end = ha_now_ms() + 10000; mmc_is_exist(st, "ha/late") != 1 && ha_now_ms() < end;)
+		usleep(10000);
 	cr_assert_eq(kill(cl.s[leader].pid, SIGSTOP), 0);
+	/* deliberate: the paused leader's lease runs out */
 	usleep((LEASE_MS + 1500) * 1000);
 	if (standby_leads_meanwhile) { /* asked alone: the paused one would never answer */
 		uint64_t end = ha_now_ms() + 10000;
@@ -682,7 +693,8 @@ Test(ha, redis_outage_stands_the_leader_down_and_recovers)
 	cr_expect_geq(ha_wait_leader(&cl, 10000), 0);
 	cr_expect_eq(fixture_get(st, "ha/redis/before", 4096, 51), 0);
 
-	redis_proc_kill(&redis); /* longer than the lease: the leader stands down, nobody leads */
+	/* deliberate, longer than the lease: with no lock store to renew it the leader stands down, nobody leads */
+	redis_proc_kill(&redis);
 	usleep((LEASE_MS + 1500) * 1000);
 	cr_expect_eq(ha_wait_leader(&cl, 300), -1, "a leader without a lock store");
 	cr_assert_eq(redis_proc_restart(&redis), 0);
@@ -707,7 +719,9 @@ Test(ha, demotion_without_delay_hands_over_back_and_forth)
 
 		cr_assert_str_eq(ha_code(r), "OK");
 		json_decref(r);
-		usleep(300000); /* past the demoted server's restart */
+		/* until the other one leads (the demoted server stays out for a few loops) */
+		for (uint64_t end = ha_now_ms() + 10000; ha_is_leader(&cl, 1 - leader) != 1 && ha_now_ms() < end;)
+			usleep(20000);
 		cr_assert_eq(ha_wait_leader(&cl, 10000), 1 - leader, "round %d: the other server leads", round);
 		leader = 1 - leader;
 	}

@@ -237,7 +237,8 @@ Test(host_path, same_host_processes_with_different_providers_exchange_data)
 struct reader {
 	mmc_store *s;
 	atomic_bool stop;
-	int rounds, ok, failed;
+	atomic_int rounds; /* polled by the test while the reader runs */
+	int ok, failed;
 };
 
 static void *read_loop(void *arg)
@@ -279,10 +280,11 @@ Test(host_path, an_owner_killed_mid_batch_fails_its_keys_cleanly, .timeout = 180
 	batch_init(&b, "victim/", 40, false);
 	cr_assert_eq(batch_get_checked(s, &b, 40), NKEYS, "before the kill every key reads");
 	pthread_create(&t, NULL, read_loop, &r);
-	usleep(30000);
+	for (int i = 0; i < 1000 && atomic_load(&r.rounds) == 0; i++) /* the kill lands amid the reads */
+		usleep(1000);
 	node_kill(&o);
 	pthread_join(t, NULL);
-	cr_expect_gt(r.failed, 0, "the keys of the killed owner fail (%d rounds, %d ok)", r.rounds, r.ok);
+	cr_expect_gt(r.failed, 0, "the keys of the killed owner fail (%d rounds, %d ok)", atomic_load(&r.rounds), r.ok);
 	cr_assert_eq(atomic_load(&wrong_bytes), 0, "no key reads MMC_OK with bytes that are not its own");
 	/* a new incarnation of the owner, with other bytes under the same keys */
 	start_owner(&o2, owner_protocol(), 64ull << 20);

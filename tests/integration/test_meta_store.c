@@ -187,6 +187,7 @@ Test(meta_store, kill_9_during_batch_puts_loses_no_acknowledged_key_on_redis, .f
 		cr_assert_eq(pthread_create(&th[w], NULL, batch_writer, (void *)(intptr_t)w), 0);
 	for (int i = 0; i < 100 && backed[0].n < 4 * BATCH; i++)
 		usleep(20000);
+	/* deliberate: the stream goes on a while, so batches are in flight at the kill */
 	usleep(200000);
 	metaserver_kill(&meta); /* mid-stream: batches in flight fail, acknowledged ones must all be in Redis */
 	atomic_store(&stop_batches, true);

@@ -109,6 +109,16 @@ static void *writer(void *arg)
 
 TestSuite(restart, .init = start, .fini = stop, .timeout = 120);
 
+/* Polls (up to 10 s) until a get and a put have succeeded since the call: the traffic runs against the server of
+ * the moment, and whatever was in flight across the last restart has come through. */
+static void calls_go_on(void)
+{
+	int gets = atomic_load(&gets_ok), puts = atomic_load(&puts_ok);
+
+	for (int i = 0; i < 1000 && (atomic_load(&gets_ok) <= gets || atomic_load(&puts_ok) <= puts); i++)
+		usleep(10000);
+}
+
 Test(restart, lookups_removes_and_puts_ride_out_a_restart)
 {
 	pthread_t th[3];
@@ -117,11 +127,11 @@ Test(restart, lookups_removes_and_puts_ride_out_a_restart)
 		cr_assert_eq(pthread_create(&th[t], NULL, reader, (void *)(uintptr_t)(t + 1)), 0);
 	cr_assert_eq(pthread_create(&th[2], NULL, writer, NULL), 0);
 	for (int kill = 0; kill < 3; kill++) {
-		usleep(150000);
+		calls_go_on();
 		metaserver_kill(&meta);
 		cr_assert_eq(metaserver_restart(&meta, NULL), 0, "kill %d: the metaserver did not restart", kill);
 	}
-	usleep(300000);
+	calls_go_on();
 	atomic_store(&stop_calls, true);
 	for (int t = 0; t < 3; t++)
 		pthread_join(th[t], NULL);

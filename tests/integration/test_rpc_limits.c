@@ -104,7 +104,7 @@ Test(rpc_limits, half_open_connections_under_a_low_fd_limit)
 	ms = served_in_ms();
 	cr_log_info("a new client was served in %llu ms beside 600 half-open connections", (unsigned long long)ms);
 	cr_assert_lt(ms, 2000, "a new client took %llu ms", (unsigned long long)ms);
-	sleep(1);
+	sleep(1); /* deliberate: a second in which a log flood would show */
 	cr_assert_lt(log_bytes() - before, 1 << 20, "the log grew by %ld bytes", log_bytes() - before);
 	for (int i = 0; i < 600; i++)
 		close(fds[i]);
@@ -129,7 +129,7 @@ Test(rpc_limits, out_of_descriptors_the_server_still_serves)
 	ms = served_in_ms();
 	cr_log_info("out of descriptors: a new client was served in %llu ms", (unsigned long long)ms);
 	cr_assert_lt(ms, 2000, "a new client took %llu ms", (unsigned long long)ms);
-	sleep(1);
+	sleep(1); /* deliberate: a second in which a log flood would show */
 	cr_assert_lt(log_bytes() - before, 1 << 20, "the log grew by %ld bytes", log_bytes() - before);
 	cr_assert(metaserver_log_has(&meta, "err=\"Too many open files\" action=displace_before_hello"),
 	          "accept() never failed: the test did not reach EMFILE");
@@ -225,13 +225,13 @@ Test(rpc_limits, partial_frames_share_one_input_budget)
 		cr_assert_geq(fds[i], 0);
 		cr_assert_eq(raw_hello(fds[i], 0, NULL, false), 0); /* before it, no frame this large is read */
 		send_partial_frame(fds[i], chunk, chunk_len);
-		usleep(20000);
+		usleep(20000); /* deliberate: the server reads the frame meanwhile (a longer wait only adds reading) */
 		rss = proc_rss_bytes(meta.pid);
 		peak = rss > peak ? rss : peak;
 		cr_assert_lt(rss - base, budget, "after %d clients the server grew by %llu MiB", i + 1,
 		             (unsigned long long)((rss - base) >> 20));
 	}
-	usleep(500000);
+	usleep(500000); /* deliberate: what the server still reads after the last send counts too */
 	peak = proc_rss_bytes(meta.pid) > peak ? proc_rss_bytes(meta.pid) : peak;
 	cr_log_info("64 partial 60 MiB frames: RSS %llu MiB at start, %llu MiB at most (budget 256 MiB, x%.1f)",
 	            (unsigned long long)(base >> 20), (unsigned long long)(peak >> 20), RSS_PER_BYTE);

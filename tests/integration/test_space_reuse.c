@@ -75,7 +75,8 @@ Test(space_reuse, an_evicted_objects_space_waits_for_its_delete_to_be_durable)
 	cr_assert_eq(mmc_put_from(st, "reuse/old", buf, VALUE, MMC_COPY_H2G, NULL), 0);
 	/* the new put evicts the old object; its delete waits 1.5 s in the writer; kill the server meanwhile */
 	cr_assert_eq(pthread_create(&th, NULL, put_new, &p), 0);
-	usleep(700000);
+	for (int i = 0; i < 1000 && mmc_is_exist(st, "reuse/old") == 1; i++) /* until evicted: its delete is queued */
+		usleep(1000);
 	metaserver_kill(&meta);
 	pthread_join(th, NULL);
 	cr_log_info("the put in flight at the kill returned %d (%s)", p.rc, mmc_strerror(p.rc));

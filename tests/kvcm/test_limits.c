@@ -124,7 +124,7 @@ Test(limits, request_deadline_closes_half_open_connections, .fini = srv_down)
 	cr_assert_gt(recv(kept, buf, sizeof(buf), 0), 0);
 	cr_expect(closed_within(silent, 5000), "a connection that sent nothing stays open");
 	cr_expect(closed_within(partial, 5000), "a connection that sent half a header stays open");
-	/* an idle keep-alive connection between requests is not a half-open one */
+	/* an idle keep-alive connection between requests is not a half-open one (deliberate: it idles 0.6 s) */
 	usleep(600000);
 	cr_expect_eq(send(kept, req, sizeof(req) - 1, MSG_NOSIGNAL), (ssize_t)sizeof(req) - 1);
 	cr_expect_gt(recv(kept, buf, sizeof(buf), 0), 0, "the kept-alive connection was closed");
@@ -187,7 +187,7 @@ Test(limits, half_open_connections_under_low_nofile, .fini = nofile_down)
 	log0 = file_size(srv.m.log);
 	for (int i = 0; i < N; i++)
 		fds[i] = raw_connect(i % 2 ? srv.m.admin_port : srv.m.http_port, true);
-	sleep(1);
+	sleep(1); /* deliberate: the server takes in (or turns away) the flood; nothing counts what it refused */
 	t0 = now_ms();
 	cr_assert_eq(hc_connect(&c, srv.m.http_port), 0);
 	r = hc_call(&c, "getClusterInfo", "{}");
@@ -198,7 +198,7 @@ Test(limits, half_open_connections_under_low_nofile, .fini = nofile_down)
 	hc_close(&c);
 	cr_expect_eq(hc_request(&srv.admin, "GET", "/metrics", NULL, 0, &out), 200, "the admin port is stuck");
 	free(out);
-	sleep(1);
+	sleep(1); /* deliberate: a second in which a log flood would show */
 	grown = file_size(srv.m.log) - log0;
 	cr_expect_lt(grown, 1 << 20, "the log grew by %ld bytes", grown);
 	for (int i = 0; i < N; i++)
@@ -232,10 +232,10 @@ Test(limits, http_answers_through_emfile, .fini = nofile_down)
 	log0 = file_size(srv.m.log);
 	for (int i = 0; i < RPC; i++)
 		fds[i] = raw_connect(srv.m.rpc_port, true);
-	usleep(500000);
+	usleep(500000); /* deliberate: as above, the RPC port's share of the descriptors first */
 	for (int i = RPC; i < RPC + HTTP; i++)
 		fds[i] = raw_connect(i % 2 ? srv.m.admin_port : srv.m.http_port, true);
-	sleep(1);
+	sleep(1); /* deliberate: as above */
 	t0 = now_ms();
 	cr_assert_eq(hc_connect(&c, srv.m.http_port), 0, "connect: %s (server %s)", strerror(errno),
 	             kill(srv.m.pid, 0) == 0 ? "alive" : "gone");
@@ -245,7 +245,7 @@ Test(limits, http_answers_through_emfile, .fini = nofile_down)
 	cr_expect_lt(ms, 2000, "the answer took %llu ms", (unsigned long long)ms);
 	json_decref(r);
 	hc_close(&c);
-	sleep(1);
+	sleep(1); /* deliberate: a second in which a log flood would show */
 	grown = file_size(srv.m.log) - log0;
 	cr_expect_lt(grown, 1 << 20, "the log grew by %ld bytes", grown);
 	for (int i = 0; i < RPC + HTTP; i++)

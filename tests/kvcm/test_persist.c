@@ -190,10 +190,12 @@ Test(persist, a_retry_that_finds_the_change_made_waits_for_its_commit)
 
 	hold_commits(&h);
 	start_register(&first);
+	/* deliberate: 0.2 s for the first call to make its change, in which it must not be answered (a lookup waits
+	 * behind the held commit too: there is no state to poll) */
 	usleep(200000);
 	cr_expect_not(atomic_load(&first.done), "the first registerInstance answered before its commit");
 	start_register(&retry);
-	usleep(300000);
+	usleep(300000); /* deliberate: 0.3 s in which the retry must not be answered (the commit is held) */
 	cr_expect_not(atomic_load(&retry.done), "the identical retry answered OK before the first one's commit");
 	release_commits(&h);
 	pthread_join(first.t, NULL);

@@ -8,6 +8,7 @@
 
 #include <lmdb.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -455,7 +456,8 @@ Test(report_matrix, grace_expiry_unregisters_and_cleans_up) /* L-04 */
 /* L-05, C-01: HOST_DOWN amid a stream of deltas from other connections. */
 struct streamer {
 	pthread_t t;
-	int id, ok, rejected, other;
+	int id, rejected, other;
+	atomic_int ok; /* polled by the test while the stream runs */
 	bool stop_at_reject;
 };
 
@@ -499,7 +501,9 @@ Test(report_matrix, host_down_amid_deltas) /* L-05, C-01 */
 		cr_assert_eq(pthread_create(&s[i].t, NULL, stream, &s[i]), 0);
 	}
 	pthread_barrier_wait(&start_line);
-	usleep(20000);
+	for (int i = 0; i < 4; i++) /* the host goes down amid every stream */
+		for (int j = 0; j < POLL_CAP && atomic_load(&s[i].ok) == 0; j++)
+			poll_pause();
 	r = report("l5:1", L2, "[" HOST_DOWN "]");
 	cr_expect_str_eq(code_of(r), "OK");
 	cr_expect_str_eq(gen_of(r), "", "the generation goes with the reporter");
