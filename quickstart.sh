@@ -13,7 +13,7 @@ BUILD_PKGS=(meson ninja-build pkg-config gcc libc6-dev python3 libfabric-dev lib
             protobuf-c-compiler liblmdb-dev libevent-dev libjansson-dev libssl-dev libhiredis-dev libnghttp2-dev)
 # and what the tests need on top: Criterion, C++ (the header test), servers and tools they start, Python modules
 TEST_PKGS=(g++ libcriterion-dev redis-server curl openssl python3-numpy python3-torch python3-grpcio python3-grpc-tools
-           clang libfuzzer-14-dev lmdb-utils iproute2 python3-yaml prometheus
+           clang clang-format libfuzzer-14-dev lmdb-utils iproute2 python3-yaml prometheus
            python3-matplotlib)  # examples/python/prefix_demo.py --plot only
 
 INSTALLED=0
