@@ -3,45 +3,64 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdlib.h>
+#include <string.h>
 
+#include "array.h"
 #include "mmc/mmc.h"
 #include "mmc_assert.h"
 #include "treap.h"
 
 /*
- * Blocks tile the pool in address order (a doubly linked list gives O(1) neighbours for coalescing). Every block
- * is in by_offset; free blocks are also in by_size, ordered by (size, offset) so the lower bound of the request
- * is the best fit.
+ * Blocks tile the pool. A free block is a struct in two treaps: by_offset (its neighbours, for coalescing, and where
+ * the reserved block before it ends) and by_size, ordered by (size, offset) so the lower bound of a request is the
+ * best fit. A reserved block has no struct: one bit per 4 KiB granule says a reserved block starts there (starts),
+ * another that it is held (released, its batch not durable yet, or lost); it ends where the next block starts,
+ * reserved or free. At 10^7 objects that is 2 bits per 4 KiB of pool, where a struct per reserved block cost 112
+ * bytes and its malloc header. The bitmaps are sparse: a leaf covers LEAF_GRANULES granules (128 MiB of pool) and
+ * exists once a block has started in it.
  */
-struct block {
+#define LEAF_SHIFT    15
+#define LEAF_GRANULES (UINT64_C(1) << LEAF_SHIFT)
+#define LEAF_WORDS    (LEAF_GRANULES / 64)
+
+struct leaf {
+	uint64_t nstarts; /* bits set in starts: a walk skips leaves without any */
+	uint64_t starts[LEAF_WORDS];
+	uint64_t held[LEAF_WORDS];
+};
+
+struct fblock {
 	struct treap_node off_node;
 	struct treap_node size_node;
-	struct block *prev, *next;
-	struct block *hold_next; /* held: the next hold in release order */
 	uint64_t offset;
 	uint64_t size;
-	uint64_t hold_seq; /* held: the batch whose commit makes the block free */
-	bool free;
-	bool held;
+};
+
+/* A held block: freed once batch seq is durable. */
+struct hold {
+	uint64_t offset, size, seq;
 };
 
 struct allocator {
-	struct treap by_offset;
+	struct treap by_offset; /* free blocks */
 	struct treap by_size;
-	struct block *spare; /* recycled block structs, linked through next */
-	struct block *hold_head, *hold_tail;
+	struct fblock *spare; /* recycled free-block structs, linked through off_node.left */
+	struct leaf **leaves;
+	uint64_t nleaves;
+	struct hold *holds; /* in release order (seqs only grow): holds[hold_head .. nholds) */
+	size_t hold_head, nholds, capholds;
 	alloc_seq_fn seq_state;
 	const void *seq_ctx;
 	uint64_t capacity;
 	uint64_t used; /* reserved bytes, held ones included */
 	uint64_t held, lost;
-	uint64_t blocks;
+	uint64_t nfree, nreserved; /* blocks */
 };
 
 static void settle(struct allocator *a);
 
-#define OFF_BLOCK(n)  ((struct block *)((char *)(n)-offsetof(struct block, off_node)))
-#define SIZE_BLOCK(n) ((struct block *)((char *)(n)-offsetof(struct block, size_node)))
+#define OFF_BLOCK(n)  ((struct fblock *)((char *)(n)-offsetof(struct fblock, off_node)))
+#define SIZE_BLOCK(n) ((struct fblock *)((char *)(n)-offsetof(struct fblock, size_node)))
 
 static int cmp_offset(const struct treap_node *a, const struct treap_node *b)
 {
@@ -52,41 +71,209 @@ static int cmp_offset(const struct treap_node *a, const struct treap_node *b)
 
 static int cmp_size(const struct treap_node *a, const struct treap_node *b)
 {
-	const struct block *x = SIZE_BLOCK(a), *y = SIZE_BLOCK(b);
+	const struct fblock *x = SIZE_BLOCK(a), *y = SIZE_BLOCK(b);
 
 	if (x->size != y->size)
 		return x->size < y->size ? -1 : 1;
 	return x->offset < y->offset ? -1 : x->offset > y->offset;
 }
 
-static struct block *block_new(struct allocator *a, uint64_t offset, uint64_t size)
-{
-	struct block *b = a->spare;
+/* ---- the bitmaps ---- */
 
-	if (b)
-		a->spare = b->next;
-	else if (!(b = malloc(sizeof(*b))))
-		return NULL;
+enum bitmap { STARTS, HELD };
+
+static uint64_t *words(struct leaf *l, enum bitmap which)
+{
+	return which == STARTS ? l->starts : l->held;
+}
+
+static bool bit_get(const struct allocator *a, enum bitmap which, uint64_t g)
+{
+	struct leaf *l = a->leaves[g >> LEAF_SHIFT];
+	uint64_t i = g & (LEAF_GRANULES - 1);
+
+	return l && (words(l, which)[i / 64] >> (i % 64)) & 1;
+}
+
+/* Makes sure the leaf of granule g exists: the only step of a change that can fail, so it comes first. */
+static int leaf_need(struct allocator *a, uint64_t g)
+{
+	struct leaf **l = &a->leaves[g >> LEAF_SHIFT];
+
+	if (!*l && !(*l = calloc(1, sizeof(**l))))
+		return MMC_MALLOC_FAILED;
+	return 0;
+}
+
+/* Sets or clears a bit whose leaf exists (leaf_need). */
+static void bit_put(struct allocator *a, enum bitmap which, uint64_t g, bool on)
+{
+	struct leaf *l = a->leaves[g >> LEAF_SHIFT];
+	uint64_t i = g & (LEAF_GRANULES - 1), bit = UINT64_C(1) << (i % 64), *w = &words(l, which)[i / 64];
+
+	MMC_ASSERT(!(*w & bit) == on);
+	*w ^= bit;
+	if (which == STARTS)
+		l->nstarts += on ? 1 : (uint64_t)-1;
+}
+
+/* The first granule in [g, limit) where a reserved block starts, or limit. */
+static uint64_t next_start(const struct allocator *a, uint64_t g, uint64_t limit)
+{
+	while (g < limit) {
+		const struct leaf *l = a->leaves[g >> LEAF_SHIFT];
+		uint64_t i = g & (LEAF_GRANULES - 1), w;
+
+		if (!l || !l->nstarts) {
+			g = (g | (LEAF_GRANULES - 1)) + 1;
+			continue;
+		}
+		w = l->starts[i / 64] & (~UINT64_C(0) << (i % 64));
+		if (w) {
+			g = (g & ~(uint64_t)63) + (uint64_t)__builtin_ctzll(w);
+			return g < limit ? g : limit;
+		}
+		g = (g | 63) + 1;
+	}
+	return limit;
+}
+
+/* The last granule in [floor, g] where a reserved block starts, or UINT64_MAX. */
+static uint64_t prev_start(const struct allocator *a, uint64_t g, uint64_t floor)
+{
+	while (g >= floor && g != UINT64_MAX) {
+		const struct leaf *l = a->leaves[g >> LEAF_SHIFT];
+		uint64_t i = g & (LEAF_GRANULES - 1), w;
+
+		if (!l || !l->nstarts) {
+			g = (g & ~(LEAF_GRANULES - 1)) - 1;
+			continue;
+		}
+		w = l->starts[i / 64] & (~UINT64_C(0) >> (63 - i % 64));
+		if (w) {
+			g = (g & ~(uint64_t)63) + 63 - (uint64_t)__builtin_clzll(w);
+			return g >= floor ? g : UINT64_MAX;
+		}
+		g = (g & ~(uint64_t)63) - 1;
+	}
+	return UINT64_MAX;
+}
+
+/* ---- free blocks ---- */
+
+/* Makes sure a free-block struct is at hand, so that the change that needs one cannot fail halfway. */
+static int spare_need(struct allocator *a)
+{
+	struct fblock *b;
+
+	if (a->spare)
+		return 0;
+	if (!(b = malloc(sizeof(*b))))
+		return MMC_MALLOC_FAILED;
+	b->off_node.left = NULL;
+	a->spare = b;
+	return 0;
+}
+
+static void free_insert(struct allocator *a, uint64_t offset, uint64_t size)
+{
+	struct fblock *b = a->spare;
+
+	a->spare = (struct fblock *)b->off_node.left;
 	b->offset = offset;
 	b->size = size;
-	b->free = true;
-	b->held = false;
-	b->prev = b->next = b->hold_next = NULL;
-	a->blocks++;
-	return b;
+	treap_insert(&a->by_offset, &b->off_node);
+	treap_insert(&a->by_size, &b->size_node);
+	a->nfree++;
 }
 
-static void block_recycle(struct allocator *a, struct block *b)
+static void free_remove(struct allocator *a, struct fblock *b)
 {
-	b->next = a->spare;
+	treap_remove(&a->by_offset, &b->off_node);
+	treap_remove(&a->by_size, &b->size_node);
+	b->off_node.left = (struct treap_node *)a->spare;
 	a->spare = b;
-	a->blocks--;
+	a->nfree--;
 }
+
+/* Resizes free block b in place: its offset may move within the gap it owns, so by_offset keeps its order. */
+static void free_reshape(struct allocator *a, struct fblock *b, uint64_t offset, uint64_t size)
+{
+	treap_remove(&a->by_size, &b->size_node);
+	b->offset = offset;
+	b->size = size;
+	treap_insert(&a->by_size, &b->size_node);
+}
+
+/* The free block at offset or the last one before it, or NULL. */
+static struct fblock *free_floor(const struct allocator *a, uint64_t offset)
+{
+	struct fblock key = {.offset = offset};
+	struct treap_node *n = treap_floor(&a->by_offset, &key.off_node);
+
+	return n ? OFF_BLOCK(n) : NULL;
+}
+
+/* The first free block at or after offset, or NULL. */
+static struct fblock *free_ceil(const struct allocator *a, uint64_t offset)
+{
+	struct fblock key = {.offset = offset};
+	struct treap_node *n = treap_lower_bound(&a->by_offset, &key.off_node);
+
+	return n ? OFF_BLOCK(n) : NULL;
+}
+
+/* ---- reserved blocks ---- */
+
+/* Where the reserved block that starts at offset ends: at the next block, reserved or free. */
+static uint64_t block_end(const struct allocator *a, uint64_t offset)
+{
+	struct fblock *f = free_ceil(a, offset + ALLOC_ALIGN);
+	uint64_t limit = f ? f->offset : a->capacity;
+
+	return next_start(a, offset / ALLOC_ALIGN + 1, limit / ALLOC_ALIGN) * ALLOC_ALIGN;
+}
+
+/* True when a reserved block that is not on its way out starts at offset. */
+static bool reserved_at(const struct allocator *a, uint64_t offset)
+{
+	uint64_t g = offset / ALLOC_ALIGN;
+
+	return offset % ALLOC_ALIGN == 0 && offset < a->capacity && bit_get(a, STARTS, g) && !bit_get(a, HELD, g);
+}
+
+/* Frees the reserved block [offset, offset + size), merging it with free neighbours (spare_need first). */
+static void free_range(struct allocator *a, uint64_t offset, uint64_t size)
+{
+	struct fblock *prev = offset ? free_floor(a, offset - 1) : NULL, *next = free_ceil(a, offset + size);
+
+	MMC_ASSERT(a->used >= size && a->nreserved > 0);
+	bit_put(a, STARTS, offset / ALLOC_ALIGN, false);
+	a->used -= size;
+	a->nreserved--;
+	if (prev && prev->offset + prev->size != offset)
+		prev = NULL;
+	if (next && next->offset != offset + size)
+		next = NULL;
+	if (prev && next) {
+		uint64_t end = next->offset + next->size;
+
+		free_remove(a, next);
+		free_reshape(a, prev, prev->offset, end - prev->offset);
+	} else if (prev) {
+		free_reshape(a, prev, prev->offset, prev->size + size);
+	} else if (next) {
+		free_reshape(a, next, offset, next->size + size);
+	} else {
+		free_insert(a, offset, size);
+	}
+}
+
+/* ---- the allocator ---- */
 
 struct allocator *alloc_create(uint64_t capacity)
 {
 	struct allocator *a = calloc(1, sizeof(*a));
-	struct block *b;
 
 	if (!a)
 		return NULL;
@@ -95,78 +282,47 @@ struct allocator *alloc_create(uint64_t capacity)
 	a->capacity = capacity & ~(uint64_t)(ALLOC_ALIGN - 1);
 	if (a->capacity == 0)
 		return a;
-	b = block_new(a, 0, a->capacity);
-	if (!b) {
-		free(a);
+	a->nleaves = (a->capacity / ALLOC_ALIGN + LEAF_GRANULES - 1) >> LEAF_SHIFT;
+	if (!(a->leaves = calloc(a->nleaves, sizeof(*a->leaves))) || spare_need(a)) {
+		alloc_destroy(a);
 		return NULL;
 	}
-	treap_insert(&a->by_offset, &b->off_node);
-	treap_insert(&a->by_size, &b->size_node);
+	free_insert(a, 0, a->capacity);
 	return a;
+}
+
+static void free_tree(struct treap_node *n)
+{
+	while (n) {
+		struct treap_node *right = n->right;
+
+		free_tree(n->left);
+		free(OFF_BLOCK(n));
+		n = right;
+	}
 }
 
 void alloc_destroy(struct allocator *a)
 {
-	struct block *b, *next;
-	struct treap_node *first;
-
 	if (!a)
 		return;
-	/* walk the address list from the lowest block */
-	{
-		struct block key = {.offset = 0};
+	free_tree(a->by_offset.root);
+	while (a->spare) {
+		struct fblock *b = a->spare;
 
-		first = treap_lower_bound(&a->by_offset, &key.off_node);
-	}
-	for (b = first ? OFF_BLOCK(first) : NULL; b; b = next) {
-		next = b->next;
+		a->spare = (struct fblock *)b->off_node.left;
 		free(b);
 	}
-	for (b = a->spare; b; b = next) {
-		next = b->next;
-		free(b);
-	}
+	for (uint64_t i = 0; a->leaves && i < a->nleaves; i++)
+		free(a->leaves[i]);
+	free(a->leaves);
+	free(a->holds);
 	free(a);
-}
-
-/* Cuts size bytes off the front of free block b (already out of by_size); the rest stays free. */
-static int split_front(struct allocator *a, struct block *b, uint64_t size)
-{
-	struct block *rest;
-
-	if (b->size == size)
-		return 0;
-	rest = block_new(a, b->offset + size, b->size - size);
-	if (!rest)
-		return MMC_MALLOC_FAILED;
-	b->size = size;
-	rest->prev = b;
-	rest->next = b->next;
-	if (b->next)
-		b->next->prev = rest;
-	b->next = rest;
-	treap_insert(&a->by_offset, &rest->off_node);
-	treap_insert(&a->by_size, &rest->size_node);
-	return 0;
-}
-
-/* Takes size bytes off the front of free block b (already out of by_size) for a reservation. */
-static int take_front(struct allocator *a, struct block *b, uint64_t size)
-{
-	int rc = split_front(a, b, size);
-
-	if (rc) {
-		treap_insert(&a->by_size, &b->size_node);
-		return rc;
-	}
-	b->free = false;
-	a->used += size;
-	return 0;
 }
 
 int alloc_reserve(struct allocator *a, uint64_t size, uint64_t *offset)
 {
-	struct block key, *b;
+	struct fblock key, *b;
 	struct treap_node *n;
 	int rc;
 
@@ -176,57 +332,20 @@ int alloc_reserve(struct allocator *a, uint64_t size, uint64_t *offset)
 	size = (size + ALLOC_ALIGN - 1) & ~(uint64_t)(ALLOC_ALIGN - 1);
 	key.size = size;
 	key.offset = 0;
-	n = treap_lower_bound(&a->by_size, &key.size_node);
-	if (!n)
+	if (!(n = treap_lower_bound(&a->by_size, &key.size_node)))
 		return MMC_NOT_ENOUGH_MEMORY;
 	b = SIZE_BLOCK(n);
-	treap_remove(&a->by_size, &b->size_node);
-	if ((rc = take_front(a, b, size)))
-		return rc;
 	*offset = b->offset;
+	if ((rc = leaf_need(a, *offset / ALLOC_ALIGN)))
+		return rc;
+	bit_put(a, STARTS, *offset / ALLOC_ALIGN, true);
+	if (b->size == size)
+		free_remove(a, b);
+	else
+		free_reshape(a, b, b->offset + size, b->size - size);
+	a->used += size;
+	a->nreserved++;
 	return 0;
-}
-
-/* Merges free block b into its free predecessor p (both out of by_size); b is recycled. */
-static void merge_into(struct allocator *a, struct block *p, struct block *b)
-{
-	p->size += b->size;
-	p->next = b->next;
-	if (b->next)
-		b->next->prev = p;
-	treap_remove(&a->by_offset, &b->off_node);
-	block_recycle(a, b);
-}
-
-/* The reserved block that starts at offset and is not already on its way out, or NULL. */
-static struct block *reserved_at(struct allocator *a, uint64_t offset)
-{
-	struct block key = {.offset = offset}, *b;
-	struct treap_node *n = treap_lower_bound(&a->by_offset, &key.off_node);
-
-	if (!n)
-		return NULL;
-	b = OFF_BLOCK(n);
-	return b->offset == offset && !b->free && !b->held ? b : NULL;
-}
-
-static void free_block(struct allocator *a, struct block *b)
-{
-	MMC_ASSERT(!b->free && a->used >= b->size);
-	b->free = true;
-	a->used -= b->size;
-	if (b->next && b->next->free) {
-		treap_remove(&a->by_size, &b->next->size_node);
-		merge_into(a, b, b->next);
-	}
-	if (b->prev && b->prev->free) {
-		struct block *p = b->prev;
-
-		treap_remove(&a->by_size, &p->size_node);
-		merge_into(a, p, b);
-		b = p;
-	}
-	treap_insert(&a->by_size, &b->size_node);
 }
 
 static enum persist_seq_state batch_state(const struct allocator *a, uint64_t seq)
@@ -239,34 +358,28 @@ static enum persist_seq_state batch_state(const struct allocator *a, uint64_t se
  * (which reloads that record) can tell who owns the space. */
 static void settle(struct allocator *a)
 {
-	struct block *b;
+	while (a->hold_head < a->nholds) {
+		struct hold *h = &a->holds[a->hold_head];
+		enum persist_seq_state st = batch_state(a, h->seq);
 
-	while ((b = a->hold_head)) {
-		enum persist_seq_state st = batch_state(a, b->hold_seq);
-
-		if (st == PERSIST_SEQ_PENDING)
-			return;
-		MMC_ASSERT(b->held && a->held >= b->size); /* every hold on the list is counted in held */
-		a->hold_head = b->hold_next;
-		if (!a->hold_head)
-			a->hold_tail = NULL;
-		b->held = false;
-		b->hold_next = NULL;
-		a->held -= b->size;
+		if (st == PERSIST_SEQ_PENDING || spare_need(a))
+			return; /* out of memory: the hold waits for the next try */
+		MMC_ASSERT(bit_get(a, HELD, h->offset / ALLOC_ALIGN) && a->held >= h->size); /* counted in held */
+		a->hold_head++;
+		a->held -= h->size;
 		if (st == PERSIST_SEQ_LOST) {
-			a->lost += b->size;
-			b->held = true; /* neither free nor releasable again */
+			a->lost += h->size; /* neither free nor releasable again */
 			continue;
 		}
-		free_block(a, b);
+		bit_put(a, HELD, h->offset / ALLOC_ALIGN, false);
+		free_range(a, h->offset, h->size);
 	}
+	a->hold_head = a->nholds = 0;
 }
 
 uint64_t alloc_block_size(struct allocator *a, uint64_t offset)
 {
-	struct block *b = reserved_at(a, offset);
-
-	return b ? b->size : 0;
+	return reserved_at(a, offset) ? block_end(a, offset) - offset : 0;
 }
 
 int alloc_release(struct allocator *a, uint64_t offset)
@@ -274,73 +387,79 @@ int alloc_release(struct allocator *a, uint64_t offset)
 	return alloc_release_after(a, offset, 0);
 }
 
-int alloc_release_after(struct allocator *a, uint64_t offset, uint64_t seq)
+/* Queues [offset, offset + size) to be freed once batch seq is durable. */
+static int hold(struct allocator *a, uint64_t offset, uint64_t size, uint64_t seq)
 {
-	struct block *b = reserved_at(a, offset);
-	enum persist_seq_state st;
+	struct hold *h;
 
-	if (!b)
-		return MMC_INVALID_PARAM;
-	st = batch_state(a, seq);
-	if (st == PERSIST_SEQ_DURABLE) {
-		free_block(a, b);
-		return 0;
+	if (a->hold_head && a->hold_head >= a->nholds / 2) { /* the landed half goes */
+		memmove(a->holds, a->holds + a->hold_head, (a->nholds - a->hold_head) * sizeof(*a->holds));
+		a->nholds -= a->hold_head;
+		a->hold_head = 0;
 	}
-	b->held = true;
-	if (st == PERSIST_SEQ_LOST) {
-		a->lost += b->size;
-		return 0;
-	}
-	b->hold_seq = seq;
-	a->held += b->size;
-	if (a->hold_tail)
-		a->hold_tail->hold_next = b;
-	else
-		a->hold_head = b;
-	a->hold_tail = b;
+	if (!(h = array_grow(a->holds, &a->capholds, a->nholds + 1, sizeof(*h), 64)))
+		return MMC_MALLOC_FAILED;
+	a->holds = h;
+	a->holds[a->nholds++] = (struct hold){offset, size, seq};
+	a->held += size;
 	return 0;
 }
 
-/* Links reserved block r, which starts inside reserved block b, after b and shortens b to end where r starts. */
-static void link_after(struct allocator *a, struct block *b, struct block *r)
+int alloc_release_after(struct allocator *a, uint64_t offset, uint64_t seq)
 {
-	r->size = b->offset + b->size - r->offset;
-	r->free = false;
-	b->size = r->offset - b->offset;
-	r->prev = b;
-	r->next = b->next;
-	if (b->next)
-		b->next->prev = r;
-	b->next = r;
-	treap_insert(&a->by_offset, &r->off_node);
+	enum persist_seq_state st;
+	uint64_t size;
+	int rc;
+
+	if (!reserved_at(a, offset))
+		return MMC_INVALID_PARAM;
+	size = block_end(a, offset) - offset;
+	st = batch_state(a, seq);
+	if (st == PERSIST_SEQ_DURABLE) {
+		if ((rc = spare_need(a)))
+			return rc;
+		free_range(a, offset, size);
+		return 0;
+	}
+	if (st == PERSIST_SEQ_LOST)
+		a->lost += size;
+	else if ((rc = hold(a, offset, size, seq)))
+		return rc;
+	bit_put(a, HELD, offset / ALLOC_ALIGN, true);
+	return 0;
 }
 
 int alloc_split(struct allocator *a, uint64_t offset, uint64_t size)
 {
-	struct block key = {.offset = offset}, *b, *mid = NULL, *tail = NULL;
-	struct treap_node *n = treap_floor(&a->by_offset, &key.off_node);
-	uint64_t end;
+	struct fblock *f;
+	uint64_t end, start, block_to;
 
-	if (size == 0 || size > UINT64_MAX - ALLOC_ALIGN || offset % ALLOC_ALIGN || !n)
+	if (size == 0 || size > UINT64_MAX - ALLOC_ALIGN || offset % ALLOC_ALIGN || offset >= a->capacity)
 		return MMC_INVALID_PARAM;
 	size = (size + ALLOC_ALIGN - 1) & ~(uint64_t)(ALLOC_ALIGN - 1);
 	end = offset + size;
-	b = OFF_BLOCK(n);
-	if (b->free || b->held || end < offset || end > b->offset + b->size)
+	/* the reserved block holding offset starts at the last start bit after the free block before it */
+	f = free_floor(a, offset);
+	if (f && f->offset + f->size > offset)
+		return MMC_INVALID_PARAM; /* free space */
+	start = prev_start(a, offset / ALLOC_ALIGN, f ? (f->offset + f->size) / ALLOC_ALIGN : 0);
+	if (start == UINT64_MAX || bit_get(a, HELD, start))
 		return MMC_INVALID_PARAM;
-	/* both new blocks first, so that a failure changes nothing */
-	if ((b->offset < offset && !(mid = block_new(a, offset, 0))) ||
-	    (end < b->offset + b->size && !(tail = block_new(a, end, 0)))) {
-		if (mid)
-			block_recycle(a, mid);
+	start *= ALLOC_ALIGN;
+	block_to = block_end(a, start);
+	if (end < offset || end > block_to)
+		return MMC_INVALID_PARAM;
+	/* both leaves first, so that a failure changes nothing */
+	if (leaf_need(a, offset / ALLOC_ALIGN) || (end < block_to && leaf_need(a, end / ALLOC_ALIGN)))
 		return MMC_MALLOC_FAILED;
+	if (start < offset) {
+		bit_put(a, STARTS, offset / ALLOC_ALIGN, true);
+		a->nreserved++;
 	}
-	if (mid) {
-		link_after(a, b, mid);
-		b = mid;
+	if (end < block_to) {
+		bit_put(a, STARTS, end / ALLOC_ALIGN, true);
+		a->nreserved++;
 	}
-	if (tail)
-		link_after(a, b, tail);
 	return 0;
 }
 
@@ -352,9 +471,8 @@ void alloc_set_durability(struct allocator *a, alloc_seq_fn seq_state, const voi
 
 int alloc_mark(struct allocator *a, uint64_t offset, uint64_t size)
 {
-	struct block key = {.offset = offset}, *b;
-	struct treap_node *n;
-	uint64_t end;
+	struct fblock *f;
+	uint64_t end, head, tail;
 	int rc;
 
 	if (size == 0 || offset % ALLOC_ALIGN || offset >= a->capacity)
@@ -363,23 +481,25 @@ int alloc_mark(struct allocator *a, uint64_t offset, uint64_t size)
 	end = offset + size;
 	if (end > a->capacity || end < offset)
 		return MMC_INVALID_PARAM;
-	n = treap_floor(&a->by_offset, &key.off_node);
-	if (!n)
+	f = free_floor(a, offset);
+	if (!f || f->offset + f->size < end)
 		return MMC_INVALID_PARAM;
-	b = OFF_BLOCK(n);
-	if (!b->free || b->offset + b->size < end)
-		return MMC_INVALID_PARAM;
-	treap_remove(&a->by_size, &b->size_node);
-	if (b->offset < offset) {
-		/* keep the head free, continue with the tail */
-		rc = split_front(a, b, offset - b->offset);
-		treap_insert(&a->by_size, &b->size_node);
-		if (rc)
-			return rc;
-		b = b->next;
-		treap_remove(&a->by_size, &b->size_node);
-	}
-	return take_front(a, b, size);
+	if ((rc = leaf_need(a, offset / ALLOC_ALIGN)) || (rc = spare_need(a)))
+		return rc;
+	head = offset - f->offset;
+	tail = f->offset + f->size - end;
+	bit_put(a, STARTS, offset / ALLOC_ALIGN, true);
+	if (!head && !tail)
+		free_remove(a, f);
+	else if (!head)
+		free_reshape(a, f, end, tail);
+	else
+		free_reshape(a, f, f->offset, head);
+	if (head && tail)
+		free_insert(a, end, tail);
+	a->used += size;
+	a->nreserved++;
+	return 0;
 }
 
 uint64_t alloc_capacity(const struct allocator *a)
@@ -410,7 +530,6 @@ uint64_t alloc_largest_free(struct allocator *a)
 
 	settle(a);
 	n = a->by_size.root;
-
 	while (n && n->right)
 		n = n->right;
 	return n ? SIZE_BLOCK(n)->size : 0;
@@ -418,5 +537,5 @@ uint64_t alloc_largest_free(struct allocator *a)
 
 uint64_t alloc_block_count(const struct allocator *a)
 {
-	return a->blocks;
+	return a->nfree + a->nreserved;
 }

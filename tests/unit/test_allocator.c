@@ -236,6 +236,100 @@ Test(allocator, split_cuts_a_range_out_of_a_reservation_and_each_piece_frees_alo
 	alloc_destroy(a);
 }
 
+/* Reserved blocks are bits in sparse leaves of 128 MiB: blocks that span leaves, and leaves never touched. */
+Test(allocator, blocks_across_the_leaves_of_a_large_sparse_pool)
+{
+	const uint64_t GiB = 1ull << 30, leaf = 128ull << 20;
+	struct allocator *a = alloc_create(1024 * GiB);
+	uint64_t small, big, last, x;
+
+	cr_assert_not_null(a);
+	cr_assert_eq(alloc_reserve(a, PAGE, &small), 0);
+	cr_assert_eq(alloc_reserve(a, 300 * GiB, &big), 0);
+	cr_assert_eq(alloc_reserve(a, PAGE, &last), 0);
+	cr_assert_eq(alloc_block_size(a, small), PAGE);
+	cr_assert_eq(alloc_block_size(a, big), 300 * GiB, "ends where the next block starts, 2400 leaves on");
+	cr_assert_eq(alloc_block_size(a, last), PAGE, "ends where the free space starts");
+	cr_assert_eq(alloc_block_size(a, big + PAGE), 0, "inside a block: no block starts there");
+	cr_assert_eq(alloc_split(a, big + 3 * leaf - PAGE, 2 * PAGE), 0, "a piece across a leaf boundary");
+	cr_assert_eq(alloc_block_size(a, big), 3 * leaf - PAGE);
+	cr_assert_eq(alloc_block_size(a, big + 3 * leaf - PAGE), 2 * PAGE);
+	cr_assert_eq(alloc_block_size(a, big + 3 * leaf + PAGE), 300 * GiB - 3 * leaf - PAGE);
+	cr_assert_eq(alloc_release(a, big + 3 * leaf - PAGE), 0);
+	cr_assert_eq(alloc_release(a, big), 0);
+	cr_assert_eq(alloc_largest_free(a), 1024 * GiB - 300 * GiB - 2 * PAGE, "the free tail, not the hole");
+	cr_assert_eq(alloc_release(a, big + 3 * leaf + PAGE), 0);
+	cr_assert_eq(alloc_release(a, small), 0);
+	cr_assert_eq(alloc_block_count(a), 3, "the front coalesced into one hole up to the last block");
+	cr_assert_eq(alloc_reserve(a, last, &x), 0);
+	cr_assert_eq(x, 0, "the hole fits exactly: the best fit");
+	cr_assert_eq(alloc_release(a, x), 0);
+	cr_assert_eq(alloc_release(a, last), 0);
+	cr_assert_eq(alloc_block_count(a), 1);
+	cr_assert_eq(alloc_reserve(a, 1024 * GiB, &x), 0);
+	alloc_destroy(a);
+}
+
+/* Reserve, release now or after a batch, split, and rebuild with mark, against a model of who owns each page. */
+Test(allocator, random_with_splits_holds_and_a_rebuild_against_a_model)
+{
+	enum { PAGES = 2048, LIVE = 300 };
+	struct batches b = {0};
+	struct allocator *a = alloc_create(PAGES * PAGE), *re;
+	uint64_t start[LIVE], len[LIVE], seq = 0, held = 0;
+	int n = 0;
+
+	alloc_set_durability(a, batch_state, &b);
+	srand(7);
+	for (int step = 0; step < 30000; step++) {
+		int op = rand() % 8, i = n ? rand() % n : 0;
+		uint64_t pages = 1 + (uint64_t)(rand() % 24), o;
+
+		if (op < 3 && n < LIVE) {
+			if (alloc_reserve(a, pages * PAGE, &o) == 0) {
+				start[n] = o;
+				len[n++] = pages;
+			}
+		} else if (op == 3 && n && n < LIVE && len[i] > 1) { /* cut the front page off block i */
+			cr_assert_eq(alloc_split(a, start[i], PAGE), 0);
+			start[n] = start[i] + PAGE;
+			len[n++] = len[i] - 1;
+			len[i] = 1;
+		} else if (op == 4 && n) { /* release after a batch that lands later */
+			cr_assert_eq(alloc_release_after(a, start[i], ++seq), 0);
+			held += len[i] * PAGE;
+			start[i] = start[--n];
+			len[i] = len[n];
+		} else if (op == 5) {
+			b.durable = seq;
+			held = 0;
+		} else if (n) {
+			cr_assert_eq(alloc_release(a, start[i]), 0);
+			start[i] = start[--n];
+			len[i] = len[n];
+		}
+		if (n)
+			cr_assert_eq(alloc_block_size(a, start[i % n]), len[i % n] * PAGE);
+		cr_assert_eq(alloc_held(a), held);
+	}
+	b.durable = seq;
+	re = alloc_create(PAGES * PAGE);
+	for (int i = 0; i < n; i++)
+		cr_assert_eq(alloc_mark(re, start[i], len[i] * PAGE), 0);
+	cr_assert_eq(alloc_used(re), alloc_used(a));
+	cr_assert_eq(alloc_largest_free(re), alloc_largest_free(a));
+	cr_assert_eq(alloc_block_count(re), alloc_block_count(a), "the same blocks, free ones coalesced alike");
+	while (n) {
+		n--;
+		cr_assert_eq(alloc_release(a, start[n]), 0);
+		cr_assert_eq(alloc_release(re, start[n]), 0);
+	}
+	cr_assert_eq(alloc_used(a) + alloc_used(re), 0);
+	cr_assert_eq(alloc_block_count(a) + alloc_block_count(re), 2);
+	alloc_destroy(a);
+	alloc_destroy(re);
+}
+
 /* The allocator's invariants are MMC_ASSERTs: a debug build stops at a broken one; a release build (NDEBUG)
  * compiles them out. */
 #ifndef NDEBUG
