@@ -118,6 +118,25 @@ def check_config(argv, env, root):
     return r.returncode == 0, f'{argv}: {r.stdout} {r.stderr}'
 
 
+_PEM = {}
+
+
+def secret(path):
+    """What a secret file holds: a real certificate or key for a TLS file (--check-config loads them as the start
+    does), a token for anything else."""
+    base = os.path.basename(path)
+    if not re.search(r'\.(crt|pem|key)$', base):
+        return 'x' * 64 + '\n'
+    if not _PEM:
+        sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..', 'kvcm'))
+        import tls_certs
+        for name, p in zip(('ca', 'crt', 'key'), tls_certs.make(tempfile.mkdtemp(prefix='mmc-deploy-pem-'))):
+            _PEM[name] = open(p).read()
+    if base.endswith('.key'):
+        return _PEM['key']
+    return _PEM['ca'] if base.split('.')[0].endswith('ca') else _PEM['crt']
+
+
 def put(root, path, text, mode=0o600):
     path = docblocks.rooted(path, root)
     os.makedirs(os.path.dirname(path), exist_ok=True)
@@ -156,7 +175,7 @@ def container_checks(root):
     put(root, cmd[cmd.index('--config') + 1], docblocks.rooted(conf, root), 0o644)
     names = credential_names(conf)
     for name in names:
-        put(root, os.path.join(env['CREDENTIALS_DIRECTORY'], name), 'x' * 64 + '\n', 0o400)
+        put(root, os.path.join(env['CREDENTIALS_DIRECTORY'], name), secret(name), 0o400)
     checks.append(('deploy/container/metaserver.conf with the image\'s command line passes --check-config',
                    *check_config(entry + cmd, env, root)))
     secrets = set(re.findall(r'--secret[ =]([\w.-]+)', docblocks.section('Containers')))
@@ -195,7 +214,7 @@ def mounted_files(pod, kinds, root):
         for src in v.get('projected', {}).get('sources', []) + ([{'secret': v['secret']}] if 'secret' in v else []):
             for item in src['secret']['items']:
                 secrets.append(os.path.join(m['mountPath'], item['path']))
-                put(root, secrets[-1], 'x' * 64 + '\n', 0o400)
+                put(root, secrets[-1], secret(secrets[-1]), 0o400)
     return conf, secrets
 
 
