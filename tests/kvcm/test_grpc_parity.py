@@ -130,6 +130,152 @@ SCENARIO = [
     ("debug", "debugClock", {"freeze": True, "advance_ms": "5"}),
 ]
 
+# The hot calls (answered by typed_call.c without JSON) at 128 and 2048 keys, with their errors and edge cases, on
+# servers allowing 4096 keys a request (so that one more is "too many").
+MAX_KEYS = 4096
+K128, K2048 = list(range(1000, 1128)), list(range(5000, 7048))
+REG3 = dict(REG, instance_id="i3", location_spec_groups=[{"name": "ga", "spec_names": ["tp0"]},
+                                                          {"name": "gb", "spec_names": ["tp0", "tp1"]}])
+
+
+def adds(keys, medium="mem", host="h"):
+    return [{"event_type": "EVENT_BLOCK_ADD", "block_add": {
+        "block_key": str(k), "medium": medium, "specs": [{"name": "tp0", "uri": "v6d://%s/%s" % (host, k)},
+                                                        {"name": "tp1", "uri": "v6d://%s/%sb" % (host, k)}]}}
+            for k in keys]
+
+
+def report(events, host="10.0.0.1:80", **kw):
+    return dict({"instance_id": "i1", "host_ip_port": host, "storage_type": ER, "events": events}, **kw)
+
+
+def loc(keys, **kw):
+    return dict({"instance_id": "i1", "block_keys": keys}, **kw)
+
+
+HOT = [
+    ("meta", "registerInstance", REG),
+    ("meta", "registerInstance", REG3),
+    # startWriteCache / finishWriteCache
+    ("meta", "startWriteCache", loc(K128, write_timeout_seconds=30)),
+    ("meta", "finishWriteCache", {"instance_id": "i1", "write_session_id": "$WSID", "success_blocks": {"offset": 128}}),
+    ("meta", "startWriteCache", loc(K2048, write_timeout_seconds=30)),
+    ("meta", "finishWriteCache", {"instance_id": "i1", "write_session_id": "$WSID",
+                                  "success_blocks": {"bool_masks": {"values": [i % 3 != 0 for i in range(2048)]}}}),
+    ("meta", "startWriteCache", loc(K128 + [7, 7, 8], write_timeout_seconds=30)),  # offset mask, a repeated key
+    ("meta", "startWriteCache", loc([9] + K128[:3] + [10] + K2048[:2])),  # bool mask
+    ("meta", "finishWriteCache", {"instance_id": "i1", "write_session_id": "$WSID", "success_blocks": {}}),
+    ("meta", "finishWriteCache", {"instance_id": "i1", "write_session_id": "$WSID", "success_blocks": {"offset": -1}}),
+    ("meta", "finishWriteCache", {"instance_id": "i1", "write_session_id": "$WSID", "success_blocks": {"offset": 4}}),
+    ("meta", "finishWriteCache", {"instance_id": "i1", "write_session_id": "$WSID",
+                                  "success_blocks": {"bool_masks": {"values": [True] * 4}}}),
+    ("meta", "finishWriteCache", {"instance_id": "i1", "write_session_id": "$WSID",
+                                  "success_blocks": {"bool_masks": {"values": [True] * (MAX_KEYS + 1)}}}),
+    ("meta", "finishWriteCache", {"instance_id": "i1", "write_session_id": "$WSID"}),
+    ("meta", "finishWriteCache", {"instance_id": "i1", "success_blocks": {"offset": 1}}),
+    ("meta", "finishWriteCache", {"instance_id": "i3", "write_session_id": "$WSID", "success_blocks": {"offset": 1}}),
+    ("meta", "finishWriteCache", {"instance_id": "i1", "write_session_id": "$WSID",
+                                  "success_blocks": {"bool_masks": {}}}),
+    ("meta", "finishWriteCache", {"instance_id": "i1", "write_session_id": "$WSID", "success_blocks": {"offset": 1}}),
+    ("meta", "startWriteCache", {"instance_id": "i1"}),
+    ("meta", "startWriteCache", loc([])),
+    ("meta", "startWriteCache", loc(list(range(20000, 20001 + MAX_KEYS)))),
+    ("meta", "startWriteCache", {"instance_id": "i1", "token_ids": list(range(40000, 40000 + 4 * 2048 + 3))}),
+    ("meta", "startWriteCache", {"instance_id": "i1", "token_ids": [1, 2, 3]}),
+    ("meta", "startWriteCache", {"instance_id": "i1", "token_ids": list(range(4 * MAX_KEYS + 4))}),
+    ("meta", "startWriteCache", loc([1], is_replication=True)),
+    ("meta", "startWriteCache", loc([1], is_replication=True, replication_target_node_id="n1")),
+    ("meta", "startWriteCache", loc(K128, min_replica_count=2, write_timeout_seconds=-5)),
+    ("meta", "startWriteCache", loc([30, 31], instance_id="i3", location_spec_group_names=["ga", "gb"])),
+    ("meta", "startWriteCache", loc([32, 33], instance_id="i3", location_spec_group_names=["ga"])),
+    ("meta", "startWriteCache", loc([34], instance_id="i3", location_spec_group_names=["nope"])),
+    ("meta", "startWriteCache", loc([35], instance_id="i3", location_spec_group_names=["ga"] * (MAX_KEYS + 1))),
+    ("meta", "startWriteCache", loc([1], instance_id="nope")),
+    ("meta", "startWriteCache", loc([1], instance_id="")),
+    # getCacheLocation
+    ("meta", "getCacheLocation", loc(K128, query_type="QT_PREFIX_MATCH")),
+    ("meta", "getCacheLocation", loc(K2048, query_type="QT_PREFIX_MATCH")),
+    ("meta", "getCacheLocation", loc(K2048, query_type="QT_BATCH_GET")),
+    ("meta", "getCacheLocation", loc(K2048, query_type="QT_BATCH_GET", location_spec_names=["tp1", "nope"])),
+    ("meta", "getCacheLocation", loc(K2048, query_type="QT_REVERSE_ROLL_SW_MATCH", sw_size=2)),
+    ("meta", "getCacheLocation", loc(K128, query_type="QT_REVERSE_ROLL_SW_MATCH", sw_size=0)),
+    ("meta", "getCacheLocation", loc(K128, query_type="QT_REVERSE_ROLL_SW_MATCH", sw_size=129)),
+    ("meta", "getCacheLocation", loc(K2048, block_mask={"bool_masks": {"values": [i % 2 == 0 for i in range(2048)]}})),
+    ("meta", "getCacheLocation", loc(K128, block_mask={"offset": 0})),
+    ("meta", "getCacheLocation", loc(K128, block_mask={"offset": 64})),
+    ("meta", "getCacheLocation", loc(K128, block_mask={})),
+    ("meta", "getCacheLocation", loc(K128, block_mask={"bool_masks": {}})),
+    ("meta", "getCacheLocation", loc(K128, block_mask={"bool_masks": {"values": [True] * (MAX_KEYS + 1)}})),
+    ("meta", "getCacheLocation", {"instance_id": "i1"}),
+    ("meta", "getCacheLocation", {"instance_id": "i1", "token_ids": list(range(4 * 128))}),
+    ("meta", "getCacheLocation", loc(list(range(MAX_KEYS + 1)))),
+    ("meta", "getCacheLocation", loc([1], location_spec_names=["x"] * 4097)),
+    ("meta", "getCacheLocation", loc([1], query_type=7)),
+    ("meta", "getCacheLocation", loc([-1, 2 ** 63 - 1, -2 ** 63], query_type="QT_BATCH_GET")),
+    ("meta", "getCacheLocation", loc([1], trace_id="t\u00e9\u4e2d\"\\\n")),
+    ("meta", "getCacheLocation", loc([1], instance_id="i\u00e9")),
+    # reportEvent: the event-report locations join the data-storage ones in getCacheLocation
+    ("meta", "reportEvent", report([{"event_type": "EVENT_NODE_REGISTER", "node_register": {"mediums": ["mem"]}}]
+                                   + adds(K2048))),
+    ("meta", "reportEvent", report([{"event_type": "EVENT_BLOCK_DELETE", "block_delete": {
+        "block_key": str(k), "medium": "mem", "spec_names": ["tp1"]}} for k in K128])),
+    ("meta", "reportEvent", report([{"event_type": "EVENT_BLOCK_SNAPSHOT", "block_snapshot": {"blocks": [
+        {"block_key": str(k), "medium": "disk", "specs": [{"name": "tp0", "uri": "v6d://g/%d" % k}]}
+        for k in [3] + K2048]}}], host="10.0.0.2:80")),
+    ("meta", "getCacheLocation", loc([3] + K2048[:200], query_type="QT_BATCH_GET")),
+    ("meta", "getCacheLocation", loc([3] + K2048[:200], query_type="QT_BATCH_GET", location_spec_names=["tp1"])),
+    ("meta", "reportEvent", report(adds([1, 2], medium="m#1") + adds(["x", "", "99999999999999999999"]) + [
+        {"event_type": "EVENT_BLOCK_ADD", "block_add": {"block_key": "4", "medium": "mem"}},
+        {"event_type": "EVENT_BLOCK_ADD", "block_add": {"block_key": "4", "medium": "mem", "specs": [
+            {"name": "tp0", "uri": "v6d://h/4"}, {"name": "tp0", "uri": "v6d://h/4c"}]}},
+        {"event_type": "EVENT_BLOCK_ADD", "block_add": {"block_key": "5", "medium": "mem", "specs": [
+            {"name": "tp0", "uri": "v6d://h/5?s_version=1"}]}},
+        {"event_type": "EVENT_BLOCK_ADD", "block_add": {"block_key": "6", "medium": "mem", "specs": [
+            {"name": "", "uri": "v6d://h/6"}, {"uri": "v6d://h/6b", "name": "tp1"}]}},
+        {"event_type": "EVENT_BLOCK_ADD", "block_delete": {"block_key": "7", "medium": "mem", "spec_names": ["tp0"]}},
+        {"event_type": "EVENT_BLOCK_DELETE", "block_delete": {"block_key": "8", "medium": "mem"}},
+        {"event_type": "EVENT_BLOCK_DELETE", "block_delete": {"block_key": "8", "medium": "mem", "spec_names": [""]}},
+        {"event_type": "EVENT_BLOCK_ADD"},
+        {"event_type": 9, "block_add": {"block_key": "9"}},
+        {"block_add": {"block_key": "10", "medium": "mem", "specs": [{"name": "tp0", "uri": "v6d://h/10"}]}},
+        {"event_type": "EVENT_HEARTBEAT", "heartbeat": {"system_status": {"a": "1", "b": "", "": "x"}}},
+        {"event_type": "EVENT_NODE_REGISTER", "node_register": {"mediums": ["mem", "mem"]}},
+        {"event_type": "EVENT_NODE_REGISTER", "node_register": {"mediums": [""]}},
+        {"event_type": "EVENT_NODE_REGISTER", "node_register": {}},
+    ])),
+    ("meta", "reportEvent", report([{"event_type": "EVENT_BLOCK_SNAPSHOT", "block_snapshot": {"blocks": [
+        {"block_key": "1", "medium": "disk", "specs": [{"name": "tp0", "uri": "v6d://g/1"}]},
+        {"block_key": "1", "medium": "disk", "specs": [{"name": "tp0", "uri": "v6d://g/1"}]}]}}], host="10.0.0.3:80")),
+    ("meta", "reportEvent", report([{"event_type": "EVENT_BLOCK_SNAPSHOT", "block_snapshot": {}}], host="10.0.0.3:80")),
+    ("meta", "reportEvent", report([{"event_type": "EVENT_BLOCK_SNAPSHOT", "block_snapshot": {"blocks": []}},
+                                    {"event_type": "EVENT_BLOCK_SNAPSHOT", "block_snapshot": {}}])),
+    ("meta", "reportEvent", report([{"event_type": "EVENT_BLOCK_SNAPSHOT", "block_snapshot": {"blocks": []}}]
+                                   + adds([1]))),
+    ("meta", "reportEvent", report([{"event_type": "EVENT_HOST_DOWN", "host_down": {}}] + adds([1]))),
+    ("meta", "reportEvent", report([{"event_type": "EVENT_HOST_DOWN", "host_down": {}}], host="10.0.0.2:80")),
+    ("meta", "reportEvent", report(adds([1]), host="10.0.0.2:80")),
+    ("meta", "reportEvent", report(adds(K128), host="a#b")),
+    ("meta", "reportEvent", report(adds(K128), host="")),
+    ("meta", "reportEvent", report(adds([1]), storage_type="ST_NFS")),
+    ("meta", "reportEvent", report(adds([1]), storage_type="ST_EVENT_REPORT_L1P5")),
+    ("meta", "reportEvent", report(adds(range(MAX_KEYS + 1)))),
+    ("meta", "reportEvent", report([])),
+    ("meta", "reportEvent", report([], host="")),
+    ("meta", "reportEvent", report(adds([1]), instance_id="nope")),
+    ("meta", "getCacheLocation", loc([1, 2, 3, 4, 5, 6, 7, 8] + K128, query_type="QT_BATCH_GET")),
+    # fault injection reaches the typed calls as it reaches the others
+    ("debug", "injectFault", {"api_name": "GetCacheLocation", "fault_type": "FT_INTERNAL_ERROR",
+                              "fault_trigger_strategy": "ALWAYS"}),
+    ("meta", "getCacheLocation", loc(K128)),
+    ("debug", "injectFault", {"api_name": "ReportEventMetaWrite", "fault_trigger_strategy": "ALWAYS",
+                              "trigger_at_write": 2}),
+    ("meta", "reportEvent", report(adds([11, 12, 13]))),
+    ("debug", "injectFault", {"api_name": "FinishWriteCache", "fault_trigger_strategy": "ONCE", "trigger_at_call": 3}),
+    ("meta", "finishWriteCache", {"trace_id": "f_3", "instance_id": "i1", "write_session_id": "x",
+                                  "success_blocks": {"offset": 1}}),
+    ("debug", "clearFaults", {}),
+]
+
 MASKED = {"write_session_id", "self_node_id", "leader_node_id", "node_id", "location_id", "create_time", "id",
           "elector_last_loop_time_ms", "now_ms", "committed_snapshot_version", "meta_rpc_port", "meta_http_port",
           "admin_rpc_port", "admin_http_port", "timestamp", "host", "metric_value"}
@@ -143,6 +289,7 @@ def mask(v, root):
     if isinstance(v, str):
         v = v.replace(root, "$ROOT/")
         v = re.sub(r"[0-9a-f]{32}", "<hex32>", v)
+        v = re.sub(r"write session [0-9a-z]{32} ", "write session <id> ", v)
         if v.startswith("{") or v.startswith("["):
             try:
                 return json.dumps(mask(json.loads(v), root), sort_keys=True)
@@ -177,6 +324,29 @@ def run(srv, transport, steps):
     return out
 
 
+def raw_call(srv, route, data):
+    """route called with the request bytes as they are: (status code name, details)."""
+    resp_cls = fx.message_classes("meta", route)[1]
+    fn = srv.channel(srv.rpc_port).unary_unary("/%s/%s" % (fx.SERVICES["meta"][1], fx.method_of(route)),
+                                               request_serializer=lambda b: b,
+                                               response_deserializer=resp_cls.FromString)
+    try:
+        return fn(data, timeout=30).header.status.code, ""
+    except fx.grpc.RpcError as e:
+        return e.code().name, e.details()
+
+
+def encoded(route, body, patch=b"", to=b""):
+    """The request message of body serialized, patch replaced by to in its bytes."""
+    data = fx.json_format.ParseDict(body, fx.message_classes("meta", route)[0]()).SerializeToString()
+    return data.replace(patch, to)
+
+
+def field(number, payload):
+    """A length-delimited field (payload < 128 bytes)."""
+    return bytes([number << 3 | 2, len(payload)]) + payload
+
+
 class Parity(unittest.TestCase):
     def test_same_replies_over_http_and_grpc(self):
         a, b = fx.Server(), fx.Server()
@@ -188,6 +358,73 @@ class Parity(unittest.TestCase):
         for i, (h, g) in enumerate(zip(http, rpc)):
             self.assertEqual(h, g, "step %d %s" % (i, h[0]))
         self.assertEqual(len(http), len(SCENARIO))
+
+    def test_hot_calls_large_and_malformed(self):
+        limit = "kvcm.service.max_keys_per_request=%d" % MAX_KEYS
+        a, b = fx.Server(limit), fx.Server(limit)
+        try:
+            http, rpc = run(a, "http", HOT), run(b, "grpc", HOT)
+        finally:
+            bad = a.stop() + b.stop()
+        self.assertEqual(bad, [])
+        for i, (h, g) in enumerate(zip(http, rpc)):
+            self.assertEqual(h, g, "step %d %s %s" % (i, h[0], json.dumps(HOT[i][2])[:200]))
+        self.assertEqual(len(http), len(HOT))
+
+
+class NoJsonForm(unittest.TestCase):
+    """Requests whose JSON form HTTP would refuse (a string not UTF-8, a map repeating a key) or that have none (a
+    NaN), and a reply that has none: the hot calls answer them as the JSON way always did."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.srv = fx.Server()
+        fx.grpc_call(cls.srv, "meta", "registerInstance", REG)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.bad = cls.srv.stop()
+        assert cls.bad == [], cls.bad
+
+    def test_strings_not_utf8(self):
+        malformed = ("INVALID_ARGUMENT", "malformed request (HTTP would answer 400)")
+        for route, body in (("getCacheLocation", loc([1])), ("startWriteCache", loc([1])),
+                            ("finishWriteCache", {"instance_id": "i1", "write_session_id": "ws_PATCH",
+                                                  "success_blocks": {"offset": 0}}),
+                            ("reportEvent", report(adds([1], medium="PATCH")))):
+            body = dict(body, trace_id="PATCH")
+            for bad in (b"\xff", b"\xc3", b"\xed\xa0\x80", b"\xc0\xaf"):  # stray, cut, surrogate, overlong
+                self.assertEqual(raw_call(self.srv, route, encoded(route, body, b"PATCH", bad + b"PATCH"[len(bad):])),
+                                 malformed, (route, bad))
+            self.assertNotEqual(raw_call(self.srv, route, encoded(route, body, b"PATCH", "\u00e9TCH".encode())),
+                                malformed, route)
+
+    def test_map_repeating_a_key(self):
+        entry = field(1, field(1, b"load") + field(2, b"1"))  # system_status {"load": "1"}
+        item = bytes([0x08, 5]) + field(6, entry + entry)  # EVENT_HEARTBEAT with it twice
+        body = encoded("reportEvent", report([])) + field(4, item)
+        self.assertEqual(raw_call(self.srv, "reportEvent", body),
+                         ("INVALID_ARGUMENT", "malformed request (HTTP would answer 400)"))
+        item = bytes([0x08, 5]) + field(6, entry + field(1, field(1, b"gpu") + field(2, b"ok")))
+        self.assertEqual(raw_call(self.srv, "reportEvent", encoded("reportEvent", report([])) + field(4, item)),
+                         (1, ""), "distinct keys are served")
+
+    def test_nan_refused_naming_the_field(self):
+        grp = {"name": "g_nan", "cache_config": {"reclaim_strategy": {"trigger_strategy": {"used_percentage": "NaN"}}}}
+        with self.assertRaises(fx.grpc.RpcError) as e:
+            fx.grpc_call(self.srv, "admin", "createInstanceGroup", {"instance_group": grp})
+        self.assertEqual(e.exception.code(), fx.grpc.StatusCode.INVALID_ARGUMENT)
+        self.assertIn("instance_group.cache_config.reclaim_strategy.trigger_strategy.used_percentage",
+                      e.exception.details())
+
+    def test_reply_cut_inside_a_character(self):
+        """request_id keeps 256 bytes of trace_id: a cut inside a character has no protobuf (UTF-8) form."""
+        for route, body in (("getCacheLocation", loc([1])), ("reportEvent", report([]))):
+            body = dict(body, trace_id="a" * 255 + "\u00e9")
+            self.assertEqual(raw_call(self.srv, route, encoded(route, body)),
+                             ("INTERNAL", "the reply does not map to the response message"), route)
+            body["trace_id"] = "a" * 254 + "\u00e9"
+            self.assertEqual(raw_call(self.srv, route, encoded(route, body))[0], 1, route)
 
 
 if __name__ == "__main__":

@@ -11,33 +11,11 @@
 
 #include "api.h"
 #include "block_index.h"
-#include "block_prune.h"
+#include "cache_location.h"
 #include "fault_injection.h"
 #include "kvcm_state.h"
-#include "location_json.h"
 #include "metrics.h"
 #include "reporter.h"
-#include "request_keys.h"
-
-/* A hit is a data storage's location (with its block's others there), else the block's event-report ones. */
-struct row {
-	struct location *loc;
-	struct block *b; /* loc's block */
-	struct block *er;
-};
-
-struct query {
-	int type;
-	const int64_t *keys;
-	size_t n;
-	struct mask mask;
-	int32_t sw_size;
-	struct spec_filter filter;
-	/* result: one entry per output row; an empty row is a placeholder (BATCH_GET, REVERSE_ROLL) */
-	struct row *rows;
-	size_t nrows, hits;
-	struct prune_set prune; /* met during the query, dropped after the reply */
-};
 
 static bool er_hit(struct call *c, struct block *b, const struct spec_filter *f)
 {
@@ -62,7 +40,7 @@ static bool merged_kept(struct call *c, struct block *b, struct location *l, con
 	return false;
 }
 
-static bool hit(struct call *c, struct query *q, int64_t key, struct row *row)
+static bool hit(struct call *c, struct location_query *q, int64_t key, struct row *row)
 {
 	const struct spec_filter *f = &q->filter;
 	struct block *b = block_find(c->inst, key);
@@ -80,19 +58,20 @@ static bool hit(struct call *c, struct query *q, int64_t key, struct row *row)
 }
 
 /* A data-storage hit: its location, or its block's locations on that storage merged. */
-static void jw_hit(struct jw *w, struct call *c, const struct row *row, const struct spec_filter *f)
+static void put_hit(struct call *c, const struct row *row, const struct spec_filter *f, const struct loc_enc *e,
+                    void *out)
 {
 	struct location *set[LOCATION_MERGE_MAX];
 	size_t n = location_merge_set(c->k, row->b, row->loc, set, LOCATION_MERGE_MAX);
 
 	if (n == 1)
-		jw_location(w, row->loc, f);
+		loc_put(e, out, row->loc, f);
 	else
-		jw_merged_location(w, set, n, f);
+		loc_put_merged(e, out, set, n, f);
 }
 
 /* One row for a key reported on several mediums or hosts: their visible specs together. */
-static void jw_er_row(struct jw *w, struct call *c, struct block *b, const struct spec_filter *f)
+static void put_er_row(struct call *c, struct block *b, const struct spec_filter *f, const struct loc_enc *e, void *out)
 {
 	struct location *first = NULL;
 	uint16_t n = 0;
@@ -103,22 +82,27 @@ static void jw_er_row(struct jw *w, struct call *c, struct block *b, const struc
 			n += filter_count(l, f);
 		}
 	}
-	jw_obj(w);
-	jw_kstr(w, "type", enum_name(&enum_storage_type, first->type));
-	jw_kint(w, "spec_size", n);
-	jw_key(w, "location_specs");
-	jw_arr(w);
-	for (struct location *l = b->locs; l; l = l->next) {
-		if (!l->er_key || !er_location_visible(c->k, c->inst, l))
-			continue;
-		jw_spec_items(w, l, f);
-	}
-	jw_arr_end(w);
+	e->begin(out, first->type, n);
+	for (struct location *l = b->locs; l; l = l->next)
+		if (l->er_key && er_location_visible(c->k, c->inst, l))
+			loc_put_specs(e, out, l, f);
 	/* the first of the merged locations */
-	jw_location_end(w, location_name(first), CLS_SERVING, first->create_time_us);
+	e->end(out, location_name(first), CLS_SERVING, first->create_time_us);
 }
 
-static void prefix(struct call *c, struct query *q)
+void cache_location_rows(struct call *c, const struct location_query *q, const struct loc_enc *e, void *out)
+{
+	for (size_t i = 0; i < q->nrows; i++) {
+		if (q->rows[i].loc)
+			put_hit(c, &q->rows[i], &q->filter, e, out);
+		else if (q->rows[i].er)
+			put_er_row(c, q->rows[i].er, &q->filter, e, out);
+		else
+			loc_put_placeholder(e, out, c->inst, &q->filter);
+	}
+}
+
+static void prefix(struct call *c, struct location_query *q)
 {
 	size_t i;
 
@@ -138,7 +122,7 @@ static void prefix(struct call *c, struct query *q)
 	}
 }
 
-static void batch(struct call *c, struct query *q)
+static void batch(struct call *c, struct location_query *q)
 {
 	for (size_t i = 0; i < q->n; i++)
 		q->hits += hit(c, q, q->keys[i], &q->rows[i]);
@@ -146,7 +130,7 @@ static void batch(struct call *c, struct query *q)
 }
 
 /* The right-most window of sw_size consecutive hits; every other row is a placeholder. */
-static void reverse_roll(struct call *c, struct query *q)
+static void reverse_roll(struct call *c, struct location_query *q)
 {
 	size_t sw = (size_t)q->sw_size;
 	ptrdiff_t base = (ptrdiff_t)(q->n - sw);
@@ -177,20 +161,36 @@ static int effective_type(const struct call *c, int requested)
 	return d == QT_BATCH_GET || d == QT_PREFIX_MATCH || d == QT_REVERSE_ROLL_SW_MATCH ? d : QT_PREFIX_MATCH;
 }
 
-/* Decodes and runs the query; false when the call has been answered (an error). */
-static bool run(struct call *c, struct query *q, const char *api, bool with_mask)
+void location_query_json(struct call *c, struct location_query *q, bool with_mask)
 {
-	int64_t *keys = NULL;
+	q->query_type = jd_enum(&q->head, c->body, "query_type", &enum_query_type);
+	q->sw_size = jd_i32(&q->head, c->body, "sw_size");
+	q->filter.n = jd_strs(&q->head, c->body, "location_spec_names", &q->filter_mem, LOCATION_SPEC_NAMES_MAX);
+	q->filter.names = q->filter_mem;
+	if (with_mask)
+		mask_read(&q->in_mask, c->body, "block_mask", c->k->conf.max_keys, &q->mask);
+	key_input_json(c, &q->in_keys);
+}
 
+static void query(struct call *c, struct location_query *q)
+{
+	if (q->type == QT_PREFIX_MATCH)
+		prefix(c, q);
+	else if (q->type == QT_BATCH_GET)
+		batch(c, q);
+	else
+		reverse_roll(c, q);
+	metrics_queried(c->k->metrics, q->n, q->hits);
+}
+
+bool location_query_run(struct call *c, struct location_query *q, const char *api)
+{
 	if (fault_check(c, api))
 		return false;
-	q->type = effective_type(c, jd_enum(&c->d, c->body, "query_type", &enum_query_type));
-	q->sw_size = jd_i32(&c->d, c->body, "sw_size");
-	q->filter.n = jd_strs(&c->d, c->body, "location_spec_names", &q->filter.names, 4096);
-	if (call_decode_failed(c) || (with_mask && !call_mask(c, c->body, "block_mask", &q->mask)) ||
-	    !call_keys(c, api, &keys, &q->n))
+	q->type = effective_type(c, q->query_type);
+	if (call_input_failed(c, &q->head) || call_input_failed(c, &q->in_mask) ||
+	    !keys_resolve(c, api, &q->in_keys, &q->keys, &q->n))
 		return false;
-	q->keys = keys;
 	if (q->type == QT_REVERSE_ROLL_SW_MATCH && (q->sw_size <= 0 || (size_t)q->sw_size > q->n)) {
 		call_fail(c, KC_INVALID_ARGUMENT, "missing or invalid fields: {%s: {sw_size (must be in 1..%zu)}}", api,
 		          q->n);
@@ -205,24 +205,25 @@ static bool run(struct call *c, struct query *q, const char *api, bool with_mask
 		call_fail(c, KC_INTERNAL_ERROR, "out of memory");
 		return false;
 	}
-	if (q->type == QT_PREFIX_MATCH)
-		prefix(c, q);
-	else if (q->type == QT_BATCH_GET)
-		batch(c, q);
-	else
-		reverse_roll(c, q);
-	metrics_queried(c->k->metrics, q->n, q->hits);
+	query(c, q);
 	return true;
 }
 
-/* Drops what the query found lost (after the reply: its rows point into the blocks), then frees it. */
-static void query_free(struct call *c, struct query *q)
+bool cache_location_answer(struct call *c, struct location_query *q)
+{
+	if (!location_query_run(c, q, "GetCacheLocation"))
+		return false;
+	call_ok(c, "Cache locations retrieved successfully");
+	return true;
+}
+
+void location_query_free(struct call *c, struct location_query *q)
 {
 	if (c->inst)
 		prune_apply(c->k, c->inst, &q->prune);
 	free(q->prune.v);
-	free((void *)q->keys);
-	free(q->filter.names);
+	key_input_free(&q->in_keys);
+	free(q->filter_mem);
 	free(q->rows);
 	mask_free(&q->mask);
 }
@@ -238,25 +239,18 @@ static void no_replication(struct jw *w)
 
 void api_get_cache_location(struct call *c)
 {
-	struct query q = {0};
+	struct location_query q = {0};
 	struct jw *o = &c->out;
 
-	if (run(c, &q, "GetCacheLocation", true)) {
-		call_ok(c, "Cache locations retrieved successfully");
+	location_query_json(c, &q, true);
+	if (cache_location_answer(c, &q)) {
 		jw_key(o, "locations");
 		jw_arr(o);
-		for (size_t i = 0; i < q.nrows; i++) {
-			if (q.rows[i].loc)
-				jw_hit(o, c, &q.rows[i], &q.filter);
-			else if (q.rows[i].er)
-				jw_er_row(o, c, q.rows[i].er, &q.filter);
-			else
-				jw_placeholder(o, c->inst, &q.filter);
-		}
+		cache_location_rows(c, &q, &loc_json, o);
 		jw_arr_end(o);
 		no_replication(o);
 	}
-	query_free(c, &q);
+	location_query_free(c, &q);
 }
 
 void api_get_cache_location_empty(struct jw *w)
@@ -269,13 +263,14 @@ void api_get_cache_location_empty(struct jw *w)
 
 void api_get_cache_location_len(struct call *c)
 {
-	struct query q = {0};
+	struct location_query q = {0};
 
-	if (run(c, &q, "GetCacheLocationLen", false)) {
+	location_query_json(c, &q, false);
+	if (location_query_run(c, &q, "GetCacheLocationLen")) {
 		call_ok(c, "Cache location length retrieved successfully");
 		jw_ki64s(&c->out, "cache_location_len", (int64_t)q.hits);
 	}
-	query_free(c, &q);
+	location_query_free(c, &q);
 }
 
 void api_get_cache_location_len_empty(struct jw *w)

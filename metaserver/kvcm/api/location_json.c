@@ -25,86 +25,22 @@ uint16_t filter_count(const struct location *l, const struct spec_filter *f)
 	return n;
 }
 
-void jw_spec_items(struct jw *w, const struct location *l, const struct spec_filter *f)
+void loc_put_specs(const struct loc_enc *e, void *out, const struct location *l, const struct spec_filter *f)
 {
-	for (uint16_t j = 0; j < l->nspecs; j++) {
-		if (!spec_kept(f, l->specs[j].name))
-			continue;
-		jw_obj(w);
-		jw_kstr(w, "name", l->specs[j].name);
-		jw_kstr(w, "uri", l->specs[j].uri);
-		jw_kstr(w, "node_id", ""); /* no storage here reports a node */
-		jw_obj_end(w);
-	}
+	for (uint16_t j = 0; j < l->nspecs; j++)
+		if (spec_kept(f, l->specs[j].name))
+			e->spec(out, l->specs[j].name, l->specs[j].uri);
 }
 
-static void specs(struct jw *w, const struct location *l, const struct spec_filter *f)
+void loc_put(const struct loc_enc *e, void *out, struct location *l, const struct spec_filter *f)
 {
-	jw_key(w, "location_specs");
-	jw_arr(w);
-	jw_spec_items(w, l, f);
-	jw_arr_end(w);
-}
-
-static void render(struct jw *w, const struct location *l, const struct spec_filter *f)
-{
-	jw_obj(w);
-	jw_kstr(w, "type", enum_name(&enum_storage_type, l->type));
-	jw_kint(w, "spec_size", filter_count(l, f));
-	specs(w, l, f);
-	jw_obj_end(w);
-}
-
-void jw_location_end(struct jw *w, const char *id, int status, uint64_t create_time_us)
-{
-	jw_kstr(w, "id", id);
-	jw_kstr(w, "status", enum_name(&enum_cls, status));
-	jw_ki64s(w, "create_time", (int64_t)create_time_us);
-	jw_obj_end(w);
-}
-
-/* Takes back the '}' just written, to add members after the last one. */
-static void reopen(struct jw *w)
-{
-	if (!w->oom && w->len && w->buf[w->len - 1] == '}') {
-		w->len--;
-		w->comma = true;
-	}
-}
-
-/* id, status and create_time follow the rendered (or cached) members: the status changes (WRITING -> SERVING)
- * after caching. */
-static void with_state(struct jw *w, const struct location *l)
-{
-	reopen(w);
-	jw_location_end(w, location_name(l), l->status, l->create_time_us);
-}
-
-void jw_location(struct jw *w, struct location *l, const struct spec_filter *f)
-{
-	struct jw one;
-	size_t len;
-
-	if (f && f->n) {
-		render(w, l, f);
-		with_state(w, l);
+	if ((!f || !f->n) && e->whole) {
+		e->whole(out, l);
 		return;
 	}
-	/* hot path: large prefix matches are mostly copies of these */
-	if (!l->json) {
-		jw_init(&one);
-		render(&one, l, NULL);
-		if (one.oom) {
-			jw_free(&one);
-			render(w, l, NULL);
-			with_state(w, l);
-			return;
-		}
-		l->json = jw_take(&one, &len);
-		l->json_len = (uint32_t)len;
-	}
-	jw_raw(w, l->json, l->json_len);
-	with_state(w, l);
+	e->begin(out, l->type, filter_count(l, f));
+	loc_put_specs(e, out, l, f);
+	e->end(out, location_name(l), l->status, l->create_time_us);
 }
 
 struct named_spec {
@@ -146,56 +82,127 @@ static struct named_spec *merged_specs(struct location *const *locs, size_t n, c
 	return v;
 }
 
-void jw_merged_location(struct jw *w, struct location *const *locs, size_t n, const struct spec_filter *f)
+void loc_put_merged(const struct loc_enc *e, void *out, struct location *const *locs, size_t n,
+                    const struct spec_filter *f)
 {
 	char id[KVCM_NAME_MAX + 16];
 	size_t count = 0;
 	struct named_spec *v = merged_specs(locs, n, f, &count);
 
 	if (!v) {
-		w->oom = true;
+		e->oom(out);
 		return;
 	}
-	jw_obj(w);
-	jw_kstr(w, "type", enum_name(&enum_storage_type, locs[0]->type));
-	jw_kint(w, "spec_size", (long long)count);
-	jw_key(w, "location_specs");
-	jw_arr(w);
-	for (size_t i = 0; i < count; i++) {
-		jw_obj(w);
-		jw_kstr(w, "name", v[i].spec->name);
-		jw_kstr(w, "uri", v[i].spec->uri);
-		jw_kstr(w, "node_id", "");
-		jw_obj_end(w);
-	}
-	jw_arr_end(w);
+	e->begin(out, locs[0]->type, (unsigned)count);
+	for (size_t i = 0; i < count; i++)
+		e->spec(out, v[i].spec->name, v[i].spec->uri);
 	snprintf(id, sizeof(id), "%s_merged", location_name(locs[0]));
-	jw_location_end(w, id, CLS_SERVING, locs[0]->create_time_us);
+	e->end(out, id, CLS_SERVING, locs[0]->create_time_us);
 	free(v);
 }
 
-void jw_placeholder(struct jw *w, const struct instance *inst, const struct spec_filter *f)
+void loc_put_placeholder(const struct loc_enc *e, void *out, const struct instance *inst, const struct spec_filter *f)
 {
-	int n = 0;
+	unsigned n = 0;
 
 	for (uint32_t j = 0; j < inst->nspecs; j++)
 		n += spec_kept(f, inst->specs[j].name);
+	e->begin(out, ST_UNSPECIFIED, n);
+	for (uint32_t j = 0; j < inst->nspecs; j++)
+		if (spec_kept(f, inst->specs[j].name))
+			e->spec(out, inst->specs[j].name, "");
+	e->end(out, "", CLS_NOT_FOUND, 0);
+}
+
+static void json_begin(void *out, int type, unsigned spec_size)
+{
+	struct jw *w = out;
+
 	jw_obj(w);
-	jw_kstr(w, "type", "ST_UNSPECIFIED");
-	jw_kint(w, "spec_size", n);
+	jw_kstr(w, "type", enum_name(&enum_storage_type, type));
+	jw_kint(w, "spec_size", spec_size);
 	jw_key(w, "location_specs");
 	jw_arr(w);
-	for (uint32_t j = 0; j < inst->nspecs; j++) {
-		if (!spec_kept(f, inst->specs[j].name))
-			continue;
-		jw_obj(w);
-		jw_kstr(w, "name", inst->specs[j].name);
-		jw_kstr(w, "uri", "");
-		jw_kstr(w, "node_id", "");
-		jw_obj_end(w);
-	}
+}
+
+static void json_spec(void *out, const char *name, const char *uri)
+{
+	struct jw *w = out;
+
+	jw_obj(w);
+	jw_kstr(w, "name", name);
+	jw_kstr(w, "uri", uri);
+	jw_kstr(w, "node_id", ""); /* no storage here reports a node */
+	jw_obj_end(w);
+}
+
+static void json_end(void *out, const char *id, int status, uint64_t create_time_us)
+{
+	jw_arr_end(out);
+	jw_location_end(out, id, status, create_time_us);
+}
+
+void jw_location_end(struct jw *w, const char *id, int status, uint64_t create_time_us)
+{
+	jw_kstr(w, "id", id);
+	jw_kstr(w, "status", enum_name(&enum_cls, status));
+	jw_ki64s(w, "create_time", (int64_t)create_time_us);
+	jw_obj_end(w);
+}
+
+/* type, spec_size and location_specs, closed: what struct location.json keeps. */
+static void render(struct jw *w, const struct location *l)
+{
+	json_begin(w, l->type, l->nspecs);
+	loc_put_specs(&loc_json, w, l, NULL);
 	jw_arr_end(w);
-	jw_location_end(w, "", CLS_NOT_FOUND, 0);
+	jw_obj_end(w);
+}
+
+/* Takes back the '}' just written, to add members after the last one. */
+static void reopen(struct jw *w)
+{
+	if (!w->oom && w->len && w->buf[w->len - 1] == '}') {
+		w->len--;
+		w->comma = true;
+	}
+}
+
+/* Hot path: large prefix matches are mostly copies of the kept rendering. id, status and create_time follow it:
+ * the status changes (WRITING -> SERVING) after caching. */
+static void json_whole(void *out, struct location *l)
+{
+	struct jw *w = out, one;
+	size_t len;
+
+	if (!l->json) {
+		jw_init(&one);
+		render(&one, l);
+		if (one.oom) {
+			jw_free(&one);
+			render(w, l);
+			reopen(w);
+			jw_location_end(w, location_name(l), l->status, l->create_time_us);
+			return;
+		}
+		l->json = jw_take(&one, &len);
+		l->json_len = (uint32_t)len;
+	}
+	jw_raw(w, l->json, l->json_len);
+	reopen(w);
+	jw_location_end(w, location_name(l), l->status, l->create_time_us);
+}
+
+static void json_oom(void *out)
+{
+	((struct jw *)out)->oom = true;
+}
+
+const struct loc_enc loc_json = {json_begin, json_spec, json_end, json_whole, json_oom};
+
+void jw_location(struct jw *w, struct location *l, const struct spec_filter *f)
+{
+	loc_put(&loc_json, w, l, f);
 }
 
 void jw_location_detail(struct jw *w, const struct location *l)
@@ -206,12 +213,10 @@ void jw_location_detail(struct jw *w, const struct location *l)
 	jw_kstr(w, "type", enum_name(&enum_storage_type, l ? l->type : ST_UNSPECIFIED));
 	jw_kint(w, "spec_size", l ? l->nspecs : 0);
 	jw_ki64s(w, "create_time", l ? (int64_t)l->create_time_us : 0);
-	if (l) {
-		specs(w, l, NULL);
-	} else {
-		jw_key(w, "location_specs");
-		jw_arr(w);
-		jw_arr_end(w);
-	}
+	jw_key(w, "location_specs");
+	jw_arr(w);
+	if (l)
+		loc_put_specs(&loc_json, w, l, NULL);
+	jw_arr_end(w);
 	jw_obj_end(w);
 }

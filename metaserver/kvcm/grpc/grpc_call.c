@@ -1,7 +1,9 @@
 /*
  * One unary gRPC call on an HTTP/2 stream: the method named by :path, the 5-byte length prefix, the protobuf-c
- * request mapped to the HTTP API's JSON and run by the route's handler through call_run(), the JSON reply mapped
- * into the response message, and the status in grpc-status / grpc-message trailers.
+ * request, the call, and the status in grpc-status / grpc-message trailers. The hot calls run typed
+ * (typed_call.h): the request read into the handler's input, the reply encoded from its result. The others are
+ * mapped to the HTTP API's JSON and run by the route's handler through call_run(), their JSON reply mapped into
+ * the response message.
  */
 #include <event2/buffer.h>
 #include <event2/event.h>
@@ -17,6 +19,8 @@
 #include "log.h"
 #include "metrics.h"
 #include "pb_json.h"
+#include "typed_call.h"
+#include "typed_reply.h"
 
 /* gRPC status codes (grpc/status.h) */
 enum {
@@ -115,31 +119,47 @@ static ssize_t body_read(nghttp2_session *ng, int32_t id, uint8_t *buf, size_t l
 	return (ssize_t)n;
 }
 
-static void send_message(struct h2_stream *st, const ProtobufCMessage *m)
+/* Room for the response message of n bytes after its 5-byte prefix, in st->out; NULL when the stream has been
+ * answered instead (too large, out of memory). */
+static uint8_t *message_space(struct h2_stream *st, size_t n)
 {
-	nghttp2_nv hdrs[] = {NV(":status", "200"), NV("content-type", "application/grpc")};
-	nghttp2_data_provider prd = {{.ptr = st}, body_read};
-	size_t n = protobuf_c_message_get_packed_size(m);
-
 	if (n > st->conn->s->k->conf.grpc_max_message_bytes) {
 		grpc_call_fail(st, GS_RESOURCE_EXHAUSTED,
 		               "response message larger than kvcm.service.grpc_max_message_size");
-		return;
+		return NULL;
 	}
 	if (!(st->out = malloc(n + 5))) {
 		grpc_call_fail(st, GS_INTERNAL, "out of memory");
-		return;
+		return NULL;
 	}
 	st->out[0] = 0;
 	st->out[1] = (uint8_t)(n >> 24);
 	st->out[2] = (uint8_t)(n >> 16);
 	st->out[3] = (uint8_t)(n >> 8);
 	st->out[4] = (uint8_t)n;
-	protobuf_c_message_pack(m, st->out + 5);
 	st->out_len = n + 5;
+	return st->out + 5;
+}
+
+/* The response in st->out goes, status OK. */
+static void send_out(struct h2_stream *st)
+{
+	nghttp2_nv hdrs[] = {NV(":status", "200"), NV("content-type", "application/grpc")};
+	nghttp2_data_provider prd = {{.ptr = st}, body_read};
+
 	st->answered = true;
 	set_trailers(st, GS_OK, "");
 	nghttp2_submit_response(st->conn->ng, st->id, hdrs, 2, &prd);
+}
+
+static void send_message(struct h2_stream *st, const ProtobufCMessage *m)
+{
+	uint8_t *p = message_space(st, protobuf_c_message_get_packed_size(m));
+
+	if (!p)
+		return;
+	protobuf_c_message_pack(m, p);
+	send_out(st);
 }
 
 /* The handler's JSON reply as the method's response message: read straight from the text, or by jansson. */
@@ -171,30 +191,80 @@ static void reply_json(struct h2_stream *st, const char *json, size_t len)
 	pb_arena_free(&a);
 }
 
+/* A reply whose HTTP status is not 200 answered as its gRPC status; false for 200. */
+static bool failed(struct h2_stream *st, int http_status)
+{
+	if (http_status == 400)
+		grpc_call_fail(st, GS_INVALID_ARGUMENT, "malformed request (HTTP would answer 400)");
+	else if (http_status == 413)
+		grpc_call_fail(st, GS_RESOURCE_EXHAUSTED, "request larger than kvcm.service.max_json_body_size");
+	else if (http_status != 200)
+		grpc_call_fail(st, GS_INTERNAL, "internal error");
+	return http_status != 200;
+}
+
+/* The call is over: false when its stream went meanwhile (cancelled, or its connection closed), and is freed. */
+static bool still_wanted(struct h2_stream *st)
+{
+	st->call_pending = false;
+	if (st->conn)
+		return true;
+	h2_stream_free(st);
+	return false;
+}
+
 static void on_reply(void *arg, int http_status, int code, char *json, size_t len)
 {
 	struct h2_stream *st = arg;
 
 	(void)code;
-	st->call_pending = false;
-	if (!st->conn) { /* cancelled, or its connection closed, while the call ran */
-		free(json);
-		h2_stream_free(st);
-		return;
-	}
-	if (!st->answered) {
-		if (http_status == 400)
-			grpc_call_fail(st, GS_INVALID_ARGUMENT, "malformed request (HTTP would answer 400)");
-		else if (http_status == 413)
-			grpc_call_fail(st, GS_RESOURCE_EXHAUSTED,
-			               "request larger than kvcm.service.max_json_body_size");
-		else if (http_status != 200)
-			grpc_call_fail(st, GS_INTERNAL, "internal error");
-		else
+	if (still_wanted(st)) {
+		if (!st->answered && !failed(st, http_status))
 			reply_json(st, json, len);
+		h2_flush(st->conn);
 	}
 	free(json);
-	h2_flush(st->conn);
+}
+
+/* A typed call's reply: its header in front of the fields its run encoded (none on an error). The JSON way checks
+ * every reply string is UTF-8 when reading it back; only these two can be otherwise (a cut at 256 bytes). */
+static void reply_typed(struct h2_stream *st, const struct call_header *h, const struct pbw *fields)
+{
+	struct pbw head;
+	size_t nf = h->fields ? fields->len : 0;
+	uint8_t *p;
+
+	if (!pb_utf8(h->message) || !pb_utf8(h->request_id)) {
+		log_ratelimited(&st->conn->s->log_bucket, LOG_WARN, "op=grpc_reply_unmappable api=%s", st->route->name);
+		grpc_call_fail(st, GS_INTERNAL, "the reply does not map to the response message");
+		return;
+	}
+	pbw_init(&head);
+	pb_header(&head, h);
+	if (head.oom || (h->fields && fields->oom))
+		grpc_call_fail(st, GS_INTERNAL, "internal error");
+	else if ((p = message_space(st, head.len + nf))) {
+		memcpy(p, head.buf, head.len);
+		if (nf)
+			memcpy(p + head.len, fields->buf, nf);
+		send_out(st);
+	}
+	pbw_free(&head);
+}
+
+static void on_reply_typed(void *arg, int http_status, const struct call_header *h)
+{
+	struct typed_call *t = arg;
+	struct h2_stream *st = t->st;
+
+	if (still_wanted(st)) {
+		if (!st->answered && !failed(st, http_status))
+			reply_typed(st, h, &t->out);
+		h2_flush(st->conn);
+	}
+	pbw_free(&t->out);
+	pb_arena_free(&t->arena);
+	free(t);
 }
 
 /* ":path" is /<package>.<Service>/<Method>; the route is the method's name in lowerCamel. */
@@ -230,11 +300,13 @@ static bool resolve(struct h2_stream *st, const char **why)
 	return false;
 }
 
-/* The one length-prefixed, uncompressed message of a unary request; NULL (status set) when malformed. */
-static ProtobufCMessage *read_request(struct h2_stream *st, int *status, const char **why)
+/* The one length-prefixed, uncompressed message of a unary request, in arena a; NULL (status set) when
+ * malformed. */
+static ProtobufCMessage *read_request(struct h2_stream *st, struct pb_arena *a, int *status, const char **why)
 {
 	size_t len = evbuffer_get_length(st->in);
 	const uint8_t *b = evbuffer_pullup(st->in, -1);
+	ProtobufCAllocator al = pb_arena_allocator(a);
 	ProtobufCMessage *m;
 	uint32_t n;
 
@@ -249,7 +321,7 @@ static ProtobufCMessage *read_request(struct h2_stream *st, int *status, const c
 	}
 	if ((size_t)n + 5 != len)
 		return NULL;
-	m = protobuf_c_message_unpack(st->method->input, NULL, n, b + 5);
+	m = protobuf_c_message_unpack(st->method->input, &al, n, b + 5);
 	if (!m)
 		*why = "the request message does not decode";
 	return m;
@@ -314,10 +386,45 @@ static void refuse_unmapped(struct h2_stream *st, const char *field)
 	grpc_call_fail(st, GS_INVALID_ARGUMENT, why);
 }
 
+/* A string member of m (trace_id, instance_id), "" when m has none. */
+static const char *str_member(const ProtobufCMessage *m, const char *name)
+{
+	const ProtobufCFieldDescriptor *f = protobuf_c_message_descriptor_get_field_by_name(m->descriptor, name);
+
+	return f && f->type == PROTOBUF_C_TYPE_STRING && f->label != PROTOBUF_C_LABEL_REPEATED
+	           ? *(char *const *)((const char *)m + f->offset)
+	           : "";
+}
+
+/* Runs the call typed when its method has a typed form and m reads straight; then the call owns m and its arena
+ * a. */
+static bool start_typed(struct h2_stream *st, ProtobufCMessage *m, struct pb_arena *a)
+{
+	struct grpc_server *s = st->conn->s;
+	typed_run_fn *run = typed_run(st->method);
+	struct call_sink sink = {on_reply, NULL, -1, &s->log_bucket, on_reply_typed};
+	struct typed_call *t;
+
+	if (!run || !pb_request_plain(m) || !(t = calloc(1, sizeof(*t))))
+		return false;
+	t->st = st;
+	t->req = m;
+	t->arena = *a;
+	pbw_init(&t->out);
+	sink.arg = t;
+	sink.metric_slot = metrics_slot(s->k->metrics, st->route->name);
+	h2_stream_drained(st);
+	st->call_pending = true;
+	call_run_typed(s->k, st->route,
+	               &(struct call_typed){run, t, str_member(m, "instance_id"), str_member(m, "trace_id")}, &sink);
+	return true;
+}
+
 void grpc_call_start(struct h2_stream *st)
 {
 	struct grpc_server *s = st->conn->s;
-	struct call_sink sink = {on_reply, st, -1, &s->log_bucket};
+	struct call_sink sink = {on_reply, st, -1, &s->log_bucket, NULL};
+	struct pb_arena a = {0};
 	char field[256];
 	ProtobufCMessage *m;
 	const char *why;
@@ -327,15 +434,18 @@ void grpc_call_start(struct h2_stream *st)
 
 	if (!admit(st))
 		return;
-	if (!(m = read_request(st, &status, &why))) {
+	if (!(m = read_request(st, &a, &status, &why))) {
+		pb_arena_free(&a);
 		log_ratelimited(&s->log_bucket, LOG_WARN, "op=grpc_bad_request api=%s why=\"%s\"", st->route->name,
 		                why);
 		grpc_call_fail(st, status, why);
 		return;
 	}
+	if (start_typed(st, m, &a))
+		return;
 	jw_init(&body);
 	ok = pb_request_json(m, &body, field, sizeof(field));
-	protobuf_c_message_free_unpacked(m, NULL);
+	pb_arena_free(&a);
 	h2_stream_drained(st);
 	if (!ok) {
 		jw_free(&body);

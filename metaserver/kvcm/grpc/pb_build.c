@@ -21,7 +21,7 @@ void pb_arena_free(struct pb_arena *a)
 	}
 }
 
-void *pb_alloc(struct pb_arena *a, size_t n)
+void *pb_alloc_raw(struct pb_arena *a, size_t n)
 {
 	struct pb_chunk *c = a->head;
 	size_t need = (n + 7) & ~(size_t)7;
@@ -41,8 +41,32 @@ void *pb_alloc(struct pb_arena *a, size_t n)
 	}
 	p = c->data + c->used;
 	c->used += need;
-	memset(p, 0, n);
 	return p;
+}
+
+void *pb_alloc(struct pb_arena *a, size_t n)
+{
+	void *p = pb_alloc_raw(a, n);
+
+	if (p)
+		memset(p, 0, n);
+	return p;
+}
+
+static void *arena_alloc(void *a, size_t n)
+{
+	return pb_alloc_raw(a, n);
+}
+
+static void arena_keep(void *a, void *p)
+{
+	(void)a;
+	(void)p;
+}
+
+ProtobufCAllocator pb_arena_allocator(struct pb_arena *a)
+{
+	return (ProtobufCAllocator){arena_alloc, arena_keep, a};
 }
 
 char *pb_strndup(struct pb_arena *a, const char *s, size_t n)

@@ -22,6 +22,11 @@ struct pb_arena {
 void pb_arena_free(struct pb_arena *a);
 /* n zeroed bytes, 8-aligned; NULL (a->oom) when memory ran out. */
 void *pb_alloc(struct pb_arena *a, size_t n);
+/* The same, not zeroed. */
+void *pb_alloc_raw(struct pb_arena *a, size_t n);
+/* protobuf-c's allocator on arena a, for protobuf_c_message_unpack: what it unpacks is freed with the arena (its
+ * free is a no-op), in one go rather than piece by piece. */
+ProtobufCAllocator pb_arena_allocator(struct pb_arena *a);
 char *pb_strndup(struct pb_arena *a, const char *s, size_t n);
 
 ProtobufCMessage *pb_message(struct pb_arena *a, const ProtobufCMessageDescriptor *d);

@@ -24,6 +24,15 @@
  * "instance_group.cache_config.reclaim_strategy.trigger_strategy.used_percentage"; else it is "".
  */
 bool pb_request_json(const ProtobufCMessage *m, struct jw *w, char *nonfinite, size_t len);
+/*
+ * Whether the JSON pb_request_json would write for m is read back as m's own values: every string UTF-8 (up to a
+ * NUL, where the mapping ends it), no map repeating a key (JSON members repeated), no NaN nor infinity, no bytes.
+ * The typed calls (typed_call.c) read such a request straight; any other takes the JSON way, which answers it as
+ * it always has.
+ */
+bool pb_request_plain(const ProtobufCMessage *m);
+/* Whether s is UTF-8 as jansson reads it (RFC 3629). */
+bool pb_utf8(const char *s);
 
 /*
  * A response message of descriptor d built in a from a reply in the HTTP API's JSON (64-bit integers as numbers

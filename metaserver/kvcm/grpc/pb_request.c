@@ -1,6 +1,7 @@
 #include <inttypes.h>
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "pb_json.h"
@@ -169,4 +170,118 @@ bool pb_request_json(const ProtobufCMessage *m, struct jw *w, char *nonfinite, s
 	if (len)
 		nonfinite[0] = '\0';
 	return request(m, w, &bad);
+}
+
+/* The length of the UTF-8 sequence a byte starts (RFC 3629); 0 when none starts with it. */
+static size_t seq_len(unsigned char u)
+{
+	if (u < 0x80)
+		return 1;
+	if (u >= 0xc2 && u <= 0xdf)
+		return 2;
+	if (u >= 0xe0 && u <= 0xef)
+		return 3;
+	return u >= 0xf0 && u <= 0xf4 ? 4 : 0;
+}
+
+/* UTF-8 as jansson reads it: no overlong form, no surrogate, nothing above U+10FFFF. */
+static bool utf8(const unsigned char *s)
+{
+	static const uint32_t least[] = {0, 0, 0x80, 0x800, 0x10000};
+
+	for (size_t n; *s; s += n) {
+		uint32_t v;
+
+		if (!(n = seq_len(*s)))
+			return false;
+		v = *s & (0xffu >> (n + 1)); /* the lead byte's value bits */
+		for (size_t i = 1; i < n; i++) {
+			if (s[i] < 0x80 || s[i] > 0xbf)
+				return false;
+			v = v << 6 | (s[i] & 0x3fu);
+		}
+		if (n > 1 && (v < least[n] || v > 0x10ffff || (v >= 0xd800 && v <= 0xdfff)))
+			return false;
+	}
+	return true;
+}
+
+static bool plain(const ProtobufCMessage *m);
+
+static bool plain_value(const ProtobufCFieldDescriptor *f, const void *p)
+{
+	switch (f->type) {
+	case PROTOBUF_C_TYPE_FLOAT:
+		return isfinite(*(const float *)p);
+	case PROTOBUF_C_TYPE_DOUBLE:
+		return isfinite(*(const double *)p);
+	case PROTOBUF_C_TYPE_STRING:
+		return !*(char *const *)p || utf8(*(const unsigned char *const *)p);
+	case PROTOBUF_C_TYPE_MESSAGE:
+		return !*(ProtobufCMessage *const *)p || plain(*(ProtobufCMessage *const *)p);
+	case PROTOBUF_C_TYPE_BYTES:
+		return !((const ProtobufCBinaryData *)p)->len; /* no JSON form here: set, it is refused */
+	default:
+		return true;
+	}
+}
+
+static int by_key(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The keys of a map's n entries, as the JSON object's members they become: no two alike. */
+static bool unique_keys(const ProtobufCFieldDescriptor *f, ProtobufCMessage *const *e, size_t n)
+{
+	size_t off = ((const ProtobufCMessageDescriptor *)f->descriptor)->fields[0].offset;
+	const char **keys = malloc((n + 1) * sizeof(*keys));
+	bool ok = keys != NULL;
+
+	for (size_t i = 0; ok && i < n; i++)
+		keys[i] = *(char *const *)MEMBER(e[i], off);
+	if (ok)
+		qsort(keys, n, sizeof(*keys), by_key);
+	for (size_t i = 1; ok && i < n; i++)
+		ok = strcmp(keys[i - 1], keys[i]) != 0;
+	free(keys);
+	return ok;
+}
+
+static bool plain(const ProtobufCMessage *m)
+{
+	const ProtobufCMessageDescriptor *d = m->descriptor;
+
+	for (unsigned i = 0; i < d->n_fields; i++) {
+		const ProtobufCFieldDescriptor *f = &d->fields[i];
+		const char *p = MEMBER(m, f->offset);
+		size_t n, es;
+
+		if ((f->flags & PROTOBUF_C_FIELD_FLAG_ONEOF) &&
+		    *(const uint32_t *)MEMBER(m, f->quantifier_offset) != f->id)
+			continue; /* the union holds another member */
+		if (f->label != PROTOBUF_C_LABEL_REPEATED) {
+			if (!plain_value(f, p))
+				return false;
+			continue;
+		}
+		n = *(const size_t *)MEMBER(m, f->quantifier_offset);
+		es = pb_elem_size(f);
+		for (size_t j = 0; j < n; j++)
+			if (!plain_value(f, *(char *const *)p + j * es))
+				return false;
+		if (n > 1 && pb_is_map(f) && !unique_keys(f, *(ProtobufCMessage *const *const *)p, n))
+			return false;
+	}
+	return true;
+}
+
+bool pb_request_plain(const ProtobufCMessage *m)
+{
+	return plain(m);
+}
+
+bool pb_utf8(const char *s)
+{
+	return utf8((const unsigned char *)s);
 }

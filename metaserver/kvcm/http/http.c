@@ -94,8 +94,11 @@ static void send_raw(struct hconn *conn, struct evhttp_request *req, int status,
 
 const char *call_trace_id(struct call *c)
 {
-	json_t *v = c->body ? jd_get(c->body, "trace_id") : NULL;
+	json_t *v;
 
+	if (c->typed.run)
+		return c->typed.trace_id;
+	v = c->body ? jd_get(c->body, "trace_id") : NULL;
 	return json_is_string(v) ? json_string_value(v) : "";
 }
 
@@ -106,6 +109,13 @@ static void header(struct call *c, int code, const char *message, bool with_requ
 
 	c->code = code;
 	snprintf(rid, sizeof(rid), "%.256s_%" PRIu64, call_trace_id(c), kvcm_now_us());
+	if (c->typed.run) { /* the transport encodes it */
+		c->hdr.code = code;
+		c->hdr.fields = true;
+		snprintf(c->hdr.message, sizeof(c->hdr.message), "%s", message);
+		snprintf(c->hdr.request_id, sizeof(c->hdr.request_id), "%s", with_request_id ? rid : "");
+		return;
+	}
 	jw_obj(w);
 	jw_key(w, "header");
 	jw_obj(w);
@@ -138,7 +148,8 @@ static void call_failv(struct call *c, int code, bool with_request_id, const cha
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	jw_reset(&c->out);
 	header(c, code, msg, with_request_id);
-	if (c->route->empty)
+	c->hdr.fields = false;
+	if (c->route->empty && !c->typed.run)
 		c->route->empty(&c->out);
 }
 
@@ -173,6 +184,12 @@ bool call_decode_failed(struct call *c)
 	return false;
 }
 
+bool call_input_failed(struct call *c, const struct jd *d)
+{
+	c->d = *d;
+	return call_decode_failed(c);
+}
+
 static void call_free(struct call *c)
 {
 	jw_free(&c->out);
@@ -189,12 +206,15 @@ static void finish_sink(struct call *c)
 	char *data = NULL;
 	size_t len = 0;
 
-	if (c->http_status == 200) {
+	if (c->http_status == 200 && !c->typed.run) {
 		jw_obj_end(&c->out);
 		data = jw_take(&c->out, &len);
 	}
 	metrics_request(c->k->metrics, c->sink.metric_slot, c->code, c->http_status, clock_ns() - c->t0_ns);
-	c->sink.reply(c->sink.arg, c->http_status, c->code, data, len);
+	if (c->typed.run)
+		c->sink.reply_typed(c->sink.arg, c->http_status, &c->hdr);
+	else
+		c->sink.reply(c->sink.arg, c->http_status, c->code, data, len);
 	call_free(c);
 }
 
@@ -253,8 +273,8 @@ static const struct route *find_route(struct http_server *s, const char *path)
 /* §1.6: instance-scoped APIs answer an unknown or empty instance_id before any validation. */
 static bool precheck_instance(struct call *c)
 {
-	json_t *v = jd_get(c->body, "instance_id");
-	const char *id = json_is_string(v) ? json_string_value(v) : "";
+	json_t *v = c->typed.run ? NULL : jd_get(c->body, "instance_id");
+	const char *id = c->typed.run ? c->typed.instance_id : json_is_string(v) ? json_string_value(v) : "";
 
 	c->inst = instance_find(c->k, id);
 	if (c->inst)
@@ -351,7 +371,7 @@ static void call_exec(struct call *c)
 	if (c->http_status == 200 && standby_refuse(c))
 		;
 	else if (c->http_status == 200 && (!(r->flags & ROUTE_INSTANCE) || precheck_instance(c)))
-		r->fn(c);
+		(c->typed.run ? c->typed.run : r->fn)(c);
 	/* a reply that acknowledges a change waits for the commit holding it: the call's own writes, or, for a call
 	 * that may change state but found it done already (a retried registerInstance), the writes still pending */
 	if (k->persist && (k->store.writes != c->writes0 || (!(r->flags & ROUTE_READ) && persist_dirty(k->persist))) &&
@@ -370,6 +390,19 @@ void call_run(struct kvcm *k, const struct route *r, const char *body, size_t le
 	}
 	c->sink = *sink;
 	read_text(c, body, len);
+	call_exec(c);
+}
+
+void call_run_typed(struct kvcm *k, const struct route *r, const struct call_typed *t, const struct call_sink *sink)
+{
+	struct call *c = call_new(k, r);
+
+	if (!c) {
+		sink->reply_typed(sink->arg, 500, NULL);
+		return;
+	}
+	c->sink = *sink;
+	c->typed = *t;
 	call_exec(c);
 }
 

@@ -45,15 +45,37 @@ struct route_reader {
 	void (*release)(void *parsed); /* frees c->parsed */
 };
 
+/* The reply header of a typed call (struct call_typed), as call_ok, call_fail or call_status left it. */
+struct call_header {
+	int code;
+	bool fields; /* the handler's own fields follow; false: an error reply, whose fields are at their defaults */
+	char message[1024];
+	char request_id[320];
+};
+
 /*
  * Where a call's reply goes when it did not come over HTTP (the gRPC layer): the transport-neutral seam. reply
- * gets the finished JSON reply (malloc'd, the sink frees it; NULL with http_status 400 or 500).
+ * gets the finished JSON reply (malloc'd, the sink frees it; NULL with http_status 400 or 500). A typed call's
+ * reply goes to reply_typed instead: its header (NULL with http_status 500), the fields being the transport's.
  */
 struct call_sink {
 	void (*reply)(void *arg, int http_status, int code, char *json, size_t len);
 	void *arg;
 	int metric_slot;
 	int *log_bucket;
+	void (*reply_typed)(void *arg, int http_status, const struct call_header *h);
+};
+
+/*
+ * A request another transport read into its handler's input itself, without JSON (the gRPC hot calls): run takes
+ * the place of the route's handler and encodes the reply's fields itself; call_ok, call_fail and call_status only
+ * record the header (c->hdr). The strings are borrowed until the reply has gone to the sink.
+ */
+struct call_typed {
+	void (*run)(struct call *c);
+	void *arg;               /* the transport's request, for run */
+	const char *instance_id; /* what the instance check of ROUTE_INSTANCE reads */
+	const char *trace_id;    /* what request_id and fault injection read */
 };
 
 /* One request being answered. Handlers read body, write the response's fields after call_ok(). */
@@ -74,6 +96,8 @@ struct call {
 	uint64_t writes0;
 	uint64_t durable0;     /* persist_durable_seq at the start: a failed commit after it fails a call that waited */
 	struct call_sink sink; /* req NULL: the reply goes here */
+	struct call_typed typed; /* run NULL: the body is JSON */
+	struct call_header hdr;  /* typed calls: the reply's header */
 };
 
 struct http_server;
@@ -94,6 +118,8 @@ void http_server_stop(struct http_server *s);
  * request; the reply goes to sink, maybe before this returns.
  */
 void call_run(struct kvcm *k, const struct route *r, const char *body, size_t len, const struct call_sink *sink);
+/* Runs route r's typed form t (the same checks, commit wait and metrics); the reply goes to sink->reply_typed. */
+void call_run_typed(struct kvcm *k, const struct route *r, const struct call_typed *t, const struct call_sink *sink);
 
 /*
  * A plain-text page served to GET /<path> (no /api/ prefix) on the admin port, as read-only and open as /metrics:
@@ -121,6 +147,8 @@ void call_status(struct call *c, int code, const char *message);
 void call_bad_request(struct call *c);
 /* Checks c->d after decoding: answers 400 on a type error, INVALID_ARGUMENT on too many elements. */
 bool call_decode_failed(struct call *c);
+/* The same for d, how one part of a request read ahead of its checks went. */
+bool call_input_failed(struct call *c, const struct jd *d);
 /* trace_id of the request ("" when absent). */
 const char *call_trace_id(struct call *c);
 

@@ -1,0 +1,30 @@
+#include "typed_call.h"
+
+#include "typed_reply.h"
+#include "typed_request.h"
+
+static void get_cache_location(struct call *c)
+{
+	struct typed_call *t = c->typed.arg;
+	struct location_query q = {0};
+
+	location_query_pb(c, (const pb_location_request *)t->req, &q);
+	if (cache_location_answer(c, &q))
+		pb_cache_locations(&t->out, c, &q);
+	location_query_free(c, &q);
+}
+
+static const struct {
+	const ProtobufCMessageDescriptor *input;
+	typed_run_fn *run;
+} methods[] = {
+    {&kv_cache_manager__proto__meta__get_cache_location_request__descriptor, get_cache_location},
+};
+
+typed_run_fn *typed_run(const ProtobufCMethodDescriptor *method)
+{
+	for (size_t i = 0; i < sizeof(methods) / sizeof(methods[0]); i++)
+		if (methods[i].input == method->input)
+			return methods[i].run;
+	return NULL;
+}

@@ -1,0 +1,19 @@
+/*
+ * The hot MetaService requests read straight from their protobuf-c messages into the handlers' inputs, the same
+ * values that HTTP reads from JSON (api/cache_location.h, write_cache.h, report_event.h) and that the JSON mapping
+ * of the message (pb_request_json) would have given them: proto3 defaults read as absent members, the limits of
+ * kvcm.service.max_keys_per_request. Strings and arrays are borrowed from the message, which must outlive the
+ * input. Only for messages pb_request_plain accepts.
+ */
+#ifndef MMC_KVCM_TYPED_REQUEST_H
+#define MMC_KVCM_TYPED_REQUEST_H
+
+#include "cache_location.h"
+#include "meta_service.pb-c.h"
+
+typedef KvCacheManager__Proto__Meta__GetCacheLocationRequest pb_location_request;
+
+/* Into a zeroed q. */
+void location_query_pb(struct call *c, const pb_location_request *m, struct location_query *q);
+
+#endif
