@@ -19,13 +19,13 @@
 #include "metrics.h"
 #include "quota.h"
 #include "reporter.h"
-#include "request_keys.h"
 #include "storage_uri.h"
+#include "write_cache.h"
 #include "write_session.h"
 
 /* What one startWriteCache request plans before it allocates. */
 struct write_plan {
-	int64_t *keys;
+	const int64_t *keys; /* the request's */
 	size_t n;
 	bool *exists;
 	size_t *fresh; /* indices (into keys) of the keys to write, in order */
@@ -36,7 +36,6 @@ struct write_plan {
 
 static void plan_free(struct write_plan *p)
 {
-	free(p->keys);
 	free(p->exists);
 	free(p->fresh);
 	free(p->sel);
@@ -92,20 +91,19 @@ static bool block_exists(struct kvcm *k, const struct block *b, const struct ins
 	return n >= (min_replicas > 1 ? min_replicas : 1);
 }
 
-/* Resolves location_spec_group_names; false when the call has been answered. */
-static bool spec_groups(struct call *c, size_t n, const struct spec_group ***out)
+/* Resolves location_spec_group_names for n blocks; false when the call has been answered. */
+static bool spec_groups(struct call *c, const struct write_request *in, size_t n, const struct spec_group ***out)
 {
-	const char **names = NULL;
-	size_t ng = jd_strs(&c->d, c->body, "location_spec_group_names", &names, c->k->conf.max_keys);
+	const char **names = in->groups;
+	size_t ng = in->ngroups;
 
 	*out = NULL;
-	if (call_decode_failed(c))
+	if (call_input_failed(c, &in->in_groups))
 		return false;
 	if (!ng)
 		return true;
 	if (ng != n) {
 		call_fail(c, KC_INTERNAL_ERROR, "location_spec_group_names has %zu entries for %zu blocks", ng, n);
-		free(names);
 		return false;
 	}
 	*out = calloc(n, sizeof(**out));
@@ -118,11 +116,9 @@ static bool spec_groups(struct call *c, size_t n, const struct spec_group ***out
 			          names[i]);
 			free(*out);
 			*out = NULL;
-			free(names);
 			return false;
 		}
 	}
-	free(names);
 	return true;
 }
 
@@ -159,7 +155,7 @@ static bool plan(struct call *c, struct write_plan *p, const struct spec_group *
 }
 
 /* The reply's block_mask: an offset when the existing keys are a clean prefix, else one bool per key. */
-static void reply_mask(struct jw *w, const struct write_plan *p)
+static struct mask reply_mask(const struct write_plan *p)
 {
 	struct mask m = {MASK_OFFSET, 0, p->exists, p->n};
 	size_t first_missing = 0;
@@ -170,7 +166,7 @@ static void reply_mask(struct jw *w, const struct write_plan *p)
 	for (size_t i = first_missing; i < p->n; i++)
 		if (p->exists[i])
 			m.kind = MASK_BOOLS;
-	jw_mask(w, &m);
+	return m;
 }
 
 static struct location *new_location(struct call *c, struct storage *s, char **uris, const uint8_t *sel)
@@ -243,18 +239,17 @@ static uint64_t session_timeout_ms(struct call *c, int32_t seconds, size_t nfres
 	return (uint64_t)seconds * 1000;
 }
 
-static void reply_start(struct call *c, struct write_plan *p, struct wsession *w, struct location **locs)
+static void write_reply_json(void *out, const struct write_reply *r)
 {
-	struct jw *o = &c->out;
+	struct jw *o = out;
 
-	call_ok(c, "Write cache session started successfully");
-	jw_kstr(o, "write_session_id", w->id);
+	jw_kstr(o, "write_session_id", r->session_id);
 	jw_key(o, "block_mask");
-	reply_mask(o, p);
+	jw_mask(o, &r->mask);
 	jw_key(o, "locations");
 	jw_arr(o);
-	for (size_t i = 0; i < p->nfresh; i++)
-		jw_location(o, locs[i], NULL);
+	for (size_t i = 0; i < r->nlocs; i++)
+		jw_location(o, r->locs[i], NULL);
 	jw_arr_end(o);
 }
 
@@ -269,7 +264,7 @@ static void rollback(struct call *c, struct location **locs, size_t done, const 
 	}
 }
 
-static void start_write(struct call *c, struct write_plan *p, int32_t timeout_s)
+static void start_write(struct call *c, struct write_plan *p, int32_t timeout_s, write_reply_enc *enc, void *out)
 {
 	char msg[512], **uris = NULL;
 	struct location **locs = calloc(p->nfresh + 1, sizeof(*locs));
@@ -307,7 +302,8 @@ static void start_write(struct call *c, struct write_plan *p, int32_t timeout_s)
 		w->items[d].key = p->keys[p->fresh[d]];
 		memcpy(w->items[d].loc, locs[d]->id, sizeof(w->items[d].loc));
 	}
-	reply_start(c, p, w, locs);
+	call_ok(c, "Write cache session started successfully");
+	enc(out, &(struct write_reply){w->id, reply_mask(p), locs, p->nfresh});
 	metrics_written(c->k->metrics, p->nfresh, p->bytes);
 	goto out;
 fail:
@@ -325,11 +321,11 @@ out:
 
 /* The newest reference's replication write puts a replica on one named storage node; no storage here has nodes.
  * true when the call has been answered. */
-static bool replication_refused(struct call *c)
+static bool replication_refused(struct call *c, const struct write_request *in)
 {
-	if (!jd_bool(&c->d, c->body, "is_replication"))
+	if (!in->is_replication)
 		return false;
-	if (!jd_str(&c->d, c->body, "replication_target_node_id")[0])
+	if (!in->target_node[0])
 		call_fail(c, KC_INVALID_ARGUMENT,
 		          "missing or invalid fields: {StartWriteCache: {replication_target_node_id}}");
 	else
@@ -337,27 +333,49 @@ static bool replication_refused(struct call *c)
 	return true;
 }
 
-void api_start_write_cache(struct call *c)
+void write_cache_start(struct call *c, struct write_request *in, write_reply_enc *enc, void *out)
 {
 	struct write_plan p = {0};
 	const struct spec_group **groups = NULL;
-	int32_t timeout_s = jd_i32(&c->d, c->body, "write_timeout_seconds");
-	int32_t min_replicas = jd_i32(&c->d, c->body, "min_replica_count");
 
-	if (fault_check(c, "StartWriteCache") || replication_refused(c) || call_decode_failed(c) ||
-	    !call_keys(c, "StartWriteCache", &p.keys, &p.n))
+	if (fault_check(c, "StartWriteCache") || replication_refused(c, in) || call_input_failed(c, &in->head) ||
+	    !keys_resolve(c, "StartWriteCache", &in->keys, &p.keys, &p.n) || !spec_groups(c, in, p.n, &groups))
 		return;
-	if (!spec_groups(c, p.n, &groups))
-		goto out;
 	prune_keys(c->k, c->inst, p.keys, p.n); /* a block whose data was lost is written again */
-	if (!plan(c, &p, groups, min_replicas)) {
+	if (!plan(c, &p, groups, in->min_replicas))
 		call_fail(c, KC_INTERNAL_ERROR, "out of memory");
-		goto out;
-	}
-	start_write(c, &p, timeout_s);
-out:
+	else
+		start_write(c, &p, in->timeout_s, enc, out);
 	free(groups);
 	plan_free(&p);
+}
+
+void write_request_free(struct write_request *in)
+{
+	key_input_free(&in->keys);
+	free(in->groups_mem);
+}
+
+void write_request_json(struct call *c, struct write_request *in)
+{
+	memset(in, 0, sizeof(*in));
+	in->timeout_s = jd_i32(&in->head, c->body, "write_timeout_seconds");
+	in->min_replicas = jd_i32(&in->head, c->body, "min_replica_count");
+	in->is_replication = jd_bool(&in->head, c->body, "is_replication");
+	in->target_node = jd_str(&in->head, c->body, "replication_target_node_id");
+	key_input_json(c, &in->keys);
+	in->ngroups =
+	    jd_strs(&in->in_groups, c->body, "location_spec_group_names", &in->groups_mem, c->k->conf.max_keys);
+	in->groups = in->groups_mem;
+}
+
+void api_start_write_cache(struct call *c)
+{
+	struct write_request in;
+
+	write_request_json(c, &in);
+	write_cache_start(c, &in, write_reply_json, &c->out);
+	write_request_free(&in);
 }
 
 void api_start_write_cache_empty(struct jw *w)
@@ -389,22 +407,19 @@ static bool finish_outcome(const struct mask *m, uint32_t n, bool *ok)
 	return n == 0; /* an empty mask fits a session without locations only */
 }
 
-void api_finish_write_cache(struct call *c)
+void write_cache_finish(struct call *c, struct finish_request *in)
 {
-	const char *sid = jd_str(&c->d, c->body, "write_session_id");
-	bool present = jd_get(c->body, "success_blocks") != NULL;
-	struct mask m;
 	struct wsession *w;
 	bool *ok;
 
-	if (fault_check(c, "FinishWriteCache") || call_decode_failed(c) || !call_mask(c, c->body, "success_blocks", &m))
-		return;
-	if (!sid[0] || !present) {
+	if (fault_check(c, "FinishWriteCache") || call_input_failed(c, &in->d))
+		goto out;
+	if (!in->session_id[0] || !in->has_success_blocks) {
 		call_fail(c, KC_INVALID_ARGUMENT, "missing or invalid fields: {FinishWriteCache: {%s}}",
-		          !sid[0] ? "write_session_id" : "success_blocks");
+		          !in->session_id[0] ? "write_session_id" : "success_blocks");
 		goto out;
 	}
-	w = session_find(c->k, sid);
+	w = session_find(c->k, in->session_id);
 	if (!w) {
 		call_fail(c, KC_INTERNAL_ERROR, "write_session_id has been deleted (unknown, expired or finished)");
 		goto out;
@@ -415,7 +430,7 @@ void api_finish_write_cache(struct call *c)
 		goto out;
 	}
 	ok = calloc(w->n + 1, sizeof(bool));
-	if (!ok || !finish_outcome(&m, w->n, ok)) {
+	if (!ok || !finish_outcome(&in->mask, w->n, ok)) {
 		/* validated before the session is consumed: the caller may retry with a right mask */
 		call_fail(c, KC_INVALID_ARGUMENT, "success_blocks does not fit the session's %u locations", w->n);
 		free(ok);
@@ -425,5 +440,21 @@ void api_finish_write_cache(struct call *c)
 	free(ok);
 	call_ok(c, "Write cache session finished successfully");
 out:
-	mask_free(&m);
+	mask_free(&in->mask);
+}
+
+void finish_request_json(struct call *c, struct finish_request *in)
+{
+	memset(in, 0, sizeof(*in));
+	in->session_id = jd_str(&in->d, c->body, "write_session_id");
+	in->has_success_blocks = jd_get(c->body, "success_blocks") != NULL;
+	mask_read(&in->d, c->body, "success_blocks", c->k->conf.max_keys, &in->mask);
+}
+
+void api_finish_write_cache(struct call *c)
+{
+	struct finish_request in;
+
+	finish_request_json(c, &in);
+	write_cache_finish(c, &in);
 }

@@ -14,11 +14,32 @@ static void get_cache_location(struct call *c)
 	location_query_free(c, &q);
 }
 
+static void start_write_cache(struct call *c)
+{
+	struct typed_call *t = c->typed.arg;
+	struct write_request in;
+
+	write_request_pb(c, (const pb_write_request *)t->req, &in);
+	write_cache_start(c, &in, pb_write_reply, &t->out);
+	write_request_free(&in);
+}
+
+static void finish_write_cache(struct call *c)
+{
+	struct typed_call *t = c->typed.arg;
+	struct finish_request in;
+
+	finish_request_pb(c, (const pb_finish_request *)t->req, &in);
+	write_cache_finish(c, &in);
+}
+
 static const struct {
 	const ProtobufCMessageDescriptor *input;
 	typed_run_fn *run;
 } methods[] = {
     {&kv_cache_manager__proto__meta__get_cache_location_request__descriptor, get_cache_location},
+    {&kv_cache_manager__proto__meta__start_write_cache_request__descriptor, start_write_cache},
+    {&kv_cache_manager__proto__meta__finish_write_cache_request__descriptor, finish_write_cache},
 };
 
 typed_run_fn *typed_run(const ProtobufCMethodDescriptor *method)

@@ -90,3 +90,34 @@ void pb_cache_locations(struct pbw *w, struct call *c, const struct location_que
 	/* hints (3) are always empty, replication_capabilities (4) always 0 */
 	cache_location_rows(c, q, &loc_pb, &o);
 }
+
+/* A BlockMask as field `field`: the oneof's member is written even when 0. */
+static void pb_mask(struct pbw *w, uint32_t field, const struct mask *m)
+{
+	size_t at = pbw_open(w, field), bools, values;
+
+	if (m->kind == MASK_OFFSET) {
+		pbw_varint_field(w, 1, (uint64_t)(int64_t)m->offset);
+	} else if (m->kind == MASK_BOOLS) {
+		bools = pbw_open(w, 2);
+		if (m->nvalues) {
+			values = pbw_open(w, 1); /* packed */
+			for (size_t i = 0; i < m->nvalues; i++)
+				pbw_varint(w, m->values[i]);
+			pbw_close(w, values);
+		}
+		pbw_close(w, bools);
+	}
+	pbw_close(w, at);
+}
+
+void pb_write_reply(void *out, const struct write_reply *r)
+{
+	struct pbw *w = out;
+	struct pb_locs o = {w, F_WRITE_LOCATIONS, 0};
+
+	pbw_str(w, F_WRITE_SESSION_ID, r->session_id);
+	pb_mask(w, F_WRITE_BLOCK_MASK, &r->mask);
+	for (size_t i = 0; i < r->nlocs; i++)
+		loc_put(&loc_pb, &o, r->locs[i], NULL);
+}

@@ -81,3 +81,23 @@ void location_query_pb(struct call *c, const pb_location_request *m, struct loca
 	mask_pb(c, m->block_mask, &q->mask, &q->in_mask);
 	keys_pb(c, m->block_keys, m->n_block_keys, m->token_ids, m->n_token_ids, &q->in_keys);
 }
+
+void write_request_pb(struct call *c, const pb_write_request *m, struct write_request *in)
+{
+	memset(in, 0, sizeof(*in));
+	in->timeout_s = m->write_timeout_seconds;
+	in->min_replicas = m->min_replica_count;
+	in->is_replication = m->is_replication;
+	in->target_node = m->replication_target_node_id;
+	keys_pb(c, m->block_keys, m->n_block_keys, m->token_ids, m->n_token_ids, &in->keys);
+	in->ngroups = strs_pb(m->location_spec_group_names, m->n_location_spec_group_names, c->k->conf.max_keys,
+	                      &in->groups, &in->in_groups);
+}
+
+void finish_request_pb(struct call *c, const pb_finish_request *m, struct finish_request *in)
+{
+	memset(in, 0, sizeof(*in));
+	in->session_id = m->write_session_id;
+	in->has_success_blocks = m->success_blocks != NULL;
+	mask_pb(c, m->success_blocks, &in->mask, &in->d);
+}

@@ -10,10 +10,15 @@
 
 #include "cache_location.h"
 #include "meta_service.pb-c.h"
+#include "write_cache.h"
 
 typedef KvCacheManager__Proto__Meta__GetCacheLocationRequest pb_location_request;
+typedef KvCacheManager__Proto__Meta__StartWriteCacheRequest pb_write_request;
+typedef KvCacheManager__Proto__Meta__FinishWriteCacheRequest pb_finish_request;
 
 /* Into a zeroed q. */
 void location_query_pb(struct call *c, const pb_location_request *m, struct location_query *q);
+void write_request_pb(struct call *c, const pb_write_request *m, struct write_request *in);
+void finish_request_pb(struct call *c, const pb_finish_request *m, struct finish_request *in);
 
 #endif
