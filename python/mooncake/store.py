@@ -509,6 +509,32 @@ class MooncakeDistributedStore(TensorCalls):
         self.counters.add("put", 1, r != 0, n + mn if r == 0 else 0)
         return r
 
+    def get_into_ranges(self, buffer_ptrs, all_keys, all_dst_offsets, all_src_offsets, all_sizes,
+                        allow_staging=True):
+        """Per destination buffer, per key, per fragment: the bytes read from the object at src_offset into
+        buffer + dst_offset, or a negative code (OBJECT_NOT_FOUND, INVALID_PARAMS for a range outside the object).
+        mmc has no partial read on the wire yet: each object is read whole (one batch per buffer) and its ranges
+        copied."""
+        out = []
+        for ptr, keys, dsts, srcs, sizes in zip(buffer_ptrs, all_keys, all_dst_offsets, all_src_offsets, all_sizes):
+            keys = list(keys)
+            handles = self.batch_get_buffer(keys) if keys else []
+            out.append([self._copy_ranges(int(ptr), h, d, s, n) for h, d, s, n in zip(handles, dsts, srcs, sizes)])
+        return out
+
+    @staticmethod
+    def _copy_ranges(ptr, handle, dsts, srcs, sizes):
+        if handle is None:
+            return [OBJECT_NOT_FOUND] * len(sizes)
+        got = []
+        for d, s, n in zip(dsts, srcs, sizes):
+            if d < 0 or s < 0 or n < 0 or s + n > handle.size():
+                got.append(INVALID_PARAMS)
+                continue
+            ctypes.memmove(ptr + d, handle.ptr() + s, n)
+            got.append(n)
+        return got
+
     def get_into(self, key, buffer_ptr, size):
         """Bytes read, or a negative code."""
         return self.batch_get_into([key], [buffer_ptr], [size])[0]

@@ -301,6 +301,19 @@ class Surface(StoreTest):
         self.assertEqual([bytes(g) if g is not None else None for g in got], [b"0123456789", None, b"0123456789"])
         self.assertEqual(self.s.batch_get_buffer([]), [])
 
+    def test_get_into_ranges(self):
+        k = self.key("ranges")
+        self.assertEqual(self.s.put(k, bytes(range(64))), 0)
+        dst = np.zeros(32, np.uint8)
+        got = self.s.get_into_ranges([dst.ctypes.data], [[k, self.key("missing")]], [[[0, 8], [16]]],
+                                     [[[60, 10], [0]]], [[[4, 6], [4]]])
+        self.assertEqual(got, [[[4, 6], [mc.OBJECT_NOT_FOUND]]])
+        self.assertEqual(dst[:4].tolist(), [60, 61, 62, 63])
+        self.assertEqual(dst[8:14].tolist(), list(range(10, 16)))
+        self.assertEqual(self.s.get_into_ranges([dst.ctypes.data], [[k]], [[[0]]], [[[62]]], [[[4]]]),
+                         [[[mc.INVALID_PARAMS]]], "a range past the object's end")
+        self.assertEqual(self.s.get_into_ranges([], [], [], [], []), [])
+
     def test_put_parts(self):
         k = self.key("a")
         parts = [b"meta", bytearray(b"-"), memoryview(b""), np.arange(5, dtype=np.uint8), torch.ones(3).numpy()]
