@@ -19,7 +19,7 @@
 #include "log.h"
 #include "mmc/mmc.h"
 #include "quota.h"
-#include "report_request.h"
+#include "report_event.h"
 #include "reporter.h"
 #include "storage.h"
 #include "wire_enums.h"
@@ -30,6 +30,8 @@
 /* What one request needs while its events are applied. */
 struct report {
 	struct call *c;
+	report_reply_enc *enc;
+	void *out;
 	struct storage *storage;
 	int type;
 	const char *host;
@@ -399,22 +401,16 @@ static struct storage *target_storage(struct call *c, int type)
 static void reply(struct report *rp, const int *results, size_t n, bool had_generation)
 {
 	struct call *c = rp->c;
-	struct jw *o = &c->out;
 	int first = KC_OK;
 
 	for (size_t i = 0; i < n && first == KC_OK; i++)
 		first = results[i];
 	call_status(c, first,
 	            first == KC_OK ? "Events reported successfully" : "ReportEvent partially failed; see item_results");
-	jw_key(o, "item_results");
-	jw_arr(o);
-	for (size_t i = 0; first != KC_OK && i < n; i++)
-		jw_str(o, code_name(results[i]));
-	jw_arr_end(o);
-	jw_kstr(o, "committed_snapshot_version", rp->r && !rp->r->tombstone ? rp->r->gen : "");
-	jw_ki64s(o, "retry_after_ms", (int64_t)rp->retry_after_ms);
-	jw_kbool(o, "snapshot_required", rp->host_down || (!had_generation && !rp->snapshot_committed));
-	jw_kstr(o, "extra_info", jn_str(c->inst->group->cfg, "extra_info"));
+	rp->enc(rp->out, &(struct report_reply){results, first != KC_OK ? n : 0,
+	                                        rp->r && !rp->r->tombstone ? rp->r->gen : "", rp->retry_after_ms,
+	                                        rp->host_down || (!had_generation && !rp->snapshot_committed),
+	                                        jn_str(c->inst->group->cfg, "extra_info")});
 }
 
 /* The request-level checks of n events, before they are read; false when the call has been answered. */
@@ -444,18 +440,15 @@ static bool request_ok(struct report *rp, size_t n)
 }
 
 /* The events read and the request's shape checked; false when the call has been answered. */
-static bool events_ok(struct call *c, json_t *events, struct er_events *own, const struct er_events **e)
+static bool events_ok(struct call *c, const struct er_events *e)
 {
 	const char *shape;
 
-	if (!*e) {
-		*e = own;
-		if (er_events_from_json(own, events)) {
-			call_fail(c, KC_INTERNAL_ERROR, "out of memory");
-			return false;
-		}
+	if (!e) {
+		call_fail(c, KC_INTERNAL_ERROR, "out of memory");
+		return false;
 	}
-	if ((shape = shape_error(*e))) {
+	if ((shape = shape_error(e))) {
 		call_fail(c, KC_INVALID_ARGUMENT, "%s", shape);
 		return false;
 	}
@@ -512,42 +505,81 @@ static void apply_all(struct report *rp, const struct er_events *e)
 	free(rp->failed);
 }
 
-static void no_op_reply(struct jw *w, const char *extra_info)
+void report_event_answer(struct call *c, struct report_request *in, report_reply_enc *enc, void *out)
 {
+	struct report rp = {.c = c, .enc = enc, .out = out, .host = in->host, .type = in->storage_type};
+
+	if (call_input_failed(c, &in->d))
+		return;
+	if (!in->n) { /* a pure no-op: nothing is touched, every field at its default but the group's extra_info */
+		call_ok(c, "");
+		enc(out, &(struct report_reply){NULL, 0, "", 0, false, jn_str(c->inst->group->cfg, "extra_info")});
+		return;
+	}
+	if (request_ok(&rp, in->n) && events_ok(c, in->events))
+		apply_all(&rp, in->events);
+}
+
+void report_request_events(struct call *c, struct report_request *in, int (*read)(void *arg, struct er_events *e),
+                           void *arg)
+{
+	in->events = NULL;
+	if (!in->n || in->n > c->k->conf.max_keys)
+		return;
+	if (read(arg, &in->own) == 0)
+		in->events = &in->own;
+}
+
+void report_request_free(struct report_request *in)
+{
+	er_events_free(&in->own);
+}
+
+static void report_reply_json(void *out, const struct report_reply *r)
+{
+	struct jw *w = out;
+
 	jw_key(w, "item_results");
 	jw_arr(w);
+	for (size_t i = 0; i < r->nresults; i++)
+		jw_str(w, code_name(r->results[i]));
 	jw_arr_end(w);
-	jw_kstr(w, "committed_snapshot_version", "");
-	jw_ki64s(w, "retry_after_ms", 0);
-	jw_kbool(w, "snapshot_required", false);
-	jw_kstr(w, "extra_info", extra_info);
+	jw_kstr(w, "committed_snapshot_version", r->committed_snapshot_version);
+	jw_ki64s(w, "retry_after_ms", (int64_t)r->retry_after_ms);
+	jw_kbool(w, "snapshot_required", r->snapshot_required);
+	jw_kstr(w, "extra_info", r->extra_info);
+}
+
+static int events_json(void *arg, struct er_events *e)
+{
+	return er_events_from_json(e, arg);
+}
+
+void report_request_json(struct call *c, struct report_request *in)
+{
+	json_t *events;
+
+	memset(in, 0, sizeof(*in));
+	er_events_init(&in->own);
+	in->host = jd_str(&in->d, c->body, "host_ip_port");
+	in->storage_type = jd_enum(&in->d, c->body, "storage_type", &enum_storage_type);
+	events = jd_arr(&in->d, c->body, "events");
+	if (c->parsed) { /* read by api_report_event_read */
+		in->events = c->parsed;
+		in->n = in->events->n;
+	} else if (!in->d.bad) {
+		in->n = json_array_size(events);
+		report_request_events(c, in, events_json, events);
+	}
 }
 
 void api_report_event(struct call *c)
 {
-	struct report rp = {.c = c};
-	const struct er_events *e = c->parsed; /* read by api_report_event_read, or NULL: from c->body */
-	struct er_events own;
-	json_t *events;
-	size_t n;
+	struct report_request in;
 
-	rp.host = jd_str(&c->d, c->body, "host_ip_port");
-	rp.type = jd_enum(&c->d, c->body, "storage_type", &enum_storage_type);
-	events = jd_arr(&c->d, c->body, "events");
-	if (call_decode_failed(c))
-		return;
-	n = e ? e->n : json_array_size(events);
-	if (!n) { /* a pure no-op: nothing is touched, every field at its default but the group's extra_info */
-		call_ok(c, "");
-		no_op_reply(&c->out, jn_str(c->inst->group->cfg, "extra_info"));
-		return;
-	}
-	if (!request_ok(&rp, n))
-		return;
-	er_events_init(&own);
-	if (events_ok(c, events, &own, &e))
-		apply_all(&rp, e);
-	er_events_free(&own);
+	report_request_json(c, &in);
+	report_event_answer(c, &in, report_reply_json, &c->out);
+	report_request_free(&in);
 }
 
 bool api_report_event_read(struct call *c, const char *body, size_t len)
@@ -575,5 +607,5 @@ void api_report_event_release(void *parsed)
 
 void api_report_event_empty(struct jw *w)
 {
-	no_op_reply(w, "");
+	report_reply_json(w, &(struct report_reply){NULL, 0, "", 0, false, ""});
 }

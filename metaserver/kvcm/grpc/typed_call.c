@@ -33,6 +33,16 @@ static void finish_write_cache(struct call *c)
 	write_cache_finish(c, &in);
 }
 
+static void report_event(struct call *c)
+{
+	struct typed_call *t = c->typed.arg;
+	struct report_request in;
+
+	report_request_pb(c, (const pb_report_request *)t->req, &in);
+	report_event_answer(c, &in, pb_report_reply, &t->out);
+	report_request_free(&in);
+}
+
 static const struct {
 	const ProtobufCMessageDescriptor *input;
 	typed_run_fn *run;
@@ -40,6 +50,7 @@ static const struct {
     {&kv_cache_manager__proto__meta__get_cache_location_request__descriptor, get_cache_location},
     {&kv_cache_manager__proto__meta__start_write_cache_request__descriptor, start_write_cache},
     {&kv_cache_manager__proto__meta__finish_write_cache_request__descriptor, finish_write_cache},
+    {&kv_cache_manager__proto__meta__report_event_request__descriptor, report_event},
 };
 
 typed_run_fn *typed_run(const ProtobufCMethodDescriptor *method)

@@ -121,3 +121,20 @@ void pb_write_reply(void *out, const struct write_reply *r)
 	for (size_t i = 0; i < r->nlocs; i++)
 		loc_put(&loc_pb, &o, r->locs[i], NULL);
 }
+
+void pb_report_reply(void *out, const struct report_reply *r)
+{
+	struct pbw *w = out;
+	size_t at;
+
+	if (r->nresults) {
+		at = pbw_open(w, F_REPORT_ITEM_RESULTS); /* packed */
+		for (size_t i = 0; i < r->nresults; i++)
+			pbw_varint(w, code(r->results[i]));
+		pbw_close(w, at);
+	}
+	pbw_str(w, F_REPORT_COMMITTED, r->committed_snapshot_version);
+	pbw_varint_nz(w, F_REPORT_RETRY_AFTER, r->retry_after_ms);
+	pbw_varint_nz(w, F_REPORT_SNAPSHOT_REQUIRED, r->snapshot_required);
+	pbw_str(w, F_REPORT_EXTRA_INFO, r->extra_info);
+}

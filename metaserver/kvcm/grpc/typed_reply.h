@@ -10,13 +10,15 @@
 #include "cache_location.h"
 #include "http.h"
 #include "pb_wire.h"
+#include "report_event.h"
 #include "write_cache.h"
 
 /* The CommonResponseHeader, as field 1. */
 void pb_header(struct pbw *w, const struct call_header *h);
 /* GetCacheLocationResponse's fields after the header: the query's rows. */
 void pb_cache_locations(struct pbw *w, struct call *c, const struct location_query *q);
-/* StartWriteCacheResponse's (out a struct pbw). */
+/* StartWriteCacheResponse's and ReportEventResponse's (out a struct pbw). */
 void pb_write_reply(void *out, const struct write_reply *r);
+void pb_report_reply(void *out, const struct report_reply *r);
 
 #endif

@@ -10,15 +10,20 @@
 
 #include "cache_location.h"
 #include "meta_service.pb-c.h"
+#include "report_event.h"
 #include "write_cache.h"
 
 typedef KvCacheManager__Proto__Meta__GetCacheLocationRequest pb_location_request;
 typedef KvCacheManager__Proto__Meta__StartWriteCacheRequest pb_write_request;
 typedef KvCacheManager__Proto__Meta__FinishWriteCacheRequest pb_finish_request;
+typedef KvCacheManager__Proto__Meta__ReportEventRequest pb_report_request;
 
 /* Into a zeroed q. */
 void location_query_pb(struct call *c, const pb_location_request *m, struct location_query *q);
 void write_request_pb(struct call *c, const pb_write_request *m, struct write_request *in);
 void finish_request_pb(struct call *c, const pb_finish_request *m, struct finish_request *in);
+void report_request_pb(struct call *c, const pb_report_request *m, struct report_request *in);
+/* The events of m into e, as er_events_from_json reads their JSON; -1 when out of memory. */
+int er_events_from_pb(struct er_events *e, const pb_report_request *m);
 
 #endif

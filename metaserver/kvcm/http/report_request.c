@@ -151,20 +151,10 @@ int er_blocks_unique(struct er_events *e, const struct er_block *b, size_t n)
 	return 1;
 }
 
-/* Every block+medium once, each with valid specs. */
-static bool json_snapshot(struct er_events *e, json_t *p, struct er_event *ev)
+bool er_snapshot_blocks(struct er_events *e, struct er_event *ev, const struct er_block *b, size_t n, bool ok)
 {
-	json_t *blocks = json_object_get(p, "blocks");
-	size_t n = json_array_size(blocks);
-	struct er_block *b = arena_alloc(&e->mem, (n + 1) * sizeof(*b));
-	bool ok = json_is_array(blocks);
 	int unique = 1;
 
-	if (!b)
-		return false;
-	for (size_t i = 0; ok && i < n; i++)
-		if (!json_block(e, json_array_get(blocks, i), "specs", true, &b[i], &ok))
-			return false;
 	if (ok && (unique = er_blocks_unique(e, b, n)) < 0)
 		return false;
 	ev->blocks = b;
@@ -172,6 +162,22 @@ static bool json_snapshot(struct er_events *e, json_t *p, struct er_event *ev)
 	if (!ok || !unique)
 		ev->type = 0;
 	return true;
+}
+
+/* Every block+medium once, each with valid specs. */
+static bool json_snapshot(struct er_events *e, json_t *p, struct er_event *ev)
+{
+	json_t *blocks = json_object_get(p, "blocks");
+	size_t n = json_array_size(blocks);
+	struct er_block *b = arena_alloc(&e->mem, (n + 1) * sizeof(*b));
+	bool ok = json_is_array(blocks);
+
+	if (!b)
+		return false;
+	for (size_t i = 0; ok && i < n; i++)
+		if (!json_block(e, json_array_get(blocks, i), "specs", true, &b[i], &ok))
+			return false;
+	return er_snapshot_blocks(e, ev, b, n, ok);
 }
 
 /* NODE_REGISTER's mediums are checked like spec names; HEARTBEAT's are merged as given (strings only). */

@@ -74,6 +74,9 @@ bool er_specs_ok(const struct er_spec *specs, size_t n, bool uris);
 int er_item_type(int declared, bool other_payload, bool own_payload);
 /* Whether no two of a snapshot's n blocks share key and medium: 1 yes, 0 no, -1 out of memory. */
 int er_blocks_unique(struct er_events *e, const struct er_block *b, size_t n);
+/* A snapshot item's n blocks b, read ok (each valid) or not: the item is invalid unless they are valid and unique.
+ * false when out of memory. */
+bool er_snapshot_blocks(struct er_events *e, struct er_event *ev, const struct er_block *b, size_t n, bool ok);
 /* Fills b from an ADD or DELETE payload's fields (key, medium NULL when absent or not strings); false: invalid. */
 bool er_block_read(struct er_block *b, const char *key, const char *medium, const struct er_spec *specs, size_t n,
                    bool specs_shape_ok, bool uris);
