@@ -199,15 +199,26 @@ static void arm_deadline(struct h2_conn *c, struct h2_stream *st)
 		evtimer_add(st->deadline, &tv);
 }
 
+/* At most cap - 1 bytes of p as a C string, for the log: it reads every string argument up to its NUL (the URI
+ * masking looks at all of it), so a "%.*s" of bytes without one would read past them. */
+static const char *log_text(char *buf, size_t cap, const void *p, size_t n)
+{
+	n = n < cap - 1 ? n : cap - 1;
+	if (n)
+		memcpy(buf, p, n);
+	buf[n] = '\0';
+	return buf;
+}
+
 static int frame_cb(nghttp2_session *ng, const nghttp2_frame *f, void *arg)
 {
 	struct h2_stream *st = nghttp2_session_get_stream_user_data(ng, f->hd.stream_id);
+	char why[201];
 
 	if (f->hd.type == NGHTTP2_GOAWAY && f->goaway.error_code != NGHTTP2_NO_ERROR)
 		log_ratelimited(&((struct h2_conn *)arg)->s->log_bucket, LOG_WARN,
-		                "op=grpc_peer_goaway code=%u why=\"%.*s\"", f->goaway.error_code,
-		                (int)(f->goaway.opaque_data_len > 200 ? 200 : f->goaway.opaque_data_len),
-		                (const char *)f->goaway.opaque_data);
+		                "op=grpc_peer_goaway code=%u why=\"%s\"", f->goaway.error_code,
+		                log_text(why, sizeof(why), f->goaway.opaque_data, f->goaway.opaque_data_len));
 	if (!st)
 		return 0;
 	if (f->hd.type == NGHTTP2_HEADERS && f->headers.cat == NGHTTP2_HCAT_REQUEST && st->timeout_us)
@@ -223,12 +234,12 @@ static int frame_cb(nghttp2_session *ng, const nghttp2_frame *f, void *arg)
 static int sent_cb(nghttp2_session *ng, const nghttp2_frame *f, void *arg)
 {
 	struct h2_stream *st = nghttp2_session_get_stream_user_data(ng, f->hd.stream_id);
+	char why[201];
 
-	if (f->hd.type == NGHTTP2_GOAWAY && f->goaway.error_code != NGHTTP2_NO_ERROR)
-		log_ratelimited(&((struct h2_conn *)arg)->s->log_bucket, LOG_WARN,
-		                "op=grpc_goaway code=%u why=\"%.*s\"", f->goaway.error_code,
-		                (int)(f->goaway.opaque_data_len > 200 ? 200 : f->goaway.opaque_data_len),
-		                (const char *)f->goaway.opaque_data); /* why this end gives up on the connection */
+	if (f->hd.type == NGHTTP2_GOAWAY && f->goaway.error_code != NGHTTP2_NO_ERROR) /* why this end gives up */
+		log_ratelimited(&((struct h2_conn *)arg)->s->log_bucket, LOG_WARN, "op=grpc_goaway code=%u why=\"%s\"",
+		                f->goaway.error_code,
+		                log_text(why, sizeof(why), f->goaway.opaque_data, f->goaway.opaque_data_len));
 	if (st && st->rst_after && f->hd.type == NGHTTP2_HEADERS && (f->hd.flags & NGHTTP2_FLAG_END_STREAM) &&
 	    !nghttp2_session_get_stream_remote_close(ng, st->id))
 		nghttp2_submit_rst_stream(ng, NGHTTP2_FLAG_NONE, st->id, (uint32_t)(st->rst_after - 1));
@@ -239,10 +250,11 @@ static int sent_cb(nghttp2_session *ng, const nghttp2_frame *f, void *arg)
 static int error_cb(nghttp2_session *ng, int code, const char *msg, size_t len, void *arg)
 {
 	struct h2_conn *c = arg;
+	char why[201];
 
 	(void)ng;
-	log_ratelimited(&c->s->log_bucket, LOG_WARN, "op=grpc_protocol_error code=%d why=\"%.*s\"", code, (int)len,
-	                msg);
+	log_ratelimited(&c->s->log_bucket, LOG_WARN, "op=grpc_protocol_error code=%d why=\"%s\"", code,
+	                log_text(why, sizeof(why), msg, len));
 	return 0;
 }
 
