@@ -199,14 +199,34 @@ static int format_scalar(char *tmp, size_t len, const struct spec *s, va_list *a
 	}
 }
 
+/*
+ * The first max bytes of str (up to its NUL) as a string in buf. A URI the cut ends inside is dropped after its
+ * "://": cut before its '@', its password could not be told from its host, and part of it would reach the log.
+ */
+static const char *bound(const char *str, size_t max, char *buf, size_t len)
+{
+	size_t k = strnlen(str, max);
+	char *uri;
+
+	if (k >= len)
+		k = len - 1;
+	memcpy(buf, str, k);
+	buf[k] = '\0';
+	if (k == max && (uri = strstr(buf, "://")) && !strpbrk(uri, " \t\n\"'") && (size_t)(uri - buf) + 6 < len)
+		memcpy(uri, "://***", 7);
+	return buf;
+}
+
 static void format_string(struct out *o, const struct spec *s, const char *str, bool quoted, bool value)
 {
-	char tmp[1024], masked[MMC_LOGFMT_ARG_MAX];
+	char tmp[1024], masked[MMC_LOGFMT_ARG_MAX], bounded[MMC_LOGFMT_ARG_MAX];
 	size_t n;
 
 	if (!str)
 		str = "(null)";
-	/* whatever the line, a URI's password never reaches a log; masked before the precision cuts a URI short */
+	if (s->precision >= 0) /* "%.*s" of bytes that need not end in a NUL: read no further than the precision */
+		str = bound(str, (size_t)s->precision, bounded, sizeof(bounded));
+	/* whatever the line, a URI's password never reaches a log */
 	if (strstr(str, "://")) {
 		uri_mask(str, masked, sizeof(masked));
 		str = masked;

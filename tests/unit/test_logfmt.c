@@ -2,6 +2,7 @@
 #include <criterion/criterion.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "log.h"
@@ -84,13 +85,27 @@ Test(logfmt, a_uri_password_is_masked_in_every_string)
 	/* inside a longer message, twice; a password holding '@' and '/'; the precision cuts the masked text */
 	logfmt_format(buf, sizeof(buf), "err=\"%s\"", "bad \"rediss://u:p@w/d@h:1\" and \"redis://:x@h:2\"");
 	cr_assert_str_eq(buf, "err=\"bad \\\"rediss://u:***@h:1\\\" and \\\"redis://:***@h:2\\\"\"");
+	/* a precision that cuts a URI before its '@': nothing of what may be its password shows */
 	logfmt_format(buf, sizeof(buf), "s=%.16s", "redis://u:secretsecret@h");
-	cr_assert_str_eq(buf, "s=redis://u:***@h");
+	cr_assert_str_eq(buf, "s=redis://***");
 	/* no password to mask: as it was */
 	logfmt_format(buf, sizeof(buf), "a=%s b=%s c=%s", "tcp://10.0.0.1:5000", "file:///var/lib/a@b", "x@y");
 	cr_assert_str_eq(buf, "a=tcp://10.0.0.1:5000 b=file:///var/lib/a@b c=x@y");
 	logfmt_format(buf, sizeof(buf), "err=\"%s\"", "(expected redis://[user:password@]host:port)");
 	cr_assert_str_eq(buf, "err=\"(expected redis://[user:password@]host:port)\"", "a usage text is not a URI");
+}
+
+/* "%.*s" of bytes with no NUL after them (a peer's GOAWAY text): nothing past the precision is read (ASan) */
+Test(logfmt, a_precision_bounds_what_is_read)
+{
+	char buf[128], *raw = malloc(6);
+
+	memcpy(raw, "abcdef", 6);
+	logfmt_format(buf, sizeof(buf), "debug=\"%.*s\"", 6, raw);
+	cr_assert_str_eq(buf, "debug=\"abcdef\"");
+	logfmt_format(buf, sizeof(buf), "debug=%.*s", 3, raw);
+	cr_assert_str_eq(buf, "debug=abc");
+	free(raw);
 }
 
 Test(logfmt, libmmc_messages_mask_uri_passwords_too)
