@@ -363,8 +363,8 @@ static bool admit(struct h2_stream *st)
 		return false;
 	if (st->bad_header)
 		grpc_call_fail(st, GS_INTERNAL, "malformed request headers");
-	else if ((refused = grpc_auth_check(s->k, needs_admin(s, st->path), st->authorization, st->path,
-	                                    &s->log_bucket)))
+	else if ((refused =
+	              grpc_auth_check(s->k, needs_admin(s, st->path), st->authorization, st->path, &s->log_bucket)))
 		grpc_call_fail(st, refused, refused == GRPC_UNAUTHENTICATED ? "credentials refused" : "forbidden");
 	else if (!resolve(st, &why))
 		grpc_call_fail(st, GS_UNIMPLEMENTED, why);
