@@ -318,6 +318,23 @@ static int open_objects(struct fabric *f)
 	return 0;
 }
 
+/*
+ * Whether a read after writes proves the writes landed. The provider must order read after write on a connection
+ * (FI_ORDER_RAW; shm's per-peer queue is FIFO), and a write's completion must not be the only trace of its bytes:
+ * tcp completes a plain write once the kernel has it, and a connection the peer closes (a peer that gave up its own
+ * operations to us while we were stopped) takes the writes it had yet to read with it, while the fence, posted
+ * later, goes out on the next connection and succeeds. There a write asks for FI_DELIVERY_COMPLETE: it completes
+ * once the peer placed its bytes, or fails with its connection.
+ */
+static bool fence_orders_writes(const struct fabric *f)
+{
+	if (strcmp(f->provider, "shm") == 0)
+		return true;
+	if (strncmp(f->provider, "tcp", 3) == 0)
+		return false;
+	return (f->info->tx_attr->msg_order & (FI_ORDER_RAW | FI_ORDER_RMA_RAW)) != 0;
+}
+
 /* host_shm: an endpoint only in name. Its address says which process it is; nothing can be posted to a peer. */
 static int open_host_only(struct fabric *f)
 {
@@ -352,8 +369,7 @@ int fabric_open(struct fabric **out, const char *protocol, const char *hcom_url)
 			         protocol, hcom_url);
 		goto fail;
 	}
-	f->fence_by_read =
-	    (f->info->tx_attr->msg_order & (FI_ORDER_RAW | FI_ORDER_RMA_RAW)) || strcmp(f->provider, "shm") == 0;
+	f->fence_by_read = fence_orders_writes(f);
 	f->write_flags = FI_COMPLETION | (f->fence_by_read ? 0 : FI_DELIVERY_COMPLETE);
 	if ((rc = fabric_mr_reg(f, f->scratch, sizeof(f->scratch), false, &f->scratch_mr)))
 		goto fail;
@@ -595,7 +611,7 @@ static void reap_one(struct fab_batch *b)
 {
 	struct fab_op *op = &b->ops[b->reaped % b->window];
 	unsigned spins = 0;
-	uint64_t stall = 0, now;
+	uint64_t stall = 0, now, last = 0;
 
 	atomic_fetch_add_explicit(&b->f->reapers, 1, memory_order_relaxed);
 	while (atomic_load_explicit(&op->state, memory_order_acquire) != 2) {
@@ -607,7 +623,10 @@ static void reap_one(struct fab_batch *b)
 			continue;
 		sched_yield();
 		now = clock_ms();
-		stall = stall ? stall : now + b->stall_ms;
+		/* this process did not run for a while (stopped, frozen, swapped out): its peers did nothing wrong */
+		if (!stall || now - last > b->stall_ms / 2)
+			stall = now + b->stall_ms;
+		last = now;
 		expired = b->deadline_ms && now >= b->deadline_ms;
 		if ((now > stall || expired) && !b->patient) {
 			atomic_fetch_sub_explicit(&b->f->reapers, 1, memory_order_relaxed);

@@ -44,8 +44,10 @@ bool fabric_local_mr(const struct fabric *f);
 
 /*
  * True when an RMA read issued after RMA writes to the same peer completes only after those writes landed
- * (FI_ORDER_RAW, and shm, whose per-peer command queue is FIFO). Then writes go out plain and one small read per
- * peer ends a batch (a fence); otherwise every write asks for FI_DELIVERY_COMPLETE. Plain writes matter beyond
+ * (FI_ORDER_RAW, and shm, whose per-peer command queue is FIFO), on a provider whose write completion is not the
+ * only trace of its bytes (not tcp: see fence_orders_writes). Then writes go out plain and one small read per peer
+ * ends a batch (a fence), whose failure fails every key written to that peer; otherwise every write asks for
+ * FI_DELIVERY_COMPLETE. Plain writes matter beyond
  * speed: a delivery-complete write to a peer that died can block every later completion on shm.
  */
 bool fabric_fence_by_read(const struct fabric *f);

@@ -36,9 +36,13 @@ struct host_used {
 /* The last write of this call to one peer: where its fence read goes. */
 struct fence {
 	fi_addr_t fa;
+	uint32_t rank;
 	uint64_t raddr, rkey;
-	uint32_t tag;
+	int err; /* the fence read's: every key written to rank fails with it */
 };
+
+/* A fence read's tag: its index in fences[], with this bit to tell it from a key's. */
+#define FENCE_TAG (UINT32_C(1) << 31)
 
 /* One call's state, on its caller's stack: a transfer allocates only for what outgrows it. */
 struct xfer_ctx {
@@ -84,6 +88,10 @@ static void op_done(void *arg, uint32_t tag, int err)
 {
 	struct xfer_ctx *x = arg;
 
+	if (tag & FENCE_TAG) {
+		x->fences[tag & ~FENCE_TAG].err = err;
+		return;
+	}
 	if (err)
 		key_fail(x, tag, err);
 	if (x->pending && --x->pending[tag] == 0)
@@ -214,29 +222,48 @@ static void host_check(struct xfer_ctx *x)
 	}
 }
 
-static void note_fence(struct xfer_ctx *x, fi_addr_t fa, uint64_t raddr, uint64_t rkey, uint32_t tag)
+static void note_fence(struct xfer_ctx *x, const struct peer *p, uint64_t raddr, uint64_t rkey)
 {
 	size_t i = 0;
 
-	while (i < x->nfences && x->fences[i].fa != fa)
+	while (i < x->nfences && x->fences[i].fa != p->fa)
 		i++;
 	if (i == x->nfences)
 		x->nfences++;
-	x->fences[i] = (struct fence){fa, raddr, rkey, tag};
+	x->fences[i] = (struct fence){p->fa, p->rank, raddr, rkey, 0};
 }
 
-/* One small read per peer after the writes: it completes once every earlier write to that peer has landed. */
+/*
+ * One small read per peer after the writes: it completes once every earlier write to that peer has landed. Until
+ * it has, a write's own completion proves nothing (its bytes may still be lost with its connection), so a fence
+ * that fails fails every key written to that peer, not only the last.
+ */
 static void post_fences(struct xfer_ctx *x, struct fab_batch *b)
 {
 	void *desc, *scratch = fabric_scratch(x->s->fab, &desc);
 
 	for (size_t i = 0; i < x->nfences; i++) {
 		struct fence *f = &x->fences[i];
-
 		struct iovec iov = {scratch, 8};
+		int rc = fab_batch_post(b, false, &iov, &desc, 1, f->fa, f->raddr, f->rkey, FENCE_TAG | (uint32_t)i);
 
-		if (fab_batch_post(b, false, &iov, &desc, 1, f->fa, f->raddr, f->rkey, f->tag))
-			key_fail(x, f->tag, MMC_ERROR);
+		if (rc)
+			f->err = rc;
+	}
+}
+
+static void fences_check(struct xfer_ctx *x)
+{
+	for (size_t i = 0; i < x->nfences; i++) {
+		if (!x->fences[i].err)
+			continue;
+		for (size_t k = 0; k < x->nkeys; k++) {
+			const struct xfer_key *key = key_at(x, k);
+
+			for (uint32_t r = 0; !key->skip && r < key->ntargets; r++)
+				if (key->targets[r].rank == x->fences[i].rank)
+					key_fail(x, k, x->fences[i].err);
+		}
 	}
 }
 
@@ -263,7 +290,7 @@ static int flush(struct xfer_ctx *x, struct fab_batch *b, int write, uint32_t ta
 	if (rc && x->pending)
 		x->pending[tag]--;
 	if (rc == 0 && x->fences)
-		note_fence(x, p->fa, base + g->off, key, tag);
+		note_fence(x, p, base + g->off, key);
 	g->off += g->total;
 	g->count = g->total = 0;
 	return rc;
@@ -431,6 +458,7 @@ void xfer_run_until(struct mmc_store *s, int write, struct xfer_key *keys, size_
 		hook->posted(hook->arg);
 	fab_batch_wait(&b);
 	fab_batch_fini(&b);
+	fences_check(&x);
 	host_check(&x);
 	pthread_rwlock_unlock(&s->regs.lock);
 	for (int i = 0; i < x.temp.n; i++)

@@ -62,6 +62,36 @@ Test(stall, a_timed_out_get_never_lands_later, .fini = stop, .timeout = 120)
 	node_kill(&owner);
 }
 
+/*
+ * A batch put to an owner that is stopped cannot have placed a byte: no key of it may answer MMC_OK. A write's own
+ * completion says only that the bytes left (tcp: reached the kernel); the fence read after them is what proves they
+ * landed, and its failure is every key's written to that owner, not only the last one's (it was: 7 of 8 keys here
+ * answered MMC_OK, committed with bytes that a severed connection could drop).
+ */
+Test(stall, a_put_to_a_stopped_owner_stores_no_key, .fini = stop, .timeout = 120)
+{
+	struct node owner, writer;
+	char *r;
+	int ok = 0;
+
+	cr_assert_eq(metaserver_start(&meta, NULL), 0);
+	snprintf(env_meta, sizeof(env_meta), "MMC_TEST_META=%s", meta.url);
+	start_node(&owner, 1);
+	start_node(&writer, 0);
+	cr_assert_eq(CMD(&writer, "bput warm/ 2 4096 1"), 0, "%s", reply); /* the connection is up */
+	cr_assert_eq(kill(owner.pid, SIGSTOP), 0);
+	node_cmd(&writer, reply, sizeof(reply), "bput stopped/ 8 4096 5");
+	cr_assert_eq(kill(owner.pid, SIGCONT), 0);
+	strtol(reply, &r, 10);
+	for (int i = 0; i < 8; i++)
+		ok += strtol(r, &r, 10) == 0;
+	cr_expect_eq(ok, 0, "keys stored while their only owner was stopped: %d (%s)", ok, reply);
+	cr_expect_eq(CMD(&writer, "bput after/ 8 4096 9"), 0, "the owner is written to again: %s", reply);
+	cr_expect_eq(CMD(&writer, "bget after/ 8 4096 9"), 0, "and read back: %s", reply);
+	node_kill(&writer);
+	node_kill(&owner);
+}
+
 /* ---- a prefix read under a deadline ---- */
 
 #define PAGE (1u << 20)

@@ -11,8 +11,10 @@
 
 #include "soak_thread.h"
 
-void state_put(struct key_state *s, uint64_t version, int rc)
+void state_put(struct key_state *s, uint64_t version, int rc, uint32_t from_ms, uint32_t to_ms)
 {
+	s->hi_from_ms = from_ms;
+	s->hi_to_ms = to_ms;
 	/* a failed put may still have stored its version: it joins the legitimate range, flagged as doubtful */
 	if (s->removed || s->lo == 0)
 		s->lo = version;
@@ -152,7 +154,7 @@ static void note(struct soak_thread *t, const struct soak_key *k, enum soak_op o
 {
 	const struct key_state *s = k->owner == t->writer ? &t->own[k->idx] : NULL;
 	uint64_t now = soak_now_ms(), since = atomic_load(&t->run->shm->since_ms);
-	char what[400], rec[160] = "", after[64] = "", again[96] = "", lo[32], hi[32];
+	char what[400], rec[200] = "", after[64] = "", again[96] = "", lo[32], hi[32];
 
 	if (t->notes++ >= SOAK_NOTES)
 		return;
@@ -160,8 +162,9 @@ static void note(struct soak_thread *t, const struct soak_key *k, enum soak_op o
 	if (s) {
 		version_text(lo, sizeof(lo), s->lo);
 		version_text(hi, sizeof(hi), s->hi);
-		snprintf(rec, sizeof(rec), "; owner's record lo=%s hi=%s%s%s", lo, hi, s->removed ? " removed" : "",
-		         s->doubt ? " (hi's put failed)" : "");
+		snprintf(rec, sizeof(rec), "; owner's record lo=%s hi=%s%s%s, hi put %.2f..%.2f s", lo, hi,
+		         s->removed ? " removed" : "", s->doubt ? " (hi's put failed)" : "", s->hi_from_ms / 1e3,
+		         s->hi_to_ms / 1e3);
 	}
 	if (cl == CLASS_CORRUPT)
 		reread_text(t, k, bytes, again, sizeof(again));

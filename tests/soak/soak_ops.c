@@ -129,6 +129,7 @@ static void put_call(struct soak_thread *t, struct batch *b, enum soak_op op)
 static void do_put(struct soak_thread *t, enum soak_op op, size_t want)
 {
 	struct batch b;
+	uint32_t from, to;
 
 	fill(t, &b, op == OP_PUT ? 1 : want, (struct mix){70, 30}, t->putbuf);
 	for (size_t i = 0; i < b.n; i++) {
@@ -138,11 +139,13 @@ static void do_put(struct soak_thread *t, enum soak_op op, size_t want)
 	if (b.n == 0)
 		return;
 	t->c->calls[op]++;
+	from = (uint32_t)(soak_now_ms() - t->run->shm->t0_ms);
 	put_call(t, &b, op);
+	to = (uint32_t)(soak_now_ms() - t->run->shm->t0_ms);
 	for (size_t i = 0; i < b.n; i++) {
 		soak_count(t->c, op, b.results[i]);
 		if (b.keys[i].owner == t->writer)
-			state_put(&t->own[b.keys[i].idx], b.versions[i], b.results[i]);
+			state_put(&t->own[b.keys[i].idx], b.versions[i], b.results[i], from, to);
 		if (b.results[i] == MMC_OK)
 			t->c->bytes_put += b.sizes[i];
 	}

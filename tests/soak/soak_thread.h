@@ -17,6 +17,7 @@ struct key_state {
 	uint64_t gone_hi; /* hi when the key was last seen absent: a later hit at or below it is a resurrection */
 	bool removed;     /* an acknowledged remove and no put since: any hit is a stale read */
 	bool doubt;       /* hi's put failed (timeout, lost server, MMC_META_BACKUP_ERROR): it may or may not exist */
+	uint32_t hi_from_ms, hi_to_ms; /* when hi's put was called and returned, from the start of the run */
 };
 
 enum soak_class {
@@ -51,7 +52,7 @@ static inline uint64_t soak_rand(struct soak_thread *t)
 }
 
 /* ---- the owner's record (soak_check.c) ---- */
-void state_put(struct key_state *s, uint64_t version, int rc);
+void state_put(struct key_state *s, uint64_t version, int rc, uint32_t from_ms, uint32_t to_ms);
 void state_remove(struct key_state *s, int rc);
 /* Classifies one read result (rc, and on MMC_OK the bytes in buf) and counts it. */
 void soak_check_read(struct soak_thread *t, const struct soak_key *k, enum soak_op op, int rc, const void *buf);
