@@ -7,12 +7,16 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static mmc_store *open_store(const char *url, const char *protocol, int lend, uint64_t pool, bool verify)
+/* rma_timeout_ms 0: the library's default */
+static mmc_store *open_store(const char *url, const char *protocol, int lend, uint64_t pool, bool verify,
+                             uint32_t rma_timeout_ms)
 {
 	mmc_local_config cfg = mmc_default_local_config();
 	mmc_store *s = mmc_create();
 
 	cfg.verify_checksum = verify;
+	if (rma_timeout_ms)
+		cfg.rma_timeout_ms = rma_timeout_ms;
 	snprintf(cfg.meta_service_url, sizeof(cfg.meta_service_url), "%s", url);
 	snprintf(cfg.protocol, sizeof(cfg.protocol), "%s", protocol);
 	cfg.dram_size = pool;
@@ -32,7 +36,7 @@ int bench_target_main(int argc, char **argv)
 
 	if (argc < 5)
 		return 2;
-	s = open_store(argv[2], argv[3], 1, strtoull(argv[4], NULL, 0), false);
+	s = open_store(argv[2], argv[3], 1, strtoull(argv[4], NULL, 0), false, 0);
 	if (!s) {
 		printf("fail\n");
 		return 1;
@@ -126,10 +130,15 @@ void bench_cluster_stop(struct bench_cluster *c)
 
 struct mmc_store *bench_client(const struct bench_cluster *c, const char *protocol, int lend_pool, uint64_t pool)
 {
-	return open_store(c->meta.url, protocol, lend_pool, pool, false);
+	return open_store(c->meta.url, protocol, lend_pool, pool, false, 0);
 }
 
 struct mmc_store *bench_client_checked(const struct bench_cluster *c, const char *protocol, bool verify_checksum)
 {
-	return open_store(c->meta.url, protocol, 0, 0, verify_checksum);
+	return open_store(c->meta.url, protocol, 0, 0, verify_checksum, 0);
+}
+
+struct mmc_store *bench_client_rma_timeout(const struct bench_cluster *c, const char *protocol, uint32_t rma_timeout_ms)
+{
+	return open_store(c->meta.url, protocol, 0, 0, false, rma_timeout_ms);
 }

@@ -39,5 +39,8 @@ int bench_target_main(int argc, char **argv);
 struct mmc_store *bench_client(const struct bench_cluster *c, const char *protocol, int lend_pool, uint64_t pool);
 /* A client-only store with ock.mmc.client.verify_checksum set as given. */
 struct mmc_store *bench_client_checked(const struct bench_cluster *c, const char *protocol, bool verify_checksum);
+/* A client-only store whose stalled RMAs fail after rma_timeout_ms (ock.mmc.client.rma_timeout_ms). */
+struct mmc_store *bench_client_rma_timeout(const struct bench_cluster *c, const char *protocol,
+                                           uint32_t rma_timeout_ms);
 
 #endif

@@ -6,6 +6,7 @@
  *   mmc-bench gva [options]    layer-wise GVA copies vs batch_get_into_layers / put_from_layers vs memcpy
  *   mmc-bench ssd [options]    the SSD tier: demote, rewarm and gets from SSD vs the device's own speed
  *   mmc-bench idle [options]   CPU per idle second of a lending store and of the meta server
+ *   mmc-bench prefix [options] mmc_batch_get_into_prefix vs mmc_batch_get_into, and with one lender stopped
  *   mmc-bench all --quick      every subcommand in its short mode (what CI runs)
  *   mmc-bench target ... / rma-target ...   (internal) processes that lend a pool
  *
@@ -28,6 +29,7 @@ static const char usage[] =
     "  gva     layer-wise GVA copies vs batch_get_into_layers / put_from_layers vs memcpy\n"
     "  ssd     the SSD tier: demote, rewarm, gets from SSD vs the device\n"
     "  idle    CPU seconds per idle second of a lending store and of the meta server\n"
+    "  prefix  deadline-aware prefix read vs batch get: its cost, and its wait with one lender stopped\n"
     "  all     every benchmark in its short mode (all --quick: what CI runs)\n"
     "Every subcommand takes --help; --no-host-path makes same-host peers use the network provider (two hosts).\n";
 
@@ -49,6 +51,7 @@ static int run_all(int argc, char **argv, const char *self)
 	rc |= bench_gva_main(2, quick, self);
 	rc |= bench_ssd_main(2, quick, self);
 	rc |= bench_idle_main(2, quick, self);
+	rc |= bench_prefix_main(2, quick, self);
 	printf("\nmmc-bench all: %s\n", rc ? "FAILED" : "ok");
 	return rc ? 1 : 0;
 }
@@ -64,7 +67,8 @@ int main(int argc, char **argv)
 	if (strcmp(cmd, "meta-client") == 0)
 		return bench_meta_client_main(argc, argv);
 	if (strcmp(cmd, "data") == 0 || strcmp(cmd, "meta") == 0 || strcmp(cmd, "gva") == 0 ||
-	    strcmp(cmd, "ssd") == 0 || strcmp(cmd, "idle") == 0 || strcmp(cmd, "all") == 0)
+	    strcmp(cmd, "ssd") == 0 || strcmp(cmd, "idle") == 0 || strcmp(cmd, "prefix") == 0 ||
+	    strcmp(cmd, "all") == 0)
 		printf("# mmc-bench %s, %s build%s\n", mmc_version(), MMC_BENCH_BUILDTYPE,
 		       strcmp(MMC_BENCH_BUILDTYPE, "release") ? " (not release: not for comparisons)" : "");
 	fflush(stdout); /* before any child is forked */
@@ -78,6 +82,8 @@ int main(int argc, char **argv)
 		return bench_gva_main(argc - 1, argv + 1, argv[0]);
 	if (strcmp(cmd, "ssd") == 0)
 		return bench_ssd_main(argc - 1, argv + 1, argv[0]);
+	if (strcmp(cmd, "prefix") == 0)
+		return bench_prefix_main(argc - 1, argv + 1, argv[0]);
 	if (strcmp(cmd, "all") == 0)
 		return run_all(argc - 1, argv + 1, argv[0]);
 	fputs(usage, strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 ? stdout : stderr);
