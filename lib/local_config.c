@@ -22,6 +22,7 @@
 
 static const char *const protocols[] = {"host_tcp", "host_shm", "host_rdma", "auto", NULL};
 
+/* Every row lands in c, the caller's mmc_local_config: mmc_config_set() applies the same rows to it alone. */
 static const struct conf_key keys[] = {
     {"ock.mmc.meta_service_url", CONF_STR, F(c.meta_service_url), 0, 0, NULL},
     {"ock.mmc.local_service.config_store_url", CONF_STR, F(c.config_store_url), 0, 0, NULL},
@@ -42,10 +43,15 @@ static const struct conf_key keys[] = {
     {"ock.mmc.client.lease_ttl_ms", CONF_U64, F(c.lease_ttl_ms), 0, 2147483647, NULL},
     {"ock.mmc.client.rma_timeout_ms", CONF_U32, F(c.rma_timeout_ms), 100, 3600000, NULL},
     {"ock.mmc.client.verify_checksum", CONF_BOOL, F(c.verify_checksum), 0, 0, NULL},
-    {"ock.mmc.client.host_path", CONF_BOOL, F(host_path), 0, 0, NULL},
-    {"ock.mmc.client.auth_token", CONF_STR, F(auth_token), 0, 0, NULL},
-    {"ock.mmc.client.auth_token_file", CONF_STR, F(auth_token_file), 0, 0, NULL},
-    TLS_FILES_KEYS(F),
+    {"ock.mmc.client.host_path", CONF_BOOL, F(c.host_path), 0, 0, NULL},
+    {"ock.mmc.client.auth_token", CONF_STR, F(c.auth_token), 0, 0, NULL},
+    {"ock.mmc.client.auth_token_file", CONF_STR, F(c.auth_token_file), 0, 0, NULL},
+    {"ock.mmc.tls.enable", CONF_BOOL, F(c.tls_enable), 0, 0, NULL},
+    {"ock.mmc.tls.ca.path", CONF_STR, F(c.tls_ca_path), 0, 0, NULL},
+    {"ock.mmc.tls.ca.crl.path", CONF_STR, F(c.tls_crl_path), 0, 0, NULL},
+    {"ock.mmc.tls.cert.path", CONF_STR, F(c.tls_cert_path), 0, 0, NULL},
+    {"ock.mmc.tls.key.path", CONF_STR, F(c.tls_key_path), 0, 0, NULL},
+    {"ock.mmc.tls.key.pass.path", CONF_STR, F(c.tls_key_pass_path), 0, 0, NULL},
     {NULL, 0, 0, 0, 0, 0, NULL},
 };
 
@@ -216,12 +222,15 @@ static void memcache_protocol(mmc_local_config *c)
  * past its end.
  */
 static const size_t layout_bytes[] = {
-    [1] = sizeof(mmc_local_config),
+    [1] = offsetof(mmc_local_config, host_path),
+    [2] = sizeof(mmc_local_config),
 };
 
 _Static_assert(sizeof(layout_bytes) / sizeof(layout_bytes[0]) == MMC_LOCAL_CONFIG_VERSION + 1,
                "every version up to MMC_LOCAL_CONFIG_VERSION has its size");
 _Static_assert(offsetof(mmc_local_config, version) == 0, "the version is the first field");
+_Static_assert(offsetof(struct client_conf, c) == 0, "the keys' offsets into client_conf are offsets into c");
+_Static_assert(sizeof(((struct tls_files *)0)->ca) == MMC_TLS_PATH_SIZE, "tls_*_path copy into tls_files whole");
 
 size_t local_config_layout_bytes(uint32_t version)
 {
@@ -244,6 +253,7 @@ static void defaults(mmc_local_config *out)
 	c.timeout_ms = 60000;
 	c.heartbeat_ms = 1000;
 	c.rma_timeout_ms = 10000;
+	c.host_path = true;
 	*out = c;
 }
 
@@ -267,30 +277,36 @@ struct load_ctx {
 	size_t errlen;
 };
 
-static int load_line(void *arg, const char *key, const char *value, int line)
+/* One `key = value` into o, for a file line and mmc_config_set() alike; 0 or MMC_INVALID_PARAM (message in msg). */
+static int apply_line(struct client_conf *o, const char *key, const char *value, const char *path, int line, char *msg,
+                      size_t len)
 {
-	struct load_ctx *l = arg;
-	char msg[512], cred[1024];
+	char cred[1024];
+	int rc;
 
 	/* a bare file name is a credential under $CREDENTIALS_DIRECTORY, as on the server (secret_file.h) */
 	if (!(value = secret_file_path(key, value, cred, sizeof(cred)))) {
-		snprintf(l->err, l->errlen, "%s:%d: %s: the credential's path under $CREDENTIALS_DIRECTORY is too long",
-		         l->path, line, key);
+		snprintf(msg, len, "%s: the credential's path under $CREDENTIALS_DIRECTORY is too long", key);
 		return MMC_INVALID_PARAM;
 	}
-	if (!conf_find(keys, key)) {
-		int rc = memcache_apply(l->out, key, value, l->path, line, msg, sizeof(msg));
+	if (conf_find(keys, key))
+		return conf_apply(keys, o, key, value, msg, len);
+	rc = memcache_apply(o, key, value, path, line, msg, len);
+	if (rc == 0)
+		rc = conf_apply_compat(CONF_SCOPE_CLIENT, key, value, msg, len);
+	if (rc == 1)
+		return 0;
+	if (rc == 0)
+		snprintf(msg, len, "unknown configuration key \"%s\"", key);
+	return MMC_INVALID_PARAM;
+}
 
-		if (rc == 0)
-			rc = conf_apply_compat(CONF_SCOPE_CLIENT, key, value, msg, sizeof(msg));
-		if (rc == 1)
-			return 0;
-		if (rc == 0)
-			snprintf(msg, sizeof(msg), "unknown configuration key \"%s\"", key);
-		snprintf(l->err, l->errlen, "%s:%d: %s", l->path, line, msg);
-		return MMC_INVALID_PARAM;
-	}
-	if (conf_apply(keys, l->out, key, value, msg, sizeof(msg))) {
+static int load_line(void *arg, const char *key, const char *value, int line)
+{
+	struct load_ctx *l = arg;
+	char msg[512];
+
+	if (apply_line(l->out, key, value, l->path, line, msg, sizeof(msg))) {
 		snprintf(l->err, l->errlen, "%s:%d: %s", l->path, line, msg);
 		return MMC_INVALID_PARAM;
 	}
@@ -307,11 +323,20 @@ static int parse_meta_url(struct client_conf *o, char *err, size_t errlen)
 /* The cluster secret from its key or its file, and TLS that can verify the server. */
 static int check_guards(struct client_conf *o, char *err, size_t errlen)
 {
-	int rc = secret_resolve("ock.mmc.client.auth_token", "ock.mmc.client.auth_token_file", o->auth_token_file,
-	                        o->auth_token, sizeof(o->auth_token), err, errlen);
+	mmc_local_config *c = &o->c;
+	int rc;
 
+	memcpy(o->auth_token, c->auth_token, sizeof(o->auth_token));
+	rc = secret_resolve("ock.mmc.client.auth_token", "ock.mmc.client.auth_token_file", c->auth_token_file,
+	                    o->auth_token, sizeof(o->auth_token), err, errlen);
 	if (rc)
 		return rc;
+	o->tls.enable = c->tls_enable;
+	memcpy(o->tls.ca, c->tls_ca_path, sizeof(o->tls.ca));
+	memcpy(o->tls.crl, c->tls_crl_path, sizeof(o->tls.crl));
+	memcpy(o->tls.cert, c->tls_cert_path, sizeof(o->tls.cert));
+	memcpy(o->tls.key, c->tls_key_path, sizeof(o->tls.key));
+	memcpy(o->tls.key_pass, c->tls_key_pass_path, sizeof(o->tls.key_pass));
 	if (o->tls.enable && !o->tls.ca[0]) {
 		snprintf(err, errlen, "ock.mmc.tls.enable needs ock.mmc.tls.ca.path to verify the meta server");
 		return MMC_INVALID_PARAM;
@@ -329,6 +354,7 @@ static int host_path_env(struct client_conf *o, char *err, size_t errlen)
 {
 	const char *v = getenv("MMC_HOST_PATH");
 
+	o->host_path = o->c.host_path;
 	if (!v || !v[0])
 		return 0;
 	if (strcmp(v, "0") == 0 || strcmp(v, "off") == 0 || strcmp(v, "false") == 0) {
@@ -367,15 +393,33 @@ static int check_hcom_url(const char *url, char *err, size_t errlen)
 	return MMC_INVALID_PARAM;
 }
 
+/* One of protocols[], or a MemCache protocol (which memcache_protocol() makes auto). */
+static int check_protocol(const char *protocol, char *err, size_t errlen)
+{
+	for (const char *const *p = protocols; *p; p++)
+		if (strcmp(*p, protocol) == 0)
+			return 0;
+	for (size_t i = 0; i < sizeof(memcache_protocols) / sizeof(memcache_protocols[0]); i++)
+		if (strcmp(memcache_protocols[i].name, protocol) == 0)
+			return 0;
+	snprintf(err, errlen,
+	         "bad value \"%s\" for \"ock.mmc.local_service.protocol\" (host_tcp, host_shm, host_rdma or auto; "
+	         "MemCache's device_* and host_urma mean auto)",
+	         protocol);
+	return MMC_INVALID_PARAM;
+}
+
 static int check(struct client_conf *o, char *err, size_t errlen)
 {
 	mmc_local_config *c = &o->c;
-	const char *const *p;
 
 	if (!bounded(c->meta_service_url, sizeof(c->meta_service_url)) ||
 	    !bounded(c->log_level, sizeof(c->log_level)) || !bounded(c->protocol, sizeof(c->protocol)) ||
 	    !bounded(c->hcom_url, sizeof(c->hcom_url)) || !bounded(c->config_store_url, sizeof(c->config_store_url)) ||
-	    !bounded(c->ssd_path, sizeof(c->ssd_path))) {
+	    !bounded(c->ssd_path, sizeof(c->ssd_path)) || !bounded(c->auth_token, sizeof(c->auth_token)) ||
+	    !bounded(c->auth_token_file, sizeof(c->auth_token_file)) || !bounded(c->tls_ca_path, MMC_TLS_PATH_SIZE) ||
+	    !bounded(c->tls_crl_path, MMC_TLS_PATH_SIZE) || !bounded(c->tls_cert_path, MMC_TLS_PATH_SIZE) ||
+	    !bounded(c->tls_key_path, MMC_TLS_PATH_SIZE) || !bounded(c->tls_key_pass_path, MMC_TLS_PATH_SIZE)) {
 		snprintf(err, errlen, "a string field of mmc_local_config is not NUL-terminated");
 		return MMC_INVALID_PARAM;
 	}
@@ -387,16 +431,8 @@ static int check(struct client_conf *o, char *err, size_t errlen)
 		         c->log_level);
 		return MMC_INVALID_PARAM;
 	}
-	for (p = protocols; *p && strcmp(*p, c->protocol) != 0; p++)
-		;
-	if (!*p) {
-		snprintf(
-		    err, errlen,
-		    "bad value \"%s\" for \"ock.mmc.local_service.protocol\" (host_tcp, host_shm, host_rdma or auto; "
-		    "MemCache's device_* and host_urma mean auto)",
-		    c->protocol);
+	if (check_protocol(c->protocol, err, errlen))
 		return MMC_INVALID_PARAM;
-	}
 	if (c->world_size < 1 || c->world_size > MMC_RANKS_MAX) {
 		snprintf(err, errlen, "bad value %u for \"ock.mmc.local_service.world_size\" (1..1024)", c->world_size);
 		return MMC_INVALID_PARAM;
@@ -455,4 +491,76 @@ int local_config_resolve(const mmc_local_config *in, struct client_conf *out, ch
 			return MMC_INVALID_PARAM;
 	}
 	return host_path_env(out, err, errlen) ? MMC_INVALID_PARAM : check(out, err, errlen);
+}
+
+/* The checks of check() that concern key alone, so mmc_config_set() refuses what mmc_setup() would. */
+static int check_key(struct client_conf *o, const char *key, char *err, size_t errlen)
+{
+	if (strcmp(key, "ock.mmc.local_service.protocol") == 0)
+		return check_protocol(o->c.protocol, err, errlen);
+	if (strcmp(key, "ock.mmc.local_service.hcom_url") == 0)
+		return check_hcom_url(o->c.hcom_url, err, errlen);
+	if (strcmp(key, "ock.mmc.meta_service_url") == 0)
+		return parse_meta_url(o, err, errlen) ? MMC_INVALID_PARAM : 0;
+	return 0;
+}
+
+/* Applies key to o as a file line would, refusing what o's first bytes (the caller's layout) cannot hold. */
+static int set_key(struct client_conf *o, size_t bytes, const char *key, const char *value, char *err, size_t errlen)
+{
+	const struct conf_key *k = conf_find(keys, key);
+	const struct memcache_key *m = k ? NULL : memcache_find(key);
+
+	if (k && k->offset + k->size > bytes) {
+		snprintf(err, errlen,
+		         "\"%s\" is not in mmc_local_config version %u: fill it with mmc_default_local_config()", key,
+		         o->c.version);
+		return MMC_INVALID_PARAM;
+	}
+	if (m && m->use == MC_SSD) {
+		snprintf(err, errlen, "\"%s\" is read from a configuration file only, with MemCache's other SSD keys",
+		         key);
+		return MMC_INVALID_PARAM;
+	}
+	if (apply_line(o, key, value, "mmc_config_set()", 0, err, errlen))
+		return MMC_INVALID_PARAM;
+	return k ? check_key(o, key, err, errlen) : 0;
+}
+
+int local_config_set(mmc_local_config *conf, const char *key, const char *value, char *err, size_t errlen)
+{
+	size_t bytes = conf ? local_config_layout_bytes(conf->version) : 0;
+	struct client_conf *o;
+	int rc;
+
+	if (!key || !value || !bytes) {
+		snprintf(err, errlen, "%s",
+		         !conf || !key || !value ? "conf, key and value must not be NULL"
+		                                 : "conf->version is not a layout this library knows: fill it with "
+		                                   "mmc_default_local_config()");
+		return MMC_INVALID_PARAM;
+	}
+	/* a scratch copy: a refused value leaves conf as it was, and no field past the caller's layout is touched */
+	o = calloc(1, sizeof(*o));
+	if (!o) {
+		snprintf(err, errlen, "out of memory");
+		return MMC_MALLOC_FAILED;
+	}
+	memcpy(&o->c, conf, bytes);
+	rc = set_key(o, bytes, key, value, err, errlen);
+	if (rc == 0)
+		memcpy(conf, &o->c, bytes);
+	explicit_bzero(o, sizeof(*o)); /* it may hold the cluster secret */
+	free(o);
+	return rc;
+}
+
+int mmc_config_set(mmc_local_config *conf, const char *key, const char *value)
+{
+	char err[512];
+	int rc = local_config_set(conf, key, value, err, sizeof(err));
+
+	if (rc)
+		lg_error("mmc_config_set: %s", err);
+	return rc;
 }

@@ -24,12 +24,11 @@ struct client_conf {
 	char meta_host[256];
 	uint16_t meta_port;
 	int log_level;
-	bool host_path; /* ock.mmc.client.host_path, then $MMC_HOST_PATH: same-host peers by memcpy */
-	/* file-only keys: the meta connection's guards (docs/operations.md, Security) */
-	char auth_token[256];       /* ock.mmc.client.auth_token, or read from ...auth_token_file */
-	char auth_token_file[1024]; /* ock.mmc.client.auth_token_file */
-	struct tls_files tls;       /* ock.mmc.tls.* */
-	struct memcache_ssd mc_ssd; /* MemCache's SSD keys (file only) */
+	bool host_path; /* c.host_path, then $MMC_HOST_PATH: same-host peers by memcpy */
+	/* the meta connection's guards (docs/operations.md, Security), from c's fields */
+	char auth_token[MMC_TOKEN_SIZE]; /* c.auth_token, or read from c.auth_token_file */
+	struct tls_files tls;            /* c.tls_*, in the form tls_files_load() takes */
+	struct memcache_ssd mc_ssd;      /* MemCache's SSD keys (file only) */
 };
 
 struct conf_key;
@@ -46,5 +45,8 @@ size_t local_config_layout_bytes(uint32_t version);
  * NULL), then checks every field. Returns 0 or MMC_INVALID_PARAM with a message naming the key in err.
  */
 int local_config_resolve(const mmc_local_config *in, struct client_conf *out, char *err, size_t errlen);
+
+/* mmc_config_set() with its message in err instead of the log. */
+int local_config_set(mmc_local_config *conf, const char *key, const char *value, char *err, size_t errlen);
 
 #endif

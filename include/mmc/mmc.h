@@ -182,6 +182,8 @@ enum mmc_errno { MMC_ERRNO_MAP(MMC_ERRNO_ENUM_) };
 #define MMC_PATH_SIZE      1024  /**< bytes of the path fields of mmc_local_config, with the NUL */
 #define MMC_PROTOCOL_SIZE  64    /**< bytes of mmc_local_config.protocol, with the NUL */
 #define MMC_LOG_LEVEL_SIZE 16    /**< bytes of mmc_local_config.log_level, with the NUL */
+#define MMC_TOKEN_SIZE     256   /**< bytes of mmc_local_config.auth_token, with the NUL */
+#define MMC_TLS_PATH_SIZE  256   /**< bytes of the tls_*_path fields of mmc_local_config, with the NUL */
 #define MMC_LOG_LINE_MAX   1024  /**< bytes of one log line handed to the log handler, with its NUL */
 /**@}*/
 
@@ -228,7 +230,7 @@ typedef struct mmc_store mmc_store;
  * The layout of mmc_local_config this header describes. It grows by one whenever fields are appended; the library
  * accepts every version up to its own.
  */
-#define MMC_LOCAL_CONFIG_VERSION 1
+#define MMC_LOCAL_CONFIG_VERSION 2
 
 /**
  * Local configuration, mirroring the seed's local_config. Fill it with mmc_default_local_config() (or
@@ -297,6 +299,28 @@ typedef struct mmc_local_config {
 	 *  unverified. The GVA flow (mmc_batch_malloc(), mmc_batch_copy(), mmc_batch_write_finish()) neither writes
 	 *  nor checks one. Costs one pass over the bytes per put and per get (docs/performance.md). */
 	bool verify_checksum;
+	/* ---- layout version 2: the keys that were configuration-file only ---- */
+	/** Local services on this host are reached by memcpy through their mapped pool (ock.mmc.client.host_path);
+	 *  the environment variable MMC_HOST_PATH (on / off) overrides it. Default true. */
+	bool host_path;
+	/** The cluster secret the meta server asks for (ock.mmc.client.auth_token), at least 16 bytes; empty: none.
+	 *  Set it or auth_token_file, not both. */
+	char auth_token[MMC_TOKEN_SIZE];
+	/** A file holding the cluster secret (ock.mmc.client.auth_token_file); a bare file name is one of
+	 *  $CREDENTIALS_DIRECTORY (systemd credentials) when that is set. Read by mmc_setup(). */
+	char auth_token_file[MMC_PATH_SIZE];
+	/** TLS on the meta connection (ock.mmc.tls.enable); needs tls_ca_path. Default false. */
+	bool tls_enable;
+	/** CA the meta server's certificate must chain to (ock.mmc.tls.ca.path). */
+	char tls_ca_path[MMC_TLS_PATH_SIZE];
+	/** Certificate revocation list checked on every handshake (ock.mmc.tls.ca.crl.path); empty: none. */
+	char tls_crl_path[MMC_TLS_PATH_SIZE];
+	/** This store's certificate, for a server that wants one (ock.mmc.tls.cert.path); goes with tls_key_path. */
+	char tls_cert_path[MMC_TLS_PATH_SIZE];
+	/** Its private key (ock.mmc.tls.key.path), optionally encrypted. */
+	char tls_key_path[MMC_TLS_PATH_SIZE];
+	/** A file holding the key's passphrase (ock.mmc.tls.key.pass.path). */
+	char tls_key_pass_path[MMC_TLS_PATH_SIZE];
 } mmc_local_config;
 
 /**
@@ -359,6 +383,28 @@ static inline mmc_local_config mmc_default_local_config(void)
 	mmc_local_config_init(&c, MMC_LOCAL_CONFIG_VERSION);
 	return c;
 }
+
+/**
+ * Sets one key of a client configuration file from its text, as a `key = value` line of the file named by
+ * config_path would: the same keys (docs/configuration.md lists them), the same parsing ("64MB", "2.5GB", true /
+ * false, seconds for *.seconds keys) and the same bounds. So every key has an API route, and bindings need not know
+ * the struct's fields: ock.mmc.local_service.dram.size = "64MB" sets conf->dram_size to 67108864. A key that names
+ * an address (meta_service_url, hcom_url) or a protocol is also checked as mmc_setup() would; checks that weigh
+ * several fields against each other (dram_size <= max_dram_size, ...) stay with mmc_setup(). The MemCache keys a
+ * file accepts and ignores are checked and ignored here too (MMC_OK, conf unchanged); MemCache's SSD keys
+ * (ock.mmc.local_service.storage.enabled, ubsio.disk.path, ubsio.standalone.*) take effect only together, in a file.
+ *
+ * @param conf  [in,out] filled by mmc_default_local_config() or mmc_local_config_init(); only the bytes of its
+ *              version are read or written, and only the field of key is changed
+ * @param key   [in] the full key, e.g. "ock.mmc.local_service.dram.size"
+ * @param value [in] its text, e.g. "64MB"; copied, not kept
+ * @return MMC_OK; MMC_INVALID_PARAM (conf, key or value NULL; a conf->version this library does not know; an
+ *         unknown key; a bad value or one out of the key's bounds; a key whose field conf's version lacks; a
+ *         MemCache SSD key) with a log line that names the key and what it takes, conf unchanged;
+ *         MMC_MALLOC_FAILED, conf unchanged.
+ * Thread-safe for different conf; calls on one conf must not race.
+ */
+MMC_API int mmc_config_set(mmc_local_config *conf, const char *key, const char *value);
 
 /**
  * Allocates a store.

@@ -7,7 +7,7 @@ import ctypes
 import os
 
 # The layout of mmc_local_config this module describes (MMC_LOCAL_CONFIG_VERSION of the header it follows).
-LOCAL_CONFIG_VERSION = 1
+LOCAL_CONFIG_VERSION = 2
 # libmmc versions this package supports: the same major, at least this minor.patch.
 SUPPORTED_MAJOR = 0
 MIN_VERSION = (0, 1, 0)
@@ -23,13 +23,18 @@ REPLICA_MAX = 8
 URL_SIZE = 1024
 PROTOCOL_SIZE = 64
 LOG_LEVEL_SIZE = 16
+PATH_SIZE = 1024
+TOKEN_SIZE = 256
+TLS_PATH_SIZE = 256
 
 
 class mmc_local_config(ctypes.Structure):
-    """struct mmc_local_config, layout version 1 (include/mmc/mmc.h)."""
+    """struct mmc_local_config, layout version 2 (include/mmc/mmc.h): the buffer mmc_setup() reads, and where
+    LocalConfig reads libmmc's defaults. Nothing writes its fields but libmmc: values go in by key, as text, through
+    mmc_config_set() (config_path alone, which no key names, is assigned)."""
     _fields_ = [
         ("version", ctypes.c_uint32),
-        ("config_path", ctypes.c_char * 1024),
+        ("config_path", ctypes.c_char * PATH_SIZE),
         ("meta_service_url", ctypes.c_char * URL_SIZE),
         ("config_store_url", ctypes.c_char * URL_SIZE),
         ("log_level", ctypes.c_char * LOG_LEVEL_SIZE),
@@ -44,10 +49,20 @@ class mmc_local_config(ctypes.Structure):
         ("timeout_ms", ctypes.c_uint32),
         ("retry_ms", ctypes.c_uint32),
         ("heartbeat_ms", ctypes.c_uint32),
-        ("ssd_path", ctypes.c_char * 1024),
+        ("ssd_path", ctypes.c_char * PATH_SIZE),
         ("ssd_size", ctypes.c_uint64),
         ("rma_timeout_ms", ctypes.c_uint32),
         ("verify_checksum", ctypes.c_bool),
+        # layout version 2
+        ("host_path", ctypes.c_bool),
+        ("auth_token", ctypes.c_char * TOKEN_SIZE),
+        ("auth_token_file", ctypes.c_char * PATH_SIZE),
+        ("tls_enable", ctypes.c_bool),
+        ("tls_ca_path", ctypes.c_char * TLS_PATH_SIZE),
+        ("tls_crl_path", ctypes.c_char * TLS_PATH_SIZE),
+        ("tls_cert_path", ctypes.c_char * TLS_PATH_SIZE),
+        ("tls_key_path", ctypes.c_char * TLS_PATH_SIZE),
+        ("tls_key_pass_path", ctypes.c_char * TLS_PATH_SIZE),
     ]
 
 
@@ -90,6 +105,7 @@ _ki = ctypes.POINTER(mmc_key_info)
 
 PROTOTYPES = {
     "mmc_local_config_init": (_int, [ctypes.POINTER(mmc_local_config), ctypes.c_uint32]),
+    "mmc_config_set": (_int, [ctypes.POINTER(mmc_local_config), ctypes.c_char_p, ctypes.c_char_p]),
     "mmc_create": (_s, []),
     "mmc_setup": (_int, [_s, ctypes.POINTER(mmc_local_config)]),
     "mmc_init": (_int, [_s, ctypes.c_uint32, ctypes.c_bool]),

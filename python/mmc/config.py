@@ -1,46 +1,39 @@
 """LocalConfig, MetaConfig and ReplicateConfig with memcache_hybrid's attribute names.
 
-LocalConfig maps onto struct mmc_local_config (the defaults come from libmmc's mmc_local_config_init). Sizes are
-strings such as "1GB" parsed with the rules of mmc configuration files (4096, 2048KB, 512m, 2.5GB, 1TB; binary
-units, any case); an int is taken as bytes. Attributes MemCache has but mmc has no use for (TLS, thread pools,
-aggregation) are kept and ignored, as libmmc ignores the same keys in a configuration file.
+LocalConfig's defaults are read from the struct libmmc's mmc_local_config_init fills; its values go into a
+configuration by key, as text, through mmc_config_set, which parses them exactly as a line of an mmc configuration
+file (sizes such as "1GB": 4096, 2048KB, 512m, 2.5GB, 1TB; binary units, any case; an int is taken as bytes) and
+checks their bounds. Attributes MemCache has but mmc has no use for (TLS, thread pools, aggregation) are kept and
+ignored, as libmmc ignores the same keys in a configuration file.
 """
 import ctypes
 
 from . import _lib
 from ._args import boolean, uint, sint, seq
 
-_libc = ctypes.CDLL(None)
-_libc.strtod.restype = ctypes.c_double
-_libc.strtod.argtypes = [ctypes.c_char_p, ctypes.POINTER(ctypes.c_char_p)]
+# the size key with the widest bounds: parse_size() reads sizes through it
+_SIZE_KEY = b"ock.mmc.local_service.ssd.size"
 
-_UNITS = {"": 0, "b": 0, "k": 10, "kb": 10, "m": 20, "mb": 20, "g": 30, "gb": 30, "t": 40, "tb": 40}
+
+def _config():
+    c = _lib.mmc_local_config()
+    _lib.lib.mmc_local_config_init(ctypes.byref(c), _lib.LOCAL_CONFIG_VERSION)
+    return c
 
 
 def parse_size(text):
-    """Bytes of a size string, with conf_parse_size()'s rules; raises ValueError on a bad one."""
+    """Bytes of a size string, parsed by libmmc as a configuration file's sizes (0 to 64TB); an int is bytes.
+    Raises ValueError on a bad one."""
     if isinstance(text, int) and not isinstance(text, bool):
         if text < 0:
             raise ValueError("size %d is negative" % text)
         return text
     if not isinstance(text, str):
         raise TypeError("a size is a str such as \"1GB\" or an int, not %s" % type(text).__name__)
-    raw = text.encode()
-    if not raw[:1].isdigit():
-        raise ValueError("bad size %r" % text)
-    buf = ctypes.create_string_buffer(raw)
-    end = ctypes.c_char_p()
-    v = _libc.strtod(buf, ctypes.byref(end))
-    consumed = ctypes.cast(end, ctypes.c_void_p).value - ctypes.addressof(buf)
-    rest = raw[consumed:].lstrip(b" \t\n\r\f\v").decode(errors="replace").lower()
-    if rest not in _UNITS or v < 0 or v != v:
+    c = _config()
+    if "\0" in text or _lib.lib.mmc_config_set(ctypes.byref(c), _SIZE_KEY, text.encode()) != 0:
         raise ValueError("bad size %r (use e.g. 4096, 2048KB, 512MB, 2.5GB, 1TB)" % text)
-    b = v * (1 << _UNITS[rest])
-    if _UNITS[rest]:  # a fraction of a unit is the nearest byte (0.1GB), as in conf_parse_size()
-        b = float(int(b + 0.5))
-    if b >= 18446744073709551615.0 or b != int(b):
-        raise ValueError("bad size %r (not a whole number of bytes)" % text)
-    return int(b)
+    return c.ssd_size
 
 
 def format_size(n):
@@ -52,43 +45,44 @@ def format_size(n):
 
 _TLS_FILES = ("ca", "ca_crl", "cert", "key", "key_pass", "package", "decrypter")
 
-# name -> (kind, C field or None). kind: str / size / int / bool. None: accepted for compatibility, no effect.
+# name -> (kind, ock.mmc key, the mmc_local_config field its default is read from). kind: str / size / int / bool.
+# key None: accepted for compatibility, no effect. config_path has no key: it names the file of keys.
 _LOCAL_ATTRS = {
-    "meta_service_url": ("str", "meta_service_url"),
-    "config_store_url": ("str", "config_store_url"),
-    "hcom_url": ("str", "hcom_url"),
-    "log_level": ("str", "log_level"),
-    "protocol": ("str", "protocol"),
-    "dram_size": ("size", "dram_size"),
-    "hbm_size": ("size", "hbm_size"),
-    "max_dram_size": ("size", "max_dram_size"),
-    "max_hbm_size": ("size", "max_hbm_size"),
-    "memory_pool_mode": ("str", None),
-    "world_size": ("int", "world_size"),
-    "client_retry_milliseconds": ("int", "retry_ms"),
-    "client_timeout_seconds": ("int", "timeout_ms"),
-    "read_thread_pool_size": ("int", None),
-    "write_thread_pool_size": ("int", None),
-    "aggregate_num": ("int", None),
-    "aggregate_io": ("bool", None),
-    "ubs_io_enable": ("bool", None),
-    "tls_enable": ("bool", None),
-    "config_store_tls_enable": ("bool", None),
-    "hcom_tls_enable": ("bool", None),
+    "meta_service_url": ("str", "ock.mmc.meta_service_url", "meta_service_url"),
+    "config_store_url": ("str", "ock.mmc.local_service.config_store_url", "config_store_url"),
+    "hcom_url": ("str", "ock.mmc.local_service.hcom_url", "hcom_url"),
+    "log_level": ("str", "ock.mmc.log_level", "log_level"),
+    "protocol": ("str", "ock.mmc.local_service.protocol", "protocol"),
+    "dram_size": ("size", "ock.mmc.local_service.dram.size", "dram_size"),
+    "hbm_size": ("size", "ock.mmc.local_service.hbm.size", "hbm_size"),
+    "max_dram_size": ("size", "ock.mmc.local_service.max.dram.size", "max_dram_size"),
+    "max_hbm_size": ("size", "ock.mmc.local_service.max.hbm.size", "max_hbm_size"),
+    "memory_pool_mode": ("str", None, None),
+    "world_size": ("int", "ock.mmc.local_service.world_size", "world_size"),
+    "client_retry_milliseconds": ("int", "ock.mmc.client.retry_milliseconds", "retry_ms"),
+    "client_timeout_seconds": ("int", "ock.mmc.client.timeout.seconds", "timeout_ms"),
+    "read_thread_pool_size": ("int", None, None),
+    "write_thread_pool_size": ("int", None, None),
+    "aggregate_num": ("int", None, None),
+    "aggregate_io": ("bool", None, None),
+    "ubs_io_enable": ("bool", None, None),
+    "tls_enable": ("bool", None, None),
+    "config_store_tls_enable": ("bool", None, None),
+    "hcom_tls_enable": ("bool", None, None),
     # mmc additions (mmc_local_config fields MemCache does not have)
-    "config_path": ("str", "config_path"),
-    "lease_ttl_ms": ("int", "lease_ttl_ms"),
-    "heartbeat_ms": ("int", "heartbeat_ms"),
-    "rma_timeout_ms": ("int", "rma_timeout_ms"),
-    "ssd_path": ("str", "ssd_path"),
-    "ssd_size": ("size", "ssd_size"),
-    "verify_checksum": ("bool", "verify_checksum"),
+    "config_path": ("str", None, "config_path"),
+    "lease_ttl_ms": ("int", "ock.mmc.client.lease_ttl_ms", "lease_ttl_ms"),
+    "heartbeat_ms": ("int", "ock.mmc.client.heartbeat_ms", "heartbeat_ms"),
+    "rma_timeout_ms": ("int", "ock.mmc.client.rma_timeout_ms", "rma_timeout_ms"),
+    "ssd_path": ("str", "ock.mmc.local_service.ssd.path", "ssd_path"),
+    "ssd_size": ("size", "ock.mmc.local_service.ssd.size", "ssd_size"),
+    "verify_checksum": ("bool", "ock.mmc.client.verify_checksum", "verify_checksum"),
 }
 for _f in _TLS_FILES:
-    _LOCAL_ATTRS["tls_%s_path" % _f] = ("str", None)
-    _LOCAL_ATTRS["config_store_tls_%s_path" % _f] = ("str", None)
+    _LOCAL_ATTRS["tls_%s_path" % _f] = ("str", None, None)
+    _LOCAL_ATTRS["config_store_tls_%s_path" % _f] = ("str", None, None)
     if _f != "package":
-        _LOCAL_ATTRS["hcom_tls_%s_path" % _f] = ("str", None)
+        _LOCAL_ATTRS["hcom_tls_%s_path" % _f] = ("str", None, None)
 
 _COMPAT_DEFAULTS = {"memory_pool_mode": "standard", "read_thread_pool_size": 32, "write_thread_pool_size": 4,
                     "aggregate_num": 122, "aggregate_io": True, "ubs_io_enable": False}
@@ -143,10 +137,9 @@ class LocalConfig(_Attrs):
     _table = _LOCAL_ATTRS
 
     def __init__(self):
-        c = _lib.mmc_local_config()
-        _lib.lib.mmc_local_config_init(ctypes.byref(c), _lib.LOCAL_CONFIG_VERSION)
+        c = _config()
         v = {}
-        for name, (kind, field) in _LOCAL_ATTRS.items():
+        for name, (kind, _, field) in _LOCAL_ATTRS.items():
             if field is None:
                 v[name] = _COMPAT_DEFAULTS.get(name, "" if kind == "str" else (False if kind == "bool" else 0))
             elif field == "timeout_ms":
@@ -160,30 +153,21 @@ class LocalConfig(_Attrs):
         object.__setattr__(self, "_v", v)
 
     def to_c(self):
-        """The mmc_local_config; raises ValueError naming the attribute on a bad value."""
-        c = _lib.mmc_local_config()
-        _lib.lib.mmc_local_config_init(ctypes.byref(c), _lib.LOCAL_CONFIG_VERSION)
-        for name, (kind, field) in _LOCAL_ATTRS.items():
-            if field is None:
+        """The mmc_local_config: libmmc's defaults, then every attribute that has a key set through
+        mmc_config_set (libmmc's log line says why a value is refused). Raises ValueError naming the attribute on
+        a bad value."""
+        c = _config()
+        path = self._v["config_path"].encode()
+        if len(path) >= _lib.PATH_SIZE or b"\0" in path:
+            raise ValueError("config_path: longer than %d bytes, or holds a NUL" % (_lib.PATH_SIZE - 1))
+        c.config_path = path
+        for name, (kind, key, _) in _LOCAL_ATTRS.items():
+            if key is None:
                 continue
             value = self._v[name]
-            if kind == "str":
-                raw = value.encode()
-                cap = getattr(type(c), field).size
-                if len(raw) >= cap:
-                    raise ValueError("%s is longer than %d bytes" % (name, cap - 1))
-                setattr(c, field, raw)
-            elif kind == "size":
-                try:
-                    setattr(c, field, parse_size(value))
-                except ValueError as e:
-                    raise ValueError("%s: %s" % (name, e)) from None
-            elif field == "timeout_ms":
-                if value * 1000 > 0xFFFFFFFF:
-                    raise ValueError("client_timeout_seconds %d is too large" % value)
-                c.timeout_ms = value * 1000
-            else:
-                setattr(c, field, value)
+            text = ("true" if value else "false") if kind == "bool" else str(value)
+            if "\0" in text or _lib.lib.mmc_config_set(ctypes.byref(c), key.encode(), text.encode()) != 0:
+                raise ValueError("%s: bad value %r for %s" % (name, value, key))
         return c
 
 

@@ -31,6 +31,15 @@ int main(void)
 	FIELD(mmc_local_config, ssd_size);
 	FIELD(mmc_local_config, rma_timeout_ms);
 	FIELD(mmc_local_config, verify_checksum);
+	FIELD(mmc_local_config, host_path);
+	FIELD(mmc_local_config, auth_token);
+	FIELD(mmc_local_config, auth_token_file);
+	FIELD(mmc_local_config, tls_enable);
+	FIELD(mmc_local_config, tls_ca_path);
+	FIELD(mmc_local_config, tls_crl_path);
+	FIELD(mmc_local_config, tls_cert_path);
+	FIELD(mmc_local_config, tls_key_path);
+	FIELD(mmc_local_config, tls_key_pass_path);
 	STRUCT(mmc_replicate_config);
 	FIELD(mmc_replicate_config, replica_num);
 	FIELD(mmc_replicate_config, preferred_count);

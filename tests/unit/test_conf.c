@@ -279,6 +279,187 @@ Test(conf, client_config_is_never_read_past_its_version)
 	}
 }
 
+/* ---- mmc_config_set(): every key of a client file, by name, from its text ---- */
+
+/* A good value for key other than its default where one exists, as a file would carry it. */
+static const char *good_value(const struct conf_key *k, const void *defaults, char *buf, size_t len)
+{
+	static const struct {
+		const char *key, *value;
+	} special[] = {
+	    {"ock.mmc.meta_service_url", "tcp://10.1.2.3:5100"},
+	    {"ock.mmc.local_service.protocol", "host_tcp"},
+	    {"ock.mmc.local_service.hcom_url", "tcp://10.1.2.4:7000"},
+	    {"ock.mmc.client.auth_token", "0123456789abcdef0123"},
+	};
+
+	for (size_t i = 0; i < sizeof(special) / sizeof(special[0]); i++)
+		if (strcmp(k->name, special[i].key) == 0)
+			return special[i].value;
+	switch (k->type) {
+	case CONF_STR:
+		return k->choices ? k->choices[0] : "/tmp/mmc-config-set-value";
+	case CONF_BOOL:
+		return *(const bool *)((const char *)defaults + k->offset) ? "false" : "true";
+	case CONF_SIZE:
+		return "2MB";
+	case CONF_MS:
+		return "7";
+	default:
+		snprintf(buf, len, "%llu", (unsigned long long)k->min + 1);
+		return buf;
+	}
+}
+
+/* Reads back what good_value() means, in the field's own type, and compares it with the field. */
+static bool landed(const struct conf_key *k, const mmc_local_config *c, const char *value)
+{
+	const char *f = (const char *)c + k->offset;
+	uint64_t n;
+	uint32_t u;
+
+	switch (k->type) {
+	case CONF_STR:
+		return strcmp(f, value) == 0;
+	case CONF_BOOL:
+		return *(const bool *)f == (strcmp(value, "true") == 0);
+	case CONF_SIZE:
+		memcpy(&n, f, sizeof(n));
+		return n == 2u << 20;
+	case CONF_MS:
+		memcpy(&u, f, sizeof(u));
+		return u == 7000;
+	case CONF_U32:
+		memcpy(&u, f, sizeof(u));
+		return u == k->min + 1;
+	default:
+		memcpy(&n, f, sizeof(n));
+		return n == k->min + 1;
+	}
+}
+
+Test(conf, every_client_key_is_set_by_name)
+{
+	const mmc_local_config d = mmc_default_local_config();
+	char buf[32], longer[MMC_PATH_SIZE + 8];
+	int n = 0;
+
+	memset(longer, 'x', sizeof(longer) - 1);
+	longer[sizeof(longer) - 1] = '\0';
+	for (const struct conf_key *k = local_config_keys(); k->name; k++, n++) {
+		mmc_local_config c = d;
+		const char *v = good_value(k, &d, buf, sizeof(buf));
+
+		cr_assert_eq(mmc_config_set(&c, k->name, v), MMC_OK, "%s = %s", k->name, v);
+		cr_assert(landed(k, &c, v), "%s = %s", k->name, v);
+		cr_assert_eq(memcmp(&c, &d, k->offset), 0, "%s changed only its field", k->name);
+		cr_assert_eq(memcmp((char *)&c + k->offset + k->size, (const char *)&d + k->offset + k->size,
+		                    sizeof(c) - k->offset - k->size),
+		             0, "%s changed only its field", k->name);
+		/* refused: conf as it was */
+		c = d;
+		cr_assert_eq(mmc_config_set(&c, k->name, k->type == CONF_STR && !k->choices ? longer : "x1"),
+		             MMC_INVALID_PARAM, "%s", k->name);
+		cr_assert_eq(memcmp(&c, &d, sizeof(c)), 0, "a refused %s leaves conf alone", k->name);
+	}
+	cr_assert_geq(n, 27, "every key of the client's table, the file-only ones included");
+}
+
+Test(conf, config_set_refusals)
+{
+	const mmc_local_config d = mmc_default_local_config();
+	mmc_local_config c = d;
+	char err[512];
+	static const char *const bad[][2] = {
+	    {"ock.mmc.no_such_key", "1"},
+	    {"ock.mmc.local_service.dram.size", "1XB"},
+	    {"ock.mmc.local_service.dram.size", "2TB"},
+	    {"ock.mmc.local_service.world_size", "0"},
+	    {"ock.mmc.local_service.protocol", "carrier_pigeon"},
+	    {"ock.mmc.local_service.hcom_url", "tcp://10.0.0.1:99999"},
+	    {"ock.mmc.meta_service_url", "tcp://127.0.0.1"},
+	    {"ock.mmc.log_level", "chatty"},
+	    {"ock.mmc.client.timeout.seconds", "601"},
+	    {"ock.mmc.local_service.storage.enabled", "true"},
+	    {"ubsio.disk.path", "/dev/nvme0n1"},
+	    {"ock.mmc.client.read_thread_pool.size", "0"},
+	};
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		cr_assert_eq(local_config_set(&c, bad[i][0], bad[i][1], err, sizeof(err)), MMC_INVALID_PARAM, "%s = %s",
+		             bad[i][0], bad[i][1]);
+		cr_assert(strstr(err, bad[i][0]), "the message names the key: %s", err);
+		cr_assert_eq(memcmp(&c, &d, sizeof(c)), 0, "%s = %s left conf alone", bad[i][0], bad[i][1]);
+	}
+	cr_assert_eq(mmc_config_set(NULL, "ock.mmc.log_level", "info"), MMC_INVALID_PARAM);
+	cr_assert_eq(mmc_config_set(&c, NULL, "info"), MMC_INVALID_PARAM);
+	cr_assert_eq(mmc_config_set(&c, "ock.mmc.log_level", NULL), MMC_INVALID_PARAM);
+	c.version = 0;
+	cr_assert_eq(mmc_config_set(&c, "ock.mmc.log_level", "info"), MMC_INVALID_PARAM, "a version it does not know");
+	c = d;
+	/* what a file accepts and ignores is accepted and ignored; MemCache's protocols are mmc's auto at setup */
+	cr_assert_eq(mmc_config_set(&c, "ock.mmc.client.read_thread_pool.size", "8"), MMC_OK);
+	cr_assert_eq(mmc_config_set(&c, "ubsio.mem.size_in_gb", "4"), MMC_OK);
+	cr_assert_eq(memcmp(&c, &d, sizeof(c)), 0);
+	cr_assert_eq(mmc_config_set(&c, "ock.mmc.local_service.protocol", "device_sdma"), MMC_OK);
+	cr_assert_str_eq(c.protocol, "device_sdma");
+	cr_assert_eq(mmc_config_set(&c, "ock.mmc.local_service.storage.size", "1GB"), MMC_OK);
+	cr_assert_eq(c.ssd_size, 1ull << 30, "MemCache's name of ssd.size");
+}
+
+/* An older caller's struct: keys of its layout are set, later ones refused, no byte past it touched. */
+Test(conf, config_set_keeps_to_the_callers_layout)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	size_t bytes = local_config_layout_bytes(1), data = (bytes + (size_t)page - 1) / (size_t)page * (size_t)page;
+	char *map = mmap(NULL, data + (size_t)page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	mmc_local_config *c = (mmc_local_config *)(void *)(map + data - bytes);
+
+	cr_assert_neq(map, MAP_FAILED);
+	cr_assert_eq(mprotect(map + data, (size_t)page, PROT_NONE), 0);
+	cr_assert_eq(mmc_local_config_init(c, 1), 0);
+	cr_assert_eq(mmc_config_set(c, "ock.mmc.client.verify_checksum", "true"), MMC_OK);
+	cr_assert(c->verify_checksum);
+	cr_assert_eq(mmc_config_set(c, "ock.mmc.tls.key.pass.path", "/etc/mmc/pass"), MMC_INVALID_PARAM);
+	cr_assert_eq(mmc_config_set(c, "ock.mmc.client.host_path", "false"), MMC_INVALID_PARAM);
+	munmap(map, data + (size_t)page);
+}
+
+/* A key set by name and the same key in a file resolve to the same configuration, or to the same refusal. */
+Test(conf, config_set_is_a_file_line)
+{
+	const mmc_local_config d = mmc_default_local_config();
+	char buf[32], line[1200], path[] = "/tmp/mmc-conf-set-XXXXXX", err_set[256], err_file[256];
+	int fd = mkstemp(path);
+
+	cr_assert_geq(fd, 0);
+	close(fd);
+	for (const struct conf_key *k = local_config_keys(); k->name; k++) {
+		mmc_local_config a = d, b = d;
+		const char *v = good_value(k, &d, buf, sizeof(buf));
+		struct client_conf *ra = calloc(1, sizeof(*ra)), *rb = calloc(1, sizeof(*rb));
+		int rca, rcb;
+
+		cr_assert(ra && rb);
+		cr_assert_eq(mmc_config_set(&a, k->name, v), MMC_OK, "%s", k->name);
+		snprintf(line, sizeof(line), "%s = %s\n", k->name, v);
+		write_file(path, line);
+		snprintf(b.config_path, sizeof(b.config_path), "%s", path);
+		rca = local_config_resolve(&a, ra, err_set, sizeof(err_set));
+		rcb = local_config_resolve(&b, rb, err_file, sizeof(err_file));
+		cr_assert_eq(rca, rcb, "%s = %s: %s / %s", k->name, v, rca ? err_set : "ok", rcb ? err_file : "ok");
+		if (rca) {
+			cr_assert_str_eq(err_set, err_file, "%s", k->name);
+		} else {
+			memset(rb->c.config_path, 0, sizeof(rb->c.config_path));
+			cr_assert_eq(memcmp(ra, rb, sizeof(*ra)), 0, "%s = %s resolves alike", k->name, v);
+		}
+		free(ra);
+		free(rb);
+	}
+	unlink(path);
+}
+
 Test(conf, server_keys)
 {
 	struct meta_err e;
