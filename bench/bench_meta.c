@@ -172,8 +172,26 @@ static int measure(mmc_store *s, enum meta_op op, const struct index *ix, int ba
 	return rc;
 }
 
+/*
+ * The server's memory with n keys: all of it, then its anonymous part (the index, the allocators, the heap) per key
+ * above what the empty server had (anon0), then the file-backed part: mostly LMDB's map of data.mdb, page cache
+ * the kernel can take back, which grows with the records the server has read or written since it started.
+ */
+static void rss_line(pid_t server, size_t n, uint64_t anon0)
+{
+	uint64_t rss = proc_rss_bytes(server), anon = proc_status_bytes(server, "RssAnon"),
+	         file = proc_status_bytes(server, "RssFile");
+
+	printf("# server RSS with %zu keys: %.1f MiB (%.0f B/key); anonymous %.1f MiB, %.0f B/key over the empty "
+	       "server's %.1f MiB; file-backed (LMDB's map) %.1f MiB\n",
+	       n, (double)rss / (1 << 20), (double)rss / (double)n, (double)anon / (1 << 20),
+	       anon > anon0 ? (double)(anon - anon0) / (double)n : 0.0, (double)anon0 / (1 << 20),
+	       (double)file / (1 << 20));
+}
+
 static int sweep(mmc_store *s, const struct bench_opts *o, int batch, pid_t server)
 {
+	uint64_t anon0 = proc_status_bytes(server, "RssAnon");
 	static const char *const names[] = {"batch_is_exist", "get_key_info", "tiny_put", "put_meta"};
 	int last = o->unbacked ? OP_PUT_META : OP_TINY_PUT;
 	struct index ix = {0};
@@ -204,8 +222,7 @@ static int sweep(mmc_store *s, const struct bench_opts *o, int batch, pid_t serv
 				    (double)(cpu_ns(server) - t0) / 1e3 / ((double)sm.n * batch));
 			samples_free(&sm);
 		}
-		printf("# server RSS with %zu keys: %.1f MiB (%.0f B/key)\n", ix.n,
-		       (double)proc_rss_bytes(server) / (1 << 20), (double)proc_rss_bytes(server) / (double)ix.n);
+		rss_line(server, ix.n, anon0);
 	}
 	return rc;
 }
@@ -258,8 +275,11 @@ static int reload(struct bench_cluster *c, int sync)
 	t0 = now_s();
 	if (metaserver_restart(&c->meta, sync ? NULL : nosync))
 		return -1;
-	printf("# restart on the same data dir: ready after %.2f s, RSS %.1f MiB\n", now_s() - t0,
-	       (double)proc_rss_bytes(c->meta.pid) / (1 << 20));
+	printf("# restart on the same data dir: ready after %.2f s, RSS %.1f MiB (anonymous %.1f MiB, file-backed "
+	       "%.1f MiB)\n",
+	       now_s() - t0, (double)proc_rss_bytes(c->meta.pid) / (1 << 20),
+	       (double)proc_status_bytes(c->meta.pid, "RssAnon") / (1 << 20),
+	       (double)proc_status_bytes(c->meta.pid, "RssFile") / (1 << 20));
 	return 0;
 }
 

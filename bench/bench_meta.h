@@ -17,6 +17,8 @@ const char *key_name(char *buf, size_t i);
 int put_meta(mmc_store *s, const char **keys, int batch, int *res);
 /* CPU time of pid's main thread (the server's loop) in ns, from /proc/<pid>/schedstat; 0 if unknown. */
 uint64_t cpu_ns(pid_t pid);
+/* A size field of /proc/<pid>/status ("VmRSS", "RssAnon", "RssFile") in bytes; 0 if unknown. */
+uint64_t proc_status_bytes(pid_t pid, const char *field);
 
 /* `mmc-bench meta --procs P --threads T`: P client processes x T threads against the one leader, after the sweep. */
 int bench_meta_many(const char *self, const char *url, const char *protocol, size_t nkeys, int batch, int procs,

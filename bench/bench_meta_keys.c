@@ -63,3 +63,20 @@ uint64_t cpu_ns(pid_t pid)
 	}
 	return ns;
 }
+
+uint64_t proc_status_bytes(pid_t pid, const char *field)
+{
+	char path[64], line[128];
+	unsigned long long kb = 0;
+	size_t n = strlen(field);
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	f = fopen(path, "r");
+	while (f && fgets(line, sizeof(line), f))
+		if (strncmp(line, field, n) == 0 && line[n] == ':' && sscanf(line + n + 1, "%llu", &kb) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return (uint64_t)kb << 10;
+}

@@ -28,6 +28,7 @@ struct alloc_req {
 	int32_t preferred[MMC_WIRE_REPLICAS];
 	uint64_t lease_ttl_ms;
 	uint64_t deadline_ms;
+	uint64_t now_ms; /* when this pass over the keys began: the write leases count from it */
 	size_t n, next;
 	struct alloc_item *items; /* n; keys point into `keys` */
 	uint64_t *hash;           /* n: items[i].hash, contiguous for the prefetch; NULL once parked */
@@ -100,7 +101,7 @@ static bool place_one(struct meta *m, struct alloc_req *a, const struct alloc_it
 	o->gva = a->gva;
 	if (a->gva) {
 		res->lease_ms = a->lease_ttl_ms ? a->lease_ttl_ms : m->conf.lease_ttl_ms;
-		o->write_expiry_ms = clock_ms() + res->lease_ms;
+		o->write_expiry_ms = a->now_ms + res->lease_ms;
 	}
 	object_index_add(m, o, it->hash);
 	olist_add_tail(m, OLIST_PENDING, o);
@@ -111,6 +112,7 @@ static bool place_one(struct meta *m, struct alloc_req *a, const struct alloc_it
 /* Places keys from a->next on; returns true when every key has a result. */
 static bool run(struct meta *m, struct alloc_req *a)
 {
+	a->now_ms = clock_ms(); /* once a pass, not once a key */
 	for (; a->next < a->n; a->next++) {
 		if (a->hash)
 			objects_prefetch_step(m, a->hash, a->n, a->next, false);

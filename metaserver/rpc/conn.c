@@ -13,6 +13,7 @@
 #include "alloc_queue.h"
 #include "auth.h"
 #include "clock.h"
+#include "key_codec.h"
 #include "log.h"
 #include "mmc/mmc.h"
 #include "objects.h"
@@ -73,6 +74,8 @@ static void free_conn(struct conn *c)
 	for (int i = 0; i < 2; i++)
 		if (c->held[i])
 			evbuffer_free(c->held[i]);
+	if (c->turn_out)
+		evbuffer_free(c->turn_out);
 	free(c);
 }
 
@@ -221,18 +224,37 @@ static struct evbuffer *held_for(struct conn *c, uint64_t seq)
 	return c->held[slot];
 }
 
-void conn_send(struct conn *c, const Mmc__Frame *f, bool durable)
+/* Where a reply to c goes: held for the batch it acknowledges, else out now. NULL when c is closed. */
+static struct evbuffer *out_for(struct conn *c, bool durable)
 {
 	uint64_t seq = durable ? persist_wait_seq(c->m->persist) : 0;
 	struct evbuffer *out = NULL;
 
 	if (c->closed)
-		return;
+		return NULL;
 	if (seq)
 		out = held_for(c, seq);
 	if (!out)
-		out = bufferevent_get_output(c->bev);
-	if (send_frame(out, f))
+		out = c->in_turn ? c->turn_out : bufferevent_get_output(c->bev);
+	return out;
+}
+
+void conn_send(struct conn *c, const Mmc__Frame *f, bool durable)
+{
+	struct evbuffer *out = out_for(c, durable);
+
+	if (out && send_frame(out, f))
+		conn_close(c, "out_of_memory");
+}
+
+void conn_send_bytes(struct conn *c, const void *head, size_t hlen, const void *body, size_t blen, bool durable)
+{
+	struct evbuffer *out = out_for(c, durable);
+	size_t n = hlen + blen;
+	unsigned char len[4] = {(unsigned char)n, (unsigned char)(n >> 8), (unsigned char)(n >> 16),
+	                        (unsigned char)(n >> 24)};
+
+	if (out && (evbuffer_add(out, len, 4) || evbuffer_add(out, head, hlen) || evbuffer_add(out, body, blen)))
 		conn_close(c, "out_of_memory");
 }
 
@@ -274,9 +296,11 @@ void conn_close(struct conn *c, const char *why)
 static int handle_frame(struct conn *c, const unsigned char *p, uint32_t len)
 {
 	struct meta *m = c->m;
-	Mmc__Frame *f = mmc__frame__unpack(&m->arena.pbc, len, p);
+	Mmc__Frame *f = key_frame_decode(&m->arena, p, len);
 	int rc;
 
+	if (!f) /* any other body: protobuf-c's */
+		f = mmc__frame__unpack(&m->arena.pbc, len, p);
 	if (!f) {
 		log_ratelimited(&ratelimit_bucket, LOG_WARN, "op=decode session=%llu peer=%s err=malformed_frame",
 		                (unsigned long long)c->session.id, c->peer);
@@ -311,10 +335,10 @@ static void refuse_early_frame(struct conn *c, uint32_t len)
 	conn_close(c, "frame_too_large_before_hello");
 }
 
-static void read_cb(struct bufferevent *bev, void *arg)
+/* Handles the whole frames read so far. Returns false when it closed c (c may be freed). */
+static bool read_frames(struct conn *c)
 {
-	struct conn *c = arg;
-	struct evbuffer *in = bufferevent_get_input(bev);
+	struct evbuffer *in = bufferevent_get_input(c->bev);
 	unsigned char hdr[4];
 	int rc;
 
@@ -327,11 +351,11 @@ static void read_cb(struct bufferevent *bev, void *arg)
 		len = get_le32(hdr);
 		if (len == 0 || len > MMC_FRAME_MAX) {
 			conn_close(c, "bad_frame_length");
-			return;
+			return false;
 		}
 		if (c->phase != CONN_READY && len > MMC_WIRE_HELLO_FRAME_MAX) {
 			refuse_early_frame(c, len);
-			return;
+			return false;
 		}
 		if (evbuffer_get_length(in) < 4 + (size_t)len) {
 			/* before its hello a connection holds no share of the budget: its frame is as small as a
@@ -339,23 +363,23 @@ static void read_cb(struct bufferevent *bev, void *arg)
 			if (c->phase == CONN_READY && !input_reserve(c, 4 + (uint64_t)len)) {
 				c->m->stats.rpc_refused[RPC_REFUSED_INPUT_BUDGET]++;
 				conn_close(c, "input_budget_exceeded");
-				return;
+				return false;
 			}
 			/* wake only when the whole frame is here */
 			read_watermark(c, 4 + (size_t)len);
-			return;
+			return true;
 		}
 		read_watermark(c, 0);
 		p = evbuffer_pullup(in, 4 + (ev_ssize_t)len);
 		if (!p) {
 			conn_close(c, "out_of_memory");
-			return;
+			return false;
 		}
 		rc = handle_frame(c, p + 4, len);
 		if (rc < 0) {
 			c->m->stats.rpc_refused[RPC_REFUSED_CREDENTIALS] += rc == MMC_NOT_AUTHORIZED;
 			conn_close(c, rc == MMC_NOT_AUTHORIZED ? "not_authenticated" : "protocol_error");
-			return;
+			return false;
 		}
 		if (!c->closed)
 			evbuffer_drain(in, 4 + (size_t)len);
@@ -363,6 +387,31 @@ static void read_cb(struct bufferevent *bev, void *arg)
 	/* the frame it waited for is here: its reservation goes (a partial next one reserved again above) */
 	if (!c->closed && evbuffer_get_length(in) < 4)
 		input_release(c);
+	return !c->closed;
+}
+
+/* The replies of this read: to the socket at once when nothing is queued before them, the rest (what the socket did
+ * not take) behind through the bufferevent. */
+static void flush_turn(struct conn *c)
+{
+	struct evbuffer *out = bufferevent_get_output(c->bev);
+
+	c->in_turn = false;
+	if (!evbuffer_get_length(c->turn_out))
+		return;
+	if (!evbuffer_get_length(out))
+		evbuffer_write(c->turn_out, bufferevent_getfd(c->bev));
+	if (evbuffer_get_length(c->turn_out))
+		evbuffer_add_buffer(out, c->turn_out);
+}
+
+static void read_cb(struct bufferevent *bev, void *arg)
+{
+	struct conn *c = arg;
+
+	c->in_turn = c->turn_out != NULL;
+	if (read_frames(c))
+		flush_turn(c);
 }
 
 static void event_cb(struct bufferevent *bev, short what, void *arg);
@@ -380,6 +429,8 @@ void conn_close_flushed(struct conn *c, const char *why)
 	if (c->closed || c->closing)
 		return;
 	c->closing = why;
+	if (c->in_turn)
+		flush_turn(c); /* the refusal's reply is in what flushed_cb waits for */
 	bufferevent_disable(c->bev, EV_READ);
 	bufferevent_setcb(c->bev, NULL, flushed_cb, event_cb, c);
 	/* called from a handler, so the close itself must wait for the loop: deferred, as if a write had completed */
@@ -415,6 +466,11 @@ int conn_accept(struct meta *m, evutil_socket_t fd, const char *peer)
 		return MMC_MALLOC_FAILED;
 	}
 	if (!(c->bev = rpc_tls_bufferevent(m, fd))) { /* it closed fd */
+		free_conn(c);
+		return MMC_MALLOC_FAILED;
+	}
+	if (!m->tls && !(c->turn_out = evbuffer_new())) {
+		bufferevent_free(c->bev);
 		free_conn(c);
 		return MMC_MALLOC_FAILED;
 	}

@@ -32,6 +32,10 @@ struct conn {
 	/* replies waiting for a commit, by the persist batch they wait for (0: slot free); at most two batches are
 	 * uncommitted at a time, the one being synced and the one filling */
 	struct evbuffer *held[2];
+	/* plain TCP: the replies to the frames of one read, written straight to the socket at its end (no write
+	 * event to add and remove per request, two epoll_ctl calls); NULL with TLS */
+	struct evbuffer *turn_out;
+	bool in_turn; /* in read_cb: conn_send queues to turn_out */
 	uint64_t held_seq[2];
 	uint64_t held_since[2]; /* persist_durable_seq when the slot was taken: its replies acknowledge later batches */
 	int commit_waits;       /* persist_after_commit callbacks still to run */
@@ -60,6 +64,8 @@ void conn_displace_oldest(struct meta *m);
  * ids).
  */
 void conn_send(struct conn *c, const Mmc__Frame *f, bool durable);
+/* conn_send of a frame already encoded: head then body (hlen + blen bytes, at most MMC_FRAME_MAX). */
+void conn_send_bytes(struct conn *c, const void *head, size_t hlen, const void *body, size_t blen, bool durable);
 
 /* Drops the connection; its local service (if any) is unmounted and its pending writes dropped. */
 void conn_close(struct conn *c, const char *why);

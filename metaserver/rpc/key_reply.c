@@ -1,62 +1,47 @@
 #include "key_reply.h"
 
 #include "conn.h"
+#include "key_codec.h"
 #include "mmc/mmc.h"
+#include "mmc_assert.h"
 #include "rpc.h"
 
-int key_result_encode(struct arena *a, const struct key_result *r, Mmc__KeyResult *out)
+int key_reply_begin(struct key_reply *r, struct arena *a, size_t n)
 {
-	Mmc__Blob *blobs = arena_alloc(a, (r->nblobs ? r->nblobs : 1) * sizeof(*blobs));
-	Mmc__Blob **pb = arena_alloc(a, (r->nblobs ? r->nblobs : 1) * sizeof(*pb));
+	r->items = r->end = arena_alloc(a, (n ? n : 1) * KEY_RESULT_MAX);
+	r->n = 0;
+	r->cap = n;
+	return r->items ? 0 : MMC_MALLOC_FAILED;
+}
 
-	if (!blobs || !pb)
-		return MMC_MALLOC_FAILED;
-	for (uint32_t b = 0; b < r->nblobs; b++) {
-		mmc__blob__init(&blobs[b]);
-		blobs[b].rank = r->blobs[b].rank;
-		blobs[b].incarnation = r->blobs[b].incarnation;
-		blobs[b].media = r->blobs[b].media;
-		blobs[b].offset = r->blobs[b].offset;
-		blobs[b].state = r->blobs[b].state;
-		pb[b] = &blobs[b];
-	}
-	out->size = r->size;
-	out->checksum_type = r->checksum_type;
-	out->checksum = r->checksum;
-	out->n_blobs = r->nblobs;
-	out->blobs = pb;
-	return 0;
+void key_reply_add(struct key_reply *r, const struct key_result *kr)
+{
+	MMC_ASSERT(r->n < r->cap);
+	r->end = key_result_put(r->end, kr);
+	r->n++;
+}
+
+void key_reply_send(struct conn *c, uint64_t id, const struct key_reply *r, int32_t result, bool durable)
+{
+	uint8_t head[32];
+	size_t items = result || !r->items ? 0 : (size_t)(r->end - r->items);
+
+	if (!id)
+		return;
+	conn_send_bytes(c, head, key_reply_head(head, id, result, items), r->items, items, durable);
 }
 
 void key_results_send(struct conn *c, uint64_t id, const struct key_result *r, size_t n, bool durable)
 {
-	struct arena *a = &c->m->arena;
-	Mmc__Frame out = MMC__FRAME__INIT;
-	Mmc__KeyBatchReply rep = MMC__KEY_BATCH_REPLY__INIT;
-	Mmc__KeyResult *res = arena_alloc(a, n * sizeof(*res));
-	Mmc__KeyResult **items = arena_alloc(a, n * sizeof(*items));
+	struct key_reply rep;
 
 	if (!id)
 		return;
-	if (!res || !items) {
+	if (key_reply_begin(&rep, &c->m->arena, n)) {
 		rpc_reply_code(c, id, MMC_MALLOC_FAILED);
 		return;
 	}
-	for (size_t i = 0; i < n; i++) {
-		mmc__key_result__init(&res[i]);
-		if (key_result_encode(a, &r[i], &res[i])) {
-			rpc_reply_code(c, id, MMC_MALLOC_FAILED);
-			return;
-		}
-		res[i].result = r[i].result;
-		res[i].lease_ms = r[i].lease_ms;
-		res[i].token = r[i].token;
-		items[i] = &res[i];
-	}
-	rep.n_items = n;
-	rep.items = items;
-	out.id = id;
-	out.body_case = MMC__FRAME__BODY_KEY_REPLY;
-	out.key_reply = &rep;
-	conn_send(c, &out, durable);
+	for (size_t i = 0; i < n; i++)
+		key_reply_add(&rep, &r[i]);
+	key_reply_send(c, id, &rep, 0, durable);
 }

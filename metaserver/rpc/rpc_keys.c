@@ -16,19 +16,25 @@
 #include "tier.h"
 
 struct reply {
-	Mmc__KeyBatchReply r;
-	Mmc__KeyResult *res;  /* n results, r.items points at them */
+	struct key_reply out; /* one result per key, encoded in order */
 	const uint64_t *hash; /* n: object_hash of each key */
-	struct arena *arena;
 };
 
-/* Describes the object's live blobs (only the one at pick when pick >= 0) in res. */
-static int describe(struct reply *rp, Mmc__KeyResult *res, const struct object *o, int pick)
+/* The next key's result: a code alone, or with o's size, checksum and live blobs (only blob pick when pick >= 0). */
+static void answer(struct reply *rp, int result, const struct object *o, int pick, uint64_t lease_ms, uint64_t token)
 {
 	struct key_result kr;
 
-	key_result_note(&kr, o, pick);
-	return key_result_encode(rp->arena, &kr, res);
+	if (o) {
+		key_result_note(&kr, o, pick);
+	} else {
+		kr.size = 0;
+		kr.checksum_type = kr.checksum = kr.nblobs = 0;
+	}
+	kr.result = result;
+	kr.lease_ms = lease_ms;
+	kr.token = token;
+	key_reply_add(&rp->out, &kr);
 }
 
 /*
@@ -77,7 +83,7 @@ static void op_commit(struct conn *c, const Mmc__KeyBatch *req, struct reply *rp
 {
 	for (size_t i = 0; i < req->n_items; i++) {
 		objects_prefetch_step(c->m, rp->hash, req->n_items, i, false);
-		rp->res[i].result = commit_one(c, req->items[i], rp->hash[i]);
+		answer(rp, commit_one(c, req->items[i], rp->hash[i]), NULL, -1, 0, 0);
 	}
 }
 
@@ -85,22 +91,23 @@ static void op_commit(struct conn *c, const Mmc__KeyBatch *req, struct reply *rp
 static void op_lease(struct conn *c, const Mmc__KeyBatch *req, struct reply *rp, bool get)
 {
 	for (size_t i = 0; i < req->n_items; i++) {
-		Mmc__KeyResult *res = &rp->res[i];
 		struct object *o;
+		uint64_t lease_ms;
+		int rc;
 
 		objects_prefetch_step(c->m, rp->hash, req->n_items, i, true);
-		o = object_find_readable(c->m, req->items[i]->key, rp->hash[i], &res->result);
-
-		if (!o)
+		o = object_find_readable(c->m, req->items[i]->key, rp->hash[i], &rc);
+		if (!o) {
+			answer(rp, rc, NULL, -1, 0, 0);
 			continue;
-		res->lease_ms = lease_grant(c->m, o, c->session.id, req->lease_ttl_ms, get);
-		res->token = o->id;
-		if (!res->lease_ms) {
-			res->result = MMC_MALLOC_FAILED;
+		}
+		lease_ms = lease_grant(c->m, o, c->session.id, req->lease_ttl_ms, get);
+		if (!lease_ms) {
+			answer(rp, MMC_MALLOC_FAILED, NULL, -1, 0, o->id);
 			continue;
 		}
 		object_touch(c->m, o);
-		res->result = describe(rp, res, o, get ? object_pick_blob(c->m, o, &c->session) : -1);
+		answer(rp, 0, o, get ? object_pick_blob(c->m, o, &c->session) : -1, lease_ms, o->id);
 	}
 }
 
@@ -113,7 +120,7 @@ static void op_release(struct conn *c, const Mmc__KeyBatch *req, struct reply *r
 
 		objects_prefetch_step(c->m, rp->hash, req->n_items, i, false);
 		if (!object_key_ok(req->items[i]->key, &len)) {
-			rp->res[i].result = MMC_INVALID_PARAM;
+			answer(rp, MMC_INVALID_PARAM, NULL, -1, 0, 0);
 			continue;
 		}
 		/* a get's release names the object it read (the key may have been removed and put again since) */
@@ -123,10 +130,10 @@ static void op_release(struct conn *c, const Mmc__KeyBatch *req, struct reply *r
 		if (!o || !lease_find(o, c->session.id) || (id && o->id != id))
 			o = objects_find_zombie(c->m, req->items[i]->key, len, c->session.id, id);
 		if (!o || !lease_release(c->m, o, c->session.id, all)) {
-			rp->res[i].result = MMC_LEASE_EXPIRED;
+			answer(rp, MMC_LEASE_EXPIRED, NULL, -1, 0, 0);
 			continue;
 		}
-		rp->res[i].result = 0;
+		answer(rp, 0, NULL, -1, 0, 0);
 		if (o->state == MMC_BLOB_REMOVING)
 			object_unpin(c->m, o);
 	}
@@ -137,30 +144,30 @@ static void op_simple(struct conn *c, const Mmc__Frame *f, const Mmc__KeyBatch *
 	bool lru = f->body_case != MMC__FRAME__BODY_QUERY; /* exist touches, remove unlinks */
 
 	for (size_t i = 0; i < req->n_items; i++) {
-		Mmc__KeyResult *res = &rp->res[i];
 		struct object *o;
 		size_t len;
+		bool exists;
 
 		objects_prefetch_step(c->m, rp->hash, req->n_items, i, lru);
 		if (!object_key_ok(req->items[i]->key, &len)) {
-			res->result = MMC_INVALID_PARAM;
+			answer(rp, MMC_INVALID_PARAM, NULL, -1, 0, 0);
 			continue;
 		}
 		o = object_find_hashed(c->m, req->items[i]->key, len, rp->hash[i]);
 		switch (f->body_case) {
 		case MMC__FRAME__BODY_REMOVE:
-			res->result = o ? 0 : MMC_OBJECT_NOT_EXISTS;
+			answer(rp, o ? 0 : MMC_OBJECT_NOT_EXISTS, NULL, -1, 0, 0);
 			if (o)
 				object_drop(c->m, o);
 			break;
 		case MMC__FRAME__BODY_EXIST:
-			res->result = o && object_readable(o);
-			if (res->result)
+			exists = o && object_readable(o);
+			answer(rp, exists, NULL, -1, 0, 0);
+			if (exists)
 				object_touch(c->m, o);
 			break;
 		default: /* query: every live blob, in any state; absent is size 0 */
-			res->result =
-			    o && (o->state != MMC_BLOB_READABLE || object_readable(o)) ? describe(rp, res, o, -1) : 0;
+			answer(rp, 0, o && (o->state != MMC_BLOB_READABLE || object_readable(o)) ? o : NULL, -1, 0, 0);
 			break;
 		}
 	}
@@ -183,36 +190,11 @@ static bool reads_ssd(struct meta *m, const Mmc__KeyBatch *req, const uint64_t *
 	return false;
 }
 
-/* Hashes every key once, and starts fetching the first buckets. */
+/* Room for the results; the keys' hashes were computed by policy_batch (NULL: out of memory). */
 static int reply_init(struct reply *rp, struct arena *a, size_t n, const uint64_t *hash)
 {
-	Mmc__KeyResult **items = arena_alloc(a, n * sizeof(*items));
-
-	mmc__key_batch_reply__init(&rp->r);
-	rp->arena = a;
 	rp->hash = hash;
-	rp->res = arena_alloc(a, n * sizeof(*rp->res));
-	if (!hash || !items || !rp->res)
-		return MMC_MALLOC_FAILED;
-	for (size_t i = 0; i < n; i++) {
-		mmc__key_result__init(&rp->res[i]);
-		items[i] = &rp->res[i];
-	}
-	rp->r.items = items;
-	rp->r.n_items = n;
-	return 0;
-}
-
-static void send_reply(struct conn *c, uint64_t id, struct reply *rp, bool durable)
-{
-	Mmc__Frame out = MMC__FRAME__INIT;
-
-	if (!id)
-		return;
-	out.id = id;
-	out.body_case = MMC__FRAME__BODY_KEY_REPLY;
-	out.key_reply = &rp->r;
-	conn_send(c, &out, durable);
+	return hash ? key_reply_begin(&rp->out, a, n) : MMC_MALLOC_FAILED;
 }
 
 static int run_op(struct conn *c, const Mmc__Frame *f, const Mmc__KeyBatch *req, struct reply *rp)
@@ -317,12 +299,8 @@ void rpc_keys(struct conn *c, const Mmc__Frame *f, const Mmc__KeyBatch *req)
 	rc = reply_init(&rp, &c->m->arena, req->n_items, hash);
 	if (rc == 0)
 		rc = run_op(c, f, req, &rp);
-	if (rc) {
-		rp.r.result = rc;
-		rp.r.n_items = 0;
-	}
 	/* commits and removes are acknowledged once durable; lookups and leases are answered at once */
-	send_reply(c, f->id, &rp,
-	           f->body_case == MMC__FRAME__BODY_COMMIT || f->body_case == MMC__FRAME__BODY_WRITE_FINISH ||
-	               f->body_case == MMC__FRAME__BODY_REMOVE);
+	key_reply_send(c, f->id, &rp.out, rc,
+	               f->body_case == MMC__FRAME__BODY_COMMIT || f->body_case == MMC__FRAME__BODY_WRITE_FINISH ||
+	                   f->body_case == MMC__FRAME__BODY_REMOVE);
 }

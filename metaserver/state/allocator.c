@@ -502,6 +502,65 @@ int alloc_mark(struct allocator *a, uint64_t offset, uint64_t size)
 	return 0;
 }
 
+/* The leaves the ranges start in, and a free-block struct per gap between them (and after the last), so that
+ * marking them cannot fail halfway. */
+static int mark_prepare(struct allocator *a, const struct alloc_range *r, size_t n)
+{
+	size_t gaps = 1, have = 0;
+	uint64_t at = r[0].offset;
+
+	for (size_t i = 0; i < n; i++) {
+		gaps += r[i].offset > at;
+		at = r[i].offset + r[i].size;
+		if (leaf_need(a, r[i].offset / ALLOC_ALIGN))
+			return MMC_MALLOC_FAILED;
+	}
+	for (struct fblock *b = a->spare; b; b = (struct fblock *)b->off_node.left)
+		have++;
+	for (; have < gaps; have++) {
+		struct fblock *b = malloc(sizeof(*b));
+
+		if (!b)
+			return MMC_MALLOC_FAILED;
+		b->off_node.left = (struct treap_node *)a->spare;
+		a->spare = b;
+	}
+	return 0;
+}
+
+int alloc_mark_tail(struct allocator *a, const struct alloc_range *r, size_t n)
+{
+	struct fblock *tail;
+	uint64_t at;
+	int rc;
+
+	if (!n)
+		return 0;
+	tail = free_floor(a, r[0].offset);
+	if (!tail || tail->offset + tail->size != a->capacity || r[n - 1].offset + r[n - 1].size > a->capacity)
+		return MMC_INVALID_PARAM;
+	if ((rc = mark_prepare(a, r, n)))
+		return rc; /* the structs made stay spare */
+	at = tail->offset;
+	if (r[0].offset > at)
+		free_reshape(a, tail, at, r[0].offset - at);
+	else
+		free_remove(a, tail);
+	for (size_t i = 0; i < n; i++) {
+		MMC_ASSERT(r[i].offset >= at && r[i].offset % ALLOC_ALIGN == 0 && r[i].size % ALLOC_ALIGN == 0 &&
+		           r[i].size && r[i].offset + r[i].size <= a->capacity);
+		if (i && r[i].offset > at)
+			free_insert(a, at, r[i].offset - at);
+		bit_put(a, STARTS, r[i].offset / ALLOC_ALIGN, true);
+		a->used += r[i].size;
+		at = r[i].offset + r[i].size;
+	}
+	if (at < a->capacity)
+		free_insert(a, at, a->capacity - at);
+	a->nreserved += n;
+	return 0;
+}
+
 uint64_t alloc_capacity(const struct allocator *a)
 {
 	return a->capacity;

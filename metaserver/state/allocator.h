@@ -54,6 +54,20 @@ void alloc_set_durability(struct allocator *a, alloc_seq_fn seq_state, const voi
  * range is misaligned, out of the pool, or overlaps a reserved block. */
 int alloc_mark(struct allocator *a, uint64_t offset, uint64_t size);
 
+/* A range for alloc_mark_tail. */
+struct alloc_range {
+	uint64_t offset, size;
+};
+
+/*
+ * alloc_mark of n ranges at once, for a load: one pass instead of a tree update per range. The ranges must be sorted
+ * by offset, aligned (sizes rounded up to 4 KiB by the caller), apart, and all inside the pool's free tail: the free
+ * block that ends the pool (in a new allocator, the whole pool; after a call, what follows its last range). Returns
+ * 0, MMC_INVALID_PARAM (r[0] is not in the free tail: use alloc_mark) or MMC_MALLOC_FAILED; nothing changed on
+ * failure.
+ */
+int alloc_mark_tail(struct allocator *a, const struct alloc_range *r, size_t n);
+
 /* The queries below first free the holds whose batch has become durable. */
 uint64_t alloc_capacity(const struct allocator *a);
 /* Reserved bytes, not counting held ones (they are on their way back). */

@@ -26,8 +26,5 @@ void lru_push(struct meta *m, struct object *o);
 /* Writes the records of objects whose stamp moved since the last checkpoint: once LRU_CHECKPOINT_MS has passed
  * since it, or now with force (shutdown). */
 void lru_checkpoint(struct meta *m, uint64_t now_ms, bool force);
-/* After a load: each LRU in stamp order, newest at the head; equal stamps keep their order. Returns 0 or
- * MMC_MALLOC_FAILED (the lists are then left in load order). */
-int lru_sort(struct meta *m);
 
 #endif

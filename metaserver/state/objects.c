@@ -10,6 +10,7 @@
 #include "hash.h"
 #include "log.h"
 #include "mmc_assert.h"
+#include "object_rec.h"
 #include "lru.h"
 #include "mmc/mmc.h"
 #include "persist.h"
@@ -19,41 +20,21 @@
 _Static_assert(BLOB_GRANULE == ALLOC_ALIGN, "a blob keeps its offset in allocator granules");
 _Static_assert(sizeof(struct object) == 56 && sizeof(struct blob) == 8, "the record sizes docs/performance.md counts");
 
-#define INITIAL_BUCKETS 1024
+#define INITIAL_BUCKETS 16                                              /* per shard */
+#define SHARD(hash)     ((uint32_t)((hash) >> 40) & (INDEX_SHARDS - 1)) /* apart from the bucket's and the tag's bits */
+#define TAG(hash)       ((uint16_t)((hash) >> 48))
 
-/*
- * Store record of a READABLE object: header, then (version 2 and on) the writer's checksum, then (version 3) its LRU
- * stamp (lru.h), then nblobs rec_blob. Written as version 3; versions 1 and 2 load with stamp 0, the oldest.
- */
-struct rec_object {
-	uint32_t version;
-	uint32_t nblobs;
-	uint64_t size;
-};
+static struct index_shard *shard_of(struct meta *m, uint64_t hash)
+{
+	return &m->shards[SHARD(hash)];
+}
 
-struct rec_checksum {
-	uint32_t type; /* MMC_WIRE_CHECKSUM_* */
-	uint32_t value;
-};
+static uint32_t *bucket_of(const struct meta *m, uint64_t hash)
+{
+	const struct index_shard *s = &m->shards[SHARD(hash)];
 
-struct rec_blob {
-	uint32_t rank;
-	uint32_t media;
-	uint64_t incarnation;
-	uint64_t offset;
-};
-
-#define REC_VERSION_PLAIN 1
-#define REC_VERSION_SUM   2
-#define REC_VERSION       3
-
-/* A record, as written (version 3) and as read back: older versions leave ck or stamp zero. */
-struct rec {
-	struct rec_object h;
-	struct rec_checksum ck;
-	uint64_t stamp;
-	struct rec_blob b[2 * MMC_WIRE_REPLICAS];
-};
+	return &s->buckets[hash & s->mask];
+}
 
 /* An object list's sentinel: a record of its own, never in the index. */
 static int list_head_new(struct meta *m, enum olist l)
@@ -69,10 +50,11 @@ static int list_head_new(struct meta *m, enum olist l)
 
 int objects_init(struct meta *m)
 {
-	m->buckets = calloc(INITIAL_BUCKETS, sizeof(*m->buckets));
-	if (!m->buckets)
-		return MMC_MALLOC_FAILED;
-	m->nbuckets = INITIAL_BUCKETS;
+	for (int i = 0; i < INDEX_SHARDS; i++) {
+		if (!(m->shards[i].buckets = slab_map(INITIAL_BUCKETS * sizeof(uint32_t))))
+			return MMC_MALLOC_FAILED;
+		m->shards[i].mask = INITIAL_BUCKETS - 1;
+	}
 	for (int i = 0; i < OLIST_COUNT; i++)
 		if (list_head_new(m, (enum olist)i))
 			return MMC_MALLOC_FAILED;
@@ -143,9 +125,10 @@ void object_free(struct object *o)
 
 void objects_fini(struct meta *m)
 {
-	free(m->buckets);
-	m->buckets = NULL;
-	m->nbuckets = m->nobjects = 0;
+	for (int i = 0; i < INDEX_SHARDS; i++)
+		slab_unmap(m->shards[i].buckets, ((size_t)m->shards[i].mask + 1) * sizeof(uint32_t));
+	memset(m->shards, 0, sizeof(m->shards));
+	m->nobjects = 0;
 	memset(m->lists, 0, sizeof(m->lists));
 	free(leases);
 	leases = NULL;
@@ -189,13 +172,11 @@ void objects_hash_keys(const struct meta *m, const char *const *keys, size_t n, 
 	objects_prefetch(m, hash, n);
 }
 
-#define TAG(hash) ((uint16_t)((hash) >> 48))
-
 struct object *object_find_hashed(struct meta *m, const char *key, size_t len, uint64_t hash)
 {
 	uint16_t tag = TAG(hash);
 
-	for (uint32_t h = m->buckets[hash & (m->nbuckets - 1)]; h;) {
+	for (uint32_t h = *bucket_of(m, hash); h;) {
 		struct object *o = object_at(h);
 
 		if (o->tag == tag && o->keylen == len && memcmp(object_key(o), key, len) == 0)
@@ -228,7 +209,7 @@ static inline void prefetch_object(const struct object *o)
 
 static inline const struct object *bucket_head(const struct meta *m, uint64_t hash)
 {
-	uint32_t h = m->buckets[hash & (m->nbuckets - 1)];
+	uint32_t h = *bucket_of(m, hash);
 
 	return h ? object_at(h) : NULL;
 }
@@ -236,7 +217,7 @@ static inline const struct object *bucket_head(const struct meta *m, uint64_t ha
 void objects_prefetch(const struct meta *m, const uint64_t *hash, size_t n)
 {
 	for (size_t i = 0; i < n && i < 2 * AHEAD; i++)
-		__builtin_prefetch(&m->buckets[hash[i] & (m->nbuckets - 1)]);
+		__builtin_prefetch(bucket_of(m, hash[i]));
 }
 
 void objects_prefetch_step(const struct meta *m, const uint64_t *hash, size_t n, size_t i, bool lru)
@@ -244,7 +225,7 @@ void objects_prefetch_step(const struct meta *m, const uint64_t *hash, size_t n,
 	const struct object *o;
 
 	if (i + 2 * AHEAD < n)
-		__builtin_prefetch(&m->buckets[hash[i + 2 * AHEAD] & (m->nbuckets - 1)]);
+		__builtin_prefetch(bucket_of(m, hash[i + 2 * AHEAD]));
 	if (i + AHEAD < n && (o = bucket_head(m, hash[i + AHEAD])))
 		prefetch_object(o);
 	if (i + AHEAD / 2 >= n || !(o = bucket_head(m, hash[i + AHEAD / 2])))
@@ -258,21 +239,19 @@ void objects_prefetch_step(const struct meta *m, const uint64_t *hash, size_t n,
 	}
 }
 
-/*
- * Rehashes into n buckets in one go: a cache miss and a hash of its key per object (records keep 16 bits of the
- * hash, not the bucket's). Logged, because the request that triggers it waits for it.
- */
-static void resize_index(struct meta *m, uint64_t n)
+/* Rehashes shard s into n buckets: a cache miss and a hash of its key per object (records keep 16 bits of the hash,
+ * not the bucket's). Logged when slow, because the request that triggers it waits for it. */
+static void resize_shard(struct meta *m, struct index_shard *s, uint64_t n)
 {
 	uint64_t t0 = clock_ns();
-	uint32_t *b = calloc(n, sizeof(*b));
+	uint32_t *b = n <= UINT32_MAX ? slab_map(n * sizeof(*b)) : NULL;
 
 	if (!b)
 		return; /* keep the longer chains; still correct */
-	for (uint64_t i = 0; i < m->nbuckets; i++) {
+	for (uint64_t i = 0; i <= s->mask; i++) {
 		uint32_t h, next;
 
-		for (h = m->buckets[i]; h; h = next) {
+		for (h = s->buckets[i]; h; h = next) {
 			struct object *o = object_at(h);
 			uint32_t *head = &b[object_hash(object_key(o), o->keylen) & (n - 1)];
 
@@ -281,20 +260,37 @@ static void resize_index(struct meta *m, uint64_t n)
 			*head = h;
 		}
 	}
-	free(m->buckets);
-	m->buckets = b;
-	m->nbuckets = n;
-	log_info("op=index_grow buckets=%llu objects=%llu ms=%.1f", (unsigned long long)n,
-	         (unsigned long long)m->nobjects, (double)(clock_ns() - t0) / 1e6);
+	slab_unmap(s->buckets, ((size_t)s->mask + 1) * sizeof(*b));
+	s->buckets = b;
+	s->mask = (uint32_t)(n - 1);
+	if (clock_ns() - t0 > 10 * 1000000)
+		log_info("op=index_grow shard=%td buckets=%llu objects=%u ms=%.1f", s - m->shards,
+		         (unsigned long long)n, s->count, (double)(clock_ns() - t0) / 1e6);
+}
+
+void objects_reserve(struct meta *m, uint64_t n)
+{
+	uint64_t per = n / INDEX_SHARDS + n / INDEX_SHARDS / 8; /* a little over the mean: the shards fill unevenly */
+
+	for (int i = 0; i < INDEX_SHARDS; i++) {
+		uint64_t b = (uint64_t)m->shards[i].mask + 1;
+
+		while (b < per)
+			b *= 2;
+		if (b > (uint64_t)m->shards[i].mask + 1)
+			resize_shard(m, &m->shards[i], b);
+	}
 }
 
 void object_index_add(struct meta *m, struct object *o, uint64_t hash)
 {
+	struct index_shard *s = shard_of(m, hash);
 	uint32_t *head;
 
-	if (m->nobjects >= m->nbuckets)
-		resize_index(m, m->nbuckets * 2);
-	head = &m->buckets[hash & (m->nbuckets - 1)];
+	if (s->count > s->mask)
+		resize_shard(m, s, ((uint64_t)s->mask + 1) * 2);
+	head = &s->buckets[hash & s->mask];
+	s->count++;
 	o->tag = TAG(hash);
 	o->hnext = *head;
 	*head = o->self;
@@ -303,14 +299,16 @@ void object_index_add(struct meta *m, struct object *o, uint64_t hash)
 	m->nobjects++;
 }
 
-static void object_index_del(struct meta *m, struct object *o)
+void object_index_del(struct meta *m, struct object *o)
 {
-	uint32_t *p = &m->buckets[object_hash(object_key(o), o->keylen) & (m->nbuckets - 1)];
+	uint64_t hash = object_hash(object_key(o), o->keylen);
+	uint32_t *p = bucket_of(m, hash);
 
 	while (*p && *p != o->self)
 		p = &object_at(*p)->hnext;
 	if (*p) {
 		*p = o->hnext;
+		shard_of(m, hash)->count--;
 		m->nobjects--;
 	}
 	o->in_index = false;
@@ -515,6 +513,12 @@ static bool pinned(struct object *o, uint64_t now)
 	return o->write_session != 0 || o->busy || object_leased(o, now);
 }
 
+/* pinned now; the clock is read only for an object with leases (a remove without one read it for nothing). */
+static bool pinned_now(struct object *o)
+{
+	return o->write_session != 0 || o->busy || (o->leases && object_leased(o, clock_ms()));
+}
+
 void object_drop(struct meta *m, struct object *o)
 {
 	/* an unfinished put (not GVA: its write lease bounds its writes) that failed or whose writer left */
@@ -536,7 +540,7 @@ void object_drop(struct meta *m, struct object *o)
 		o->write_session = 0; /* a READABLE object's LRU stamp had these bits */
 	o->unlink_seq = unlink_seq;   /* its record's batch, or its write lease, had these */
 	o->state = MMC_BLOB_REMOVING;
-	if (pinned(o, clock_ms())) {
+	if (pinned_now(o)) {
 		olist_add_tail(m, OLIST_ZOMBIES, o);
 		return;
 	}
@@ -668,31 +672,39 @@ struct object *objects_find_removed_write(struct meta *m, const char *key, size_
 
 void object_unpin(struct meta *m, struct object *o)
 {
-	if (o->state != MMC_BLOB_REMOVING || pinned(o, clock_ms()))
+	if (o->state != MMC_BLOB_REMOVING || pinned_now(o))
 		return;
 	olist_del(o);
 	release_space(m, o, false);
 	object_free(o);
 }
 
+static uint64_t remove_matching_in(struct meta *m, uint32_t *bucket, bool (*match)(void *arg, const char *key),
+                                   void *arg)
+{
+	uint64_t n = 0;
+	uint32_t h, next;
+
+	/* object_drop unlinks o from this chain; its successor was read first */
+	for (h = *bucket; h; h = next) {
+		struct object *o = object_at(h);
+
+		next = o->hnext;
+		if (o->state == MMC_BLOB_READABLE && match(arg, object_key(o))) {
+			object_drop(m, o);
+			n++;
+		}
+	}
+	return n;
+}
+
 uint64_t objects_remove_matching(struct meta *m, bool (*match)(void *arg, const char *key), void *arg)
 {
 	uint64_t n = 0;
 
-	for (uint64_t i = 0; i < m->nbuckets; i++) {
-		uint32_t h, next;
-
-		/* object_drop unlinks o from this chain; its successor was read first */
-		for (h = m->buckets[i]; h; h = next) {
-			struct object *o = object_at(h);
-
-			next = o->hnext;
-			if (o->state == MMC_BLOB_READABLE && match(arg, object_key(o))) {
-				object_drop(m, o);
-				n++;
-			}
-		}
-	}
+	for (int s = 0; s < INDEX_SHARDS; s++)
+		for (uint64_t b = 0; b <= m->shards[s].mask; b++)
+			n += remove_matching_in(m, &m->shards[s].buckets[b], match, arg);
 	return n;
 }
 
@@ -736,123 +748,4 @@ void objects_session_closed(struct meta *m, uint64_t session)
 			object_unpin(m, o);
 		}
 	}
-}
-
-/* Copies a stored record, whose bytes carry no alignment guarantee. Returns 0 or -1 (malformed). */
-static int rec_parse(const void *val, size_t vlen, struct rec *r)
-{
-	const unsigned char *p = val;
-	size_t head;
-
-	memset(r, 0, sizeof(*r));
-	if (vlen < sizeof(r->h))
-		return -1;
-	memcpy(&r->h, p, sizeof(r->h));
-	if (r->h.version < REC_VERSION_PLAIN || r->h.version > REC_VERSION)
-		return -1;
-	head = sizeof(r->h) + (r->h.version >= REC_VERSION_SUM ? sizeof(r->ck) : 0) +
-	       (r->h.version >= REC_VERSION ? sizeof(r->stamp) : 0);
-	if (r->h.nblobs > 2 * MMC_WIRE_REPLICAS || vlen != head + r->h.nblobs * sizeof(r->b[0]))
-		return -1;
-	if (r->h.version >= REC_VERSION_SUM)
-		memcpy(&r->ck, p + sizeof(r->h), sizeof(r->ck));
-	if (r->h.version >= REC_VERSION)
-		memcpy(&r->stamp, p + sizeof(r->h) + sizeof(r->ck), sizeof(r->stamp));
-	memcpy(r->b, p + head, r->h.nblobs * sizeof(r->b[0]));
-	return r->ck.type > MMC_WIRE_CHECKSUM_CRC32C ? -1 : 0;
-}
-
-static int load_record(struct meta *m, const void *key, size_t klen, const void *val, size_t vlen)
-{
-	struct rec rec;
-	const struct rec_object *h = &rec.h;
-	const struct rec_blob *rb = rec.b;
-	struct object *o;
-	uint8_t live = 0;
-
-	if (klen == 0 || klen > MMC_WIRE_KEY_MAX || rec_parse(val, vlen, &rec))
-		return -1;
-	o = object_new(key, klen, (uint8_t)h->nblobs);
-	if (!o)
-		return -1;
-	o->size = h->size;
-	o->checksum_type = (uint8_t)rec.ck.type;
-	o->checksum = rec.ck.value;
-	o->stamp = rec.stamp;
-	m->lru_clock = rec.stamp > m->lru_clock ? rec.stamp : m->lru_clock;
-	for (uint32_t i = 0; i < h->nblobs; i++) {
-		struct service *svc = service_get(m, rb[i].rank);
-		struct segment *seg =
-		    svc && svc->incarnation == rb[i].incarnation ? service_segment(svc, rb[i].media) : NULL;
-
-		if (!seg || alloc_mark(seg->alloc, rb[i].offset, h->size))
-			continue;
-		blob_place(&o->blobs[live++], svc, rb[i].media, rb[i].offset);
-	}
-	if (!live) {
-		object_free(o);
-		return -1;
-	}
-	/* blobs beyond `live` stay unused (svc NULL) */
-	o->state = MMC_BLOB_READABLE;
-	o->persisted = true;
-	object_index_add(m, o, object_hash(key, klen));
-	olist_add_tail(m, OLIST_LRU + object_media(o), o);
-	if (live != h->nblobs)
-		object_persist(m, o);
-	return 0;
-}
-
-/* What a load has seen, and the keys of records it dropped (deleted once the scan is over). */
-struct load {
-	struct meta *m;
-	uint64_t loaded, dropped;
-	char (*gone)[MMC_WIRE_KEY_MAX + 1];
-	size_t ngone, capgone;
-};
-
-static int load_one(void *arg, const void *key, size_t klen, const void *val, size_t vlen)
-{
-	struct load *l = arg;
-	void *g;
-
-	if (load_record(l->m, key, klen, val, vlen) == 0) {
-		l->loaded++;
-		return 0;
-	}
-	l->dropped++;
-	if (!(g = array_grow(l->gone, &l->capgone, l->ngone + 1, sizeof(*l->gone), 256)))
-		return 0;
-	l->gone = g;
-	memset(l->gone[l->ngone], 0, sizeof(l->gone[l->ngone]));
-	memcpy(l->gone[l->ngone++], key, klen > MMC_WIRE_KEY_MAX ? MMC_WIRE_KEY_MAX : klen);
-	return 0;
-}
-
-int objects_load(struct meta *m)
-{
-	struct load l = {.m = m};
-	uint64_t n = 0;
-	int rc;
-
-	/* size the table for every record at once instead of rehashing 10 times on the way to 10^6 */
-	if (persist_count(m->persist, m->db_objects, &n))
-		return MMC_ERROR;
-	if (n > m->nbuckets) {
-		uint64_t b = m->nbuckets;
-
-		while (b < n)
-			b *= 2;
-		resize_index(m, b);
-	}
-	rc = persist_scan(m->persist, m->db_objects, load_one, &l);
-	if (rc == 0 && lru_sort(m)) /* the scan gave key order */
-		log_warn("op=load warning=\"out of memory: the LRU is in key order\"");
-	for (size_t i = 0; i < l.ngone; i++)
-		persist_del(m->persist, m->db_objects, l.gone[i], strlen(l.gone[i]));
-	free(l.gone);
-	if (rc)
-		return MMC_ERROR;
-	log_info("op=load objects=%llu dropped=%llu", (unsigned long long)l.loaded, (unsigned long long)l.dropped);
-	return 0;
 }

@@ -36,6 +36,10 @@ struct object *object_new(const char *key, size_t len, uint8_t nblobs);
 void object_free(struct object *o);
 /* Indexes o under hash (object_hash of its key) and gives it its id. */
 void object_index_add(struct meta *m, struct object *o, uint64_t hash);
+/* Takes o out of the index (object_drop and object_lose_blob do, and a load for an object that lost its blobs). */
+void object_index_del(struct meta *m, struct object *o);
+/* Sizes the index for n objects at once (a load), instead of doubling on the way. */
+void objects_reserve(struct meta *m, uint64_t n);
 
 /* The record named by handle h (not 0). */
 static inline struct object *object_at(uint32_t h)
@@ -191,7 +195,8 @@ void objects_sweep(struct meta *m, uint64_t now_ms);
 /* Drops the ALLOCATED objects a closing session was writing (not the GVA ones: those wait for their lease). */
 void objects_session_closed(struct meta *m, uint64_t session);
 
-/* Loads READABLE objects from LMDB after services_load(); drops records whose services are unknown. */
+/* Loads READABLE objects from the store after services_load() (object_load.c); drops records whose services are
+ * unknown. Returns 0, MMC_ERROR (the store failed) or MMC_MALLOC_FAILED. */
 int objects_load(struct meta *m);
 /* Writes o's record (READABLE objects) into this turn's transaction. */
 void object_persist(struct meta *m, struct object *o);

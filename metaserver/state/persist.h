@@ -86,6 +86,19 @@ int persist_get(struct persist *p, struct persist_table *t, const void *key, siz
  * scan with that value. Returns 0, fn's value, or MMC_ERROR. */
 typedef int (*persist_scan_fn)(void *arg, const void *key, size_t klen, const void *val, size_t vlen);
 int persist_scan(struct persist *p, struct persist_table *t, persist_scan_fn fn, void *arg);
+/*
+ * persist_scan for a load that needs no order, with the store read ahead on a thread of its own: every record at
+ * least once, in the store's fastest order (Redis: each HSCAN page as it comes, unsorted, and a page may repeat a
+ * record). prep(key) runs on that thread (it must be thread-safe, a hash say); fn on the calling thread, with prep's
+ * value, while the next records are being read; key and value are copies, valid for the call. fn returning
+ * nonzero stops the scan with that value. Returns 0, fn's value, MMC_MALLOC_FAILED or MMC_ERROR.
+ */
+typedef uint64_t (*persist_prep_fn)(const void *key, size_t klen);
+typedef int (*persist_ahead_fn)(void *arg, const void *key, size_t klen, const void *val, size_t vlen, uint64_t prep);
+int persist_scan_ahead(struct persist *p, struct persist_table *t, persist_prep_fn prep, persist_ahead_fn fn,
+                       void *arg);
+/* True when persist_scan_ahead gives what persist_scan does: key order, each record once (LMDB). */
+bool persist_scan_ordered(const struct persist *p);
 /* The number of records in t, into *n. Returns 0 or MMC_ERROR. */
 int persist_count(struct persist *p, struct persist_table *t, uint64_t *n);
 

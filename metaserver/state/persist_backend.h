@@ -63,6 +63,8 @@ struct persist_backend_ops {
 	int (*get)(struct persist_backend *be, uint32_t id, const void *key, size_t klen, void *buf, size_t cap,
 	           size_t *len);
 	int (*scan)(struct persist_backend *be, uint32_t id, persist_scan_fn fn, void *arg);
+	/* persist_scan_any where it is faster than scan (records unsorted, maybe twice); NULL: scan */
+	int (*scan_any)(struct persist_backend *be, uint32_t id, persist_scan_fn fn, void *arg);
 	int (*count)(struct persist_backend *be, uint32_t id, uint64_t *n);
 	/* drops and re-establishes what connects it to the store (a no-op for LMDB) */
 	int (*reopen)(struct persist_backend *be, char *err, size_t errlen);
@@ -75,6 +77,10 @@ struct persist_backend {
 	const struct persist_backend_ops *ops;
 	bool quick; /* commit() takes microseconds (no fsync, no network): small batches may commit on the loop */
 };
+
+/* persist_scan_ahead on a backend (persist_ahead.c). */
+int persist_scan_ahead_be(struct persist_backend *be, uint32_t table, persist_prep_fn prep, persist_ahead_fn fn,
+                          void *arg);
 
 /* The format version check of persist_open and persist_reload (persist_format.c): 0, or MMC_ERROR with err set. */
 int persist_format_check(struct persist *p, char *err, size_t errlen);

@@ -503,6 +503,34 @@ static int redis_scan(struct persist_backend *be, uint32_t id, persist_scan_fn f
 	return rc;
 }
 
+/* Every record of the table, each HSCAN page handed to fn as it comes: no copy, no sort. */
+static int redis_scan_any(struct persist_backend *be, uint32_t id, persist_scan_fn fn, void *arg)
+{
+	struct redis_store *s = to_redis(be);
+	char cursor[32] = "0";
+	const char *argv[5] = {"HSCAN", s->tkey[id], cursor, "COUNT", SCAN_COUNT};
+	int rc = 0;
+
+	do {
+		redisReply *r = load_command(s, 5, argv, NULL);
+
+		if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
+		    r->element[0]->type != REDIS_REPLY_STRING || r->element[1]->type != REDIS_REPLY_ARRAY) {
+			rc = MMC_ERROR;
+		} else {
+			const redisReply *page = r->element[1];
+
+			snprintf(cursor, sizeof(cursor), "%.*s", (int)r->element[0]->len, r->element[0]->str);
+			for (size_t i = 0; i + 1 < page->elements && rc == 0; i += 2)
+				rc = fn(arg, page->element[i]->str, page->element[i]->len, page->element[i + 1]->str,
+				        page->element[i + 1]->len);
+		}
+		if (r)
+			freeReplyObject(r);
+	} while (rc == 0 && strcmp(cursor, "0") != 0);
+	return rc;
+}
+
 static int redis_count(struct persist_backend *be, uint32_t id, uint64_t *n)
 {
 	struct redis_store *s = to_redis(be);
@@ -560,6 +588,7 @@ static const struct persist_backend_ops redis_ops = {
     .commit = redis_commit,
     .get = redis_get,
     .scan = redis_scan,
+    .scan_any = redis_scan_any,
     .count = redis_count,
     .reopen = redis_reopen,
     .fence_key = redis_fence_key,

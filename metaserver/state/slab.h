@@ -14,10 +14,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define SLAB_CHUNK_SHIFT 20 /* 1 MiB chunks */
+#define SLAB_CHUNK_SHIFT 21 /* 2 MiB chunks */
 #define SLAB_CHUNK       ((size_t)1 << SLAB_CHUNK_SHIFT)
 #define SLAB_HEADER      64 /* a chunk's first cache line: its header */
-#define SLAB_SLOT_BITS   14 /* (SLAB_CHUNK - SLAB_HEADER) / SLAB_MIN_RECORD slots fit in these bits */
+#define SLAB_SLOT_BITS   15 /* (SLAB_CHUNK - SLAB_HEADER) / SLAB_MIN_RECORD slots fit in these bits */
 #define SLAB_MIN_RECORD  64
 #define SLAB_MAX_RECORD  4096
 
@@ -46,6 +46,11 @@ size_t slab_size(uint32_t h);
 void *slab_next(uint32_t *h);
 /* Bytes mapped for records (chunks touched so far, in full). */
 uint64_t slab_mapped_bytes(void);
+
+/* size bytes of zeroes for a large table (the key index): mapped apart from the heap, so that a resize gives the old
+ * one back to the system at once. NULL when out of memory; slab_unmap(p, size) gives them back. */
+void *slab_map(size_t size);
+void slab_unmap(void *p, size_t size);
 /* Unmaps every chunk: every handle and record pointer becomes invalid. */
 void slab_fini(void);
 

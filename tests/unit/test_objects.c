@@ -14,8 +14,10 @@
 #include "lru.h"
 #include "meta_conf.h"
 #include "mmc/mmc.h"
+#include "object_rec.h"
 #include "objects.h"
 #include "persist.h"
+#include "redis_proc.h"
 #include "services.h"
 #include "slab.h"
 
@@ -24,6 +26,7 @@
 
 static struct event_base *base;
 static struct meta m;
+static struct redis_proc redis; /* the store of the load_redis suite */
 static struct session sess[2];
 static struct service *svc[2];
 static char dir[64];
@@ -41,7 +44,7 @@ static void mount(int i)
 
 static void setup(void)
 {
-	struct persist_opts po = {.dir = dir, .map_size = 64 * MiB, .sync = false};
+	struct persist_opts po = {.dir = dir, .map_size = 64 * MiB, .sync = false, .uri = redis.pid ? redis.uri : NULL};
 	char err[256];
 
 	snprintf(dir, sizeof(dir), "/tmp/mmc-objects-XXXXXX");
@@ -73,6 +76,14 @@ static void teardown(void)
 	event_base_free(base);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	cr_assert_eq(system(cmd), 0);
+	redis_proc_cleanup(&redis);
+}
+
+static void setup_redis(void)
+{
+	if (redis_proc_start(&redis, "no"))
+		cr_skip_test("no redis-server");
+	setup();
 }
 
 /* An ALLOCATED object of key with one page on each service in on[] (n of them), written by session writer. */
@@ -126,7 +137,8 @@ Test(objects, the_index_finds_every_key_across_growth_and_after_removals)
 		put(key, on0, 1);
 	}
 	cr_assert_eq(m.nobjects, 5000);
-	cr_assert_geq(m.nbuckets, 5000, "the index grew with the objects");
+	for (int s = 0; s < INDEX_SHARDS; s++)
+		cr_assert_geq(m.shards[s].mask + 1, m.shards[s].count, "each table grew with its objects");
 	for (int i = 0; i < 5000; i += 2) {
 		snprintf(key, sizeof(key), "key-%d", i);
 		object_drop(&m, find(key));
@@ -281,4 +293,165 @@ Test(objects, a_service_that_leaves_takes_only_its_blobs)
 	}
 	cr_assert_eq(svc[1]->nblobs, 66);
 	cr_assert_eq(m.nobjects, 66);
+}
+
+/* ---- the load: the table rebuilt from the store, as a restart does ---- */
+
+/* Forgets the table and the services as a stopped server does, and loads both from the store. */
+static void restart(void)
+{
+	persist_flush(m.persist);
+	objects_fini(&m);
+	services_fini(&m);
+	cr_assert_eq(objects_init(&m), 0);
+	cr_assert_eq(services_load(&m), 0);
+	cr_assert_eq(objects_load(&m), 0);
+	svc[0] = service_get(&m, 0);
+	svc[1] = service_get(&m, 1);
+	cr_assert(svc[0] && svc[1]);
+}
+
+/* The keys of the DRAM LRU, head first, separated by spaces. */
+static void lru_keys(char *out, size_t cap)
+{
+	size_t at = 0;
+
+	out[0] = '\0';
+	for (struct object *o = olist_first(&m, OLIST_LRU + MMC_MEDIA_DRAM); o && at < cap; o = olist_next(o))
+		at += (size_t)snprintf(out + at, cap - at, "%s ", object_key(o));
+}
+
+static void reload_keeps_objects_blobs_and_lru_order(void)
+{
+	const int on0[] = {0}, both[] = {0, 1};
+	char key[16], before[8192], after[8192];
+	uint64_t off[200], used0, used1;
+
+	for (int i = 0; i < 200; i++) {
+		snprintf(key, sizeof(key), "k%03d", (i * 37) % 200); /* stamps not in key order */
+		off[(i * 37) % 200] = blob_offset(&put(key, i % 4 ? on0 : both, i % 4 ? 1 : 2)->blobs[0]);
+	}
+	for (int i = 0; i < 200; i += 7) {
+		snprintf(key, sizeof(key), "k%03d", i);
+		object_touch(&m, find(key));
+	}
+	lru_checkpoint(&m, clock_ms(), true);
+	lru_keys(before, sizeof(before));
+	used0 = used(0);
+	used1 = used(1);
+	restart();
+	lru_keys(after, sizeof(after));
+	cr_assert_str_eq(after, before, "the LRU order survives");
+	cr_assert_eq(m.nobjects, 200);
+	cr_assert_eq(used(0), used0);
+	cr_assert_eq(used(1), used1);
+	for (int i = 0; i < 200; i++) {
+		struct object *o;
+
+		snprintf(key, sizeof(key), "k%03d", i);
+		o = find(key);
+		cr_assert_not_null(o, "%s", key);
+		cr_assert_eq(blob_offset(&o->blobs[0]), off[i]);
+		cr_assert_eq(o->state, MMC_BLOB_READABLE);
+		cr_assert(o->persisted);
+	}
+}
+
+/* Writes a record of key by hand: nblobs of (rank, offset) on DRAM, size bytes, version 3 with stamp (0: version 2,
+ * no stamp). */
+static void record(const char *key, uint64_t size, uint64_t stamp, int nblobs, const uint32_t *rank,
+                   const uint64_t *offset)
+{
+	struct rec r = {.h = {stamp ? REC_VERSION : REC_VERSION_SUM, (uint32_t)nblobs, size}, .stamp = stamp};
+	unsigned char buf[sizeof(r)];
+	size_t head = sizeof(r.h) + sizeof(r.ck) + (stamp ? sizeof(r.stamp) : 0);
+
+	for (int i = 0; i < nblobs; i++)
+		r.b[i] =
+		    (struct rec_blob){rank[i], MMC_MEDIA_DRAM,
+		                      service_get(&m, rank[i]) ? service_get(&m, rank[i])->incarnation : 99, offset[i]};
+	memcpy(buf, &r, sizeof(r.h) + sizeof(r.ck));
+	if (stamp)
+		memcpy(buf + sizeof(r.h) + sizeof(r.ck), &r.stamp, sizeof(r.stamp));
+	memcpy(buf + head, r.b, (size_t)nblobs * sizeof(r.b[0]));
+	cr_assert_eq(
+	    persist_put(m.persist, m.db_objects, key, strlen(key), buf, head + (size_t)nblobs * sizeof(r.b[0])), 0);
+}
+
+static bool stored(const char *key)
+{
+	unsigned char buf[sizeof(struct rec)];
+	size_t len;
+
+	persist_flush(m.persist);
+	return persist_get(m.persist, m.db_objects, key, strlen(key), buf, sizeof(buf), &len) == 0;
+}
+
+static int live_blobs(const char *key)
+{
+	struct object *o = find(key);
+	int n = 0;
+
+	for (int i = 0; o && i < o->nblobs; i++)
+		n += o->blobs[i].svc != 0;
+	return n;
+}
+
+static void damaged_records_load_as_one_at_a_time_did(void)
+{
+	const uint32_t r0[] = {0}, r01[] = {0, 1}, r7[] = {7};
+	const uint64_t o0[] = {0}, o1[] = {PAGE}, o2[] = {2 * PAGE}, o5[] = {5 * PAGE}, o6[] = {6 * PAGE},
+	               o_c[] = {PAGE, 0}, bad[] = {100}, far[] = {64 * MiB};
+	char lru[512];
+
+	record("b", 2 * PAGE, 10, 1, r0, o0); /* [0, 2) pages */
+	record("a", 2 * PAGE, 11, 1, r0, o1); /* [1, 3): first in key order, keeps it; b loses its range */
+	record("c", PAGE, 12, 2, r01, o_c);   /* one blob on a's page 1, one fine on service 1 */
+	record("d", PAGE, 13, 1, r7, o5);     /* a rank nobody has */
+	record("e", PAGE, 14, 1, r0, bad);    /* misaligned */
+	record("f", PAGE, 15, 1, r0, far);    /* past the pool's end */
+	record("g", 0, 16, 1, r0, o6);        /* empty */
+	record("h2", PAGE, 0, 1, r0, o5);     /* no stamp (version 2): the oldest, in key order */
+	record("h1", PAGE, 0, 1, r0, o6);
+	record("i", PAGE, 17, 1, r0, o2); /* overlaps a only: a keeps page 2 */
+	restart();
+	cr_assert_eq(live_blobs("a"), 1);
+	cr_assert_null(find("b"), "lost its only range to a");
+	cr_assert(!stored("b"), "and its record is deleted");
+	cr_assert_eq(live_blobs("c"), 1, "kept the blob on service 1");
+	cr_assert(stored("c"));
+	cr_assert(!find("d") && !find("e") && !find("f") && !find("g") && !find("i"));
+	cr_assert(!stored("d") && !stored("e") && !stored("f") && !stored("g") && !stored("i"));
+	lru_keys(lru, sizeof(lru));
+	cr_assert_str_eq(lru, "c a h1 h2 ", "newest first, equal stamps in key order");
+	cr_assert_eq(used(0), 4 * PAGE, "a's two pages, h1 and h2");
+	cr_assert_eq(used(1), PAGE);
+	restart();
+	cr_assert_eq(live_blobs("c"), 1, "c was written again without the blob it lost");
+	cr_assert_eq(find("c")->nblobs, 1);
+}
+
+TestSuite(load, .init = setup, .fini = teardown, .timeout = 30);
+
+Test(load, a_reload_keeps_the_objects_their_blobs_and_the_lru_order)
+{
+	reload_keeps_objects_blobs_and_lru_order();
+}
+
+Test(load, damaged_records_load_as_they_did_one_at_a_time)
+{
+	damaged_records_load_as_one_at_a_time_did();
+}
+
+/* Redis hands the records over unsorted, page by page: the same table must come out. */
+TestSuite(load_redis, .init = setup_redis, .fini = teardown, .timeout = 60);
+
+Test(load_redis, a_reload_keeps_the_objects_their_blobs_and_the_lru_order)
+{
+	reload_keeps_objects_blobs_and_lru_order();
+}
+
+Test(load_redis, damaged_records_load_as_they_did_one_at_a_time)
+{
+	damaged_records_load_as_one_at_a_time_did();
 }

@@ -1,0 +1,238 @@
+/*
+ * metaserver/rpc/key_codec.c against protobuf-c: the hand encoder writes the bytes protobuf-c packs for the same
+ * KeyBatchReply, the hand decoder reads every KeyBatch request as protobuf-c does, and leaves to protobuf-c every
+ * frame of another shape.
+ */
+#include <criterion/criterion.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "arena.h"
+#include "key_codec.h"
+#include "mmc.pb-c.h"
+
+static unsigned seed = 1;
+
+static uint64_t rnd(void)
+{
+	uint64_t v = 0;
+
+	for (int i = 0; i < 4; i++)
+		v = v << 16 | (uint64_t)(rand_r(&seed) & 0xffff);
+	return v;
+}
+
+/* 0 a third of the time (proto3 leaves those out), else a value of up to `bits` bits. */
+static uint64_t field(int bits)
+{
+	uint64_t v = rnd();
+
+	if (rand_r(&seed) % 3 == 0)
+		return 0;
+	return bits >= 64 ? v >> (rand_r(&seed) % 64) : (v & ((UINT64_C(1) << bits) - 1)) >> (rand_r(&seed) % bits);
+}
+
+static void random_result(struct key_result *r)
+{
+	memset(r, 0, sizeof(*r));
+	r->result = (int32_t)(field(32) - (rand_r(&seed) % 2 ? field(31) : 0));
+	r->size = field(64);
+	r->lease_ms = field(64);
+	r->token = field(64);
+	r->checksum_type = (uint32_t)field(32);
+	r->checksum = (uint32_t)field(32);
+	r->nblobs = (uint32_t)(rand_r(&seed) % (MMC_WIRE_REPLICAS + 1));
+	for (uint32_t b = 0; b < r->nblobs; b++) {
+		r->blobs[b].rank = (uint32_t)field(32);
+		r->blobs[b].media = (uint32_t)field(2);
+		r->blobs[b].state = (uint32_t)field(3);
+		r->blobs[b].incarnation = field(64);
+		r->blobs[b].offset = field(64);
+	}
+}
+
+/* protobuf-c's bytes for Frame{id, KeyBatchReply{result, r[0..n)}}. */
+static size_t pack_reference(uint8_t *out, uint64_t id, int32_t result, const struct key_result *r, size_t n)
+{
+	Mmc__Frame f = MMC__FRAME__INIT;
+	Mmc__KeyBatchReply rep = MMC__KEY_BATCH_REPLY__INIT;
+	Mmc__KeyResult res[16], *items[16];
+	Mmc__Blob blobs[16][MMC_WIRE_REPLICAS], *pb[16][MMC_WIRE_REPLICAS];
+
+	for (size_t i = 0; i < n; i++) {
+		mmc__key_result__init(&res[i]);
+		res[i].result = r[i].result;
+		res[i].size = r[i].size;
+		res[i].lease_ms = r[i].lease_ms;
+		res[i].token = r[i].token;
+		res[i].checksum_type = r[i].checksum_type;
+		res[i].checksum = r[i].checksum;
+		res[i].n_blobs = r[i].nblobs;
+		res[i].blobs = pb[i];
+		for (uint32_t b = 0; b < r[i].nblobs; b++) {
+			mmc__blob__init(&blobs[i][b]);
+			blobs[i][b].rank = r[i].blobs[b].rank;
+			blobs[i][b].incarnation = r[i].blobs[b].incarnation;
+			blobs[i][b].media = r[i].blobs[b].media;
+			blobs[i][b].offset = r[i].blobs[b].offset;
+			blobs[i][b].state = r[i].blobs[b].state;
+			pb[i][b] = &blobs[i][b];
+		}
+		items[i] = &res[i];
+	}
+	rep.result = result;
+	rep.n_items = result ? 0 : n;
+	rep.items = items;
+	f.id = id;
+	f.body_case = MMC__FRAME__BODY_KEY_REPLY;
+	f.key_reply = &rep;
+	return mmc__frame__pack(&f, out);
+}
+
+Test(key_codec, replies_are_the_bytes_protobuf_c_packs)
+{
+	static uint8_t mine[16 * KEY_RESULT_MAX + 32], ref[sizeof(mine)];
+
+	for (int round = 0; round < 2000; round++) {
+		struct key_result r[16];
+		size_t n = (size_t)(rand_r(&seed) % 17), len;
+		uint64_t id = field(64);
+		int32_t result = rand_r(&seed) % 5 ? 0 : -(int32_t)field(16);
+		uint8_t items[16 * KEY_RESULT_MAX], *end = items;
+
+		for (size_t i = 0; i < n; i++) {
+			random_result(&r[i]);
+			end = key_result_put(end, &r[i]);
+			cr_assert_leq(end - items, (ptrdiff_t)((i + 1) * KEY_RESULT_MAX));
+		}
+		len = key_reply_head(mine, id, result, result ? 0 : (size_t)(end - items));
+		if (!result) {
+			memcpy(mine + len, items, (size_t)(end - items));
+			len += (size_t)(end - items);
+		}
+		cr_assert_eq(len, pack_reference(ref, id, result, r, n), "round %d: length", round);
+		cr_assert_arr_eq(mine, ref, len, "round %d: bytes", round);
+	}
+}
+
+/* A random KeyBatch request, packed by protobuf-c, with the keys' storage in keys. */
+static size_t pack_request(uint8_t *out, Mmc__Frame__BodyCase body, char keys[][80], size_t n, int32_t *pref, size_t np)
+{
+	Mmc__Frame f = MMC__FRAME__INIT;
+	Mmc__KeyBatch kb = MMC__KEY_BATCH__INIT;
+	Mmc__KeyItem it[32], *items[32];
+
+	for (size_t i = 0; i < n; i++) {
+		size_t klen = (size_t)(rand_r(&seed) % 79);
+
+		for (size_t c = 0; c < klen; c++)
+			keys[i][c] = (char)(1 + rand_r(&seed) % 255);
+		keys[i][klen] = '\0';
+		mmc__key_item__init(&it[i]);
+		it[i].key = keys[i];
+		it[i].size = field(64);
+		it[i].value = (int32_t)(field(32) - field(31));
+		it[i].token = field(64);
+		it[i].checksum_type = (uint32_t)field(32);
+		it[i].checksum = (uint32_t)field(32);
+		items[i] = &it[i];
+	}
+	for (size_t i = 0; i < np; i++)
+		pref[i] = (int32_t)(field(32) - field(31));
+	kb.n_items = n;
+	kb.items = items;
+	kb.replica_num = (uint32_t)field(32);
+	kb.n_preferred = np;
+	kb.preferred = pref;
+	kb.flags = (uint32_t)field(32);
+	kb.media = (uint32_t)field(32);
+	kb.lease_ttl_ms = field(64);
+	f.id = field(64);
+	f.body_case = body;
+	f.alloc = &kb; /* every KeyBatch body shares the union */
+	return mmc__frame__pack(&f, out);
+}
+
+static const Mmc__KeyBatch *batch_of(const Mmc__Frame *f)
+{
+	return f->alloc; /* the union */
+}
+
+static void assert_same(const Mmc__Frame *a, const Mmc__Frame *b)
+{
+	const Mmc__KeyBatch *x = batch_of(a), *y = batch_of(b);
+
+	cr_assert_eq(a->id, b->id);
+	cr_assert_eq(a->body_case, b->body_case);
+	cr_assert_eq(x->n_items, y->n_items);
+	cr_assert_eq(x->replica_num, y->replica_num);
+	cr_assert_eq(x->flags, y->flags);
+	cr_assert_eq(x->media, y->media);
+	cr_assert_eq(x->lease_ttl_ms, y->lease_ttl_ms);
+	cr_assert_eq(x->n_preferred, y->n_preferred);
+	for (size_t i = 0; i < x->n_preferred; i++)
+		cr_assert_eq(x->preferred[i], y->preferred[i]);
+	for (size_t i = 0; i < x->n_items; i++) {
+		cr_assert_str_eq(x->items[i]->key, y->items[i]->key);
+		cr_assert_eq(x->items[i]->size, y->items[i]->size);
+		cr_assert_eq(x->items[i]->value, y->items[i]->value);
+		cr_assert_eq(x->items[i]->token, y->items[i]->token);
+		cr_assert_eq(x->items[i]->checksum_type, y->items[i]->checksum_type);
+		cr_assert_eq(x->items[i]->checksum, y->items[i]->checksum);
+	}
+}
+
+Test(key_codec, requests_decode_as_protobuf_c_decodes_them)
+{
+	static uint8_t buf[32 * 120 + 512];
+	struct arena a;
+
+	arena_init(&a);
+	for (int round = 0; round < 2000; round++) {
+		char keys[32][80];
+		int32_t pref[8];
+		Mmc__Frame__BodyCase body = (Mmc__Frame__BodyCase)(MMC__FRAME__BODY_ALLOC + rand_r(&seed) % 13);
+		size_t len =
+		    pack_request(buf, body, keys, (size_t)(rand_r(&seed) % 33), pref, (size_t)(rand_r(&seed) % 9));
+		Mmc__Frame *mine = key_frame_decode(&a, buf, len), *ref = mmc__frame__unpack(NULL, len, buf);
+
+		cr_assert_not_null(ref);
+		cr_assert_not_null(mine, "round %d: a KeyBatch request left to protobuf-c", round);
+		assert_same(mine, ref);
+		mmc__frame__free_unpacked(ref, NULL);
+		arena_reset(&a);
+	}
+	arena_fini(&a);
+}
+
+Test(key_codec, other_shapes_are_left_to_protobuf_c)
+{
+	static uint8_t buf[4096];
+	static const uint8_t unpacked_pref[] = {0x08, 0x07, 0xca, 0x01, 0x04, 0x18, 0x03, 0x18, 0x05}; /* exist */
+	Mmc__Frame hello = MMC__FRAME__INIT, *f;
+	Mmc__Hello h = MMC__HELLO__INIT;
+	char keys[4][80];
+	int32_t pref[2];
+	struct arena a;
+	size_t len;
+
+	arena_init(&a);
+	hello.body_case = MMC__FRAME__BODY_HELLO;
+	hello.hello = &h;
+	len = mmc__frame__pack(&hello, buf);
+	cr_assert_null(key_frame_decode(&a, buf, len), "a Hello");
+	len = pack_request(buf, MMC__FRAME__BODY_GET, keys, 4, pref, 2);
+	cr_assert_null(key_frame_decode(&a, buf, len - 1), "a truncated frame");
+	buf[len] = 0x98; /* field 99, a varint: unknown to this version */
+	buf[len + 1] = 0x06;
+	buf[len + 2] = 0x01;
+	cr_assert_null(key_frame_decode(&a, buf, len + 3), "a field the decoder does not know");
+	f = key_frame_decode(&a, unpacked_pref, sizeof(unpacked_pref));
+	cr_assert_not_null(f, "preferred sent unpacked, one varint per entry");
+	cr_assert_eq(f->body_case, MMC__FRAME__BODY_EXIST);
+	cr_assert_eq(f->id, 7);
+	cr_assert_eq(f->exist->n_preferred, 2);
+	cr_assert_eq(f->exist->preferred[0], -2);
+	cr_assert_eq(f->exist->preferred[1], -3);
+	arena_fini(&a);
+}
