@@ -34,7 +34,8 @@ static const char usage[] =
     "  --unbacked         lend an unbacked range: the server tracks offsets, no byte is written, no pool memory\n"
     "                     is used (10^7+ keys on a small machine); puts are then metadata only (put_meta)\n"
     "srv_us/key: CPU time of the server's loop thread per key (tiny_put includes the untimed removes).\n"
-    "At the end the server is restarted on its data dir: the reload time and RSS are printed.\n";
+    "At the end the server is restarted on its data dir: the reload time and RSS are printed, and with\n"
+    "--unbacked the time the lender and 100 empty local services take to rejoin it.\n";
 
 /* Keys 0 .. n-1 (key_name) are in the index. */
 struct index {
@@ -264,6 +265,40 @@ static int fits(const struct bench_opts *o, uint64_t most, uint64_t pool)
 	return -1;
 }
 
+/* Local services beside the unbacked lender (no pool memory, no objects), for the time a restarted server takes to
+ * have them all back. */
+#define REJOINERS 100
+
+static int rejoiners_start(struct bench_unbacked *r, uint16_t port)
+{
+	for (int i = 0; i < REJOINERS; i++)
+		if (bench_unbacked_start(&r[i], port, 1ull << 30)) {
+			while (i--)
+				bench_unbacked_stop(&r[i]);
+			return -1;
+		}
+	return 0;
+}
+
+/* Every lender registers again with the restarted server (as local services do when their connection drops). */
+static void rejoin_all(struct bench_unbacked *u, struct bench_unbacked *r, uint16_t port)
+{
+	double t0;
+	int failed;
+
+	for (int i = 0; i < REJOINERS; i++) /* their heartbeat threads end, untimed */
+		atomic_store(&r[i].stop, true);
+	bench_unbacked_detach(u);
+	for (int i = 0; i < REJOINERS; i++)
+		bench_unbacked_detach(&r[i]);
+	t0 = now_s();
+	failed = bench_unbacked_rejoin(u, port) != 0;
+	for (int i = 0; i < REJOINERS; i++)
+		failed += bench_unbacked_rejoin(&r[i], port) != 0;
+	printf("# %d local services (the lender and %d empty) rejoined the restarted server in %.3f s%s\n",
+	       REJOINERS + 1, REJOINERS, now_s() - t0, failed ? " (some failed)" : "");
+}
+
 /* Restarts the server on its data dir (targets and client stay up) and reports how long the reload took. */
 static int reload(struct bench_cluster *c, int sync)
 {
@@ -300,12 +335,17 @@ int bench_meta_main(int argc, char **argv, const char *self)
 		return 2;
 	for (int y = 0; y < o.nsync && rc == 0; y++) {
 		struct bench_cluster c;
-		struct bench_unbacked u;
+		struct bench_unbacked u, rejoiners[REJOINERS];
 		mmc_store *s;
 
 		if (bench_cluster_start(&c, self, o.protocols[0], o.unbacked ? 0 : 1, pool, o.sync[y]))
 			return 1;
 		if (o.unbacked && bench_unbacked_start(&u, c.meta.rpc_port, pool)) {
+			bench_cluster_stop(&c);
+			return 1;
+		}
+		if (o.unbacked && rejoiners_start(rejoiners, c.meta.rpc_port)) {
+			bench_unbacked_stop(&u);
 			bench_cluster_stop(&c);
 			return 1;
 		}
@@ -322,7 +362,11 @@ int bench_meta_main(int argc, char **argv, const char *self)
 			                     o.threads, o.seconds, c.meta.pid);
 		if (rc == 0 && reload(&c, o.sync[y]))
 			fprintf(stderr, "mmc-bench meta: restarting the server failed\n");
+		else if (rc == 0 && o.unbacked)
+			rejoin_all(&u, rejoiners, c.meta.rpc_port);
 		mmc_destroy(s);
+		for (int i = 0; o.unbacked && i < REJOINERS; i++)
+			bench_unbacked_stop(&rejoiners[i]);
 		if (o.unbacked)
 			bench_unbacked_stop(&u);
 		bench_cluster_stop(&c);

@@ -7,6 +7,7 @@
 #include "bench_unbacked.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -30,7 +31,8 @@ static int call(struct bench_unbacked *u, Mmc__Frame__BodyCase body_case, void *
 	return -1;
 }
 
-static int register_pool(struct bench_unbacked *u, uint64_t bytes)
+/* A Register of the pool: new (rank -1), or a rejoin with what the first one gave. */
+static int register_pool(struct bench_unbacked *u, uint64_t bytes, bool rejoin)
 {
 	Mmc__Register reg = MMC__REGISTER__INIT;
 	Mmc__Segment seg = MMC__SEGMENT__INIT, *segs[1] = {&seg};
@@ -38,7 +40,11 @@ static int register_pool(struct bench_unbacked *u, uint64_t bytes)
 	Mmc__Frame *r = NULL;
 	int rc;
 
-	reg.rank = -1;
+	reg.rank = rejoin ? (int32_t)u->rank : -1;
+	if (rejoin) {
+		reg.incarnation = u->incarnation;
+		reg.secret = (ProtobufCBinaryData){u->secret_len, u->secret};
+	}
 	reg.fabric_addr = (ProtobufCBinaryData){sizeof(addr), addr};
 	reg.provider = "unbacked"; /* no store can reach it: only metadata ever names it */
 	seg.media = MMC_MEDIA_DRAM;
@@ -49,8 +55,12 @@ static int register_pool(struct bench_unbacked *u, uint64_t bytes)
 	if (call(u, MMC__FRAME__BODY_REGISTER, &reg, &r))
 		return -1;
 	rc = r->body_case == MMC__FRAME__BODY_SERVICE_INFO ? r->service_info->result : -1;
-	if (rc == 0)
+	if (rc == 0 && !rejoin) {
 		u->rank = r->service_info->rank;
+		u->incarnation = r->service_info->incarnation;
+		u->secret_len = r->service_info->secret.len < sizeof(u->secret) ? r->service_info->secret.len : 0;
+		memcpy(u->secret, r->service_info->secret.data, u->secret_len);
+	}
 	mmc__frame__free_unpacked(r, NULL);
 	return rc;
 }
@@ -76,8 +86,9 @@ int bench_unbacked_start(struct bench_unbacked *u, uint16_t port, uint64_t bytes
 {
 	memset(u, 0, sizeof(*u));
 	atomic_init(&u->stop, false);
+	u->bytes = bytes;
 	u->fd = raw_dial(port);
-	if (u->fd < 0 || raw_hello(u->fd, 0, NULL, false) != 0 || register_pool(u, bytes)) {
+	if (u->fd < 0 || raw_hello(u->fd, 0, NULL, false) != 0 || register_pool(u, bytes, false)) {
 		fprintf(stderr, "mmc-bench: the unbacked lender could not register %llu bytes\n",
 		        (unsigned long long)bytes);
 		if (u->fd >= 0)
@@ -89,6 +100,28 @@ int bench_unbacked_start(struct bench_unbacked *u, uint16_t port, uint64_t bytes
 		return -1;
 	}
 	return 0;
+}
+
+void bench_unbacked_detach(struct bench_unbacked *u)
+{
+	atomic_store(&u->stop, true);
+	pthread_join(u->thread, NULL);
+	close(u->fd);
+	u->fd = -1;
+}
+
+int bench_unbacked_rejoin(struct bench_unbacked *u, uint16_t port)
+{
+	int rc;
+
+	atomic_store(&u->stop, false);
+	u->fd = raw_dial(port);
+	rc = u->fd < 0 || raw_hello(u->fd, 0, NULL, false) != 0 || register_pool(u, u->bytes, true) ? -1 : 0;
+	if (rc)
+		fprintf(stderr, "mmc-bench: the unbacked lender of rank %u could not rejoin\n", u->rank);
+	if (pthread_create(&u->thread, NULL, pinger, u)) /* bench_unbacked_stop joins it either way */
+		abort();
+	return rc;
 }
 
 void bench_unbacked_stop(struct bench_unbacked *u)
