@@ -469,14 +469,12 @@ static int keep_page(const redisReply *page, struct rec **recs, size_t *n, size_
 	return 0;
 }
 
-/* Every record of the table, page by page (HSCAN never blocks Redis for long), then in key order like LMDB's. */
-static int redis_scan(struct persist_backend *be, uint32_t id, persist_scan_fn fn, void *arg)
+/* Every page of an HSCAN of the table (HSCAN never blocks Redis for long) through page_fn, until it returns
+ * nonzero. Returns 0, page_fn's value or MMC_ERROR. */
+static int hscan(struct redis_store *s, uint32_t id, int (*page_fn)(const redisReply *page, void *arg), void *arg)
 {
-	struct redis_store *s = to_redis(be);
 	char cursor[32] = "0";
 	const char *argv[5] = {"HSCAN", s->tkey[id], cursor, "COUNT", SCAN_COUNT};
-	struct rec *recs = NULL;
-	size_t n = 0, cap = 0;
 	int rc = 0;
 
 	do {
@@ -487,48 +485,65 @@ static int redis_scan(struct persist_backend *be, uint32_t id, persist_scan_fn f
 			rc = MMC_ERROR;
 		} else {
 			snprintf(cursor, sizeof(cursor), "%.*s", (int)r->element[0]->len, r->element[0]->str);
-			rc = keep_page(r->element[1], &recs, &n, &cap);
+			rc = page_fn(r->element[1], arg);
 		}
 		if (r)
 			freeReplyObject(r);
 	} while (rc == 0 && strcmp(cursor, "0") != 0);
-	if (rc == 0 && n)
-		qsort(recs, n, sizeof(*recs), rec_cmp);
-	for (size_t i = 0; i < n && rc == 0; i++)
-		if (i == 0 || rec_cmp(&recs[i - 1], &recs[i])) /* HSCAN may return a field twice */
-			rc = fn(arg, recs[i].key, recs[i].klen, recs[i].val, recs[i].vlen);
-	for (size_t i = 0; i < n; i++)
-		free(recs[i].key);
-	free(recs);
+	return rc;
+}
+
+struct kept {
+	struct rec *recs;
+	size_t n, cap;
+};
+
+static int keep(const redisReply *page, void *arg)
+{
+	struct kept *k = arg;
+
+	return keep_page(page, &k->recs, &k->n, &k->cap);
+}
+
+/* Every record of the table, copied page by page, then in key order like LMDB's. */
+static int redis_scan(struct persist_backend *be, uint32_t id, persist_scan_fn fn, void *arg)
+{
+	struct kept k = {0};
+	int rc = hscan(to_redis(be), id, keep, &k);
+
+	if (rc == 0 && k.n)
+		qsort(k.recs, k.n, sizeof(*k.recs), rec_cmp);
+	for (size_t i = 0; i < k.n && rc == 0; i++)
+		if (i == 0 || rec_cmp(&k.recs[i - 1], &k.recs[i])) /* HSCAN may return a field twice */
+			rc = fn(arg, k.recs[i].key, k.recs[i].klen, k.recs[i].val, k.recs[i].vlen);
+	for (size_t i = 0; i < k.n; i++)
+		free(k.recs[i].key);
+	free(k.recs);
+	return rc;
+}
+
+struct handed {
+	persist_scan_fn fn;
+	void *arg;
+};
+
+static int hand_page(const redisReply *page, void *arg)
+{
+	struct handed *h = arg;
+	int rc = 0;
+
+	for (size_t i = 0; i + 1 < page->elements && rc == 0; i += 2)
+		rc = h->fn(h->arg, page->element[i]->str, page->element[i]->len, page->element[i + 1]->str,
+		           page->element[i + 1]->len);
 	return rc;
 }
 
 /* Every record of the table, each HSCAN page handed to fn as it comes: no copy, no sort. */
 static int redis_scan_any(struct persist_backend *be, uint32_t id, persist_scan_fn fn, void *arg)
 {
-	struct redis_store *s = to_redis(be);
-	char cursor[32] = "0";
-	const char *argv[5] = {"HSCAN", s->tkey[id], cursor, "COUNT", SCAN_COUNT};
-	int rc = 0;
+	struct handed h = {fn, arg};
 
-	do {
-		redisReply *r = load_command(s, 5, argv, NULL);
-
-		if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
-		    r->element[0]->type != REDIS_REPLY_STRING || r->element[1]->type != REDIS_REPLY_ARRAY) {
-			rc = MMC_ERROR;
-		} else {
-			const redisReply *page = r->element[1];
-
-			snprintf(cursor, sizeof(cursor), "%.*s", (int)r->element[0]->len, r->element[0]->str);
-			for (size_t i = 0; i + 1 < page->elements && rc == 0; i += 2)
-				rc = fn(arg, page->element[i]->str, page->element[i]->len, page->element[i + 1]->str,
-				        page->element[i + 1]->len);
-		}
-		if (r)
-			freeReplyObject(r);
-	} while (rc == 0 && strcmp(cursor, "0") != 0);
-	return rc;
+	return hscan(to_redis(be), id, hand_page, &h);
 }
 
 static int redis_count(struct persist_backend *be, uint32_t id, uint64_t *n)
