@@ -397,7 +397,7 @@ static void flush_turn(struct conn *c)
 	struct evbuffer *out = bufferevent_get_output(c->bev);
 
 	c->in_turn = false;
-	if (!evbuffer_get_length(c->turn_out))
+	if (!c->turn_out || !evbuffer_get_length(c->turn_out)) /* none over TLS: its bufferevent encrypts the replies */
 		return;
 	if (!evbuffer_get_length(out))
 		evbuffer_write(c->turn_out, bufferevent_getfd(c->bev));
