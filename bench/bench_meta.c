@@ -173,26 +173,37 @@ static int measure(mmc_store *s, enum meta_op op, const struct index *ix, int ba
 	return rc;
 }
 
+/* The server's anonymous memory at the previous size of the sweep. */
+struct anon_mark {
+	uint64_t bytes;
+	size_t n;
+};
+
 /*
  * The server's memory with n keys: all of it, then its anonymous part (the index, the allocators, the heap) per key
- * above what the empty server had (anon0), then the file-backed part: mostly LMDB's map of data.mdb, page cache
- * the kernel can take back, which grows with the records the server has read or written since it started.
+ * above what the empty server had (at->bytes at first), and per key added since the previous size (what each
+ * object costs, without the fixed part: LMDB keeps the dirty pages of its largest transaction, ~15 MiB after
+ * batches of 4096 puts), then the file-backed part: mostly LMDB's map of data.mdb, page cache the kernel can take
+ * back, which grows with the records the server has read or written since it started.
  */
-static void rss_line(pid_t server, size_t n, uint64_t anon0)
+static void rss_line(pid_t server, size_t n, uint64_t anon0, struct anon_mark *at)
 {
 	uint64_t rss = proc_rss_bytes(server), anon = proc_status_bytes(server, "RssAnon"),
 	         file = proc_status_bytes(server, "RssFile");
 
 	printf("# server RSS with %zu keys: %.1f MiB (%.0f B/key); anonymous %.1f MiB, %.0f B/key over the empty "
-	       "server's %.1f MiB; file-backed (LMDB's map) %.1f MiB\n",
+	       "server's %.1f MiB, %.0f B/key since %zu keys; file-backed (LMDB's map) %.1f MiB\n",
 	       n, (double)rss / (1 << 20), (double)rss / (double)n, (double)anon / (1 << 20),
 	       anon > anon0 ? (double)(anon - anon0) / (double)n : 0.0, (double)anon0 / (1 << 20),
+	       anon > at->bytes && n > at->n ? (double)(anon - at->bytes) / (double)(n - at->n) : 0.0, at->n,
 	       (double)file / (1 << 20));
+	*at = (struct anon_mark){anon, n};
 }
 
 static int sweep(mmc_store *s, const struct bench_opts *o, int batch, pid_t server)
 {
 	uint64_t anon0 = proc_status_bytes(server, "RssAnon");
+	struct anon_mark at = {anon0, 0};
 	static const char *const names[] = {"batch_is_exist", "get_key_info", "tiny_put", "put_meta"};
 	int last = o->unbacked ? OP_PUT_META : OP_TINY_PUT;
 	struct index ix = {0};
@@ -223,7 +234,7 @@ static int sweep(mmc_store *s, const struct bench_opts *o, int batch, pid_t serv
 				    (double)(cpu_ns(server) - t0) / 1e3 / ((double)sm.n * batch));
 			samples_free(&sm);
 		}
-		rss_line(server, ix.n, anon0);
+		rss_line(server, ix.n, anon0, &at);
 	}
 	return rc;
 }
@@ -336,6 +347,7 @@ int bench_meta_main(int argc, char **argv, const char *self)
 	for (int y = 0; y < o.nsync && rc == 0; y++) {
 		struct bench_cluster c;
 		struct bench_unbacked u, rejoiners[REJOINERS];
+		bool joined;
 		mmc_store *s;
 
 		if (bench_cluster_start(&c, self, o.protocols[0], o.unbacked ? 0 : 1, pool, o.sync[y]))
@@ -344,11 +356,7 @@ int bench_meta_main(int argc, char **argv, const char *self)
 			bench_cluster_stop(&c);
 			return 1;
 		}
-		if (o.unbacked && rejoiners_start(rejoiners, c.meta.rpc_port)) {
-			bench_unbacked_stop(&u);
-			bench_cluster_stop(&c);
-			return 1;
-		}
+
 		s = bench_client(&c, o.protocols[0], 0, 0);
 		printf("\n# meta ops: provider %s, LMDB sync %s, one client thread, random existing keys, %s pool of "
 		       "%.1f GiB\n",
@@ -360,12 +368,15 @@ int bench_meta_main(int argc, char **argv, const char *self)
 		if (rc == 0 && (o.procs > 1 || o.threads > 1))
 			rc = bench_meta_many(self, c.meta.url, o.protocols[0], o.index[o.nindex - 1], batch, o.procs,
 			                     o.threads, o.seconds, c.meta.pid);
+		/* the others join only now: 101 services would change what the sweep measures (placement and the
+		 * watermark check walk every service for each key) */
+		joined = rc == 0 && o.unbacked && rejoiners_start(rejoiners, c.meta.rpc_port) == 0;
 		if (rc == 0 && reload(&c, o.sync[y]))
 			fprintf(stderr, "mmc-bench meta: restarting the server failed\n");
-		else if (rc == 0 && o.unbacked)
+		else if (joined)
 			rejoin_all(&u, rejoiners, c.meta.rpc_port);
 		mmc_destroy(s);
-		for (int i = 0; o.unbacked && i < REJOINERS; i++)
+		for (int i = 0; joined && i < REJOINERS; i++)
 			bench_unbacked_stop(&rejoiners[i]);
 		if (o.unbacked)
 			bench_unbacked_stop(&u);
