@@ -5,11 +5,14 @@
  * lender stopped (SIGSTOP), it says how long each call keeps the engine waiting: the prefix read until its deadline,
  * the plain get until rma_timeout_ms.
  */
+#include <errno.h>
 #include <mmc/mmc.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "bench.h"
 #include "bench_cluster.h"
@@ -19,6 +22,7 @@
 #define PREFIX_DEADLINE_MS 50    /* a lender stopped: what an engine would grant before recomputing */
 #define PREFIX_RMA_MS      1000  /* rma_timeout_ms of that reader: the plain get's wait */
 #define PREFIX_POOL_MIN    (256ull << 20)
+#define PREFIX_STOP_MAX_S  8 /* the longest a lender stays stopped: under the meta server's heartbeat timeout */
 
 static const char usage[] =
     "usage: mmc-bench prefix [options]\n"
@@ -238,16 +242,66 @@ static int all_land(mmc_store *s, struct prefix_case *p)
 	return -1;
 }
 
+/* Continues the stopped lender after PREFIX_STOP_MAX_S even while a call still waits for it (one that cannot close
+ * connections, FI_AV_REMOVE_CLEANUP off, waits until the peer runs again: without this, for ever). */
+struct watchdog {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	bool done, fired;
+	pid_t pid;
+	pthread_t thread;
+};
+
+static void *watchdog_main(void *arg)
+{
+	struct watchdog *w = arg;
+	struct timespec until;
+	int rc = 0;
+
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += PREFIX_STOP_MAX_S;
+	pthread_mutex_lock(&w->mu);
+	while (!w->done && rc != ETIMEDOUT)
+		rc = pthread_cond_timedwait(&w->cv, &w->mu, &until);
+	if (!w->done) {
+		w->fired = true;
+		kill(w->pid, SIGCONT);
+	}
+	pthread_mutex_unlock(&w->mu);
+	return NULL;
+}
+
+static int stop_lender(struct watchdog *w, pid_t pid)
+{
+	*w = (struct watchdog){.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER, .pid = pid};
+	if (pthread_create(&w->thread, NULL, watchdog_main, w))
+		return -1;
+	kill(pid, SIGSTOP);
+	return 0;
+}
+
+/* Returns whether the watchdog had to continue it. */
+static bool continue_lender(struct watchdog *w)
+{
+	pthread_mutex_lock(&w->mu);
+	w->done = true;
+	pthread_cond_signal(&w->cv);
+	pthread_mutex_unlock(&w->mu);
+	pthread_join(w->thread, NULL);
+	kill(w->pid, SIGCONT);
+	return w->fired;
+}
+
 /* calls of one form while target 1 is stopped; it is always continued before this returns. */
 static int stopped_calls(mmc_store *s, const struct bench_cluster *c, struct prefix_case *p, bool prefix, int calls,
                          struct stall *first, struct stall *later)
 {
+	struct watchdog w;
 	size_t landed;
 	int rc = all_land(s, p); /* connections to both lenders are up before one stops */
 
-	if (rc)
+	if (rc || (rc = stop_lender(&w, c->targets[1])))
 		return rc;
-	kill(c->targets[1], SIGSTOP);
 	for (int i = 0; i < calls && rc == 0; i++) {
 		double t = one_get(s, p, prefix, PREFIX_DEADLINE_MS, &landed);
 
@@ -255,7 +309,9 @@ static int stopped_calls(mmc_store *s, const struct bench_cluster *c, struct pre
 		if (rc == 0)
 			stall_note(i ? later : first, t, landed);
 	}
-	kill(c->targets[1], SIGCONT);
+	if (continue_lender(&w))
+		printf("# a %s call still waited for the stopped lender after %d s: continued it\n",
+		       prefix ? "prefix" : "plain", PREFIX_STOP_MAX_S);
 	return rc;
 }
 
