@@ -5,7 +5,7 @@
  * bytes by RMA and publish them with one PutBatch that names the places. A group is trusted only under the meta
  * connection it was granted on (meta_conn_losses) and only while the server cannot have taken it back as idle:
  * carving stops half the server's idle time after the last put it confirmed. Thread-safe (one leaf lock, held over
- * no call).
+ * no call). The header of both halves: extent.c grants, carves and returns; extent_put.c sends the PutBatch.
  */
 #ifndef MMC_EXTENT_H
 #define MMC_EXTENT_H

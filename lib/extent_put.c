@@ -1,9 +1,10 @@
 /* The PutBatch of a put written into extents: keys, sizes, checksums and places in one request (extent.h). */
+#include "extent.h"
+
 #include <string.h>
 
-#include "extent.h"
+#include "key_rpc.h"
 #include "per_key.h"
-#include "store_ops.h"
 
 static bool encode_items(pb_ostream_t *s, const pb_field_t *field, void *const *arg)
 {

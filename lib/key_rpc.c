@@ -1,7 +1,9 @@
 /* KeyBatch round trips shared by every key call, and the argument checks they share. */
-#include "store_ops.h"
+#include "key_rpc.h"
 
 #include "clock.h"
+#include "meta_conn.h"
+#include "store.h"
 
 bool direct_is_put(int32_t d)
 {

@@ -2,6 +2,8 @@
  * The cache of local services' coordinates (rank -> fabric address, pool base and key), and for services on this
  * host the mapping of their pool (the host path), which needs no fabric and so no common provider.
  */
+#include "peers.h"
+
 #include <stdlib.h>
 #include <string.h>
 

@@ -7,6 +7,7 @@
 #include "host_id.h"
 #include "log.h"
 #include "mmc/mmc.h"
+#include "peers.h"
 #include "store.h"
 #include "ssd.h"
 #include "store_gva.h"

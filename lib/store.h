@@ -10,37 +10,15 @@
 #include "fabric.h"
 #include "local_config.h"
 #include "meta_conn.h"
+#include "peers.h"
 #include "pool.h"
 #include "regbuf.h"
 #include "wire_limits.h"
 
 enum store_state { ST_CREATED = 0, ST_SETUP = 1, ST_READY = 2 };
 
-/* What a client needs to reach one local service's pool. */
-struct peer {
-	uint32_t rank;
-	uint64_t incarnation;
-	fi_addr_t fa;
-	bool self;            /* this store's own pool: memcpy, not RMA */
-	struct host_map *map; /* another process's pool on this host, mapped: memcpy (NULL: RMA) */
-	uint64_t host_key;    /* what map's header must say (host_map_usable) */
-	uint64_t losses;      /* meta_conn_losses() when fetched: a key learnt before a restart may be stale */
-	uint32_t nsegs;
-	struct {
-		uint32_t media;
-		uint64_t base, key, size;
-	} segs[MMC_WIRE_SEGMENTS];
-};
-
-struct peers {
-	pthread_rwlock_t lock;
-	struct peer *by_rank[MMC_RANKS_MAX];
-	_Atomic uint64_t swept_ms; /* peers_sweep() last looked for same-host owners that left */
-};
-
 struct gva_tracker;  /* store_gva.c */
 struct extent_cache; /* extent.c */
-struct host_map;     /* host_map.c */
 struct ssd;          /* ssd.c */
 
 struct mmc_store {
@@ -75,19 +53,6 @@ struct mmc_store {
 	struct gva_tracker *gva;
 	struct extent_cache *extents; /* extent.c: allocation extents of one-round-trip puts */
 };
-
-/* Resolves (rank, incarnation) to a peer, asking the meta server on a miss or a stale entry. *out holds a reference
- * to its map, if any: the caller ends with peer_release(). */
-int peers_get(struct mmc_store *s, uint32_t rank, uint64_t incarnation, struct peer *out);
-void peer_release(struct peer *p);
-/* The owner of map left or changed: drop rank's cache entry if it still uses map (the next get asks again). */
-void peers_forget(struct mmc_store *s, uint32_t rank, const struct host_map *map);
-/* At most every PEERS_SWEEP_MS: unmaps the pools of same-host owners that left or were killed, so that a reader does
- * not keep a gone process's memory alive. */
-void peers_sweep(struct mmc_store *s);
-#define PEERS_SWEEP_MS 200
-void peers_init(struct peers *p);
-void peers_fini(struct peers *p);
 
 /* Reads the local service's identity under its lock; false (and *rank, *incarnation untouched) when not
  * registered. */

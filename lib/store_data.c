@@ -11,7 +11,9 @@
 #include "crc32c.h"
 #include "extent.h"
 #include "log.h"
-#include "store_ops.h"
+#include "key_rpc.h"
+#include "store.h"
+#include "xfer.h"
 
 /* One key of a call: all the plan knows about it. The fields every pass scans come first. */
 struct plan_key {

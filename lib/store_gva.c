@@ -6,7 +6,9 @@
 #include "array.h"
 #include "clock.h"
 #include "log.h"
-#include "store_ops.h"
+#include "key_rpc.h"
+#include "store.h"
+#include "xfer.h"
 
 enum { GVA_WRITE = 1, GVA_READ = 2 };
 

@@ -2,7 +2,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "store_ops.h"
+#include "key_rpc.h"
+#include "store.h"
 
 #include <pb_decode.h>
 #include <stdio.h>

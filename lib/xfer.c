@@ -9,6 +9,7 @@
 #include "log.h"
 #include "mmc/mmc.h"
 #include "per_key.h"
+#include "peers.h"
 #include "store.h"
 
 #define WINDOW    128               /* RMA ops in flight per call */

@@ -1,15 +1,19 @@
-/* Internal building blocks shared by the data and GVA calls (store_data.c, store_gva.c). */
-#ifndef MMC_STORE_OPS_H
-#define MMC_STORE_OPS_H
+/*
+ * The KeyBatch round trip every key call makes (store_data.c, store_meta.c, store_gva.c, extent_put.c): one request
+ * of many keys, one result per key, sent again after a lost connection only when sending twice is harmless. Beside
+ * it, the deadline and argument checks those calls share.
+ */
+#ifndef MMC_KEY_RPC_H
+#define MMC_KEY_RPC_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "mmc/mmc.h"
-#include "store.h"
 #include "wire.h"
-#include "xfer.h"
+
+struct mmc_store;
 
 /* A KeyBatch round trip: items from `items`, one decoded result per item handed to on_result. */
 struct key_rpc {
