@@ -14,6 +14,7 @@
  * never on speed.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <mmc/mmc.h>
@@ -60,6 +61,8 @@ int main(int argc, char **argv)
 {
 	const char *cmd = argc >= 2 ? argv[1] : "";
 
+	/* the raw libfabric baselines start libfabric before libmmc would set this: set it for both, as libmmc does */
+	setenv("FI_AV_REMOVE_CLEANUP", "1", 0);
 	if (strcmp(cmd, "target") == 0)
 		return bench_target_main(argc, argv);
 	if (strcmp(cmd, "rma-target") == 0)

@@ -5,12 +5,14 @@
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_errno.h>
 #include <rdma/fi_rma.h>
+#include <rdma/providers/fi_prov.h> /* fi_param_get: whether libfabric has started */
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "clock.h"
@@ -196,13 +198,26 @@ static void split_hcom(const char *url, char *node, size_t nlen, char *service, 
 		snprintf(service, slen, "%s", colon + 1);
 }
 
+static bool cleanup_on(void);
+static bool av_cleanup; /* libfabric closes a connection when its address is removed: decided once, by ask_av_cleanup */
+
 /*
  * libfabric reads FI_AV_REMOVE_CLEANUP once, when it initialises (the process's first fi_getinfo): set it before,
- * unless the user chose. Without it fi_av_remove leaves connections open and a stalled RMA cannot be stopped.
+ * unless the user chose. Without it fi_av_remove leaves connections open and a stalled RMA cannot be stopped. An
+ * application that started libfabric before libmmc (another transport in the same process) fixed the value then:
+ * what it saw is the environment as it was, so a variable set only now must not count. libfabric defines its core
+ * parameters when it initialises: until then fi_param_get says -FI_ENOENT.
  */
 static void ask_av_cleanup(void)
 {
-	setenv("FI_AV_REMOVE_CLEANUP", "1", 0);
+	int v;
+
+	if (fi_param_get(NULL, "av_remove_cleanup", &v) == -FI_ENOENT)
+		setenv("FI_AV_REMOVE_CLEANUP", "1", 0);
+	else
+		lg_info("fabric: libfabric was started before libmmc: FI_AV_REMOVE_CLEANUP is %s as it found it",
+		        cleanup_on() ? "on" : "off");
+	av_cleanup = cleanup_on();
 }
 
 /* The variable as libfabric reads a boolean: a number, or yes/no, true/false, on/off, y/n. */
@@ -245,7 +260,7 @@ static int get_info(struct fabric *f, const char *protocol, const char *hcom_url
 		return fab_err("fi_getinfo (no provider for this protocol)", rc);
 	snprintf(f->provider, sizeof(f->provider), "%s", f->info->fabric_attr->prov_name);
 	f->mr_mode = f->info->domain_attr->mr_mode;
-	f->can_sever = strstr(f->provider, "ofi_rxm") && cleanup_on();
+	f->can_sever = strstr(f->provider, "ofi_rxm") && av_cleanup;
 	return 0;
 }
 
@@ -622,6 +637,8 @@ static void reap_one(struct fab_batch *b)
 		if (++spins < 64)
 			continue;
 		sched_yield();
+		if (b->patient) /* waiting for a stopped peer, maybe for long: not a core's worth of polling */
+			nanosleep(&(struct timespec){0, 1000000}, NULL);
 		now = clock_ms();
 		/* this process did not run for a while (stopped, frozen, swapped out): its peers did nothing wrong */
 		if (!stall || now - last > b->stall_ms / 2)
@@ -642,6 +659,21 @@ static void reap_one(struct fab_batch *b)
 	b->done(b->arg, op->tag, op->err);
 }
 
+/* Reports the ops at the head of the ring that are done, without waiting: a caller's hook learns of a landed key
+ * while a later post still waits for its peer. */
+static void reap_done(struct fab_batch *b)
+{
+	while (b->reaped < b->posted) {
+		struct fab_op *op = &b->ops[b->reaped % b->window];
+
+		if (atomic_load_explicit(&op->state, memory_order_acquire) != 2)
+			return;
+		atomic_store_explicit(&op->state, 0, memory_order_relaxed);
+		b->reaped++;
+		b->done(b->arg, op->tag, op->err);
+	}
+}
+
 /*
  * -FI_EAGAIN means the provider is out of credits, or still connecting to the peer: drive progress (never drop
  * completions) and retry. rxm answers it for ever to a peer whose port refuses connections (a process killed
@@ -655,14 +687,20 @@ static ssize_t post_retry(struct fab_batch *b, bool write, const struct fi_msg_r
 		ssize_t rc =
 		    write ? fi_writemsg(b->f->ep, msg, b->f->write_flags) : fi_readmsg(b->f->ep, msg, FI_COMPLETION);
 
+		uint64_t now;
+
 		if (rc != -FI_EAGAIN)
 			return rc;
 		if (poll_cq(b->f))
 			continue;
+		reap_done(b);
 		sched_yield();
+		now = clock_ms();
+		if (b->deadline_ms && now >= b->deadline_ms)
+			return rc; /* the caller's own deadline came first (a prefix read): no fault of the peer */
 		if (!deadline)
-			deadline = clock_ms() + b->stall_ms;
-		else if (clock_ms() > deadline)
+			deadline = now + b->stall_ms;
+		else if (now > deadline)
 			return rc;
 	}
 }
@@ -699,7 +737,9 @@ int fab_batch_post(struct fab_batch *b, bool write, const struct iovec *iov, voi
 		atomic_store_explicit(&op->state, 0, memory_order_relaxed);
 		if (rc != -FI_EAGAIN)
 			return fab_err(write ? "fi_writemsg" : "fi_readmsg", (int)rc);
-		lg_error("libfabric: peer %llu refused RMA for %u ms (gone?)", (unsigned long long)peer, b->stall_ms);
+		if (!b->deadline_ms || clock_ms() < b->deadline_ms)
+			lg_error("libfabric: peer %llu refused RMA for %u ms (gone?)", (unsigned long long)peer,
+			         b->stall_ms);
 		b->refused = peer;
 		return MMC_TIMEOUT;
 	}

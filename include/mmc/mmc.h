@@ -62,8 +62,9 @@
  *   rma_timeout_ms) has had its connection closed before the call returns, so a peer that answers late cannot land
  *   bytes in a buffer the caller reuses. For this libmmc sets FI_AV_REMOVE_CLEANUP=1 before libfabric starts,
  *   unless the environment already has it; an application that starts libfabric itself before mmc_init() must set
- *   it too. With a provider that cannot close a connection (only rxm-based ones, tcp and verbs, can), a stalled
- *   call waits for its peer instead of returning.
+ *   it too (in its environment, before libfabric starts), or its stalled calls wait: with a provider that cannot
+ *   close a connection (only rxm-based ones, tcp and verbs, can), or libfabric started without the variable, a
+ *   stalled call waits for its peer instead of returning.
  * - Without an accelerator, "device" buffers (the L in L2G / G2L) are host memory.
  * - This header is versioned: mmc_local_config grows only at its end and carries its layout version; the value
  *   structs (mmc_replicate_config, mmc_key_info) never change layout.

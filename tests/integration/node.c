@@ -21,6 +21,7 @@
  *   teardown | quit
  */
 #include <mmc/mmc.h>
+#include <rdma/fabric.h>
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -325,10 +326,21 @@ out:
 	return rc;
 }
 
+/* An application that started libfabric before libmmc (another transport in the process), with the environment it
+ * had: libmmc can no longer choose how libfabric treats a removed address. */
+static void start_fabric_first(void)
+{
+	struct fi_info *info = NULL;
+
+	if (getenv("MMC_TEST_FABRIC_FIRST") && fi_getinfo(FI_VERSION(1, 9), NULL, NULL, 0, NULL, &info) == 0)
+		fi_freeinfo(info);
+}
+
 int main(void)
 {
 	char line[4096];
 
+	start_fabric_first();
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	while (fgets(line, sizeof(line), stdin)) {
 		char cmd[32] = "", *args;
