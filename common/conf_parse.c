@@ -238,6 +238,14 @@ int conf_apply(const struct conf_key *table, void *obj, const char *key, const c
 	return 0;
 }
 
+int conf_defaults(const struct conf_key *table, void *obj, char *err, size_t errlen)
+{
+	for (const struct conf_key *k = table; k->name; k++)
+		if (k->def && conf_apply(table, obj, k->name, k->def, err, errlen))
+			return MMC_INVALID_PARAM;
+	return 0;
+}
+
 /* ---- compatibility keys: checked, then ignored ---- */
 
 struct compat_sink {
@@ -255,31 +263,31 @@ struct compat_sink {
 static const char *const pool_modes[] = {"standard", "expanded", NULL};
 
 static const struct conf_key compat_both[] = {
-    {"ock.mmc.ubs_io.enable", CONF_BOOL, SINK_B, 0, 0, NULL},
-    {NULL, 0, 0, 0, 0, 0, NULL},
+    {"ock.mmc.ubs_io.enable", CONF_BOOL, SINK_B, 0, 0, NULL, NULL, 0},
+    {NULL, 0, 0, 0, 0, 0, NULL, NULL, 0},
 };
 
 static const struct conf_key compat_client[] = {
-    {"ock.mmc.local_service.memory.pool.mode", CONF_STR, SINK_STR, 0, 0, pool_modes},
-    {"ock.mmc.client.read_thread_pool.size", CONF_U32, SINK_U32, 1, 64, NULL},
-    {"ock.mmc.client.write_thread_pool.size", CONF_U32, SINK_U32, 1, 64, NULL},
-    {"ock.mmc.client.aggregate.io", CONF_BOOL, SINK_B, 0, 0, NULL},
-    {"ock.mmc.client.aggregate.num", CONF_U32, SINK_U32, 1, 131072, NULL},
-    {"ock.mmc.client.batch_option.chunk.size", CONF_SIZE, SINK_U64, 1, UINT64_C(1) << 32, NULL},
-    {"ock.mmc.client.batch_option.chunk.count", CONF_U32, SINK_U32, 1, 64, NULL},
-    {NULL, 0, 0, 0, 0, 0, NULL},
+    {"ock.mmc.local_service.memory.pool.mode", CONF_STR, SINK_STR, 0, 0, pool_modes, NULL, 0},
+    {"ock.mmc.client.read_thread_pool.size", CONF_U32, SINK_U32, 1, 64, NULL, NULL, 0},
+    {"ock.mmc.client.write_thread_pool.size", CONF_U32, SINK_U32, 1, 64, NULL, NULL, 0},
+    {"ock.mmc.client.aggregate.io", CONF_BOOL, SINK_B, 0, 0, NULL, NULL, 0},
+    {"ock.mmc.client.aggregate.num", CONF_U32, SINK_U32, 1, 131072, NULL, NULL, 0},
+    {"ock.mmc.client.batch_option.chunk.size", CONF_SIZE, SINK_U64, 1, UINT64_C(1) << 32, NULL, NULL, 0},
+    {"ock.mmc.client.batch_option.chunk.count", CONF_U32, SINK_U32, 1, 64, NULL, NULL, 0},
+    {NULL, 0, 0, 0, 0, 0, NULL, NULL, 0},
 };
 
 static const struct conf_key compat_server[] = {
-    {"ock.mmc.meta_service.config_store_url", CONF_STR, SINK_STR, 0, 0, NULL},
-    {"ock.mmc.meta_service.metrics_url", CONF_STR, SINK_STR, 0, 0, NULL},
-    {"ock.mmc.meta.ha.enable", CONF_BOOL, SINK_B, 0, 0, NULL},
-    {"ock.mmc.log_rotation_file_size", CONF_U32, SINK_U32, 1, 500, NULL},
-    {"ock.mmc.log_rotation_file_count", CONF_U32, SINK_U32, 1, 50, NULL},
-    {"ock.mmc.meta.backup.enable", CONF_BOOL, SINK_B, 0, 0, NULL},
-    {"ock.mmc.meta_service.metrics_report_interval_seconds", CONF_U32, SINK_U32, 0, 86400, NULL},
-    {"ock.mmc.storage.prefetch.enabled", CONF_BOOL, SINK_B, 0, 0, NULL},
-    {NULL, 0, 0, 0, 0, 0, NULL},
+    {"ock.mmc.meta_service.config_store_url", CONF_STR, SINK_STR, 0, 0, NULL, NULL, 0},
+    {"ock.mmc.meta_service.metrics_url", CONF_STR, SINK_STR, 0, 0, NULL, NULL, 0},
+    {"ock.mmc.meta.ha.enable", CONF_BOOL, SINK_B, 0, 0, NULL, NULL, 0},
+    {"ock.mmc.log_rotation_file_size", CONF_U32, SINK_U32, 1, 500, NULL, NULL, 0},
+    {"ock.mmc.log_rotation_file_count", CONF_U32, SINK_U32, 1, 50, NULL, NULL, 0},
+    {"ock.mmc.meta.backup.enable", CONF_BOOL, SINK_B, 0, 0, NULL, NULL, 0},
+    {"ock.mmc.meta_service.metrics_report_interval_seconds", CONF_U32, SINK_U32, 0, 86400, NULL, NULL, 0},
+    {"ock.mmc.storage.prefetch.enabled", CONF_BOOL, SINK_B, 0, 0, NULL, NULL, 0},
+    {NULL, 0, 0, 0, 0, 0, NULL, NULL, 0},
 };
 
 /* TLS families: "<prefix>.enable" (a bool) and "<prefix>.<file>" (paths under 256 bytes); the server knows the
@@ -317,8 +325,8 @@ static int compat_tls(enum conf_scope scope, const char *key, const char *value,
 			struct conf_key k[] = {
 			    {key, enable ? CONF_BOOL : CONF_STR,
 			     enable ? offsetof(struct compat_sink, b) : offsetof(struct compat_sink, str),
-			     enable ? sizeof(bool) : 256, 0, 0, NULL},
-			    {NULL, 0, 0, 0, 0, 0, NULL}};
+			     enable ? sizeof(bool) : 256, 0, 0, NULL, NULL, 0},
+			    {NULL, 0, 0, 0, 0, 0, NULL, NULL, 0}};
 
 			if (tls_real(p, f))
 				continue;

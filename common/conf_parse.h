@@ -18,6 +18,14 @@ enum conf_type {
 	CONF_MS,   /* uint32_t milliseconds given in seconds (keys named *.seconds) */
 };
 
+/* A conf_key flag: a running server takes a new value on SIGHUP (the others wait for the next start). */
+#define CONF_RELOADABLE 1u
+
+/*
+ * One key: its field, its bounds, and (tables that hold their defaults) its default as a file would write it and
+ * its flags. A table is the one place a key is described: the loader, the defaults, a reload and the tests that
+ * hold the documentation to the code all read it.
+ */
 struct conf_key {
 	const char *name;
 	enum conf_type type;
@@ -25,6 +33,8 @@ struct conf_key {
 	size_t size;                /* CONF_STR: buffer size */
 	uint64_t min, max;          /* numeric range, inclusive */
 	const char *const *choices; /* CONF_STR: NULL-terminated list of accepted values, or NULL */
+	const char *def;            /* the default, as a file line's value; NULL: zero, false or empty */
+	unsigned flags;             /* CONF_RELOADABLE */
 };
 
 /* Called for each `key = value` line; returns 0 to go on, a negative code to stop. */
@@ -39,6 +49,10 @@ int conf_file_read(const char *path, conf_line_fn fn, void *arg, char *err, size
 
 /* Sets the field of obj named by key from text. Returns 0 or MMC_INVALID_PARAM with a message in err. */
 int conf_apply(const struct conf_key *table, void *obj, const char *key, const char *value, char *err, size_t errlen);
+
+/* Sets every field of obj that table names to its default (obj zeroed first by the caller). Returns 0, or
+ * MMC_INVALID_PARAM naming the key whose default the table cannot parse (a bug, which the unit tests catch). */
+int conf_defaults(const struct conf_key *table, void *obj, char *err, size_t errlen);
 
 /* Finds key in table, or NULL. */
 const struct conf_key *conf_find(const struct conf_key *table, const char *key);

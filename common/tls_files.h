@@ -22,12 +22,12 @@ struct tls_files {
  * the table's offset-and-size macro. */
 /* clang-format off */
 #define TLS_FILES_KEYS(F) \
-	{"ock.mmc.tls.enable", CONF_BOOL, F(tls.enable), 0, 0, NULL}, \
-	{"ock.mmc.tls.ca.path", CONF_STR, F(tls.ca), 0, 0, NULL}, \
-	{"ock.mmc.tls.ca.crl.path", CONF_STR, F(tls.crl), 0, 0, NULL}, \
-	{"ock.mmc.tls.cert.path", CONF_STR, F(tls.cert), 0, 0, NULL}, \
-	{"ock.mmc.tls.key.path", CONF_STR, F(tls.key), 0, 0, NULL}, \
-	{"ock.mmc.tls.key.pass.path", CONF_STR, F(tls.key_pass), 0, 0, NULL}
+	{"ock.mmc.tls.enable", CONF_BOOL, F(tls.enable), 0, 0, NULL, NULL, 0}, \
+	{"ock.mmc.tls.ca.path", CONF_STR, F(tls.ca), 0, 0, NULL, NULL, 0}, \
+	{"ock.mmc.tls.ca.crl.path", CONF_STR, F(tls.crl), 0, 0, NULL, NULL, 0}, \
+	{"ock.mmc.tls.cert.path", CONF_STR, F(tls.cert), 0, 0, NULL, NULL, 0}, \
+	{"ock.mmc.tls.key.path", CONF_STR, F(tls.key), 0, 0, NULL, NULL, 0}, \
+	{"ock.mmc.tls.key.pass.path", CONF_STR, F(tls.key_pass), 0, 0, NULL, NULL, 0}
 /* clang-format on */
 
 typedef struct ssl_ctx_st SSL_CTX;

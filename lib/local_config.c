@@ -24,35 +24,35 @@ static const char *const protocols[] = {"host_tcp", "host_shm", "host_rdma", "au
 
 /* Every row lands in c, the caller's mmc_local_config: mmc_config_set() applies the same rows to it alone. */
 static const struct conf_key keys[] = {
-    {"ock.mmc.meta_service_url", CONF_STR, F(c.meta_service_url), 0, 0, NULL},
-    {"ock.mmc.local_service.config_store_url", CONF_STR, F(c.config_store_url), 0, 0, NULL},
-    {"ock.mmc.log_level", CONF_STR, F(c.log_level), 0, 0, log_level_names},
-    {"ock.mmc.local_service.world_size", CONF_U32, F(c.world_size), 1, MMC_RANKS_MAX, NULL},
+    {"ock.mmc.meta_service_url", CONF_STR, F(c.meta_service_url), 0, 0, NULL, NULL, 0},
+    {"ock.mmc.local_service.config_store_url", CONF_STR, F(c.config_store_url), 0, 0, NULL, NULL, 0},
+    {"ock.mmc.log_level", CONF_STR, F(c.log_level), 0, 0, log_level_names, NULL, 0},
+    {"ock.mmc.local_service.world_size", CONF_U32, F(c.world_size), 1, MMC_RANKS_MAX, NULL, NULL, 0},
     /* no choices here: check() maps MemCache's protocol names (memcache_protocols), then refuses the rest */
-    {"ock.mmc.local_service.protocol", CONF_STR, F(c.protocol), 0, 0, NULL},
-    {"ock.mmc.local_service.hcom_url", CONF_STR, F(c.hcom_url), 0, 0, NULL},
-    {"ock.mmc.local_service.dram.size", CONF_SIZE, F(c.dram_size), 0, TB, NULL},
-    {"ock.mmc.local_service.hbm.size", CONF_SIZE, F(c.hbm_size), 0, TB, NULL},
-    {"ock.mmc.local_service.max.dram.size", CONF_SIZE, F(c.max_dram_size), 0, TB, NULL},
-    {"ock.mmc.local_service.max.hbm.size", CONF_SIZE, F(c.max_hbm_size), 0, TB, NULL},
-    {"ock.mmc.local_service.ssd.path", CONF_STR, F(c.ssd_path), 0, 0, NULL},
-    {"ock.mmc.local_service.ssd.size", CONF_SIZE, F(c.ssd_size), 0, 64 * TB, NULL},
-    {"ock.mmc.client.retry_milliseconds", CONF_U32, F(c.retry_ms), 0, 600000, NULL},
-    {"ock.mmc.client.timeout.seconds", CONF_MS, F(c.timeout_ms), 1, 600, NULL},
-    {"ock.mmc.client.heartbeat_ms", CONF_U32, F(c.heartbeat_ms), 10, 60000, NULL},
-    {"ock.mmc.client.lease_ttl_ms", CONF_U64, F(c.lease_ttl_ms), 0, 2147483647, NULL},
-    {"ock.mmc.client.rma_timeout_ms", CONF_U32, F(c.rma_timeout_ms), 100, 3600000, NULL},
-    {"ock.mmc.client.verify_checksum", CONF_BOOL, F(c.verify_checksum), 0, 0, NULL},
-    {"ock.mmc.client.host_path", CONF_BOOL, F(c.host_path), 0, 0, NULL},
-    {"ock.mmc.client.auth_token", CONF_STR, F(c.auth_token), 0, 0, NULL},
-    {"ock.mmc.client.auth_token_file", CONF_STR, F(c.auth_token_file), 0, 0, NULL},
-    {"ock.mmc.tls.enable", CONF_BOOL, F(c.tls_enable), 0, 0, NULL},
-    {"ock.mmc.tls.ca.path", CONF_STR, F(c.tls_ca_path), 0, 0, NULL},
-    {"ock.mmc.tls.ca.crl.path", CONF_STR, F(c.tls_crl_path), 0, 0, NULL},
-    {"ock.mmc.tls.cert.path", CONF_STR, F(c.tls_cert_path), 0, 0, NULL},
-    {"ock.mmc.tls.key.path", CONF_STR, F(c.tls_key_path), 0, 0, NULL},
-    {"ock.mmc.tls.key.pass.path", CONF_STR, F(c.tls_key_pass_path), 0, 0, NULL},
-    {NULL, 0, 0, 0, 0, 0, NULL},
+    {"ock.mmc.local_service.protocol", CONF_STR, F(c.protocol), 0, 0, NULL, NULL, 0},
+    {"ock.mmc.local_service.hcom_url", CONF_STR, F(c.hcom_url), 0, 0, NULL, NULL, 0},
+    {"ock.mmc.local_service.dram.size", CONF_SIZE, F(c.dram_size), 0, TB, NULL, NULL, 0},
+    {"ock.mmc.local_service.hbm.size", CONF_SIZE, F(c.hbm_size), 0, TB, NULL, NULL, 0},
+    {"ock.mmc.local_service.max.dram.size", CONF_SIZE, F(c.max_dram_size), 0, TB, NULL, NULL, 0},
+    {"ock.mmc.local_service.max.hbm.size", CONF_SIZE, F(c.max_hbm_size), 0, TB, NULL, NULL, 0},
+    {"ock.mmc.local_service.ssd.path", CONF_STR, F(c.ssd_path), 0, 0, NULL, NULL, 0},
+    {"ock.mmc.local_service.ssd.size", CONF_SIZE, F(c.ssd_size), 0, 64 * TB, NULL, NULL, 0},
+    {"ock.mmc.client.retry_milliseconds", CONF_U32, F(c.retry_ms), 0, 600000, NULL, NULL, 0},
+    {"ock.mmc.client.timeout.seconds", CONF_MS, F(c.timeout_ms), 1, 600, NULL, NULL, 0},
+    {"ock.mmc.client.heartbeat_ms", CONF_U32, F(c.heartbeat_ms), 10, 60000, NULL, NULL, 0},
+    {"ock.mmc.client.lease_ttl_ms", CONF_U64, F(c.lease_ttl_ms), 0, 2147483647, NULL, NULL, 0},
+    {"ock.mmc.client.rma_timeout_ms", CONF_U32, F(c.rma_timeout_ms), 100, 3600000, NULL, NULL, 0},
+    {"ock.mmc.client.verify_checksum", CONF_BOOL, F(c.verify_checksum), 0, 0, NULL, NULL, 0},
+    {"ock.mmc.client.host_path", CONF_BOOL, F(c.host_path), 0, 0, NULL, NULL, 0},
+    {"ock.mmc.client.auth_token", CONF_STR, F(c.auth_token), 0, 0, NULL, NULL, 0},
+    {"ock.mmc.client.auth_token_file", CONF_STR, F(c.auth_token_file), 0, 0, NULL, NULL, 0},
+    {"ock.mmc.tls.enable", CONF_BOOL, F(c.tls_enable), 0, 0, NULL, NULL, 0},
+    {"ock.mmc.tls.ca.path", CONF_STR, F(c.tls_ca_path), 0, 0, NULL, NULL, 0},
+    {"ock.mmc.tls.ca.crl.path", CONF_STR, F(c.tls_crl_path), 0, 0, NULL, NULL, 0},
+    {"ock.mmc.tls.cert.path", CONF_STR, F(c.tls_cert_path), 0, 0, NULL, NULL, 0},
+    {"ock.mmc.tls.key.path", CONF_STR, F(c.tls_key_path), 0, 0, NULL, NULL, 0},
+    {"ock.mmc.tls.key.pass.path", CONF_STR, F(c.tls_key_pass_path), 0, 0, NULL, NULL, 0},
+    {NULL, 0, 0, 0, 0, 0, NULL, NULL, 0},
 };
 
 const struct conf_key *local_config_keys(void)
@@ -83,17 +83,21 @@ struct mc_sink {
 #define S(field) offsetof(struct mc_sink, field), sizeof(((struct mc_sink *)0)->field)
 
 static const struct memcache_key memcache_keys[] = {
-    {{"ock.mmc.local_service.storage.enabled", CONF_BOOL, F(mc_ssd.storage_enabled), 0, 0, NULL}, MC_SSD, NULL},
-    {{"ock.mmc.local_service.storage.size", CONF_SIZE, F(c.ssd_size), 0, 64 * TB, NULL}, MC_SAME, NULL},
-    {{"ubsio.disk.path", CONF_STR, F(mc_ssd.disk_path), 0, 0, NULL}, MC_SSD, NULL},
-    {{"ubsio.standalone.device_count", CONF_U32, F(mc_ssd.device_count), 0, 16, NULL}, MC_SSD, NULL},
-    {{"ubsio.standalone.force_new_disk", CONF_BOOL, F(mc_ssd.force_new_disk), 0, 0, NULL}, MC_SSD, NULL},
-    {{"ubsio.mem.size_in_gb", CONF_U32, S(u32), 0, 3072, NULL},
+    {{"ock.mmc.local_service.storage.enabled", CONF_BOOL, F(mc_ssd.storage_enabled), 0, 0, NULL, NULL, 0},
+     MC_SSD,
+     NULL},
+    {{"ock.mmc.local_service.storage.size", CONF_SIZE, F(c.ssd_size), 0, 64 * TB, NULL, NULL, 0}, MC_SAME, NULL},
+    {{"ubsio.disk.path", CONF_STR, F(mc_ssd.disk_path), 0, 0, NULL, NULL, 0}, MC_SSD, NULL},
+    {{"ubsio.standalone.device_count", CONF_U32, F(mc_ssd.device_count), 0, 16, NULL, NULL, 0}, MC_SSD, NULL},
+    {{"ubsio.standalone.force_new_disk", CONF_BOOL, F(mc_ssd.force_new_disk), 0, 0, NULL, NULL, 0}, MC_SSD, NULL},
+    {{"ubsio.mem.size_in_gb", CONF_U32, S(u32), 0, 3072, NULL, NULL, 0},
      MC_WARN,
      "MemCache's UBS IO would reserve that many GB of DRAM per local service as a cache in front of the SSD; "
      "mmc moves objects between its DRAM pool and its SSD tier directly"},
-    {{"ubsio.", CONF_STR, S(str), 0, 0, NULL}, MC_WARN, "a setting of MemCache's UBS IO SSD cache, which mmc has not"},
-    {{NULL, 0, 0, 0, 0, 0, NULL}, 0, NULL},
+    {{"ubsio.", CONF_STR, S(str), 0, 0, NULL, NULL, 0},
+     MC_WARN,
+     "a setting of MemCache's UBS IO SSD cache, which mmc has not"},
+    {{NULL, 0, 0, 0, 0, 0, NULL, NULL, 0}, 0, NULL},
 };
 
 static const struct memcache_key *memcache_find(const char *key)
@@ -112,7 +116,7 @@ static int memcache_apply(struct client_conf *out, const char *key, const char *
                           char *msg, size_t len)
 {
 	const struct memcache_key *m = memcache_find(key);
-	struct conf_key one[2] = {{NULL, 0, 0, 0, 0, 0, NULL}, {NULL, 0, 0, 0, 0, 0, NULL}};
+	struct conf_key one[2] = {{NULL, 0, 0, 0, 0, 0, NULL, NULL, 0}, {NULL, 0, 0, 0, 0, 0, NULL, NULL, 0}};
 	struct mc_sink sink;
 
 	if (!m)

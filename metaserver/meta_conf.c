@@ -19,35 +19,36 @@
 #define F(field) offsetof(struct meta_conf, field), sizeof(((struct meta_conf *)0)->field)
 
 static const struct conf_key keys[] = {
-    {"ock.mmc.meta_service_url", CONF_STR, F(meta_service_url), 0, 0, NULL},
-    {"ock.mmc.log_level", CONF_STR, F(log_level), 0, 0, log_level_names},
-    {"ock.mmc.evict_threshold_high", CONF_U32, F(evict_high), 1, 99, NULL},
-    {"ock.mmc.evict_threshold_low", CONF_U32, F(evict_low), 1, 98, NULL},
-    {"ock.mmc.meta.lease_ttl_ms", CONF_U64, F(lease_ttl_ms), 1, 2147483647, NULL},
-    {"ock.mmc.meta.heartbeat_timeout_ms", CONF_U32, F(heartbeat_timeout_ms), 100, 3600000, NULL},
-    {"ock.mmc.meta.rejoin_timeout_ms", CONF_U32, F(rejoin_timeout_ms), 0, 86400000, NULL},
-    {"ock.mmc.meta.rejoin_write_grace_ms", CONF_U32, F(rejoin_write_grace_ms), 0, 60000, NULL},
-    {"ock.mmc.meta.evict_wait_ms", CONF_U32, F(evict_wait_ms), 0, 600000, NULL},
-    {"ock.mmc.meta.world_size", CONF_U32, F(world_size), 1, 1024, NULL},
-    {"ock.mmc.meta.max_connections", CONF_U32, F(max_connections), 1, 1000000, NULL},
-    {"ock.mmc.meta.data_dir", CONF_STR, F(data_dir), 0, 0, NULL},
-    {"ock.mmc.meta.lmdb.map_size", CONF_SIZE, F(lmdb_map_size), 1u << 20, UINT64_C(1) << 44, NULL},
-    {"ock.mmc.meta.lmdb.sync", CONF_BOOL, F(lmdb_sync), 0, 0, NULL},
-    {"ock.mmc.rewarm.dram_watermark", CONF_U32, F(rewarm_watermark), 0, 100, NULL},
-    {"ock.mmc.meta.auth_token", CONF_STR, F(auth_token), 0, 0, NULL},
-    {"ock.mmc.meta.auth_token_file", CONF_STR, F(auth_token_file), 0, 0, NULL},
-    {"ock.mmc.meta.allow_insecure_bind", CONF_BOOL, F(allow_insecure_bind), 0, 0, NULL},
-    {"ock.mmc.meta.hello_timeout_ms", CONF_U32, F(hello_timeout_ms), 100, 600000, NULL},
-    {"ock.mmc.meta.max_buffered_input", CONF_SIZE, F(max_buffered_input), MMC_FRAME_MAX + 4, UINT64_C(1) << 40, NULL},
+    {"ock.mmc.meta_service_url", CONF_STR, F(meta_service_url), 0, 0, NULL, "tcp://127.0.0.1:5000", 0},
+    {"ock.mmc.log_level", CONF_STR, F(log_level), 0, 0, log_level_names, "info", CONF_RELOADABLE},
+    {"ock.mmc.evict_threshold_high", CONF_U32, F(evict_high), 1, 99, NULL, "90", CONF_RELOADABLE},
+    {"ock.mmc.evict_threshold_low", CONF_U32, F(evict_low), 1, 98, NULL, "80", CONF_RELOADABLE},
+    {"ock.mmc.meta.lease_ttl_ms", CONF_U64, F(lease_ttl_ms), 1, 2147483647, NULL, "10000", CONF_RELOADABLE},
+    {"ock.mmc.meta.heartbeat_timeout_ms", CONF_U32, F(heartbeat_timeout_ms), 100, 3600000, NULL, "10000", 0},
+    {"ock.mmc.meta.rejoin_timeout_ms", CONF_U32, F(rejoin_timeout_ms), 0, 86400000, NULL, "60000", 0},
+    {"ock.mmc.meta.rejoin_write_grace_ms", CONF_U32, F(rejoin_write_grace_ms), 0, 60000, NULL, "1000", 0},
+    {"ock.mmc.meta.evict_wait_ms", CONF_U32, F(evict_wait_ms), 0, 600000, NULL, "2000", 0},
+    {"ock.mmc.meta.world_size", CONF_U32, F(world_size), 1, 1024, NULL, "1024", 0},
+    {"ock.mmc.meta.max_connections", CONF_U32, F(max_connections), 1, 1000000, NULL, "4096", 0},
+    {"ock.mmc.meta.data_dir", CONF_STR, F(data_dir), 0, 0, NULL, "./mmc-data", 0},
+    {"ock.mmc.meta.lmdb.map_size", CONF_SIZE, F(lmdb_map_size), 1u << 20, UINT64_C(1) << 44, NULL, "64GB", 0},
+    {"ock.mmc.meta.lmdb.sync", CONF_BOOL, F(lmdb_sync), 0, 0, NULL, "true", 0},
+    {"ock.mmc.rewarm.dram_watermark", CONF_U32, F(rewarm_watermark), 0, 100, NULL, "95", 0},
+    {"ock.mmc.meta.auth_token", CONF_STR, F(auth_token), 0, 0, NULL, NULL, 0},
+    {"ock.mmc.meta.auth_token_file", CONF_STR, F(auth_token_file), 0, 0, NULL, NULL, 0},
+    {"ock.mmc.meta.allow_insecure_bind", CONF_BOOL, F(allow_insecure_bind), 0, 0, NULL, NULL, 0},
+    {"ock.mmc.meta.hello_timeout_ms", CONF_U32, F(hello_timeout_ms), 100, 600000, NULL, "10000", 0},
+    {"ock.mmc.meta.max_buffered_input", CONF_SIZE, F(max_buffered_input), MMC_FRAME_MAX + 4, UINT64_C(1) << 40, NULL,
+     "256MB", 0},
     TLS_FILES_KEYS(F),
-    {"ock.mmc.log_path", CONF_STR, F(log_path), 0, 0, NULL},
-    {"ock.mmc.meta.store_uri", CONF_STR, F(store_uri), 0, 0, NULL},
-    {"ock.mmc.meta.store_password_file", CONF_STR, F(store_password_file), 0, 0, NULL},
-    {"ock.mmc.meta.store_key_prefix", CONF_STR, F(store_key_prefix), 0, 0, NULL},
-    {"ock.mmc.meta.redis.timeout_ms", CONF_U32, F(redis_timeout_ms), 10, 600000, NULL},
-    {"ock.mmc.meta.redis.wait_replicas", CONF_U32, F(redis_wait_replicas), 0, 64, NULL},
-    {"ock.mmc.meta.redis.wait_timeout_ms", CONF_U32, F(redis_wait_timeout_ms), 1, 600000, NULL},
-    {NULL, 0, 0, 0, 0, 0, NULL},
+    {"ock.mmc.log_path", CONF_STR, F(log_path), 0, 0, NULL, NULL, CONF_RELOADABLE},
+    {"ock.mmc.meta.store_uri", CONF_STR, F(store_uri), 0, 0, NULL, "lmdb", 0},
+    {"ock.mmc.meta.store_password_file", CONF_STR, F(store_password_file), 0, 0, NULL, NULL, 0},
+    {"ock.mmc.meta.store_key_prefix", CONF_STR, F(store_key_prefix), 0, 0, NULL, "mmc:", 0},
+    {"ock.mmc.meta.redis.timeout_ms", CONF_U32, F(redis_timeout_ms), 10, 600000, NULL, "2000", 0},
+    {"ock.mmc.meta.redis.wait_replicas", CONF_U32, F(redis_wait_replicas), 0, 64, NULL, NULL, 0},
+    {"ock.mmc.meta.redis.wait_timeout_ms", CONF_U32, F(redis_wait_timeout_ms), 1, 600000, NULL, "1000", 0},
+    {NULL, 0, 0, 0, 0, 0, NULL, NULL, 0},
 };
 
 const struct conf_key *meta_conf_keys(void)
@@ -57,28 +58,11 @@ const struct conf_key *meta_conf_keys(void)
 
 void meta_conf_defaults(struct meta_conf *c)
 {
+	char err[256];
+
 	memset(c, 0, sizeof(*c));
-	strcpy(c->meta_service_url, "tcp://127.0.0.1:5000");
-	strcpy(c->log_level, "info");
-	c->evict_high = 90;
-	c->evict_low = 80;
-	c->lease_ttl_ms = 10000;
-	c->heartbeat_timeout_ms = 10000;
-	c->rejoin_timeout_ms = 60000;
-	c->rejoin_write_grace_ms = 1000;
-	c->evict_wait_ms = 2000;
-	c->world_size = 1024;
-	c->max_connections = 4096;
-	strcpy(c->data_dir, "./mmc-data");
-	c->lmdb_map_size = UINT64_C(64) << 30;
-	c->lmdb_sync = true;
-	c->rewarm_watermark = 95;
-	c->hello_timeout_ms = 10000;
-	c->max_buffered_input = UINT64_C(256) << 20;
-	strcpy(c->store_uri, "lmdb");
-	strcpy(c->store_key_prefix, "mmc:");
-	c->redis_timeout_ms = 2000;
-	c->redis_wait_timeout_ms = 1000;
+	if (conf_defaults(keys, c, err, sizeof(err)))
+		abort(); /* a default the table cannot parse: tests/unit/test_conf.c fails first */
 }
 
 /* Keys of MemCache's mmc-meta.conf with no equivalent here: the value is checked, then one warning says what
@@ -89,9 +73,9 @@ static const struct {
 	struct conf_key k;
 	const char *memcache;
 } memcache_keys[] = {
-    {{"ock.mmc.tls.top.path", CONF_STR, 0, 256, 0, 0, NULL},
+    {{"ock.mmc.tls.top.path", CONF_STR, 0, 256, 0, 0, NULL, NULL, 0},
      "MemCache reads the relative ock.mmc.tls.* paths under this directory; mmc reads them as written"},
-    {{"ock.mmc.log_output_target", CONF_STR, 0, 16, 0, 0, log_targets},
+    {{"ock.mmc.log_output_target", CONF_STR, 0, 16, 0, 0, log_targets, NULL, 0},
      "MemCache's choice of screen, file or both; mmc logs to ock.mmc.log_path when it is set, else to stderr"},
 };
 
@@ -101,7 +85,7 @@ static int memcache_key(const char *key, const char *value, char *err, size_t er
 	char sink[256];
 
 	for (size_t i = 0; i < sizeof(memcache_keys) / sizeof(memcache_keys[0]); i++) {
-		struct conf_key one[2] = {memcache_keys[i].k, {NULL, 0, 0, 0, 0, 0, NULL}};
+		struct conf_key one[2] = {memcache_keys[i].k, {NULL, 0, 0, 0, 0, 0, NULL, NULL, 0}};
 
 		if (strcmp(key, one[0].name) != 0)
 			continue;

@@ -1,5 +1,6 @@
 #include "reload.h"
 
+#include <stddef.h>
 #include <string.h>
 
 #include "conf_parse.h"
@@ -7,19 +8,9 @@
 #include "meta_conf.h"
 #include "meta_err.h"
 
-static bool reloadable(const char *key)
+static bool reloadable(const struct conf_key *k)
 {
-	static const char *const keys[] = {"ock.mmc.log_level",
-	                                   "ock.mmc.evict_threshold_high",
-	                                   "ock.mmc.evict_threshold_low",
-	                                   "ock.mmc.meta.lease_ttl_ms",
-	                                   "ock.mmc.log_path",
-	                                   NULL};
-
-	for (int i = 0; keys[i]; i++)
-		if (strcmp(key, keys[i]) == 0)
-			return true;
-	return false;
+	return k->flags & CONF_RELOADABLE;
 }
 
 /* Keys a reload cannot change: the running value stays, and the log says a restart applies the new one. */
@@ -29,7 +20,7 @@ static void warn_restart_only(const struct meta_conf *running, const struct meta
 		const char *a = (const char *)running + k->offset, *b = (const char *)fresh + k->offset;
 		bool differ = k->type == CONF_STR ? strncmp(a, b, k->size) != 0 : memcmp(a, b, k->size) != 0;
 
-		if (differ && !reloadable(k->name))
+		if (differ && !reloadable(k))
 			log_warn("op=reload key=%s note=\"changed in the file; takes effect at the next start\"",
 			         k->name);
 	}
@@ -63,13 +54,12 @@ void reload_apply(struct meta *m, const struct meta_conf *fresh)
 	enum log_level lvl;
 
 	warn_restart_only(&m->conf, fresh);
-	reopen_log(m, fresh);
+	reopen_log(m, fresh); /* copies log_path once the new file is open: a failed open keeps the old */
 	if (log_parse_level(fresh->log_level, &lvl) == 0)
 		log_set_level(lvl);
-	strcpy(m->conf.log_level, fresh->log_level);
-	m->conf.evict_high = fresh->evict_high;
-	m->conf.evict_low = fresh->evict_low;
-	m->conf.lease_ttl_ms = fresh->lease_ttl_ms;
+	for (const struct conf_key *k = meta_conf_keys(); k->name; k++)
+		if (reloadable(k) && k->offset != offsetof(struct meta_conf, log_path))
+			memcpy((char *)&m->conf + k->offset, (const char *)fresh + k->offset, k->size);
 	log_info("op=reload result=applied log_level=%s evict_high=%u evict_low=%u lease_ttl_ms=%llu", fresh->log_level,
 	         m->conf.evict_high, m->conf.evict_low, (unsigned long long)m->conf.lease_ttl_ms);
 }
