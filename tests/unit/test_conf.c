@@ -258,12 +258,24 @@ Test(conf, client_config_versions)
 
 /* Every layout's struct, put so that its last byte ends a readable page: neither mmc_local_config_init() nor
  * mmc_setup() touches a byte past what the caller's version has (a newer library, an older caller). */
+
+/*
+ * An older layout's bytes as its struct had them: up to its last field, then padded to the struct's alignment (an
+ * older caller's sizeof). The struct then ends where a guard page starts, and stays aligned.
+ */
+static size_t aligned(size_t bytes)
+{
+	size_t a = _Alignof(mmc_local_config);
+
+	return (bytes + a - 1) / a * a;
+}
+
 Test(conf, client_config_is_never_read_past_its_version)
 {
 	long page = sysconf(_SC_PAGESIZE);
 
 	for (uint32_t v = 1; v <= MMC_LOCAL_CONFIG_VERSION; v++) {
-		size_t bytes = local_config_layout_bytes(v),
+		size_t bytes = aligned(local_config_layout_bytes(v)),
 		       data = (bytes + (size_t)page - 1) / (size_t)page * (size_t)page;
 		char *map = mmap(NULL, data + (size_t)page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		mmc_local_config *c = (mmc_local_config *)(void *)(map + data - bytes);
@@ -411,7 +423,8 @@ Test(conf, config_set_refusals)
 Test(conf, config_set_keeps_to_the_callers_layout)
 {
 	long page = sysconf(_SC_PAGESIZE);
-	size_t bytes = local_config_layout_bytes(1), data = (bytes + (size_t)page - 1) / (size_t)page * (size_t)page;
+	size_t bytes = aligned(local_config_layout_bytes(1)),
+	       data = (bytes + (size_t)page - 1) / (size_t)page * (size_t)page;
 	char *map = mmap(NULL, data + (size_t)page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	mmc_local_config *c = (mmc_local_config *)(void *)(map + data - bytes);
 
