@@ -5,6 +5,7 @@
 
 #include "mmc/mmc.h"
 #include "per_key.h"
+#include "varint.h"
 
 void wbuf_free(struct wbuf *b)
 {
@@ -29,17 +30,6 @@ static int wbuf_reserve(struct wbuf *b, size_t need)
 	b->data = d;
 	b->cap = cap;
 	return 0;
-}
-
-static size_t varint_len(uint64_t v)
-{
-	size_t n = 1;
-
-	while (v >= 0x80) {
-		v >>= 7;
-		n++;
-	}
-	return n;
 }
 
 int wire_encode(struct wbuf *b, uint64_t id, uint32_t body, const pb_msgdesc_t *fields, const void *msg)

@@ -2,30 +2,10 @@
 
 #include <string.h>
 
+#include "varint.h"
 #include "wire_limits.h"
 
 /* ---- protobuf's varints ---- */
-
-static size_t varint_len(uint64_t v)
-{
-	size_t n = 1;
-
-	while (v >= 0x80) {
-		v >>= 7;
-		n++;
-	}
-	return n;
-}
-
-static uint8_t *put_varint(uint8_t *p, uint64_t v)
-{
-	while (v >= 0x80) {
-		*p++ = (uint8_t)(v | 0x80);
-		v >>= 7;
-	}
-	*p++ = (uint8_t)v;
-	return p;
-}
 
 static uint32_t zigzag32(int32_t v)
 {
@@ -43,7 +23,7 @@ static uint8_t *put_field(uint8_t *p, uint8_t tag, uint64_t v)
 	if (!v)
 		return p;
 	*p++ = tag;
-	return put_varint(p, v);
+	return varint_put(p, v);
 }
 
 /* ---- KeyBatchReply ---- */
@@ -68,12 +48,12 @@ uint8_t *key_result_put(uint8_t *p, const struct key_result *r)
 		len += 1 + varint_len(blen[i]) + blen[i];
 	}
 	*p++ = 0x12; /* KeyBatchReply.items */
-	p = put_varint(p, len);
+	p = varint_put(p, len);
 	p = put_field(p, 0x08, zigzag32(r->result));
 	p = put_field(p, 0x10, r->size);
 	for (uint32_t i = 0; i < nblobs; i++) {
 		*p++ = 0x1a;
-		p = put_varint(p, blen[i]);
+		p = varint_put(p, blen[i]);
 		p = put_field(p, 0x08, r->blobs[i].rank);
 		p = put_field(p, 0x10, r->blobs[i].incarnation);
 		p = put_field(p, 0x18, r->blobs[i].media);
@@ -96,8 +76,8 @@ size_t key_reply_head(uint8_t *head, uint64_t id, int32_t result, size_t items_l
 	size_t body = field_len(zigzag32(result)) + items_len;
 	uint8_t *p = put_field(head, 0x08, id); /* Frame.id */
 
-	p = put_varint(p, (uint64_t)MMC__FRAME__BODY_KEY_REPLY << 3 | 2);
-	p = put_varint(p, body);
+	p = varint_put(p, (uint64_t)MMC__FRAME__BODY_KEY_REPLY << 3 | 2);
+	p = varint_put(p, body);
 	p = put_field(p, 0x08, zigzag32(result)); /* KeyBatchReply.result */
 	return (size_t)(p - head);
 }

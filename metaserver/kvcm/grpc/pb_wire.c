@@ -3,6 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "varint.h"
+
 enum { WT_VARINT = 0, WT_LEN = 2 };
 
 void pbw_init(struct pbw *w)
@@ -40,34 +42,10 @@ static inline bool reserve(struct pbw *w, size_t n)
 	return w->len + n <= w->cap || grow(w, n);
 }
 
-static size_t varint_size(uint64_t v)
-{
-	size_t n = 1;
-
-	while (v >= 0x80) {
-		v >>= 7;
-		n++;
-	}
-	return n;
-}
-
-/* The varint at p, which has room for it; returns its size. */
-static size_t put_varint(uint8_t *p, uint64_t v)
-{
-	size_t n = 0;
-
-	while (v >= 0x80) {
-		p[n++] = (uint8_t)(v | 0x80);
-		v >>= 7;
-	}
-	p[n++] = (uint8_t)v;
-	return n;
-}
-
 void pbw_varint(struct pbw *w, uint64_t v)
 {
 	if (reserve(w, 10))
-		w->len += put_varint(w->buf + w->len, v);
+		w->len = (size_t)(varint_put(w->buf + w->len, v) - w->buf);
 }
 
 static void tag(struct pbw *w, uint32_t field, int type)
@@ -112,12 +90,12 @@ void pbw_close(struct pbw *w, size_t at)
 	if (w->oom)
 		return;
 	n = w->len - at - 1;
-	k = varint_size(n);
+	k = varint_len(n);
 	if (k > 1) { /* a longer length: the content moves up */
 		if (!reserve(w, k - 1))
 			return;
 		memmove(w->buf + at + k, w->buf + at + 1, n);
 		w->len += k - 1;
 	}
-	put_varint(w->buf + at, n);
+	varint_put(w->buf + at, n);
 }
