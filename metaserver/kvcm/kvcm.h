@@ -2,7 +2,7 @@
  * The KV Cache Manager (KVCM): the MetaService HTTP/JSON API (kvcm.service.http_port, default 6382) and the
  * admin API (kvcm.service.admin_http_port, default 6492), served from mmc-metaserver's event loop.
  *
- * Life cycle, driven by metaserver/main.c:
+ * Life cycle, driven by metaserver/daemon/main.c:
  *   kvcm_conf_set()* (for every kvcm.* key given) -> kvcm_start() -> loop runs -> kvcm_stop().
  * Loop thread only.
  */

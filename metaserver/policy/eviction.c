@@ -2,11 +2,12 @@
 
 #include "allocator.h"
 #include "clock.h"
-#include "services.h"
-#include "tier.h"
+#include "lease.h"
 #include "log.h"
 #include "objects.h"
+#include "services.h"
 #include "space.h"
+#include "tier.h"
 
 /* Evicts LRU-tail objects while more(m, media, arg) holds; skips leased objects (counted in *skipped). */
 static uint64_t evict_while(struct meta *m, uint32_t media, bool (*more)(struct meta *, uint32_t, const void *),

@@ -8,14 +8,15 @@
 #include "clock.h"
 #include "eviction.h"
 #include "key_result.h"
-#include "policy_ops.h"
+#include "lease.h"
 #include "log.h"
 #include "lru.h"
 #include "mmc/mmc.h"
 #include "objects.h"
 #include "placement.h"
-#include "space.h"
+#include "policy_ops.h"
 #include "services.h"
+#include "space.h"
 
 enum task_kind { T_DEMOTE, T_PROMOTE, T_STAGE };
 

@@ -7,6 +7,7 @@
 #include "clock.h"
 #include "conn.h"
 #include "key_reply.h"
+#include "lease.h"
 #include "log.h"
 #include "mmc/mmc.h"
 #include "objects.h"

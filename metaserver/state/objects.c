@@ -1,4 +1,6 @@
 #include "objects.h"
+#include "lease.h"
+#include "space.h"
 
 #include <event2/event.h>
 #include <stdlib.h>
@@ -9,10 +11,10 @@
 #include "clock.h"
 #include "hash.h"
 #include "log.h"
-#include "mmc_assert.h"
-#include "object_rec.h"
 #include "lru.h"
 #include "mmc/mmc.h"
+#include "mmc_assert.h"
+#include "object_rec.h"
 #include "persist.h"
 #include "quarantine.h"
 #include "services.h"
@@ -62,39 +64,6 @@ int objects_init(struct meta *m)
 	return 0;
 }
 
-/*
- * Lease records, by index (0: none), with the free ones linked through next: every get takes one and gives it back
- * a moment later, without a malloc/free pair per key. Loop thread only, like the rest of this file.
- */
-static struct lease *leases;
-static size_t nleases, capleases;
-static uint32_t free_leases;
-
-static uint32_t lease_new(void)
-{
-	uint32_t i = free_leases;
-	void *p;
-
-	if (i) {
-		free_leases = leases[i].next;
-	} else {
-		if (!nleases)
-			nleases = 1;
-		if (nleases > UINT32_MAX || !(p = array_grow(leases, &capleases, nleases + 1, sizeof(*leases), 256)))
-			return 0;
-		leases = p;
-		i = (uint32_t)nleases++;
-	}
-	memset(&leases[i], 0, sizeof(leases[i]));
-	return i;
-}
-
-static void lease_free(uint32_t i)
-{
-	leases[i].next = free_leases;
-	free_leases = i;
-}
-
 struct object *object_new(const char *key, size_t len, uint8_t nblobs)
 {
 	struct object *o;
@@ -112,13 +81,7 @@ struct object *object_new(const char *key, size_t len, uint8_t nblobs)
 
 void object_free(struct object *o)
 {
-	uint32_t l, next;
-
-	for (l = o->leases; l; l = next) {
-		next = leases[l].next;
-		lease_free(l);
-	}
-	o->leases = 0;
+	leases_free_all(o);
 	o->state = OBJECT_FREE;
 	slab_free(o->self);
 }
@@ -130,10 +93,7 @@ void objects_fini(struct meta *m)
 	memset(m->shards, 0, sizeof(m->shards));
 	m->nobjects = 0;
 	memset(m->lists, 0, sizeof(m->lists));
-	free(leases);
-	leases = NULL;
-	nleases = capleases = 0;
-	free_leases = 0;
+	leases_fini();
 	slab_fini();
 }
 
@@ -453,29 +413,6 @@ void object_touch(struct meta *m, struct object *o)
 	lru_push(m, o);
 }
 
-static void holds_landed(void *arg)
-{
-	objects_space_freed(arg);
-}
-
-void space_release(struct meta *m, struct service *svc, uint32_t media, uint64_t offset, uint64_t unlink_seq)
-{
-	struct segment *seg = svc ? service_segment(svc, media) : NULL;
-
-	if (!seg)
-		return; /* the service left: its allocator went with it */
-	if (alloc_release_after(seg->alloc, offset, unlink_seq)) {
-		log_error("op=free rank=%u media=%u offset=%llu err=double_free", svc->rank, media,
-		          (unsigned long long)offset);
-		return;
-	}
-	/* requests parked for room retry once the batch lands: one waiter per batch, not per range */
-	if (unlink_seq && unlink_seq != m->hold_kick_seq &&
-	    persist_seq_state(m->persist, unlink_seq) == PERSIST_SEQ_PENDING &&
-	    persist_after_commit(m->persist, holds_landed, m) == 0)
-		m->hold_kick_seq = unlink_seq;
-}
-
 /*
  * Gives the object's space back; requests waiting for room get another try. reachable: a put's writes may still
  * land there (its writer failed or left), so the space goes to quarantine first (quarantine.h).
@@ -582,74 +519,6 @@ void object_lose_blob(struct meta *m, struct object *o, struct blob *b)
 	if (o->persisted)
 		persist_del(m->persist, m->db_objects, object_key(o), o->keylen);
 	object_free(o);
-}
-
-struct lease *lease_find(struct object *o, uint64_t session)
-{
-	for (uint32_t l = o->leases; l; l = leases[l].next)
-		if (leases[l].session == session)
-			return &leases[l];
-	return NULL;
-}
-
-uint64_t lease_grant(struct meta *m, struct object *o, uint64_t session, uint64_t ttl_ms, bool counted)
-{
-	struct lease *l = lease_find(o, session);
-	uint64_t expiry;
-
-	if (ttl_ms == 0)
-		ttl_ms = m->conf.lease_ttl_ms;
-	expiry = clock_ms() + ttl_ms;
-	if (!l) {
-		uint32_t i = lease_new();
-
-		if (!i)
-			return 0;
-		l = &leases[i];
-		l->session = session;
-		l->next = o->leases;
-		o->leases = i;
-	}
-	if (counted || l->count == 0)
-		l->count++;
-	MMC_ASSERT(l->count > 0); /* a lease record lives while it holds a count */
-	if (expiry > l->expiry_ms)
-		l->expiry_ms = expiry;
-	return ttl_ms;
-}
-
-bool lease_release(struct meta *m, struct object *o, uint64_t session, bool all)
-{
-	uint32_t *p = &o->leases, l;
-
-	while (*p && leases[*p].session != session)
-		p = &leases[*p].next;
-	if (!*p)
-		return false;
-	l = *p;
-	MMC_ASSERT(leases[l].count > 0);
-	if (all || --leases[l].count == 0) {
-		*p = leases[l].next;
-		lease_free(l);
-	}
-	return true;
-}
-
-bool object_leased(struct object *o, uint64_t now_ms)
-{
-	uint32_t *p = &o->leases;
-
-	while (*p) {
-		if (leases[*p].expiry_ms <= now_ms) {
-			uint32_t dead = *p;
-
-			*p = leases[dead].next;
-			lease_free(dead);
-		} else {
-			p = &leases[*p].next;
-		}
-	}
-	return o->leases != 0;
 }
 
 struct object *objects_find_zombie(struct meta *m, const char *key, size_t len, uint64_t session, uint64_t id)

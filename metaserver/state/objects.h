@@ -160,28 +160,12 @@ void object_drop(struct meta *m, struct object *o);
 /* Forgets one blob (its service left): the space is not released to a dead allocator. Drops o if none remain. */
 void object_lose_blob(struct meta *m, struct object *o, struct blob *b);
 
-/* Leases. ttl_ms 0 uses ock.mmc.meta.lease_ttl_ms. Returns the granted ttl in ms, or 0 when out of memory. */
-uint64_t lease_grant(struct meta *m, struct object *o, uint64_t session, uint64_t ttl_ms, bool counted);
-/* Releases one count (all counts with all=true) of session's lease. Returns false if it held none. */
-bool lease_release(struct meta *m, struct object *o, uint64_t session, bool all);
-/* True when a lease on o is still live (expired ones are pruned). */
-bool object_leased(struct object *o, uint64_t now_ms);
-/* The lease session holds on o, or NULL; valid until the next lease_grant. */
-struct lease *lease_find(struct object *o, uint64_t session);
-
 /* A removed object still pinned by session's lease (and with that id, unless id is 0), or NULL. */
 struct object *objects_find_zombie(struct meta *m, const char *key, size_t len, uint64_t session, uint64_t id);
 /* The removed object `id` whose put by session was still in flight, or NULL. */
 struct object *objects_find_removed_write(struct meta *m, const char *key, size_t len, uint64_t session, uint64_t id);
 /* Frees a removed object's space once no lease and no in-flight write pins it any more. */
 void object_unpin(struct meta *m, struct object *o);
-
-/*
- * Gives a blob's range back to its service's allocator. unlink_seq is the persistence batch holding the change
- * that stops every record on disk pointing at the range (0: no record ever did); the range is reused only once
- * that batch is durable (alloc_release_after). Every release of pool space goes through here.
- */
-void space_release(struct meta *m, struct service *svc, uint32_t media, uint64_t offset, uint64_t unlink_seq);
 
 /* Space was given back outside object_drop: waiting allocations get another try. */
 void objects_space_freed(struct meta *m);

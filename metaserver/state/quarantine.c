@@ -6,6 +6,7 @@
 #include "log.h"
 #include "objects.h"
 #include "services.h"
+#include "space.h"
 
 struct quarantined {
 	struct list link;

@@ -1,6 +1,9 @@
 #include "space.h"
 
 #include "allocator.h"
+#include "log.h"
+#include "objects.h"
+#include "persist.h"
 #include "services.h"
 
 /* Attached services only: a detached one (waiting to rejoin) lends nothing placement could use. */
@@ -56,4 +59,27 @@ uint32_t space_services_with_room(const struct meta *m, uint32_t media, uint64_t
 		}
 	}
 	return n;
+}
+
+static void holds_landed(void *arg)
+{
+	objects_space_freed(arg);
+}
+
+void space_release(struct meta *m, struct service *svc, uint32_t media, uint64_t offset, uint64_t unlink_seq)
+{
+	struct segment *seg = svc ? service_segment(svc, media) : NULL;
+
+	if (!seg)
+		return; /* the service left: its allocator went with it */
+	if (alloc_release_after(seg->alloc, offset, unlink_seq)) {
+		log_error("op=free rank=%u media=%u offset=%llu err=double_free", svc->rank, media,
+		          (unsigned long long)offset);
+		return;
+	}
+	/* requests parked for room retry once the batch lands: one waiter per batch, not per range */
+	if (unlink_seq && unlink_seq != m->hold_kick_seq &&
+	    persist_seq_state(m->persist, unlink_seq) == PERSIST_SEQ_PENDING &&
+	    persist_after_commit(m->persist, holds_landed, m) == 0)
+		m->hold_kick_seq = unlink_seq;
 }

@@ -1,4 +1,4 @@
-"""A failed start of mmc-metaserver exits with its documented code (metaserver/exit_code.h, docs/operations.md)
+"""A failed start of mmc-metaserver exits with its documented code (metaserver/base/exit_code.h, docs/operations.md)
 after one `op=start exit_code=N` line, never by a signal, and with no sanitizer report. Runs the build's server,
 and the ASan build's too when build-asan/ exists beside it and is not older."""
 import os

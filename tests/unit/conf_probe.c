@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #include "conf_parse.h"
-#include "kvcm/model/kvcm_conf.h"
+#include "kvcm_conf.h"
 #include "local_config.h"
 #include "meta_conf.h"
 #include "meta_err.h"

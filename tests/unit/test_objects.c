@@ -11,6 +11,7 @@
 
 #include "allocator.h"
 #include "clock.h"
+#include "lease.h"
 #include "lru.h"
 #include "meta_conf.h"
 #include "mmc/mmc.h"

@@ -14,6 +14,7 @@
 #include "clock.h"
 #include "eviction.h"
 #include "extents.h"
+#include "lease.h"
 #include "meta_conf.h"
 #include "mmc/mmc.h"
 #include "objects.h"

@@ -1,5 +1,5 @@
 /*
- * KVCM's durable state in the meta server's metadata store (LMDB or Redis, state/persist.h): its own named tables,
+ * KVCM's durable state in the meta server's metadata store (LMDB or Redis, persist/persist.h): its own named tables,
  * written within the loop turn's group commit. The store knows tables, keys and bytes, not what a record means: the
  * model encodes its records (storages, groups and instances as canonical JSON; blocks in binary, model/block_record.c)
  * and rebuilds itself from them at start-up (model/state_load.c). Write sessions are never stored. Loop thread only.

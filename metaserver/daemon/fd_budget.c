@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <sys/resource.h>
 
-#include "kvcm/model/kvcm_conf.h"
+#include "kvcm_conf.h"
 #include "log.h"
 
 /* The HTTP ports' limit is one key for both ports (KVCM and admin). */

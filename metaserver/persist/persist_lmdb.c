@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "data_dir.h"
 #include "log.h"
 #include "mmc/mmc.h"
 #include "persist_backend.h"
@@ -181,10 +182,8 @@ static int lock_dir(const char *dir, int *fd_out, char *err, size_t errlen)
 	char path[4096];
 	int fd;
 
-	if (mkdir(dir, 0755) && errno != EEXIST) {
-		snprintf(err, errlen, "cannot create data dir \"%s\": %s", dir, strerror(errno));
+	if (data_dir_prepare(dir, err, errlen))
 		return MMC_ERROR;
-	}
 	snprintf(path, sizeof(path), "%s/LOCK", dir);
 	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
 	if (fd < 0 || flock(fd, LOCK_EX | LOCK_NB)) {

@@ -6,15 +6,15 @@
 #include <string.h>
 
 #include "conf_parse.h"
-#include "kvcm/kvcm.h"
+#include "kvcm.h"
 #include "log.h"
 #include "log_level.h"
 #include "meta_err.h"
 #include "mmc/mmc.h"
 #include "secret_file.h"
+#include "store_uri.h"
 #include "tcp_url.h"
 #include "wire_limits.h"
-#include "store_uri.h"
 
 #define F(field) offsetof(struct meta_conf, field), sizeof(((struct meta_conf *)0)->field)
 

@@ -13,8 +13,8 @@
 
 #include "data_dir.h"
 #include "elector.h"
-#include "kvcm/kvcm.h"
-#include "kvcm/model/kvcm_conf.h"
+#include "kvcm.h"
+#include "kvcm_conf.h"
 #include "log.h"
 #include "meta.h"
 #include "meta_err.h"

@@ -1,6 +1,6 @@
 /*
  * What the group-commit front (persist.c) asks of a store: open tables, apply one batch atomically, read back at
- * load. One implementation per store: persist_lmdb.c, persist_redis.c. Private to metaserver/state/persist*.c.
+ * load. One implementation per store: persist_lmdb.c, persist_redis.c. Private to metaserver/persist/persist*.c.
  *
  * Threads: commit() runs on the writer thread, or on the loop thread for a quick backend's small batch while the
  * writer holds none; every other call runs on the loop thread while the writer holds no batch (persist.c lands the

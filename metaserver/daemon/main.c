@@ -19,10 +19,10 @@
 #include "exit_code.h"
 #include "fd_budget.h"
 #include "hash.h"
-#include "kvcm/kvcm.h"
-#include "kvcm/model/kvcm_conf.h"
-#include "listener.h"
+#include "kvcm.h"
+#include "kvcm_conf.h"
 #include "leadership.h"
+#include "listener.h"
 #include "log.h"
 #include "lru.h"
 #include "meta.h"
@@ -306,8 +306,6 @@ static enum exit_code open_store(struct meta *m)
 	bool lmdb = !m->conf.store_uri[0] || strcmp(m->conf.store_uri, "lmdb") == 0;
 	int rc;
 
-	if (lmdb && data_dir_prepare(m->conf.data_dir, err, sizeof(err)))
-		return start_failed(EXIT_DATA_DIR, "data_dir", err);
 	if (store_password(&m->conf, password, sizeof(password), err, sizeof(err)))
 		return start_failed(EXIT_CONFIG, "config", err);
 	po.password = password[0] ? password : NULL;

@@ -1,7 +1,7 @@
 /*
  * The data dir before LMDB opens it: created with its missing parents (mode 0700: metadata is nobody else's to
  * read), checked to be a writable directory, and, when opening fails, told apart as busy (another server holds
- * its lock) or unusable. Loop thread, before the loop runs.
+ * its lock) or unusable. persist_lmdb.c is its one creator: nothing else makes the data dir. Loop thread.
  */
 #ifndef MMC_DATA_DIR_H
 #define MMC_DATA_DIR_H

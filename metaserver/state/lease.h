@@ -1,0 +1,30 @@
+/*
+ * Read and write leases on objects: a session's hold that keeps an object's space from reuse until it is released
+ * or expires. Records come from one pool indexed by uint32_t (0: none) and chain through the object, so a get takes
+ * and gives back a lease without a malloc. Loop thread only.
+ */
+#ifndef MMC_LEASE_H
+#define MMC_LEASE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct lease;
+struct meta;
+struct object;
+
+/* Grants session a lease on o. ttl_ms 0 uses ock.mmc.meta.lease_ttl_ms; counted adds a count to an existing lease
+ * (uncounted grants only extend it). Returns the granted ttl in ms, or 0 when out of memory. */
+uint64_t lease_grant(struct meta *m, struct object *o, uint64_t session, uint64_t ttl_ms, bool counted);
+/* Releases one count (all counts with all=true) of session's lease. Returns false if it held none. */
+bool lease_release(struct meta *m, struct object *o, uint64_t session, bool all);
+/* True when a lease on o is still live (expired ones are pruned). */
+bool object_leased(struct object *o, uint64_t now_ms);
+/* The lease session holds on o, or NULL; valid until the next lease_grant. */
+struct lease *lease_find(struct object *o, uint64_t session);
+/* Gives every lease record of o back to the pool (o is being freed). */
+void leases_free_all(struct object *o);
+/* Frees the pool (objects_fini: no object holds a lease any more). */
+void leases_fini(void);
+
+#endif
