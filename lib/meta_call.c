@@ -1,0 +1,269 @@
+#include "meta_conn_int.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+
+#include "clock.h"
+#include "log.h"
+
+static pthread_key_t tls_key;
+static pthread_once_t tls_once = PTHREAD_ONCE_INIT;
+
+static void tls_free(void *p)
+{
+	wbuf_free(p);
+	free(p);
+}
+
+static void tls_init(void)
+{
+	pthread_key_create(&tls_key, tls_free);
+}
+
+/* Each calling thread encodes into its own buffer, kept between calls. */
+static struct wbuf *tls_wbuf(void)
+{
+	struct wbuf *b;
+
+	pthread_once(&tls_once, tls_init);
+	b = pthread_getspecific(tls_key);
+	if (!b && (b = calloc(1, sizeof(*b))))
+		pthread_setspecific(tls_key, b);
+	return b;
+}
+
+/* ---- the pending calls, by id (lock held) ---- */
+
+static void pending_add(struct meta_conn *mc, struct mcall *c)
+{
+	struct mcall **head = &mc->pending[c->id % BUCKETS];
+
+	c->next = *head;
+	*head = c;
+	mc->inflight++;
+}
+
+struct mcall *mc_pending_take(struct meta_conn *mc, uint64_t id)
+{
+	struct mcall **p = &mc->pending[id % BUCKETS];
+
+	while (*p && (*p)->id != id)
+		p = &(*p)->next;
+	if (*p) {
+		struct mcall *c = *p;
+
+		*p = c->next;
+		mc->inflight--;
+		return c;
+	}
+	return NULL;
+}
+
+void mc_fail_all(struct meta_conn *mc, int status)
+{
+	for (int i = 0; i < BUCKETS; i++) {
+		while (mc->pending[i]) {
+			struct mcall *c = mc->pending[i];
+
+			mc->pending[i] = c->next;
+			c->status = status;
+			c->done = true;
+			pthread_cond_signal(&c->cond);
+		}
+	}
+	mc->inflight = 0;
+}
+
+/* ---- sending ---- */
+
+/* flags: for send(2) (MSG_MORE); TLS ignores them. */
+static int write_full(int fd, struct meta_tls *t, const void *buf, size_t len, int flags)
+{
+	const char *p = buf;
+
+	if (t)
+		return meta_tls_write(t, buf, len);
+	while (len) {
+		ssize_t n = send(fd, p, len, MSG_NOSIGNAL | flags);
+
+		if (n > 0) {
+			p += n;
+			len -= (size_t)n;
+		} else if (n < 0 && errno != EINTR) {
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static struct link link_of(struct meta_conn *mc)
+{
+	return (struct link){mc->fd, mc->tls, atomic_load(&mc->gen)};
+}
+
+static int send_frame(struct meta_conn *mc, struct link l, const struct wbuf *b, int flags)
+{
+	int rc = -1;
+
+	pthread_mutex_lock(&mc->send_lock);
+	if (atomic_load(&mc->gen) == l.gen) {
+		rc = write_full(l.fd, l.tls, b->data, b->len, flags);
+		if (rc)
+			shutdown(l.fd, SHUT_RDWR); /* the reader sees it and fails everything pending */
+	}
+	pthread_mutex_unlock(&mc->send_lock);
+	return rc ? MMC_NOT_CONNECTED_META : 0;
+}
+
+/* ---- calls ---- */
+
+static int wait_ready(struct meta_conn *mc, const struct mcall *c)
+{
+	struct timespec dl;
+	uint64_t now, end;
+
+	/* a handshake call goes out before the connection is ready, but not once its reader has exited: nothing would
+	 * read its reply or fail it, and it would wait out timeout_ms */
+	if (c->bypass)
+		return mc->stop || mc->state == MC_DOWN ? MMC_NOT_CONNECTED_META : 0;
+	if (mc->state == MC_READY)
+		return mc->stop ? MMC_NOT_CONNECTED_META : 0;
+	if (!mc->conf->c.retry_ms || mc->stop)
+		return MMC_NOT_CONNECTED_META;
+	now = clock_ms();
+	end = c->deadline_ms ? c->deadline_ms : now + mc->conf->c.retry_ms;
+	if (end <= now)
+		return MMC_NOT_CONNECTED_META;
+	dl = clock_deadline(end - now);
+	while (mc->state != MC_READY && !mc->stop)
+		if (pthread_cond_timedwait(&mc->state_cond, &mc->lock, &dl) == ETIMEDOUT)
+			break;
+	return mc->state == MC_READY && !mc->stop ? 0 : MMC_NOT_CONNECTED_META;
+}
+
+/* How long the caller waits for its reply: timeout_ms, or less when its own deadline comes sooner. */
+static uint64_t reply_wait_ms(const struct meta_conn *mc, const struct mcall *c)
+{
+	uint64_t now = clock_ms(), wait = mc->conf->c.timeout_ms;
+
+	if (c->reply_by_ms)
+		wait = c->reply_by_ms <= now ? 0 : c->reply_by_ms - now < wait ? c->reply_by_ms - now : wait;
+	return wait;
+}
+
+int meta_call(struct meta_conn *mc, uint32_t body, const pb_msgdesc_t *fields, const void *msg, struct mcall *c)
+{
+	struct wbuf *b = tls_wbuf();
+	struct timespec dl;
+	struct link l;
+	int rc;
+
+	if (!b)
+		return MMC_MALLOC_FAILED;
+	pthread_cond_init(&c->cond, NULL);
+	c->done = false;
+	c->status = 0;
+	pthread_mutex_lock(&mc->lock);
+	rc = wait_ready(mc, c);
+	if (rc)
+		goto out_unlock;
+	c->id = ++mc->next_id;
+	c->losses = atomic_load(&mc->losses); /* stable under the lock while the connection is ready */
+	rc = wire_encode(b, c->id, body, fields, msg);
+	if (rc)
+		goto out_unlock;
+	pending_add(mc, c);
+	l = link_of(mc);
+	pthread_mutex_unlock(&mc->lock);
+
+	/* a failed send completes the call through the reader; a send to a dropped link, with a timeout */
+	send_frame(mc, l, b, 0);
+
+	pthread_mutex_lock(&mc->lock);
+	dl = clock_deadline(reply_wait_ms(mc, c));
+	while (!c->done) {
+		bool late = mc_may_read(mc, l) ? mc_read_own(mc, c, l, &dl)
+		                               : pthread_cond_timedwait(&c->cond, &mc->lock, &dl) == ETIMEDOUT;
+
+		if (late && !c->done && mc_pending_take(mc, c->id)) {
+			c->status = MMC_TIMEOUT;
+			break;
+		}
+	}
+	rc = c->status;
+	if (rc == MMC_NOT_LEADER && !c->bypass) {
+		/* the server stopped leading before it ran the call: drop it and follow the leader, and let the caller
+		 * see a lost connection (it retries what is safe to repeat, within retry_ms) */
+		if (mc->fd == l.fd && atomic_load(&mc->gen) == l.gen)
+			shutdown(l.fd, SHUT_RDWR);
+		rc = MMC_NOT_CONNECTED_META;
+	}
+out_unlock:
+	pthread_mutex_unlock(&mc->lock);
+	pthread_cond_destroy(&c->cond);
+	return rc;
+}
+
+static int send_oneway(struct meta_conn *mc, uint32_t body, const pb_msgdesc_t *fields, const void *msg, int flags)
+{
+	struct wbuf *b = tls_wbuf();
+	struct link l;
+	int rc;
+
+	if (!b)
+		return MMC_MALLOC_FAILED;
+	pthread_mutex_lock(&mc->lock);
+	rc = mc->state == MC_READY ? 0 : MMC_NOT_CONNECTED_META;
+	l = link_of(mc);
+	pthread_mutex_unlock(&mc->lock);
+	if (rc || (rc = wire_encode(b, 0, body, fields, msg)))
+		return rc;
+	return send_frame(mc, l, b, flags);
+}
+
+int meta_send(struct meta_conn *mc, uint32_t body, const pb_msgdesc_t *fields, const void *msg)
+{
+	return send_oneway(mc, body, fields, msg, 0);
+}
+
+int meta_send_deferred(struct meta_conn *mc, uint32_t body, const pb_msgdesc_t *fields, const void *msg)
+{
+	return send_oneway(mc, body, fields, msg, MSG_MORE);
+}
+
+void meta_conn_on_task(struct meta_conn *mc, meta_task_fn fn, void *owner)
+{
+	pthread_mutex_lock(&mc->lock);
+	mc->task_owner = owner;
+	mc->on_task = fn;
+	pthread_mutex_unlock(&mc->lock);
+}
+
+int meta_reply(struct meta_conn *mc, uint64_t id, int result)
+{
+	struct wbuf *b = tls_wbuf();
+	mmc_Reply r = {.result = result};
+	struct link l;
+	int rc;
+
+	if (!b)
+		return MMC_MALLOC_FAILED;
+	pthread_mutex_lock(&mc->lock);
+	rc = mc->state == MC_READY || mc->state == MC_CONNECTING ? 0 : MMC_NOT_CONNECTED_META;
+	l = link_of(mc);
+	pthread_mutex_unlock(&mc->lock);
+	if (rc || (rc = wire_encode(b, id, WB_REPLY, mmc_Reply_fields, &r)))
+		return rc;
+	return send_frame(mc, l, b, 0);
+}
+
+int meta_decode_reply(struct mcall *c, uint32_t body, const uint8_t *data, size_t len)
+{
+	mmc_Reply r = mmc_Reply_init_zero;
+	pb_istream_t s = pb_istream_from_buffer(data, len);
+
+	if (body != WB_REPLY || !pb_decode(&s, mmc_Reply_fields, &r))
+		return MMC_INTERNAL_ERROR;
+	return r.result;
+}
