@@ -47,7 +47,6 @@ struct fabric {
 	char provider[64];
 	bool host_only; /* host_shm: no libfabric at all; every peer is reached through the host path */
 	bool can_sever; /* fi_av_remove closes the connection to a peer (rxm with FI_AV_REMOVE_CLEANUP) */
-	atomic_uint_fast64_t severed;
 };
 
 static int fab_err(const char *what, int rc)
@@ -370,7 +369,6 @@ int fabric_open(struct fabric **out, const char *protocol, const char *hcom_url)
 	if (!f)
 		return MMC_MALLOC_FAILED;
 	atomic_init(&f->next_key, 1);
-	atomic_init(&f->severed, 0);
 	if (strcmp(protocol, "host_shm") == 0 && !getenv("FI_PROVIDER")) {
 		open_host_only(f);
 		*out = f;
@@ -560,7 +558,6 @@ static int sever(struct fabric *f, fi_addr_t peer)
 	rc = fi_av_remove(f->av, &peer, 1, 0);
 	if (rc)
 		return fab_err("fi_av_remove", rc);
-	atomic_fetch_add_explicit(&f->severed, 1, memory_order_relaxed);
 	return 0;
 }
 
@@ -750,11 +747,6 @@ int fab_batch_post(struct fab_batch *b, bool write, const struct iovec *iov, voi
 void fab_batch_deadline(struct fab_batch *b, uint64_t deadline_ms)
 {
 	b->deadline_ms = deadline_ms;
-}
-
-uint64_t fabric_severed(const struct fabric *f)
-{
-	return atomic_load_explicit(&f->severed, memory_order_relaxed);
 }
 
 size_t fabric_iov_limit(const struct fabric *f)

@@ -121,8 +121,6 @@ void fab_batch_wait(struct fab_batch *b);
  */
 void fab_batch_deadline(struct fab_batch *b, uint64_t deadline_ms);
 
-/* Connections closed so far because an RMA over them stalled. */
-uint64_t fabric_severed(const struct fabric *f);
 
 /* Frees the ring, unless a stalled op may still be written by the provider. */
 void fab_batch_fini(struct fab_batch *b);

@@ -144,11 +144,6 @@ void *slab_next(uint32_t *h)
 	return NULL;
 }
 
-uint64_t slab_mapped_bytes(void)
-{
-	return nchunks ? (uint64_t)(nchunks - 1) * SLAB_CHUNK : 0;
-}
-
 void slab_populate(bool on)
 {
 	populate = on;

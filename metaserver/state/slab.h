@@ -45,8 +45,6 @@ size_t slab_size(uint32_t h);
 /* Walks every record ever handed out, freed ones included, in address order within a chunk: *h 0 starts; returns
  * the next record's address (its handle in *h), or NULL at the end. Records allocated during a walk may be missed. */
 void *slab_next(uint32_t *h);
-/* Bytes mapped for records (chunks touched so far, in full). */
-uint64_t slab_mapped_bytes(void);
 
 /* size bytes of zeroes for a large table (the key index): mapped apart from the heap, so that a resize gives the old
  * one back to the system at once. NULL when out of memory; slab_unmap(p, size) gives them back. */
