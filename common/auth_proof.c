@@ -1,5 +1,7 @@
 #include "auth_proof.h"
 
+#include "mmc/mmc.h"
+
 #include <openssl/crypto.h>
 #include <openssl/hmac.h>
 #include <stdint.h>
@@ -14,12 +16,12 @@ int auth_mac(const void *key, size_t keylen, const char *label, const void *a, s
 	unsigned int n = 0;
 
 	if (llen + alen + blen > sizeof(msg) || keylen > INT32_MAX)
-		return -1;
+		return MMC_ERROR;
 	memcpy(msg, label, llen);
 	memcpy(msg + llen, a, alen);
 	memcpy(msg + llen + alen, b, blen);
 	if (!HMAC(EVP_sha256(), key, (int)keylen, msg, llen + alen + blen, out, &n) || n != MMC_WIRE_MAC)
-		return -1;
+		return MMC_ERROR;
 	OPENSSL_cleanse(msg, sizeof(msg));
 	return 0;
 }
@@ -37,7 +39,7 @@ int auth_random(void *out, size_t len)
 		ssize_t n = getrandom(p, len, 0);
 
 		if (n <= 0)
-			return -1;
+			return MMC_ERROR;
 		p += n;
 		len -= (size_t)n;
 	}

@@ -15,14 +15,14 @@
 #define AUTH_LABEL_CLIENT "mmc-rpc-auth-1 client"
 #define AUTH_LABEL_SERVER "mmc-rpc-auth-1 server"
 
-/* HMAC-SHA256(key, label || a || b) into out[MMC_WIRE_MAC]. Returns 0, or -1 when libcrypto fails. */
+/* HMAC-SHA256(key, label || a || b) into out[MMC_WIRE_MAC]. Returns 0, or MMC_ERROR when libcrypto fails. */
 int auth_mac(const void *key, size_t keylen, const char *label, const void *a, size_t alen, const void *b, size_t blen,
              uint8_t out[MMC_WIRE_MAC]);
 
 /* Whether a (len bytes) equals expected[MMC_WIRE_MAC], in time that does not depend on where they differ. */
 bool auth_mac_equal(const void *a, size_t len, const uint8_t expected[MMC_WIRE_MAC]);
 
-/* Fills out with len bytes from the kernel's CSPRNG. Returns 0 or -1. */
+/* Fills out with len bytes from the kernel's CSPRNG. Returns 0 or MMC_ERROR. */
 int auth_random(void *out, size_t len);
 
 #endif

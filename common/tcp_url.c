@@ -1,5 +1,7 @@
 #include "tcp_url.h"
 
+#include "mmc/mmc.h"
+
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <stdio.h>
@@ -13,25 +15,25 @@ int tcp_url_parse(const char *url, char *host, size_t hostlen, uint16_t *port)
 	unsigned long p;
 
 	if (strncmp(url, "tcp://", 6) != 0)
-		return -1;
+		return MMC_ERROR;
 	h = url + 6;
 	if (h[0] == '[') { /* an IPv6 literal: its colons are not the port's */
 		end = strchr(h, ']');
 		if (!end || end[1] != ':')
-			return -1;
+			return MMC_ERROR;
 		h++;
 		colon = end + 1;
 	} else {
 		colon = strrchr(h, ':');
 		end = colon;
 		if (!colon || memchr(h, ':', (size_t)(colon - h)))
-			return -1; /* a bare IPv6 literal: the port is ambiguous */
+			return MMC_ERROR; /* a bare IPv6 literal: the port is ambiguous */
 	}
 	if (end == h || (size_t)(end - h) >= hostlen || colon[1] < '0' || colon[1] > '9')
-		return -1;
+		return MMC_ERROR;
 	p = strtoul(colon + 1, &pend, 10);
 	if (*pend || p > 65535)
-		return -1;
+		return MMC_ERROR;
 	memcpy(host, h, (size_t)(end - h));
 	host[end - h] = '\0';
 	*port = (uint16_t)p;

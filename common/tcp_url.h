@@ -9,7 +9,7 @@
 
 struct sockaddr;
 
-/* Splits url into host (brackets removed) and port (0..65535). Returns 0, or -1 when it is not of that form. */
+/* Splits url into host (brackets removed) and port (0..65535). Returns 0, or MMC_ERROR when it is not of that form. */
 int tcp_url_parse(const char *url, char *host, size_t hostlen, uint16_t *port);
 
 /* Whether sa is a loopback address (127.0.0.0/8, ::1, or 127.x mapped into IPv6): one only this host reaches. */

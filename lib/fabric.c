@@ -291,13 +291,13 @@ static int clear_stale_shm(struct fabric *f)
 	size_t len = sizeof(name) - 1;
 
 	if (strcmp(f->provider, "shm") != 0 || fi_getname(&f->ep->fid, name, &len))
-		return -1;
+		return MMC_ERROR;
 	name[len < sizeof(name) ? len : sizeof(name) - 1] = '\0';
 	if (strncmp(n, "fi_shm://", 9) == 0)
 		n += 9;
 	snprintf(own, sizeof(own), "%d:", (int)getpid());
 	if (strncmp(n, own, strlen(own)) != 0 || shm_unlink(n))
-		return -1;
+		return MMC_ERROR;
 	lg_warn("libfabric shm: removed the stale region \"%s\" left by a killed process with our pid", n);
 	return 0;
 }

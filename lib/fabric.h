@@ -121,7 +121,6 @@ void fab_batch_wait(struct fab_batch *b);
  */
 void fab_batch_deadline(struct fab_batch *b, uint64_t deadline_ms);
 
-
 /* Frees the ring, unless a stalled op may still be written by the provider. */
 void fab_batch_fini(struct fab_batch *b);
 

@@ -14,6 +14,7 @@
 #include "log.h"
 #include "log_level.h"
 #include "meta_leader.h"
+#include "mmc/mmc.h"
 #include "secret_file.h"
 #include "wire_limits.h"
 
@@ -370,7 +371,7 @@ static int host_path_env(struct client_conf *o, char *err, size_t errlen)
 		return 0;
 	}
 	snprintf(err, errlen, "bad value \"%s\" for $MMC_HOST_PATH (on, off, 1, 0, true or false)", v);
-	return -1;
+	return MMC_ERROR;
 }
 
 static int bounded(const char *s, size_t cap)

@@ -6,6 +6,7 @@
 
 #include "clock.h"
 #include "log.h"
+#include "mmc/mmc.h"
 
 static pthread_key_t tls_key;
 static pthread_once_t tls_once = PTHREAD_ONCE_INIT;
@@ -91,7 +92,7 @@ static int write_full(int fd, struct meta_tls *t, const void *buf, size_t len, i
 			p += n;
 			len -= (size_t)n;
 		} else if (n < 0 && errno != EINTR) {
-			return -1;
+			return MMC_ERROR;
 		}
 	}
 	return 0;

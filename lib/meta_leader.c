@@ -16,7 +16,7 @@ static int parse_one(const char *url, size_t len, char *host, size_t hostlen, ui
 	char one[512];
 
 	if (len >= sizeof(one))
-		return -1;
+		return MMC_ERROR;
 	memcpy(one, url, len);
 	one[len] = '\0';
 	return tcp_url_parse(one, host, hostlen, port) || *port == 0 ? -1 : 0;

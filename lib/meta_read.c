@@ -9,6 +9,7 @@
 
 #include "clock.h"
 #include "log.h"
+#include "mmc/mmc.h"
 
 #define READ_CHUNK 65536u
 
@@ -60,7 +61,7 @@ static int rd_reserve(struct wbuf *b, size_t n)
 		return 0;
 	n = n < 2 * b->cap ? 2 * b->cap : n;
 	if (!(d = realloc(b->data, n)))
-		return -1;
+		return MMC_ERROR;
 	b->data = d;
 	b->cap = n;
 	return 0;
@@ -102,12 +103,12 @@ static int read_frames(struct meta_conn *mc, int fd, struct meta_tls *tls)
 	ssize_t n;
 
 	if (rd_reserve(b, b->len + READ_CHUNK))
-		return -1;
+		return MMC_ERROR;
 	n = tls ? meta_tls_read(tls, b->data + b->len, b->cap - b->len) : read(fd, b->data + b->len, b->cap - b->len);
 	if (n < 0 && errno == EINTR)
 		return 0;
 	if (n <= 0)
-		return -1;
+		return MMC_ERROR;
 	b->len += (size_t)n;
 	return rd_dispatch(mc);
 }

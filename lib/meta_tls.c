@@ -139,10 +139,10 @@ static int wait_for(struct meta_tls *t, int err, int ms)
 	struct pollfd p = {.fd = t->fd, .events = err == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT};
 
 	if (err != SSL_ERROR_WANT_READ && err != SSL_ERROR_WANT_WRITE)
-		return -1;
+		return MMC_ERROR;
 	if (poll(&p, 1, ms) < 0 && errno != EINTR)
-		return -1;
-	return p.revents & POLLNVAL ? -1 : 0;
+		return MMC_ERROR;
+	return p.revents & POLLNVAL ? MMC_ERROR : 0;
 }
 
 /* Names the server must have: the URL's address, or its host name (also sent as SNI). */
@@ -152,8 +152,8 @@ static int expect_peer(SSL *ssl, const char *host)
 	bool literal = inet_pton(AF_INET, host, ip) == 1 || inet_pton(AF_INET6, host, ip) == 1;
 
 	if (literal)
-		return X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), host) == 1 ? 0 : -1;
-	return SSL_set1_host(ssl, host) == 1 && SSL_set_tlsext_host_name(ssl, host) == 1 ? 0 : -1;
+		return X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), host) == 1 ? 0 : MMC_ERROR;
+	return SSL_set1_host(ssl, host) == 1 && SSL_set_tlsext_host_name(ssl, host) == 1 ? 0 : MMC_ERROR;
 }
 
 /* The alerts by which a server turns a client's certificate down, or asks for one that was not sent. */
@@ -292,7 +292,7 @@ int meta_tls_write(struct meta_tls *t, const void *buf, size_t len)
 			p += n;
 			len -= (size_t)n;
 		} else if (wait_for(t, err, err == SSL_ERROR_WANT_WRITE ? -1 : CROSS_WAIT_MS)) {
-			return -1;
+			return MMC_ERROR;
 		}
 	}
 	return 0;

@@ -32,7 +32,7 @@ ssize_t meta_tls_read(struct meta_tls *t, void *buf, size_t len);
  * there, with OpenSSL's text). Call once the reading thread is done with t.
  */
 bool meta_tls_refused(const struct meta_tls *t);
-/* Writes all len bytes. Returns 0 or -1. */
+/* Writes all len bytes. Returns 0 or MMC_ERROR. */
 int meta_tls_write(struct meta_tls *t, const void *buf, size_t len);
 /* Frees the session (the socket stays the caller's). NULL is ignored. */
 void meta_tls_free(struct meta_tls *t);

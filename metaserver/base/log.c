@@ -11,6 +11,7 @@
 
 #include "log_level.h"
 #include "logfmt.h"
+#include "mmc/mmc.h"
 
 static enum log_level current = LOG_INFO;
 
@@ -53,7 +54,7 @@ static int open_named(const char *path, char *err, size_t errlen)
 {
 	if (strlen(path) >= sizeof(log_path)) {
 		snprintf(err, errlen, "log file name too long");
-		return -1;
+		return MMC_ERROR;
 	}
 	return open_file(path, err, errlen);
 }
@@ -65,7 +66,7 @@ int log_check(const char *path, char *err, size_t errlen)
 	int fd = open_named(path, err, errlen);
 
 	if (fd < 0)
-		return -1;
+		return MMC_ERROR;
 	close(fd);
 	if (!existed) /* a check leaves nothing behind */
 		unlink(path);
@@ -77,7 +78,7 @@ int log_open(const char *path, char *err, size_t errlen)
 	int fd = open_named(path, err, errlen);
 
 	if (fd < 0)
-		return -1;
+		return MMC_ERROR;
 	if (log_fd == STDERR_FILENO) {
 		log_fd = fd;
 	} else {
@@ -96,7 +97,7 @@ int log_reopen(char *err, size_t errlen)
 		return 0;
 	fd = open_file(log_path, err, errlen);
 	if (fd < 0)
-		return -1;
+		return MMC_ERROR;
 	dup2(fd, log_fd);
 	close(fd);
 	return 0;

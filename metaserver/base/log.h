@@ -14,12 +14,12 @@
 enum log_level { LOG_DEBUG = 0, LOG_INFO = 1, LOG_WARN = 2, LOG_ERROR = 3 };
 
 void log_set_level(enum log_level level);
-/* Sends the log to path (appending, created 0640) instead of stderr. 0, or -1 with a message in err. */
+/* Sends the log to path (appending, created 0640) instead of stderr. 0, or MMC_ERROR with a message in err. */
 int log_open(const char *path, char *err, size_t errlen);
 /* What log_open would say of path, without logging there (--check-config): a file it had to create is removed again.
- * 0, or -1 with log_open's message in err. */
+ * 0, or MMC_ERROR with log_open's message in err. */
 int log_check(const char *path, char *err, size_t errlen);
-/* Opens the log file again under its name (after logrotate moved it); no-op on stderr. 0, or -1 with err. */
+/* Opens the log file again under its name (after logrotate moved it); no-op on stderr. 0, or MMC_ERROR with err. */
 int log_reopen(char *err, size_t errlen);
 /* Whether lines go to a file rather than stderr. */
 bool log_to_file(void);

@@ -252,7 +252,7 @@ static int parse_uri(struct lock_redis *r, const char *uri)
 	snprintf(r->host, sizeof(r->host), "%.*s", (int)(colon - hostport), hostport);
 	r->port = atoi(colon + 1);
 	r->db = slash && slash[1] ? atoi(slash + 1) : 0;
-	return r->port > 0 && r->port < 65536 && r->db >= 0 ? 0 : -1;
+	return r->port > 0 && r->port < 65536 && r->db >= 0 ? 0 : MMC_ERROR;
 }
 
 /* A password file's password; with one, a lone token in the URI is the user, and a password in it is refused. */

@@ -76,7 +76,7 @@ static int check_exposure(struct kvcm *k, const char *key, const char *bind, boo
 		    "kvcm.service.admin_user and kvcm.service.admin_password_file (or add a ROLE_ADMIN account while "
 		    "bound to 127.0.0.1), or kvcm.service.allow_insecure_bind=true to serve without authentication",
 		    key, bind);
-		return -1;
+		return MMC_ERROR;
 	}
 	log_warn("op=kvcm_start warning=\"kvcm.service.allow_insecure_bind: %s serves without authentication\"", bind);
 	return 0;
@@ -109,7 +109,7 @@ static int start_parts(struct kvcm *k, struct meta_err *e)
 		return meta_err_fail(e, EXIT_CONFIG, NULL);
 	/* a standby (k->ha) took the configured admin before it listened: its stored accounts load only now */
 	if (check_access(k, !k->ha, e))
-		return -1;
+		return MMC_ERROR;
 	if (persist_flush(k->persist))
 		return meta_err_set(e, EXIT_INTERNAL, NULL, "cannot open the KVCM databases");
 	return 0;
@@ -138,7 +138,7 @@ static int start_http(struct kvcm *k, struct meta_err *e)
 	    http_server_start(&k->admin, k, k->conf.bind, (uint16_t)k->conf.admin_http_port, admin_routes, true,
 	                      &k->admin_port, e) ||
 	    grpc_servers_start(k, e) || start_debug_http(k, e))
-		return -1;
+		return MMC_ERROR;
 	http_server_listen_loopback(k->admin, k->conf.bind, k->admin_port); /* best effort: it warns */
 	http_server_text_routes(k->admin, admin_text_routes);
 	return 0;

@@ -48,7 +48,7 @@ int kvcm_promote(struct kvcm *k, struct persist *p, struct meta_err *e);
  * --check-config: what kvcm_start and kvcm_listen check before they bind (ha: as a standby does), with the same
  * messages: the configured admin and its password file, the binds' exposure, the TLS files. Stored accounts are not
  * read, so a bind that relies on an admin account stored in the data dir fails here and not at the start (a standby
- * refuses it too). Returns 0, or -1 with *e filled.
+ * refuses it too). Returns 0, or MMC_ERROR with *e filled.
  */
 int kvcm_check(bool ha, struct meta_err *e);
 /* This node's id (kvcm.leader_elector.node_id, or host:admin_port_random) and its bound HTTP ports. */

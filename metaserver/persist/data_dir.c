@@ -1,5 +1,7 @@
 #include "data_dir.h"
 
+#include "mmc/mmc.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -20,7 +22,7 @@ static int make_one(const char *dir, char *err, size_t errlen)
 	if (errno == EEXIST)
 		errno = ENOTDIR;
 	snprintf(err, errlen, "cannot create data dir \"%s\": %s", dir, strerror(errno));
-	return -1;
+	return MMC_ERROR;
 }
 
 int data_dir_prepare(const char *path, char *err, size_t errlen)
@@ -30,7 +32,7 @@ int data_dir_prepare(const char *path, char *err, size_t errlen)
 
 	if (n == 0 || n >= sizeof(dir)) {
 		snprintf(err, errlen, "bad data dir name");
-		return -1;
+		return MMC_ERROR;
 	}
 	memcpy(dir, path, n + 1);
 	while (n > 1 && dir[n - 1] == '/')
@@ -40,14 +42,14 @@ int data_dir_prepare(const char *path, char *err, size_t errlen)
 			continue;
 		*s = '\0';
 		if (make_one(dir, err, errlen))
-			return -1;
+			return MMC_ERROR;
 		*s = '/';
 	}
 	if (make_one(dir, err, errlen))
-		return -1;
+		return MMC_ERROR;
 	if (access(dir, W_OK | X_OK)) {
 		snprintf(err, errlen, "data dir \"%s\" is not writable: %s", dir, strerror(errno));
-		return -1;
+		return MMC_ERROR;
 	}
 	return 0;
 }

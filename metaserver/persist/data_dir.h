@@ -10,7 +10,7 @@
 #include <stddef.h>
 
 /* Creates path and every missing parent (0700 each; existing ones are left as they are), then checks that path is
- * a directory this process can write. 0, or -1 with a message naming the component that failed in err. */
+ * a directory this process can write. 0, or MMC_ERROR with a message naming the component that failed in err. */
 int data_dir_prepare(const char *path, char *err, size_t errlen);
 
 /* Whether another process holds the lock of the data dir at path right now. */

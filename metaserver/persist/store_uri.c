@@ -13,12 +13,12 @@ static int parse_number(const char *s, size_t n, int lo, int hi, int *out)
 	long v;
 
 	if (n == 0 || n >= sizeof(buf))
-		return -1;
+		return MMC_ERROR;
 	memcpy(buf, s, n);
 	buf[n] = '\0';
 	v = strtol(buf, &end, 10);
 	if (*end || v < lo || v > hi)
-		return -1;
+		return MMC_ERROR;
 	*out = (int)v;
 	return 0;
 }
@@ -30,7 +30,7 @@ static int parse_userinfo(const char *s, size_t n, struct redis_uri *u)
 	size_t ulen = colon ? (size_t)(colon - s) : 0, plen = colon ? n - ulen - 1 : n;
 
 	if (ulen >= sizeof(u->user) || plen >= sizeof(u->password) || (!colon && plen >= sizeof(u->user)))
-		return -1;
+		return MMC_ERROR;
 	u->lone_token = !colon;
 	memcpy(u->user, s, ulen);
 	u->user[ulen] = '\0';

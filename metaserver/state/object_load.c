@@ -70,7 +70,7 @@ static int rec_parse(const void *val, size_t vlen, struct rec *r)
 	if (r->h.version >= REC_VERSION)
 		memcpy(&r->stamp, p + sizeof(r->h) + sizeof(r->ck), sizeof(r->stamp));
 	memcpy(r->b, p + head, r->h.nblobs * sizeof(r->b[0]));
-	return r->ck.type > MMC_WIRE_CHECKSUM_CRC32C ? -1 : 0;
+	return r->ck.type > MMC_WIRE_CHECKSUM_CRC32C ? MMC_ERROR : 0;
 }
 
 static void gone(struct load *l, const void *key, size_t klen)

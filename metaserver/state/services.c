@@ -420,13 +420,13 @@ static int load_service(struct meta *m, const void *key, size_t klen, const void
 
 	/* stored values carry no alignment guarantee: copy before reading fields */
 	if (klen != 4 || vlen != sizeof(rec))
-		return -1;
+		return MMC_ERROR;
 	memcpy(&rec, val, sizeof(rec));
 	if (r->version != REC_VERSION || r->nsegs == 0 || r->nsegs > MMC_WIRE_SEGMENTS)
-		return -1;
+		return MMC_ERROR;
 	rank = (uint32_t)kb[0] << 24 | (uint32_t)kb[1] << 16 | (uint32_t)kb[2] << 8 | kb[3];
 	if (rank >= MMC_RANKS_MAX || m->ranks[rank] || !(svc = service_new()))
-		return -1;
+		return MMC_ERROR;
 	svc->rank = rank;
 	svc->incarnation = r->incarnation;
 	svc->nsegs = r->nsegs;
@@ -435,7 +435,7 @@ static int load_service(struct meta *m, const void *key, size_t klen, const void
 		svc->segs[i].size = r->segs[i].size;
 		if (!(svc->segs[i].alloc = segment_allocator(m, r->segs[i].size))) {
 			service_free(svc);
-			return -1;
+			return MMC_ERROR;
 		}
 	}
 	memcpy(svc->host, r->host, sizeof(svc->host));

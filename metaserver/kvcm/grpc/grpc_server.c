@@ -335,7 +335,7 @@ static int session_new(struct h2_conn *c)
 	int rc;
 
 	if (nghttp2_session_callbacks_new(&cb))
-		return -1;
+		return MMC_ERROR;
 	nghttp2_session_callbacks_set_send_callback(cb, send_cb);
 	nghttp2_session_callbacks_set_on_begin_headers_callback(cb, begin_headers_cb);
 	nghttp2_session_callbacks_set_on_header_callback(cb, header_cb);
@@ -347,10 +347,10 @@ static int session_new(struct h2_conn *c)
 	rc = nghttp2_session_server_new(&c->ng, cb, c);
 	nghttp2_session_callbacks_del(cb);
 	if (rc)
-		return -1;
+		return MMC_ERROR;
 	if (nghttp2_submit_settings(c->ng, NGHTTP2_FLAG_NONE, iv, sizeof(iv) / sizeof(iv[0])) ||
 	    nghttp2_session_set_local_window_size(c->ng, NGHTTP2_FLAG_NONE, 0, 16 * WINDOW_BYTES))
-		return -1;
+		return MMC_ERROR;
 	return 0;
 }
 
@@ -410,12 +410,12 @@ static int listen_on(struct grpc_server *s, const char *bind, uint16_t port, uin
 
 	snprintf(service, sizeof(service), "%u", port);
 	if (evutil_getaddrinfo(bind, service, &hints, &ai) || !ai)
-		return -1;
+		return MMC_ERROR;
 	s->lev = evconnlistener_new_bind(s->k->base, accept_cb, s, LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE, 128,
 	                                 ai->ai_addr, (int)ai->ai_addrlen);
 	evutil_freeaddrinfo(ai);
 	if (!s->lev)
-		return -1;
+		return MMC_ERROR;
 	if (getsockname(evconnlistener_get_fd(s->lev), (struct sockaddr *)&ss, &sl) == 0)
 		*bound = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
 		                                        : ((struct sockaddr_in *)&ss)->sin_port);

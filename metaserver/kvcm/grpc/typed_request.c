@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "kvcm_state.h"
+#include "mmc/mmc.h"
 
 typedef KvCacheManager__Proto__Meta__BlockMask pb_mask;
 typedef KvCacheManager__Proto__Meta__EventItem pb_event;
@@ -221,11 +222,11 @@ int er_events_from_pb(struct er_events *e, const pb_report_request *m)
 
 	e->ev = calloc(n + 1, sizeof(*e->ev));
 	if (!e->ev)
-		return -1;
+		return MMC_ERROR;
 	e->cap = n + 1;
 	for (e->n = 0; e->n < n; e->n++)
 		if (!item_pb(e, m->events[e->n], &e->ev[e->n]))
-			return -1;
+			return MMC_ERROR;
 	return 0;
 }
 

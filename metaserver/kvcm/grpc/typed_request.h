@@ -23,7 +23,7 @@ void location_query_pb(struct call *c, const pb_location_request *m, struct loca
 void write_request_pb(struct call *c, const pb_write_request *m, struct write_request *in);
 void finish_request_pb(struct call *c, const pb_finish_request *m, struct finish_request *in);
 void report_request_pb(struct call *c, const pb_report_request *m, struct report_request *in);
-/* The events of m into e, as er_events_from_json reads their JSON; -1 when out of memory. */
+/* The events of m into e, as er_events_from_json reads their JSON; MMC_ERROR when out of memory. */
 int er_events_from_pb(struct er_events *e, const pb_report_request *m);
 
 #endif

@@ -597,7 +597,7 @@ int http_server_listen_loopback(struct http_server *s, const char *bind, uint16_
 		log_warn("op=kvcm_start warning=loopback_listener addr=%s port=%u err=\"%s\" note=\"local agents must "
 		         "reach the admin port at %s, with credentials\"",
 		         lo, port, strerror(errno), bind);
-		return -1;
+		return MMC_ERROR;
 	}
 	conn_pool_listen(&s->pool, evhttp_bound_socket_get_listener(bs));
 	log_info("op=kvcm_start loopback_listener=%s port=%u note=\"GET /metrics and /api/healthy for local agents\"",

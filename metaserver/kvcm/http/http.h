@@ -109,7 +109,7 @@ int http_server_start(struct http_server **out, struct kvcm *k, const char *bind
                       const struct route *routes, bool admin, uint16_t *bound, struct meta_err *e);
 /* When bind is one address other hosts reach (not loopback, not every interface), also listens on the loopback
  * address of its family at port, so that GET /metrics and /api/healthy stay open to loopback peers whatever the bind
- * (the admin port). 0, or -1 with a warning logged when that port is taken on loopback. */
+ * (the admin port). 0, or MMC_ERROR with a warning logged when that port is taken on loopback. */
 int http_server_listen_loopback(struct http_server *s, const char *bind, uint16_t port);
 void http_server_stop(struct http_server *s);
 /*

@@ -4,6 +4,7 @@
 #include <stdio.h>
 
 #include "kvcm_conf.h"
+#include "mmc/mmc.h"
 
 static int fail(SSL_CTX *ctx, const char *what, const char *path, char *err, size_t errlen)
 {
@@ -12,7 +13,7 @@ static int fail(SSL_CTX *ctx, const char *what, const char *path, char *err, siz
 	ERR_error_string_n(ERR_get_error(), why, sizeof(why));
 	snprintf(err, errlen, "%s \"%s\": %s", what, path, why);
 	SSL_CTX_free(ctx);
-	return -1;
+	return MMC_ERROR;
 }
 
 int http_tls_ctx(const struct kvcm_conf *c, SSL_CTX **out, char *err, size_t errlen)
@@ -24,12 +25,12 @@ int http_tls_ctx(const struct kvcm_conf *c, SSL_CTX **out, char *err, size_t err
 		return 0;
 	if (!c->tls_cert[0] || !c->tls_key[0]) {
 		snprintf(err, errlen, "kvcm.service.tls.cert_file and kvcm.service.tls.key_file go together");
-		return -1;
+		return MMC_ERROR;
 	}
 	ctx = SSL_CTX_new(TLS_server_method());
 	if (!ctx) {
 		snprintf(err, errlen, "cannot create a TLS context");
-		return -1;
+		return MMC_ERROR;
 	}
 	SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
 	if (SSL_CTX_use_certificate_chain_file(ctx, c->tls_cert) != 1)

@@ -12,7 +12,7 @@
 
 struct kvcm_conf;
 
-/* *out = the server context, or NULL when TLS is off. 0, or -1 with a message naming the key in err. */
+/* *out = the server context, or NULL when TLS is off. 0, or MMC_ERROR with a message naming the key in err. */
 int http_tls_ctx(const struct kvcm_conf *c, SSL_CTX **out, char *err, size_t errlen);
 
 #endif

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "json_in.h"
+#include "mmc/mmc.h"
 #include "model.h"
 #include "reporter.h"
 #include "wire_enums.h"
@@ -239,10 +240,10 @@ int er_events_from_json(struct er_events *e, json_t *events)
 
 	e->ev = calloc(n + 1, sizeof(*e->ev));
 	if (!e->ev)
-		return -1;
+		return MMC_ERROR;
 	e->cap = n + 1;
 	for (e->n = 0; e->n < n; e->n++)
 		if (!json_item(e, json_array_get(events, e->n), &e->ev[e->n]))
-			return -1;
+			return MMC_ERROR;
 	return 0;
 }

@@ -52,7 +52,7 @@ struct er_events {
 void er_events_init(struct er_events *e);
 void er_events_free(struct er_events *e);
 
-/* Reads a jansson events array into e (strings borrowed from it); -1 when out of memory. */
+/* Reads a jansson events array into e (strings borrowed from it); MMC_ERROR when out of memory. */
 int er_events_from_json(struct er_events *e, json_t *events);
 
 /*

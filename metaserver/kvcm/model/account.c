@@ -13,6 +13,7 @@
 #include "kvcm_state.h"
 #include "kvcm_store.h"
 #include "log.h"
+#include "mmc/mmc.h"
 #include "wire_enums.h"
 
 /* PBKDF2 makes a guess cost this many HMACs; a verified password is remembered (keyed hash) so that a client's
@@ -353,7 +354,7 @@ int account_load(struct kvcm *k, const char *user, json_t *rec)
 
 	if (!json_is_integer(role) || !json_is_string(hash) || !get(k) ||
 	    !parse_hash(json_string_value(hash), &iter, salt, dk) || find(k->accounts, user))
-		return -1;
+		return MMC_ERROR;
 	/* not check_new(): loading in name order may meet a ROLE_USER before its admin */
 	return insert(k->accounts, user, json_string_value(hash), (int)json_integer_value(role)) ? 0 : -1;
 }
@@ -368,14 +369,14 @@ static int read_password(const char *path, char *out, size_t outlen, char *err, 
 		snprintf(err, errlen, "kvcm.service.admin_password_file: cannot read \"%s\"", path);
 		if (f)
 			fclose(f);
-		return -1;
+		return MMC_ERROR;
 	}
 	fclose(f);
 	n = strcspn(out, "\r\n");
 	out[n] = '\0';
 	if (!n) {
 		snprintf(err, errlen, "kvcm.service.admin_password_file: \"%s\" starts with an empty line", path);
-		return -1;
+		return MMC_ERROR;
 	}
 	return 0;
 }
@@ -390,20 +391,20 @@ int accounts_bootstrap(struct kvcm *k, char *err, size_t errlen)
 		return 0;
 	if (!c->admin_user[0] || !c->admin_password_file[0]) {
 		snprintf(err, errlen, "kvcm.service.admin_user and kvcm.service.admin_password_file go together");
-		return -1;
+		return MMC_ERROR;
 	}
 	if (read_password(c->admin_password_file, password, sizeof(password), err, errlen))
-		return -1;
+		return MMC_ERROR;
 	if (find(k->accounts, c->admin_user)) {
 		snprintf(err, errlen, "kvcm.service.admin_user \"%s\" is also a stored account: delete one",
 		         c->admin_user);
-		return -1;
+		return MMC_ERROR;
 	}
 	if (!get(k) || !make_hash(password, hash, sizeof(hash)) ||
 	    account_add_hashed(k, c->admin_user, hash, ROLE_ADMIN, false, msg, sizeof(msg)) != KC_OK) {
 		OPENSSL_cleanse(password, sizeof(password));
 		snprintf(err, errlen, "kvcm.service.admin_user: %s", msg);
-		return -1;
+		return MMC_ERROR;
 	}
 	OPENSSL_cleanse(password, sizeof(password));
 	acc = find(k->accounts, c->admin_user);

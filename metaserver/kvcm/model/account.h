@@ -47,9 +47,9 @@ bool accounts_enforced(const struct kvcm *k);
  * ROLE_USER alone leave the admin API open, so that the first account may be one). */
 bool accounts_admin_enforced(const struct kvcm *k);
 
-/* A persisted record (state_load): 0, or -1 when it is malformed. */
+/* A persisted record (state_load): 0, or MMC_ERROR when it is malformed. */
 int account_load(struct kvcm *k, const char *user, json_t *rec);
-/* Adds the bootstrap admin of kvcm.service.admin_user / admin_password_file. 0, or -1 with a message in err. */
+/* Adds the bootstrap admin of kvcm.service.admin_user / admin_password_file. 0, or MMC_ERROR with a message in err. */
 int accounts_bootstrap(struct kvcm *k, char *err, size_t errlen);
 void accounts_free(struct kvcm *k);
 

@@ -14,6 +14,7 @@
 #include "io_pool.h"
 #include "kvcm_state.h"
 #include "log.h"
+#include "mmc/mmc.h"
 #include "quota.h"
 #include "storage_uri.h"
 
@@ -199,12 +200,12 @@ int deleter_start(struct kvcm *k)
 	struct deleter *d = calloc(1, sizeof(*d));
 
 	if (!d)
-		return -1;
+		return MMC_ERROR;
 	d->k = k;
 	k->deleter = d;
 	d->timer = evtimer_new(k->base, timer_cb, d);
 	if (!d->timer || io_pool_start(&d->io, k->base, k->conf.io_threads))
-		return -1;
+		return MMC_ERROR;
 	return 0;
 }
 

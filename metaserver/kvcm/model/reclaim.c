@@ -6,6 +6,7 @@
 
 #include "kvcm_state.h"
 #include "log.h"
+#include "mmc/mmc.h"
 #include "reclaim_state.h"
 
 #define ROUNDS_PER_TURN 16     /* rounds that made progress before the timer yields the loop */
@@ -369,14 +370,14 @@ int reclaim_start(struct kvcm *k)
 	struct reclaimer *r = calloc(1, sizeof(*r));
 
 	if (!r)
-		return -1;
+		return MMC_ERROR;
 	r->k = k;
 	list_init(&r->requests);
 	list_init(&r->accts);
 	k->reclaimer = r;
 	r->timer = evtimer_new(k->base, tick, r);
 	if (!r->timer)
-		return -1;
+		return MMC_ERROR;
 	arm(r, k->conf.reclaim.idle_interval_ms);
 	return 0;
 }

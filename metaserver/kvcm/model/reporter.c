@@ -13,6 +13,7 @@
 #include "json_in.h"
 #include "kvcm_state.h"
 #include "log.h"
+#include "mmc/mmc.h"
 #include "quota.h"
 #include "wire_enums.h"
 
@@ -94,7 +95,7 @@ int er_key(char *out, size_t cap, int type, const char *medium, const char *host
 {
 	int n = snprintf(out, cap, "kvs#%s#%s#%s", storage_type_kind(type), medium, host);
 
-	return n > 0 && (size_t)n < cap ? 0 : -1;
+	return n > 0 && (size_t)n < cap ? 0 : MMC_ERROR;
 }
 
 /* The '#' before the host in l's key (kvs#<type>#<medium>#<host>), *m the medium; NULL when the key is malformed. */
@@ -265,7 +266,7 @@ int reporter_cleanup(struct kvcm *k, struct reporter *r, const char *keep)
 	struct cleanup *c = calloc(1, sizeof(*c));
 
 	if (!c)
-		return -1;
+		return MMC_ERROR;
 	c->type = r->type;
 	snprintf(c->host, sizeof(c->host), "%s", r->host);
 	snprintf(c->keep, sizeof(c->keep), "%s", keep);
@@ -317,7 +318,7 @@ int reporters_start(struct kvcm *k)
 	if (!k->reporters)
 		return -1;
 	k->reporters->tick = event_new(k->base, -1, EV_PERSIST, tick, k);
-	return k->reporters->tick && event_add(k->reporters->tick, &tv) == 0 ? 0 : -1;
+	return k->reporters->tick && event_add(k->reporters->tick, &tv) == 0 ? 0 : MMC_ERROR;
 }
 
 static void reporter_free(struct kvcm *k, struct reporter *r)

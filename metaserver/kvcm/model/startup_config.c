@@ -8,6 +8,7 @@
 #include "kvcm_state.h"
 #include "kvcm_store.h"
 #include "log.h"
+#include "mmc/mmc.h"
 #include "storage.h"
 
 static const char default_group[] =
@@ -77,13 +78,13 @@ static int add_storage(struct kvcm *k, json_t *e, char *err, size_t errlen)
 	if (!cfg) {
 		if (d.bad)
 			snprintf(err, errlen, "startup config: bad storage (%s)", d.why);
-		return -1;
+		return MMC_ERROR;
 	}
 	code = storage_add(k, cfg, !json_is_false(avail), true, msg, sizeof(msg));
 	if (code != KC_OK) {
 		json_decref(cfg);
 		snprintf(err, errlen, "startup config: %s", msg);
-		return -1;
+		return MMC_ERROR;
 	}
 	return 0;
 }
@@ -119,13 +120,13 @@ static int add_group(struct kvcm *k, json_t *e, char *err, size_t errlen)
 	json_decref(copy);
 	if (!cfg) {
 		snprintf(err, errlen, "startup config: bad instance group (%s)", d.why);
-		return -1;
+		return MMC_ERROR;
 	}
 	code = group_add(k, cfg, true, true, msg, sizeof(msg));
 	if (code != KC_OK) {
 		json_decref(cfg);
 		snprintf(err, errlen, "startup config: %s", msg);
-		return -1;
+		return MMC_ERROR;
 	}
 	return 0;
 }
@@ -158,7 +159,7 @@ int startup_config_apply(struct kvcm *k, char *err, size_t errlen)
 			snprintf(err, errlen, "kvcm.startup_config \"%s\": %s (line %d)", k->conf.startup_config,
 			         root ? "not a JSON object" : je.text, je.line);
 			json_decref(root);
-			return -1;
+			return MMC_ERROR;
 		}
 	} else {
 		root = builtin(k);

@@ -13,6 +13,7 @@
 #include "kvcm_state.h"
 #include "kvcm_store.h"
 #include "log.h"
+#include "mmc/mmc.h"
 #include "quota.h"
 #include "storage.h"
 #include "storage_uri.h"
@@ -36,13 +37,13 @@ static int load_json(void *arg, enum store_table t, const char *name, json_t *v)
 		if (group_add(k, json_incref(v), false, false, msg, sizeof(msg)) == KC_OK)
 			return 0;
 		json_decref(v);
-		return -1;
+		return MMC_ERROR;
 	case STORE_INSTANCES:
 		return instance_load(k, v, msg, sizeof(msg)) ? 0 : -1;
 	case STORE_ACCOUNTS:
 		return account_load(k, name, v);
 	default:
-		return -1;
+		return MMC_ERROR;
 	}
 }
 
@@ -132,7 +133,7 @@ int state_load(struct kvcm *k)
 	uint64_t swept = 0, blocks = 0;
 
 	if (store_read(&k->store, &reader, &ld))
-		return -1;
+		return MMC_ERROR;
 	chain_foreach(&k->instances, l)
 	{
 		struct instance *inst = chain_entry(l, struct instance, hlink);

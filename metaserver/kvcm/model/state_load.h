@@ -8,7 +8,7 @@
 
 struct kvcm;
 
-/* Loads everything from k->store (opened). Returns 0 or -1. */
+/* Loads everything from k->store (opened). Returns 0 or MMC_ERROR. */
 int state_load(struct kvcm *k);
 
 #endif

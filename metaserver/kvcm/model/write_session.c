@@ -12,6 +12,7 @@
 #include "instance.h"
 #include "kvcm_state.h"
 #include "log.h"
+#include "mmc/mmc.h"
 
 struct sessions {
 	struct chain_table ids;   /* id -> session */
@@ -141,7 +142,7 @@ int sessions_start(struct kvcm *k)
 		return -1;
 	k->sessions = s;
 	s->sweep = event_new(k->base, -1, EV_PERSIST, sweep_cb, k);
-	return s->sweep && event_add(s->sweep, &tv) == 0 ? 0 : -1;
+	return s->sweep && event_add(s->sweep, &tv) == 0 ? 0 : MMC_ERROR;
 }
 
 void sessions_stop(struct kvcm *k)

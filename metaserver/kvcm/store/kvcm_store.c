@@ -15,10 +15,10 @@ int store_open(struct kvcm_store *st, struct persist *p)
 {
 	st->persist = p;
 	if (persist_table(p, "kvcm_meta", &st->meta) || persist_table(p, "kvcm_blocks", &st->blocks))
-		return -1;
+		return MMC_ERROR;
 	for (int t = 0; t < STORE_NTABLES; t++)
 		if (persist_table(p, table_names[t], &st->tables[t]))
-			return -1;
+			return MMC_ERROR;
 	return 0;
 }
 
@@ -137,7 +137,7 @@ int store_read(struct kvcm_store *st, const struct store_reader *r, void *arg)
 	for (int t = 0; t < STORE_NTABLES; t++) {
 		sc.t = (enum store_table)t;
 		if (persist_scan(st->persist, st->tables[t], read_json, &sc))
-			return -1;
+			return MMC_ERROR;
 	}
 	return persist_scan(st->persist, st->blocks, read_block, &sc) ? -1 : 0;
 }

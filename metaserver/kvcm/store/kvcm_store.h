@@ -24,7 +24,7 @@ struct kvcm_store {
 	uint64_t writes; /* bumped by every write: replies to requests that wrote wait for the commit */
 };
 
-/* Opens (creating) the tables in p. Returns 0 or -1. */
+/* Opens (creating) the tables in p. Returns 0 or MMC_ERROR. */
 int store_open(struct kvcm_store *st, struct persist *p);
 /* True once a startup config has been applied to this data dir (it is then never applied again). */
 bool store_initialized(struct kvcm_store *st);
@@ -47,7 +47,7 @@ struct store_reader {
 
 /*
  * Reads every record: the JSON tables in enum order, each by name, then the blocks by
- * instance uid and, within one, by key. A record that is not valid JSON is logged and skipped. Returns 0 or -1.
+ * instance uid and, within one, by key. A record that is not valid JSON is logged and skipped. Returns 0 or MMC_ERROR.
  */
 int store_read(struct kvcm_store *st, const struct store_reader *r, void *arg);
 
