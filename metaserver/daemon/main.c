@@ -44,31 +44,34 @@
 
 static void usage(FILE *f)
 {
-	fprintf(f,
-	        "usage: mmc-metaserver [--config FILE] [--env KEY=VALUE]... [--data-dir DIR] [--check-config]\n"
-	        "\n"
-	        "  -c, --config FILE      load `key = value` settings (default: $MMC_META_CONFIG_PATH, if set)\n"
-	        "  -e, --env KEY=VALUE    set one key, after the file (repeatable), e.g.\n"
-	        "                         --env ock.mmc.meta_service_url=tcp://[::1]:5000\n"
-	        "                         --env kvcm.service.http_port=6382\n"
-	        "  -d, --data-dir DIR     LMDB directory (ock.mmc.meta.data_dir, default ./mmc-data)\n"
-	        "  -C, --check-config     make every check a start makes short of binding a port or opening the\n"
-	        "                         metadata store (keys, values, the TLS, password and log files), then\n"
-	        "                         exit as that start would: 0 (valid), 2 or 6, with its message\n"
-	        "  -h, --help             this text\n"
-	        "  -V, --version          print the version\n"
-	        "\n"
-	        "With no options it listens on tcp://127.0.0.1:5000 (libmmc), 127.0.0.1:6382 (KVCM) and\n"
-	        "127.0.0.1:6492 (admin), and for gRPC on 127.0.0.1:6381 (KVCM) and 127.0.0.1:6491 (admin).\n"
-	        "A non-loopback RPC address needs ock.mmc.meta.auth_token_file (or TLS with client certificates)\n"
-	        "or ock.mmc.meta.allow_insecure_bind=true; another kvcm.service.bind or kvcm.service.rpc_bind\n"
-	        "needs credentials (kvcm.service.admin_user, kvcm.service.admin_password_file) or\n"
-	        "kvcm.service.allow_insecure_bind=true (docs/operations.md, Security).\n"
-	        "SIGTERM or SIGINT drains and exits 0. SIGHUP reloads the log level, the eviction thresholds and the\n"
-	        "lease TTL, all or nothing, and reopens the log file; SIGUSR1 reopens the log file.\n"
-	        "A failed start exits 1 (internal), 2 (configuration), 3 (data dir), 4 (listen address),\n"
-	        "5 (data dir in use) or 6 (log file), after one line saying why (docs/operations.md).\n"
-	        "Every key is documented in docs/configuration.md.\n");
+	fprintf(f, "usage: mmc-metaserver [--config FILE] [--env KEY=VALUE]... [--data-dir DIR] [--check-config]\n"
+	           "\n"
+	           "  -c, --config FILE      load `key = value` settings (default: $MMC_META_CONFIG_PATH, if set)\n"
+	           "  -e, --env KEY=VALUE    set one key, after the file (repeatable), e.g.\n"
+	           "                         --env ock.mmc.meta_service_url=tcp://[::1]:5000\n"
+	           "                         --env kvcm.service.http_port=6382\n"
+	           "  -d, --data-dir DIR     LMDB directory (ock.mmc.meta.data_dir, default ./mmc-data)\n"
+	           "  -C, --check-config     make every check a start makes short of binding a port or opening the\n"
+	           "                         metadata store (keys, values, the TLS, password and log files), then\n"
+	           "                         exit as that start would: 0 (valid), 2 or 6, with its message\n"
+	           "  -h, --help             this text\n"
+	           "  -V, --version          print the version\n"
+	           "\n"
+	           "With no options it listens on tcp://127.0.0.1:5000 (libmmc), 127.0.0.1:6382 (KVCM) and\n"
+	           "127.0.0.1:6492 (admin), and for gRPC on 127.0.0.1:6381 (KVCM) and 127.0.0.1:6491 (admin).\n"
+	           "A non-loopback RPC address needs ock.mmc.meta.auth_token_file (or TLS with client certificates)\n"
+	           "or ock.mmc.meta.allow_insecure_bind=true; another kvcm.service.bind or kvcm.service.rpc_bind\n"
+	           "needs credentials (kvcm.service.admin_user, kvcm.service.admin_password_file) or\n"
+	           "kvcm.service.allow_insecure_bind=true (docs/operations.md, Security).\n"
+	           "SIGTERM or SIGINT drains and exits 0.\n"
+	           "SIGHUP reloads the keys marked SIGHUP in the key list, all or nothing, and reopens the\n"
+	           "log file; SIGUSR1 reopens the log file.\n"
+	           "A failed start exits 1 (internal), 2 (configuration), 3 (data dir), 4 (listen address),\n"
+	           "5 (data dir in use) or 6 (log file), after one line saying why (docs/operations.md).\n"
+	           "Every key is documented in docs/configuration.md.\n"
+	           "\n"
+	           "Keys (name, what it takes, default; SIGHUP: a reload changes it, else the next start):\n");
+	meta_conf_print_keys(f);
 }
 
 static const struct option long_opts[] = {
@@ -124,7 +127,7 @@ static int parse_options(int argc, char **argv)
 }
 
 /* --env and --data-dir in order, after the file, so the command line wins (at start and at every reload). */
-static int apply_command_line(struct meta_conf *conf, bool reload, struct meta_err *e)
+static int apply_command_line(struct meta_settings *s, struct meta_err *e)
 {
 	int opt;
 
@@ -132,7 +135,6 @@ static int apply_command_line(struct meta_conf *conf, bool reload, struct meta_e
 	while ((opt = getopt_long(main_argc, main_argv, "c:e:d:hVC", long_opts, NULL)) != -1) {
 		const char *key = opt == 'd' ? "ock.mmc.meta.data_dir" : optarg, *value = optarg;
 		char kv[1024], *eq;
-		int rc;
 
 		if (opt != 'd' && opt != 'e')
 			continue;
@@ -145,29 +147,26 @@ static int apply_command_line(struct meta_conf *conf, bool reload, struct meta_e
 			key = kv;
 			value = eq + 1;
 		}
-		rc = reload ? meta_conf_set_reload(conf, key, value, e) : meta_conf_set(conf, key, value, e);
-		if (rc)
+		if (meta_conf_set(s, key, value, e))
 			return -1;
 	}
 	return 0;
 }
 
-/* The configuration as the defaults, the file and the command line make it; at a reload without kvcm.* keys.
+/* The configuration as the rows' defaults, the file and the command line make it, at start and at a reload alike.
  * A failure fills *e (its key names what a reload rejects). */
-static int read_conf(struct meta_conf *conf, bool reload, struct meta_err *e)
+static int read_conf(struct meta_settings *s, struct meta_err *e)
 {
-	int rc = 0;
-
 	meta_err_clear(e);
-	meta_conf_defaults(conf);
-	if (config_path && config_path[0])
-		rc = reload ? meta_conf_load_reload(conf, config_path, e) : meta_conf_load(conf, config_path, e);
-	if (rc || apply_command_line(conf, reload, e))
+	meta_settings_defaults(s);
+	if (config_path && config_path[0] && meta_conf_load(s, config_path, e))
+		return -1;
+	if (apply_command_line(s, e))
 		return -1;
 	/* the secret's file too, so a reload compares what the running server holds (and says when it changed) */
-	if (meta_conf_resolve_secrets(conf, e))
+	if (meta_conf_resolve_secrets(&s->conf, e))
 		return -1;
-	return meta_conf_check(conf, e) ? -1 : 0;
+	return meta_conf_check(&s->conf, e) ? -1 : 0;
 }
 
 /* The one line a failed start leaves (and on stderr too when the log goes to a file), then its exit code. */
@@ -245,10 +244,10 @@ static void stop_cb(evutil_socket_t sig, short what, void *arg)
 /* SIGHUP: the file and the command line again, applied whole or not at all. */
 static void hup_cb(evutil_socket_t sig, short what, void *arg)
 {
-	struct meta_conf fresh;
+	static struct meta_settings fresh; /* too large for the loop's stack */
 	struct meta_err e;
 
-	if (read_conf(&fresh, true, &e))
+	if (read_conf(&fresh, &e))
 		reload_rejected(&e);
 	else
 		reload_apply(arg, &fresh);
@@ -407,14 +406,17 @@ static void shutdown_all(struct meta *m)
 /* The configuration and the log: nothing opened yet but the log file. */
 static enum exit_code configure(int argc, char **argv, struct meta_conf *conf)
 {
+	static struct meta_settings s;
 	struct meta_err e;
 	char err[512];
 	enum log_level lvl;
 
 	if (parse_options(argc, argv))
 		return EXIT_CONFIG;
-	if (read_conf(conf, false, &e))
+	if (read_conf(&s, &e))
 		return start_failed_as(&e);
+	*conf = s.conf;
+	kvcm_conf_use(&s.kvcm);
 	if (leadership_check(err, sizeof(err)))
 		return start_failed(EXIT_CONFIG, "config", err);
 	if (check_only) /* the file is opened as the start would, and left as it was */

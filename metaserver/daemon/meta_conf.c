@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "conf_parse.h"
-#include "kvcm.h"
+#include "kvcm_conf.h"
 #include "log.h"
 #include "log_level.h"
 #include "meta_err.h"
@@ -51,18 +51,112 @@ static const struct conf_key keys[] = {
     {NULL, 0, 0, 0, 0, 0, NULL, NULL, 0},
 };
 
+/* The server's one table: the rows above, then the KV Cache Manager's, each moved to where its struct lies in
+ * struct meta_settings. Built once, at the first call (the configuration is read before any thread starts). */
+#define ALL_KEYS 192
+
+static struct conf_key all[ALL_KEYS];
+
+static size_t join(size_t at, const struct conf_key *part, size_t offset)
+{
+	for (; part->name; part++, at++) {
+		if (at + 1 >= ALL_KEYS)
+			abort(); /* ALL_KEYS too small: every test of the configuration fails here first */
+		all[at] = *part;
+		all[at].offset += offset;
+	}
+	return at;
+}
+
 const struct conf_key *meta_conf_keys(void)
 {
-	return keys;
+	if (!all[0].name)
+		join(join(0, keys, offsetof(struct meta_settings, conf)), kvcm_conf_keys(),
+		     offsetof(struct meta_settings, kvcm));
+	return all;
+}
+
+static void defaults(const struct conf_key *table, void *obj, size_t size)
+{
+	char err[256];
+
+	memset(obj, 0, size);
+	if (conf_defaults(table, obj, err, sizeof(err)))
+		abort(); /* a default the table cannot parse: tests/unit/test_conf.c fails first */
 }
 
 void meta_conf_defaults(struct meta_conf *c)
 {
-	char err[256];
+	defaults(keys, c, sizeof(*c));
+}
 
-	memset(c, 0, sizeof(*c));
-	if (conf_defaults(keys, c, err, sizeof(err)))
-		abort(); /* a default the table cannot parse: tests/unit/test_conf.c fails first */
+void meta_settings_defaults(struct meta_settings *s)
+{
+	defaults(meta_conf_keys(), s, sizeof(*s));
+}
+
+/* A size bound as a file would write it: whole units where it is one (1MB, 16TB), else bytes. */
+static void size_text(uint64_t v, char *out, size_t len)
+{
+	static const char units[] = "KMGT";
+	int u = -1;
+
+	while (u < 3 && v && v % 1024 == 0) {
+		v /= 1024;
+		u++;
+	}
+	if (u < 0)
+		snprintf(out, len, "%llu", (unsigned long long)v);
+	else
+		snprintf(out, len, "%llu%cB", (unsigned long long)v, units[u]);
+}
+
+/* What k takes, in a few words: its choices, or its kind and range (an upper bound that is the type's own is left
+ * open). */
+static void type_text(const struct conf_key *k, char *out, size_t len)
+{
+	char lo[32], hi[32] = "";
+	size_t n;
+
+	if (k->type == CONF_BOOL || (k->type == CONF_STR && !k->choices)) {
+		snprintf(out, len, "%s", k->type == CONF_BOOL ? "true|false" : "string");
+		return;
+	}
+	if (k->choices) {
+		n = 0;
+		for (const char *const *c = k->choices; *c && n < len; c++)
+			n += (size_t)snprintf(out + n, len - n, "%s%s", c == k->choices ? "" : "|", *c);
+		return;
+	}
+	if (k->type == CONF_SIZE) {
+		size_text(k->min, lo, sizeof(lo));
+		if (k->max != UINT64_MAX)
+			size_text(k->max, hi, sizeof(hi));
+	} else {
+		snprintf(lo, sizeof(lo), "%llu", (unsigned long long)k->min);
+		if (k->max != UINT64_MAX && !(k->type != CONF_U64 && k->max == UINT32_MAX))
+			snprintf(hi, sizeof(hi), "%llu", (unsigned long long)k->max);
+	}
+	snprintf(out, len, "%s %s..%s",
+	         k->type == CONF_SIZE ? "size"
+	         : k->type == CONF_MS ? "seconds"
+	                              : "number",
+	         lo, hi);
+}
+
+void meta_conf_print_keys(FILE *f)
+{
+	for (const struct conf_key *k = meta_conf_keys(); k->name; k++) {
+		char type[256];
+
+		type_text(k, type, sizeof(type));
+		fprintf(f, "  %s  %s  default %s%s\n", k->name, type,
+		        k->def && k->def[0]    ? k->def
+		        : k->type == CONF_STR  ? "empty"
+		        : k->type == CONF_BOOL ? "false"
+		                               : "0",
+		        k->flags & CONF_RELOADABLE ? "  SIGHUP" : "");
+	}
 }
 
 /* Keys of MemCache's mmc-meta.conf with no equivalent here: the value is checked, then one warning says what
@@ -104,7 +198,7 @@ static int conf_fail(struct meta_err *e, const char *key)
 	return MMC_INVALID_PARAM;
 }
 
-static int set_key(struct meta_conf *c, const char *key, const char *value, char *err, size_t errlen)
+static int set_key(struct meta_settings *s, const char *key, const char *value, char *err, size_t errlen)
 {
 	char cred[1024];
 	int rc;
@@ -119,15 +213,14 @@ static int set_key(struct meta_conf *c, const char *key, const char *value, char
 		key = "ock.mmc.meta.store_uri";
 		value = kvcm_registry_uri(value);
 	}
+	if (conf_find(meta_conf_keys(), key))
+		return conf_apply(meta_conf_keys(), s, key, value, err, errlen);
 	if (strncmp(key, "kvcm.", 5) == 0)
-		return kvcm_conf_set(key, value, err, errlen);
-	if (conf_find(keys, key))
-		return conf_apply(keys, c, key, value, err, errlen);
-	rc = memcache_key(key, value, err, errlen);
-	if (rc == 0)
+		rc = kvcm_conf_compat(key, value, err, errlen);
+	else if (!(rc = memcache_key(key, value, err, errlen)))
 		rc = conf_apply_compat(CONF_SCOPE_SERVER, key, value, err, errlen);
 	if (rc == 1 && strncmp(key, "ock.mmc.log_rotation_file_", 26) == 0)
-		c->log_rotation_set = true;
+		s->conf.log_rotation_set = true;
 	if (rc == 0) {
 		snprintf(err, errlen, "unknown configuration key \"%s\"", key);
 		return MMC_INVALID_PARAM;
@@ -135,23 +228,13 @@ static int set_key(struct meta_conf *c, const char *key, const char *value, char
 	return rc == 1 ? 0 : rc;
 }
 
-int meta_conf_set(struct meta_conf *c, const char *key, const char *value, struct meta_err *e)
+int meta_conf_set(struct meta_settings *s, const char *key, const char *value, struct meta_err *e)
 {
-	return set_key(c, key, value, e->message, sizeof(e->message)) ? conf_fail(e, key) : 0;
-}
-
-int meta_conf_set_reload(struct meta_conf *c, const char *key, const char *value, struct meta_err *e)
-{
-	/* the KV Cache Manager's settings live in one global that its running parts read: a reload must not write
-	 * half a file into it, and none of them changes without a restart */
-	if (strncmp(key, "kvcm.", 5) == 0)
-		return 0;
-	return meta_conf_set(c, key, value, e);
+	return set_key(s, key, value, e->message, sizeof(e->message)) ? conf_fail(e, key) : 0;
 }
 
 struct load_arg {
-	struct meta_conf *c;
-	int (*set)(struct meta_conf *c, const char *key, const char *value, struct meta_err *e);
+	struct meta_settings *s;
 	struct meta_err *e;
 };
 
@@ -159,27 +242,15 @@ static int load_line(void *arg, const char *key, const char *value, int line)
 {
 	struct load_arg *a = arg;
 
-	return a->set(a->c, key, value, a->e);
+	return meta_conf_set(a->s, key, value, a->e);
 }
 
 /* A line's own key was named by the setter; a file that cannot be read or parsed names none. */
-static int load(struct load_arg *a, const char *path)
+int meta_conf_load(struct meta_settings *s, const char *path, struct meta_err *e)
 {
-	return conf_file_read(path, load_line, a, a->e->message, sizeof(a->e->message)) ? conf_fail(a->e, NULL) : 0;
-}
+	struct load_arg a = {s, e};
 
-int meta_conf_load(struct meta_conf *c, const char *path, struct meta_err *e)
-{
-	struct load_arg a = {c, meta_conf_set, e};
-
-	return load(&a, path);
-}
-
-int meta_conf_load_reload(struct meta_conf *c, const char *path, struct meta_err *e)
-{
-	struct load_arg a = {c, meta_conf_set_reload, e};
-
-	return load(&a, path);
+	return conf_file_read(path, load_line, &a, e->message, sizeof(e->message)) ? conf_fail(e, NULL) : 0;
 }
 
 /* "lmdb" (or empty, the reference's local default) or a redis:// URI that parses. */

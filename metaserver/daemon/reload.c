@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "conf_parse.h"
+#include "kvcm_conf.h"
 #include "log.h"
 #include "meta_conf.h"
 #include "meta_err.h"
@@ -13,14 +14,25 @@ static bool reloadable(const struct conf_key *k)
 	return k->flags & CONF_RELOADABLE;
 }
 
-/* Keys a reload cannot change: the running value stays, and the log says a restart applies the new one. */
-static void warn_restart_only(const struct meta_conf *running, const struct meta_conf *fresh)
+static bool differ(const struct conf_key *k, const void *running, const void *fresh)
 {
-	for (const struct conf_key *k = meta_conf_keys(); k->name; k++) {
-		const char *a = (const char *)running + k->offset, *b = (const char *)fresh + k->offset;
-		bool differ = k->type == CONF_STR ? strncmp(a, b, k->size) != 0 : memcmp(a, b, k->size) != 0;
+	const char *a = (const char *)running + k->offset, *b = (const char *)fresh + k->offset;
 
-		if (differ && !reloadable(k))
+	return k->type == CONF_STR ? strncmp(a, b, k->size) != 0 : memcmp(a, b, k->size) != 0;
+}
+
+/* Every row of the table alike: a reloadable one takes the fresh value (but the log file, which reopen_log copies
+ * once it is open), any other stays, and the log says a restart applies it. */
+static void merge(struct meta_settings *running, const struct meta_settings *fresh)
+{
+	const size_t log_path = offsetof(struct meta_settings, conf) + offsetof(struct meta_conf, log_path);
+
+	for (const struct conf_key *k = meta_conf_keys(); k->name; k++) {
+		if (!differ(k, running, fresh) || k->offset == log_path)
+			continue;
+		if (reloadable(k))
+			memcpy((char *)running + k->offset, (const char *)fresh + k->offset, k->size);
+		else
 			log_warn("op=reload key=%s note=\"changed in the file; takes effect at the next start\"",
 			         k->name);
 	}
@@ -49,17 +61,20 @@ void reload_rejected(const struct meta_err *e)
 	         e->key[0] ? e->key : "-", e->message);
 }
 
-void reload_apply(struct meta *m, const struct meta_conf *fresh)
+void reload_apply(struct meta *m, const struct meta_settings *fresh)
 {
+	static struct meta_settings running; /* two KVCM configurations are too large for the loop's stack */
 	enum log_level lvl;
 
-	warn_restart_only(&m->conf, fresh);
-	reopen_log(m, fresh); /* copies log_path once the new file is open: a failed open keeps the old */
-	if (log_parse_level(fresh->log_level, &lvl) == 0)
+	running.conf = m->conf;
+	running.kvcm = *kvcm_conf();
+	merge(&running, fresh);
+	reopen_log(m, &fresh->conf); /* copies log_path once the new file is open: a failed open keeps the old */
+	strcpy(running.conf.log_path, m->conf.log_path);
+	m->conf = running.conf;
+	kvcm_conf_reload(m->kvcm, &running.kvcm);
+	if (log_parse_level(m->conf.log_level, &lvl) == 0)
 		log_set_level(lvl);
-	for (const struct conf_key *k = meta_conf_keys(); k->name; k++)
-		if (reloadable(k) && k->offset != offsetof(struct meta_conf, log_path))
-			memcpy((char *)&m->conf + k->offset, (const char *)fresh + k->offset, k->size);
-	log_info("op=reload result=applied log_level=%s evict_high=%u evict_low=%u lease_ttl_ms=%llu", fresh->log_level,
-	         m->conf.evict_high, m->conf.evict_low, (unsigned long long)m->conf.lease_ttl_ms);
+	log_info("op=reload result=applied log_level=%s evict_high=%u evict_low=%u lease_ttl_ms=%llu",
+	         m->conf.log_level, m->conf.evict_high, m->conf.evict_low, (unsigned long long)m->conf.lease_ttl_ms);
 }

@@ -3,7 +3,8 @@
  * admin API (kvcm.service.admin_http_port, default 6492), served from mmc-metaserver's event loop.
  *
  * Life cycle, driven by metaserver/daemon/main.c:
- *   kvcm_conf_set()* (for every kvcm.* key given) -> kvcm_start() -> loop runs -> kvcm_stop().
+ *   kvcm_conf_use() (the kvcm.* rows of the server's configuration, kvcm_conf.h) -> kvcm_start() -> loop runs
+ *   (kvcm_conf_reload() at each SIGHUP) -> kvcm_stop().
  * Loop thread only.
  */
 #ifndef MMC_KVCM_H
@@ -20,12 +21,6 @@ struct meta;
 struct kvcm;
 struct ha;
 struct meta_err;
-
-/* Records one kvcm.* configuration key. Returns 0 or MMC_INVALID_PARAM with a message naming the key in err. */
-int kvcm_conf_set(const char *key, const char *value, char *err, size_t errlen);
-/* kvcm.registry_storage.uri as the meta server's store URI: the reference's local:// registry (in memory, or files
- * at its path) is LMDB in the data directory here, said once in the log; any other value as it is. */
-const char *kvcm_registry_uri(const char *value);
 
 /*
  * Starts the HTTP listeners on base and loads persisted KVCM state from p. meta gives access to the object

@@ -19,7 +19,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static int fd = -1;
 	static char path[64];
-	struct meta_conf mc;
+	static struct meta_settings mc;
 	struct client_conf cc;
 	mmc_local_config lc = mmc_default_local_config();
 	struct meta_err e;
@@ -33,10 +33,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	if (ftruncate(fd, 0) || pwrite(fd, data, size, 0) != (ssize_t)size)
 		abort();
-	meta_conf_defaults(&mc);
+	meta_settings_defaults(&mc);
 	meta_err_clear(&e);
 	if (meta_conf_load(&mc, path, &e) == 0)
-		meta_conf_check(&mc, &e);
+		meta_conf_check(&mc.conf, &e);
 	snprintf(lc.config_path, sizeof(lc.config_path), "%s", path);
 	local_config_resolve(&lc, &cc, err, sizeof(err));
 	return 0;

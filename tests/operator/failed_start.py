@@ -39,12 +39,23 @@ def cases(checks, binary, tag):
            LOOPBACK_PORTS, 3)
     failed(checks, f'{tag} unknown key', binary, ['--env', 'ock.mmc.no_such_key=1'], 2)
     failed(checks, f'{tag} bad value', binary, ['--env', 'ock.mmc.meta.world_size=0'], 2)
+    kvcm_bounds(checks, binary, tag)
     failed(checks, f'{tag} high below low', binary, ['--env', 'ock.mmc.evict_threshold_high=70'], 2)
     failed(checks, f'{tag} missing config file', binary, ['--config', os.path.join(tmp, 'none.conf')], 2)
     failed(checks, f'{tag} KVCM on every interface without credentials', binary,
            ['--data-dir', os.path.join(tmp, 'd5')] + LOOPBACK_PORTS + ['--env', 'kvcm.service.bind=0.0.0.0'], 2)
     failed(checks, f'{tag} log file unopenable', binary,
            ['--data-dir', os.path.join(tmp, 'd4'), '--env', f'ock.mmc.log_path={afile}/log'] + LOOPBACK_PORTS, 6)
+
+
+def kvcm_bounds(checks, binary, tag):
+    """A kvcm.* key is a row of the server's one table: out of its bounds, the start and --check-config refuse it
+    alike, exit 2, naming the key and its range."""
+    for args in (['--env', 'kvcm.service.http_port=70000'], ['--check-config', '--env', 'kvcm.service.http_port=70000']):
+        failed(checks, f'{tag} kvcm key out of bounds ({args[0]})', binary, args, 2)
+        err = reason(run_once(args, binary)[1])
+        checks.append((f'{tag} kvcm key out of bounds ({args[0]}): the key and its range are named',
+                       'kvcm.service.http_port' in err and '[0, 65535]' in err, err))
 
 
 def reason(stderr):

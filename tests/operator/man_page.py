@@ -57,7 +57,9 @@ def items(text):
 
 
 def help_facts(text):
-    """What --help promises: options, exit codes with their words, signals, ports, the keys of the refusal."""
+    """What --help promises: options, exit codes with their words, signals, ports, the keys of the refusal (in its
+    fixed text: the key list after it is generated from the configuration table, which documented-keys checks)."""
+    text = text.split('\nKeys (', 1)[0]
     reload_ = re.search(r'SIGHUP reloads (.*?), all or nothing', text, re.S).group(1)
     return {
         'options': re.findall(r'^\s+(-\w), (--[\w-]+)', text, re.M),

@@ -1,8 +1,14 @@
 """SIGHUP re-reads the file (and the command line, which still wins) and applies it whole or not at all: an invalid
-pair or a bad value is rejected with a warning naming the key, and the running values stay."""
+pair or a bad value is rejected with a warning naming the key, and the running values stay. The KV Cache Manager's
+kvcm.* keys are rows of the same table: a bad one rejects the reload, a reloadable one takes effect (seen through its
+API), a restart-only one is named in the same warning as the object store's."""
+import json
 import os
+import re
 import signal
 import sys
+import time
+import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..', 'unit'))
 from tap import report  # noqa: E402
@@ -23,6 +29,54 @@ def reload_lines(s, result):
         if f.get('op') == 'reload' and f.get('result') == result:
             out.append((level, f))
     return out
+
+
+def wait_count(s, pattern, n, timeout=20):
+    """Waits until the log has more than n lines matching pattern; returns the last one or None."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = [ln for ln in s.stderr().splitlines() if re.search(pattern, ln)]
+        if len(found) > n:
+            return found[-1]
+        time.sleep(0.05)
+    return None
+
+
+def register(s, group):
+    """The admin API's registerInstance into group: the reply's status code."""
+    body = {'instance_group': group, 'instance_id': 'reload-' + group, 'block_size': 8,
+            'model_deployment': {'model_name': 'm', 'dtype': 'd'}, 'location_spec_infos': [{'name': 'tp0', 'size': 1}]}
+    req = urllib.request.Request(f'http://127.0.0.1:{s.admin}/api/registerInstance', json.dumps(body).encode(),
+                                 {'Content-Type': 'application/json'})
+    try:
+        with urllib.request.urlopen(req, timeout=10) as r:
+            reply = json.load(r)
+    except urllib.error.HTTPError as e:
+        reply = json.load(e)
+    return reply.get('header', {}).get('status', {}).get('code')
+
+
+def kvcm_keys(checks, s, conf):
+    base = 'ock.mmc.evict_threshold_high = 95\nock.mmc.evict_threshold_low = 85\n'
+    applied = len(reload_lines(s, 'applied'))
+    write(conf, base + 'kvcm.write_session.max_sessions = 0\n')
+    s.signal(signal.SIGHUP)
+    line = s.wait_log(r'op=reload result=rejected key=kvcm.write_session.max_sessions')
+    checks.append(('a kvcm key out of its bounds rejects the reload, naming it', line is not None, s.stderr()))
+
+    checks.append(('before the reload a missing group is refused', register(s, 'reload_group') not in (None, 'OK'),
+                   s.stderr()))
+    write(conf, base + 'kvcm.instance_group.auto_create = true\nkvcm.service.max_connections = 10\n')
+    s.signal(signal.SIGHUP)
+    line = wait_count(s, r'op=reload result=applied', applied)
+    checks.append(('a file with kvcm keys is applied', line is not None, s.stderr()))
+    checks.append(('a reloadable kvcm key takes effect (kvcm.instance_group.auto_create)',
+                   register(s, 'reload_group') == 'OK', s.stderr()))
+    line = s.wait_log(r'op=reload key=kvcm.service.max_connections ')
+    checks.append(('a restart-only kvcm key is named in the warning the object store\'s keys get',
+                   line is not None and parse(line)[0] == 'warn' and 'next start' in line, s.stderr()))
+    checks.append(('a reloadable kvcm key gets no such warning',
+                   s.wait_log(r'op=reload key=kvcm.instance_group.auto_create ', timeout=0.2) is None, s.stderr()))
 
 
 def main():
@@ -62,6 +116,7 @@ def main():
         line = s.wait_log(r'op=reload key=ock.mmc.meta.world_size')
         checks.append(('a key that needs a restart is named in a warning',
                        line is not None and parse(line)[0] == 'warn', s.stderr()))
+        kvcm_keys(checks, s, conf)
         checks.append(('the server is still running', s.proc.poll() is None, s.stderr()))
     checks.append(('it stops cleanly', s.proc.returncode == 0, f'rc={s.proc.returncode}'))
     os.unlink(conf)

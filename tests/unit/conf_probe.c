@@ -1,9 +1,11 @@
 /*
  * The configuration keys the code knows, and what a key = value does to them, for tests/unit/documented_keys.py.
  * Client keys go through a config file named by mmc_local_config.config_path into mmc_setup(), as a user's file
- * does; server and kvcm keys through meta_conf_load(), the loader behind mmc-metaserver --config.
+ * does; server and kvcm keys through meta_conf_load(), the loader behind mmc-metaserver --config, into the server's
+ * one table (meta_conf_keys(): the object store's rows and the KV Cache Manager's).
  *
  *   conf-probe list client|client-compat|server|server-compat     one known key per line
+ *   conf-probe list server-reloadable                              the server's keys SIGHUP changes
  *   conf-probe check client|server KEY VALUE                       one line: ok | unknown | bad | differs, a reason
  *   conf-probe check                                               the same for each "side<TAB>KEY<TAB>VALUE" line
  *                                                                  of stdin, each in a fresh child process
@@ -18,7 +20,6 @@
 #include <unistd.h>
 
 #include "conf_parse.h"
-#include "kvcm_conf.h"
 #include "local_config.h"
 #include "meta_conf.h"
 #include "meta_err.h"
@@ -44,7 +45,7 @@ static int list(const char *what)
 
 	if (strcmp(what, "client") == 0)
 		k = local_config_keys();
-	else if (strcmp(what, "server") == 0)
+	else if (strcmp(what, "server") == 0 || strcmp(what, "server-reloadable") == 0)
 		k = meta_conf_keys();
 	else if (strcmp(what, "client-compat") == 0)
 		conf_compat_each(CONF_SCOPE_CLIENT, print_key, NULL);
@@ -53,7 +54,8 @@ static int list(const char *what)
 	else
 		return 2;
 	for (; k && k->name; k++)
-		printf("%s\n", k->name);
+		if (strcmp(what, "server-reloadable") != 0 || (k->flags & CONF_RELOADABLE))
+			printf("%s\n", k->name);
 	return 0;
 }
 
@@ -115,26 +117,22 @@ static int check_client(const char *key, const char *value)
 
 static int check_server(const char *key, const char *value)
 {
+	static struct meta_settings s, defaults;
 	char path[] = "/tmp/mmc-conf-probe-XXXXXX", differs[1024] = "";
-	struct meta_conf c, defaults;
 	struct meta_err e;
-	struct kvcm_conf kvcm_defaults = *kvcm_conf();
 	int rc;
 
 	if (write_file(path, key, value))
 		return 2;
-	meta_conf_defaults(&defaults);
-	meta_conf_defaults(&c);
+	meta_settings_defaults(&defaults);
+	meta_settings_defaults(&s);
 	meta_err_clear(&e);
-	rc = meta_conf_load(&c, path, &e);
+	rc = meta_conf_load(&s, path, &e);
 	unlink(path);
 	if (rc == 0)
-		rc = meta_conf_check(&c, &e);
+		rc = meta_conf_check(&s.conf, &e);
 	if (rc == 0)
-		diff_fields(meta_conf_keys(), &c, &defaults, differs, sizeof(differs));
-	/* kvcm keys: the KV Cache Manager keeps its table to itself; compare the whole configuration */
-	if (rc == 0 && memcmp(kvcm_conf(), &kvcm_defaults, sizeof(kvcm_defaults)) != 0)
-		snprintf(differs, sizeof(differs), " %s (the kvcm configuration)", key);
+		diff_fields(meta_conf_keys(), &s, &defaults, differs, sizeof(differs));
 	report(rc, e.message, differs);
 	fflush(stdout);
 	return 0;
@@ -179,7 +177,7 @@ int main(int argc, char **argv)
 		return list(argv[2]);
 	if (argc == 5 && strcmp(argv[1], "check") == 0)
 		return check(argv[2], argv[3], argv[4]);
-	fprintf(stderr, "usage: conf-probe list client|client-compat|server|server-compat\n"
+	fprintf(stderr, "usage: conf-probe list client|client-compat|server|server-compat|server-reloadable\n"
 	                "       conf-probe check [client|server KEY VALUE]\n");
 	return 2;
 }

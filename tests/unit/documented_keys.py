@@ -3,7 +3,9 @@
 with its documented default through the real parsers (client keys from a config file into mmc_setup(), server and
 kvcm keys through the server's config loader, and all of them at once through `mmc-metaserver --check-config`), and
 must give the built-in default; every key the code knows must be documented. Fails on a key documented but unknown,
-known but undocumented, or documented with a default that is not the code's.
+known but undocumented, or documented with a default that is not the code's. The server's one table (ock.mmc.* and
+kvcm.* rows) is held to `mmc-metaserver --help` the same way (every row listed, with a default that parses to the
+built-in one and its SIGHUP mark), and to the keys configuration.md says SIGHUP changes.
 usage: documented_keys.py SOURCE_ROOT CONF_PROBE METASERVER"""
 import os
 import re
@@ -71,6 +73,28 @@ def covered(key, documented):
     return any(key == d or (d.endswith('.*') and key.startswith(d[:-1])) for d in documented)
 
 
+def help_keys(server):
+    """{key: (default as a file would write it, SIGHUP mark)} from the key lines of `mmc-metaserver --help`."""
+    text = subprocess.run([server, '--help'], check=True, capture_output=True, text=True).stdout
+    out = {}
+    for line in text.split('\nKeys ', 1)[-1].splitlines()[1:]:
+        m = re.match(r'  (\S+)  .*  default (.*?)(  SIGHUP)?$', line)
+        if not m:
+            sys.exit(f'Bail out! --help: not a key line: {line!r}')
+        value = m.group(2)
+        out[m.group(1)] = ('' if value == 'empty' else value, m.group(3) is not None)
+    return out
+
+
+def sighup_keys(text):
+    """The keys of the paragraph that starts "`SIGHUP` re-reads" (those a reload applies)."""
+    m = re.search(r'^`SIGHUP` re-reads.*?(?:\n\n|\Z)', text, re.S | re.M)
+    if not m:
+        sys.exit('Bail out! configuration.md: no paragraph starting "`SIGHUP` re-reads"')
+    applies = m.group(0).split('applies', 1)[-1].split('. ', 1)[0]
+    return set(re.findall(r'`((?:ock\.mmc|kvcm)\.[^`]*)`', applies))
+
+
 def main():
     root, probe, server = sys.argv[1:4]
     conf_md, kvcm_md = os.path.join(root, 'docs/configuration.md'), os.path.join(root, 'docs/kvcm.md')
@@ -87,14 +111,10 @@ def main():
 
     known = {side: run('list', side).split() for side in ('client', 'server')}
     known_compat = {side: run('list', side + '-compat').split() for side in ('client', 'server')}
-    # kvcm.* keys: the KV Cache Manager exposes no list, so its key table is read from the source
-    kvcm_conf = [os.path.join(d, 'kvcm_conf.c') for d, _, f in os.walk(os.path.join(root, 'metaserver/kvcm'))
-                 if 'kvcm_conf.c' in f]
-    if len(kvcm_conf) != 1:
-        sys.exit('Bail out! no single metaserver/kvcm/**/kvcm_conf.c')
-    known['server'] += re.findall(r'^\s*\{"(kvcm\.[^"]+)"', open(kvcm_conf[0]).read(), re.M)
+    reloadable = set(run('list', 'server-reloadable').split())
+    listed = help_keys(server)
     # one probe run checks every key, each in its own child
-    asks = []
+    asks = [('server', key, value, 'help') for key, (value, _) in listed.items()]
     for side in ('client', 'server'):
         asks += [(side, key, value, 'default') for key, value in docs[side]]
         asks += [(side, key[:-1] + 'enable' if key.endswith('.*') else key, 'true', 'compat:' + key)
@@ -106,7 +126,9 @@ def main():
         sys.exit(f'Bail out! conf-probe answered {len(answers)} of {len(asks)} checks')
     checks = []
     for (side, key, value, kind), out in zip(asks, answers):
-        if kind.startswith('compat:'):
+        if kind == 'help':
+            checks.append((f'--help shows {key} with its default "{value}"', out == 'ok', out))
+        elif kind.startswith('compat:'):
             checks.append((f'{side} compatibility key {kind[7:]} is known', not out.startswith('unknown'), out))
         elif value is None:
             checks.append((f'{side} key {key} is known', not out.startswith('unknown'), out))
@@ -121,6 +143,15 @@ def main():
         for key in known_compat[side]:
             checks.append((f'{side} compatibility key {key} is documented', covered(key, compat[side]),
                            'not in the "Accepted for compatibility" list'))
+    for key in known['server']:
+        checks.append((f'--help lists {key}', key in listed, 'missing from mmc-metaserver --help'))
+        checks.append((f'--help marks {key} as SIGHUP exactly when a reload changes it',
+                       key not in listed or listed[key][1] == (key in reloadable), f'{listed.get(key)}'))
+    said = sighup_keys(server_text)
+    checks.append(('configuration.md names the keys SIGHUP changes', len(said) > 5, ''))
+    for key in sorted(reloadable | said):
+        checks.append((f'configuration.md says SIGHUP changes {key} exactly when it does',
+                       (key in reloadable) == (key in said), 'reloadable' if key in reloadable else 'not reloadable'))
     # every documented server key at its default, through the real binary's --config and --check-config
     with tempfile.NamedTemporaryFile('w', suffix='.conf') as f:
         f.write(''.join(f'{k} = {v}\n' for k, v in docs['server'] if v is not None))

@@ -476,20 +476,20 @@ Test(conf, config_set_is_a_file_line)
 Test(conf, server_keys)
 {
 	struct meta_err e;
-	struct meta_conf c;
+	struct meta_settings c;
 
-	meta_conf_defaults(&c);
-	cr_assert_eq(meta_conf_check(&c, &e), 0);
-	cr_assert_eq(c.evict_high, 90);
-	cr_assert_eq(c.evict_low, 80);
-	cr_assert_eq(c.lease_ttl_ms, 10000);
+	meta_settings_defaults(&c);
+	cr_assert_eq(meta_conf_check(&c.conf, &e), 0);
+	cr_assert_eq(c.conf.evict_high, 90);
+	cr_assert_eq(c.conf.evict_low, 80);
+	cr_assert_eq(c.conf.lease_ttl_ms, 10000);
 	cr_assert_eq(meta_conf_set(&c, "ock.mmc.evict_threshold_high", "70", &e), 0);
-	cr_assert_eq(meta_conf_check(&c, &e), MMC_INVALID_PARAM, "high must stay above low");
+	cr_assert_eq(meta_conf_check(&c.conf, &e), MMC_INVALID_PARAM, "high must stay above low");
 	cr_assert(strstr(e.message, "evict_threshold"), "%s", e.message);
 	cr_assert_str_eq(e.key, "ock.mmc.evict_threshold_high", "the check names the key it refuses");
 	cr_assert_eq(e.exit_code, EXIT_CONFIG);
 	cr_assert_eq(meta_conf_set(&c, "ock.mmc.evict_threshold_low", "60", &e), 0);
-	cr_assert_eq(meta_conf_check(&c, &e), 0);
+	cr_assert_eq(meta_conf_check(&c.conf, &e), 0);
 	cr_assert_eq(meta_conf_set(&c, "ock.mmc.evict_threshold_high", "100", &e), MMC_INVALID_PARAM);
 	cr_assert_eq(meta_conf_set(&c, "ock.mmc.meta.lease_ttl_ms", "0", &e), MMC_INVALID_PARAM);
 	cr_assert_eq(meta_conf_set(&c, "ock.mmc.meta.lmdb.sync", "maybe", &e), MMC_INVALID_PARAM);
@@ -500,20 +500,54 @@ Test(conf, server_keys)
 	cr_assert_eq(meta_conf_set(&c, "no.prefix", "1", &e), MMC_INVALID_PARAM);
 	cr_assert_str_eq(e.key, "no.prefix", "a key without a known prefix is named too");
 	cr_assert_eq(meta_conf_set(&c, "ock.mmc.meta_service_url", "tcp://0.0.0.0:5001", &e), 0);
-	cr_assert_eq(meta_conf_check(&c, &e), MMC_INVALID_PARAM, "reachable without credentials");
+	cr_assert_eq(meta_conf_check(&c.conf, &e), MMC_INVALID_PARAM, "reachable without credentials");
 	cr_assert(strstr(e.message, "ock.mmc.meta.auth_token"), "%s", e.message);
 	cr_assert_str_eq(e.key, "ock.mmc.meta_service_url");
 	cr_assert_eq(meta_conf_set(&c, "ock.mmc.meta.allow_insecure_bind", "true", &e), 0);
-	cr_assert_eq(meta_conf_check(&c, &e), 0);
+	cr_assert_eq(meta_conf_check(&c.conf, &e), 0);
 	cr_assert_eq(meta_conf_set(&c, "ock.mmc.meta_service_url", "udp://x", &e), 0);
-	cr_assert_eq(meta_conf_check(&c, &e), MMC_INVALID_PARAM);
+	cr_assert_eq(meta_conf_check(&c.conf, &e), MMC_INVALID_PARAM);
+}
+
+/* The KV Cache Manager's keys are rows of the server's one table: their defaults come from the rows, their bounds
+ * are checked by the same loader, and the flag says whether SIGHUP changes them. */
+Test(conf, kvcm_keys_are_rows_of_the_server_table)
+{
+	const struct conf_key *port = conf_find(meta_conf_keys(), "kvcm.service.http_port");
+	const struct conf_key *sessions = conf_find(meta_conf_keys(), "kvcm.write_session.max_sessions");
+	struct meta_settings c;
+	struct meta_err e;
+
+	cr_assert_not_null(port);
+	cr_assert_not_null(sessions);
+	cr_assert_str_eq(port->def, "6382");
+	cr_assert_eq(port->flags & CONF_RELOADABLE, 0, "a listener's port waits for a restart");
+	cr_assert_neq(sessions->flags & CONF_RELOADABLE, 0, "read at each request: SIGHUP changes it");
+	meta_settings_defaults(&c);
+	cr_assert_eq(c.kvcm.http_port, 6382);
+	cr_assert_eq(c.kvcm.max_body_bytes, 64u << 20);
+	cr_assert_eq(c.kvcm.reclaim.pending_bytes, UINT64_C(4) << 40);
+	cr_assert_str_eq(c.kvcm.rpc_bind, "127.0.0.1");
+	cr_assert(c.kvcm.grpc_enabled);
+	cr_assert_eq(c.conf.evict_high, 90, "the object store's rows in the same table");
+	cr_assert_eq(meta_conf_set(&c, "kvcm.service.http_port", "6400", &e), 0);
+	cr_assert_eq(c.kvcm.http_port, 6400);
+	meta_err_clear(&e);
+	cr_assert_eq(meta_conf_set(&c, "kvcm.service.http_port", "70000", &e), MMC_INVALID_PARAM);
+	cr_assert_str_eq(e.key, "kvcm.service.http_port");
+	cr_assert_eq(e.exit_code, EXIT_CONFIG);
+	cr_assert(strstr(e.message, "[0, 65535]"), "%s", e.message);
+	cr_assert_eq(c.kvcm.http_port, 6400, "a refused value leaves the field alone");
+	cr_assert_eq(meta_conf_set(&c, "kvcm.raft.port", "7000", &e), 0, "the reference's keys of no effect");
+	cr_assert_eq(meta_conf_set(&c, "kvcm.no_such_key", "1", &e), MMC_INVALID_PARAM);
+	cr_assert_str_eq(e.key, "kvcm.no_such_key");
 }
 
 Test(conf, memcache_compatibility_keys_are_checked_and_ignored)
 {
 	struct meta_err e;
 	char err[256];
-	struct meta_conf c;
+	struct meta_settings c;
 
 	cr_assert_eq(
 	    conf_apply_compat(CONF_SCOPE_CLIENT, "ock.mmc.client.read_thread_pool.size", "32", err, sizeof(err)), 1);
@@ -533,7 +567,7 @@ Test(conf, memcache_compatibility_keys_are_checked_and_ignored)
 	    conf_apply_compat(CONF_SCOPE_SERVER, "ock.mmc.local_service.hcom.tls.enable", "true", err, sizeof(err)), 0,
 	    "a client key is unknown to the server");
 	cr_assert_eq(conf_apply_compat(CONF_SCOPE_CLIENT, "ock.mmc.tls.nonsense", "x", err, sizeof(err)), 0);
-	meta_conf_defaults(&c);
+	meta_settings_defaults(&c);
 	cr_assert_eq(meta_conf_set(&c, "ock.mmc.meta.ha.enable", "false", &e), 0);
 	cr_assert_eq(meta_conf_set(&c, "ock.mmc.log_rotation_file_count", "51", &e), MMC_INVALID_PARAM);
 	cr_assert_eq(meta_conf_set(&c, "ock.mmc.config_store.tls.key.path", "/k", &e), 0);
@@ -544,7 +578,7 @@ Test(conf, long_lines_are_one_line)
 {
 	struct meta_err e;
 	char path[] = "/tmp/mmc-conf-XXXXXX", err[256];
-	struct meta_conf c;
+	struct meta_settings c;
 	struct client_conf r;
 	size_t n = 4095 + 64;
 	char *text = malloc(n + 2000);
@@ -556,9 +590,9 @@ Test(conf, long_lines_are_one_line)
 	memset(text + 1, 'x', 4094);
 	strcpy(text + 4095, "ock.mmc.meta_service_url = tcp://127.0.0.1:15300\n");
 	write_file(path, text);
-	meta_conf_defaults(&c);
+	meta_settings_defaults(&c);
 	cr_assert_eq(meta_conf_load(&c, path, &e), 0, "%s", e.message);
-	cr_assert_str_eq(c.meta_service_url, "tcp://127.0.0.1:5000", "the comment's tail was parsed as a key");
+	cr_assert_str_eq(c.conf.meta_service_url, "tcp://127.0.0.1:5000", "the comment's tail was parsed as a key");
 	cr_assert_eq(resolve_file(text, &r, err), 0, "%s", err);
 	cr_assert_eq(r.meta_port, 5000);
 
@@ -567,12 +601,12 @@ Test(conf, long_lines_are_one_line)
 	memset(text + 24, 'a', 5000);
 	strcpy(text + 5024, "\nock.mmc.meta_service_url = tcp://127.0.0.1:15300\n");
 	write_file(path, text);
-	meta_conf_defaults(&c);
+	meta_settings_defaults(&c);
 	cr_assert_eq(meta_conf_load(&c, path, &e), MMC_INVALID_PARAM);
 	cr_assert(strstr(e.message, "ock.mmc.meta.data_dir"), "%s", e.message);
 	cr_assert_str_eq(e.key, "ock.mmc.meta.data_dir", "the failing line's key is named, not read from the message");
 	cr_assert_eq(e.exit_code, EXIT_CONFIG);
-	cr_assert_str_eq(c.meta_service_url, "tcp://127.0.0.1:5000");
+	cr_assert_str_eq(c.conf.meta_service_url, "tcp://127.0.0.1:5000");
 	unlink(path);
 	free(text);
 }
@@ -605,7 +639,7 @@ Test(conf, secrets_come_from_a_key_or_a_file)
 	struct meta_err e;
 	char path[] = "/tmp/mmc-secret-XXXXXX", lines[256], err[256];
 	struct client_conf r;
-	struct meta_conf c;
+	struct meta_settings c;
 	int fd = mkstemp(path);
 
 	cr_assert_geq(fd, 0);
@@ -620,15 +654,15 @@ Test(conf, secrets_come_from_a_key_or_a_file)
 	cr_assert(strstr(err, "not both"), "%s", err);
 	cr_assert_eq(resolve_file("ock.mmc.client.auth_token = short-secret\n", &r, err), MMC_INVALID_PARAM);
 	cr_assert(strstr(err, "at least 16") && !strstr(err, "short-secret"), "%s", err);
-	meta_conf_defaults(&c);
+	meta_settings_defaults(&c);
 	cr_assert_eq(meta_conf_set(&c, "ock.mmc.meta.auth_token_file", "/no/such/file", &e), 0);
-	cr_assert_eq(meta_conf_resolve_secrets(&c, &e), MMC_INVALID_PARAM);
+	cr_assert_eq(meta_conf_resolve_secrets(&c.conf, &e), MMC_INVALID_PARAM);
 	cr_assert(strstr(e.message, "ock.mmc.meta.auth_token_file"), "%s", e.message);
 	cr_assert_str_eq(e.key, "ock.mmc.meta.auth_token_file");
 	write_file(path, "");
-	meta_conf_defaults(&c);
+	meta_settings_defaults(&c);
 	cr_assert_eq(meta_conf_set(&c, "ock.mmc.meta.auth_token_file", path, &e), 0);
-	cr_assert_eq(meta_conf_resolve_secrets(&c, &e), MMC_INVALID_PARAM, "an empty file");
+	cr_assert_eq(meta_conf_resolve_secrets(&c.conf, &e), MMC_INVALID_PARAM, "an empty file");
 	cr_assert_eq(resolve_file("ock.mmc.tls.enable = true\n", &r, err), MMC_INVALID_PARAM);
 	cr_assert(strstr(err, "ock.mmc.tls.ca.path"), "a TLS store must be able to verify the server: %s", err);
 	unlink(path);
@@ -640,21 +674,21 @@ Test(conf, bare_file_names_are_credentials)
 {
 	char longdir[1100];
 	struct meta_err e;
-	struct meta_conf c;
+	struct meta_settings c;
 
-	meta_conf_defaults(&c);
+	meta_settings_defaults(&c);
 	unsetenv("CREDENTIALS_DIRECTORY");
 	cr_assert_eq(meta_conf_set(&c, "ock.mmc.meta.auth_token_file", "cluster.token", &e), 0);
-	cr_assert_str_eq(c.auth_token_file, "cluster.token", "without the directory, a path relative to the cwd");
+	cr_assert_str_eq(c.conf.auth_token_file, "cluster.token", "without the directory, a path relative to the cwd");
 	setenv("CREDENTIALS_DIRECTORY", "/run/credentials/mmc-metaserver.service", 1);
 	cr_assert_eq(meta_conf_set(&c, "ock.mmc.meta.auth_token_file", "cluster.token", &e), 0);
-	cr_assert_str_eq(c.auth_token_file, "/run/credentials/mmc-metaserver.service/cluster.token");
+	cr_assert_str_eq(c.conf.auth_token_file, "/run/credentials/mmc-metaserver.service/cluster.token");
 	cr_assert_eq(meta_conf_set(&c, "ock.mmc.tls.key.path", "tls.key", &e), 0);
-	cr_assert_str_eq(c.tls.key, "/run/credentials/mmc-metaserver.service/tls.key");
+	cr_assert_str_eq(c.conf.tls.key, "/run/credentials/mmc-metaserver.service/tls.key");
 	cr_assert_eq(meta_conf_set(&c, "ock.mmc.meta.store_password_file", "./redis.password", &e), 0);
-	cr_assert_str_eq(c.store_password_file, "./redis.password", "a path is a path");
+	cr_assert_str_eq(c.conf.store_password_file, "./redis.password", "a path is a path");
 	cr_assert_eq(meta_conf_set(&c, "ock.mmc.log_path", "metaserver.log", &e), 0);
-	cr_assert_str_eq(c.log_path, "metaserver.log", "the log is no credential");
+	cr_assert_str_eq(c.conf.log_path, "metaserver.log", "the log is no credential");
 	memset(longdir, 'd', sizeof(longdir) - 1);
 	longdir[0] = '/';
 	longdir[sizeof(longdir) - 1] = '\0';
@@ -1004,19 +1038,19 @@ Test(conf, memcache_meta_confs_load)
 	    "ock.mmc.log_output_target = file\n",
 	};
 	char path[] = "/tmp/mmc-conf-XXXXXX";
-	struct meta_conf c;
+	struct meta_settings c;
 	int fd = mkstemp(path);
 
 	cr_assert_geq(fd, 0);
 	close(fd);
 	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
 		write_file(path, files[i]);
-		meta_conf_defaults(&c);
+		meta_settings_defaults(&c);
 		cr_assert_eq(meta_conf_load(&c, path, &e), 0, "file %zu: %s", i, e.message);
-		cr_assert_eq(meta_conf_check(&c, &e), 0, "file %zu: %s", i, e.message);
+		cr_assert_eq(meta_conf_check(&c.conf, &e), 0, "file %zu: %s", i, e.message);
 	}
-	cr_assert_eq(c.evict_high, 90, "the last file leaves the thresholds alone");
-	meta_conf_defaults(&c);
+	cr_assert_eq(c.conf.evict_high, 90, "the last file leaves the thresholds alone");
+	meta_settings_defaults(&c);
 	cr_assert_eq(meta_conf_set(&c, "ock.mmc.log_output_target", "nowhere", &e), MMC_INVALID_PARAM);
 	cr_assert(strstr(e.message, "ock.mmc.log_output_target"), "%s", e.message);
 	cr_assert_eq(meta_conf_set(&c, "ock.mmc.tls.bottom.path", "/x", &e), MMC_INVALID_PARAM);

@@ -5,130 +5,93 @@
 #include <string.h>
 
 #include "conf_parse.h"
+#include "kvcm_state.h"
 #include "log.h"
 #include "mmc/mmc.h"
 
 #define F(field) offsetof(struct kvcm_conf, field), sizeof(((struct kvcm_conf *)0)->field)
 
-static struct kvcm_conf conf = {
-    .bind = "127.0.0.1",
-    .http_port = 6382,
-    .admin_http_port = 6492,
-    .max_body_bytes = 64u << 20,
-    .max_keys = 65536,
-    .max_connections = 1024,
-    .idle_timeout_s = 120,
-    .default_root = "/tmp/nfs/",
-    .auto_create_group = false,
-    .max_write_timeout_s = 1800,
-    .empty_session_timeout_ms = 10000,
-    .sweep_interval_ms = 1000,
-    .max_sessions = 100000,
-    .reclaim =
-        {
-            .idle_interval_ms = 100,
-            .del_batch_size = 100,
-            .sampling_size = 100,
-            .sampling_per_task = 100,
-            .worker_size = 16,
-            .min_sampling_ratio = 10,
-            .max_sampling_size = 65536,
-            .max_requests = 128,
-            .credit_timeout_ms = 60000,
-            .pending_locations = 20000,
-            .pending_type_bytes = UINT64_C(1) << 40,
-            .pending_requests = 1024,
-            .pending_bytes = UINT64_C(4) << 40,
-        },
-    .io_threads = 2,
-    .er_heartbeat_timeout_ms = 30000,
-    .er_cleanup_grace_ms = 300000,
-    .er_liveness_interval_ms = 5000,
-    .er_snapshot_min_interval_ms = 30000,
-    .er_drain_timeout_ms = 10000,
-    .rpc_port = 6381,
-    .admin_rpc_port = 6491,
-    .rpc_bind = "127.0.0.1",
-    .grpc_max_message_bytes = 4u << 20,
-    .grpc_enabled = true,
-    .request_timeout_ms = 10000,
-    .max_buffered_bytes = 256u << 20,
-    .max_json_body_bytes = 8u << 20,
-    .lease_ms = 10000,
-    .loop_interval_ms = 100,
-};
-
 static const struct conf_key keys[] = {
-    {"kvcm.service.bind", CONF_STR, F(bind), 0, 0, NULL, NULL, 0},
-    {"kvcm.service.http_port", CONF_U32, F(http_port), 0, 65535, NULL, NULL, 0},
-    {"kvcm.service.admin_http_port", CONF_U32, F(admin_http_port), 0, 65535, NULL, NULL, 0},
-    {"kvcm.service.max_body_size", CONF_SIZE, F(max_body_bytes), 1024, UINT64_C(1) << 31, NULL, NULL, 0},
-    {"kvcm.service.max_keys_per_request", CONF_U32, F(max_keys), 1, 16777216, NULL, NULL, 0},
-    {"kvcm.service.max_connections", CONF_U32, F(max_connections), 1, 1000000, NULL, NULL, 0},
-    {"kvcm.service.idle_timeout_seconds", CONF_U32, F(idle_timeout_s), 1, 86400, NULL, NULL, 0},
+    {"kvcm.service.bind", CONF_STR, F(bind), 0, 0, NULL, "127.0.0.1", 0},
+    {"kvcm.service.http_port", CONF_U32, F(http_port), 0, 65535, NULL, "6382", 0},
+    {"kvcm.service.admin_http_port", CONF_U32, F(admin_http_port), 0, 65535, NULL, "6492", 0},
+    {"kvcm.service.max_body_size", CONF_SIZE, F(max_body_bytes), 1024, UINT64_C(1) << 31, NULL, "64MB", 0},
+    {"kvcm.service.max_keys_per_request", CONF_U32, F(max_keys), 1, 16777216, NULL, "65536", 0},
+    {"kvcm.service.max_connections", CONF_U32, F(max_connections), 1, 1000000, NULL, "1024", 0},
+    {"kvcm.service.idle_timeout_seconds", CONF_U32, F(idle_timeout_s), 1, 86400, NULL, "120", 0},
     {"kvcm.service.advertised_host", CONF_STR, F(advertised_host), 0, 0, NULL, NULL, 0},
     {"kvcm.service.enable_debug_service", CONF_BOOL, F(debug_service), 0, 0, NULL, NULL, 0},
     {"kvcm.startup_config", CONF_STR, F(startup_config), 0, 0, NULL, NULL, 0},
-    {"kvcm.default_storage.root_path", CONF_STR, F(default_root), 0, 0, NULL, NULL, 0},
-    {"kvcm.instance_group.auto_create", CONF_BOOL, F(auto_create_group), 0, 0, NULL, NULL, 0},
-    {"kvcm.write_session.max_timeout_seconds", CONF_U32, F(max_write_timeout_s), 1, 86400, NULL, NULL, 0},
-    {"kvcm.write_session.empty_timeout_ms", CONF_U32, F(empty_session_timeout_ms), 0, 86400000, NULL, NULL, 0},
-    {"kvcm.write_session.sweep_interval_ms", CONF_U32, F(sweep_interval_ms), 10, 60000, NULL, NULL, 0},
-    {"kvcm.write_session.max_sessions", CONF_U32, F(max_sessions), 1, 100000000, NULL, NULL, 0},
-    {"kvcm.cache_reclaimer.idle_interval_ms", CONF_U32, F(reclaim.idle_interval_ms), 1, 3600000, NULL, NULL, 0},
-    {"kvcm.reclaim.interval_ms", CONF_U32, F(reclaim.idle_interval_ms), 1, 3600000, NULL, NULL, 0},
-    {"kvcm.cache_reclaimer.del_batch_size", CONF_U32, F(reclaim.del_batch_size), 0, 65535, NULL, NULL, 0},
-    {"kvcm.reclaim.batch", CONF_U32, F(reclaim.del_batch_size), 0, 65535, NULL, NULL, 0},
-    {"kvcm.cache_reclaimer.key_sampling_size_total", CONF_U32, F(reclaim.sampling_size), 0, 65535, NULL, NULL, 0},
+    {"kvcm.default_storage.root_path", CONF_STR, F(default_root), 0, 0, NULL, "/tmp/nfs/", 0},
+    {"kvcm.instance_group.auto_create", CONF_BOOL, F(auto_create_group), 0, 0, NULL, "false", CONF_RELOADABLE},
+    {"kvcm.write_session.max_timeout_seconds", CONF_U32, F(max_write_timeout_s), 1, 86400, NULL, "1800",
+     CONF_RELOADABLE},
+    {"kvcm.write_session.empty_timeout_ms", CONF_U32, F(empty_session_timeout_ms), 0, 86400000, NULL, "10000",
+     CONF_RELOADABLE},
+    {"kvcm.write_session.sweep_interval_ms", CONF_U32, F(sweep_interval_ms), 10, 60000, NULL, "1000", 0},
+    {"kvcm.write_session.max_sessions", CONF_U32, F(max_sessions), 1, 100000000, NULL, "100000", CONF_RELOADABLE},
+    {"kvcm.cache_reclaimer.idle_interval_ms", CONF_U32, F(reclaim.idle_interval_ms), 1, 3600000, NULL, "100",
+     CONF_RELOADABLE},
+    {"kvcm.reclaim.interval_ms", CONF_U32, F(reclaim.idle_interval_ms), 1, 3600000, NULL, "100", CONF_RELOADABLE},
+    {"kvcm.cache_reclaimer.del_batch_size", CONF_U32, F(reclaim.del_batch_size), 0, 65535, NULL, "100",
+     CONF_RELOADABLE},
+    {"kvcm.reclaim.batch", CONF_U32, F(reclaim.del_batch_size), 0, 65535, NULL, "100", CONF_RELOADABLE},
+    {"kvcm.cache_reclaimer.key_sampling_size_total", CONF_U32, F(reclaim.sampling_size), 0, 65535, NULL, "100",
+     CONF_RELOADABLE},
     {"kvcm.cache_reclaimer.key_sampling_size_per_task", CONF_U32, F(reclaim.sampling_per_task), 0, UINT32_MAX, NULL,
-     NULL, 0},
-    {"kvcm.cache_reclaimer.worker_size", CONF_U32, F(reclaim.worker_size), 0, 65535, NULL, NULL, 0},
-    {"kvcm.cache_reclaimer.group_lru_min_sampling_ratio", CONF_U32, F(reclaim.min_sampling_ratio), 1, 65535, NULL, NULL,
-     0},
+     "100", 0},
+    {"kvcm.cache_reclaimer.worker_size", CONF_U32, F(reclaim.worker_size), 0, 65535, NULL, "16", 0},
+    {"kvcm.cache_reclaimer.group_lru_min_sampling_ratio", CONF_U32, F(reclaim.min_sampling_ratio), 1, 65535, NULL, "10",
+     CONF_RELOADABLE},
     {"kvcm.cache_reclaimer.group_lru_max_sampling_size", CONF_U32, F(reclaim.max_sampling_size), 1, 16777216, NULL,
-     NULL, 0},
+     "65536", CONF_RELOADABLE},
     {"kvcm.cache_reclaimer.group_lru_max_delete_requests_per_round", CONF_U32, F(reclaim.max_requests), 1, UINT32_MAX,
-     NULL, NULL, 0},
+     NULL, "128", CONF_RELOADABLE},
     {"kvcm.cache_reclaimer.inflight_delete_timeout_ms", CONF_U64, F(reclaim.credit_timeout_ms), 1, UINT64_MAX, NULL,
-     NULL, 0},
+     "60000", CONF_RELOADABLE},
     {"kvcm.cache_reclaimer.pending_location_limit_per_group_type", CONF_U64, F(reclaim.pending_locations), 1,
-     UINT64_MAX, NULL, NULL, 0},
+     UINT64_MAX, NULL, "20000", CONF_RELOADABLE},
     {"kvcm.cache_reclaimer.pending_bytes_limit_per_group_type", CONF_SIZE, F(reclaim.pending_type_bytes), 1, UINT64_MAX,
-     NULL, NULL, 0},
+     NULL, "1TB", CONF_RELOADABLE},
     {"kvcm.cache_reclaimer.pending_delete_handler_limit", CONF_U64, F(reclaim.pending_requests), 1, UINT64_MAX, NULL,
-     NULL, 0},
-    {"kvcm.cache_reclaimer.pending_bytes_limit", CONF_SIZE, F(reclaim.pending_bytes), 1, UINT64_MAX, NULL, NULL, 0},
-    {"kvcm.io_threads", CONF_U32, F(io_threads), 1, 64, NULL, NULL, 0},
-    {"kvcm.event_report.heartbeat_timeout_ms", CONF_U32, F(er_heartbeat_timeout_ms), 1, 86400000, NULL, NULL, 0},
-    {"kvcm.event_report.cleanup_grace_ms", CONF_U32, F(er_cleanup_grace_ms), 1, 86400000, NULL, NULL, 0},
-    {"kvcm.event_report.liveness_check_interval_ms", CONF_U32, F(er_liveness_interval_ms), 1, 86400000, NULL, NULL, 0},
-    {"kvcm.event_report.snapshot_min_interval_ms", CONF_U32, F(er_snapshot_min_interval_ms), 1, 86400000, NULL, NULL,
+     "1024", CONF_RELOADABLE},
+    {"kvcm.cache_reclaimer.pending_bytes_limit", CONF_SIZE, F(reclaim.pending_bytes), 1, UINT64_MAX, NULL, "4TB",
+     CONF_RELOADABLE},
+    {"kvcm.io_threads", CONF_U32, F(io_threads), 1, 64, NULL, "2", 0},
+    {"kvcm.event_report.heartbeat_timeout_ms", CONF_U32, F(er_heartbeat_timeout_ms), 1, 86400000, NULL, "30000",
+     CONF_RELOADABLE},
+    {"kvcm.event_report.cleanup_grace_ms", CONF_U32, F(er_cleanup_grace_ms), 1, 86400000, NULL, "300000",
+     CONF_RELOADABLE},
+    {"kvcm.event_report.liveness_check_interval_ms", CONF_U32, F(er_liveness_interval_ms), 1, 86400000, NULL, "5000",
      0},
-    {"kvcm.event_report.snapshot_delta_drain_timeout_ms", CONF_U32, F(er_drain_timeout_ms), 1, 86400000, NULL, NULL, 0},
+    {"kvcm.event_report.snapshot_min_interval_ms", CONF_U32, F(er_snapshot_min_interval_ms), 1, 86400000, NULL, "30000",
+     CONF_RELOADABLE},
+    {"kvcm.event_report.snapshot_delta_drain_timeout_ms", CONF_U32, F(er_drain_timeout_ms), 1, 86400000, NULL, "10000",
+     0},
     {"kvcm.distributed_lock.uri", CONF_STR, F(lock_uri), 0, 0, NULL, NULL, 0},
     {"kvcm.coordination.uri", CONF_STR, F(lock_uri), 0, 0, NULL, NULL, 0},
     {"kvcm.distributed_lock.password_file", CONF_STR, F(lock_password_file), 0, 0, NULL, NULL, 0},
-    {"kvcm.leader_elector.lease_ms", CONF_U32, F(lease_ms), 300, 3600000, NULL, NULL, 0},
-    {"kvcm.leader_elector.loop_interval_ms", CONF_U32, F(loop_interval_ms), 10, 600000, NULL, NULL, 0},
+    {"kvcm.leader_elector.lease_ms", CONF_U32, F(lease_ms), 300, 3600000, NULL, "10000", 0},
+    {"kvcm.leader_elector.loop_interval_ms", CONF_U32, F(loop_interval_ms), 10, 600000, NULL, "100", 0},
     {"kvcm.leader_elector.node_id", CONF_STR, F(node_id), 0, 0, NULL, NULL, 0},
     {"kvcm.leader_elector.campaign_delay_time_ms", CONF_U32, F(campaign_delay_ms), 0, 86400000, NULL, NULL, 0},
-    {"kvcm.service.rpc_port", CONF_U32, F(rpc_port), 0, 65535, NULL, NULL, 0},
-    {"kvcm.service.admin_rpc_port", CONF_U32, F(admin_rpc_port), 0, 65535, NULL, NULL, 0},
-    {"kvcm.service.rpc_bind", CONF_STR, F(rpc_bind), 0, 0, NULL, NULL, 0},
-    {"kvcm.service.grpc_max_message_size", CONF_SIZE, F(grpc_max_message_bytes), 1024, UINT64_C(1) << 30, NULL, NULL,
+    {"kvcm.service.rpc_port", CONF_U32, F(rpc_port), 0, 65535, NULL, "6381", 0},
+    {"kvcm.service.admin_rpc_port", CONF_U32, F(admin_rpc_port), 0, 65535, NULL, "6491", 0},
+    {"kvcm.service.rpc_bind", CONF_STR, F(rpc_bind), 0, 0, NULL, "127.0.0.1", 0},
+    {"kvcm.service.grpc_max_message_size", CONF_SIZE, F(grpc_max_message_bytes), 1024, UINT64_C(1) << 30, NULL, "4MB",
      0},
-    {"kvcm.service.enable_grpc", CONF_BOOL, F(grpc_enabled), 0, 0, NULL, NULL, 0},
+    {"kvcm.service.enable_grpc", CONF_BOOL, F(grpc_enabled), 0, 0, NULL, "true", 0},
     {"kvcm.service.custom_info", CONF_STR, F(custom_info), 0, 0, NULL, NULL, 0},
     {"kvcm.service.allow_insecure_bind", CONF_BOOL, F(allow_insecure_bind), 0, 0, NULL, NULL, 0},
     {"kvcm.service.admin_user", CONF_STR, F(admin_user), 0, 0, NULL, NULL, 0},
-    {"kvcm.service.first_account_admin", CONF_BOOL, F(first_account_admin), 0, 0, NULL, NULL, 0},
+    {"kvcm.service.first_account_admin", CONF_BOOL, F(first_account_admin), 0, 0, NULL, NULL, CONF_RELOADABLE},
     {"kvcm.service.admin_password_file", CONF_STR, F(admin_password_file), 0, 0, NULL, NULL, 0},
     {"kvcm.service.tls.cert_file", CONF_STR, F(tls_cert), 0, 0, NULL, NULL, 0},
     {"kvcm.service.tls.key_file", CONF_STR, F(tls_key), 0, 0, NULL, NULL, 0},
     {"kvcm.service.tls.ca_file", CONF_STR, F(tls_ca), 0, 0, NULL, NULL, 0},
-    {"kvcm.service.request_timeout_ms", CONF_U32, F(request_timeout_ms), 100, 3600000, NULL, NULL, 0},
-    {"kvcm.service.max_buffered_size", CONF_SIZE, F(max_buffered_bytes), 1u << 20, UINT64_C(1) << 40, NULL, NULL, 0},
-    {"kvcm.service.max_json_body_size", CONF_SIZE, F(max_json_body_bytes), 1024, UINT64_C(1) << 31, NULL, NULL, 0},
+    {"kvcm.service.request_timeout_ms", CONF_U32, F(request_timeout_ms), 100, 3600000, NULL, "10000", 0},
+    {"kvcm.service.max_buffered_size", CONF_SIZE, F(max_buffered_bytes), 1u << 20, UINT64_C(1) << 40, NULL, "256MB", 0},
+    {"kvcm.service.max_json_body_size", CONF_SIZE, F(max_json_body_bytes), 1024, UINT64_C(1) << 31, NULL, "8MB", 0},
     {"kvcm.storage.allowed_roots", CONF_STR, F(allowed_roots), 0, 0, NULL, NULL, 0},
     {NULL, 0, 0, 0, 0, 0, NULL, NULL, 0},
 };
@@ -221,16 +184,43 @@ const char *kvcm_registry_uri(const char *value)
 	return "lmdb";
 }
 
-int kvcm_conf_set(const char *key, const char *value, char *err, size_t errlen)
+const struct conf_key *kvcm_conf_keys(void)
 {
-	int rc = no_effect_key(key, value, err, errlen);
+	return keys;
+}
 
-	if (rc)
-		return rc < 0 ? rc : 0;
-	return conf_apply(keys, &conf, key, value, err, errlen);
+int kvcm_conf_compat(const char *key, const char *value, char *err, size_t errlen)
+{
+	return no_effect_key(key, value, err, errlen);
+}
+
+/* The configuration in force: the rows' defaults until kvcm_conf_use() installs the server's. */
+static struct kvcm_conf conf;
+static bool conf_set;
+
+void kvcm_conf_use(const struct kvcm_conf *c)
+{
+	conf = *c;
+	conf_set = true;
 }
 
 const struct kvcm_conf *kvcm_conf(void)
 {
+	char err[256];
+
+	if (!conf_set && conf_defaults(keys, &conf, err, sizeof(err)) == 0)
+		conf_set = true;
 	return &conf;
+}
+
+void kvcm_conf_reload(struct kvcm *k, const struct kvcm_conf *fresh)
+{
+	for (const struct conf_key *row = keys; row->name; row++) {
+		if (!(row->flags & CONF_RELOADABLE))
+			continue;
+		memcpy((char *)&conf + row->offset, (const char *)fresh + row->offset, row->size);
+		/* the running copy's other fields may have been changed by the admin API (campaign_delay_ms) */
+		if (k)
+			memcpy((char *)&k->conf + row->offset, (const char *)fresh + row->offset, row->size);
+	}
 }

@@ -1,6 +1,8 @@
 /*
- * KVCM configuration: every kvcm.* key, from `--env kvcm.x=y` or the config file (routed here by meta_conf.c).
- * Set before kvcm_start(); read-only afterwards. docs/kvcm.md lists every key with its default.
+ * KVCM configuration: every kvcm.* key as a row of a conf_key table (type, bounds, default, whether SIGHUP changes
+ * it), which the meta server's configuration (metaserver/daemon/meta_conf.c) joins to its own: one table for the
+ * whole server, read from `--env kvcm.x=y` or the config file. Installed before kvcm_start(); a reload changes only
+ * the reloadable rows. docs/kvcm.md lists every key with its default.
  */
 #ifndef MMC_KVCM_CONF_H
 #define MMC_KVCM_CONF_H
@@ -79,11 +81,23 @@ struct kvcm_conf {
 	char allowed_roots[4096];       /* addStorage root paths lie under one of these (comma-separated) */
 };
 
-/* Records one kvcm.* key (kvcm.h declares it for the meta server, which calls it). */
-int kvcm_conf_set(const char *key, const char *value, char *err, size_t errlen);
-/* kvcm.registry_storage.uri as the meta server's store URI (kvcm.h declares it too). */
+struct conf_key;
+struct kvcm;
+
+/* The kvcm.* keys, NULL-terminated: offsets into struct kvcm_conf, each with its default and flags. */
+const struct conf_key *kvcm_conf_keys(void);
+/* The reference server's keys that configure nothing here: 1 when key is one and its value is good (one warning
+ * says why it has no effect), 0 when it is not one, MMC_INVALID_PARAM (message in err) for a bad value. */
+int kvcm_conf_compat(const char *key, const char *value, char *err, size_t errlen);
+/* kvcm.registry_storage.uri as the meta server's store URI: the reference's local:// registry (in memory, or files
+ * at its path) is LMDB in the data directory here, said once in the log; any other value as it is. */
 const char *kvcm_registry_uri(const char *value);
-/* The configuration in force (defaults until kvcm_conf_set changes them). */
+/* Installs c as the configuration in force (at start, before kvcm_start, kvcm_listen or kvcm_check). */
+void kvcm_conf_use(const struct kvcm_conf *c);
+/* The configuration in force (the rows' defaults until kvcm_conf_use). */
 const struct kvcm_conf *kvcm_conf(void);
+/* A SIGHUP reload: the reloadable rows of fresh become the configuration in force and k's (k may be NULL); the
+ * others stay as they are. Loop thread. */
+void kvcm_conf_reload(struct kvcm *k, const struct kvcm_conf *fresh);
 
 #endif
