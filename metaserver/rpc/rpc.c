@@ -211,7 +211,7 @@ int rpc_dispatch(struct conn *c, const Mmc__Frame *f)
 		return MMC_NOT_AUTHORIZED;
 	/* leader election: a standby, or a leader still loading its state, serves nothing but redirects (a store
 	 * follows one without the server's proof: the leader it names must still prove the cluster secret) */
-	if (c->m->ha && !ha_serving(c->m->ha) && f->body_case != MMC__FRAME__BODY_REPLY) {
+	if (c->m->rpc->ha && !ha_serving(c->m->rpc->ha) && f->body_case != MMC__FRAME__BODY_REPLY) {
 		rpc_redirect(c, f);
 		return 0;
 	}
