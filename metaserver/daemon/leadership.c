@@ -16,7 +16,7 @@
 #include "kvcm.h"
 #include "kvcm_conf.h"
 #include "log.h"
-#include "meta.h"
+#include "server.h"
 #include "meta_err.h"
 #include "mmc/mmc.h"
 #include "persist.h"
@@ -61,37 +61,37 @@ static void promote(struct meta *m)
 			         "process still holds it)",
 			         m->conf.data_dir);
 		L.waiting_logged = true;
-		arm(L.retry_ev, ha_loop_interval_ms(m->ha));
+		arm(L.retry_ev, ha_loop_interval_ms(m->rpc->ha));
 		return;
 	}
 	if (L.load(m)) { /* loaded halfway, or not at all: only a fresh process tries again cleanly */
 		log_error("op=ha_promote err=load_failed (restarting as a standby)");
-		ha_demote(m->ha);
+		ha_demote(m->rpc->ha);
 		L.restarting = true;
 		arm(L.restart_ev, RESTART_GRACE_MS);
 		return;
 	}
-	persist_set_fence(m->persist, ha_fence, m->ha);
+	persist_set_fence(m->persist, ha_fence, m->rpc->ha);
 	/* a Redis store in the lock's own Redis and db also refuses commits once another node holds the lock; only
 	 * then: the key is looked up in the store's Redis (LMDB: no-op) */
 	if (strcmp(kvcm_conf()->lock_uri, m->conf.store_uri) == 0 &&
-	    ha_lock_redis_key(m->ha, &key, value, sizeof(value)) &&
+	    ha_lock_redis_key(m->rpc->ha, &key, value, sizeof(value)) &&
 	    persist_set_redis_fence_key(m->persist, key, value) == 0)
 		log_info("op=ha_promote fence_key=%s (every commit checks the lock at Redis)", key);
 	meta_err_clear(&e);
-	if (kvcm_promote(m->kvcm, m->persist, &e)) {
+	if (kvcm_promote(server_of(m)->kvcm, m->persist, &e)) {
 		log_error("op=ha_promote component=kvcm err=\"%s\"", e.message);
 		exit(1);
 	}
-	if (!ha_lease_valid(m->ha)) { /* lost while loading: what was loaded is not ours to serve */
+	if (!ha_lease_valid(m->rpc->ha)) { /* lost while loading: what was loaded is not ours to serve */
 		changed(m);
 		return;
 	}
-	L.led_as = ha_transitions(m->ha);
-	ha_set_serving(m->ha, true);
-	log_info("op=ha_promote node=\"%s\" objects=%llu services=%u", ha_self(m->ha)->node_id,
+	L.led_as = ha_transitions(m->rpc->ha);
+	ha_set_serving(m->rpc->ha, true);
+	log_info("op=ha_promote node=\"%s\" objects=%llu services=%u", ha_self(m->rpc->ha)->node_id,
 	         (unsigned long long)m->nobjects, m->nservices);
-	printf("mmc-metaserver leading node=%s\n", ha_self(m->ha)->node_id);
+	printf("mmc-metaserver leading node=%s\n", ha_self(m->rpc->ha)->node_id);
 	fflush(stdout);
 	sd_notify_send("STATUS=leading");
 }
@@ -104,25 +104,26 @@ static void restart_cb(evutil_socket_t fd, short what, void *arg)
 	uint16_t http, admin;
 	int n = 0, kept;
 
-	kvcm_ports(m->kvcm, &http, &admin);
+	kvcm_ports(server_of(m)->kvcm, &http, &admin);
 	for (; n < L.argc && n < 240; n++)
 		args[n] = L.argv[n];
 	kept = n;
 	snprintf(env[0], sizeof(env[0]), "kvcm.service.http_port=%u", http);
 	snprintf(env[1], sizeof(env[1]), "kvcm.service.admin_http_port=%u", admin);
 	snprintf(env[2], sizeof(env[2]), "ock.mmc.meta_service_url=%s", L.rpc_url);
-	snprintf(env[3], sizeof(env[3]), "kvcm.leader_elector.node_id=%s", ha_self(m->ha)->node_id);
-	snprintf(env[4], sizeof(env[4]), "kvcm.leader_elector.campaign_delay_time_ms=%u", ha_campaign_delay_ms(m->ha));
+	snprintf(env[3], sizeof(env[3]), "kvcm.leader_elector.node_id=%s", ha_self(m->rpc->ha)->node_id);
+	snprintf(env[4], sizeof(env[4]), "kvcm.leader_elector.campaign_delay_time_ms=%u",
+	         ha_campaign_delay_ms(m->rpc->ha));
 	for (int i = 0; i < 5; i++) {
 		args[n++] = "--env";
 		args[n++] = env[i];
 	}
 	args[n] = NULL;
-	snprintf(after, sizeof(after), "%lld", (long long)ha_campaign_after_wall_ms(m->ha));
+	snprintf(after, sizeof(after), "%lld", (long long)ha_campaign_after_wall_ms(m->rpc->ha));
 	setenv(CAMPAIGN_ENV, after, 1);
 	snprintf(after, sizeof(after), "%d", kept);
 	setenv(ARGC_ENV, after, 1);
-	log_warn("op=ha_restart reason=demoted node=\"%s\"", ha_self(m->ha)->node_id);
+	log_warn("op=ha_restart reason=demoted node=\"%s\"", ha_self(m->rpc->ha)->node_id);
 	fflush(stderr);
 	/* every socket, the data dir's lock and LMDB's files close with the old image */
 	syscall(SYS_close_range, 3u, ~0u, CLOSE_RANGE_CLOEXEC);
@@ -133,7 +134,7 @@ static void restart_cb(evutil_socket_t fd, short what, void *arg)
 
 static void demote(struct meta *m)
 {
-	ha_set_serving(m->ha, false); /* from now on every request is redirected */
+	ha_set_serving(m->rpc->ha, false); /* from now on every request is redirected */
 	evtimer_del(L.retry_ev);
 	if (!m->persist || L.restarting)
 		return;
@@ -147,9 +148,10 @@ static void changed(void *arg)
 {
 	struct meta *m = arg;
 
-	if (ha_holds(m->ha) && !m->persist && !L.restarting)
+	if (ha_holds(m->rpc->ha) && !m->persist && !L.restarting)
 		promote(m);
-	else if (!ha_holds(m->ha) || !ha_lease_valid(m->ha) || (m->persist && ha_transitions(m->ha) != L.led_as))
+	else if (!ha_holds(m->rpc->ha) || !ha_lease_valid(m->rpc->ha) ||
+	         (m->persist && ha_transitions(m->rpc->ha) != L.led_as))
 		demote(m); /* a lease lost and won back in between is lost: someone else may have led meanwhile */
 }
 
@@ -204,7 +206,7 @@ int leadership_open(struct meta *m, int argc, char **argv, int (*load)(struct me
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
-	return ha_open(&m->ha, m->base, &o, changed, m, err, errlen) ? -1 : 0;
+	return ha_open(&m->rpc->ha, m->base, &o, changed, m, err, errlen) ? -1 : 0;
 }
 
 int leadership_start(struct meta *m, const char *rpc_host, unsigned rpc_port)
@@ -213,11 +215,11 @@ int leadership_start(struct meta *m, const char *rpc_host, unsigned rpc_port)
 	uint16_t http, admin;
 	const char *adv = kvcm_conf()->advertised_host;
 
-	if (!m->ha)
+	if (!m->rpc->ha)
 		return 0;
-	kvcm_ports(m->kvcm, &http, &admin);
+	kvcm_ports(server_of(m)->kvcm, &http, &admin);
 	tcp_url_format(L.rpc_url, sizeof(L.rpc_url), rpc_host, (uint16_t)rpc_port);
-	snprintf(self.node_id, sizeof(self.node_id), "%s", kvcm_node_id(m->kvcm));
+	snprintf(self.node_id, sizeof(self.node_id), "%s", kvcm_node_id(server_of(m)->kvcm));
 	/* others reach this node by its advertised host; a wildcard listener is reached by the host name */
 	if (adv[0] || strcmp(rpc_host, "0.0.0.0") == 0 || strcmp(rpc_host, "::") == 0) {
 		char host[256] = "localhost";
@@ -236,10 +238,10 @@ int leadership_start(struct meta *m, const char *rpc_host, unsigned rpc_port)
 	}
 	self.http_port = http;
 	self.admin_port = admin;
-	ha_set_self(m->ha, &self);
+	ha_set_self(m->rpc->ha, &self);
 	log_info("op=ha_start node=\"%s\" lock=\"%s\" lease_ms=%u loop_interval_ms=%u", self.node_id,
-	         kvcm_conf()->lock_uri, ha_lease_ms(m->ha), ha_loop_interval_ms(m->ha));
-	return ha_start(m->ha);
+	         kvcm_conf()->lock_uri, ha_lease_ms(m->rpc->ha), ha_loop_interval_ms(m->rpc->ha));
+	return ha_start(m->rpc->ha);
 }
 
 void leadership_close(struct meta *m)
@@ -249,6 +251,6 @@ void leadership_close(struct meta *m)
 	if (L.restart_ev)
 		event_free(L.restart_ev);
 	L.retry_ev = L.restart_ev = NULL;
-	ha_close(m->ha);
-	m->ha = NULL;
+	ha_close(m->rpc->ha);
+	m->rpc->ha = NULL;
 }

@@ -28,12 +28,14 @@
 #include "meta.h"
 #include "meta_conf.h"
 #include "meta_err.h"
+#include "meta_policy.h"
 #include "mmc/mmc.h"
 #include "objects.h"
 #include "persist.h"
 #include "reload.h"
 #include "rpc.h"
 #include "sd_notify.h"
+#include "server.h"
 #include "secret_file.h"
 #include "services.h"
 #include "tier.h"
@@ -229,11 +231,11 @@ static void stop_cb(evutil_socket_t sig, short what, void *arg)
 	struct meta *m = arg;
 	struct timeval drain = {0, 200000};
 
-	if (m->draining)
+	if (m->rpc->draining)
 		return;
 	log_info("op=shutdown signal=%d", (int)sig);
 	sd_notify_send("STOPPING=1");
-	m->draining = true;
+	m->rpc->draining = true;
 	rpc_stop_listening(m);
 	if (m->persist)
 		persist_flush(m->persist);
@@ -346,7 +348,7 @@ static enum exit_code start(struct meta *m)
 	int rc;
 
 	meta_conf_parse_url(m->conf.meta_service_url, host, sizeof(host), &port);
-	m->max_connections = fd_budget_fit(&m->conf);
+	m->rpc->max_connections = fd_budget_fit(&m->conf);
 	if (rpc_tls_open(m, err, sizeof(err)))
 		return start_failed(EXIT_CONFIG, "config", err);
 	errno = 0;
@@ -362,28 +364,30 @@ static enum exit_code start(struct meta *m)
 	}
 	meta_err_clear(&e);
 	/* a standby (leader election) listens now and loads its state once it leads (leadership.c) */
-	if (m->ha ? kvcm_listen(&m->kvcm, m->base, m, m->ha, kvcm_ready, sizeof(kvcm_ready), &e)
-	          : kvcm_start(&m->kvcm, m->base, m->persist, m, kvcm_ready, sizeof(kvcm_ready), &e))
+	if (m->rpc->ha ? kvcm_listen(&server_of(m)->kvcm, m->base, m, m->rpc->ha, kvcm_ready, sizeof(kvcm_ready), &e)
+	               : kvcm_start(&server_of(m)->kvcm, m->base, m->persist, m, kvcm_ready, sizeof(kvcm_ready), &e))
 		return start_failed_as(&e);
 	if (leadership_start(m, host, url_port(rpc_url)))
 		return start_failed(EXIT_INTERNAL, "internal", "cannot start the leader elector");
 	log_info("op=start version=%s rpc=%s tls=%s auth=%s data_dir=\"%s\" %s%s", MMC_VERSION_STRING, rpc_url,
-	         m->tls ? "on" : "off", m->conf.auth_token[0] ? "token" : "none", m->conf.data_dir, kvcm_ready,
-	         m->ha ? " role=standby" : "");
+	         m->rpc->tls ? "on" : "off", m->conf.auth_token[0] ? "token" : "none", m->conf.data_dir, kvcm_ready,
+	         m->rpc->ha ? " role=standby" : "");
 	/* one machine-readable line on stdout: scripts and tests wait for it (and learn the address bound, and the
 	 * ports chosen with :0) */
-	printf("mmc-metaserver ready rpc=%s %s%s\n", rpc_url, kvcm_ready, m->ha ? " role=standby" : "");
+	printf("mmc-metaserver ready rpc=%s %s%s\n", rpc_url, kvcm_ready, m->rpc->ha ? " role=standby" : "");
 	fflush(stdout);
-	sd_notify_send(m->ha ? "READY=1\nSTATUS=standing by" : "READY=1\nSTATUS=serving");
+	sd_notify_send(m->rpc->ha ? "READY=1\nSTATUS=standing by" : "READY=1\nSTATUS=serving");
 	return EXIT_OK;
 }
 
 /* Takes down whatever main() set up, in any state a failed start leaves it. */
 static void shutdown_all(struct meta *m)
 {
-	m->draining = true;
+	struct server *s = server_of(m);
+
+	m->rpc->draining = true;
 	rpc_stop_listening(m);
-	kvcm_stop(m->kvcm);
+	kvcm_stop(s->kvcm);
 	if (m->persist) {
 		lru_checkpoint(m, clock_ms(), true); /* the touches since the last one: a restart keeps the LRU order */
 		persist_flush(m->persist);
@@ -391,10 +395,10 @@ static void shutdown_all(struct meta *m)
 	alloc_queue_fini(m);
 	tier_fini(m);
 	conns_close_all(m);
-	if (m->sweep_ev)
-		event_free(m->sweep_ev);
-	if (m->kick_ev)
-		event_free(m->kick_ev);
+	if (s->sweep_ev)
+		event_free(s->sweep_ev);
+	if (s->policy.kick_ev)
+		event_free(s->policy.kick_ev);
 	objects_fini(m);
 	services_fini(m);
 	persist_close(m->persist);
@@ -460,28 +464,31 @@ static int add_events(struct meta *m, struct event *sigs[4])
 	static const int signos[4] = {SIGTERM, SIGINT, SIGHUP, SIGUSR1};
 	event_callback_fn fns[4] = {stop_cb, stop_cb, hup_cb, usr1_cb};
 	struct timeval tick = {0, SWEEP_MS * 1000};
+	struct server *s = server_of(m);
 
 	for (int i = 0; i < 4; i++)
 		if (!(sigs[i] = evsignal_new(m->base, signos[i], fns[i], m)) || event_add(sigs[i], NULL))
 			return -1;
-	m->sweep_ev = event_new(m->base, -1, EV_PERSIST, sweep_cb, m);
-	m->kick_ev = event_new(m->base, -1, 0, kick_cb, m);
-	if (!m->sweep_ev || !m->kick_ev || event_add(m->sweep_ev, &tick))
+	s->sweep_ev = event_new(m->base, -1, EV_PERSIST, sweep_cb, m);
+	s->policy.kick_ev = event_new(m->base, -1, 0, kick_cb, m);
+	if (!s->sweep_ev || !s->policy.kick_ev || event_add(s->sweep_ev, &tick))
 		return -1;
 	return 0;
 }
 
 int main(int argc, char **argv)
 {
-	static struct meta m;
+	static struct server s;
+	struct meta *m = &s.meta;
 	struct event *sigs[4] = {NULL};
 	enum exit_code rc;
 	char err[512];
 
-	meta_conf_defaults(&m.conf);
-	rc = configure(argc, argv, &m.conf);
+	m->rpc = &s.rpc;
+	meta_conf_defaults(&m->conf);
+	rc = configure(argc, argv, &m->conf);
 	if (rc == EXIT_OK && check_only)
-		rc = check_start(&m);
+		rc = check_start(m);
 	if (rc || check_only) {
 		if (rc == EXIT_OK)
 			printf("mmc-metaserver: configuration ok\n");
@@ -492,35 +499,34 @@ int main(int argc, char **argv)
 	if (hash_init())
 		return start_failed(EXIT_INTERNAL, "internal", "no randomness for the hash key");
 	/* every list and table shutdown_all() walks exists before anything can fail */
-	list_init(&m.conns);
-	m.ops = &rpc_ops;
-	m.sweep = meta_sweep;
-	if (getrandom(&m.run_id, sizeof(m.run_id), 0) != sizeof(m.run_id))
-		m.run_id = clock_ns() ^ ((uint64_t)getpid() << 32);
-	tier_init(&m);
-	arena_init(&m.arena);
-	if (objects_init(&m))
+	list_init(&s.rpc.conns);
+	m->sweep = meta_sweep;
+	if (getrandom(&s.rpc.run_id, sizeof(s.rpc.run_id), 0) != sizeof(s.rpc.run_id))
+		s.rpc.run_id = clock_ns() ^ ((uint64_t)getpid() << 32);
+	policy_init(m, &s.policy, &rpc_ops);
+	arena_init(&m->arena);
+	if (objects_init(m))
 		return start_failed(EXIT_INTERNAL, "internal", "out of memory");
-	m.base = event_base_new();
+	m->base = event_base_new();
 	rc = EXIT_INTERNAL;
-	if (!m.base || event_base_priority_init(m.base, 3) || add_events(&m, sigs)) {
+	if (!m->base || event_base_priority_init(m->base, 3) || add_events(m, sigs)) {
 		start_failed(rc, "internal", "cannot set up the event loop");
 		goto out;
 	}
-	if (leadership_open(&m, argc, argv, load_store, err, sizeof(err))) {
+	if (leadership_open(m, argc, argv, load_store, err, sizeof(err))) {
 		rc = start_failed(EXIT_CONFIG, "config", err);
 		goto out;
 	}
-	if ((!m.ha && (rc = open_store(&m))) || (rc = start(&m)))
+	if ((!s.rpc.ha && (rc = open_store(m))) || (rc = start(m)))
 		goto out;
-	event_base_dispatch(m.base);
+	event_base_dispatch(m->base);
 out:
-	shutdown_all(&m);
+	shutdown_all(m);
 	for (int i = 0; i < 4; i++)
 		if (sigs[i])
 			event_free(sigs[i]);
-	if (m.base)
-		event_base_free(m.base);
+	if (m->base)
+		event_base_free(m->base);
 	log_info("op=exit code=%d", (int)rc);
 	return rc;
 }

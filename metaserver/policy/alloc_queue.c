@@ -1,4 +1,5 @@
 #include "alloc_queue.h"
+#include "meta_policy.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -19,7 +20,7 @@ struct alloc_item {
 };
 
 struct alloc_req {
-	struct list link; /* meta.parked */
+	struct list link; /* meta_policy.parked */
 	struct session *s;
 	uint64_t id;
 	bool gva;
@@ -124,7 +125,7 @@ static bool run(struct meta *m, struct alloc_req *a)
 
 static void reply(struct meta *m, struct alloc_req *a)
 {
-	m->ops->reply_keys(m, a->s, a->id, a->results, a->n, a->durable);
+	m->policy->ops->reply_keys(m, a->s, a->id, a->results, a->n, a->durable);
 }
 
 /* Copies what a waiting request still needs out of the per-request arena. */
@@ -159,7 +160,7 @@ static struct alloc_req *park(struct meta *m, const struct alloc_req *a)
 		p->items[i] = (struct alloc_item){p->keys + at, a->items[i].size, a->items[i].hash};
 		at += len;
 	}
-	list_add_tail(&m->parked, &p->link);
+	list_add_tail(&m->policy->parked, &p->link);
 	log_debug("op=alloc_wait session=%llu keys_left=%zu", (unsigned long long)a->s->id, a->n - a->next);
 	return p;
 }
@@ -191,7 +192,7 @@ void alloc_queue_submit(struct meta *m, const struct alloc_call *call)
 	};
 
 	if (placement_check_preferred(call->preferred, call->npreferred, call->replicas)) {
-		m->ops->reply_code(m, kc->session, kc->id, MMC_INVALID_PARAM);
+		m->policy->ops->reply_code(m, kc->session, kc->id, MMC_INVALID_PARAM);
 		return;
 	}
 	if (call->npreferred) /* protobuf-c leaves the array NULL when empty */
@@ -201,7 +202,7 @@ void alloc_queue_submit(struct meta *m, const struct alloc_call *call)
 	a.results = arena_alloc(&m->arena, a.n * sizeof(*a.results));
 	a.hash = arena_alloc(&m->arena, a.n * sizeof(*a.hash));
 	if (!a.items || !a.results || !a.hash) {
-		m->ops->reply_code(m, kc->session, kc->id, MMC_MALLOC_FAILED);
+		m->policy->ops->reply_code(m, kc->session, kc->id, MMC_MALLOC_FAILED);
 		return;
 	}
 	/* most keys of a put are new: the lookup's cost is the bucket and the chain it walks to the end */
@@ -209,19 +210,19 @@ void alloc_queue_submit(struct meta *m, const struct alloc_call *call)
 	for (size_t i = 0; i < a.n; i++)
 		a.items[i] = (struct alloc_item){kc->keys[i], kc->sizes[i], a.hash[i]};
 	/* a request behind a waiting one waits too: first come, first placed */
-	if (list_empty(&m->parked) && run(m, &a)) {
+	if (list_empty(&m->policy->parked) && run(m, &a)) {
 		reply(m, &a);
 		return;
 	}
 	if (!park(m, &a))
-		m->ops->reply_code(m, kc->session, kc->id, MMC_MALLOC_FAILED);
+		m->policy->ops->reply_code(m, kc->session, kc->id, MMC_MALLOC_FAILED);
 }
 
 void alloc_queue_kick(struct meta *m)
 {
 	extents_sweep(m, clock_ms()); /* idle extents first: their space may be what a waiting request needs */
-	while (!list_empty(&m->parked)) {
-		struct alloc_req *p = list_entry(m->parked.next, struct alloc_req, link);
+	while (!list_empty(&m->policy->parked)) {
+		struct alloc_req *p = list_entry(m->policy->parked.next, struct alloc_req, link);
 
 		if (!run(m, p))
 			break; /* still no room: later requests keep waiting behind it */
@@ -237,7 +238,7 @@ void alloc_queue_session_closed(struct meta *m, struct session *s)
 
 	extents_session_closed(m, s);
 
-	for (it = m->parked.next; it != &m->parked; it = next) {
+	for (it = m->policy->parked.next; it != &m->policy->parked; it = next) {
 		struct alloc_req *p = list_entry(it, struct alloc_req, link);
 
 		next = it->next;
@@ -248,6 +249,6 @@ void alloc_queue_session_closed(struct meta *m, struct session *s)
 
 void alloc_queue_fini(struct meta *m)
 {
-	while (!list_empty(&m->parked))
-		free_parked(list_entry(m->parked.next, struct alloc_req, link));
+	while (!list_empty(&m->policy->parked))
+		free_parked(list_entry(m->policy->parked.next, struct alloc_req, link));
 }

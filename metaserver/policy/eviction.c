@@ -1,4 +1,5 @@
 #include "eviction.h"
+#include "meta_policy.h"
 
 #include "allocator.h"
 #include "clock.h"
@@ -37,7 +38,8 @@ static bool above(struct meta *m, uint32_t media, const void *arg)
 	uint64_t used, total;
 
 	space_usage(m, media, &used, &total);
-	used = used > m->freeing[media] ? used - m->freeing[media] : 0; /* moves in flight give bytes back */
+	used = used > m->policy->freeing[media] ? used - m->policy->freeing[media]
+	                                        : 0; /* moves in flight give bytes back */
 	return used > *(const uint64_t *)arg;
 }
 
@@ -75,6 +77,6 @@ uint64_t eviction_make_room(struct meta *m, uint32_t media, uint64_t size, uint3
 
 	/* the last victim's space may be held until its delete commits: then waiting is worth it */
 	space_services_with_room(m, media, size, &r.held);
-	*blocked = skipped > 0 || r.held || !olist_empty(m, OLIST_ZOMBIES) || m->freeing[media] > 0;
+	*blocked = skipped > 0 || r.held || !olist_empty(m, OLIST_ZOMBIES) || m->policy->freeing[media] > 0;
 	return n;
 }

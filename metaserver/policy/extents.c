@@ -1,4 +1,5 @@
 #include "extents.h"
+#include "meta_policy.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -22,9 +23,9 @@ static uint64_t aligned(uint64_t size)
 /* struct meta is zeroed by its owner and has no init hook of ours: the list starts on first use. */
 static struct list *all(struct meta *m)
 {
-	if (!m->extents.next)
-		list_init(&m->extents);
-	return &m->extents;
+	if (!m->policy->extents.next)
+		list_init(&m->policy->extents);
+	return &m->policy->extents;
 }
 
 static uint32_t count_held(const struct session *s)
@@ -80,7 +81,7 @@ static bool over_share(struct meta *m, uint64_t more)
 static void adopt(struct meta *m, struct session *s, struct blob *b, uint64_t size, struct extent *e)
 {
 	*e = (struct extent){.session = s,
-	                     .id = ++m->next_extent_id,
+	                     .id = ++m->policy->next_extent_id,
 	                     .rank = blob_svc(b)->rank,
 	                     .media = b->media,
 	                     .incarnation = blob_svc(b)->incarnation,
@@ -147,7 +148,7 @@ int extents_grant(struct meta *m, const struct extent_call *call, struct extent 
 		return rc;
 	if (count_held(call->session) + call->replicas * call->lanes > EXTENT_SESSION_MAX)
 		return MMC_EXCEED_CAPACITY;
-	if (!list_empty(&m->parked)) /* first come, first placed: waiting allocations go first */
+	if (!list_empty(&m->policy->parked)) /* first come, first placed: waiting allocations go first */
 		return MMC_NOT_ENOUGH_MEMORY;
 	size = grant_size(m, call, lanes_possible(m, call));
 	if (over_share(m, size * call->replicas * lanes_possible(m, call)))

@@ -22,7 +22,7 @@
 #define EXTENT_SHARE       4u           /* all extents together hold at most 1/4 of the media uncarved */
 
 struct extent {
-	struct list link;     /* meta.extents */
+	struct list link;     /* meta_policy.extents */
 	struct extent *snext; /* the holding session's extents */
 	struct session *session;
 	uint64_t id;

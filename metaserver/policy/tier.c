@@ -1,4 +1,5 @@
 #include "tier.h"
+#include "meta_policy.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -22,7 +23,7 @@ enum task_kind { T_DEMOTE, T_PROMOTE, T_STAGE };
 
 /* A request waiting for moves: a get, an evict or a prefetch batch. */
 struct tier_req {
-	struct list link;  /* meta.tier_reqs */
+	struct list link;  /* meta_policy.tier_reqs */
 	struct session *s; /* NULL once its connection closed */
 	uint64_t id;
 	uint64_t session;
@@ -39,7 +40,7 @@ struct waiter {
 
 /* An SSD read that found no DRAM room: retried as space comes back, until ock.mmc.meta.evict_wait_ms. */
 struct read_wait {
-	struct list link; /* meta.read_waits */
+	struct list link; /* meta_policy.read_waits */
 	struct tier_req *req;
 	size_t idx;
 	bool want_promote;
@@ -48,7 +49,7 @@ struct read_wait {
 };
 
 struct task {
-	struct list link; /* meta.tasks */
+	struct list link; /* meta_policy.tasks */
 	uint64_t id;
 	enum task_kind kind;
 	struct object *o;
@@ -73,10 +74,10 @@ static void service_leaving(struct meta *m, struct service *svc)
 void tier_init(struct meta *m)
 {
 	m->service_leaving = service_leaving;
-	list_init(&m->tasks);
-	list_init(&m->tier_reqs);
+	list_init(&m->policy->tasks);
+	list_init(&m->policy->tier_reqs);
 	list_init(&m->orphans);
-	list_init(&m->read_waits);
+	list_init(&m->policy->read_waits);
 }
 
 bool tier_on_ssd(const struct object *o)
@@ -116,7 +117,7 @@ static struct task *task_new(struct meta *m, enum task_kind kind, struct object 
 
 	if (!t)
 		return NULL;
-	t->id = TASK_ID_BIT | ++m->next_task_id;
+	t->id = TASK_ID_BIT | ++m->policy->next_task_id;
 	t->kind = kind;
 	t->o = o;
 	t->svc = svc;
@@ -124,7 +125,7 @@ static struct task *task_new(struct meta *m, enum task_kind kind, struct object 
 	t->dst_offset = dst;
 	t->size = o->size;
 	o->busy++;
-	list_add_tail(&m->tasks, &t->link);
+	list_add_tail(&m->policy->tasks, &t->link);
 	return t;
 }
 
@@ -152,12 +153,12 @@ static void task_send(struct meta *m, struct task *t)
 	    .size = t->size,
 	};
 
-	m->ops->send_task(m, t->svc, &bt);
+	m->policy->ops->send_task(m, t->svc, &bt);
 }
 
 static struct task *task_of(struct meta *m, const struct object *o, enum task_kind kind)
 {
-	for (struct list *it = m->tasks.next; it != &m->tasks; it = it->next) {
+	for (struct list *it = m->policy->tasks.next; it != &m->policy->tasks; it = it->next) {
 		struct task *t = list_entry(it, struct task, link);
 
 		if (t->o == o && t->kind == kind)
@@ -196,7 +197,7 @@ static void req_settle(struct meta *m, struct tier_req *r)
 	if (r->pending)
 		return;
 	if (r->s) /* evict / prefetch persist moves */
-		m->ops->reply_keys(m, r->s, r->id, r->res, r->n, !r->get);
+		m->policy->ops->reply_keys(m, r->s, r->id, r->res, r->n, !r->get);
 	list_del(&r->link);
 	free(r);
 }
@@ -204,7 +205,7 @@ static void req_settle(struct meta *m, struct tier_req *r)
 static void req_park(struct meta *m, struct tier_req *r)
 {
 	if (r->pending)
-		list_add_tail(&m->tier_reqs, &r->link);
+		list_add_tail(&m->policy->tier_reqs, &r->link);
 	else
 		req_settle(m, r);
 }
@@ -247,7 +248,7 @@ static int start_demote(struct meta *m, struct object *o, struct tier_req *r, si
 		r->res[idx].result = MMC_MALLOC_FAILED;
 	olist_del(o);
 	olist_add_tail(m, OLIST_MOVING, o);
-	m->freeing[MMC_MEDIA_DRAM] += pages(o->size);
+	m->policy->freeing[MMC_MEDIA_DRAM] += pages(o->size);
 	task_send(m, t);
 	return 0;
 }
@@ -307,7 +308,7 @@ static int start_read(struct meta *m, struct object *o, struct tier_req *r, size
 	w->deadline_ms = clock_ms() + m->conf.evict_wait_ms;
 	memcpy(w->key, object_key(o), (size_t)o->keylen);
 	r->pending++;
-	list_add_tail(&m->read_waits, &w->link);
+	list_add_tail(&m->policy->read_waits, &w->link);
 	return 0;
 }
 
@@ -336,7 +337,7 @@ static int finish_demote(struct meta *m, struct task *t, int result)
 	struct object *o = t->o;
 	struct blob *b = only_blob(o);
 
-	m->freeing[MMC_MEDIA_DRAM] -= pages(t->size);
+	m->policy->freeing[MMC_MEDIA_DRAM] -= pages(t->size);
 	if (result == 0 && t->svc && o->state == MMC_BLOB_READABLE && b && b->media == MMC_MEDIA_DRAM) {
 		uint64_t dram = blob_offset(b);
 
@@ -450,7 +451,7 @@ static void complete(struct meta *m, struct task *t, int result)
 
 void tier_task_done(struct meta *m, uint64_t id, int result)
 {
-	for (struct list *it = m->tasks.next; it != &m->tasks; it = it->next) {
+	for (struct list *it = m->policy->tasks.next; it != &m->policy->tasks; it = it->next) {
 		struct task *t = list_entry(it, struct task, link);
 
 		if (t->id == id) {
@@ -464,7 +465,7 @@ void tier_service_gone(struct meta *m, struct service *svc)
 {
 	struct list *it, *next;
 
-	for (it = m->tasks.next; it != &m->tasks; it = next) {
+	for (it = m->policy->tasks.next; it != &m->policy->tasks; it = next) {
 		struct task *t = list_entry(it, struct task, link);
 
 		next = it->next;
@@ -477,7 +478,7 @@ void tier_service_gone(struct meta *m, struct service *svc)
 
 void tier_session_closed(struct meta *m, struct session *s)
 {
-	for (struct list *it = m->tier_reqs.next; it != &m->tier_reqs; it = it->next) {
+	for (struct list *it = m->policy->tier_reqs.next; it != &m->policy->tier_reqs; it = it->next) {
 		struct tier_req *r = list_entry(it, struct tier_req, link);
 
 		if (r->s == s)
@@ -491,7 +492,7 @@ void tier_kick(struct meta *m)
 {
 	struct list *it, *next;
 
-	for (it = m->read_waits.next; it != &m->read_waits; it = next) {
+	for (it = m->policy->read_waits.next; it != &m->policy->read_waits; it = next) {
 		struct read_wait *w = list_entry(it, struct read_wait, link);
 		struct key_result *res = &w->req->res[w->idx];
 		struct object *o = lookup(m, w->key, &res->result);
@@ -516,21 +517,21 @@ void tier_kick(struct meta *m)
 
 void tier_fini(struct meta *m)
 {
-	while (!list_empty(&m->read_waits)) {
-		struct read_wait *w = list_entry(m->read_waits.next, struct read_wait, link);
+	while (!list_empty(&m->policy->read_waits)) {
+		struct read_wait *w = list_entry(m->policy->read_waits.next, struct read_wait, link);
 
 		list_del(&w->link);
 		free(w);
 	}
-	while (!list_empty(&m->tasks)) {
-		struct task *t = list_entry(m->tasks.next, struct task, link);
+	while (!list_empty(&m->policy->tasks)) {
+		struct task *t = list_entry(m->policy->tasks.next, struct task, link);
 
 		list_del(&t->link);
 		free(t->waiters);
 		free(t);
 	}
-	while (!list_empty(&m->tier_reqs)) {
-		struct tier_req *r = list_entry(m->tier_reqs.next, struct tier_req, link);
+	while (!list_empty(&m->policy->tier_reqs)) {
+		struct tier_req *r = list_entry(m->policy->tier_reqs.next, struct tier_req, link);
 
 		list_del(&r->link);
 		free(r);
@@ -552,7 +553,7 @@ void tier_get(struct meta *m, const struct key_call *call)
 	bool rewarm = dram_below_watermark(m);
 
 	if (!r) {
-		m->ops->reply_code(m, call->session, call->id, MMC_MALLOC_FAILED);
+		m->policy->ops->reply_code(m, call->session, call->id, MMC_MALLOC_FAILED);
 		return;
 	}
 	for (size_t i = 0; i < r->n; i++) {
@@ -595,7 +596,7 @@ void tier_move(struct meta *m, const struct key_call *call, bool evict)
 	struct tier_req *r = req_new(call, false);
 
 	if (!r) {
-		m->ops->reply_code(m, call->session, call->id, MMC_MALLOC_FAILED);
+		m->policy->ops->reply_code(m, call->session, call->id, MMC_MALLOC_FAILED);
 		return;
 	}
 	for (size_t i = 0; i < r->n; i++) {

@@ -29,7 +29,7 @@ static void send_hello_reply(struct conn *c, uint64_t id, int result)
 		r.session = c->session.id;
 		r.lease_ttl_ms = c->m->conf.lease_ttl_ms;
 		r.heartbeat_timeout_ms = c->m->conf.heartbeat_timeout_ms;
-		r.server_run = c->m->run_id;
+		r.server_run = c->m->rpc->run_id;
 	}
 	out.id = id;
 	out.body_case = MMC__FRAME__BODY_HELLO_REPLY;

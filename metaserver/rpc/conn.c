@@ -29,7 +29,7 @@ static int ratelimit_bucket, unadmitted_bucket;
 /* Gives back c's share of the input budget. */
 static void input_release(struct conn *c)
 {
-	c->m->input_reserved -= c->input_reserved;
+	c->m->rpc->input_reserved -= c->input_reserved;
 	c->input_reserved = 0;
 }
 
@@ -41,7 +41,7 @@ static bool input_reserve(struct conn *c, uint64_t bytes)
 {
 	static int bucket;
 	struct meta *m = c->m;
-	uint64_t others = m->input_reserved - c->input_reserved;
+	uint64_t others = m->rpc->input_reserved - c->input_reserved;
 
 	if (others + bytes > m->conf.max_buffered_input) {
 		log_ratelimited(&bucket, LOG_WARN,
@@ -51,7 +51,7 @@ static bool input_reserve(struct conn *c, uint64_t bytes)
 		                (unsigned long long)others, (unsigned long long)m->conf.max_buffered_input);
 		return false;
 	}
-	m->input_reserved = others + bytes;
+	m->rpc->input_reserved = others + bytes;
 	c->input_reserved = bytes;
 	return true;
 }
@@ -280,9 +280,9 @@ void conn_close(struct conn *c, const char *why)
 		tier_session_closed(m, &c->session);
 	}
 	/* at shutdown the services stay: they rejoin the restarted server with their objects */
-	if (c->session.svc && !m->draining)
+	if (c->session.svc && !m->rpc->draining)
 		service_unmount(m, c->session.svc, why);
-	if (!m->draining && m->persist)
+	if (!m->rpc->draining && m->persist)
 		objects_session_closed(m, c->session.id);
 	list_del(&c->link);
 	m->nconns--;
@@ -450,7 +450,7 @@ static void event_cb(struct bufferevent *bev, short what, void *arg)
 void conn_displace_oldest(struct meta *m)
 {
 	m->stats.rpc_refused[RPC_REFUSED_DISPLACED]++;
-	conn_close(list_entry(m->hello_waits.next, struct conn, hello_link), "displaced_before_hello");
+	conn_close(list_entry(m->rpc->hello_waits.next, struct conn, hello_link), "displaced_before_hello");
 }
 
 int conn_accept(struct meta *m, evutil_socket_t fd, const char *peer)
@@ -469,18 +469,18 @@ int conn_accept(struct meta *m, evutil_socket_t fd, const char *peer)
 		free_conn(c);
 		return MMC_MALLOC_FAILED;
 	}
-	if (!m->tls && !(c->turn_out = evbuffer_new())) {
+	if (!m->rpc->tls && !(c->turn_out = evbuffer_new())) {
 		bufferevent_free(c->bev);
 		free_conn(c);
 		return MMC_MALLOC_FAILED;
 	}
 	c->m = m;
-	c->session.id = ++m->next_session;
+	c->session.id = ++m->rpc->next_session;
 	c->session.conn = c;
 	c->last_seen_ms = c->accepted_ms = clock_ms();
 	snprintf(c->peer, sizeof(c->peer), "%s", peer);
-	list_add_tail(&m->conns, &c->link);
-	list_add_tail(&m->hello_waits, &c->hello_link);
+	list_add_tail(&m->rpc->conns, &c->link);
+	list_add_tail(&m->rpc->hello_waits, &c->hello_link);
 	m->nconns++;
 	bufferevent_setcb(c->bev, read_cb, NULL, event_cb, c);
 	read_watermark(c, 0);
@@ -493,8 +493,8 @@ void conns_sweep(struct meta *m, uint64_t now_ms)
 	struct list *it, *next;
 
 	/* oldest first: the first one still in time ends the scan (no list before rpc_listen) */
-	while (m->hello_waits.next && !list_empty(&m->hello_waits)) {
-		struct conn *c = list_entry(m->hello_waits.next, struct conn, hello_link);
+	while (m->rpc->hello_waits.next && !list_empty(&m->rpc->hello_waits)) {
+		struct conn *c = list_entry(m->rpc->hello_waits.next, struct conn, hello_link);
 
 		if (now_ms - c->accepted_ms <= m->conf.hello_timeout_ms)
 			break;
@@ -502,7 +502,7 @@ void conns_sweep(struct meta *m, uint64_t now_ms)
 		conn_close(c, "hello_timeout");
 	}
 
-	for (it = m->conns.next; it != &m->conns; it = next) {
+	for (it = m->rpc->conns.next; it != &m->rpc->conns; it = next) {
 		struct conn *c = list_entry(it, struct conn, link);
 
 		next = it->next;
@@ -515,6 +515,6 @@ void conns_sweep(struct meta *m, uint64_t now_ms)
 
 void conns_close_all(struct meta *m)
 {
-	while (!list_empty(&m->conns))
-		conn_close(list_entry(m->conns.next, struct conn, link), "shutdown");
+	while (!list_empty(&m->rpc->conns))
+		conn_close(list_entry(m->rpc->conns.next, struct conn, link), "shutdown");
 }

@@ -12,6 +12,7 @@
 #include <event2/util.h>
 
 #include "meta.h"
+#include "meta_rpc.h"
 #include "mmc.pb-c.h"
 #include "wire_limits.h"
 
@@ -26,7 +27,7 @@ enum conn_phase {
 };
 
 struct conn {
-	struct list link; /* meta.conns */
+	struct list link; /* meta_rpc.conns */
 	struct meta *m;
 	struct bufferevent *bev;
 	/* replies waiting for a commit, by the persist batch they wait for (0: slot free); at most two batches are
@@ -45,17 +46,18 @@ struct conn {
 	char peer[64];
 	/* the guards of the RPC port */
 	enum conn_phase phase;
-	struct list hello_link;  /* meta.hello_waits until the phase is CONN_READY */
-	uint64_t accepted_ms;    /* for ock.mmc.meta.hello_timeout_ms */
-	uint64_t input_reserved; /* this connection's share of meta.input_reserved (ock.mmc.meta.max_buffered_input) */
-	const char *closing;     /* a refusal is being flushed; then the connection closes for this reason */
+	struct list hello_link; /* meta_rpc.hello_waits until the phase is CONN_READY */
+	uint64_t accepted_ms;   /* for ock.mmc.meta.hello_timeout_ms */
+	uint64_t
+	    input_reserved;  /* this connection's share of meta_rpc.input_reserved (ock.mmc.meta.max_buffered_input) */
+	const char *closing; /* a refusal is being flushed; then the connection closes for this reason */
 	uint8_t client_nonce[MMC_WIRE_NONCE], server_nonce[MMC_WIRE_NONCE];
 };
 
 /* Takes accepted socket fd (owned from here: closed on failure) from peer ("ADDR:PORT") as a new connection, before
  * its hello. Returns 0 or MMC_MALLOC_FAILED. */
 int conn_accept(struct meta *m, evutil_socket_t fd, const char *peer);
-/* Closes the oldest connection still before its hello (meta.hello_waits must not be empty), for a new one. */
+/* Closes the oldest connection still before its hello (meta_rpc.hello_waits must not be empty), for a new one. */
 void conn_displace_oldest(struct meta *m);
 
 /*

@@ -25,11 +25,11 @@ static int ratelimit_bucket;
  * connections cannot lock real clients out. */
 static bool make_room(struct meta *m)
 {
-	uint32_t limit = m->max_connections ? m->max_connections : m->conf.max_connections;
+	uint32_t limit = m->rpc->max_connections ? m->rpc->max_connections : m->conf.max_connections;
 
 	if (m->nconns < limit)
 		return true;
-	if (list_empty(&m->hello_waits))
+	if (list_empty(&m->rpc->hello_waits))
 		return false;
 	conn_displace_oldest(m);
 	return m->nconns < limit;
@@ -58,10 +58,11 @@ static void accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct socka
 	struct meta *m = arg;
 	char peer[64];
 
-	if (m->draining || !make_room(m)) {
-		m->stats.rpc_refused[RPC_REFUSED_LIMIT] += !m->draining;
+	if (m->rpc->draining || !make_room(m)) {
+		m->stats.rpc_refused[RPC_REFUSED_LIMIT] += !m->rpc->draining;
 		log_ratelimited(&ratelimit_bucket, LOG_WARN, "op=accept err=%s",
-		                m->draining ? "draining" : "too_many_connections key=ock.mmc.meta.max_connections");
+		                m->rpc->draining ? "draining"
+		                                 : "too_many_connections key=ock.mmc.meta.max_connections");
 		evutil_closesocket(fd);
 		return;
 	}
@@ -73,8 +74,8 @@ static void accept_resume_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct meta *m = arg;
 
-	if (m->listener && !m->draining)
-		evconnlistener_enable(m->listener);
+	if (m->rpc->listener && !m->rpc->draining)
+		evconnlistener_enable(m->rpc->listener);
 }
 
 /*
@@ -90,10 +91,10 @@ static void accept_error_cb(struct evconnlistener *l, void *arg)
 	uint64_t now = clock_ms();
 	struct timeval pause = {0, ACCEPT_PAUSE_MS * 1000};
 	bool exhausted = err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM;
-	bool displace = exhausted && !list_empty(&m->hello_waits);
+	bool displace = exhausted && !list_empty(&m->rpc->hello_waits);
 
-	if (now - m->accept_error_logged_ms >= 1000) {
-		m->accept_error_logged_ms = now;
+	if (now - m->rpc->accept_error_logged_ms >= 1000) {
+		m->rpc->accept_error_logged_ms = now;
 		log_warn("op=accept err=\"%s\" action=%s connections=%u", strerror(err),
 		         displace    ? "displace_before_hello"
 		         : exhausted ? "pause_accepting"
@@ -104,7 +105,7 @@ static void accept_error_cb(struct evconnlistener *l, void *arg)
 		conn_displace_oldest(m);
 	} else if (exhausted) {
 		evconnlistener_disable(l);
-		event_add(m->accept_resume_ev, &pause);
+		event_add(m->rpc->accept_resume_ev, &pause);
 	}
 }
 
@@ -135,10 +136,10 @@ static int bind_first(struct meta *m, const struct addrinfo *ai, const char *hos
 		peer_name(a->ai_addr, addr, sizeof(addr));
 		if (check_exposure(m, a->ai_addr, addr))
 			return MMC_INVALID_PARAM;
-		m->listener = evconnlistener_new_bind(m->base, accept_cb, m,
-		                                      LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_EXEC,
-		                                      512, a->ai_addr, (int)a->ai_addrlen);
-		if (m->listener)
+		m->rpc->listener = evconnlistener_new_bind(
+		    m->base, accept_cb, m, LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_EXEC, 512,
+		    a->ai_addr, (int)a->ai_addrlen);
+		if (m->rpc->listener)
 			return 0;
 		log_warn("op=listen addr=%s err=\"%s\"", addr, strerror(errno));
 	}
@@ -154,7 +155,7 @@ int rpc_listen(struct meta *m, const char *host, uint16_t port, char *bound, siz
 	char portstr[8], addr[INET6_ADDRSTRLEN + 16];
 	int rc;
 
-	list_init(&m->hello_waits);
+	list_init(&m->rpc->hello_waits);
 	snprintf(portstr, sizeof(portstr), "%u", port);
 	rc = getaddrinfo(host, portstr, &hints, &ai);
 	if (rc) {
@@ -165,11 +166,11 @@ int rpc_listen(struct meta *m, const char *host, uint16_t port, char *bound, siz
 	freeaddrinfo(ai);
 	if (rc)
 		return rc;
-	m->accept_resume_ev = evtimer_new(m->base, accept_resume_cb, m);
-	if (!m->accept_resume_ev)
+	m->rpc->accept_resume_ev = evtimer_new(m->base, accept_resume_cb, m);
+	if (!m->rpc->accept_resume_ev)
 		return MMC_MALLOC_FAILED;
-	evconnlistener_set_error_cb(m->listener, accept_error_cb);
-	getsockname(evconnlistener_get_fd(m->listener), (struct sockaddr *)&ss, &len);
+	evconnlistener_set_error_cb(m->rpc->listener, accept_error_cb);
+	getsockname(evconnlistener_get_fd(m->rpc->listener), (struct sockaddr *)&ss, &len);
 	peer_name((struct sockaddr *)&ss, addr, sizeof(addr));
 	snprintf(bound, boundlen, "tcp://%s", addr);
 	return 0;
@@ -177,12 +178,12 @@ int rpc_listen(struct meta *m, const char *host, uint16_t port, char *bound, siz
 
 void rpc_stop_listening(struct meta *m)
 {
-	if (m->listener) {
-		evconnlistener_free(m->listener);
-		m->listener = NULL;
+	if (m->rpc->listener) {
+		evconnlistener_free(m->rpc->listener);
+		m->rpc->listener = NULL;
 	}
-	if (m->accept_resume_ev) {
-		event_free(m->accept_resume_ev);
-		m->accept_resume_ev = NULL;
+	if (m->rpc->accept_resume_ev) {
+		event_free(m->rpc->accept_resume_ev);
+		m->rpc->accept_resume_ev = NULL;
 	}
 }

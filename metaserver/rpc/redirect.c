@@ -24,12 +24,12 @@ void rpc_redirect(struct conn *c, const Mmc__Frame *f)
 
 	if (!f->id)
 		return;
-	ha_leader(c->m->ha, &l);
+	ha_leader(c->m->rpc->ha, &l);
 	out.id = f->id;
 	if (f->body_case == MMC__FRAME__BODY_HELLO) {
 		h.result = MMC_NOT_LEADER;
 		h.session = c->session.id;
-		h.server_run = c->m->run_id;
+		h.server_run = c->m->rpc->run_id;
 		h.standby = true;
 		h.leader_address = l.rpc;
 		h.leader_node_id = l.node_id;

@@ -1,6 +1,7 @@
 #include "rpc.h"
 
 #include <regex.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -168,89 +169,87 @@ static void on_remove_matching(struct conn *c, const Mmc__Frame *f)
 		conn_send(c, &out, true);
 }
 
-static const Mmc__KeyBatch *key_batch(const Mmc__Frame *f)
+static void on_ping(struct conn *c, const Mmc__Frame *f)
 {
-	switch (f->body_case) {
-	case MMC__FRAME__BODY_ALLOC:
-		return f->alloc;
-	case MMC__FRAME__BODY_COMMIT:
-		return f->commit;
-	case MMC__FRAME__BODY_GET:
-		return f->get;
-	case MMC__FRAME__BODY_RELEASE:
-		return f->release;
-	case MMC__FRAME__BODY_REMOVE:
-		return f->remove;
-	case MMC__FRAME__BODY_EXIST:
-		return f->exist;
-	case MMC__FRAME__BODY_QUERY:
-		return f->query;
-	case MMC__FRAME__BODY_ADD_LEASE:
-		return f->add_lease;
-	case MMC__FRAME__BODY_REMOVE_LEASE:
-		return f->remove_lease;
-	case MMC__FRAME__BODY_MALLOC:
-		return f->malloc;
-	case MMC__FRAME__BODY_WRITE_FINISH:
-		return f->write_finish;
-	case MMC__FRAME__BODY_EVICT:
-		return f->evict;
-	case MMC__FRAME__BODY_PREFETCH:
-		return f->prefetch;
-	default:
-		return NULL;
-	}
+	rpc_reply_code(c, f->id, 0);
+}
+
+/* a local service finished a task we sent it */
+static void on_task_reply(struct conn *c, const Mmc__Frame *f)
+{
+	tier_task_done(c->m, f->id, f->reply->result);
+}
+
+static void on_key_batch(struct conn *c, const Mmc__Frame *f);
+
+/* How a body is served. */
+struct rpc_route {
+	void (*fn)(struct conn *c, const Mmc__Frame *f); /* NULL: a body this server does not serve */
+	unsigned flags;                                  /* ROUTE_* */
+	size_t batch; /* a key batch's offset of its KeyBatch pointer in the Frame (on_key_batch) */
+};
+
+#define ROUTE_STANDBY 1u /* served by a standby too (else redirected to the leader): a task's reply */
+
+#define KEYS(body, field) [MMC__FRAME__BODY_##body] = {on_key_batch, 0, offsetof(Mmc__Frame, field)}
+
+/* Every body a peer may send, by its case; what the connection may send before its hello is auth.c's to say. */
+static const struct rpc_route routes[] = {
+    [MMC__FRAME__BODY_HELLO] = {auth_on_hello, 0, 0},
+    [MMC__FRAME__BODY_AUTH_PROOF] = {auth_on_proof, 0, 0},
+    [MMC__FRAME__BODY_REGISTER] = {on_register, 0, 0},
+    [MMC__FRAME__BODY_UNREGISTER] = {on_unregister, 0, 0},
+    [MMC__FRAME__BODY_PING] = {on_ping, 0, 0},
+    [MMC__FRAME__BODY_SERVICE] = {on_service, 0, 0},
+    [MMC__FRAME__BODY_REPLY] = {on_task_reply, ROUTE_STANDBY, 0},
+    [MMC__FRAME__BODY_REMOVE_MATCHING] = {on_remove_matching, 0, 0},
+    [MMC__FRAME__BODY_EXTENT_REQUEST] = {rpc_extent_request, 0, 0},
+    [MMC__FRAME__BODY_PUT] = {rpc_put, 0, 0},
+    [MMC__FRAME__BODY_EXTENT_RETURN] = {rpc_extent_return, 0, 0},
+    KEYS(ALLOC, alloc),
+    KEYS(COMMIT, commit),
+    KEYS(GET, get),
+    KEYS(RELEASE, release),
+    KEYS(REMOVE, remove),
+    KEYS(EXIST, exist),
+    KEYS(QUERY, query),
+    KEYS(ADD_LEASE, add_lease),
+    KEYS(REMOVE_LEASE, remove_lease),
+    KEYS(MALLOC, malloc),
+    KEYS(WRITE_FINISH, write_finish),
+    KEYS(EVICT, evict),
+    KEYS(PREFETCH, prefetch),
+};
+
+static const struct rpc_route *route_of(const Mmc__Frame *f)
+{
+	static const struct rpc_route none;
+	unsigned body = (unsigned)f->body_case;
+
+	return body < sizeof(routes) / sizeof(routes[0]) ? &routes[body] : &none;
+}
+
+static void on_key_batch(struct conn *c, const Mmc__Frame *f)
+{
+	rpc_keys(c, f, *(Mmc__KeyBatch *const *)((const char *)f + route_of(f)->batch));
 }
 
 int rpc_dispatch(struct conn *c, const Mmc__Frame *f)
 {
-	const Mmc__KeyBatch *kb;
+	const struct rpc_route *r = route_of(f);
 
 	c->m->stats.requests[(unsigned)f->body_case % 64]++;
 	if (!auth_admits(c, f))
 		return MMC_NOT_AUTHORIZED;
 	/* leader election: a standby, or a leader still loading its state, serves nothing but redirects (a store
 	 * follows one without the server's proof: the leader it names must still prove the cluster secret) */
-	if (c->m->ha && !ha_serving(c->m->ha) && f->body_case != MMC__FRAME__BODY_REPLY) {
+	if (c->m->rpc->ha && !ha_serving(c->m->rpc->ha) && !(r->flags & ROUTE_STANDBY)) {
 		rpc_redirect(c, f);
 		return 0;
 	}
-	switch (f->body_case) {
-	case MMC__FRAME__BODY_HELLO:
-		auth_on_hello(c, f);
-		return 0;
-	case MMC__FRAME__BODY_AUTH_PROOF:
-		auth_on_proof(c, f);
-		return 0;
-	case MMC__FRAME__BODY_REGISTER:
-		on_register(c, f);
-		return 0;
-	case MMC__FRAME__BODY_UNREGISTER:
-		on_unregister(c, f);
-		return 0;
-	case MMC__FRAME__BODY_PING:
-		rpc_reply_code(c, f->id, 0);
-		return 0;
-	case MMC__FRAME__BODY_SERVICE:
-		on_service(c, f);
-		return 0;
-	case MMC__FRAME__BODY_REPLY: /* a local service finished a task we sent it */
-		tier_task_done(c->m, f->id, f->reply->result);
-		return 0;
-	case MMC__FRAME__BODY_REMOVE_MATCHING:
-		on_remove_matching(c, f);
-		return 0;
-	default:
-		break;
-	}
-	if (rpc_extents(c, f))
-		return 0;
-	kb = key_batch(f);
-	if (!kb) {
-		/* a body this server does not serve: fail the request, keep the connection */
+	if (r->fn)
+		r->fn(c, f);
+	else /* a body this server does not serve: fail the request, keep the connection */
 		rpc_reply_code(c, f->id, MMC_INVALID_PARAM);
-		return 0;
-	}
-	rpc_keys(c, f, kb);
 	return 0;
 }

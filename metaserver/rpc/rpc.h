@@ -7,7 +7,7 @@
 struct conn;
 struct policy_ops;
 
-/* How the policy layer sends tasks and deferred replies: set as meta.ops at start-up (rpc_ops.c). */
+/* How the policy layer sends tasks and deferred replies: given to policy_init at start-up (rpc_ops.c). */
 extern const struct policy_ops rpc_ops;
 
 /* Handles one decoded frame. Returns 0, or a negative code to close the connection (MMC_NOT_AUTHORIZED: a frame

@@ -38,7 +38,7 @@ static void send_grant(struct conn *c, uint64_t id, int result, struct extent *c
 	conn_send(c, &out, false);
 }
 
-static void on_request(struct conn *c, const Mmc__Frame *f)
+void rpc_extent_request(struct conn *c, const Mmc__Frame *f)
 {
 	const Mmc__ExtentRequest *req = f->extent_request;
 	struct extent *e[MMC_WIRE_REPLICAS * MMC_WIRE_EXTENT_LANES];
@@ -75,7 +75,7 @@ static int item_of(struct conn *c, const Mmc__PutItem *pi, struct put_item *it)
 }
 
 /* Answered once the batch holding the new records is durable, like a commit. */
-static void on_put(struct conn *c, const Mmc__Frame *f)
+void rpc_put(struct conn *c, const Mmc__Frame *f)
 {
 	const Mmc__PutBatch *req = f->put;
 	struct key_result *res;
@@ -105,7 +105,7 @@ static void on_put(struct conn *c, const Mmc__Frame *f)
 	key_results_send(c, f->id, res, req->n_items, durable);
 }
 
-static void on_return(struct conn *c, const Mmc__Frame *f)
+void rpc_extent_return(struct conn *c, const Mmc__Frame *f)
 {
 	const Mmc__ExtentReturn *r = f->extent_return;
 
@@ -114,21 +114,4 @@ static void on_return(struct conn *c, const Mmc__Frame *f)
 	for (size_t i = 0; i < r->n_failed; i++)
 		extents_return(c->m, &c->session, r->failed[i], true);
 	rpc_reply_code(c, f->id, 0);
-}
-
-bool rpc_extents(struct conn *c, const Mmc__Frame *f)
-{
-	switch (f->body_case) {
-	case MMC__FRAME__BODY_EXTENT_REQUEST:
-		on_request(c, f);
-		return true;
-	case MMC__FRAME__BODY_PUT:
-		on_put(c, f);
-		return true;
-	case MMC__FRAME__BODY_EXTENT_RETURN:
-		on_return(c, f);
-		return true;
-	default:
-		return false;
-	}
 }

@@ -3,13 +3,15 @@
 #ifndef MMC_RPC_EXTENTS_H
 #define MMC_RPC_EXTENTS_H
 
-#include <stdbool.h>
-
 #include "mmc.pb-c.h"
 
 struct conn;
 
-/* Handles f when it is one of the extent bodies; false for any other body. */
-bool rpc_extents(struct conn *c, const Mmc__Frame *f);
+/* ExtentRequest: grants extents, answered with an ExtentGrant. */
+void rpc_extent_request(struct conn *c, const Mmc__Frame *f);
+/* PutBatch: publishes keys written into granted extents, answered once durable. */
+void rpc_put(struct conn *c, const Mmc__Frame *f);
+/* ExtentReturn: gives extents back (or reports them failed). */
+void rpc_extent_return(struct conn *c, const Mmc__Frame *f);
 
 #endif

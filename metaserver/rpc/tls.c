@@ -10,6 +10,7 @@
 
 #include "log.h"
 #include "meta.h"
+#include "meta_rpc.h"
 #include "mmc/mmc.h"
 #include "tls_files.h"
 
@@ -32,7 +33,7 @@ int rpc_tls_open(struct meta *m, char *err, size_t errlen)
 		snprintf(err, errlen, "cannot create a TLS context");
 		return MMC_MALLOC_FAILED;
 	}
-	m->tls = t;
+	m->rpc->tls = t;
 	SSL_CTX_set_min_proto_version(t->ctx, TLS1_2_VERSION);
 	/* a peer that closes the socket without close_notify (libmmc tearing down, a killed process) ends the stream as
 	 * a plain socket would, not as a protocol error: our frames carry their length, so a cut is seen anyway */
@@ -48,7 +49,7 @@ int rpc_tls_open(struct meta *m, char *err, size_t errlen)
 
 bool rpc_tls_verifies_clients(const struct meta *m)
 {
-	return m->tls && m->tls->verify_clients;
+	return m->rpc->tls && m->rpc->tls->verify_clients;
 }
 
 struct bufferevent *rpc_tls_bufferevent(struct meta *m, evutil_socket_t fd)
@@ -56,13 +57,13 @@ struct bufferevent *rpc_tls_bufferevent(struct meta *m, evutil_socket_t fd)
 	struct bufferevent *bev;
 	SSL *ssl;
 
-	if (!m->tls) {
+	if (!m->rpc->tls) {
 		bev = bufferevent_socket_new(m->base, fd, BEV_OPT_CLOSE_ON_FREE);
 		if (!bev)
 			evutil_closesocket(fd);
 		return bev;
 	}
-	ssl = SSL_new(m->tls->ctx);
+	ssl = SSL_new(m->rpc->tls->ctx);
 	if (!ssl) {
 		evutil_closesocket(fd);
 		return NULL;
@@ -93,7 +94,7 @@ static unsigned long last_error(struct bufferevent *bev)
 const char *rpc_tls_error_reason(struct meta *m, struct bufferevent *bev, const char *peer)
 {
 	static int bucket;
-	SSL *ssl = m->tls ? bufferevent_openssl_get_ssl(bev) : NULL;
+	SSL *ssl = m->rpc->tls ? bufferevent_openssl_get_ssl(bev) : NULL;
 	unsigned long e = ssl ? last_error(bev) : 0;
 	const char *why = e ? ERR_reason_error_string(e) : NULL;
 	long v = ssl ? SSL_get_verify_result(ssl) : X509_V_OK;
@@ -111,9 +112,9 @@ const char *rpc_tls_error_reason(struct meta *m, struct bufferevent *bev, const 
 
 void rpc_tls_close(struct meta *m)
 {
-	if (!m->tls)
+	if (!m->rpc->tls)
 		return;
-	SSL_CTX_free(m->tls->ctx);
-	free(m->tls);
-	m->tls = NULL;
+	SSL_CTX_free(m->rpc->tls->ctx);
+	free(m->rpc->tls);
+	m->rpc->tls = NULL;
 }

@@ -14,7 +14,7 @@
 struct meta;
 struct bufferevent;
 
-/* Loads the certificate, key, CA and CRL named by m->conf into m->tls (nothing when ock.mmc.tls.enable is off).
+/* Loads the certificate, key, CA and CRL named by m->conf into m->rpc->tls (nothing when ock.mmc.tls.enable is off).
  * Returns 0, or MMC_INVALID_PARAM with a message naming the key and OpenSSL's reason in err. */
 int rpc_tls_open(struct meta *m, char *err, size_t errlen);
 /* Whether clients must present a certificate (a CA is configured). */

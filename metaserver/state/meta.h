@@ -15,15 +15,11 @@
 
 struct allocator;
 struct conn;
-struct event;
 struct event_base;
-struct evconnlistener;
-struct rpc_tls;
+struct meta_policy;
+struct meta_rpc;
 struct persist;
 struct persist_table;
-struct kvcm;
-struct ha;
-struct policy_ops;
 
 #define MEDIA_COUNT 3 /* MMC_MEDIA_HBM, _DRAM, _SSD */
 
@@ -221,17 +217,24 @@ struct meta_stats {
 	uint64_t quarantined_total; /* ranges set aside because a given-up write may still reach them */
 };
 
+/*
+ * The object store's state, which every layer from state/ up reads. What only the layers above need is theirs: the
+ * policy layer's queues and moves (struct meta_policy, policy/meta_policy.h) and the RPC port (struct meta_rpc,
+ * rpc/meta_rpc.h) are reached through the two opaque pointers; the daemon (daemon/server.h) allocates all three and
+ * wires them. A field that several layers use lives here, in the lowest of them.
+ */
 struct meta {
 	struct meta_conf conf;
-	const struct policy_ops *ops; /* how policy reaches the network: filled by the RPC layer, or by a unit test */
+	struct meta_policy *policy; /* policy/meta_policy.h; NULL in a test of the state layer alone */
+	struct meta_rpc *rpc;       /* rpc/meta_rpc.h; NULL without an RPC port */
 	/* called by service_unmount before a service goes, so the moves it was making fail first (tier.c sets it) */
 	void (*service_leaving)(struct meta *m, struct service *svc);
+	/* called when space was given back, so requests waiting for room can retry (policy_init sets it) */
+	void (*space_freed)(struct meta *m);
 	/* the object store's deadline sweep (main.c sets it): the debug clock runs it after moving the clock */
 	void (*sweep)(struct meta *m);
 	struct event_base *base;
 	struct persist *persist;
-	struct kvcm *kvcm;
-	struct ha *ha; /* leader election (metaserver/ha); NULL: none, this server always leads */
 	struct persist_table *db_objects, *db_services, *db_info;
 
 	/* services */
@@ -239,11 +242,10 @@ struct meta {
 	uint32_t nservices;
 	uint32_t rank_hi; /* every rank in use is below this: loops over services stop here, not at 1024 */
 	uint64_t next_incarnation;
-	uint64_t next_session;
-	uint64_t run_id; /* random per process, in every HelloReply: clients tell a restart from a reconnect */
 	uint64_t next_object_id;
 	/* the data dir's key of the services' rejoin secrets (service_secret.c) */
 	uint8_t service_key[32];
+	struct list orphans; /* SSD segments of services that left, waiting to be adopted (services.c, tier.c) */
 
 	/* object index: INDEX_SHARDS chained hash tables of record handles, each growing on its own */
 	struct index_shard shards[INDEX_SHARDS];
@@ -252,36 +254,11 @@ struct meta {
 	uint64_t lru_clock;          /* the newest object stamp (lru.h) */
 	uint64_t lru_saved;          /* every stamp up to this one is in its record */
 	uint64_t lru_saved_ms;       /* when the last LRU checkpoint ran */
-	struct list parked;          /* alloc requests waiting for leased memory (alloc_req.c) */
-	struct event *kick_ev;       /* space was freed: resume parked requests */
 	uint64_t hold_kick_seq;      /* newest batch whose commit kicks parked requests (space held until it lands) */
 
-	/* SSD tier (tier.c) */
-	struct list tasks;      /* blob moves in flight */
-	struct list tier_reqs;  /* requests waiting for moves */
-	struct list orphans;    /* SSD segments of services that left, waiting to be adopted */
-	struct list read_waits; /* SSD reads waiting for DRAM room */
-	uint64_t next_task_id;
-	uint64_t freeing[MEDIA_COUNT]; /* bytes that moves in flight will give back */
-
-	struct event *sweep_ev;
-	struct evconnlistener *listener;
-	struct list conns; /* struct conn.link */
-	/* the RPC port's guards (rpc/conn.c, rpc/auth.c, rpc/tls.c) */
-	struct list hello_waits;         /* struct conn.hello_link, oldest first: connections not through their hello */
-	uint32_t max_connections;        /* ock.mmc.meta.max_connections as RLIMIT_NOFILE allows (fd_budget.c); 0: it */
-	uint64_t input_reserved;         /* bytes of partial frames all connections may buffer now */
-	struct event *accept_resume_ev;  /* accepting paused on EMFILE / ENFILE: resume */
-	uint64_t accept_error_logged_ms; /* at most one accept-error line a second */
-	struct rpc_tls *tls;             /* NULL: plain TCP */
-	struct arena arena;              /* per request, reset after each */
-	uint32_t nconns;
-	bool draining;
+	struct arena arena; /* per request, reset after each: the RPC layer's decoding, the policy layer's batches */
+	uint32_t nconns;    /* libmmc connections (the RPC layer counts them, the metrics report them) */
 	struct meta_stats stats;
-
-	/* allocation extents (policy/extents.c): every one granted, oldest first; initialised on first use */
-	struct list extents;
-	uint64_t next_extent_id;
 };
 
 #endif

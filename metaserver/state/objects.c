@@ -60,7 +60,6 @@ int objects_init(struct meta *m)
 	for (int i = 0; i < OLIST_COUNT; i++)
 		if (list_head_new(m, (enum olist)i))
 			return MMC_MALLOC_FAILED;
-	list_init(&m->parked);
 	return 0;
 }
 
@@ -440,8 +439,8 @@ static void release_space(struct meta *m, struct object *o, bool reachable)
 
 void objects_space_freed(struct meta *m)
 {
-	if ((!list_empty(&m->parked) || !list_empty(&m->read_waits)) && m->kick_ev)
-		event_active(m->kick_ev, 0, 0);
+	if (m->space_freed)
+		m->space_freed(m);
 }
 
 /* True while someone may still write or read the object's bytes: its space must not be reused yet. */

@@ -21,7 +21,9 @@
 #include "listener.h"
 #include "log.h"
 #include "meta.h"
+#include "meta_rpc.h"
 #include "meta_conf.h"
+#include "meta_policy.h"
 #include "objects.h"
 #include "persist.h"
 #include "rpc.h"
@@ -31,6 +33,8 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static struct meta m;
+static struct meta_policy pol;
+static struct meta_rpc rpc;
 static uint16_t port;
 
 static void sweep(struct meta *mm)
@@ -51,11 +55,11 @@ static void setup(void)
 	if (!mkdtemp(dir))
 		abort();
 	po = (struct persist_opts){.dir = dir, .map_size = UINT64_C(1) << 30, .sync = false};
-	list_init(&m.conns);
-	m.ops = &rpc_ops;
+	m.rpc = &rpc;
+	list_init(&rpc.conns);
 	m.sweep = sweep;
-	m.run_id = 1;
-	tier_init(&m);
+	rpc.run_id = 1;
+	policy_init(&m, &pol, &rpc_ops);
 	arena_init(&m.arena);
 	m.base = event_base_new();
 	if (objects_init(&m) || !m.base || event_base_priority_init(m.base, 3) ||

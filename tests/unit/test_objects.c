@@ -56,7 +56,6 @@ static void setup(void)
 	base = event_base_new();
 	cr_assert_eq(event_base_priority_init(base, 3), 0);
 	m.base = base;
-	list_init(&m.read_waits);
 	cr_assert_eq(persist_open(&m.persist, base, &po, err, sizeof(err)), 0, "%s", err);
 	cr_assert_eq(persist_table(m.persist, "objects", &m.db_objects), 0);
 	cr_assert_eq(persist_table(m.persist, "services", &m.db_services), 0);

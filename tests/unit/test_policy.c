@@ -16,6 +16,7 @@
 #include "extents.h"
 #include "lease.h"
 #include "meta_conf.h"
+#include "meta_policy.h"
 #include "mmc/mmc.h"
 #include "objects.h"
 #include "persist.h"
@@ -32,6 +33,7 @@
 
 static struct event_base *base;
 static struct meta m;
+static struct meta_policy pol;
 static struct session sess[SERVICES];
 static struct service *svc[SERVICES];
 static char dir[64];
@@ -100,13 +102,12 @@ static void setup(void)
 	memset(sess, 0, sizeof(sess));
 	meta_conf_defaults(&m.conf);
 	m.conf.evict_wait_ms = 1000;
-	m.ops = &recorder;
 	base = event_base_new();
 	cr_assert_eq(event_base_priority_init(base, 3), 0, "the server's three priorities (persist.c)");
 	m.base = base;
-	list_init(&m.conns);
 	arena_init(&m.arena);
-	tier_init(&m);
+	memset(&pol, 0, sizeof(pol));
+	policy_init(&m, &pol, &recorder);
 	cr_assert_eq(persist_open(&m.persist, base, &po, err, sizeof(err)), 0, "%s", err);
 	cr_assert_eq(persist_table(m.persist, "objects", &m.db_objects), 0);
 	cr_assert_eq(persist_table(m.persist, "services", &m.db_services), 0);
@@ -479,7 +480,7 @@ Test(alloc_queue, a_closed_session_s_waiting_requests_are_dropped_unanswered)
 	clock_advance_ms(m.conf.evict_wait_ms + 1);
 	alloc_queue_kick(&m);
 	cr_assert_null(reply_of(id, &code));
-	cr_assert(list_empty(&m.parked));
+	cr_assert(list_empty(&pol.parked));
 }
 
 Test(alloc_queue, space_held_for_an_uncommitted_delete_is_waited_for_not_reused)
