@@ -8,6 +8,7 @@
 #include "log.h"
 #include "meta_conf.h"
 #include "meta_err.h"
+#include "server.h"
 
 static bool reloadable(const struct conf_key *k)
 {
@@ -72,7 +73,7 @@ void reload_apply(struct meta *m, const struct meta_settings *fresh)
 	reopen_log(m, &fresh->conf); /* copies log_path once the new file is open: a failed open keeps the old */
 	strcpy(running.conf.log_path, m->conf.log_path);
 	m->conf = running.conf;
-	kvcm_conf_reload(m->kvcm, &running.kvcm);
+	kvcm_conf_reload(server_of(m)->kvcm, &running.kvcm);
 	if (log_parse_level(m->conf.log_level, &lvl) == 0)
 		log_set_level(lvl);
 	log_info("op=reload result=applied log_level=%s evict_high=%u evict_low=%u lease_ttl_ms=%llu",
