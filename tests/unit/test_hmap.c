@@ -70,6 +70,14 @@ static void expect_visits(const struct hmap *t, struct item *v, size_t n, const 
 		cr_assert_eq(v[i].seen, in[i] ? 1 : 0, "key %zu seen %d times", i, v[i].seen);
 }
 
+static void insert_all(struct hmap *t, struct item *v, size_t n, bool *in)
+{
+	for (size_t i = 0; i < n; i++) {
+		cr_assert_eq(hmap_insert(t, &v[i].node, v[i].hash), 0);
+		in[i] = true;
+	}
+}
+
 Test(hmap, empty_table_finds_nothing)
 {
 	struct hmap t;
@@ -138,10 +146,7 @@ static void remove_while_iterating(size_t n, bool growing)
 	size_t visited = 0;
 
 	hmap_init(&t, item_hash, 2);
-	for (size_t i = 0; i < n; i++) {
-		cr_assert_eq(hmap_insert(&t, &v[i].node, v[i].hash), 0);
-		in[i] = true;
-	}
+	insert_all(&t, v, n, in);
 	cr_assert_eq(t.old != NULL, growing);
 	hmap_foreach(&t, node)
 	{
@@ -196,10 +201,7 @@ static void collisions(uint64_t (*hash_of)(uint64_t key))
 	struct hmap t;
 
 	hmap_init(&t, item_hash, 2);
-	for (size_t i = 0; i < N; i++) {
-		cr_assert_eq(hmap_insert(&t, &v[i].node, v[i].hash), 0);
-		in[i] = true;
-	}
+	insert_all(&t, v, N, in);
 	expect_exactly(&t, v, N, in);
 	for (size_t i = 0; i < N; i += 2) {
 		cr_assert(hmap_remove(&t, &v[i].node, v[i].hash));
