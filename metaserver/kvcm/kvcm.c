@@ -187,6 +187,8 @@ int kvcm_listen(struct kvcm **out, struct event_base *base, struct meta *meta, s
 	list_init(&k->storages);
 	list_init(&k->groups);
 	list_init(&k->zombie_instances);
+	instances_init(k);
+	file_refs_init(k);
 	kvcm_seed_random(k);
 	/* a standby listens before it can load stored accounts: only the configured admin (kvcm.service.admin_user)
 	 * guards it, and a bind other hosts reach needs one, as a leader's does */

@@ -1,3 +1,7 @@
+/*
+ * The object index keeps its own table, not common/hmap.h: its chains are 32-bit slab handles (hnext) and a 16-bit hash
+ * tag inside the 56-byte record, where an hmap_node would add a pointer to every one of 10^7 objects.
+ */
 #include "objects.h"
 #include "lease.h"
 #include "space.h"

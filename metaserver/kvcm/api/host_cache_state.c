@@ -93,7 +93,9 @@ struct er_source {
 	const struct reporter *r;
 };
 
-#define SOURCES 1024 /* a power of two; more distinct strings than it holds take the slow path */
+/* A fixed memo, not a growing table (so not common/hmap.h): a query allocates nothing for it. A power of two; more
+ * distinct strings than half of it take the slow path. */
+#define SOURCES 1024
 
 struct sources {
 	struct er_source slot[SOURCES];

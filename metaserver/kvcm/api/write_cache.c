@@ -13,6 +13,7 @@
 #include "deleter.h"
 #include "fault_injection.h"
 #include "hash.h"
+#include "hmap.h"
 #include "instance.h"
 #include "kvcm_state.h"
 #include "location_json.h"
@@ -41,29 +42,51 @@ static void plan_free(struct write_plan *p)
 	free(p->sel);
 }
 
-/* A key repeated earlier in the same request counts as existing: one location per distinct key. */
+struct seen_key {
+	struct hmap_node node;
+	int64_t key;
+};
+
+static uint64_t seen_hash(const struct hmap_node *n)
+{
+	int64_t key = hmap_entry(n, struct seen_key, node)->key;
+
+	return hash_bytes(&key, sizeof(key));
+}
+
+static bool seen_before(const struct hmap *t, int64_t key, uint64_t h)
+{
+	hmap_foreach_hash(t, h, n)
+	{
+		if (hmap_entry(n, struct seen_key, node)->key == key)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * A key repeated earlier in the same request counts as existing: one location per distinct key. Sized for every key
+ * up front, so the table never grows; out of memory, no key is masked (each is then written).
+ */
 static void mark_repeats(struct write_plan *p)
 {
-	size_t cap = 16;
-	int64_t *seen;
-	bool *used;
+	struct seen_key *seen = calloc(p->n + 1, sizeof(*seen));
+	struct hmap t;
 
-	while (cap < p->n * 2)
-		cap *= 2;
-	seen = calloc(cap, sizeof(*seen));
-	used = calloc(cap, sizeof(*used));
-	for (size_t i = 0; seen && used && i < p->n; i++) {
-		size_t h = hash_bytes(&p->keys[i], sizeof(p->keys[i])) & (cap - 1);
+	hmap_init(&t, seen_hash, p->n);
+	for (size_t i = 0; seen && i < p->n; i++) {
+		uint64_t h = hash_bytes(&p->keys[i], sizeof(p->keys[i]));
 
-		while (used[h] && seen[h] != p->keys[i])
-			h = (h + 1) & (cap - 1);
-		if (used[h])
+		if (seen_before(&t, p->keys[i], h)) {
 			p->exists[i] = true;
-		used[h] = true;
-		seen[h] = p->keys[i];
+			continue;
+		}
+		seen[i].key = p->keys[i];
+		if (hmap_insert(&t, &seen[i].node, h))
+			break;
 	}
+	hmap_free(&t);
 	free(seen);
-	free(used);
 }
 
 /* With spec groups, a block exists when one location holds every spec of its group. */

@@ -17,6 +17,7 @@
 
 #include "clock.h"
 #include "hash.h"
+#include "hmap.h"
 #include "http.h"
 #include "kvcm_state.h"
 #include "log.h"
@@ -31,6 +32,7 @@ struct hconn {
 	struct bufferevent *bev;
 	struct evhttp_connection *evcon; /* NULL until accepted() ran */
 	struct hconn *prev, *next;
+	struct hmap_node node;  /* in p->conns, by evcon: once accepted() ran */
 	struct event *ev;       /* accepted(), then a close the budget asked for */
 	struct event *deadline; /* pending while a request is being read */
 	struct evbuffer_cb_entry *counter;
@@ -47,72 +49,28 @@ static uint64_t buffered_total;
 #define MAX_POOLS 8
 static struct conn_pool *listening[MAX_POOLS];
 
-static uint32_t slot_of(const struct evhttp_connection *c, uint32_t cap)
+static uint64_t evcon_hash(const struct evhttp_connection *c)
 {
-	return (uint32_t)hash_bytes(&c, sizeof(c)) & (cap - 1);
+	return hash_bytes(&c, sizeof(c));
 }
 
-static void map_add(struct conn_pool *p, struct hconn *h);
-
-static int map_grow(struct conn_pool *p)
+static uint64_t node_hash(const struct hmap_node *n)
 {
-	uint32_t cap = p->cap ? p->cap * 2 : 64, old = p->cap;
-	struct hconn **old_slot = p->slot, **n = calloc(cap, sizeof(*n));
-
-	if (!n)
-		return MMC_MALLOC_FAILED;
-	p->slot = n;
-	p->cap = cap;
-	p->mapped = 0;
-	for (uint32_t i = 0; i < old; i++)
-		if (old_slot[i])
-			map_add(p, old_slot[i]);
-	free(old_slot);
-	return 0;
-}
-
-static void map_add(struct conn_pool *p, struct hconn *h)
-{
-	uint32_t i;
-
-	if ((p->mapped + 1) * 2 > p->cap && map_grow(p))
-		return; /* unmapped: its requests are served without the per-connection limits */
-	for (i = slot_of(h->evcon, p->cap); p->slot[i]; i = (i + 1) & (p->cap - 1))
-		;
-	p->slot[i] = h;
-	p->mapped++;
+	return evcon_hash(hmap_entry(n, struct hconn, node)->evcon);
 }
 
 static struct hconn *map_find(const struct conn_pool *p, const struct evhttp_connection *c)
 {
-	if (!p->cap || !c)
+	if (!c)
 		return NULL;
-	for (uint32_t i = slot_of(c, p->cap);; i = (i + 1) & (p->cap - 1)) {
-		if (!p->slot[i] || p->slot[i]->evcon == c)
-			return p->slot[i];
-	}
-}
+	hmap_foreach_hash(&p->conns, evcon_hash(c), n)
+	{
+		struct hconn *h = hmap_entry(n, struct hconn, node);
 
-/* Linear probing: shift later members of the run back so lookups never stop early. */
-static void map_del(struct conn_pool *p, struct hconn *h)
-{
-	uint32_t i, j, k;
-
-	if (!p->cap)
-		return;
-	for (i = slot_of(h->evcon, p->cap); p->slot[i] != h; i = (i + 1) & (p->cap - 1))
-		if (!p->slot[i])
-			return;
-	p->slot[i] = NULL;
-	p->mapped--;
-	for (j = (i + 1) & (p->cap - 1); p->slot[j]; j = (j + 1) & (p->cap - 1)) {
-		k = slot_of(p->slot[j]->evcon, p->cap);
-		if ((j > i && (k <= i || k > j)) || (j < i && (k <= i && k > j))) {
-			p->slot[i] = p->slot[j];
-			p->slot[j] = NULL;
-			i = j;
-		}
+		if (h->evcon == c)
+			return h;
 	}
+	return NULL;
 }
 
 static void arm_deadline(struct hconn *h)
@@ -148,7 +106,7 @@ static void closed_cb(struct evhttp_connection *evcon, void *arg)
 	struct hconn *h = arg;
 
 	evhttp_connection_set_closecb(evcon, NULL, NULL);
-	map_del(h->p, h);
+	hmap_remove(&h->p->conns, &h->node, evcon_hash(h->evcon));
 	unlink_conn(h);
 	buffered_total -= h->buffered;
 	if (h->call)
@@ -212,7 +170,8 @@ static void accepted(struct hconn *h)
 	}
 	h->evcon = evcon;
 	evhttp_connection_set_closecb(h->evcon, closed_cb, h);
-	map_add(h->p, h);
+	/* out of memory: unmapped, its requests are served without the per-connection limits */
+	(void)hmap_insert(&h->p->conns, &h->node, evcon_hash(h->evcon));
 	/* replies go out in more than one segment: without this, Nagle waits for the client's delayed ACK */
 	if (fd >= 0)
 		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
@@ -392,6 +351,7 @@ int conn_pool_init(struct conn_pool *p, struct kvcm *k, SSL_CTX *tls, const char
 	p->tls = tls;
 	p->name = name;
 	p->max = max;
+	hmap_init(&p->conns, node_hash, 64);
 	p->resume_ev = evtimer_new(k->base, resume_ev, p);
 	return p->resume_ev ? 0 : -1;
 }
@@ -419,8 +379,7 @@ void conn_pool_fini(struct conn_pool *p)
 			listening[i] = NULL;
 	if (p->resume_ev)
 		event_free(p->resume_ev);
-	free(p->slot);
-	p->slot = NULL;
+	hmap_free(&p->conns);
 }
 
 uint32_t conn_fit_limit(uint32_t want, const char *key)

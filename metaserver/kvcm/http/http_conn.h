@@ -16,6 +16,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "hmap.h"
+
 struct kvcm;
 struct call;
 struct event_base;
@@ -32,9 +34,8 @@ struct conn_pool {
 	const char *name;
 	uint32_t max;
 	uint32_t count;
-	struct hconn *oldest, *newest; /* every connection, in accept order */
-	struct hconn **slot;           /* by evhttp connection (open addressing) */
-	uint32_t cap, mapped;
+	struct hconn *oldest, *newest;                   /* every connection, in accept order */
+	struct hmap conns;                               /* by evhttp connection */
 	struct evconnlistener *lev[CONN_POOL_LISTENERS]; /* the bind's, and the admin port's loopback one */
 	int nlev;
 	struct event *resume_ev;

@@ -12,15 +12,21 @@ static uint64_t key_hash(int64_t key)
 	return hash_bytes(&key, sizeof(key));
 }
 
-static uint64_t link_hash(const struct chain_link *l)
+static uint64_t link_hash(const struct hmap_node *l)
 {
-	return key_hash(chain_entry(l, struct block, hlink)->key);
+	return key_hash(hmap_entry(l, struct block, hlink)->key);
+}
+
+void block_index_init(struct instance *inst)
+{
+	hmap_init(&inst->blocks, link_hash, 256);
 }
 
 struct block *block_find(const struct instance *inst, int64_t key)
 {
-	for (struct chain_link *l = chain_first(&inst->blocks, key_hash(key)); l; l = l->next) {
-		struct block *b = chain_entry(l, struct block, hlink);
+	hmap_foreach_hash(&inst->blocks, key_hash(key), l)
+	{
+		struct block *b = hmap_entry(l, struct block, hlink);
 
 		if (b->key == key)
 			return b;
@@ -30,11 +36,10 @@ struct block *block_find(const struct instance *inst, int64_t key)
 
 void block_prefetch(const struct instance *inst, int64_t key, bool chain)
 {
-	struct chain_link *const *slot;
+	struct hmap_node *const *slot = hmap_bucket(&inst->blocks, key_hash(key));
 
-	if (!inst->blocks.nb)
+	if (!slot)
 		return;
-	slot = chain_slot(&inst->blocks, key_hash(key));
 	if (!chain)
 		__builtin_prefetch(slot);
 	else if (*slot)
@@ -51,7 +56,7 @@ struct block *block_get(struct instance *inst, int64_t key)
 	if (!b)
 		return NULL;
 	b->key = key;
-	if (chain_insert(&inst->blocks, &b->hlink, key_hash(key), 256, link_hash)) {
+	if (hmap_insert(&inst->blocks, &b->hlink, key_hash(key))) {
 		free(b);
 		return NULL;
 	}
@@ -61,7 +66,7 @@ struct block *block_get(struct instance *inst, int64_t key)
 
 void block_remove(struct instance *inst, struct block *b)
 {
-	chain_remove(&inst->blocks, &b->hlink, key_hash(b->key));
+	hmap_remove(&inst->blocks, &b->hlink, key_hash(b->key));
 	list_del(&b->lru_link);
 	free(b);
 }
@@ -75,9 +80,9 @@ void block_touch(struct instance *inst, struct block *b, uint64_t now_us)
 
 void block_index_free(struct instance *inst)
 {
-	chain_foreach(&inst->blocks, l)
+	hmap_foreach(&inst->blocks, l)
 	{
-		struct block *b = chain_entry(l, struct block, hlink);
+		struct block *b = hmap_entry(l, struct block, hlink);
 
 		for (struct location *loc = b->locs, *next; loc; loc = next) {
 			next = loc->next;
@@ -85,7 +90,7 @@ void block_index_free(struct instance *inst)
 		}
 		free(b);
 	}
-	chain_free(&inst->blocks);
+	hmap_free(&inst->blocks);
 	list_init(&inst->lru);
 }
 

@@ -23,6 +23,8 @@ struct block *block_get(struct instance *inst, int64_t key);
 void block_remove(struct instance *inst, struct block *b);
 /* Moves b to the LRU tail with a new stamp (a write). */
 void block_touch(struct instance *inst, struct block *b, uint64_t now_us);
+/* Makes inst's index an empty table (inst just allocated). */
+void block_index_init(struct instance *inst);
 /* Frees every block and location of inst (shutdown). */
 void block_index_free(struct instance *inst);
 

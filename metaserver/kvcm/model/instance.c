@@ -42,15 +42,18 @@ static uint64_t id_hash(const char *id)
 	return hash_bytes(id, strlen(id));
 }
 
-static uint64_t link_hash(const struct chain_link *l)
+static uint64_t link_hash(const struct hmap_node *l)
 {
-	return id_hash(chain_entry(l, struct instance, hlink)->id);
+	return id_hash(hmap_entry(l, struct instance, hlink)->id);
 }
 
 struct instance *instance_find(struct kvcm *k, const char *id)
 {
-	for (struct chain_link *l = id[0] ? chain_first(&k->instances, id_hash(id)) : NULL; l; l = l->next) {
-		struct instance *i = chain_entry(l, struct instance, hlink);
+	if (!id[0])
+		return NULL;
+	hmap_foreach_hash(&k->instances, id_hash(id), l)
+	{
+		struct instance *i = hmap_entry(l, struct instance, hlink);
 
 		if (strcmp(i->id, id) == 0)
 			return i;
@@ -60,7 +63,7 @@ struct instance *instance_find(struct kvcm *k, const char *id)
 
 static int registry_add(struct kvcm *k, struct instance *inst)
 {
-	return chain_insert(&k->instances, &inst->hlink, id_hash(inst->id), 64, link_hash);
+	return hmap_insert(&k->instances, &inst->hlink, id_hash(inst->id));
 }
 
 int instance_spec_index(const struct instance *inst, const char *name)
@@ -140,6 +143,7 @@ static struct instance *instance_new(json_t *info, struct group *g, char *msg, s
 	*code = KC_INTERNAL_ERROR;
 	if (!inst)
 		return NULL;
+	block_index_init(inst);
 	list_init(&inst->lru);
 	list_init(&inst->zombie_link);
 	inst->info = json_incref(info);
@@ -348,7 +352,7 @@ struct instance *instance_load(struct kvcm *k, json_t *record, char *msg, size_t
 
 void instance_unregister(struct kvcm *k, struct instance *inst)
 {
-	chain_remove(&k->instances, &inst->hlink, id_hash(inst->id));
+	hmap_remove(&k->instances, &inst->hlink, id_hash(inst->id));
 	inst->removed = true;
 	list_add_tail(&k->zombie_instances, &inst->zombie_link);
 	inst->group->ninstances--;
@@ -369,10 +373,15 @@ void instance_release(struct kvcm *k, struct instance *inst)
 		instance_free(inst);
 }
 
+void instances_init(struct kvcm *k)
+{
+	hmap_init(&k->instances, link_hash, 64);
+}
+
 void instances_free(struct kvcm *k)
 {
-	chain_foreach(&k->instances, l) instance_free(chain_entry(l, struct instance, hlink));
-	chain_free(&k->instances);
+	hmap_foreach(&k->instances, l) instance_free(hmap_entry(l, struct instance, hlink));
+	hmap_free(&k->instances);
 	while (!list_empty(&k->zombie_instances))
 		instance_free(list_entry(k->zombie_instances.next, struct instance, zombie_link));
 }
@@ -387,9 +396,9 @@ void instance_each(struct kvcm *k, void (*fn)(void *arg, const struct instance *
 	struct instance **v = malloc(k->instances.n * sizeof(*v) + 1);
 	size_t n = 0;
 
-	chain_foreach(&k->instances, l)
+	hmap_foreach(&k->instances, l)
 	{
-		struct instance *inst = chain_entry(l, struct instance, hlink);
+		struct instance *inst = hmap_entry(l, struct instance, hlink);
 
 		if (v)
 			v[n++] = inst;

@@ -32,6 +32,8 @@ void instance_unregister(struct kvcm *k, struct instance *inst);
 void instance_hold(struct instance *inst);
 void instance_release(struct kvcm *k, struct instance *inst);
 /* Frees every instance (shutdown). */
+/* Makes the registry (k->instances) an empty table; before the first instance_register(). */
+void instances_init(struct kvcm *k);
 void instances_free(struct kvcm *k);
 /*
  * Calls fn for every registered instance in id order, so that listings and config snapshots come out alike in every

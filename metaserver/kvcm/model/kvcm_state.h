@@ -40,9 +40,9 @@ struct kvcm {
 	char host[256];
 	char node_id[320];
 
-	struct list storages;         /* struct storage.link */
-	struct list groups;           /* struct group.link */
-	struct chain_table instances; /* struct instance.hlink, by id */
+	struct list storages;  /* struct storage.link */
+	struct list groups;    /* struct group.link */
+	struct hmap instances; /* struct instance.hlink, by id */
 	uint64_t next_uid;
 	struct list zombie_instances; /* removed, waiting for their deletes */
 
@@ -50,10 +50,10 @@ struct kvcm {
 	struct deleter *deleter;
 	struct metrics *metrics;
 	struct reporters *reporters;
-	struct chain_table file_refs; /* files shared by several blocks: deleted with the last one */
-	struct reclaimer *reclaimer;  /* model/reclaim.c */
-	struct faults *faults;        /* injected by the debug service (api/fault_injection.c); NULL: none yet */
-	struct accounts *accounts;    /* model/account.c; NULL: none yet */
+	struct hmap file_refs;       /* files shared by several blocks: deleted with the last one */
+	struct reclaimer *reclaimer; /* model/reclaim.c */
+	struct faults *faults;       /* injected by the debug service (api/fault_injection.c); NULL: none yet */
+	struct accounts *accounts;   /* model/account.c; NULL: none yet */
 
 	struct kvcm_store
 	    store; /* the LMDB tables; a reply to a request that moved store.writes waits for the commit */

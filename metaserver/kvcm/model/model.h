@@ -9,7 +9,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "chain_table.h"
+#include "hmap.h"
 #include "list.h"
 #include "wire_enums.h"
 
@@ -70,7 +70,7 @@ struct spec_group {
 struct block;
 
 struct instance {
-	struct chain_link hlink; /* in kvcm.instances, by id */
+	struct hmap_node hlink; /* in kvcm.instances, by id */
 	char *id;
 	uint64_t uid; /* persistent number: the prefix of its block records */
 	struct group *group;
@@ -81,8 +81,8 @@ struct instance {
 	struct spec_info *specs;
 	uint32_t nspec_groups;
 	struct spec_group *spec_groups;
-	struct chain_table blocks; /* the block index: key -> block (blocks.n of them) */
-	struct list lru;           /* blocks by last write, oldest first */
+	struct hmap blocks; /* the block index: key -> block (blocks.n of them) */
+	struct list lru;    /* blocks by last write, oldest first */
 	struct usage use;
 	uint32_t refs;           /* pending deletes and sessions that still point here */
 	bool removed;            /* out of the registry; freed when refs drops to 0 */
@@ -115,7 +115,7 @@ struct location {
 };
 
 struct block {
-	struct chain_link hlink; /* first: the link a prefetch fetches is the block */
+	struct hmap_node hlink; /* first: the link a prefetch fetches is the block */
 	int64_t key;
 	struct list lru_link;
 	uint64_t lru_time_us;

@@ -105,9 +105,9 @@ static size_t effective_instances(struct kvcm *k, const struct group *g, const s
 	*out = calloc(g->ninstances + 1, sizeof(**out));
 	if (!*out)
 		return 0;
-	chain_foreach(&k->instances, l)
+	hmap_foreach(&k->instances, l)
 	{
-		struct instance *inst = chain_entry(l, struct instance, hlink);
+		struct instance *inst = hmap_entry(l, struct instance, hlink);
 
 		if (inst->group == g && n < g->ninstances && usage_in_scope(inst, w))
 			(*out)[n++] = inst;

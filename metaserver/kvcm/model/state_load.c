@@ -49,9 +49,9 @@ static int load_json(void *arg, enum store_table t, const char *name, json_t *v)
 
 static struct instance *by_uid(struct kvcm *k, uint64_t uid)
 {
-	chain_foreach(&k->instances, l)
+	hmap_foreach(&k->instances, l)
 	{
-		struct instance *inst = chain_entry(l, struct instance, hlink);
+		struct instance *inst = hmap_entry(l, struct instance, hlink);
 
 		if (inst->uid == uid)
 			return inst;
@@ -134,9 +134,9 @@ int state_load(struct kvcm *k)
 
 	if (store_read(&k->store, &reader, &ld))
 		return MMC_ERROR;
-	chain_foreach(&k->instances, l)
+	hmap_foreach(&k->instances, l)
 	{
-		struct instance *inst = chain_entry(l, struct instance, hlink);
+		struct instance *inst = hmap_entry(l, struct instance, hlink);
 
 		settle(k, inst, &swept);
 		blocks += inst->blocks.n;

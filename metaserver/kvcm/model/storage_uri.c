@@ -14,7 +14,7 @@
 
 /* An entry of the path -> count map of files holding several blocks (key_count_per_file > 1): k->file_refs. */
 struct file_ref {
-	struct chain_link link;
+	struct hmap_node link;
 	uint64_t hash;
 	uint32_t count;
 	char path[];
@@ -168,15 +168,16 @@ static bool shared_file(const char *uri)
 	return q && (strncmp(q + 1, "blkid=", 6) == 0 || strstr(q, "&blkid="));
 }
 
-static uint64_t ref_hash(const struct chain_link *l)
+static uint64_t ref_hash(const struct hmap_node *l)
 {
-	return chain_entry(l, struct file_ref, link)->hash;
+	return hmap_entry(l, struct file_ref, link)->hash;
 }
 
 static struct file_ref *ref_find(struct kvcm *k, const char *path, uint64_t h)
 {
-	for (struct chain_link *l = chain_first(&k->file_refs, h); l; l = l->next) {
-		struct file_ref *e = chain_entry(l, struct file_ref, link);
+	hmap_foreach_hash(&k->file_refs, h, l)
+	{
+		struct file_ref *e = hmap_entry(l, struct file_ref, link);
 
 		if (e->hash == h && strcmp(e->path, path) == 0)
 			return e;
@@ -195,7 +196,7 @@ static int ref_hold(struct kvcm *k, const char *path, size_t len)
 			return MMC_MALLOC_FAILED;
 		e->hash = h;
 		memcpy(e->path, path, len + 1);
-		if (chain_insert(&k->file_refs, &e->link, h, 1024, ref_hash)) {
+		if (hmap_insert(&k->file_refs, &e->link, h)) {
 			free(e);
 			return MMC_MALLOC_FAILED;
 		}
@@ -229,7 +230,7 @@ static bool release_path(struct kvcm *k, const char *uri, const char *path, size
 		return true;
 	if (--e->count)
 		return false;
-	chain_remove(&k->file_refs, &e->link, h);
+	hmap_remove(&k->file_refs, &e->link, h);
 	free(e);
 	return true;
 }
@@ -325,8 +326,13 @@ bool storage_data_visible(struct kvcm *k, const struct location *l)
 	return true;
 }
 
+void file_refs_init(struct kvcm *k)
+{
+	hmap_init(&k->file_refs, ref_hash, 1024);
+}
+
 void file_refs_free(struct kvcm *k)
 {
-	chain_foreach(&k->file_refs, l) free(chain_entry(l, struct file_ref, link));
-	chain_free(&k->file_refs);
+	hmap_foreach(&k->file_refs, l) free(hmap_entry(l, struct file_ref, link));
+	hmap_free(&k->file_refs);
 }

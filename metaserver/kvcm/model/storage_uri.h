@@ -38,6 +38,8 @@ bool storage_data_lost(const struct location *l);
 /* mmc: every object of the location is in the pool and readable; dummy: no file is lost; true for other kinds. */
 bool storage_data_visible(struct kvcm *k, const struct location *l);
 
+/* Makes k->file_refs an empty table; before the first storage_hold_data(). */
+void file_refs_init(struct kvcm *k);
 void file_refs_free(struct kvcm *k);
 
 #endif

@@ -15,7 +15,7 @@
 #include "mmc/mmc.h"
 
 struct sessions {
-	struct chain_table ids;   /* id -> session */
+	struct hmap ids;          /* id -> session */
 	struct due_heap expiries; /* the same sessions by expiry time */
 	struct event *sweep;
 	uint64_t expired;
@@ -26,9 +26,9 @@ static uint64_t sid_hash(const char *id)
 	return hash_bytes(id, SESSION_ID_LEN);
 }
 
-static uint64_t link_hash(const struct chain_link *l)
+static uint64_t link_hash(const struct hmap_node *l)
 {
-	return sid_hash(chain_entry(l, struct wsession, hlink)->id);
+	return sid_hash(hmap_entry(l, struct wsession, hlink)->id);
 }
 
 /* The session expiring first, or NULL. */
@@ -41,7 +41,7 @@ static struct wsession *first(const struct sessions *s)
 
 static void unlink_session(struct sessions *s, struct wsession *w)
 {
-	chain_remove(&s->ids, &w->hlink, sid_hash(w->id));
+	hmap_remove(&s->ids, &w->hlink, sid_hash(w->id));
 	due_heap_remove(&s->expiries, &w->expiry);
 }
 
@@ -65,7 +65,7 @@ struct wsession *session_create(struct kvcm *k, struct instance *inst, uint32_t 
 		free(w);
 		return NULL;
 	}
-	if (chain_insert(&s->ids, &w->hlink, sid_hash(w->id), 1024, link_hash)) {
+	if (hmap_insert(&s->ids, &w->hlink, sid_hash(w->id))) {
 		due_heap_remove(&s->expiries, &w->expiry);
 		free(w);
 		return NULL;
@@ -80,8 +80,9 @@ struct wsession *session_find(struct kvcm *k, const char *id)
 
 	if (strlen(id) != SESSION_ID_LEN)
 		return NULL;
-	for (struct chain_link *l = chain_first(&s->ids, sid_hash(id)); l; l = l->next) {
-		struct wsession *w = chain_entry(l, struct wsession, hlink);
+	hmap_foreach_hash(&s->ids, sid_hash(id), l)
+	{
+		struct wsession *w = hmap_entry(l, struct wsession, hlink);
 
 		if (memcmp(w->id, id, SESSION_ID_LEN) == 0)
 			return w;
@@ -141,6 +142,7 @@ int sessions_start(struct kvcm *k)
 	if (!s)
 		return -1;
 	k->sessions = s;
+	hmap_init(&s->ids, link_hash, 1024);
 	s->sweep = event_new(k->base, -1, EV_PERSIST, sweep_cb, k);
 	return s->sweep && event_add(s->sweep, &tv) == 0 ? 0 : MMC_ERROR;
 }
@@ -158,7 +160,7 @@ void sessions_stop(struct kvcm *k)
 	}
 	if (s->sweep)
 		event_free(s->sweep);
-	chain_free(&s->ids);
+	hmap_free(&s->ids);
 	due_heap_free(&s->expiries);
 	free(s);
 	k->sessions = NULL;

@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "chain_table.h"
+#include "hmap.h"
 #include "due_heap.h"
 #include "model.h"
 
@@ -24,7 +24,7 @@ struct ws_item {
 };
 
 struct wsession {
-	struct chain_link hlink; /* in the sessions' table, by id */
+	struct hmap_node hlink; /* in the sessions' table, by id */
 	char id[SESSION_ID_LEN + 1];
 	struct instance *inst;
 	struct due_node expiry; /* in the sessions' heap, by expiry time */

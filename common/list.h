@@ -1,4 +1,19 @@
-/* Intrusive circular doubly linked list (the kernel's list_head idea), for LRUs and per-service blob lists. */
+/*
+ * list: an intrusive circular doubly linked list (the kernel's list_head idea), for LRUs and per-owner lists.
+ *
+ * A list is a struct list head; an element embeds a struct list node and is found back with list_entry(). Every
+ * operation is O(1) and none allocates, so none fails. The head and the elements belong to the caller; the list only
+ * links them. A node must not be on two lists at once through the same member.
+ *
+ * Thread-safety: none; the list's owner serialises.
+ *
+ *   LIST_INIT(name), list_init(l)  an empty list (head and node alike point at themselves)
+ *   list_empty(head)               no element
+ *   list_linked(n)                 n is on some list (a node after list_init() or list_del() is not)
+ *   list_add_head(head, n)         n first; list_add_tail(head, n): n last
+ *   list_del(n)                    unlinks n and makes it point at itself, so a second list_del() is harmless
+ *   list_entry(n, type, member)    the element holding node n
+ */
 #ifndef MMC_LIST_H
 #define MMC_LIST_H
 
