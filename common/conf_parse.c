@@ -80,11 +80,11 @@ int conf_parse_u64(const char *s, uint64_t *out)
 	unsigned long long v;
 
 	if (!*s || *s == '-' || !isdigit((unsigned char)*s))
-		return -1;
+		return MMC_ERROR;
 	errno = 0;
 	v = strtoull(s, &end, 10);
 	if (errno || *end)
-		return -1;
+		return MMC_ERROR;
 	*out = v;
 	return 0;
 }
@@ -100,11 +100,11 @@ int conf_parse_size(const char *s, uint64_t *out)
 	double v;
 
 	if (!isdigit((unsigned char)*s))
-		return -1;
+		return MMC_ERROR;
 	errno = 0;
 	v = strtod(s, &end);
 	if (errno || v < 0)
-		return -1;
+		return MMC_ERROR;
 	while (isspace((unsigned char)*end))
 		end++;
 	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
@@ -116,12 +116,12 @@ int conf_parse_size(const char *s, uint64_t *out)
 			if (units[i].shift)
 				bytes = floor(bytes + 0.5);
 			if (bytes >= 18446744073709551615.0 || bytes != floor(bytes))
-				return -1;
+				return MMC_ERROR;
 			*out = (uint64_t)bytes;
 			return 0;
 		}
 	}
-	return -1;
+	return MMC_ERROR;
 }
 
 int conf_parse_bool(const char *s, bool *out)
@@ -134,7 +134,7 @@ int conf_parse_bool(const char *s, bool *out)
 		*out = false;
 		return 0;
 	}
-	return -1;
+	return MMC_ERROR;
 }
 
 const struct conf_key *conf_find(const struct conf_key *table, const char *key)
@@ -148,14 +148,14 @@ const struct conf_key *conf_find(const struct conf_key *table, const char *key)
 static int apply_str(const struct conf_key *k, char *field, const char *value)
 {
 	if (strlen(value) >= k->size)
-		return -1;
+		return MMC_ERROR;
 	if (k->choices) {
 		const char *const *c = k->choices;
 
 		while (*c && strcmp(*c, value) != 0)
 			c++;
 		if (!*c)
-			return -1;
+			return MMC_ERROR;
 	}
 	strcpy(field, value);
 	return 0;
@@ -169,20 +169,20 @@ static int apply_num(const struct conf_key *k, void *field, const char *value)
 	switch (k->type) {
 	case CONF_BOOL:
 		if (conf_parse_bool(value, &b))
-			return -1;
+			return MMC_ERROR;
 		*(bool *)field = b;
 		return 0;
 	case CONF_SIZE:
 		if (conf_parse_size(value, &v))
-			return -1;
+			return MMC_ERROR;
 		break;
 	default:
 		if (conf_parse_u64(value, &v))
-			return -1;
+			return MMC_ERROR;
 		break;
 	}
 	if (v < k->min || v > k->max)
-		return -1;
+		return MMC_ERROR;
 	if (k->type == CONF_MS)
 		*(uint32_t *)field = (uint32_t)(v * 1000);
 	else if (k->type == CONF_U32)

@@ -71,8 +71,14 @@ int conf_apply_compat(enum conf_scope scope, const char *key, const char *value,
  * expanded), so tests can hold the documentation to the list. */
 void conf_compat_each(enum conf_scope scope, void (*fn)(void *arg, const char *key), void *arg);
 
+/* The value parsers every table row goes through, client and server alike. Each returns 0 with *out set, or
+ * MMC_ERROR (and leaves *out) for a string that is not a value of its kind. */
+/* A size: a decimal number, fractions allowed, with an optional unit b, k/kb, m/mb, g/gb, t/tb (any case, powers
+ * of 1024; a fraction of a unit rounds to the nearest byte). */
 int conf_parse_size(const char *s, uint64_t *out);
+/* A whole decimal number, no sign. */
 int conf_parse_u64(const char *s, uint64_t *out);
+/* "true" or "false", exactly. */
 int conf_parse_bool(const char *s, bool *out);
 
 #endif

@@ -180,9 +180,9 @@ int leadership_check(char *err, size_t errlen)
 		return 0;
 	if (strpbrk(kc->node_id, " \t\n")) {
 		snprintf(err, errlen, "kvcm.leader_elector.node_id must not contain blanks");
-		return -1;
+		return MMC_ERROR;
 	}
-	return ha_check(&o, err, errlen) ? -1 : 0;
+	return ha_check(&o, err, errlen) ? MMC_ERROR : 0;
 }
 
 int leadership_open(struct meta *m, int argc, char **argv, int (*load)(struct meta *m), char *err, size_t errlen)
@@ -196,7 +196,7 @@ int leadership_open(struct meta *m, int argc, char **argv, int (*load)(struct me
 	if (!kc->lock_uri[0])
 		return 0;
 	if (leadership_check(err, errlen))
-		return -1;
+		return MMC_ERROR;
 	L.argv = argv;
 	L.argc = keep && atoi(keep) > 0 && atoi(keep) <= argc ? atoi(keep) : argc;
 	L.load = load;
@@ -204,9 +204,9 @@ int leadership_open(struct meta *m, int argc, char **argv, int (*load)(struct me
 	L.restart_ev = evtimer_new(m->base, restart_cb, m);
 	if (!L.retry_ev || !L.restart_ev) {
 		snprintf(err, errlen, "out of memory");
-		return -1;
+		return MMC_ERROR;
 	}
-	return ha_open(&m->rpc->ha, m->base, &o, changed, m, err, errlen) ? -1 : 0;
+	return ha_open(&m->rpc->ha, m->base, &o, changed, m, err, errlen) ? MMC_ERROR : 0;
 }
 
 int leadership_start(struct meta *m, const char *rpc_host, unsigned rpc_port)

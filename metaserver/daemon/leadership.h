@@ -13,10 +13,10 @@
 struct meta;
 
 /* The configuration's leader-election keys, checked as leadership_open checks them, opening nothing (the start and
- * --check-config both run it). Returns 0, or -1 with a message in err. */
+ * --check-config both run it). Returns 0, or MMC_ERROR with a message in err. */
 int leadership_check(char *err, size_t errlen);
 /* Opens the elector when a lock URI is configured (m->rpc->ha; stays NULL without one: one server that always leads).
- * argv is kept for the restart. Returns 0, or -1 with a message in err. */
+ * argv is kept for the restart. Returns 0, or MMC_ERROR with a message in err. */
 int leadership_open(struct meta *m, int argc, char **argv, int (*load)(struct meta *m), char *err, size_t errlen);
 /* Once the listeners are up: writes this node's addresses into the lock record and starts campaigning. */
 int leadership_start(struct meta *m, const char *rpc_host, unsigned rpc_port);

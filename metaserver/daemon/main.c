@@ -116,12 +116,12 @@ static int parse_options(int argc, char **argv)
 			break;
 		default:
 			usage(stderr);
-			return -1;
+			return MMC_ERROR;
 		}
 	}
 	if (optind < argc) {
 		fprintf(stderr, "mmc-metaserver: unexpected argument \"%s\"\n", argv[optind]);
-		return -1;
+		return MMC_ERROR;
 	}
 	main_argc = argc;
 	main_argv = argv;
@@ -150,7 +150,7 @@ static int apply_command_line(struct meta_settings *s, struct meta_err *e)
 			value = eq + 1;
 		}
 		if (meta_conf_set(s, key, value, e))
-			return -1;
+			return MMC_ERROR;
 	}
 	return 0;
 }
@@ -162,13 +162,13 @@ static int read_conf(struct meta_settings *s, struct meta_err *e)
 	meta_err_clear(e);
 	meta_settings_defaults(s);
 	if (config_path && config_path[0] && meta_conf_load(s, config_path, e))
-		return -1;
+		return MMC_ERROR;
 	if (apply_command_line(s, e))
-		return -1;
+		return MMC_ERROR;
 	/* the secret's file too, so a reload compares what the running server holds (and says when it changed) */
 	if (meta_conf_resolve_secrets(&s->conf, e))
-		return -1;
-	return meta_conf_check(&s->conf, e) ? -1 : 0;
+		return MMC_ERROR;
+	return meta_conf_check(&s->conf, e) ? MMC_ERROR : 0;
 }
 
 /* The one line a failed start leaves (and on stderr too when the log goes to a file), then its exit code. */
@@ -468,11 +468,11 @@ static int add_events(struct meta *m, struct event *sigs[4])
 
 	for (int i = 0; i < 4; i++)
 		if (!(sigs[i] = evsignal_new(m->base, signos[i], fns[i], m)) || event_add(sigs[i], NULL))
-			return -1;
+			return MMC_ERROR;
 	s->sweep_ev = event_new(m->base, -1, EV_PERSIST, sweep_cb, m);
 	s->policy.kick_ev = event_new(m->base, -1, 0, kick_cb, m);
 	if (!s->sweep_ev || !s->policy.kick_ev || event_add(s->sweep_ev, &tick))
-		return -1;
+		return MMC_ERROR;
 	return 0;
 }
 

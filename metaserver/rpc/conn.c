@@ -88,7 +88,7 @@ static int send_frame(struct evbuffer *out, const Mmc__Frame *f)
 	struct evbuffer_iovec v;
 
 	if (evbuffer_add(out, hdr, 4) || evbuffer_reserve_space(out, (ev_ssize_t)n, &v, 1) != 1)
-		return -1;
+		return MMC_ERROR;
 	mmc__frame__pack(f, v.iov_base);
 	v.iov_len = n;
 	evbuffer_commit_space(out, &v, 1);
