@@ -115,6 +115,22 @@ static bool demoted_stands_by(int i)
 	return v == 0 || (v == -1 && metaserver_log_has(&cl.s[i], "op=ha_restart reason=demoted"));
 }
 
+/* Whether server i accepts connections on the port its first ready line named after key ("meta_rpc_port="). */
+static bool listens_on_first_port(int i, const char *key)
+{
+	const char *at = strstr(cl.s[i].ready, key);
+	struct sockaddr_in sin = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	bool ok;
+
+	cr_assert_not_null(at, "the ready line names %s: %s", key, cl.s[i].ready);
+	sin.sin_port = htons((uint16_t)atoi(at + strlen(key)));
+	ok = fd >= 0 && sin.sin_port && connect(fd, (struct sockaddr *)&sin, sizeof(sin)) == 0;
+	if (fd >= 0)
+		close(fd);
+	return ok;
+}
+
 Test(ha, leader_demote_hands_over)
 {
 	int leader, other, now, says;
@@ -140,6 +156,9 @@ Test(ha, leader_demote_hands_over)
 	cr_assert_eq(says, 0, "the demoted server, restarted, stands by (is_leader %d; -1: it never answered)", says);
 	expect_cluster_info_agrees(other);
 	cr_expect(metaserver_log_has(&cl.s[leader], "op=ha_restart reason=demoted"), "it restarted as a standby");
+	/* on the same ports, the gRPC ones chosen with :0 too (the admin port answered above) */
+	cr_expect(listens_on_first_port(leader, "meta_rpc_port="), "its gRPC port moved: %s", cl.s[leader].ready);
+	cr_expect(listens_on_first_port(leader, "admin_rpc_port="), "its gRPC port moved: %s", cl.s[leader].ready);
 }
 
 Test(ha, takeover_after_the_leader_stops)
