@@ -100,21 +100,25 @@ static void promote(struct meta *m)
 static void restart_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct meta *m = arg;
-	char *args[256], env[5][1200], after[32];
-	uint16_t http, admin;
-	int n = 0, kept;
+	struct kvcm_ports p = kvcm_ports(server_of(m)->kvcm);
+	char *args[256], env[7][1200], after[32];
+	int n = 0, kept, nenv = 5;
 
-	kvcm_ports(server_of(m)->kvcm, &http, &admin);
 	for (; n < L.argc && n < 240; n++)
 		args[n] = L.argv[n];
 	kept = n;
-	snprintf(env[0], sizeof(env[0]), "kvcm.service.http_port=%u", http);
-	snprintf(env[1], sizeof(env[1]), "kvcm.service.admin_http_port=%u", admin);
+	/* every port as bound: one chosen with :0 would move, and clients and probes know the old one */
+	snprintf(env[0], sizeof(env[0]), "kvcm.service.http_port=%u", p.http);
+	snprintf(env[1], sizeof(env[1]), "kvcm.service.admin_http_port=%u", p.admin);
 	snprintf(env[2], sizeof(env[2]), "ock.mmc.meta_service_url=%s", L.rpc_url);
 	snprintf(env[3], sizeof(env[3]), "kvcm.leader_elector.node_id=%s", ha_self(m->rpc->ha)->node_id);
 	snprintf(env[4], sizeof(env[4]), "kvcm.leader_elector.campaign_delay_time_ms=%u",
 	         ha_campaign_delay_ms(m->rpc->ha));
-	for (int i = 0; i < 5; i++) {
+	if (p.rpc) { /* gRPC is on (equal ports: one listener serves both, and will again) */
+		snprintf(env[nenv++], sizeof(env[0]), "kvcm.service.rpc_port=%u", p.rpc);
+		snprintf(env[nenv++], sizeof(env[0]), "kvcm.service.admin_rpc_port=%u", p.admin_rpc);
+	}
+	for (int i = 0; i < nenv; i++) {
 		args[n++] = "--env";
 		args[n++] = env[i];
 	}
@@ -212,12 +216,12 @@ int leadership_open(struct meta *m, int argc, char **argv, int (*load)(struct me
 int leadership_start(struct meta *m, const char *rpc_host, unsigned rpc_port)
 {
 	struct ha_holder self = {0};
-	uint16_t http, admin;
+	struct kvcm_ports p;
 	const char *adv = kvcm_conf()->advertised_host;
 
 	if (!m->rpc->ha)
 		return 0;
-	kvcm_ports(server_of(m)->kvcm, &http, &admin);
+	p = kvcm_ports(server_of(m)->kvcm);
 	tcp_url_format(L.rpc_url, sizeof(L.rpc_url), rpc_host, (uint16_t)rpc_port);
 	snprintf(self.node_id, sizeof(self.node_id), "%s", kvcm_node_id(server_of(m)->kvcm));
 	/* others reach this node by its advertised host; a wildcard listener is reached by the host name */
@@ -236,8 +240,8 @@ int leadership_start(struct meta *m, const char *rpc_host, unsigned rpc_port)
 		snprintf(self.rpc, sizeof(self.rpc), "%s", L.rpc_url);
 		snprintf(self.host, sizeof(self.host), "%s", rpc_host);
 	}
-	self.http_port = http;
-	self.admin_port = admin;
+	self.http_port = p.http;
+	self.admin_port = p.admin;
 	ha_set_self(m->rpc->ha, &self);
 	log_info("op=ha_start node=\"%s\" lock=\"%s\" lease_ms=%u loop_interval_ms=%u", self.node_id,
 	         kvcm_conf()->lock_uri, ha_lease_ms(m->rpc->ha), ha_loop_interval_ms(m->rpc->ha));

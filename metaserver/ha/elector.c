@@ -145,7 +145,6 @@ static uint32_t stay_out_ms(const struct ha *h)
 static void give_up(struct ha *h)
 {
 	h->demote_req = false;
-	h->campaign_after_wall_ms = ha_wall_ms() + stay_out_ms(h);
 	lose(h, "demote");
 	pthread_mutex_unlock(&h->mu);
 	h->lock->ops->release(h->lock, &h->self);
@@ -362,6 +361,9 @@ void ha_demote(struct ha *h)
 {
 	pthread_mutex_lock(&h->mu);
 	atomic_store(&h->valid_until_ns, 0); /* no commit passes the fence from here on */
+	/* the stay-out starts here, not on the elector's next turn: the loop may restart the process first (a lease
+	 * change it had not yet heard of), and the new image must stay out as well */
+	h->campaign_after_wall_ms = ha_wall_ms() + stay_out_ms(h);
 	h->demote_req = true;
 	pthread_cond_signal(&h->cv);
 	pthread_mutex_unlock(&h->mu);

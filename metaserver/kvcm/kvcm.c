@@ -230,10 +230,9 @@ const char *kvcm_node_id(const struct kvcm *k)
 	return k->node_id;
 }
 
-void kvcm_ports(const struct kvcm *k, uint16_t *http, uint16_t *admin)
+struct kvcm_ports kvcm_ports(const struct kvcm *k)
 {
-	*http = k->http_port;
-	*admin = k->admin_port;
+	return (struct kvcm_ports){k->http_port, k->admin_port, k->rpc_port, k->admin_rpc_port};
 }
 
 void kvcm_stop(struct kvcm *k)

@@ -46,9 +46,13 @@ int kvcm_promote(struct kvcm *k, struct persist *p, struct meta_err *e);
  * refuses it too). Returns 0, or MMC_ERROR with *e filled.
  */
 int kvcm_check(bool ha, struct meta_err *e);
-/* This node's id (kvcm.leader_elector.node_id, or host:admin_port_random) and its bound HTTP ports. */
+/* This node's id (kvcm.leader_elector.node_id, or host:admin_port_random). */
 const char *kvcm_node_id(const struct kvcm *k);
-void kvcm_ports(const struct kvcm *k, uint16_t *http, uint16_t *admin);
+/* The ports this node's listeners bound: HTTP and gRPC (0: gRPC is off). */
+struct kvcm_ports {
+	uint16_t http, admin, rpc, admin_rpc;
+};
+struct kvcm_ports kvcm_ports(const struct kvcm *k);
 
 /* Stops listening and frees everything. NULL is ignored. */
 void kvcm_stop(struct kvcm *k);

@@ -126,6 +126,18 @@ static inline int ha_is_leader(struct ha_cluster *c, int i)
 	return v;
 }
 
+/* Server i's is_leader once it answers, waiting up to ms while it does not (a demoted server restarts its process
+ * image: its ports refuse connections until the new image listens); -1 when it never answers. */
+static inline int ha_is_leader_once_up(struct ha_cluster *c, int i, uint64_t ms)
+{
+	uint64_t end = ha_now_ms() + ms;
+	int v;
+
+	while ((v = ha_is_leader(c, i)) == -1 && ha_now_ms() < end)
+		usleep(20000);
+	return v;
+}
+
 /* The one server that leads, waiting up to ms; -1 when none does (or, failing the test, two do). */
 static inline int ha_wait_leader(struct ha_cluster *c, uint64_t ms)
 {
