@@ -38,16 +38,6 @@ static void teardown(void)
 TestSuite(ha, .init = setup, .fini = teardown, .timeout = 120);
 
 /* Starts n servers (extra: more `k=v`, may be NULL) and returns the one that leads within 10 s. */
-static int start_and_elect(int n, const char *const *extra)
-{
-	int leader;
-
-	ha_cluster_start(&cl, n, extra);
-	leader = ha_wait_leader(&cl, 10000);
-	cr_assert_geq(leader, 0, "no leader within 10 s");
-	return leader;
-}
-
 /* Polls (up to 3 s) until server i names lid as the leader: it has looked at the lock, which a standby does within
  * a loop interval or two. */
 static bool names_leader(int i, const char *lid)
@@ -60,6 +50,22 @@ static bool names_leader(int i, const char *lid)
 			return true;
 	}
 	return false;
+}
+
+/* Starts n servers and waits for a leader and for every standby to name it: a standby that has yet to look at the
+ * lock (within a loop interval or two of its start) would answer a redirect without the leader's address. */
+static int start_and_elect(int n, const char *const *extra)
+{
+	char lid[16];
+	int leader;
+
+	ha_cluster_start(&cl, n, extra);
+	leader = ha_wait_leader(&cl, 10000);
+	cr_assert_geq(leader, 0, "no leader within 10 s");
+	snprintf(lid, sizeof(lid), "node%d", leader);
+	for (int i = 0; i < n; i++)
+		cr_assert(i == leader || names_leader(i, lid), "server %d does not name the leader %s", i, lid);
+	return leader;
 }
 
 static void expect_cluster_info_agrees(int leader)
