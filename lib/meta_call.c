@@ -36,44 +36,42 @@ static struct wbuf *tls_wbuf(void)
 
 /* ---- the pending calls, by id (lock held) ---- */
 
-static void pending_add(struct meta_conn *mc, struct mcall *c)
+/* Ids are this connection's own counter, not a client's choice: the id is its own hash. */
+uint64_t mc_pending_hash(const struct hmap_node *n)
 {
-	struct mcall **head = &mc->pending[c->id % BUCKETS];
+	return hmap_entry(n, struct mcall, link)->id;
+}
 
-	c->next = *head;
-	*head = c;
-	mc->inflight++;
+static int pending_add(struct meta_conn *mc, struct mcall *c)
+{
+	return hmap_insert(&mc->pending, &c->link, c->id);
 }
 
 struct mcall *mc_pending_take(struct meta_conn *mc, uint64_t id)
 {
-	struct mcall **p = &mc->pending[id % BUCKETS];
+	hmap_foreach_hash(&mc->pending, id, n)
+	{
+		struct mcall *c = hmap_entry(n, struct mcall, link);
 
-	while (*p && (*p)->id != id)
-		p = &(*p)->next;
-	if (*p) {
-		struct mcall *c = *p;
-
-		*p = c->next;
-		mc->inflight--;
-		return c;
+		if (c->id == id) {
+			hmap_remove(&mc->pending, n, id);
+			return c;
+		}
 	}
 	return NULL;
 }
 
 void mc_fail_all(struct meta_conn *mc, int status)
 {
-	for (int i = 0; i < BUCKETS; i++) {
-		while (mc->pending[i]) {
-			struct mcall *c = mc->pending[i];
+	hmap_foreach(&mc->pending, n)
+	{
+		struct mcall *c = hmap_entry(n, struct mcall, link);
 
-			mc->pending[i] = c->next;
-			c->status = status;
-			c->done = true;
-			pthread_cond_signal(&c->cond);
-		}
+		hmap_remove(&mc->pending, n, c->id);
+		c->status = status;
+		c->done = true;
+		pthread_cond_signal(&c->cond);
 	}
-	mc->inflight = 0;
 }
 
 /* ---- sending ---- */
@@ -174,7 +172,9 @@ int meta_call(struct meta_conn *mc, uint32_t body, const pb_msgdesc_t *fields, c
 	rc = wire_encode(b, c->id, body, fields, msg);
 	if (rc)
 		goto out_unlock;
-	pending_add(mc, c);
+	rc = pending_add(mc, c);
+	if (rc)
+		goto out_unlock;
 	l = link_of(mc);
 	pthread_mutex_unlock(&mc->lock);
 

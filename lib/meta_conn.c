@@ -304,6 +304,7 @@ int meta_conn_open(struct meta_conn **out, const struct client_conf *conf)
 		return MMC_MALLOC_FAILED;
 	mc->conf = conf;
 	mc->fd = -1;
+	hmap_init(&mc->pending, mc_pending_hash, PENDING_MIN);
 	pthread_mutex_init(&mc->lock, NULL);
 	pthread_mutex_init(&mc->send_lock, NULL);
 	pthread_cond_init(&mc->state_cond, NULL);
@@ -368,6 +369,7 @@ void meta_conn_close(struct meta_conn *mc)
 	pthread_cond_destroy(&mc->state_cond);
 	pthread_cond_destroy(&mc->rd_cond);
 	wbuf_free(&mc->rd);
+	hmap_free(&mc->pending);
 	free(mc);
 }
 

@@ -14,6 +14,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "hmap.h"
 #include "wire.h"
 
 struct client_conf;
@@ -38,7 +39,7 @@ struct mcall {
 	int status;
 	bool done;
 	pthread_cond_t cond;
-	struct mcall *next;
+	struct hmap_node link; /* in the connection's pending calls, by id */
 };
 
 /* What a (re)connected session learned from the server. */

@@ -18,7 +18,7 @@
 #include "meta_leader.h"
 #include "meta_tls.h"
 
-#define BUCKETS      256 /* of the pending-call table, by call id */
+#define PENDING_MIN  256 /* buckets of the pending-call table to start with */
 #define READ_PARK_MS 20  /* the reader thread keeps off the socket this long after a call: callers read */
 
 enum mc_state { MC_DOWN, MC_CONNECTING, MC_READY };
@@ -37,7 +37,7 @@ struct meta_conn {
 	enum mc_state state;
 	int fd;
 	uint64_t next_id;
-	struct mcall *pending[BUCKETS];
+	struct hmap pending; /* calls waiting for their reply, by id (mcall.link) */
 	struct meta_session session;
 	pthread_t reader, keeper;
 	bool reader_started, keeper_started;
@@ -61,7 +61,6 @@ struct meta_conn {
 	 */
 	enum { RD_NONE, RD_THREAD, RD_CALLER } rd_owner;
 	bool rd_failed;         /* a caller's read failed (or the connection is being dropped): the reader ends it */
-	unsigned inflight;      /* entries in pending[] */
 	uint64_t rd_active_ms;  /* clock_ms() when the newest reply came in */
 	pthread_cond_t rd_cond; /* the reader thread waits here while callers read */
 	struct wbuf rd;         /* read and not yet dispatched */
@@ -76,6 +75,8 @@ struct link {
 
 /* ---- meta_call.c ---- */
 
+/* The hash of a pending call: its id (hmap_hash_fn). */
+uint64_t mc_pending_hash(const struct hmap_node *n);
 /* Takes the pending call id out of the table, or NULL (it timed out). Lock held. */
 struct mcall *mc_pending_take(struct meta_conn *mc, uint64_t id);
 /* Completes every pending call with status. Lock held. */

@@ -131,7 +131,7 @@ static bool reader_parks(const struct meta_conn *mc)
 {
 	if (mc->rd_owner == RD_CALLER)
 		return true;
-	return mc->inflight == 0 && clock_ms() < mc->rd_active_ms + READ_PARK_MS;
+	return mc->pending.n == 0 && clock_ms() < mc->rd_active_ms + READ_PARK_MS;
 }
 
 /* Plain TCP: reads only while no caller does. Returns when the connection is gone or must end. */
@@ -232,7 +232,7 @@ bool mc_read_own(struct meta_conn *mc, struct mcall *c, struct link l, const str
 	if (rc) {
 		shutdown(l.fd, SHUT_RDWR); /* a bad frame: the server must see the end too */
 		mc_reader_end(mc);         /* which fails every call still waiting, this one included */
-	} else if (mc->inflight) {
+	} else if (mc->pending.n) {
 		pthread_cond_broadcast(&mc->rd_cond); /* the reader thread reads for the callers still waiting */
 	}
 	return late;
