@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "clock.h"
-#include "log.h"
+#include "lg.h"
 #include "mmc/mmc.h"
 #include "per_key.h"
 #include "store.h"

@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "clock.h"
-#include "log.h"
+#include "lg.h"
 #include "mmc/mmc.h"
 
 #define FI_API      FI_VERSION(1, 17)

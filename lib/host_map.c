@@ -8,7 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "log.h"
+#include "lg.h"
 #include "mmc/mmc.h"
 
 /* /proc/PID/fd/N of a memfd pool (its link names the memfd) */

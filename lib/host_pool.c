@@ -11,7 +11,7 @@
 #include <sys/vfs.h>
 #include <unistd.h>
 
-#include "log.h"
+#include "lg.h"
 #include "mmc/mmc.h"
 
 #define ALIGN2M         ((size_t)2 << 20)

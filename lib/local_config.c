@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "conf_parse.h"
-#include "log.h"
+#include "lg.h"
 #include "log_level.h"
 #include "meta_leader.h"
 #include "mmc/mmc.h"

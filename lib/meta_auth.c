@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "auth_proof.h"
-#include "log.h"
+#include "lg.h"
 #include "mmc/mmc.h"
 
 static bool has_token(const struct meta_auth *a)

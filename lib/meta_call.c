@@ -5,7 +5,7 @@
 #include <sys/socket.h>
 
 #include "clock.h"
-#include "log.h"
+#include "lg.h"
 #include "mmc/mmc.h"
 
 static pthread_key_t tls_key;

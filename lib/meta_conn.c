@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "clock.h"
-#include "log.h"
+#include "lg.h"
 #include "meta_auth.h"
 
 #define CONNECT_MS       5000

@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "clock.h"
-#include "log.h"
+#include "lg.h"
 #include "mmc/mmc.h"
 
 #define READ_CHUNK 65536u

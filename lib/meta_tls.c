@@ -15,8 +15,8 @@
 #include <sys/socket.h>
 
 #include "clock.h"
+#include "lg.h"
 #include "local_config.h"
-#include "log.h"
 #include "mmc/mmc.h"
 #include "tls_files.h"
 

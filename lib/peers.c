@@ -10,7 +10,7 @@
 #include "clock.h"
 #include "host_id.h"
 #include "host_map.h"
-#include "log.h"
+#include "lg.h"
 #include "mmc/mmc.h"
 #include "store.h"
 #include "wire.h"

@@ -3,7 +3,7 @@
 #include <stdint.h>
 #include <sys/mman.h>
 
-#include "log.h"
+#include "lg.h"
 #include "mmc/mmc.h"
 
 int pool_map(struct pool *p, size_t size, bool shared)

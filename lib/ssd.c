@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "log.h"
+#include "lg.h"
 #include "meta_conn.h"
 #include "mmc/mmc.h"
 #include "wire.h"

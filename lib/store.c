@@ -5,11 +5,11 @@
 
 #include "extent.h"
 #include "host_id.h"
-#include "log.h"
+#include "lg.h"
 #include "mmc/mmc.h"
 #include "peers.h"
-#include "store.h"
 #include "ssd.h"
+#include "store.h"
 #include "store_gva.h"
 #include "wire.h"
 

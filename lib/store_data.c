@@ -10,8 +10,8 @@
 #include "clock.h"
 #include "crc32c.h"
 #include "extent.h"
-#include "log.h"
 #include "key_rpc.h"
+#include "lg.h"
 #include "store.h"
 #include "xfer.h"
 

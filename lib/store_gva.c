@@ -5,8 +5,8 @@
 
 #include "array.h"
 #include "clock.h"
-#include "log.h"
 #include "key_rpc.h"
+#include "lg.h"
 #include "store.h"
 #include "xfer.h"
 

@@ -6,10 +6,10 @@
 #include "clock.h"
 #include "copy_stream.h"
 #include "host_map.h"
-#include "log.h"
+#include "lg.h"
 #include "mmc/mmc.h"
-#include "per_key.h"
 #include "peers.h"
+#include "per_key.h"
 #include "store.h"
 
 #define WINDOW    128               /* RMA ops in flight per call */

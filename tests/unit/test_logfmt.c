@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "log.h"
+#include "lg.h"
 #include "logfmt.h"
 
 static char captured[MMC_LOG_LINE_MAX];

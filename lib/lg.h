@@ -5,8 +5,8 @@
  * logfmt values (common/logfmt.h): a %s inside a quoted span or after `=` is escaped, so a path holding a quote
  * cannot end the quoted field early. Thread-safe.
  */
-#ifndef MMC_LIB_LOG_H
-#define MMC_LIB_LOG_H
+#ifndef MMC_LG_H
+#define MMC_LG_H
 
 #include "mmc/mmc.h"
 

@@ -1,4 +1,4 @@
-#include "log.h"
+#include "lg.h"
 
 #include <pthread.h>
 #include <stdarg.h>
