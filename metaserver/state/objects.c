@@ -6,7 +6,6 @@
 #include "lease.h"
 #include "space.h"
 
-#include <event2/event.h>
 #include <stdlib.h>
 #include <string.h>
 
