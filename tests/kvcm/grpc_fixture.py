@@ -178,6 +178,27 @@ def to_dict(msg):
     return json_format.MessageToDict(msg, preserving_proto_field_name=True, including_default_value_fields=True)
 
 
+def _wrapped(desc, v):
+    """v with the bare values of our package's *Value wrapper fields put back in {"value": ...}: json_format maps
+    only google.protobuf's own wrappers to bare values."""
+    if not isinstance(v, dict):
+        return v
+    out = {}
+    for k, x in v.items():
+        f = desc.fields_by_name.get(k)
+        m = f.message_type if f is not None else None
+        if m is not None and m.name.endswith("Value") and [g.name for g in m.fields] == ["value"]:
+            out[k] = x if isinstance(x, dict) else {"value": x}
+        elif m is not None and isinstance(x, list):
+            out[k] = [_wrapped(m, e) for e in x]
+        elif m is not None:
+            out[k] = _wrapped(m, x)
+        else:
+            out[k] = x
+    return out
+
+
 def http_as_message(service, route, reply):
     """The HTTP JSON reply parsed into the gRPC response message; a member the message lacks raises."""
-    return json_format.ParseDict(reply, message_classes(service, route)[1]())
+    cls = message_classes(service, route)[1]
+    return json_format.ParseDict(_wrapped(cls.DESCRIPTOR, reply), cls())
