@@ -75,10 +75,14 @@ class Server:
                   "kvcm.service.bind=127.0.0.1", "ock.mmc.meta.lmdb.sync=false",
                   "kvcm.service.enable_debug_service=true", "kvcm.default_storage.root_path=" + self.root) + extra:
             argv += ["--env", e]
-        self.channels = {}
+        self.argv = argv
         self.log_path = os.path.join(self.dir, "metaserver.log")
-        self.log = open(self.log_path, "wb")
-        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=self.log, stdin=subprocess.DEVNULL)
+        self._start()
+
+    def _start(self):
+        self.channels = {}
+        self.log = open(self.log_path, "ab")
+        self.proc = subprocess.Popen(self.argv, stdout=subprocess.PIPE, stderr=self.log, stdin=subprocess.DEVNULL)
         line = self.proc.stdout.readline().decode()
         ports = dict(re.findall(r"(\w+)=(\d+)", line))
         if not line.startswith("mmc-metaserver ready") or "meta_rpc_port" not in ports:
@@ -95,8 +99,7 @@ class Server:
     def alive(self):
         return self.proc.poll() is None
 
-    def stop(self):
-        """Stops the server; returns the sanitizer / crash lines of its log (empty when clean)."""
+    def _halt(self):
         for ch in self.channels.values():
             ch.close()
         if self.proc.poll() is None:
@@ -108,6 +111,15 @@ class Server:
                 self.proc.wait()
         self.proc.stdout.close()
         self.log.close()
+
+    def restart(self):
+        """SIGTERM, then the same command on the same data directory (new ports)."""
+        self._halt()
+        self._start()
+
+    def stop(self):
+        """Stops the server; returns the sanitizer / crash lines of its log (empty when clean)."""
+        self._halt()
         with open(self.log_path, errors="replace") as f:
             bad = [l for l in f if "AddressSanitizer" in l or "runtime error" in l or "LeakSanitizer" in l]
         if os.environ.get("KVCM_GRPC_KEEP_LOG"):
@@ -166,6 +178,27 @@ def to_dict(msg):
     return json_format.MessageToDict(msg, preserving_proto_field_name=True, including_default_value_fields=True)
 
 
+def _wrapped(desc, v):
+    """v with the bare values of our package's *Value wrapper fields put back in {"value": ...}: json_format maps
+    only google.protobuf's own wrappers to bare values."""
+    if not isinstance(v, dict):
+        return v
+    out = {}
+    for k, x in v.items():
+        f = desc.fields_by_name.get(k)
+        m = f.message_type if f is not None else None
+        if m is not None and m.name.endswith("Value") and [g.name for g in m.fields] == ["value"]:
+            out[k] = x if isinstance(x, dict) else {"value": x}
+        elif m is not None and isinstance(x, list):
+            out[k] = [_wrapped(m, e) for e in x]
+        elif m is not None:
+            out[k] = _wrapped(m, x)
+        else:
+            out[k] = x
+    return out
+
+
 def http_as_message(service, route, reply):
     """The HTTP JSON reply parsed into the gRPC response message; a member the message lacks raises."""
-    return json_format.ParseDict(reply, message_classes(service, route)[1]())
+    cls = message_classes(service, route)[1]
+    return json_format.ParseDict(_wrapped(cls.DESCRIPTOR, reply), cls())

@@ -284,7 +284,8 @@ static bool use_eagle_pop(const struct instance *inst)
 	return json_is_true(json_object_get(json_object_get(inst->info, "model_deployment"), "use_eagle_pop"));
 }
 
-static void reply(struct call *c, const struct host_query *q)
+/* The peer fields only when a peer was asked for: the reference leaves them out otherwise (proto3 drops a 0). */
+static void reply(struct call *c, const struct host_query *q, bool p2p)
 {
 	struct jw *o = &c->out;
 
@@ -297,8 +298,10 @@ static void reply(struct call *c, const struct host_query *q)
 		jw_obj(o);
 		jw_kstr(o, "host_ip_port", q->hs[i].host);
 		jw_ki64s(o, "local", (int64_t)q->hs[i].local);
-		jw_ki64s(o, "p2p_1_fetch", (int64_t)q->hs[i].fetch);
-		jw_ki64s(o, "p2p_1_total_match", (int64_t)q->hs[i].total);
+		if (p2p) {
+			jw_ki64s(o, "p2p_1_fetch", (int64_t)q->hs[i].fetch);
+			jw_ki64s(o, "p2p_1_total_match", (int64_t)q->hs[i].total);
+		}
 		/* the newest reference's name for the prefix with a peer's help, and the oldest one's for local */
 		jw_ki64s(o, "global", (int64_t)q->hs[i].total);
 		jw_ki64s(o, "prefix_match_blocks", (int64_t)q->hs[i].local);
@@ -374,7 +377,7 @@ void api_get_host_cache_state(struct call *c)
 	ok = q.words ? mamba_match(&q, &mg, p2p > 0 ? (size_t)p2p : 0) : prefix_match(&q, p2p > 0 ? (size_t)p2p : 0);
 	if (!ok)
 		goto oom;
-	reply(c, &q);
+	reply(c, &q, p2p > 0);
 	goto out;
 oom:
 	call_fail(c, KC_INTERNAL_ERROR, "out of memory");

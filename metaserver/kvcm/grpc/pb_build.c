@@ -98,6 +98,19 @@ bool pb_is_map(const ProtobufCFieldDescriptor *f)
 	return n > 5 && strcmp(d->name + n - 5, "Entry") == 0 && strcmp(d->fields[0].name, "key") == 0;
 }
 
+const ProtobufCFieldDescriptor *pb_wrapper_value(const ProtobufCFieldDescriptor *f)
+{
+	const ProtobufCMessageDescriptor *d = f->descriptor;
+	size_t n;
+
+	if (f->type != PROTOBUF_C_TYPE_MESSAGE || f->label == PROTOBUF_C_LABEL_REPEATED || d->n_fields != 1)
+		return NULL;
+	n = strlen(d->short_name);
+	return n > 5 && strcmp(d->short_name + n - 5, "Value") == 0 && strcmp(d->fields[0].name, "value") == 0
+	           ? &d->fields[0]
+	           : NULL;
+}
+
 size_t pb_elem_size(const ProtobufCFieldDescriptor *f)
 {
 	switch (f->type) {

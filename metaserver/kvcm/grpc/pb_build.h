@@ -42,6 +42,9 @@ bool pb_set_double(const ProtobufCFieldDescriptor *f, void *p, double v);
 void pb_set_enum_name(const ProtobufCFieldDescriptor *f, void *p, const char *name);
 /* protobuf-c writes map<K,V> as a repeated XxxEntry{key = 1, value = 2}; JSON writes it as an object. */
 bool pb_is_map(const ProtobufCFieldDescriptor *f);
+/* The value field of a google.protobuf-style wrapper (a singular XxxValue message whose one field is "value"),
+ * which the proto3 JSON mapping writes as that bare value; NULL for any other field. */
+const ProtobufCFieldDescriptor *pb_wrapper_value(const ProtobufCFieldDescriptor *f);
 size_t pb_elem_size(const ProtobufCFieldDescriptor *f);
 
 #endif

@@ -111,6 +111,7 @@ static bool message_member(struct jlex *x, const char *name, size_t len, void *c
 static bool scalar(struct jlex *x, struct reader *r, const ProtobufCFieldDescriptor *f, void *p)
 {
 	struct in_message sub = {r, NULL, 0};
+	const ProtobufCFieldDescriptor *inner;
 	const char *s;
 	size_t len;
 	int64_t i;
@@ -127,6 +128,8 @@ static bool scalar(struct jlex *x, struct reader *r, const ProtobufCFieldDescrip
 		return (*(const char **)p = string(x, r, &len)) != NULL;
 	case PROTOBUF_C_TYPE_MESSAGE:
 		*(ProtobufCMessage **)p = sub.m = pb_message(r->a, f->descriptor);
+		if (sub.m && (inner = pb_wrapper_value(f)) && jlex_peek(x) != '{')
+			return scalar(x, r, inner, (char *)sub.m + inner->offset);
 		return sub.m && jlex_object(x, message_member, &sub);
 	case PROTOBUF_C_TYPE_ENUM:
 		if (jlex_peek(x) != '"')

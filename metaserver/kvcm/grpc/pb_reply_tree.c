@@ -30,6 +30,7 @@ static bool fill(struct pb_arena *a, ProtobufCMessage *m, json_t *obj, unsigned 
 
 static bool scalar(struct pb_arena *a, const ProtobufCFieldDescriptor *f, json_t *v, void *p, unsigned *dropped)
 {
+	const ProtobufCFieldDescriptor *inner;
 	ProtobufCMessage *sub;
 	int64_t n;
 
@@ -42,6 +43,8 @@ static bool scalar(struct pb_arena *a, const ProtobufCFieldDescriptor *f, json_t
 	case PROTOBUF_C_TYPE_MESSAGE:
 		sub = pb_message(a, f->descriptor);
 		*(ProtobufCMessage **)p = sub;
+		if (sub && (inner = pb_wrapper_value(f)) && !json_is_object(v))
+			return scalar(a, inner, v, (char *)sub + inner->offset, dropped);
 		return sub && json_is_object(v) && fill(a, sub, v, dropped);
 	case PROTOBUF_C_TYPE_ENUM:
 		if (json_is_string(v) && !tree_i64(v, &n)) {

@@ -43,6 +43,7 @@ static void path_prepend(struct nonfinite *bad, const char *name)
 
 static bool value(struct jw *w, const ProtobufCFieldDescriptor *f, const void *p, struct nonfinite *bad)
 {
+	const ProtobufCFieldDescriptor *inner;
 	const ProtobufCEnumValue *ev;
 
 	switch (f->type) {
@@ -85,6 +86,8 @@ static bool value(struct jw *w, const ProtobufCFieldDescriptor *f, const void *p
 		jw_str(w, *(char *const *)p);
 		return true;
 	case PROTOBUF_C_TYPE_MESSAGE:
+		if ((inner = pb_wrapper_value(f)))
+			return value(w, inner, MEMBER(*(ProtobufCMessage *const *)p, inner->offset), bad);
 		return request(*(ProtobufCMessage *const *)p, w, bad);
 	default:
 		return false;

@@ -257,6 +257,7 @@ static json_t *norm_value(struct jd *d, const struct jfield *f, json_t *v);
 static json_t *norm_default(const struct jfield *f)
 {
 	char b[24];
+	int e;
 
 	switch (f->type) {
 	case JF_STR:
@@ -264,13 +265,15 @@ static json_t *norm_default(const struct jfield *f)
 	case JF_I32:
 		return json_integer(0);
 	case JF_I64:
-		return json_string("0");
+		snprintf(b, sizeof(b), "%lld", f->sub ? (long long)*(const int64_t *)f->sub : 0LL);
+		return json_string(b);
 	case JF_BOOL:
-		return json_false();
+		return json_boolean(f->sub && *(const bool *)f->sub);
 	case JF_DBL:
 		return json_real(0);
 	case JF_ENUM:
-		snprintf(b, sizeof(b), "%s", enum_name(f->sub, 0) ? enum_name(f->sub, 0) : "0");
+		e = ((const struct enum_desc *)f->sub)->values[0];
+		snprintf(b, sizeof(b), "%s", enum_name(f->sub, e) ? enum_name(f->sub, e) : "0");
 		return json_string(b);
 	case JF_REP_STR:
 	case JF_REP_MSG:

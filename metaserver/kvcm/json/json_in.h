@@ -57,7 +57,12 @@ enum jf_type { JF_STR, JF_I32, JF_I64, JF_BOOL, JF_DBL, JF_ENUM, JF_MSG, JF_REP_
 struct jfield {
 	const char *name;
 	enum jf_type type;
-	const void *sub; /* JF_ENUM: struct enum_desc; JF_MSG, JF_REP_MSG: struct jfield[] ending in {NULL} */
+	/*
+	 * JF_ENUM: struct enum_desc, whose first value listed is that of an absent field (0 but where the reference
+	 * gives absence another meaning); JF_MSG, JF_REP_MSG: struct jfield[] ending in {NULL}; JF_I64, JF_BOOL: NULL
+	 * (absent is 0, false) or the int64_t, bool an absent field takes (the reference's non-zero defaults).
+	 */
+	const void *sub;
 };
 
 /* A new canonical object, or NULL (d->bad set) when a value has the wrong type. */

@@ -48,6 +48,10 @@ ENUM(enum_trim_strategy, "TrimStrategy", 0, 1, 2, 3);
 static const char *const enum_reclaim_policy_n[] = {"POLICY_UNSPECIFIED", "POLICY_LRU", "POLICY_LFU", "POLICY_TTL"};
 ENUM(enum_reclaim_policy, "ReclaimPolicy", 0, 1, 2, 3);
 
+/* GROUP_LRU first: the value of an absent field (a canonical form's default is the first value listed) */
+static const char *const enum_budget_policy_n[] = {"GROUP_LRU", "USAGE_PROPORTIONAL", "FIXED_PER_INSTANCE"};
+ENUM(enum_budget_policy, "InstanceReclaimBudgetPolicy", 2, 0, 1);
+
 static const char *const enum_prefer_strategy_n[] = {
     "CPS_UNSPECIFIED",
     "CPS_ALWAYS_3FS",

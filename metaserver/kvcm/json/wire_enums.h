@@ -80,7 +80,7 @@ struct enum_desc {
 };
 
 extern const struct enum_desc enum_error_code, enum_storage_type, enum_cls, enum_query_type, enum_trim_strategy,
-    enum_reclaim_policy, enum_prefer_strategy, enum_event_type, enum_select_strategy;
+    enum_reclaim_policy, enum_budget_policy, enum_prefer_strategy, enum_event_type, enum_select_strategy;
 
 /* The name of v, or NULL when v is not a value of e. */
 const char *enum_name(const struct enum_desc *e, int v);

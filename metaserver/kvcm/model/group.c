@@ -22,13 +22,22 @@ static const struct jfield quota_schema[] = {
 static const struct jfield trigger_schema[] = {
     {"used_size", JF_I64, NULL}, {"used_percentage", JF_DBL, NULL}, {NULL, 0, NULL}};
 static const struct jfield reclaim_schema[] = {
-    {"storage_unique_name", JF_STR, NULL},        {"reclaim_policy", JF_ENUM, &enum_reclaim_policy},
-    {"trigger_strategy", JF_MSG, trigger_schema}, {"trigger_period_seconds", JF_I64, NULL},
-    {"reclaim_step_size", JF_I64, NULL},          {"reclaim_step_percentage", JF_I32, NULL},
-    {"delay_before_delete_ms", JF_I64, NULL},     {NULL, 0, NULL},
+    {"storage_unique_name", JF_STR, NULL},
+    {"reclaim_policy", JF_ENUM, &enum_reclaim_policy},
+    {"trigger_strategy", JF_MSG, trigger_schema},
+    {"trigger_period_seconds", JF_I64, NULL},
+    {"reclaim_step_size", JF_I64, NULL},
+    {"reclaim_step_percentage", JF_I32, NULL},
+    {"delay_before_delete_ms", JF_I64, NULL},
+    {"instance_reclaim_budget_policy", JF_ENUM, &enum_budget_policy},
+    {NULL, 0, NULL},
 };
 static const struct jfield backend_schema[] = {
-    {"storage_type", JF_STR, NULL}, {"storage_uri", JF_STR, NULL}, {NULL, 0, NULL}};
+    {"storage_type", JF_STR, NULL},
+    {"storage_uri", JF_STR, NULL},
+    {"memory_primary", JF_BOOL, NULL},
+    {NULL, 0, NULL},
+};
 static const struct jfield cache_policy_schema[] = {
     {"capacity", JF_I64, NULL},
     {"type", JF_STR, NULL},
@@ -36,12 +45,18 @@ static const struct jfield cache_policy_schema[] = {
     {"high_pri_pool_ratio", JF_DBL, NULL},
     {NULL, 0, NULL},
 };
+/* The reference's defaults of an absent field (kv_cache_manager/config/meta_indexer_config.h) */
+static const int64_t persist_interval_ms = 1000;
+static const bool mutex_enabled = true;
+/* Kept and returned as given; the index here has neither a persist interval nor per-shard mutexes to turn off. */
 static const struct jfield indexer_schema[] = {
     {"max_key_count", JF_I64, NULL},
     {"mutex_shard_num", JF_I64, NULL},
     {"batch_key_size", JF_I64, NULL},
     {"meta_storage_backend_config", JF_MSG, backend_schema},
     {"meta_cache_policy_config", JF_MSG, cache_policy_schema},
+    {"persist_metadata_interval_time_ms", JF_I64, &persist_interval_ms},
+    {"mutex_enabled", JF_BOOL, &mutex_enabled},
     {NULL, 0, NULL},
 };
 static const struct jfield cache_config_schema[] = {

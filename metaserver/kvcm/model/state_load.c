@@ -25,6 +25,15 @@ struct loading {
 	uint64_t uid;
 };
 
+/* A group as written by any earlier version, in today's canonical form: fields added since take their defaults. */
+static json_t *group_upgrade(json_t *v)
+{
+	struct jd d = {0};
+	json_t *cfg = jd_normalize(&d, v, group_schema);
+
+	return cfg ? cfg : json_incref(v);
+}
+
 static int load_json(void *arg, enum store_table t, const char *name, json_t *v)
 {
 	struct kvcm *k = ((struct loading *)arg)->k;
@@ -34,7 +43,8 @@ static int load_json(void *arg, enum store_table t, const char *name, json_t *v)
 	case STORE_STORAGES:
 		return storage_load(k, v, msg, sizeof(msg)) == KC_OK ? 0 : -1;
 	case STORE_GROUPS:
-		if (group_add(k, json_incref(v), false, false, msg, sizeof(msg)) == KC_OK)
+		v = group_upgrade(v);
+		if (group_add(k, v, false, false, msg, sizeof(msg)) == KC_OK)
 			return 0;
 		json_decref(v);
 		return MMC_ERROR;

@@ -9,7 +9,6 @@
 #include "kvcm_store.h"
 #include "log.h"
 
-static const struct jfield empty_schema[] = {{NULL, 0, NULL}};
 static const struct jfield threefs_schema[] = {
     {"cluster_name", JF_STR, NULL},
     {"mountpoint", JF_STR, NULL},
@@ -40,7 +39,7 @@ static const struct jfield mmc_schema[] = {{"key_prefix", JF_STR, NULL}, {NULL, 
 
 const struct jfield storage_schema[] = {
     {"global_unique_name", JF_STR, NULL},
-    {"local", JF_MSG, empty_schema},
+    {"local", JF_MSG, nfs_schema},
     {"threefs", JF_MSG, threefs_schema},
     {"mooncake", JF_MSG, mooncake_schema},
     {"tair_mem_pool", JF_MSG, pace_schema},
@@ -59,10 +58,8 @@ static const struct {
 	const char *member;
 	int type;
 } members[] = {
-    {"local", ST_UNSPECIFIED}, {"threefs", ST_3FS},
-    {"mooncake", ST_MOONCAKE}, {"tair_mem_pool", ST_TAIRMEMPOOL},
-    {"nfs", ST_NFS},           {"vcnsthreefs", ST_VCNS_3FS},
-    {"dummy", ST_DUMMY},       {"event_report", ST_EVENT_REPORT_L2},
+    {"local", ST_DUMMY}, {"threefs", ST_3FS},          {"mooncake", ST_MOONCAKE}, {"tair_mem_pool", ST_TAIRMEMPOOL},
+    {"nfs", ST_NFS},     {"vcnsthreefs", ST_VCNS_3FS}, {"dummy", ST_DUMMY},       {"event_report", ST_EVENT_REPORT_L2},
     {"mmc", ST_MMC},
 };
 
@@ -84,7 +81,7 @@ static int spec_member(json_t *cfg, const char **member, char *msg, size_t msgle
 		found = (int)i;
 	}
 	if (found < 0) {
-		snprintf(msg, msglen, "storage config sets no storage spec (nfs, dummy, mmc or event_report)");
+		snprintf(msg, msglen, "storage config sets no storage spec (nfs, local, dummy, mmc or event_report)");
 		return -1;
 	}
 	*member = members[found].member;
@@ -117,7 +114,7 @@ static int resolve_type(json_t *cfg, int *type, char *msg, size_t msglen)
 	}
 	if (*type != ST_NFS && *type != ST_DUMMY && *type != ST_MMC) {
 		snprintf(msg, msglen,
-		         "storage spec \"%s\" is not supported by this server (use nfs, dummy, mmc or "
+		         "storage spec \"%s\" is not supported by this server (use nfs, local, dummy, mmc or "
 		         "event_report)",
 		         member);
 		return KC_UNSUPPORTED;
@@ -144,18 +141,23 @@ static int check_event_report(const struct storage *s, char *msg, size_t msglen)
 
 static int bind_spec(struct storage *s, char *msg, size_t msglen)
 {
+	const char *member = "";
 	json_t *spec;
 	int64_t kpf;
 
 	if (storage_is_event_report(s))
 		return check_event_report(s, msg, msglen);
 	if (s->type == ST_NFS || s->type == ST_DUMMY) {
-		spec = json_object_get(s->cfg, s->type == ST_NFS ? "nfs" : "dummy");
+		spec_member(s->cfg, &member, NULL, 0); /* resolve_type found exactly one */
+		spec = json_object_get(s->cfg, member);
 		s->root_path = jn_str(spec, "root_path");
 		kpf = jn_i64(spec, "key_count_per_file");
 		s->key_count_per_file = kpf > 0 ? (uint32_t)(kpf > 4096 ? 4096 : kpf) : 1;
-		if (s->type == ST_NFS && s->root_path[0] != '/') {
-			snprintf(msg, msglen, "nfs.root_path must be an absolute path, got \"%s\"", s->root_path);
+		/* nfs and local roots are where writes go (ours, or the clients' told by the URIs); a dummy is only
+		 * stat-ed, and relative there as the reference allows */
+		if (strcmp(member, "dummy") != 0 && s->root_path[0] != '/') {
+			snprintf(msg, msglen, "%s.root_path must be an absolute path, got \"%s\"", member,
+			         s->root_path);
 			return KC_INVALID_ARGUMENT;
 		}
 	} else if (s->type == ST_MMC) {
