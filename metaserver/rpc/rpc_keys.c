@@ -80,7 +80,7 @@ static int commit_one(struct conn *c, const Mmc__KeyItem *it, uint64_t hash)
 	return 0;
 }
 
-static void op_commit(struct conn *c, const Mmc__KeyBatch *req, struct reply *rp)
+static void op_commit(struct conn *c, const Mmc__Frame *f, const Mmc__KeyBatch *req, struct reply *rp)
 {
 	for (size_t i = 0; i < req->n_items; i++) {
 		objects_prefetch_step(c->m, rp->hash, req->n_items, i, false);
@@ -89,8 +89,10 @@ static void op_commit(struct conn *c, const Mmc__KeyBatch *req, struct reply *rp
 }
 
 /* get: pick the nearest replica and take a counted read lease. add_lease: an uncounted, extendable one. */
-static void op_lease(struct conn *c, const Mmc__KeyBatch *req, struct reply *rp, bool get)
+static void op_lease(struct conn *c, const Mmc__Frame *f, const Mmc__KeyBatch *req, struct reply *rp)
 {
+	bool get = f->body_case == MMC__FRAME__BODY_GET;
+
 	for (size_t i = 0; i < req->n_items; i++) {
 		struct object *o;
 		uint64_t lease_ms;
@@ -113,8 +115,10 @@ static void op_lease(struct conn *c, const Mmc__KeyBatch *req, struct reply *rp,
 }
 
 /* release (after a get) and remove_lease (GVA): the lease may be on a removed object still pinned. */
-static void op_release(struct conn *c, const Mmc__KeyBatch *req, struct reply *rp, bool all)
+static void op_release(struct conn *c, const Mmc__Frame *f, const Mmc__KeyBatch *req, struct reply *rp)
 {
+	bool all = f->body_case == MMC__FRAME__BODY_REMOVE_LEASE;
+
 	for (size_t i = 0; i < req->n_items; i++) {
 		size_t len;
 		struct object *o;
@@ -198,29 +202,26 @@ static int reply_init(struct reply *rp, struct arena *a, size_t n, const uint64_
 	return hash ? key_reply_begin(&rp->out, a, n) : MMC_MALLOC_FAILED;
 }
 
-static int run_op(struct conn *c, const Mmc__Frame *f, const Mmc__KeyBatch *req, struct reply *rp)
+/*
+ * What each key batch that is answered at once does, by Frame body (the other bodies of a batch go to the policy
+ * layer first: policy_batch). durable: acknowledged once its change is durable, not at once.
+ */
+static const struct key_op {
+	void (*run)(struct conn *c, const Mmc__Frame *f, const Mmc__KeyBatch *req, struct reply *rp);
+	bool durable;
+} key_ops[] = {
+    [MMC__FRAME__BODY_COMMIT] = {op_commit, true},    [MMC__FRAME__BODY_WRITE_FINISH] = {op_commit, true},
+    [MMC__FRAME__BODY_GET] = {op_lease, false},       [MMC__FRAME__BODY_ADD_LEASE] = {op_lease, false},
+    [MMC__FRAME__BODY_RELEASE] = {op_release, false}, [MMC__FRAME__BODY_REMOVE_LEASE] = {op_release, false},
+    [MMC__FRAME__BODY_REMOVE] = {op_simple, true},    [MMC__FRAME__BODY_EXIST] = {op_simple, false},
+    [MMC__FRAME__BODY_QUERY] = {op_simple, false},
+};
+
+static const struct key_op *key_op_of(const Mmc__Frame *f)
 {
-	switch (f->body_case) {
-	case MMC__FRAME__BODY_COMMIT:
-	case MMC__FRAME__BODY_WRITE_FINISH:
-		op_commit(c, req, rp);
-		return 0;
-	case MMC__FRAME__BODY_GET:
-	case MMC__FRAME__BODY_ADD_LEASE:
-		op_lease(c, req, rp, f->body_case == MMC__FRAME__BODY_GET);
-		return 0;
-	case MMC__FRAME__BODY_RELEASE:
-	case MMC__FRAME__BODY_REMOVE_LEASE:
-		op_release(c, req, rp, f->body_case == MMC__FRAME__BODY_REMOVE_LEASE);
-		return 0;
-	case MMC__FRAME__BODY_REMOVE:
-	case MMC__FRAME__BODY_EXIST:
-	case MMC__FRAME__BODY_QUERY:
-		op_simple(c, f, req, rp);
-		return 0;
-	default:
-		return MMC_INVALID_PARAM;
-	}
+	size_t b = (size_t)f->body_case;
+
+	return b < sizeof(key_ops) / sizeof(key_ops[0]) && key_ops[b].run ? &key_ops[b] : NULL;
 }
 
 /* The batch as the policy layer takes it: key and size arrays in the request's arena. */
@@ -283,7 +284,8 @@ static bool policy_batch(struct conn *c, const Mmc__Frame *f, const Mmc__KeyBatc
 void rpc_keys(struct conn *c, const Mmc__Frame *f, const Mmc__KeyBatch *req)
 {
 	struct key_call call;
-	struct reply rp;
+	const struct key_op *op;
+	struct reply rp = {0};
 	uint64_t *hash = NULL;
 	int rc;
 
@@ -297,11 +299,9 @@ void rpc_keys(struct conn *c, const Mmc__Frame *f, const Mmc__KeyBatch *req)
 	}
 	if (policy_batch(c, f, req, &call, &hash))
 		return;
-	rc = reply_init(&rp, &c->m->arena, req->n_items, hash);
+	op = key_op_of(f);
+	rc = op ? reply_init(&rp, &c->m->arena, req->n_items, hash) : MMC_INVALID_PARAM;
 	if (rc == 0)
-		rc = run_op(c, f, req, &rp);
-	/* commits and removes are acknowledged once durable; lookups and leases are answered at once */
-	key_reply_send(c, f->id, &rp.out, rc,
-	               f->body_case == MMC__FRAME__BODY_COMMIT || f->body_case == MMC__FRAME__BODY_WRITE_FINISH ||
-	                   f->body_case == MMC__FRAME__BODY_REMOVE);
+		op->run(c, f, req, &rp);
+	key_reply_send(c, f->id, &rp.out, rc, op && op->durable);
 }
