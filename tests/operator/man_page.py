@@ -1,6 +1,6 @@
 """The man pages say what the programs do: mmc-metaserver(8)'s options, exit codes, signals, ports and the keys of
 its refusal to expose a port are those of `mmc-metaserver --help`, its ready line has the fields a real server's
-has, and mmc(3) says how libmmc's default log handler (lib/log.c) writes to standard error.
+has, and mmc(3) says how libmmc's default log handler (lib/lg.c) writes to standard error.
 usage: man_page.py SOURCE_ROOT"""
 import os
 import re
@@ -114,14 +114,14 @@ def ready_check(man):
 
 
 def libmmc_check(root):
-    log_c = open(os.path.join(root, 'lib', 'log.c')).read()
+    log_c = open(os.path.join(root, 'lib', 'lg.c')).read()
     fmt = re.search(r'fprintf\(stderr, "(\w+) %s: %s', log_c)
     floor = re.search(r'if \(level >= MMC_LOG_(\w+)\)\s*fprintf\(stderr', log_c)
     page = ' '.join(render(open(os.path.join(root, 'man', 'mmc.3')).read()).get('LOGGING', '').split())
     levels = ['warn', 'error'] if floor and floor.group(1) == 'WARN' else []
     ok = fmt and levels and 'never writes' not in page and 'standard error' in page and all(
         f'{fmt.group(1)} {lv}:' in page for lv in levels)
-    return ('mmc(3) says the default handler writes warnings and errors to standard error as lib/log.c does',
+    return ('mmc(3) says the default handler writes warnings and errors to standard error as lib/lg.c does',
             bool(ok), page)
 
 
