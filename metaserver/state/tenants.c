@@ -1,0 +1,218 @@
+#include "tenants.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "conf_parse.h"
+#include "meta.h"
+#include "mmc/mmc.h"
+#include "secret_file.h"
+
+#define KEY "ock.mmc.meta.tenants_file"
+
+static bool name_ok(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n == 0 || n > MMC_TENANT_NAME_MAX)
+		return false;
+	for (; *s; s++)
+		if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') || *s == '_' ||
+		      *s == '-'))
+			return false;
+	return true;
+}
+
+/* A relative secret file is the tenants file's neighbour: the two are deployed together. */
+static int secret_path(const char *file, const char *value, char *out, size_t cap)
+{
+	const char *slash = strrchr(file, '/');
+	int n = value[0] == '/' || !slash ? snprintf(out, cap, "%s", value)
+	                                  : snprintf(out, cap, "%.*s/%s", (int)(slash - file), file, value);
+
+	return n > 0 && (size_t)n < cap ? 0 : MMC_ERROR;
+}
+
+static int quota(struct tenant *t, const char *word, char *err, size_t errlen, int line)
+{
+	if (strncmp(word, "max_bytes=", 10) == 0 && conf_parse_size(word + 10, &t->max_bytes) == 0)
+		return 0;
+	if (strncmp(word, "max_objects=", 12) == 0 && conf_parse_u64(word + 12, &t->max_objects) == 0)
+		return 0;
+	snprintf(err, errlen, KEY ": line %d: \"%s\" is not max_bytes=SIZE or max_objects=N", line, word);
+	return MMC_INVALID_PARAM;
+}
+
+/* No two stores of different tenants may prove the same secret: the secret is what names the tenant. */
+static int secret_unique(const struct tenants *ts, const struct tenant *t, const char *cluster, char *err,
+                         size_t errlen, int line)
+{
+	bool clash = cluster[0] && strcmp(cluster, t->secret) == 0;
+
+	for (uint32_t i = 1; i < ts->n && !clash; i++)
+		clash = &ts->t[i] != t && strcmp(ts->t[i].secret, t->secret) == 0;
+	if (!clash)
+		return 0;
+	snprintf(err, errlen, KEY ": line %d: tenant %s's secret is the cluster secret's or another tenant's", line,
+	         t->name);
+	return MMC_INVALID_PARAM;
+}
+
+static int parse_line(struct meta *m, const char *path, char *s, int line, const char *cluster, char *err,
+                      size_t errlen)
+{
+	struct tenants *ts = &m->tenants;
+	char *save = NULL, *name = strtok_r(s, " \t\r\n", &save), *file = strtok_r(NULL, " \t\r\n", &save), *w;
+	char fpath[1024];
+	struct tenant *t;
+
+	if (!name || name[0] == '#')
+		return 0;
+	if (!file || !name_ok(name)) {
+		snprintf(err, errlen,
+		         KEY ": line %d: expected `name secret_file [max_bytes=SIZE] [max_objects=N]`, a "
+		             "name of 1 to %d letters, digits, '_' or '-'",
+		         line, MMC_TENANT_NAME_MAX);
+		return MMC_INVALID_PARAM;
+	}
+	if (tenant_by_name(m, name) && strcmp(name, "default") != 0) {
+		snprintf(err, errlen, KEY ": line %d: tenant %s is named twice", line, name);
+		return MMC_INVALID_PARAM;
+	}
+	if (strcmp(name, "default") == 0) {
+		t = &ts->t[0];
+		if (strcmp(file, "-") != 0) {
+			snprintf(err, errlen,
+			         KEY ": line %d: the default tenant proves the cluster secret: its file is `-`", line);
+			return MMC_INVALID_PARAM;
+		}
+	} else {
+		if (ts->n == TENANTS_MAX) {
+			snprintf(err, errlen, KEY ": line %d: more than %d tenants", line, TENANTS_MAX - 1);
+			return MMC_INVALID_PARAM;
+		}
+		t = &ts->t[ts->n++];
+		snprintf(t->name, sizeof(t->name), "%s", name);
+		t->taglen = (uint8_t)(strlen(name) + 2);
+		t->tag[0] = TENANT_TAG;
+		memcpy(t->tag + 1, name, t->taglen - 2u);
+		t->tag[t->taglen - 1] = TENANT_TAG;
+		if (secret_path(path, file, fpath, sizeof(fpath)) ||
+		    secret_file_read(KEY, fpath, t->secret, sizeof(t->secret), err, errlen))
+			return MMC_INVALID_PARAM;
+		if (strlen(t->secret) < MMC_AUTH_TOKEN_MIN) {
+			snprintf(err, errlen, KEY ": line %d: tenant %s's secret is shorter than %d bytes", line, name,
+			         MMC_AUTH_TOKEN_MIN);
+			return MMC_INVALID_PARAM;
+		}
+		if (secret_unique(ts, t, cluster, err, errlen, line))
+			return MMC_INVALID_PARAM;
+	}
+	while ((w = strtok_r(NULL, " \t\r\n", &save)))
+		if (quota(t, w, err, errlen, line))
+			return MMC_INVALID_PARAM;
+	return 0;
+}
+
+/* The file names who may connect as whom: nobody but its owner may read or change it. */
+static int check_mode(FILE *f, const char *path, char *err, size_t errlen)
+{
+	struct stat st;
+
+	if (fstat(fileno(f), &st)) {
+		snprintf(err, errlen, KEY ": cannot stat \"%s\": %s", path, strerror(errno));
+		return MMC_INVALID_PARAM;
+	}
+	if (st.st_mode & 077) {
+		snprintf(err, errlen, KEY ": \"%s\" has mode %03o: group and others must have no access (chmod 600)",
+		         path, (unsigned)(st.st_mode & 0777));
+		return MMC_INVALID_PARAM;
+	}
+	return 0;
+}
+
+int tenants_load(struct meta *m, const char *path, const char *cluster, char *err, size_t errlen)
+{
+	FILE *f = fopen(path, "r");
+	char buf[2048];
+	int line = 0, rc;
+
+	if (!f) {
+		snprintf(err, errlen, KEY ": cannot read \"%s\": %s", path, strerror(errno));
+		return MMC_INVALID_PARAM;
+	}
+	if ((rc = check_mode(f, path, err, errlen)) == 0 &&
+	    !(m->tenants.t = calloc(TENANTS_MAX, sizeof(struct tenant))))
+		rc = MMC_MALLOC_FAILED;
+	if (rc == 0) {
+		m->tenants.n = 1;
+		strcpy(m->tenants.t[0].name, "default");
+	}
+	while (rc == 0 && fgets(buf, sizeof(buf), f))
+		rc = parse_line(m, path, buf, ++line, cluster, err, errlen);
+	fclose(f);
+	if (rc)
+		tenants_free(m);
+	return rc;
+}
+
+void tenants_free(struct meta *m)
+{
+	if (m->tenants.t)
+		memset(m->tenants.t, 0, TENANTS_MAX * sizeof(struct tenant)); /* the secrets */
+	free(m->tenants.t);
+	m->tenants = (struct tenants){NULL, 0};
+}
+
+struct tenant *tenant_by_name(struct meta *m, const char *name)
+{
+	for (uint32_t i = 0; i < m->tenants.n; i++)
+		if (strcmp(m->tenants.t[i].name, name) == 0)
+			return &m->tenants.t[i];
+	return NULL;
+}
+
+uint32_t tenant_of_key(const struct meta *m, const char *key, size_t len)
+{
+	const uint8_t *k = (const uint8_t *)key, *end;
+
+	if (len == 0 || k[0] != TENANT_TAG)
+		return 0;
+	end = memchr(k + 1, TENANT_TAG, len - 1);
+	for (uint32_t i = 1; end && i < m->tenants.n; i++)
+		if (m->tenants.t[i].taglen == end - k + 1 &&
+		    memcmp(m->tenants.t[i].tag, k, m->tenants.t[i].taglen) == 0)
+			return i;
+	return TENANT_NONE;
+}
+
+void tenant_count(struct meta *m, const struct object *o, int delta)
+{
+	uint32_t i = tenant_of_key(m, object_key((struct object *)o), o->keylen);
+	uint64_t bytes = tenant_bytes(o->size, o->nblobs);
+	struct tenant *t;
+
+	if (i == TENANT_NONE)
+		return;
+	t = &m->tenants.t[i];
+	if (delta > 0) {
+		t->objects++;
+		t->bytes += bytes;
+	} else {
+		t->objects--;
+		t->bytes -= bytes;
+	}
+}
+
+uint64_t tenant_bytes(uint64_t size, uint32_t replicas)
+{
+	return (size + BLOB_GRANULE - 1) / BLOB_GRANULE * BLOB_GRANULE * replicas;
+}
+
+bool tenant_fits(const struct tenant *t, uint64_t bytes)
+{
+	return (!t->max_objects || t->objects < t->max_objects) && (!t->max_bytes || t->bytes + bytes <= t->max_bytes);
+}
