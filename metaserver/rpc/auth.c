@@ -7,6 +7,7 @@
 #include "conn.h"
 #include "log.h"
 #include "mmc/mmc.h"
+#include "tls.h"
 
 static int refused_bucket;
 
@@ -42,6 +43,19 @@ static const char *claimed_secret(const struct conn *c, const char *base, char *
 	}
 	auth_tenant_label(label, cap, base, c->claim_name);
 	return c->claim == TENANT_NONE ? unknown_secret() : ts->t[c->claim].secret;
+}
+
+/* A client certificate whose common name is a tenant's was issued to that tenant: its connection may be that
+ * tenant's only (it still proves the tenant's secret). Any other certificate names no tenant. */
+static bool certificate_agrees(const struct conn *c)
+{
+	char cn[MMC_TENANT_NAME_MAX + 2];
+	const struct tenant *t;
+
+	if (!c->m->tenants.n || !rpc_tls_peer_name(c->m, c->bev, cn, sizeof(cn)))
+		return true;
+	t = tenant_by_name(c->m, cn);
+	return !t || t == c->m->tenants.t || (uint32_t)(t - c->m->tenants.t) == c->claim;
 }
 
 /* The tenant a Hello names: 0 (none, or "default"), its index, or TENANT_NONE (not one of this server's). */
@@ -151,6 +165,11 @@ void auth_on_hello(struct conn *c, const Mmc__Frame *f)
 		return;
 	}
 	c->claim = hello_tenant(c, h);
+	if (!certificate_agrees(c)) {
+		refuse(c, f->id, MMC_NOT_AUTHORIZED, "tenant_certificate",
+		       "the client certificate names a tenant, the hello another one");
+		return;
+	}
 	if (c->claim == 0 && !token_set(c))
 		admit(c, f->id);
 	else
