@@ -251,6 +251,13 @@ Test(tenants, a_burst_stays_inside_its_quota)
 
 		cr_assert_eq(mmc_put_from(a, "alpha/refused", buf, sizeof(buf), MMC_COPY_H2G, NULL),
 		             MMC_NOT_ENOUGH_MEMORY);
+		/* and a GVA allocation (placed by the allocation queue, not in an extent) */
+		const char *gkey[1] = {"alpha/gva"};
+		size_t gsize[1] = {OBJ};
+		mmc_gva gva[1] = {1};
+
+		cr_assert_eq(mmc_batch_malloc(a, gkey, gsize, 1, MMC_MEDIA_DRAM, 0, gva), 0);
+		cr_assert_eq(gva[0], 0, "a GVA allocation past the quota");
 		cr_assert_eq(mmc_batch_remove_lease(a, keys, 8), 0);
 	}
 	cr_assert_geq(metric("mmc_tenant_refused_total", "alpha"), 1);
