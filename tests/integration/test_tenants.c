@@ -269,6 +269,33 @@ Test(tenants, a_burst_stays_inside_its_quota)
 	mmc_destroy(d);
 }
 
+Test(tenants, a_restart_keeps_namespaces_and_counts)
+{
+	static char env_token[128], env_tenants[128];
+	const char *extra[] = {env_token, env_tenants, NULL};
+	mmc_store *d, *a, *b;
+
+	start("");
+	d = store_as(NULL, cluster_file, true);
+	a = store_as("alpha", alpha_file, false);
+	put(a, "kept", 'a');
+	put(a, "kept/2", 'a');
+	cr_assert_eq(metaserver_stop(&meta), 0);
+	snprintf(env_token, sizeof(env_token), "ock.mmc.meta.auth_token_file=%s", cluster_file);
+	snprintf(env_tenants, sizeof(env_tenants), "ock.mmc.meta.tenants_file=%s", tenants_file);
+	cr_assert_eq(metaserver_restart(&meta, extra), 0);
+	for (int i = 0; i < 100 && mmc_is_exist(a, "kept") != 1; i++) /* the pool's service rejoins */
+		usleep(50000);
+	cr_assert_eq(get(a, "kept"), 'a', "alpha's object after the restart");
+	cr_assert_eq(metric("mmc_tenant_objects", "alpha"), 2, "alpha's count rebuilt by the load");
+	b = store_as("beta", beta_file, false);
+	cr_assert_eq(mmc_is_exist(b, "kept"), 0);
+	cr_assert_eq(mmc_is_exist(d, "kept"), 0);
+	mmc_destroy(b);
+	mmc_destroy(a);
+	mmc_destroy(d);
+}
+
 Test(tenants, a_server_without_tenants_admits_none)
 {
 	static char env_token[128];
