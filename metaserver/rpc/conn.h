@@ -80,6 +80,8 @@ void conn_admitted(struct conn *c);
 
 /* Closes connections silent for longer than the heartbeat timeout, or not through their hello in time. */
 void conns_sweep(struct meta *m, uint64_t now_ms);
+/* Closes the connections of tenants a reload removed (state/tenants.h): what they proved no longer names anyone. */
+void conns_close_removed_tenants(struct meta *m);
 /* Closes every connection (shutdown). */
 void conns_close_all(struct meta *m);
 

@@ -61,10 +61,17 @@ static int secret_unique(const struct tenants *ts, const struct tenant *t, const
 	return MMC_INVALID_PARAM;
 }
 
-static int parse_line(struct meta *m, const char *path, char *s, int line, const char *cluster, char *err,
+static struct tenant *find(struct tenants *ts, const char *name)
+{
+	for (uint32_t i = 0; i < ts->n; i++)
+		if (strcmp(ts->t[i].name, name) == 0)
+			return &ts->t[i];
+	return NULL;
+}
+
+static int parse_line(struct tenants *ts, const char *path, char *s, int line, const char *cluster, char *err,
                       size_t errlen)
 {
-	struct tenants *ts = &m->tenants;
 	char *save = NULL, *name = strtok_r(s, " \t\r\n", &save), *file = strtok_r(NULL, " \t\r\n", &save), *w;
 	char fpath[1024];
 	struct tenant *t;
@@ -78,7 +85,7 @@ static int parse_line(struct meta *m, const char *path, char *s, int line, const
 		         line, MMC_TENANT_NAME_MAX);
 		return MMC_INVALID_PARAM;
 	}
-	if (tenant_by_name(m, name) && strcmp(name, "default") != 0) {
+	if (find(ts, name) && strcmp(name, "default") != 0) {
 		snprintf(err, errlen, KEY ": line %d: tenant %s is named twice", line, name);
 		return MMC_INVALID_PARAM;
 	}
@@ -117,6 +124,14 @@ static int parse_line(struct meta *m, const char *path, char *s, int line, const
 	return 0;
 }
 
+static void table_free(struct tenants *ts)
+{
+	if (ts->t)
+		memset(ts->t, 0, TENANTS_MAX * sizeof(struct tenant)); /* the secrets */
+	free(ts->t);
+	*ts = (struct tenants){NULL, 0};
+}
+
 /* The file names who may connect as whom: nobody but its owner may read or change it. */
 static int check_mode(FILE *f, const char *path, char *err, size_t errlen)
 {
@@ -134,7 +149,8 @@ static int check_mode(FILE *f, const char *path, char *err, size_t errlen)
 	return 0;
 }
 
-int tenants_load(struct meta *m, const char *path, const char *cluster, char *err, size_t errlen)
+/* The file at path into ts (a fresh table); on failure ts is freed. */
+static int load_into(struct tenants *ts, const char *path, const char *cluster, char *err, size_t errlen)
 {
 	FILE *f = fopen(path, "r");
 	char buf[2048];
@@ -144,35 +160,78 @@ int tenants_load(struct meta *m, const char *path, const char *cluster, char *er
 		snprintf(err, errlen, KEY ": cannot read \"%s\": %s", path, strerror(errno));
 		return MMC_INVALID_PARAM;
 	}
-	if ((rc = check_mode(f, path, err, errlen)) == 0 &&
-	    !(m->tenants.t = calloc(TENANTS_MAX, sizeof(struct tenant))))
+	if ((rc = check_mode(f, path, err, errlen)) == 0 && !(ts->t = calloc(TENANTS_MAX, sizeof(struct tenant))))
 		rc = MMC_MALLOC_FAILED;
 	if (rc == 0) {
-		m->tenants.n = 1;
-		strcpy(m->tenants.t[0].name, "default");
+		ts->n = 1;
+		strcpy(ts->t[0].name, "default");
 	}
 	while (rc == 0 && fgets(buf, sizeof(buf), f))
-		rc = parse_line(m, path, buf, ++line, cluster, err, errlen);
+		rc = parse_line(ts, path, buf, ++line, cluster, err, errlen);
 	fclose(f);
 	if (rc)
-		tenants_free(m);
+		table_free(ts);
 	return rc;
+}
+
+int tenants_load(struct meta *m, const char *path, const char *cluster, char *err, size_t errlen)
+{
+	return load_into(&m->tenants, path, cluster, err, errlen);
+}
+
+/* The running tenant t takes the secret and quotas of its line in the fresh file. */
+static void take(struct tenant *t, const struct tenant *line)
+{
+	memcpy(t->secret, line->secret, sizeof(t->secret));
+	t->max_bytes = line->max_bytes;
+	t->max_objects = line->max_objects;
+	t->removed = false;
+}
+
+int tenants_reload(struct meta *m, const char *path, const char *cluster, char *err, size_t errlen)
+{
+	struct tenants fresh = {NULL, 0}, *ts = &m->tenants;
+	uint32_t added = 0;
+	int rc = load_into(&fresh, path, cluster, err, errlen);
+
+	for (uint32_t i = 1; rc == 0 && i < fresh.n; i++)
+		added += !find(ts, fresh.t[i].name);
+	if (rc == 0 && ts->n + added > TENANTS_MAX) {
+		snprintf(err, errlen, KEY ": more than %d tenants, the removed ones included (restart to forget them)",
+		         TENANTS_MAX - 1);
+		rc = MMC_INVALID_PARAM;
+	}
+	if (rc) {
+		table_free(&fresh);
+		return rc;
+	}
+	for (uint32_t i = 0; i < ts->n; i++) {
+		const struct tenant *line = find(&fresh, ts->t[i].name);
+
+		if (line)
+			take(&ts->t[i], line);
+		else if (!ts->t[i].removed) {
+			ts->t[i].removed = true;
+			memset(ts->t[i].secret, 0, sizeof(ts->t[i].secret));
+		}
+	}
+	for (uint32_t i = 1; i < fresh.n; i++)
+		if (!find(ts, fresh.t[i].name))
+			ts->t[ts->n++] = fresh.t[i];
+	table_free(&fresh);
+	return 0;
 }
 
 void tenants_free(struct meta *m)
 {
-	if (m->tenants.t)
-		memset(m->tenants.t, 0, TENANTS_MAX * sizeof(struct tenant)); /* the secrets */
-	free(m->tenants.t);
-	m->tenants = (struct tenants){NULL, 0};
+	table_free(&m->tenants);
 }
 
 struct tenant *tenant_by_name(struct meta *m, const char *name)
 {
-	for (uint32_t i = 0; i < m->tenants.n; i++)
-		if (strcmp(m->tenants.t[i].name, name) == 0)
-			return &m->tenants.t[i];
-	return NULL;
+	struct tenant *t = find(&m->tenants, name);
+
+	return t && !t->removed ? t : NULL;
 }
 
 uint32_t tenant_of_key(const struct meta *m, const char *key, size_t len)

@@ -35,6 +35,7 @@ struct tenant {
 	uint64_t objects;
 	uint64_t refused;       /* placements refused for its quota */
 	uint64_t quota_evicted; /* its own objects evicted to make room inside its quota */
+	bool removed;           /* no longer in the file (a reload): no hello may claim it; its keys stay counted */
 };
 
 /* Every tenant: t[0] is the default one; n == 0 when no tenants file is configured (no counting at all). */
@@ -52,10 +53,17 @@ struct tenants {
  * a message in err (never holding a secret).
  */
 int tenants_load(struct meta *m, const char *path, const char *cluster, char *err, size_t errlen);
+/*
+ * SIGHUP: reads the tenants file at path again. A tenant keeps its index and counts; secrets and quotas take the
+ * file's values (a changed secret holds for the next hellos); a new name is added; a name no longer in the file is
+ * marked removed (its stores' connections are the RPC layer's to close). Only with tenants configured. Returns 0,
+ * or MMC_INVALID_PARAM with a message in err and the running table unchanged.
+ */
+int tenants_reload(struct meta *m, const char *path, const char *cluster, char *err, size_t errlen);
 /* Frees the table. */
 void tenants_free(struct meta *m);
 
-/* The configured tenant called name (1..MMC_TENANT_NAME_MAX bytes), or NULL. */
+/* The configured tenant called name (1..MMC_TENANT_NAME_MAX bytes), or NULL (also for a removed one). */
 struct tenant *tenant_by_name(struct meta *m, const char *name);
 
 /* The index of the tenant that key (len bytes, as stored) belongs to: 0 for an untagged key, TENANT_NONE for the

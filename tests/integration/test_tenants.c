@@ -6,6 +6,7 @@
 #include <criterion/criterion.h>
 #include <mmc/mmc.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -294,6 +295,63 @@ Test(tenants, a_restart_keeps_namespaces_and_counts)
 	mmc_destroy(b);
 	mmc_destroy(a);
 	mmc_destroy(d);
+}
+
+/* Rewrites the running server's tenants file with text and has it read again (SIGHUP). */
+static void reload_tenants(const char *text, int nth)
+{
+	char needle[64];
+	FILE *f = fopen(tenants_file, "w");
+
+	cr_assert_not_null(f);
+	fputs(text, f);
+	fclose(f);
+	cr_assert_eq(kill(meta.pid, SIGHUP), 0);
+	snprintf(needle, sizeof(needle), "op=reload key=ock.mmc.meta.tenants_file tenants_known=%d", nth);
+	for (int i = 0; i < 100 && !metaserver_log_has(&meta, needle); i++)
+		usleep(50000);
+	cr_assert(metaserver_log_has(&meta, needle), "no reload of the tenants file");
+}
+
+Test(tenants, a_reload_adds_removes_and_requotas_tenants)
+{
+	char gamma_file[64], lines[512];
+	mmc_store *d, *a, *b, *g;
+
+	start("");
+	d = store_as(NULL, cluster_file, true);
+	a = store_as("alpha", alpha_file, false);
+	b = store_as("beta", beta_file, false);
+	put(a, "kept", 'a');
+	cr_assert_eq(open_as("gamma", alpha_file, false, &g), MMC_NOT_AUTHORIZED, "gamma before it exists");
+	mmc_destroy(g);
+	conf_write_file(gamma_file, "gamma-secret-0123456789abcdef\n");
+	/* alpha out, gamma in, beta held to one object */
+	snprintf(lines, sizeof(lines), "beta %s max_objects=1\ngamma %s\n", beta_file, gamma_file);
+	reload_tenants(lines, 3);
+	cr_assert_lt(mmc_is_exist(a, "kept"), 0, "a removed tenant's store is cut off");
+	mmc_destroy(a);
+	cr_assert_eq(open_as("alpha", alpha_file, false, &a), MMC_NOT_AUTHORIZED, "a removed tenant");
+	mmc_destroy(a);
+	g = store_as("gamma", gamma_file, false);
+	cr_assert_eq(mmc_is_exist(g, "kept"), 0);
+	put(b, "b/1", 'b');
+	put(b, "b/2", 'b');
+	cr_assert_eq(metric("mmc_tenant_objects", "beta"), 1, "beta's new quota");
+	cr_assert_eq(metric("mmc_tenant_objects", "alpha"), 1, "a removed tenant's objects stay counted");
+	/* alpha back: its objects are its own again */
+	snprintf(lines, sizeof(lines), "alpha %s\nbeta %s\ngamma %s\n", alpha_file, beta_file, gamma_file);
+	reload_tenants(lines, 3); /* the same count as the first reload's line: wait for the hello to pass instead */
+	for (int i = 0; i < 100 && open_as("alpha", alpha_file, false, &a) != 0; i++) {
+		mmc_destroy(a);
+		usleep(50000);
+	}
+	cr_assert_eq(get(a, "kept"), 'a', "alpha back, with its object");
+	mmc_destroy(g);
+	mmc_destroy(b);
+	mmc_destroy(a);
+	mmc_destroy(d);
+	unlink(gamma_file);
 }
 
 Test(tenants, a_server_without_tenants_admits_none)

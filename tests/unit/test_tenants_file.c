@@ -148,6 +148,45 @@ Test(tenants_file, bad_lines_are_refused_with_the_reason)
 	}
 }
 
+/* tenants_reload of text over the running table. */
+static int reload(const char *text)
+{
+	char path[128];
+
+	write_file("tenants", text, 0600);
+	snprintf(path, sizeof(path), "%s/tenants", dir);
+	err[0] = '\0';
+	return tenants_reload(&m, path, CLUSTER, err, sizeof(err));
+}
+
+Test(tenants_file, a_reload_keeps_each_tenants_place)
+{
+	cr_assert_eq(load("alpha a.token\nbeta b.token\n"), 0, "%s", err);
+	m.tenants.t[1].objects = 5; /* counts are the index's: a reload keeps them */
+	write_file("e.token", "gamma-secret-0123456789\n", 0600);
+	cr_assert_eq(reload("beta b.token max_objects=3\ngamma e.token\n"), 0, "%s", err);
+	cr_assert_eq(m.tenants.n, 4);
+	cr_assert(m.tenants.t[1].removed);
+	cr_assert_null(tenant_by_name(&m, "alpha"), "a removed tenant cannot be claimed");
+	cr_assert_str_eq(m.tenants.t[1].secret, "", "nor proved");
+	cr_assert_eq(m.tenants.t[1].objects, 5);
+	cr_assert_eq(tenant_of_key(&m,
+	                           "\xff"
+	                           "alpha\xff"
+	                           "k",
+	                           8),
+	             1, "its keys are still its own");
+	cr_assert_eq(m.tenants.t[2].max_objects, 3);
+	cr_assert_eq(tenant_by_name(&m, "gamma"), &m.tenants.t[3]);
+	cr_assert_eq(reload("alpha a.token\nbeta b.token\n"), 0, "%s", err);
+	cr_assert_eq(tenant_by_name(&m, "alpha"), &m.tenants.t[1], "back in its place");
+	cr_assert_str_eq(m.tenants.t[1].secret, "alpha-secret-0123456789");
+	cr_assert(m.tenants.t[3].removed);
+	cr_assert_eq(reload("alpha c.token\n"), MMC_INVALID_PARAM, "a bad file");
+	cr_assert_str_eq(m.tenants.t[1].secret, "alpha-secret-0123456789", "keeps the running table");
+	cr_assert_not_null(tenant_by_name(&m, "beta"));
+}
+
 Test(tenants_file, a_file_others_may_read_is_refused)
 {
 	char path[128];
