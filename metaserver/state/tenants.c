@@ -69,11 +69,42 @@ static struct tenant *find(struct tenants *ts, const char *name)
 	return NULL;
 }
 
+/* A named tenant's line (not the default one): its tag, and its secret from file. */
+static struct tenant *add_tenant(struct tenants *ts, const char *path, const char *name, const char *file,
+                                 const char *cluster, char *err, size_t errlen, int line)
+{
+	struct tenant *t = &ts->t[ts->n];
+	char fpath[1024];
+
+	if (ts->n == TENANTS_MAX) {
+		snprintf(err, errlen, KEY ": line %d: more than %d tenants", line, TENANTS_MAX - 1);
+		return NULL;
+	}
+	ts->n++;
+	snprintf(t->name, sizeof(t->name), "%s", name);
+	t->taglen = (uint8_t)(strlen(name) + 2);
+	t->tag[0] = TENANT_TAG;
+	memcpy(t->tag + 1, name, t->taglen - 2u);
+	t->tag[t->taglen - 1] = TENANT_TAG;
+	if (secret_path(path, file, fpath, sizeof(fpath))) {
+		snprintf(err, errlen, KEY ": line %d: the path of tenant %s's secret file is too long", line, name);
+		return NULL;
+	}
+	if (secret_file_read(KEY, fpath, t->secret, sizeof(t->secret), err, errlen))
+		return NULL;
+	if (strlen(t->secret) < MMC_AUTH_TOKEN_MIN) {
+		snprintf(err, errlen, KEY ": line %d: tenant %s's secret is shorter than %d bytes", line, name,
+		         MMC_AUTH_TOKEN_MIN);
+		return NULL;
+	}
+	return secret_unique(ts, t, cluster, err, errlen, line) ? NULL : t;
+}
+
 static int parse_line(struct tenants *ts, const char *path, char *s, int line, const char *cluster, char *err,
                       size_t errlen)
 {
 	char *save = NULL, *name = strtok_r(s, " \t\r\n", &save), *file = strtok_r(NULL, " \t\r\n", &save), *w;
-	char fpath[1024];
+	bool is_default = name && strcmp(name, "default") == 0;
 	struct tenant *t;
 
 	if (!name || name[0] == '#')
@@ -85,39 +116,18 @@ static int parse_line(struct tenants *ts, const char *path, char *s, int line, c
 		         line, MMC_TENANT_NAME_MAX);
 		return MMC_INVALID_PARAM;
 	}
-	if (find(ts, name) && strcmp(name, "default") != 0) {
+	if (find(ts, name) && !is_default) {
 		snprintf(err, errlen, KEY ": line %d: tenant %s is named twice", line, name);
 		return MMC_INVALID_PARAM;
 	}
-	if (strcmp(name, "default") == 0) {
-		t = &ts->t[0];
-		if (strcmp(file, "-") != 0) {
-			snprintf(err, errlen,
-			         KEY ": line %d: the default tenant proves the cluster secret: its file is `-`", line);
-			return MMC_INVALID_PARAM;
-		}
-	} else {
-		if (ts->n == TENANTS_MAX) {
-			snprintf(err, errlen, KEY ": line %d: more than %d tenants", line, TENANTS_MAX - 1);
-			return MMC_INVALID_PARAM;
-		}
-		t = &ts->t[ts->n++];
-		snprintf(t->name, sizeof(t->name), "%s", name);
-		t->taglen = (uint8_t)(strlen(name) + 2);
-		t->tag[0] = TENANT_TAG;
-		memcpy(t->tag + 1, name, t->taglen - 2u);
-		t->tag[t->taglen - 1] = TENANT_TAG;
-		if (secret_path(path, file, fpath, sizeof(fpath)) ||
-		    secret_file_read(KEY, fpath, t->secret, sizeof(t->secret), err, errlen))
-			return MMC_INVALID_PARAM;
-		if (strlen(t->secret) < MMC_AUTH_TOKEN_MIN) {
-			snprintf(err, errlen, KEY ": line %d: tenant %s's secret is shorter than %d bytes", line, name,
-			         MMC_AUTH_TOKEN_MIN);
-			return MMC_INVALID_PARAM;
-		}
-		if (secret_unique(ts, t, cluster, err, errlen, line))
-			return MMC_INVALID_PARAM;
+	if (is_default && strcmp(file, "-") != 0) {
+		snprintf(err, errlen, KEY ": line %d: the default tenant proves the cluster secret: its file is `-`",
+		         line);
+		return MMC_INVALID_PARAM;
 	}
+	t = is_default ? &ts->t[0] : add_tenant(ts, path, name, file, cluster, err, errlen, line);
+	if (!t)
+		return MMC_INVALID_PARAM;
 	while ((w = strtok_r(NULL, " \t\r\n", &save)))
 		if (quota(t, w, err, errlen, line))
 			return MMC_INVALID_PARAM;
