@@ -43,6 +43,7 @@ struct bench_opts {
 	int checksum;      /* data: BENCH_CK_* (--checksum off|on|both) */
 	bool no_host_path; /* --no-host-path: $MMC_HOST_PATH=off for this process and its targets (two hosts) */
 	bool unbacked;     /* meta: the pool is an unbacked range only metadata names (bench_unbacked.h) */
+	bool tenant;       /* --tenant: every store connects as tenant "bench" (bench_tenant_setup) */
 };
 
 /* --checksum: client stores without ock.mmc.client.verify_checksum, with it, or both, alternating round by round. */

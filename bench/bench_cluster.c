@@ -1,11 +1,80 @@
 #include "bench_cluster.h"
 
+#include <fcntl.h>
 #include <mmc/mmc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#define TENANT_TOKEN "MMC_BENCH_TENANT_TOKEN" /* the tenant's secret file, for this process and its children */
+#define TENANTS_FILE "MMC_BENCH_TENANTS_FILE" /* the server's tenants file */
+
+static char tenant_dir[64];
+
+static void tenant_cleanup(void)
+{
+	char path[128];
+
+	snprintf(path, sizeof(path), "%s/tenants", tenant_dir);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/bench.token", tenant_dir);
+	unlink(path);
+	rmdir(tenant_dir);
+}
+
+/* mode 0600: the server refuses a tenants file others may read */
+static int write_text(const char *path, const char *text)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	ssize_t n = fd >= 0 ? write(fd, text, strlen(text)) : -1;
+
+	if (fd >= 0)
+		close(fd);
+	return n == (ssize_t)strlen(text) ? 0 : -1;
+}
+
+int bench_tenant_setup(void)
+{
+	char path[128];
+
+	snprintf(tenant_dir, sizeof(tenant_dir), "/tmp/mmc-bench-tenant-XXXXXX");
+	if (!mkdtemp(tenant_dir))
+		return -1;
+	atexit(tenant_cleanup);
+	snprintf(path, sizeof(path), "%s/bench.token", tenant_dir);
+	if (write_text(path, "bench-tenant-secret-0123456789abcdef\n") || setenv(TENANT_TOKEN, path, 1))
+		return -1;
+	snprintf(path, sizeof(path), "%s/tenants", tenant_dir);
+	return write_text(path, "bench bench.token\n") || setenv(TENANTS_FILE, path, 1) ? -1 : 0;
+}
+
+const char *const *bench_server_extras(int sync)
+{
+	static char tenants[200];
+	static const char *extras[3];
+	int n = 0;
+
+	if (!sync)
+		extras[n++] = "ock.mmc.meta.lmdb.sync=false";
+	if (getenv(TENANTS_FILE)) {
+		snprintf(tenants, sizeof(tenants), "ock.mmc.meta.tenants_file=%s", getenv(TENANTS_FILE));
+		extras[n++] = tenants;
+	}
+	extras[n] = NULL;
+	return n ? extras : NULL;
+}
+
+void bench_tenant_config(struct mmc_local_config *cfg)
+{
+	const char *token = getenv(TENANT_TOKEN);
+
+	if (!token)
+		return;
+	snprintf(cfg->tenant, sizeof(cfg->tenant), "bench");
+	snprintf(cfg->auth_token_file, sizeof(cfg->auth_token_file), "%s", token);
+}
 
 /* rma_timeout_ms 0: the library's default */
 static mmc_store *open_store(const char *url, const char *protocol, int lend, uint64_t pool, bool verify,
@@ -21,6 +90,7 @@ static mmc_store *open_store(const char *url, const char *protocol, int lend, ui
 	snprintf(cfg.protocol, sizeof(cfg.protocol), "%s", protocol);
 	cfg.dram_size = pool;
 	cfg.max_dram_size = pool > cfg.max_dram_size ? pool : cfg.max_dram_size;
+	bench_tenant_config(&cfg);
 	if (!s || mmc_setup(s, &cfg) || mmc_init(s, 0, lend != 0)) {
 		mmc_destroy(s);
 		return NULL;
@@ -98,11 +168,9 @@ void bench_find_metaserver(const char *self)
 int bench_cluster_start(struct bench_cluster *c, const char *self, const char *protocol, int ntargets, uint64_t pool,
                         int sync)
 {
-	static const char *const nosync[] = {"ock.mmc.meta.lmdb.sync=false", NULL};
-
 	memset(c, 0, sizeof(*c));
 	bench_find_metaserver(self);
-	if (metaserver_start(&c->meta, sync ? NULL : nosync)) {
+	if (metaserver_start(&c->meta, bench_server_extras(sync))) {
 		fprintf(stderr, "mmc-bench: cannot start mmc-metaserver (set MMC_METASERVER)\n");
 		return -1;
 	}

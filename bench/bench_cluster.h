@@ -13,6 +13,8 @@
 
 #include "proc.h"
 
+struct mmc_local_config;
+
 #define BENCH_MAX_TARGETS 8
 
 struct bench_cluster {
@@ -34,6 +36,18 @@ void bench_find_metaserver(const char *self);
 
 /* The `target` subcommand: lend a pool until stdin closes. */
 int bench_target_main(int argc, char **argv);
+
+/*
+ * --tenant: a tenants file naming tenant "bench" and its secret, in a fresh temp dir (removed at exit). The servers
+ * this process starts get ock.mmc.meta.tenants_file, and every store (targets and client processes inherit the
+ * environment that says where the secret is) connects as that tenant: the cost of tenancy, next to a run without.
+ * Returns 0 or -1.
+ */
+int bench_tenant_setup(void);
+/* The --env extras of the benchmark's server: no fsync unless sync, the tenants file after --tenant. */
+const char *const *bench_server_extras(int sync);
+/* The tenant and its secret's file into cfg, after --tenant (in this process or its parent). */
+void bench_tenant_config(struct mmc_local_config *cfg);
 
 /* A client-only store on the cluster's meta server. */
 struct mmc_store *bench_client(const struct bench_cluster *c, const char *protocol, int lend_pool, uint64_t pool);

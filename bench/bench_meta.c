@@ -31,6 +31,7 @@ static const char usage[] =
     "  --seconds S        per measurement (default 2); --quick\n"
     "  --procs P --threads T  then P client processes x T threads against the one leader (exist, put_meta):\n"
     "                     aggregate keys/s and the leader's CPU, at the largest index\n"
+    "  --tenant           every store connects as a tenant (a tenants file on the server): the cost of tenancy\n"
     "  --unbacked         lend an unbacked range: the server tracks offsets, no byte is written, no pool memory\n"
     "                     is used (10^7+ keys on a small machine); puts are then metadata only (put_meta)\n"
     "srv_us/key: CPU time of the server's loop thread per key (tiny_put includes the untimed removes).\n"
@@ -313,13 +314,12 @@ static void rejoin_all(struct bench_unbacked *u, struct bench_unbacked *r, uint1
 /* Restarts the server on its data dir (targets and client stay up) and reports how long the reload took. */
 static int reload(struct bench_cluster *c, int sync)
 {
-	static const char *const nosync[] = {"ock.mmc.meta.lmdb.sync=false", NULL};
 	double t0;
 
 	if (metaserver_stop(&c->meta))
 		return -1;
 	t0 = now_s();
-	if (metaserver_restart(&c->meta, sync ? NULL : nosync))
+	if (metaserver_restart(&c->meta, bench_server_extras(sync)))
 		return -1;
 	printf("# restart on the same data dir: ready after %.2f s, RSS %.1f MiB (anonymous %.1f MiB, file-backed "
 	       "%.1f MiB)\n",
@@ -359,9 +359,9 @@ int bench_meta_main(int argc, char **argv, const char *self)
 
 		s = bench_client(&c, o.protocols[0], 0, 0);
 		printf("\n# meta ops: provider %s, LMDB sync %s, one client thread, random existing keys, %s pool of "
-		       "%.1f GiB\n",
+		       "%.1f GiB%s\n",
 		       bench_proto_str(o.protocols[0]), o.sync[y] ? "on" : "off", o.unbacked ? "an unbacked" : "a",
-		       (double)pool / (1 << 30));
+		       (double)pool / (1 << 30), o.tenant ? ", every store tenant \"bench\"" : "");
 		printf("%-14s %9s %6s %12s %9s %9s %10s\n", "op", "index", "batch", "keys/s", "p50ms", "p99ms",
 		       "srv_us/key");
 		rc = s ? sweep(s, &o, batch, c.meta.pid) : -1;

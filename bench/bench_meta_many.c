@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "bench_cluster.h"
 #include "bench_meta.h"
 #include "bench_stats.h"
 #include "proc.h"
@@ -78,6 +79,7 @@ int bench_meta_client_main(int argc, char **argv)
 		return 2;
 	snprintf(cfg.meta_service_url, sizeof(cfg.meta_service_url), "%s", argv[2]);
 	snprintf(cfg.protocol, sizeof(cfg.protocol), "%s", argv[3]);
+	bench_tenant_config(&cfg);
 	threads = atoi(argv[8]);
 	seconds = atof(argv[7]);
 	if (threads < 1 || threads > 64 || mmc_setup(s, &cfg) || mmc_init(s, 0, false)) {

@@ -7,6 +7,7 @@
 #include <mmc/mmc.h>
 
 #include "bench.h"
+#include "bench_cluster.h"
 
 #define DSR1_LAYERS 61
 #define DSR1_K      ((size_t)128 << 10)
@@ -143,6 +144,9 @@ static int one_flag(struct bench_opts *o, int c, char *arg)
 	case 'U':
 		o->unbacked = true;
 		return 0;
+	case 'N':
+		o->tenant = true;
+		return bench_tenant_setup();
 	case 'H':
 		o->no_host_path = true;
 		setenv("MMC_HOST_PATH", "off", 1); /* the targets this process starts inherit it */
@@ -155,25 +159,16 @@ static int one_flag(struct bench_opts *o, int c, char *arg)
 int bench_parse(int argc, char **argv, struct bench_opts *o, const char *usage)
 {
 	static const struct option opts[] = {
-	    {"protocol", required_argument, NULL, 'p'},
-	    {"sizes", required_argument, NULL, 's'},
-	    {"batch", required_argument, NULL, 'b'},
-	    {"layers", required_argument, NULL, 'l'},
-	    {"shape", required_argument, NULL, 'S'},
-	    {"threads", required_argument, NULL, 'T'},
-	    {"procs", required_argument, NULL, 'P'},
-	    {"targets", required_argument, NULL, 'n'},
-	    {"seconds", required_argument, NULL, 't'},
-	    {"sync", required_argument, NULL, 'y'},
-	    {"keys", required_argument, NULL, 'k'},
-	    {"quick", no_argument, NULL, 'q'},
-	    {"no-raw", no_argument, NULL, 'R'},
-	    {"no-redis", no_argument, NULL, 'D'},
-	    {"checksum", required_argument, NULL, 'c'},
-	    {"no-host-path", no_argument, NULL, 'H'},
-	    {"unbacked", no_argument, NULL, 'U'},
-	    {"help", no_argument, NULL, 'h'},
-	    {NULL, 0, NULL, 0},
+	    {"protocol", required_argument, NULL, 'p'}, {"sizes", required_argument, NULL, 's'},
+	    {"batch", required_argument, NULL, 'b'},    {"layers", required_argument, NULL, 'l'},
+	    {"shape", required_argument, NULL, 'S'},    {"threads", required_argument, NULL, 'T'},
+	    {"procs", required_argument, NULL, 'P'},    {"targets", required_argument, NULL, 'n'},
+	    {"seconds", required_argument, NULL, 't'},  {"sync", required_argument, NULL, 'y'},
+	    {"keys", required_argument, NULL, 'k'},     {"quick", no_argument, NULL, 'q'},
+	    {"no-raw", no_argument, NULL, 'R'},         {"no-redis", no_argument, NULL, 'D'},
+	    {"checksum", required_argument, NULL, 'c'}, {"no-host-path", no_argument, NULL, 'H'},
+	    {"unbacked", no_argument, NULL, 'U'},       {"tenant", no_argument, NULL, 'N'},
+	    {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0},
 	};
 	int c;
 

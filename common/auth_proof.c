@@ -5,6 +5,7 @@
 #include <openssl/crypto.h>
 #include <openssl/hmac.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/random.h>
 
@@ -24,6 +25,12 @@ int auth_mac(const void *key, size_t keylen, const char *label, const void *a, s
 		return MMC_ERROR;
 	OPENSSL_cleanse(msg, sizeof(msg));
 	return 0;
+}
+
+const char *auth_tenant_label(char *buf, size_t cap, const char *label, const char *tenant)
+{
+	snprintf(buf, cap, tenant && tenant[0] ? "%s tenant=%s" : "%s", label, tenant);
+	return buf;
 }
 
 bool auth_mac_equal(const void *a, size_t len, const uint8_t expected[MMC_WIRE_MAC])

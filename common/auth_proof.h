@@ -15,6 +15,10 @@
 #define AUTH_LABEL_CLIENT "mmc-rpc-auth-1 client"
 #define AUTH_LABEL_SERVER "mmc-rpc-auth-1 server"
 
+/* The label of a proof made for tenant ("" or NULL: the default tenant, label itself) into buf (cap bytes): a
+ * tenant's name is bound into its proofs, so a proof for one tenant is never one for another. Returns buf. */
+const char *auth_tenant_label(char *buf, size_t cap, const char *label, const char *tenant);
+
 /* HMAC-SHA256(key, label || a || b) into out[MMC_WIRE_MAC]. Returns 0, or MMC_ERROR when libcrypto fails. */
 int auth_mac(const void *key, size_t keylen, const char *label, const void *a, size_t alen, const void *b, size_t blen,
              uint8_t out[MMC_WIRE_MAC]);

@@ -5,7 +5,7 @@
 #include <stdint.h>
 
 #define MMC_WIRE_VERSION     1           /* major: a server refuses a Hello with another one */
-#define MMC_WIRE_MINOR       1           /* compatible additions: 1 = cluster secret, service secrets */
+#define MMC_WIRE_MINOR       2           /* compatible additions: 1 = cluster secret, service secrets; 2 = tenants */
 #define MMC_WIRE_NONCE       32          /* bytes of each Hello / AuthChallenge nonce */
 #define MMC_WIRE_MAC         32          /* bytes of an HMAC-SHA256 proof or a service secret */
 #define MMC_AUTH_TOKEN_MIN   16          /* bytes of a cluster secret at least */
@@ -17,6 +17,7 @@
 #define MMC_WIRE_SEGMENTS    3
 #define MMC_WIRE_ADDR_MAX    256
 #define MMC_RANKS_MAX        1024 /* hard cap on world_size */
+#define MMC_TENANT_NAME_MAX  16   /* Hello.tenant: 1..16 bytes of [A-Za-z0-9_-]; "" is the default tenant */
 
 /* bytes of one Frame before the hello is through (a Hello or an AuthProof takes a few hundred): a peer that proved
  * nothing cannot make the server hold more */

@@ -47,6 +47,7 @@ static const struct conf_key keys[] = {
     {"ock.mmc.client.host_path", CONF_BOOL, F(c.host_path), 0, 0, NULL, NULL, 0},
     {"ock.mmc.client.auth_token", CONF_STR, F(c.auth_token), 0, 0, NULL, NULL, 0},
     {"ock.mmc.client.auth_token_file", CONF_STR, F(c.auth_token_file), 0, 0, NULL, NULL, 0},
+    {"ock.mmc.client.tenant", CONF_STR, F(c.tenant), 0, 0, NULL, NULL, 0},
     {"ock.mmc.tls.enable", CONF_BOOL, F(c.tls_enable), 0, 0, NULL, NULL, 0},
     {"ock.mmc.tls.ca.path", CONF_STR, F(c.tls_ca_path), 0, 0, NULL, NULL, 0},
     {"ock.mmc.tls.ca.crl.path", CONF_STR, F(c.tls_crl_path), 0, 0, NULL, NULL, 0},
@@ -228,7 +229,8 @@ static void memcache_protocol(mmc_local_config *c)
  */
 static const size_t layout_bytes[] = {
     [1] = offsetof(mmc_local_config, host_path),
-    [2] = sizeof(mmc_local_config),
+    [2] = offsetof(mmc_local_config, tenant),
+    [3] = sizeof(mmc_local_config),
 };
 
 _Static_assert(sizeof(layout_bytes) / sizeof(layout_bytes[0]) == MMC_LOCAL_CONFIG_VERSION + 1,
@@ -325,17 +327,34 @@ static int parse_meta_url(struct client_conf *o, char *err, size_t errlen)
 	                         errlen);
 }
 
-/* The cluster secret from its key or its file, and TLS that can verify the server. */
+/* "" or "default" (the default tenant), or a name the server's tenants file may hold. */
+static int check_tenant(const char *t, char *err, size_t errlen)
+{
+	size_t n = strlen(t);
+
+	for (const char *p = t; *p; p++)
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '_' ||
+		      *p == '-'))
+			n = 0;
+	if (!t[0] || (n && n <= MMC_TENANT_NAME_MAX))
+		return 0;
+	snprintf(err, errlen, "bad value for \"ock.mmc.client.tenant\" (1 to %d letters, digits, '_' or '-')",
+	         MMC_TENANT_NAME_MAX);
+	return MMC_INVALID_PARAM;
+}
+
+/* The cluster (or tenant) secret from its key or its file, and TLS that can verify the server. */
 static int check_guards(struct client_conf *o, char *err, size_t errlen)
 {
 	mmc_local_config *c = &o->c;
 	int rc;
 
-	memcpy(o->auth_token, c->auth_token, sizeof(o->auth_token));
+	memcpy(o->auth_token->token, c->auth_token, sizeof(o->auth_token->token));
 	rc = secret_resolve("ock.mmc.client.auth_token", "ock.mmc.client.auth_token_file", c->auth_token_file,
-	                    o->auth_token, sizeof(o->auth_token), err, errlen);
-	if (rc)
+	                    o->auth_token->token, sizeof(o->auth_token->token), err, errlen);
+	if (rc || (rc = check_tenant(c->tenant, err, errlen)))
 		return rc;
+	memcpy(o->auth_token->tenant, c->tenant, sizeof(o->auth_token->tenant));
 	o->tls.enable = c->tls_enable;
 	memcpy(o->tls.ca, c->tls_ca_path, sizeof(o->tls.ca));
 	memcpy(o->tls.crl, c->tls_crl_path, sizeof(o->tls.crl));
@@ -424,7 +443,8 @@ static int check(struct client_conf *o, char *err, size_t errlen)
 	    !bounded(c->ssd_path, sizeof(c->ssd_path)) || !bounded(c->auth_token, sizeof(c->auth_token)) ||
 	    !bounded(c->auth_token_file, sizeof(c->auth_token_file)) || !bounded(c->tls_ca_path, MMC_TLS_PATH_SIZE) ||
 	    !bounded(c->tls_crl_path, MMC_TLS_PATH_SIZE) || !bounded(c->tls_cert_path, MMC_TLS_PATH_SIZE) ||
-	    !bounded(c->tls_key_path, MMC_TLS_PATH_SIZE) || !bounded(c->tls_key_pass_path, MMC_TLS_PATH_SIZE)) {
+	    !bounded(c->tls_key_path, MMC_TLS_PATH_SIZE) || !bounded(c->tls_key_pass_path, MMC_TLS_PATH_SIZE) ||
+	    !bounded(c->tenant, sizeof(c->tenant))) {
 		snprintf(err, errlen, "a string field of mmc_local_config is not NUL-terminated");
 		return MMC_INVALID_PARAM;
 	}

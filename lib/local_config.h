@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "meta_auth.h"
 #include "mmc/mmc.h"
 #include "tls_files.h"
 
@@ -26,9 +27,11 @@ struct client_conf {
 	int log_level;
 	bool host_path; /* c.host_path, then $MMC_HOST_PATH: same-host peers by memcpy */
 	/* the meta connection's guards (docs/operations.md, Security), from c's fields */
-	char auth_token[MMC_TOKEN_SIZE]; /* c.auth_token, or read from c.auth_token_file */
-	struct tls_files tls;            /* c.tls_*, in the form tls_files_load() takes */
-	struct memcache_ssd mc_ssd;      /* MemCache's SSD keys (file only) */
+	/* c.auth_token (or read from c.auth_token_file) and c.tenant; an array of one so that the meta connection hands
+	 * it to meta_auth as the pointer it takes */
+	struct meta_credentials auth_token[1];
+	struct tls_files tls;       /* c.tls_*, in the form tls_files_load() takes */
+	struct memcache_ssd mc_ssd; /* MemCache's SSD keys (file only) */
 };
 
 struct conf_key;

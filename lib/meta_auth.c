@@ -1,6 +1,7 @@
 #include "meta_auth.h"
 
 #include <pb_decode.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "auth_proof.h"
@@ -9,7 +10,13 @@
 
 static bool has_token(const struct meta_auth *a)
 {
-	return a->token && a->token[0];
+	return a->token && a->token->token[0];
+}
+
+/* The tenant this store claims; NULL for the default tenant. */
+static const char *tenant(const struct meta_auth *a)
+{
+	return a->token && a->token->tenant[0] && strcmp(a->token->tenant, "default") != 0 ? a->token->tenant : NULL;
 }
 
 int meta_auth_hello(struct meta_auth *a, mmc_Hello *h)
@@ -20,6 +27,8 @@ int meta_auth_hello(struct meta_auth *a, mmc_Hello *h)
 	h->client_nonce.size = MMC_WIRE_NONCE;
 	h->version = MMC_WIRE_VERSION;
 	h->minor = MMC_WIRE_MINOR;
+	if (tenant(a))
+		snprintf(h->tenant, sizeof(h->tenant), "%s", tenant(a));
 	a->challenged = false;
 	return 0;
 }
@@ -29,6 +38,8 @@ int meta_auth_answer(struct meta_auth *a, const uint8_t *data, size_t len, mmc_A
 	mmc_AuthChallenge ch = mmc_AuthChallenge_init_zero;
 	pb_istream_t s = pb_istream_from_buffer(data, len);
 	uint8_t expected[MMC_WIRE_MAC];
+	char label[64];
+	const char *token;
 	size_t tlen;
 
 	if (!pb_decode(&s, mmc_AuthChallenge_fields, &ch) || ch.server_nonce.size != MMC_WIRE_NONCE)
@@ -38,17 +49,26 @@ int meta_auth_answer(struct meta_auth *a, const uint8_t *data, size_t len, mmc_A
 		         "ock.mmc.client.auth_token) in the store's config file");
 		return MMC_NOT_AUTHORIZED;
 	}
-	tlen = strlen(a->token);
+	token = a->token->token;
+	tlen = strlen(token);
 	memcpy(a->server_nonce, ch.server_nonce.bytes, MMC_WIRE_NONCE);
-	if (auth_mac(a->token, tlen, AUTH_LABEL_SERVER, a->client_nonce, MMC_WIRE_NONCE, a->server_nonce,
-	             MMC_WIRE_NONCE, expected) ||
+	if (auth_mac(token, tlen, auth_tenant_label(label, sizeof(label), AUTH_LABEL_SERVER, tenant(a)),
+	             a->client_nonce, MMC_WIRE_NONCE, a->server_nonce, MMC_WIRE_NONCE, expected) ||
 	    !auth_mac_equal(ch.server_proof.bytes, ch.server_proof.size, expected)) {
-		lg_error("the meta server proved another cluster secret than this store's (ock.mmc.client.auth_token): "
-		         "the secrets differ, or it is not the cluster's server; refusing to talk to it");
+		if (tenant(a))
+			lg_error(
+			    "the meta server did not prove tenant %s's secret (ock.mmc.client.auth_token): it has "
+			    "no such tenant, the secrets differ, or it is not the cluster's server; refusing to talk "
+			    "to it",
+			    tenant(a));
+		else
+			lg_error("the meta server proved another cluster secret than this store's "
+			         "(ock.mmc.client.auth_token): the secrets differ, or it is not the cluster's server; "
+			         "refusing to talk to it");
 		return MMC_NOT_AUTHORIZED;
 	}
-	if (auth_mac(a->token, tlen, AUTH_LABEL_CLIENT, a->server_nonce, MMC_WIRE_NONCE, a->client_nonce,
-	             MMC_WIRE_NONCE, out->client_proof.bytes))
+	if (auth_mac(token, tlen, auth_tenant_label(label, sizeof(label), AUTH_LABEL_CLIENT, tenant(a)),
+	             a->server_nonce, MMC_WIRE_NONCE, a->client_nonce, MMC_WIRE_NONCE, out->client_proof.bytes))
 		return MMC_ERROR;
 	out->client_proof.size = MMC_WIRE_MAC;
 	a->challenged = true;

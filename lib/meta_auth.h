@@ -12,10 +12,17 @@
 #include <stdint.h>
 
 #include "mmc.pb.h"
+#include "mmc/mmc.h"
 #include "wire_limits.h"
 
+/* What a store proves: a secret (the cluster's, or its tenant's when tenant is set). */
+struct meta_credentials {
+	char token[MMC_TOKEN_SIZE];           /* "": none configured */
+	char tenant[MMC_TENANT_NAME_MAX + 1]; /* "" or "default": the default tenant */
+};
+
 struct meta_auth {
-	const char *token; /* "" or NULL: none configured */
+	const struct meta_credentials *token; /* NULL: none configured */
 	uint8_t client_nonce[MMC_WIRE_NONCE];
 	uint8_t server_nonce[MMC_WIRE_NONCE];
 	bool challenged;

@@ -53,6 +53,14 @@ static int cmp_start(const void *a, const void *b)
 	return x->start < y->start ? -1 : x->start > y->start;
 }
 
+/* Orders t's entries by start for find(); an empty table has no array to hand qsort (NULL is undefined there even
+ * for no elements). Caller holds the lock. */
+static void sort_entries(struct gva_tracker *t)
+{
+	if (t->n > 1)
+		qsort(t->v, t->n, sizeof(*t->v), cmp_start);
+}
+
 /* Entry containing [gva, gva+len) of the kind, or NULL. Caller holds the lock. */
 static struct gva_entry *find(struct gva_tracker *t, uint64_t gva, uint64_t len, uint8_t kind)
 {
@@ -182,7 +190,7 @@ int mmc_batch_malloc(mmc_store *s, const char *const *keys, const size_t *sizes,
 	k.items = (struct wire_items){.n = n, .keys = keys, .sizes = sz};
 	pthread_rwlock_wrlock(&s->gva->lock);
 	rc = key_rpc_call(s, &k);
-	qsort(s->gva->v, s->gva->n, sizeof(*s->gva->v), cmp_start);
+	sort_entries(s->gva);
 	pthread_rwlock_unlock(&s->gva->lock);
 	free(sz);
 	return rc;
@@ -258,7 +266,7 @@ int mmc_batch_add_lease(mmc_store *s, const char *const *keys, size_t n, uint64_
 	k.items = (struct wire_items){.n = n, .keys = keys};
 	pthread_rwlock_wrlock(&s->gva->lock);
 	rc = key_rpc_call(s, &k);
-	qsort(s->gva->v, s->gva->n, sizeof(*s->gva->v), cmp_start);
+	sort_entries(s->gva);
 	pthread_rwlock_unlock(&s->gva->lock);
 	return rc ? fail_all(results, n, rc) : 0;
 }

@@ -185,6 +185,7 @@ enum mmc_errno { MMC_ERRNO_MAP(MMC_ERRNO_ENUM_) };
 #define MMC_LOG_LEVEL_SIZE 16    /**< bytes of mmc_local_config.log_level, with the NUL */
 #define MMC_TOKEN_SIZE     256   /**< bytes of mmc_local_config.auth_token, with the NUL */
 #define MMC_TLS_PATH_SIZE  256   /**< bytes of the tls_*_path fields of mmc_local_config, with the NUL */
+#define MMC_TENANT_SIZE    17    /**< bytes of mmc_local_config.tenant, with the NUL */
 #define MMC_LOG_LINE_MAX   1024  /**< bytes of one log line handed to the log handler, with its NUL */
 /**@}*/
 
@@ -231,7 +232,7 @@ typedef struct mmc_store mmc_store;
  * The layout of mmc_local_config this header describes. It grows by one whenever fields are appended; the library
  * accepts every version up to its own.
  */
-#define MMC_LOCAL_CONFIG_VERSION 2
+#define MMC_LOCAL_CONFIG_VERSION 3
 
 /**
  * Local configuration, mirroring the seed's local_config. Fill it with mmc_default_local_config() (or
@@ -322,6 +323,11 @@ typedef struct mmc_local_config {
 	char tls_key_path[MMC_TLS_PATH_SIZE];
 	/** A file holding the key's passphrase (ock.mmc.tls.key.pass.path). */
 	char tls_key_pass_path[MMC_TLS_PATH_SIZE];
+	/* ---- layout version 3 ---- */
+	/** The tenant this store connects as (ock.mmc.client.tenant): 1 to 16 letters, digits, '_' or '-'; empty (or
+	 *  "default"): the default tenant. auth_token (or auth_token_file) is then that tenant's secret, not the
+	 * cluster secret. Every key this store names is in the tenant's namespace (docs/operations.md, Tenants). */
+	char tenant[MMC_TENANT_SIZE];
 } mmc_local_config;
 
 /**

@@ -29,6 +29,7 @@ struct meta_conf {
 	/* the RPC port's guards (docs/operations.md, Security) */
 	char auth_token[256];           /* ock.mmc.meta.auth_token, or read from ock.mmc.meta.auth_token_file */
 	char auth_token_file[1024];     /* ock.mmc.meta.auth_token_file */
+	char tenants_file[1024];        /* ock.mmc.meta.tenants_file: the tenants and their secrets (state/tenants.h) */
 	bool allow_insecure_bind;       /* ock.mmc.meta.allow_insecure_bind */
 	uint32_t hello_timeout_ms;      /* ock.mmc.meta.hello_timeout_ms */
 	uint64_t max_buffered_input;    /* ock.mmc.meta.max_buffered_input, bytes */

@@ -38,6 +38,7 @@
 #include "server.h"
 #include "secret_file.h"
 #include "services.h"
+#include "tenants.h"
 #include "tier.h"
 #include "tls.h"
 #include "uri_mask.h"
@@ -400,6 +401,7 @@ static void shutdown_all(struct meta *m)
 	if (s->policy.kick_ev)
 		event_free(s->policy.kick_ev);
 	objects_fini(m);
+	tenants_free(m);
 	services_fini(m);
 	persist_close(m->persist);
 	leadership_close(m); /* after the last commit: gives the lock back, a standby takes over at once */
@@ -440,6 +442,12 @@ static enum exit_code configure(int argc, char **argv, struct meta_conf *conf)
 /* --check-config, once configure() passed: the checks of open_store() and start(), in their order and with their
  * messages, short of opening the store or binding (the store's password file; the RPC port's TLS files; the KVCM's
  * binds, admin and TLS files). */
+/* ock.mmc.meta.tenants_file, when set: before the objects are loaded, so their tenants' counts are kept. */
+static int load_tenants(struct meta *m, char *err, size_t errlen)
+{
+	return m->conf.tenants_file[0] ? tenants_load(m, m->conf.tenants_file, m->conf.auth_token, err, errlen) : 0;
+}
+
 static enum exit_code check_start(struct meta *m)
 {
 	struct meta_err e;
@@ -452,6 +460,9 @@ static enum exit_code check_start(struct meta *m)
 	if (rpc_tls_open(m, err, sizeof(err)))
 		return start_failed(EXIT_CONFIG, "config", err);
 	rpc_tls_close(m);
+	if (load_tenants(m, err, sizeof(err)))
+		return start_failed(EXIT_CONFIG, "config", err);
+	tenants_free(m);
 	meta_err_clear(&e);
 	if (kvcm_check(kvcm_conf()->lock_uri[0] != '\0', &e))
 		return start_failed_as(&e);
@@ -507,6 +518,8 @@ int main(int argc, char **argv)
 	arena_init(&m->arena);
 	if (objects_init(m))
 		return start_failed(EXIT_INTERNAL, "internal", "out of memory");
+	if (load_tenants(m, err, sizeof(err)))
+		return start_failed(EXIT_CONFIG, "config", err);
 	m->base = event_base_new();
 	rc = EXIT_INTERNAL;
 	if (!m->base || event_base_priority_init(m->base, 3) || add_events(m, sigs)) {

@@ -36,6 +36,7 @@ static const struct conf_key keys[] = {
     {"ock.mmc.rewarm.dram_watermark", CONF_U32, F(rewarm_watermark), 0, 100, NULL, "95", 0},
     {"ock.mmc.meta.auth_token", CONF_STR, F(auth_token), 0, 0, NULL, NULL, 0},
     {"ock.mmc.meta.auth_token_file", CONF_STR, F(auth_token_file), 0, 0, NULL, NULL, 0},
+    {"ock.mmc.meta.tenants_file", CONF_STR, F(tenants_file), 0, 0, NULL, NULL, 0},
     {"ock.mmc.meta.allow_insecure_bind", CONF_BOOL, F(allow_insecure_bind), 0, 0, NULL, NULL, 0},
     {"ock.mmc.meta.hello_timeout_ms", CONF_U32, F(hello_timeout_ms), 100, 600000, NULL, "10000", 0},
     {"ock.mmc.meta.max_buffered_input", CONF_SIZE, F(max_buffered_input), MMC_FRAME_MAX + 4, UINT64_C(1) << 40, NULL,

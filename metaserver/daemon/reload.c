@@ -4,11 +4,13 @@
 #include <string.h>
 
 #include "conf_parse.h"
+#include "conn.h"
 #include "kvcm_conf.h"
 #include "log.h"
 #include "meta_conf.h"
 #include "meta_err.h"
 #include "server.h"
+#include "tenants.h"
 
 static bool reloadable(const struct conf_key *k)
 {
@@ -62,6 +64,22 @@ void reload_rejected(const struct meta_err *e)
 	         e->key[0] ? e->key : "-", e->message);
 }
 
+/* The running tenants file read again (its path is not reloadable): secrets, quotas, tenants added and removed. */
+static void reload_tenants(struct meta *m)
+{
+	char err[512];
+
+	if (!m->tenants.n)
+		return;
+	if (tenants_reload(m, m->conf.tenants_file, m->conf.auth_token, err, sizeof(err))) {
+		log_warn("op=reload key=ock.mmc.meta.tenants_file err=\"%s\" note=\"the running tenants are kept\"",
+		         err);
+		return;
+	}
+	conns_close_removed_tenants(m);
+	log_info("op=reload key=ock.mmc.meta.tenants_file tenants_known=%u", m->tenants.n - 1);
+}
+
 void reload_apply(struct meta *m, const struct meta_settings *fresh)
 {
 	static struct meta_settings running; /* two KVCM configurations are too large for the loop's stack */
@@ -74,6 +92,7 @@ void reload_apply(struct meta *m, const struct meta_settings *fresh)
 	strcpy(running.conf.log_path, m->conf.log_path);
 	m->conf = running.conf;
 	kvcm_conf_reload(server_of(m)->kvcm, &running.kvcm);
+	reload_tenants(m);
 	if (log_parse_level(m->conf.log_level, &lvl) == 0)
 		log_set_level(lvl);
 	log_info("op=reload result=applied log_level=%s evict_high=%u evict_low=%u lease_ttl_ms=%llu",

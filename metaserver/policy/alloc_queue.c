@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "clock.h"
+#include "eviction.h"
 #include "extents.h"
 #include "key_result.h"
 #include "log.h"
@@ -86,6 +87,9 @@ static bool place_one(struct meta *m, struct alloc_req *a, const struct alloc_it
 			key_result_note(res, o, -1);
 		return true;
 	}
+	if (m->tenants.n &&
+	    (res->result = eviction_tenant_room(m, a->s->tenant, tenant_bytes(it->size, a->pr.replicas))))
+		return true;
 	if (!(o = object_new(it->key, len, (uint8_t)a->pr.replicas))) {
 		res->result = MMC_MALLOC_FAILED;
 		return true;

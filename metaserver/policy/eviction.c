@@ -6,6 +6,7 @@
 #include "lease.h"
 #include "log.h"
 #include "objects.h"
+#include "mmc/mmc.h"
 #include "services.h"
 #include "space.h"
 #include "tier.h"
@@ -54,6 +55,45 @@ static bool no_room(struct meta *m, uint32_t media, const void *arg)
 	struct room *r = (struct room *)arg;
 
 	return space_services_with_room(m, media, r->size, &r->held) < r->replicas;
+}
+
+/* Drops the tenant's least recently used objects, media by media, until it has room for bytes more. */
+static uint64_t evict_tenant(struct meta *m, uint32_t tenant, uint64_t bytes)
+{
+	struct tenant *t = &m->tenants.t[tenant];
+	uint64_t now = clock_ms(), evicted = 0, seen = 0;
+
+	for (uint32_t media = 0; media < MEDIA_COUNT && !tenant_fits(t, bytes); media++) {
+		struct object *o = olist_last(m, OLIST_LRU + media), *prev;
+
+		for (; o && !tenant_fits(t, bytes) && seen < TENANT_SCAN_MAX; o = prev, seen++) {
+			prev = olist_prev(o);
+			if (tenant_of_key(m, object_key(o), o->keylen) != tenant || object_leased(o, now))
+				continue;
+			log_debug("op=evict key=\"%.*s\" size=%llu reason=tenant_quota tenant=%s", (int)o->keylen,
+			          object_key(o), (unsigned long long)o->size, t->name);
+			object_drop(m, o); /* not one tier down: the quota counts every media */
+			evicted++;
+		}
+	}
+	t->quota_evicted += evicted;
+	m->stats.evictions += evicted;
+	return evicted;
+}
+
+int eviction_tenant_room(struct meta *m, uint32_t tenant, uint64_t bytes)
+{
+	struct tenant *t = &m->tenants.t[tenant];
+
+	if (tenant_fits(t, bytes))
+		return 0;
+	/* an object larger than the whole quota would take every object of the tenant and still not fit */
+	if (!t->max_bytes || bytes <= t->max_bytes)
+		evict_tenant(m, tenant, bytes);
+	if (tenant_fits(t, bytes))
+		return 0;
+	t->refused++;
+	return MMC_NOT_ENOUGH_MEMORY;
 }
 
 void eviction_check(struct meta *m, uint32_t media)

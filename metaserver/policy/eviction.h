@@ -19,4 +19,16 @@ void eviction_check(struct meta *m, uint32_t media);
  * objects (or removed objects still leased) hold memory that comes back when their leases end. */
 uint64_t eviction_make_room(struct meta *m, uint32_t media, uint64_t size, uint32_t replicas, bool *blocked);
 
+/*
+ * Before placing an object of bytes pool bytes for tenant (an index of meta.tenants, tenants configured): when the
+ * tenant's quota (objects, pool bytes) has no room for it, evicts the tenant's own least recently used objects, never
+ * another tenant's, looking at most at TENANT_SCAN_MAX records of the LRUs. Returns 0, or MMC_NOT_ENOUGH_MEMORY
+ * when there is still no room (counted in the tenant's refused).
+ */
+int eviction_tenant_room(struct meta *m, uint32_t tenant, uint64_t bytes);
+
+/* The LRU records one quota check looks through for the tenant's objects: other tenants' cold objects between it
+ * and the tail bound its cost. */
+#define TENANT_SCAN_MAX 65536
+
 #endif

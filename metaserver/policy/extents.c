@@ -7,6 +7,7 @@
 #include "alloc_queue.h"
 #include "allocator.h"
 #include "clock.h"
+#include "eviction.h"
 #include "log.h"
 #include "mmc/mmc.h"
 #include "objects.h"
@@ -281,6 +282,8 @@ int extents_put(struct meta *m, struct session *s, const struct put_item *it, bo
 	hash = object_hash(it->key, len);
 	if (alloc_queue_existing(m, it->key, len, hash, durable))
 		return MMC_DUPLICATED_OBJECT; /* its bytes stay in the extent's uncarved space */
+	if (m->tenants.n && (rc = eviction_tenant_room(m, s->tenant, tenant_bytes(it->size, (uint32_t)it->nplaces))))
+		return rc; /* its bytes stay in the extent's uncarved space, as a duplicate's do */
 	if (!(o = object_new(it->key, len, (uint8_t)it->nplaces)))
 		return MMC_MALLOC_FAILED;
 	for (size_t j = 0; j < it->nplaces; j++) {

@@ -7,12 +7,67 @@
 #include "conn.h"
 #include "log.h"
 #include "mmc/mmc.h"
+#include "tls.h"
 
 static int refused_bucket;
 
 static bool token_set(const struct conn *c)
 {
 	return c->m->conf.auth_token[0] != '\0';
+}
+
+/* A tenant named in a hello that no tenant of this server is: challenged with a secret nobody has, so the store
+ * cannot tell a name that is not configured from a secret that is wrong (tenant names are not to be probed). */
+static const char *unknown_secret(void)
+{
+	static char secret[2 * MMC_WIRE_NONCE + 1];
+	uint8_t r[MMC_WIRE_NONCE];
+
+	if (!secret[0]) {
+		if (auth_random(r, sizeof(r)))
+			memset(r, 0x5a, sizeof(r)); /* the challenge's own nonce fails too: the hello is refused */
+		for (size_t i = 0; i < sizeof(r); i++)
+			snprintf(secret + 2 * i, 3, "%02x", r[i]);
+	}
+	return secret;
+}
+
+/* The secret c must prove and the label its proofs carry, for the tenant its hello claimed. */
+static const char *claimed_secret(const struct conn *c, const char *base, char *label, size_t cap)
+{
+	const struct tenants *ts = &c->m->tenants;
+
+	if (c->claim == 0) {
+		auth_tenant_label(label, cap, base, NULL);
+		return c->m->conf.auth_token;
+	}
+	auth_tenant_label(label, cap, base, c->claim_name);
+	return c->claim == TENANT_NONE ? unknown_secret() : ts->t[c->claim].secret;
+}
+
+/* A client certificate whose common name is a tenant's was issued to that tenant: its connection may be that
+ * tenant's only (it still proves the tenant's secret). Any other certificate names no tenant. */
+static bool certificate_agrees(const struct conn *c)
+{
+	char cn[MMC_TENANT_NAME_MAX + 2];
+	const struct tenant *t;
+
+	if (!c->m->tenants.n || !rpc_tls_peer_name(c->m, c->bev, cn, sizeof(cn)))
+		return true;
+	t = tenant_by_name(c->m, cn);
+	return !t || t == c->m->tenants.t || (uint32_t)(t - c->m->tenants.t) == c->claim;
+}
+
+/* The tenant a Hello names: 0 (none, or "default"), its index, or TENANT_NONE (not one of this server's). */
+static uint32_t hello_tenant(struct conn *c, const Mmc__Hello *h)
+{
+	const struct tenant *t;
+
+	if (!h->tenant || !h->tenant[0] || strcmp(h->tenant, "default") == 0)
+		return 0;
+	snprintf(c->claim_name, sizeof(c->claim_name), "%.*s", MMC_TENANT_NAME_MAX, h->tenant);
+	t = strlen(h->tenant) <= MMC_TENANT_NAME_MAX ? tenant_by_name(c->m, h->tenant) : NULL;
+	return t ? (uint32_t)(t - c->m->tenants.t) : TENANT_NONE;
 }
 
 static void send_hello_reply(struct conn *c, uint64_t id, int result)
@@ -57,13 +112,15 @@ static void refuse(struct conn *c, uint64_t id, int result, const char *why, con
 static void admit(struct conn *c, uint64_t id)
 {
 	c->phase = CONN_READY;
+	c->session.tenant = c->claim;
 	conn_admitted(c);
 	send_hello_reply(c, id, 0);
 }
 
 static void challenge(struct conn *c, const Mmc__Hello *h, uint64_t id)
 {
-	const char *token = c->m->conf.auth_token;
+	char label[64];
+	const char *token = claimed_secret(c, AUTH_LABEL_SERVER, label, sizeof(label));
 	Mmc__Frame out = MMC__FRAME__INIT;
 	Mmc__AuthChallenge ch = MMC__AUTH_CHALLENGE__INIT;
 	uint8_t proof[MMC_WIRE_MAC];
@@ -74,8 +131,8 @@ static void challenge(struct conn *c, const Mmc__Hello *h, uint64_t id)
 	}
 	memcpy(c->client_nonce, h->client_nonce.data, MMC_WIRE_NONCE);
 	if (auth_random(c->server_nonce, MMC_WIRE_NONCE) ||
-	    auth_mac(token, strlen(token), AUTH_LABEL_SERVER, c->client_nonce, MMC_WIRE_NONCE, c->server_nonce,
-	             MMC_WIRE_NONCE, proof)) {
+	    auth_mac(token, strlen(token), label, c->client_nonce, MMC_WIRE_NONCE, c->server_nonce, MMC_WIRE_NONCE,
+	             proof)) {
 		refuse(c, id, MMC_ERROR, "no_randomness", "the server could not make a nonce");
 		return;
 	}
@@ -103,7 +160,17 @@ void auth_on_hello(struct conn *c, const Mmc__Frame *f)
 		conn_close_flushed(c, "wire_version_mismatch");
 		return;
 	}
-	if (c->phase == CONN_READY || !token_set(c))
+	if (c->phase == CONN_READY) {
+		send_hello_reply(c, f->id, 0); /* a second hello changes nothing, its tenant least of all */
+		return;
+	}
+	c->claim = hello_tenant(c, h);
+	if (!certificate_agrees(c)) {
+		refuse(c, f->id, MMC_NOT_AUTHORIZED, "tenant_certificate",
+		       "the client certificate names a tenant, the hello another one");
+		return;
+	}
+	if (c->claim == 0 && !token_set(c))
 		admit(c, f->id);
 	else
 		challenge(c, h, f->id);
@@ -111,14 +178,16 @@ void auth_on_hello(struct conn *c, const Mmc__Frame *f)
 
 void auth_on_proof(struct conn *c, const Mmc__Frame *f)
 {
-	const char *token = c->m->conf.auth_token;
+	char label[64];
+	const char *token = claimed_secret(c, AUTH_LABEL_CLIENT, label, sizeof(label));
 	const ProtobufCBinaryData *p = &f->auth_proof->client_proof;
 	uint8_t expected[MMC_WIRE_MAC];
 
-	if (auth_mac(token, strlen(token), AUTH_LABEL_CLIENT, c->server_nonce, MMC_WIRE_NONCE, c->client_nonce,
-	             MMC_WIRE_NONCE, expected) ||
+	if (auth_mac(token, strlen(token), label, c->server_nonce, MMC_WIRE_NONCE, c->client_nonce, MMC_WIRE_NONCE,
+	             expected) ||
 	    !auth_mac_equal(p->data, p->len, expected)) {
-		refuse(c, f->id, MMC_NOT_AUTHORIZED, "bad_credentials", "the proof is not of the cluster secret");
+		refuse(c, f->id, MMC_NOT_AUTHORIZED, "bad_credentials",
+		       c->claim ? "the proof is not of the tenant's secret" : "the proof is not of the cluster secret");
 		return;
 	}
 	admit(c, f->id);

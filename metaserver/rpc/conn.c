@@ -513,6 +513,19 @@ void conns_sweep(struct meta *m, uint64_t now_ms)
 	}
 }
 
+void conns_close_removed_tenants(struct meta *m)
+{
+	struct list *it, *next;
+
+	for (it = m->rpc->conns.next; m->tenants.n && it != &m->rpc->conns; it = next) {
+		struct conn *c = list_entry(it, struct conn, link);
+
+		next = it->next;
+		if (c->phase == CONN_READY && m->tenants.t[c->session.tenant].removed)
+			conn_close(c, "tenant_removed");
+	}
+}
+
 void conns_close_all(struct meta *m)
 {
 	while (!list_empty(&m->rpc->conns))

@@ -52,6 +52,8 @@ struct conn {
 	    input_reserved;  /* this connection's share of meta_rpc.input_reserved (ock.mmc.meta.max_buffered_input) */
 	const char *closing; /* a refusal is being flushed; then the connection closes for this reason */
 	uint8_t client_nonce[MMC_WIRE_NONCE], server_nonce[MMC_WIRE_NONCE];
+	uint32_t claim; /* the tenant its hello named (meta.tenants; TENANT_NONE: none of this server's) */
+	char claim_name[MMC_TENANT_NAME_MAX + 1];
 };
 
 /* Takes accepted socket fd (owned from here: closed on failure) from peer ("ADDR:PORT") as a new connection, before
@@ -78,6 +80,8 @@ void conn_admitted(struct conn *c);
 
 /* Closes connections silent for longer than the heartbeat timeout, or not through their hello in time. */
 void conns_sweep(struct meta *m, uint64_t now_ms);
+/* Closes the connections of tenants a reload removed (state/tenants.h): what they proved no longer names anyone. */
+void conns_close_removed_tenants(struct meta *m);
 /* Closes every connection (shutdown). */
 void conns_close_all(struct meta *m);
 

@@ -15,6 +15,7 @@
 #include "redirect.h"
 #include "rpc_extents.h"
 #include "services.h"
+#include "tenant_keys.h"
 #include "tier.h"
 
 static void reply_code(struct conn *c, uint64_t id, int result, bool durable)
@@ -139,9 +140,18 @@ static void on_service(struct conn *c, const Mmc__Frame *f)
 		send_service_info(c, f->id, 0, svc, false);
 }
 
+struct matching {
+	const struct conn *c;
+	regex_t *re; /* NULL: every key */
+};
+
+/* A key of the caller's tenant that its pattern matches, as the store wrote it (the tag is not the store's). */
 static bool regex_match(void *arg, const char *key)
 {
-	return !arg || regexec(arg, key, 0, NULL, 0) == 0;
+	const struct matching *mt = arg;
+	const char *own = tenant_key_own(mt->c, key, strlen(key));
+
+	return own && (!mt->re || regexec(mt->re, own, 0, NULL, 0) == 0);
 }
 
 /* remove_by_regex / remove_all: the reply carries the count and waits, like a remove's, for the deletes' commit. */
@@ -152,12 +162,13 @@ static void on_remove_matching(struct conn *c, const Mmc__Frame *f)
 	const char *pattern = f->remove_matching->pattern ? f->remove_matching->pattern : "";
 	regex_t re;
 	bool all = pattern[0] == '\0';
+	struct matching mt = {c, all ? NULL : &re};
 
 	if (!all && (strlen(pattern) > MMC_WIRE_PATTERN_MAX || regcomp(&re, pattern, REG_EXTENDED | REG_NOSUB))) {
 		rpc_reply_code(c, f->id, MMC_INVALID_PARAM);
 		return;
 	}
-	r.count = objects_remove_matching(c->m, regex_match, all ? NULL : &re);
+	r.count = objects_remove_matching(c->m, regex_match, &mt);
 	if (!all)
 		regfree(&re);
 	log_info("op=remove_matching session=%llu pattern=\"%s\" removed=%llu", (unsigned long long)c->session.id,
@@ -229,9 +240,14 @@ static const struct rpc_route *route_of(const Mmc__Frame *f)
 	return body < sizeof(routes) / sizeof(routes[0]) ? &routes[body] : &none;
 }
 
+static Mmc__KeyBatch *batch_of(const Mmc__Frame *f)
+{
+	return *(Mmc__KeyBatch *const *)((const char *)f + route_of(f)->batch);
+}
+
 static void on_key_batch(struct conn *c, const Mmc__Frame *f)
 {
-	rpc_keys(c, f, *(Mmc__KeyBatch *const *)((const char *)f + route_of(f)->batch));
+	rpc_keys(c, f, batch_of(f));
 }
 
 int rpc_dispatch(struct conn *c, const Mmc__Frame *f)
@@ -247,6 +263,9 @@ int rpc_dispatch(struct conn *c, const Mmc__Frame *f)
 		rpc_redirect(c, f);
 		return 0;
 	}
+	/* the decoded request is the arena's until the next one: its keys move into the tenant's namespace in place */
+	tenant_keys_map(c, r->fn == on_key_batch ? batch_of(f) : NULL,
+	                f->body_case == MMC__FRAME__BODY_PUT ? f->put : NULL);
 	if (r->fn)
 		r->fn(c, f);
 	else /* a body this server does not serve: fail the request, keep the connection */

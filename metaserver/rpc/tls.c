@@ -110,6 +110,20 @@ const char *rpc_tls_error_reason(struct meta *m, struct bufferevent *bev, const 
 	return reason;
 }
 
+bool rpc_tls_peer_name(struct meta *m, struct bufferevent *bev, char *cn, size_t cap)
+{
+	SSL *ssl = rpc_tls_verifies_clients(m) ? bufferevent_openssl_get_ssl(bev) : NULL;
+	X509 *cert = ssl && SSL_get_verify_result(ssl) == X509_V_OK ? SSL_get1_peer_certificate(ssl) : NULL;
+	int n = cert ? X509_NAME_get_text_by_NID(X509_get_subject_name(cert), NID_commonName, cn, (int)cap) : -1;
+
+	X509_free(cert);
+	if (n <= 0 || (size_t)n >= cap - 1) {
+		cn[0] = '\0';
+		return false;
+	}
+	return true;
+}
+
 void rpc_tls_close(struct meta *m)
 {
 	if (!m->rpc->tls)

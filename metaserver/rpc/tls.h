@@ -29,6 +29,9 @@ struct bufferevent *rpc_tls_bufferevent(struct meta *m, evutil_socket_t fd);
  * (after the handshake), with OpenSSL's reason logged first (op=tls_handshake or op=tls_error, err="...").
  */
 const char *rpc_tls_error_reason(struct meta *m, struct bufferevent *bev, const char *peer);
+/* The common name of the client certificate the peer on bev presented and the CA verified, into cn (cap bytes).
+ * Returns true, or false with cn "" (no TLS, no certificate, no common name, or one that does not fit). */
+bool rpc_tls_peer_name(struct meta *m, struct bufferevent *bev, char *cn, size_t cap);
 void rpc_tls_close(struct meta *m);
 
 #endif

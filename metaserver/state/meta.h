@@ -11,6 +11,7 @@
 #include "arena.h"
 #include "list.h"
 #include "server_conf.h"
+#include "tenants.h"
 #include "wire_limits.h"
 
 struct allocator;
@@ -73,6 +74,7 @@ struct session {
 	struct service *svc; /* the local service this connection registered, if any */
 	struct conn *conn;
 	struct extent *extents; /* allocation extents it holds (policy/extents.c), NULL: none */
+	uint32_t tenant;        /* its index in meta.tenants, as its hello proved (0: the default tenant) */
 };
 
 /* Blob offsets are multiples of this (the allocator's granule, ALLOC_ALIGN): a blob keeps offset / BLOB_GRANULE. */
@@ -255,6 +257,8 @@ struct meta {
 	uint64_t lru_saved;          /* every stamp up to this one is in its record */
 	uint64_t lru_saved_ms;       /* when the last LRU checkpoint ran */
 	uint64_t hold_kick_seq;      /* newest batch whose commit kicks parked requests (space held until it lands) */
+
+	struct tenants tenants; /* ock.mmc.meta.tenants_file (tenants.h); n == 0: none configured */
 
 	struct arena arena; /* per request, reset after each: the RPC layer's decoding, the policy layer's batches */
 	uint32_t nconns;    /* libmmc connections (the RPC layer counts them, the metrics report them) */

@@ -2,6 +2,7 @@
 
 #include <event2/buffer.h>
 #include <inttypes.h>
+#include <stddef.h>
 
 #include "meta.h"
 #include "mmc.pb-c.h"
@@ -60,6 +61,32 @@ static void store_commits_write(const struct meta *m, struct evbuffer *b)
 	       "Failed metadata commits; mmc_store_commit_failures_total by another name.", failures);
 }
 
+/* Per tenant, with ock.mmc.meta.tenants_file set: what each holds and what its quota refused. */
+static void tenants_write(const struct meta *m, struct evbuffer *b)
+{
+	static const struct {
+		const char *name, *type, *help;
+		size_t at;
+	} rows[] = {
+	    {"mmc_tenant_objects", "gauge", "Keys of the tenant in the object index.",
+	     offsetof(struct tenant, objects)},
+	    {"mmc_tenant_bytes", "gauge", "Pool bytes the tenant's objects take (size rounded to 4 KiB, x replicas).",
+	     offsetof(struct tenant, bytes)},
+	    {"mmc_tenant_refused_total", "counter", "Placements refused: the tenant's quota had no room left.",
+	     offsetof(struct tenant, refused)},
+	    {"mmc_tenant_quota_evictions_total", "counter",
+	     "The tenant's own objects evicted to make room inside its quota.", offsetof(struct tenant, quota_evicted)},
+	};
+
+	for (size_t r = 0; m->tenants.n && r < sizeof(rows) / sizeof(rows[0]); r++) {
+		evbuffer_add_printf(b, "# HELP %s %s\n# TYPE %s %s\n", rows[r].name, rows[r].help, rows[r].name,
+		                    rows[r].type);
+		for (uint32_t i = 0; i < m->tenants.n; i++)
+			evbuffer_add_printf(b, "%s{tenant=\"%s\"} %" PRIu64 "\n", rows[r].name, m->tenants.t[i].name,
+			                    *(const uint64_t *)((const char *)&m->tenants.t[i] + rows[r].at));
+	}
+}
+
 void meta_metrics_write(struct meta *m, struct evbuffer *b)
 {
 	static const char *const media[MEDIA_COUNT] = {"hbm", "dram", "ssd"};
@@ -106,6 +133,7 @@ void meta_metrics_write(struct meta *m, struct evbuffer *b)
 	metric(b, "mmc_quarantined_total", "counter",
 	       "Pool ranges set aside because a given-up write may still reach them.", m->stats.quarantined_total);
 	rpc_refusals_write(m, b);
+	tenants_write(m, b);
 	evbuffer_add_printf(b, "# HELP mmc_rpc_requests_total libmmc requests by operation.\n"
 	                       "# TYPE mmc_rpc_requests_total counter\n");
 	for (unsigned i = 0; i < mmc__frame__descriptor.n_fields; i++) {

@@ -21,6 +21,7 @@
 #include "persist.h"
 #include "quarantine.h"
 #include "services.h"
+#include "tenants.h"
 
 _Static_assert(BLOB_GRANULE == ALLOC_ALIGN, "a blob keeps its offset in allocator granules");
 _Static_assert(sizeof(struct object) == 56 && sizeof(struct blob) == 8, "the record sizes docs/performance.md counts");
@@ -94,6 +95,8 @@ void objects_fini(struct meta *m)
 		slab_unmap(m->shards[i].buckets, ((size_t)m->shards[i].mask + 1) * sizeof(uint32_t));
 	memset(m->shards, 0, sizeof(m->shards));
 	m->nobjects = 0;
+	for (uint32_t i = 0; i < m->tenants.n; i++)
+		m->tenants.t[i].objects = m->tenants.t[i].bytes = 0;
 	memset(m->lists, 0, sizeof(m->lists));
 	leases_fini();
 	slab_fini();
@@ -259,6 +262,8 @@ void object_index_add(struct meta *m, struct object *o, uint64_t hash)
 	o->in_index = true;
 	o->id = ++m->next_object_id;
 	m->nobjects++;
+	if (m->tenants.n)
+		tenant_count(m, o, 1);
 }
 
 void object_index_del(struct meta *m, struct object *o)
@@ -272,6 +277,8 @@ void object_index_del(struct meta *m, struct object *o)
 		*p = o->hnext;
 		shard_of(m, hash)->count--;
 		m->nobjects--;
+		if (m->tenants.n)
+			tenant_count(m, o, -1);
 	}
 	o->in_index = false;
 	o->hnext = 0;

@@ -7,7 +7,7 @@ import ctypes
 import os
 
 # The layout of mmc_local_config this module describes (MMC_LOCAL_CONFIG_VERSION of the header it follows).
-LOCAL_CONFIG_VERSION = 2
+LOCAL_CONFIG_VERSION = 3
 # libmmc versions this package supports: the same major, at least this minor.patch.
 SUPPORTED_MAJOR = 0
 MIN_VERSION = (0, 1, 0)
@@ -25,11 +25,12 @@ PROTOCOL_SIZE = 64
 LOG_LEVEL_SIZE = 16
 PATH_SIZE = 1024
 TOKEN_SIZE = 256
+TENANT_SIZE = 17
 TLS_PATH_SIZE = 256
 
 
 class mmc_local_config(ctypes.Structure):
-    """struct mmc_local_config, layout version 2 (include/mmc/mmc.h): the buffer mmc_setup() reads, and where
+    """struct mmc_local_config, layout version 3 (include/mmc/mmc.h): the buffer mmc_setup() reads, and where
     LocalConfig reads libmmc's defaults. Nothing writes its fields but libmmc: values go in by key, as text, through
     mmc_config_set() (config_path alone, which no key names, is assigned)."""
     _fields_ = [
@@ -63,6 +64,8 @@ class mmc_local_config(ctypes.Structure):
         ("tls_cert_path", ctypes.c_char * TLS_PATH_SIZE),
         ("tls_key_path", ctypes.c_char * TLS_PATH_SIZE),
         ("tls_key_pass_path", ctypes.c_char * TLS_PATH_SIZE),
+        # layout version 3
+        ("tenant", ctypes.c_char * TENANT_SIZE),
     ]
 
 

@@ -77,6 +77,8 @@ _LOCAL_ATTRS = {
     "ssd_path": ("str", "ock.mmc.local_service.ssd.path", "ssd_path"),
     "ssd_size": ("size", "ock.mmc.local_service.ssd.size", "ssd_size"),
     "verify_checksum": ("bool", "ock.mmc.client.verify_checksum", "verify_checksum"),
+    "tenant": ("str", "ock.mmc.client.tenant", "tenant"),
+    "auth_token_file": ("str", "ock.mmc.client.auth_token_file", "auth_token_file"),
 }
 for _f in _TLS_FILES:
     _LOCAL_ATTRS["tls_%s_path" % _f] = ("str", None, None)

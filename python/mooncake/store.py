@@ -6,9 +6,12 @@ Mooncake's signatures and return conventions (UPSTREAM below), over mmc.Distribu
   DRAM this process lends; metadata_server, local_hostname, local_buffer_size and rdma_devices are accepted and
   not needed (mmc has no transfer-engine metadata service and picks its NICs itself).
 - What mmc cannot honour is refused with INVALID_PARAMS and one log line (logger "mooncake.store") naming the
-  feature, never claimed: hard pin, DFS and NoF replicas, tenants other than "default", SSD offload through setup,
+  feature, never claimed: hard pin, DFS and NoF replicas, SSD offload through setup,
   the standalone client (setup_dummy), replica copy/move tasks. Soft pin, preferred segments and group_ids are
   placement and eviction hints mmc does not follow: the objects are stored and evicted one by one (logged once).
+- setup(tenant_id=X) connects as mmc tenant X (ock.mmc.client.tenant) with the secret in $MMC_TENANT_TOKEN_FILE
+  ("{tenant}" in it stands for X): every key of the store is in X's namespace. Without that file, setup refuses
+  with INVALID_PARAMS; a server without tenant X refuses the secret (the setup's code says so).
 - enable_client_http_server starts a small HTTP server with the client's counters (/metrics, /metrics/summary,
   /health) on client_http_port; when it cannot listen, setup still succeeds (logged).
 - mmc's remove never waits for readers (a leased object is unlinked at once, its memory freed when the lease
@@ -99,6 +102,21 @@ def _size(v, name):
         except ValueError:
             raise ValueError("%s: bad size %r" % (name, v)) from None
     return A.uint(v, name)
+
+
+def _tenant_token_file(tenant_id):
+    """The file of tenant_id's secret ("" for the default tenant): $MMC_TENANT_TOKEN_FILE, "{tenant}" in it
+    replaced by the tenant id. Raises ValueError naming what is missing: a tenant is named by its secret, never by
+    the id alone."""
+    if tenant_id == "default":
+        return ""
+    template = os.environ.get("MMC_TENANT_TOKEN_FILE", "")
+    path = template.replace("{tenant}", tenant_id)
+    if not template or not os.path.isfile(path):
+        raise ValueError("setup(tenant_id=%r): no secret for this tenant: set $MMC_TENANT_TOKEN_FILE to the file "
+                         "holding it (\"{tenant}\" in it stands for the tenant id)%s" %
+                         (tenant_id, "; %s is not a file" % path if template else ""))
+    return path
 
 
 def _meta_url(addr):
@@ -264,11 +282,15 @@ class MooncakeDistributedStore(TensorCalls):
         proto = _PROTOCOLS.get(protocol.lower(), protocol)
         if not proto.startswith("host_") and proto != "auto":
             return self._fail("protocol %r: mmc speaks tcp, rdma, shm (or host_tcp / host_rdma / host_shm)" % protocol)
-        refused = self._refused_setup(enable_ssd_offload, tenant_id)
+        refused = self._refused_setup(enable_ssd_offload)
         if refused:
             return refused
+        try:
+            secret = _tenant_token_file(tenant_id)
+        except ValueError as e:
+            return self._fail(str(e))
         # engine: a Mooncake TransferEngine; mmc moves bytes with its own fabric, so it is not used
-        rc = self._open(url, proto, lend)
+        rc = self._open(url, proto, lend, tenant_id, secret)
         if rc:
             return rc
         self._hostname = local_hostname
@@ -276,21 +298,21 @@ class MooncakeDistributedStore(TensorCalls):
             self._http = _metrics.start(self.counters, A.uint(client_http_port, "client_http_port", 0xFFFF))
         return 0
 
-    def _refused_setup(self, enable_ssd_offload, tenant_id):
+    def _refused_setup(self, enable_ssd_offload):
         if enable_ssd_offload:
             self.last_error = "enable_ssd_offload"
             return unsupported("setup(enable_ssd_offload=True)", "configure mmc's SSD tier "
                                "(ock.mmc.local_service.ssd.*) on the local service instead")
-        if tenant_id != "default":
-            self.last_error = "tenant_id %r" % tenant_id
-            return unsupported("setup(tenant_id=%r)" % tenant_id, "tenants come later; only \"default\" for now")
         return 0
 
-    def _open(self, url, proto, lend):
+    def _open(self, url, proto, lend, tenant_id="default", secret=""):
         cfg = mmc.LocalConfig()
         cfg.meta_service_url = url
         cfg.protocol = proto
         cfg.dram_size = lend
+        if tenant_id != "default":
+            cfg.tenant = tenant_id
+            cfg.auth_token_file = secret
         d = mmc.DistributedObjectStore()
         rc = d.setup(cfg)
         if rc == 0:

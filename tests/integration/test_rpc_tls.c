@@ -2,7 +2,8 @@
  * TLS on the RPC port (ock.mmc.tls.*), with a CA, server and client certificates generated here by the openssl
  * command: mutual TLS works end to end; a store that does not trust the server, a store without a certificate and
  * a plain-TCP peer get nothing served. A refused certificate is MMC_NOT_AUTHORIZED with OpenSSL's reason on both
- * sides, and counted; a clean teardown is an end of stream, not an error.
+ * sides, and counted; a clean teardown is an end of stream, not an error. A certificate issued to a tenant (its
+ * common name) connects as that tenant only.
  */
 #include <criterion/criterion.h>
 #include <mmc/mmc.h>
@@ -36,6 +37,10 @@ static void make_certs(void)
 	         "openssl pkey -in server.key -aes256 -passout file:pass -out server.enc.key && "
 	         "openssl req $K -keyout client.key -out client.csr -subj /CN=mmc-store && "
 	         "openssl x509 -req -in client.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out client.pem -days 2 && "
+	         "openssl req $K -keyout alpha.key -out alpha.csr -subj /CN=alpha && "
+	         "openssl x509 -req -in alpha.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out alpha.pem -days 2 && "
+	         "printf 'alpha-secret-0123456789abcdef\\n' > alpha.token && "
+	         "printf 'alpha alpha.token\\n' > tenants && chmod 600 tenants && "
 	         "openssl req $K -keyout stranger.key -out stranger.csr -subj /CN=mmc-stranger && "
 	         "openssl x509 -req -in stranger.csr -CA other.pem -CAkey other.key -CAcreateserial -out stranger.pem "
 	         "-days 2"
@@ -44,9 +49,10 @@ static void make_certs(void)
 	cr_assert_eq(system(cmd), 0, "openssl could not make the test certificates");
 }
 
+static char env[6][320];
+
 static void init(void)
 {
-	static char env[5][320];
 	const char *extra[6];
 
 	make_certs();
@@ -186,6 +192,45 @@ Test(rpc_tls, a_refused_certificate_is_not_authorized_with_the_reason)
 	         "curl -sf http://127.0.0.1:%u/metrics | grep -qx 'mmc_rpc_refused_total{reason=\"tls\"} 2'",
 	         meta.admin_port);
 	cr_expect_eq(system(cmd), 0, "the two refusals are not counted");
+}
+
+/* tls_lines() and, unless tenant is NULL, the tenant and its secret's file. */
+static const char *tenant_lines(const char *cert, const char *tenant)
+{
+	static char lines[2048];
+
+	int n = snprintf(lines, sizeof(lines), "%s", tls_lines("ca", cert));
+
+	if (tenant)
+		snprintf(lines + n, sizeof(lines) - (size_t)n,
+		         "ock.mmc.client.tenant = %s\nock.mmc.client.auth_token_file = %s/alpha.token\n", tenant, dir);
+	return lines;
+}
+
+Test(rpc_tls, a_tenants_certificate_connects_as_that_tenant_only)
+{
+	const char *extra[7];
+	mmc_store *pool, *s;
+
+	for (int i = 0; i < 5; i++)
+		extra[i] = env[i];
+	snprintf(env[5], sizeof(env[5]), "ock.mmc.meta.tenants_file=%s/tenants", dir);
+	extra[5] = env[5];
+	extra[6] = NULL;
+	cr_assert_eq(metaserver_stop(&meta), 0);
+	cr_assert_eq(metaserver_restart(&meta, extra), 0, "a TLS server with tenants");
+	cr_assert_eq(store_open(meta.url, tls_lines("ca", "client"), true, &pool), 0, "the default tenant's pool");
+	cr_assert_eq(store_open(meta.url, tenant_lines("alpha", "alpha"), false, &s), 0,
+	             "alpha's certificate as alpha");
+	mmc_destroy(s);
+	cr_assert_eq(store_open(meta.url, tenant_lines("client", "alpha"), false, &s), 0,
+	             "a certificate of no tenant, with alpha's secret");
+	mmc_destroy(s);
+	cr_assert_eq(store_open(meta.url, tenant_lines("alpha", NULL), false, &s), MMC_NOT_AUTHORIZED,
+	             "alpha's certificate as the default tenant");
+	mmc_destroy(s);
+	cr_expect(server_logs_soon("err=tenant_certificate"), "the refusal is not logged");
+	mmc_destroy(pool);
 }
 
 Test(rpc_tls, a_store_that_leaves_ends_the_stream_cleanly)

@@ -40,6 +40,7 @@ int main(void)
 	FIELD(mmc_local_config, tls_cert_path);
 	FIELD(mmc_local_config, tls_key_path);
 	FIELD(mmc_local_config, tls_key_pass_path);
+	FIELD(mmc_local_config, tenant);
 	STRUCT(mmc_replicate_config);
 	FIELD(mmc_replicate_config, replica_num);
 	FIELD(mmc_replicate_config, preferred_count);

@@ -116,6 +116,74 @@ class Setup(mmctest.ServerTest):
         self.assertEqual(a.alloc(0), 0)
 
 
+class Tenants(unittest.TestCase):
+    """setup(tenant_id=X) connects as mmc tenant X with the secret $MMC_TENANT_TOKEN_FILE names: X's keys are its
+    own, a tenant without a secret is refused, and the default tenant stays as it was."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.mkdtemp(prefix="mmc-tenants-")
+        for t in ("team-a", "team-b"):
+            with open(os.path.join(cls.dir, t + ".token"), "w") as f:
+                f.write("secret-of-%s-0123456789\n" % t)
+        tenants = os.path.join(cls.dir, "tenants")
+        with open(tenants, "w") as f:
+            f.write("team-a team-a.token\nteam-b team-b.token\n")
+        os.chmod(tenants, 0o600)
+        cls.meta = mmctest.Metaserver("ock.mmc.meta.tenants_file=" + tenants)
+        cls.pool = new_store(cls.meta)  # the default tenant lends the pool
+        os.environ["MMC_TENANT_TOKEN_FILE"] = os.path.join(cls.dir, "{tenant}.token")
+
+    @classmethod
+    def tearDownClass(cls):
+        del os.environ["MMC_TENANT_TOKEN_FILE"]
+        cls.pool.close()
+        cls.meta.stop()
+        for name in os.listdir(cls.dir):
+            os.unlink(os.path.join(cls.dir, name))
+        os.rmdir(cls.dir)
+
+    def tenant(self, name):
+        s = MooncakeDistributedStore()
+        rc = s.setup("h", "P2PHANDSHAKE", 0, 16 << 20, PROTO, "", master(self.meta), tenant_id=name)
+        self.assertEqual(rc, 0, s.last_error)
+        return s
+
+    def test_keys_are_the_tenants(self):
+        a, b = self.tenant("team-a"), self.tenant("team-b")
+        try:
+            self.assertEqual(a.put("k", b"from-a"), 0)
+            self.assertEqual(b.put("k", b"from-b"), 0)
+            self.assertEqual(self.pool.put("k", b"from-default"), 0)
+            self.assertEqual((a.get("k"), b.get("k"), self.pool.get("k")), (b"from-a", b"from-b", b"from-default"))
+            self.assertEqual(a.put("only-a", b"x"), 0)
+            self.assertEqual(b.is_exist("only-a"), 0)
+            self.assertEqual(self.pool.is_exist("only-a"), 0)
+            self.assertEqual(b.get("only-a"), b"")
+            self.assertEqual(b.batch_is_exist(["only-a", "k"]), [0, 1])
+            self.assertEqual(b.remove("only-a"), mc.OBJECT_NOT_FOUND)
+            self.assertEqual(b.remove_all(), 1)  # its own "k"
+            self.assertEqual(a.get("only-a"), b"x")
+        finally:
+            a.close()
+            b.close()
+
+    def test_a_tenant_needs_its_secret(self):
+        s = MooncakeDistributedStore()
+        with self.assertLogs("mooncake.store", "WARNING") as logs:
+            rc = s.setup("h", "P2PHANDSHAKE", 0, 16 << 20, PROTO, "", master(self.meta), tenant_id="team-c")
+        self.assertEqual(rc, mc.INVALID_PARAMS)
+        self.assertIn("MMC_TENANT_TOKEN_FILE", logs.output[0])
+        # a secret the server does not know for that tenant: the server refuses it
+        with open(os.path.join(self.dir, "team-c.token"), "w") as f:
+            f.write("not-a-secret-of-this-server\n")
+        try:
+            self.assertLess(s.setup("h", "P2PHANDSHAKE", 0, 16 << 20, PROTO, "", master(self.meta),
+                                    tenant_id="team-c"), 0)
+        finally:
+            os.unlink(os.path.join(self.dir, "team-c.token"))
+
+
 class StoreTest(mmctest.ServerTest):
     """A class with one store (self.s) over its metaserver; self.key(name) is a key of the running test."""
 
