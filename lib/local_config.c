@@ -349,12 +349,12 @@ static int check_guards(struct client_conf *o, char *err, size_t errlen)
 	mmc_local_config *c = &o->c;
 	int rc;
 
-	memcpy(o->auth_token->token, c->auth_token, sizeof(o->auth_token->token));
+	memcpy(o->cred.token, c->auth_token, sizeof(o->cred.token));
 	rc = secret_resolve("ock.mmc.client.auth_token", "ock.mmc.client.auth_token_file", c->auth_token_file,
-	                    o->auth_token->token, sizeof(o->auth_token->token), err, errlen);
+	                    o->cred.token, sizeof(o->cred.token), err, errlen);
 	if (rc || (rc = check_tenant(c->tenant, err, errlen)))
 		return rc;
-	memcpy(o->auth_token->tenant, c->tenant, sizeof(o->auth_token->tenant));
+	memcpy(o->cred.tenant, c->tenant, sizeof(o->cred.tenant));
 	o->tls.enable = c->tls_enable;
 	memcpy(o->tls.ca, c->tls_ca_path, sizeof(o->tls.ca));
 	memcpy(o->tls.crl, c->tls_crl_path, sizeof(o->tls.crl));

@@ -27,11 +27,9 @@ struct client_conf {
 	int log_level;
 	bool host_path; /* c.host_path, then $MMC_HOST_PATH: same-host peers by memcpy */
 	/* the meta connection's guards (docs/operations.md, Security), from c's fields */
-	/* c.auth_token (or read from c.auth_token_file) and c.tenant; an array of one so that the meta connection hands
-	 * it to meta_auth as the pointer it takes */
-	struct meta_credentials auth_token[1];
-	struct tls_files tls;       /* c.tls_*, in the form tls_files_load() takes */
-	struct memcache_ssd mc_ssd; /* MemCache's SSD keys (file only) */
+	struct meta_credentials cred; /* c.auth_token (or read from c.auth_token_file) and c.tenant */
+	struct tls_files tls;         /* c.tls_*, in the form tls_files_load() takes */
+	struct memcache_ssd mc_ssd;   /* MemCache's SSD keys (file only) */
 };
 
 struct conf_key;

@@ -134,7 +134,7 @@ static int dial(struct meta_conn *mc, int *fd, struct meta_tls **tls)
 /* Hello, and the AuthProof when the server challenges. Returns 0 (sess filled) or MMC_*. */
 static int say_hello(struct meta_conn *mc, struct meta_session *sess)
 {
-	struct hello h = {.auth.token = mc->conf->auth_token};
+	struct hello h = {.auth.token = &mc->conf->cred};
 	mmc_Hello msg = mmc_Hello_init_zero;
 	struct mcall c = {.decode = decode_hello, .arg = &h, .bypass = true};
 	int rc;

@@ -648,8 +648,7 @@ Test(conf, secrets_come_from_a_key_or_a_file)
 	write_file(path, "0123456789abcdef-from-a-file\n");
 	snprintf(lines, sizeof(lines), "ock.mmc.client.auth_token_file = %s\n", path);
 	cr_assert_eq(resolve_file(lines, &r, err), 0, "%s", err);
-	cr_assert_str_eq(r.auth_token->token, "0123456789abcdef-from-a-file",
-	                 "the trailing newline is not the secret's");
+	cr_assert_str_eq(r.cred.token, "0123456789abcdef-from-a-file", "the trailing newline is not the secret's");
 	snprintf(lines, sizeof(lines), "ock.mmc.client.auth_token_file = %s\nock.mmc.client.auth_token = %s\n", path,
 	         "0123456789abcdef-too");
 	cr_assert_eq(resolve_file(lines, &r, err), MMC_INVALID_PARAM, "both");
@@ -711,7 +710,7 @@ Test(conf, client_bare_file_names_are_credentials)
 	write_file(path, "0123456789abcdef0123456789abcdef\n");
 	setenv("CREDENTIALS_DIRECTORY", dir, 1);
 	cr_assert_eq(resolve_file("ock.mmc.client.auth_token_file = cluster.token\n", &r, err), 0, "%s", err);
-	cr_assert_str_eq(r.auth_token->token, "0123456789abcdef0123456789abcdef");
+	cr_assert_str_eq(r.cred.token, "0123456789abcdef0123456789abcdef");
 	unsetenv("CREDENTIALS_DIRECTORY");
 	cr_assert_eq(resolve_file("ock.mmc.client.auth_token_file = cluster.token\n", &r, err), MMC_INVALID_PARAM,
 	             "without the directory, a path relative to the cwd (none there)");
