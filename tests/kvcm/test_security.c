@@ -373,8 +373,9 @@ Test(security, accounts_persist_and_passwords_never_show, .init = NULL, .fini = 
 	          "a password is in the data directory or the log (%s)", data);
 }
 
-/* addStorage of an nfs storage named name at srv.root + under (or at root when under is NULL); its code. */
-static void expect_add(const char *name, const char *root, const char *under, const char *want)
+/* api (addStorage or updateStorage) of an nfs storage named name at srv.root + under (or at root when under is
+ * NULL); its code. */
+static void expect_storage(const char *api, const char *name, const char *root, const char *under, const char *want)
 {
 	char body[1024];
 
@@ -385,7 +386,12 @@ static void expect_add(const char *name, const char *root, const char *under, co
 	else
 		snprintf(body, sizeof(body),
 		         "{\"storage\":{\"global_unique_name\":\"%s\",\"nfs\":{\"root_path\":\"%s\"}}}", name, root);
-	EXPECT_CODE(ADMIN("addStorage", "%s", body), want);
+	EXPECT_CODE(ADMIN(api, "%s", body), want);
+}
+
+static void expect_add(const char *name, const char *root, const char *under, const char *want)
+{
+	expect_storage("addStorage", name, root, under, want);
 }
 
 Test(security, add_storage_roots_are_confined, .fini = srv_down)
@@ -400,6 +406,10 @@ Test(security, add_storage_roots_are_confined, .fini = srv_down)
 	expect_add("dotdot", NULL, "/../../etc/", "INVALID_ARGUMENT");
 	expect_add("symlink", NULL, "/to-etc/x/", "INVALID_ARGUMENT");
 	expect_add("ok", NULL, "/ok/", "OK");
+	/* an update may not move a storage's root where an add may not put it */
+	expect_storage("updateStorage", "ok", "/etc/mmc/", NULL, "INVALID_ARGUMENT");
+	expect_storage("updateStorage", "ok", NULL, "/../../etc/", "INVALID_ARGUMENT");
+	expect_storage("updateStorage", "ok", NULL, "/ok2/", "OK");
 	srv_down();
 
 	/* kvcm.storage.allowed_roots replaces the default (the directory of the default storage's root) */

@@ -65,17 +65,9 @@ static void apply_message(struct call *c, const char *field, const struct jfield
 
 static int add_storage(struct kvcm *k, json_t *cfg, const void *arg, char *msg, size_t msglen)
 {
-	static const char *const file_like[] = {"nfs", "local"};
-	int code;
+	int code = storage_roots_check(k, cfg, msg, msglen); /* where the operator allows KVCM's writes and deletes */
 
-	/* a relative root is storage_add's error; an absolute one must lie where the operator allows writes */
-	for (size_t i = 0; i < sizeof(file_like) / sizeof(file_like[0]); i++) {
-		const char *root = json_string_value(json_object_get(json_object_get(cfg, file_like[i]), "root_path"));
-
-		if (root && root[0] == '/' && (code = storage_root_check(k, root, msg, msglen)) != KC_OK)
-			return code;
-	}
-	return storage_add(k, cfg, true, true, msg, msglen);
+	return code != KC_OK ? code : storage_add(k, cfg, true, true, msg, msglen);
 }
 
 void admin_add_storage(struct call *c)

@@ -4,6 +4,7 @@
 #include "api.h"
 #include "kvcm_state.h"
 #include "storage.h"
+#include "storage_root.h"
 
 void admin_update_storage(struct call *c)
 {
@@ -23,7 +24,13 @@ void admin_update_storage(struct call *c)
 		json_decref(cfg);
 		return;
 	}
-	code = storage_update(c->k, cfg, msg, sizeof(msg));
+	code = KC_OK;
+	/* a storage's new root must lie where the operator allows KVCM's writes and deletes, as an add's must (an
+	 * unknown name is storage_update's error to report) */
+	if (storage_find(c->k, json_string_value(json_object_get(cfg, "global_unique_name"))))
+		code = storage_roots_check(c->k, cfg, msg, sizeof(msg));
+	if (code == KC_OK)
+		code = storage_update(c->k, cfg, msg, sizeof(msg));
 	if (code != KC_OK) {
 		json_decref(cfg);
 		call_fail(c, code, "%s", msg);

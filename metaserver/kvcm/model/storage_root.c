@@ -96,3 +96,17 @@ int storage_root_check(const struct kvcm *k, const char *path, char *msg, size_t
 	         path, list);
 	return KC_INVALID_ARGUMENT;
 }
+
+int storage_roots_check(const struct kvcm *k, const json_t *cfg, char *msg, size_t msglen)
+{
+	static const char *const file_like[] = {"nfs", "local"};
+	int code;
+
+	for (size_t i = 0; i < sizeof(file_like) / sizeof(file_like[0]); i++) {
+		const char *root = json_string_value(json_object_get(json_object_get(cfg, file_like[i]), "root_path"));
+
+		if (root && root[0] == '/' && (code = storage_root_check(k, root, msg, msglen)) != KC_OK)
+			return code;
+	}
+	return KC_OK;
+}

@@ -7,11 +7,15 @@
 #ifndef MMC_KVCM_STORAGE_ROOT_H
 #define MMC_KVCM_STORAGE_ROOT_H
 
+#include <jansson.h>
 #include <stddef.h>
 
 struct kvcm;
 
 /* KC_OK when path lies under an allowed root, else KC_INVALID_ARGUMENT with a message naming the key. */
 int storage_root_check(const struct kvcm *k, const char *path, char *msg, size_t msglen);
+/* storage_root_check() of the root_path of every file-like kind (nfs, local) a storage config names, as addStorage
+ * and updateStorage take it; a relative root is left to storage_add's own error. KC_OK, or the first refusal. */
+int storage_roots_check(const struct kvcm *k, const json_t *cfg, char *msg, size_t msglen);
 
 #endif
