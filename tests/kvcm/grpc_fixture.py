@@ -174,6 +174,16 @@ def grpc_call(srv, service, route, body, timeout=30, metadata=None):
     return fn(req, timeout=timeout, metadata=metadata)
 
 
+def call(srv, transport, service, route, body):
+    """The reply to route over transport ("http" or "grpc"), as a dict of the same shape either way; HTTP must
+    answer 200."""
+    if transport == "http":
+        status, reply = http_call(srv, service, route, body)
+        assert status == 200, (route, status)
+        return reply
+    return to_dict(grpc_call(srv, service, route, body))
+
+
 def to_dict(msg):
     return json_format.MessageToDict(msg, preserving_proto_field_name=True, including_default_value_fields=True)
 

@@ -13,12 +13,7 @@ MD = {"model_name": "m", "dtype": "FP8"}
 TRANSPORTS = ("http", "grpc")
 
 
-def call(srv, t, service, route, body):
-    if t == "http":
-        status, reply = fx.http_call(srv, service, route, body)
-        assert status == 200, (route, status)
-        return reply
-    return fx.to_dict(fx.grpc_call(srv, service, route, body))
+call = fx.call
 
 
 def code(r):

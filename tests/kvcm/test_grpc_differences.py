@@ -24,11 +24,7 @@ class Differences(unittest.TestCase):
         assert cls.srv.stop() == []
 
     def call(self, t, service, route, body):
-        if t == "http":
-            status, reply = fx.http_call(self.srv, service, route, body)
-            self.assertEqual(status, 200, route)
-            return reply
-        return fx.to_dict(fx.grpc_call(self.srv, service, route, body))
+        return fx.call(self.srv, t, service, route, body)
 
     def code(self, reply):
         return reply["header"]["status"]["code"]

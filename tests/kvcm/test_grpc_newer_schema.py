@@ -34,11 +34,7 @@ class NewerSchema(unittest.TestCase):
         self.assertEqual(self.srv.stop(), [])
 
     def call(self, t, service, route, body):
-        if t == "http":
-            status, reply = fx.http_call(self.srv, service, route, body)
-            self.assertEqual(status, 200, route)
-            return reply
-        return fx.to_dict(fx.grpc_call(self.srv, service, route, body))
+        return fx.call(self.srv, t, service, route, body)
 
     def ok(self, t, service, route, body):
         r = self.call(t, service, route, body)
