@@ -1,12 +1,12 @@
 #include "eviction.h"
-#include "meta_policy.h"
 
 #include "allocator.h"
 #include "clock.h"
 #include "lease.h"
 #include "log.h"
-#include "objects.h"
+#include "meta_policy.h"
 #include "mmc/mmc.h"
+#include "objects.h"
 #include "services.h"
 #include "space.h"
 #include "tier.h"
@@ -39,8 +39,8 @@ static bool above(struct meta *m, uint32_t media, const void *arg)
 	uint64_t used, total;
 
 	space_usage(m, media, &used, &total);
-	used = used > m->policy->freeing[media] ? used - m->policy->freeing[media]
-	                                        : 0; /* moves in flight give bytes back */
+	/* moves in flight give bytes back */
+	used = used > m->policy->freeing[media] ? used - m->policy->freeing[media] : 0;
 	return used > *(const uint64_t *)arg;
 }
 
