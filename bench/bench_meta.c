@@ -34,7 +34,8 @@ static const char usage[] =
     "  --tenant           every store connects as a tenant (a tenants file on the server): the cost of tenancy\n"
     "  --unbacked         lend an unbacked range: the server tracks offsets, no byte is written, no pool memory\n"
     "                     is used (10^7+ keys on a small machine); puts are then metadata only (put_meta)\n"
-    "srv_us/key: CPU time of the server's loop thread per key (tiny_put includes the untimed removes).\n"
+    "srv_us/key: CPU time of the server's loop thread per key (tiny_put includes the untimed removes);\n"
+    "all_us/key: of all its threads (the loop, the metadata store's writer, KVCM's), from /proc.\n"
     "At the end the server is restarted on its data dir: the reload time and RSS are printed, and with\n"
     "--unbacked the time the lender and 100 empty local services take to rejoin it.\n";
 
@@ -79,12 +80,12 @@ static void pick(const struct index *ix, char **names, const char **out, int bat
 		out[i] = key_name(names[i], (size_t)rand_r(seed) % ix->n);
 }
 
-static void row(const char *op, size_t nkeys, int batch, struct samples *s, double srv_us)
+static void row(const char *op, size_t nkeys, int batch, struct samples *s, double srv_us, double all_us)
 {
 	double med = samples_median(s), p99 = samples_p99(s);
 
-	printf("%-14s %9zu %6d %12.0f %9.3f %9.3f %10.3f\n", op, nkeys, batch, med > 0 ? batch / med : 0, med * 1e3,
-	       p99 * 1e3, srv_us);
+	printf("%-14s %9zu %6d %12.0f %9.3f %9.3f %10.3f %10.3f\n", op, nkeys, batch, med > 0 ? batch / med : 0,
+	       med * 1e3, p99 * 1e3, srv_us, all_us);
 	samples_free(s);
 	fflush(stdout);
 }
@@ -213,26 +214,28 @@ static int sweep(mmc_store *s, const struct bench_opts *o, int batch, pid_t serv
 	for (int k = 0; k < o->nindex && rc == 0; k++) {
 		double fill_rate;
 		size_t from = ix.n;
-		uint64_t t0 = cpu_ns(server);
+		uint64_t t0 = cpu_ns(server), a0 = cpu_all_ns(server);
 
 		if ((rc = index_fill(s, &ix, o->index[k], &fill_rate))) {
 			fprintf(stderr, "mmc-bench meta: filling the index failed\n");
 			break;
 		}
 		if (fill_rate > 0)
-			printf("%-14s %9zu %6d %12.0f %9s %9s %10.3f\n", "malloc+finish", (size_t)o->index[k],
+			printf("%-14s %9zu %6d %12.0f %9s %9s %10.3f %10.3f\n", "malloc+finish", (size_t)o->index[k],
 			       FILL_CHUNK, fill_rate, "-", "-",
-			       (double)(cpu_ns(server) - t0) / 1e3 / (double)(ix.n - from));
+			       (double)(cpu_ns(server) - t0) / 1e3 / (double)(ix.n - from),
+			       (double)(cpu_all_ns(server) - a0) / 1e3 / (double)(ix.n - from));
 		for (int op = OP_EXIST; op <= last && rc == 0; op++) {
 			struct samples sm = {0};
 
 			if (o->unbacked && op == OP_TINY_PUT)
 				continue; /* its 64 bytes would go to a pool nobody maps */
 			t0 = cpu_ns(server);
+			a0 = cpu_all_ns(server);
 			rc = measure(s, (enum meta_op)op, &ix, batch, o->seconds, &sm);
 			if (rc == 0)
-				row(names[op], ix.n, batch, &sm,
-				    (double)(cpu_ns(server) - t0) / 1e3 / ((double)sm.n * batch));
+				row(names[op], ix.n, batch, &sm, (double)(cpu_ns(server) - t0) / 1e3 / ((double)sm.n * batch),
+				    (double)(cpu_all_ns(server) - a0) / 1e3 / ((double)sm.n * batch));
 			samples_free(&sm);
 		}
 		rss_line(server, ix.n, anon0, &at);
@@ -362,8 +365,8 @@ int bench_meta_main(int argc, char **argv, const char *self)
 		       "%.1f GiB%s\n",
 		       bench_proto_str(o.protocols[0]), o.sync[y] ? "on" : "off", o.unbacked ? "an unbacked" : "a",
 		       (double)pool / (1 << 30), o.tenant ? ", every store tenant \"bench\"" : "");
-		printf("%-14s %9s %6s %12s %9s %9s %10s\n", "op", "index", "batch", "keys/s", "p50ms", "p99ms",
-		       "srv_us/key");
+		printf("%-14s %9s %6s %12s %9s %9s %10s %10s\n", "op", "index", "batch", "keys/s", "p50ms", "p99ms",
+		       "srv_us/key", "all_us/key");
 		rc = s ? sweep(s, &o, batch, c.meta.pid) : -1;
 		if (rc == 0 && (o.procs > 1 || o.threads > 1))
 			rc = bench_meta_many(self, c.meta.url, o.protocols[0], o.index[o.nindex - 1], batch, o.procs,

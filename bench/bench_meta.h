@@ -17,6 +17,9 @@ const char *key_name(char *buf, size_t i);
 int put_meta(mmc_store *s, const char **keys, int batch, int *res);
 /* CPU time of pid's main thread (the server's loop) in ns, from /proc/<pid>/schedstat; 0 if unknown. */
 uint64_t cpu_ns(pid_t pid);
+/* CPU time of all of pid's threads in ns (the loop, the store's writer, KVCM's), from /proc/<pid>/task/{*}/schedstat;
+ * 0 if unknown. */
+uint64_t cpu_all_ns(pid_t pid);
 /* A size field of /proc/<pid>/status ("VmRSS", "RssAnon", "RssFile") in bytes; 0 if unknown. */
 uint64_t proc_status_bytes(pid_t pid, const char *field);
 

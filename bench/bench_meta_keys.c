@@ -1,3 +1,4 @@
+#include <dirent.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -48,13 +49,17 @@ int put_meta(mmc_store *s, const char **keys, int batch, int *res)
 	return 0;
 }
 
-uint64_t cpu_ns(pid_t pid)
+/* The first field of a schedstat file: time on a CPU, ns. */
+static uint64_t task_ns(pid_t pid, const char *task)
 {
-	char path[64];
+	char path[320];
 	unsigned long long ns = 0;
 	FILE *f;
 
-	snprintf(path, sizeof(path), "/proc/%d/schedstat", (int)pid);
+	if (task)
+		snprintf(path, sizeof(path), "/proc/%d/task/%s/schedstat", (int)pid, task);
+	else
+		snprintf(path, sizeof(path), "/proc/%d/schedstat", (int)pid);
 	f = fopen(path, "r");
 	if (f) {
 		if (fscanf(f, "%llu", &ns) != 1)
@@ -62,6 +67,28 @@ uint64_t cpu_ns(pid_t pid)
 		fclose(f);
 	}
 	return ns;
+}
+
+uint64_t cpu_ns(pid_t pid)
+{
+	return task_ns(pid, NULL);
+}
+
+uint64_t cpu_all_ns(pid_t pid)
+{
+	char path[64];
+	uint64_t total = 0;
+	struct dirent *d;
+	DIR *dir;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	if (!(dir = opendir(path)))
+		return 0;
+	while ((d = readdir(dir)))
+		if (d->d_name[0] != '.')
+			total += task_ns(pid, d->d_name);
+	closedir(dir);
+	return total;
 }
 
 uint64_t proc_status_bytes(pid_t pid, const char *field)

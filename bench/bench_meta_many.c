@@ -139,7 +139,7 @@ static int run_op(const char *self, const char *url, const char *protocol, int o
 {
 	struct client_proc c[MANY_MAX];
 	char ops[16], nk[32], bs[16], secs[32], ths[16], ids[MANY_MAX][16], line[128];
-	uint64_t keys = 0, c0;
+	uint64_t keys = 0, c0, a0;
 	double t0, wall;
 	int rc = 0, n = 0;
 
@@ -156,6 +156,7 @@ static int run_op(const char *self, const char *url, const char *protocol, int o
 		rc = spawn(&c[n], argv) || expect(&c[n], "ready", line, sizeof(line));
 	}
 	c0 = cpu_ns(server);
+	a0 = cpu_all_ns(server);
 	t0 = now_s();
 	for (int i = 0; i < n && rc == 0; i++)
 		rc = write(c[i].in, "go\n", 3) == 3 ? 0 : -1;
@@ -174,9 +175,11 @@ static int run_op(const char *self, const char *url, const char *protocol, int o
 	}
 	wall = now_s() - t0;
 	if (rc == 0)
-		printf("%-14s %6d %8d %12.0f %10.3f %10.0f\n", op_names[op], procs, threads, (double)keys / wall,
-		       keys ? (double)(cpu_ns(server) - c0) / 1e3 / (double)keys : 0,
-		       100.0 * (double)(cpu_ns(server) - c0) / 1e9 / wall);
+		printf("%-14s %6d %8d %12.0f %10.3f %10.3f %10.0f %10.0f\n", op_names[op], procs, threads,
+		       (double)keys / wall, keys ? (double)(cpu_ns(server) - c0) / 1e3 / (double)keys : 0,
+		       keys ? (double)(cpu_all_ns(server) - a0) / 1e3 / (double)keys : 0,
+		       100.0 * (double)(cpu_ns(server) - c0) / 1e9 / wall,
+		       100.0 * (double)(cpu_all_ns(server) - a0) / 1e9 / wall);
 	fflush(stdout);
 	return rc;
 }
@@ -190,7 +193,8 @@ int bench_meta_many(const char *self, const char *url, const char *protocol, siz
 		procs = MANY_MAX;
 	printf("\n# many clients: %d processes x %d threads, one leader, %zu keys in the index, batch %d\n", procs,
 	       threads, nkeys, batch);
-	printf("%-14s %6s %8s %12s %10s %10s\n", "op", "procs", "threads", "keys/s", "srv_us/key", "leader_cpu%");
+	printf("%-14s %6s %8s %12s %10s %10s %10s %10s\n", "op", "procs", "threads", "keys/s", "srv_us/key", "all_us/key",
+	       "loop_cpu%", "all_cpu%");
 	for (int op = 0; op < 2 && rc == 0; op++)
 		rc = run_op(self, url, protocol, op, nkeys, batch, procs, threads, seconds, server);
 	if (rc)
