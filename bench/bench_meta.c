@@ -234,7 +234,8 @@ static int sweep(mmc_store *s, const struct bench_opts *o, int batch, pid_t serv
 			a0 = cpu_all_ns(server);
 			rc = measure(s, (enum meta_op)op, &ix, batch, o->seconds, &sm);
 			if (rc == 0)
-				row(names[op], ix.n, batch, &sm, (double)(cpu_ns(server) - t0) / 1e3 / ((double)sm.n * batch),
+				row(names[op], ix.n, batch, &sm,
+				    (double)(cpu_ns(server) - t0) / 1e3 / ((double)sm.n * batch),
 				    (double)(cpu_all_ns(server) - a0) / 1e3 / ((double)sm.n * batch));
 			samples_free(&sm);
 		}

@@ -193,8 +193,8 @@ int bench_meta_many(const char *self, const char *url, const char *protocol, siz
 		procs = MANY_MAX;
 	printf("\n# many clients: %d processes x %d threads, one leader, %zu keys in the index, batch %d\n", procs,
 	       threads, nkeys, batch);
-	printf("%-14s %6s %8s %12s %10s %10s %10s %10s\n", "op", "procs", "threads", "keys/s", "srv_us/key", "all_us/key",
-	       "loop_cpu%", "all_cpu%");
+	printf("%-14s %6s %8s %12s %10s %10s %10s %10s\n", "op", "procs", "threads", "keys/s", "srv_us/key",
+	       "all_us/key", "loop_cpu%", "all_cpu%");
 	for (int op = 0; op < 2 && rc == 0; op++)
 		rc = run_op(self, url, protocol, op, nkeys, batch, procs, threads, seconds, server);
 	if (rc)
