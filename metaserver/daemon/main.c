@@ -319,8 +319,8 @@ static enum exit_code open_store(struct meta *m)
 		return start_failed(EXIT_DATA_DIR, lmdb ? "data_dir" : "store", err);
 	}
 	log_info("op=start store=%s uri=\"%s\"", persist_backend_name(m->persist), m->conf.store_uri); /* masked */
-	if (persist_table(m->persist, "objects", &m->db_objects) ||
-	    persist_table(m->persist, "services", &m->db_services) || persist_table(m->persist, "info", &m->db_info))
+	if (objects_tables_open(m) || persist_table(m->persist, "services", &m->db_services) ||
+	    persist_table(m->persist, "info", &m->db_info))
 		return start_failed(EXIT_DATA_DIR, lmdb ? "data_dir" : "store", "cannot open the metadata tables");
 	if (services_load(m) || objects_load(m) || persist_flush(m->persist))
 		return start_failed(EXIT_DATA_DIR, lmdb ? "data_dir" : "store", "cannot load the persisted metadata");

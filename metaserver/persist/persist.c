@@ -41,7 +41,8 @@ struct op {
 struct batch {
 	unsigned char *ops;
 	size_t len, cap, nops;
-	uint64_t seq; /* numbered when its first write is queued; batches commit in this order */
+	size_t nretried; /* of nops, deletes a failed batch left (persist_table_retry_deletes) */
+	uint64_t seq;    /* numbered when its first write is queued; batches commit in this order */
 	uint64_t first_ns;
 	struct waiter *waiters, *spare; /* spare: the array being run, so callbacks can queue new waiters */
 	size_t nwaiters, capwaiters, capspare;
@@ -248,6 +249,28 @@ static void remember_failure(struct persist *p, uint64_t seq)
 	p->failed[p->nfailed++] = seq;
 }
 
+static int append_op(struct batch *b, uint32_t table, const void *key, size_t klen, const void *val, size_t vlen,
+                     bool del);
+static void opened(struct persist *p, struct batch *b);
+
+/* The deletes of a failed batch b in tables that retry them go into the open batch (persist_table_retry_deletes). */
+static void retry_deletes(struct persist *p, const struct batch *b)
+{
+	struct persist_ops ops = {b->ops, b->len, b->nops};
+	struct persist_op op;
+	size_t off = 0;
+
+	while (persist_op_next(&ops, &off, &op)) {
+		if (!op.del || !p->tables[op.table].retry_deletes)
+			continue;
+		if (append_op(p->open, op.table, op.key, op.klen, NULL, 0, true))
+			return; /* out of memory (logged): the record stays, as without retries */
+		p->open->nretried++;
+		if (p->open->nops == 1)
+			opened(p, p->open);
+	}
+}
+
 /* Batch b, no longer open nor flying, has committed (rc 0) or failed: number it, empty it, release its waiters. */
 static void landed(struct persist *p, struct batch *b, int rc)
 {
@@ -256,10 +279,11 @@ static void landed(struct persist *p, struct batch *b, int rc)
 		p->failed_seq = b->seq;
 		p->failures++;
 		remember_failure(p, b->seq);
+		retry_deletes(p, b);
 	} else {
 		p->commits++;
 	}
-	b->len = b->nops = 0;
+	b->len = b->nops = b->nretried = 0;
 	run_waiters(b);
 }
 
@@ -492,6 +516,11 @@ int persist_table(struct persist *p, const char *name, struct persist_table **ou
 	return 0;
 }
 
+void persist_table_retry_deletes(struct persist_table *t)
+{
+	t->retry_deletes = true;
+}
+
 int persist_get(struct persist *p, struct persist_table *t, const void *key, size_t klen, void *buf, size_t cap,
                 size_t *len)
 {
@@ -537,30 +566,47 @@ int persist_set_redis_fence_key(struct persist *p, const char *key, const char *
 	return p->be->ops->fence_key(p->be, key, expected);
 }
 
+/* Appends one write to b's log. Returns 0 or MMC_ERROR (out of memory, logged). */
+static int append_op(struct batch *b, uint32_t table, const void *key, size_t klen, const void *val, size_t vlen,
+                     bool del)
+{
+	size_t n = pad8(sizeof(struct op) + klen + (del ? 0 : vlen));
+	unsigned char *dst;
+
+	if (vlen > UINT32_MAX / 2 || !(dst = batch_append(b, n))) {
+		log_error("op=persist_queue err=\"out of memory\" bytes=%zu", n);
+		return MMC_ERROR;
+	}
+	memcpy(dst, &(struct op){table, (uint32_t)klen, del ? DEL_LEN : (uint32_t)vlen}, sizeof(struct op));
+	memcpy(dst + sizeof(struct op), key, klen);
+	if (!del && vlen)
+		memcpy(dst + sizeof(struct op) + klen, val, vlen);
+	b->nops++;
+	return 0;
+}
+
+/* The open batch got its first write: it is numbered, and its commit armed. */
+static void opened(struct persist *p, struct batch *b)
+{
+	b->seq = ++p->last_seq;
+	b->first_ns = clock_ns();
+	arm(p);
+}
+
 static int queue_op(struct persist *p, struct persist_table *t, const void *key, size_t klen, const void *val,
                     size_t vlen, bool del)
 {
 	struct batch *b = p->open;
-	size_t n = pad8(sizeof(struct op) + klen + (del ? 0 : vlen));
-	unsigned char *dst;
 
 	/* refused now, while the caller can still tell its client, rather than skipped by the writer later */
 	if (klen == 0 || klen > PERSIST_KEY_MAX) {
 		log_error("op=persist_queue err=\"key length %zu outside 1..%d\"", klen, PERSIST_KEY_MAX);
 		return MMC_ERROR;
 	}
-	if (vlen > UINT32_MAX / 2 || !(dst = batch_append(b, n))) {
-		log_error("op=persist_queue err=\"out of memory\" bytes=%zu", n);
+	if (append_op(b, t->id, key, klen, val, vlen, del))
 		return MMC_ERROR;
-	}
-	memcpy(dst, &(struct op){t->id, (uint32_t)klen, del ? DEL_LEN : (uint32_t)vlen}, sizeof(struct op));
-	memcpy(dst + sizeof(struct op), key, klen);
-	if (!del && vlen)
-		memcpy(dst + sizeof(struct op) + klen, val, vlen);
-	if (b->nops++ == 0) {
-		b->seq = ++p->last_seq;
-		b->first_ns = clock_ns();
-		arm(p);
+	if (b->nops == 1) {
+		opened(p, b);
 	} else if (!p->flying && (b->nops < 64 || b->nops % 64 == 0) && clock_ns() - b->first_ns > MAX_BATCH_AGE_NS) {
 		/* a loop that never idles still commits; past 64 ops the clock is read every 64th (once an op, it was
 		 * 8% of a batch of puts' time) */
@@ -651,10 +697,12 @@ int persist_flush(struct persist *p)
 	while (p->flying || p->open->nops || p->open->nwaiters) {
 		if (p->flying)
 			rc = land(p) ? MMC_ERROR : rc;
-		else if (p->open->nops)
+		else if (p->open->nops && !(rc && p->open->nops == p->open->nretried))
 			hand_off(p);
-		else
+		else if (p->open->nwaiters)
 			run_waiters(p->open);
+		else
+			break; /* only deletes a failed commit left: they go with the next commit */
 	}
 	return rc;
 }

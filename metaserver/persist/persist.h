@@ -29,8 +29,9 @@ struct persist;
 struct persist_table; /* a named table of key -> bytes, valid until persist_close */
 
 /* The store's format, written on first open and checked at every open: a newer one is refused, an older one is
- * raised to this one (2: object records carry an LRU stamp, which releases that read format 1 would drop). */
-#define PERSIST_FORMAT_VERSION 2
+ * raised to this one (2: object records carry an LRU stamp, which releases that read format 1 would drop; 3: they
+ * are stored under object ids in another table, which a release of format 2 would not see). */
+#define PERSIST_FORMAT_VERSION 3
 /* The longest key any backend accepts (LMDB's limit, kept for Redis so the backends are interchangeable). */
 #define PERSIST_KEY_MAX 511
 
@@ -70,6 +71,12 @@ int persist_reload(struct persist *p, char *err, size_t errlen);
 
 /* Opens (creating) a named table (1..47 bytes of [a-z0-9_]), at start-up: waits for queued writes first. */
 int persist_table(struct persist *p, const char *name, struct persist_table **out);
+/*
+ * For a table whose keys are never used again once deleted (object ids): a delete whose batch fails is queued again,
+ * into the batch then open, so that a record outlives its object only while the store refuses every commit. Where a
+ * key can be written again this would be wrong (the retried delete could land after the new write), hence opt-in.
+ */
+void persist_table_retry_deletes(struct persist_table *t);
 
 /* Queue a write for the next commit (key and value are copied). Return 0 or MMC_ERROR (a key no backend can store:
  * empty or longer than PERSIST_KEY_MAX; out of memory; logged). A failed commit is logged; its writes are not
@@ -89,11 +96,11 @@ int persist_scan(struct persist *p, struct persist_table *t, persist_scan_fn fn,
 /*
  * persist_scan for a load that needs no order, with the store read ahead on a thread of its own: every record at
  * least once, in the store's fastest order (Redis: each HSCAN page as it comes, unsorted, and a page may repeat a
- * record). prep(key) runs on that thread (it must be thread-safe, a hash say); fn on the calling thread, with prep's
- * value, while the next records are being read; key and value are copies, valid for the call. fn returning
+ * record). prep(key, value) runs on that thread (it must be thread-safe, a hash say); fn on the calling thread, with
+ * prep's value, while the next records are being read; key and value are copies, valid for the call. fn returning
  * nonzero stops the scan with that value. Returns 0, fn's value, MMC_MALLOC_FAILED or MMC_ERROR.
  */
-typedef uint64_t (*persist_prep_fn)(const void *key, size_t klen);
+typedef uint64_t (*persist_prep_fn)(const void *key, size_t klen, const void *val, size_t vlen);
 typedef int (*persist_ahead_fn)(void *arg, const void *key, size_t klen, const void *val, size_t vlen, uint64_t prep);
 int persist_scan_ahead(struct persist *p, struct persist_table *t, persist_prep_fn prep, persist_ahead_fn fn,
                        void *arg);

@@ -67,7 +67,7 @@ static int collect(void *arg, const void *key, size_t klen, const void *val, siz
 	struct ahead *a = arg;
 	struct buf *b = &a->buf[a->filling];
 	size_t need = rec_bytes(klen, vlen);
-	struct rec_head h = {a->prep(key, klen), (uint32_t)klen, (uint32_t)vlen};
+	struct rec_head h = {a->prep(key, klen, val, vlen), (uint32_t)klen, (uint32_t)vlen};
 
 	if (b->len + need > b->cap) {
 		if (b->len && !hand_over(a, false))
@@ -145,7 +145,7 @@ static int inline_one(void *arg, const void *key, size_t klen, const void *val, 
 {
 	struct inline_scan *s = arg;
 
-	return s->fn(s->arg, key, klen, val, vlen, s->a->prep(key, klen));
+	return s->fn(s->arg, key, klen, val, vlen, s->a->prep(key, klen, val, vlen));
 }
 
 static int inline_scan(struct ahead *a, persist_ahead_fn fn, void *arg)

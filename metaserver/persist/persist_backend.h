@@ -21,6 +21,7 @@
 struct persist_table {
 	uint32_t id; /* index into the backend's handles */
 	char name[PERSIST_TABLE_NAME];
+	bool retry_deletes; /* persist_table_retry_deletes */
 };
 
 /* One write of a batch, as the backend sees it (pointers into the batch's byte log). */

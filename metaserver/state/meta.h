@@ -238,6 +238,7 @@ struct meta {
 	struct event_base *base;
 	struct persist *persist;
 	struct persist_table *db_objects, *db_services, *db_info;
+	struct persist_table *db_objects_keyed; /* a format-2 store's records, which the load moves to db_objects */
 
 	/* services */
 	struct service *ranks[MMC_RANKS_MAX];

@@ -5,9 +5,11 @@
  *  1. the scan makes each record's object and indexes it, and notes per blob its pool and page, per object its LRU
  *     stamp (flat arrays, no tree);
  *  2. the blobs' ranges, radix-sorted by pool and offset, are reserved in one pass per pool; where records overlap
- *     (a damaged store) the record first in key order keeps the range, as a load one record at a time did;
- *  3. the objects, radix-sorted by stamp, are appended to their LRU in that order (newest first, equal stamps in key
+ *     (a damaged store) the older object (the smaller id) keeps the range;
+ *  3. the objects, radix-sorted by stamp, are appended to their LRU in that order (newest first, equal stamps in id
  *     order); objects left without a blob are dropped and their records deleted, those that lost one written again.
+ * A store of format 2 keeps its records under the objects' keys (object_rec.h): pass 1 reads those too, and once the
+ * table is built they are written again under ids and deleted.
  * Loop thread only.
  */
 #include <stdlib.h>
@@ -24,19 +26,22 @@
 #include "radix.h"
 #include "services.h"
 
-#define PAGES_MAX ((UINT64_C(1) << 24) - 1) /* a mark's size in pages; larger ones are read from the object */
-#define RING      16                        /* objects whose index insert waits for their bucket's cache line */
+#define PAGES_MAX  ((UINT64_C(1) << 24) - 1) /* a mark's size in pages; larger ones are read from the object */
+#define RING       16                        /* objects whose index insert waits for their bucket's cache line */
+#define MOVE_FLUSH 65536                     /* records a move of a format-2 store writes per commit */
 
-/* What a load has seen, and the keys of records it dropped (deleted once the table is built). */
+/* What a load has seen, and the ids of records it dropped (deleted once the table is built). */
 struct load {
 	struct meta *m;
-	uint64_t loaded, dropped;
+	uint64_t loaded, dropped, moved, cleared;
+	uint64_t max_id;         /* the largest id a record is stored under */
+	bool keyed;              /* reading the format-2 table: records under the objects' keys, no id */
 	struct radix_item *objs; /* key: LRU stamp; val: handle */
 	size_t nobjs, capobjs;
 	struct radix_item *marks; /* key: pool (rank * MEDIA_COUNT + media) << 46 | page; val: pages << 40 | handle << 8
 	                             | blob */
 	size_t nmarks, capmarks;
-	char (*gone)[MMC_WIRE_KEY_MAX + 1];
+	uint64_t *gone;
 	size_t ngone, capgone;
 	bool unordered; /* the store's scan is not in key order and may repeat a record (Redis) */
 	/* objects made but not indexed yet, each with its hash: their buckets are on their way from DRAM */
@@ -49,40 +54,66 @@ struct load {
 
 #define POOL_SHIFT 46
 
-/* Copies a stored record, whose bytes carry no alignment guarantee. Returns 0 or -1 (malformed). */
-static int rec_parse(const void *val, size_t vlen, struct rec *r)
+/*
+ * Where a stored value's fixed part ends: the header, checksum and stamp its version has, then its blobs; the key
+ * follows (version 4). keyed: the format-2 table, whose versions are 1..3 and whose values end there. Returns 0, or
+ * -1 when the value is malformed. Thread-safe: the scan's reader thread finds keys with it.
+ */
+static int rec_layout(const void *val, size_t vlen, bool keyed, struct rec_object *h, size_t *blobs_at, size_t *end)
 {
-	const unsigned char *p = val;
 	size_t head;
 
+	if (vlen < sizeof(*h))
+		return -1;
+	memcpy(h, val, sizeof(*h));
+	if (keyed ? h->version < REC_VERSION_PLAIN || h->version > REC_VERSION_STAMP : h->version != REC_VERSION)
+		return -1;
+	head = sizeof(*h) + (h->version >= REC_VERSION_SUM ? sizeof(struct rec_checksum) : 0) +
+	       (h->version >= REC_VERSION_STAMP ? sizeof(uint64_t) : 0);
+	if (h->nblobs > 2 * MMC_WIRE_REPLICAS || vlen < head + h->nblobs * sizeof(struct rec_blob))
+		return -1;
+	*blobs_at = head;
+	*end = head + h->nblobs * sizeof(struct rec_blob);
+	return keyed && *end != vlen ? -1 : 0;
+}
+
+/* Copies a stored record, whose bytes carry no alignment guarantee, and finds its key (the value's tail; in the
+ * format-2 table, the store's key). Returns 0 or -1 (malformed). */
+static int rec_parse(const struct load *l, const void *key, size_t klen, const void *val, size_t vlen, struct rec *r,
+                     const char **okey, size_t *olen)
+{
+	const unsigned char *p = val;
+	size_t blobs_at, end;
+
 	memset(r, 0, sizeof(*r));
-	if (vlen < sizeof(r->h))
-		return -1;
-	memcpy(&r->h, p, sizeof(r->h));
-	if (r->h.version < REC_VERSION_PLAIN || r->h.version > REC_VERSION)
-		return -1;
-	head = sizeof(r->h) + (r->h.version >= REC_VERSION_SUM ? sizeof(r->ck) : 0) +
-	       (r->h.version >= REC_VERSION ? sizeof(r->stamp) : 0);
-	if (r->h.nblobs > 2 * MMC_WIRE_REPLICAS || vlen != head + r->h.nblobs * sizeof(r->b[0]))
+	if (rec_layout(val, vlen, l->keyed, &r->h, &blobs_at, &end))
 		return -1;
 	if (r->h.version >= REC_VERSION_SUM)
 		memcpy(&r->ck, p + sizeof(r->h), sizeof(r->ck));
-	if (r->h.version >= REC_VERSION)
+	if (r->h.version >= REC_VERSION_STAMP)
 		memcpy(&r->stamp, p + sizeof(r->h) + sizeof(r->ck), sizeof(r->stamp));
-	memcpy(r->b, p + head, r->h.nblobs * sizeof(r->b[0]));
+	memcpy(r->b, p + blobs_at, r->h.nblobs * sizeof(r->b[0]));
+	*okey = l->keyed ? key : (const char *)p + end;
+	*olen = l->keyed ? klen : vlen - end;
+	if (!l->keyed && klen != REC_KEY_LEN)
+		return -1;
+	if (*olen == 0 || *olen > MMC_WIRE_KEY_MAX)
+		return -1;
 	return r->ck.type > MMC_WIRE_CHECKSUM_CRC32C ? MMC_ERROR : 0;
 }
 
-static void gone(struct load *l, const void *key, size_t klen)
+/* A record of the id table to delete once the table is built (a record of the format-2 table goes with its table). */
+static void gone(struct load *l, uint64_t id)
 {
 	void *g;
 
 	l->dropped++;
+	if (l->keyed || !id)
+		return;
 	if (!(g = array_grow(l->gone, &l->capgone, l->ngone + 1, sizeof(*l->gone), 256)))
 		return; /* the record stays; the next load drops it again */
 	l->gone = g;
-	memset(l->gone[l->ngone], 0, sizeof(l->gone[l->ngone]));
-	memcpy(l->gone[l->ngone++], key, klen > MMC_WIRE_KEY_MAX ? MMC_WIRE_KEY_MAX : klen);
+	l->gone[l->ngone++] = id;
 }
 
 static int push(struct radix_item **v, size_t *n, size_t *cap, uint64_t key, uint64_t val)
@@ -130,28 +161,44 @@ static void index_add(struct load *l, struct object *o, uint64_t hash)
 	l->ringn++;
 }
 
-/* The reader thread's share of pass 1: the key's hash. */
-static uint64_t key_hash(const void *key, size_t klen)
+/* The reader thread's share of pass 1: the hash of the key at the value's tail (0 for a malformed value). */
+static uint64_t key_hash(const void *key, size_t klen, const void *val, size_t vlen)
 {
-	return object_hash(key, klen);
+	struct rec_object h;
+	size_t blobs_at, end;
+
+	(void)key;
+	(void)klen;
+	if (rec_layout(val, vlen, false, &h, &blobs_at, &end) || end == vlen)
+		return 0;
+	return object_hash((const char *)val + end, vlen - end);
 }
 
-/* Pass 1, for each record of the scan (hash: object_hash of the key). */
+/* Pass 1, for each record of the scan (hash: object_hash of the object's key). */
 static int scan_one(void *arg, const void *key, size_t klen, const void *val, size_t vlen, uint64_t hash)
 {
 	struct load *l = arg;
+	uint64_t id = !l->keyed && klen == REC_KEY_LEN ? rec_id_of(key) : 0;
+	const char *okey;
+	size_t olen;
 	struct rec rec;
 	struct object *o;
 	int rc = 0;
 
-	if (klen == 0 || klen > MMC_WIRE_KEY_MAX || rec_parse(val, vlen, &rec)) {
-		gone(l, key, klen);
+	if (rec_parse(l, key, klen, val, vlen, &rec, &okey, &olen)) {
+		gone(l, id);
 		return 0;
 	}
-	if (!(o = object_new(key, klen, (uint8_t)rec.h.nblobs))) {
-		gone(l, key, klen);
+	/* in the format-2 table: a record moved already by a move that stopped half-way, or one Redis gave twice */
+	if (l->keyed && object_find_hashed(l->m, okey, olen, hash))
+		return 0;
+	if (!(o = object_new(okey, olen, (uint8_t)rec.h.nblobs))) {
+		gone(l, id);
 		return 0;
 	}
+	o->id = id; /* 0 in the format-2 table: the index gives it one */
+	if (id > l->max_id)
+		l->max_id = id;
 	o->size = rec.h.size;
 	o->checksum_type = rec.ck.type;
 	o->checksum = rec.ck.value;
@@ -162,16 +209,23 @@ static int scan_one(void *arg, const void *key, size_t klen, const void *val, si
 		l->m->lru_clock = rec.stamp;
 	for (uint32_t i = 0; i < rec.h.nblobs && !rc; i++)
 		rc = note_blob(l, o, (int)i, &rec.b[i], rec.h.size);
-	index_add(l, o, hash);
+	if (l->keyed)
+		object_index_add(l->m, o, hash); /* at once: the next record's lookup must see it */
+	else
+		index_add(l, o, hash);
 	return rc ? rc : push(&l->objs, &l->nobjs, &l->capobjs, o->stamp, o->self);
 }
 
-/* Bytewise, shorter first on a tie: LMDB's key order. */
-static int key_cmp(struct object *a, struct object *b)
+/* Pass 1 for a record of the format-2 table, read in key order (the ids it gets follow it), its key the object's. */
+static int scan_keyed(void *arg, const void *key, size_t klen, const void *val, size_t vlen)
 {
-	int c = memcmp(object_key(a), object_key(b), a->keylen < b->keylen ? a->keylen : b->keylen);
+	return scan_one(arg, key, klen, val, vlen, object_hash(key, klen));
+}
 
-	return c ? c : (int)a->keylen - (int)b->keylen;
+/* The order of records in the store: by id (a format-2 record, given its id by the load, after every stored one). */
+static int id_cmp(const struct object *a, const struct object *b)
+{
+	return (a->id > b->id) - (a->id < b->id);
 }
 
 static struct object *obj_of(const struct radix_item *it)
@@ -179,9 +233,9 @@ static struct object *obj_of(const struct radix_item *it)
 	return object_at((uint32_t)it->val);
 }
 
-static int obj_key_cmp(const void *x, const void *y)
+static int obj_id_cmp(const void *x, const void *y)
 {
-	return key_cmp(obj_of(x), obj_of(y));
+	return id_cmp(obj_of(x), obj_of(y));
 }
 
 /* A record an HSCAN gave twice made two objects: the second goes (its ranges' marks see a free record). */
@@ -195,8 +249,8 @@ static void drop_twin(struct load *l, struct object *o)
 }
 
 /*
- * An unordered scan (Redis): equal stamps in key order, as a scan in key order leaves them, and each record once
- * (twins have the same stamp and key, so they end up side by side). Looking each record up before making it cost
+ * An unordered scan (Redis): equal stamps in id order, as a scan in id order leaves them, and each record once
+ * (twins have the same stamp and id, so they end up side by side). Looking each record up before making it cost
  * a random miss per record, more than twice the time of this.
  */
 static void order_ties(struct load *l)
@@ -206,11 +260,11 @@ static void order_ties(struct load *l)
 			;
 		if (j - i < 2)
 			continue;
-		qsort(&l->objs[i], j - i, sizeof(l->objs[0]), obj_key_cmp);
+		qsort(&l->objs[i], j - i, sizeof(l->objs[0]), obj_id_cmp);
 		for (size_t k = i + 1; k < j; k++) {
 			struct object *o = obj_of(&l->objs[k]);
 
-			if (o->state != OBJECT_FREE && !key_cmp(obj_of(&l->objs[k - 1]), o))
+			if (o->state != OBJECT_FREE && !id_cmp(obj_of(&l->objs[k - 1]), o))
 				drop_twin(l, o);
 		}
 	}
@@ -235,9 +289,9 @@ static struct mark mark_of(const struct radix_item *it)
 	                     (int)(it->val & 0xff)};
 }
 
-static int by_key(const void *x, const void *y)
+static int by_id(const void *x, const void *y)
 {
-	return key_cmp(((const struct mark *)x)->o, ((const struct mark *)y)->o);
+	return id_cmp(((const struct mark *)x)->o, ((const struct mark *)y)->o);
 }
 
 static int by_offset(const void *x, const void *y)
@@ -286,8 +340,8 @@ static int pool_keep(struct pool *p, const struct mark *k)
 }
 
 /*
- * Ranges that overlap one another (a damaged store): in key order, each one that overlaps none kept before it is
- * kept, as marking the records one by one in key order did.
+ * Ranges that overlap one another (a damaged store): in id order, each one that overlaps none kept before it is
+ * kept, so the object made first keeps its bytes.
  */
 static int pool_resolve(struct pool *p)
 {
@@ -297,7 +351,7 @@ static int pool_resolve(struct pool *p)
 
 	p->nc = 0;
 	if (n > 1)
-		qsort(c, n, sizeof(*c), by_key);
+		qsort(c, n, sizeof(*c), by_id);
 	for (size_t i = 0; i < n; i++) {
 		bool clash = false;
 
@@ -374,7 +428,7 @@ static void settle_one(struct load *l, struct object *o)
 	for (int i = 0; i < o->nblobs; i++)
 		live += o->blobs[i].svc != 0;
 	if (!live) {
-		gone(l, object_key(o), o->keylen);
+		gone(l, o->id <= l->max_id ? o->id : 0); /* a format-2 record goes with its table */
 		object_index_del(l->m, o);
 		object_free(o);
 		return;
@@ -385,7 +439,7 @@ static void settle_one(struct load *l, struct object *o)
 	l->loaded++;
 }
 
-/* The objects by ascending stamp, equal ones in key order. */
+/* The objects by ascending stamp, equal ones in id order. */
 static int sort_objects(struct load *l)
 {
 	int rc = radix_sort(l->objs, l->nobjs);
@@ -397,7 +451,7 @@ static int sort_objects(struct load *l)
 
 static void build_lists(struct load *l)
 {
-	/* newest first (the sort is by ascending stamp), equal stamps in key order: runs from the end, each forwards */
+	/* newest first (the sort is by ascending stamp), equal stamps in id order: runs from the end, each forwards */
 	for (size_t end = l->nobjs, start; end; end = start) {
 		for (start = end - 1; start && l->objs[start - 1].key == l->objs[end - 1].key; start--)
 			;
@@ -412,26 +466,79 @@ static void build_lists(struct load *l)
 	}
 }
 
+/* Pass 1 over one table (the id table, or the format-2 one), into arrays sized for n more records. */
+static int scan_table(struct load *l, struct persist_table *t, uint64_t n)
+{
+	struct meta *m = l->m;
+	int rc;
+
+	if (n && (!(l->objs = array_grow(l->objs, &l->capobjs, l->nobjs + n, sizeof(*l->objs), 4096)) ||
+	          !(l->marks = array_grow(l->marks, &l->capmarks, l->nmarks + n, sizeof(*l->marks), 4096))))
+		return MMC_MALLOC_FAILED;
+	objects_reserve(m, m->nobjects + n);
+	slab_populate(true);
+	if (l->keyed) /* once per store, and in key order whatever the store: slower, and every load the same */
+		rc = persist_scan(m->persist, t, scan_keyed, l);
+	else
+		rc = persist_scan_ahead(m->persist, t, key_hash, scan_one, l);
+	slab_populate(false);
+	index_add(l, NULL, 0);
+	return rc;
+}
+
+/* Deletes a record left in the format-2 table; stops the scan every MOVE_FLUSH to commit (1). */
+static int drop_keyed(void *arg, const void *key, size_t klen, const void *val, size_t vlen)
+{
+	struct load *l = arg;
+
+	(void)val;
+	(void)vlen;
+	persist_del(l->m->persist, l->m->db_objects_keyed, key, klen);
+	return ++l->cleared % MOVE_FLUSH == 0;
+}
+
+/* Writes the objects of the format-2 table (ids above every stored one) under their ids, deleting what they were
+ * stored under, a commit every MOVE_FLUSH; then whatever that table still holds (records the load dropped). */
+static int move_keyed(struct load *l)
+{
+	struct meta *m = l->m;
+	uint32_t h = 0;
+	struct object *o;
+	int rc;
+
+	while ((o = slab_next(&h))) {
+		if (o->state != MMC_BLOB_READABLE || o->id <= l->max_id)
+			continue;
+		object_persist(m, o);
+		persist_del(m->persist, m->db_objects_keyed, object_key(o), o->keylen);
+		if (++l->moved % MOVE_FLUSH == 0 && persist_flush(m->persist))
+			return MMC_ERROR;
+	}
+	do {
+		if (persist_flush(m->persist))
+			return MMC_ERROR;
+		rc = persist_scan(m->persist, m->db_objects_keyed, drop_keyed, l);
+	} while (rc == 1);
+	return rc || persist_flush(m->persist) ? MMC_ERROR : 0;
+}
+
 int objects_load(struct meta *m)
 {
 	struct load l = {.m = m, .unordered = !persist_scan_ordered(m->persist)};
-	uint64_t n = 0, t[4];
+	uint64_t n = 0, nkeyed = 0, t[4];
 	int rc;
 
-	/* size the arrays for every record at once instead of doubling 13 times on the way to 10^7 */
-	if (persist_count(m->persist, m->db_objects, &n))
+	if (persist_count(m->persist, m->db_objects, &n) || persist_count(m->persist, m->db_objects_keyed, &nkeyed))
 		return MMC_ERROR;
-	if (n && (!(l.objs = array_grow(NULL, &l.capobjs, n, sizeof(*l.objs), 4096)) ||
-	          !(l.marks = array_grow(NULL, &l.capmarks, n, sizeof(*l.marks), 4096)))) {
-		free(l.objs);
-		return MMC_MALLOC_FAILED;
-	}
 	t[0] = clock_ns();
-	objects_reserve(m, m->nobjects + n);
-	slab_populate(true);
-	rc = persist_scan_ahead(m->persist, m->db_objects, key_hash, scan_one, &l);
-	slab_populate(false);
-	index_add(&l, NULL, 0);
+	rc = scan_table(&l, m->db_objects, n);
+	if (m->next_object_id < l.max_id)
+		m->next_object_id = l.max_id;
+	if (rc == 0 && nkeyed) {
+		l.keyed = true;
+		rc = scan_table(&l, m->db_objects_keyed, nkeyed);
+		l.keyed = false;
+	}
 	if (rc == 0)
 		rc = sort_objects(&l); /* first: it drops the twins of an unordered scan */
 	t[1] = clock_ns();
@@ -442,8 +549,15 @@ int objects_load(struct meta *m)
 		build_lists(&l);
 	t[3] = clock_ns();
 	m->lru_saved = m->lru_clock;
-	for (size_t i = 0; i < l.ngone; i++)
-		persist_del(m->persist, m->db_objects, l.gone[i], strlen(l.gone[i]));
+	for (size_t i = 0; i < l.ngone; i++) {
+		unsigned char k[REC_KEY_LEN];
+
+		rec_key_of(l.gone[i], k);
+		persist_del(m->persist, m->db_objects, k, sizeof(k));
+	}
+	if (rc == 0 && nkeyed && (rc = move_keyed(&l)) == 0)
+		log_info("op=store_move objects=%llu from=\"%s\" to=\"%s\"", (unsigned long long)l.moved,
+		         OBJECTS_TABLE_KEYED, OBJECTS_TABLE);
 	free(l.gone);
 	free(l.objs);
 	free(l.marks);

@@ -260,7 +260,8 @@ void object_index_add(struct meta *m, struct object *o, uint64_t hash)
 	o->hnext = *head;
 	*head = o->self;
 	o->in_index = true;
-	o->id = ++m->next_object_id;
+	if (!o->id) /* a loaded object keeps the id its record is stored under */
+		o->id = ++m->next_object_id;
 	m->nobjects++;
 	if (m->tenants.n)
 		tenant_count(m, o, 1);
@@ -364,10 +365,33 @@ void objects_each_blob(struct meta *m, struct service *svc,
 	}
 }
 
+/* Queues the delete of o's record. */
+static void unpersist(struct meta *m, struct object *o)
+{
+	unsigned char k[REC_KEY_LEN];
+
+	rec_key_of(o->id, k);
+	persist_del(m->persist, m->db_objects, k, sizeof(k));
+	o->persisted = false;
+}
+
+int objects_tables_open(struct meta *m)
+{
+	if (persist_table(m->persist, OBJECTS_TABLE, &m->db_objects) ||
+	    persist_table(m->persist, OBJECTS_TABLE_KEYED, &m->db_objects_keyed))
+		return MMC_ERROR;
+	persist_table_retry_deletes(m->db_objects); /* ids are never used again */
+	return 0;
+}
+
 void object_persist(struct meta *m, struct object *o)
 {
+	unsigned char k[REC_KEY_LEN], val[sizeof(struct rec) + MMC_WIRE_KEY_MAX];
 	struct rec rec;
 	uint32_t n = 0;
+	size_t len;
+
+	MMC_ASSERT(o->id); /* given by object_index_add: an object never indexed has no record */
 
 	for (int i = 0; i < o->nblobs; i++) {
 		const struct blob *b = &o->blobs[i];
@@ -380,8 +404,11 @@ void object_persist(struct meta *m, struct object *o)
 	rec.h = (struct rec_object){REC_VERSION, n, o->size};
 	rec.ck = (struct rec_checksum){o->checksum_type, o->checksum};
 	rec.stamp = o->stamp;
-	if (persist_put(m->persist, m->db_objects, object_key(o), o->keylen, &rec,
-	                (size_t)((unsigned char *)(rec.b + n) - (unsigned char *)&rec)) == 0) {
+	len = (size_t)((unsigned char *)(rec.b + n) - (unsigned char *)&rec);
+	memcpy(val, &rec, len);
+	memcpy(val + len, object_key(o), o->keylen);
+	rec_key_of(o->id, k);
+	if (persist_put(m->persist, m->db_objects, k, sizeof(k), val, len + o->keylen) == 0) {
 		o->persisted = true;
 		o->stamp_dirty = false;
 		o->rec_seq = persist_wait_seq(m->persist);
@@ -476,8 +503,7 @@ void object_drop(struct meta *m, struct object *o)
 		object_index_del(m, o);
 	olist_del(o);
 	if (o->persisted) {
-		persist_del(m->persist, m->db_objects, object_key(o), o->keylen);
-		o->persisted = false;
+		unpersist(m, o);
 		unlink_seq = persist_wait_seq(m->persist);
 	}
 	/* a put's bytes may still be in flight: keep the space until its writer commits or goes away (a GVA write
@@ -526,7 +552,7 @@ void object_lose_blob(struct meta *m, struct object *o, struct blob *b)
 		object_index_del(m, o);
 	olist_del(o);
 	if (o->persisted)
-		persist_del(m->persist, m->db_objects, object_key(o), o->keylen);
+		unpersist(m, o);
 	object_free(o);
 }
 

@@ -34,7 +34,7 @@ void objects_prefetch_step(const struct meta *m, const uint64_t *hash, size_t n,
 struct object *object_new(const char *key, size_t len, uint8_t nblobs);
 /* Frees an object that was never indexed nor listed (a put whose placement failed). */
 void object_free(struct object *o);
-/* Indexes o under hash (object_hash of its key) and gives it its id. */
+/* Indexes o under hash (object_hash of its key) and gives it its id, unless it has one (loaded from its record). */
 void object_index_add(struct meta *m, struct object *o, uint64_t hash);
 /* Takes o out of the index (object_drop and object_lose_blob do, and a load for an object that lost its blobs). */
 void object_index_del(struct meta *m, struct object *o);
@@ -182,6 +182,8 @@ void objects_session_closed(struct meta *m, uint64_t session);
 /* Loads READABLE objects from the store after services_load() (object_load.c); drops records whose services are
  * unknown. Returns 0, MMC_ERROR (the store failed) or MMC_MALLOC_FAILED. */
 int objects_load(struct meta *m);
+/* Opens the tables of the object records (object_rec.h) in m->persist. Returns 0 or MMC_ERROR. */
+int objects_tables_open(struct meta *m);
 /* Writes o's record (READABLE objects) into this turn's transaction. */
 void object_persist(struct meta *m, struct object *o);
 /* Queues o's record again when the batch that held it may have failed to commit (a put of the same key after an

@@ -63,8 +63,7 @@ static void setup(void)
 	arena_init(&m.arena);
 	m.base = event_base_new();
 	if (objects_init(&m) || !m.base || event_base_priority_init(m.base, 3) ||
-	    persist_open(&m.persist, m.base, &po, err, sizeof(err)) ||
-	    persist_table(m.persist, "objects", &m.db_objects) ||
+	    persist_open(&m.persist, m.base, &po, err, sizeof(err)) || objects_tables_open(&m) ||
 	    persist_table(m.persist, "services", &m.db_services) || persist_table(m.persist, "info", &m.db_info) ||
 	    services_load(&m) || objects_load(&m) || rpc_listen(&m, "127.0.0.1", 0, url, sizeof(url)))
 		abort();

@@ -57,7 +57,7 @@ static void setup(void)
 	cr_assert_eq(event_base_priority_init(base, 3), 0);
 	m.base = base;
 	cr_assert_eq(persist_open(&m.persist, base, &po, err, sizeof(err)), 0, "%s", err);
-	cr_assert_eq(persist_table(m.persist, "objects", &m.db_objects), 0);
+	cr_assert_eq(objects_tables_open(&m), 0);
 	cr_assert_eq(persist_table(m.persist, "services", &m.db_services), 0);
 	cr_assert_eq(persist_table(m.persist, "info", &m.db_info), 0);
 	cr_assert_eq(objects_init(&m), 0);
@@ -357,34 +357,63 @@ static void reload_keeps_objects_blobs_and_lru_order(void)
 	}
 }
 
-/* Writes a record of key by hand: nblobs of (rank, offset) on DRAM, size bytes, version 3 with stamp (0: version 2,
- * no stamp). */
-static void record(const char *key, uint64_t size, uint64_t stamp, int nblobs, const uint32_t *rank,
+/*
+ * Writes a record of key by hand: nblobs of (rank, offset) on DRAM, size bytes. id 0: as a store of format 2 did,
+ * under the key, version 3 with stamp (0: version 2, no stamp); else as this one does, under id, version 4.
+ */
+static void record(uint64_t id, const char *key, uint64_t size, uint64_t stamp, int nblobs, const uint32_t *rank,
                    const uint64_t *offset)
 {
-	struct rec r = {.h = {stamp ? REC_VERSION : REC_VERSION_SUM, (uint32_t)nblobs, size}, .stamp = stamp};
-	unsigned char buf[sizeof(r)];
-	size_t head = sizeof(r.h) + sizeof(r.ck) + (stamp ? sizeof(r.stamp) : 0);
+	bool keyed = id == 0;
+	struct rec r = {.h = {!keyed  ? REC_VERSION
+	                      : stamp ? REC_VERSION_STAMP
+	                              : REC_VERSION_SUM,
+	                      (uint32_t)nblobs, size},
+	                .stamp = stamp};
+	unsigned char buf[sizeof(r) + 64], k[REC_KEY_LEN];
+	size_t head = sizeof(r.h) + sizeof(r.ck) + (stamp || !keyed ? sizeof(r.stamp) : 0),
+	       len = head + (size_t)nblobs * sizeof(r.b[0]);
 
 	for (int i = 0; i < nblobs; i++)
 		r.b[i] =
 		    (struct rec_blob){rank[i], MMC_MEDIA_DRAM,
 		                      service_get(&m, rank[i]) ? service_get(&m, rank[i])->incarnation : 99, offset[i]};
 	memcpy(buf, &r, sizeof(r.h) + sizeof(r.ck));
-	if (stamp)
+	if (head > sizeof(r.h) + sizeof(r.ck))
 		memcpy(buf + sizeof(r.h) + sizeof(r.ck), &r.stamp, sizeof(r.stamp));
 	memcpy(buf + head, r.b, (size_t)nblobs * sizeof(r.b[0]));
-	cr_assert_eq(
-	    persist_put(m.persist, m.db_objects, key, strlen(key), buf, head + (size_t)nblobs * sizeof(r.b[0])), 0);
+	if (keyed) {
+		cr_assert_eq(persist_put(m.persist, m.db_objects_keyed, key, strlen(key), buf, len), 0);
+		return;
+	}
+	memcpy(buf + len, key, strlen(key));
+	rec_key_of(id, k);
+	cr_assert_eq(persist_put(m.persist, m.db_objects, k, sizeof(k), buf, len + strlen(key)), 0);
 }
 
+static uint64_t count(struct persist_table *t)
+{
+	uint64_t n = 0;
+
+	cr_assert_eq(persist_count(m.persist, t, &n), 0);
+	return n;
+}
+
+/* Does the store hold a record of key: under the id of the object loaded for it, or in a format-2 table? */
 static bool stored(const char *key)
 {
-	unsigned char buf[sizeof(struct rec)];
+	unsigned char buf[sizeof(struct rec) + 256], k[REC_KEY_LEN];
+	struct object *o = find(key);
 	size_t len;
 
 	persist_flush(m.persist);
-	return persist_get(m.persist, m.db_objects, key, strlen(key), buf, sizeof(buf), &len) == 0;
+	if (persist_get(m.persist, m.db_objects_keyed, key, strlen(key), buf, sizeof(buf), &len) == 0)
+		return true;
+	if (!o)
+		return false;
+	rec_key_of(o->id, k);
+	return persist_get(m.persist, m.db_objects, k, sizeof(k), buf, sizeof(buf), &len) == 0 && len > strlen(key) &&
+	       memcmp(buf + len - strlen(key), key, strlen(key)) == 0;
 }
 
 static int live_blobs(const char *key)
@@ -397,24 +426,31 @@ static int live_blobs(const char *key)
 	return n;
 }
 
-static void damaged_records_load_as_one_at_a_time_did(void)
+/*
+ * keyed: records of a format-2 store, under the keys (the load gives them ids in key order, and moves them); else
+ * records under ids that follow the same order (a = 1, b = 2, ...): the same outcome.
+ */
+static void damaged_records_load_as_one_at_a_time_did(bool keyed)
 {
 	const uint32_t r0[] = {0}, r01[] = {0, 1}, r7[] = {7};
 	const uint64_t o0[] = {0}, o1[] = {PAGE}, o2[] = {2 * PAGE}, o5[] = {5 * PAGE}, o6[] = {6 * PAGE},
 	               o_c[] = {PAGE, 0}, bad[] = {100}, far[] = {64 * MiB};
+	uint64_t k = keyed ? 0 : 1; /* ids: 0 for a keyed record */
 	char lru[512];
 
-	record("b", 2 * PAGE, 10, 1, r0, o0); /* [0, 2) pages */
-	record("a", 2 * PAGE, 11, 1, r0, o1); /* [1, 3): first in key order, keeps it; b loses its range */
-	record("c", PAGE, 12, 2, r01, o_c);   /* one blob on a's page 1, one fine on service 1 */
-	record("d", PAGE, 13, 1, r7, o5);     /* a rank nobody has */
-	record("e", PAGE, 14, 1, r0, bad);    /* misaligned */
-	record("f", PAGE, 15, 1, r0, far);    /* past the pool's end */
-	record("g", 0, 16, 1, r0, o6);        /* empty */
-	record("h2", PAGE, 0, 1, r0, o5);     /* no stamp (version 2): the oldest, in key order */
-	record("h1", PAGE, 0, 1, r0, o6);
-	record("i", PAGE, 17, 1, r0, o2); /* overlaps a only: a keeps page 2 */
+	record(2 * k, "b", 2 * PAGE, 10, 1, r0, o0); /* [0, 2) pages */
+	record(1 * k, "a", 2 * PAGE, 11, 1, r0, o1); /* [1, 3): first in order, keeps it; b loses its range */
+	record(3 * k, "c", PAGE, 12, 2, r01, o_c);   /* one blob on a's page 1, one fine on service 1 */
+	record(4 * k, "d", PAGE, 13, 1, r7, o5);     /* a rank nobody has */
+	record(5 * k, "e", PAGE, 14, 1, r0, bad);    /* misaligned */
+	record(6 * k, "f", PAGE, 15, 1, r0, far);    /* past the pool's end */
+	record(7 * k, "g", 0, 16, 1, r0, o6);        /* empty */
+	record(9 * k, "h2", PAGE, 0, 1, r0, o5);     /* stamp 0 (keyed: version 2, none): the oldest, in order */
+	record(8 * k, "h1", PAGE, 0, 1, r0, o6);
+	record(10 * k, "i", PAGE, 17, 1, r0, o2); /* overlaps a only: a keeps page 2 */
 	restart();
+	cr_assert_eq(count(m.db_objects_keyed), 0, "the format-2 table is emptied");
+	cr_assert_eq(count(m.db_objects), 4, "a, c, h1 and h2, under their ids");
 	cr_assert_eq(live_blobs("a"), 1);
 	cr_assert_null(find("b"), "lost its only range to a");
 	cr_assert(!stored("b"), "and its record is deleted");
@@ -423,12 +459,65 @@ static void damaged_records_load_as_one_at_a_time_did(void)
 	cr_assert(!find("d") && !find("e") && !find("f") && !find("g") && !find("i"));
 	cr_assert(!stored("d") && !stored("e") && !stored("f") && !stored("g") && !stored("i"));
 	lru_keys(lru, sizeof(lru));
-	cr_assert_str_eq(lru, "c a h1 h2 ", "newest first, equal stamps in key order");
+	cr_assert_str_eq(lru, "c a h1 h2 ", "newest first, equal stamps in order");
+	cr_assert(find("a")->id < find("c")->id && find("h1")->id < find("h2")->id, "ids follow the order");
 	cr_assert_eq(used(0), 4 * PAGE, "a's two pages, h1 and h2");
 	cr_assert_eq(used(1), PAGE);
 	restart();
 	cr_assert_eq(live_blobs("c"), 1, "c was written again without the blob it lost");
 	cr_assert_eq(find("c")->nblobs, 1);
+}
+
+/* A key in both tables (a move from format 2 that stopped half-way): the record under its id is the newer one. */
+static void a_half_done_move_keeps_the_moved_record(void)
+{
+	const uint32_t r0[] = {0};
+	const uint64_t o0[] = {0}, o1[] = {PAGE}, o2[] = {2 * PAGE};
+
+	record(5, "x", PAGE, 20, 1, r0, o1);
+	record(0, "x", PAGE, 20, 1, r0, o0);
+	record(0, "y", PAGE, 21, 1, r0, o2);
+	restart();
+	cr_assert_eq(find("x")->id, 5);
+	cr_assert_eq(blob_offset(&find("x")->blobs[0]), PAGE);
+	cr_assert_gt(find("y")->id, 5, "a moved record's id follows every stored one");
+	cr_assert_eq(used(0), 2 * PAGE, "x's old range is not kept");
+	cr_assert_eq(count(m.db_objects_keyed), 0);
+	cr_assert_eq(count(m.db_objects), 2);
+}
+
+/* Records live under ids: a removed object's record goes, a key put again gets a new one, and ids never repeat. */
+static void ids_survive_restarts_and_never_repeat(void)
+{
+	const int on0[] = {0};
+	uint64_t top;
+	char key[16];
+
+	for (int i = 0; i < 20; i++) {
+		snprintf(key, sizeof(key), "k%02d", i);
+		put(key, on0, 1);
+	}
+	restart();
+	top = m.next_object_id;
+	for (int i = 0; i < 20; i++) {
+		snprintf(key, sizeof(key), "k%02d", i);
+		cr_assert_leq(find(key)->id, top);
+		if (i % 2)
+			object_drop(&m, find(key));
+	}
+	for (int i = 1; i < 20; i += 4) { /* a removed key put again */
+		snprintf(key, sizeof(key), "k%02d", i);
+		cr_assert_gt(put(key, on0, 1)->id, top, "a new object's id is above every loaded one");
+	}
+	restart();
+	cr_assert_eq(m.nobjects, 15);
+	cr_assert_eq(count(m.db_objects), 15, "one record per object");
+	for (int i = 0; i < 20; i++) {
+		snprintf(key, sizeof(key), "k%02d", i);
+		cr_assert_eq(find(key) != NULL, i % 2 == 0 || i % 4 == 1, "%s", key);
+		if (find(key))
+			cr_assert(stored(key));
+	}
 }
 
 TestSuite(load, .init = setup, .fini = teardown, .timeout = 30);
@@ -440,7 +529,22 @@ Test(load, a_reload_keeps_the_objects_their_blobs_and_the_lru_order)
 
 Test(load, damaged_records_load_as_they_did_one_at_a_time)
 {
-	damaged_records_load_as_one_at_a_time_did();
+	damaged_records_load_as_one_at_a_time_did(false);
+}
+
+Test(load, a_format_2_store_is_moved_under_ids_with_the_same_outcome)
+{
+	damaged_records_load_as_one_at_a_time_did(true);
+}
+
+Test(load, a_half_done_move_keeps_the_moved_record)
+{
+	a_half_done_move_keeps_the_moved_record();
+}
+
+Test(load, ids_survive_restarts_and_never_repeat)
+{
+	ids_survive_restarts_and_never_repeat();
 }
 
 /* Redis hands the records over unsorted, page by page: the same table must come out. */
@@ -453,5 +557,20 @@ Test(load_redis, a_reload_keeps_the_objects_their_blobs_and_the_lru_order)
 
 Test(load_redis, damaged_records_load_as_they_did_one_at_a_time)
 {
-	damaged_records_load_as_one_at_a_time_did();
+	damaged_records_load_as_one_at_a_time_did(false);
+}
+
+Test(load_redis, a_format_2_store_is_moved_under_ids_with_the_same_outcome)
+{
+	damaged_records_load_as_one_at_a_time_did(true);
+}
+
+Test(load_redis, a_half_done_move_keeps_the_moved_record)
+{
+	a_half_done_move_keeps_the_moved_record();
+}
+
+Test(load_redis, ids_survive_restarts_and_never_repeat)
+{
+	ids_survive_restarts_and_never_repeat();
 }

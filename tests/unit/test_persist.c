@@ -531,6 +531,35 @@ BOTH(a_fenced_commit_fails_and_reaches_nothing)
 	persist_set_fence(p, NULL, NULL);
 }
 
+/* A delete whose batch failed: dropped from a plain table (its key may be written again), queued again in a table
+ * that asked for it, and a flush while the store still refuses returns instead of retrying for ever. */
+BOTH(a_failed_delete_goes_again_only_where_the_table_asks)
+{
+	uint64_t failed = 0;
+
+	put_and_land("plain", "1", 1);
+	put_and_land("retried", "1", 1);
+	fence_ok = false;
+	persist_set_fence(p, fence, &fence_ok);
+	cr_assert_eq(persist_del(p, tbl, "plain", 5), 0);
+	cr_assert_eq(persist_flush(p), MMC_ERROR);
+	persist_table_retry_deletes(tbl);
+	cr_assert_eq(persist_del(p, tbl, "retried", 7), 0);
+	persist_after_commit(p, saw_failure, &failed);
+	cr_assert_eq(persist_flush(p), MMC_ERROR, "the store refuses: the flush returns");
+	cr_assert(failed, "the waiter saw its batch fail");
+	cr_assert(persist_dirty(p), "the delete waits in the open batch");
+	cr_assert_eq(persist_flush(p), MMC_ERROR, "tried once more, refused again, and back");
+	cr_assert(stored("plain") && stored("retried"));
+	__atomic_store_n(&fence_ok, true, __ATOMIC_RELEASE);
+	cr_assert_eq(persist_put(p, tbl, "next", 4, "1", 1), 0);
+	cr_assert_eq(persist_flush(p), 0);
+	cr_assert_not(stored("retried"), "the retried delete went with the next commit");
+	cr_assert(stored("plain"), "a plain table's failed delete is not retried");
+	cr_assert(stored("next"));
+	persist_set_fence(p, NULL, NULL);
+}
+
 Test(persist_lmdb, a_redis_fence_key_is_refused_on_lmdb, .init = setup_lmdb, .fini = teardown)
 {
 	cr_assert_eq(persist_set_redis_fence_key(p, "lock", "me"), MMC_INVALID_PARAM);

@@ -109,7 +109,7 @@ static void setup(void)
 	memset(&pol, 0, sizeof(pol));
 	policy_init(&m, &pol, &recorder);
 	cr_assert_eq(persist_open(&m.persist, base, &po, err, sizeof(err)), 0, "%s", err);
-	cr_assert_eq(persist_table(m.persist, "objects", &m.db_objects), 0);
+	cr_assert_eq(objects_tables_open(&m), 0);
 	cr_assert_eq(persist_table(m.persist, "services", &m.db_services), 0);
 	cr_assert_eq(persist_table(m.persist, "info", &m.db_info), 0);
 	cr_assert_eq(objects_init(&m), 0);
