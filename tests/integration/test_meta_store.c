@@ -3,7 +3,8 @@
  * on a free loopback port. Redis restarted while the server serves: puts fail with MMC_META_BACKUP_ERROR meanwhile,
  * gets keep working from memory, a new lender's mmc_init fails at once, puts recover by themselves, and a kill -9 of
  * the meta server afterwards loses no acknowledged put. The store's format version is checked at start (LMDB and
- * Redis); the Redis password comes from a file and never shows in the log.
+ * Redis), and a data dir of format 2 is moved to object records under ids; the Redis password comes from a file and
+ * never shows in the log.
  */
 #include <lmdb.h>
 #include <pthread.h>
@@ -242,6 +243,79 @@ Test(meta_store, a_data_dir_of_a_newer_format_is_refused, .fini = stop, .timeout
 	cr_assert(log_has(meta.log, "metadata format 9"), "the log says why");
 	set_lmdb_format(datadir, "1");
 	cr_assert_eq(metaserver_restart(&meta, NULL), 0, "an older format opens (raised to the current one)");
+}
+
+/*
+ * Rewrites a data dir as a format-2 server left it: every record of "objects_by_id" (under the object's id, value:
+ * 32 bytes of header, checksum and stamp, 24 per blob, then the key) moved to "objects" under the key, as version
+ * 3 without the key; the format set to 2. Returns the records moved.
+ */
+static int make_format_2(const char *datadir)
+{
+	MDB_env *env;
+	MDB_txn *txn;
+	MDB_dbi ids, keyed, fmt;
+	MDB_cursor *cur;
+	MDB_val k, v, ver = {7, "version"}, two = {1, "2"};
+	int moved = 0;
+
+	cr_assert_eq(mdb_env_create(&env), 0);
+	mdb_env_set_maxdbs(env, 64);
+	cr_assert_eq(mdb_env_open(env, datadir, MDB_NOTLS, 0644), 0);
+	cr_assert_eq(mdb_txn_begin(env, NULL, 0, &txn), 0);
+	cr_assert_eq(mdb_dbi_open(txn, "objects_by_id", 0, &ids), 0, "the server stores records under ids");
+	cr_assert_eq(mdb_dbi_open(txn, "objects", MDB_CREATE, &keyed), 0);
+	cr_assert_eq(mdb_dbi_open(txn, "mmc_format", 0, &fmt), 0);
+	cr_assert_eq(mdb_cursor_open(txn, ids, &cur), 0);
+	while (mdb_cursor_get(cur, &k, &v, MDB_NEXT) == 0) {
+		unsigned char rec[512];
+		uint32_t version = 3, nblobs;
+		size_t head;
+
+		memcpy(&nblobs, (char *)v.mv_data + 4, 4);
+		head = 32 + 24 * (size_t)nblobs;
+		cr_assert(k.mv_size == 8 && v.mv_size > head && head <= sizeof(rec));
+		memcpy(rec, v.mv_data, head);
+		memcpy(rec, &version, 4);
+		cr_assert_eq(mdb_put(txn, keyed, &(MDB_val){v.mv_size - head, (char *)v.mv_data + head},
+		                     &(MDB_val){head, rec}, 0),
+		             0);
+		moved++;
+	}
+	mdb_cursor_close(cur);
+	cr_assert_eq(mdb_drop(txn, ids, 0), 0);
+	cr_assert_eq(mdb_put(txn, fmt, &ver, &two, 0), 0);
+	cr_assert_eq(mdb_txn_commit(txn), 0);
+	mdb_env_close(env);
+	return moved;
+}
+
+/* An upgrade as an operator meets it: a data dir of format 2 with objects, the new server started on it. */
+Test(meta_store, a_data_dir_of_format_2_is_moved_under_ids_and_every_object_reads_back, .fini = stop, .timeout = 120)
+{
+	char datadir[300], key[64];
+	mmc_store *s;
+
+	cr_assert_eq(metaserver_start(&meta, NULL), 0);
+	s = fixture_store(meta.url, true, POOL);
+	put_keys(s, "old");
+	cr_assert_eq(metaserver_stop(&meta), 0);
+	snprintf(datadir, sizeof(datadir), "%s/data", meta.dir);
+	cr_assert_eq(make_format_2(datadir), KEYS);
+	cr_assert_eq(metaserver_restart(&meta, NULL), 0);
+	cr_assert(log_has(meta.log, "op=store_move objects=20"), "the log says what moved");
+	snprintf(key, sizeof(key), "old/%d", KEYS - 1);
+	for (int i = 0; i < 200 && mmc_is_exist(s, key) != 1; i++) /* until the lender has rejoined */
+		usleep(50000);
+	keys_readable(s, "old");
+	put_keys(s, "new");
+	cr_assert_eq(metaserver_stop(&meta), 0);
+	cr_assert_eq(metaserver_restart(&meta, NULL), 0);
+	for (int i = 0; i < 200 && mmc_is_exist(s, key) != 1; i++)
+		usleep(50000);
+	keys_readable(s, "old");
+	keys_readable(s, "new");
+	mmc_destroy(s);
 }
 
 Test(meta_store, a_redis_keyspace_of_a_newer_format_is_refused, .fini = stop, .timeout = 120)
