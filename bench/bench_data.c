@@ -40,6 +40,7 @@ struct dcase {
 	double raw_wdc, raw_w, raw_r; /* libfabric GB/s: write with/without FI_DELIVERY_COMPLETE, read */
 	double raw_wlast;             /* write with FI_DELIVERY_COMPLETE on the last op of each call only */
 	double raw_wflush;            /* plain writes, then one 8-byte read */
+	double raw_ms[4];             /* p50 and p99 per call, ms: write with FI_DELIVERY_COMPLETE, read */
 	double redis_set, redis_get;  /* GB/s, persistence off */
 	double redis_set_fs;          /* GB/s, SET with appendfsync always (GET does not touch the disk) */
 };
@@ -136,6 +137,10 @@ static void raw_finish(struct raw_round *w, struct dcase *c)
 {
 	double *col[NRAW] = {&c->raw_wdc, &c->raw_w, &c->raw_r, &c->raw_wlast, &c->raw_wflush};
 
+	c->raw_ms[0] = samples_median(&w->s[0]) * 1e3; /* RMA_WRITE_DC */
+	c->raw_ms[1] = samples_p99(&w->s[0]) * 1e3;
+	c->raw_ms[2] = samples_median(&w->s[2]) * 1e3; /* RMA_READ */
+	c->raw_ms[3] = samples_p99(&w->s[2]) * 1e3;
 	for (int k = 0; k < NRAW; k++)
 		*col[k] = gbs(case_bytes(c), &w->s[k]);
 	kbufs_free(&w->b);
@@ -336,6 +341,11 @@ static void print_baselines(const struct dcase *cs, int n, const char *protocol)
 		       bench_size_str(cs[i].sh.block, blk, sizeof(blk)), cs[i].batch, cs[i].hot, cs[i].cold,
 		       cs[i].raw_wdc, cs[i].raw_wlast, cs[i].raw_wflush, cs[i].raw_w, cs[i].raw_r, cs[i].redis_set,
 		       cs[i].redis_get, cs[i].redis_set_fs);
+	/* the transport's own tail, next to the mmc rows' p99 (both measured interleaved) */
+	for (int i = 0; i < n && cs[i].raw_ms[0] > 0; i++)
+		printf("# raw p50/p99 ms, %s %s x %d: wrDC %.3f/%.3f, read %.3f/%.3f\n", cs[i].sh.name,
+		       bench_size_str(cs[i].sh.block, blk, sizeof(blk)), cs[i].batch, cs[i].raw_ms[0], cs[i].raw_ms[1],
+		       cs[i].raw_ms[2], cs[i].raw_ms[3]);
 }
 
 int bench_data_main(int argc, char **argv, const char *self)
