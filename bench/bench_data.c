@@ -40,6 +40,7 @@ struct dcase {
 	double raw_wdc, raw_w, raw_r; /* libfabric GB/s: write with/without FI_DELIVERY_COMPLETE, read */
 	double raw_wlast;             /* write with FI_DELIVERY_COMPLETE on the last op of each call only */
 	double raw_wflush;            /* plain writes, then one 8-byte read */
+	double raw_ms[4];             /* p50 and p99 per call, ms: write with FI_DELIVERY_COMPLETE, read */
 	double redis_set, redis_get;  /* GB/s, persistence off */
 	double redis_set_fs;          /* GB/s, SET with appendfsync always (GET does not touch the disk) */
 };
@@ -97,37 +98,52 @@ static int memcpy_baselines(struct dcase *c, double seconds)
 	return 0;
 }
 
-static int raw_baselines(const struct bench_opts *o, const char *protocol, struct dcase *cs, int n)
+/* ---- raw RMA, interleaved with the mmc calls of the same case ---- */
+
+/* The raw ops in the order each round measures them; the columns of struct dcase they fill. */
+static const enum rma_op raw_ops[] = {RMA_WRITE_DC, RMA_WRITE, RMA_READ, RMA_WRITE_DC_LAST, RMA_WRITE_FLUSH};
+#define NRAW ((int)(sizeof(raw_ops) / sizeof(raw_ops[0])))
+
+/* Seconds of one round of each: short enough that mmc and the baseline see the same load on a shared machine. */
+#define ROUND_S 0.2
+
+static int rounds_of(double seconds)
 {
-	struct rma_bench r;
-	uint64_t most = 0;
+	int n = (int)(seconds / ROUND_S + 0.5);
+
+	return n > 0 ? n : 1;
+}
+
+struct raw_round {
+	struct rma_bench *r;
+	const struct dcase *c;
+	struct kbufs b;
+	double seconds;
+	struct samples s[NRAW];
+};
+
+static int raw_between(void *arg)
+{
+	struct raw_round *w = arg;
 	int rc = 0;
 
-	for (int i = 0; i < n; i++)
-		most = case_bytes(&cs[i]) > most ? case_bytes(&cs[i]) : most;
-	if (rma_start(&r, o->self, protocol, most))
-		return -1;
-	for (int i = 0; i < n && rc == 0; i++) {
-		struct samples wdc = {0}, w = {0}, rd = {0}, wl = {0}, wf = {0};
-		struct kbufs b;
-
-		rc = kbufs_alloc(&b, &cs[i].sh, cs[i].batch);
-		rc = rc ? rc : rma_measure(&r, RMA_WRITE_DC, &cs[i].sh, b.src, cs[i].batch, o->seconds, &wdc);
-		rc = rc ? rc : rma_measure(&r, RMA_WRITE, &cs[i].sh, b.src, cs[i].batch, o->seconds, &w);
-		rc = rc ? rc : rma_measure(&r, RMA_READ, &cs[i].sh, b.dst, cs[i].batch, o->seconds, &rd);
-		rc = rc ? rc : rma_measure(&r, RMA_WRITE_DC_LAST, &cs[i].sh, b.src, cs[i].batch, o->seconds, &wl);
-		rc = rc ? rc : rma_measure(&r, RMA_WRITE_FLUSH, &cs[i].sh, b.src, cs[i].batch, o->seconds, &wf);
-		cs[i].raw_wlast = gbs(case_bytes(&cs[i]), &wl);
-		cs[i].raw_wflush = gbs(case_bytes(&cs[i]), &wf);
-		cs[i].raw_wdc = gbs(case_bytes(&cs[i]), &wdc);
-		cs[i].raw_w = gbs(case_bytes(&cs[i]), &w);
-		cs[i].raw_r = gbs(case_bytes(&cs[i]), &rd);
-		kbufs_free(&b);
-	}
-	printf("\n# provider %s orders: write after write %s, read after write %s\n", bench_proto_str(protocol),
-	       rma_orders(&r, false) ? "yes" : "no", rma_orders(&r, true) ? "yes" : "no");
-	rma_stop(&r);
+	for (int k = 0; k < NRAW && rc == 0; k++)
+		rc = rma_measure(w->r, raw_ops[k], &w->c->sh, raw_ops[k] == RMA_READ ? w->b.dst : w->b.src, w->c->batch,
+		                 w->seconds, &w->s[k]);
 	return rc;
+}
+
+static void raw_finish(struct raw_round *w, struct dcase *c)
+{
+	double *col[NRAW] = {&c->raw_wdc, &c->raw_w, &c->raw_r, &c->raw_wlast, &c->raw_wflush};
+
+	c->raw_ms[0] = samples_median(&w->s[0]) * 1e3; /* RMA_WRITE_DC */
+	c->raw_ms[1] = samples_p99(&w->s[0]) * 1e3;
+	c->raw_ms[2] = samples_median(&w->s[2]) * 1e3; /* RMA_READ */
+	c->raw_ms[3] = samples_p99(&w->s[2]) * 1e3;
+	for (int k = 0; k < NRAW; k++)
+		*col[k] = gbs(case_bytes(c), &w->s[k]);
+	kbufs_free(&w->b);
 }
 
 /* Both Redis set-ups, so each mmc row is compared with the Redis that makes the same durability promise. */
@@ -164,8 +180,12 @@ static void header(const char *protocol, int sync, const struct bench_opts *o, u
 	       o->threads, checksum_str(o->checksum),
 	       o->no_host_path ? "off (every byte by the provider, as between hosts)"
 	                       : "on (same-host peers by memcpy)");
-	printf("# GB/s = clients x bytes per call / median call; baselines measured in this run on the same bytes;\n"
-	       "# redis: SET %s, GET\n",
+	printf("# GB/s = clients x bytes per call / median call; baselines measured in this run on the same bytes;\n");
+	if (!o->no_raw)
+		printf("# raw RMA interleaved with mmc (alternate rounds of %.2g s, %.3g s of each in all), into a "
+		       "pre-faulted %llu MiB target region (the pool's size), each call after the last one's bytes;\n",
+		       o->seconds / rounds_of(o->seconds), o->seconds, (unsigned long long)(pool >> 20));
+	printf("# redis: SET %s, GET\n",
 	       sync ? "with appendfsync always (same durability as LMDB sync on)" : "without persistence");
 	printf("%-4s %-6s %8s %5s %7s %8s %8s | %7s %7s %7s %7s %7s | %6s %6s %6s %6s\n", "op", "shape", "block",
 	       "batch", "GB/s", "p50ms", "p99ms", "mcpyH", "mcpyC", "rawDC", "raw", "redis", "/mcpyC", "/raw", "/rawnd",
@@ -238,10 +258,34 @@ static void ck_table(const struct dcase *cs, const struct ck_cost *k, int n, con
  * does in a deployment, instead of one grant per batch. */
 #define DATA_POOL_MIN (1ull << 30)
 
+/* One case: the mmc calls and (r not NULL) the raw baselines in alternating rounds, o->seconds of each in all. */
+static int measure_case(const struct bench_cluster *c, const char *protocol, const struct bench_opts *o,
+                        struct rma_bench *r, struct dcase *dc, struct dsamples *d)
+{
+	struct raw_round w = {.r = r, .c = dc};
+	struct data_gate g = {.rounds = rounds_of(o->seconds)};
+	int rc;
+
+	g.round_s = w.seconds = o->seconds / g.rounds;
+	if (r) {
+		if (kbufs_alloc(&w.b, &dc->sh, dc->batch)) {
+			kbufs_free(&w.b);
+			return -1;
+		}
+		g.between = raw_between;
+		g.arg = &w;
+	}
+	rc = data_measure(c, protocol, o, &dc->sh, dc->batch, &g, d);
+	if (r)
+		raw_finish(&w, dc);
+	return rc;
+}
+
 static int mmc_section(const struct bench_opts *o, const char *protocol, int sync, struct dcase *cs, int n)
 {
 	static struct ck_cost ck[MAX_CASES];
 	struct bench_cluster c;
+	struct rma_bench r;
 	uint64_t most = 0, pool;
 	int clients = o->threads * o->procs, rc = 0;
 
@@ -249,13 +293,18 @@ static int mmc_section(const struct bench_opts *o, const char *protocol, int syn
 		most = case_bytes(&cs[i]) > most ? case_bytes(&cs[i]) : most;
 	pool = 2 * most * (uint64_t)clients + (64u << 20);
 	pool = pool > DATA_POOL_MIN ? pool : DATA_POOL_MIN;
-	if (bench_cluster_start(&c, o->self, protocol, o->targets, pool, sync))
+	if (!o->no_raw && rma_start(&r, o->self, protocol, pool))
 		return -1;
+	if (bench_cluster_start(&c, o->self, protocol, o->targets, pool, sync)) {
+		if (!o->no_raw)
+			rma_stop(&r);
+		return -1;
+	}
 	header(protocol, sync, o, pool);
 	for (int i = 0; i < n && rc == 0; i++) {
 		struct dsamples d = {0};
 
-		rc = data_measure(&c, protocol, o, &cs[i].sh, cs[i].batch, &d);
+		rc = measure_case(&c, protocol, o, o->no_raw ? NULL : &r, &cs[i], &d);
 		if (rc == 0) {
 			row("put", &cs[i], clients, sync, &d.put);
 			row("get", &cs[i], clients, sync, &d.get);
@@ -266,6 +315,11 @@ static int mmc_section(const struct bench_opts *o, const char *protocol, int syn
 	if (rc == 0 && o->checksum == BENCH_CK_BOTH)
 		ck_table(cs, ck, n, protocol, sync);
 	bench_cluster_stop(&c);
+	if (!o->no_raw) {
+		printf("\n# provider %s orders: write after write %s, read after write %s\n", bench_proto_str(protocol),
+		       rma_orders(&r, false) ? "yes" : "no", rma_orders(&r, true) ? "yes" : "no");
+		rma_stop(&r);
+	}
 	return rc;
 }
 
@@ -273,7 +327,8 @@ static void print_baselines(const struct dcase *cs, int n, const char *protocol)
 {
 	char blk[32];
 
-	printf("\n# baselines, provider %s (GB/s): memcpy hot/cold single thread; raw libfabric RMA window %d, "
+	printf("\n# baselines, provider %s (GB/s): memcpy hot/cold single thread; raw libfabric RMA window %d "
+	       "(interleaved with the mmc calls above), "
 	       "write with FI_DELIVERY_COMPLETE (DC) and without; Redis pipelined SET/GET without persistence, and SET "
 	       "with appendfsync always (SETfs)\n",
 	       bench_proto_str(protocol), RMA_WINDOW);
@@ -286,6 +341,11 @@ static void print_baselines(const struct dcase *cs, int n, const char *protocol)
 		       bench_size_str(cs[i].sh.block, blk, sizeof(blk)), cs[i].batch, cs[i].hot, cs[i].cold,
 		       cs[i].raw_wdc, cs[i].raw_wlast, cs[i].raw_wflush, cs[i].raw_w, cs[i].raw_r, cs[i].redis_set,
 		       cs[i].redis_get, cs[i].redis_set_fs);
+	/* the transport's own tail, next to the mmc rows' p99 (both measured interleaved) */
+	for (int i = 0; i < n && cs[i].raw_ms[0] > 0; i++)
+		printf("# raw p50/p99 ms, %s %s x %d: wrDC %.3f/%.3f, read %.3f/%.3f\n", cs[i].sh.name,
+		       bench_size_str(cs[i].sh.block, blk, sizeof(blk)), cs[i].batch, cs[i].raw_ms[0], cs[i].raw_ms[1],
+		       cs[i].raw_ms[2], cs[i].raw_ms[3]);
 }
 
 int bench_data_main(int argc, char **argv, const char *self)
@@ -305,11 +365,11 @@ int bench_data_main(int argc, char **argv, const char *self)
 		fprintf(stderr, "mmc-bench: no Redis baseline in this run\n");
 	for (int p = 0; p < o.nprotocols && rc == 0; p++) {
 		bench_use_protocol(&o, o.protocols[p]);
-		if (!o.no_raw && (rc = raw_baselines(&o, o.protocols[p], cs, n)))
-			break;
-		print_baselines(cs, n, o.protocols[p]);
-		for (int y = 0; y < o.nsync && rc == 0; y++)
+		for (int y = 0; y < o.nsync && rc == 0; y++) {
 			rc = mmc_section(&o, o.protocols[p], o.sync[y], cs, n);
+			if (rc == 0)
+				print_baselines(cs, n, o.protocols[p]);
+		}
 	}
 	if (rc)
 		fprintf(stderr, "mmc-bench data: FAILED\n");

@@ -32,11 +32,23 @@ struct dsamples {
 void dsamples_free(struct dsamples *d);
 
 /*
- * Put, get and remove batches from threads x procs clients for o->seconds; one sample per call per client. With
- * --checksum both each client thread alternates rounds between a store without and one with verify_checksum, on
- * the same buffers and targets, so both see the same load.
+ * Interleaving with a baseline: the clients run `rounds` rounds of round_s seconds each and, after each round, stop
+ * while between(arg) runs in the calling process, so what it measures sees the same machine as the clients' calls
+ * next to it. The clients keep their stores (and extents) from round to round.
+ */
+struct data_gate {
+	int rounds;
+	double round_s;
+	int (*between)(void *arg);
+	void *arg;
+};
+
+/*
+ * Put, get and remove batches from threads x procs clients, for the rounds of g (or, g NULL, one round of
+ * o->seconds); one sample per call per client. With --checksum both each client thread alternates calls between a
+ * store without and one with verify_checksum, on the same buffers and targets, so both see the same load.
  */
 int data_measure(const struct bench_cluster *c, const char *protocol, const struct bench_opts *o,
-                 const struct shape *sh, int batch, struct dsamples *out);
+                 const struct shape *sh, int batch, const struct data_gate *g, struct dsamples *out);
 
 #endif

@@ -89,8 +89,9 @@ struct djob {
 	mmc_store *s, *ck; /* ck: a store with verify_checksum on (--checksum both), or NULL */
 	const struct shape *sh;
 	int batch, id, rc;
-	double seconds;
-	pthread_barrier_t *bar;
+	double ramp_s; /* untimed rounds after the warm-up */
+	const struct data_gate *g;
+	pthread_barrier_t *bar; /* the client threads and the thread that runs g->between */
 	struct dsamples d;
 };
 
@@ -192,44 +193,88 @@ static void unregister_all(mmc_store *s, struct kbufs *b, size_t block)
 	}
 }
 
+/*
+ * Untimed rounds before the first timed one, as fio's ramp_time: the first writes into a lender's pool pay the
+ * first touch of its pages (zeroing, and on a VM the host backing them: about 2 ms per MiB on the 2-vCPU test VM),
+ * once in a pool's life, which a short run would otherwise count as its p99. The rounds also reach the steady
+ * state of the store's extents (a grant every few batches, into space already touched).
+ */
+#define RAMP_MAX_S 0.5
+
+static void ramp(struct djob *j, struct kbufs *b, int *seq, double seconds)
+{
+	struct samples put = {0}, get = {0};
+	double end = now_s() + seconds;
+
+	do {
+		j->rc = one_round(j, j->s, b, (*seq)++, &put, &get);
+		if (j->rc == 0 && j->ck)
+			j->rc = one_round(j, j->ck, b, (*seq)++, &put, &get);
+	} while (j->rc == 0 && now_s() < end);
+	samples_free(&put);
+	samples_free(&get);
+}
+
+/* One round of the gate: calls for round_s (at least three), then wait while the baseline runs. */
+static void djob_round(struct djob *j, struct kbufs *b, int *seq)
+{
+	double end;
+	size_t n0 = j->d.put.n;
+
+	ramp(j, b, seq, 0); /* one untimed round after the pause, as rma_measure() makes one untimed call */
+	end = now_s() + j->g->round_s;
+
+	while (j->rc == 0 && (now_s() < end || j->d.put.n - n0 < 3)) {
+		j->rc = one_round(j, j->s, b, (*seq)++, &j->d.put, &j->d.get);
+		if (j->rc == 0 && j->ck)
+			j->rc = one_round(j, j->ck, b, (*seq)++, &j->d.put_ck, &j->d.get_ck);
+	}
+	pthread_barrier_wait(j->bar);
+	pthread_barrier_wait(j->bar);
+}
+
 static void *djob_main(void *arg)
 {
 	struct djob *j = arg;
 	struct kbufs b;
-	double end;
 	int seq = 0;
 
 	j->rc = kbufs_alloc(&b, j->sh, j->batch);
 	j->rc = j->rc ? j->rc : register_all(j->s, &b, j->sh->block) || register_all(j->ck, &b, j->sh->block);
 	j->rc = j->rc ? j->rc : warm_up(j, j->s, &b, -1);
 	j->rc = j->rc || !j->ck ? j->rc : warm_up(j, j->ck, &b, -2);
+	ramp(j, &b, &seq, j->ramp_s);
 	pthread_barrier_wait(j->bar);
-	end = now_s() + j->seconds;
-	while (j->rc == 0 && (now_s() < end || j->d.put.n < 3)) {
-		j->rc = one_round(j, j->s, &b, seq++, &j->d.put, &j->d.get);
-		if (j->rc == 0 && j->ck)
-			j->rc = one_round(j, j->ck, &b, seq++, &j->d.put_ck, &j->d.get_ck);
-	}
+	for (int r = 0; r < j->g->rounds; r++)
+		djob_round(j, &b, &seq);
 	unregister_all(j->s, &b, j->sh->block);
 	unregister_all(j->ck, &b, j->sh->block);
 	kbufs_free(&b);
 	return NULL;
 }
 
-/* threads clients on one store (and the checked one, or NULL) in this process */
+/* threads clients on one store (and the checked one, or NULL) in this process; this thread runs g->between */
 static int run_threads(mmc_store *s, mmc_store *ck, const struct bench_opts *o, const struct shape *sh, int batch,
-                       int base_id, struct dsamples *out)
+                       int base_id, const struct data_gate *g, struct dsamples *out)
 {
 	struct djob j[64];
 	pthread_t th[64];
 	pthread_barrier_t bar;
 	int rc = 0;
 
-	pthread_barrier_init(&bar, NULL, (unsigned)o->threads);
+	pthread_barrier_init(&bar, NULL, (unsigned)o->threads + 1);
 	for (int i = 0; i < o->threads; i++) {
-		j[i] = (struct djob){
-		    .s = s, .ck = ck, .sh = sh, .batch = batch, .id = base_id + i, .seconds = o->seconds, .bar = &bar};
+		j[i] =
+		    (struct djob){.s = s, .ck = ck, .sh = sh, .batch = batch, .id = base_id + i, .g = g, .bar = &bar};
+		j[i].ramp_s = o->seconds / 4 < RAMP_MAX_S ? o->seconds / 4 : RAMP_MAX_S;
 		pthread_create(&th[i], NULL, djob_main, &j[i]);
+	}
+	pthread_barrier_wait(&bar);
+	for (int r = 0; r < g->rounds; r++) {
+		pthread_barrier_wait(&bar);
+		if (rc == 0 && g->between)
+			rc = g->between(g->arg);
+		pthread_barrier_wait(&bar);
 	}
 	for (int i = 0; i < o->threads; i++) {
 		pthread_join(th[i], NULL);
@@ -300,56 +345,115 @@ static int recv_dsamples(int fd, struct dsamples *d)
 	       recv_samples(fd, &d->get_ck);
 }
 
+/* The gate's rounds without clients (their store did not start), so the rounds still line up with the parent's. */
+static void gate_idle(const struct data_gate *g)
+{
+	for (int r = 0; r < g->rounds; r++)
+		if (g->between)
+			g->between(g->arg);
+}
+
 static int one_process(const struct bench_cluster *c, const char *protocol, const struct bench_opts *o,
-                       const struct shape *sh, int batch, int base_id, struct dsamples *out)
+                       const struct shape *sh, int batch, int base_id, const struct data_gate *g, struct dsamples *out)
 {
 	mmc_store *s = bench_client_checked(c, protocol, o->checksum == BENCH_CK_ON);
 	mmc_store *ck = o->checksum == BENCH_CK_BOTH ? bench_client_checked(c, protocol, true) : NULL;
 	int rc = -1;
 
-	if (!s || (o->checksum == BENCH_CK_BOTH && !ck))
+	if (!s || (o->checksum == BENCH_CK_BOTH && !ck)) {
 		fprintf(stderr, "mmc-bench: client store did not start\n");
-	else
-		rc = run_threads(s, ck, o, sh, batch, base_id, out);
+		gate_idle(g);
+	} else {
+		rc = run_threads(s, ck, o, sh, batch, base_id, g, out);
+	}
 	mmc_destroy(ck);
 	mmc_destroy(s);
 	return rc;
 }
 
-static pid_t fork_client(const struct bench_cluster *c, const char *protocol, const struct bench_opts *o,
-                         const struct shape *sh, int batch, int p, int *fd)
+/* A client process's side of the gate: one byte up at the end of each round, then wait for one byte back. */
+struct relay {
+	int up, down;
+};
+
+static int relay_between(void *arg)
 {
-	int pfd[2];
+	struct relay *r = arg;
+	char b = 'r';
+
+	return write_all(r->up, &b, 1) || read_all(r->down, &b, 1);
+}
+
+static pid_t fork_client(const struct bench_cluster *c, const char *protocol, const struct bench_opts *o,
+                         const struct shape *sh, int batch, int p, const struct data_gate *g, int *fd, int *go)
+{
+	int pfd[2], gfd[2];
 	pid_t pid;
 
 	if (pipe(pfd))
 		return -1;
+	if (pipe(gfd)) {
+		close(pfd[0]);
+		close(pfd[1]);
+		return -1;
+	}
 	pid = fork();
 	if (pid == 0) {
+		struct relay rl = {pfd[1], gfd[0]};
+		struct data_gate cg = {g->rounds, g->round_s, relay_between, &rl};
 		struct dsamples d = {0};
 		int rc;
 
 		close(pfd[0]);
-		rc = one_process(c, protocol, o, sh, batch, p * 64, &d);
+		close(gfd[1]);
+		rc = one_process(c, protocol, o, sh, batch, p * 64, &cg, &d);
 		rc = write_all(pfd[1], &rc, sizeof(rc)) || send_dsamples(pfd[1], &d);
 		_exit(rc ? 1 : 0);
 	}
 	close(pfd[1]);
+	close(gfd[0]);
 	*fd = pfd[0];
+	*go = gfd[1];
 	return pid;
 }
 
-int data_measure(const struct bench_cluster *c, const char *protocol, const struct bench_opts *o,
-                 const struct shape *sh, int batch, struct dsamples *out)
+/* The parent's side of the gate: between runs once every client process has finished the round. */
+static int gate_parent(const struct data_gate *g, const pid_t *pids, const int *fds, const int *gos, int procs)
 {
-	pid_t pids[16];
-	int fds[16], rc = 0;
+	bool up[16];
+	int rc = 0;
 
+	for (int p = 0; p < procs; p++)
+		up[p] = pids[p] > 0;
+	for (int r = 0; r < g->rounds; r++) {
+		char b = 'g';
+
+		for (int p = 0; p < procs; p++)
+			if (up[p] && read_all(fds[p], &b, 1))
+				up[p] = false, rc = -1;
+		if (rc == 0 && g->between)
+			rc = g->between(g->arg);
+		for (int p = 0; p < procs; p++)
+			if (up[p] && write_all(gos[p], &b, 1))
+				up[p] = false, rc = -1;
+	}
+	return rc;
+}
+
+int data_measure(const struct bench_cluster *c, const char *protocol, const struct bench_opts *o,
+                 const struct shape *sh, int batch, const struct data_gate *g, struct dsamples *out)
+{
+	struct data_gate one = {1, o->seconds, NULL, NULL};
+	pid_t pids[16];
+	int fds[16], gos[16], rc;
+
+	g = g ? g : &one;
 	if (o->procs == 1)
-		return one_process(c, protocol, o, sh, batch, 0, out);
+		return one_process(c, protocol, o, sh, batch, 0, g, out);
 	fflush(stdout);
 	for (int p = 0; p < o->procs; p++)
-		pids[p] = fork_client(c, protocol, o, sh, batch, p, &fds[p]);
+		pids[p] = fork_client(c, protocol, o, sh, batch, p, g, &fds[p], &gos[p]);
+	rc = gate_parent(g, pids, fds, gos, o->procs);
 	for (int p = 0; p < o->procs; p++) {
 		int crc = -1, status = 0;
 
@@ -358,6 +462,7 @@ int data_measure(const struct bench_cluster *c, const char *protocol, const stru
 		rc |= crc;
 		if (pids[p] > 0) {
 			close(fds[p]);
+			close(gos[p]);
 			waitpid(pids[p], &status, 0);
 			rc |= !WIFEXITED(status) || WEXITSTATUS(status);
 		}

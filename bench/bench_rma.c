@@ -180,9 +180,12 @@ int bench_rma_target_main(int argc, char **argv)
 		return 1;
 	len = (strtoull(argv[3], NULL, 0) + (2u << 20) - 1) & ~(size_t)((2u << 20) - 1);
 	buf = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (buf == MAP_FAILED || ep_reg(e, buf, len, true, 0xC0DE, &mr))
+	if (buf == MAP_FAILED)
 		return 1;
 	madvise(buf, len, MADV_HUGEPAGE);
+	memset(buf, 0, len);
+	if (ep_reg(e, buf, len, true, 0xC0DE, &mr))
+		return 1;
 	pthread_create(&th, NULL, target_progress, e);
 	print_ready(e, buf, len, mr);
 	while (read(0, tmp, sizeof(tmp)) > 0)
@@ -383,7 +386,7 @@ static int post(struct window *w, enum rma_op op, void *buf, size_t len, void *d
 static int one_call(struct rma_bench *r, struct window *w, enum rma_op op, const struct shape *sh, void *const *bufs,
                     void *const *descs, int batch)
 {
-	uint64_t off = 0, base = r->raddr;
+	uint64_t off = r->next, base = r->raddr;
 
 	for (int i = 0; i < batch; i++) {
 		char *p = bufs[i];
@@ -404,6 +407,7 @@ static int one_call(struct rma_bench *r, struct window *w, enum rma_op op, const
 	}
 	if (op == RMA_WRITE_FLUSH && post(w, RMA_READ, bufs[0], 8, descs[0], r->peer, base + off - 8, r->rkey))
 		return -1;
+	r->next = off;
 	while (w->reaped < w->posted)
 		reap_one(w);
 	return w->err;

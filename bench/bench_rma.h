@@ -23,10 +23,12 @@ struct rma_bench {
 	pid_t target;
 	int target_in;
 	uint64_t raddr, rkey, rsize;
+	uint64_t next; /* offset of the next op in the target's region: calls move through all of it, wrapping */
 	uint64_t peer; /* fi_addr_t */
 };
 
-/* Starts a target lending `bytes` and opens the local endpoint. protocol: host_tcp / host_shm. */
+/* Starts a target lending `bytes` (pre-faulted, so no call pays the first touch of a page) and opens the local
+ * endpoint. protocol: host_tcp / host_shm. */
 int rma_start(struct rma_bench *r, const char *self, const char *protocol, size_t bytes);
 void rma_stop(struct rma_bench *r);
 
@@ -41,7 +43,8 @@ bool rma_orders(const struct rma_bench *r, bool raw);
 
 /*
  * One call moves `batch` keys of shape sh from/to bufs[i] (each sh->block bytes), one op per piece, up to
- * RMA_WINDOW in flight; keys sit end to end at the target. Adds one sample per call for `seconds`.
+ * RMA_WINDOW in flight; keys sit end to end at the target, each call after the last one's bytes (wrapping at the
+ * region's end), so a large region is not cache-hot at the target. Adds one sample per call for `seconds`.
  */
 int rma_measure(struct rma_bench *r, enum rma_op op, const struct shape *sh, void *const *bufs, int batch,
                 double seconds, struct samples *out);
