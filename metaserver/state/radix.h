@@ -1,6 +1,8 @@
 /*
  * A stable LSD radix sort of (key, value) pairs by key, for the loader's arrays of 10^7 entries (qsort there took
- * seconds): 8 passes of 8 bits at most, and none for a byte that every key shares.
+ * seconds): 8 passes of 8 bits at most, none for a byte that every key shares, and none at all for an array in
+ * order already (records stored under ids come in the order objects were made, which is often the order of their
+ * pages and their LRU stamps).
  */
 #ifndef MMC_RADIX_H
 #define MMC_RADIX_H
