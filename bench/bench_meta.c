@@ -214,7 +214,7 @@ static int sweep(mmc_store *s, const struct bench_opts *o, int batch, pid_t serv
 	for (int k = 0; k < o->nindex && rc == 0; k++) {
 		double fill_rate;
 		size_t from = ix.n;
-		uint64_t t0 = cpu_ns(server), a0 = cpu_all_ns(server);
+		uint64_t t0 = cpu_ns(server), a0 = cpu_all_ns(server), w0 = proc_write_bytes(server);
 
 		if ((rc = index_fill(s, &ix, o->index[k], &fill_rate))) {
 			fprintf(stderr, "mmc-bench meta: filling the index failed\n");
@@ -225,6 +225,11 @@ static int sweep(mmc_store *s, const struct bench_opts *o, int batch, pid_t serv
 			       FILL_CHUNK, fill_rate, "-", "-",
 			       (double)(cpu_ns(server) - t0) / 1e3 / (double)(ix.n - from),
 			       (double)(cpu_all_ns(server) - a0) / 1e3 / (double)(ix.n - from));
+		if (fill_rate > 0)
+			printf("# the fill wrote %.0f B per key to storage (the server's write_bytes in /proc: the "
+			       "metadata "
+			       "store's pages, written back so far)\n",
+			       (double)(proc_write_bytes(server) - w0) / (double)(ix.n - from));
 		for (int op = OP_EXIST; op <= last && rc == 0; op++) {
 			struct samples sm = {0};
 

@@ -20,6 +20,9 @@ uint64_t cpu_ns(pid_t pid);
 /* CPU time of all of pid's threads in ns (the loop, the store's writer, KVCM's), from /proc/<pid>/task/{*}/schedstat;
  * 0 if unknown. */
 uint64_t cpu_all_ns(pid_t pid);
+/* Bytes pid caused to be written to storage so far (write_bytes of /proc/<pid>/io: the metadata store's pages,
+ * whether the store or the kernel's writeback wrote them); 0 if unknown. */
+uint64_t proc_write_bytes(pid_t pid);
 /* A size field of /proc/<pid>/status ("VmRSS", "RssAnon", "RssFile") in bytes; 0 if unknown. */
 uint64_t proc_status_bytes(pid_t pid, const char *field);
 

@@ -91,6 +91,22 @@ uint64_t cpu_all_ns(pid_t pid)
 	return total;
 }
 
+uint64_t proc_write_bytes(pid_t pid)
+{
+	char path[64], line[128];
+	unsigned long long n = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/io", (int)pid);
+	f = fopen(path, "r");
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "write_bytes: %llu", &n) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return n;
+}
+
 uint64_t proc_status_bytes(pid_t pid, const char *field)
 {
 	char path[64], line[128];

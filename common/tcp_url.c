@@ -40,28 +40,36 @@ int tcp_url_parse(const char *url, char *host, size_t hostlen, uint16_t *port)
 	return 0;
 }
 
+static bool v4_loopback(const struct in_addr *a)
+{
+	return (ntohl(a->s_addr) >> 24) == 127;
+}
+
+static bool v6_loopback(const struct in6_addr *a)
+{
+	return IN6_IS_ADDR_LOOPBACK(a) || (IN6_IS_ADDR_V4MAPPED(a) && a->s6_addr[12] == 127);
+}
+
 bool tcp_addr_is_loopback(const struct sockaddr *sa)
 {
 	if (sa->sa_family == AF_INET)
-		return (ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr) >> 24) == 127;
-	if (sa->sa_family == AF_INET6) {
-		const struct in6_addr *a = &((const struct sockaddr_in6 *)sa)->sin6_addr;
-
-		return IN6_IS_ADDR_LOOPBACK(a) || (IN6_IS_ADDR_V4MAPPED(a) && a->s6_addr[12] == 127);
-	}
+		return v4_loopback(&((const struct sockaddr_in *)sa)->sin_addr);
+	if (sa->sa_family == AF_INET6)
+		return v6_loopback(&((const struct sockaddr_in6 *)sa)->sin6_addr);
 	return false;
 }
 
 bool tcp_host_is_loopback(const char *host)
 {
-	struct sockaddr_in a4 = {.sin_family = AF_INET};
-	struct sockaddr_in6 a6 = {.sin6_family = AF_INET6};
+	struct in_addr a4;
+	struct in6_addr a6;
 
+	/* not through tcp_addr_is_loopback: a sockaddr_in cast to sockaddr made gcc -O3 warn of its in6 branch */
 	if (strcmp(host, "localhost") == 0)
 		return true;
-	if (inet_pton(AF_INET, host, &a4.sin_addr) == 1)
-		return tcp_addr_is_loopback((const struct sockaddr *)&a4);
-	return inet_pton(AF_INET6, host, &a6.sin6_addr) == 1 && tcp_addr_is_loopback((const struct sockaddr *)&a6);
+	if (inet_pton(AF_INET, host, &a4) == 1)
+		return v4_loopback(&a4);
+	return inet_pton(AF_INET6, host, &a6) == 1 && v6_loopback(&a6);
 }
 
 void tcp_url_format(char *out, size_t len, const char *host, uint16_t port)
