@@ -203,6 +203,16 @@ static void run_waiters(struct batch *b)
 	}
 }
 
+/*
+ * Whether b is worth a commit: it has writes of its own, or someone waits for it. Deletes a failed batch left
+ * (retry_deletes) go with the next write and are never committed on their own: while the store refuses every
+ * commit (Redis down, map full, fenced) they would fail, come back and be sent again without end.
+ */
+static bool committable(const struct batch *b)
+{
+	return b->nops > b->nretried || (b->nops && b->nwaiters);
+}
+
 /* Gives the open batch to the writer, if it has writes and the writer has none: one batch flies at a time, and the
  * writer reads it unlocked, so it must never be replaced (or appended to) before it lands. */
 /* Closes the open batch (the other one, empty, opens) and returns it. */
@@ -216,7 +226,7 @@ static struct batch *close_open(struct persist *p)
 
 static void hand_off(struct persist *p)
 {
-	if (p->flying || !p->open->nops)
+	if (p->flying || !committable(p->open))
 		return;
 	p->flying = close_open(p);
 	pthread_mutex_lock(&p->mu);
@@ -251,7 +261,7 @@ static void remember_failure(struct persist *p, uint64_t seq)
 
 static int append_op(struct batch *b, uint32_t table, const void *key, size_t klen, const void *val, size_t vlen,
                      bool del);
-static void opened(struct persist *p, struct batch *b);
+static void opened(struct persist *p, struct batch *b, bool commit);
 
 /* The deletes of a failed batch b in tables that retry them go into the open batch (persist_table_retry_deletes). */
 static void retry_deletes(struct persist *p, const struct batch *b)
@@ -267,7 +277,7 @@ static void retry_deletes(struct persist *p, const struct batch *b)
 			return; /* out of memory (logged): the record stays, as without retries */
 		p->open->nretried++;
 		if (p->open->nops == 1)
-			opened(p, p->open);
+			opened(p, p->open, false); /* numbered; it commits with the next write */
 	}
 }
 
@@ -317,7 +327,7 @@ static bool commit_here(struct persist *p)
 	struct batch *b;
 
 	/* the test delay sleeps in batch_commit: never on the loop */
-	if (!p->be->quick || p->test_delay_ms || p->flying || !o->nops || o->nops > QUICK_OPS_MAX ||
+	if (!p->be->quick || p->test_delay_ms || p->flying || !committable(o) || o->nops > QUICK_OPS_MAX ||
 	    o->len > QUICK_BYTES_MAX)
 		return false;
 	b = close_open(p);
@@ -354,7 +364,7 @@ static void commit_cb(evutil_socket_t fd, short what, void *arg)
 
 	if (p->flying)
 		return; /* done_cb hands the open batch over */
-	if (p->open->nops)
+	if (committable(p->open))
 		commit_open(p);
 	else
 		run_waiters(p->open);
@@ -585,12 +595,13 @@ static int append_op(struct batch *b, uint32_t table, const void *key, size_t kl
 	return 0;
 }
 
-/* The open batch got its first write: it is numbered, and its commit armed. */
-static void opened(struct persist *p, struct batch *b)
+/* The open batch got its first write: it is numbered, and (commit) its commit armed. */
+static void opened(struct persist *p, struct batch *b, bool commit)
 {
 	b->seq = ++p->last_seq;
 	b->first_ns = clock_ns();
-	arm(p);
+	if (commit)
+		arm(p);
 }
 
 static int queue_op(struct persist *p, struct persist_table *t, const void *key, size_t klen, const void *val,
@@ -606,7 +617,9 @@ static int queue_op(struct persist *p, struct persist_table *t, const void *key,
 	if (append_op(b, t->id, key, klen, val, vlen, del))
 		return MMC_ERROR;
 	if (b->nops == 1) {
-		opened(p, b);
+		opened(p, b, true);
+	} else if (b->nops == b->nretried + 1) {
+		arm(p); /* the first write of a batch that carries retried deletes */
 	} else if (!p->flying && (b->nops < 64 || b->nops % 64 == 0) && clock_ns() - b->first_ns > MAX_BATCH_AGE_NS) {
 		/* a loop that never idles still commits; past 64 ops the clock is read every 64th (once an op, it was
 		 * 8% of a batch of puts' time) */
@@ -694,15 +707,13 @@ int persist_flush(struct persist *p)
 	int rc = 0;
 
 	/* waiters may write again (and hand a batch over themselves); those writes belong to this flush too */
-	while (p->flying || p->open->nops || p->open->nwaiters) {
+	while (p->flying || committable(p->open) || p->open->nwaiters) {
 		if (p->flying)
 			rc = land(p) ? MMC_ERROR : rc;
-		else if (p->open->nops && !(rc && p->open->nops == p->open->nretried))
+		else if (committable(p->open))
 			hand_off(p);
-		else if (p->open->nwaiters)
-			run_waiters(p->open);
 		else
-			break; /* only deletes a failed commit left: they go with the next commit */
+			run_waiters(p->open);
 	}
 	return rc;
 }

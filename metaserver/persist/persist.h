@@ -73,8 +73,9 @@ int persist_reload(struct persist *p, char *err, size_t errlen);
 int persist_table(struct persist *p, const char *name, struct persist_table **out);
 /*
  * For a table whose keys are never used again once deleted (object ids): a delete whose batch fails is queued again,
- * into the batch then open, so that a record outlives its object only while the store refuses every commit. Where a
- * key can be written again this would be wrong (the retried delete could land after the new write), hence opt-in.
+ * into the batch then open, and commits with the next write (or for the next persist_after_commit), never alone:
+ * so a record outlives its object only until the store takes a commit again. Where a key can be written again this
+ * would be wrong (the retried delete could land after the new write), hence opt-in.
  */
 void persist_table_retry_deletes(struct persist_table *t);
 
