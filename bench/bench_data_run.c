@@ -206,11 +206,12 @@ static void ramp(struct djob *j, struct kbufs *b, int *seq, double seconds)
 	struct samples put = {0}, get = {0};
 	double end = now_s() + seconds;
 
-	do {
+	/* one round at least, and none once a call failed (or the buffers could not be set up) */
+	for (bool first = true; j->rc == 0 && (first || now_s() < end); first = false) {
 		j->rc = one_round(j, j->s, b, (*seq)++, &put, &get);
 		if (j->rc == 0 && j->ck)
 			j->rc = one_round(j, j->ck, b, (*seq)++, &put, &get);
-	} while (j->rc == 0 && now_s() < end);
+	}
 	samples_free(&put);
 	samples_free(&get);
 }

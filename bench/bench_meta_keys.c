@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "bench_meta.h"
+#include "proc.h"
 
 static uint64_t mix64(uint64_t x)
 {
@@ -93,33 +94,10 @@ uint64_t cpu_all_ns(pid_t pid)
 
 uint64_t proc_write_bytes(pid_t pid)
 {
-	char path[64], line[128];
-	unsigned long long n = 0;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/io", (int)pid);
-	f = fopen(path, "r");
-	while (f && fgets(line, sizeof(line), f))
-		if (sscanf(line, "write_bytes: %llu", &n) == 1)
-			break;
-	if (f)
-		fclose(f);
-	return n;
+	return proc_number(pid, "io", "write_bytes");
 }
 
 uint64_t proc_status_bytes(pid_t pid, const char *field)
 {
-	char path[64], line[128];
-	unsigned long long kb = 0;
-	size_t n = strlen(field);
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	f = fopen(path, "r");
-	while (f && fgets(line, sizeof(line), f))
-		if (strncmp(line, field, n) == 0 && line[n] == ':' && sscanf(line + n + 1, "%llu", &kb) == 1)
-			break;
-	if (f)
-		fclose(f);
-	return (uint64_t)kb << 10;
+	return proc_number(pid, "status", field) << 10;
 }

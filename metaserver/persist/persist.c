@@ -259,9 +259,44 @@ static void remember_failure(struct persist *p, uint64_t seq)
 	p->failed[p->nfailed++] = seq;
 }
 
+/* The loop is idle (commit_ev) or the open batch is MAX_BATCH_AGE_NS old (age_ev, which runs with the I/O: a loop
+ * that never idles and gets no more writes must still commit the ones it has). */
+static void arm(struct persist *p)
+{
+	static const struct timeval age = {0, MAX_BATCH_AGE_NS / 1000};
+
+	event_active(p->commit_ev, 0, 0);
+	if (!evtimer_pending(p->age_ev, NULL))
+		evtimer_add(p->age_ev, &age);
+}
+
+/* Appends one write to b's log. Returns 0 or MMC_ERROR (out of memory, logged). */
 static int append_op(struct batch *b, uint32_t table, const void *key, size_t klen, const void *val, size_t vlen,
-                     bool del);
-static void opened(struct persist *p, struct batch *b, bool commit);
+                     bool del)
+{
+	size_t n = pad8(sizeof(struct op) + klen + (del ? 0 : vlen));
+	unsigned char *dst;
+
+	if (vlen > UINT32_MAX / 2 || !(dst = batch_append(b, n))) {
+		log_error("op=persist_queue err=\"out of memory\" bytes=%zu", n);
+		return MMC_ERROR;
+	}
+	memcpy(dst, &(struct op){table, (uint32_t)klen, del ? DEL_LEN : (uint32_t)vlen}, sizeof(struct op));
+	memcpy(dst + sizeof(struct op), key, klen);
+	if (!del && vlen)
+		memcpy(dst + sizeof(struct op) + klen, val, vlen);
+	b->nops++;
+	return 0;
+}
+
+/* The open batch got its first write: it is numbered, and (commit) its commit armed. */
+static void opened(struct persist *p, struct batch *b, bool commit)
+{
+	b->seq = ++p->last_seq;
+	b->first_ns = clock_ns();
+	if (commit)
+		arm(p);
+}
 
 /* The deletes of a failed batch b in tables that retry them go into the open batch (persist_table_retry_deletes). */
 static void retry_deletes(struct persist *p, const struct batch *b)
@@ -368,17 +403,6 @@ static void commit_cb(evutil_socket_t fd, short what, void *arg)
 		commit_open(p);
 	else
 		run_waiters(p->open);
-}
-
-/* The loop is idle (commit_ev) or the open batch is MAX_BATCH_AGE_NS old (age_ev, which runs with the I/O: a loop
- * that never idles and gets no more writes must still commit the ones it has). */
-static void arm(struct persist *p)
-{
-	static const struct timeval age = {0, MAX_BATCH_AGE_NS / 1000};
-
-	event_active(p->commit_ev, 0, 0);
-	if (!evtimer_pending(p->age_ev, NULL))
-		evtimer_add(p->age_ev, &age);
 }
 
 static int start_writer(struct persist *p)
@@ -574,34 +598,6 @@ int persist_set_redis_fence_key(struct persist *p, const char *key, const char *
 	if (!p->be->ops->fence_key || (key && (!key[0] || !expected)))
 		return MMC_INVALID_PARAM;
 	return p->be->ops->fence_key(p->be, key, expected);
-}
-
-/* Appends one write to b's log. Returns 0 or MMC_ERROR (out of memory, logged). */
-static int append_op(struct batch *b, uint32_t table, const void *key, size_t klen, const void *val, size_t vlen,
-                     bool del)
-{
-	size_t n = pad8(sizeof(struct op) + klen + (del ? 0 : vlen));
-	unsigned char *dst;
-
-	if (vlen > UINT32_MAX / 2 || !(dst = batch_append(b, n))) {
-		log_error("op=persist_queue err=\"out of memory\" bytes=%zu", n);
-		return MMC_ERROR;
-	}
-	memcpy(dst, &(struct op){table, (uint32_t)klen, del ? DEL_LEN : (uint32_t)vlen}, sizeof(struct op));
-	memcpy(dst + sizeof(struct op), key, klen);
-	if (!del && vlen)
-		memcpy(dst + sizeof(struct op) + klen, val, vlen);
-	b->nops++;
-	return 0;
-}
-
-/* The open batch got its first write: it is numbered, and (commit) its commit armed. */
-static void opened(struct persist *p, struct batch *b, bool commit)
-{
-	b->seq = ++p->last_seq;
-	b->first_ns = clock_ns();
-	if (commit)
-		arm(p);
 }
 
 static int queue_op(struct persist *p, struct persist_table *t, const void *key, size_t klen, const void *val,

@@ -549,12 +549,8 @@ int objects_load(struct meta *m)
 		build_lists(&l);
 	t[3] = clock_ns();
 	m->lru_saved = m->lru_clock;
-	for (size_t i = 0; i < l.ngone; i++) {
-		unsigned char k[REC_KEY_LEN];
-
-		rec_key_of(l.gone[i], k);
-		persist_del(m->persist, m->db_objects, k, sizeof(k));
-	}
+	for (size_t i = 0; i < l.ngone; i++)
+		object_record_del(m, l.gone[i]);
 	if (rc == 0 && nkeyed && (rc = move_keyed(&l)) == 0)
 		log_info("op=store_move objects=%llu from=\"%s\" to=\"%s\"", (unsigned long long)l.moved,
 		         OBJECTS_TABLE_KEYED, OBJECTS_TABLE);

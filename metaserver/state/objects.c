@@ -365,13 +365,17 @@ void objects_each_blob(struct meta *m, struct service *svc,
 	}
 }
 
-/* Queues the delete of o's record. */
-static void unpersist(struct meta *m, struct object *o)
+void object_record_del(struct meta *m, uint64_t id)
 {
 	unsigned char k[REC_KEY_LEN];
 
-	rec_key_of(o->id, k);
+	rec_key_of(id, k);
 	persist_del(m->persist, m->db_objects, k, sizeof(k));
+}
+
+static void unpersist(struct meta *m, struct object *o)
+{
+	object_record_del(m, o->id);
 	o->persisted = false;
 }
 
@@ -386,8 +390,12 @@ int objects_tables_open(struct meta *m)
 
 void object_persist(struct meta *m, struct object *o)
 {
-	unsigned char k[REC_KEY_LEN], val[sizeof(struct rec) + MMC_WIRE_KEY_MAX];
-	struct rec rec;
+	union { /* the record, then the key right after its last blob */
+		struct rec rec;
+		unsigned char bytes[sizeof(struct rec) + MMC_WIRE_KEY_MAX];
+	} v;
+	struct rec *rec = &v.rec;
+	unsigned char k[REC_KEY_LEN];
 	uint32_t n = 0;
 	size_t len;
 
@@ -399,16 +407,15 @@ void object_persist(struct meta *m, struct object *o)
 
 		if (!svc)
 			continue;
-		rec.b[n++] = (struct rec_blob){svc->rank, b->media, svc->incarnation, blob_offset(b)};
+		rec->b[n++] = (struct rec_blob){svc->rank, b->media, svc->incarnation, blob_offset(b)};
 	}
-	rec.h = (struct rec_object){REC_VERSION, n, o->size};
-	rec.ck = (struct rec_checksum){o->checksum_type, o->checksum};
-	rec.stamp = o->stamp;
-	len = (size_t)((unsigned char *)(rec.b + n) - (unsigned char *)&rec);
-	memcpy(val, &rec, len);
-	memcpy(val + len, object_key(o), o->keylen);
+	rec->h = (struct rec_object){REC_VERSION, n, o->size};
+	rec->ck = (struct rec_checksum){o->checksum_type, o->checksum};
+	rec->stamp = o->stamp;
+	len = (size_t)((unsigned char *)(rec->b + n) - v.bytes);
+	memcpy(v.bytes + len, object_key(o), o->keylen);
 	rec_key_of(o->id, k);
-	if (persist_put(m->persist, m->db_objects, k, sizeof(k), val, len + o->keylen) == 0) {
+	if (persist_put(m->persist, m->db_objects, k, sizeof(k), v.bytes, len + o->keylen) == 0) {
 		o->persisted = true;
 		o->stamp_dirty = false;
 		o->rec_seq = persist_wait_seq(m->persist);

@@ -182,6 +182,8 @@ void objects_session_closed(struct meta *m, uint64_t session);
 /* Loads READABLE objects from the store after services_load() (object_load.c); drops records whose services are
  * unknown. Returns 0, MMC_ERROR (the store failed) or MMC_MALLOC_FAILED. */
 int objects_load(struct meta *m);
+/* Queues the delete of the record stored under object id `id` (object_rec.h). */
+void object_record_del(struct meta *m, uint64_t id);
 /* Opens the tables of the object records (object_rec.h) in m->persist. Returns 0 or MMC_ERROR. */
 int objects_tables_open(struct meta *m);
 /* Writes o's record (READABLE objects) into this turn's transaction. */

@@ -29,19 +29,6 @@ static void stop(void)
 	redis_proc_cleanup(&redis);
 }
 
-static bool log_has(const char *path, const char *needle)
-{
-	char line[2048];
-	bool found = false;
-	FILE *f = fopen(path, "r");
-
-	while (f && !found && fgets(line, sizeof(line), f))
-		found = strstr(line, needle) != NULL;
-	if (f)
-		fclose(f);
-	return found;
-}
-
 static void put_keys(mmc_store *s, const char *prefix)
 {
 	char key[64];
@@ -92,7 +79,7 @@ Test(meta_store, puts_fail_while_redis_restarts_and_recover_without_losing_an_ac
 	/* the reference's key for the registry store */
 	snprintf(store_kv, sizeof(store_kv), "kvcm.registry_storage.uri=%s", redis.uri);
 	cr_assert_eq(metaserver_start(&meta, extra), 0);
-	cr_assert(log_has(meta.log, "store=redis"), "the server runs on Redis");
+	cr_assert(metaserver_log_has(&meta, "store=redis"), "the server runs on Redis");
 	s = fixture_store(meta.url, true, POOL);
 	put_keys(s, "before");
 
@@ -240,7 +227,7 @@ Test(meta_store, a_data_dir_of_a_newer_format_is_refused, .fini = stop, .timeout
 	snprintf(datadir, sizeof(datadir), "%s/data", meta.dir);
 	set_lmdb_format(datadir, "9");
 	cr_assert_neq(metaserver_restart(&meta, NULL), 0, "a newer format must not be opened");
-	cr_assert(log_has(meta.log, "metadata format 9"), "the log says why");
+	cr_assert(metaserver_log_has(&meta, "metadata format 9"), "the log says why");
 	set_lmdb_format(datadir, "1");
 	cr_assert_eq(metaserver_restart(&meta, NULL), 0, "an older format opens (raised to the current one)");
 }
@@ -303,7 +290,7 @@ Test(meta_store, a_data_dir_of_format_2_is_moved_under_ids_and_every_object_read
 	snprintf(datadir, sizeof(datadir), "%s/data", meta.dir);
 	cr_assert_eq(make_format_2(datadir), KEYS);
 	cr_assert_eq(metaserver_restart(&meta, NULL), 0);
-	cr_assert(log_has(meta.log, "op=store_move objects=20"), "the log says what moved");
+	cr_assert(metaserver_log_has(&meta, "op=store_move objects=20"), "the log says what moved");
 	snprintf(key, sizeof(key), "old/%d", KEYS - 1);
 	for (int i = 0; i < 200 && mmc_is_exist(s, key) != 1; i++) /* until the lender has rejoined */
 		usleep(50000);
@@ -327,7 +314,7 @@ Test(meta_store, a_redis_keyspace_of_a_newer_format_is_refused, .fini = stop, .t
 	snprintf(store_kv, sizeof(store_kv), "ock.mmc.meta.store_uri=%s", redis.uri);
 	cr_assert_eq(redis_proc_cmd(&redis, "HSET mmc:t:mmc_format version 9", reply, sizeof(reply)), 0);
 	cr_assert_neq(metaserver_start(&meta, extra), 0, "a newer format must not be opened");
-	cr_assert(log_has(meta.log, "metadata format 9"), "the log says why");
+	cr_assert(metaserver_log_has(&meta, "metadata format 9"), "the log says why");
 	metaserver_cleanup(&meta);
 	/* another cluster's prefix on the same Redis is a keyspace of its own, written fresh */
 	const char *other[] = {store_kv, "ock.mmc.meta.store_key_prefix=cluster2:", NULL};
@@ -354,8 +341,8 @@ Test(meta_store, the_redis_password_comes_from_a_file_and_is_never_logged, .fini
 	fputs("wrong-pw\n", f);
 	fclose(f);
 	cr_assert_neq(metaserver_start(&meta, extra), 0, "a wrong password fails the start");
-	cr_assert(log_has(meta.log, "AUTH refused"), "the log says why");
-	cr_assert_not(log_has(meta.log, "wrong-pw"));
+	cr_assert(metaserver_log_has(&meta, "AUTH refused"), "the log says why");
+	cr_assert_not(metaserver_log_has(&meta, "wrong-pw"));
 	metaserver_cleanup(&meta);
 	f = fopen(pwfile, "w");
 	cr_assert(f);
@@ -366,5 +353,5 @@ Test(meta_store, the_redis_password_comes_from_a_file_and_is_never_logged, .fini
 	put_keys(s, "auth");
 	mmc_destroy(s);
 	cr_assert_eq(metaserver_stop(&meta), 0);
-	cr_assert_not(log_has(meta.log, "s3cret"), "the password is not in the log");
+	cr_assert_not(metaserver_log_has(&meta, "s3cret"), "the password is not in the log");
 }

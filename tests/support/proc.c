@@ -72,20 +72,26 @@ bool metaserver_log_has(const struct metaserver *m, const char *needle)
 	return found;
 }
 
-uint64_t proc_rss_bytes(pid_t pid)
+uint64_t proc_number(pid_t pid, const char *file, const char *label)
 {
 	char path[64], line[128];
-	unsigned long long kb = 0;
+	unsigned long long n = 0;
+	size_t len = strlen(label);
 	FILE *f;
 
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, file);
 	f = fopen(path, "r");
 	while (f && fgets(line, sizeof(line), f))
-		if (sscanf(line, "VmRSS: %llu kB", &kb) == 1)
+		if (strncmp(line, label, len) == 0 && line[len] == ':' && sscanf(line + len + 1, "%llu", &n) == 1)
 			break;
 	if (f)
 		fclose(f);
-	return (uint64_t)kb << 10;
+	return n;
+}
+
+uint64_t proc_rss_bytes(pid_t pid)
+{
+	return proc_number(pid, "status", "VmRSS") << 10;
 }
 
 uint16_t free_port(void)

@@ -62,6 +62,8 @@ pid_t proc_spawn_piped(const char *path, char *const argv[], char *const envp[],
 /* Whether a line of the server's log holds needle. */
 bool metaserver_log_has(const struct metaserver *m, const char *needle);
 
+/* The number after "label:" in /proc/<pid>/<file> ("status", "io"); 0 if unknown. status gives kB. */
+uint64_t proc_number(pid_t pid, const char *file, const char *label);
 /* Resident set of pid in bytes, from /proc/<pid>/status (anonymous + file: LMDB's map counts). 0 if unknown. */
 uint64_t proc_rss_bytes(pid_t pid);
 
