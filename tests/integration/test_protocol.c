@@ -6,6 +6,7 @@
 #include <criterion/criterion.h>
 #include <mmc/mmc.h>
 #include <netinet/in.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -182,6 +183,99 @@ Test(protocol, unknown_bodies_and_limits_get_an_error_reply)
 	cr_assert_eq(r->key_reply->items[0]->result, MMC_INVALID_PARAM);
 	mmc__frame__free_unpacked(r, NULL);
 	free(many);
+	close(fd);
+	assert_serving();
+}
+
+/* An exist batch of n keys of 70 bytes, with its length prefix, in *len bytes (the caller frees it). */
+static uint8_t *exist_frame(uint64_t id, size_t n, size_t *len)
+{
+	Mmc__Frame f = MMC__FRAME__INIT;
+	Mmc__KeyBatch kb = MMC__KEY_BATCH__INIT;
+	Mmc__KeyItem *items = calloc(n, sizeof(*items)), **ptrs = calloc(n, sizeof(*ptrs));
+	char(*keys)[71] = calloc(n, sizeof(*keys));
+	uint8_t *buf;
+	size_t body;
+
+	cr_assert(items && ptrs && keys);
+	for (size_t i = 0; i < n; i++) {
+		items[i] = (Mmc__KeyItem)MMC__KEY_ITEM__INIT;
+		snprintf(keys[i], sizeof(keys[i]), "%064zx_piece", i);
+		items[i].key = keys[i];
+		ptrs[i] = &items[i];
+	}
+	kb.n_items = n;
+	kb.items = ptrs;
+	f.id = id;
+	f.body_case = MMC__FRAME__BODY_EXIST;
+	f.exist = &kb;
+	body = mmc__frame__get_packed_size(&f);
+	buf = malloc(4 + body);
+	cr_assert_not_null(buf);
+	for (int b = 0; b < 4; b++)
+		buf[b] = (uint8_t)(body >> (8 * b));
+	mmc__frame__pack(&f, buf + 4);
+	*len = 4 + body;
+	free(items);
+	free(ptrs);
+	free(keys);
+	return buf;
+}
+
+static void expect_exist_reply(int fd, uint64_t id, size_t n)
+{
+	Mmc__Frame *r = raw_recv(fd);
+
+	cr_assert_not_null(r, "no reply to frame %llu", (unsigned long long)id);
+	cr_assert_eq(r->id, id);
+	cr_assert_eq(r->body_case, MMC__FRAME__BODY_KEY_REPLY);
+	cr_assert_eq(r->key_reply->n_items, n);
+	for (size_t i = 0; i < n; i++)
+		cr_assert_eq(r->key_reply->items[i]->result, 0); /* absent */
+	mmc__frame__free_unpacked(r, NULL);
+}
+
+/*
+ * The server reads a frame's rest straight from the socket and has the kernel wake it only once that rest is there
+ * (plain TCP): a frame that comes in pieces, with pauses between them, inside its header or not, smaller or larger
+ * than one such wake can wait for (about 1 MiB here), or together with the start of the next, is served all the same.
+ */
+Test(protocol, a_frame_that_comes_in_pieces_is_served)
+{
+	static const size_t counts[] = {1, 1024, 16000};
+	int fd = dial();
+
+	cr_assert_eq(raw_hello(fd, 0, NULL, false), 0);
+	for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++) {
+		size_t len, cuts[] = {2, 4, 100, 5000, 0, 0};
+		uint8_t *buf = exist_frame(40 + c, counts[c], &len), *two;
+		size_t at = 0;
+
+		cuts[4] = len / 2;
+		cuts[5] = len - 1;
+		for (size_t k = 0; k < sizeof(cuts) / sizeof(cuts[0]); k++) {
+			if (cuts[k] <= at || cuts[k] >= len)
+				continue;
+			send_raw(fd, buf + at, cuts[k] - at);
+			at = cuts[k];
+			usleep(20000);
+		}
+		send_raw(fd, buf + at, len - at);
+		expect_exist_reply(fd, 40 + c, counts[c]);
+
+		/* this frame whole and half the next in one send, the rest later */
+		two = malloc(2 * len);
+		cr_assert_not_null(two);
+		memcpy(two, buf, len);
+		memcpy(two + len, buf, len);
+		send_raw(fd, two, len + len / 2);
+		expect_exist_reply(fd, 40 + c, counts[c]);
+		usleep(20000);
+		send_raw(fd, two + len + len / 2, len - len / 2);
+		expect_exist_reply(fd, 40 + c, counts[c]);
+		free(two);
+		free(buf);
+	}
 	close(fd);
 	assert_serving();
 }
