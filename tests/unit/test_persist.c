@@ -304,6 +304,87 @@ BOTH(flush_commits_everything_and_a_reopen_finds_it)
 	cr_assert(strstr(all, "k99=k99;") && !strstr(all, "k0="));
 }
 
+/* A model of table "t" for the test below: value byte per 8-byte big-endian key 0..N-1 (0: absent). */
+#define APPEND_KEYS 3000
+
+static void be64(unsigned char *k, uint64_t v)
+{
+	for (int b = 0; b < 8; b++)
+		k[b] = (unsigned char)(v >> (56 - 8 * b));
+}
+
+struct model_check {
+	const unsigned char *want;
+	uint64_t seen, last;
+	bool ordered;
+};
+
+static int check_model(void *arg, const void *k, size_t klen, const void *v, size_t vlen)
+{
+	struct model_check *c = arg;
+	uint64_t id = 0;
+
+	cr_assert_eq(klen, 8);
+	cr_assert_eq(vlen, 1);
+	for (int b = 0; b < 8; b++)
+		id = id << 8 | ((const unsigned char *)k)[b];
+	cr_assert_lt(id, APPEND_KEYS);
+	cr_assert_eq(*(const unsigned char *)v, c->want[id], "key %llu", (unsigned long long)id);
+	c->ordered &= c->seen == 0 || id > c->last;
+	c->last = id;
+	c->seen++;
+	return 0;
+}
+
+/*
+ * LMDB appends a put past the table's last key (MDB_APPEND) and searches for any other: batches that mix growing
+ * keys with older ones, rewrites, deletes (of the last key too) and keys shorter than the last one land exactly as
+ * written, in order, across commits and a reopen.
+ */
+BOTH(puts_past_the_end_and_anywhere_else_land_as_written)
+{
+	static unsigned char want[APPEND_KEYS];
+	unsigned char k[8];
+	unsigned seed = 5;
+	uint64_t next = 0, n = 0, live = 0;
+	struct model_check c = {want, 0, 0, true};
+
+	memset(want, 0, sizeof(want));
+	for (int batch = 0; batch < 30; batch++) {
+		for (int i = 0; i < 100; i++) {
+			uint64_t id =
+			    rand_r(&seed) % 4 == 0 || next == APPEND_KEYS ? (uint64_t)rand_r(&seed) % (next + 1) : next;
+			unsigned char v = (unsigned char)(1 + rand_r(&seed) % 250);
+
+			if (id >= APPEND_KEYS)
+				continue;
+			next += id == next;
+			be64(k, id);
+			if (rand_r(&seed) % 5 == 0 || (i == 50 && next)) { /* i == 50: the last key itself */
+				if (i == 50)
+					be64(k, id = next - 1);
+				cr_assert_eq(persist_del(p, tbl, k, 8), 0);
+				want[id] = 0;
+			} else {
+				cr_assert_eq(persist_put(p, tbl, k, 8, &v, 1), 0);
+				want[id] = v;
+			}
+		}
+		cr_assert_eq(persist_put(p, tbl, "z", 1, "!", 1), 0); /* past every id, then gone */
+		cr_assert_eq(persist_del(p, tbl, "z", 1), 0);
+		cr_assert_eq(persist_flush(p), 0);
+	}
+	persist_close(p);
+	open_store();
+	cr_assert_eq(persist_scan(p, tbl, check_model, &c), 0);
+	for (int i = 0; i < APPEND_KEYS; i++)
+		live += want[i] != 0;
+	cr_assert_eq(c.seen, live);
+	cr_assert(c.ordered || be == REDIS, "an LMDB scan is in key order");
+	cr_assert_eq(persist_count(p, tbl, &n), 0);
+	cr_assert_eq(n, live);
+}
+
 BOTH(a_key_no_store_takes_is_refused_when_queued)
 {
 	static char huge[PERSIST_KEY_MAX + 1];
