@@ -374,6 +374,22 @@ static size_t read_rest(struct conn *c, struct evbuffer *in, size_t want)
 	return got;
 }
 
+/* Plain TCP: reads what the socket has of a frame of size bytes; true when it is all in the input, else the socket
+ * is told to wake the loop when the rest is there. */
+static bool frame_rest(struct conn *c, struct evbuffer *in, size_t size)
+{
+	size_t missing = size - evbuffer_get_length(in), want, got;
+
+	do {
+		want = missing < READ_REST_MAX ? missing : READ_REST_MAX;
+		got = read_rest(c, in, want);
+		missing -= got;
+	} while (missing && got == want);
+	if (missing)
+		socket_wait_for(c, missing);
+	return !missing;
+}
+
 /* A frame announced before the hello that no hello needs: refused without reading it, so that unauthenticated
  * peers cannot take the input budget from admitted ones. */
 static void refuse_early_frame(struct conn *c, uint32_t len)
@@ -417,20 +433,10 @@ static bool read_frames(struct conn *c)
 				conn_close(c, "input_budget_exceeded");
 				return false;
 			}
-			if (c->turn_out) {
-				size_t missing = 4 + (size_t)len - evbuffer_get_length(in), want, got;
-
-				do { /* until the frame is here or the socket has no more */
-					want = missing < READ_REST_MAX ? missing : READ_REST_MAX;
-					got = read_rest(c, in, want);
-					missing -= got;
-				} while (missing && got == want);
-				if (!missing)
-					continue;
-				socket_wait_for(c, missing);
-			} else {
+			if (!c->turn_out)
 				read_watermark(c, 4 + (size_t)len); /* wake only when the whole frame is here */
-			}
+			else if (frame_rest(c, in, 4 + (size_t)len))
+				continue;
 			return true;
 		}
 		read_watermark(c, 0);

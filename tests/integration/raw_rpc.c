@@ -25,20 +25,30 @@ int raw_dial(uint16_t port)
 	return fd;
 }
 
-int raw_send(int fd, const Mmc__Frame *f)
+uint8_t *raw_pack(const Mmc__Frame *f, size_t *len)
 {
 	size_t n = mmc__frame__get_packed_size(f);
 	uint8_t *buf = malloc(4 + n);
-	ssize_t sent;
 
+	if (!buf)
+		return NULL;
 	buf[0] = (uint8_t)n;
 	buf[1] = (uint8_t)(n >> 8);
 	buf[2] = (uint8_t)(n >> 16);
 	buf[3] = (uint8_t)(n >> 24);
 	mmc__frame__pack(f, buf + 4);
-	sent = send(fd, buf, 4 + n, MSG_NOSIGNAL);
+	*len = 4 + n;
+	return buf;
+}
+
+int raw_send(int fd, const Mmc__Frame *f)
+{
+	size_t len;
+	uint8_t *buf = raw_pack(f, &len);
+	ssize_t sent = buf ? send(fd, buf, len, MSG_NOSIGNAL) : -1;
+
 	free(buf);
-	return sent == (ssize_t)(4 + n) ? 0 : -1;
+	return sent == (ssize_t)len ? 0 : -1;
 }
 
 int raw_send_body(int fd, uint64_t id, Mmc__Frame__BodyCase body_case, void *body)

@@ -13,6 +13,8 @@
 
 /* A TCP connection to 127.0.0.1:port (receives time out after 5 s), or -1. */
 int raw_dial(uint16_t port);
+/* f with its length prefix, in *len bytes (the caller frees it), or NULL. */
+uint8_t *raw_pack(const Mmc__Frame *f, size_t *len);
 /* Sends f with its length prefix. Returns 0 or -1. */
 int raw_send(int fd, const Mmc__Frame *f);
 /* The next frame (free with mmc__frame__free_unpacked(f, NULL)), or NULL at the end of the stream or a timeout. */

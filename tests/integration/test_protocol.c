@@ -195,7 +195,6 @@ static uint8_t *exist_frame(uint64_t id, size_t n, size_t *len)
 	Mmc__KeyItem *items = calloc(n, sizeof(*items)), **ptrs = calloc(n, sizeof(*ptrs));
 	char(*keys)[71] = calloc(n, sizeof(*keys));
 	uint8_t *buf;
-	size_t body;
 
 	cr_assert(items && ptrs && keys);
 	for (size_t i = 0; i < n; i++) {
@@ -209,13 +208,8 @@ static uint8_t *exist_frame(uint64_t id, size_t n, size_t *len)
 	f.id = id;
 	f.body_case = MMC__FRAME__BODY_EXIST;
 	f.exist = &kb;
-	body = mmc__frame__get_packed_size(&f);
-	buf = malloc(4 + body);
+	buf = raw_pack(&f, len);
 	cr_assert_not_null(buf);
-	for (int b = 0; b < 4; b++)
-		buf[b] = (uint8_t)(body >> (8 * b));
-	mmc__frame__pack(&f, buf + 4);
-	*len = 4 + body;
 	free(items);
 	free(ptrs);
 	free(keys);

@@ -22,6 +22,7 @@
 
 #include "lock.h"
 #include "mmc/mmc.h"
+#include "object_rec.h"
 #include "persist.h"
 #include "redis_proc.h"
 #include "store_uri.h"
@@ -304,14 +305,8 @@ BOTH(flush_commits_everything_and_a_reopen_finds_it)
 	cr_assert(strstr(all, "k99=k99;") && !strstr(all, "k0="));
 }
 
-/* A model of table "t" for the test below: value byte per 8-byte big-endian key 0..N-1 (0: absent). */
+/* A model of table "t" for the test below: value byte per id key (object_rec.h) 0..N-1 (0: absent). */
 #define APPEND_KEYS 3000
-
-static void be64(unsigned char *k, uint64_t v)
-{
-	for (int b = 0; b < 8; b++)
-		k[b] = (unsigned char)(v >> (56 - 8 * b));
-}
 
 struct model_check {
 	const unsigned char *want;
@@ -322,12 +317,11 @@ struct model_check {
 static int check_model(void *arg, const void *k, size_t klen, const void *v, size_t vlen)
 {
 	struct model_check *c = arg;
-	uint64_t id = 0;
+	uint64_t id;
 
-	cr_assert_eq(klen, 8);
+	cr_assert_eq(klen, REC_KEY_LEN);
 	cr_assert_eq(vlen, 1);
-	for (int b = 0; b < 8; b++)
-		id = id << 8 | ((const unsigned char *)k)[b];
+	id = rec_id_of(k);
 	cr_assert_lt(id, APPEND_KEYS);
 	cr_assert_eq(*(const unsigned char *)v, c->want[id], "key %llu", (unsigned long long)id);
 	c->ordered &= c->seen == 0 || id > c->last;
@@ -344,7 +338,7 @@ static int check_model(void *arg, const void *k, size_t klen, const void *v, siz
 BOTH(puts_past_the_end_and_anywhere_else_land_as_written)
 {
 	static unsigned char want[APPEND_KEYS];
-	unsigned char k[8];
+	unsigned char k[REC_KEY_LEN];
 	unsigned seed = 5;
 	uint64_t next = 0, n = 0, live = 0;
 	struct model_check c = {want, 0, 0, true};
@@ -359,14 +353,14 @@ BOTH(puts_past_the_end_and_anywhere_else_land_as_written)
 			if (id >= APPEND_KEYS)
 				continue;
 			next += id == next;
-			be64(k, id);
+			rec_key_of(id, k);
 			if (rand_r(&seed) % 5 == 0 || (i == 50 && next)) { /* i == 50: the last key itself */
 				if (i == 50)
-					be64(k, id = next - 1);
-				cr_assert_eq(persist_del(p, tbl, k, 8), 0);
+					rec_key_of(id = next - 1, k);
+				cr_assert_eq(persist_del(p, tbl, k, REC_KEY_LEN), 0);
 				want[id] = 0;
 			} else {
-				cr_assert_eq(persist_put(p, tbl, k, 8, &v, 1), 0);
+				cr_assert_eq(persist_put(p, tbl, k, REC_KEY_LEN, &v, 1), 0);
 				want[id] = v;
 			}
 		}
