@@ -170,13 +170,30 @@ static void fail_slot(struct conn *c, int i)
 	                MMC_META_BACKUP_ERROR, dropped);
 }
 
+/* The replies of this read: to the socket at once when nothing is queued before them, the rest (what the socket did
+ * not take) behind through the bufferevent. */
+static void flush_turn(struct conn *c)
+{
+	struct evbuffer *out = bufferevent_get_output(c->bev);
+
+	c->in_turn = false;
+	if (!c->turn_out || !evbuffer_get_length(c->turn_out)) /* none over TLS: its bufferevent encrypts the replies */
+		return;
+	if (!evbuffer_get_length(out))
+		evbuffer_write(c->turn_out, bufferevent_getfd(c->bev));
+	if (evbuffer_get_length(c->turn_out))
+		evbuffer_add_buffer(out, c->turn_out);
+}
+
 /* Sends a slot's replies once their batches are durable; if one of those commits failed, their calls fail. */
 static void release_slot(struct conn *c, int i)
 {
-	if (persist_failed_seq(c->m->persist) <= c->held_since[i])
-		bufferevent_write_buffer(c->bev, c->held[i]);
-	else
+	if (persist_failed_seq(c->m->persist) > c->held_since[i])
 		fail_slot(c, i);
+	else if (c->turn_out) /* plain TCP: to the socket at once, as a read's replies go (flush_turn) */
+		evbuffer_add_buffer(c->turn_out, c->held[i]);
+	else
+		bufferevent_write_buffer(c->bev, c->held[i]);
 }
 
 static void release_held(void *arg)
@@ -201,6 +218,8 @@ static void release_held(void *arg)
 			more = true;
 		}
 	}
+	if (!c->in_turn) /* else the read that committed sends them with its own replies */
+		flush_turn(c);
 	/* a callback registered now fires after the newest batch, which covers every slot still held */
 	if (more && !c->commit_waits && persist_after_commit(c->m->persist, release_held, c) == 0)
 		c->commit_waits++;
@@ -460,21 +479,6 @@ static bool read_frames(struct conn *c)
 	if (!c->closed && evbuffer_get_length(in) < 4)
 		input_release(c);
 	return !c->closed;
-}
-
-/* The replies of this read: to the socket at once when nothing is queued before them, the rest (what the socket did
- * not take) behind through the bufferevent. */
-static void flush_turn(struct conn *c)
-{
-	struct evbuffer *out = bufferevent_get_output(c->bev);
-
-	c->in_turn = false;
-	if (!c->turn_out || !evbuffer_get_length(c->turn_out)) /* none over TLS: its bufferevent encrypts the replies */
-		return;
-	if (!evbuffer_get_length(out))
-		evbuffer_write(c->turn_out, bufferevent_getfd(c->bev));
-	if (evbuffer_get_length(c->turn_out))
-		evbuffer_add_buffer(out, c->turn_out);
 }
 
 static void read_cb(struct bufferevent *bev, void *arg)
