@@ -505,6 +505,11 @@ void persist_close(struct persist *p)
 	free(p);
 }
 
+int persist_format_version(const struct persist *p)
+{
+	return p->be->format;
+}
+
 const char *persist_backend_name(const struct persist *p)
 {
 	return p->be->ops->name;
@@ -553,6 +558,11 @@ int persist_table(struct persist *p, const char *name, struct persist_table **ou
 void persist_table_retry_deletes(struct persist_table *t)
 {
 	t->retry_deletes = true;
+}
+
+int persist_table_packed(struct persist *p, struct persist_table *t)
+{
+	return p->be->ops->pack ? p->be->ops->pack(p->be, t->id, t->name) : 0;
 }
 
 int persist_get(struct persist *p, struct persist_table *t, const void *key, size_t klen, void *buf, size_t cap,

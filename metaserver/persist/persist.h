@@ -30,8 +30,11 @@ struct persist_table; /* a named table of key -> bytes, valid until persist_clos
 
 /* The store's format, written on first open and checked at every open: a newer one is refused, an older one is
  * raised to this one (2: object records carry an LRU stamp, which releases that read format 1 would drop; 3: they
- * are stored under object ids in another table, which a release of format 2 would not see). */
-#define PERSIST_FORMAT_VERSION 3
+ * are stored under object ids in another table, which a release of format 2 would not see; 4: the Redis store keeps
+ * them many to a string, where a release of format 3 would find none). An LMDB store is format 3: its layout did not
+ * change with 4, so a release of format 3 still opens it. */
+#define PERSIST_FORMAT_VERSION 4
+#define PERSIST_FORMAT_LMDB    3
 /* The longest key any backend accepts (LMDB's limit, kept for Redis so the backends are interchangeable). */
 #define PERSIST_KEY_MAX 511
 
@@ -60,6 +63,8 @@ int persist_open(struct persist **out, struct event_base *base, const struct per
 void persist_close(struct persist *p);
 /* "lmdb" or "redis", for logs. */
 const char *persist_backend_name(const struct persist *p);
+/* The format version the store is at (PERSIST_FORMAT_LMDB or PERSIST_FORMAT_VERSION). */
+int persist_format_version(const struct persist *p);
 
 /*
  * Reopens the store's connection and checks its format again, as a restart would, after landing every queued batch
@@ -78,6 +83,13 @@ int persist_table(struct persist *p, const char *name, struct persist_table **ou
  * would be wrong (the retried delete could land after the new write), hence opt-in.
  */
 void persist_table_retry_deletes(struct persist_table *t);
+/*
+ * For a table whose keys are 8-byte big-endian numbers that mostly grow (object ids): the store may keep its records
+ * many to a value, so that a load reads them at memory speed (Redis: 64 ids to a string, see docs/architecture.md,
+ * "Metadata in Redis"; LMDB: no change). Call it right after persist_table, before the table's first write or scan.
+ * A write of another key length to it fails its batch. Returns 0 or MMC_MALLOC_FAILED.
+ */
+int persist_table_packed(struct persist *p, struct persist_table *t);
 
 /* Queue a write for the next commit (key and value are copied). Return 0 or MMC_ERROR (a key no backend can store:
  * empty or longer than PERSIST_KEY_MAX; out of memory; logged). A failed commit is logged; its writes are not

@@ -59,6 +59,8 @@ struct persist_backend_ops {
 	const char *name;
 	/* the table's handle for id (ids are dense, from 0) */
 	int (*table)(struct persist_backend *be, uint32_t id, const char *name);
+	/* persist_table_packed: table id (named name) may keep its records many to a value; NULL: every table as any */
+	int (*pack)(struct persist_backend *be, uint32_t id, const char *name);
 	/* applies every op or none; 0, or an MMC_* code with the reason logged */
 	int (*commit)(struct persist_backend *be, const struct persist_ops *ops);
 	int (*get)(struct persist_backend *be, uint32_t id, const void *key, size_t klen, void *buf, size_t cap,
@@ -77,6 +79,7 @@ struct persist_backend_ops {
 struct persist_backend {
 	const struct persist_backend_ops *ops;
 	bool quick; /* commit() takes microseconds (no fsync, no network): small batches may commit on the loop */
+	int format; /* the format version this backend writes (persist.h) */
 };
 
 /* persist_scan_ahead on a backend (persist_ahead.c). */

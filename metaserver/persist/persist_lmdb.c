@@ -276,6 +276,7 @@ int persist_lmdb_open(struct persist_backend **out, const struct persist_opts *o
 		return MMC_MALLOC_FAILED;
 	s->be.ops = &lmdb_ops;
 	s->be.quick = !opts->sync; /* without fsync a commit is a few pwrites into the page cache */
+	s->be.format = PERSIST_FORMAT_LMDB;
 	s->lock_fd = -1;
 	if (lock_dir(opts->dir, &s->lock_fd, err, errlen))
 		goto fail;

@@ -1,11 +1,12 @@
 /*
- * The Redis store: a table is the hash "<prefix>t:<name>" (field = key, value = record); a batch is one pipelined
- * MULTI, HSET/HDEL per write, EXEC (then WAIT for replicas, if asked), so Redis applies all of it or none and
- * acknowledges it once, after its own appendfsync. With a fence key the batch is one script instead that writes
- * only while that key holds this server's value (fenced_lua): a commit from a node that lost the lock fails, one
- * whose lease was merely renewed meanwhile does not. The connection is the writer thread's; when it breaks the batch
- * is retried once on a fresh one (a batch of whole-value puts and deletes applies twice to the same result, and no
- * later batch has flown), then batches fail fast while reconnects back off.
+ * The Redis store: a table is the hash "<prefix>t:<name>" (field = key, value = record), except a packed table (the
+ * object records: redis_packed.h), whose records go many to a string; a batch is one pipelined MULTI, its writes,
+ * EXEC (then WAIT for replicas, if asked), so Redis applies all of it or none and acknowledges it once, after its own
+ * appendfsync. With a fence key the batch is one script instead that writes only while that key holds this server's
+ * value (fenced_lua): a commit from a node that lost the lock fails, one whose lease was merely renewed meanwhile does
+ * not. The connection is the writer thread's; when it breaks the batch is retried once on a fresh one (a batch of
+ * whole-value puts, appends of them and deletes applies twice to the same result, and no later batch has flown),
+ * then batches fail fast while reconnects back off.
  */
 #include <hiredis/hiredis.h>
 #include <pthread.h>
@@ -16,7 +17,9 @@
 #include "clock.h"
 #include "log.h"
 #include "mmc/mmc.h"
+#include "array.h"
 #include "persist_backend.h"
+#include "redis_packed.h"
 #include "store_uri.h"
 #include "uri_mask.h"
 
@@ -24,6 +27,7 @@
 #define BACKOFF_MAX_NS UINT64_C(1000000000) /* ... doubling up to 1 s */
 #define SCAN_COUNT     "1000"               /* HSCAN page at load */
 #define FENCE_MAX      512
+#define GET_WINDOW     64 /* blocks of a packed table asked for at once at load */
 
 struct redis_store {
 	struct persist_backend be;
@@ -38,6 +42,10 @@ struct redis_store {
 	bool down;
 	pthread_mutex_t mu; /* the fence: set on the loop, read by the writer */
 	char fence_key[FENCE_MAX], fence_val[FENCE_MAX];
+	struct packed *packed[PERSIST_MAX_TABLES]; /* NULL: a hash */
+	struct rplan plan;                         /* the writes of the batch being committed */
+	struct persist_op *opv, *popv;             /* a batch's ops; one packed table's of them */
+	size_t capopv, cappopv;
 };
 
 static struct redis_store *to_redis(struct persist_backend *be)
@@ -180,27 +188,21 @@ static bool next_reply(struct redis_store *s, redisReply **r, char *err, size_t 
 	return true;
 }
 
-static void append_op(struct redis_store *s, const struct persist_op *op)
-{
-	const char *argv[4] = {op->del ? "HDEL" : "HSET", s->tkey[op->table], op->key, op->val};
-	size_t len[4] = {4, strlen(s->tkey[op->table]), op->klen, op->vlen};
-
-	redisAppendCommandArgv(s->c, op->del ? 3 : 4, argv, len);
-}
-
 enum outcome { DONE, FAILED, BROKEN }; /* BROKEN: the connection broke, the batch may be retried */
 
 /*
  * A fenced batch, as one script (atomic at Redis like MULTI/EXEC): it writes only while the lock key holds this
- * server's value. KEYS: each write's table, then the lock key; ARGV: the value, then per write its kind ('d': HDEL),
- * field and value. It compares the value, not whether the key changed: the leader's own lease renewals (PEXPIRE,
- * every loop interval) touch the key, and a WATCH on it failed commits of a healthy leader.
+ * server's value. KEYS: each write's key, then the lock key; ARGV: the value, then per write its command and two
+ * arguments (HSET takes both, DEL none, the others the first). It compares the value, not whether the key changed:
+ * the leader's own lease renewals (PEXPIRE, every loop interval) touch the key, and a WATCH on it failed commits of
+ * a healthy leader.
  */
 static const char fenced_lua[] =
     "if redis.call('get', KEYS[#KEYS]) ~= ARGV[1] then return redis.error_reply('MMC_FENCED') end "
-    "for i = 1, #KEYS - 1 do "
-    "if ARGV[3 * i - 1] == 'd' then redis.call('hdel', KEYS[i], ARGV[3 * i]) "
-    "else redis.call('hset', KEYS[i], ARGV[3 * i], ARGV[3 * i + 1]) end end "
+    "for i = 1, #KEYS - 1 do local c = ARGV[3 * i - 1] "
+    "if c == 'HSET' then redis.call(c, KEYS[i], ARGV[3 * i], ARGV[3 * i + 1]) "
+    "elseif c == 'DEL' then redis.call(c, KEYS[i]) "
+    "else redis.call(c, KEYS[i], ARGV[3 * i]) end end "
     "return #KEYS - 1";
 
 /* The argument vector of one command, for hiredis. */
@@ -216,25 +218,26 @@ static void arg_set(struct args *x, size_t i, const void *p, size_t n)
 }
 
 /* Queues the fenced batch's EVAL; false when out of memory. */
-static bool append_fenced(struct redis_store *s, const struct persist_ops *ops, const char *key, const char *want)
+static bool append_fenced(struct redis_store *s, const struct rplan *r, const char *key, const char *want)
 {
-	size_t n = 5 + 4 * ops->nops, k = 3, a = 4 + ops->nops, off = 0; /* k: the next of KEYS, a: of ARGV */
+	size_t n = 5 + 4 * r->n, k = 3, a = 4 + r->n; /* k: the next of KEYS, a: of ARGV */
 	struct args x = {malloc(n * sizeof(*x.v)), malloc(n * sizeof(*x.len))};
 	bool ok = x.v && x.len;
 	char nkeys[24];
-	struct persist_op op;
 
 	if (ok) {
-		snprintf(nkeys, sizeof(nkeys), "%zu", ops->nops + 1);
+		snprintf(nkeys, sizeof(nkeys), "%zu", r->n + 1);
 		arg_set(&x, 0, "EVAL", 4);
 		arg_set(&x, 1, fenced_lua, sizeof(fenced_lua) - 1);
 		arg_set(&x, 2, nkeys, strlen(nkeys));
 		arg_set(&x, a++, want, strlen(want));
-		while (persist_op_next(ops, &off, &op)) {
-			arg_set(&x, k++, s->tkey[op.table], strlen(s->tkey[op.table]));
-			arg_set(&x, a++, op.del ? "d" : "h", 1);
-			arg_set(&x, a++, op.key, op.klen);
-			arg_set(&x, a++, op.del ? "" : op.val, op.vlen);
+		for (size_t i = 0; i < r->n; i++) {
+			const struct rwrite *w = &r->w[i];
+
+			arg_set(&x, k++, w->key, w->klen);
+			arg_set(&x, a++, w->cmd, strlen(w->cmd));
+			arg_set(&x, a++, w->nargs > 0 ? w->arg[0] : "", w->nargs > 0 ? w->alen[0] : 0);
+			arg_set(&x, a++, w->nargs > 1 ? w->arg[1] : "", w->nargs > 1 ? w->alen[1] : 0);
 		}
 		arg_set(&x, k, key, strlen(key));
 		redisAppendCommandArgv(s->c, (int)n, x.v, x.len);
@@ -244,6 +247,13 @@ static bool append_fenced(struct redis_store *s, const struct persist_ops *ops, 
 	return ok;
 }
 
+static void append_write(struct redis_store *s, const struct rwrite *w)
+{
+	const char *argv[4] = {w->cmd, w->key, w->arg[0], w->arg[1]};
+	size_t len[4] = {strlen(w->cmd), w->klen, w->alen[0], w->alen[1]};
+
+	redisAppendCommandArgv(s->c, 2 + w->nargs, argv, len);
+}
 /* EXEC's reply: an array with an error in it when a write failed inside the transaction (a key of the wrong type:
  * Redis applied the others, so the batch is not durable as a whole). */
 static enum outcome exec_outcome(const redisReply *r, char *err, size_t errlen)
@@ -297,25 +307,122 @@ static enum outcome read_commit(struct redis_store *s, size_t result_at, const c
 	return out;
 }
 
-static enum outcome commit_once(struct redis_store *s, const struct persist_ops *ops, char *err, size_t errlen)
+/* The current strings of the blocks pk rewrites next, into reads (NULL when there are none). */
+static enum outcome read_due(struct redis_store *s, struct packed *pk, redisReply ***replies, struct rbytes **reads,
+                             size_t *n, char *err, size_t errlen)
 {
-	char key[FENCE_MAX], want[FENCE_MAX], waitn[16], waitms[16];
-	const char *multi[1] = {"MULTI"}, *exec[1] = {"EXEC"}, *wait[3] = {"WAIT", waitn, waitms};
-	struct persist_op op;
-	size_t off = 0;
+	const uint64_t *nos = packed_to_read(pk, n);
+	char key[80];
 
-	pthread_mutex_lock(&s->mu);
-	memcpy(key, s->fence_key, sizeof(key));
-	memcpy(want, s->fence_val, sizeof(want));
-	pthread_mutex_unlock(&s->mu);
-	if (key[0] && !append_fenced(s, ops, key, want)) {
+	*replies = NULL;
+	*reads = NULL;
+	if (!*n)
+		return DONE;
+	*replies = calloc(*n, sizeof(**replies));
+	*reads = calloc(*n, sizeof(**reads));
+	if (!*replies || !*reads) {
+		snprintf(err, errlen, "out of memory");
+		return FAILED;
+	}
+	for (size_t i = 0; i < *n; i++) {
+		const char *argv[2] = {"GET", key};
+		size_t len[2] = {3, packed_block_key(pk, nos[i], key, sizeof(key))};
+
+		redisAppendCommandArgv(s->c, 2, argv, len);
+	}
+	enum outcome out = DONE;
+
+	for (size_t i = 0; i < *n; i++) { /* every reply is read, even after a refusal: the pipeline stays in step */
+		redisReply *r;
+
+		if (!next_reply(s, &r, err, errlen))
+			return BROKEN;
+		(*replies)[i] = r;
+		if (out == DONE && r->type != REDIS_REPLY_STRING && r->type != REDIS_REPLY_NIL) {
+			snprintf(err, errlen, "GET of a block: %s", r->type == REDIS_REPLY_ERROR ? r->str : "not a string");
+			out = FAILED;
+		}
+		(*reads)[i] = (struct rbytes){r->str, r->len, r->type == REDIS_REPLY_NIL};
+	}
+	return out;
+}
+
+static void free_reads(redisReply **replies, struct rbytes *reads, size_t n)
+{
+	for (size_t i = 0; replies && i < n; i++)
+		if (replies[i])
+			freeReplyObject(replies[i]);
+	free(replies);
+	free(reads);
+}
+
+/* The writes of packed table t: its ops of the batch, and the rewrites due. */
+static enum outcome plan_packed(struct redis_store *s, uint32_t t, const struct persist_op *v, size_t n, char *err,
+                                size_t errlen)
+{
+	struct persist_op *g = array_grow(s->popv, &s->cappopv, n, sizeof(*g), 256);
+	redisReply **replies;
+	struct rbytes *reads;
+	size_t m = 0, nreads;
+	enum outcome out;
+	int rc;
+
+	if (!g) {
+		snprintf(err, errlen, "out of memory");
+		return FAILED;
+	}
+	s->popv = g;
+	for (size_t i = 0; i < n; i++)
+		if (v[i].table == t)
+			s->popv[m++] = v[i];
+	if ((out = read_due(s, s->packed[t], &replies, &reads, &nreads, err, errlen)) == DONE &&
+	    (rc = packed_plan(s->packed[t], &s->plan, s->popv, m, reads))) {
+		snprintf(err, errlen, rc == MMC_INVALID_PARAM ? "a key of a packed table is not an id" : "out of memory");
+		out = FAILED;
+	}
+	free_reads(replies, reads, nreads);
+	return out;
+}
+
+/* The batch's writes into s->plan: a hash table's as they come, then each packed table's. */
+static enum outcome plan_batch(struct redis_store *s, const struct persist_op *v, size_t n, bool *touched, char *err,
+                               size_t errlen)
+{
+	enum outcome out = DONE;
+
+	rplan_reset(&s->plan);
+	for (size_t i = 0; i < n; i++) {
+		const struct persist_op *op = &v[i];
+		const char *t = s->tkey[op->table];
+
+		if (s->packed[op->table])
+			touched[op->table] = true;
+		else if (rplan_add(&s->plan, op->del ? "HDEL" : "HSET", t, strlen(t), op->key, op->klen, op->val,
+		                   op->vlen, op->del ? 1 : 2)) {
+			snprintf(err, errlen, "out of memory");
+			return FAILED;
+		}
+	}
+	for (uint32_t t = 0; t < PERSIST_MAX_TABLES && out == DONE; t++)
+		if (touched[t])
+			out = plan_packed(s, t, v, n, err, errlen);
+	return out;
+}
+
+/* Sends the plan (MULTI ... EXEC, or the fenced script) and WAIT, and reads what they answered. */
+static enum outcome send_plan(struct redis_store *s, const char *key, const char *want, char *err, size_t errlen)
+{
+	char waitn[16], waitms[16];
+	const char *multi[1] = {"MULTI"}, *exec[1] = {"EXEC"}, *wait[3] = {"WAIT", waitn, waitms};
+
+	if (key[0] && !append_fenced(s, &s->plan, key, want)) {
 		snprintf(err, errlen, "out of memory");
 		return FAILED;
 	}
 	if (!key[0]) {
 		redisAppendCommandArgv(s->c, 1, multi, NULL);
-		while (persist_op_next(ops, &off, &op))
-			append_op(s, &op);
+		for (size_t i = 0; i < s->plan.n; i++)
+			append_write(s, &s->plan.w[i]);
 		redisAppendCommandArgv(s->c, 1, exec, NULL);
 	}
 	if (s->wait_replicas) {
@@ -323,7 +430,27 @@ static enum outcome commit_once(struct redis_store *s, const struct persist_ops 
 		snprintf(waitms, sizeof(waitms), "%u", s->wait_timeout_ms);
 		redisAppendCommandArgv(s->c, 3, wait, NULL);
 	}
-	return read_commit(s, key[0] ? 0 : ops->nops + 1, key, err, errlen);
+	return read_commit(s, key[0] ? 0 : s->plan.n + 1, key, err, errlen);
+}
+
+/* send_plan under the fence as it stands now. */
+static enum outcome send_fenced(struct redis_store *s, char *err, size_t errlen)
+{
+	char key[FENCE_MAX], want[FENCE_MAX];
+
+	pthread_mutex_lock(&s->mu);
+	memcpy(key, s->fence_key, sizeof(key));
+	memcpy(want, s->fence_val, sizeof(want));
+	pthread_mutex_unlock(&s->mu);
+	return send_plan(s, key, want, err, errlen);
+}
+
+static enum outcome commit_once(struct redis_store *s, const struct persist_op *v, size_t n, bool *touched, char *err,
+                                size_t errlen)
+{
+	enum outcome out = plan_batch(s, v, n, touched, err, errlen);
+
+	return out == DONE ? send_fenced(s, err, errlen) : out;
 }
 
 /* A commit Redis answered but refused (fenced, WAIT short of replicas, a write refused): the same cause tends to
@@ -338,25 +465,45 @@ static void log_refusal(struct redis_store *s, const char *err, size_t nops)
 		          s->shown, err, nops, skipped);
 }
 
-static int redis_commit(struct persist_backend *be, const struct persist_ops *ops)
+/* Commits ops (v, n), retrying once on a fresh connection if the first broke. */
+static int commit_ops(struct redis_store *s, const struct persist_op *v, size_t n)
 {
-	struct redis_store *s = to_redis(be);
+	bool touched[PERSIST_MAX_TABLES] = {false};
 	enum outcome out = BROKEN;
 	char err[256];
 
 	for (int attempt = 0; attempt < 2 && out == BROKEN && ensure(s); attempt++)
-		if ((out = commit_once(s, ops, err, sizeof(err))) == BROKEN)
+		if ((out = commit_once(s, v, n, touched, err, sizeof(err))) == BROKEN)
 			broke(s, err);
+	for (uint32_t t = 0; t < PERSIST_MAX_TABLES; t++)
+		if (touched[t])
+			packed_done(s->packed[t], out == DONE);
 	if (out == BROKEN) {
 		s->failed_while_down++;
 		return MMC_META_BACKUP_ERROR;
 	}
 	note_up(s);
 	if (out == FAILED) {
-		log_refusal(s, err, ops->nops);
+		log_refusal(s, err, n);
 		return MMC_META_BACKUP_ERROR;
 	}
 	return 0;
+}
+
+static int redis_commit(struct persist_backend *be, const struct persist_ops *ops)
+{
+	struct redis_store *s = to_redis(be);
+	struct persist_op *v = array_grow(s->opv, &s->capopv, ops->nops ? ops->nops : 1, sizeof(*v), 256);
+	size_t off = 0, n = 0;
+
+	if (!v) {
+		log_refusal(s, "out of memory", ops->nops);
+		return MMC_META_BACKUP_ERROR;
+	}
+	s->opv = v;
+	while (n < ops->nops && persist_op_next(ops, &off, &s->opv[n]))
+		n++;
+	return commit_ops(s, s->opv, n);
 }
 
 /* Loads and reads need Redis now: one connection attempt, whatever the backoff. */
@@ -403,16 +550,56 @@ static redisReply *load_command(struct redis_store *s, int argc, const char **ar
 	return r;
 }
 
+/* The value of key GET (a string, or nil: *v.nil) with its reply, to free; NULL when Redis failed. */
+static redisReply *get_string(struct redis_store *s, const char *key, struct rbytes *v)
+{
+	const char *argv[2] = {"GET", key};
+	redisReply *r = load_command(s, 2, argv, NULL);
+
+	if (r && r->type != REDIS_REPLY_STRING && r->type != REDIS_REPLY_NIL) {
+		log_error("op=redis_load store=\"%s\" key=\"%s\" err=\"not a string\"", s->shown, key);
+		freeReplyObject(r);
+		return NULL;
+	}
+	if (r)
+		*v = (struct rbytes){r->str, r->len, r->type == REDIS_REPLY_NIL};
+	return r;
+}
+
+static int packed_get(struct redis_store *s, struct packed *pk, const void *key, size_t klen, void *buf, size_t cap,
+                      size_t *len)
+{
+	char bkey[80];
+	struct rbytes v;
+	const void *val;
+	redisReply *r;
+	int rc;
+
+	if (klen != PACKED_KEY)
+		return MMC_OBJECT_NOT_EXISTS;
+	packed_block_key(pk, packed_block_of(key), bkey, sizeof(bkey));
+	if (!(r = get_string(s, bkey, &v)))
+		return MMC_ERROR;
+	if ((rc = packed_find(v, key, &val, len)) == 0 && *len > cap)
+		rc = MMC_ERROR;
+	if (rc == 0)
+		memcpy(buf, val, *len);
+	freeReplyObject(r);
+	return rc;
+}
+
 static int redis_get(struct persist_backend *be, uint32_t id, const void *key, size_t klen, void *buf, size_t cap,
                      size_t *len)
 {
 	struct redis_store *s = to_redis(be);
 	const char *argv[3] = {"HGET", s->tkey[id], key};
 	size_t lens[3] = {4, strlen(s->tkey[id]), klen};
-	redisReply *r = load_command(s, 3, argv, lens);
+	redisReply *r;
 	int rc = MMC_ERROR;
 
-	if (!r)
+	if (s->packed[id])
+		return packed_get(s, s->packed[id], key, klen, buf, cap, len);
+	if (!(r = load_command(s, 3, argv, lens)))
 		return MMC_ERROR;
 	if (r->type == REDIS_REPLY_NIL) {
 		rc = MMC_OBJECT_NOT_EXISTS;
@@ -469,12 +656,13 @@ static int keep_page(const redisReply *page, struct rec **recs, size_t *n, size_
 	return 0;
 }
 
-/* Every page of an HSCAN of the table (HSCAN never blocks Redis for long) through page_fn, until it returns
- * nonzero. Returns 0, page_fn's value or MMC_ERROR. */
-static int hscan(struct redis_store *s, uint32_t id, int (*page_fn)(const redisReply *page, void *arg), void *arg)
+/* Every page of an HSCAN (cmd "HSCAN") or SSCAN of key through page_fn, until it returns nonzero (HSCAN and SSCAN
+ * never block Redis for long). Returns 0, page_fn's value or MMC_ERROR. */
+static int scan_pages(struct redis_store *s, const char *cmd, const char *key,
+                      int (*page_fn)(const redisReply *page, void *arg), void *arg)
 {
 	char cursor[32] = "0";
-	const char *argv[5] = {"HSCAN", s->tkey[id], cursor, "COUNT", SCAN_COUNT};
+	const char *argv[5] = {cmd, key, cursor, "COUNT", SCAN_COUNT};
 	int rc = 0;
 
 	do {
@@ -493,6 +681,16 @@ static int hscan(struct redis_store *s, uint32_t id, int (*page_fn)(const redisR
 	return rc;
 }
 
+static int hscan(struct redis_store *s, uint32_t id, int (*page_fn)(const redisReply *page, void *arg), void *arg)
+{
+	return scan_pages(s, "HSCAN", s->tkey[id], page_fn, arg);
+}
+
+static int sscan(struct redis_store *s, const char *key, int (*page_fn)(const redisReply *page, void *arg), void *arg)
+{
+	return scan_pages(s, "SSCAN", key, page_fn, arg);
+}
+
 struct kept {
 	struct rec *recs;
 	size_t n, cap;
@@ -505,12 +703,176 @@ static int keep(const redisReply *page, void *arg)
 	return keep_page(page, &k->recs, &k->n, &k->cap);
 }
 
+/* A number a Redis integer reply carries (0 for nil); -1 when Redis failed. */
+static long long integer_of(struct redis_store *s, int argc, const char **argv)
+{
+	redisReply *r = load_command(s, argc, argv, NULL);
+	long long n = -1;
+
+	if (r && r->type == REDIS_REPLY_INTEGER)
+		n = r->integer;
+	else if (r && r->type == REDIS_REPLY_STRING)
+		n = strtoll(r->str, NULL, 10);
+	else if (r && r->type == REDIS_REPLY_NIL)
+		n = 0;
+	if (r)
+		freeReplyObject(r);
+	return n;
+}
+
+struct moving {
+	struct redis_store *s;
+	uint32_t table;
+	uint64_t moved;
+};
+
+/* One HSCAN page of a packed table's old hash, written into its blocks as one commit. */
+static int move_page(const redisReply *page, void *arg)
+{
+	struct moving *m = arg;
+	struct redis_store *s = m->s;
+	size_t n = 0;
+	struct persist_op *v = array_grow(s->opv, &s->capopv, page->elements / 2 + 1, sizeof(*v), 256);
+
+	if (!v)
+		return MMC_MALLOC_FAILED;
+	s->opv = v;
+	for (size_t i = 0; i + 1 < page->elements; i += 2)
+		if (page->element[i]->len == PACKED_KEY) /* another is no record: the load would drop it */
+			s->opv[n++] = (struct persist_op){m->table, false, page->element[i]->str, page->element[i + 1]->str,
+			                                  PACKED_KEY, page->element[i + 1]->len};
+	m->moved += n;
+	return n && commit_ops(s, s->opv, n) ? MMC_ERROR : 0;
+}
+
+/*
+ * A store of an older format keeps a packed table's records in its hash: they are appended to the blocks, then the
+ * hash goes. A move cut short leaves the hash: the next load moves it again, and a record appended twice is the same
+ * record (the newest entry of a slot wins).
+ */
+static int move_hash(struct redis_store *s, uint32_t id)
+{
+	const char *hlen[2] = {"HLEN", s->tkey[id]};
+	long long n = integer_of(s, 2, hlen);
+	struct moving m = {s, id, 0};
+	char err[256];
+	int rc;
+
+	if (n <= 0)
+		return n < 0 ? MMC_ERROR : 0;
+	packed_forget(s->packed[id]);
+	if ((rc = hscan(s, id, move_page, &m)))
+		return rc;
+	rplan_reset(&s->plan);
+	if (rplan_add(&s->plan, "DEL", s->tkey[id], strlen(s->tkey[id]), NULL, 0, NULL, 0, 0) ||
+	    load_connection(s) || send_fenced(s, err, sizeof(err)) != DONE) {
+		log_error("op=store_move store=\"%s\" table=\"%s\" err=\"cannot delete the moved hash\"", s->shown,
+		          s->tkey[id]);
+		return MMC_ERROR;
+	}
+	log_info("op=store_move store=redis table=\"%s\" records=%llu from=hash to=blocks", s->tkey[id],
+	         (unsigned long long)m.moved);
+	return 0;
+}
+
+/* A packed table's block numbers, as SSCAN gives them. */
+struct numbers {
+	uint64_t *v;
+	size_t n, cap;
+};
+
+static int add_number(const redisReply *page, void *arg)
+{
+	struct numbers *k = arg;
+	uint64_t *g = array_grow(k->v, &k->cap, k->n + page->elements + 1, sizeof(*g), 1024);
+
+	if (!g)
+		return MMC_MALLOC_FAILED;
+	k->v = g;
+	for (size_t i = 0; i < page->elements; i++)
+		if (page->element[i]->type == REDIS_REPLY_STRING)
+			k->v[k->n++] = strtoull(page->element[i]->str, NULL, 10);
+	return 0;
+}
+
+static int u64_cmp(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* One window of blocks: their GETs pipelined, then each string's records through fn. */
+static int load_window(struct redis_store *s, struct packed *pk, const uint64_t *nos, size_t n, persist_scan_fn fn,
+                       void *arg)
+{
+	char key[80], err[256];
+	int rc = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		const char *argv[2] = {"GET", key};
+		size_t len[2] = {3, packed_block_key(pk, nos[i], key, sizeof(key))};
+
+		redisAppendCommandArgv(s->c, 2, argv, len);
+	}
+	for (size_t i = 0; i < n; i++) {
+		redisReply *r;
+
+		if (!next_reply(s, &r, err, sizeof(err))) {
+			log_error("op=redis_load store=\"%s\" err=\"%s\"", s->shown, err);
+			return MMC_ERROR;
+		}
+		if (rc == 0 && r->type != REDIS_REPLY_STRING && r->type != REDIS_REPLY_NIL) {
+			log_error("op=redis_load store=\"%s\" block=%llu err=\"not a string\"", s->shown,
+			          (unsigned long long)nos[i]);
+			rc = MMC_ERROR;
+		}
+		if (rc == 0)
+			rc = packed_load_block(pk, nos[i], (struct rbytes){r->str, r->len, r->type == REDIS_REPLY_NIL}, fn,
+			                       arg);
+		freeReplyObject(r); /* every reply is read, even after a failure: the pipeline stays in step */
+	}
+	return rc;
+}
+
+/* Every record of a packed table, in key order: the blocks by number, a block's records by slot. */
+static int packed_scan(struct redis_store *s, uint32_t id, persist_scan_fn fn, void *arg)
+{
+	struct packed *pk = s->packed[id];
+	const char *set = packed_set_key(pk);
+	struct numbers k = {0};
+	int rc;
+
+	size_t n = 0;
+
+	if ((rc = move_hash(s, id)))
+		return rc;
+	packed_load_begin(pk);
+	rc = sscan(s, set, add_number, &k);
+	if (rc == 0 && k.n)
+		qsort(k.v, k.n, sizeof(*k.v), u64_cmp);
+	for (size_t i = 0; rc == 0 && i < k.n; i++) /* SSCAN may return a member twice */
+		if (i == 0 || k.v[i] != k.v[n - 1])
+			k.v[n++] = k.v[i];
+	for (size_t i = 0; rc == 0 && i < n; i += GET_WINDOW)
+		rc = load_connection(s) ? MMC_ERROR
+		                        : load_window(s, pk, k.v + i, n - i < GET_WINDOW ? n - i : GET_WINDOW, fn, arg);
+	if (rc == 0)
+		packed_load_end(pk);
+	free(k.v);
+	return rc;
+}
+
 /* Every record of the table, copied page by page, then in key order like LMDB's. */
 static int redis_scan(struct persist_backend *be, uint32_t id, persist_scan_fn fn, void *arg)
 {
+	struct redis_store *s = to_redis(be);
 	struct kept k = {0};
-	int rc = hscan(to_redis(be), id, keep, &k);
+	int rc;
 
+	if (s->packed[id])
+		return packed_scan(s, id, fn, arg);
+	rc = hscan(s, id, keep, &k);
 	if (rc == 0 && k.n)
 		qsort(k.recs, k.n, sizeof(*k.recs), rec_cmp);
 	for (size_t i = 0; i < k.n && rc == 0; i++)
@@ -541,22 +903,70 @@ static int hand_page(const redisReply *page, void *arg)
 /* Every record of the table, each HSCAN page handed to fn as it comes: no copy, no sort. */
 static int redis_scan_any(struct persist_backend *be, uint32_t id, persist_scan_fn fn, void *arg)
 {
+	struct redis_store *s = to_redis(be);
 	struct handed h = {fn, arg};
 
-	return hscan(to_redis(be), id, hand_page, &h);
+	if (s->packed[id])
+		return packed_scan(s, id, fn, arg);
+	return hscan(s, id, hand_page, &h);
+}
+
+static int count_one(void *arg, const void *key, size_t klen, const void *val, size_t vlen)
+{
+	return 0;
+}
+
+/* A packed table's records: what the writer knows; else the count a knowing writer left (plus what an unfinished
+ * move still holds in the hash); else (a new store, or one written by a writer that knew nothing, which drops the
+ * count) a load of the table counts them. */
+static int packed_count(struct redis_store *s, uint32_t id, uint64_t *n)
+{
+	struct packed *pk = s->packed[id];
+	const char *hlen[2] = {"HLEN", s->tkey[id]}, *get[2] = {"GET", packed_count_key(pk)};
+	redisReply *r;
+	long long h;
+
+	if (!packed_known(pk)) {
+		if (!(r = load_command(s, 2, get, NULL)))
+			return MMC_ERROR;
+		if (r->type == REDIS_REPLY_STRING) {
+			*n = strtoull(r->str, NULL, 10);
+			freeReplyObject(r);
+			if ((h = integer_of(s, 2, hlen)) < 0)
+				return MMC_ERROR;
+			*n += (uint64_t)h;
+			return 0;
+		}
+		freeReplyObject(r);
+		if (packed_scan(s, id, count_one, NULL))
+			return MMC_ERROR;
+	}
+	*n = packed_live(pk);
+	return 0;
 }
 
 static int redis_count(struct persist_backend *be, uint32_t id, uint64_t *n)
 {
 	struct redis_store *s = to_redis(be);
 	const char *argv[2] = {"HLEN", s->tkey[id]};
-	redisReply *r = load_command(s, 2, argv, NULL);
-	int rc = r && r->type == REDIS_REPLY_INTEGER ? 0 : MMC_ERROR;
+	long long h;
 
-	*n = rc ? 0 : (uint64_t)r->integer;
-	if (r)
-		freeReplyObject(r);
-	return rc;
+	*n = 0;
+	if (s->packed[id])
+		return packed_count(s, id, n);
+	if ((h = integer_of(s, 2, argv)) < 0)
+		return MMC_ERROR;
+	*n = (uint64_t)h;
+	return 0;
+}
+
+static int redis_pack(struct persist_backend *be, uint32_t id, const char *name)
+{
+	struct redis_store *s = to_redis(be);
+
+	packed_free(s->packed[id]);
+	s->packed[id] = packed_new(s->prefix, name);
+	return s->packed[id] ? 0 : MMC_MALLOC_FAILED;
 }
 
 static int redis_reopen(struct persist_backend *be, char *err, size_t errlen)
@@ -568,6 +978,9 @@ static int redis_reopen(struct persist_backend *be, char *err, size_t errlen)
 		snprintf(err, errlen, "cannot reach the Redis store \"%s\": %s", s->shown, why);
 		return MMC_ERROR;
 	}
+	for (int i = 0; i < PERSIST_MAX_TABLES; i++) /* another writer may have written since: the next load knows */
+		if (s->packed[i])
+			packed_forget(s->packed[i]);
 	note_up(s);
 	return 0;
 }
@@ -590,8 +1003,13 @@ static void redis_close(struct persist_backend *be)
 	struct redis_store *s = to_redis(be);
 
 	drop(s);
-	for (int i = 0; i < PERSIST_MAX_TABLES; i++)
+	for (int i = 0; i < PERSIST_MAX_TABLES; i++) {
 		free(s->tkey[i]);
+		packed_free(s->packed[i]);
+	}
+	rplan_fini(&s->plan);
+	free(s->opv);
+	free(s->popv);
 	pthread_mutex_destroy(&s->mu);
 	explicit_bzero(&s->uri, sizeof(s->uri));
 	free(s);
@@ -600,6 +1018,7 @@ static void redis_close(struct persist_backend *be)
 static const struct persist_backend_ops redis_ops = {
     .name = "redis",
     .table = redis_table,
+    .pack = redis_pack,
     .commit = redis_commit,
     .get = redis_get,
     .scan = redis_scan,
@@ -648,7 +1067,9 @@ int persist_redis_open(struct persist_backend **out, const struct persist_opts *
 	if (!s)
 		return MMC_MALLOC_FAILED;
 	s->be.ops = &redis_ops;
+	s->be.format = PERSIST_FORMAT_VERSION;
 	pthread_mutex_init(&s->mu, NULL);
+	rplan_init(&s->plan);
 	uri_mask(opts->uri, s->shown, sizeof(s->shown));
 	if ((rc = redis_uri_parse(opts->uri, &s->uri, err, errlen)))
 		goto fail;

@@ -382,6 +382,7 @@ static void unpersist(struct meta *m, struct object *o)
 int objects_tables_open(struct meta *m)
 {
 	if (persist_table(m->persist, OBJECTS_TABLE, &m->db_objects) ||
+	    persist_table_packed(m->persist, m->db_objects) ||
 	    persist_table(m->persist, OBJECTS_TABLE_KEYED, &m->db_objects_keyed))
 		return MMC_ERROR;
 	persist_table_retry_deletes(m->db_objects); /* ids are never used again */

@@ -379,6 +379,174 @@ BOTH(puts_past_the_end_and_anywhere_else_land_as_written)
 	cr_assert_eq(n, live);
 }
 
+/* Table "pk", packed (persist_table_packed), on the store as it is now. */
+static struct persist_table *packed_table(void)
+{
+	struct persist_table *t;
+
+	cr_assert_eq(persist_table(p, "pk", &t), 0);
+	cr_assert_eq(persist_table_packed(p, t), 0);
+	return t;
+}
+
+/* The store closed and opened again, and its table "pk". */
+static struct persist_table *reopen_packed(void)
+{
+	persist_close(p);
+	open_store();
+	return packed_table();
+}
+
+static uint64_t redis_int(const char *cmd)
+{
+	char reply[64];
+
+	cr_assert_eq(redis_proc_cmd(&rp, cmd, reply, sizeof(reply)), 0);
+	cr_assert_eq(reply[0], ':', "%s: %s", cmd, reply);
+	return strtoull(reply + 1, NULL, 10);
+}
+
+/* Every record of a packed table against the model, in key order, and its count. */
+static void check_packed(struct persist_table *t, const unsigned char *want)
+{
+	struct model_check c = {want, 0, 0, true};
+	uint64_t live = 0, n = 0;
+
+	cr_assert_eq(persist_scan(p, t, check_model, &c), 0);
+	for (int i = 0; i < APPEND_KEYS; i++)
+		live += want[i] != 0;
+	cr_assert_eq(c.seen, live);
+	cr_assert(c.ordered, "a packed table is scanned in key order, on Redis too");
+	cr_assert_eq(persist_count(p, t, &n), 0);
+	cr_assert_eq(n, live);
+}
+
+/*
+ * A packed table (Redis: 64 ids to a string that commits append to) keeps exactly what was written through growing
+ * puts, rewrites, deletes and reopens; on Redis a block rewritten many times stays small, and a block whose records
+ * are all deleted leaves the store.
+ */
+BOTH(a_packed_table_keeps_what_was_written_and_stays_compact)
+{
+	static unsigned char want[APPEND_KEYS];
+	struct persist_table *t = packed_table();
+	unsigned char k[REC_KEY_LEN], v;
+	unsigned seed = 11;
+	uint64_t next = 0;
+
+	memset(want, 0, sizeof(want));
+	for (int batch = 0; batch < 40; batch++) {
+		for (int i = 0; i < 120; i++) {
+			uint64_t id = rand_r(&seed) % 3 == 0 || next == APPEND_KEYS ? (uint64_t)rand_r(&seed) % (next + 1)
+			                                                            : next;
+
+			if (id >= APPEND_KEYS)
+				continue;
+			next += id == next;
+			rec_key_of(id, k);
+			v = (unsigned char)(1 + rand_r(&seed) % 250);
+			if (rand_r(&seed) % 4 == 0) {
+				cr_assert_eq(persist_del(p, t, k, REC_KEY_LEN), 0);
+				want[id] = 0;
+			} else {
+				cr_assert_eq(persist_put(p, t, k, REC_KEY_LEN, &v, 1), 0);
+				want[id] = v;
+			}
+		}
+		cr_assert_eq(persist_flush(p), 0);
+		if (batch % 10 == 9) { /* a reopen: the next commits start from what the load read */
+			t = reopen_packed();
+			check_packed(t, want);
+		}
+	}
+	/* id 5, rewritten in 300 commits: its block keeps growing only until it is rewritten from its live entries */
+	rec_key_of(5, k);
+	for (int i = 0; i < 300; i++) {
+		v = (unsigned char)(1 + i % 200);
+		cr_assert_eq(persist_put(p, t, k, REC_KEY_LEN, &v, 1), 0);
+		cr_assert_eq(persist_flush(p), 0);
+	}
+	want[5] = v;
+	/* ids 256..319, block 4: every one deleted */
+	for (uint64_t id = 256; id < 320; id++) {
+		rec_key_of(id, k);
+		cr_assert_eq(persist_del(p, t, k, REC_KEY_LEN), 0);
+		want[id] = 0;
+	}
+	cr_assert_eq(persist_flush(p), 0);
+	rec_key_of(APPEND_KEYS - 1, k); /* one more commit of the table: the due blocks go with it */
+	v = 7;
+	cr_assert_eq(persist_put(p, t, k, REC_KEY_LEN, &v, 1), 0);
+	want[APPEND_KEYS - 1] = v;
+	cr_assert_eq(persist_flush(p), 0);
+	check_packed(t, want);
+	{
+		char buf[8];
+		size_t len;
+
+		rec_key_of(5, k);
+		cr_assert_eq(persist_get(p, t, k, REC_KEY_LEN, buf, sizeof(buf), &len), 0);
+		cr_assert_eq(len, 1);
+		cr_assert_eq((unsigned char)buf[0], want[5]);
+		rec_key_of(300, k);
+		cr_assert_eq(persist_get(p, t, k, REC_KEY_LEN, buf, sizeof(buf), &len), MMC_OBJECT_NOT_EXISTS);
+	}
+	if (be == REDIS) {
+		/* 64 entries of 9 bytes at most, and what 300 rewrites left: far below 300 entries more */
+		cr_assert_lt(redis_int("STRLEN mmc:p:pk:0"), (2 * 64 + 32 + 8) * 9, "block 0 was rewritten");
+		cr_assert_eq(redis_int("EXISTS mmc:p:pk:4"), 0, "a block with no record is deleted");
+		cr_assert_eq(redis_int("SISMEMBER mmc:p:pk 4"), 0, "and leaves the set");
+		cr_assert_eq(redis_int("SISMEMBER mmc:p:pk 0"), 1);
+		cr_assert_eq(redis_int("EXISTS mmc:t:pk"), 0, "no hash");
+	}
+	check_packed(reopen_packed(), want);
+}
+
+/* A Redis store of format 3 kept the records in a hash: the first load moves them into blocks, and drops the hash. */
+Test(persist_redis, a_hash_of_the_older_format_moves_into_blocks, .init = setup_redis, .fini = teardown)
+{
+	static unsigned char want[APPEND_KEYS];
+	struct persist_table *t;
+	unsigned char k[REC_KEY_LEN];
+
+	cr_assert_eq(persist_table(p, "pk", &t), 0); /* not packed: a hash, as format 3 wrote it */
+	for (uint64_t id = 0; id < 1000; id++) {
+		want[id] = (unsigned char)(1 + id % 250);
+		rec_key_of(id, k);
+		cr_assert_eq(persist_put(p, t, k, REC_KEY_LEN, &want[id], 1), 0);
+	}
+	cr_assert_eq(persist_flush(p), 0);
+	cr_assert_eq(redis_int("HLEN mmc:t:pk"), 1000);
+	check_packed(reopen_packed(), want);
+	cr_assert_eq(redis_int("EXISTS mmc:t:pk"), 0, "the hash is gone");
+	cr_assert_eq(redis_int("SCARD mmc:p:pk"), 16, "ids 0..999: blocks 0..15");
+	check_packed(reopen_packed(), want);
+}
+
+/* With a lock key, a packed table's writes go through the fenced script: all of them, or none once the lock moved. */
+Test(persist_redis, a_packed_commit_after_the_lock_key_moved_fails_at_redis, .init = setup_redis, .fini = teardown)
+{
+	static unsigned char want[APPEND_KEYS];
+	struct persist_table *t = packed_table();
+	unsigned char k[REC_KEY_LEN];
+	char reply[64];
+
+	cr_assert_eq(redis_proc_cmd(&rp, "SET mmc-test-lock node-a", reply, sizeof(reply)), 0);
+	cr_assert_eq(persist_set_redis_fence_key(p, "mmc-test-lock", "node-a"), 0);
+	want[3] = 3;
+	rec_key_of(3, k);
+	cr_assert_eq(persist_put(p, t, k, REC_KEY_LEN, &want[3], 1), 0);
+	cr_assert_eq(persist_flush(p), 0);
+	cr_assert_eq(redis_proc_cmd(&rp, "SET mmc-test-lock node-b", reply, sizeof(reply)), 0);
+	rec_key_of(4, k);
+	cr_assert_eq(persist_put(p, t, k, REC_KEY_LEN, &(unsigned char){4}, 1), 0);
+	rec_key_of(3, k);
+	cr_assert_eq(persist_del(p, t, k, REC_KEY_LEN), 0);
+	cr_assert_eq(persist_flush(p), MMC_ERROR, "fenced");
+	persist_set_redis_fence_key(p, NULL, NULL);
+	check_packed(reopen_packed(), want);
+}
+
 BOTH(a_key_no_store_takes_is_refused_when_queued)
 {
 	static char huge[PERSIST_KEY_MAX + 1];
@@ -734,18 +902,21 @@ BOTH(a_newer_format_is_refused_at_open)
 	struct persist_table *fmt;
 	char err[256] = "", v[8];
 	size_t len;
+	int format;
 
 	cr_assert_eq(persist_table(p, "mmc_format", &fmt), 0);
 	cr_assert_eq(persist_get(p, fmt, "version", 7, v, sizeof(v), &len), 0, "written on first open");
 	cr_assert_eq(len, 1);
-	cr_assert_eq(v[0], '0' + PERSIST_FORMAT_VERSION);
+	cr_assert_eq(v[0], '0' + persist_format_version(p));
+	cr_assert_eq(persist_format_version(p), be == REDIS ? PERSIST_FORMAT_VERSION : PERSIST_FORMAT_LMDB);
+	format = persist_format_version(p);
 	persist_put(p, fmt, "version", 7, "9", 1);
 	cr_assert_eq(persist_flush(p), 0);
 	persist_close(p);
 	p = NULL;
 	cr_assert_eq(try_open(&p, 64u << 20, NULL, err, sizeof(err)), MMC_ERROR);
 	cr_assert_null(p);
-	snprintf(v, sizeof(v), "%d", PERSIST_FORMAT_VERSION);
+	snprintf(v, sizeof(v), "%d", format);
 	cr_assert(strstr(err, "metadata format 9") && strstr(err, "reads format ") && strstr(err, v), "%s", err);
 }
 
@@ -766,7 +937,7 @@ BOTH(an_older_format_is_raised_at_open)
 	cr_assert_eq(persist_table(p, "mmc_format", &fmt), 0);
 	cr_assert_eq(persist_get(p, fmt, "version", 7, v, sizeof(v), &len), 0);
 	cr_assert_eq(len, 1);
-	cr_assert_eq(v[0], '0' + PERSIST_FORMAT_VERSION);
+	cr_assert_eq(v[0], '0' + persist_format_version(p));
 }
 
 BOTH(a_reload_lands_what_is_queued_and_keeps_tables_and_numbers)
