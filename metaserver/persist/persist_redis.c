@@ -14,10 +14,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "array.h"
 #include "clock.h"
 #include "log.h"
 #include "mmc/mmc.h"
-#include "array.h"
 #include "persist_backend.h"
 #include "redis_packed.h"
 #include "store_uri.h"
@@ -339,7 +339,8 @@ static enum outcome read_due(struct redis_store *s, struct packed *pk, redisRepl
 			return BROKEN;
 		(*replies)[i] = r;
 		if (out == DONE && r->type != REDIS_REPLY_STRING && r->type != REDIS_REPLY_NIL) {
-			snprintf(err, errlen, "GET of a block: %s", r->type == REDIS_REPLY_ERROR ? r->str : "not a string");
+			snprintf(err, errlen, "GET of a block: %s",
+			         r->type == REDIS_REPLY_ERROR ? r->str : "not a string");
 			out = FAILED;
 		}
 		(*reads)[i] = (struct rbytes){r->str, r->len, r->type == REDIS_REPLY_NIL};
@@ -377,7 +378,10 @@ static enum outcome plan_packed(struct redis_store *s, uint32_t t, const struct 
 			s->popv[m++] = v[i];
 	if ((out = read_due(s, s->packed[t], &replies, &reads, &nreads, err, errlen)) == DONE &&
 	    (rc = packed_plan(s->packed[t], &s->plan, s->popv, m, reads))) {
-		snprintf(err, errlen, rc == MMC_INVALID_PARAM ? "a key of a packed table is not an id" : "out of memory");
+		snprintf(err, errlen, "%s",
+		         rc == MMC_INVALID_PARAM ? "a key of a packed table is not an id"
+		         : rc == MMC_ERROR       ? "a damaged block of a packed table waits for its rewrite"
+		                                 : "out of memory");
 		out = FAILED;
 	}
 	free_reads(replies, reads, nreads);
@@ -737,10 +741,13 @@ static int move_page(const redisReply *page, void *arg)
 	if (!v)
 		return MMC_MALLOC_FAILED;
 	s->opv = v;
-	for (size_t i = 0; i + 1 < page->elements; i += 2)
-		if (page->element[i]->len == PACKED_KEY) /* another is no record: the load would drop it */
-			s->opv[n++] = (struct persist_op){m->table, false, page->element[i]->str, page->element[i + 1]->str,
-			                                  PACKED_KEY, page->element[i + 1]->len};
+	for (size_t i = 0; i + 1 < page->elements; i += 2) {
+		const redisReply *k = page->element[i], *val = page->element[i + 1];
+
+		if (k->len == PACKED_KEY) /* another is no record: the load would drop it */
+			s->opv[n++] = (struct persist_op){
+			    .table = m->table, .key = k->str, .klen = k->len, .val = val->str, .vlen = val->len};
+	}
 	m->moved += n;
 	return n && commit_ops(s, s->opv, n) ? MMC_ERROR : 0;
 }
@@ -764,8 +771,8 @@ static int move_hash(struct redis_store *s, uint32_t id)
 	if ((rc = hscan(s, id, move_page, &m)))
 		return rc;
 	rplan_reset(&s->plan);
-	if (rplan_add(&s->plan, "DEL", s->tkey[id], strlen(s->tkey[id]), NULL, 0, NULL, 0, 0) ||
-	    load_connection(s) || send_fenced(s, err, sizeof(err)) != DONE) {
+	if (rplan_add(&s->plan, "DEL", s->tkey[id], strlen(s->tkey[id]), NULL, 0, NULL, 0, 0) || load_connection(s) ||
+	    send_fenced(s, err, sizeof(err)) != DONE) {
 		log_error("op=store_move store=\"%s\" table=\"%s\" err=\"cannot delete the moved hash\"", s->shown,
 		          s->tkey[id]);
 		return MMC_ERROR;
@@ -828,8 +835,8 @@ static int load_window(struct redis_store *s, struct packed *pk, const uint64_t 
 			rc = MMC_ERROR;
 		}
 		if (rc == 0)
-			rc = packed_load_block(pk, nos[i], (struct rbytes){r->str, r->len, r->type == REDIS_REPLY_NIL}, fn,
-			                       arg);
+			rc = packed_load_block(pk, nos[i], (struct rbytes){r->str, r->len, r->type == REDIS_REPLY_NIL},
+			                       fn, arg);
 		freeReplyObject(r); /* every reply is read, even after a failure: the pipeline stays in step */
 	}
 	return rc;

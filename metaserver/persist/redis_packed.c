@@ -9,11 +9,11 @@
 #include "hmap.h"
 #include "mmc/mmc.h"
 
-#define ENTRY_HEAD   8u
-#define NONE         UINT32_MAX
-#define REWRITE_MAX  64u /* blocks read and rewritten per commit (a 4096-id batch fills 64): a commit stays short */
-#define SLACK        32u /* dead entries a block may carry before it is rewritten, whatever its live ones */
-#define BITS_WORDS   (PACKED_SLOTS / 64)
+#define ENTRY_HEAD    8u
+#define NONE          UINT32_MAX
+#define REWRITE_MAX   64u /* blocks read and rewritten per commit (a 4096-id batch fills 64): a commit stays short */
+#define SLACK         32u /* dead entries a block may carry before it is rewritten, whatever its live ones */
+#define BITS_WORDS    (PACKED_SLOTS / 64)
 #define BLOCK_KEY_MAX 80u
 
 struct bstate {
@@ -28,7 +28,8 @@ struct block {
 	struct hmap_node node;
 	uint64_t no;
 	struct bstate s;
-	bool queued; /* on the rewrite list */
+	bool queued;  /* on the rewrite list */
+	bool damaged; /* its string ends in bytes that are no entry: rewritten before anything is appended to it */
 };
 
 /* A block the current plan changes: its state once the plan commits, and the slots the plan puts. */
@@ -47,12 +48,12 @@ struct keyed_op {
 struct packed {
 	char *set_key, *count_key, *block_prefix;
 	struct hmap blocks;
-	bool known;    /* blocks say what the store holds: a load read it all and only this writer wrote since */
-	uint64_t live; /* records, when known */
+	bool known;      /* blocks say what the store holds: a load read it all and only this writer wrote since */
+	uint64_t live;   /* records, when known */
 	uint64_t *queue; /* blocks to rewrite or delete, by number */
 	size_t nqueue, capqueue;
-	uint64_t reads[REWRITE_MAX];
-	size_t nreads, upto; /* the blocks to read, and the part of the queue the next plan takes */
+	uint64_t *reads;               /* the blocks the next plan rewrites from what they hold */
+	size_t nreads, capreads, upto; /* upto: the part of the queue the next plan takes, damaged blocks aside */
 	struct staged *st;
 	size_t nst, capst;
 	struct keyed_op *ko;
@@ -153,6 +154,7 @@ void packed_free(struct packed *p)
 	free(p->count_key);
 	free(p->block_prefix);
 	free(p->queue);
+	free(p->reads);
 	free(p->st);
 	free(p->ko);
 	free(p);
@@ -271,30 +273,33 @@ static void queue(struct packed *p, struct block *b)
 }
 
 /* Slot i's newest entry in a block's string: offset and length of its value, len NONE when there is none or it is
- * a delete. Returns the number of entries (a truncated last one is ignored: APPEND writes whole entries). */
+ * a delete. Returns the number of entries read: a damaged tail (a slot out of range, a length past the end) ends
+ * the string there, as if it had never been appended. */
 struct slot {
 	uint32_t off, len;
 };
 
-static uint32_t replay(struct rbytes v, struct slot s[PACKED_SLOTS])
+static uint32_t replay(struct rbytes v, struct slot s[PACKED_SLOTS], bool *damaged)
 {
 	const unsigned char *p = v.p;
 	uint32_t entries = 0;
+	size_t off = 0;
 
 	for (unsigned i = 0; i < PACKED_SLOTS; i++)
 		s[i] = (struct slot){0, NONE}; /* off 0: no entry (an entry's value starts past its head) */
-	for (size_t off = 0; !v.nil && v.n - off >= ENTRY_HEAD;) {
+	for (; !v.nil && v.n - off >= ENTRY_HEAD;) {
 		uint32_t len = (uint32_t)p[off + 4] | (uint32_t)p[off + 5] << 8 | (uint32_t)p[off + 6] << 16 |
 		               (uint32_t)p[off + 7] << 24;
 		bool put = p[off + 1] == 'P';
 
-		if ((put ? len : 0) > v.n - off - ENTRY_HEAD || len == NONE)
-			break;
+		if (p[off] >= PACKED_SLOTS || (put ? len : 0) > v.n - off - ENTRY_HEAD || len == NONE)
+			break; /* not an entry: what follows cannot be read either */
 		s[p[off]].off = (uint32_t)(off + ENTRY_HEAD);
 		s[p[off]].len = put ? len : NONE;
 		off += ENTRY_HEAD + (put ? len : 0);
 		entries++;
 	}
+	*damaged = !v.nil && off != v.n;
 	return entries;
 }
 
@@ -309,14 +314,34 @@ static void entry_head(unsigned char *h, unsigned slot, bool put, size_t len)
 	h[7] = (unsigned char)(len >> 24);
 }
 
+static void want_read(struct packed *p, uint64_t no)
+{
+	uint64_t *g = array_grow(p->reads, &p->capreads, p->nreads + 1, sizeof(*g), REWRITE_MAX);
+
+	if (g) { /* else it waits for a later plan (a damaged block too: appends to it are refused meanwhile) */
+		p->reads = g;
+		p->reads[p->nreads++] = no;
+	}
+}
+
 const uint64_t *packed_to_read(struct packed *p, size_t *n)
 {
+	size_t plain = 0;
+
 	p->nreads = p->upto = 0;
-	for (; p->known && p->upto < p->nqueue && p->nreads < REWRITE_MAX; p->upto++) {
+	for (size_t i = 0; p->known && i < p->nqueue; i++) {
+		struct block *b = find(p, p->queue[i]);
+
+		if (b && b->damaged && popcount(b->s.live))
+			want_read(p, b->no);
+	}
+	for (; p->known && p->upto < p->nqueue && plain < REWRITE_MAX; p->upto++) {
 		struct block *b = find(p, p->queue[p->upto]);
 
-		if (b && popcount(b->s.live))
-			p->reads[p->nreads++] = b->no;
+		if (b && !b->damaged && popcount(b->s.live)) {
+			want_read(p, b->no);
+			plain++;
+		}
 	}
 	*n = p->nreads;
 	return p->reads;
@@ -351,7 +376,7 @@ static int plan_rewrite(struct packed *p, struct rplan *r, struct block *b, stru
 	if (!s || !key)
 		return MMC_MALLOC_FAILED;
 	klen = packed_block_key(p, b->no, key, BLOCK_KEY_MAX);
-	replay(v, sl);
+	replay(v, sl, &(bool){false});
 	for (unsigned i = 0; i < PACKED_SLOTS; i++)
 		bytes += sl[i].len == NONE ? 0 : ENTRY_HEAD + sl[i].len;
 	s->rewritten = true;
@@ -377,16 +402,18 @@ static int plan_rewrite(struct packed *p, struct rplan *r, struct block *b, stru
 /* The due blocks with nothing live are deleted without a read; the others are rewritten from reads. */
 static int plan_due(struct packed *p, struct rplan *r, const struct rbytes *reads)
 {
-	size_t k = 0;
 	int rc = 0;
 
-	for (size_t i = 0; i < p->upto && rc == 0; i++) {
+	for (size_t i = 0; i < p->nqueue && rc == 0; i++) {
 		struct block *b = find(p, p->queue[i]);
+		size_t k = 0;
 
-		if (!b)
+		if (!b || (i >= p->upto && !b->damaged))
 			continue;
-		if (k < p->nreads && p->reads[k] == b->no)
-			rc = plan_rewrite(p, r, b, reads[k++]);
+		while (k < p->nreads && p->reads[k] != b->no)
+			k++;
+		if (k < p->nreads)
+			rc = plan_rewrite(p, r, b, reads[k]);
 		else if (!popcount(b->s.live))
 			rc = plan_rewrite(p, r, b, (struct rbytes){.nil = true});
 	}
@@ -413,6 +440,8 @@ static int plan_run(struct packed *p, struct rplan *r, const struct persist_op *
 
 	if ((p->known && !s) || !key)
 		return MMC_MALLOC_FAILED;
+	if (b && b->damaged && !s->rewritten) /* what it appended would follow bytes a load stops at */
+		return MMC_ERROR;
 	klen = packed_block_key(p, no, key, BLOCK_KEY_MAX);
 	for (size_t k = from; k < to; k++)
 		bytes += ENTRY_HEAD + (ops[p->ko[k].i].del ? 0 : ops[p->ko[k].i].vlen);
@@ -528,8 +557,10 @@ void packed_done(struct packed *p, bool ok)
 		p->live -= popcount(cur->live);
 		if (ok) {
 			*cur = s->next;
-			if (s->rewritten) /* still on the list (settle drops it) only if due again */
+			if (s->rewritten) { /* still on the list (settle drops it) only if due again */
 				s->b->queued = due(cur);
+				s->b->damaged = false;
+			}
 		} else { /* a put that failed may still have landed: a record until a delete says otherwise */
 			for (unsigned w = 0; w < BITS_WORDS; w++)
 				cur->live[w] |= s->put[w];
@@ -557,7 +588,7 @@ int packed_load_block(struct packed *p, uint64_t no, struct rbytes v, persist_sc
 
 	if (!b)
 		return MMC_MALLOC_FAILED;
-	b->s.entries = replay(v, sl);
+	b->s.entries = replay(v, sl, &b->damaged);
 	b->s.listed = true;
 	b->s.full = b->s.sealed = sl[PACKED_SLOTS - 1].off != 0; /* a load cannot tell: taken as tight */
 	for (unsigned i = 0; i < PACKED_SLOTS && rc == 0; i++) {
@@ -571,7 +602,7 @@ int packed_load_block(struct packed *p, uint64_t no, struct rbytes v, persist_sc
 			key[k] = (unsigned char)(id >> (8 * (PACKED_KEY - 1 - k)));
 		rc = fn(arg, key, PACKED_KEY, (const char *)v.p + sl[i].off, sl[i].len);
 	}
-	if (due(&b->s))
+	if (due(&b->s) || b->damaged)
 		queue(p, b);
 	return rc;
 }
@@ -586,7 +617,7 @@ int packed_find(struct rbytes v, const void *key, const void **val, size_t *len)
 	struct slot sl[PACKED_SLOTS];
 	unsigned i = (unsigned)(id_of(key) % PACKED_SLOTS);
 
-	replay(v, sl);
+	replay(v, sl, &(bool){false});
 	if (sl[i].len == NONE)
 		return MMC_OBJECT_NOT_EXISTS;
 	*val = (const char *)v.p + sl[i].off;

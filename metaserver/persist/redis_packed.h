@@ -25,7 +25,7 @@
 #include "persist_backend.h"
 
 #define PACKED_SLOTS 64u /* ids to a block */
-#define PACKED_KEY   8 /* a packed table's keys: ids, big-endian */
+#define PACKED_KEY   8   /* a packed table's keys: ids, big-endian */
 
 /* One Redis write of a commit: cmd on key with nargs (0..2) arguments; pointers valid until rplan_reset. */
 struct rwrite {

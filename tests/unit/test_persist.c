@@ -437,8 +437,8 @@ BOTH(a_packed_table_keeps_what_was_written_and_stays_compact)
 	memset(want, 0, sizeof(want));
 	for (int batch = 0; batch < 40; batch++) {
 		for (int i = 0; i < 120; i++) {
-			uint64_t id = rand_r(&seed) % 3 == 0 || next == APPEND_KEYS ? (uint64_t)rand_r(&seed) % (next + 1)
-			                                                            : next;
+			uint64_t id =
+			    rand_r(&seed) % 3 == 0 || next == APPEND_KEYS ? (uint64_t)rand_r(&seed) % (next + 1) : next;
 
 			if (id >= APPEND_KEYS)
 				continue;
@@ -520,6 +520,15 @@ Test(persist_redis, a_hash_of_the_older_format_moves_into_blocks, .init = setup_
 	check_packed(reopen_packed(), want);
 	cr_assert_eq(redis_int("EXISTS mmc:t:pk"), 0, "the hash is gone");
 	cr_assert_eq(redis_int("SCARD mmc:p:pk"), 16, "ids 0..999: blocks 0..15");
+	check_packed(reopen_packed(), want);
+	/* a damaged tail (here a slot out of range) ends the block there, and is rewritten before the next append */
+	cr_assert_gt(redis_int("APPEND mmc:p:pk:0 garbage"), 7);
+	t = reopen_packed();
+	check_packed(t, want);
+	want[1] = 77;
+	rec_key_of(1, k);
+	cr_assert_eq(persist_put(p, t, k, REC_KEY_LEN, &want[1], 1), 0);
+	cr_assert_eq(persist_flush(p), 0);
 	check_packed(reopen_packed(), want);
 }
 
