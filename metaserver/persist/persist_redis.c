@@ -312,6 +312,7 @@ static enum outcome read_due(struct redis_store *s, struct packed *pk, redisRepl
                              size_t *n, char *err, size_t errlen)
 {
 	const uint64_t *nos = packed_to_read(pk, n);
+	enum outcome out = DONE;
 	char key[80];
 
 	*replies = NULL;
@@ -330,8 +331,6 @@ static enum outcome read_due(struct redis_store *s, struct packed *pk, redisRepl
 
 		redisAppendCommandArgv(s->c, 2, argv, len);
 	}
-	enum outcome out = DONE;
-
 	for (size_t i = 0; i < *n; i++) { /* every reply is read, even after a refusal: the pipeline stays in step */
 		redisReply *r;
 
