@@ -87,7 +87,7 @@ void persist_table_retry_deletes(struct persist_table *t);
  * For a table whose keys are 8-byte big-endian numbers that mostly grow (object ids): the store may keep its records
  * many to a value, so that a load reads them at memory speed (Redis: 64 ids to a string, see docs/architecture.md,
  * "Metadata in Redis"; LMDB: no change). Call it right after persist_table, before the table's first write or scan.
- * A write of another key length to it fails its batch. Returns 0 or MMC_MALLOC_FAILED.
+ * On Redis a write of another key length to it fails its batch. Returns 0 or MMC_MALLOC_FAILED.
  */
 int persist_table_packed(struct persist *p, struct persist_table *t);
 
