@@ -119,7 +119,8 @@ int persist_scan_ahead(struct persist *p, struct persist_table *t, persist_prep_
                        void *arg);
 /* True when persist_scan_ahead gives what persist_scan does: key order, each record once (LMDB). */
 bool persist_scan_ordered(const struct persist *p);
-/* The number of records in t, into *n. Returns 0 or MMC_ERROR. */
+/* The number of records in t, into *n (a packed table on Redis: after a failed commit it may count a put that never
+ * landed, until the next load of the table). Returns 0 or MMC_ERROR. */
 int persist_count(struct persist *p, struct persist_table *t, uint64_t *n);
 
 /*

@@ -760,6 +760,59 @@ Test(persist_redis, commits_fail_while_redis_is_down_and_recover_when_it_returns
 	cr_assert_eq(persist_get(p, tbl, "before", 6, buf, sizeof(buf), &len), 0);
 }
 
+/* Batches that fail while Redis is down leave a packed table as Redis has it: deletes not applied, a put that may
+ * have landed counted until a load says otherwise, and no block deleted under a record it still holds. */
+Test(persist_redis, a_packed_table_rides_out_redis_going_down, .init = setup_redis, .fini = teardown)
+{
+	static unsigned char want[APPEND_KEYS];
+	struct persist_table *t = packed_table();
+	unsigned char k[REC_KEY_LEN], v;
+	uint64_t n;
+	int rc = MMC_ERROR;
+
+	cr_assert_eq(persist_count(p, t, &n), 0, "the writer now knows the table: counts, rewrites and deletes");
+	for (uint64_t id = 0; id < 100; id++) {
+		want[id] = (unsigned char)(1 + id % 200);
+		rec_key_of(id, k);
+		cr_assert_eq(persist_put(p, t, k, REC_KEY_LEN, &want[id], 1), 0);
+	}
+	cr_assert_eq(persist_flush(p), 0);
+	rec_key_of(300, k); /* a commit that rewrites the full block 0 (its read would fail below, not its writes) */
+	want[300] = 1;
+	cr_assert_eq(persist_put(p, t, k, REC_KEY_LEN, &want[300], 1), 0);
+	cr_assert_eq(persist_flush(p), 0);
+	redis_proc_kill(&rp);
+	for (uint64_t id = 0; id < 64; id++) { /* block 0, every record: fails, so they stay */
+		rec_key_of(id, k);
+		cr_assert_eq(persist_del(p, t, k, REC_KEY_LEN), 0);
+	}
+	rec_key_of(100, k);
+	v = 9;
+	cr_assert_eq(persist_put(p, t, k, REC_KEY_LEN, &v, 1), 0); /* fails: never stored */
+	cr_assert_eq(persist_flush(p), MMC_ERROR);
+	cr_assert_eq(redis_proc_restart(&rp), 0);
+	for (int i = 0; i < 100 && rc; i++) { /* the writer's backoff decides when it tries again */
+		want[101] = 5;
+		rec_key_of(101, k);
+		cr_assert_eq(persist_put(p, t, k, REC_KEY_LEN, &want[101], 1), 0);
+		if ((rc = persist_flush(p)))
+			usleep(100000);
+	}
+	cr_assert_eq(rc, 0, "commits recover by themselves");
+	for (uint64_t id = 64; id < 102; id++) { /* block 1, every record the model has */
+		rec_key_of(id, k);
+		cr_assert_eq(persist_del(p, t, k, REC_KEY_LEN), 0);
+		want[id] = 0;
+	}
+	cr_assert_eq(persist_flush(p), 0);
+	rec_key_of(200, k);
+	want[200] = 3;
+	cr_assert_eq(persist_put(p, t, k, REC_KEY_LEN, &want[200], 1), 0); /* a commit that takes what is due */
+	cr_assert_eq(persist_flush(p), 0);
+	check_packed(t, want);
+	check_packed(reopen_packed(), want);
+}
+
 static bool fence_ok;
 
 static bool fence(void *arg)
