@@ -562,7 +562,10 @@ void persist_table_retry_deletes(struct persist_table *t)
 
 int persist_table_packed(struct persist *p, struct persist_table *t)
 {
-	return p->be->ops->pack ? p->be->ops->pack(p->be, t->id, t->name) : 0;
+	int rc = p->be->ops->pack ? p->be->ops->pack(p->be, t->id, t->name) : 0;
+
+	t->packed = rc == 0 && p->be->ops->pack;
+	return rc;
 }
 
 int persist_get(struct persist *p, struct persist_table *t, const void *key, size_t klen, void *buf, size_t cap,
@@ -584,9 +587,9 @@ int persist_scan_ahead(struct persist *p, struct persist_table *t, persist_prep_
 	return persist_scan_ahead_be(p->be, t->id, prep, fn, arg);
 }
 
-bool persist_scan_ordered(const struct persist *p)
+bool persist_scan_ordered(const struct persist *p, const struct persist_table *t)
 {
-	return !p->be->ops->scan_any;
+	return !p->be->ops->scan_any || t->packed;
 }
 
 int persist_count(struct persist *p, struct persist_table *t, uint64_t *n)

@@ -117,8 +117,9 @@ typedef uint64_t (*persist_prep_fn)(const void *key, size_t klen, const void *va
 typedef int (*persist_ahead_fn)(void *arg, const void *key, size_t klen, const void *val, size_t vlen, uint64_t prep);
 int persist_scan_ahead(struct persist *p, struct persist_table *t, persist_prep_fn prep, persist_ahead_fn fn,
                        void *arg);
-/* True when persist_scan_ahead gives what persist_scan does: key order, each record once (LMDB). */
-bool persist_scan_ordered(const struct persist *p);
+/* True when persist_scan_ahead of t gives what persist_scan does: key order, each record once (LMDB; a packed table
+ * on Redis). */
+bool persist_scan_ordered(const struct persist *p, const struct persist_table *t);
 /* The number of records in t, into *n (a packed table on Redis: after a failed commit it may count a put that never
  * landed, until the next load of the table). Returns 0 or MMC_ERROR. */
 int persist_count(struct persist *p, struct persist_table *t, uint64_t *n);

@@ -22,6 +22,7 @@ struct persist_table {
 	uint32_t id; /* index into the backend's handles */
 	char name[PERSIST_TABLE_NAME];
 	bool retry_deletes; /* persist_table_retry_deletes */
+	bool packed;        /* persist_table_packed on a backend that packs: its scan_any is in key order, once each */
 };
 
 /* One write of a batch, as the backend sees it (pointers into the batch's byte log). */
@@ -59,7 +60,8 @@ struct persist_backend_ops {
 	const char *name;
 	/* the table's handle for id (ids are dense, from 0) */
 	int (*table)(struct persist_backend *be, uint32_t id, const char *name);
-	/* persist_table_packed: table id (named name) may keep its records many to a value; NULL: every table as any */
+	/* persist_table_packed: table id (named name) may keep its records many to a value; NULL: every table as any.
+	 * A packed table's scan_any gives what scan does (key order, each record once). */
 	int (*pack)(struct persist_backend *be, uint32_t id, const char *name);
 	/* applies every op or none; 0, or an MMC_* code with the reason logged */
 	int (*commit)(struct persist_backend *be, const struct persist_ops *ops);

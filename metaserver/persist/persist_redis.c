@@ -44,8 +44,8 @@ struct redis_store {
 	char fence_key[FENCE_MAX], fence_val[FENCE_MAX];
 	struct packed *packed[PERSIST_MAX_TABLES]; /* NULL: a hash */
 	struct rplan plan;                         /* the writes of the batch being committed */
-	struct persist_op *opv, *popv;             /* a batch's ops; one packed table's of them */
-	size_t capopv, cappopv;
+	struct persist_op *opv;                    /* a batch's ops */
+	size_t capopv;
 };
 
 static struct redis_store *to_redis(struct persist_backend *be)
@@ -360,23 +360,14 @@ static void free_reads(redisReply **replies, struct rbytes *reads, size_t n)
 static enum outcome plan_packed(struct redis_store *s, uint32_t t, const struct persist_op *v, size_t n, char *err,
                                 size_t errlen)
 {
-	struct persist_op *g = array_grow(s->popv, &s->cappopv, n, sizeof(*g), 256);
 	redisReply **replies;
 	struct rbytes *reads;
-	size_t m = 0, nreads;
+	size_t nreads;
 	enum outcome out;
 	int rc;
 
-	if (!g) {
-		snprintf(err, errlen, "out of memory");
-		return FAILED;
-	}
-	s->popv = g;
-	for (size_t i = 0; i < n; i++)
-		if (v[i].table == t)
-			s->popv[m++] = v[i];
 	if ((out = read_due(s, s->packed[t], &replies, &reads, &nreads, err, errlen)) == DONE &&
-	    (rc = packed_plan(s->packed[t], &s->plan, s->popv, m, reads))) {
+	    (rc = packed_plan(s->packed[t], &s->plan, t, v, n, reads))) {
 		snprintf(err, errlen, "%s",
 		         rc == MMC_INVALID_PARAM ? "a key of a packed table is not an id"
 		         : rc == MMC_ERROR       ? "a damaged block of a packed table waits for its rewrite"
@@ -922,32 +913,36 @@ static int count_one(void *arg, const void *key, size_t klen, const void *val, s
 	return 0;
 }
 
-/* A packed table's records: what the writer knows; else the count a knowing writer left (plus what an unfinished
- * move still holds in the hash); else (a new store, or one written by a writer that knew nothing, which drops the
- * count) a load of the table counts them. */
+/* A packed table's records: what the writer knows; else the count a knowing writer left, or none when no block is
+ * listed (a new store, or one of the older format), plus what the hash of that format still holds; else (blocks
+ * written by a writer that knew nothing, which drops the count) a load of the table counts them. */
 static int packed_count(struct redis_store *s, uint32_t id, uint64_t *n)
 {
 	struct packed *pk = s->packed[id];
-	const char *hlen[2] = {"HLEN", s->tkey[id]}, *get[2] = {"GET", packed_count_key(pk)};
+	const char *hlen[2] = {"HLEN", s->tkey[id]}, *get[2] = {"GET", packed_count_key(pk)},
+	           *scard[2] = {"SCARD", packed_set_key(pk)};
 	redisReply *r;
-	long long h;
+	long long blocks = 0, h;
 
-	if (!packed_known(pk)) {
-		if (!(r = load_command(s, 2, get, NULL)))
-			return MMC_ERROR;
-		if (r->type == REDIS_REPLY_STRING) {
-			*n = strtoull(r->str, NULL, 10);
-			freeReplyObject(r);
-			if ((h = integer_of(s, 2, hlen)) < 0)
-				return MMC_ERROR;
-			*n += (uint64_t)h;
-			return 0;
-		}
-		freeReplyObject(r);
+	if (packed_known(pk)) {
+		*n = packed_live(pk);
+		return 0;
+	}
+	if (!(r = load_command(s, 2, get, NULL)))
+		return MMC_ERROR;
+	*n = r->type == REDIS_REPLY_STRING ? strtoull(r->str, NULL, 10) : 0;
+	if (r->type != REDIS_REPLY_STRING)
+		blocks = integer_of(s, 2, scard);
+	freeReplyObject(r);
+	if (blocks > 0) { /* blocks and no count */
 		if (packed_scan(s, id, count_one, NULL))
 			return MMC_ERROR;
+		*n = packed_live(pk);
+		return 0;
 	}
-	*n = packed_live(pk);
+	if (blocks < 0 || (h = integer_of(s, 2, hlen)) < 0)
+		return MMC_ERROR;
+	*n += (uint64_t)h;
 	return 0;
 }
 
@@ -1015,7 +1010,6 @@ static void redis_close(struct persist_backend *be)
 	}
 	rplan_fini(&s->plan);
 	free(s->opv);
-	free(s->popv);
 	pthread_mutex_destroy(&s->mu);
 	explicit_bzero(&s->uri, sizeof(s->uri));
 	free(s);

@@ -502,20 +502,24 @@ static int plan_tail(struct packed *p, struct rplan *r)
 	                 (size_t)snprintf(num, 24, "%llu", (unsigned long long)live), NULL, 0, 1);
 }
 
-int packed_plan(struct packed *p, struct rplan *r, const struct persist_op *ops, size_t n, const struct rbytes *reads)
+int packed_plan(struct packed *p, struct rplan *r, uint32_t table, const struct persist_op *ops, size_t nops,
+                const struct rbytes *reads)
 {
 	struct keyed_op *ko;
+	size_t n = 0;
 	int rc = 0;
 
 	p->nst = 0;
-	if (n && !(ko = array_grow(p->ko, &p->capko, n, sizeof(*ko), 256)))
+	if (nops && !(ko = array_grow(p->ko, &p->capko, nops, sizeof(*ko), 256)))
 		return MMC_MALLOC_FAILED;
-	if (n)
+	if (nops)
 		p->ko = ko;
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0; i < nops; i++) {
+		if (ops[i].table != table)
+			continue;
 		if (ops[i].klen != PACKED_KEY)
 			return MMC_INVALID_PARAM;
-		p->ko[i] = (struct keyed_op){packed_block_of(ops[i].key), (uint32_t)i};
+		p->ko[n++] = (struct keyed_op){packed_block_of(ops[i].key), (uint32_t)i};
 	}
 	qsort(p->ko, n, sizeof(*p->ko), ko_cmp);
 	if (p->known)

@@ -80,11 +80,13 @@ size_t packed_block_key(const struct packed *p, uint64_t no, char *buf, size_t c
 /* The blocks the next plan rewrites: their current strings must be read (in this order) and given to packed_plan. */
 const uint64_t *packed_to_read(struct packed *p, size_t *n);
 /*
- * Appends to r the writes of ops (this table's, in batch order: puts and deletes of PACKED_KEY-byte keys) and of the
- * blocks due to be rewritten or deleted (reads: their strings, as packed_to_read listed them). Nothing in p changes
- * until packed_done. Returns 0, MMC_INVALID_PARAM (a key of another length) or MMC_MALLOC_FAILED.
+ * Appends to r the writes of the batch's ops of table (in batch order: puts and deletes of PACKED_KEY-byte keys; ops
+ * of other tables are skipped) and of the blocks due to be rewritten or deleted (reads: their strings, as
+ * packed_to_read listed them). Nothing in p changes until packed_done. Returns 0, MMC_INVALID_PARAM (a key of another
+ * length) or MMC_MALLOC_FAILED.
  */
-int packed_plan(struct packed *p, struct rplan *r, const struct persist_op *ops, size_t n, const struct rbytes *reads);
+int packed_plan(struct packed *p, struct rplan *r, uint32_t table, const struct persist_op *ops, size_t nops,
+                const struct rbytes *reads);
 /* The last plan committed (ok) or not: what it wrote becomes what the writer knows, or only what is safe to assume
  * (a put that may have landed counts as a record, a delete that may not have does not). */
 void packed_done(struct packed *p, bool ok);

@@ -524,7 +524,7 @@ static int move_keyed(struct load *l)
 
 int objects_load(struct meta *m)
 {
-	struct load l = {.m = m, .unordered = !persist_scan_ordered(m->persist)};
+	struct load l = {.m = m, .unordered = !persist_scan_ordered(m->persist, m->db_objects)};
 	uint64_t n = 0, nkeyed = 0, t[4];
 	int rc;
 
@@ -535,6 +535,7 @@ int objects_load(struct meta *m)
 	if (m->next_object_id < l.max_id)
 		m->next_object_id = l.max_id;
 	if (rc == 0 && nkeyed) {
+		l.unordered |= !persist_scan_ordered(m->persist, m->db_objects_keyed);
 		l.keyed = true;
 		rc = scan_table(&l, m->db_objects_keyed, nkeyed);
 		l.keyed = false;

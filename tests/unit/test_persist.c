@@ -517,7 +517,13 @@ Test(persist_redis, a_hash_of_the_older_format_moves_into_blocks, .init = setup_
 	}
 	cr_assert_eq(persist_flush(p), 0);
 	cr_assert_eq(redis_int("HLEN mmc:t:pk"), 1000);
-	check_packed(reopen_packed(), want);
+	t = reopen_packed();
+	cr_assert(persist_scan_ordered(p, t), "a packed table's fast scan is in key order too");
+	uint64_t n = 0;
+	cr_assert_eq(persist_count(p, t, &n), 0);
+	cr_assert_eq(n, 1000);
+	cr_assert_eq(redis_int("HLEN mmc:t:pk"), 1000, "counted without a load (a load moves the hash)");
+	check_packed(t, want);
 	cr_assert_eq(redis_int("EXISTS mmc:t:pk"), 0, "the hash is gone");
 	cr_assert_eq(redis_int("SCARD mmc:p:pk"), 16, "ids 0..999: blocks 0..15");
 	check_packed(reopen_packed(), want);
