@@ -922,7 +922,8 @@ static int packed_count(struct redis_store *s, uint32_t id, uint64_t *n)
 	const char *hlen[2] = {"HLEN", s->tkey[id]}, *get[2] = {"GET", packed_count_key(pk)},
 	           *scard[2] = {"SCARD", packed_set_key(pk)};
 	redisReply *r;
-	long long blocks = 0, h;
+	long long h;
+	bool counted;
 
 	if (packed_known(pk)) {
 		*n = packed_live(pk);
@@ -930,17 +931,16 @@ static int packed_count(struct redis_store *s, uint32_t id, uint64_t *n)
 	}
 	if (!(r = load_command(s, 2, get, NULL)))
 		return MMC_ERROR;
-	*n = r->type == REDIS_REPLY_STRING ? strtoull(r->str, NULL, 10) : 0;
-	if (r->type != REDIS_REPLY_STRING)
-		blocks = integer_of(s, 2, scard);
+	counted = r->type == REDIS_REPLY_STRING;
+	*n = counted ? strtoull(r->str, NULL, 10) : 0;
 	freeReplyObject(r);
-	if (blocks > 0) { /* blocks and no count */
-		if (packed_scan(s, id, count_one, NULL))
+	if (!counted && (h = integer_of(s, 2, scard)) != 0) { /* blocks and no count: a load counts them */
+		if (h < 0 || packed_scan(s, id, count_one, NULL))
 			return MMC_ERROR;
 		*n = packed_live(pk);
 		return 0;
 	}
-	if (blocks < 0 || (h = integer_of(s, 2, hlen)) < 0)
+	if ((h = integer_of(s, 2, hlen)) < 0)
 		return MMC_ERROR;
 	*n += (uint64_t)h;
 	return 0;

@@ -535,7 +535,6 @@ int objects_load(struct meta *m)
 	if (m->next_object_id < l.max_id)
 		m->next_object_id = l.max_id;
 	if (rc == 0 && nkeyed) {
-		l.unordered |= !persist_scan_ordered(m->persist, m->db_objects_keyed);
 		l.keyed = true;
 		rc = scan_table(&l, m->db_objects_keyed, nkeyed);
 		l.keyed = false;

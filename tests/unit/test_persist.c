@@ -508,6 +508,7 @@ Test(persist_redis, a_hash_of_the_older_format_moves_into_blocks, .init = setup_
 	static unsigned char want[APPEND_KEYS];
 	struct persist_table *t;
 	unsigned char k[REC_KEY_LEN];
+	uint64_t n = 0;
 
 	cr_assert_eq(persist_table(p, "pk", &t), 0); /* not packed: a hash, as format 3 wrote it */
 	for (uint64_t id = 0; id < 1000; id++) {
@@ -519,7 +520,6 @@ Test(persist_redis, a_hash_of_the_older_format_moves_into_blocks, .init = setup_
 	cr_assert_eq(redis_int("HLEN mmc:t:pk"), 1000);
 	t = reopen_packed();
 	cr_assert(persist_scan_ordered(p, t), "a packed table's fast scan is in key order too");
-	uint64_t n = 0;
 	cr_assert_eq(persist_count(p, t, &n), 0);
 	cr_assert_eq(n, 1000);
 	cr_assert_eq(redis_int("HLEN mmc:t:pk"), 1000, "counted without a load (a load moves the hash)");
