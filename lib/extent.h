@@ -109,8 +109,8 @@ struct extent_put {
 	size_t stride; /* of the per-key fields: PER_KEY */
 };
 
-/* Sets req->items to stream from p (p must outlive the encode). */
-void extent_put_bind(mmc_PutBatch *req, const struct extent_put *p);
+/* The PutBatch of p, to send as fields NULL, msg h (wire.h); p must outlive the encode. */
+void extent_put_hand(struct wire_hand *h, const struct extent_put *p);
 
 /*
  * Sends the PutBatch (one round trip, answered once the records are durable) and hands each KeyResult to fn, in

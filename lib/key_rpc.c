@@ -53,15 +53,16 @@ uint64_t call_deadline(const struct mmc_store *s)
 int key_rpc_call(struct mmc_store *s, struct key_rpc *k)
 {
 	struct mcall c = {.decode = decode_keys, .arg = k, .reply_by_ms = k->reply_by_ms};
+	struct wire_key_batch kb;
 	int rc;
 
 	c.deadline_ms = k->deadline_ms ? k->deadline_ms : call_deadline(s);
-	wire_items_bind(&k->req, &k->items);
+	wire_key_batch_init(&kb, &k->req, &k->items);
 	k->retried = false;
 	/* a call the dying connection failed goes again on the next one, within the same deadline as a call made
 	 * while the connection was down (meta_call waits for it to come back, so this loop does not spin) */
-	while ((rc = meta_call(s->meta, k->body, mmc_KeyBatch_fields, &k->req, &c)) == MMC_NOT_CONNECTED_META &&
-	       s->conf.c.retry_ms && repeatable(k->body) && clock_ms() < c.deadline_ms)
+	while ((rc = meta_call(s->meta, k->body, NULL, &kb.hand, &c)) == MMC_NOT_CONNECTED_META && s->conf.c.retry_ms &&
+	       repeatable(k->body) && clock_ms() < c.deadline_ms)
 		k->retried = true;
 	k->losses = c.losses;
 	return rc;

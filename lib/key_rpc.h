@@ -33,8 +33,8 @@ struct key_rpc {
  * the start of the public call). */
 int key_rpc_call(struct mmc_store *s, struct key_rpc *k);
 
-/* A request of another shape (fields, msg) answered by a KeyBatchReply of k->items.n results for k->on_result; sent
- * once, never again on a new connection. Returns as key_rpc_call. */
+/* A request of another shape (fields, msg: as meta_call's) answered by a KeyBatchReply of k->items.n results for
+ * k->on_result; sent once, never again on a new connection. Returns as key_rpc_call. */
 int key_rpc_send(struct mmc_store *s, struct key_rpc *k, const pb_msgdesc_t *fields, const void *msg);
 
 /* A KeyBatch whose replies are one code per key (remove, exist, write_finish, remove_lease, ...). values may be

@@ -107,7 +107,7 @@ static int send_frame(struct meta_conn *mc, struct link l, const struct wbuf *b,
 
 	pthread_mutex_lock(&mc->send_lock);
 	if (atomic_load(&mc->gen) == l.gen) {
-		rc = write_full(l.fd, l.tls, b->data, b->len, flags);
+		rc = write_full(l.fd, l.tls, b->data + b->start, b->len - b->start, flags);
 		if (rc)
 			shutdown(l.fd, SHUT_RDWR); /* the reader sees it and fails everything pending */
 	}
@@ -160,6 +160,9 @@ int meta_call(struct meta_conn *mc, uint32_t body, const pb_msgdesc_t *fields, c
 
 	if (!b)
 		return MMC_MALLOC_FAILED;
+	/* the body is encoded before the lock (a batch of 10^3 keys takes a while), numbered under it */
+	if ((rc = wire_encode_body(b, body, fields, msg)))
+		return rc;
 	pthread_cond_init(&c->cond, NULL);
 	c->done = false;
 	c->status = 0;
@@ -169,9 +172,7 @@ int meta_call(struct meta_conn *mc, uint32_t body, const pb_msgdesc_t *fields, c
 		goto out_unlock;
 	c->id = ++mc->next_id;
 	c->losses = atomic_load(&mc->losses); /* stable under the lock while the connection is ready */
-	rc = wire_encode(b, c->id, body, fields, msg);
-	if (rc)
-		goto out_unlock;
+	wire_frame_head(b, c->id);
 	rc = pending_add(mc, c);
 	if (rc)
 		goto out_unlock;

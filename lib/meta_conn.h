@@ -75,8 +75,9 @@ void meta_conn_close(struct meta_conn *mc);
 
 /*
  * Sends msg as Frame body `body` and waits for the reply: for a connection that is down, until c->deadline_ms,
- * then timeout_ms for the reply. Returns the call's status: what c->decode returned, MMC_NOT_CONNECTED_META,
- * MMC_TIMEOUT, or MMC_INVALID_PARAM when the request cannot be encoded.
+ * then timeout_ms for the reply. fields NULL: msg is a struct wire_hand, a body written by hand (wire.h). Returns the
+ * call's status: what c->decode returned, MMC_NOT_CONNECTED_META, MMC_TIMEOUT, or MMC_INVALID_PARAM when the
+ * request cannot be encoded (checked first, before any wait for the connection).
  */
 int meta_call(struct meta_conn *mc, uint32_t body, const pb_msgdesc_t *fields, const void *msg, struct mcall *c);
 /* Sends without waiting for any reply (id 0). */

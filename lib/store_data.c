@@ -491,16 +491,17 @@ static void release_leases(struct mmc_store *s, struct plan *p, bool deferred)
 {
 	mmc_KeyBatch req = mmc_KeyBatch_init_zero;
 	struct wire_items items = plan_items(p, PK_LEASED);
+	struct wire_key_batch kb;
 
 	if (!items.n)
 		return;
 	items.tokens = &p->rec[0].token;
 	req.flags = MMC_WIRE_FLAG_NOREPLY;
-	wire_items_bind(&req, &items);
+	wire_key_batch_init(&kb, &req, &items);
 	if (deferred)
-		meta_send_deferred(s->meta, WB_RELEASE, mmc_KeyBatch_fields, &req);
+		meta_send_deferred(s->meta, WB_RELEASE, NULL, &kb.hand);
 	else
-		meta_send(s->meta, WB_RELEASE, mmc_KeyBatch_fields, &req);
+		meta_send(s->meta, WB_RELEASE, NULL, &kb.hand);
 }
 
 static int get_once(struct mmc_store *s, struct plan *p, bool *lost)

@@ -1,7 +1,8 @@
 /*
- * Client side of the wire protocol (nanopb). A frame is a 4-byte little-endian length and a Frame message
- * {1: id, N: body}; the client writes and reads that envelope itself and lets nanopb do the body, so per-key
- * lists stream from and into the caller's arrays through callbacks (no heap per call).
+ * Client side of the wire protocol. A frame is a 4-byte little-endian length and a Frame message {1: id, N: body};
+ * the client writes and reads that envelope itself. The key batches, where the per-key cost is (KeyBatch and
+ * PutBatch requests, KeyBatchReply answers), are written and read by hand, streaming from and into the caller's
+ * arrays (no heap per call); the other bodies go through nanopb.
  */
 #ifndef MMC_WIRE_H
 #define MMC_WIRE_H
@@ -44,15 +45,33 @@ enum wire_body {
 	WB_TASK = 70,
 };
 
-/* A growable byte buffer for one encoded frame. */
+/* A growable byte buffer for one encoded frame: data[start, len) (start is 0 but for wire_encode_body's frames). */
 struct wbuf {
 	uint8_t *data;
 	size_t len, cap;
+	size_t start;
 };
 
 void wbuf_free(struct wbuf *b);
 
-/* Encodes {id, body} as a complete frame (length prefix included) into b. Returns 0 or MMC_*. */
+/* A body written by hand, not by nanopb: len() gives its bytes (SIZE_MAX: it cannot be sent), put() writes exactly
+ * that many at p and returns p + len. Passed as msg with fields NULL. */
+struct wire_hand {
+	size_t (*len)(const void *arg);
+	uint8_t *(*put)(uint8_t *p, const void *arg);
+	const void *arg;
+};
+
+/*
+ * Encodes the body (fields NULL: msg is a struct wire_hand) into b, ahead of the frame's head, which
+ * wire_frame_head writes once the frame's id is known: a caller encodes before it takes the connection's lock, and
+ * numbers the frame under it. Returns 0, MMC_INVALID_PARAM (a message that cannot be sent, or a frame over
+ * MMC_FRAME_MAX) or MMC_MALLOC_FAILED.
+ */
+int wire_encode_body(struct wbuf *b, uint32_t body, const pb_msgdesc_t *fields, const void *msg);
+/* Puts the head (length prefix, id) in front of the body wire_encode_body left in b: data[start, len) is the frame. */
+void wire_frame_head(struct wbuf *b, uint64_t id);
+/* Both: {id, body} as a complete frame. Returns as wire_encode_body. */
 int wire_encode(struct wbuf *b, uint64_t id, uint32_t body, const pb_msgdesc_t *fields, const void *msg);
 
 /* Splits a frame (without its length prefix) into id, body field and body bytes. Returns 0 or MMC_INVALID_PARAM. */
@@ -76,8 +95,15 @@ struct wire_items {
 	size_t stride;                         /* of the per-key fields above: PER_KEY (0: plain arrays) */
 };
 
-/* Sets req->items to stream from it (it must outlive the encode). */
-void wire_items_bind(mmc_KeyBatch *req, const struct wire_items *it);
+/* A KeyBatch: req's fields but its items (replica_num, preferred, flags, media, lease_ttl_ms), and the items of
+ * items. Send it as fields NULL, msg &kb->hand; req and items must outlive the encode. */
+struct wire_key_batch {
+	struct wire_hand hand;
+	const mmc_KeyBatch *req;
+	const struct wire_items *items;
+};
+
+void wire_key_batch_init(struct wire_key_batch *kb, const mmc_KeyBatch *req, const struct wire_items *items);
 
 /* Sink of KeyBatchReply items: called once per KeyResult, in order. Return false to fail the decode. */
 typedef bool (*wire_result_fn)(void *arg, size_t i, const mmc_KeyResult *r);
@@ -88,7 +114,9 @@ struct wire_results {
 	size_t count; /* results seen */
 };
 
-/* Decodes a KeyBatchReply body, streaming items into sink; *result gets the whole-call result. */
+/* Decodes a KeyBatchReply body, streaming items into sink; *result gets the whole-call result. Returns 0, or
+ * MMC_INVALID_PARAM for a malformed body (or one with more blobs in a result than mmc_KeyResult holds) or a sink
+ * that returned false. */
 int wire_decode_key_reply(const uint8_t *data, size_t len, struct wire_results *sink, int32_t *result);
 
 #endif

@@ -216,6 +216,9 @@ static void resize_shard(struct meta *m, struct index_shard *s, uint64_t n)
 	for (uint64_t i = 0; i <= s->mask; i++) {
 		uint32_t h, next;
 
+		/* the objects are in no cache: fetch each chain's head and key AHEAD buckets before its turn */
+		if (i + AHEAD <= s->mask && (h = s->buckets[i + AHEAD]))
+			prefetch_object(object_at(h));
 		for (h = s->buckets[i]; h; h = next) {
 			struct object *o = object_at(h);
 			uint32_t *head = &b[object_hash(object_key(o), o->keylen) & (n - 1)];

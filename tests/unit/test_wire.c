@@ -1,6 +1,7 @@
 /*
- * The two encoders agree: every message libmmc encodes with nanopb decodes with protobuf-c (the server) to the same
- * values, and every message the server encodes with protobuf-c decodes with nanopb to the same values.
+ * The two ends agree: every message libmmc encodes (with nanopb, or by hand for the key batches) decodes with
+ * protobuf-c (the server) to the same values, and every message the server encodes with protobuf-c decodes on the
+ * client (nanopb, or by hand for KeyBatchReply) to the same values.
  */
 #include <criterion/criterion.h>
 #include <stdlib.h>
@@ -9,6 +10,7 @@
 #include "mmc.pb-c.h"
 #include "mmc/mmc.h"
 #include "extent.h"
+#include "pb_fields.h"
 #include "wire.h"
 
 static Mmc__Frame *client_to_server(uint64_t id, uint32_t body, const pb_msgdesc_t *fields, const void *msg)
@@ -17,10 +19,13 @@ static Mmc__Frame *client_to_server(uint64_t id, uint32_t body, const pb_msgdesc
 	Mmc__Frame *f;
 	uint32_t len;
 
+	const uint8_t *p;
+
 	cr_assert_eq(wire_encode(&b, id, body, fields, msg), 0);
-	len = (uint32_t)b.data[0] | (uint32_t)b.data[1] << 8 | (uint32_t)b.data[2] << 16 | (uint32_t)b.data[3] << 24;
-	cr_assert_eq(len + 4, b.len, "length prefix");
-	f = mmc__frame__unpack(NULL, len, b.data + 4);
+	p = b.data + b.start;
+	len = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+	cr_assert_eq(len + 4, b.len - b.start, "length prefix");
+	f = mmc__frame__unpack(NULL, len, p + 4);
 	cr_assert_not_null(f, "protobuf-c could not decode what nanopb wrote");
 	cr_assert_eq(f->id, id);
 	cr_assert_eq((uint32_t)f->body_case, body);
@@ -124,6 +129,7 @@ Test(wire, key_batch_streams_items)
 	struct wire_items items = {
 	    .n = 2, .keys = keys, .index = index, .sizes = sizes, .values = values, .checksums = sums};
 	mmc_KeyBatch req = mmc_KeyBatch_init_zero;
+	struct wire_key_batch kb;
 	Mmc__Frame *f;
 
 	req.replica_num = 3;
@@ -133,8 +139,8 @@ Test(wire, key_batch_streams_items)
 	req.flags = MMC_WIRE_FLAG_SPREAD;
 	req.media = MMC_MEDIA_DRAM;
 	req.lease_ttl_ms = 30000;
-	wire_items_bind(&req, &items);
-	f = client_to_server(77, WB_ALLOC, mmc_KeyBatch_fields, &req);
+	wire_key_batch_init(&kb, &req, &items);
+	f = client_to_server(77, WB_ALLOC, NULL, &kb.hand);
 	cr_assert_eq(f->alloc->n_items, 2);
 	cr_assert_str_eq(f->alloc->items[0]->key, "dddd");
 	cr_assert_eq(f->alloc->items[0]->size, 1ull << 40);
@@ -172,10 +178,11 @@ Test(wire, key_batch_items_from_records)
 	                           .checksums = &r[0].sum,
 	                           .stride = sizeof(r[0])};
 	mmc_KeyBatch req = mmc_KeyBatch_init_zero;
+	struct wire_key_batch kb;
 	Mmc__Frame *f;
 
-	wire_items_bind(&req, &items);
-	f = client_to_server(78, WB_COMMIT, mmc_KeyBatch_fields, &req);
+	wire_key_batch_init(&kb, &req, &items);
+	f = client_to_server(78, WB_COMMIT, NULL, &kb.hand);
 	cr_assert_eq(f->commit->n_items, 2);
 	cr_assert_str_eq(f->commit->items[0]->key, "zzz");
 	cr_assert_eq(f->commit->items[0]->size, 30);
@@ -279,6 +286,91 @@ Test(wire, key_batch_reply_streams_results)
 	cr_assert_eq(seen.n, 0);
 }
 
+/* A KeyResult as a later server might send it: fields this client does not know, of every wire type, are skipped. */
+static size_t later_result(uint8_t *buf, int nblobs)
+{
+	uint8_t blob[32], res[512], *p = blob, *q = res;
+	size_t blen;
+
+	p = pb_put_field(p, 0x08, 7);       /* rank */
+	p = pb_put_field(p, 0x20, 1 << 20); /* offset */
+	p = pb_put_field(p, 0x30, 99);      /* field 6: unknown */
+	blen = (size_t)(p - blob);
+	q = pb_put_field(q, 0x08, pb_zigzag32(-3)); /* result */
+	q = pb_put_field(q, 0x40, 12345);           /* field 8, varint: unknown */
+	q = pb_put_field(q, 0x10, 4096);            /* size */
+	*q++ = 0x49;                                /* field 9, fixed64: unknown */
+	memset(q, 0xee, 8);
+	q += 8;
+	for (int i = 0; i < nblobs; i++) {
+		q = pb_put_sub(q, 0x1a, blen);
+		memcpy(q, blob, blen);
+		q += blen;
+	}
+	q = pb_put_sub(q, 0x52, 3); /* field 10, bytes: unknown */
+	memcpy(q, "abc", 3);
+	q += 3;
+	*q++ = 0x5d; /* field 11, fixed32: unknown */
+	memset(q, 0x11, 4);
+	q += 4;
+	q = pb_put_fixed32(q, 0x3d, 0xcafef00d); /* checksum */
+	buf = pb_put_field(buf, 0x78, 5);        /* KeyBatchReply field 15: unknown */
+	buf = pb_put_sub(buf, 0x12, (size_t)(q - res));
+	memcpy(buf, res, (size_t)(q - res));
+	return 2 + 1 + varint_len((size_t)(q - res)) + (size_t)(q - res);
+}
+
+static bool refuse(void *arg, size_t i, const mmc_KeyResult *r)
+{
+	return false;
+}
+
+Test(wire, key_reply_skips_later_fields_and_refuses_bad_bytes)
+{
+	static uint8_t buf[1024];
+	struct seen seen = {0};
+	struct wire_results sink = {collect, &seen, 0}, no = {refuse, NULL, 0};
+	static const uint8_t group[] = {0x12, 0x02, 0x0b, 0x0c}; /* a KeyResult holding a group: no proto3 has one */
+	int32_t result;
+	size_t n = later_result(buf, 2);
+
+	cr_assert_eq(wire_decode_key_reply(buf, n, &sink, &result), 0);
+	cr_assert_eq(result, 0);
+	cr_assert_eq(seen.n, 1);
+	cr_assert_eq(seen.result[0], -3);
+	cr_assert_eq(seen.size[0], 4096);
+	cr_assert_eq(seen.blobs[0], 2);
+	cr_assert_eq(seen.offset[0], 1 << 20);
+	cr_assert_eq(seen.checksum[0], 0xcafef00d);
+	for (size_t cut = 1; cut < n; cut++) /* but at 2, where the item (a whole field) begins: that is a message */
+		if (cut != 2)
+			cr_assert_eq(wire_decode_key_reply(buf, cut, &sink, &result), MMC_INVALID_PARAM, "cut at %zu",
+			             cut);
+	cr_assert_eq(wire_decode_key_reply(buf, n, &no, &result), MMC_INVALID_PARAM, "the sink said no");
+	cr_assert_eq(wire_decode_key_reply(group, sizeof(group), &sink, &result), MMC_INVALID_PARAM);
+	n = later_result(buf, 9);
+	cr_assert_eq(wire_decode_key_reply(buf, n, &sink, &result), MMC_INVALID_PARAM, "more blobs than replicas");
+}
+
+/* The frame's head is written once the body is: ids of every varint length, and the frame still whole. */
+Test(wire, frame_ids_of_every_length)
+{
+	const char *keys[] = {"k0", "k1", "k2"};
+	struct wire_items items = {.n = 3, .keys = keys};
+	mmc_KeyBatch req = mmc_KeyBatch_init_zero;
+	struct wire_key_batch kb;
+
+	wire_key_batch_init(&kb, &req, &items);
+	for (int bits = 0; bits <= 64; bits += 7) {
+		uint64_t id = bits == 63 ? UINT64_MAX : bits ? (UINT64_C(1) << bits) - 1 : 0;
+		Mmc__Frame *f = client_to_server(id, WB_EXIST, NULL, &kb.hand);
+
+		cr_assert_eq(f->exist->n_items, 3);
+		cr_assert_str_eq(f->exist->items[2]->key, "k2");
+		mmc__frame__free_unpacked(f, NULL);
+	}
+}
+
 Test(wire, small_messages)
 {
 	mmc_Ping ping = mmc_Ping_init_zero;
@@ -347,6 +439,7 @@ Test(wire, limits_and_garbage)
 	char longkey[300];
 	struct wire_items items = {.n = 1, .keys = keys};
 	mmc_KeyBatch req = mmc_KeyBatch_init_zero;
+	struct wire_key_batch kb;
 	uint64_t id;
 	uint32_t body;
 	const uint8_t *data;
@@ -356,8 +449,11 @@ Test(wire, limits_and_garbage)
 	memset(longkey, 'x', sizeof(longkey) - 1);
 	longkey[sizeof(longkey) - 1] = '\0';
 	keys[0] = longkey;
-	wire_items_bind(&req, &items);
-	cr_assert_neq(wire_encode(&b, 1, WB_GET, mmc_KeyBatch_fields, &req), 0, "a key over 255 bytes cannot be sent");
+	wire_key_batch_init(&kb, &req, &items);
+	cr_assert_eq(wire_encode(&b, 1, WB_GET, NULL, &kb.hand), MMC_INVALID_PARAM,
+	             "a key over 255 bytes cannot be sent");
+	longkey[255] = '\0';
+	cr_assert_eq(wire_encode(&b, 1, WB_GET, NULL, &kb.hand), 0, "a key of 255 bytes can");
 	cr_assert_neq(wire_split(garbage, sizeof(garbage), &id, &body, &data, &dlen), 0);
 	cr_assert_neq(wire_split(garbage, 0, &id, &body, &data, &dlen), 0, "an empty frame has no body");
 	cr_assert_null(mmc__frame__unpack(NULL, sizeof(garbage), garbage));
@@ -377,7 +473,7 @@ Test(wire, extent_request_grant_and_put_batch)
 	const uint8_t lane[] = {0, 0};
 	struct xfer_key xk[2] = {0};
 	struct extent_put ep = {2, index, keys, sizes, sums, xk, lane, &grp, 0}; /* plain arrays */
-	mmc_PutBatch pb = mmc_PutBatch_init_zero;
+	struct wire_hand hand;
 	mmc_ExtentGrant back = mmc_ExtentGrant_init_zero;
 	uint32_t body;
 	const uint8_t *data;
@@ -427,8 +523,8 @@ Test(wire, extent_request_grant_and_put_batch)
 		for (int r = 0; r < 2; r++)
 			xk[k].targets[r].offset = grp.ext[r].offset + 4096 * (uint64_t)k;
 	}
-	extent_put_bind(&pb, &ep);
-	f = client_to_server(6, WB_PUT, mmc_PutBatch_fields, &pb);
+	extent_put_hand(&hand, &ep);
+	f = client_to_server(6, WB_PUT, NULL, &hand);
 	cr_assert_eq(f->put->n_items, 2);
 	cr_assert_str_eq(f->put->items[0]->key, "bb", "items follow index");
 	cr_assert_eq(f->put->items[0]->size, 20000);
