@@ -10,26 +10,13 @@
 #include "arena.h"
 #include "key_codec.h"
 #include "mmc.pb-c.h"
+#include "rand_fields.h"
 
 static unsigned seed = 1;
 
-static uint64_t rnd(void)
-{
-	uint64_t v = 0;
-
-	for (int i = 0; i < 4; i++)
-		v = v << 16 | (uint64_t)(rand_r(&seed) & 0xffff);
-	return v;
-}
-
-/* 0 a third of the time (proto3 leaves those out), else a value of up to `bits` bits. */
 static uint64_t field(int bits)
 {
-	uint64_t v = rnd();
-
-	if (rand_r(&seed) % 3 == 0)
-		return 0;
-	return bits >= 64 ? v >> (rand_r(&seed) % 64) : (v & ((UINT64_C(1) << bits) - 1)) >> (rand_r(&seed) % bits);
+	return rand_field(&seed, bits);
 }
 
 static void random_result(struct key_result *r)
