@@ -141,7 +141,8 @@ void call_status(struct call *c, int code, const char *message)
 	header(c, code, message, true);
 }
 
-static void call_failv(struct call *c, int code, bool with_request_id, const char *fmt, va_list ap)
+__attribute__((format(printf, 4, 0))) static void call_failv(struct call *c, int code, bool with_request_id,
+                                                             const char *fmt, va_list ap)
 {
 	char msg[1024];
 
