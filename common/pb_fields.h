@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "varint.h"
 
@@ -71,6 +72,22 @@ static inline uint8_t *pb_put_sub(uint8_t *p, uint8_t tag, size_t n)
 {
 	*p++ = tag;
 	return varint_put(p, n);
+}
+
+/* The bytes of a string field of n bytes: 0 when n is 0 (proto3 leaves an empty string out). */
+static inline size_t pb_str_len(size_t n)
+{
+	return n ? pb_sub_len(n) : 0;
+}
+
+/* Writes a string field of n bytes at s unless n is 0; returns the byte after it. */
+static inline uint8_t *pb_put_str(uint8_t *p, uint8_t tag, const void *s, size_t n)
+{
+	if (!n)
+		return p;
+	p = pb_put_sub(p, tag, n);
+	memcpy(p, s, n);
+	return p + n;
 }
 
 /* ---- reading: a bounded reader; any read past the end or of a malformed value sets bad and reads 0 ---- */

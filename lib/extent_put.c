@@ -8,27 +8,43 @@
 #include "pb_fields.h"
 #include "per_key.h"
 
-/* PutPlace{extent 1, rank 2, incarnation 3, offset 4} */
-static size_t place_len(const mmc_Extent *e, uint64_t offset)
+/* PutItem{key 1, size 2, checksum_type 3, checksum 4 (fixed32), places 5}: one item's fields, each replica's
+ * PutPlace{extent 1, rank 2, incarnation 3, offset 4} from its extent and the offset written there. */
+struct put_item {
+	const char *key;
+	size_t klen, len; /* the key's bytes; the item's, SIZE_MAX when it cannot be sent */
+	uint64_t size;
+	const struct wire_checksum *sum;
+	const struct xfer_key *x;
+	const mmc_Extent *ext; /* replicas of them */
+	uint32_t replicas;
+};
+
+static size_t place_len(const struct put_item *f, uint32_t r)
 {
-	return pb_field_len(e->id) + pb_field_len(e->rank) + pb_field_len(e->incarnation) + pb_field_len(offset);
+	return pb_field_len(f->ext[r].id) + pb_field_len(f->ext[r].rank) + pb_field_len(f->ext[r].incarnation) +
+	       pb_field_len(f->x->targets[r].offset);
 }
 
-/* PutItem{key 1, size 2, checksum_type 3, checksum 4 (fixed32), places 5} of item i; SIZE_MAX: it cannot be sent. */
-static size_t item_len(const struct extent_put *p, size_t i)
+static void put_item_of(const struct extent_put *p, size_t i, struct put_item *f)
 {
-	size_t k = p->index[i], klen = strlen(p->keys[k]), n;
-	const struct xfer_key *x = &PER_KEY(p->xk, k, p->stride);
-	const mmc_Extent *ext = &p->g->ext[PER_KEY(p->lane, k, p->stride) * p->g->cls.replicas];
-	const struct wire_checksum *sum = &PER_KEY(p->sums, k, p->stride);
+	size_t k = p->index[i];
 
-	if (klen > MMC_WIRE_KEY_MAX || x->ntargets != p->g->cls.replicas)
-		return SIZE_MAX;
-	n = (klen ? pb_sub_len(klen) : 0) + pb_field_len(PER_KEY(p->sizes, k, p->stride)) + pb_field_len(sum->type) +
-	    pb_fixed32_len(sum->value);
-	for (uint32_t r = 0; r < p->g->cls.replicas; r++)
-		n += pb_sub_len(place_len(&ext[r], x->targets[r].offset));
-	return n;
+	f->key = p->keys[k];
+	f->klen = strlen(f->key);
+	f->size = PER_KEY(p->sizes, k, p->stride);
+	f->sum = &PER_KEY(p->sums, k, p->stride);
+	f->x = &PER_KEY(p->xk, k, p->stride);
+	f->replicas = p->g->cls.replicas;
+	f->ext = &p->g->ext[PER_KEY(p->lane, k, p->stride) * f->replicas];
+	if (f->klen > MMC_WIRE_KEY_MAX || f->x->ntargets != f->replicas) {
+		f->len = SIZE_MAX;
+		return;
+	}
+	f->len =
+	    pb_str_len(f->klen) + pb_field_len(f->size) + pb_field_len(f->sum->type) + pb_fixed32_len(f->sum->value);
+	for (uint32_t r = 0; r < f->replicas; r++)
+		f->len += pb_sub_len(place_len(f, r));
 }
 
 static size_t put_batch_len(const void *arg)
@@ -37,11 +53,12 @@ static size_t put_batch_len(const void *arg)
 	size_t n = 0;
 
 	for (size_t i = 0; i < p->n; i++) {
-		size_t len = item_len(p, i);
+		struct put_item f;
 
-		if (len == SIZE_MAX)
+		put_item_of(p, i, &f);
+		if (f.len == SIZE_MAX)
 			return SIZE_MAX;
-		n += pb_sub_len(len);
+		n += pb_sub_len(f.len);
 	}
 	return n;
 }
@@ -51,28 +68,20 @@ static uint8_t *put_batch_put(uint8_t *o, const void *arg)
 	const struct extent_put *p = arg;
 
 	for (size_t i = 0; i < p->n; i++) {
-		size_t k = p->index[i], klen = strlen(p->keys[k]);
-		const struct xfer_key *x = &PER_KEY(p->xk, k, p->stride);
-		const mmc_Extent *ext = &p->g->ext[PER_KEY(p->lane, k, p->stride) * p->g->cls.replicas];
-		const struct wire_checksum *sum = &PER_KEY(p->sums, k, p->stride);
+		struct put_item f;
 
-		o = pb_put_sub(o, 0x0a, item_len(p, i)); /* PutBatch.items */
-		if (klen) {
-			o = pb_put_sub(o, 0x0a, klen);
-			memcpy(o, p->keys[k], klen);
-			o += klen;
-		}
-		o = pb_put_field(o, 0x10, PER_KEY(p->sizes, k, p->stride));
-		o = pb_put_field(o, 0x18, sum->type);
-		o = pb_put_fixed32(o, 0x25, sum->value);
-		for (uint32_t r = 0; r < p->g->cls.replicas; r++) {
-			uint64_t offset = x->targets[r].offset;
-
-			o = pb_put_sub(o, 0x2a, place_len(&ext[r], offset));
-			o = pb_put_field(o, 0x08, ext[r].id);
-			o = pb_put_field(o, 0x10, ext[r].rank);
-			o = pb_put_field(o, 0x18, ext[r].incarnation);
-			o = pb_put_field(o, 0x20, offset);
+		put_item_of(p, i, &f);
+		o = pb_put_sub(o, 0x0a, f.len); /* PutBatch.items */
+		o = pb_put_str(o, 0x0a, f.key, f.klen);
+		o = pb_put_field(o, 0x10, f.size);
+		o = pb_put_field(o, 0x18, f.sum->type);
+		o = pb_put_fixed32(o, 0x25, f.sum->value);
+		for (uint32_t r = 0; r < f.replicas; r++) {
+			o = pb_put_sub(o, 0x2a, place_len(&f, r));
+			o = pb_put_field(o, 0x08, f.ext[r].id);
+			o = pb_put_field(o, 0x10, f.ext[r].rank);
+			o = pb_put_field(o, 0x18, f.ext[r].incarnation);
+			o = pb_put_field(o, 0x20, f.x->targets[r].offset);
 		}
 	}
 	return o;

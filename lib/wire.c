@@ -172,8 +172,8 @@ static void item_of(const struct wire_items *it, size_t i, struct item *f)
 	f->token = it->tokens ? PER_KEY(it->tokens, k, it->stride) : 0;
 	f->ck_type = it->checksums ? PER_KEY(it->checksums, k, it->stride).type : 0;
 	f->ck = it->checksums ? PER_KEY(it->checksums, k, it->stride).value : 0;
-	f->len = (f->klen ? pb_sub_len(f->klen) : 0) + pb_field_len(f->size) + pb_field_len(f->value) +
-	         pb_field_len(f->token) + pb_field_len(f->ck_type) + pb_fixed32_len(f->ck);
+	f->len = pb_str_len(f->klen) + pb_field_len(f->size) + pb_field_len(f->value) + pb_field_len(f->token) +
+	         pb_field_len(f->ck_type) + pb_fixed32_len(f->ck);
 }
 
 static size_t preferred_len(const mmc_KeyBatch *req)
@@ -214,11 +214,7 @@ static uint8_t *key_batch_put(uint8_t *p, const void *arg)
 
 		item_of(kb->items, i, &f);
 		p = pb_put_sub(p, 0x0a, f.len);
-		if (f.klen) {
-			p = pb_put_sub(p, 0x0a, f.klen);
-			memcpy(p, f.key, f.klen);
-			p += f.klen;
-		}
+		p = pb_put_str(p, 0x0a, f.key, f.klen);
 		p = pb_put_field(p, 0x10, f.size);
 		p = pb_put_field(p, 0x18, f.value);
 		p = pb_put_field(p, 0x20, f.token);
