@@ -7,42 +7,54 @@
 
 /* ---- KeyBatchReply ---- */
 
-/* Blob{rank 1, incarnation 2, media 3, offset 4, state 5} */
-static size_t blob_len(const struct key_result *r, uint32_t i)
+/*
+ * A sub-message is written before its length is known, after one byte left for that length: a Blob is at most 39
+ * bytes (five varint fields), a KeyResult passes 127 only with several blobs of large offsets, and then its bytes
+ * move up by the length's extra bytes (KEY_RESULT_MAX leaves room for them). One pass, not a sizing pass and a
+ * writing pass: the sizing took as long as the writing.
+ */
+static uint8_t *sub_close(uint8_t *len_at, uint8_t *end)
 {
-	return pb_field_len(r->blobs[i].rank) + pb_field_len(r->blobs[i].incarnation) +
-	       pb_field_len(r->blobs[i].media) + pb_field_len(r->blobs[i].offset) + pb_field_len(r->blobs[i].state);
+	size_t n = (size_t)(end - len_at - 1), extra;
+
+	if (n < 0x80) {
+		*len_at = (uint8_t)n;
+		return end;
+	}
+	extra = varint_len(n) - 1;
+	memmove(len_at + 1 + extra, len_at + 1, n);
+	varint_put(len_at, n);
+	return end + extra;
 }
 
 uint8_t *key_result_put(uint8_t *p, const struct key_result *r)
 {
-	size_t blen[MMC_WIRE_REPLICAS], len;
 	uint32_t nblobs = r->nblobs < MMC_WIRE_REPLICAS ? r->nblobs : MMC_WIRE_REPLICAS;
+	uint8_t *item;
 
 	/* KeyResult{result 1 (sint32), size 2, blobs 3, lease_ms 4, token 5, checksum_type 6, checksum 7 (fixed32)} */
-	len = pb_field_len(pb_zigzag32(r->result)) + pb_field_len(r->size) + pb_field_len(r->lease_ms) +
-	      pb_field_len(r->token) + pb_field_len(r->checksum_type) + pb_fixed32_len(r->checksum);
-	for (uint32_t i = 0; i < nblobs; i++) {
-		blen[i] = blob_len(r, i);
-		len += 1 + varint_len(blen[i]) + blen[i];
-	}
 	*p++ = 0x12; /* KeyBatchReply.items */
-	p = varint_put(p, len);
+	item = p++;
 	p = pb_put_field(p, 0x08, pb_zigzag32(r->result));
 	p = pb_put_field(p, 0x10, r->size);
 	for (uint32_t i = 0; i < nblobs; i++) {
+		uint8_t *blob;
+
+		/* Blob{rank 1, incarnation 2, media 3, offset 4, state 5} */
 		*p++ = 0x1a;
-		p = varint_put(p, blen[i]);
+		blob = p++;
 		p = pb_put_field(p, 0x08, r->blobs[i].rank);
 		p = pb_put_field(p, 0x10, r->blobs[i].incarnation);
 		p = pb_put_field(p, 0x18, r->blobs[i].media);
 		p = pb_put_field(p, 0x20, r->blobs[i].offset);
 		p = pb_put_field(p, 0x28, r->blobs[i].state);
+		*blob = (uint8_t)(p - blob - 1);
 	}
 	p = pb_put_field(p, 0x20, r->lease_ms);
 	p = pb_put_field(p, 0x28, r->token);
 	p = pb_put_field(p, 0x30, r->checksum_type);
-	return pb_put_fixed32(p, 0x3d, r->checksum);
+	p = pb_put_fixed32(p, 0x3d, r->checksum);
+	return sub_close(item, p);
 }
 
 size_t key_reply_head(uint8_t *head, uint64_t id, int32_t result, size_t items_len)
@@ -58,7 +70,8 @@ size_t key_reply_head(uint8_t *head, uint64_t id, int32_t result, size_t items_l
 
 /* ---- KeyBatch requests ---- */
 
-static void item_parse(struct pb_rd *r, struct arena *a, Mmc__KeyItem *it)
+/* keys: where the item's key is copied and NUL-terminated, moved past it. */
+static void item_parse(struct pb_rd *r, char **keys, Mmc__KeyItem *it)
 {
 	while (!r->bad && r->p < r->end) {
 		uint64_t tag = pb_rd_varint(r);
@@ -66,15 +79,14 @@ static void item_parse(struct pb_rd *r, struct arena *a, Mmc__KeyItem *it)
 		switch (tag) {
 		case PB_TAG(1, PB_BYTES): {
 			struct pb_rd s = pb_rd_sub(r);
-			char *k = r->bad ? NULL : arena_alloc(a, (size_t)(s.end - s.p) + 1);
+			size_t n = (size_t)(s.end - s.p);
 
-			if (!k) {
-				r->bad = true;
+			if (r->bad)
 				break;
-			}
-			memcpy(k, s.p, (size_t)(s.end - s.p));
-			k[s.end - s.p] = '\0';
-			it->key = k;
+			memcpy(*keys, s.p, n);
+			(*keys)[n] = '\0';
+			it->key = *keys;
+			*keys += n + 1;
 			break;
 		}
 		case PB_TAG(2, PB_VARINT):
@@ -99,10 +111,11 @@ static void item_parse(struct pb_rd *r, struct arena *a, Mmc__KeyItem *it)
 }
 
 /* KeyBatch{items 1, replica_num 2, preferred 3 (sint32, packed or not), flags 4, media 5, lease_ttl_ms 6}: counts
- * items and preferred entries (fill false), or fills the arrays a first pass sized (fill true). false: bytes to
- * leave to protobuf-c. */
-static bool batch_parse(struct pb_rd r, struct arena *a, Mmc__KeyBatch *kb, bool fill)
+ * items and preferred entries (keys NULL), or fills the arrays a first pass sized and copies the keys to *keys.
+ * false: bytes to leave to protobuf-c. */
+static bool batch_parse(struct pb_rd r, char **keys, Mmc__KeyBatch *kb)
 {
+	bool fill = keys != NULL;
 	static const Mmc__KeyItem item_init = MMC__KEY_ITEM__INIT;
 	size_t ni = 0, np = 0;
 
@@ -115,7 +128,7 @@ static bool batch_parse(struct pb_rd r, struct arena *a, Mmc__KeyBatch *kb, bool
 
 			if (fill && !r.bad) {
 				*kb->items[ni] = item_init;
-				item_parse(&s, a, kb->items[ni]);
+				item_parse(&s, keys, kb->items[ni]);
 				r.bad |= s.bad;
 			}
 			ni++;
@@ -198,10 +211,15 @@ static Mmc__KeyBatch **body_slot(Mmc__Frame *f)
 	}
 }
 
-/* The arrays of kb, from the counts of a first pass. */
-static bool batch_arrays(struct arena *a, Mmc__KeyBatch *kb)
+/* The arrays of kb, from the counts of a first pass, and one block for its keys (*keys): a key of n bytes takes
+ * n + 1 with its NUL, and at least n + 2 of the body (its tag and length), so the body's length is enough. */
+static bool batch_arrays(struct arena *a, Mmc__KeyBatch *kb, size_t body_len, char **keys)
 {
 	Mmc__KeyItem *items = arena_alloc(a, (kb->n_items ? kb->n_items : 1) * sizeof(*items));
+
+	*keys = arena_alloc(a, body_len ? body_len : 1);
+	if (!*keys)
+		return false;
 
 	kb->items = arena_alloc(a, (kb->n_items ? kb->n_items : 1) * sizeof(*kb->items));
 	kb->preferred = arena_alloc(a, (kb->n_preferred ? kb->n_preferred : 1) * sizeof(*kb->preferred));
@@ -221,6 +239,7 @@ Mmc__Frame *key_frame_decode(struct arena *a, const uint8_t *p, size_t len)
 	static const Mmc__Frame frame_init = MMC__FRAME__INIT;
 	static const Mmc__KeyBatch batch_init = MMC__KEY_BATCH__INIT;
 	struct pb_rd r = {p, p + len, false}, body = {NULL, NULL, true};
+	char *keys;
 	Mmc__Frame *f = arena_alloc(a, sizeof(*f));
 	Mmc__KeyBatch *kb = arena_alloc(a, sizeof(*kb)), **slot;
 
@@ -243,7 +262,8 @@ Mmc__Frame *key_frame_decode(struct arena *a, const uint8_t *p, size_t len)
 	if (r.bad || body.bad)
 		return NULL;
 	*kb = batch_init;
-	if (!batch_parse(body, a, kb, false) || !batch_arrays(a, kb) || !batch_parse(body, a, kb, true))
+	if (!batch_parse(body, NULL, kb) || !batch_arrays(a, kb, (size_t)(body.end - body.p), &keys) ||
+	    !batch_parse(body, &keys, kb))
 		return NULL;
 	slot = body_slot(f);
 	*slot = kb;
