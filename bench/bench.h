@@ -44,12 +44,14 @@ struct bench_opts {
 	bool no_host_path; /* --no-host-path: $MMC_HOST_PATH=off for this process and its targets (two hosts) */
 	bool unbacked;     /* meta: the pool is an unbacked range only metadata names (bench_unbacked.h) */
 	bool tenant;       /* --tenant: every store connects as tenant "bench" (bench_tenant_setup) */
+	bool check;        /* --check: parse and validate the options, run nothing */
 };
 
 /* --checksum: client stores without ock.mmc.client.verify_checksum, with it, or both, alternating round by round. */
 enum { BENCH_CK_OFF = 0, BENCH_CK_ON = 1, BENCH_CK_BOTH = 2 };
 
-/* Parses the shared flags after the subcommand. Returns 0, 1 for --help (usage printed), -1 on a bad flag. */
+/* Parses the shared flags after the subcommand. Returns 0; 1 for --help (usage printed) or --check (the options are
+ * valid, and it said so: the caller runs nothing and exits 0); -1 on a bad flag or value (usage on stderr). */
 int bench_parse(int argc, char **argv, struct bench_opts *o, const char *usage);
 /* The layout of one key for a block size under o (flat, --layers or --shape dsr1). */
 void bench_shape(const struct bench_opts *o, size_t block, struct shape *sh);

@@ -147,6 +147,9 @@ static int one_flag(struct bench_opts *o, int c, char *arg)
 	case 'N':
 		o->tenant = true;
 		return bench_tenant_setup();
+	case 'K':
+		o->check = true;
+		return 0;
 	case 'H':
 		o->no_host_path = true;
 		setenv("MMC_HOST_PATH", "off", 1); /* the targets this process starts inherit it */
@@ -159,16 +162,27 @@ static int one_flag(struct bench_opts *o, int c, char *arg)
 int bench_parse(int argc, char **argv, struct bench_opts *o, const char *usage)
 {
 	static const struct option opts[] = {
-	    {"protocol", required_argument, NULL, 'p'}, {"sizes", required_argument, NULL, 's'},
-	    {"batch", required_argument, NULL, 'b'},    {"layers", required_argument, NULL, 'l'},
-	    {"shape", required_argument, NULL, 'S'},    {"threads", required_argument, NULL, 'T'},
-	    {"procs", required_argument, NULL, 'P'},    {"targets", required_argument, NULL, 'n'},
-	    {"seconds", required_argument, NULL, 't'},  {"sync", required_argument, NULL, 'y'},
-	    {"keys", required_argument, NULL, 'k'},     {"quick", no_argument, NULL, 'q'},
-	    {"no-raw", no_argument, NULL, 'R'},         {"no-redis", no_argument, NULL, 'D'},
-	    {"checksum", required_argument, NULL, 'c'}, {"no-host-path", no_argument, NULL, 'H'},
-	    {"unbacked", no_argument, NULL, 'U'},       {"tenant", no_argument, NULL, 'N'},
-	    {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0},
+	    {"protocol", required_argument, NULL, 'p'},
+	    {"sizes", required_argument, NULL, 's'},
+	    {"batch", required_argument, NULL, 'b'},
+	    {"layers", required_argument, NULL, 'l'},
+	    {"shape", required_argument, NULL, 'S'},
+	    {"threads", required_argument, NULL, 'T'},
+	    {"procs", required_argument, NULL, 'P'},
+	    {"targets", required_argument, NULL, 'n'},
+	    {"seconds", required_argument, NULL, 't'},
+	    {"sync", required_argument, NULL, 'y'},
+	    {"keys", required_argument, NULL, 'k'},
+	    {"quick", no_argument, NULL, 'q'},
+	    {"no-raw", no_argument, NULL, 'R'},
+	    {"no-redis", no_argument, NULL, 'D'},
+	    {"checksum", required_argument, NULL, 'c'},
+	    {"no-host-path", no_argument, NULL, 'H'},
+	    {"unbacked", no_argument, NULL, 'U'},
+	    {"tenant", no_argument, NULL, 'N'},
+	    {"check", no_argument, NULL, 'K'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
 	};
 	int c;
 
@@ -186,9 +200,17 @@ int bench_parse(int argc, char **argv, struct bench_opts *o, const char *usage)
 		return -1;
 	}
 	for (int i = 0; i < o->nbatches; i++)
-		if (o->batches[i] < 1 || o->batches[i] > MMC_BATCH_MAX)
+		if (o->batches[i] < 1 || o->batches[i] > MMC_BATCH_MAX) {
+			fputs(usage, stderr);
 			return -1;
-	return 0;
+		}
+	if (optind < argc) {
+		fprintf(stderr, "mmc-bench: unexpected argument \"%s\"\n", argv[optind]);
+		return -1;
+	}
+	if (o->check)
+		puts("# options ok");
+	return o->check ? 1 : 0;
 }
 
 void bench_shape(const struct bench_opts *o, size_t block, struct shape *sh)

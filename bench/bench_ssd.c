@@ -17,6 +17,9 @@
 
 #define MiB (1u << 20)
 
+static const char usage[] = "usage: mmc-bench ssd [--quick]   1 MiB gets from DRAM and from the SSD tier, vs the "
+                            "device's sequential read\n";
+
 static double raw_read_gbs(const char *path, size_t bytes)
 {
 	int fd = open(path, O_RDONLY | O_DIRECT);
@@ -92,9 +95,13 @@ int bench_ssd_main(int argc, char **argv, const char *self)
 	mmc_local_config c = mmc_default_local_config();
 	mmc_store *s;
 	char path[300];
-	int n = argc > 1 && strcmp(argv[1], "--quick") == 0 ? 16 : 64, rc;
+	struct bench_opts o;
+	int n, rc = bench_parse(argc, argv, &o, usage);
 	double dram = 0, rewarm = 0, raw;
 
+	if (rc)
+		return rc > 0 ? 0 : 2;
+	n = o.quick ? 16 : 64;
 	bench_find_metaserver(self);
 	if (metaserver_start(&m, NULL))
 		return 1;

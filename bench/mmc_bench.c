@@ -32,19 +32,25 @@ static const char usage[] =
     "  idle    CPU seconds per idle second of a lending store and of the meta server\n"
     "  prefix  deadline-aware prefix read vs batch get: its cost, and its wait with one lender stopped\n"
     "  all     every benchmark in its short mode (all --quick: what CI runs)\n"
-    "Every subcommand takes --help; --no-host-path makes same-host peers use the network provider (two hosts).\n";
+    "Every subcommand takes --help, and --check (validate the options, run nothing); --no-host-path makes\n"
+    "same-host peers use the network provider (two hosts).\n";
 
 #ifndef MMC_BENCH_BUILDTYPE
 #define MMC_BENCH_BUILDTYPE "unknown"
 #endif
+
+static const char all_usage[] = "usage: mmc-bench all --quick   every benchmark in its short mode (what CI runs)\n";
 
 static int run_all(int argc, char **argv, const char *self)
 {
 	char *quick[] = {argv[0], "--quick", NULL};
 	char *dsr1[] = {argv[0], "--quick", "--shape", "dsr1", "--batch", "2", "--no-redis", NULL};
 	char *ck[] = {argv[0], "--quick", "--checksum", "both", "--sizes", "64K", "--no-redis", "--no-raw", NULL};
-	int rc = 0;
+	struct bench_opts o;
+	int rc = bench_parse(argc, argv, &o, all_usage);
 
+	if (rc)
+		return rc > 0 ? 0 : 2;
 	rc |= bench_data_main(2, quick, self);
 	rc |= bench_data_main(7, dsr1, self);
 	rc |= bench_data_main(8, ck, self);
