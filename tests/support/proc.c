@@ -197,7 +197,7 @@ static int spawn_metaserver(struct metaserver *m, const char *const *extra)
 		close(log);
 	close(out[1]);
 	m->pid = pid;
-	if (pid < 0 || read_line_fd(out[0], m->ready, sizeof(m->ready), 10000) < 0 ||
+	if (pid < 0 || read_line_fd(out[0], m->ready, sizeof(m->ready), m->ready_ms > 0 ? m->ready_ms : 10000) < 0 ||
 	    strncmp(m->ready, "mmc-metaserver ready", 20) != 0) {
 		close(out[0]);
 		if (pid > 0)

@@ -22,6 +22,8 @@ struct metaserver {
 	char url[64];    /* tcp://127.0.0.1:PORT */
 	char ready[512]; /* the ready line */
 	char log[300];   /* stderr of the server */
+	int ready_ms;    /* how long a start may take to print its ready line (0: 10 s); a store of 10^7+ objects
+	                    loads for longer than that */
 	/* MMC_TEST_META_STORE=redis: the server's metadata store, a private redis-server started with it (appendfsync
 	 * from MMC_TEST_REDIS_FSYNC, default always), kept across restarts, stopped by metaserver_cleanup() */
 	struct redis_proc redis;

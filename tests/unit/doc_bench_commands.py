@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Every mmc-bench command line the docs print is one the built mmc-bench takes.
+"""Every mmc-bench command line the docs print is one the built mmc-bench takes, and every mmc-metaserver command
+line outside docs/operations.md (whose blocks the operator suite runs under a root prefix) one the server takes.
 
 A benchmark run takes minutes to hours, so the tests cannot run the docs' benchmark commands; what they can prove
 is that each command line, as printed, is accepted: the subcommand exists, every flag is known and every value is
@@ -8,7 +9,8 @@ runs as printed. The lines come from
 the shell blocks of README.md and docs/*.md (a `for ... do CMD; done` line gives CMD; a redirect or a comment ends
 it) and from inline code spans. Spans with a placeholder (N, B, <x>, a|b) and the internal subcommands (target,
 rma-target, meta-client) are skipped; environment assignments before the binary do not change how flags parse and
-are dropped. usage: doc_bench_commands.py SOURCE_ROOT MMC_BENCH
+are dropped. A server command line runs with --check-config: every check a start makes short of binding a port or
+opening the metadata store. usage: doc_bench_commands.py SOURCE_ROOT MMC_BENCH MMC_METASERVER
 """
 import glob
 import os
@@ -16,6 +18,7 @@ import re
 import shlex
 import subprocess
 import sys
+import tempfile
 
 sys.path.insert(0, os.path.dirname(__file__))
 from tap import report  # noqa: E402
@@ -23,6 +26,7 @@ from tap import report  # noqa: E402
 INTERNAL = {'target', 'rma-target', 'meta-client'}
 # the binary (any build dir, or bare) and what follows it, up to a redirect, a pipe, a ; or a comment
 COMMAND = re.compile(r'(?:^|[\s;`])(?:[\w./-]*/)?mmc-bench((?:\s+[^\s>|;#`]+)*)')
+SERVER = re.compile(r'(?:^|[\s;`])(?:[\w./-]*/)?mmc-metaserver((?:\s+[^\s>|;#`]+)+)')
 PLACEHOLDER = re.compile(r'^[A-Z]$|[<>|]|\.\.\.')
 
 
@@ -41,13 +45,15 @@ def blocks_and_spans(path):
     return out
 
 
-def commands(root):
-    """(where, argv after the binary) for each mmc-bench command line the docs print."""
+def commands(root, pattern=COMMAND, skip=()):
+    """(where, argv after the binary) for each command line of pattern's binary the docs print."""
     found = []
     for path in sorted(glob.glob(os.path.join(root, 'docs', '*.md'))) + [os.path.join(root, 'README.md')]:
         rel = os.path.relpath(path, root)
+        if rel in skip:
+            continue
         for line, text, from_block in blocks_and_spans(path):
-            for m in COMMAND.finditer(text):
+            for m in pattern.finditer(text):
                 args = shlex.split(m.group(1))
                 if not args or args[0] in INTERNAL:
                     continue
@@ -58,7 +64,7 @@ def commands(root):
 
 
 def main():
-    root, bench = sys.argv[1], sys.argv[2]
+    root, bench, server = sys.argv[1], sys.argv[2], sys.argv[3]
     checks = []
     found = commands(root)
     for where, args in found:
@@ -70,6 +76,15 @@ def main():
             ok = r.returncode == 0 and '# options ok' in r.stdout
         checks.append((f'{where}: mmc-bench {" ".join(args)}', ok,
                        f'exit {r.returncode}: {(r.stderr or r.stdout).strip()[-300:]}'))
+    for where, args in commands(root, SERVER, skip=('docs/operations.md',)):
+        if not args[0].startswith('-'):
+            continue  # the name in prose ("mmc-metaserver ready"), not a command line
+        with tempfile.TemporaryDirectory() as tmp:
+            # a --data-dir the doc names under /tmp is made fresh, as the doc's reader would have it
+            args = [os.path.join(tmp, os.path.basename(a)) if a.startswith('/tmp/') else a for a in args]
+            r = subprocess.run([server] + args + ['--check-config'], capture_output=True, text=True, timeout=60)
+        checks.append((f'{where}: mmc-metaserver {" ".join(args)[:80]}', r.returncode == 0,
+                       f'exit {r.returncode}: {r.stderr.strip()[-300:]}'))
     # the check itself must be able to fail: a flag no benchmark has is refused
     r = subprocess.run([bench, 'meta', '--no-such-flag', '--check'], capture_output=True, text=True, timeout=60)
     checks.append(('mmc-bench refuses an unknown flag under --check', r.returncode != 0, f'exit {r.returncode}'))
