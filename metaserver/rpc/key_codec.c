@@ -7,8 +7,15 @@
 
 /* ---- KeyBatchReply ---- */
 
+/* Blob: three 32-bit and two 64-bit varint fields, each with its one-byte tag */
+_Static_assert(3 * (1 + 5) + 2 * (1 + 10) < 0x80, "a Blob's length takes one byte");
+/* KeyResult: tag and length, result and checksum_type (32-bit), size, lease_ms and token (64-bit), the blobs with
+ * their tags and lengths, checksum (fixed32) */
+_Static_assert(1 + 2 + 2 * (1 + 5) + 3 * (1 + 10) + MMC_WIRE_REPLICAS * (2 + 40) + 5 <= KEY_RESULT_MAX,
+               "KEY_RESULT_MAX holds the largest KeyResult");
+
 /*
- * A sub-message is written before its length is known, after one byte left for that length: a Blob is at most 39
+ * A sub-message is written before its length is known, after one byte left for that length: a Blob is at most 40
  * bytes (five varint fields), a KeyResult passes 127 only with several blobs of large offsets, and then its bytes
  * move up by the length's extra bytes (KEY_RESULT_MAX leaves room for them). One pass, not a sizing pass and a
  * writing pass: the sizing took as long as the writing.
