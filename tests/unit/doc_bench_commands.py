@@ -12,6 +12,7 @@ rma-target, meta-client) are skipped; environment assignments before the binary 
 are dropped. A server command line runs with --check-config: every check a start makes short of binding a port or
 opening the metadata store. usage: doc_bench_commands.py SOURCE_ROOT MMC_BENCH MMC_METASERVER
 """
+import concurrent.futures
 import glob
 import os
 import re
@@ -63,19 +64,23 @@ def commands(root, pattern=COMMAND, skip=()):
     return found
 
 
+def bench_check(bench, where, args):
+    """One check: the command line as printed, with --check (mmc-bench --help runs as printed)."""
+    if args[0].startswith('-'):
+        r = subprocess.run([bench] + args, capture_output=True, text=True, timeout=60)
+        ok = r.returncode == 0 and 'usage:' in r.stdout
+    else:
+        r = subprocess.run([bench] + args + ['--check'], capture_output=True, text=True, timeout=60)
+        ok = r.returncode == 0 and '# options ok' in r.stdout
+    detail = f'exit {r.returncode}: {(r.stderr or r.stdout).strip()[-300:]}'
+    return (f'{where}: mmc-bench {" ".join(args)}', ok, detail)
+
+
 def main():
     root, bench, server = sys.argv[1], sys.argv[2], sys.argv[3]
-    checks = []
     found = commands(root)
-    for where, args in found:
-        if args[0].startswith('-'):  # mmc-bench --help: runs as printed
-            r = subprocess.run([bench] + args, capture_output=True, text=True, timeout=60)
-            ok = r.returncode == 0 and 'usage:' in r.stdout
-        else:
-            r = subprocess.run([bench] + args + ['--check'], capture_output=True, text=True, timeout=60)
-            ok = r.returncode == 0 and '# options ok' in r.stdout
-        checks.append((f'{where}: mmc-bench {" ".join(args)}', ok,
-                       f'exit {r.returncode}: {(r.stderr or r.stdout).strip()[-300:]}'))
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:  # each is a process start: run a few at once
+        checks = list(pool.map(lambda f: bench_check(bench, *f), found))
     for where, args in commands(root, SERVER, skip=('docs/operations.md',)):
         if not args[0].startswith('-'):
             continue  # the name in prose ("mmc-metaserver ready"), not a command line
