@@ -225,12 +225,9 @@ static bool batch_arrays(struct arena *a, Mmc__KeyBatch *kb, size_t body_len, ch
 	Mmc__KeyItem *items = arena_alloc(a, (kb->n_items ? kb->n_items : 1) * sizeof(*items));
 
 	*keys = arena_alloc(a, body_len ? body_len : 1);
-	if (!*keys)
-		return false;
-
 	kb->items = arena_alloc(a, (kb->n_items ? kb->n_items : 1) * sizeof(*kb->items));
 	kb->preferred = arena_alloc(a, (kb->n_preferred ? kb->n_preferred : 1) * sizeof(*kb->preferred));
-	if (!items || !kb->items || !kb->preferred)
+	if (!items || !*keys || !kb->items || !kb->preferred)
 		return false;
 	for (size_t i = 0; i < kb->n_items; i++)
 		kb->items[i] = &items[i];
