@@ -57,18 +57,13 @@ int redis_start(struct redis_server *r, bool fsync)
 
 void redis_stop(struct redis_server *r)
 {
-	char cmd[128];
-
 	if (r->pid > 0) {
 		kill(r->pid, SIGTERM);
 		waitpid(r->pid, NULL, 0);
 	}
 	r->pid = 0;
-	if (r->dir[0]) {
-		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", r->dir);
-		if (system(cmd)) {
-		}
-	}
+	if (r->dir[0])
+		proc_remove_dir(r->dir);
 	r->dir[0] = '\0';
 }
 

@@ -36,9 +36,15 @@ def section(heading, doc=DOC):
     return '\n'.join(out)
 
 
+def sh_blocks_at(text):
+    """(line of its first body line, body) for each ```sh block of text, in order."""
+    return [(text.count('\n', 0, m.start(1)) + 1, m.group(1))
+            for m in re.finditer(r'^```sh\n(.*?)^```', text, re.S | re.M)]
+
+
 def sh_blocks(text):
     """The bodies of the ```sh blocks of text, in order."""
-    return re.findall(r'^```sh\n(.*?)^```', text, re.S | re.M)
+    return [body for _, body in sh_blocks_at(text)]
 
 
 def rooted(text, root):

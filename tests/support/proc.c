@@ -279,20 +279,25 @@ static int log_is_clean(const char *path)
 	return clean;
 }
 
-int metaserver_cleanup(struct metaserver *m)
+void proc_remove_dir(const char *dir)
 {
 	char cmd[320];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	if (system(cmd)) {
+	}
+}
+
+int metaserver_cleanup(struct metaserver *m)
+{
 	int clean;
 
 	if (m->pid > 0)
 		metaserver_stop(m);
 	redis_proc_cleanup(&m->redis);
 	clean = m->log[0] ? log_is_clean(m->log) : 1;
-	if (m->dir[0] && !getenv("MMC_TEST_KEEP")) {
-		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", m->dir);
-		if (system(cmd)) {
-		}
-	}
+	if (m->dir[0] && !getenv("MMC_TEST_KEEP"))
+		proc_remove_dir(m->dir);
 	return clean ? 0 : -1;
 }
 

@@ -71,5 +71,7 @@ uint64_t proc_rss_bytes(pid_t pid);
 
 /* A port nobody listens on right now. */
 uint16_t free_port(void);
+/* Removes dir and everything under it (a test's or a benchmark's scratch directory); errors are ignored. */
+void proc_remove_dir(const char *dir);
 
 #endif

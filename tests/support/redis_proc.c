@@ -75,15 +75,6 @@ static int spawn(struct redis_proc *r)
 	return -1;
 }
 
-static void remove_dir(const char *dir)
-{
-	char cmd[128];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	if (system(cmd)) {
-	}
-}
-
 /*
  * The directories of runs that died without their cleanup (a bench stopped with ^C, a test killed by its timeout):
  * each names its process in `owner`, and one whose process is gone is removed. A bench's store at 10^7 objects
@@ -105,7 +96,7 @@ static void sweep_stale(void)
 			pid = 0;
 		fclose(f);
 		if (pid > 0 && kill((pid_t)pid, 0) < 0 && errno == ESRCH)
-			remove_dir(dirname(g.gl_pathv[i]));
+			proc_remove_dir(dirname(g.gl_pathv[i]));
 	}
 	globfree(&g);
 }
@@ -163,6 +154,6 @@ void redis_proc_cleanup(struct redis_proc *r)
 {
 	redis_proc_kill(r);
 	if (r->dir[0] && !getenv("MMC_TEST_KEEP"))
-		remove_dir(r->dir);
+		proc_remove_dir(r->dir);
 	r->dir[0] = '\0';
 }

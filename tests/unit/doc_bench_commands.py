@@ -22,6 +22,8 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..', 'operator'))
+import docblocks  # noqa: E402
 from tap import report  # noqa: E402
 
 INTERNAL = {'target', 'rma-target', 'meta-client'}
@@ -35,9 +37,8 @@ def blocks_and_spans(path):
     """(line, text, from_block) for each shell block line and each inline code span of the file."""
     text = open(path, encoding='utf-8').read()
     out = []
-    for m in re.finditer(r'^```(?:sh|bash|console|shell)\n(.*?)^```', text, re.S | re.M):
-        first = text.count('\n', 0, m.start(1)) + 1
-        body = m.group(1).replace('\\\n', ' \n')  # a continued line is one command
+    for first, body in docblocks.sh_blocks_at(text):
+        body = body.replace('\\\n', ' \n')  # a continued line is one command
         for i, line in enumerate(body.split('\n')):
             out.append((first + i, line, True))
     prose = re.sub(r'^```.*?^```', lambda m: '\n' * m.group(0).count('\n'), text, flags=re.S | re.M)
