@@ -23,17 +23,20 @@
 #include "object_rec.h"
 #include "objects.h"
 #include "persist.h"
+#include "prefault.h"
 #include "radix.h"
 #include "services.h"
 
-#define PAGES_MAX  ((UINT64_C(1) << 24) - 1) /* a mark's size in pages; larger ones are read from the object */
-#define RING       16                        /* objects whose index insert waits for their bucket's cache line */
-#define MOVE_FLUSH 65536                     /* records a move of a format-2 store writes per commit */
+#define PAGES_MAX         ((UINT64_C(1) << 24) - 1) /* a mark's size in pages; larger ones are read from the object */
+#define RING              16                        /* objects whose index insert waits for their bucket's cache line */
+#define MOVE_FLUSH        65536                     /* records a move of a format-2 store writes per commit */
+#define LOAD_RECORD_BYTES 160 /* slab bytes of an object, a little over one with a blob and a 76-byte key (144) */
 
 /* What a load has seen, and the ids of records it dropped (deleted once the table is built). */
 struct load {
 	struct meta *m;
 	uint64_t loaded, dropped, moved, cleared;
+	size_t prefaulted;       /* bytes the prefault worker faulted in */
 	uint64_t max_id;         /* the largest id a record is stored under */
 	bool keyed;              /* reading the format-2 table: records under the objects' keys, no id */
 	struct radix_item *objs; /* key: LRU stamp; val: handle */
@@ -466,6 +469,21 @@ static void build_lists(struct load *l)
 	}
 }
 
+/*
+ * What pass 1 over n records writes for the first time, faulted in beside it (prefault.h): the slab's chunks, the
+ * index's buckets (written at random from the first record on, so first) and the arrays' next n entries.
+ */
+static void prefault_load(struct load *l, uint64_t n)
+{
+	struct meta *m = l->m;
+
+	slab_populate(n * LOAD_RECORD_BYTES);
+	for (int i = 0; i < INDEX_SHARDS; i++)
+		prefault_range(m->shards[i].buckets, ((size_t)m->shards[i].mask + 1) * sizeof(*m->shards[i].buckets));
+	prefault_range(l->objs + l->nobjs, n * sizeof(*l->objs));
+	prefault_range(l->marks + l->nmarks, n * sizeof(*l->marks));
+}
+
 /* Pass 1 over one table (the id table, or the format-2 one), into arrays sized for n more records. */
 static int scan_table(struct load *l, struct persist_table *t, uint64_t n)
 {
@@ -476,12 +494,13 @@ static int scan_table(struct load *l, struct persist_table *t, uint64_t n)
 	          !(l->marks = array_grow(l->marks, &l->capmarks, l->nmarks + n, sizeof(*l->marks), 4096))))
 		return MMC_MALLOC_FAILED;
 	objects_reserve(m, m->nobjects + n);
-	slab_populate(true);
+	if (n)
+		prefault_load(l, n);
 	if (l->keyed) /* once per store, and in key order whatever the store: slower, and every load the same */
 		rc = persist_scan(m->persist, t, scan_keyed, l);
 	else
 		rc = persist_scan_ahead(m->persist, t, key_hash, scan_one, l);
-	slab_populate(false);
+	l->prefaulted += slab_populate(0);
 	index_add(l, NULL, 0);
 	return rc;
 }
@@ -559,8 +578,9 @@ int objects_load(struct meta *m)
 	free(l.marks);
 	if (rc)
 		return rc == MMC_MALLOC_FAILED ? rc : MMC_ERROR;
-	log_info("op=load objects=%llu dropped=%llu ms=%.0f scan_ms=%.0f pools_ms=%.0f lru_ms=%.0f",
+	log_info("op=load objects=%llu dropped=%llu ms=%.0f scan_ms=%.0f pools_ms=%.0f lru_ms=%.0f prefaulted_mib=%zu",
 	         (unsigned long long)l.loaded, (unsigned long long)l.dropped, (double)(t[3] - t[0]) / 1e6,
-	         (double)(t[1] - t[0]) / 1e6, (double)(t[2] - t[1]) / 1e6, (double)(t[3] - t[2]) / 1e6);
+	         (double)(t[1] - t[0]) / 1e6, (double)(t[2] - t[1]) / 1e6, (double)(t[3] - t[2]) / 1e6,
+	         l.prefaulted >> 20);
 	return 0;
 }

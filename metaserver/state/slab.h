@@ -50,9 +50,13 @@ void *slab_next(uint32_t *h);
  * one back to the system at once. NULL when out of memory; slab_unmap(p, size) gives them back. */
 void *slab_map(size_t size);
 void slab_unmap(void *p, size_t size);
-/* While on, new chunks come populated: one call instead of a page fault per 4 KiB (1.5 GB in 0.44 s against 0.61 s),
- * for a load that fills them at once; off, a chunk costs memory only as its records are handed out. */
-void slab_populate(bool on);
+/*
+ * A load is about to carve about bytes of records: until slab_populate(0), new chunks come faulted in, made ahead on
+ * the prefault worker (prefault.h: the kernel's zeroing of their pages off this thread), else by one call here
+ * instead of a page fault per 4 KiB (1.5 GB in 0.44 s against 0.61 s). Otherwise a chunk costs memory only as its
+ * records are handed out. slab_populate(0) stops the worker and returns the bytes it faulted in.
+ */
+size_t slab_populate(size_t bytes);
 /* Unmaps every chunk: every handle and record pointer becomes invalid. */
 void slab_fini(void);
 
