@@ -3,7 +3,6 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
 #define SLICE ((size_t)2 << 20) /* a range goes in steps this long: a block the loop runs short of waits no longer */
@@ -144,7 +143,9 @@ size_t prefault_stop(void)
 	pthread_mutex_unlock(&pf.mu);
 	pthread_join(pf.thread, NULL);
 	pf.running = false;
-	for (; pf.nready; pf.nready--, pf.first = (pf.first + 1) % PREFAULT_AHEAD)
+	for (; pf.nready; pf.nready--, pf.first = (pf.first + 1) % PREFAULT_AHEAD) {
 		pf.drop(pf.ready[pf.first]);
+		pf.faulted -= pf.block; /* what the load used, not what the worker made */
+	}
 	return pf.faulted;
 }

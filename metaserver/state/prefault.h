@@ -14,6 +14,11 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/mman.h>
+
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23 /* Linux 5.14; glibc names it from 2.35 */
+#endif
 
 /* Starts the worker: it keeps up to PREFAULT_AHEAD blocks of block bytes made by make (called on the worker:
  * thread-safe, the block's pages faulted in, NULL when out of memory), at most max_blocks in all, and drop gives
@@ -28,8 +33,8 @@ void *prefault_take(void);
  * without a worker, or once PREFAULT_RANGES are queued. */
 #define PREFAULT_RANGES 1024
 void prefault_range(void *p, size_t len);
-/* Stops and joins the worker; blocks nobody took are dropped. Returns the bytes the worker faulted in (blocks and
- * ranges), for the load's log line. */
+/* Stops and joins the worker; blocks nobody took are dropped. Returns the bytes the worker faulted in for the
+ * caller (blocks taken, and ranges), for the load's log line. */
 size_t prefault_stop(void);
 
 #endif

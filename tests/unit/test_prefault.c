@@ -1,17 +1,18 @@
 /*
  * The prefault worker (metaserver/state/prefault.h): blocks made ahead and handed out once, none lost or made
- * beyond the limit, ranges faulted in without a byte of them changed, and nothing done without a worker.
+ * beyond the limit, ranges faulted in without a byte of them changed, and nothing done without a worker; and the
+ * slab's chunks made through it during a load.
  */
 #include <criterion/criterion.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "prefault.h"
+#include "slab.h"
 
 #define BLOCK ((size_t)64 << 10)
 
@@ -100,16 +101,26 @@ static bool resident(const char *p, size_t len)
 	return all;
 }
 
+/* MADV_POPULATE_WRITE: Linux 5.14 on. */
+static bool populate_write_works(void)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	void *probe = mmap(NULL, page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	bool works;
+
+	cr_assert_neq(probe, MAP_FAILED);
+	works = madvise(probe, page, MADV_POPULATE_WRITE) == 0;
+	munmap(probe, page);
+	return works;
+}
+
 Test(prefault, ranges_faulted_in_unchanged, .init = reset)
 {
 	size_t len = (size_t)8 << 20, page = (size_t)sysconf(_SC_PAGESIZE);
-	char *r = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0), *probe;
-	bool populate_write;
+	char *r = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	bool populate_write = populate_write_works();
 
 	cr_assert_neq(r, MAP_FAILED);
-	probe = mmap(NULL, page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	populate_write = madvise(probe, page, MADV_POPULATE_WRITE) == 0; /* Linux 5.14 on */
-	munmap(probe, page);
 	memset(r + 3 * page + 17, 0xa5, 100); /* written before: kept */
 	cr_assert_not(resident(r, len));
 	cr_assert(prefault_start(BLOCK, 0, make, drop));
@@ -135,4 +146,25 @@ Test(prefault, nothing_without_a_worker, .init = reset)
 	cr_assert_null(prefault_take());
 	cr_assert_eq(prefault_stop(), 0);
 	cr_assert_eq(atomic_load(&made), 0);
+}
+
+Test(prefault, a_loads_slab_chunks_come_faulted_in, .init = reset)
+{
+	void *rec[3];
+	uint32_t h[3];
+	size_t faulted;
+
+	slab_populate((size_t)8 << 20);
+	for (int i = 0; i < 3; i++) {
+		/* a record of a class of its own each: three chunks */
+		cr_assert_neq(h[i] = slab_alloc(64 + 8 * (size_t)i, &rec[i]), 0);
+		cr_assert_eq(((uintptr_t)rec[i] & (SLAB_CHUNK - 1)), SLAB_HEADER, "the first record after the header");
+		cr_assert(resident((char *)rec[i] - SLAB_HEADER, SLAB_CHUNK), "chunk %d faulted in", i);
+		cr_assert_eq(*(volatile char *)rec[i], 0);
+	}
+	faulted = slab_populate(0);
+	cr_assert_leq(faulted, 3 * SLAB_CHUNK, "chunks made but not taken are not counted");
+	for (int i = 0; i < 3; i++)
+		cr_assert_eq(slab_ptr(h[i]), rec[i]);
+	slab_fini();
 }
