@@ -14,6 +14,7 @@
 #include "clock.h"
 #include "log.h"
 #include "mmc/mmc.h"
+#include "quiet_thread.h"
 
 struct ha {
 	struct ha_lock *lock;
@@ -236,13 +237,8 @@ void ha_set_self(struct ha *h, const struct ha_holder *self)
 
 int ha_start(struct ha *h)
 {
-	sigset_t all, old;
-	int rc;
+	int rc = quiet_thread_create(&h->thread, elector_main, h);
 
-	sigfillset(&all); /* signals stay with the loop thread */
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	rc = pthread_create(&h->thread, NULL, elector_main, h);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	h->started = rc == 0;
 	return rc ? MMC_ERROR : 0;
 }

@@ -19,6 +19,7 @@
 #include "log.h"
 #include "mmc/mmc.h"
 #include "persist_backend.h"
+#include "quiet_thread.h"
 
 #define MAX_BATCH_AGE_NS 2000000u /* hand a batch over at least this often under continuous load */
 #define COMMIT_PRIORITY  2        /* lower than I/O (1): runs when the loop has nothing else ready */
@@ -407,14 +408,8 @@ static void commit_cb(evutil_socket_t fd, short what, void *arg)
 
 static int start_writer(struct persist *p)
 {
-	sigset_t all, old;
-	int rc;
+	int rc = quiet_thread_create(&p->writer, writer_main, p);
 
-	/* signals stay with the loop thread, whose libevent handlers expect them */
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	rc = pthread_create(&p->writer, NULL, writer_main, p);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	p->writer_started = rc == 0;
 	return rc;
 }

@@ -5,12 +5,12 @@
  * trade: the reader fills one while the loop empties the other.
  */
 #include <pthread.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "mmc/mmc.h"
 #include "persist_backend.h"
+#include "quiet_thread.h"
 
 #define BUF_BYTES (1u << 20)
 
@@ -160,7 +160,6 @@ int persist_scan_ahead_be(struct persist_backend *be, uint32_t table, persist_pr
                           void *arg)
 {
 	struct ahead a = {.be = be, .table = table, .prep = prep};
-	sigset_t all, old;
 	pthread_t reader;
 	int rc;
 
@@ -170,11 +169,7 @@ int persist_scan_ahead_be(struct persist_backend *be, uint32_t table, persist_pr
 	a.buf[0].cap = a.buf[1].cap = BUF_BYTES;
 	pthread_mutex_init(&a.mu, NULL);
 	pthread_cond_init(&a.cv, NULL);
-	/* signals stay with the loop thread, whose libevent handlers expect them */
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	rc = pthread_create(&reader, NULL, reader_main, &a);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	rc = quiet_thread_create(&reader, reader_main, &a);
 	if (rc == 0) {
 		rc = consume(&a, fn, arg);
 		pthread_join(reader, NULL);

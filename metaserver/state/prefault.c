@@ -1,9 +1,10 @@
 #include "prefault.h"
 
 #include <pthread.h>
-#include <signal.h>
 #include <stdint.h>
 #include <unistd.h>
+
+#include "quiet_thread.h"
 
 #define SLICE ((size_t)2 << 20) /* a range goes in steps this long: a block the loop runs short of waits no longer */
 #define LOW   4                 /* blocks ready below which the worker makes blocks before it faults in ranges */
@@ -79,7 +80,6 @@ static void *worker(void *arg)
 
 bool prefault_start(size_t block, size_t max_blocks, void *(*make)(void), void (*drop)(void *))
 {
-	sigset_t all, old;
 	int rc;
 
 	if (pf.running)
@@ -92,11 +92,7 @@ bool prefault_start(size_t block, size_t max_blocks, void *(*make)(void), void (
 	pf.drop = drop;
 	pf.first = pf.nready = pf.next = pf.nranges = pf.faulted = 0;
 	pthread_mutex_unlock(&pf.mu);
-	/* signals stay with the loop thread, whose libevent handlers expect them */
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	rc = pthread_create(&pf.thread, NULL, worker, NULL);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	rc = quiet_thread_create(&pf.thread, worker, NULL);
 	pf.running = rc == 0;
 	return pf.running;
 }
