@@ -17,8 +17,9 @@
 #include "tier.h"
 
 struct reply {
-	struct key_reply out; /* one result per key, encoded in order */
-	const uint64_t *hash; /* n: object_hash of each key */
+	struct key_reply out;  /* one result per key, encoded in order */
+	const uint64_t *hash;  /* n: object_hash of each key */
+	struct object **found; /* a get's: each key's readable object or NULL, looked up once (find_gets) */
 };
 
 /* The next key's result: a code alone, or with o's size, checksum and live blobs (only blob pick when pick >= 0). */
@@ -88,18 +89,29 @@ static void op_commit(struct conn *c, const Mmc__Frame *f, const Mmc__KeyBatch *
 	}
 }
 
+/* Key i's readable object: the one find_gets found, or looked up now (add_lease). NULL with *rc when none. */
+static struct object *lease_object(struct conn *c, const Mmc__KeyBatch *req, const struct reply *rp, size_t i, int *rc)
+{
+	size_t len;
+
+	if (!rp->found) {
+		objects_prefetch_step(c->m, rp->hash, req->n_items, i, true);
+		return object_find_readable(c->m, req->items[i]->key, rp->hash[i], rc);
+	}
+	*rc = rp->found[i] ? 0 : object_key_ok(req->items[i]->key, &len) ? MMC_OBJECT_NOT_EXISTS : MMC_INVALID_PARAM;
+	return rp->found[i];
+}
+
 /* get: pick the nearest replica and take a counted read lease. add_lease: an uncounted, extendable one. */
 static void op_lease(struct conn *c, const Mmc__Frame *f, const Mmc__KeyBatch *req, struct reply *rp)
 {
 	bool get = f->body_case == MMC__FRAME__BODY_GET;
 
 	for (size_t i = 0; i < req->n_items; i++) {
-		struct object *o;
 		uint64_t lease_ms;
 		int rc;
+		struct object *o = lease_object(c, req, rp, i, &rc);
 
-		objects_prefetch_step(c->m, rp->hash, req->n_items, i, true);
-		o = object_find_readable(c->m, req->items[i]->key, rp->hash[i], &rc);
 		if (!o) {
 			answer(rp, rc, NULL, -1, 0, 0);
 			continue;
@@ -178,28 +190,28 @@ static void op_simple(struct conn *c, const Mmc__Frame *f, const Mmc__KeyBatch *
 	}
 }
 
-/* True when a get batch names an SSD-resident key (those take the tier path). */
-static bool reads_ssd(struct meta *m, const Mmc__KeyBatch *req, const uint64_t *hash)
+/*
+ * A get batch's lookups, done once: found[i] is key i's readable object or NULL. True when one of them lives on SSD
+ * (the batch then takes the tier path). Nothing runs between this and op_lease, so the pointers stay valid.
+ */
+static bool find_gets(struct meta *m, const Mmc__KeyBatch *req, const uint64_t *hash, struct object **found)
 {
+	bool ssd = false;
+
 	for (size_t i = 0; i < req->n_items; i++) {
-		size_t len;
-		struct object *o;
+		int rc;
 
 		objects_prefetch_step(m, hash, req->n_items, i, true);
-		if (!object_key_ok(req->items[i]->key, &len))
-			continue;
-		o = object_find_hashed(m, req->items[i]->key, len, hash[i]);
-		if (o && object_readable(o) && tier_on_ssd(o))
-			return true;
+		found[i] = object_find_readable(m, req->items[i]->key, hash[i], &rc);
+		ssd |= found[i] && tier_on_ssd(found[i]);
 	}
-	return false;
+	return ssd;
 }
 
 /* Room for the results; the keys' hashes were computed by policy_batch (NULL: out of memory). */
-static int reply_init(struct reply *rp, struct arena *a, size_t n, const uint64_t *hash)
+static int reply_init(struct reply *rp, struct arena *a, size_t n)
 {
-	rp->hash = hash;
-	return hash ? key_reply_begin(&rp->out, a, n) : MMC_MALLOC_FAILED;
+	return rp->hash ? key_reply_begin(&rp->out, a, n) : MMC_MALLOC_FAILED;
 }
 
 /*
@@ -256,11 +268,13 @@ static void alloc_start(struct conn *c, const Mmc__Frame *f, const Mmc__KeyBatch
 	alloc_queue_submit(c->m, &call);
 }
 
-/* Batches the policy layer answers itself, now or once moves or room allow; the others hash their keys (hash
- * NULL when out of memory: the lookups then hash one by one). */
+/* Batches the policy layer answers itself, now or once moves or room allow; the others hash their keys into
+ * rp->hash (NULL when out of memory: the batch then fails), and a get looks them up (rp->found). */
 static bool policy_batch(struct conn *c, const Mmc__Frame *f, const Mmc__KeyBatch *req, const struct key_call *call,
-                         uint64_t **hash)
+                         struct reply *rp)
 {
+	uint64_t *hash;
+
 	bool alloc = f->body_case == MMC__FRAME__BODY_ALLOC || f->body_case == MMC__FRAME__BODY_MALLOC;
 	bool move = f->body_case == MMC__FRAME__BODY_EVICT || f->body_case == MMC__FRAME__BODY_PREFETCH;
 
@@ -272,9 +286,17 @@ static bool policy_batch(struct conn *c, const Mmc__Frame *f, const Mmc__KeyBatc
 		tier_move(c->m, call, f->body_case == MMC__FRAME__BODY_EVICT);
 		return true;
 	}
-	if ((*hash = arena_alloc(&c->m->arena, call->n * sizeof(**hash))))
-		objects_hash_keys(c->m, call->keys, call->n, *hash);
-	if (f->body_case == MMC__FRAME__BODY_GET && *hash && reads_ssd(c->m, req, *hash)) {
+	if (!(hash = arena_alloc(&c->m->arena, call->n * sizeof(*hash))))
+		return false;
+	objects_hash_keys(c->m, call->keys, call->n, hash);
+	rp->hash = hash;
+	if (f->body_case != MMC__FRAME__BODY_GET)
+		return false;
+	if (!(rp->found = arena_alloc(&c->m->arena, call->n * sizeof(*rp->found)))) {
+		rp->hash = NULL;
+		return false;
+	}
+	if (find_gets(c->m, req, hash, rp->found)) {
 		tier_get(c->m, call); /* replies once the SSD reads are done */
 		return true;
 	}
@@ -286,7 +308,6 @@ void rpc_keys(struct conn *c, const Mmc__Frame *f, const Mmc__KeyBatch *req)
 	struct key_call call;
 	const struct key_op *op;
 	struct reply rp = {0};
-	uint64_t *hash = NULL;
 	int rc;
 
 	if (req->n_items == 0 || req->n_items > MMC_WIRE_KEYS_MAX) {
@@ -297,10 +318,10 @@ void rpc_keys(struct conn *c, const Mmc__Frame *f, const Mmc__KeyBatch *req)
 		rpc_reply_code(c, f->id, MMC_MALLOC_FAILED);
 		return;
 	}
-	if (policy_batch(c, f, req, &call, &hash))
+	if (policy_batch(c, f, req, &call, &rp))
 		return;
 	op = key_op_of(f);
-	rc = op ? reply_init(&rp, &c->m->arena, req->n_items, hash) : MMC_INVALID_PARAM;
+	rc = op ? reply_init(&rp, &c->m->arena, req->n_items) : MMC_INVALID_PARAM;
 	if (rc == 0)
 		op->run(c, f, req, &rp);
 	key_reply_send(c, f->id, &rp.out, rc, op && op->durable);

@@ -129,6 +129,39 @@ Test(ssd, evict_then_prefetch_named_keys)
 	mmc_destroy(reader);
 }
 
+/* One get batch of a key on SSD, one in DRAM and one missing: the server looks each key up once, and the batch takes
+ * the tier path for all of them; without the SSD key the same batch is answered at once. */
+Test(ssd, a_batch_mixing_tiers_and_a_missing_key)
+{
+	const char *ev[] = {"on-ssd"};
+	const char *keys[] = {"in-dram", "on-ssd", "never-put", "in-dram"};
+	void *bufs[4];
+	size_t sizes[4] = {MiB, MiB, MiB, MiB};
+	int res[4];
+
+	put("on-ssd", 21);
+	put("in-dram", 22);
+	cr_assert_eq(mmc_evict_keys(s, ev, 1, MMC_MEDIA_DRAM, MMC_MEDIA_SSD, 0), 0);
+	cr_assert_eq(media_of(s, "on-ssd"), MMC_MEDIA_SSD);
+	for (int round = 0; round < 2; round++) {
+		for (int i = 0; i < 4; i++)
+			bufs[i] = calloc(1, MiB);
+		memset(res, 0x7f, sizeof(res));
+		mmc_batch_get_into(s, keys, bufs, sizes, 4, MMC_COPY_G2H, res);
+		cr_expect_eq(res[0], 0, "round %d: the DRAM key", round);
+		cr_expect_eq(res[1], 0, "round %d: the SSD key", round);
+		cr_expect_eq(res[2], MMC_OBJECT_NOT_EXISTS, "round %d: the missing key gave %d", round, res[2]);
+		cr_expect_eq(res[3], 0, "round %d: the DRAM key named twice", round);
+		cr_expect_eq(pattern_check(bufs[0], MiB, 22), MiB);
+		cr_expect_eq(pattern_check(bufs[1], MiB, 21), MiB);
+		cr_expect_eq(pattern_check(bufs[3], MiB, 22), MiB);
+		for (int i = 0; i < 4; i++)
+			free(bufs[i]);
+	}
+	/* the first round rewarmed it: the second was a DRAM-only batch */
+	cr_expect_eq(media_of(s, "on-ssd"), MMC_MEDIA_DRAM);
+}
+
 Test(ssd, invalid_media_pairs_and_missing_keys)
 {
 	const char *k[] = {"x"}, *missing[] = {"nope"};
