@@ -799,12 +799,11 @@ static int u64_cmp(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-/* One window of blocks: their GETs pipelined, then each string's records through fn. */
-static int load_window(struct redis_store *s, struct packed *pk, const uint64_t *nos, size_t n, persist_scan_fn fn,
-                       void *arg)
+/* Sends the GETs of n blocks (numbers nos). False when the connection broke. */
+static bool ask_window(struct redis_store *s, struct packed *pk, const uint64_t *nos, size_t n)
 {
-	char key[80], err[256];
-	int rc = 0;
+	char key[80];
+	int done = 0;
 
 	for (size_t i = 0; i < n; i++) {
 		const char *argv[2] = {"GET", key};
@@ -812,6 +811,23 @@ static int load_window(struct redis_store *s, struct packed *pk, const uint64_t 
 
 		redisAppendCommandArgv(s->c, 2, argv, len);
 	}
+	/* now, not when the reader first runs out of replies: Redis works on them while the last window is handed on */
+	while (!done)
+		if (redisBufferWrite(s->c, &done) != REDIS_OK) {
+			log_error("op=redis_load store=\"%s\" err=\"%s\"", s->shown, s->c->errstr);
+			drop(s);
+			return false;
+		}
+	return true;
+}
+
+/* The replies to one window's GETs, each string's records through fn. */
+static int read_window(struct redis_store *s, struct packed *pk, const uint64_t *nos, size_t n, persist_scan_fn fn,
+                       void *arg)
+{
+	char err[256];
+	int rc = 0;
+
 	for (size_t i = 0; i < n; i++) {
 		redisReply *r;
 
@@ -828,6 +844,28 @@ static int load_window(struct redis_store *s, struct packed *pk, const uint64_t 
 			rc = packed_load_block(pk, nos[i], (struct rbytes){r->str, r->len, r->type == REDIS_REPLY_NIL},
 			                       fn, arg);
 		freeReplyObject(r); /* every reply is read, even after a failure: the pipeline stays in step */
+	}
+	return rc;
+}
+
+/* n blocks' records, two windows of GETs in flight: Redis answers one while the other's records are handed on. */
+static int load_blocks(struct redis_store *s, struct packed *pk, const uint64_t *nos, size_t n, persist_scan_fn fn,
+                       void *arg)
+{
+	int rc = load_connection(s);
+
+	if (rc || !n)
+		return rc;
+	if (!ask_window(s, pk, nos, n < GET_WINDOW ? n : GET_WINDOW))
+		return MMC_ERROR;
+	for (size_t i = 0; rc == 0 && i < n; i += GET_WINDOW) {
+		size_t m = n - i < GET_WINDOW ? n - i : GET_WINDOW, next = n - i - m;
+
+		if (next && !ask_window(s, pk, nos + i + m, next < GET_WINDOW ? next : GET_WINDOW))
+			return MMC_ERROR;
+		rc = read_window(s, pk, nos + i, m, fn, arg);
+		if (rc && next && s->c)
+			drop(s); /* the next window's replies are still coming: a new connection, not one out of step */
 	}
 	return rc;
 }
@@ -851,9 +889,8 @@ static int packed_scan(struct redis_store *s, uint32_t id, persist_scan_fn fn, v
 	for (size_t i = 0; rc == 0 && i < k.n; i++) /* SSCAN may return a member twice */
 		if (i == 0 || k.v[i] != k.v[n - 1])
 			k.v[n++] = k.v[i];
-	for (size_t i = 0; rc == 0 && i < n; i += GET_WINDOW)
-		rc = load_connection(s) ? MMC_ERROR
-		                        : load_window(s, pk, k.v + i, n - i < GET_WINDOW ? n - i : GET_WINDOW, fn, arg);
+	if (rc == 0)
+		rc = load_blocks(s, pk, k.v, n, fn, arg);
 	if (rc == 0)
 		packed_load_end(pk);
 	free(k.v);

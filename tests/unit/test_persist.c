@@ -502,6 +502,55 @@ BOTH(a_packed_table_keeps_what_was_written_and_stays_compact)
 	check_packed(reopen_packed(), want);
 }
 
+/* Ids 0..MANY_KEYS-1 in 131 blocks of 64: a Redis load asks for them two windows of 64 GETs at a time, the last short.
+ */
+#define MANY_KEYS (64 * 130 + 17)
+
+struct many_check {
+	uint64_t seen;
+	bool ordered;
+};
+
+static int check_many(void *arg, const void *k, size_t klen, const void *v, size_t vlen)
+{
+	struct many_check *c = arg;
+	uint64_t id = rec_id_of(k);
+
+	cr_assert_eq(klen, REC_KEY_LEN);
+	cr_assert_eq(vlen, 2);
+	cr_assert_eq(memcmp(v, (unsigned char[]){(unsigned char)id, (unsigned char)(id >> 8)}, 2), 0, "id %llu",
+	             (unsigned long long)id);
+	c->ordered &= id == c->seen; /* every id, in order */
+	c->seen++;
+	return 0;
+}
+
+BOTH(a_packed_table_of_many_blocks_loads_whole_and_in_order)
+{
+	struct persist_table *t = packed_table();
+	struct many_check c = {0, true};
+	unsigned char k[REC_KEY_LEN];
+	uint64_t n = 0;
+
+	for (uint64_t id = 0; id < MANY_KEYS; id++) {
+		unsigned char v[2] = {(unsigned char)id, (unsigned char)(id >> 8)};
+
+		rec_key_of(id, k);
+		cr_assert_eq(persist_put(p, t, k, REC_KEY_LEN, v, 2), 0);
+		if (id % 1000 == 999)
+			cr_assert_eq(persist_flush(p), 0);
+	}
+	cr_assert_eq(persist_flush(p), 0);
+	t = reopen_packed();
+	cr_assert_eq(persist_scan(p, t, check_many, &c), 0);
+	cr_assert_eq(c.seen, MANY_KEYS);
+	cr_assert(c.ordered, "ids out of order or missing");
+	cr_assert_eq(persist_count(p, t, &n), 0);
+	cr_assert_eq(n, MANY_KEYS);
+	if (be == REDIS)
+		cr_assert_eq(redis_int("SCARD mmc:p:pk"), 131);
+}
+
 /* A Redis store of format 3 kept the records in a hash: the first load moves them into blocks, and drops the hash. */
 Test(persist_redis, a_hash_of_the_older_format_moves_into_blocks, .init = setup_redis, .fini = teardown)
 {
