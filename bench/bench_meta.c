@@ -1,6 +1,7 @@
 /*
  * `mmc-bench meta`: the meta server's key operations in keys/s as the index grows: mmc_batch_is_exist and
- * mmc_batch_get_key_info of random existing keys, tiny puts (alloc + 64-byte RMA write + commit), and the GVA
+ * mmc_batch_get_key_info of random existing keys, tiny gets of them (lease + 64-byte read + release), tiny puts
+ * (alloc + 64-byte RMA write + commit), and the GVA
  * alloc + commit (batch_malloc + batch_write_finish, no data at all) that fills the index. Next to the client's
  * rate, the server loop's own CPU time per key: on a shared machine the rate moves with the load, the CPU time
  * much less, and it is what grows if the index does not scale. Keys look like an engine's: 64 hex digits of a
@@ -34,7 +35,8 @@ static const char usage[] =
     "  --tenant           every store connects as a tenant (a tenants file on the server): the cost of tenancy\n"
     "  --unbacked         lend an unbacked range: the server tracks offsets, no byte is written, no pool memory\n"
     "                     is used (10^7+ keys on a small machine); puts are then metadata only (put_meta)\n"
-    "srv_us/key: CPU time of the server's loop thread per key (tiny_put includes the untimed removes);\n"
+    "srv_us/key: CPU time of the server's loop thread per key (tiny_get includes the releases, tiny_put the\n"
+    "untimed removes);\n"
     "all_us/key: of all its threads (the loop, the metadata store's writer, KVCM's), from /proc.\n"
     "At the end the server is restarted on its data dir: the reload time and RSS are printed, and with\n"
     "--unbacked the time the lender and 100 empty local services take to rejoin it.\n";
@@ -90,12 +92,19 @@ static void row(const char *op, size_t nkeys, int batch, struct samples *s, doub
 	fflush(stdout);
 }
 
-enum meta_op { OP_EXIST, OP_INFO, OP_TINY_PUT, OP_PUT_META };
+enum meta_op { OP_EXIST, OP_INFO, OP_TINY_GET, OP_TINY_PUT, OP_PUT_META };
 
 static int one_call(mmc_store *s, enum meta_op op, const char **keys, int batch, int *res, mmc_key_info *info,
-                    const void **bufs, const size_t *sizes)
+                    const void **bufs, void **gets, const size_t *sizes)
 {
 	switch (op) {
+	case OP_TINY_GET:
+		if (mmc_batch_get_into(s, keys, gets, sizes, (size_t)batch, MMC_COPY_G2H, res))
+			return -1;
+		for (int i = 0; i < batch; i++)
+			if (res[i])
+				return -1;
+		return 0;
 	case OP_EXIST:
 		if (mmc_batch_is_exist(s, keys, (size_t)batch, res))
 			return -1;
@@ -138,6 +147,8 @@ static int measure(mmc_store *s, enum meta_op op, const struct index *ix, int ba
 	const void **bufs = calloc((size_t)batch, sizeof(*bufs));
 	size_t *sizes = calloc((size_t)batch, sizeof(*sizes));
 	char **names = calloc((size_t)batch, sizeof(*names)), tiny[TINY] = "tiny";
+	void **gets = calloc((size_t)batch, sizeof(*gets));
+	char *got = calloc((size_t)batch, TINY);
 	int *res = calloc((size_t)batch, sizeof(*res)), rc = keys && bufs && sizes && names && res ? 0 : -1, seq = 0;
 	mmc_key_info *info = calloc((size_t)batch, sizeof(*info));
 	unsigned seed = 12345;
@@ -148,7 +159,9 @@ static int measure(mmc_store *s, enum meta_op op, const struct index *ix, int ba
 		sizes[i] = TINY;
 		rc = (names[i] = malloc(KEY_CHARS)) ? 0 : -1;
 	}
-	rc = rc || !info ? -1 : 0;
+	for (int i = 0; got && gets && i < batch; i++)
+		gets[i] = got + (size_t)i * TINY;
+	rc = rc || !info || !gets || !got ? -1 : 0;
 	while (rc == 0 && (now_s() < end || out->n < 3)) {
 		double t0;
 
@@ -157,7 +170,7 @@ static int measure(mmc_store *s, enum meta_op op, const struct index *ix, int ba
 		else
 			pick(ix, names, keys, batch, &seed);
 		t0 = now_s();
-		rc = one_call(s, op, keys, batch, res, info, bufs, sizes);
+		rc = one_call(s, op, keys, batch, res, info, bufs, gets, sizes);
 		samples_add(out, now_s() - t0);
 		if (op >= OP_TINY_PUT)
 			mmc_batch_remove(s, keys, (size_t)batch, res);
@@ -167,6 +180,8 @@ static int measure(mmc_store *s, enum meta_op op, const struct index *ix, int ba
 	for (int i = 0; names && i < batch; i++)
 		free(names[i]);
 	free(names);
+	free(gets);
+	free(got);
 	free(keys);
 	free(bufs);
 	free(sizes);
@@ -206,7 +221,7 @@ static int sweep(mmc_store *s, const struct bench_opts *o, int batch, pid_t serv
 {
 	uint64_t anon0 = proc_status_bytes(server, "RssAnon");
 	struct anon_mark at = {anon0, 0};
-	static const char *const names[] = {"batch_is_exist", "get_key_info", "tiny_put", "put_meta"};
+	static const char *const names[] = {"batch_is_exist", "get_key_info", "tiny_get", "tiny_put", "put_meta"};
 	int last = o->unbacked ? OP_PUT_META : OP_TINY_PUT;
 	struct index ix = {0};
 	int rc = 0;
@@ -233,8 +248,8 @@ static int sweep(mmc_store *s, const struct bench_opts *o, int batch, pid_t serv
 		for (int op = OP_EXIST; op <= last && rc == 0; op++) {
 			struct samples sm = {0};
 
-			if (o->unbacked && op == OP_TINY_PUT)
-				continue; /* its 64 bytes would go to a pool nobody maps */
+			if (o->unbacked && (op == OP_TINY_GET || op == OP_TINY_PUT))
+				continue; /* their 64 bytes would come from or go to a pool nobody maps */
 			t0 = cpu_ns(server);
 			a0 = cpu_all_ns(server);
 			rc = measure(s, (enum meta_op)op, &ix, batch, o->seconds, &sm);
