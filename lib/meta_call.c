@@ -171,6 +171,7 @@ int meta_call(struct meta_conn *mc, uint32_t body, const pb_msgdesc_t *fields, c
 	if (rc)
 		goto out_unlock;
 	c->id = ++mc->next_id;
+	c->sent_ns = clock_ns();
 	c->losses = atomic_load(&mc->losses); /* stable under the lock while the connection is ready */
 	wire_frame_head(b, c->id);
 	rc = pending_add(mc, c);

@@ -35,7 +35,8 @@ struct mcall {
 	uint64_t reply_by_ms;
 	/* owned by meta_conn */
 	uint64_t id;
-	uint64_t losses; /* meta_conn_losses() when the frame went out: which connection's server answered */
+	uint64_t losses;  /* meta_conn_losses() when the frame went out: which connection's server answered */
+	uint64_t sent_ns; /* clock_ns() when it was numbered: its reply's round trip is meta_conn.last_rtt_ns */
 	int status;
 	bool done;
 	pthread_cond_t cond;

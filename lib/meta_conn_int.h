@@ -62,6 +62,8 @@ struct meta_conn {
 	enum { RD_NONE, RD_THREAD, RD_CALLER } rd_owner;
 	bool rd_failed;         /* a caller's read failed (or the connection is being dropped): the reader ends it */
 	uint64_t rd_active_ms;  /* clock_ms() when the newest reply came in */
+	uint64_t last_rtt_ns;   /* the newest reply's round trip: whether a waiting caller polls before it sleeps */
+	unsigned spin_skips;    /* calls that did not poll since one did (meta_read.c spin_for_reply) */
 	pthread_cond_t rd_cond; /* the reader thread waits here while callers read */
 	struct wbuf rd;         /* read and not yet dispatched */
 };
