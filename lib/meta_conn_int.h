@@ -63,7 +63,7 @@ struct meta_conn {
 	bool rd_failed;         /* a caller's read failed (or the connection is being dropped): the reader ends it */
 	uint64_t rd_active_ms;  /* clock_ms() when the newest reply came in */
 	uint64_t last_rtt_ns;   /* the newest reply's round trip: whether a waiting caller polls before it sleeps */
-	unsigned spin_skips;    /* calls that did not poll since one did (meta_read.c spin_for_reply) */
+	uint64_t spin_probe_ns; /* clock_ns() of the last poll after a slow reply (meta_read.c spin_for_reply) */
 	pthread_cond_t rd_cond; /* the reader thread waits here while callers read */
 	struct wbuf rd;         /* read and not yet dispatched */
 };

@@ -218,14 +218,15 @@ bool mc_may_read(const struct meta_conn *mc, struct link l)
 /*
  * A reply that arrives while its caller is asleep in poll() costs the sender a wake-up of it: a third of the meta
  * server loop's CPU per small call (measured: the reply's writev waking the client, docs/performance.md), and the
- * caller the wake-up's latency, tens of microseconds in a VM. So a waiting caller first polls without sleeping, for
- * twice the last round trip and at most SPIN_NS, yielding its core at each try (it takes no CPU anyone else wants),
- * then sleeps as before. After a reply slower than SPIN_NS (a large batch, a commit with fsync) it polls on one
- * call in SPIN_PROBE only, for SPIN_NS: a round trip slowed by the wake-ups themselves is found out, and a long one
- * costs a caller SPIN_NS / SPIN_PROBE of polling on average.
+ * caller the wake-up's latency, tens of microseconds in a VM. So a caller alone on the connection first polls
+ * without sleeping, for twice the last round trip and at most SPIN_NS, yielding its core at each try, then sleeps as
+ * before. With other calls in flight it sleeps at once: their replies keep the socket busy, and one more thread
+ * polling would only take CPU from them. After a reply slower than SPIN_NS (a large batch, a commit with fsync) a
+ * caller polls again only once SPIN_PROBE_NS have passed: a round trip slowed by the wake-ups themselves is found
+ * out, and long calls cost SPIN_NS of polling per SPIN_PROBE_NS at most.
  */
-#define SPIN_NS    200000u
-#define SPIN_PROBE 8u
+#define SPIN_NS       200000u
+#define SPIN_PROBE_NS 100000000u
 
 static int spin_for_reply(struct meta_conn *mc, struct mcall *c, int fd)
 {
@@ -233,8 +234,13 @@ static int spin_for_reply(struct meta_conn *mc, struct mcall *c, int fd)
 	uint64_t t0 = clock_ns(), budget = 2 * mc->last_rtt_ns < SPIN_NS ? 2 * mc->last_rtt_ns : SPIN_NS;
 	int rc = 0;
 
-	if (c->done || (mc->last_rtt_ns > SPIN_NS && ++mc->spin_skips % SPIN_PROBE))
+	if (c->done || mc->pending.n > 1)
 		return 0;
+	if (mc->last_rtt_ns > SPIN_NS) {
+		if (t0 - mc->spin_probe_ns < SPIN_PROBE_NS)
+			return 0;
+		mc->spin_probe_ns = t0;
+	}
 	pthread_mutex_unlock(&mc->lock);
 	while (clock_ns() - t0 < budget) {
 		int r = poll(&pfd, 1, 0);
