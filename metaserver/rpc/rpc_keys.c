@@ -94,10 +94,10 @@ static struct object *lease_object(struct conn *c, const Mmc__KeyBatch *req, con
 {
 	size_t len;
 
-	if (!rp->found) {
-		objects_prefetch_step(c->m, rp->hash, req->n_items, i, true);
+	/* found: the bucket and object are cached; this still fetches the LRU neighbours object_touch relinks */
+	objects_prefetch_step(c->m, rp->hash, req->n_items, i, true);
+	if (!rp->found)
 		return object_find_readable(c->m, req->items[i]->key, rp->hash[i], rc);
-	}
 	*rc = rp->found[i] ? 0 : object_key_ok(req->items[i]->key, &len) ? MMC_OBJECT_NOT_EXISTS : MMC_INVALID_PARAM;
 	return rp->found[i];
 }
