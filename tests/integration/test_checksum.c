@@ -245,14 +245,18 @@ Test(checksum, gva_objects_carry_none)
 /* The record keeps the checksum (version 2); an object without one keeps a version-1 record. */
 Test(checksum, survives_a_meta_server_restart)
 {
+	int rc;
+
 	fixture_put(rd, "durable", 50000, 7);
 	fixture_put(plain, "durable-nosum", 50000, 8);
 	cr_assert_eq(metaserver_stop(&meta), 0);
 	cr_assert_eq(metaserver_restart(&meta, NULL), 0);
 	for (int i = 0; i < 200 && mmc_is_exist(rd, "durable") != 1; i++)
 		usleep(50000); /* svc re-registers; its objects are readable again */
-	cr_assert_eq(fixture_get(rd, "durable", 50000, 7), 0);
-	cr_assert_eq(fixture_get(rd, "durable-nosum", 50000, 8), 0);
+	rc = fixture_get(rd, "durable", 50000, 7);
+	cr_assert_eq(rc, 0, "get after the restart: %d (%s)", rc, mmc_strerror(rc));
+	rc = fixture_get(rd, "durable-nosum", 50000, 8);
+	cr_assert_eq(rc, 0, "get after the restart: %d (%s)", rc, mmc_strerror(rc));
 	corrupt("durable", 49999);
 	corrupt("durable-nosum", 49999);
 	cr_assert_eq(fixture_get(rd, "durable", 50000, 7), MMC_CHECKSUM_MISMATCH);
