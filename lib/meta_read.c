@@ -116,7 +116,7 @@ static int read_frames(struct meta_conn *mc, int fd, struct meta_tls *tls)
 	return rd_dispatch(mc);
 }
 
-/* Plain TCP: waits up to ms (-1: without end) for the socket, then read_frames. Returns 0 (frames, or nothing yet)
+/* Plain TCP: waits up to ms (-1: without end) for the socket, then read_frames. Returns 1 (read), 0 (nothing yet)
  * or -1. */
 static int read_some(struct meta_conn *mc, int fd, int ms)
 {
@@ -125,7 +125,7 @@ static int read_some(struct meta_conn *mc, int fd, int ms)
 
 	if (r <= 0)
 		return r < 0 && errno != EINTR ? -1 : 0;
-	return read_frames(mc, fd, NULL);
+	return read_frames(mc, fd, NULL) ? -1 : 1;
 }
 
 /* The reader thread keeps off while a caller reads, and while calls have just been flowing (the next caller reads
@@ -159,7 +159,7 @@ static void read_plain(struct meta_conn *mc, int fd)
 		pthread_mutex_lock(&mc->lock);
 		mc->rd_owner = RD_NONE;
 		pthread_mutex_unlock(&mc->lock);
-		if (rc)
+		if (rc < 0)
 			return;
 	}
 }
@@ -230,11 +230,10 @@ bool mc_may_read(const struct meta_conn *mc, struct link l)
 
 static int spin_for_reply(struct meta_conn *mc, struct mcall *c, int fd)
 {
-	struct pollfd pfd = {.fd = fd, .events = POLLIN};
 	uint64_t t0 = clock_ns(), budget = 2 * mc->last_rtt_ns < SPIN_NS ? 2 * mc->last_rtt_ns : SPIN_NS;
 	int rc = 0;
 
-	if (c->done || mc->pending.n > 1)
+	if (c->done || mc->pending.n > 1 || !budget)
 		return 0;
 	if (mc->last_rtt_ns > SPIN_NS) {
 		if (t0 - mc->spin_probe_ns < SPIN_PROBE_NS)
@@ -242,19 +241,12 @@ static int spin_for_reply(struct meta_conn *mc, struct mcall *c, int fd)
 		mc->spin_probe_ns = t0;
 	}
 	pthread_mutex_unlock(&mc->lock);
-	while (clock_ns() - t0 < budget) {
-		int r = poll(&pfd, 1, 0);
-
-		if (r > 0) {
-			rc = read_frames(mc, fd, NULL);
-			break; /* its reply, or another call's: either way, back to the caller's loop */
-		}
-		if (r < 0 && errno != EINTR)
-			break;
-		sched_yield();
-	}
+	/* until something is read (its reply, or another call's: the caller's loop sorts that out) */
+	while (rc == 0 && clock_ns() - t0 < budget)
+		if ((rc = read_some(mc, fd, 0)) == 0)
+			sched_yield();
 	pthread_mutex_lock(&mc->lock);
-	return rc;
+	return rc < 0 ? rc : 0;
 }
 
 bool mc_read_own(struct meta_conn *mc, struct mcall *c, struct link l, const struct timespec *dl)
@@ -264,7 +256,7 @@ bool mc_read_own(struct meta_conn *mc, struct mcall *c, struct link l, const str
 
 	mc->rd_owner = RD_CALLER;
 	rc = spin_for_reply(mc, c, l.fd);
-	while (!c->done && rc == 0 && !late) {
+	while (!c->done && rc >= 0 && !late) {
 		int64_t ms = ms_until(dl);
 
 		late = ms <= 0;
@@ -275,7 +267,7 @@ bool mc_read_own(struct meta_conn *mc, struct mcall *c, struct link l, const str
 		pthread_mutex_lock(&mc->lock);
 	}
 	mc->rd_owner = RD_NONE;
-	if (rc) {
+	if (rc < 0) {
 		shutdown(l.fd, SHUT_RDWR); /* a bad frame: the server must see the end too */
 		mc_reader_end(mc);         /* which fails every call still waiting, this one included */
 	} else if (mc->pending.n) {
