@@ -22,6 +22,7 @@ struct meta_conf {
 	uint32_t evict_wait_ms;         /* ock.mmc.meta.evict_wait_ms */
 	uint32_t world_size;            /* ock.mmc.meta.world_size */
 	uint32_t max_connections;       /* ock.mmc.meta.max_connections */
+	uint32_t loop_spin_us;          /* ock.mmc.meta.loop_spin_us: 0, the loop never spins (daemon/loop.h) */
 	char data_dir[1024];            /* ock.mmc.meta.data_dir (--data-dir) */
 	uint64_t lmdb_map_size;         /* ock.mmc.meta.lmdb.map_size */
 	bool lmdb_sync;                 /* ock.mmc.meta.lmdb.sync */

@@ -24,6 +24,7 @@
 #include "leadership.h"
 #include "listener.h"
 #include "log.h"
+#include "loop.h"
 #include "lru.h"
 #include "meta.h"
 #include "meta_conf.h"
@@ -532,7 +533,7 @@ int main(int argc, char **argv)
 	}
 	if ((!s.rpc.ha && (rc = open_store(m))) || (rc = start(m)))
 		goto out;
-	event_base_dispatch(m->base);
+	loop_run(m, &m->conf.loop_spin_us);
 out:
 	shutdown_all(m);
 	for (int i = 0; i < 4; i++)

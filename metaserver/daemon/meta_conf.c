@@ -30,6 +30,7 @@ static const struct conf_key keys[] = {
     {"ock.mmc.meta.evict_wait_ms", CONF_U32, F(evict_wait_ms), 0, 600000, NULL, "2000", 0},
     {"ock.mmc.meta.world_size", CONF_U32, F(world_size), 1, 1024, NULL, "1024", 0},
     {"ock.mmc.meta.max_connections", CONF_U32, F(max_connections), 1, 1000000, NULL, "4096", 0},
+    {"ock.mmc.meta.loop_spin_us", CONF_U32, F(loop_spin_us), 0, 1000, NULL, "50", CONF_RELOADABLE},
     {"ock.mmc.meta.data_dir", CONF_STR, F(data_dir), 0, 0, NULL, "./mmc-data", 0},
     {"ock.mmc.meta.lmdb.map_size", CONF_SIZE, F(lmdb_map_size), 1u << 20, UINT64_C(1) << 44, NULL, "64GB", 0},
     {"ock.mmc.meta.lmdb.sync", CONF_BOOL, F(lmdb_sync), 0, 0, NULL, "true", 0},

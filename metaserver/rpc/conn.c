@@ -485,6 +485,7 @@ static void read_cb(struct bufferevent *bev, void *arg)
 {
 	struct conn *c = arg;
 
+	c->m->rpc->reads++;
 	c->in_turn = c->turn_out != NULL;
 	if (read_frames(c))
 		flush_turn(c);

@@ -29,6 +29,7 @@ struct meta_rpc {
 	struct event *accept_resume_ev;  /* accepting paused on EMFILE / ENFILE: resume */
 	uint64_t accept_error_logged_ms; /* at most one accept-error line a second */
 	struct rpc_tls *tls;             /* NULL: plain TCP */
+	uint64_t reads;                  /* read callbacks so far: the loop's spin sees a request come */
 };
 
 #endif

@@ -132,6 +132,13 @@ void meta_metrics_write(struct meta *m, struct evbuffer *b)
 	}
 	metric(b, "mmc_quarantined_total", "counter",
 	       "Pool ranges set aside because a given-up write may still reach them.", m->stats.quarantined_total);
+	metric(b, "mmc_loop_spin_requests_total", "counter",
+	       "libmmc requests the loop met polling between close requests, not woken for.", m->stats.spin_caught);
+	evbuffer_add_printf(b,
+	                    "# HELP mmc_loop_spin_seconds_total Time the loop polled for a next request "
+	                    "(ock.mmc.meta.loop_spin_us).\n# TYPE mmc_loop_spin_seconds_total counter\n"
+	                    "mmc_loop_spin_seconds_total %.6f\n",
+	                    (double)m->stats.spin_ns / 1e9);
 	rpc_refusals_write(m, b);
 	tenants_write(m, b);
 	evbuffer_add_printf(b, "# HELP mmc_rpc_requests_total libmmc requests by operation.\n"

@@ -163,3 +163,19 @@ json_t *hc_call(struct hc *c, const char *api, const char *fmt, ...)
 	free(body);
 	return j;
 }
+
+int hc_metric(uint16_t port, const char *sample, double *v)
+{
+	struct hc c = {-1, port};
+	size_t n = strlen(sample);
+	char *out = NULL;
+	int status = hc_request(&c, "GET", "/metrics", NULL, 0, &out);
+
+	*v = 0;
+	for (char *at = out; status == 200 && (at = strstr(at, sample)); at += n)
+		if ((at == out || at[-1] == '\n') && at[n] == ' ')
+			*v = strtod(at + n + 1, NULL);
+	free(out);
+	hc_close(&c);
+	return status;
+}
