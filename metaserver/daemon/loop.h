@@ -14,8 +14,9 @@
 
 struct meta;
 
-/* Runs m's event base until event_base_loopexit() or _loopbreak(). spin_us: ock.mmc.meta.loop_spin_us (0: never
- * spin), read again at every request so that a reload applies at once. Loop thread only. */
+/* Runs m's event base until event_base_loopexit() (from a callback, or with a timeout: a loopbreak made between two
+ * of its event_base_loop() calls would be lost). spin_us: ock.mmc.meta.loop_spin_us (0: never spin), read again at
+ * every request so that a reload applies at once. Loop thread only. */
 void loop_run(struct meta *m, const uint32_t *spin_us);
 
 #endif

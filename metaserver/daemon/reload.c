@@ -95,6 +95,7 @@ void reload_apply(struct meta *m, const struct meta_settings *fresh)
 	reload_tenants(m);
 	if (log_parse_level(m->conf.log_level, &lvl) == 0)
 		log_set_level(lvl);
-	log_info("op=reload result=applied log_level=%s evict_high=%u evict_low=%u lease_ttl_ms=%llu",
-	         m->conf.log_level, m->conf.evict_high, m->conf.evict_low, (unsigned long long)m->conf.lease_ttl_ms);
+	log_info("op=reload result=applied log_level=%s evict_high=%u evict_low=%u lease_ttl_ms=%llu loop_spin_us=%u",
+	         m->conf.log_level, m->conf.evict_high, m->conf.evict_low, (unsigned long long)m->conf.lease_ttl_ms,
+	         m->conf.loop_spin_us);
 }

@@ -217,8 +217,8 @@ struct meta_stats {
 	uint64_t unmounts[UNMOUNT_COUNT];
 	uint64_t rpc_refused[RPC_REFUSED_COUNT];
 	uint64_t quarantined_total; /* ranges set aside because a given-up write may still reach them */
-	uint64_t spin_caught;       /* requests the loop met polling, not woken for (daemon/loop.h) */
-	uint64_t spin_ns;           /* time it polled for them, caught or not */
+	uint64_t spin_caught;       /* request reads the loop met polling, not woken for (daemon/loop.h) */
+	uint64_t spin_ns;           /* CPU time of its polls that found nothing to do */
 };
 
 /*

@@ -133,10 +133,12 @@ void meta_metrics_write(struct meta *m, struct evbuffer *b)
 	metric(b, "mmc_quarantined_total", "counter",
 	       "Pool ranges set aside because a given-up write may still reach them.", m->stats.quarantined_total);
 	metric(b, "mmc_loop_spin_requests_total", "counter",
-	       "libmmc requests the loop met polling between close requests, not woken for.", m->stats.spin_caught);
+	       "Reads of libmmc requests the loop met polling between close requests, not woken for.",
+	       m->stats.spin_caught);
 	evbuffer_add_printf(b,
-	                    "# HELP mmc_loop_spin_seconds_total Time the loop polled for a next request "
-	                    "(ock.mmc.meta.loop_spin_us).\n# TYPE mmc_loop_spin_seconds_total counter\n"
+	                    "# HELP mmc_loop_spin_seconds_total CPU time of the loop's polls for a next request that "
+	                    "found nothing to do (ock.mmc.meta.loop_spin_us).\n"
+	                    "# TYPE mmc_loop_spin_seconds_total counter\n"
 	                    "mmc_loop_spin_seconds_total %.6f\n",
 	                    (double)m->stats.spin_ns / 1e9);
 	rpc_refusals_write(m, b);

@@ -1,11 +1,15 @@
 /*
  * The loop thread's spin (ock.mmc.meta.loop_spin_us): a stream of small calls is met with the loop awake and
  * answered right, the loop goes back to sleep once the calls stop, a stop signal ends a loop that is spinning, and 0
- * turns the spin off. Real mmc-metaserver processes, libmmc stores, /metrics over HTTP.
+ * (at start, or by a reload) turns the spin off. Real mmc-metaserver processes, libmmc stores, /metrics over HTTP.
  */
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "http_client.h"
@@ -17,29 +21,40 @@
 
 static struct metaserver meta;
 static mmc_store *svc, *cl;
+static pthread_t hammer_thread;
+static atomic_bool hammering;
+static char conf[300];
+
+static void stop_hammer(void)
+{
+	if (atomic_exchange(&hammering, false))
+		pthread_join(hammer_thread, NULL);
+}
 
 static void stop(void)
 {
+	stop_hammer(); /* before the store it calls goes */
 	if (cl)
 		mmc_destroy(cl);
 	if (svc)
 		mmc_destroy(svc);
 	cl = svc = NULL;
+	if (conf[0])
+		unlink(conf);
 	cr_expect_eq(metaserver_cleanup(&meta), 0, "the metaserver log has a sanitizer report");
 }
 
 TestSuite(loop, .fini = stop, .timeout = 120);
 
-/* A server whose loop spins up to spin_us (1000: the most, so that calls back to back are close enough on any
- * machine, sanitizers included) and a lending store holding "here", heartbeating every heartbeat_ms. */
-static void start(const char *spin_us, uint32_t heartbeat_ms)
+/* A server started with extra (an --env value or --config=FILE) and a lending store holding "here", heartbeating
+ * every heartbeat_ms. A spin of 1000 µs (the most) makes calls back to back close enough on any machine,
+ * sanitizers included. */
+static void start(const char *extra, uint32_t heartbeat_ms)
 {
-	char spin[64];
-	const char *extra[] = {spin, NULL};
+	const char *extras[] = {extra, NULL};
 	mmc_local_config c;
 
-	snprintf(spin, sizeof(spin), "ock.mmc.meta.loop_spin_us=%s", spin_us);
-	cr_assert_eq(metaserver_start(&meta, extra), 0);
+	cr_assert_eq(metaserver_start(&meta, extras), 0);
 	c = fixture_config(meta.url, 16u << 20);
 	c.heartbeat_ms = heartbeat_ms;
 	cr_assert_not_null(svc = mmc_create());
@@ -56,6 +71,14 @@ static double metric(const char *sample)
 	return v;
 }
 
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
 /* n calls of s back to back, each answered right: the stored key exists, the other does not, its bytes come back. */
 static void calls(mmc_store *s, int n)
 {
@@ -67,23 +90,25 @@ static void calls(mmc_store *s, int n)
 	}
 }
 
-/* CPU time of the server's loop thread (the main thread), from the scheduler: nanoseconds. */
-static uint64_t loop_cpu_ns(void)
+/* CPU time of the server's loop thread (the main thread), user + system, in clock ticks. */
+static unsigned long long loop_cpu_ticks(void)
 {
-	char path[64];
-	unsigned long long ns = 0;
+	char path[64], line[1024], *p;
+	unsigned long long utime = 0, stime = 0;
 	FILE *f;
 
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/schedstat", (int)meta.pid, (int)meta.pid);
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)meta.pid, (int)meta.pid);
 	cr_assert_not_null(f = fopen(path, "r"));
-	cr_assert_eq(fscanf(f, "%llu", &ns), 1);
+	cr_assert_not_null(fgets(line, sizeof(line), f));
 	fclose(f);
-	return ns;
+	cr_assert_not_null(p = strrchr(line, ')')); /* the name may hold spaces; the fields after it do not */
+	cr_assert_eq(sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &utime, &stime), 2);
+	return utime + stime;
 }
 
 Test(loop, a_stream_of_small_calls_is_met_awake_and_answered_right)
 {
-	start("1000", 100);
+	start("ock.mmc.meta.loop_spin_us=1000", 100);
 	cl = fixture_store(meta.url, false, 0); /* its gets read over the fabric */
 	calls(cl, CALLS);
 	cr_assert_gt(metric(SPIN), 0, "calls back to back come within 1 ms of each other");
@@ -92,52 +117,101 @@ Test(loop, a_stream_of_small_calls_is_met_awake_and_answered_right)
 
 Test(loop, the_loop_sleeps_again_once_the_calls_stop)
 {
+	unsigned long long cpu;
 	double polled;
-	uint64_t cpu;
 
 	/* one store, heartbeating less often than the test waits: after its last call, nothing comes */
-	start("1000", 10000);
+	start("ock.mmc.meta.loop_spin_us=1000", 10000);
 	calls(svc, CALLS);
 	usleep(100000);
 	polled = metric(POLLED);
-	cpu = loop_cpu_ns();
+	cpu = loop_cpu_ticks();
 	sleep(1);
 	cr_assert_eq(metric(POLLED), polled, "no polling while nobody calls");
-	/* a loop still spinning would take most of this second; an idle one a few timer ticks */
-	cr_assert_lt(loop_cpu_ns() - cpu, 300000000ull, "loop CPU over an idle second: %llu ns",
-	             (unsigned long long)(loop_cpu_ns() - cpu));
+	/* a loop still polling would take most of this second; an idle one a timer tick or two */
+	cr_assert_lt(loop_cpu_ticks() - cpu, (unsigned long long)sysconf(_SC_CLK_TCK) * 3 / 10,
+	             "loop CPU over an idle second: %llu ticks", loop_cpu_ticks() - cpu);
 }
-
-static volatile int hammering = 1;
 
 static void *hammer(void *arg)
 {
 	(void)arg;
-	while (hammering)
+	while (atomic_load(&hammering))
 		mmc_is_exist(cl, "here");
 	return NULL;
 }
 
+/* SIGTERM, then the exit status within 10 s (a loop that ignored the stop would keep spinning); -1: no exit. */
+static int stop_within_10s(void)
+{
+	int status;
+
+	kill(meta.pid, SIGTERM);
+	for (uint64_t t0 = now_ms(); now_ms() - t0 < 10000; usleep(10000))
+		if (waitpid(meta.pid, &status, WNOHANG) == meta.pid) {
+			meta.pid = 0;
+			return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+		}
+	return -1;
+}
+
 Test(loop, a_stop_signal_ends_a_spinning_loop)
 {
-	pthread_t t;
-	double caught;
+	uint64_t t0;
 
-	start("1000", 100);
+	start("ock.mmc.meta.loop_spin_us=1000", 100);
 	cl = fixture_store(meta.url, false, 0);
-	cr_assert_eq(pthread_create(&t, NULL, hammer, NULL), 0);
-	usleep(300000);
-	caught = metric(SPIN);
-	cr_assert_gt(caught, 0, "the loop is spinning between the hammer's calls");
-	cr_assert_eq(metaserver_stop(&meta), 0, "SIGTERM: a clean exit while calls keep coming");
-	hammering = 0;
-	pthread_join(t, NULL);
+	atomic_store(&hammering, true);
+	cr_assert_eq(pthread_create(&hammer_thread, NULL, hammer, NULL), 0);
+	for (t0 = now_ms(); metric(SPIN) < 100 && now_ms() - t0 < 10000;)
+		usleep(20000);
+	cr_assert_geq(metric(SPIN), 100, "the loop is spinning between the hammer's calls");
+	cr_assert_eq(stop_within_10s(), 0, "SIGTERM: a clean exit while calls keep coming");
+	stop_hammer();
 }
 
 Test(loop, zero_never_spins)
 {
-	start("0", 100);
+	start("ock.mmc.meta.loop_spin_us=0", 100);
 	calls(svc, CALLS);
 	cr_assert_eq(metric(SPIN), 0);
 	cr_assert_eq(metric(POLLED), 0);
+}
+
+/* The key is reloadable: 1000 from the file, then 0 by SIGHUP stops the polling at once. */
+Test(loop, a_reload_to_zero_stops_the_spin)
+{
+	char arg[320];
+	double caught;
+	FILE *f;
+
+	snprintf(conf, sizeof(conf), "/tmp/mmc-test-loop-%d.conf", (int)getpid());
+	cr_assert_not_null(f = fopen(conf, "w"));
+	fputs("ock.mmc.meta.loop_spin_us = 1000\n", f);
+	fclose(f);
+	snprintf(arg, sizeof(arg), "--config=%s", conf);
+	start(arg, 100);
+	calls(svc, CALLS);
+	cr_assert_gt(metric(SPIN), 0, "1000 from the file");
+
+	cr_assert_not_null(f = fopen(conf, "w"));
+	fputs("ock.mmc.meta.loop_spin_us = 0\n", f);
+	fclose(f);
+	cr_assert_eq(kill(meta.pid, SIGHUP), 0);
+	for (uint64_t t0 = now_ms();; usleep(20000)) {
+		char line[4096] = "";
+		FILE *log = fopen(meta.log, "r");
+		bool applied = false;
+
+		while (log && fgets(line, sizeof(line), log))
+			applied |= strstr(line, "op=reload result=applied") && strstr(line, "loop_spin_us=0");
+		if (log)
+			fclose(log);
+		if (applied)
+			break;
+		cr_assert_lt(now_ms() - t0, 10000, "no op=reload result=applied ... loop_spin_us=0 in the log");
+	}
+	caught = metric(SPIN);
+	calls(svc, CALLS);
+	cr_assert_eq(metric(SPIN), caught, "0 by a reload: no request met polling");
 }

@@ -24,8 +24,8 @@ void hc_set_auth(const char *user_colon_password);
 /* The status line and headers of the last reply read by this process ("" before any). */
 const char *hc_last_head(void);
 
-/* GET /metrics on port and the value of one sample (its name and labels as printed) into *v, 0 when absent.
- * Returns the HTTP status or -1. */
+/* GET /metrics on port and the value of one sample (its name and labels as printed) into *v, 0 when absent (a
+ * double: exact for counters below 2^53). Returns the HTTP status or -1. */
 int hc_metric(uint16_t port, const char *sample, double *v);
 
 /* POST /api/<api> with a printf-formatted body; returns the parsed reply (NULL unless HTTP 200). */

@@ -176,7 +176,8 @@ static int spawn_metaserver(struct metaserver *m, const char *const *extra)
 		argv[argc++] = store;
 	}
 	for (int i = 0; extra && extra[i] && argc < 60; i++) {
-		argv[argc++] = "--env";
+		if (strncmp(extra[i], "--", 2) != 0)
+			argv[argc++] = "--env";
 		argv[argc++] = extra[i];
 	}
 	argv[argc] = NULL;

@@ -29,8 +29,9 @@ struct metaserver {
 	struct redis_proc redis;
 };
 
-/* Starts mmc-metaserver with --data-dir and `--env k=v` for each extra (NULL-terminated, may be NULL), on a Redis
- * store under MMC_TEST_META_STORE=redis. Returns 0 when the server printed its ready line. */
+/* Starts mmc-metaserver with --data-dir and `--env k=v` for each extra (NULL-terminated, may be NULL; an extra
+ * that starts with "--", such as "--config=FILE", goes on the command line as it is), on a Redis store under
+ * MMC_TEST_META_STORE=redis. Returns 0 when the server printed its ready line. */
 int metaserver_start(struct metaserver *m, const char *const *extra);
 /* Starts it again on the same data dir and rpc port (after a stop or a kill). */
 int metaserver_restart(struct metaserver *m, const char *const *extra);
