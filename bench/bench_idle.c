@@ -18,27 +18,6 @@ static const char usage[] = "usage: mmc-bench idle [options]\n"
                             "  --seconds S              idle time measured per protocol (default 10; --quick: 1)\n"
                             "  --no-host-path           same-host peers use the network provider\n";
 
-/* utime + stime of pid in seconds, or -1 */
-static double cpu_seconds(pid_t pid)
-{
-	char path[64], buf[2048], *p;
-	unsigned long long ut, st;
-	FILE *f;
-	size_t n;
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	if (!(f = fopen(path, "r")))
-		return -1;
-	n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[n] = '\0';
-	/* fields 14 and 15, counted after the ")" that ends the command name */
-	if (!(p = strrchr(buf, ')')) ||
-	    sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2)
-		return -1;
-	return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
-}
-
 /* Moves a few blocks through the target so that every path a call takes has run once. */
 static int warm_up(const struct bench_cluster *c, const char *protocol)
 {
@@ -72,12 +51,12 @@ static int run_one(const char *self, const char *protocol, double seconds)
 	}
 	usleep(200000); /* let the last lease releases and group commits settle */
 	t0 = now_s();
-	store0 = cpu_seconds(c.targets[0]);
-	meta0 = cpu_seconds(c.meta.pid);
+	store0 = proc_cpu_seconds(c.targets[0], 0);
+	meta0 = proc_cpu_seconds(c.meta.pid, 0);
 	usleep((useconds_t)(seconds * 1e6));
 	t1 = now_s();
-	store1 = cpu_seconds(c.targets[0]);
-	meta1 = cpu_seconds(c.meta.pid);
+	store1 = proc_cpu_seconds(c.targets[0], 0);
+	meta1 = proc_cpu_seconds(c.meta.pid, 0);
 	printf("%-6s %10.2f %14.4f %9.2f%% %14.4f %9.2f%%\n", bench_proto_str(protocol), t1 - t0,
 	       (store1 - store0) / (t1 - t0), 100 * (store1 - store0) / (t1 - t0), (meta1 - meta0) / (t1 - t0),
 	       100 * (meta1 - meta0) / (t1 - t0));

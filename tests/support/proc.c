@@ -94,6 +94,29 @@ uint64_t proc_rss_bytes(pid_t pid)
 	return proc_number(pid, "status", "VmRSS") << 10;
 }
 
+double proc_cpu_seconds(pid_t pid, pid_t tid)
+{
+	char path[64], buf[2048], *p;
+	unsigned long long ut, st;
+	FILE *f;
+	size_t n;
+
+	if (tid)
+		snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)pid, (int)tid);
+	else
+		snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if (!(f = fopen(path, "r")))
+		return -1;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	/* fields 14 and 15, counted after the ")" that ends the command name (which may hold spaces) */
+	if (!(p = strrchr(buf, ')')) ||
+	    sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2)
+		return -1;
+	return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+}
+
 uint16_t free_port(void)
 {
 	struct sockaddr_in sin = {.sin_family = AF_INET};

@@ -69,6 +69,9 @@ bool metaserver_log_has(const struct metaserver *m, const char *needle);
 uint64_t proc_number(pid_t pid, const char *file, const char *label);
 /* Resident set of pid in bytes, from /proc/<pid>/status (anonymous + file: LMDB's map counts). 0 if unknown. */
 uint64_t proc_rss_bytes(pid_t pid);
+/* User + system CPU time of pid (tid 0: all its threads) or of its thread tid, in seconds, from /proc (clock-tick
+ * resolution); -1 if unknown. */
+double proc_cpu_seconds(pid_t pid, pid_t tid);
 
 /* A port nobody listens on right now. */
 uint16_t free_port(void);
