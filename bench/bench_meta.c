@@ -35,9 +35,13 @@ static const char usage[] =
     "  --tenant           every store connects as a tenant (a tenants file on the server): the cost of tenancy\n"
     "  --unbacked         lend an unbacked range: the server tracks offsets, no byte is written, no pool memory\n"
     "                     is used (10^7+ keys on a small machine); puts are then metadata only (put_meta)\n"
+    "  --no-redis         no Redis baseline\n"
     "srv_us/key: CPU time of the server's loop thread per key (tiny_get includes the releases, tiny_put the\n"
     "untimed removes);\n"
     "all_us/key: of all its threads (the loop, the metadata store's writer, KVCM's), from /proc.\n"
+    "redis:* rows: a private redis-server (persistence off) holding the same keys, one pipeline per call of the\n"
+    "same batch: EXISTS, GET of a 64-byte value, SET of fresh keys (their DELs untimed); srv_us/key is Redis's\n"
+    "CPU per key, and a line gives the leader's over Redis's.\n"
     "At the end the server is restarted on its data dir: the reload time and RSS are printed, and with\n"
     "--unbacked the time the lender and 100 empty local services take to rejoin it.\n";
 
@@ -217,7 +221,37 @@ static void rss_line(pid_t server, size_t n, uint64_t anon0, struct anon_mark *a
 	*at = (struct anon_mark){anon, n};
 }
 
-static int sweep(mmc_store *s, const struct bench_opts *o, int batch, pid_t server)
+/* The Redis baseline at the index's size: its rows, then the leader's loop CPU per key over Redis's. */
+static int redis_rows(struct meta_redis *rd, size_t n, int batch, double seconds, const double *srv, int put_op)
+{
+	static const char *const names[] = {"redis:EXISTS", "redis:GET", "redis:SET"};
+	pid_t pid = meta_redis_pid(rd);
+	double us[3] = {0};
+
+	if (meta_redis_fill(rd, n)) {
+		fprintf(stderr, "mmc-bench meta: filling Redis failed\n");
+		return -1;
+	}
+	for (int op = META_REDIS_EXISTS; op <= META_REDIS_SET; op++) {
+		struct samples sm = {0};
+		uint64_t t0 = cpu_ns(pid), a0 = cpu_all_ns(pid);
+
+		if (meta_redis_measure(rd, (enum meta_redis_op)op, batch, seconds, &sm)) {
+			samples_free(&sm);
+			return -1;
+		}
+		us[op] = (double)(cpu_ns(pid) - t0) / 1e3 / ((double)sm.n * batch);
+		row(names[op], n, batch, &sm, us[op], (double)(cpu_all_ns(pid) - a0) / 1e3 / ((double)sm.n * batch));
+	}
+	printf("# the leader's loop CPU per key over Redis's, same keys and batch: batch_is_exist / EXISTS %.2f, "
+	       "get_key_info / GET %.2f, %s / SET %.2f (Redis keeps no placement, lease, LRU order or durable "
+	       "record)\n",
+	       srv[OP_EXIST] / us[0], srv[OP_INFO] / us[1], put_op == OP_PUT_META ? "put_meta" : "tiny_put",
+	       srv[put_op] / us[2]);
+	return 0;
+}
+
+static int sweep(mmc_store *s, const struct bench_opts *o, int batch, pid_t server, struct meta_redis *rd)
 {
 	uint64_t anon0 = proc_status_bytes(server, "RssAnon");
 	struct anon_mark at = {anon0, 0};
@@ -227,7 +261,7 @@ static int sweep(mmc_store *s, const struct bench_opts *o, int batch, pid_t serv
 	int rc = 0;
 
 	for (int k = 0; k < o->nindex && rc == 0; k++) {
-		double fill_rate;
+		double fill_rate, srv[OP_PUT_META + 1] = {0};
 		size_t from = ix.n;
 		uint64_t t0 = cpu_ns(server), a0 = cpu_all_ns(server), w0 = proc_write_bytes(server);
 
@@ -253,12 +287,14 @@ static int sweep(mmc_store *s, const struct bench_opts *o, int batch, pid_t serv
 			t0 = cpu_ns(server);
 			a0 = cpu_all_ns(server);
 			rc = measure(s, (enum meta_op)op, &ix, batch, o->seconds, &sm);
+			srv[op] = (double)(cpu_ns(server) - t0) / 1e3 / ((double)sm.n * batch);
 			if (rc == 0)
-				row(names[op], ix.n, batch, &sm,
-				    (double)(cpu_ns(server) - t0) / 1e3 / ((double)sm.n * batch),
+				row(names[op], ix.n, batch, &sm, srv[op],
 				    (double)(cpu_all_ns(server) - a0) / 1e3 / ((double)sm.n * batch));
 			samples_free(&sm);
 		}
+		if (rc == 0 && rd)
+			rc = redis_rows(rd, ix.n, batch, o->seconds, srv, last);
 		rss_line(server, ix.n, anon0, &at);
 	}
 	return rc;
@@ -287,19 +323,23 @@ static uint64_t mem_available(void)
  * run would have the kernel's OOM killer pick a victim, maybe not this benchmark.
  */
 #define SERVER_BYTES_PER_KEY 320u
+#define REDIS_BYTES_PER_KEY  256u /* the baseline's Redis: a 71-byte key and a 64-byte value, ~200 B measured */
 
 static int fits(const struct bench_opts *o, uint64_t most, uint64_t pool)
 {
-	uint64_t need = most * SERVER_BYTES_PER_KEY + (o->unbacked ? 0 : pool), have = mem_available();
+	uint64_t need =
+	             most * (SERVER_BYTES_PER_KEY + (o->no_redis ? 0 : REDIS_BYTES_PER_KEY)) + (o->unbacked ? 0 : pool),
+	         have = mem_available();
 
 	if (!have || need < have)
 		return 0;
 	fprintf(stderr,
-	        "mmc-bench meta: %llu keys need about %.1f GiB here (%s), and %.1f GiB are available: "
-	        "%s\n",
+	        "mmc-bench meta: %llu keys need about %.1f GiB here (%s%s), and %.1f GiB are available: "
+	        "%s%s\n",
 	        (unsigned long long)most, (double)need / (1 << 30),
 	        o->unbacked ? "the index" : "a pool of 4 KiB per key, allocated in full, and the index",
-	        (double)have / (1 << 30), o->unbacked ? "use fewer keys" : "use --unbacked, or fewer keys");
+	        o->no_redis ? "" : ", and Redis's copy for the baseline", (double)have / (1 << 30),
+	        o->unbacked ? "use fewer keys" : "use --unbacked, or fewer keys", o->no_redis ? "" : ", or --no-redis");
 	return -1;
 }
 
@@ -374,6 +414,7 @@ int bench_meta_main(int argc, char **argv, const char *self)
 	for (int y = 0; y < o.nsync && rc == 0; y++) {
 		struct bench_cluster c;
 		struct bench_unbacked u, rejoiners[REJOINERS];
+		struct meta_redis *rd = NULL;
 		bool joined;
 		mmc_store *s;
 
@@ -391,7 +432,10 @@ int bench_meta_main(int argc, char **argv, const char *self)
 		       (double)pool / (1 << 30), o.tenant ? ", every store tenant \"bench\"" : "");
 		printf("%-14s %9s %6s %12s %9s %9s %10s %10s\n", "op", "index", "batch", "keys/s", "p50ms", "p99ms",
 		       "srv_us/key", "all_us/key");
-		rc = s ? sweep(s, &o, batch, c.meta.pid) : -1;
+		if (!o.no_redis && !(rd = meta_redis_start(batch)))
+			printf("# no Redis baseline: redis-server did not start\n");
+		rc = s ? sweep(s, &o, batch, c.meta.pid, rd) : -1;
+		meta_redis_stop(rd);
 		if (rc == 0 && (o.procs > 1 || o.threads > 1))
 			rc = bench_meta_many(self, c.meta.url, o.protocols[0], o.index[o.nindex - 1], batch, o.procs,
 			                     o.threads, o.seconds, c.meta.pid);

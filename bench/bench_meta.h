@@ -26,6 +26,21 @@ uint64_t proc_write_bytes(pid_t pid);
 /* A size field of /proc/<pid>/status ("VmRSS", "RssAnon", "RssFile") in bytes; 0 if unknown. */
 uint64_t proc_status_bytes(pid_t pid, const char *field);
 
+/* The Redis baseline (bench_meta_redis.c): Redis with the same keys, asked the same per call. */
+struct meta_redis;
+struct samples;
+enum meta_redis_op { META_REDIS_EXISTS, META_REDIS_GET, META_REDIS_SET };
+/* Starts a private redis-server (persistence off) for calls of up to max(batch, FILL_CHUNK) keys; NULL if none
+ * started (the reason is on stderr). */
+struct meta_redis *meta_redis_start(int batch);
+void meta_redis_stop(struct meta_redis *r);
+pid_t meta_redis_pid(const struct meta_redis *r);
+/* Redis holds keys 0 .. n-1 of the index (key_name), each with a TINY-byte value. 0 or -1. */
+int meta_redis_fill(struct meta_redis *r, size_t n);
+/* Calls of batch keys for seconds (at least 3), each one pipeline: EXISTS or GET of random keys of the index, or SET
+ * of fresh keys (then DEL of them, untimed). The time of each call goes to out. 0, or -1 if a reply was wrong. */
+int meta_redis_measure(struct meta_redis *r, enum meta_redis_op op, int batch, double seconds, struct samples *out);
+
 /* `mmc-bench meta --procs P --threads T`: P client processes x T threads against the one leader, after the sweep. */
 int bench_meta_many(const char *self, const char *url, const char *protocol, size_t nkeys, int batch, int procs,
                     int threads, double seconds, pid_t server);

@@ -35,6 +35,7 @@ int redis_start(struct redis_server *r, bool fsync)
 		return -1;
 	r->port = free_port();
 	snprintf(port, sizeof(port), "%u", r->port);
+	fflush(NULL); /* else the child's freopen writes out what this process had buffered, a second time */
 	r->pid = fork();
 	if (r->pid == 0) {
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
