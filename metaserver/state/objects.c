@@ -56,6 +56,7 @@ static int list_head_new(struct meta *m, enum olist l)
 
 int objects_init(struct meta *m)
 {
+	slab_start();
 	for (int i = 0; i < INDEX_SHARDS; i++) {
 		if (!(m->shards[i].buckets = slab_map(INITIAL_BUCKETS * sizeof(uint32_t))))
 			return MMC_MALLOC_FAILED;

@@ -19,6 +19,7 @@ static struct {
 	pthread_t thread;
 	bool running, stop;
 	size_t block, left; /* a block's bytes; blocks the worker may still make */
+	size_t ahead;       /* blocks to keep ready */
 	void *(*make)(void);
 	void (*drop)(void *);
 	void *ready[PREFAULT_AHEAD]; /* a ring: ready[first], then the next nready - 1 */
@@ -65,7 +66,7 @@ static void *worker(void *arg)
 	(void)arg;
 	pthread_mutex_lock(&pf.mu);
 	while (!pf.stop) {
-		bool blocks = pf.left && pf.nready < PREFAULT_AHEAD, ranges = pf.next < pf.nranges;
+		bool blocks = pf.left && pf.nready < pf.ahead, ranges = pf.next < pf.nranges;
 
 		if (blocks && (pf.nready < LOW || !ranges))
 			make_block();
@@ -78,7 +79,7 @@ static void *worker(void *arg)
 	return NULL;
 }
 
-bool prefault_start(size_t block, size_t max_blocks, void *(*make)(void), void (*drop)(void *))
+bool prefault_start(size_t block, size_t max_blocks, size_t ahead, void *(*make)(void), void (*drop)(void *))
 {
 	int rc;
 
@@ -88,6 +89,7 @@ bool prefault_start(size_t block, size_t max_blocks, void *(*make)(void), void (
 	pf.stop = false;
 	pf.block = block;
 	pf.left = max_blocks;
+	pf.ahead = ahead < PREFAULT_AHEAD ? ahead : PREFAULT_AHEAD;
 	pf.make = make;
 	pf.drop = drop;
 	pf.first = pf.nready = pf.next = pf.nranges = pf.faulted = 0;
@@ -112,6 +114,16 @@ void *prefault_take(void)
 	}
 	pthread_mutex_unlock(&pf.mu);
 	return b;
+}
+
+size_t prefault_ready(void)
+{
+	size_t n;
+
+	pthread_mutex_lock(&pf.mu);
+	n = pf.nready;
+	pthread_mutex_unlock(&pf.mu);
+	return n;
 }
 
 void prefault_range(void *p, size_t len)

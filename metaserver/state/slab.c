@@ -30,18 +30,23 @@ struct size_class {
 uintptr_t *slab_chunks;
 static size_t nchunks, capchunks; /* index 0 is never a chunk: handle 0 names nothing */
 static struct size_class classes[CLASSES];
-static bool populate; /* slab_populate: chunks come faulted in */
+static bool loading; /* slab_populate: a chunk the loop makes itself comes faulted in */
 
 static struct chunk_head *head_of(uint32_t chunk)
 {
 	return (struct chunk_head *)(slab_chunks[chunk] & ~(uintptr_t)(SLAB_CHUNK - 1));
 }
 
-/* size bytes (a multiple of SLAB_CHUNK), SLAB_CHUNK-aligned (the kernel gives page alignment: map more, cut the
+/*
+ * size bytes (a multiple of SLAB_CHUNK), SLAB_CHUNK-aligned (the kernel gives page alignment: map more, cut the
  * rest); faulted: their pages faulted in, in one call instead of a fault per 4 KiB, and only once cut (populating the
- * whole mapping zeroed twice the memory kept). No MADV_HUGEPAGE: on the bench VM a huge page took 4 times as long to
- * fault in as 512 small ones (0.53 against 2.2 GB/s), 2.3 s more to load 10^7 objects. */
-static void *map_aligned(size_t size, bool faulted)
+ * whole mapping zeroed twice the memory kept). huge: in 2 MiB pages where the kernel has them (MADV_HUGEPAGE; no
+ * effect with transparent huge pages off). A lookup at 10^7 objects is a TLB miss or two in 4 KiB pages: with huge
+ * ones, exist and key info took 0.40-0.56 us of the loop per key against 0.52-0.75 (docs/performance.md). But a huge
+ * page is zeroed whole at its first touch, up to 10 ms on a VM: only the prefault worker touches a huge chunk first;
+ * a chunk the loop must make itself is in small pages.
+ */
+static void *map_aligned(size_t size, bool faulted, bool huge)
 {
 	char *p = mmap(NULL, size + SLAB_CHUNK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0), *a;
 	size_t lead;
@@ -53,6 +58,8 @@ static void *map_aligned(size_t size, bool faulted)
 	if (lead)
 		munmap(p, lead);
 	munmap(a + size, SLAB_CHUNK - lead);
+	if (huge)
+		madvise(a, size, MADV_HUGEPAGE); /* a kernel without it: small pages, as before */
 	if (faulted && madvise(a, size, MADV_POPULATE_WRITE) != 0 && errno == EINVAL) /* before Linux 5.14 */
 		for (size_t i = 0; i < size; i += 4096)
 			((volatile char *)a)[i] = 0; /* nobody else has the chunk yet */
@@ -63,7 +70,7 @@ void *slab_map(size_t size)
 {
 	if (size < SLAB_CHUNK) /* a small table: a huge page would be mostly empty */
 		return calloc(1, size);
-	return map_aligned((size + SLAB_CHUNK - 1) & ~(SLAB_CHUNK - 1), false);
+	return map_aligned((size + SLAB_CHUNK - 1) & ~(SLAB_CHUNK - 1), false, true);
 }
 
 void slab_unmap(void *p, size_t size)
@@ -84,7 +91,7 @@ static uint32_t chunk_new(uint32_t size)
 	if (nchunks > CHUNKS_MAX || !(t = array_grow(slab_chunks, &capchunks, nchunks + 1, sizeof(*t), 64)))
 		return 0;
 	slab_chunks = t;
-	if (!(h = populate ? prefault_take() : NULL) && !(h = map_aligned(SLAB_CHUNK, populate)))
+	if (!(h = prefault_take()) && !(h = map_aligned(SLAB_CHUNK, loading, false)))
 		return 0;
 	h->index = (uint32_t)nchunks;
 	h->size = size;
@@ -148,10 +155,11 @@ void *slab_next(uint32_t *h)
 	return NULL;
 }
 
-/* The prefault worker's blocks: chunks faulted in. Thread-safe (no state of the slab). */
+/* The prefault worker's blocks: chunks faulted in, in a huge page where the kernel has one. Thread-safe (no state
+ * of the slab). */
 static void *chunk_make(void)
 {
-	return map_aligned(SLAB_CHUNK, true);
+	return map_aligned(SLAB_CHUNK, true, true);
 }
 
 static void chunk_drop(void *chunk)
@@ -159,19 +167,31 @@ static void chunk_drop(void *chunk)
 	munmap(chunk, SLAB_CHUNK);
 }
 
+/* A chunk takes ~70 ms of puts to fill at 200 k puts/s (14 k records of 144 bytes); the worker makes one in 1-10 ms. */
+#define STEADY_AHEAD 2
+
+void slab_start(void)
+{
+	prefault_start(SLAB_CHUNK, SIZE_MAX, STEADY_AHEAD, chunk_make, chunk_drop);
+}
+
 size_t slab_populate(size_t bytes)
 {
+	size_t faulted = prefault_stop();
+
+	loading = bytes != 0;
 	if (!bytes) {
-		populate = false;
-		return prefault_stop();
+		slab_start();
+		return faulted;
 	}
-	populate = true;
-	prefault_start(SLAB_CHUNK, bytes / SLAB_CHUNK + 1, chunk_make, chunk_drop);
+	prefault_start(SLAB_CHUNK, bytes / SLAB_CHUNK + 1, PREFAULT_AHEAD, chunk_make, chunk_drop);
 	return 0;
 }
 
 void slab_fini(void)
 {
+	prefault_stop();
+	loading = false;
 	for (size_t i = 1; i < nchunks; i++)
 		munmap(head_of((uint32_t)i), SLAB_CHUNK);
 	free(slab_chunks);

@@ -1,9 +1,10 @@
 /*
  * The prefault worker (metaserver/state/prefault.h): blocks made ahead and handed out once, none lost or made
  * beyond the limit, ranges faulted in without a byte of them changed, and nothing done without a worker; and the
- * slab's chunks made through it during a load.
+ * slab's chunks made through it, during a load and after, in huge pages where the kernel has them.
  */
 #include <criterion/criterion.h>
+#include <stdio.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -58,8 +59,8 @@ Test(prefault, blocks_handed_out_once_up_to_the_limit, .init = reset)
 	void *got[40];
 	size_t limit = 40, n = 0;
 
-	cr_assert(prefault_start(BLOCK, limit, make, drop));
-	cr_assert_not(prefault_start(BLOCK, limit, make, drop), "one worker at a time");
+	cr_assert(prefault_start(BLOCK, limit, PREFAULT_AHEAD, make, drop));
+	cr_assert_not(prefault_start(BLOCK, limit, PREFAULT_AHEAD, make, drop), "one worker at a time");
 	for (; n < 30; n++) {
 		cr_assert_not_null(got[n] = take_wait(), "block %zu", n);
 		for (size_t i = 0; i < n; i++)
@@ -77,7 +78,7 @@ Test(prefault, blocks_handed_out_once_up_to_the_limit, .init = reset)
 
 Test(prefault, the_limit_stops_the_worker, .init = reset)
 {
-	cr_assert(prefault_start(BLOCK, 3, make, drop));
+	cr_assert(prefault_start(BLOCK, 3, PREFAULT_AHEAD, make, drop));
 	for (int i = 0; i < 3; i++)
 		cr_assert_not_null(take_wait());
 	usleep(50000);
@@ -123,7 +124,7 @@ Test(prefault, ranges_faulted_in_unchanged, .init = reset)
 	cr_assert_neq(r, MAP_FAILED);
 	memset(r + 3 * page + 17, 0xa5, 100); /* written before: kept */
 	cr_assert_not(resident(r, len));
-	cr_assert(prefault_start(BLOCK, 0, make, drop));
+	cr_assert(prefault_start(BLOCK, 0, PREFAULT_AHEAD, make, drop));
 	prefault_range(r + 5, len - 10); /* not page-aligned: the pages around it go in */
 	for (int i = 0; i < 5000 && !resident(r, len) && populate_write; i++)
 		usleep(1000);
@@ -166,5 +167,88 @@ Test(prefault, a_loads_slab_chunks_come_faulted_in, .init = reset)
 	cr_assert_leq(faulted, 3 * SLAB_CHUNK, "chunks made but not taken are not counted");
 	for (int i = 0; i < 3; i++)
 		cr_assert_eq(slab_ptr(h[i]), rec[i]);
+	slab_fini();
+}
+
+/* The kernel's transparent huge page mode: "always", "madvise" or "never" ("" if unknown). */
+static const char *thp_mode(void)
+{
+	static char mode[16];
+	char line[128] = "";
+	FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
+	char *a, *b;
+
+	if (f) {
+		if (!fgets(line, sizeof(line), f))
+			line[0] = '\0';
+		fclose(f);
+	}
+	mode[0] = '\0';
+	if ((a = strchr(line, '[')) && (b = strchr(a, ']')) && (size_t)(b - a - 1) < sizeof(mode))
+		snprintf(mode, sizeof(mode), "%.*s", (int)(b - a - 1), a + 1);
+	return mode;
+}
+
+/* THPeligible of the mapping that holds p, from /proc/self/smaps; -1 if not found. */
+static int thp_eligible(const void *p)
+{
+	FILE *f = fopen("/proc/self/smaps", "r");
+	char line[512];
+	bool in = false;
+	int v = -1;
+
+	cr_assert_not_null(f);
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long lo, hi;
+		int e;
+
+		if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2)
+			in = (uintptr_t)p >= lo && (uintptr_t)p < hi;
+		else if (in && sscanf(line, "THPeligible: %d", &e) == 1)
+			v = e;
+	}
+	fclose(f);
+	return v;
+}
+
+/* Waits up to 5 s for the worker to have n blocks ready. */
+static void ready_wait(size_t n)
+{
+	for (int i = 0; i < 5000 && prefault_ready() < n; i++)
+		usleep(1000);
+	cr_assert_geq(prefault_ready(), n, "the worker made no chunks ahead");
+}
+
+Test(prefault, chunks_are_made_ahead_in_huge_pages_after_a_load_too, .init = reset)
+{
+	void *rec[2];
+	const char *mode = thp_mode();
+
+	slab_populate((size_t)8 << 20);
+	cr_assert_eq(slab_populate(0), 0, "no chunk taken during the load");
+	ready_wait(2); /* slab_populate(0) left a worker that keeps chunks ahead */
+	for (int i = 0; i < 2; i++) {
+		cr_assert_neq(slab_alloc(64 + 8 * (size_t)i, &rec[i]), 0);
+		cr_assert(resident((char *)rec[i] - SLAB_HEADER, SLAB_CHUNK), "chunk %d made by the worker", i);
+		if (strcmp(mode, "madvise") == 0 || strcmp(mode, "always") == 0)
+			cr_assert_eq(thp_eligible(rec[i]), 1, "chunk %d not in a huge-page mapping (THP %s)", i, mode);
+	}
+	ready_wait(1); /* and it makes more once they are taken */
+	slab_fini();
+	cr_assert_eq(prefault_ready(), 0, "slab_fini stops the worker");
+}
+
+Test(prefault, a_chunk_the_loop_makes_itself_is_in_small_pages, .init = reset)
+{
+	void *rec, *table = slab_map(SLAB_CHUNK * 2);
+
+	cr_assert_not_null(table);
+	cr_assert_neq(slab_alloc(64, &rec), 0); /* no worker started: the loop maps the chunk */
+	cr_assert_not(resident((char *)rec - SLAB_HEADER, SLAB_CHUNK), "faulted in page by page, as used");
+	if (strcmp(thp_mode(), "madvise") == 0) {
+		cr_assert_eq(thp_eligible(rec), 0, "a huge page the loop would have to zero at its first touch");
+		cr_assert_eq(thp_eligible(table), 1, "a large table (the index's buckets) is in huge pages");
+	}
+	slab_unmap(table, SLAB_CHUNK * 2);
 	slab_fini();
 }
