@@ -418,10 +418,16 @@ int bench_meta_main(int argc, char **argv, const char *self)
 		bool joined;
 		mmc_store *s;
 
-		if (bench_cluster_start(&c, self, o.protocols[0], o.unbacked ? 0 : 1, pool, o.sync[y]))
+		/* before any client thread: the fork of redis-server must not copy a process with threads */
+		if (!o.no_redis && !(rd = meta_redis_start(batch)))
+			fprintf(stderr, "mmc-bench meta: no Redis baseline: redis-server did not start\n");
+		if (bench_cluster_start(&c, self, o.protocols[0], o.unbacked ? 0 : 1, pool, o.sync[y])) {
+			meta_redis_stop(rd);
 			return 1;
+		}
 		if (o.unbacked && bench_unbacked_start(&u, c.meta.rpc_port, pool)) {
 			bench_cluster_stop(&c);
+			meta_redis_stop(rd);
 			return 1;
 		}
 
@@ -432,8 +438,6 @@ int bench_meta_main(int argc, char **argv, const char *self)
 		       (double)pool / (1 << 30), o.tenant ? ", every store tenant \"bench\"" : "");
 		printf("%-14s %9s %6s %12s %9s %9s %10s %10s\n", "op", "index", "batch", "keys/s", "p50ms", "p99ms",
 		       "srv_us/key", "all_us/key");
-		if (!o.no_redis && !(rd = meta_redis_start(batch)))
-			printf("# no Redis baseline: redis-server did not start\n");
 		rc = s ? sweep(s, &o, batch, c.meta.pid, rd) : -1;
 		meta_redis_stop(rd);
 		if (rc == 0 && (o.procs > 1 || o.threads > 1))

@@ -18,6 +18,7 @@ static struct {
 	pthread_cond_t cv;
 	pthread_t thread;
 	bool running, stop;
+	bool starved;       /* make failed (out of memory): no more blocks until the next take tries again */
 	size_t block, left; /* a block's bytes; blocks the worker may still make */
 	size_t ahead;       /* blocks to keep ready */
 	void *(*make)(void);
@@ -39,7 +40,8 @@ static void make_block(void)
 	b = pf.make();
 	pthread_mutex_lock(&pf.mu);
 	if (!b) {
-		pf.left = 0; /* out of memory: the loop's own mapping will tell */
+		pf.left++;
+		pf.starved = true; /* out of memory: the loop's own mapping will tell, and its next take retries */
 		return;
 	}
 	pf.ready[(pf.first + pf.nready++) % PREFAULT_AHEAD] = b;
@@ -66,7 +68,7 @@ static void *worker(void *arg)
 	(void)arg;
 	pthread_mutex_lock(&pf.mu);
 	while (!pf.stop) {
-		bool blocks = pf.left && pf.nready < pf.ahead, ranges = pf.next < pf.nranges;
+		bool blocks = pf.left && !pf.starved && pf.nready < pf.ahead, ranges = pf.next < pf.nranges;
 
 		if (blocks && (pf.nready < LOW || !ranges))
 			make_block();
@@ -86,7 +88,7 @@ bool prefault_start(size_t block, size_t max_blocks, size_t ahead, void *(*make)
 	if (pf.running)
 		return false;
 	pthread_mutex_lock(&pf.mu);
-	pf.stop = false;
+	pf.stop = pf.starved = false;
 	pf.block = block;
 	pf.left = max_blocks;
 	pf.ahead = ahead < PREFAULT_AHEAD ? ahead : PREFAULT_AHEAD;
@@ -110,8 +112,9 @@ void *prefault_take(void)
 		b = pf.ready[pf.first];
 		pf.first = (pf.first + 1) % PREFAULT_AHEAD;
 		pf.nready--;
-		pthread_cond_signal(&pf.cv);
 	}
+	pf.starved = false;
+	pthread_cond_signal(&pf.cv);
 	pthread_mutex_unlock(&pf.mu);
 	return b;
 }

@@ -41,10 +41,11 @@ static struct chunk_head *head_of(uint32_t chunk)
  * size bytes (a multiple of SLAB_CHUNK), SLAB_CHUNK-aligned (the kernel gives page alignment: map more, cut the
  * rest); faulted: their pages faulted in, in one call instead of a fault per 4 KiB, and only once cut (populating the
  * whole mapping zeroed twice the memory kept). huge: in 2 MiB pages where the kernel has them (MADV_HUGEPAGE; no
- * effect with transparent huge pages off). A lookup at 10^7 objects is a TLB miss or two in 4 KiB pages: with huge
- * ones, exist and key info took 0.40-0.56 us of the loop per key against 0.52-0.75 (docs/performance.md). But a huge
- * page is zeroed whole at its first touch, up to 10 ms on a VM: only the prefault worker touches a huge chunk first;
- * a chunk the loop must make itself is in small pages.
+ * effect with transparent huge pages off). A lookup at 10^7 objects is a TLB miss or two in 4 KiB pages: with the
+ * records in huge ones, exist and key info took 0.40-0.56 us of the loop per key against 0.52-0.75
+ * (docs/performance.md). But a huge page is zeroed whole at its first touch, up to 10 ms on a VM, more where the
+ * kernel compacts memory for it: only the prefault worker touches a huge chunk first. What the loop writes first (a
+ * chunk it must make itself, a table it resizes) is in small pages, whatever the kernel's mode.
  */
 static void *map_aligned(size_t size, bool faulted, bool huge)
 {
@@ -58,8 +59,8 @@ static void *map_aligned(size_t size, bool faulted, bool huge)
 	if (lead)
 		munmap(p, lead);
 	munmap(a + size, SLAB_CHUNK - lead);
-	if (huge)
-		madvise(a, size, MADV_HUGEPAGE); /* a kernel without it: small pages, as before */
+	/* not huge: MADV_NOHUGEPAGE, else with the kernel's mode "always" an aligned 2 MiB is one huge page anyway */
+	madvise(a, size, huge ? MADV_HUGEPAGE : MADV_NOHUGEPAGE); /* a kernel without THP: small pages either way */
 	if (faulted && madvise(a, size, MADV_POPULATE_WRITE) != 0 && errno == EINVAL) /* before Linux 5.14 */
 		for (size_t i = 0; i < size; i += 4096)
 			((volatile char *)a)[i] = 0; /* nobody else has the chunk yet */
@@ -70,7 +71,7 @@ void *slab_map(size_t size)
 {
 	if (size < SLAB_CHUNK) /* a small table: a huge page would be mostly empty */
 		return calloc(1, size);
-	return map_aligned((size + SLAB_CHUNK - 1) & ~(SLAB_CHUNK - 1), false, true);
+	return map_aligned((size + SLAB_CHUNK - 1) & ~(SLAB_CHUNK - 1), false, false); /* a resize writes it first */
 }
 
 void slab_unmap(void *p, size_t size)

@@ -47,7 +47,8 @@ size_t slab_size(uint32_t h);
 void *slab_next(uint32_t *h);
 
 /* size bytes of zeroes for a large table (the key index): mapped apart from the heap, so that a resize gives the old
- * one back to the system at once. NULL when out of memory; slab_unmap(p, size) gives them back. */
+ * one back to the system at once, in small pages (the loop writes it first). NULL when out of memory;
+ * slab_unmap(p, size) gives them back. */
 void *slab_map(size_t size);
 void slab_unmap(void *p, size_t size);
 /*
@@ -55,7 +56,8 @@ void slab_unmap(void *p, size_t size);
  * where the kernel has one (transparent huge pages in "madvise" or "always" mode) and faulted in there, so a
  * lookup's records cost fewer TLB misses and the loop never waits for a page to be zeroed. A chunk the worker has
  * not made in time the loop maps itself, in small pages faulted in as its records are handed out. Idempotent;
- * without a worker (no thread could start) every chunk is the loop's own.
+ * without a worker (no thread could start) every chunk is the loop's own. The slab owns the process's one prefault
+ * worker from here to slab_fini.
  */
 void slab_start(void);
 /*

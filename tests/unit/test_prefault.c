@@ -238,17 +238,46 @@ Test(prefault, chunks_are_made_ahead_in_huge_pages_after_a_load_too, .init = res
 	cr_assert_eq(prefault_ready(), 0, "slab_fini stops the worker");
 }
 
-Test(prefault, a_chunk_the_loop_makes_itself_is_in_small_pages, .init = reset)
+Test(prefault, what_the_loop_writes_first_is_in_small_pages, .init = reset)
 {
-	void *rec, *table = slab_map(SLAB_CHUNK * 2);
+	const char *mode = thp_mode();
+	char *table = slab_map(SLAB_CHUNK * 2);
+	void *rec;
 
 	cr_assert_not_null(table);
 	cr_assert_neq(slab_alloc(64, &rec), 0); /* no worker started: the loop maps the chunk */
+	table[SLAB_CHUNK + 5] = 1;              /* a resize's first write */
 	cr_assert_not(resident((char *)rec - SLAB_HEADER, SLAB_CHUNK), "faulted in page by page, as used");
-	if (strcmp(thp_mode(), "madvise") == 0) {
-		cr_assert_eq(thp_eligible(rec), 0, "a huge page the loop would have to zero at its first touch");
-		cr_assert_eq(thp_eligible(table), 1, "a large table (the index's buckets) is in huge pages");
+	cr_assert_not(resident(table + SLAB_CHUNK, SLAB_CHUNK), "a table faulted in page by page");
+	if (strcmp(mode, "madvise") == 0 || strcmp(mode, "always") == 0) {
+		cr_assert_eq(thp_eligible(rec), 0, "a huge page the loop would zero at its first touch (THP %s)", mode);
+		cr_assert_eq(thp_eligible(table), 0, "a table the loop writes first in a huge page (THP %s)", mode);
 	}
 	slab_unmap(table, SLAB_CHUNK * 2);
 	slab_fini();
+}
+
+static atomic_int fails; /* makes that fail before one succeeds */
+
+static void *make_failing(void)
+{
+	if (atomic_load(&fails) > 0) {
+		atomic_fetch_sub(&fails, 1);
+		return NULL;
+	}
+	return make();
+}
+
+Test(prefault, a_failed_make_is_tried_again_at_the_next_take, .init = reset)
+{
+	atomic_store(&fails, 1);
+	cr_assert(prefault_start(BLOCK, 10, 2, make_failing, drop));
+	for (int i = 0; i < 5000 && atomic_load(&fails); i++) /* the worker's first make fails... */
+		usleep(1000);
+	usleep(50000); /* deliberate: a worker that tried again on its own would have made a block by now */
+	cr_assert_eq(prefault_ready(), 0, "a starved worker waits for the next take");
+	cr_assert_null(prefault_take()); /* ...and this take finds nothing, but wakes it */
+	munmap(take_wait(), BLOCK);      /* which then makes blocks again */
+	prefault_stop();
+	cr_assert_eq(atomic_load(&made), 1 + atomic_load(&dropped));
 }
