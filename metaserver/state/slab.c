@@ -38,16 +38,22 @@ static struct chunk_head *head_of(uint32_t chunk)
 }
 
 /*
- * size bytes (a multiple of SLAB_CHUNK), SLAB_CHUNK-aligned (the kernel gives page alignment: map more, cut the
- * rest); faulted: their pages faulted in, in one call instead of a fault per 4 KiB, and only once cut (populating the
- * whole mapping zeroed twice the memory kept). huge: in 2 MiB pages where the kernel has them (MADV_HUGEPAGE; no
- * effect with transparent huge pages off). A lookup at 10^7 objects is a TLB miss or two in 4 KiB pages: with the
- * records in huge ones, exist and key info took 0.40-0.56 us of the loop per key against 0.52-0.75
- * (docs/performance.md). But a huge page is zeroed whole at its first touch, up to 10 ms on a VM, more where the
- * kernel compacts memory for it: only the prefault worker touches a huge chunk first. What the loop writes first (a
- * chunk it must make itself, a table it resizes) is in small pages, whatever the kernel's mode.
+ * The pages of a mapping. A lookup at 10^7 objects is a TLB miss or two in 4 KiB pages: with the records in huge
+ * ones, exist and key info took 0.40-0.56 us of the loop per key against 0.52-0.75 (docs/performance.md). But a huge
+ * page is zeroed whole at its first touch, up to 10 ms on a VM, more where the kernel compacts memory for it, so:
+ *  - PAGES_SMALL: what the loop writes first (a chunk it must make itself, a table it resizes), whatever the kernel's
+ *    mode (MADV_NOHUGEPAGE: with "always" an aligned 2 MiB would be one huge page anyway);
+ *  - PAGES_HUGE: a chunk the prefault worker makes ahead while the server serves (MADV_HUGEPAGE, then faulted in);
+ *  - PAGES_LATER: a chunk the worker makes during a load, faulted in as small pages, then MADV_HUGEPAGE so that the
+ *    kernel's khugepaged merges them later. Faulting a load's 1.7 GB in as huge pages cost the worker 2-4 s more CPU
+ *    on the 2-vCPU VM, and a restart from Redis, whose cores are all busy, 1.5-4 s more.
  */
-static void *map_aligned(size_t size, bool faulted, bool huge)
+enum pages { PAGES_SMALL, PAGES_HUGE, PAGES_LATER };
+
+/* size bytes (a multiple of SLAB_CHUNK), SLAB_CHUNK-aligned (the kernel gives page alignment: map more, cut the
+ * rest); faulted: their pages faulted in, in one call instead of a fault per 4 KiB, and only once cut (populating the
+ * whole mapping zeroed twice the memory kept). */
+static void *map_aligned(size_t size, bool faulted, enum pages pages)
 {
 	char *p = mmap(NULL, size + SLAB_CHUNK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0), *a;
 	size_t lead;
@@ -59,11 +65,13 @@ static void *map_aligned(size_t size, bool faulted, bool huge)
 	if (lead)
 		munmap(p, lead);
 	munmap(a + size, SLAB_CHUNK - lead);
-	/* not huge: MADV_NOHUGEPAGE, else with the kernel's mode "always" an aligned 2 MiB is one huge page anyway */
-	madvise(a, size, huge ? MADV_HUGEPAGE : MADV_NOHUGEPAGE); /* a kernel without THP: small pages either way */
+	/* a kernel without transparent huge pages: small pages whatever is asked */
+	madvise(a, size, pages == PAGES_HUGE ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
 	if (faulted && madvise(a, size, MADV_POPULATE_WRITE) != 0 && errno == EINVAL) /* before Linux 5.14 */
 		for (size_t i = 0; i < size; i += 4096)
 			((volatile char *)a)[i] = 0; /* nobody else has the chunk yet */
+	if (pages == PAGES_LATER)
+		madvise(a, size, MADV_HUGEPAGE);
 	return a;
 }
 
@@ -71,7 +79,8 @@ void *slab_map(size_t size)
 {
 	if (size < SLAB_CHUNK) /* a small table: a huge page would be mostly empty */
 		return calloc(1, size);
-	return map_aligned((size + SLAB_CHUNK - 1) & ~(SLAB_CHUNK - 1), false, false); /* a resize writes it first */
+	return map_aligned((size + SLAB_CHUNK - 1) & ~(SLAB_CHUNK - 1), false,
+	                   PAGES_SMALL); /* a resize writes it first */
 }
 
 void slab_unmap(void *p, size_t size)
@@ -92,7 +101,7 @@ static uint32_t chunk_new(uint32_t size)
 	if (nchunks > CHUNKS_MAX || !(t = array_grow(slab_chunks, &capchunks, nchunks + 1, sizeof(*t), 64)))
 		return 0;
 	slab_chunks = t;
-	if (!(h = prefault_take()) && !(h = map_aligned(SLAB_CHUNK, loading, false)))
+	if (!(h = prefault_take()) && !(h = map_aligned(SLAB_CHUNK, loading, PAGES_SMALL)))
 		return 0;
 	h->index = (uint32_t)nchunks;
 	h->size = size;
@@ -156,11 +165,16 @@ void *slab_next(uint32_t *h)
 	return NULL;
 }
 
-/* The prefault worker's blocks: chunks faulted in, in a huge page where the kernel has one. Thread-safe (no state
- * of the slab). */
+/* The prefault worker's blocks: chunks faulted in, in a huge page where the kernel has one, or during a load in small
+ * pages to be merged later. Thread-safe (no state of the slab). */
 static void *chunk_make(void)
 {
-	return map_aligned(SLAB_CHUNK, true, true);
+	return map_aligned(SLAB_CHUNK, true, PAGES_HUGE);
+}
+
+static void *chunk_make_load(void)
+{
+	return map_aligned(SLAB_CHUNK, true, PAGES_LATER);
 }
 
 static void chunk_drop(void *chunk)
@@ -185,7 +199,7 @@ size_t slab_populate(size_t bytes)
 		slab_start();
 		return faulted;
 	}
-	prefault_start(SLAB_CHUNK, bytes / SLAB_CHUNK + 1, PREFAULT_AHEAD, chunk_make, chunk_drop);
+	prefault_start(SLAB_CHUNK, bytes / SLAB_CHUNK + 1, PREFAULT_AHEAD, chunk_make_load, chunk_drop);
 	return 0;
 }
 
