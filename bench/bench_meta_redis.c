@@ -39,8 +39,7 @@ struct meta_redis *meta_redis_start(int batch)
 	r->argv = calloc((size_t)cap * 3, sizeof(*r->argv));
 	r->argl = calloc((size_t)cap * 3, sizeof(*r->argl));
 	r->names = calloc((size_t)cap, sizeof(*r->names));
-	if (!r->argv || !r->argl || !r->names || redis_start(&r->srv, false) ||
-	    !(r->c = redisConnect("127.0.0.1", r->srv.port)) || r->c->err) {
+	if (!r->argv || !r->argl || !r->names || redis_start(&r->srv, false) || !(r->c = redis_connect(r->srv.port))) {
 		meta_redis_stop(r);
 		return NULL;
 	}
@@ -66,11 +65,9 @@ pid_t meta_redis_pid(const struct meta_redis *r)
 	return r->srv.pid;
 }
 
-/* Appends cmd on each of the n keys in r->names (with the value for SET) to the pipeline. */
-static void append_all(struct meta_redis *r, const char *cmd, int n)
+/* Appends cmd on each of the n keys in r->names to the pipeline, with the value when argc is 3 (SET). */
+static void append_all(struct meta_redis *r, const char *cmd, int argc, int n)
 {
-	bool set = strcmp(cmd, "SET") == 0;
-
 	for (int i = 0; i < n; i++) {
 		const char **a = r->argv + 3 * i;
 		size_t *l = r->argl + 3 * i;
@@ -81,7 +78,7 @@ static void append_all(struct meta_redis *r, const char *cmd, int n)
 		l[1] = strlen(r->names[i]);
 		a[2] = value;
 		l[2] = sizeof(value);
-		redisAppendCommandArgv(r->c, set ? 3 : 2, a, l);
+		redisAppendCommandArgv(r->c, argc, a, l);
 	}
 }
 
@@ -117,7 +114,7 @@ int meta_redis_fill(struct meta_redis *r, size_t n)
 
 		for (int i = 0; i < m; i++)
 			key_name(r->names[i], r->n + (size_t)i);
-		append_all(r, "SET", m);
+		append_all(r, "SET", 3, m);
 		if (replies(r, META_REDIS_SET, m))
 			return -1;
 		r->n += (size_t)m;
@@ -138,12 +135,12 @@ static int one_call(struct meta_redis *r, enum meta_redis_op op, int batch, int 
 		else
 			key_name(r->names[i], (size_t)rand_r(seed) % r->n);
 	t0 = now_s();
-	append_all(r, cmd[op], batch);
+	append_all(r, cmd[op], op == META_REDIS_SET ? 3 : 2, batch);
 	rc = replies(r, op, batch);
 	samples_add(out, now_s() - t0);
 	if (rc || op != META_REDIS_SET)
 		return rc;
-	append_all(r, "DEL", batch);
+	append_all(r, "DEL", 2, batch);
 	return replies(r, META_REDIS_SET, batch);
 }
 

@@ -13,7 +13,7 @@
 
 #include "proc.h"
 
-static redisContext *connect_to(uint16_t port)
+redisContext *redis_connect(uint16_t port)
 {
 	redisContext *c = redisConnect("127.0.0.1", port);
 
@@ -45,7 +45,7 @@ int redis_start(struct redis_server *r, bool fsync)
 		       "--dir", r->dir, "--loglevel", "warning", (char *)NULL);
 		_exit(127);
 	}
-	for (int i = 0; i < 100 && r->pid > 0 && !(c = connect_to(r->port)); i++)
+	for (int i = 0; i < 100 && r->pid > 0 && !(c = redis_connect(r->port)); i++)
 		usleep(50000);
 	if (!c) {
 		fprintf(stderr, "mmc-bench: redis-server did not start (is it installed?)\n");
@@ -115,7 +115,7 @@ static int get_batch(redisContext *c, struct rjob *j, char **bufs)
 static void *rjob_main(void *arg)
 {
 	struct rjob *j = arg;
-	redisContext *c = connect_to(j->r->port);
+	redisContext *c = redis_connect(j->r->port);
 	char **bufs = calloc((size_t)j->batch, sizeof(*bufs));
 	double end;
 

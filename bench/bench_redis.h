@@ -21,6 +21,10 @@ struct redis_server {
 	char dir[64];
 };
 
+struct redisContext;
+
+/* A connection to the server on 127.0.0.1:port, or NULL. redisFree() it. */
+struct redisContext *redis_connect(uint16_t port);
 /* fsync: appendonly yes, appendfsync always; else no persistence at all. */
 int redis_start(struct redis_server *r, bool fsync);
 void redis_stop(struct redis_server *r);

@@ -500,8 +500,7 @@ static int scan_table(struct load *l, struct persist_table *t, uint64_t n)
 		rc = persist_scan(m->persist, t, scan_keyed, l);
 	else
 		rc = persist_scan_ahead(m->persist, t, key_hash, scan_one, l);
-	if (n) /* else the worker is still slab_start's, keeping chunks ahead */
-		l->prefaulted += slab_populate(0);
+	l->prefaulted += slab_populate(0);
 	index_add(l, NULL, 0);
 	return rc;
 }

@@ -79,8 +79,7 @@ void *slab_map(size_t size)
 {
 	if (size < SLAB_CHUNK) /* a small table: a huge page would be mostly empty */
 		return calloc(1, size);
-	return map_aligned((size + SLAB_CHUNK - 1) & ~(SLAB_CHUNK - 1), false,
-	                   PAGES_SMALL); /* a resize writes it first */
+	return map_aligned((size + SLAB_CHUNK - 1) & ~(SLAB_CHUNK - 1), false, PAGES_SMALL); /* a resize writes first */
 }
 
 void slab_unmap(void *p, size_t size)
@@ -192,8 +191,11 @@ void slab_start(void)
 
 size_t slab_populate(size_t bytes)
 {
-	size_t faulted = prefault_stop();
+	size_t faulted;
 
+	if (!bytes && !loading) /* slab_start's worker keeps its chunks */
+		return 0;
+	faulted = prefault_stop();
 	loading = bytes != 0;
 	if (!bytes) {
 		slab_start();

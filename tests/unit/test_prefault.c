@@ -41,9 +41,54 @@ static void reset(void)
 	atomic_store(&dropped, 0);
 }
 
-static const char *thp_mode(void);
-static int thp_eligible(const void *p);
-static void ready_wait(size_t n);
+/* The kernel's transparent huge page mode: "always", "madvise" or "never" ("" if unknown). */
+static const char *thp_mode(void)
+{
+	static char mode[16];
+	char line[128] = "";
+	FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
+	char *a, *b;
+
+	if (f) {
+		if (!fgets(line, sizeof(line), f))
+			line[0] = '\0';
+		fclose(f);
+	}
+	mode[0] = '\0';
+	if ((a = strchr(line, '[')) && (b = strchr(a, ']')) && (size_t)(b - a - 1) < sizeof(mode))
+		snprintf(mode, sizeof(mode), "%.*s", (int)(b - a - 1), a + 1);
+	return mode;
+}
+
+/* THPeligible of the mapping that holds p, from /proc/self/smaps; -1 if not found. */
+static int thp_eligible(const void *p)
+{
+	FILE *f = fopen("/proc/self/smaps", "r");
+	char line[512];
+	bool in = false;
+	int v = -1;
+
+	cr_assert_not_null(f);
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long lo, hi;
+		int e;
+
+		if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2)
+			in = (uintptr_t)p >= lo && (uintptr_t)p < hi;
+		else if (in && sscanf(line, "THPeligible: %d", &e) == 1)
+			v = e;
+	}
+	fclose(f);
+	return v;
+}
+
+/* Waits up to 5 s for the worker to have n blocks ready. */
+static void ready_wait(size_t n)
+{
+	for (int i = 0; i < 5000 && prefault_ready() < n; i++)
+		usleep(1000);
+	cr_assert_geq(prefault_ready(), n, "the worker made no chunks ahead");
+}
 
 /* A block from the worker, waiting for it up to 5 s. */
 static void *take_wait(void)
@@ -175,55 +220,6 @@ Test(prefault, a_loads_slab_chunks_come_faulted_in, .init = reset)
 	for (int i = 0; i < 3; i++)
 		cr_assert_eq(slab_ptr(h[i]), rec[i]);
 	slab_fini();
-}
-
-/* The kernel's transparent huge page mode: "always", "madvise" or "never" ("" if unknown). */
-static const char *thp_mode(void)
-{
-	static char mode[16];
-	char line[128] = "";
-	FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
-	char *a, *b;
-
-	if (f) {
-		if (!fgets(line, sizeof(line), f))
-			line[0] = '\0';
-		fclose(f);
-	}
-	mode[0] = '\0';
-	if ((a = strchr(line, '[')) && (b = strchr(a, ']')) && (size_t)(b - a - 1) < sizeof(mode))
-		snprintf(mode, sizeof(mode), "%.*s", (int)(b - a - 1), a + 1);
-	return mode;
-}
-
-/* THPeligible of the mapping that holds p, from /proc/self/smaps; -1 if not found. */
-static int thp_eligible(const void *p)
-{
-	FILE *f = fopen("/proc/self/smaps", "r");
-	char line[512];
-	bool in = false;
-	int v = -1;
-
-	cr_assert_not_null(f);
-	while (fgets(line, sizeof(line), f)) {
-		unsigned long lo, hi;
-		int e;
-
-		if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2)
-			in = (uintptr_t)p >= lo && (uintptr_t)p < hi;
-		else if (in && sscanf(line, "THPeligible: %d", &e) == 1)
-			v = e;
-	}
-	fclose(f);
-	return v;
-}
-
-/* Waits up to 5 s for the worker to have n blocks ready. */
-static void ready_wait(size_t n)
-{
-	for (int i = 0; i < 5000 && prefault_ready() < n; i++)
-		usleep(1000);
-	cr_assert_geq(prefault_ready(), n, "the worker made no chunks ahead");
 }
 
 Test(prefault, chunks_are_made_ahead_in_huge_pages_after_a_load_too, .init = reset)
