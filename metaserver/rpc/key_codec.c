@@ -77,6 +77,18 @@ size_t key_reply_head(uint8_t *head, uint64_t id, int32_t result, size_t items_l
 
 /* ---- KeyBatch requests ---- */
 
+/* A key's bytes (s) copied to *keys and NUL-terminated; *keys moves past them. */
+static char *key_copy(const struct pb_rd *s, char **keys)
+{
+	char *key = *keys;
+	size_t n = (size_t)(s->end - s->p);
+
+	memcpy(key, s->p, n);
+	key[n] = '\0';
+	*keys += n + 1;
+	return key;
+}
+
 /* keys: where the item's key is copied and NUL-terminated, moved past it. */
 static void item_parse(struct pb_rd *r, char **keys, Mmc__KeyItem *it)
 {
@@ -86,14 +98,9 @@ static void item_parse(struct pb_rd *r, char **keys, Mmc__KeyItem *it)
 		switch (tag) {
 		case PB_TAG(1, PB_BYTES): {
 			struct pb_rd s = pb_rd_sub(r);
-			size_t n = (size_t)(s.end - s.p);
 
-			if (r->bad)
-				break;
-			memcpy(*keys, s.p, n);
-			(*keys)[n] = '\0';
-			it->key = *keys;
-			*keys += n + 1;
+			if (!r->bad)
+				it->key = key_copy(&s, keys);
 			break;
 		}
 		case PB_TAG(2, PB_VARINT):
@@ -238,16 +245,167 @@ static bool batch_arrays(struct arena *a, Mmc__KeyBatch *kb, size_t body_len, ch
 	return true;
 }
 
+/* A KeyBatch body: a counting pass, the arrays, a filling pass. */
+static Mmc__KeyBatch *batch_decode(struct arena *a, struct pb_rd body)
+{
+	static const Mmc__KeyBatch batch_init = MMC__KEY_BATCH__INIT;
+	Mmc__KeyBatch *kb = arena_alloc(a, sizeof(*kb));
+	char *keys;
+
+	if (!kb)
+		return NULL;
+	*kb = batch_init;
+	if (!batch_parse(body, NULL, kb) || !batch_arrays(a, kb, (size_t)(body.end - body.p), &keys) ||
+	    !batch_parse(body, &keys, kb))
+		return NULL;
+	return kb;
+}
+
+/* ---- PutBatch requests ---- */
+
+/* Where a filling pass puts a PutBatch's items, their places and their keys: arrays a counting pass sized. */
+struct put_out {
+	Mmc__PutItem *items;
+	Mmc__PutPlace *places, **place_ptrs;
+	char *keys;
+};
+
+/* PutPlace{extent 1, rank 2, incarnation 3, offset 4} */
+static void place_parse(struct pb_rd *r, Mmc__PutPlace *pl)
+{
+	while (!r->bad && r->p < r->end) {
+		uint64_t tag = pb_rd_varint(r);
+
+		switch (tag) {
+		case PB_TAG(1, PB_VARINT):
+			pl->extent = pb_rd_varint(r);
+			break;
+		case PB_TAG(2, PB_VARINT):
+			pl->rank = pb_rd_u32(r);
+			break;
+		case PB_TAG(3, PB_VARINT):
+			pl->incarnation = pb_rd_varint(r);
+			break;
+		case PB_TAG(4, PB_VARINT):
+			pl->offset = pb_rd_varint(r);
+			break;
+		default:
+			r->bad = true;
+		}
+	}
+}
+
+/* PutItem{key 1, size 2, checksum_type 3, checksum 4 (fixed32), places 5}. *np counts the batch's places so far;
+ * o NULL: a counting pass (it is scratch). */
+static void put_item_parse(struct pb_rd *r, Mmc__PutItem *it, struct put_out *o, size_t *np)
+{
+	static const Mmc__PutPlace place_init = MMC__PUT_PLACE__INIT;
+
+	while (!r->bad && r->p < r->end) {
+		uint64_t tag = pb_rd_varint(r);
+
+		switch (tag) {
+		case PB_TAG(1, PB_BYTES): {
+			struct pb_rd s = pb_rd_sub(r);
+
+			if (!r->bad && o)
+				it->key = key_copy(&s, &o->keys);
+			break;
+		}
+		case PB_TAG(2, PB_VARINT):
+			it->size = pb_rd_varint(r);
+			break;
+		case PB_TAG(3, PB_VARINT):
+			it->checksum_type = pb_rd_u32(r);
+			break;
+		case PB_TAG(4, PB_FIXED32):
+			it->checksum = pb_rd_fixed32(r);
+			break;
+		case PB_TAG(5, PB_BYTES): {
+			struct pb_rd s = pb_rd_sub(r);
+			Mmc__PutPlace scratch, *pl = o ? &o->places[*np] : &scratch;
+
+			*pl = place_init;
+			if (o)
+				o->place_ptrs[*np] = pl;
+			place_parse(&s, pl);
+			r->bad |= s.bad;
+			it->n_places++;
+			(*np)++;
+			break;
+		}
+		default:
+			r->bad = true;
+		}
+	}
+}
+
+/* PutBatch{items 1}: counts its items and places (o NULL), or fills the arrays a first pass sized. false: bytes to
+ * leave to protobuf-c. */
+static bool put_parse(struct pb_rd r, struct put_out *o, Mmc__PutBatch *pb, size_t *nplaces)
+{
+	static const Mmc__PutItem item_init = MMC__PUT_ITEM__INIT;
+	size_t ni = 0, np = 0;
+
+	while (!r.bad && r.p < r.end) {
+		Mmc__PutItem scratch, *it = o ? &o->items[ni] : &scratch;
+		struct pb_rd s;
+
+		if (pb_rd_varint(&r) != PB_TAG(1, PB_BYTES)) {
+			r.bad = true;
+			break;
+		}
+		s = pb_rd_sub(&r);
+		*it = item_init;
+		if (o) {
+			it->places = &o->place_ptrs[np];
+			pb->items[ni] = it;
+		}
+		put_item_parse(&s, it, o, &np);
+		r.bad |= s.bad;
+		if (!it->n_places)
+			it->places = NULL;
+		ni++;
+	}
+	pb->n_items = ni;
+	*nplaces = np;
+	return !r.bad;
+}
+
+/* A PutBatch body, as batch_decode: the keys' block is the body's length (a key of n bytes takes n + 2 of it). */
+static Mmc__PutBatch *put_decode(struct arena *a, struct pb_rd body)
+{
+	static const Mmc__PutBatch put_init = MMC__PUT_BATCH__INIT;
+	Mmc__PutBatch *pb = arena_alloc(a, sizeof(*pb));
+	struct put_out o;
+	size_t ni, np;
+
+	if (!pb)
+		return NULL;
+	*pb = put_init;
+	if (!put_parse(body, NULL, pb, &np))
+		return NULL;
+	ni = pb->n_items;
+	o.items = arena_alloc(a, (ni ? ni : 1) * sizeof(*o.items));
+	o.places = arena_alloc(a, (np ? np : 1) * sizeof(*o.places));
+	o.place_ptrs = arena_alloc(a, (np ? np : 1) * sizeof(*o.place_ptrs));
+	o.keys = arena_alloc(a, body.end > body.p ? (size_t)(body.end - body.p) : 1);
+	pb->items = arena_alloc(a, (ni ? ni : 1) * sizeof(*pb->items));
+	if (!o.items || !o.places || !o.place_ptrs || !o.keys || !pb->items || !put_parse(body, &o, pb, &np))
+		return NULL;
+	if (!ni)
+		pb->items = NULL;
+	return pb;
+}
+
 Mmc__Frame *key_frame_decode(struct arena *a, const uint8_t *p, size_t len)
 {
 	static const Mmc__Frame frame_init = MMC__FRAME__INIT;
-	static const Mmc__KeyBatch batch_init = MMC__KEY_BATCH__INIT;
 	struct pb_rd r = {p, p + len, false}, body = {NULL, NULL, true};
-	char *keys;
 	Mmc__Frame *f = arena_alloc(a, sizeof(*f));
-	Mmc__KeyBatch *kb = arena_alloc(a, sizeof(*kb)), **slot;
+	Mmc__KeyBatch **slot;
 
-	if (!f || !kb)
+	if (!f)
 		return NULL;
 	*f = frame_init;
 	while (!r.bad && r.p < r.end) {
@@ -258,18 +416,15 @@ Mmc__Frame *key_frame_decode(struct arena *a, const uint8_t *p, size_t len)
 		} else if ((tag & 7) == PB_BYTES && f->body_case == MMC__FRAME__BODY__NOT_SET) {
 			f->body_case = (Mmc__Frame__BodyCase)(tag >> 3);
 			body = pb_rd_sub(&r);
-			r.bad |= !body_slot(f);
+			r.bad |= !body_slot(f) && f->body_case != MMC__FRAME__BODY_PUT;
 		} else {
 			r.bad = true; /* a second body, or a field this decoder leaves to protobuf-c */
 		}
 	}
 	if (r.bad || body.bad)
 		return NULL;
-	*kb = batch_init;
-	if (!batch_parse(body, NULL, kb) || !batch_arrays(a, kb, (size_t)(body.end - body.p), &keys) ||
-	    !batch_parse(body, &keys, kb))
-		return NULL;
+	if (f->body_case == MMC__FRAME__BODY_PUT)
+		return (f->put = put_decode(a, body)) ? f : NULL;
 	slot = body_slot(f);
-	*slot = kb;
-	return f;
+	return (*slot = batch_decode(a, body)) ? f : NULL;
 }

@@ -1,7 +1,8 @@
 /*
- * The key operations' wire format by hand: the request frames that carry a KeyBatch are decoded, and every
- * KeyBatchReply encoded, without protobuf-c's descriptor walk, which took a third of the loop's time on a batch of
- * lookups (unpack, get_packed_size and pack, each field looked up by its descriptor). The bytes are protobuf's:
+ * The key operations' wire format by hand: the request frames that carry a KeyBatch or a PutBatch are decoded, and
+ * every KeyBatchReply encoded, without protobuf-c's descriptor walk, which took a third of the loop's time on a batch
+ * of lookups (unpack, get_packed_size and pack, each field looked up by its descriptor) and an eighth on a batch of
+ * puts. The bytes are protobuf's:
  * what protobuf-c decodes from a request, what it would encode for a reply (tests/unit/test_key_codec.c compares
  * the two). Loop thread only.
  */
@@ -17,9 +18,9 @@
 #include "mmc.pb-c.h"
 
 /*
- * Decodes a frame of len bytes at p whose body is a KeyBatch (alloc .. prefetch) into the arena, as
- * mmc__frame__unpack would: strings copied and NUL-terminated, repeated fields as arrays. NULL for any other frame,
- * one with a field this decoder does not expect, or bytes it cannot read: protobuf-c decodes those (and refuses
+ * Decodes a frame of len bytes at p whose body is a KeyBatch (alloc .. prefetch) or a PutBatch (put) into the
+ * arena, as mmc__frame__unpack would: strings copied and NUL-terminated, repeated fields as arrays. NULL for any other
+ * frame, one with a field this decoder does not expect, or bytes it cannot read: protobuf-c decodes those (and refuses
  * what it refuses).
  */
 Mmc__Frame *key_frame_decode(struct arena *a, const uint8_t *p, size_t len);
