@@ -263,13 +263,6 @@ static Mmc__KeyBatch *batch_decode(struct arena *a, struct pb_rd body)
 
 /* ---- PutBatch requests ---- */
 
-/* Where a filling pass puts a PutBatch's items, their places and their keys: arrays a counting pass sized. */
-struct put_out {
-	Mmc__PutItem *items;
-	Mmc__PutPlace *places, **place_ptrs;
-	char *keys;
-};
-
 /* PutPlace{extent 1, rank 2, incarnation 3, offset 4} */
 static void place_parse(struct pb_rd *r, Mmc__PutPlace *pl)
 {
@@ -295,11 +288,35 @@ static void place_parse(struct pb_rd *r, Mmc__PutPlace *pl)
 	}
 }
 
-/* PutItem{key 1, size 2, checksum_type 3, checksum 4 (fixed32), places 5}. *np counts the batch's places so far;
- * o NULL: a counting pass (it is scratch). */
-static void put_item_parse(struct pb_rd *r, Mmc__PutItem *it, struct put_out *o, size_t *np)
+/* An item's places, from pl[n] into the arena as protobuf-c lays them out: an array of pointers to each. */
+static bool places_keep(struct arena *a, Mmc__PutItem *it, const Mmc__PutPlace *pl, size_t n)
+{
+	Mmc__PutPlace *copy, **ptrs;
+
+	if (!n)
+		return true;
+	copy = arena_alloc(a, n * sizeof(*copy));
+	ptrs = arena_alloc(a, n * sizeof(*ptrs));
+	if (!copy || !ptrs)
+		return false;
+	for (size_t j = 0; j < n; j++) {
+		copy[j] = pl[j];
+		ptrs[j] = &copy[j];
+	}
+	it->places = ptrs;
+	it->n_places = n;
+	return true;
+}
+
+/*
+ * PutItem{key 1, size 2, checksum_type 3, checksum 4 (fixed32), places 5}, its key copied to *keys. An item of more
+ * places than a put may name is left to protobuf-c (and then refused), so that one pass needs no count of them.
+ */
+static void put_item_parse(struct arena *a, struct pb_rd *r, char **keys, Mmc__PutItem *it)
 {
 	static const Mmc__PutPlace place_init = MMC__PUT_PLACE__INIT;
+	Mmc__PutPlace pl[MMC_WIRE_REPLICAS];
+	size_t n = 0;
 
 	while (!r->bad && r->p < r->end) {
 		uint64_t tag = pb_rd_varint(r);
@@ -308,8 +325,8 @@ static void put_item_parse(struct pb_rd *r, Mmc__PutItem *it, struct put_out *o,
 		case PB_TAG(1, PB_BYTES): {
 			struct pb_rd s = pb_rd_sub(r);
 
-			if (!r->bad && o)
-				it->key = key_copy(&s, &o->keys);
+			if (!r->bad)
+				it->key = key_copy(&s, keys);
 			break;
 		}
 		case PB_TAG(2, PB_VARINT):
@@ -323,78 +340,63 @@ static void put_item_parse(struct pb_rd *r, Mmc__PutItem *it, struct put_out *o,
 			break;
 		case PB_TAG(5, PB_BYTES): {
 			struct pb_rd s = pb_rd_sub(r);
-			Mmc__PutPlace scratch, *pl = o ? &o->places[*np] : &scratch;
 
-			*pl = place_init;
-			if (o)
-				o->place_ptrs[*np] = pl;
-			place_parse(&s, pl);
+			if (r->bad || n == MMC_WIRE_REPLICAS) {
+				r->bad = true;
+				break;
+			}
+			pl[n] = place_init;
+			place_parse(&s, &pl[n++]);
 			r->bad |= s.bad;
-			it->n_places++;
-			(*np)++;
 			break;
 		}
 		default:
 			r->bad = true;
 		}
 	}
+	r->bad |= !places_keep(a, it, pl, n);
 }
 
-/* PutBatch{items 1}: counts its items and places (o NULL), or fills the arrays a first pass sized. false: bytes to
- * leave to protobuf-c. */
-static bool put_parse(struct pb_rd r, struct put_out *o, Mmc__PutBatch *pb, size_t *nplaces)
+/* The number of items of a PutBatch{items 1}, their bytes not read; SIZE_MAX: bytes to leave to protobuf-c. */
+static size_t put_count(struct pb_rd r)
 {
-	static const Mmc__PutItem item_init = MMC__PUT_ITEM__INIT;
-	size_t ni = 0, np = 0;
+	size_t n = 0;
 
 	while (!r.bad && r.p < r.end) {
-		Mmc__PutItem scratch, *it = o ? &o->items[ni] : &scratch;
-		struct pb_rd s;
-
-		if (pb_rd_varint(&r) != PB_TAG(1, PB_BYTES)) {
-			r.bad = true;
-			break;
-		}
-		s = pb_rd_sub(&r);
-		*it = item_init;
-		if (o) {
-			it->places = &o->place_ptrs[np];
-			pb->items[ni] = it;
-		}
-		put_item_parse(&s, it, o, &np);
-		r.bad |= s.bad;
-		if (!it->n_places)
-			it->places = NULL;
-		ni++;
+		r.bad |= pb_rd_varint(&r) != PB_TAG(1, PB_BYTES);
+		pb_rd_sub(&r);
+		n++;
 	}
-	pb->n_items = ni;
-	*nplaces = np;
-	return !r.bad;
+	return r.bad ? SIZE_MAX : n;
 }
 
-/* A PutBatch body, as batch_decode: the keys' block is the body's length (a key of n bytes takes n + 2 of it). */
+/* A PutBatch body: its items counted, then read; the keys' block is the body's length (a key of n bytes takes
+ * n + 2 of it). */
 static Mmc__PutBatch *put_decode(struct arena *a, struct pb_rd body)
 {
 	static const Mmc__PutBatch put_init = MMC__PUT_BATCH__INIT;
+	static const Mmc__PutItem item_init = MMC__PUT_ITEM__INIT;
+	size_t n = put_count(body);
 	Mmc__PutBatch *pb = arena_alloc(a, sizeof(*pb));
-	struct put_out o;
-	size_t ni, np;
+	Mmc__PutItem *items = arena_alloc(a, (n && n != SIZE_MAX ? n : 1) * sizeof(*items));
+	char *keys = arena_alloc(a, body.end > body.p ? (size_t)(body.end - body.p) : 1);
 
-	if (!pb)
+	if (n == SIZE_MAX || !pb || !items || !keys)
 		return NULL;
 	*pb = put_init;
-	if (!put_parse(body, NULL, pb, &np))
+	if (n && !(pb->items = arena_alloc(a, n * sizeof(*pb->items))))
 		return NULL;
-	ni = pb->n_items;
-	o.items = arena_alloc(a, (ni ? ni : 1) * sizeof(*o.items));
-	o.places = arena_alloc(a, (np ? np : 1) * sizeof(*o.places));
-	o.place_ptrs = arena_alloc(a, (np ? np : 1) * sizeof(*o.place_ptrs));
-	o.keys = arena_alloc(a, body.end > body.p ? (size_t)(body.end - body.p) : 1);
-	pb->items = arena_alloc(a, (ni ? ni : 1) * sizeof(*pb->items));
-	if (!o.items || !o.places || !o.place_ptrs || !o.keys || !pb->items || !put_parse(body, &o, pb, &np))
-		return NULL;
-	if (!ni)
-		pb->items = NULL;
+	for (pb->n_items = 0; pb->n_items < n; pb->n_items++) {
+		struct pb_rd s;
+
+		pb_rd_varint(&body); /* the tag put_count read */
+		s = pb_rd_sub(&body);
+		items[pb->n_items] = item_init;
+		pb->items[pb->n_items] = &items[pb->n_items];
+		put_item_parse(a, &s, &keys, &items[pb->n_items]);
+		if (s.bad)
+			return NULL;
+	}
 	return pb;
 }
 

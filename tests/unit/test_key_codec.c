@@ -296,6 +296,38 @@ Test(key_codec, puts_of_another_shape_are_left_to_protobuf_c)
 	arena_fini(&a);
 }
 
+/* An item naming more places than a put may: protobuf-c decodes it, and rpc_put refuses it. */
+Test(key_codec, a_put_item_of_too_many_places_is_left_to_protobuf_c)
+{
+	static uint8_t buf[512];
+	Mmc__Frame fr = MMC__FRAME__INIT, *f;
+	Mmc__PutBatch pb = MMC__PUT_BATCH__INIT;
+	Mmc__PutItem it = MMC__PUT_ITEM__INIT, *items[1] = {&it};
+	Mmc__PutPlace pl[MMC_WIRE_REPLICAS + 1], *pp[MMC_WIRE_REPLICAS + 1];
+	struct arena a;
+	size_t len;
+
+	for (int j = 0; j <= MMC_WIRE_REPLICAS; j++) {
+		mmc__put_place__init(&pl[j]);
+		pl[j].rank = (uint32_t)j;
+		pp[j] = &pl[j];
+	}
+	it.key = "k";
+	it.n_places = MMC_WIRE_REPLICAS + 1;
+	it.places = pp;
+	pb.n_items = 1;
+	pb.items = items;
+	fr.body_case = MMC__FRAME__BODY_PUT;
+	fr.put = &pb;
+	len = mmc__frame__pack(&fr, buf);
+	arena_init(&a);
+	cr_assert_null(key_frame_decode(&a, buf, len));
+	f = mmc__frame__unpack(&a.pbc, len, buf);
+	cr_assert_not_null(f);
+	cr_assert_eq(f->put->items[0]->n_places, MMC_WIRE_REPLICAS + 1);
+	arena_fini(&a);
+}
+
 Test(key_codec, other_shapes_are_left_to_protobuf_c)
 {
 	static uint8_t buf[4096];
