@@ -80,6 +80,35 @@ static void keys(Mmc__Frame__BodyCase which, const char *key, uint64_t size, uin
 	frame(&f);
 }
 
+/* An extent for one 4 KiB object, then the put that publishes it at the extent's start (ids count from 1 in a
+ * fresh server; the first service registered is rank 0, its first incarnation 1). */
+static void extent_put(const char *key)
+{
+	Mmc__Frame f = MMC__FRAME__INIT, g = MMC__FRAME__INIT;
+	Mmc__ExtentRequest er = MMC__EXTENT_REQUEST__INIT;
+	Mmc__PutBatch pb = MMC__PUT_BATCH__INIT;
+	Mmc__PutItem it = MMC__PUT_ITEM__INIT, *items[1] = {&it};
+	Mmc__PutPlace pl = MMC__PUT_PLACE__INIT, *places[1] = {&pl};
+
+	er.bytes = 1u << 20;
+	er.min_bytes = 4096;
+	er.replica_num = 1;
+	f.body_case = MMC__FRAME__BODY_EXTENT_REQUEST;
+	f.extent_request = &er;
+	frame(&f);
+	pl.extent = 1;
+	pl.incarnation = 1;
+	it.key = (char *)key;
+	it.size = 4096;
+	it.n_places = 1;
+	it.places = places;
+	pb.n_items = 1;
+	pb.items = items;
+	g.body_case = MMC__FRAME__BODY_PUT;
+	g.put = &pb;
+	frame(&g);
+}
+
 static void ping(void)
 {
 	Mmc__Frame f = MMC__FRAME__INIT;
@@ -131,6 +160,12 @@ int main(int argc, char **argv)
 	keys(MMC__FRAME__BODY_REMOVE_LEASE, "gva", 0, 0);
 	keys(MMC__FRAME__BODY_EVICT, "gva", 0, 0);
 	save(argv[1], "service-gva");
+	hello();
+	register_service();
+	extent_put("extent42");
+	keys(MMC__FRAME__BODY_GET, "extent42", 0, 0);
+	keys(MMC__FRAME__BODY_REMOVE, "extent42", 0, 0);
+	save(argv[1], "service-extent-put");
 	keys(MMC__FRAME__BODY_GET, "no-hello", 0, 0);
 	save(argv[1], "get-before-hello");
 	return 0;

@@ -296,6 +296,41 @@ Test(key_codec, puts_of_another_shape_are_left_to_protobuf_c)
 	arena_fini(&a);
 }
 
+/* Bytes a client got wrong or made up: whatever the hand decoder takes, protobuf-c takes and reads the same way. */
+Test(key_codec, damaged_puts_are_read_as_protobuf_c_reads_them_or_left_to_it)
+{
+	static uint8_t buf[32 * (100 + MMC_WIRE_REPLICAS * 40) + 64];
+	struct arena a;
+	int taken = 0;
+
+	arena_init(&a);
+	for (int round = 0; round < 5000; round++) {
+		char keys[32][80];
+		size_t len = pack_put(buf, keys, (size_t)(rand_r(&seed) % 5)), flips = 1 + (size_t)(rand_r(&seed) % 3);
+		Mmc__Frame *mine, *ref;
+
+		for (size_t i = 0; i < flips && len; i++)
+			buf[(size_t)rand_r(&seed) % len] ^= (uint8_t)(1u << (rand_r(&seed) % 8));
+		if (rand_r(&seed) % 4 == 0 && len)
+			len = (size_t)rand_r(&seed) % len;
+		mine = key_frame_decode(&a, buf, len);
+		ref = mmc__frame__unpack(NULL, len, buf);
+		if (mine) {
+			cr_assert_not_null(ref, "round %d: taken by hand, refused by protobuf-c", round);
+			cr_assert_eq(mine->id, ref->id);
+			cr_assert_eq(mine->body_case, ref->body_case);
+			if (mine->body_case == MMC__FRAME__BODY_PUT)
+				assert_same_put(mine->put, ref->put);
+			taken++;
+		}
+		if (ref)
+			mmc__frame__free_unpacked(ref, NULL);
+		arena_reset(&a);
+	}
+	cr_assert_gt(taken, 100, "some damaged frames still decode");
+	arena_fini(&a);
+}
+
 /* An item naming more places than a put may: protobuf-c decodes it, and rpc_put refuses it. */
 Test(key_codec, a_put_item_of_too_many_places_is_left_to_protobuf_c)
 {
