@@ -18,6 +18,7 @@
 #include "bench_cluster.h"
 #include "bench_meta.h"
 #include "bench_unbacked.h"
+#include "http_client.h"
 
 #define SLOT                                                                                                           \
 	4096 /* the allocator granule: one tiny object costs this much pool; pools are sized 2x so eviction never runs \
@@ -39,6 +40,9 @@ static const char usage[] =
     "srv_us/key: CPU time of the server's loop thread per key (tiny_get includes the releases, tiny_put the\n"
     "untimed removes);\n"
     "all_us/key: of all its threads (the loop, the metadata store's writer, KVCM's), from /proc.\n"
+    "poll_us/key: the part of srv_us/key the loop spent polling for a next request that did not come\n"
+    "(ock.mmc.meta.loop_spin_us; mmc_loop_spin_seconds_total): CPU spent waiting, which a busy leader does not\n"
+    "spend; srv_us/key less poll_us/key is the work.\n"
     "redis:* rows: a private redis-server (persistence off) holding the same keys, one pipeline per call of the\n"
     "same batch: EXISTS, GET of a 64-byte value, SET of fresh keys (their DELs untimed); srv_us/key is Redis's\n"
     "CPU per key, and a line gives the leader's over Redis's.\n"
@@ -86,12 +90,17 @@ static void pick(const struct index *ix, char **names, const char **out, int bat
 		out[i] = key_name(names[i], (size_t)rand_r(seed) % ix->n);
 }
 
-static void row(const char *op, size_t nkeys, int batch, struct samples *s, double srv_us, double all_us)
+/* us: the loop's (or Redis's) CPU per key, all threads', the loop's polls' (< 0: not measured, as for Redis) */
+static void row(const char *op, size_t nkeys, int batch, struct samples *s, const double us[3])
 {
 	double med = samples_median(s), p99 = samples_p99(s);
 
-	printf("%-14s %9zu %6d %12.0f %9.3f %9.3f %10.3f %10.3f\n", op, nkeys, batch, med > 0 ? batch / med : 0,
-	       med * 1e3, p99 * 1e3, srv_us, all_us);
+	printf("%-14s %9zu %6d %12.0f %9.3f %9.3f %10.3f %10.3f ", op, nkeys, batch, med > 0 ? batch / med : 0,
+	       med * 1e3, p99 * 1e3, us[0], us[1]);
+	if (us[2] < 0)
+		printf("%11s\n", "-");
+	else
+		printf("%11.3f\n", us[2]);
 	samples_free(s);
 	fflush(stdout);
 }
@@ -241,7 +250,8 @@ static int redis_rows(struct meta_redis *rd, size_t n, int batch, double seconds
 			return -1;
 		}
 		us[op] = (double)(cpu_ns(pid) - t0) / 1e3 / ((double)sm.n * batch);
-		row(names[op], n, batch, &sm, us[op], (double)(cpu_all_ns(pid) - a0) / 1e3 / ((double)sm.n * batch));
+		row(names[op], n, batch, &sm,
+		    (const double[3]){us[op], (double)(cpu_all_ns(pid) - a0) / 1e3 / ((double)sm.n * batch), -1});
 	}
 	printf("# the leader's loop CPU per key over Redis's, same keys and batch: batch_is_exist / EXISTS %.2f, "
 	       "get_key_info / GET %.2f, %s / SET %.2f (Redis keeps no placement, lease, LRU order or durable "
@@ -251,8 +261,18 @@ static int redis_rows(struct meta_redis *rd, size_t n, int batch, double seconds
 	return 0;
 }
 
-static int sweep(mmc_store *s, const struct bench_opts *o, int batch, pid_t server, struct meta_redis *rd)
+/* The loop's CPU so far in polls for a request that did not come, ns (0 if /metrics cannot say). */
+static uint64_t polled_ns(const struct metaserver *meta)
 {
+	double s = 0;
+
+	return hc_metric(meta->admin_port, "mmc_loop_spin_seconds_total", &s) == 200 ? (uint64_t)(s * 1e9) : 0;
+}
+
+static int sweep(mmc_store *s, const struct bench_opts *o, int batch, const struct metaserver *meta,
+                 struct meta_redis *rd)
+{
+	pid_t server = meta->pid;
 	uint64_t anon0 = proc_status_bytes(server, "RssAnon");
 	struct anon_mark at = {anon0, 0};
 	static const char *const names[] = {"batch_is_exist", "get_key_info", "tiny_get", "tiny_put", "put_meta"};
@@ -263,17 +283,19 @@ static int sweep(mmc_store *s, const struct bench_opts *o, int batch, pid_t serv
 	for (int k = 0; k < o->nindex && rc == 0; k++) {
 		double fill_rate, srv[OP_PUT_META + 1] = {0};
 		size_t from = ix.n;
-		uint64_t t0 = cpu_ns(server), a0 = cpu_all_ns(server), w0 = proc_write_bytes(server);
+		uint64_t t0 = cpu_ns(server), a0 = cpu_all_ns(server), w0 = proc_write_bytes(server),
+		         p0 = polled_ns(meta);
 
 		if ((rc = index_fill(s, &ix, o->index[k], &fill_rate))) {
 			fprintf(stderr, "mmc-bench meta: filling the index failed\n");
 			break;
 		}
 		if (fill_rate > 0)
-			printf("%-14s %9zu %6d %12.0f %9s %9s %10.3f %10.3f\n", "malloc+finish", (size_t)o->index[k],
-			       FILL_CHUNK, fill_rate, "-", "-",
+			printf("%-14s %9zu %6d %12.0f %9s %9s %10.3f %10.3f %11.3f\n", "malloc+finish",
+			       (size_t)o->index[k], FILL_CHUNK, fill_rate, "-", "-",
 			       (double)(cpu_ns(server) - t0) / 1e3 / (double)(ix.n - from),
-			       (double)(cpu_all_ns(server) - a0) / 1e3 / (double)(ix.n - from));
+			       (double)(cpu_all_ns(server) - a0) / 1e3 / (double)(ix.n - from),
+			       (double)(polled_ns(meta) - p0) / 1e3 / (double)(ix.n - from));
 		if (fill_rate > 0)
 			printf("# the fill wrote %.0f B per key to storage (the server's write_bytes in /proc: the "
 			       "metadata "
@@ -286,11 +308,14 @@ static int sweep(mmc_store *s, const struct bench_opts *o, int batch, pid_t serv
 				continue; /* their 64 bytes would come from or go to a pool nobody maps */
 			t0 = cpu_ns(server);
 			a0 = cpu_all_ns(server);
+			p0 = polled_ns(meta);
 			rc = measure(s, (enum meta_op)op, &ix, batch, o->seconds, &sm);
 			srv[op] = (double)(cpu_ns(server) - t0) / 1e3 / ((double)sm.n * batch);
 			if (rc == 0)
-				row(names[op], ix.n, batch, &sm, srv[op],
-				    (double)(cpu_all_ns(server) - a0) / 1e3 / ((double)sm.n * batch));
+				row(names[op], ix.n, batch, &sm,
+				    (const double[3]){srv[op],
+				                      (double)(cpu_all_ns(server) - a0) / 1e3 / ((double)sm.n * batch),
+				                      (double)(polled_ns(meta) - p0) / 1e3 / ((double)sm.n * batch)});
 			samples_free(&sm);
 		}
 		if (rc == 0 && rd)
@@ -436,9 +461,9 @@ int bench_meta_main(int argc, char **argv, const char *self)
 		       "%.1f GiB%s\n",
 		       bench_proto_str(o.protocols[0]), o.sync[y] ? "on" : "off", o.unbacked ? "an unbacked" : "a",
 		       (double)pool / (1 << 30), o.tenant ? ", every store tenant \"bench\"" : "");
-		printf("%-14s %9s %6s %12s %9s %9s %10s %10s\n", "op", "index", "batch", "keys/s", "p50ms", "p99ms",
-		       "srv_us/key", "all_us/key");
-		rc = s ? sweep(s, &o, batch, c.meta.pid, rd) : -1;
+		printf("%-14s %9s %6s %12s %9s %9s %10s %10s %11s\n", "op", "index", "batch", "keys/s", "p50ms",
+		       "p99ms", "srv_us/key", "all_us/key", "poll_us/key");
+		rc = s ? sweep(s, &o, batch, &c.meta, rd) : -1;
 		meta_redis_stop(rd);
 		if (rc == 0 && (o.procs > 1 || o.threads > 1))
 			rc = bench_meta_many(self, c.meta.url, o.protocols[0], o.index[o.nindex - 1], batch, o.procs,
