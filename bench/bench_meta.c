@@ -269,6 +269,28 @@ static uint64_t polled_ns(const struct metaserver *meta)
 	return hc_metric(meta->admin_port, "mmc_loop_spin_seconds_total", &s) == 200 ? (uint64_t)(s * 1e9) : 0;
 }
 
+/* The server's CPU counters at the start of a measurement: the loop's, all threads', the loop's polls'. */
+struct cpu_mark {
+	uint64_t loop, all, polled;
+};
+
+/* The /metrics request is served by the server too: it is made before the CPU is read here, and after it is read
+ * in cpu_per_key, so that its own cost falls outside the measurement. */
+static struct cpu_mark cpu_mark(const struct metaserver *meta)
+{
+	uint64_t polled = polled_ns(meta);
+
+	return (struct cpu_mark){cpu_ns(meta->pid), cpu_all_ns(meta->pid), polled};
+}
+
+/* µs per key since at, for row(): the loop's, all threads', the loop's polls' */
+static void cpu_per_key(const struct metaserver *meta, const struct cpu_mark *at, double keys, double us[3])
+{
+	us[0] = (double)(cpu_ns(meta->pid) - at->loop) / 1e3 / keys;
+	us[1] = (double)(cpu_all_ns(meta->pid) - at->all) / 1e3 / keys;
+	us[2] = (double)(polled_ns(meta) - at->polled) / 1e3 / keys;
+}
+
 static int sweep(mmc_store *s, const struct bench_opts *o, int batch, const struct metaserver *meta,
                  struct meta_redis *rd)
 {
@@ -283,39 +305,34 @@ static int sweep(mmc_store *s, const struct bench_opts *o, int batch, const stru
 	for (int k = 0; k < o->nindex && rc == 0; k++) {
 		double fill_rate, srv[OP_PUT_META + 1] = {0};
 		size_t from = ix.n;
-		uint64_t t0 = cpu_ns(server), a0 = cpu_all_ns(server), w0 = proc_write_bytes(server),
-		         p0 = polled_ns(meta);
+		struct cpu_mark cpu = cpu_mark(meta);
+		uint64_t w0 = proc_write_bytes(server);
+		double us[3];
 
 		if ((rc = index_fill(s, &ix, o->index[k], &fill_rate))) {
 			fprintf(stderr, "mmc-bench meta: filling the index failed\n");
 			break;
 		}
-		if (fill_rate > 0)
+		if (fill_rate > 0) {
+			cpu_per_key(meta, &cpu, (double)(ix.n - from), us);
 			printf("%-14s %9zu %6d %12.0f %9s %9s %10.3f %10.3f %11.3f\n", "malloc+finish",
-			       (size_t)o->index[k], FILL_CHUNK, fill_rate, "-", "-",
-			       (double)(cpu_ns(server) - t0) / 1e3 / (double)(ix.n - from),
-			       (double)(cpu_all_ns(server) - a0) / 1e3 / (double)(ix.n - from),
-			       (double)(polled_ns(meta) - p0) / 1e3 / (double)(ix.n - from));
-		if (fill_rate > 0)
+			       (size_t)o->index[k], FILL_CHUNK, fill_rate, "-", "-", us[0], us[1], us[2]);
 			printf("# the fill wrote %.0f B per key to storage (the server's write_bytes in /proc: the "
 			       "metadata "
 			       "store's pages, written back so far)\n",
 			       (double)(proc_write_bytes(server) - w0) / (double)(ix.n - from));
+		}
 		for (int op = OP_EXIST; op <= last && rc == 0; op++) {
 			struct samples sm = {0};
 
 			if (o->unbacked && (op == OP_TINY_GET || op == OP_TINY_PUT))
 				continue; /* their 64 bytes would come from or go to a pool nobody maps */
-			t0 = cpu_ns(server);
-			a0 = cpu_all_ns(server);
-			p0 = polled_ns(meta);
+			cpu = cpu_mark(meta);
 			rc = measure(s, (enum meta_op)op, &ix, batch, o->seconds, &sm);
-			srv[op] = (double)(cpu_ns(server) - t0) / 1e3 / ((double)sm.n * batch);
+			cpu_per_key(meta, &cpu, (double)sm.n * batch, us);
+			srv[op] = us[0];
 			if (rc == 0)
-				row(names[op], ix.n, batch, &sm,
-				    (const double[3]){srv[op],
-				                      (double)(cpu_all_ns(server) - a0) / 1e3 / ((double)sm.n * batch),
-				                      (double)(polled_ns(meta) - p0) / 1e3 / ((double)sm.n * batch)});
+				row(names[op], ix.n, batch, &sm, us);
 			samples_free(&sm);
 		}
 		if (rc == 0 && rd)

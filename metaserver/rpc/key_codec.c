@@ -377,14 +377,18 @@ static Mmc__PutBatch *put_decode(struct arena *a, struct pb_rd body)
 	static const Mmc__PutBatch put_init = MMC__PUT_BATCH__INIT;
 	static const Mmc__PutItem item_init = MMC__PUT_ITEM__INIT;
 	size_t n = put_count(body);
-	Mmc__PutBatch *pb = arena_alloc(a, sizeof(*pb));
-	Mmc__PutItem *items = arena_alloc(a, (n && n != SIZE_MAX ? n : 1) * sizeof(*items));
-	char *keys = arena_alloc(a, body.end > body.p ? (size_t)(body.end - body.p) : 1);
+	Mmc__PutBatch *pb;
+	Mmc__PutItem *items;
+	char *keys;
 
-	if (n == SIZE_MAX || !pb || !items || !keys)
+	if (n == SIZE_MAX || !(pb = arena_alloc(a, sizeof(*pb))))
 		return NULL;
 	*pb = put_init;
-	if (n && !(pb->items = arena_alloc(a, n * sizeof(*pb->items))))
+	if (n == 0)
+		return pb;
+	items = arena_alloc(a, n * sizeof(*items));
+	keys = arena_alloc(a, (size_t)(body.end - body.p));
+	if (!items || !keys || !(pb->items = arena_alloc(a, n * sizeof(*pb->items))))
 		return NULL;
 	for (pb->n_items = 0; pb->n_items < n; pb->n_items++) {
 		struct pb_rd s;
