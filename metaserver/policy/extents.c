@@ -213,7 +213,7 @@ static int check_place(struct meta *m, const struct session *s, const struct put
 }
 
 /* Takes [start, end) out of e's uncarved pieces and makes it a block of its own (checked by check_place). */
-static int carve(struct meta *m, struct extent *e, uint64_t start, uint64_t end)
+static int carve(struct meta *m, struct extent *e, uint64_t start, uint64_t end, uint64_t now_ms)
 {
 	int i = piece_of(e, start, end);
 	uint64_t pstart = e->pieces[i].start, pend = e->pieces[i].end;
@@ -235,7 +235,7 @@ static int carve(struct meta *m, struct extent *e, uint64_t start, uint64_t end)
 		memmove(&e->pieces[i], &e->pieces[i + 1], (e->npieces - (uint32_t)i - 1) * sizeof(e->pieces[0]));
 		e->npieces--;
 	}
-	e->idle_at_ms = clock_ms() + EXTENT_IDLE_MS;
+	e->idle_at_ms = now_ms + EXTENT_IDLE_MS;
 	return 0;
 }
 
@@ -269,18 +269,16 @@ static void uncarve(struct meta *m, struct object *o, size_t carved)
 	}
 }
 
-int extents_put(struct meta *m, struct session *s, const struct put_item *it, bool *durable)
+int extents_put(struct meta *m, struct session *s, const struct put_item *it, uint64_t now_ms, bool *durable)
 {
 	struct extent *ext[MMC_WIRE_REPLICAS];
 	struct object *o;
 	size_t len;
 	int rc = check_item(m, s, it, &len, ext);
-	uint64_t hash;
 
 	if (rc)
 		return rc;
-	hash = object_hash(it->key, len);
-	if (alloc_queue_existing(m, it->key, len, hash, durable))
+	if (alloc_queue_existing(m, it->key, len, it->hash, durable))
 		return MMC_DUPLICATED_OBJECT; /* its bytes stay in the extent's uncarved space */
 	if (m->tenants.n && (rc = eviction_tenant_room(m, s->tenant, tenant_bytes(it->size, (uint32_t)it->nplaces))))
 		return rc; /* its bytes stay in the extent's uncarved space, as a duplicate's do */
@@ -290,7 +288,7 @@ int extents_put(struct meta *m, struct session *s, const struct put_item *it, bo
 		const struct put_place *p = &it->places[j];
 		struct service *svc = extent_service(m, ext[j]);
 
-		if ((rc = carve(m, ext[j], p->offset, p->offset + aligned(it->size)))) {
+		if ((rc = carve(m, ext[j], p->offset, p->offset + aligned(it->size), now_ms))) {
 			uncarve(m, o, j);
 			object_free(o);
 			return rc;
@@ -301,7 +299,7 @@ int extents_put(struct meta *m, struct session *s, const struct put_item *it, bo
 	o->checksum_type = (uint8_t)it->checksum_type;
 	o->checksum = it->checksum;
 	o->state = MMC_BLOB_ALLOCATED;
-	object_index_add(m, o, hash);
+	object_index_add(m, o, it->hash);
 	object_publish(m, o);
 	return 0;
 }

@@ -74,10 +74,12 @@ struct put_item {
 	uint32_t checksum_type, checksum;
 	const struct put_place *places; /* one per replica */
 	size_t nplaces;
+	uint64_t hash; /* object_hash of key: the caller hashes a batch first, to prefetch its lookups */
 };
 
 /*
  * Publishes one object s wrote into its extents: READABLE, its record in this turn's batch (the reply waits for it).
+ * now_ms is clock_ms() of the batch: the extents it carves stay held until EXTENT_IDLE_MS after it.
  * Every place must lie, size rounded up to 4 KiB, inside an uncarved part of an extent s holds, on the live service
  * (rank, incarnation) it names, all on distinct services; the places become the object's blocks. Returns 0;
  * MMC_DUPLICATED_OBJECT (the key exists: first writer wins, nothing carved; *durable as alloc_queue_existing);
@@ -85,7 +87,7 @@ struct put_item {
  * MMC_UNMATCHED_KEY (an extent s does not hold, or whose service is gone or is another incarnation: the store
  * allocates it again); MMC_MALLOC_FAILED.
  */
-int extents_put(struct meta *m, struct session *s, const struct put_item *it, bool *durable);
+int extents_put(struct meta *m, struct session *s, const struct put_item *it, uint64_t now_ms, bool *durable);
 
 /* s is done with extent id (unknown ids are ignored): its uncarved space goes back to the pool, through quarantine
  * when failed_writes (a write of s there was given up and may still land). */

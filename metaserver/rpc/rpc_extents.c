@@ -3,11 +3,13 @@
 #include <string.h>
 
 #include "arena.h"
+#include "clock.h"
 #include "conn.h"
 #include "extents.h"
 #include "key_reply.h"
 #include "log.h"
 #include "mmc/mmc.h"
+#include "objects.h"
 #include "rpc.h"
 
 static void send_grant(struct conn *c, uint64_t id, int result, struct extent *const *e, uint32_t n)
@@ -59,7 +61,7 @@ void rpc_extent_request(struct conn *c, const Mmc__Frame *f)
 }
 
 /* One item's places out of the request, into the arena. */
-static int item_of(struct conn *c, const Mmc__PutItem *pi, struct put_item *it)
+static int item_of(struct conn *c, const Mmc__PutItem *pi, uint64_t hash, struct put_item *it)
 {
 	struct put_place *pl;
 
@@ -70,8 +72,25 @@ static int item_of(struct conn *c, const Mmc__PutItem *pi, struct put_item *it)
 	for (size_t j = 0; j < pi->n_places; j++)
 		pl[j] = (struct put_place){pi->places[j]->extent, pi->places[j]->rank, pi->places[j]->incarnation,
 		                           pi->places[j]->offset};
-	*it = (struct put_item){pi->key, pi->size, pi->checksum_type, pi->checksum, pl, pi->n_places};
+	*it = (struct put_item){pi->key, pi->size, pi->checksum_type, pi->checksum, pl, pi->n_places, hash};
 	return 0;
+}
+
+/* The batch's keys hashed and their buckets on the way before the first lookup, as a KeyBatch's are: most keys
+ * of a put are new, and finding that out is a walk to the end of a chain that is in no cache. */
+static uint64_t *hash_items(struct conn *c, const Mmc__PutBatch *req)
+{
+	uint64_t *hash = arena_alloc(&c->m->arena, req->n_items * sizeof(*hash));
+
+	if (!hash)
+		return NULL;
+	for (size_t i = 0; i < req->n_items; i++) {
+		const char *key = req->items[i]->key ? req->items[i]->key : "";
+
+		hash[i] = object_hash(key, strlen(key));
+	}
+	objects_prefetch(c->m, hash, req->n_items);
+	return hash;
 }
 
 /* Answered once the batch holding the new records is durable, like a commit. */
@@ -79,6 +98,7 @@ void rpc_put(struct conn *c, const Mmc__Frame *f)
 {
 	const Mmc__PutBatch *req = f->put;
 	struct key_result *res;
+	uint64_t *hash, now = clock_ms();
 	bool durable = true;
 	size_t bad = 0;
 
@@ -86,17 +106,18 @@ void rpc_put(struct conn *c, const Mmc__Frame *f)
 		rpc_reply_code(c, f->id, MMC_INVALID_PARAM);
 		return;
 	}
-	if (!(res = arena_alloc(&c->m->arena, req->n_items * sizeof(*res)))) {
+	if (!(res = arena_alloc(&c->m->arena, req->n_items * sizeof(*res))) || !(hash = hash_items(c, req))) {
 		rpc_reply_code(c, f->id, MMC_MALLOC_FAILED);
 		return;
 	}
 	for (size_t i = 0; i < req->n_items; i++) {
 		struct put_item it;
 
+		objects_prefetch_step(c->m, hash, req->n_items, i, false);
 		memset(&res[i], 0, sizeof(res[i]));
-		res[i].result = item_of(c, req->items[i], &it);
+		res[i].result = item_of(c, req->items[i], hash[i], &it);
 		if (!res[i].result)
-			res[i].result = extents_put(c->m, &c->session, &it, &durable);
+			res[i].result = extents_put(c->m, &c->session, &it, now, &durable);
 		bad += res[i].result && res[i].result != MMC_DUPLICATED_OBJECT;
 	}
 	if (bad)

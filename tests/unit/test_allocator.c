@@ -330,6 +330,83 @@ Test(allocator, random_with_splits_holds_and_a_rebuild_against_a_model)
 	alloc_destroy(re);
 }
 
+/* Who holds page p in the model below: the first page of its block, FREE_PAGE, or a held block's first page |
+ * HELD_PAGE. */
+enum { FREE_PAGE = -1, HELD_PAGE = 1 << 30 };
+
+/* The reply alloc_split owes the model: 0 when [p, p + pages) lies inside one reserved, unheld block. */
+static int model_split(const int *owner, int npages, int p, int pages)
+{
+	if (p + pages > npages || owner[p] == FREE_PAGE || owner[p] & HELD_PAGE)
+		return MMC_INVALID_PARAM;
+	for (int q = p + 1; q < p + pages; q++)
+		if (owner[q] != owner[p])
+			return MMC_INVALID_PARAM;
+	return 0;
+}
+
+/* A block is the run of pages with one owner: its size from its first page, as alloc_block_size gives it. */
+static uint64_t model_block_size(const int *owner, int npages, int p)
+{
+	int q = p;
+
+	if (owner[p] != p)
+		return 0;
+	while (q < npages && owner[q] == p)
+		q++;
+	return (uint64_t)(q - p) * PAGE;
+}
+
+/* Splits anywhere, of any size, good and bad, in blocks that span leaves of 128 MiB, some held: alloc_split's answer
+ * and every block's size after it, against a model of who owns each page. */
+Test(allocator, splits_anywhere_against_a_model)
+{
+	enum { LEAF = 32768, PAGES = 3 * LEAF, LIVE = 64 };
+	struct batches b = {0};
+	struct allocator *a = alloc_create((uint64_t)PAGES * PAGE);
+	static int owner[PAGES];
+	uint64_t o, seq = 0;
+
+	cr_assert_not_null(a);
+	alloc_set_durability(a, batch_state, &b);
+	for (int p = 0; p < PAGES; p++)
+		owner[p] = FREE_PAGE;
+	srand(29);
+	for (int step = 0; step < 4000; step++) {
+		int op = rand() % 10, p = rand() % PAGES, pages = 1 + rand() % (rand() % 2 ? 4 : 2 * LEAF);
+
+		if (op < 2 && alloc_reserve(a, (uint64_t)(1 + rand() % LEAF) * PAGE, &o) == 0) {
+			uint64_t size = alloc_block_size(a, o);
+
+			for (uint64_t q = o / PAGE; q < (o + size) / PAGE; q++)
+				owner[q] = (int)(o / PAGE);
+		} else if (op == 2 && owner[p] == p) { /* release after a batch that has not landed: held */
+			cr_assert_eq(alloc_release_after(a, (uint64_t)p * PAGE, ++seq), 0);
+			for (int q = p; q < PAGES && owner[q] == p; q++)
+				owner[q] = p | HELD_PAGE;
+		} else if (op > 2) {
+			int want = model_split(owner, PAGES, p, pages), from = owner[p] & ~HELD_PAGE;
+
+			cr_assert_eq(alloc_split(a, (uint64_t)p * PAGE, (uint64_t)pages * PAGE), want,
+			             "page %d, %d pages", p, pages);
+			if (want)
+				continue;
+			for (int q = p; q < p + pages; q++)
+				owner[q] = p;
+			for (int q = p + pages; q < PAGES && owner[q] == from; q++)
+				owner[q] = p + pages;
+			cr_assert_eq(alloc_block_size(a, (uint64_t)from * PAGE), model_block_size(owner, PAGES, from));
+			cr_assert_eq(alloc_block_size(a, (uint64_t)p * PAGE), (uint64_t)pages * PAGE);
+			if (p + pages < PAGES)
+				cr_assert_eq(alloc_block_size(a, (uint64_t)(p + pages) * PAGE),
+				             model_block_size(owner, PAGES, p + pages));
+		}
+	}
+	for (int p = 0; p < PAGES; p++)
+		cr_assert_eq(alloc_block_size(a, (uint64_t)p * PAGE), model_block_size(owner, PAGES, p), "page %d", p);
+	alloc_destroy(a);
+}
+
 /* The allocator's invariants are MMC_ASSERTs: a debug build stops at a broken one; a release build (NDEBUG)
  * compiles them out. */
 #ifndef NDEBUG

@@ -540,10 +540,10 @@ static struct extent *grant1(int w, uint64_t bytes, uint64_t min_bytes)
 static int put_at(int w, const char *key, uint64_t size, const struct extent *e, uint64_t offset)
 {
 	struct put_place pl = {e->id, e->rank, e->incarnation, offset};
-	struct put_item it = {key, size, MMC_WIRE_CHECKSUM_CRC32C, 0x1234, &pl, 1};
+	struct put_item it = {key, size, MMC_WIRE_CHECKSUM_CRC32C, 0x1234, &pl, 1, object_hash(key, strlen(key))};
 	bool durable = false;
 
-	return extents_put(&m, &sess[w], &it, &durable);
+	return extents_put(&m, &sess[w], &it, clock_ms(), &durable);
 }
 
 Test(extents, a_grant_is_used_space_and_goes_back_when_the_session_ends)
@@ -682,7 +682,7 @@ Test(extents, lanes_spread_over_services_and_replicas_are_distinct)
 	struct extent *e[MMC_WIRE_REPLICAS * MMC_WIRE_EXTENT_LANES];
 	struct extent_call call = {.session = &sess[0], .bytes = MiB, .min_bytes = 4096, .replicas = 1, .spread = true};
 	struct put_place pl[2];
-	struct put_item it = {"two", 4096, 0, 0, pl, 2};
+	struct put_item it = {"two", 4096, 0, 0, pl, 2, object_hash("two", 3)};
 	uint32_t lanes;
 	bool durable;
 
@@ -701,12 +701,14 @@ Test(extents, lanes_spread_over_services_and_replicas_are_distinct)
 	cr_assert_neq(e[0]->rank, e[1]->rank);
 	for (int r = 0; r < 2; r++)
 		pl[r] = (struct put_place){e[r]->id, e[r]->rank, e[r]->incarnation, e[r]->start};
-	cr_assert_eq(extents_put(&m, &sess[0], &it, &durable), 0);
+	cr_assert_eq(extents_put(&m, &sess[0], &it, clock_ms(), &durable), 0);
 	cr_assert_eq(object_find(&m, "two", 3)->nblobs, 2);
 	pl[1] = pl[0];
 	it.key = "same";
+	it.hash = object_hash("same", 4);
 	pl[0].offset = pl[1].offset = e[0]->start + 4096;
-	cr_assert_eq(extents_put(&m, &sess[0], &it, &durable), MMC_INVALID_PARAM, "two replicas on one service");
+	cr_assert_eq(extents_put(&m, &sess[0], &it, clock_ms(), &durable), MMC_INVALID_PARAM,
+	             "two replicas on one service");
 }
 
 TestSuite(tier, .init = setup, .fini = teardown, .timeout = 30);
