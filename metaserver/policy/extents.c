@@ -10,6 +10,7 @@
 #include "eviction.h"
 #include "log.h"
 #include "mmc/mmc.h"
+#include "mmc_assert.h"
 #include "objects.h"
 #include "placement.h"
 #include "quarantine.h"
@@ -278,6 +279,7 @@ int extents_put(struct meta *m, struct session *s, const struct put_item *it, ui
 
 	if (rc)
 		return rc;
+	MMC_ASSERT(it->hash == object_hash(it->key, len)); /* else the key would go into another key's chain */
 	if (alloc_queue_existing(m, it->key, len, it->hash, durable))
 		return MMC_DUPLICATED_OBJECT; /* its bytes stay in the extent's uncarved space */
 	if (m->tenants.n && (rc = eviction_tenant_room(m, s->tenant, tenant_bytes(it->size, (uint32_t)it->nplaces))))

@@ -175,7 +175,7 @@ static void op_simple(struct conn *c, const Mmc__Frame *f, const Mmc__KeyBatch *
 		case MMC__FRAME__BODY_REMOVE:
 			answer(rp, o ? 0 : MMC_OBJECT_NOT_EXISTS, NULL, -1, 0, 0);
 			if (o)
-				object_drop(c->m, o);
+				object_drop_hashed(c->m, o, rp->hash[i]);
 			break;
 		case MMC__FRAME__BODY_EXIST:
 			exists = o && object_readable(o);

@@ -271,13 +271,13 @@ void object_index_add(struct meta *m, struct object *o, uint64_t hash)
 		tenant_count(m, o, 1);
 }
 
-void object_index_del(struct meta *m, struct object *o)
+static void index_del_hashed(struct meta *m, struct object *o, uint64_t hash)
 {
-	uint64_t hash = object_hash(object_key(o), o->keylen);
 	uint32_t *p = bucket_of(m, hash);
 
 	while (*p && *p != o->self)
 		p = &object_at(*p)->hnext;
+	MMC_ASSERT(*p); /* in_index: it is in the chain of its key's hash, or that hash is not its key's */
 	if (*p) {
 		*p = o->hnext;
 		shard_of(m, hash)->count--;
@@ -287,6 +287,11 @@ void object_index_del(struct meta *m, struct object *o)
 	}
 	o->in_index = false;
 	o->hnext = 0;
+}
+
+void object_index_del(struct meta *m, struct object *o)
+{
+	index_del_hashed(m, o, object_hash(object_key(o), o->keylen));
 }
 
 bool object_readable(const struct object *o)
@@ -506,13 +511,18 @@ static bool pinned_now(struct object *o)
 
 void object_drop(struct meta *m, struct object *o)
 {
+	object_drop_hashed(m, o, o->in_index ? object_hash(object_key(o), o->keylen) : 0);
+}
+
+void object_drop_hashed(struct meta *m, struct object *o, uint64_t hash)
+{
 	/* an unfinished put (not GVA: its write lease bounds its writes) that failed or whose writer left */
 	bool reachable = o->state == MMC_BLOB_ALLOCATED && !o->gva && !o->persisted;
 	uint64_t unlink_seq = 0;
 
 	MMC_ASSERT(o->state != MMC_BLOB_REMOVING); /* -> REMOVING once: a removed object is in no index or list */
 	if (o->in_index)
-		object_index_del(m, o);
+		index_del_hashed(m, o, hash);
 	olist_del(o);
 	if (o->persisted) {
 		unpersist(m, o);

@@ -157,6 +157,8 @@ uint32_t object_media(const struct object *o);
  * last lease is released or expires and, for a put still being written, when its writer commits or disconnects.
  */
 void object_drop(struct meta *m, struct object *o);
+/* object_drop of an object found under hash (its key's object_hash): a batch's removes do not hash each key twice. */
+void object_drop_hashed(struct meta *m, struct object *o, uint64_t hash);
 /* Forgets one blob (its service left): the space is not released to a dead allocator. Drops o if none remain. */
 void object_lose_blob(struct meta *m, struct object *o, struct blob *b);
 

@@ -357,11 +357,12 @@ static uint64_t model_block_size(const int *owner, int npages, int p)
 	return (uint64_t)(q - p) * PAGE;
 }
 
-/* Splits anywhere, of any size, good and bad, in blocks that span leaves of 128 MiB, some held: alloc_split's answer
- * and every block's size after it, against a model of who owns each page. */
+/* Splits anywhere, of any size, good and bad, in blocks that span leaves of 128 MiB, some held and some landed (the
+ * holes they leave between blocks): alloc_split's answer and every block's size after it, against a model of who
+ * owns each page. */
 Test(allocator, splits_anywhere_against_a_model)
 {
-	enum { LEAF = 32768, PAGES = 3 * LEAF, LIVE = 64 };
+	enum { LEAF = 32768, PAGES = 3 * LEAF };
 	struct batches b = {0};
 	struct allocator *a = alloc_create((uint64_t)PAGES * PAGE);
 	static int owner[PAGES];
@@ -372,38 +373,109 @@ Test(allocator, splits_anywhere_against_a_model)
 	for (int p = 0; p < PAGES; p++)
 		owner[p] = FREE_PAGE;
 	srand(29);
-	for (int step = 0; step < 4000; step++) {
-		int op = rand() % 10, p = rand() % PAGES, pages = 1 + rand() % (rand() % 2 ? 4 : 2 * LEAF);
+	for (int step = 0; step < 6000; step++) {
+		int op = rand() % 12, p = rand() % PAGES, small = rand() % 2,
+		    pages = 1 + rand() % (small ? 4 : 2 * LEAF);
+		int want, from;
 
-		if (op < 2 && alloc_reserve(a, (uint64_t)(1 + rand() % LEAF) * PAGE, &o) == 0) {
-			uint64_t size = alloc_block_size(a, o);
+		if (op < 2) { /* a reserve: best fit, so the holes landed batches leave fill again */
+			int n = 1 + rand() % (small ? 16 : LEAF);
 
-			for (uint64_t q = o / PAGE; q < (o + size) / PAGE; q++)
-				owner[q] = (int)(o / PAGE);
-		} else if (op == 2 && owner[p] == p) { /* release after a batch that has not landed: held */
-			cr_assert_eq(alloc_release_after(a, (uint64_t)p * PAGE, ++seq), 0);
-			for (int q = p; q < PAGES && owner[q] == p; q++)
-				owner[q] = p | HELD_PAGE;
-		} else if (op > 2) {
-			int want = model_split(owner, PAGES, p, pages), from = owner[p] & ~HELD_PAGE;
-
-			cr_assert_eq(alloc_split(a, (uint64_t)p * PAGE, (uint64_t)pages * PAGE), want,
-			             "page %d, %d pages", p, pages);
-			if (want)
-				continue;
-			for (int q = p; q < p + pages; q++)
-				owner[q] = p;
-			for (int q = p + pages; q < PAGES && owner[q] == from; q++)
-				owner[q] = p + pages;
-			cr_assert_eq(alloc_block_size(a, (uint64_t)from * PAGE), model_block_size(owner, PAGES, from));
-			cr_assert_eq(alloc_block_size(a, (uint64_t)p * PAGE), (uint64_t)pages * PAGE);
-			if (p + pages < PAGES)
-				cr_assert_eq(alloc_block_size(a, (uint64_t)(p + pages) * PAGE),
-				             model_block_size(owner, PAGES, p + pages));
+			if (alloc_reserve(a, (uint64_t)n * PAGE, &o) == 0)
+				for (int q = (int)(o / PAGE); q < (int)(o / PAGE) + n; q++) {
+					cr_assert_eq(owner[q], FREE_PAGE, "page %d handed out twice", q);
+					owner[q] = (int)(o / PAGE);
+				}
+			continue;
 		}
+		if (op == 2 && owner[p] != FREE_PAGE &&
+		    !(owner[p] & HELD_PAGE)) { /* release the block of p, after a batch */
+			int first = owner[p];
+
+			cr_assert_eq(alloc_release_after(a, (uint64_t)first * PAGE, ++seq), 0);
+			for (int q = first; q < PAGES && owner[q] == first; q++)
+				owner[q] = first | HELD_PAGE;
+			continue;
+		}
+		if (op == 3) { /* the batches land: held blocks become holes */
+			b.durable = seq;
+			(void)alloc_held(a);
+			for (int q = 0; q < PAGES; q++)
+				if (owner[q] & HELD_PAGE && owner[q] != FREE_PAGE)
+					owner[q] = FREE_PAGE;
+			continue;
+		}
+		want = model_split(owner, PAGES, p, pages);
+		from = owner[p];
+		cr_assert_eq(alloc_split(a, (uint64_t)p * PAGE, (uint64_t)pages * PAGE), want, "page %d, %d pages", p,
+		             pages);
+		if (want)
+			continue;
+		for (int q = p; q < p + pages; q++)
+			owner[q] = p;
+		for (int q = p + pages; q < PAGES && owner[q] == from; q++)
+			owner[q] = p + pages;
+		cr_assert_eq(alloc_block_size(a, (uint64_t)from * PAGE), model_block_size(owner, PAGES, from));
+		cr_assert_eq(alloc_block_size(a, (uint64_t)p * PAGE), (uint64_t)pages * PAGE);
+		if (p + pages < PAGES)
+			cr_assert_eq(alloc_block_size(a, (uint64_t)(p + pages) * PAGE),
+			             model_block_size(owner, PAGES, p + pages));
 	}
 	for (int p = 0; p < PAGES; p++)
 		cr_assert_eq(alloc_block_size(a, (uint64_t)p * PAGE), model_block_size(owner, PAGES, p), "page %d", p);
+	alloc_destroy(a);
+}
+
+/* The ends a split can meet, one by one: the next block's start, a hole, a held block, the pool's end, a leaf's end;
+ * and the arguments it refuses. Each good split adds one block at an end and two in a middle. */
+Test(allocator, split_at_every_kind_of_end)
+{
+	enum { LEAF = 32768, PAGES = 3 * LEAF };
+	const uint64_t P = PAGE;
+	struct batches b = {0};
+	struct allocator *a = alloc_create(PAGES * P);
+	uint64_t x[5], n;
+
+	alloc_set_durability(a, batch_state, &b);
+	/* A [0, LEAF+100) | R [.., +10) | hole [.., +10) | H held [.., +10) | T to the pool's end */
+	cr_assert_eq(alloc_reserve(a, (LEAF + 100) * P, &x[0]), 0);
+	for (int i = 1; i < 4; i++)
+		cr_assert_eq(alloc_reserve(a, 10 * P, &x[i]), 0);
+	cr_assert_eq(alloc_reserve(a, (PAGES - LEAF - 130) * P, &x[4]), 0);
+	cr_assert_eq(x[4], (LEAF + 130) * P);
+	cr_assert_eq(alloc_release(a, x[2]), 0);
+	cr_assert_eq(alloc_release_after(a, x[3], 1), 0);
+	n = alloc_block_count(a);
+
+	cr_assert_eq(alloc_split(a, (LEAF - 2) * P, 4 * P), 0, "across the first leaf's end");
+	cr_assert_eq(alloc_block_count(a), n += 2);
+	cr_assert_eq(alloc_block_size(a, 0), (LEAF - 2) * P);
+	cr_assert_eq(alloc_block_size(a, (LEAF - 2) * P), 4 * P);
+	cr_assert_eq(alloc_split(a, (LEAF + 90) * P, 10 * P), 0, "up to the next block's start");
+	cr_assert_eq(alloc_block_count(a), n += 1);
+	cr_assert_eq(alloc_block_size(a, (LEAF + 2) * P), 88 * P);
+	cr_assert_eq(alloc_split(a, x[1] + 5 * P, 5 * P), 0, "up to a hole");
+	cr_assert_eq(alloc_block_count(a), n += 1);
+	cr_assert_eq(alloc_split(a, x[1] + 8 * P, 4 * P), MMC_INVALID_PARAM, "into the hole");
+	cr_assert_eq(alloc_split(a, x[2], P), MMC_INVALID_PARAM, "in the hole");
+	cr_assert_eq(alloc_split(a, x[3], P), MMC_INVALID_PARAM, "in a held block");
+	cr_assert_eq(alloc_split(a, (PAGES - 3) * P, 3 * P), 0, "up to the pool's end");
+	cr_assert_eq(alloc_block_count(a), n += 1);
+	cr_assert_eq(alloc_split(a, (PAGES - 5) * P, 3 * P), MMC_INVALID_PARAM, "past the block");
+	cr_assert_eq(alloc_split(a, (PAGES - 2) * P, 3 * P), MMC_INVALID_PARAM, "past the pool's end");
+	cr_assert_eq(alloc_split(a, (2 * LEAF - 1) * P, 2 * P), 0, "across the second leaf's end");
+	cr_assert_eq(alloc_block_count(a), n += 2);
+	cr_assert_eq(alloc_block_size(a, x[4]), (2 * LEAF - 1) * P - x[4]);
+	cr_assert_eq(alloc_split(a, x[4], UINT64_MAX - 100), MMC_INVALID_PARAM, "a size that wraps");
+	cr_assert_eq(alloc_split(a, x[4], UINT64_MAX - 2 * P), MMC_INVALID_PARAM, "an end that wraps");
+	cr_assert_eq(alloc_split(a, x[4], 0), MMC_INVALID_PARAM, "empty");
+	cr_assert_eq(alloc_split(a, x[4] + 1, P), MMC_INVALID_PARAM, "misaligned");
+	cr_assert_eq(alloc_split(a, PAGES * P, P), MMC_INVALID_PARAM, "at the pool's end");
+	cr_assert_eq(alloc_block_count(a), n, "a refused split changes nothing");
+	b.durable = 1;
+	cr_assert_eq(alloc_held(a), 0);
+	cr_assert_eq(alloc_split(a, x[1] + 5 * P, 5 * P), 0, "a whole block: nothing to cut");
+	cr_assert_eq(alloc_block_count(a), n - 1, "the hole and the landed block merged into one");
 	alloc_destroy(a);
 }
 
