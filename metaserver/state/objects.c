@@ -277,7 +277,7 @@ static void index_del_hashed(struct meta *m, struct object *o, uint64_t hash)
 
 	while (*p && *p != o->self)
 		p = &object_at(*p)->hnext;
-	MMC_ASSERT(*p); /* in_index: it is in the chain of its key's hash, or that hash is not its key's */
+	MMC_ASSERT(*p || !o->in_index); /* an indexed object is in its key's chain, or hash is not its key's */
 	if (*p) {
 		*p = o->hnext;
 		shard_of(m, hash)->count--;
