@@ -81,15 +81,13 @@ static int item_of(struct conn *c, const Mmc__PutItem *pi, uint64_t hash, struct
 static uint64_t *hash_items(struct conn *c, const Mmc__PutBatch *req)
 {
 	uint64_t *hash = arena_alloc(&c->m->arena, req->n_items * sizeof(*hash));
+	const char **keys = arena_alloc(&c->m->arena, req->n_items * sizeof(*keys));
 
-	if (!hash)
+	if (!hash || !keys)
 		return NULL;
-	for (size_t i = 0; i < req->n_items; i++) {
-		const char *key = req->items[i]->key ? req->items[i]->key : "";
-
-		hash[i] = object_hash(key, strlen(key));
-	}
-	objects_prefetch(c->m, hash, req->n_items);
+	for (size_t i = 0; i < req->n_items; i++)
+		keys[i] = req->items[i]->key;
+	objects_hash_keys(c->m, keys, req->n_items, hash);
 	return hash;
 }
 

@@ -334,10 +334,15 @@ Test(allocator, random_with_splits_holds_and_a_rebuild_against_a_model)
  * HELD_PAGE. */
 enum { FREE_PAGE = -1, HELD_PAGE = 1 << 30 };
 
+static bool model_held(int owner)
+{
+	return owner != FREE_PAGE && (owner & HELD_PAGE);
+}
+
 /* The reply alloc_split owes the model: 0 when [p, p + pages) lies inside one reserved, unheld block. */
 static int model_split(const int *owner, int npages, int p, int pages)
 {
-	if (p + pages > npages || owner[p] == FREE_PAGE || owner[p] & HELD_PAGE)
+	if (p + pages > npages || owner[p] == FREE_PAGE || model_held(owner[p]))
 		return MMC_INVALID_PARAM;
 	for (int q = p + 1; q < p + pages; q++)
 		if (owner[q] != owner[p])
@@ -388,8 +393,7 @@ Test(allocator, splits_anywhere_against_a_model)
 				}
 			continue;
 		}
-		if (op == 2 && owner[p] != FREE_PAGE &&
-		    !(owner[p] & HELD_PAGE)) { /* release the block of p, after a batch */
+		if (op == 2 && owner[p] != FREE_PAGE && !model_held(owner[p])) { /* release p's block after a batch */
 			int first = owner[p];
 
 			cr_assert_eq(alloc_release_after(a, (uint64_t)first * PAGE, ++seq), 0);
@@ -401,7 +405,7 @@ Test(allocator, splits_anywhere_against_a_model)
 			b.durable = seq;
 			(void)alloc_held(a);
 			for (int q = 0; q < PAGES; q++)
-				if (owner[q] & HELD_PAGE && owner[q] != FREE_PAGE)
+				if (model_held(owner[q]))
 					owner[q] = FREE_PAGE;
 			continue;
 		}
