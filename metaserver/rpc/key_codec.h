@@ -34,6 +34,10 @@ Mmc__Frame *key_frame_decode(struct arena *a, const uint8_t *p, size_t len);
  */
 uint8_t *key_result_put(uint8_t *p, const struct key_result *r);
 
+/* Appends KeyResult{result} alone at p (room for KEY_RESULT_MAX bytes), the same bytes key_result_put writes for
+ * a result with no other field: the answer of most lookups, removes and commits, without filling a key_result. */
+uint8_t *key_result_code_put(uint8_t *p, int32_t result);
+
 /* The header of Frame{id, key_reply = KeyBatchReply{result, items of items_len bytes}} into head (32 bytes of
  * room); returns its length. The items follow it, then nothing. */
 size_t key_reply_head(uint8_t *head, uint64_t id, int32_t result, size_t items_len);

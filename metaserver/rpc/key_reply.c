@@ -21,6 +21,13 @@ void key_reply_add(struct key_reply *r, const struct key_result *kr)
 	r->n++;
 }
 
+void key_reply_add_code(struct key_reply *r, int32_t result)
+{
+	MMC_ASSERT(r->n < r->cap);
+	r->end = key_result_code_put(r->end, result);
+	r->n++;
+}
+
 void key_reply_send(struct conn *c, uint64_t id, const struct key_reply *r, int32_t result, bool durable)
 {
 	uint8_t head[32];

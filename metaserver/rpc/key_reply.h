@@ -25,6 +25,8 @@ struct key_reply {
 int key_reply_begin(struct key_reply *r, struct arena *a, size_t n);
 /* Appends the next item. */
 void key_reply_add(struct key_reply *r, const struct key_result *kr);
+/* Appends the next item, a result code alone. */
+void key_reply_add_code(struct key_reply *r, int32_t result);
 /* Sends Frame{id, KeyBatchReply{result, the items}} (result != 0: without items; nothing when id is 0). */
 void key_reply_send(struct conn *c, uint64_t id, const struct key_reply *r, int32_t result, bool durable);
 /* Sends KeyBatchReply{results} for request id (nothing when id is 0). Uses and resets nothing of the arena's

@@ -95,7 +95,7 @@ static uint64_t *hash_items(struct conn *c, const Mmc__PutBatch *req)
 void rpc_put(struct conn *c, const Mmc__Frame *f)
 {
 	const Mmc__PutBatch *req = f->put;
-	struct key_result *res;
+	struct key_reply out;
 	uint64_t *hash, now = clock_ms();
 	bool durable = true;
 	size_t bad = 0;
@@ -104,24 +104,25 @@ void rpc_put(struct conn *c, const Mmc__Frame *f)
 		rpc_reply_code(c, f->id, MMC_INVALID_PARAM);
 		return;
 	}
-	if (!(res = arena_alloc(&c->m->arena, req->n_items * sizeof(*res))) || !(hash = hash_items(c, req))) {
+	if (key_reply_begin(&out, &c->m->arena, req->n_items) || !(hash = hash_items(c, req))) {
 		rpc_reply_code(c, f->id, MMC_MALLOC_FAILED);
 		return;
 	}
 	for (size_t i = 0; i < req->n_items; i++) {
 		struct put_item it;
+		int rc;
 
 		objects_prefetch_step(c->m, hash, req->n_items, i, false);
-		memset(&res[i], 0, sizeof(res[i]));
-		res[i].result = item_of(c, req->items[i], hash[i], &it);
-		if (!res[i].result)
-			res[i].result = extents_put(c->m, &c->session, &it, now, &durable);
-		bad += res[i].result && res[i].result != MMC_DUPLICATED_OBJECT;
+		rc = item_of(c, req->items[i], hash[i], &it);
+		if (!rc)
+			rc = extents_put(c->m, &c->session, &it, now, &durable);
+		key_reply_add_code(&out, rc);
+		bad += rc && rc != MMC_DUPLICATED_OBJECT;
 	}
 	if (bad)
 		log_debug("op=put session=%llu keys=%zu refused=%zu", (unsigned long long)c->session.id, req->n_items,
 		          bad);
-	key_results_send(c, f->id, res, req->n_items, durable);
+	key_reply_send(c, f->id, &out, 0, durable);
 }
 
 void rpc_extent_return(struct conn *c, const Mmc__Frame *f)

@@ -27,6 +27,10 @@ static void answer(struct reply *rp, int result, const struct object *o, int pic
 {
 	struct key_result kr;
 
+	if (!o && !lease_ms && !token) {
+		key_reply_add_code(&rp->out, result);
+		return;
+	}
 	if (o) {
 		key_result_note(&kr, o, pick);
 	} else {

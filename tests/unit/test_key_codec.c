@@ -89,7 +89,15 @@ Test(key_codec, replies_are_the_bytes_protobuf_c_packs)
 
 		for (size_t i = 0; i < n; i++) {
 			random_result(&r[i]);
-			end = key_result_put(end, &r[i]);
+			if (rand_r(&seed) % 3 == 0) { /* a code alone, as most lookups, removes and commits answer */
+				int32_t code = r[i].result;
+
+				memset(&r[i], 0, sizeof(r[i]));
+				r[i].result = rand_r(&seed) % 2 ? code : (int32_t)(rand_r(&seed) % 3) - 1;
+				end = key_result_code_put(end, r[i].result);
+			} else {
+				end = key_result_put(end, &r[i]);
+			}
 			cr_assert_leq(end - items, (ptrdiff_t)((i + 1) * KEY_RESULT_MAX));
 		}
 		len = key_reply_head(mine, id, result, result ? 0 : (size_t)(end - items));
