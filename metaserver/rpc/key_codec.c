@@ -66,14 +66,13 @@ uint8_t *key_result_put(uint8_t *p, const struct key_result *r)
 
 uint8_t *key_result_code_put(uint8_t *p, int32_t result)
 {
+	uint8_t *item;
+
 	*p++ = 0x12; /* KeyBatchReply.items */
-	if (!result) {
-		*p++ = 0;
-		return p;
-	}
-	p[1] = 0x08; /* KeyResult.result; its length is one byte: a tag and at most five of varint */
-	p[0] = (uint8_t)(varint_put(p + 2, pb_zigzag32(result)) - p - 1);
-	return p + 1 + p[0];
+	item = p++;
+	p = pb_put_field(p, 0x08, pb_zigzag32(result)); /* KeyResult.result: a tag and at most five bytes */
+	*item = (uint8_t)(p - item - 1);
+	return p;
 }
 
 size_t key_reply_head(uint8_t *head, uint64_t id, int32_t result, size_t items_len)
