@@ -54,19 +54,31 @@ static inline uint64_t load_le64(const unsigned char *p)
 	return le64toh(w);
 }
 
+/* The initial state is the key xored with these ("somepseudorandomlygeneratedbytes"). */
+#define SIP_C0 UINT64_C(0x736f6d6570736575)
+#define SIP_C1 UINT64_C(0x646f72616e646f6d)
+#define SIP_C2 UINT64_C(0x6c7967656e657261)
+#define SIP_C3 UINT64_C(0x7465646279746573)
+
+/* The last block: the n < 8 bytes left at p, and the string's length in the top byte. */
+static inline uint64_t last_word(const unsigned char *p, size_t n, size_t len)
+{
+	uint64_t last = (uint64_t)len << 56;
+
+	for (size_t i = 0; i < n; i++)
+		last |= (uint64_t)p[i] << (8 * i);
+	return last;
+}
+
 static uint64_t siphash13(uint64_t k0, uint64_t k1, const void *data, size_t len)
 {
-	struct sip s = {k0 ^ UINT64_C(0x736f6d6570736575), k1 ^ UINT64_C(0x646f72616e646f6d),
-	                k0 ^ UINT64_C(0x6c7967656e657261), k1 ^ UINT64_C(0x7465646279746573)};
+	struct sip s = {k0 ^ SIP_C0, k1 ^ SIP_C1, k0 ^ SIP_C2, k1 ^ SIP_C3};
 	const unsigned char *p = data;
-	uint64_t last = (uint64_t)len << 56;
 	size_t n;
 
 	for (n = len; n >= 8; n -= 8, p += 8)
 		sip_absorb(&s, load_le64(p));
-	for (size_t i = 0; i < n; i++)
-		last |= (uint64_t)p[i] << (8 * i);
-	sip_absorb(&s, last);
+	sip_absorb(&s, last_word(p, n, len));
 	s.v2 ^= 0xff;
 	sip_round(&s);
 	sip_round(&s);
@@ -133,14 +145,126 @@ int hash_init(void)
 	return atomic_load_explicit(&keyed, memory_order_acquire) ? 0 : MMC_ERROR;
 }
 
-uint64_t hash_bytes(const void *data, size_t len)
+static void need_key(void)
 {
 	if (!atomic_load_explicit(&keyed, memory_order_acquire) && hash_init()) {
 		/* an unkeyed index would let any client make every lookup walk one chain: refuse to run */
 		fputs("mmc: no randomness for the hash key (getrandom and /dev/urandom failed)\n", stderr);
 		abort();
 	}
+}
+
+uint64_t hash_bytes(const void *data, size_t len)
+{
+	need_key();
 	return siphash13(key0, key1, data, len);
+}
+
+/*
+ * ---- eight strings at once. A SipRound is a chain of dependent additions and rotations, so one string keeps few
+ * of the core's ALUs busy; eight states side by side in AVX-512 registers (which rotate in one instruction, where
+ * AVX2 takes three) do eight strings in about the time of 2.5.
+ */
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+
+#define LANES 8
+
+#define AVX512 __attribute__((target("avx512f")))
+
+/* sip_round() on eight states: v[j] holds word j of each. */
+AVX512 static inline void sip_round8(__m512i *v)
+{
+	v[0] = _mm512_add_epi64(v[0], v[1]);
+	v[1] = _mm512_xor_si512(_mm512_rol_epi64(v[1], 13), v[0]);
+	v[0] = _mm512_rol_epi64(v[0], 32);
+	v[2] = _mm512_add_epi64(v[2], v[3]);
+	v[3] = _mm512_xor_si512(_mm512_rol_epi64(v[3], 16), v[2]);
+	v[0] = _mm512_add_epi64(v[0], v[3]);
+	v[3] = _mm512_xor_si512(_mm512_rol_epi64(v[3], 21), v[0]);
+	v[2] = _mm512_add_epi64(v[2], v[1]);
+	v[1] = _mm512_xor_si512(_mm512_rol_epi64(v[1], 17), v[2]);
+	v[2] = _mm512_rol_epi64(v[2], 32);
+}
+
+AVX512 static inline void sip_absorb8(__m512i *v, __m512i m)
+{
+	v[3] = _mm512_xor_si512(v[3], m);
+	sip_round8(v);
+	v[0] = _mm512_xor_si512(v[0], m);
+}
+
+/* The 8-byte word at off of each string, string i in lane i. */
+AVX512 static inline __m512i words8(const void *const *data, size_t off)
+{
+	uint64_t w[LANES];
+
+	for (int i = 0; i < LANES; i++)
+		w[i] = load_le64((const unsigned char *)data[i] + off);
+	return _mm512_loadu_si512(w);
+}
+
+/* siphash13() of eight strings of length len. */
+AVX512 static void siphash13_x8(uint64_t k0, uint64_t k1, const void *const *data, size_t len, uint64_t *out)
+{
+	__m512i v[4] = {_mm512_set1_epi64((long long)(k0 ^ SIP_C0)), _mm512_set1_epi64((long long)(k1 ^ SIP_C1)),
+	                _mm512_set1_epi64((long long)(k0 ^ SIP_C2)), _mm512_set1_epi64((long long)(k1 ^ SIP_C3))};
+	uint64_t last[LANES];
+	size_t off;
+
+	for (off = 0; off + 8 <= len; off += 8)
+		sip_absorb8(v, words8(data, off));
+	for (int i = 0; i < LANES; i++)
+		last[i] = last_word((const unsigned char *)data[i] + off, len - off, len);
+	sip_absorb8(v, _mm512_loadu_si512(last));
+	v[2] = _mm512_xor_si512(v[2], _mm512_set1_epi64(0xff));
+	sip_round8(v);
+	sip_round8(v);
+	sip_round8(v);
+	_mm512_storeu_si512(out, _mm512_xor_si512(_mm512_xor_si512(v[0], v[1]), _mm512_xor_si512(v[2], v[3])));
+}
+
+/* The eight lengths from len on are one. */
+static bool same_length(const size_t *len)
+{
+	for (int i = 1; i < LANES; i++)
+		if (len[i] != len[0])
+			return false;
+	return true;
+}
+
+/* Hashes what it can of the n strings eight at a time; returns how many it did (out[0 .. return)). */
+static size_t hash_lanes(size_t n, const void *const *data, const size_t *len, uint64_t *out)
+{
+	size_t i = 0;
+
+	if (n < LANES || !__builtin_cpu_supports("avx512f"))
+		return 0;
+	while (i + LANES <= n) {
+		if (same_length(len + i)) {
+			siphash13_x8(key0, key1, data + i, len[i], out + i);
+			i += LANES;
+		} else {
+			out[i] = siphash13(key0, key1, data[i], len[i]);
+			i++;
+		}
+	}
+	return i;
+}
+#else
+static size_t hash_lanes(size_t n, const void *const *data, const size_t *len, uint64_t *out)
+{
+	(void)n, (void)data, (void)len, (void)out;
+	return 0;
+}
+#endif
+
+void hash_bytes_many(size_t n, const void *const *data, const size_t *len, uint64_t *out)
+{
+	need_key();
+	for (size_t i = hash_lanes(n, data, len, out); i < n; i++)
+		out[i] = siphash13(key0, key1, data[i], len[i]);
 }
 
 /* ---- the stable hash: a 64-bit multiply-mix over 8-byte words (the murmur/wyhash family). Do not change it: its

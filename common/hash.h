@@ -26,6 +26,14 @@ int hash_init(void);
  */
 uint64_t hash_bytes(const void *data, size_t len);
 
+/*
+ * hash_bytes() of n byte strings at once: out[i] = hash_bytes(data[i], len[i]). Where the CPU has AVX-512, eight
+ * strings of one length are hashed together, about three times faster each (the keys of one batch mostly share a
+ * length); elsewhere, and for the rest, one at a time. The arrays are the caller's and are only read during the call.
+ * Thread-safe.
+ */
+void hash_bytes_many(size_t n, const void *const *data, const size_t *len, uint64_t *out);
+
 /* SipHash-1-3 of data under key (HASH_KEY_LEN bytes). */
 uint64_t hash_keyed(const unsigned char *key, const void *data, size_t len);
 

@@ -130,10 +130,18 @@ struct object *object_find_readable(struct meta *m, const char *key, uint64_t ha
 
 void objects_hash_keys(const struct meta *m, const char *const *keys, size_t n, uint64_t *hash)
 {
-	for (size_t i = 0; i < n; i++) {
-		const char *key = keys[i] ? keys[i] : "";
+	enum { CHUNK = 64 };
+	const void *key[CHUNK];
+	size_t len[CHUNK];
 
-		hash[i] = hash_bytes(key, strlen(key));
+	for (size_t i = 0; i < n; i += CHUNK) {
+		size_t c = n - i < CHUNK ? n - i : CHUNK;
+
+		for (size_t j = 0; j < c; j++) {
+			key[j] = keys[i + j] ? keys[i + j] : "";
+			len[j] = strlen(key[j]);
+		}
+		hash_bytes_many(c, key, len, hash + i);
 	}
 	objects_prefetch(m, hash, n);
 }

@@ -37,6 +37,36 @@ Test(hash, siphash13_matches_published_values)
 	cr_assert_eq(hash_keyed(py42, "0123456789abcdef0123456789abcdef01234", 37), UINT64_C(0xd5fcab3274ce496a));
 }
 
+/*
+ * Many at once equal one at a time: runs of eight of one length (taken eight side by side where the CPU has
+ * AVX-512: lengths 0, 7, 8, 9 and 72, keys at odd addresses), runs broken by one other length, and a tail of fewer
+ * than eight.
+ */
+Test(hash, many_at_once_equal_one_at_a_time)
+{
+	enum { N = 8 * 40 + 5 };
+	static const size_t lens[] = {0, 7, 8, 9, 72, 200, 1};
+	static unsigned char bytes[N][256];
+	const void *data[N];
+	size_t len[N];
+	uint64_t many[N];
+
+	srand(29);
+	for (size_t i = 0; i < N; i++) {
+		for (size_t b = 0; b < sizeof(bytes[i]); b++)
+			bytes[i][b] = (unsigned char)rand();
+		data[i] = bytes[i] + i % 3;
+		len[i] = lens[(i / 8) % 7];
+		if (i % 8 == 5 && (i / 8) % 4 == 3)
+			len[i] = 71; /* one odd length breaks this run of eight */
+	}
+	len[N - 1] = 3;
+	hash_bytes_many(N, data, len, many);
+	for (size_t i = 0; i < N; i++)
+		cr_assert_eq(many[i], hash_bytes(data[i], len[i]), "string %zu, length %zu", i, len[i]);
+	hash_bytes_many(0, data, len, many);
+}
+
 /* KVCM file names built from it are persisted and handed to clients: the values of every earlier release. */
 Test(hash, stable_hash_never_changes)
 {
