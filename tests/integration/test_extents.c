@@ -322,12 +322,19 @@ Test(extents, places_outside_the_extent_of_another_session_or_on_a_stale_incarna
 	uint64_t ia, ib;
 	int a = raw_session(true, &ra, &ia), b = raw_session(true, &rb, &ib), c = raw_session(false, NULL, NULL);
 	Mmc__Extent e = raw_grant(a, 1u << 20, -1), on_a = raw_grant(c, 1u << 20, (int32_t)ra);
+	char longkey[MMC_KEY_MAX + 2];
 
 	cr_assert_eq(e.rank, ra, "a writer's extent is in its own pool");
 	cr_assert_eq(raw_put_in(a, "k", 8192, &e, e.offset + e.size - 4096), MMC_INVALID_PARAM, "past the end");
 	cr_assert_eq(raw_put_in(a, "k", 4096, &e, e.offset + 100), MMC_INVALID_PARAM, "not on a 4 KiB boundary");
 	cr_assert_eq(raw_put_in(b, "k", 4096, &e, e.offset), MMC_UNMATCHED_KEY, "another session's extent");
 	cr_assert_eq(raw_put(a, "k", 4096, e.id, ra, ia + 1, e.offset), MMC_UNMATCHED_KEY, "another incarnation");
+	memset(longkey, 'x', MMC_KEY_MAX + 1);
+	longkey[MMC_KEY_MAX + 1] = '\0';
+	cr_assert_eq(raw_put_in(a, "", 4096, &e, e.offset), MMC_INVALID_PARAM, "an empty key");
+	cr_assert_eq(raw_put_in(a, longkey, 4096, &e, e.offset), MMC_INVALID_PARAM, "a key one byte too long");
+	longkey[MMC_KEY_MAX] = '\0';
+	cr_assert_eq(raw_put_in(a, longkey, 4096, &e, e.offset + 8192), 0, "the longest key");
 	cr_assert_eq(raw_put_in(a, "k", 4096, &e, e.offset), 0);
 	cr_assert_eq(raw_put_in(a, "k2", 4096, &e, e.offset), MMC_INVALID_PARAM, "space already carved");
 	cr_assert_eq(raw_put_in(a, "k", 4096, &e, e.offset + 4096), MMC_DUPLICATED_OBJECT, "first writer wins");

@@ -187,6 +187,58 @@ Test(protocol, unknown_bodies_and_limits_get_an_error_reply)
 	assert_serving();
 }
 
+/*
+ * Each key batch measures its keys once, as it hashes them: in every body an empty key and a key one byte too long
+ * fail alone, and the longest key the wire allows is served (absent here, so not INVALID_PARAM).
+ */
+Test(protocol, every_key_batch_refuses_empty_and_long_keys_per_key)
+{
+	static const Mmc__Frame__BodyCase bodies[] = {
+	    MMC__FRAME__BODY_EXIST,     MMC__FRAME__BODY_QUERY,   MMC__FRAME__BODY_GET,
+	    MMC__FRAME__BODY_ADD_LEASE, MMC__FRAME__BODY_RELEASE, MMC__FRAME__BODY_REMOVE_LEASE,
+	    MMC__FRAME__BODY_REMOVE,    MMC__FRAME__BODY_COMMIT,  MMC__FRAME__BODY_WRITE_FINISH,
+	    MMC__FRAME__BODY_ALLOC,     MMC__FRAME__BODY_MALLOC,
+	};
+	char longer[MMC_KEY_MAX + 2], longest[MMC_KEY_MAX + 1];
+	Mmc__KeyItem it[3] = {MMC__KEY_ITEM__INIT, MMC__KEY_ITEM__INIT, MMC__KEY_ITEM__INIT};
+	Mmc__KeyItem *items[3] = {&it[0], &it[1], &it[2]};
+	int fd = dial();
+
+	memset(longer, 'x', sizeof(longer) - 1);
+	longer[sizeof(longer) - 1] = '\0';
+	memset(longest, 'y', sizeof(longest) - 1);
+	longest[sizeof(longest) - 1] = '\0';
+	it[0].key = "";
+	it[1].key = longer;
+	it[2].key = longest;
+	cr_assert_eq(raw_hello(fd, 0, NULL, false), 0);
+	for (size_t b = 0; b < sizeof(bodies) / sizeof(bodies[0]); b++) {
+		bool alloc = bodies[b] == MMC__FRAME__BODY_ALLOC || bodies[b] == MMC__FRAME__BODY_MALLOC;
+		Mmc__Frame f = MMC__FRAME__INIT, *r;
+		Mmc__KeyBatch kb = MMC__KEY_BATCH__INIT;
+
+		kb.items = items;
+		kb.n_items = alloc ? 2 : 3; /* a valid new key, with no pool to place it in, would wait for room */
+		kb.replica_num = 1;
+		f.id = 100 + b;
+		f.body_case = bodies[b];
+		f.exist = &kb; /* every KeyBatch body is a member of the same oneof: one pointer */
+		send_frame(fd, &f);
+		r = raw_recv(fd);
+		cr_assert_not_null(r);
+		cr_assert_eq(r->body_case, MMC__FRAME__BODY_KEY_REPLY, "body %d", bodies[b]);
+		cr_assert_eq(r->key_reply->n_items, kb.n_items, "body %d", bodies[b]);
+		cr_assert_eq(r->key_reply->items[0]->result, MMC_INVALID_PARAM, "body %d, an empty key", bodies[b]);
+		cr_assert_eq(r->key_reply->items[1]->result, MMC_INVALID_PARAM, "body %d, a key too long", bodies[b]);
+		if (!alloc)
+			cr_assert_neq(r->key_reply->items[2]->result, MMC_INVALID_PARAM, "body %d, the longest key",
+			              bodies[b]);
+		mmc__frame__free_unpacked(r, NULL);
+	}
+	close(fd);
+	assert_serving();
+}
+
 /* An exist batch of n keys of 70 bytes, with its length prefix, in *len bytes (the caller frees it). */
 static uint8_t *exist_frame(uint64_t id, size_t n, size_t *len)
 {
