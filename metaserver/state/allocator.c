@@ -242,15 +242,20 @@ static bool reserved_at(const struct allocator *a, uint64_t offset)
 	return offset % ALLOC_ALIGN == 0 && offset < a->capacity && bit_get(a, STARTS, g) && !bit_get(a, HELD, g);
 }
 
-/* Frees the reserved block [offset, offset + size), merging it with free neighbours (spare_need first). */
-static void free_range(struct allocator *a, uint64_t offset, uint64_t size)
+/* The reserved block [offset, offset + size) stops being one; free_merge then makes it free space. */
+static void unreserve(struct allocator *a, uint64_t offset, uint64_t size)
 {
-	struct fblock *prev = offset ? free_floor(a, offset - 1) : NULL, *next = free_ceil(a, offset + size);
-
 	MMC_ASSERT(a->used >= size && a->nreserved > 0);
 	bit_put(a, STARTS, offset / ALLOC_ALIGN, false);
 	a->used -= size;
 	a->nreserved--;
+}
+
+/* Makes [offset, offset + size), unreserved blocks, one free block with its free neighbours (spare_need first). */
+static void free_merge(struct allocator *a, uint64_t offset, uint64_t size)
+{
+	struct fblock *prev = offset ? free_floor(a, offset - 1) : NULL, *next = free_ceil(a, offset + size);
+
 	if (prev && prev->offset + prev->size != offset)
 		prev = NULL;
 	if (next && next->offset != offset + size)
@@ -267,6 +272,13 @@ static void free_range(struct allocator *a, uint64_t offset, uint64_t size)
 	} else {
 		free_insert(a, offset, size);
 	}
+}
+
+/* Frees the reserved block [offset, offset + size) (spare_need first). */
+static void free_range(struct allocator *a, uint64_t offset, uint64_t size)
+{
+	unreserve(a, offset, size);
+	free_merge(a, offset, size);
 }
 
 /* ---- the allocator ---- */
@@ -358,12 +370,20 @@ static enum persist_seq_state batch_state(const struct allocator *a, uint64_t se
  * (which reloads that record) can tell who owns the space. */
 static void settle(struct allocator *a)
 {
+	uint64_t run = 0, size = 0; /* [run, run + size): adjacent holds freed, one merge for them all */
+
 	while (a->hold_head < a->nholds) {
 		struct hold *h = &a->holds[a->hold_head];
 		enum persist_seq_state st = batch_state(a, h->seq);
 
-		if (st == PERSIST_SEQ_PENDING || spare_need(a))
-			return; /* out of memory: the hold waits for the next try */
+		if (st == PERSIST_SEQ_PENDING)
+			break;
+		if (size && h->offset != run + size && h->offset + h->size != run) {
+			free_merge(a, run, size); /* its spare was made when the run last grew */
+			size = 0;
+		}
+		if (spare_need(a))
+			break; /* out of memory: the hold waits for the next try */
 		MMC_ASSERT(bit_get(a, HELD, h->offset / ALLOC_ALIGN) && a->held >= h->size); /* counted in held */
 		a->hold_head++;
 		a->held -= h->size;
@@ -372,9 +392,14 @@ static void settle(struct allocator *a)
 			continue;
 		}
 		bit_put(a, HELD, h->offset / ALLOC_ALIGN, false);
-		free_range(a, h->offset, h->size);
+		unreserve(a, h->offset, h->size);
+		run = size && h->offset > run ? run : h->offset; /* the run grows up or down */
+		size += h->size;
 	}
-	a->hold_head = a->nholds = 0;
+	if (size)
+		free_merge(a, run, size);
+	if (a->hold_head == a->nholds)
+		a->hold_head = a->nholds = 0;
 }
 
 uint64_t alloc_block_size(struct allocator *a, uint64_t offset)

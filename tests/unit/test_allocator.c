@@ -186,6 +186,46 @@ Test(allocator, freed_space_waits_for_the_commit_of_its_delete)
 	alloc_destroy(a);
 }
 
+/* A batch's removes, adjacent blocks held in either order, become one free block once it lands, and so do a later
+ * batch's, beside them; a block whose batch was lost stays reserved between. */
+Test(allocator, adjacent_holds_of_a_landed_batch_free_as_one_block)
+{
+	enum { BLOCKS = 64 };
+	struct batches b = {.lost = 4};
+	struct allocator *a = alloc_create(BLOCKS * PAGE);
+	uint64_t o[BLOCKS], x;
+
+	alloc_set_durability(a, batch_state, &b);
+	for (int i = 0; i < BLOCKS; i++) {
+		cr_assert_eq(alloc_reserve(a, PAGE, &o[i]), 0);
+		cr_assert_eq(o[i], (uint64_t)i * PAGE);
+	}
+	for (int i = 0; i < 20; i++) /* up */
+		cr_assert_eq(alloc_release_after(a, o[i], 1), 0);
+	for (int i = 39; i >= 20; i--) /* down */
+		cr_assert_eq(alloc_release_after(a, o[i], 1), 0);
+	cr_assert_eq(alloc_release_after(a, o[40], 2), 0);
+	cr_assert_eq(alloc_release_after(a, o[42], 3), 0);
+	cr_assert_eq(alloc_release_after(a, o[41], 3), 0);
+	cr_assert_eq(alloc_release_after(a, o[43], 4), 0);
+	cr_assert_eq(alloc_release_after(a, o[44], 5), 0);
+	cr_assert_eq(alloc_held(a), 45 * PAGE);
+	b.durable = 1;
+	cr_assert_eq(alloc_held(a), 5 * PAGE, "blocks 40 to 44 wait for their batches");
+	cr_assert_eq(alloc_largest_free(a), 40 * PAGE, "blocks 0 to 39: one free block");
+	cr_assert_eq(alloc_block_count(a), 1 + 24);
+	b.durable = 5;
+	cr_assert_eq(alloc_held(a), 0);
+	cr_assert_eq(alloc_lost(a), PAGE, "block 43's batch was lost");
+	cr_assert_eq(alloc_largest_free(a), 43 * PAGE, "blocks 0 to 42");
+	cr_assert_eq(alloc_block_count(a), 1 + 1 + 1 + 19, "free 0-42, 43 lost, free 44, 45-63");
+	cr_assert_eq(alloc_reserve(a, 43 * PAGE, &x), 0);
+	cr_assert_eq(x, 0);
+	cr_assert_eq(alloc_used(a), (43 + 1 + 19) * PAGE);
+	cr_assert_eq(alloc_largest_free(a), PAGE, "block 44 alone");
+	alloc_destroy(a);
+}
+
 Test(allocator, holds_free_in_batch_order_and_a_failed_batch_keeps_its_space)
 {
 	struct batches b = {.durable = 0, .lost = 2};
