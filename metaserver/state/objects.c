@@ -181,6 +181,9 @@ static inline void prefetch_object(const struct object *o)
  */
 #define AHEAD 8
 
+/* Records a resize relinks at a time. */
+#define RELINK_RUN 64
+
 static inline const struct object *bucket_head(const struct meta *m, uint64_t hash)
 {
 	uint32_t h = *bucket_of(m, hash);
@@ -213,12 +216,37 @@ void objects_prefetch_step(const struct meta *m, const uint64_t *hash, size_t n,
 	}
 }
 
+/* Links the n records of handle[] into table b (mask + 1 buckets), their keys hashed together. */
+static void relink(uint32_t *b, uint64_t mask, const uint32_t *handle, size_t n)
+{
+	const void *key[RELINK_RUN] = {0};
+	size_t len[RELINK_RUN] = {0};
+	uint64_t hash[RELINK_RUN];
+
+	for (size_t j = 0; j < n; j++) {
+		struct object *o = object_at(handle[j]);
+
+		key[j] = object_key(o);
+		len[j] = o->keylen;
+	}
+	hash_bytes_many(n, key, len, hash);
+	for (size_t j = 0; j < n; j++) {
+		uint32_t *head = &b[hash[j] & mask];
+
+		object_at(handle[j])->hnext = *head;
+		*head = handle[j];
+	}
+}
+
 /* Rehashes shard s into n buckets: a cache miss and a hash of its key per object (records keep 16 bits of the hash,
- * not the bucket's). Logged when slow, because the request that triggers it waits for it. */
+ * not the bucket's), RELINK_RUN objects at a time so that their keys hash side by side. Logged when slow, because
+ * the request that triggers it waits for it. */
 static void resize_shard(struct meta *m, struct index_shard *s, uint64_t n)
 {
 	uint64_t t0 = clock_ns();
 	uint32_t *b = n <= UINT32_MAX ? slab_map(n * sizeof(*b)) : NULL;
+	uint32_t run[RELINK_RUN];
+	size_t nrun = 0;
 
 	if (!b)
 		return; /* keep the longer chains; still correct */
@@ -229,14 +257,15 @@ static void resize_shard(struct meta *m, struct index_shard *s, uint64_t n)
 		if (i + AHEAD <= s->mask && (h = s->buckets[i + AHEAD]))
 			prefetch_object(object_at(h));
 		for (h = s->buckets[i]; h; h = next) {
-			struct object *o = object_at(h);
-			uint32_t *head = &b[object_hash(object_key(o), o->keylen) & (n - 1)];
-
-			next = o->hnext;
-			o->hnext = *head;
-			*head = h;
+			next = object_at(h)->hnext; /* before relink gives it a new one */
+			run[nrun++] = h;
+			if (nrun == RELINK_RUN) {
+				relink(b, n - 1, run, nrun);
+				nrun = 0;
+			}
 		}
 	}
+	relink(b, n - 1, run, nrun);
 	slab_unmap(s->buckets, ((size_t)s->mask + 1) * sizeof(*b));
 	s->buckets = b;
 	s->mask = (uint32_t)(n - 1);
