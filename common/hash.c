@@ -65,6 +65,8 @@ static inline uint64_t last_word(const unsigned char *p, size_t n, size_t len)
 {
 	uint64_t last = (uint64_t)len << 56;
 
+	if (n && len >= 8) /* the string's last 8 bytes, shifted down to its tail: one load, not n */
+		return last | load_le64(p + n - 8) >> (8 * (8 - n));
 	for (size_t i = 0; i < n; i++)
 		last |= (uint64_t)p[i] << (8 * i);
 	return last;
@@ -195,14 +197,19 @@ AVX512 static inline void sip_absorb8(__m512i *v, __m512i m)
 	v[0] = _mm512_xor_si512(v[0], m);
 }
 
-/* The 8-byte word at off of each string, string i in lane i. */
+/* The 8-byte word at off of each string, string i in lane i, put together in registers: eight stores read back
+ * as one 64-byte load would wait for the stores to drain (no store forwarding). */
+#define WORD(i) ((long long)load_le64((const unsigned char *)data[i] + off))
 AVX512 static inline __m512i words8(const void *const *data, size_t off)
 {
-	uint64_t w[LANES];
+	return _mm512_set_epi64(WORD(7), WORD(6), WORD(5), WORD(4), WORD(3), WORD(2), WORD(1), WORD(0));
+}
 
-	for (int i = 0; i < LANES; i++)
-		w[i] = load_le64((const unsigned char *)data[i] + off);
-	return _mm512_loadu_si512(w);
+/* The last block of each string, off being where its tail starts. */
+#define LAST(i) ((long long)last_word((const unsigned char *)data[i] + off, len - off, len))
+AVX512 static inline __m512i last8(const void *const *data, size_t off, size_t len)
+{
+	return _mm512_set_epi64(LAST(7), LAST(6), LAST(5), LAST(4), LAST(3), LAST(2), LAST(1), LAST(0));
 }
 
 /* siphash13() of eight strings of length len. */
@@ -210,14 +217,11 @@ AVX512 static void siphash13_x8(uint64_t k0, uint64_t k1, const void *const *dat
 {
 	__m512i v[4] = {_mm512_set1_epi64((long long)(k0 ^ SIP_C0)), _mm512_set1_epi64((long long)(k1 ^ SIP_C1)),
 	                _mm512_set1_epi64((long long)(k0 ^ SIP_C2)), _mm512_set1_epi64((long long)(k1 ^ SIP_C3))};
-	uint64_t last[LANES];
 	size_t off;
 
 	for (off = 0; off + 8 <= len; off += 8)
 		sip_absorb8(v, words8(data, off));
-	for (int i = 0; i < LANES; i++)
-		last[i] = last_word((const unsigned char *)data[i] + off, len - off, len);
-	sip_absorb8(v, _mm512_loadu_si512(last));
+	sip_absorb8(v, last8(data, off, len));
 	v[2] = _mm512_xor_si512(v[2], _mm512_set1_epi64(0xff));
 	sip_round8(v);
 	sip_round8(v);
