@@ -168,10 +168,10 @@ uint64_t hash_bytes(const void *data, size_t len)
  * AVX2 takes three) do eight strings in about the time of 2.5.
  */
 
+#define LANES 8
+
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
-
-#define LANES 8
 
 #define AVX512 __attribute__((target("avx512f")))
 
@@ -238,28 +238,21 @@ static bool same_length(const size_t *len)
 	return true;
 }
 
-/* Hashes what it can of the n strings eight at a time; returns how many it did (out[0 .. return)). */
-static size_t hash_lanes(size_t n, const void *const *data, const size_t *len, uint64_t *out)
+/* Hashes the eight strings at data side by side where the CPU can and they share a length: returns LANES, or 0
+ * when it did nothing. */
+static size_t hash_eight(const void *const *data, const size_t *len, uint64_t *out)
 {
-	size_t i = 0;
-
-	if (n < LANES || !__builtin_cpu_supports("avx512f"))
+	if (!__builtin_cpu_supports("avx512f") || !same_length(len))
 		return 0;
-	while (i + LANES <= n) {
-		if (same_length(len + i)) {
-			siphash13_x8(key0, key1, data + i, len[i], out + i);
-			i += LANES;
-		} else {
-			out[i] = siphash13(key0, key1, data[i], len[i]);
-			i++;
-		}
-	}
-	return i;
+	siphash13_x8(key0, key1, data, len[0], out);
+	return LANES;
 }
+#undef WORD
+#undef LAST
 #else
-static size_t hash_lanes(size_t n, const void *const *data, const size_t *len, uint64_t *out)
+static size_t hash_eight(const void *const *data, const size_t *len, uint64_t *out)
 {
-	(void)n, (void)data, (void)len, (void)out;
+	(void)data, (void)len, (void)out;
 	return 0;
 }
 #endif
@@ -267,8 +260,13 @@ static size_t hash_lanes(size_t n, const void *const *data, const size_t *len, u
 void hash_bytes_many(size_t n, const void *const *data, const size_t *len, uint64_t *out)
 {
 	need_key();
-	for (size_t i = hash_lanes(n, data, len, out); i < n; i++)
-		out[i] = siphash13(key0, key1, data[i], len[i]);
+	for (size_t i = 0, done; i < n; i += done) {
+		done = n - i >= LANES ? hash_eight(data + i, len + i, out + i) : 0;
+		if (!done) {
+			out[i] = siphash13(key0, key1, data[i], len[i]);
+			done = 1;
+		}
+	}
 }
 
 /* ---- the stable hash: a 64-bit multiply-mix over 8-byte words (the murmur/wyhash family). Do not change it: its

@@ -219,7 +219,7 @@ void objects_prefetch_step(const struct meta *m, const uint64_t *hash, size_t n,
 /* Links the n records of handle[] into table b (mask + 1 buckets), their keys hashed together. */
 static void relink(uint32_t *b, uint64_t mask, const uint32_t *handle, size_t n)
 {
-	const void *key[RELINK_RUN] = {0};
+	const void *key[RELINK_RUN] = {0}; /* zeroed only for GCC, which cannot see that just n are read */
 	size_t len[RELINK_RUN] = {0};
 	uint64_t hash[RELINK_RUN];
 

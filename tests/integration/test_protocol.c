@@ -188,8 +188,8 @@ Test(protocol, unknown_bodies_and_limits_get_an_error_reply)
 }
 
 /*
- * Each key batch measures its keys once, as it hashes them: in every body an empty key and a key one byte too long
- * fail alone, and the longest key the wire allows is served (absent here, so not INVALID_PARAM).
+ * In every key batch body an empty key and a key one byte too long fail alone, and the longest key the wire allows is
+ * served (absent here, so not INVALID_PARAM).
  */
 Test(protocol, every_key_batch_refuses_empty_and_long_keys_per_key)
 {
