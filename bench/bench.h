@@ -68,6 +68,7 @@ int bench_gva_main(int argc, char **argv, const char *self);
 int bench_ssd_main(int argc, char **argv, const char *self);
 int bench_idle_main(int argc, char **argv, const char *self);
 int bench_prefix_main(int argc, char **argv, const char *self);
+int bench_rtt_main(int argc, char **argv, const char *self);
 int bench_raw_main(int argc, char **argv, const char *self);
 int bench_rma_target_main(int argc, char **argv);
 

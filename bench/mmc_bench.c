@@ -7,6 +7,7 @@
  *   mmc-bench ssd [options]    the SSD tier: demote, rewarm and gets from SSD vs the device's own speed
  *   mmc-bench idle [options]   CPU per idle second of a lending store and of the meta server
  *   mmc-bench prefix [options] mmc_batch_get_into_prefix vs mmc_batch_get_into, and with one lender stopped
+ *   mmc-bench rtt [options]    a bare loopback TCP round trip: the floor under every call to the meta server
  *   mmc-bench all --quick      every subcommand in its short mode (what CI runs)
  *   mmc-bench target ... / rma-target ...   (internal) processes that lend a pool
  *
@@ -31,6 +32,7 @@ static const char usage[] =
     "  ssd     the SSD tier: demote, rewarm, gets from SSD vs the device\n"
     "  idle    CPU seconds per idle second of a lending store and of the meta server\n"
     "  prefix  deadline-aware prefix read vs batch get: its cost, and its wait with one lender stopped\n"
+    "  rtt     a bare loopback TCP round trip between two processes: the floor under a meta call\n"
     "  all     every benchmark in its short mode (all --quick: what CI runs)\n"
     "Every subcommand takes --help, and --check (validate the options, run nothing); --no-host-path makes\n"
     "same-host peers use the network provider (two hosts).\n";
@@ -59,6 +61,7 @@ static int run_all(int argc, char **argv, const char *self)
 	rc |= bench_ssd_main(2, quick, self);
 	rc |= bench_idle_main(2, quick, self);
 	rc |= bench_prefix_main(2, quick, self);
+	rc |= bench_rtt_main(2, quick, self);
 	printf("\nmmc-bench all: %s\n", rc ? "FAILED" : "ok");
 	return rc ? 1 : 0;
 }
@@ -77,7 +80,7 @@ int main(int argc, char **argv)
 		return bench_meta_client_main(argc, argv);
 	if (strcmp(cmd, "data") == 0 || strcmp(cmd, "meta") == 0 || strcmp(cmd, "gva") == 0 ||
 	    strcmp(cmd, "ssd") == 0 || strcmp(cmd, "idle") == 0 || strcmp(cmd, "prefix") == 0 ||
-	    strcmp(cmd, "all") == 0)
+	    strcmp(cmd, "rtt") == 0 || strcmp(cmd, "all") == 0)
 		printf("# mmc-bench %s, %s build%s\n", mmc_version(), MMC_BENCH_BUILDTYPE,
 		       strcmp(MMC_BENCH_BUILDTYPE, "release") ? " (not release: not for comparisons)" : "");
 	fflush(stdout); /* before any child is forked */
@@ -93,6 +96,8 @@ int main(int argc, char **argv)
 		return bench_ssd_main(argc - 1, argv + 1, argv[0]);
 	if (strcmp(cmd, "prefix") == 0)
 		return bench_prefix_main(argc - 1, argv + 1, argv[0]);
+	if (strcmp(cmd, "rtt") == 0)
+		return bench_rtt_main(argc - 1, argv + 1, argv[0]);
 	if (strcmp(cmd, "all") == 0)
 		return run_all(argc - 1, argv + 1, argv[0]);
 	fputs(usage, strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 ? stdout : stderr);
