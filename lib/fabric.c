@@ -674,9 +674,10 @@ static void reap_done(struct fab_batch *b)
 /*
  * -FI_EAGAIN means the provider is out of credits, or still connecting to the peer: drive progress (never drop
  * completions) and retry. rxm answers it for ever to a peer whose port refuses connections (a process killed
- * before the meta server noticed), hence the same deadline as a stalled op. Returns the last fi_*msg() code.
+ * before the meta server noticed), hence the same deadline as a stalled op. Returns the last fi_*msg() code;
+ * -FI_EAGAIN with *ended set when the batch's lease ended meanwhile.
  */
-static ssize_t post_retry(struct fab_batch *b, bool write, const struct fi_msg_rma *msg)
+static ssize_t post_retry(struct fab_batch *b, bool write, const struct fi_msg_rma *msg, int *ended)
 {
 	uint64_t deadline = 0;
 
@@ -691,6 +692,8 @@ static ssize_t post_retry(struct fab_batch *b, bool write, const struct fi_msg_r
 		if (poll_cq(b->f))
 			continue;
 		reap_done(b);
+		if (b->lease && (*ended = b->lease(b->lease_arg)))
+			return rc;
 		sched_yield();
 		now = clock_ms();
 		if (b->deadline_ms && now >= b->deadline_ms)
@@ -710,6 +713,7 @@ int fab_batch_post(struct fab_batch *b, bool write, const struct iovec *iov, voi
 	    .msg_iov = iov, .desc = desc, .iov_count = count, .addr = peer, .rma_iov = &rma, .rma_iov_count = 1};
 	struct fab_op *op;
 	ssize_t rc;
+	int ended = 0;
 
 	for (size_t i = 0; i < count; i++)
 		rma.len += iov[i].iov_len;
@@ -723,15 +727,19 @@ int fab_batch_post(struct fab_batch *b, bool write, const struct iovec *iov, voi
 		return MMC_TIMEOUT;
 	if (peer == b->refused)
 		return MMC_TIMEOUT; /* it already kept an earlier post waiting for stall_ms */
+	if (b->lease && (ended = b->lease(b->lease_arg)))
+		return ended; /* after the wait for a slot above, too: that took time */
 	op = &b->ops[b->posted % b->window];
 	op->tag = tag;
 	op->peer = peer;
 	op->err = 0;
 	msg.context = op;
 	atomic_store_explicit(&op->state, 1, memory_order_relaxed);
-	rc = post_retry(b, write, &msg);
+	rc = post_retry(b, write, &msg, &ended);
 	if (rc) {
 		atomic_store_explicit(&op->state, 0, memory_order_relaxed);
+		if (ended)
+			return ended;
 		if (rc != -FI_EAGAIN)
 			return fab_err(write ? "fi_writemsg" : "fi_readmsg", (int)rc);
 		if (!b->deadline_ms || clock_ms() < b->deadline_ms)
@@ -747,6 +755,12 @@ int fab_batch_post(struct fab_batch *b, bool write, const struct iovec *iov, voi
 void fab_batch_deadline(struct fab_batch *b, uint64_t deadline_ms)
 {
 	b->deadline_ms = deadline_ms;
+}
+
+void fab_batch_lease(struct fab_batch *b, int (*lease)(void *arg), void *arg)
+{
+	b->lease = lease;
+	b->lease_arg = arg;
 }
 
 size_t fabric_iov_limit(const struct fabric *f)

@@ -91,10 +91,21 @@ struct fab_batch {
 	/* called on the owner's thread as each op is reaped: err 0 or an MMC_* code */
 	void (*done)(void *arg, uint32_t tag, int err);
 	void *arg;
+	int (*lease)(void *arg); /* fab_batch_lease(); NULL: none */
+	void *lease_arg;
 };
 
 int fab_batch_init(struct fab_batch *b, struct fabric *f, size_t window, uint32_t stall_ms,
                    void (*done)(void *arg, uint32_t tag, int err), void *arg);
+
+/*
+ * Posts of b go out only while lease(arg) returns 0. It is asked before each post and each time the provider turns
+ * one away: once it returns an MMC_* code, that post and every later one fail with it, not posted. For writes into
+ * space that a server granted on a connection since lost: its successor may give the space to another object, so
+ * a write that waited for a window slot or for a refusing peer must not go out after the loss is known. The posts
+ * already made are the caller's to wait for, as before.
+ */
+void fab_batch_lease(struct fab_batch *b, int (*lease)(void *arg), void *arg);
 
 /*
  * Posts one RMA between count local pieces (iov, with their descriptors) and one contiguous remote range at
@@ -102,7 +113,8 @@ int fab_batch_init(struct fab_batch *b, struct fabric *f, size_t window, uint32_
  * the window is full. A write's completion means its data is visible at the target only when the provider does not
  * fence by read (fabric_fence_by_read()); otherwise the caller ends its writes to a peer with a read.
  * Returns 0 or an MMC_* code (the op was not posted): MMC_TIMEOUT when the provider would not take the op for
- * stall_ms (a peer that refuses connections), and at once for every later op to that peer in this batch.
+ * stall_ms (a peer that refuses connections), and at once for every later op to that peer in this batch; the
+ * lease's code once it has ended (fab_batch_lease).
  */
 int fab_batch_post(struct fab_batch *b, bool write, const struct iovec *iov, void **desc, size_t count, fi_addr_t peer,
                    uint64_t raddr, uint64_t rkey, uint32_t tag);

@@ -40,6 +40,8 @@ struct plan {
 	bool verify;               /* prefix get: check each key as it lands (verify_checksum) */
 	bool confirmed;            /* put through extents: the server published at least one key */
 	bool refused;              /* put through extents: the server turned a place down */
+	struct meta_conn *meta;    /* put: the connection its space was granted on, and meta_conn_losses() then */
+	uint64_t grant;
 	/* clock_ms() by which a lost meta connection must be back: one for the whole call, however many round trips
 	 * and passes it takes (retry_ms from its start) */
 	uint64_t deadline_ms;
@@ -120,6 +122,29 @@ static void sum_puts(void *arg)
 	for (size_t i = 0; i < p->n; i++)
 		if (p->rec[i].state == p->summing)
 			p->rec[i].sum = (struct wire_checksum){MMC_WIRE_CHECKSUM_CRC32C, pieces_crc(&p->rec[i].xk)};
+}
+
+/*
+ * xfer's lease on a put's space: it was granted on the meta connection p->grant counts. Once that connection is
+ * lost, a restarted server may give the space to another object after its rejoin grace, so a write that waited
+ * for a window slot or for a peer that refused it (up to rma_timeout_ms) must not go out after the loss is known.
+ */
+static int grant_holds(void *arg)
+{
+	const struct plan *p = arg;
+
+	return meta_conn_losses(p->meta) == p->grant ? 0 : MMC_NOT_CONNECTED_META;
+}
+
+/* Writes the keys in state want into space granted on the meta connection of losses. */
+static void plan_write(struct mmc_store *s, struct plan *p, uint8_t want, uint64_t losses)
+{
+	struct xfer_hook h = {.posted = s->conf.c.verify_checksum ? sum_puts : NULL, .lease = grant_holds, .arg = p};
+
+	p->summing = want;
+	p->meta = s->meta;
+	p->grant = losses;
+	plan_xfer(s, p, 1, want, &h);
 }
 
 /*
@@ -227,7 +252,6 @@ static int put_by_key(struct mmc_store *s, struct plan *p, const mmc_replicate_c
 	                    .on_result = on_alloc,
 	                    .arg = p,
 	                    .deadline_ms = p->deadline_ms};
-	struct xfer_hook sum = {.posted = sum_puts, .arg = p};
 	uint64_t losses;
 	int rc_call;
 
@@ -249,8 +273,7 @@ static int put_by_key(struct mmc_store *s, struct plan *p, const mmc_replicate_c
 		fail_state(p, PK_ACTIVE, MMC_NOT_CONNECTED_META);
 		return MMC_NOT_CONNECTED_META;
 	}
-	p->summing = PK_ACTIVE;
-	plan_xfer(s, p, 1, PK_ACTIVE, s->conf.c.verify_checksum ? &sum : NULL);
+	plan_write(s, p, PK_ACTIVE, losses);
 
 	/* commit what was allocated: written keys become readable, failed ones (value: xk.result) are dropped */
 	for (size_t i = 0; i < p->n; i++)
@@ -341,7 +364,6 @@ static bool on_put(void *arg, size_t i, const mmc_KeyResult *r)
 /* Writes the extent keys and publishes them with one put RPC; keys it could not place stay PK_ACTIVE. */
 static void put_extents(struct mmc_store *s, struct plan *p, const mmc_replicate_config *rc, bool spread)
 {
-	struct xfer_hook sum = {.posted = sum_puts, .arg = p};
 	struct extent_class cls;
 	struct extent_group *g;
 	struct extent_put ep;
@@ -360,10 +382,9 @@ static void put_extents(struct mmc_store *s, struct plan *p, const mmc_replicate
 		return;
 	}
 	aim(p, g, base);
-	p->summing = PK_EXTENT;
-	/* the extents died with the connection they were granted on (a restarted server may reuse the space) */
+	/* the extents die with the connection they were granted on (a restarted server may reuse the space) */
 	if (meta_conn_losses(s->meta) == g->losses)
-		plan_xfer(s, p, 1, PK_EXTENT, s->conf.c.verify_checksum ? &sum : NULL);
+		plan_write(s, p, PK_EXTENT, g->losses);
 	/* a key whose write failed (its service may be dying) goes again by key, and nobody carves from g any more */
 	p->confirmed = p->refused = false;
 	for (size_t i = 0; i < p->n; i++)

@@ -311,7 +311,25 @@ static bool direct_is_read(int32_t d)
 	return d == MMC_COPY_G2L || d == MMC_COPY_G2H || d == MMC_COPY_GH2L || d == MMC_COPY_GH2H;
 }
 
-/* Checks every range before anything moves; fills one xfer key per copy. Caller holds the read lock. */
+/*
+ * xfer's lease on a copy's writes: they go out only under the write leases they were planned under (expiry_ms,
+ * the earliest), granted by the server still connected (losses). Past either the space may be another object's,
+ * and a write that waited for a window slot or for a refusing peer would land in it.
+ */
+struct copy_lease {
+	struct meta_conn *meta;
+	uint64_t losses, expiry_ms;
+};
+
+static int copy_lease_holds(void *arg)
+{
+	const struct copy_lease *l = arg;
+
+	return meta_conn_losses(l->meta) == l->losses && clock_ms() < l->expiry_ms ? 0 : MMC_LEASE_EXPIRED;
+}
+
+/* Checks every range before anything moves; fills one xfer key per copy; *expiry: the earliest lease of the reads,
+ * or of the writes not yet published. Caller holds the read lock. */
 static int plan_copies(struct mmc_store *s, const mmc_gva *gvas, void *const *bufs, const size_t *sizes, size_t n,
                        bool write, struct xfer_key *xk, struct xfer_piece *pieces, uint64_t *expiry)
 {
@@ -333,7 +351,7 @@ static int plan_copies(struct mmc_store *s, const mmc_gva *gvas, void *const *bu
 			return MMC_LEASE_EXPIRED;
 		if (!write && e->losses != losses)
 			return MMC_LEASE_EXPIRED;
-		if (!write && e->expiry_ms < *expiry)
+		if ((!write || !e->readable) && e->expiry_ms < *expiry)
 			*expiry = e->expiry_ms;
 		pieces[i] = (struct xfer_piece){bufs[i], sizes[i]};
 		xk[i].pieces = &pieces[i];
@@ -352,6 +370,8 @@ int mmc_batch_copy(mmc_store *s, const mmc_gva *gvas, void *const *bufs, const s
 	bool write = direct_is_write(direct);
 	struct xfer_key *xk;
 	struct xfer_piece *pieces;
+	struct copy_lease lease;
+	struct xfer_hook hook = {.lease = copy_lease_holds, .arg = &lease};
 	uint64_t expiry, losses;
 	int rc = store_check_ready(s);
 
@@ -373,7 +393,8 @@ int mmc_batch_copy(mmc_store *s, const mmc_gva *gvas, void *const *bufs, const s
 	pthread_rwlock_unlock(&s->gva->lock);
 	if (rc)
 		goto out;
-	xfer_run(s, write, xk, n, 0, NULL);
+	lease = (struct copy_lease){s->meta, losses, expiry};
+	xfer_run(s, write, xk, n, 0, write ? &hook : NULL);
 	for (size_t i = 0; i < n && !rc; i++)
 		rc = xk[i].result;
 	/* a read that ended after its lease, or after the server that granted it went away, may have read reused

@@ -382,6 +382,9 @@ static void post_key(struct xfer_ctx *x, struct fab_batch *b, int write, size_t 
 		struct peer p;
 		int rc = peer_of(x, &k->targets[r], &p);
 
+		/* after peer_of: it may have waited for a new meta connection and learned the pool's new key from it */
+		if (rc == 0 && write && x->hook && x->hook->lease)
+			rc = x->hook->lease(x->hook->arg);
 		if (rc == 0 && p.self)
 			copy_pieces(x, (char *)x->s->pool.base + k->targets[r].offset, write, k);
 		else if (rc == 0 && p.map)
@@ -444,6 +447,8 @@ void xfer_run_until(struct mmc_store *s, int write, struct xfer_key *keys, size_
 		goto out;
 	}
 	fab_batch_deadline(&b, deadline_ms);
+	if (write && hook && hook->lease)
+		fab_batch_lease(&b, hook->lease, hook->arg);
 	pthread_rwlock_rdlock(&s->regs.lock);
 	for (size_t i = 0; i < n; i++) {
 		if (key_at(&x, i)->skip)

@@ -2,9 +2,11 @@
  * A peer that stops answering in the middle of a transfer, then answers late (SIGSTOP, then SIGCONT of the process
  * that owns the bytes). Every byte moves by tcp RMA here: the host path is off, as between two hosts. The promise
  * under test: a call that gave up on an RMA leaves nothing behind that can still land, neither in the caller's
- * buffer (a get) nor in pool space that is given to another key afterwards (a put).
+ * buffer (a get) nor in pool space that is given to another key afterwards (a put); and a put that waited for a
+ * peer while the meta server restarted writes nothing after it knows (its space may be another key's by then).
  */
 #include <dirent.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -254,4 +256,87 @@ Test(stall, a_prefix_read_returns_the_leading_pages_by_its_deadline, .fini = sto
 	node_kill(&r);
 	node_kill(&b);
 	node_kill(&a);
+}
+
+/* A's batch put, on a thread of its own: the test restarts the meta server while it waits. */
+struct late_put {
+	struct node *n;
+	char reply[256];
+};
+
+static void *late_put_main(void *arg)
+{
+	struct late_put *p = arg;
+
+	node_cmd(p->n, p->reply, sizeof(p->reply), "bput late/ 2 %u 40", 256u << 10);
+	return NULL;
+}
+
+static void start_lender(struct node *n, const char *const *e, unsigned long long pool)
+{
+	cr_assert_eq(node_start(n, e), 0);
+	node_cmd(n, reply, sizeof(reply), "init 1 %llu", pool);
+	cr_assert_eq(atoi(reply), 0, "init: %s", reply);
+}
+
+/* Whether every per-key code of a bput/bget reply ("CODE R0 R1 ...") is 0. */
+static bool all_zero(const char *r)
+{
+	char *end;
+
+	for (long v = strtol(r, &end, 10); end != r; v = strtol(r, &end, 10)) {
+		if (v)
+			return false;
+		r = end;
+	}
+	return true;
+}
+
+/*
+ * A batch put waits on its first key for a lender killed before the meta server noticed (its port refuses
+ * connections; the provider turns the write away until rma_timeout_ms), and meanwhile the meta server restarts.
+ * Its second key was placed by the dead server on a live lender, in space the new server knows nothing of and
+ * gives to other puts once that lender has rejoined. The waiting put must not write its second key there after it
+ * knows the server is gone: it used to, with the lender's new key just learned from the new server, over another
+ * put's bytes. The writer's extents have two lanes, the roomier lender's first: key 0 goes to the dead lender, key
+ * 1 to the live one; the other puts then fill most of the live lender, so the late write would hit one of them.
+ */
+Test(stall, a_put_that_waited_past_a_meta_restart_writes_nothing_after_it, .fini = stop, .timeout = 120)
+{
+	static const char *meta_env[] = {"ock.mmc.meta.rejoin_write_grace_ms=100", NULL};
+	static const char *env_slow[] = {env_meta, "MMC_HOST_PATH=off", "MMC_PROTOCOL=host_tcp", "MMC_TEST_RMA_MS=4000",
+	                                 NULL};
+	struct node dead, live, writer, other;
+	struct late_put lp = {.n = &writer};
+	pthread_t th;
+	bool filled = false;
+
+	cr_assert_eq(metaserver_start(&meta, meta_env), 0);
+	snprintf(env_meta, sizeof(env_meta), "MMC_TEST_META=%s", meta.url);
+	start_lender(&dead, env, 48ull << 20);
+	start_lender(&live, env, 16ull << 20);
+	start_with(&writer, 0, env_slow);
+	start_with(&other, 0, env);
+	/* the writer's extents: a lane on each lender, kept for its next puts */
+	cr_assert_eq(CMD(&writer, "bput warm/ 2 %u 30", 256u << 10), 0, "%s", reply);
+	node_kill(&dead);
+	cr_assert_eq(pthread_create(&th, NULL, late_put_main, &lp), 0);
+	usleep(300000); /* the writer waits on its first key */
+	metaserver_kill(&meta);
+	cr_assert_eq(metaserver_restart(&meta, meta_env), 0);
+	/* 12 of the live lender's 16 MiB, once it has rejoined and its grace has passed */
+	for (int i = 0; i < 200 && !filled; i++) {
+		(void)CMD(&other, "bput fill/ 48 %u 100", 256u << 10);
+		if (!(filled = all_zero(reply)))
+			usleep(20000);
+	}
+	cr_assert(filled, "the other puts: %s", reply);
+	pthread_join(th, NULL);
+	cr_log_info("the waiting batch put: %s", lp.reply);
+	(void)CMD(&other, "bget fill/ 48 %u 100", 256u << 10);
+	cr_expect(all_zero(reply), "the other puts' bytes are intact after the waiting put wrote (99: wrong bytes): %s",
+	          reply);
+	node_kill(&other);
+	node_kill(&writer);
+	node_kill(&live);
 }

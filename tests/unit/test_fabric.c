@@ -3,9 +3,11 @@
  * whose port refuses connections fails within the stall deadline instead of retrying for ever.
  */
 #include <criterion/criterion.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "clock.h"
 #include "fabric.h"
@@ -105,6 +107,70 @@ Test(fabric, a_peer_that_refuses_connections_fails_the_post, .timeout = 60)
 	cr_expect_lt(clock_ms() - t0, 100, "fails at once: no second wait in one batch");
 	cr_assert_eq(reaped, 0, "nothing was posted, so nothing is reported");
 	fab_batch_fini(&batch);
+	fabric_close(a);
+}
+
+/* A lease that holds for its first `left` questions, then answers MMC_NOT_CONNECTED_META. */
+static int lease_left, lease_asked;
+
+static int lease_ends(void *arg)
+{
+	(void)arg;
+	lease_asked++;
+	return lease_left-- > 0 ? 0 : MMC_NOT_CONNECTED_META;
+}
+
+/*
+ * A write into space granted on a meta connection since lost must not go out (the space may be another object's by
+ * now): a post the provider keeps waiting ends as soon as the batch's lease does, not at the stall deadline, and
+ * once it has ended a post to a live peer changes no byte there.
+ */
+Test(fabric, no_post_goes_out_after_the_batchs_lease_ends, .timeout = 60)
+{
+	static char src[4096], dst[4096];
+	struct fabric *a, *b, *gone;
+	struct fab_batch batch;
+	struct fab_mr target;
+	fi_addr_t live, dead;
+	unsigned char addr[256], addr2[256];
+	size_t len, len2;
+	uint64_t t0;
+	const void *ga;
+
+	live = open_pair(&a, &b, addr, sizeof(addr), &len);
+	cr_assert_neq(live, FI_ADDR_UNSPEC);
+	cr_assert_eq(fabric_open(&gone, "host_tcp", "tcp://127.0.0.1"), 0);
+	ga = fabric_addr(gone, &len2);
+	memcpy(addr2, ga, len2);
+	cr_assert_eq(fabric_peer_add(a, addr2, len2, &dead), 0);
+	fabric_close(gone); /* its port refuses connections: the provider keeps a post to it waiting */
+	cr_assert_eq(fabric_mr_reg(b, dst, sizeof(dst), true, &target), 0);
+	memset(src, 0x5a, sizeof(src));
+	cr_assert_eq(fab_batch_init(&batch, a, 4, 10000, on_done, NULL), 0);
+	fab_batch_lease(&batch, lease_ends, NULL);
+	lease_left = INT_MAX; /* first a write under the lease: it lands, and the connection to the live peer is up */
+	cr_assert_eq(post_write(&batch, a, src, sizeof(src), live, fabric_virt_addr(b) ? (uint64_t)dst : 0, target.key),
+	             0);
+	for (t0 = clock_ms() + 2000; memcmp(src, dst, sizeof(dst)) && clock_ms() < t0;)
+		;
+	cr_assert_eq(memcmp(src, dst, sizeof(dst)), 0, "a write under the lease lands");
+	memset(dst, 0, sizeof(dst));
+	memset(src, 0xa5, sizeof(src));
+	reaped = lease_asked = 0;
+	lease_left = 5; /* asked once before the post, then while the provider turns it away */
+	t0 = clock_ms();
+	cr_assert_eq(post_write(&batch, a, src, sizeof(src), dead, 0, 0), MMC_NOT_CONNECTED_META);
+	cr_expect_lt(clock_ms() - t0, 5000, "ended with the lease, not at the 10 s stall deadline");
+	cr_assert_gt(lease_asked, 1, "asked again while the post waited");
+	cr_assert_eq(post_write(&batch, a, src, sizeof(src), live, fabric_virt_addr(b) ? (uint64_t)dst : 0, target.key),
+	             MMC_NOT_CONNECTED_META, "a live peer gets nothing either");
+	cr_assert_eq(reaped, 0, "nothing was posted");
+	usleep(200000);
+	for (size_t i = 0; i < sizeof(dst); i++)
+		cr_assert_eq(dst[i], 0, "no byte landed at the live peer");
+	fab_batch_fini(&batch);
+	fabric_mr_close(&target);
+	fabric_close(b);
 	fabric_close(a);
 }
 
