@@ -11,7 +11,9 @@
  *   exist KEY | remove KEY           -> RESULT
  *   info KEY                         -> CODE SIZE BLOBS LOC0 TYPE0 ...
  *   gwrite PREFIX N LAYERS BYTES SEED [TTL]  GVA write: malloc, copy layer by layer, finish -> CODE
- *   gmalloc PREFIX N BYTES TTL       GVA malloc only (never finished)       -> CODE
+ *   gmalloc PREFIX N BYTES TTL       GVA malloc only (never finished), its GVAs added to those kept -> CODE
+ *   gcopy SEED                       one mmc_batch_copy of pattern SEED + i into every kept GVA, in the order
+ *                                    kept -> CODE
  *   gread PREFIX N LAYERS BYTES SEED GVA read: key info, lease, copy layer by layer, release -> CODE
  *   hold KEY SIZE                    get into a buffer kept after the call, which is then filled with 0xEE
  *                                    (a caller reusing its buffer) -> CODE
@@ -326,6 +328,54 @@ out:
 	return rc;
 }
 
+/* gmalloc's GVAs, for a later gcopy: a test acts between the malloc and the copy. */
+static mmc_gva kept[64];
+static size_t nkept, kept_bytes;
+
+static int cmd_gmalloc(char *args)
+{
+	char prefix[200], names[64][256];
+	const char *keys[64];
+	size_t sizes[64], n, bytes;
+	unsigned long long ttl;
+	int rc;
+
+	if (sscanf(args, "%199s %zu %zu %llu", prefix, &n, &bytes, &ttl) != 4 || !n || n > 64 - nkept ||
+	    (nkept && bytes != kept_bytes))
+		return MMC_INVALID_PARAM;
+	for (size_t i = 0; i < n; i++) {
+		snprintf(names[i], sizeof(names[i]), "%s%zu", prefix, i);
+		keys[i] = names[i];
+		sizes[i] = bytes;
+	}
+	rc = mmc_batch_malloc(s, keys, sizes, n, MMC_MEDIA_DRAM, ttl, kept + nkept);
+	if (rc == 0) {
+		nkept += n;
+		kept_bytes = bytes;
+	}
+	return rc;
+}
+
+static int cmd_gcopy(char *args)
+{
+	unsigned long long seed;
+	void *bufs[64];
+	size_t sizes[64];
+	int rc;
+
+	if (sscanf(args, "%llu", &seed) != 1 || !nkept)
+		return MMC_INVALID_PARAM;
+	for (size_t i = 0; i < nkept; i++) {
+		bufs[i] = malloc(kept_bytes);
+		sizes[i] = kept_bytes;
+		pattern_fill(bufs[i], kept_bytes, seed + i);
+	}
+	rc = mmc_batch_copy(s, kept, bufs, sizes, nkept, MMC_COPY_L2G, 0);
+	for (size_t i = 0; i < nkept; i++)
+		free(bufs[i]);
+	return rc;
+}
+
 /* An application that started libfabric before libmmc (another transport in the process), with the environment it
  * had: libmmc can no longer choose how libfabric treats a removed address. */
 static void start_fabric_first(void)
@@ -375,6 +425,10 @@ int main(void)
 			printf("%d\n", gva_flow(args, 1));
 		else if (strcmp(cmd, "gread") == 0)
 			printf("%d\n", gva_flow(args, 0));
+		else if (strcmp(cmd, "gmalloc") == 0)
+			printf("%d\n", cmd_gmalloc(args));
+		else if (strcmp(cmd, "gcopy") == 0)
+			printf("%d\n", cmd_gcopy(args));
 		else if (strcmp(cmd, "teardown") == 0)
 			printf("%d\n", mmc_teardown(s));
 		else if (strcmp(cmd, "quit") == 0)

@@ -258,17 +258,18 @@ Test(stall, a_prefix_read_returns_the_leading_pages_by_its_deadline, .fini = sto
 	node_kill(&a);
 }
 
-/* A's batch put, on a thread of its own: the test restarts the meta server while it waits. */
-struct late_put {
+/* A command on a node of its own thread: the test restarts the meta server while the command waits. */
+struct waiting {
 	struct node *n;
+	const char *cmd;
 	char reply[256];
 };
 
-static void *late_put_main(void *arg)
+static void *waiting_main(void *arg)
 {
-	struct late_put *p = arg;
+	struct waiting *w = arg;
 
-	node_cmd(p->n, p->reply, sizeof(p->reply), "bput late/ 2 %u 40", 256u << 10);
+	node_cmd(w->n, w->reply, sizeof(w->reply), "%s", w->cmd);
 	return NULL;
 }
 
@@ -292,51 +293,91 @@ static bool all_zero(const char *r)
 	return true;
 }
 
-/*
- * A batch put waits on its first key for a lender killed before the meta server noticed (its port refuses
- * connections; the provider turns the write away until rma_timeout_ms), and meanwhile the meta server restarts.
- * Its second key was placed by the dead server on a live lender, in space the new server knows nothing of and
- * gives to other puts once that lender has rejoined. The waiting put must not write its second key there after it
- * knows the server is gone: it used to, with the lender's new key just learned from the new server, over another
- * put's bytes. The writer's extents have two lanes, the roomier lender's first: key 0 goes to the dead lender, key
- * 1 to the live one; the other puts then fill most of the live lender, so the late write would hit one of them.
- */
-Test(stall, a_put_that_waited_past_a_meta_restart_writes_nothing_after_it, .fini = stop, .timeout = 120)
+/* A writer whose next writes go first to a lender about to die, then to a live one, and another client. */
+struct late_case {
+	struct node dead, live, writer, other;
+};
+
+static const char *late_meta_env[] = {"ock.mmc.meta.rejoin_write_grace_ms=100", NULL};
+
+static void late_start(struct late_case *c, unsigned long long dead_pool)
 {
-	static const char *meta_env[] = {"ock.mmc.meta.rejoin_write_grace_ms=100", NULL};
 	static const char *env_slow[] = {env_meta, "MMC_HOST_PATH=off", "MMC_PROTOCOL=host_tcp", "MMC_TEST_RMA_MS=4000",
 	                                 NULL};
-	struct node dead, live, writer, other;
-	struct late_put lp = {.n = &writer};
-	pthread_t th;
-	bool filled = false;
 
-	cr_assert_eq(metaserver_start(&meta, meta_env), 0);
+	cr_assert_eq(metaserver_start(&meta, late_meta_env), 0);
 	snprintf(env_meta, sizeof(env_meta), "MMC_TEST_META=%s", meta.url);
-	start_lender(&dead, env, 48ull << 20);
-	start_lender(&live, env, 16ull << 20);
-	start_with(&writer, 0, env_slow);
-	start_with(&other, 0, env);
-	/* the writer's extents: a lane on each lender, kept for its next puts */
-	cr_assert_eq(CMD(&writer, "bput warm/ 2 %u 30", 256u << 10), 0, "%s", reply);
-	node_kill(&dead);
-	cr_assert_eq(pthread_create(&th, NULL, late_put_main, &lp), 0);
-	usleep(300000); /* the writer waits on its first key */
+	start_lender(&c->dead, env, dead_pool);
+	start_lender(&c->live, env, 16ull << 20);
+	start_with(&c->writer, 0, env_slow);
+	start_with(&c->other, 0, env);
+}
+
+/*
+ * Kills the dead lender (before the meta server notices: its port refuses connections, and the provider turns the
+ * writer's first write away until rma_timeout_ms), runs cmd on the writer meanwhile, restarts the meta server, then
+ * fills 12 of the live lender's 16 MiB from the other client once the lender has rejoined and its grace has passed:
+ * a write of the writer's that went out after the restart would land in one of those. Checks them.
+ */
+static void late_run(struct late_case *c, const char *cmd)
+{
+	struct waiting w = {.n = &c->writer, .cmd = cmd};
+	bool filled = false;
+	pthread_t th;
+
+	node_kill(&c->dead);
+	cr_assert_eq(pthread_create(&th, NULL, waiting_main, &w), 0);
+	usleep(300000); /* the writer waits on its first write */
 	metaserver_kill(&meta);
-	cr_assert_eq(metaserver_restart(&meta, meta_env), 0);
-	/* 12 of the live lender's 16 MiB, once it has rejoined and its grace has passed */
+	cr_assert_eq(metaserver_restart(&meta, late_meta_env), 0);
 	for (int i = 0; i < 200 && !filled; i++) {
-		(void)CMD(&other, "bput fill/ 48 %u 100", 256u << 10);
+		(void)CMD(&c->other, "bput fill/ 48 %u 100", 256u << 10);
 		if (!(filled = all_zero(reply)))
 			usleep(20000);
 	}
 	cr_assert(filled, "the other puts: %s", reply);
 	pthread_join(th, NULL);
-	cr_log_info("the waiting batch put: %s", lp.reply);
-	(void)CMD(&other, "bget fill/ 48 %u 100", 256u << 10);
-	cr_expect(all_zero(reply), "the other puts' bytes are intact after the waiting put wrote (99: wrong bytes): %s",
+	cr_log_info("the writer's %s: %s", cmd, w.reply);
+	(void)CMD(&c->other, "bget fill/ 48 %u 100", 256u << 10);
+	cr_expect(all_zero(reply), "the other puts' bytes are intact after the writer wrote (99: wrong bytes): %s",
 	          reply);
-	node_kill(&other);
-	node_kill(&writer);
-	node_kill(&live);
+	node_kill(&c->other);
+	node_kill(&c->writer);
+	node_kill(&c->live);
+}
+
+/*
+ * A batch put waits on its first key for a lender killed before the meta server noticed, and meanwhile the meta
+ * server restarts. Its second key was placed by the dead server on a live lender, in space the new server knows
+ * nothing of and gives to other puts once that lender has rejoined. The waiting put must not write its second key
+ * there after it knows the server is gone: it used to, with the lender's new key just learned from the new server,
+ * over another put's bytes. The writer's extents have two lanes, the roomier lender's first: key 0 goes to the
+ * dead lender, key 1 to the live one.
+ */
+Test(stall, a_put_that_waited_past_a_meta_restart_writes_nothing_after_it, .fini = stop, .timeout = 120)
+{
+	struct late_case c;
+
+	late_start(&c, 48ull << 20);
+	/* the writer's extents: a lane on each lender, kept for its next puts */
+	cr_assert_eq(CMD(&c.writer, "bput warm/ 2 %u 30", 256u << 10), 0, "%s", reply);
+	late_run(&c, "bput late/ 2 262144 40");
+}
+
+/*
+ * The same for a GVA copy: its ranges were allocated by the dead server, the first on the dead lender and the last
+ * on the live one (a malloc goes to the roomiest lender: the dead one is larger until the padding between has
+ * taken 2 MiB of it), and their write lease died with that server.
+ */
+Test(stall, a_gva_copy_that_waited_past_a_meta_restart_writes_nothing_after_it, .fini = stop, .timeout = 120)
+{
+	struct late_case c;
+
+	late_start(&c, (16ull << 20) + (128u << 10));
+	cr_assert_eq(CMD(&c.writer, "gmalloc first/ 1 %u 60000", 256u << 10), 0, "%s", reply);
+	cr_assert_eq(CMD(&c.writer, "gmalloc pad/ 8 %u 60000", 256u << 10), 0, "%s", reply);
+	cr_assert_eq(CMD(&c.writer, "gmalloc second/ 1 %u 60000", 256u << 10), 0, "%s", reply);
+	/* the writer meets the dead lender before it dies (this put goes to the roomier lender too) */
+	cr_assert_eq(CMD(&c.writer, "put warm 4096 30"), 0, "%s", reply);
+	late_run(&c, "gcopy 40");
 }
