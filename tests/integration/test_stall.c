@@ -200,11 +200,16 @@ Test(stall, a_put_to_a_stopped_owner_stores_no_key, .fini = stop, .timeout = 120
 static const char *env_patient[] = {env_meta, "MMC_HOST_PATH=off", "MMC_PROTOCOL=host_tcp", "MMC_TEST_RMA_MS=10000",
                                     NULL};
 
-static void start_with(struct node *n, int lend, const char *const *e)
+static void start_sized(struct node *n, int lend, const char *const *e, unsigned long long pool)
 {
 	cr_assert_eq(node_start(n, e), 0);
-	node_cmd(n, reply, sizeof(reply), "init %d %llu", lend, 64ull << 20);
+	node_cmd(n, reply, sizeof(reply), "init %d %llu", lend, pool);
 	cr_assert_eq(atoi(reply), 0, "init: %s", reply);
+}
+
+static void start_with(struct node *n, int lend, const char *const *e)
+{
+	start_sized(n, lend, e, 64ull << 20);
 }
 
 /* "CODE LANDED MS" of a prefix command */
@@ -273,13 +278,6 @@ static void *waiting_main(void *arg)
 	return NULL;
 }
 
-static void start_lender(struct node *n, const char *const *e, unsigned long long pool)
-{
-	cr_assert_eq(node_start(n, e), 0);
-	node_cmd(n, reply, sizeof(reply), "init 1 %llu", pool);
-	cr_assert_eq(atoi(reply), 0, "init: %s", reply);
-}
-
 /* Whether every per-key code of a bput/bget reply ("CODE R0 R1 ...") is 0. */
 static bool all_zero(const char *r)
 {
@@ -307,8 +305,8 @@ static void late_start(struct late_case *c, unsigned long long dead_pool)
 
 	cr_assert_eq(metaserver_start(&meta, late_meta_env), 0);
 	snprintf(env_meta, sizeof(env_meta), "MMC_TEST_META=%s", meta.url);
-	start_lender(&c->dead, env, dead_pool);
-	start_lender(&c->live, env, 16ull << 20);
+	start_sized(&c->dead, 1, env, dead_pool);
+	start_sized(&c->live, 1, env, 16ull << 20);
 	start_with(&c->writer, 0, env_slow);
 	start_with(&c->other, 0, env);
 }
