@@ -243,7 +243,7 @@ void meta_conn_on_task(struct meta_conn *mc, meta_task_fn fn, void *owner)
 	pthread_mutex_unlock(&mc->lock);
 }
 
-int meta_reply(struct meta_conn *mc, uint64_t id, int result)
+int meta_reply(struct meta_conn *mc, uint64_t conn, uint64_t id, int result)
 {
 	struct wbuf *b = tls_wbuf();
 	mmc_Reply r = {.result = result};
@@ -253,7 +253,10 @@ int meta_reply(struct meta_conn *mc, uint64_t id, int result)
 	if (!b)
 		return MMC_MALLOC_FAILED;
 	pthread_mutex_lock(&mc->lock);
-	rc = mc->state == MC_READY || mc->state == MC_CONNECTING ? 0 : MMC_NOT_CONNECTED_META;
+	/* losses moves under the lock, as the connection goes down: a connection still handshaking has its own count */
+	rc = (mc->state == MC_READY || mc->state == MC_CONNECTING) && atomic_load(&mc->losses) == conn
+	         ? 0
+	         : MMC_NOT_CONNECTED_META;
 	l = link_of(mc);
 	pthread_mutex_unlock(&mc->lock);
 	if (rc || (rc = wire_encode(b, id, WB_REPLY, mmc_Reply_fields, &r)))

@@ -48,21 +48,25 @@ struct meta_session {
 	uint64_t id;
 	uint64_t lease_ttl_ms;
 	uint32_t heartbeat_timeout_ms;
-	uint64_t server_run; /* changes when the meta server process restarted */
-	char leader[320];    /* hello answered MMC_NOT_LEADER: the leader that server named ("" : none known) */
+	char leader[320]; /* hello answered MMC_NOT_LEADER: the leader that server named ("" : none known) */
 };
 
 /* Called by the session thread after a reconnect, once hello succeeded; re-registers the local service. */
 typedef int (*meta_reconnect_fn)(void *owner);
 
-/* A request from the meta server (a BlobTask) arrived; called on the thread reading the socket (the reader thread,
- * or a caller waiting for its reply), so it must not block. */
-typedef void (*meta_task_fn)(void *owner, uint64_t id, const uint8_t *data, size_t len);
+/* A request from the meta server (a BlobTask) arrived on connection conn (the meta_conn_losses() it was read under);
+ * called on the thread reading the socket (the reader thread, or a caller waiting for its reply), so it must not
+ * block. */
+typedef void (*meta_task_fn)(void *owner, uint64_t conn, uint64_t id, const uint8_t *data, size_t len);
 
 /* Routes the server's task requests to fn (set before the local service registers). */
 void meta_conn_on_task(struct meta_conn *mc, meta_task_fn fn, void *owner);
-/* Answers the server's request id with Reply{result}. */
-int meta_reply(struct meta_conn *mc, uint64_t id, int result);
+/*
+ * Answers the server's request id, which arrived on connection conn, with Reply{result}: only on that connection.
+ * MMC_NOT_CONNECTED_META once it is lost: the id is that server's, and on the next connection (a restarted server
+ * numbering its own requests from anywhere) it could name another request.
+ */
+int meta_reply(struct meta_conn *mc, uint64_t conn, uint64_t id, int result);
 
 /* Connects (through TLS when configured) and says hello (proving the cluster secret when the server asks). Returns 0,
  * MMC_NOT_CONNECTED_META, MMC_NOT_AUTHORIZED (a missing or wrong secret, a server that cannot prove it, a
@@ -90,8 +94,6 @@ int meta_send(struct meta_conn *mc, uint32_t body, const pb_msgdesc_t *fields, c
  * connection like any frame not yet sent.
  */
 int meta_send_deferred(struct meta_conn *mc, uint32_t body, const pb_msgdesc_t *fields, const void *msg);
-
-void meta_conn_session(struct meta_conn *mc, struct meta_session *out);
 
 /*
  * How many times the connection has been lost. Placements and read leases live only in the server that granted

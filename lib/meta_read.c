@@ -30,13 +30,15 @@ static void dispatch(struct meta_conn *mc, const uint8_t *frame, size_t len)
 	if (body == WB_TASK) { /* a request from the server, not a reply */
 		meta_task_fn fn;
 		void *owner;
+		uint64_t conn;
 
 		pthread_mutex_lock(&mc->lock);
 		fn = mc->on_task;
 		owner = mc->task_owner;
+		conn = atomic_load(&mc->losses); /* moves only once this connection's reading has ended */
 		pthread_mutex_unlock(&mc->lock);
 		if (fn)
-			fn(owner, id, data, dlen);
+			fn(owner, conn, id, data, dlen);
 		return;
 	}
 	pthread_mutex_lock(&mc->lock);

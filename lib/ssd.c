@@ -20,6 +20,7 @@
 
 struct ssd_task {
 	struct ssd_task *next;
+	uint64_t conn; /* meta_conn_losses() of the connection it came on */
 	uint64_t id;
 	mmc_BlobTask t;
 };
@@ -32,8 +33,10 @@ struct ssd {
 	size_t pool_size;
 	pthread_t worker;
 	bool started, stop;
+	bool moving; /* the worker runs a task, outside the lock */
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
+	pthread_cond_t idle; /* moving went false: ssd_fence() */
 	struct ssd_task *head, *tail;
 };
 
@@ -82,6 +85,7 @@ int ssd_open(struct ssd **out, const char *path, uint64_t size)
 	}
 	pthread_mutex_init(&d->lock, NULL);
 	pthread_cond_init(&d->cond, NULL);
+	pthread_cond_init(&d->idle, NULL);
 	*out = d;
 	return 0;
 }
@@ -127,6 +131,25 @@ static int run(struct ssd *d, const mmc_BlobTask *t)
 	return MMC_INVALID_PARAM;
 }
 
+/* The next task whose connection is still the current one, dropping the others; NULL when none is queued. */
+static struct ssd_task *next_task(struct ssd *d)
+{
+	struct ssd_task *t;
+
+	while ((t = d->head)) {
+		d->head = t->next;
+		if (!d->head)
+			d->tail = NULL;
+		/* checked under the lock ssd_fence() waits on: a task that passes is one the fence waits for */
+		if (t->conn == meta_conn_losses(d->mc))
+			return t;
+		lg_info("ssd tier: dropped a %s move of %llu bytes the lost meta server asked for",
+		        t->t.dst_media == MMC_MEDIA_SSD ? "DRAM -> SSD" : "SSD -> DRAM", (unsigned long long)t->t.size);
+		free(t);
+	}
+	return NULL;
+}
+
 static void *worker_main(void *arg)
 {
 	struct ssd *d = arg;
@@ -137,19 +160,32 @@ static void *worker_main(void *arg)
 
 		while (!d->head && !d->stop)
 			pthread_cond_wait(&d->cond, &d->lock);
-		if (!d->head || d->stop)
+		if (d->stop)
 			break;
-		t = d->head;
-		d->head = t->next;
-		if (!d->head)
-			d->tail = NULL;
+		if (!(t = next_task(d)))
+			continue;
+		d->moving = true;
 		pthread_mutex_unlock(&d->lock);
-		meta_reply(d->mc, t->id, run(d, &t->t));
+		meta_reply(d->mc, t->conn, t->id, run(d, &t->t));
 		free(t);
 		pthread_mutex_lock(&d->lock);
+		d->moving = false;
+		pthread_cond_broadcast(&d->idle);
 	}
 	pthread_mutex_unlock(&d->lock);
 	return NULL;
+}
+
+void ssd_fence(struct ssd *d)
+{
+	if (!d)
+		return;
+	pthread_mutex_lock(&d->lock);
+	if (d->moving)
+		lg_warn("ssd tier: the rejoin waits for a move the lost meta server asked for to end");
+	while (d->moving)
+		pthread_cond_wait(&d->idle, &d->lock);
+	pthread_mutex_unlock(&d->lock);
 }
 
 int ssd_start(struct ssd *d, struct meta_conn *mc, void *pool, size_t pool_size)
@@ -159,11 +195,12 @@ int ssd_start(struct ssd *d, struct meta_conn *mc, void *pool, size_t pool_size)
 	d->pool_size = pool_size;
 	if (pthread_create(&d->worker, NULL, worker_main, d))
 		return MMC_ERROR;
+	pthread_setname_np(d->worker, "mmc-ssd"); /* top -H, and the tests that stall it */
 	d->started = true;
 	return 0;
 }
 
-void ssd_on_task(void *owner, uint64_t id, const uint8_t *data, size_t len)
+void ssd_on_task(void *owner, uint64_t conn, uint64_t id, const uint8_t *data, size_t len)
 {
 	struct ssd *d = owner;
 	struct ssd_task *t = calloc(1, sizeof(*t));
@@ -171,9 +208,10 @@ void ssd_on_task(void *owner, uint64_t id, const uint8_t *data, size_t len)
 
 	if (!t || !pb_decode(&st, mmc_BlobTask_fields, &t->t)) {
 		free(t);
-		meta_reply(d->mc, id, MMC_INVALID_PARAM);
+		meta_reply(d->mc, conn, id, MMC_INVALID_PARAM);
 		return;
 	}
+	t->conn = conn;
 	t->id = id;
 	pthread_mutex_lock(&d->lock);
 	if (d->tail)
@@ -212,5 +250,6 @@ void ssd_close(struct ssd *d)
 	close(d->fd);
 	pthread_mutex_destroy(&d->lock);
 	pthread_cond_destroy(&d->cond);
+	pthread_cond_destroy(&d->idle);
 	free(d);
 }

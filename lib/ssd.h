@@ -23,7 +23,18 @@ void ssd_stop(struct ssd *d);
 void ssd_close(struct ssd *d);
 uint64_t ssd_size(const struct ssd *d);
 
-/* meta_task_fn: decodes a BlobTask and queues it. */
-void ssd_on_task(void *owner, uint64_t id, const uint8_t *data, size_t len);
+/*
+ * meta_task_fn: decodes a BlobTask and queues it. A task runs only while the connection it came on is the current
+ * one: its destination was reserved by the server at the other end, and a restarted server, which knows nothing of
+ * that, gives the same range to other keys once this service has rejoined it. Tasks still queued when it is lost
+ * are dropped unanswered (that server is gone; the next one never asked).
+ */
+void ssd_on_task(void *owner, uint64_t conn, uint64_t id, const uint8_t *data, size_t len);
+/*
+ * Waits until no task of a lost connection is still moving bytes; the keeper thread calls it before the service
+ * rejoins. Without it a read from a slow disk that began before the loss would land in the pool after the rejoin,
+ * over the bytes of a put the new server placed there. NULL is ignored.
+ */
+void ssd_fence(struct ssd *d);
 
 #endif

@@ -183,10 +183,13 @@ static int register_service(struct mmc_store *s, bool rejoin)
 }
 
 /*
- * A restarted meta server knows nothing of the placements its predecessor made, so a put still in flight from
- * before the crash could land in space the new server hands to another key. Registering the pool again under a
- * new key before rejoining closes that: the provider refuses the old key at this end, and every other store learns
- * the new one (it flushes its peer cache when its own connection drops, as it did in the crash). Keeper thread.
+ * After a lost connection, space granted before it may go to other keys as soon as this service is back: a
+ * restarted meta server knows nothing of the placements its predecessor made, and the same server unmounted this
+ * service when the connection closed, so it joins again as a new incarnation whose whole pool is free. A write
+ * granted before (a put that waited, a GVA copy into a range malloc'ed before) could then land over another key's
+ * bytes. Registering the pool again under a new key before rejoining closes that: the provider refuses the old key
+ * at this end, and every other store learns the new one (with the new server, or the new incarnation). Keeper
+ * thread.
  */
 static int rekey_pool(struct mmc_store *s)
 {
@@ -209,15 +212,11 @@ static int rekey_pool(struct mmc_store *s)
 static int on_reconnect(void *owner)
 {
 	struct mmc_store *s = owner;
-	struct meta_session sess;
 
 	if (!s->init_bm)
 		return 0;
-	meta_conn_session(s->meta, &sess);
-	if (sess.server_run != s->server_run) {
-		rekey_pool(s);
-		s->server_run = sess.server_run;
-	}
+	rekey_pool(s);     /* every reconnect follows a loss */
+	ssd_fence(s->ssd); /* a move the lost server asked for must not land after the rejoin */
 	return register_service(s, true);
 }
 
@@ -286,14 +285,8 @@ static int init_locked(struct mmc_store *s, uint32_t device_id, bool init_bm)
 		         mmc_strerror(rc));
 		return rc;
 	}
-	if (init_bm) {
-		struct meta_session sess;
-
-		meta_conn_session(s->meta, &sess);
-		s->server_run = sess.server_run;
-		if ((rc = start_local_service(s)))
-			return rc;
-	}
+	if (init_bm && (rc = start_local_service(s)))
+		return rc;
 	return meta_conn_start(s->meta, on_reconnect, s);
 }
 

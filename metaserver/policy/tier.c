@@ -3,6 +3,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 
 #include "allocator.h"
 #include "array.h"
@@ -73,6 +74,12 @@ static void service_leaving(struct meta *m, struct service *svc)
 
 void tier_init(struct meta *m)
 {
+	uint64_t *next = &m->policy->next_task_id;
+
+	/* a restarted server numbers its tasks from elsewhere than the one before it, so that a late answer to an old
+	 * task (from a service that does not drop them on a lost connection) does not name a new one */
+	if (getrandom(next, sizeof(*next), 0) != sizeof(*next))
+		*next = clock_ns();
 	m->service_leaving = service_leaving;
 	list_init(&m->policy->tasks);
 	list_init(&m->policy->tier_reqs);
@@ -449,12 +456,12 @@ static void complete(struct meta *m, struct task *t, int result)
 	free(t);
 }
 
-void tier_task_done(struct meta *m, uint64_t id, int result)
+void tier_task_done(struct meta *m, const struct service *svc, uint64_t id, int result)
 {
 	for (struct list *it = m->policy->tasks.next; it != &m->policy->tasks; it = it->next) {
 		struct task *t = list_entry(it, struct task, link);
 
-		if (t->id == id) {
+		if (t->id == id && svc && t->svc == svc) {
 			complete(m, t, result);
 			return;
 		}

@@ -34,8 +34,9 @@ void tier_move(struct meta *m, const struct key_call *call, bool evict);
 /* DRAM was freed (or time passed): SSD reads waiting for room get another try. */
 void tier_kick(struct meta *m);
 
-/* A local service answered task id. */
-void tier_task_done(struct meta *m, uint64_t id, int result);
+/* Local service svc (NULL: the connection registered none) answered task id; an answer from any other connection is
+ * ignored: a task's completion publishes bytes only its service's worker could have moved. */
+void tier_task_done(struct meta *m, const struct service *svc, uint64_t id, int result);
 /* The session's connection closed: its waiting requests will not be answered. */
 void tier_session_closed(struct meta *m, struct session *s);
 /* The service is leaving: its tasks fail now (their reservations die with its allocators). */

@@ -188,7 +188,7 @@ static void on_ping(struct conn *c, const Mmc__Frame *f)
 /* a local service finished a task we sent it */
 static void on_task_reply(struct conn *c, const Mmc__Frame *f)
 {
-	tier_task_done(c->m, f->id, f->reply->result);
+	tier_task_done(c->m, c->session.svc, f->id, f->reply->result);
 }
 
 static void on_key_batch(struct conn *c, const Mmc__Frame *f);

@@ -1,7 +1,8 @@
 /*
  * mmc-test-node: a process holding one mmc store, driven by line commands on stdin, one reply line each on stdout.
  * Integration tests run several of them as local services and clients. The meta server URL comes from
- * MMC_TEST_META, the protocol from MMC_PROTOCOL (default host_tcp).
+ * MMC_TEST_META, the protocol from MMC_PROTOCOL (default host_tcp); a local service also lends an SSD tier of
+ * 64 MiB in the file MMC_TEST_SSD_PATH when it is set.
  *
  *   init LEND [DRAM]                 -> CODE RANK
  *   put KEY SIZE SEED [REPLICAS [PREFERRED...]]  -> CODE
@@ -9,6 +10,7 @@
  *   bput PREFIX N SIZE SEED          -> CODE R0 R1 ...
  *   bget PREFIX N SIZE SEED          -> CODE R0 R1 ...
  *   exist KEY | remove KEY           -> RESULT
+ *   evict KEY                        mmc_evict_keys DRAM -> SSD -> CODE
  *   info KEY                         -> CODE SIZE BLOBS LOC0 TYPE0 ...
  *   gwrite PREFIX N LAYERS BYTES SEED [TTL]  GVA write: malloc, copy layer by layer, finish -> CODE
  *   gmalloc PREFIX N BYTES TTL       GVA malloc only (never finished), its GVAs added to those kept -> CODE
@@ -49,6 +51,10 @@ static void cmd_init(char *args)
 		snprintf(cfg.meta_service_url, sizeof(cfg.meta_service_url), "%s", meta);
 	snprintf(cfg.protocol, sizeof(cfg.protocol), "%s", proto ? proto : "host_tcp");
 	cfg.dram_size = dram;
+	if (getenv("MMC_TEST_SSD_PATH")) {
+		snprintf(cfg.ssd_path, sizeof(cfg.ssd_path), "%s", getenv("MMC_TEST_SSD_PATH"));
+		cfg.ssd_size = 64ull << 20;
+	}
 	cfg.retry_ms = 10000;
 	cfg.heartbeat_ms = 100;
 	cfg.rma_timeout_ms = getenv("MMC_TEST_RMA_MS") ? (uint32_t)atoi(getenv("MMC_TEST_RMA_MS")) : 2000;
@@ -413,6 +419,9 @@ int main(void)
 			printf("%d\n", mmc_is_exist(s, key));
 		else if (strcmp(cmd, "remove") == 0 && sscanf(args, "%299s", key) == 1)
 			printf("%d\n", mmc_remove(s, key));
+		else if (strcmp(cmd, "evict") == 0 && sscanf(args, "%299s", key) == 1)
+			printf("%d\n",
+			       mmc_evict_keys(s, (const char *const[]){key}, 1, MMC_MEDIA_DRAM, MMC_MEDIA_SSD, 0));
 		else if (strcmp(cmd, "hold") == 0)
 			cmd_hold(args);
 		else if (strcmp(cmd, "held") == 0)

@@ -3,15 +3,19 @@
  * that owns the bytes). Every byte moves by tcp RMA here: the host path is off, as between two hosts. The promise
  * under test: a call that gave up on an RMA leaves nothing behind that can still land, neither in the caller's
  * buffer (a get) nor in pool space that is given to another key afterwards (a put); and a put that waited for a
- * peer while the meta server restarted writes nothing after it knows (its space may be another key's by then).
+ * peer while the meta server restarted writes nothing after it knows (its space may be another key's by then),
+ * nor does a move between tiers that a lender's stalled disk held up past it.
  */
 #include <dirent.h>
+#include <errno.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ptrace.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -378,4 +382,217 @@ Test(stall, a_gva_copy_that_waited_past_a_meta_restart_writes_nothing_after_it, 
 	/* the writer meets the dead lender before it dies (this put goes to the roomier lender too) */
 	cr_assert_eq(CMD(&c.writer, "put warm 4096 30"), 0, "%s", reply);
 	late_run(&c, "gcopy 40");
+}
+
+/*
+ * A lender the meta server unmounted (its heartbeats stopped: the process was stopped) and that joins the same server
+ * again is a new incarnation, whose whole pool the server hands to new puts at once. A writer granted space there
+ * before (a GVA malloc), which still knows the lender's old coordinates, must not land its copy in that pool
+ * afterwards: it used to, under the pool's unchanged key, over the new puts' bytes.
+ */
+Test(stall, a_write_granted_before_a_lender_was_unmounted_lands_nowhere_after_it_joins_again, .fini = stop,
+     .timeout = 120)
+{
+	static const char *meta_env[] = {"ock.mmc.meta.heartbeat_timeout_ms=500", NULL};
+	struct node lender, writer, other;
+	bool filled = false;
+
+	cr_assert_eq(metaserver_start(&meta, meta_env), 0);
+	snprintf(env_meta, sizeof(env_meta), "MMC_TEST_META=%s", meta.url);
+	start_sized(&lender, 1, env, 16ull << 20);
+	start_with(&writer, 0, env);
+	start_with(&other, 0, env);
+	cr_assert_eq(CMD(&writer, "put warm 4096 30"), 0, "%s", reply); /* the writer meets the lender */
+	cr_assert_eq(CMD(&writer, "gmalloc first/ 4 %u 60000", 256u << 10), 0, "%s", reply);
+	stop_process(lender.pid);
+	usleep(1500000); /* past the heartbeat timeout: the server unmounts the lender */
+	cr_assert_eq(kill(lender.pid, SIGCONT), 0);
+	for (int i = 0; i < 200 && !filled; i++) { /* 12 of its 16 MiB, once it joined again */
+		(void)CMD(&other, "bput fill/ 48 %u 100", 256u << 10);
+		if (!(filled = all_zero(reply)))
+			usleep(20000);
+	}
+	cr_assert(filled, "the other puts: %s", reply);
+	cr_log_info("the writer's copy: %d", CMD(&writer, "gcopy 40"));
+	(void)CMD(&other, "bget fill/ 48 %u 100", 256u << 10);
+	cr_expect(all_zero(reply), "the other puts' bytes are intact after the writer's copy (99: wrong bytes): %s",
+	          reply);
+	node_kill(&other);
+	node_kill(&writer);
+	node_kill(&lender);
+}
+
+/* ---- a move between tiers that the lost meta server asked for ---- */
+
+/* The thread of pid whose name is comm; 0 when it has none. */
+static pid_t thread_named(pid_t pid, const char *comm)
+{
+	char path[320], name[64];
+	struct dirent *d;
+	pid_t found = 0;
+	DIR *dir;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	cr_assert_not_null(dir = opendir(path));
+	while (!found && (d = readdir(dir))) {
+		FILE *f;
+
+		snprintf(path, sizeof(path), "/proc/%d/task/%.16s/comm", (int)pid, d->d_name);
+		if (d->d_name[0] == '.' || !(f = fopen(path, "r")))
+			continue;
+		if (fgets(name, sizeof(name), f) && strcmp(strtok(name, "\n"), comm) == 0)
+			found = atoi(d->d_name);
+		fclose(f);
+	}
+	closedir(dir);
+	return found;
+}
+
+/* Stops one thread of a child process, and only that one (ptrace): a disk that hangs under the thread that reads
+ * it, while the rest of the process runs. false where this process may not trace its children. */
+static bool stall_thread(pid_t tid)
+{
+	int status;
+
+	if (ptrace(PTRACE_SEIZE, tid, NULL, (void *)PTRACE_O_TRACESYSGOOD))
+		return false;
+	cr_assert_eq(ptrace(PTRACE_INTERRUPT, tid, NULL, NULL), 0);
+	cr_assert_eq(waitpid(tid, &status, __WALL), tid);
+	return true;
+}
+
+/* Lets a stalled thread run up to its next entry into system call nr, and stops it there. */
+static void stall_at_syscall(pid_t tid, long nr)
+{
+	struct __ptrace_syscall_info info;
+	int status;
+
+	for (int i = 0; i < 1000; i++) {
+		cr_assert_eq(ptrace(PTRACE_SYSCALL, tid, NULL, NULL), 0);
+		cr_assert_eq(waitpid(tid, &status, __WALL), tid);
+		if (!WIFSTOPPED(status) || WSTOPSIG(status) != (SIGTRAP | 0x80))
+			continue;
+		cr_assert_gt(ptrace(PTRACE_GET_SYSCALL_INFO, tid, (void *)sizeof(info), &info), 0);
+		if (info.op == PTRACE_SYSCALL_INFO_ENTRY && (long)info.entry.nr == nr)
+			return;
+	}
+	cr_assert_fail("thread %d never made system call %ld", (int)tid, nr);
+}
+
+/* A lender with an SSD tier whose worker is stopped with a read of "cold" back into DRAM queued (a get asked for
+ * it), and another client. */
+struct tier_case {
+	struct node lender, other;
+	pid_t worker;
+};
+
+static void tier_start(struct tier_case *c)
+{
+	static char env_ssd[340];
+	static const char *lender_env[] = {env_meta, "MMC_HOST_PATH=off", "MMC_PROTOCOL=host_tcp", env_ssd, NULL};
+	struct node reader;
+	struct waiting w = {.n = &reader, .cmd = "get cold 1048576 7"};
+	pthread_t th;
+
+	cr_assert_eq(metaserver_start(&meta, late_meta_env), 0);
+	snprintf(env_meta, sizeof(env_meta), "MMC_TEST_META=%s", meta.url);
+	snprintf(env_ssd, sizeof(env_ssd), "MMC_TEST_SSD_PATH=%s/ssd.bin", meta.dir);
+	start_sized(&c->lender, 1, lender_env, 8ull << 20);
+	start_with(&reader, 0, env);
+	start_with(&c->other, 0, env);
+	cr_assert_eq(CMD(&c->lender, "put cold 1048576 7"), 0, "%s", reply);
+	cr_assert_eq(CMD(&c->lender, "evict cold"), 0, "%s", reply);
+	cr_assert_neq(c->worker = thread_named(c->lender.pid, "mmc-ssd"), 0, "the lender's SSD worker");
+	if (!stall_thread(c->worker))
+		cr_skip_test("ptrace of a child's thread is not allowed here: %s", strerror(errno));
+	cr_assert_eq(pthread_create(&th, NULL, waiting_main, &w), 0);
+	usleep(300000);     /* the read is queued on the stopped worker */
+	node_kill(&reader); /* and its get with it: the new server will not ask again */
+	pthread_join(th, NULL);
+}
+
+/* Whether no per-key code of a bput/bget reply is MISMATCH (99): keys that failed are no wrong bytes. */
+static bool none_wrong(const char *r)
+{
+	char *end;
+
+	for (long v = strtol(r, &end, 10); end != r; v = strtol(r, &end, 10)) {
+		if (v == 99)
+			return false;
+		r = end;
+	}
+	return true;
+}
+
+/* Fills 6 of the lender's 8 MiB from the other client, once the lender has rejoined. */
+static void tier_fill(struct tier_case *c)
+{
+	bool filled = false;
+
+	for (int i = 0; i < 200 && !filled; i++) {
+		(void)CMD(&c->other, "bput fill/ 24 %u 100", 256u << 10);
+		if (!(filled = all_zero(reply)))
+			usleep(20000);
+	}
+	cr_assert(filled, "the other puts: %s", reply);
+}
+
+/* Lets the worker's disk answer, and waits until the worker went past the old read. */
+static void tier_release(struct tier_case *c)
+{
+	cr_assert_eq(ptrace(PTRACE_DETACH, c->worker, NULL, NULL), 0);
+	/* the worker moves in order: once a later move is done, the old one has run, or been dropped */
+	cr_assert_eq(CMD(&c->lender, "put probe 4096 3"), 0, "%s", reply);
+	cr_assert_eq(CMD(&c->lender, "evict probe"), 0, "%s", reply);
+}
+
+static void tier_check(struct tier_case *c)
+{
+	(void)CMD(&c->other, "bget fill/ 24 %u 100", 256u << 10);
+	cr_expect(all_zero(reply), "the other puts' bytes are intact after the old read (99: wrong bytes): %s", reply);
+	cr_expect_eq(CMD(&c->other, "get cold 1048576 7"), 0, "the key itself is still read right: %s", reply);
+	node_kill(&c->other);
+	node_kill(&c->lender);
+}
+
+/*
+ * A get of a key on the lender's SSD makes the meta server reserve DRAM on the lender and ask its SSD worker to
+ * read the key there. The worker's disk hangs (the thread is stopped) while the meta server restarts; the new server
+ * knows nothing of that reservation and, once the lender has rejoined, places other puts in its DRAM. When the disk
+ * answers, the old read must not land: it used to, over one of those puts' bytes (wrong bytes, MMC_OK).
+ */
+Test(stall, a_move_the_lost_meta_server_asked_for_writes_nothing_after_it, .fini = stop, .timeout = 120)
+{
+	struct tier_case c;
+
+	tier_start(&c);
+	metaserver_kill(&meta);
+	cr_assert_eq(metaserver_restart(&meta, late_meta_env), 0);
+	tier_fill(&c);
+	tier_release(&c);
+	tier_check(&c);
+}
+
+/*
+ * The same read, its disk hanging inside the read itself (the worker stopped as it enters pread): it cannot be
+ * called back, so the lender rejoins the restarted server only once it has ended. Puts tried meanwhile find no room
+ * there (they wait, then fail); none may take the read's range before it landed.
+ */
+Test(stall, a_move_in_progress_when_the_meta_server_is_lost_ends_before_the_lender_rejoins, .fini = stop,
+     .timeout = 120)
+{
+	struct tier_case c;
+
+	tier_start(&c);
+	stall_at_syscall(c.worker, SYS_pread64);
+	metaserver_kill(&meta);
+	cr_assert_eq(metaserver_restart(&meta, late_meta_env), 0);
+	usleep(500000); /* long enough for a rejoin and its grace (100 ms) */
+	(void)CMD(&c.other, "bput early/ 24 %u 200", 256u << 10);
+	cr_log_info("puts while the read hangs: %s", reply);
+	tier_release(&c);
+	(void)CMD(&c.other, "bget early/ 24 %u 200", 256u << 10);
+	cr_expect(none_wrong(reply), "no put made while the read hung got wrong bytes: %s", reply);
+	tier_fill(&c);
+	tier_check(&c);
 }

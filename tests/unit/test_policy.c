@@ -733,7 +733,7 @@ Test(tier, an_eviction_victim_moves_to_ssd_and_its_dram_waits_for_the_new_record
 	cr_assert_eq(tasks[0].dst_media, MMC_MEDIA_SSD);
 	cr_assert_eq(tasks[0].size, 4 * MiB);
 	o = object_find(&m, "cold", 4);
-	tier_task_done(&m, tasks[0].id, 0);
+	tier_task_done(&m, svc[0], tasks[0].id, 0);
 	cr_assert(tier_on_ssd(o));
 	cr_assert(present("cold"), "still readable, from SSD");
 	space_held(&m, MMC_MEDIA_DRAM, &held, &lost);
@@ -743,31 +743,58 @@ Test(tier, an_eviction_victim_moves_to_ssd_and_its_dram_waits_for_the_new_record
 	cr_assert_eq(held, 0);
 }
 
-Test(tier, a_get_below_the_watermark_promotes_and_answers_from_dram)
+/* "cold" on service 0's SSD (task 0 moved it), its DRAM below the rewarm watermark. */
+static void cold_on_ssd(void)
 {
-	const char *k = "cold";
-	struct key_call call;
-	int code;
-
 	m.conf.evict_high = 70;
 	m.conf.evict_low = 50;
 	m.conf.rewarm_watermark = 90;
 	mount(0, 10 * MiB, 64 * MiB);
 	put(0, "cold", 4 * MiB);
 	put(0, "warm", 4 * MiB);
-	tier_task_done(&m, tasks[0].id, 0);
+	tier_task_done(&m, svc[0], tasks[0].id, 0);
 	object_drop(&m, object_find(&m, "warm", 4)); /* room again: below the watermark */
 	commit();
+}
+
+Test(tier, a_get_below_the_watermark_promotes_and_answers_from_dram)
+{
+	const char *k = "cold";
+	struct key_call call;
+	int code;
+
+	cold_on_ssd();
 	call = get_call(0, &k, 1, 500);
 	tier_get(&m, &call);
 	cr_assert_eq(ntasks, 2, "a promote");
 	cr_assert_eq(tasks[1].src_media, MMC_MEDIA_SSD);
 	cr_assert_eq(tasks[1].dst_media, MMC_MEDIA_DRAM);
 	cr_assert_null(reply_of(500, &code), "answers once the read is done");
-	tier_task_done(&m, tasks[1].id, 0);
+	tier_task_done(&m, svc[0], tasks[1].id, 0);
 	cr_assert_eq(reply_of(500, &code)[0].result, 0);
 	cr_assert_eq(reply_of(500, &code)[0].blobs[0].media, MMC_MEDIA_DRAM);
 	cr_assert(!tier_on_ssd(object_find(&m, "cold", 4)));
+}
+
+/* Only the service a move was sent to can end it: an answer from any other connection (another service, a client
+ * guessing ids) would serve DRAM that nothing filled. */
+Test(tier, a_move_ends_only_when_its_own_service_answers)
+{
+	const char *k = "cold";
+	struct key_call call;
+	int code;
+
+	cold_on_ssd();
+	mount(1, 10 * MiB, 64 * MiB);
+	call = get_call(1, &k, 1, 701);
+	tier_get(&m, &call);
+	cr_assert_eq(ntasks, 2, "a promote");
+	tier_task_done(&m, NULL, tasks[1].id, 0);
+	tier_task_done(&m, svc[1], tasks[1].id, 0);
+	cr_assert_null(reply_of(701, &code), "answered by a client and by another service: not done");
+	tier_task_done(&m, svc[0], tasks[1].id, 0);
+	cr_assert_not_null(reply_of(701, &code), "its own service's answer ends it");
+	cr_assert_eq(reply_of(701, &code)[0].blobs[0].media, MMC_MEDIA_DRAM);
 }
 
 Test(tier, a_victim_whose_move_failed_is_evicted)
@@ -778,7 +805,7 @@ Test(tier, a_victim_whose_move_failed_is_evicted)
 	put(0, "cold", 4 * MiB);
 	put(0, "warm", 4 * MiB);
 	cr_assert_eq(ntasks, 1);
-	tier_task_done(&m, tasks[0].id, MMC_ERROR);
+	tier_task_done(&m, svc[0], tasks[0].id, MMC_ERROR);
 	cr_assert(!present("cold"));
 	cr_assert(present("warm"));
 }
