@@ -80,6 +80,7 @@ static int decode_hello(struct mcall *c, uint32_t body, const uint8_t *data, siz
 	h->sess.id = r.session;
 	h->sess.lease_ttl_ms = r.lease_ttl_ms;
 	h->sess.heartbeat_timeout_ms = r.heartbeat_timeout_ms;
+	h->sess.server_run = r.server_run;
 	/* a standby's redirect needs no proof: the leader it names must still prove the cluster secret */
 	if (r.result == MMC_NOT_LEADER) {
 		snprintf(h->sess.leader, sizeof(h->sess.leader), "%s", r.leader_address);
@@ -375,4 +376,11 @@ void meta_conn_close(struct meta_conn *mc)
 uint64_t meta_conn_losses(struct meta_conn *mc)
 {
 	return atomic_load(&mc->losses);
+}
+
+void meta_conn_session(struct meta_conn *mc, struct meta_session *out)
+{
+	pthread_mutex_lock(&mc->lock);
+	*out = mc->session;
+	pthread_mutex_unlock(&mc->lock);
 }

@@ -48,7 +48,8 @@ struct meta_session {
 	uint64_t id;
 	uint64_t lease_ttl_ms;
 	uint32_t heartbeat_timeout_ms;
-	char leader[320]; /* hello answered MMC_NOT_LEADER: the leader that server named ("" : none known) */
+	uint64_t server_run; /* changes when the meta server process restarted */
+	char leader[320];    /* hello answered MMC_NOT_LEADER: the leader that server named ("" : none known) */
 };
 
 /* Called by the session thread after a reconnect, once hello succeeded; re-registers the local service. */
@@ -101,6 +102,8 @@ int meta_send_deferred(struct meta_conn *mc, uint32_t body, const pb_msgdesc_t *
  * server knows nothing of them and may hand the same memory to another writer. Lock-free.
  */
 uint64_t meta_conn_losses(struct meta_conn *mc);
+/* What the current (or last) connection's hello learned. */
+void meta_conn_session(struct meta_conn *mc, struct meta_session *out);
 
 /* Decoders for the simple replies: Reply{result} -> result. */
 int meta_decode_reply(struct mcall *c, uint32_t body, const uint8_t *data, size_t len);

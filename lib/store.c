@@ -125,8 +125,9 @@ static int decode_register(struct mcall *c, uint32_t body, const uint8_t *data, 
 	return info->result;
 }
 
-/* Joins (or rejoins, with the rank and incarnation we had) the cluster as a local service. */
-static int register_service(struct mmc_store *s, bool rejoin)
+/* Joins (or rejoins, with the rank and incarnation we had) the cluster as a local service; *kept: it rejoined as the
+ * same rank and incarnation. */
+static int register_service(struct mmc_store *s, bool rejoin, bool *kept)
 {
 	mmc_Register r = mmc_Register_init_zero;
 	mmc_ServiceInfo info = mmc_ServiceInfo_init_zero;
@@ -171,7 +172,8 @@ static int register_service(struct mmc_store *s, bool rejoin)
 	rc = meta_call(s->meta, WB_REGISTER, mmc_Register_fields, &r, &c);
 	if (rc)
 		return rc;
-	if (rejoin && (info.rank != rank || info.incarnation != incarnation))
+	*kept = rejoin && info.rank == rank && info.incarnation == incarnation;
+	if (rejoin && !*kept)
 		lg_warn("the meta server did not keep local service %u (incarnation %llu); joined again as %u", rank,
 		        (unsigned long long)incarnation, info.rank);
 	memcpy(s->secret, info.secret.bytes, info.secret.size);
@@ -183,45 +185,73 @@ static int register_service(struct mmc_store *s, bool rejoin)
 }
 
 /*
- * After a lost connection, space granted before it may go to other keys as soon as this service is back: a
- * restarted meta server knows nothing of the placements its predecessor made, and the same server unmounted this
- * service when the connection closed, so it joins again as a new incarnation whose whole pool is free. A write
- * granted before (a put that waited, a GVA copy into a range malloc'ed before) could then land over another key's
- * bytes. Registering the pool again under a new key before rejoining closes that: the provider refuses the old key
- * at this end, and every other store learns the new one (with the new server, or the new incarnation). Keeper
- * thread.
+ * After a lost connection, space granted before it may go to other keys once this service is back, and a write
+ * granted before (a put that waited, a GVA copy into a range malloc'ed before) must not land there. A restarted meta
+ * server knows nothing of its predecessor's placements; the same server unmounted this service if it saw the
+ * connection close (or the heartbeats stop), and then it joins again as a new incarnation whose whole pool is free.
+ * Either way the key the grants were made under is closed before anyone else can be given that space: the provider
+ * refuses it at this end (tcp, verbs), and other stores learn the new one with the new server or incarnation.
+ *
+ * But a server that had not seen the connection close yet keeps the service as it was (a half-open connection): its
+ * grants stand, and stores that never lost their own connection keep using the old key. So a reconnect registers the
+ * pool under a fresh key and keeps the old one open until the server's answer says which case it is. Keeper thread.
  */
-static int rekey_pool(struct mmc_store *s)
+static void fresh_key(struct mmc_store *s)
 {
-	struct fab_mr fresh, old = s->pool_mr;
+	struct fab_mr fresh;
 
+	if (s->key_unresolved) /* an earlier attempt changed it already, and the old one is still open */
+		return;
 	if (fabric_mr_reg(s->fab, s->pool.base, s->pool.size, true, &fresh)) {
-		lg_error("cannot register the pool again after a meta server restart; rejoining under the old key");
-		return 0;
+		lg_error("cannot register the pool again after a lost meta connection; rejoining under the old key");
+		return;
 	}
-	if (fresh.key == old.key)
-		lg_warn("the provider gave the pool the same key again: writes in flight from before the meta server "
-		        "restart are not fenced");
+	if (fresh.key == s->pool_mr.key)
+		lg_warn("the provider gave the pool the same key again: writes granted before the lost meta connection "
+		        "are not fenced");
+	fabric_mr_close(&s->pool_mr_prev); /* two losses old: only a store that never asked again still uses it */
+	s->pool_mr_prev = s->pool_mr;
 	s->pool_mr = fresh;
-	fabric_mr_close(&old);
-	if (s->pool.shared) /* the same fence for same-host peers: a copy under the old key is refused */
-		host_pool_rekey(&s->pool.host);
-	return 0;
+	s->key_unresolved = true;
+}
+
+/* The key before the last change can no longer be honored: no grant under it stands. */
+static void fence_old_key(struct mmc_store *s)
+{
+	fabric_mr_close(&s->pool_mr_prev);
 }
 
 static int on_reconnect(void *owner)
 {
 	struct mmc_store *s = owner;
+	struct meta_session sess;
+	bool restarted, kept = false;
+	int rc;
 
 	if (!s->init_bm)
 		return 0;
-	rekey_pool(s);     /* every reconnect follows a loss */
+	meta_conn_session(s->meta, &sess);
+	restarted = sess.server_run != s->server_run;
+	s->server_run = sess.server_run;
+	fresh_key(s);
+	if (restarted) {
+		fence_old_key(s);
+		if (s->pool.shared) /* the same fence for same-host peers, whose copies check the header's key */
+			host_pool_rekey(&s->pool.host);
+	}
 	ssd_fence(s->ssd); /* a move the lost server asked for must not land after the rejoin */
-	return register_service(s, true);
+	if ((rc = register_service(s, true, &kept)))
+		return rc;
+	/* unmounted: the server gives the new incarnation no puts for rejoin_write_grace_ms, time enough to close it */
+	if (!kept)
+		fence_old_key(s);
+	s->key_unresolved = false;
+	return 0;
 }
 
 static int start_local_service(struct mmc_store *s)
 {
+	bool kept;
 	int rc;
 
 	if (s->conf.c.dram_size == 0) {
@@ -238,7 +268,7 @@ static int start_local_service(struct mmc_store *s)
 			return rc;
 		meta_conn_on_task(s->meta, ssd_on_task, s->ssd);
 	}
-	rc = register_service(s, false);
+	rc = register_service(s, false, &kept);
 	if (rc)
 		lg_error("mmc_init: the meta server refused the local service: %s", mmc_strerror(rc));
 	return rc;
@@ -258,6 +288,7 @@ static void stop_all(struct mmc_store *s)
 	if (s->fab) {
 		regbufs_fini(&s->regs);
 		fabric_mr_close(&s->pool_mr);
+		fabric_mr_close(&s->pool_mr_prev);
 		peers_fini(&s->peers);
 		fabric_close(s->fab);
 		s->fab = NULL;
@@ -285,8 +316,14 @@ static int init_locked(struct mmc_store *s, uint32_t device_id, bool init_bm)
 		         mmc_strerror(rc));
 		return rc;
 	}
-	if (init_bm && (rc = start_local_service(s)))
-		return rc;
+	if (init_bm) {
+		struct meta_session sess;
+
+		meta_conn_session(s->meta, &sess);
+		s->server_run = sess.server_run;
+		if ((rc = start_local_service(s)))
+			return rc;
+	}
 	return meta_conn_start(s->meta, on_reconnect, s);
 }
 

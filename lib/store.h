@@ -36,8 +36,11 @@ struct mmc_store {
 
 	/* local service */
 	struct pool pool;
-	struct fab_mr pool_mr; /* registered again under a new key when the meta server restarted (rekey_pool) */
-	struct ssd *ssd;       /* the SSD tier, when configured */
+	struct fab_mr pool_mr;      /* the key the meta server knows: a new one after each lost connection */
+	struct fab_mr pool_mr_prev; /* the one before, still honored while its grants may stand (fresh_key) */
+	bool key_unresolved;        /* the last key change awaits the server's answer */
+	uint64_t server_run;        /* the meta server process the pool's key was published to */
+	struct ssd *ssd;            /* the SSD tier, when configured */
 	/* The local service's identity: written by mmc_init and by the keeper thread when it rejoins after a
 	 * reconnect, read by any caller (mmc_get_local_service_id, the peer cache's "is this my pool"). A leaf lock. */
 	pthread_mutex_t ident_lock;

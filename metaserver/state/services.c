@@ -382,6 +382,10 @@ int service_register(struct meta *m, struct session *s, const struct service_spe
 	}
 	svc->incarnation = ++m->next_incarnation;
 	set_coordinates(svc, s, req);
+	/* a pool we unmounted, back as a new incarnation: writes granted on the old one may still arrive until its
+	 * store has closed the key they use, right after this answer */
+	if (req->rank >= 0 && req->incarnation)
+		svc->writable_after_ms = clock_ms() + m->conf.rejoin_write_grace_ms;
 	if (req->ssd_path)
 		snprintf(svc->ssd_path, sizeof(svc->ssd_path), "%s", req->ssd_path);
 	if (service_segment(svc, MMC_MEDIA_SSD) && (orphan = find_orphan(m, s, req)) &&

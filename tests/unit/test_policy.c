@@ -358,22 +358,30 @@ static void detach(int i)
 	svc[i]->rejoin_deadline_ms = clock_ms() + m.conf.rejoin_timeout_ms;
 }
 
-/* Service i's store registers again, with the secret its first Register reply gave it. */
-static void rejoin_service(int i)
+/* Session i's store registers its pool of size bytes again as (rank, incarnation), with the secret a Register reply
+ * gave it for that identity. */
+static struct service *register_again(int i, uint32_t rank, uint64_t incarnation, uint64_t size)
 {
 	static const uint8_t addr[] = {1};
 	struct service_spec spec = {.fabric_addr = addr, .addr_len = 1, .provider = "tcp", .nsegs = 1};
 	struct service *back;
 	uint8_t secret[MMC_WIRE_MAC];
 
-	spec.rank = (int32_t)svc[i]->rank;
-	spec.incarnation = svc[i]->incarnation;
-	spec.segs[0] = (struct service_spec_segment){MMC_MEDIA_DRAM, svc[i]->segs[0].size, 0, 0};
-	cr_assert_eq(service_secret(&m, svc[i]->rank, svc[i]->incarnation, secret), 0);
+	spec.rank = (int32_t)rank;
+	spec.incarnation = incarnation;
+	spec.segs[0] = (struct service_spec_segment){MMC_MEDIA_DRAM, size, 0, 0};
+	cr_assert_eq(service_secret(&m, rank, incarnation, secret), 0);
 	spec.secret = secret;
 	spec.secret_len = sizeof(secret);
 	cr_assert_eq(service_register(&m, &sess[i], &spec, &back), 0);
-	cr_assert_eq(back, svc[i], "rejoined, not mounted again");
+	return back;
+}
+
+/* Service i's store registers again, with the secret its first Register reply gave it. */
+static void rejoin_service(int i)
+{
+	cr_assert_eq(register_again(i, svc[i]->rank, svc[i]->incarnation, svc[i]->segs[0].size), svc[i],
+	             "rejoined, not mounted again");
 }
 
 Test(alloc_queue, a_pool_that_rejoined_a_restarted_server_takes_puts_after_the_grace)
@@ -391,6 +399,28 @@ Test(alloc_queue, a_pool_that_rejoined_a_restarted_server_takes_puts_after_the_g
 	alloc_queue_kick(&m);
 	cr_assert_eq(reply_of(id, &code)[0].result, 0);
 	cr_assert_eq(reply_of(id, &code)[0].blobs[0].rank, svc[0]->rank);
+}
+
+/* The same server unmounted the service (its connection closed) and its store joins again: a new incarnation, whose
+ * pool takes no put until the store has closed the key that writes granted on the old one use. */
+Test(alloc_queue, a_pool_back_as_a_new_incarnation_takes_puts_after_the_grace)
+{
+	const char *k = "after";
+	uint64_t size = MiB, id, old;
+	int code;
+
+	mount(0, 8 * MiB, 0);
+	old = svc[0]->incarnation;
+	service_unmount(&m, svc[0], "eof");
+	sess[0].svc = NULL;
+	svc[0] = register_again(0, 0, old, 8 * MiB);
+	cr_assert_neq(svc[0]->incarnation, old, "mounted again, not rejoined");
+	id = alloc(0, &k, &size, 1, 1);
+	cr_assert_null(reply_of(id, &code), "a write granted on the old incarnation may still come: wait");
+	clock_advance_ms(m.conf.rejoin_write_grace_ms);
+	alloc_queue_kick(&m);
+	cr_assert_eq(reply_of(id, &code)[0].result, 0);
+	cr_assert_eq(reply_of(id, &code)[0].blobs[0].incarnation, svc[0]->incarnation);
 }
 
 /* A failover: a store that lends nothing (session 1) puts key before the only pool's store (session 0) has
