@@ -177,7 +177,7 @@ static int handshake_one(struct meta_conn *mc)
 	mc->reader_started = true;
 	rc = say_hello(mc, &sess);
 	if (rc == 0 && mc->on_reconnect)
-		rc = mc->on_reconnect(mc->owner);
+		rc = mc->on_reconnect(mc->owner, &sess);
 	pthread_mutex_lock(&mc->lock);
 	if (rc == 0 && mc->state == MC_CONNECTING) {
 		mc->session = sess;

@@ -52,8 +52,9 @@ struct meta_session {
 	char leader[320];    /* hello answered MMC_NOT_LEADER: the leader that server named ("" : none known) */
 };
 
-/* Called by the session thread after a reconnect, once hello succeeded; re-registers the local service. */
-typedef int (*meta_reconnect_fn)(void *owner);
+/* Called by the session thread after a reconnect, once hello succeeded (sess: what it learned); re-registers the local
+ * service. */
+typedef int (*meta_reconnect_fn)(void *owner, const struct meta_session *sess);
 
 /* A request from the meta server (a BlobTask) arrived on connection conn (the meta_conn_losses() it was read under);
  * called on the thread reading the socket (the reader thread, or a caller waiting for its reply), so it must not

@@ -196,11 +196,13 @@ static int register_service(struct mmc_store *s, bool rejoin, bool *kept)
  * grants stand, and stores that never lost their own connection keep using the old key. So a reconnect registers the
  * pool under a fresh key and keeps the old one open until the server's answer says which case it is. Keeper thread.
  */
-static void fresh_key(struct mmc_store *s)
+static void fresh_key(struct mmc_store *s, bool restarted)
 {
 	struct fab_mr fresh;
 
-	if (s->key_unresolved) /* an earlier attempt changed it already, and the old one is still open */
+	/* an earlier attempt changed it already and kept the old one open; but a server that may have learnt the
+	 * current one (its answer lost) and died is fenced from the next like any other */
+	if (s->key_unresolved && !restarted)
 		return;
 	if (fabric_mr_reg(s->fab, s->pool.base, s->pool.size, true, &fresh)) {
 		lg_error("cannot register the pool again after a lost meta connection; rejoining under the old key");
@@ -221,19 +223,18 @@ static void fence_old_key(struct mmc_store *s)
 	fabric_mr_close(&s->pool_mr_prev);
 }
 
-static int on_reconnect(void *owner)
+static int on_reconnect(void *owner, const struct meta_session *sess)
 {
 	struct mmc_store *s = owner;
-	struct meta_session sess;
 	bool restarted, kept = false;
 	int rc;
 
 	if (!s->init_bm)
 		return 0;
-	meta_conn_session(s->meta, &sess);
-	restarted = sess.server_run != s->server_run;
-	s->server_run = sess.server_run;
-	fresh_key(s);
+	/* this hello's: meta_conn_session() still gives the last connection's until this returns */
+	restarted = sess->server_run != s->server_run;
+	s->server_run = sess->server_run;
+	fresh_key(s, restarted);
 	if (restarted) {
 		fence_old_key(s);
 		if (s->pool.shared) /* the same fence for same-host peers, whose copies check the header's key */

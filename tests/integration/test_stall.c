@@ -72,6 +72,61 @@ static void stop_process(pid_t pid)
 	cr_assert(all_stopped(pid), "process %d did not stop", (int)pid);
 }
 
+/* The thread of pid whose name is comm; 0 when it has none. */
+static pid_t thread_named(pid_t pid, const char *comm)
+{
+	char path[320], name[64];
+	struct dirent *d;
+	pid_t found = 0;
+	DIR *dir;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	cr_assert_not_null(dir = opendir(path));
+	while (!found && (d = readdir(dir))) {
+		FILE *f;
+
+		snprintf(path, sizeof(path), "/proc/%d/task/%.16s/comm", (int)pid, d->d_name);
+		if (d->d_name[0] == '.' || !(f = fopen(path, "r")))
+			continue;
+		if (fgets(name, sizeof(name), f) && strcmp(strtok(name, "\n"), comm) == 0)
+			found = atoi(d->d_name);
+		fclose(f);
+	}
+	closedir(dir);
+	return found;
+}
+
+/* Stops one thread of a child process, and only that one (ptrace): a disk that hangs under the thread that reads
+ * it, while the rest of the process runs. false where this process may not trace its children. */
+static bool stall_thread(pid_t tid)
+{
+	int status;
+
+	if (ptrace(PTRACE_SEIZE, tid, NULL, (void *)PTRACE_O_TRACESYSGOOD))
+		return false;
+	cr_assert_eq(ptrace(PTRACE_INTERRUPT, tid, NULL, NULL), 0);
+	cr_assert_eq(waitpid(tid, &status, __WALL), tid);
+	return true;
+}
+
+/* Lets a stalled thread run up to its next entry into system call nr, and stops it there. */
+static void stall_at_syscall(pid_t tid, long nr)
+{
+	struct __ptrace_syscall_info info;
+	int status;
+
+	for (int i = 0; i < 1000; i++) {
+		cr_assert_eq(ptrace(PTRACE_SYSCALL, tid, NULL, NULL), 0);
+		cr_assert_eq(waitpid(tid, &status, __WALL), tid);
+		if (!WIFSTOPPED(status) || WSTOPSIG(status) != (SIGTRAP | 0x80))
+			continue;
+		cr_assert_gt(ptrace(PTRACE_GET_SYSCALL_INFO, tid, (void *)sizeof(info), &info), 0);
+		if (info.op == PTRACE_SYSCALL_INFO_ENTRY && (long)info.entry.nr == nr)
+			return;
+	}
+	cr_assert_fail("thread %d never made system call %ld", (int)tid, nr);
+}
+
 static void start_node(struct node *n, int lend)
 {
 	cr_assert_eq(node_start(n, env), 0);
@@ -385,6 +440,50 @@ Test(stall, a_gva_copy_that_waited_past_a_meta_restart_writes_nothing_after_it, 
 }
 
 /*
+ * A write already handed to the provider when the meta server died, held up on the writer's side (its thread stopped
+ * entering the system call that sends it), goes out only after the lender rejoined the restarted server and another
+ * client's puts filled its pool. The lender took a new key before it rejoined, so the provider refuses the write
+ * there (the writer's lease is checked before each post, not inside one): it used to land over those puts' bytes,
+ * as the lender took its new key only at the second reconnect after a restart.
+ */
+Test(stall, a_write_posted_before_a_meta_restart_is_refused_after_it, .fini = stop, .timeout = 120)
+{
+	struct node lender, writer, other;
+	struct waiting w = {.n = &writer, .cmd = "bput late/ 2 262144 40"};
+	bool filled = false;
+	pthread_t th;
+
+	cr_assert_eq(metaserver_start(&meta, late_meta_env), 0);
+	snprintf(env_meta, sizeof(env_meta), "MMC_TEST_META=%s", meta.url);
+	start_sized(&lender, 1, env, 16ull << 20);
+	start_with(&writer, 0, env);
+	start_with(&other, 0, env);
+	/* the writer's extent on the lender, and its connection to it, for the next put */
+	cr_assert_eq(CMD(&writer, "bput warm/ 2 %u 30", 256u << 10), 0, "%s", reply);
+	if (!stall_thread(writer.pid))
+		cr_skip_test("ptrace of a child's thread is not allowed here: %s", strerror(errno));
+	cr_assert_eq(pthread_create(&th, NULL, waiting_main, &w), 0);
+	stall_at_syscall(writer.pid, SYS_sendmsg); /* its first write to the lender */
+	metaserver_kill(&meta);
+	cr_assert_eq(metaserver_restart(&meta, late_meta_env), 0);
+	for (int i = 0; i < 200 && !filled; i++) { /* 12 of the lender's 16 MiB, once it rejoined */
+		(void)CMD(&other, "bput fill/ 48 %u 100", 256u << 10);
+		if (!(filled = all_zero(reply)))
+			usleep(20000);
+	}
+	cr_assert(filled, "the other puts: %s", reply);
+	cr_assert_eq(ptrace(PTRACE_DETACH, writer.pid, NULL, NULL), 0);
+	pthread_join(th, NULL);
+	cr_log_info("the writer's put: %s", w.reply);
+	(void)CMD(&other, "bget fill/ 48 %u 100", 256u << 10);
+	cr_expect(all_zero(reply), "the other puts' bytes are intact after the writer's write (99: wrong bytes): %s",
+	          reply);
+	node_kill(&other);
+	node_kill(&writer);
+	node_kill(&lender);
+}
+
+/*
  * A lender the meta server unmounted (its heartbeats stopped: the process was stopped) and that joins the same server
  * again is a new incarnation, whose whole pool the server hands to new puts at once. A writer granted space there
  * before (a GVA malloc), which still knows the lender's old coordinates, must not land its copy in that pool
@@ -423,61 +522,6 @@ Test(stall, a_write_granted_before_a_lender_was_unmounted_lands_nowhere_after_it
 }
 
 /* ---- a move between tiers that the lost meta server asked for ---- */
-
-/* The thread of pid whose name is comm; 0 when it has none. */
-static pid_t thread_named(pid_t pid, const char *comm)
-{
-	char path[320], name[64];
-	struct dirent *d;
-	pid_t found = 0;
-	DIR *dir;
-
-	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
-	cr_assert_not_null(dir = opendir(path));
-	while (!found && (d = readdir(dir))) {
-		FILE *f;
-
-		snprintf(path, sizeof(path), "/proc/%d/task/%.16s/comm", (int)pid, d->d_name);
-		if (d->d_name[0] == '.' || !(f = fopen(path, "r")))
-			continue;
-		if (fgets(name, sizeof(name), f) && strcmp(strtok(name, "\n"), comm) == 0)
-			found = atoi(d->d_name);
-		fclose(f);
-	}
-	closedir(dir);
-	return found;
-}
-
-/* Stops one thread of a child process, and only that one (ptrace): a disk that hangs under the thread that reads
- * it, while the rest of the process runs. false where this process may not trace its children. */
-static bool stall_thread(pid_t tid)
-{
-	int status;
-
-	if (ptrace(PTRACE_SEIZE, tid, NULL, (void *)PTRACE_O_TRACESYSGOOD))
-		return false;
-	cr_assert_eq(ptrace(PTRACE_INTERRUPT, tid, NULL, NULL), 0);
-	cr_assert_eq(waitpid(tid, &status, __WALL), tid);
-	return true;
-}
-
-/* Lets a stalled thread run up to its next entry into system call nr, and stops it there. */
-static void stall_at_syscall(pid_t tid, long nr)
-{
-	struct __ptrace_syscall_info info;
-	int status;
-
-	for (int i = 0; i < 1000; i++) {
-		cr_assert_eq(ptrace(PTRACE_SYSCALL, tid, NULL, NULL), 0);
-		cr_assert_eq(waitpid(tid, &status, __WALL), tid);
-		if (!WIFSTOPPED(status) || WSTOPSIG(status) != (SIGTRAP | 0x80))
-			continue;
-		cr_assert_gt(ptrace(PTRACE_GET_SYSCALL_INFO, tid, (void *)sizeof(info), &info), 0);
-		if (info.op == PTRACE_SYSCALL_INFO_ENTRY && (long)info.entry.nr == nr)
-			return;
-	}
-	cr_assert_fail("thread %d never made system call %ld", (int)tid, nr);
-}
 
 /* A lender with an SSD tier whose worker is stopped with a read of "cold" back into DRAM queued (a get asked for
  * it), and another client. */
