@@ -350,6 +350,27 @@ static bool all_zero(const char *r)
 	return true;
 }
 
+/* Puts fill/0 .. fill/N-1 of 256 KiB from node n, once there is room for them (a lender rejoining): a late write into
+ * a pool lands in one of them. */
+static void fill(struct node *n, unsigned nkeys)
+{
+	bool filled = false;
+
+	for (int i = 0; i < 200 && !filled; i++) {
+		(void)CMD(n, "bput fill/ %u %u 100", nkeys, 256u << 10);
+		if (!(filled = all_zero(reply)))
+			usleep(20000);
+	}
+	cr_assert(filled, "the fill: %s", reply);
+}
+
+/* Whether fill/0 .. fill/N-1 still read back right. */
+static void fill_check(struct node *n, unsigned nkeys, const char *after)
+{
+	(void)CMD(n, "bget fill/ %u %u 100", nkeys, 256u << 10);
+	cr_expect(all_zero(reply), "the fill's bytes are intact after %s (99: wrong bytes): %s", after, reply);
+}
+
 /* A writer whose next writes go first to a lender about to die, then to a live one, and another client. */
 struct late_case {
 	struct node dead, live, writer, other;
@@ -379,7 +400,6 @@ static void late_start(struct late_case *c, unsigned long long dead_pool)
 static void late_run(struct late_case *c, const char *cmd)
 {
 	struct waiting w = {.n = &c->writer, .cmd = cmd};
-	bool filled = false;
 	pthread_t th;
 
 	node_kill(&c->dead);
@@ -387,17 +407,10 @@ static void late_run(struct late_case *c, const char *cmd)
 	usleep(300000); /* the writer waits on its first write */
 	metaserver_kill(&meta);
 	cr_assert_eq(metaserver_restart(&meta, late_meta_env), 0);
-	for (int i = 0; i < 200 && !filled; i++) {
-		(void)CMD(&c->other, "bput fill/ 48 %u 100", 256u << 10);
-		if (!(filled = all_zero(reply)))
-			usleep(20000);
-	}
-	cr_assert(filled, "the other puts: %s", reply);
+	fill(&c->other, 48);
 	pthread_join(th, NULL);
 	cr_log_info("the writer's %s: %s", cmd, w.reply);
-	(void)CMD(&c->other, "bget fill/ 48 %u 100", 256u << 10);
-	cr_expect(all_zero(reply), "the other puts' bytes are intact after the writer wrote (99: wrong bytes): %s",
-	          reply);
+	fill_check(&c->other, 48, "the writer wrote");
 	node_kill(&c->other);
 	node_kill(&c->writer);
 	node_kill(&c->live);
@@ -450,7 +463,6 @@ Test(stall, a_write_posted_before_a_meta_restart_is_refused_after_it, .fini = st
 {
 	struct node lender, writer, other;
 	struct waiting w = {.n = &writer, .cmd = "bput late/ 2 262144 40"};
-	bool filled = false;
 	pthread_t th;
 
 	cr_assert_eq(metaserver_start(&meta, late_meta_env), 0);
@@ -466,18 +478,11 @@ Test(stall, a_write_posted_before_a_meta_restart_is_refused_after_it, .fini = st
 	stall_at_syscall(writer.pid, SYS_sendmsg); /* its first write to the lender */
 	metaserver_kill(&meta);
 	cr_assert_eq(metaserver_restart(&meta, late_meta_env), 0);
-	for (int i = 0; i < 200 && !filled; i++) { /* 12 of the lender's 16 MiB, once it rejoined */
-		(void)CMD(&other, "bput fill/ 48 %u 100", 256u << 10);
-		if (!(filled = all_zero(reply)))
-			usleep(20000);
-	}
-	cr_assert(filled, "the other puts: %s", reply);
+	fill(&other, 48); /* 12 of the lender's 16 MiB, once it rejoined */
 	cr_assert_eq(ptrace(PTRACE_DETACH, writer.pid, NULL, NULL), 0);
 	pthread_join(th, NULL);
 	cr_log_info("the writer's put: %s", w.reply);
-	(void)CMD(&other, "bget fill/ 48 %u 100", 256u << 10);
-	cr_expect(all_zero(reply), "the other puts' bytes are intact after the writer's write (99: wrong bytes): %s",
-	          reply);
+	fill_check(&other, 48, "the writer's write");
 	node_kill(&other);
 	node_kill(&writer);
 	node_kill(&lender);
@@ -494,7 +499,6 @@ Test(stall, a_write_granted_before_a_lender_was_unmounted_lands_nowhere_after_it
 {
 	static const char *meta_env[] = {"ock.mmc.meta.heartbeat_timeout_ms=500", NULL};
 	struct node lender, writer, other;
-	bool filled = false;
 
 	cr_assert_eq(metaserver_start(&meta, meta_env), 0);
 	snprintf(env_meta, sizeof(env_meta), "MMC_TEST_META=%s", meta.url);
@@ -506,16 +510,9 @@ Test(stall, a_write_granted_before_a_lender_was_unmounted_lands_nowhere_after_it
 	stop_process(lender.pid);
 	usleep(1500000); /* past the heartbeat timeout: the server unmounts the lender */
 	cr_assert_eq(kill(lender.pid, SIGCONT), 0);
-	for (int i = 0; i < 200 && !filled; i++) { /* 12 of its 16 MiB, once it joined again */
-		(void)CMD(&other, "bput fill/ 48 %u 100", 256u << 10);
-		if (!(filled = all_zero(reply)))
-			usleep(20000);
-	}
-	cr_assert(filled, "the other puts: %s", reply);
+	fill(&other, 48); /* 12 of its 16 MiB, once it joined again */
 	cr_log_info("the writer's copy: %d", CMD(&writer, "gcopy 40"));
-	(void)CMD(&other, "bget fill/ 48 %u 100", 256u << 10);
-	cr_expect(all_zero(reply), "the other puts' bytes are intact after the writer's copy (99: wrong bytes): %s",
-	          reply);
+	fill_check(&other, 48, "the writer's copy");
 	node_kill(&other);
 	node_kill(&writer);
 	node_kill(&lender);
@@ -568,19 +565,6 @@ static bool none_wrong(const char *r)
 	return true;
 }
 
-/* Fills 6 of the lender's 8 MiB from the other client, once the lender has rejoined. */
-static void tier_fill(struct tier_case *c)
-{
-	bool filled = false;
-
-	for (int i = 0; i < 200 && !filled; i++) {
-		(void)CMD(&c->other, "bput fill/ 24 %u 100", 256u << 10);
-		if (!(filled = all_zero(reply)))
-			usleep(20000);
-	}
-	cr_assert(filled, "the other puts: %s", reply);
-}
-
 /* Lets the worker's disk answer, and waits until the worker went past the old read. */
 static void tier_release(struct tier_case *c)
 {
@@ -592,8 +576,7 @@ static void tier_release(struct tier_case *c)
 
 static void tier_check(struct tier_case *c)
 {
-	(void)CMD(&c->other, "bget fill/ 24 %u 100", 256u << 10);
-	cr_expect(all_zero(reply), "the other puts' bytes are intact after the old read (99: wrong bytes): %s", reply);
+	fill_check(&c->other, 24, "the old read");
 	cr_expect_eq(CMD(&c->other, "get cold 1048576 7"), 0, "the key itself is still read right: %s", reply);
 	node_kill(&c->other);
 	node_kill(&c->lender);
@@ -612,7 +595,7 @@ Test(stall, a_move_the_lost_meta_server_asked_for_writes_nothing_after_it, .fini
 	tier_start(&c);
 	metaserver_kill(&meta);
 	cr_assert_eq(metaserver_restart(&meta, late_meta_env), 0);
-	tier_fill(&c);
+	fill(&c.other, 24); /* 6 of the lender's 8 MiB, once it rejoined */
 	tier_release(&c);
 	tier_check(&c);
 }
@@ -637,6 +620,6 @@ Test(stall, a_move_in_progress_when_the_meta_server_is_lost_ends_before_the_lend
 	tier_release(&c);
 	(void)CMD(&c.other, "bget early/ 24 %u 200", 256u << 10);
 	cr_expect(none_wrong(reply), "no put made while the read hung got wrong bytes: %s", reply);
-	tier_fill(&c);
+	fill(&c.other, 24); /* 6 of the lender's 8 MiB, once it rejoined */
 	tier_check(&c);
 }
