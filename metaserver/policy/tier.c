@@ -72,6 +72,11 @@ static void service_leaving(struct meta *m, struct service *svc)
 	tier_service_gone(m, svc);
 }
 
+static void service_reconnected(struct meta *m, struct service *svc)
+{
+	tier_service_reconnected(m, svc);
+}
+
 void tier_init(struct meta *m)
 {
 	uint64_t *next = &m->policy->next_task_id;
@@ -81,6 +86,7 @@ void tier_init(struct meta *m)
 	if (getrandom(next, sizeof(*next), 0) != sizeof(*next))
 		*next = clock_ns();
 	m->service_leaving = service_leaving;
+	m->service_reconnected = service_reconnected;
 	list_init(&m->policy->tasks);
 	list_init(&m->policy->tier_reqs);
 	list_init(&m->orphans);
@@ -468,7 +474,8 @@ void tier_task_done(struct meta *m, const struct service *svc, uint64_t id, int 
 	}
 }
 
-void tier_service_gone(struct meta *m, struct service *svc)
+/* Fails svc's moves; gone: its allocators go with it, so the moves' reservations are not given back to them. */
+static void fail_tasks_of(struct meta *m, struct service *svc, bool gone)
 {
 	struct list *it, *next;
 
@@ -477,10 +484,21 @@ void tier_service_gone(struct meta *m, struct service *svc)
 
 		next = it->next;
 		if (t->svc == svc) {
-			t->svc = NULL; /* its reservations go with the service's allocators */
+			if (gone)
+				t->svc = NULL;
 			complete(m, t, MMC_ERROR);
 		}
 	}
+}
+
+void tier_service_gone(struct meta *m, struct service *svc)
+{
+	fail_tasks_of(m, svc, true);
+}
+
+void tier_service_reconnected(struct meta *m, struct service *svc)
+{
+	fail_tasks_of(m, svc, false);
 }
 
 void tier_session_closed(struct meta *m, struct session *s)

@@ -41,5 +41,9 @@ void tier_task_done(struct meta *m, const struct service *svc, uint64_t id, int 
 void tier_session_closed(struct meta *m, struct session *s);
 /* The service is leaving: its tasks fail now (their reservations die with its allocators). */
 void tier_service_gone(struct meta *m, struct service *svc);
+/* The service's store is back on a new connection while the old one was half-open: it answers none of the tasks
+ * sent on the old one (it dropped the queued ones, and ended the one on its disk before registering again), so they
+ * fail now and give their reservations back. */
+void tier_service_reconnected(struct meta *m, struct service *svc);
 
 #endif

@@ -340,9 +340,11 @@ static int rejoin(struct meta *m, struct session *s, const struct service_spec *
 		service_unmount(m, svc, "pool_changed");
 		return MMC_UNMATCHED_KEY;
 	}
-	if (svc->session) /* a half-open old connection: the same process is back on a new one */
+	if (svc->session) { /* a half-open old connection: the same process is back on a new one */
 		svc->session->svc = NULL;
-	else /* loaded after a restart: the crashed server's puts may still be writing into its free space */
+		if (m->service_reconnected)
+			m->service_reconnected(m, svc);
+	} else /* loaded after a restart: the crashed server's puts may still be writing into its free space */
 		svc->writable_after_ms = clock_ms() + m->conf.rejoin_write_grace_ms;
 	set_coordinates(svc, s, req);
 	log_info("op=rejoin rank=%u incarnation=%llu host=\"%s\" pid=%u blobs=%llu", svc->rank,

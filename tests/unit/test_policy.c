@@ -358,9 +358,9 @@ static void detach(int i)
 	svc[i]->rejoin_deadline_ms = clock_ms() + m.conf.rejoin_timeout_ms;
 }
 
-/* Session i's store registers its pool of size bytes again as (rank, incarnation), with the secret a Register reply
- * gave it for that identity. */
-static struct service *register_again(int i, uint32_t rank, uint64_t incarnation, uint64_t size)
+/* Session i's store registers its pool of size bytes (and SSD of ssd bytes, if not 0) again as (rank, incarnation),
+ * with the secret a Register reply gave it for that identity. */
+static struct service *register_again(int i, uint32_t rank, uint64_t incarnation, uint64_t size, uint64_t ssd)
 {
 	static const uint8_t addr[] = {1};
 	struct service_spec spec = {.fabric_addr = addr, .addr_len = 1, .provider = "tcp", .nsegs = 1};
@@ -370,6 +370,11 @@ static struct service *register_again(int i, uint32_t rank, uint64_t incarnation
 	spec.rank = (int32_t)rank;
 	spec.incarnation = incarnation;
 	spec.segs[0] = (struct service_spec_segment){MMC_MEDIA_DRAM, size, 0, 0};
+	if (ssd) {
+		spec.segs[1] = (struct service_spec_segment){MMC_MEDIA_SSD, ssd, 0, 0};
+		spec.nsegs = 2;
+		spec.ssd_path = "/nonexistent/ssd";
+	}
 	cr_assert_eq(service_secret(&m, rank, incarnation, secret), 0);
 	spec.secret = secret;
 	spec.secret_len = sizeof(secret);
@@ -380,7 +385,7 @@ static struct service *register_again(int i, uint32_t rank, uint64_t incarnation
 /* Service i's store registers again, with the secret its first Register reply gave it. */
 static void rejoin_service(int i)
 {
-	cr_assert_eq(register_again(i, svc[i]->rank, svc[i]->incarnation, svc[i]->segs[0].size), svc[i],
+	cr_assert_eq(register_again(i, svc[i]->rank, svc[i]->incarnation, svc[i]->segs[0].size, 0), svc[i],
 	             "rejoined, not mounted again");
 }
 
@@ -413,7 +418,7 @@ Test(alloc_queue, a_pool_back_as_a_new_incarnation_takes_puts_after_the_grace)
 	old = svc[0]->incarnation;
 	service_unmount(&m, svc[0], "eof");
 	sess[0].svc = NULL;
-	svc[0] = register_again(0, 0, old, 8 * MiB);
+	svc[0] = register_again(0, 0, old, 8 * MiB, 0);
 	cr_assert_neq(svc[0]->incarnation, old, "mounted again, not rejoined");
 	id = alloc(0, &k, &size, 1, 1);
 	cr_assert_null(reply_of(id, &code), "a write granted on the old incarnation may still come: wait");
@@ -825,6 +830,31 @@ Test(tier, a_move_ends_only_when_its_own_service_answers)
 	tier_task_done(&m, svc[0], tasks[1].id, 0);
 	cr_assert_not_null(reply_of(701, &code), "its own service's answer ends it");
 	cr_assert_eq(reply_of(701, &code)[0].blobs[0].media, MMC_MEDIA_DRAM);
+}
+
+/* Service 0's store comes back on a new connection (session 2) before the server saw its old one close: the promote
+ * sent on the old one will not be answered (the store dropped it), so it fails at once and gives its DRAM back. */
+Test(tier, a_move_sent_on_a_half_open_connection_fails_when_its_store_is_back)
+{
+	const char *k = "cold";
+	struct key_call call;
+	uint64_t used, total;
+	int code;
+
+	cold_on_ssd();
+	call = get_call(0, &k, 1, 702);
+	tier_get(&m, &call);
+	cr_assert_eq(ntasks, 2, "a promote");
+	space_usage(&m, MMC_MEDIA_DRAM, &used, &total);
+	cr_assert_eq(used, 4 * MiB, "its DRAM is reserved");
+	sess[2] = (struct session){.id = 3, .host = "host0", .pid = 100};
+	cr_assert_eq(register_again(2, svc[0]->rank, svc[0]->incarnation, 10 * MiB, 64 * MiB), svc[0], "rejoined");
+	cr_assert_not_null(reply_of(702, &code), "the get is answered");
+	cr_assert_neq(reply_of(702, &code)[0].result, 0);
+	space_usage(&m, MMC_MEDIA_DRAM, &used, &total);
+	cr_assert_eq(used, 0, "the promote's DRAM is free again");
+	tier_task_done(&m, svc[0], tasks[1].id, 0); /* a late answer to it changes nothing */
+	cr_assert(tier_on_ssd(object_find(&m, "cold", 4)));
 }
 
 Test(tier, a_victim_whose_move_failed_is_evicted)
