@@ -42,14 +42,23 @@ struct ssd {
 
 static int open_file(const char *path, uint64_t size, int *fd_out)
 {
+	struct flock l = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 1};
 	struct stat st;
 	uint64_t have = 0;
 	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_DIRECT, 0600);
 
 	if (fd < 0 && errno == EINVAL) /* tmpfs and friends have no O_DIRECT */
 		fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+
 	if (fd < 0 || fstat(fd, &st)) {
 		lg_error("ssd tier: cannot open \"%s\": %s", path, strerror(errno));
+		goto fail;
+	}
+	/* two services moving bytes in one file would overwrite each other's objects; a process that died holds no
+	 * lock, so a restarted service still adopts what its predecessor left there */
+	if (fcntl(fd, F_OFD_SETLK, &l)) {
+		lg_error("ssd tier: \"%s\" is in use by another local service (%s): each needs a file of its own", path,
+		         strerror(errno));
 		goto fail;
 	}
 	if (S_ISBLK(st.st_mode)) {

@@ -250,6 +250,24 @@ Test(ssd, a_restarted_local_service_keeps_its_ssd_keys)
 	cr_assert_eq(get_check(s, "survivor1", 12), 0);
 }
 
+/* Two local services in one SSD file would overwrite each other's objects: the second is refused, naming the file,
+ * and takes the file once the first has gone (as a restarted service does). */
+Test(ssd, a_second_service_on_the_same_ssd_file_is_refused)
+{
+	mmc_local_config c = fixture_config(meta.url, 8 * MiB);
+	mmc_store *twin = mmc_create();
+
+	snprintf(c.ssd_path, sizeof(c.ssd_path), "%s", ssd_path);
+	c.ssd_size = 64 * MiB;
+	cr_assert_eq(mmc_setup(twin, &c), 0);
+	cr_assert_eq(mmc_init(twin, 0, true), MMC_INVALID_PARAM, "the file is the first service's");
+	mmc_destroy(twin);
+	put("still-mine", 21);
+	cr_assert_eq(get_check(s, "still-mine", 21), 0);
+	mmc_destroy(s);
+	s = ssd_store(ssd_path, 8 * MiB, 64 * MiB);
+}
+
 Test(ssd, ssd_keys_survive_a_metaserver_restart)
 {
 	const char *k[] = {"durable-ssd"};
