@@ -49,7 +49,6 @@ static int open_file(const char *path, uint64_t size, int *fd_out)
 
 	if (fd < 0 && errno == EINVAL) /* tmpfs and friends have no O_DIRECT */
 		fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-
 	if (fd < 0 || fstat(fd, &st)) {
 		lg_error("ssd tier: cannot open \"%s\": %s", path, strerror(errno));
 		goto fail;
