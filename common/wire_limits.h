@@ -4,10 +4,13 @@
 
 #include <stdint.h>
 
-#define MMC_WIRE_VERSION     1           /* major: a server refuses a Hello with another one */
-#define MMC_WIRE_MINOR       2           /* compatible additions: 1 = cluster secret, service secrets; 2 = tenants */
+#define MMC_WIRE_VERSION 1 /* major: a server refuses a Hello with another one */
+#define MMC_WIRE_MINOR                                                                                                 \
+	3                                /* compatible additions: 1 = cluster secret, service secrets; 2 = tenants;    \
+	                                  * 3 = Register.ssd_id */
 #define MMC_WIRE_NONCE       32          /* bytes of each Hello / AuthChallenge nonce */
 #define MMC_WIRE_MAC         32          /* bytes of an HMAC-SHA256 proof or a service secret */
+#define MMC_WIRE_SSD_ID      16          /* bytes of an SSD tier file's identity (Register.ssd_id) */
 #define MMC_AUTH_TOKEN_MIN   16          /* bytes of a cluster secret at least */
 #define MMC_FRAME_MAX        (64u << 20) /* bytes of one Frame, without the 4-byte length */
 #define MMC_WIRE_KEYS_MAX    16384

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -27,7 +28,8 @@ struct ssd_task {
 
 struct ssd {
 	int fd;
-	uint64_t size;
+	uint64_t size; /* what the meta server allocates in: the file's first bytes, its label after them */
+	uint8_t id[MMC_WIRE_SSD_ID];
 	struct meta_conn *mc;
 	unsigned char *pool;
 	size_t pool_size;
@@ -79,15 +81,63 @@ fail:
 	return MMC_INVALID_PARAM;
 }
 
+/*
+ * The file's label, its last IO_ALIGN bytes (past what the server allocates): a magic and a random identity, made
+ * when the file is first used. A restarted service adopts the SSD keys a gone one left only from the file that holds
+ * them, which the label tells apart from one that merely has the same path and host name (a fresh disk, a host
+ * cloned under the same name).
+ */
+static const char label_magic[8] = {'m', 'm', 'c', '-', 's', 's', 'd', '1'};
+
+static int read_label(struct ssd *d, const char *path)
+{
+	unsigned char *buf = NULL;
+	int rc = MMC_INVALID_PARAM;
+
+	if (posix_memalign((void **)&buf, IO_ALIGN, IO_ALIGN))
+		return MMC_MALLOC_FAILED;
+	if (pread(d->fd, buf, IO_ALIGN, (off_t)d->size) == IO_ALIGN &&
+	    memcmp(buf, label_magic, sizeof(label_magic)) == 0) {
+		memcpy(d->id, buf + sizeof(label_magic), sizeof(d->id));
+		rc = 0;
+		goto out;
+	}
+	memset(buf, 0, IO_ALIGN);
+	memcpy(buf, label_magic, sizeof(label_magic));
+	if (getrandom(d->id, sizeof(d->id), 0) != sizeof(d->id))
+		goto out;
+	memcpy(buf + sizeof(label_magic), d->id, sizeof(d->id));
+	if (pwrite(d->fd, buf, IO_ALIGN, (off_t)d->size) != IO_ALIGN || fdatasync(d->fd)) {
+		lg_error("ssd tier: cannot label \"%s\": %s", path, strerror(errno));
+		goto out;
+	}
+	lg_info("ssd tier: \"%s\" labelled as a new SSD tier file", path);
+	rc = 0;
+out:
+	free(buf);
+	return rc;
+}
+
 int ssd_open(struct ssd **out, const char *path, uint64_t size)
 {
 	struct ssd *d = calloc(1, sizeof(*d));
+	uint64_t whole = size & ~(uint64_t)(IO_ALIGN - 1);
 	int rc;
 
 	if (!d)
 		return MMC_MALLOC_FAILED;
-	d->size = size & ~(uint64_t)(IO_ALIGN - 1);
-	if ((rc = open_file(path, d->size, &d->fd))) {
+	if (whole < 2 * IO_ALIGN) {
+		lg_error("ssd tier: %llu bytes is too small (at least %u)", (unsigned long long)size, 2 * IO_ALIGN);
+		free(d);
+		return MMC_INVALID_PARAM;
+	}
+	d->size = whole - IO_ALIGN;
+	if ((rc = open_file(path, whole, &d->fd))) {
+		free(d);
+		return rc;
+	}
+	if ((rc = read_label(d, path))) {
+		close(d->fd);
 		free(d);
 		return rc;
 	}
@@ -101,6 +151,11 @@ int ssd_open(struct ssd **out, const char *path, uint64_t size)
 uint64_t ssd_size(const struct ssd *d)
 {
 	return d->size;
+}
+
+const uint8_t *ssd_id(const struct ssd *d)
+{
+	return d->id;
 }
 
 /* Moves len bytes between the pool and the file; lengths are whole 4 KiB pages (what both sides reserved). */

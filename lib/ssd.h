@@ -13,7 +13,9 @@
 struct ssd;
 struct meta_conn;
 
-/* Opens path, creating a regular file of size bytes (a block device must be at least that large). */
+/* Opens path, creating a regular file of size bytes (a block device must be at least that large), and reads its
+ * label (its last 4 KiB), labelling it first when it has none. MMC_INVALID_PARAM: it cannot be opened, sized or
+ * labelled, another local service holds it, or size is under 8 KiB. */
 int ssd_open(struct ssd **out, const char *path, uint64_t size);
 /* Starts the worker; tasks read and write pool[0..pool_size) and answer on mc. */
 int ssd_start(struct ssd *d, struct meta_conn *mc, void *pool, size_t pool_size);
@@ -21,7 +23,10 @@ int ssd_start(struct ssd *d, struct meta_conn *mc, void *pool, size_t pool_size)
 void ssd_stop(struct ssd *d);
 /* Stops if needed, drops queued tasks and closes the file (after the meta connection closed). NULL is ignored. */
 void ssd_close(struct ssd *d);
+/* What the meta server may allocate in: size less the label. */
 uint64_t ssd_size(const struct ssd *d);
+/* The file's identity (MMC_WIRE_SSD_ID bytes, from its label): Register.ssd_id. */
+const uint8_t *ssd_id(const struct ssd *d);
 
 /*
  * meta_task_fn: decodes a BlobTask and queues it. A task runs only while the connection it came on is the current

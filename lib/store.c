@@ -167,6 +167,8 @@ static int register_service(struct mmc_store *s, bool rejoin, bool *kept)
 		r.segments[1].media = MMC_MEDIA_SSD;
 		r.segments[1].size = ssd_size(s->ssd);
 		snprintf(r.ssd_path, sizeof(r.ssd_path), "%s", s->conf.c.ssd_path);
+		memcpy(r.ssd_id.bytes, ssd_id(s->ssd), MMC_WIRE_SSD_ID);
+		r.ssd_id.size = MMC_WIRE_SSD_ID;
 	}
 	r.world_size = s->conf.c.world_size;
 	rc = meta_call(s->meta, WB_REGISTER, mmc_Register_fields, &r, &c);

@@ -288,7 +288,8 @@ typedef struct mmc_local_config {
 	uint32_t heartbeat_ms;
 	/** SSD tier backing file or block device (ock.mmc.local_service.ssd.path); empty: no SSD tier. */
 	char ssd_path[MMC_PATH_SIZE];
-	/** SSD tier size (ock.mmc.local_service.ssd.size). */
+	/** SSD tier size (ock.mmc.local_service.ssd.size), at least 8 KiB: its last 4 KiB hold the file's label (its
+	 *  identity, by which a restarted service adopts the SSD keys it holds). */
 	uint64_t ssd_size;
 	/** An RMA that makes no progress this long (its peer died mid-transfer), or that the provider will not take
 	 *  this long (a peer that refuses connections), fails its key with MMC_TIMEOUT

@@ -95,6 +95,8 @@ static int register_spec(const Mmc__Register *req, struct service_spec *spec)
 	    .addr_len = req->fabric_addr.len,
 	    .provider = req->provider,
 	    .ssd_path = req->ssd_path,
+	    .ssd_id = req->ssd_id.data,
+	    .ssd_id_len = req->ssd_id.len,
 	    .boot_id = req->boot_id,
 	    .pool_path = req->pool_path,
 	    .secret = req->secret.data,

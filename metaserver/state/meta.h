@@ -55,7 +55,10 @@ struct service {
 	uint8_t fabric_addr[MMC_WIRE_ADDR_MAX];
 	uint32_t addr_len;
 	char provider[64];
-	char ssd_path[1024]; /* the SSD tier's file, for adoption by a restarted service on the same host */
+	char ssd_path[1024]; /* the SSD tier's file, for the logs */
+	/* the SSD tier file's identity: a restarted service adopts this one's SSD keys only from the same file */
+	uint8_t ssd_id[MMC_WIRE_SSD_ID];
+	bool has_ssd_id;
 	char boot_id[40];    /* with host: which kernel it runs under (same-host peers map pool_path) */
 	char pool_path[128]; /* its DRAM pool's shared file, "" when private */
 	uint32_t nsegs;

@@ -124,12 +124,16 @@ static void service_free(struct service *svc)
 }
 
 /* A new service on the orphan's host and path takes its SSD tier and every object on it back. */
-static struct service *find_orphan(struct meta *m, const struct session *s, const struct service_spec *req)
+/* The orphaned SSD tier in the file req's service brings, by the file's own identity: the same path on a host of
+ * the same name may be another file (a fresh disk, a cloned host), whose bytes are not the orphan's keys. */
+static struct service *find_orphan(struct meta *m, const struct service_spec *req)
 {
+	if (req->ssd_id_len != MMC_WIRE_SSD_ID)
+		return NULL;
 	for (struct list *it = m->orphans.next; it != &m->orphans; it = it->next) {
 		struct service *o = list_entry(it, struct service, orphan_link);
 
-		if (req->ssd_path && strcmp(o->ssd_path, req->ssd_path) == 0 && strcmp(o->host, s->host) == 0)
+		if (o->has_ssd_id && memcmp(o->ssd_id, req->ssd_id, MMC_WIRE_SSD_ID) == 0)
 			return o;
 	}
 	return NULL;
@@ -203,12 +207,14 @@ static void orphan_ssd(struct meta *m, struct service *svc)
 	struct segment *seg = service_segment(svc, MMC_MEDIA_SSD);
 	struct service *o;
 
-	if (!seg || !svc->ssd_path[0] || !(o = service_new()))
+	if (!seg || !svc->has_ssd_id || !(o = service_new()))
 		return;
 	o->rank = UINT32_MAX;
 	o->incarnation = svc->incarnation;
 	memcpy(o->host, svc->host, sizeof(o->host));
 	memcpy(o->ssd_path, svc->ssd_path, sizeof(o->ssd_path));
+	memcpy(o->ssd_id, svc->ssd_id, sizeof(o->ssd_id));
+	o->has_ssd_id = true;
 	o->nsegs = 1;
 	o->segs[0] = *seg;
 	seg->alloc = NULL; /* the orphan owns the SSD allocator now */
@@ -268,6 +274,8 @@ static int check_register(const struct service_spec *req)
 	if (req->addr_len == 0 || req->addr_len > MMC_WIRE_ADDR_MAX || !req->provider ||
 	    strlen(req->provider) >= sizeof(((struct service *)0)->provider))
 		return MMC_INVALID_PARAM;
+	if (req->ssd_id_len && req->ssd_id_len != MMC_WIRE_SSD_ID)
+		return MMC_INVALID_PARAM;
 	if ((req->boot_id && strlen(req->boot_id) >= sizeof(((struct service *)0)->boot_id)) ||
 	    (req->pool_path && strlen(req->pool_path) >= sizeof(((struct service *)0)->pool_path)))
 		return MMC_INVALID_PARAM;
@@ -296,6 +304,10 @@ static void set_coordinates(struct service *svc, struct session *s, const struct
 		svc->segs[i].host_key = req->host_key[i];
 	}
 	snprintf(svc->boot_id, sizeof(svc->boot_id), "%s", req->boot_id ? req->boot_id : "");
+	/* the SSD file's too: a service loaded after a restart knew neither, and one that rejoined may leave again */
+	snprintf(svc->ssd_path, sizeof(svc->ssd_path), "%s", req->ssd_path ? req->ssd_path : "");
+	if ((svc->has_ssd_id = req->ssd_id_len == MMC_WIRE_SSD_ID))
+		memcpy(svc->ssd_id, req->ssd_id, MMC_WIRE_SSD_ID);
 	snprintf(svc->pool_path, sizeof(svc->pool_path), "%s", req->pool_path ? req->pool_path : "");
 	memcpy(svc->host, s->host, sizeof(svc->host));
 	svc->pid = s->pid;
@@ -388,9 +400,7 @@ int service_register(struct meta *m, struct session *s, const struct service_spe
 	 * store has closed the key they use, right after this answer */
 	if (req->rank >= 0 && req->incarnation)
 		svc->writable_after_ms = clock_ms() + m->conf.rejoin_write_grace_ms;
-	if (req->ssd_path)
-		snprintf(svc->ssd_path, sizeof(svc->ssd_path), "%s", req->ssd_path);
-	if (service_segment(svc, MMC_MEDIA_SSD) && (orphan = find_orphan(m, s, req)) &&
+	if (service_segment(svc, MMC_MEDIA_SSD) && (orphan = find_orphan(m, req)) &&
 	    service_segment(svc, MMC_MEDIA_SSD)->size == orphan->segs[0].size)
 		adopt(m, svc, orphan);
 	m->ranks[rank] = svc;

@@ -24,6 +24,8 @@ struct service_spec {
 	size_t addr_len;
 	const char *provider;
 	const char *ssd_path;  /* NULL: none */
+	const uint8_t *ssd_id; /* the SSD tier file's identity (MMC_WIRE_SSD_ID bytes); NULL: not given */
+	size_t ssd_id_len;
 	const char *boot_id;   /* NULL or "": unknown (no host path) */
 	const char *pool_path; /* NULL or "": private pool */
 	const uint8_t *secret; /* a rejoin: the secret its Register reply gave (service_secret.h) */

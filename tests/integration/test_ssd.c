@@ -226,7 +226,8 @@ Test(ssd, a_key_being_read_is_not_moved_under_the_reader)
 	free(buf);
 }
 
-Test(ssd, a_restarted_local_service_keeps_its_ssd_keys)
+/* survivor0 and survivor1 on SSD, dram-only in DRAM; then the service's process goes, its SSD file stays. */
+static void leave_keys_on_ssd(void)
 {
 	const char *k[] = {"survivor0", "survivor1"};
 
@@ -234,8 +235,13 @@ Test(ssd, a_restarted_local_service_keeps_its_ssd_keys)
 	put("survivor1", 12);
 	put("dram-only", 13);
 	cr_assert_eq(mmc_evict_keys(s, k, 2, MMC_MEDIA_DRAM, MMC_MEDIA_SSD, 0), 0);
-	mmc_destroy(s); /* the process goes; its SSD file stays */
+	mmc_destroy(s);
 	s = NULL;
+}
+
+Test(ssd, a_restarted_local_service_keeps_its_ssd_keys)
+{
+	leave_keys_on_ssd();
 	{
 		mmc_store *probe = fixture_store(meta.url, false, 0);
 
@@ -266,6 +272,26 @@ Test(ssd, a_second_service_on_the_same_ssd_file_is_refused)
 	cr_assert_eq(get_check(s, "still-mine", 21), 0);
 	mmc_destroy(s);
 	s = ssd_store(ssd_path, 8 * MiB, 64 * MiB);
+}
+
+/* The keys are the file's, not the path's: another file at the same path on a host of the same name (a fresh disk,
+ * a cloned host) adopts none of them, where it used to serve its own bytes as theirs; the same file under another
+ * path (a device renamed at boot) adopts them all. */
+Test(ssd, ssd_keys_go_with_their_file_not_its_path)
+{
+	char moved[320];
+
+	leave_keys_on_ssd();
+	snprintf(moved, sizeof(moved), "%s.moved", ssd_path);
+	cr_assert_eq(rename(ssd_path, moved), 0);
+	s = ssd_store(ssd_path, 8 * MiB, 64 * MiB); /* a new file at the old path */
+	cr_assert_eq(mmc_is_exist(s, "survivor0"), 0, "not adopted from another file");
+	cr_assert_neq(get_check(s, "survivor1", 12), 0, "and never read from it");
+	mmc_destroy(s);
+	s = ssd_store(moved, 8 * MiB, 64 * MiB);
+	cr_assert_eq(mmc_is_exist(s, "survivor0"), 1, "adopted from its own file, wherever it is now");
+	cr_assert_eq(get_check(s, "survivor0", 11), 0);
+	cr_assert_eq(get_check(s, "survivor1", 12), 0);
 }
 
 Test(ssd, ssd_keys_survive_a_metaserver_restart)

@@ -857,6 +857,25 @@ Test(tier, a_move_sent_on_a_half_open_connection_fails_when_its_store_is_back)
 	cr_assert(tier_on_ssd(object_find(&m, "cold", 4)));
 }
 
+Test(tier, an_ssd_identity_of_another_length_is_refused)
+{
+	static const uint8_t addr[] = {1}, id[MMC_WIRE_SSD_ID + 1] = {7};
+	struct service_spec spec = {.rank = -1, .fabric_addr = addr, .addr_len = 1, .provider = "tcp", .nsegs = 2};
+	struct service *out;
+
+	spec.segs[0] = (struct service_spec_segment){MMC_MEDIA_DRAM, 8 * MiB, 0, 0};
+	spec.segs[1] = (struct service_spec_segment){MMC_MEDIA_SSD, 8 * MiB, 0, 0};
+	spec.ssd_id = id;
+	sess[0] = (struct session){.id = 1, .host = "host0"};
+	for (size_t len = 1; len <= MMC_WIRE_SSD_ID + 1; len += MMC_WIRE_SSD_ID) {
+		spec.ssd_id_len = len;
+		cr_assert_eq(service_register(&m, &sess[0], &spec, &out), MMC_INVALID_PARAM, "%zu bytes", len);
+	}
+	spec.ssd_id_len = MMC_WIRE_SSD_ID;
+	cr_assert_eq(service_register(&m, &sess[0], &spec, &out), 0);
+	cr_assert(out->has_ssd_id);
+}
+
 Test(tier, a_victim_whose_move_failed_is_evicted)
 {
 	m.conf.evict_high = 70;
