@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "http_client.h"
 #include "pattern.h"
 #include "store_fixture.h"
 
@@ -96,12 +97,40 @@ static pid_t thread_named(pid_t pid, const char *comm)
 	return found;
 }
 
-/* Stops one thread of a child process, and only that one (ptrace): a disk that hangs under the thread that reads
- * it, while the rest of the process runs. false where this process may not trace its children. */
-static bool stall_thread(pid_t tid)
+/* Whether thread tid of pid sleeps in system call nr ("S", and nr first in its /proc syscall file). */
+static bool sleeps_in(pid_t pid, pid_t tid, long nr)
+{
+	char path[128], line[256];
+	bool yes = false;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)pid, (int)tid);
+	if ((f = fopen(path, "r"))) {
+		char *close = fgets(line, sizeof(line), f) ? strrchr(line, ')') : NULL;
+
+		yes = close && close[2] == 'S';
+		fclose(f);
+	}
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/syscall", (int)pid, (int)tid);
+	if (yes && (f = fopen(path, "r"))) {
+		yes = fgets(line, sizeof(line), f) && strtol(line, NULL, 10) == nr;
+		fclose(f);
+	}
+	return yes;
+}
+
+/*
+ * Stops one thread of a child process, and only that one (ptrace): a disk that hangs under the thread that reads
+ * it, while the rest of the process runs; the thread is first seen asleep in system call nr (-1: anywhere), so
+ * that it holds no lock the others need. false where this process may not trace its children.
+ */
+static bool stall_thread(pid_t pid, pid_t tid, long nr)
 {
 	int status;
 
+	for (int i = 0; i < 500 && nr >= 0 && !sleeps_in(pid, tid, nr); i++)
+		usleep(2000);
+	cr_assert(nr < 0 || sleeps_in(pid, tid, nr), "thread %d never slept in system call %ld", (int)tid, nr);
 	if (ptrace(PTRACE_SEIZE, tid, NULL, (void *)PTRACE_O_TRACESYSGOOD))
 		return false;
 	cr_assert_eq(ptrace(PTRACE_INTERRUPT, tid, NULL, NULL), 0);
@@ -109,22 +138,35 @@ static bool stall_thread(pid_t tid)
 	return true;
 }
 
-/* Lets a stalled thread run up to its next entry into system call nr, and stops it there. */
-static void stall_at_syscall(pid_t tid, long nr)
+/*
+ * Lets a stalled thread run up to its next entry into system call nr, and stops it there; false when it enters
+ * give_up first (it went back to waiting for its next command: nr never came), or when this kernel cannot say which
+ * system call a thread is in. Signals the thread gets meanwhile are delivered.
+ */
+static bool stall_at_syscall(pid_t tid, long nr, long give_up)
 {
 	struct __ptrace_syscall_info info;
-	int status;
+	int status, sig = 0;
 
-	for (int i = 0; i < 1000; i++) {
-		cr_assert_eq(ptrace(PTRACE_SYSCALL, tid, NULL, NULL), 0);
+	for (int i = 0; i < 10000; i++) {
+		cr_assert_eq(ptrace(PTRACE_SYSCALL, tid, NULL, (void *)(long)sig), 0);
 		cr_assert_eq(waitpid(tid, &status, __WALL), tid);
-		if (!WIFSTOPPED(status) || WSTOPSIG(status) != (SIGTRAP | 0x80))
+		sig = 0;
+		if (!WIFSTOPPED(status))
+			return false;
+		if (WSTOPSIG(status) != (SIGTRAP | 0x80)) {
+			if (status >> 16 == 0 && WSTOPSIG(status) != SIGTRAP) /* a signal, not a ptrace event */
+				sig = WSTOPSIG(status);
 			continue;
-		cr_assert_gt(ptrace(PTRACE_GET_SYSCALL_INFO, tid, (void *)sizeof(info), &info), 0);
+		}
+		if (ptrace(PTRACE_GET_SYSCALL_INFO, tid, (void *)sizeof(info), &info) <= 0)
+			return false;
 		if (info.op == PTRACE_SYSCALL_INFO_ENTRY && (long)info.entry.nr == nr)
-			return;
+			return true;
+		if (info.op == PTRACE_SYSCALL_INFO_ENTRY && (long)info.entry.nr == give_up && i > 0)
+			return false;
 	}
-	cr_assert_fail("thread %d never made system call %ld", (int)tid, nr);
+	return false;
 }
 
 static void start_node(struct node *n, int lend)
@@ -472,10 +514,12 @@ Test(stall, a_write_posted_before_a_meta_restart_is_refused_after_it, .fini = st
 	start_with(&other, 0, env);
 	/* the writer's extent on the lender, and its connection to it, for the next put */
 	cr_assert_eq(CMD(&writer, "bput warm/ 2 %u 30", 256u << 10), 0, "%s", reply);
-	if (!stall_thread(writer.pid))
+	if (!stall_thread(writer.pid, writer.pid, SYS_read)) /* waiting for its next command */
 		cr_skip_test("ptrace of a child's thread is not allowed here: %s", strerror(errno));
 	cr_assert_eq(pthread_create(&th, NULL, waiting_main, &w), 0);
-	stall_at_syscall(writer.pid, SYS_sendmsg); /* its first write to the lender */
+	if (!stall_at_syscall(writer.pid, SYS_sendmsg, SYS_read)) /* its first write to the lender */
+		cr_skip_test("the provider sent the write from another thread, or this kernel cannot say (no "
+		             "PTRACE_GET_SYSCALL_INFO): the test cannot hold it up");
 	metaserver_kill(&meta);
 	cr_assert_eq(metaserver_restart(&meta, late_meta_env), 0);
 	fill(&other, 48); /* 12 of the lender's 16 MiB, once it rejoined */
@@ -527,12 +571,22 @@ struct tier_case {
 	pid_t worker;
 };
 
+/* What the meta server counts as used in the pools' DRAM (/metrics). */
+static uint64_t dram_used(void)
+{
+	double v = 0;
+
+	cr_assert_eq(hc_metric(meta.admin_port, "mmc_pool_used_bytes{media=\"dram\"}", &v), 200);
+	return (uint64_t)v;
+}
+
 static void tier_start(struct tier_case *c)
 {
 	static char env_ssd[340];
 	static const char *lender_env[] = {env_meta, "MMC_HOST_PATH=off", "MMC_PROTOCOL=host_tcp", env_ssd, NULL};
 	struct node reader;
 	struct waiting w = {.n = &reader, .cmd = "get cold 1048576 7"};
+	uint64_t before;
 	pthread_t th;
 
 	cr_assert_eq(metaserver_start(&meta, late_meta_env), 0);
@@ -544,12 +598,18 @@ static void tier_start(struct tier_case *c)
 	cr_assert_eq(CMD(&c->lender, "put cold 1048576 7"), 0, "%s", reply);
 	cr_assert_eq(CMD(&c->lender, "evict cold"), 0, "%s", reply);
 	cr_assert_neq(c->worker = thread_named(c->lender.pid, "mmc-ssd"), 0, "the lender's SSD worker");
-	if (!stall_thread(c->worker))
+	before = dram_used();
+	if (!stall_thread(c->lender.pid, c->worker, SYS_futex)) /* idle: waiting for its next move */
 		cr_skip_test("ptrace of a child's thread is not allowed here: %s", strerror(errno));
 	cr_assert_eq(pthread_create(&th, NULL, waiting_main, &w), 0);
-	usleep(300000);     /* the read is queued on the stopped worker */
-	node_kill(&reader); /* and its get with it: the new server will not ask again */
+	/* the server reserves the read's DRAM and sends the move in one go: once it is reserved, the move is on its
+	 * way, ahead of anything the lender reads after it */
+	for (int i = 0; i < 500 && dram_used() < before + (1u << 20); i++)
+		usleep(20000);
+	cr_assert_geq(dram_used(), before + (1u << 20), "the get's read was asked for");
+	kill(reader.pid, SIGKILL); /* and its get with it: the new server will not ask again */
 	pthread_join(th, NULL);
+	node_kill(&reader);
 }
 
 /* Whether no per-key code of a bput/bget reply is MISMATCH (99): keys that failed are no wrong bytes. */
@@ -611,7 +671,7 @@ Test(stall, a_move_in_progress_when_the_meta_server_is_lost_ends_before_the_lend
 	struct tier_case c;
 
 	tier_start(&c);
-	stall_at_syscall(c.worker, SYS_pread64);
+	cr_assert(stall_at_syscall(c.worker, SYS_pread64, -1), "the worker never started the read");
 	metaserver_kill(&meta);
 	cr_assert_eq(metaserver_restart(&meta, late_meta_env), 0);
 	usleep(500000); /* long enough for a rejoin and its grace (100 ms) */
