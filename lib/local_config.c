@@ -189,7 +189,7 @@ static int memcache_ssd_resolve(struct client_conf *o, const char *path, char *e
 	if (m->force_new_disk)
 		lg_warn(
 		    "%s: ubsio.standalone.force_new_disk = true ignored: MemCache would wipe %s at every start; mmc "
-		    "keeps this local service's SSD objects for a restarted service with the same path and size",
+		    "keeps this local service's SSD objects for a restarted service with the same file and size",
 		    path, m->disk_path);
 	return 0;
 }
@@ -476,8 +476,8 @@ static int check(struct client_conf *o, char *err, size_t errlen)
 		snprintf(err, errlen, "timeout_ms must be > 0, heartbeat_ms >= 10 and rma_timeout_ms >= 100");
 		return MMC_INVALID_PARAM;
 	}
-	if (c->ssd_path[0] && c->ssd_size < 4096) {
-		snprintf(err, errlen, "\"ock.mmc.local_service.ssd.size\" must be at least 4KB when ssd.path is set");
+	if (c->ssd_path[0] && c->ssd_size < 8192) {
+		snprintf(err, errlen, "\"ock.mmc.local_service.ssd.size\" must be at least 8KB when ssd.path is set");
 		return MMC_INVALID_PARAM;
 	}
 	if (parse_meta_url(o, err, errlen))

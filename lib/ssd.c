@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <linux/fs.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,7 +29,7 @@ struct ssd_task {
 
 struct ssd {
 	int fd;
-	uint64_t size; /* what the meta server allocates in: the file's first bytes, its label after them */
+	uint64_t size; /* what the meta server allocates in: the file after its label */
 	uint8_t id[MMC_WIRE_SSD_ID];
 	struct meta_conn *mc;
 	unsigned char *pool;
@@ -41,6 +42,44 @@ struct ssd {
 	pthread_cond_t idle; /* moving went false: ssd_fence() */
 	struct ssd_task *head, *tail;
 };
+
+/*
+ * The SSD files open in this process. A child forked without exec (Python's multiprocessing, say) would share their
+ * open file descriptions, and so keep the lock after this process died: a restarted service could not take its
+ * file back. The child closes its copies; the lock stays this process's.
+ */
+#define OPEN_MAX 16
+static _Atomic int open_fds[OPEN_MAX]; /* each fd + 1; 0: a free slot */
+static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+
+static void close_in_child(void)
+{
+	for (int i = 0; i < OPEN_MAX; i++) {
+		int slot = atomic_exchange(&open_fds[i], 0);
+
+		if (slot)
+			close(slot - 1);
+	}
+}
+
+static void atfork_init(void)
+{
+	pthread_atfork(NULL, NULL, close_in_child);
+}
+
+/* Replaces the slot holding fd old (-1: a free one) with fd (-1: frees it). */
+static void track_fd(int fd, int old)
+{
+	pthread_once(&atfork_once, atfork_init);
+	for (int i = 0; i < OPEN_MAX; i++) {
+		int expect = old + 1;
+
+		if (atomic_compare_exchange_strong(&open_fds[i], &expect, fd + 1))
+			return;
+	}
+	if (old < 0)
+		lg_warn("ssd tier: more than %d SSD files open: a forked child keeps this one's lock", OPEN_MAX);
+}
 
 static int open_file(const char *path, uint64_t size, int *fd_out)
 {
@@ -58,9 +97,13 @@ static int open_file(const char *path, uint64_t size, int *fd_out)
 	/* two services moving bytes in one file would overwrite each other's objects; a process that died holds no
 	 * lock, so a restarted service still adopts what its predecessor left there */
 	if (fcntl(fd, F_OFD_SETLK, &l)) {
-		lg_error("ssd tier: \"%s\" is in use by another local service (%s): each needs a file of its own", path,
-		         strerror(errno));
-		goto fail;
+		if (errno == EAGAIN || errno == EACCES) {
+			lg_error("ssd tier: \"%s\" is in use by another local service: each needs a file of its own",
+			         path);
+			goto fail;
+		}
+		lg_warn("ssd tier: \"%s\" cannot be locked (%s): nothing stops a second service from using it too",
+		        path, strerror(errno));
 	}
 	if (S_ISBLK(st.st_mode)) {
 		if (ioctl(fd, BLKGETSIZE64, &have) || have < size) {
@@ -82,39 +125,47 @@ fail:
 }
 
 /*
- * The file's label, its last IO_ALIGN bytes (past what the server allocates): a magic and a random identity, made
- * when the file is first used. A restarted service adopts the SSD keys a gone one left only from the file that holds
- * them, which the label tells apart from one that merely has the same path and host name (a fresh disk, a host
- * cloned under the same name).
+ * The file's label, its first IO_ALIGN bytes (the server allocates in the rest): a magic, a random identity made when
+ * the file is first used, and the size it was made for. A restarted service adopts the SSD keys a gone one left only
+ * from the file that holds them, which the label tells apart from one that merely has the same path and host name
+ * (a fresh disk, a host cloned under the same name); and a file used with another size since is another file (its
+ * old bytes may have been overwritten), so a new size makes a new identity.
  */
+struct label {
+	char magic[8];
+	uint8_t id[MMC_WIRE_SSD_ID];
+	uint64_t size;
+};
+
 static const char label_magic[8] = {'m', 'm', 'c', '-', 's', 's', 'd', '1'};
 
 static int read_label(struct ssd *d, const char *path)
 {
-	unsigned char *buf = NULL;
+	struct label *l = NULL;
 	int rc = MMC_INVALID_PARAM;
 
-	if (posix_memalign((void **)&buf, IO_ALIGN, IO_ALIGN))
+	if (posix_memalign((void **)&l, IO_ALIGN, IO_ALIGN))
 		return MMC_MALLOC_FAILED;
-	if (pread(d->fd, buf, IO_ALIGN, (off_t)d->size) == IO_ALIGN &&
-	    memcmp(buf, label_magic, sizeof(label_magic)) == 0) {
-		memcpy(d->id, buf + sizeof(label_magic), sizeof(d->id));
+	if (pread(d->fd, l, IO_ALIGN, 0) == IO_ALIGN && memcmp(l->magic, label_magic, sizeof(label_magic)) == 0 &&
+	    l->size == d->size) {
+		memcpy(d->id, l->id, sizeof(d->id));
 		rc = 0;
 		goto out;
 	}
-	memset(buf, 0, IO_ALIGN);
-	memcpy(buf, label_magic, sizeof(label_magic));
+	memset(l, 0, IO_ALIGN);
+	memcpy(l->magic, label_magic, sizeof(label_magic));
+	l->size = d->size;
 	if (getrandom(d->id, sizeof(d->id), 0) != sizeof(d->id))
 		goto out;
-	memcpy(buf + sizeof(label_magic), d->id, sizeof(d->id));
-	if (pwrite(d->fd, buf, IO_ALIGN, (off_t)d->size) != IO_ALIGN || fdatasync(d->fd)) {
+	memcpy(l->id, d->id, sizeof(d->id));
+	if (pwrite(d->fd, l, IO_ALIGN, 0) != IO_ALIGN || fdatasync(d->fd)) {
 		lg_error("ssd tier: cannot label \"%s\": %s", path, strerror(errno));
 		goto out;
 	}
-	lg_info("ssd tier: \"%s\" labelled as a new SSD tier file", path);
+	lg_info("ssd tier: \"%s\" labelled as a new SSD tier file of %llu bytes", path, (unsigned long long)d->size);
 	rc = 0;
 out:
-	free(buf);
+	free(l);
 	return rc;
 }
 
@@ -141,6 +192,7 @@ int ssd_open(struct ssd **out, const char *path, uint64_t size)
 		free(d);
 		return rc;
 	}
+	track_fd(d->fd, -1);
 	pthread_mutex_init(&d->lock, NULL);
 	pthread_cond_init(&d->cond, NULL);
 	pthread_cond_init(&d->idle, NULL);
@@ -166,8 +218,8 @@ static int transfer(struct ssd *d, bool to_ssd, uint64_t pool_off, uint64_t file
 	    file_off > d->size || len > d->size - file_off)
 		return MMC_INVALID_PARAM;
 	while (len) {
-		ssize_t n = to_ssd ? pwrite(d->fd, d->pool + pool_off, len, (off_t)file_off)
-		                   : pread(d->fd, d->pool + pool_off, len, (off_t)file_off);
+		ssize_t n = to_ssd ? pwrite(d->fd, d->pool + pool_off, len, (off_t)(IO_ALIGN + file_off))
+		                   : pread(d->fd, d->pool + pool_off, len, (off_t)(IO_ALIGN + file_off));
 
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -194,8 +246,9 @@ static int run(struct ssd *d, const mmc_BlobTask *t)
 	return MMC_INVALID_PARAM;
 }
 
-/* The next task whose connection is still the current one, dropping the others; NULL when none is queued. */
-static struct ssd_task *next_task(struct ssd *d)
+/* The next task whose connection is still the current one, dropping the others (counted in *dropped); NULL when
+ * none is queued. */
+static struct ssd_task *next_task(struct ssd *d, unsigned *dropped)
 {
 	struct ssd_task *t;
 
@@ -206,8 +259,7 @@ static struct ssd_task *next_task(struct ssd *d)
 		/* checked under the lock ssd_fence() waits on: a task that passes is one the fence waits for */
 		if (t->conn == meta_conn_losses(d->mc))
 			return t;
-		lg_info("ssd tier: dropped a %s move of %llu bytes the lost meta server asked for",
-		        t->t.dst_media == MMC_MEDIA_SSD ? "DRAM -> SSD" : "SSD -> DRAM", (unsigned long long)t->t.size);
+		++*dropped;
 		free(t);
 	}
 	return NULL;
@@ -218,19 +270,23 @@ static void *worker_main(void *arg)
 	struct ssd *d = arg;
 
 	pthread_mutex_lock(&d->lock);
-	for (;;) {
+	while (!d->stop) {
+		unsigned dropped = 0;
 		struct ssd_task *t;
 
-		while (!d->head && !d->stop)
+		if (!d->head) {
 			pthread_cond_wait(&d->cond, &d->lock);
-		if (d->stop)
-			break;
-		if (!(t = next_task(d)))
 			continue;
-		d->moving = true;
+		}
+		t = next_task(d, &dropped);
+		d->moving = t != NULL;
 		pthread_mutex_unlock(&d->lock);
-		meta_reply(d->mc, t->conn, t->id, run(d, &t->t));
-		free(t);
+		if (dropped) /* outside the lock: a log handler may block, and the reader thread queues under it */
+			lg_info("ssd tier: dropped %u moves the lost meta server asked for", dropped);
+		if (t) {
+			meta_reply(d->mc, t->conn, t->id, run(d, &t->t));
+			free(t);
+		}
 		pthread_mutex_lock(&d->lock);
 		d->moving = false;
 		pthread_cond_broadcast(&d->idle);
@@ -310,6 +366,7 @@ void ssd_close(struct ssd *d)
 		d->head = t->next;
 		free(t);
 	}
+	track_fd(-1, d->fd);
 	close(d->fd);
 	pthread_mutex_destroy(&d->lock);
 	pthread_cond_destroy(&d->cond);

@@ -123,7 +123,6 @@ static void service_free(struct service *svc)
 	free(svc);
 }
 
-/* A new service on the orphan's host and path takes its SSD tier and every object on it back. */
 /* The orphaned SSD tier in the file req's service brings, by the file's own identity: the same path on a host of
  * the same name may be another file (a fresh disk, a cloned host), whose bytes are not the orphan's keys. */
 static struct service *find_orphan(struct meta *m, const struct service_spec *req)
@@ -199,8 +198,8 @@ static void orphans_sweep(struct meta *m, uint64_t now_ms)
 }
 
 /*
- * The SSD file outlives the process: its blobs wait, unreadable, for a service on the same host and path to adopt
- * them (ock.mmc.meta.rejoin_timeout_ms), instead of being dropped with the DRAM ones.
+ * The SSD file outlives the process: its blobs wait, unreadable, for a service that brings the same file (its
+ * ssd_id) to adopt them (ock.mmc.meta.rejoin_timeout_ms), instead of being dropped with the DRAM ones.
  */
 static void orphan_ssd(struct meta *m, struct service *svc)
 {

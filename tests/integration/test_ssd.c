@@ -2,7 +2,9 @@
  * The SSD tier: eviction demotes to SSD, gets rewarm (or stage above the DRAM watermark), explicit evict and
  * prefetch, readers are never moved under, and a restarted local service adopts what its SSD holds.
  */
+#include <signal.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "pattern.h"
@@ -292,6 +294,48 @@ Test(ssd, ssd_keys_go_with_their_file_not_its_path)
 	cr_assert_eq(mmc_is_exist(s, "survivor0"), 1, "adopted from its own file, wherever it is now");
 	cr_assert_eq(get_check(s, "survivor0", 11), 0);
 	cr_assert_eq(get_check(s, "survivor1", 12), 0);
+}
+
+/* A file used with another size since is another file: the service between may have written over the keys. */
+Test(ssd, a_file_used_with_another_size_since_adopts_nothing)
+{
+	const char *k[] = {"between"};
+
+	leave_keys_on_ssd();
+	s = ssd_store(ssd_path, 8 * MiB, 32 * MiB);
+	put("between", 14);
+	cr_assert_eq(mmc_evict_keys(s, k, 1, MMC_MEDIA_DRAM, MMC_MEDIA_SSD, 0), 0);
+	mmc_destroy(s);
+	s = ssd_store(ssd_path, 8 * MiB, 64 * MiB); /* the first size again, within the rejoin timeout */
+	cr_assert_eq(mmc_is_exist(s, "survivor0"), 0, "not adopted: the file changed under its keys");
+	cr_assert_eq(mmc_is_exist(s, "between"), 0);
+}
+
+/* A child forked without exec (Python's multiprocessing) shares the process's open files: it must not keep the
+ * SSD file's lock once the service is gone, or the service could not start again on its file. */
+Test(ssd, a_forked_child_does_not_keep_the_file)
+{
+	pid_t child = fork();
+
+	cr_assert_geq(child, 0);
+	if (child == 0) {
+		pause();
+		_exit(0);
+	}
+	mmc_destroy(s);
+	s = NULL;
+	{
+		mmc_local_config c = fixture_config(meta.url, 8 * MiB);
+		mmc_store *again = mmc_create();
+
+		snprintf(c.ssd_path, sizeof(c.ssd_path), "%s", ssd_path);
+		c.ssd_size = 64 * MiB;
+		cr_assert_eq(mmc_setup(again, &c), 0);
+		cr_expect_eq(mmc_init(again, 0, true), 0, "the file is free again while the child lives");
+		s = again;
+	}
+	kill(child, SIGKILL);
+	waitpid(child, NULL, 0);
 }
 
 Test(ssd, ssd_keys_survive_a_metaserver_restart)
