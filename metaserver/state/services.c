@@ -123,19 +123,38 @@ static void service_free(struct service *svc)
 	free(svc);
 }
 
-/* The orphaned SSD tier in the file req's service brings, by the file's own identity: the same path on a host of
- * the same name may be another file (a fresh disk, a cloned host), whose bytes are not the orphan's keys. */
-static struct service *find_orphan(struct meta *m, const struct service_spec *req)
+static bool same_ssd(const struct service *svc, const struct service_spec *req)
 {
+	return svc->has_ssd_id && memcmp(svc->ssd_id, req->ssd_id, MMC_WIRE_SSD_ID) == 0;
+}
+
+/*
+ * The orphaned SSD tier in the file req's service brings, by the file's own identity: the same path on a host of
+ * the same name may be another file (a fresh disk, a cloned host), whose bytes are not the orphan's keys. An
+ * identity that another live service or a second orphan also has is a copied file (a cloned disk or VM image):
+ * which copy holds the keys cannot be told, so none adopts them.
+ */
+static struct service *find_orphan(struct meta *m, const struct service *self, const struct service_spec *req)
+{
+	struct service *found = NULL;
+	unsigned n = 0;
+
 	if (req->ssd_id_len != MMC_WIRE_SSD_ID)
 		return NULL;
 	for (struct list *it = m->orphans.next; it != &m->orphans; it = it->next) {
 		struct service *o = list_entry(it, struct service, orphan_link);
 
-		if (o->has_ssd_id && memcmp(o->ssd_id, req->ssd_id, MMC_WIRE_SSD_ID) == 0)
-			return o;
+		if (same_ssd(o, req) && n++ == 0)
+			found = o;
 	}
-	return NULL;
+	for (uint32_t r = 0; found && r < m->rank_hi; r++)
+		if (m->ranks[r] && m->ranks[r] != self && m->ranks[r]->session && same_ssd(m->ranks[r], req))
+			n++;
+	if (n > 1)
+		log_warn("op=adopt_ssd err=copied_file host=\"%s\" path=\"%s\" services=%u: SSD tier files with one "
+		         "identity, a copy; none adopts the keys",
+		         self->host, req->ssd_path ? req->ssd_path : "", n);
+	return n == 1 ? found : NULL;
 }
 
 /* Moves blob b to the service arg (same media and offset). */
@@ -399,7 +418,7 @@ int service_register(struct meta *m, struct session *s, const struct service_spe
 	 * store has closed the key they use, right after this answer */
 	if (req->rank >= 0 && req->incarnation)
 		svc->writable_after_ms = clock_ms() + m->conf.rejoin_write_grace_ms;
-	if (service_segment(svc, MMC_MEDIA_SSD) && (orphan = find_orphan(m, req)) &&
+	if (service_segment(svc, MMC_MEDIA_SSD) && (orphan = find_orphan(m, svc, req)) &&
 	    service_segment(svc, MMC_MEDIA_SSD)->size == orphan->segs[0].size)
 		adopt(m, svc, orphan);
 	m->ranks[rank] = svc;

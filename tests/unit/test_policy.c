@@ -876,6 +876,51 @@ Test(tier, an_ssd_identity_of_another_length_is_refused)
 	cr_assert(out->has_ssd_id);
 }
 
+static size_t list_len(const struct list *l)
+{
+	size_t n = 0;
+
+	for (const struct list *it = l->next; it != l; it = it->next)
+		n++;
+	return n;
+}
+
+/* Service i with a DRAM pool and an SSD tier in a file whose identity is id. */
+static void mount_ssd(int i, uint8_t id)
+{
+	static const uint8_t addr[] = {1};
+	uint8_t ssd_id[MMC_WIRE_SSD_ID] = {id};
+	struct service_spec spec = {.rank = -1, .fabric_addr = addr, .addr_len = 1, .provider = "tcp", .nsegs = 2};
+
+	spec.segs[0] = (struct service_spec_segment){MMC_MEDIA_DRAM, 8 * MiB, 0, 0};
+	spec.segs[1] = (struct service_spec_segment){MMC_MEDIA_SSD, 8 * MiB, 0, 0};
+	spec.ssd_id = ssd_id;
+	spec.ssd_id_len = sizeof(ssd_id);
+	sess[i] = (struct session){.id = (uint64_t)i + 1, .pid = 100 + (uint32_t)i};
+	snprintf(sess[i].host, sizeof(sess[i].host), "same-name");
+	cr_assert_eq(service_register(&m, &sess[i], &spec, &svc[i]), 0);
+}
+
+/* A copied SSD file (a cloned disk or VM image) has the identity of the original: while a live service or another
+ * orphan has it too, nobody can tell which copy holds the keys, and none adopts them. */
+Test(tier, an_ssd_identity_held_twice_is_adopted_by_nobody)
+{
+	mount_ssd(0, 1);
+	mount_ssd(2, 1); /* the clone, running */
+	service_unmount(&m, svc[0], "eof");
+	sess[0].svc = NULL;
+	cr_assert_eq(list_len(&m.orphans), 1);
+	mount_ssd(1, 1);
+	cr_assert_eq(list_len(&m.orphans), 1, "the original's SSD tier is left to its timeout, not adopted");
+	service_unmount(&m, svc[2], "eof");
+	sess[2].svc = NULL;
+	service_unmount(&m, svc[1], "eof");
+	sess[1].svc = NULL;
+	cr_assert_eq(list_len(&m.orphans), 3, "three orphans of one identity");
+	mount_ssd(0, 1);
+	cr_assert_eq(list_len(&m.orphans), 3, "none adopted");
+}
+
 Test(tier, a_victim_whose_move_failed_is_evicted)
 {
 	m.conf.evict_high = 70;
