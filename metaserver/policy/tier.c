@@ -54,7 +54,7 @@ struct task {
 	uint64_t id;
 	enum task_kind kind;
 	struct object *o;
-	struct service *svc; /* NULL once the service left */
+	struct service *svc;
 	uint64_t src_offset, dst_offset, size;
 	size_t nwaiters, capwaiters;
 	struct waiter *waiters;
@@ -474,8 +474,11 @@ void tier_task_done(struct meta *m, const struct service *svc, uint64_t id, int 
 	}
 }
 
-/* Fails svc's moves; gone: its allocators go with it, so the moves' reservations are not given back to them. */
-static void fail_tasks_of(struct meta *m, struct service *svc, bool gone)
+/*
+ * Fails svc's moves, giving their reservations back while its allocators are still its own: a leaving service's SSD
+ * allocator goes on with its orphan, and to the service that adopts it.
+ */
+static void fail_tasks_of(struct meta *m, struct service *svc)
 {
 	struct list *it, *next;
 
@@ -483,22 +486,19 @@ static void fail_tasks_of(struct meta *m, struct service *svc, bool gone)
 		struct task *t = list_entry(it, struct task, link);
 
 		next = it->next;
-		if (t->svc == svc) {
-			if (gone)
-				t->svc = NULL;
+		if (t->svc == svc)
 			complete(m, t, MMC_ERROR);
-		}
 	}
 }
 
 void tier_service_gone(struct meta *m, struct service *svc)
 {
-	fail_tasks_of(m, svc, true);
+	fail_tasks_of(m, svc);
 }
 
 void tier_service_reconnected(struct meta *m, struct service *svc)
 {
-	fail_tasks_of(m, svc, false);
+	fail_tasks_of(m, svc);
 }
 
 void tier_session_closed(struct meta *m, struct session *s)

@@ -921,6 +921,26 @@ Test(tier, an_ssd_identity_held_twice_is_adopted_by_nobody)
 	cr_assert_eq(list_len(&m.orphans), 3, "none adopted");
 }
 
+/* A demote in flight when its service leaves gives its SSD reservation back before the SSD tier is orphaned: the
+ * service that adopts the tier finds no space held for a move that will never end. */
+Test(tier, a_move_failed_by_its_service_leaving_holds_no_space_in_the_adopted_ssd)
+{
+	const char *k = "cold";
+	struct key_call call = get_call(0, &k, 1, 703);
+	uint64_t used, total;
+
+	mount_ssd(0, 9);
+	put(0, "cold", 4 * MiB);
+	tier_move(&m, &call, true); /* mmc_evict_keys: a demote, never answered */
+	cr_assert_eq(ntasks, 1);
+	service_unmount(&m, svc[0], "eof");
+	sess[0].svc = NULL;
+	mount_ssd(1, 9);
+	cr_assert_eq(list_len(&m.orphans), 0, "adopted");
+	space_usage(&m, MMC_MEDIA_SSD, &used, &total);
+	cr_assert_eq(used, 0, "no SSD space held for the failed move");
+}
+
 Test(tier, a_victim_whose_move_failed_is_evicted)
 {
 	m.conf.evict_high = 70;
