@@ -154,7 +154,7 @@ static int register_service(struct mmc_store *s, bool rejoin, bool *kept)
 	r.segments[0].media = MMC_MEDIA_DRAM;
 	r.segments[0].size = s->pool.size;
 	r.segments[0].base_addr = fabric_virt_addr(s->fab) ? (uint64_t)(uintptr_t)s->pool.base : 0;
-	r.segments[0].key = s->pool_mr.key;
+	r.segments[0].key = s->pool_mr[0].key;
 	if (s->pool.shared) { /* same-host peers map the file instead of using the fabric (host_map.h) */
 		r.segments[0].host_key = atomic_load(&s->pool.host.hdr->key);
 		snprintf(r.pool_path, sizeof(r.pool_path), "%s", s->pool.host.path);
@@ -191,64 +191,63 @@ static int register_service(struct mmc_store *s, bool rejoin, bool *kept)
  * granted before (a put that waited, a GVA copy into a range malloc'ed before) must not land there. A restarted meta
  * server knows nothing of its predecessor's placements; the same server unmounted this service if it saw the
  * connection close (or the heartbeats stop), and then it joins again as a new incarnation whose whole pool is free.
- * Either way the key the grants were made under is closed before anyone else can be given that space: the provider
- * refuses it at this end (tcp, verbs), and other stores learn the new one with the new server or incarnation.
+ * Either way the keys the grants were made under are closed before anyone else can be given that space: the
+ * provider refuses them at this end (tcp, verbs), and other stores learn the new one with the new server or
+ * incarnation.
  *
  * But a server that had not seen the connection close yet keeps the service as it was (a half-open connection): its
- * grants stand, and stores that never lost their own connection keep using the old key. So a reconnect registers the
- * pool under a fresh key and keeps the old one open until the server's answer says which case it is. Keeper thread.
+ * grants stand, and stores that never lost their own connection keep using the old key. So every attempt to
+ * register again does so under a fresh key, and keeps the older ones open (up to POOL_KEYS in all) until the
+ * server's answer says which case it is: a new incarnation closes them, the same one leaves them open. Keeper thread.
  */
-static void fresh_key(struct mmc_store *s, bool restarted)
+static void close_old_keys(struct mmc_store *s)
+{
+	for (unsigned i = 1; i < s->npool_mr; i++)
+		fabric_mr_close(&s->pool_mr[i]);
+	s->npool_mr = 1;
+}
+
+static void fresh_key(struct mmc_store *s)
 {
 	struct fab_mr fresh;
 
-	/* an earlier attempt changed it already and kept the old one open; but a server that may have learnt the
-	 * current one (its answer lost) and died is fenced from the next like any other */
-	if (s->key_unresolved && !restarted)
-		return;
 	if (fabric_mr_reg(s->fab, s->pool.base, s->pool.size, true, &fresh)) {
 		lg_error("cannot register the pool again after a lost meta connection; rejoining under the old key");
 		return;
 	}
-	if (fresh.key == s->pool_mr.key)
+	if (fresh.key == s->pool_mr[0].key)
 		lg_warn("the provider gave the pool the same key again: writes granted before the lost meta connection "
 		        "are not fenced");
-	fabric_mr_close(&s->pool_mr_prev); /* two losses old: only a store that never asked again still uses it */
-	s->pool_mr_prev = s->pool_mr;
-	s->pool_mr = fresh;
-	s->key_unresolved = true;
-}
-
-/* The key before the last change can no longer be honored: no grant under it stands. */
-static void fence_old_key(struct mmc_store *s)
-{
-	fabric_mr_close(&s->pool_mr_prev);
+	if (s->npool_mr == POOL_KEYS) /* the oldest: only a store that never asked again since still uses it */
+		fabric_mr_close(&s->pool_mr[--s->npool_mr]);
+	memmove(&s->pool_mr[1], &s->pool_mr[0], s->npool_mr * sizeof(s->pool_mr[0]));
+	s->pool_mr[0] = fresh;
+	s->npool_mr++;
 }
 
 static int on_reconnect(void *owner, const struct meta_session *sess)
 {
 	struct mmc_store *s = owner;
-	bool restarted, kept = false;
+	bool kept = false;
 	int rc;
 
 	if (!s->init_bm)
 		return 0;
-	/* this hello's: meta_conn_session() still gives the last connection's until this returns */
-	restarted = sess->server_run != s->server_run;
-	s->server_run = sess->server_run;
-	fresh_key(s, restarted);
-	if (restarted) {
-		fence_old_key(s);
+	fresh_key(s);
+	/* sess is this hello's (meta_conn_session() gives the last connection's until this returns); another run: no
+	 * grant made before stands */
+	if (sess->server_run != s->server_run) {
+		close_old_keys(s);
 		if (s->pool.shared) /* the same fence for same-host peers, whose copies check the header's key */
 			host_pool_rekey(&s->pool.host);
+		s->server_run = sess->server_run;
 	}
 	ssd_fence(s->ssd); /* a move the lost server asked for must not land after the rejoin */
 	if ((rc = register_service(s, true, &kept)))
 		return rc;
-	/* unmounted: the server gives the new incarnation no puts for rejoin_write_grace_ms, time enough to close it */
+	/* unmounted: the new incarnation takes no puts for rejoin_write_grace_ms, time enough to close the old keys */
 	if (!kept)
-		fence_old_key(s);
-	s->key_unresolved = false;
+		close_old_keys(s);
 	return 0;
 }
 
@@ -263,8 +262,9 @@ static int start_local_service(struct mmc_store *s)
 	}
 	if ((rc = pool_map(&s->pool, s->conf.c.dram_size, s->conf.host_path)))
 		return rc;
-	if (fabric_mr_reg(s->fab, s->pool.base, s->pool.size, true, &s->pool_mr))
+	if (fabric_mr_reg(s->fab, s->pool.base, s->pool.size, true, &s->pool_mr[0]))
 		return MMC_ERROR;
+	s->npool_mr = 1;
 	if (s->conf.c.ssd_path[0]) {
 		if ((rc = ssd_open(&s->ssd, s->conf.c.ssd_path, s->conf.c.ssd_size)) ||
 		    (rc = ssd_start(s->ssd, s->meta, s->pool.base, s->pool.size)))
@@ -290,8 +290,9 @@ static void stop_all(struct mmc_store *s)
 	s->extents = NULL;
 	if (s->fab) {
 		regbufs_fini(&s->regs);
-		fabric_mr_close(&s->pool_mr);
-		fabric_mr_close(&s->pool_mr_prev);
+		for (unsigned i = 0; i < s->npool_mr; i++)
+			fabric_mr_close(&s->pool_mr[i]);
+		s->npool_mr = 0;
 		peers_fini(&s->peers);
 		fabric_close(s->fab);
 		s->fab = NULL;

@@ -15,6 +15,9 @@
 #include "regbuf.h"
 #include "wire_limits.h"
 
+/* Registrations of the pool kept at once: the current key and the older ones a kept rejoin leaves honored. */
+#define POOL_KEYS 4
+
 enum store_state { ST_CREATED = 0, ST_SETUP = 1, ST_READY = 2 };
 
 struct gva_tracker;  /* store_gva.c */
@@ -36,11 +39,12 @@ struct mmc_store {
 
 	/* local service */
 	struct pool pool;
-	struct fab_mr pool_mr;      /* the key the meta server knows: a new one after each lost connection */
-	struct fab_mr pool_mr_prev; /* the one before, still honored while its grants may stand (fresh_key) */
-	bool key_unresolved;        /* the last key change awaits the server's answer */
-	uint64_t server_run;        /* the meta server process the pool's key was published to */
-	struct ssd *ssd;            /* the SSD tier, when configured */
+	/* the pool's registrations: [0] the key the meta server knows, a new one at each attempt to register again;
+	 * the others older ones still honored while their grants may stand (fresh_key) */
+	struct fab_mr pool_mr[POOL_KEYS];
+	unsigned npool_mr;
+	uint64_t server_run; /* the meta server process the pool's key was published to */
+	struct ssd *ssd;     /* the SSD tier, when configured */
 	/* The local service's identity: written by mmc_init and by the keeper thread when it rejoins after a
 	 * reconnect, read by any caller (mmc_get_local_service_id, the peer cache's "is this my pool"). A leaf lock. */
 	pthread_mutex_t ident_lock;
