@@ -4,7 +4,6 @@
 #include <fcntl.h>
 #include <linux/fs.h>
 #include <pthread.h>
-#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,39 +45,70 @@ struct ssd {
 /*
  * The SSD files open in this process. A child forked without exec (Python's multiprocessing, say) would share their
  * open file descriptions, and so keep the lock after this process died: a restarted service could not take its
- * file back. The child closes its copies; the lock stays this process's.
+ * file back. The child points its copies at /dev/null instead, which drops its share of the lock and keeps the
+ * numbers taken (a store the child destroys later closes its own number, not a file the child opened since).
+ * Opening and closing hold fds_lock, and so does fork (pthread_atfork), so that no child sees a file open and not
+ * yet in the table.
  */
-#define OPEN_MAX 16
-static _Atomic int open_fds[OPEN_MAX]; /* each fd + 1; 0: a free slot */
-static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+#define SSD_FDS_MAX 16
+static int ssd_fds[SSD_FDS_MAX]; /* each fd + 1, 0: a free slot; under fds_lock */
+static pthread_mutex_t fds_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t fds_once = PTHREAD_ONCE_INIT;
+static int null_fd = -1;
 
-static void close_in_child(void)
+static void fds_prepare(void)
 {
-	for (int i = 0; i < OPEN_MAX; i++) {
-		int slot = atomic_exchange(&open_fds[i], 0);
-
-		if (slot)
-			close(slot - 1);
-	}
+	pthread_mutex_lock(&fds_lock);
 }
 
-static void atfork_init(void)
+static void fds_parent(void)
 {
-	pthread_atfork(NULL, NULL, close_in_child);
+	pthread_mutex_unlock(&fds_lock);
 }
 
-/* Replaces the slot holding fd old (-1: a free one) with fd (-1: frees it). */
-static void track_fd(int fd, int old)
+static void fds_child(void)
 {
-	pthread_once(&atfork_once, atfork_init);
-	for (int i = 0; i < OPEN_MAX; i++) {
-		int expect = old + 1;
+	for (int i = 0; i < SSD_FDS_MAX; i++)
+		if (ssd_fds[i])
+			dup3(null_fd, ssd_fds[i] - 1, O_CLOEXEC);
+	pthread_mutex_unlock(&fds_lock);
+}
 
-		if (atomic_compare_exchange_strong(&open_fds[i], &expect, fd + 1))
-			return;
-	}
-	if (old < 0)
-		lg_warn("ssd tier: more than %d SSD files open: a forked child keeps this one's lock", OPEN_MAX);
+static void fds_init(void)
+{
+	if ((null_fd = open("/dev/null", O_RDWR | O_CLOEXEC)) < 0 || pthread_atfork(fds_prepare, fds_parent, fds_child))
+		lg_warn("ssd tier: a child this process forks will keep its SSD files locked: %s", strerror(errno));
+}
+
+/* open(2) of path (without O_DIRECT where the file system has none), the fd entered in the table. */
+static int open_tracked(const char *path)
+{
+	int fd, i = 0;
+
+	pthread_once(&fds_once, fds_init);
+	pthread_mutex_lock(&fds_lock);
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_DIRECT, 0600);
+	if (fd < 0 && errno == EINVAL) /* tmpfs and friends have no O_DIRECT */
+		fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	while (fd >= 0 && i < SSD_FDS_MAX && ssd_fds[i])
+		i++;
+	if (fd >= 0 && i < SSD_FDS_MAX)
+		ssd_fds[i] = fd + 1;
+	pthread_mutex_unlock(&fds_lock);
+	if (fd >= 0 && i == SSD_FDS_MAX)
+		lg_warn("ssd tier: more than %d SSD files open: a child this process forks keeps \"%s\" locked",
+		        SSD_FDS_MAX, path);
+	return fd;
+}
+
+static void close_tracked(int fd)
+{
+	pthread_mutex_lock(&fds_lock);
+	for (int i = 0; i < SSD_FDS_MAX; i++)
+		if (ssd_fds[i] == fd + 1)
+			ssd_fds[i] = 0;
+	close(fd);
+	pthread_mutex_unlock(&fds_lock);
 }
 
 static int open_file(const char *path, uint64_t size, int *fd_out)
@@ -86,10 +116,8 @@ static int open_file(const char *path, uint64_t size, int *fd_out)
 	struct flock l = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 1};
 	struct stat st;
 	uint64_t have = 0;
-	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_DIRECT, 0600);
+	int fd = open_tracked(path);
 
-	if (fd < 0 && errno == EINVAL) /* tmpfs and friends have no O_DIRECT */
-		fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
 	if (fd < 0 || fstat(fd, &st)) {
 		lg_error("ssd tier: cannot open \"%s\": %s", path, strerror(errno));
 		goto fail;
@@ -106,7 +134,11 @@ static int open_file(const char *path, uint64_t size, int *fd_out)
 		        path, strerror(errno));
 	}
 	if (S_ISBLK(st.st_mode)) {
-		if (ioctl(fd, BLKGETSIZE64, &have) || have < size) {
+		if (ioctl(fd, BLKGETSIZE64, &have)) {
+			lg_error("ssd tier: cannot size block device \"%s\": %s", path, strerror(errno));
+			goto fail;
+		}
+		if (have < size) {
 			lg_error("ssd tier: block device \"%s\" is smaller than %llu bytes", path,
 			         (unsigned long long)size);
 			goto fail;
@@ -120,7 +152,7 @@ static int open_file(const char *path, uint64_t size, int *fd_out)
 	return 0;
 fail:
 	if (fd >= 0)
-		close(fd);
+		close_tracked(fd);
 	return MMC_INVALID_PARAM;
 }
 
@@ -144,10 +176,16 @@ static int read_label(struct ssd *d, const char *path)
 	struct label *l = NULL;
 	int rc = MMC_INVALID_PARAM;
 
+	ssize_t n;
+
 	if (posix_memalign((void **)&l, IO_ALIGN, IO_ALIGN))
 		return MMC_MALLOC_FAILED;
-	if (pread(d->fd, l, IO_ALIGN, 0) == IO_ALIGN && memcmp(l->magic, label_magic, sizeof(label_magic)) == 0 &&
-	    l->size == d->size) {
+	/* a label that cannot be read is not replaced: that would make the file's keys another file's */
+	if ((n = pread(d->fd, l, IO_ALIGN, 0)) != IO_ALIGN) {
+		lg_error("ssd tier: cannot read the label of \"%s\": %s", path, n < 0 ? strerror(errno) : "short read");
+		goto out;
+	}
+	if (memcmp(l->magic, label_magic, sizeof(label_magic)) == 0 && l->size == d->size) {
 		memcpy(d->id, l->id, sizeof(d->id));
 		rc = 0;
 		goto out;
@@ -155,11 +193,14 @@ static int read_label(struct ssd *d, const char *path)
 	memset(l, 0, IO_ALIGN);
 	memcpy(l->magic, label_magic, sizeof(label_magic));
 	l->size = d->size;
-	if (getrandom(d->id, sizeof(d->id), 0) != sizeof(d->id))
+	if (getrandom(d->id, sizeof(d->id), 0) != sizeof(d->id)) {
+		lg_error("ssd tier: no random identity for \"%s\": %s", path, strerror(errno));
 		goto out;
+	}
 	memcpy(l->id, d->id, sizeof(d->id));
-	if (pwrite(d->fd, l, IO_ALIGN, 0) != IO_ALIGN || fdatasync(d->fd)) {
-		lg_error("ssd tier: cannot label \"%s\": %s", path, strerror(errno));
+	if ((n = pwrite(d->fd, l, IO_ALIGN, 0)) != IO_ALIGN || fdatasync(d->fd)) {
+		lg_error("ssd tier: cannot label \"%s\": %s", path,
+		         n >= 0 && n < IO_ALIGN ? "short write" : strerror(errno));
 		goto out;
 	}
 	lg_info("ssd tier: \"%s\" labelled as a new SSD tier file of %llu bytes", path, (unsigned long long)d->size);
@@ -188,11 +229,10 @@ int ssd_open(struct ssd **out, const char *path, uint64_t size)
 		return rc;
 	}
 	if ((rc = read_label(d, path))) {
-		close(d->fd);
+		close_tracked(d->fd);
 		free(d);
 		return rc;
 	}
-	track_fd(d->fd, -1);
 	pthread_mutex_init(&d->lock, NULL);
 	pthread_cond_init(&d->cond, NULL);
 	pthread_cond_init(&d->idle, NULL);
@@ -231,6 +271,12 @@ static int transfer(struct ssd *d, bool to_ssd, uint64_t pool_off, uint64_t file
 		pool_off += (uint64_t)n;
 		file_off += (uint64_t)n;
 		len -= (uint64_t)n;
+	}
+	/* the server records the object on SSD once this answers: its bytes must survive a power loss, or a service
+	 * that adopts the file after the reboot would serve what the disk's cache lost */
+	if (to_ssd && fdatasync(d->fd)) {
+		lg_error("ssd tier: flushing a write failed: %s", strerror(errno));
+		return MMC_ERROR;
 	}
 	return 0;
 }
@@ -366,8 +412,7 @@ void ssd_close(struct ssd *d)
 		d->head = t->next;
 		free(t);
 	}
-	track_fd(-1, d->fd);
-	close(d->fd);
+	close_tracked(d->fd);
 	pthread_mutex_destroy(&d->lock);
 	pthread_cond_destroy(&d->cond);
 	pthread_cond_destroy(&d->idle);

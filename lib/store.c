@@ -207,6 +207,17 @@ static void close_old_keys(struct mmc_store *s)
 	s->npool_mr = 1;
 }
 
+static void drop_unconfirmed(struct mmc_store *s)
+{
+	unsigned i = s->npool_mr - 1;
+
+	while (i > 1 && s->pool_mr[i].key == s->confirmed_key)
+		i--;
+	fabric_mr_close(&s->pool_mr[i]);
+	memmove(&s->pool_mr[i], &s->pool_mr[i + 1], (s->npool_mr - i - 1) * sizeof(s->pool_mr[0]));
+	s->npool_mr--;
+}
+
 static void fresh_key(struct mmc_store *s)
 {
 	struct fab_mr fresh;
@@ -218,8 +229,8 @@ static void fresh_key(struct mmc_store *s)
 	if (fresh.key == s->pool_mr[0].key)
 		lg_warn("the provider gave the pool the same key again: writes granted before the lost meta connection "
 		        "are not fenced");
-	if (s->npool_mr == POOL_KEYS) /* the oldest: only a store that never asked again since still uses it */
-		fabric_mr_close(&s->pool_mr[--s->npool_mr]);
+	if (s->npool_mr == POOL_KEYS) /* full: the oldest key no answer confirmed (a Register whose answer was lost) */
+		drop_unconfirmed(s);
 	memmove(&s->pool_mr[1], &s->pool_mr[0], s->npool_mr * sizeof(s->pool_mr[0]));
 	s->pool_mr[0] = fresh;
 	s->npool_mr++;
@@ -248,6 +259,7 @@ static int on_reconnect(void *owner, const struct meta_session *sess)
 	/* unmounted: the new incarnation takes no puts for rejoin_write_grace_ms, time enough to close the old keys */
 	if (!kept)
 		close_old_keys(s);
+	s->confirmed_key = s->pool_mr[0].key;
 	return 0;
 }
 
@@ -272,6 +284,7 @@ static int start_local_service(struct mmc_store *s)
 		meta_conn_on_task(s->meta, ssd_on_task, s->ssd);
 	}
 	rc = register_service(s, false, &kept);
+	s->confirmed_key = s->pool_mr[0].key;
 	if (rc)
 		lg_error("mmc_init: the meta server refused the local service: %s", mmc_strerror(rc));
 	return rc;

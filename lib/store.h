@@ -43,8 +43,9 @@ struct mmc_store {
 	 * the others older ones still honored while their grants may stand (fresh_key) */
 	struct fab_mr pool_mr[POOL_KEYS];
 	unsigned npool_mr;
-	uint64_t server_run; /* the meta server process the pool's key was published to */
-	struct ssd *ssd;     /* the SSD tier, when configured */
+	uint64_t confirmed_key; /* the key the last Register answer published: what stores have cached */
+	uint64_t server_run;    /* the meta server process the pool's key was published to */
+	struct ssd *ssd;        /* the SSD tier, when configured */
 	/* The local service's identity: written by mmc_init and by the keeper thread when it rejoins after a
 	 * reconnect, read by any caller (mmc_get_local_service_id, the peer cache's "is this my pool"). A leaf lock. */
 	pthread_mutex_t ident_lock;

@@ -351,7 +351,7 @@ static int finish_demote(struct meta *m, struct task *t, int result)
 	struct blob *b = only_blob(o);
 
 	m->policy->freeing[MMC_MEDIA_DRAM] -= pages(t->size);
-	if (result == 0 && t->svc && o->state == MMC_BLOB_READABLE && b && b->media == MMC_MEDIA_DRAM) {
+	if (result == 0 && o->state == MMC_BLOB_READABLE && b && b->media == MMC_MEDIA_DRAM) {
 		uint64_t dram = blob_offset(b);
 
 		/* the record moves to SSD first: the DRAM range is reused only once no record on disk names it */
@@ -396,7 +396,7 @@ static void finish_read(struct meta *m, struct task *t, int result)
 {
 	struct object *o = t->o;
 	struct blob *b = only_blob(o);
-	bool ok = result == 0 && t->svc && o->state == MMC_BLOB_READABLE && b && b->media == MMC_MEDIA_SSD;
+	bool ok = result == 0 && o->state == MMC_BLOB_READABLE && b && b->media == MMC_MEDIA_SSD;
 	int code = result ? result : MMC_OBJECT_NOT_EXISTS;
 
 	if (t->kind == T_PROMOTE)

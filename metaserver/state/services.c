@@ -128,6 +128,19 @@ static bool same_ssd(const struct service *svc, const struct service_spec *req)
 	return svc->has_ssd_id && memcmp(svc->ssd_id, req->ssd_id, MMC_WIRE_SSD_ID) == 0;
 }
 
+/* How many connected services other than self bring the SSD file with identity id. */
+static unsigned connected_with_ssd(const struct meta *m, const struct service *self, const uint8_t *id)
+{
+	unsigned n = 0;
+
+	for (uint32_t r = 0; r < m->rank_hi; r++) {
+		const struct service *o = m->ranks[r];
+
+		n += o && o != self && o->session && o->has_ssd_id && memcmp(o->ssd_id, id, MMC_WIRE_SSD_ID) == 0;
+	}
+	return n;
+}
+
 /*
  * The orphaned SSD tier in the file req's service brings, by the file's own identity: the same path on a host of
  * the same name may be another file (a fresh disk, a cloned host), whose bytes are not the orphan's keys. An
@@ -147,9 +160,8 @@ static struct service *find_orphan(struct meta *m, const struct service *self, c
 		if (same_ssd(o, req) && n++ == 0)
 			found = o;
 	}
-	for (uint32_t r = 0; found && r < m->rank_hi; r++)
-		if (m->ranks[r] && m->ranks[r] != self && m->ranks[r]->session && same_ssd(m->ranks[r], req))
-			n++;
+	if (found)
+		n += connected_with_ssd(m, self, req->ssd_id);
 	if (n > 1)
 		log_warn("op=adopt_ssd err=copied_file host=\"%s\" path=\"%s\" services=%u: SSD tier files with one "
 		         "identity, a copy; none adopts the keys",
@@ -225,7 +237,9 @@ static void orphan_ssd(struct meta *m, struct service *svc)
 	struct segment *seg = service_segment(svc, MMC_MEDIA_SSD);
 	struct service *o;
 
-	if (!seg || !svc->has_ssd_id || !(o = service_new()))
+	/* a connected service already brings this file (its successor registered before this one's end was seen):
+	 * the file is in use again, and its old keys may be overwritten; they go with this service */
+	if (!seg || !svc->has_ssd_id || connected_with_ssd(m, svc, svc->ssd_id) || !(o = service_new()))
 		return;
 	o->rank = UINT32_MAX;
 	o->incarnation = svc->incarnation;
