@@ -52,8 +52,9 @@ struct peers {
 int peers_get(struct mmc_store *s, uint32_t rank, uint64_t incarnation, struct peer *out);
 /* Drops the map reference a peers_get() gave p (if any) and clears p->map. Thread-safe for distinct p. */
 void peer_release(struct peer *p);
-/* The owner of map left or changed: drop rank's cache entry if it still uses map (the next get asks again). Copies
- * already handed out keep their own reference. Thread-safe; out-of-range ranks are ignored. */
+/* The owner of map left or changed (map NULL: an RMA to rank failed): drop rank's cache entry if it still uses map
+ * (the next get asks again). Copies already handed out keep their own reference. Thread-safe; out-of-range ranks
+ * are ignored. */
 void peers_forget(struct mmc_store *s, uint32_t rank, const struct host_map *map);
 /* At most every PEERS_SWEEP_MS: unmaps the pools of same-host owners that left or were killed, so that a reader does
  * not keep a gone process's memory alive. Thread-safe: one caller per period does the sweep, the others return. */

@@ -398,6 +398,24 @@ static void post_key(struct xfer_ctx *x, struct fab_batch *b, int write, size_t 
 		key_landed(x, i);
 }
 
+/*
+ * A key whose RMA failed forgets its peers' coordinates, so that the next call asks the meta server for them again:
+ * the pool may have been registered again under a new key (its service reconnected) while this store's own
+ * connection stayed up, and nothing else would tell it.
+ */
+static void forget_failed_peers(struct xfer_ctx *x)
+{
+	for (size_t i = 0; i < x->nkeys; i++) {
+		const struct xfer_key *k = key_at(x, i);
+
+		if (k->skip || (k->result != MMC_ERROR && k->result != MMC_TIMEOUT))
+			continue;
+		for (uint32_t r = 0; r < k->ntargets; r++)
+			peers_forget(x->s, k->targets[r].rank,
+			             NULL); /* RMA entries only: a mapped pool checks itself */
+	}
+}
+
 static size_t call_bytes(const struct xfer_ctx *x)
 {
 	size_t total = 0;
@@ -466,6 +484,7 @@ void xfer_run_until(struct mmc_store *s, int write, struct xfer_key *keys, size_
 	fab_batch_fini(&b);
 	fences_check(&x);
 	host_check(&x);
+	forget_failed_peers(&x);
 	pthread_rwlock_unlock(&s->regs.lock);
 	for (int i = 0; i < x.temp.n; i++)
 		fabric_mr_close(&x.temp.mr[i]);

@@ -263,6 +263,43 @@ Test(stall, a_process_that_started_libfabric_first_waits_for_a_stalled_read, .fi
 	node_kill(&owner);
 }
 
+/* How many times stores asked the meta server for a service's coordinates (/metrics). */
+static uint64_t service_queries(void)
+{
+	double v = 0;
+
+	cr_assert_eq(hc_metric(meta.admin_port, "mmc_rpc_requests_total{op=\"service\"}", &v), 200);
+	return (uint64_t)v;
+}
+
+/*
+ * A transfer that failed on a peer forgets the peer's coordinates, and the next one asks for them again: the pool
+ * may have a new key that nothing else would tell this store about (its owner registered again while this store's
+ * own connection stayed up). A peer that answered is asked for once.
+ */
+Test(stall, a_peer_a_transfer_failed_on_is_asked_for_again, .fini = stop, .timeout = 120)
+{
+	struct node owner, reader;
+	uint64_t asked;
+
+	cr_assert_eq(metaserver_start(&meta, NULL), 0);
+	snprintf(env_meta, sizeof(env_meta), "MMC_TEST_META=%s", meta.url);
+	start_node(&owner, 1);
+	start_node(&reader, 0);
+	cr_assert_eq(CMD(&owner, "put asked %u 7", SIZE), 0, "%s", reply);
+	cr_assert_eq(CMD(&reader, "get asked %u 7", SIZE), 0, "%s", reply);
+	asked = service_queries();
+	cr_assert_eq(CMD(&reader, "get asked %u 7", SIZE), 0, "%s", reply);
+	cr_assert_eq(service_queries(), asked, "a peer that answered is not asked for again");
+	stop_process(owner.pid);
+	cr_expect_neq(CMD(&reader, "hold asked %u", SIZE), 0, "a get from a stopped owner: %s", reply);
+	cr_assert_eq(kill(owner.pid, SIGCONT), 0);
+	cr_assert_eq(CMD(&reader, "get asked %u 7", SIZE), 0, "%s", reply);
+	cr_expect_eq(service_queries(), asked + 1, "asked for once more after the failed transfer");
+	node_kill(&reader);
+	node_kill(&owner);
+}
+
 /*
  * A batch put to an owner that is stopped cannot have placed a byte: no key of it may answer MMC_OK. A write's own
  * completion says only that the bytes left (tcp: reached the kernel); the fence read after them is what proves they
