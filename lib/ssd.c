@@ -80,16 +80,21 @@ static void fds_init(void)
 		lg_warn("ssd tier: a child this process forks will keep its SSD files locked: %s", strerror(errno));
 }
 
-/* open(2) of path (without O_DIRECT where the file system has none), the fd entered in the table. */
+/*
+ * open(2) of path (without O_DIRECT where the file system has none), the fd entered in the table. A file is created
+ * when missing, but not under /dev: a device that is not there (renamed at boot, not attached) would become a file
+ * in the RAM behind /dev, an SSD tier that is memory and lost at the next boot.
+ */
 static int open_tracked(const char *path)
 {
+	int create = strncmp(path, "/dev/", 5) == 0 ? 0 : O_CREAT;
 	int fd, i = 0;
 
 	pthread_once(&fds_once, fds_init);
 	pthread_mutex_lock(&fds_lock);
-	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_DIRECT, 0600);
+	fd = open(path, O_RDWR | create | O_CLOEXEC | O_DIRECT, 0600);
 	if (fd < 0 && errno == EINVAL) /* tmpfs and friends have no O_DIRECT */
-		fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+		fd = open(path, O_RDWR | create | O_CLOEXEC, 0600);
 	while (fd >= 0 && i < SSD_FDS_MAX && ssd_fds[i])
 		i++;
 	if (fd >= 0 && i < SSD_FDS_MAX)

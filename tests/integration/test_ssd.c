@@ -4,6 +4,7 @@
  */
 #include <signal.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -309,6 +310,22 @@ Test(ssd, a_file_used_with_another_size_since_adopts_nothing)
 	s = ssd_store(ssd_path, 8 * MiB, 64 * MiB); /* the first size again, within the rejoin timeout */
 	cr_assert_eq(mmc_is_exist(s, "survivor0"), 0, "not adopted: the file changed under its keys");
 	cr_assert_eq(mmc_is_exist(s, "between"), 0);
+}
+
+/* A device path that names nothing is refused, not created as a file in the RAM behind /dev. */
+Test(ssd, a_missing_device_is_not_created)
+{
+	mmc_local_config c = fixture_config(meta.url, 8 * MiB);
+	mmc_store *st = mmc_create();
+	struct stat sb;
+
+	snprintf(c.ssd_path, sizeof(c.ssd_path), "/dev/mmc-test-missing-%d", (int)getpid());
+	c.ssd_size = 64 * MiB;
+	cr_assert_eq(mmc_setup(st, &c), 0);
+	cr_expect_eq(mmc_init(st, 0, true), MMC_INVALID_PARAM);
+	mmc_destroy(st);
+	cr_expect_neq(stat(c.ssd_path, &sb), 0, "%s was created", c.ssd_path);
+	unlink(c.ssd_path);
 }
 
 /* A child forked without exec (Python's multiprocessing) shares the process's open files: it must not keep the
