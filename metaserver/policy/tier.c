@@ -67,16 +67,6 @@ static uint64_t pages(uint64_t size)
 	return (size + ALLOC_ALIGN - 1) & ~(uint64_t)(ALLOC_ALIGN - 1);
 }
 
-static void service_leaving(struct meta *m, struct service *svc)
-{
-	tier_service_gone(m, svc);
-}
-
-static void service_reconnected(struct meta *m, struct service *svc)
-{
-	tier_service_reconnected(m, svc);
-}
-
 void tier_init(struct meta *m)
 {
 	uint64_t *next = &m->policy->next_task_id;
@@ -85,8 +75,7 @@ void tier_init(struct meta *m)
 	 * task (from a service that does not drop them on a lost connection) does not name a new one */
 	if (getrandom(next, sizeof(*next), 0) != sizeof(*next))
 		*next = clock_ns();
-	m->service_leaving = service_leaving;
-	m->service_reconnected = service_reconnected;
+	m->moves_lost = tier_moves_lost;
 	list_init(&m->policy->tasks);
 	list_init(&m->policy->tier_reqs);
 	list_init(&m->orphans);
@@ -478,7 +467,7 @@ void tier_task_done(struct meta *m, const struct service *svc, uint64_t id, int 
  * Fails svc's moves, giving their reservations back while its allocators are still its own: a leaving service's SSD
  * allocator goes on with its orphan, and to the service that adopts it.
  */
-static void fail_tasks_of(struct meta *m, struct service *svc)
+void tier_moves_lost(struct meta *m, struct service *svc)
 {
 	struct list *it, *next;
 
@@ -489,16 +478,6 @@ static void fail_tasks_of(struct meta *m, struct service *svc)
 		if (t->svc == svc)
 			complete(m, t, MMC_ERROR);
 	}
-}
-
-void tier_service_gone(struct meta *m, struct service *svc)
-{
-	fail_tasks_of(m, svc);
-}
-
-void tier_service_reconnected(struct meta *m, struct service *svc)
-{
-	fail_tasks_of(m, svc);
 }
 
 void tier_session_closed(struct meta *m, struct session *s)

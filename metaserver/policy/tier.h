@@ -39,11 +39,9 @@ void tier_kick(struct meta *m);
 void tier_task_done(struct meta *m, const struct service *svc, uint64_t id, int result);
 /* The session's connection closed: its waiting requests will not be answered. */
 void tier_session_closed(struct meta *m, struct session *s);
-/* The service is leaving: its tasks fail now, their reservations given back (its SSD allocator may be adopted). */
-void tier_service_gone(struct meta *m, struct service *svc);
-/* The service's store is back on a new connection while the old one was half-open: it answers none of the tasks
- * sent on the old one (it dropped the queued ones, and ended the one on its disk before registering again), so they
- * fail now and give their reservations back. */
-void tier_service_reconnected(struct meta *m, struct service *svc);
+/* meta.moves_lost: svc will answer none of the tasks sent to it (it is leaving, or its store is back on a new
+ * connection and dropped what came on the old one, having ended the move on its disk first), so they fail now and
+ * give their reservations back (a leaving service's SSD allocator may be adopted). */
+void tier_moves_lost(struct meta *m, struct service *svc);
 
 #endif

@@ -234,11 +234,10 @@ struct meta {
 	struct meta_conf conf;
 	struct meta_policy *policy; /* policy/meta_policy.h; NULL in a test of the state layer alone */
 	struct meta_rpc *rpc;       /* rpc/meta_rpc.h; NULL without an RPC port */
-	/* called by service_unmount before a service goes, so the moves it was making fail first (tier.c sets it) */
-	void (*service_leaving)(struct meta *m, struct service *svc);
-	/* called when a service's store registers again on a new connection while its old one was still open (a
-	 * half-open one): the moves sent on the old one will not be answered (the store dropped them), so they fail */
-	void (*service_reconnected)(struct meta *m, struct service *svc);
+	/* the moves svc was making will not be answered, so they fail now (tier.c sets it): called by service_unmount
+	 * before a service goes, and when its store registers again on a new connection while the old one was still
+	 * open (a half-open one; the store dropped what came on it) */
+	void (*moves_lost)(struct meta *m, struct service *svc);
 	/* called when space was given back, so requests waiting for room can retry (policy_init sets it) */
 	void (*space_freed)(struct meta *m);
 	/* the object store's deadline sweep (main.c sets it): the debug clock runs it after moving the clock */

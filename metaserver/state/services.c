@@ -123,9 +123,9 @@ static void service_free(struct service *svc)
 	free(svc);
 }
 
-static bool same_ssd(const struct service *svc, const struct service_spec *req)
+static bool same_ssd(const struct service *svc, const uint8_t *id)
 {
-	return svc->has_ssd_id && memcmp(svc->ssd_id, req->ssd_id, MMC_WIRE_SSD_ID) == 0;
+	return svc->has_ssd_id && memcmp(svc->ssd_id, id, MMC_WIRE_SSD_ID) == 0;
 }
 
 /* How many connected services other than self bring the SSD file with identity id. */
@@ -136,7 +136,7 @@ static unsigned connected_with_ssd(const struct meta *m, const struct service *s
 	for (uint32_t r = 0; r < m->rank_hi; r++) {
 		const struct service *o = m->ranks[r];
 
-		n += o && o != self && o->session && o->has_ssd_id && memcmp(o->ssd_id, id, MMC_WIRE_SSD_ID) == 0;
+		n += o && o != self && o->session && same_ssd(o, id);
 	}
 	return n;
 }
@@ -157,7 +157,7 @@ static struct service *find_orphan(struct meta *m, const struct service *self, c
 	for (struct list *it = m->orphans.next; it != &m->orphans; it = it->next) {
 		struct service *o = list_entry(it, struct service, orphan_link);
 
-		if (same_ssd(o, req) && n++ == 0)
+		if (same_ssd(o, req->ssd_id) && n++ == 0)
 			found = o;
 	}
 	if (found)
@@ -273,8 +273,8 @@ void service_unmount(struct meta *m, struct service *svc, const char *why)
 	unsigned char k[4];
 	uint64_t lost;
 
-	if (m->service_leaving)
-		m->service_leaving(m, svc);
+	if (m->moves_lost)
+		m->moves_lost(m, svc);
 	orphan_ssd(m, svc);
 	lost = svc->nblobs;
 	objects_each_blob(m, svc, lose_blob, NULL);
@@ -386,8 +386,8 @@ static int rejoin(struct meta *m, struct session *s, const struct service_spec *
 	}
 	if (svc->session) { /* a half-open old connection: the same process is back on a new one */
 		svc->session->svc = NULL;
-		if (m->service_reconnected)
-			m->service_reconnected(m, svc);
+		if (m->moves_lost)
+			m->moves_lost(m, svc);
 	} else /* loaded after a restart: the crashed server's puts may still be writing into its free space */
 		svc->writable_after_ms = clock_ms() + m->conf.rejoin_write_grace_ms;
 	set_coordinates(svc, s, req);

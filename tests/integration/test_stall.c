@@ -33,10 +33,25 @@ static const char *env[] = {env_meta, "MMC_HOST_PATH=off", "MMC_PROTOCOL=host_tc
 
 #define CMD(n, ...) (node_cmd((n), reply, sizeof(reply), __VA_ARGS__), atoi(reply))
 
-/* Whether every thread of pid is stopped ('T' in its stat). */
+/* The state letter of thread tid of pid (its /proc stat: 'S' asleep, 'T' or 't' stopped); 0 when it is gone. */
+static char thread_state(pid_t pid, const char *tid)
+{
+	char path[320], line[512], *close = NULL;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%s/stat", (int)pid, tid);
+	if (!(f = fopen(path, "r")))
+		return 0;
+	if (fgets(line, sizeof(line), f))
+		close = strrchr(line, ')');
+	fclose(f);
+	return close ? close[2] : 0;
+}
+
+/* Whether every thread of pid is stopped. */
 static bool all_stopped(pid_t pid)
 {
-	char path[320], line[512];
+	char path[320];
 	struct dirent *d;
 	DIR *dir;
 	bool all = true;
@@ -45,17 +60,9 @@ static bool all_stopped(pid_t pid)
 	if (!(dir = opendir(path)))
 		return false;
 	while (all && (d = readdir(dir))) {
-		FILE *f;
-		char *close;
+		char state = d->d_name[0] == '.' ? 'T' : thread_state(pid, d->d_name);
 
-		if (d->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "/proc/%d/task/%s/stat", (int)pid, d->d_name);
-		if (!(f = fopen(path, "r")))
-			continue;
-		close = fgets(line, sizeof(line), f) ? strrchr(line, ')') : NULL;
-		all = close && (close[2] == 'T' || close[2] == 't');
-		fclose(f);
+		all = state == 'T' || state == 't' || state == 0; /* 0: a thread that ended meanwhile */
 	}
 	closedir(dir);
 	return all;
@@ -101,21 +108,17 @@ static pid_t thread_named(pid_t pid, const char *comm)
 static bool sleeps_in(pid_t pid, pid_t tid, long nr)
 {
 	char path[128], line[256];
-	bool yes = false;
+	bool yes;
 	FILE *f;
 
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)pid, (int)tid);
-	if ((f = fopen(path, "r"))) {
-		char *close = fgets(line, sizeof(line), f) ? strrchr(line, ')') : NULL;
-
-		yes = close && close[2] == 'S';
-		fclose(f);
-	}
+	snprintf(path, sizeof(path), "%d", (int)tid);
+	if (thread_state(pid, path) != 'S')
+		return false;
 	snprintf(path, sizeof(path), "/proc/%d/task/%d/syscall", (int)pid, (int)tid);
-	if (yes && (f = fopen(path, "r"))) {
-		yes = fgets(line, sizeof(line), f) && strtol(line, NULL, 10) == nr;
-		fclose(f);
-	}
+	if (!(f = fopen(path, "r")))
+		return false;
+	yes = fgets(line, sizeof(line), f) && strtol(line, NULL, 10) == nr;
+	fclose(f);
 	return yes;
 }
 

@@ -73,8 +73,8 @@ static void reply_code(struct meta *mm, struct session *s, uint64_t id, int resu
 
 static const struct policy_ops recorder = {send_task, reply_keys, reply_code};
 
-/* A local service lending dram bytes (and ssd bytes when not 0), attached to session i. */
-static void mount(int i, uint64_t dram, uint64_t ssd)
+/* A new local service's Register: dram bytes of pool (and ssd bytes of SSD tier when not 0). */
+static struct service_spec spec_of(uint64_t dram, uint64_t ssd)
 {
 	static const uint8_t addr[] = {1};
 	struct service_spec spec = {.rank = -1, .fabric_addr = addr, .addr_len = 1, .provider = "tcp", .nsegs = 1};
@@ -85,9 +85,23 @@ static void mount(int i, uint64_t dram, uint64_t ssd)
 		spec.nsegs = 2;
 		spec.ssd_path = "/nonexistent/ssd";
 	}
+	return spec;
+}
+
+/* Session i registers spec as service i. */
+static void mount_spec(int i, const struct service_spec *spec)
+{
 	sess[i] = (struct session){.id = (uint64_t)i + 1, .pid = 100 + (uint32_t)i};
 	snprintf(sess[i].host, sizeof(sess[i].host), "host%d", i);
-	cr_assert_eq(service_register(&m, &sess[i], &spec, &svc[i]), 0);
+	cr_assert_eq(service_register(&m, &sess[i], spec, &svc[i]), 0);
+}
+
+/* A local service lending dram bytes (and ssd bytes when not 0), attached to session i. */
+static void mount(int i, uint64_t dram, uint64_t ssd)
+{
+	struct service_spec spec = spec_of(dram, ssd);
+
+	mount_spec(i, &spec);
 }
 
 static void setup(void)
@@ -362,19 +376,12 @@ static void detach(int i)
  * with the secret a Register reply gave it for that identity. */
 static struct service *register_again(int i, uint32_t rank, uint64_t incarnation, uint64_t size, uint64_t ssd)
 {
-	static const uint8_t addr[] = {1};
-	struct service_spec spec = {.fabric_addr = addr, .addr_len = 1, .provider = "tcp", .nsegs = 1};
+	struct service_spec spec = spec_of(size, ssd);
 	struct service *back;
 	uint8_t secret[MMC_WIRE_MAC];
 
 	spec.rank = (int32_t)rank;
 	spec.incarnation = incarnation;
-	spec.segs[0] = (struct service_spec_segment){MMC_MEDIA_DRAM, size, 0, 0};
-	if (ssd) {
-		spec.segs[1] = (struct service_spec_segment){MMC_MEDIA_SSD, ssd, 0, 0};
-		spec.nsegs = 2;
-		spec.ssd_path = "/nonexistent/ssd";
-	}
 	cr_assert_eq(service_secret(&m, rank, incarnation, secret), 0);
 	spec.secret = secret;
 	spec.secret_len = sizeof(secret);
@@ -389,6 +396,18 @@ static void rejoin_service(int i)
 	             "rejoined, not mounted again");
 }
 
+/* Once rejoin_write_grace_ms has passed, the waiting put id is placed: its result. */
+static const struct key_result *placed_after_the_grace(uint64_t id)
+{
+	int code;
+
+	clock_advance_ms(m.conf.rejoin_write_grace_ms);
+	alloc_queue_kick(&m);
+	cr_assert_not_null(reply_of(id, &code));
+	cr_assert_eq(reply_of(id, &code)[0].result, 0);
+	return &reply_of(id, &code)[0];
+}
+
 Test(alloc_queue, a_pool_that_rejoined_a_restarted_server_takes_puts_after_the_grace)
 {
 	const char *k = "after";
@@ -400,10 +419,7 @@ Test(alloc_queue, a_pool_that_rejoined_a_restarted_server_takes_puts_after_the_g
 	rejoin_service(0);
 	id = alloc(0, &k, &size, 1, 1);
 	cr_assert_null(reply_of(id, &code), "a put the crashed server placed there may still be writing: wait");
-	clock_advance_ms(m.conf.rejoin_write_grace_ms);
-	alloc_queue_kick(&m);
-	cr_assert_eq(reply_of(id, &code)[0].result, 0);
-	cr_assert_eq(reply_of(id, &code)[0].blobs[0].rank, svc[0]->rank);
+	cr_assert_eq(placed_after_the_grace(id)->blobs[0].rank, svc[0]->rank);
 }
 
 /* The same server unmounted the service (its connection closed) and its store joins again: a new incarnation, whose
@@ -422,10 +438,7 @@ Test(alloc_queue, a_pool_back_as_a_new_incarnation_takes_puts_after_the_grace)
 	cr_assert_neq(svc[0]->incarnation, old, "mounted again, not rejoined");
 	id = alloc(0, &k, &size, 1, 1);
 	cr_assert_null(reply_of(id, &code), "a write granted on the old incarnation may still come: wait");
-	clock_advance_ms(m.conf.rejoin_write_grace_ms);
-	alloc_queue_kick(&m);
-	cr_assert_eq(reply_of(id, &code)[0].result, 0);
-	cr_assert_eq(reply_of(id, &code)[0].blobs[0].incarnation, svc[0]->incarnation);
+	cr_assert_eq(placed_after_the_grace(id)->blobs[0].incarnation, svc[0]->incarnation);
 }
 
 /* A failover: a store that lends nothing (session 1) puts key before the only pool's store (session 0) has
@@ -859,12 +872,10 @@ Test(tier, a_move_sent_on_a_half_open_connection_fails_when_its_store_is_back)
 
 Test(tier, an_ssd_identity_of_another_length_is_refused)
 {
-	static const uint8_t addr[] = {1}, id[MMC_WIRE_SSD_ID + 1] = {7};
-	struct service_spec spec = {.rank = -1, .fabric_addr = addr, .addr_len = 1, .provider = "tcp", .nsegs = 2};
+	static const uint8_t id[MMC_WIRE_SSD_ID + 1] = {7};
+	struct service_spec spec = spec_of(8 * MiB, 8 * MiB);
 	struct service *out;
 
-	spec.segs[0] = (struct service_spec_segment){MMC_MEDIA_DRAM, 8 * MiB, 0, 0};
-	spec.segs[1] = (struct service_spec_segment){MMC_MEDIA_SSD, 8 * MiB, 0, 0};
 	spec.ssd_id = id;
 	sess[0] = (struct session){.id = 1, .host = "host0"};
 	for (size_t len = 1; len <= MMC_WIRE_SSD_ID + 1; len += MMC_WIRE_SSD_ID) {
@@ -888,17 +899,12 @@ static size_t list_len(const struct list *l)
 /* Service i with a DRAM pool and an SSD tier in a file whose identity is id. */
 static void mount_ssd(int i, uint8_t id)
 {
-	static const uint8_t addr[] = {1};
 	uint8_t ssd_id[MMC_WIRE_SSD_ID] = {id};
-	struct service_spec spec = {.rank = -1, .fabric_addr = addr, .addr_len = 1, .provider = "tcp", .nsegs = 2};
+	struct service_spec spec = spec_of(8 * MiB, 8 * MiB);
 
-	spec.segs[0] = (struct service_spec_segment){MMC_MEDIA_DRAM, 8 * MiB, 0, 0};
-	spec.segs[1] = (struct service_spec_segment){MMC_MEDIA_SSD, 8 * MiB, 0, 0};
 	spec.ssd_id = ssd_id;
 	spec.ssd_id_len = sizeof(ssd_id);
-	sess[i] = (struct session){.id = (uint64_t)i + 1, .pid = 100 + (uint32_t)i};
-	snprintf(sess[i].host, sizeof(sess[i].host), "same-name");
-	cr_assert_eq(service_register(&m, &sess[i], &spec, &svc[i]), 0);
+	mount_spec(i, &spec);
 }
 
 /*
