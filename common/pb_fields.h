@@ -112,13 +112,21 @@ static inline uint64_t pb_rd_varint(struct pb_rd *r)
 	return 0;
 }
 
-/* A uint32 field: a value that does not fit is bad. */
-static inline uint32_t pb_rd_u32(struct pb_rd *r)
+/* A tag or a length: a varint of at most five bytes (protobuf-c refuses a longer one, however small its value). */
+static inline uint64_t pb_rd_tag(struct pb_rd *r)
 {
+	const uint8_t *start = r->p;
 	uint64_t v = pb_rd_varint(r);
 
-	r->bad |= v > UINT32_MAX;
-	return (uint32_t)v;
+	r->bad |= r->p - start > 5;
+	return v;
+}
+
+/* A 32-bit varint field: a wider value is cut to its low 32 bits, as protobuf's languages guide says a parser does
+ * (and protobuf-c, which the hand decoders must read alike, does). */
+static inline uint32_t pb_rd_u32(struct pb_rd *r)
+{
+	return (uint32_t)pb_rd_varint(r);
 }
 
 static inline int32_t pb_rd_s32(struct pb_rd *r)
@@ -142,7 +150,7 @@ static inline uint32_t pb_rd_fixed32(struct pb_rd *r)
 /* A length-delimited field's bytes, as a reader of their own (bad when they run past r's end). */
 static inline struct pb_rd pb_rd_sub(struct pb_rd *r)
 {
-	uint64_t n = pb_rd_varint(r);
+	uint64_t n = pb_rd_tag(r);
 	struct pb_rd s = {r->p, r->p, true};
 
 	if (r->bad || n > (uint64_t)(r->end - r->p)) {

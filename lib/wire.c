@@ -245,7 +245,7 @@ void wire_key_batch_init(struct wire_key_batch *kb, const mmc_KeyBatch *req, con
 static void blob_parse(struct pb_rd *r, mmc_Blob *b)
 {
 	while (!r->bad && r->p < r->end) {
-		uint64_t tag = pb_rd_varint(r);
+		uint64_t tag = pb_rd_tag(r);
 
 		switch (tag) {
 		case PB_TAG(1, PB_VARINT):
@@ -275,7 +275,7 @@ static void result_parse(struct pb_rd *r, mmc_KeyResult *k)
 	static const mmc_Blob blob_init = mmc_Blob_init_zero;
 
 	while (!r->bad && r->p < r->end) {
-		uint64_t tag = pb_rd_varint(r);
+		uint64_t tag = pb_rd_tag(r);
 		struct pb_rd s;
 
 		switch (tag) {
@@ -320,7 +320,7 @@ int wire_decode_key_reply(const uint8_t *data, size_t len, struct wire_results *
 	sink->count = 0;
 	*result = 0;
 	while (!r.bad && r.p < r.end) {
-		uint64_t tag = pb_rd_varint(&r);
+		uint64_t tag = pb_rd_tag(&r);
 
 		if (tag == PB_TAG(1, PB_VARINT)) {
 			*result = pb_rd_s32(&r);

@@ -104,7 +104,7 @@ static char *key_copy(const struct pb_rd *s, char **keys)
 static void item_parse(struct pb_rd *r, char **keys, Mmc__KeyItem *it)
 {
 	while (!r->bad && r->p < r->end) {
-		uint64_t tag = pb_rd_varint(r);
+		uint64_t tag = pb_rd_tag(r);
 
 		switch (tag) {
 		case PB_TAG(1, PB_BYTES): {
@@ -145,7 +145,7 @@ static bool batch_parse(struct pb_rd r, char **keys, Mmc__KeyBatch *kb)
 	size_t ni = 0, np = 0;
 
 	while (!r.bad && r.p < r.end) {
-		uint64_t tag = pb_rd_varint(&r);
+		uint64_t tag = pb_rd_tag(&r);
 
 		switch (tag) {
 		case PB_TAG(1, PB_BYTES): {
@@ -278,7 +278,7 @@ static Mmc__KeyBatch *batch_decode(struct arena *a, struct pb_rd body)
 static void place_parse(struct pb_rd *r, Mmc__PutPlace *pl)
 {
 	while (!r->bad && r->p < r->end) {
-		uint64_t tag = pb_rd_varint(r);
+		uint64_t tag = pb_rd_tag(r);
 
 		switch (tag) {
 		case PB_TAG(1, PB_VARINT):
@@ -330,7 +330,7 @@ static void put_item_parse(struct arena *a, struct pb_rd *r, char **keys, Mmc__P
 	size_t n = 0;
 
 	while (!r->bad && r->p < r->end) {
-		uint64_t tag = pb_rd_varint(r);
+		uint64_t tag = pb_rd_tag(r);
 
 		switch (tag) {
 		case PB_TAG(1, PB_BYTES): {
@@ -374,7 +374,7 @@ static size_t put_count(struct pb_rd r)
 	size_t n = 0;
 
 	while (!r.bad && r.p < r.end) {
-		r.bad |= pb_rd_varint(&r) != PB_TAG(1, PB_BYTES);
+		r.bad |= pb_rd_tag(&r) != PB_TAG(1, PB_BYTES);
 		pb_rd_sub(&r);
 		n++;
 	}
@@ -404,7 +404,7 @@ static Mmc__PutBatch *put_decode(struct arena *a, struct pb_rd body)
 	for (pb->n_items = 0; pb->n_items < n; pb->n_items++) {
 		struct pb_rd s;
 
-		pb_rd_varint(&body); /* the tag put_count read */
+		pb_rd_tag(&body); /* the tag put_count read */
 		s = pb_rd_sub(&body);
 		items[pb->n_items] = item_init;
 		pb->items[pb->n_items] = &items[pb->n_items];
@@ -426,7 +426,7 @@ Mmc__Frame *key_frame_decode(struct arena *a, const uint8_t *p, size_t len)
 		return NULL;
 	*f = frame_init;
 	while (!r.bad && r.p < r.end) {
-		uint64_t tag = pb_rd_varint(&r);
+		uint64_t tag = pb_rd_tag(&r);
 
 		if (tag == PB_TAG(1, PB_VARINT)) {
 			f->id = pb_rd_varint(&r);

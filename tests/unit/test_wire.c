@@ -352,6 +352,29 @@ Test(wire, key_reply_skips_later_fields_and_refuses_bad_bytes)
 	cr_assert_eq(wire_decode_key_reply(buf, n, &sink, &result), MMC_INVALID_PARAM, "more blobs than replicas");
 }
 
+/* Two odd spellings protobuf-c reads one way each (tests/fuzz/fuzz_codec.c found both): a 32-bit field given a wider
+ * varint is cut to its low 32 bits, and a length prefix of more than five bytes is refused however small. */
+Test(wire, key_reply_reads_odd_varints_as_protobuf_c_does)
+{
+	/* KeyBatchReply{result = sint32 in seven bytes, items = KeyResult{result 1}} */
+	static const uint8_t wide[] = {0x08, 0xff, 0xff, 0xff, 0xff, 0xff, 0xb6, 0x00, 0x12, 0x02, 0x08, 0x01};
+	/* KeyBatchReply{items = KeyResult{}} with the item's length 0 in six bytes */
+	static const uint8_t long_len[] = {0x12, 0x80, 0x80, 0x80, 0x80, 0x80, 0x00};
+	struct seen seen = {0};
+	struct wire_results sink = {collect, &seen, 0};
+	Mmc__KeyBatchReply *ref = mmc__key_batch_reply__unpack(NULL, sizeof(wide), wide);
+	int32_t result;
+
+	cr_assert_not_null(ref);
+	cr_assert_eq(wire_decode_key_reply(wide, sizeof(wide), &sink, &result), 0);
+	cr_assert_eq(result, ref->result);
+	cr_assert_eq(seen.n, 1);
+	cr_assert_eq(seen.result[0], -1);
+	mmc__key_batch_reply__free_unpacked(ref, NULL);
+	cr_assert_null(mmc__key_batch_reply__unpack(NULL, sizeof(long_len), long_len));
+	cr_assert_eq(wire_decode_key_reply(long_len, sizeof(long_len), &sink, &result), MMC_INVALID_PARAM);
+}
+
 /* The frame's head is written once the body is: ids of every varint length, and the frame still whole. */
 Test(wire, frame_ids_of_every_length)
 {
