@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <linux/fs.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -54,7 +55,6 @@ struct ssd {
 static int ssd_fds[SSD_FDS_MAX]; /* each fd + 1, 0: a free slot; under fds_lock */
 static pthread_mutex_t fds_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t fds_once = PTHREAD_ONCE_INIT;
-static int null_fd = -1;
 
 static void fds_prepare(void)
 {
@@ -66,35 +66,98 @@ static void fds_parent(void)
 	pthread_mutex_unlock(&fds_lock);
 }
 
+/* /dev/null is opened here, not once for the process: a program that closes descriptors it did not open (a daemon
+ * starting, closefrom) could have closed or reused a number kept for it. open and dup3 are async-signal-safe. */
 static void fds_child(void)
 {
-	for (int i = 0; i < SSD_FDS_MAX; i++)
+	int null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+
+	for (int i = 0; i < SSD_FDS_MAX && null_fd >= 0; i++)
 		if (ssd_fds[i])
 			dup3(null_fd, ssd_fds[i] - 1, O_CLOEXEC);
+	if (null_fd >= 0)
+		close(null_fd);
 	pthread_mutex_unlock(&fds_lock);
 }
 
 static void fds_init(void)
 {
-	if ((null_fd = open("/dev/null", O_RDWR | O_CLOEXEC)) < 0 || pthread_atfork(fds_prepare, fds_parent, fds_child))
-		lg_warn("ssd tier: a child this process forks will keep its SSD files locked: %s", strerror(errno));
+	if (pthread_atfork(fds_prepare, fds_parent, fds_child))
+		lg_warn("ssd tier: a child this process forks will keep its SSD files locked");
+}
+
+/* open(2) of path (without O_DIRECT where the file system has none). */
+static int open_direct(const char *path, int flags)
+{
+	int fd = open(path, O_RDWR | O_CLOEXEC | O_DIRECT | flags, 0600);
+
+	if (fd < 0 && errno == EINVAL) /* tmpfs and friends have no O_DIRECT */
+		fd = open(path, O_RDWR | O_CLOEXEC | flags, 0600);
+	return fd;
+}
+
+/* Whether a file created at path would be in /dev (its directory, links resolved, is /dev or under it): a device
+ * that is not there (renamed at boot, not attached) would become a file in the RAM behind /dev, an SSD tier that is
+ * memory and lost at the next boot. */
+static bool creates_in_dev(const char *path)
+{
+	char dir[PATH_MAX], real[PATH_MAX];
+	const char *slash = strrchr(path, '/');
+
+	if (!slash) {
+		strcpy(dir, ".");
+	} else if (slash == path) {
+		strcpy(dir, "/");
+	} else {
+		if ((size_t)(slash - path) >= sizeof(dir))
+			return true;
+		memcpy(dir, path, (size_t)(slash - path));
+		dir[slash - path] = '\0';
+	}
+	if (!realpath(dir, real))
+		return false; /* the open fails on its own */
+	return strcmp(real, "/dev") == 0 || strncmp(real, "/dev/", 5) == 0;
 }
 
 /*
- * open(2) of path (without O_DIRECT where the file system has none), the fd entered in the table. A file is created
- * when missing, but not under /dev: a device that is not there (renamed at boot, not attached) would become a file
- * in the RAM behind /dev, an SSD tier that is memory and lost at the next boot.
+ * Opens path; a missing file is created (not through a symbolic link, and not in /dev). A block device is opened
+ * exclusively (O_EXCL): the kernel refuses it while it is mounted or another process holds it so, whatever device node
+ * names it (the file lock below belongs to the node, and two containers each have their own node for one disk).
  */
+static int open_path(const char *path)
+{
+	struct stat st;
+	int fd = open_direct(path, 0);
+
+	if (fd >= 0 && !fstat(fd, &st) && S_ISBLK(st.st_mode)) {
+		int excl = open_direct(path, O_EXCL);
+
+		if (excl < 0 && errno == EBUSY)
+			lg_error("ssd tier: block device \"%s\" is in use (mounted, or held by another process)", path);
+		close(fd);
+		return excl;
+	}
+	if (fd >= 0 || errno != ENOENT)
+		return fd;
+	if (creates_in_dev(path)) {
+		lg_error("ssd tier: \"%s\" does not exist: not created under /dev (a device not attached?)", path);
+		errno = ENOENT;
+		return -1;
+	}
+	/* O_EXCL: a dangling symbolic link is not followed to make its target */
+	if ((fd = open_direct(path, O_CREAT | O_EXCL)) < 0 && errno == EEXIST)
+		lg_error("ssd tier: \"%s\" links to a file that does not exist: not created through the link", path);
+	return fd;
+}
+
+/* open_path, the fd entered in the table. */
 static int open_tracked(const char *path)
 {
-	int create = strncmp(path, "/dev/", 5) == 0 ? 0 : O_CREAT;
 	int fd, i = 0;
 
 	pthread_once(&fds_once, fds_init);
 	pthread_mutex_lock(&fds_lock);
-	fd = open(path, O_RDWR | create | O_CLOEXEC | O_DIRECT, 0600);
-	if (fd < 0 && errno == EINVAL) /* tmpfs and friends have no O_DIRECT */
-		fd = open(path, O_RDWR | create | O_CLOEXEC, 0600);
+	fd = open_path(path);
 	while (fd >= 0 && i < SSD_FDS_MAX && ssd_fds[i])
 		i++;
 	if (fd >= 0 && i < SSD_FDS_MAX)
@@ -176,6 +239,13 @@ struct label {
 
 static const char label_magic[8] = {'m', 'm', 'c', '-', 's', 's', 'd', '1'};
 
+static bool all_zero(const void *p, size_t n)
+{
+	const unsigned char *b = p;
+
+	return n == 0 || (b[0] == 0 && memcmp(b, b + 1, n - 1) == 0);
+}
+
 static int read_label(struct ssd *d, const char *path)
 {
 	struct label *l = NULL;
@@ -193,6 +263,15 @@ static int read_label(struct ssd *d, const char *path)
 	if (memcmp(l->magic, label_magic, sizeof(label_magic)) == 0 && l->size == d->size) {
 		memcpy(d->id, l->id, sizeof(d->id));
 		rc = 0;
+		goto out;
+	}
+	/* what holds neither a label nor zeros is someone else's: a file system or a partition table on a disk renamed
+	 * at boot, a path mistyped; writing the label would be the first of many writes over it */
+	if (memcmp(l->magic, label_magic, sizeof(label_magic)) != 0 && !all_zero(l, IO_ALIGN)) {
+		lg_error(
+		    "ssd tier: \"%s\" holds data that is not an mmc SSD tier: not used (to give it to the tier, zero "
+		    "its first 4 KiB)",
+		    path);
 		goto out;
 	}
 	memset(l, 0, IO_ALIGN);
@@ -258,6 +337,8 @@ const uint8_t *ssd_id(const struct ssd *d)
 /* Moves len bytes between the pool and the file; lengths are whole 4 KiB pages (what both sides reserved). */
 static int transfer(struct ssd *d, bool to_ssd, uint64_t pool_off, uint64_t file_off, uint64_t len)
 {
+	if (len == 0 || len > d->size) /* before rounding up: a length near 2^64 would round to 0 and move nothing */
+		return MMC_INVALID_PARAM;
 	len = (len + IO_ALIGN - 1) & ~(uint64_t)(IO_ALIGN - 1);
 	if (pool_off % IO_ALIGN || file_off % IO_ALIGN || pool_off > d->pool_size || len > d->pool_size - pool_off ||
 	    file_off > d->size || len > d->size - file_off)
@@ -348,14 +429,17 @@ static void *worker_main(void *arg)
 
 void ssd_fence(struct ssd *d)
 {
+	bool waited;
+
 	if (!d)
 		return;
 	pthread_mutex_lock(&d->lock);
-	if (d->moving)
-		lg_warn("ssd tier: the rejoin waits for a move the lost meta server asked for to end");
+	waited = d->moving;
 	while (d->moving)
 		pthread_cond_wait(&d->idle, &d->lock);
 	pthread_mutex_unlock(&d->lock);
+	if (waited) /* outside the lock, as in worker_main */
+		lg_warn("ssd tier: the rejoin waited for a move the lost meta server asked for to end");
 }
 
 int ssd_start(struct ssd *d, struct meta_conn *mc, void *pool, size_t pool_size)
@@ -376,7 +460,11 @@ void ssd_on_task(void *owner, uint64_t conn, uint64_t id, const uint8_t *data, s
 	struct ssd_task *t = calloc(1, sizeof(*t));
 	pb_istream_t st = pb_istream_from_buffer(data, len);
 
-	if (!t || !pb_decode(&st, mmc_BlobTask_fields, &t->t)) {
+	if (!t) {
+		meta_reply(d->mc, conn, id, MMC_MALLOC_FAILED);
+		return;
+	}
+	if (!pb_decode(&st, mmc_BlobTask_fields, &t->t)) {
 		free(t);
 		meta_reply(d->mc, conn, id, MMC_INVALID_PARAM);
 		return;

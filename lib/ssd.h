@@ -13,9 +13,10 @@
 struct ssd;
 struct meta_conn;
 
-/* Opens path, creating a regular file of size bytes (a block device must be at least that large), and reads its
- * label (its last 4 KiB), labelling it first when it has none. MMC_INVALID_PARAM: it cannot be opened, sized or
- * labelled, another local service holds it, or size is under 8 KiB. */
+/* Opens path, creating a regular file of size bytes (a block device must be at least that large, and is opened
+ * exclusively), and reads its label (its first 4 KiB), labelling it first when it has none and those bytes are
+ * zeros. MMC_INVALID_PARAM: it cannot be opened, sized or labelled, another local service holds it (a block device:
+ * anything does, a mount included), it holds data that is not an SSD tier's, or size is under 8 KiB. */
 int ssd_open(struct ssd **out, const char *path, uint64_t size);
 /* Starts the worker; tasks read and write pool[0..pool_size) and answer on mc. */
 int ssd_start(struct ssd *d, struct meta_conn *mc, void *pool, size_t pool_size);

@@ -286,9 +286,12 @@ typedef struct mmc_local_config {
 	uint32_t retry_ms;
 	/** Heartbeat period to the meta server in ms (ock.mmc.client.heartbeat_ms). Default 1000. */
 	uint32_t heartbeat_ms;
-	/** SSD tier backing file or block device (ock.mmc.local_service.ssd.path); empty: no SSD tier. */
+	/** SSD tier backing file or block device (ock.mmc.local_service.ssd.path); empty: no SSD tier. A missing file
+	 *  is created (not under /dev, not through a symbolic link); a block device is opened exclusively (O_EXCL: not
+	 *  while mounted or held by another process); a file or device whose first 4 KiB hold neither an SSD tier's
+	 *  label nor zeros is someone else's data, and mmc_init refuses it (MMC_INVALID_PARAM). */
 	char ssd_path[MMC_PATH_SIZE];
-	/** SSD tier size (ock.mmc.local_service.ssd.size), at least 8 KiB: its last 4 KiB hold the file's label (its
+	/** SSD tier size (ock.mmc.local_service.ssd.size), at least 8 KiB: its first 4 KiB hold the file's label (its
 	 *  identity, by which a restarted service adopts the SSD keys it holds). */
 	uint64_t ssd_size;
 	/** An RMA that makes no progress this long (its peer died mid-transfer), or that the provider will not take

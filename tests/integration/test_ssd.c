@@ -2,8 +2,12 @@
  * The SSD tier: eviction demotes to SSD, gets rewarm (or stage above the DRAM watermark), explicit evict and
  * prefetch, readers are never moved under, and a restarted local service adopts what its SSD holds.
  */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/loop.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -326,6 +330,112 @@ Test(ssd, a_missing_device_is_not_created)
 	mmc_destroy(st);
 	cr_expect_neq(stat(c.ssd_path, &sb), 0, "%s was created", c.ssd_path);
 	unlink(c.ssd_path);
+}
+
+/* mmc_init of a store whose SSD tier is path (64 MiB). */
+static int init_on(const char *path)
+{
+	mmc_local_config c = fixture_config(meta.url, 8 * MiB);
+	mmc_store *st = mmc_create();
+	int rc;
+
+	snprintf(c.ssd_path, sizeof(c.ssd_path), "%s", path);
+	c.ssd_size = 64 * MiB;
+	cr_assert_eq(mmc_setup(st, &c), 0);
+	rc = mmc_init(st, 0, true);
+	mmc_destroy(st);
+	return rc;
+}
+
+/* A dangling link is not followed to make its target: here one into /dev, where a device not attached would become
+ * a file in RAM. */
+Test(ssd, a_dangling_link_makes_no_file)
+{
+	char link[400], target[100];
+	struct stat sb;
+
+	snprintf(target, sizeof(target), "/dev/mmc-test-link-%d", (int)getpid());
+	snprintf(link, sizeof(link), "%s/ssd-link", meta.dir);
+	cr_assert_eq(symlink(target, link), 0);
+	cr_expect_eq(init_on(link), MMC_INVALID_PARAM);
+	cr_expect_neq(stat(target, &sb), 0, "%s was created", target);
+	unlink(target);
+}
+
+/* A path that names someone else's data (a disk renamed at boot now naming one with a file system, a mistyped path)
+ * is not written: not even the label. */
+Test(ssd, a_file_holding_other_data_is_left_as_it_is)
+{
+	char path[400];
+	unsigned char *head = malloc(8192), *after = malloc(8192);
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/not-ours.bin", meta.dir);
+	pattern_fill(head, 8192, 42);
+	fd = open(path, O_CREAT | O_WRONLY, 0600);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(pwrite(fd, head, 8192, 0), 8192);
+	close(fd);
+	cr_expect_eq(init_on(path), MMC_INVALID_PARAM);
+	fd = open(path, O_RDONLY);
+	cr_assert_eq(pread(fd, after, 8192, 0), 8192);
+	close(fd);
+	cr_expect_eq(memcmp(head, after, 8192), 0, "the file was written");
+	free(head);
+	free(after);
+}
+
+/* A loop device over a new file of 64 MiB and 4 KiB (zeros); its number, or -1 where this process may not make one
+ * (not root, no loop driver). */
+static int loop_attach(const char *file, char *dev, size_t devlen)
+{
+	int ctl = open("/dev/loop-control", O_RDWR | O_CLOEXEC), n = -1, bfd = -1, lfd = -1;
+
+	if (ctl >= 0)
+		n = ioctl(ctl, LOOP_CTL_GET_FREE);
+	if (n >= 0) {
+		snprintf(dev, devlen, "/dev/loop%d", n);
+		bfd = open(file, O_CREAT | O_RDWR | O_CLOEXEC, 0600);
+		lfd = open(dev, O_RDWR | O_CLOEXEC);
+	}
+	if (bfd < 0 || lfd < 0 || ftruncate(bfd, 64 * MiB + 4096) || ioctl(lfd, LOOP_SET_FD, bfd))
+		n = -1;
+	if (bfd >= 0)
+		close(bfd);
+	if (lfd >= 0)
+		close(lfd);
+	if (ctl >= 0)
+		close(ctl);
+	return n;
+}
+
+static void loop_detach(const char *dev)
+{
+	int lfd = open(dev, O_RDWR | O_CLOEXEC);
+
+	if (lfd >= 0) {
+		ioctl(lfd, LOOP_CLR_FD, 0);
+		close(lfd);
+	}
+}
+
+/* The file lock belongs to the device node, and two containers each have their own node for one disk; the block
+ * device itself is claimed (O_EXCL), so anything holding it so, a mount included, keeps a service off it. */
+Test(ssd, a_block_device_another_holds_is_refused)
+{
+	char file[400], dev[64];
+	int held;
+
+	snprintf(file, sizeof(file), "%s/loop.bin", meta.dir);
+	if (geteuid() != 0 || loop_attach(file, dev, sizeof(dev)) < 0)
+		cr_skip_test("needs root and a loop device");
+	held = open(dev, O_RDWR | O_EXCL | O_CLOEXEC);
+	cr_assert_geq(held, 0, "%s: %s", dev, strerror(errno));
+	cr_expect_eq(init_on(dev), MMC_INVALID_PARAM, "taken while held");
+	close(held);
+	cr_expect_eq(init_on(dev), 0, "taken once free (and labelled: its first 4 KiB were zeros)");
+	cr_expect_eq(init_on(dev), 0, "taken again by its label");
+	loop_detach(dev);
 }
 
 /* A child forked without exec (Python's multiprocessing) shares the process's open files: it must not keep the
