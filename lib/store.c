@@ -204,7 +204,15 @@ static void close_old_keys(struct mmc_store *s)
 {
 	for (unsigned i = 1; i < s->npool_mr; i++)
 		fabric_mr_close(&s->pool_mr[i]);
-	s->npool_mr = 1;
+	s->npool_mr = s->npool_mr ? 1 : 0;
+}
+
+static void close_all_keys(struct mmc_store *s)
+{
+	close_old_keys(s);
+	if (s->npool_mr)
+		fabric_mr_close(&s->pool_mr[0]);
+	s->npool_mr = 0;
 }
 
 static void drop_unconfirmed(struct mmc_store *s)
@@ -218,15 +226,25 @@ static void drop_unconfirmed(struct mmc_store *s)
 	s->npool_mr--;
 }
 
-static void fresh_key(struct mmc_store *s)
+/*
+ * A key of this attempt's own, in pool_mr[0]. The keys kept open beside it may be what the provider cannot afford
+ * (verbs pins the pool again for each, against RLIMIT_MEMLOCK): then they are closed first, and grants under them
+ * fail. false: no key could be made, and the service must not register (under an old key, a write granted before
+ * would land in space given to new puts).
+ */
+static bool fresh_key(struct mmc_store *s)
 {
 	struct fab_mr fresh;
 
 	if (fabric_mr_reg(s->fab, s->pool.base, s->pool.size, true, &fresh)) {
-		lg_error("cannot register the pool again after a lost meta connection; rejoining under the old key");
-		return;
+		if (!s->npool_mr)
+			return false;
+		lg_warn("cannot register the pool beside its %u older keys; closing them first", s->npool_mr);
+		close_all_keys(s);
+		if (fabric_mr_reg(s->fab, s->pool.base, s->pool.size, true, &fresh))
+			return false;
 	}
-	if (fresh.key == s->pool_mr[0].key)
+	if (s->npool_mr && fresh.key == s->pool_mr[0].key)
 		lg_warn("the provider gave the pool the same key again: writes granted before the lost meta connection "
 		        "are not fenced");
 	if (s->npool_mr == POOL_KEYS) /* full: the oldest key no answer confirmed (a Register whose answer was lost) */
@@ -234,6 +252,7 @@ static void fresh_key(struct mmc_store *s)
 	memmove(&s->pool_mr[1], &s->pool_mr[0], s->npool_mr * sizeof(s->pool_mr[0]));
 	s->pool_mr[0] = fresh;
 	s->npool_mr++;
+	return true;
 }
 
 static int on_reconnect(void *owner, const struct meta_session *sess)
@@ -244,18 +263,27 @@ static int on_reconnect(void *owner, const struct meta_session *sess)
 
 	if (!s->init_bm)
 		return 0;
-	fresh_key(s);
 	/* sess is this hello's (meta_conn_session() gives the last connection's until this returns); another run: no
-	 * grant made before stands */
+	 * grant made before stands, and no old key needs to stay open beside the fresh one */
 	if (sess->server_run != s->server_run) {
-		close_old_keys(s);
+		close_all_keys(s);
 		if (s->pool.shared) /* the same fence for same-host peers, whose copies check the header's key */
 			host_pool_rekey(&s->pool.host);
 		s->server_run = sess->server_run;
 	}
+	if (!fresh_key(s)) {
+		lg_error("cannot register the pool under a fresh key; the local service rejoins once it can");
+		return MMC_ERROR;
+	}
 	ssd_fence(s->ssd); /* a move the lost server asked for must not land after the rejoin */
-	if ((rc = register_service(s, true, &kept)))
+	if ((rc = register_service(s, true, &kept))) {
+		/* the server may have handled it and only its answer been lost: a new incarnation, which takes puts
+		 * once its grace ends, while grants on the old one stand under the old keys. They go now; had the
+		 * server kept the service instead, writes under them fail until the next attempt's answer names the
+		 * fresh key. */
+		close_old_keys(s);
 		return rc;
+	}
 	/* unmounted: the new incarnation takes no puts for rejoin_write_grace_ms, time enough to close the old keys */
 	if (!kept)
 		close_old_keys(s);
@@ -303,9 +331,7 @@ static void stop_all(struct mmc_store *s)
 	s->extents = NULL;
 	if (s->fab) {
 		regbufs_fini(&s->regs);
-		for (unsigned i = 0; i < s->npool_mr; i++)
-			fabric_mr_close(&s->pool_mr[i]);
-		s->npool_mr = 0;
+		close_all_keys(s);
 		peers_fini(&s->peers);
 		fabric_close(s->fab);
 		s->fab = NULL;

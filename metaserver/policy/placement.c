@@ -9,16 +9,14 @@
 #include "objects.h"
 #include "services.h"
 
-/* A service that rejoined a restarted server takes no new bytes for ock.mmc.meta.rejoin_write_grace_ms: a put the
- * crashed server placed there may still be in flight (a provider that does not check keys lets it land). */
-static bool in_grace(const struct service *svc)
+bool placement_in_grace(const struct service *svc)
 {
 	return svc->writable_after_ms && clock_ms() < svc->writable_after_ms;
 }
 
 static bool usable(const struct service *svc, uint32_t media)
 {
-	return svc && svc->session && !in_grace(svc) && service_segment((struct service *)svc, media);
+	return svc && svc->session && !placement_in_grace(svc) && service_segment((struct service *)svc, media);
 }
 
 /* Loaded from the metadata store by a restart or a takeover and not registered again yet: its store is
@@ -32,7 +30,7 @@ static bool rejoining(const struct service *svc)
 /* A service that will take bytes soon without anything being freed: it is rejoining, or in its grace. */
 static bool coming(const struct service *svc)
 {
-	return rejoining(svc) || (svc && svc->session && in_grace(svc));
+	return rejoining(svc) || (svc && svc->session && placement_in_grace(svc));
 }
 
 /* True when some service of the media will take bytes soon (coming): waiting is worth it. */
@@ -54,7 +52,8 @@ uint64_t placement_grace_end(const struct meta *m, uint32_t media)
 	for (uint32_t rank = 0; rank < m->rank_hi; rank++) {
 		struct service *svc = m->ranks[rank];
 
-		if (svc && svc->session && in_grace(svc) && service_segment(svc, media) && svc->writable_after_ms > end)
+		if (svc && svc->session && placement_in_grace(svc) && service_segment(svc, media) &&
+		    svc->writable_after_ms > end)
 			end = svc->writable_after_ms;
 	}
 	return end;

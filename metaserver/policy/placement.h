@@ -35,6 +35,11 @@ struct place_req {
  */
 int placement_reserve(struct meta *m, const struct place_req *r, struct object *o, bool *blocked);
 
+/* Whether svc is in its rejoin grace (ock.mmc.meta.rejoin_write_grace_ms, from svc->writable_after_ms): back after a
+ * restart or as a new incarnation, its pool may still take a write granted before (a provider that does not check
+ * keys lets it land, or one its store had not fenced yet), so nothing new is put there until it ends. */
+bool placement_in_grace(const struct service *svc);
+
 /* clock_ms() when the last service of the media in its rejoin grace takes bytes again; 0: none is in it. */
 uint64_t placement_grace_end(const struct meta *m, uint32_t media);
 

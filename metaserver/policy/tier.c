@@ -277,7 +277,11 @@ static int try_read(struct meta *m, struct object *o, struct tier_req *r, size_t
 	promote = want_promote && o->busy == 0;
 	if (!promote && !r->get)
 		return MMC_ERROR; /* a prefetch while a stage is in flight: retry */
-	*blocked = false;
+	/* the read lands in the service's own pool, which may still take a write granted before it came back: as for a
+	 * put, nothing goes there before its grace ends (start_read waits that long) */
+	*blocked = placement_in_grace(blob_svc(b));
+	if (*blocked)
+		return MMC_NOT_ENOUGH_MEMORY;
 	if (reserve(blob_svc(b), MMC_MEDIA_DRAM, o->size, &off)) {
 		/* make room the way an allocation does: demote or evict the least recently used */
 		eviction_make_room(m, MMC_MEDIA_DRAM, o->size, 1, blocked);
@@ -301,13 +305,20 @@ static int start_read(struct meta *m, struct object *o, struct tier_req *r, size
 	struct read_wait *w;
 	bool blocked;
 	int rc = try_read(m, o, r, idx, want_promote, &blocked);
+	uint64_t grace;
 
-	if (rc != MMC_NOT_ENOUGH_MEMORY || !blocked || !m->conf.evict_wait_ms || !(w = calloc(1, sizeof(*w))))
+	if (rc != MMC_NOT_ENOUGH_MEMORY || !blocked)
+		return rc;
+	/* a service in its grace takes the read at its end, whatever evict_wait_ms says: a known, short wait */
+	grace = placement_in_grace(blob_svc(only_blob(o))) ? blob_svc(only_blob(o))->writable_after_ms : 0;
+	if ((!m->conf.evict_wait_ms && !grace) || !(w = calloc(1, sizeof(*w))))
 		return rc;
 	w->req = r;
 	w->idx = idx;
 	w->want_promote = want_promote;
 	w->deadline_ms = clock_ms() + m->conf.evict_wait_ms;
+	if (grace > w->deadline_ms)
+		w->deadline_ms = grace;
 	memcpy(w->key, object_key(o), (size_t)o->keylen);
 	r->pending++;
 	list_add_tail(&m->policy->read_waits, &w->link);

@@ -946,6 +946,31 @@ Test(tier, a_move_failed_by_its_service_leaving_holds_no_space_in_the_adopted_ss
 	cr_assert_eq(used, 0, "no SSD space held for the failed move");
 }
 
+/* A pool back after a restart may still take a write the crashed server granted: a get of an object on its SSD reads
+ * nothing into that pool before its grace ends (even with evict_wait_ms 0), then reads as usual. */
+Test(tier, an_ssd_read_waits_for_the_grace_of_a_pool_back_after_a_restart)
+{
+	const char *k = "cold";
+	struct key_call call;
+	int code;
+
+	cold_on_ssd();
+	m.conf.evict_wait_ms = 0;
+	detach(0);
+	cr_assert_eq(register_again(0, svc[0]->rank, svc[0]->incarnation, 10 * MiB, 64 * MiB), svc[0], "rejoined");
+	call = get_call(0, &k, 1, 704);
+	tier_get(&m, &call);
+	cr_assert_eq(ntasks, 1, "no read into the pool during its grace");
+	cr_assert_null(reply_of(704, &code), "the get waits for it");
+	clock_advance_ms(m.conf.rejoin_write_grace_ms);
+	tier_kick(&m);
+	cr_assert_eq(ntasks, 2, "a promote once the grace is over");
+	tier_task_done(&m, svc[0], tasks[1].id, 0);
+	cr_assert_not_null(reply_of(704, &code));
+	cr_assert_eq(reply_of(704, &code)[0].result, 0);
+	cr_assert_eq(reply_of(704, &code)[0].blobs[0].media, MMC_MEDIA_DRAM);
+}
+
 Test(tier, a_victim_whose_move_failed_is_evicted)
 {
 	m.conf.evict_high = 70;
