@@ -431,14 +431,18 @@ static void post_key(struct xfer_ctx *x, struct fab_batch *b, int write, size_t 
 /*
  * A key whose RMA failed forgets its peers' coordinates, so that the next call asks the meta server for them again:
  * the pool may have been registered again under a new key (its service reconnected) while this store's own
- * connection stayed up, and nothing else would tell it.
+ * connection stayed up, and nothing else would tell it. Not once the call's own deadline has passed: its keys
+ * timed out for the caller's sake, not the peer's, and a reader that misses deadlines under load would otherwise
+ * ask the meta server again for every peer it missed them on.
  */
-static void forget_failed_peers(struct xfer_ctx *x)
+static void forget_failed_peers(struct xfer_ctx *x, uint64_t deadline_ms)
 {
+	bool late = deadline_ms && clock_ms() >= deadline_ms;
+
 	for (size_t i = 0; i < x->nkeys; i++) {
 		const struct xfer_key *k = key_at(x, i);
 
-		if (k->skip || (k->result != MMC_ERROR && k->result != MMC_TIMEOUT))
+		if (k->skip || (k->result != MMC_ERROR && (k->result != MMC_TIMEOUT || late)))
 			continue;
 		for (uint32_t r = 0; r < k->ntargets; r++)
 			peers_forget(x->s, k->targets[r].rank,
@@ -514,7 +518,7 @@ void xfer_run_until(struct mmc_store *s, int write, struct xfer_key *keys, size_
 	fab_batch_fini(&b);
 	fences_check(&x);
 	host_check(&x);
-	forget_failed_peers(&x);
+	forget_failed_peers(&x, deadline_ms);
 	pthread_rwlock_unlock(&s->regs.lock);
 	for (int i = 0; i < x.temp.n; i++)
 		fabric_mr_close(&x.temp.mr[i]);

@@ -404,6 +404,38 @@ Test(stall, a_prefix_read_returns_the_leading_pages_by_its_deadline, .fini = sto
 	node_kill(&a);
 }
 
+/*
+ * Keys a prefix read gave up on at its deadline timed out for the reader's sake, not the owner's: the owner's
+ * coordinates stay cached, and the next read does not ask the meta server for them (a reader missing deadlines
+ * under load would otherwise add a meta call per owner to each read).
+ */
+Test(stall, a_prefix_read_past_its_deadline_keeps_the_owner_s_coordinates, .fini = stop, .timeout = 120)
+{
+	struct node a, r;
+	unsigned landed, ms;
+	uint64_t asked;
+	int code;
+
+	cr_assert_eq(metaserver_start(&meta, NULL), 0);
+	snprintf(env_meta, sizeof(env_meta), "MMC_TEST_META=%s", meta.url);
+	start_node(&a, 1);
+	start_with(&r, 0, env_patient);
+	for (int i = 0; i < 8; i++)
+		cr_assert_eq(CMD(&a, "put pre/%d %u %d", i, PAGE, 100 + i), 0, "%s", reply);
+	prefix(&r, 5000, &code, &landed, &ms);
+	cr_assert_eq(landed, 8, "%s", reply);
+	asked = service_queries();
+	stop_process(a.pid);
+	prefix(&r, 300, &code, &landed, &ms);
+	cr_assert_eq(kill(a.pid, SIGCONT), 0);
+	cr_expect_eq(landed, 0, "the owner was stopped: %s", reply);
+	prefix(&r, 5000, &code, &landed, &ms);
+	cr_expect_eq(landed, 8, "%s", reply);
+	cr_expect_eq(service_queries(), asked, "the owner was not asked for again");
+	node_kill(&r);
+	node_kill(&a);
+}
+
 /* A command on a node of its own thread: the test restarts the meta server while the command waits. */
 struct waiting {
 	struct node *n;
