@@ -42,6 +42,7 @@ struct plan {
 	bool refused;              /* put through extents: the server turned a place down */
 	struct meta_conn *meta;    /* put: the connection its space was granted on, and meta_conn_losses() then */
 	uint64_t grant;
+	uint64_t write_until_ms; /* put through extents: clock_ms() after which the server may take the space back */
 	/* clock_ms() by which a lost meta connection must be back: one for the whole call, however many round trips
 	 * and passes it takes (retry_ms from its start) */
 	uint64_t deadline_ms;
@@ -128,12 +129,16 @@ static void sum_puts(void *arg)
  * xfer's lease on a put's space: it was granted on the meta connection p->grant counts. Once that connection is
  * lost, a restarted server may give the space to another object after its rejoin grace, so a write that waited
  * for a window slot or for a peer that refused it (up to rma_timeout_ms) must not go out after the loss is known.
+ * Space carved from an extent is held only so long after a put last named the extent's grant: a write held up past
+ * that (a window wait, a process paused) must not go out either; its key goes again by key.
  */
 static int grant_holds(void *arg)
 {
 	const struct plan *p = arg;
 
-	return meta_conn_losses(p->meta) == p->grant ? 0 : MMC_NOT_CONNECTED_META;
+	if (meta_conn_losses(p->meta) != p->grant)
+		return MMC_NOT_CONNECTED_META;
+	return p->write_until_ms && clock_ms() >= p->write_until_ms ? MMC_TIMEOUT : 0;
 }
 
 /* Writes the keys in state want into space granted on the meta connection of losses. */
@@ -376,15 +381,19 @@ static void put_extents(struct mmc_store *s, struct plan *p, const mmc_replicate
 	class_of(&cls, rc, spread);
 	if (mark_small(p))
 		k.m = plan_select(p, PK_EXTENT);
+	/* the group was fresh when carved: the server keeps it at least idle_ms / 2 after that (extent.c) */
+	t0 = clock_ms();
 	if (!k.m || extents_take(s, &cls, &k, &g, base, p->deadline_ms)) {
 		for (size_t i = 0; i < p->n; i++)
 			p->rec[i].state = p->rec[i].state == PK_EXTENT ? PK_ACTIVE : p->rec[i].state;
 		return;
 	}
 	aim(p, g, base);
+	p->write_until_ms = t0 + g->idle_ms / 2;
 	/* the extents die with the connection they were granted on (a restarted server may reuse the space) */
 	if (meta_conn_losses(s->meta) == g->losses)
 		plan_write(s, p, PK_EXTENT, g->losses);
+	p->write_until_ms = 0;
 	/* a key whose write failed (its service may be dying) goes again by key, and nobody carves from g any more */
 	p->confirmed = p->refused = false;
 	for (size_t i = 0; i < p->n; i++)

@@ -3,6 +3,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 
 #include "alloc_queue.h"
 #include "allocator.h"
@@ -23,10 +24,17 @@ static uint64_t aligned(uint64_t size)
 }
 
 /* struct meta is zeroed by its owner and has no init hook of ours: the list starts on first use. */
+/* Initialised on first use. Ids start at random: a PutBatch or an ExtentReturn written for the server run before
+ * (a call that waited for the new connection and went out on it) must name no extent of this one. */
 static struct list *all(struct meta *m)
 {
-	if (!m->policy->extents.next)
+	if (!m->policy->extents.next) {
 		list_init(&m->policy->extents);
+		if (getrandom(&m->policy->next_extent_id, sizeof(m->policy->next_extent_id), 0) !=
+		    sizeof(m->policy->next_extent_id))
+			m->policy->next_extent_id = clock_ns();
+		m->policy->next_extent_id >>= 1; /* room to count up */
+	}
 	return &m->policy->extents;
 }
 
@@ -162,6 +170,8 @@ int extents_grant(struct meta *m, const struct extent_call *call, struct extent 
 	for (*lanes = 1; *lanes < call->lanes; ++*lanes)
 		if (grant_lane(m, &lane, *lanes, &size, &out[*lanes * call->replicas]))
 			break;
+	for (uint32_t i = 0; i < *lanes * call->replicas; i++)
+		out[i]->grant = out[0]->id;
 	log_debug("op=extent_grant session=%llu replicas=%u lanes=%u bytes=%llu rank=%u offset=%llu",
 	          (unsigned long long)call->session->id, call->replicas, *lanes, (unsigned long long)size, out[0]->rank,
 	          (unsigned long long)out[0]->start);
@@ -213,6 +223,18 @@ static int check_place(struct meta *m, const struct session *s, const struct put
 	return 0;
 }
 
+/* Keeps e, and with it every extent of its grant, until idle_at_ms: the store counts a grant as fresh while any
+ * put into any of its extents is taken (a one-key batch feeds one lane of four), and carves the others then too. */
+static void renew(struct extent *e, uint64_t idle_at_ms)
+{
+	if (e->idle_at_ms == idle_at_ms)
+		return; /* the batch renewed it and its grant already */
+	for (struct extent *x = e->session->extents; x; x = x->snext)
+		if (x->grant == e->grant)
+			x->idle_at_ms = idle_at_ms;
+	e->idle_at_ms = idle_at_ms;
+}
+
 /* Takes [start, end) out of e's uncarved pieces and makes it a block of its own (checked by check_place). */
 static int carve(struct meta *m, struct extent *e, uint64_t start, uint64_t end, uint64_t now_ms)
 {
@@ -236,7 +258,7 @@ static int carve(struct meta *m, struct extent *e, uint64_t start, uint64_t end,
 		memmove(&e->pieces[i], &e->pieces[i + 1], (e->npieces - (uint32_t)i - 1) * sizeof(e->pieces[0]));
 		e->npieces--;
 	}
-	e->idle_at_ms = now_ms + EXTENT_IDLE_MS;
+	renew(e, now_ms + EXTENT_IDLE_MS);
 	return 0;
 }
 

@@ -26,6 +26,7 @@ struct extent {
 	struct extent *snext; /* the holding session's extents */
 	struct session *session;
 	uint64_t id;
+	uint64_t grant; /* the id of its grant's first extent: a store keeps a grant's extents as one */
 	uint32_t rank, media;
 	uint64_t incarnation;
 	uint64_t start, size; /* as granted */
