@@ -278,8 +278,9 @@ static int try_read(struct meta *m, struct object *o, struct tier_req *r, size_t
 	if (!promote && !r->get)
 		return MMC_ERROR; /* a prefetch while a stage is in flight: retry */
 	/* the read lands in the service's own pool, which may still take a write granted before it came back: as for a
-	 * put, nothing goes there before its grace ends (start_read waits that long) */
-	*blocked = placement_in_grace(blob_svc(b));
+	 * put, nothing goes there before its grace ends (start_read waits that long); and a key read by as many stages
+	 * as its count of tasks holds waits for one to end (the count wrapping to 0 would unpin it under them) */
+	*blocked = placement_in_grace(blob_svc(b)) || o->busy == OBJECT_BUSY_MAX;
 	if (*blocked)
 		return MMC_NOT_ENOUGH_MEMORY;
 	if (reserve(blob_svc(b), MMC_MEDIA_DRAM, o->size, &off)) {

@@ -122,6 +122,9 @@ struct olink {
 	uint32_t prev, next;
 };
 
+/* The most tier tasks one object may have in flight (its busy field's width): a reader past them waits. */
+#define OBJECT_BUSY_MAX 255u
+
 /*
  * An object: 56 bytes, its blobs, its key. Records live in the slab (slab.h) and link to each other by handle; what
  * a lookup and an LRU touch read (hnext, link, tag, keylen, state, the key) is in the record's first two cache
@@ -136,18 +139,19 @@ struct object {
 	uint32_t leases;   /* its first lease record (objects.c), 0: none */
 	uint32_t checksum; /* of the object's bytes, as the writer committed it */
 	uint64_t size : 48, keylen : 8, nblobs : 8;
-	uint64_t id : 48;       /* unique per server run: tells a re-put key from the object a lease was taken on */
-	uint64_t state : 8;     /* enum mmc_blob_state, the same for all blobs; OBJECT_FREE, OBJECT_HEAD */
-	uint64_t in_index : 1;  /* in the key index */
-	uint64_t persisted : 1; /* has a record in the metadata store */
-	uint64_t gva : 1;       /* allocated by batch_malloc (write finished explicitly) */
-	uint64_t promoting : 1; /* an SSD -> DRAM rewarm is in flight */
-	uint64_t stamp_dirty : 1, : 3; /* stamp is newer than the one in its record: written at the next checkpoint */
+	uint64_t id : 48;         /* unique per server run: tells a re-put key from the object a lease was taken on */
+	uint64_t state : 8;       /* enum mmc_blob_state, the same for all blobs; OBJECT_FREE, OBJECT_HEAD */
+	uint64_t in_index : 1;    /* in the key index */
+	uint64_t persisted : 1;   /* has a record in the metadata store */
+	uint64_t gva : 1;         /* allocated by batch_malloc (write finished explicitly) */
+	uint64_t promoting : 1;   /* an SSD -> DRAM rewarm is in flight */
+	uint64_t stamp_dirty : 1; /* stamp is newer than the one in its record: written at the next checkpoint */
+	uint64_t unfinished : 1, : 2; /* REMOVING: an unfinished put's, whose writes may still land (quarantined) */
 	union {
 		struct {
 			uint64_t stamp : 48; /* READABLE: meta.lru_clock when it last went to its LRU's head (lru.h) */
 			uint64_t checksum_type : 8; /* MMC_WIRE_CHECKSUM_* of checksum; NONE: unverified */
-			uint64_t busy : 8;          /* tier tasks in flight that read or write its bytes */
+			uint64_t busy : 8; /* tier tasks in flight that read or write its bytes: OBJECT_BUSY_MAX */
 		};
 		struct {
 			uint64_t write_session : 48, : 16; /* ALLOCATED, REMOVING: its writer, 0 when done */

@@ -572,6 +572,7 @@ void object_drop_hashed(struct meta *m, struct object *o, uint64_t hash)
 	o->unlink_seq = unlink_seq;   /* its record's batch, or its write lease, had these */
 	o->state = MMC_BLOB_REMOVING;
 	if (pinned_now(o)) {
+		o->unfinished = reachable; /* until its writer says its writes are done (object_writes_done) */
 		olist_add_tail(m, OLIST_ZOMBIES, o);
 		return;
 	}
@@ -638,8 +639,15 @@ void object_unpin(struct meta *m, struct object *o)
 	if (o->state != MMC_BLOB_REMOVING || pinned_now(o))
 		return;
 	olist_del(o);
-	release_space(m, o, false);
+	release_space(m, o, o->unfinished);
 	object_free(o);
+}
+
+void object_writes_done(struct meta *m, struct object *o)
+{
+	o->write_session = 0;
+	o->unfinished = false;
+	object_unpin(m, o);
 }
 
 static uint64_t remove_matching_in(struct meta *m, uint32_t *bucket, bool (*match)(void *arg, const char *key),
@@ -679,7 +687,7 @@ void objects_sweep(struct meta *m, uint64_t now_ms)
 		next = olist_next(o);
 		if (!pinned(o, now_ms)) {
 			olist_del(o);
-			release_space(m, o, false);
+			release_space(m, o, o->unfinished);
 			object_free(o);
 		}
 	}

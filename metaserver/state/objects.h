@@ -168,6 +168,9 @@ struct object *objects_find_zombie(struct meta *m, const char *key, size_t len, 
 struct object *objects_find_removed_write(struct meta *m, const char *key, size_t len, uint64_t session, uint64_t id);
 /* Frees a removed object's space once no lease and no in-flight write pins it any more. */
 void object_unpin(struct meta *m, struct object *o);
+/* The writer of removed object o (a put removed while it was written) committed it with its writes all landed:
+ * its space needs no quarantine; o is unpinned as by object_unpin. */
+void object_writes_done(struct meta *m, struct object *o);
 
 /* Space was given back outside object_drop: waiting allocations get another try. */
 void objects_space_freed(struct meta *m);

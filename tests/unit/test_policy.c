@@ -29,7 +29,7 @@
 
 #define MiB      (1ull << 20)
 #define SERVICES 3
-#define MAX_SEEN 64
+#define MAX_SEEN 512 /* a test stages 256 reads of one key */
 
 static struct event_base *base;
 static struct meta m;
@@ -1019,6 +1019,34 @@ Test(tier, an_ssd_read_waits_for_the_grace_of_a_pool_back_after_a_restart)
 	cr_assert_not_null(reply_of(704, &code));
 	cr_assert_eq(reply_of(704, &code)[0].result, 0);
 	cr_assert_eq(reply_of(704, &code)[0].blobs[0].media, MMC_MEDIA_DRAM);
+}
+
+/* Readers of a key on SSD above the rewarm watermark each stage a copy of their own, and each such read pins the
+ * object: past as many as its count holds, a reader waits, and the object stays pinned (the count wrapped to 0 at
+ * 256 and a remove freed the record under 256 reads still in flight). */
+Test(tier, reads_past_the_most_an_object_counts_wait_and_keep_it_pinned)
+{
+	static const char *keys[OBJECT_BUSY_MAX + 1];
+	const char *k = "hot";
+	struct key_call call;
+	struct object *o;
+
+	mount(0, 1200 * MiB, 64 * MiB);
+	put(0, "hot", 4096);
+	call = get_call(0, &k, 1, 900);
+	tier_move(&m, &call, true); /* mmc_evict_keys: one tier down */
+	tier_task_done(&m, svc[0], tasks[0].id, 0);
+	commit();
+	o = object_find(&m, "hot", 3);
+	cr_assert(tier_on_ssd(o));
+	m.conf.rewarm_watermark = 0; /* DRAM "above the watermark": reads stage, they do not promote */
+	for (size_t i = 0; i <= OBJECT_BUSY_MAX; i++)
+		keys[i] = "hot";
+	call = get_call(1, keys, OBJECT_BUSY_MAX + 1, 901);
+	tier_get(&m, &call);
+	cr_assert_eq(o->busy, OBJECT_BUSY_MAX, "one read waits");
+	object_drop(&m, o); /* a remove while they read */
+	cr_assert_eq(o->state, MMC_BLOB_REMOVING, "pinned by its reads");
 }
 
 Test(tier, a_victim_whose_move_failed_is_evicted)
