@@ -418,12 +418,17 @@ static void finish_read(struct meta *m, struct task *t, int result)
 	 * the record naming the DRAM copy is on disk */
 	{
 		uint64_t ssd_offset = blob_offset(b);
+		bool had_record = o->persisted;
 
 		blob_move(b, MMC_MEDIA_DRAM, t->dst_offset);
-		if (o->persisted)
+		/* a get's release names the id it read: the copy a demote left for readers before it keeps this one,
+		 * and the object read from now on takes another, or a release by one of them would end a lease on the
+		 * other */
+		object_renumber(m, o);
+		if (had_record)
 			object_persist(m, o);
-		space_release(m, blob_svc(b), MMC_MEDIA_SSD, ssd_offset,
-		              o->persisted ? persist_wait_seq(m->persist) : 0);
+		/* the SSD range goes once no record names it: the old one deleted, the new one naming DRAM written */
+		space_release(m, blob_svc(b), MMC_MEDIA_SSD, ssd_offset, had_record ? persist_wait_seq(m->persist) : 0);
 	}
 	olist_del(o);
 	lru_push(m, o);

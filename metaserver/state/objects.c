@@ -425,6 +425,13 @@ static void unpersist(struct meta *m, struct object *o)
 	o->persisted = false;
 }
 
+void object_renumber(struct meta *m, struct object *o)
+{
+	if (o->persisted)
+		unpersist(m, o);
+	o->id = ++m->next_object_id;
+}
+
 int objects_tables_open(struct meta *m)
 {
 	if (persist_table(m->persist, OBJECTS_TABLE, &m->db_objects) ||

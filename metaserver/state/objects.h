@@ -167,6 +167,9 @@ struct object *objects_find_zombie(struct meta *m, const char *key, size_t len, 
 /* The removed object `id` whose put by session was still in flight, or NULL. */
 struct object *objects_find_removed_write(struct meta *m, const char *key, size_t len, uint64_t session, uint64_t id);
 /* Frees a removed object's space once no lease and no in-flight write pins it any more. */
+/* Gives o a new id, its record (if any) deleted under the old one: object_persist writes it again. The token a
+ * get returns, and its release names, is the id: a copy a demote left for earlier readers keeps the old one. */
+void object_renumber(struct meta *m, struct object *o);
 void object_unpin(struct meta *m, struct object *o);
 /* The writer of removed object o (a put removed while it was written) committed it with its writes all landed:
  * its space needs no quarantine; o is unpinned as by object_unpin. */

@@ -540,6 +540,25 @@ static void ids_survive_restarts_and_never_repeat(void)
 	}
 }
 
+/* An object renumbered (a promote back to DRAM) has one record, under its new id, and loads under it. */
+static void a_renumbered_object_has_one_record_under_its_new_id(void)
+{
+	const int on0[] = {0};
+	struct object *o = put("r", on0, 1);
+	uint64_t old = o->id, id;
+
+	put("s", on0, 1);
+	object_renumber(&m, o);
+	object_persist(&m, o);
+	id = o->id;
+	cr_assert_neq(id, old);
+	restart();
+	cr_assert_eq(count(m.db_objects), 2, "one record per object");
+	cr_assert_not_null(find("r"));
+	cr_assert_eq(find("r")->id, id);
+	cr_assert(stored("r"));
+}
+
 TestSuite(load, .init = setup, .fini = teardown, .timeout = 30);
 
 Test(load, a_reload_keeps_the_objects_their_blobs_and_the_lru_order)
@@ -555,6 +574,11 @@ Test(load, damaged_records_load_as_they_did_one_at_a_time)
 Test(load, a_format_2_store_is_moved_under_ids_with_the_same_outcome)
 {
 	damaged_records_load_as_one_at_a_time_did(true);
+}
+
+Test(load, a_renumbered_object_has_one_record_under_its_new_id)
+{
+	a_renumbered_object_has_one_record_under_its_new_id();
 }
 
 Test(load, a_half_done_move_keeps_the_moved_record)
@@ -583,6 +607,11 @@ Test(load_redis, damaged_records_load_as_they_did_one_at_a_time)
 Test(load_redis, a_format_2_store_is_moved_under_ids_with_the_same_outcome)
 {
 	damaged_records_load_as_one_at_a_time_did(true);
+}
+
+Test(load_redis, a_renumbered_object_has_one_record_under_its_new_id)
+{
+	a_renumbered_object_has_one_record_under_its_new_id();
 }
 
 Test(load_redis, a_half_done_move_keeps_the_moved_record)

@@ -1049,6 +1049,37 @@ Test(tier, reads_past_the_most_an_object_counts_wait_and_keep_it_pinned)
 	cr_assert_eq(o->state, MMC_BLOB_REMOVING, "pinned by its reads");
 }
 
+/* A get's release names the object it read by its id. Thread A of a store reads "hot" in DRAM (range A); a demote
+ * leaves a copy of range A holding A's lease; a prefetch brings "hot" back to range B, where thread B of the same
+ * store reads it. A's release must end A's lease, not B's: the object back in DRAM has another id than the copy. */
+Test(tier, a_release_after_a_demote_and_a_promote_names_the_copy_it_read)
+{
+	const char *k = "hot";
+	struct key_call call;
+	struct object *o, *z;
+	uint64_t id;
+
+	mount(0, 1200 * MiB, 64 * MiB);
+	put(0, "hot", 4096);
+	commit();
+	o = object_find(&m, "hot", 3);
+	id = o->id;
+	cr_assert_gt(lease_grant(&m, o, sess[0].id, 0, true), 0); /* thread A's get */
+	call = get_call(0, &k, 1, 900);
+	tier_move(&m, &call, true); /* mmc_evict_keys */
+	tier_task_done(&m, svc[0], tasks[ntasks - 1].id, 0);
+	commit();
+	z = objects_find_zombie(&m, "hot", 3, sess[0].id, id);
+	cr_assert_not_null(z, "A's lease went to a copy of range A");
+	call = get_call(0, &k, 1, 901);
+	tier_move(&m, &call, false); /* mmc_prefetch_keys: back to DRAM */
+	tier_task_done(&m, svc[0], tasks[ntasks - 1].id, 0);
+	commit();
+	cr_assert_eq(object_find(&m, "hot", 3), o);
+	cr_assert_neq(o->id, id, "what B's get reads is not what A's release names");
+	cr_assert_eq(objects_find_zombie(&m, "hot", 3, sess[0].id, id), z);
+}
+
 Test(tier, a_victim_whose_move_failed_is_evicted)
 {
 	m.conf.evict_high = 70;
