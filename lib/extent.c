@@ -54,8 +54,8 @@ static void send_return(struct mmc_store *s, const struct extent_group *g)
 
 	for (uint32_t i = 0; i < g->n && i < MMC_WIRE_REPLICAS * MMC_WIRE_EXTENT_LANES; i++)
 		ids[(*n)++] = g->ext[i].id;
-	if (*n && g->losses == meta_conn_losses(s->meta))
-		meta_send(s->meta, WB_EXTENT_RETURN, mmc_ExtentReturn_fields, &ret);
+	if (*n)
+		meta_send_on(s->meta, g->losses, WB_EXTENT_RETURN, mmc_ExtentReturn_fields, &ret);
 }
 
 /* Returns and frees every group on the list. */

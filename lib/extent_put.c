@@ -95,7 +95,13 @@ void extent_put_hand(struct wire_hand *h, const struct extent_put *p)
 int extents_put_call(struct mmc_store *s, const struct extent_put *p,
                      bool (*fn)(void *arg, size_t i, const mmc_KeyResult *r), void *arg, uint64_t deadline_ms)
 {
-	struct key_rpc k = {.body = WB_PUT, .on_result = fn, .arg = arg, .deadline_ms = deadline_ms};
+	/* on the extents' own connection: the next server numbers its extents from elsewhere, but only that is sure */
+	struct key_rpc k = {.body = WB_PUT,
+	                    .on_result = fn,
+	                    .arg = arg,
+	                    .deadline_ms = deadline_ms,
+	                    .pinned = true,
+	                    .on_conn = p->g->losses};
 	struct wire_hand h;
 
 	extent_put_hand(&h, p);

@@ -52,7 +52,8 @@ uint64_t call_deadline(const struct mmc_store *s)
 
 int key_rpc_call(struct mmc_store *s, struct key_rpc *k)
 {
-	struct mcall c = {.decode = decode_keys, .arg = k, .reply_by_ms = k->reply_by_ms};
+	struct mcall c = {
+	    .decode = decode_keys, .arg = k, .reply_by_ms = k->reply_by_ms, .pinned = k->pinned, .on_conn = k->on_conn};
 	struct wire_key_batch kb;
 	int rc;
 
@@ -70,7 +71,8 @@ int key_rpc_call(struct mmc_store *s, struct key_rpc *k)
 
 int key_rpc_send(struct mmc_store *s, struct key_rpc *k, const pb_msgdesc_t *fields, const void *msg)
 {
-	struct mcall c = {.decode = decode_keys, .arg = k, .deadline_ms = k->deadline_ms};
+	struct mcall c = {
+	    .decode = decode_keys, .arg = k, .deadline_ms = k->deadline_ms, .pinned = k->pinned, .on_conn = k->on_conn};
 	int rc;
 
 	k->retried = false;

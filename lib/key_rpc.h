@@ -24,8 +24,10 @@ struct key_rpc {
 	void *arg;
 	uint64_t deadline_ms; /* the public call's: see mcall.deadline_ms (0: retry_ms from key_rpc_call's start) */
 	uint64_t reply_by_ms; /* see mcall.reply_by_ms (0: timeout_ms) */
-	bool retried;         /* set by key_rpc_call: the call went again after the connection was lost */
-	uint64_t losses;      /* set by key_rpc_call and key_rpc_send: meta_conn_losses() when the last try went out */
+	bool pinned;          /* see mcall.pinned: sent only on the connection of meta_conn_losses() on_conn */
+	uint64_t on_conn;
+	bool retried;    /* set by key_rpc_call: the call went again after the connection was lost */
+	uint64_t losses; /* set by key_rpc_call and key_rpc_send: meta_conn_losses() when the last try went out */
 };
 
 /* Returns the whole-call result (0, a server code, or a transport error). Lookups and removes that the lost

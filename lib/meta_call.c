@@ -168,6 +168,8 @@ int meta_call(struct meta_conn *mc, uint32_t body, const pb_msgdesc_t *fields, c
 	c->status = 0;
 	pthread_mutex_lock(&mc->lock);
 	rc = wait_ready(mc, c);
+	if (!rc && c->pinned && atomic_load(&mc->losses) != c->on_conn)
+		rc = MMC_NOT_CONNECTED_META;
 	if (rc)
 		goto out_unlock;
 	c->id = ++mc->next_id;
@@ -208,7 +210,9 @@ out_unlock:
 	return rc;
 }
 
-static int send_oneway(struct meta_conn *mc, uint32_t body, const pb_msgdesc_t *fields, const void *msg, int flags)
+/* pinned: only on the connection whose meta_conn_losses() is on_conn (mcall.pinned) */
+static int send_oneway(struct meta_conn *mc, uint32_t body, const pb_msgdesc_t *fields, const void *msg, int flags,
+                       bool pinned, uint64_t on_conn)
 {
 	struct wbuf *b = tls_wbuf();
 	struct link l;
@@ -217,7 +221,7 @@ static int send_oneway(struct meta_conn *mc, uint32_t body, const pb_msgdesc_t *
 	if (!b)
 		return MMC_MALLOC_FAILED;
 	pthread_mutex_lock(&mc->lock);
-	rc = mc->state == MC_READY ? 0 : MMC_NOT_CONNECTED_META;
+	rc = mc->state == MC_READY && (!pinned || atomic_load(&mc->losses) == on_conn) ? 0 : MMC_NOT_CONNECTED_META;
 	l = link_of(mc);
 	pthread_mutex_unlock(&mc->lock);
 	if (rc || (rc = wire_encode(b, 0, body, fields, msg)))
@@ -225,14 +229,19 @@ static int send_oneway(struct meta_conn *mc, uint32_t body, const pb_msgdesc_t *
 	return send_frame(mc, l, b, flags);
 }
 
+int meta_send_on(struct meta_conn *mc, uint64_t conn, uint32_t body, const pb_msgdesc_t *fields, const void *msg)
+{
+	return send_oneway(mc, body, fields, msg, 0, true, conn);
+}
+
 int meta_send(struct meta_conn *mc, uint32_t body, const pb_msgdesc_t *fields, const void *msg)
 {
-	return send_oneway(mc, body, fields, msg, 0);
+	return send_oneway(mc, body, fields, msg, 0, false, 0);
 }
 
 int meta_send_deferred(struct meta_conn *mc, uint32_t body, const pb_msgdesc_t *fields, const void *msg)
 {
-	return send_oneway(mc, body, fields, msg, MSG_MORE);
+	return send_oneway(mc, body, fields, msg, MSG_MORE, false, 0);
 }
 
 void meta_conn_on_task(struct meta_conn *mc, meta_task_fn fn, void *owner)

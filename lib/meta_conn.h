@@ -33,6 +33,11 @@ struct mcall {
 	/* clock_ms() past which the reply is no longer waited for (MMC_TIMEOUT; a late one is dropped), when sooner
 	 * than timeout_ms from the send; 0: timeout_ms */
 	uint64_t reply_by_ms;
+	/* pinned: sent only on the connection whose meta_conn_losses() is on_conn, else MMC_NOT_CONNECTED_META. For a
+	 * call that names what that connection's server granted (a commit, a put into extents): the next server gave
+	 * the same ids and tokens to others */
+	bool pinned;
+	uint64_t on_conn;
 	/* owned by meta_conn */
 	uint64_t id;
 	uint64_t losses;  /* meta_conn_losses() when the frame went out: which connection's server answered */
@@ -89,6 +94,9 @@ void meta_conn_close(struct meta_conn *mc);
 int meta_call(struct meta_conn *mc, uint32_t body, const pb_msgdesc_t *fields, const void *msg, struct mcall *c);
 /* Sends without waiting for any reply (id 0). */
 int meta_send(struct meta_conn *mc, uint32_t body, const pb_msgdesc_t *fields, const void *msg);
+/* meta_send, only on the connection whose meta_conn_losses() is conn (MMC_NOT_CONNECTED_META once another one is
+ * up): for a message naming what that connection's server granted. */
+int meta_send_on(struct meta_conn *mc, uint64_t conn, uint32_t body, const pb_msgdesc_t *fields, const void *msg);
 /*
  * Like meta_send, for a message whose timing does not matter (a lease release): over plain TCP the
  * kernel may hold it until the next frame goes out (Linux: at most about 200 ms), so that it rides with that frame

@@ -284,11 +284,14 @@ static int put_by_key(struct mmc_store *s, struct plan *p, const mmc_replicate_c
 	for (size_t i = 0; i < p->n; i++)
 		if (p->rec[i].state == PK_ACTIVE)
 			p->rec[i].result = p->rec[i].xk.result;
+	/* on the allocations' own connection: the next server gives the same tokens to other allocations */
 	k = (struct key_rpc){.body = WB_COMMIT,
 	                     .req = mmc_KeyBatch_init_zero,
 	                     .on_result = on_commit,
 	                     .arg = p,
-	                     .deadline_ms = p->deadline_ms};
+	                     .deadline_ms = p->deadline_ms,
+	                     .pinned = true,
+	                     .on_conn = losses};
 	k.items = plan_items(p, PK_ACTIVE);
 	k.items.values = &p->rec[0].xk.result;
 	k.items.tokens = &p->rec[0].token;
