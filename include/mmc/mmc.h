@@ -536,7 +536,9 @@ MMC_API int mmc_get_into(mmc_store *s, const char *key, void *buf, size_t size, 
 
 /**
  * Removes key. New readers miss at once; memory under a read lease is freed when the lease ends. Acknowledged once
- * the removal is durable.
+ * the removal is durable. A key allocated by mmc_batch_malloc() and not finished yet, within its write lease, is not
+ * removed (MMC_OBJECT_NOT_EXISTS: nothing readable), as if the remove came before the malloc: copies into it may be
+ * on their way.
  * @return MMC_OK; MMC_OBJECT_NOT_EXISTS; MMC_INVALID_PARAM (s, key); MMC_CLIENT_NOT_INIT; MMC_META_BACKUP_ERROR
  *         (the removal is not on disk: the key reappears if the meta server restarts); MMC_NOT_CONNECTED_META;
  *         MMC_TIMEOUT; MMC_MALLOC_FAILED; MMC_INTERNAL_ERROR.
@@ -729,7 +731,9 @@ MMC_API int mmc_batch_copy(mmc_store *s, const mmc_gva *gvas, void *const *bufs,
  * @return MMC_OK when accepted; MMC_INVALID_PARAM (s, keys, n, write_results, results); MMC_CLIENT_NOT_INIT;
  *         MMC_META_BACKUP_ERROR (published but not durable, see mmc_put_from()); MMC_NOT_CONNECTED_META;
  *         MMC_TIMEOUT; MMC_MALLOC_FAILED; MMC_INTERNAL_ERROR (every results[i] holds it).
- * Thread-safe; finish a key only after every thread's copies into it have returned.
+ * Thread-safe; finish a key only after every thread's copies into it have returned, and only within its write
+ * lease: the server knows a store's allocation by its key, so a finish after the lease ran out (its allocation
+ * reclaimed) finishes another allocation of the same key the store made since, written or not.
  */
 MMC_API int mmc_batch_write_finish(mmc_store *s, const char *const *keys, const int32_t *write_results, size_t n,
                                    int *results);

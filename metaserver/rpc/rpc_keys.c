@@ -181,6 +181,11 @@ static void op_simple(struct conn *c, const Mmc__Frame *f, const Mmc__KeyBatch *
 		o = object_find_hashed(c->m, req->items[i]->key, len, rp->hash[i]);
 		switch (f->body_case) {
 		case MMC__FRAME__BODY_REMOVE:
+			/* a GVA allocation within its write lease stays: copies into it may be on their way, and
+			 * nothing would keep its space from the next put (the remove comes before the malloc, as it
+			 * were) */
+			if (o && o->state == MMC_BLOB_ALLOCATED && o->gva && o->write_expiry_ms > clock_ms())
+				o = NULL;
 			answer(rp, o ? 0 : MMC_OBJECT_NOT_EXISTS, NULL, -1, 0, 0);
 			if (o)
 				object_drop_hashed(c->m, o, rp->hash[i]);

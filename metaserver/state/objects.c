@@ -560,8 +560,9 @@ void object_drop(struct meta *m, struct object *o)
 
 void object_drop_hashed(struct meta *m, struct object *o, uint64_t hash)
 {
-	/* an unfinished put (not GVA: its write lease bounds its writes) that failed or whose writer left */
-	bool reachable = o->state == MMC_BLOB_ALLOCATED && !o->gva && !o->persisted;
+	/* an unfinished put or GVA allocation, whose writes may still land: one that failed, whose writer left, or
+	 * whose write lease ran out (a copy posted just before it may still be on its way) */
+	bool reachable = o->state == MMC_BLOB_ALLOCATED && !o->persisted;
 	uint64_t unlink_seq = 0;
 
 	MMC_ASSERT(o->state != MMC_BLOB_REMOVING); /* -> REMOVING once: a removed object is in no index or list */
@@ -572,8 +573,8 @@ void object_drop_hashed(struct meta *m, struct object *o, uint64_t hash)
 		unpersist(m, o);
 		unlink_seq = persist_wait_seq(m->persist);
 	}
-	/* a put's bytes may still be in flight: keep the space until its writer commits or goes away (a GVA write
-	 * lease that ran out is reclaimed at once: that is what the lease bounds) */
+	/* a put's bytes may still be in flight: keep the space until its writer commits or goes away (a GVA allocation
+	 * is dropped only once its write lease ran out, or by its writer's finish, and then goes to quarantine) */
 	if (o->state != MMC_BLOB_ALLOCATED || o->gva)
 		o->write_session = 0; /* a READABLE object's LRU stamp had these bits */
 	o->unlink_seq = unlink_seq;   /* its record's batch, or its write lease, had these */

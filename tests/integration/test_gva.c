@@ -118,6 +118,34 @@ Test(gva, pending_writes_are_invisible_until_write_finish)
 	(void)bb;
 }
 
+/* A remove of a key whose GVA allocation is still within its write lease leaves the allocation alone (as a remove
+ * made before the malloc would): a copy into it may be on its way, and its space must not go to the next put. It
+ * used to be freed at once, and the writer's copy then landed in another object. */
+Test(gva, a_remove_leaves_an_allocation_within_its_write_lease)
+{
+	const char *k[] = {"being-written"};
+	size_t size = 4 * KiB;
+	char buf[4 * KiB], back[4 * KiB];
+	void *b = buf;
+	mmc_gva gva, g;
+	int32_t ok = 0;
+	int res;
+	struct node other;
+
+	start_node(&other, 0);
+	cr_assert_eq(mmc_batch_malloc(s, k, &size, 1, MMC_MEDIA_DRAM, 0, &gva), 0);
+	cr_assert_eq(CMD(&other, "remove being-written"), MMC_OBJECT_NOT_EXISTS, "nothing readable to remove: %s",
+	             reply);
+	pattern_fill(buf, size, 21);
+	g = gva;
+	cr_assert_eq(mmc_batch_copy(s, &g, &b, &size, 1, MMC_COPY_H2G, 0), 0);
+	cr_assert_eq(mmc_batch_write_finish(s, k, &ok, 1, &res), 0);
+	cr_assert_eq(res, 0, "its writer still finishes it");
+	cr_assert_eq(mmc_get_into(s, "being-written", back, size, MMC_COPY_G2H), 0);
+	cr_assert_eq(pattern_check(back, size, 21), size);
+	node_kill(&other);
+}
+
 Test(gva, write_finish_results)
 {
 	const char *k[] = {"never-allocated", "fails"};

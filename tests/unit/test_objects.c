@@ -260,6 +260,21 @@ Test(objects, an_unfinished_put_removed_and_left_by_its_writer_is_quarantined)
 	cr_assert_eq(m.stats.quarantined_total, q0, "released at once");
 }
 
+/* A GVA allocation whose write lease ran out is reclaimed through quarantine: a copy posted just before the end of
+ * the lease may still be on its way (it was released at once). */
+Test(objects, a_gva_allocation_whose_write_lease_ran_out_is_quarantined)
+{
+	const int on0[] = {0};
+	struct object *o = allocate("g", on0, 1, 8);
+	uint64_t q0 = m.stats.quarantined_total;
+
+	o->gva = true;
+	o->write_expiry_ms = clock_ms() + 1;
+	objects_sweep(&m, clock_ms() + 2);
+	cr_assert_null(find("g"), "reclaimed");
+	cr_assert_gt(m.stats.quarantined_total, q0, "through quarantine");
+}
+
 Test(objects, lease_records_are_reused_and_survive_the_table_growing)
 {
 	const int on0[] = {0};
