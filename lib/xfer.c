@@ -154,25 +154,28 @@ static int still_granted(const struct xfer_ctx *x, int write, const struct peer 
 }
 
 /*
- * Copies key k to or from the pool bytes at dst (a same-host pool, mapped or our own) in runs of COPY_RUN, each
- * begun only while still_granted: a copy held up between two (a long one, a descheduled thread) puts no more bytes
- * into space that the owner's new incarnation, or a restarted meta server, may have given to other keys once its
- * rejoin grace ended. What is at risk is one run, not the key. Returns 0 or still_granted's answer.
+ * Copies key k to or from the pool bytes at dst (a same-host pool, mapped or our own), looking again at
+ * still_granted before each COPY_RUN bytes, across its pieces: a copy held up between two (a long one, a
+ * descheduled thread) puts no more bytes into space that the owner's new incarnation, or a restarted meta server, may
+ * have given to other keys once its rejoin grace ended. What is at risk is one run, not the key. Returns 0 or
+ * still_granted's answer.
  */
 static int copy_pieces(const struct xfer_ctx *x, char *dst, int write, const struct xfer_key *k, const struct peer *p,
                        const struct xfer_target *t)
 {
 	void *(*copy)(void *, const void *, size_t) = x->stream ? copy_stream : memcpy;
+	size_t since = 0; /* bytes since the last look; the caller looked before the first */
 
 	for (uint32_t i = 0; i < k->npieces; i++) {
 		char *buf = k->pieces[i].buf;
 
-		for (size_t done = 0, n; done < k->pieces[i].len; done += n, dst += n) {
-			int rc = done ? still_granted(x, write, p, t) : 0; /* the caller looked before the first run */
+		for (size_t done = 0, n; done < k->pieces[i].len; done += n, dst += n, since += n) {
+			int rc = since < COPY_RUN ? 0 : still_granted(x, write, p, t);
 
 			if (rc)
 				return rc;
-			n = k->pieces[i].len - done < COPY_RUN ? k->pieces[i].len - done : COPY_RUN;
+			since %= COPY_RUN;
+			n = k->pieces[i].len - done < COPY_RUN - since ? k->pieces[i].len - done : COPY_RUN - since;
 			if (write)
 				copy(dst, buf + done, n);
 			else
