@@ -17,15 +17,19 @@ struct gva_entry {
 	uint64_t incarnation;
 	uint64_t expiry_ms;
 	uint64_t losses; /* meta_conn_losses() when granted: a lease does not outlive its server */
+	uint64_t seq;    /* order of arrival: of two entries over one range, the later is the grant that holds */
 	uint8_t kind;
 	bool readable; /* write entry of an object that was already published: copies into it are skipped */
+	bool dropped;
 	char key[MMC_KEY_MAX + 1];
 };
 
+/* Entries of one kind never overlap (prune_overlaps): each byte of GVA space has at most one grant per kind. */
 struct gva_tracker {
 	pthread_rwlock_t lock;
-	struct gva_entry *v; /* sorted by start */
+	struct gva_entry *v; /* sorted by start, then seq */
 	size_t n, cap;
+	uint64_t seq;
 };
 
 struct gva_tracker *gva_tracker_new(void)
@@ -50,18 +54,56 @@ static int cmp_start(const void *a, const void *b)
 {
 	const struct gva_entry *x = a, *y = b;
 
-	return x->start < y->start ? -1 : x->start > y->start;
+	if (x->start != y->start)
+		return x->start < y->start ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
-/* Orders t's entries by start for find(); an empty table has no array to hand qsort (NULL is undefined there even
- * for no elements). Caller holds the lock. */
+/*
+ * Drops every entry that a later entry of its kind overlaps. Two live grants of one kind never share a byte (the
+ * server hands a range to one object at a time), so the earlier one is stale: a write lease that ran out or was
+ * never finished, a read lease never removed, a grant of a server since gone. Kept, it could win a lookup over
+ * the grant that holds now, and a copy would be checked against the wrong lease or, for a stale entry of a
+ * published object, skipped: the new object published over bytes it never wrote. Entries are sorted; one pass:
+ * of the kept entries of a kind only the last can overlap the next (the others end before it starts).
+ */
+static void prune_overlaps(struct gva_tracker *t)
+{
+	size_t last[GVA_READ + 1], w = 0;
+	bool any[GVA_READ + 1] = {false};
+
+	for (size_t r = 0; r < t->n; r++) {
+		struct gva_entry *e = &t->v[r];
+		uint8_t k = e->kind;
+
+		if (any[k] && t->v[last[k]].end > e->start) {
+			if (t->v[last[k]].seq > e->seq) {
+				e->dropped = true;
+				continue;
+			}
+			t->v[last[k]].dropped = true;
+		}
+		last[k] = r;
+		any[k] = true;
+	}
+	for (size_t r = 0; r < t->n; r++)
+		if (!t->v[r].dropped)
+			t->v[w++] = t->v[r];
+	t->n = w;
+}
+
+/* Orders t's entries by start for find() and drops the stale ones; an empty table has no array to hand qsort (NULL
+ * is undefined there even for no elements). Caller holds the write lock. */
 static void sort_entries(struct gva_tracker *t)
 {
-	if (t->n > 1)
+	if (t->n > 1) {
 		qsort(t->v, t->n, sizeof(*t->v), cmp_start);
+		prune_overlaps(t);
+	}
 }
 
-/* Entry containing [gva, gva+len) of the kind, or NULL. Caller holds the lock. */
+/* Entry of the kind containing [gva, gva+len), or NULL: only the last of the kind that starts at or before gva
+ * can (entries of a kind never overlap). Caller holds the lock. */
 static struct gva_entry *find(struct gva_tracker *t, uint64_t gva, uint64_t len, uint8_t kind)
 {
 	size_t lo = 0, hi = t->n;
@@ -77,10 +119,9 @@ static struct gva_entry *find(struct gva_tracker *t, uint64_t gva, uint64_t len,
 	for (size_t i = lo; i > 0; i--) {
 		struct gva_entry *e = &t->v[i - 1];
 
-		if (gva >= e->end)
-			break; /* entries never overlap for one kind; stop at the first that ends before */
-		if (e->kind == kind && gva + len <= e->end && gva + len >= gva)
-			return e;
+		if (e->kind != kind)
+			continue;
+		return gva + len <= e->end && gva + len >= gva ? e : NULL;
 	}
 	return NULL;
 }
@@ -108,7 +149,8 @@ static int add_entry(struct gva_tracker *t, const struct gva_entry *e)
 	if (!v)
 		return MMC_MALLOC_FAILED;
 	t->v = v;
-	t->v[t->n++] = *e;
+	t->v[t->n] = *e;
+	t->v[t->n++].seq = ++t->seq;
 	return 0;
 }
 

@@ -389,7 +389,7 @@ static void serve_stage(struct meta *m, struct task *t, struct waiter *w)
 		res->result = MMC_MALLOC_FAILED;
 		return;
 	}
-	z->id = ++m->next_object_id;
+	z->id = object_next_id(m);
 	serve_get(m, w->req, w->idx, z, 0);
 }
 

@@ -257,6 +257,7 @@ struct meta {
 	uint32_t rank_hi; /* every rank in use is below this: loops over services stop here, not at 1024 */
 	uint64_t next_incarnation;
 	uint64_t next_object_id;
+	uint64_t object_id_ceiling; /* ids below it are reserved in the store (object_next_id) */
 	/* the data dir's key of the services' rejoin secrets (service_secret.c) */
 	uint8_t service_key[32];
 	struct list orphans; /* SSD segments of services that left, waiting to be adopted (services.c, tier.c) */

@@ -551,8 +551,8 @@ int objects_load(struct meta *m)
 		return MMC_ERROR;
 	t[0] = clock_ns();
 	rc = scan_table(&l, m->db_objects, n);
-	if (m->next_object_id < l.max_id)
-		m->next_object_id = l.max_id;
+	if (rc == 0)
+		rc = objects_ids_load(m, l.max_id > m->next_object_id ? l.max_id : m->next_object_id);
 	if (rc == 0 && nkeyed) {
 		l.keyed = true;
 		rc = scan_table(&l, m->db_objects_keyed, nkeyed);

@@ -302,7 +302,7 @@ void object_index_add(struct meta *m, struct object *o, uint64_t hash)
 	*head = o->self;
 	o->in_index = true;
 	if (!o->id) /* a loaded object keeps the id its record is stored under */
-		o->id = ++m->next_object_id;
+		o->id = object_next_id(m);
 	m->nobjects++;
 	if (m->tenants.n)
 		tenant_count(m, o, 1);
@@ -429,7 +429,47 @@ void object_renumber(struct meta *m, struct object *o)
 {
 	if (o->persisted)
 		unpersist(m, o);
-	o->id = ++m->next_object_id;
+	o->id = object_next_id(m);
+}
+
+/*
+ * An id is a token clients hold (a get's release and a put's commit name it) and the key its record is stored
+ * under, so it must never name two objects, across restarts and failovers too: a release from before a restart
+ * would unpin another reader's object of the same key, and a record delete queued for an old id would take a new
+ * record with it. The highest id a load finds is not enough (the newest objects may have been removed), so the
+ * store keeps a ceiling, ID_RESERVE ids ahead of the last id given: one write per ID_RESERVE objects, in the batch
+ * before the record that first uses an id past it. A load starts above the ceiling it finds.
+ */
+#define ID_RESERVE (1u << 20)
+static const char id_ceiling_key[] = "object_id_ceiling";
+
+uint64_t object_next_id(struct meta *m)
+{
+	uint64_t id = ++m->next_object_id;
+
+	if (id >= m->object_id_ceiling) {
+		m->object_id_ceiling = id + ID_RESERVE;
+		persist_put(m->persist, m->db_info, id_ceiling_key, sizeof(id_ceiling_key) - 1, &m->object_id_ceiling,
+		            sizeof(m->object_id_ceiling));
+	}
+	return id;
+}
+
+/* Sets the next id above every id this store may have given: its loaded records' (max_id) and its ceiling's. */
+int objects_ids_load(struct meta *m, uint64_t max_id)
+{
+	unsigned char v[16];
+	uint64_t ceiling = 0;
+	size_t len = 0;
+	int rc = persist_get(m->persist, m->db_info, id_ceiling_key, sizeof(id_ceiling_key) - 1, v, sizeof(v), &len);
+
+	if (rc == 0 && len == sizeof(ceiling))
+		memcpy(&ceiling, v, sizeof(ceiling));
+	else if (rc != 0 && rc != MMC_OBJECT_NOT_EXISTS)
+		return MMC_ERROR;
+	m->next_object_id = max_id > ceiling ? max_id : ceiling;
+	m->object_id_ceiling = m->next_object_id; /* the first id given writes a new ceiling */
+	return 0;
 }
 
 int objects_tables_open(struct meta *m)

@@ -170,6 +170,8 @@ struct object *objects_find_removed_write(struct meta *m, const char *key, size_
 /* Gives o a new id, its record (if any) deleted under the old one: object_persist writes it again. The token a
  * get returns, and its release names, is the id: a copy a demote left for earlier readers keeps the old one. */
 void object_renumber(struct meta *m, struct object *o);
+/* A new object id, never given before by this store: not in this process, nor by any earlier leader of it. */
+uint64_t object_next_id(struct meta *m);
 void object_unpin(struct meta *m, struct object *o);
 /* The writer of removed object o (a put removed while it was written) committed it with its writes all landed:
  * its space needs no quarantine; o is unpinned as by object_unpin. */
@@ -190,6 +192,8 @@ void objects_session_closed(struct meta *m, uint64_t session);
 /* Loads READABLE objects from the store after services_load() (object_load.c); drops records whose services are
  * unknown. Returns 0, MMC_ERROR (the store failed) or MMC_MALLOC_FAILED. */
 int objects_load(struct meta *m);
+/* objects_load's last step: the ids a new object may take (object_next_id). 0 or MMC_ERROR. */
+int objects_ids_load(struct meta *m, uint64_t max_id);
 /* Queues the delete of the record stored under object id `id` (object_rec.h). */
 void object_record_del(struct meta *m, uint64_t id);
 /* Opens the tables of the object records (object_rec.h) in m->persist. Returns 0 or MMC_ERROR. */
