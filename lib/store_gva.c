@@ -1,158 +1,16 @@
 #include "store_gva.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "array.h"
 #include "clock.h"
+#include "gva_tracker.h"
 #include "key_rpc.h"
 #include "lg.h"
 #include "store.h"
 #include "xfer.h"
-
-enum { GVA_WRITE = 1, GVA_READ = 2 };
-
-struct gva_entry {
-	uint64_t start, end; /* [start, end) in GVA space */
-	uint64_t incarnation;
-	uint64_t expiry_ms;
-	uint64_t losses; /* meta_conn_losses() when granted: a lease does not outlive its server */
-	uint64_t seq;    /* order of arrival: of two entries over one range, the later is the grant that holds */
-	uint8_t kind;
-	bool readable; /* write entry of an object that was already published: copies into it are skipped */
-	bool dropped;
-	char key[MMC_KEY_MAX + 1];
-};
-
-/* Entries of one kind never overlap (prune_overlaps): each byte of GVA space has at most one grant per kind. */
-struct gva_tracker {
-	pthread_rwlock_t lock;
-	struct gva_entry *v; /* sorted by start, then seq */
-	size_t n, cap;
-	uint64_t seq;
-};
-
-struct gva_tracker *gva_tracker_new(void)
-{
-	struct gva_tracker *t = calloc(1, sizeof(*t));
-
-	if (t)
-		pthread_rwlock_init(&t->lock, NULL);
-	return t;
-}
-
-void gva_tracker_free(struct gva_tracker *t)
-{
-	if (!t)
-		return;
-	pthread_rwlock_destroy(&t->lock);
-	free(t->v);
-	free(t);
-}
-
-static int cmp_start(const void *a, const void *b)
-{
-	const struct gva_entry *x = a, *y = b;
-
-	if (x->start != y->start)
-		return x->start < y->start ? -1 : 1;
-	return x->seq < y->seq ? -1 : x->seq > y->seq;
-}
-
-/*
- * Drops every entry that a later entry of its kind overlaps. Two live grants of one kind never share a byte (the
- * server hands a range to one object at a time), so the earlier one is stale: a write lease that ran out or was
- * never finished, a read lease never removed, a grant of a server since gone. Kept, it could win a lookup over
- * the grant that holds now, and a copy would be checked against the wrong lease or, for a stale entry of a
- * published object, skipped: the new object published over bytes it never wrote. Entries are sorted; one pass:
- * of the kept entries of a kind only the last can overlap the next (the others end before it starts).
- */
-static void prune_overlaps(struct gva_tracker *t)
-{
-	size_t last[GVA_READ + 1], w = 0;
-	bool any[GVA_READ + 1] = {false};
-
-	for (size_t r = 0; r < t->n; r++) {
-		struct gva_entry *e = &t->v[r];
-		uint8_t k = e->kind;
-
-		if (any[k] && t->v[last[k]].end > e->start) {
-			if (t->v[last[k]].seq > e->seq) {
-				e->dropped = true;
-				continue;
-			}
-			t->v[last[k]].dropped = true;
-		}
-		last[k] = r;
-		any[k] = true;
-	}
-	for (size_t r = 0; r < t->n; r++)
-		if (!t->v[r].dropped)
-			t->v[w++] = t->v[r];
-	t->n = w;
-}
-
-/* Orders t's entries by start for find() and drops the stale ones; an empty table has no array to hand qsort (NULL
- * is undefined there even for no elements). Caller holds the write lock. */
-static void sort_entries(struct gva_tracker *t)
-{
-	if (t->n > 1) {
-		qsort(t->v, t->n, sizeof(*t->v), cmp_start);
-		prune_overlaps(t);
-	}
-}
-
-/* Entry of the kind containing [gva, gva+len), or NULL: only the last of the kind that starts at or before gva
- * can (entries of a kind never overlap). Caller holds the lock. */
-static struct gva_entry *find(struct gva_tracker *t, uint64_t gva, uint64_t len, uint8_t kind)
-{
-	size_t lo = 0, hi = t->n;
-
-	while (lo < hi) { /* first entry with start > gva */
-		size_t mid = (lo + hi) / 2;
-
-		if (t->v[mid].start <= gva)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	for (size_t i = lo; i > 0; i--) {
-		struct gva_entry *e = &t->v[i - 1];
-
-		if (e->kind != kind)
-			continue;
-		return gva + len <= e->end && gva + len >= gva ? e : NULL;
-	}
-	return NULL;
-}
-
-/* Drops every entry of kind for the given keys (one pass). Caller holds the write lock. */
-static void drop_keys(struct gva_tracker *t, const char *const *keys, size_t n, uint8_t kind)
-{
-	size_t w = 0;
-
-	for (size_t r = 0; r < t->n; r++) {
-		bool gone = false;
-
-		for (size_t k = 0; k < n && !gone && t->v[r].kind == kind; k++)
-			gone = strcmp(t->v[r].key, keys[k]) == 0;
-		if (!gone)
-			t->v[w++] = t->v[r];
-	}
-	t->n = w;
-}
-
-static int add_entry(struct gva_tracker *t, const struct gva_entry *e)
-{
-	struct gva_entry *v = array_grow(t->v, &t->cap, t->n + 1, sizeof(*v), 64);
-
-	if (!v)
-		return MMC_MALLOC_FAILED;
-	t->v = v;
-	t->v[t->n] = *e;
-	t->v[t->n++].seq = ++t->seq;
-	return 0;
-}
 
 static int check_keys(mmc_store *s, const char *const *keys, size_t n)
 {
@@ -168,15 +26,50 @@ static int check_keys(mmc_store *s, const char *const *keys, size_t n)
 	return 0;
 }
 
+/* The grants a call's reply brought, added to the tracker at once after it: the tracker's lock is not held over the
+ * round trip, which would stop every copy of the process for as long. */
+struct grants {
+	struct gva_entry *v;
+	size_t n, cap;
+	bool failed; /* out of memory for one */
+};
+
+static void grant(struct grants *g, const struct gva_entry *e)
+{
+	struct gva_entry *v = array_grow(g->v, &g->cap, g->n + 1, sizeof(*v), 16);
+
+	if (!v) {
+		g->failed = true;
+		return;
+	}
+	g->v = v;
+	g->v[g->n++] = *e;
+}
+
+/* Adds what g holds; 0 or MMC_MALLOC_FAILED (nothing added). */
+static int grants_add(mmc_store *s, struct grants *g)
+{
+	int rc = g->failed ? MMC_MALLOC_FAILED : 0;
+
+	if (!rc && g->n) {
+		pthread_rwlock_wrlock(&s->gva->lock);
+		rc = gva_tracker_add(s->gva, g->v, g->n);
+		pthread_rwlock_unlock(&s->gva->lock);
+	}
+	free(g->v);
+	return rc;
+}
+
 /* ---- write side ---- */
 
 struct malloc_ctx {
-	struct gva_tracker *t;
+	struct grants got;
 	const char *const *keys;
 	const size_t *sizes;
 	mmc_gva *gvas;
 	uint64_t t0;
 	uint64_t losses;
+	pthread_t thread;
 };
 
 static bool on_malloc(void *arg, size_t i, const mmc_KeyResult *r)
@@ -194,21 +87,23 @@ static bool on_malloc(void *arg, size_t i, const mmc_KeyResult *r)
 	e.readable = r->blobs[0].state == MMC_BLOB_READABLE;
 	e.expiry_ms = m->t0 + (r->lease_ms ? r->lease_ms : 0);
 	e.losses = m->losses;
+	e.token = r->token;
+	e.thread = m->thread;
 	strcpy(e.key, m->keys[i]);
 	if (r->size != m->sizes[i] && !e.readable)
 		return true;
-	if (add_entry(m->t, &e) == 0)
-		m->gvas[i] = e.start;
+	grant(&m->got, &e);
+	m->gvas[i] = e.start;
 	return true;
 }
 
 int mmc_batch_malloc(mmc_store *s, const char *const *keys, const size_t *sizes, size_t n, uint16_t media,
                      uint64_t lease_ttl_ms, mmc_gva *gvas)
 {
-	struct malloc_ctx m = {NULL, keys, sizes, gvas, clock_ms(), 0};
+	struct malloc_ctx m = {{NULL, 0, 0, false}, keys, sizes, gvas, clock_ms(), 0, pthread_self()};
 	struct key_rpc k = {.body = WB_MALLOC, .req = mmc_KeyBatch_init_zero, .on_result = on_malloc, .arg = &m};
 	uint64_t *sz;
-	int rc = check_keys(s, keys, n);
+	int rc = check_keys(s, keys, n), added;
 
 	if (gvas && n <= MMC_BATCH_MAX)
 		memset(gvas, 0, n * sizeof(*gvas));
@@ -223,42 +118,71 @@ int mmc_batch_malloc(mmc_store *s, const char *const *keys, const size_t *sizes,
 		return MMC_MALLOC_FAILED;
 	for (size_t i = 0; i < n; i++)
 		sz[i] = sizes[i];
-	m.t = s->gva;
 	m.losses = meta_conn_losses(s->meta); /* only now: s was checked */
 	k.req.media = media;
 	k.req.lease_ttl_ms = lease_ttl_ms;
 	k.req.replica_num = 1;
 	k.req.flags = MMC_WIRE_FLAG_SPREAD;
 	k.items = (struct wire_items){.n = n, .keys = keys, .sizes = sz};
-	pthread_rwlock_wrlock(&s->gva->lock);
 	rc = key_rpc_call(s, &k);
-	sort_entries(s->gva);
-	pthread_rwlock_unlock(&s->gva->lock);
 	free(sz);
+	if ((added = grants_add(s, &m.got)) != 0) {
+		memset(gvas, 0, n * sizeof(*gvas)); /* nothing this store could copy into: the allocations expire */
+		return rc ? rc : added;
+	}
 	return rc;
 }
 
+static bool on_code(void *arg, size_t i, const mmc_KeyResult *r)
+{
+	((int *)arg)[i] = r->result;
+	return true;
+}
+
+/*
+ * A finish names the allocation, not only the key (its token): threads of a store share a session, so a thread
+ * whose write lease ran out and whose key another thread allocated again would otherwise publish that allocation
+ * before its copies were done. Its own allocation gone, it gets MMC_UNMATCHED_KEY.
+ */
 int mmc_batch_write_finish(mmc_store *s, const char *const *keys, const int32_t *write_results, size_t n, int *results)
 {
+	struct key_rpc k = {.body = WB_WRITE_FINISH, .req = mmc_KeyBatch_init_zero, .on_result = on_code};
+	pthread_t self = pthread_self();
+	struct gva_keys ck;
+	uint64_t *tokens, *seqs;
 	int rc = check_keys(s, keys, n);
 
 	if (!rc && (!write_results || !results))
 		rc = MMC_INVALID_PARAM;
 	if (rc)
 		return fail_all(results, n, rc);
-	rc = key_batch_codes(s, WB_WRITE_FINISH, keys, write_results, n, 0, results);
-	if (rc)
-		return rc;
-	pthread_rwlock_wrlock(&s->gva->lock);
-	drop_keys(s->gva, keys, n, GVA_WRITE);
+	if (!(tokens = calloc(2 * n, sizeof(*tokens))))
+		return fail_all(results, n, MMC_MALLOC_FAILED);
+	if (gva_keys_init(&ck, keys, n)) {
+		free(tokens);
+		return fail_all(results, n, MMC_MALLOC_FAILED);
+	}
+	seqs = tokens + n;
+	pthread_rwlock_rdlock(&s->gva->lock);
+	gva_tracker_finish_grants(s->gva, &ck, self, tokens, seqs);
 	pthread_rwlock_unlock(&s->gva->lock);
-	return 0;
+	k.arg = results;
+	k.items = (struct wire_items){.n = n, .keys = keys, .values = write_results, .tokens = tokens};
+	rc = key_rpc_call(s, &k);
+	if (rc == 0) {
+		pthread_rwlock_wrlock(&s->gva->lock);
+		gva_tracker_drop_finished(s->gva, &ck, seqs, self);
+		pthread_rwlock_unlock(&s->gva->lock);
+	}
+	gva_keys_fini(&ck);
+	free(tokens);
+	return rc ? fail_all(results, n, rc) : 0;
 }
 
 /* ---- read side ---- */
 
 struct lease_ctx {
-	struct gva_tracker *t;
+	struct grants got;
 	const char *const *keys;
 	int *results;
 	uint64_t t0;
@@ -268,14 +192,9 @@ struct lease_ctx {
 static bool on_lease(void *arg, size_t i, const mmc_KeyResult *r)
 {
 	struct lease_ctx *l = arg;
-	const char *key = l->keys[i];
 
 	l->results[i] = r->result;
-	if (r->result)
-		return true;
-	/* renewing: the key's old ranges are replaced */
-	drop_keys(l->t, &key, 1, GVA_READ);
-	for (pb_size_t b = 0; b < r->blobs_count; b++) {
+	for (pb_size_t b = 0; !r->result && b < r->blobs_count; b++) {
 		struct gva_entry e;
 
 		memset(&e, 0, sizeof(e));
@@ -285,55 +204,64 @@ static bool on_lease(void *arg, size_t i, const mmc_KeyResult *r)
 		e.kind = GVA_READ;
 		e.expiry_ms = l->t0 + r->lease_ms;
 		e.losses = l->losses;
-		strcpy(e.key, key);
-		if (add_entry(l->t, &e))
-			l->results[i] = MMC_MALLOC_FAILED;
+		e.token = r->token;
+		strcpy(e.key, l->keys[i]);
+		grant(&l->got, &e);
 	}
 	return true;
 }
 
 int mmc_batch_add_lease(mmc_store *s, const char *const *keys, size_t n, uint64_t lease_ttl_ms, int *results)
 {
-	struct lease_ctx l = {NULL, keys, results, clock_ms(), 0};
+	struct lease_ctx l = {{NULL, 0, 0, false}, keys, results, clock_ms(), 0};
 	struct key_rpc k = {.body = WB_ADD_LEASE, .req = mmc_KeyBatch_init_zero, .on_result = on_lease, .arg = &l};
+	struct gva_keys ck;
 	int rc = check_keys(s, keys, n);
 
 	if (!rc && !results)
 		rc = MMC_INVALID_PARAM;
 	if (rc)
 		return fail_all(results, n, rc);
-	l.t = s->gva;
+	if (gva_keys_init(&ck, keys, n))
+		return fail_all(results, n, MMC_MALLOC_FAILED);
 	l.losses = meta_conn_losses(s->meta); /* only now: s was checked */
 	k.req.lease_ttl_ms = lease_ttl_ms;
 	k.items = (struct wire_items){.n = n, .keys = keys};
-	pthread_rwlock_wrlock(&s->gva->lock);
 	rc = key_rpc_call(s, &k);
-	sort_entries(s->gva);
-	pthread_rwlock_unlock(&s->gva->lock);
+	if (rc == 0 && l.got.failed)
+		rc = MMC_MALLOC_FAILED;
+	if (rc == 0) { /* a key leased again: its old ranges are replaced */
+		pthread_rwlock_wrlock(&s->gva->lock);
+		gva_tracker_drop_reads(s->gva, &ck, results, 0, NULL);
+		rc = gva_tracker_add(s->gva, l.got.v, l.got.n);
+		pthread_rwlock_unlock(&s->gva->lock);
+	}
+	gva_keys_fini(&ck);
+	free(l.got.v);
 	return rc ? fail_all(results, n, rc) : 0;
 }
 
 int mmc_batch_remove_lease(mmc_store *s, const char *const *keys, size_t n)
 {
-	uint64_t now = clock_ms();
+	struct gva_keys ck;
 	int rc = check_keys(s, keys, n), *results;
-	bool expired = false;
+	bool expired = false, *held;
 
 	if (rc)
 		return rc;
-	pthread_rwlock_wrlock(&s->gva->lock);
-	for (size_t i = 0; i < n; i++) {
-		bool held = false;
-
-		for (size_t e = 0; e < s->gva->n && !held; e++)
-			held = s->gva->v[e].kind == GVA_READ && s->gva->v[e].expiry_ms > now &&
-			       strcmp(s->gva->v[e].key, keys[i]) == 0;
-		expired |= !held;
-	}
-	drop_keys(s->gva, keys, n, GVA_READ);
-	pthread_rwlock_unlock(&s->gva->lock);
-	if (!(results = calloc(n, sizeof(*results))))
+	if (!(results = calloc(n, sizeof(*results) + sizeof(*held))))
 		return MMC_MALLOC_FAILED;
+	held = (bool *)(results + n);
+	if (gva_keys_init(&ck, keys, n)) {
+		free(results);
+		return MMC_MALLOC_FAILED;
+	}
+	pthread_rwlock_wrlock(&s->gva->lock);
+	gva_tracker_drop_reads(s->gva, &ck, NULL, clock_ms(), held);
+	pthread_rwlock_unlock(&s->gva->lock);
+	for (size_t i = 0; i < n; i++)
+		expired |= !held[gva_keys_place(&ck, i)];
+	gva_keys_fini(&ck);
 	rc = key_batch_codes(s, WB_REMOVE_LEASE, keys, NULL, n, 0, results);
 	free(results);
 	if (rc)
@@ -380,11 +308,11 @@ static int plan_copies(struct mmc_store *s, const mmc_gva *gvas, void *const *bu
 	*expiry = UINT64_MAX;
 	for (size_t i = 0; i < n; i++) {
 		uint64_t g = gvas[i];
-		struct gva_entry *e;
+		const struct gva_entry *e;
 
 		if (!bufs[i] || !sizes[i] || !mmc_gva_valid(g))
 			return MMC_INVALID_PARAM;
-		e = find(s->gva, g, sizes[i], write ? GVA_WRITE : GVA_READ);
+		e = gva_tracker_find(s->gva, g, sizes[i], write ? GVA_WRITE : GVA_READ);
 		if (!e)
 			return MMC_INVALID_PARAM;
 		/* past its write lease the space may already belong to another object: never write there; nor under a

@@ -6,9 +6,6 @@
 #ifndef MMC_STORE_GVA_H
 #define MMC_STORE_GVA_H
 
-struct gva_tracker;
-
-struct gva_tracker *gva_tracker_new(void);
-void gva_tracker_free(struct gva_tracker *t);
+#include "gva_tracker.h"
 
 #endif

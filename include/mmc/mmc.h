@@ -726,14 +726,17 @@ MMC_API int mmc_batch_copy(mmc_store *s, const mmc_gva *gvas, void *const *bufs,
 /**
  * Publishes (write_results[i] == 0) or drops (non-zero) each key allocated by mmc_batch_malloc(). Acknowledged once
  * durable.
+ * A finish names an allocation, not only a key: the calling thread's latest mmc_batch_malloc() of the key, or,
+ * when this thread allocated none, the key's latest allocation by this store.
  * @param results [out] per key MMC_OK (also for an already readable key) or MMC_UNMATCHED_KEY (never allocated by
- *                this store, or reclaimed after its write lease)
+ *                this store, reclaimed after its write lease, or removed and put again since)
  * @return MMC_OK when accepted; MMC_INVALID_PARAM (s, keys, n, write_results, results); MMC_CLIENT_NOT_INIT;
  *         MMC_META_BACKUP_ERROR (published but not durable, see mmc_put_from()); MMC_NOT_CONNECTED_META;
  *         MMC_TIMEOUT; MMC_MALLOC_FAILED; MMC_INTERNAL_ERROR (every results[i] holds it).
- * Thread-safe; finish a key only after every thread's copies into it have returned, and only within its write
- * lease: the server knows a store's allocation by its key, so a finish after the lease ran out (its allocation
- * reclaimed) finishes another allocation of the same key the store made since, written or not.
+ * Thread-safe; finish a key only after every thread's copies into it have returned, and within its write lease.
+ * A thread finishing its own allocation after the lease ran out gets MMC_UNMATCHED_KEY even where another thread
+ * has allocated the key again; a thread finishing another thread's allocation late can still finish the newer
+ * allocation of the key, written or not.
  */
 MMC_API int mmc_batch_write_finish(mmc_store *s, const char *const *keys, const int32_t *write_results, size_t n,
                                    int *results);

@@ -2,6 +2,7 @@
  * The GVA one-copy flow: batch_malloc / batch_copy / batch_write_finish and batch_add_lease / batch_copy /
  * batch_remove_lease, across processes, with the lease rules that keep readers safe.
  */
+#include <pthread.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -194,6 +195,57 @@ Test(gva, a_grant_left_unfinished_does_not_answer_for_the_next_key_in_its_space)
 	memset(back, 0, sizeof(back));
 	cr_assert_eq(mmc_get_into(s, "next", back, two, MMC_COPY_G2H), 0);
 	cr_assert_eq(pattern_check(back, two, 32), two, "every byte is the new key's");
+}
+
+struct malloc_arg {
+	const char *key;
+	size_t size;
+	mmc_gva gva;
+	int rc;
+};
+
+static void *malloc_thread(void *arg)
+{
+	struct malloc_arg *a = arg;
+
+	a->rc = mmc_batch_malloc(s, &a->key, &a->size, 1, MMC_MEDIA_DRAM, 0, &a->gva);
+	return NULL;
+}
+
+/*
+ * Threads of a store share one session with the server. A thread whose write lease ran out, whose key another
+ * thread then allocated again, must not publish that allocation with its late finish: it did (a finish named only
+ * the key), and readers got the other thread's bytes half written. Now its finish names its own allocation.
+ */
+Test(gva, a_late_finish_does_not_publish_another_thread_s_allocation_of_the_key)
+{
+	const char *k[] = {"retried"};
+	struct malloc_arg b = {"retried", 8 * KiB, 0, -1};
+	size_t size = 8 * KiB;
+	char buf[8 * KiB], back[8 * KiB];
+	void *p = buf;
+	mmc_gva mine, g;
+	pthread_t th;
+	int res;
+
+	meta_clock("{\"freeze\":true}");
+	cr_assert_eq(mmc_batch_malloc(s, k, &size, 1, MMC_MEDIA_DRAM, 500, &mine), 0);
+	cr_assert_neq(mine, 0);
+	meta_clock("{\"advance_ms\":500}"); /* this thread's write lease runs out: the server reclaims it */
+	cr_assert_eq(pthread_create(&th, NULL, malloc_thread, &b), 0);
+	pthread_join(th, NULL);
+	cr_assert_eq(b.rc, 0);
+	cr_assert_neq(b.gva, 0, "another thread allocates the key again");
+	cr_assert_eq(mmc_batch_write_finish(s, k, &(int32_t){0}, 1, &res), 0);
+	cr_assert_eq(res, MMC_UNMATCHED_KEY, "the late finish names an allocation that is gone");
+	cr_assert_neq(mmc_is_exist(s, "retried"), 1, "the other thread's allocation is not published by it");
+	pattern_fill(buf, size, 41);
+	g = b.gva;
+	cr_assert_eq(mmc_batch_copy(s, &g, &p, &size, 1, MMC_COPY_H2G, 0), 0, "the other thread's grant still holds");
+	cr_assert_eq(mmc_batch_write_finish(s, k, &(int32_t){0}, 1, &res), 0);
+	cr_assert_eq(res, 0, "a finish from another thread than the malloc names the key's live allocation");
+	cr_assert_eq(mmc_get_into(s, "retried", back, size, MMC_COPY_G2H), 0);
+	cr_assert_eq(pattern_check(back, size, 41), size);
 }
 
 Test(gva, write_finish_results)
