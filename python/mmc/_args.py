@@ -57,20 +57,30 @@ def seq(v, name):
         raise TypeError("%s: expected a sequence, got %s" % (name, type(v).__name__)) from None
 
 
+def _nul(name):
+    # libmmc takes keys as C strings: "k\0one" and "k\0two" would both be "k", one key's bytes read for the other
+    return ValueError("%s: a key cannot hold a NUL character (libmmc keys are C strings)" % name)
+
+
 def key(k, name="key"):
     if isinstance(k, str):
-        return k.encode()
-    if isinstance(k, bytes):
-        return k
-    raise TypeError("%s: expected str, got %s" % (name, type(k).__name__))
+        k = k.encode()
+    elif not isinstance(k, bytes):
+        raise TypeError("%s: expected str, got %s" % (name, type(k).__name__))
+    if b"\0" in k:
+        raise _nul(name)
+    return k
 
 
 def keys(ks, name="keys"):
     ks = seq(ks, name)
     try:
-        return [k.encode() for k in ks]
+        out = [k.encode() for k in ks]
     except AttributeError:  # bytes keys, or a wrong type (TypeError from key())
         return [key(k, name) for k in ks]
+    if any(b"\0" in k for k in out):
+        raise _nul(name)
+    return out
 
 
 def key_array(encoded):

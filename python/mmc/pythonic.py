@@ -8,6 +8,7 @@
 """
 import ctypes
 import json
+import sys
 
 from . import _args as A
 from . import _lib
@@ -17,14 +18,16 @@ from .store import DistributedObjectStore, G2H, H2G
 
 _lib_handle = _lib.lib
 _log_fn = None  # keeps the ctypes callback alive
+_log_prev = None  # and the one before: a handler that replaces itself is still running in it
 
 
 def set_log_handler(fn):
     """fn(level: int, message: str) receives libmmc's log lines (any thread); None restores the default."""
-    global _log_fn
+    global _log_fn, _log_prev
     if fn is None:
-        _log_fn = None
+        # libmmc first: it returns once no thread is inside the old callback, which may be freed only then
         _lib_handle.mmc_set_log_handler(ctypes.cast(None, _lib.LOG_FN))
+        _log_prev, _log_fn = _log_fn, None
         return
 
     def tramp(level, msg):
@@ -35,7 +38,7 @@ def set_log_handler(fn):
 
     cb = _lib.LOG_FN(tramp)
     _lib_handle.mmc_set_log_handler(cb)
-    _log_fn = cb
+    _log_prev, _log_fn = _log_fn, cb
 
 
 class _Ref:
@@ -50,6 +53,20 @@ class _Ref:
             self.hold.release()
 
 
+def _within(n, size, name):
+    """size= of an object of n bytes: at most n (libmmc would read or write past the object's memory)."""
+    if size is None:
+        return n
+    size = A.uint(size, "size")
+    if size > n:
+        raise ValueError("%s: size %d exceeds the buffer's %d bytes" % (name, size, n))
+    return size
+
+
+def _numpy():
+    return sys.modules.get("numpy")  # loaded by whoever made a numpy object; never imported here
+
+
 def ref(obj, size=None, writable=False, name="buffer"):
     """The memory of obj: int address (with size), torch CPU tensor, numpy array or buffer-protocol object."""
     if isinstance(obj, int) and not isinstance(obj, bool):
@@ -61,22 +78,32 @@ def ref(obj, size=None, writable=False, name="buffer"):
             raise TypeError("%s: a %s tensor; mmc moves host memory only (use a CPU tensor)" % (name, obj.device))
         if not obj.is_contiguous():
             raise TypeError("%s: the tensor is not contiguous" % name)
-        n = obj.numel() * obj.element_size()
-        return _Ref(obj.data_ptr(), n if size is None else A.uint(size, "size"), obj)
-    ai = getattr(obj, "__array_interface__", None)
-    if ai is not None and hasattr(obj, "nbytes"):  # numpy.ndarray
+        if obj.is_conj() or obj.is_neg():
+            raise TypeError("%s: a lazily conjugated or negated view; resolve it first (resolve_conj(), "
+                            "resolve_neg())" % name)
+        return _Ref(obj.data_ptr(), _within(obj.numel() * obj.element_size(), size, name), obj)
+    np = _numpy()
+    if np is not None and isinstance(obj, np.generic):
+        # a scalar's __array_interface__ points at a temporary array, freed once the interface is dropped: its
+        # value goes in an array of its own, which the reference holds
+        if writable:
+            raise TypeError("%s: a numpy scalar cannot be written into" % name)
+        obj = np.array(obj)
+    if np is not None and isinstance(obj, np.ndarray):
         if not obj.flags.c_contiguous:
             raise TypeError("%s: the array is not C-contiguous" % name)
         if writable and not obj.flags.writeable:
             raise TypeError("%s: the array is read-only" % name)
-        return _Ref(ai["data"][0], obj.nbytes if size is None else A.uint(size, "size"), obj)
+        if obj.dtype.hasobject:
+            raise TypeError("%s: an array of Python objects holds pointers, not data" % name)
+        return _Ref(obj.__array_interface__["data"][0], _within(obj.nbytes, size, name), obj)
     b = A.Buffer(obj, name, writable=writable)
-    if size is not None:
-        size = A.uint(size, "size")
-        if size > b.len:
-            b.release()
-            raise ValueError("%s: size %d exceeds the buffer's %d bytes" % (name, size, b.len))
-    return _Ref(b.addr, b.len if size is None else size, b)
+    try:
+        n = _within(b.len, size, name)
+    except (TypeError, ValueError):
+        b.release()
+        raise
+    return _Ref(b.addr, n, b)
 
 
 _TENSOR_HEADER = 256  # bytes: b"MMCT" + JSON {dtype, shape, lib}, NUL padded
@@ -119,8 +146,9 @@ class Store:
     # ---- life cycle
     def close(self):
         if not getattr(self, "closed", True):
-            for (addr, n) in list(self._registered):
+            for (addr, n), held in list(self._registered.items()):
                 _lib_handle.mmc_unregister_buffer(self._raw._s, addr, n)
+                held.release()
             self._registered.clear()
             self._raw.close()
             self.closed = True
@@ -144,22 +172,28 @@ class Store:
 
     # ---- registration
     def register(self, obj, size=None):
-        """Registers obj's memory with the fabric (zero-copy transfers); the object must outlive it."""
+        """Registers obj's memory with the fabric (zero-copy transfers) until unregister() or close(). A
+        buffer-protocol object stays exported meanwhile (a bytearray cannot be resized: its memory cannot move)."""
         r = ref(obj, size)
-        try:
-            k = (r.addr, r.len)
-            if k not in self._registered:
-                _check(_lib_handle.mmc_register_buffer(self._raw._s, r.addr, r.len), "mmc_register_buffer")
-                self._registered[k] = obj
-        finally:
+        k = (r.addr, r.len)
+        if k in self._registered:
             r.release()
+            return
+        try:
+            _check(_lib_handle.mmc_register_buffer(self._raw._s, r.addr, r.len), "mmc_register_buffer")
+        except BaseException:
+            r.release()
+            raise
+        self._registered[k] = r
 
     def unregister(self, obj, size=None):
         r = ref(obj, size)
         try:
             k = (r.addr, r.len)
             _check(_lib_handle.mmc_unregister_buffer(self._raw._s, r.addr, r.len), "mmc_unregister_buffer")
-            self._registered.pop(k, None)
+            held = self._registered.pop(k, None)
+            if held is not None:
+                held.release()
         finally:
             r.release()
 

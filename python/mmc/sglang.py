@@ -24,12 +24,13 @@ module imports against a minimal stand-in base class that declares the same abst
 import json
 import logging
 import os
+import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Optional
 
 from .config import LocalConfig
-from ._lib import has as lib_has
+from ._lib import BATCH_MAX, has as lib_has
 from .store import DistributedObjectStore
 
 log = logging.getLogger(__name__)
@@ -112,6 +113,7 @@ _CONTROL = {"backend_name", "module_path", "class_name", "interface_v1", "device
             "conf_file_path", "prefix_timeout_ms"}
 # a load reads the leading pages that arrive within this, and SGLang recomputes the rest (0: wait for every page)
 _PREFIX_TIMEOUT_MS = 5000
+_FAILED = -1  # MMC_ERROR: a key a call gave no result of its own
 # the host pools' tensors, registered with the fabric once each (MHA's k_buffer / v_buffer are views of kv_buffer)
 _POOL_TENSORS = ("kv_buffer", "k_buffer", "v_buffer", "index_k_buffer", "index_k_scale_buffer")
 
@@ -248,6 +250,21 @@ class MmcHiCacheStorage(HiCacheStorage):
     def _object_keys(self, keys):
         return [self.prefix + k + s for k in keys for s in self.plan.suffixes]
 
+    @staticmethod
+    def _per_key(fn, n, *lists):
+        """fn over the per-key lists in calls of at most BATCH_MAX keys, one result per key. libmmc takes no more
+        in one call, and the store answers a larger batch with a single code: read as one result per key, it
+        would have left every page after the first marked as loaded or stored."""
+        out = []
+        for lo in range(0, n, BATCH_MAX):
+            hi = min(n, lo + BATCH_MAX)
+            res = list(fn(*(v[lo:hi] for v in lists)))
+            out += res if len(res) == hi - lo else [_FAILED] * (hi - lo)
+        return out
+
+    def _exist(self, okeys):
+        return self._per_key(self.store.batch_is_exist, len(okeys), okeys)
+
     def _page_results(self, res, pages):
         per = len(self.plan.suffixes)
         return [all(r == 0 for r in res[i * per:(i + 1) * per]) for i in range(pages)]
@@ -256,7 +273,7 @@ class MmcHiCacheStorage(HiCacheStorage):
     def batch_exists(self, keys, extra_info=None):
         if not keys or self._logical_anchor():
             return len(keys)
-        res = self.store.batch_is_exist(self._object_keys(keys))
+        res = self._exist(self._object_keys(keys))
         per = len(self.plan.suffixes)
         for i in range(len(keys)):
             if len(res) < (i + 1) * per or any(r != 1 for r in res[i * per:(i + 1) * per]):
@@ -291,24 +308,41 @@ class MmcHiCacheStorage(HiCacheStorage):
 
     def _put(self, okeys, ptrs, sizes):
         if self.plan.layered:
-            return self.store.batch_put_from_layers(okeys, ptrs, sizes)
-        return self.store.batch_put_from(okeys, [p[0] for p in ptrs], [n[0] for n in sizes])
+            return self._per_key(self.store.batch_put_from_layers, len(okeys), okeys, ptrs, sizes)
+        return self._per_key(self.store.batch_put_from, len(okeys), okeys, [p[0] for p in ptrs],
+                             [n[0] for n in sizes])
+
+    def _get_prefix(self, okeys, ptrs, sizes):
+        """How many objects from the first landed, read in calls of at most BATCH_MAX under one deadline for them
+        all; a negative code when the first call failed as a whole."""
+        end, landed = time.monotonic() + self.prefix_timeout_ms / 1000.0, 0
+        for lo in range(0, len(okeys), BATCH_MAX):
+            hi = min(len(okeys), lo + BATCH_MAX)
+            left_ms = max(1, int((end - time.monotonic()) * 1000))
+            if self.plan.layered:
+                got = self.store.batch_get_into_layers_prefix(okeys[lo:hi], ptrs[lo:hi], sizes[lo:hi], left_ms)
+            else:
+                got = self.store.batch_get_into_prefix(okeys[lo:hi], [p[0] for p in ptrs[lo:hi]],
+                                                       [n[0] for n in sizes[lo:hi]], left_ms)
+            if got < 0:
+                return got if lo == 0 else landed
+            landed += min(got, hi - lo)
+            if got < hi - lo:
+                break
+        return landed
 
     def _get(self, okeys, ptrs, sizes):
         """A load: the objects of pages in order, read as a prefix under the deadline when there is one (a stalled
         or dying peer then costs the request at most prefix_timeout_ms, not rma_timeout_ms per page)."""
         if self.prefix_timeout_ms and lib_has("mmc_batch_get_into_prefix"):
-            if self.plan.layered:
-                landed = self.store.batch_get_into_layers_prefix(okeys, ptrs, sizes, self.prefix_timeout_ms)
-            else:
-                landed = self.store.batch_get_into_prefix(okeys, [p[0] for p in ptrs], [n[0] for n in sizes],
-                                                          self.prefix_timeout_ms)
+            landed = self._get_prefix(okeys, ptrs, sizes)
             if landed < 0:
                 return [landed] * len(okeys)
             return [0] * landed + [-1] * (len(okeys) - landed)
         if self.plan.layered:
-            return self.store.batch_get_into_layers(okeys, ptrs, sizes)
-        return self.store.batch_get_into(okeys, [p[0] for p in ptrs], [n[0] for n in sizes])
+            return self._per_key(self.store.batch_get_into_layers, len(okeys), okeys, ptrs, sizes)
+        return self._per_key(self.store.batch_get_into, len(okeys), okeys, [p[0] for p in ptrs],
+                             [n[0] for n in sizes])
 
     def batch_get_v1(self, keys, host_indices, extra_info=None):
         if not keys or self._logical_anchor():
@@ -320,7 +354,7 @@ class MmcHiCacheStorage(HiCacheStorage):
         if not keys or self._logical_anchor():
             return [True] * len(keys)
         okeys, ptrs, sizes = self._page_buffers(keys, host_indices)
-        exist = self.store.batch_is_exist(okeys)
+        exist = self._exist(okeys)
         res = [0] * len(okeys)
         todo = [i for i, e in enumerate(exist) if e != 1]
         if todo:
@@ -400,7 +434,7 @@ class MmcHiCacheStorage(HiCacheStorage):
         okeys, ptrs, lens, page_of = self._flat_objects(keys, target_locations, target_sizes)
         ok = [loc is not None for loc in target_locations]
         if okeys:
-            for page, r in zip(page_of, self.store.batch_get_into(okeys, ptrs, lens)):
+            for page, r in zip(page_of, self._per_key(self.store.batch_get_into, len(okeys), okeys, ptrs, lens)):
                 ok[page] = ok[page] and r == 0
         return [loc if good else None for loc, good in zip(target_locations, ok)]
 
@@ -416,12 +450,12 @@ class MmcHiCacheStorage(HiCacheStorage):
         if src is None or len(src) != len(keys) or any(v is None for v in src):
             return False
         okeys, ptrs, lens, _ = self._flat_objects(keys, src, target_sizes)
-        exist = self.store.batch_is_exist(okeys)
+        exist = self._exist(okeys)
         todo = [i for i, e in enumerate(exist) if e != 1]
         if not todo:
             return True
-        res = self.store.batch_put_from([okeys[i] for i in todo], [ptrs[i] for i in todo],
-                                        [lens[i] for i in todo])
+        res = self._per_key(self.store.batch_put_from, len(todo), [okeys[i] for i in todo], [ptrs[i] for i in todo],
+                            [lens[i] for i in todo])
         return all(r == 0 for r in res)
 
     def clear(self):

@@ -93,6 +93,47 @@ class Pythonic(mmctest.ServerTest):
             with self.assertRaises(mmc.InvalidParamError):
                 s.get_prefix_into(keys, outs[:2], 2000)
 
+    def test_a_key_with_a_nul_is_refused(self):
+        """libmmc keys are C strings: "k\\0one" would be stored as "k", and read back for "k\\0two"."""
+        with self.open() as s:
+            for call in (lambda: s.put("py/nul\0one", b"AAAA"), lambda: s.exists("py/nul\0two"),
+                         lambda: s.batch_exists(["py/ok", "py/nul\0x"]), lambda: s.raw.put("k\0", b"x"),
+                         lambda: s.raw.batch_is_exist([b"py/nul\0bytes"])):
+                with self.assertRaises(ValueError):
+                    call()
+            self.assertFalse(s.exists("py/nul"), "nothing was stored under the key's first part")
+
+    def test_a_size_past_the_buffer_is_refused(self):
+        with self.open() as s:
+            s.put("py/big", np.zeros(4096, np.uint8))
+            for small in (np.zeros(4, np.uint8), torch.zeros(4, dtype=torch.uint8), bytearray(4)):
+                with self.assertRaises(ValueError):
+                    s.get_into("py/big", small, size=4096)
+                with self.assertRaises(ValueError):
+                    s.put("py/small", small, size=4096)
+            with self.assertRaises(TypeError):
+                s.get_into("py/big", np.empty(512, dtype=object))  # pointers, not data
+            with self.assertRaises(TypeError):
+                s.put("py/conj", torch.ones(2, dtype=torch.complex64).conj())
+
+    def test_numpy_scalars_are_stored_by_value(self):
+        """A numpy scalar's __array_interface__ points at a temporary array, freed once the interface is dropped."""
+        with self.open() as s:
+            s.put_batch(["py/s1", "py/s2"], [np.float64(1.5), np.float64(2.5)])
+            s.put("py/s3", np.int32(7))
+            self.assertEqual(s.get("py/s1"), np.float64(1.5).tobytes())
+            self.assertEqual(s.get("py/s2"), np.float64(2.5).tobytes())
+            self.assertEqual(s.get("py/s3"), np.int32(7).tobytes())
+
+    def test_a_registered_buffer_cannot_move(self):
+        with self.open() as s:
+            ba = bytearray(1 << 16)
+            s.register(ba)
+            with self.assertRaises(BufferError):
+                ba.extend(b"x")  # would move the memory the fabric has registered
+            s.unregister(ba)
+            ba.extend(b"x")
+
     def test_register(self):
         with self.open() as s:
             buf = torch.zeros(1 << 20, dtype=torch.uint8)

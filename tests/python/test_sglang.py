@@ -34,9 +34,9 @@ def load_dynamic(config, extra):
 
 
 class HiCache(mmctest.ServerTest):
-    def backend(self, tp_rank=0, mla=False, tag=None, v1=1):
+    def backend(self, tp_rank=0, mla=False, tag=None, v1=1, dram="64MB"):
         extra = {"backend_name": "mmc", "module_path": "mmc.sglang", "class_name": "MmcHiCacheStorage",
-                 "meta_service_url": self.meta.url, "protocol": mmctest.PROTOCOL, "dram_size": "64MB"}
+                 "meta_service_url": self.meta.url, "protocol": mmctest.PROTOCOL, "dram_size": dram}
         if v1 is not None:
             extra["interface_v1"] = v1
         if tag:
@@ -108,6 +108,32 @@ class HiCache(mmctest.ServerTest):
 
     def test_batch_v1_mla(self):
         self.run_v1(True)
+
+    def test_a_batch_past_libmmc_s_limit_goes_in_several_calls(self):
+        """More objects than one libmmc call takes (BATCH_MAX): the store answers such a batch with one code, which
+        read as one result per page left every page after the first marked as stored or loaded."""
+        pages, page_bytes = ms.BATCH_MAX + 3, 16
+        writer, reader = self.backend(0, True, dram="96MB"), self.backend(0, True, dram="96MB")
+        try:
+            src, dst = FakeHostPool(pages, 1, page_bytes, True), FakeHostPool(pages, 1, page_bytes, True)
+            src.kv_buffer.copy_(torch.randint(0, 256, src.kv_buffer.shape, dtype=torch.uint8))
+            writer.register_mem_pool_host(src)
+            reader.register_mem_pool_host(dst)
+            keys = ["%064x" % (0xb16 + i) for i in range(pages)]
+            idx = torch.arange(pages)
+            self.assertEqual(writer.batch_set_v1(keys, idx), [True] * pages)
+            self.assertEqual(reader.batch_exists(keys), pages)
+            reader.prefix_timeout_ms = 0  # the plain batch read, then the prefix read
+            self.assertEqual(reader.batch_get_v1(keys, idx), [True] * pages)
+            self.assertTrue(torch.equal(src.kv_buffer, dst.kv_buffer))
+            dst.kv_buffer.zero_()
+            reader.prefix_timeout_ms = 5000
+            writer.store.remove(keys[-1] + "__k")
+            self.assertEqual(reader.batch_get_v1(keys, idx), [True] * (pages - 1) + [False])
+            self.assertTrue(torch.equal(src.kv_buffer[:, :-1], dst.kv_buffer[:, :-1]))
+        finally:
+            writer.close()
+            reader.close()
 
     def test_tp_ranks_have_their_own_keys(self):
         a, b = self.backend(0), self.backend(1)
