@@ -179,7 +179,7 @@ size_t gva_keys_place(const struct gva_keys *k, size_t i)
 /* ---- passes over the grants of a call's keys ---- */
 
 void gva_tracker_finish_grants(const struct gva_tracker *t, const struct gva_keys *k, pthread_t self, uint64_t *tokens,
-                               uint64_t *seqs)
+                               uint64_t *seqs, uint64_t *losses)
 {
 	uint64_t *live = tokens; /* the key's live grant's seq, until the end; tokens are filled from seqs then */
 
@@ -205,12 +205,15 @@ void gva_tracker_finish_grants(const struct gva_tracker *t, const struct gva_key
 		const struct gva_entry *e = &t->v[r];
 		size_t i = e->kind == GVA_WRITE ? lookup(k, e->key, e->hash) : SIZE_MAX;
 
-		if (i != SIZE_MAX && e->seq == seqs[i])
+		if (i != SIZE_MAX && e->seq == seqs[i]) {
 			tokens[i] = e->token;
+			losses[i] = e->losses;
+		}
 	}
 	for (size_t i = 0; i < k->n; i++) { /* a key given twice: each place names the same grant */
 		tokens[i] = tokens[k->slot[i].place];
 		seqs[i] = seqs[k->slot[i].place];
+		losses[i] = losses[k->slot[i].place];
 	}
 }
 

@@ -77,10 +77,10 @@ void gva_keys_fini(struct gva_keys *k);
 size_t gva_keys_place(const struct gva_keys *k, size_t i);
 
 /* For each key i of k: the write grant a finish of it by thread self names (mmc.h, mmc_batch_write_finish):
- * self's latest for the key, else the key's live one. tokens[i] and seqs[i] are its token and seq, 0 when none.
- * Read lock. */
+ * self's latest for the key, else the key's live one. tokens[i] and seqs[i] are its token and seq, 0 when none;
+ * losses[i] its losses (left as it was when none). Read lock. */
 void gva_tracker_finish_grants(const struct gva_tracker *t, const struct gva_keys *k, pthread_t self, uint64_t *tokens,
-                               uint64_t *seqs);
+                               uint64_t *seqs, uint64_t *losses);
 /* Drops what a finish of k's keys by self settled: the grants seqs names, and self's older write grants of those
  * keys. Write lock. */
 void gva_tracker_drop_finished(struct gva_tracker *t, const struct gva_keys *k, const uint64_t *seqs, pthread_t self);

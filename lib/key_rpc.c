@@ -26,16 +26,19 @@ int fail_all(int *results, size_t n, int code)
 static int decode_keys(struct mcall *c, uint32_t body, const uint8_t *data, size_t len)
 {
 	struct key_rpc *k = c->arg;
-	struct wire_results sink = {k->on_result, k->arg, 0};
+	/* at most one result per key asked (the sinks index the caller's arrays by it), and one for each when the call
+	 * succeeded; a plain Reply only refuses the whole call: one that says success, or a positive code, is no
+	 * answer to a key batch (the caller would read results nobody wrote) */
+	struct wire_results sink = {k->on_result, k->arg, 0, k->items.n};
 	int32_t result;
 
 	if (body == WB_REPLY)
-		return meta_decode_reply(c, body, data, len);
-	if (body != WB_KEY_REPLY || wire_decode_key_reply(data, len, &sink, &result))
+		result = meta_decode_reply(c, body, data, len);
+	else if (body != WB_KEY_REPLY || wire_decode_key_reply(data, len, &sink, &result))
 		return MMC_INTERNAL_ERROR;
-	if (result == 0 && sink.count != k->items.n)
+	else if (result == 0 && sink.count != k->items.n)
 		return MMC_INTERNAL_ERROR;
-	return result;
+	return result < 0 || (result == 0 && body == WB_KEY_REPLY) ? result : MMC_INTERNAL_ERROR;
 }
 
 /* Calls that mean the same when sent twice: lookups, and removes (a second one finds the key gone). A put's alloc

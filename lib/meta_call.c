@@ -239,6 +239,26 @@ int meta_send(struct meta_conn *mc, uint32_t body, const pb_msgdesc_t *fields, c
 	return send_oneway(mc, body, fields, msg, 0, false, 0);
 }
 
+int meta_ping(struct meta_conn *mc)
+{
+	struct wbuf *b = tls_wbuf();
+	mmc_Ping ping = mmc_Ping_init_zero;
+	struct link l;
+	uint64_t id;
+	int rc;
+
+	if (!b)
+		return MMC_MALLOC_FAILED;
+	pthread_mutex_lock(&mc->lock);
+	rc = mc->state == MC_READY ? 0 : MMC_NOT_CONNECTED_META;
+	id = ++mc->next_id; /* answered, and the answer dropped: no call waits for this id */
+	l = link_of(mc);
+	pthread_mutex_unlock(&mc->lock);
+	if (rc || (rc = wire_encode(b, id, WB_PING, mmc_Ping_fields, &ping)))
+		return rc;
+	return send_frame(mc, l, b, 0);
+}
+
 int meta_send_deferred(struct meta_conn *mc, uint32_t body, const pb_msgdesc_t *fields, const void *msg)
 {
 	return send_oneway(mc, body, fields, msg, MSG_MORE, false, 0);

@@ -21,6 +21,7 @@
 #define BACKOFF_MAX      2000
 #define ELECTION_MS      150   /* how often to look again while the servers that answer all stand by... */
 #define ELECTION_FAST_MS 30000 /* ...for this long: a lease and a load; past it the lock store is likely down */
+#define SILENT_MS        10000 /* a server that announced no heartbeat timeout: the default one */
 
 static int connect_to(const char *host, uint16_t port)
 {
@@ -181,6 +182,7 @@ static int handshake_one(struct meta_conn *mc)
 	pthread_mutex_lock(&mc->lock);
 	if (rc == 0 && mc->state == MC_CONNECTING) {
 		mc->session = sess;
+		atomic_store(&mc->heard_ms, clock_ms());
 		mc->state = MC_READY;
 		pthread_cond_broadcast(&mc->state_cond);
 	} else if (rc == 0) {
@@ -247,6 +249,29 @@ static uint32_t retry_wait(int rc, uint32_t *backoff, uint64_t *since)
 	return wait;
 }
 
+/*
+ * A server that answers none of the pings for as long as it waits for a silent client (its heartbeat timeout) has
+ * stopped (paused, hung, its host gone without a reset): the connection is dropped as a lost one, so that calls
+ * waiting on it fail now rather than at timeout_ms, the store fails over to a new leader, and what this server
+ * granted stops being used (meta_conn_losses moves). TCP alone would keep a paused server's connection up. Lock
+ * held; true when it dropped it.
+ */
+static bool drop_if_silent(struct meta_conn *mc)
+{
+	uint64_t limit = mc->session.heartbeat_timeout_ms ? mc->session.heartbeat_timeout_ms : SILENT_MS;
+	uint64_t silent = clock_ms() - atomic_load(&mc->heard_ms);
+
+	if (limit < 3 * (uint64_t)mc->conf->c.heartbeat_ms)
+		limit = 3 * (uint64_t)mc->conf->c.heartbeat_ms; /* a few pings unanswered, at least */
+	if (silent <= limit)
+		return false;
+	lg_warn(
+	    "the meta server answered nothing for %llu ms (its heartbeat timeout: %llu ms): its connection is dropped",
+	    (unsigned long long)silent, (unsigned long long)limit);
+	shutdown(mc->fd, SHUT_RDWR); /* the reader fails what waits on it and ends the connection */
+	return true;
+}
+
 static void *keeper_main(void *arg)
 {
 	struct meta_conn *mc = arg;
@@ -259,14 +284,14 @@ static void *keeper_main(void *arg)
 		struct timespec dl;
 
 		if (mc->state == MC_READY) {
-			mmc_Ping ping = mmc_Ping_init_zero;
-
 			dl = clock_deadline(mc->conf->c.heartbeat_ms);
 			pthread_cond_timedwait(&mc->state_cond, &mc->lock, &dl);
 			if (mc->stop || mc->state != MC_READY)
 				continue;
+			if (drop_if_silent(mc))
+				continue;
 			pthread_mutex_unlock(&mc->lock);
-			meta_send(mc, WB_PING, mmc_Ping_fields, &ping);
+			meta_ping(mc);
 			pthread_mutex_lock(&mc->lock);
 			backoff = BACKOFF_MIN;
 			continue;

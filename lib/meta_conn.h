@@ -94,6 +94,9 @@ void meta_conn_close(struct meta_conn *mc);
 int meta_call(struct meta_conn *mc, uint32_t body, const pb_msgdesc_t *fields, const void *msg, struct mcall *c);
 /* Sends without waiting for any reply (id 0). */
 int meta_send(struct meta_conn *mc, uint32_t body, const pb_msgdesc_t *fields, const void *msg);
+/* A ping the server answers (the keeper's, every heartbeat_ms): an answer is what tells a server that stopped from
+ * one that is merely quiet. */
+int meta_ping(struct meta_conn *mc);
 /* meta_send, only on the connection whose meta_conn_losses() is conn (MMC_NOT_CONNECTED_META once another one is
  * up): for a message naming what that connection's server granted. */
 int meta_send_on(struct meta_conn *mc, uint64_t conn, uint32_t body, const pb_msgdesc_t *fields, const void *msg);

@@ -60,12 +60,13 @@ struct meta_conn {
 	 * Plain TCP only: under TLS the reader thread reads everything. rd belongs to the owner of the read side.
 	 */
 	enum { RD_NONE, RD_THREAD, RD_CALLER } rd_owner;
-	bool rd_failed;         /* a caller's read failed (or the connection is being dropped): the reader ends it */
-	uint64_t rd_active_ms;  /* clock_ms() when the newest reply came in */
-	uint64_t last_rtt_ns;   /* the newest reply's round trip: whether a waiting caller polls before it sleeps */
-	uint64_t spin_probe_ns; /* clock_ns() of the last poll after a slow reply (meta_read.c spin_for_reply) */
-	pthread_cond_t rd_cond; /* the reader thread waits here while callers read */
-	struct wbuf rd;         /* read and not yet dispatched */
+	bool rd_failed;            /* a caller's read failed (or the connection is being dropped): the reader ends it */
+	uint64_t rd_active_ms;     /* clock_ms() when the newest reply came in */
+	_Atomic uint64_t heard_ms; /* clock_ms() when the server last sent anything (the keeper drops a silent one) */
+	uint64_t last_rtt_ns;      /* the newest reply's round trip: whether a waiting caller polls before it sleeps */
+	uint64_t spin_probe_ns;    /* clock_ns() of the last poll after a slow reply (meta_read.c spin_for_reply) */
+	pthread_cond_t rd_cond;    /* the reader thread waits here while callers read */
+	struct wbuf rd;            /* read and not yet dispatched */
 };
 
 /* The connection a sender read under the lock. */

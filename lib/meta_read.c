@@ -115,6 +115,7 @@ static int read_frames(struct meta_conn *mc, int fd, struct meta_tls *tls)
 	if (n <= 0)
 		return MMC_ERROR;
 	b->len += (size_t)n;
+	atomic_store(&mc->heard_ms, clock_ms());
 	return rd_dispatch(mc);
 }
 

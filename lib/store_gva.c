@@ -133,42 +133,65 @@ int mmc_batch_malloc(mmc_store *s, const char *const *keys, const size_t *sizes,
 	return rc;
 }
 
-static bool on_code(void *arg, size_t i, const mmc_KeyResult *r)
+struct finish_ctx {
+	int *results;
+	const size_t *index; /* item i is key index[i] */
+};
+
+static bool on_finish(void *arg, size_t i, const mmc_KeyResult *r)
 {
-	((int *)arg)[i] = r->result;
+	const struct finish_ctx *f = arg;
+
+	f->results[f->index[i]] = r->result;
 	return true;
 }
 
 /*
  * A finish names the allocation, not only the key (its token): threads of a store share a session, so a thread
  * whose write lease ran out and whose key another thread allocated again would otherwise publish that allocation
- * before its copies were done. Its own allocation gone, it gets MMC_UNMATCHED_KEY.
+ * before its copies were done. Its own allocation gone, it gets MMC_UNMATCHED_KEY. And it goes only to the server
+ * that granted it (pinned): a server since gone took its allocations with it, and its successor may have given
+ * their tokens to others.
  */
 int mmc_batch_write_finish(mmc_store *s, const char *const *keys, const int32_t *write_results, size_t n, int *results)
 {
-	struct key_rpc k = {.body = WB_WRITE_FINISH, .req = mmc_KeyBatch_init_zero, .on_result = on_code};
+	struct finish_ctx f = {results, NULL};
+	struct key_rpc k = {.body = WB_WRITE_FINISH, .req = mmc_KeyBatch_init_zero, .on_result = on_finish, .arg = &f};
 	pthread_t self = pthread_self();
 	struct gva_keys ck;
-	uint64_t *tokens, *seqs;
+	uint64_t *tokens, *seqs, *losses, now;
+	size_t *index, m = 0;
 	int rc = check_keys(s, keys, n);
 
 	if (!rc && (!write_results || !results))
 		rc = MMC_INVALID_PARAM;
 	if (rc)
 		return fail_all(results, n, rc);
-	if (!(tokens = calloc(2 * n, sizeof(*tokens))))
+	if (!(tokens = calloc(4 * n, sizeof(*tokens))))
 		return fail_all(results, n, MMC_MALLOC_FAILED);
 	if (gva_keys_init(&ck, keys, n)) {
 		free(tokens);
 		return fail_all(results, n, MMC_MALLOC_FAILED);
 	}
 	seqs = tokens + n;
+	losses = seqs + n;
+	index = (size_t *)(losses + n);
+	now = meta_conn_losses(s->meta);
+	for (size_t i = 0; i < n; i++)
+		losses[i] = now;
 	pthread_rwlock_rdlock(&s->gva->lock);
-	gva_tracker_finish_grants(s->gva, &ck, self, tokens, seqs);
+	gva_tracker_finish_grants(s->gva, &ck, self, tokens, seqs, losses);
 	pthread_rwlock_unlock(&s->gva->lock);
-	k.arg = results;
-	k.items = (struct wire_items){.n = n, .keys = keys, .values = write_results, .tokens = tokens};
-	rc = key_rpc_call(s, &k);
+	for (size_t i = 0; i < n; i++) {
+		results[i] = MMC_UNMATCHED_KEY; /* granted by a server since gone, unless sent */
+		if (losses[i] == now)
+			index[m++] = i;
+	}
+	f.index = index;
+	k.items = (struct wire_items){.n = m, .keys = keys, .index = index, .values = write_results, .tokens = tokens};
+	k.pinned = true;
+	k.on_conn = now;
+	rc = m ? key_rpc_call(s, &k) : 0;
 	if (rc == 0) {
 		pthread_rwlock_wrlock(&s->gva->lock);
 		gva_tracker_drop_finished(s->gva, &ck, seqs, self);

@@ -328,8 +328,10 @@ int wire_decode_key_reply(const uint8_t *data, size_t len, struct wire_results *
 			mmc_KeyResult k = mmc_KeyResult_init_zero;
 			struct pb_rd s = pb_rd_sub(&r);
 
-			if (r.bad)
+			if (r.bad || sink->count >= sink->max) {
+				r.bad = true;
 				break;
+			}
 			result_parse(&s, &k);
 			r.bad |= s.bad || !sink->fn(sink->arg, sink->count++, &k);
 		} else {

@@ -112,11 +112,12 @@ struct wire_results {
 	wire_result_fn fn;
 	void *arg;
 	size_t count; /* results seen */
+	size_t max;   /* results the caller has room for (SIZE_MAX: no bound); one more is a malformed body */
 };
 
 /* Decodes a KeyBatchReply body, streaming items into sink; *result gets the whole-call result. Returns 0, or
- * MMC_INVALID_PARAM for a malformed body (or one with more blobs in a result than mmc_KeyResult holds) or a sink
- * that returned false. */
+ * MMC_INVALID_PARAM for a malformed body (one with more results than sink->max, or more blobs in a result than
+ * mmc_KeyResult holds) or a sink that returned false. Items past sink->max never reach sink->fn. */
 int wire_decode_key_reply(const uint8_t *data, size_t len, struct wire_results *sink, int32_t *result);
 
 #endif

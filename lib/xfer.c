@@ -215,16 +215,24 @@ mark:
  * names the blob's incarnation and key; whether the owner survived the copy is checked when the call's copies are
  * done (host_check), or at once when this call has too many pools to remember.
  */
-static int copy_host(struct xfer_ctx *x, int write, size_t i, const struct peer *p, const struct xfer_target *t)
+/* A copy in this process's memory goes only where the pool is: a target the meta server got wrong (a bug, a
+ * hostile server) would otherwise read or write whatever lies past it. */
+static bool in_pool(const struct xfer_key *k, const struct xfer_target *t, size_t pool_size)
 {
-	struct xfer_key *k = key_at(x, i);
 	size_t total = 0;
-	bool later;
-	int rc;
 
 	for (uint32_t j = 0; j < k->npieces; j++)
 		total += k->pieces[j].len;
-	if (t->media != MMC_MEDIA_DRAM || t->offset > p->map->size || total > p->map->size - t->offset)
+	return t->media == MMC_MEDIA_DRAM && t->offset <= pool_size && total <= pool_size - t->offset;
+}
+
+static int copy_host(struct xfer_ctx *x, int write, size_t i, const struct peer *p, const struct xfer_target *t)
+{
+	struct xfer_key *k = key_at(x, i);
+	bool later;
+	int rc;
+
+	if (!in_pool(k, t, p->map->size))
 		return MMC_INTERNAL_ERROR;
 	if ((rc = host_note(x, i, p, t, &later)))
 		return rc;
@@ -315,7 +323,7 @@ static int flush(struct xfer_ctx *x, struct fab_batch *b, int write, uint32_t ta
 
 	if (!g->count)
 		return 0;
-	if (g->off + g->total > size)
+	if (g->off > size || g->total > size - g->off)
 		return MMC_INTERNAL_ERROR;
 	if (x->pending)
 		x->pending[tag]++; /* before the post: completions are reaped inside later posts */
@@ -417,7 +425,9 @@ static void post_key(struct xfer_ctx *x, struct fab_batch *b, int write, size_t 
 		/* after peer_of: it may have waited for a new meta connection and learned the pool's new key from it */
 		if (rc == 0 && write && x->hook && x->hook->lease)
 			rc = x->hook->lease(x->hook->arg);
-		if (rc == 0 && p.self)
+		if (rc == 0 && p.self && !in_pool(k, &k->targets[r], x->s->pool.size))
+			rc = MMC_INTERNAL_ERROR;
+		else if (rc == 0 && p.self)
 			rc = copy_pieces(x, (char *)x->s->pool.base + k->targets[r].offset, write, k, &p,
 			                 &k->targets[r]);
 		else if (rc == 0 && p.map)

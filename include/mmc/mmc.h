@@ -46,7 +46,9 @@
  *   not survive fork); create a new one.
  * - A buffer passed to mmc_register_buffer() must stay mapped until mmc_unregister_buffer() or mmc_teardown().
  * - Which calls block, and for how long: every meta round trip is bounded by mmc_local_config.timeout_ms
- *   (default 60 s); waiting for a lost meta connection by retry_ms (default 0). Data calls also block until their
+ *   (default 60 s), and by the meta server's heartbeat timeout (default 10 s) when the server answers nothing at
+ *   all (paused, hung): the store then drops its connection and the call fails with MMC_NOT_CONNECTED_META.
+ *   Waiting for a lost meta connection is bounded by retry_ms (default 0). Data calls also block until their
  *   bytes have moved or failed, each stalled RMA for at most rma_timeout_ms (default 10 s). A put may wait at the
  *   meta server for leased memory to be released (ock.mmc.meta.evict_wait_ms, default 2 s); mmc_prefetch_keys() and
  *   mmc_evict_keys() wait for the SSD I/O. mmc_init() waits for the TCP connect (at most 5 s) and two round trips,

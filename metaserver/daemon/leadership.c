@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/file.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -21,6 +22,7 @@
 #include "mmc/mmc.h"
 #include "persist.h"
 #include "sd_notify.h"
+#include "store_uri.h"
 #include "tcp_url.h"
 
 #define RESTART_GRACE_MS 200 /* a demoted leader answers for this long (replies, health) before it restarts */
@@ -47,11 +49,42 @@ static void arm(struct event *ev, unsigned ms)
 
 static void changed(void *arg);
 
+/* Whether two redis:// URIs name one Redis and db (the lock's own key is then in the store's keyspace). */
+static bool same_redis(const char *a, const char *b)
+{
+	struct redis_uri x, y;
+	char err[256];
+
+	return redis_uri_parse(a, &x, err, sizeof(err)) == 0 && redis_uri_parse(b, &y, err, sizeof(err)) == 0 &&
+	       strcasecmp(x.host, y.host) == 0 && x.port == y.port && x.db == y.db;
+}
+
+void leadership_fence(struct meta *m)
+{
+	const char *key, *lock = kvcm_conf()->lock_uri;
+	char value[1024];
+	bool lmdb = !m->conf.store_uri[0] || strcmp(m->conf.store_uri, "lmdb") == 0;
+
+	if (!m->rpc->ha)
+		return;
+	persist_set_fence(m->persist, ha_fence, m->rpc->ha);
+	if (lmdb)
+		return; /* the data dir's lock keeps every other process out */
+	/* a Redis store in the lock's own Redis and db also refuses, at Redis, commits once another node holds the
+	 * lock: a commit on its way when this node was paused fails there */
+	if (same_redis(lock, m->conf.store_uri) && ha_lock_redis_key(m->rpc->ha, &key, value, sizeof(value)) &&
+	    persist_set_redis_fence_key(m->persist, key, value) == 0)
+		log_info("op=ha_fence fence_key=%s (every commit checks the lock at Redis)", key);
+	else
+		log_warn(
+		    "op=ha_fence store=redis fence=lease_clock (the lock is not in the store's Redis and db: a commit "
+		    "sent just before this node lost its lease can still land; put the lock in the store's Redis for "
+		    "a fence at Redis)");
+}
+
 static void promote(struct meta *m)
 {
 	struct meta_err e;
-	char value[1024];
-	const char *key;
 
 	/* the previous leader's process may still hold the LMDB data dir (paused): asked before loading so that a
 	 * standby waiting for it does not log a failed open every loop */
@@ -64,6 +97,9 @@ static void promote(struct meta *m)
 		arm(L.retry_ev, ha_loop_interval_ms(m->rpc->ha));
 		return;
 	}
+	/* the lease this load is for: lost and won back while loading reads as a change, so another node may have
+	 * led (and written) meanwhile, which this load did not see */
+	L.led_as = ha_transitions(m->rpc->ha);
 	if (L.load(m)) { /* loaded halfway, or not at all: only a fresh process tries again cleanly */
 		log_error("op=ha_promote err=load_failed (restarting as a standby)");
 		ha_demote(m->rpc->ha);
@@ -71,23 +107,15 @@ static void promote(struct meta *m)
 		arm(L.restart_ev, RESTART_GRACE_MS);
 		return;
 	}
-	persist_set_fence(m->persist, ha_fence, m->rpc->ha);
-	/* a Redis store in the lock's own Redis and db also refuses commits once another node holds the lock; only
-	 * then: the key is looked up in the store's Redis (LMDB: no-op) */
-	if (strcmp(kvcm_conf()->lock_uri, m->conf.store_uri) == 0 &&
-	    ha_lock_redis_key(m->rpc->ha, &key, value, sizeof(value)) &&
-	    persist_set_redis_fence_key(m->persist, key, value) == 0)
-		log_info("op=ha_promote fence_key=%s (every commit checks the lock at Redis)", key);
 	meta_err_clear(&e);
 	if (kvcm_promote(server_of(m)->kvcm, m->persist, &e)) {
 		log_error("op=ha_promote component=kvcm err=\"%s\"", e.message);
 		exit(1);
 	}
-	if (!ha_lease_valid(m->rpc->ha)) { /* lost while loading: what was loaded is not ours to serve */
-		changed(m);
+	if (!ha_lease_valid(m->rpc->ha) || ha_transitions(m->rpc->ha) != L.led_as) {
+		changed(m); /* lost while loading: what was loaded is not ours to serve */
 		return;
 	}
-	L.led_as = ha_transitions(m->rpc->ha);
 	ha_set_serving(m->rpc->ha, true);
 	log_info("op=ha_promote node=\"%s\" objects=%llu services=%u", ha_self(m->rpc->ha)->node_id,
 	         (unsigned long long)m->nobjects, m->nservices);

@@ -20,6 +20,10 @@ int leadership_check(char *err, size_t errlen);
 int leadership_open(struct meta *m, int argc, char **argv, int (*load)(struct meta *m), char *err, size_t errlen);
 /* Once the listeners are up: writes this node's addresses into the lock record and starts campaigning. */
 int leadership_start(struct meta *m, const char *rpc_host, unsigned rpc_port);
+/* Installs the store's fences for the node about to lead (no-op without an elector): the lease, asked before every
+ * commit, and where the lock lives in the store's Redis and db, the lock key checked at Redis. Called by the load
+ * as soon as the store is open, so that the load's own writes are fenced too. */
+void leadership_fence(struct meta *m);
 /* Stops the elector and gives the lock back (shutdown). */
 void leadership_close(struct meta *m);
 

@@ -319,6 +319,7 @@ static enum exit_code open_store(struct meta *m)
 			return start_failed(EXIT_DATA_DIR_BUSY, "data_dir_in_use", err);
 		return start_failed(EXIT_DATA_DIR, lmdb ? "data_dir" : "store", err);
 	}
+	leadership_fence(m);
 	log_info("op=start store=%s uri=\"%s\"", persist_backend_name(m->persist), m->conf.store_uri); /* masked */
 	if (objects_tables_open(m) || persist_table(m->persist, "services", &m->db_services) ||
 	    persist_table(m->persist, "info", &m->db_info))

@@ -129,19 +129,17 @@ bool persist_op_next(const struct persist_ops *ops, size_t *off, struct persist_
  * asked last, so that a leader paused between the two cannot commit on a lease it lost meanwhile. */
 static int batch_commit(struct persist *p, const struct batch *b)
 {
-	struct persist_ops ops = {b->ops, b->len, b->nops};
-	bool (*fence)(void *);
-	void *fence_arg;
+	struct persist_ops ops = {b->ops, b->len, b->nops, NULL, NULL};
 	uint64_t t0;
 	int rc;
 
 	if (p->test_delay_ms)
 		usleep(p->test_delay_ms * 1000u);
 	pthread_mutex_lock(&p->mu);
-	fence = p->fence;
-	fence_arg = p->fence_arg;
+	ops.fence = p->fence;
+	ops.fence_arg = p->fence_arg;
 	pthread_mutex_unlock(&p->mu);
-	if (fence && !fence(fence_arg)) {
+	if (ops.fence && !ops.fence(ops.fence_arg)) {
 		unsigned long long skipped;
 
 		if (persist_fail_log_due(&p->fenced_log, &skipped))
@@ -302,7 +300,7 @@ static void opened(struct persist *p, struct batch *b, bool commit)
 /* The deletes of a failed batch b in tables that retry them go into the open batch (persist_table_retry_deletes). */
 static void retry_deletes(struct persist *p, const struct batch *b)
 {
-	struct persist_ops ops = {b->ops, b->len, b->nops};
+	struct persist_ops ops = {b->ops, b->len, b->nops, NULL, NULL};
 	struct persist_op op;
 	size_t off = 0;
 

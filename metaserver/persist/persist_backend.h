@@ -37,6 +37,10 @@ struct persist_op {
 struct persist_ops {
 	const unsigned char *buf;
 	size_t len, nops;
+	/* persist_set_fence's, asked once more by a backend whose commit goes over a network, just before it sends:
+	 * the round trips before the send (connect, reads) can outlast the lease (NULL: none) */
+	bool (*fence)(void *arg);
+	void *fence_arg;
 };
 
 /*

@@ -439,11 +439,18 @@ static enum outcome send_fenced(struct redis_store *s, char *err, size_t errlen)
 	return send_plan(s, key, want, err, errlen);
 }
 
-static enum outcome commit_once(struct redis_store *s, const struct persist_op *v, size_t n, bool *touched, char *err,
-                                size_t errlen)
+/* ops' fence (NULL: none) is asked after the plan's reads, just before the send: a leader paused or slowed past its
+ * lease in between sends nothing. What Redis gets after that is bounded by the network alone; the fence key
+ * (send_fenced) closes that too, where the lock is in the store's Redis and db. */
+static enum outcome commit_once(struct redis_store *s, const struct persist_op *v, size_t n,
+                                const struct persist_ops *ops, bool *touched, char *err, size_t errlen)
 {
 	enum outcome out = plan_batch(s, v, n, touched, err, errlen);
 
+	if (out == DONE && ops && ops->fence && !ops->fence(ops->fence_arg)) {
+		snprintf(err, errlen, "fenced: this server no longer leads");
+		return FAILED;
+	}
 	return out == DONE ? send_fenced(s, err, errlen) : out;
 }
 
@@ -460,14 +467,14 @@ static void log_refusal(struct redis_store *s, const char *err, size_t nops)
 }
 
 /* Commits ops (v, n), retrying once on a fresh connection if the first broke. */
-static int commit_ops(struct redis_store *s, const struct persist_op *v, size_t n)
+static int commit_ops(struct redis_store *s, const struct persist_op *v, size_t n, const struct persist_ops *ops)
 {
 	bool touched[PERSIST_MAX_TABLES] = {false};
 	enum outcome out = BROKEN;
 	char err[256];
 
 	for (int attempt = 0; attempt < 2 && out == BROKEN && ensure(s); attempt++)
-		if ((out = commit_once(s, v, n, touched, err, sizeof(err))) == BROKEN)
+		if ((out = commit_once(s, v, n, ops, touched, err, sizeof(err))) == BROKEN)
 			broke(s, err);
 	for (uint32_t t = 0; t < PERSIST_MAX_TABLES; t++)
 		if (touched[t])
@@ -497,7 +504,7 @@ static int redis_commit(struct persist_backend *be, const struct persist_ops *op
 	s->opv = v;
 	while (n < ops->nops && persist_op_next(ops, &off, &s->opv[n]))
 		n++;
-	return commit_ops(s, s->opv, n);
+	return commit_ops(s, s->opv, n, ops);
 }
 
 /* Loads and reads need Redis now: one connection attempt, whatever the backoff. */
@@ -739,7 +746,7 @@ static int move_page(const redisReply *page, void *arg)
 			    .table = m->table, .key = k->str, .klen = k->len, .val = val->str, .vlen = val->len};
 	}
 	m->moved += n;
-	return n && commit_ops(s, s->opv, n) ? MMC_ERROR : 0;
+	return n && commit_ops(s, s->opv, n, NULL) ? MMC_ERROR : 0;
 }
 
 /*

@@ -258,6 +258,7 @@ struct meta {
 	uint64_t next_incarnation;
 	uint64_t next_object_id;
 	uint64_t object_id_ceiling; /* ids below it are reserved in the store (object_next_id) */
+	uint64_t object_id_seq;     /* the batch writing the ceiling, until it lands (0: none in flight) */
 	/* the data dir's key of the services' rejoin secrets (service_secret.c) */
 	uint8_t service_key[32];
 	struct list orphans; /* SSD segments of services that left, waiting to be adopted (services.c, tier.c) */

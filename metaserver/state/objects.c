@@ -437,8 +437,11 @@ void object_renumber(struct meta *m, struct object *o)
  * under, so it must never name two objects, across restarts and failovers too: a release from before a restart
  * would unpin another reader's object of the same key, and a record delete queued for an old id would take a new
  * record with it. The highest id a load finds is not enough (the newest objects may have been removed), so the
- * store keeps a ceiling, ID_RESERVE ids ahead of the last id given: one write per ID_RESERVE objects, in the batch
- * before the record that first uses an id past it. A load starts above the ceiling it finds.
+ * store keeps a ceiling above every id given, a load starts at the ceiling it finds, and no id past the ceiling
+ * on disk should reach a client (an allocation's reply is not held for its batch, and a failover would give its id
+ * again). So the ceiling moves ahead early: once half of its reserve is used, a new one ID_RESERVE ahead is
+ * written (one write per ID_RESERVE / 2 objects), durable long before the ids reach the old one; a batch that
+ * failed is written again at the next id.
  */
 #define ID_RESERVE (1u << 20)
 static const char id_ceiling_key[] = "object_id_ceiling";
@@ -447,10 +450,16 @@ uint64_t object_next_id(struct meta *m)
 {
 	uint64_t id = ++m->next_object_id;
 
-	if (id >= m->object_id_ceiling) {
+	if (m->object_id_seq && persist_seq_state(m->persist, m->object_id_seq) != PERSIST_SEQ_PENDING) {
+		if (persist_seq_state(m->persist, m->object_id_seq) == PERSIST_SEQ_LOST)
+			m->object_id_ceiling = 0; /* written again below */
+		m->object_id_seq = 0;
+	}
+	if (!m->object_id_seq && id + ID_RESERVE / 2 >= m->object_id_ceiling) {
 		m->object_id_ceiling = id + ID_RESERVE;
 		persist_put(m->persist, m->db_info, id_ceiling_key, sizeof(id_ceiling_key) - 1, &m->object_id_ceiling,
 		            sizeof(m->object_id_ceiling));
+		m->object_id_seq = persist_wait_seq(m->persist);
 	}
 	return id;
 }
@@ -469,6 +478,7 @@ int objects_ids_load(struct meta *m, uint64_t max_id)
 		return MMC_ERROR;
 	m->next_object_id = max_id > ceiling ? max_id : ceiling;
 	m->object_id_ceiling = m->next_object_id; /* the first id given writes a new ceiling */
+	m->object_id_seq = 0;
 	return 0;
 }
 

@@ -103,7 +103,7 @@ static void client_reply(const uint8_t *p, size_t len)
 {
 	Mmc__KeyBatchReply *ref = mmc__key_batch_reply__unpack(NULL, len, p);
 	struct expect e = {ref, NULL};
-	struct wire_results sink = {check_result, &e, 0};
+	struct wire_results sink = {check_result, &e, 0, SIZE_MAX};
 	int32_t result;
 	int rc;
 

@@ -784,8 +784,8 @@ Test(ha, a_standby_on_a_public_bind_needs_credentials)
 }
 
 /* Metadata in Redis and the lock in the same Redis: a commit is fenced by the lease and, at Redis, by the lock key
- * itself. kill -9 of the leader: the standby loads from Redis (no data dir to wait for) and every acknowledged put
- * reads back. */
+ * itself, also where the two URIs spell the same db two ways (the store's names no db: 0). kill -9 of the leader:
+ * the standby loads from Redis (no data dir to wait for) and every acknowledged put reads back. */
 Test(ha, redis_store_and_lock_fail_over_together)
 {
 	char store[400];
@@ -794,9 +794,9 @@ Test(ha, redis_store_and_lock_fail_over_together)
 	mmc_store *st;
 
 	start_redis();
-	snprintf(store, sizeof(store), "ock.mmc.meta.store_uri=%s", cl.lock_uri);
+	snprintf(store, sizeof(store), "ock.mmc.meta.store_uri=%s", redis.uri); /* the lock's is .../0 */
 	leader = start_and_elect(2, extra);
-	cr_expect(metaserver_log_has(&cl.s[leader], "fence_key=kvcm_lock:mmc_leader"),
+	cr_expect(metaserver_log_has(&cl.s[leader], "op=ha_fence fence_key=kvcm_lock:mmc_leader"),
 	          "the Redis store checks the lock");
 	st = ha_store(true);
 	for (int i = 0; i < 20; i++) {

@@ -214,6 +214,49 @@ Test(stall, a_timed_out_get_never_lands_later, .fini = stop, .timeout = 120)
 	node_kill(&owner);
 }
 
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/*
+ * A meta server that stops answering (paused, hung) while its connections stay up: a store drops its connection
+ * once the server has answered none of its pings for the server's heartbeat timeout, so a call waiting on it fails
+ * then (MMC_NOT_CONNECTED_META), not after timeout_ms, and what that server granted stops being used; the store is
+ * back once the server runs again. TCP alone kept the connection, and the call waited out timeout_ms.
+ */
+Test(stall, a_stopped_meta_server_is_dropped_after_its_heartbeat_timeout, .fini = stop, .timeout = 120)
+{
+	const char *conf[] = {"ock.mmc.meta.heartbeat_timeout_ms=1500", NULL};
+	mmc_local_config c;
+	mmc_store *s = mmc_create();
+	uint64_t t0, waited;
+	int rc = -1;
+
+	cr_assert_eq(metaserver_start(&meta, conf), 0);
+	c = fixture_config(meta.url, 0);
+	c.timeout_ms = 30000;
+	c.retry_ms = 0;
+	cr_assert_eq(mmc_setup(s, &c), 0);
+	cr_assert_eq(mmc_init(s, 0, 0), 0);
+	cr_assert_eq(mmc_is_exist(s, "k"), 0);
+	stop_process(meta.pid);
+	t0 = now_ms();
+	rc = mmc_is_exist(s, "k");
+	waited = now_ms() - t0;
+	cr_assert_eq(kill(meta.pid, SIGCONT), 0);
+	cr_expect_eq(rc, MMC_NOT_CONNECTED_META, "a call to the stopped server: %d after %llu ms", rc,
+	             (unsigned long long)waited);
+	cr_expect_lt(waited, 10000, "the call waited %llu ms: the silence was not noticed", (unsigned long long)waited);
+	for (uint64_t end = now_ms() + 15000; (rc = mmc_is_exist(s, "k")) != 0 && now_ms() < end;)
+		usleep(50000);
+	cr_expect_eq(rc, 0, "the store is back once the server runs again");
+	mmc_destroy(s);
+}
+
 /* Continues pid after ms, from a child: the caller meanwhile waits in a call. */
 static pid_t continue_later(pid_t pid, unsigned ms)
 {

@@ -77,7 +77,7 @@ Test(gva_tracker, a_read_grant_retired_is_gone_a_write_grant_stays_for_its_finis
 {
 	const char *keys[] = {"old"};
 	struct gva_keys k;
-	uint64_t tokens[1], seqs[1];
+	uint64_t tokens[1], seqs[1], losses[1] = {99};
 
 	add(grant(GVA_READ, "r-old", 0x10000, 0x1000, 1));
 	add(grant(GVA_READ, "r-new", 0x10000, 0x1000, 2));
@@ -87,7 +87,7 @@ Test(gva_tracker, a_read_grant_retired_is_gone_a_write_grant_stays_for_its_finis
 	cr_assert_eq(t->n, 3);
 	cr_assert_eq(token_at(0x20000, 0x1000, GVA_WRITE), 4);
 	cr_assert_eq(gva_keys_init(&k, keys, 1), 0);
-	gva_tracker_finish_grants(t, &k, pthread_self(), tokens, seqs);
+	gva_tracker_finish_grants(t, &k, pthread_self(), tokens, seqs, losses);
 	cr_assert_eq(tokens[0], 3, "the finish of the retired grant's key names it: the server then refuses it");
 	gva_tracker_drop_finished(t, &k, seqs, pthread_self());
 	cr_assert_eq(t->n, 2);
@@ -109,29 +109,32 @@ Test(gva_tracker, a_finish_names_its_thread_s_grant_else_the_live_one)
 	struct gva_entry mine = grant(GVA_WRITE, "k", 0x10000, 0x1000, 7),
 	                 theirs = grant(GVA_WRITE, "k", 0x40000, 0x1000, 8);
 	struct gva_keys k;
-	uint64_t tokens[3], seqs[3];
+	uint64_t tokens[3], seqs[3], losses[3] = {99, 99, 99};
 	pthread_t th;
 
 	cr_assert_eq(pthread_create(&th, NULL, add_from_another_thread, &theirs), 0);
 	pthread_join(th, NULL);
+	mine.losses = 3; /* granted on the connection before the last loss */
 	add(mine);
 	add(theirs); /* later, another thread's, not overlapping */
 	cr_assert_eq(gva_keys_init(&k, keys, 3), 0);
-	gva_tracker_finish_grants(t, &k, pthread_self(), tokens, seqs);
+	gva_tracker_finish_grants(t, &k, pthread_self(), tokens, seqs, losses);
 	cr_assert_eq(tokens[0], 7, "this thread's own, not the newer one");
 	cr_assert_eq(tokens[1], 7, "a key given twice names the same grant");
 	cr_assert_eq(tokens[2], 0, "no grant: the key alone");
-	gva_tracker_finish_grants(t, &k, th, tokens, seqs); /* as the other thread */
+	cr_assert_eq(losses[0], 3, "the connection it was granted on, so that the finish goes to that server only");
+	cr_assert_eq(losses[2], 99, "no grant: left as it was");
+	gva_tracker_finish_grants(t, &k, th, tokens, seqs, losses); /* as the other thread */
 	cr_assert_eq(tokens[0], 8);
 	gva_keys_fini(&k);
 	cr_assert_eq(gva_keys_init(&k, keys + 2, 1), 0);
-	gva_tracker_finish_grants(t, &k, pthread_self(), tokens, seqs);
+	gva_tracker_finish_grants(t, &k, pthread_self(), tokens, seqs, losses);
 	cr_assert_eq(tokens[0], 0);
 	gva_keys_fini(&k);
 	/* a thread that allocated nothing names the key's live grant */
 	keys[2] = "k";
 	cr_assert_eq(gva_keys_init(&k, keys + 2, 1), 0);
-	gva_tracker_finish_grants(t, &k, (pthread_t)0, tokens, seqs);
+	gva_tracker_finish_grants(t, &k, (pthread_t)0, tokens, seqs, losses);
 	cr_assert_eq(tokens[0], 8, "the newest live grant of the key");
 	gva_keys_fini(&k);
 }

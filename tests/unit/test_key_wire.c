@@ -151,7 +151,7 @@ Test(key_wire, the_client_reads_what_the_server_writes)
 		int32_t result = rand_r(&seed) % 5 ? 0 : -(int32_t)field(16), got_result;
 		uint8_t *end = items;
 		struct got g = {0};
-		struct wire_results sink = {keep, &g, 0};
+		struct wire_results sink = {keep, &g, 0, SIZE_MAX};
 		const uint8_t *data;
 		uint64_t id = field(64), got_id;
 		uint32_t body;

@@ -229,7 +229,7 @@ Test(wire, key_batch_reply_streams_results)
 	Mmc__KeyResult r[3], *pr[3];
 	Mmc__Blob b[8], *pb[8];
 	struct seen seen = {0};
-	struct wire_results sink = {collect, &seen, 0};
+	struct wire_results sink = {collect, &seen, 0, SIZE_MAX};
 	uint32_t body;
 	const uint8_t *data;
 	size_t dlen;
@@ -275,6 +275,14 @@ Test(wire, key_batch_reply_streams_results)
 	cr_assert_eq(seen.checksum_type[1], MMC_WIRE_CHECKSUM_NONE);
 	cr_assert_eq(seen.result[1], MMC_OBJECT_NOT_EXISTS);
 	cr_assert_eq(seen.result[2], 1);
+
+	/* more results than the caller asked for: refused before the one past the last reaches the sink (which would
+	 * write past the caller's arrays) */
+	sink.max = 2;
+	seen.n = 0;
+	cr_assert_eq(wire_decode_key_reply(data, dlen, &sink, &result), MMC_INVALID_PARAM);
+	cr_assert_eq(seen.n, 2);
+	sink.max = SIZE_MAX;
 
 	/* a whole-call error with no items */
 	rep.result = MMC_INVALID_PARAM;
@@ -329,7 +337,7 @@ Test(wire, key_reply_skips_later_fields_and_refuses_bad_bytes)
 {
 	static uint8_t buf[1024];
 	struct seen seen = {0};
-	struct wire_results sink = {collect, &seen, 0}, no = {refuse, NULL, 0};
+	struct wire_results sink = {collect, &seen, 0, SIZE_MAX}, no = {refuse, NULL, 0, SIZE_MAX};
 	static const uint8_t group[] = {0x12, 0x02, 0x0b, 0x0c}; /* a KeyResult holding a group: no proto3 has one */
 	int32_t result;
 	size_t n = later_result(buf, 2);
@@ -361,7 +369,7 @@ Test(wire, key_reply_reads_odd_varints_as_protobuf_c_does)
 	/* KeyBatchReply{items = KeyResult{}} with the item's length 0 in six bytes */
 	static const uint8_t long_len[] = {0x12, 0x80, 0x80, 0x80, 0x80, 0x80, 0x00};
 	struct seen seen = {0};
-	struct wire_results sink = {collect, &seen, 0};
+	struct wire_results sink = {collect, &seen, 0, SIZE_MAX};
 	Mmc__KeyBatchReply *ref = mmc__key_batch_reply__unpack(NULL, sizeof(wide), wide);
 	int32_t result;
 
