@@ -16,6 +16,7 @@ struct meta_conf {
 	uint32_t evict_high;            /* ock.mmc.evict_threshold_high, % */
 	uint32_t evict_low;             /* ock.mmc.evict_threshold_low, % */
 	uint64_t lease_ttl_ms;          /* ock.mmc.meta.lease_ttl_ms */
+	uint64_t lease_ttl_max_ms;      /* ock.mmc.meta.lease_ttl_max_ms */
 	uint32_t heartbeat_timeout_ms;  /* ock.mmc.meta.heartbeat_timeout_ms */
 	uint32_t rejoin_timeout_ms;     /* ock.mmc.meta.rejoin_timeout_ms */
 	uint32_t rejoin_write_grace_ms; /* ock.mmc.meta.rejoin_write_grace_ms */

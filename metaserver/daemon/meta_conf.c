@@ -24,6 +24,7 @@ static const struct conf_key keys[] = {
     {"ock.mmc.evict_threshold_high", CONF_U32, F(evict_high), 1, 99, NULL, "90", CONF_RELOADABLE},
     {"ock.mmc.evict_threshold_low", CONF_U32, F(evict_low), 1, 98, NULL, "80", CONF_RELOADABLE},
     {"ock.mmc.meta.lease_ttl_ms", CONF_U64, F(lease_ttl_ms), 1, 2147483647, NULL, "10000", CONF_RELOADABLE},
+    {"ock.mmc.meta.lease_ttl_max_ms", CONF_U64, F(lease_ttl_max_ms), 1, 2147483647, NULL, "600000", CONF_RELOADABLE},
     {"ock.mmc.meta.heartbeat_timeout_ms", CONF_U32, F(heartbeat_timeout_ms), 100, 3600000, NULL, "10000", 0},
     {"ock.mmc.meta.rejoin_timeout_ms", CONF_U32, F(rejoin_timeout_ms), 0, 86400000, NULL, "60000", 0},
     {"ock.mmc.meta.rejoin_write_grace_ms", CONF_U32, F(rejoin_write_grace_ms), 0, 60000, NULL, "1000", 0},

@@ -8,6 +8,7 @@
 #include "eviction.h"
 #include "extents.h"
 #include "key_result.h"
+#include "lease.h"
 #include "log.h"
 #include "mmc/mmc.h"
 #include "objects.h"
@@ -105,7 +106,7 @@ static bool place_one(struct meta *m, struct alloc_req *a, const struct alloc_it
 	o->write_session = a->s->id;
 	o->gva = a->gva;
 	if (a->gva) {
-		res->lease_ms = a->lease_ttl_ms ? a->lease_ttl_ms : m->conf.lease_ttl_ms;
+		res->lease_ms = lease_ttl_of(m, a->lease_ttl_ms);
 		o->write_expiry_ms = a->now_ms + res->lease_ms;
 	}
 	object_index_add(m, o, it->hash);

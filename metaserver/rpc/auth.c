@@ -17,7 +17,8 @@ static bool token_set(const struct conn *c)
 }
 
 /* A tenant named in a hello that no tenant of this server is: challenged with a secret nobody has, so the store
- * cannot tell a name that is not configured from a secret that is wrong (tenant names are not to be probed). */
+ * cannot tell a name that is not configured from a secret that is wrong (tenant names are not to be probed). NULL
+ * when no random secret could be drawn: then nobody is challenged with one (a fixed one could be proved). */
 static const char *unknown_secret(void)
 {
 	static char secret[2 * MMC_WIRE_NONCE + 1];
@@ -25,14 +26,21 @@ static const char *unknown_secret(void)
 
 	if (!secret[0]) {
 		if (auth_random(r, sizeof(r)))
-			memset(r, 0x5a, sizeof(r)); /* the challenge's own nonce fails too: the hello is refused */
+			return NULL;
 		for (size_t i = 0; i < sizeof(r); i++)
 			snprintf(secret + 2 * i, 3, "%02x", r[i]);
 	}
 	return secret;
 }
 
-/* The secret c must prove and the label its proofs carry, for the tenant its hello claimed. */
+/* Whether the tenant c claimed can be admitted: the default one, or one of this server's that is not removed. */
+static bool claim_live(const struct conn *c)
+{
+	return c->claim == 0 || (c->claim != TENANT_NONE && !c->m->tenants.t[c->claim].removed);
+}
+
+/* The secret c must prove and the label its proofs carry, for the tenant its hello claimed (NULL: none can be). A
+ * removed tenant's secret is gone (wiped): it is challenged as a name nobody configured. */
 static const char *claimed_secret(const struct conn *c, const char *base, char *label, size_t cap)
 {
 	const struct tenants *ts = &c->m->tenants;
@@ -42,19 +50,26 @@ static const char *claimed_secret(const struct conn *c, const char *base, char *
 		return c->m->conf.auth_token;
 	}
 	auth_tenant_label(label, cap, base, c->claim_name);
-	return c->claim == TENANT_NONE ? unknown_secret() : ts->t[c->claim].secret;
+	return claim_live(c) ? ts->t[c->claim].secret : unknown_secret();
 }
 
-/* A client certificate whose common name is a tenant's was issued to that tenant: its connection may be that
- * tenant's only (it still proves the tenant's secret). Any other certificate names no tenant. */
-static bool certificate_agrees(const struct conn *c)
+/* The tenant c's client certificate was issued to (its common name is the tenant's), or NULL: none, or a name of
+ * no tenant. */
+static const struct tenant *certificate_tenant(const struct conn *c)
 {
 	char cn[MMC_TENANT_NAME_MAX + 2];
-	const struct tenant *t;
 
 	if (!c->m->tenants.n || !rpc_tls_peer_name(c->m, c->bev, cn, sizeof(cn)))
-		return true;
-	t = tenant_by_name(c->m, cn);
+		return NULL;
+	return tenant_by_name(c->m, cn);
+}
+
+/* A connection whose certificate was issued to a tenant may be that tenant's only (it still proves the tenant's
+ * secret). */
+static bool certificate_agrees(const struct conn *c)
+{
+	const struct tenant *t = certificate_tenant(c);
+
 	return !t || t == c->m->tenants.t || (uint32_t)(t - c->m->tenants.t) == c->claim;
 }
 
@@ -125,6 +140,10 @@ static void challenge(struct conn *c, const Mmc__Hello *h, uint64_t id)
 	Mmc__AuthChallenge ch = MMC__AUTH_CHALLENGE__INIT;
 	uint8_t proof[MMC_WIRE_MAC];
 
+	if (!token) {
+		refuse(c, id, MMC_ERROR, "no_randomness", "the server could not make a secret to challenge with");
+		return;
+	}
 	if (h->client_nonce.len != MMC_WIRE_NONCE) {
 		refuse(c, id, MMC_NOT_AUTHORIZED, "no_credentials", "the hello holds no nonce to challenge");
 		return;
@@ -176,6 +195,15 @@ void auth_on_hello(struct conn *c, const Mmc__Frame *f)
 		challenge(c, h, f->id);
 }
 
+/* A client certificate that names a tenant other than the default one: such a connection says its hello, and who
+ * it is there (certificate_agrees), before anything else is served. */
+static bool certificate_names_tenant(const struct conn *c)
+{
+	const struct tenant *t = certificate_tenant(c);
+
+	return t && t != c->m->tenants.t;
+}
+
 void auth_on_proof(struct conn *c, const Mmc__Frame *f)
 {
 	char label[64];
@@ -183,7 +211,9 @@ void auth_on_proof(struct conn *c, const Mmc__Frame *f)
 	const ProtobufCBinaryData *p = &f->auth_proof->client_proof;
 	uint8_t expected[MMC_WIRE_MAC];
 
-	if (auth_mac(token, strlen(token), label, c->server_nonce, MMC_WIRE_NONCE, c->client_nonce, MMC_WIRE_NONCE,
+	/* a tenant removed while its connection was challenged (reload) is refused whatever it proves */
+	if (!token || !claim_live(c) ||
+	    auth_mac(token, strlen(token), label, c->server_nonce, MMC_WIRE_NONCE, c->client_nonce, MMC_WIRE_NONCE,
 	             expected) ||
 	    !auth_mac_equal(p->data, p->len, expected)) {
 		refuse(c, f->id, MMC_NOT_AUTHORIZED, "bad_credentials",
@@ -211,6 +241,8 @@ bool auth_admits(const struct conn *c, const Mmc__Frame *f)
 	if (c->phase == CONN_CHALLENGED)
 		return f->body_case == MMC__FRAME__BODY_AUTH_PROOF;
 	/* without a cluster secret, a peer that skips its hello is served as before (raw-frame tools and tests), in
-	 * frames no larger than a hello's until it says one (conn.c) */
-	return f->body_case == MMC__FRAME__BODY_HELLO || (!token_set(c) && f->body_case != MMC__FRAME__BODY_AUTH_PROOF);
+	 * frames no larger than a hello's until it says one (conn.c), as the default tenant: not one whose client
+	 * certificate names another tenant */
+	return f->body_case == MMC__FRAME__BODY_HELLO ||
+	       (!token_set(c) && f->body_case != MMC__FRAME__BODY_AUTH_PROOF && !certificate_names_tenant(c));
 }

@@ -599,7 +599,9 @@ void conns_close_removed_tenants(struct meta *m)
 		struct conn *c = list_entry(it, struct conn, link);
 
 		next = it->next;
-		if (c->phase == CONN_READY && m->tenants.t[c->session.tenant].removed)
+		if ((c->phase == CONN_READY && m->tenants.t[c->session.tenant].removed) ||
+		    (c->phase == CONN_CHALLENGED && c->claim && c->claim != TENANT_NONE &&
+		     m->tenants.t[c->claim].removed))
 			conn_close(c, "tenant_removed");
 	}
 }

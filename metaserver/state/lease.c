@@ -67,13 +67,22 @@ struct lease *lease_find(struct object *o, uint64_t session)
 	return NULL;
 }
 
+uint64_t lease_ttl_of(const struct meta *m, uint64_t asked_ms)
+{
+	uint64_t most =
+	    m->conf.lease_ttl_max_ms > m->conf.lease_ttl_ms ? m->conf.lease_ttl_max_ms : m->conf.lease_ttl_ms;
+
+	if (asked_ms == 0)
+		return m->conf.lease_ttl_ms;
+	return asked_ms < most ? asked_ms : most;
+}
+
 uint64_t lease_grant(struct meta *m, struct object *o, uint64_t session, uint64_t ttl_ms, bool counted)
 {
 	struct lease *l = lease_find(o, session);
 	uint64_t expiry;
 
-	if (ttl_ms == 0)
-		ttl_ms = m->conf.lease_ttl_ms;
+	ttl_ms = lease_ttl_of(m, ttl_ms);
 	expiry = clock_ms() + ttl_ms;
 	if (!l) {
 		uint32_t i = lease_new();

@@ -139,14 +139,15 @@ struct object {
 	uint32_t leases;   /* its first lease record (objects.c), 0: none */
 	uint32_t checksum; /* of the object's bytes, as the writer committed it */
 	uint64_t size : 48, keylen : 8, nblobs : 8;
-	uint64_t id : 48;         /* unique per server run: tells a re-put key from the object a lease was taken on */
-	uint64_t state : 8;       /* enum mmc_blob_state, the same for all blobs; OBJECT_FREE, OBJECT_HEAD */
-	uint64_t in_index : 1;    /* in the key index */
-	uint64_t persisted : 1;   /* has a record in the metadata store */
-	uint64_t gva : 1;         /* allocated by batch_malloc (write finished explicitly) */
-	uint64_t promoting : 1;   /* an SSD -> DRAM rewarm is in flight */
-	uint64_t stamp_dirty : 1; /* stamp is newer than the one in its record: written at the next checkpoint */
-	uint64_t unfinished : 1, : 2; /* REMOVING: an unfinished put's, whose writes may still land (quarantined) */
+	uint64_t id : 48;          /* unique per server run: tells a re-put key from the object a lease was taken on */
+	uint64_t state : 8;        /* enum mmc_blob_state, the same for all blobs; OBJECT_FREE, OBJECT_HEAD */
+	uint64_t in_index : 1;     /* in the key index */
+	uint64_t persisted : 1;    /* has a record in the metadata store */
+	uint64_t gva : 1;          /* allocated by batch_malloc (write finished explicitly) */
+	uint64_t promoting : 1;    /* an SSD -> DRAM rewarm is in flight */
+	uint64_t stamp_dirty : 1;  /* stamp is newer than the one in its record: written at the next checkpoint */
+	uint64_t unfinished : 1;   /* REMOVING: an unfinished put's, whose writes may still land (quarantined) */
+	uint64_t counted : 1, : 1; /* in its tenant's counts (tenant_count): from the index until its space is freed */
 	union {
 		struct {
 			uint64_t stamp : 48; /* READABLE: meta.lru_clock when it last went to its LRU's head (lru.h) */

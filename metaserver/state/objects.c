@@ -319,16 +319,33 @@ static void index_del_hashed(struct meta *m, struct object *o, uint64_t hash)
 		*p = o->hnext;
 		shard_of(m, hash)->count--;
 		m->nobjects--;
-		if (m->tenants.n)
-			tenant_count(m, o, -1);
 	}
 	o->in_index = false;
 	o->hnext = 0;
 }
 
+/* o's space is given back: it leaves its tenant's counts (a removed object pinned meanwhile stayed in them). */
+static void uncount(struct meta *m, struct object *o)
+{
+	if (o->counted)
+		tenant_count(m, o, -1);
+}
+
 void object_index_del(struct meta *m, struct object *o)
 {
 	index_del_hashed(m, o, object_hash(object_key(o), o->keylen));
+	uncount(m, o);
+}
+
+void objects_count_tenants(struct meta *m)
+{
+	uint32_t h = 0;
+	struct object *o;
+
+	while ((o = slab_next(&h)))
+		if (o->state != OBJECT_FREE && o->state != OBJECT_HEAD &&
+		    (o->in_index || o->state == MMC_BLOB_REMOVING))
+			tenant_count(m, o, 1);
 }
 
 bool object_readable(const struct object *o)
@@ -634,6 +651,7 @@ void object_drop_hashed(struct meta *m, struct object *o, uint64_t hash)
 		olist_add_tail(m, OLIST_ZOMBIES, o);
 		return;
 	}
+	uncount(m, o);
 	release_space(m, o, reachable);
 	object_free(o);
 }
@@ -668,6 +686,7 @@ void object_lose_blob(struct meta *m, struct object *o, struct blob *b)
 	/* no replica left: nothing to protect under a lease either */
 	if (o->in_index)
 		object_index_del(m, o);
+	uncount(m, o); /* a removed object pinned until now, out of the index */
 	olist_del(o);
 	if (o->persisted)
 		unpersist(m, o);
@@ -697,6 +716,7 @@ void object_unpin(struct meta *m, struct object *o)
 	if (o->state != MMC_BLOB_REMOVING || pinned_now(o))
 		return;
 	olist_del(o);
+	uncount(m, o);
 	release_space(m, o, o->unfinished);
 	object_free(o);
 }
@@ -745,6 +765,7 @@ void objects_sweep(struct meta *m, uint64_t now_ms)
 		next = olist_next(o);
 		if (!pinned(o, now_ms)) {
 			olist_del(o);
+			uncount(m, o);
 			release_space(m, o, o->unfinished);
 			object_free(o);
 		}

@@ -38,6 +38,8 @@ void object_free(struct object *o);
 void object_index_add(struct meta *m, struct object *o, uint64_t hash);
 /* Takes o out of the index (object_drop and object_lose_blob do, and a load for an object that lost its blobs). */
 void object_index_del(struct meta *m, struct object *o);
+/* Counts in their tenants' the objects holding space whose tenant was not configured when they were indexed. */
+void objects_count_tenants(struct meta *m);
 /* Sizes the index for n objects at once (a load), instead of doubling on the way. */
 void objects_reserve(struct meta *m, uint64_t n);
 

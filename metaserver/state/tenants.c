@@ -9,6 +9,7 @@
 #include "conf_parse.h"
 #include "meta.h"
 #include "mmc/mmc.h"
+#include "objects.h"
 #include "secret_file.h"
 
 #define KEY "ock.mmc.meta.tenants_file"
@@ -229,6 +230,8 @@ int tenants_reload(struct meta *m, const char *path, const char *cluster, char *
 		if (!find(ts, fresh.t[i].name))
 			ts->t[ts->n++] = fresh.t[i];
 	table_free(&fresh);
+	if (added) /* a tenant configured again after a restart without it: its kept objects count from now */
+		objects_count_tenants(m);
 	return 0;
 }
 
@@ -258,15 +261,18 @@ uint32_t tenant_of_key(const struct meta *m, const char *key, size_t len)
 	return TENANT_NONE;
 }
 
-void tenant_count(struct meta *m, const struct object *o, int delta)
+void tenant_count(struct meta *m, struct object *o, int delta)
 {
-	uint32_t i = tenant_of_key(m, object_key((struct object *)o), o->keylen);
+	uint32_t i;
 	uint64_t bytes = tenant_bytes(o->size, o->nblobs);
 	struct tenant *t;
 
-	if (i == TENANT_NONE)
+	if ((delta > 0) == (bool)o->counted)
 		return;
+	if ((i = tenant_of_key(m, object_key(o), o->keylen)) == TENANT_NONE)
+		return; /* a tenant not configured (now): counted if it comes back (objects_count_tenants) */
 	t = &m->tenants.t[i];
+	o->counted = delta > 0;
 	if (delta > 0) {
 		t->objects++;
 		t->bytes += bytes;

@@ -70,8 +70,10 @@ struct tenant *tenant_by_name(struct meta *m, const char *name);
  * tag of a tenant no longer configured. Only with tenants configured. */
 uint32_t tenant_of_key(const struct meta *m, const char *key, size_t len);
 
-/* o was added to (delta 1) or taken out of (delta -1) the index: its tenant's counts follow. */
-void tenant_count(struct meta *m, const struct object *o, int delta);
+/* o's space is held (delta 1: indexed, or its tenant configured since) or given back (-1): its tenant's counts
+ * follow, once each way (o->counted). A removed object still pinned (a lease, a put in flight) still counts: its
+ * space is still its tenant's. */
+void tenant_count(struct meta *m, struct object *o, int delta);
 
 /* The pool bytes an object of size bytes in replicas blobs takes, as its tenant's quota counts them. */
 uint64_t tenant_bytes(uint64_t size, uint32_t replicas);

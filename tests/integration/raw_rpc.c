@@ -114,15 +114,17 @@ static void mac(const char *token, const char *label, const uint8_t *a, const ui
 	HMAC(EVP_sha256(), token, (int)strlen(token), msg, l + 64, out, &n);
 }
 
-static int prove(int fd, const char *token, const uint8_t *cn, const Mmc__AuthChallenge *ch)
+static int prove_as(int fd, const char *tenant, const char *token, const uint8_t *cn, const Mmc__AuthChallenge *ch)
 {
 	Mmc__AuthProof p = MMC__AUTH_PROOF__INIT;
 	uint8_t proof[32] = {0};
+	char label[64];
 	Mmc__Frame *r;
 	int rc;
 
-	if (token)
-		mac(token, "mmc-rpc-auth-1 client", ch->server_nonce.data, cn, proof);
+	snprintf(label, sizeof(label), tenant ? "mmc-rpc-auth-1 client tenant=%s" : "mmc-rpc-auth-1 client", tenant);
+	if (token && ch->server_nonce.len == 32)
+		mac(token, label, ch->server_nonce.data, cn, proof);
 	p.client_proof = (ProtobufCBinaryData){32, proof};
 	if (raw_send_body(fd, 2, MMC__FRAME__BODY_AUTH_PROOF, &p))
 		return -1;
@@ -130,6 +132,42 @@ static int prove(int fd, const char *token, const uint8_t *cn, const Mmc__AuthCh
 	rc = r && r->body_case == MMC__FRAME__BODY_HELLO_REPLY ? r->hello_reply->result : -1;
 	if (r)
 		mmc__frame__free_unpacked(r, NULL);
+	return rc;
+}
+
+static int prove(int fd, const char *token, const uint8_t *cn, const Mmc__AuthChallenge *ch)
+{
+	return prove_as(fd, NULL, token, cn, ch);
+}
+
+Mmc__AuthChallenge *raw_hello_tenant(int fd, const char *tenant, uint8_t cn[32])
+{
+	Mmc__Hello h = MMC__HELLO__INIT;
+	Mmc__AuthChallenge *ch = NULL;
+	Mmc__Frame *r;
+
+	for (int i = 0; i < 32; i++)
+		cn[i] = (uint8_t)rand();
+	h.host = "raw-peer";
+	h.version = 1;
+	h.tenant = (char *)tenant;
+	h.client_nonce = (ProtobufCBinaryData){32, cn};
+	if (raw_send_body(fd, 1, MMC__FRAME__BODY_HELLO, &h) || !(r = raw_recv(fd)))
+		return NULL;
+	if (r->body_case == MMC__FRAME__BODY_AUTH_CHALLENGE && r->auth_challenge->server_nonce.len == 32) {
+		ch = r->auth_challenge;
+		r->auth_challenge = NULL; /* kept by the caller; the frame goes */
+		r->body_case = MMC__FRAME__BODY__NOT_SET;
+	}
+	mmc__frame__free_unpacked(r, NULL);
+	return ch;
+}
+
+int raw_prove_tenant(int fd, const char *tenant, const char *token, const uint8_t cn[32], Mmc__AuthChallenge *ch)
+{
+	int rc = prove_as(fd, tenant, token, cn, ch);
+
+	mmc__auth_challenge__free_unpacked(ch, NULL);
 	return rc;
 }
 

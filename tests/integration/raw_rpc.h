@@ -27,6 +27,11 @@ bool raw_closed(int fd, int ms);
  * connection is then waiting for a proof), or -1 when the connection failed.
  */
 int raw_hello(int fd, uint32_t version, const char *token, bool prove);
+/* A hello claiming tenant, with a fresh client nonce into cn: the server's challenge (free it with
+ * raw_prove_tenant), or NULL when it answered otherwise. */
+Mmc__AuthChallenge *raw_hello_tenant(int fd, const char *tenant, uint8_t cn[32]);
+/* The proof of token for tenant against ch (then freed): the HelloReply's result, or -1 when none came (closed). */
+int raw_prove_tenant(int fd, const char *tenant, const char *token, const uint8_t cn[32], Mmc__AuthChallenge *ch);
 /* Sends {id, body_case, body} where body is the message of that case. */
 int raw_send_body(int fd, uint64_t id, Mmc__Frame__BodyCase body_case, void *body);
 

@@ -7,6 +7,7 @@
  */
 #include <criterion/criterion.h>
 #include <mmc/mmc.h>
+#include <openssl/ssl.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -207,10 +208,10 @@ static const char *tenant_lines(const char *cert, const char *tenant)
 	return lines;
 }
 
-Test(rpc_tls, a_tenants_certificate_connects_as_that_tenant_only)
+/* The server again, with the tenant alpha (alpha.pem is its certificate), and the default tenant's pool. */
+static void restart_with_tenants(mmc_store **pool)
 {
 	const char *extra[7];
-	mmc_store *pool, *s;
 
 	for (int i = 0; i < 5; i++)
 		extra[i] = env[i];
@@ -219,7 +220,14 @@ Test(rpc_tls, a_tenants_certificate_connects_as_that_tenant_only)
 	extra[6] = NULL;
 	cr_assert_eq(metaserver_stop(&meta), 0);
 	cr_assert_eq(metaserver_restart(&meta, extra), 0, "a TLS server with tenants");
-	cr_assert_eq(store_open(meta.url, tls_lines("ca", "client"), true, &pool), 0, "the default tenant's pool");
+	cr_assert_eq(store_open(meta.url, tls_lines("ca", "client"), true, pool), 0, "the default tenant's pool");
+}
+
+Test(rpc_tls, a_tenants_certificate_connects_as_that_tenant_only)
+{
+	mmc_store *pool, *s;
+
+	restart_with_tenants(&pool);
 	cr_assert_eq(store_open(meta.url, tenant_lines("alpha", "alpha"), false, &s), 0,
 	             "alpha's certificate as alpha");
 	mmc_destroy(s);
@@ -230,6 +238,70 @@ Test(rpc_tls, a_tenants_certificate_connects_as_that_tenant_only)
 	             "alpha's certificate as the default tenant");
 	mmc_destroy(s);
 	cr_expect(server_logs_soon("err=tenant_certificate"), "the refusal is not logged");
+	mmc_destroy(pool);
+}
+
+/*
+ * A raw TLS peer presenting cert that asks whether key exists without saying a hello: the reply's per-key result
+ * (1 exists), or -1 when the server closed the connection instead.
+ */
+static int exist_without_hello(const char *cert, const char *key)
+{
+	Mmc__Frame f = MMC__FRAME__INIT, *r;
+	Mmc__KeyBatch kb = MMC__KEY_BATCH__INIT;
+	Mmc__KeyItem it = MMC__KEY_ITEM__INIT, *pit = &it;
+	SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
+	char path[320];
+	uint8_t *out, in[4096];
+	size_t n, got = 0;
+	int fd, rc = -1, k;
+	SSL *ssl;
+
+	cr_assert_not_null(ctx);
+	snprintf(path, sizeof(path), "%s/%s.pem", dir, cert);
+	cr_assert_eq(SSL_CTX_use_certificate_file(ctx, path, SSL_FILETYPE_PEM), 1);
+	snprintf(path, sizeof(path), "%s/%s.key", dir, cert);
+	cr_assert_eq(SSL_CTX_use_PrivateKey_file(ctx, path, SSL_FILETYPE_PEM), 1);
+	cr_assert((fd = raw_dial(meta.rpc_port)) >= 0);
+	cr_assert_not_null(ssl = SSL_new(ctx));
+	SSL_set_fd(ssl, fd);
+	cr_assert_eq(SSL_connect(ssl), 1, "the TLS handshake");
+	it.key = (char *)key;
+	kb.n_items = 1;
+	kb.items = &pit;
+	f.id = 9;
+	f.body_case = MMC__FRAME__BODY_EXIST;
+	f.exist = &kb;
+	cr_assert_not_null(out = raw_pack(&f, &n));
+	cr_assert_eq(SSL_write(ssl, out, (int)n), (int)n);
+	free(out);
+	/* one reply frame: its 4-byte length, then the frame */
+	while ((got < 4 || got < 4 + (in[0] | (size_t)in[1] << 8 | (size_t)in[2] << 16 | (size_t)in[3] << 24)) &&
+	       (k = SSL_read(ssl, in + got, (int)(sizeof(in) - got))) > 0)
+		got += (size_t)k;
+	if (got > 4 && (r = mmc__frame__unpack(NULL, got - 4, in + 4))) {
+		if (r->body_case == MMC__FRAME__BODY_KEY_REPLY && r->key_reply->n_items == 1)
+			rc = r->key_reply->items[0]->result;
+		mmc__frame__free_unpacked(r, NULL);
+	}
+	SSL_free(ssl);
+	SSL_CTX_free(ctx);
+	close(fd);
+	return rc;
+}
+
+/* Without a cluster secret a peer may skip its hello and is served as the default tenant; not one whose client
+ * certificate names a tenant: it used to read (and could remove) the default tenant's keys that way, where a
+ * hello claiming the default tenant is refused to it. */
+Test(rpc_tls, a_tenants_certificate_says_its_hello_first)
+{
+	char buf[4096] = {0};
+	mmc_store *pool;
+
+	restart_with_tenants(&pool);
+	cr_assert_eq(mmc_put_from(pool, "default-key", buf, sizeof(buf), MMC_COPY_H2G, NULL), 0);
+	cr_assert_eq(exist_without_hello("client", "default-key"), 1, "a certificate of no tenant, as before");
+	cr_assert_eq(exist_without_hello("alpha", "default-key"), -1, "alpha's certificate, served as the default");
 	mmc_destroy(pool);
 }
 

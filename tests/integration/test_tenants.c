@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "proc.h"
+#include "raw_rpc.h"
 #include "store_conf.h"
 
 #define CLUSTER "cluster-secret-0123456789abcdef"
@@ -298,6 +299,46 @@ Test(tenants, a_restart_keeps_namespaces_and_counts)
 }
 
 /* Rewrites the running server's tenants file with text and has it read again (SIGHUP). */
+static void reload_tenants(const char *text, int nth);
+
+/* A tenant left out of the file at a restart and configured again by a reload: its kept objects count in its quota
+ * from then on. They were counted nowhere, and a remove of one took the count below zero (2^64 - 1: every later
+ * put refused). */
+Test(tenants, a_tenant_configured_again_counts_its_kept_objects)
+{
+	static char env_token[128], env_tenants[128];
+	const char *extra[] = {env_token, env_tenants, NULL};
+	char lines[256];
+	mmc_store *d, *a = NULL;
+
+	start("max_objects=4");
+	d = store_as(NULL, cluster_file, true);
+	a = store_as("alpha", alpha_file, false);
+	put(a, "kept", 'a');
+	mmc_destroy(a);
+	snprintf(lines, sizeof(lines), "beta %s\n", beta_file);
+	conf_write_file(tenants_file, lines);
+	cr_assert_eq(metaserver_stop(&meta), 0);
+	snprintf(env_token, sizeof(env_token), "ock.mmc.meta.auth_token_file=%s", cluster_file);
+	snprintf(env_tenants, sizeof(env_tenants), "ock.mmc.meta.tenants_file=%s", tenants_file);
+	cr_assert_eq(metaserver_restart(&meta, extra), 0, "the server without alpha");
+	snprintf(lines, sizeof(lines), "beta %s\nalpha %s max_objects=4\n", beta_file, alpha_file);
+	reload_tenants(lines, 2);
+	for (int i = 0; i < 100 && open_as("alpha", alpha_file, false, &a) != 0; i++) {
+		mmc_destroy(a);
+		usleep(50000);
+	}
+	for (int i = 0; i < 100 && mmc_is_exist(a, "kept") != 1; i++) /* the pool's service rejoins */
+		usleep(50000);
+	cr_assert_eq(metric("mmc_tenant_objects", "alpha"), 1, "its kept object counts again");
+	cr_assert_eq(mmc_remove(a, "kept"), 0);
+	cr_assert_eq(metric("mmc_tenant_objects", "alpha"), 0, "and leaves the count when removed");
+	put(a, "after", 'n');
+	cr_assert_eq(metric("mmc_tenant_objects", "alpha"), 1);
+	mmc_destroy(a);
+	mmc_destroy(d);
+}
+
 static void reload_tenants(const char *text, int nth)
 {
 	char needle[64];
@@ -352,6 +393,59 @@ Test(tenants, a_reload_adds_removes_and_requotas_tenants)
 	mmc_destroy(a);
 	mmc_destroy(d);
 	unlink(gamma_file);
+}
+
+/* A removed object a lease still pins holds its space: it stays in its tenant's quota until the space is freed. It
+ * used to leave the counts with the index, so a tenant could hold any amount by leasing, then removing. */
+Test(tenants, a_removed_object_still_pinned_counts_in_its_quota)
+{
+	const char *pinned[1] = {"alpha/pinned"};
+	mmc_store *d, *a;
+	int result;
+
+	start("max_objects=2");
+	d = store_as(NULL, cluster_file, true);
+	a = store_as("alpha", alpha_file, false);
+	put(a, "alpha/pinned", 'p');
+	cr_assert_eq(mmc_batch_add_lease(a, pinned, 1, 60000, &result), 0);
+	cr_assert_eq(result, 0);
+	cr_assert_eq(mmc_remove(a, "alpha/pinned"), 0);
+	cr_assert_eq(metric("mmc_tenant_objects", "alpha"), 1, "removed, still pinned: still counted");
+	put(a, "alpha/1", '1');
+	put(a, "alpha/2", '2'); /* the quota's second place is the pinned one's: alpha/1 is evicted for it */
+	cr_assert_eq(mmc_is_exist(a, "alpha/1"), 0, "two objects' space with the pinned one");
+	cr_assert_eq(metric("mmc_tenant_objects", "alpha"), 2);
+	cr_assert_eq(mmc_batch_remove_lease(a, pinned, 1), 0);
+	for (int i = 0; i < 100 && metric("mmc_tenant_objects", "alpha") != 1; i++)
+		usleep(20000); /* the sweep frees it */
+	cr_assert_eq(metric("mmc_tenant_objects", "alpha"), 1, "its space freed, it leaves the counts");
+	mmc_destroy(a);
+	mmc_destroy(d);
+}
+
+/* A tenant removed by a reload while one of its connections waits to prove the secret: the connection is closed,
+ * and no proof admits it. The removed tenant's secret is wiped, and a proof under the empty key, which anyone can
+ * make, used to admit it into the tenant's kept objects. */
+Test(tenants, a_tenant_removed_during_its_challenge_is_not_admitted)
+{
+	uint8_t cn[32];
+	Mmc__AuthChallenge *ch;
+	char lines[256];
+	int fd, rc;
+
+	start("");
+	cr_assert((fd = raw_dial(meta.rpc_port)) >= 0);
+	cr_assert_not_null(ch = raw_hello_tenant(fd, "beta", cn), "beta is challenged");
+	snprintf(lines, sizeof(lines), "alpha %s\n", alpha_file);
+	reload_tenants(lines, 2); /* beta is still known: removed */
+	rc = raw_prove_tenant(fd, "beta", "", cn, ch);
+	cr_assert_neq(rc, 0, "a removed tenant was admitted");
+	close(fd);
+	/* nor a new hello: a removed tenant is challenged as a name nobody has */
+	cr_assert((fd = raw_dial(meta.rpc_port)) >= 0);
+	cr_assert_not_null(ch = raw_hello_tenant(fd, "beta", cn));
+	cr_assert_neq(raw_prove_tenant(fd, "beta", "", cn, ch), 0);
+	close(fd);
 }
 
 Test(tenants, a_server_without_tenants_admits_none)

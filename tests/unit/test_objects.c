@@ -226,6 +226,21 @@ Test(objects, the_writer_and_the_lru_stamp_share_bits_without_leaking_into_each_
 	cr_assert_eq(used(0), 0, "its page came back once the delete was durable");
 }
 
+/* A lease pins space no eviction reaches, also after its holder left: a client gets at most
+ * ock.mmc.meta.lease_ttl_max_ms, whatever it asks for (it used to get 2^40 ms when it asked). */
+Test(objects, a_lease_is_at_most_the_longest_the_server_allows)
+{
+	const int on0[] = {0};
+	struct object *o = put("leased", on0, 1);
+
+	cr_assert_eq(lease_grant(&m, o, 5, UINT64_C(1) << 40, true), 600000);
+	cr_assert_eq(lease_grant(&m, o, 6, 0, true), 10000, "0: the server's default");
+	cr_assert_eq(lease_grant(&m, o, 7, 1234, true), 1234);
+	m.conf.lease_ttl_ms = 900000;
+	cr_assert_eq(lease_grant(&m, o, 8, UINT64_C(1) << 40, true), 900000, "never below the default");
+	m.conf.lease_ttl_ms = 10000;
+}
+
 Test(objects, an_unfinished_put_removed_keeps_its_writer_until_it_commits_or_leaves)
 {
 	const int on0[] = {0};
