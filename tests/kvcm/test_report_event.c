@@ -243,6 +243,25 @@ Test(report_event, liveness) /* L-01, L-02, L-06, Q-08 */
 	EXPECT_CODE(report("l:1", L2, "[" HEARTBEAT "]"), "NODE_NOT_REGISTERED");
 }
 
+/* An event-report storage removed while a reporter still names it (a group stopped listing it): the reporter's
+ * liveness goes on under the default parameters. Every sweep used to read the freed storage (ASan: a
+ * heap-use-after-free, and the server aborts). */
+Test(report_event, a_storage_removed_under_its_reporter_is_not_read_again)
+{
+	EXPECT_CODE(report("gone:1", L2, "[" REGISTER "," HEARTBEAT "]"), "OK");
+	EXPECT_CODE(
+	    ADMIN("updateInstanceGroup",
+	          "{\"current_version\":0,\"instance_group\":{\"name\":\"eg\",\"storage_candidates\":[\"nfs_01\"],"
+	          "\"extra_info\":\"xi\",\"event_report_storage_candidates\":[\"event_report_l1p5_default\"],"
+	          "\"version\":1}}"),
+	    "OK");
+	EXPECT_CODE(ADMIN("removeStorage", "{\"storage_unique_name\":\"er_fast\"}"), "OK");
+	srv_clock_freeze();
+	for (int i = 0; i < 5; i++)
+		srv_clock_advance(500); /* liveness sweeps over the reporter */
+	EXPECT_CODE(ADMIN("checkHealth", "{}"), "OK");
+}
+
 Test(report_event, reporters_are_independent) /* I-01, I-02 */
 {
 	EXPECT_CODE(report("i:1", L2, "[" ADD("1", "gpu", "a", "x://i/l2") "]"), "OK");

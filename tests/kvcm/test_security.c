@@ -410,6 +410,19 @@ Test(security, add_storage_roots_are_confined, .fini = srv_down)
 	expect_storage("updateStorage", "ok", "/etc/mmc/", NULL, "INVALID_ARGUMENT");
 	expect_storage("updateStorage", "ok", NULL, "/../../etc/", "INVALID_ARGUMENT");
 	expect_storage("updateStorage", "ok", NULL, "/ok2/", "OK");
+	/* nor may a config snapshot: nothing of it is applied */
+	EXPECT_CODE(ADMIN("loadConfigSnapshot",
+	                  "{\"config_snapshot\":\"{\\\"storage_config\\\":[{\\\"global_unique_name\\\":\\\"snap\\\","
+	                  "\\\"nfs\\\":{\\\"root_path\\\":\\\"/etc/mmc/\\\"}}]}\"}"),
+	            "INVALID_ARGUMENT");
+	{
+		json_t *r = ADMIN("listStorage", "{}");
+		char *t = json_dumps(r, 0);
+
+		cr_expect(t && !strstr(t, "\"snap\""), "the refused snapshot's storage was added: %s", t ? t : "");
+		free(t);
+		json_decref(r);
+	}
 	srv_down();
 
 	/* kvcm.storage.allowed_roots replaces the default (the directory of the default storage's root) */

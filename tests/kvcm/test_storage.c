@@ -10,7 +10,9 @@
 
 static void up(void)
 {
-	srv_up(NULL);
+	static const char *const debug_on[] = {"kvcm.service.enable_debug_service=true", NULL};
+
+	srv_up(debug_on); /* debugClock: deletes wait delay_before_delete_ms of logical time */
 }
 
 TestSuite(storage, .init = up, .fini = srv_down, .timeout = 60);
@@ -67,6 +69,16 @@ static void finish_all(const char *id, json_t *started)
 	            "OK");
 }
 
+/* A write of one block of id, as a writer makes it: started, its file written (path: where), finished. */
+static void write_one(const char *id, const char *key, char *path, size_t cap)
+{
+	json_t *s = start(id, key);
+
+	write_file(uri(s, 0), path, cap);
+	finish_all(id, s);
+	json_decref(s);
+}
+
 static bool gone_soon(const char *path)
 {
 	struct stat st;
@@ -111,6 +123,39 @@ Test(storage, file_deletes_real_files)
 	json_decref(s);
 }
 
+/*
+ * An instance removed, then registered again under its id while the removed one's deletes wait for
+ * delay_before_delete_ms: the new instance writes elsewhere ("<id>~<n>"), and those deletes take the old files
+ * only. Both used to be the same path, and the old deletes unlinked the new instance's file while its location
+ * still said CLS_SERVING.
+ */
+Test(storage, an_instance_registered_again_keeps_its_files_from_the_old_one_s_deletes)
+{
+	char body[512], old_path[512], new_path[512];
+	json_t *r;
+	struct stat st;
+
+	srv_clock_freeze();
+	snprintf(body, sizeof(body), "\"nfs\":{\"root_path\":\"%s/again/\",\"key_count_per_file\":1}", srv.root);
+	add_storage("again", body);
+	EXPECT_CODE(ADMIN("createInstanceGroup",
+	                  "{\"instance_group\":{\"name\":\"ag\",\"storage_candidates\":[\"again\"],\"cache_config\":{"
+	                  "\"reclaim_strategy\":{\"delay_before_delete_ms\":1000}}}}"),
+	            "OK");
+	cr_assert(register_simple(&srv.meta, "ag", "twice", 64));
+	write_one("twice", "[1]", old_path, sizeof(old_path));
+	EXPECT_CODE(ADMIN("removeInstance", "{\"instance_id\":\"twice\"}"), "OK");
+	cr_assert(register_simple(&srv.meta, "ag", "twice", 64), "the id is registered again at once");
+	write_one("twice", "[1]", new_path, sizeof(new_path));
+	cr_assert_str_neq(old_path, new_path, "the new instance writes where the old one's deletes do not reach");
+	srv_clock_advance(1000); /* the removed instance's deletes are due */
+	cr_expect(gone_soon(old_path), "the removed instance's file is unlinked");
+	cr_expect_eq(stat(new_path, &st), 0, "the new instance's file stays");
+	r = CALL("getCacheLocation", "{\"instance_id\":\"twice\",\"block_keys\":[1]}");
+	cr_expect_eq(json_array_size(jpath(r, "locations")), 1, "and is served");
+	json_decref(r);
+}
+
 Test(storage, shared_file_goes_with_its_last_block)
 {
 	char body[512], p[512], p2[512];
@@ -137,7 +182,6 @@ Test(storage, shared_file_goes_with_its_last_block)
 Test(storage, reclaim_deletes_files)
 {
 	char body[512], p[512];
-	json_t *s;
 
 	snprintf(body, sizeof(body), "\"nfs\":{\"root_path\":\"%s/rc/\",\"key_count_per_file\":1}", srv.root);
 	add_storage("rc", body);
@@ -148,10 +192,7 @@ Test(storage, reclaim_deletes_files)
 	          "\"delay_before_delete_ms\":0}}}}"),
 	    "OK");
 	cr_assert(register_simple(&srv.meta, "rg", "r", 400));
-	s = start("r", "[1]");
-	write_file(uri(s, 0), p, sizeof(p));
-	finish_all("r", s);
-	json_decref(s);
+	write_one("r", "[1]", p, sizeof(p));
 	cr_assert(write_keys(&srv.meta, "r", "[2]")); /* 800 of 1000 bytes: over the 0.5 water level */
 	cr_expect(gone_soon(p), "the reclaimed block's file is unlinked");
 }

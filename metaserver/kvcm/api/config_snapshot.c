@@ -19,6 +19,7 @@
 #include "kvcm_state.h"
 #include "log.h"
 #include "storage.h"
+#include "storage_root.h"
 
 static void list_storages(struct jw *w, struct kvcm *k)
 {
@@ -140,6 +141,21 @@ static json_t *register_body(json_t *info)
 	return b;
 }
 
+/* Every storage's root where addStorage would allow it (kvcm.storage.allowed_roots): a snapshot is no way around
+ * that rule, which keeps KVCM's file writes and deletes out of /etc and home directories. */
+static bool roots_allowed(const struct kvcm *k, json_t *storages, char *msg, size_t msglen)
+{
+	size_t i;
+	json_t *v;
+
+	json_array_foreach(storages, i, v)
+	{
+		if (storage_roots_check(k, v, msg, msglen) != KC_OK)
+			return false;
+	}
+	return true;
+}
+
 static bool snapshot_read(struct call *c, struct snapshot *s, char *msg, size_t msglen)
 {
 	const char *text = jd_str(&c->d, c->body, "config_snapshot");
@@ -155,7 +171,8 @@ static bool snapshot_read(struct call *c, struct snapshot *s, char *msg, size_t 
 	}
 	ok = normalize_all(&d, top, "storage_config", storage_schema, s->storages, s->available, msg, msglen) &&
 	     normalize_all(&d, top, "instance_group", group_schema, s->groups, NULL, msg, msglen) &&
-	     normalize_all(&d, top, "accounts", account_schema, s->accounts, NULL, msg, msglen);
+	     normalize_all(&d, top, "accounts", account_schema, s->accounts, NULL, msg, msglen) &&
+	     roots_allowed(c->k, s->storages, msg, msglen);
 	json_array_foreach(ok ? jd_arr(&d, top, "instance_info") : NULL, i, v)
 	    json_array_append_new(s->instances, register_body(v));
 	json_decref(top);

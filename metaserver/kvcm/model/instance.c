@@ -255,8 +255,19 @@ static void persist_record(struct kvcm *k, const struct instance *inst)
 
 	snprintf(uid, sizeof(uid), "%" PRIu64, inst->uid);
 	rec = json_pack("{s:s, s:O}", "uid", uid, "info", inst->info);
+	if (rec && inst->dir_uid)
+		json_object_set_new(rec, "dir_uid", json_string(uid));
 	store_put_json(&k->store, STORE_INSTANCES, inst->id, rec);
 	json_decref(rec);
+}
+
+/* Whether an earlier instance of id was removed and its deletes are still pending. */
+static bool being_deleted(struct kvcm *k, const char *id)
+{
+	for (struct list *it = k->zombie_instances.next; it != &k->zombie_instances; it = it->next)
+		if (strcmp(list_entry(it, struct instance, zombie_link)->id, id) == 0)
+			return true;
+	return false;
 }
 
 static int register_new(struct kvcm *k, json_t *info, struct instance **out, char *msg, size_t msglen)
@@ -281,6 +292,10 @@ static int register_new(struct kvcm *k, json_t *info, struct instance **out, cha
 	if (!inst)
 		return code;
 	inst->uid = k->next_uid++;
+	/* the same id's files and pool objects would be the same ones: the removed instance's deletes, due later,
+	 * would take this one's data (and its answers would say CLS_SERVING for files that are gone) */
+	if (being_deleted(k, inst->id))
+		inst->dir_uid = inst->uid;
 	if (registry_add(k, inst)) {
 		instance_free(inst);
 		return KC_INTERNAL_ERROR;
@@ -340,6 +355,7 @@ struct instance *instance_load(struct kvcm *k, json_t *record, char *msg, size_t
 	if (!inst)
 		return NULL;
 	inst->uid = (uint64_t)jn_i64(record, "uid");
+	inst->dir_uid = (uint64_t)jn_i64(record, "dir_uid");
 	if (inst->uid >= k->next_uid)
 		k->next_uid = inst->uid + 1;
 	if (registry_add(k, inst)) {

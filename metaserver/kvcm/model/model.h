@@ -73,6 +73,9 @@ struct instance {
 	struct hmap_node hlink; /* in kvcm.instances, by id */
 	char *id;
 	uint64_t uid; /* persistent number: the prefix of its block records */
+	/* nonzero: its data lives under "<id>~<dir_uid>", not "<id>" (registered again while an earlier instance of its
+	 * id was still being deleted, whose deletes must not reach its files) */
+	uint64_t dir_uid;
 	struct group *group;
 	json_t *info; /* canonical InstanceInfo (without the group-derived quota name) */
 	int32_t block_size;

@@ -24,11 +24,19 @@ struct reporters {
 	struct event *tick;
 };
 
+/* A storage's event_report parameter, or dflt (also for a reporter whose storage was removed: NULL). */
 static uint64_t param(const struct storage *s, const char *name, uint32_t dflt)
 {
-	int64_t v = jn_i64(json_object_get(s->cfg, "event_report"), name);
+	int64_t v = s ? jn_i64(json_object_get(s->cfg, "event_report"), name) : 0;
 
 	return v > 0 ? (uint64_t)v : dflt;
+}
+
+void reporters_forget_storage(struct kvcm *k, const struct storage *s)
+{
+	for (struct reporter *r = k->reporters->head; r; r = r->next)
+		if (r->storage == s)
+			r->storage = NULL;
 }
 
 struct reporter *reporter_first(struct kvcm *k)
@@ -48,8 +56,11 @@ struct reporter *reporter_get(struct kvcm *k, struct instance *inst, struct stor
 {
 	struct reporter *r = reporter_find(k, inst, type, host);
 
-	if (r)
+	if (r) {
+		if (!r->storage) /* its storage was removed since: the one it reports to now */
+			r->storage = s;
 		return r;
+	}
 	r = calloc(1, sizeof(*r));
 	if (!r)
 		return NULL;

@@ -36,6 +36,8 @@ struct reporter {
 int reporters_start(struct kvcm *k);
 /* Forgets the reporters of inst (removeInstance: its locations go with its trim). */
 void reporters_forget(struct kvcm *k, const struct instance *inst);
+/* Forgets storage s in every reporter (removeStorage): the liveness sweep then uses the default parameters. */
+void reporters_forget_storage(struct kvcm *k, const struct storage *s);
 void reporters_stop(struct kvcm *k);
 /* Judges every reporter's heartbeat against the logical clock (what the liveness tick does). */
 void reporters_sweep(struct kvcm *k);

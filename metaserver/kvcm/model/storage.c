@@ -8,6 +8,7 @@
 #include "kvcm_state.h"
 #include "kvcm_store.h"
 #include "log.h"
+#include "reporter.h"
 
 static const struct jfield threefs_schema[] = {
     {"cluster_name", JF_STR, NULL},
@@ -303,6 +304,7 @@ int storage_remove(struct kvcm *k, const char *name, char *msg, size_t msglen)
 	list_del(&s->link);
 	store_del_json(&k->store, STORE_STORAGES, s->name);
 	log_info("op=kvcm_remove_storage name=\"%s\"", name);
+	reporters_forget_storage(k, s); /* reporters outlive their storage: they must not read it once freed */
 	storage_free(s);
 	return KC_OK;
 }

@@ -50,15 +50,18 @@ static const char *scheme(int type)
 	return type == ST_MMC ? "mmc://" : type == ST_DUMMY ? "dummy://" : "file://";
 }
 
-/* "<root>/<instance>/<spec>/" (root always ends with one slash). */
+/* "<root>/<instance>/<spec>/" (root always ends with one slash); "<instance>~<dir_uid>" for an instance registered
+ * again while its id's earlier instance was being deleted ('~' is escaped in a name: no id reads as that). */
 static int dir_prefix(const struct storage *s, const struct instance *inst, uint32_t spec, char *out, size_t cap)
 {
-	char ci[3 * KVCM_NAME_MAX + 2], cs[3 * KVCM_NAME_MAX + 2];
+	char ci[3 * KVCM_NAME_MAX + 24], cs[3 * KVCM_NAME_MAX + 2];
 	const char *root = s->type == ST_MMC ? s->key_prefix : s->root_path;
 	size_t rl = strlen(root);
 	int n;
 
-	path_component(ci, sizeof(ci), inst->id);
+	n = (int)path_component(ci, sizeof(ci), inst->id);
+	if (inst->dir_uid)
+		snprintf(ci + n, sizeof(ci) - (size_t)n, "~%" PRIu64, inst->dir_uid);
 	path_component(cs, sizeof(cs), inst->specs[spec].name);
 	n = snprintf(out, cap, "%s%s%s%s/%s/", scheme(s->type), root, rl && root[rl - 1] != '/' ? "/" : "", ci, cs);
 	return n < 0 || (size_t)n >= cap ? MMC_INVALID_PARAM : 0;
