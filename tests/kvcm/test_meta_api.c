@@ -115,6 +115,15 @@ Test(meta, register_instance_creates_missing_group_from_default, .init = NULL)
 	cr_expect_str_eq(json_string_value(json_array_get(jpath(jpath(r, "instance_group"), "storage_candidates"), 0)),
 	                 "nfs_01");
 	json_decref(r);
+	/* a group name longer than any group's may be is refused: its group could not be stored, and the instance
+	 * would be gone after a restart */
+	{
+		char name[600];
+
+		memset(name, 'g', sizeof(name) - 1);
+		name[sizeof(name) - 1] = '\0';
+		EXPECT_CODE(CALL("registerInstance", REG_BODY("%s", "g2", "8", MD, SPECS), name), "INVALID_ARGUMENT");
+	}
 }
 
 Test(meta, get_instance_info)

@@ -410,6 +410,13 @@ Test(security, add_storage_roots_are_confined, .fini = srv_down)
 	expect_storage("updateStorage", "ok", "/etc/mmc/", NULL, "INVALID_ARGUMENT");
 	expect_storage("updateStorage", "ok", NULL, "/../../etc/", "INVALID_ARGUMENT");
 	expect_storage("updateStorage", "ok", NULL, "/ok2/", "OK");
+	/* a snapshot's password hash that would hold the loop for seconds at each wrong password is refused */
+	EXPECT_CODE(ADMIN("loadConfigSnapshot",
+	                  "{\"config_snapshot\":\"{\\\"accounts\\\":[{\\\"user_name\\\":\\\"slow\\\",\\\"role\\\":"
+	                  "\\\"ROLE_USER\\\",\\\"password_hash\\\":\\\"pbkdf2-sha256$10000000$"
+	                  "00112233445566778899aabbccddeeff$"
+	                  "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff\\\"}]}\"}"),
+	            "INVALID_ARGUMENT");
 	/* nor may a config snapshot: nothing of it is applied */
 	EXPECT_CODE(ADMIN("loadConfigSnapshot",
 	                  "{\"config_snapshot\":\"{\\\"storage_config\\\":[{\\\"global_unique_name\\\":\\\"snap\\\","

@@ -19,9 +19,12 @@
 /* PBKDF2 makes a guess cost this many HMACs; a verified password is remembered (keyed hash) so that a client's
  * every request does not pay it again. */
 #define PBKDF2_ITER 20000
-#define SALT_LEN    16
-#define HASH_LEN    32
-#define HASH_PREFIX "pbkdf2-sha256$"
+/* The most a stored hash may ask for (a config snapshot carries hashes): one check of a wrong password costs that
+ * many HMACs on the loop, and the throttle below counts a check only once it is done. */
+#define PBKDF2_ITER_MAX (5 * PBKDF2_ITER)
+#define SALT_LEN        16
+#define HASH_LEN        32
+#define HASH_PREFIX     "pbkdf2-sha256$"
 /* Event-loop time a second that PBKDF2 checks of passwords not verified before may take (each costs 5-20 ms): past
  * it, a new password is refused unchecked, so a flood of wrong passwords cannot stall the loop. */
 #define SLOW_CHECK_NS_PER_S (250 * UINT64_C(1000000))
@@ -84,7 +87,7 @@ static bool parse_hash(const char *h, unsigned *iter, unsigned char salt[SALT_LE
 	if (strncmp(h, HASH_PREFIX, strlen(HASH_PREFIX)) != 0)
 		return false;
 	it = strtoul(p, &end, 10);
-	if (*end != '$' || it < 1000 || it > 10000000)
+	if (*end != '$' || it < 1000 || it > PBKDF2_ITER_MAX)
 		return false;
 	s = end + 1;
 	if (strlen(s) != 2 * SALT_LEN + 1 + 2 * HASH_LEN || s[2 * SALT_LEN] != '$')

@@ -170,7 +170,9 @@ static void validate(json_t *info, char *bad, size_t cap)
 	json_t *e;
 	size_t i;
 
-	if (!jn_str(info, "instance_group_name")[0])
+	/* as long as a group's name may be: an auto-created group of a longer one could not be stored, and its
+	 * instance would be gone after a restart */
+	if (!jn_str(info, "instance_group_name")[0] || strlen(jn_str(info, "instance_group_name")) >= KVCM_NAME_MAX)
 		invalid(bad, cap, "instance_group");
 	if (!jn_str(info, "instance_id")[0] || strlen(jn_str(info, "instance_id")) >= KVCM_NAME_MAX)
 		invalid(bad, cap, "instance_id");
