@@ -76,6 +76,31 @@ Test(report_event, add_merges_delete_removes_last_wins) /* D-07, D-08, D-09, D-1
 	cr_expect(!visible(6), "set semantics: one delete removes the spec");
 }
 
+/* A location holds at most 256 specs, as many as a block record stores: an ADD past that is refused. It used to be
+ * kept (up to 512), and the next load lost it with every location after it in its block's record. */
+Test(report_event, a_location_takes_no_more_specs_than_its_record_holds)
+{
+	size_t cap = 300 * 160, at = 0;
+	char *events = malloc(cap);
+	json_t *r, *res;
+
+	cr_assert_not_null(events);
+	at += (size_t)snprintf(events + at, cap - at, "[");
+	for (int i = 0; i < 257; i++)
+		at += (size_t)snprintf(events + at, cap - at,
+		                       "%s{\"event_type\":\"EVENT_BLOCK_ADD\",\"block_add\":{\"block_key\":\"77\","
+		                       "\"medium\":\"gpu\",\"specs\":[{\"name\":\"s%d\",\"uri\":\"x://m/%d\"}]}}",
+		                       i ? "," : "", i, i);
+	snprintf(events + at, cap - at, "]");
+	r = report("many:1", L2, events);
+	res = jpath(r, "item_results");
+	cr_assert_eq(json_array_size(res), 257, "%s", message_of(r));
+	cr_expect_str_eq(json_string_value(json_array_get(res, 255)), "OK", "the 256th spec");
+	cr_expect_str_eq(json_string_value(json_array_get(res, 256)), "INVALID_ARGUMENT", "the 257th");
+	json_decref(r);
+	free(events);
+}
+
 Test(report_event, item_validation_has_no_side_effects) /* V-01..V-05, D-04, D-05 */
 {
 	static const char *const bad[] = {

@@ -223,6 +223,10 @@ static int write_specs(struct report *rp, const struct er_block *blk, bool merge
 			uris[n++] = old->specs[j].uri;
 		}
 	}
+	/* a location of more specs than a block record holds would be written, and lost (with the locations after it
+	 * in its record) at the next load */
+	if (!drop && n + blk->nspecs > ER_SPECS_MAX)
+		return KC_INVALID_ARGUMENT;
 	for (size_t i = 0; !drop && i < blk->nspecs; i++)
 		need += strlen(blk->specs[i].uri) + GEN_LEN + 12;
 	if (need > sizeof(stack) && !(buf = malloc(need)))
