@@ -244,21 +244,24 @@ static int write_specs(struct report *rp, const struct er_block *blk, bool merge
 	return rc;
 }
 
-static bool lazily_initialised(struct report *rp)
+/* KC_OK once rp's reporter exists; KC_REACH_MAX_ENTITY_CAPACITY when the server keeps as many as it may. */
+static int lazily_initialised(struct report *rp)
 {
 	struct call *c = rp->c;
 
 	if (!rp->r)
 		rp->r = reporter_get(c->k, c->inst, rp->storage, rp->type, rp->host);
-	return rp->r != NULL;
+	return rp->r ? KC_OK : KC_REACH_MAX_ENTITY_CAPACITY;
 }
 
 static int delta(struct report *rp, const struct er_event *ev)
 {
+	int rc;
+
 	if (rp->r && rp->r->tombstone)
 		return KC_NODE_NOT_REGISTERED;
-	if (!lazily_initialised(rp))
-		return KC_INTERNAL_ERROR;
+	if ((rc = lazily_initialised(rp)) != KC_OK)
+		return rc;
 	if (!rp->r->gen[0])
 		reporter_new_generation(rp->c->k, rp->r);
 	reporter_merge_medium(rp->r, ev->b.medium);
@@ -296,11 +299,12 @@ static int snapshot(struct report *rp, const struct er_event *ev)
 {
 	char committed[GEN_LEN + 1];
 	uint64_t now = clock_ms();
+	int rc;
 
 	if (rp->r && rp->r->tombstone)
 		return KC_NODE_NOT_REGISTERED;
-	if (!lazily_initialised(rp))
-		return KC_INTERNAL_ERROR;
+	if ((rc = lazily_initialised(rp)) != KC_OK)
+		return rc;
 	if (rate_limited(rp, now))
 		return KC_SNAPSHOT_RATE_LIMITED;
 	memcpy(committed, rp->r->gen, sizeof(committed));
@@ -326,10 +330,12 @@ static int snapshot(struct report *rp, const struct er_event *ev)
 
 static int liveness(struct report *rp, const struct er_event *ev)
 {
+	int rc;
+
 	if (ev->type == EV_HEARTBEAT && rp->r && rp->r->tombstone)
 		return KC_NODE_NOT_REGISTERED;
-	if (!lazily_initialised(rp))
-		return KC_INTERNAL_ERROR;
+	if ((rc = lazily_initialised(rp)) != KC_OK)
+		return rc;
 	if (ev->type == EV_REGISTER && rp->r->tombstone) { /* a new lifecycle: nothing of the old one is visible */
 		rp->r->tombstone = false;
 		rp->r->strict = false;
@@ -345,6 +351,8 @@ static int liveness(struct report *rp, const struct er_event *ev)
 /* One item: invalid ones (checked when the events were read) have no effect at all. */
 static int apply(struct report *rp, const struct er_event *ev)
 {
+	int rc;
+
 	switch (ev->type) {
 	case EV_ADD:
 	case EV_DELETE:
@@ -352,8 +360,8 @@ static int apply(struct report *rp, const struct er_event *ev)
 	case EV_SNAPSHOT:
 		return snapshot(rp, ev);
 	case EV_HOST_DOWN:
-		if (!lazily_initialised(rp))
-			return KC_INTERNAL_ERROR;
+		if ((rc = lazily_initialised(rp)) != KC_OK)
+			return rc;
 		reporter_tombstone(rp->c->k, rp->r);
 		rp->host_down = true;
 		return KC_OK;

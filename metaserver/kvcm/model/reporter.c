@@ -21,6 +21,7 @@
 
 struct reporters {
 	struct reporter *head;
+	size_t n; /* at most REPORTERS_MAX: a reporter is never freed, and every visibility check looks it up */
 	struct event *tick;
 };
 
@@ -61,9 +62,16 @@ struct reporter *reporter_get(struct kvcm *k, struct instance *inst, struct stor
 			r->storage = s;
 		return r;
 	}
+	if (k->reporters->n >= REPORTERS_MAX) {
+		log_warn(
+		    "op=kvcm_reporter_refused instance=\"%s\" host=\"%s\" reporters=%zu (the most one server keeps)",
+		    inst->id, host, k->reporters->n);
+		return NULL;
+	}
 	r = calloc(1, sizeof(*r));
 	if (!r)
 		return NULL;
+	k->reporters->n++;
 	r->inst = inst;
 	r->storage = s;
 	r->type = type;
@@ -287,6 +295,8 @@ int reporter_cleanup(struct kvcm *k, struct reporter *r, const char *keep)
 
 void reporter_tombstone(struct kvcm *k, struct reporter *r)
 {
+	if (r->tombstone)
+		return; /* down already: its cleanup is under way, and nothing it reported since is visible */
 	r->tombstone = true;
 	r->available = false;
 	r->strict = false;

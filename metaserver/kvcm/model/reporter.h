@@ -45,7 +45,10 @@ void reporters_sweep(struct kvcm *k);
 /* All reporters (follow ->next). */
 struct reporter *reporter_first(struct kvcm *k);
 struct reporter *reporter_find(struct kvcm *k, const struct instance *inst, int type, const char *host);
-/* The reporter, created (fresh, available) when it was never seen. NULL when out of memory. */
+/* Reporters one server keeps at most (one per instance, event-report type and host). */
+#define REPORTERS_MAX 65536
+/* The reporter, created (fresh, available) when it was never seen. NULL when out of memory or REPORTERS_MAX are
+ * kept. */
 struct reporter *reporter_get(struct kvcm *k, struct instance *inst, struct storage *s, int type, const char *host);
 /* A new random generation for r. */
 void reporter_new_generation(struct kvcm *k, struct reporter *r);
