@@ -144,6 +144,12 @@ Test(query, location_spec_names_filter)
 	/* a name no location has: nothing matches */
 	expect_rows("{\"instance_id\":\"q\",\"query_type\":2,\"block_keys\":[1,2],\"location_spec_names\":[\"zz\"]}",
 	            "");
+	/* several names, in any order, among names no location has (the filter is matched as a sorted set) */
+	r = CALL("getCacheLocation", "{\"instance_id\":\"q\",\"block_keys\":[1],\"query_type\":1,"
+	                             "\"location_spec_names\":[\"zz\",\"tp1\",\"a\",\"tp0\",\"tp1\"]}");
+	l = json_array_get(jpath(r, "locations"), 0);
+	cr_expect_eq(json_integer_value(jpath(l, "spec_size")), 2, "tp0 and tp1, each once");
+	json_decref(r);
 }
 
 Test(query, write_and_read_locations_are_equal)

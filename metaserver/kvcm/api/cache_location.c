@@ -167,6 +167,7 @@ void location_query_json(struct call *c, struct location_query *q, bool with_mas
 	q->sw_size = jd_i32(&q->head, c->body, "sw_size");
 	q->filter.n = jd_strs(&q->head, c->body, "location_spec_names", &q->filter_mem, LOCATION_SPEC_NAMES_MAX);
 	q->filter.names = q->filter_mem;
+	spec_filter_sort(&q->filter);
 	if (with_mask)
 		mask_read(&q->in_mask, c->body, "block_mask", c->k->conf.max_keys, &q->mask);
 	key_input_json(c, &q->in_keys);

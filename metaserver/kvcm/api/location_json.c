@@ -6,14 +6,22 @@
 
 #include "wire_enums.h"
 
+static int cmp_name(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+void spec_filter_sort(struct spec_filter *f)
+{
+	if (f->n > 1)
+		qsort(f->names, f->n, sizeof(*f->names), cmp_name);
+}
+
 bool spec_kept(const struct spec_filter *f, const char *name)
 {
 	if (!f || !f->n)
 		return true;
-	for (size_t i = 0; i < f->n; i++)
-		if (strcmp(f->names[i], name) == 0)
-			return true;
-	return false;
+	return bsearch(&name, f->names, f->n, sizeof(*f->names), cmp_name) != NULL;
 }
 
 uint16_t filter_count(const struct location *l, const struct spec_filter *f)

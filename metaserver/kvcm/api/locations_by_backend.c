@@ -188,6 +188,7 @@ void api_get_cache_locations_by_backend(struct call *c)
 
 	q.nsel = selectors(c, sel);
 	q.f.n = jd_strs(&c->d, c->body, "location_spec_names", &q.f.names, 4096);
+	spec_filter_sort(&q.f);
 	if (call_decode_failed(c))
 		goto out;
 	if ((qt != QT_UNSPECIFIED && qt != QT_BATCH_GET) || !q.nsel) {

@@ -88,6 +88,7 @@ void location_query_pb(struct call *c, const pb_location_request *m, struct loca
 	q->sw_size = m->sw_size;
 	q->filter.n = strs_pb(m->location_spec_names, m->n_location_spec_names, LOCATION_SPEC_NAMES_MAX,
 	                      &q->filter.names, &q->head);
+	spec_filter_sort(&q->filter);
 	mask_pb(c, m->block_mask, &q->mask, &q->in_mask);
 	keys_pb(c, m->block_keys, m->n_block_keys, m->token_ids, m->n_token_ids, &q->in_keys);
 }

@@ -30,6 +30,10 @@
 #include "tcp_url.h"
 
 #define MAX_HEADERS_BYTES (64u << 10)
+/* The largest JSON reply: past it the call is answered HTTP 500 ("{}"). A request of repeated keys and a long spec
+ * filter could otherwise have the loop build gigabytes (the biggest real reply, 65536 keys of a few specs, is tens
+ * of MiB). */
+#define REPLY_MAX ((size_t)512 << 20)
 
 struct http_server {
 	struct kvcm *k;
@@ -330,6 +334,7 @@ static struct call *call_new(struct kvcm *k, const struct route *r)
 	c->writes0 = k->store.writes;
 	c->durable0 = k->persist ? persist_durable_seq(k->persist) : 0; /* NULL: a standby (leader election) */
 	jw_init(&c->out);
+	c->out.max = REPLY_MAX;
 	return c;
 }
 

@@ -41,6 +41,10 @@ static bool grow(struct jw *w, size_t n)
 
 	if (w->oom)
 		return false;
+	if (w->max && w->len + n > w->max) {
+		w->oom = true;
+		return false;
+	}
 	cap = w->cap ? w->cap : 1024;
 	while (cap < w->len + n)
 		cap *= 2;

@@ -14,7 +14,8 @@ struct jw {
 	char *buf;
 	size_t len, cap;
 	bool comma; /* the next value or key needs a comma before it */
-	bool oom;
+	bool oom;   /* out of memory, or past max: the text is incomplete */
+	size_t max; /* bytes it may grow to, 0: no bound (set after jw_init) */
 };
 
 void jw_init(struct jw *w);
