@@ -3,6 +3,7 @@
 genConfigSnapshot / loadConfigSnapshot, getMetrics and updateLogger."""
 import json
 import sys
+import tempfile
 import time
 import unittest
 import urllib.request
@@ -18,6 +19,12 @@ call = fx.call
 
 def code(r):
     return r["header"]["status"]["code"]
+
+
+def copy_server():
+    """A server to load another's snapshot: that one's storage roots (its temp dir) must lie under this one's
+    kvcm.storage.allowed_roots, as any root a snapshot sets must (by default only this server's own temp dir is)."""
+    return fx.Server("kvcm.storage.allowed_roots=" + tempfile.gettempdir())
 
 
 class Admin(unittest.TestCase):
@@ -60,7 +67,7 @@ class Admin(unittest.TestCase):
 
     def test_config_snapshot_round_trip(self):
         for t in TRANSPORTS:
-            src, dst = self.srv, fx.Server()
+            src, dst = self.srv, copy_server()
             try:
                 call(src, t, "admin", "addStorage", {"storage": {"global_unique_name": "d_" + t,
                                                                  "dummy": {"root_path": "/d/"}}})
@@ -181,7 +188,7 @@ class Admin(unittest.TestCase):
         # the accounts travel in a config snapshot, with their hashes: the same passwords work on the copy
         snap = fx.grpc_call(self.srv, "admin", "genConfigSnapshot", {}, metadata=(("authorization", root),))
         self.assertNotIn("pw1", snap.config_snapshot)
-        dst = fx.Server()
+        dst = copy_server()
         try:
             r = call(dst, "grpc", "admin", "loadConfigSnapshot", {"config_snapshot": snap.config_snapshot})
             self.assertEqual(code(r), "OK")
