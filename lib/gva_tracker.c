@@ -178,42 +178,46 @@ size_t gva_keys_place(const struct gva_keys *k, size_t i)
 
 /* ---- passes over the grants of a call's keys ---- */
 
+/* The later of two entry indexes + 1 (0 = none) by seq. */
+static uint64_t later(const struct gva_tracker *t, uint64_t cur, size_t r)
+{
+	return cur && t->v[cur - 1].seq > t->v[r].seq ? cur : r + 1;
+}
+
 void gva_tracker_finish_grants(const struct gva_tracker *t, const struct gva_keys *k, pthread_t self, uint64_t *tokens,
                                uint64_t *seqs, uint64_t *losses)
 {
-	uint64_t *live = tokens; /* the key's live grant's seq, until the end; tokens are filled from seqs then */
+	uint64_t *own = seqs, *live = tokens; /* at each key's place, an entry index + 1, until the last loop */
 
-	memset(seqs, 0, k->n * sizeof(*seqs));
+	memset(own, 0, k->n * sizeof(*own));
 	memset(live, 0, k->n * sizeof(*live));
-	for (size_t r = 0; r < t->n; r++) { /* seqs: self's latest; live: the key's latest live */
+	for (size_t r = 0; r < t->n; r++) {
 		const struct gva_entry *e = &t->v[r];
 		size_t i = e->kind == GVA_WRITE ? lookup(k, e->key, e->hash) : SIZE_MAX;
 
 		if (i == SIZE_MAX)
 			continue;
-		if (pthread_equal(e->thread, self) && e->seq > seqs[i])
-			seqs[i] = e->seq;
-		if (!e->retired && e->seq > live[i])
-			live[i] = e->seq;
+		if (pthread_equal(e->thread, self))
+			own[i] = later(t, own[i], r);
+		if (!e->retired)
+			live[i] = later(t, live[i], r);
 	}
-	for (size_t i = 0; i < k->n; i++)
-		if (!seqs[i])
-			seqs[i] = live[i];
-	for (size_t i = 0; i < k->n; i++)
-		tokens[i] = 0;
-	for (size_t r = 0; r < t->n; r++) {
-		const struct gva_entry *e = &t->v[r];
-		size_t i = e->kind == GVA_WRITE ? lookup(k, e->key, e->hash) : SIZE_MAX;
+	/* a place is its key's last, so going down fills it before the earlier places of the key copy it */
+	for (size_t i = k->n; i-- > 0;) {
+		size_t p = k->slot[i].place;
+		uint64_t c = own[p] ? own[p] : live[p];
 
-		if (i != SIZE_MAX && e->seq == seqs[i]) {
-			tokens[i] = e->token;
-			losses[i] = e->losses;
+		if (p != i) {
+			tokens[i] = tokens[p];
+			seqs[i] = seqs[p];
+			losses[i] = losses[p];
+		} else if (c) {
+			tokens[i] = t->v[c - 1].token;
+			seqs[i] = t->v[c - 1].seq;
+			losses[i] = t->v[c - 1].losses;
+		} else {
+			tokens[i] = seqs[i] = 0;
 		}
-	}
-	for (size_t i = 0; i < k->n; i++) { /* a key given twice: each place names the same grant */
-		tokens[i] = tokens[k->slot[i].place];
-		seqs[i] = seqs[k->slot[i].place];
-		losses[i] = losses[k->slot[i].place];
 	}
 }
 

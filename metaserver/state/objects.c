@@ -466,12 +466,13 @@ static const char id_ceiling_key[] = "object_id_ceiling";
 uint64_t object_next_id(struct meta *m)
 {
 	uint64_t id = ++m->next_object_id;
+	enum persist_seq_state st =
+	    m->object_id_seq ? persist_seq_state(m->persist, m->object_id_seq) : PERSIST_SEQ_PENDING;
 
-	if (m->object_id_seq && persist_seq_state(m->persist, m->object_id_seq) != PERSIST_SEQ_PENDING) {
-		if (persist_seq_state(m->persist, m->object_id_seq) == PERSIST_SEQ_LOST)
-			m->object_id_ceiling = 0; /* written again below */
+	if (st == PERSIST_SEQ_LOST)
+		m->object_id_ceiling = 0; /* written again below */
+	if (st != PERSIST_SEQ_PENDING)
 		m->object_id_seq = 0;
-	}
 	if (!m->object_id_seq && id + ID_RESERVE / 2 >= m->object_id_ceiling) {
 		m->object_id_ceiling = id + ID_RESERVE;
 		persist_put(m->persist, m->db_info, id_ceiling_key, sizeof(id_ceiling_key) - 1, &m->object_id_ceiling,

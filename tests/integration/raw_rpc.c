@@ -140,19 +140,28 @@ static int prove(int fd, const char *token, const uint8_t *cn, const Mmc__AuthCh
 	return prove_as(fd, NULL, token, cn, ch);
 }
 
-Mmc__AuthChallenge *raw_hello_tenant(int fd, const char *tenant, uint8_t cn[32])
+/* Sends a hello with a fresh nonce (kept in cn for the proof) and returns the server's answer, or NULL. */
+static Mmc__Frame *hello_exchange(int fd, uint32_t version, const char *tenant, uint8_t cn[32])
 {
 	Mmc__Hello h = MMC__HELLO__INIT;
-	Mmc__AuthChallenge *ch = NULL;
-	Mmc__Frame *r;
 
 	for (int i = 0; i < 32; i++)
 		cn[i] = (uint8_t)rand();
 	h.host = "raw-peer";
-	h.version = 1;
+	h.version = version ? version : 1;
 	h.tenant = (char *)tenant;
 	h.client_nonce = (ProtobufCBinaryData){32, cn};
-	if (raw_send_body(fd, 1, MMC__FRAME__BODY_HELLO, &h) || !(r = raw_recv(fd)))
+	if (raw_send_body(fd, 1, MMC__FRAME__BODY_HELLO, &h))
+		return NULL;
+	return raw_recv(fd);
+}
+
+Mmc__AuthChallenge *raw_hello_tenant(int fd, const char *tenant, uint8_t cn[32])
+{
+	Mmc__AuthChallenge *ch = NULL;
+	Mmc__Frame *r = hello_exchange(fd, 1, tenant, cn);
+
+	if (!r)
 		return NULL;
 	if (r->body_case == MMC__FRAME__BODY_AUTH_CHALLENGE && r->auth_challenge->server_nonce.len == 32) {
 		ch = r->auth_challenge;
@@ -173,17 +182,11 @@ int raw_prove_tenant(int fd, const char *tenant, const char *token, const uint8_
 
 int raw_hello(int fd, uint32_t version, const char *token, bool send_proof)
 {
-	Mmc__Hello h = MMC__HELLO__INIT;
 	uint8_t cn[32];
-	Mmc__Frame *r;
+	Mmc__Frame *r = hello_exchange(fd, version, NULL, cn);
 	int rc = -1;
 
-	for (int i = 0; i < 32; i++)
-		cn[i] = (uint8_t)rand();
-	h.host = "raw-peer";
-	h.version = version ? version : 1;
-	h.client_nonce = (ProtobufCBinaryData){32, cn};
-	if (raw_send_body(fd, 1, MMC__FRAME__BODY_HELLO, &h) || !(r = raw_recv(fd)))
+	if (!r)
 		return -1;
 	if (r->body_case == MMC__FRAME__BODY_HELLO_REPLY)
 		rc = r->hello_reply->result;
