@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "mmc/mmc.h"
 #include "wire_limits.h"
@@ -55,6 +56,25 @@ int secret_resolve(const char *key, const char *file_key, const char *file, char
 	return 0;
 }
 
+int secret_file_private(const char *key, const char *path, int fd, unsigned forbid, char *err, size_t errlen)
+{
+	struct stat st;
+
+	if (fstat(fd, &st) != 0) {
+		snprintf(err, errlen, "%s: cannot stat \"%s\": %s", key, path, strerror(errno));
+		return MMC_INVALID_PARAM;
+	}
+	/* as ssh and PostgreSQL do with their keys: a secret every user can read is no secret, and the operator hears
+	 * it at start rather than after the leak */
+	if (S_ISREG(st.st_mode) && (st.st_mode & forbid)) {
+		snprintf(err, errlen, "%s: \"%s\" has mode %03o: %s must have no access (chmod %s)", key, path,
+		         (unsigned)(st.st_mode & 0777), forbid & 070 ? "group and others" : "others",
+		         forbid & 070 ? "600" : "o-rwx");
+		return MMC_INVALID_PARAM;
+	}
+	return 0;
+}
+
 int secret_file_read(const char *key, const char *path, char *out, size_t cap, char *err, size_t errlen)
 {
 	FILE *f = fopen(path, "r");
@@ -63,6 +83,10 @@ int secret_file_read(const char *key, const char *path, char *out, size_t cap, c
 
 	if (!f) {
 		snprintf(err, errlen, "%s: cannot read \"%s\": %s", key, path, strerror(errno));
+		return MMC_INVALID_PARAM;
+	}
+	if (secret_file_private(key, path, fileno(f), SECRET_OTHERS, err, errlen)) {
+		fclose(f);
 		return MMC_INVALID_PARAM;
 	}
 	n = fread(out, 1, cap, f);

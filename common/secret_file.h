@@ -8,10 +8,22 @@
 
 #include <stddef.h>
 
+/* The access a secret file may not give (its mode's bits): to others (a secret: the group may read it, as a
+ * container's fsGroup or a 0440 credential does), or to group and others (a file only its owner manages). */
+#define SECRET_OTHERS     0007u
+#define SECRET_OWNER_ONLY 0077u
+
+/*
+ * 0 when fd (path, opened) is not a regular file or gives none of the access forbid names; else MMC_INVALID_PARAM
+ * with a message in err naming key, path, the mode and the chmod that mends it. Every secret file is checked so
+ * before it is read.
+ */
+int secret_file_private(const char *key, const char *path, int fd, unsigned forbid, char *err, size_t errlen);
+
 /*
  * Reads the secret in path into out (cap bytes, NUL-terminated): the whole file, less one trailing newline.
  * key names the config key in messages. Returns 0, or MMC_INVALID_PARAM with a message in err (unreadable, empty,
- * longer than cap - 1 bytes, or holding a NUL byte). The message never holds the secret.
+ * open to every user, longer than cap - 1 bytes, or holding a NUL byte). The message never holds the secret.
  */
 int secret_file_read(const char *key, const char *path, char *out, size_t cap, char *err, size_t errlen);
 

@@ -315,7 +315,8 @@ typedef struct mmc_local_config {
 	 *  Set it or auth_token_file, not both. */
 	char auth_token[MMC_TOKEN_SIZE];
 	/** A file holding the cluster secret (ock.mmc.client.auth_token_file); a bare file name is one of
-	 *  $CREDENTIALS_DIRECTORY (systemd credentials) when that is set. Read by mmc_setup(). */
+	 *  $CREDENTIALS_DIRECTORY (systemd credentials) when that is set. Read by mmc_setup(), which fails with
+	 *  MMC_INVALID_PARAM when every user may open it (its mode must be o-rwx). */
 	char auth_token_file[MMC_PATH_SIZE];
 	/** TLS on the meta connection (ock.mmc.tls.enable); needs tls_ca_path. Default false. */
 	bool tls_enable;

@@ -4,7 +4,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "conf_parse.h"
 #include "meta.h"
@@ -143,23 +142,6 @@ static void table_free(struct tenants *ts)
 	*ts = (struct tenants){NULL, 0};
 }
 
-/* The file names who may connect as whom: nobody but its owner may read or change it. */
-static int check_mode(FILE *f, const char *path, char *err, size_t errlen)
-{
-	struct stat st;
-
-	if (fstat(fileno(f), &st)) {
-		snprintf(err, errlen, KEY ": cannot stat \"%s\": %s", path, strerror(errno));
-		return MMC_INVALID_PARAM;
-	}
-	if (st.st_mode & 077) {
-		snprintf(err, errlen, KEY ": \"%s\" has mode %03o: group and others must have no access (chmod 600)",
-		         path, (unsigned)(st.st_mode & 0777));
-		return MMC_INVALID_PARAM;
-	}
-	return 0;
-}
-
 /* The file at path into ts (a fresh table); on failure ts is freed. */
 static int load_into(struct tenants *ts, const char *path, const char *cluster, char *err, size_t errlen)
 {
@@ -171,7 +153,9 @@ static int load_into(struct tenants *ts, const char *path, const char *cluster, 
 		snprintf(err, errlen, KEY ": cannot read \"%s\": %s", path, strerror(errno));
 		return MMC_INVALID_PARAM;
 	}
-	if ((rc = check_mode(f, path, err, errlen)) == 0 && !(ts->t = calloc(TENANTS_MAX, sizeof(struct tenant))))
+	/* the file names who may connect as whom: nobody but its owner may read or change it */
+	rc = secret_file_private(KEY, path, fileno(f), SECRET_OWNER_ONLY, err, errlen);
+	if (rc == 0 && !(ts->t = calloc(TENANTS_MAX, sizeof(struct tenant))))
 		rc = MMC_MALLOC_FAILED;
 	if (rc == 0) {
 		ts->n = 1;

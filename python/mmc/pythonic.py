@@ -364,7 +364,9 @@ class Store:
         _check(rc, "put_tensor %r" % (key,))
 
     def get_tensor(self, key, out=None, *, register=False):
-        """The tensor stored by put_tensor; with out= (same nbytes), reads into it zero-copy and returns it."""
+        """The tensor stored by put_tensor; with out= (same nbytes), reads into it zero-copy and returns it. An out=
+        numpy array or torch tensor of another element type than the stored one raises Error (MMC_INVALID_PARAM)
+        after the read: its bytes would not mean the stored values."""
         if out is not None:
             head = bytearray(_TENSOR_HEADER)
             refs = self._refs([head, out], True, False)
@@ -377,7 +379,10 @@ class Store:
                 for r in refs:
                     r.release()
             _check(rc, "get_tensor %r" % (key,))
-            _parse_header(head)
+            stored, given = _dtype_name(_parse_header(head)), _dtype_name(out)
+            if given is not None and stored != given:
+                raise error_for(_lib.MMC_INVALID_PARAM, "get_tensor %r: stored as %s, out= is %s (its bytes are "
+                                "the stored ones, not converted)" % (key, stored, given))
             return out
         raw = bytearray(self.get(key))
         meta = _parse_header(raw[:_TENSOR_HEADER])
@@ -390,6 +395,20 @@ class Store:
             return torch.frombuffer(data, dtype=dtype).reshape(meta["shape"])
         import numpy
         return numpy.frombuffer(data, dtype=numpy.dtype(meta["dtype"])).reshape(meta["shape"])
+
+
+def _dtype_name(t):
+    """The element type's name, the same for numpy and torch ("float32"); None for a buffer without one. t is a
+    tensor header's dict, a numpy array or a torch tensor."""
+    if isinstance(t, dict):
+        if t.get("lib") == "torch":
+            return t["dtype"]
+        import numpy
+        return numpy.dtype(t["dtype"]).name
+    if hasattr(t, "data_ptr"):
+        return str(t.dtype).replace("torch.", "")
+    dtype = getattr(t, "dtype", None)
+    return dtype.name if dtype is not None and hasattr(dtype, "name") else None
 
 
 def _parse_header(head):

@@ -10,6 +10,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "redis_proc.h"
@@ -340,6 +341,7 @@ Test(meta_store, the_redis_password_comes_from_a_file_and_is_never_logged, .fini
 	cr_assert(f);
 	fputs("wrong-pw\n", f);
 	fclose(f);
+	cr_assert_eq(chmod(pwfile, 0600), 0); /* a secret open to every user is refused */
 	cr_assert_neq(metaserver_start(&meta, extra), 0, "a wrong password fails the start");
 	cr_assert(metaserver_log_has(&meta, "AUTH refused"), "the log says why");
 	cr_assert_not(metaserver_log_has(&meta, "wrong-pw"));

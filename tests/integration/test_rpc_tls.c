@@ -27,7 +27,7 @@ static void make_certs(void)
 	snprintf(dir, sizeof(dir), "/tmp/mmc-tls-XXXXXX");
 	cr_assert_not_null(mkdtemp(dir));
 	snprintf(cmd, sizeof(cmd),
-	         "(cd %s && K='-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes' && "
+	         "(cd %s && umask 077 && K='-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes' && "
 	         "openssl req -x509 $K -keyout ca.key -out ca.pem -days 2 -subj /CN=mmc-test-ca && "
 	         "openssl req -x509 $K -keyout other.key -out other.pem -days 2 -subj /CN=another-ca && "
 	         "openssl req $K -keyout server.key -out server.csr -subj /CN=mmc-meta && "

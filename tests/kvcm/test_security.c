@@ -54,6 +54,7 @@ static const char *password_file(const char *pw)
 	cr_assert(f);
 	fprintf(f, "%s\n", pw);
 	fclose(f);
+	cr_assert(chmod(path, 0600) == 0); /* a secret open to every user is refused */
 	snprintf(pwfile_kv, sizeof(pwfile_kv), "kvcm.service.admin_password_file=%s", path);
 	return pwfile_kv;
 }
@@ -195,6 +196,7 @@ Test(security, public_bind_needs_credentials, .fini = rm_secret)
 	static const char *const insecure[] = {"kvcm.service.bind=0.0.0.0", "kvcm.service.allow_insecure_bind=true",
 	                                       NULL};
 	const char *with_admin[] = {"kvcm.service.bind=0.0.0.0", "kvcm.service.admin_user=root", NULL, NULL};
+	char cmd[200];
 
 	cr_expect_neq(metaserver_start(&m, open_bind), 0, "0.0.0.0 without credentials must not start");
 	cr_expect(log_has(&m, "kvcm.service.allow_insecure_bind=true"), "the refusal names the key to set");
@@ -207,6 +209,13 @@ Test(security, public_bind_needs_credentials, .fini = rm_secret)
 
 	with_admin[2] = password_file("bootstrap-pw");
 	cr_expect_eq(metaserver_start(&m, with_admin), 0, "a bootstrap admin starts it");
+	metaserver_cleanup(&m);
+
+	snprintf(cmd, sizeof(cmd), "chmod 644 '%s/admin.pw'", secret_dir);
+	cr_assert_eq(system(cmd), 0);
+	cr_expect_neq(metaserver_start(&m, with_admin), 0, "a password file every user may read is refused");
+	cr_expect(log_has(&m, "chmod o-rwx"), "the refusal says how to mend it");
+	cr_expect(!log_has(&m, "bootstrap-pw"), "and never shows the password");
 	metaserver_cleanup(&m);
 	rm_secret();
 }

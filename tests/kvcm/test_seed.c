@@ -5,6 +5,7 @@
  */
 #include <criterion/criterion.h>
 #include <stdio.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -159,6 +160,7 @@ Test(seed, examples_with_credentials, .timeout = 60)
 	cr_assert(f);
 	fputs("seed-pw\n", f);
 	fclose(f);
+	cr_assert(chmod(pw_kv, 0600) == 0);
 	snprintf(pw_kv, sizeof(pw_kv), "kvcm.service.admin_password_file=%s/pw", dir);
 	snprintf(user_kv, sizeof(user_kv), "kvcm.service.admin_user=seeder");
 	{

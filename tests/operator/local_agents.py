@@ -87,7 +87,7 @@ def certificates(tmp):
 class Server:
     def __init__(self, head, tmp, tls):
         pw = os.path.join(tmp, 'admin.pw')
-        with open(pw, 'w') as f:
+        with open(os.open(pw, os.O_WRONLY | os.O_CREAT, 0o600), 'w') as f:
             f.write(PASSWORD + '\n')
         args = [BINARY, '--data-dir', os.path.join(tmp, 'data-tls' if tls else 'data'),
                 '--env', f'kvcm.service.bind={ADDR}', '--env', f'kvcm.service.admin_user={USER}',

@@ -124,7 +124,7 @@ class Tenants(unittest.TestCase):
     def setUpClass(cls):
         cls.dir = tempfile.mkdtemp(prefix="mmc-tenants-")
         for t in ("team-a", "team-b"):
-            with open(os.path.join(cls.dir, t + ".token"), "w") as f:
+            with open(os.open(os.path.join(cls.dir, t + ".token"), os.O_WRONLY | os.O_CREAT, 0o600), "w") as f:
                 f.write("secret-of-%s-0123456789\n" % t)
         tenants = os.path.join(cls.dir, "tenants")
         with open(tenants, "w") as f:
@@ -175,7 +175,7 @@ class Tenants(unittest.TestCase):
         self.assertEqual(rc, mc.INVALID_PARAMS)
         self.assertIn("MMC_TENANT_TOKEN_FILE", logs.output[0])
         # a secret the server does not know for that tenant: the server refuses it
-        with open(os.path.join(self.dir, "team-c.token"), "w") as f:
+        with open(os.open(os.path.join(self.dir, "team-c.token"), os.O_WRONLY | os.O_CREAT, 0o600), "w") as f:
             f.write("not-a-secret-of-this-server\n")
         try:
             self.assertLess(s.setup("h", "P2PHANDSHAKE", 0, 16 << 20, PROTO, "", master(self.meta),

@@ -162,6 +162,15 @@ class Pythonic(mmctest.ServerTest):
             h = torch.ones(10, dtype=torch.bfloat16)
             s.put_tensor("py/bf16", h)
             self.assertTrue(torch.equal(s.get_tensor("py/bf16"), h))
+            # out= of another element type and the same size: its bytes would not be the values, so it is refused
+            with self.assertRaises(mmc.InvalidParamError):
+                s.get_tensor("py/bf16", out=torch.empty(10, dtype=torch.float16))
+            with self.assertRaises(mmc.InvalidParamError):
+                s.get_tensor("py/n", out=np.empty((3, 4), dtype=np.uint16))
+            flat = np.empty(12, dtype=np.int16)  # the same element type in another shape is a reshape: kept
+            self.assertTrue(np.array_equal(s.get_tensor("py/n", out=flat), a.ravel()))
+            t16 = torch.empty(3, 4, dtype=torch.int16)  # numpy's int16 is torch's
+            self.assertTrue(np.array_equal(s.get_tensor("py/n", out=t16).numpy(), a))
             s.put("py/plain", b"x" * 300)
             with self.assertRaises(mmc.Error):
                 s.get_tensor("py/plain")

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "conf_parse.h"
@@ -634,6 +635,17 @@ Test(conf, urls_take_names_and_ipv6)
 	cr_assert_eq(r.meta_port, 5100);
 }
 
+/* A file holding a secret (path: its template, made unique) and the client config line naming it. */
+static void token_file(char *path, char *lines, size_t cap)
+{
+	int fd = mkstemp(path);
+
+	cr_assert_geq(fd, 0);
+	close(fd);
+	write_file(path, "0123456789abcdef-from-a-file\n");
+	snprintf(lines, cap, "ock.mmc.client.auth_token_file = %s\n", path);
+}
+
 /* The cluster secret: from its key or its file, not both, long enough, and never in a message. */
 Test(conf, secrets_come_from_a_key_or_a_file)
 {
@@ -641,12 +653,8 @@ Test(conf, secrets_come_from_a_key_or_a_file)
 	char path[] = "/tmp/mmc-secret-XXXXXX", lines[256], err[256];
 	struct client_conf r;
 	struct meta_settings c;
-	int fd = mkstemp(path);
 
-	cr_assert_geq(fd, 0);
-	close(fd);
-	write_file(path, "0123456789abcdef-from-a-file\n");
-	snprintf(lines, sizeof(lines), "ock.mmc.client.auth_token_file = %s\n", path);
+	token_file(path, lines, sizeof(lines));
 	cr_assert_eq(resolve_file(lines, &r, err), 0, "%s", err);
 	cr_assert_str_eq(r.cred.token, "0123456789abcdef-from-a-file", "the trailing newline is not the secret's");
 	snprintf(lines, sizeof(lines), "ock.mmc.client.auth_token_file = %s\nock.mmc.client.auth_token = %s\n", path,
@@ -666,6 +674,33 @@ Test(conf, secrets_come_from_a_key_or_a_file)
 	cr_assert_eq(meta_conf_resolve_secrets(&c.conf, &e), MMC_INVALID_PARAM, "an empty file");
 	cr_assert_eq(resolve_file("ock.mmc.tls.enable = true\n", &r, err), MMC_INVALID_PARAM);
 	cr_assert(strstr(err, "ock.mmc.tls.ca.path"), "a TLS store must be able to verify the server: %s", err);
+	unlink(path);
+}
+
+/* A secret file every user may open is refused, by the client and the server alike, with the chmod that mends it;
+ * one its group may read is not (a container's fsGroup, a 0440 credential). */
+Test(conf, a_secret_file_open_to_every_user_is_refused)
+{
+	struct meta_err e;
+	char path[] = "/tmp/mmc-secret-XXXXXX", lines[256], err[256];
+	struct client_conf r;
+	struct meta_settings c;
+
+	token_file(path, lines, sizeof(lines));
+	cr_assert_eq(chmod(path, 0644), 0);
+	cr_assert_eq(resolve_file(lines, &r, err), MMC_INVALID_PARAM);
+	cr_assert(strstr(err, "ock.mmc.client.auth_token_file") && strstr(err, "644") && strstr(err, "chmod o-rwx"),
+	          "%s", err);
+	cr_assert(!strstr(err, "from-a-file"), "the message never holds the secret: %s", err);
+	meta_settings_defaults(&c);
+	cr_assert_eq(meta_conf_set(&c, "ock.mmc.meta.auth_token_file", path, &e), 0);
+	cr_assert_eq(meta_conf_resolve_secrets(&c.conf, &e), MMC_INVALID_PARAM);
+	cr_assert(strstr(e.message, "chmod o-rwx"), "%s", e.message);
+	cr_assert_eq(chmod(path, 0604), 0);
+	cr_assert_eq(resolve_file(lines, &r, err), MMC_INVALID_PARAM, "read by others alone is enough to refuse");
+	cr_assert_eq(chmod(path, 0640), 0);
+	cr_assert_eq(resolve_file(lines, &r, err), 0, "%s", err);
+	cr_assert_str_eq(r.cred.token, "0123456789abcdef-from-a-file");
 	unlink(path);
 }
 
@@ -708,6 +743,7 @@ Test(conf, client_bare_file_names_are_credentials)
 	cr_assert_not_null(mkdtemp(dir));
 	snprintf(path, sizeof(path), "%s/cluster.token", dir);
 	write_file(path, "0123456789abcdef0123456789abcdef\n");
+	cr_assert_eq(chmod(path, 0400), 0); /* as systemd makes a credential */
 	setenv("CREDENTIALS_DIRECTORY", dir, 1);
 	cr_assert_eq(resolve_file("ock.mmc.client.auth_token_file = cluster.token\n", &r, err), 0, "%s", err);
 	cr_assert_str_eq(r.cred.token, "0123456789abcdef0123456789abcdef");

@@ -3,6 +3,7 @@
 #include <event2/event.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "elector.h"
@@ -103,6 +104,7 @@ Test(ha_lock, a_password_file_is_checked_before_anything_is_reached)
 	cr_assert_not_null(f = fopen(pw, "w"));
 	fputs("s3cret-lock-password\n", f);
 	fclose(f);
+	cr_assert_eq(chmod(pw, 0600), 0); /* a secret open to every user is refused */
 	cr_expect_eq(ha_lock_check("redis://u@h:1", pw, err, sizeof(err)), 0, "%s", err);
 	cr_expect_eq(ha_lock_check("redis://h:1", pw, err, sizeof(err)), 0, "%s", err);
 	cr_expect_eq(ha_lock_check("redis://u:in-uri@h:1", pw, err, sizeof(err)), MMC_INVALID_PARAM,

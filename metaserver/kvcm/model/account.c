@@ -14,6 +14,7 @@
 #include "kvcm_store.h"
 #include "log.h"
 #include "mmc/mmc.h"
+#include "secret_file.h"
 #include "wire_enums.h"
 
 /* PBKDF2 makes a guess cost this many HMACs; a verified password is remembered (keyed hash) so that a client's
@@ -368,6 +369,10 @@ static int read_password(const char *path, char *out, size_t outlen, char *err, 
 	FILE *f = fopen(path, "r");
 	size_t n;
 
+	if (f && secret_file_private("kvcm.service.admin_password_file", path, fileno(f), SECRET_OTHERS, err, errlen)) {
+		fclose(f);
+		return MMC_ERROR;
+	}
 	if (!f || !fgets(out, (int)outlen, f)) {
 		snprintf(err, errlen, "kvcm.service.admin_password_file: cannot read \"%s\"", path);
 		if (f)
