@@ -11,17 +11,27 @@
 #include "space.h"
 #include "tier.h"
 
-/* Evicts LRU-tail objects while more(m, media, arg) holds; skips leased objects (counted in *skipped). */
+/*
+ * Evicts LRU-tail objects while more(m, media, arg) holds; skips leased objects (counted in *skipped) and those
+ * whose every service is detached (after a restart, until they rejoin: their bytes are not counted in the space
+ * evicting them is to free, and a move would have no connection to go on). At most EVICT_SKIP_MAX are skipped, so
+ * a request's cost stays bounded when most of the tail is pinned.
+ */
 static uint64_t evict_while(struct meta *m, uint32_t media, bool (*more)(struct meta *, uint32_t, const void *),
                             const void *arg, uint64_t *skipped)
 {
-	uint64_t now = clock_ms(), evicted = 0;
+	uint64_t now = clock_ms(), evicted = 0, passed = 0;
 	struct object *o = olist_last(m, OLIST_LRU + media), *prev;
 
-	for (; o && more(m, media, arg); o = prev) {
+	for (; o && passed < EVICT_SKIP_MAX && more(m, media, arg); o = prev) {
 		prev = olist_prev(o);
+		if (!object_readable(o)) {
+			passed++;
+			continue;
+		}
 		if (object_leased(o, now)) {
 			(*skipped)++;
+			passed++;
 			continue;
 		}
 		log_debug("op=evict key=\"%.*s\" size=%llu", (int)o->keylen, object_key(o),
@@ -54,6 +64,16 @@ static bool no_room(struct meta *m, uint32_t media, const void *arg)
 {
 	struct room *r = (struct room *)arg;
 
+	uint64_t held, lost;
+
+	/* a demote gives its DRAM back only when its copy lands, and then holds it until its record's write does: once
+	 * the moves in flight and the holds add up to the request, it waits for them (blocked) instead of moving the
+	 * rest of the LRU down a tier */
+	space_held(m, media, &held, &lost);
+	if (m->policy->freeing[media] + held >= r->size * r->replicas) {
+		r->held = true;
+		return false;
+	}
 	return space_services_with_room(m, media, r->size, &r->held) < r->replicas;
 }
 

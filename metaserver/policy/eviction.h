@@ -15,8 +15,9 @@
 void eviction_check(struct meta *m, uint32_t media);
 
 /* Before failing an allocation: evicts least recently used objects until `replicas` services have a free hole of
- * `size` bytes, or nothing evictable is left. Returns the number of objects evicted; *blocked is set when leased
- * objects (or removed objects still leased) hold memory that comes back when their leases end. */
+ * `size` bytes, or nothing evictable is left, or the demotes in flight will free replicas * size. Returns the number
+ * of objects evicted; *blocked is set when leased objects (or removed objects still leased) hold memory that comes
+ * back when their leases end, or demotes are in flight. */
 uint64_t eviction_make_room(struct meta *m, uint32_t media, uint64_t size, uint32_t replicas, bool *blocked);
 
 /*
@@ -30,5 +31,8 @@ int eviction_tenant_room(struct meta *m, uint32_t tenant, uint64_t bytes);
 /* The LRU records one quota check looks through for the tenant's objects: other tenants' cold objects between it
  * and the tail bound its cost. */
 #define TENANT_SCAN_MAX 65536
+/* The objects one eviction passes over (leased, or on services not back yet) before it gives up for this request:
+ * a tail of pinned objects bounds its cost (the request waits, blocked, and tries again). */
+#define EVICT_SKIP_MAX 65536
 
 #endif

@@ -238,7 +238,9 @@ static int start_demote(struct meta *m, struct object *o, struct tier_req *r, si
 	struct task *t;
 	uint64_t off;
 
-	if (!b || b->media != MMC_MEDIA_DRAM || o->busy || !service_segment(blob_svc(b), MMC_MEDIA_SSD))
+	/* a service not back since a restart has no connection to take the task */
+	if (!b || b->media != MMC_MEDIA_DRAM || o->busy || !blob_svc(b)->session ||
+	    !service_segment(blob_svc(b), MMC_MEDIA_SSD))
 		return MMC_NOT_STARTED;
 	if (reserve(blob_svc(b), MMC_MEDIA_SSD, o->size, &off))
 		return MMC_NOT_ENOUGH_MEMORY;

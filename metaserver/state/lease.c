@@ -94,7 +94,9 @@ uint64_t lease_grant(struct meta *m, struct object *o, uint64_t session, uint64_
 		l->next = o->leases;
 		o->leases = i;
 	}
-	if (counted || l->count == 0)
+	/* saturates: a count that wrapped to 0 would free the lease under its other reads; a saturated one lasts
+	 * until it expires */
+	if ((counted || l->count == 0) && l->count < UINT32_MAX)
 		l->count++;
 	MMC_ASSERT(l->count > 0); /* a lease record lives while it holds a count */
 	if (expiry > l->expiry_ms)

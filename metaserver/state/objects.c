@@ -570,9 +570,18 @@ void object_publish(struct meta *m, struct object *o)
 	object_persist(m, o);
 }
 
+static bool object_on_dram(const struct object *o)
+{
+	for (int i = 0; i < o->nblobs; i++)
+		if (o->blobs[i].svc && o->blobs[i].media == MMC_MEDIA_DRAM)
+			return true;
+	return false;
+}
+
 void object_touch(struct meta *m, struct object *o)
 {
-	if (o->state != MMC_BLOB_READABLE)
+	/* a DRAM object a task reads is being demoted: it is off its LRU until the move ends (tier.c) */
+	if (o->state != MMC_BLOB_READABLE || (o->busy && object_on_dram(o)))
 		return;
 	olist_del(o);
 	lru_push(m, o);

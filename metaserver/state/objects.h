@@ -130,7 +130,7 @@ void objects_each_blob(struct meta *m, struct service *svc,
 
 /* ALLOCATED -> READABLE: onto the LRU, and durable in this loop turn's commit. */
 void object_publish(struct meta *m, struct object *o);
-/* Promotes o on its LRU (a get or an exist). */
+/* Promotes o on its LRU (a get or an exist); one being demoted stays off it until its move ends. */
 void object_touch(struct meta *m, struct object *o);
 /* The readable object of key (hash: object_hash of it), or NULL with *rc MMC_INVALID_PARAM (a key the wire does not
  * allow) or MMC_OBJECT_NOT_EXISTS (absent, being written, or on services that have not come back). */

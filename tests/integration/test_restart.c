@@ -265,3 +265,51 @@ Test(lru, the_lru_order_survives_a_restart, .timeout = 120)
 	mmc_destroy(s);
 	cr_expect_eq(metaserver_cleanup(&meta), 0, "the metaserver log has a sanitizer report");
 }
+
+/* ---- eviction after a restart, while a service has not rejoined ---- */
+
+/*
+ * Service B (with an SSD tier) holds the oldest objects; the server restarts, A rejoins and B does not (its process
+ * left while the server was down). A's puts past the high watermark evict: the walk from the LRU's tail meets B's
+ * objects first. It must pass over them: a demote of one had no connection to go on (the server crashed on it), and
+ * dropping them frees none of the space being made (only attached pools are counted) while B may still come back
+ * within its rejoin deadline. A's own oldest go instead.
+ */
+Test(detached, eviction_passes_over_a_service_that_has_not_rejoined, .timeout = 120)
+{
+	const char *env[] = {"ock.mmc.evict_threshold_high=70", "ock.mmc.evict_threshold_low=50", NULL};
+	char ssd[300], key[16], cmd[200];
+	mmc_local_config c;
+	mmc_store *a, *b;
+
+	cr_assert_eq(metaserver_start(&meta, env), 0);
+	c = fixture_config(meta.url, 8 * MiB);
+	snprintf(ssd, sizeof(ssd), "%s/b-ssd.bin", meta.dir);
+	snprintf(c.ssd_path, sizeof(c.ssd_path), "%s", ssd);
+	c.ssd_size = 64 * MiB;
+	cr_assert_not_null(b = mmc_create());
+	cr_assert_eq(mmc_setup(b, &c), 0);
+	cr_assert_eq(mmc_init(b, 0, true), 0);
+	for (int i = 0; i < 4; i++) { /* B is the only pool: its objects land there */
+		snprintf(key, sizeof(key), "b%d", i);
+		cr_assert_eq(lru_put(b, key), 0, "put %s", key);
+	}
+	a = fixture_store(meta.url, true, 8 * MiB);
+	cr_assert_eq(metaserver_stop(&meta), 0);
+	mmc_destroy(b); /* gone while the server is down: it never rejoins */
+	cr_assert_eq(metaserver_restart(&meta, env), 0);
+	cr_assert(pool_attached(&meta), "A did not rejoin");
+	for (int i = 0; i < 7; i++) { /* 7 of A's 8 MiB: past 70% from the sixth on */
+		snprintf(key, sizeof(key), "a%d", i);
+		cr_assert_eq(lru_put(a, key), 0, "put %s", key);
+	}
+	cr_assert_eq(mmc_is_exist(a, "a6"), 1, "the server serves after the eviction");
+	cr_expect_eq(mmc_is_exist(a, "a0"), 0, "A's least recently used went");
+	cr_expect_eq(mmc_is_exist(a, "a1"), 0);
+	cr_expect_eq(mmc_is_exist(a, "a2"), 1);
+	/* B's four are still indexed (they come back if B does), beside A's five */
+	snprintf(cmd, sizeof(cmd), "curl -sf http://127.0.0.1:%u/metrics | grep -qx 'mmc_objects 9'", meta.admin_port);
+	cr_expect_eq(system(cmd), 0, "B's objects were dropped");
+	mmc_destroy(a);
+	cr_expect_eq(metaserver_cleanup(&meta), 0, "the metaserver log has a sanitizer report");
+}

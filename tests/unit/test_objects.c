@@ -197,6 +197,47 @@ Test(objects, a_touch_moves_an_object_to_the_head_of_its_lru)
 	cr_assert_eq(find("a")->stamp, m.lru_clock);
 }
 
+/* A DRAM object a task reads is being demoted, off its LRU (tier.c): a get's touch leaves it there, or an eviction
+ * could meet it again on the LRU, find it busy and drop it instead of letting the move end. */
+Test(objects, a_touch_leaves_an_object_being_demoted_off_its_lru)
+{
+	const int on0[] = {0};
+	struct object *a = put("a", on0, 1);
+
+	put("b", on0, 1);
+	olist_del(a);
+	olist_add_tail(&m, OLIST_MOVING, a);
+	a->busy = 1;
+	object_touch(&m, a);
+	cr_assert_eq(olist_first(&m, OLIST_MOVING), a, "still moving");
+	cr_assert_str_eq(object_key(olist_first(&m, OLIST_LRU + MMC_MEDIA_DRAM)), "b");
+	cr_assert_null(olist_next(olist_first(&m, OLIST_LRU + MMC_MEDIA_DRAM)), "not on the LRU");
+	a->busy = 0; /* the move ended: the next touch is an LRU touch again (the move put it back) */
+	olist_del(a);
+	lru_push(&m, a);
+	object_touch(&m, a);
+	cr_assert_eq(olist_first(&m, OLIST_LRU + MMC_MEDIA_DRAM), a);
+}
+
+/* One session's counted grants of a key never wrap its count to 0 (which would free the lease under its reads):
+ * the count stops at its top, and the lease then lasts until it expires. */
+Test(objects, a_lease_count_saturates_instead_of_wrapping)
+{
+	const int on0[] = {0};
+	struct object *o = put("l", on0, 1);
+	struct lease *l;
+
+	cr_assert_gt(lease_grant(&m, o, 1, 1000, true), 0);
+	l = lease_find(o, 1);
+	l->count = UINT32_MAX - 1;
+	cr_assert_gt(lease_grant(&m, o, 1, 1000, true), 0);
+	cr_assert_gt(lease_grant(&m, o, 1, 1000, true), 0, "a grant past the top");
+	cr_assert_eq(lease_find(o, 1)->count, UINT32_MAX);
+	cr_assert(lease_release(&m, o, 1, false));
+	cr_assert(object_leased(o, clock_ms()), "held by the others");
+	cr_assert(lease_release(&m, o, 1, true));
+}
+
 Test(objects, the_writer_and_the_lru_stamp_share_bits_without_leaking_into_each_other)
 {
 	const int on0[] = {0};
