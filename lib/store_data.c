@@ -748,7 +748,8 @@ static int plan_fill(struct plan *p, const struct plan_src *src)
 		k->xk.pieces = &p->pieces[at];
 		k->xk.npieces = (uint32_t)nl;
 		for (size_t l = 0; l < nl; l++) {
-			if (!bufs[l] || !sizes[l])
+			/* a sum that wrapped would pass the size checks and copy the real lengths */
+			if (!bufs[l] || !sizes[l] || sizes[l] > SIZE_MAX - k->total)
 				return MMC_INVALID_PARAM;
 			p->pieces[at++] = (struct xfer_piece){(void *)bufs[l], sizes[l]};
 			k->total += sizes[l];

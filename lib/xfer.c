@@ -221,8 +221,11 @@ static bool in_pool(const struct xfer_key *k, const struct xfer_target *t, size_
 {
 	size_t total = 0;
 
-	for (uint32_t j = 0; j < k->npieces; j++)
+	for (uint32_t j = 0; j < k->npieces; j++) {
+		if (k->pieces[j].len > pool_size - total)
+			return false;
 		total += k->pieces[j].len;
+	}
 	return t->media == MMC_MEDIA_DRAM && t->offset <= pool_size && total <= pool_size - t->offset;
 }
 

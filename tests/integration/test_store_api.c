@@ -141,6 +141,10 @@ Test(store_api, layers_gather_and_scatter)
 	cr_assert_eq(mmc_get_into_layers(s2, "layered", get_bufs, bad_sizes, 2, MMC_COPY_G2H), MMC_INVALID_PARAM,
 	             "total differs");
 	cr_assert_eq(mmc_get_into_layers(s2, "layered", get_bufs, get_sizes, 0, MMC_COPY_G2H), MMC_INVALID_PARAM);
+	/* sizes whose sum wraps to the object's size: refused, not copied at their real lengths */
+	cr_assert_eq(
+	    mmc_get_into_layers(s2, "layered", get_bufs, (size_t[]){SIZE_MAX, sizeof(whole) + 1}, 2, MMC_COPY_G2H),
+	    MMC_INVALID_PARAM);
 	/* 255 layers is the most */
 	for (int i = 0; i < 256; i++) {
 		many[i] = whole + i * 16;
