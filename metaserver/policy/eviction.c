@@ -11,21 +11,29 @@
 #include "space.h"
 #include "tier.h"
 
+static bool object_on(const struct object *o, const struct service *svc)
+{
+	for (int i = 0; i < o->nblobs; i++)
+		if (o->blobs[i].svc && blob_svc(&o->blobs[i]) == svc)
+			return true;
+	return false;
+}
+
 /*
  * Evicts LRU-tail objects while more(m, media, arg) holds; skips leased objects (counted in *skipped) and those
  * whose every service is detached (after a restart, until they rejoin: their bytes are not counted in the space
  * evicting them is to free, and a move would have no connection to go on). At most EVICT_SKIP_MAX are skipped, so
- * a request's cost stays bounded when most of the tail is pinned.
+ * a request's cost stays bounded when most of the tail is pinned. on: only objects with a replica there (NULL: any).
  */
-static uint64_t evict_while(struct meta *m, uint32_t media, bool (*more)(struct meta *, uint32_t, const void *),
-                            const void *arg, uint64_t *skipped)
+static uint64_t evict_while(struct meta *m, uint32_t media, const struct service *on,
+                            bool (*more)(struct meta *, uint32_t, const void *), const void *arg, uint64_t *skipped)
 {
 	uint64_t now = clock_ms(), evicted = 0, passed = 0;
 	struct object *o = olist_last(m, OLIST_LRU + media), *prev;
 
 	for (; o && passed < EVICT_SKIP_MAX && more(m, media, arg); o = prev) {
 		prev = olist_prev(o);
-		if (!object_readable(o)) {
+		if (!object_readable(o) || (on && !object_on(o, on))) {
 			passed++;
 			continue;
 		}
@@ -57,7 +65,8 @@ static bool above(struct meta *m, uint32_t media, const void *arg)
 struct room {
 	uint64_t size;
 	uint32_t replicas;
-	bool held; /* some of the room is held until a commit lands */
+	bool held;          /* some of the room is held until a commit lands */
+	struct service *on; /* the room must be there (NULL: on any replicas services) */
 };
 
 static bool no_room(struct meta *m, uint32_t media, const void *arg)
@@ -69,6 +78,14 @@ static bool no_room(struct meta *m, uint32_t media, const void *arg)
 	/* a demote gives its DRAM back only when its copy lands, and then holds it until its record's write does: once
 	 * the moves in flight and the holds add up to the request, it waits for them (blocked) instead of moving the
 	 * rest of the LRU down a tier */
+	if (r->on) {
+		struct allocator *a = service_segment(r->on, media)->alloc;
+
+		held = alloc_held(a);
+		r->held |= held > 0;
+		/* the moves in flight are counted for the whole media: a bound on this walk, not a promise */
+		return alloc_largest_free(a) < r->size && m->policy->freeing[media] + held < r->size;
+	}
 	space_held(m, media, &held, &lost);
 	if (m->policy->freeing[media] + held >= r->size * r->replicas) {
 		r->held = true;
@@ -124,7 +141,7 @@ void eviction_check(struct meta *m, uint32_t media)
 	if (total == 0 || used * 100 <= total * m->conf.evict_high)
 		return;
 	target = total * m->conf.evict_low / 100;
-	n = evict_while(m, media, above, &target, &skipped);
+	n = evict_while(m, media, NULL, above, &target, &skipped);
 	log_info("op=evict media=%u evicted=%llu skipped_leased=%llu used_before=%llu total=%llu", media,
 	         (unsigned long long)n, (unsigned long long)skipped, (unsigned long long)used,
 	         (unsigned long long)total);
@@ -132,11 +149,21 @@ void eviction_check(struct meta *m, uint32_t media)
 
 uint64_t eviction_make_room(struct meta *m, uint32_t media, uint64_t size, uint32_t replicas, bool *blocked)
 {
-	struct room r = {size, replicas, false};
-	uint64_t skipped = 0, n = evict_while(m, media, no_room, &r, &skipped);
+	struct room r = {size, replicas, false, NULL};
+	uint64_t skipped = 0, n = evict_while(m, media, NULL, no_room, &r, &skipped);
 
 	/* the last victim's space may be held until its delete commits: then waiting is worth it */
 	space_services_with_room(m, media, size, &r.held);
+	*blocked = skipped > 0 || r.held || !olist_empty(m, OLIST_ZOMBIES) || m->policy->freeing[media] > 0;
+	return n;
+}
+
+uint64_t eviction_make_room_on(struct meta *m, struct service *svc, uint32_t media, uint64_t size, bool *blocked)
+{
+	struct room r = {size, 1, false, svc};
+	uint64_t skipped = 0,
+	         n = svc && service_segment(svc, media) ? evict_while(m, media, svc, no_room, &r, &skipped) : 0;
+
 	*blocked = skipped > 0 || r.held || !olist_empty(m, OLIST_ZOMBIES) || m->policy->freeing[media] > 0;
 	return n;
 }

@@ -20,6 +20,10 @@ void eviction_check(struct meta *m, uint32_t media);
  * back when their leases end, or demotes are in flight. */
 uint64_t eviction_make_room(struct meta *m, uint32_t media, uint64_t size, uint32_t replicas, bool *blocked);
 
+/* The same for one service that must hold the object (a preferred rank, an SSD key's own service): evicts only
+ * objects with a replica there, until it has a free hole of size bytes. */
+uint64_t eviction_make_room_on(struct meta *m, struct service *svc, uint32_t media, uint64_t size, bool *blocked);
+
 /*
  * Before placing an object of bytes pool bytes for tenant (an index of meta.tenants, tenants configured): when the
  * tenant's quota (objects, pool bytes) has no room for it, evicts the tenant's own least recently used objects, never

@@ -185,15 +185,38 @@ static uint32_t services_that_fit(const struct meta *m, const struct place_req *
 	return n;
 }
 
+/* A preferred rank must hold a replica: room elsewhere does not help it, so it is made there. */
+static uint64_t make_room_on_preferred(struct meta *m, const struct place_req *r, bool *blocked)
+{
+	uint64_t n = 0;
+
+	for (uint32_t i = 0; i < r->npreferred; i++) {
+		struct service *svc = r->preferred[i] >= 0 ? service_get(m, (uint32_t)r->preferred[i]) : NULL;
+		bool b = false;
+
+		if (usable(svc, r->media) && alloc_largest_free(service_segment(svc, r->media)->alloc) < r->size) {
+			n += eviction_make_room_on(m, svc, r->media, r->size, &b);
+			*blocked |= b;
+		}
+	}
+	return n;
+}
+
 int placement_reserve(struct meta *m, const struct place_req *r, struct object *o, bool *blocked)
 {
 	int rc = place_once(m, r, o);
 
 	*blocked = false;
 	/* out of room: evict what nobody reads (synchronously) and try once more */
-	if (rc == MMC_NOT_ENOUGH_MEMORY && services_that_fit(m, r) >= r->replicas &&
-	    eviction_make_room(m, r->media, r->size, r->replicas, blocked) > 0)
-		rc = place_once(m, r, o);
+	if (rc == MMC_NOT_ENOUGH_MEMORY && services_that_fit(m, r) >= r->replicas) {
+		bool for_preferred = false;
+		uint64_t n = make_room_on_preferred(m, r, &for_preferred);
+
+		n += eviction_make_room(m, r->media, r->size, r->replicas, blocked);
+		*blocked |= for_preferred;
+		if (n > 0)
+			rc = place_once(m, r, o);
+	}
 	if (rc == MMC_NOT_ENOUGH_MEMORY && !*blocked)
 		*blocked = room_coming(m, r->media);
 	if (rc == 0)

@@ -286,8 +286,9 @@ static int try_read(struct meta *m, struct object *o, struct tier_req *r, size_t
 	if (*blocked)
 		return MMC_NOT_ENOUGH_MEMORY;
 	if (reserve(blob_svc(b), MMC_MEDIA_DRAM, o->size, &off)) {
-		/* make room the way an allocation does: demote or evict the least recently used */
-		eviction_make_room(m, MMC_MEDIA_DRAM, o->size, 1, blocked);
+		/* make room the way an allocation does, on the service the copy must land on: demote or evict its least
+		 * recently used (room on another service is of no use to this read) */
+		eviction_make_room_on(m, blob_svc(b), MMC_MEDIA_DRAM, o->size, blocked);
 		if (reserve(blob_svc(b), MMC_MEDIA_DRAM, o->size, &off))
 			return MMC_NOT_ENOUGH_MEMORY;
 	}
@@ -412,6 +413,10 @@ static void finish_read(struct meta *m, struct task *t, int result)
 		return;
 	}
 	if (t->kind == T_STAGE) {
+		if (!t->nwaiters) { /* its reader could not be recorded (out of memory): nobody takes the copy */
+			release_raw(m, t->svc, MMC_MEDIA_DRAM, t->dst_offset);
+			objects_space_freed(m);
+		}
 		for (size_t i = 0; i < t->nwaiters; i++)
 			serve_stage(m, t, &t->waiters[i]);
 		return;

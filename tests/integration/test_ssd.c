@@ -481,6 +481,38 @@ Test(ssd, ssd_keys_survive_a_metaserver_restart)
 	cr_assert_eq(get_check(s, "durable-dram", 32), 0);
 }
 
+/*
+ * Room is made where it is needed. A put that names a service (a preferred rank) and an SSD key's read (its copy
+ * lands in its own service's DRAM) need room on that service: another service's free memory is no use to them. They
+ * used to evict only while no service at all had room, so with another pool half empty they failed with
+ * MMC_NOT_ENOUGH_MEMORY instead of demoting the named service's least recently used.
+ */
+Test(ssd, room_is_made_on_the_service_that_must_hold_the_object)
+{
+	mmc_store *other = fixture_store(meta.url, true, 8 * MiB);
+	mmc_replicate_config on_a = {1, 1, {(int32_t)fixture_rank(s)}};
+	const char *cold[] = {"cold"};
+	void *buf = malloc(MiB);
+	char key[16];
+
+	pattern_fill(buf, MiB, 40);
+	cr_assert_eq(mmc_put_from(s, "cold", buf, MiB, MMC_COPY_H2G, &on_a), 0);
+	cr_assert_eq(mmc_evict_keys(s, cold, 1, MMC_MEDIA_DRAM, MMC_MEDIA_SSD, 0), 0);
+	for (int i = 0; i < 12; i++) { /* 12 MiB for A's 8: half of all DRAM, under the high mark */
+		snprintf(key, sizeof(key), "on-a%d", i);
+		pattern_fill(buf, MiB, (uint64_t)i);
+		cr_assert_eq(mmc_put_from(s, key, buf, MiB, MMC_COPY_H2G, &on_a), 0, "put %s on A", key);
+	}
+	free(buf);
+	wait_media("on-a0", MMC_MEDIA_SSD);
+	cr_assert_eq(get_check(other, "cold", 40), 0, "an SSD key of a full service is read");
+	for (int i = 0; i < 12; i++) {
+		snprintf(key, sizeof(key), "on-a%d", i);
+		cr_expect_eq(get_check(s, key, (uint64_t)i), 0, "%s", key);
+	}
+	mmc_destroy(other);
+}
+
 static void start_low_watermark(void)
 {
 	const char *env[] = {"ock.mmc.evict_threshold_high=70", "ock.mmc.evict_threshold_low=50",
