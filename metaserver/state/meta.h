@@ -268,10 +268,16 @@ struct meta {
 	struct index_shard shards[INDEX_SHARDS];
 	uint64_t nobjects;
 	uint32_t lists[OLIST_COUNT]; /* the object lists' sentinels (objects.h) */
-	uint64_t lru_clock;          /* the newest object stamp (lru.h) */
-	uint64_t lru_saved;          /* every stamp up to this one is in its record */
-	uint64_t lru_saved_ms;       /* when the last LRU checkpoint ran */
-	uint64_t hold_kick_seq;      /* newest batch whose commit kicks parked requests (space held until it lands) */
+	/* the removed objects still pinned (OLIST_ZOMBIES) by key, chained through hnext: a release or a commit that
+	 * names one finds it without walking them all */
+	struct {
+		uint32_t *buckets; /* mask + 1 of them, each a record handle (0: none) */
+		uint32_t mask, n;
+	} zombies;
+	uint64_t lru_clock;     /* the newest object stamp (lru.h) */
+	uint64_t lru_saved;     /* every stamp up to this one is in its record */
+	uint64_t lru_saved_ms;  /* when the last LRU checkpoint ran */
+	uint64_t hold_kick_seq; /* newest batch whose commit kicks parked requests (space held until it lands) */
 
 	struct tenants tenants; /* ock.mmc.meta.tenants_file (tenants.h); n == 0: none configured */
 

@@ -26,7 +26,8 @@
 _Static_assert(BLOB_GRANULE == ALLOC_ALIGN, "a blob keeps its offset in allocator granules");
 _Static_assert(sizeof(struct object) == 56 && sizeof(struct blob) == 8, "the record sizes docs/performance.md counts");
 
-#define INITIAL_BUCKETS 16                                              /* per shard */
+#define INITIAL_BUCKETS 16   /* per shard */
+#define ZOMBIE_BUCKETS  1024 /* the zombie table's first size; it doubles as they come */
 #define SHARD(hash)     ((uint32_t)((hash) >> 40) & (INDEX_SHARDS - 1)) /* apart from the bucket's and the tag's bits */
 #define TAG(hash)       ((uint16_t)((hash) >> 48))
 
@@ -65,6 +66,10 @@ int objects_init(struct meta *m)
 	for (int i = 0; i < OLIST_COUNT; i++)
 		if (list_head_new(m, (enum olist)i))
 			return MMC_MALLOC_FAILED;
+	if (!(m->zombies.buckets = calloc(ZOMBIE_BUCKETS, sizeof(uint32_t))))
+		return MMC_MALLOC_FAILED;
+	m->zombies.mask = ZOMBIE_BUCKETS - 1;
+	m->zombies.n = 0;
 	return 0;
 }
 
@@ -99,6 +104,8 @@ void objects_fini(struct meta *m)
 	for (uint32_t i = 0; i < m->tenants.n; i++)
 		m->tenants.t[i].objects = m->tenants.t[i].bytes = 0;
 	memset(m->lists, 0, sizeof(m->lists));
+	free(m->zombies.buckets);
+	memset(&m->zombies, 0, sizeof(m->zombies));
 	leases_fini();
 	slab_fini();
 }
@@ -635,6 +642,67 @@ void object_drop(struct meta *m, struct object *o)
 	object_drop_hashed(m, o, o->in_index ? object_hash(object_key(o), o->keylen) : 0);
 }
 
+/* ---- the zombies by key (meta.zombies) ---- */
+
+static uint32_t *zombie_bucket(const struct meta *m, const char *key, size_t len)
+{
+	return &m->zombies.buckets[object_hash(key, len) & m->zombies.mask];
+}
+
+/* Doubles the table when it holds as many zombies as buckets; a table that cannot grow stays as it is (longer
+ * chains, the same answers). */
+static void zombies_grow(struct meta *m)
+{
+	uint32_t old = m->zombies.mask + 1, *b = old <= UINT32_MAX / 2 ? calloc((size_t)old * 2, sizeof(*b)) : NULL;
+	uint32_t *from = m->zombies.buckets;
+
+	if (!b)
+		return;
+	m->zombies.buckets = b;
+	m->zombies.mask = old * 2 - 1;
+	for (uint32_t i = 0; i < old; i++) {
+		for (uint32_t h = from[i], next; h; h = next) {
+			struct object *o = object_at(h);
+			uint32_t *to = zombie_bucket(m, object_key(o), o->keylen);
+
+			next = o->hnext;
+			o->hnext = *to;
+			*to = h;
+		}
+	}
+	free(from);
+}
+
+/* o (REMOVING, in no index) goes on the zombie list until nothing pins it. */
+static void zombie_add(struct meta *m, struct object *o)
+{
+	uint32_t *b;
+
+	if (m->zombies.n > m->zombies.mask)
+		zombies_grow(m);
+	b = zombie_bucket(m, object_key(o), o->keylen);
+	o->hnext = *b;
+	*b = o->self;
+	m->zombies.n++;
+	olist_add_tail(m, OLIST_ZOMBIES, o);
+}
+
+/* o leaves the zombie list (it is freed next). */
+static void zombie_del(struct meta *m, struct object *o)
+{
+	uint32_t *p = zombie_bucket(m, object_key(o), o->keylen);
+
+	while (*p && *p != o->self)
+		p = &object_at(*p)->hnext;
+	MMC_ASSERT(*p); /* every REMOVING object is in its key's chain */
+	if (*p) {
+		*p = o->hnext;
+		m->zombies.n--;
+	}
+	o->hnext = 0;
+	olist_del(o);
+}
+
 void object_drop_hashed(struct meta *m, struct object *o, uint64_t hash)
 {
 	/* an unfinished put or GVA allocation, whose writes may still land: one that failed, whose writer left, or
@@ -658,7 +726,7 @@ void object_drop_hashed(struct meta *m, struct object *o, uint64_t hash)
 	o->state = MMC_BLOB_REMOVING;
 	if (pinned_now(o)) {
 		o->unfinished = reachable; /* until its writer says its writes are done (object_writes_done) */
-		olist_add_tail(m, OLIST_ZOMBIES, o);
+		zombie_add(m, o);
 		return;
 	}
 	uncount(m, o);
@@ -679,7 +747,7 @@ struct object *objects_dram_copy(struct meta *m, struct object *o, struct servic
 	z->state = MMC_BLOB_REMOVING;
 	z->unlink_seq = unlink_seq;
 	blob_place(&z->blobs[0], svc, MMC_MEDIA_DRAM, offset);
-	olist_add_tail(m, OLIST_ZOMBIES, z);
+	zombie_add(m, z);
 	return z;
 }
 
@@ -697,7 +765,10 @@ void object_lose_blob(struct meta *m, struct object *o, struct blob *b)
 	if (o->in_index)
 		object_index_del(m, o);
 	uncount(m, o); /* a removed object pinned until now, out of the index */
-	olist_del(o);
+	if (o->state == MMC_BLOB_REMOVING)
+		zombie_del(m, o);
+	else
+		olist_del(o);
 	if (o->persisted)
 		unpersist(m, o);
 	object_free(o);
@@ -705,19 +776,25 @@ void object_lose_blob(struct meta *m, struct object *o, struct blob *b)
 
 struct object *objects_find_zombie(struct meta *m, const char *key, size_t len, uint64_t session, uint64_t id)
 {
-	for (struct object *o = olist_first(m, OLIST_ZOMBIES); o; o = olist_next(o))
+	for (uint32_t h = *zombie_bucket(m, key, len); h; h = object_at(h)->hnext) {
+		struct object *o = object_at(h);
+
 		if (o->keylen == len && memcmp(object_key(o), key, len) == 0 && lease_find(o, session) &&
 		    (!id || o->id == id))
 			return o;
+	}
 	return NULL;
 }
 
 struct object *objects_find_removed_write(struct meta *m, const char *key, size_t len, uint64_t session, uint64_t id)
 {
-	for (struct object *o = olist_first(m, OLIST_ZOMBIES); o; o = olist_next(o))
+	for (uint32_t h = *zombie_bucket(m, key, len); h; h = object_at(h)->hnext) {
+		struct object *o = object_at(h);
+
 		if (o->id == id && o->write_session == session && o->keylen == len &&
 		    memcmp(object_key(o), key, len) == 0)
 			return o;
+	}
 	return NULL;
 }
 
@@ -725,7 +802,7 @@ void object_unpin(struct meta *m, struct object *o)
 {
 	if (o->state != MMC_BLOB_REMOVING || pinned_now(o))
 		return;
-	olist_del(o);
+	zombie_del(m, o);
 	uncount(m, o);
 	release_space(m, o, o->unfinished);
 	object_free(o);
@@ -774,7 +851,7 @@ void objects_sweep(struct meta *m, uint64_t now_ms)
 	for (o = olist_first(m, OLIST_ZOMBIES); o; o = next) {
 		next = olist_next(o);
 		if (!pinned(o, now_ms)) {
-			olist_del(o);
+			zombie_del(m, o);
 			uncount(m, o);
 			release_space(m, o, o->unfinished);
 			object_free(o);

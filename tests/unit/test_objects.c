@@ -219,6 +219,56 @@ Test(objects, a_touch_leaves_an_object_being_demoted_off_its_lru)
 	cr_assert_eq(olist_first(&m, OLIST_LRU + MMC_MEDIA_DRAM), a);
 }
 
+/* Removed objects still leased are found by key (a release, a commit of a removed put) through their own table, not a
+ * walk of them all per key (10^6 of them made one release batch cost 10^10 visits): across its growth, with several
+ * of one key, and gone from it once nothing pins them. */
+Test(objects, zombies_are_found_by_key_across_the_tables_growth)
+{
+	const int on0[] = {0};
+	enum { N = 5000 };
+	uint64_t ids[N];
+	char key[32];
+
+	for (int i = 0; i < N; i++) {
+		struct object *o;
+
+		snprintf(key, sizeof(key), "z-%d", i % (N / 2)); /* each key twice: put, leased, removed, put again */
+		o = put(key, on0, 1);
+		ids[i] = o->id;
+		cr_assert_gt(lease_grant(&m, o, 7, 1000, true), 0);
+		object_drop(&m, o);
+	}
+	cr_assert_eq(m.zombies.n, N);
+	cr_assert_gt(m.zombies.mask + 1, 1024, "the table grew");
+	for (int i = 0; i < N; i++) {
+		struct object *z;
+
+		snprintf(key, sizeof(key), "z-%d", i % (N / 2));
+		z = objects_find_zombie(&m, key, strlen(key), 7, ids[i]);
+		cr_assert_not_null(z, "%s, id %llu", key, (unsigned long long)ids[i]);
+		cr_assert_eq(z->id, ids[i]);
+		cr_assert_null(objects_find_zombie(&m, key, strlen(key), 8, ids[i]), "another session holds no lease");
+	}
+	for (int i = 0; i < N; i += 2) { /* released: it goes, the other of its key stays */
+		struct object *z;
+
+		snprintf(key, sizeof(key), "z-%d", i % (N / 2));
+		z = objects_find_zombie(&m, key, strlen(key), 7, ids[i]);
+		cr_assert(lease_release(&m, z, 7, false));
+		object_unpin(&m, z);
+	}
+	objects_sweep(&m, clock_ms());
+	cr_assert_eq(m.zombies.n, N / 2);
+	for (int i = 0; i < N; i++) {
+		snprintf(key, sizeof(key), "z-%d", i % (N / 2));
+		cr_assert_eq(objects_find_zombie(&m, key, strlen(key), 7, ids[i]) != NULL, i % 2 == 1, "%s", key);
+	}
+	clock_advance_ms(1001);
+	objects_sweep(&m, clock_ms());
+	cr_assert_eq(m.zombies.n, 0, "their leases ran out");
+	cr_assert(olist_empty(&m, OLIST_ZOMBIES));
+}
+
 /* One session's counted grants of a key never wrap its count to 0 (which would free the lease under its reads):
  * the count stops at its top, and the lease then lasts until it expires. */
 Test(objects, a_lease_count_saturates_instead_of_wrapping)
