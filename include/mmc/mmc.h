@@ -676,8 +676,9 @@ MMC_API int mmc_evict_keys(mmc_store *s, const char *const *keys, size_t n, uint
 MMC_API int mmc_batch_add_lease(mmc_store *s, const char *const *keys, size_t n, uint64_t lease_ttl_ms, int *results);
 
 /**
- * Releases the read leases this store holds on keys.
- * @return MMC_OK; MMC_LEASE_EXPIRED (a key's lease was missing or had already expired; the others are released
+ * Releases the read leases mmc_batch_add_lease() took on keys. A get running on another thread keeps its own lease
+ * (a get's lease ends with its call), and a get's end leaves these leases in place.
+ * @return MMC_OK; MMC_LEASE_EXPIRED (a key had no such lease, or it had already expired; the others are released
  *         anyway); MMC_INVALID_PARAM (s, keys, n); MMC_CLIENT_NOT_INIT; MMC_NOT_CONNECTED_META; MMC_TIMEOUT;
  *         MMC_MALLOC_FAILED; MMC_INTERNAL_ERROR.
  * Thread-safe; a copy under one of these leases still running on another thread may then fail with

@@ -5,7 +5,6 @@
 #include "array.h"
 #include "clock.h"
 #include "meta.h"
-#include "mmc_assert.h"
 
 /*
  * Lease records, by index (0: none), with the free ones linked through next: every get takes one and gives it back
@@ -96,9 +95,10 @@ uint64_t lease_grant(struct meta *m, struct object *o, uint64_t session, uint64_
 	}
 	/* saturates: a count that wrapped to 0 would free the lease under its other reads; a saturated one lasts
 	 * until it expires */
-	if ((counted || l->count == 0) && l->count < UINT32_MAX)
+	if (!counted)
+		l->added = 1;
+	else if (l->count < LEASE_COUNT_MAX)
 		l->count++;
-	MMC_ASSERT(l->count > 0); /* a lease record lives while it holds a count */
 	if (expiry > l->expiry_ms)
 		l->expiry_ms = expiry;
 	return ttl_ms;
@@ -113,8 +113,14 @@ bool lease_release(struct meta *m, struct object *o, uint64_t session, bool all)
 	if (!*p)
 		return false;
 	l = *p;
-	MMC_ASSERT(leases[l].count > 0);
-	if (all || --leases[l].count == 0) {
+	/* all: remove_lease ends the add_lease pin only, never another thread's get */
+	if (all ? !leases[l].added : !leases[l].count)
+		return false;
+	if (all)
+		leases[l].added = 0;
+	else
+		leases[l].count--;
+	if (!leases[l].count && !leases[l].added) {
 		*p = leases[l].next;
 		lease_free(l);
 	}

@@ -13,13 +13,14 @@ struct lease;
 struct meta;
 struct object;
 
-/* Grants session a lease on o. ttl_ms 0 uses ock.mmc.meta.lease_ttl_ms; counted adds a count to an existing lease
- * (uncounted grants only extend it). Returns the granted ttl in ms, or 0 when out of memory. */
+/* Grants session a lease on o. ttl_ms 0 uses ock.mmc.meta.lease_ttl_ms; counted (a get) adds a count, uncounted (an
+ * add_lease) sets the pin; either extends the expiry. Returns the granted ttl in ms, or 0 when out of memory. */
 uint64_t lease_grant(struct meta *m, struct object *o, uint64_t session, uint64_t ttl_ms, bool counted);
 /* The lease a client asking for asked_ms gets (0: the server's default): at most ock.mmc.meta.lease_ttl_max_ms
  * (or the default, when that is longer), since a lease pins space no eviction reaches, also after its holder left. */
 uint64_t lease_ttl_of(const struct meta *m, uint64_t asked_ms);
-/* Releases one count (all counts with all=true) of session's lease. Returns false if it held none. */
+/* Releases one count of session's lease (a get's release), or with all=true its add_lease pin (remove_lease); the
+ * record goes when neither is left. Returns false if it held no such count or pin. */
 bool lease_release(struct meta *m, struct object *o, uint64_t session, bool all);
 /* True when a lease on o is still live (expired ones are pruned). */
 bool object_leased(struct object *o, uint64_t now_ms);

@@ -108,11 +108,14 @@ static inline uint64_t blob_offset(const struct blob *b)
 	return (uint64_t)b->page * BLOB_GRANULE;
 }
 
-/* A read lease of one session on one object; counted, so nested gets of one session nest. Lease records live in a
- * table of their own (objects.c) and link by index. */
+/* A read lease of one session on one object: its gets' count (nested gets of one session nest) and its add_lease
+ * pin, apart, so that neither's release ends the other (the threads of one store share a session). Lease records live
+ * in a table of their own (objects.c) and link by index. */
+#define LEASE_COUNT_MAX 0x7fffffffu
 struct lease {
-	uint32_t next; /* the object's next lease, 0: none */
-	uint32_t count;
+	uint32_t next;       /* the object's next lease, 0: none */
+	uint32_t count : 31; /* gets not released yet; saturates at LEASE_COUNT_MAX */
+	uint32_t added : 1;  /* an add_lease pin, until remove_lease */
 	uint64_t session;
 	uint64_t expiry_ms;
 };

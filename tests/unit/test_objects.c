@@ -279,13 +279,37 @@ Test(objects, a_lease_count_saturates_instead_of_wrapping)
 
 	cr_assert_gt(lease_grant(&m, o, 1, 1000, true), 0);
 	l = lease_find(o, 1);
-	l->count = UINT32_MAX - 1;
+	l->count = LEASE_COUNT_MAX - 1;
 	cr_assert_gt(lease_grant(&m, o, 1, 1000, true), 0);
 	cr_assert_gt(lease_grant(&m, o, 1, 1000, true), 0, "a grant past the top");
-	cr_assert_eq(lease_find(o, 1)->count, UINT32_MAX);
+	cr_assert_eq(lease_find(o, 1)->count, LEASE_COUNT_MAX);
 	cr_assert(lease_release(&m, o, 1, false));
 	cr_assert(object_leased(o, clock_ms()), "held by the others");
+	cr_assert(!lease_release(&m, o, 1, true), "no add_lease pin to remove");
+}
+
+/* The threads of one store share its session: one thread's get and another's add_lease of the same key are one lease
+ * record, and each release ends only its own part. remove_lease used to end the other thread's get (whose copy could
+ * then read reused bytes), and a get's release the add_lease pin a GVA copy was relying on. */
+Test(objects, a_gets_lease_and_an_add_lease_pin_end_apart)
+{
+	const int on0[] = {0};
+	struct object *o = put("k", on0, 1);
+
+	cr_assert_gt(lease_grant(&m, o, 1, 1000, true), 0);  /* thread A's get */
+	cr_assert_gt(lease_grant(&m, o, 1, 1000, false), 0); /* thread B's add_lease */
+	cr_assert(lease_release(&m, o, 1, true), "B's remove_lease");
+	cr_assert(object_leased(o, clock_ms()), "A's get still pins it");
+	cr_assert(!lease_release(&m, o, 1, true), "B's pin is gone");
+	cr_assert(lease_release(&m, o, 1, false), "A's release");
+	cr_assert(!object_leased(o, clock_ms()));
+	cr_assert_gt(lease_grant(&m, o, 1, 1000, false), 0); /* B's add_lease, then A's get and release */
+	cr_assert_gt(lease_grant(&m, o, 1, 1000, true), 0);
+	cr_assert(lease_release(&m, o, 1, false));
+	cr_assert(object_leased(o, clock_ms()), "B's pin outlives A's get");
+	cr_assert(!lease_release(&m, o, 1, false), "no get left to release");
 	cr_assert(lease_release(&m, o, 1, true));
+	cr_assert(!object_leased(o, clock_ms()));
 }
 
 Test(objects, the_writer_and_the_lru_stamp_share_bits_without_leaking_into_each_other)
@@ -391,7 +415,7 @@ Test(objects, lease_records_are_reused_and_survive_the_table_growing)
 		snprintf(key, sizeof(key), "l%d", i);
 		o[i] = put(key, on0, 1);
 		cr_assert_gt(lease_grant(&m, o[i], 1, 1000, true), 0);
-		cr_assert_gt(lease_grant(&m, o[i], 2, 1000, true), 0);
+		cr_assert_gt(lease_grant(&m, o[i], 2, 1000, false), 0); /* an add_lease */
 	}
 	for (int i = 0; i < 600; i++) {
 		cr_assert_not_null(lease_find(o[i], 1));

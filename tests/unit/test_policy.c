@@ -334,7 +334,7 @@ Test(eviction, leased_objects_are_never_evicted_and_the_put_waits_for_them)
 	id = alloc(0, &k, &size, 1, 1);
 	cr_assert_null(reply_of(id, &code), "no room but a lease that will end: the put waits");
 	cr_assert(present("leased"));
-	lease_release(&m, o, sess[0].id, true);
+	lease_release(&m, o, sess[0].id, false);
 	alloc_queue_kick(&m);
 	commit(); /* the evicted object's space comes back once its delete is durable */
 	alloc_queue_kick(&m);
@@ -500,7 +500,7 @@ Test(alloc_queue, requests_are_placed_in_arrival_order)
 	idb = alloc(1 % SERVICES, &b, &small, 1, 1);
 	cr_assert_null(reply_of(ida, &code));
 	cr_assert_null(reply_of(idb, &code), "a request behind a waiting one waits, though it would fit");
-	lease_release(&m, object_find(&m, "leased", 6), sess[0].id, true);
+	lease_release(&m, object_find(&m, "leased", 6), sess[0].id, false);
 	commit();
 	alloc_queue_kick(&m);
 	commit();
