@@ -77,7 +77,10 @@ static bool place_one(struct meta *m, struct alloc_req *a, const struct alloc_it
 	bool blocked = false;
 
 	memset(res, 0, sizeof(*res));
-	if (!object_key_ok(it->key, &len) || it->size == 0 || a->pr.media >= MEDIA_COUNT) {
+	/* nothing is written straight to SSD (only moves put bytes there): an SSD range placed here would be outside
+	 * the tier's own bookkeeping, and leak when its service's SSD is adopted */
+	if (!object_key_ok(it->key, &len) || it->size == 0 || a->pr.media >= MEDIA_COUNT ||
+	    a->pr.media == MMC_MEDIA_SSD) {
 		res->result = MMC_INVALID_PARAM;
 		return true;
 	}

@@ -11,7 +11,8 @@ void key_result_note(struct key_result *r, const struct object *o, int pick)
 	r->checksum_type = o->checksum_type;
 	r->checksum = o->checksum;
 	r->nblobs = 0;
-	for (int i = from; i < to; i++) {
+	/* a loaded record may name more blobs than a reply holds (a damaged store): the first ones are answered */
+	for (int i = from; i < to && r->nblobs < MMC_WIRE_REPLICAS; i++) {
 		const struct blob *b = &o->blobs[i];
 		const struct service *svc = blob_svc(b);
 

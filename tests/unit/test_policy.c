@@ -487,6 +487,29 @@ Test(alloc_queue, a_put_gives_up_on_a_pool_that_does_not_rejoin_after_evict_wait
 	cr_assert_eq(reply_of(id, &code)[0].result, MMC_NOT_ENOUGH_MEMORY);
 }
 
+/* Nothing is allocated on SSD (only the tier's moves put bytes there): a request for it is refused, on a service
+ * that has an SSD segment too. */
+Test(alloc_queue, an_allocation_on_ssd_is_refused)
+{
+	const char *k = "on-ssd";
+	uint64_t size = MiB, id;
+	struct alloc_call call = {
+	    .keys = {&sess[0], next_id, 0, &k, &size, 1},
+	    .media = MMC_MEDIA_SSD,
+	    .replicas = 1,
+	};
+	const struct key_result *r;
+	int code;
+
+	mount(0, 8 * MiB, 64 * MiB);
+	alloc_queue_submit(&m, &call);
+	arena_reset(&m.arena);
+	id = next_id++;
+	cr_assert_not_null(r = reply_of(id, &code));
+	cr_assert_eq(r[0].result, MMC_INVALID_PARAM);
+	cr_assert(!present("on-ssd"));
+}
+
 Test(alloc_queue, requests_are_placed_in_arrival_order)
 {
 	const char *a = "a", *b = "b";
