@@ -561,8 +561,9 @@ static int sever(struct fabric *f, fi_addr_t peer)
 	return 0;
 }
 
-/* Severs every peer an unfinished op of b waits on; false when one could not be severed. */
-static bool sever_stalled(struct fab_batch *b)
+/* Severs every peer an unfinished op of b waits on; false when one could not be severed. expired: for the
+ * caller's deadline, not a stall (the log says which). */
+static bool sever_stalled(struct fab_batch *b, bool expired)
 {
 	fi_addr_t done[16];
 	size_t ndone = 0;
@@ -582,8 +583,15 @@ static bool sever_stalled(struct fab_batch *b)
 			ok = false;
 			break;
 		}
-		lg_warn("libfabric: closed the connection to peer %llu: an RMA to it made no progress for %u ms",
-		        (unsigned long long)op->peer, b->stall_ms);
+		if (expired)
+			lg_info(
+			    "libfabric: closed the connection to peer %llu: a read from it was still in flight at its "
+			    "call's deadline (other calls' operations on it fail and reconnect)",
+			    (unsigned long long)op->peer);
+		else
+			lg_warn(
+			    "libfabric: closed the connection to peer %llu: an RMA to it made no progress for %u ms",
+			    (unsigned long long)op->peer, b->stall_ms);
 		if (ndone < sizeof(done) / sizeof(done[0]))
 			done[ndone++] = op->peer;
 	}
@@ -603,7 +611,7 @@ static void abandon(struct fab_batch *b, bool expired)
 	else
 		lg_error("libfabric: an RMA made no progress for %u ms; giving up %zu operations", b->stall_ms,
 		         b->posted - b->reaped);
-	if (!sever_stalled(b)) {
+	if (!sever_stalled(b, expired)) {
 		lg_error("libfabric: provider %s cannot close a connection: waiting for the stalled operations",
 		         b->f->provider);
 		b->patient = true;

@@ -785,7 +785,9 @@ MMC_API int mmc_batch_get_into_layers(mmc_store *s, const char *const *keys, voi
  * keys[0..n) are the pages of one prefix, in order; key i goes into bufs[i] (sizes[i] bytes, the object's size).
  * One lookup, the reads in key order, one release, all within timeout_ms of the call: a read still in flight then
  * is given up (its connection closed first, so nothing of it lands afterwards), its lease released, and the call
- * returns. Keys after the first one missing (or of another size) are not read.
+ * returns. The connection is the store's: operations of this store's other calls on it at that moment fail
+ * (MMC_ERROR or MMC_TIMEOUT; the next ones reconnect), so a deadline that often expires mid-read costs the other
+ * threads too. Keys after the first one missing (or of another size) are not read.
  * @param landed [out] how many leading keys landed complete (and verified, with verify_checksum) in time: bufs[0..
  *        *landed) hold their objects; the content of the other buffers is unspecified (they may be partly written)
  * @return MMC_OK, with *landed from 0 (nothing in time, a lookup that did not answer in time included) to n;
