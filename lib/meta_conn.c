@@ -56,8 +56,29 @@ static int connect_to(const char *host, uint16_t port)
 	return fd;
 }
 
+/* How long a server may stay silent, or leave what is sent to it unread: its heartbeat timeout (how long it waits
+ * for a silent client), and at least a few pings unanswered. */
+static uint64_t silence_limit(const struct client_conf *conf, const struct meta_session *sess)
+{
+	uint64_t limit = sess->heartbeat_timeout_ms ? sess->heartbeat_timeout_ms : SILENT_MS;
+
+	return limit < 3 * (uint64_t)conf->c.heartbeat_ms ? 3 * (uint64_t)conf->c.heartbeat_ms : limit;
+}
+
+/* A send that cannot go on for the silence limit fails (SO_SNDTIMEO), and the sender drops the connection: a server
+ * that stopped reading would otherwise hold the sending thread, and the send lock every other sender and the
+ * keeper's pings wait on, for ever (TCP keeps a connection whose peer advertises a zero window). */
+static void bound_sends(int fd, const struct client_conf *conf, const struct meta_session *sess)
+{
+	uint64_t ms = silence_limit(conf, sess);
+	struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)(ms % 1000) * 1000};
+
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+}
+
 /* One hello: what the session learns, and the challenge-response on the way. */
 struct hello {
+	struct meta_conn *mc;
 	struct meta_session sess;
 	struct meta_auth auth;
 	mmc_AuthProof proof; /* the answer to an AuthChallenge */
@@ -87,7 +108,13 @@ static int decode_hello(struct mcall *c, uint32_t body, const uint8_t *data, siz
 		snprintf(h->sess.leader, sizeof(h->sess.leader), "%s", r.leader_address);
 		return MMC_NOT_LEADER;
 	}
-	return meta_auth_reply(&h->auth, &r);
+	if ((rc = meta_auth_reply(&h->auth, &r)))
+		return rc;
+	/* here, on the thread that reads the frames in order: a task the server sends right after its answer runs */
+	pthread_mutex_lock(&h->mc->lock);
+	h->mc->authed = true;
+	pthread_mutex_unlock(&h->mc->lock);
+	return 0;
 }
 
 /* ---- connection life ---- */
@@ -99,6 +126,7 @@ static void conn_drop_fd(struct meta_conn *mc, int fd)
 
 	pthread_mutex_lock(&mc->lock);
 	mc->state = MC_DOWN;
+	mc->authed = false;
 	mc->fd = -1;
 	t = mc->tls;
 	mc->tls = NULL;
@@ -135,7 +163,7 @@ static int dial(struct meta_conn *mc, int *fd, struct meta_tls **tls)
 /* Hello, and the AuthProof when the server challenges. Returns 0 (sess filled) or MMC_*. */
 static int say_hello(struct meta_conn *mc, struct meta_session *sess)
 {
-	struct hello h = {.auth.token = &mc->conf->cred};
+	struct hello h = {.mc = mc, .auth.token = &mc->conf->cred};
 	mmc_Hello msg = mmc_Hello_init_zero;
 	struct mcall c = {.decode = decode_hello, .arg = &h, .bypass = true};
 	int rc;
@@ -167,6 +195,7 @@ static int handshake_one(struct meta_conn *mc)
 	mc->fd = fd;
 	mc->tls = tls;
 	mc->state = MC_CONNECTING;
+	mc->authed = false;
 	mc->rd_owner = RD_NONE;
 	mc->rd_failed = false;
 	mc->rd.len = 0;
@@ -177,6 +206,8 @@ static int handshake_one(struct meta_conn *mc)
 	}
 	mc->reader_started = true;
 	rc = say_hello(mc, &sess);
+	if (rc == 0)
+		bound_sends(fd, mc->conf, &sess);
 	if (rc == 0 && mc->on_reconnect)
 		rc = mc->on_reconnect(mc->owner, &sess);
 	pthread_mutex_lock(&mc->lock);
@@ -258,11 +289,9 @@ static uint32_t retry_wait(int rc, uint32_t *backoff, uint64_t *since)
  */
 static bool drop_if_silent(struct meta_conn *mc)
 {
-	uint64_t limit = mc->session.heartbeat_timeout_ms ? mc->session.heartbeat_timeout_ms : SILENT_MS;
+	uint64_t limit = silence_limit(mc->conf, &mc->session);
 	uint64_t silent = clock_ms() - atomic_load(&mc->heard_ms);
 
-	if (limit < 3 * (uint64_t)mc->conf->c.heartbeat_ms)
-		limit = 3 * (uint64_t)mc->conf->c.heartbeat_ms; /* a few pings unanswered, at least */
 	if (silent <= limit)
 		return false;
 	lg_warn(

@@ -35,6 +35,9 @@ struct meta_conn {
 	pthread_cond_t state_cond;
 	pthread_mutex_t send_lock;
 	enum mc_state state;
+	/* this connection's server said its hello (and proved the cluster secret, where one is set): until then a task
+	 * it sends is not run, for any peer at the address (or at a redirect's) could send one */
+	bool authed;
 	int fd;
 	uint64_t next_id;
 	struct hmap pending; /* calls waiting for their reply, by id (mcall.link) */

@@ -33,7 +33,7 @@ static void dispatch(struct meta_conn *mc, const uint8_t *frame, size_t len)
 		uint64_t conn;
 
 		pthread_mutex_lock(&mc->lock);
-		fn = mc->on_task;
+		fn = mc->authed ? mc->on_task : NULL; /* a peer that has not said its hello sends no work */
 		owner = mc->task_owner;
 		conn = atomic_load(&mc->losses); /* moves only once this connection's reading has ended */
 		pthread_mutex_unlock(&mc->lock);

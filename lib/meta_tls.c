@@ -277,6 +277,22 @@ ssize_t meta_tls_read(struct meta_tls *t, void *buf, size_t len)
 	}
 }
 
+/* Waits until the socket takes more bytes, for at most its send timeout (SO_SNDTIMEO, set once the server said
+ * hello: a server that stopped reading is dropped, not waited for); false when it did not. */
+static bool writable(struct meta_tls *t)
+{
+	struct timeval tv = {0, 0};
+	socklen_t len = sizeof(tv);
+	struct pollfd p = {.fd = t->fd, .events = POLLOUT};
+	int ms = -1, rc;
+
+	if (getsockopt(t->fd, SOL_SOCKET, SO_SNDTIMEO, &tv, &len) == 0 && (tv.tv_sec || tv.tv_usec))
+		ms = (int)(tv.tv_sec * 1000 + tv.tv_usec / 1000);
+	while ((rc = poll(&p, 1, ms)) < 0 && errno == EINTR)
+		;
+	return rc == 1 && !(p.revents & POLLNVAL);
+}
+
 int meta_tls_write(struct meta_tls *t, const void *buf, size_t len)
 {
 	const char *p = buf;
@@ -291,7 +307,7 @@ int meta_tls_write(struct meta_tls *t, const void *buf, size_t len)
 		if (n > 0) {
 			p += n;
 			len -= (size_t)n;
-		} else if (wait_for(t, err, err == SSL_ERROR_WANT_WRITE ? -1 : CROSS_WAIT_MS)) {
+		} else if (err == SSL_ERROR_WANT_WRITE ? !writable(t) : wait_for(t, err, CROSS_WAIT_MS) != 0) {
 			return MMC_ERROR;
 		}
 	}

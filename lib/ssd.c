@@ -41,7 +41,12 @@ struct ssd {
 	pthread_cond_t cond;
 	pthread_cond_t idle; /* moving went false: ssd_fence() */
 	struct ssd_task *head, *tail;
+	size_t queued; /* tasks from head to tail: at most SSD_QUEUE_MAX */
 };
+
+/* Tasks one local service keeps waiting for its worker (80 bytes each): a server that sends more while the worker
+ * is busy gets MMC_NOT_ENOUGH_MEMORY for them (a demote then evicts), not this process's heap. */
+#define SSD_QUEUE_MAX 65536
 
 /*
  * The SSD files open in this process. A child forked without exec (Python's multiprocessing, say) would share their
@@ -386,6 +391,7 @@ static struct ssd_task *next_task(struct ssd *d, unsigned *dropped)
 
 	while ((t = d->head)) {
 		d->head = t->next;
+		d->queued--;
 		if (!d->head)
 			d->tail = NULL;
 		/* checked under the lock ssd_fence() waits on: a task that passes is one the fence waits for */
@@ -472,6 +478,13 @@ void ssd_on_task(void *owner, uint64_t conn, uint64_t id, const uint8_t *data, s
 	t->conn = conn;
 	t->id = id;
 	pthread_mutex_lock(&d->lock);
+	if (d->queued == SSD_QUEUE_MAX) {
+		pthread_mutex_unlock(&d->lock);
+		free(t);
+		meta_reply(d->mc, conn, id, MMC_NOT_ENOUGH_MEMORY);
+		return;
+	}
+	d->queued++;
 	if (d->tail)
 		d->tail->next = t;
 	else

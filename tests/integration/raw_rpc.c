@@ -195,3 +195,42 @@ int raw_hello(int fd, uint32_t version, const char *token, bool send_proof)
 	mmc__frame__free_unpacked(r, NULL);
 	return rc;
 }
+
+int raw_server_start(struct raw_server *s, void *(*serve)(void *s))
+{
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t alen = sizeof(a);
+
+	s->lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (s->lfd < 0 || bind(s->lfd, (struct sockaddr *)&a, sizeof(a)) || listen(s->lfd, 4) ||
+	    getsockname(s->lfd, (struct sockaddr *)&a, &alen))
+		goto fail;
+	s->port = ntohs(a.sin_port);
+	atomic_store(&s->stop, false);
+	if (pthread_create(&s->th, NULL, serve, s) == 0)
+		return 0;
+fail:
+	if (s->lfd >= 0)
+		close(s->lfd);
+	return -1;
+}
+
+void raw_server_stop(struct raw_server *s)
+{
+	atomic_store(&s->stop, true);
+	shutdown(s->lfd, SHUT_RDWR);
+	close(s->lfd);
+	pthread_join(s->th, NULL);
+}
+
+void raw_hello_reply(int fd, const Mmc__Frame *hello, uint32_t heartbeat_timeout_ms)
+{
+	Mmc__HelloReply r = MMC__HELLO_REPLY__INIT;
+
+	r.session = 1;
+	r.lease_ttl_ms = 5000;
+	r.heartbeat_timeout_ms = heartbeat_timeout_ms;
+	r.server_run = 0x5eed;
+	r.version = hello->hello->version; /* the client's own: this server speaks it */
+	raw_send_body(fd, hello->id, MMC__FRAME__BODY_HELLO_REPLY, &r);
+}

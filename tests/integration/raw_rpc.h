@@ -5,6 +5,8 @@
 #ifndef MMC_TEST_RAW_RPC_H
 #define MMC_TEST_RAW_RPC_H
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -34,5 +36,21 @@ Mmc__AuthChallenge *raw_hello_tenant(int fd, const char *tenant, uint8_t cn[32])
 int raw_prove_tenant(int fd, const char *tenant, const char *token, const uint8_t cn[32], Mmc__AuthChallenge *ch);
 /* Sends {id, body_case, body} where body is the message of that case. */
 int raw_send_body(int fd, uint64_t id, Mmc__Frame__BodyCase body_case, void *body);
+
+/* ---- the other side: a meta server played by a test, for libmmc to meet ---- */
+
+struct raw_server {
+	int lfd; /* listening on 127.0.0.1:port */
+	uint16_t port;
+	pthread_t th; /* runs serve(s), which accepts on lfd until accept fails or stop is set */
+	atomic_bool stop;
+};
+
+/* Listens at a free loopback port and starts serve on a thread. Returns 0 or -1. */
+int raw_server_start(struct raw_server *s, void *(*serve)(void *s));
+/* Sets stop, ends the listening socket (serve's accept fails) and joins serve. */
+void raw_server_stop(struct raw_server *s);
+/* A successful HelloReply to hello (a frame holding one), announcing heartbeat_timeout_ms. */
+void raw_hello_reply(int fd, const Mmc__Frame *hello, uint32_t heartbeat_timeout_ms);
 
 #endif

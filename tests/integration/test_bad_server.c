@@ -3,9 +3,7 @@
  * MMC_INTERNAL_ERROR and writes nothing past the caller's arrays; it never reports success for bytes it did not
  * move. The server here is this test, speaking the wire protocol by hand.
  */
-#include <arpa/inet.h>
 #include <criterion/criterion.h>
-#include <netinet/in.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <string.h>
@@ -24,13 +22,8 @@ enum answer {
 	FEWER_ITEMS, /* a KeyBatchReply with one result less */
 };
 
-static struct {
-	int lfd;
-	uint16_t port;
-	pthread_t th;
-	atomic_int answer;
-	atomic_bool stop;
-} srv;
+static struct raw_server srv;
+static atomic_int answer;
 
 static size_t items_of(const Mmc__Frame *f)
 {
@@ -48,18 +41,6 @@ static size_t items_of(const Mmc__Frame *f)
 	}
 }
 
-static void hello_reply(int fd, uint64_t id)
-{
-	Mmc__HelloReply r = MMC__HELLO_REPLY__INIT;
-
-	r.session = 1;
-	r.lease_ttl_ms = 5000;
-	r.heartbeat_timeout_ms = 10000;
-	r.server_run = 0x5eed;
-	r.version = MMC_WIRE_VERSION;
-	raw_send_body(fd, id, MMC__FRAME__BODY_HELLO_REPLY, &r);
-}
-
 static void wrong_answer(int fd, const Mmc__Frame *f)
 {
 	Mmc__KeyBatchReply kr = MMC__KEY_BATCH_REPLY__INIT;
@@ -67,7 +48,7 @@ static void wrong_answer(int fd, const Mmc__Frame *f)
 	Mmc__KeyResult res[MMC_BATCH_MAX + 1], *pr[MMC_BATCH_MAX + 1];
 	size_t n = items_of(f);
 
-	switch ((enum answer)atomic_load(&srv.answer)) {
+	switch ((enum answer)atomic_load(&answer)) {
 	case BARE_OK:
 		raw_send_body(fd, f->id, MMC__FRAME__BODY_REPLY, &plain);
 		return;
@@ -103,7 +84,7 @@ static void *serve(void *arg)
 			break;
 		while ((f = raw_recv(fd))) {
 			if (f->body_case == MMC__FRAME__BODY_HELLO)
-				hello_reply(fd, f->id);
+				raw_hello_reply(fd, f, 10000);
 			else if (f->id && f->body_case != MMC__FRAME__BODY_PING)
 				wrong_answer(fd, f);
 			mmc__frame__free_unpacked(f, NULL);
@@ -115,24 +96,12 @@ static void *serve(void *arg)
 
 static void start(void)
 {
-	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	socklen_t alen = sizeof(a);
-
-	cr_assert((srv.lfd = socket(AF_INET, SOCK_STREAM, 0)) >= 0);
-	cr_assert_eq(bind(srv.lfd, (struct sockaddr *)&a, sizeof(a)), 0);
-	cr_assert_eq(listen(srv.lfd, 4), 0);
-	cr_assert_eq(getsockname(srv.lfd, (struct sockaddr *)&a, &alen), 0);
-	srv.port = ntohs(a.sin_port);
-	atomic_store(&srv.stop, false);
-	cr_assert_eq(pthread_create(&srv.th, NULL, serve, NULL), 0);
+	cr_assert_eq(raw_server_start(&srv, serve), 0);
 }
 
 static void stop(void)
 {
-	atomic_store(&srv.stop, true);
-	shutdown(srv.lfd, SHUT_RDWR);
-	close(srv.lfd);
-	pthread_join(srv.th, NULL);
+	raw_server_stop(&srv);
 }
 
 TestSuite(bad_server, .init = start, .fini = stop, .timeout = 60);
@@ -153,7 +122,7 @@ static void refused(enum answer a, const char *what)
 	int results[2 + 1] = {7, 7, 7}; /* one more than asked: it must stay 7 */
 	unsigned char buf[4096];
 
-	atomic_store(&srv.answer, a);
+	atomic_store(&answer, a);
 	memset(buf, 0xee, sizeof(buf));
 	cr_assert_eq(mmc_is_exist(s, "k"), MMC_INTERNAL_ERROR, "%s: exist", what);
 	cr_assert_eq(mmc_batch_is_exist(s, keys, 2, results), MMC_INTERNAL_ERROR, "%s: batch exist", what);
