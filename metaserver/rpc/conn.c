@@ -322,8 +322,14 @@ static int handle_frame(struct conn *c, const unsigned char *p, uint32_t len)
 {
 	struct meta *m = c->m;
 	Mmc__Frame *f = key_frame_decode(&m->arena, p, len);
+	uint64_t id;
 	int rc;
 
+	if (!f && key_frame_items(p, len, &id) > MMC_WIRE_KEYS_MAX) { /* as rpc_keys answers a batch too large */
+		arena_reset(&m->arena);
+		rpc_reply_code(c, id, MMC_INVALID_PARAM);
+		return 0;
+	}
 	if (!f) /* any other body: protobuf-c's */
 		f = mmc__frame__unpack(&m->arena.pbc, len, p);
 	if (!f) {

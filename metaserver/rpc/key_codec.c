@@ -156,7 +156,8 @@ static bool batch_parse(struct pb_rd r, char **keys, Mmc__KeyBatch *kb)
 				item_parse(&s, keys, kb->items[ni]);
 				r.bad |= s.bad;
 			}
-			ni++;
+			/* more than a batch may hold: nothing is sized for them (key_frame_items refuses the frame) */
+			r.bad |= ++ni > MMC_WIRE_KEYS_MAX;
 			break;
 		}
 		case PB_TAG(2, PB_VARINT):
@@ -376,7 +377,7 @@ static size_t put_count(struct pb_rd r)
 	while (!r.bad && r.p < r.end) {
 		r.bad |= pb_rd_tag(&r) != PB_TAG(1, PB_BYTES);
 		pb_rd_sub(&r);
-		n++;
+		r.bad |= ++n > MMC_WIRE_KEYS_MAX; /* as in batch_parse */
 	}
 	return r.bad ? SIZE_MAX : n;
 }
@@ -444,4 +445,41 @@ Mmc__Frame *key_frame_decode(struct arena *a, const uint8_t *p, size_t len)
 		return (f->put = put_decode(a, body)) ? f : NULL;
 	slot = body_slot(f);
 	return (*slot = batch_decode(a, body)) ? f : NULL;
+}
+
+/* Whether a Frame field number is a body this file decodes: a KeyBatch or a PutBatch. */
+static bool batch_body(uint64_t field)
+{
+	Mmc__Frame f = {.body_case = (Mmc__Frame__BodyCase)field};
+
+	return field == MMC__FRAME__BODY_PUT || body_slot(&f);
+}
+
+size_t key_frame_items(const uint8_t *p, size_t len, uint64_t *id)
+{
+	struct pb_rd r = {p, p + len, false}, body = {NULL, NULL, true};
+	size_t n = 0;
+
+	*id = 0;
+	while (!r.bad && r.p < r.end) {
+		uint64_t tag = pb_rd_tag(&r);
+
+		if (tag == PB_TAG(1, PB_VARINT))
+			*id = pb_rd_varint(&r);
+		else if ((tag & 7) == PB_BYTES && batch_body(tag >> 3))
+			body = pb_rd_sub(&r);
+		else
+			pb_rd_skip(&r, tag);
+	}
+	while (!r.bad && !body.bad && body.p < body.end && n <= MMC_WIRE_KEYS_MAX) {
+		uint64_t tag = pb_rd_tag(&body);
+
+		if (tag == PB_TAG(1, PB_BYTES)) {
+			pb_rd_sub(&body);
+			n++;
+		} else {
+			pb_rd_skip(&body, tag);
+		}
+	}
+	return r.bad ? 0 : n;
 }

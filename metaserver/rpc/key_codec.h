@@ -25,6 +25,14 @@
  */
 Mmc__Frame *key_frame_decode(struct arena *a, const uint8_t *p, size_t len);
 
+/*
+ * The items of the frame's KeyBatch or PutBatch body, counted up to MMC_WIRE_KEYS_MAX + 1 without decoding them
+ * (fields of any kind skipped), and the frame's id in *id; 0 for another frame or bytes that do not parse. A frame
+ * key_frame_decode leaves to protobuf-c is counted first: protobuf-c would allocate every item of it (about 50 bytes
+ * of heap per byte of an empty item) before the dispatcher could refuse a batch that large.
+ */
+size_t key_frame_items(const uint8_t *p, size_t len, uint64_t *id);
+
 /* The most bytes one KeyResult takes, with its tag and length (MMC_WIRE_REPLICAS blobs). */
 #define KEY_RESULT_MAX 400
 

@@ -191,6 +191,68 @@ Test(protocol, unknown_bodies_and_limits_get_an_error_reply)
  * In every key batch body an empty key and a key one byte too long fail alone, and the longest key the wire allows is
  * served (absent here, so not INVALID_PARAM).
  */
+/* The server's peak resident memory in bytes (VmHWM), or 0. */
+static uint64_t peak_rss(void)
+{
+	char path[64], line[256];
+	unsigned long long kb = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)meta.pid);
+	if (!(f = fopen(path, "r")))
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmHWM: %llu kB", &kb) == 1)
+			break;
+	fclose(f);
+	return kb * 1024;
+}
+
+/*
+ * A batch of four million empty keys, with a field the hand decoder leaves to protobuf-c at its end: refused as a
+ * batch too large (MMC_INVALID_PARAM) once its items are counted, before any is decoded. protobuf-c decoded all of
+ * them first (some 400 MB for this 8 MB frame, 5 GB for the largest frame), and only then was the batch refused.
+ */
+Test(protocol, a_batch_of_millions_of_keys_is_refused_before_it_is_decoded)
+{
+	enum { N = 4 << 20 };
+	size_t body = 2 * (size_t)N + 2, len = 2 + 2 + 4 + body, at = 0; /* id, tag, length, body */
+	uint8_t *frame = malloc(4 + len);
+	uint64_t before = peak_rss();
+	Mmc__Frame *r;
+	int fd = dial();
+
+	cr_assert_not_null(frame);
+	cr_assert_eq(raw_hello(fd, 0, NULL, false), 0);
+	frame[at++] = (uint8_t)len, frame[at++] = (uint8_t)(len >> 8), frame[at++] = (uint8_t)(len >> 16);
+	frame[at++] = (uint8_t)(len >> 24);
+	frame[at++] = 0x08, frame[at++] = 9;                             /* id 9 */
+	frame[at++] = (uint8_t)(MMC__FRAME__BODY_EXIST << 3 | 2 | 0x80); /* exist (a KeyBatch): a two-byte tag */
+	frame[at++] = (uint8_t)(MMC__FRAME__BODY_EXIST >> 4);
+	for (size_t v = body; v >= 0x80; v >>= 7)
+		frame[at++] = (uint8_t)(v | 0x80);
+	frame[at++] = (uint8_t)(body >> 21);
+	for (int i = 0; i < N; i++)
+		frame[at++] = 0x0a, frame[at++] = 0; /* items: KeyItem{} */
+	frame[at++] = 0x78, frame[at++] = 1;         /* field 15: unknown to both decoders */
+	cr_assert_eq(at, 4 + len);
+	for (size_t sent = 0; sent < at;) { /* the server reads it as it comes: one send may take part of it */
+		ssize_t n = send(fd, frame + sent, at - sent, MSG_NOSIGNAL);
+
+		cr_assert_gt(n, 0);
+		sent += (size_t)n;
+	}
+	free(frame);
+	r = raw_recv(fd);
+	cr_assert_not_null(r);
+	cr_assert_eq(r->id, 9);
+	cr_assert_eq(r->reply->result, MMC_INVALID_PARAM);
+	mmc__frame__free_unpacked(r, NULL);
+	cr_expect_lt(peak_rss(), before + (64u << 20), "the server's peak memory grew by %llu MB for an 8 MB frame",
+	             (unsigned long long)((peak_rss() - before) >> 20));
+	close(fd);
+}
+
 Test(protocol, every_key_batch_refuses_empty_and_long_keys_per_key)
 {
 	static const Mmc__Frame__BodyCase bodies[] = {
