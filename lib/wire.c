@@ -241,6 +241,16 @@ void wire_key_batch_init(struct wire_key_batch *kb, const mmc_KeyBatch *req, con
 
 /* ---- KeyBatchReply{result 1 (sint32), items 2} ---- */
 
+/* A field the reader did not take: one of a later version (a number past the known ones) is skipped; a known one in
+ * another wire type is a reply protobuf-c and nanopb refuse, and would read as its default (a result of 0: success). */
+static void skip_later(struct pb_rd *r, uint64_t tag, uint64_t known)
+{
+	if ((tag >> 3) <= known)
+		r->bad = true;
+	else
+		pb_rd_skip(r, tag);
+}
+
 /* Blob{rank 1, incarnation 2, media 3, offset 4, state 5} */
 static void blob_parse(struct pb_rd *r, mmc_Blob *b)
 {
@@ -263,8 +273,8 @@ static void blob_parse(struct pb_rd *r, mmc_Blob *b)
 		case PB_TAG(5, PB_VARINT):
 			b->state = pb_rd_u32(r);
 			break;
-		default: /* a field of a later version */
-			pb_rd_skip(r, tag);
+		default:
+			skip_later(r, tag, 5);
 		}
 	}
 }
@@ -308,7 +318,7 @@ static void result_parse(struct pb_rd *r, mmc_KeyResult *k)
 			k->checksum = pb_rd_fixed32(r);
 			break;
 		default:
-			pb_rd_skip(r, tag);
+			skip_later(r, tag, 7);
 		}
 	}
 }
@@ -335,7 +345,7 @@ int wire_decode_key_reply(const uint8_t *data, size_t len, struct wire_results *
 			result_parse(&s, &k);
 			r.bad |= s.bad || !sink->fn(sink->arg, sink->count++, &k);
 		} else {
-			pb_rd_skip(&r, tag);
+			skip_later(&r, tag, 2);
 		}
 	}
 	return r.bad ? MMC_INVALID_PARAM : 0;

@@ -8,7 +8,7 @@
  *
  * Odd: a KeyBatchReply body for libmmc's streaming reader (lib/wire.c). Every reply protobuf-c takes, the reader must
  * take too (but one with more blobs in a result than a result holds), with the same result and items; it may take
- * more (a known field of another wire type, which it skips as it skips a later version's fields).
+ * more (fields of a later version, which it skips, where protobuf-c's copy of the schema may not know them).
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -108,7 +108,7 @@ static void client_reply(const uint8_t *p, size_t len)
 	int rc;
 
 	if (!ref)
-		return; /* the reader may take more: a known field of another wire type, which it skips */
+		return; /* the reader may take more: a later version's fields, which it skips */
 	rc = wire_decode_key_reply(p, len, &sink, &result);
 	if (rc && !too_many_blobs(ref))
 		fail("a reply protobuf-c took and the reader refused", "everything");

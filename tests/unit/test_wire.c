@@ -360,6 +360,24 @@ Test(wire, key_reply_skips_later_fields_and_refuses_bad_bytes)
 	cr_assert_eq(wire_decode_key_reply(buf, n, &sink, &result), MMC_INVALID_PARAM, "more blobs than replicas");
 }
 
+/* A field the reader knows, in another wire type: protobuf-c and nanopb refuse the reply, and so does the reader (it
+ * skipped the field, and a result sent as bytes read as 0, a success). */
+Test(wire, key_reply_refuses_a_known_field_of_another_wire_type)
+{
+	static const uint8_t whole[] = {0x0a, 0x00};                        /* result as bytes */
+	static const uint8_t item[] = {0x12, 0x02, 0x0a, 0x00};             /* a KeyResult's result as bytes */
+	static const uint8_t blob[] = {0x12, 0x04, 0x1a, 0x02, 0x0a, 0x00}; /* a Blob's rank as bytes */
+	static const uint8_t later[] = {0x12, 0x02, 0x42, 0x00}; /* a KeyResult's field 8 as bytes: skipped */
+	struct seen seen = {0};
+	struct wire_results sink = {collect, &seen, 0, SIZE_MAX};
+	int32_t result;
+
+	cr_assert_eq(wire_decode_key_reply(whole, sizeof(whole), &sink, &result), MMC_INVALID_PARAM);
+	cr_assert_eq(wire_decode_key_reply(item, sizeof(item), &sink, &result), MMC_INVALID_PARAM);
+	cr_assert_eq(wire_decode_key_reply(blob, sizeof(blob), &sink, &result), MMC_INVALID_PARAM);
+	cr_assert_eq(wire_decode_key_reply(later, sizeof(later), &sink, &result), 0);
+}
+
 /* Two odd spellings protobuf-c reads one way each (tests/fuzz/fuzz_codec.c found both): a 32-bit field given a wider
  * varint is cut to its low 32 bits, and a length prefix of more than five bytes is refused however small. */
 Test(wire, key_reply_reads_odd_varints_as_protobuf_c_does)
