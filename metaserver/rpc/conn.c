@@ -304,9 +304,14 @@ void conn_close(struct conn *c, const char *why)
 		alloc_queue_session_closed(m, &c->session);
 		tier_session_closed(m, &c->session);
 	}
-	/* at shutdown the services stay: they rejoin the restarted server with their objects */
-	if (c->session.svc && !m->rpc->draining)
+	/* at shutdown the services stay: they rejoin the restarted server with their objects. Each is detached from
+	 * this session, which is freed below: a task the drain's last requests start (a demote) must not go to it */
+	if (c->session.svc && !m->rpc->draining) {
 		service_unmount(m, c->session.svc, why);
+	} else if (c->session.svc) {
+		c->session.svc->session = NULL;
+		c->session.svc = NULL;
+	}
 	if (!m->rpc->draining && m->persist)
 		objects_session_closed(m, c->session.id);
 	list_del(&c->link);
