@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "array.h"
 #include "clock.h"
 #include "copy_stream.h"
 #include "host_map.h"
@@ -14,17 +15,21 @@
 
 #define WINDOW    128               /* RMA ops in flight per call */
 #define CHUNK     ((size_t)4 << 20) /* larger pieces are split so transfers pipeline */
-#define TEMP_REGS 64
 #define HOST_USED 64 /* same-host pools one call checks after copying; beyond, each copy is checked at once */
 #define SEEN      8
 #define FENCES    16 /* peers one call writes to without allocating */
 
-/* Registrations made for one call when the provider needs local MRs and the buffer was not registered. */
+/* Registrations made for one call when the provider needs local MRs and the buffer was not registered: as many as
+ * the call has buffers (a layer-wise get may have thousands). */
+struct temp_reg {
+	struct fab_mr mr;
+	uintptr_t addr;
+	size_t len;
+};
+
 struct temp_regs {
-	struct fab_mr mr[TEMP_REGS];
-	uintptr_t addr[TEMP_REGS];
-	size_t len[TEMP_REGS];
-	int n;
+	struct temp_reg *v;
+	size_t n, cap;
 };
 
 /* A same-host pool this call copied to or from, checked again once every copy is done. */
@@ -103,22 +108,27 @@ static void *local_desc(struct xfer_ctx *x, void *buf, size_t len, int *rc)
 {
 	const struct regbuf *r = regbufs_find(&x->s->regs, buf, len);
 	struct temp_regs *t = &x->temp;
+	void *grown;
 
 	*rc = 0;
 	if (r)
 		return r->mr.desc;
 	if (!fabric_local_mr(x->s->fab))
 		return NULL;
-	for (int i = 0; i < t->n; i++)
-		if (t->addr[i] == (uintptr_t)buf && t->len[i] >= len)
-			return t->mr[i].desc;
-	if (t->n == TEMP_REGS || fabric_mr_reg(x->s->fab, buf, len, false, &t->mr[t->n])) {
-		*rc = MMC_ERROR;
+	for (size_t i = 0; i < t->n; i++)
+		if (t->v[i].addr == (uintptr_t)buf && t->v[i].len >= len)
+			return t->v[i].mr.desc;
+	grown = array_grow(t->v, &t->cap, t->n + 1, sizeof(*t->v), 16);
+	/* this process's own limit (memory, RLIMIT_MEMLOCK), not a peer's fault: its coordinates are kept */
+	if (!grown || fabric_mr_reg(x->s->fab, buf, len, false, &((struct temp_reg *)grown)[t->n].mr)) {
+		t->v = grown ? grown : t->v;
+		*rc = MMC_MALLOC_FAILED;
 		return NULL;
 	}
-	t->addr[t->n] = (uintptr_t)buf;
-	t->len[t->n] = len;
-	return t->mr[t->n++].desc;
+	t->v = grown;
+	t->v[t->n].addr = (uintptr_t)buf;
+	t->v[t->n].len = len;
+	return t->v[t->n++].mr.desc;
 }
 
 static int seg_of(const struct peer *p, uint32_t media, uint64_t *base, uint64_t *key, uint64_t *size)
@@ -536,8 +546,9 @@ void xfer_run_until(struct mmc_store *s, int write, struct xfer_key *keys, size_
 	host_check(&x);
 	forget_failed_peers(&x, deadline_ms);
 	pthread_rwlock_unlock(&s->regs.lock);
-	for (int i = 0; i < x.temp.n; i++)
-		fabric_mr_close(&x.temp.mr[i]);
+	for (size_t i = 0; i < x.temp.n; i++)
+		fabric_mr_close(&x.temp.v[i].mr);
+	free(x.temp.v);
 out:
 	for (unsigned i = 0; i < (x.nseen < SEEN ? x.nseen : SEEN); i++)
 		peer_release(&x.seen[i]);
