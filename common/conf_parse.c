@@ -25,8 +25,12 @@ static char *trim(char *s)
  * code, or MMC_INVALID_PARAM with a message naming the file and line. */
 static int conf_line(char *line, const char *path, int lineno, conf_line_fn fn, void *arg, char *err, size_t errlen)
 {
-	char *hash = strchr(line, '#'), *eq, *key;
+	char *hash = line, *eq, *key;
 
+	/* a comment starts at a '#' that begins the line or follows a blank: one inside a value (a password, a URI)
+	 * is the value's, not the start of a comment that would cut it short */
+	while ((hash = strchr(hash, '#')) && hash != line && hash[-1] != ' ' && hash[-1] != '\t')
+		hash++;
 	if (hash)
 		*hash = '\0';
 	key = trim(line);

@@ -68,3 +68,15 @@ size_t uri_mask(const char *text, char *out, size_t outlen)
 	out[o.n] = '\0';
 	return o.n;
 }
+
+bool uri_userinfo_maskable(const char *uri)
+{
+	const char *a = strstr(uri, "://"), *at;
+
+	if (!a || !(at = strrchr(a += 3, '@')))
+		return true;
+	for (; a < at; a++)
+		if (*a != '\0' && ends_uri(*a))
+			return false;
+	return true;
+}

@@ -6,6 +6,7 @@
 #ifndef MMC_URI_MASK_H
 #define MMC_URI_MASK_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 /*
@@ -17,5 +18,12 @@
  * information), are copied as they are. Returns the length written.
  */
 size_t uri_mask(const char *text, char *out, size_t outlen);
+
+/*
+ * Whether uri_mask masks the password of uri whole: false when its user information (up to its last '@') holds a
+ * blank or a quote, where uri_mask would end the URI and show the rest. Parsers of URIs that carry passwords refuse
+ * such a URI (without showing it) rather than log its password. Pure; thread-safe.
+ */
+bool uri_userinfo_maskable(const char *uri);
 
 #endif

@@ -144,8 +144,9 @@ static int apply_command_line(struct meta_settings *s, struct meta_err *e)
 			continue;
 		if (opt == 'e') {
 			if (!(eq = strchr(optarg, '=')) || (size_t)(eq - optarg) >= sizeof(kv))
-				return meta_err_set(e, EXIT_CONFIG, NULL, "--env expects KEY=VALUE, got \"%s\"",
-				                    optarg);
+				return meta_err_set(e, EXIT_CONFIG, NULL,
+				                    "--env expects KEY=VALUE (the argument is not shown: it may hold a "
+				                    "secret)");
 			memcpy(kv, optarg, (size_t)(eq - optarg));
 			kv[eq - optarg] = '\0';
 			key = kv;

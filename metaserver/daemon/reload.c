@@ -9,6 +9,7 @@
 #include "log.h"
 #include "meta_conf.h"
 #include "meta_err.h"
+#include "mmc/mmc.h"
 #include "server.h"
 #include "tenants.h"
 
@@ -41,16 +42,18 @@ static void merge(struct meta_settings *running, const struct meta_settings *fre
 	}
 }
 
+/* The log file a reload names: a new path is opened only once the rest of the reload can no longer fail. */
+static bool new_log_path(const struct meta *m, const struct meta_conf *fresh)
+{
+	return fresh->log_path[0] && strcmp(fresh->log_path, m->conf.log_path) != 0;
+}
+
 static void reopen_log(struct meta *m, const struct meta_conf *fresh)
 {
 	char err[512];
-	int rc;
+	int rc = new_log_path(m, fresh) ? log_open(fresh->log_path, err, sizeof(err)) : log_reopen(err, sizeof(err));
 
-	if (fresh->log_path[0] && strcmp(fresh->log_path, m->conf.log_path) != 0)
-		rc = log_open(fresh->log_path, err, sizeof(err));
-	else
-		rc = log_reopen(err, sizeof(err));
-	if (rc) {
+	if (rc) { /* checked before (log_check): the file went in between */
 		log_warn("op=reload key=ock.mmc.log_path err=\"%s\" note=\"still logging where it was\"", err);
 		return;
 	}
@@ -64,35 +67,44 @@ void reload_rejected(const struct meta_err *e)
 	         e->key[0] ? e->key : "-", e->message);
 }
 
-/* The running tenants file read again (its path is not reloadable): secrets, quotas, tenants added and removed. */
-static void reload_tenants(struct meta *m)
+/* What can fail, before anything changes: the new log file, the tenants file. 0, or the rejection logged. */
+static int reload_prepare(struct meta *m, const struct meta_settings *fresh, struct tenants *tenants)
 {
-	char err[512];
+	struct meta_err e = {0};
+	const char *key = NULL;
 
-	if (!m->tenants.n)
-		return;
-	if (tenants_reload(m, m->conf.tenants_file, m->conf.auth_token, err, sizeof(err))) {
-		log_warn("op=reload key=ock.mmc.meta.tenants_file err=\"%s\" note=\"the running tenants are kept\"",
-		         err);
-		return;
-	}
-	conns_close_removed_tenants(m);
-	log_info("op=reload key=ock.mmc.meta.tenants_file tenants_known=%u", m->tenants.n - 1);
+	if (new_log_path(m, &fresh->conf) && log_check(fresh->conf.log_path, e.message, sizeof(e.message)))
+		key = "ock.mmc.log_path";
+	else if (m->tenants.n &&
+	         tenants_reread(m, m->conf.tenants_file, m->conf.auth_token, tenants, e.message, sizeof(e.message)))
+		key = "ock.mmc.meta.tenants_file";
+	if (!key)
+		return 0;
+	snprintf(e.key, sizeof(e.key), "%s", key);
+	reload_rejected(&e);
+	return MMC_INVALID_PARAM;
 }
 
 void reload_apply(struct meta *m, const struct meta_settings *fresh)
 {
 	static struct meta_settings running; /* two KVCM configurations are too large for the loop's stack */
+	struct tenants tenants = {NULL, 0};
 	enum log_level lvl;
 
+	if (reload_prepare(m, fresh, &tenants))
+		return;
 	running.conf = m->conf;
 	running.kvcm = *kvcm_conf();
 	merge(&running, fresh);
-	reopen_log(m, &fresh->conf); /* copies log_path once the new file is open: a failed open keeps the old */
+	reopen_log(m, &fresh->conf); /* copies log_path once the new file is open */
 	strcpy(running.conf.log_path, m->conf.log_path);
 	m->conf = running.conf;
 	kvcm_conf_reload(server_of(m)->kvcm, &running.kvcm);
-	reload_tenants(m);
+	if (m->tenants.n) {
+		tenants_take(m, &tenants);
+		conns_close_removed_tenants(m);
+		log_info("op=reload key=ock.mmc.meta.tenants_file tenants_known=%u", m->tenants.n - 1);
+	}
 	if (log_parse_level(m->conf.log_level, &lvl) == 0)
 		log_set_level(lvl);
 	log_info("op=reload result=applied log_level=%s evict_high=%u evict_low=%u lease_ttl_ms=%llu loop_spin_us=%u",

@@ -23,6 +23,7 @@
 #include "log.h"
 #include "mmc/mmc.h"
 #include "secret_file.h"
+#include "uri_mask.h"
 
 #define LOCK_KEY     "kvcm_lock:mmc_leader"
 #define PASSWORD_KEY "kvcm.distributed_lock.password_file"
@@ -283,6 +284,13 @@ static int read_password(struct lock_redis *r, const char *password_file, char *
 /* parse_uri and the password file, with the message an operator reads (the URI's password masked). */
 static int parse_checked(struct lock_redis *r, const char *uri, const char *password_file, char *err, size_t errlen)
 {
+	if (!uri_userinfo_maskable(uri)) {
+		snprintf(err, errlen,
+		         "bad kvcm.distributed_lock.uri (not shown): its user or password holds a blank or a quote, "
+		         "which a log could not mask; keep the password in %s",
+		         PASSWORD_KEY);
+		return MMC_INVALID_PARAM;
+	}
 	if (parse_uri(r, uri) == 0)
 		return read_password(r, password_file, err, errlen);
 	return ha_lock_bad_uri(uri, "redis://[user:password@]host:port[/db]", err, errlen);

@@ -63,6 +63,13 @@ int redis_uri_parse(const char *uri, struct redis_uri *u, char *err, size_t errl
 
 	memset(u, 0, sizeof(*u));
 	u->port = 6379;
+	if (!uri_userinfo_maskable(uri)) {
+		snprintf(
+		    err, errlen,
+		    "bad metadata store URI (not shown): its user or password holds a blank or a quote, which a log "
+		    "could not mask; keep the password in ock.mmc.meta.store_password_file");
+		return MMC_INVALID_PARAM;
+	}
 	uri_mask(uri, shown, sizeof(shown));
 	if (strncmp(uri, "redis://", 8) != 0)
 		goto bad;

@@ -61,7 +61,7 @@ static int secret_unique(const struct tenants *ts, const struct tenant *t, const
 	return MMC_INVALID_PARAM;
 }
 
-static struct tenant *find(struct tenants *ts, const char *name)
+static struct tenant *find(const struct tenants *ts, const char *name)
 {
 	for (uint32_t i = 0; i < ts->n; i++)
 		if (strcmp(ts->t[i].name, name) == 0)
@@ -183,23 +183,34 @@ static void take(struct tenant *t, const struct tenant *line)
 	t->removed = false;
 }
 
-int tenants_reload(struct meta *m, const char *path, const char *cluster, char *err, size_t errlen)
+int tenants_reread(const struct meta *m, const char *path, const char *cluster, struct tenants *fresh, char *err,
+                   size_t errlen)
 {
-	struct tenants fresh = {NULL, 0}, *ts = &m->tenants;
+	const struct tenants *ts = &m->tenants;
 	uint32_t added = 0;
-	int rc = load_into(&fresh, path, cluster, err, errlen);
+	int rc;
 
-	for (uint32_t i = 1; rc == 0 && i < fresh.n; i++)
-		added += !find(ts, fresh.t[i].name);
+	*fresh = (struct tenants){NULL, 0};
+	rc = load_into(fresh, path, cluster, err, errlen);
+	for (uint32_t i = 1; rc == 0 && i < fresh->n; i++)
+		added += !find(ts, fresh->t[i].name);
 	if (rc == 0 && ts->n + added > TENANTS_MAX) {
 		snprintf(err, errlen, KEY ": more than %d tenants, the removed ones included (restart to forget them)",
 		         TENANTS_MAX - 1);
 		rc = MMC_INVALID_PARAM;
 	}
-	if (rc) {
-		table_free(&fresh);
-		return rc;
-	}
+	if (rc)
+		table_free(fresh);
+	return rc;
+}
+
+void tenants_take(struct meta *m, struct tenants *fresh_in)
+{
+	struct tenants fresh = *fresh_in, *ts = &m->tenants;
+	uint32_t added = 0;
+
+	for (uint32_t i = 1; i < fresh.n; i++)
+		added += !find(ts, fresh.t[i].name);
 	for (uint32_t i = 0; i < ts->n; i++) {
 		const struct tenant *line = find(&fresh, ts->t[i].name);
 
@@ -214,9 +225,19 @@ int tenants_reload(struct meta *m, const char *path, const char *cluster, char *
 		if (!find(ts, fresh.t[i].name))
 			ts->t[ts->n++] = fresh.t[i];
 	table_free(&fresh);
+	*fresh_in = (struct tenants){NULL, 0};
 	if (added) /* a tenant configured again after a restart without it: its kept objects count from now */
 		objects_count_tenants(m);
-	return 0;
+}
+
+int tenants_reload(struct meta *m, const char *path, const char *cluster, char *err, size_t errlen)
+{
+	struct tenants fresh;
+	int rc = tenants_reread(m, path, cluster, &fresh, err, errlen);
+
+	if (rc == 0)
+		tenants_take(m, &fresh);
+	return rc;
 }
 
 void tenants_free(struct meta *m)

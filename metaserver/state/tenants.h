@@ -60,6 +60,12 @@ int tenants_load(struct meta *m, const char *path, const char *cluster, char *er
  * or MMC_INVALID_PARAM with a message in err and the running table unchanged.
  */
 int tenants_reload(struct meta *m, const char *path, const char *cluster, char *err, size_t errlen);
+/* tenants_reload in two steps, for a reload that must fail whole before it changes anything: the file read and
+ * checked into *fresh (0, or MMC_INVALID_PARAM with a message in err and nothing to free), then taken into the
+ * running table (which consumes *fresh). */
+int tenants_reread(const struct meta *m, const char *path, const char *cluster, struct tenants *fresh, char *err,
+                   size_t errlen);
+void tenants_take(struct meta *m, struct tenants *fresh);
 /* Frees the table. */
 void tenants_free(struct meta *m);
 

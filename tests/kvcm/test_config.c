@@ -136,7 +136,7 @@ static const char *const reference_keys[] = {
     "kvcm.service.custom_info=zone=a",
     "kvcm.affinity.enabled=false",
     "kvcm.affinity.strategy_file=",
-    "kvcm.service.admin_auth_token=",
+    "kvcm.service.admin_auth_token=s3cr3t-admin-token",
     "kvcm.raft.server_id=0",
     "kvcm.raft.host=",
     "kvcm.raft.port=0",
@@ -181,6 +181,8 @@ Test(config, reference_server_keys_are_accepted)
 	         "test $(grep -c 'op=config key=kvcm.service.admin_auth_token .*no effect in mmc' '%s') = 1",
 	         log, log);
 	cr_expect_eq(system(cmd), 0, "one line says a key has no effect");
+	snprintf(cmd, sizeof(cmd), "grep -q 's3cr3t-admin-token' '%s'", log);
+	cr_expect_neq(system(cmd), 0, "the reference's admin token is in the log");
 	unlink(conf);
 	unlink(log);
 }

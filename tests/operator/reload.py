@@ -105,6 +105,15 @@ def main():
         line = s.wait_log(r'op=reload result=rejected key=meta.world_size')
         checks.append(('an unknown key is rejected naming it', line is not None, s.stderr()))
 
+        # a log file that cannot be opened rejects the whole reload: the log level beside it stays as it was
+        write(conf, 'ock.mmc.evict_threshold_high = 90\nock.mmc.log_level = debug\n'
+                    'ock.mmc.log_path = /nonexistent-dir/meta.log\n')
+        s.signal(signal.SIGHUP)
+        line = s.wait_log(r'op=reload result=rejected key=ock.mmc.log_path')
+        checks.append(('a log file that cannot be opened rejects the reload, naming the key', line is not None,
+                       s.stderr()))
+        checks.append(('nothing of that file is applied', not reload_lines(s, 'applied'), s.stderr()))
+
         write(conf, 'ock.mmc.evict_threshold_high = 95\nock.mmc.evict_threshold_low = 85\n'
                     'ock.mmc.meta.lease_ttl_ms = 5000\nock.mmc.meta.world_size = 16\n')
         s.signal(signal.SIGHUP)

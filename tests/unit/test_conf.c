@@ -677,6 +677,24 @@ Test(conf, secrets_come_from_a_key_or_a_file)
 	unlink(path);
 }
 
+/* A '#' starts a comment at the start of a line or after a blank, not inside a value: a secret or a URI holding one
+ * was cut there (and a Redis URI cut inside its password was echoed, unmasked, in the error). */
+Test(conf, a_hash_inside_a_value_is_the_values)
+{
+	struct client_conf r;
+	char err[256];
+
+	cr_assert_eq(resolve_file("ock.mmc.client.auth_token = 0123456789#abcdef-secret\n", &r, err), 0, "%s", err);
+	cr_assert_str_eq(r.cred.token, "0123456789#abcdef-secret");
+	cr_assert_eq(
+	    resolve_file("# a comment line\nock.mmc.client.auth_token = 0123456789abcdef-x   # a comment\n", &r, err),
+	    0, "%s", err);
+	cr_assert_str_eq(r.cred.token, "0123456789abcdef-x");
+	cr_assert_eq(resolve_file("ock.mmc.client.auth_token = 0123456789abcdef-y\t# a comment\n", &r, err), 0, "%s",
+	             err);
+	cr_assert_str_eq(r.cred.token, "0123456789abcdef-y");
+}
+
 /* A secret file every user may open is refused, by the client and the server alike, with the chmod that mends it;
  * one its group may read is not (a container's fsGroup, a 0440 credential). */
 Test(conf, a_secret_file_open_to_every_user_is_refused)

@@ -1149,6 +1149,24 @@ Test(store_uri, redis_uris_parse_and_redact)
 	cr_assert_str_eq(shown, "lmdb");
 }
 
+/* A password holding a blank or a quote ends a URI where a log's mask looks for its end, so it would show: such a
+ * URI is refused, and the refusal shows none of it. */
+Test(store_uri, a_password_a_log_could_not_mask_is_refused_unshown)
+{
+	static const char *const bad[] = {"redis://admin:ab\"cd@redis1:6379", "redis://admin:ab cd@redis1:6379",
+	                                  "redis://admin:ab'cd@redis1:6379", "redis://ab\tcd@redis1:6379"};
+	struct redis_uri u;
+	char err[512];
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		cr_assert_eq(redis_uri_parse(bad[i], &u, err, sizeof(err)), MMC_INVALID_PARAM, "%s", bad[i]);
+		cr_assert_null(strstr(err, "cd"), "the message shows the password: %s", err);
+		cr_assert(strstr(err, "store_password_file"), "%s", err);
+	}
+	cr_assert(uri_userinfo_maskable("redis://u:p@ss#w/rd@h:1"), "'@', '#' and '/' are masked whole");
+	cr_assert(uri_userinfo_maskable("lmdb"));
+}
+
 /* ock.mmc.meta.store_password_file with redis://mmc@host (docs/operations.md's example): mmc is the user and the
  * file the password; it was sent as the password, and the file ignored. */
 Test(store_uri, a_password_file_makes_a_lone_token_the_user)

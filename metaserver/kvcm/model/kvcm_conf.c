@@ -168,7 +168,9 @@ static int no_effect_key(const char *key, const char *value, char *err, size_t e
 			continue;
 		if (conf_apply(one, &sink, key, value, err, errlen))
 			return MMC_INVALID_PARAM;
-		log_warn("op=config key=%s value=\"%s\" note=\"no effect in mmc: %s\"", key, value, no_effect[i].why);
+		/* a text value is not shown: the reference's kvcm.service.admin_auth_token is a secret */
+		log_warn("op=config key=%s value=\"%s\" note=\"no effect in mmc: %s\"", key,
+		         one[0].type == CONF_STR ? "(not shown)" : value, no_effect[i].why);
 		return 1;
 	}
 	return 0;
