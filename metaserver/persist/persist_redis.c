@@ -40,6 +40,10 @@ struct redis_store {
 	uint64_t next_try_ns, backoff_ns, failed_while_down;
 	struct persist_fail_log refusal_log; /* refused commits */
 	bool down;
+	/* a connection made since the last plan: Redis may have come back without the newest writes (a restart without
+	 * its append-only file, a failover to a replica behind), so what the writer knows of the packed blocks (which
+	 * are in the set, what each holds) is read again before the next plan */
+	bool new_conn;
 	pthread_mutex_t mu; /* the fence: set on the loop, read by the writer */
 	char fence_key[FENCE_MAX], fence_val[FENCE_MAX];
 	struct packed *packed[PERSIST_MAX_TABLES]; /* NULL: a hash */
@@ -122,7 +126,16 @@ static int connect_now(struct redis_store *s, char *err, size_t errlen)
 		drop(s);
 		return MMC_ERROR;
 	}
+	s->new_conn = true;
 	return 0;
+}
+
+static void forget_packed(struct redis_store *s)
+{
+	for (int i = 0; i < PERSIST_MAX_TABLES; i++)
+		if (s->packed[i])
+			packed_forget(s->packed[i]);
+	s->new_conn = false;
 }
 
 /* Redis went away (or came back): logged once each way, not once per failed batch. An attempt that failed pushes the
@@ -473,9 +486,12 @@ static int commit_ops(struct redis_store *s, const struct persist_op *v, size_t 
 	enum outcome out = BROKEN;
 	char err[256];
 
-	for (int attempt = 0; attempt < 2 && out == BROKEN && ensure(s); attempt++)
+	for (int attempt = 0; attempt < 2 && out == BROKEN && ensure(s); attempt++) {
+		if (s->new_conn)
+			forget_packed(s);
 		if ((out = commit_once(s, v, n, ops, touched, err, sizeof(err))) == BROKEN)
 			broke(s, err);
+	}
 	for (uint32_t t = 0; t < PERSIST_MAX_TABLES; t++)
 		if (touched[t])
 			packed_done(s->packed[t], out == DONE);
@@ -1023,9 +1039,7 @@ static int redis_reopen(struct persist_backend *be, char *err, size_t errlen)
 		snprintf(err, errlen, "cannot reach the Redis store \"%s\": %s", s->shown, why);
 		return MMC_ERROR;
 	}
-	for (int i = 0; i < PERSIST_MAX_TABLES; i++) /* another writer may have written since: the next load knows */
-		if (s->packed[i])
-			packed_forget(s->packed[i]);
+	forget_packed(s); /* another writer may have written since: the next load knows */
 	note_up(s);
 	return 0;
 }
