@@ -432,8 +432,11 @@ static void finish_read(struct meta *m, struct task *t, int result)
 		 * and the object read from now on takes another, or a release by one of them would end a lease on the
 		 * other */
 		object_renumber(m, o);
-		if (had_record)
+		if (had_record) {
 			object_persist(m, o);
+			/* the old record's delete is retried if the batch fails: so is this */
+			object_keep_record(m, o);
+		}
 		/* the SSD range goes once no record names it: the old one deleted, the new one naming DRAM written */
 		space_release(m, blob_svc(b), MMC_MEDIA_SSD, ssd_offset, had_record ? persist_wait_seq(m->persist) : 0);
 	}

@@ -560,6 +560,37 @@ bool object_persist_again(struct meta *m, struct object *o)
 	return true;
 }
 
+/* A record no caller waits on (a rewarm's renumbered object): its batch's failure is nobody's to see, so it is
+ * written again here until a batch keeps it. The object is named by handle and id: it may be gone by then. */
+struct rewrite {
+	struct meta *m;
+	uint32_t handle;
+	uint64_t id;
+};
+
+static void rewrite_if_lost(void *arg)
+{
+	struct rewrite *w = arg;
+	/* the last flush at shutdown runs waiters once the object table is gone */
+	struct object *o = w->m->zombies.buckets ? object_at(w->handle) : NULL;
+
+	if (o && o->state == MMC_BLOB_READABLE && o->id == w->id && object_persist_again(w->m, o) &&
+	    persist_after_commit(w->m->persist, rewrite_if_lost, w) == 0)
+		return;
+	free(w);
+}
+
+void object_keep_record(struct meta *m, struct object *o)
+{
+	struct rewrite *w = malloc(sizeof(*w));
+
+	if (!w)
+		return;
+	*w = (struct rewrite){m, o->self, o->id};
+	if (persist_after_commit(m->persist, rewrite_if_lost, w))
+		free(w);
+}
+
 bool object_durable(const struct meta *m, const struct object *o)
 {
 	return !o->rec_seq || o->rec_seq <= persist_durable_seq(m->persist);

@@ -206,6 +206,9 @@ void object_persist(struct meta *m, struct object *o);
  * MMC_META_BACKUP_ERROR must not answer OK for an object that is not on disk). Returns true if it did: the reply
  * to the caller must then wait for the commit. */
 bool object_persist_again(struct meta *m, struct object *o);
+/* After an object_persist no caller waits on (a rewarm renumbers its object, and nobody hears if that batch fails,
+ * while the old record's delete is retried): writes the record again after each batch that loses it. */
+void object_keep_record(struct meta *m, struct object *o);
 /* Whether o's latest record is on disk (or o was loaded from the store). */
 bool object_durable(const struct meta *m, const struct object *o);
 

@@ -242,6 +242,55 @@ Test(meta_store, a_block_redis_forgot_to_list_is_listed_again_after_a_reconnect,
 	mmc_destroy(s);
 }
 
+/*
+ * A rewarm (SSD -> DRAM) gives its object a new id: its record moves, the old one deleted and the new one written in
+ * one batch. With Redis down that batch fails; the delete was retried into the next batches, the new record was not,
+ * and nobody was waiting to hear: once Redis was back the old record went, and after a restart the key was gone with
+ * both. The new record is written again now, until a batch keeps it.
+ */
+Test(meta_store, a_rewarm_while_redis_is_down_keeps_its_record, .fini = stop, .timeout = 180)
+{
+	const char *extra[] = {store_kv, NULL};
+	const char *k[] = {"rewarmed"};
+	mmc_local_config c;
+	char ssd[300];
+	mmc_store *s;
+	int rc = -1;
+
+	cr_assert_eq(redis_proc_start(&redis, "always"), 0, "redis-server must start");
+	snprintf(store_kv, sizeof(store_kv), "ock.mmc.meta.store_uri=%s", redis.uri);
+	cr_assert_eq(metaserver_start(&meta, extra), 0);
+	c = fixture_config(meta.url, 8u << 20);
+	snprintf(ssd, sizeof(ssd), "%s/ssd.bin", meta.dir);
+	snprintf(c.ssd_path, sizeof(c.ssd_path), "%s", ssd);
+	c.ssd_size = 64u << 20;
+	cr_assert_not_null(s = mmc_create());
+	cr_assert_eq(mmc_setup(s, &c), 0);
+	cr_assert_eq(mmc_init(s, 0, true), 0);
+	fixture_put(s, "rewarmed", 4096, 7);
+	cr_assert_eq(mmc_evict_keys(s, k, 1, MMC_MEDIA_DRAM, MMC_MEDIA_SSD, 0), 0);
+	redis_proc_kill(&redis);
+	rc = mmc_prefetch_keys(s, k, 1, MMC_MEDIA_SSD, MMC_MEDIA_DRAM, 0);
+	cr_log_info("the rewarm while Redis is down: %d (%s)", rc, mmc_strerror(rc));
+	rc = -1;
+	usleep(1500000); /* the rewarm's batch fails, and the LRU checkpoint's after it */
+	cr_assert_eq(redis_proc_restart(&redis), 0);
+	for (int i = 0; i < 100 && rc != 0; i++) { /* a batch that lands: the retried delete goes with it */
+		rc = mmc_put_from(s, "after", (char[4096]){0}, 4096, MMC_COPY_H2G, NULL);
+		if (rc)
+			usleep(100000);
+	}
+	cr_assert_eq(rc, 0, "puts recover once Redis is back: %s", mmc_strerror(rc));
+	usleep(500000);
+	metaserver_kill(&meta);
+	cr_assert_eq(metaserver_restart(&meta, extra), 0);
+	for (int i = 0; i < 200 && mmc_is_exist(s, "after") != 1; i++)
+		usleep(50000);
+	cr_expect_eq(mmc_is_exist(s, "rewarmed"), 1, "the rewarmed key is gone after the restart");
+	cr_expect_eq(fixture_get(s, "rewarmed", 4096, 7), 0);
+	mmc_destroy(s);
+}
+
 static void set_lmdb_format(const char *datadir, const char *version)
 {
 	MDB_env *env;
