@@ -100,20 +100,34 @@ int conf_parse_size(const char *s, uint64_t *out)
 		int shift;
 	} units[] = {{"", 0},    {"b", 0},  {"k", 10},  {"kb", 10}, {"m", 20},
 	             {"mb", 20}, {"g", 30}, {"gb", 30}, {"t", 40},  {"tb", 40}};
+	const char *num_end = s;
 	char *end;
 	double v;
+	uint64_t whole;
 
-	if (!isdigit((unsigned char)*s))
+	/* a decimal number, with a fraction or not: strtod alone also took hex (0x10) and exponents (1e3) */
+	while (isdigit((unsigned char)*num_end))
+		num_end++;
+	if (num_end == s || (*num_end == '.' && !isdigit((unsigned char)num_end[1])))
 		return MMC_ERROR;
+	if (*num_end == '.')
+		for (num_end++; isdigit((unsigned char)*num_end);)
+			num_end++;
 	errno = 0;
 	v = strtod(s, &end);
-	if (errno || v < 0)
+	if (errno || v < 0 || end != num_end)
 		return MMC_ERROR;
+	whole = strchr(s, '.') && strchr(s, '.') < num_end ? 0 : strtoull(s, NULL, 10); /* exact past 2^53 */
 	while (isspace((unsigned char)*end))
 		end++;
 	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
 		if (strcasecmp(end, units[i].suffix) == 0) {
 			double bytes = ldexp(v, units[i].shift);
+
+			if (whole && errno == 0 && whole <= UINT64_MAX >> units[i].shift) {
+				*out = whole << units[i].shift;
+				return 0;
+			}
 
 			/* a fraction of a unit is rounded to the nearest byte (0.1GB, as 2.5GB already was whole); a
 			 * fraction of a byte means nothing */

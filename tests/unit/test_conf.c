@@ -33,8 +33,25 @@ Test(conf, sizes)
 	          /* a fraction of a unit is the nearest byte: 0.1GB was refused while 2.5GB passed */
 	          {"0.1GB", 107374182},
 	          {"1.5KB", 1536},
-	          {"0.3mb", 314573}};
-	static const char *const bad[] = {"", "-1", "GB", "1XB", "0.5B", "1.5", "1e400", "12 34"};
+	          {"0.3mb", 314573},
+	          /* whole numbers exactly, past 2^53 too (a double rounded them) */
+	          {"9007199254740993", 9007199254740993ull},
+	          {"18446744073709551615", UINT64_MAX}};
+	/* a decimal number only: hex, exponents and signs read as numbers by strtod are refused */
+	static const char *const bad[] = {"",
+	                                  "-1",
+	                                  "GB",
+	                                  "1XB",
+	                                  "0.5B",
+	                                  "1.5",
+	                                  "1e400",
+	                                  "12 34",
+	                                  "0x10",
+	                                  "1e3",
+	                                  "0x400MB",
+	                                  "+5",
+	                                  "18446744073709551616",
+	                                  "1."};
 	uint64_t v;
 
 	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
