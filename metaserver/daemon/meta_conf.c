@@ -317,6 +317,14 @@ int meta_conf_check(const struct meta_conf *c, struct meta_err *e)
 		snprintf(err, errlen, "ock.mmc.meta.data_dir must not be empty");
 		return conf_fail(e, "ock.mmc.meta.data_dir");
 	}
+	/* a WAIT that outlives the socket's timeout breaks the connection under a batch Redis applied: it is sent
+	 * again, and counted lost */
+	if (c->redis_wait_replicas && c->redis_wait_timeout_ms >= c->redis_timeout_ms) {
+		snprintf(err, errlen,
+		         "ock.mmc.meta.redis.wait_timeout_ms (%u) must be below ock.mmc.meta.redis.timeout_ms (%u)",
+		         c->redis_wait_timeout_ms, c->redis_timeout_ms);
+		return conf_fail(e, "ock.mmc.meta.redis.wait_timeout_ms");
+	}
 	return check_store_uri(c->store_uri, err, errlen) ? conf_fail(e, "ock.mmc.meta.store_uri") : 0;
 }
 

@@ -526,6 +526,14 @@ Test(conf, server_keys)
 	cr_assert_eq(meta_conf_check(&c.conf, &e), 0);
 	cr_assert_eq(meta_conf_set(&c, "ock.mmc.meta_service_url", "udp://x", &e), 0);
 	cr_assert_eq(meta_conf_check(&c.conf, &e), MMC_INVALID_PARAM);
+	/* a Redis WAIT must end before the socket's timeout: else a batch Redis applied is counted lost */
+	meta_settings_defaults(&c);
+	cr_assert_eq(meta_conf_set(&c, "ock.mmc.meta.redis.wait_replicas", "1", &e), 0);
+	cr_assert_eq(meta_conf_set(&c, "ock.mmc.meta.redis.wait_timeout_ms", "2000", &e), 0);
+	cr_assert_eq(meta_conf_check(&c.conf, &e), MMC_INVALID_PARAM);
+	cr_assert_str_eq(e.key, "ock.mmc.meta.redis.wait_timeout_ms");
+	cr_assert_eq(meta_conf_set(&c, "ock.mmc.meta.redis.timeout_ms", "3000", &e), 0);
+	cr_assert_eq(meta_conf_check(&c.conf, &e), 0);
 }
 
 /* The KV Cache Manager's keys are rows of the server's one table: their defaults come from the rows, their bounds
