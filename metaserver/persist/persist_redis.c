@@ -41,8 +41,8 @@ struct redis_store {
 	struct persist_fail_log refusal_log; /* refused commits */
 	bool down;
 	/* a connection made since the last plan: Redis may have come back without the newest writes (a restart without
-	 * its append-only file, a failover to a replica behind), so what the writer knows of the packed blocks (which
-	 * are in the set, what each holds) is read again before the next plan */
+	 * its append-only file, a failover to a replica behind), so the next append to each block lists it again
+	 * (packed_relist) */
 	bool new_conn;
 	pthread_mutex_t mu; /* the fence: set on the loop, read by the writer */
 	char fence_key[FENCE_MAX], fence_val[FENCE_MAX];
@@ -135,6 +135,14 @@ static void forget_packed(struct redis_store *s)
 	for (int i = 0; i < PERSIST_MAX_TABLES; i++)
 		if (s->packed[i])
 			packed_forget(s->packed[i]);
+	s->new_conn = false;
+}
+
+static void relist_packed(struct redis_store *s)
+{
+	for (int i = 0; i < PERSIST_MAX_TABLES; i++)
+		if (s->packed[i])
+			packed_relist(s->packed[i]);
 	s->new_conn = false;
 }
 
@@ -488,7 +496,7 @@ static int commit_ops(struct redis_store *s, const struct persist_op *v, size_t 
 
 	for (int attempt = 0; attempt < 2 && out == BROKEN && ensure(s); attempt++) {
 		if (s->new_conn)
-			forget_packed(s);
+			relist_packed(s);
 		if ((out = commit_once(s, v, n, ops, touched, err, sizeof(err))) == BROKEN)
 			broke(s, err);
 	}

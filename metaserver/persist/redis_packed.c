@@ -145,6 +145,14 @@ void packed_forget(struct packed *p)
 	p->nqueue = p->nreads = p->nst = 0;
 }
 
+void packed_relist(struct packed *p)
+{
+	hmap_foreach(&p->blocks, n)
+	{
+		hmap_entry(n, struct block, node)->s.listed = false;
+	}
+}
+
 void packed_free(struct packed *p)
 {
 	if (!p)

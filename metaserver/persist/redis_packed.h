@@ -63,6 +63,10 @@ struct packed;
 /* The state of table name's blocks under prefix; NULL when out of memory. Knows nothing until packed_load_begin. */
 struct packed *packed_new(const char *prefix, const char *name);
 void packed_free(struct packed *p);
+/* Redis may have come back without the newest set entries (a restart without its append-only file, a failover to a
+ * replica behind): every known block counts as unlisted, so that the next append to it adds it to the set again
+ * (SADD twice is harmless); all else the writer knows stays. */
+void packed_relist(struct packed *p);
 /* The store may have changed behind the writer (a reconnect, a takeover): nothing is known until the next load. */
 void packed_forget(struct packed *p);
 

@@ -20,10 +20,11 @@ static bool object_on(const struct object *o, const struct service *svc)
 }
 
 /*
- * Evicts LRU-tail objects while more(m, media, arg) holds; skips leased objects (counted in *skipped) and those
- * whose every service is detached (after a restart, until they rejoin: their bytes are not counted in the space
- * evicting them is to free, and a move would have no connection to go on). At most EVICT_SKIP_MAX are skipped, so
- * a request's cost stays bounded when most of the tail is pinned. on: only objects with a replica there (NULL: any).
+ * Evicts LRU-tail objects while more(m, media, arg) holds; skips leased objects (counted in *skipped, as is a walk
+ * stopped at its bound) and those whose every service is detached (after a restart, until they rejoin: their bytes
+ * are not counted in the space evicting them is to free, and a move would have no connection to go on). At most
+ * EVICT_SKIP_MAX are passed over, so a request's cost stays bounded when most of the tail is pinned. on: only
+ * objects with a replica there (NULL: any).
  */
 static uint64_t evict_while(struct meta *m, uint32_t media, const struct service *on,
                             bool (*more)(struct meta *, uint32_t, const void *), const void *arg, uint64_t *skipped)
@@ -48,6 +49,8 @@ static uint64_t evict_while(struct meta *m, uint32_t media, const struct service
 			object_drop(m, o);
 		evicted++;
 	}
+	if (passed >= EVICT_SKIP_MAX)
+		(*skipped)++; /* stopped short, not out of victims: the request waits and tries again (blocked) */
 	m->stats.evictions += evicted;
 	return evicted;
 }

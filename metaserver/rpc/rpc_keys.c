@@ -152,8 +152,8 @@ static void op_release(struct conn *c, const Mmc__Frame *f, const Mmc__KeyBatch 
 		uint64_t id = all ? 0 : req->items[i]->token;
 
 		o = object_find_hashed(c->m, req->items[i]->key, len, rp->hash[i]);
-		if (!o || !lease_find(o, c->session.id) || (id && o->id != id))
-			o = objects_find_zombie(c->m, req->items[i]->key, len, c->session.id, id);
+		if (!o || !lease_holds(o, c->session.id, all) || (id && o->id != id))
+			o = objects_find_zombie(c->m, req->items[i]->key, len, c->session.id, id, all);
 		if (!o || !lease_release(c->m, o, c->session.id, all)) {
 			answer(rp, MMC_LEASE_EXPIRED, NULL, -1, 0, 0);
 			continue;

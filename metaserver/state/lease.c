@@ -104,6 +104,13 @@ uint64_t lease_grant(struct meta *m, struct object *o, uint64_t session, uint64_
 	return ttl_ms;
 }
 
+bool lease_holds(struct object *o, uint64_t session, bool pin)
+{
+	const struct lease *l = lease_find(o, session);
+
+	return l && (pin ? l->added : l->count > 0);
+}
+
 bool lease_release(struct meta *m, struct object *o, uint64_t session, bool all)
 {
 	uint32_t *p = &o->leases, l;

@@ -22,6 +22,8 @@ uint64_t lease_ttl_of(const struct meta *m, uint64_t asked_ms);
 /* Releases one count of session's lease (a get's release), or with all=true its add_lease pin (remove_lease); the
  * record goes when neither is left. Returns false if it held no such count or pin. */
 bool lease_release(struct meta *m, struct object *o, uint64_t session, bool all);
+/* Whether session holds on o what a release takes: with pin, an add_lease pin; else a get's count. */
+bool lease_holds(struct object *o, uint64_t session, bool pin);
 /* True when a lease on o is still live (expired ones are pruned). */
 bool object_leased(struct object *o, uint64_t now_ms);
 /* The lease session holds on o, or NULL; valid until the next lease_grant. */

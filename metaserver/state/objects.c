@@ -106,6 +106,8 @@ void objects_fini(struct meta *m)
 	memset(m->lists, 0, sizeof(m->lists));
 	free(m->zombies.buckets);
 	memset(&m->zombies, 0, sizeof(m->zombies));
+	free(m->rewrites.v);
+	memset(&m->rewrites, 0, sizeof(m->rewrites));
 	leases_fini();
 	slab_fini();
 }
@@ -560,35 +562,77 @@ bool object_persist_again(struct meta *m, struct object *o)
 	return true;
 }
 
-/* A record no caller waits on (a rewarm's renumbered object): its batch's failure is nobody's to see, so it is
- * written again here until a batch keeps it. The object is named by handle and id: it may be gone by then. */
-struct rewrite {
+/*
+ * Records no caller waits on (a rewarm's renumbered object): a batch's failure is nobody's to see, so they are written
+ * again, until a batch keeps them. Not from the waiter that learns of the failure: a store that refuses every commit
+ * (Redis down, a fenced leader) would fail that batch at once and run the waiter again, for ever; the lost ones wait
+ * in meta.rewrites for the next LRU checkpoint instead. Objects are named by handle and id: they may be gone.
+ */
+struct rewrite_batch {
 	struct meta *m;
-	uint32_t handle;
-	uint64_t id;
+	size_t n;
+	struct rewrite_ref ref[];
 };
 
-static void rewrite_if_lost(void *arg)
+static struct object *rewrite_target(const struct meta *m, const struct rewrite_ref *r)
 {
-	struct rewrite *w = arg;
-	/* the last flush at shutdown runs waiters once the object table is gone */
-	struct object *o = w->m->zombies.buckets ? object_at(w->handle) : NULL;
+	/* the last flush at shutdown may run waiters once the object table is gone */
+	struct object *o = m->zombies.buckets ? object_at(r->handle) : NULL;
 
-	if (o && o->state == MMC_BLOB_READABLE && o->id == w->id && object_persist_again(w->m, o) &&
-	    persist_after_commit(w->m->persist, rewrite_if_lost, w) == 0)
-		return;
+	return o && o->state == MMC_BLOB_READABLE && o->id == r->id ? o : NULL;
+}
+
+static void rewrite_landed(void *arg)
+{
+	struct rewrite_batch *w = arg;
+	struct meta *m = w->m;
+
+	for (size_t i = 0; i < w->n; i++) {
+		struct object *o = rewrite_target(m, &w->ref[i]);
+		struct rewrite_ref *grown;
+
+		if (!o || !o->rec_seq || o->rec_seq > persist_failed_seq(m->persist))
+			continue; /* gone, or kept */
+		grown = array_grow(m->rewrites.v, &m->rewrites.cap, m->rewrites.n + 1, sizeof(*grown), 16);
+		if (!grown)
+			continue;
+		m->rewrites.v = grown;
+		m->rewrites.v[m->rewrites.n++] = w->ref[i];
+	}
 	free(w);
+}
+
+static void watch(struct meta *m, const struct rewrite_ref *refs, size_t n)
+{
+	struct rewrite_batch *w = malloc(sizeof(*w) + n * sizeof(*refs));
+
+	if (!w)
+		return;
+	w->m = m;
+	w->n = n;
+	memcpy(w->ref, refs, n * sizeof(*refs));
+	if (persist_after_commit(m->persist, rewrite_landed, w))
+		free(w);
 }
 
 void object_keep_record(struct meta *m, struct object *o)
 {
-	struct rewrite *w = malloc(sizeof(*w));
+	watch(m, &(struct rewrite_ref){o->self, o->id}, 1);
+}
 
-	if (!w)
-		return;
-	*w = (struct rewrite){m, o->self, o->id};
-	if (persist_after_commit(m->persist, rewrite_if_lost, w))
-		free(w);
+void objects_rewrite_lost(struct meta *m)
+{
+	size_t kept = 0;
+
+	for (size_t i = 0; i < m->rewrites.n; i++) {
+		struct object *o = rewrite_target(m, &m->rewrites.v[i]);
+
+		if (o && object_persist_again(m, o))
+			m->rewrites.v[kept++] = m->rewrites.v[i];
+	}
+	m->rewrites.n = 0;
+	if (kept)
+		watch(m, m->rewrites.v, kept);
 }
 
 bool object_durable(const struct meta *m, const struct object *o)
@@ -805,12 +849,12 @@ void object_lose_blob(struct meta *m, struct object *o, struct blob *b)
 	object_free(o);
 }
 
-struct object *objects_find_zombie(struct meta *m, const char *key, size_t len, uint64_t session, uint64_t id)
+struct object *objects_find_zombie(struct meta *m, const char *key, size_t len, uint64_t session, uint64_t id, bool pin)
 {
 	for (uint32_t h = *zombie_bucket(m, key, len); h; h = object_at(h)->hnext) {
 		struct object *o = object_at(h);
 
-		if (o->keylen == len && memcmp(object_key(o), key, len) == 0 && lease_find(o, session) &&
+		if (o->keylen == len && memcmp(object_key(o), key, len) == 0 && lease_holds(o, session, pin) &&
 		    (!id || o->id == id))
 			return o;
 	}

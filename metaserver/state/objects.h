@@ -164,8 +164,10 @@ void object_drop_hashed(struct meta *m, struct object *o, uint64_t hash);
 /* Forgets one blob (its service left): the space is not released to a dead allocator. Drops o if none remain. */
 void object_lose_blob(struct meta *m, struct object *o, struct blob *b);
 
-/* A removed object still pinned by session's lease (and with that id, unless id is 0), or NULL. */
-struct object *objects_find_zombie(struct meta *m, const char *key, size_t len, uint64_t session, uint64_t id);
+/* A removed object on which session holds what a release takes (pin: an add_lease pin, else a get's count), with
+ * that id unless id is 0; or NULL. */
+struct object *objects_find_zombie(struct meta *m, const char *key, size_t len, uint64_t session, uint64_t id,
+                                   bool pin);
 /* The removed object `id` whose put by session was still in flight, or NULL. */
 struct object *objects_find_removed_write(struct meta *m, const char *key, size_t len, uint64_t session, uint64_t id);
 /* Frees a removed object's space once no lease and no in-flight write pins it any more. */
@@ -209,6 +211,9 @@ bool object_persist_again(struct meta *m, struct object *o);
 /* After an object_persist no caller waits on (a rewarm renumbers its object, and nobody hears if that batch fails,
  * while the old record's delete is retried): writes the record again after each batch that loses it. */
 void object_keep_record(struct meta *m, struct object *o);
+/* Writes again the records object_keep_record saw lost (the LRU checkpoint's cadence: a store refusing every commit
+ * costs a batch a checkpoint, not a loop). */
+void objects_rewrite_lost(struct meta *m);
 /* Whether o's latest record is on disk (or o was loaded from the store). */
 bool object_durable(const struct meta *m, const struct object *o);
 

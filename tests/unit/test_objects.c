@@ -244,16 +244,17 @@ Test(objects, zombies_are_found_by_key_across_the_tables_growth)
 		struct object *z;
 
 		snprintf(key, sizeof(key), "z-%d", i % (N / 2));
-		z = objects_find_zombie(&m, key, strlen(key), 7, ids[i]);
+		z = objects_find_zombie(&m, key, strlen(key), 7, ids[i], false);
 		cr_assert_not_null(z, "%s, id %llu", key, (unsigned long long)ids[i]);
 		cr_assert_eq(z->id, ids[i]);
-		cr_assert_null(objects_find_zombie(&m, key, strlen(key), 8, ids[i]), "another session holds no lease");
+		cr_assert_null(objects_find_zombie(&m, key, strlen(key), 8, ids[i], false),
+		               "another session holds no lease");
 	}
 	for (int i = 0; i < N; i += 2) { /* released: it goes, the other of its key stays */
 		struct object *z;
 
 		snprintf(key, sizeof(key), "z-%d", i % (N / 2));
-		z = objects_find_zombie(&m, key, strlen(key), 7, ids[i]);
+		z = objects_find_zombie(&m, key, strlen(key), 7, ids[i], false);
 		cr_assert(lease_release(&m, z, 7, false));
 		object_unpin(&m, z);
 	}
@@ -261,7 +262,8 @@ Test(objects, zombies_are_found_by_key_across_the_tables_growth)
 	cr_assert_eq(m.zombies.n, N / 2);
 	for (int i = 0; i < N; i++) {
 		snprintf(key, sizeof(key), "z-%d", i % (N / 2));
-		cr_assert_eq(objects_find_zombie(&m, key, strlen(key), 7, ids[i]) != NULL, i % 2 == 1, "%s", key);
+		cr_assert_eq(objects_find_zombie(&m, key, strlen(key), 7, ids[i], false) != NULL, i % 2 == 1, "%s",
+		             key);
 	}
 	clock_advance_ms(1001);
 	objects_sweep(&m, clock_ms());
@@ -310,6 +312,27 @@ Test(objects, a_gets_lease_and_an_add_lease_pin_end_apart)
 	cr_assert(!lease_release(&m, o, 1, false), "no get left to release");
 	cr_assert(lease_release(&m, o, 1, true));
 	cr_assert(!object_leased(o, clock_ms()));
+}
+
+/* A remove_lease finds the object its pin is on, a get's release the one its count is on: the readable object of the
+ * key may hold the other kind (one thread's add_lease on an object removed and put again, another's get of the new
+ * one), and the release then goes to the zombie. */
+Test(objects, a_release_finds_the_object_that_holds_its_kind_of_lease)
+{
+	const int on0[] = {0};
+	struct object *o1 = put("k", on0, 1), *o2;
+
+	cr_assert_gt(lease_grant(&m, o1, 1, 1000, false), 0); /* thread A's add_lease */
+	object_drop(&m, o1);
+	o2 = put("k", on0, 1);
+	cr_assert_gt(lease_grant(&m, o2, 1, 1000, true), 0); /* thread B's get of the new object */
+	cr_assert(lease_holds(o2, 1, false));
+	cr_assert(!lease_holds(o2, 1, true), "no pin on the new object");
+	cr_assert_eq(objects_find_zombie(&m, "k", 1, 1, 0, true), o1, "the pin is on the removed one");
+	cr_assert_null(objects_find_zombie(&m, "k", 1, 1, 0, false), "no count on it");
+	cr_assert(lease_release(&m, o1, 1, true));
+	object_unpin(&m, o1);
+	cr_assert(lease_release(&m, o2, 1, false));
 }
 
 Test(objects, the_writer_and_the_lru_stamp_share_bits_without_leaking_into_each_other)

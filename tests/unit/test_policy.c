@@ -1092,7 +1092,7 @@ Test(tier, a_release_after_a_demote_and_a_promote_names_the_copy_it_read)
 	tier_move(&m, &call, true); /* mmc_evict_keys */
 	tier_task_done(&m, svc[0], tasks[ntasks - 1].id, 0);
 	commit();
-	z = objects_find_zombie(&m, "hot", 3, sess[0].id, id);
+	z = objects_find_zombie(&m, "hot", 3, sess[0].id, id, false);
 	cr_assert_not_null(z, "A's lease went to a copy of range A");
 	call = get_call(0, &k, 1, 901);
 	tier_move(&m, &call, false); /* mmc_prefetch_keys: back to DRAM */
@@ -1100,7 +1100,7 @@ Test(tier, a_release_after_a_demote_and_a_promote_names_the_copy_it_read)
 	commit();
 	cr_assert_eq(object_find(&m, "hot", 3), o);
 	cr_assert_neq(o->id, id, "what B's get reads is not what A's release names");
-	cr_assert_eq(objects_find_zombie(&m, "hot", 3, sess[0].id, id), z);
+	cr_assert_eq(objects_find_zombie(&m, "hot", 3, sess[0].id, id, false), z);
 }
 
 Test(tier, a_victim_whose_move_failed_is_evicted)
