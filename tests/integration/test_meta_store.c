@@ -246,7 +246,7 @@ Test(meta_store, a_block_redis_forgot_to_list_is_listed_again_after_a_reconnect,
  * A rewarm (SSD -> DRAM) gives its object a new id: its record moves, the old one deleted and the new one written in
  * one batch. With Redis down that batch fails; the delete was retried into the next batches, the new record was not,
  * and nobody was waiting to hear: once Redis was back the old record went, and after a restart the key was gone with
- * both. The new record is written again now, until a batch keeps it.
+ * both. The new record is written again now, at each LRU checkpoint until a batch keeps it.
  */
 Test(meta_store, a_rewarm_while_redis_is_down_keeps_its_record, .fini = stop, .timeout = 180)
 {
@@ -281,7 +281,7 @@ Test(meta_store, a_rewarm_while_redis_is_down_keeps_its_record, .fini = stop, .t
 			usleep(100000);
 	}
 	cr_assert_eq(rc, 0, "puts recover once Redis is back: %s", mmc_strerror(rc));
-	usleep(500000);
+	usleep(2500000); /* the lost record is written again at the LRU checkpoint (every second) */
 	metaserver_kill(&meta);
 	cr_assert_eq(metaserver_restart(&meta, extra), 0);
 	for (int i = 0; i < 200 && mmc_is_exist(s, "after") != 1; i++)
