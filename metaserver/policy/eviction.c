@@ -75,25 +75,22 @@ struct room {
 static bool no_room(struct meta *m, uint32_t media, const void *arg)
 {
 	struct room *r = (struct room *)arg;
-
+	struct allocator *a = r->on ? service_segment(r->on, media)->alloc : NULL;
 	uint64_t held, lost;
 
 	/* a demote gives its DRAM back only when its copy lands, and then holds it until its record's write does: once
-	 * the moves in flight and the holds add up to the request, it waits for them (blocked) instead of moving the
-	 * rest of the LRU down a tier */
-	if (r->on) {
-		struct allocator *a = service_segment(r->on, media)->alloc;
-
+	 * the moves in flight (counted for the whole media: a bound on this walk, not a promise) and the holds add up
+	 * to the request, it waits for them (blocked) instead of moving the rest of the LRU down a tier */
+	if (a)
 		held = alloc_held(a);
-		r->held |= held > 0;
-		/* the moves in flight are counted for the whole media: a bound on this walk, not a promise */
-		return alloc_largest_free(a) < r->size && m->policy->freeing[media] + held < r->size;
-	}
-	space_held(m, media, &held, &lost);
+	else
+		space_held(m, media, &held, &lost);
 	if (m->policy->freeing[media] + held >= r->size * r->replicas) {
 		r->held = true;
 		return false;
 	}
+	if (a)
+		return alloc_largest_free(a) < r->size;
 	return space_services_with_room(m, media, r->size, &r->held) < r->replicas;
 }
 
@@ -150,23 +147,32 @@ void eviction_check(struct meta *m, uint32_t media)
 	         (unsigned long long)total);
 }
 
+/* Evicts until r's room is there (or coming); *blocked when waiting for it is worth it. */
+static uint64_t make_room(struct meta *m, uint32_t media, struct room *r, bool *blocked)
+{
+	uint64_t skipped = 0, n = evict_while(m, media, r->on, no_room, r, &skipped);
+
+	/* the last victim's space may be held until its delete commits: then waiting is worth it */
+	if (!r->on)
+		space_services_with_room(m, media, r->size, &r->held);
+	*blocked = skipped > 0 || r->held || !olist_empty(m, OLIST_ZOMBIES) || m->policy->freeing[media] > 0;
+	return n;
+}
+
 uint64_t eviction_make_room(struct meta *m, uint32_t media, uint64_t size, uint32_t replicas, bool *blocked)
 {
 	struct room r = {size, replicas, false, NULL};
-	uint64_t skipped = 0, n = evict_while(m, media, NULL, no_room, &r, &skipped);
 
-	/* the last victim's space may be held until its delete commits: then waiting is worth it */
-	space_services_with_room(m, media, size, &r.held);
-	*blocked = skipped > 0 || r.held || !olist_empty(m, OLIST_ZOMBIES) || m->policy->freeing[media] > 0;
-	return n;
+	return make_room(m, media, &r, blocked);
 }
 
 uint64_t eviction_make_room_on(struct meta *m, struct service *svc, uint32_t media, uint64_t size, bool *blocked)
 {
 	struct room r = {size, 1, false, svc};
-	uint64_t skipped = 0,
-	         n = svc && service_segment(svc, media) ? evict_while(m, media, svc, no_room, &r, &skipped) : 0;
 
-	*blocked = skipped > 0 || r.held || !olist_empty(m, OLIST_ZOMBIES) || m->policy->freeing[media] > 0;
-	return n;
+	if (!svc || !service_segment(svc, media)) {
+		*blocked = false;
+		return 0;
+	}
+	return make_room(m, media, &r, blocked);
 }

@@ -330,7 +330,9 @@ static int handle_frame(struct conn *c, const unsigned char *p, uint32_t len)
 	uint64_t id;
 	int rc;
 
-	if (!f && key_frame_items(p, len, &id) > MMC_WIRE_KEYS_MAX) { /* as rpc_keys answers a batch too large */
+	/* as rpc_keys answers a batch too large; an item takes two bytes at least, so a frame smaller than that many
+	 * (every ping, hello, register) is not counted */
+	if (!f && len > 2 * MMC_WIRE_KEYS_MAX && key_frame_items(p, len, &id) > MMC_WIRE_KEYS_MAX) {
 		arena_reset(&m->arena);
 		rpc_reply_code(c, id, MMC_INVALID_PARAM);
 		return 0;

@@ -207,10 +207,8 @@ int tenants_reread(const struct meta *m, const char *path, const char *cluster, 
 void tenants_take(struct meta *m, struct tenants *fresh_in)
 {
 	struct tenants fresh = *fresh_in, *ts = &m->tenants;
-	uint32_t added = 0;
+	uint32_t known = ts->n;
 
-	for (uint32_t i = 1; i < fresh.n; i++)
-		added += !find(ts, fresh.t[i].name);
 	for (uint32_t i = 0; i < ts->n; i++) {
 		const struct tenant *line = find(&fresh, ts->t[i].name);
 
@@ -226,7 +224,7 @@ void tenants_take(struct meta *m, struct tenants *fresh_in)
 			ts->t[ts->n++] = fresh.t[i];
 	table_free(&fresh);
 	*fresh_in = (struct tenants){NULL, 0};
-	if (added) /* a tenant configured again after a restart without it: its kept objects count from now */
+	if (ts->n > known) /* a tenant configured again after a restart without it: its kept objects count from now */
 		objects_count_tenants(m);
 }
 

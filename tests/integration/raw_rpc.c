@@ -196,18 +196,34 @@ int raw_hello(int fd, uint32_t version, const char *token, bool send_proof)
 	return rc;
 }
 
-int raw_server_start(struct raw_server *s, void *(*serve)(void *s))
+static void *raw_server_main(void *arg)
+{
+	struct raw_server *s = arg;
+
+	for (int n = 0; !atomic_load(&s->stop); n++) {
+		int fd = accept(s->lfd, NULL, NULL);
+
+		if (fd < 0)
+			break;
+		s->conn(fd, n);
+		close(fd);
+	}
+	return NULL;
+}
+
+int raw_server_start(struct raw_server *s, void (*conn)(int fd, int n))
 {
 	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
 	socklen_t alen = sizeof(a);
 
+	s->conn = conn;
 	s->lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (s->lfd < 0 || bind(s->lfd, (struct sockaddr *)&a, sizeof(a)) || listen(s->lfd, 4) ||
 	    getsockname(s->lfd, (struct sockaddr *)&a, &alen))
 		goto fail;
 	s->port = ntohs(a.sin_port);
 	atomic_store(&s->stop, false);
-	if (pthread_create(&s->th, NULL, serve, s) == 0)
+	if (pthread_create(&s->th, NULL, raw_server_main, s) == 0)
 		return 0;
 fail:
 	if (s->lfd >= 0)

@@ -42,13 +42,14 @@ int raw_send_body(int fd, uint64_t id, Mmc__Frame__BodyCase body_case, void *bod
 struct raw_server {
 	int lfd; /* listening on 127.0.0.1:port */
 	uint16_t port;
-	pthread_t th; /* runs serve(s), which accepts on lfd until accept fails or stop is set */
+	pthread_t th;                /* accepts until stopped, and hands each connection to conn */
+	void (*conn)(int fd, int n); /* the n-th connection (from 0), closed once conn returns */
 	atomic_bool stop;
 };
 
-/* Listens at a free loopback port and starts serve on a thread. Returns 0 or -1. */
-int raw_server_start(struct raw_server *s, void *(*serve)(void *s));
-/* Sets stop, ends the listening socket (serve's accept fails) and joins serve. */
+/* Listens at a free loopback port and serves each connection with conn, one at a time, on a thread. 0 or -1. */
+int raw_server_start(struct raw_server *s, void (*conn)(int fd, int n));
+/* Sets stop, ends the listening socket (the thread's accept fails) and joins the thread. */
 void raw_server_stop(struct raw_server *s);
 /* A successful HelloReply to hello (a frame holding one), announcing heartbeat_timeout_ms. */
 void raw_hello_reply(int fd, const Mmc__Frame *hello, uint32_t heartbeat_timeout_ms);

@@ -73,25 +73,18 @@ static void wrong_answer(int fd, const Mmc__Frame *f)
 	raw_send_body(fd, f->id, MMC__FRAME__BODY_KEY_REPLY, &kr);
 }
 
-static void *serve(void *arg)
+static void serve(int fd, int n)
 {
-	(void)arg;
-	while (!atomic_load(&srv.stop)) {
-		int fd = accept(srv.lfd, NULL, NULL);
-		Mmc__Frame *f;
+	Mmc__Frame *f;
 
-		if (fd < 0)
-			break;
-		while ((f = raw_recv(fd))) {
-			if (f->body_case == MMC__FRAME__BODY_HELLO)
-				raw_hello_reply(fd, f, 10000);
-			else if (f->id && f->body_case != MMC__FRAME__BODY_PING)
-				wrong_answer(fd, f);
-			mmc__frame__free_unpacked(f, NULL);
-		}
-		close(fd);
+	(void)n;
+	while ((f = raw_recv(fd))) {
+		if (f->body_case == MMC__FRAME__BODY_HELLO)
+			raw_hello_reply(fd, f, 10000);
+		else if (f->id && f->body_case != MMC__FRAME__BODY_PING)
+			wrong_answer(fd, f);
+		mmc__frame__free_unpacked(f, NULL);
 	}
-	return NULL;
 }
 
 static void start(void)

@@ -61,21 +61,12 @@ static void converse(int fd, bool first)
 	}
 }
 
-static void *serve(void *arg)
+static void serve(int fd, int n)
 {
-	(void)arg;
-	for (int n = 0; !atomic_load(&srv.stop); n++) {
-		int fd = accept(srv.lfd, NULL, NULL);
-
-		if (fd < 0)
-			break;
-		/* on the reconnection, before the hello's answer: any peer at the address could send it */
-		if (n > 0)
-			send_task(fd, EARLY_TASK);
-		converse(fd, n == 0);
-		close(fd);
-	}
-	return NULL;
+	/* on the reconnection, before the hello's answer: any peer at the address could send it */
+	if (n > 0)
+		send_task(fd, EARLY_TASK);
+	converse(fd, n == 0);
 }
 
 static void start(void)
