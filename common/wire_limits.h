@@ -6,21 +6,24 @@
 
 #define MMC_WIRE_VERSION 1 /* major: a server refuses a Hello with another one */
 #define MMC_WIRE_MINOR                                                                                                 \
-	3                                /* compatible additions: 1 = cluster secret, service secrets; 2 = tenants;    \
-	                                  * 3 = Register.ssd_id */
-#define MMC_WIRE_NONCE       32          /* bytes of each Hello / AuthChallenge nonce */
-#define MMC_WIRE_MAC         32          /* bytes of an HMAC-SHA256 proof or a service secret */
-#define MMC_WIRE_SSD_ID      16          /* bytes of an SSD tier file's identity (Register.ssd_id) */
-#define MMC_AUTH_TOKEN_MIN   16          /* bytes of a cluster secret at least */
-#define MMC_FRAME_MAX        (64u << 20) /* bytes of one Frame, without the 4-byte length */
-#define MMC_WIRE_KEYS_MAX    16384
-#define MMC_WIRE_KEY_MAX     255
-#define MMC_WIRE_PATTERN_MAX 1023 /* remove_matching: regular expression bytes */
-#define MMC_WIRE_REPLICAS    8
-#define MMC_WIRE_SEGMENTS    3
-#define MMC_WIRE_ADDR_MAX    256
-#define MMC_RANKS_MAX        1024 /* hard cap on world_size */
-#define MMC_TENANT_NAME_MAX  16   /* Hello.tenant: 1..16 bytes of [A-Za-z0-9_-]; "" is the default tenant */
+	4 /* compatible additions: 1 = cluster secret, service secrets; 2 = tenants;                                   \
+	   * 3 = Register.ssd_id; 4 = MMC_WIRE_MINOR_BEING_WRITTEN */
+/* A put of a key another put is still writing is answered MMC_UNMATCHED_STATE (a store of this minor or later waits
+ * that put out), not MMC_DUPLICATED_OBJECT, which a store takes for "stored" */
+#define MMC_WIRE_MINOR_BEING_WRITTEN 4
+#define MMC_WIRE_NONCE               32          /* bytes of each Hello / AuthChallenge nonce */
+#define MMC_WIRE_MAC                 32          /* bytes of an HMAC-SHA256 proof or a service secret */
+#define MMC_WIRE_SSD_ID              16          /* bytes of an SSD tier file's identity (Register.ssd_id) */
+#define MMC_AUTH_TOKEN_MIN           16          /* bytes of a cluster secret at least */
+#define MMC_FRAME_MAX                (64u << 20) /* bytes of one Frame, without the 4-byte length */
+#define MMC_WIRE_KEYS_MAX            16384
+#define MMC_WIRE_KEY_MAX             255
+#define MMC_WIRE_PATTERN_MAX         1023 /* remove_matching: regular expression bytes */
+#define MMC_WIRE_REPLICAS            8
+#define MMC_WIRE_SEGMENTS            3
+#define MMC_WIRE_ADDR_MAX            256
+#define MMC_RANKS_MAX                1024 /* hard cap on world_size */
+#define MMC_TENANT_NAME_MAX          16   /* Hello.tenant: 1..16 bytes of [A-Za-z0-9_-]; "" is the default tenant */
 
 /* bytes of one Frame before the hello is through (a Hello or an AuthProof takes a few hundred): a peer that proved
  * nothing cannot make the server hold more */

@@ -195,7 +195,8 @@ static bool on_alloc(void *arg, size_t i, const mmc_KeyResult *r)
 		k->found = true;
 		return true;
 	}
-	if (r->result || r->blobs_count == 0) {
+	if (r->result ||
+	    r->blobs_count == 0) { /* MMC_UNMATCHED_STATE (another put is writing the key): run_put waits */
 		k->state = PK_SKIP;
 		k->result = r->result ? r->result : MMC_INTERNAL_ERROR;
 		return true;
@@ -422,17 +423,27 @@ static void put_extents(struct mmc_store *s, struct plan *p, const mmc_replicate
 	extents_done(s, g, p->confirmed ? t0 : 0, p->refused, failed_writes);
 }
 
-/* Makes the keys a lost connection failed PK_ACTIVE again (and only those); returns how many. */
-static size_t requeue_lost(struct plan *p)
+/*
+ * Makes PK_ACTIVE again (and only those) the keys a lost connection failed, when lost, and the keys another put is
+ * still writing (MMC_UNMATCHED_STATE), when busy; a key still being written that may not wait any more fails with
+ * MMC_TIMEOUT. Returns how many keys go again, and in *nlost how many of them were lost.
+ */
+static size_t requeue(struct plan *p, bool lost, bool busy, size_t *nlost)
 {
 	size_t m = 0;
 
+	*nlost = 0;
 	for (size_t i = 0; i < p->n; i++) {
-		bool lost = p->rec[i].result == MMC_NOT_CONNECTED_META;
+		struct plan_key *k = &p->rec[i];
+		bool was_lost = lost && k->result == MMC_NOT_CONNECTED_META;
+		bool again = was_lost || (busy && k->result == MMC_UNMATCHED_STATE);
 
-		p->rec[i].state = lost ? PK_ACTIVE : PK_SKIP;
-		if (lost) {
-			p->rec[i].result = 0;
+		k->state = again ? PK_ACTIVE : PK_SKIP;
+		if (k->result == MMC_UNMATCHED_STATE && !again)
+			k->result = MMC_TIMEOUT;
+		if (again) {
+			k->result = 0;
+			*nlost += was_lost;
 			m++;
 		}
 	}
@@ -472,25 +483,40 @@ static void confirm_found(struct mmc_store *s, struct plan *p)
  * Keys whose put a dying connection failed go again from the start, within retry_ms, as the caller would send
  * them: their placement died with the server and their writes have ended. The successor knows no allocation of
  * the dead server; a commit that landed before the death finds the key present, which a put answers MMC_OK.
+ *
+ * A key another put is still writing goes again too, within timeout_ms: that put may yet fail, so this one ends
+ * only once a value is stored, that put's (found: MMC_OK) or, if it failed, its own.
  */
 static int run_put(struct mmc_store *s, struct plan *p, const mmc_replicate_config *rc, bool spread)
 {
+	uint64_t busy_until = clock_ms() + s->conf.c.timeout_ms;
+	unsigned waits = 0;
 	int rc_call;
 
 	for (size_t i = 0; i < p->n; i++)
 		p->rec[i].state = PK_ACTIVE;
 	for (unsigned pass = 0;; pass++) {
+		size_t nlost;
+		uint64_t now;
+
 		for (size_t i = 0; i < p->n; i++)
 			p->rec[i].found = false;
 		put_extents(s, p, rc, spread);
 		rc_call = put_by_key(s, p, rc, spread);
 		if (pass)
 			confirm_found(s, p);
-		if (!s->conf.c.retry_ms || clock_ms() >= p->deadline_ms || !requeue_lost(p))
+		now = clock_ms();
+		if (!requeue(p, s->conf.c.retry_ms && now < p->deadline_ms, now < busy_until, &nlost))
 			return rc_call;
-		lg_info("put: the meta server connection was lost under the put: putting its keys again");
-		if (pass) /* a third pass or later: what holds the keys up takes a server's while, not a round trip */
-			nanosleep(&(struct timespec){0, 20000000L << (pass < 4 ? pass : 4)}, NULL);
+		if (nlost) {
+			lg_info("put: the meta server connection was lost under the put: putting its keys again");
+			if (pass) /* a third pass or later: what holds the keys up takes a server's while, not a round
+			             trip */
+				nanosleep(&(struct timespec){0, 20000000L << (pass < 4 ? pass : 4)}, NULL);
+		} else { /* another writer's put takes its RMA's while: 1 ms, doubling up to 64 ms */
+			nanosleep(&(struct timespec){0, 1000000L << (waits < 6 ? waits : 6)}, NULL);
+			waits++;
+		}
 	}
 }
 

@@ -13,7 +13,8 @@
  * object; only metadata goes to the meta server.
  *
  * Keys are NUL-terminated strings of 1..MMC_KEY_MAX bytes. An object is written once: putting a key that already
- * exists returns MMC_OK and keeps the first value.
+ * exists returns MMC_OK and keeps the first value. A put of a key that another put is still writing waits for that
+ * put (up to timeout_ms): MMC_OK once that value is stored, its own value stored if that put fails.
  *
  * Return values
  * -------------
@@ -148,7 +149,7 @@ extern "C" {
 	XX(MMC_CLIENT_NOT_INIT, -3019, "client not initialized",                                                       \
 	   "a call before mmc_init() or after mmc_teardown()")                                                         \
 	XX(MMC_UNMATCHED_STATE, -3101, "state mismatch",                                                               \
-	   "reserved")                                                                                                 \
+	   "wire only (another put is still writing the key): the put waits for it")                                   \
 	XX(MMC_UNMATCHED_KEY, -3102, "key mismatch",                                                                   \
 	   "a commit or write-finish the meta server has no allocation for")                                           \
 	XX(MMC_UNMATCHED_RET, -3103, "return value mismatch",                                                          \
@@ -516,7 +517,8 @@ MMC_API int mmc_unregister_buffer(mmc_store *s, void *buf, size_t size);
  * and did not come back for the put to be made again within retry_ms; nothing is stored); MMC_TIMEOUT; MMC_ERROR (the
  * fabric failed; nothing is stored); MMC_LINK_NOT_FOUND (a replica's service went away, also during the copy, or is on
  * another host with another network provider); MMC_MALLOC_FAILED; MMC_INTERNAL_ERROR. Thread-safe. Concurrent puts of
- * one key store one value (the first to allocate).
+ * one key store one value (the first to allocate); the others wait for it to be stored, up to timeout_ms (then
+ * MMC_TIMEOUT), and store their own value if that first put fails.
  */
 MMC_API int mmc_put_from(mmc_store *s, const char *key, const void *buf, size_t size, int32_t direct,
                          const mmc_replicate_config *rc);

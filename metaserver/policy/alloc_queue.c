@@ -60,6 +60,13 @@ struct object *alloc_queue_existing(struct meta *m, const char *key, size_t len,
 	return o;
 }
 
+int alloc_queue_exists_code(const struct session *s, const struct object *o)
+{
+	if (o->state != MMC_BLOB_READABLE && s->minor >= MMC_WIRE_MINOR_BEING_WRITTEN)
+		return MMC_UNMATCHED_STATE;
+	return MMC_DUPLICATED_OBJECT;
+}
+
 /* Until when a request that found no room waits: evict_wait_ms from its arrival, or, after a restart or takeover,
  * until the rejoin grace of a service that came back meanwhile ends (a known, short wait for certain room). */
 static uint64_t wait_end(const struct meta *m, const struct alloc_req *a)
@@ -86,7 +93,7 @@ static bool place_one(struct meta *m, struct alloc_req *a, const struct alloc_it
 	}
 	o = alloc_queue_existing(m, it->key, len, it->hash, &a->durable);
 	if (o) { /* first writer wins; batch_malloc hands back the existing object's address */
-		res->result = a->gva ? 0 : MMC_DUPLICATED_OBJECT;
+		res->result = a->gva ? 0 : alloc_queue_exists_code(a->s, o);
 		if (a->gva)
 			key_result_note(res, o, -1);
 		return true;

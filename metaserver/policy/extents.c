@@ -302,8 +302,8 @@ int extents_put(struct meta *m, struct session *s, const struct put_item *it, ui
 	if (rc)
 		return rc;
 	MMC_ASSERT(it->hash == object_hash(it->key, len)); /* else the key would go into another key's chain */
-	if (alloc_queue_existing(m, it->key, len, it->hash, durable))
-		return MMC_DUPLICATED_OBJECT; /* its bytes stay in the extent's uncarved space */
+	if ((o = alloc_queue_existing(m, it->key, len, it->hash, durable)))
+		return alloc_queue_exists_code(s, o); /* its bytes stay in the extent's uncarved space */
 	if (m->tenants.n && (rc = eviction_tenant_room(m, s->tenant, tenant_bytes(it->size, (uint32_t)it->nplaces))))
 		return rc; /* its bytes stay in the extent's uncarved space, as a duplicate's do */
 	if (!(o = object_new(it->key, len, (uint8_t)it->nplaces)))

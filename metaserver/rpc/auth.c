@@ -171,6 +171,7 @@ void auth_on_hello(struct conn *c, const Mmc__Frame *f)
 	if (h->host)
 		snprintf(c->session.host, sizeof(c->session.host), "%s", h->host);
 	c->session.pid = h->pid;
+	c->session.minor = h->minor;
 	if (h->version != MMC_WIRE_VERSION) {
 		log_warn("op=hello peer=%s host=\"%s\" err=wire_version_mismatch client_version=%u server_version=%u",
 		         c->peer, c->session.host, h->version, MMC_WIRE_VERSION);

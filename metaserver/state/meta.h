@@ -78,6 +78,7 @@ struct session {
 	struct conn *conn;
 	struct extent *extents; /* allocation extents it holds (policy/extents.c), NULL: none */
 	uint32_t tenant;        /* its index in meta.tenants, as its hello proved (0: the default tenant) */
+	uint32_t minor;         /* the minor wire version its hello named: what its store understands */
 };
 
 /* Blob offsets are multiples of this (the allocator's granule, ALLOC_ALIGN): a blob keeps offset / BLOB_GRANULE. */

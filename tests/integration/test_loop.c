@@ -70,14 +70,6 @@ static double metric(const char *sample)
 	return v;
 }
 
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
 /* n calls of s back to back, each answered right: the stored key exists, the other does not, its bytes come back. */
 static void calls(mmc_store *s, int n)
 {
@@ -137,7 +129,7 @@ static int stop_within_10s(void)
 	int status;
 
 	kill(meta.pid, SIGTERM);
-	for (uint64_t t0 = now_ms(); now_ms() - t0 < 10000; usleep(10000))
+	for (uint64_t t0 = proc_now_ms(); proc_now_ms() - t0 < 10000; usleep(10000))
 		if (waitpid(meta.pid, &status, WNOHANG) == meta.pid) {
 			meta.pid = 0;
 			return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
@@ -153,7 +145,7 @@ Test(loop, a_stop_signal_ends_a_spinning_loop)
 	cl = fixture_store(meta.url, false, 0);
 	atomic_store(&hammering, true);
 	cr_assert_eq(pthread_create(&hammer_thread, NULL, hammer, NULL), 0);
-	for (t0 = now_ms(); metric(SPIN) < 100 && now_ms() - t0 < 10000;)
+	for (t0 = proc_now_ms(); metric(SPIN) < 100 && proc_now_ms() - t0 < 10000;)
 		usleep(20000);
 	cr_assert_geq(metric(SPIN), 100, "the loop is spinning between the hammer's calls");
 	cr_assert_eq(stop_within_10s(), 0, "SIGTERM: a clean exit while calls keep coming");
@@ -189,8 +181,8 @@ Test(loop, a_reload_to_zero_stops_the_spin)
 	fclose(f);
 	cr_assert_eq(kill(meta.pid, SIGHUP), 0);
 	/* the reload line names the value: only the reload to 0 writes loop_spin_us=0 */
-	for (uint64_t t0 = now_ms(); !metaserver_log_has(&meta, "loop_spin_us=0"); usleep(20000))
-		cr_assert_lt(now_ms() - t0, 10000, "no op=reload result=applied ... loop_spin_us=0 in the log");
+	for (uint64_t t0 = proc_now_ms(); !metaserver_log_has(&meta, "loop_spin_us=0"); usleep(20000))
+		cr_assert_lt(proc_now_ms() - t0, 10000, "no op=reload result=applied ... loop_spin_us=0 in the log");
 	caught = metric(SPIN);
 	calls(svc, CALLS);
 	cr_assert_eq(metric(SPIN), caught, "0 by a reload: no request met polling");

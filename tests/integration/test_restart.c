@@ -150,20 +150,12 @@ Test(restart, lookups_removes_and_puts_ride_out_a_restart)
 
 #define RETRY_MS 2000
 
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 /* Fails the test unless the call took less than retry_ms and a margin well short of a second retry_ms (each
  * round trip of a call used to start its own retry_ms: a put's extent grant and then its allocation, a lookup's
  * first try and then its second, twice retry_ms in all). */
 static void expect_one_window(const char *what, uint64_t t0, int rc)
 {
-	uint64_t took = now_ms() - t0;
+	uint64_t took = proc_now_ms() - t0;
 
 	cr_log_info("%s with the meta server gone: %s after %llu ms", what, mmc_strerror(rc), (unsigned long long)took);
 	cr_expect_eq(rc, MMC_NOT_CONNECTED_META, "%s: %s", what, mmc_strerror(rc));
@@ -192,16 +184,16 @@ Test(unreachable, every_call_waits_one_retry_window, .timeout = 120)
 	cr_assert_eq(mmc_put_from(s, "gone/old", buf, VALUE, MMC_COPY_H2G, NULL), 0); /* an extent is granted */
 	metaserver_kill(&meta);
 
-	t0 = now_ms();
+	t0 = proc_now_ms();
 	expect_one_window("put_from", t0, mmc_put_from(s, "gone/new", buf, VALUE, MMC_COPY_H2G, NULL));
-	t0 = now_ms();
+	t0 = proc_now_ms();
 	rc = mmc_batch_put_from(s, keys, bufs, sizes, 2, MMC_COPY_H2G, NULL, results);
 	expect_one_window("batch_put_from", t0, rc ? rc : results[0]);
-	t0 = now_ms();
+	t0 = proc_now_ms();
 	expect_one_window("get_into", t0, mmc_get_into(s, "gone/old", buf, VALUE, MMC_COPY_G2H));
-	t0 = now_ms();
+	t0 = proc_now_ms();
 	expect_one_window("is_exist", t0, mmc_is_exist(s, "gone/old"));
-	t0 = now_ms();
+	t0 = proc_now_ms();
 	expect_one_window("remove", t0, mmc_remove(s, "gone/old"));
 	mmc_destroy(s);
 	cr_expect_eq(metaserver_cleanup(&meta), 0, "the metaserver log has a sanitizer report");

@@ -33,14 +33,6 @@ static long log_bytes(void)
 	return stat(meta.log, &st) ? 0 : (long)st.st_size;
 }
 
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 /*
  * A new client gets served: a raw peer connects, says hello and gets a ping answered, timed (what the server
  * controls; a store's own start-up, its fabric above all, is not the server's to speed up), then a real store
@@ -49,7 +41,7 @@ static uint64_t now_ms(void)
 static uint64_t served_in_ms(void)
 {
 	Mmc__Ping ping = MMC__PING__INIT;
-	uint64_t t0 = now_ms(), ms;
+	uint64_t t0 = proc_now_ms(), ms;
 	Mmc__Frame *r;
 	mmc_store *s;
 	int fd = raw_dial(meta.rpc_port);
@@ -59,7 +51,7 @@ static uint64_t served_in_ms(void)
 	cr_assert_eq(raw_send_body(fd, 5, MMC__FRAME__BODY_PING, &ping), 0);
 	r = raw_recv(fd);
 	cr_assert(r && r->id == 5, "a new client's ping was not answered");
-	ms = now_ms() - t0;
+	ms = proc_now_ms() - t0;
 	mmc__frame__free_unpacked(r, NULL);
 	close(fd);
 	cr_assert_eq(store_open(meta.url, NULL, false, &s), 0, "a new store was not served");

@@ -73,6 +73,9 @@ uint64_t proc_rss_bytes(pid_t pid);
  * resolution); -1 if unknown. */
 double proc_cpu_seconds(pid_t pid, pid_t tid);
 
+/* CLOCK_MONOTONIC in milliseconds: how long a test's step took. */
+uint64_t proc_now_ms(void);
+
 /* A port nobody listens on right now. */
 uint16_t free_port(void);
 /* Removes dir and everything under it (a test's or a benchmark's scratch directory); errors are ignored. */
