@@ -327,18 +327,18 @@ static int handle_frame(struct conn *c, const unsigned char *p, uint32_t len)
 {
 	struct meta *m = c->m;
 	Mmc__Frame *f = key_frame_decode(&m->arena, p, len);
-	uint64_t id;
+	struct key_frame_scan scan;
 	int rc;
 
-	/* as rpc_keys answers a batch too large; an item takes two bytes at least, so a frame smaller than that many
-	 * (every ping, hello, register) is not counted */
-	if (!f && len > 2 * MMC_WIRE_KEYS_MAX && key_frame_items(p, len, &id) > MMC_WIRE_KEYS_MAX) {
-		arena_reset(&m->arena);
-		rpc_reply_code(c, id, MMC_INVALID_PARAM);
-		return 0;
-	}
-	if (!f) /* any other body: protobuf-c's */
+	if (!f) { /* any other body: protobuf-c's, unless refused as rpc_keys refuses a batch too large, or a key */
+		key_frame_scan(p, len, &scan);
+		if (scan.items > MMC_WIRE_KEYS_MAX || scan.nul_key) {
+			arena_reset(&m->arena);
+			rpc_reply_code(c, scan.id, MMC_INVALID_PARAM);
+			return 0;
+		}
 		f = mmc__frame__unpack(&m->arena.pbc, len, p);
+	}
 	if (!f) {
 		log_ratelimited(&ratelimit_bucket, LOG_WARN, "op=decode session=%llu peer=%s err=malformed_frame",
 		                (unsigned long long)c->session.id, c->peer);

@@ -88,12 +88,15 @@ size_t key_reply_head(uint8_t *head, uint64_t id, int32_t result, size_t items_l
 
 /* ---- KeyBatch requests ---- */
 
-/* A key's bytes (s) copied to *keys and NUL-terminated; *keys moves past them. */
+/* A key's bytes (s) copied to *keys and NUL-terminated; *keys moves past them. Bytes holding a NUL give "", which
+ * every operation refuses (MMC_INVALID_PARAM): read as a C string they would name another key, their prefix. */
 static char *key_copy(const struct pb_rd *s, char **keys)
 {
 	char *key = *keys;
 	size_t n = (size_t)(s->end - s->p);
 
+	if (memchr(s->p, '\0', n))
+		n = 0;
 	memcpy(key, s->p, n);
 	key[n] = '\0';
 	*keys += n + 1;
@@ -156,7 +159,7 @@ static bool batch_parse(struct pb_rd r, char **keys, Mmc__KeyBatch *kb)
 				item_parse(&s, keys, kb->items[ni]);
 				r.bad |= s.bad;
 			}
-			/* more than a batch may hold: nothing is sized for them (key_frame_items refuses the frame) */
+			/* more than a batch may hold: nothing is sized for them (key_frame_scan refuses the frame) */
 			r.bad |= ++ni > MMC_WIRE_KEYS_MAX;
 			break;
 		}
@@ -455,31 +458,50 @@ static bool batch_body(uint64_t field)
 	return field == MMC__FRAME__BODY_PUT || body_slot(&f);
 }
 
-size_t key_frame_items(const uint8_t *p, size_t len, uint64_t *id)
+/* Whether an item's key (field 1 of a KeyItem and of a PutItem) holds a NUL; its other fields are skipped. */
+static bool item_key_has_nul(struct pb_rd it)
+{
+	bool nul = false;
+
+	while (!it.bad && it.p < it.end) {
+		uint64_t tag = pb_rd_tag(&it);
+
+		if (tag == PB_TAG(1, PB_BYTES)) {
+			struct pb_rd k = pb_rd_sub(&it);
+
+			nul |= !k.bad && memchr(k.p, '\0', (size_t)(k.end - k.p)) != NULL;
+		} else {
+			pb_rd_skip(&it, tag);
+		}
+	}
+	return nul;
+}
+
+void key_frame_scan(const uint8_t *p, size_t len, struct key_frame_scan *out)
 {
 	struct pb_rd r = {p, p + len, false}, body = {NULL, NULL, true};
-	size_t n = 0;
 
-	*id = 0;
+	*out = (struct key_frame_scan){0};
 	while (!r.bad && r.p < r.end) {
 		uint64_t tag = pb_rd_tag(&r);
 
 		if (tag == PB_TAG(1, PB_VARINT))
-			*id = pb_rd_varint(&r);
+			out->id = pb_rd_varint(&r);
 		else if ((tag & 7) == PB_BYTES && batch_body(tag >> 3))
 			body = pb_rd_sub(&r);
 		else
 			pb_rd_skip(&r, tag);
 	}
-	while (!r.bad && !body.bad && body.p < body.end && n <= MMC_WIRE_KEYS_MAX) {
+	while (!r.bad && !body.bad && body.p < body.end && out->items <= MMC_WIRE_KEYS_MAX) {
 		uint64_t tag = pb_rd_tag(&body);
 
 		if (tag == PB_TAG(1, PB_BYTES)) {
-			pb_rd_sub(&body);
-			n++;
+			out->nul_key |= item_key_has_nul(pb_rd_sub(&body));
+			out->items++;
 		} else {
 			pb_rd_skip(&body, tag);
 		}
 	}
-	return r.bad ? 0 : n;
+	if (r.bad)
+		out->items = 0, out->nul_key = false;
 }

@@ -26,12 +26,19 @@
 Mmc__Frame *key_frame_decode(struct arena *a, const uint8_t *p, size_t len);
 
 /*
- * The items of the frame's KeyBatch or PutBatch body, counted up to MMC_WIRE_KEYS_MAX + 1 without decoding them
- * (fields of any kind skipped), and the frame's id in *id; 0 for another frame or bytes that do not parse. A frame
- * key_frame_decode leaves to protobuf-c is counted first: protobuf-c would allocate every item of it (about 50 bytes
- * of heap per byte of an empty item) before the dispatcher could refuse a batch that large.
+ * What a frame key_frame_decode leaves to protobuf-c must be refused before protobuf-c reads it, found without
+ * decoding it (fields of any kind skipped): its id; the items of its KeyBatch or PutBatch body, counted up to
+ * MMC_WIRE_KEYS_MAX + 1 (protobuf-c would allocate every one, about 50 bytes of heap per byte of an empty item,
+ * before the dispatcher could refuse a batch that large); whether one of those items' keys holds a NUL (protobuf-c
+ * would hand it on cut at the NUL, as another key). items 0 and nul_key false for another frame or bytes that do not
+ * parse.
  */
-size_t key_frame_items(const uint8_t *p, size_t len, uint64_t *id);
+struct key_frame_scan {
+	uint64_t id;
+	size_t items;
+	bool nul_key;
+};
+void key_frame_scan(const uint8_t *p, size_t len, struct key_frame_scan *out);
 
 /* The most bytes one KeyResult takes, with its tag and length (MMC_WIRE_REPLICAS blobs). */
 #define KEY_RESULT_MAX 400

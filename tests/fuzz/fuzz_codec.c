@@ -3,8 +3,9 @@
  * the same bytes. The first byte picks one; the rest is the message.
  *
  * Even: a request Frame for the meta server's hand decoder (metaserver/rpc/key_codec.c). Whatever it takes,
- * protobuf-c must take and read field for field the same way; what it refuses is left to protobuf-c by the server, so
- * refusing is always allowed.
+ * protobuf-c must take and read field for field the same way, but for a key holding a NUL, which the hand decoder
+ * reads as "" where protobuf-c cuts it at the NUL (the server refuses such a frame before protobuf-c sees it); what
+ * it refuses is left to protobuf-c by the server, so refusing is always allowed.
  *
  * Odd: a KeyBatchReply body for libmmc's streaming reader (lib/wire.c). Every reply protobuf-c takes, the reader must
  * take too (but one with more blobs in a result than a result holds), with the same result and items; it may take
@@ -32,6 +33,7 @@ static void server_request(const uint8_t *p, size_t len)
 {
 	static struct arena a;
 	static bool ready;
+	struct key_frame_scan scan;
 	Mmc__Frame *mine, *ref;
 	const char *why;
 
@@ -40,7 +42,8 @@ static void server_request(const uint8_t *p, size_t len)
 		ready = true;
 	}
 	mine = key_frame_decode(&a, p, len);
-	if (mine) {
+	key_frame_scan(p, len, &scan);
+	if (mine && !scan.nul_key) {
 		ref = mmc__frame__unpack(NULL, len, p);
 		if (!ref)
 			fail("a request the hand decoder took and protobuf-c refused", "everything");

@@ -301,6 +301,65 @@ Test(protocol, every_key_batch_refuses_empty_and_long_keys_per_key)
 	assert_serving();
 }
 
+/* An exist of {"abXcd", "ok"} with its length prefix, the X made a NUL, then `extra` bytes of a field (or none). */
+static size_t nul_key_frame(uint8_t *out, uint64_t id, const uint8_t *extra, size_t nextra)
+{
+	Mmc__Frame f = MMC__FRAME__INIT;
+	Mmc__KeyBatch kb = MMC__KEY_BATCH__INIT;
+	Mmc__KeyItem a = MMC__KEY_ITEM__INIT, b = MMC__KEY_ITEM__INIT, *items[2] = {&a, &b};
+	size_t len;
+	uint8_t *x;
+
+	a.key = "abXcd";
+	b.key = "ok";
+	kb.items = items;
+	kb.n_items = 2;
+	f.id = id;
+	f.body_case = MMC__FRAME__BODY_EXIST;
+	f.exist = &kb;
+	len = mmc__frame__pack(&f, out + 4);
+	x = memchr(out + 4, 'X', len);
+	cr_assert_not_null(x);
+	*x = '\0';
+	memcpy(out + 4 + len, extra, nextra);
+	len += nextra;
+	for (int i = 0; i < 4; i++)
+		out[i] = (uint8_t)(len >> (8 * i));
+	return 4 + len;
+}
+
+/*
+ * A key is a C string everywhere past the decoder: "ab\0cd" would be read as "ab", another key. Refused instead:
+ * per key when the hand decoder reads the frame, the whole frame when protobuf-c would (a field the hand decoder
+ * does not know sends it there).
+ */
+Test(protocol, a_key_holding_a_nul_is_refused_not_cut)
+{
+	static const uint8_t unknown[] = {0x98, 0x06, 0x01}; /* field 99, a varint: unknown to this version */
+	uint8_t frame[128];
+	Mmc__Frame *r;
+	int fd = dial();
+
+	cr_assert_eq(raw_hello(fd, 0, NULL, false), 0);
+	send_raw(fd, frame, nul_key_frame(frame, 21, NULL, 0));
+	r = raw_recv(fd);
+	cr_assert_not_null(r);
+	cr_assert_eq(r->body_case, MMC__FRAME__BODY_KEY_REPLY);
+	cr_assert_eq(r->key_reply->n_items, 2);
+	cr_assert_eq(r->key_reply->items[0]->result, MMC_INVALID_PARAM, "the key with a NUL, by hand");
+	cr_assert_eq(r->key_reply->items[1]->result, 0, "the other key is answered (absent)");
+	mmc__frame__free_unpacked(r, NULL);
+	send_raw(fd, frame, nul_key_frame(frame, 22, unknown, sizeof(unknown)));
+	r = raw_recv(fd);
+	cr_assert_not_null(r);
+	cr_assert_eq(r->id, 22);
+	cr_assert_eq(r->body_case, MMC__FRAME__BODY_REPLY, "the frame protobuf-c would have read is refused whole");
+	cr_assert_eq(r->reply->result, MMC_INVALID_PARAM);
+	mmc__frame__free_unpacked(r, NULL);
+	close(fd);
+	assert_serving();
+}
+
 /* An exist batch of n keys of 70 bytes, with its length prefix, in *len bytes (the caller frees it). */
 static uint8_t *exist_frame(uint64_t id, size_t n, size_t *len)
 {
