@@ -203,9 +203,8 @@ static struct ha_opts opts_of(const struct kvcm_conf *kc, int64_t campaign_after
 	                        .lock_password_file = kc->lock_password_file};
 }
 
-int leadership_check(char *err, size_t errlen)
+int leadership_check(const struct kvcm_conf *kc, char *err, size_t errlen)
 {
-	const struct kvcm_conf *kc = kvcm_conf();
 	struct ha_opts o = opts_of(kc, 0);
 
 	if (!kc->lock_uri[0])
@@ -227,7 +226,7 @@ int leadership_open(struct meta *m, int argc, char **argv, int (*load)(struct me
 	unsetenv(ARGC_ENV);
 	if (!kc->lock_uri[0])
 		return 0;
-	if (leadership_check(err, errlen))
+	if (leadership_check(kc, err, errlen))
 		return MMC_ERROR;
 	L.argv = argv;
 	L.argc = keep && atoi(keep) > 0 && atoi(keep) <= argc ? atoi(keep) : argc;

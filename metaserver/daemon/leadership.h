@@ -11,10 +11,11 @@
 #include <stddef.h>
 
 struct meta;
+struct kvcm_conf;
 
 /* The configuration's leader-election keys, checked as leadership_open checks them, opening nothing (the start and
  * --check-config both run it). Returns 0, or MMC_ERROR with a message in err. */
-int leadership_check(char *err, size_t errlen);
+int leadership_check(const struct kvcm_conf *kc, char *err, size_t errlen);
 /* Opens the elector when a lock URI is configured (m->rpc->ha; stays NULL without one: one server that always leads).
  * argv is kept for the restart. Returns 0, or MMC_ERROR with a message in err. */
 int leadership_open(struct meta *m, int argc, char **argv, int (*load)(struct meta *m), char *err, size_t errlen);

@@ -36,8 +36,8 @@
 #include "reload.h"
 #include "rpc.h"
 #include "sd_notify.h"
+#include "start_checks.h"
 #include "server.h"
-#include "secret_file.h"
 #include "services.h"
 #include "tenants.h"
 #include "tier.h"
@@ -283,16 +283,6 @@ static unsigned test_commit_delay_ms(void)
 	return (unsigned)ms;
 }
 
-/* ock.mmc.meta.store_password_file's password into password (cap bytes), "" without one; 0 or -1 with err. */
-static int store_password(const struct meta_conf *c, char *password, size_t cap, char *err, size_t errlen)
-{
-	password[0] = '\0';
-	return c->store_password_file[0] && secret_file_read("ock.mmc.meta.store_password_file", c->store_password_file,
-	                                                     password, cap, err, errlen)
-	           ? -1
-	           : 0;
-}
-
 static enum exit_code open_store(struct meta *m)
 {
 	struct persist_opts po = {
@@ -426,7 +416,7 @@ static enum exit_code configure(int argc, char **argv, struct meta_conf *conf)
 		return start_failed_as(&e);
 	*conf = s.conf;
 	kvcm_conf_use(&s.kvcm);
-	if (leadership_check(err, sizeof(err)))
+	if (leadership_check(kvcm_conf(), err, sizeof(err)))
 		return start_failed(EXIT_CONFIG, "config", err);
 	if (check_only) /* the file is opened as the start would, and left as it was */
 		return conf->log_path[0] && log_check(conf->log_path, err, sizeof(err))
@@ -442,33 +432,27 @@ static enum exit_code configure(int argc, char **argv, struct meta_conf *conf)
 	return EXIT_OK;
 }
 
-/* --check-config, once configure() passed: the checks of open_store() and start(), in their order and with their
- * messages, short of opening the store or binding (the store's password file; the RPC port's TLS files; the KVCM's
- * binds, admin and TLS files). */
 /* ock.mmc.meta.tenants_file, when set: before the objects are loaded, so their tenants' counts are kept. */
 static int load_tenants(struct meta *m, char *err, size_t errlen)
 {
 	return m->conf.tenants_file[0] ? tenants_load(m, m->conf.tenants_file, m->conf.auth_token, err, errlen) : 0;
 }
 
+/* --check-config, once configure() passed: the checks of open_store() and start() with their messages, short of
+ * opening the store or binding (start_checks, then the tenants file). */
 static enum exit_code check_start(struct meta *m)
 {
+	static struct meta_settings s; /* a KVCM configuration is too large for the stack */
 	struct meta_err e;
-	char err[1280], password[256];
-	int rc = store_password(&m->conf, password, sizeof(password), err, sizeof(err));
+	char err[1280];
 
-	explicit_bzero(password, sizeof(password));
-	if (rc)
-		return start_failed(EXIT_CONFIG, "config", err);
-	if (rpc_tls_open(m, err, sizeof(err)))
-		return start_failed(EXIT_CONFIG, "config", err);
-	rpc_tls_close(m);
+	s.conf = m->conf;
+	s.kvcm = *kvcm_conf();
+	if (start_checks(&s, &e))
+		return start_failed_as(&e);
 	if (load_tenants(m, err, sizeof(err)))
 		return start_failed(EXIT_CONFIG, "config", err);
 	tenants_free(m);
-	meta_err_clear(&e);
-	if (kvcm_check(kvcm_conf()->lock_uri[0] != '\0', &e))
-		return start_failed_as(&e);
 	return EXIT_OK;
 }
 

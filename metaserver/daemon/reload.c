@@ -11,6 +11,7 @@
 #include "meta_err.h"
 #include "mmc/mmc.h"
 #include "server.h"
+#include "start_checks.h"
 #include "tenants.h"
 
 static bool reloadable(const struct conf_key *k)
@@ -67,20 +68,44 @@ void reload_rejected(const struct meta_err *e)
 	         e->key[0] ? e->key : "-", e->message);
 }
 
-/* What can fail, before anything changes: the new log file, the tenants file. 0, or the rejection logged. */
-static int reload_prepare(struct meta *m, const struct meta_settings *fresh, struct tenants *tenants)
+/*
+ * The next start's checks of the file (start_checks): one it fails is refused, unless the running settings fail
+ * them as well. Then a file they name changed since the start, not this file, and refusing would change nothing: it
+ * is applied, with a warning that a start would fail. 0, or -1 with *e filled.
+ */
+static int next_start_checks(const struct meta_settings *running, const struct meta_settings *fresh, struct meta_err *e)
+{
+	struct meta_err now;
+
+	if (start_checks(fresh, e) == 0)
+		return 0;
+	if (start_checks(running, &now) == 0)
+		return -1; /* this file is what a start would refuse */
+	log_warn("op=reload key=%s warning=\"the checks of a start (--check-config) fail: %s\" note=\"the running "
+	         "settings fail them too\"",
+	         e->key[0] ? e->key : "-", e->message);
+	return 0;
+}
+
+/* What can fail, before anything changes: the new log file, the next start's checks, the tenants file. 0, or the
+ * rejection logged. */
+static int reload_prepare(struct meta *m, const struct meta_settings *running, const struct meta_settings *fresh,
+                          struct tenants *tenants)
 {
 	struct meta_err e = {0};
 	const char *key = NULL;
 
 	if (new_log_path(m, &fresh->conf) && log_check(fresh->conf.log_path, e.message, sizeof(e.message)))
 		key = "ock.mmc.log_path";
+	else if (next_start_checks(running, fresh, &e))
+		key = e.key;
 	else if (m->tenants.n &&
 	         tenants_reread(m, m->conf.tenants_file, m->conf.auth_token, tenants, e.message, sizeof(e.message)))
 		key = "ock.mmc.meta.tenants_file";
 	if (!key)
 		return 0;
-	snprintf(e.key, sizeof(e.key), "%s", key);
+	if (key != e.key)
+		snprintf(e.key, sizeof(e.key), "%s", key);
 	reload_rejected(&e);
 	return MMC_INVALID_PARAM;
 }
@@ -91,10 +116,10 @@ void reload_apply(struct meta *m, const struct meta_settings *fresh)
 	struct tenants tenants = {NULL, 0};
 	enum log_level lvl;
 
-	if (reload_prepare(m, fresh, &tenants))
-		return;
 	running.conf = m->conf;
 	running.kvcm = *kvcm_conf();
+	if (reload_prepare(m, &running, fresh, &tenants))
+		return;
 	merge(&running, fresh);
 	reopen_log(m, &fresh->conf); /* copies log_path once the new file is open */
 	strcpy(running.conf.log_path, m->conf.log_path);

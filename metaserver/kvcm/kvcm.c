@@ -155,14 +155,15 @@ static int check_tls(struct kvcm *k, struct meta_err *e)
 	return 0;
 }
 
-int kvcm_check(bool ha, struct meta_err *e)
+int kvcm_check(const struct kvcm_conf *c, struct meta_err *e)
 {
 	struct kvcm *k = calloc(1, sizeof(*k));
+	bool ha = c->lock_uri[0] != '\0';
 	int rc;
 
 	if (!k)
 		return meta_err_set(e, EXIT_INTERNAL, NULL, "out of memory for the KVCM");
-	k->conf = *kvcm_conf();
+	k->conf = *c;
 	/* in the start's order: a standby checks who may reach it before it listens, a leader after */
 	rc = ha ? check_access(k, true, e) || check_tls(k, e) : check_tls(k, e) || check_access(k, true, e);
 	accounts_free(k);

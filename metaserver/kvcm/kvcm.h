@@ -19,6 +19,7 @@ struct event_base;
 struct persist;
 struct meta;
 struct kvcm;
+struct kvcm_conf;
 struct ha;
 struct meta_err;
 
@@ -40,12 +41,12 @@ int kvcm_listen(struct kvcm **out, struct event_base *base, struct meta *meta, s
                 size_t ready_len, struct meta_err *e);
 int kvcm_promote(struct kvcm *k, struct persist *p, struct meta_err *e);
 /*
- * --check-config: what kvcm_start and kvcm_listen check before they bind (ha: as a standby does), with the same
- * messages: the configured admin and its password file, the binds' exposure, the TLS files. Stored accounts are not
- * read, so a bind that relies on an admin account stored in the data dir fails here and not at the start (a standby
- * refuses it too). Returns 0, or MMC_ERROR with *e filled.
+ * --check-config and a reload: what kvcm_start and kvcm_listen check of c before they bind (as a standby does when
+ * c names a lock), with the same messages: the configured admin and its password file, the binds' exposure, the TLS
+ * files. Stored accounts are not read, so a bind that relies on an admin account stored in the data dir fails here
+ * and not at the start (a standby refuses it too). Returns 0, or MMC_ERROR with *e filled.
  */
-int kvcm_check(bool ha, struct meta_err *e);
+int kvcm_check(const struct kvcm_conf *c, struct meta_err *e);
 /* This node's id (kvcm.leader_elector.node_id, or host:admin_port_random). */
 const char *kvcm_node_id(const struct kvcm *k);
 /* The ports this node's listeners bound: HTTP and gRPC (0: gRPC is off). */

@@ -19,21 +19,15 @@ struct rpc_tls {
 	bool verify_clients;
 };
 
-int rpc_tls_open(struct meta *m, char *err, size_t errlen)
+/* The RPC port's TLS context as c names it, in t (t->ctx set, also on failure: the caller frees it). */
+static int tls_load(const struct meta_conf *c, struct rpc_tls *t, char *err, size_t errlen)
 {
-	const struct meta_conf *c = &m->conf;
-	struct rpc_tls *t;
 	int rc;
 
-	if (!c->tls.enable)
-		return 0;
-	t = calloc(1, sizeof(*t));
-	if (!t || !(t->ctx = SSL_CTX_new(TLS_server_method()))) {
-		free(t);
+	if (!(t->ctx = SSL_CTX_new(TLS_server_method()))) {
 		snprintf(err, errlen, "cannot create a TLS context");
 		return MMC_MALLOC_FAILED;
 	}
-	m->rpc->tls = t;
 	SSL_CTX_set_min_proto_version(t->ctx, TLS1_2_VERSION);
 	/* a peer that closes the socket without close_notify (libmmc tearing down, a killed process) ends the stream as
 	 * a plain socket would, not as a protocol error: our frames carry their length, so a cut is seen anyway */
@@ -45,6 +39,29 @@ int rpc_tls_open(struct meta *m, char *err, size_t errlen)
 		t->verify_clients = true;
 	}
 	return 0;
+}
+
+int rpc_tls_open(struct meta *m, char *err, size_t errlen)
+{
+	struct rpc_tls *t;
+
+	if (!m->conf.tls.enable)
+		return 0;
+	if (!(t = calloc(1, sizeof(*t)))) {
+		snprintf(err, errlen, "cannot create a TLS context");
+		return MMC_MALLOC_FAILED;
+	}
+	m->rpc->tls = t; /* rpc_tls_close frees it, also after a failure */
+	return tls_load(&m->conf, t, err, errlen);
+}
+
+int rpc_tls_check(const struct meta_conf *c, char *err, size_t errlen)
+{
+	struct rpc_tls t = {NULL, false};
+	int rc = c->tls.enable ? tls_load(c, &t, err, errlen) : 0;
+
+	SSL_CTX_free(t.ctx);
+	return rc;
 }
 
 bool rpc_tls_verifies_clients(const struct meta *m)

@@ -12,11 +12,14 @@
 #include <event2/util.h>
 
 struct meta;
+struct meta_conf;
 struct bufferevent;
 
 /* Loads the certificate, key, CA and CRL named by m->conf into m->rpc->tls (nothing when ock.mmc.tls.enable is off).
  * Returns 0, or MMC_INVALID_PARAM with a message naming the key and OpenSSL's reason in err. */
 int rpc_tls_open(struct meta *m, char *err, size_t errlen);
+/* Loads what c names as rpc_tls_open would, and keeps nothing (--check-config, a reload). Returns as it does. */
+int rpc_tls_check(const struct meta_conf *c, char *err, size_t errlen);
 /* Whether clients must present a certificate (a CA is configured). */
 bool rpc_tls_verifies_clients(const struct meta *m);
 /* A bufferevent for the accepted fd: TLS (server side of the handshake) when enabled, else a plain socket. Owns fd

@@ -1,7 +1,8 @@
 """SIGHUP re-reads the file (and the command line, which still wins) and applies it whole or not at all: an invalid
 pair or a bad value is rejected with a warning naming the key, and the running values stay. The KV Cache Manager's
 kvcm.* keys are rows of the same table: a bad one rejects the reload, a reloadable one takes effect (seen through its
-API), a restart-only one is named in the same warning as the object store's."""
+API), a restart-only one is named in the same warning as the object store's. A file the next start would refuse
+(the checks of --check-config) is rejected as well."""
 import json
 import os
 import re
@@ -79,9 +80,59 @@ def kvcm_keys(checks, s, conf):
                    s.wait_log(r'op=reload key=kvcm.instance_group.auto_create ', timeout=0.2) is None, s.stderr()))
 
 
+def next_start(checks, s, conf, password):
+    """A file the next start would refuse (start_checks) is refused now; one that only fails as the running settings
+    do (a file they name changed since the start) is applied, with a warning."""
+    base = 'ock.mmc.evict_threshold_high = 95\nock.mmc.evict_threshold_low = 85\n'
+    applied = len(reload_lines(s, 'applied'))
+    write(conf, base + 'ock.mmc.tls.enable = true\nock.mmc.tls.cert.path = /nonexistent/cert.pem\n'
+                       'ock.mmc.tls.key.path = /nonexistent/key.pem\n')
+    s.signal(signal.SIGHUP)
+    line = s.wait_log(r'op=reload result=rejected .*nonexistent/cert\.pem')
+    checks.append(('a file naming TLS files a start could not load is rejected, as --check-config would',
+                   line is not None, s.stderr()))
+    write(conf, base + f'ock.mmc.meta.store_password_file = {password}\n')
+    os.chmod(password, 0o644)
+    s.signal(signal.SIGHUP)
+    line = s.wait_log(r'op=reload result=rejected key=ock.mmc.meta.store_password_file .*chmod o-rwx')
+    checks.append(('a password file every user may open is rejected, naming the key and the mend', line is not None,
+                   s.stderr()))
+    checks.append(('nothing of those files is applied', len(reload_lines(s, 'applied')) == applied, s.stderr()))
+    os.chmod(password, 0o600)
+    write(conf, base + 'ock.mmc.log_level = debug\n')
+    s.signal(signal.SIGHUP)
+    line = wait_count(s, r'op=reload result=applied', applied)
+    checks.append(('a file the next start takes is applied', line is not None, s.stderr()))
+    return applied + 1
+
+
+def running_fails_too(checks):
+    """The running settings name a password file that was opened to everyone after the start: a reload of a file
+    that changes nothing of that is applied, and the warning says a start would fail."""
+    conf = os.path.join(os.environ.get('TMPDIR', '/tmp'), f'mmc-reload-pw-{os.getpid()}.conf')
+    password = conf + '.password'
+    write(password, 'secret\n')
+    os.chmod(password, 0o600)
+    write(conf, f'ock.mmc.meta.store_password_file = {password}\n')
+    with Server(['--config', conf]) as s:
+        os.chmod(password, 0o644)
+        write(conf, f'ock.mmc.meta.store_password_file = {password}\nock.mmc.log_level = debug\n')
+        s.signal(signal.SIGHUP)
+        line = s.wait_log(r'op=reload result=applied')
+        checks.append(('a file the running settings fail as well is applied', line is not None, s.stderr()))
+        line = s.wait_log(r'op=reload key=ock.mmc.meta.store_password_file warning=.*--check-config.*chmod o-rwx')
+        checks.append(('with a warning that a start would fail, naming the key and the mend',
+                       line is not None and parse(line)[0] == 'warn', s.stderr()))
+    os.unlink(conf)
+    os.unlink(password)
+
+
 def main():
     checks = []
     conf = os.path.join(os.environ.get('TMPDIR', '/tmp'), f'mmc-reload-{os.getpid()}.conf')
+    password = conf + '.password'
+    write(password, 'secret\n')
+    os.chmod(password, 0o600)
     write(conf, 'ock.mmc.evict_threshold_high = 90\nock.mmc.evict_threshold_low = 80\n')
     with Server(['--config', conf, '--env', 'ock.mmc.meta.lease_ttl_ms=7000']) as s:
         write(conf, 'ock.mmc.evict_threshold_high = 70\nock.mmc.evict_threshold_low = 80\n'
@@ -126,9 +177,12 @@ def main():
         checks.append(('a key that needs a restart is named in a warning',
                        line is not None and parse(line)[0] == 'warn', s.stderr()))
         kvcm_keys(checks, s, conf)
+        next_start(checks, s, conf, password)
         checks.append(('the server is still running', s.proc.poll() is None, s.stderr()))
     checks.append(('it stops cleanly', s.proc.returncode == 0, f'rc={s.proc.returncode}'))
+    running_fails_too(checks)
     os.unlink(conf)
+    os.unlink(password)
     return report(checks)
 
 
