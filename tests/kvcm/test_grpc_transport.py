@@ -4,6 +4,9 @@ never sends, raw HTTP/2 frames: grpc-timeout deadlines, a cancelled call, the la
 frame and a malformed gRPC frame (the connection or stream is refused and the server goes on serving the others),
 and the methods mmc does not have (UNIMPLEMENTED over gRPC, 404 over HTTP)."""
 import random
+import re
+import socket
+import struct
 import sys
 import threading
 import time
@@ -11,6 +14,8 @@ import unittest
 
 import grpc_fixture as fx
 import h2_raw as h2
+
+WINDOW_UPDATE = 8
 
 PATH = "/kv_cache_manager.proto.meta.MetaService/GetClusterInfo"
 
@@ -265,6 +270,64 @@ class Budget(Base):
         fs = c.frames(h2.stream_ended(1))
         self.assertTrue(h2.has_status(fs, 1, 13), "INTERNAL: the prefix promised 4 MiB")  # not 8
         c.close()
+        self.ok_call()
+
+
+def rss_bytes(pid):
+    with open("/proc/%d/status" % pid) as f:
+        return int(re.search(r"VmRSS:\s+(\d+) kB", f.read()).group(1)) * 1024
+
+
+class SlowReader(Base):
+    """A client that sends calls and reads none of the replies: the server holds at most 1 MiB of them for it, and
+    reads no more of its calls, until it reads; then every call it took is answered."""
+    N = 150000  # about 30 MB of replies: the kernel's socket buffers take about 4 MB of them
+
+    def test_replies_a_peer_does_not_read_are_bounded(self):
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # before connect: a small window, no autotuning
+        s.connect(("127.0.0.1", self.srv.rpc_port))
+        big = (1 << 31) - 1  # windows as large as HTTP/2 allows: flow control does not hold the replies back
+        s.sendall(h2.PREFACE + h2.frame(h2.SETTINGS, 0, 0, struct.pack(">HIHI", 1, 0, 4, big)) +
+                  h2.frame(WINDOW_UPDATE, 0, 0, struct.pack(">I", big - 65535)))
+        self.ok_call()
+        before = rss_bytes(self.srv.proc.pid)
+        body = h2.header_block(PATH)
+        msg = h2.grpc_message(cluster_info_request())
+        s.settimeout(3)
+        sent = 0
+        try:
+            for first in range(0, self.N, 500):
+                batch = b"".join(h2.frame(h2.HEADERS, h2.END_HEADERS, 2 * i + 1, body) +
+                                 h2.frame(h2.DATA, h2.END_STREAM, 2 * i + 1, msg) for i in range(first, first + 500))
+                s.sendall(batch)
+                sent = first + 500
+        except socket.timeout:
+            pass  # the server stopped reading: what it took waits for us to read
+        time.sleep(1)
+        grown = rss_bytes(self.srv.proc.pid) - before
+        self.assertLess(grown, 8 << 20, "the server holds %d MB for a peer that reads nothing (%d calls sent)"
+                        % (grown >> 20, sent))
+        self.assertTrue(self.srv.alive())
+        # it reads: the server goes on sending, and reading its calls again
+        s.settimeout(5)
+        buf, ended = b"", 0
+        try:
+            while True:
+                chunk = s.recv(1 << 20)
+                if not chunk:
+                    break
+                buf += chunk
+                while len(buf) >= 9 and len(buf) >= 9 + int.from_bytes(buf[:3], "big"):
+                    n = int.from_bytes(buf[:3], "big")
+                    if buf[3] in (h2.HEADERS, h2.DATA) and buf[4] & h2.END_STREAM or buf[3] == h2.RST_STREAM:
+                        ended += 1
+                    buf = buf[9 + n:]
+        except socket.timeout:
+            pass
+        s.close()
+        self.assertGreaterEqual(ended, sent, "once the peer reads, every call the server took is answered (%d of %d)"
+                                % (ended, sent))
         self.ok_call()
 
 

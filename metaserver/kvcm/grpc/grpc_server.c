@@ -25,6 +25,9 @@
 #define MAX_STREAMS           100
 #define WINDOW_BYTES          (1u << 20)
 #define MAX_HEADER_LIST_BYTES (64u << 10) /* as the HTTP ports' request headers */
+/* Replies a connection's peer has not read yet, at most (one frame more): past this the session sends nothing and
+ * the connection reads nothing until they drain, so a client that asks and never reads holds no more than this */
+#define OUT_MAX_BYTES (1u << 20)
 
 static void conn_free(struct h2_conn *c)
 {
@@ -88,6 +91,11 @@ static ssize_t send_cb(nghttp2_session *ng, const uint8_t *data, size_t len, int
 
 	(void)ng;
 	(void)flags;
+	if (evbuffer_get_length(bufferevent_get_output(c->bev)) >= OUT_MAX_BYTES) { /* write_cb resumes it */
+		c->stalled = true;
+		bufferevent_disable(c->bev, EV_READ);
+		return NGHTTP2_ERR_WOULDBLOCK;
+	}
 	return bufferevent_write(c->bev, data, len) ? NGHTTP2_ERR_CALLBACK_FAILURE : (ssize_t)len;
 }
 
@@ -307,13 +315,18 @@ static void read_cb(struct bufferevent *bev, void *arg)
 	h2_flush(c);
 }
 
+/* The output drained: a stalled session sends on and the connection reads again; a finished one ends. */
 static void write_cb(struct bufferevent *bev, void *arg)
 {
 	struct h2_conn *c = arg;
 
-	(void)bev;
-	if (!nghttp2_session_want_read(c->ng) && !nghttp2_session_want_write(c->ng))
+	if (c->stalled) {
+		c->stalled = false;
+		bufferevent_enable(bev, EV_READ);
+		h2_flush(c);
+	} else if (!nghttp2_session_want_read(c->ng) && !nghttp2_session_want_write(c->ng)) {
 		conn_free(c);
+	}
 }
 
 static void event_cb(struct bufferevent *bev, short what, void *arg)
@@ -393,7 +406,7 @@ static void accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct socka
 		return;
 	}
 	bufferevent_setcb(c->bev, read_cb, write_cb, event_cb, c);
-	bufferevent_set_timeouts(c->bev, &idle, NULL);
+	bufferevent_set_timeouts(c->bev, &idle, &idle); /* idle, or its peer reads nothing of what waits for it */
 	bufferevent_enable(c->bev, EV_READ | EV_WRITE);
 	h2_flush(c);
 }

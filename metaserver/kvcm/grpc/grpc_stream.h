@@ -41,6 +41,7 @@ struct h2_conn {
 	struct list link;
 	struct h2_idle_rst filter;
 	bool in_recv; /* inside nghttp2_session_mem_recv: sending waits until it returns */
+	bool stalled; /* OUT_MAX_BYTES wait for the peer: nothing is sent or read until write_cb */
 	bool closing;
 };
 
