@@ -20,6 +20,7 @@ struct plan_key {
 	uint8_t state; /* PK_* */
 	uint8_t lane;  /* put through extents: the lane of the key */
 	bool found;    /* put: the server answered that the key exists (the first writer wins) */
+	bool waits;    /* put: another put was writing the key: it goes by alloc, answered before anything is written */
 	bool damaged;  /* get: the bytes that landed differ from sum */
 	int result;    /* the caller's results[i] once the call ends */
 	uint64_t total;
@@ -313,7 +314,7 @@ static size_t mark_small(struct plan *p)
 	size_t m = 0;
 
 	for (size_t i = 0; i < p->n; i++) {
-		if (p->rec[i].state != PK_ACTIVE || p->rec[i].total > EXTENT_OBJECT_MAX)
+		if (p->rec[i].state != PK_ACTIVE || p->rec[i].total > EXTENT_OBJECT_MAX || p->rec[i].waits)
 			continue;
 		p->rec[i].state = PK_EXTENT;
 		m++;
@@ -439,6 +440,7 @@ static size_t requeue(struct plan *p, bool lost, bool busy, size_t *nlost)
 		bool again = was_lost || (busy && k->result == MMC_UNMATCHED_STATE);
 
 		k->state = again ? PK_ACTIVE : PK_SKIP;
+		k->waits |= again && !was_lost;
 		if (k->result == MMC_UNMATCHED_STATE && !again)
 			k->result = MMC_TIMEOUT;
 		if (again) {
@@ -490,12 +492,12 @@ static void confirm_found(struct mmc_store *s, struct plan *p)
 static int run_put(struct mmc_store *s, struct plan *p, const mmc_replicate_config *rc, bool spread)
 {
 	uint64_t busy_until = clock_ms() + s->conf.c.timeout_ms;
-	unsigned waits = 0;
+	unsigned waits = 0, losses = 0;
 	int rc_call;
 
 	for (size_t i = 0; i < p->n; i++)
 		p->rec[i].state = PK_ACTIVE;
-	for (unsigned pass = 0;; pass++) {
+	for (;;) {
 		size_t nlost;
 		uint64_t now;
 
@@ -503,16 +505,16 @@ static int run_put(struct mmc_store *s, struct plan *p, const mmc_replicate_conf
 			p->rec[i].found = false;
 		put_extents(s, p, rc, spread);
 		rc_call = put_by_key(s, p, rc, spread);
-		if (pass)
+		if (losses) /* "exists" may be this put's own allocation, held for the connection that died */
 			confirm_found(s, p);
 		now = clock_ms();
 		if (!requeue(p, s->conf.c.retry_ms && now < p->deadline_ms, now < busy_until, &nlost))
 			return rc_call;
 		if (nlost) {
 			lg_info("put: the meta server connection was lost under the put: putting its keys again");
-			if (pass) /* a third pass or later: what holds the keys up takes a server's while, not a round
-			             trip */
-				nanosleep(&(struct timespec){0, 20000000L << (pass < 4 ? pass : 4)}, NULL);
+			if (losses) /* lost again: what holds the keys up takes a server's while, not a round trip */
+				nanosleep(&(struct timespec){0, 20000000L << (losses < 4 ? losses : 4)}, NULL);
+			losses++;
 		} else { /* another writer's put takes its RMA's while: 1 ms, doubling up to 64 ms */
 			nanosleep(&(struct timespec){0, 1000000L << (waits < 6 ? waits : 6)}, NULL);
 			waits++;

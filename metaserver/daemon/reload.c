@@ -69,21 +69,25 @@ void reload_rejected(const struct meta_err *e)
 }
 
 /*
- * The next start's checks of the file (start_checks): one it fails is refused, unless the running settings fail
- * them as well. Then a file they name changed since the start, not this file, and refusing would change nothing: it
- * is applied, with a warning that a start would fail. 0, or -1 with *e filled.
+ * The next start's checks of the file (start_checks): a check it fails is refused, unless the running settings fail
+ * that check the same way. Then a file they name changed since the start, not this file, and refusing would change
+ * nothing: it goes on, with a warning that a start would fail. 0, or -1 with *e filled.
  */
 static int next_start_checks(const struct meta_settings *running, const struct meta_settings *fresh, struct meta_err *e)
 {
-	struct meta_err now;
+	static struct meta_err now; /* a message of 1280 bytes: off the loop's stack */
 
-	if (start_checks(fresh, e) == 0)
-		return 0;
-	if (start_checks(running, &now) == 0)
-		return -1; /* this file is what a start would refuse */
-	log_warn("op=reload key=%s warning=\"the checks of a start (--check-config) fail: %s\" note=\"the running "
-	         "settings fail them too\"",
-	         e->key[0] ? e->key : "-", e->message);
+	for (size_t i = 0; i < START_CHECKS; i++) {
+		if (start_check(i, fresh, e) == 0)
+			continue;
+		if (start_check(i, running, &now) == 0 || strcmp(now.message, e->message) != 0)
+			return -1; /* this file is what a start would refuse */
+		log_warn(
+		    "op=reload key=%s warning=\"the checks of a start (--check-config) fail: %s\" note=\"the running "
+		    "settings fail them too\"",
+		    e->key[0] ? e->key : "-", e->message);
+	}
+	meta_err_clear(e);
 	return 0;
 }
 

@@ -62,7 +62,9 @@ struct object *alloc_queue_existing(struct meta *m, const char *key, size_t len,
 
 int alloc_queue_exists_code(const struct session *s, const struct object *o)
 {
-	if (o->state != MMC_BLOB_READABLE && s->minor >= MMC_WIRE_MINOR_BEING_WRITTEN)
+	/* a GVA allocation (batch_malloc) may be held for its whole write lease, copies and all, by design: a put
+	 * meets it as it always did */
+	if (o->state != MMC_BLOB_READABLE && !o->gva && s->minor >= MMC_WIRE_MINOR_BEING_WRITTEN)
 		return MMC_UNMATCHED_STATE;
 	return MMC_DUPLICATED_OBJECT;
 }

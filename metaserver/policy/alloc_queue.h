@@ -32,9 +32,10 @@ void alloc_queue_submit(struct meta *m, const struct alloc_call *call);
  * a restart, on services that never came back) is dropped instead; *durable is set when the existing object's
  * record had to be queued again (its batch may have failed), so the reply must wait for the commit. */
 struct object *alloc_queue_existing(struct meta *m, const char *key, size_t len, uint64_t hash, bool *durable);
-/* What a put of session s that meets o is answered: MMC_DUPLICATED_OBJECT (the first writer won), or, while o is
- * still being written and s's store can wait that writer out, MMC_UNMATCHED_STATE: that writer may still fail, and
- * a put told its key exists must not return before the value it stands for is stored. */
+/* What a put of session s that meets o is answered: MMC_DUPLICATED_OBJECT (the first writer won), or, while another
+ * put is still writing o and s's store can wait that writer out, MMC_UNMATCHED_STATE: that writer may still fail, and
+ * a put told its key exists must not return before the value it stands for is stored. A GVA allocation answers
+ * MMC_DUPLICATED_OBJECT, as before. */
 int alloc_queue_exists_code(const struct session *s, const struct object *o);
 /* Space was freed (or time passed): returns idle extents, resumes waiting requests in arrival order; those past their
  * deadline fail. */

@@ -84,6 +84,7 @@ struct put_item {
  * Every place must lie, size rounded up to 4 KiB, inside an uncarved part of an extent s holds, on the live service
  * (rank, incarnation) it names, all on distinct services; the places become the object's blocks. Returns 0;
  * MMC_DUPLICATED_OBJECT (the key exists: first writer wins, nothing carved; *durable as alloc_queue_existing);
+ * MMC_UNMATCHED_STATE (another put is still writing the key: alloc_queue_exists_code; nothing carved);
  * MMC_INVALID_PARAM (key, size, checksum type, places out of their extent or overlapping what was carved);
  * MMC_UNMATCHED_KEY (an extent s does not hold, or whose service is gone or is another incarnation: the store
  * allocates it again); MMC_MALLOC_FAILED.

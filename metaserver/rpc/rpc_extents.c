@@ -117,7 +117,7 @@ void rpc_put(struct conn *c, const Mmc__Frame *f)
 		if (!rc)
 			rc = extents_put(c->m, &c->session, &it, now, &durable);
 		key_reply_add_code(&out, rc);
-		bad += rc && rc != MMC_DUPLICATED_OBJECT;
+		bad += rc && rc != MMC_DUPLICATED_OBJECT && rc != MMC_UNMATCHED_STATE;
 	}
 	if (bad)
 		log_debug("op=put session=%llu keys=%zu refused=%zu", (unsigned long long)c->session.id, req->n_items,

@@ -564,11 +564,15 @@ Test(extents, a_put_of_a_key_another_put_is_writing_waits_and_stores_its_own_val
 	cr_assert_eq(raw_alloc(c, "held/big", BIG, NULL, &token), 0);
 	/* a store of an older minor (as the raw session's hello is) is answered as it always was */
 	cr_assert_eq(raw_alloc(old, "held/small", 4096, NULL, &token), MMC_DUPLICATED_OBJECT);
+	uint64_t puts = metric(PUTS_BY_EXTENT);
+
 	racing_put_start(&small, s, "held/small", 4096, 7);
 	racing_put_start(&big, s, "held/big", BIG, 8);
 	usleep(300000);
 	cr_assert_not(atomic_load(&small.done), "a put of a key being written returned before that write ended");
 	cr_assert_not(atomic_load(&big.done), "a large put of a key being written returned before that write ended");
+	/* the small one tried its extent once; it waits by alloc, which answers before anything is written */
+	cr_assert_leq(metric(PUTS_BY_EXTENT) - puts, 1, "a waiting put wrote its bytes again and again");
 	close(c); /* the writer dies: its allocations go */
 	cr_assert_eq(racing_put_join(&small), 0);
 	cr_assert_eq(racing_put_join(&big), 0);
@@ -620,5 +624,25 @@ Test(extents, a_put_waits_for_another_writer_of_its_key_at_most_timeout_ms)
 	cr_assert_lt(proc_now_ms() - t0, 5000);
 	cr_assert_eq(mmc_is_exist(s, "held/long"), 0, "the held key is not readable");
 	close(c);
+	mmc_destroy(s);
+}
+
+/* A GVA allocation (mmc_batch_malloc) is held for its write lease by design: a put of its key is answered at once, as
+ * it always was, and not made to wait for the lease. */
+Test(extents, a_put_of_a_key_held_by_a_gva_allocation_is_answered_at_once)
+{
+	mmc_store *s = fixture_store(meta.url, true, POOL), *other = fixture_store(meta.url, false, 0);
+	const char *key = "held/gva";
+	size_t size = 4096;
+	mmc_gva gva = 0;
+	char buf[4096] = {0};
+	uint64_t t0;
+
+	cr_assert_eq(mmc_batch_malloc(s, &key, &size, 1, MMC_MEDIA_DRAM, 0, &gva), 0);
+	cr_assert_neq(gva, 0);
+	t0 = proc_now_ms();
+	cr_assert_eq(mmc_put_from(other, key, buf, sizeof(buf), MMC_COPY_H2G, NULL), 0);
+	cr_assert_lt(proc_now_ms() - t0, 1000, "the put waited for the GVA allocation's write lease");
+	mmc_destroy(other);
 	mmc_destroy(s);
 }

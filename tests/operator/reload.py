@@ -123,6 +123,13 @@ def running_fails_too(checks):
         line = s.wait_log(r'op=reload key=ock.mmc.meta.store_password_file warning=.*--check-config.*chmod o-rwx')
         checks.append(('with a warning that a start would fail, naming the key and the mend',
                        line is not None and parse(line)[0] == 'warn', s.stderr()))
+        # a fault of its own beside the old one is still refused: TLS files that do not exist
+        write(conf, f'ock.mmc.meta.store_password_file = {password}\nock.mmc.tls.enable = true\n'
+                    'ock.mmc.tls.cert.path = /nonexistent/cert.pem\nock.mmc.tls.key.path = /nonexistent/key.pem\n')
+        s.signal(signal.SIGHUP)
+        line = s.wait_log(r'op=reload result=rejected .*nonexistent/cert\.pem')
+        checks.append(('a new fault is refused even when the running settings fail another check', line is not None,
+                       s.stderr()))
     os.unlink(conf)
     os.unlink(password)
 

@@ -68,13 +68,31 @@ void h2_stream_free(struct h2_stream *st)
 	free(st);
 }
 
+static void read_cb(struct bufferevent *bev, void *arg);
+
+/*
+ * Sends what the session has. A TLS bufferevent writes inside bufferevent_write, and may call back from there
+ * (drained, failed, data read): nghttp2 must not be entered again, nor c freed, from within its own send callback, so
+ * those callbacks only note what happened (in_send) and it is acted on here, once nghttp2_session_send returned.
+ */
 void h2_flush(struct h2_conn *c)
 {
 	int rc;
 
-	if (!c || c->in_recv)
+	if (!c || c->in_recv || c->in_send)
 		return;
+	c->in_send = true;
 	rc = nghttp2_session_send(c->ng);
+	c->in_send = false;
+	if (c->failed) {
+		conn_free(c);
+		return;
+	}
+	if (c->read_later) {
+		c->read_later = false;
+		read_cb(c->bev, c); /* it flushes again */
+		return;
+	}
 	if (rc != 0) {
 		log_ratelimited(&c->s->log_bucket, LOG_WARN, "op=grpc_send_failed why=\"%s\"", nghttp2_strerror(rc));
 		conn_free(c);
@@ -299,6 +317,10 @@ static void read_cb(struct bufferevent *bev, void *arg)
 	uint64_t dropped = c->filter.dropped;
 	long rv;
 
+	if (c->in_send) { /* h2_flush reads it once the send returned */
+		c->read_later = true;
+		return;
+	}
 	c->in_recv = true;
 	rv = h2_idle_rst_pass(&c->filter, evbuffer_pullup(in, -1), len, feed, c);
 	c->in_recv = false;
@@ -323,8 +345,8 @@ static void write_cb(struct bufferevent *bev, void *arg)
 	if (c->stalled) {
 		c->stalled = false;
 		bufferevent_enable(bev, EV_READ);
-		h2_flush(c);
-	} else if (!nghttp2_session_want_read(c->ng) && !nghttp2_session_want_write(c->ng)) {
+		h2_flush(c); /* nothing while in_send: that send goes on by itself */
+	} else if (!c->in_send && !nghttp2_session_want_read(c->ng) && !nghttp2_session_want_write(c->ng)) {
 		conn_free(c);
 	}
 }
@@ -336,7 +358,10 @@ static void event_cb(struct bufferevent *bev, short what, void *arg)
 	(void)bev;
 	if (what == BEV_EVENT_CONNECTED) /* the TLS handshake is done */
 		return;
-	conn_free(c); /* EOF, an error (a failed handshake too) or the idle timeout: the connection is over */
+	if (c->in_send) /* h2_flush frees it once the send returned */
+		c->failed = true;
+	else
+		conn_free(c); /* EOF, an error (a failed handshake too) or the idle timeout: the connection is over */
 }
 
 static int session_new(struct h2_conn *c)

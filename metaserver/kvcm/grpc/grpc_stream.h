@@ -40,8 +40,11 @@ struct h2_conn {
 	struct list streams; /* struct h2_stream.link */
 	struct list link;
 	struct h2_idle_rst filter;
-	bool in_recv; /* inside nghttp2_session_mem_recv: sending waits until it returns */
-	bool stalled; /* OUT_MAX_BYTES wait for the peer: nothing is sent or read until write_cb */
+	bool in_recv;    /* inside nghttp2_session_mem_recv: sending waits until it returns */
+	bool in_send;    /* inside nghttp2_session_send (h2_flush): the socket's callbacks only note what happened */
+	bool failed;     /* noted in_send: the connection ended */
+	bool read_later; /* noted in_send: data came in */
+	bool stalled;    /* OUT_MAX_BYTES wait for the peer: nothing is sent or read until write_cb */
 	bool closing;
 };
 
