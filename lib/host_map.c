@@ -108,6 +108,11 @@ void host_map_unref(struct host_map *m)
 	free(m);
 }
 
+bool host_map_keyed(const struct host_map *m, uint64_t key)
+{
+	return key && atomic_load_explicit(&m->hdr->key, memory_order_acquire) == key;
+}
+
 bool host_map_current(const struct host_map *m, uint64_t key, uint64_t incarnation)
 {
 	return key && atomic_load_explicit(&m->hdr->key, memory_order_acquire) == key &&

@@ -35,6 +35,10 @@ struct host_map *host_map_ref(struct host_map *m);
  * owner's pool would otherwise hold its memory until the next pool is created on the host). NULL-safe. */
 void host_map_unref(struct host_map *m);
 
+/* The header names key, whatever its incarnation (0 while the owner registers again): the file is that owner's pool.
+ * A path names another process's pool where the PID namespace differs (/proc/PID/fd/N of a memfd pool): containers
+ * on one kernel share the boot id, and with host networking the host name too. */
+bool host_map_keyed(const struct host_map *m, uint64_t key);
 /* Cheap (two loads): the header still names (key, incarnation). */
 bool host_map_current(const struct host_map *m, uint64_t key, uint64_t incarnation);
 /* host_map_current() and the owner still runs (one fcntl). */

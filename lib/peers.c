@@ -56,6 +56,11 @@ static bool try_host(struct mmc_store *s, const mmc_ServiceInfo *info, struct pe
 		if (!s->conf.host_path || !info->pool_path[0] || !host_is_mine(info->boot_id, info->host) ||
 		    host_map_open(info->pool_path, sg->size, &p->map))
 			return false;
+		if (!host_map_keyed(p->map, sg->host_key)) { /* another pool under that name: the network it is */
+			host_map_unref(p->map);
+			p->map = NULL;
+			return false;
+		}
 		p->host_key = sg->host_key;
 		return true;
 	}

@@ -195,6 +195,44 @@ Test(host_path, a_killed_owners_file_is_removed_by_the_next_owner)
 	node_stop(&b);
 }
 
+/*
+ * The path an owner registered may name another pool where this process looks it up: /proc/PID/fd/N in another PID
+ * namespace (containers on one kernel, host networking: same boot id, same host name). Played here by moving one
+ * owner's pool file over the other's name. The reader sees the other pool's key and goes by the network.
+ */
+Test(host_path, a_pool_path_naming_another_pool_is_not_used)
+{
+	struct node a, b;
+	char pa[512], pb[512];
+	mmc_store *w = fixture_store(meta.url, false, 0), *s;
+	struct batch bt;
+	int rb;
+
+	if (!host_path_on())
+		cr_skip_test("the host path is off");
+	start_owner(&a, my_protocol(), 32ull << 20);
+	rb = start_owner(&b, my_protocol(), 32ull << 20);
+	pool_file_of(a.pid, pa, sizeof(pa));
+	pool_file_of(b.pid, pb, sizeof(pb));
+	if (!pa[0] || !pb[0])
+		cr_skip_test("the pools are memfds: no file to move");
+	mmc_replicate_config rc = {.replica_num = 1, .preferred_count = 1, .preferred_local_service_ids = {rb}};
+	batch_init(&bt, "named/", 31, true);
+	cr_assert_eq(mmc_batch_put_from(w, (const char *const *)bt.keys, (const void *const *)bt.bufs, bt.sizes, NKEYS,
+	                                MMC_COPY_H2G, &rc, bt.res),
+	             0);
+	mmc_destroy(w);
+	cr_assert_eq(rename(pa, pb), 0); /* b's name now opens a's pool */
+	s = fixture_store(meta.url, false, 0);
+	cr_assert_eq(batch_get_checked(s, &bt, 31), NKEYS, "b's keys are read, over the network");
+	cr_assert_eq(atomic_load(&wrong_bytes), 0);
+	cr_assert_not(mapped_here(pb), "a's pool stays mapped under b's name");
+	batch_fini(&bt);
+	mmc_destroy(s);
+	node_stop(&b); /* removes its name, a's file now */
+	node_stop(&a);
+}
+
 /* Puts and gets both ways between this process and an owner with another network provider, byte-exact. */
 Test(host_path, same_host_processes_with_different_providers_exchange_data)
 {
