@@ -6,8 +6,11 @@
 #include "kvcm_conf.h"
 #include "log.h"
 
-/* The HTTP ports' limit is one key for both ports (KVCM and admin). */
-#define HTTP_PORTS 2
+/* The KVCM's limit is one key for each of its ports: HTTP and admin HTTP, and, when on, gRPC and admin gRPC. */
+static uint64_t kvcm_ports(void)
+{
+	return kvcm_conf()->grpc_enabled ? 4 : 2;
+}
 
 /* Raises the soft limit as far as the hard one allows towards need. Returns the soft limit in force. */
 static uint64_t raise_soft(uint64_t need)
@@ -28,7 +31,7 @@ static uint64_t raise_soft(uint64_t need)
 
 uint32_t fd_budget_fit(const struct meta_conf *c)
 {
-	uint64_t http = HTTP_PORTS * (uint64_t)kvcm_conf()->max_connections;
+	uint64_t http = kvcm_ports() * (uint64_t)kvcm_conf()->max_connections;
 	uint64_t need = c->max_connections + http + FD_BUDGET_RESERVED, have = raise_soft(need), room, http_fds, rpc;
 
 	if (have >= need)

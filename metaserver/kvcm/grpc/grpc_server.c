@@ -27,7 +27,8 @@
 #define MAX_HEADER_LIST_BYTES (64u << 10) /* as the HTTP ports' request headers */
 /* Replies a connection's peer has not read yet, at most (one frame more): past this the session sends nothing and
  * the connection reads nothing until they drain, so a client that asks and never reads holds no more than this */
-#define OUT_MAX_BYTES (1u << 20)
+#define OUT_MAX_BYTES   (1u << 20)
+#define ACCEPT_PAUSE_MS 100 /* as the HTTP listeners pause */
 
 static void conn_free(struct h2_conn *c)
 {
@@ -397,6 +398,7 @@ static void accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct socka
 	struct grpc_server *s = arg;
 	struct timeval idle = {(time_t)s->k->conf.idle_timeout_s, 0};
 	struct h2_conn *c;
+	SSL *ssl;
 	int one = 1;
 
 	(void)l;
@@ -415,10 +417,15 @@ static void accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct socka
 	list_add_tail(&s->conns, &c->link);
 	s->nconns++;
 	s->k->grpc_connections++;
-	c->bev = s->tls ? bufferevent_openssl_socket_new(s->k->base, fd, SSL_new(s->tls), BUFFEREVENT_SSL_ACCEPTING,
-	                                                 BEV_OPT_CLOSE_ON_FREE)
-	                : bufferevent_socket_new(s->k->base, fd, BEV_OPT_CLOSE_ON_FREE);
+	ssl = s->tls ? SSL_new(s->tls) : NULL; /* NULL with a context: out of memory */
+	if (ssl)
+		c->bev = bufferevent_openssl_socket_new(s->k->base, fd, ssl, BUFFEREVENT_SSL_ACCEPTING,
+		                                        BEV_OPT_CLOSE_ON_FREE);
+	else if (!s->tls)
+		c->bev = bufferevent_socket_new(s->k->base, fd, BEV_OPT_CLOSE_ON_FREE);
 	if (!c->bev) {
+		if (ssl)
+			SSL_free(ssl);
 		evutil_closesocket(fd);
 		list_del(&c->link);
 		s->nconns--;
@@ -434,6 +441,28 @@ static void accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct socka
 	bufferevent_set_timeouts(c->bev, &idle, &idle); /* idle, or its peer reads nothing of what waits for it */
 	bufferevent_enable(c->bev, EV_READ | EV_WRITE);
 	h2_flush(c);
+}
+
+/* Out of descriptors (or memory) for a new connection: the listener pauses ACCEPT_PAUSE_MS, where libevent would
+ * otherwise wake again at once for the connection still waiting, and spin. */
+static void accept_error(struct evconnlistener *lev, void *arg)
+{
+	struct grpc_server *s = arg;
+	struct timeval tv = {0, ACCEPT_PAUSE_MS * 1000};
+
+	log_ratelimited(&s->log_bucket, LOG_WARN, "op=grpc_accept err=\"%s\" connections=%u paused_ms=%d",
+	                strerror(EVUTIL_SOCKET_ERROR()), s->nconns, ACCEPT_PAUSE_MS);
+	evconnlistener_disable(lev);
+	evtimer_add(s->resume_ev, &tv);
+}
+
+static void resume_accept(evutil_socket_t fd, short what, void *arg)
+{
+	struct grpc_server *s = arg;
+
+	(void)fd;
+	(void)what;
+	evconnlistener_enable(s->lev);
 }
 
 /* bind: an address or a host name, resolved as the HTTP listeners resolve theirs (the first address). */
@@ -452,8 +481,9 @@ static int listen_on(struct grpc_server *s, const char *bind, uint16_t port, uin
 	s->lev = evconnlistener_new_bind(s->k->base, accept_cb, s, LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE, 128,
 	                                 ai->ai_addr, (int)ai->ai_addrlen);
 	evutil_freeaddrinfo(ai);
-	if (!s->lev)
+	if (!s->lev || !(s->resume_ev = evtimer_new(s->k->base, resume_accept, s)))
 		return MMC_ERROR;
+	evconnlistener_set_error_cb(s->lev, accept_error);
 	if (getsockname(evconnlistener_get_fd(s->lev), (struct sockaddr *)&ss, &sl) == 0)
 		*bound = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
 		                                        : ((struct sockaddr_in *)&ss)->sin_port);
@@ -508,6 +538,8 @@ void grpc_server_stop(struct grpc_server *s)
 		conn_free(list_entry(s->conns.next, struct h2_conn, link));
 	if (s->lev)
 		evconnlistener_free(s->lev);
+	if (s->resume_ev)
+		event_free(s->resume_ev);
 	SSL_CTX_free(s->tls);
 	free(s);
 }

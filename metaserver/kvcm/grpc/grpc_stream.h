@@ -24,7 +24,8 @@ struct evconnlistener;
 struct grpc_server {
 	struct kvcm *k;
 	struct evconnlistener *lev;
-	SSL_CTX *tls; /* kvcm.service.tls.*: the HTTP ports' context, ALPN h2; NULL: plain HTTP/2 */
+	struct event *resume_ev; /* accepts again after an accept error paused the listener */
+	SSL_CTX *tls;            /* kvcm.service.tls.*: the HTTP ports' context, ALPN h2; NULL: plain HTTP/2 */
 	const struct grpc_service *services;
 	bool admin;
 	struct list conns; /* struct h2_conn.link */

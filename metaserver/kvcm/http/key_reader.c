@@ -51,7 +51,7 @@ static bool scalar(struct jlex *x, json_t *top, const char *k, size_t klen)
 	bool b;
 	json_t *j;
 
-	if (json_object_getn(top, k, klen))
+	if (json_object_getn(top, k, klen) || json_object_size(top) >= JLEX_KEPT_MEMBERS_MAX)
 		return false;
 	if (jlex_peek(x) == '"')
 		j = jlex_plain(x, &v, &len) ? json_stringn_nocheck(v, len) : NULL;

@@ -256,7 +256,8 @@ static bool top_member(struct jlex *x, const char *k, size_t len, void *ctx)
 
 	if (jlex_is(k, len, "events"))
 		return events(s);
-	if (json_object_getn(top, k, len) || !(v = jlex_str(x, &s->out, &n)))
+	if (json_object_getn(top, k, len) || json_object_size(top) >= JLEX_KEPT_MEMBERS_MAX ||
+	    !(v = jlex_str(x, &s->out, &n)))
 		return false;
 	return json_object_setn_new_nocheck(top, k, len, json_stringn_nocheck(v, n)) == 0;
 }

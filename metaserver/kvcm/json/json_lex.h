@@ -15,6 +15,10 @@
 
 /* Objects and arrays open at once, at most: the readers' grammars nest 8 deep, so this only bounds hostile input. */
 #define JLEX_DEPTH_MAX 16
+/* Members a reader keeps, as jansson values, beside the ones it reads itself: a request has a few (trace_id,
+ * instance_id, ...). A body of more declines, and then meets the size bound of jansson's path (a body of millions of
+ * members would build the tree that bound exists to refuse). */
+#define JLEX_KEPT_MEMBERS_MAX 16
 
 struct jlex {
 	const char *p, *end;
