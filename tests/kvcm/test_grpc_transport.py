@@ -274,6 +274,78 @@ class Budget(Base):
         self.ok_call()
 
 
+class SlowRequest(Base):
+    """A request must arrive whole within kvcm.service.request_timeout_ms of its HEADERS, as over HTTP: one that does
+    not is answered DEADLINE_EXCEEDED and its bytes go back to the port's budget."""
+    extra = ("kvcm.service.request_timeout_ms=500", "kvcm.service.max_buffered_size=1MB")
+
+    def send_open(self, c, n):
+        chunk = h2.grpc_message(b"\x00" * 16000, length=4 << 20)[:16384]
+        c.send(h2.frame(h2.HEADERS, h2.END_HEADERS, 1, h2.header_block(PATH)))
+        for _ in range(n):
+            c.send(h2.frame(h2.DATA, 0, 1, chunk))
+
+    def test_a_request_not_whole_in_time_is_refused(self):
+        c = h2.Conn(self.srv.rpc_port)
+        self.send_open(c, 55)  # 900 KB of a 4 MiB message, and no more
+        t0 = time.time()
+        fs = c.frames(h2.stream_ended(1), timeout=5)
+        self.assertTrue(h2.has_status(fs, 1, 4), "DEADLINE_EXCEEDED for the request that stopped")
+        self.assertLess(time.time() - t0, 3)
+        # its 900 KB no longer count: another 900 KB fit under the 1 MB budget (read whole, then refused for the
+        # length its prefix promised, INTERNAL, and not RESOURCE_EXHAUSTED for the budget)
+        c2 = h2.Conn(self.srv.rpc_port)
+        self.send_open(c2, 55)
+        c2.send(h2.frame(h2.DATA, h2.END_STREAM, 1, b""))
+        fs = c2.frames(h2.stream_ended(1))
+        self.assertTrue(h2.has_status(fs, 1, 13), "the budget was given back")
+        c.close()
+        c2.close()
+        self.ok_call()
+
+
+class HeldReplies(Base):
+    """Responses HTTP/2 flow control holds back (the peer grants no window) take no send buffer, so the output bound
+    does not see them: a connection may hold 4 x kvcm.service.grpc_max_message_size of them (further calls are
+    answered RESOURCE_EXHAUSTED), and a connection whose held responses do not move for the idle timeout is closed
+    (a peer that pings and never reads)."""
+    extra = ("kvcm.service.grpc_max_message_size=1024", "kvcm.service.idle_timeout_seconds=2")
+
+    def windowless(self, calls):
+        c = h2.Conn(self.srv.rpc_port)
+        c.send(h2.frame(h2.SETTINGS, 0, 0, struct.pack(">HI", 4, 0)))  # INITIAL_WINDOW_SIZE 0: no DATA may come
+        for i in range(calls):
+            self.full_request(c, 2 * i + 1)
+        return c
+
+    def test_held_responses_are_bounded(self):
+        n = 90
+        c = self.windowless(n)
+        time.sleep(0.5)
+        c.send(h2.frame(h2.SETTINGS, 0, 0, struct.pack(">HI", 4, 65535)))  # now it reads
+        fs = c.frames(lambda got: all(h2.stream_ended(2 * i + 1)(got) for i in range(n)))
+        ok = sum(h2.has_status(fs, 2 * i + 1, 0) for i in range(n))
+        refused = sum(h2.has_status(fs, 2 * i + 1, 8) for i in range(n))
+        self.assertEqual(ok + refused, n, fs[-3:])
+        self.assertGreater(ok, 0)
+        self.assertGreater(refused, 0, "every one of %d responses was held for a peer that granted no window" % n)
+        c.close()
+        self.ok_call()
+
+    def test_held_responses_that_do_not_move_close_the_connection(self):
+        c = self.windowless(3)
+        closed = False
+        for _ in range(20):  # pings keep the connection from being idle; the held responses do not move
+            c.send(h2.frame(6, 0, 0, b"\0" * 8))
+            c.frames(lambda got: False, timeout=0.3)
+            if c.closed:
+                closed = True
+                break
+        self.assertTrue(closed, "a peer that pings and never reads keeps its responses held")
+        c.close()
+        self.ok_call()
+
+
 def rss_bytes(pid):
     with open("/proc/%d/status" % pid) as f:
         return int(re.search(r"VmRSS:\s+(\d+) kB", f.read()).group(1)) * 1024

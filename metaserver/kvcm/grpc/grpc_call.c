@@ -76,14 +76,32 @@ void grpc_call_fail(struct h2_stream *st, int status, const char *message)
 	nghttp2_submit_response(st->conn->ng, st->id, hdrs, 4, NULL);
 }
 
+void grpc_call_refuse(struct h2_stream *st, int status, const char *why)
+{
+	h2_stream_drained(st);
+	grpc_call_fail(st, status, why);
+	st->rst_after = NGHTTP2_NO_ERROR + 1; /* the rest of the message is not wanted */
+}
+
 void grpc_call_too_large(struct h2_stream *st, const char *why, uint64_t limit)
 {
 	char msg[160];
 
 	snprintf(msg, sizeof(msg), "%s (%llu bytes)", why, (unsigned long long)limit);
-	h2_stream_drained(st);
-	grpc_call_fail(st, GS_RESOURCE_EXHAUSTED, msg);
-	st->rst_after = NGHTTP2_NO_ERROR + 1; /* the rest of the message is not wanted */
+	grpc_call_refuse(st, GS_RESOURCE_EXHAUSTED, msg);
+}
+
+void grpc_call_arrival_due(int fd, short what, void *arg)
+{
+	struct h2_stream *st = arg;
+
+	(void)fd;
+	(void)what;
+	if (!st->conn || st->answered || st->call_pending)
+		return;
+	grpc_call_refuse(st, GS_DEADLINE_EXCEEDED,
+	                 "the request did not arrive whole within kvcm.service.request_timeout_ms");
+	h2_flush(st->conn);
 }
 
 void grpc_call_deadline(int fd, short what, void *arg)
@@ -111,6 +129,7 @@ static ssize_t body_read(nghttp2_session *ng, int32_t id, uint8_t *buf, size_t l
 		n = len;
 	memcpy(buf, st->out + st->out_off, n);
 	st->out_off += n;
+	h2_held_sub(st->conn, n, true);
 	if (st->out_off == st->out_len) {
 		*flags |= NGHTTP2_DATA_FLAG_EOF | NGHTTP2_DATA_FLAG_NO_END_STREAM;
 		if (nghttp2_submit_trailer(ng, id, st->trailers, 2))
@@ -128,10 +147,17 @@ static uint8_t *message_space(struct h2_stream *st, size_t n)
 		               "response message larger than kvcm.service.grpc_max_message_size");
 		return NULL;
 	}
+	if (st->conn->held + n + 5 > h2_held_max(st->conn)) { /* flow control holds this connection's replies back */
+		grpc_call_fail(st, GS_RESOURCE_EXHAUSTED,
+		               "this connection's earlier responses are not read yet: it may hold 4 x "
+		               "kvcm.service.grpc_max_message_size of them");
+		return NULL;
+	}
 	if (!(st->out = malloc(n + 5))) {
 		grpc_call_fail(st, GS_INTERNAL, "out of memory");
 		return NULL;
 	}
+	h2_held_add(st->conn, n + 5);
 	st->out[0] = 0;
 	st->out[1] = (uint8_t)(n >> 24);
 	st->out[2] = (uint8_t)(n >> 16);

@@ -43,11 +43,59 @@ static void conn_free(struct h2_conn *c)
 			h2_stream_free(st);
 	}
 	nghttp2_session_del(c->ng);
+	if (c->held_ev)
+		event_free(c->held_ev);
 	bufferevent_free(c->bev);
 	list_del(&c->link);
 	c->s->nconns--;
 	c->s->k->grpc_connections--;
 	free(c);
+}
+
+uint64_t h2_held_max(const struct h2_conn *c)
+{
+	return 4 * c->s->k->conf.grpc_max_message_bytes;
+}
+
+/* held bytes that did not move for the idle timeout: a peer that asks and never reads */
+static void held_due(evutil_socket_t fd, short what, void *arg)
+{
+	struct h2_conn *c = arg;
+
+	(void)fd;
+	(void)what;
+	log_ratelimited(&c->s->log_bucket, LOG_WARN,
+	                "op=grpc_close reason=replies_unread held=%llu key=kvcm.service.idle_timeout_seconds",
+	                (unsigned long long)c->held);
+	conn_free(c);
+}
+
+static void held_clock(struct h2_conn *c)
+{
+	struct timeval tv = {(time_t)c->s->k->conf.idle_timeout_s, 0};
+
+	if (!c->held_ev && !(c->held_ev = evtimer_new(c->s->k->base, held_due, c)))
+		return;
+	if (c->held)
+		evtimer_add(c->held_ev, &tv);
+	else
+		evtimer_del(c->held_ev);
+}
+
+void h2_held_add(struct h2_conn *c, uint64_t n)
+{
+	bool was = c->held != 0;
+
+	c->held += n;
+	if (!was && c->held)
+		held_clock(c);
+}
+
+void h2_held_sub(struct h2_conn *c, uint64_t n, bool progress)
+{
+	c->held -= n < c->held ? n : c->held;
+	if (progress || !c->held)
+		held_clock(c);
 }
 
 void h2_stream_drained(struct h2_stream *st)
@@ -61,10 +109,14 @@ void h2_stream_drained(struct h2_stream *st)
 void h2_stream_free(struct h2_stream *st)
 {
 	h2_stream_drained(st);
+	if (st->conn && st->out)
+		h2_held_sub(st->conn, st->out_len - st->out_off, false);
 	if (st->in)
 		evbuffer_free(st->in);
 	if (st->deadline)
 		event_free(st->deadline);
+	if (st->arrival)
+		event_free(st->arrival);
 	free(st->out);
 	free(st);
 }
@@ -217,6 +269,16 @@ static int data_cb(nghttp2_session *ng, uint8_t flags, int32_t id, const uint8_t
 	return 0;
 }
 
+static void arm_arrival(struct h2_conn *c, struct h2_stream *st)
+{
+	uint32_t ms = c->s->k->conf.request_timeout_ms;
+	struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
+
+	st->arrival = evtimer_new(c->s->k->base, grpc_call_arrival_due, st);
+	if (st->arrival)
+		evtimer_add(st->arrival, &tv);
+}
+
 static void arm_deadline(struct h2_conn *c, struct h2_stream *st)
 {
 	struct timeval tv = {(time_t)(st->timeout_us / 1000000), (suseconds_t)(st->timeout_us % 1000000)};
@@ -248,11 +310,18 @@ static int frame_cb(nghttp2_session *ng, const nghttp2_frame *f, void *arg)
 		                log_text(why, sizeof(why), f->goaway.opaque_data, f->goaway.opaque_data_len));
 	if (!st)
 		return 0;
-	if (f->hd.type == NGHTTP2_HEADERS && f->headers.cat == NGHTTP2_HCAT_REQUEST && st->timeout_us)
-		arm_deadline(arg, st);
-	if ((f->hd.type == NGHTTP2_HEADERS || f->hd.type == NGHTTP2_DATA) && (f->hd.flags & NGHTTP2_FLAG_END_STREAM) &&
-	    !st->answered && !st->call_pending)
-		grpc_call_start(st);
+	if (f->hd.type == NGHTTP2_HEADERS && f->headers.cat == NGHTTP2_HCAT_REQUEST) {
+		if (st->timeout_us)
+			arm_deadline(arg, st);
+		if (!(f->hd.flags & NGHTTP2_FLAG_END_STREAM))
+			arm_arrival(arg, st);
+	}
+	if ((f->hd.type == NGHTTP2_HEADERS || f->hd.type == NGHTTP2_DATA) && (f->hd.flags & NGHTTP2_FLAG_END_STREAM)) {
+		if (st->arrival)
+			evtimer_del(st->arrival); /* whole in time */
+		if (!st->answered && !st->call_pending)
+			grpc_call_start(st);
+	}
 	return 0;
 }
 
@@ -297,6 +366,10 @@ static int close_cb(nghttp2_session *ng, int32_t id, uint32_t error, void *arg)
 	if (st->deadline) {
 		event_free(st->deadline);
 		st->deadline = NULL;
+	}
+	if (st->arrival) {
+		event_free(st->arrival);
+		st->arrival = NULL;
 	}
 	if (st->call_pending)
 		st->conn = NULL; /* a cancelled call: its reply frees the stream */

@@ -47,6 +47,10 @@ struct h2_conn {
 	bool read_later; /* noted in_send: data came in */
 	bool stalled;    /* OUT_MAX_BYTES wait for the peer: nothing is sent or read until write_cb */
 	bool closing;
+	/* response bytes its streams hold that nghttp2 has not framed yet (HTTP/2 flow control holds them back until
+	 * the peer reads): at most h2_held_max(), and none for kvcm.service.idle_timeout_seconds without progress */
+	uint64_t held;
+	struct event *held_ev; /* pending while held > 0: closes a connection whose held bytes do not move */
 };
 
 struct h2_stream {
@@ -64,9 +68,10 @@ struct h2_stream {
 	const struct route *route;
 	struct evbuffer *in; /* the request's DATA */
 	struct event *deadline;
-	bool call_pending; /* call_run has the stream as its reply's destination */
-	bool answered;     /* response headers submitted */
-	int rst_after;     /* > 0: RST_STREAM with this code + 1 once the response has gone (the peer still sends) */
+	struct event *arrival; /* pending from the request's HEADERS until it is whole (END_STREAM) */
+	bool call_pending;     /* call_run has the stream as its reply's destination */
+	bool answered;         /* response headers submitted */
+	int rst_after; /* > 0: RST_STREAM with this code + 1 once the response has gone (the peer still sends) */
 	/* the response: one length-prefixed message, then trailers */
 	uint8_t *out;
 	size_t out_len, out_off;
@@ -83,8 +88,21 @@ void grpc_call_fail(struct h2_stream *st, int status, const char *message);
 /* grpc_call.c: the request exceeds a limit (the largest message, the buffered bytes): answer RESOURCE_EXHAUSTED
  * with why and stop reading it. */
 void grpc_call_too_large(struct h2_stream *st, const char *why, uint64_t limit);
+/* grpc_call.c: the request breaks a rule: its bytes are dropped, the stream answered status with why, and the rest
+ * of the request is not read (RST_STREAM once the answer has gone). */
+void grpc_call_refuse(struct h2_stream *st, int status, const char *why);
+/* grpc_server.c: response bytes a connection may hold (4 x kvcm.service.grpc_max_message_size). */
+uint64_t h2_held_max(const struct h2_conn *c);
+/* grpc_server.c: the connection's streams hold n more response bytes (a reply made), or n fewer (framed, or freed
+ * unsent); progress: nghttp2 framed some, which restarts the no-progress clock. */
+void h2_held_add(struct h2_conn *c, uint64_t n);
+void h2_held_sub(struct h2_conn *c, uint64_t n, bool progress);
 /* grpc_server.c: the stream's request bytes are gone (read or dropped): no longer counted. */
 void h2_stream_drained(struct h2_stream *st);
+/* grpc_call.c: kvcm.service.request_timeout_ms after its HEADERS, a request still not whole is refused, as the HTTP
+ * ports refuse one: a client that sends slowly, or stops, holds neither the stream nor its share of the port's
+ * buffered bytes. The arrival timer of a stream. */
+void grpc_call_arrival_due(int fd, short what, void *arg);
 /* grpc_call.c: the deadline timer of a stream. */
 void grpc_call_deadline(int fd, short what, void *arg);
 /* grpc_server.c: sends what nghttp2 has queued, closes the connection when it is done. */
