@@ -343,8 +343,8 @@ static int flush(struct xfer_ctx *x, struct fab_batch *b, int write, uint32_t ta
 	rc = fab_batch_post(b, write, g->iov, g->desc, g->count, p->fa, base + g->off, key, tag);
 	if (rc && x->pending)
 		x->pending[tag]--;
-	if (rc == 0 && x->fences)
-		note_fence(x, p, base + g->off, key);
+	if (rc == 0 && x->fences) /* its 8-byte read stays inside the pool: a write of under 8 bytes may end it */
+		note_fence(x, p, base + (g->off <= size - 8 ? g->off : size - 8), key);
 	g->off += g->total;
 	g->count = g->total = 0;
 	return rc;
