@@ -3,6 +3,7 @@
 never sends, raw HTTP/2 frames: grpc-timeout deadlines, a cancelled call, the largest message, a malformed HTTP/2
 frame and a malformed gRPC frame (the connection or stream is refused and the server goes on serving the others),
 and the methods mmc does not have (UNIMPLEMENTED over gRPC, 404 over HTTP)."""
+import json
 import random
 import re
 import socket
@@ -343,6 +344,54 @@ class HeldReplies(Base):
                 break
         self.assertTrue(closed, "a peer that pings and never reads keeps its responses held")
         c.close()
+        self.ok_call()
+
+
+class HttpReplyUnread(Base):
+    """Over HTTP/1.1 a reply must be read whole within kvcm.service.idle_timeout_seconds, else the connection is
+    closed (op=kvcm_close reason=reply_unread): evhttp's write timeout restarts whenever the peer takes some, so a
+    peer reading a little now and then held a reply (15 MB here) as long as it liked."""
+    extra = ("kvcm.service.idle_timeout_seconds=2",)
+
+    def test_a_reply_read_a_little_at_a_time_is_cut(self):
+        reg = {"instance_group": "default", "instance_id": "i", "block_size": 8,
+               "model_deployment": {"model_name": "m", "dtype": "d"},
+               "location_spec_infos": [{"name": "tp0", "size": 64}]}
+        self.assertEqual(fx.http_call(self.srv, "meta", "registerInstance", reg)[0], 200)
+        keys = list(range(1, 60001))
+        st, w = fx.http_call(self.srv, "meta", "startWriteCache",
+                             {"instance_id": "i", "block_keys": keys, "write_timeout_seconds": 30})
+        self.assertEqual(st, 200)
+        st, _ = fx.http_call(self.srv, "meta", "finishWriteCache",
+                             {"instance_id": "i", "write_session_id": w["write_session_id"],
+                              "success_blocks": {"offset": len(keys)}})
+        self.assertEqual(st, 200)
+        body = json.dumps({"instance_id": "i", "block_keys": keys}).encode()
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 16)
+        s.connect(("127.0.0.1", self.srv.http_port))
+        s.sendall(b"POST /api/getCacheLocation HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                  b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        s.settimeout(0.05)
+        t0, got, cut = time.time(), 0, False
+        while not cut and time.time() - t0 < 8:  # 1 MB a second: evhttp sees progress, the reply takes 15 s
+            burst = 0
+            try:
+                while burst < 1 << 20:
+                    n = len(s.recv(1 << 16))
+                    burst += n
+                    if not n:
+                        break
+            except (socket.timeout, ConnectionError):
+                pass
+            got += burst
+            time.sleep(1)
+            with open(self.srv.log_path, "rb") as f:
+                cut = b"reason=reply_unread" in f.read()
+        s.close()
+        self.assertTrue(cut, "the reply was still held for a slow reader after %.1f s (%d bytes read)"
+                        % (time.time() - t0, got))
+        self.assertLess(time.time() - t0, 6)
         self.ok_call()
 
 

@@ -86,7 +86,7 @@ static void send_raw(struct hconn *conn, struct evhttp_request *req, int status,
 	struct evkeyvalq *h = evhttp_request_get_output_headers(req);
 
 	close |= conn_closing(conn);
-	conn_end(conn);
+	conn_end(conn, req);
 	evhttp_add_header(h, "Content-Type", "application/json");
 	if (close)
 		evhttp_add_header(h, "Connection", "close");
@@ -241,7 +241,7 @@ static void finish_call(void *arg)
 	} else {
 		if (conn_closing(c->conn))
 			evhttp_add_header(evhttp_request_get_output_headers(c->req), "Connection", "close");
-		conn_end(c->conn);
+		conn_end(c->conn, c->req);
 		jw_obj_end(&c->out);
 		data = jw_take(&c->out, &len);
 		buf = evhttp_request_get_output_buffer(c->req);
@@ -510,7 +510,7 @@ static void gen_cb(struct evhttp_request *req, void *arg)
 		return;
 	}
 	if (s->admin && cmd == EVHTTP_REQ_GET) {
-		conn_end(conn);
+		conn_end(conn, req);
 		if (metrics_serve_get(s->k, req, path) || serve_text(s, req, path))
 			return;
 		conn = NULL;

@@ -35,6 +35,7 @@ struct hconn {
 	struct hmap_node node;  /* in p->conns, by evcon: once accepted() ran */
 	struct event *ev;       /* accepted(), then a close the budget asked for */
 	struct event *deadline; /* pending while a request is being read */
+	struct event *drain;    /* pending while a reply is being written: it must be read whole in the idle timeout */
 	struct evbuffer_cb_entry *counter;
 	uint64_t buffered;  /* bytes received and not yet answered */
 	uint64_t req_bytes; /* of them, the request being answered */
@@ -114,6 +115,7 @@ static void closed_cb(struct evhttp_connection *evcon, void *arg)
 	evbuffer_remove_cb_entry(bufferevent_get_input(h->bev), h->counter);
 	event_free(h->ev);
 	event_free(h->deadline);
+	event_free(h->drain);
 	free(h);
 }
 
@@ -164,6 +166,7 @@ static void accepted(struct hconn *h)
 		evbuffer_remove_cb_entry(bufferevent_get_input(h->bev), h->counter);
 		bufferevent_free(h->bev);
 		event_free(h->deadline);
+		event_free(h->drain);
 		event_free(h->ev);
 		free(h);
 		return;
@@ -201,6 +204,20 @@ static void deadline_ev(evutil_socket_t fd, short what, void *arg)
 		close_now(h, "request_timeout");
 }
 
+/* evhttp's write timeout restarts with every byte the peer takes: a peer that reads a little now and then would hold
+ * a reply (up to the size of the largest answer) as long as it liked */
+static void drain_ev(evutil_socket_t fd, short what, void *arg)
+{
+	close_now(arg, "reply_unread");
+}
+
+static void reply_written(struct evhttp_request *req, void *arg)
+{
+	struct hconn *h = arg;
+
+	evtimer_del(h->drain);
+}
+
 static void count_input(struct evbuffer *b, const struct evbuffer_cb_info *info, void *arg)
 {
 	struct hconn *h = arg;
@@ -231,7 +248,8 @@ struct bufferevent *conn_bev_new(struct event_base *base, void *arg)
 	             : bufferevent_socket_new(base, -1, 0);
 	h->ev = event_new(base, -1, 0, conn_ev, h);
 	h->deadline = evtimer_new(base, deadline_ev, h);
-	if (!h->bev || !h->ev || !h->deadline)
+	h->drain = evtimer_new(base, drain_ev, h);
+	if (!h->bev || !h->ev || !h->deadline || !h->drain)
 		goto fail;
 	h->counter = evbuffer_add_cb(bufferevent_get_input(h->bev), count_input, h);
 	event_priority_set(h->ev, 0);
@@ -255,6 +273,8 @@ fail:
 		event_free(h->ev);
 	if (h->deadline)
 		event_free(h->deadline);
+	if (h->drain)
+		event_free(h->drain);
 	free(h);
 	return NULL;
 }
@@ -279,10 +299,15 @@ void conn_attach(struct hconn *h, struct call *c)
 		h->call = c;
 }
 
-void conn_end(struct hconn *h)
+void conn_end(struct hconn *h, struct evhttp_request *req)
 {
+	struct timeval tv;
+
 	if (!h)
 		return;
+	tv = (struct timeval){(time_t)h->p->k->conf.idle_timeout_s, 0};
+	evhttp_request_set_on_complete_cb(req, reply_written, h);
+	evtimer_add(h->drain, &tv);
 	buffered_total -= h->req_bytes;
 	h->buffered -= h->req_bytes;
 	h->req_bytes = 0;

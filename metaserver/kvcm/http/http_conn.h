@@ -57,8 +57,9 @@ struct bufferevent *conn_bev_new(struct event_base *base, void *arg);
 struct hconn *conn_begin(struct conn_pool *p, struct evhttp_request *req);
 /* c answers on h now (h->call), so a close of h while c waits for a commit clears c->conn. */
 void conn_attach(struct hconn *h, struct call *c);
-/* The request of h has been answered: its bytes leave the budget. h may be NULL. */
-void conn_end(struct hconn *h);
+/* The request of h is answered now with req's reply: its bytes leave the budget, and the reply must be read whole
+ * within kvcm.service.idle_timeout_seconds, else h is closed. h may be NULL. */
+void conn_end(struct hconn *h, struct evhttp_request *req);
 /* True when h must close after this reply (it broke the buffered-bytes budget): send Connection: close. */
 bool conn_closing(const struct hconn *h);
 /* True when h came over max_connections: answer its request 503 and close. */
