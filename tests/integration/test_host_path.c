@@ -198,7 +198,8 @@ Test(host_path, a_killed_owners_file_is_removed_by_the_next_owner)
 /*
  * The path an owner registered may name another pool where this process looks it up: /proc/PID/fd/N in another PID
  * namespace (containers on one kernel, host networking: same boot id, same host name). Played here by moving one
- * owner's pool file over the other's name. The reader sees the other pool's key and goes by the network.
+ * owner's pool file over the other's name. The reader sees the other pool's key and goes by the network (with
+ * host_shm, which has none, the keys fail: never the other pool's bytes).
  */
 Test(host_path, a_pool_path_naming_another_pool_is_not_used)
 {
@@ -224,7 +225,10 @@ Test(host_path, a_pool_path_naming_another_pool_is_not_used)
 	mmc_destroy(w);
 	cr_assert_eq(rename(pa, pb), 0); /* b's name now opens a's pool */
 	s = fixture_store(meta.url, false, 0);
-	cr_assert_eq(batch_get_checked(s, &bt, 31), NKEYS, "b's keys are read, over the network");
+	if (strcmp(my_protocol(), "host_shm") == 0) /* no network provider to fall back on: the keys fail */
+		cr_assert_eq(batch_get_checked(s, &bt, 31), 0, "b's keys came from a's pool");
+	else
+		cr_assert_eq(batch_get_checked(s, &bt, 31), NKEYS, "b's keys are read, over the network");
 	cr_assert_eq(atomic_load(&wrong_bytes), 0);
 	cr_assert_not(mapped_here(pb), "a's pool stays mapped under b's name");
 	batch_fini(&bt);
