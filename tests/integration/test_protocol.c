@@ -321,7 +321,8 @@ static size_t nul_key_frame(uint8_t *out, uint64_t id, const uint8_t *extra, siz
 	x = memchr(out + 4, 'X', len);
 	cr_assert_not_null(x);
 	*x = '\0';
-	memcpy(out + 4 + len, extra, nextra);
+	if (nextra) /* memcpy's source may not be NULL, even for no bytes */
+		memcpy(out + 4 + len, extra, nextra);
 	len += nextra;
 	for (int i = 0; i < 4; i++)
 		out[i] = (uint8_t)(len >> (8 * i));

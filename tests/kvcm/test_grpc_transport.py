@@ -436,8 +436,11 @@ class SlowReader(unittest.TestCase):
             pass  # the server stopped reading: what it took waits for us to read
         time.sleep(1)
         grown = rss_bytes(srv.proc.pid) - before
-        self.assertLess(grown, 8 << 20, "the server holds %d MB for a peer that reads nothing (%d calls sent)"
-                        % (grown >> 20, sent))
+        # the server stopped reading (about 30 000 calls in); without the bound it reads them all and holds 26 MB
+        # of replies. RSS is printed, not asserted: under ASan freed memory stays resident in its quarantine
+        self.assertLess(sent, self.N, "the server read every call of a peer that reads nothing (%d MB more)"
+                        % (grown >> 20))
+        print("server RSS grew by %d kB, %d calls sent" % (grown >> 10, sent), file=sys.stderr)
         self.assertTrue(srv.alive())
         # it reads: the server goes on sending, and reading its calls again
         s.settimeout(5)
