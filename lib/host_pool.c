@@ -11,6 +11,7 @@
 #include <sys/vfs.h>
 #include <unistd.h>
 
+#include "fork_guard.h"
 #include "lg.h"
 #include "mmc/mmc.h"
 
@@ -118,7 +119,7 @@ static void close_file(struct host_pool *hp)
 {
 	if (!hp->memfd)
 		unlink(hp->path);
-	close(hp->fd);
+	fork_guard_close(hp->fd);
 	hp->fd = -1;
 }
 
@@ -131,19 +132,29 @@ static int create_in(struct host_pool *hp, const char *dir, bool want_huge, size
 	char *m;
 
 	hp->memfd = false;
+	fork_guard_hold();
 	hp->fd = open_file(hp, dir, want_huge, &huge);
-	if (hp->fd < 0)
+	if (hp->fd < 0) {
+		fork_guard_release();
 		return -1;
+	}
+	fork_guard_enter(hp->fd, hp->path);
 	hdr_len = huge ? ALIGN2M : (size_t)sysconf(_SC_PAGESIZE);
 	hp->map_len = len + hdr_len;
 	/* lock before sizing: a file with pages and no lock is a leftover to every other process */
 	if (fcntl(hp->fd, F_OFD_SETLK, &l) || ftruncate(hp->fd, (off_t)hp->map_len) ||
 	    (errno = posix_fallocate(hp->fd, 0, (off_t)hp->map_len)) || !(m = map_aligned(hp->fd, hp->map_len))) {
+		int err = errno;
+
+		fork_guard_release();
 		lg_info("host pool: cannot use %s for %zu bytes: %s", dir ? dir : "a memfd", hp->map_len,
-		        strerror(errno));
+		        strerror(err));
 		close_file(hp);
 		return -1;
 	}
+	/* a mapping holds the file, and so its lock: a child's copy would keep it after this process died */
+	madvise(m, hp->map_len, MADV_DONTFORK);
+	fork_guard_release();
 	if (!huge)
 		madvise(m, len, MADV_HUGEPAGE); /* THP for tmpfs, where shmem_enabled allows it */
 	hp->hdr = (struct host_pool_hdr *)(m + len);

@@ -12,7 +12,8 @@
  * Liveness without pids: the owner holds an open-file-description write lock on the file for its whole life; the
  * kernel drops it when the owner exits, however it exits. A probe for that lock tells a reader whether the owner
  * still runs, and tells the next owner on the host which files are leftovers of killed processes (it unlinks
- * them).
+ * them). A child the owner forks holds no share of the lock: its copy of the descriptor is pointed at /dev/null and
+ * the mapping is not inherited (fork_guard.h).
  */
 #ifndef MMC_HOST_POOL_H
 #define MMC_HOST_POOL_H

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fork_guard.h"
 #include "lg.h"
 #include "meta_conn.h"
 #include "mmc/mmc.h"
@@ -47,49 +48,6 @@ struct ssd {
 /* Tasks one local service keeps waiting for its worker (80 bytes each): a server that sends more while the worker
  * is busy gets MMC_NOT_ENOUGH_MEMORY for them (a demote then evicts), not this process's heap. */
 #define SSD_QUEUE_MAX 65536
-
-/*
- * The SSD files open in this process. A child forked without exec (Python's multiprocessing, say) would share their
- * open file descriptions, and so keep the lock after this process died: a restarted service could not take its
- * file back. The child points its copies at /dev/null instead, which drops its share of the lock and keeps the
- * numbers taken (a store the child destroys later closes its own number, not a file the child opened since).
- * Opening and closing hold fds_lock, and so does fork (pthread_atfork), so that no child sees a file open and not
- * yet in the table.
- */
-#define SSD_FDS_MAX 16
-static int ssd_fds[SSD_FDS_MAX]; /* each fd + 1, 0: a free slot; under fds_lock */
-static pthread_mutex_t fds_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_once_t fds_once = PTHREAD_ONCE_INIT;
-
-static void fds_prepare(void)
-{
-	pthread_mutex_lock(&fds_lock);
-}
-
-static void fds_parent(void)
-{
-	pthread_mutex_unlock(&fds_lock);
-}
-
-/* /dev/null is opened here, not once for the process: a program that closes descriptors it did not open (a daemon
- * starting, closefrom) could have closed or reused a number kept for it. open and dup3 are async-signal-safe. */
-static void fds_child(void)
-{
-	int null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
-
-	for (int i = 0; i < SSD_FDS_MAX && null_fd >= 0; i++)
-		if (ssd_fds[i])
-			dup3(null_fd, ssd_fds[i] - 1, O_CLOEXEC);
-	if (null_fd >= 0)
-		close(null_fd);
-	pthread_mutex_unlock(&fds_lock);
-}
-
-static void fds_init(void)
-{
-	if (pthread_atfork(fds_prepare, fds_parent, fds_child))
-		lg_warn("ssd tier: a child this process forks will keep its SSD files locked");
-}
 
 /* open(2) of path (without O_DIRECT where the file system has none). */
 static int open_direct(const char *path, int flags)
@@ -155,33 +113,18 @@ static int open_path(const char *path)
 	return fd;
 }
 
-/* open_path, the fd entered in the table. */
+/* open_path, the fd entered in the fork guard's table: a child forked without exec would otherwise keep the file's
+ * lock after this process died, and a restarted service could not take its file back. */
 static int open_tracked(const char *path)
 {
-	int fd, i = 0;
+	int fd;
 
-	pthread_once(&fds_once, fds_init);
-	pthread_mutex_lock(&fds_lock);
+	fork_guard_hold();
 	fd = open_path(path);
-	while (fd >= 0 && i < SSD_FDS_MAX && ssd_fds[i])
-		i++;
-	if (fd >= 0 && i < SSD_FDS_MAX)
-		ssd_fds[i] = fd + 1;
-	pthread_mutex_unlock(&fds_lock);
-	if (fd >= 0 && i == SSD_FDS_MAX)
-		lg_warn("ssd tier: more than %d SSD files open: a child this process forks keeps \"%s\" locked",
-		        SSD_FDS_MAX, path);
+	if (fd >= 0)
+		fork_guard_enter(fd, path);
+	fork_guard_release();
 	return fd;
-}
-
-static void close_tracked(int fd)
-{
-	pthread_mutex_lock(&fds_lock);
-	for (int i = 0; i < SSD_FDS_MAX; i++)
-		if (ssd_fds[i] == fd + 1)
-			ssd_fds[i] = 0;
-	close(fd);
-	pthread_mutex_unlock(&fds_lock);
 }
 
 static int open_file(const char *path, uint64_t size, int *fd_out)
@@ -225,7 +168,7 @@ static int open_file(const char *path, uint64_t size, int *fd_out)
 	return 0;
 fail:
 	if (fd >= 0)
-		close_tracked(fd);
+		fork_guard_close(fd);
 	return MMC_INVALID_PARAM;
 }
 
@@ -318,7 +261,7 @@ int ssd_open(struct ssd **out, const char *path, uint64_t size)
 		return rc;
 	}
 	if ((rc = read_label(d, path))) {
-		close_tracked(d->fd);
+		fork_guard_close(d->fd);
 		free(d);
 		return rc;
 	}
@@ -518,7 +461,7 @@ void ssd_close(struct ssd *d)
 		d->head = t->next;
 		free(t);
 	}
-	close_tracked(d->fd);
+	fork_guard_close(d->fd);
 	pthread_mutex_destroy(&d->lock);
 	pthread_cond_destroy(&d->cond);
 	pthread_cond_destroy(&d->idle);

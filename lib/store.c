@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "extent.h"
+#include "fork_guard.h"
 #include "host_id.h"
 #include "lg.h"
 #include "mmc/mmc.h"
@@ -23,6 +24,8 @@ mmc_store *mmc_create(void)
 
 	if (!s)
 		return NULL;
+	fork_guard_init();
+	s->fork_gen = fork_generation();
 	pthread_mutex_init(&s->life, NULL);
 	pthread_mutex_init(&s->ident_lock, NULL);
 	atomic_init(&s->state, ST_CREATED);
@@ -52,10 +55,31 @@ static void ident_set(struct mmc_store *s, bool registered, uint32_t rank, uint6
 	pthread_mutex_unlock(&s->ident_lock);
 }
 
+/*
+ * Whether s is a copy a child forked without exec got of its parent's store. Its threads did not come along, its
+ * connection and endpoint are the parent's (a frame sent on them would be taken for the parent's), and its locks
+ * may have been held by a parent thread at the fork: nothing in it may be touched, only left (logged once).
+ */
+static bool forked_copy(const struct mmc_store *s, const char *call)
+{
+	static atomic_bool told;
+
+	if (s->fork_gen == fork_generation())
+		return false;
+	if (!atomic_exchange(&told, true))
+		lg_warn(
+		    "%s: this store was made before this process was forked from its parent; it is the parent's and "
+		    "cannot be used or torn down here: a child makes a store of its own",
+		    call);
+	return true;
+}
+
 int store_check_ready(const struct mmc_store *s)
 {
 	if (!s)
 		return MMC_INVALID_PARAM;
+	if (forked_copy(s, "mmc"))
+		return MMC_CLIENT_NOT_INIT;
 	return atomic_load(&s->state) == ST_READY ? 0 : MMC_CLIENT_NOT_INIT;
 }
 
@@ -100,7 +124,7 @@ int mmc_setup(mmc_store *s, const mmc_local_config *cfg)
 {
 	int rc;
 
-	if (!s)
+	if (!s || forked_copy(s, "mmc_setup"))
 		return MMC_INVALID_PARAM;
 	pthread_mutex_lock(&s->life);
 	if (atomic_load(&s->state) == ST_READY) {
@@ -374,7 +398,7 @@ int mmc_init(mmc_store *s, uint32_t device_id, bool init_bm)
 {
 	int rc;
 
-	if (!s || device_id > MMC_DEVICE_ID_MAX)
+	if (!s || device_id > MMC_DEVICE_ID_MAX || forked_copy(s, "mmc_init"))
 		return MMC_INVALID_PARAM;
 	pthread_mutex_lock(&s->life);
 	if (atomic_load(&s->state) == ST_READY) {
@@ -394,6 +418,8 @@ int mmc_teardown(mmc_store *s)
 {
 	if (!s)
 		return MMC_INVALID_PARAM;
+	if (forked_copy(s, "mmc_teardown"))
+		return MMC_CLIENT_NOT_INIT;
 	pthread_mutex_lock(&s->life);
 	if (atomic_load(&s->state) == ST_READY) {
 		uint32_t rank;
@@ -416,8 +442,8 @@ int mmc_teardown(mmc_store *s)
 
 void mmc_destroy(mmc_store *s)
 {
-	if (!s)
-		return;
+	if (!s || forked_copy(s, "mmc_destroy"))
+		return; /* the child's copy of the parent's memory: the child's exit frees it */
 	mmc_teardown(s);
 	pthread_mutex_destroy(&s->ident_lock);
 	pthread_mutex_destroy(&s->life);

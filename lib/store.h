@@ -27,6 +27,7 @@ struct ssd;          /* ssd.c */
 struct mmc_store {
 	pthread_mutex_t life; /* setup / init / teardown */
 	_Atomic int state;
+	unsigned fork_gen; /* the fork generation it was made in (fork_guard.h): another is a forked child's */
 	struct client_conf conf;
 	bool has_conf;
 	bool init_bm;

@@ -43,8 +43,12 @@
  *
  * Caveats
  * -------
- * - After fork(), the child must not use a store created by the parent (threads, sockets and fabric resources do
- *   not survive fork); create a new one.
+ * - A store belongs to the process that made it. A child forked without exec (Python's multiprocessing) has a copy
+ *   of its parent's store but none of its threads, and shares its connection and endpoint: there, mmc_setup() and
+ *   mmc_init() on that copy return MMC_INVALID_PARAM, every other call MMC_CLIENT_NOT_INIT, and mmc_destroy()
+ *   frees nothing (the parent's service, objects and files are untouched; the child's copy of the memory goes
+ *   with the child). The child makes a store of its own. The child also keeps no lock on the parent's pool and
+ *   SSD files, and has no mapping of the parent's pool.
  * - A buffer passed to mmc_register_buffer() must stay mapped until mmc_unregister_buffer() or mmc_teardown().
  * - Which calls block, and for how long: every meta round trip is bounded by mmc_local_config.timeout_ms
  *   (default 60 s), and by the meta server's heartbeat timeout (default 10 s) when the server answers nothing at
@@ -147,7 +151,7 @@ extern "C" {
 	XX(MMC_NOT_CONNECTED_LOCAL, -3018, "not connected to the local service",                                       \
 	   "reserved")                                                                                                 \
 	XX(MMC_CLIENT_NOT_INIT, -3019, "client not initialized",                                                       \
-	   "a call before mmc_init() or after mmc_teardown()")                                                         \
+	   "a call before mmc_init(), after mmc_teardown(), or in a forked child")                                     \
 	XX(MMC_UNMATCHED_STATE, -3101, "state mismatch",                                                               \
 	   "wire only (another put is still writing the key): the put waits for it")                                   \
 	XX(MMC_UNMATCHED_KEY, -3102, "key mismatch",                                                                   \
@@ -437,7 +441,8 @@ MMC_API mmc_store *mmc_create(void);
  * @param cfg [in] configuration, read during the call only (the bytes its version has, see mmc_local_config);
  *            NULL: defaults plus MMC_LOCAL_CONFIG_PATH
  * @return MMC_OK; MMC_INVALID_PARAM (s NULL, a cfg->version this library does not know, a bad field, a bad or
- *         unreadable file); MMC_REPEAT_CALL after mmc_init() (tear down first); MMC_MALLOC_FAILED.
+ *         unreadable file, a store made before this process was forked); MMC_REPEAT_CALL after mmc_init() (tear
+ *         down first); MMC_MALLOC_FAILED.
  * Not thread-safe with other calls on the same store; thread-safe across stores.
  */
 MMC_API int mmc_setup(mmc_store *s, const mmc_local_config *cfg);
@@ -460,8 +465,9 @@ MMC_API int mmc_setup(mmc_store *s, const mmc_local_config *cfg);
  *         MMC_NOT_AUTHORIZED (the meta server wants the cluster secret, ock.mmc.client.auth_token, and this
  *         process has none or another one; or this process has one and the server could not prove it knows it;
  *         or a TLS handshake failed: the log says which); MMC_INVALID_PARAM also for a meta server of another
- *         major wire version (the log names both); MMC_META_BACKUP_ERROR (init_bm: the meta server could not make
- *         the registration durable, e.g. its Redis store is down); MMC_INTERNAL_ERROR.
+ *         major wire version (the log names both), and for a store made before this process was forked;
+ *         MMC_META_BACKUP_ERROR (init_bm: the meta server could not make the registration durable, e.g. its Redis
+ *         store is down); MMC_INTERNAL_ERROR.
  * Not thread-safe with other calls on the same store; thread-safe across stores.
  */
 MMC_API int mmc_init(mmc_store *s, uint32_t device_id, bool init_bm);
@@ -471,13 +477,15 @@ MMC_API int mmc_init(mmc_store *s, uint32_t device_id, bool init_bm);
  * the threads, closes the fabric and unmaps the pool. The store can be set up and initialised again. Blocks for
  * the unregistration round trip (at most timeout_ms; its failure is not reported: the meta server also drops a
  * service whose connection closes) and for the threads to stop.
- * @return MMC_OK (also when not initialised); MMC_INVALID_PARAM for NULL.
+ * @return MMC_OK (also when not initialised); MMC_INVALID_PARAM for NULL; MMC_CLIENT_NOT_INIT, doing nothing, for a
+ *         store made before this process was forked (the parent's: see "Caveats").
  * Not thread-safe with other calls on the same store; thread-safe across stores.
  */
 MMC_API int mmc_teardown(mmc_store *s);
 
 /**
- * Tears down if needed and frees the store; s is invalid afterwards. NULL is ignored.
+ * Tears down if needed and frees the store; s is invalid afterwards. NULL is ignored. In a child forked after the
+ * store was made, frees nothing and leaves the parent's store alone (see "Caveats").
  * Not thread-safe with other calls on the same store; thread-safe across stores.
  */
 MMC_API void mmc_destroy(mmc_store *s);

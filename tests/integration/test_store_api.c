@@ -2,7 +2,9 @@
  * The object store API beyond single put/get: batches with per-key results, layer lists, replicas, placement,
  * client-only stores and copy directions. Three stores in this process are three local services.
  */
+#include <signal.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "pattern.h"
@@ -355,4 +357,58 @@ Test(store_api, remove_by_regex_and_remove_all)
 	cr_assert_geq(removed, 2, "rx/b/1 and plain at least (other tests' keys too)");
 	cr_assert_eq(mmc_is_exist(s1, "plain"), 0);
 	cr_assert_eq(mmc_is_exist(s1, "rx/b/1"), 0);
+}
+
+/* In a forked child: what the parent's store answers there, then a store of the child's own reading the parent's
+ * object. Returns a bit per failure, 0 when all went as documented. */
+static int child_uses_parents_store(mmc_store *parents, const char *key, size_t size, uint64_t seed)
+{
+	mmc_local_config c = fixture_config(meta.url, 0);
+	mmc_store *own = mmc_create();
+	void *buf = malloc(size);
+	int bad = 0;
+
+	bad |= (mmc_is_exist(parents, key) != MMC_CLIENT_NOT_INIT) << 0;
+	bad |= (mmc_setup(parents, &c) != MMC_INVALID_PARAM) << 1;
+	bad |= (mmc_init(parents, 0, true) != MMC_INVALID_PARAM) << 2;
+	bad |= (mmc_teardown(parents) != MMC_CLIENT_NOT_INIT) << 3;
+	mmc_destroy(parents);
+	bad |= (!own || !buf || mmc_setup(own, &c) || mmc_init(own, 0, false)) << 4;
+	bad |=
+	    (!(bad & 16) && (mmc_get_into(own, key, buf, size, MMC_COPY_G2H) || pattern_check(buf, size, seed) != size))
+	    << 5;
+	mmc_destroy(own);
+	free(buf);
+	return bad;
+}
+
+/*
+ * A child forked without exec (Python's multiprocessing, a store object collected in the child) has a copy of its
+ * parent's store but none of its threads. Tearing that copy down sent an Unregister on the parent's connection: the
+ * meta server dropped the parent's local service with its objects, and the child waited for a reply forever.
+ */
+Test(store_api, a_forked_child_leaves_the_parents_store_alone)
+{
+	uint32_t rank = fixture_rank(s1);
+	uint64_t until;
+	int status = -1;
+	pid_t child;
+
+	fixture_put(s1, "forked", 8192, 71);
+	child = fork();
+	cr_assert_geq(child, 0);
+	if (child == 0)
+		_exit(child_uses_parents_store(s1, "forked", 8192, 71));
+	for (until = proc_now_ms() + 20000; waitpid(child, &status, WNOHANG) == 0 && proc_now_ms() < until;)
+		usleep(10000);
+	if (proc_now_ms() >= until) {
+		kill(child, SIGKILL);
+		waitpid(child, &status, 0);
+	}
+	cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the child: status %#x (exit code: failure bits)",
+	          status);
+	cr_expect_eq(fixture_rank(s1), rank, "the parent's service is the same");
+	cr_expect_eq(fixture_get(s2, "forked", 8192, 71), 0, "and still holds its object");
+	fixture_put(s1, "after-fork", 4096, 72);
+	cr_expect_eq(fixture_get(s3, "after-fork", 4096, 72), 0, "the parent's store works on");
 }

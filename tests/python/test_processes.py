@@ -1,10 +1,13 @@
 """Two processes: a Python writer lends a pool and writes numpy arrays, torch CPU tensors and DeepSeek-R1 shaped
 layer objects; this process, a client that lends nothing, reads them into preallocated tensors through
 batch_get_into and batch_get_into_layers, byte-exact. Then a C writer (mmc-test-node) and a Python reader, and a
-Python writer and a C reader, interoperate."""
+Python writer and a C reader, interoperate. And a child forked without exec, as Python's multiprocessing makes
+them, leaves its parent's store alone."""
+import gc
 import os
 import subprocess
 import sys
+import time
 
 import numpy as np
 import torch
@@ -122,6 +125,43 @@ class CInterop(mmctest.ServerTest):
         self.assertEqual(self.s.put_from("interop/py2c", a.ctypes.data, size), 0)
         self.assertEqual(self.cmd("get interop/py2c %d 9" % size), "0")  # 99 would mean the bytes differ
         self.assertEqual(self.cmd("exist interop/py2c"), "1")
+
+
+class ForkedChild(mmctest.ServerTest):
+    """A child forked without exec gets a copy of the parent's store object but none of libmmc's threads. Its
+    collection there (__del__, mmc_destroy) used to send an Unregister on the parent's connection: the meta server
+    dropped the parent's local service and its objects, and the child hung."""
+
+    def test_a_child_that_drops_the_parents_store_leaves_it_alone(self):
+        s = mmctest.store(self.meta.url)
+        data = bytes(mmctest.pattern(1 << 16, 81))
+        self.assertEqual(s.put("forked", data), 0)
+        me = s.get_local_service_id()
+        pid = os.fork()
+        if pid == 0:
+            code = 1
+            try:
+                code = 2 if s.is_exist("forked") >= 0 else 3  # the parent's store answers an error here
+                del s
+                gc.collect()
+                own = mmctest.store(self.meta.url, lend=False)
+                code = 0 if own.get("forked") == data else 4
+                own.close()
+            finally:
+                os._exit(code)
+        until, done = time.time() + 20, (0, 0)
+        while done == (0, 0) and time.time() < until:
+            time.sleep(0.01)
+            done = os.waitpid(pid, os.WNOHANG)
+        if done == (0, 0):
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+        self.assertNotEqual(done, (0, 0), "the child hung")
+        self.assertEqual(os.waitstatus_to_exitcode(done[1]), 0, "the child: 1 crashed, 2 used the parent's store, "
+                         "4 could not read with its own")
+        self.assertEqual(s.get_local_service_id(), me)
+        self.assertEqual(s.get("forked"), data)
+        s.close()
 
 
 if __name__ == "__main__":

@@ -47,12 +47,13 @@ Test(host_pool, a_mapping_sees_the_owners_bytes_and_header)
 
 /*
  * Another process owning a pool (memfd: a memfd, else the usual places) with "owner" at byte 0 and incarnation 3;
- * it waits to be killed, without a chance to clean up. Returns its pid; *path and *key say how to map it.
+ * it waits to be killed, without a chance to clean up. Returns its pid; *path and *key say how to map it. With
+ * forked set, the owner forks a child (without exec) once its pool is made, and *forked is that child's pid.
  */
-static pid_t spawn_owner(bool memfd, char *path, uint64_t *key)
+static pid_t spawn_owner_forking(bool memfd, char *path, uint64_t *key, pid_t *forked)
 {
 	int pipefd[2];
-	pid_t pid;
+	pid_t pid, pid_of_child;
 
 	cr_assert_eq(pipe(pipefd), 0);
 	pid = fork();
@@ -65,17 +66,32 @@ static pid_t spawn_owner(bool memfd, char *path, uint64_t *key)
 		           : host_pool_create(&c, LEN, &base, &huge)) == 0) {
 			memcpy(base, "owner", 6);
 			host_pool_set_incarnation(&c, 3);
+			pid_t child = forked ? fork() : 0;
+
+			if (forked && child == 0) {
+				pause();
+				_exit(0);
+			}
 			(void)!write(pipefd[1], c.path, HOST_POOL_PATH_SIZE);
 			(void)!write(pipefd[1], &c.hdr->key, sizeof(uint64_t));
+			(void)!write(pipefd[1], &child, sizeof(child));
 		}
 		pause();
 		_exit(0);
 	}
 	cr_assert_eq(read(pipefd[0], path, HOST_POOL_PATH_SIZE), HOST_POOL_PATH_SIZE);
 	cr_assert_eq(read(pipefd[0], key, sizeof(*key)), (ssize_t)sizeof(*key));
+	cr_assert_eq(read(pipefd[0], &pid_of_child, sizeof(pid_of_child)), (ssize_t)sizeof(pid_of_child));
+	if (forked)
+		*forked = pid_of_child;
 	close(pipefd[0]);
 	close(pipefd[1]);
 	return pid;
+}
+
+static pid_t spawn_owner(bool memfd, char *path, uint64_t *key)
+{
+	return spawn_owner_forking(memfd, path, key, NULL);
 }
 
 Test(host_pool, a_killed_owner_is_seen_dead_and_its_file_removed)
@@ -99,6 +115,31 @@ Test(host_pool, a_killed_owner_is_seen_dead_and_its_file_removed)
 	cr_expect_neq(stat(path, &st), 0, "the next owner removed the leftover");
 	host_pool_destroy(&hp, base);
 	host_map_unref(m);
+}
+
+/* A child the owner forked (without exec) shares the pool file's open description, which holds the owner's lock:
+ * it must not keep the lock (through its copy of the descriptor or of the mapping) once the owner is dead. */
+Test(host_pool, a_child_of_the_owner_does_not_keep_its_lock)
+{
+	char path[HOST_POOL_PATH_SIZE];
+	struct host_pool hp;
+	struct stat st;
+	uint64_t key;
+	pid_t child, pid = spawn_owner_forking(false, path, &key, &child);
+	void *base;
+	bool huge;
+	int fd;
+
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	cr_assert_geq(fd, 0);
+	cr_expect_not(host_pool_owner_alive(fd), "the owner is dead; its child lives on");
+	close(fd);
+	cr_assert_eq(host_pool_create(&hp, LEN, &base, &huge), 0);
+	cr_expect_neq(stat(path, &st), 0, "the next owner removed the leftover");
+	host_pool_destroy(&hp, base);
+	kill(child, SIGKILL);
 }
 
 /* Where /dev/shm is too small (containers), a memfd: another process maps it through /proc/PID/fd/N */

@@ -1,0 +1,90 @@
+#include "fork_guard.h"
+
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <unistd.h>
+
+#include "lg.h"
+
+#define FDS_MAX 64 /* a pool file and an SSD file per store */
+
+static int fds[FDS_MAX]; /* each fd + 1; 0: a free slot; under lock */
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+static _Atomic unsigned generation;
+
+static void on_prepare(void)
+{
+	pthread_mutex_lock(&lock);
+}
+
+static void on_parent(void)
+{
+	pthread_mutex_unlock(&lock);
+}
+
+/* /dev/null is opened here, not once for the process: a program that closes descriptors it did not open (a daemon
+ * starting, closefrom) could have closed or reused a number kept for it. open and dup3 are async-signal-safe. */
+static void on_child(void)
+{
+	int null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+
+	for (int i = 0; i < FDS_MAX && null_fd >= 0; i++)
+		if (fds[i])
+			dup3(null_fd, fds[i] - 1, O_CLOEXEC);
+	if (null_fd >= 0)
+		close(null_fd);
+	atomic_fetch_add_explicit(&generation, 1, memory_order_relaxed);
+	pthread_mutex_unlock(&lock);
+}
+
+static void install(void)
+{
+	if (pthread_atfork(on_prepare, on_parent, on_child))
+		lg_warn("fork: no fork handlers (out of memory): a child this process forks may keep its pool and SSD "
+		        "files locked, and must never touch its parent's stores");
+}
+
+void fork_guard_init(void)
+{
+	pthread_once(&once, install);
+}
+
+unsigned fork_generation(void)
+{
+	return atomic_load_explicit(&generation, memory_order_relaxed);
+}
+
+void fork_guard_hold(void)
+{
+	fork_guard_init();
+	pthread_mutex_lock(&lock);
+}
+
+void fork_guard_release(void)
+{
+	pthread_mutex_unlock(&lock);
+}
+
+bool fork_guard_enter(int fd, const char *what)
+{
+	for (int i = 0; i < FDS_MAX; i++) {
+		if (!fds[i]) {
+			fds[i] = fd + 1;
+			return true;
+		}
+	}
+	lg_warn("fork: more than %d files open: a child this process forks keeps %s locked", FDS_MAX, what);
+	return false;
+}
+
+void fork_guard_close(int fd)
+{
+	pthread_mutex_lock(&lock);
+	for (int i = 0; i < FDS_MAX; i++)
+		if (fds[i] == fd + 1)
+			fds[i] = 0;
+	close(fd);
+	pthread_mutex_unlock(&lock);
+}

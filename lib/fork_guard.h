@@ -1,0 +1,35 @@
+/*
+ * What a child forked without exec (Python's multiprocessing, a bare os.fork()) must not inherit from its parent's
+ * stores. The child gets copies of the parent's descriptors and of every store's memory, but none of its threads: a
+ * store it used would write frames on the parent's meta connection (an Unregister there drops the parent's local
+ * service and its objects) and wait forever for threads that do not exist; and its copies of the files libmmc locks
+ * (pool files, SSD files) would keep those locks after the parent died, so that nobody could take them back.
+ *
+ * So: every child forked after the first store was made gets a new fork generation, and a store remembers the one
+ * it was made in (store_check_ready refuses a store of an earlier one); each descriptor entered here is pointed at
+ * /dev/null in the child, which drops the child's share of its lock and keeps its number taken. Opening, entering
+ * and closing run under one lock, and so does fork, so that no child sees a file open and not yet entered.
+ */
+#ifndef MMC_FORK_GUARD_H
+#define MMC_FORK_GUARD_H
+
+#include <stdbool.h>
+
+/* Installs the fork handlers (once per process; idempotent, thread-safe). Called by mmc_create. */
+void fork_guard_init(void);
+
+/* This process's fork generation: 0 in a process that never forked from one that had a store, one more in each
+ * generation of children since. Lock-free. */
+unsigned fork_generation(void);
+
+/* Holds off fork() until fork_guard_release(): the caller opens a descriptor and enters it meanwhile. */
+void fork_guard_hold(void);
+void fork_guard_release(void);
+
+/* Enters fd (caller holds the guard). False when the table is full: a child then keeps fd, which is logged. */
+bool fork_guard_enter(int fd, const char *what);
+
+/* Removes fd from the table and closes it, under the guard (another thread may be forking). */
+void fork_guard_close(int fd);
+
+#endif
