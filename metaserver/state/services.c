@@ -29,6 +29,20 @@ struct rec_service {
 };
 
 #define REC_VERSION 1
+
+/*
+ * A service's SSD tier file, keyed by the rank's 4 bytes and 's' (a record of its own, which releases before this
+ * one skip with a warning): a service loaded after a restart knows its file, so that when it does not rejoin (it
+ * died with the server) its SSD keys wait for a successor that brings the file, as they do when it leaves.
+ */
+struct rec_service_ssd {
+	uint32_t version;
+	uint8_t id[MMC_WIRE_SSD_ID];
+	char path[1024];
+};
+
+#define REC_SSD_VERSION 1
+#define SSD_KEY_LEN     5
 static int rejoin_refused_bucket;
 static const char next_incarnation_key[] = "next_incarnation";
 
@@ -53,6 +67,30 @@ struct service *service_get(struct meta *m, uint32_t rank)
 	return rank < MMC_RANKS_MAX ? m->ranks[rank] : NULL;
 }
 
+static void ssd_key(uint32_t rank, unsigned char out[SSD_KEY_LEN])
+{
+	rank_key(rank, out);
+	out[4] = 's';
+}
+
+static void service_persist_ssd(struct meta *m, const struct service *svc)
+{
+	struct rec_service_ssd r;
+	unsigned char k[SSD_KEY_LEN];
+
+	ssd_key(svc->rank, k);
+	if (!svc->has_ssd_id) {
+		persist_del(m->persist, m->db_services, k, sizeof(k)); /* the rank's earlier service may have had one */
+		return;
+	}
+	memset(&r, 0, sizeof(r));
+	r.version = REC_SSD_VERSION;
+	memcpy(r.id, svc->ssd_id, sizeof(r.id));
+	_Static_assert(sizeof(r.path) == sizeof(svc->ssd_path), "the record holds the whole path");
+	memcpy(r.path, svc->ssd_path, sizeof(r.path));
+	persist_put(m->persist, m->db_services, k, sizeof(k), &r, sizeof(r));
+}
+
 static void service_persist(struct meta *m, struct service *svc)
 {
 	struct rec_service r;
@@ -72,6 +110,7 @@ static void service_persist(struct meta *m, struct service *svc)
 	persist_put(m->persist, m->db_services, k, sizeof(k), &r, sizeof(r));
 	persist_put(m->persist, m->db_info, next_incarnation_key, sizeof(next_incarnation_key) - 1,
 	            &m->next_incarnation, sizeof(m->next_incarnation));
+	service_persist_ssd(m, svc);
 }
 
 static enum persist_seq_state batch_state(const void *persist, uint64_t seq)
@@ -285,6 +324,12 @@ void service_unmount(struct meta *m, struct service *svc, const char *why)
 	m->stats.unmounts[unmount_reason_of(why)]++;
 	rank_key(svc->rank, k);
 	persist_del(m->persist, m->db_services, k, sizeof(k));
+	if (svc->has_ssd_id) {
+		unsigned char ks[SSD_KEY_LEN];
+
+		ssd_key(svc->rank, ks);
+		persist_del(m->persist, m->db_services, ks, sizeof(ks));
+	}
 	log_info("op=unmount rank=%u incarnation=%llu host=\"%s\" pid=%u blobs=%llu reason=%s", svc->rank,
 	         (unsigned long long)svc->incarnation, svc->host, svc->pid, (unsigned long long)lost, why);
 	service_free(svc);
@@ -391,10 +436,34 @@ static int rejoin(struct meta *m, struct session *s, const struct service_spec *
 	} else /* loaded after a restart: the crashed server's puts may still be writing into its free space */
 		svc->writable_after_ms = clock_ms() + m->conf.rejoin_write_grace_ms;
 	set_coordinates(svc, s, req);
+	service_persist_ssd(m, svc); /* its record may predate the file's: a release before them, another file */
 	log_info("op=rejoin rank=%u incarnation=%llu host=\"%s\" pid=%u blobs=%llu", svc->rank,
 	         (unsigned long long)svc->incarnation, svc->host, svc->pid, (unsigned long long)svc->nblobs);
 	*out = svc;
 	return 0;
+}
+
+/*
+ * A service loaded after a restart, not back yet, whose SSD file req brings: its process is gone, since a store
+ * holds its file's lock for as long as it runs and req's store holds it now, so it will never rejoin. It leaves at
+ * once, its SSD tier orphaned for req's service to adopt (it died with the server: a power cut of a head node that
+ * also lends). Waiting out its rejoin timeout instead, req's service would start the file afresh and the keys would
+ * go with the old one.
+ */
+static void retire_detached(struct meta *m, const struct service_spec *req)
+{
+	if (req->ssd_id_len != MMC_WIRE_SSD_ID)
+		return;
+	for (uint32_t r = 0; r < m->rank_hi; r++) {
+		struct service *svc = m->ranks[r];
+
+		if (svc && !svc->session && svc->rejoin_deadline_ms && same_ssd(svc, req->ssd_id)) {
+			log_info(
+			    "op=retire rank=%u incarnation=%llu path=\"%s\": its SSD file is back with a new service",
+			    svc->rank, (unsigned long long)svc->incarnation, svc->ssd_path);
+			service_unmount(m, svc, "did_not_rejoin");
+		}
+	}
 }
 
 int service_register(struct meta *m, struct session *s, const struct service_spec *req, struct service **out)
@@ -410,6 +479,7 @@ int service_register(struct meta *m, struct session *s, const struct service_spe
 	rc = rejoin(m, s, req, out);
 	if (rc == 0 || rc == MMC_NOT_AUTHORIZED)
 		return rc;
+	retire_detached(m, req);
 	if ((rc = pick_rank(m, req, &rank)))
 		return rc;
 	svc = service_new();
@@ -506,8 +576,35 @@ static int load_one(void *arg, const void *key, size_t klen, const void *val, si
 {
 	struct services_load *l = arg;
 
-	if (load_service(l->m, key, klen, val, vlen, l->deadline))
+	if (klen != SSD_KEY_LEN && load_service(l->m, key, klen, val, vlen, l->deadline))
 		log_warn("op=load_service err=bad_record");
+	return 0;
+}
+
+/* A loaded service's SSD file (a second pass: a Redis scan has no order). */
+static int load_ssd_one(void *arg, const void *key, size_t klen, const void *val, size_t vlen)
+{
+	const unsigned char *kb = key;
+	struct services_load *l = arg;
+	struct rec_service_ssd r;
+	struct service *svc;
+
+	if (klen != SSD_KEY_LEN || kb[4] != 's')
+		return 0;
+	svc = service_get(l->m, (uint32_t)kb[0] << 24 | (uint32_t)kb[1] << 16 | (uint32_t)kb[2] << 8 | kb[3]);
+	if (vlen != sizeof(r) || !svc || !service_segment(svc, MMC_MEDIA_SSD)) {
+		log_warn("op=load_service err=bad_ssd_record");
+		return 0;
+	}
+	memcpy(&r, val, sizeof(r));
+	if (r.version != REC_SSD_VERSION) {
+		log_warn("op=load_service err=bad_ssd_record");
+		return 0;
+	}
+	memcpy(svc->ssd_id, r.id, sizeof(svc->ssd_id));
+	svc->has_ssd_id = true;
+	memcpy(svc->ssd_path, r.path, sizeof(svc->ssd_path));
+	svc->ssd_path[sizeof(svc->ssd_path) - 1] = '\0';
 	return 0;
 }
 
@@ -526,7 +623,8 @@ int services_load(struct meta *m)
 		memcpy(&m->next_incarnation, next, sizeof(uint64_t));
 	else if (rc != 0 && rc != MMC_OBJECT_NOT_EXISTS)
 		return MMC_ERROR;
-	if (persist_scan(m->persist, m->db_services, load_one, &l))
+	if (persist_scan(m->persist, m->db_services, load_one, &l) ||
+	    persist_scan(m->persist, m->db_services, load_ssd_one, &l))
 		return MMC_ERROR;
 	if (m->nservices)
 		log_info("op=load services=%u waiting_to_rejoin_ms=%u", m->nservices, m->conf.rejoin_timeout_ms);

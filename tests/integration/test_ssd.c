@@ -482,6 +482,30 @@ Test(ssd, ssd_keys_survive_a_metaserver_restart)
 }
 
 /*
+ * A local service and the meta server that die together (a power cut of a head node that also lends): the restarted
+ * server loads the service and waits for it to rejoin, which it never will. Its successor, bringing the same SSD
+ * file, adopts the SSD keys at once; they used to go when the wait ran out, since the file's identity was in
+ * memory only.
+ */
+Test(ssd, ssd_keys_survive_a_restart_of_their_service_and_the_metaserver)
+{
+	const char *k[] = {"both-ssd"};
+
+	put("both-ssd", 41);
+	put("both-dram", 42);
+	cr_assert_eq(mmc_evict_keys(s, k, 1, MMC_MEDIA_DRAM, MMC_MEDIA_SSD, 0), 0);
+	metaserver_kill(&meta);
+	mmc_destroy(s); /* its Unregister goes nowhere; the process that lent is gone */
+	s = NULL;
+	cr_assert_eq(metaserver_restart(&meta, NULL), 0);
+	s = ssd_store(ssd_path, 8 * MiB, 64 * MiB);
+	cr_assert_eq(media_of(s, "both-ssd"), MMC_MEDIA_SSD);
+	cr_assert_eq(get_check(s, "both-ssd", 41), 0);
+	cr_assert_eq(mmc_is_exist(s, "both-dram"), 0, "DRAM content left with the process");
+	cr_assert(metaserver_log_has(&meta, "op=adopt_ssd"));
+}
+
+/*
  * Room is made where it is needed. A put that names a service (a preferred rank) and an SSD key's read (its copy
  * lands in its own service's DRAM) need room on that service: another service's free memory is no use to them. They
  * used to evict only while no service at all had room, so with another pool half empty they failed with
