@@ -518,6 +518,8 @@ static int run_put(struct mmc_store *s, struct plan *p, const mmc_replicate_conf
 		} else { /* another writer's put takes its RMA's while: 1 ms, doubling up to 64 ms */
 			nanosleep(&(struct timespec){0, 1000000L << (waits < 6 ? waits : 6)}, NULL);
 			waits++;
+			/* the connection was up all round: a loss after this wait gets all of retry_ms again */
+			p->deadline_ms = call_deadline(s);
 		}
 	}
 }

@@ -627,6 +627,34 @@ Test(extents, a_put_waits_for_another_writer_of_its_key_at_most_timeout_ms)
 	mmc_destroy(s);
 }
 
+/*
+ * retry_ms bounds each wait for a lost connection, not the whole put: a put that waited longer than retry_ms for
+ * another writer of its key, and then lost its connection (the meta server restarted, taking the other writer's
+ * allocation with it), still gets retry_ms to reconnect and store its value. It used to fail at once.
+ */
+Test(extents, a_put_that_waited_for_another_writer_still_rides_out_a_meta_server_restart)
+{
+	mmc_local_config cf = fixture_config(meta.url, POOL);
+	mmc_store *s = mmc_create();
+	int c = raw_session(false, NULL, NULL);
+	struct racing_put p;
+	uint64_t token;
+
+	cf.retry_ms = 3000;
+	cr_assert_eq(mmc_setup(s, &cf), 0);
+	cr_assert_eq(mmc_init(s, 0, true), 0);
+	cr_assert_eq(raw_alloc(c, "held/restart", 4096, NULL, &token), 0);
+	racing_put_start(&p, s, "held/restart", 4096, 10);
+	usleep(4000000); /* past retry_ms */
+	cr_assert_not(atomic_load(&p.done), "a put of a key being written returned before that write ended");
+	metaserver_kill(&meta);
+	cr_assert_eq(metaserver_restart(&meta, NULL), 0);
+	cr_assert_eq(racing_put_join(&p), 0);
+	cr_assert_eq(fixture_get(s, "held/restart", 4096, 10), 0, "the waiting put stored its own value");
+	close(c);
+	mmc_destroy(s);
+}
+
 /* A GVA allocation (mmc_batch_malloc) is held for its write lease by design: a put of its key is answered at once, as
  * it always was, and not made to wait for the lease. */
 Test(extents, a_put_of_a_key_held_by_a_gva_allocation_is_answered_at_once)
