@@ -1,5 +1,6 @@
 #include "fork_guard.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -24,15 +25,23 @@ static void on_parent(void)
 	pthread_mutex_unlock(&lock);
 }
 
-/* /dev/null is opened here, not once for the process: a program that closes descriptors it did not open (a daemon
- * starting, closefrom) could have closed or reused a number kept for it. open and dup3 are async-signal-safe. */
+/*
+ * /dev/null is opened here, not once for the process: a program that closes descriptors it did not open (a daemon
+ * starting, closefrom) could have closed or reused a number kept for it. Where it cannot be opened (out of
+ * descriptors), the copies are closed instead. The table is emptied: the numbers are the child's to close and reuse
+ * now, and its own children must not have them pointed at /dev/null. open, dup3 and close are async-signal-safe.
+ */
 static void on_child(void)
 {
 	int null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
 
-	for (int i = 0; i < FDS_MAX && null_fd >= 0; i++)
-		if (fds[i])
+	for (int i = 0; i < FDS_MAX; i++) {
+		if (fds[i] && null_fd >= 0)
 			dup3(null_fd, fds[i] - 1, O_CLOEXEC);
+		else if (fds[i])
+			close(fds[i] - 1);
+		fds[i] = 0;
+	}
 	if (null_fd >= 0)
 		close(null_fd);
 	atomic_fetch_add_explicit(&generation, 1, memory_order_relaxed);
@@ -67,7 +76,7 @@ void fork_guard_release(void)
 	pthread_mutex_unlock(&lock);
 }
 
-bool fork_guard_enter(int fd, const char *what)
+bool fork_guard_enter(int fd)
 {
 	for (int i = 0; i < FDS_MAX; i++) {
 		if (!fds[i]) {
@@ -75,8 +84,30 @@ bool fork_guard_enter(int fd, const char *what)
 			return true;
 		}
 	}
-	lg_warn("fork: more than %d files open: a child this process forks keeps %s locked", FDS_MAX, what);
 	return false;
+}
+
+void fork_guard_full(const char *what)
+{
+	lg_warn("fork: more than %d pool and SSD files open: a child this process forks keeps %s locked", FDS_MAX,
+	        what);
+}
+
+int fork_guard_open(const char *path, int flags, mode_t mode)
+{
+	bool entered = true;
+	int fd, err;
+
+	fork_guard_hold();
+	fd = open(path, flags, mode);
+	err = errno;
+	if (fd >= 0)
+		entered = fork_guard_enter(fd);
+	fork_guard_release();
+	if (!entered)
+		fork_guard_full(path);
+	errno = err;
+	return fd;
 }
 
 void fork_guard_close(int fd)

@@ -7,29 +7,36 @@
  *
  * So: every child forked after the first store was made gets a new fork generation, and a store remembers the one
  * it was made in (store_check_ready refuses a store of an earlier one); each descriptor entered here is pointed at
- * /dev/null in the child, which drops the child's share of its lock and keeps its number taken. Opening, entering
- * and closing run under one lock, and so does fork, so that no child sees a file open and not yet entered.
+ * /dev/null in the child, which drops the child's share of its lock and keeps its number taken. A descriptor is
+ * made and entered under the guard, and fork takes the guard too, so that no child sees one open and not entered.
+ * Nothing is logged under the guard: a log handler that waits for something a forking thread holds (Python's GIL)
+ * would deadlock.
  */
 #ifndef MMC_FORK_GUARD_H
 #define MMC_FORK_GUARD_H
 
 #include <stdbool.h>
+#include <sys/types.h>
 
 /* Installs the fork handlers (once per process; idempotent, thread-safe). Called by mmc_create. */
 void fork_guard_init(void);
 
-/* This process's fork generation: 0 in a process that never forked from one that had a store, one more in each
- * generation of children since. Lock-free. */
+/* This process's fork generation: one more in a child than in its parent. Lock-free. */
 unsigned fork_generation(void);
 
-/* Holds off fork() until fork_guard_release(): the caller opens a descriptor and enters it meanwhile. */
+/* open(2) with the descriptor entered. Returns the descriptor or -1 (errno set). */
+int fork_guard_open(const char *path, int flags, mode_t mode);
+
+/* Holds off fork() until fork_guard_release(): the caller makes a descriptor (or a mapping) and enters it meanwhile. */
 void fork_guard_hold(void);
 void fork_guard_release(void);
 
-/* Enters fd (caller holds the guard). False when the table is full: a child then keeps fd, which is logged. */
-bool fork_guard_enter(int fd, const char *what);
+/* Enters fd (caller holds the guard). False when the table is full: the caller logs fork_guard_full(), after the
+ * release. */
+bool fork_guard_enter(int fd);
+void fork_guard_full(const char *what);
 
-/* Removes fd from the table and closes it, under the guard (another thread may be forking). */
+/* Removes fd from the table and closes it, under the guard. */
 void fork_guard_close(int fd);
 
 #endif

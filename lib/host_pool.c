@@ -123,7 +123,39 @@ static void close_file(struct host_pool *hp)
 	hp->fd = -1;
 }
 
-/* One attempt: open, lock, size, allocate, map. Returns 1 (huge pages), 0, or -1. */
+/* open_file, the descriptor entered in the fork guard's table (the child points its copy at /dev/null). */
+static int open_entered(struct host_pool *hp, const char *dir, bool want_huge, bool *huge)
+{
+	bool entered = true;
+	int fd, err;
+
+	fork_guard_hold();
+	fd = open_file(hp, dir, want_huge, huge);
+	err = errno;
+	if (fd >= 0)
+		entered = fork_guard_enter(fd);
+	fork_guard_release();
+	if (!entered)
+		fork_guard_full(hp->path);
+	errno = err;
+	return fd;
+}
+
+/* map_aligned, the mapping not inherited by a child: it holds the file, and so its lock, as the descriptor does.
+ * Under the guard, so that no child sees the mapping before it is marked. */
+static void *map_unforked(int fd, size_t len)
+{
+	void *m;
+
+	fork_guard_hold();
+	if ((m = map_aligned(fd, len)))
+		madvise(m, len, MADV_DONTFORK);
+	fork_guard_release();
+	return m;
+}
+
+/* One attempt: open, lock, size, allocate, map. Returns 1 (huge pages), 0, or -1. Every fork() of the process waits
+ * for the open and for the map, not for the allocation of the pages between them. */
 static int create_in(struct host_pool *hp, const char *dir, bool want_huge, size_t len, void **base)
 {
 	struct flock l = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 1};
@@ -132,29 +164,19 @@ static int create_in(struct host_pool *hp, const char *dir, bool want_huge, size
 	char *m;
 
 	hp->memfd = false;
-	fork_guard_hold();
-	hp->fd = open_file(hp, dir, want_huge, &huge);
-	if (hp->fd < 0) {
-		fork_guard_release();
+	hp->fd = open_entered(hp, dir, want_huge, &huge);
+	if (hp->fd < 0)
 		return -1;
-	}
-	fork_guard_enter(hp->fd, hp->path);
 	hdr_len = huge ? ALIGN2M : (size_t)sysconf(_SC_PAGESIZE);
 	hp->map_len = len + hdr_len;
 	/* lock before sizing: a file with pages and no lock is a leftover to every other process */
 	if (fcntl(hp->fd, F_OFD_SETLK, &l) || ftruncate(hp->fd, (off_t)hp->map_len) ||
-	    (errno = posix_fallocate(hp->fd, 0, (off_t)hp->map_len)) || !(m = map_aligned(hp->fd, hp->map_len))) {
-		int err = errno;
-
-		fork_guard_release();
+	    (errno = posix_fallocate(hp->fd, 0, (off_t)hp->map_len)) || !(m = map_unforked(hp->fd, hp->map_len))) {
 		lg_info("host pool: cannot use %s for %zu bytes: %s", dir ? dir : "a memfd", hp->map_len,
-		        strerror(err));
+		        strerror(errno));
 		close_file(hp);
 		return -1;
 	}
-	/* a mapping holds the file, and so its lock: a child's copy would keep it after this process died */
-	madvise(m, hp->map_len, MADV_DONTFORK);
-	fork_guard_release();
 	if (!huge)
 		madvise(m, len, MADV_HUGEPAGE); /* THP for tmpfs, where shmem_enabled allows it */
 	hp->hdr = (struct host_pool_hdr *)(m + len);

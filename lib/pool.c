@@ -46,6 +46,9 @@ int pool_map(struct pool *p, size_t size, bool shared)
 		m = (void *)start;
 		madvise(m, len, MADV_HUGEPAGE);
 	}
+	/* a child forked without exec cannot use the pool; inherited, every page this process writes after the fork
+	 * would be copied for it */
+	madvise(m, len, MADV_DONTFORK);
 	p->base = m;
 	p->size = len;
 	return 0;

@@ -49,13 +49,15 @@ struct ssd {
  * is busy gets MMC_NOT_ENOUGH_MEMORY for them (a demote then evicts), not this process's heap. */
 #define SSD_QUEUE_MAX 65536
 
-/* open(2) of path (without O_DIRECT where the file system has none). */
+/* open(2) of path (without O_DIRECT where the file system has none), entered in the fork guard's table: a child
+ * forked without exec would otherwise keep the file's lock after this process died, and a restarted service could
+ * not take its file back. */
 static int open_direct(const char *path, int flags)
 {
-	int fd = open(path, O_RDWR | O_CLOEXEC | O_DIRECT | flags, 0600);
+	int fd = fork_guard_open(path, O_RDWR | O_CLOEXEC | O_DIRECT | flags, 0600);
 
 	if (fd < 0 && errno == EINVAL) /* tmpfs and friends have no O_DIRECT */
-		fd = open(path, O_RDWR | O_CLOEXEC | flags, 0600);
+		fd = fork_guard_open(path, O_RDWR | O_CLOEXEC | flags, 0600);
 	return fd;
 }
 
@@ -97,7 +99,7 @@ static int open_path(const char *path)
 
 		if (excl < 0 && errno == EBUSY)
 			lg_error("ssd tier: block device \"%s\" is in use (mounted, or held by another process)", path);
-		close(fd);
+		fork_guard_close(fd);
 		return excl;
 	}
 	if (fd >= 0 || errno != ENOENT)
@@ -113,26 +115,12 @@ static int open_path(const char *path)
 	return fd;
 }
 
-/* open_path, the fd entered in the fork guard's table: a child forked without exec would otherwise keep the file's
- * lock after this process died, and a restarted service could not take its file back. */
-static int open_tracked(const char *path)
-{
-	int fd;
-
-	fork_guard_hold();
-	fd = open_path(path);
-	if (fd >= 0)
-		fork_guard_enter(fd, path);
-	fork_guard_release();
-	return fd;
-}
-
 static int open_file(const char *path, uint64_t size, int *fd_out)
 {
 	struct flock l = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 1};
 	struct stat st;
 	uint64_t have = 0;
-	int fd = open_tracked(path);
+	int fd = open_path(path);
 
 	if (fd < 0 || fstat(fd, &st)) {
 		lg_error("ssd tier: cannot open \"%s\": %s", path, strerror(errno));

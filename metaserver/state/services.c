@@ -37,6 +37,8 @@ struct rec_service {
  */
 struct rec_service_ssd {
 	uint32_t version;
+	uint32_t pad;
+	uint64_t incarnation; /* the service's: a record a release without these left behind names another */
 	uint8_t id[MMC_WIRE_SSD_ID];
 	char path[1024];
 };
@@ -85,6 +87,7 @@ static void service_persist_ssd(struct meta *m, const struct service *svc)
 	}
 	memset(&r, 0, sizeof(r));
 	r.version = REC_SSD_VERSION;
+	r.incarnation = svc->incarnation;
 	memcpy(r.id, svc->ssd_id, sizeof(r.id));
 	_Static_assert(sizeof(r.path) == sizeof(svc->ssd_path), "the record holds the whole path");
 	memcpy(r.path, svc->ssd_path, sizeof(r.path));
@@ -309,7 +312,7 @@ static enum unmount_reason unmount_reason_of(const char *why)
 
 void service_unmount(struct meta *m, struct service *svc, const char *why)
 {
-	unsigned char k[4];
+	unsigned char k[4], ks[SSD_KEY_LEN];
 	uint64_t lost;
 
 	if (m->moves_lost)
@@ -324,12 +327,8 @@ void service_unmount(struct meta *m, struct service *svc, const char *why)
 	m->stats.unmounts[unmount_reason_of(why)]++;
 	rank_key(svc->rank, k);
 	persist_del(m->persist, m->db_services, k, sizeof(k));
-	if (svc->has_ssd_id) {
-		unsigned char ks[SSD_KEY_LEN];
-
-		ssd_key(svc->rank, ks);
-		persist_del(m->persist, m->db_services, ks, sizeof(ks));
-	}
+	ssd_key(svc->rank, ks);
+	persist_del(m->persist, m->db_services, ks, sizeof(ks));
 	log_info("op=unmount rank=%u incarnation=%llu host=\"%s\" pid=%u blobs=%llu reason=%s", svc->rank,
 	         (unsigned long long)svc->incarnation, svc->host, svc->pid, (unsigned long long)lost, why);
 	service_free(svc);
@@ -443,27 +442,42 @@ static int rejoin(struct meta *m, struct session *s, const struct service_spec *
 	return 0;
 }
 
-/*
- * A service loaded after a restart, not back yet, whose SSD file req brings: its process is gone, since a store
- * holds its file's lock for as long as it runs and req's store holds it now, so it will never rejoin. It leaves at
- * once, its SSD tier orphaned for req's service to adopt (it died with the server: a power cut of a head node that
- * also lends). Waiting out its rejoin timeout instead, req's service would start the file afresh and the keys would
- * go with the old one.
- */
-static void retire_detached(struct meta *m, const struct service_spec *req)
+/* How many services, connected, loaded or orphaned, have the SSD file with identity id. */
+static unsigned holders_of_ssd(const struct meta *m, const uint8_t *id)
 {
-	if (req->ssd_id_len != MMC_WIRE_SSD_ID)
-		return;
-	for (uint32_t r = 0; r < m->rank_hi; r++) {
-		struct service *svc = m->ranks[r];
+	unsigned n = 0;
 
-		if (svc && !svc->session && svc->rejoin_deadline_ms && same_ssd(svc, req->ssd_id)) {
-			log_info(
-			    "op=retire rank=%u incarnation=%llu path=\"%s\": its SSD file is back with a new service",
-			    svc->rank, (unsigned long long)svc->incarnation, svc->ssd_path);
-			service_unmount(m, svc, "did_not_rejoin");
-		}
-	}
+	for (uint32_t r = 0; r < m->rank_hi; r++)
+		n += m->ranks[r] && same_ssd(m->ranks[r], id);
+	for (const struct list *it = m->orphans.next; it != &m->orphans; it = it->next)
+		n += same_ssd(list_entry(it, struct service, orphan_link), id);
+	return n;
+}
+
+/*
+ * A service loaded after a restart and not back yet whose SSD file req's service brings, on the same host and path:
+ * its process is gone, since a store holds its file's lock for as long as it runs and req's store holds it now, so
+ * it will never rejoin. It leaves at once, its SSD tier orphaned for req's service to adopt (it died with the
+ * server: a power cut of a head node that also lends); waiting out its rejoin instead, req's service would start
+ * the file afresh and the keys would go with the old one. Another host or path, or a second holder of the identity,
+ * is a copied file (a cloned disk or VM image), whose lock says nothing of the original: that one may be alive and
+ * about to rejoin, and is left to.
+ */
+static void retire_detached(struct meta *m, const struct session *s, const struct service_spec *req)
+{
+	struct service *svc = NULL;
+
+	if (req->ssd_id_len != MMC_WIRE_SSD_ID || !req->ssd_path || holders_of_ssd(m, req->ssd_id) != 1)
+		return;
+	for (uint32_t r = 0; r < m->rank_hi && !svc; r++)
+		if (m->ranks[r] && same_ssd(m->ranks[r], req->ssd_id))
+			svc = m->ranks[r];
+	if (!svc || svc->session || !svc->rejoin_deadline_ms || strcmp(svc->host, s->host) != 0 ||
+	    strcmp(svc->ssd_path, req->ssd_path) != 0)
+		return;
+	log_info("op=retire rank=%u incarnation=%llu path=\"%s\": its SSD file is back with a new service", svc->rank,
+	         (unsigned long long)svc->incarnation, svc->ssd_path);
+	service_unmount(m, svc, "did_not_rejoin");
 }
 
 int service_register(struct meta *m, struct session *s, const struct service_spec *req, struct service **out)
@@ -479,7 +493,7 @@ int service_register(struct meta *m, struct session *s, const struct service_spe
 	rc = rejoin(m, s, req, out);
 	if (rc == 0 || rc == MMC_NOT_AUTHORIZED)
 		return rc;
-	retire_detached(m, req);
+	retire_detached(m, s, req);
 	if ((rc = pick_rank(m, req, &rank)))
 		return rc;
 	svc = service_new();
@@ -601,6 +615,8 @@ static int load_ssd_one(void *arg, const void *key, size_t klen, const void *val
 		log_warn("op=load_service err=bad_ssd_record");
 		return 0;
 	}
+	if (r.incarnation != svc->incarnation)
+		return 0; /* left behind by an earlier service of the rank */
 	memcpy(svc->ssd_id, r.id, sizeof(svc->ssd_id));
 	svc->has_ssd_id = true;
 	memcpy(svc->ssd_path, r.path, sizeof(svc->ssd_path));

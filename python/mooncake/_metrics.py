@@ -2,6 +2,7 @@
 serves them: GET /metrics (Prometheus text), /metrics/summary (one line per operation) and /health."""
 import http.server
 import logging
+import os
 import threading
 
 log = logging.getLogger("mooncake.store")
@@ -70,11 +71,15 @@ class MetricsServer:
     def __init__(self, counters, port, host="0.0.0.0"):
         self._srv = http.server.ThreadingHTTPServer((host, port), _handler(counters))
         self._srv.daemon_threads = True
+        self._pid = os.getpid()
         self.port = self._srv.server_address[1]
         self._thread = threading.Thread(target=self._srv.serve_forever, name="mooncake-client-http", daemon=True)
         self._thread.start()
 
     def stop(self):
+        if os.getpid() != self._pid:  # a forked child's copy: the serving thread is the parent's, not here to stop
+            self._srv.socket.close()
+            return
         self._srv.shutdown()
         self._srv.server_close()
         self._thread.join()

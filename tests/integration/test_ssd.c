@@ -505,6 +505,41 @@ Test(ssd, ssd_keys_survive_a_restart_of_their_service_and_the_metaserver)
 	cr_assert(metaserver_log_has(&meta, "op=adopt_ssd"));
 }
 
+static void copy_file(const char *from, const char *to)
+{
+	int in = open(from, O_RDONLY | O_CLOEXEC), out = open(to, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	char *buf = malloc(MiB);
+	ssize_t n;
+
+	cr_assert(in >= 0 && out >= 0 && buf);
+	while ((n = read(in, buf, MiB)) > 0)
+		cr_assert_eq(write(out, buf, (size_t)n), n);
+	cr_assert_eq(n, 0);
+	free(buf);
+	close(in);
+	close(out);
+}
+
+/* A copy of the SSD file (a cloned disk or VM image) is not the service's own file coming back: its lock says
+ * nothing of the original's process, which may be alive and about to rejoin. It retires no service. */
+Test(ssd, a_copy_of_the_ssd_file_retires_no_service)
+{
+	const char *k[] = {"copied-ssd"};
+	char copy[sizeof(ssd_path) + 8];
+
+	put("copied-ssd", 43);
+	cr_assert_eq(mmc_evict_keys(s, k, 1, MMC_MEDIA_DRAM, MMC_MEDIA_SSD, 0), 0);
+	metaserver_kill(&meta);
+	mmc_destroy(s);
+	s = NULL;
+	snprintf(copy, sizeof(copy), "%s.copy", ssd_path);
+	copy_file(ssd_path, copy);
+	cr_assert_eq(metaserver_restart(&meta, NULL), 0);
+	s = ssd_store(copy, 8 * MiB, 64 * MiB);
+	cr_assert_not(metaserver_log_has(&meta, "op=retire"), "a copy retired the service it was copied from");
+	cr_assert_not(metaserver_log_has(&meta, "op=adopt_ssd"));
+}
+
 /*
  * Room is made where it is needed. A put that names a service (a preferred rank) and an SSD key's read (its copy
  * lands in its own service's DRAM) need room on that service: another service's free memory is no use to them. They

@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import time
+import urllib.request
 
 import numpy as np
 import torch
@@ -127,6 +128,29 @@ class CInterop(mmctest.ServerTest):
         self.assertEqual(self.cmd("exist interop/py2c"), "1")
 
 
+MOONCAKE_PROTOCOL = {"host_tcp": "tcp", "host_shm": "shm", "host_rdma": "rdma"}.get(mmctest.PROTOCOL, mmctest.PROTOCOL)
+
+
+def in_forked_child(fn, timeout=20):
+    """fn() in a child forked without exec, its result the exit code; the code, or None when the child hung."""
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            code = fn()
+        finally:
+            os._exit(code)
+    until, done = time.time() + timeout, (0, 0)
+    while done == (0, 0) and time.time() < until:
+        time.sleep(0.01)
+        done = os.waitpid(pid, os.WNOHANG)
+    if done == (0, 0):
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
+        return None
+    return os.waitstatus_to_exitcode(done[1])
+
+
 class ForkedChild(mmctest.ServerTest):
     """A child forked without exec gets a copy of the parent's store object but none of libmmc's threads. Its
     collection there (__del__, mmc_destroy) used to send an Unregister on the parent's connection: the meta server
@@ -137,30 +161,36 @@ class ForkedChild(mmctest.ServerTest):
         data = bytes(mmctest.pattern(1 << 16, 81))
         self.assertEqual(s.put("forked", data), 0)
         me = s.get_local_service_id()
-        pid = os.fork()
-        if pid == 0:
-            code = 1
-            try:
-                code = 2 if s.is_exist("forked") >= 0 else 3  # the parent's store answers an error here
-                del s
-                gc.collect()
-                own = mmctest.store(self.meta.url, lend=False)
-                code = 0 if own.get("forked") == data else 4
-                own.close()
-            finally:
-                os._exit(code)
-        until, done = time.time() + 20, (0, 0)
-        while done == (0, 0) and time.time() < until:
-            time.sleep(0.01)
-            done = os.waitpid(pid, os.WNOHANG)
-        if done == (0, 0):
-            os.kill(pid, 9)
-            os.waitpid(pid, 0)
-        self.assertNotEqual(done, (0, 0), "the child hung")
-        self.assertEqual(os.waitstatus_to_exitcode(done[1]), 0, "the child: 1 crashed, 2 used the parent's store, "
-                         "4 could not read with its own")
+
+        def child():
+            nonlocal s
+            if s.is_exist("forked") >= 0:  # the parent's store answers an error here
+                return 2
+            del s
+            gc.collect()
+            own = mmctest.store(self.meta.url, lend=False)
+            ok = own.get("forked") == data
+            own.close()
+            return 0 if ok else 4
+
+        self.assertEqual(in_forked_child(child), 0, "None: the child hung; 2: it used the parent's store; 4: it "
+                         "could not read with its own")
         self.assertEqual(s.get_local_service_id(), me)
         self.assertEqual(s.get("forked"), data)
+        s.close()
+
+    def test_a_mooncake_store_closed_in_a_child_leaves_the_parents_alone(self):
+        from mooncake.store import MooncakeDistributedStore
+        s = MooncakeDistributedStore()
+        self.assertEqual(s.setup("localhost", "P2PHANDSHAKE", 64 << 20, 16 << 20, MOONCAKE_PROTOCOL, "",
+                                 "127.0.0.1:%d" % self.meta.port, enable_client_http_server=True,
+                                 client_http_port=0), 0)
+        self.assertEqual(s.put("forked/mooncake", b"abc"), 0)
+        port = s._http.port
+        self.assertEqual(in_forked_child(lambda: s.close()), 0, "the child's close hung or failed")
+        self.assertEqual(s.get("forked/mooncake"), b"abc")
+        url = "http://127.0.0.1:%d/health" % port
+        self.assertEqual(urllib.request.urlopen(url, timeout=10).status, 200, "the parent's HTTP server stopped")
         s.close()
 
 

@@ -66,12 +66,16 @@ static pid_t spawn_owner_forking(bool memfd, char *path, uint64_t *key, pid_t *f
 		           : host_pool_create(&c, LEN, &base, &huge)) == 0) {
 			memcpy(base, "owner", 6);
 			host_pool_set_incarnation(&c, 3);
-			pid_t child = forked ? fork() : 0;
+			int ready[2];
+			pid_t child = 0;
 
-			if (forked && child == 0) {
+			if (forked && pipe(ready) == 0 && (child = fork()) == 0) {
+				(void)!write(ready[1], "", 1); /* past fork(): its handlers have run */
 				pause();
 				_exit(0);
 			}
+			if (forked && child > 0)
+				(void)!read(ready[0], &(char){0}, 1);
 			(void)!write(pipefd[1], c.path, HOST_POOL_PATH_SIZE);
 			(void)!write(pipefd[1], &c.hdr->key, sizeof(uint64_t));
 			(void)!write(pipefd[1], &child, sizeof(child));
