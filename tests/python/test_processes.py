@@ -168,13 +168,14 @@ class ForkedChild(mmctest.ServerTest):
                 return 2
             del s
             gc.collect()
-            own = mmctest.store(self.meta.url, lend=False)
-            ok = own.get("forked") == data
+            own = mmctest.store(self.meta.url)  # a store of the child's own, lending a pool of its own
+            ok = own.get("forked") == data and own.put("forked/child", data[::-1]) == 0
+            ok = ok and own.get("forked/child") == data[::-1]
             own.close()
             return 0 if ok else 4
 
         self.assertEqual(in_forked_child(child), 0, "None: the child hung; 2: it used the parent's store; 4: it "
-                         "could not read with its own")
+                         "could not put and get with its own")
         self.assertEqual(s.get_local_service_id(), me)
         self.assertEqual(s.get("forked"), data)
         s.close()
