@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "extent.h"
 #include "fork_guard.h"
@@ -72,6 +73,27 @@ static bool forked_copy(const struct mmc_store *s, const char *call)
 		    "cannot be used or torn down here: a child makes a store of its own",
 		    call);
 	return true;
+}
+
+struct store_call store_call_begin(struct mmc_store *s)
+{
+	if (s)
+		atomic_fetch_add(&s->calls, 1); /* before store_check_ready loads the state: see mmc_teardown */
+	return (struct store_call){s};
+}
+
+void store_call_end(struct store_call *c)
+{
+	if (c->s)
+		atomic_fetch_sub(&c->s->calls, 1);
+}
+
+/* Waits until no call is in progress on s (its state no longer lets new ones in). Each call is bounded (timeout_ms,
+ * rma_timeout_ms); a teardown is rare: a short sleep between looks. */
+static void wait_calls(struct mmc_store *s)
+{
+	while (atomic_load(&s->calls))
+		nanosleep(&(struct timespec){0, 1000000}, NULL);
 }
 
 int store_check_ready(const struct mmc_store *s)
@@ -426,6 +448,7 @@ int mmc_teardown(mmc_store *s)
 		uint64_t incarnation;
 
 		atomic_store(&s->state, ST_CREATED);
+		wait_calls(s); /* calls of other threads: they end before anything of the store is freed */
 		if (store_ident(s, &rank, &incarnation)) {
 			mmc_Unregister u = mmc_Unregister_init_zero;
 			struct mcall c = {.decode = meta_decode_reply};
@@ -452,6 +475,7 @@ void mmc_destroy(mmc_store *s)
 
 int mmc_register_buffer(mmc_store *s, void *buf, size_t size)
 {
+	STORE_CALL(s);
 	int rc = store_check_ready(s);
 
 	if (rc)
@@ -463,6 +487,7 @@ int mmc_register_buffer(mmc_store *s, void *buf, size_t size)
 
 int mmc_unregister_buffer(mmc_store *s, void *buf, size_t size)
 {
+	STORE_CALL(s);
 	int rc = store_check_ready(s);
 
 	if (rc)
@@ -474,6 +499,7 @@ int mmc_unregister_buffer(mmc_store *s, void *buf, size_t size)
 
 int mmc_get_local_service_id(mmc_store *s, uint32_t *id)
 {
+	STORE_CALL(s);
 	uint64_t incarnation;
 	int rc;
 

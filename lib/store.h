@@ -27,7 +27,8 @@ struct ssd;          /* ssd.c */
 struct mmc_store {
 	pthread_mutex_t life; /* setup / init / teardown */
 	_Atomic int state;
-	unsigned fork_gen; /* the fork generation it was made in (fork_guard.h): another is a forked child's */
+	_Atomic unsigned calls; /* calls in progress (STORE_CALL): mmc_teardown waits for them */
+	unsigned fork_gen;      /* the fork generation it was made in (fork_guard.h): another is a forked child's */
 	struct client_conf conf;
 	bool has_conf;
 	bool init_bm;
@@ -68,6 +69,22 @@ bool store_ident(struct mmc_store *s, uint32_t *rank, uint64_t *incarnation);
 
 /* Common checks of every data and metadata call. */
 int store_check_ready(const struct mmc_store *s);
+
+/*
+ * A call in progress on a store, from the first line of every exported call but the life-cycle ones to its return
+ * (the cleanup attribute ends it on every return path). mmc_teardown takes the store out of ST_READY and then waits
+ * until no call is in progress, so that another thread's call never finds the store's parts freed under it: it has
+ * either begun before (and is waited for) or sees the state and fails with MMC_CLIENT_NOT_INIT. Two atomic
+ * operations per call, none per key.
+ */
+struct store_call {
+	struct mmc_store *s;
+};
+
+struct store_call store_call_begin(struct mmc_store *s);
+void store_call_end(struct store_call *c);
+
+#define STORE_CALL(s) struct store_call store_call_ __attribute__((cleanup(store_call_end))) = store_call_begin(s)
 bool store_key_ok(const char *key);
 
 #endif

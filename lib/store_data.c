@@ -844,6 +844,7 @@ static int prefix(mmc_store *s, const char *const *keys, const struct plan_src *
 int mmc_batch_get_into_prefix(mmc_store *s, const char *const *keys, void *const *bufs, const size_t *sizes, size_t n,
                               int32_t direct, uint32_t timeout_ms, size_t *landed)
 {
+	STORE_CALL(s);
 	struct plan_src src = {.flat = true, .buf = (const void *const *)bufs, .size = sizes};
 
 	return prefix(s, keys, &src, n, direct, timeout_ms, landed);
@@ -853,6 +854,7 @@ int mmc_batch_get_into_layers_prefix(mmc_store *s, const char *const *keys, void
                                      const size_t *const *sizes, const size_t *layers, size_t n, int32_t direct,
                                      uint32_t timeout_ms, size_t *landed)
 {
+	STORE_CALL(s);
 	struct plan_src src = {.bufs = (const void *const *const *)bufs, .sizes = sizes, .layers = layers};
 
 	return prefix(s, keys, &src, n, direct, timeout_ms, landed);
@@ -880,12 +882,14 @@ int mmc_batch_put_from_layers(mmc_store *s, const char *const *keys, const void 
                               const size_t *const *sizes, const size_t *layers, size_t n, int32_t direct,
                               const mmc_replicate_config *rc, int *results)
 {
+	STORE_CALL(s);
 	return batch_layers(s, true, keys, bufs, sizes, layers, n, direct, rc, true, results);
 }
 
 int mmc_batch_get_into_layers(mmc_store *s, const char *const *keys, void *const *const *bufs,
                               const size_t *const *sizes, const size_t *layers, size_t n, int32_t direct, int *results)
 {
+	STORE_CALL(s);
 	return batch_layers(s, false, keys, (const void *const *const *)bufs, sizes, layers, n, direct, NULL, false,
 	                    results);
 }
@@ -893,18 +897,21 @@ int mmc_batch_get_into_layers(mmc_store *s, const char *const *keys, void *const
 int mmc_batch_put_from(mmc_store *s, const char *const *keys, const void *const *bufs, const size_t *sizes, size_t n,
                        int32_t direct, const mmc_replicate_config *rc, int *results)
 {
+	STORE_CALL(s);
 	return batch_flat(s, true, keys, bufs, sizes, n, direct, rc, true, results);
 }
 
 int mmc_batch_get_into(mmc_store *s, const char *const *keys, void *const *bufs, const size_t *sizes, size_t n,
                        int32_t direct, int *results)
 {
+	STORE_CALL(s);
 	return batch_flat(s, false, keys, (const void *const *)bufs, sizes, n, direct, NULL, false, results);
 }
 
 int mmc_put_from(mmc_store *s, const char *key, const void *buf, size_t size, int32_t direct,
                  const mmc_replicate_config *rc)
 {
+	STORE_CALL(s);
 	int result, err = batch_flat(s, true, &key, &buf, &size, 1, direct, rc, false, &result);
 
 	return err ? err : result;
@@ -912,6 +919,7 @@ int mmc_put_from(mmc_store *s, const char *key, const void *buf, size_t size, in
 
 int mmc_get_into(mmc_store *s, const char *key, void *buf, size_t size, int32_t direct)
 {
+	STORE_CALL(s);
 	int result, err = batch_flat(s, false, &key, (const void *const *)&buf, &size, 1, direct, NULL, false, &result);
 
 	return err ? err : result;
@@ -920,6 +928,7 @@ int mmc_get_into(mmc_store *s, const char *key, void *buf, size_t size, int32_t 
 int mmc_put_from_layers(mmc_store *s, const char *key, const void *const *bufs, const size_t *sizes, size_t layers,
                         int32_t direct, const mmc_replicate_config *rc)
 {
+	STORE_CALL(s);
 	int result, err = batch_layers(s, true, &key, &bufs, &sizes, &layers, 1, direct, rc, false, &result);
 
 	return err ? err : result;
@@ -928,6 +937,7 @@ int mmc_put_from_layers(mmc_store *s, const char *key, const void *const *bufs, 
 int mmc_get_into_layers(mmc_store *s, const char *key, void *const *bufs, const size_t *sizes, size_t layers,
                         int32_t direct)
 {
+	STORE_CALL(s);
 	int result, err = batch_layers(s, false, &key, (const void *const *const *)&bufs, &sizes, &layers, 1, direct,
 	                               NULL, false, &result);
 

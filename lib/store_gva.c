@@ -100,6 +100,7 @@ static bool on_malloc(void *arg, size_t i, const mmc_KeyResult *r)
 int mmc_batch_malloc(mmc_store *s, const char *const *keys, const size_t *sizes, size_t n, uint16_t media,
                      uint64_t lease_ttl_ms, mmc_gva *gvas)
 {
+	STORE_CALL(s);
 	struct malloc_ctx m = {{NULL, 0, 0, false}, keys, sizes, gvas, clock_ms(), 0, pthread_self()};
 	struct key_rpc k = {.body = WB_MALLOC, .req = mmc_KeyBatch_init_zero, .on_result = on_malloc, .arg = &m};
 	uint64_t *sz;
@@ -155,6 +156,7 @@ static bool on_finish(void *arg, size_t i, const mmc_KeyResult *r)
  */
 int mmc_batch_write_finish(mmc_store *s, const char *const *keys, const int32_t *write_results, size_t n, int *results)
 {
+	STORE_CALL(s);
 	struct finish_ctx f = {results, NULL};
 	struct key_rpc k = {.body = WB_WRITE_FINISH, .req = mmc_KeyBatch_init_zero, .on_result = on_finish, .arg = &f};
 	pthread_t self = pthread_self();
@@ -236,6 +238,7 @@ static bool on_lease(void *arg, size_t i, const mmc_KeyResult *r)
 
 int mmc_batch_add_lease(mmc_store *s, const char *const *keys, size_t n, uint64_t lease_ttl_ms, int *results)
 {
+	STORE_CALL(s);
 	struct lease_ctx l = {{NULL, 0, 0, false}, keys, results, clock_ms(), 0};
 	struct key_rpc k = {.body = WB_ADD_LEASE, .req = mmc_KeyBatch_init_zero, .on_result = on_lease, .arg = &l};
 	struct gva_keys ck;
@@ -266,6 +269,7 @@ int mmc_batch_add_lease(mmc_store *s, const char *const *keys, size_t n, uint64_
 
 int mmc_batch_remove_lease(mmc_store *s, const char *const *keys, size_t n)
 {
+	STORE_CALL(s);
 	struct gva_keys ck;
 	int rc = check_keys(s, keys, n), *results;
 	bool expired = false, *held;
@@ -360,6 +364,7 @@ static int plan_copies(struct mmc_store *s, const mmc_gva *gvas, void *const *bu
 int mmc_batch_copy(mmc_store *s, const mmc_gva *gvas, void *const *bufs, const size_t *sizes, size_t n, int32_t direct,
                    uint32_t flag)
 {
+	STORE_CALL(s);
 	bool write = direct_is_write(direct);
 	struct xfer_key *xk;
 	struct xfer_piece *pieces;

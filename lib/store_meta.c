@@ -24,16 +24,19 @@ static int simple_batch(mmc_store *s, uint32_t body, const char *const *keys, si
 
 int mmc_batch_remove(mmc_store *s, const char *const *keys, size_t n, int *results)
 {
+	STORE_CALL(s);
 	return simple_batch(s, WB_REMOVE, keys, n, results);
 }
 
 int mmc_batch_is_exist(mmc_store *s, const char *const *keys, size_t n, int *results)
 {
+	STORE_CALL(s);
 	return simple_batch(s, WB_EXIST, keys, n, results);
 }
 
 int mmc_remove(mmc_store *s, const char *key)
 {
+	STORE_CALL(s);
 	int result, rc = simple_batch(s, WB_REMOVE, &key, 1, &result);
 
 	return rc ? rc : result;
@@ -69,6 +72,7 @@ static int remove_matching(mmc_store *s, const char *pattern, uint64_t *removed)
 
 int mmc_remove_by_regex(mmc_store *s, const char *regex, uint64_t *removed)
 {
+	STORE_CALL(s);
 	size_t len = regex ? strlen(regex) : 0;
 
 	if (!s || !removed || len == 0 || len > MMC_WIRE_PATTERN_MAX)
@@ -78,6 +82,7 @@ int mmc_remove_by_regex(mmc_store *s, const char *regex, uint64_t *removed)
 
 int mmc_remove_all(mmc_store *s, uint64_t *removed)
 {
+	STORE_CALL(s);
 	if (!s || !removed)
 		return MMC_INVALID_PARAM;
 	return remove_matching(s, "", removed);
@@ -85,6 +90,7 @@ int mmc_remove_all(mmc_store *s, uint64_t *removed)
 
 int mmc_is_exist(mmc_store *s, const char *key)
 {
+	STORE_CALL(s);
 	int result, rc = simple_batch(s, WB_EXIST, &key, 1, &result);
 
 	return rc ? rc : result;
@@ -109,6 +115,7 @@ static bool on_info(void *arg, size_t i, const mmc_KeyResult *r)
 
 int mmc_batch_get_key_info(mmc_store *s, const char *const *keys, size_t n, uint32_t flag, mmc_key_info *out)
 {
+	STORE_CALL(s);
 	struct key_rpc k = {.body = WB_QUERY, .req = mmc_KeyBatch_init_zero, .on_result = on_info, .arg = out};
 	int rc = store_check_ready(s);
 
@@ -128,6 +135,7 @@ int mmc_batch_get_key_info(mmc_store *s, const char *const *keys, size_t n, uint
 
 int mmc_get_key_info(mmc_store *s, const char *key, uint32_t flag, mmc_key_info *out)
 {
+	STORE_CALL(s);
 	return mmc_batch_get_key_info(s, &key, 1, flag, out);
 }
 
@@ -153,11 +161,13 @@ static int tier_move(mmc_store *s, uint32_t body, const char *const *keys, size_
 int mmc_prefetch_keys(mmc_store *s, const char *const *keys, size_t n, uint8_t src_media, uint8_t dst_media,
                       uint32_t flags)
 {
+	STORE_CALL(s);
 	return tier_move(s, WB_PREFETCH, keys, n, src_media == MMC_MEDIA_SSD && dst_media == MMC_MEDIA_DRAM, flags);
 }
 
 int mmc_evict_keys(mmc_store *s, const char *const *keys, size_t n, uint8_t src_media, uint8_t dst_media,
                    uint32_t flags)
 {
+	STORE_CALL(s);
 	return tier_move(s, WB_EVICT, keys, n, src_media == MMC_MEDIA_DRAM && dst_media == MMC_MEDIA_SSD, flags);
 }

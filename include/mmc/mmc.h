@@ -37,8 +37,10 @@
  * Every call on an initialised store is thread-safe; calls from many threads run concurrently and share one meta
  * connection (requests are pipelined) and one fabric endpoint. Leases, GVA allocations and registered buffers
  * belong to the store, not to the thread that made them: any thread of the store may use or release them. The
- * life-cycle calls mmc_setup(), mmc_init(), mmc_teardown() and mmc_destroy() serialise with each other on one store
- * but must not race with any other call on it. Different stores are independent. libmmc runs its own threads
+ * life-cycle calls mmc_setup(), mmc_init(), mmc_teardown() and mmc_destroy() serialise with each other on one store.
+ * mmc_teardown() may run while other threads are in calls on the store: it waits for those calls to end, and calls
+ * made after it began fail with MMC_CLIENT_NOT_INIT. mmc_setup(), mmc_init() and mmc_destroy() must not race with
+ * any other call on it (mmc_destroy() frees it). Different stores are independent. libmmc runs its own threads
  * (docs/architecture.md, "Threads"); the log handler may be called on them (mmc_set_log_handler()).
  *
  * Caveats
@@ -479,7 +481,8 @@ MMC_API int mmc_init(mmc_store *s, uint32_t device_id, bool init_bm);
  * service whose connection closes) and for the threads to stop.
  * @return MMC_OK (also when not initialised); MMC_INVALID_PARAM for NULL; MMC_CLIENT_NOT_INIT, doing nothing, for a
  *         store made before this process was forked (the parent's: see "Caveats").
- * Not thread-safe with other calls on the same store; thread-safe across stores.
+ * May run while other threads are in calls on the same store: it waits for them (each is bounded, see "Caveats"),
+ * and theirs made after it began return MMC_CLIENT_NOT_INIT. Serialises with the other life-cycle calls.
  */
 MMC_API int mmc_teardown(mmc_store *s);
 

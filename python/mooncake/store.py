@@ -366,7 +366,10 @@ class MooncakeDistributedStore(TensorCalls):
         if srv is not None:
             srv.stop()
         if d is not None:
-            d.close()
+            d.close()  # mmc_teardown: waits for other threads' calls; later ones fail
+            # kept, not collected: a thread that read d's store pointer before close() may not have made its call
+            # yet, and mmc_destroy would free the store under it
+            self._closed_d = d
         return 0
 
     def _ready(self):

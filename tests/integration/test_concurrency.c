@@ -6,6 +6,7 @@
 #include <stdatomic.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "pattern.h"
 #include "store_fixture.h"
@@ -117,4 +118,65 @@ Test(concurrency, mixed_batches_from_eight_threads)
 	cr_assert_eq(atomic_load(&bad), 0, "a get returned wrong bytes or a call failed");
 	cr_assert_gt(atomic_load(&hits), 100, "the test must actually read data");
 	cr_assert_gt(atomic_load(&misses), 0, "removes and eviction must actually race with gets");
+}
+
+/* ---- a teardown while other threads are in calls on the store ---- */
+
+struct reader {
+	mmc_store *st;
+	pthread_t th;
+	atomic_int other; /* codes other than MMC_OK and MMC_CLIENT_NOT_INIT */
+	atomic_int refused;
+};
+
+static void *reader_main(void *arg)
+{
+	struct reader *r = arg;
+	const char *keys[4] = {"td/0", "td/1", "td/2", "td/3"};
+	void *bufs[4];
+	size_t sizes[4];
+	int res[4], rc;
+
+	for (int i = 0; i < 4; i++)
+		bufs[i] = malloc(sizes[i] = 256 << 10);
+	do {
+		rc = mmc_batch_get_into(r->st, keys, bufs, sizes, 4, MMC_COPY_G2H, res);
+		if (rc == MMC_CLIENT_NOT_INIT)
+			atomic_fetch_add(&r->refused, 1);
+		else if (rc || res[0] || res[1] || res[2] || res[3])
+			atomic_fetch_add(&r->other, 1);
+	} while (rc != MMC_CLIENT_NOT_INIT);
+	for (int i = 0; i < 4; i++)
+		free(bufs[i]);
+	return NULL;
+}
+
+/*
+ * An engine shutting down while its prefetch threads still read: mmc_teardown waits for the calls in progress and
+ * later ones fail with MMC_CLIENT_NOT_INIT. The readers' calls used to find the connection and fabric freed under
+ * them (a segfault in Python's close()).
+ */
+Test(concurrency, a_teardown_while_other_threads_read_waits_for_their_calls)
+{
+	mmc_store *st = fixture_store(meta.url, false, 0);
+	struct reader r[4];
+
+	for (int i = 0; i < 4; i++) {
+		char key[8];
+
+		snprintf(key, sizeof(key), "td/%d", i);
+		fixture_put(peer, key, 256 << 10, (uint64_t)(60 + i));
+	}
+	for (int i = 0; i < 4; i++) {
+		r[i] = (struct reader){.st = st};
+		cr_assert_eq(pthread_create(&r[i].th, NULL, reader_main, &r[i]), 0);
+	}
+	usleep(200000);
+	cr_assert_eq(mmc_teardown(st), 0);
+	for (int i = 0; i < 4; i++) {
+		pthread_join(r[i].th, NULL);
+		cr_expect_eq(atomic_load(&r[i].other), 0, "reader %d: a call failed otherwise", i);
+		cr_expect_eq(atomic_load(&r[i].refused), 1);
+	}
+	mmc_destroy(st);
 }

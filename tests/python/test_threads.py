@@ -1,4 +1,5 @@
-"""Data calls do not hold the GIL while libmmc works: two Python threads transfer at the same time.
+"""Data calls do not hold the GIL while libmmc works: two Python threads transfer at the same time. And a store
+closed while other threads are in calls on it waits for them (an engine's shutdown with prefetch threads running).
 
 With a one-second switch interval, a call that held the GIL would keep the other thread out for its whole
 duration, so the two threads' calls could not overlap in time (except at a forced switch). The control runs the
@@ -108,6 +109,57 @@ class Threads(mmctest.ServerTest):
 
         n = self.overlapping(self.run_pair(call))
         self.assertLessEqual(n, 3, "%d calls overlapped although the GIL was held" % n)
+
+
+class CloseWhileReading(mmctest.ServerTest):
+    """close() while four threads loop batch_get_into: teardown waits for the calls in progress, later calls fail
+    with an error code, and nothing crashes. The readers' calls used to find the store's connection freed under them
+    (SIGSEGV in libmmc), with mooncake.store and mmc.Store alike."""
+
+    def readers(self, call):
+        errors, done = [], threading.Event()
+
+        def loop():
+            try:
+                while not done.is_set():
+                    call()
+            except Exception as e:  # a Python error is fine after close(): not a crash
+                errors.append(e)
+
+        ts = [threading.Thread(target=loop) for _ in range(4)]
+        for t in ts:
+            t.start()
+        time.sleep(0.3)
+        return ts, done
+
+    def test_mooncake_store(self):
+        from mooncake.store import MooncakeDistributedStore
+        proto = {"host_tcp": "tcp", "host_shm": "shm"}.get(mmctest.PROTOCOL, mmctest.PROTOCOL)
+        st = MooncakeDistributedStore()
+        self.assertEqual(st.setup("localhost", "P2PHANDSHAKE", 64 << 20, 16 << 20, proto, "",
+                                  "127.0.0.1:%d" % self.meta.port), 0)
+        keys = ["close/m%d" % i for i in range(8)]
+        bufs = [np.full(1 << 20, i, np.uint8) for i in range(8)]
+        for k, b in zip(keys, bufs):
+            self.assertEqual(st.put(k, b.tobytes()), 0)
+        outs = [np.empty(1 << 20, np.uint8) for _ in range(4)]
+        ts, done = self.readers(lambda: st.batch_get_into(keys[:4], [o.ctypes.data for o in outs], [1 << 20] * 4))
+        self.assertEqual(st.close(), 0)
+        done.set()
+        for t in ts:
+            t.join()
+        self.assertLess(st.batch_get_into(keys[:1], [outs[0].ctypes.data], [1 << 20])[0], 0, "closed")
+
+    def test_mmc_store(self):
+        st = mmc.Store(self.meta.url, dram_size=64 << 20, protocol=mmctest.PROTOCOL)
+        a = np.full(1 << 20, 7, np.uint8)
+        st.put("close/p", a)
+        out = np.empty_like(a)
+        ts, done = self.readers(lambda: st.get_into("close/p", out))
+        st.close()
+        done.set()
+        for t in ts:
+            t.join()
 
 
 if __name__ == "__main__":
