@@ -170,6 +170,10 @@ class Buffer:
         self.held = False
         if isinstance(obj, (str, int, float)) or obj is None:
             raise TypeError("%s: expected a buffer-protocol object, got %s" % (name, type(obj).__name__))
+        # numpy exports an array of Python objects as its pointers: their bytes are not the objects'
+        if getattr(getattr(obj, "dtype", None), "hasobject", False) or (isinstance(obj, memoryview) and
+                                                                         "O" in obj.format):
+            raise TypeError("%s: an array of Python objects has no bytes of its own to store" % name)
         self.view = Py_buffer()
         try:
             _get_buffer(obj, ctypes.byref(self.view), PyBUF_WRITABLE if writable else PyBUF_SIMPLE)

@@ -307,7 +307,8 @@ class Store:
             rc = _lib_handle.mmc_batch_get_into_prefix(self._raw._s, A.key_array(ks),
                                                        A.ptr_array([r.addr for r in refs]),
                                                        A.size_array([r.len for r in refs]), len(ks), G2H,
-                                                       int(timeout_ms), ctypes.byref(landed))
+                                                       A.uint(timeout_ms, "timeout_ms", 0xFFFFFFFF),
+                                                       ctypes.byref(landed))
         finally:
             for r in refs:
                 r.release()
@@ -397,6 +398,14 @@ class Store:
         return numpy.frombuffer(data, dtype=numpy.dtype(meta["dtype"])).reshape(meta["shape"])
 
 
+def _numpy_dtype_name(dtype):
+    """dtype's name, with its byte order when it is not this machine's: '<f4' and '>f4' are both "float32", and
+    the same bytes read as the other are other numbers."""
+    if dtype.isnative:
+        return dtype.name
+    return "%s (%s-endian)" % (dtype.name, "big" if dtype.byteorder == ">" else "little")
+
+
 def _dtype_name(t):
     """The element type's name, the same for numpy and torch ("float32"); None for a buffer without one. t is a
     tensor header's dict, a numpy array or a torch tensor."""
@@ -404,11 +413,11 @@ def _dtype_name(t):
         if t.get("lib") == "torch":
             return t["dtype"]
         import numpy
-        return numpy.dtype(t["dtype"]).name
+        return _numpy_dtype_name(numpy.dtype(t["dtype"]))
     if hasattr(t, "data_ptr"):
         return str(t.dtype).replace("torch.", "")
     dtype = getattr(t, "dtype", None)
-    return dtype.name if dtype is not None and hasattr(dtype, "name") else None
+    return _numpy_dtype_name(dtype) if dtype is not None and hasattr(dtype, "isnative") else None
 
 
 def _parse_header(head):

@@ -243,7 +243,7 @@ class DistributedObjectStore:
             return 0 if not refused else refused[0]
         landed = ctypes.c_size_t(0)
         rc = lib.mmc_batch_get_into_prefix(self._s, A.key_array(ks), A.addr(ps), A.addr(ns), len(ks), d,
-                                           int(timeout_ms), ctypes.byref(landed))
+                                           A.uint(timeout_ms, "timeout_ms", 0xFFFFFFFF), ctypes.byref(landed))
         return rc if rc else landed.value
 
     # ---- layer calls: one object gathered from / scattered to several buffers
@@ -308,7 +308,7 @@ class DistributedObjectStore:
         ks, parr, narr, layers, d, _keep = a  # _keep: the arrays behind the addresses
         landed = ctypes.c_size_t(0)
         rc = lib.mmc_batch_get_into_layers_prefix(self._s, A.key_array(ks), parr, narr, layers, len(ks), d,
-                                                  int(timeout_ms), ctypes.byref(landed))
+                                                  A.uint(timeout_ms, "timeout_ms", 0xFFFFFFFF), ctypes.byref(landed))
         return rc if rc else landed.value
 
     # ---- metadata

@@ -76,12 +76,13 @@ def _check(tensor):
         raise ValueError("unsupported dtype %s" % tensor.dtype) from None
     if tensor.numel() == 0:
         raise ValueError("an empty tensor")
-    return code, tensor.contiguous()
+    # a conjugate or negative view's memory holds the other numbers: resolved first, as contiguous() does not
+    return code, tensor.resolve_conj().resolve_neg().contiguous()
 
 
 def raw(tensor):
     """The tensor's bytes (contiguous), as a uint8 numpy array sharing its memory."""
-    return tensor.view(_torch().uint8).reshape(-1).numpy()
+    return tensor.reshape(-1).view(_torch().uint8).numpy()  # flat first: a 0-dimensional tensor has no view
 
 
 def pack_parts(tensor, whole=None, axis=None):

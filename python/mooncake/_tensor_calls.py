@@ -23,7 +23,7 @@ def _rows(tensor):
     """(header, data) of a whole tensor, or None (logged) when it cannot be stored."""
     try:
         return T.pack_parts(tensor)
-    except (TypeError, ValueError) as e:
+    except (TypeError, ValueError, RuntimeError) as e:
         log.warning("mooncake.store: tensor refused: %s", e)
         return None
 

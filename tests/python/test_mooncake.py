@@ -338,6 +338,15 @@ class Api(StoreTest):
         self.assertTrue(torch.equal(self.s.get_tensor(self.key("t")), t))
         self.assertIsNone(self.s.get_tensor(self.key("missing")))
         self.assertEqual(self.s.put_tensor(self.key("bad"), np.zeros(3)), mc.INVALID_PARAMS)
+        # a 0-dimensional tensor (a scalar) and a negative view are stored by value
+        self.assertEqual(self.s.put_tensor(self.key("scalar"), torch.tensor(3.5)), 0)
+        self.assertTrue(torch.equal(self.s.get_tensor(self.key("scalar")), torch.tensor(3.5)))
+        neg = torch.arange(4.0)._neg_view()
+        self.assertEqual(self.s.put_tensor(self.key("neg"), neg), 0)
+        self.assertTrue(torch.equal(self.s.get_tensor(self.key("neg")), -torch.arange(4.0)))
+        # an array of Python objects has no bytes of its own: its pointers are not stored as its value
+        with self.assertRaises(TypeError):  # as for any value that is not bytes-like
+            self.s.put(self.key("objects"), np.array([b"hello", b"world"], dtype=object))
         ts = [torch.arange(6, dtype=torch.int32), torch.ones(2, 2, dtype=torch.float16)]
         ks = [self.key("b0"), self.key("b1")]
         self.assertEqual(self.s.batch_put_tensor(ks, ts), [0, 0])

@@ -92,6 +92,9 @@ class Pythonic(mmctest.ServerTest):
             self.assertEqual(s.get_prefix_into([], [], 2000), 0)
             with self.assertRaises(mmc.InvalidParamError):
                 s.get_prefix_into(keys, outs[:2], 2000)
+            for bad in (-1, 1 << 32):  # not wrapped into another deadline
+                with self.assertRaises(TypeError):
+                    s.get_prefix_into(keys, outs, bad)
 
     def test_a_key_with_a_nul_is_refused(self):
         """libmmc keys are C strings: "k\\0one" would be stored as "k", and read back for "k\\0two"."""
@@ -171,6 +174,11 @@ class Pythonic(mmctest.ServerTest):
             self.assertTrue(np.array_equal(s.get_tensor("py/n", out=flat), a.ravel()))
             t16 = torch.empty(3, 4, dtype=torch.int16)  # numpy's int16 is torch's
             self.assertTrue(np.array_equal(s.get_tensor("py/n", out=t16).numpy(), a))
+            # the same element type in the other byte order: the same bytes would be other numbers
+            with self.assertRaises(mmc.InvalidParamError):
+                s.get_tensor("py/n", out=np.empty((3, 4), dtype=">i2"))
+            s.put_tensor("py/be", a.astype(">i2"))
+            self.assertTrue(np.array_equal(s.get_tensor("py/be", out=np.empty((3, 4), dtype=">i2")), a))
             s.put("py/plain", b"x" * 300)
             with self.assertRaises(mmc.Error):
                 s.get_tensor("py/plain")
