@@ -9,6 +9,7 @@
 import ctypes
 import json
 import sys
+import threading
 
 from . import _args as A
 from . import _lib
@@ -125,6 +126,7 @@ class Store:
     def __init__(self, meta_service_url=None, *, lend=True, device_id=0, config=None, **settings):
         self._raw = DistributedObjectStore()
         self._registered = {}
+        self._reg_lock = threading.Lock()  # one registration per range, whichever threads ask for it at once
         if config is not None and not isinstance(config, LocalConfig):
             raise TypeError("config: expected LocalConfig, got %s" % type(config).__name__)
         if meta_service_url is not None:
@@ -176,22 +178,24 @@ class Store:
         buffer-protocol object stays exported meanwhile (a bytearray cannot be resized: its memory cannot move)."""
         r = ref(obj, size)
         k = (r.addr, r.len)
-        if k in self._registered:
-            r.release()
-            return
-        try:
-            _check(_lib_handle.mmc_register_buffer(self._raw._s, r.addr, r.len), "mmc_register_buffer")
-        except BaseException:
-            r.release()
-            raise
-        self._registered[k] = r
+        with self._reg_lock:
+            if k in self._registered:
+                r.release()
+                return
+            try:
+                _check(_lib_handle.mmc_register_buffer(self._raw._s, r.addr, r.len), "mmc_register_buffer")
+            except BaseException:
+                r.release()
+                raise
+            self._registered[k] = r
 
     def unregister(self, obj, size=None):
         r = ref(obj, size)
         try:
             k = (r.addr, r.len)
-            _check(_lib_handle.mmc_unregister_buffer(self._raw._s, r.addr, r.len), "mmc_unregister_buffer")
-            held = self._registered.pop(k, None)
+            with self._reg_lock:
+                _check(_lib_handle.mmc_unregister_buffer(self._raw._s, r.addr, r.len), "mmc_unregister_buffer")
+                held = self._registered.pop(k, None)
             if held is not None:
                 held.release()
         finally:
