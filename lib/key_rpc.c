@@ -65,7 +65,7 @@ int key_rpc_call(struct mmc_store *s, struct key_rpc *k)
 	k->retried = false;
 	/* a call the dying connection failed goes again on the next one, within the same deadline as a call made
 	 * while the connection was down (meta_call waits for it to come back, so this loop does not spin) */
-	while ((rc = meta_call(s->meta, k->body, NULL, &kb.hand, &c)) == MMC_NOT_CONNECTED_META && s->conf.c.retry_ms &&
+	while ((rc = meta_call(s->meta, k->body, NULL, &kb.hand, &c)) == MMC_NOT_CONNECTED_META && store_retries(s) &&
 	       repeatable(k->body) && clock_ms() < c.deadline_ms)
 		k->retried = true;
 	k->losses = c.losses;

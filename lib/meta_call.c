@@ -128,14 +128,14 @@ static int wait_ready(struct meta_conn *mc, const struct mcall *c)
 		return mc->stop || mc->state == MC_DOWN ? MMC_NOT_CONNECTED_META : 0;
 	if (mc->state == MC_READY)
 		return mc->stop ? MMC_NOT_CONNECTED_META : 0;
-	if (!mc->conf->c.retry_ms || mc->stop)
+	if (!mc->conf->c.retry_ms || mc->stop || mc->closing)
 		return MMC_NOT_CONNECTED_META;
 	now = clock_ms();
 	end = c->deadline_ms ? c->deadline_ms : now + mc->conf->c.retry_ms;
 	if (end <= now)
 		return MMC_NOT_CONNECTED_META;
 	dl = clock_deadline(end - now);
-	while (mc->state != MC_READY && !mc->stop)
+	while (mc->state != MC_READY && !mc->stop && !mc->closing)
 		if (pthread_cond_timedwait(&mc->state_cond, &mc->lock, &dl) == ETIMEDOUT)
 			break;
 	return mc->state == MC_READY && !mc->stop ? 0 : MMC_NOT_CONNECTED_META;

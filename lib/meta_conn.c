@@ -399,6 +399,16 @@ int meta_conn_start(struct meta_conn *mc, meta_reconnect_fn on_reconnect, void *
 	return 0;
 }
 
+void meta_conn_closing(struct meta_conn *mc)
+{
+	if (!mc)
+		return;
+	pthread_mutex_lock(&mc->lock);
+	atomic_store(&mc->closing, true);
+	pthread_cond_broadcast(&mc->state_cond);
+	pthread_mutex_unlock(&mc->lock);
+}
+
 void meta_conn_close(struct meta_conn *mc)
 {
 	if (!mc)

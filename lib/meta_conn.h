@@ -84,6 +84,10 @@ int meta_conn_open(struct meta_conn **out, const struct client_conf *conf);
 int meta_conn_start(struct meta_conn *mc, meta_reconnect_fn on_reconnect, void *owner);
 /* Stops the threads, fails pending calls, closes. NULL is ignored. */
 void meta_conn_close(struct meta_conn *mc);
+/* The store is being torn down: calls waiting for a lost connection to come back fail now, and later ones fail at
+ * once while it is down, so that teardown does not wait out their retry_ms; a connected one still carries calls
+ * (the Unregister). NULL is ignored. */
+void meta_conn_closing(struct meta_conn *mc);
 
 /*
  * Sends msg as Frame body `body` and waits for the reply: for a connection that is down, until c->deadline_ms,

@@ -45,6 +45,7 @@ struct meta_conn {
 	pthread_t reader, keeper;
 	bool reader_started, keeper_started;
 	_Atomic bool stop;
+	_Atomic bool closing; /* meta_conn_closing: no call waits for the connection to come back */
 	meta_reconnect_fn on_reconnect;
 	void *owner;
 	meta_task_fn on_task;

@@ -96,6 +96,11 @@ static void wait_calls(struct mmc_store *s)
 		nanosleep(&(struct timespec){0, 1000000}, NULL);
 }
 
+bool store_retries(const struct mmc_store *s)
+{
+	return s->conf.c.retry_ms && atomic_load(&s->state) == ST_READY;
+}
+
 int store_check_ready(const struct mmc_store *s)
 {
 	if (!s)
@@ -448,7 +453,8 @@ int mmc_teardown(mmc_store *s)
 		uint64_t incarnation;
 
 		atomic_store(&s->state, ST_CREATED);
-		wait_calls(s); /* calls of other threads: they end before anything of the store is freed */
+		meta_conn_closing(s->meta); /* none of them waits for a lost connection any more */
+		wait_calls(s);              /* calls of other threads: they end before anything of the store is freed */
 		if (store_ident(s, &rank, &incarnation)) {
 			mmc_Unregister u = mmc_Unregister_init_zero;
 			struct mcall c = {.decode = meta_decode_reply};

@@ -70,6 +70,9 @@ bool store_ident(struct mmc_store *s, uint32_t *rank, uint64_t *incarnation);
 /* Common checks of every data and metadata call. */
 int store_check_ready(const struct mmc_store *s);
 
+/* Whether a call may go again after a lost connection (retry_ms, and the store not being torn down). */
+bool store_retries(const struct mmc_store *s);
+
 /*
  * A call in progress on a store, from the first line of every exported call but the life-cycle ones to its return
  * (the cleanup attribute ends it on every return path). mmc_teardown takes the store out of ST_READY and then waits

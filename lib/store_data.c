@@ -246,7 +246,7 @@ static void fail_state(struct plan *p, uint8_t st, int code)
  */
 static void lost_with_connection(struct mmc_store *s, struct plan *p, size_t n, uint64_t losses)
 {
-	for (size_t i = 0; s->conf.c.retry_ms && meta_conn_losses(s->meta) != losses && i < n; i++)
+	for (size_t i = 0; store_retries(s) && meta_conn_losses(s->meta) != losses && i < n; i++)
 		if (p->rec[p->index[i]].result)
 			p->rec[p->index[i]].result = MMC_NOT_CONNECTED_META;
 }
@@ -508,7 +508,9 @@ static int run_put(struct mmc_store *s, struct plan *p, const mmc_replicate_conf
 		if (losses) /* "exists" may be this put's own allocation, held for the connection that died */
 			confirm_found(s, p);
 		now = clock_ms();
-		if (!requeue(p, s->conf.c.retry_ms && now < p->deadline_ms, now < busy_until, &nlost))
+		/* a store being torn down ends a wait for another writer, as for a lost connection */
+		if (!requeue(p, store_retries(s) && now < p->deadline_ms,
+		             now < busy_until && atomic_load(&s->state) == ST_READY, &nlost))
 			return rc_call;
 		if (nlost) {
 			lg_info("put: the meta server connection was lost under the put: putting its keys again");
@@ -687,7 +689,7 @@ static int run_get(struct mmc_store *s, struct plan *p)
 	bool lost = false;
 	int rc;
 
-	while ((rc = get_once(s, p, &lost)) == 0 && lost && s->conf.c.retry_ms && clock_ms() < p->deadline_ms)
+	while ((rc = get_once(s, p, &lost)) == 0 && lost && store_retries(s) && clock_ms() < p->deadline_ms)
 		lg_info("a get's transfer outlived its meta server connection: looking the keys up again");
 	return rc;
 }

@@ -481,8 +481,10 @@ MMC_API int mmc_init(mmc_store *s, uint32_t device_id, bool init_bm);
  * service whose connection closes) and for the threads to stop.
  * @return MMC_OK (also when not initialised); MMC_INVALID_PARAM for NULL; MMC_CLIENT_NOT_INIT, doing nothing, for a
  *         store made before this process was forked (the parent's: see "Caveats").
- * May run while other threads are in calls on the same store: it waits for them (each is bounded, see "Caveats"),
- * and theirs made after it began return MMC_CLIENT_NOT_INIT. Serialises with the other life-cycle calls.
+ * May run while other threads are in calls on the same store: it waits for them to end. Those waiting for a lost
+ * meta connection (retry_ms) or for another writer of their key fail at once; the others end as "Caveats" says
+ * (a meta round trip, an RMA). Calls made after it began return MMC_CLIENT_NOT_INIT. Serialises with the other
+ * life-cycle calls.
  */
 MMC_API int mmc_teardown(mmc_store *s);
 

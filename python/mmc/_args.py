@@ -162,6 +162,15 @@ PyBUF_SIMPLE = 0
 PyBUF_WRITABLE = 1
 
 
+def _holds_objects(obj):
+    """Whether obj (or the array a memoryview shows) holds Python objects, whose buffer is their pointers."""
+    if isinstance(obj, memoryview):
+        if obj.format.lstrip("@=<>!") == "O":
+            return True
+        obj = obj.obj
+    return bool(getattr(getattr(obj, "dtype", None), "hasobject", False))
+
+
 class Buffer:
     """A held buffer-protocol view (contiguous bytes) of obj: .addr and .len; release() or use as a context."""
     __slots__ = ("view", "addr", "len", "held")
@@ -171,8 +180,7 @@ class Buffer:
         if isinstance(obj, (str, int, float)) or obj is None:
             raise TypeError("%s: expected a buffer-protocol object, got %s" % (name, type(obj).__name__))
         # numpy exports an array of Python objects as its pointers: their bytes are not the objects'
-        if getattr(getattr(obj, "dtype", None), "hasobject", False) or (isinstance(obj, memoryview) and
-                                                                         "O" in obj.format):
+        if _holds_objects(obj):
             raise TypeError("%s: an array of Python objects has no bytes of its own to store" % name)
         self.view = Py_buffer()
         try:

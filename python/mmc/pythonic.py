@@ -148,10 +148,11 @@ class Store:
     # ---- life cycle
     def close(self):
         if not getattr(self, "closed", True):
-            for (addr, n), held in list(self._registered.items()):
+            with self._reg_lock:  # a register() of another thread meanwhile would lose its export
+                registered, self._registered = self._registered, {}
+            for (addr, n), held in registered.items():
                 _lib_handle.mmc_unregister_buffer(self._raw._s, addr, n)
                 held.release()
-            self._registered.clear()
             self._raw.close()
             self.closed = True
 
@@ -405,7 +406,7 @@ class Store:
 def _numpy_dtype_name(dtype):
     """dtype's name, with its byte order when it is not this machine's: '<f4' and '>f4' are both "float32", and
     the same bytes read as the other are other numbers."""
-    if dtype.isnative:
+    if dtype.isnative or dtype.byteorder not in "<>":  # '|': no order of its own (bytes, a structure)
         return dtype.name
     return "%s (%s-endian)" % (dtype.name, "big" if dtype.byteorder == ">" else "little")
 

@@ -245,6 +245,7 @@ class MooncakeDistributedStore(TensorCalls):
 
     def __init__(self):
         self._d = None  # mmc.DistributedObjectStore after a good setup()
+        self._closed = []  # the torn-down ones, freed with this object (close())
         self._regs = {}  # registered buffer start -> size: Mooncake unregisters by address, libmmc by (address, size)
         self._hostname = None
         self._http = None  # the client HTTP server, when enable_client_http_server
@@ -368,8 +369,8 @@ class MooncakeDistributedStore(TensorCalls):
         if d is not None:
             d.close()  # mmc_teardown: waits for other threads' calls; later ones fail
             # kept, not collected: a thread that read d's store pointer before close() may not have made its call
-            # yet, and mmc_destroy would free the store under it
-            self._closed_d = d
+            # yet, and mmc_destroy would free the store under it (a torn-down store is a few kilobytes)
+            self._closed.append(d)
         return 0
 
     def _ready(self):

@@ -180,3 +180,40 @@ Test(concurrency, a_teardown_while_other_threads_read_waits_for_their_calls)
 	}
 	mmc_destroy(st);
 }
+
+struct waiter {
+	mmc_store *st;
+	pthread_t th;
+	int rc;
+};
+
+static void *waiter_main(void *arg)
+{
+	struct waiter *w = arg;
+
+	w->rc = mmc_is_exist(w->st, "td/any");
+	return NULL;
+}
+
+/* Nor for retry_ms: a call of another thread that waits for a lost meta server to come back fails at once. */
+Test(concurrency, a_teardown_ends_the_waits_of_calls_for_a_lost_meta_server)
+{
+	mmc_local_config c = fixture_config(meta.url, 0);
+	mmc_store *st = mmc_create();
+	struct waiter w = {.st = st};
+	uint64_t t0;
+
+	c.retry_ms = 60000;
+	cr_assert_eq(mmc_setup(st, &c), 0);
+	cr_assert_eq(mmc_init(st, 0, false), 0);
+	metaserver_kill(&meta);
+	cr_assert_eq(pthread_create(&w.th, NULL, waiter_main, &w), 0);
+	usleep(300000); /* it waits for the meta server */
+	t0 = proc_now_ms();
+	cr_assert_eq(mmc_teardown(st), 0);
+	cr_expect_lt(proc_now_ms() - t0, 10000, "the teardown waited out the call's retry_ms");
+	pthread_join(w.th, NULL);
+	cr_expect_eq(w.rc, MMC_NOT_CONNECTED_META);
+	mmc_destroy(st);
+	cr_assert_eq(metaserver_restart(&meta, NULL), 0);
+}

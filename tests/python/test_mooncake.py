@@ -347,6 +347,8 @@ class Api(StoreTest):
         # an array of Python objects has no bytes of its own: its pointers are not stored as its value
         with self.assertRaises(TypeError):  # as for any value that is not bytes-like
             self.s.put(self.key("objects"), np.array([b"hello", b"world"], dtype=object))
+        rec = np.zeros(2, dtype=[("Offset", "<i4")])  # a field named with an O is no object
+        self.assertEqual(self.s.put(self.key("rec"), memoryview(rec)), 0)
         ts = [torch.arange(6, dtype=torch.int32), torch.ones(2, 2, dtype=torch.float16)]
         ks = [self.key("b0"), self.key("b1")]
         self.assertEqual(self.s.batch_put_tensor(ks, ts), [0, 0])

@@ -179,6 +179,9 @@ class Pythonic(mmctest.ServerTest):
                 s.get_tensor("py/n", out=np.empty((3, 4), dtype=">i2"))
             s.put_tensor("py/be", a.astype(">i2"))
             self.assertTrue(np.array_equal(s.get_tensor("py/be", out=np.empty((3, 4), dtype=">i2")), a))
+            rec = np.array([(1, 2.5)], dtype=[("a", ">i4"), ("b", "<f8")])  # a structure has no byte order of its own
+            s.put_tensor("py/rec", rec)
+            self.assertEqual(s.get_tensor("py/rec", out=np.empty(1, rec.dtype)).tolist(), rec.tolist())
             s.put("py/plain", b"x" * 300)
             with self.assertRaises(mmc.Error):
                 s.get_tensor("py/plain")
