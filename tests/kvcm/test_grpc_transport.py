@@ -350,13 +350,13 @@ class HeldReplies(Base):
 class HttpReplyUnread(Base):
     """Over HTTP/1.1 a reply must be read whole within kvcm.service.idle_timeout_seconds, else the connection is
     closed (op=kvcm_close reason=reply_unread): evhttp's write timeout restarts whenever the peer takes some, so a
-    peer reading a little now and then held a reply (15 MB here) as long as it liked."""
+    peer reading a little now and then held a reply (38 MB here) as long as it liked."""
     extra = ("kvcm.service.idle_timeout_seconds=2",)
 
     def test_a_reply_read_a_little_at_a_time_is_cut(self):
         reg = {"instance_group": "default", "instance_id": "i", "block_size": 8,
                "model_deployment": {"model_name": "m", "dtype": "d"},
-               "location_spec_infos": [{"name": "tp0", "size": 64}]}
+               "location_spec_infos": [{"name": "tp%d" % i, "size": 64} for i in range(4)]}
         self.assertEqual(fx.http_call(self.srv, "meta", "registerInstance", reg)[0], 200)
         keys = list(range(1, 60001))
         st, w = fx.http_call(self.srv, "meta", "startWriteCache",
@@ -378,11 +378,17 @@ class HttpReplyUnread(Base):
         got = len(s.recv(1 << 16))
         self.assertGreater(got, 0, "no reply")
         s.settimeout(0.05)
-        t0, closed = time.time(), False
-        # 1 MB a second: evhttp sees progress (its write timeout never fires), and the reply would take 15 s
+        t0, closed, trickle = time.time(), False, b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n"
+        # 1 MB a quarter second: the kernel frees half the socket's 4 MB send buffer well within the idle timeout, so
+        # evhttp sees progress and its write timeout never fires; the reply (38 MB) would take about 10 s. And a
+        # byte of a next request each time, so that evhttp's read timeout, which runs while it writes, never fires
+        # either: only the reply's own deadline can cut it.
         while not closed and time.time() - t0 < 20:
             burst = 0
             try:
+                if trickle:
+                    s.send(trickle[:1])
+                    trickle = trickle[1:]
                 while burst < 1 << 20:
                     n = len(s.recv(1 << 16))
                     if not n:
@@ -394,11 +400,11 @@ class HttpReplyUnread(Base):
             except ConnectionError:
                 closed = True
             got += burst
-            time.sleep(1)
+            time.sleep(0.25)
         s.close()
         self.assertTrue(closed, "the reply was still held for a slow reader after %.1f s (%d bytes read)"
                         % (time.time() - t0, got))
-        self.assertLess(got, 12 << 20, "the reply was not cut before it was read whole")
+        self.assertLess(got, 30 << 20, "the reply was not cut before it was read whole")
         with open(self.srv.log_path, "rb") as f:
             self.assertIn(b"reason=reply_unread", f.read())
         self.ok_call()
