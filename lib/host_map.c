@@ -6,8 +6,10 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "lg.h"
 #include "mmc/mmc.h"
 
@@ -122,4 +124,18 @@ bool host_map_current(const struct host_map *m, uint64_t key, uint64_t incarnati
 bool host_map_usable(const struct host_map *m, uint64_t key, uint64_t incarnation)
 {
 	return host_map_current(m, key, incarnation) && host_pool_owner_alive(m->fd);
+}
+
+bool host_map_await(const struct host_map *m, uint64_t key, uint64_t incarnation, uint64_t until_ms)
+{
+	long step_ns = 50000;
+
+	while (!host_map_current(m, key, incarnation)) {
+		if (!host_map_keyed(m, key) || atomic_load_explicit(&m->hdr->incarnation, memory_order_acquire) != 0 ||
+		    clock_ms() >= until_ms || !host_pool_owner_alive(m->fd))
+			return false;
+		nanosleep(&(struct timespec){0, step_ns}, NULL);
+		step_ns = step_ns < 1000000 ? step_ns * 2 : 2000000;
+	}
+	return host_pool_owner_alive(m->fd);
 }

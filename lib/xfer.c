@@ -66,8 +66,9 @@ struct xfer_ctx {
 	unsigned nused;
 	uint64_t *used_by; /* per key, the bits of used[] its copies went through (allocated on first use) */
 	const struct xfer_hook *hook;
-	bool stream;       /* copies bypass the cache: a put, or a get too large to stay there */
-	uint32_t *pending; /* with hook->landed: per key, RMAs in flight (plus POSTING until all are posted) */
+	uint64_t deadline_ms; /* the call's, or 0 */
+	bool stream;          /* copies bypass the cache: a put, or a get too large to stay there */
+	uint32_t *pending;    /* with hook->landed: per key, RMAs in flight (plus POSTING until all are posted) */
 };
 
 #define POSTING (UINT32_C(1) << 31) /* in pending[]: the key's RMAs are still being posted */
@@ -195,6 +196,15 @@ static int copy_pieces(const struct xfer_ctx *x, char *dst, int write, const str
 	return 0;
 }
 
+/* How long a copy waits for a same-host owner to read its Register's answer: the call's deadline, and never
+ * longer than an RMA may stall. */
+static uint64_t await_until(const struct xfer_ctx *x)
+{
+	uint64_t until = clock_ms() + x->s->conf.c.rma_timeout_ms;
+
+	return x->deadline_ms && x->deadline_ms < until ? x->deadline_ms : until;
+}
+
 /* Registers map as used by key i; checks the pool at its first use in this call. */
 static int host_note(struct xfer_ctx *x, size_t i, const struct peer *p, const struct xfer_target *t, bool *later)
 {
@@ -205,7 +215,7 @@ static int host_note(struct xfer_ctx *x, size_t i, const struct peer *p, const s
 	*later = u < HOST_USED;
 	if (u < x->nused)
 		goto mark;
-	if (!host_map_usable(p->map, p->host_key, t->incarnation)) {
+	if (!host_map_await(p->map, p->host_key, t->incarnation, await_until(x))) {
 		peers_forget(x->s, t->rank, p->map);
 		return MMC_LINK_NOT_FOUND; /* the owner left, or is not (any more) the incarnation the blob is in */
 	}
@@ -514,7 +524,8 @@ void xfer_run_until(struct mmc_store *s, int write, struct xfer_key *keys, size_
                     const struct xfer_hook *hook, uint64_t deadline_ms)
 {
 	struct fab_batch b;
-	struct xfer_ctx x = {.s = s, .keys = keys, .nkeys = n, .stride = stride, .hook = hook};
+	struct xfer_ctx x = {
+	    .s = s, .keys = keys, .nkeys = n, .stride = stride, .hook = hook, .deadline_ms = deadline_ms};
 
 	for (size_t i = 0; i < n; i++)
 		key_at(&x, i)->result = 0;
