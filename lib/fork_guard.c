@@ -93,21 +93,41 @@ void fork_guard_full(const char *what)
 	        what);
 }
 
-int fork_guard_open(const char *path, int flags, mode_t mode)
+int fork_guard_open_with(int (*opener)(void *arg), void *arg, const char *what)
 {
 	bool entered = true;
 	int fd, err;
 
 	fork_guard_hold();
-	fd = open(path, flags, mode);
+	fd = opener(arg);
 	err = errno;
 	if (fd >= 0)
 		entered = fork_guard_enter(fd);
 	fork_guard_release();
 	if (!entered)
-		fork_guard_full(path);
+		fork_guard_full(what);
 	errno = err;
 	return fd;
+}
+
+struct open_args {
+	const char *path;
+	int flags;
+	mode_t mode;
+};
+
+static int open_path(void *arg)
+{
+	const struct open_args *a = arg;
+
+	return open(a->path, a->flags, a->mode);
+}
+
+int fork_guard_open(const char *path, int flags, mode_t mode)
+{
+	struct open_args a = {path, flags, mode};
+
+	return fork_guard_open_with(open_path, &a, path);
 }
 
 void fork_guard_close(int fd)

@@ -26,6 +26,9 @@ unsigned fork_generation(void);
 
 /* open(2) with the descriptor entered. Returns the descriptor or -1 (errno set). */
 int fork_guard_open(const char *path, int flags, mode_t mode);
+/* The same for any opener (a memfd, a name made while opening): opener(arg) runs under the guard and returns a
+ * descriptor or -1 with errno; what names the file in the warning when the table is full, read after opener ran. */
+int fork_guard_open_with(int (*opener)(void *arg), void *arg, const char *what);
 
 /* Holds off fork() until fork_guard_release(): the caller makes a descriptor (or a mapping) and enters it meanwhile. */
 void fork_guard_hold(void);

@@ -123,22 +123,25 @@ static void close_file(struct host_pool *hp)
 	hp->fd = -1;
 }
 
+struct open_file_args {
+	struct host_pool *hp;
+	const char *dir;
+	bool want_huge, *huge;
+};
+
+static int open_file_with(void *arg)
+{
+	struct open_file_args *a = arg;
+
+	return open_file(a->hp, a->dir, a->want_huge, a->huge);
+}
+
 /* open_file, the descriptor entered in the fork guard's table (the child points its copy at /dev/null). */
 static int open_entered(struct host_pool *hp, const char *dir, bool want_huge, bool *huge)
 {
-	bool entered = true;
-	int fd, err;
+	struct open_file_args a = {hp, dir, want_huge, huge};
 
-	fork_guard_hold();
-	fd = open_file(hp, dir, want_huge, huge);
-	err = errno;
-	if (fd >= 0)
-		entered = fork_guard_enter(fd);
-	fork_guard_release();
-	if (!entered)
-		fork_guard_full(hp->path);
-	errno = err;
-	return fd;
+	return fork_guard_open_with(open_file_with, &a, hp->path);
 }
 
 /* map_aligned, the mapping not inherited by a child: it holds the file, and so its lock, as the descriptor does.

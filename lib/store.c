@@ -88,8 +88,9 @@ void store_call_end(struct store_call *c)
 		atomic_fetch_sub(&c->s->calls, 1);
 }
 
-/* Waits until no call is in progress on s (its state no longer lets new ones in). Each call is bounded (timeout_ms,
- * rma_timeout_ms); a teardown is rare: a short sleep between looks. */
+/* Waits until no call is in progress on s (its state no longer lets new ones in). A call is bounded by timeout_ms and
+ * rma_timeout_ms, except a transfer stalled on a provider that cannot close a connection, which waits for its peer
+ * (mmc.h's caveats), and this with it. A teardown is rare: a short sleep between looks. */
 static void wait_calls(struct mmc_store *s)
 {
 	while (atomic_load(&s->calls))

@@ -465,14 +465,19 @@ Test(ssd, a_forked_child_does_not_keep_the_file)
 	waitpid(child, NULL, 0);
 }
 
+/* ssd_key (pattern ssd_seed) on the SSD tier, dram_key (dram_seed) in DRAM; then the meta server is killed. */
+static void leave_on_ssd_and_kill_meta(const char *ssd_key, uint64_t ssd_seed, const char *dram_key, uint64_t dram_seed)
+{
+	put(ssd_key, ssd_seed);
+	if (dram_key)
+		put(dram_key, dram_seed);
+	cr_assert_eq(mmc_evict_keys(s, &ssd_key, 1, MMC_MEDIA_DRAM, MMC_MEDIA_SSD, 0), 0);
+	metaserver_kill(&meta);
+}
+
 Test(ssd, ssd_keys_survive_a_metaserver_restart)
 {
-	const char *k[] = {"durable-ssd"};
-
-	put("durable-ssd", 31);
-	put("durable-dram", 32);
-	cr_assert_eq(mmc_evict_keys(s, k, 1, MMC_MEDIA_DRAM, MMC_MEDIA_SSD, 0), 0);
-	metaserver_kill(&meta);
+	leave_on_ssd_and_kill_meta("durable-ssd", 31, "durable-dram", 32);
 	cr_assert_eq(metaserver_restart(&meta, NULL), 0);
 	for (int i = 0; i < 100 && mmc_is_exist(s, "durable-ssd") != 1; i++)
 		usleep(50000); /* the store reconnects and rejoins */
@@ -489,12 +494,7 @@ Test(ssd, ssd_keys_survive_a_metaserver_restart)
  */
 Test(ssd, ssd_keys_survive_a_restart_of_their_service_and_the_metaserver)
 {
-	const char *k[] = {"both-ssd"};
-
-	put("both-ssd", 41);
-	put("both-dram", 42);
-	cr_assert_eq(mmc_evict_keys(s, k, 1, MMC_MEDIA_DRAM, MMC_MEDIA_SSD, 0), 0);
-	metaserver_kill(&meta);
+	leave_on_ssd_and_kill_meta("both-ssd", 41, "both-dram", 42);
 	mmc_destroy(s); /* its Unregister goes nowhere; the process that lent is gone */
 	s = NULL;
 	cr_assert_eq(metaserver_restart(&meta, NULL), 0);
@@ -524,12 +524,9 @@ static void copy_file(const char *from, const char *to)
  * nothing of the original's process, which may be alive and about to rejoin. It retires no service. */
 Test(ssd, a_copy_of_the_ssd_file_retires_no_service)
 {
-	const char *k[] = {"copied-ssd"};
 	char copy[sizeof(ssd_path) + 8];
 
-	put("copied-ssd", 43);
-	cr_assert_eq(mmc_evict_keys(s, k, 1, MMC_MEDIA_DRAM, MMC_MEDIA_SSD, 0), 0);
-	metaserver_kill(&meta);
+	leave_on_ssd_and_kill_meta("copied-ssd", 43, NULL, 0);
 	mmc_destroy(s);
 	s = NULL;
 	snprintf(copy, sizeof(copy), "%s.copy", ssd_path);
