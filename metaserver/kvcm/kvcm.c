@@ -241,6 +241,7 @@ void kvcm_stop(struct kvcm *k)
 	if (!k)
 		return;
 	/* replies waiting for a commit go out now, while their connections still exist */
+	block_scans_finish(k);
 	if (k->persist)
 		persist_flush(k->persist);
 	http_server_stop(k->http);

@@ -252,3 +252,61 @@ Test(persist, a_change_whose_commit_failed_is_not_acknowledged)
 	cr_assert_eq(lost, 0, "%d of %d acknowledged writes lost", lost, acked);
 	cr_expect_lt(acked, 300, "the 1 MiB map filled up and a write was refused");
 }
+
+/*
+ * trimCache answers once every block of the instance is CLS_DELETING and that is committed, as the reference does
+ * (it schedules every delete before answering): a query right after the answer gets no hit, and a kill -9 right
+ * after it brings no block back. It used to answer after the first of the scan's turns (4096 keys each), so the
+ * blocks scanned last were still served, and came back with a crash, after an OK.
+ */
+#define TRIM_BATCH   16384
+#define TRIM_BATCHES 4
+
+static char *key_range(int first, int n)
+{
+	char *buf = malloc((size_t)n * 12 + 3);
+	size_t len = 0;
+
+	cr_assert_not_null(buf);
+	buf[len++] = '[';
+	for (int i = 0; i < n; i++)
+		len += (size_t)sprintf(buf + len, "%s%d", i ? "," : "", first + i);
+	strcpy(buf + len, "]");
+	return buf;
+}
+
+/* How many of the n keys from first are CLS_SERVING. */
+static int serving(int first, int n)
+{
+	char *keys = key_range(first, n);
+	json_t *r = CALL("getCacheMeta", "{\"instance_id\":\"p\",\"block_keys\":%s}", keys);
+	int hits = 0;
+
+	cr_assert_eq(json_array_size(jpath(r, "metas")), (size_t)n, "%s", message_of(r));
+	for (int i = 0; i < n; i++)
+		hits += strstr(json_string_value(json_array_get(jpath(r, "metas"), (size_t)i)), "CLS_SERVING") != NULL;
+	json_decref(r);
+	free(keys);
+	return hits;
+}
+
+Test(persist, a_trim_answers_once_no_block_is_served_and_a_kill_brings_none_back)
+{
+	const int last = TRIM_BATCH * TRIM_BATCHES - 1000; /* the newest keys: the scan, oldest first, ends there */
+
+	cr_assert(register_simple(&srv.meta, "default", "p", 4096));
+	for (int b = 0; b < TRIM_BATCHES; b++) {
+		char *keys = key_range(1 + b * TRIM_BATCH, TRIM_BATCH);
+
+		cr_assert(write_keys(&srv.meta, "p", keys), "batch %d", b);
+		free(keys);
+	}
+	cr_assert_eq(serving(1 + last, 1000), 1000);
+	EXPECT_CODE(CALL("trimCache", "{\"instance_id\":\"p\",\"strategy\":\"TS_REMOVE_ALL_CACHE\"}"), "OK");
+	cr_expect_eq(serving(1 + last, 1000), 0, "blocks still served after trimCache answered");
+	cr_expect_eq(serving(1, 1000), 0);
+	metaserver_kill(&srv.m);
+	cr_assert_eq(kvcm_srv_restart(&srv, NULL), 0);
+	cr_expect_eq(serving(1 + last, 1000), 0, "blocks back after a kill that followed trimCache's answer");
+	cr_expect_eq(serving(1, 1000), 0);
+}

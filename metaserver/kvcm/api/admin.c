@@ -239,7 +239,7 @@ void admin_remove_instance(struct call *c)
 		          group[0] ? " in group " : "", group);
 		return;
 	}
-	if (trim_instance(c->k, inst)) {
+	if (trim_instance(c->k, inst, NULL, NULL)) {
 		call_fail(c, KC_INTERNAL_ERROR, "out of memory");
 		return;
 	}

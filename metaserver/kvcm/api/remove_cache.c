@@ -37,6 +37,15 @@ out:
 	mask_free(&m);
 }
 
+/* Every block of the instance is CLS_DELETING, no longer served: the reference answers then too. */
+static void trimmed(void *arg)
+{
+	struct call *c = arg;
+
+	call_ok(c, "Cache trimmed successfully");
+	call_resume(c);
+}
+
 void api_trim_cache(struct call *c)
 {
 	int strategy = jd_enum(&c->d, c->body, "strategy", &enum_trim_strategy);
@@ -54,9 +63,9 @@ void api_trim_cache(struct call *c)
 		call_fail(c, KC_INVALID_ARGUMENT, "missing or invalid fields: {TrimCache: {strategy}}");
 		return;
 	}
-	if (trim_instance(c->k, c->inst)) {
+	call_defer(c);
+	if (trim_instance(c->k, c->inst, trimmed, c)) {
 		call_fail(c, KC_INTERNAL_ERROR, "out of memory");
-		return;
+		call_resume(c);
 	}
-	call_ok(c, "Cache trimmed successfully");
 }

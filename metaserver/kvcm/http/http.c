@@ -368,22 +368,45 @@ static bool standby_refuse(struct call *c)
 	return true;
 }
 
+/* A reply that acknowledges a change waits for the commit holding it: the call's own writes, or, for a call that may
+ * change state but found it done already (a retried registerInstance), the writes still pending. */
+static void call_complete(struct call *c)
+{
+	struct kvcm *k = c->k;
+
+	if (k->persist &&
+	    (k->store.writes != c->writes0 || (!(c->route->flags & ROUTE_READ) && persist_dirty(k->persist))) &&
+	    persist_after_commit(k->persist, finish_after_commit, c) == 0)
+		return;
+	finish_call(c);
+}
+
 /* The part of a call after its body is read, whatever the transport. */
 static void call_exec(struct call *c)
 {
-	struct kvcm *k = c->k;
 	const struct route *r = c->route;
 
 	if (c->http_status == 200 && standby_refuse(c))
 		;
-	else if (c->http_status == 200 && (!(r->flags & ROUTE_INSTANCE) || precheck_instance(c)))
+	else if (c->http_status == 200 && (!(r->flags & ROUTE_INSTANCE) || precheck_instance(c))) {
+		c->running = true;
 		(c->typed.run ? c->typed.run : r->fn)(c);
-	/* a reply that acknowledges a change waits for the commit holding it: the call's own writes, or, for a call
-	 * that may change state but found it done already (a retried registerInstance), the writes still pending */
-	if (k->persist && (k->store.writes != c->writes0 || (!(r->flags & ROUTE_READ) && persist_dirty(k->persist))) &&
-	    persist_after_commit(k->persist, finish_after_commit, c) == 0)
-		return;
-	finish_call(c);
+		c->running = false;
+	}
+	if (!c->deferred)
+		call_complete(c);
+}
+
+void call_defer(struct call *c)
+{
+	c->deferred = true;
+}
+
+void call_resume(struct call *c)
+{
+	c->deferred = false;
+	if (!c->running)
+		call_complete(c);
 }
 
 void call_run(struct kvcm *k, const struct route *r, const char *body, size_t len, const struct call_sink *sink)

@@ -98,6 +98,8 @@ struct call {
 	struct call_sink sink; /* req NULL: the reply goes here */
 	struct call_typed typed; /* run NULL: the body is JSON */
 	struct call_header hdr;  /* typed calls: the reply's header */
+	bool running;            /* its handler is on the stack */
+	bool deferred;           /* call_defer(): answered at call_resume() */
 };
 
 struct http_server;
@@ -143,6 +145,15 @@ void call_ok(struct call *c, const char *message);
 void call_fail(struct call *c, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* Just the header with code and message (the handler writes every field itself). */
 void call_status(struct call *c, int code, const char *message);
+/*
+ * A handler that answers only once work it started over later loop turns has ended (trimCache's scan) calls
+ * call_defer() before it returns, and call_resume() when that work is done, after call_ok() or call_fail(); the reply
+ * then waits for the commit of what was written meanwhile, as every acknowledging reply does. c stays valid until
+ * call_resume(), which may come before the handler returns. Its connection may close meanwhile: the reply then
+ * goes nowhere. Loop thread.
+ */
+void call_defer(struct call *c);
+void call_resume(struct call *c);
 /* The request is not well-formed: HTTP 400 "{}". */
 void call_bad_request(struct call *c);
 /* Checks c->d after decoding: answers 400 on a type error, INVALID_ARGUMENT on too many elements. */

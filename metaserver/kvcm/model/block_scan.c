@@ -21,6 +21,8 @@ struct scan {
 	block_scan_fn fn;
 	void *arg;
 	const char *what;
+	void (*done)(void *arg); /* a caller waiting for the end, or NULL */
+	void *done_arg;
 	int64_t *keys;
 	size_t n, next;
 	struct event *ev;
@@ -38,10 +40,10 @@ static void scan_free(struct scan *t)
 	free(t);
 }
 
-static void step(evutil_socket_t fd, short what, void *arg)
+/* Runs fn on the blocks of keys [next, upto). */
+static void advance(struct scan *t, size_t upto)
 {
-	struct scan *t = arg;
-	size_t end = t->next + KEYS_PER_TURN < t->n ? t->next + KEYS_PER_TURN : t->n;
+	size_t end = upto < t->n ? upto : t->n;
 
 	for (; t->next < end; t->next++) {
 		struct block *b;
@@ -55,6 +57,24 @@ static void step(evutil_socket_t fd, short what, void *arg)
 		if (b)
 			t->fn(t->k, t->inst, b, t->arg);
 	}
+}
+
+static void finish(struct scan *t)
+{
+	void (*done)(void *) = t->done;
+	void *done_arg = t->done_arg;
+
+	log_info("op=kvcm_%s_done instance=\"%s\" keys=%zu", t->what, t->inst->id, t->n);
+	scan_free(t);
+	if (done)
+		done(done_arg);
+}
+
+static void step(evutil_socket_t fd, short what, void *arg)
+{
+	struct scan *t = arg;
+
+	advance(t, t->next + KEYS_PER_TURN);
 	if (t->next < t->n) {
 		/* A timer, not event_active: libevent runs an event activated from an active callback in the same pass,
 		 * so the whole scan would run before any request is read. A zero timeout waits for the next poll. */
@@ -64,11 +84,11 @@ static void step(evutil_socket_t fd, short what, void *arg)
 			event_active(t->ev, 0, 0);
 		return;
 	}
-	log_info("op=kvcm_%s_done instance=\"%s\" keys=%zu", t->what, t->inst->id, t->n);
-	scan_free(t);
+	finish(t);
 }
 
-int block_scan(struct kvcm *k, struct instance *inst, block_scan_fn fn, void *arg, const char *what)
+int block_scan(struct kvcm *k, struct instance *inst, block_scan_fn fn, void *arg, const char *what,
+               void (*done)(void *arg), void *done_arg)
 {
 	struct scan *t = calloc(1, sizeof(*t));
 	size_t n = 0;
@@ -89,8 +109,16 @@ int block_scan(struct kvcm *k, struct instance *inst, block_scan_fn fn, void *ar
 	}
 	for (struct list *it = inst->lru.next; it != &inst->lru; it = it->next)
 		t->keys[n++] = list_entry(it, struct block, lru_link)->key;
-	*t = (struct scan){
-	    .k = k, .inst = inst, .fn = fn, .arg = arg, .what = what, .keys = t->keys, .n = n, .ev = t->ev};
+	*t = (struct scan){.k = k,
+	                   .inst = inst,
+	                   .fn = fn,
+	                   .arg = arg,
+	                   .what = what,
+	                   .done = done,
+	                   .done_arg = done_arg,
+	                   .keys = t->keys,
+	                   .n = n,
+	                   .ev = t->ev};
 	instance_hold(inst);
 	list_add_tail(&scans, &t->link);
 	step(-1, 0, t);
@@ -104,9 +132,24 @@ static void delete_block(struct kvcm *k, struct instance *inst, struct block *b,
 	deleter_submit_block(k, inst, b, delay > 0 ? (uint64_t)delay : 0);
 }
 
-int trim_instance(struct kvcm *k, struct instance *inst)
+int trim_instance(struct kvcm *k, struct instance *inst, void (*done)(void *arg), void *done_arg)
 {
-	return block_scan(k, inst, delete_block, NULL, "trim");
+	return block_scan(k, inst, delete_block, NULL, "trim", done, done_arg);
+}
+
+void block_scans_finish(struct kvcm *k)
+{
+	struct list *it = scans.next, *next;
+
+	for (; it != &scans; it = next) {
+		struct scan *t = list_entry(it, struct scan, link);
+
+		next = it->next;
+		if (t->done) {
+			advance(t, t->n);
+			finish(t);
+		}
+	}
 }
 
 void block_scans_stop(struct kvcm *k)

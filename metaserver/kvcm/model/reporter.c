@@ -290,7 +290,7 @@ int reporter_cleanup(struct kvcm *k, struct reporter *r, const char *keep)
 	snprintf(c->host, sizeof(c->host), "%s", r->host);
 	snprintf(c->keep, sizeof(c->keep), "%s", keep);
 	c->since_us = kvcm_now_us() + 1; /* the writes of this very turn are the scan's to judge */
-	return block_scan(k, r->inst, cleanup_block, c, "event_report_cleanup");
+	return block_scan(k, r->inst, cleanup_block, c, "event_report_cleanup", NULL, NULL);
 }
 
 void reporter_tombstone(struct kvcm *k, struct reporter *r)
