@@ -47,8 +47,9 @@ bool host_map_usable(const struct host_map *m, uint64_t key, uint64_t incarnatio
  * host_map_usable(), once an owner that is registering again has read its answer: while the header names key with
  * incarnation 0 and the owner runs, waits (sleeping, in steps of up to 2 ms) until it names an incarnation or
  * until_ms (clock_ms()) passes. The meta server that named this pool and incarnation to the caller had already
- * taken the owner's Register (a rejoin after a meta server restart), so the answer is on its way; without the wait
- * a same-host reader fails a readable key for the length of one round trip. Thread-safe; it reads only.
+ * taken the owner's Register (a rejoin after a meta server restart), so the answer is normally on its way (a Register
+ * whose answer was lost leaves the header at 0 until the next attempt, hence until_ms); without the wait a same-host
+ * reader fails a readable key for the length of one round trip. Thread-safe; it reads only.
  */
 bool host_map_await(const struct host_map *m, uint64_t key, uint64_t incarnation, uint64_t until_ms);
 

@@ -66,9 +66,10 @@ struct xfer_ctx {
 	unsigned nused;
 	uint64_t *used_by; /* per key, the bits of used[] its copies went through (allocated on first use) */
 	const struct xfer_hook *hook;
-	uint64_t deadline_ms; /* the call's, or 0 */
-	bool stream;          /* copies bypass the cache: a put, or a get too large to stay there */
-	uint32_t *pending;    /* with hook->landed: per key, RMAs in flight (plus POSTING until all are posted) */
+	uint64_t deadline_ms;    /* the call's, or 0 */
+	uint64_t await_until_ms; /* await_until(), once asked */
+	bool stream;             /* copies bypass the cache: a put, or a get too large to stay there */
+	uint32_t *pending;       /* with hook->landed: per key, RMAs in flight (plus POSTING until all are posted) */
 };
 
 #define POSTING (UINT32_C(1) << 31) /* in pending[]: the key's RMAs are still being posted */
@@ -196,13 +197,17 @@ static int copy_pieces(const struct xfer_ctx *x, char *dst, int write, const str
 	return 0;
 }
 
-/* How long a copy waits for a same-host owner to read its Register's answer: the call's deadline, and never
- * longer than an RMA may stall. */
-static uint64_t await_until(const struct xfer_ctx *x)
+/* Until when copies wait for a same-host owner to read its Register's answer: the call's deadline, and never later
+ * than an RMA may stall from the call's first look at a same-host pool. One limit for the whole call: a batch of
+ * keys in a pool whose owner never gets its answer waits once, not once a key. */
+static uint64_t await_until(struct xfer_ctx *x)
 {
-	uint64_t until = clock_ms() + x->s->conf.c.rma_timeout_ms;
+	if (!x->await_until_ms) {
+		uint64_t until = clock_ms() + x->s->conf.c.rma_timeout_ms;
 
-	return x->deadline_ms && x->deadline_ms < until ? x->deadline_ms : until;
+		x->await_until_ms = x->deadline_ms && x->deadline_ms < until ? x->deadline_ms : until;
+	}
+	return x->await_until_ms;
 }
 
 /* Registers map as used by key i; checks the pool at its first use in this call. */
@@ -216,6 +221,9 @@ static int host_note(struct xfer_ctx *x, size_t i, const struct peer *p, const s
 	if (u < x->nused)
 		goto mark;
 	if (!host_map_await(p->map, p->host_key, t->incarnation, await_until(x))) {
+		if (x->deadline_ms && clock_ms() >= x->deadline_ms)
+			return MMC_TIMEOUT; /* the caller's deadline ended the wait: no fault of the pool, which stays
+			                       known */
 		peers_forget(x->s, t->rank, p->map);
 		return MMC_LINK_NOT_FOUND; /* the owner left, or is not (any more) the incarnation the blob is in */
 	}
@@ -259,8 +267,9 @@ static int copy_host(struct xfer_ctx *x, int write, size_t i, const struct peer 
 		return MMC_INTERNAL_ERROR;
 	if ((rc = host_note(x, i, p, t, &later)))
 		return rc;
-	if (!host_map_current(p->map, p->host_key, t->incarnation))
-		return MMC_LINK_NOT_FOUND;
+	/* again after host_note, which may have waited: a write's grant may have ended meanwhile */
+	if ((rc = still_granted(x, write, p, t)))
+		return rc;
 	if ((rc = copy_pieces(x, p->map->base + t->offset, write, k, p, t)))
 		return rc;
 	return later || host_map_usable(p->map, p->host_key, t->incarnation) ? 0 : MMC_LINK_NOT_FOUND;

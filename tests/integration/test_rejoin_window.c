@@ -59,6 +59,9 @@ static bool stored(const char *key, uint64_t seed)
 	pthread_rwlock_rdlock(&rd->peers.lock);
 	mapped = rd->peers.by_rank[rank] && rd->peers.by_rank[rank]->map;
 	pthread_rwlock_unlock(&rd->peers.lock);
+	cr_assert_eq(mapped, strcmp(getenv("MMC_HOST_PATH") ? getenv("MMC_HOST_PATH") : "on", "off") != 0,
+	             "the host path is %s, and rd %s svc's pool", getenv("MMC_HOST_PATH"),
+	             mapped ? "maps" : "does not map");
 	return mapped;
 }
 
@@ -144,4 +147,71 @@ Test(rejoin_window, the_wait_ends_when_an_rma_would_have_timed_out)
 		cr_assert(ms >= RMA_TIMEOUT_MS - 50 && ms < RMA_TIMEOUT_MS + 1000, "gave up after %llu ms",
 		          (unsigned long long)ms);
 	cr_assert_eq(fixture_get(rd, "k", SIZE, 3), 0, "readable again once the owner has its answer");
+}
+
+/* Many keys in a pool whose owner never reads its answer (a Register answer lost): the call waits once, not once a
+ * key, and fails them all. */
+#define MANY 48
+
+static void put_many(const char *prefix, char keys[MANY][32], const char *kp[MANY], void *bufs[MANY],
+                     size_t sizes[MANY])
+{
+	for (int i = 0; i < MANY; i++) {
+		snprintf(keys[i], sizeof(keys[i]), "%s%d", prefix, i);
+		kp[i] = keys[i];
+		sizes[i] = 4096;
+		cr_assert_not_null(bufs[i] = calloc(1, sizes[i]));
+		fixture_put(rd, keys[i], sizes[i], (uint64_t)i);
+	}
+}
+
+Test(rejoin_window, a_batch_waits_once_for_an_answer_that_does_not_come)
+{
+	char keys[MANY][32];
+	const char *kp[MANY];
+	void *bufs[MANY];
+	size_t sizes[MANY];
+	int rcs[MANY];
+	bool mapped = stored("k", 4);
+	uint64_t was = svc_incarnation(), t0, ms;
+
+	put_many("many", keys, kp, bufs, sizes);
+	set_header(0);
+	t0 = clock_ms();
+	cr_assert_eq(mmc_batch_get_into(rd, kp, bufs, sizes, MANY, MMC_COPY_G2H, rcs), 0);
+	ms = clock_ms() - t0;
+	set_header(was);
+	for (int i = 0; i < MANY; i++) {
+		cr_assert_eq(rcs[i], mapped ? MMC_LINK_NOT_FOUND : 0, "key %d: %d", i, rcs[i]);
+		free(bufs[i]);
+	}
+	cr_assert_lt(ms, 2 * RMA_TIMEOUT_MS, "the batch took %llu ms", (unsigned long long)ms);
+}
+
+/* A prefix read's deadline ends the wait: nothing lands, in about the deadline, and the pool is still readable. */
+Test(rejoin_window, a_prefix_read_waits_no_longer_than_its_deadline)
+{
+	char keys[MANY][32];
+	const char *kp[MANY];
+	void *bufs[MANY];
+	size_t sizes[MANY], landed = MANY;
+	bool mapped = stored("k", 5);
+	uint64_t was = svc_incarnation(), t0, ms;
+
+	put_many("prefix", keys, kp, bufs, sizes);
+	set_header(0);
+	t0 = clock_ms();
+	cr_assert_eq(mmc_batch_get_into_prefix(rd, kp, bufs, sizes, MANY, MMC_COPY_G2H, 150, &landed), 0);
+	ms = clock_ms() - t0;
+	set_header(was);
+	if (mapped) {
+		cr_assert_eq(landed, 0);
+		cr_assert_lt(ms, 150 + 250, "the prefix read took %llu ms", (unsigned long long)ms);
+	}
+	cr_assert_eq(mmc_batch_get_into_prefix(rd, kp, bufs, sizes, MANY, MMC_COPY_G2H, 2000, &landed), 0);
+	cr_assert_eq(landed, MANY, "readable once the owner has its answer");
+	for (int i = 0; i < MANY; i++) {
+		cr_assert_eq(pattern_check(bufs[i], sizes[i], (uint64_t)i), sizes[i]);
+		free(bufs[i]);
+	}
 }

@@ -145,7 +145,7 @@ void block_scans_finish(struct kvcm *k)
 		struct scan *t = list_entry(it, struct scan, link);
 
 		next = it->next;
-		if (t->done) {
+		if (t->k == k && t->done) {
 			advance(t, t->n);
 			finish(t);
 		}
@@ -154,6 +154,11 @@ void block_scans_finish(struct kvcm *k)
 
 void block_scans_stop(struct kvcm *k)
 {
-	while (!list_empty(&scans))
-		scan_free(list_entry(scans.next, struct scan, link));
+	struct list *it = scans.next, *next;
+
+	for (; it != &scans; it = next) {
+		next = it->next;
+		if (list_entry(it, struct scan, link)->k == k)
+			scan_free(list_entry(it, struct scan, link));
+	}
 }
