@@ -26,6 +26,9 @@
 #define QUICK_OPS_MAX    256u     /* a quick backend's batch up to this size commits on the loop */
 #define QUICK_BYTES_MAX  (256u << 10)
 #define DEL_LEN          UINT32_MAX
+/* Retried writes a batch may carry: a store down for long under many writes would otherwise pile every version of a
+ * record up in memory. Past it, what failed is dropped (logged), as without retries. */
+#define RETRY_BYTES_MAX (256u << 20)
 
 struct waiter {
 	void (*fn)(void *arg);
@@ -297,22 +300,52 @@ static void opened(struct persist *p, struct batch *b, bool commit)
 		arm(p);
 }
 
-/* The deletes of a failed batch b in tables that retry them go into the open batch (persist_table_retry_deletes). */
-static void retry_deletes(struct persist *p, const struct batch *b)
+/* Whether a failed batch's op goes to the store again (persist_table_retry_deletes, persist_table_retry). */
+static bool retried(const struct persist *p, const struct persist_op *op)
+{
+	const struct persist_table *t = &p->tables[op->table];
+
+	return t->retry_writes || (op->del && t->retry_deletes);
+}
+
+/*
+ * What a failed batch b wrote to tables that retry goes into the open batch, ahead of what was queued there since: the
+ * store then gets both in the order memory made them, as if b had committed, and a key written again since ends as
+ * its newer write. Retried ops commit with the next write or the next waiter, never alone (committable).
+ */
+static void retry_failed(struct persist *p, const struct batch *b)
 {
 	struct persist_ops ops = {b->ops, b->len, b->nops, NULL, NULL};
+	struct batch *o = p->open, t = {0};
 	struct persist_op op;
-	size_t off = 0;
+	size_t off = 0, nops;
+	unsigned char *tail;
 
-	while (persist_op_next(&ops, &off, &op)) {
-		if (!op.del || !p->tables[op.table].retry_deletes)
-			continue;
-		if (append_op(p->open, op.table, op.key, op.klen, NULL, 0, true))
-			return; /* out of memory (logged): the record stays, as without retries */
-		p->open->nretried++;
-		if (p->open->nops == 1)
-			opened(p, p->open, false); /* numbered; it commits with the next write */
+	while (persist_op_next(&ops, &off, &op))
+		if (retried(p, &op) && append_op(&t, op.table, op.key, op.klen, op.val, op.vlen, op.del))
+			goto out; /* out of memory (logged): the store keeps what it had, as without retries */
+	if (t.len + o->len > RETRY_BYTES_MAX) {
+		log_error(
+		    "op=persist_retry err=\"too much to retry\" ops=%zu bytes=%zu: the store keeps what it had; a "
+		    "restart loads it",
+		    t.nops, t.len);
+		goto out;
 	}
+	if (!t.nops || (o->len && !(tail = batch_append(&t, o->len))))
+		goto out;
+	if (o->len)
+		memcpy(tail, o->ops, o->len);
+	nops = t.nops;
+	free(o->ops);
+	o->ops = t.ops;
+	o->len = t.len;
+	o->cap = t.cap;
+	t.ops = NULL;
+	o->nretried += nops;
+	if ((o->nops += nops) == nops)
+		opened(p, o, false); /* numbered; it commits with the next write */
+out:
+	free(t.ops);
 }
 
 /* Batch b, no longer open nor flying, has committed (rc 0) or failed: number it, empty it, release its waiters. */
@@ -323,7 +356,7 @@ static void landed(struct persist *p, struct batch *b, int rc)
 		p->failed_seq = b->seq;
 		p->failures++;
 		remember_failure(p, b->seq);
-		retry_deletes(p, b);
+		retry_failed(p, b);
 	} else {
 		p->commits++;
 	}
@@ -551,6 +584,11 @@ int persist_table(struct persist *p, const char *name, struct persist_table **ou
 void persist_table_retry_deletes(struct persist_table *t)
 {
 	t->retry_deletes = true;
+}
+
+void persist_table_retry(struct persist_table *t)
+{
+	t->retry_writes = true;
 }
 
 int persist_table_packed(struct persist *p, struct persist_table *t)

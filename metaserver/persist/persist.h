@@ -84,6 +84,13 @@ int persist_table(struct persist *p, const char *name, struct persist_table **ou
  */
 void persist_table_retry_deletes(struct persist_table *t);
 /*
+ * For a table whose records are what memory holds, whatever the reply said (KVCM's: a retried call finds its change
+ * made and writes nothing, and later calls build on it): every write of a failed batch, put or delete, is queued
+ * again ahead of those queued since (so a key written again ends as its newer write), and commits with the next
+ * write or waiter. A change whose commit failed was answered as failed; it becomes durable later all the same.
+ */
+void persist_table_retry(struct persist_table *t);
+/*
  * For a table whose keys are 8-byte big-endian numbers that mostly grow (object ids): the store may keep its records
  * many to a value, so that a load reads them at memory speed (Redis: 64 ids to a string, see docs/architecture.md,
  * "Metadata in Redis"; LMDB: no change). Call it right after persist_table, before the table's first write or scan.

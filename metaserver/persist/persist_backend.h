@@ -22,6 +22,7 @@ struct persist_table {
 	uint32_t id; /* index into the backend's handles */
 	char name[PERSIST_TABLE_NAME];
 	bool retry_deletes; /* persist_table_retry_deletes */
+	bool retry_writes;  /* persist_table_retry */
 	bool packed;        /* persist_table_packed on a backend that packs: its scan_any is in key order, once each */
 };
 

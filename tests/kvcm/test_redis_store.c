@@ -75,3 +75,47 @@ Test(redis_store, writes_wait_out_a_redis_restart_and_nothing_acknowledged_is_lo
 	EXPECT_CODE(CALL("getInstanceInfo", "{\"instance_id\":\"a\"}"), "OK");
 	cr_assert_eq(location_len("[1,2,4]"), 3, "every acknowledged block is back");
 }
+
+/* Redis refuses writes (as it does with too few replicas): every commit fails until refusing(false). */
+static void refusing(bool on)
+{
+	char reply[256];
+
+	cr_assert_eq(redis_proc_cmd(&redis,
+	                            on ? "CONFIG SET min-replicas-to-write 1" : "CONFIG SET min-replicas-to-write 0",
+	                            reply, sizeof(reply)),
+	             0);
+	cr_assert_str_eq(reply, "+OK");
+}
+
+/*
+ * A change whose commit failed was answered INTERNAL_ERROR but stays in memory, so its retry finds it made and writes
+ * nothing: that OK, and every later call building on it (a write into the instance), used to rest on a record that
+ * was never stored. After a kill -9 the registration was gone and the removed block served again. What a failed
+ * commit held now goes to the store again, with the next write.
+ */
+Test(redis_store, a_retry_after_a_failed_commit_is_durable_when_answered)
+{
+	const char *extra[] = {store_kv, NULL};
+
+	cr_assert(register_simple(&srv.meta, "default", "a", 4096));
+	cr_assert(write_keys(&srv.meta, "a", "[1,2]"));
+	refusing(true);
+	cr_assert_not(register_simple(&srv.meta, "default", "b", 4096), "refused: not acknowledged");
+	EXPECT_CODE(CALL("removeCache", "{\"instance_id\":\"a\",\"block_keys\":[1]}"), "INTERNAL_ERROR");
+	refusing(false);
+	cr_assert(register_simple(&srv.meta, "default", "b", 4096), "the retry");
+	EXPECT_CODE(CALL("removeCache", "{\"instance_id\":\"a\",\"block_keys\":[1]}"), "OK");
+	cr_assert(write_keys(&srv.meta, "b", "[7]"));
+	metaserver_kill(&srv.m);
+	cr_assert_eq(kvcm_srv_restart(&srv, extra), 0);
+	EXPECT_CODE(CALL("getInstanceInfo", "{\"instance_id\":\"b\"}"), "OK");
+	cr_expect_eq(location_len("[1]"), 0, "the acknowledged removal is not undone");
+	cr_expect_eq(location_len("[2]"), 1);
+	{
+		json_t *r = CALL("getCacheLocationLen", "{\"instance_id\":\"b\",\"block_keys\":[7]}");
+
+		cr_expect_str_eq(code_of(r), "OK", "%s", message_of(r));
+		json_decref(r);
+	}
+}

@@ -924,6 +924,48 @@ BOTH(a_failed_delete_goes_again_only_where_the_table_asks)
 	persist_set_fence(p, NULL, NULL);
 }
 
+/* The writer's fence for the next test: its first commit waits for the test, then fails; later ones pass. */
+static int fence_calls, fence_released;
+
+static bool fence_once(void *arg)
+{
+	if (__atomic_fetch_add(&fence_calls, 1, __ATOMIC_ACQ_REL) > 0)
+		return true;
+	while (!__atomic_load_n(&fence_released, __ATOMIC_ACQUIRE))
+		usleep(1000);
+	return false;
+}
+
+/*
+ * A retrying table (persist_table_retry): every write of a failed batch goes again, ahead of the writes queued while
+ * it flew, so a key written again meanwhile ends as its newer value and one written only then is stored too.
+ */
+BOTH(a_failed_batch_of_a_retrying_table_goes_again_before_what_came_after)
+{
+	char v[16];
+	size_t len = 0;
+
+	persist_table_retry(tbl);
+	fence_calls = fence_released = 0;
+	persist_set_fence(p, fence_once, NULL);
+	cr_assert_eq(persist_put(p, tbl, "k", 1, "old", 3), 0);
+	cr_assert_eq(persist_put(p, tbl, "only-then", 9, "1", 1), 0);
+	for (int i = 0; i < 2000 && !__atomic_load_n(&fence_calls, __ATOMIC_ACQUIRE); i++) {
+		event_base_loopexit(base, &(struct timeval){0, 1000});
+		event_base_dispatch(base); /* until the batch flies: the writer waits in the fence */
+	}
+	cr_assert_eq(__atomic_load_n(&fence_calls, __ATOMIC_ACQUIRE), 1, "the batch went to the writer");
+	cr_assert_eq(persist_put(p, tbl, "k", 1, "new", 3), 0); /* queued while the first batch flies */
+	__atomic_store_n(&fence_released, 1, __ATOMIC_RELEASE);
+	cr_assert_eq(persist_flush(p), MMC_ERROR, "the first batch failed; the open one, its writes ahead, committed");
+	cr_assert_eq(persist_failures(p), 1);
+	cr_assert_not(persist_dirty(p));
+	cr_assert_eq(persist_get(p, tbl, "k", 1, v, sizeof(v), &len), 0);
+	cr_assert(len == 3 && memcmp(v, "new", 3) == 0, "k is %.*s", (int)len, v);
+	cr_assert(stored("only-then"), "the failed batch's other write went again");
+	persist_set_fence(p, NULL, NULL);
+}
+
 Test(persist_lmdb, a_redis_fence_key_is_refused_on_lmdb, .init = setup_lmdb, .fini = teardown)
 {
 	cr_assert_eq(persist_set_redis_fence_key(p, "lock", "me"), MMC_INVALID_PARAM);

@@ -19,6 +19,12 @@ int store_open(struct kvcm_store *st, struct persist *p)
 	for (int t = 0; t < STORE_NTABLES; t++)
 		if (persist_table(p, table_names[t], &st->tables[t]))
 			return MMC_ERROR;
+	/* memory is the truth: a call retried after a failed commit finds its change made and writes nothing, and
+	 * others build on it (an instance in an auto-created group), so what a failed commit held goes again */
+	persist_table_retry(st->meta);
+	persist_table_retry(st->blocks);
+	for (int t = 0; t < STORE_NTABLES; t++)
+		persist_table_retry(st->tables[t]);
 	return 0;
 }
 
