@@ -12,6 +12,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/mman.h>
+#include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -361,6 +362,22 @@ static int open_host_only(struct fabric *f)
 	return 0;
 }
 
+/*
+ * Where the keys this process asks for start: at random, within the provider's key size. A process that restarts on
+ * the same address (a fixed hcom_url port) and counted from 1 again would give its pool its predecessor's key at the
+ * same offsets, so that an RMA granted on the old incarnation and posted late read or wrote the new pool's objects.
+ */
+static void key_base(struct fabric *f)
+{
+	size_t bytes = f->info && f->info->domain_attr->mr_key_size ? f->info->domain_attr->mr_key_size : 8;
+	uint64_t base = 0, mask = bytes >= 8 ? UINT64_MAX : (UINT64_C(1) << (8 * bytes)) - 1;
+
+	if (getrandom(&base, sizeof(base), 0) != sizeof(base))
+		base = clock_ns() ^ (uint64_t)getpid() << 32;
+	base &= mask >> 1; /* the upper half stays free: counting up never wraps to 0 */
+	atomic_store(&f->next_key, base ? base : 1);
+}
+
 int fabric_open(struct fabric **out, const char *protocol, const char *hcom_url)
 {
 	struct fabric *f = calloc(1, sizeof(*f));
@@ -374,7 +391,7 @@ int fabric_open(struct fabric **out, const char *protocol, const char *hcom_url)
 		*out = f;
 		return 0;
 	}
-	if ((rc = get_info(f, protocol, hcom_url)) || (rc = open_objects(f))) {
+	if ((rc = get_info(f, protocol, hcom_url)) || (key_base(f), rc = open_objects(f))) {
 		/* the address the configuration chose is the likely cause: name the key, not only libfabric's call */
 		if (hcom_url[0])
 			lg_error("no %s endpoint could be opened at ock.mmc.local_service.hcom_url \"%s\": is it an "

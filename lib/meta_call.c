@@ -252,6 +252,8 @@ int meta_ping(struct meta_conn *mc)
 	pthread_mutex_lock(&mc->lock);
 	rc = mc->state == MC_READY ? 0 : MMC_NOT_CONNECTED_META;
 	id = ++mc->next_id; /* answered, and the answer dropped: no call waits for this id */
+	mc->ping_id = id;
+	mc->ping_sent_ms = clock_ms();
 	l = link_of(mc);
 	pthread_mutex_unlock(&mc->lock);
 	if (rc || (rc = wire_encode(b, id, WB_PING, mmc_Ping_fields, &ping)))

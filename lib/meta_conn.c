@@ -213,6 +213,7 @@ static int handshake_one(struct meta_conn *mc)
 	pthread_mutex_lock(&mc->lock);
 	if (rc == 0 && mc->state == MC_CONNECTING) {
 		mc->session = sess;
+		atomic_store(&mc->heartbeat_timeout_ms, sess.heartbeat_timeout_ms);
 		atomic_store(&mc->heard_ms, clock_ms());
 		mc->state = MC_READY;
 		pthread_cond_broadcast(&mc->state_cond);
@@ -440,6 +441,14 @@ void meta_conn_close(struct meta_conn *mc)
 uint64_t meta_conn_losses(struct meta_conn *mc)
 {
 	return atomic_load(&mc->losses);
+}
+
+uint64_t meta_conn_held_until(struct meta_conn *mc)
+{
+	uint64_t sent = atomic_load_explicit(&mc->answered_sent_ms, memory_order_relaxed);
+	uint64_t timeout = atomic_load_explicit(&mc->heartbeat_timeout_ms, memory_order_relaxed);
+
+	return sent && timeout ? sent + timeout - timeout / 4 : UINT64_MAX;
 }
 
 void meta_conn_session(struct meta_conn *mc, struct meta_session *out)

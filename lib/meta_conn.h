@@ -118,6 +118,15 @@ int meta_send_deferred(struct meta_conn *mc, uint32_t body, const pb_msgdesc_t *
  * server knows nothing of them and may hand the same memory to another writer. Lock-free.
  */
 uint64_t meta_conn_losses(struct meta_conn *mc);
+/*
+ * Until when (clock_ms()) the server surely still holds this store's session, and so what it granted on it: a server
+ * closes a client it has heard nothing from for its heartbeat timeout (then drops the session's allocations, whose
+ * space goes to other keys), and it had heard this store when the newest frame it answered was sent. A quarter of
+ * the timeout is kept as margin for the two clocks. A process paused past it (SIGSTOP, a frozen container) must not
+ * write into space granted before: its thread may run before it reads the connection's end. UINT64_MAX before any
+ * answer or when the server named no timeout. Lock-free.
+ */
+uint64_t meta_conn_held_until(struct meta_conn *mc);
 /* What the current (or last) connection's hello learned. */
 void meta_conn_session(struct meta_conn *mc, struct meta_session *out);
 

@@ -16,6 +16,13 @@
 
 /* ---- frames in ---- */
 
+/* An answer to a frame sent at sent_ms: the server heard this store then (meta_conn_held_until). Lock held. */
+static void heard_at(struct meta_conn *mc, uint64_t sent_ms)
+{
+	if (sent_ms > atomic_load_explicit(&mc->answered_sent_ms, memory_order_relaxed))
+		atomic_store_explicit(&mc->answered_sent_ms, sent_ms, memory_order_relaxed);
+}
+
 static void dispatch(struct meta_conn *mc, const uint8_t *frame, size_t len)
 {
 	uint64_t id;
@@ -46,6 +53,7 @@ static void dispatch(struct meta_conn *mc, const uint8_t *frame, size_t len)
 	mc->rd_active_ms = clock_ms(); /* a reader thread that read this reply parks now, not after one more */
 	if (c)
 		mc->last_rtt_ns = clock_ns() - c->sent_ns;
+	heard_at(mc, c ? c->sent_ns / 1000000u : id == mc->ping_id ? mc->ping_sent_ms : 0);
 	pthread_mutex_unlock(&mc->lock);
 	if (!c)
 		return; /* the caller timed out */

@@ -136,10 +136,13 @@ static void sum_puts(void *arg)
 static int grant_holds(void *arg)
 {
 	const struct plan *p = arg;
+	uint64_t now = clock_ms();
 
-	if (meta_conn_losses(p->meta) != p->grant)
+	/* a session the server may have closed meanwhile (this process paused past its heartbeat timeout) holds
+	 * nothing either, although this thread may run before the one that reads the connection's end */
+	if (meta_conn_losses(p->meta) != p->grant || now >= meta_conn_held_until(p->meta))
 		return MMC_NOT_CONNECTED_META;
-	return p->write_until_ms && clock_ms() >= p->write_until_ms ? MMC_TIMEOUT : 0;
+	return p->write_until_ms && now >= p->write_until_ms ? MMC_TIMEOUT : 0;
 }
 
 /* Writes the keys in state want into space granted on the meta connection of losses. */

@@ -322,7 +322,11 @@ static int copy_lease_holds(void *arg)
 {
 	const struct copy_lease *l = arg;
 
-	return meta_conn_losses(l->meta) == l->losses && clock_ms() < l->expiry_ms ? 0 : MMC_LEASE_EXPIRED;
+	uint64_t now = clock_ms();
+
+	return meta_conn_losses(l->meta) == l->losses && now < l->expiry_ms && now < meta_conn_held_until(l->meta)
+	           ? 0
+	           : MMC_LEASE_EXPIRED;
 }
 
 /* Checks every range before anything moves; fills one xfer key per copy; *expiry: the earliest lease of the reads,
