@@ -8,11 +8,14 @@
  * whole-value puts, appends of them and deletes applies twice to the same result, and no later batch has flown),
  * then batches fail fast while reconnects back off.
  */
+#include <arpa/inet.h>
 #include <hiredis/hiredis.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "array.h"
 #include "clock.h"
@@ -50,6 +53,10 @@ struct redis_store {
 	struct rplan plan;                         /* the writes of the batch being committed */
 	struct persist_op *opv;                    /* a batch's ops */
 	size_t capopv;
+	/* this connection at Redis (CLIENT ID, and its address as Redis sees it), and the one dropped before it, killed
+	 * at Redis by the next connection before anything else goes (kill_stale) */
+	long long client_id, stale_id;
+	char client_addr[64], stale_addr[64];
 };
 
 static struct redis_store *to_redis(struct persist_backend *be)
@@ -59,6 +66,11 @@ static struct redis_store *to_redis(struct persist_backend *be)
 
 static void drop(struct redis_store *s)
 {
+	if (s->c && s->client_id) {
+		s->stale_id = s->client_id;
+		memcpy(s->stale_addr, s->client_addr, sizeof(s->stale_addr));
+	}
+	s->client_id = 0;
 	if (s->c)
 		redisFree(s->c);
 	s->c = NULL;
@@ -106,6 +118,67 @@ static int handshake(struct redis_store *s, char *err, size_t errlen)
 	return s->uri.db ? checked(s, 2, sel, err, errlen) : 0;
 }
 
+/* Redis's name for this connection: its id, and our end's address as Redis prints it (anetFormatAddr). */
+static void remember_client(struct redis_store *s)
+{
+	const char *argv[2] = {"CLIENT", "ID"};
+	struct sockaddr_storage a;
+	socklen_t alen = sizeof(a);
+	char ip[INET6_ADDRSTRLEN];
+	redisReply *r = redisCommandArgv(s->c, 2, argv, NULL);
+	unsigned port;
+
+	s->client_id = 0;
+	if (r && r->type == REDIS_REPLY_INTEGER && getsockname(s->c->fd, (struct sockaddr *)&a, &alen) == 0) {
+		const void *in = a.ss_family == AF_INET6 ? (const void *)&((struct sockaddr_in6 *)&a)->sin6_addr
+		                                         : (const void *)&((struct sockaddr_in *)&a)->sin_addr;
+
+		port = ntohs(a.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&a)->sin6_port
+		                                     : ((struct sockaddr_in *)&a)->sin_port);
+		if (inet_ntop(a.ss_family, in, ip, sizeof(ip))) {
+			snprintf(s->client_addr, sizeof(s->client_addr), a.ss_family == AF_INET6 ? "[%s]:%u" : "%s:%u",
+			         ip, port);
+			s->client_id = r->integer;
+		}
+	}
+	if (!s->client_id)
+		log_warn(
+		    "op=redis_store store=\"%s\" err=\"CLIENT ID refused\": a batch on a connection that broke could "
+		    "still land after later ones",
+		    s->shown);
+	freeReplyObject(r);
+}
+
+/*
+ * The connection dropped before this one, ended at Redis before anything goes on this one. Its last batch may still
+ * be on the way (a lost packet retransmitted, a queue in the network): landing after a later batch, it would bring
+ * back records those deleted or overwrote (a freed object's record, over space given to another). Killed first,
+ * whatever it still carries lands before this connection's first command or never. By id and address together, so
+ * that a restarted Redis, which numbers its clients afresh, kills no other client. Returns 0, or MMC_ERROR when
+ * Redis did not answer.
+ */
+static int kill_stale(struct redis_store *s, char *err, size_t errlen)
+{
+	char id[24];
+	const char *argv[6] = {"CLIENT", "KILL", "ID", id, "ADDR", s->stale_addr};
+	redisReply *r;
+
+	if (!s->stale_id)
+		return 0;
+	snprintf(id, sizeof(id), "%lld", s->stale_id);
+	if (!(r = command(s, 6, argv, err, errlen)))
+		return MMC_ERROR;
+	if (r->type == REDIS_REPLY_INTEGER && r->integer > 0)
+		log_info("op=redis_store store=\"%s\" killed_stale_connection=%s", s->shown, id);
+	else if (r->type == REDIS_REPLY_ERROR)
+		log_warn("op=redis_store store=\"%s\" err=\"CLIENT KILL refused: %s\": a batch on the connection that "
+		         "broke could still land after later ones",
+		         s->shown, r->str);
+	freeReplyObject(r);
+	s->stale_id = 0;
+	return 0;
+}
+
 static int connect_now(struct redis_store *s, char *err, size_t errlen)
 {
 	struct timeval tv = {s->timeout_ms / 1000, (s->timeout_ms % 1000) * 1000};
@@ -122,10 +195,11 @@ static int connect_now(struct redis_store *s, char *err, size_t errlen)
 		drop(s);
 		return MMC_ERROR;
 	}
-	if (handshake(s, err, errlen)) {
+	if (handshake(s, err, errlen) || kill_stale(s, err, errlen)) {
 		drop(s);
 		return MMC_ERROR;
 	}
+	remember_client(s);
 	s->new_conn = true;
 	return 0;
 }

@@ -815,6 +815,53 @@ Test(persist_redis, commits_fail_while_redis_is_down_and_recover_when_it_returns
 	cr_assert_eq(persist_get(p, tbl, "before", 6, buf, sizeof(buf), &len), 0);
 }
 
+/* How many times Redis ran CLIENT KILL (INFO commandstats, read whole). */
+static long client_kills(void)
+{
+	struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons(rp.port)};
+	static char buf[65536];
+	const char *cmd = "INFO commandstats\r\n", *at;
+	size_t got = 0;
+	ssize_t n;
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	cr_assert(fd >= 0 && connect(fd, (struct sockaddr *)&sin, sizeof(sin)) == 0);
+	cr_assert_eq(write(fd, cmd, strlen(cmd)), (ssize_t)strlen(cmd));
+	/* a bulk reply: "$LEN\r\n", LEN bytes, "\r\n" */
+	while (got < sizeof(buf) - 1 && (n = read(fd, buf + got, sizeof(buf) - 1 - got)) > 0) {
+		got += (size_t)n;
+		buf[got] = '\0';
+		if (buf[0] == '$' && strstr(buf, "\r\n") &&
+		    got >= (size_t)atol(buf + 1) + (strstr(buf, "\r\n") - buf) + 4)
+			break;
+	}
+	close(fd);
+	at = strstr(buf, "cmdstat_client|kill:calls=");
+	return at ? atol(at + strlen("cmdstat_client|kill:calls=")) : 0;
+}
+
+/*
+ * A connection that broke under a batch (Redis answered nothing in timeout_ms) is killed at Redis by the next one
+ * before anything goes on it: what the old one still carries (a packet retransmitted late) lands before the next
+ * batch or never, so it cannot bring back records a later batch deleted or overwrote.
+ */
+Test(persist_redis, a_connection_that_broke_is_killed_before_the_next_one_writes, .init = setup_redis, .fini = teardown)
+{
+	pid_t sleeper;
+	uint64_t seq;
+
+	put_and_land("before", "1", 1);
+	cr_assert_eq(client_kills(), 0, "no connection broke yet");
+	sleeper = hold_writer(2500); /* DEBUG SLEEP past the 2 s command timeout */
+	seq = put_and_land("during", "2", 1);
+	waitpid(sleeper, NULL, 0);
+	cr_assert_eq(persist_seq_state(p, seq), PERSIST_SEQ_DURABLE, "retried on a fresh connection once Redis woke");
+	cr_assert_eq(client_kills(), 1, "the fresh connection killed the broken one first");
+	put_and_land("after", "3", 1);
+	cr_assert_eq(client_kills(), 1, "a connection that did not break is not killed again");
+}
+
 /* Batches that fail while Redis is down leave a packed table as Redis has it: deletes not applied, a put that may
  * have landed counted until a load says otherwise, and no block deleted under a record it still holds. */
 Test(persist_redis, a_packed_table_rides_out_redis_going_down, .init = setup_redis, .fini = teardown)
