@@ -225,7 +225,7 @@ static void release_held(void *arg)
 		c->commit_waits++;
 }
 
-/* The held buffer for replies that wait for batch seq, or NULL (out of memory: the caller sends at once). */
+/* The held buffer for replies that wait for batch seq, or NULL (out of memory). */
 static struct evbuffer *held_for(struct conn *c, uint64_t seq)
 {
 	int slot = c->held_seq[0] == seq   ? 0
@@ -257,8 +257,11 @@ static struct evbuffer *out_for(struct conn *c, bool durable)
 
 	if (c->closed)
 		return NULL;
-	if (seq)
-		out = held_for(c, seq);
+	if (seq && !(out = held_for(c, seq))) {
+		/* the reply would acknowledge what is not durable yet: the client sees its connection lost instead */
+		conn_close(c, "out_of_memory");
+		return NULL;
+	}
 	if (!out)
 		out = c->in_turn ? c->turn_out : bufferevent_get_output(c->bev);
 	return out;
