@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/random.h>
 #include <unistd.h>
 
 #include "clock.h"
@@ -28,6 +29,9 @@ struct ha {
 	pthread_cond_t cv;
 	/* under mu */
 	bool stop, holds, demote_req;
+	/* this process led and lost its lease: it restarts as a standby (leadership.c), and never leads again as it
+	 * is, whose state may be out of date (someone may have led in between) */
+	bool retired;
 	struct ha_holder leader;
 	int64_t self_expiry_wall_ms, last_loop_wall_ms, info_updated_wall_ms, campaign_after_wall_ms;
 	uint32_t campaign_delay_ms;
@@ -74,6 +78,7 @@ static void lose(struct ha *h, const char *why)
 	if (!h->holds)
 		return;
 	h->holds = false;
+	h->retired = true;
 	h->self_expiry_wall_ms = 0;
 	h->transitions++;
 	log_warn("op=ha_demote node=\"%s\" reason=%s", h->self.node_id, why);
@@ -108,7 +113,7 @@ static void step(struct ha *h)
 	struct ha_holder cur;
 	uint64_t sent_ns = clock_ns();
 	int64_t now = ha_wall_ms();
-	bool campaign = h->holds || now >= h->campaign_after_wall_ms;
+	bool campaign = h->holds || (!h->retired && now >= h->campaign_after_wall_ms);
 	int rc;
 
 	h->last_loop_wall_ms = now;
@@ -193,6 +198,19 @@ int ha_check(const struct ha_opts *o, char *err, size_t errlen)
 	return ha_lock_check(o->lock_uri, o->lock_password_file, err, errlen);
 }
 
+/* len - 1 random hex digits: this process's part of its lock value (struct ha_holder's token). */
+static void new_token(char *out, size_t len)
+{
+	unsigned char b[32];
+	size_t n = (len - 1) / 2 < sizeof(b) ? (len - 1) / 2 : sizeof(b);
+
+	if (getrandom(b, n, 0) != (ssize_t)n)
+		for (size_t i = 0; i < n; i++)
+			b[i] = (unsigned char)(clock_ns() >> (i % 8 * 8) ^ (uint64_t)getpid() >> (i % 4 * 8));
+	for (size_t i = 0; i < n; i++)
+		snprintf(out + 2 * i, 3, "%02x", b[i]);
+}
+
 int ha_open(struct ha **out, struct event_base *base, const struct ha_opts *o, void (*on_change)(void *arg), void *arg,
             char *err, size_t errlen)
 {
@@ -211,6 +229,7 @@ int ha_open(struct ha **out, struct event_base *base, const struct ha_opts *o, v
 	h->campaign_after_wall_ms = o->campaign_after_wall_ms;
 	h->on_change = on_change;
 	h->arg = arg;
+	new_token(h->self.token, sizeof(h->self.token));
 	pthread_mutex_init(&h->mu, NULL);
 	pthread_cond_init(&h->cv, NULL);
 	h->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -230,8 +249,12 @@ int ha_open(struct ha **out, struct event_base *base, const struct ha_opts *o, v
 
 void ha_set_self(struct ha *h, const struct ha_holder *self)
 {
+	char token[sizeof(h->self.token)];
+
 	pthread_mutex_lock(&h->mu);
+	memcpy(token, h->self.token, sizeof(token));
 	h->self = *self;
+	memcpy(h->self.token, token, sizeof(token));
 	pthread_mutex_unlock(&h->mu);
 }
 

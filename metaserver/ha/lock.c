@@ -42,8 +42,10 @@ int ha_lock_open(struct ha_lock **out, const char *uri, const char *password_fil
 
 int ha_holder_format(const struct ha_holder *h, char *out, size_t len)
 {
-	int n = snprintf(out, len, "mmc-leader-v1 %s %s %s %u %u %" PRId64 "\n", h->node_id, h->rpc,
-	                 h->host[0] ? h->host : "-", h->http_port, h->admin_port, h->expiry_wall_ms);
+	/* the token after the fields a release before it reads (sscanf stops there) */
+	int n = snprintf(out, len, "mmc-leader-v1 %s %s %s %u %u %" PRId64 "%s%s\n", h->node_id, h->rpc,
+	                 h->host[0] ? h->host : "-", h->http_port, h->admin_port, h->expiry_wall_ms,
+	                 h->token[0] ? " " : "", h->token);
 
 	return n > 0 && (size_t)n < len ? n : MMC_INVALID_PARAM;
 }
@@ -51,10 +53,12 @@ int ha_holder_format(const struct ha_holder *h, char *out, size_t len)
 int ha_holder_parse(struct ha_holder *h, const char *text)
 {
 	struct ha_holder t = {0};
+	int n;
 
 	/* widths: one less than each field's size */
-	if (sscanf(text, "mmc-leader-v1 %127s %319s %255s %u %u %" SCNd64, t.node_id, t.rpc, t.host, &t.http_port,
-	           &t.admin_port, &t.expiry_wall_ms) != 6)
+	n = sscanf(text, "mmc-leader-v1 %127s %319s %255s %u %u %" SCNd64 " %16s", t.node_id, t.rpc, t.host,
+	           &t.http_port, &t.admin_port, &t.expiry_wall_ms, t.token);
+	if (n != 6 && n != 7)
 		return MMC_INVALID_PARAM;
 	if (strcmp(t.host, "-") == 0)
 		t.host[0] = '\0';

@@ -20,6 +20,10 @@ struct ha_holder {
 	uint32_t http_port;     /* KVCM MetaService */
 	uint32_t admin_port;    /* KVCM admin */
 	int64_t expiry_wall_ms; /* CLOCK_REALTIME, ms; 0: unknown or nobody */
+	/* random, one per process (ha_open): a lock value of an earlier process of the same node (restarted after a
+	 * demotion, winning again) differs, so that a commit of the earlier one arriving late fails the fence; "" in a
+	 * value written by a release before it */
+	char token[17];
 };
 
 struct ha_lock;

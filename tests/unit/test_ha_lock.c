@@ -48,6 +48,12 @@ Test(ha_lock, holder_text_round_trips)
 	cr_assert_eq(ha_holder_parse(&b, text), 0);
 	cr_expect_eq(memcmp(&a, &b, sizeof(a)), 0);
 	cr_expect_eq(ha_holder_parse(&b, "something else"), MMC_INVALID_PARAM);
+	snprintf(a.token, sizeof(a.token), "0123456789abcdef");
+	cr_assert_gt(ha_holder_format(&a, text, sizeof(text)), 0);
+	cr_assert_eq(ha_holder_parse(&b, text), 0);
+	cr_expect_eq(memcmp(&a, &b, sizeof(a)), 0, "the process token round-trips");
+	cr_expect_eq(ha_holder_parse(&b, "mmc-leader-v1 a tcp://h:1 h 2 3 4\n"), 0, "a value without one still reads");
+	cr_expect_str_eq(b.token, "");
 }
 
 Test(ha_lock, file_lock_is_taken_renewed_expires_and_is_released)
@@ -146,5 +152,48 @@ Test(ha_lock, the_fence_opens_on_winning_and_closes_on_demote)
 	/* a loop interval too close to the lease is refused */
 	o.loop_interval_ms = 300;
 	cr_expect_eq(ha_open(&h, base, &o, on_change, base, err, sizeof(err)), MMC_INVALID_PARAM);
+	event_base_free(base);
+}
+
+/*
+ * A process that led and lost its lease does not lead again (it restarts as a standby, leadership.c): its state may
+ * be out of date, since another may have led in between, and reopening its fence let it commit from that state. A
+ * new process of the same node is another holder: its lock value differs (the token), so a commit of the old one
+ * arriving late fails a fence set for the new one.
+ */
+Test(ha_lock, a_process_that_lost_its_lease_leads_no_more_and_its_successor_is_another_holder)
+{
+	struct event_base *base = event_base_new();
+	struct ha_opts o = {.lease_ms = 600, .loop_interval_ms = 50};
+	struct ha_holder self = holder("me", 7);
+	struct timeval limit = {5, 0}, turn = {0, 100000};
+	int64_t until;
+	char uri[128], err[256], first[1024], second[1024];
+	const char *key;
+	struct ha *h;
+
+	snprintf(uri, sizeof(uri), "file://%s/lock", dir);
+	o.lock_uri = uri;
+	o.campaign_delay_ms = 100;
+	cr_assert_eq(ha_open(&h, base, &o, on_change, base, err, sizeof(err)), 0, "%s", err);
+	ha_set_self(h, &self);
+	cr_assert_eq(ha_start(h), 0);
+	event_base_loopexit(base, &limit);
+	event_base_dispatch(base);
+	cr_assert(ha_holds(h), "elected within 5 s");
+	cr_assert_eq(ha_holder_format(ha_self(h), first, sizeof(first)) > 0, true);
+	ha_demote(h);
+	for (until = ha_wall_ms() + 1500; ha_wall_ms() < until;) { /* well past the campaign delay and the lease */
+		event_base_loopexit(base, &turn);
+		event_base_dispatch(base);
+		cr_expect(!ha_holds(h) && !ha_fence(h), "a process that lost its lease led again");
+	}
+	ha_close(h);
+	cr_assert_eq(ha_open(&h, base, &o, on_change, base, err, sizeof(err)), 0, "%s", err);
+	ha_set_self(h, &self);
+	cr_assert_eq(ha_holder_format(ha_self(h), second, sizeof(second)) > 0, true);
+	cr_expect_str_neq(first, second, "the same node's next process holds the lock under the same value");
+	cr_expect_not(ha_lock_redis_key(h, &key, first, sizeof(first)), "a file lock has no Redis key");
+	ha_close(h);
 	event_base_free(base);
 }
