@@ -310,3 +310,20 @@ Test(persist, a_trim_answers_once_no_block_is_served_and_a_kill_brings_none_back
 	cr_expect_eq(serving(1 + last, 1000), 0, "blocks back after a kill that followed trimCache's answer");
 	cr_expect_eq(serving(1, 1000), 0);
 }
+
+/*
+ * Instance uids are the prefix of their blocks' records. A removed instance's records may outlive a crash (their
+ * deletes were in a batch the crash lost), so a restart must not give its uid to a new instance, which would load
+ * them as its own and serve the old instance's locations. The uid ceiling is stored with each registration.
+ */
+Test(persist, a_removed_instance_s_uid_is_not_given_again_after_a_restart)
+{
+	cr_assert(register_simple(&srv.meta, "default", "a", 4096));
+	cr_assert(register_simple(&srv.meta, "default", "b", 4096));
+	cr_assert(metaserver_log_has(&srv.m, "id=\"b\" group=\"default\" uid=2"));
+	EXPECT_CODE(ADMIN("removeInstance", "{\"instance_id\":\"b\"}"), "OK");
+	metaserver_kill(&srv.m);
+	cr_assert_eq(kvcm_srv_restart(&srv, NULL), 0);
+	cr_assert(register_simple(&srv.meta, "default", "c", 4096));
+	cr_assert(metaserver_log_has(&srv.m, "id=\"c\" group=\"default\" uid=3"), "b's uid was given again");
+}

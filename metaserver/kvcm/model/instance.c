@@ -304,6 +304,7 @@ static int register_new(struct kvcm *k, json_t *info, struct instance **out, cha
 	}
 	g->ninstances++;
 	persist_record(k, inst);
+	store_put_next_uid(&k->store, k->next_uid);
 	log_info("op=kvcm_register_instance id=\"%s\" group=\"%s\" uid=%" PRIu64, inst->id, g->name, inst->uid);
 	*out = inst;
 	return KC_OK;

@@ -140,10 +140,12 @@ int state_load(struct kvcm *k)
 {
 	static const struct store_reader reader = {load_json, load_block};
 	struct loading ld = {k, NULL, 0};
-	uint64_t swept = 0, blocks = 0;
+	uint64_t swept = 0, blocks = 0, ceiling = store_next_uid(&k->store);
 
 	if (store_read(&k->store, &reader, &ld))
 		return MMC_ERROR;
+	if (ceiling > k->next_uid) /* uids of instances removed since: their blocks' records may still be stored */
+		k->next_uid = ceiling;
 	hmap_foreach(&k->instances, l)
 	{
 		struct instance *inst = hmap_entry(l, struct instance, hlink);

@@ -42,6 +42,22 @@ void store_mark_initialized(struct kvcm_store *st)
 	st->writes++;
 }
 
+void store_put_next_uid(struct kvcm_store *st, uint64_t next)
+{
+	persist_put(st->persist, st->meta, "next_uid", 8, &next, sizeof(next));
+	st->writes++;
+}
+
+uint64_t store_next_uid(struct kvcm_store *st)
+{
+	uint64_t next = 0;
+	size_t len = 0;
+
+	if (persist_get(st->persist, st->meta, "next_uid", 8, &next, sizeof(next), &len) || len != sizeof(next))
+		return 0;
+	return next;
+}
+
 void store_put_json(struct kvcm_store *st, enum store_table t, const char *name, json_t *v)
 {
 	char *s = json_dumps(v, JSON_COMPACT | JSON_PRESERVE_ORDER);
