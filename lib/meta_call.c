@@ -253,7 +253,7 @@ int meta_ping(struct meta_conn *mc)
 	rc = mc->state == MC_READY ? 0 : MMC_NOT_CONNECTED_META;
 	id = ++mc->next_id; /* answered, and the answer dropped: no call waits for this id */
 	mc->ping_id = id;
-	mc->ping_sent_ms = clock_ms();
+	mc->ping_sent_ms = clock_ns() / 1000000u; /* the clock of a call's sent_ns */
 	l = link_of(mc);
 	pthread_mutex_unlock(&mc->lock);
 	if (rc || (rc = wire_encode(b, id, WB_PING, mmc_Ping_fields, &ping)))

@@ -281,6 +281,15 @@ static uint32_t retry_wait(int rc, uint32_t *backoff, uint64_t *since)
 	return wait;
 }
 
+/* Between pings: heartbeat_ms, and often enough that an idle session's grants stay trusted (meta_conn_held_until:
+ * three quarters of the server's heartbeat timeout from the newest answered frame). Lock held. */
+static uint64_t ping_every(const struct meta_conn *mc)
+{
+	uint64_t quarter = mc->session.heartbeat_timeout_ms / 4;
+
+	return quarter && quarter < mc->conf->c.heartbeat_ms ? quarter : mc->conf->c.heartbeat_ms;
+}
+
 /*
  * A server that answers none of the pings for as long as it waits for a silent client (its heartbeat timeout) has
  * stopped (paused, hung, its host gone without a reset): the connection is dropped as a lost one, so that calls
@@ -314,7 +323,7 @@ static void *keeper_main(void *arg)
 		struct timespec dl;
 
 		if (mc->state == MC_READY) {
-			dl = clock_deadline(mc->conf->c.heartbeat_ms);
+			dl = clock_deadline(ping_every(mc));
 			pthread_cond_timedwait(&mc->state_cond, &mc->lock, &dl);
 			if (mc->stop || mc->state != MC_READY)
 				continue;

@@ -100,6 +100,7 @@ static void promote(struct meta *m)
 	/* the lease this load is for: lost and won back while loading reads as a change, so another node may have
 	 * led (and written) meanwhile, which this load did not see */
 	L.led_as = ha_transitions(m->rpc->ha);
+	ha_mark_loaded(m->rpc->ha);
 	if (L.load(m)) { /* loaded halfway, or not at all: only a fresh process tries again cleanly */
 		log_error("op=ha_promote err=load_failed (restarting as a standby)");
 		ha_demote(m->rpc->ha);

@@ -29,9 +29,11 @@ struct ha {
 	pthread_cond_t cv;
 	/* under mu */
 	bool stop, holds, demote_req;
-	/* this process led and lost its lease: it restarts as a standby (leadership.c), and never leads again as it
-	 * is, whose state may be out of date (someone may have led in between) */
+	/* this process loaded state to lead (ha_mark_loaded) and lost its lease since: it restarts as a standby
+	 * (leadership.c), and never leads again as it is, whose state may be out of date (someone may have led in
+	 * between) */
 	bool retired;
+	_Atomic bool loaded;
 	struct ha_holder leader;
 	int64_t self_expiry_wall_ms, last_loop_wall_ms, info_updated_wall_ms, campaign_after_wall_ms;
 	uint32_t campaign_delay_ms;
@@ -78,7 +80,7 @@ static void lose(struct ha *h, const char *why)
 	if (!h->holds)
 		return;
 	h->holds = false;
-	h->retired = true;
+	h->retired = atomic_load(&h->loaded);
 	h->self_expiry_wall_ms = 0;
 	h->transitions++;
 	log_warn("op=ha_demote node=\"%s\" reason=%s", h->self.node_id, why);
@@ -329,6 +331,11 @@ bool ha_serving(const struct ha *h)
 {
 	/* the lease too: a leader resumed from a pause answers as a standby before its elector has even noticed */
 	return h->serving && ha_lease_valid(h);
+}
+
+void ha_mark_loaded(struct ha *h)
+{
+	atomic_store(&h->loaded, true);
 }
 
 void ha_set_serving(struct ha *h, bool on)

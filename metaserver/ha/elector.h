@@ -59,6 +59,9 @@ bool ha_holds(const struct ha *h);
  * is valid right now: what every gate (RPC, HTTP, checkHealth.is_leader) asks. */
 bool ha_serving(const struct ha *h);
 void ha_set_serving(struct ha *h, bool on);
+/* The loop is loading state to lead with: from now on a lost lease retires this process (it restarts as a standby
+ * and never campaigns again as it is). Loop thread. */
+void ha_mark_loaded(struct ha *h);
 
 /* The last holder seen in the lock (self when leading); node_id "" when none is known. */
 void ha_leader(const struct ha *h, struct ha_holder *out);

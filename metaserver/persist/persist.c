@@ -26,8 +26,13 @@
 #define QUICK_OPS_MAX    256u     /* a quick backend's batch up to this size commits on the loop */
 #define QUICK_BYTES_MAX  (256u << 10)
 #define DEL_LEN          UINT32_MAX
-/* Retried writes a batch may carry: a store down for long under many writes would otherwise pile every version of a
- * record up in memory. Past it, what failed is dropped (logged), as without retries. */
+/*
+ * How far a failed batch's writes (persist_table_retry) go again: a store that refuses them for good (a full LMDB
+ * map, Redis at maxmemory) would otherwise fail every later batch with them, deletes that free room included, and a
+ * store down for long under many writes would pile every version of a record up in memory. Past either bound they
+ * are dropped (logged), as without retries; deletes of a table that retries them still go.
+ */
+#define RETRY_ATTEMPTS  3
 #define RETRY_BYTES_MAX (256u << 20)
 
 struct waiter {
@@ -45,8 +50,9 @@ struct op {
 struct batch {
 	unsigned char *ops;
 	size_t len, cap, nops;
-	size_t nretried; /* of nops, deletes a failed batch left (persist_table_retry_deletes) */
-	uint64_t seq;    /* numbered when its first write is queued; batches commit in this order */
+	size_t nretried;   /* of nops, what failed batches left (persist_table_retry_deletes, persist_table_retry) */
+	unsigned attempts; /* failed commits the oldest retried write in it has been through */
+	uint64_t seq;      /* numbered when its first write is queued; batches commit in this order */
 	uint64_t first_ns;
 	struct waiter *waiters, *spare; /* spare: the array being run, so callbacks can queue new waiters */
 	size_t nwaiters, capwaiters, capspare;
@@ -313,24 +319,35 @@ static bool retried(const struct persist *p, const struct persist_op *op)
  * store then gets both in the order memory made them, as if b had committed, and a key written again since ends as
  * its newer write. Retried ops commit with the next write or the next waiter, never alone (committable).
  */
+/* The bytes of b's puts in tables that retry every write. */
+static size_t retried_put_bytes(const struct persist *p, const struct batch *b)
+{
+	struct persist_ops ops = {b->ops, b->len, b->nops, NULL, NULL};
+	struct persist_op op;
+	size_t off = 0, bytes = 0;
+
+	while (persist_op_next(&ops, &off, &op))
+		if (p->tables[op.table].retry_writes && !op.del)
+			bytes += op.klen + op.vlen;
+	return bytes;
+}
+
 static void retry_failed(struct persist *p, const struct batch *b)
 {
 	struct persist_ops ops = {b->ops, b->len, b->nops, NULL, NULL};
 	struct batch *o = p->open, t = {0};
 	struct persist_op op;
-	size_t off = 0, nops;
+	size_t off = 0, nops, puts = retried_put_bytes(p, b);
+	bool keep_puts = b->attempts + 1 < RETRY_ATTEMPTS && puts <= RETRY_BYTES_MAX;
 	unsigned char *tail;
 
+	if (puts && !keep_puts)
+		log_error("op=persist_retry err=\"%s\" bytes=%zu: the store keeps what it had; a restart loads it",
+		          puts > RETRY_BYTES_MAX ? "too much to retry" : "refused again and again", puts);
 	while (persist_op_next(&ops, &off, &op))
-		if (retried(p, &op) && append_op(&t, op.table, op.key, op.klen, op.val, op.vlen, op.del))
+		if (retried(p, &op) && (op.del || keep_puts) &&
+		    append_op(&t, op.table, op.key, op.klen, op.val, op.vlen, op.del))
 			goto out; /* out of memory (logged): the store keeps what it had, as without retries */
-	if (t.len + o->len > RETRY_BYTES_MAX) {
-		log_error(
-		    "op=persist_retry err=\"too much to retry\" ops=%zu bytes=%zu: the store keeps what it had; a "
-		    "restart loads it",
-		    t.nops, t.len);
-		goto out;
-	}
 	if (!t.nops || (o->len && !(tail = batch_append(&t, o->len))))
 		goto out;
 	if (o->len)
@@ -342,6 +359,8 @@ static void retry_failed(struct persist *p, const struct batch *b)
 	o->cap = t.cap;
 	t.ops = NULL;
 	o->nretried += nops;
+	if (keep_puts && puts && o->attempts < b->attempts + 1)
+		o->attempts = b->attempts + 1;
 	if ((o->nops += nops) == nops)
 		opened(p, o, false); /* numbered; it commits with the next write */
 out:
@@ -361,6 +380,7 @@ static void landed(struct persist *p, struct batch *b, int rc)
 		p->commits++;
 	}
 	b->len = b->nops = b->nretried = 0;
+	b->attempts = 0;
 	run_waiters(b);
 }
 

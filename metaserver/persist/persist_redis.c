@@ -57,6 +57,7 @@ struct redis_store {
 	 * at Redis by the next connection before anything else goes (kill_stale) */
 	long long client_id, stale_id;
 	char client_addr[64], stale_addr[64];
+	char run_id[48], stale_run_id[48]; /* INFO server's run_id: a restarted Redis numbers its clients afresh */
 };
 
 static struct redis_store *to_redis(struct persist_backend *be)
@@ -69,6 +70,7 @@ static void drop(struct redis_store *s)
 	if (s->c && s->client_id) {
 		s->stale_id = s->client_id;
 		memcpy(s->stale_addr, s->client_addr, sizeof(s->stale_addr));
+		memcpy(s->stale_run_id, s->run_id, sizeof(s->stale_run_id));
 	}
 	s->client_id = 0;
 	if (s->c)
@@ -118,6 +120,19 @@ static int handshake(struct redis_store *s, char *err, size_t errlen)
 	return s->uri.db ? checked(s, 2, sel, err, errlen) : 0;
 }
 
+/* The Redis process's run_id into s->run_id ("" when it cannot be read). */
+static void read_run_id(struct redis_store *s)
+{
+	const char *argv[2] = {"INFO", "server"};
+	redisReply *r = redisCommandArgv(s->c, 2, argv, NULL);
+	const char *at = r && r->type == REDIS_REPLY_STRING ? strstr(r->str, "run_id:") : NULL;
+
+	s->run_id[0] = '\0';
+	if (at)
+		sscanf(at + 7, "%47[0-9a-f]", s->run_id);
+	freeReplyObject(r);
+}
+
 /* Redis's name for this connection: its id, and our end's address as Redis prints it (anetFormatAddr). */
 static void remember_client(struct redis_store *s)
 {
@@ -163,8 +178,10 @@ static int kill_stale(struct redis_store *s, char *err, size_t errlen)
 	const char *argv[6] = {"CLIENT", "KILL", "ID", id, "ADDR", s->stale_addr};
 	redisReply *r;
 
-	if (!s->stale_id)
+	if (!s->stale_id || !s->run_id[0] || strcmp(s->run_id, s->stale_run_id) != 0) {
+		s->stale_id = 0; /* another Redis process (restarted): the old connection ended with the old one */
 		return 0;
+	}
 	snprintf(id, sizeof(id), "%lld", s->stale_id);
 	if (!(r = command(s, 6, argv, err, errlen)))
 		return MMC_ERROR;
@@ -195,7 +212,12 @@ static int connect_now(struct redis_store *s, char *err, size_t errlen)
 		drop(s);
 		return MMC_ERROR;
 	}
-	if (handshake(s, err, errlen) || kill_stale(s, err, errlen)) {
+	if (handshake(s, err, errlen)) {
+		drop(s);
+		return MMC_ERROR;
+	}
+	read_run_id(s);
+	if (kill_stale(s, err, errlen)) {
 		drop(s);
 		return MMC_ERROR;
 	}

@@ -322,7 +322,7 @@ void conn_close(struct conn *c, const char *why)
 	bufferevent_free(c->bev);
 	c->bev = NULL;
 	c->closed = true;
-	if (!c->commit_waits)
+	if (!c->commit_waits && !c->reading)
 		free_conn(c);
 }
 
@@ -501,10 +501,17 @@ static void read_cb(struct bufferevent *bev, void *arg)
 {
 	struct conn *c = arg;
 
+	bool open;
+
 	c->m->rpc->reads++;
 	c->in_turn = c->turn_out != NULL;
-	if (read_frames(c))
+	c->reading = true;
+	open = read_frames(c);
+	c->reading = false;
+	if (open)
 		flush_turn(c);
+	else if (c->closed && !c->commit_waits) /* closed by a frame's handler (out of memory, a refusal) */
+		free_conn(c);
 }
 
 static void event_cb(struct bufferevent *bev, short what, void *arg);

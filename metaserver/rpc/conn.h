@@ -37,6 +37,7 @@ struct conn {
 	 * event to add and remove per request, two epoll_ctl calls); NULL with TLS */
 	struct evbuffer *turn_out;
 	bool in_turn; /* in read_cb: conn_send queues to turn_out */
+	bool reading; /* in read_cb's frames: a close there frees the connection only when they are done */
 	int rcvlowat; /* the socket's SO_RCVLOWAT, as last set */
 	uint64_t held_seq[2];
 	uint64_t held_since[2]; /* persist_durable_seq when the slot was taken: its replies acknowledge later batches */

@@ -182,6 +182,7 @@ Test(ha_lock, a_process_that_lost_its_lease_leads_no_more_and_its_successor_is_a
 	event_base_dispatch(base);
 	cr_assert(ha_holds(h), "elected within 5 s");
 	cr_assert_eq(ha_holder_format(ha_self(h), first, sizeof(first)) > 0, true);
+	ha_mark_loaded(h); /* the promotion loads its state */
 	ha_demote(h);
 	for (until = ha_wall_ms() + 1500; ha_wall_ms() < until;) { /* well past the campaign delay and the lease */
 		event_base_loopexit(base, &turn);
@@ -194,6 +195,17 @@ Test(ha_lock, a_process_that_lost_its_lease_leads_no_more_and_its_successor_is_a
 	cr_assert_eq(ha_holder_format(ha_self(h), second, sizeof(second)) > 0, true);
 	cr_expect_str_neq(first, second, "the same node's next process holds the lock under the same value");
 	cr_expect_not(ha_lock_redis_key(h, &key, first, sizeof(first)), "a file lock has no Redis key");
+	/* one that won and lost before it loaded anything (waiting for the data dir) has nothing stale: it campaigns */
+	cr_assert_eq(ha_start(h), 0);
+	event_base_loopexit(base, &limit);
+	event_base_dispatch(base);
+	cr_assert(ha_holds(h), "elected within 5 s");
+	ha_demote(h);
+	for (until = ha_wall_ms() + 3000; ha_wall_ms() < until && !ha_holds(h);) {
+		event_base_loopexit(base, &turn);
+		event_base_dispatch(base);
+	}
+	cr_expect(ha_holds(h), "a process that never loaded stays a standby for ever");
 	ha_close(h);
 	event_base_free(base);
 }

@@ -1013,6 +1013,30 @@ BOTH(a_failed_batch_of_a_retrying_table_goes_again_before_what_came_after)
 	persist_set_fence(p, NULL, NULL);
 }
 
+/* A retrying table's writes go again a bounded number of times: a store that refuses them for good (a full map)
+ * must not fail every later batch with them for ever. */
+BOTH(a_retried_write_goes_again_at_most_three_times)
+{
+	persist_table_retry(tbl);
+	fence_ok = false;
+	persist_set_fence(p, fence, &fence_ok);
+	put_and_land("p", "1", 1);
+	put_and_land("q", "1", 1); /* p's second failure */
+	__atomic_store_n(&fence_ok, true, __ATOMIC_RELEASE);
+	put_and_land("r", "1", 1);
+	cr_assert(stored("p") && stored("q") && stored("r"), "twice refused, then stored");
+	__atomic_store_n(&fence_ok, false, __ATOMIC_RELEASE);
+	put_and_land("s", "1", 1);
+	put_and_land("t", "1", 1);
+	put_and_land("u", "1", 1); /* s's third failure: dropped with what came since */
+	__atomic_store_n(&fence_ok, true, __ATOMIC_RELEASE);
+	put_and_land("v", "1", 1);
+	cr_assert(stored("v"), "a later batch commits");
+	cr_assert_not(stored("s"), "thrice refused: dropped");
+	cr_assert_not(persist_dirty(p));
+	persist_set_fence(p, NULL, NULL);
+}
+
 Test(persist_lmdb, a_redis_fence_key_is_refused_on_lmdb, .init = setup_lmdb, .fini = teardown)
 {
 	cr_assert_eq(persist_set_redis_fence_key(p, "lock", "me"), MMC_INVALID_PARAM);

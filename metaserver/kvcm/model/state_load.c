@@ -140,9 +140,9 @@ int state_load(struct kvcm *k)
 {
 	static const struct store_reader reader = {load_json, load_block};
 	struct loading ld = {k, NULL, 0};
-	uint64_t swept = 0, blocks = 0, ceiling = store_next_uid(&k->store);
+	uint64_t swept = 0, blocks = 0, ceiling = 0;
 
-	if (store_read(&k->store, &reader, &ld))
+	if (store_next_uid(&k->store, &ceiling) || store_read(&k->store, &reader, &ld))
 		return MMC_ERROR;
 	if (ceiling > k->next_uid) /* uids of instances removed since: their blocks' records may still be stored */
 		k->next_uid = ceiling;

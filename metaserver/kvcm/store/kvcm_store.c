@@ -48,14 +48,15 @@ void store_put_next_uid(struct kvcm_store *st, uint64_t next)
 	st->writes++;
 }
 
-uint64_t store_next_uid(struct kvcm_store *st)
+int store_next_uid(struct kvcm_store *st, uint64_t *next)
 {
-	uint64_t next = 0;
 	size_t len = 0;
+	int rc = persist_get(st->persist, st->meta, "next_uid", 8, next, sizeof(*next), &len);
 
-	if (persist_get(st->persist, st->meta, "next_uid", 8, &next, sizeof(next), &len) || len != sizeof(next))
-		return 0;
-	return next;
+	if (rc == MMC_OBJECT_NOT_EXISTS ||
+	    (rc == 0 && len != sizeof(*next))) /* none, or not ours: numbered as before */
+		*next = 0;
+	return rc == MMC_OBJECT_NOT_EXISTS ? 0 : rc;
 }
 
 void store_put_json(struct kvcm_store *st, enum store_table t, const char *name, json_t *v)

@@ -32,9 +32,10 @@ void store_mark_initialized(struct kvcm_store *st);
 
 /* The instance uid ceiling: every uid given out is below it, durable with the instance record that took the uid.
  * A restart must not give a uid again whose block records may still be in the store (their deletes lost with a
- * crash): they would load as the new instance's. store_next_uid: the stored ceiling, 0 when none. */
+ * crash): they would load as the new instance's. store_next_uid: the stored ceiling into *next (0 when none);
+ * returns 0 or MMC_ERROR (the store could not be read). */
 void store_put_next_uid(struct kvcm_store *st, uint64_t next);
-uint64_t store_next_uid(struct kvcm_store *st);
+int store_next_uid(struct kvcm_store *st, uint64_t *next);
 /* Writes v (compact, members in order) as the record name of table t; logged when it cannot be encoded. */
 void store_put_json(struct kvcm_store *st, enum store_table t, const char *name, json_t *v);
 void store_del_json(struct kvcm_store *st, enum store_table t, const char *name);
