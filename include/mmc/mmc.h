@@ -617,7 +617,9 @@ MMC_API int mmc_batch_remove(mmc_store *s, const char *const *keys, size_t n, in
 
 /**
  * Removes every readable object whose key matches regex, a POSIX extended regular expression (regcomp with
- * REG_EXTENDED) searched anywhere in the key: "^model/" for a prefix, "" is refused (see mmc_remove_all()). Objects
+ * REG_EXTENDED) searched anywhere in the key: "^model/" for a prefix, "" is refused (see mmc_remove_all()), and so are
+ * bounded repetition ("{m,n}": write a literal brace as "[{]") and back-references, whose compiling or matching
+ * could hold the meta server for seconds. Objects
  * still being written are left alone; memory under a read lease is freed when the lease ends. One meta round trip;
  * the meta server walks its whole index (about 1 s per 10^6 objects, during which it serves nothing else), so this
  * is for administration, not the data path. Acknowledged once the removals are durable.

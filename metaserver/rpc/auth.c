@@ -10,6 +10,7 @@
 #include "tls.h"
 
 static int refused_bucket;
+static int version_bucket; /* a peer that says hello in another version again and again */
 
 static bool token_set(const struct conn *c)
 {
@@ -173,8 +174,10 @@ void auth_on_hello(struct conn *c, const Mmc__Frame *f)
 	c->session.pid = h->pid;
 	c->session.minor = h->minor;
 	if (h->version != MMC_WIRE_VERSION) {
-		log_warn("op=hello peer=%s host=\"%s\" err=wire_version_mismatch client_version=%u server_version=%u",
-		         c->peer, c->session.host, h->version, MMC_WIRE_VERSION);
+		log_ratelimited(
+		    &version_bucket, LOG_WARN,
+		    "op=hello peer=%s host=\"%s\" err=wire_version_mismatch client_version=%u server_version=%u",
+		    c->peer, c->session.host, h->version, MMC_WIRE_VERSION);
 		c->m->stats.rpc_refused[RPC_REFUSED_WIRE_VERSION]++;
 		send_hello_reply(c, f->id, MMC_INVALID_PARAM);
 		conn_close_flushed(c, "wire_version_mismatch");

@@ -348,6 +348,11 @@ Test(store_api, remove_by_regex_and_remove_all)
 	removed = 99;
 	cr_assert_eq(mmc_remove_by_regex(s2, "(", &removed), MMC_INVALID_PARAM, "a pattern that does not compile");
 	cr_assert_eq(removed, 99, "untouched on error");
+	/* patterns whose compilation could hold the server's loop for seconds (bounded repetition, 6 s and 5 GB for
+	 * this one), or whose matching backtracks (a back-reference): refused at once */
+	cr_assert_eq(mmc_remove_by_regex(s2, "((a{1,150}){1,150}){1,150}", &removed), MMC_INVALID_PARAM);
+	cr_assert_eq(mmc_remove_by_regex(s2, "^(rx)/\\1", &removed), MMC_INVALID_PARAM);
+	cr_assert_eq(mmc_remove_by_regex(s2, "^rx/[{]", &removed), 0, "a literal brace in brackets");
 	cr_assert_eq(mmc_remove_by_regex(s2, "", &removed), MMC_INVALID_PARAM, "every key is mmc_remove_all");
 	cr_assert_eq(mmc_remove_by_regex(s2, NULL, &removed), MMC_INVALID_PARAM);
 	cr_assert_eq(mmc_remove_by_regex(s2, "x", NULL), MMC_INVALID_PARAM);
