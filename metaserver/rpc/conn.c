@@ -28,6 +28,10 @@
 enum {
 	RCVLOWAT_MAX = 1 << 19,  /* the largest SO_RCVLOWAT set (the kernel grows the receive buffer to twice it) */
 	READ_REST_MAX = 1 << 20, /* the most read_rest reads at once (what it reserves in the input before reading) */
+	/* replies a client has not taken yet, held for their commits included: past it its requests wait unread until
+	 * it has taken half (a client that pipelines requests and reads nothing grew the server by 2.5x what it sent)
+	 */
+	UNREAD_MAX = 4 << 20,
 };
 
 static int ratelimit_bucket, unadmitted_bucket;
@@ -170,6 +174,44 @@ static void fail_slot(struct conn *c, int i)
 	                MMC_META_BACKUP_ERROR, dropped);
 }
 
+static size_t unread(const struct conn *c)
+{
+	return evbuffer_get_length(bufferevent_get_output(c->bev)) +
+	       (c->turn_out ? evbuffer_get_length(c->turn_out) : 0) + evbuffer_get_length(c->held[0]) +
+	       evbuffer_get_length(c->held[1]);
+}
+
+static void read_cb(struct bufferevent *bev, void *arg);
+static void event_cb(struct bufferevent *bev, short what, void *arg);
+
+/* The client took its replies down to half of UNREAD_MAX: its requests are read again, those waiting first. */
+static void taken_cb(struct bufferevent *bev, void *arg)
+{
+	struct conn *c = arg;
+
+	if (!c->throttled || unread(c) > UNREAD_MAX / 2)
+		return;
+	c->throttled = false;
+	c->last_seen_ms = clock_ms(); /* it reads: alive, though its requests waited unread */
+	bufferevent_setwatermark(bev, EV_WRITE, 0, 0);
+	bufferevent_setcb(bev, read_cb, NULL, event_cb, c);
+	bufferevent_enable(bev, EV_READ);
+	if (evbuffer_get_length(bufferevent_get_input(bev)))
+		bufferevent_trigger(bev, EV_READ, BEV_TRIG_IGNORE_WATERMARKS | BEV_TRIG_DEFER_CALLBACKS);
+}
+
+/* Stops reading c's requests while it leaves more than UNREAD_MAX of replies untaken; conns_sweep closes it if it
+ * takes nothing for the heartbeat timeout. */
+static void throttle(struct conn *c)
+{
+	if (c->throttled || c->closed || c->closing || unread(c) <= UNREAD_MAX)
+		return;
+	c->throttled = true;
+	bufferevent_disable(c->bev, EV_READ);
+	bufferevent_setwatermark(c->bev, EV_WRITE, UNREAD_MAX / 2, 0);
+	bufferevent_setcb(c->bev, read_cb, taken_cb, event_cb, c);
+}
+
 /* The replies of this read: to the socket at once when nothing is queued before them, the rest (what the socket did
  * not take) behind through the bufferevent. */
 static void flush_turn(struct conn *c)
@@ -218,8 +260,10 @@ static void release_held(void *arg)
 			more = true;
 		}
 	}
-	if (!c->in_turn) /* else the read that committed sends them with its own replies */
+	if (!c->in_turn) { /* else the read that committed sends them with its own replies */
 		flush_turn(c);
+		taken_cb(c->bev, c);
+	}
 	/* a callback registered now fires after the newest batch, which covers every slot still held */
 	if (more && !c->commit_waits && persist_after_commit(c->m->persist, release_held, c) == 0)
 		c->commit_waits++;
@@ -446,7 +490,7 @@ static bool read_frames(struct conn *c)
 	int rc;
 
 	c->last_seen_ms = clock_ms();
-	while (!c->closed && !c->closing && evbuffer_get_length(in) >= 4) {
+	while (!c->closed && !c->closing && !c->throttled && evbuffer_get_length(in) >= 4) {
 		uint32_t len;
 		unsigned char *p;
 
@@ -490,6 +534,7 @@ static bool read_frames(struct conn *c)
 		}
 		if (!c->closed)
 			evbuffer_drain(in, 4 + (size_t)len);
+		throttle(c);
 	}
 	/* the frame it waited for is here: its reservation goes (a partial next one reserved again above) */
 	if (!c->closed && evbuffer_get_length(in) < 4)
@@ -508,13 +553,13 @@ static void read_cb(struct bufferevent *bev, void *arg)
 	c->reading = true;
 	open = read_frames(c);
 	c->reading = false;
-	if (open)
+	if (open) {
 		flush_turn(c);
-	else if (c->closed && !c->commit_waits) /* closed by a frame's handler (out of memory, a refusal) */
+		taken_cb(bev, c); /* the socket may have taken them all at once: no write event will come */
+	} else if (c->closed && !c->commit_waits) /* closed by a frame's handler (out of memory, a refusal) */
 		free_conn(c);
 }
 
-static void event_cb(struct bufferevent *bev, short what, void *arg);
 
 static void flushed_cb(struct bufferevent *bev, void *arg)
 {

@@ -36,9 +36,10 @@ struct conn {
 	/* plain TCP: the replies to the frames of one read, written straight to the socket at its end (no write
 	 * event to add and remove per request, two epoll_ctl calls); NULL with TLS */
 	struct evbuffer *turn_out;
-	bool in_turn; /* in read_cb: conn_send queues to turn_out */
-	bool reading; /* in read_cb's frames: a close there frees the connection only when they are done */
-	int rcvlowat; /* the socket's SO_RCVLOWAT, as last set */
+	bool in_turn;   /* in read_cb: conn_send queues to turn_out */
+	bool reading;   /* in read_cb's frames: a close there frees the connection only when they are done */
+	bool throttled; /* its replies pile up untaken: its requests are not read (conn.c throttle) */
+	int rcvlowat;   /* the socket's SO_RCVLOWAT, as last set */
 	uint64_t held_seq[2];
 	uint64_t held_since[2]; /* persist_durable_seq when the slot was taken: its replies acknowledge later batches */
 	int commit_waits;       /* persist_after_commit callbacks still to run */

@@ -284,3 +284,72 @@ Test(rpc_limits, unauthenticated_lengths_hold_no_input_budget)
 	         meta.admin_port);
 	cr_assert_eq(system(cmd), 0, "the refusals are not counted");
 }
+
+/*
+ * A client that pipelines requests and reads none of the replies: the server stops reading its requests once
+ * UNREAD_MAX (4 MiB) of replies wait for it, instead of growing by some 2.5 times what the client sends (1.7 GB
+ * after 655 MB, in an audit). Other clients are served meanwhile, and the connection goes at the heartbeat timeout.
+ */
+Test(rpc_limits, a_client_that_reads_no_replies_cannot_grow_the_server)
+{
+	const char *extra[] = {"ock.mmc.meta.heartbeat_timeout_ms=3000", NULL};
+	static Mmc__KeyItem item = MMC__KEY_ITEM__INIT, *items[KEYS_MAX];
+	Mmc__KeyBatch batch = MMC__KEY_BATCH__INIT;
+	Mmc__Frame f = MMC__FRAME__INIT;
+	uint64_t base, peak = 0, sent = 0;
+	int fd, small = 4096;
+	uint8_t *wire;
+	size_t len;
+
+	cr_assert_eq(metaserver_start(&meta, extra), 0);
+	base = proc_rss_bytes(meta.pid);
+	item.key = "never-read";
+	for (int i = 0; i < KEYS_MAX; i++)
+		items[i] = &item;
+	batch.n_items = KEYS_MAX;
+	batch.items = items;
+	f.body_case = MMC__FRAME__BODY_QUERY;
+	f.query = &batch;
+	fd = raw_dial(meta.rpc_port);
+	cr_assert_geq(fd, 0);
+	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small)); /* what it does not read stays at the server */
+	cr_assert_eq(raw_hello(fd, 0, NULL, false), 0);
+	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+	for (uint64_t id = 2; sent < (512u << 20) && id < 100000; id++) {
+		ssize_t n;
+		size_t off = 0;
+
+		f.id = id;
+		wire = raw_pack(&f, &len);
+		for (uint64_t t0 = proc_now_ms(); off < len && proc_now_ms() - t0 < 1000;) {
+			n = write(fd, wire + off, len - off);
+			if (n > 0)
+				off += (size_t)n;
+			else
+				usleep(1000);
+		}
+		free(wire);
+		if (off < len)
+			break; /* the server reads nothing more of it */
+		sent += len;
+		if (id % 64 == 0) {
+			uint64_t rss = proc_rss_bytes(meta.pid);
+
+			peak = rss > peak ? rss : peak;
+		}
+	}
+	peak = proc_rss_bytes(meta.pid) > peak ? proc_rss_bytes(meta.pid) : peak;
+	cr_log_info("sent %llu MiB of requests and read nothing: server RSS %llu MiB at start, %llu MiB at most",
+	            (unsigned long long)(sent >> 20), (unsigned long long)(base >> 20),
+	            (unsigned long long)(peak >> 20));
+	/* the server stopped reading: what the client could still send is what the two sockets' buffers hold */
+	cr_assert_lt(sent, (uint64_t)128 << 20, "the server read %llu MiB of requests whose replies nobody took",
+	             (unsigned long long)(sent >> 20));
+#if !defined(__SANITIZE_ADDRESS__) /* there, freed memory stays resident in the allocator's quarantine */
+	cr_assert_lt(peak - base, (uint64_t)48 << 20, "the server grew by %llu MiB",
+	             (unsigned long long)((peak - base) >> 20));
+#endif
+	served_in_ms();
+	cr_assert(raw_closed(fd, 10000), "a client that takes nothing goes at the heartbeat timeout");
+	close(fd);
+}
