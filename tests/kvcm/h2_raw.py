@@ -53,7 +53,10 @@ class Conn:
                 t, fl, sid = self.buf[3], self.buf[4], int.from_bytes(self.buf[5:9], "big") & 0x7FFFFFFF
                 got.append((t, fl, sid, self.buf[9:9 + n]))
                 if t == SETTINGS and not fl & ACK:
-                    self.send(frame(SETTINGS, ACK, 0))
+                    try:
+                        self.send(frame(SETTINGS, ACK, 0))
+                    except ConnectionError:  # the peer closed already: the frames read so far still count
+                        self.closed = True
                 self.buf = self.buf[9 + n:]
             if until(got):
                 break

@@ -128,6 +128,28 @@ class Transport(Base):
         other.close()
         self.ok_call()
 
+    def test_a_header_list_past_the_advertised_size_closes_the_connection(self):
+        # HPACK bomb: one 4000-byte value indexed, then 12000 one-byte references to it: 48 MB of headers decoded
+        # out of a 16 KB frame, before any credential is looked at
+        def length(n):  # an HPACK string length, 7-bit prefix (RFC 7541 5.1)
+            if n < 127:
+                return bytes([n])
+            out, n = [127], n - 127
+            while n >= 128:
+                out.append(n % 128 | 128)
+                n //= 128
+            return bytes(out + [n])
+        value = b"v" * 4000
+        block = (h2.header_block(PATH) + b"\x40" + length(3) + b"x-b" + length(len(value)) + value +
+                 b"\xbe" * 12000)
+        self.assertLessEqual(len(block), 16384)
+        bad = h2.Conn(self.srv.rpc_port)
+        bad.send(h2.frame(h2.HEADERS, h2.END_HEADERS | h2.END_STREAM, 1, block))
+        bad.frames(lambda fs: False, timeout=5)
+        self.assertTrue(bad.closed, "the connection that sent it is closed")
+        bad.close()
+        self.ok_call()
+
     def test_malformed_grpc_frame(self):
         c = h2.Conn(self.srv.rpc_port)
         msg = cluster_info_request()

@@ -64,6 +64,7 @@ struct h2_stream {
 	char authorization[512];
 	uint64_t timeout_us; /* grpc-timeout, 0: none */
 	bool bad_header;     /* a header too long to keep, or a grpc-timeout that does not parse */
+	size_t header_bytes; /* of its request headers, as HTTP/2 counts a header list (name + value + 32 each) */
 	const ProtobufCMethodDescriptor *method;
 	const struct route *route;
 	struct evbuffer *in; /* the request's DATA */
