@@ -560,7 +560,6 @@ static void read_cb(struct bufferevent *bev, void *arg)
 		free_conn(c);
 }
 
-
 static void flushed_cb(struct bufferevent *bev, void *arg)
 {
 	struct conn *c = arg;
