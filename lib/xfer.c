@@ -135,6 +135,10 @@ static void *local_desc(struct xfer_ctx *x, void *buf, size_t len, int *rc)
 
 static int seg_of(const struct peer *p, uint32_t media, uint64_t *base, uint64_t *key, uint64_t *size)
 {
+	/* an SSD segment is no RMA target (its service moves its bytes; it is registered with no key): a target on it
+	 * is the meta server's mistake, and an RMA there would go to whatever key 0 names at the peer */
+	if (media == MMC_MEDIA_SSD)
+		return MMC_INTERNAL_ERROR;
 	for (uint32_t i = 0; i < p->nsegs; i++) {
 		if (p->segs[i].media == media) {
 			*base = p->segs[i].base;
