@@ -315,7 +315,7 @@ static enum exit_code open_store(struct meta *m)
 	if (objects_tables_open(m) || persist_table(m->persist, "services", &m->db_services) ||
 	    persist_table(m->persist, "info", &m->db_info))
 		return start_failed(EXIT_DATA_DIR, lmdb ? "data_dir" : "store", "cannot open the metadata tables");
-	if (services_load(m) || objects_load(m) || persist_flush(m->persist))
+	if (services_load(m) || objects_load(m) || (services_settle(m), persist_flush(m->persist)))
 		return start_failed(EXIT_DATA_DIR, lmdb ? "data_dir" : "store", "cannot load the persisted metadata");
 	return EXIT_OK;
 }

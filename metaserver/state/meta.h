@@ -64,6 +64,8 @@ struct service {
 	uint32_t nsegs;
 	struct segment segs[MMC_WIRE_SEGMENTS];
 	struct list orphan_link; /* meta.orphans: an SSD tier whose service left (rank is then UINT32_MAX) */
+	uint32_t orphan_of;      /* an orphan: the rank its blobs' records name (its record's key; kept from others) */
+	bool revived;            /* loaded from an orphan's record: made an orphan again once its objects are in */
 	uint64_t nblobs;         /* blobs placed here (a service that leaves walks the object table for them) */
 	uint32_t slot;           /* in service_slots: what its blobs name it by */
 	struct list quarantine;  /* space a given-up write may still reach (quarantine.h) */

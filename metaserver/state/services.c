@@ -45,6 +45,23 @@ struct rec_service_ssd {
 
 #define REC_SSD_VERSION 1
 #define SSD_KEY_LEN     5
+
+/*
+ * An orphaned SSD tier (its service left, its keys wait for a successor that brings the file), keyed by the rank its
+ * blobs' records name and 'o': a meta server restarted meanwhile loads it, with its objects, instead of dropping
+ * them as blobs of a service that is gone. That rank is given to no new service while the orphan waits.
+ */
+struct rec_orphan {
+	uint32_t version;
+	uint32_t pad;
+	uint64_t incarnation;
+	uint64_t ssd_size;
+	uint8_t id[MMC_WIRE_SSD_ID];
+	char host[256];
+	char path[1024];
+};
+
+#define REC_ORPHAN_VERSION 1
 static int rejoin_refused_bucket;
 static const char next_incarnation_key[] = "next_incarnation";
 
@@ -73,6 +90,29 @@ static void ssd_key(uint32_t rank, unsigned char out[SSD_KEY_LEN])
 {
 	rank_key(rank, out);
 	out[4] = 's';
+}
+
+static void orphan_key(uint32_t rank, unsigned char out[SSD_KEY_LEN])
+{
+	rank_key(rank, out);
+	out[4] = 'o';
+}
+
+static void orphan_persist(struct meta *m, const struct service *o)
+{
+	struct rec_orphan r;
+	unsigned char k[SSD_KEY_LEN];
+
+	memset(&r, 0, sizeof(r));
+	r.version = REC_ORPHAN_VERSION;
+	r.incarnation = o->incarnation;
+	r.ssd_size = o->segs[0].size;
+	memcpy(r.id, o->ssd_id, sizeof(r.id));
+	memcpy(r.host, o->host, sizeof(r.host));
+	_Static_assert(sizeof(r.path) == sizeof(o->ssd_path), "the record holds the whole path");
+	memcpy(r.path, o->ssd_path, sizeof(r.path));
+	orphan_key(o->orphan_of, k);
+	persist_put(m->persist, m->db_services, k, sizeof(k), &r, sizeof(r));
 }
 
 static void service_persist_ssd(struct meta *m, const struct service *svc)
@@ -239,6 +279,17 @@ static void lose_blob(struct meta *m, struct object *o, struct blob *b, void *ar
 	object_lose_blob(m, o, b);
 }
 
+/* The orphan o goes (adopted, or its wait is over): its record with it. */
+static void orphan_forget(struct meta *m, struct service *o)
+{
+	unsigned char k[SSD_KEY_LEN];
+
+	orphan_key(o->orphan_of, k);
+	persist_del(m->persist, m->db_services, k, sizeof(k));
+	list_del(&o->orphan_link);
+	service_free(o);
+}
+
 static void adopt(struct meta *m, struct service *svc, struct service *o)
 {
 	struct segment *seg = service_segment(svc, MMC_MEDIA_SSD);
@@ -248,8 +299,7 @@ static void adopt(struct meta *m, struct service *svc, struct service *o)
 	seg->alloc = o->segs[0].alloc;
 	o->segs[0].alloc = NULL;
 	objects_each_blob(m, o, adopt_blob, svc);
-	list_del(&o->orphan_link);
-	service_free(o);
+	orphan_forget(m, o);
 	log_info("op=adopt_ssd rank=%u path=\"%s\" blobs=%llu", svc->rank, svc->ssd_path, (unsigned long long)n);
 }
 
@@ -265,8 +315,7 @@ static void orphans_sweep(struct meta *m, uint64_t now_ms)
 		if (o->rejoin_deadline_ms > now_ms)
 			continue;
 		objects_each_blob(m, o, lose_blob, NULL);
-		list_del(&o->orphan_link);
-		service_free(o);
+		orphan_forget(m, o);
 	}
 }
 
@@ -284,6 +333,7 @@ static void orphan_ssd(struct meta *m, struct service *svc)
 	if (!seg || !svc->has_ssd_id || connected_with_ssd(m, svc, svc->ssd_id) || !(o = service_new()))
 		return;
 	o->rank = UINT32_MAX;
+	o->orphan_of = svc->rank;
 	o->incarnation = svc->incarnation;
 	memcpy(o->host, svc->host, sizeof(o->host));
 	memcpy(o->ssd_path, svc->ssd_path, sizeof(o->ssd_path));
@@ -295,6 +345,7 @@ static void orphan_ssd(struct meta *m, struct service *svc)
 	o->rejoin_deadline_ms = clock_ms() + m->conf.rejoin_timeout_ms;
 	objects_each_blob(m, svc, hand_over_ssd, o);
 	list_add_tail(&m->orphans, &o->orphan_link);
+	orphan_persist(m, o);
 	log_info("op=orphan_ssd host=\"%s\" path=\"%s\" blobs=%llu", o->host, o->ssd_path,
 	         (unsigned long long)o->nblobs);
 }
@@ -392,18 +443,29 @@ static void set_coordinates(struct service *svc, struct session *s, const struct
 	s->svc = svc;
 }
 
+/* Neither a service's nor the one an orphan's records name. */
+static bool rank_free(const struct meta *m, uint32_t r)
+{
+	if (m->ranks[r])
+		return false;
+	for (const struct list *it = m->orphans.next; it != &m->orphans; it = it->next)
+		if (list_entry(it, struct service, orphan_link)->orphan_of == r)
+			return false;
+	return true;
+}
+
 static int pick_rank(struct meta *m, const struct service_spec *req, uint32_t *rank)
 {
 	uint32_t cap = m->conf.world_size;
 
 	if (req->world_size && req->world_size < cap)
 		cap = req->world_size;
-	if (req->rank >= 0 && (uint32_t)req->rank < cap && !m->ranks[req->rank]) {
+	if (req->rank >= 0 && (uint32_t)req->rank < cap && rank_free(m, (uint32_t)req->rank)) {
 		*rank = (uint32_t)req->rank;
 		return 0;
 	}
 	for (uint32_t r = 0; r < cap; r++) {
-		if (!m->ranks[r]) {
+		if (rank_free(m, r)) {
 			*rank = r;
 			return 0;
 		}
@@ -595,6 +657,45 @@ static int load_one(void *arg, const void *key, size_t klen, const void *val, si
 	return 0;
 }
 
+/* An orphan's record: a service at the rank its blobs name, holding its SSD tier only, so that the objects load onto
+ * it; services_settle makes it an orphan again. */
+static int load_orphan(struct services_load *l, const unsigned char *kb, const void *val, size_t vlen)
+{
+	uint32_t rank = (uint32_t)kb[0] << 24 | (uint32_t)kb[1] << 16 | (uint32_t)kb[2] << 8 | kb[3];
+	struct rec_orphan r;
+	struct service *svc;
+
+	memcpy(&r, val, vlen < sizeof(r) ? vlen : sizeof(r));
+	if (vlen != sizeof(r) || r.version != REC_ORPHAN_VERSION || rank >= MMC_RANKS_MAX || l->m->ranks[rank] ||
+	    !r.ssd_size || !(svc = service_new())) {
+		log_warn("op=load_service err=bad_orphan_record rank=%u", rank);
+		persist_del(l->m->persist, l->m->db_services, kb, SSD_KEY_LEN); /* it would be refused at every load */
+		return 0;
+	}
+	svc->rank = rank;
+	svc->incarnation = r.incarnation;
+	svc->nsegs = 1;
+	svc->segs[0].media = MMC_MEDIA_SSD;
+	svc->segs[0].size = r.ssd_size;
+	if (!(svc->segs[0].alloc = segment_allocator(l->m, r.ssd_size))) {
+		service_free(svc);
+		return MMC_ERROR;
+	}
+	memcpy(svc->host, r.host, sizeof(svc->host));
+	svc->host[sizeof(svc->host) - 1] = '\0';
+	memcpy(svc->ssd_path, r.path, sizeof(svc->ssd_path));
+	svc->ssd_path[sizeof(svc->ssd_path) - 1] = '\0';
+	memcpy(svc->ssd_id, r.id, sizeof(svc->ssd_id));
+	svc->has_ssd_id = true;
+	svc->revived = true;
+	svc->rejoin_deadline_ms = l->deadline;
+	l->m->ranks[rank] = svc;
+	l->m->nservices++;
+	if (rank >= l->m->rank_hi)
+		l->m->rank_hi = rank + 1;
+	return 0;
+}
+
 /* A loaded service's SSD file (a second pass: a Redis scan has no order). */
 static int load_ssd_one(void *arg, const void *key, size_t klen, const void *val, size_t vlen)
 {
@@ -603,6 +704,8 @@ static int load_ssd_one(void *arg, const void *key, size_t klen, const void *val
 	struct rec_service_ssd r;
 	struct service *svc;
 
+	if (klen == SSD_KEY_LEN && kb[4] == 'o')
+		return load_orphan(l, kb, val, vlen);
 	if (klen != SSD_KEY_LEN || kb[4] != 's')
 		return 0;
 	svc = service_get(l->m, (uint32_t)kb[0] << 24 | (uint32_t)kb[1] << 16 | (uint32_t)kb[2] << 8 | kb[3]);
@@ -645,6 +748,24 @@ int services_load(struct meta *m)
 	if (m->nservices)
 		log_info("op=load services=%u waiting_to_rejoin_ms=%u", m->nservices, m->conf.rejoin_timeout_ms);
 	return 0;
+}
+
+void services_settle(struct meta *m)
+{
+	for (uint32_t r = 0; r < m->rank_hi; r++) {
+		struct service *svc = m->ranks[r];
+
+		if (!svc || !svc->revived)
+			continue;
+		log_info("op=load_orphan rank=%u host=\"%s\" path=\"%s\" blobs=%llu", r, svc->host, svc->ssd_path,
+		         (unsigned long long)svc->nblobs);
+		svc->revived = false;
+		orphan_ssd(m, svc);
+		objects_each_blob(m, svc, lose_blob, NULL); /* none: what the orphan did not take */
+		m->ranks[r] = NULL;
+		m->nservices--;
+		service_free(svc);
+	}
 }
 
 void services_fini(struct meta *m)

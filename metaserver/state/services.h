@@ -49,6 +49,9 @@ void services_sweep(struct meta *m, uint64_t now_ms);
 
 /* Loads services from LMDB as detached, with a rejoin deadline. */
 int services_load(struct meta *m);
+/* After the objects loaded: the orphaned SSD tiers among the loaded services, holding their objects, wait again for a
+ * successor (ock.mmc.meta.rejoin_timeout_ms from now). */
+void services_settle(struct meta *m);
 void services_fini(struct meta *m);
 
 #endif

@@ -505,6 +505,25 @@ Test(ssd, ssd_keys_survive_a_restart_of_their_service_and_the_metaserver)
 	cr_assert(metaserver_log_has(&meta, "op=adopt_ssd"));
 }
 
+/*
+ * The service goes first, its SSD keys wait as an orphan for a successor, and the meta server restarts meanwhile (an
+ * upgrade, a failover). The orphan used to live in memory only, so the restarted server dropped its keys as blobs of
+ * a service that was gone; its record now brings it back with them.
+ */
+Test(ssd, ssd_keys_waiting_for_a_successor_survive_a_metaserver_restart)
+{
+	leave_keys_on_ssd(); /* the service unregistered: its SSD tier is an orphan */
+	cr_assert(metaserver_log_has(&meta, "op=orphan_ssd"));
+	metaserver_kill(&meta);
+	cr_assert_eq(metaserver_restart(&meta, NULL), 0);
+	cr_assert(metaserver_log_has(&meta, "op=load_orphan"), "the orphan came back with the restart");
+	s = ssd_store(ssd_path, 8 * MiB, 64 * MiB);
+	cr_assert_eq(media_of(s, "survivor0"), MMC_MEDIA_SSD);
+	cr_assert_eq(get_check(s, "survivor0", 11), 0);
+	cr_assert_eq(get_check(s, "survivor1", 12), 0);
+	cr_assert_eq(mmc_is_exist(s, "dram-only"), 0, "DRAM content left with the process");
+}
+
 static void copy_file(const char *from, const char *to)
 {
 	int in = open(from, O_RDONLY | O_CLOEXEC), out = open(to, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
