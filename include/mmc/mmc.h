@@ -619,14 +619,16 @@ MMC_API int mmc_batch_remove(mmc_store *s, const char *const *keys, size_t n, in
  * Removes every readable object whose key matches regex, a POSIX extended regular expression (regcomp with
  * REG_EXTENDED) searched anywhere in the key: "^model/" for a prefix, "" is refused (see mmc_remove_all()), and so are
  * bounded repetition ("{m,n}": write a literal brace as "[{]") and back-references, whose compiling or matching
- * could hold the meta server for seconds. Objects
+ * could hold the meta server for seconds. The server gives the walk a quarter of its heartbeat timeout (2.5 s by
+ * default) at most: a pattern slow to match over many keys stops there, with MMC_TIMEOUT. Objects
  * still being written are left alone; memory under a read lease is freed when the lease ends. One meta round trip;
  * the meta server walks its whole index (about 1 s per 10^6 objects, during which it serves nothing else), so this
  * is for administration, not the data path. Acknowledged once the removals are durable.
  * @param regex   [in] 1..1023 bytes, read during the call only
  * @param removed [out] how many objects were removed (set on MMC_OK only)
  * @return MMC_OK; MMC_INVALID_PARAM (s, regex, removed, an empty or too long pattern, or one the meta server cannot
- *         compile); MMC_CLIENT_NOT_INIT; MMC_META_BACKUP_ERROR (see mmc_remove()); MMC_NOT_CONNECTED_META;
+ *         compile or refuses); MMC_TIMEOUT (no answer in timeout_ms, or the walk ran out of its time: what matched
+ *         before is removed); MMC_CLIENT_NOT_INIT; MMC_META_BACKUP_ERROR (see mmc_remove()); MMC_NOT_CONNECTED_META;
  *         MMC_TIMEOUT; MMC_INTERNAL_ERROR.
  * Thread-safe.
  */

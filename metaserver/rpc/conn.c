@@ -189,10 +189,12 @@ static void taken_cb(struct bufferevent *bev, void *arg)
 {
 	struct conn *c = arg;
 
-	if (!c->throttled || unread(c) > UNREAD_MAX / 2)
+	if (!c->throttled)
+		return;
+	c->last_seen_ms = clock_ms(); /* it takes replies: alive, though its requests wait unread */
+	if (unread(c) > UNREAD_MAX / 2)
 		return;
 	c->throttled = false;
-	c->last_seen_ms = clock_ms(); /* it reads: alive, though its requests waited unread */
 	bufferevent_setwatermark(bev, EV_WRITE, 0, 0);
 	bufferevent_setcb(bev, read_cb, NULL, event_cb, c);
 	bufferevent_enable(bev, EV_READ);
@@ -207,8 +209,9 @@ static void throttle(struct conn *c)
 	if (c->throttled || c->closed || c->closing || unread(c) <= UNREAD_MAX)
 		return;
 	c->throttled = true;
+	input_release(c); /* a frame it has begun reserves again when its requests are read again */
 	bufferevent_disable(c->bev, EV_READ);
-	bufferevent_setwatermark(c->bev, EV_WRITE, UNREAD_MAX / 2, 0);
+	bufferevent_setwatermark(c->bev, EV_WRITE, UNREAD_MAX, 0); /* taken_cb at each write below it: progress */
 	bufferevent_setcb(c->bev, read_cb, taken_cb, event_cb, c);
 }
 
@@ -651,7 +654,8 @@ void conns_sweep(struct meta *m, uint64_t now_ms)
 		struct conn *c = list_entry(it, struct conn, link);
 
 		next = it->next;
-		if (now_ms - c->last_seen_ms > m->conf.heartbeat_timeout_ms)
+		if (now_ms - c->last_seen_ms > m->conf.heartbeat_timeout_ms &&
+		    !(c->throttled && !evbuffer_get_length(bufferevent_get_output(c->bev)))) /* held for our commit */
 			conn_close(c, "heartbeat_timeout");
 		else if (c->session.svc && !list_empty(&c->session.svc->quarantine))
 			quarantine_seen(m, c->session.svc, c->last_seen_ms); /* a frame from the owner: it runs */

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "auth.h"
+#include "clock.h"
 #include "conn.h"
 #include "elector.h"
 #include "log.h"
@@ -142,18 +143,44 @@ static void on_service(struct conn *c, const Mmc__Frame *f)
 		send_service_info(c, f->id, 0, svc, false);
 }
 
+/*
+ * A pattern's walk is bounded in time and memory: glibc's regexec builds its automaton's states as keys need them, and
+ * some short patterns need very many (".*a" and 60 dots over 10^5 hex keys: 112 s of the loop and 891 MB). The walk
+ * gives up at until_ms, and compiles the pattern again every RECOMPILE_KEYS keys, which frees the states built.
+ */
+#define RECOMPILE_KEYS 4096
+
 struct matching {
 	const struct conn *c;
 	regex_t *re; /* NULL: every key */
+	const char *pattern;
+	uint64_t until_ms;
+	uint32_t since; /* keys matched since the pattern was compiled */
+	bool out_of_time;
 };
 
 /* A key of the caller's tenant that its pattern matches, as the store wrote it (the tag is not the store's). */
 static bool regex_match(void *arg, const char *key)
 {
-	const struct matching *mt = arg;
+	struct matching *mt = arg;
 	const char *own = tenant_key_own(mt->c, key, strlen(key));
 
-	return own && (!mt->re || regexec(mt->re, own, 0, NULL, 0) == 0);
+	if (!own || !mt->re)
+		return own != NULL;
+	if (mt->out_of_time || clock_ms() >= mt->until_ms) {
+		mt->out_of_time = true;
+		return false;
+	}
+	if (++mt->since == RECOMPILE_KEYS) {
+		mt->since = 0;
+		regfree(mt->re);
+		if (regcomp(mt->re, mt->pattern, REG_EXTENDED | REG_NOSUB)) { /* it compiled before: out of memory */
+			mt->re = NULL;
+			mt->out_of_time = true;
+			return false;
+		}
+	}
+	return regexec(mt->re, own, 0, NULL, 0) == 0;
 }
 
 /* A pattern whose compilation cannot blow up: no bounded repetition ("{m,n}", which regcomp expands into copies: 27
@@ -191,17 +218,20 @@ static void on_remove_matching(struct conn *c, const Mmc__Frame *f)
 	const char *pattern = f->remove_matching->pattern ? f->remove_matching->pattern : "";
 	regex_t re;
 	bool all = pattern[0] == '\0';
-	struct matching mt = {c, all ? NULL : &re};
+	/* a quarter of the heartbeat timeout at most: the loop serves nothing else meanwhile */
+	struct matching mt = {c, all ? NULL : &re, pattern, clock_ms() + c->m->conf.heartbeat_timeout_ms / 4, 0, false};
 
 	if (!all && (!pattern_ok(pattern) || regcomp(&re, pattern, REG_EXTENDED | REG_NOSUB))) {
 		rpc_reply_code(c, f->id, MMC_INVALID_PARAM);
 		return;
 	}
 	r.count = objects_remove_matching(c->m, regex_match, &mt);
-	if (!all)
-		regfree(&re);
-	log_info("op=remove_matching session=%llu pattern=\"%s\" removed=%llu", (unsigned long long)c->session.id,
-	         pattern, (unsigned long long)r.count);
+	if (mt.re)
+		regfree(mt.re);
+	if (mt.out_of_time)
+		r.result = MMC_TIMEOUT; /* what it matched in time is removed */
+	log_info("op=remove_matching session=%llu pattern=\"%s\" removed=%llu%s", (unsigned long long)c->session.id,
+	         pattern, (unsigned long long)r.count, mt.out_of_time ? " err=out_of_time" : "");
 	out.id = f->id;
 	out.body_case = MMC__FRAME__BODY_REPLY;
 	out.reply = &r;

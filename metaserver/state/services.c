@@ -443,14 +443,17 @@ static void set_coordinates(struct service *svc, struct session *s, const struct
 	s->svc = svc;
 }
 
-/* Neither a service's nor the one an orphan's records name. */
-static bool rank_free(const struct meta *m, uint32_t r)
+/* Neither a service's nor the one an orphan's records name, unless req brings that orphan's file (it adopts it). */
+static bool rank_free(const struct meta *m, uint32_t r, const struct service_spec *req)
 {
 	if (m->ranks[r])
 		return false;
-	for (const struct list *it = m->orphans.next; it != &m->orphans; it = it->next)
-		if (list_entry(it, struct service, orphan_link)->orphan_of == r)
+	for (const struct list *it = m->orphans.next; it != &m->orphans; it = it->next) {
+		const struct service *o = list_entry(it, struct service, orphan_link);
+
+		if (o->orphan_of == r && (req->ssd_id_len != MMC_WIRE_SSD_ID || !same_ssd(o, req->ssd_id)))
 			return false;
+	}
 	return true;
 }
 
@@ -460,12 +463,12 @@ static int pick_rank(struct meta *m, const struct service_spec *req, uint32_t *r
 
 	if (req->world_size && req->world_size < cap)
 		cap = req->world_size;
-	if (req->rank >= 0 && (uint32_t)req->rank < cap && rank_free(m, (uint32_t)req->rank)) {
+	if (req->rank >= 0 && (uint32_t)req->rank < cap && rank_free(m, (uint32_t)req->rank, req)) {
 		*rank = (uint32_t)req->rank;
 		return 0;
 	}
 	for (uint32_t r = 0; r < cap; r++) {
-		if (rank_free(m, r)) {
+		if (rank_free(m, r, req)) {
 			*rank = r;
 			return 0;
 		}
@@ -667,11 +670,13 @@ static int load_orphan(struct services_load *l, const unsigned char *kb, const v
 
 	memcpy(&r, val, vlen < sizeof(r) ? vlen : sizeof(r));
 	if (vlen != sizeof(r) || r.version != REC_ORPHAN_VERSION || rank >= MMC_RANKS_MAX || l->m->ranks[rank] ||
-	    !r.ssd_size || !(svc = service_new())) {
+	    !r.ssd_size) {
 		log_warn("op=load_service err=bad_orphan_record rank=%u", rank);
 		persist_del(l->m->persist, l->m->db_services, kb, SSD_KEY_LEN); /* it would be refused at every load */
 		return 0;
 	}
+	if (!(svc = service_new()))
+		return MMC_ERROR;
 	svc->rank = rank;
 	svc->incarnation = r.incarnation;
 	svc->nsegs = 1;

@@ -364,6 +364,53 @@ Test(store_api, remove_by_regex_and_remove_all)
 	cr_assert_eq(mmc_is_exist(s1, "rx/b/1"), 0);
 }
 
+/*
+ * A pattern that is slow to match (glibc builds the states of its automaton as keys need them: ".*a" and 60 dots over
+ * hex keys took about a millisecond a key, and 891 MB) gets a quarter of the server's heartbeat timeout (2.5 s here):
+ * MMC_TIMEOUT then, instead of holding the loop for minutes while every store's heartbeat runs out.
+ */
+/* splitmix64: random-looking hex keys, as content hashes are */
+static uint64_t mix(uint64_t x)
+{
+	x += 0x9e3779b97f4a7c15u;
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9u;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebu;
+	return x ^ (x >> 31);
+}
+
+Test(store_api, a_pattern_slow_to_match_is_given_up_in_time, .timeout = 120)
+{
+	enum { N = 2 * 16384 };
+	static char names[N][56], buf[64];
+	static const char *keys[N];
+	static const void *bufs[N];
+	static size_t sizes[N];
+	static int results[N];
+	char pattern[80] = ".*a";
+
+	uint64_t removed = 0, t0;
+	int rc;
+
+	for (int i = 0; i < N; i++) {
+		snprintf(names[i], sizeof(names[i]), "slow/%016llx%016llx%016llx", (unsigned long long)mix(3 * i),
+		         (unsigned long long)mix(3 * i + 1), (unsigned long long)mix(3 * i + 2));
+		keys[i] = names[i];
+		bufs[i] = buf;
+		sizes[i] = sizeof(buf);
+	}
+	for (int i = 0; i < N; i += N / 2)
+		cr_assert_eq(mmc_batch_put_from(s1, keys + i, bufs + i, sizes + i, N / 2, MMC_COPY_H2G, NULL, results),
+		             0);
+	memset(pattern + 3, '.', 61);
+	t0 = proc_now_ms();
+	rc = mmc_remove_by_regex(s2, pattern, &removed);
+	cr_log_info("%d keys: %d after %llu ms", N, rc, (unsigned long long)(proc_now_ms() - t0));
+	cr_assert_eq(rc, MMC_TIMEOUT, "%d", rc);
+	cr_assert_lt(proc_now_ms() - t0, 4000, "the walk held the server for %llu ms",
+	             (unsigned long long)(proc_now_ms() - t0));
+	cr_assert_eq(mmc_is_exist(s1, "anything"), 0, "the server answers");
+}
+
 /* In a forked child: what the parent's store answers there, then a store of the child's own reading the parent's
  * object. Returns a bit per failure, 0 when all went as documented. */
 static int child_uses_parents_store(mmc_store *parents, const char *key, size_t size, uint64_t seed)

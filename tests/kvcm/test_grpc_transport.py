@@ -148,6 +148,14 @@ class Transport(Base):
         bad.frames(lambda fs: False, timeout=5)
         self.assertTrue(bad.closed, "the connection that sent it is closed")
         bad.close()
+        # the same bomb as the request's trailers
+        trailers = b"\x40" + length(3) + b"x-b" + length(len(value)) + value + b"\xbe" * 12000
+        bad = h2.Conn(self.srv.rpc_port)
+        bad.send(h2.frame(h2.HEADERS, h2.END_HEADERS, 1, h2.header_block(PATH)) +
+                 h2.frame(h2.HEADERS, h2.END_HEADERS | h2.END_STREAM, 1, trailers))
+        bad.frames(lambda fs: False, timeout=5)
+        self.assertTrue(bad.closed, "the connection that sent them as trailers is closed")
+        bad.close()
         self.ok_call()
 
     def test_malformed_grpc_frame(self):

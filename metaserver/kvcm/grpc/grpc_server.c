@@ -233,13 +233,16 @@ static int header_cb(nghttp2_session *ng, const nghttp2_frame *f, const uint8_t 
 
 	(void)flags;
 	(void)arg;
-	if (!st || f->hd.type != NGHTTP2_HEADERS || f->headers.cat != NGHTTP2_HCAT_REQUEST)
+	if (!st || f->hd.type != NGHTTP2_HEADERS)
 		return 0;
-	/* what the SETTINGS advertise, enforced: nghttp2 does not, and HPACK references to one large table entry
-	 * decode 64 MB of headers out of a 16 KB frame (26 ms of the loop each, before any credential) */
+	/* what the SETTINGS advertise, enforced, for the request's headers and its trailers together: nghttp2 does not,
+	 * and HPACK references to one large table entry decode 64 MB of headers out of a 16 KB frame (26 ms of the
+	 * loop each, before any credential) */
 	st->header_bytes += namelen + valuelen + 32;
 	if (st->header_bytes > MAX_HEADER_LIST_BYTES)
 		return NGHTTP2_ERR_CALLBACK_FAILURE;
+	if (f->headers.cat != NGHTTP2_HCAT_REQUEST)
+		return 0;
 #define IS(n) (namelen == sizeof(n) - 1 && memcmp(name, n, namelen) == 0)
 	if (IS(":path"))
 		keep(st, st->path, sizeof(st->path), value, valuelen);
