@@ -524,6 +524,23 @@ Test(ssd, ssd_keys_waiting_for_a_successor_survive_a_metaserver_restart)
 	cr_assert_eq(mmc_is_exist(s, "dram-only"), 0, "DRAM content left with the process");
 }
 
+/* A cluster of one rank: the orphan keeps its rank from new services, but not from the one that brings its file, which
+ * adopts it (it used to be refused, MMC_EXCEED_CAPACITY, and the keys went when the wait ran out). */
+static void start_one_rank(void)
+{
+	const char *env[] = {"ock.mmc.meta.world_size=1", NULL};
+
+	start_with(env);
+}
+
+Test(ssd, the_service_that_brings_the_file_gets_the_orphans_rank, .init = start_one_rank)
+{
+	leave_keys_on_ssd();
+	s = ssd_store(ssd_path, 8 * MiB, 64 * MiB);
+	cr_assert_eq(get_check(s, "survivor0", 11), 0);
+	cr_assert(metaserver_log_has(&meta, "op=adopt_ssd"));
+}
+
 static void copy_file(const char *from, const char *to)
 {
 	int in = open(from, O_RDONLY | O_CLOEXEC), out = open(to, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
