@@ -144,7 +144,7 @@ Test(rejoin_window, the_wait_ends_when_an_rma_would_have_timed_out)
 
 	cr_assert_eq(rc, mapped ? MMC_LINK_NOT_FOUND : 0, "%d (%s)", rc, mmc_strerror(rc));
 	if (mapped)
-		cr_assert(ms >= RMA_TIMEOUT_MS - 50 && ms < RMA_TIMEOUT_MS + 1000, "gave up after %llu ms",
+		cr_assert(ms >= RMA_TIMEOUT_MS - 50 && ms < RMA_TIMEOUT_MS + 2000, "gave up after %llu ms",
 		          (unsigned long long)ms);
 	cr_assert_eq(fixture_get(rd, "k", SIZE, 3), 0, "readable again once the owner has its answer");
 }
@@ -185,7 +185,8 @@ Test(rejoin_window, a_batch_waits_once_for_an_answer_that_does_not_come)
 		cr_assert_eq(rcs[i], mapped ? MMC_LINK_NOT_FOUND : 0, "key %d: %d", i, rcs[i]);
 		free(bufs[i]);
 	}
-	cr_assert_lt(ms, 2 * RMA_TIMEOUT_MS, "the batch took %llu ms", (unsigned long long)ms);
+	/* one wait, and room for a loaded machine: a wait per key took 48 of them */
+	cr_assert_lt(ms, 5 * RMA_TIMEOUT_MS, "the batch took %llu ms", (unsigned long long)ms);
 }
 
 /* A prefix read's deadline ends the wait: nothing lands, in about the deadline, and the pool is still readable. */
@@ -206,7 +207,7 @@ Test(rejoin_window, a_prefix_read_waits_no_longer_than_its_deadline)
 	set_header(was);
 	if (mapped) {
 		cr_assert_eq(landed, 0);
-		cr_assert_lt(ms, 150 + 250, "the prefix read took %llu ms", (unsigned long long)ms);
+		cr_assert_lt(ms, 150 + 850, "the prefix read took %llu ms", (unsigned long long)ms);
 	}
 	cr_assert_eq(mmc_batch_get_into_prefix(rd, kp, bufs, sizes, MANY, MMC_COPY_G2H, 2000, &landed), 0);
 	cr_assert_eq(landed, MANY, "readable once the owner has its answer");
