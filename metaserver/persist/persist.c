@@ -339,7 +339,7 @@ static void retry_failed(struct persist *p, const struct batch *b)
 	struct persist_op op;
 	size_t off = 0, nops, puts = retried_put_bytes(p, b);
 	bool keep_puts = b->attempts + 1 < RETRY_ATTEMPTS && puts <= RETRY_BYTES_MAX;
-	unsigned char *tail;
+	unsigned char *tail = NULL;
 
 	if (puts && !keep_puts)
 		log_error("op=persist_retry err=\"%s\" bytes=%zu: the store keeps what it had; a restart loads it",
