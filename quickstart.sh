@@ -40,7 +40,12 @@ build() {
     elif ((INSTALLED)); then  # what was just installed (Criterion, for the tests) must be found again
         meson setup --reconfigure "$B" >/dev/null
     fi
-    meson compile -C "$B" >/dev/null
+    # quiet when it builds; ninja prints a failure on stdout, so a failed build shows its errors
+    if ! meson compile -C "$B" >"$B/compile.log" 2>&1; then
+        grep -E -B2 -A6 'error|FAILED' "$B/compile.log" | head -60 >&2
+        echo "== the build failed; its whole output is in $B/compile.log" >&2
+        exit 1
+    fi
     echo "== built: $B/lib/libmmc.so.0, $B/metaserver/mmc-metaserver, $B/examples/mmc-quickstart"
 }
 
