@@ -69,8 +69,10 @@ struct meta_conn {
 	_Atomic uint64_t heard_ms; /* clock_ms() when the server last sent anything (the keeper drops a silent one) */
 	/* clock_ms() when the newest frame the server has answered was sent: it heard us then (meta_conn_held_until) */
 	_Atomic uint64_t answered_sent_ms;
-	_Atomic uint32_t heartbeat_timeout_ms; /* the session's, read without the lock */
-	uint64_t ping_id, ping_sent_ms;        /* the newest ping (under lock): its answer has no call waiting for it */
+	/* a copy of session.heartbeat_timeout_ms, set with it under the lock: every RMA's grant check reads it
+	 * (meta_conn_held_until), and taking the lock there would serialize the data path's threads */
+	_Atomic uint32_t heartbeat_timeout_ms;
+	uint64_t ping_id, ping_sent_ms; /* the newest ping (under lock): its answer has no call waiting for it */
 	uint64_t last_rtt_ns;   /* the newest reply's round trip: whether a waiting caller polls before it sleeps */
 	uint64_t spin_probe_ns; /* clock_ns() of the last poll after a slow reply (meta_read.c spin_for_reply) */
 	pthread_cond_t rd_cond; /* the reader thread waits here while callers read */

@@ -73,6 +73,11 @@ static void rank_key(uint32_t rank, unsigned char out[4])
 	out[3] = (unsigned char)rank;
 }
 
+static uint32_t rank_of_key(const unsigned char k[4])
+{
+	return (uint32_t)k[0] << 24 | (uint32_t)k[1] << 16 | (uint32_t)k[2] << 8 | k[3];
+}
+
 struct segment *service_segment(struct service *svc, uint32_t media)
 {
 	for (uint32_t i = 0; i < svc->nsegs; i++)
@@ -361,13 +366,11 @@ static enum unmount_reason unmount_reason_of(const char *why)
 	return UNMOUNT_OTHER;
 }
 
-void service_unmount(struct meta *m, struct service *svc, const char *why)
+/* Takes the service off its rank; its SSD blobs go to an orphan, the rest are lost. Returns how many were lost. */
+static uint64_t service_drop(struct meta *m, struct service *svc)
 {
-	unsigned char k[4], ks[SSD_KEY_LEN];
 	uint64_t lost;
 
-	if (m->moves_lost)
-		m->moves_lost(m, svc);
 	orphan_ssd(m, svc);
 	lost = svc->nblobs;
 	objects_each_blob(m, svc, lose_blob, NULL);
@@ -375,6 +378,17 @@ void service_unmount(struct meta *m, struct service *svc, const char *why)
 		svc->session->svc = NULL;
 	m->ranks[svc->rank] = NULL;
 	m->nservices--;
+	return lost;
+}
+
+void service_unmount(struct meta *m, struct service *svc, const char *why)
+{
+	unsigned char k[4], ks[SSD_KEY_LEN];
+	uint64_t lost;
+
+	if (m->moves_lost)
+		m->moves_lost(m, svc);
+	lost = service_drop(m, svc);
 	m->stats.unmounts[unmount_reason_of(why)]++;
 	rank_key(svc->rank, k);
 	persist_del(m->persist, m->db_services, k, sizeof(k));
@@ -608,6 +622,15 @@ void services_sweep(struct meta *m, uint64_t now_ms)
 	}
 }
 
+static void service_attach(struct meta *m, struct service *svc, uint64_t rejoin_deadline_ms)
+{
+	svc->rejoin_deadline_ms = rejoin_deadline_ms;
+	m->ranks[svc->rank] = svc;
+	m->nservices++;
+	if (svc->rank >= m->rank_hi)
+		m->rank_hi = svc->rank + 1;
+}
+
 static int load_service(struct meta *m, const void *key, size_t klen, const void *val, size_t vlen, uint64_t deadline)
 {
 	const unsigned char *kb = key;
@@ -621,7 +644,7 @@ static int load_service(struct meta *m, const void *key, size_t klen, const void
 	memcpy(&rec, val, sizeof(rec));
 	if (r->version != REC_VERSION || r->nsegs == 0 || r->nsegs > MMC_WIRE_SEGMENTS)
 		return MMC_ERROR;
-	rank = (uint32_t)kb[0] << 24 | (uint32_t)kb[1] << 16 | (uint32_t)kb[2] << 8 | kb[3];
+	rank = rank_of_key(kb);
 	if (rank >= MMC_RANKS_MAX || m->ranks[rank] || !(svc = service_new()))
 		return MMC_ERROR;
 	svc->rank = rank;
@@ -638,11 +661,7 @@ static int load_service(struct meta *m, const void *key, size_t klen, const void
 	memcpy(svc->host, r->host, sizeof(svc->host));
 	svc->host[sizeof(svc->host) - 1] = '\0';
 	svc->pid = r->pid;
-	svc->rejoin_deadline_ms = deadline;
-	m->ranks[rank] = svc;
-	m->nservices++;
-	if (rank >= m->rank_hi)
-		m->rank_hi = rank + 1;
+	service_attach(m, svc, deadline);
 	return 0;
 }
 
@@ -664,7 +683,7 @@ static int load_one(void *arg, const void *key, size_t klen, const void *val, si
  * it; services_settle makes it an orphan again. */
 static int load_orphan(struct services_load *l, const unsigned char *kb, const void *val, size_t vlen)
 {
-	uint32_t rank = (uint32_t)kb[0] << 24 | (uint32_t)kb[1] << 16 | (uint32_t)kb[2] << 8 | kb[3];
+	uint32_t rank = rank_of_key(kb);
 	struct rec_orphan r;
 	struct service *svc;
 
@@ -693,11 +712,7 @@ static int load_orphan(struct services_load *l, const unsigned char *kb, const v
 	memcpy(svc->ssd_id, r.id, sizeof(svc->ssd_id));
 	svc->has_ssd_id = true;
 	svc->revived = true;
-	svc->rejoin_deadline_ms = l->deadline;
-	l->m->ranks[rank] = svc;
-	l->m->nservices++;
-	if (rank >= l->m->rank_hi)
-		l->m->rank_hi = rank + 1;
+	service_attach(l->m, svc, l->deadline);
 	return 0;
 }
 
@@ -713,7 +728,7 @@ static int load_ssd_one(void *arg, const void *key, size_t klen, const void *val
 		return load_orphan(l, kb, val, vlen);
 	if (klen != SSD_KEY_LEN || kb[4] != 's')
 		return 0;
-	svc = service_get(l->m, (uint32_t)kb[0] << 24 | (uint32_t)kb[1] << 16 | (uint32_t)kb[2] << 8 | kb[3]);
+	svc = service_get(l->m, rank_of_key(kb));
 	if (vlen != sizeof(r) || !svc || !service_segment(svc, MMC_MEDIA_SSD)) {
 		log_warn("op=load_service err=bad_ssd_record");
 		return 0;
@@ -765,10 +780,7 @@ void services_settle(struct meta *m)
 		log_info("op=load_orphan rank=%u host=\"%s\" path=\"%s\" blobs=%llu", r, svc->host, svc->ssd_path,
 		         (unsigned long long)svc->nblobs);
 		svc->revived = false;
-		orphan_ssd(m, svc);
-		objects_each_blob(m, svc, lose_blob, NULL); /* none: what the orphan did not take */
-		m->ranks[r] = NULL;
-		m->nservices--;
+		service_drop(m, svc); /* loses none: the orphan takes every blob of an SSD-only service */
 		service_free(svc);
 	}
 }
