@@ -305,6 +305,31 @@ class Budget(Base):
         self.ok_call()
 
 
+class UnauthenticatedBudget(Base):
+    """Once accounts exist, a call's credentials are judged on its HEADERS, before its message is read: callers
+    without them hold none of the request bytes kvcm.service.max_buffered_size bounds for everyone."""
+    extra = ("kvcm.service.max_buffered_size=1MB",)
+
+    def test_a_call_without_credentials_is_refused_before_its_message(self):
+        status, _ = fx.http_call(self.srv, "admin", "addAccount",
+                                 {"user_name": "eng", "password": "pw2", "role": "ROLE_USER"})
+        self.assertEqual(status, 200)
+        c = h2.Conn(self.srv.rpc_port)
+        chunk = h2.grpc_message(b"\x00" * 16000, length=4 << 20)[:16384]
+        for sid in (1, 3, 5):
+            c.send(h2.frame(h2.HEADERS, h2.END_HEADERS, sid, h2.header_block(PATH)))
+            for _ in range(25):  # 400 KB each, none finished: 1.2 MB would cross the 1 MB budget
+                c.send(h2.frame(h2.DATA, 0, sid, chunk))
+        fs = c.frames(lambda fs: all(h2.stream_ended(sid)(fs) for sid in (1, 3, 5)))
+        for sid in (1, 3, 5):
+            self.assertTrue(h2.has_status(fs, sid, 16), "stream %d: UNAUTHENTICATED, on its headers" % sid)
+            self.assertFalse(h2.has_status(fs, sid, 8), "stream %d: its DATA counted against the budget" % sid)
+        c.close()
+        r = fx.grpc_call(self.srv, "meta", "getClusterInfo", {"trace_id": "ok"}, timeout=10,
+                         metadata=(("authorization", fx.basic("eng", "pw2")),))
+        self.assertEqual(r.header.status.code, 1)
+
+
 class SlowRequest(Base):
     """A request must arrive whole within kvcm.service.request_timeout_ms of its HEADERS, as over HTTP: one that does
     not is answered DEADLINE_EXCEEDED and its bytes go back to the port's budget."""

@@ -5,10 +5,15 @@
  */
 #include "kvcm_test.h"
 
+#include <arpa/inet.h>
+#include <errno.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -472,4 +477,127 @@ Test(security, user_accounts_alone_keep_a_public_bind_refused, .init = NULL, .fi
 	cr_assert_eq(metaserver_stop(&srv.m), 0);
 	cr_expect_neq(kvcm_srv_restart(&srv, open_bind), 0, "0.0.0.0 with only a ROLE_USER account must not start");
 	cr_expect(log_has(&srv.m, "ROLE_ADMIN account"), "the refusal says an admin is needed");
+}
+
+/* A blocking TCP connection to port on loopback. */
+static int tcp_to(uint16_t port)
+{
+	struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons(port)};
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	cr_assert(fd >= 0);
+	cr_assert_eq(connect(fd, (struct sockaddr *)&sin, sizeof(sin)), 0, "connect: %s", strerror(errno));
+	return fd;
+}
+
+/* Sends what the peer takes of n bytes within a second (a server that stops reading takes no more). */
+static void send_some(int fd, const char *p, size_t n)
+{
+	struct timeval tv = {1, 0};
+
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	for (size_t off = 0; off < n;) {
+		ssize_t w = send(fd, p + off, n - off, MSG_NOSIGNAL);
+
+		if (w <= 0)
+			return;
+		off += (size_t)w;
+	}
+}
+
+/* The status of the next reply on fd within ms (its head and a body of at most 256 bytes are read), 0 when the
+ * connection closed first, -1 when nothing came. */
+static int next_status(int fd, int ms)
+{
+	struct pollfd p = {.fd = fd, .events = POLLIN};
+	char buf[4096];
+	size_t len = 0;
+	int status = -1;
+
+	while (len < sizeof(buf) - 1 && poll(&p, 1, ms) == 1) {
+		ssize_t n = recv(fd, buf + len, sizeof(buf) - 1 - len, 0);
+
+		if (n <= 0)
+			return status < 0 ? 0 : status;
+		len += (size_t)n;
+		buf[len] = '\0';
+		if (strstr(buf, "\r\n\r\n")) {
+			sscanf(buf, "HTTP/1.%*d %d", &status);
+			return status;
+		}
+	}
+	return status;
+}
+
+#define ROOT_BASIC "cm9vdDpyb290LXB3" /* base64 of root:root-pw */
+
+/*
+ * Once accounts exist, a request's credentials are judged from its header block, before its body is read: one that
+ * will be refused may send 64 KiB of body; past that it is answered 413 and closed at once, so a client without
+ * credentials cannot hold the request bytes that authenticated clients share (kvcm.service.max_buffered_size).
+ */
+Test(security, a_refused_request_s_body_is_not_read, .fini = down)
+{
+	const char *env[] = {"kvcm.service.admin_user=root", NULL, NULL};
+	static const char huge[] = "POST /api/getClusterInfo HTTP/1.1\r\nHost: a\r\nContent-Length: 60000000\r\n\r\n";
+	static const char wrong[] =
+	    "POST /api/getClusterInfo HTTP/1.1\r\nHost: a\r\nAuthorization: Basic cm9vdDpubw==\r\n"
+	    "Content-Length: 60000000\r\n\r\n";
+	static const char small[] = "POST /api/getClusterInfo HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\n\r\n{}";
+	static const char authed_small[] =
+	    "POST /api/getClusterInfo HTTP/1.1\r\nHost: a\r\nAuthorization: Basic " ROOT_BASIC
+	    "\r\nContent-Length: 2\r\n\r\n{}";
+	enum { BODY = 1 << 20, BIG = 200 << 10 };
+	char *body = malloc(BODY), head[256];
+	int fd;
+
+	cr_assert(body);
+	memset(body, ' ', BODY);
+	env[1] = password_file("root-pw");
+	srv_up(env);
+	/* no credentials, then wrong ones: answered 413 after the head, the rest of the 60 MB never read */
+	for (int i = 0; i < 2; i++) {
+		fd = tcp_to(srv.m.http_port);
+		send_some(fd, i ? wrong : huge, strlen(i ? wrong : huge));
+		send_some(fd, body, BODY);
+		cr_expect_eq(next_status(fd, 3000), 413, "%s credentials: the body was read on", i ? "wrong" : "no");
+		close(fd);
+	}
+	cr_expect(log_has(&srv.m, "reason=unauthenticated_body"), "the refusal is not logged");
+	body[0] = '{';
+	body[BIG - 1] = '}';
+	snprintf(
+	    head, sizeof(head),
+	    "POST /api/getClusterInfo HTTP/1.1\r\nHost: a\r\nContent-Length: %d\r\nAuthorization: Basic " ROOT_BASIC
+	    "\r\n\r\n",
+	    BIG);
+	/* a small body still gets its 401, and the connection goes on with the whole limit for credentials */
+	fd = tcp_to(srv.m.http_port);
+	send_some(fd, small, strlen(small));
+	cr_expect_eq(next_status(fd, 3000), 401);
+	send_some(fd, head, strlen(head));
+	send_some(fd, body, BIG);
+	cr_expect_eq(next_status(fd, 5000), 200, "the same connection, with credentials and a 200 KiB body");
+	close(fd);
+	/* pipelined behind an authenticated request, one without credentials is judged on its own head */
+	fd = tcp_to(srv.m.http_port);
+	send_some(fd, authed_small, strlen(authed_small));
+	cr_expect_eq(next_status(fd, 3000), 200);
+	send_some(fd, authed_small, strlen(authed_small));
+	send_some(fd, huge, strlen(huge));
+	cr_expect_eq(next_status(fd, 3000), 200);
+	send_some(fd, body, BODY);
+	cr_expect_eq(next_status(fd, 3000), 413, "a pipelined request without credentials was read on");
+	close(fd);
+	/* credentials whose head arrives in pieces (split inside the Authorization line) keep the whole limit */
+	fd = tcp_to(srv.m.http_port);
+	for (size_t off = 0, step = 7; off < strlen(head); off += step) {
+		send_some(fd, head + off, strlen(head) - off < step ? strlen(head) - off : step);
+		usleep(2000);
+	}
+	send_some(fd, body, BIG);
+	cr_expect_eq(next_status(fd, 5000), 200, "an authenticated 200 KiB body was refused");
+	close(fd);
+	free(body);
 }

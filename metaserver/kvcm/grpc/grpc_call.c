@@ -378,20 +378,31 @@ static bool needs_admin(const struct grpc_server *s, const char *path)
 	return s->admin;
 }
 
+bool grpc_call_authorize(struct h2_stream *st)
+{
+	struct grpc_server *s = st->conn->s;
+	int refused;
+
+	if (st->authorized)
+		return true;
+	refused = grpc_auth_check(s->k, needs_admin(s, st->path), st->authorization, st->path, &s->log_bucket);
+	if (refused)
+		grpc_call_fail(st, refused, refused == GRPC_UNAUTHENTICATED ? "credentials refused" : "forbidden");
+	st->authorized = !refused;
+	return !refused;
+}
+
 /* The checks before the message is read; false when the stream has been answered. */
 static bool admit(struct h2_stream *st)
 {
-	struct grpc_server *s = st->conn->s;
 	const char *why;
-	int refused;
 
 	if (!headers_ok(st))
 		return false;
 	if (st->bad_header)
 		grpc_call_fail(st, GS_INTERNAL, "malformed request headers");
-	else if ((refused =
-	              grpc_auth_check(s->k, needs_admin(s, st->path), st->authorization, st->path, &s->log_bucket)))
-		grpc_call_fail(st, refused, refused == GRPC_UNAUTHENTICATED ? "credentials refused" : "forbidden");
+	else if (!grpc_call_authorize(st))
+		return false;
 	else if (!resolve(st, &why))
 		grpc_call_fail(st, GS_UNIMPLEMENTED, why);
 	return !st->answered;

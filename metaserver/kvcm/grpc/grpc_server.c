@@ -319,6 +319,8 @@ static int frame_cb(nghttp2_session *ng, const nghttp2_frame *f, void *arg)
 	if (!st)
 		return 0;
 	if (f->hd.type == NGHTTP2_HEADERS && f->headers.cat == NGHTTP2_HCAT_REQUEST) {
+		if (!grpc_call_authorize(st))
+			return 0; /* answered: no timer, and its DATA is dropped */
 		if (st->timeout_us)
 			arm_deadline(arg, st);
 		if (!(f->hd.flags & NGHTTP2_FLAG_END_STREAM))

@@ -72,6 +72,7 @@ struct h2_stream {
 	struct event *arrival; /* pending from the request's HEADERS until it is whole (END_STREAM) */
 	bool call_pending;     /* call_run has the stream as its reply's destination */
 	bool answered;         /* response headers submitted */
+	bool authorized;       /* its credentials passed (grpc_call_headers) */
 	int rst_after; /* > 0: RST_STREAM with this code + 1 once the response has gone (the peer still sends) */
 	/* the response: one length-prefixed message, then trailers */
 	uint8_t *out;
@@ -84,6 +85,10 @@ struct h2_stream {
 
 /* grpc_call.c: the request of a stream is complete (END_STREAM): decode it and run it. */
 void grpc_call_start(struct h2_stream *st);
+/* grpc_call.c: judges the credentials of a request whose headers are whole, once, before its message is read, so
+ * that a caller without them holds none of the request-byte budget. False when refused: the stream is answered
+ * (UNAUTHENTICATED or PERMISSION_DENIED) and its DATA dropped. */
+bool grpc_call_authorize(struct h2_stream *st);
 /* grpc_call.c: answers the stream with a status and no message (trailers only), once. */
 void grpc_call_fail(struct h2_stream *st, int status, const char *message);
 /* grpc_call.c: the request exceeds a limit (the largest message, the buffered bytes): answer RESOURCE_EXHAUSTED

@@ -29,7 +29,6 @@
 #include "persist.h"
 #include "tcp_url.h"
 
-#define MAX_HEADERS_BYTES (64u << 10)
 /* The largest JSON reply: past it the call is answered HTTP 500 ("{}"). A request of repeated keys and a long spec
  * filter could otherwise have the loop build gigabytes (the biggest real reply, 65536 keys of a few specs, is tens
  * of MiB). */
@@ -567,7 +566,7 @@ int http_server_start(struct http_server **out, struct kvcm *k, const char *bind
 		http_server_stop(s);
 		return MMC_ERROR;
 	}
-	if (conn_pool_init(&s->pool, k, s->tls, admin ? "admin" : "kvcm",
+	if (conn_pool_init(&s->pool, k, s->tls, admin,
 	                   conn_fit_limit(k->conf.max_connections, "kvcm.service.max_connections"))) {
 		meta_err_set(e, EXIT_INTERNAL, NULL, "out of memory for the %s HTTP connections", what);
 		http_server_stop(s);
@@ -584,7 +583,7 @@ int http_server_start(struct http_server **out, struct kvcm *k, const char *bind
 	for (size_t i = 0; i < s->nroutes; i++)
 		s->metric_slots[i] = metrics_slot(k->metrics, routes[i].name);
 	evhttp_set_max_body_size(s->http, (ev_ssize_t)k->conf.max_body_bytes);
-	evhttp_set_max_headers_size(s->http, MAX_HEADERS_BYTES);
+	evhttp_set_max_headers_size(s->http, HTTP_MAX_HEADERS_BYTES);
 	evhttp_set_timeout(s->http, (int)k->conf.idle_timeout_s);
 	evhttp_set_allowed_methods(s->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE |
 	                                        EVHTTP_REQ_HEAD | EVHTTP_REQ_OPTIONS | EVHTTP_REQ_PATCH);

@@ -36,11 +36,13 @@ static bool basic_credentials(const char *h, char out[CRED_MAX])
 	return strlen(out) == (size_t)n && strchr(out, ':');
 }
 
-int auth_check_value(struct kvcm *k, const char *authorization, bool admin_port, const char *what, int *log_bucket)
+/* The status for these credentials (200, 401 or 403); cred gets the user name named, for the log. */
+static int judge(struct kvcm *k, const char *authorization, bool admin_port, char cred[CRED_MAX])
 {
-	char cred[CRED_MAX], *colon;
+	char *colon;
 	int role = -1;
 
+	cred[0] = '\0';
 	if (admin_port ? !accounts_admin_enforced(k) : !accounts_enforced(k))
 		return 200;
 	if (authorization && basic_credentials(authorization, cred)) {
@@ -48,22 +50,34 @@ int auth_check_value(struct kvcm *k, const char *authorization, bool admin_port,
 		*colon = '\0';
 		role = account_check(k, cred, colon + 1);
 		OPENSSL_cleanse(colon + 1, strlen(colon + 1));
-	} else {
-		cred[0] = '\0';
 	}
-	if (role < 0) {
+	if (role < 0)
+		return 401;
+	return admin_port && role != ROLE_ADMIN ? 403 : 200;
+}
+
+int auth_check_value(struct kvcm *k, const char *authorization, bool admin_port, const char *what, int *log_bucket)
+{
+	char cred[CRED_MAX];
+	int status = judge(k, authorization, admin_port, cred);
+
+	if (status == 401) {
 		metrics_auth_refused(k->metrics, false);
 		log_ratelimited(log_bucket, LOG_WARN, "op=kvcm_auth result=denied user=\"%.128s\" path=\"%.128s\"",
 		                cred, what);
-		return 401;
-	}
-	if (admin_port && role != ROLE_ADMIN) {
+	} else if (status == 403) {
 		metrics_auth_refused(k->metrics, true);
 		log_ratelimited(log_bucket, LOG_WARN, "op=kvcm_auth result=forbidden user=\"%.128s\" path=\"%.128s\"",
 		                cred, what);
-		return 403;
 	}
-	return 200;
+	return status;
+}
+
+int auth_status(struct kvcm *k, const char *authorization, bool admin_port)
+{
+	char cred[CRED_MAX];
+
+	return judge(k, authorization, admin_port, cred);
 }
 
 int auth_check(struct kvcm *k, struct evhttp_request *req, bool admin_port, int *log_bucket)

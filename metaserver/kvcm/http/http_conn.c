@@ -19,6 +19,9 @@
 #include "hash.h"
 #include "hmap.h"
 #include "http.h"
+#include "http_auth.h"
+#include "http_head.h"
+#include "account.h"
 #include "kvcm_state.h"
 #include "log.h"
 #include "mmc/mmc.h"
@@ -26,6 +29,12 @@
 #define RESERVED_FDS    64
 #define ACCEPT_PAUSE_MS 100
 #define ACCEPT_FREE_FDS 8 /* waiting connections closed per accept error */
+/* The body a request that will be refused 401 or 403 may send: its answer needs none of it. */
+#define REFUSED_BODY_MAX (64u << 10)
+/* The most bytes a header block evhttp accepts can take: its limit counts lines without their CRLF, and a line can
+ * be as short as "a:" */
+#define HEAD_LIMIT        (2 * HTTP_MAX_HEADERS_BYTES + 8)
+#define AUTHORIZATION_MAX 4096
 
 struct hconn {
 	struct conn_pool *p;
@@ -37,9 +46,10 @@ struct hconn {
 	struct event *deadline; /* pending while a request is being read */
 	struct event *drain;    /* pending while a reply is being written: it must be read whole in the idle timeout */
 	struct evbuffer_cb_entry *counter;
-	uint64_t buffered;  /* bytes received and not yet answered */
-	uint64_t req_bytes; /* of them, the request being answered */
-	struct call *call;  /* answering now */
+	uint64_t buffered;     /* bytes received and not yet answered */
+	uint64_t req_bytes;    /* of them, the request being answered */
+	struct call *call;     /* answering now */
+	struct http_head head; /* the next request's header block, while the port asks for credentials */
 	bool doomed, local;
 	bool refused; /* over max_connections: its request gets 503 and the connection closes */
 };
@@ -113,6 +123,7 @@ static void closed_cb(struct evhttp_connection *evcon, void *arg)
 	if (h->call)
 		h->call->conn = NULL;
 	evbuffer_remove_cb_entry(bufferevent_get_input(h->bev), h->counter);
+	http_head_free(&h->head);
 	event_free(h->ev);
 	event_free(h->deadline);
 	event_free(h->drain);
@@ -153,6 +164,48 @@ static bool peer_is_local(evutil_socket_t fd)
 	                                    (IN6_IS_ADDR_V4MAPPED(&s6->sin6_addr) && s6->sin6_addr.s6_addr[12] == 127));
 }
 
+/* What the request whose header block h holds may send as its body: the port's limit once its credentials pass,
+ * else REFUSED_BODY_MAX, so that a client without credentials cannot hold the request-byte budget authenticated
+ * clients share. evhttp answers a longer body 413 and closes; one within it gets its 401 or 403 from gen_cb, which
+ * judges the request again on evhttp's parse (and logs and counts the refusal). */
+static void judge_head(struct hconn *h, int rc)
+{
+	struct kvcm *k = h->p->k;
+	char authorization[AUTHORIZATION_MAX], length[32] = "", encoding[8];
+	uint64_t max = k->conf.max_body_bytes;
+
+	if (rc == 0)
+		return;
+	if (rc < 0 ||
+	    auth_status(k,
+	                http_head_field(&h->head, "Authorization", authorization, sizeof(authorization)) ? authorization
+	                                                                                                 : NULL,
+	                h->p->admin) != 200) {
+		max = REFUSED_BODY_MAX;
+		if (rc > 0 && (http_head_field(&h->head, "Transfer-Encoding", encoding, sizeof(encoding)) ||
+		               (http_head_field(&h->head, "Content-Length", length, sizeof(length)) &&
+		                strtoull(length, NULL, 10) > max)))
+			log_ratelimited(&h->p->log_bucket, LOG_WARN,
+			                "op=kvcm_reject port=%s reason=unauthenticated_body content_length=%s "
+			                "max_unauthenticated=%u",
+			                h->p->name, length[0] ? length : "chunked", REFUSED_BODY_MAX);
+	}
+	http_head_free(&h->head);
+	evhttp_connection_set_max_body_size(h->evcon, (ev_ssize_t)max);
+}
+
+/* The next request begins with what h's input holds now (the bytes after the last request's body). */
+static void head_begin(struct hconn *h)
+{
+	struct conn_pool *p = h->p;
+
+	if (!(p->admin ? accounts_admin_enforced(p->k) : accounts_enforced(p->k))) {
+		evhttp_connection_set_max_body_size(h->evcon, (ev_ssize_t)p->k->conf.max_body_bytes);
+		return;
+	}
+	judge_head(h, http_head_begin(&h->head, bufferevent_get_input(h->bev), HEAD_LIMIT));
+}
+
 /* Runs right after the accept (a higher priority than any socket event): evhttp has made its connection. */
 static void accepted(struct hconn *h)
 {
@@ -179,6 +232,7 @@ static void accepted(struct hconn *h)
 	if (fd >= 0)
 		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	h->local = peer_is_local(fd);
+	head_begin(h);
 	/* a refused connection still gets its answer (503), and is the first displaced by the next one */
 	if (h->p->count > h->p->max && !displace(h->p, h, "displaced_by_newer_connection"))
 		h->refused = true;
@@ -224,6 +278,8 @@ static void count_input(struct evbuffer *b, const struct evbuffer_cb_info *info,
 
 	if (!info->n_added)
 		return;
+	if (h->head.active)
+		judge_head(h, http_head_feed(&h->head, b, info->n_added));
 	h->buffered += info->n_added;
 	buffered_total += info->n_added;
 	if (h->evcon && !h->call && !evtimer_pending(h->deadline, NULL))
@@ -288,6 +344,7 @@ struct hconn *conn_begin(struct conn_pool *p, struct evhttp_request *req)
 		return NULL;
 	evtimer_del(h->deadline);
 	pipelined = evbuffer_get_length(bufferevent_get_input(h->bev));
+	head_begin(h);
 	h->req_bytes = h->buffered > pipelined ? h->buffered - pipelined : h->buffered;
 	return h;
 }
@@ -368,13 +425,14 @@ static void accept_error(struct evconnlistener *lev, void *arg)
 	}
 }
 
-int conn_pool_init(struct conn_pool *p, struct kvcm *k, SSL_CTX *tls, const char *name, uint32_t max)
+int conn_pool_init(struct conn_pool *p, struct kvcm *k, SSL_CTX *tls, bool admin, uint32_t max)
 {
 	memset(p, 0, sizeof(*p));
 	p->k = k;
+	p->admin = admin;
+	p->name = admin ? "admin" : "kvcm";
 	p->base = k->base;
 	p->tls = tls;
-	p->name = name;
 	p->max = max;
 	hmap_init(&p->conns, node_hash, 64);
 	p->resume_ev = evtimer_new(k->base, resume_ev, p);

@@ -5,9 +5,11 @@
  * arrive whole within kvcm.service.request_timeout_ms of its first byte (of the accept, for the first), or the
  * connection is closed: half-open connections cannot pile up. Bytes of requests not yet answered count against
  * kvcm.service.max_buffered_size across every connection of both ports; the connection whose bytes would exceed it
- * is closed with a logged reason. Accept errors (EMFILE, ENFILE) pause accepting for a moment, logged once a second
- * at most. evhttp knows nothing of this: it gets each connection's bufferevent from conn_bev_new().
- * Loop thread only.
+ * is closed with a logged reason. While a port asks for credentials, each request's are judged from its header block
+ * before its body is read (http_head.h): a refused request may send 64 KiB of body, else it is answered 413 and
+ * closed, so a client without credentials holds next to none of that budget. Accept errors (EMFILE, ENFILE) pause
+ * accepting for a moment, logged once a second at most. evhttp knows nothing of this: it gets each connection's
+ * bufferevent from conn_bev_new(). Loop thread only.
  */
 #ifndef MMC_KVCM_HTTP_CONN_H
 #define MMC_KVCM_HTTP_CONN_H
@@ -25,13 +27,15 @@ struct evconnlistener;
 struct evhttp_request;
 struct hconn;
 
-#define CONN_POOL_LISTENERS 2
+#define CONN_POOL_LISTENERS    2
+#define HTTP_MAX_HEADERS_BYTES (64u << 10) /* of a request's header block, request line included */
 
 struct conn_pool {
 	struct kvcm *k;
 	struct event_base *base;
-	SSL_CTX *tls; /* NULL: plain HTTP */
-	const char *name;
+	SSL_CTX *tls;     /* NULL: plain HTTP */
+	const char *name; /* "kvcm" or "admin", for the log */
+	bool admin;       /* the admin port: its credentials are an admin's */
 	uint32_t max;
 	uint32_t count;
 	struct hconn *oldest, *newest;                   /* every connection, in accept order */
@@ -43,8 +47,8 @@ struct conn_pool {
 	int log_bucket;
 };
 
-/* Sets up p (max is the connection limit after conn_fit_limit). 0 or -1. */
-int conn_pool_init(struct conn_pool *p, struct kvcm *k, SSL_CTX *tls, const char *name, uint32_t max);
+/* Sets up p for the admin or the MetaService port (max is the connection limit after conn_fit_limit). 0 or -1. */
+int conn_pool_init(struct conn_pool *p, struct kvcm *k, SSL_CTX *tls, bool admin, uint32_t max);
 /* Installs the accept-error handler on lev (a listener evhttp accepts on: at most CONN_POOL_LISTENERS). */
 void conn_pool_listen(struct conn_pool *p, struct evconnlistener *lev);
 /* Frees what the pool holds; evhttp_free() must have closed its connections first. */
