@@ -304,23 +304,25 @@ Test(reclaimer, the_reference_keys_start_the_server)
 	kvcm_srv_stop(&s);
 }
 
+/* a literal, so that the compiler checks the arguments of the format (at any optimization level) */
+#define GROUP_CFG                                                                                                      \
+	"\"storage_candidates\":[\"nfs_01\"],\"quota\":{\"capacity\":4096},\"cache_config\":{\"reclaim_strategy\":{"   \
+	"\"trigger_strategy\":{\"used_percentage\":%g},\"delay_before_delete_ms\":5000}}"
+
 /* A group name is a label value: quotes and backslashes are escaped on the page, and getMetrics gives it back. */
 Test(reclaimer, group_names_are_escaped_in_labels)
 {
 	static const char *const json_name = "q\\\"g\\\\1"; /* q"g\1 */
-	static const char *const cfg = "\"storage_candidates\":[\"nfs_01\"],\"quota\":{\"capacity\":4096},"
-	                               "\"cache_config\":{\"reclaim_strategy\":{\"trigger_strategy\":{"
-	                               "\"used_percentage\":%g},\"delay_before_delete_ms\":5000}}";
 	char body[600], group[300];
 
 	up_with(NULL);
-	snprintf(group, sizeof(group), cfg, 3.2);
+	snprintf(group, sizeof(group), GROUP_CFG, 3.2);
 	snprintf(body, sizeof(body), "{\"instance_group\":{\"name\":\"%s\",%s,\"version\":1}}", json_name, group);
 	EXPECT_CODE(ADMIN("createInstanceGroup", "%s", body), "OK");
 	cr_assert(register_simple(&srv.meta, json_name, "e", 1024));
 	cr_assert(write_keys(&srv.meta, "e", "[1]"));
 	cr_assert(write_keys(&srv.meta, "e", "[2]"));
-	snprintf(group, sizeof(group), cfg, 0.1);
+	snprintf(group, sizeof(group), GROUP_CFG, 0.1);
 	snprintf(body, sizeof(body), "{\"current_version\":1,\"instance_group\":{\"name\":\"%s\",%s,\"version\":2}}",
 	         json_name, group);
 	EXPECT_CODE(ADMIN("updateInstanceGroup", "%s", body), "OK");
