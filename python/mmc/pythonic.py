@@ -6,6 +6,7 @@
 - register(obj) / unregister(obj) pin a buffer with the fabric; register=True on a data call does it on first use.
 - put_tensor / get_tensor(key, out=...) store a tensor with its dtype and shape, as Mooncake's helpers do.
 """
+import bisect
 import ctypes
 import json
 import sys
@@ -68,6 +69,48 @@ def _numpy():
     return sys.modules.get("numpy")  # loaded by whoever made a numpy object; never imported here
 
 
+_writable_spans = ((), ())  # (starts, ends) of this process's writable mappings, adjacent ones merged, as last read
+
+
+def _read_writable_spans():
+    starts, ends = [], []
+    with open("/proc/self/maps") as f:
+        for line in f:
+            addrs, perms = line.split(None, 2)[:2]
+            if perms[1] != "w":
+                continue
+            lo, hi = (int(x, 16) for x in addrs.split("-"))
+            if ends and ends[-1] == lo:
+                ends[-1] = hi
+            else:
+                starts.append(lo)
+                ends.append(hi)
+    return tuple(starts), tuple(ends)
+
+
+def _in_spans(spans, addr, n):
+    i = bisect.bisect_right(spans[0], addr) - 1
+    return i >= 0 and addr + n <= spans[1][i]
+
+
+def _writable_memory(addr, n):
+    """Whether [addr, addr + n) lies in writable mappings: a tensor over a read-only mmap (torch.from_numpy of an
+    np.load(mmap_mode="r") array) has no flag that says so, and libmmc would crash writing into it. The mappings are
+    read again only when a range is not in those last read, so the common case is a search of a tuple."""
+    global _writable_spans
+    if n == 0 or _in_spans(_writable_spans, addr, n):
+        return True
+    _writable_spans = _read_writable_spans()
+    return _in_spans(_writable_spans, addr, n)
+
+
+def _tensor_storage(t):
+    """What owns a tensor's memory: held for a call, so that another thread's t.set_() cannot free the memory under
+    libmmc (the tensor object alone does not keep its old storage)."""
+    storage = getattr(t, "untyped_storage", None) or t.storage  # torch >= 2.0, else 1.x
+    return storage()
+
+
 def ref(obj, size=None, writable=False, name="buffer"):
     """The memory of obj: int address (with size), torch CPU tensor, numpy array or buffer-protocol object."""
     if isinstance(obj, int) and not isinstance(obj, bool):
@@ -82,7 +125,10 @@ def ref(obj, size=None, writable=False, name="buffer"):
         if obj.is_conj() or obj.is_neg():
             raise TypeError("%s: a lazily conjugated or negated view; resolve it first (resolve_conj(), "
                             "resolve_neg())" % name)
-        return _Ref(obj.data_ptr(), _within(obj.numel() * obj.element_size(), size, name), obj)
+        n = _within(obj.numel() * obj.element_size(), size, name)
+        if writable and not _writable_memory(obj.data_ptr(), n):
+            raise TypeError("%s: the tensor's memory is read-only" % name)
+        return _Ref(obj.data_ptr(), n, (obj, _tensor_storage(obj)))
     np = _numpy()
     if np is not None and isinstance(obj, np.generic):
         # a scalar's __array_interface__ points at a temporary array, freed once the interface is dropped: its

@@ -244,7 +244,10 @@ class MooncakeDistributedStore(TensorCalls):
     """mooncake.store.MooncakeDistributedStore over one mmc store."""
 
     def __init__(self):
-        self._d = None  # mmc.DistributedObjectStore after a good setup()
+        # mmc.DistributedObjectStore after a good setup(); close() leaves the torn-down one here (its calls fail
+        # with a code), so a thread past _ready() when another closes still has a store to call
+        self._d = None
+        self._up = False
         self._closed = []  # the torn-down ones, freed with this object (close())
         self._regs = {}  # registered buffer start -> size: Mooncake unregisters by address, libmmc by (address, size)
         self._hostname = None
@@ -272,7 +275,7 @@ class MooncakeDistributedStore(TensorCalls):
                         ("protocol", protocol), ("rdma_devices", rdma_devices), ("tenant_id", tenant_id)):
             if not isinstance(v, str):
                 raise TypeError("%s: expected str, got %s" % (name, type(v).__name__))
-        if self._d is not None:
+        if self._up:
             return self._fail("setup: already set up; close() first")
         try:
             lend = _size(global_segment_size, "global_segment_size")
@@ -321,7 +324,7 @@ class MooncakeDistributedStore(TensorCalls):
         if rc:
             d.close()
             return self._fail("setup: mmc answered %d (%s)" % (rc, _lib.strerror(rc)), mooncake_code(rc))
-        self._d = d
+        self._d, self._up = d, True
         self.last_error = ""
         return 0
 
@@ -361,7 +364,8 @@ class MooncakeDistributedStore(TensorCalls):
         return 0
 
     def close(self):
-        d, self._d = self._d, None
+        d = self._d if self._up else None
+        self._up = False
         srv, self._http = self._http, None
         self._regs = {}
         if srv is not None:
@@ -374,14 +378,14 @@ class MooncakeDistributedStore(TensorCalls):
         return 0
 
     def _ready(self):
-        if self._d is None:
+        if not self._up:
             self.last_error = "not set up"
             return False
         return True
 
     def health_check(self):
         """0 healthy, 1 not set up (or closed), 2 mmc-metaserver unreachable."""
-        if self._d is None:
+        if not self._up:
             return HC_NOT_INITIALIZED
         rc = lib.mmc_is_exist(self._d._s, b"mooncake-health-check")
         return HC_MASTER_UNREACHABLE if rc in _UNREACHABLE else HC_OK
@@ -701,23 +705,22 @@ class MooncakeDistributedStore(TensorCalls):
 
     # ---- queries and removal
     def is_exist(self, key):
-        """1 / 0 / -1."""
+        """1 / 0, or a negative code (INVALID_PARAMS before setup), as Mooncake's RealClient::isExist."""
         if not self._ready():
-            return -1
+            return INVALID_PARAMS
         r = self._d.is_exist(key)
         self.counters.add("exist", 1, r not in (0, 1))
-        return r if r in (0, 1) else -1
+        return r if r in (0, 1) else mooncake_code(r)
 
     def batch_is_exist(self, keys):
+        """1 / 0 / a negative code for each key, as Mooncake's RealClient::batchIsExist."""
         ks = A.seq(keys, "keys")
-        if not self._ready():
-            return [-1] * len(ks)
+        if not self._ready() or len(ks) > BATCH_MAX:
+            return [INVALID_PARAMS] * len(ks)
         if not ks:
             return []
-        if len(ks) > BATCH_MAX:
-            return [-1] * len(ks)
-        out = [r if r in (0, 1) else -1 for r in self._d.batch_is_exist(ks)]
-        self.counters.add("exist", len(ks), out.count(-1))
+        out = [r if r in (0, 1) else mooncake_code(r) for r in self._d.batch_is_exist(ks)]
+        self.counters.add("exist", len(ks), sum(r < 0 for r in out))
         return out
 
     def get_size(self, key):

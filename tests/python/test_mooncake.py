@@ -10,6 +10,8 @@ import struct
 import subprocess
 import sys
 import tempfile
+import time
+import threading
 import unittest
 import urllib.request
 import uuid
@@ -47,6 +49,34 @@ class Setup(mmctest.ServerTest):
                          mc.INVALID_PARAMS)  # twice
         self.assertEqual(s.close(), 0)
         self.assertEqual(s.close(), 0)  # idempotent
+
+    def test_calls_racing_close_return_codes(self):
+        """A thread past the set-up check when another closes gets a code, never an AttributeError."""
+        for _ in range(10):
+            s = new_store(self.meta)
+            s.put("setup/race", b"x")
+            errors, stop = [], threading.Event()
+
+            def calls():
+                while not stop.is_set():
+                    try:
+                        for r in (s.is_exist("setup/race"), s.get_size("setup/race"), s.put("setup/race", b"y")):
+                            if not isinstance(r, int):
+                                errors.append(r)
+                    except Exception as e:  # noqa: BLE001 -- any exception is the failure
+                        errors.append(e)
+                        return
+            ts = [threading.Thread(target=calls) for _ in range(4)]
+            for t in ts:
+                t.start()
+            time.sleep(0.01)
+            self.assertEqual(s.close(), 0)
+            time.sleep(0.01)
+            stop.set()
+            for t in ts:
+                t.join()
+            self.assertEqual(errors, [])
+            self.assertEqual(s.is_exist("setup/race"), mc.INVALID_PARAMS)
 
     def test_metadata_server_is_not_needed(self):
         for md in ("P2PHANDSHAKE", "http://127.0.0.1:1/metadata", "etcd://127.0.0.1:1", "redis://x:1"):
@@ -99,8 +129,8 @@ class Setup(mmctest.ServerTest):
         s = MooncakeDistributedStore()
         self.assertEqual(s.put("k", b"x"), mc.INVALID_PARAMS)
         self.assertEqual(s.get("k"), b"")
-        self.assertEqual(s.is_exist("k"), -1)
-        self.assertEqual(s.batch_is_exist(["a", "b"]), [-1, -1])
+        self.assertEqual(s.is_exist("k"), mc.INVALID_PARAMS)  # RealClient::isExist's code, not -1
+        self.assertEqual(s.batch_is_exist(["a", "b"]), [mc.INVALID_PARAMS] * 2)
         self.assertEqual(s.batch_get_into(["a"], [1], [1]), [mc.INVALID_PARAMS])
         self.assertEqual(s.remove_all(), mc.INVALID_PARAMS)
         self.assertEqual(s.close(), 0)
@@ -306,7 +336,7 @@ class Api(StoreTest):
         self.assertEqual(self.s.is_exist(k), 1)
         self.assertEqual(self.s.batch_is_exist([k, self.key("b")]), [1, 0])
         self.assertEqual(self.s.batch_is_exist([]), [])
-        self.assertEqual(self.s.is_exist("x" * 300), -1)  # a key mmc refuses: an error, -1
+        self.assertEqual(self.s.is_exist("x" * 300), mc.INVALID_PARAMS)  # a key mmc refuses: its code
         self.assertEqual(self.s.get_size(k), 5)
         self.assertEqual(self.s.get_size(self.key("b")), mc.OBJECT_NOT_FOUND)
         self.assertEqual(self.s.remove(k), 0)

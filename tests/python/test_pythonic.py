@@ -1,6 +1,10 @@
 """mmc.Store, the Pythonic layer: a context manager, exceptions with codes, numpy / torch / memoryview buffers,
 registration on request, put_tensor / get_tensor."""
 
+import threading
+import time
+import warnings
+
 import numpy as np
 import torch
 
@@ -63,6 +67,38 @@ class Pythonic(mmctest.ServerTest):
                 s.get_into("py/mv", b"read-only!")  # a get needs writable memory
             with self.assertRaises(TypeError):
                 s.put("py/x", a.ctypes.data)  # a raw address needs size=
+
+    def test_a_tensor_s_memory_outlives_its_swap_during_a_call(self):
+        """t.set_() in another thread while libmmc writes into t: the old storage is held for the call."""
+        with self.open() as s:
+            src = np.full(48 << 20, 7, np.uint8)
+            s.put("py/swap", src)
+            for _ in range(5):
+                t = torch.zeros(48 << 20, dtype=torch.uint8)
+                th = threading.Thread(target=lambda: (time.sleep(0.002), t.set_(torch.empty(0, dtype=torch.uint8))))
+                th.start()
+                s.get_into("py/swap", t)  # a crash here is the failure
+                th.join()
+
+    def test_a_read_only_tensor_is_refused_as_a_destination(self):
+        import mmap
+        import tempfile
+        with self.open() as s, tempfile.TemporaryFile() as f:
+            s.put("py/ro", np.arange(4096, dtype=np.uint8))
+            f.write(bytes(4096))
+            f.flush()
+            m = mmap.mmap(f.fileno(), 4096, access=mmap.ACCESS_READ)
+            a = np.frombuffer(m, np.uint8)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # torch warns of the non-writable array, and goes on
+                t = torch.from_numpy(a)
+            with self.assertRaises(TypeError):
+                s.get_into("py/ro", t)  # libmmc would crash writing into the read-only mapping
+            del t, a
+            m.close()
+            out = torch.zeros(4096, dtype=torch.uint8)
+            s.get_into("py/ro", out)
+            self.assertTrue(torch.equal(out, torch.arange(4096, dtype=torch.int64).to(torch.uint8)))
 
     def test_batches(self):
         with self.open() as s:
