@@ -320,10 +320,13 @@ class UnauthenticatedBudget(Base):
             c.send(h2.frame(h2.HEADERS, h2.END_HEADERS, sid, h2.header_block(PATH)))
             for _ in range(25):  # 400 KB each, none finished: 1.2 MB would cross the 1 MB budget
                 c.send(h2.frame(h2.DATA, 0, sid, chunk))
-        fs = c.frames(lambda fs: all(h2.stream_ended(sid)(fs) for sid in (1, 3, 5)))
+        def reset(fs, sid):
+            return any(f[0] == h2.RST_STREAM and f[2] == sid for f in fs)
+        fs = c.frames(lambda fs: all(h2.stream_ended(sid)(fs) and reset(fs, sid) for sid in (1, 3, 5)), timeout=5)
         for sid in (1, 3, 5):
             self.assertTrue(h2.has_status(fs, sid, 16), "stream %d: UNAUTHENTICATED, on its headers" % sid)
             self.assertFalse(h2.has_status(fs, sid, 8), "stream %d: its DATA counted against the budget" % sid)
+            self.assertTrue(reset(fs, sid), "stream %d: not reset, it holds its slot while the peer sends" % sid)
         c.close()
         r = fx.grpc_call(self.srv, "meta", "getClusterInfo", {"trace_id": "ok"}, timeout=10,
                          metadata=(("authorization", fx.basic("eng", "pw2")),))

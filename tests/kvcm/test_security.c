@@ -532,6 +532,16 @@ static int next_status(int fd, int ms)
 
 #define ROOT_BASIC "cm9vdDpyb290LXB3" /* base64 of root:root-pw */
 
+/* The head of a getClusterInfo with root's credentials and a body of len bytes. */
+static void authed_head(char *out, size_t cap, int len)
+{
+	snprintf(
+	    out, cap,
+	    "POST /api/getClusterInfo HTTP/1.1\r\nHost: a\r\nContent-Length: %d\r\nAuthorization: Basic " ROOT_BASIC
+	    "\r\n\r\n",
+	    len);
+}
+
 /*
  * Once accounts exist, a request's credentials are judged from its header block, before its body is read: one that
  * will be refused may send 64 KiB of body; past that it is answered 413 and closed at once, so a client without
@@ -567,11 +577,7 @@ Test(security, a_refused_request_s_body_is_not_read, .fini = down)
 	cr_expect(log_has(&srv.m, "reason=unauthenticated_body"), "the refusal is not logged");
 	body[0] = '{';
 	body[BIG - 1] = '}';
-	snprintf(
-	    head, sizeof(head),
-	    "POST /api/getClusterInfo HTTP/1.1\r\nHost: a\r\nContent-Length: %d\r\nAuthorization: Basic " ROOT_BASIC
-	    "\r\n\r\n",
-	    BIG);
+	authed_head(head, sizeof(head), BIG);
 	/* a small body still gets its 401, and the connection goes on with the whole limit for credentials */
 	fd = tcp_to(srv.m.http_port);
 	send_some(fd, small, strlen(small));
@@ -599,5 +605,42 @@ Test(security, a_refused_request_s_body_is_not_read, .fini = down)
 	send_some(fd, body, BIG);
 	cr_expect_eq(next_status(fd, 5000), 200, "an authenticated 200 KiB body was refused");
 	close(fd);
+	free(body);
+}
+
+/* Past kvcm.service.max_buffered_size the connection closed is the unauthenticated one holding most, not the
+ * authenticated request whose bytes crossed the budget: bodies without credentials (each under the 64 KiB a refused
+ * request may send) held open cannot lock authenticated clients out. */
+Test(security, unauthenticated_bytes_go_first_past_the_budget, .fini = down)
+{
+	const char *env[] = {"kvcm.service.admin_user=root", NULL, "kvcm.service.max_buffered_size=1MB", NULL};
+	static const char held[] = "POST /api/getClusterInfo HTTP/1.1\r\nHost: a\r\nContent-Length: 64000\r\n\r\n";
+	enum { N = 20, PART = 63000, BIG = 200 << 10 };
+	char *body = malloc(BIG), head[256];
+	int fds[N], fd, closed = 0;
+
+	cr_assert(body);
+	memset(body, ' ', BIG);
+	body[0] = '{';
+	body[BIG - 1] = '}';
+	env[1] = password_file("root-pw");
+	srv_up(env);
+	for (int i = 0; i < N; i++) { /* 20 x 63 KB, none whole: over the 1 MiB budget */
+		fds[i] = tcp_to(srv.m.http_port);
+		send_some(fds[i], held, strlen(held));
+		send_some(fds[i], body + 1, PART);
+	}
+	authed_head(head, sizeof(head), BIG);
+	fd = tcp_to(srv.m.http_port);
+	send_some(fd, head, strlen(head));
+	send_some(fd, body, BIG);
+	cr_expect_eq(next_status(fd, 5000), 200, "the authenticated request was closed for the budget");
+	close(fd);
+	for (int i = 0; i < N; i++) {
+		closed += next_status(fds[i], 10) == 0;
+		close(fds[i]);
+	}
+	cr_expect_geq(closed, 1, "no connection without credentials was closed");
+	cr_expect(log_has(&srv.m, "reason=max_buffered_size"));
 	free(body);
 }

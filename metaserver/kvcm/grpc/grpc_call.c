@@ -386,8 +386,8 @@ bool grpc_call_authorize(struct h2_stream *st)
 	if (st->authorized)
 		return true;
 	refused = grpc_auth_check(s->k, needs_admin(s, st->path), st->authorization, st->path, &s->log_bucket);
-	if (refused)
-		grpc_call_fail(st, refused, refused == GRPC_UNAUTHENTICATED ? "credentials refused" : "forbidden");
+	if (refused) /* RST_STREAM after the answer while the peer still sends: the stream's slot goes at once */
+		grpc_call_refuse(st, refused, refused == GRPC_UNAUTHENTICATED ? "credentials refused" : "forbidden");
 	st->authorized = !refused;
 	return !refused;
 }

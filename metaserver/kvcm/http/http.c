@@ -503,6 +503,16 @@ static bool open_path(struct http_server *s, struct hconn *conn, enum evhttp_cmd
 	       (strcmp(path, "/metrics") == 0 || strcmp(path, "/api/healthy") == 0 || find_text_route(s, path));
 }
 
+/* The request's credentials: the verdict its header block got as it arrived (http_conn.c), else judged now. */
+static int check_credentials(struct http_server *s, struct hconn *conn, struct evhttp_request *req)
+{
+	const char *a = evhttp_find_header(evhttp_request_get_input_headers(req), "Authorization");
+	int status = conn_head_verdict(conn, a);
+
+	return status ? auth_report(s->k, status, a, evhttp_request_get_uri(req), &s->log_bucket)
+	              : auth_check(s->k, req, s->admin, &s->log_bucket);
+}
+
 static void gen_cb(struct evhttp_request *req, void *arg)
 {
 	struct http_server *s = arg;
@@ -526,7 +536,7 @@ static void gen_cb(struct evhttp_request *req, void *arg)
 	}
 	if (!path)
 		path = "";
-	if (!open_path(s, conn, cmd, path) && (status = auth_check(s->k, req, s->admin, &s->log_bucket)) != 200) {
+	if (!open_path(s, conn, cmd, path) && (status = check_credentials(s, conn, req)) != 200) {
 		send_raw(conn, req, status,
 		         status == 401 ? "{\"error\":\"unauthorized\"}" : "{\"error\":\"forbidden\"}", false);
 		return;

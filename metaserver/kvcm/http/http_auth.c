@@ -56,21 +56,27 @@ static int judge(struct kvcm *k, const char *authorization, bool admin_port, cha
 	return admin_port && role != ROLE_ADMIN ? 403 : 200;
 }
 
+int auth_report(struct kvcm *k, int status, const char *authorization, const char *what, int *log_bucket)
+{
+	char cred[CRED_MAX], *colon;
+
+	if (status == 200)
+		return status;
+	if (authorization && basic_credentials(authorization, cred)) {
+		colon = strchr(cred, ':');
+		OPENSSL_cleanse(colon, strlen(colon));
+	} else {
+		cred[0] = '\0';
+	}
+	metrics_auth_refused(k->metrics, status == 403);
+	log_ratelimited(log_bucket, LOG_WARN, "op=kvcm_auth result=%s user=\"%.128s\" path=\"%.128s\"",
+	                status == 403 ? "forbidden" : "denied", cred, what);
+	return status;
+}
+
 int auth_check_value(struct kvcm *k, const char *authorization, bool admin_port, const char *what, int *log_bucket)
 {
-	char cred[CRED_MAX];
-	int status = judge(k, authorization, admin_port, cred);
-
-	if (status == 401) {
-		metrics_auth_refused(k->metrics, false);
-		log_ratelimited(log_bucket, LOG_WARN, "op=kvcm_auth result=denied user=\"%.128s\" path=\"%.128s\"",
-		                cred, what);
-	} else if (status == 403) {
-		metrics_auth_refused(k->metrics, true);
-		log_ratelimited(log_bucket, LOG_WARN, "op=kvcm_auth result=forbidden user=\"%.128s\" path=\"%.128s\"",
-		                cred, what);
-	}
-	return status;
+	return auth_report(k, auth_status(k, authorization, admin_port), authorization, what, log_bucket);
 }
 
 int auth_status(struct kvcm *k, const char *authorization, bool admin_port)

@@ -17,8 +17,10 @@ int auth_check(struct kvcm *k, struct evhttp_request *req, bool admin_port, int 
 /* The same check of an Authorization value (NULL: none), for other transports (the gRPC `authorization` metadata);
  * what names the request in the log. */
 int auth_check_value(struct kvcm *k, const char *authorization, bool admin_port, const char *what, int *log_bucket);
-/* The same judgement, neither logged nor counted: for a look at a request before it is whole (http_head.h), which
- * auth_check() then judges again and reports. A password verified here is remembered, so that costs no PBKDF2. */
+/* The same judgement, neither logged nor counted: for a look at a request before it is whole (http_head.h), whose
+ * verdict the request's own check reuses (auth_report) rather than derive a refused password twice. */
 int auth_status(struct kvcm *k, const char *authorization, bool admin_port);
+/* Logs and counts a refusal (status 401 or 403) of the request with this Authorization value; returns status. */
+int auth_report(struct kvcm *k, int status, const char *authorization, const char *what, int *log_bucket);
 
 #endif

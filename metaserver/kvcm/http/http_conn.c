@@ -35,6 +35,9 @@
  * be as short as "a:" */
 #define HEAD_LIMIT        (2 * HTTP_MAX_HEADERS_BYTES + 8)
 #define AUTHORIZATION_MAX 4096
+/* Past the budget, the connection closed is the one not (yet) authenticated that holds most, if one holds more
+ * than this (a request's head, typically a few hundred bytes), rather than the one whose bytes crossed it */
+#define UNTRUSTED_HOG (4u << 10)
 
 struct hconn {
 	struct conn_pool *p;
@@ -50,6 +53,11 @@ struct hconn {
 	uint64_t req_bytes;    /* of them, the request being answered */
 	struct call *call;     /* answering now */
 	struct http_head head; /* the next request's header block, while the port asks for credentials */
+	uint64_t verdict_key;  /* hash_bytes of the Authorization value the verdict is for */
+	uint64_t answer_key;   /* the same, for the request being answered */
+	int verdict;           /* auth_status of the request being read, 0 when none was judged */
+	int answer_verdict;    /* of the request being answered (conn_head_verdict) */
+	bool trusted;          /* the request being read may send a whole body: its credentials passed */
 	bool doomed, local;
 	bool refused; /* over max_connections: its request gets 503 and the connection closes */
 };
@@ -164,34 +172,61 @@ static bool peer_is_local(evutil_socket_t fd)
 	                                    (IN6_IS_ADDR_V4MAPPED(&s6->sin6_addr) && s6->sin6_addr.s6_addr[12] == 127));
 }
 
-/* What the request whose header block h holds may send as its body: the port's limit once its credentials pass,
- * else REFUSED_BODY_MAX, so that a client without credentials cannot hold the request-byte budget authenticated
- * clients share. evhttp answers a longer body 413 and closes; one within it gets its 401 or 403 from gen_cb, which
- * judges the request again on evhttp's parse (and logs and counts the refusal). */
+static bool has_body_method(const struct http_head *head)
+{
+	/* evhttp (2.1.12) reads no body for these: judging them would only cost a PBKDF2 (a scrape of /metrics) */
+	static const char *const none[] = {"GET ", "HEAD ", "DELETE ", "OPTIONS "};
+
+	for (size_t i = 0; i < sizeof(none) / sizeof(none[0]); i++)
+		if (head->len >= strlen(none[i]) && memcmp(head->buf, none[i], strlen(none[i])) == 0)
+			return false;
+	return true;
+}
+
+/* A body evhttp will refuse 413 for want of credentials: counted and logged as the refusal it is, since the request
+ * never reaches gen_cb. */
+static void report_refused_body(struct hconn *h, const char *authorization)
+{
+	char length[32], encoding[16];
+	unsigned long long announced = 0;
+	bool chunked = http_head_field(&h->head, "Transfer-Encoding", encoding, sizeof(encoding));
+
+	if (http_head_field(&h->head, "Content-Length", length, sizeof(length)))
+		announced = strtoull(length, NULL, 10);
+	if (announced <= REFUSED_BODY_MAX && !chunked)
+		return; /* it gets its 401 or 403 from gen_cb, which reports it */
+	log_ratelimited(&h->p->log_bucket, LOG_WARN,
+	                "op=kvcm_reject port=%s reason=unauthenticated_body content_length=%llu chunked=%d "
+	                "max_unauthenticated=%u",
+	                h->p->name, announced, chunked, REFUSED_BODY_MAX);
+	if (announced > REFUSED_BODY_MAX)
+		auth_report(h->p->k, h->verdict, authorization, "(body not read)", &h->p->log_bucket);
+}
+
+/* Judges the request whose header block h holds (rc: http_head_feed's): only credentials that pass raise the body
+ * it may send from REFUSED_BODY_MAX to the port's limit, so that a client without them cannot hold the
+ * request-byte budget authenticated clients share. evhttp answers a longer body 413 and closes; one within it gets
+ * its 401 or 403 from gen_cb, which takes this verdict (conn_head_verdict) rather than derive a password twice. */
 static void judge_head(struct hconn *h, int rc)
 {
 	struct kvcm *k = h->p->k;
-	char authorization[AUTHORIZATION_MAX], length[32] = "", encoding[8];
-	uint64_t max = k->conf.max_body_bytes;
+	char authorization[AUTHORIZATION_MAX];
+	const char *a = "";
 
 	if (rc == 0)
 		return;
-	if (rc < 0 ||
-	    auth_status(k,
-	                http_head_field(&h->head, "Authorization", authorization, sizeof(authorization)) ? authorization
-	                                                                                                 : NULL,
-	                h->p->admin) != 200) {
-		max = REFUSED_BODY_MAX;
-		if (rc > 0 && (http_head_field(&h->head, "Transfer-Encoding", encoding, sizeof(encoding)) ||
-		               (http_head_field(&h->head, "Content-Length", length, sizeof(length)) &&
-		                strtoull(length, NULL, 10) > max)))
-			log_ratelimited(&h->p->log_bucket, LOG_WARN,
-			                "op=kvcm_reject port=%s reason=unauthenticated_body content_length=%s "
-			                "max_unauthenticated=%u",
-			                h->p->name, length[0] ? length : "chunked", REFUSED_BODY_MAX);
+	if (rc > 0 && has_body_method(&h->head)) {
+		if (http_head_field(&h->head, "Authorization", authorization, sizeof(authorization)))
+			a = authorization;
+		h->verdict = auth_status(k, a[0] ? a : NULL, h->p->admin);
+		h->verdict_key = hash_bytes(a, strlen(a));
+		h->trusted = h->verdict == 200;
+		if (h->trusted)
+			evhttp_connection_set_max_body_size(h->evcon, (ev_ssize_t)k->conf.max_body_bytes);
+		else
+			report_refused_body(h, a);
 	}
 	http_head_free(&h->head);
-	evhttp_connection_set_max_body_size(h->evcon, (ev_ssize_t)max);
 }
 
 /* The next request begins with what h's input holds now (the bytes after the last request's body). */
@@ -199,11 +234,13 @@ static void head_begin(struct hconn *h)
 {
 	struct conn_pool *p = h->p;
 
-	if (!(p->admin ? accounts_admin_enforced(p->k) : accounts_enforced(p->k))) {
-		evhttp_connection_set_max_body_size(h->evcon, (ev_ssize_t)p->k->conf.max_body_bytes);
-		return;
-	}
-	judge_head(h, http_head_begin(&h->head, bufferevent_get_input(h->bev), HEAD_LIMIT));
+	h->verdict = 0;
+	h->trusted = !(p->admin ? accounts_admin_enforced(p->k) : accounts_enforced(p->k));
+	/* fails closed: until its credentials pass (a head that never parses here keeps the small limit) */
+	evhttp_connection_set_max_body_size(h->evcon,
+	                                    (ev_ssize_t)(h->trusted ? p->k->conf.max_body_bytes : REFUSED_BODY_MAX));
+	if (!h->trusted)
+		judge_head(h, http_head_begin(&h->head, bufferevent_get_input(h->bev), HEAD_LIMIT));
 }
 
 /* Runs right after the accept (a higher priority than any socket event): evhttp has made its connection. */
@@ -272,6 +309,26 @@ static void reply_written(struct evhttp_request *req, void *arg)
 	evtimer_del(h->drain);
 }
 
+static void doom(struct hconn *h)
+{
+	h->doomed = true;
+	event_active(h->ev, 0, 0);
+}
+
+/* The connection of either port, not answering a request, whose request is not authenticated (not yet, or
+ * refused) and holds the most bytes past UNTRUSTED_HOG; NULL when none. */
+static struct hconn *untrusted_hog(void)
+{
+	struct hconn *hog = NULL;
+
+	for (int i = 0; i < MAX_POOLS; i++)
+		for (struct hconn *h = listening[i] ? listening[i]->oldest : NULL; h; h = h->next)
+			if (!h->trusted && !h->call && !h->doomed && h->buffered > UNTRUSTED_HOG &&
+			    (!hog || h->buffered > hog->buffered))
+				hog = h;
+	return hog;
+}
+
 static void count_input(struct evbuffer *b, const struct evbuffer_cb_info *info, void *arg)
 {
 	struct hconn *h = arg;
@@ -285,8 +342,9 @@ static void count_input(struct evbuffer *b, const struct evbuffer_cb_info *info,
 	if (h->evcon && !h->call && !evtimer_pending(h->deadline, NULL))
 		arm_deadline(h);
 	if (buffered_total > h->p->k->conf.max_buffered_bytes && !h->doomed) {
-		h->doomed = true;
-		event_active(h->ev, 0, 0);
+		struct hconn *hog = untrusted_hog();
+
+		doom(hog ? hog : h);
 	}
 }
 
@@ -344,6 +402,8 @@ struct hconn *conn_begin(struct conn_pool *p, struct evhttp_request *req)
 		return NULL;
 	evtimer_del(h->deadline);
 	pipelined = evbuffer_get_length(bufferevent_get_input(h->bev));
+	h->answer_verdict = h->verdict;
+	h->answer_key = h->verdict_key;
 	head_begin(h);
 	h->req_bytes = h->buffered > pipelined ? h->buffered - pipelined : h->buffered;
 	return h;
@@ -381,6 +441,13 @@ bool conn_closing(const struct hconn *h)
 bool conn_refused(const struct hconn *h)
 {
 	return h && h->refused;
+}
+
+int conn_head_verdict(const struct hconn *h, const char *authorization)
+{
+	const char *a = authorization ? authorization : "";
+
+	return h && h->answer_verdict && h->answer_key == hash_bytes(a, strlen(a)) ? h->answer_verdict : 0;
 }
 
 bool conn_is_local(const struct hconn *h)

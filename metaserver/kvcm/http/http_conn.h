@@ -7,7 +7,8 @@
  * kvcm.service.max_buffered_size across every connection of both ports; the connection whose bytes would exceed it
  * is closed with a logged reason. While a port asks for credentials, each request's are judged from its header block
  * before its body is read (http_head.h): a refused request may send 64 KiB of body, else it is answered 413 and
- * closed, so a client without credentials holds next to none of that budget. Accept errors (EMFILE, ENFILE) pause
+ * closed; past the budget the connection closed is the unauthenticated one that holds most (more than a head's
+ * few kilobytes), not the authenticated one whose bytes crossed it. Accept errors (EMFILE, ENFILE) pause
  * accepting for a moment, logged once a second at most. evhttp knows nothing of this: it gets each connection's
  * bufferevent from conn_bev_new(). Loop thread only.
  */
@@ -68,6 +69,9 @@ void conn_end(struct hconn *h, struct evhttp_request *req);
 bool conn_closing(const struct hconn *h);
 /* True when h came over max_connections: answer its request 503 and close. */
 bool conn_refused(const struct hconn *h);
+/* The verdict (200, 401, 403) its header block gave the request being answered on h, if it was judged with this
+ * Authorization value (NULL: none); else 0, and the request is judged again. */
+int conn_head_verdict(const struct hconn *h, const char *authorization);
 /* True when h's peer is on this host (loopback). */
 bool conn_is_local(const struct hconn *h);
 
