@@ -17,7 +17,8 @@ bool direct_is_get(int32_t d)
 
 int fail_all(int *results, size_t n, int code)
 {
-	if (results)
+	/* an n past the limit is the bad argument itself: results[] may be shorter than n */
+	if (results && n <= MMC_BATCH_MAX)
 		for (size_t i = 0; i < n; i++)
 			results[i] = code;
 	return code;

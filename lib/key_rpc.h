@@ -54,7 +54,7 @@ uint64_t call_deadline(const struct mmc_store *s);
 bool direct_is_put(int32_t direct);
 bool direct_is_get(int32_t direct);
 
-/* Sets results[0..n) to code and returns it. */
+/* Sets results[0..n) to code (none when n is past MMC_BATCH_MAX: the bad argument itself) and returns it. */
 int fail_all(int *results, size_t n, int code);
 
 #endif

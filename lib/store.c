@@ -487,7 +487,7 @@ int mmc_register_buffer(mmc_store *s, void *buf, size_t size)
 
 	if (rc)
 		return rc;
-	if (!buf || !size)
+	if (!buf || !size || size > UINTPTR_MAX - (uintptr_t)buf) /* a range that wraps matches every address */
 		return MMC_INVALID_PARAM;
 	return regbufs_add(&s->regs, s->fab, buf, size);
 }

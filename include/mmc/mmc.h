@@ -20,7 +20,8 @@
  * -------------
  * Every call returns MMC_OK (0) or a negative MMC_* code (never a positive errno). mmc_is_exist() returns 1 / 0 /
  * negative. Batch calls return 0 when the call was accepted and store one code per key in results[]; a negative
- * return rejects the whole call and every results[i] holds that code. Each function lists every code it returns.
+ * return rejects the whole call and every results[i] holds that code, except where n itself is refused (over
+ * MMC_BATCH_MAX): then results[] is not written. Each function lists every code it returns.
  * Four of them come from talking to the meta server and appear wherever a call does:
  * - MMC_NOT_CONNECTED_META: the meta server is unreachable, and did not come back within
  *   mmc_local_config.retry_ms (0: fail at once), or the connection was lost while the call needed it;
@@ -500,8 +501,8 @@ MMC_API void mmc_destroy(mmc_store *s);
  * through a staging copy or a temporary registration. Overlapping registrations are allowed.
  * @param buf  [in] start; the caller keeps ownership, and it must stay mapped until unregistered or torn down
  * @param size [in] bytes, > 0
- * @return MMC_OK; MMC_INVALID_PARAM (s NULL, buf NULL, size 0); MMC_CLIENT_NOT_INIT; MMC_ERROR (the fabric refused
- *         the registration); MMC_MALLOC_FAILED.
+ * @return MMC_OK; MMC_INVALID_PARAM (s NULL, buf NULL, size 0, or a range past the end of the address space);
+ *         MMC_CLIENT_NOT_INIT; MMC_ERROR (the fabric refused the registration); MMC_MALLOC_FAILED.
  * Thread-safe; waits for the store's transfers in progress to end (each holds the registrations while it runs).
  */
 MMC_API int mmc_register_buffer(mmc_store *s, void *buf, size_t size);
@@ -810,7 +811,7 @@ MMC_API int mmc_batch_get_into_layers(mmc_store *s, const char *const *keys, voi
  * @param landed [out] how many leading keys landed complete (and verified, with verify_checksum) in time: bufs[0..
  *        *landed) hold their objects; the content of the other buffers is unspecified (they may be partly written)
  * @return MMC_OK, with *landed from 0 (nothing in time, a lookup that did not answer in time included) to n;
- *         MMC_INVALID_PARAM (arguments as mmc_batch_get_into(), landed NULL), MMC_NOT_INITIALIZED,
+ *         MMC_INVALID_PARAM (arguments as mmc_batch_get_into(), landed NULL), MMC_CLIENT_NOT_INIT,
  *         MMC_NOT_CONNECTED_META (no meta server, after waiting at most until the deadline), and *landed 0.
  *         Blocks at most timeout_ms plus a scheduling slice (except with a provider that cannot close connections:
  *         mmc.h's caveats). Thread-safe.

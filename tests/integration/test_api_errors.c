@@ -6,6 +6,7 @@
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
 #include <time.h>
 
@@ -88,12 +89,37 @@ Test(api_errors, bad_buffers_sizes_and_directions)
 	cr_assert_eq(mmc_get_into(s, "k", buf, 100, MMC_COPY_G2H), 0, "the store is still usable");
 	cr_assert_eq(mmc_register_buffer(s, NULL, 10), MMC_INVALID_PARAM);
 	cr_assert_eq(mmc_register_buffer(s, buf, 0), MMC_INVALID_PARAM);
+	cr_assert_eq(mmc_register_buffer(s, buf, SIZE_MAX), MMC_INVALID_PARAM, "a range past the address space");
 	cr_assert_eq(mmc_unregister_buffer(s, buf, 10), MMC_INVALID_PARAM, "never registered");
 	cr_assert_eq(mmc_register_buffer(s, buf, sizeof(buf)), 0);
 	cr_assert_eq(mmc_get_into(s, "k", buf, 100, MMC_COPY_G2H), 0);
 	cr_assert_eq(mmc_unregister_buffer(s, buf, sizeof(buf)), 0);
 	cr_assert_eq(mmc_get_key_info(s, "k", 0, NULL), MMC_INVALID_PARAM);
 	cr_assert_eq(mmc_get_local_service_id(s, NULL), MMC_INVALID_PARAM);
+}
+
+/* An n past MMC_BATCH_MAX is the bad argument itself: the call writes no result (the array may be shorter). */
+Test(api_errors, a_batch_past_the_limit_writes_no_result)
+{
+	const char *keys[4] = {"a", "b", "c", "d"};
+	const void *bufs[4] = {"x", "x", "x", "x"};
+	size_t sizes[4] = {1, 1, 1, 1};
+	int32_t wr[4] = {0};
+	int res[4];
+
+	for (size_t n = MMC_BATCH_MAX + 1; n; n = n == SIZE_MAX ? 0 : SIZE_MAX) {
+		for (int i = 0; i < 4; i++)
+			res[i] = 12345;
+		cr_expect_eq(mmc_batch_is_exist(s, keys, n, res), MMC_INVALID_PARAM);
+		cr_expect_eq(mmc_batch_remove(s, keys, n, res), MMC_INVALID_PARAM);
+		cr_expect_eq(mmc_batch_put_from(s, keys, bufs, sizes, n, MMC_COPY_H2G, NULL, res), MMC_INVALID_PARAM);
+		cr_expect_eq(mmc_batch_get_into(s, keys, (void *const *)bufs, sizes, n, MMC_COPY_G2H, res),
+		             MMC_INVALID_PARAM);
+		cr_expect_eq(mmc_batch_add_lease(s, keys, n, 1000, res), MMC_INVALID_PARAM);
+		cr_expect_eq(mmc_batch_write_finish(s, keys, wr, n, res), MMC_INVALID_PARAM);
+		for (int i = 0; i < 4; i++)
+			cr_expect_eq(res[i], 12345, "n = %zu: results[%d] was written", n, i);
+	}
 }
 
 Test(api_errors, null_store_and_strerror)
