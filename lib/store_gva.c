@@ -92,8 +92,13 @@ static bool on_malloc(void *arg, size_t i, const mmc_KeyResult *r)
 	strcpy(e.key, m->keys[i]);
 	if (r->size != m->sizes[i] && !e.readable)
 		return true;
-	grant(&m->got, &e);
 	m->gvas[i] = e.start;
+	/* an allocation already made, unfinished (this batch's own earlier entry, another thread's malloc): its
+	 * writer's grant stands, and one that expires at once would retire it (the newer of two grants of a range
+	 * wins) and refuse that writer's copies */
+	if (!e.readable && !r->lease_ms)
+		return true;
+	grant(&m->got, &e);
 	return true;
 }
 

@@ -119,6 +119,31 @@ Test(gva, pending_writes_are_invisible_until_write_finish)
 	(void)bb;
 }
 
+/* A malloc of a key already allocated and not finished (a repeat in the batch, another thread's shared prefix)
+ * gives its GVA and leaves the first allocation's write grant standing: it used to add a grant that expired at
+ * once, which retired the first, so the writer's copy was refused and its finish published the pool's old bytes. */
+Test(gva, a_second_malloc_of_an_unfinished_key_leaves_the_writer_its_grant)
+{
+	const char *k[] = {"twice", "twice"};
+	size_t sizes[] = {4 * KiB, 4 * KiB};
+	char buf[4 * KiB], back[4 * KiB];
+	void *b = buf;
+	mmc_gva gvas[2], again;
+	int res[2];
+
+	cr_assert_eq(mmc_batch_malloc(s, k, sizes, 2, MMC_MEDIA_DRAM, 30000, gvas), 0);
+	cr_assert_neq(gvas[0], 0);
+	cr_assert_eq(gvas[1], gvas[0], "a repeat in the batch gives the same GVA");
+	cr_assert_eq(mmc_batch_malloc(s, k, sizes, 1, MMC_MEDIA_DRAM, 30000, &again), 0);
+	cr_assert_eq(again, gvas[0], "a second malloc gives the same GVA");
+	pattern_fill(buf, sizes[0], 5);
+	cr_assert_eq(mmc_batch_copy(s, gvas, &b, sizes, 1, MMC_COPY_H2G, 0), 0, "the writer's grant was retired");
+	cr_assert_eq(mmc_batch_write_finish(s, k, (int32_t[]){0}, 1, res), 0);
+	cr_assert_eq(res[0], 0);
+	cr_assert_eq(mmc_get_into(s, "twice", back, sizes[0], MMC_COPY_G2H), 0);
+	cr_assert_eq(pattern_check(back, sizes[0], 5), sizes[0], "the published bytes are not the ones written");
+}
+
 /* A remove of a key whose GVA allocation is still within its write lease leaves the allocation alone (as a remove
  * made before the malloc would): a copy into it may be on its way, and its space must not go to the next put. It
  * used to be freed at once, and the writer's copy then landed in another object. */
