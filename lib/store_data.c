@@ -10,6 +10,7 @@
 #include "clock.h"
 #include "crc32c.h"
 #include "extent.h"
+#include "hash.h"
 #include "key_rpc.h"
 #include "lg.h"
 #include "store.h"
@@ -492,12 +493,80 @@ static void confirm_found(struct mmc_store *s, struct plan *p)
  * A key another put is still writing goes again too, within timeout_ms: that put may yet fail, so this one ends
  * only once a value is stored, that put's (found: MMC_OK) or, if it failed, its own.
  */
+struct keyed {
+	uint64_t hash;
+	size_t i;
+};
+
+static int cmp_keyed(const void *a, const void *b)
+{
+	const struct keyed *x = a, *y = b;
+
+	return x->hash < y->hash ? -1 : x->hash > y->hash ? 1 : x->i < y->i ? -1 : x->i > y->i;
+}
+
+/* Whether an entry before i with the hash of key i (at h, in sorted large[0..n)) names the same key. */
+static bool repeats_earlier(const struct plan *p, const struct keyed *large, size_t n, uint64_t h, size_t i)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) { /* the first entry with that hash */
+		size_t mid = (lo + hi) / 2;
+
+		if (large[mid].hash < h)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (; lo < n && large[lo].hash == h && large[lo].i < i; lo++)
+		if (strcmp(p->keys[large[lo].i], p->keys[i]) == 0)
+			return true;
+	return false;
+}
+
+/*
+ * A key repeated in one batch is stored once, its first entry winning (mmc.h). Entries of one path reach the server
+ * in the batch's order, but a small entry goes through an extent, published before the allocate round trip of the
+ * large ones: a small key repeated after a large one goes by alloc with it (as a key another put is writing does).
+ * Only a batch of both sizes pays for the look.
+ */
+static int order_repeats(struct plan *p)
+{
+	size_t nlarge = 0, m = 0;
+	struct keyed *large;
+	uint64_t *hashes;
+	size_t *lens;
+
+	for (size_t i = 0; i < p->n; i++)
+		nlarge += p->rec[i].total > EXTENT_OBJECT_MAX;
+	if (!nlarge || nlarge == p->n)
+		return 0;
+	if (!(hashes = malloc(p->n * (sizeof(*hashes) + sizeof(*lens)) + nlarge * sizeof(*large))))
+		return MMC_MALLOC_FAILED;
+	lens = (size_t *)(hashes + p->n);
+	large = (struct keyed *)(lens + p->n);
+	for (size_t i = 0; i < p->n; i++)
+		lens[i] = strlen(p->keys[i]);
+	hash_bytes_many(p->n, (const void *const *)p->keys, lens, hashes);
+	for (size_t i = 0; i < p->n; i++)
+		if (p->rec[i].total > EXTENT_OBJECT_MAX)
+			large[m++] = (struct keyed){hashes[i], i};
+	qsort(large, m, sizeof(*large), cmp_keyed);
+	for (size_t i = 0; i < p->n; i++)
+		if (p->rec[i].total <= EXTENT_OBJECT_MAX && repeats_earlier(p, large, m, hashes[i], i))
+			p->rec[i].waits = true;
+	free(hashes);
+	return 0;
+}
+
 static int run_put(struct mmc_store *s, struct plan *p, const mmc_replicate_config *rc, bool spread)
 {
 	uint64_t busy_until = clock_ms() + s->conf.c.timeout_ms;
 	unsigned waits = 0, losses = 0;
 	int rc_call;
 
+	if ((rc_call = order_repeats(p)))
+		return plan_fail_all(p, rc_call);
 	for (size_t i = 0; i < p->n; i++)
 		p->rec[i].state = PK_ACTIVE;
 	for (;;) {

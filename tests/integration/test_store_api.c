@@ -75,6 +75,28 @@ Test(store_api, duplicate_key_in_one_batch_puts_once)
 	cr_assert_eq(fixture_get(s2, "other", 100, 12), 0);
 }
 
+/* The first entry wins when the repeats differ in size too: a small repeat after a large key would otherwise be
+ * published through an extent before the large one's allocation (the stored object was the second). */
+Test(store_api, a_small_repeat_after_a_large_key_does_not_win)
+{
+	enum { LARGE = 5 << 20, SMALL = 4096 };
+	const char *keys[] = {"mixdup", "mixdup", "mixother"};
+	char *large = malloc(LARGE), small[SMALL], other[SMALL];
+	const void *bufs[] = {large, small, other};
+	size_t sizes[] = {LARGE, SMALL, SMALL};
+	int res[3] = {-1, -1, -1};
+
+	cr_assert(large);
+	pattern_fill(large, LARGE, 20);
+	pattern_fill(small, SMALL, 21);
+	pattern_fill(other, SMALL, 22);
+	cr_assert_eq(mmc_batch_put_from(s1, keys, bufs, sizes, 3, MMC_COPY_H2G, NULL, res), 0);
+	cr_assert(res[0] == 0 && res[1] == 0 && res[2] == 0, "%d %d %d", res[0], res[1], res[2]);
+	cr_assert_eq(fixture_get(s2, "mixdup", LARGE, 20), 0, "the first occurrence, 5 MiB, is not what was stored");
+	cr_assert_eq(fixture_get(s2, "mixother", SMALL, 22), 0);
+	free(large);
+}
+
 Test(store_api, batch_limits)
 {
 	enum { N = 16385 };
@@ -95,7 +117,7 @@ Test(store_api, batch_limits)
 	                                MMC_COPY_H2G, NULL, res),
 	             MMC_INVALID_PARAM, "16385 keys");
 	for (int i = 0; i < N; i++)
-		cr_assert_eq(res[i], MMC_INVALID_PARAM);
+		cr_assert_eq(res[i], 0, "an n refused writes no result (results[] may be shorter than n)");
 	cr_assert_eq(mmc_batch_put_from(s1, (const char *const *)keys, (const void *const *)bufs, sizes, 0,
 	                                MMC_COPY_H2G, NULL, res),
 	             MMC_INVALID_PARAM, "0 keys");
