@@ -41,6 +41,7 @@ struct plan {
 	uint8_t summing;           /* put: the state whose keys the posted hook checksums */
 	bool verify;               /* prefix get: check each key as it lands (verify_checksum) */
 	bool confirmed;            /* put through extents: the server published at least one key */
+	bool stored;               /* put: the server published or committed a key of this call */
 	bool refused;              /* put through extents: the server turned a place down */
 	struct meta_conn *meta;    /* put: the connection its space was granted on, and meta_conn_losses() then */
 	uint64_t grant;
@@ -221,6 +222,7 @@ static bool on_commit(void *arg, size_t i, const mmc_KeyResult *r)
 
 	if (k->result == 0)
 		k->result = r->result;
+	p->stored |= k->result == 0;
 	return true;
 }
 
@@ -372,6 +374,7 @@ static bool on_put(void *arg, size_t i, const mmc_KeyResult *r)
 	k->result = r->result == MMC_DUPLICATED_OBJECT ? 0 : r->result; /* first writer wins */
 	k->found = r->result == MMC_DUPLICATED_OBJECT;
 	p->confirmed |= r->result == 0;
+	p->stored |= r->result == 0;
 	return true;
 }
 
@@ -583,7 +586,7 @@ static int run_put(struct mmc_store *s, struct plan *p, const mmc_replicate_conf
 		/* a store being torn down ends a wait for another writer, as for a lost connection */
 		if (!requeue(p, store_retries(s) && now < p->deadline_ms,
 		             now < busy_until && atomic_load(&s->state) == ST_READY, &nlost))
-			return rc_call;
+			return p->stored ? 0 : rc_call; /* mmc.h: an error return means nothing is stored */
 		if (nlost) {
 			lg_info("put: the meta server connection was lost under the put: putting its keys again");
 			if (losses) /* lost again: what holds the keys up takes a server's while, not a round trip */

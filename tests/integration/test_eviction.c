@@ -128,3 +128,43 @@ Test(eviction, waiting_is_bounded)
 	cr_assert_eq(mmc_batch_remove_lease(s, k, 1), 0);
 	cr_assert_eq(put("more", 4 * MiB), 0, "the lease ended: \"big\" can go now");
 }
+
+/* A batch put whose small key was stored (through the session's extent) before the allocation round trip of its
+ * large one failed whole (timed out waiting for leased memory) is accepted: MMC_OK, each key's code in results.
+ * It returned the round trip's error, which mmc.h makes mean "nothing is stored". Its own server and store: a
+ * wait longer than the call, and a pool with room for the extent but not for the large key. */
+Test(eviction, a_batch_that_stored_some_keys_is_accepted)
+{
+	const char *env[] = {"ock.mmc.meta.evict_wait_ms=5000", NULL};
+	static char small[4096], large[24 * MiB];
+	const char *warm[] = {"warm"}, *mixed[] = {"s1", "B"}, *pins[6];
+	const void *wb[] = {small}, *mb[] = {small, large};
+	size_t ws[] = {sizeof(small)}, ms[] = {sizeof(small), sizeof(large)};
+	struct metaserver m2;
+	mmc_local_config cc;
+	char names[6][16];
+	int res[6], rc;
+	mmc_store *c;
+
+	cr_assert_eq(metaserver_start(&m2, env), 0);
+	cc = fixture_config(m2.url, 64 * MiB);
+	cc.retry_ms = 0;
+	cc.timeout_ms = 1000; /* under the server's evict_wait_ms: the large key's allocation times out */
+	cr_assert((c = mmc_create()));
+	cr_assert_eq(mmc_setup(c, &cc), 0);
+	cr_assert_eq(mmc_init(c, 0, true), 0);
+	cr_assert_eq(mmc_batch_put_from(c, warm, wb, ws, 1, MMC_COPY_H2G, NULL, res), 0, "the session's extent");
+	for (int i = 0; i < 6; i++) { /* 48 of the 64 MiB, leased */
+		snprintf(names[i], sizeof(names[i]), "pin%d", i);
+		pins[i] = names[i];
+		cr_assert_eq(mmc_put_from(c, names[i], large, 8 * MiB, MMC_COPY_H2G, NULL), 0);
+	}
+	cr_assert_eq(mmc_batch_add_lease(c, pins, 6, 60000, res), 0);
+	rc = mmc_batch_put_from(c, mixed, mb, ms, 2, MMC_COPY_H2G, NULL, res);
+	cr_assert_eq(res[0], 0, "the small key was not stored (%d): the test sets nothing up", res[0]);
+	cr_expect_eq(rc, 0, "a batch that stored s1 returned %s", mmc_err_name(rc));
+	cr_expect_neq(res[1], 0, "the large key could not have been stored");
+	mmc_batch_remove_lease(c, pins, 6);
+	mmc_destroy(c);
+	cr_expect_eq(metaserver_cleanup(&m2), 0);
+}
