@@ -183,7 +183,7 @@ enum mmc_errno { MMC_ERRNO_MAP(MMC_ERRNO_ENUM_) };
 
 /** @name Limits and array sizes (every array in this header is sized by one of these) */
 /**@{*/
-#define MMC_KEY_MAX        255   /**< longest key in bytes, without the NUL */
+#define MMC_KEY_MAX        255   /**< longest key in bytes, without the NUL (a tenant's store: 253 - its name) */
 #define MMC_BATCH_MAX      16384 /**< most keys in one batch call */
 #define MMC_LAYERS_MAX     255   /**< most buffers per key in the layer calls */
 #define MMC_REPLICA_MAX    8     /**< most replicas of one object: mmc_replicate_config, mmc_key_info arrays */

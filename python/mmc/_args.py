@@ -185,7 +185,7 @@ class Buffer:
         self.view = Py_buffer()
         try:
             _get_buffer(obj, ctypes.byref(self.view), PyBUF_WRITABLE if writable else PyBUF_SIMPLE)
-        except (BufferError, TypeError) as e:
+        except (BufferError, TypeError, ValueError) as e:  # numpy: ValueError for a strided array
             raise TypeError("%s: %s object is not a contiguous %sbuffer (%s)" %
                             (name, type(obj).__name__, "writable " if writable else "", e)) from None
         self.held = True

@@ -192,6 +192,8 @@ class Api(mmctest.ServerTest):
         self.assertEqual(self.s.get_batch([]), [])
         with self.assertRaises(TypeError):
             self.s.put_batch(ks, [1, 2, 3, 4])
+        with self.assertRaises(TypeError):  # numpy says ValueError for a strided array: a TypeError, as documented
+            self.s.put(self.key("strided"), np.zeros(64, np.uint8)[::2])
         with self.assertRaises(TypeError):
             self.s.get_batch(keys=ks)
 
