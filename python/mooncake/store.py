@@ -240,6 +240,16 @@ def _groups_ok(config, n):
     return True
 
 
+def _in_chunks(call, n, *parallel):
+    """Mooncake's batch calls take any number of keys, mmc's at most BATCH_MAX (vLLM looks a whole prompt up in
+    one batch_is_exist): a longer batch goes as consecutive calls of BATCH_MAX keys, the arguments parallel to the
+    keys split with them, and their per-key answers joined in order."""
+    out = []
+    for at in range(0, n, BATCH_MAX):
+        out.extend(call(*(list(p[at:at + BATCH_MAX]) for p in parallel)))
+    return out
+
+
 class MooncakeDistributedStore(TensorCalls):
     """mooncake.store.MooncakeDistributedStore over one mmc store."""
 
@@ -465,6 +475,8 @@ class MooncakeDistributedStore(TensorCalls):
             return INVALID_PARAMS
         if not ks:
             return 0
+        if len(ks) > BATCH_MAX:  # 0, or the first chunk's failure (the chunks before it are stored)
+            return next((r for r in _in_chunks(lambda k, v: [self.put_batch(k, v, config)], len(ks), ks, vs) if r), 0)
         rc = _rc(config, "put_batch")
         if rc is None:
             return INVALID_PARAMS
@@ -485,7 +497,10 @@ class MooncakeDistributedStore(TensorCalls):
 
     def batch_get_buffer(self, keys):
         """Per key a BufferHandle of the object's bytes, or None when it is absent or the read failed."""
-        ks = A.keys(keys)
+        names = A.seq(keys, "keys")
+        if len(names) > BATCH_MAX and self._ready():
+            return _in_chunks(self.batch_get_buffer, len(names), names)
+        ks = A.keys(names)
         if not self._ready() or len(ks) > BATCH_MAX:
             return [None] * len(ks)
         if not ks:
@@ -591,8 +606,10 @@ class MooncakeDistributedStore(TensorCalls):
         if refused is not None:
             return refused
         ps, ns = A.seq(buffer_ptrs, "buffer_ptrs"), A.seq(sizes, "sizes")
-        if len(ks) > BATCH_MAX or len(ps) != len(ks) or len(ns) != len(ks):
+        if len(ps) != len(ks) or len(ns) != len(ks):
             return [INVALID_PARAMS] * len(ks)
+        if len(ks) > BATCH_MAX:
+            return _in_chunks(lambda k, p, n: self.batch_put_from(k, p, n, config), len(ks), ks, ps, ns)
         res = [mooncake_code(r) for r in self._d.batch_put_from(ks, ps, ns, _H2G, rc)]
         self._tally_puts(res, ns)
         return res
@@ -606,8 +623,10 @@ class MooncakeDistributedStore(TensorCalls):
         if not ks:
             return []
         ps, ns = A.u64s(buffer_ptrs, "buffer_ptrs"), A.u64s(sizes, "sizes")
-        if len(ps) != len(ks) or len(ns) != len(ks) or len(ks) > BATCH_MAX:
+        if len(ps) != len(ks) or len(ns) != len(ks):
             return [INVALID_PARAMS] * len(ks)
+        if len(ks) > BATCH_MAX:
+            return _in_chunks(self.batch_get_into, len(ks), ks, ps, ns)
         res = A.results(len(ks))
         lib.mmc_batch_get_into(self._d._s, A.key_array(ks), A.addr(ps), A.addr(ns), len(ks), _G2H, A.addr(res))
         out = [ns[i] if r == 0 else mooncake_code(r) for i, r in enumerate(res)]
@@ -640,6 +659,9 @@ class MooncakeDistributedStore(TensorCalls):
         ks, rc, refused = self._batch_put_start("batch_put_from_multi_buffers", keys, config)
         if refused is not None:
             return refused
+        if len(ks) > BATCH_MAX:
+            return _in_chunks(lambda k, p, n: self.batch_put_from_multi_buffers(k, p, n, config), len(ks), ks,
+                              A.seq(all_buffer_ptrs, "all_buffer_ptrs"), A.seq(all_sizes, "all_sizes"))
         res = self._d.batch_put_from_layers(ks, all_buffer_ptrs, all_sizes, _H2G, rc)
         if len(res) != len(ks):
             return [INVALID_PARAMS] * len(ks)
@@ -654,6 +676,9 @@ class MooncakeDistributedStore(TensorCalls):
             return [INVALID_PARAMS] * len(ks)
         if not ks:
             return []
+        if len(ks) > BATCH_MAX:
+            return _in_chunks(self.batch_get_into_multi_buffers, len(ks), ks,
+                              A.seq(all_buffer_ptrs, "all_buffer_ptrs"), A.seq(all_sizes, "all_sizes"))
         res = self._d.batch_get_into_layers(ks, all_buffer_ptrs, all_sizes, _G2H)
         if len(res) != len(ks):
             return [INVALID_PARAMS] * len(ks)
@@ -667,7 +692,7 @@ class MooncakeDistributedStore(TensorCalls):
         """Removes keys before an upsert: per key 0 or the code that stops it (absent keys are fine)."""
         ks = A.keys(keys)
         if len(ks) > BATCH_MAX:
-            return [INVALID_PARAMS] * len(ks)
+            return _in_chunks(self._clear, len(ks), ks)
         res = A.results(len(ks))
         lib.mmc_batch_remove(self._d._s, A.key_array(ks), len(ks), A.addr(res))
         return [0 if r in _MISSING else mooncake_code(r) for r in res]
@@ -715,10 +740,12 @@ class MooncakeDistributedStore(TensorCalls):
     def batch_is_exist(self, keys):
         """1 / 0 / a negative code for each key, as Mooncake's RealClient::batchIsExist."""
         ks = A.seq(keys, "keys")
-        if not self._ready() or len(ks) > BATCH_MAX:
+        if not self._ready():
             return [INVALID_PARAMS] * len(ks)
         if not ks:
             return []
+        if len(ks) > BATCH_MAX:
+            return _in_chunks(self.batch_is_exist, len(ks), ks)
         out = [r if r in (0, 1) else mooncake_code(r) for r in self._d.batch_is_exist(ks)]
         self.counters.add("exist", len(ks), sum(r < 0 for r in out))
         return out
@@ -741,8 +768,13 @@ class MooncakeDistributedStore(TensorCalls):
     def batch_get_replica_desc(self, keys):
         """{key: [ReplicaDescriptor]} for every key ([] when absent); {} when the query fails or before setup."""
         names = A.seq(keys, "keys")
+        if len(names) > BATCH_MAX and self._ready():
+            out = {}
+            for at in range(0, len(names), BATCH_MAX):
+                out.update(self.batch_get_replica_desc(names[at:at + BATCH_MAX]))
+            return out
         ks = A.keys(names)
-        if not self._ready() or not ks or len(ks) > BATCH_MAX:
+        if not self._ready() or not ks:
             return {}
         infos = (_lib.mmc_key_info * len(ks))()
         if lib.mmc_batch_get_key_info(self._d._s, A.key_array(ks), len(ks), 0, infos):
@@ -767,7 +799,7 @@ class MooncakeDistributedStore(TensorCalls):
         if not ks:
             return []
         if len(ks) > BATCH_MAX:
-            return [INVALID_PARAMS] * len(ks)
+            return _in_chunks(lambda k: self.batch_remove(k, force), len(ks), ks)
         out = [mooncake_code(r) for r in self._d.remove_batch(ks)]
         self.counters.add("remove", len(ks), len(ks) - out.count(0))
         return out

@@ -233,6 +233,29 @@ class StoreTest(mmctest.ServerTest):
 
 class Api(StoreTest):
 
+    def test_batches_past_mmc_s_limit_go_in_chunks(self):
+        """vLLM looks a whole prompt up in one batch_is_exist (blocks x TP ranks, x layers in its per-layer mode):
+        past mmc's 16384 keys a batch goes in chunks, not refused whole (vLLM read that as no hit at all)."""
+        n = mc.BATCH_MAX + 100
+        s = new_store(self.meta, lend=160 << 20)
+        try:
+            ks = [self.key("%d" % i) for i in range(n)]
+            src = np.arange(n, dtype=np.uint64)
+            dst = np.zeros(n, dtype=np.uint64)
+            base, out = src.ctypes.data, dst.ctypes.data
+            self.assertEqual(s.batch_put_from(ks, [base + 8 * i for i in range(n)], [8] * n), [0] * n)
+            self.assertEqual(s.batch_is_exist(ks + [self.key("absent")]), [1] * n + [0])
+            self.assertEqual(s.batch_get_into(ks, [out + 8 * i for i in range(n)], [8] * n), [8] * n)
+            self.assertTrue((src == dst).all(), "the chunks' bytes landed in the wrong buffers")
+            got = s.batch_get_buffer(ks)
+            self.assertEqual(bytes(got[-1]), src[-1:].tobytes())
+            self.assertEqual(len(s.batch_get_replica_desc(ks)), n)
+            self.assertEqual(s.batch_remove(ks), [0] * n)
+            self.assertEqual(s.put_batch(ks, [b"x"] * n), 0)
+            self.assertEqual(s.batch_is_exist(ks), [1] * n)
+        finally:
+            s.close()
+
     def test_put_get(self):
         k = self.key("a")
         self.assertEqual(self.s.put(k, b"hello"), 0)
