@@ -44,7 +44,8 @@
 #include "tls.h"
 #include "uri_mask.h"
 
-#define SWEEP_MS 50
+#define SWEEP_MS         50
+#define DATA_DIR_WAIT_MS 10000u /* longer than a stopping server drains (about 1.5 s at most with leader election) */
 
 static void usage(FILE *f)
 {
@@ -283,6 +284,24 @@ static unsigned test_commit_delay_ms(void)
 	return (unsigned)ms;
 }
 
+/*
+ * The data dir's lock is held: by a server still stopping on it (a restart right after SIGTERM, a rolling upgrade)
+ * for as long as it drains, or by one that runs on. Opens the store once the lock is free, within
+ * DATA_DIR_WAIT_MS; else the open's error (the caller reports data_dir_in_use).
+ */
+static int await_data_dir(struct meta *m, const struct persist_opts *po, char *err, size_t errlen)
+{
+	uint64_t until = clock_ms() + DATA_DIR_WAIT_MS;
+	int rc = MMC_ERROR;
+
+	log_info("op=start waiting=data_dir_lock dir=\"%s\" max_ms=%u", m->conf.data_dir, DATA_DIR_WAIT_MS);
+	while (rc && data_dir_busy(m->conf.data_dir) && clock_ms() < until) {
+		nanosleep(&(struct timespec){0, 50 * 1000000L}, NULL);
+		rc = persist_open(&m->persist, m->base, po, err, errlen);
+	}
+	return rc ? persist_open(&m->persist, m->base, po, err, errlen) : 0;
+}
+
 static enum exit_code open_store(struct meta *m)
 {
 	struct persist_opts po = {
@@ -304,6 +323,8 @@ static enum exit_code open_store(struct meta *m)
 		return start_failed(EXIT_CONFIG, "config", err);
 	po.password = password[0] ? password : NULL;
 	rc = persist_open(&m->persist, m->base, &po, err, sizeof(err));
+	if (rc && lmdb && data_dir_busy(m->conf.data_dir))
+		rc = await_data_dir(m, &po, err, sizeof(err));
 	explicit_bzero(password, sizeof(password));
 	if (rc) {
 		if (lmdb && data_dir_busy(m->conf.data_dir))

@@ -3,6 +3,7 @@ after one `op=start exit_code=N` line, never by a signal, and with no sanitizer 
 and the ASan build's too when build-asan/ exists beside it and is not older."""
 import os
 import shutil
+import signal
 import sys
 import tempfile
 
@@ -114,6 +115,25 @@ def start_checks_checked_alike(checks, binary, tag):
     shutil.rmtree(tmp, ignore_errors=True)
 
 
+def restart_right_after_sigterm(checks, binary, tag):
+    """A rolling restart (SIGTERM, then a start at once on the same data dir) waits while the stopping server drains
+    and holds the data dir's lock, and serves: it exited 5 (data_dir_in_use), which the unit does not restart."""
+    tmp = tempfile.mkdtemp(prefix='mmc-restart-')
+    data = os.path.join(tmp, 'data')
+    for d in ('old', 'new'):
+        os.mkdir(os.path.join(tmp, d))
+    old = Server(['--data-dir', data], binary=binary, workdir=os.path.join(tmp, 'old'))
+    old.signal(signal.SIGTERM)
+    try:
+        with Server(['--data-dir', data], binary=binary, workdir=os.path.join(tmp, 'new')) as new:
+            ok, detail = True, new.stderr()
+    except RuntimeError as e:
+        ok, detail = False, str(e)
+    old.proc.wait(30)
+    checks.append((f'{tag} a start right after SIGTERM waits for the stopping server, then serves', ok, detail))
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
 def parents_created(checks, binary, tag):
     tmp = tempfile.mkdtemp(prefix='mmc-parents-')
     data = os.path.join(tmp, 'var', 'lib', 'mmc', 'data')
@@ -140,6 +160,7 @@ def main():
         lock_keys_checked_alike(checks, binary, tag)
         start_checks_checked_alike(checks, binary, tag)
         parents_created(checks, binary, tag)
+        restart_right_after_sigterm(checks, binary, tag)
     return report(checks)
 
 
