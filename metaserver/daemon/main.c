@@ -94,12 +94,13 @@ static bool check_only;
 static int main_argc;
 static char **main_argv;
 
-/* The first pass: the options that pick the file or end the run. */
-static int parse_options(int argc, char **argv)
+/* The first pass: the options that pick the file or end the run. A bad command line is said in err. */
+static int parse_options(int argc, char **argv, char *err, size_t errlen)
 {
 	int opt;
 
 	config_path = getenv("MMC_META_CONFIG_PATH");
+	opterr = 0; /* said once, in the op=start line, rather than by getopt too */
 	while ((opt = getopt_long(argc, argv, "c:e:d:hVC", long_opts, NULL)) != -1) {
 		switch (opt) {
 		case 'c':
@@ -118,12 +119,14 @@ static int parse_options(int argc, char **argv)
 		case 'd':
 			break;
 		default:
-			usage(stderr);
+			snprintf(err, errlen,
+			         "bad command line: \"%s\" is an unknown option or lacks its value (--help lists them)",
+			         argv[optind - 1]);
 			return MMC_ERROR;
 		}
 	}
 	if (optind < argc) {
-		fprintf(stderr, "mmc-metaserver: unexpected argument \"%s\"\n", argv[optind]);
+		snprintf(err, errlen, "bad command line: unexpected argument \"%s\"", argv[optind]);
 		return MMC_ERROR;
 	}
 	main_argc = argc;
@@ -431,8 +434,8 @@ static enum exit_code configure(int argc, char **argv, struct meta_conf *conf)
 	char err[512];
 	enum log_level lvl;
 
-	if (parse_options(argc, argv))
-		return EXIT_CONFIG;
+	if (parse_options(argc, argv, err, sizeof(err)))
+		return start_failed(EXIT_CONFIG, "config", err);
 	if (read_conf(&s, &e))
 		return start_failed_as(&e);
 	*conf = s.conf;

@@ -239,19 +239,26 @@ int meta_conf_set(struct meta_settings *s, const char *key, const char *value, s
 struct load_arg {
 	struct meta_settings *s;
 	struct meta_err *e;
+	const char *path;
 };
 
+/* A refused line names its file and line, as a file that does not parse does: the key alone may come from the
+ * file, $MMC_META_CONFIG_PATH's or --env. */
 static int load_line(void *arg, const char *key, const char *value, int line)
 {
 	struct load_arg *a = arg;
+	char why[512];
 
-	return meta_conf_set(a->s, key, value, a->e);
+	if (!set_key(a->s, key, value, why, sizeof(why)))
+		return 0;
+	snprintf(a->e->message, sizeof(a->e->message), "%.400s:%d: %s", a->path, line, why);
+	return conf_fail(a->e, key);
 }
 
 /* A line's own key was named by the setter; a file that cannot be read or parsed names none. */
 int meta_conf_load(struct meta_settings *s, const char *path, struct meta_err *e)
 {
-	struct load_arg a = {s, e};
+	struct load_arg a = {s, e, path};
 
 	return conf_file_read(path, load_line, &a, e->message, sizeof(e->message)) ? conf_fail(e, NULL) : 0;
 }

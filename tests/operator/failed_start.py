@@ -39,10 +39,19 @@ def cases(checks, binary, tag):
            ['--data-dir', os.path.join(tmp, 'd6'), '--env', 'ock.mmc.meta.store_uri=redis://127.0.0.1:1'] +
            LOOPBACK_PORTS, 3)
     failed(checks, f'{tag} unknown key', binary, ['--env', 'ock.mmc.no_such_key=1'], 2)
+    failed(checks, f'{tag} unknown option', binary, ['--bogus'], 2)
+    failed(checks, f'{tag} option without its value', binary, ['--config'], 2)
+    failed(checks, f'{tag} stray argument', binary, ['stray'], 2)
     failed(checks, f'{tag} bad value', binary, ['--env', 'ock.mmc.meta.world_size=0'], 2)
     kvcm_bounds(checks, binary, tag)
     failed(checks, f'{tag} high below low', binary, ['--env', 'ock.mmc.evict_threshold_high=70'], 2)
     failed(checks, f'{tag} missing config file', binary, ['--config', os.path.join(tmp, 'none.conf')], 2)
+    conf = os.path.join(tmp, 'bad.conf')
+    with open(conf, 'w') as f:
+        f.write('# a comment\nock.mmc.no_such_key = 1\n')
+    failed(checks, f'{tag} unknown key in a config file', binary, ['--config', conf], 2)
+    err = reason(run_once(['--config', conf], binary)[1])
+    checks.append((f'{tag} a refused line names its file and line', f'{conf}:2: unknown configuration key' in err, err))
     failed(checks, f'{tag} KVCM on every interface without credentials', binary,
            ['--data-dir', os.path.join(tmp, 'd5')] + LOOPBACK_PORTS + ['--env', 'kvcm.service.bind=0.0.0.0'], 2)
     failed(checks, f'{tag} log file unopenable', binary,
