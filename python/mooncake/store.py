@@ -33,7 +33,8 @@ from ._replica import (BufferHandle, Descriptor, DiskDescriptor, MemoryDescripto
 from ._tensor_calls import TensorCalls
 
 __all__ = ["MooncakeDistributedStore", "ReplicateConfig", "MooncakeHostMemAllocator", "BufferHandle",
-           "ReplicaDescriptor", "ReplicaStatus", "Descriptor", "MemoryDescriptor", "DiskDescriptor", "load_config"]
+           "ReplicaDescriptor", "ReplicaStatus", "Descriptor", "MemoryDescriptor", "DiskDescriptor", "load_config",
+           "bind_to_numa_node"]
 
 # What this module follows: kvcache-ai/Mooncake mooncake-integration/store/store_py.cpp at d8037694 (method names,
 # arguments, defaults, return values) and integration_utils.h's TensorMetadata version 1; setup's tenant_id,
@@ -240,6 +241,34 @@ def _groups_ok(config, n):
     return True
 
 
+def _node_cpus(node):
+    """The CPUs of NUMA node `node` (its sysfs cpulist, "0-3,8-11"), or None when there is no such node."""
+    try:
+        with open("/sys/devices/system/node/node%d/cpulist" % node) as f:
+            text = f.read().strip()
+    except OSError:
+        return None
+    cpus = set()
+    for part in filter(None, text.split(",")):
+        lo, _, hi = part.partition("-")
+        cpus.update(range(int(lo), int(hi or lo) + 1))
+    return cpus
+
+
+def bind_to_numa_node(node):
+    """Mooncake's helper (LMCache calls it before setup, for the GPU's node): the calling thread runs on that NUMA
+    node's CPUs from now on, so the memory it touches first is the node's. A node this host lacks is logged and
+    left alone, as is a kernel that refuses the affinity."""
+    cpus = _node_cpus(A.uint(node, "node", 1 << 16))
+    if not cpus:
+        log.warning("bind_to_numa_node(%d): this host has no such NUMA node (or it has no CPUs): not bound", node)
+        return
+    try:
+        os.sched_setaffinity(0, cpus)
+    except OSError as e:
+        log.warning("bind_to_numa_node(%d): %s: not bound", node, e)
+
+
 def _in_chunks(call, n, *parallel):
     """Mooncake's batch calls take any number of keys, mmc's at most BATCH_MAX (vLLM looks a whole prompt up in
     one batch_is_exist): a longer batch goes as consecutive calls of BATCH_MAX keys, the arguments parallel to the
@@ -349,9 +378,12 @@ class MooncakeDistributedStore(TensorCalls):
         if "device_name" in kw:
             kw.setdefault("rdma_devices", kw.pop("device_name"))
             kw.pop("device_name", None)
-        for flag in ("enable_ssd_offload", "enable_client_http_server"):  # the JSON may spell them as strings
+        # LMCache's connector gives every value as a string, and a JSON config may
+        for flag in ("enable_ssd_offload", "enable_client_http_server"):
             if isinstance(kw.get(flag), str):
                 kw[flag] = kw[flag].strip().lower() in ("1", "true", "yes", "on")
+        if isinstance(kw.get("client_http_port"), str) and kw["client_http_port"].strip().isdigit():
+            kw["client_http_port"] = int(kw["client_http_port"])
         kw.setdefault("local_hostname", "localhost")
         kw.setdefault("metadata_server", "P2PHANDSHAKE")
         return self.setup(**kw)

@@ -78,6 +78,27 @@ class Setup(mmctest.ServerTest):
             self.assertEqual(errors, [])
             self.assertEqual(s.is_exist("setup/race"), mc.INVALID_PARAMS)
 
+    def test_lmcache_s_setup_dict_of_strings(self):
+        """LMCache's connector hands setup() a dict whose every value is a string (its _build_setup_dict)."""
+        cfg = {"local_hostname": "localhost", "metadata_server": "P2PHANDSHAKE", "global_segment_size": "16777216",
+               "local_buffer_size": "0", "protocol": PROTO, "device_name": "",
+               "master_server_address": master(self.meta), "tenant_id": "default",
+               "enable_client_http_server": "true", "client_http_port": "0"}
+        s = MooncakeDistributedStore()
+        self.assertEqual(s.setup(cfg), 0, s.last_error)
+        self.assertEqual(s.put("setup/strings", b"s"), 0)
+        s.close()
+
+    def test_bind_to_numa_node(self):
+        """LMCache binds its thread to the GPU's node before setup: node 0 is this host's, node 4095 no host's."""
+        before = os.sched_getaffinity(0)
+        try:
+            mc.bind_to_numa_node(0)
+            self.assertTrue(os.sched_getaffinity(0) <= mc._node_cpus(0), "not bound to node 0's CPUs")
+            mc.bind_to_numa_node(4095)  # logged and left alone
+        finally:
+            os.sched_setaffinity(0, before)
+
     def test_metadata_server_is_not_needed(self):
         for md in ("P2PHANDSHAKE", "http://127.0.0.1:1/metadata", "etcd://127.0.0.1:1", "redis://x:1"):
             s = MooncakeDistributedStore()
