@@ -430,8 +430,16 @@ int mmc_init(mmc_store *s, uint32_t device_id, bool init_bm)
 		return MMC_INVALID_PARAM;
 	pthread_mutex_lock(&s->life);
 	if (atomic_load(&s->state) == ST_READY) {
+		/* a second init asking for another device or another role would be answered as if it were granted */
+		uint32_t dev = s->device_id;
+		bool bm = s->init_bm;
+
 		pthread_mutex_unlock(&s->life);
-		return 0;
+		if (dev == device_id && bm == init_bm)
+			return 0;
+		lg_warn("init: the store is initialised with device_id=%u init_bm=%d; call mmc_teardown() first", dev,
+		        bm);
+		return MMC_INVALID_PARAM;
 	}
 	rc = init_locked(s, device_id, init_bm);
 	if (rc)

@@ -458,7 +458,8 @@ MMC_API int mmc_setup(mmc_store *s, const mmc_local_config *cfg);
  *
  * @param device_id [in] accelerator id (0..MMC_DEVICE_ID_MAX); recorded only on hosts without one
  * @param init_bm   [in] true: lend a pool (local service); false: client only, nothing is lent
- * @return MMC_OK (also when already initialised); MMC_INVALID_PARAM (s NULL, device_id, dram_size 0 with init_bm, a
+ * @return MMC_OK (also when already initialised with the same device_id and init_bm); MMC_INVALID_PARAM (s NULL,
+ *         device_id, already initialised with another device_id or init_bm, dram_size 0 with init_bm, a
  *         bad configuration from MMC_LOCAL_CONFIG_PATH, an SSD tier path that cannot be opened or sized, or that
  *         another local service uses);
  *         MMC_NOT_CONNECTED_META (the meta server cannot be reached: no retry here); MMC_TIMEOUT (it did not

@@ -143,6 +143,15 @@ Test(api_errors, null_store_and_strerror)
 	cr_assert_eq(mmc_init(s, 384, true), MMC_INVALID_PARAM, "device id out of range");
 }
 
+/* A second init with the same arguments is a no-op; with others it would be answered as if they were granted. */
+Test(api_errors, a_second_init_must_ask_for_the_same)
+{
+	cr_assert_eq(mmc_init(s, 0, true), 0);
+	cr_assert_eq(mmc_init(s, 0, false), MMC_INVALID_PARAM, "client only, on a store that lends");
+	cr_assert_eq(mmc_init(s, 1, true), MMC_INVALID_PARAM, "another device");
+	cr_assert_eq(mmc_put_from(s, "init-twice", "x", 1, MMC_COPY_H2G, NULL), 0, "the store goes on");
+}
+
 Test(api_errors, calls_before_init)
 {
 	mmc_store *t = mmc_create();
