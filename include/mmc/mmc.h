@@ -715,9 +715,10 @@ MMC_API int mmc_batch_remove_lease(mmc_store *s, const char *const *keys, size_t
  * @param lease_ttl_ms [in] write lease, 0: ock.mmc.meta.lease_ttl_ms
  * @param gvas [out] n entries: the GVA of each object's first byte; 0 when that key could not be allocated (no
  *             room, or it exists unfinished with another size: the reason is not reported per key). A key that
- *             already exists gives its GVA; if it is already readable, copies into it are skipped; if it is
- *             still being written (an earlier entry of the batch, another thread's malloc), the first malloc's
- *             write lease goes on, and copies into it write that allocation.
+ *             already exists gives its GVA; if it is already readable, copies into it are skipped; if this
+ *             store is still writing it (an earlier entry of the batch, another thread's malloc), the first
+ *             malloc's write lease goes on and copies into it write that allocation; if another store is, copies
+ *             are refused (MMC_LEASE_EXPIRED).
  * @return MMC_OK when accepted; MMC_INVALID_PARAM (s, keys, n, sizes, gvas, media); MMC_CLIENT_NOT_INIT;
  *         MMC_NOT_CONNECTED_META; MMC_TIMEOUT; MMC_MALLOC_FAILED; MMC_INTERNAL_ERROR (every gvas[i] is 0).
  * Thread-safe; the allocation is the store's: any of its threads may copy into it and finish it.

@@ -118,10 +118,17 @@ static int parse_options(int argc, char **argv, char *err, size_t errlen)
 		case 'e':
 		case 'd':
 			break;
-		default:
-			snprintf(err, errlen,
-			         "bad command line: \"%s\" is an unknown option or lacks its value (--help lists them)",
-			         argv[optind - 1]);
+		default: /* optopt names a short option, perhaps inside a group such as -xC */
+			if (optopt)
+				snprintf(
+				    err, errlen,
+				    "bad command line: -%c is an unknown option or lacks its value (--help lists them)",
+				    optopt);
+			else
+				snprintf(err, errlen,
+				         "bad command line: \"%s\" is an unknown option or lacks its value (--help "
+				         "lists them)",
+				         argv[optind - 1]);
 			return MMC_ERROR;
 		}
 	}
@@ -305,7 +312,8 @@ static int await_data_dir(struct meta *m, const struct persist_opts *po, char *e
 	return rc ? persist_open(&m->persist, m->base, po, err, errlen) : 0;
 }
 
-static enum exit_code open_store(struct meta *m)
+/* wait: a start, which may wait for a stopping server's data dir lock; not a standby's promotion, on the loop */
+static enum exit_code open_store(struct meta *m, bool wait)
 {
 	struct persist_opts po = {
 	    .dir = m->conf.data_dir,
@@ -326,7 +334,7 @@ static enum exit_code open_store(struct meta *m)
 		return start_failed(EXIT_CONFIG, "config", err);
 	po.password = password[0] ? password : NULL;
 	rc = persist_open(&m->persist, m->base, &po, err, sizeof(err));
-	if (rc && lmdb && data_dir_busy(m->conf.data_dir))
+	if (rc && wait && lmdb && data_dir_busy(m->conf.data_dir))
 		rc = await_data_dir(m, &po, err, sizeof(err));
 	explicit_bzero(password, sizeof(password));
 	if (rc) {
@@ -347,7 +355,7 @@ static enum exit_code open_store(struct meta *m)
 /* The load of a standby that won the lease (leadership.c): the same as at start. */
 static int load_store(struct meta *m)
 {
-	return open_store(m) == EXIT_OK ? 0 : -1;
+	return open_store(m, false) == EXIT_OK ? 0 : -1;
 }
 
 /* The port of a bound "tcp://host:port" (the listener's own rendering, so the last colon starts the port). */
@@ -541,7 +549,7 @@ int main(int argc, char **argv)
 		rc = start_failed(EXIT_CONFIG, "config", err);
 		goto out;
 	}
-	if ((!s.rpc.ha && (rc = open_store(m))) || (rc = start(m)))
+	if ((!s.rpc.ha && (rc = open_store(m, true))) || (rc = start(m)))
 		goto out;
 	loop_run(m, &m->conf.loop_spin_us);
 out:

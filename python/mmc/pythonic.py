@@ -6,7 +6,6 @@
 - register(obj) / unregister(obj) pin a buffer with the fabric; register=True on a data call does it on first use.
 - put_tensor / get_tensor(key, out=...) store a tensor with its dtype and shape, as Mooncake's helpers do.
 """
-import bisect
 import ctypes
 import json
 import sys
@@ -69,39 +68,26 @@ def _numpy():
     return sys.modules.get("numpy")  # loaded by whoever made a numpy object; never imported here
 
 
-_writable_spans = ((), ())  # (starts, ends) of this process's writable mappings, adjacent ones merged, as last read
-
-
-def _read_writable_spans():
-    starts, ends = [], []
-    with open("/proc/self/maps") as f:
-        for line in f:
-            addrs, perms = line.split(None, 2)[:2]
-            if perms[1] != "w":
-                continue
-            lo, hi = (int(x, 16) for x in addrs.split("-"))
-            if ends and ends[-1] == lo:
-                ends[-1] = hi
-            else:
-                starts.append(lo)
-                ends.append(hi)
-    return tuple(starts), tuple(ends)
-
-
-def _in_spans(spans, addr, n):
-    i = bisect.bisect_right(spans[0], addr) - 1
-    return i >= 0 and addr + n <= spans[1][i]
-
-
 def _writable_memory(addr, n):
     """Whether [addr, addr + n) lies in writable mappings: a tensor over a read-only mmap (torch.from_numpy of an
     np.load(mmap_mode="r") array) has no flag that says so, and libmmc would crash writing into it. The mappings are
-    read again only when a range is not in those last read, so the common case is a search of a tuple."""
-    global _writable_spans
-    if n == 0 or _in_spans(_writable_spans, addr, n):
+    read at each call (a few hundred microseconds), never from a copy: a read-only mapping may since have taken the
+    address of a freed writable one. The engines' calls take raw addresses and do not pay this."""
+    if n == 0:
         return True
-    _writable_spans = _read_writable_spans()
-    return _in_spans(_writable_spans, addr, n)
+    end, at = addr + n, addr
+    with open("/proc/self/maps") as f:
+        for line in f:  # sorted by address; adjacent writable mappings cover a range together
+            addrs, perms = line.split(None, 2)[:2]
+            lo, hi = (int(x, 16) for x in addrs.split("-"))
+            if hi <= at:
+                continue
+            if lo > at or perms[1] != "w":
+                return False
+            at = hi
+            if at >= end:
+                return True
+    return False
 
 
 def _tensor_storage(t):
@@ -125,10 +111,16 @@ def ref(obj, size=None, writable=False, name="buffer"):
         if obj.is_conj() or obj.is_neg():
             raise TypeError("%s: a lazily conjugated or negated view; resolve it first (resolve_conj(), "
                             "resolve_neg())" % name)
+        # the address from the storage held, so that another thread's set_() can neither free it nor move it
+        storage = _tensor_storage(obj)
+        offset = obj.storage_offset() * obj.element_size()
         n = _within(obj.numel() * obj.element_size(), size, name)
-        if writable and not _writable_memory(obj.data_ptr(), n):
+        if offset + n > storage.nbytes():
+            raise TypeError("%s: the tensor changed storage while it was read" % name)
+        addr = storage.data_ptr() + offset
+        if writable and not _writable_memory(addr, n):
             raise TypeError("%s: the tensor's memory is read-only" % name)
-        return _Ref(obj.data_ptr(), n, (obj, _tensor_storage(obj)))
+        return _Ref(addr, n, (obj, storage))
     np = _numpy()
     if np is not None and isinstance(obj, np.generic):
         # a scalar's __array_interface__ points at a temporary array, freed once the interface is dropped: its

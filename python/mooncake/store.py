@@ -507,7 +507,7 @@ class MooncakeDistributedStore(TensorCalls):
             return INVALID_PARAMS
         if not ks:
             return 0
-        if len(ks) > BATCH_MAX:  # 0, or the first chunk's failure (the chunks before it are stored)
+        if len(ks) > BATCH_MAX:  # 0, or the first failing chunk's code (every chunk is sent)
             return next((r for r in _in_chunks(lambda k, v: [self.put_batch(k, v, config)], len(ks), ks, vs) if r), 0)
         rc = _rc(config, "put_batch")
         if rc is None:

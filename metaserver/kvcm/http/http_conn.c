@@ -172,15 +172,14 @@ static bool peer_is_local(evutil_socket_t fd)
 	                                    (IN6_IS_ADDR_V4MAPPED(&s6->sin6_addr) && s6->sin6_addr.s6_addr[12] == 127));
 }
 
-static bool has_body_method(const struct http_head *head)
+/* Whether the head announces a body: a request without one is not judged here (a scrape of /metrics with stale
+ * credentials would pay a PBKDF2 for nothing); gen_cb judges it. evhttp 2.1.12 reads a body after any method. */
+static bool announces_body(const struct http_head *head)
 {
-	/* evhttp (2.1.12) reads no body for these: judging them would only cost a PBKDF2 (a scrape of /metrics) */
-	static const char *const none[] = {"GET ", "HEAD ", "DELETE ", "OPTIONS "};
+	char v[32];
 
-	for (size_t i = 0; i < sizeof(none) / sizeof(none[0]); i++)
-		if (head->len >= strlen(none[i]) && memcmp(head->buf, none[i], strlen(none[i])) == 0)
-			return false;
-	return true;
+	return http_head_field(head, "Transfer-Encoding", v, sizeof(v)) ||
+	       (http_head_field(head, "Content-Length", v, sizeof(v)) && strtoull(v, NULL, 10) > 0);
 }
 
 /* A body evhttp will refuse 413 for want of credentials: counted and logged as the refusal it is, since the request
@@ -215,7 +214,7 @@ static void judge_head(struct hconn *h, int rc)
 
 	if (rc == 0)
 		return;
-	if (rc > 0 && has_body_method(&h->head)) {
+	if (rc > 0 && announces_body(&h->head)) {
 		if (http_head_field(&h->head, "Authorization", authorization, sizeof(authorization)))
 			a = authorization;
 		h->verdict = auth_status(k, a[0] ? a : NULL, h->p->admin);
