@@ -488,14 +488,6 @@ static void confirm_found(struct mmc_store *s, struct plan *p)
 	free(codes);
 }
 
-/*
- * Keys whose put a dying connection failed go again from the start, within retry_ms, as the caller would send
- * them: their placement died with the server and their writes have ended. The successor knows no allocation of
- * the dead server; a commit that landed before the death finds the key present, which a put answers MMC_OK.
- *
- * A key another put is still writing goes again too, within timeout_ms: that put may yet fail, so this one ends
- * only once a value is stored, that put's (found: MMC_OK) or, if it failed, its own.
- */
 struct keyed {
 	uint64_t hash;
 	size_t i;
@@ -562,6 +554,14 @@ static int order_repeats(struct plan *p)
 	return 0;
 }
 
+/*
+ * Keys whose put a dying connection failed go again from the start, within retry_ms, as the caller would send
+ * them: their placement died with the server and their writes have ended. The successor knows no allocation of
+ * the dead server; a commit that landed before the death finds the key present, which a put answers MMC_OK.
+ *
+ * A key another put is still writing goes again too, within timeout_ms: that put may yet fail, so this one ends
+ * only once a value is stored, that put's (found: MMC_OK) or, if it failed, its own.
+ */
 static int run_put(struct mmc_store *s, struct plan *p, const mmc_replicate_config *rc, bool spread)
 {
 	uint64_t busy_until = clock_ms() + s->conf.c.timeout_ms;
