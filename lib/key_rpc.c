@@ -108,9 +108,11 @@ int key_batch_codes_until(struct mmc_store *s, uint32_t body, const char *const 
 	rc = key_rpc_call(s, &k);
 	if (rc)
 		return fail_all(results, n, rc);
-	/* the first try may have removed the key before its server died: gone is what the caller asked for */
-	for (size_t i = 0; k.retried && body == WB_REMOVE && i < n; i++)
-		if (results[i] == MMC_OBJECT_NOT_EXISTS)
+	/* the first try may have removed the key (released the lease) before its server died: gone is what the
+	 * caller asked for */
+	for (size_t i = 0; k.retried && i < n; i++)
+		if ((body == WB_REMOVE && results[i] == MMC_OBJECT_NOT_EXISTS) ||
+		    (body == WB_REMOVE_LEASE && results[i] == MMC_LEASE_EXPIRED))
 			results[i] = 0;
 	return 0;
 }

@@ -132,10 +132,13 @@ int mmc_batch_malloc(mmc_store *s, const char *const *keys, const size_t *sizes,
 	k.items = (struct wire_items){.n = n, .keys = keys, .sizes = sz};
 	rc = key_rpc_call(s, &k);
 	free(sz);
-	if ((added = grants_add(s, &m.got)) != 0) {
-		memset(gvas, 0, n * sizeof(*gvas)); /* nothing this store could copy into: the allocations expire */
-		return rc ? rc : added;
-	}
+	added = grants_add(s, &m.got);
+	if (!rc)
+		rc = added;
+	/* a failed call gives no address (mmc.h): one decoded before a malformed reply or a lost grant would be
+	 * copied into with no allocation behind it that this store knows of; the allocations made expire */
+	if (rc)
+		memset(gvas, 0, n * sizeof(*gvas));
 	return rc;
 }
 
@@ -277,13 +280,14 @@ int mmc_batch_remove_lease(mmc_store *s, const char *const *keys, size_t n)
 	STORE_CALL(s);
 	struct gva_keys ck;
 	int rc = check_keys(s, keys, n), *results;
-	bool expired = false, *held;
+	bool expired = false, *held, *released;
 
 	if (rc)
 		return rc;
-	if (!(results = calloc(n, sizeof(*results) + sizeof(*held))))
+	if (!(results = calloc(n, sizeof(*results) + 2 * sizeof(*held))))
 		return MMC_MALLOC_FAILED;
 	held = (bool *)(results + n);
+	released = held + n;
 	if (gva_keys_init(&ck, keys, n)) {
 		free(results);
 		return MMC_MALLOC_FAILED;
@@ -291,10 +295,14 @@ int mmc_batch_remove_lease(mmc_store *s, const char *const *keys, size_t n)
 	pthread_rwlock_wrlock(&s->gva->lock);
 	gva_tracker_drop_reads(s->gva, &ck, NULL, clock_ms(), held);
 	pthread_rwlock_unlock(&s->gva->lock);
-	for (size_t i = 0; i < n; i++)
-		expired |= !held[gva_keys_place(&ck, i)];
-	gva_keys_fini(&ck);
 	rc = key_batch_codes(s, WB_REMOVE_LEASE, keys, NULL, n, 0, results);
+	/* released where the record held it and the server let it go: a lease the server no longer has (lost with a
+	 * failover, reclaimed) was not; a key repeated in the batch is released by its first entry */
+	for (size_t i = 0; !rc && i < n; i++)
+		released[gva_keys_place(&ck, i)] |= results[i] != MMC_LEASE_EXPIRED;
+	for (size_t i = 0; !rc && i < n; i++)
+		expired |= !held[gva_keys_place(&ck, i)] || !released[gva_keys_place(&ck, i)];
+	gva_keys_fini(&ck);
 	free(results);
 	if (rc)
 		return rc;

@@ -689,7 +689,8 @@ MMC_API int mmc_evict_keys(mmc_store *s, const char *const *keys, size_t n, uint
  * @param lease_ttl_ms [in] 0: the meta server's ock.mmc.meta.lease_ttl_ms
  * @param results [out] per key MMC_OK, MMC_OBJECT_NOT_EXISTS or MMC_MALLOC_FAILED
  * @return MMC_OK when accepted; MMC_INVALID_PARAM (s, keys, n, results NULL); MMC_CLIENT_NOT_INIT;
- *         MMC_NOT_CONNECTED_META; MMC_TIMEOUT; MMC_MALLOC_FAILED; MMC_INTERNAL_ERROR (every results[i] holds it).
+ *         MMC_NOT_CONNECTED_META; MMC_TIMEOUT; MMC_MALLOC_FAILED (leases the server granted in the call run out at
+ *         their TTL); MMC_INTERNAL_ERROR (every results[i] holds it).
  * Thread-safe. The lease is the store's: any of its threads may copy under it or release it. The store's GVA calls
  * (malloc, add_lease, remove_lease, write_finish, and the range checks of copy) share one lock, held over this
  * call's round trip.
@@ -699,7 +700,8 @@ MMC_API int mmc_batch_add_lease(mmc_store *s, const char *const *keys, size_t n,
 /**
  * Releases the read leases mmc_batch_add_lease() took on keys. A get running on another thread keeps its own lease
  * (a get's lease ends with its call), and a get's end leaves these leases in place.
- * @return MMC_OK; MMC_LEASE_EXPIRED (a key had no such lease, or it had already expired; the others are released
+ * @return MMC_OK; MMC_LEASE_EXPIRED (a key had no such lease, or it had already expired, by this store's clock or
+ *         by the server, which does not keep leases across its restart or a failover; the others are released
  *         anyway); MMC_INVALID_PARAM (s, keys, n); MMC_CLIENT_NOT_INIT; MMC_NOT_CONNECTED_META; MMC_TIMEOUT;
  *         MMC_MALLOC_FAILED; MMC_INTERNAL_ERROR.
  * Thread-safe; a copy under one of these leases still running on another thread may then fail with
@@ -720,7 +722,8 @@ MMC_API int mmc_batch_remove_lease(mmc_store *s, const char *const *keys, size_t
  *             malloc's write lease goes on and copies into it write that allocation; if another store is, copies
  *             are refused (MMC_LEASE_EXPIRED).
  * @return MMC_OK when accepted; MMC_INVALID_PARAM (s, keys, n, sizes, gvas, media); MMC_CLIENT_NOT_INIT;
- *         MMC_NOT_CONNECTED_META; MMC_TIMEOUT; MMC_MALLOC_FAILED; MMC_INTERNAL_ERROR (every gvas[i] is 0).
+ *         MMC_NOT_CONNECTED_META; MMC_TIMEOUT; MMC_MALLOC_FAILED; MMC_INTERNAL_ERROR. On any error every gvas[i]
+ *         is 0 (gvas not NULL, n within MMC_BATCH_MAX).
  * Thread-safe; the allocation is the store's: any of its threads may copy into it and finish it.
  */
 MMC_API int mmc_batch_malloc(mmc_store *s, const char *const *keys, const size_t *sizes, size_t n, uint16_t media,

@@ -16,10 +16,11 @@
 #include "wire_limits.h"
 
 enum answer {
-	EXTRA_ITEM,  /* a KeyBatchReply with one result more than the keys asked */
-	BARE_OK,     /* a plain Reply{result 0} where a KeyBatchReply is due */
-	POSITIVE,    /* a KeyBatchReply whose whole-call result is 1, with no items */
-	FEWER_ITEMS, /* a KeyBatchReply with one result less */
+	EXTRA_ITEM,      /* a KeyBatchReply with one result more than the keys asked */
+	BARE_OK,         /* a plain Reply{result 0} where a KeyBatchReply is due */
+	POSITIVE,        /* a KeyBatchReply whose whole-call result is 1, with no items */
+	FEWER_ITEMS,     /* a KeyBatchReply with one result less */
+	FEWER_ALLOCATED, /* as FEWER_ITEMS, each result an allocation */
 };
 
 static struct raw_server srv;
@@ -36,6 +37,8 @@ static size_t items_of(const Mmc__Frame *f)
 		return f->query->n_items;
 	case MMC__FRAME__BODY_REMOVE:
 		return f->remove->n_items;
+	case MMC__FRAME__BODY_MALLOC:
+		return f->malloc->n_items;
 	default:
 		return 0;
 	}
@@ -46,6 +49,7 @@ static void wrong_answer(int fd, const Mmc__Frame *f)
 	Mmc__KeyBatchReply kr = MMC__KEY_BATCH_REPLY__INIT;
 	Mmc__Reply plain = MMC__REPLY__INIT;
 	Mmc__KeyResult res[MMC_BATCH_MAX + 1], *pr[MMC_BATCH_MAX + 1];
+	Mmc__Blob blob = MMC__BLOB__INIT, *pb = &blob;
 	size_t n = items_of(f);
 
 	switch ((enum answer)atomic_load(&answer)) {
@@ -59,13 +63,23 @@ static void wrong_answer(int fd, const Mmc__Frame *f)
 		n++;
 		break;
 	case FEWER_ITEMS:
+	case FEWER_ALLOCATED:
 		n = n ? n - 1 : 0;
 		break;
 	}
+	blob.media = MMC_MEDIA_DRAM;
+	blob.offset = 1 << 20;
 	for (size_t i = 0; i < n && i <= MMC_BATCH_MAX; i++) {
 		mmc__key_result__init(&res[i]);
 		res[i].result = 1; /* "exists", and for a get a success with no blob */
 		res[i].size = 4096;
+		if (atomic_load(&answer) == FEWER_ALLOCATED) {
+			res[i].result = 0;
+			res[i].n_blobs = 1;
+			res[i].blobs = &pb;
+			res[i].lease_ms = 10000;
+			res[i].token = 1 + i;
+		}
 		pr[i] = &res[i];
 	}
 	kr.n_items = n;
@@ -144,4 +158,18 @@ Test(bad_server, a_positive_whole_call_result_is_no_success)
 Test(bad_server, a_reply_with_a_result_too_few_is_refused)
 {
 	refused(FEWER_ITEMS, "one result too few");
+}
+
+Test(bad_server, a_malloc_refused_for_its_reply_gives_no_address)
+{
+	mmc_store *s = client();
+	const char *keys[2] = {"m0", "m1"};
+	size_t sizes[2] = {4096, 4096};
+	mmc_gva gvas[2] = {1, 1};
+
+	atomic_store(&answer, FEWER_ALLOCATED);
+	cr_assert_eq(mmc_batch_malloc(s, keys, sizes, 2, MMC_MEDIA_DRAM, 0, gvas), MMC_INTERNAL_ERROR);
+	cr_assert_eq(gvas[0], 0, "an address decoded before the reply was found short");
+	cr_assert_eq(gvas[1], 0);
+	mmc_destroy(s);
 }

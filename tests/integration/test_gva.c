@@ -20,10 +20,10 @@ static mmc_store *s; /* this process: a local service */
 
 #define CMD(n, ...) (node_cmd((n), reply, sizeof(reply), __VA_ARGS__), atoi(reply))
 
+static const char *conf[] = {"ock.mmc.meta.lease_ttl_ms=2000", "kvcm.service.enable_debug_service=true", NULL};
+
 static void start(void)
 {
-	const char *conf[] = {"ock.mmc.meta.lease_ttl_ms=2000", "kvcm.service.enable_debug_service=true", NULL};
-
 	cr_assert_eq(metaserver_start(&meta, conf), 0);
 	snprintf(env_meta, sizeof(env_meta), "MMC_TEST_META=%s", meta.url);
 	s = fixture_store(meta.url, true, 8 * MiB);
@@ -463,4 +463,26 @@ Test(gva, an_expired_write_lease_refuses_copies)
 	meta_clock("{\"advance_ms\":100}"); /* and the server's sweep reclaims it */
 	cr_assert_eq(mmc_batch_write_finish(s, k, &(int32_t){0}, 1, &res), 0);
 	cr_assert_eq(res, MMC_UNMATCHED_KEY, "reclaimed");
+}
+
+Test(gva, a_lease_the_server_lost_is_not_reported_released)
+{
+	const char *k[] = {"lost-lease"}, *twice[] = {"lost-lease", "lost-lease"};
+	char buf[4 * KiB];
+	int res;
+
+	pattern_fill(buf, sizeof(buf), 5);
+	cr_assert_eq(mmc_put_from(s, k[0], buf, sizeof(buf), MMC_COPY_H2G, NULL), 0);
+	/* a key named twice is released by its first entry */
+	cr_assert_eq(mmc_batch_add_lease(s, k, 1, 30000, &res), 0);
+	cr_assert_eq(mmc_batch_remove_lease(s, twice, 2), 0);
+	/* a lease this store still records, but the restarted server never had */
+	cr_assert_eq(mmc_batch_add_lease(s, k, 1, 30000, &res), 0);
+	cr_assert_eq(res, 0);
+	metaserver_kill(&meta);
+	cr_assert_eq(metaserver_restart(&meta, conf), 0);
+	for (int i = 0; i < 100 && mmc_is_exist(s, k[0]) != 1; i++)
+		usleep(100000); /* the store reconnects on its own schedule */
+	cr_assert_eq(mmc_is_exist(s, k[0]), 1);
+	cr_assert_eq(mmc_batch_remove_lease(s, k, 1), MMC_LEASE_EXPIRED);
 }
