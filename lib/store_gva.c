@@ -408,6 +408,11 @@ int mmc_batch_copy(mmc_store *s, const mmc_gva *gvas, void *const *bufs, const s
 	pthread_rwlock_unlock(&s->gva->lock);
 	if (rc)
 		goto out;
+	/* a read lease already over: nothing is read, so the caller's buffers keep what they held */
+	if (!write && clock_ms() >= expiry) {
+		rc = MMC_LEASE_EXPIRED;
+		goto out;
+	}
 	lease = (struct copy_lease){s->meta, losses, expiry};
 	xfer_run(s, write, xk, n, 0, write ? &hook : NULL);
 	for (size_t i = 0; i < n && !rc; i++)

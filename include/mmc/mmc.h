@@ -743,9 +743,10 @@ MMC_API int mmc_batch_malloc(mmc_store *s, const char *const *keys, const size_t
  * @param flag  [in] reserved, ignored
  * @return MMC_OK (also for n == 0); MMC_INVALID_PARAM (s, direct, NULL, zero size, a range outside what this store
  *         allocated or leased: nothing is copied); MMC_CLIENT_NOT_INIT; MMC_LEASE_EXPIRED (a read outlived its
- *         read lease, or a write came after its write lease ran out — the space may belong to another object, so
- *         nothing more is written, checked before each of the call's writes — or the meta server connection that
- *         granted the lease was lost); MMC_ERROR (fabric);
+ *         read lease: a read whose lease was over before the call reads nothing, one that outlived it midway may
+ *         have written reused bytes into bufs; or a write came after its write lease ran out — the space may
+ *         belong to another object, so nothing more is written, checked before each of the call's writes — or
+ *         the meta server connection that granted the lease was lost); MMC_ERROR (fabric);
  *         MMC_TIMEOUT (an RMA stalled, or looking up the range's service took too long); MMC_LINK_NOT_FOUND (the
  *         range's service went away); MMC_NOT_CONNECTED_META, MMC_INTERNAL_ERROR (looking up the range's
  *         service); MMC_MALLOC_FAILED.

@@ -9,10 +9,9 @@ import logging
 from mmc import _args as A
 
 from . import _tensor as T
+from ._codes import INVALID_PARAMS, OBJECT_NOT_FOUND
 
 log = logging.getLogger("mooncake.store")
-INVALID_PARAMS = -600
-OBJECT_NOT_FOUND = -704
 
 
 def tp_key(key, rank):

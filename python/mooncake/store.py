@@ -28,8 +28,13 @@ from mmc import _lib
 from mmc._lib import lib, BATCH_MAX, LAYERS_MAX
 
 from . import _metrics
+from ._batch import in_chunks as _in_chunks
+from ._codes import (OK,  # Mooncake's codes, re-exported as mooncake.store.OK ...
+                     INTERNAL_ERROR, BUFFER_OVERFLOW, NO_AVAILABLE_HANDLE, INVALID_PARAMS, OBJECT_NOT_FOUND,
+                     OBJECT_ALREADY_EXISTS, OBJECT_HAS_LEASE, LEASE_EXPIRED, TRANSFER_FAIL, RPC_FAIL, mooncake_code)
 from ._replica import (BufferHandle, Descriptor, DiskDescriptor, MemoryDescriptor, ReplicaDescriptor,
                        ReplicaStatus, replicas)
+from ._sessions import Sessions, SessionTable
 from ._tensor_calls import TensorCalls
 
 __all__ = ["MooncakeDistributedStore", "ReplicateConfig", "MooncakeHostMemAllocator", "BufferHandle",
@@ -44,44 +49,15 @@ UPSTREAM = "kvcache-ai/Mooncake d8037694 (store_py.cpp), 3b5a594 (setup and Repl
 
 log = logging.getLogger("mooncake.store")
 
-# Mooncake's ErrorCode values (mooncake-store/include/types.h)
-OK = 0
-INTERNAL_ERROR = -1
-BUFFER_OVERFLOW = -10
-NO_AVAILABLE_HANDLE = -200
-INVALID_PARAMS = -600
-OBJECT_NOT_FOUND = -704
-OBJECT_HAS_LEASE = -706
-TRANSFER_FAIL = -800
-RPC_FAIL = -900
 # health_check()
 HC_OK, HC_NOT_INITIALIZED, HC_MASTER_UNREACHABLE = 0, 1, 2
 
-_CODES = {
-    _lib.MMC_INVALID_PARAM: INVALID_PARAMS,
-    _lib.MMC_OBJECT_NOT_EXISTS: OBJECT_NOT_FOUND,
-    _lib.MMC_UNMATCHED_KEY: OBJECT_NOT_FOUND,
-    _lib.MMC_NOT_ENOUGH_MEMORY: NO_AVAILABLE_HANDLE,
-    _lib.MMC_TIMEOUT: RPC_FAIL,
-    _lib.MMC_NOT_CONNECTED_META: RPC_FAIL,
-    _lib.MMC_LEASE_NOT_EXPIRED: OBJECT_HAS_LEASE,
-    _lib.MMC_LEASE_EXPIRED: TRANSFER_FAIL,
-    _lib.MMC_CHECKSUM_MISMATCH: TRANSFER_FAIL,
-    _lib.MMC_ERROR: TRANSFER_FAIL,
-}
 _UNREACHABLE = (_lib.MMC_TIMEOUT, _lib.MMC_NOT_CONNECTED_META, _lib.MMC_NOT_CONNECTED_LOCAL)
 _MISSING = (_lib.MMC_OBJECT_NOT_EXISTS, _lib.MMC_UNMATCHED_KEY)
 
 _PROTOCOLS = {"tcp": "host_tcp", "rdma": "host_rdma", "shm": "host_shm"}
 _G2H, _H2G = 2, 3
 _noted = set()
-
-
-def mooncake_code(rc):
-    """The Mooncake ErrorCode for an mmc code (0 stays 0; an unknown error is INTERNAL_ERROR)."""
-    if rc >= 0:
-        return rc
-    return _CODES.get(rc, INTERNAL_ERROR)
 
 
 def unsupported(feature, why):
@@ -269,17 +245,7 @@ def bind_to_numa_node(node):
         log.warning("bind_to_numa_node(%d): %s: not bound", node, e)
 
 
-def _in_chunks(call, n, *parallel):
-    """Mooncake's batch calls take any number of keys, mmc's at most BATCH_MAX (vLLM looks a whole prompt up in
-    one batch_is_exist): a longer batch goes as consecutive calls of BATCH_MAX keys, the arguments parallel to the
-    keys split with them, and their per-key answers joined in order."""
-    out = []
-    for at in range(0, n, BATCH_MAX):
-        out.extend(call(*(list(p[at:at + BATCH_MAX]) for p in parallel)))
-    return out
-
-
-class MooncakeDistributedStore(TensorCalls):
+class MooncakeDistributedStore(TensorCalls, Sessions):
     """mooncake.store.MooncakeDistributedStore over one mmc store."""
 
     def __init__(self):
@@ -292,6 +258,7 @@ class MooncakeDistributedStore(TensorCalls):
         self._hostname = None
         self._http = None  # the client HTTP server, when enable_client_http_server
         self.counters = _metrics.Counters()
+        self._sessions = SessionTable()  # the put and get sessions open (_sessions.py)
         self.last_error = ""
 
     def _fail(self, msg, code=INVALID_PARAMS):
@@ -410,6 +377,7 @@ class MooncakeDistributedStore(TensorCalls):
         self._up = False
         srv, self._http = self._http, None
         self._regs = {}
+        self._sessions.clear()  # their allocations and leases end with the store's
         if srv is not None:
             srv.stop()
         if d is not None:

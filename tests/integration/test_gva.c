@@ -403,7 +403,10 @@ Test(gva, an_expired_lease_is_reported)
 	cr_assert_eq(res, 0);
 	usleep(250000); /* deliberate: the 100 ms lease ends by the client's clock too, which only time moves */
 	g = info.gva[0];
+	memset(buf, 0x5a, size);
 	cr_assert_eq(mmc_batch_copy(s, &g, &b, &size, 1, MMC_COPY_G2H, 0), MMC_LEASE_EXPIRED);
+	for (size_t i = 0; i < size; i++)
+		cr_assert_eq((unsigned char)buf[i], 0x5a, "a read past its lease wrote the buffer at %zu", i);
 	cr_assert_eq(mmc_batch_remove_lease(s, k, 1), MMC_LEASE_EXPIRED);
 	/* renewing extends */
 	cr_assert_eq(mmc_batch_add_lease(s, k, 1, 100, &res), 0);

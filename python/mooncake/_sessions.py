@@ -1,0 +1,276 @@
+"""MooncakeDistributedStore's session calls: Mooncake's layer-wise API (kvcache-ai/Mooncake PR 2881), as SGLang's
+MooncakeDirectLinker and vLLM's layer-wise MooncakeStoreConnector call it, over libmmc's GVA flow.
+
+A put session is an allocation (mmc_batch_malloc) written range by range (mmc_batch_copy) and published or dropped
+at its end (mmc_batch_write_finish); a get session is a read lease (mmc_batch_add_lease) on the object's GVA
+(mmc_batch_get_key_info), read range by range and released at its end (mmc_batch_remove_lease). Between start and
+end no meta server round trip is made: the ranges go straight between the caller's buffers and the pool.
+
+Sessions are the store's, as Mooncake's are: any thread may write, read or end them; one is open per key and
+direction. A range names offsets inside the object its session started and is checked against its size. Ranges
+run under the write or read lease (ock.mmc.meta.lease_ttl_ms, 10 s by default); past it they fail with
+LEASE_EXPIRED and nothing more is written or read.
+"""
+import threading
+
+from mmc import _args as A
+from mmc import _lib
+from mmc._lib import lib, BATCH_MAX, LAYERS_MAX
+
+from ._batch import in_chunks
+from ._codes import (INVALID_PARAMS, LEASE_EXPIRED, NO_AVAILABLE_HANDLE, OBJECT_ALREADY_EXISTS, OBJECT_NOT_FOUND,
+                     mooncake_code)
+
+_G2H, _H2G = 2, 3
+_COPY_MAX = BATCH_MAX * LAYERS_MAX  # ranges one mmc_batch_copy takes
+_DRAM = 1  # MMC_MEDIA_DRAM
+_WRITE, _DROP = 0, 1  # mmc_batch_write_finish's write_results
+
+
+def _code(rc):
+    # a session's lease ran out: Mooncake's own code for it, which its engines read as "start again"
+    return LEASE_EXPIRED if rc == _lib.MMC_LEASE_EXPIRED else mooncake_code(rc)
+
+
+class SessionTable:
+    """The open sessions of one store: key (bytes) -> (gva, size), one map per direction. Thread-safe."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.puts = {}
+        self.gets = {}
+
+    def clear(self):
+        with self.lock:
+            self.puts.clear()
+            self.gets.clear()
+
+
+def _rows(keys, all_ptrs, all_sizes, all_offsets):
+    """Each key's ranges as (ptrs, sizes, offsets) rows of ints, or None when the lists do not line up."""
+    ptrs, sizes, offsets = (A.seq(v, name) for v, name in ((all_ptrs, "all_buffer_ptrs"), (all_sizes, "all_sizes"),
+                                                           (all_offsets, "all_offsets")))
+    if not len(keys) == len(ptrs) == len(sizes) == len(offsets):
+        return None
+    rows = [(A.u64s(p, "all_buffer_ptrs"), A.u64s(n, "all_sizes"), A.u64s(o, "all_offsets"))
+            for p, n, o in zip(ptrs, sizes, offsets)]
+    return rows
+
+
+def _fits(row, size):
+    ps, ns, os_ = row
+    return len(ps) == len(ns) == len(os_) and all(o + n <= size and (p or not n) for p, n, o in zip(ps, ns, os_))
+
+
+class Sessions:
+    """The session calls of MooncakeDistributedStore (store.py): self._d, self._ready(), self.counters and
+    self._sessions (a SessionTable) are the store's."""
+
+    # ---- put sessions
+    def batch_put_session_start(self, keys, sizes, config=None):
+        """Allocates each key's object (sizes[i] bytes) for range writes: per key 0, NO_AVAILABLE_HANDLE (no
+        room, or the key is being written with another size), OBJECT_ALREADY_EXISTS (a put session of the key
+        is open in this store), or a code. A key already stored answers 0: its ranges are skipped and its end
+        succeeds. The config's replica_num must be 1 (one allocation per key); its placement hints are not
+        followed."""
+        ks, ns = A.keys(keys), A.seq(sizes, "sizes")
+        if not self._ready() or len(ns) != len(ks):
+            return [INVALID_PARAMS] * len(ks)
+        if config is not None and not hasattr(config, "_to_mmc"):
+            raise TypeError("config: expected ReplicateConfig, got %s" % type(config).__name__)
+        if config is not None and (config._to_mmc("batch_put_session_start") is None or config.replica_num != 1):
+            self.last_error = "batch_put_session_start: one replica per put session"
+            return [INVALID_PARAMS] * len(ks)
+        ns = A.u64s(ns, "sizes")
+        if len(ks) > BATCH_MAX:
+            return in_chunks(lambda k, n: self.batch_put_session_start(k, n, config), len(ks), ks, ns)
+        out, new = [OBJECT_ALREADY_EXISTS] * len(ks), {}
+        with self._sessions.lock:
+            for i, k in enumerate(ks):
+                if not ns[i]:
+                    out[i] = INVALID_PARAMS
+                elif k not in self._sessions.puts and k not in new:
+                    new[k] = i
+        if not new:
+            return out
+        idx = list(new.values())
+        gvas = A.zeros_u64(len(idx))
+        wanted = A.u64s([ns[i] for i in idx], "sizes")
+        rc = lib.mmc_batch_malloc(self._d._s, A.key_array([ks[i] for i in idx]), A.addr(wanted), len(idx),
+                                  _DRAM, 0, A.addr(gvas))
+        with self._sessions.lock:
+            for j, i in enumerate(idx):
+                if rc:
+                    out[i] = _code(rc)
+                elif not gvas[j]:
+                    out[i] = NO_AVAILABLE_HANDLE
+                elif ks[i] in self._sessions.puts:  # another thread started it meanwhile
+                    out[i] = OBJECT_ALREADY_EXISTS
+                else:
+                    self._sessions.puts[ks[i]] = (gvas[j], wanted[j])
+                    out[i] = 0
+        return out
+
+    def batch_put_from_multi_buffer_ranges(self, keys, all_buffer_ptrs, all_sizes, all_dst_offsets):
+        """Writes each key's ranges: all_buffer_ptrs[i][j] (all_sizes[i][j] bytes) to offset all_dst_offsets[i][j]
+        of key i's object. Per key the bytes written (the sum of its sizes), OBJECT_NOT_FOUND (no put session),
+        INVALID_PARAMS (a range past the object, a NULL buffer) or a code (LEASE_EXPIRED: the write lease ran
+        out)."""
+        return self._ranges(keys, all_buffer_ptrs, all_sizes, all_dst_offsets, self._sessions.puts, _H2G)
+
+    def batch_put_session_end(self, keys):
+        """Publishes each key's object: per key 0, OBJECT_NOT_FOUND (no put session, or its allocation was
+        reclaimed after its write lease) or a code. A key whose end could not reach the meta server keeps its
+        session, to be ended or revoked again."""
+        return self._finish(keys, _WRITE)
+
+    def batch_put_session_revoke(self, keys):
+        """Drops each key's unfinished object: per key 0, OBJECT_NOT_FOUND (no put session) or a code."""
+        return self._finish(keys, _DROP)
+
+    def _finish(self, keys, how):
+        ks = A.keys(keys)
+        if not self._ready():
+            return [INVALID_PARAMS] * len(ks)
+        if len(ks) > BATCH_MAX:
+            return in_chunks(lambda k: self._finish(k, how), len(ks), ks)
+        out = [OBJECT_NOT_FOUND] * len(ks)
+        with self._sessions.lock:
+            idx = [i for i, k in enumerate(ks) if k in self._sessions.puts]
+        if not idx:
+            return out
+        sent = [ks[i] for i in idx]
+        res, hows = A.results(len(idx)), A.i32s([how] * len(idx), "how")  # held: libmmc reads their memory
+        lib.mmc_batch_write_finish(self._d._s, A.key_array(sent), A.addr(hows), len(idx), A.addr(res))
+        done = 0
+        with self._sessions.lock:
+            for j, i in enumerate(idx):
+                r = res[j]
+                if how == _DROP and r == _lib.MMC_UNMATCHED_KEY:
+                    r = 0  # reclaimed already: dropped is what was asked
+                out[i] = _code(r)
+                if r not in (_lib.MMC_TIMEOUT, _lib.MMC_NOT_CONNECTED_META):
+                    s = self._sessions.puts.pop(ks[i], None)
+                    if how == _WRITE and r == 0 and s:
+                        done += s[1]
+        if how == _WRITE:
+            ok = sum(1 for r in res if r == 0)
+            self.counters.add("put", len(idx), len(idx) - ok, done)
+        return out
+
+    # ---- get sessions
+    def batch_get_session_start(self, keys):
+        """Leases each key's object for range reads: per key 0, OBJECT_NOT_FOUND or a code. Starting a key whose
+        get session is open extends its lease."""
+        ks = A.keys(keys)
+        if not self._ready():
+            return [INVALID_PARAMS] * len(ks)
+        if not ks:
+            return []
+        if len(ks) > BATCH_MAX:
+            return in_chunks(self.batch_get_session_start, len(ks), ks)
+        res = A.results(len(ks))
+        rc = lib.mmc_batch_add_lease(self._d._s, A.key_array(ks), len(ks), 0, A.addr(res))
+        if rc:
+            return [_code(rc)] * len(ks)
+        out = [_code(r) for r in res]
+        leased = [i for i, r in enumerate(res) if r == 0]
+        infos = (_lib.mmc_key_info * max(len(leased), 1))()
+        rc = lib.mmc_batch_get_key_info(self._d._s, A.key_array([ks[i] for i in leased]), len(leased), 0,
+                                        infos) if leased else 0
+        with self._sessions.lock:
+            for j, i in enumerate(leased):
+                info = infos[j]
+                if rc or not info.blob_num:
+                    out[i] = _code(rc) if rc else OBJECT_NOT_FOUND
+                else:
+                    self._sessions.gets[ks[i]] = (info.gva[0], info.size)
+        self.counters.add("get", len(ks), sum(1 for r in out if r), 0)
+        return out
+
+    def batch_get_into_multi_buffer_ranges(self, keys, all_buffer_ptrs, all_sizes, all_src_offsets):
+        """Reads each key's ranges: all_sizes[i][j] bytes at offset all_src_offsets[i][j] of key i's object into
+        all_buffer_ptrs[i][j]. Per key the bytes read (the sum of its sizes), OBJECT_NOT_FOUND (no get session),
+        INVALID_PARAMS (a range past the object, a NULL buffer) or a code (LEASE_EXPIRED: the read lease ran
+        out)."""
+        out = self._ranges(keys, all_buffer_ptrs, all_sizes, all_src_offsets, self._sessions.gets, _G2H)
+        self.counters.add("get", 0, 0, sum(n for n in out if n > 0))
+        return out
+
+    def batch_get_session_end(self, keys):
+        """Ends the keys' get sessions (keys with none are skipped) and releases their leases: 0, or a code when
+        the meta server could not be told (the leases then run out by themselves)."""
+        ks = A.keys(keys)
+        if not self._ready():
+            return INVALID_PARAMS
+        with self._sessions.lock:
+            open_ = [k for k in dict.fromkeys(ks) if self._sessions.gets.pop(k, None) is not None]
+        rc = 0
+        for at in range(0, len(open_), BATCH_MAX):
+            part = open_[at:at + BATCH_MAX]
+            r = lib.mmc_batch_remove_lease(self._d._s, A.key_array(part), len(part))
+            if r and r != _lib.MMC_LEASE_EXPIRED and not rc:
+                rc = _code(r)
+        return rc
+
+    def batch_get_session_refresh(self, keys):
+        """Extends the read lease of each key's open get session: per key 0, OBJECT_NOT_FOUND (no get session)
+        or a code."""
+        ks = A.keys(keys)
+        if not self._ready():
+            return [INVALID_PARAMS] * len(ks)
+        with self._sessions.lock:
+            idx = [i for i, k in enumerate(ks) if k in self._sessions.gets]
+        out = [OBJECT_NOT_FOUND] * len(ks)
+        for at in range(0, len(idx), BATCH_MAX):
+            part = idx[at:at + BATCH_MAX]
+            res = A.results(len(part))
+            rc = lib.mmc_batch_add_lease(self._d._s, A.key_array([ks[i] for i in part]), len(part), 0, A.addr(res))
+            for j, i in enumerate(part):
+                out[i] = _code(rc or res[j])
+        return out
+
+    # ---- ranges, both directions
+    def _ranges(self, keys, all_ptrs, all_sizes, all_offsets, table, direct):
+        ks = A.keys(keys)
+        if not self._ready():
+            return [INVALID_PARAMS] * len(ks)
+        rows = _rows(ks, all_ptrs, all_sizes, all_offsets)
+        if rows is None:
+            return [INVALID_PARAMS] * len(ks)
+        with self._sessions.lock:
+            sessions = [table.get(k) for k in ks]
+        out = [OBJECT_NOT_FOUND if s is None else INVALID_PARAMS for s in sessions]
+        plan = [(i, s[0], rows[i]) for i, s in enumerate(sessions) if s is not None and _fits(rows[i], s[1])]
+        for part in _copy_parts(plan):
+            rc = _copy(self._d._s, part, direct)
+            for i, _, row in part:
+                out[i] = sum(row[1]) if rc == 0 else _code(rc)
+        return out
+
+
+def _copy_parts(plan):
+    """plan's keys in runs of at most _COPY_MAX non-empty ranges: one mmc_batch_copy each."""
+    part, n = [], 0
+    for entry in plan:
+        m = sum(1 for x in entry[2][1] if x)
+        if part and n + m > _COPY_MAX:
+            yield part
+            part, n = [], 0
+        part.append(entry)
+        n += m
+    if part:
+        yield part
+
+
+def _copy(s, part, direct):
+    gvas, bufs, sizes = A.zeros_u64(0), A.zeros_u64(0), A.zeros_u64(0)
+    for _, gva, (ps, ns, os_) in part:
+        for p, n, o in zip(ps, ns, os_):
+            if n:  # libmmc refuses an empty range
+                gvas.append(gva + o)
+                bufs.append(p)
+                sizes.append(n)
+    if not sizes:
+        return 0
+    return lib.mmc_batch_copy(s, A.addr(gvas), A.addr(bufs), A.addr(sizes), len(sizes), direct, 0)
