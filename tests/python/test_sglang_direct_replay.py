@@ -5,8 +5,9 @@ own code. The linker loads KV pages straight into the engine's KV buffers, layer
 sessions; it has no fallback when they are missing.
 
 - An offload instance (a child process, lending memory) registers its KV buffers (each tensor's whole storage)
-  and offloads pages as MooncakeStore.batch_set_v2 does: one object per page holding every layer's K page, then
-  every layer's V page, put with batch_put_from_multi_buffers and a default ReplicateConfig.
+  and offloads pages as MooncakeStore.batch_set_v2 does: batch_is_exist, then the missing pages, one object per
+  page holding every layer's K page, then every layer's V page, put with batch_put_from_multi_buffers and a default
+  ReplicateConfig.
 - A load instance (this process) registers its own KV buffers, looks the pages up (batch_is_exist, the restorable
   prefix), and loads them: batch_get_session_start_with_sources looked up with getattr and, absent,
   batch_get_session_start, whose answer must be [0] * n; per layer one batch_get_into_multi_buffer_ranges of the
@@ -89,8 +90,12 @@ def offload_main(master):
     # get_page_buffer_meta of a packed pool: per page, K of every layer, then V of every layer
     ptrs = [[buffers[kv][layer][p].data_ptr() for kv in range(2) for layer in range(LAYERS)] for p in range(PAGES)]
     sizes = [[row_bytes()] * (2 * LAYERS)] * PAGES
-    results = store.batch_put_from_multi_buffers(keys, ptrs, sizes, ReplicateConfig())
-    assert results == [0] * PAGES, results
+    for batch in (range(3), range(PAGES)):  # batch_set_v2: what is stored already is skipped
+        exist = store.batch_is_exist([keys[p] for p in batch])
+        missing = [p for p, e in zip(batch, exist) if e != 1]
+        results = store.batch_put_from_multi_buffers([keys[p] for p in missing], [ptrs[p] for p in missing],
+                                                     [sizes[p] for p in missing], ReplicateConfig())
+        assert results == [0] * len(missing) and len(missing) == len(batch) - (3 if len(batch) == PAGES else 0)
     print("ready", flush=True)
     sys.stdin.read()
     store.close()

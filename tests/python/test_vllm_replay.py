@@ -1,9 +1,11 @@
 """vLLM's MooncakeStoreConnector (vllm-project/vllm vllm/distributed/kv_transfer/kv_connector/v1/mooncake/store/
-worker.py, read at 003df29) replayed against mmc through python/mooncake: its store calls in its order and with
-its arguments, written as our own code.
+worker.py, read at 003df29, and its group semantics as of e131732) replayed against mmc through python/mooncake: its
+store calls in its order and with its arguments, written as our own code.
 
 A kv_producer worker (a child process, mode "embedded": it lends memory) registers its KV cache tensors and saves
-blocks (batch_is_exist to skip stored ones, then batch_put_from_multi_buffers with its ReplicateConfig). A
+blocks (batch_is_exist to skip stored ones, then batch_put_from_multi_buffers with its ReplicateConfig, whose
+group_ids it sets to one id per key before each put when kv_connector_extra_config's enable_group_semantics is
+"true" and ReplicateConfig has the field). A
 kv_consumer worker (this process, mode "standalone-store": global_segment_size 0) looks blocks up with
 batch_is_exist, logs their tiers with batch_get_replica_desc, loads them with batch_get_into_multi_buffers, and
 resets the store with remove_all(force=True), as its LookupKeyServer does on RESET_MSG.
@@ -60,7 +62,7 @@ def block_hash(i):
 class Worker:
     """MooncakeStoreWorker's store calls."""
 
-    def __init__(self):
+    def __init__(self, extra_config=None):
         from mooncake.store import MooncakeDistributedStore, ReplicateConfig
         with open(os.environ["MOONCAKE_CONFIG_PATH"]) as f:
             cfg = json.load(f)
@@ -76,6 +78,9 @@ class Worker:
         self.replicate_config = ReplicateConfig()
         if cfg.get("preferred_segment"):
             self.replicate_config.preferred_segment = cfg["preferred_segment"]
+        extra = extra_config or {}
+        self.group_semantics = str(extra.get("enable_group_semantics", "")).lower() == "true" and (
+            hasattr(ReplicateConfig, "group_ids") or hasattr(self.replicate_config, "group_ids"))
         self.addrs, self.block_lens, self.caches = [], [], None
 
     def register_kv_caches(self, caches):
@@ -102,6 +107,8 @@ class Worker:
         if not missing:
             return []
         bufs = [self.block_buffers(block_ids[i]) for i in missing]
+        if self.group_semantics:  # _make_mooncake_group_id: the prefix chunk, without the shard dimensions
+            self.replicate_config.group_ids = ["vllm-mooncake-store:%s@%s" % (MODEL, hashes[i].hex()) for i in missing]
         return self.store.batch_put_from_multi_buffers([keys[i] for i in missing], [b[0] for b in bufs],
                                                        [b[1] for b in bufs], self.replicate_config)
 
@@ -140,7 +147,8 @@ def write_config(path, master, mode, gss):
 
 
 def producer_main():
-    w = Worker()
+    w = Worker({"enable_group_semantics": "true"})
+    assert w.group_semantics
     w.register_kv_caches(kv_caches())
     hashes = [block_hash(i) for i in range(SAVED)]
     assert w.save(hashes[:2], [0, 1]) == [0, 0]
