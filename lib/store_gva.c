@@ -354,7 +354,8 @@ static int plan_copies(struct mmc_store *s, const mmc_gva *gvas, void *const *bu
 		uint64_t g = gvas[i];
 		const struct gva_entry *e;
 
-		if (!bufs[i] || !sizes[i] || !mmc_gva_valid(g))
+		/* an SSD range is no RMA target: its service moves those bytes (mmc_prefetch_keys) */
+		if (!bufs[i] || !sizes[i] || !mmc_gva_valid(g) || mmc_gva_media(g) == MMC_MEDIA_SSD)
 			return MMC_INVALID_PARAM;
 		e = gva_tracker_find(s->gva, g, sizes[i], write ? GVA_WRITE : GVA_READ);
 		if (!e)

@@ -23,7 +23,7 @@ from ._codes import (INVALID_PARAMS, LEASE_EXPIRED, NO_AVAILABLE_HANDLE, OBJECT_
 
 _G2H, _H2G = 2, 3
 _COPY_MAX = BATCH_MAX * LAYERS_MAX  # ranges one mmc_batch_copy takes
-_DRAM = 1  # MMC_MEDIA_DRAM
+_HBM, _DRAM, _SSD = 0, 1, 2  # enum mmc_media
 _WRITE, _DROP = 0, 1  # mmc_batch_write_finish's write_results
 
 
@@ -160,8 +160,9 @@ class Sessions:
 
     # ---- get sessions
     def batch_get_session_start(self, keys):
-        """Leases each key's object for range reads: per key 0, OBJECT_NOT_FOUND or a code. Starting a key whose
-        get session is open extends its lease."""
+        """Leases each key's object for range reads: per key 0, OBJECT_NOT_FOUND or a code. An object only on the
+        SSD tier is brought to DRAM first (ranges move memory to memory). Starting a key whose get session is open
+        extends its lease."""
         ks = A.keys(keys)
         if not self._ready():
             return [INVALID_PARAMS] * len(ks)
@@ -169,24 +170,42 @@ class Sessions:
             return []
         if len(ks) > BATCH_MAX:
             return in_chunks(self.batch_get_session_start, len(ks), ks)
-        res = A.results(len(ks))
-        rc = lib.mmc_batch_add_lease(self._d._s, A.key_array(ks), len(ks), 0, A.addr(res))
-        if rc:
-            return [_code(rc)] * len(ks)
-        out = [_code(r) for r in res]
-        leased = [i for i, r in enumerate(res) if r == 0]
-        infos = (_lib.mmc_key_info * max(len(leased), 1))()
-        rc = lib.mmc_batch_get_key_info(self._d._s, A.key_array([ks[i] for i in leased]), len(leased), 0,
-                                        infos) if leased else 0
-        with self._sessions.lock:
-            for j, i in enumerate(leased):
-                info = infos[j]
-                if rc or not info.blob_num:
-                    out[i] = _code(rc) if rc else OBJECT_NOT_FOUND
-                else:
-                    self._sessions.gets[ks[i]] = (info.gva[0], info.size)
+        out = [INVALID_PARAMS] * len(ks)
+        on_ssd = self._lease(ks, range(len(ks)), out)
+        if on_ssd:
+            rc = lib.mmc_prefetch_keys(self._d._s, A.key_array([ks[i] for i in on_ssd]), len(on_ssd), _SSD, _DRAM, 0)
+            for i in on_ssd:
+                out[i] = _code(rc)
+            if not rc:  # leased again: the lease's ranges are now the DRAM copy's
+                for i in self._lease(ks, on_ssd, out):
+                    out[i] = OBJECT_NOT_FOUND  # back on SSD already: as good as gone for ranges
         self.counters.add("get", len(ks), sum(1 for r in out if r), 0)
         return out
+
+    def _lease(self, ks, idx, out):
+        """Leases ks[i] for i in idx and records each one's memory copy (out[i] 0) or its code; answers the i whose
+        object is only on SSD."""
+        names = [ks[i] for i in idx]
+        res = A.results(len(names))
+        rc = lib.mmc_batch_add_lease(self._d._s, A.key_array(names), len(names), 0, A.addr(res))
+        leased = [(i, names[j]) for j, i in enumerate(idx) if not rc and res[j] == 0]
+        for j, i in enumerate(idx):
+            out[i] = _code(rc or res[j])
+        if not leased:
+            return []
+        infos = (_lib.mmc_key_info * len(leased))()
+        rc = lib.mmc_batch_get_key_info(self._d._s, A.key_array([k for _, k in leased]), len(leased), 0, infos)
+        on_ssd = []
+        with self._sessions.lock:
+            for (i, k), info in zip(leased, infos):
+                mem = [j for j in range(min(info.blob_num, _lib.REPLICA_MAX)) if info.type[j] in (_HBM, _DRAM)]
+                if rc or not info.blob_num:
+                    out[i] = _code(rc) if rc else OBJECT_NOT_FOUND
+                elif not mem:
+                    on_ssd.append(i)
+                else:
+                    self._sessions.gets[k] = (info.gva[mem[0]], info.size)
+        return on_ssd
 
     def batch_get_into_multi_buffer_ranges(self, keys, all_buffer_ptrs, all_sizes, all_src_offsets):
         """Reads each key's ranges: all_sizes[i][j] bytes at offset all_src_offsets[i][j] of key i's object into

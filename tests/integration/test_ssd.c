@@ -136,6 +136,37 @@ Test(ssd, evict_then_prefetch_named_keys)
 	mmc_destroy(reader);
 }
 
+/* A GVA read of a range on SSD is refused before anything moves (an SSD segment is no RMA target): the reader
+ * brings the key to DRAM first. */
+Test(ssd, a_gva_copy_of_an_ssd_range_is_refused)
+{
+	const char *k[] = {"gva-on-ssd"};
+	char buf[4096];
+	void *b = buf;
+	size_t n = sizeof(buf);
+	mmc_key_info info;
+	mmc_gva g;
+	int res;
+
+	put("gva-on-ssd", 6);
+	cr_assert_eq(mmc_evict_keys(s, k, 1, MMC_MEDIA_DRAM, MMC_MEDIA_SSD, 0), 0);
+	cr_assert_eq(mmc_batch_add_lease(s, k, 1, 10000, &res), 0);
+	cr_assert_eq(res, 0);
+	cr_assert_eq(mmc_get_key_info(s, "gva-on-ssd", 0, &info), 0);
+	cr_assert_eq(info.type[0], MMC_MEDIA_SSD);
+	g = info.gva[0];
+	memset(buf, 0x5a, sizeof(buf));
+	cr_assert_eq(mmc_batch_copy(s, &g, &b, &n, 1, MMC_COPY_G2H, 0), MMC_INVALID_PARAM);
+	cr_assert_eq((unsigned char)buf[0], 0x5a);
+	cr_assert_eq(mmc_prefetch_keys(s, k, 1, MMC_MEDIA_SSD, MMC_MEDIA_DRAM, 0), 0);
+	cr_assert_eq(mmc_batch_add_lease(s, k, 1, 10000, &res), 0);
+	cr_assert_eq(mmc_get_key_info(s, "gva-on-ssd", 0, &info), 0);
+	cr_assert_eq(info.type[0], MMC_MEDIA_DRAM);
+	g = info.gva[0];
+	cr_assert_eq(mmc_batch_copy(s, &g, &b, &n, 1, MMC_COPY_G2H, 0), 0);
+	cr_assert_eq(mmc_batch_remove_lease(s, k, 1), 0);
+}
+
 /* One get batch of a key on SSD, one in DRAM and one missing takes the tier path for all of them; once the SSD key is
  * back in DRAM, the same batch is answered at once from the objects its first lookup found. */
 Test(ssd, a_batch_mixing_tiers_and_a_missing_key)

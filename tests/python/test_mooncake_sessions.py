@@ -244,6 +244,36 @@ class Sessions(mmctest.ServerTest):
             self.assertTrue(np.array_equal(s, d))
 
 
+class SsdTier(mmctest.ServerTest):
+    """A get session of an object on the SSD tier (moved there by its owner): the start brings it back to DRAM,
+    since ranges move memory to memory."""
+
+    def test_a_session_of_an_object_on_ssd(self):
+        import os
+        import tempfile
+        import mmc
+        cfg = mmc.LocalConfig()
+        cfg.meta_service_url, cfg.protocol, cfg.dram_size = self.meta.url, mmctest.PROTOCOL, 64 << 20
+        cfg.ssd_path, cfg.ssd_size = os.path.join(tempfile.mkdtemp(prefix="mmc-ssd-"), "tier"), 64 << 20
+        owner = mmc.DistributedObjectStore()
+        self.assertEqual((owner.setup(cfg), owner.init(0, True)), (0, 0))
+        self.addCleanup(owner.close)
+        src = pages(1, 12)
+        whole = np.stack([x[0] for x in src])
+        self.assertEqual(owner.put("ssd/k", whole.tobytes()), 0)
+        self.assertEqual(owner.evict_keys(["ssd/k"]), 0)
+        reader = new_store(self.meta, lend=0)
+        self.addCleanup(reader.close)
+        self.assertTrue(reader.get_replica_desc("ssd/k")[0].is_disk_replica())
+        self.assertEqual(reader.batch_get_session_start(["ssd/k"]), [0])
+        dst = [np.zeros_like(x) for x in src]
+        for layer in range(LAYERS):
+            self.assertEqual(reader.batch_get_into_multi_buffer_ranges(["ssd/k"], *layer_ranges(dst, layer, 1)),
+                             [PAGE])
+        self.assertEqual(reader.batch_get_session_end(["ssd/k"]), 0)
+        self.assertTrue(np.array_equal(np.stack([x[0] for x in dst]), whole))
+
+
 class ShortLeases(mmctest.ServerTest):
     """A session outliving its lease: its ranges fail with LEASE_EXPIRED and move nothing."""
     server_env = ("ock.mmc.meta.lease_ttl_ms=300",)
