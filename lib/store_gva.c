@@ -343,9 +343,11 @@ static int copy_lease_holds(void *arg)
 }
 
 /* Checks every range before anything moves; fills one xfer key per copy; *expiry: the earliest lease of the reads,
- * or of the writes not yet published. Caller holds the read lock. */
-static int plan_copies(struct mmc_store *s, const mmc_gva *gvas, void *const *bufs, const size_t *sizes, size_t n,
-                       bool write, struct xfer_key *xk, struct xfer_piece *pieces, uint64_t *expiry)
+ * or of the writes not yet published. keys (NULL: any): the key each range's grant must be for. Caller holds the
+ * read lock. */
+static int plan_copies(struct mmc_store *s, const char *const *keys, const mmc_gva *gvas, void *const *bufs,
+                       const size_t *sizes, size_t n, bool write, struct xfer_key *xk, struct xfer_piece *pieces,
+                       uint64_t *expiry)
 {
 	uint64_t now = clock_ms(), losses = meta_conn_losses(s->meta);
 
@@ -358,8 +360,12 @@ static int plan_copies(struct mmc_store *s, const mmc_gva *gvas, void *const *bu
 		if (!bufs[i] || !sizes[i] || !mmc_gva_valid(g) || mmc_gva_media(g) == MMC_MEDIA_SSD)
 			return MMC_INVALID_PARAM;
 		e = gva_tracker_find(s->gva, g, sizes[i], write ? GVA_WRITE : GVA_READ);
-		if (!e)
+		if (!e || (keys && !keys[i]))
 			return MMC_INVALID_PARAM;
+		/* the key's own grant is gone and its space was granted again for another object of this store: the
+		 * caller's range is stale, and reaching it would move that object's bytes */
+		if (keys && strcmp(e->key, keys[i]) != 0)
+			return MMC_LEASE_EXPIRED;
 		/* past its write lease the space may already belong to another object: never write there; nor under a
 		 * lease from a server that has gone since (its successor never granted it) */
 		if (write && !e->readable && (e->expiry_ms <= now || e->losses != losses))
@@ -379,10 +385,10 @@ static int plan_copies(struct mmc_store *s, const mmc_gva *gvas, void *const *bu
 	return 0;
 }
 
-int mmc_batch_copy(mmc_store *s, const mmc_gva *gvas, void *const *bufs, const size_t *sizes, size_t n, int32_t direct,
-                   uint32_t flag)
+/* keyed: keys must be given (mmc_batch_copy_keys), else they are NULL (mmc_batch_copy). */
+static int copy_ranges(struct mmc_store *s, bool keyed, const char *const *keys, const mmc_gva *gvas, void *const *bufs,
+                       const size_t *sizes, size_t n, int32_t direct)
 {
-	STORE_CALL(s);
 	bool write = direct_is_write(direct);
 	struct xfer_key *xk;
 	struct xfer_piece *pieces;
@@ -394,7 +400,8 @@ int mmc_batch_copy(mmc_store *s, const mmc_gva *gvas, void *const *bufs, const s
 	if (rc)
 		return rc;
 	losses = meta_conn_losses(s->meta);
-	if (!gvas || !bufs || !sizes || n > MMC_BATCH_MAX * MMC_LAYERS_MAX || (!write && !direct_is_read(direct)))
+	if (!gvas || !bufs || !sizes || (keyed && !keys) || n > MMC_BATCH_MAX * MMC_LAYERS_MAX ||
+	    (!write && !direct_is_read(direct)))
 		return MMC_INVALID_PARAM;
 	if (n == 0)
 		return 0;
@@ -405,7 +412,7 @@ int mmc_batch_copy(mmc_store *s, const mmc_gva *gvas, void *const *bufs, const s
 		goto out;
 	}
 	pthread_rwlock_rdlock(&s->gva->lock);
-	rc = plan_copies(s, gvas, bufs, sizes, n, write, xk, pieces, &expiry);
+	rc = plan_copies(s, keys, gvas, bufs, sizes, n, write, xk, pieces, &expiry);
 	pthread_rwlock_unlock(&s->gva->lock);
 	if (rc)
 		goto out;
@@ -426,4 +433,20 @@ out:
 	free(xk);
 	free(pieces);
 	return rc;
+}
+
+int mmc_batch_copy(mmc_store *s, const mmc_gva *gvas, void *const *bufs, const size_t *sizes, size_t n, int32_t direct,
+                   uint32_t flag)
+{
+	STORE_CALL(s);
+	(void)flag;
+	return copy_ranges(s, false, NULL, gvas, bufs, sizes, n, direct);
+}
+
+int mmc_batch_copy_keys(mmc_store *s, const char *const *keys, const mmc_gva *gvas, void *const *bufs,
+                        const size_t *sizes, size_t n, int32_t direct, uint32_t flag)
+{
+	STORE_CALL(s);
+	(void)flag;
+	return copy_ranges(s, true, keys, gvas, bufs, sizes, n, direct);
 }

@@ -757,6 +757,19 @@ MMC_API int mmc_batch_copy(mmc_store *s, const mmc_gva *gvas, void *const *bufs,
                            int32_t direct, uint32_t flag);
 
 /**
+ * mmc_batch_copy(), each range naming the key it belongs to. A range whose grant in this store is for another key is
+ * refused with MMC_LEASE_EXPIRED before anything moves: that happens when the key's own allocation or lease ended
+ * and the space was granted again to this store for another object, so a caller still holding the old GVA would
+ * otherwise write or read that object's bytes. A caller that keeps GVAs for a while and cannot tell when its leases
+ * end (one asked with lease_ttl_ms 0 lasts the server's ock.mmc.meta.lease_ttl_ms) copies this way.
+ * @param keys [in] n keys, keys[i] the key gvas[i] was allocated or leased for; read during the call only
+ * @return as mmc_batch_copy(); MMC_INVALID_PARAM also for keys or a keys[i] NULL.
+ * Thread-safe, as mmc_batch_copy().
+ */
+MMC_API int mmc_batch_copy_keys(mmc_store *s, const char *const *keys, const mmc_gva *gvas, void *const *bufs,
+                                const size_t *sizes, size_t n, int32_t direct, uint32_t flag);
+
+/**
  * Publishes (write_results[i] == 0) or drops (non-zero) each key allocated by mmc_batch_malloc(). Acknowledged once
  * durable.
  * A finish names an allocation, not only a key: the calling thread's latest mmc_batch_malloc() of the key, or,

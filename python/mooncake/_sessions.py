@@ -8,8 +8,9 @@ end no meta server round trip is made: the ranges go straight between the caller
 
 Sessions are the store's, as Mooncake's are: any thread may write, read or end them; one is open per key and
 direction. A range names offsets inside the object its session started and is checked against its size. Ranges
-run under the write or read lease (ock.mmc.meta.lease_ttl_ms, 10 s by default); past it they fail with
-LEASE_EXPIRED and nothing more is written or read.
+run under the write or read lease (ock.mmc.meta.lease_ttl_ms, 10 s by default) and name their key
+(mmc_batch_copy_keys): past the lease they fail with LEASE_EXPIRED and move nothing, also once the space has been
+granted again for another key.
 """
 import threading
 
@@ -18,13 +19,14 @@ from mmc import _lib
 from mmc._lib import lib, BATCH_MAX, LAYERS_MAX
 
 from ._batch import in_chunks
-from ._codes import (INVALID_PARAMS, LEASE_EXPIRED, NO_AVAILABLE_HANDLE, OBJECT_ALREADY_EXISTS, OBJECT_NOT_FOUND,
-                     mooncake_code)
+from ._codes import INVALID_PARAMS, LEASE_EXPIRED, NO_AVAILABLE_HANDLE, OBJECT_NOT_FOUND, mooncake_code
 
 _G2H, _H2G = 2, 3
 _COPY_MAX = BATCH_MAX * LAYERS_MAX  # ranges one mmc_batch_copy takes
 _HBM, _DRAM, _SSD = 0, 1, 2  # enum mmc_media
-_WRITE, _DROP = 0, 1  # mmc_batch_write_finish's write_results
+_WRITE, _DROP = 0, 1
+# a copy refused for one of its keys (not its session's, past its lease): the call's other keys are retried alone
+_ONE_KEY = (_lib.MMC_INVALID_PARAM, _lib.MMC_LEASE_EXPIRED)  # mmc_batch_write_finish's write_results
 
 
 def _code(rc):
@@ -69,10 +71,9 @@ class Sessions:
     # ---- put sessions
     def batch_put_session_start(self, keys, sizes, config=None):
         """Allocates each key's object (sizes[i] bytes) for range writes: per key 0, NO_AVAILABLE_HANDLE (no
-        room, or the key is being written with another size), OBJECT_ALREADY_EXISTS (a put session of the key
-        is open in this store), or a code. A key already stored answers 0: its ranges are skipped and its end
-        succeeds. The config's replica_num must be 1 (one allocation per key); its placement hints are not
-        followed."""
+        room, or the key is being written with another size) or a code. A key this store is writing already goes
+        on with its allocation (0); a key already stored answers 0: its ranges are skipped and its end succeeds.
+        The config's replica_num must be 1 (one allocation per key); its placement hints are not followed."""
         ks, ns = A.keys(keys), A.seq(sizes, "sizes")
         if not self._ready() or len(ns) != len(ks):
             return [INVALID_PARAMS] * len(ks)
@@ -84,32 +85,29 @@ class Sessions:
         ns = A.u64s(ns, "sizes")
         if len(ks) > BATCH_MAX:
             return in_chunks(lambda k, n: self.batch_put_session_start(k, n, config), len(ks), ks, ns)
-        out, new = [OBJECT_ALREADY_EXISTS] * len(ks), {}
-        with self._sessions.lock:
-            for i, k in enumerate(ks):
-                if not ns[i]:
-                    out[i] = INVALID_PARAMS
-                elif k not in self._sessions.puts and k not in new:
-                    new[k] = i
-        if not new:
-            return out
-        idx = list(new.values())
+        first = {}  # a key named twice is started once, with its first size, and answers as its first entry
+        for i, k in enumerate(ks):
+            if ns[i]:
+                first.setdefault(k, i)
+        out = [INVALID_PARAMS] * len(ks)
+        idx = list(first.values())
+        if idx:
+            self._allocate(ks, idx, A.u64s([ns[i] for i in idx], "sizes"), out)
+        return [out[first[k]] if ns[i] and k in first else out[i] for i, k in enumerate(ks)]
+
+    def _allocate(self, ks, idx, wanted, out):
         gvas = A.zeros_u64(len(idx))
-        wanted = A.u64s([ns[i] for i in idx], "sizes")
-        rc = lib.mmc_batch_malloc(self._d._s, A.key_array([ks[i] for i in idx]), A.addr(wanted), len(idx),
-                                  _DRAM, 0, A.addr(gvas))
+        rc = lib.mmc_batch_malloc(self._d._s, A.key_array([ks[i] for i in idx]), A.addr(wanted), len(idx), _DRAM, 0,
+                                  A.addr(gvas))
         with self._sessions.lock:
             for j, i in enumerate(idx):
                 if rc:
                     out[i] = _code(rc)
                 elif not gvas[j]:
                     out[i] = NO_AVAILABLE_HANDLE
-                elif ks[i] in self._sessions.puts:  # another thread started it meanwhile
-                    out[i] = OBJECT_ALREADY_EXISTS
                 else:
                     self._sessions.puts[ks[i]] = (gvas[j], wanted[j])
                     out[i] = 0
-        return out
 
     def batch_put_from_multi_buffer_ranges(self, keys, all_buffer_ptrs, all_sizes, all_dst_offsets):
         """Writes each key's ranges: all_buffer_ptrs[i][j] (all_sizes[i][j] bytes) to offset all_dst_offsets[i][j]
@@ -189,8 +187,11 @@ class Sessions:
         res = A.results(len(names))
         rc = lib.mmc_batch_add_lease(self._d._s, A.key_array(names), len(names), 0, A.addr(res))
         leased = [(i, names[j]) for j, i in enumerate(idx) if not rc and res[j] == 0]
-        for j, i in enumerate(idx):
-            out[i] = _code(rc or res[j])
+        with self._sessions.lock:
+            for j, i in enumerate(idx):
+                out[i] = _code(rc or res[j])
+                if out[i]:  # an open session of a key gone since ends here
+                    self._sessions.gets.pop(names[j], None)
         if not leased:
             return []
         infos = (_lib.mmc_key_info * len(leased))()
@@ -201,6 +202,7 @@ class Sessions:
                 mem = [j for j in range(min(info.blob_num, _lib.REPLICA_MAX)) if info.type[j] in (_HBM, _DRAM)]
                 if rc or not info.blob_num:
                     out[i] = _code(rc) if rc else OBJECT_NOT_FOUND
+                    self._sessions.gets.pop(k, None)
                 elif not mem:
                     on_ssd.append(i)
                 else:
@@ -260,19 +262,27 @@ class Sessions:
         with self._sessions.lock:
             sessions = [table.get(k) for k in ks]
         out = [OBJECT_NOT_FOUND if s is None else INVALID_PARAMS for s in sessions]
-        plan = [(i, s[0], rows[i]) for i, s in enumerate(sessions) if s is not None and _fits(rows[i], s[1])]
+        plan = [(i, ks[i], s[0], rows[i]) for i, s in enumerate(sessions) if s is not None and _fits(rows[i], s[1])]
         for part in _copy_parts(plan):
             rc = _copy(self._d._s, part, direct)
-            for i, _, row in part:
-                out[i] = sum(row[1]) if rc == 0 else _code(rc)
+            if rc in _ONE_KEY and len(part) > 1:  # refused for one key: the others go on, each alone
+                for entry in part:
+                    out[entry[0]] = _answer(_copy(self._d._s, [entry], direct), entry)
+            else:
+                for entry in part:
+                    out[entry[0]] = _answer(rc, entry)
         return out
 
 
+def _answer(rc, entry):
+    return sum(entry[3][1]) if rc == 0 else _code(rc)
+
+
 def _copy_parts(plan):
-    """plan's keys in runs of at most _COPY_MAX non-empty ranges: one mmc_batch_copy each."""
+    """plan's keys in runs of at most _COPY_MAX non-empty ranges: one mmc_batch_copy_keys each."""
     part, n = [], 0
     for entry in plan:
-        m = sum(1 for x in entry[2][1] if x)
+        m = sum(1 for x in entry[3][1] if x)
         if part and n + m > _COPY_MAX:
             yield part
             part, n = [], 0
@@ -283,13 +293,16 @@ def _copy_parts(plan):
 
 
 def _copy(s, part, direct):
-    gvas, bufs, sizes = A.zeros_u64(0), A.zeros_u64(0), A.zeros_u64(0)
-    for _, gva, (ps, ns, os_) in part:
+    """One keyed copy of part's ranges: a range of a key whose grant is gone never reaches another key's object."""
+    names, gvas, bufs, sizes = [], A.zeros_u64(0), A.zeros_u64(0), A.zeros_u64(0)
+    for _, key, gva, (ps, ns, os_) in part:
         for p, n, o in zip(ps, ns, os_):
             if n:  # libmmc refuses an empty range
+                names.append(key)
                 gvas.append(gva + o)
                 bufs.append(p)
                 sizes.append(n)
     if not sizes:
         return 0
-    return lib.mmc_batch_copy(s, A.addr(gvas), A.addr(bufs), A.addr(sizes), len(sizes), direct, 0)
+    return lib.mmc_batch_copy_keys(s, A.key_array(names), A.addr(gvas), A.addr(bufs), A.addr(sizes), len(sizes),
+                                   direct, 0)

@@ -489,3 +489,39 @@ Test(gva, a_lease_the_server_lost_is_not_reported_released)
 	cr_assert_eq(mmc_is_exist(s, k[0]), 1);
 	cr_assert_eq(mmc_batch_remove_lease(s, k, 1), MMC_LEASE_EXPIRED);
 }
+
+/* A GVA kept past its key's write lease, once the space is this store's again for another key: a plain copy reaches
+ * that key's object (mmc.h), a keyed copy is refused before anything moves. */
+Test(gva, a_keyed_copy_of_a_stale_gva_does_not_reach_the_next_key)
+{
+	const char *old[] = {"stale/old"};
+	char name[32], buf[4 * KiB], back[4 * KiB];
+	const char *next[] = {name};
+	size_t size = 4 * KiB;
+	void *p = buf;
+	mmc_gva was, now = 0, g;
+	int res;
+
+	cr_assert_eq(mmc_batch_malloc(s, old, &size, 1, MMC_MEDIA_DRAM, 100, &was), 0);
+	/* the write lease runs out; the server sets the space aside and frees it once this store has been seen running
+	 * for a second (its frames: the allocations that look for it) */
+	for (int i = 0; i < 60 && now != was; i++) {
+		usleep(100000); /* deliberate: the server's sweep and quarantine run on its real clock */
+		snprintf(name, sizeof(name), "stale/next/%d", i);
+		cr_assert_eq(mmc_batch_malloc(s, next, &size, 1, MMC_MEDIA_DRAM, 5000, &now), 0);
+	}
+	cr_assert_eq(now, was, "the reclaimed space was not allocated again");
+	pattern_fill(buf, size, 61);
+	g = now;
+	cr_assert_eq(mmc_batch_copy_keys(s, next, &g, &p, &size, 1, MMC_COPY_H2G, 0), 0);
+	pattern_fill(buf, size, 62);
+	g = was;
+	cr_assert_eq(mmc_batch_copy_keys(s, old, &g, &p, &size, 1, MMC_COPY_H2G, 0), MMC_LEASE_EXPIRED);
+	cr_assert_eq(mmc_batch_copy_keys(s, NULL, &g, &p, &size, 1, MMC_COPY_H2G, 0), MMC_INVALID_PARAM);
+	cr_assert_eq(mmc_batch_copy_keys(s, (const char *const[]){NULL}, &g, &p, &size, 1, MMC_COPY_H2G, 0),
+	             MMC_INVALID_PARAM);
+	cr_assert_eq(mmc_batch_write_finish(s, next, &(int32_t){0}, 1, &res), 0);
+	cr_assert_eq(res, 0);
+	cr_assert_eq(mmc_get_into(s, name, back, size, MMC_COPY_G2H), 0);
+	cr_assert_eq(pattern_check(back, size, 61), size, "the stale range's bytes reached the next key");
+}

@@ -109,9 +109,12 @@ class Sessions(mmctest.ServerTest):
 
     def test_what_is_wrong_gets_its_code_and_the_rest_goes_on(self):
         keys, src = self.keys(3), pages(3, 4)
+        # a zero size; a key twice (started once: both answer as the first)
         self.assertEqual(self.a.batch_put_session_start(keys[:2] + keys[:1], [LAYERS * PAGE, 0, 4096]),
-                         [0, mc.INVALID_PARAMS, mc.OBJECT_ALREADY_EXISTS])  # a zero size; a key twice
-        self.assertEqual(self.a.batch_put_session_start(keys[:1], [LAYERS * PAGE]), [mc.OBJECT_ALREADY_EXISTS])
+                         [0, mc.INVALID_PARAMS, 0])
+        # started again: it goes on with its allocation; with another size it cannot
+        self.assertEqual(self.a.batch_put_session_start(keys[:1], [LAYERS * PAGE]), [0])
+        self.assertEqual(self.a.batch_put_session_start(keys[:1], [PAGE]), [mc.NO_AVAILABLE_HANDLE])
         ptrs, sizes, _ = layer_ranges(src, 0, 3)
         # past the object's end, no session: those keys fail, nothing of theirs is written, the others are
         other = "%s/other" % self.id()
@@ -143,6 +146,25 @@ class Sessions(mmctest.ServerTest):
         self.assertEqual(self.b.batch_get_session_end(keys), 0)
         self.assertEqual(self.b.batch_get_session_end(keys), 0)  # twice: nothing open, nothing to do
 
+    def test_a_key_another_store_writes_fails_alone(self):
+        """Two instances saving one prefix at once: the second's ranges of the first's key fail, the rest of its
+        call goes on, and its revoke leaves the first's allocation alone."""
+        keys, src = self.keys(2), pages(2, 13)
+        self.assertEqual(self.b.batch_put_session_start(keys[:1], [LAYERS * PAGE]), [0])  # the other instance
+        self.assertEqual(self.a.batch_put_session_start(keys, [LAYERS * PAGE] * 2), [0, 0])
+        res = self.a.batch_put_from_multi_buffer_ranges(keys, *layer_ranges(src, 0, 2))
+        self.assertLess(res[0], 0)
+        self.assertEqual(res[1], PAGE)
+        self.assertEqual(self.a.batch_put_session_revoke(keys[:1]), [0])
+        for layer in range(LAYERS):
+            self.assertEqual(self.b.batch_put_from_multi_buffer_ranges(keys[:1], *layer_ranges(src, layer, 1)),
+                             [PAGE])
+        self.assertEqual(self.b.batch_put_session_end(keys[:1]), [0])
+        self.assertEqual(self.a.batch_put_session_revoke(keys[1:]), [0])
+        out = np.zeros((LAYERS, PAGE), dtype=np.uint8)
+        self.assertEqual(self.a.get_into(keys[0], out.ctypes.data, out.nbytes), out.nbytes)
+        self.assertTrue(np.array_equal(out, np.stack([x[0] for x in src])))
+
     def test_an_existing_key_answers_as_stored(self):
         keys, src = self.keys(1), pages(1, 5)
         self.write(keys, src)
@@ -160,9 +182,13 @@ class Sessions(mmctest.ServerTest):
         out = [np.zeros_like(x) for x in src]
         for layer in range(LAYERS):
             self.assertEqual(self.b.batch_get_into_multi_buffer_ranges(keys, *layer_ranges(out, layer, 1)), [PAGE])
-        self.assertEqual(self.b.batch_get_session_end(keys), 0)
         for s, d in zip(src, out):
             self.assertTrue(np.array_equal(s, d))
+        # started again, the key is gone: its session ends with that answer
+        self.assertEqual(self.b.batch_get_session_start(keys), [mc.OBJECT_NOT_FOUND])
+        self.assertEqual(self.b.batch_get_into_multi_buffer_ranges(keys, *layer_ranges(out, 0, 1)),
+                         [mc.OBJECT_NOT_FOUND])
+        self.assertEqual(self.b.batch_get_session_end(keys), 0)
 
     def test_threads_write_and_read_layers_of_shared_sessions(self):
         """Mooncake's sessions are the store's: here each thread moves some layers of every key."""
@@ -295,6 +321,50 @@ class ShortLeases(mmctest.ServerTest):
                          [mc.LEASE_EXPIRED])
         self.assertTrue((out == 7).all(), "an expired read wrote the buffer")
         self.assertEqual(s.batch_get_session_end(["late/r"]), 0)
+
+    def test_a_stale_session_never_reaches_the_next_key_s_object(self):
+        """A session kept past its lease, once its space was allocated again to the same store for another key:
+        its ranges fail and move nothing, either way."""
+        s = new_store(self.meta)
+        self.addCleanup(s.close)
+        old, new = np.full(PAGE, 0x11, dtype=np.uint8), np.full(PAGE, 0x22, dtype=np.uint8)
+        self.assertEqual(s.batch_put_session_start(["stale/k"], [PAGE]), [0])
+        was = s._sessions.puts[b"stale/k"][0]
+        for i in range(60):  # the lease runs out; the space comes back once this store is seen running a while
+            time.sleep(0.1)  # deliberate: the server's reclaim runs on its real clock
+            key = "stale/j%d" % i
+            self.assertEqual(s.batch_put_session_start([key], [PAGE]), [0])
+            if s._sessions.puts[key.encode()][0] == was:
+                break
+        self.assertEqual(s._sessions.puts[key.encode()][0], was, "the space was not allocated again")
+        self.assertEqual(s.batch_put_from_multi_buffer_ranges([key], [[new.ctypes.data]], [[PAGE]], [[0]]), [PAGE])
+        self.assertEqual(s.batch_put_from_multi_buffer_ranges(["stale/k"], [[old.ctypes.data]], [[PAGE]], [[0]]),
+                         [mc.LEASE_EXPIRED])
+        self.assertEqual(s.batch_put_session_end([key]), [0])
+        out = np.zeros(PAGE, dtype=np.uint8)
+        self.assertEqual(s.get_into(key, out.ctypes.data, PAGE), PAGE)
+        self.assertTrue((out == 0x22).all(), "a stale put session wrote another key's object")
+        # a stale get session: its object removed, the next key's object put in its space and leased
+        self.assertEqual(s.batch_get_session_start([key]), [0])
+        time.sleep(0.6)  # deliberate: past the read lease, by the client's clock too
+        self.assertEqual(s.remove(key), 0)
+        third = np.full(PAGE, 0x33, dtype=np.uint8)
+        for i in range(60):
+            time.sleep(0.1)  # deliberate, as above
+            other = "stale/o%d" % i
+            self.assertEqual(s.batch_put_session_start([other], [PAGE]), [0])
+            if s._sessions.puts[other.encode()][0] == was:
+                break
+            self.assertEqual(s.batch_put_session_revoke([other]), [0])
+        self.assertEqual(s._sessions.puts[other.encode()][0], was, "the space was not used again")
+        self.assertEqual(s.batch_put_from_multi_buffer_ranges([other], [[third.ctypes.data]], [[PAGE]], [[0]]),
+                         [PAGE])
+        self.assertEqual(s.batch_put_session_end([other]), [0])
+        self.assertEqual(s.batch_get_session_start([other]), [0])
+        out[:] = 7
+        self.assertEqual(s.batch_get_into_multi_buffer_ranges([key], [[out.ctypes.data]], [[PAGE]], [[0]]),
+                         [mc.LEASE_EXPIRED])
+        self.assertTrue((out == 7).all(), "a stale get session read another key's object")
 
 
 if __name__ == "__main__":
