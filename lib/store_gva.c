@@ -342,14 +342,32 @@ static int copy_lease_holds(void *arg)
 	           : MMC_LEASE_EXPIRED;
 }
 
+/* The grant a keyed copy's range must fall in: the one for keys[i] that starts at bases[i]. */
+struct copy_grants {
+	const char *const *keys; /* NULL: any grant of this store (mmc_batch_copy) */
+	const mmc_gva *bases;
+};
+
+/* 0, MMC_INVALID_PARAM (no such key or base given, or no grant for a plain copy) or MMC_LEASE_EXPIRED (the
+ * range's grant is another one: the caller's ended and its space was granted again, for another key or for the key
+ * at another place). */
+static int grant_is_callers(const struct copy_grants *cg, size_t i, const struct gva_entry *e)
+{
+	if (!cg->keys)
+		return e ? 0 : MMC_INVALID_PARAM;
+	if (!store_key_ok(cg->keys[i]) || !mmc_gva_valid(cg->bases[i]))
+		return MMC_INVALID_PARAM;
+	return e && e->start == cg->bases[i] && strcmp(e->key, cg->keys[i]) == 0 ? 0 : MMC_LEASE_EXPIRED;
+}
+
 /* Checks every range before anything moves; fills one xfer key per copy; *expiry: the earliest lease of the reads,
- * or of the writes not yet published. keys (NULL: any): the key each range's grant must be for. Caller holds the
- * read lock. */
-static int plan_copies(struct mmc_store *s, const char *const *keys, const mmc_gva *gvas, void *const *bufs,
+ * or of the writes not yet published. Caller holds the read lock. */
+static int plan_copies(struct mmc_store *s, const struct copy_grants *cg, const mmc_gva *gvas, void *const *bufs,
                        const size_t *sizes, size_t n, bool write, struct xfer_key *xk, struct xfer_piece *pieces,
                        uint64_t *expiry)
 {
 	uint64_t now = clock_ms(), losses = meta_conn_losses(s->meta);
+	int rc;
 
 	*expiry = UINT64_MAX;
 	for (size_t i = 0; i < n; i++) {
@@ -360,12 +378,8 @@ static int plan_copies(struct mmc_store *s, const char *const *keys, const mmc_g
 		if (!bufs[i] || !sizes[i] || !mmc_gva_valid(g) || mmc_gva_media(g) == MMC_MEDIA_SSD)
 			return MMC_INVALID_PARAM;
 		e = gva_tracker_find(s->gva, g, sizes[i], write ? GVA_WRITE : GVA_READ);
-		if (!e || (keys && !keys[i]))
-			return MMC_INVALID_PARAM;
-		/* the key's own grant is gone and its space was granted again for another object of this store: the
-		 * caller's range is stale, and reaching it would move that object's bytes */
-		if (keys && strcmp(e->key, keys[i]) != 0)
-			return MMC_LEASE_EXPIRED;
+		if ((rc = grant_is_callers(cg, i, e)) != 0)
+			return rc;
 		/* past its write lease the space may already belong to another object: never write there; nor under a
 		 * lease from a server that has gone since (its successor never granted it) */
 		if (write && !e->readable && (e->expiry_ms <= now || e->losses != losses))
@@ -385,9 +399,9 @@ static int plan_copies(struct mmc_store *s, const char *const *keys, const mmc_g
 	return 0;
 }
 
-/* keyed: keys must be given (mmc_batch_copy_keys), else they are NULL (mmc_batch_copy). */
-static int copy_ranges(struct mmc_store *s, bool keyed, const char *const *keys, const mmc_gva *gvas, void *const *bufs,
-                       const size_t *sizes, size_t n, int32_t direct)
+/* keyed: cg must name keys and bases (mmc_batch_copy_keys), else it names neither (mmc_batch_copy). */
+static int copy_ranges(struct mmc_store *s, bool keyed, const struct copy_grants *cg, const mmc_gva *gvas,
+                       void *const *bufs, const size_t *sizes, size_t n, int32_t direct)
 {
 	bool write = direct_is_write(direct);
 	struct xfer_key *xk;
@@ -400,7 +414,7 @@ static int copy_ranges(struct mmc_store *s, bool keyed, const char *const *keys,
 	if (rc)
 		return rc;
 	losses = meta_conn_losses(s->meta);
-	if (!gvas || !bufs || !sizes || (keyed && !keys) || n > MMC_BATCH_MAX * MMC_LAYERS_MAX ||
+	if (!gvas || !bufs || !sizes || (keyed && (!cg->keys || !cg->bases)) || n > MMC_BATCH_MAX * MMC_LAYERS_MAX ||
 	    (!write && !direct_is_read(direct)))
 		return MMC_INVALID_PARAM;
 	if (n == 0)
@@ -412,7 +426,7 @@ static int copy_ranges(struct mmc_store *s, bool keyed, const char *const *keys,
 		goto out;
 	}
 	pthread_rwlock_rdlock(&s->gva->lock);
-	rc = plan_copies(s, keys, gvas, bufs, sizes, n, write, xk, pieces, &expiry);
+	rc = plan_copies(s, cg, gvas, bufs, sizes, n, write, xk, pieces, &expiry);
 	pthread_rwlock_unlock(&s->gva->lock);
 	if (rc)
 		goto out;
@@ -439,14 +453,18 @@ int mmc_batch_copy(mmc_store *s, const mmc_gva *gvas, void *const *bufs, const s
                    uint32_t flag)
 {
 	STORE_CALL(s);
+	struct copy_grants any = {NULL, NULL};
+
 	(void)flag;
-	return copy_ranges(s, false, NULL, gvas, bufs, sizes, n, direct);
+	return copy_ranges(s, false, &any, gvas, bufs, sizes, n, direct);
 }
 
-int mmc_batch_copy_keys(mmc_store *s, const char *const *keys, const mmc_gva *gvas, void *const *bufs,
-                        const size_t *sizes, size_t n, int32_t direct, uint32_t flag)
+int mmc_batch_copy_keys(mmc_store *s, const char *const *keys, const mmc_gva *bases, const mmc_gva *gvas,
+                        void *const *bufs, const size_t *sizes, size_t n, int32_t direct, uint32_t flag)
 {
 	STORE_CALL(s);
+	struct copy_grants granted = {keys, bases};
+
 	(void)flag;
-	return copy_ranges(s, true, keys, gvas, bufs, sizes, n, direct);
+	return copy_ranges(s, true, &granted, gvas, bufs, sizes, n, direct);
 }

@@ -702,10 +702,10 @@ MMC_API int mmc_batch_add_lease(mmc_store *s, const char *const *keys, size_t n,
  * (a get's lease ends with its call), and a get's end leaves these leases in place.
  * @return MMC_OK; MMC_LEASE_EXPIRED (a key had no such lease, or it had already expired, by this store's clock or
  *         by the server, which does not keep leases across its restart or a failover; the others are released
- *         anyway); MMC_INVALID_PARAM (s, keys, n); MMC_CLIENT_NOT_INIT; MMC_NOT_CONNECTED_META; MMC_TIMEOUT;
- *         MMC_MALLOC_FAILED; MMC_INTERNAL_ERROR.
- * Thread-safe; a copy under one of these leases still running on another thread may then fail with
- * MMC_LEASE_EXPIRED or read reused bytes: release only what no thread is reading.
+ *         anyway. A call retried on a new connection counts a lease the server no longer has as released: its
+ *         first try may have released it); MMC_INVALID_PARAM (s, keys, n); MMC_CLIENT_NOT_INIT; MMC_NOT_CONNECTED_META;
+ * MMC_TIMEOUT; MMC_MALLOC_FAILED; MMC_INTERNAL_ERROR. Thread-safe; a copy under one of these leases still running on
+ * another thread may then fail with MMC_LEASE_EXPIRED or read reused bytes: release only what no thread is reading.
  */
 MMC_API int mmc_batch_remove_lease(mmc_store *s, const char *const *keys, size_t n);
 
@@ -757,17 +757,22 @@ MMC_API int mmc_batch_copy(mmc_store *s, const mmc_gva *gvas, void *const *bufs,
                            int32_t direct, uint32_t flag);
 
 /**
- * mmc_batch_copy(), each range naming the key it belongs to. A range whose grant in this store is for another key is
- * refused with MMC_LEASE_EXPIRED before anything moves: that happens when the key's own allocation or lease ended
- * and the space was granted again to this store for another object, so a caller still holding the old GVA would
- * otherwise write or read that object's bytes. A caller that keeps GVAs for a while and cannot tell when its leases
- * end (one asked with lease_ttl_ms 0 lasts the server's ock.mmc.meta.lease_ttl_ms) copies this way.
- * @param keys [in] n keys, keys[i] the key gvas[i] was allocated or leased for; read during the call only
- * @return as mmc_batch_copy(); MMC_INVALID_PARAM also for keys or a keys[i] NULL.
+ * mmc_batch_copy(), each range naming the grant it was given under: the key and the GVA the allocation or lease
+ * handed out. A range that falls in another grant is refused with MMC_LEASE_EXPIRED before anything moves. That
+ * happens when the caller's allocation or lease ended and the space was granted again to this store, for another
+ * key or for the same key at another place: a plain copy of the old GVA would then move that object's bytes. A
+ * caller that keeps GVAs for a while and cannot tell when its leases end (one asked with lease_ttl_ms 0 lasts the
+ * server's ock.mmc.meta.lease_ttl_ms) copies this way.
+ * @param keys  [in] n keys: keys[i] the key gvas[i] was allocated or leased for; read during the call only
+ * @param bases [in] n GVAs: bases[i] the one mmc_batch_malloc() returned for keys[i], or for a read the
+ *              mmc_key_info gva[] of the replica leased; gvas[i] lies in [bases[i], bases[i] + object size)
+ * @return as mmc_batch_copy(); MMC_INVALID_PARAM also for keys or bases NULL, a bad keys[i] (NULL, empty, longer
+ *         than MMC_KEY_MAX) or a bases[i] that is no GVA; MMC_LEASE_EXPIRED also for a range no live grant of this
+ *         store for keys[i] at bases[i] covers (it ended).
  * Thread-safe, as mmc_batch_copy().
  */
-MMC_API int mmc_batch_copy_keys(mmc_store *s, const char *const *keys, const mmc_gva *gvas, void *const *bufs,
-                                const size_t *sizes, size_t n, int32_t direct, uint32_t flag);
+MMC_API int mmc_batch_copy_keys(mmc_store *s, const char *const *keys, const mmc_gva *bases, const mmc_gva *gvas,
+                                void *const *bufs, const size_t *sizes, size_t n, int32_t direct, uint32_t flag);
 
 /**
  * Publishes (write_results[i] == 0) or drops (non-zero) each key allocated by mmc_batch_malloc(). Acknowledged once

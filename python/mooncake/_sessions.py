@@ -8,9 +8,9 @@ end no meta server round trip is made: the ranges go straight between the caller
 
 Sessions are the store's, as Mooncake's are: any thread may write, read or end them; one is open per key and
 direction. A range names offsets inside the object its session started and is checked against its size. Ranges
-run under the write or read lease (ock.mmc.meta.lease_ttl_ms, 10 s by default) and name their key
-(mmc_batch_copy_keys): past the lease they fail with LEASE_EXPIRED and move nothing, also once the space has been
-granted again for another key.
+run under the write or read lease (ock.mmc.meta.lease_ttl_ms, 10 s by default) and name their grant, key and
+place (mmc_batch_copy_keys): past the lease they fail with LEASE_EXPIRED and move nothing, also once the space has
+been granted again, to another key or to the same key elsewhere.
 """
 import threading
 
@@ -24,9 +24,9 @@ from ._codes import INVALID_PARAMS, LEASE_EXPIRED, NO_AVAILABLE_HANDLE, OBJECT_N
 _G2H, _H2G = 2, 3
 _COPY_MAX = BATCH_MAX * LAYERS_MAX  # ranges one mmc_batch_copy takes
 _HBM, _DRAM, _SSD = 0, 1, 2  # enum mmc_media
-_WRITE, _DROP = 0, 1
-# a copy refused for one of its keys (not its session's, past its lease): the call's other keys are retried alone
-_ONE_KEY = (_lib.MMC_INVALID_PARAM, _lib.MMC_LEASE_EXPIRED)  # mmc_batch_write_finish's write_results
+_WRITE, _DROP = 0, 1  # mmc_batch_write_finish's write_results
+# a copy refused for one of its keys (its grant ended or is another's): the call's other keys are retried alone
+_ONE_KEY = (_lib.MMC_INVALID_PARAM, _lib.MMC_LEASE_EXPIRED)
 
 
 def _code(rc):
@@ -235,20 +235,16 @@ class Sessions:
         return rc
 
     def batch_get_session_refresh(self, keys):
-        """Extends the read lease of each key's open get session: per key 0, OBJECT_NOT_FOUND (no get session)
-        or a code."""
+        """Leases each key's open get session again, from where its object is now (as a start): per key 0,
+        OBJECT_NOT_FOUND (no get session, or its key is gone: the session ends) or a code."""
         ks = A.keys(keys)
         if not self._ready():
             return [INVALID_PARAMS] * len(ks)
         with self._sessions.lock:
             idx = [i for i, k in enumerate(ks) if k in self._sessions.gets]
         out = [OBJECT_NOT_FOUND] * len(ks)
-        for at in range(0, len(idx), BATCH_MAX):
-            part = idx[at:at + BATCH_MAX]
-            res = A.results(len(part))
-            rc = lib.mmc_batch_add_lease(self._d._s, A.key_array([ks[i] for i in part]), len(part), 0, A.addr(res))
-            for j, i in enumerate(part):
-                out[i] = _code(rc or res[j])
+        for i, r in zip(idx, self.batch_get_session_start([ks[i] for i in idx]) if idx else []):
+            out[i] = r
         return out
 
     # ---- ranges, both directions
@@ -275,6 +271,10 @@ class Sessions:
 
 
 def _answer(rc, entry):
+    """A key's answer to its ranges. The ranges were checked against the session's object before the copy, so a
+    refusal of them by libmmc means the session's grant is over (ended, or its space granted again)."""
+    if rc == _lib.MMC_INVALID_PARAM:
+        return LEASE_EXPIRED
     return sum(entry[3][1]) if rc == 0 else _code(rc)
 
 
@@ -294,15 +294,16 @@ def _copy_parts(plan):
 
 def _copy(s, part, direct):
     """One keyed copy of part's ranges: a range of a key whose grant is gone never reaches another key's object."""
-    names, gvas, bufs, sizes = [], A.zeros_u64(0), A.zeros_u64(0), A.zeros_u64(0)
+    names, bases, gvas, bufs, sizes = [], A.zeros_u64(0), A.zeros_u64(0), A.zeros_u64(0), A.zeros_u64(0)
     for _, key, gva, (ps, ns, os_) in part:
         for p, n, o in zip(ps, ns, os_):
             if n:  # libmmc refuses an empty range
                 names.append(key)
+                bases.append(gva)
                 gvas.append(gva + o)
                 bufs.append(p)
                 sizes.append(n)
     if not sizes:
         return 0
-    return lib.mmc_batch_copy_keys(s, A.key_array(names), A.addr(gvas), A.addr(bufs), A.addr(sizes), len(sizes),
-                                   direct, 0)
+    return lib.mmc_batch_copy_keys(s, A.key_array(names), A.addr(bases), A.addr(gvas), A.addr(bufs), A.addr(sizes),
+                                   len(sizes), direct, 0)

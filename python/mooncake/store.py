@@ -16,6 +16,8 @@ Mooncake's signatures and return conventions (UPSTREAM below), over mmc.Distribu
   /health) on client_http_port; when it cannot listen, setup still succeeds (logged).
 - mmc's remove never waits for readers (a leased object is unlinked at once, its memory freed when the lease
   ends), so force=False behaves as Mooncake's force=True.
+- The session calls (Mooncake's layer-wise API: batch_put_session_*, batch_get_session_*, the *_ranges calls) are
+  _sessions.py's, over libmmc's GVA flow.
 """
 import ctypes
 import json

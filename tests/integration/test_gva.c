@@ -490,8 +490,25 @@ Test(gva, a_lease_the_server_lost_is_not_reported_released)
 	cr_assert_eq(mmc_batch_remove_lease(s, k, 1), MMC_LEASE_EXPIRED);
 }
 
-/* A GVA kept past its key's write lease, once the space is this store's again for another key: a plain copy reaches
- * that key's object (mmc.h), a keyed copy is refused before anything moves. */
+/* A GVA kept past its key's write lease, once the space is this store's again: a plain copy reaches the object now
+ * granted there (mmc.h), a keyed copy is refused before anything moves, whether the space went to another key or
+ * to the same key at another place. */
+static mmc_gva malloc_until_at(const char *prefix, char *name, size_t len, size_t size, mmc_gva at)
+{
+	const char *k[] = {name};
+	mmc_gva g = 0;
+
+	/* the write lease runs out; the server sets the space aside and frees it once this store has been seen running
+	 * for a second (its frames: the allocations that look for it) */
+	for (int i = 0; i < 60 && g != at; i++) {
+		usleep(100000); /* deliberate: the server's sweep and quarantine run on its real clock */
+		snprintf(name, len, "%s%d", prefix, i);
+		cr_assert_eq(mmc_batch_malloc(s, k, &size, 1, MMC_MEDIA_DRAM, 30000, &g), 0);
+	}
+	cr_assert_eq(g, at, "the reclaimed space was not allocated again");
+	return g;
+}
+
 Test(gva, a_keyed_copy_of_a_stale_gva_does_not_reach_the_next_key)
 {
 	const char *old[] = {"stale/old"};
@@ -499,29 +516,60 @@ Test(gva, a_keyed_copy_of_a_stale_gva_does_not_reach_the_next_key)
 	const char *next[] = {name};
 	size_t size = 4 * KiB;
 	void *p = buf;
-	mmc_gva was, now = 0, g;
+	mmc_gva was, now, g;
 	int res;
 
 	cr_assert_eq(mmc_batch_malloc(s, old, &size, 1, MMC_MEDIA_DRAM, 100, &was), 0);
-	/* the write lease runs out; the server sets the space aside and frees it once this store has been seen running
-	 * for a second (its frames: the allocations that look for it) */
-	for (int i = 0; i < 60 && now != was; i++) {
-		usleep(100000); /* deliberate: the server's sweep and quarantine run on its real clock */
-		snprintf(name, sizeof(name), "stale/next/%d", i);
-		cr_assert_eq(mmc_batch_malloc(s, next, &size, 1, MMC_MEDIA_DRAM, 5000, &now), 0);
-	}
-	cr_assert_eq(now, was, "the reclaimed space was not allocated again");
+	now = malloc_until_at("stale/next/", name, sizeof(name), size, was);
 	pattern_fill(buf, size, 61);
 	g = now;
-	cr_assert_eq(mmc_batch_copy_keys(s, next, &g, &p, &size, 1, MMC_COPY_H2G, 0), 0);
+	cr_assert_eq(mmc_batch_copy_keys(s, next, &now, &g, &p, &size, 1, MMC_COPY_H2G, 0), 0);
 	pattern_fill(buf, size, 62);
 	g = was;
-	cr_assert_eq(mmc_batch_copy_keys(s, old, &g, &p, &size, 1, MMC_COPY_H2G, 0), MMC_LEASE_EXPIRED);
-	cr_assert_eq(mmc_batch_copy_keys(s, NULL, &g, &p, &size, 1, MMC_COPY_H2G, 0), MMC_INVALID_PARAM);
-	cr_assert_eq(mmc_batch_copy_keys(s, (const char *const[]){NULL}, &g, &p, &size, 1, MMC_COPY_H2G, 0),
+	cr_assert_eq(mmc_batch_copy_keys(s, old, &was, &g, &p, &size, 1, MMC_COPY_H2G, 0), MMC_LEASE_EXPIRED);
+	cr_assert_eq(mmc_batch_copy_keys(s, NULL, &was, &g, &p, &size, 1, MMC_COPY_H2G, 0), MMC_INVALID_PARAM);
+	cr_assert_eq(mmc_batch_copy_keys(s, old, NULL, &g, &p, &size, 1, MMC_COPY_H2G, 0), MMC_INVALID_PARAM);
+	cr_assert_eq(mmc_batch_copy_keys(s, (const char *const[]){NULL}, &was, &g, &p, &size, 1, MMC_COPY_H2G, 0),
+	             MMC_INVALID_PARAM);
+	cr_assert_eq(mmc_batch_copy_keys(s, (const char *const[]){""}, &was, &g, &p, &size, 1, MMC_COPY_H2G, 0),
 	             MMC_INVALID_PARAM);
 	cr_assert_eq(mmc_batch_write_finish(s, next, &(int32_t){0}, 1, &res), 0);
 	cr_assert_eq(res, 0);
 	cr_assert_eq(mmc_get_into(s, name, back, size, MMC_COPY_G2H), 0);
 	cr_assert_eq(pattern_check(back, size, 61), size, "the stale range's bytes reached the next key");
+}
+
+Test(gva, a_keyed_copy_of_a_stale_gva_does_not_reach_the_key_s_new_place)
+{
+	const char *k[] = {"moved"}, *nb[] = {"moved/neighbour"};
+	char name[32], buf[4 * KiB], back[8 * KiB];
+	size_t size = 8 * KiB, half = 4 * KiB;
+	void *p = buf;
+	mmc_gva was, now, g, spare;
+	int res;
+
+	cr_assert_eq(mmc_batch_malloc(s, k, &size, 1, MMC_MEDIA_DRAM, 100, &was), 0);
+	cr_assert_eq(mmc_batch_malloc(s, nb, &half, 1, MMC_MEDIA_DRAM, 100, &spare), 0);
+	malloc_until_at("moved/filler/", name, sizeof(name), half, was); /* the old place's first half */
+	cr_assert_eq(mmc_batch_malloc(s, k, &size, 1, MMC_MEDIA_DRAM, 30000, &now), 0);
+	cr_assert(now != was && was + half >= now && was + half < now + size,
+	          "the key's new place covers its old "
+	          "second half: %#lx %#lx",
+	          (unsigned long)was, (unsigned long)now);
+	/* the old allocation's second half, by its stale GVA: inside the key's new grant, at another offset */
+	pattern_fill(buf, half, 71);
+	g = was + half;
+	cr_assert_eq(mmc_batch_copy_keys(s, k, &was, &g, &p, &half, 1, MMC_COPY_H2G, 0), MMC_LEASE_EXPIRED);
+	cr_assert_eq(mmc_batch_copy(s, &g, &p, &half, 1, MMC_COPY_H2G, 0), 0, "a plain copy cannot tell");
+	memset(back, 0, sizeof(back));
+	for (int i = 0; i < 2; i++) {
+		pattern_fill(buf, half, 72 + i);
+		g = now + i * half;
+		cr_assert_eq(mmc_batch_copy_keys(s, k, &now, &g, &p, &half, 1, MMC_COPY_H2G, 0), 0);
+	}
+	cr_assert_eq(mmc_batch_write_finish(s, k, &(int32_t){0}, 1, &res), 0);
+	cr_assert_eq(res, 0);
+	cr_assert_eq(mmc_get_into(s, "moved", back, size, MMC_COPY_G2H), 0);
+	cr_assert_eq(pattern_check(back, half, 72), half);
+	cr_assert_eq(pattern_check(back + half, half, 73), half);
 }

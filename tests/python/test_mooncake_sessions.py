@@ -302,20 +302,22 @@ class SsdTier(mmctest.ServerTest):
 
 class ShortLeases(mmctest.ServerTest):
     """A session outliving its lease: its ranges fail with LEASE_EXPIRED and move nothing."""
-    server_env = ("ock.mmc.meta.lease_ttl_ms=300",)
+    server_env = ("ock.mmc.meta.lease_ttl_ms=1000",)
+    PAST = 1.5  # seconds: past a lease, by the client's clock and the server's sweep
 
     def test_ranges_past_the_lease(self):
         s = new_store(self.meta)
         self.addCleanup(s.close)
         src = pages(1, 11)
         self.assertEqual(s.batch_put_session_start(["late/w"], [LAYERS * PAGE]), [0])
-        time.sleep(0.6)  # deliberate: the lease runs out by the client's clock, which only time moves
+        time.sleep(self.PAST)  # deliberate: the lease runs out by the client's clock, which only time moves
         self.assertEqual(s.batch_put_from_multi_buffer_ranges(["late/w"], *layer_ranges(src, 0, 1)),
                          [mc.LEASE_EXPIRED])
-        self.assertEqual(s.batch_put_session_end(["late/w"]), [mc.OBJECT_NOT_FOUND])  # reclaimed
+        self.assertEqual(s.batch_put_session_revoke(["late/w"]), [0])  # reclaimed or dropped now: gone either way
+        self.assertEqual(s.is_exist("late/w"), 0)
         self.assertEqual(s.put("late/r", bytes(LAYERS * PAGE)), 0)
         self.assertEqual(s.batch_get_session_start(["late/r"]), [0])
-        time.sleep(0.6)  # deliberate, as above
+        time.sleep(self.PAST)  # deliberate, as above
         out = np.full(PAGE, 7, dtype=np.uint8)
         self.assertEqual(s.batch_get_into_multi_buffer_ranges(["late/r"], [[out.ctypes.data]], [[PAGE]], [[0]]),
                          [mc.LEASE_EXPIRED])
@@ -346,7 +348,7 @@ class ShortLeases(mmctest.ServerTest):
         self.assertTrue((out == 0x22).all(), "a stale put session wrote another key's object")
         # a stale get session: its object removed, the next key's object put in its space and leased
         self.assertEqual(s.batch_get_session_start([key]), [0])
-        time.sleep(0.6)  # deliberate: past the read lease, by the client's clock too
+        time.sleep(self.PAST)  # deliberate: past the read lease, by the client's clock too
         self.assertEqual(s.remove(key), 0)
         third = np.full(PAGE, 0x33, dtype=np.uint8)
         for i in range(60):
@@ -365,6 +367,45 @@ class ShortLeases(mmctest.ServerTest):
         self.assertEqual(s.batch_get_into_multi_buffer_ranges([key], [[out.ctypes.data]], [[PAGE]], [[0]]),
                          [mc.LEASE_EXPIRED])
         self.assertTrue((out == 7).all(), "a stale get session read another key's object")
+
+    def test_a_refreshed_session_reads_where_its_object_is_now(self):
+        """A get session kept past its lease while its key was removed and put again elsewhere (its old space
+        partly another key's): a refresh follows the key to its new place; a range before it is refused."""
+        s = new_store(self.meta)
+        self.addCleanup(s.close)
+        first = np.concatenate([np.full(PAGE, 0x11, np.uint8), np.full(PAGE, 0x22, np.uint8)])
+        again = np.concatenate([np.full(PAGE, 0x44, np.uint8), np.full(PAGE, 0x55, np.uint8)])
+
+        def put(key, data):
+            self.assertEqual(s.batch_put_session_start([key], [data.nbytes]), [0])
+            self.assertEqual(s.batch_put_from_multi_buffer_ranges([key], [[data.ctypes.data]], [[data.nbytes]],
+                                                                  [[0]]), [data.nbytes])
+            self.assertEqual(s.batch_put_session_end([key]), [0])
+
+        put("moved/k", first)
+        self.assertEqual(s.batch_get_session_start(["moved/k"]), [0])
+        was = s._sessions.gets[b"moved/k"][0]
+        time.sleep(self.PAST)  # deliberate: past the read lease
+        self.assertEqual(s.remove("moved/k"), 0)
+        for i in range(60):  # a one-page object takes the old place's first page
+            time.sleep(0.1)  # deliberate: the server's reclaim runs on its real clock
+            filler = "moved/f%d" % i
+            self.assertEqual(s.batch_put_session_start([filler], [PAGE]), [0])
+            if s._sessions.puts[filler.encode()][0] == was:
+                break
+            self.assertEqual(s.batch_put_session_revoke([filler]), [0])
+        self.assertEqual(s._sessions.puts[filler.encode()][0], was, "the space was not used again")
+        self.assertEqual(s.batch_put_session_revoke([filler]), [0])
+        put(filler, np.full(PAGE, 0x99, np.uint8))
+        put("moved/k", again)
+        out = np.full(PAGE, 7, np.uint8)
+        ranges = ([[out.ctypes.data]], [[PAGE]], [[PAGE]])  # the key's second page
+        self.assertEqual(s.batch_get_into_multi_buffer_ranges(["moved/k"], *ranges), [mc.LEASE_EXPIRED])
+        self.assertTrue((out == 7).all())
+        self.assertEqual(s.batch_get_session_refresh(["moved/k"]), [0])
+        self.assertEqual(s.batch_get_into_multi_buffer_ranges(["moved/k"], *ranges), [PAGE])
+        self.assertTrue((out == 0x55).all(), "the refreshed session read another place")
+        self.assertEqual(s.batch_get_session_end(["moved/k"]), 0)
 
 
 if __name__ == "__main__":
