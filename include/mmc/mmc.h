@@ -735,7 +735,9 @@ MMC_API int mmc_batch_malloc(mmc_store *s, const char *const *keys, const size_t
  * skipped); a read direction (G2L, G2H, GH2L, GH2H) copies from ranges of keys this store holds a lease on.
  * gvas[i] may point anywhere inside an object (GVA plus offset). Ranges are not whole objects, so reads are never
  * checked against an object's checksum (mmc_local_config.verify_checksum), and objects published by
- * mmc_batch_write_finish() carry none.
+ * mmc_batch_write_finish() carry none. A range is checked against this store's live grants, not against the key
+ * the caller got its GVA for: once that key's lease ended, the space may be granted to this store again for
+ * another object, and a copy of the old GVA moves that object's bytes. mmc_batch_copy_keys() checks the grant.
  * @param gvas  [in] n GVAs, each the start of one range
  * @param bufs  [in] n local buffers (read for a write direction, written for a read), used during the call only
  * @param sizes [in] n range sizes, > 0
