@@ -161,13 +161,19 @@ class Sessions:
         """Leases each key's object for range reads: per key 0, OBJECT_NOT_FOUND or a code. An object only on the
         SSD tier is brought to DRAM first (ranges move memory to memory). Starting a key whose get session is open
         extends its lease."""
+        return self.batch_get_session_start_with_sources(keys)[0]
+
+    def batch_get_session_start_with_sources(self, keys):
+        """batch_get_session_start(), and per key where its bytes came from: "memory", "local_disk" (the SSD tier,
+        brought back to DRAM by this start) or None (not started), as SGLang's direct linker reads them."""
         ks = A.keys(keys)
         if not self._ready():
-            return [INVALID_PARAMS] * len(ks)
+            return [INVALID_PARAMS] * len(ks), [None] * len(ks)
         if not ks:
-            return []
+            return [], []
         if len(ks) > BATCH_MAX:
-            return in_chunks(self.batch_get_session_start, len(ks), ks)
+            both = in_chunks(lambda k: list(zip(*self.batch_get_session_start_with_sources(k))), len(ks), ks)
+            return [r for r, _ in both], [src for _, src in both]
         out = [INVALID_PARAMS] * len(ks)
         on_ssd = self._lease(ks, range(len(ks)), out)
         if on_ssd:
@@ -178,7 +184,8 @@ class Sessions:
                 for i in self._lease(ks, on_ssd, out):
                     out[i] = OBJECT_NOT_FOUND  # back on SSD already: as good as gone for ranges
         self.counters.add("get", len(ks), sum(1 for r in out if r), 0)
-        return out
+        disk = set(on_ssd)
+        return out, [None if r else "local_disk" if i in disk else "memory" for i, r in enumerate(out)]
 
     def _lease(self, ks, idx, out):
         """Leases ks[i] for i in idx and records each one's memory copy (out[i] 0) or its code; answers the i whose

@@ -291,7 +291,9 @@ class SsdTier(mmctest.ServerTest):
         reader = new_store(self.meta, lend=0)
         self.addCleanup(reader.close)
         self.assertTrue(reader.get_replica_desc("ssd/k")[0].is_disk_replica())
-        self.assertEqual(reader.batch_get_session_start(["ssd/k"]), [0])
+        self.assertEqual(reader.batch_get_session_start_with_sources(["ssd/k", "ssd/none"]),
+                         ([0, mc.OBJECT_NOT_FOUND], ["local_disk", None]))
+        self.assertEqual(reader.batch_get_session_start_with_sources(["ssd/k"]), ([0], ["memory"]))  # in DRAM now
         dst = [np.zeros_like(x) for x in src]
         for layer in range(LAYERS):
             self.assertEqual(reader.batch_get_into_multi_buffer_ranges(["ssd/k"], *layer_ranges(dst, layer, 1)),

@@ -9,8 +9,8 @@ sessions; it has no fallback when they are missing.
   page holding every layer's K page, then every layer's V page, put with batch_put_from_multi_buffers and a default
   ReplicateConfig.
 - A load instance (this process) registers its own KV buffers, looks the pages up (batch_is_exist, the restorable
-  prefix), and loads them: batch_get_session_start_with_sources looked up with getattr and, absent,
-  batch_get_session_start, whose answer must be [0] * n; per layer one batch_get_into_multi_buffer_ranges of the
+  prefix), and loads them: batch_get_session_start_with_sources, looked up with getattr (else
+  batch_get_session_start), whose answer must be [0] * n and whose sources feed its L4 metrics; per layer one batch_get_into_multi_buffer_ranges of the
   layer's K and V rows at their offsets in the object, whose answer must be each key's summed sizes exactly; and
   batch_get_session_end in a finally. Then page-wise (past --mooncake-page-wise-load-threshold): one range call
   with every layer of every page. And a page gone between lookup and load: the session start says so per key, and
@@ -122,9 +122,13 @@ class Linker:
         start_with_sources = getattr(self.store, "batch_get_session_start_with_sources", None)
         if start_with_sources is None:
             result = list(self.store.batch_get_session_start(keys))
+            sources = [None] * len(keys)
         else:
-            result, _ = start_with_sources(keys)
-            result = list(result)
+            result, sources = start_with_sources(keys)
+            result, sources = list(result), list(sources)
+            if len(sources) != len(keys):
+                sources = [None] * len(keys)
+        self.sources = sources  # the L4 metrics' source per page: "dfs", "local_disk", else none counted
         if result != [0] * len(keys):
             raise RuntimeError("Mooncake get session start failed: keys=%d, results=%s" % (len(keys), result))
 
@@ -193,6 +197,7 @@ class Replay(unittest.TestCase):
         rows = [3, 0, 7, 1, 2]  # where the engine put the pages
         link.load_layer_wise(keys[:5], rows)
         self.assert_rows(link, rows, range(5))
+        self.assertEqual(link.sources, ["memory"] * 5)  # in memory: no L4 tokens counted
         for kv in range(2):  # rows not loaded stay as they were
             self.assertEqual(int(link.buffers[kv][0][4].abs().sum()), 0)
 
