@@ -13,6 +13,7 @@ place (mmc_batch_copy_keys): past the lease they fail with LEASE_EXPIRED and mov
 been granted again, to another key or to the same key elsewhere.
 """
 import threading
+from itertools import chain
 
 from mmc import _args as A
 from mmc import _lib
@@ -49,19 +50,26 @@ class SessionTable:
 
 
 def _rows(keys, all_ptrs, all_sizes, all_offsets):
-    """Each key's ranges as (ptrs, sizes, offsets) rows of ints, or None when the lists do not line up."""
+    """Each key's ranges as (ptrs, sizes, offsets) lists, or None when the lists do not line up with the keys. Every
+    value must be a non-negative 64-bit int (TypeError otherwise), checked once for the whole call."""
     ptrs, sizes, offsets = (A.seq(v, name) for v, name in ((all_ptrs, "all_buffer_ptrs"), (all_sizes, "all_sizes"),
                                                            (all_offsets, "all_offsets")))
     if not len(keys) == len(ptrs) == len(sizes) == len(offsets):
         return None
-    rows = [(A.u64s(p, "all_buffer_ptrs"), A.u64s(n, "all_sizes"), A.u64s(o, "all_offsets"))
+    rows = [(A.seq(p, "all_buffer_ptrs"), A.seq(n, "all_sizes"), A.seq(o, "all_offsets"))
             for p, n, o in zip(ptrs, sizes, offsets)]
+    for k, name in enumerate(("all_buffer_ptrs", "all_sizes", "all_offsets")):
+        A.u64s(chain.from_iterable(r[k] for r in rows), name)
     return rows
 
 
-def _fits(row, size):
+def _planned(row, size):
+    """A key's non-empty ranges as (ptr, size, offset), or None when one lies past the object or has no buffer."""
     ps, ns, os_ = row
-    return len(ps) == len(ns) == len(os_) and all(o + n <= size and (p or not n) for p, n, o in zip(ps, ns, os_))
+    if not len(ps) == len(ns) == len(os_):
+        return None
+    kept = [(p, n, o) for p, n, o in zip(ps, ns, os_) if n]
+    return kept if all(p and o + n <= size for p, n, o in kept) else None
 
 
 class Sessions:
@@ -265,7 +273,11 @@ class Sessions:
         with self._sessions.lock:
             sessions = [table.get(k) for k in ks]
         out = [OBJECT_NOT_FOUND if s is None else INVALID_PARAMS for s in sessions]
-        plan = [(i, ks[i], s[0], rows[i]) for i, s in enumerate(sessions) if s is not None and _fits(rows[i], s[1])]
+        plan = []  # (key index, key, its grant's GVA, its ranges)
+        for i, sess in enumerate(sessions):
+            kept = None if sess is None else _planned(rows[i], sess[1])
+            if kept is not None:
+                plan.append((i, ks[i], sess[0], kept))
         for part in _copy_parts(plan):
             rc = _copy(self._d._s, part, direct)
             if rc in _ONE_KEY and len(part) > 1:  # refused for one key: the others go on, each alone
@@ -282,14 +294,14 @@ def _answer(rc, entry):
     refusal of them by libmmc means the session's grant is over (ended, or its space granted again)."""
     if rc == _lib.MMC_INVALID_PARAM:
         return LEASE_EXPIRED
-    return sum(entry[3][1]) if rc == 0 else _code(rc)
+    return sum(n for _, n, _ in entry[3]) if rc == 0 else _code(rc)
 
 
 def _copy_parts(plan):
     """plan's keys in runs of at most _COPY_MAX non-empty ranges: one mmc_batch_copy_keys each."""
     part, n = [], 0
     for entry in plan:
-        m = sum(1 for x in entry[3][1] if x)
+        m = len(entry[3])
         if part and n + m > _COPY_MAX:
             yield part
             part, n = [], 0
@@ -301,16 +313,15 @@ def _copy_parts(plan):
 
 def _copy(s, part, direct):
     """One keyed copy of part's ranges: a range of a key whose grant is gone never reaches another key's object."""
-    names, bases, gvas, bufs, sizes = [], A.zeros_u64(0), A.zeros_u64(0), A.zeros_u64(0), A.zeros_u64(0)
-    for _, key, gva, (ps, ns, os_) in part:
-        for p, n, o in zip(ps, ns, os_):
-            if n:  # libmmc refuses an empty range
-                names.append(key)
-                bases.append(gva)
-                gvas.append(gva + o)
-                bufs.append(p)
-                sizes.append(n)
+    names, bases, gvas, bufs, sizes = [], [], [], [], []
+    for _, key, base, kept in part:
+        names += [key] * len(kept)
+        bases += [base] * len(kept)
+        gvas += [base + o for _, _, o in kept]
+        bufs += [p for p, _, _ in kept]
+        sizes += [n for _, n, _ in kept]
     if not sizes:
         return 0
+    bases, gvas, bufs, sizes = (A.u64s(v, "ranges") for v in (bases, gvas, bufs, sizes))  # held through the call
     return lib.mmc_batch_copy_keys(s, A.key_array(names), A.addr(bases), A.addr(gvas), A.addr(bufs), A.addr(sizes),
                                    len(sizes), direct, 0)

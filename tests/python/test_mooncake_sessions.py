@@ -125,6 +125,8 @@ class Sessions(mmctest.ServerTest):
         # a NULL buffer
         self.assertEqual(self.a.batch_put_from_multi_buffer_ranges([keys[0], other], [[0], ptrs[0]], sizes[:2],
                                                                    [[0], [0]]), [mc.INVALID_PARAMS, PAGE])
+        with self.assertRaises(TypeError):  # a negative size, as a pybind11 binding refuses a size_t
+            self.a.batch_put_from_multi_buffer_ranges([other], ptrs[:1], [[-1]], [[0]])
         self.assertEqual(self.a.batch_put_session_revoke([other]), [0])
         self.assertEqual(self.a.batch_put_from_multi_buffer_ranges(keys[:1], ptrs[:1], sizes, [[0]]),
                          [mc.INVALID_PARAMS])  # lists that do not line up
