@@ -64,11 +64,14 @@ def _rows(keys, all_ptrs, all_sizes, all_offsets):
 
 
 def _planned(row, size):
-    """A key's non-empty ranges as (ptr, size, offset), or None when one lies past the object or has no buffer."""
+    """A key's non-empty ranges as (ptr, size, offset), or None when one lies past the object or has no buffer, or
+    when there are more than one copy takes."""
     ps, ns, os_ = row
     if not len(ps) == len(ns) == len(os_):
         return None
     kept = [(p, n, o) for p, n, o in zip(ps, ns, os_) if n]
+    if len(kept) > _COPY_MAX:  # more than one copy takes
+        return None
     return kept if all(p and o + n <= size for p, n, o in kept) else None
 
 
