@@ -344,16 +344,16 @@ static int copy_lease_holds(void *arg)
 
 /* The grant a keyed copy's range must fall in: the one for keys[i] that starts at bases[i]. */
 struct copy_grants {
-	const char *const *keys; /* NULL: any grant of this store (mmc_batch_copy) */
+	const char *const *keys;
 	const mmc_gva *bases;
 };
 
-/* 0, MMC_INVALID_PARAM (no such key or base given, or no grant for a plain copy) or MMC_LEASE_EXPIRED (the
- * range's grant is another one: the caller's ended and its space was granted again, for another key or for the key
- * at another place). */
+/* 0, MMC_INVALID_PARAM (no such key or base given, or no grant for a plain copy: cg NULL) or MMC_LEASE_EXPIRED
+ * (the range's grant is another one: the caller's ended and its space was granted again, for another key or for
+ * the key at another place). */
 static int grant_is_callers(const struct copy_grants *cg, size_t i, const struct gva_entry *e)
 {
-	if (!cg->keys)
+	if (!cg)
 		return e ? 0 : MMC_INVALID_PARAM;
 	if (!store_key_ok(cg->keys[i]) || !mmc_gva_valid(cg->bases[i]))
 		return MMC_INVALID_PARAM;
@@ -399,9 +399,9 @@ static int plan_copies(struct mmc_store *s, const struct copy_grants *cg, const 
 	return 0;
 }
 
-/* keyed: cg must name keys and bases (mmc_batch_copy_keys), else it names neither (mmc_batch_copy). */
-static int copy_ranges(struct mmc_store *s, bool keyed, const struct copy_grants *cg, const mmc_gva *gvas,
-                       void *const *bufs, const size_t *sizes, size_t n, int32_t direct)
+/* cg: the grants a keyed copy names (mmc_batch_copy_keys), NULL for any of this store's (mmc_batch_copy). */
+static int copy_ranges(struct mmc_store *s, const struct copy_grants *cg, const mmc_gva *gvas, void *const *bufs,
+                       const size_t *sizes, size_t n, int32_t direct)
 {
 	bool write = direct_is_write(direct);
 	struct xfer_key *xk;
@@ -414,7 +414,7 @@ static int copy_ranges(struct mmc_store *s, bool keyed, const struct copy_grants
 	if (rc)
 		return rc;
 	losses = meta_conn_losses(s->meta);
-	if (!gvas || !bufs || !sizes || (keyed && (!cg->keys || !cg->bases)) || n > MMC_BATCH_MAX * MMC_LAYERS_MAX ||
+	if (!gvas || !bufs || !sizes || (cg && (!cg->keys || !cg->bases)) || n > MMC_BATCH_MAX * MMC_LAYERS_MAX ||
 	    (!write && !direct_is_read(direct)))
 		return MMC_INVALID_PARAM;
 	if (n == 0)
@@ -453,10 +453,8 @@ int mmc_batch_copy(mmc_store *s, const mmc_gva *gvas, void *const *bufs, const s
                    uint32_t flag)
 {
 	STORE_CALL(s);
-	struct copy_grants any = {NULL, NULL};
-
 	(void)flag;
-	return copy_ranges(s, false, &any, gvas, bufs, sizes, n, direct);
+	return copy_ranges(s, NULL, gvas, bufs, sizes, n, direct);
 }
 
 int mmc_batch_copy_keys(mmc_store *s, const char *const *keys, const mmc_gva *bases, const mmc_gva *gvas,
@@ -466,5 +464,5 @@ int mmc_batch_copy_keys(mmc_store *s, const char *const *keys, const mmc_gva *ba
 	struct copy_grants granted = {keys, bases};
 
 	(void)flag;
-	return copy_ranges(s, true, &granted, gvas, bufs, sizes, n, direct);
+	return copy_ranges(s, &granted, gvas, bufs, sizes, n, direct);
 }

@@ -293,10 +293,8 @@ class Sessions:
 
 
 def _answer(rc, entry):
-    """A key's answer to its ranges. The ranges were checked against the session's object before the copy, so a
-    refusal of them by libmmc means the session's grant is over (ended, or its space granted again)."""
-    if rc == _lib.MMC_INVALID_PARAM:
-        return LEASE_EXPIRED
+    """A key's answer to its ranges: the bytes moved, or its code (LEASE_EXPIRED for a session whose grant is over,
+    ended or its space granted again: mmc_batch_copy_keys says so)."""
     return sum(n for _, n, _ in entry[3]) if rc == 0 else _code(rc)
 
 
