@@ -309,6 +309,18 @@ class ShortLeases(mmctest.ServerTest):
     server_env = ("ock.mmc.meta.lease_ttl_ms=1000",)
     PAST = 1.5  # seconds: past a lease, by the client's clock and the server's sweep
 
+    def start_at(self, s, prefix, was):
+        """The key of a one-page put session that lands at GVA was, once the server has reclaimed that space
+        (its sessions that land elsewhere are revoked)."""
+        for i in range(60):  # the space comes back once this store has been seen running a while
+            time.sleep(0.1)  # deliberate: the server's reclaim runs on its real clock
+            key = "%s%d" % (prefix, i)
+            self.assertEqual(s.batch_put_session_start([key], [PAGE]), [0])
+            if s._sessions.puts[key.encode()][0] == was:
+                return key
+            self.assertEqual(s.batch_put_session_revoke([key]), [0])
+        self.fail("the space at %#x was not allocated again" % was)
+
     def test_ranges_past_the_lease(self):
         s = new_store(self.meta)
         self.addCleanup(s.close)
@@ -336,13 +348,7 @@ class ShortLeases(mmctest.ServerTest):
         old, new = np.full(PAGE, 0x11, dtype=np.uint8), np.full(PAGE, 0x22, dtype=np.uint8)
         self.assertEqual(s.batch_put_session_start(["stale/k"], [PAGE]), [0])
         was = s._sessions.puts[b"stale/k"][0]
-        for i in range(60):  # the lease runs out; the space comes back once this store is seen running a while
-            time.sleep(0.1)  # deliberate: the server's reclaim runs on its real clock
-            key = "stale/j%d" % i
-            self.assertEqual(s.batch_put_session_start([key], [PAGE]), [0])
-            if s._sessions.puts[key.encode()][0] == was:
-                break
-        self.assertEqual(s._sessions.puts[key.encode()][0], was, "the space was not allocated again")
+        key = self.start_at(s, "stale/j", was)  # the lease runs out, the space goes to the next key
         self.assertEqual(s.batch_put_from_multi_buffer_ranges([key], [[new.ctypes.data]], [[PAGE]], [[0]]), [PAGE])
         self.assertEqual(s.batch_put_from_multi_buffer_ranges(["stale/k"], [[old.ctypes.data]], [[PAGE]], [[0]]),
                          [mc.LEASE_EXPIRED])
@@ -355,14 +361,7 @@ class ShortLeases(mmctest.ServerTest):
         time.sleep(self.PAST)  # deliberate: past the read lease, by the client's clock too
         self.assertEqual(s.remove(key), 0)
         third = np.full(PAGE, 0x33, dtype=np.uint8)
-        for i in range(60):
-            time.sleep(0.1)  # deliberate, as above
-            other = "stale/o%d" % i
-            self.assertEqual(s.batch_put_session_start([other], [PAGE]), [0])
-            if s._sessions.puts[other.encode()][0] == was:
-                break
-            self.assertEqual(s.batch_put_session_revoke([other]), [0])
-        self.assertEqual(s._sessions.puts[other.encode()][0], was, "the space was not used again")
+        other = self.start_at(s, "stale/o", was)
         self.assertEqual(s.batch_put_from_multi_buffer_ranges([other], [[third.ctypes.data]], [[PAGE]], [[0]]),
                          [PAGE])
         self.assertEqual(s.batch_put_session_end([other]), [0])
@@ -391,14 +390,7 @@ class ShortLeases(mmctest.ServerTest):
         was = s._sessions.gets[b"moved/k"][0]
         time.sleep(self.PAST)  # deliberate: past the read lease
         self.assertEqual(s.remove("moved/k"), 0)
-        for i in range(60):  # a one-page object takes the old place's first page
-            time.sleep(0.1)  # deliberate: the server's reclaim runs on its real clock
-            filler = "moved/f%d" % i
-            self.assertEqual(s.batch_put_session_start([filler], [PAGE]), [0])
-            if s._sessions.puts[filler.encode()][0] == was:
-                break
-            self.assertEqual(s.batch_put_session_revoke([filler]), [0])
-        self.assertEqual(s._sessions.puts[filler.encode()][0], was, "the space was not used again")
+        filler = self.start_at(s, "moved/f", was)  # a one-page object takes the old place's first page
         self.assertEqual(s.batch_put_session_revoke([filler]), [0])
         put(filler, np.full(PAGE, 0x99, np.uint8))
         put("moved/k", again)
