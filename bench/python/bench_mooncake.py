@@ -13,14 +13,9 @@ each and shim / mmc (the target: at least 0.9 in GB/s).
 import argparse
 import os
 import statistics
-import subprocess
-import sys
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
-sys.path.insert(0, os.path.join(ROOT, "tests", "python"))
-sys.path.insert(0, os.path.join(ROOT, "python"))
+from benchenv import MiB, ROOT, programs, target  # first: it puts the source tree on sys.path
 
 import numpy as np  # noqa: E402
 
@@ -28,15 +23,11 @@ import mmc  # noqa: E402
 import mmctest  # noqa: E402
 from mooncake.store import MooncakeDistributedStore  # noqa: E402
 
-MiB = 1 << 20
 N = 16
 
 
 def run(bench, protocol, seconds, meta):
-    target = subprocess.Popen([bench, "target", meta.url, "host_" + protocol, str(256 * MiB)],
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    try:
-        assert target.stdout.readline().startswith("ready")
+    with target(bench, meta, protocol):
         s = mmctest.store(meta.url, lend=False, protocol="host_" + protocol)
         m = MooncakeDistributedStore()
         rc = m.setup("localhost", "P2PHANDSHAKE", 0, 16 << 20, protocol, "", "127.0.0.1:%d" % meta.port)
@@ -69,9 +60,6 @@ def run(bench, protocol, seconds, meta):
         m.close()
         s.close()
         return statistics.median(t_mmc), statistics.median(t_mc), len(t_mmc)
-    finally:
-        target.stdin.close()
-        target.wait(30)
 
 
 def main():
@@ -80,8 +68,7 @@ def main():
     ap.add_argument("--seconds", type=float, default=5.0)
     ap.add_argument("--protocol", default="tcp", choices=("tcp", "shm"))
     a = ap.parse_args()
-    bench = os.path.join(a.build, "bench", "mmc-bench")
-    os.environ.setdefault("MMC_METASERVER", os.path.join(a.build, "metaserver", "mmc-metaserver"))
+    bench = programs(a.build)
     meta = mmctest.Metaserver()
     try:
         tm, tc, n = run(bench, a.protocol, a.seconds, meta)

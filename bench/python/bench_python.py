@@ -20,17 +20,12 @@ import subprocess
 import sys
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
-sys.path.insert(0, os.path.join(ROOT, "tests", "python"))
-sys.path.insert(0, os.path.join(ROOT, "python"))
+from benchenv import MiB, ROOT, programs, target  # first: it puts the source tree on sys.path
 
 import numpy as np  # noqa: E402
 
 import mmc  # noqa: E402
 import mmctest  # noqa: E402
-
-MiB = 1 << 20
 
 
 def c_data(bench, protocol, seconds):
@@ -52,10 +47,7 @@ def c_meta(bench, protocol, batch, seconds):
 
 
 def py_data(bench, protocol, seconds, meta):
-    target = subprocess.Popen([bench, "target", meta.url, "host_" + protocol, str(256 * MiB)],
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    try:
-        assert target.stdout.readline().startswith("ready")
+    with target(bench, meta, protocol):
         s = mmctest.store(meta.url, lend=False, protocol="host_" + protocol)
         src = [np.random.default_rng(i).integers(0, 256, MiB, dtype=np.uint8) for i in range(16)]
         dst = [np.zeros(MiB, np.uint8) for _ in range(16)]
@@ -81,9 +73,6 @@ def py_data(bench, protocol, seconds, meta):
         s.close()
         return {op: (16 * MiB / statistics.median(v) / 1e9, statistics.median(v) * 1e3)
                 for op, v in (("put", put), ("get", get))}
-    finally:
-        target.stdin.close()
-        target.wait(30)
 
 
 def py_meta(protocol, seconds, meta):
@@ -133,8 +122,7 @@ def main():
     ap.add_argument("--protocol", default="tcp", choices=("tcp", "shm"))
     ap.add_argument("--repeat", type=int, default=1)
     a = ap.parse_args()
-    bench = os.path.join(a.build, "bench", "mmc-bench")
-    os.environ.setdefault("MMC_METASERVER", os.path.join(a.build, "metaserver", "mmc-metaserver"))
+    bench = programs(a.build)
     print("# mmc Python (ctypes) vs C, provider %s, libmmc %s, %s s per measurement" %
           (a.protocol, mmc.version(), a.seconds))
     print("%-22s %10s %10s %8s" % ("case", "python", "C", "py/C"))

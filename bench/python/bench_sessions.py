@@ -20,21 +20,15 @@ range call, and a memcpy of the same bytes in this process for the physical limi
 import argparse
 import os
 import statistics
-import subprocess
-import sys
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
-sys.path.insert(0, os.path.join(ROOT, "tests", "python"))
-sys.path.insert(0, os.path.join(ROOT, "python"))
+from benchenv import MiB, ROOT, programs, target  # first: it puts the source tree on sys.path
 
 import numpy as np  # noqa: E402
 
 import mmctest  # noqa: E402
 from mooncake.store import MooncakeDistributedStore  # noqa: E402
 
-MiB = 1 << 20
 N = 16
 
 
@@ -68,10 +62,7 @@ def timed(fn):
 
 
 def run(bench, protocol, seconds, meta, layers, kv):
-    target = subprocess.Popen([bench, "target", meta.url, "host_" + protocol, str(256 * MiB)],
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    try:
-        assert target.stdout.readline().startswith("ready")
+    with target(bench, meta, protocol):
         m = MooncakeDistributedStore()
         assert m.setup("localhost", "P2PHANDSHAKE", 0, 16 << 20, protocol, "", "127.0.0.1:%d" % meta.port) == 0
         src, dst = Blocks(layers, kv, seed=1), Blocks(layers, kv)
@@ -125,9 +116,6 @@ def run(bench, protocol, seconds, meta, layers, kv):
             print("# one layer's %s range call (16 keys x 2 ranges): median %.1f us" %
                   (op, statistics.median(layer_calls[op]) * 1e6))
         m.close()
-    finally:
-        target.stdin.close()
-        target.wait(30)
 
 
 def main():
@@ -138,10 +126,10 @@ def main():
     ap.add_argument("--layers", type=int, default=32)
     ap.add_argument("--kv", type=int, default=16384)
     a = ap.parse_args()
-    os.environ.setdefault("MMC_METASERVER", os.path.join(a.build, "metaserver", "mmc-metaserver"))
+    bench = programs(a.build)
     meta = mmctest.Metaserver()
     try:
-        run(os.path.join(a.build, "bench", "mmc-bench"), a.protocol, a.seconds, meta, a.layers, a.kv)
+        run(bench, a.protocol, a.seconds, meta, a.layers, a.kv)
     finally:
         meta.stop()
 
