@@ -39,20 +39,15 @@ struct alloc_req {
 	struct key_result *results; /* n */
 };
 
-/* An object left over from before a restart whose services never came back must not block a new put. */
-static bool stale(const struct object *o)
-{
-	return o->state == MMC_BLOB_READABLE && !object_readable(o);
-}
-
+/*
+ * An object whose every replica is on a service not connected now (loaded by a restart or a takeover and not back
+ * yet, or an SSD tier waiting for its successor) exists all the same: those services come back, or are dropped with
+ * their objects at ock.mmc.meta.rejoin_timeout_ms, and a put meanwhile would delete a committed object.
+ */
 struct object *alloc_queue_existing(struct meta *m, const char *key, size_t len, uint64_t hash, bool *durable)
 {
 	struct object *o = object_find_hashed(m, key, len, hash);
 
-	if (o && stale(o)) {
-		object_drop(m, o);
-		return NULL;
-	}
 	/* "exists" means the caller's put is done: not before that object is on disk (its commit may still be
 	 * queued, or its batch failed and is queued again) */
 	if (o && o->state == MMC_BLOB_READABLE && (object_persist_again(m, o) || !object_durable(m, o)))

@@ -28,8 +28,8 @@ struct alloc_call {
 /* Places call's keys and replies (reply_keys), or parks the request until room comes back. A call that breaks the
  * rules (replicas, duplicate preferred ranks) is answered MMC_INVALID_PARAM (reply_code). */
 void alloc_queue_submit(struct meta *m, const struct alloc_call *call);
-/* The object a new put of key (hash: object_hash of it) meets, or NULL: first writer wins. A stale one (from before
- * a restart, on services that never came back) is dropped instead; *durable is set when the existing object's
+/* The object a new put of key (hash: object_hash of it) meets, or NULL: first writer wins, also over an object whose
+ * services are away (rejoining after a restart, an orphaned SSD tier); *durable is set when the existing object's
  * record had to be queued again (its batch may have failed), so the reply must wait for the commit. */
 struct object *alloc_queue_existing(struct meta *m, const char *key, size_t len, uint64_t hash, bool *durable);
 /* What a put of session s that meets o is answered: MMC_DUPLICATED_OBJECT (the first writer won), or, while another

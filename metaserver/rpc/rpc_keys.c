@@ -58,8 +58,11 @@ static int commit_one(struct conn *c, const Mmc__KeyItem *it, uint64_t hash)
 	o = object_find_hashed(c->m, it->key, len, hash);
 	if (o && it->token && o->id != it->token)
 		o = NULL;
-	if (o && o->state == MMC_BLOB_READABLE)
-		return 0; /* idempotent */
+	if (o && o->state == MMC_BLOB_READABLE) {
+		/* a retry after MMC_META_BACKUP_ERROR: OK only once the record is on disk (the reply waits for it) */
+		object_persist_again(c->m, o);
+		return 0;
+	}
 	if (!o || o->write_session != c->session.id) {
 		/* removed while this put was being written: the put happened, then the remove */
 		o = it->token ? objects_find_removed_write(c->m, it->key, len, c->session.id, it->token) : NULL;

@@ -253,6 +253,55 @@ static void full_stop(void)
 
 TestSuite(durability_full, .init = full_start, .fini = full_stop, .timeout = 180);
 
+#define GVA_KEYS 8
+
+/* The GVA flow's write_finish and its retry, of GVA_KEYS keys while commits fail: ok_said[i] when a finish said OK,
+ * which it may only once the object is on disk. The retry met the object already readable and said OK at once. */
+static void gva_finish_retried(mmc_store *s, bool *ok_said)
+{
+	static unsigned char buf[3000];
+
+	for (int i = 0; i < GVA_KEYS; i++) {
+		char key[32];
+		const char *k[] = {key};
+		size_t size = sizeof(buf);
+		void *b = buf;
+		mmc_gva gva = 0;
+		int32_t ok = 0;
+		int res = -1;
+
+		snprintf(key, sizeof(key), "full/gva/%d", i);
+		pattern_fill(buf, sizeof(buf), seed_of(98, 0, i));
+		ok_said[i] = false;
+		if (mmc_batch_malloc(s, k, &size, 1, MMC_MEDIA_DRAM, 0, &gva) || !gva ||
+		    mmc_batch_copy(s, &gva, &b, &size, 1, MMC_COPY_H2G, 0))
+			continue;
+		for (int try = 0; try < 2 && !ok_said[i]; try++)
+			ok_said[i] = mmc_batch_write_finish(s, k, &ok, 1, &res) == 0 && res == 0;
+	}
+}
+
+static int gva_lost(mmc_store *s, const bool *ok_said)
+{
+	static unsigned char buf[3000];
+	int lost = 0;
+
+	for (int i = 0; i < GVA_KEYS; i++) {
+		char key[32];
+		int rc;
+
+		snprintf(key, sizeof(key), "full/gva/%d", i);
+		if (!ok_said[i])
+			continue;
+		rc = mmc_get_into(s, key, buf, sizeof(buf), MMC_COPY_G2H);
+		if (rc != 0 || pattern_check(buf, sizeof(buf), seed_of(98, 0, i)) != sizeof(buf)) {
+			cr_log_warn("acknowledged write_finish of %s lost: get %d (%s)", key, rc, mmc_strerror(rc));
+			lost++;
+		}
+	}
+	return lost;
+}
+
 Test(durability_full, a_put_whose_commit_failed_is_not_acknowledged)
 {
 	const char *roomy[] = {"ock.mmc.meta.lmdb.map_size=67108864", NULL};
@@ -261,6 +310,7 @@ Test(durability_full, a_put_whose_commit_failed_is_not_acknowledged)
 	double t0 = now();
 	char key[64];
 	int total = 0, lost = 0, retried_ok = 0;
+	bool gva_acked[GVA_KEYS];
 
 	atomic_store(&stop_puts, false);
 	for (int t = 0; t < FULL_THREADS; t++)
@@ -284,6 +334,7 @@ Test(durability_full, a_put_whose_commit_failed_is_not_acknowledged)
 			}
 		}
 	}
+	gva_finish_retried(full_st[0], gva_acked);
 	metaserver_kill(&full_meta);
 	cr_assert_eq(metaserver_restart(&full_meta, roomy), 0);
 	for (int t = 0; t < FULL_THREADS; t++)
@@ -307,6 +358,7 @@ Test(durability_full, a_put_whose_commit_failed_is_not_acknowledged)
 	cr_log_info("%d puts acknowledged before and while the map was full (%d of them retries), %d failed", total,
 	            retried_ok, atomic_load(&full_errors));
 	cr_assert_eq(lost, 0, "%d of %d acknowledged puts lost", lost, total);
+	cr_assert_eq(gva_lost(full_st[1], gva_acked), 0, "an acknowledged write_finish was lost");
 	cr_expect_gt(atomic_load(&full_backup_errors), 0, "a put whose commit failed says so (MMC_META_BACKUP_ERROR)");
 }
 

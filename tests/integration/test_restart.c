@@ -5,7 +5,10 @@
  * never leaves wrong bytes behind. Documented in docs/operations.md, "Restarting at 3 a.m.".
  */
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -303,5 +306,47 @@ Test(detached, eviction_passes_over_a_service_that_has_not_rejoined, .timeout = 
 	snprintf(cmd, sizeof(cmd), "curl -sf http://127.0.0.1:%u/metrics | grep -qx 'mmc_objects 9'", meta.admin_port);
 	cr_expect_eq(system(cmd), 0, "B's objects were dropped");
 	mmc_destroy(a);
+	cr_expect_eq(metaserver_cleanup(&meta), 0, "the metaserver log has a sanitizer report");
+}
+
+/*
+ * A put of a key whose object's lender has not rejoined a restarted server yet: the object exists (its lender is
+ * on its way back, or is dropped with it at its rejoin deadline), so the put finds it, and the first value stays.
+ * The put dropped the committed object as left over, and when the lender came back the key was gone.
+ */
+Test(detached, a_put_keeps_an_object_whose_lender_has_not_rejoined, .timeout = 120)
+{
+	static unsigned char buf[8192];
+	char env_meta[128], reply[256];
+	const char *env[] = {env_meta, NULL};
+	struct node a;
+	mmc_store *c;
+	int rc = -1;
+
+	cr_assert_eq(metaserver_start(&meta, NULL), 0);
+	snprintf(env_meta, sizeof(env_meta), "MMC_TEST_META=%s", meta.url);
+	cr_assert_eq(node_start(&a, env), 0);
+	node_cmd(&a, reply, sizeof(reply), "init 1 %llu", 64ull << 20);
+	cr_assert_eq(atoi(reply), 0, "%s", reply);
+	node_cmd(&a, reply, sizeof(reply), "put k 8192 5");
+	cr_assert_eq(atoi(reply), 0, "%s", reply);
+	cr_assert_eq(kill(a.pid, SIGSTOP), 0); /* away while the server restarts */
+	metaserver_kill(&meta);
+	cr_assert_eq(metaserver_restart(&meta, NULL), 0);
+	c = fixture_store(meta.url, false, 0);
+	pattern_fill(buf, sizeof(buf), 6);
+	rc = mmc_put_from(c, "k", buf, sizeof(buf), MMC_COPY_H2G, NULL);
+	cr_expect_eq(rc, MMC_OK, "the key exists, so the put is done: %d (%s)", rc, mmc_strerror(rc));
+	cr_assert_eq(kill(a.pid, SIGCONT), 0);
+	for (int i = 0; i < 100; i++) {
+		node_cmd(&a, reply, sizeof(reply), "get k 8192 5");
+		if ((rc = atoi(reply)) == 0)
+			break;
+		usleep(100000);
+	}
+	cr_expect_eq(rc, 0, "the lender came back and k is gone or changed: get %d", rc);
+	cr_expect_eq(mmc_is_exist(c, "k"), 1);
+	mmc_destroy(c);
+	node_kill(&a);
 	cr_expect_eq(metaserver_cleanup(&meta), 0, "the metaserver log has a sanitizer report");
 }
