@@ -242,8 +242,8 @@ static int all_land(mmc_store *s, struct prefix_case *p)
 	return -1;
 }
 
-/* Continues the stopped lender after PREFIX_STOP_MAX_S even while a call still waits for it (one that cannot close
- * connections, FI_AV_REMOVE_CLEANUP off, waits until the peer runs again: without this, for ever). */
+/* Continues the stopped lender after PREFIX_STOP_MAX_S even while a call still waits for it (one that cannot cut
+ * connections, a provider without sockets, waits until the peer runs again: without this, for ever). */
 struct watchdog {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;

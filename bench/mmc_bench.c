@@ -71,7 +71,7 @@ int main(int argc, char **argv)
 	const char *cmd = argc >= 2 ? argv[1] : "";
 
 	/* the raw libfabric baselines start libfabric before libmmc would set this: set it for both, as libmmc does */
-	setenv("FI_AV_REMOVE_CLEANUP", "1", 0);
+	setenv("FI_OFI_RXM_CM_PROGRESS_INTERVAL", "1000", 0);
 	if (strcmp(cmd, "target") == 0)
 		return bench_target_main(argc, argv);
 	if (strcmp(cmd, "rma-target") == 0)

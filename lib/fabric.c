@@ -10,7 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/mman.h>
 #include <sys/random.h>
 #include <time.h>
@@ -19,6 +18,7 @@
 #include "clock.h"
 #include "lg.h"
 #include "mmc/mmc.h"
+#include "sock_cut.h"
 
 #define FI_API      FI_VERSION(1, 17)
 #define CQ_BATCH    32
@@ -47,7 +47,7 @@ struct fabric {
 	size_t addrlen;
 	char provider[64];
 	bool host_only; /* host_shm: no libfabric at all; every peer is reached through the host path */
-	bool can_sever; /* fi_av_remove closes the connection to a peer (rxm with FI_AV_REMOVE_CLEANUP) */
+	bool can_sever; /* a peer's connections are TCP sockets this process can shut down (tcp, tcp;ofi_rxm) */
 };
 
 static int fab_err(const char *what, int rc)
@@ -198,39 +198,25 @@ static void split_hcom(const char *url, char *node, size_t nlen, char *service, 
 		snprintf(service, slen, "%s", colon + 1);
 }
 
-static bool cleanup_on(void);
-static bool av_cleanup; /* libfabric closes a connection when its address is removed: decided once, by ask_av_cleanup */
-
 /*
- * libfabric reads FI_AV_REMOVE_CLEANUP once, when it initialises (the process's first fi_getinfo): set it before,
- * unless the user chose. Without it fi_av_remove leaves connections open and a stalled RMA cannot be stopped. An
- * application that started libfabric before libmmc (another transport in the same process) fixed the value then:
- * what it saw is the environment as it was, so a variable set only now must not count. libfabric defines its core
- * parameters when it initialises: until then fi_param_get says -FI_ENOENT.
+ * rxm drops a connection whose socket ended (sever) in its connection progress, which runs once per
+ * FI_OFI_RXM_CM_PROGRESS_INTERVAL microseconds (10 ms by default): until then an op to that peer goes out on the
+ * dead connection and fails. libmmc asks for 1 ms before libfabric starts (it reads the variable then), unless the
+ * user chose; cm_settle_ms is how long a batch that cut a connection drives progress before its caller goes on.
+ * libfabric defines its core parameters when it initialises: until then fi_param_get says -FI_ENOENT.
  */
-static void ask_av_cleanup(void)
+static uint32_t cm_settle_ms = 20;
+
+static void ask_cm_interval(void)
 {
-	int v;
+	const char *v;
+	int started;
 
-	if (fi_param_get(NULL, "av_remove_cleanup", &v) == -FI_ENOENT)
-		setenv("FI_AV_REMOVE_CLEANUP", "1", 0);
-	else
-		lg_info("fabric: libfabric was started before libmmc: FI_AV_REMOVE_CLEANUP is %s as it found it",
-		        cleanup_on() ? "on" : "off");
-	av_cleanup = cleanup_on();
-}
-
-/* The variable as libfabric reads a boolean: a number, or yes/no, true/false, on/off, y/n. */
-static bool cleanup_on(void)
-{
-	const char *v = getenv("FI_AV_REMOVE_CLEANUP");
-
-	if (!v)
-		return false;
-	if (*v >= '0' && *v <= '9')
-		return atoi(v) != 0;
-	return strcasecmp(v, "yes") == 0 || strcasecmp(v, "true") == 0 || strcasecmp(v, "on") == 0 ||
-	       strcasecmp(v, "y") == 0;
+	if (fi_param_get(NULL, "av_remove_cleanup", &started) == -FI_ENOENT)
+		setenv("FI_OFI_RXM_CM_PROGRESS_INTERVAL", "1000", 0);
+	v = getenv("FI_OFI_RXM_CM_PROGRESS_INTERVAL");
+	if (v && atol(v) > 0 && atol(v) < 1000000)
+		cm_settle_ms = (uint32_t)(2 * atol(v) / 1000 + 1);
 }
 
 static int get_info(struct fabric *f, const char *protocol, const char *hcom_url)
@@ -243,7 +229,7 @@ static int get_info(struct fabric *f, const char *protocol, const char *hcom_url
 	int rc = -FI_ENODATA;
 	static pthread_once_t once = PTHREAD_ONCE_INIT;
 
-	pthread_once(&once, ask_av_cleanup);
+	pthread_once(&once, ask_cm_interval);
 	split_hcom(hcom_url, node, sizeof(node), service, sizeof(service));
 	for (; order == one || *order; order++) {
 		struct fi_info *h = make_hints(*order);
@@ -260,7 +246,7 @@ static int get_info(struct fabric *f, const char *protocol, const char *hcom_url
 		return fab_err("fi_getinfo (no provider for this protocol)", rc);
 	snprintf(f->provider, sizeof(f->provider), "%s", f->info->fabric_attr->prov_name);
 	f->mr_mode = f->info->domain_attr->mr_mode;
-	f->can_sever = strstr(f->provider, "ofi_rxm") && av_cleanup;
+	f->can_sever = strncmp(f->provider, "tcp", 3) == 0;
 	return 0;
 }
 
@@ -532,7 +518,6 @@ int fab_batch_init(struct fab_batch *b, struct fabric *f, size_t window, uint32_
 	b->f = f;
 	b->window = window;
 	b->stall_ms = stall_ms;
-	b->refused = FI_ADDR_UNSPEC;
 	b->done = done;
 	b->arg = arg;
 	for (size_t i = 0; i < window; i++)
@@ -542,40 +527,25 @@ int fab_batch_init(struct fab_batch *b, struct fabric *f, size_t window, uint32_
 
 void fab_batch_fini(struct fab_batch *b)
 {
-	if (b->abandoned)
-		lg_warn("libfabric: %s", "keeping the contexts of cancelled operations (their peer stopped answering)");
-	else
-		free(b->ops);
+	free(b->ops);
 	b->ops = NULL;
 }
 
 /*
- * Ends the provider's connection to peer at once. fi_cancel does not stop an RMA that the peer has yet to answer:
- * an answer that comes after the caller gave up would land in a buffer the caller has since reused, or in pool
- * space given to another key. With FI_AV_REMOVE_CLEANUP, rxm's fi_av_remove closes the connection to the address
- * under the endpoint's lock, whatever the address's use count, so nothing of that connection is written once it
- * returns. Inserting the address again first keeps its use count, and so the fi_addr every caller holds: their next
- * op to it opens a new connection. Returns 0, or MMC_ERROR when the connection may still be open.
+ * Cuts the connections to peer: an RMA that the peer has yet to answer is not stopped by fi_cancel, and its answer,
+ * coming after the caller gave up, would land in a buffer the caller has since reused. The sockets are shut down
+ * from this side (sock_cut.h says why not with libfabric's own call); the provider then fails the connection's
+ * operations, and its next operation to peer opens a new one. Returns 0, or MMC_ERROR when no connection to peer
+ * was found (a provider without sockets, or one this process cannot tell apart): the caller then waits for its ops.
  */
 static int sever(struct fabric *f, fi_addr_t peer)
 {
 	unsigned char addr[256];
 	size_t len = sizeof(addr);
-	fi_addr_t again = FI_ADDR_NOTAVAIL;
-	int rc;
 
 	if (!f->can_sever || fi_av_lookup(f->av, peer, addr, &len) || len > sizeof(addr))
 		return MMC_ERROR;
-	if (fi_av_insert(f->av, addr, 1, &again, 0, NULL) != 1)
-		return MMC_ERROR;
-	if (again != peer) { /* not the entry we hold: undo, and do not trust this provider to sever */
-		fi_av_remove(f->av, &again, 1, 0);
-		return MMC_ERROR;
-	}
-	rc = fi_av_remove(f->av, &peer, 1, 0);
-	if (rc)
-		return fab_err("fi_av_remove", rc);
-	return 0;
+	return sock_cut(addr, len, f->addr, f->addrlen) > 0 ? 0 : MMC_ERROR;
 }
 
 /* Severs every peer an unfinished op of b waits on; false when one could not be severed. expired: for the
@@ -598,7 +568,7 @@ static bool sever_stalled(struct fab_batch *b, bool expired)
 			continue;
 		if (sever(b->f, op->peer)) {
 			ok = false;
-			break;
+			continue;
 		}
 		if (expired)
 			lg_info(
@@ -616,10 +586,10 @@ static bool sever_stalled(struct fab_batch *b, bool expired)
 }
 
 /*
- * The oldest op made no progress for stall_ms. Its buffer may be handed back only once nothing can land in it:
- * the connections of the stalled ops are closed, then every op still in flight is reported MMC_TIMEOUT. Where the
- * provider cannot close a connection, the call waits for its ops instead: a late answer is better than wrong bytes.
- * A closed connection may still flush the ops' contexts into the CQ, so the ring is kept (fab_batch_fini).
+ * The oldest op made no progress for stall_ms, or the caller's deadline passed. Its buffer may be handed back only
+ * once nothing can land in it: the connections of the unfinished ops are cut, and the ops, failed by the provider,
+ * are then reaped as any (reported MMC_TIMEOUT). Where a connection cannot be cut, the call waits for its ops
+ * instead: a late answer is better than wrong bytes.
  */
 static void abandon(struct fab_batch *b, bool expired)
 {
@@ -628,19 +598,18 @@ static void abandon(struct fab_batch *b, bool expired)
 	else
 		lg_error("libfabric: an RMA made no progress for %u ms; giving up %zu operations", b->stall_ms,
 		         b->posted - b->reaped);
+	b->severed = true;
 	if (!sever_stalled(b, expired)) {
 		lg_error("libfabric: provider %s cannot close a connection: waiting for the stalled operations",
 		         b->f->provider);
 		b->patient = true;
-		return;
 	}
-	b->abandoned = true;
-	for (; b->reaped < b->posted; b->reaped++) {
-		struct fab_op *op = &b->ops[b->reaped % b->window];
+}
 
-		b->done(b->arg, op->tag,
-		        atomic_load_explicit(&op->state, memory_order_acquire) == 2 ? op->err : MMC_TIMEOUT);
-	}
+/* An op's result as the caller sees it: one failed because its connection was cut for the call timed out. */
+static int op_result(const struct fab_batch *b, const struct fab_op *op)
+{
+	return op->err && b->severed ? MMC_TIMEOUT : op->err;
 }
 
 /* Waits until the oldest op is done, then reports it. */
@@ -659,7 +628,8 @@ static void reap_one(struct fab_batch *b)
 		if (++spins < 64)
 			continue;
 		sched_yield();
-		if (b->patient) /* waiting for a stopped peer, maybe for long: not a core's worth of polling */
+		if (b->severed) /* the cut ops end soon; a stopped peer's, maybe long after: no core's worth of polling
+		                 */
 			nanosleep(&(struct timespec){0, 1000000}, NULL);
 		now = clock_ms();
 		/* this process did not run for a while (stopped, frozen, swapped out): its peers did nothing wrong */
@@ -667,18 +637,16 @@ static void reap_one(struct fab_batch *b)
 			stall = now + b->stall_ms;
 		last = now;
 		expired = b->deadline_ms && now >= b->deadline_ms;
-		if ((now > stall || expired) && !b->patient) {
+		if ((now > stall || expired) && !b->severed) {
 			atomic_fetch_sub_explicit(&b->f->reapers, 1, memory_order_relaxed);
 			abandon(b, expired && now <= stall);
-			if (b->abandoned)
-				return;
 			atomic_fetch_add_explicit(&b->f->reapers, 1, memory_order_relaxed);
 		}
 	}
 	atomic_fetch_sub_explicit(&b->f->reapers, 1, memory_order_relaxed);
 	atomic_store_explicit(&op->state, 0, memory_order_relaxed);
 	b->reaped++;
-	b->done(b->arg, op->tag, op->err);
+	b->done(b->arg, op->tag, op_result(b, op));
 }
 
 /* Reports the ops at the head of the ring that are done, without waiting: a caller's hook learns of a landed key
@@ -692,7 +660,7 @@ static void reap_done(struct fab_batch *b)
 			return;
 		atomic_store_explicit(&op->state, 0, memory_order_relaxed);
 		b->reaped++;
-		b->done(b->arg, op->tag, op->err);
+		b->done(b->arg, op->tag, op_result(b, op));
 	}
 }
 
@@ -730,6 +698,14 @@ static ssize_t post_retry(struct fab_batch *b, bool write, const struct fi_msg_r
 	}
 }
 
+static bool refused(const struct fab_batch *b, fi_addr_t peer)
+{
+	for (size_t i = 0; i < b->nrefused; i++)
+		if (b->refused[i] == peer)
+			return true;
+	return false;
+}
+
 int fab_batch_post(struct fab_batch *b, bool write, const struct iovec *iov, void **desc, size_t count, fi_addr_t peer,
                    uint64_t raddr, uint64_t rkey, uint32_t tag)
 {
@@ -742,15 +718,15 @@ int fab_batch_post(struct fab_batch *b, bool write, const struct iovec *iov, voi
 
 	for (size_t i = 0; i < count; i++)
 		rma.len += iov[i].iov_len;
-	if (b->abandoned || (b->deadline_ms && clock_ms() >= b->deadline_ms))
+	if (b->severed || (b->deadline_ms && clock_ms() >= b->deadline_ms))
 		return MMC_TIMEOUT; /* given up, or past the caller's deadline: start nothing more */
 	if (b->f->host_only)
 		return MMC_LINK_NOT_FOUND;
 	if (b->posted - b->reaped == b->window)
 		reap_one(b);
-	if (b->abandoned)
+	if (b->severed)
 		return MMC_TIMEOUT;
-	if (peer == b->refused)
+	if (refused(b, peer))
 		return MMC_TIMEOUT; /* it already kept an earlier post waiting for stall_ms */
 	if (b->lease && (ended = b->lease(b->lease_arg)))
 		return ended; /* after the wait for a slot above, too: that took time */
@@ -770,7 +746,8 @@ int fab_batch_post(struct fab_batch *b, bool write, const struct iovec *iov, voi
 		if (!b->deadline_ms || clock_ms() < b->deadline_ms)
 			lg_error("libfabric: peer %llu refused RMA for %u ms (gone?)", (unsigned long long)peer,
 			         b->stall_ms);
-		b->refused = peer;
+		if (b->nrefused < FAB_REFUSED_MAX)
+			b->refused[b->nrefused++] = peer;
 		return MMC_TIMEOUT;
 	}
 	b->posted++;
@@ -799,4 +776,9 @@ void fab_batch_wait(struct fab_batch *b)
 {
 	while (b->reaped < b->posted)
 		reap_one(b);
+	/* the provider drops a cut connection in its connection progress, after failing its ops: until then an op to
+	 * the peer would go out on the dead one and fail, and so would the caller's next call */
+	for (uint64_t end = clock_ms() + cm_settle_ms; b->severed && !b->patient && clock_ms() < end;)
+		if (!poll_cq(b->f))
+			nanosleep(&(struct timespec){0, 200000}, NULL);
 }

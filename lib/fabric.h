@@ -73,11 +73,13 @@ struct fab_op {
 /*
  * A set of operations issued by one call: a ring of `window` ops in flight. Owned by the calling thread. When an op
  * makes no progress for stall_ms (its peer died or stopped mid-transfer: some providers never complete such an op),
- * the connections to the peers of every unfinished op are closed before they are reported MMC_TIMEOUT, so that
- * no late answer lands in a buffer after the call returned (a stopped peer resumed answers the requests it had).
- * Their contexts may still come back through the CQ, so the ring is then not freed. A provider that cannot close a
- * connection (only rxm-based ones can) makes the call wait for its ops instead ("patient").
+ * or the call's deadline passes, the connections to the peers of every unfinished op are cut, and the ops, failed
+ * by the provider, are reported MMC_TIMEOUT once they are: no late answer lands in a buffer after the call
+ * returned (a stopped peer resumed answers the requests it had). A connection that cannot be cut (a provider
+ * without TCP sockets: verbs, shm) makes the call wait for its ops instead ("patient").
  */
+#define FAB_REFUSED_MAX 16
+
 struct fab_batch {
 	struct fabric *f;
 	struct fab_op *ops;
@@ -85,9 +87,11 @@ struct fab_batch {
 	size_t posted, reaped;
 	uint32_t stall_ms;
 	uint64_t deadline_ms; /* clock_ms() past which the call gives up what is still in flight; 0: none */
-	bool abandoned;       /* the stalled ops' connections were closed and the ops reported */
-	bool patient;         /* they could not be closed: wait for the ops, however long */
-	fi_addr_t refused;    /* a peer the provider would not take an op for during stall_ms; FI_ADDR_UNSPEC if none */
+	bool severed;         /* given up: the unfinished ops' connections were cut, nothing more is posted */
+	bool patient;         /* one could not be cut: its ops are waited for, however long */
+	/* peers the provider would not take an op for during stall_ms: later posts to them fail at once */
+	fi_addr_t refused[FAB_REFUSED_MAX];
+	size_t nrefused;
 	/* called on the owner's thread as each op is reaped: err 0 or an MMC_* code */
 	void (*done)(void *arg, uint32_t tag, int err);
 	void *arg;

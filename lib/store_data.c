@@ -652,7 +652,7 @@ static int get_once(struct mmc_store *s, struct plan *p, bool *lost)
 	                    .arg = p,
 	                    .deadline_ms = p->deadline_ms};
 	struct xfer_hook check = {.landed = check_get, .arg = p};
-	uint64_t t0 = clock_ms(), t1, losses = meta_conn_losses(s->meta);
+	uint64_t t0 = clock_ms(), t1;
 	int rc_call;
 
 	for (size_t i = 0; i < p->n; i++) {
@@ -667,8 +667,10 @@ static int get_once(struct mmc_store *s, struct plan *p, bool *lost)
 		return plan_fail_all(p, rc_call);
 	plan_xfer(s, p, 0, PK_LEASED, s->conf.c.verify_checksum ? &check : NULL);
 	t1 = clock_ms();
-	/* the leases died with the server that granted them: its successor may already have reused the memory */
-	*lost = meta_conn_losses(s->meta) != losses;
+	/* the leases died with the server that granted them: its successor may already have reused the memory. The
+	 * connection that granted them is the lookup's last try (k.losses): a lookup retried on a new connection
+	 * holds leases of that one */
+	*lost = meta_conn_losses(s->meta) != k.losses;
 	for (size_t i = 0; i < p->n; i++) {
 		struct plan_key *r = &p->rec[i];
 
@@ -723,7 +725,6 @@ static int get_prefix(struct mmc_store *s, struct plan *p, uint64_t until, size_
 	                    .deadline_ms = until < p->deadline_ms ? until : p->deadline_ms,
 	                    .reply_by_ms = until};
 	struct xfer_hook hook = {.landed = prefix_landed, .arg = p};
-	uint64_t losses = meta_conn_losses(s->meta);
 	int rc;
 
 	*landed = 0;
@@ -744,12 +745,12 @@ static int get_prefix(struct mmc_store *s, struct plan *p, uint64_t until, size_
 
 		if (r->state != PK_LEASED || r->result)
 			continue;
-		r->result = meta_conn_losses(s->meta) != losses ? MMC_NOT_CONNECTED_META : r->xk.result;
+		r->result = meta_conn_losses(s->meta) != k.losses ? MMC_NOT_CONNECTED_META : r->xk.result;
 		/* the lease runs to the deadline: what landed before it was read under the lease */
 		if (r->result == 0 && (r->landed_ms ? r->landed_ms : t1) >= t0 + r->lease_ms)
 			r->result = MMC_LEASE_EXPIRED;
 	}
-	if (meta_conn_losses(s->meta) == losses)
+	if (meta_conn_losses(s->meta) == k.losses) /* as get_once: the leases are the lookup's last try's */
 		release_leases(s, p, false);
 	verify_gets(p);
 	while (*landed < p->n && p->rec[*landed].result == 0)

@@ -69,12 +69,13 @@
  * - With mmc_local_config.verify_checksum, a get whose bytes differ from the CRC32C its writer committed returns
  *   MMC_CHECKSUM_MISMATCH instead of wrong bytes; only put/get forms carry checksums, not the GVA flow.
  * - A data call writes into the caller's buffers only while it runs: a transfer it gave up on (MMC_TIMEOUT after
- *   rma_timeout_ms) has had its connection closed before the call returns, so a peer that answers late cannot land
- *   bytes in a buffer the caller reuses. For this libmmc sets FI_AV_REMOVE_CLEANUP=1 before libfabric starts,
- *   unless the environment already has it; an application that starts libfabric itself before mmc_init() must set
- *   it too (in its environment, before libfabric starts), or its stalled calls wait: with a provider that cannot
- *   close a connection (only rxm-based ones, tcp and verbs, can), or libfabric started without the variable, a
- *   stalled call waits for its peer instead of returning.
+ *   rma_timeout_ms, or a prefix read's deadline) has had its connection cut before the call returns, so a peer that
+ *   answers late cannot land bytes in a buffer the caller reuses. libmmc cuts it by shutting down this process's
+ *   TCP sockets to the peer (the tcp provider); with a provider whose connections are not sockets (verbs, shm) a
+ *   stalled call waits for its peer instead of returning. Cutting one makes the other calls' operations on that
+ *   connection fail once (MMC_ERROR or MMC_TIMEOUT; the next ones reconnect), also those of another transport of
+ *   this process to the same peer. libmmc sets FI_OFI_RXM_CM_PROGRESS_INTERVAL=1000 before libfabric starts, unless
+ *   the environment has it, so that a cut connection is replaced within 2 ms; the call that cut it waits that long.
  * - Without an accelerator, "device" buffers (the L in L2G / G2L) are host memory.
  * - This header is versioned: mmc_local_config grows only at its end and carries its layout version; the value
  *   structs (mmc_replicate_config, mmc_key_info) never change layout.

@@ -383,7 +383,7 @@ static int cmd_gcopy(char *args)
 }
 
 /* An application that started libfabric before libmmc (another transport in the process), with the environment it
- * had: libmmc can no longer choose how libfabric treats a removed address. */
+ * had: libmmc can no longer choose libfabric's settings (how often rxm drops a dead connection). */
 static void start_fabric_first(void)
 {
 	struct fi_info *info = NULL;

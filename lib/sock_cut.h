@@ -1,0 +1,27 @@
+/*
+ * Cutting this process's TCP connections to one peer from outside the library that owns them.
+ *
+ * libfabric's own way to close the connection to one peer (fi_av_remove with FI_AV_REMOVE_CLEANUP over rxm) crashes
+ * the process in rxm's flush when an RMA answer from that peer is half received, which is just when a stalled or
+ * late read must be cut off. A connection its peer drops (the peer killed mid-answer) goes down a path that survives
+ * this: the provider reads the end of the stream and fails the connection's operations as any error. Shutting the
+ * socket down from this side takes that same path: reads then return what the kernel holds and then the end of the
+ * stream, and Linux answers data that arrives after it with a reset, so nothing of the connection is written into
+ * memory once its operations have failed.
+ */
+#ifndef MMC_SOCK_CUT_H
+#define MMC_SOCK_CUT_H
+
+#include <stddef.h>
+
+/*
+ * Shuts down (SHUT_RDWR) every TCP socket of this process connected to the peer whose listening address is peer
+ * (a struct sockaddr_in or sockaddr_in6, plen bytes): the ones this process opened to it, and, since a connection
+ * may have been opened by the peer instead, every one accepted on this process's own listening address self from
+ * the peer's host (other peers on that host reconnect). Returns how many were shut down; 0 also for an address
+ * that is not an IPv4 or IPv6 one (no socket to find: RDMA providers). Thread-safe; the sockets stay open (their
+ * owner closes them).
+ */
+int sock_cut(const void *peer, size_t plen, const void *self, size_t slen);
+
+#endif
