@@ -75,6 +75,7 @@ struct persist {
 	uint64_t *failed;               /* every batch whose commit failed, ascending: rare, so a plain array */
 	size_t nfailed, capfailed;
 	unsigned test_delay_ms; /* MMC_TEST_COMMIT_DELAY_MS: widens the window before a commit, for tests */
+	unsigned grouped;       /* persist_group_begin depth: no hand-off between two writes */
 
 	pthread_t writer;
 	bool writer_started;
@@ -680,7 +681,8 @@ static int queue_op(struct persist *p, struct persist_table *t, const void *key,
 		opened(p, b, true);
 	} else if (b->nops == b->nretried + 1) {
 		arm(p); /* the first write of a batch that carries retried deletes */
-	} else if (!p->flying && (b->nops < 64 || b->nops % 64 == 0) && clock_ns() - b->first_ns > MAX_BATCH_AGE_NS) {
+	} else if (!p->grouped && !p->flying && (b->nops < 64 || b->nops % 64 == 0) &&
+	           clock_ns() - b->first_ns > MAX_BATCH_AGE_NS) {
 		/* a loop that never idles still commits; past 64 ops the clock is read every 64th (once an op, it was
 		 * 8% of a batch of puts' time) */
 		hand_off(p);
@@ -696,6 +698,16 @@ int persist_put(struct persist *p, struct persist_table *t, const void *key, siz
 int persist_del(struct persist *p, struct persist_table *t, const void *key, size_t klen)
 {
 	return queue_op(p, t, key, klen, NULL, 0, true);
+}
+
+void persist_group_begin(struct persist *p)
+{
+	p->grouped++;
+}
+
+void persist_group_end(struct persist *p)
+{
+	p->grouped--;
 }
 
 bool persist_dirty(const struct persist *p)

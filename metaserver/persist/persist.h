@@ -148,6 +148,12 @@ int persist_set_redis_fence_key(struct persist *p, const char *key, const char *
 /* True while some queued write has not committed yet. */
 bool persist_dirty(const struct persist *p);
 
+/* Writes queued between persist_group_begin and persist_group_end land in one batch: a busy loop hands a batch to
+ * the writer between two writes only outside a group. For writes that must not land apart (a record moved to a new
+ * key: the old key's delete and the new key's write; a crash between the two would leave neither). Nests. */
+void persist_group_begin(struct persist *p);
+void persist_group_end(struct persist *p);
+
 /* The number of the newest batch with writes not yet committed (0: none), and of the newest batch committed (or
  * failed: its waiters ran). Batches commit in order, so a change queued in batch n is durable once
  * persist_durable_seq() >= n. */

@@ -15,6 +15,7 @@
 #include "lru.h"
 #include "mmc/mmc.h"
 #include "objects.h"
+#include "persist.h"
 #include "placement.h"
 #include "policy_ops.h"
 #include "services.h"
@@ -431,12 +432,14 @@ static void finish_read(struct meta *m, struct task *t, int result)
 		/* a get's release names the id it read: the copy a demote left for readers before it keeps this one,
 		 * and the object read from now on takes another, or a release by one of them would end a lease on the
 		 * other */
+		persist_group_begin(m->persist); /* the old record's delete and the new one's write land together */
 		object_renumber(m, o);
 		if (had_record) {
 			object_persist(m, o);
 			/* the old record's delete is retried if the batch fails: so is this */
 			object_keep_record(m, o);
 		}
+		persist_group_end(m->persist);
 		/* the SSD range goes once no record names it: the old one deleted, the new one naming DRAM written */
 		space_release(m, blob_svc(b), MMC_MEDIA_SSD, ssd_offset, had_record ? persist_wait_seq(m->persist) : 0);
 	}

@@ -627,6 +627,27 @@ BOTH(a_key_no_store_takes_is_refused_when_queued)
 	cr_assert_eq(persist_get(p, tbl, huge, PERSIST_KEY_MAX, buf, sizeof(buf), &len), 0);
 }
 
+/* Writes in a group land in one batch: the 2 ms rule hands no batch over between them. For a record moved to a new
+ * key (a promoted object's renumbering): its old key's delete and its new key's write in two batches, a crash between
+ * the two left neither. */
+BOTH(writes_in_a_group_land_in_one_batch)
+{
+	uint64_t seq;
+
+	persist_put(p, tbl, "old", 3, "1", 1);
+	cr_assert_eq(persist_flush(p), 0);
+	persist_put(p, tbl, "other", 5, "2", 1);
+	usleep(3000); /* older than MAX_BATCH_AGE_NS: a write now would hand the batch over */
+	persist_group_begin(p);
+	persist_del(p, tbl, "old", 3);
+	seq = persist_wait_seq(p);
+	persist_put(p, tbl, "new", 3, "1", 1);
+	persist_group_end(p);
+	cr_assert_eq(persist_wait_seq(p), seq, "the delete and the write were handed over apart");
+	cr_assert_eq(persist_flush(p), 0);
+	cr_assert(!stored("old") && stored("new") && stored("other"));
+}
+
 /* A waiter that writes (and, slow enough, hands its own batch over by the 2 ms rule) must not make the loop hand a
  * second batch to the writer while one is flying: that batch would be marked durable without being committed. */
 static struct seen after_y, after_z;
