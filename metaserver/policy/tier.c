@@ -425,23 +425,23 @@ static void finish_read(struct meta *m, struct task *t, int result)
 	/* promote: nothing else reads the SSD copy (a promote starts only on an idle object); its range is reused once
 	 * the record naming the DRAM copy is on disk */
 	{
-		uint64_t ssd_offset = blob_offset(b);
-		bool had_record = o->persisted;
+		uint64_t ssd_offset = blob_offset(b), unlinked;
 
 		blob_move(b, MMC_MEDIA_DRAM, t->dst_offset);
 		/* a get's release names the id it read: the copy a demote left for readers before it keeps this one,
 		 * and the object read from now on takes another, or a release by one of them would end a lease on the
 		 * other */
 		persist_group_begin(m->persist); /* the old record's delete and the new one's write land together */
-		object_renumber(m, o);
-		if (had_record) {
+		unlinked = object_renumber(m, o);
+		if (unlinked) {
 			object_persist(m, o);
 			/* the old record's delete is retried if the batch fails: so is this */
 			object_keep_record(m, o);
 		}
 		persist_group_end(m->persist);
 		/* the SSD range goes once no record names it: the old one deleted, the new one naming DRAM written */
-		space_release(m, blob_svc(b), MMC_MEDIA_SSD, ssd_offset, had_record ? persist_wait_seq(m->persist) : 0);
+		space_release(m, blob_svc(b), MMC_MEDIA_SSD, ssd_offset,
+		              unlinked && unlinked != ALLOC_SEQ_NEVER ? persist_wait_seq(m->persist) : unlinked);
 	}
 	olist_del(o);
 	lru_push(m, o);

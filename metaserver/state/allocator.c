@@ -362,6 +362,8 @@ int alloc_reserve(struct allocator *a, uint64_t size, uint64_t *offset)
 
 static enum persist_seq_state batch_state(const struct allocator *a, uint64_t seq)
 {
+	if (seq == ALLOC_SEQ_NEVER)
+		return PERSIST_SEQ_LOST;
 	return seq && a->seq_state ? a->seq_state(a->seq_ctx, seq) : PERSIST_SEQ_DURABLE;
 }
 

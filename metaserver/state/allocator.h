@@ -34,9 +34,10 @@ int alloc_release(struct allocator *a, uint64_t offset);
  * it is gone from disk. seq is the persistence batch that holds the change which stops pointing at the block (the
  * object's delete, or its record moved elsewhere); the block stays reserved ("held") until that batch is durable,
  * so a crash before the commit can never reload a record over someone else's bytes. seq 0 frees at once. A hold
- * whose batch failed is never freed (only a restart, which reloads the record it kept, can). MMC_INVALID_PARAM as
- * for alloc_release.
+ * whose batch failed is never freed (only a restart, which reloads the record it kept, can), nor is one released with
+ * ALLOC_SEQ_NEVER (the change could not even be queued). MMC_INVALID_PARAM as for alloc_release.
  */
+#define ALLOC_SEQ_NEVER UINT64_MAX
 int alloc_release_after(struct allocator *a, uint64_t offset, uint64_t seq);
 
 /* Cuts [offset, offset + size) (size rounded up to 4 KiB) out of the reserved block that holds it, as a reserved

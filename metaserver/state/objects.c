@@ -437,25 +437,29 @@ void objects_each_blob(struct meta *m, struct service *svc,
 	}
 }
 
-void object_record_del(struct meta *m, uint64_t id)
+int object_record_del(struct meta *m, uint64_t id)
 {
 	unsigned char k[REC_KEY_LEN];
 
 	rec_key_of(id, k);
-	persist_del(m->persist, m->db_objects, k, sizeof(k));
+	return persist_del(m->persist, m->db_objects, k, sizeof(k));
 }
 
-static void unpersist(struct meta *m, struct object *o)
+/* The batch that deletes o's record, or ALLOC_SEQ_NEVER when the delete could not be queued (out of memory): the
+ * record stays on disk, so o's space must never be reused in this run, or a restart would load it over another
+ * object's bytes. */
+static uint64_t unpersist(struct meta *m, struct object *o)
 {
-	object_record_del(m, o->id);
 	o->persisted = false;
+	return object_record_del(m, o->id) ? ALLOC_SEQ_NEVER : persist_wait_seq(m->persist);
 }
 
-void object_renumber(struct meta *m, struct object *o)
+uint64_t object_renumber(struct meta *m, struct object *o)
 {
-	if (o->persisted)
-		unpersist(m, o);
+	uint64_t seq = o->persisted ? unpersist(m, o) : 0;
+
 	o->id = object_next_id(m);
+	return seq;
 }
 
 /*
@@ -789,10 +793,8 @@ void object_drop_hashed(struct meta *m, struct object *o, uint64_t hash)
 	if (o->in_index)
 		index_del_hashed(m, o, hash);
 	olist_del(o);
-	if (o->persisted) {
-		unpersist(m, o);
-		unlink_seq = persist_wait_seq(m->persist);
-	}
+	if (o->persisted)
+		unlink_seq = unpersist(m, o);
 	/* a put's bytes may still be in flight: keep the space until its writer commits or goes away (a GVA allocation
 	 * is dropped only once its write lease ran out, or by its writer's finish, and then goes to quarantine) */
 	if (o->state != MMC_BLOB_ALLOCATED || o->gva)

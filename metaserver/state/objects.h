@@ -172,8 +172,9 @@ struct object *objects_find_zombie(struct meta *m, const char *key, size_t len, 
 struct object *objects_find_removed_write(struct meta *m, const char *key, size_t len, uint64_t session, uint64_t id);
 /* Frees a removed object's space once no lease and no in-flight write pins it any more. */
 /* Gives o a new id, its record (if any) deleted under the old one: object_persist writes it again. The token a
- * get returns, and its release names, is the id: a copy a demote left for earlier readers keeps the old one. */
-void object_renumber(struct meta *m, struct object *o);
+ * get returns, and its release names, is the id: a copy a demote left for earlier readers keeps the old one.
+ * Returns the batch of the old record's delete: 0 when o had none, ALLOC_SEQ_NEVER when it could not be queued. */
+uint64_t object_renumber(struct meta *m, struct object *o);
 /* A new object id, never given before by this store: not in this process, nor by any earlier leader of it. */
 uint64_t object_next_id(struct meta *m);
 void object_unpin(struct meta *m, struct object *o);
@@ -198,8 +199,9 @@ void objects_session_closed(struct meta *m, uint64_t session);
 int objects_load(struct meta *m);
 /* objects_load's last step: the ids a new object may take (object_next_id). 0 or MMC_ERROR. */
 int objects_ids_load(struct meta *m, uint64_t max_id);
-/* Queues the delete of the record stored under object id `id` (object_rec.h). */
-void object_record_del(struct meta *m, uint64_t id);
+/* Queues the delete of the record stored under object id `id` (object_rec.h). 0, or MMC_ERROR when it could not
+ * be queued (out of memory): the record stays. */
+int object_record_del(struct meta *m, uint64_t id);
 /* Opens the tables of the object records (object_rec.h) in m->persist. Returns 0 or MMC_ERROR. */
 int objects_tables_open(struct meta *m);
 /* Writes o's record (READABLE objects) into this turn's transaction. */

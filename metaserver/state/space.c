@@ -78,7 +78,7 @@ void space_release(struct meta *m, struct service *svc, uint32_t media, uint64_t
 		return;
 	}
 	/* requests parked for room retry once the batch lands: one waiter per batch, not per range */
-	if (unlink_seq && unlink_seq != m->hold_kick_seq &&
+	if (unlink_seq && unlink_seq != ALLOC_SEQ_NEVER && unlink_seq != m->hold_kick_seq &&
 	    persist_seq_state(m->persist, unlink_seq) == PERSIST_SEQ_PENDING &&
 	    persist_after_commit(m->persist, holds_landed, m) == 0)
 		m->hold_kick_seq = unlink_seq;

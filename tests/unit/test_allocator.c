@@ -252,6 +252,27 @@ Test(allocator, holds_free_in_batch_order_and_a_failed_batch_keeps_its_space)
 	alloc_destroy(a);
 }
 
+/* A block whose record's delete could not even be queued (ALLOC_SEQ_NEVER) is lost at once, and holds after it
+ * still free in their turn: the record stays on disk, and a restart would load it over the block's next owner. */
+Test(allocator, a_block_whose_delete_was_never_queued_is_never_handed_out)
+{
+	struct batches b = {.durable = 0};
+	struct allocator *a = alloc_create(2 * PAGE);
+	uint64_t off[2], x;
+
+	alloc_set_durability(a, batch_state, &b);
+	for (int i = 0; i < 2; i++)
+		cr_assert_eq(alloc_reserve(a, PAGE, &off[i]), 0);
+	cr_assert_eq(alloc_release_after(a, off[0], ALLOC_SEQ_NEVER), 0);
+	cr_assert_eq(alloc_release_after(a, off[1], 1), 0);
+	cr_assert_eq(alloc_lost(a), PAGE);
+	b.durable = UINT64_MAX - 1;
+	cr_assert_eq(alloc_reserve(a, PAGE, &x), 0, "the later hold freed once its batch landed");
+	cr_assert_eq(x, off[1]);
+	cr_assert_eq(alloc_reserve(a, PAGE, &x), MMC_NOT_ENOUGH_MEMORY, "the block of the undeleted record was reused");
+	alloc_destroy(a);
+}
+
 Test(allocator, split_cuts_a_range_out_of_a_reservation_and_each_piece_frees_alone)
 {
 	struct allocator *a = alloc_create(16 * PAGE);
