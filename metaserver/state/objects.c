@@ -508,8 +508,17 @@ int objects_ids_load(struct meta *m, uint64_t max_id)
 	else if (rc != 0 && rc != MMC_OBJECT_NOT_EXISTS)
 		return MMC_ERROR;
 	m->next_object_id = max_id > ceiling ? max_id : ceiling;
-	m->object_id_ceiling = m->next_object_id; /* the first id given writes a new ceiling */
 	m->object_id_seq = 0;
+	/* the ceiling moves ahead now, on disk before any id of this run reaches a client: written with the first id
+	 * given, it was not, and a crash then gave those ids again. A store that refuses the write (full) serves all
+	 * the same: the first id given writes it, as before. */
+	m->object_id_ceiling = m->next_object_id + ID_RESERVE;
+	if (persist_put(m->persist, m->db_info, id_ceiling_key, sizeof(id_ceiling_key) - 1, &m->object_id_ceiling,
+	                sizeof(m->object_id_ceiling)) ||
+	    persist_flush(m->persist)) {
+		log_warn("op=load_objects err=\"the id ceiling could not be written ahead\"");
+		m->object_id_ceiling = m->next_object_id;
+	}
 	return 0;
 }
 
