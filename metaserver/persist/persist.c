@@ -42,8 +42,9 @@ struct waiter {
 
 /* One op in a batch's byte log: the header, the key, the value (none for a delete), padded to 8 bytes. */
 struct op {
-	uint32_t table, klen, vlen;
+	uint32_t table, klen, vlen; /* table | OP_KEPT for persist_put_kept */
 };
+#define OP_KEPT 0x80000000u
 
 /* The writes of one group commit and the callbacks that wait for it. Owned by the loop, except that the writer
  * thread reads ops[] while the batch is flying. */
@@ -125,7 +126,8 @@ bool persist_op_next(const struct persist_ops *ops, size_t *off, struct persist_
 	if (*off >= ops->len)
 		return false;
 	memcpy(&h, ops->buf + *off, sizeof(h));
-	op->table = h.table;
+	op->table = h.table & ~OP_KEPT;
+	op->kept = (h.table & OP_KEPT) != 0;
 	op->del = h.vlen == DEL_LEN;
 	op->key = ops->buf + *off + sizeof(h);
 	op->klen = h.klen;
@@ -312,7 +314,7 @@ static bool retried(const struct persist *p, const struct persist_op *op)
 {
 	const struct persist_table *t = &p->tables[op->table];
 
-	return t->retry_writes || (op->del && t->retry_deletes);
+	return op->kept || t->retry_writes || (op->del && t->retry_deletes);
 }
 
 /*
@@ -346,8 +348,8 @@ static void retry_failed(struct persist *p, const struct batch *b)
 		log_error("op=persist_retry err=\"%s\" bytes=%zu: the store keeps what it had; a restart loads it",
 		          puts > RETRY_BYTES_MAX ? "too much to retry" : "refused again and again", puts);
 	while (persist_op_next(&ops, &off, &op))
-		if (retried(p, &op) && (op.del || keep_puts) &&
-		    append_op(&t, op.table, op.key, op.klen, op.val, op.vlen, op.del))
+		if (retried(p, &op) && (op.del || op.kept || keep_puts) &&
+		    append_op(&t, op.table | (op.kept ? OP_KEPT : 0), op.key, op.klen, op.val, op.vlen, op.del))
 			goto out; /* out of memory (logged): the store keeps what it had, as without retries */
 	if (!t.nops || (o->len && !(tail = batch_append(&t, o->len))))
 		goto out;
@@ -666,7 +668,7 @@ int persist_set_redis_fence_key(struct persist *p, const char *key, const char *
 }
 
 static int queue_op(struct persist *p, struct persist_table *t, const void *key, size_t klen, const void *val,
-                    size_t vlen, bool del)
+                    size_t vlen, bool del, bool kept)
 {
 	struct batch *b = p->open;
 
@@ -675,7 +677,7 @@ static int queue_op(struct persist *p, struct persist_table *t, const void *key,
 		log_error("op=persist_queue err=\"key length %zu outside 1..%d\"", klen, PERSIST_KEY_MAX);
 		return MMC_ERROR;
 	}
-	if (append_op(b, t->id, key, klen, val, vlen, del))
+	if (append_op(b, t->id | (kept ? OP_KEPT : 0), key, klen, val, vlen, del))
 		return MMC_ERROR;
 	if (b->nops == 1) {
 		opened(p, b, true);
@@ -692,12 +694,18 @@ static int queue_op(struct persist *p, struct persist_table *t, const void *key,
 
 int persist_put(struct persist *p, struct persist_table *t, const void *key, size_t klen, const void *val, size_t vlen)
 {
-	return queue_op(p, t, key, klen, val, vlen, false);
+	return queue_op(p, t, key, klen, val, vlen, false, false);
+}
+
+int persist_put_kept(struct persist *p, struct persist_table *t, const void *key, size_t klen, const void *val,
+                     size_t vlen)
+{
+	return queue_op(p, t, key, klen, val, vlen, false, true);
 }
 
 int persist_del(struct persist *p, struct persist_table *t, const void *key, size_t klen)
 {
-	return queue_op(p, t, key, klen, NULL, 0, true);
+	return queue_op(p, t, key, klen, NULL, 0, true, false);
 }
 
 void persist_group_begin(struct persist *p)

@@ -30,6 +30,7 @@ struct persist_table {
 struct persist_op {
 	uint32_t table;
 	bool del;
+	bool kept; /* persist_put_kept: a failed batch carries it into the next one */
 	const void *key, *val;
 	size_t klen, vlen;
 };

@@ -434,9 +434,8 @@ static void finish_read(struct meta *m, struct task *t, int result)
 		persist_group_begin(m->persist); /* the old record's delete and the new one's write land together */
 		unlinked = object_renumber(m, o);
 		if (unlinked) {
-			object_persist(m, o);
-			/* the old record's delete is retried if the batch fails: so is this */
-			object_keep_record(m, o);
+			object_persist_moved(m,
+			                     o); /* the old record's delete is retried if the batch fails: so is this */
 		}
 		persist_group_end(m->persist);
 		/* the SSD range goes once no record names it: the old one deleted, the new one naming DRAM written */

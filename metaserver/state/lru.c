@@ -21,7 +21,6 @@ void lru_checkpoint(struct meta *m, uint64_t now_ms, bool force)
 	if (!force && now_ms - m->lru_saved_ms < LRU_CHECKPOINT_MS)
 		return;
 	m->lru_saved_ms = now_ms;
-	objects_rewrite_lost(m);
 	/* what moved since the last checkpoint went to a head, with a stamp above lru_saved: walk no further; and no
 	 * further than LRU_CHECKPOINT_MAX records, newest first: the rest keep their older stamps */
 	for (int i = 0; i < MEDIA_COUNT; i++) {

@@ -123,12 +123,6 @@ struct lease {
 	uint64_t expiry_ms;
 };
 
-/* An object a rewrite is for, by handle and id (it may be gone by then). */
-struct rewrite_ref {
-	uint32_t handle;
-	uint64_t id;
-};
-
 /* Links of an object list (objects.h): handles of the neighbours; a list's head is a sentinel record. */
 struct olink {
 	uint32_t prev, next;
@@ -280,11 +274,6 @@ struct meta {
 	struct index_shard shards[INDEX_SHARDS];
 	uint64_t nobjects;
 	uint32_t lists[OLIST_COUNT]; /* the object lists' sentinels (objects.h) */
-	/* records object_keep_record saw lost, written again at the next LRU checkpoint (objects_rewrite_lost) */
-	struct {
-		struct rewrite_ref *v;
-		size_t n, cap;
-	} rewrites;
 	/* the removed objects still pinned (OLIST_ZOMBIES) by key, chained through hnext: a release or a commit that
 	 * names one finds it without walking them all */
 	struct {

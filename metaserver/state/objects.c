@@ -106,8 +106,6 @@ void objects_fini(struct meta *m)
 	memset(m->lists, 0, sizeof(m->lists));
 	free(m->zombies.buckets);
 	memset(&m->zombies, 0, sizeof(m->zombies));
-	free(m->rewrites.v);
-	memset(&m->rewrites, 0, sizeof(m->rewrites));
 	leases_fini();
 	slab_fini();
 }
@@ -532,7 +530,8 @@ int objects_tables_open(struct meta *m)
 	return 0;
 }
 
-void object_persist(struct meta *m, struct object *o)
+/* kept: persist_put_kept, for a record moved to a new id (its old id's delete is retried if its batch fails) */
+static void persist_record(struct meta *m, struct object *o, bool kept)
 {
 	union { /* the record, then the key right after its last blob */
 		struct rec rec;
@@ -559,11 +558,22 @@ void object_persist(struct meta *m, struct object *o)
 	len = (size_t)((unsigned char *)(rec->b + n) - v.bytes);
 	memcpy(v.bytes + len, object_key(o), o->keylen);
 	rec_key_of(o->id, k);
-	if (persist_put(m->persist, m->db_objects, k, sizeof(k), v.bytes, len + o->keylen) == 0) {
+	if ((kept ? persist_put_kept : persist_put)(m->persist, m->db_objects, k, sizeof(k), v.bytes,
+	                                            len + o->keylen) == 0) {
 		o->persisted = true;
 		o->stamp_dirty = false;
 		o->rec_seq = persist_wait_seq(m->persist);
 	}
+}
+
+void object_persist(struct meta *m, struct object *o)
+{
+	persist_record(m, o, false);
+}
+
+void object_persist_moved(struct meta *m, struct object *o)
+{
+	persist_record(m, o, true);
 }
 
 bool object_persist_again(struct meta *m, struct object *o)
@@ -573,79 +583,6 @@ bool object_persist_again(struct meta *m, struct object *o)
 		return false;
 	object_persist(m, o);
 	return true;
-}
-
-/*
- * Records no caller waits on (a rewarm's renumbered object): a batch's failure is nobody's to see, so they are written
- * again, until a batch keeps them. Not from the waiter that learns of the failure: a store that refuses every commit
- * (Redis down, a fenced leader) would fail that batch at once and run the waiter again, for ever; the lost ones wait
- * in meta.rewrites for the next LRU checkpoint instead. Objects are named by handle and id: they may be gone.
- */
-struct rewrite_batch {
-	struct meta *m;
-	size_t n;
-	struct rewrite_ref ref[];
-};
-
-static struct object *rewrite_target(const struct meta *m, const struct rewrite_ref *r)
-{
-	/* the last flush at shutdown may run waiters once the object table is gone */
-	struct object *o = m->zombies.buckets ? object_at(r->handle) : NULL;
-
-	return o && o->state == MMC_BLOB_READABLE && o->id == r->id ? o : NULL;
-}
-
-static void rewrite_landed(void *arg)
-{
-	struct rewrite_batch *w = arg;
-	struct meta *m = w->m;
-
-	for (size_t i = 0; i < w->n; i++) {
-		struct object *o = rewrite_target(m, &w->ref[i]);
-		struct rewrite_ref *grown;
-
-		if (!o || !o->rec_seq || o->rec_seq > persist_failed_seq(m->persist))
-			continue; /* gone, or kept */
-		grown = array_grow(m->rewrites.v, &m->rewrites.cap, m->rewrites.n + 1, sizeof(*grown), 16);
-		if (!grown)
-			continue;
-		m->rewrites.v = grown;
-		m->rewrites.v[m->rewrites.n++] = w->ref[i];
-	}
-	free(w);
-}
-
-static void watch(struct meta *m, const struct rewrite_ref *refs, size_t n)
-{
-	struct rewrite_batch *w = malloc(sizeof(*w) + n * sizeof(*refs));
-
-	if (!w)
-		return;
-	w->m = m;
-	w->n = n;
-	memcpy(w->ref, refs, n * sizeof(*refs));
-	if (persist_after_commit(m->persist, rewrite_landed, w))
-		free(w);
-}
-
-void object_keep_record(struct meta *m, struct object *o)
-{
-	watch(m, &(struct rewrite_ref){o->self, o->id}, 1);
-}
-
-void objects_rewrite_lost(struct meta *m)
-{
-	size_t kept = 0;
-
-	for (size_t i = 0; i < m->rewrites.n; i++) {
-		struct object *o = rewrite_target(m, &m->rewrites.v[i]);
-
-		if (o && object_persist_again(m, o))
-			m->rewrites.v[kept++] = m->rewrites.v[i];
-	}
-	m->rewrites.n = 0;
-	if (kept)
-		watch(m, m->rewrites.v, kept);
 }
 
 bool object_durable(const struct meta *m, const struct object *o)

@@ -206,16 +206,13 @@ int object_record_del(struct meta *m, uint64_t id);
 int objects_tables_open(struct meta *m);
 /* Writes o's record (READABLE objects) into this turn's transaction. */
 void object_persist(struct meta *m, struct object *o);
+/* object_persist of an object object_renumber moved: a failed batch queues the record again with its old id's
+ * delete (persist_put_kept), so that the delete never lands without it. */
+void object_persist_moved(struct meta *m, struct object *o);
 /* Queues o's record again when the batch that held it may have failed to commit (a put of the same key after an
  * MMC_META_BACKUP_ERROR must not answer OK for an object that is not on disk). Returns true if it did: the reply
  * to the caller must then wait for the commit. */
 bool object_persist_again(struct meta *m, struct object *o);
-/* After an object_persist no caller waits on (a rewarm renumbers its object, and nobody hears if that batch fails,
- * while the old record's delete is retried): writes the record again after each batch that loses it. */
-void object_keep_record(struct meta *m, struct object *o);
-/* Writes again the records object_keep_record saw lost (the LRU checkpoint's cadence: a store refusing every commit
- * costs a batch a checkpoint, not a loop). */
-void objects_rewrite_lost(struct meta *m);
 /* Whether o's latest record is on disk (or o was loaded from the store). */
 bool object_durable(const struct meta *m, const struct object *o);
 

@@ -739,7 +739,7 @@ static void a_renumbered_object_has_one_record_under_its_new_id(void)
 
 	put("s", on0, 1);
 	object_renumber(&m, o);
-	object_persist(&m, o);
+	object_persist_moved(&m, o);
 	id = o->id;
 	cr_assert_neq(id, old);
 	restart();

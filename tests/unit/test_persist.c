@@ -992,6 +992,29 @@ BOTH(a_failed_delete_goes_again_only_where_the_table_asks)
 	persist_set_fence(p, NULL, NULL);
 }
 
+/* A record moved to a new key (a promoted object renumbered): its batch failed, and the old key's delete, retried,
+ * went with the next commit without the new key's write, which waited for a rewrite; a crash between left neither.
+ * A kept write goes again with the delete; a plain one does not. */
+BOTH(a_kept_write_goes_again_with_the_retried_delete)
+{
+	put_and_land("old", "1", 1);
+	persist_table_retry_deletes(tbl);
+	fence_ok = false;
+	persist_set_fence(p, fence, &fence_ok);
+	cr_assert_eq(persist_del(p, tbl, "old", 3), 0);
+	cr_assert_eq(persist_put_kept(p, tbl, "new", 3, "1", 1), 0);
+	cr_assert_eq(persist_put(p, tbl, "plain", 5, "1", 1), 0);
+	cr_assert_eq(persist_flush(p), MMC_ERROR, "the store refuses");
+	cr_assert(persist_dirty(p), "the delete and the kept write wait in the open batch");
+	__atomic_store_n(&fence_ok, true, __ATOMIC_RELEASE);
+	cr_assert_eq(persist_put(p, tbl, "next", 4, "1", 1), 0);
+	cr_assert_eq(persist_flush(p), 0);
+	cr_assert(!stored("old") && stored("new"), "the delete landed without the kept write");
+	cr_assert_not(stored("plain"), "a plain write of a failed batch is not retried");
+	cr_assert(stored("next"));
+	persist_set_fence(p, NULL, NULL);
+}
+
 /* The writer's fence for the next test: its first commit waits for the test, then fails; later ones pass. */
 static int fence_calls, fence_released;
 
