@@ -325,7 +325,7 @@ int extents_put(struct meta *m, struct session *s, const struct put_item *it, ui
 	o->state = MMC_BLOB_ALLOCATED;
 	object_index_add(m, o, it->hash);
 	object_publish(m, o);
-	return 0;
+	return o->persisted ? 0 : MMC_META_BACKUP_ERROR; /* its record could not be queued: not on disk */
 }
 
 /*

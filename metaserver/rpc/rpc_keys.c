@@ -85,6 +85,8 @@ static int commit_one(struct conn *c, const Mmc__KeyItem *it, uint64_t hash)
 		o->checksum_type = (uint8_t)it->checksum_type;
 		o->checksum = it->checksum;
 		object_publish(c->m, o);
+		if (!o->persisted)
+			return MMC_META_BACKUP_ERROR; /* its record could not be queued (out of memory): not on disk */
 	} else {
 		o->write_session = 0; /* the writer is done with it: freed at once */
 		object_drop(c->m, o);

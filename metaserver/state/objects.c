@@ -578,8 +578,9 @@ void object_persist_moved(struct meta *m, struct object *o)
 
 bool object_persist_again(struct meta *m, struct object *o)
 {
-	/* batches fail rarely and commit in order: anything queued up to the newest failed batch may be lost */
-	if (!o->persisted || !o->rec_seq || o->rec_seq > persist_failed_seq(m->persist))
+	/* batches fail rarely and commit in order: anything queued up to the newest failed batch may be lost; a record
+	 * that could not even be queued (out of memory) is not on disk either */
+	if (o->persisted && (!o->rec_seq || o->rec_seq > persist_failed_seq(m->persist)))
 		return false;
 	object_persist(m, o);
 	return true;
