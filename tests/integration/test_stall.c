@@ -531,6 +531,44 @@ Test(stall, a_process_that_started_libfabric_first_cuts_a_stalled_read_too, .fin
 	node_kill(&owner);
 }
 
+/*
+ * A batch whose keys alternate between two owners that turn its posts away (both stopped before the reader ever
+ * connected to them, so the provider keeps answering "try again"): each owner keeps the call waiting
+ * rma_timeout_ms once, not once per key. The batch remembered one refusing owner, and the keys of the other each
+ * waited again: 8 keys took 8 x rma_timeout_ms.
+ */
+Test(stall, a_batch_waits_for_each_refusing_owner_once, .fini = stop, .timeout = 120)
+{
+	struct node a, b, w, r;
+	int rank_a, rank_b;
+	uint64_t t0, took;
+
+	cr_assert_eq(metaserver_start(&meta, NULL), 0);
+	snprintf(env_meta, sizeof(env_meta), "MMC_TEST_META=%s", meta.url);
+	start_node(&a, 1);
+	rank_a = atoi(strchr(reply, ' ') + 1);
+	start_node(&b, 1);
+	rank_b = atoi(strchr(reply, ' ') + 1);
+	start_node(&w, 0);
+	start_node(&r, 0);
+	for (int i = 0; i < 8; i++)
+		cr_assert_eq(CMD(&w, "put p%d 4096 %d 1 %d", i, 7 + i, i % 2 ? rank_b : rank_a), 0, "%s", reply);
+	stop_process(a.pid);
+	stop_process(b.pid);
+	t0 = now_ms();
+	node_cmd(&r, reply, sizeof(reply), "bget p 8 4096 7");
+	took = now_ms() - t0;
+	cr_assert_eq(kill(a.pid, SIGCONT), 0);
+	cr_assert_eq(kill(b.pid, SIGCONT), 0);
+	cr_expect(strncmp(reply, "0 -3004", 7) == 0, "every key timed out: %s", reply);
+	cr_expect_lt(took, 2500, "8 keys on 2 refusing owners kept the call %llu ms (rma_timeout_ms 400)",
+	             (unsigned long long)took);
+	node_kill(&r);
+	node_kill(&w);
+	node_kill(&b);
+	node_kill(&a);
+}
+
 /* A command on a node of its own thread: the test restarts the meta server while the command waits. */
 struct waiting {
 	struct node *n;
