@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "http_client.h"
 #include "pattern.h"
 #include "store_fixture.h"
 
@@ -348,5 +349,63 @@ Test(detached, a_put_keeps_an_object_whose_lender_has_not_rejoined, .timeout = 1
 	cr_expect_eq(mmc_is_exist(c, "k"), 1);
 	mmc_destroy(c);
 	node_kill(&a);
+	cr_expect_eq(metaserver_cleanup(&meta), 0, "the metaserver log has a sanitizer report");
+}
+
+/* ---- a get whose lookup was sent again on the restarted server's connection ---- */
+
+static mmc_store *lookup_st;
+static int lookup_rc = -1;
+
+static void *lookup_get(void *arg)
+{
+	static unsigned char buf[VALUE];
+
+	lookup_rc = mmc_get_into(lookup_st, "lk", buf, VALUE, MMC_COPY_G2H);
+	if (lookup_rc == 0 && pattern_check(buf, VALUE, 77) != VALUE)
+		lookup_rc = 99;
+	return NULL;
+}
+
+static double dram_used(void)
+{
+	double v = -1;
+
+	cr_assert_eq(hc_metric(meta.admin_port, "mmc_pool_used_bytes{media=\"dram\"}", &v), 200);
+	return v;
+}
+
+/*
+ * A get whose lookup went out to a server that then died is sent again on the next connection (gets repeat); the
+ * leases it brings back are that connection's. The get judged by the connection count from before its lookup: it
+ * took them for lost, answered MMC_NOT_CONNECTED_META or went again, and never released them, so the object stayed
+ * pinned for the lease's whole TTL (a remove left its space held). Now the get answers MMC_OK and releases them.
+ */
+Test(lookup, a_get_retried_on_a_new_connection_releases_its_leases, .timeout = 120)
+{
+	const char *env[] = {"ock.mmc.meta.lease_ttl_ms=60000", NULL};
+	static unsigned char buf[VALUE];
+	double before = 0;
+	pthread_t th;
+
+	cr_assert_eq(metaserver_start(&meta, env), 0);
+	lookup_st = fixture_store(meta.url, true, 64u << 20);
+	pattern_fill(buf, VALUE, 77);
+	cr_assert_eq(mmc_put_from(lookup_st, "lk", buf, VALUE, MMC_COPY_H2G, NULL), 0);
+	cr_assert_eq(kill(meta.pid, SIGSTOP), 0);
+	cr_assert_eq(pthread_create(&th, NULL, lookup_get, NULL), 0);
+	usleep(300000); /* the lookup is out, unanswered */
+	metaserver_kill(&meta);
+	cr_assert_eq(metaserver_restart(&meta, env), 0);
+	pthread_join(th, NULL);
+	cr_expect_eq(lookup_rc, 0, "the get: %d (%s)", lookup_rc, mmc_strerror(lookup_rc));
+	for (int i = 0; i < 100 && (before = dram_used()) <= 0; i++)
+		usleep(50000);
+	cr_assert_gt(before, 0, "the pool is back");
+	cr_assert_eq(mmc_remove(lookup_st, "lk"), 0);
+	for (int i = 0; i < 60 && dram_used() >= before; i++)
+		usleep(50000);
+	cr_expect_lt(dram_used(), before, "a lease the get left pins the removed object's space for its TTL");
+	mmc_destroy(lookup_st);
 	cr_expect_eq(metaserver_cleanup(&meta), 0, "the metaserver log has a sanitizer report");
 }
