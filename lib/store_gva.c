@@ -342,91 +342,157 @@ static int copy_lease_holds(void *arg)
 	           : MMC_LEASE_EXPIRED;
 }
 
-/* The grant a keyed copy's range must fall in: the one for keys[i] that starts at bases[i]. */
-struct copy_grants {
-	const char *const *keys;
-	const mmc_gva *bases;
-};
-
-/* 0, MMC_INVALID_PARAM (no such key or base given, or no grant for a plain copy: cg NULL) or MMC_LEASE_EXPIRED
- * (the range's grant is another one: the caller's ended and its space was granted again, for another key or for
- * the key at another place). */
-static int grant_is_callers(const struct copy_grants *cg, size_t i, const struct gva_entry *e)
+/* Whether grant e may be copied to (write) or from now: past its write lease the space may already belong to another
+ * object, and a grant of a server gone since was never its successor's. MMC_LEASE_EXPIRED when not. */
+static int grant_usable(const struct gva_entry *e, bool write, uint64_t now, uint64_t losses)
 {
-	if (!cg)
-		return e ? 0 : MMC_INVALID_PARAM;
-	if (!store_key_ok(cg->keys[i]) || !mmc_gva_valid(cg->bases[i]))
-		return MMC_INVALID_PARAM;
-	return e && e->start == cg->bases[i] && strcmp(e->key, cg->keys[i]) == 0 ? 0 : MMC_LEASE_EXPIRED;
+	if (write && !e->readable && (e->expiry_ms <= now || e->losses != losses))
+		return MMC_LEASE_EXPIRED;
+	if (!write && e->losses != losses)
+		return MMC_LEASE_EXPIRED;
+	return 0;
 }
 
-/* Checks every range before anything moves; fills one xfer key per copy; *expiry: the earliest lease of the reads,
- * or of the writes not yet published. Caller holds the read lock. */
-static int plan_copies(struct mmc_store *s, const struct copy_grants *cg, const mmc_gva *gvas, void *const *bufs,
-                       const size_t *sizes, size_t n, bool write, struct xfer_key *xk, struct xfer_piece *pieces,
-                       uint64_t *expiry)
+/* The lease a copy of e runs under (UINT64_MAX: none, a write into a published object is skipped). */
+static uint64_t grant_expiry(const struct gva_entry *e, bool write)
+{
+	return !write || !e->readable ? e->expiry_ms : UINT64_MAX;
+}
+
+/* One range, [g, g + size) of grant e, to or from buf: its xfer key, which has the one piece pc. */
+static void range_key(const struct gva_entry *e, uint64_t g, void *buf, size_t size, bool write, struct xfer_key *xk,
+                      struct xfer_piece *pc)
+{
+	*pc = (struct xfer_piece){buf, size};
+	xk->pieces = pc;
+	xk->npieces = 1;
+	xk->ntargets = 1;
+	xk->targets[0] = (struct xfer_target){mmc_gva_rank(g), e->incarnation, mmc_gva_media(g), mmc_gva_offset(g)};
+	xk->skip = write && e->readable; /* already published */
+}
+
+/* Whether a range can be an RMA target at all: an SSD range is not (its service moves those bytes:
+ * mmc_prefetch_keys). */
+static bool range_ok(uint64_t g, const void *buf, size_t size)
+{
+	return buf && size && mmc_gva_valid(g) && mmc_gva_media(g) != MMC_MEDIA_SSD;
+}
+
+/* mmc_batch_copy's plan: every range in some live grant of this store, checked before anything moves; *expiry the
+ * earliest lease of them. Caller holds the read lock. */
+static int plan_any(struct mmc_store *s, const mmc_gva *gvas, void *const *bufs, const size_t *sizes, size_t n,
+                    bool write, struct xfer_key *xk, struct xfer_piece *pieces, uint64_t *expiry)
 {
 	uint64_t now = clock_ms(), losses = meta_conn_losses(s->meta);
 	int rc;
 
 	*expiry = UINT64_MAX;
 	for (size_t i = 0; i < n; i++) {
-		uint64_t g = gvas[i];
 		const struct gva_entry *e;
 
-		/* an SSD range is no RMA target: its service moves those bytes (mmc_prefetch_keys) */
-		if (!bufs[i] || !sizes[i] || !mmc_gva_valid(g) || mmc_gva_media(g) == MMC_MEDIA_SSD)
+		if (!range_ok(gvas[i], bufs[i], sizes[i]) ||
+		    !(e = gva_tracker_find(s->gva, gvas[i], sizes[i], write ? GVA_WRITE : GVA_READ)))
 			return MMC_INVALID_PARAM;
-		e = gva_tracker_find(s->gva, g, sizes[i], write ? GVA_WRITE : GVA_READ);
-		if ((rc = grant_is_callers(cg, i, e)) != 0)
+		if ((rc = grant_usable(e, write, now, losses)) != 0)
 			return rc;
-		/* past its write lease the space may already belong to another object: never write there; nor under a
-		 * lease from a server that has gone since (its successor never granted it) */
-		if (write && !e->readable && (e->expiry_ms <= now || e->losses != losses))
-			return MMC_LEASE_EXPIRED;
-		if (!write && e->losses != losses)
-			return MMC_LEASE_EXPIRED;
-		if ((!write || !e->readable) && e->expiry_ms < *expiry)
-			*expiry = e->expiry_ms;
-		pieces[i] = (struct xfer_piece){bufs[i], sizes[i]};
-		xk[i].pieces = &pieces[i];
-		xk[i].npieces = 1;
-		xk[i].ntargets = 1;
-		xk[i].targets[0] =
-		    (struct xfer_target){mmc_gva_rank(g), e->incarnation, mmc_gva_media(g), mmc_gva_offset(g)};
-		xk[i].skip = write && e->readable; /* already published */
+		if (grant_expiry(e, write) < *expiry)
+			*expiry = grant_expiry(e, write);
+		range_key(e, gvas[i], bufs[i], sizes[i], write, &xk[i], &pieces[i]);
 	}
 	return 0;
 }
 
-/* cg: the grants a keyed copy names (mmc_batch_copy_keys), NULL for any of this store's (mmc_batch_copy). */
-static int copy_ranges(struct mmc_store *s, const struct copy_grants *cg, const mmc_gva *gvas, void *const *bufs,
-                       const size_t *sizes, size_t n, int32_t direct)
+/* A keyed copy's arguments: per key its grant (keys[i], gvas[i]) and counts[i] ranges, in key order. */
+struct keyed {
+	const char *const *keys;
+	const mmc_gva *gvas;
+	const uint32_t *counts;
+	const uint64_t *offsets;
+	void *const *bufs;
+	const size_t *sizes;
+	size_t n;
+};
+
+/* Key i's grant: the live one of its kind at gvas[i], if it is for keys[i] and starts there. 0, MMC_INVALID_PARAM
+ * (a bad key or GVA), MMC_LEASE_EXPIRED (the caller's grant ended: none is there, or another one, for another key
+ * or for the key at another place). */
+static int keyed_grant(struct mmc_store *s, const struct keyed *k, size_t i, bool write, const struct gva_entry **e)
 {
-	bool write = direct_is_write(direct);
-	struct xfer_key *xk;
-	struct xfer_piece *pieces;
-	struct copy_lease lease;
+	if (!store_key_ok(k->keys[i]) || !mmc_gva_valid(k->gvas[i]))
+		return MMC_INVALID_PARAM;
+	*e = gva_tracker_find(s->gva, k->gvas[i], 1, write ? GVA_WRITE : GVA_READ);
+	return *e && (*e)->start == k->gvas[i] && strcmp((*e)->key, k->keys[i]) == 0 ? 0 : MMC_LEASE_EXPIRED;
+}
+
+/* Plans key i's ranges from range `at` on: results[i] 0, or its code with none of them planned (skipped); expiry[i]
+ * the lease they run under. Caller holds the read lock. */
+static void plan_key(struct mmc_store *s, const struct keyed *k, size_t i, size_t at, bool write, uint64_t now,
+                     uint64_t losses, struct xfer_key *xk, struct xfer_piece *pieces, uint64_t *expiry, int *results)
+{
+	const struct gva_entry *e = NULL;
+	int rc = keyed_grant(s, k, i, write, &e);
+
+	if (!rc)
+		rc = grant_usable(e, write, now, losses);
+	for (uint32_t j = 0; !rc && j < k->counts[i]; j++) {
+		uint64_t off = k->offsets[at + j], size = k->sizes[at + j], g = k->gvas[i] + off;
+
+		if (!range_ok(g, k->bufs[at + j], size) || off > e->end - e->start || size > e->end - e->start - off)
+			rc = MMC_INVALID_PARAM;
+		else
+			range_key(e, g, k->bufs[at + j], size, write, &xk[at + j], &pieces[at + j]);
+	}
+	for (uint32_t j = 0; rc && j < k->counts[i]; j++)
+		xk[at + j].skip = true;
+	expiry[i] = rc ? UINT64_MAX : grant_expiry(e, write);
+	results[i] = rc;
+}
+
+/* A key's result after its copy: its ranges' first error; a read that ended after its lease, or after the server
+ * that granted it went away, may have read reused memory. */
+static int keyed_result(const struct xfer_key *xk, uint32_t count, int rc, bool write, uint64_t expiry, bool lost)
+{
+	for (uint32_t j = 0; !rc && j < count; j++)
+		rc = xk[j].result;
+	if (!rc && ((!write && clock_ms() >= expiry) || lost))
+		rc = MMC_LEASE_EXPIRED;
+	return rc;
+}
+
+/* xfer's part of a copy, writes under copy_lease until expiry; then whether the server that granted was lost. */
+static bool run_copies(struct mmc_store *s, bool write, struct xfer_key *xk, size_t n, uint64_t losses, uint64_t expiry)
+{
+	struct copy_lease lease = {s->meta, losses, expiry};
 	struct xfer_hook hook = {.lease = copy_lease_holds, .arg = &lease};
+
+	xfer_run(s, write, xk, n, 0, write ? &hook : NULL);
+	return meta_conn_losses(s->meta) != losses;
+}
+
+int mmc_batch_copy(mmc_store *s, const mmc_gva *gvas, void *const *bufs, const size_t *sizes, size_t n, int32_t direct,
+                   uint32_t flag)
+{
+	STORE_CALL(s);
+	bool write = direct_is_write(direct), lost;
+	struct xfer_key *xk = NULL;
+	struct xfer_piece *pieces = NULL;
 	uint64_t expiry, losses;
 	int rc = store_check_ready(s);
 
+	(void)flag;
 	if (rc)
 		return rc;
 	losses = meta_conn_losses(s->meta);
-	if (!gvas || !bufs || !sizes || (cg && (!cg->keys || !cg->bases)) || n > MMC_BATCH_MAX * MMC_LAYERS_MAX ||
-	    (!write && !direct_is_read(direct)))
+	if (!gvas || !bufs || !sizes || n > MMC_BATCH_MAX * MMC_LAYERS_MAX || (!write && !direct_is_read(direct)))
 		return MMC_INVALID_PARAM;
 	if (n == 0)
 		return 0;
-	xk = calloc(n, sizeof(*xk));
-	pieces = calloc(n, sizeof(*pieces));
-	if (!xk || !pieces) {
+	if (!(xk = calloc(n, sizeof(*xk))) || !(pieces = calloc(n, sizeof(*pieces)))) {
 		rc = MMC_MALLOC_FAILED;
 		goto out;
 	}
 	pthread_rwlock_rdlock(&s->gva->lock);
-	rc = plan_copies(s, cg, gvas, bufs, sizes, n, write, xk, pieces, &expiry);
+	rc = plan_any(s, gvas, bufs, sizes, n, write, xk, pieces, &expiry);
 	pthread_rwlock_unlock(&s->gva->lock);
 	if (rc)
 		goto out;
@@ -435,13 +501,10 @@ static int copy_ranges(struct mmc_store *s, const struct copy_grants *cg, const 
 		rc = MMC_LEASE_EXPIRED;
 		goto out;
 	}
-	lease = (struct copy_lease){s->meta, losses, expiry};
-	xfer_run(s, write, xk, n, 0, write ? &hook : NULL);
+	lost = run_copies(s, write, xk, n, losses, expiry);
 	for (size_t i = 0; i < n && !rc; i++)
 		rc = xk[i].result;
-	/* a read that ended after its lease, or after the server that granted it went away, may have read reused
-	 * memory */
-	if (!rc && ((!write && clock_ms() >= expiry) || meta_conn_losses(s->meta) != losses))
+	if (!rc && ((!write && clock_ms() >= expiry) || lost))
 		rc = MMC_LEASE_EXPIRED;
 out:
 	free(xk);
@@ -449,20 +512,65 @@ out:
 	return rc;
 }
 
-int mmc_batch_copy(mmc_store *s, const mmc_gva *gvas, void *const *bufs, const size_t *sizes, size_t n, int32_t direct,
-                   uint32_t flag)
+/* The keyed copy's arguments as mmc.h gives them: 0, or MMC_INVALID_PARAM; *total the ranges. */
+static int keyed_check(const struct keyed *k, int32_t direct, const int *results, size_t *total)
 {
-	STORE_CALL(s);
-	(void)flag;
-	return copy_ranges(s, NULL, gvas, bufs, sizes, n, direct);
+	*total = 0;
+	if (!k->keys || !k->gvas || !k->counts || !results || k->n > MMC_BATCH_MAX ||
+	    (!direct_is_write(direct) && !direct_is_read(direct)))
+		return MMC_INVALID_PARAM;
+	for (size_t i = 0; i < k->n; i++)
+		*total += k->counts[i];
+	if (*total > MMC_BATCH_MAX * MMC_LAYERS_MAX || (*total && (!k->offsets || !k->bufs || !k->sizes)))
+		return MMC_INVALID_PARAM;
+	return 0;
 }
 
-int mmc_batch_copy_keys(mmc_store *s, const char *const *keys, const mmc_gva *bases, const mmc_gva *gvas,
-                        void *const *bufs, const size_t *sizes, size_t n, int32_t direct, uint32_t flag)
+int mmc_batch_copy_keys(mmc_store *s, const char *const *keys, const mmc_gva *gvas, const uint32_t *counts,
+                        const uint64_t *offsets, void *const *bufs, const size_t *sizes, size_t n, int32_t direct,
+                        uint32_t flag, int *results)
 {
 	STORE_CALL(s);
-	struct copy_grants granted = {keys, bases};
+	struct keyed k = {keys, gvas, counts, offsets, bufs, sizes, n};
+	bool write = direct_is_write(direct), lost;
+	struct xfer_key *xk = NULL;
+	struct xfer_piece *pieces = NULL;
+	uint64_t *expiry = NULL, losses, now, earliest = UINT64_MAX;
+	size_t total, at = 0;
+	int rc = store_check_ready(s);
 
 	(void)flag;
-	return copy_ranges(s, &granted, gvas, bufs, sizes, n, direct);
+	if (rc || (rc = keyed_check(&k, direct, results, &total)) != 0)
+		return rc;
+	if (n == 0)
+		return 0;
+	if (!(xk = calloc(total ? total : 1, sizeof(*xk))) || !(pieces = calloc(total ? total : 1, sizeof(*pieces))) ||
+	    !(expiry = calloc(n, sizeof(*expiry)))) {
+		rc = MMC_MALLOC_FAILED;
+		goto out;
+	}
+	losses = meta_conn_losses(s->meta);
+	now = clock_ms();
+	pthread_rwlock_rdlock(&s->gva->lock);
+	for (size_t i = 0; i < n; at += counts[i++])
+		plan_key(s, &k, i, at, write, now, losses, xk, pieces, expiry, results);
+	pthread_rwlock_unlock(&s->gva->lock);
+	for (size_t i = 0, from = 0; i < n; from += counts[i++]) {
+		/* a read lease already over: nothing of the key is read, its buffers keep what they held */
+		if (!results[i] && !write && clock_ms() >= expiry[i]) {
+			results[i] = MMC_LEASE_EXPIRED;
+			for (uint32_t j = 0; j < counts[i]; j++)
+				xk[from + j].skip = true;
+		}
+		if (!results[i] && expiry[i] < earliest)
+			earliest = expiry[i];
+	}
+	lost = total ? run_copies(s, write, xk, total, losses, earliest) : meta_conn_losses(s->meta) != losses;
+	for (size_t i = 0, from = 0; i < n; from += counts[i++])
+		results[i] = keyed_result(&xk[from], counts[i], results[i], write, expiry[i], lost);
+out:
+	free(xk);
+	free(pieces);
+	free(expiry);
+	return rc;
 }

@@ -760,22 +760,33 @@ MMC_API int mmc_batch_copy(mmc_store *s, const mmc_gva *gvas, void *const *bufs,
                            int32_t direct, uint32_t flag);
 
 /**
- * mmc_batch_copy(), each range naming the grant it was given under: the key and the GVA the allocation or lease
- * handed out. A range that falls in another grant is refused with MMC_LEASE_EXPIRED before anything moves. That
- * happens when the caller's allocation or lease ended and the space was granted again to this store, for another
- * key or for the same key at another place: a plain copy of the old GVA would then move that object's bytes. A
- * caller that keeps GVAs for a while and cannot tell when its leases end (one asked with lease_ttl_ms 0 lasts the
- * server's ock.mmc.meta.lease_ttl_ms) copies this way.
- * @param keys  [in] n keys: keys[i] the key gvas[i] was allocated or leased for; read during the call only
- * @param bases [in] n GVAs: bases[i] the one mmc_batch_malloc() returned for keys[i], or for a read the
- *              mmc_key_info gva[] of the replica leased; gvas[i] lies in [bases[i], bases[i] + object size)
- * @return as mmc_batch_copy(); MMC_INVALID_PARAM also for keys or bases NULL, a bad keys[i] (NULL, empty, longer
- *         than MMC_KEY_MAX) or a bases[i] that is no GVA; MMC_LEASE_EXPIRED also for a range no live grant of this
- *         store for keys[i] at bases[i] covers (it ended).
+ * mmc_batch_copy() of keys' ranges, each key's ranges under the grant the caller was given them by: keys[i], and the
+ * GVA mmc_batch_malloc() returned for it, or for a read the mmc_key_info gva[] of the replica it leased (gvas[i]). A
+ * key whose grant is not there any more moves nothing: that happens when the caller's allocation or lease ended and
+ * the space was granted to this store again, for another key or for the same key at another place, where a plain
+ * copy of the old GVA would move that object's bytes. A caller that keeps GVAs for a while and cannot tell when its
+ * leases end (one asked with lease_ttl_ms 0 lasts the server's ock.mmc.meta.lease_ttl_ms) copies this way. Each key
+ * fails alone; the others' ranges move.
+ * @param keys    [in] n keys, read during the call only
+ * @param gvas    [in] n GVAs: the start of each key's object, as its grant gave it
+ * @param counts  [in] n range counts; key i's ranges come next in offsets, bufs and sizes, in key order
+ * @param offsets [in] each range's offset in its key's object
+ * @param bufs    [in] each range's local buffer (read for a write direction, written for a read), used during the
+ *                call only
+ * @param sizes   [in] each range's size, > 0; the range lies in the object
+ * @param n       [in] 0..MMC_BATCH_MAX keys, with at most MMC_BATCH_MAX * MMC_LAYERS_MAX ranges in all
+ * @param results [out] n codes: MMC_OK; MMC_INVALID_PARAM (a bad keys[i] (NULL, empty, longer than MMC_KEY_MAX) or
+ *                gvas[i], a range with a NULL buffer or no bytes, past the object, or on the SSD tier);
+ * MMC_LEASE_EXPIRED (the grant ended: nothing of the key moved; or a read outlived its lease, or the meta server
+ *                connection that granted it was lost); MMC_ERROR, MMC_TIMEOUT, MMC_LINK_NOT_FOUND, MMC_MALLOC_FAILED
+ *                as mmc_batch_copy() says them
+ * @return MMC_OK with results[] (also for n == 0); MMC_INVALID_PARAM (s, a NULL array, n or the ranges over their
+ *         limits, direct), MMC_CLIENT_NOT_INIT, MMC_MALLOC_FAILED: then results[] is not written.
  * Thread-safe, as mmc_batch_copy().
  */
-MMC_API int mmc_batch_copy_keys(mmc_store *s, const char *const *keys, const mmc_gva *bases, const mmc_gva *gvas,
-                                void *const *bufs, const size_t *sizes, size_t n, int32_t direct, uint32_t flag);
+MMC_API int mmc_batch_copy_keys(mmc_store *s, const char *const *keys, const mmc_gva *gvas, const uint32_t *counts,
+                                const uint64_t *offsets, void *const *bufs, const size_t *sizes, size_t n,
+                                int32_t direct, uint32_t flag, int *results);
 
 /**
  * Publishes (write_results[i] == 0) or drops (non-zero) each key allocated by mmc_batch_malloc(). Acknowledged once

@@ -133,7 +133,7 @@ PROTOTYPES = {
     "mmc_batch_malloc": (_int, [_s, _keys, _sizes, _sz, ctypes.c_uint16, ctypes.c_uint64,
                                 _p]),
     "mmc_batch_copy": (_int, [_s, _pp, _pp, _sizes, _sz, _i32, ctypes.c_uint32]),
-    "mmc_batch_copy_keys": (_int, [_s, _keys, _pp, _pp, _pp, _sizes, _sz, _i32, ctypes.c_uint32]),
+    "mmc_batch_copy_keys": (_int, [_s, _keys, _pp, _p, _pp, _pp, _sizes, _sz, _i32, ctypes.c_uint32, _ints]),
     "mmc_batch_write_finish": (_int, [_s, _keys, _ints, _sz, _ints]),
     "mmc_put_from_layers": (_int, [_s, ctypes.c_char_p, _pp, _sizes, _sz, _i32, _rc]),
     "mmc_get_into_layers": (_int, [_s, ctypes.c_char_p, _pp, _sizes, _sz, _i32]),

@@ -12,7 +12,9 @@ run under the write or read lease (ock.mmc.meta.lease_ttl_ms, 10 s by default) a
 place (mmc_batch_copy_keys): past the lease they fail with LEASE_EXPIRED and move nothing, also once the space has
 been granted again, to another key or to the same key elsewhere.
 """
+import ctypes
 import threading
+from array import array
 from itertools import chain
 
 from mmc import _args as A
@@ -23,11 +25,9 @@ from ._batch import in_chunks
 from ._codes import INVALID_PARAMS, LEASE_EXPIRED, NO_AVAILABLE_HANDLE, OBJECT_NOT_FOUND, mooncake_code
 
 _G2H, _H2G = 2, 3
-_COPY_MAX = BATCH_MAX * LAYERS_MAX  # ranges one mmc_batch_copy takes
+_COPY_MAX = BATCH_MAX * LAYERS_MAX  # ranges one mmc_batch_copy_keys takes
 _HBM, _DRAM, _SSD = 0, 1, 2  # enum mmc_media
 _WRITE, _DROP = 0, 1  # mmc_batch_write_finish's write_results
-# a copy refused for one of its keys (its grant ended or is another's): the call's other keys are retried alone
-_ONE_KEY = (_lib.MMC_INVALID_PARAM, _lib.MMC_LEASE_EXPIRED)
 
 
 def _code(rc):
@@ -49,30 +49,59 @@ class SessionTable:
             self.gets.clear()
 
 
-def _rows(keys, all_ptrs, all_sizes, all_offsets):
-    """Each key's ranges as (ptrs, sizes, offsets) lists, or None when the lists do not line up with the keys. Every
-    value must be a non-negative 64-bit int (TypeError otherwise), checked once for the whole call."""
-    ptrs, sizes, offsets = (A.seq(v, name) for v, name in ((all_ptrs, "all_buffer_ptrs"), (all_sizes, "all_sizes"),
-                                                           (all_offsets, "all_offsets")))
-    if not len(keys) == len(ptrs) == len(sizes) == len(offsets):
-        return None
-    rows = [(A.seq(p, "all_buffer_ptrs"), A.seq(n, "all_sizes"), A.seq(o, "all_offsets"))
-            for p, n, o in zip(ptrs, sizes, offsets)]
-    for k, name in enumerate(("all_buffer_ptrs", "all_sizes", "all_offsets")):
-        A.u64s(chain.from_iterable(r[k] for r in rows), name)
-    return rows
+def _column(rows, name):
+    """One argument's rows as one flat array('Q') and each row's length. Every value must be a non-negative 64-bit
+    int (TypeError otherwise)."""
+    rows = A.seq(rows, name)
+    try:
+        return array("Q", chain.from_iterable(rows)), list(map(len, rows))
+    except (TypeError, OverflowError):  # a row that is not a list of ints: the argument rules say which
+        return A.nested_u64s(rows, name)
 
 
-def _planned(row, size):
-    """A key's non-empty ranges as (ptr, size, offset), or None when one lies past the object or has no buffer, or
-    when there are more than one copy takes."""
-    ps, ns, os_ = row
-    if not len(ps) == len(ns) == len(os_):
-        return None
-    kept = [(p, n, o) for p, n, o in zip(ps, ns, os_) if n]
-    if len(kept) > _COPY_MAX:  # more than one copy takes
-        return None
-    return kept if all(p and o + n <= size for p, n, o in kept) else None
+def _columns(keys, all_ptrs, all_sizes, all_offsets):
+    """(ptrs, sizes, offsets), each a flat array('Q') and its rows' lengths, or None when they do not line up with
+    the keys."""
+    cols = [_column(v, name) for v, name in ((all_ptrs, "all_buffer_ptrs"), (all_sizes, "all_sizes"),
+                                             (all_offsets, "all_offsets"))]
+    return cols if all(len(lens) == len(keys) for _, lens in cols) else None
+
+
+def _regular(cols):
+    """Whether the call's rows can go to libmmc as they are: each key's three rows alike in length, no range empty
+    (Mooncake skips those; libmmc refuses them) and no key with more ranges than one copy takes."""
+    (_, pl), (ns, nl), (_, ol) = cols
+    return pl == nl == ol and 0 not in ns and max(pl, default=0) <= _COPY_MAX
+
+
+def _kept(cols):
+    """cols as _regular wants them: each key's non-empty ranges, or none for a key whose rows differ in length or
+    that has more than one copy takes (counts[i] None: INVALID_PARAMS)."""
+    (ps, pl), (ns, _), (os_, _) = cols
+    flat, counts, at = (array("Q"), array("Q"), array("Q")), [], [0, 0, 0]
+    for lens in zip(*(c[1] for c in cols)):
+        rows = [v[a:a + m] for v, a, m in zip((ps, ns, os_), at, lens)]
+        at = [a + m for a, m in zip(at, lens)]
+        keep = [j for j, n in enumerate(rows[1]) if n] if lens[0] == lens[1] == lens[2] else None
+        if keep is None or len(keep) > _COPY_MAX:
+            counts.append(None)
+            continue
+        for f, r in zip(flat, rows):
+            f.extend(r[j] for j in keep)
+        counts.append(len(keep))
+    return flat, counts
+
+
+def _parts(n, counts):
+    """Runs [lo, hi) of the keys with at most BATCH_MAX keys and _COPY_MAX ranges: one mmc_batch_copy_keys each."""
+    lo, ranges = 0, 0
+    for i in range(n):
+        if i - lo == BATCH_MAX or ranges + counts[i] > _COPY_MAX:
+            yield lo, i
+            lo, ranges = i, 0
+        ranges += counts[i]
+    if lo < n:
+        yield lo, n
 
 
 class Sessions:
@@ -270,59 +299,37 @@ class Sessions:
         ks = A.keys(keys)
         if not self._ready():
             return [INVALID_PARAMS] * len(ks)
-        rows = _rows(ks, all_ptrs, all_sizes, all_offsets)
-        if rows is None:
+        cols = _columns(ks, all_ptrs, all_sizes, all_offsets)
+        if cols is None:
             return [INVALID_PARAMS] * len(ks)
+        if _regular(cols):
+            (ps, counts), (ns, _), (os_, _) = cols
+        else:
+            (ps, ns, os_), counts = _kept(cols)
         with self._sessions.lock:
-            sessions = [table.get(k) for k in ks]
-        out = [OBJECT_NOT_FOUND if s is None else INVALID_PARAMS for s in sessions]
-        plan = []  # (key index, key, its grant's GVA, its ranges)
-        for i, sess in enumerate(sessions):
-            kept = None if sess is None else _planned(rows[i], sess[1])
-            if kept is not None:
-                plan.append((i, ks[i], sess[0], kept))
-        for part in _copy_parts(plan):
-            rc = _copy(self._d._s, part, direct)
-            if rc in _ONE_KEY and len(part) > 1:  # refused for one key: the others go on, each alone
-                for entry in part:
-                    out[entry[0]] = _answer(_copy(self._d._s, [entry], direct), entry)
-            else:
-                for entry in part:
-                    out[entry[0]] = _answer(rc, entry)
+            grants = [table.get(k) for k in ks]
+        # a key with no session, or whose rows are refused (count None), names no GVA: libmmc moves none of its
+        # ranges and answers INVALID_PARAM for it
+        gvas = array("Q", [0 if g is None or c is None else g[0] for g, c in zip(grants, counts)])
+        res = _copy_keys(self._d._s, ks, gvas, array("I", [c or 0 for c in counts]), (os_, ps, ns), direct)
+        out, at = [], 0
+        for g, c, r in zip(grants, counts, res):
+            out.append(OBJECT_NOT_FOUND if g is None else INVALID_PARAMS if c is None else
+                       sum(ns[at:at + c]) if r == 0 else _code(r))
+            at += c or 0
         return out
 
 
-def _answer(rc, entry):
-    """A key's answer to its ranges: the bytes moved, or its code (LEASE_EXPIRED for a session whose grant is over,
-    ended or its space granted again: mmc_batch_copy_keys says so)."""
-    return sum(n for _, n, _ in entry[3]) if rc == 0 else _code(rc)
-
-
-def _copy_parts(plan):
-    """plan's keys in runs of at most _COPY_MAX non-empty ranges: one mmc_batch_copy_keys each."""
-    part, n = [], 0
-    for entry in plan:
-        m = len(entry[3])
-        if part and n + m > _COPY_MAX:
-            yield part
-            part, n = [], 0
-        part.append(entry)
-        n += m
-    if part:
-        yield part
-
-
-def _copy(s, part, direct):
-    """One keyed copy of part's ranges: a range of a key whose grant is gone never reaches another key's object."""
-    names, bases, gvas, bufs, sizes = [], [], [], [], []
-    for _, key, base, kept in part:
-        names += [key] * len(kept)
-        bases += [base] * len(kept)
-        gvas += [base + o for _, _, o in kept]
-        bufs += [p for p, _, _ in kept]
-        sizes += [n for _, n, _ in kept]
-    if not sizes:
-        return 0
-    bases, gvas, bufs, sizes = (A.u64s(v, "ranges") for v in (bases, gvas, bufs, sizes))  # held through the call
-    return lib.mmc_batch_copy_keys(s, A.key_array(names), A.addr(bases), A.addr(gvas), A.addr(bufs), A.addr(sizes),
-                                   len(sizes), direct, 0)
+def _copy_keys(s, ks, gvas, counts, ranges, direct):
+    """mmc_batch_copy_keys of ks, in parts it takes: each key's result."""
+    names, res, first = A.key_array(ks), A.results(len(ks)), 0
+    os_, ps, ns = ranges
+    for lo, hi in _parts(len(ks), counts):
+        rc = lib.mmc_batch_copy_keys(s, ctypes.addressof(names) + lo * ctypes.sizeof(ctypes.c_char_p),
+                                     A.addr(gvas) + 8 * lo, A.addr(counts) + 4 * lo, A.addr(os_) + 8 * first,
+                                     A.addr(ps) + 8 * first, A.addr(ns) + 8 * first, hi - lo, direct, 0,
+                                     A.addr(res) + 4 * lo)
+        for i in range(lo, hi) if rc else ():
+            res[i] = rc
+        first += sum(counts[lo:hi])
+    return res

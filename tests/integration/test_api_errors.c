@@ -178,8 +178,12 @@ Test(api_errors, calls_before_init)
 	cr_assert_eq(mmc_batch_add_lease(t, keys, 1, 0, res), MMC_CLIENT_NOT_INIT);
 	cr_assert_eq(mmc_batch_add_lease(NULL, keys, 1, 0, res), MMC_INVALID_PARAM);
 	cr_assert_eq(mmc_batch_copy(t, &gva, &bufp, &size, 1, MMC_COPY_H2G, 0), MMC_CLIENT_NOT_INIT);
-	cr_assert_eq(mmc_batch_copy_keys(t, keys, &gva, &gva, &bufp, &size, 1, MMC_COPY_H2G, 0), MMC_CLIENT_NOT_INIT);
-	cr_assert_eq(mmc_batch_copy_keys(NULL, keys, &gva, &gva, &bufp, &size, 1, MMC_COPY_H2G, 0), MMC_INVALID_PARAM);
+	cr_assert_eq(
+	    mmc_batch_copy_keys(t, keys, &gva, &(uint32_t){1}, &(uint64_t){0}, &bufp, &size, 1, MMC_COPY_H2G, 0, res),
+	    MMC_CLIENT_NOT_INIT);
+	cr_assert_eq(mmc_batch_copy_keys(NULL, keys, &gva, &(uint32_t){1}, &(uint64_t){0}, &bufp, &size, 1,
+	                                 MMC_COPY_H2G, 0, res),
+	             MMC_INVALID_PARAM);
 	cr_assert_eq(mmc_teardown(t), 0);
 	mmc_destroy(t);
 }

@@ -509,6 +509,15 @@ static mmc_gva malloc_until_at(const char *prefix, char *name, size_t len, size_
 	return g;
 }
 
+/* One keyed copy of one range of key at gva: the key's result, or the call's code. */
+static int keyed_copy(const char *key, mmc_gva gva, uint64_t off, void *buf, size_t size)
+{
+	int res = -1,
+	    rc = mmc_batch_copy_keys(s, &key, &gva, &(uint32_t){1}, &off, &buf, &size, 1, MMC_COPY_H2G, 0, &res);
+
+	return rc ? rc : res;
+}
+
 Test(gva, a_keyed_copy_of_a_stale_gva_does_not_reach_the_next_key)
 {
 	const char *old[] = {"stale/old"};
@@ -516,22 +525,31 @@ Test(gva, a_keyed_copy_of_a_stale_gva_does_not_reach_the_next_key)
 	const char *next[] = {name};
 	size_t size = 4 * KiB;
 	void *p = buf;
-	mmc_gva was, now, g;
-	int res;
+	mmc_gva was, now;
+	uint64_t off[2] = {0, 0};
+	int res, two[2];
 
 	cr_assert_eq(mmc_batch_malloc(s, old, &size, 1, MMC_MEDIA_DRAM, 100, &was), 0);
 	now = malloc_until_at("stale/next/", name, sizeof(name), size, was);
 	pattern_fill(buf, size, 61);
-	g = now;
-	cr_assert_eq(mmc_batch_copy_keys(s, next, &now, &g, &p, &size, 1, MMC_COPY_H2G, 0), 0);
-	pattern_fill(buf, size, 62);
-	g = was;
-	cr_assert_eq(mmc_batch_copy_keys(s, old, &was, &g, &p, &size, 1, MMC_COPY_H2G, 0), MMC_LEASE_EXPIRED);
-	cr_assert_eq(mmc_batch_copy_keys(s, NULL, &was, &g, &p, &size, 1, MMC_COPY_H2G, 0), MMC_INVALID_PARAM);
-	cr_assert_eq(mmc_batch_copy_keys(s, old, NULL, &g, &p, &size, 1, MMC_COPY_H2G, 0), MMC_INVALID_PARAM);
-	cr_assert_eq(mmc_batch_copy_keys(s, (const char *const[]){NULL}, &was, &g, &p, &size, 1, MMC_COPY_H2G, 0),
+	pattern_fill(back, size, 62);
+	/* one call, the next key's range and the stale one: the stale key fails alone, moving nothing */
+	cr_assert_eq(mmc_batch_copy_keys(s, (const char *const[]){name, old[0]}, (const mmc_gva[]){now, was},
+	                                 (const uint32_t[]){1, 1}, off, (void *const[]){buf, back},
+	                                 (const size_t[]){size, size}, 2, MMC_COPY_H2G, 0, two),
+	             0);
+	cr_assert_eq(two[0], 0);
+	cr_assert_eq(two[1], MMC_LEASE_EXPIRED);
+	cr_assert_eq(keyed_copy(old[0], was, 0, p, size), MMC_LEASE_EXPIRED);
+	cr_assert_eq(keyed_copy(name, now, 1, p, size), MMC_INVALID_PARAM, "a range past the object");
+	cr_assert_eq(keyed_copy(name, now, 0, NULL, size), MMC_INVALID_PARAM);
+	cr_assert_eq(keyed_copy(NULL, was, 0, p, size), MMC_INVALID_PARAM);
+	cr_assert_eq(keyed_copy("", was, 0, p, size), MMC_INVALID_PARAM);
+	cr_assert_eq(mmc_batch_copy_keys(s, NULL, &was, &(uint32_t){1}, off, &p, &size, 1, MMC_COPY_H2G, 0, &res),
 	             MMC_INVALID_PARAM);
-	cr_assert_eq(mmc_batch_copy_keys(s, (const char *const[]){""}, &was, &g, &p, &size, 1, MMC_COPY_H2G, 0),
+	cr_assert_eq(mmc_batch_copy_keys(s, old, NULL, &(uint32_t){1}, off, &p, &size, 1, MMC_COPY_H2G, 0, &res),
+	             MMC_INVALID_PARAM);
+	cr_assert_eq(mmc_batch_copy_keys(s, old, &was, &(uint32_t){1}, off, &p, &size, 1, MMC_COPY_H2G, 0, NULL),
 	             MMC_INVALID_PARAM);
 	cr_assert_eq(mmc_batch_write_finish(s, next, &(int32_t){0}, 1, &res), 0);
 	cr_assert_eq(res, 0);
@@ -559,13 +577,12 @@ Test(gva, a_keyed_copy_of_a_stale_gva_does_not_reach_the_key_s_new_place)
 	/* the old allocation's second half, by its stale GVA: inside the key's new grant, at another offset */
 	pattern_fill(buf, half, 71);
 	g = was + half;
-	cr_assert_eq(mmc_batch_copy_keys(s, k, &was, &g, &p, &half, 1, MMC_COPY_H2G, 0), MMC_LEASE_EXPIRED);
+	cr_assert_eq(keyed_copy(k[0], was, half, p, half), MMC_LEASE_EXPIRED);
 	cr_assert_eq(mmc_batch_copy(s, &g, &p, &half, 1, MMC_COPY_H2G, 0), 0, "a plain copy cannot tell");
 	memset(back, 0, sizeof(back));
 	for (int i = 0; i < 2; i++) {
 		pattern_fill(buf, half, 72 + i);
-		g = now + i * half;
-		cr_assert_eq(mmc_batch_copy_keys(s, k, &now, &g, &p, &half, 1, MMC_COPY_H2G, 0), 0);
+		cr_assert_eq(keyed_copy(k[0], now, i * half, p, half), 0);
 	}
 	cr_assert_eq(mmc_batch_write_finish(s, k, &(int32_t){0}, 1, &res), 0);
 	cr_assert_eq(res, 0);
