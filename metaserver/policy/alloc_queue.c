@@ -57,6 +57,8 @@ struct object *alloc_queue_existing(struct meta *m, const char *key, size_t len,
 
 int alloc_queue_exists_code(const struct session *s, const struct object *o)
 {
+	if (o->state == MMC_BLOB_READABLE && !o->persisted)
+		return MMC_META_BACKUP_ERROR; /* its record could not be queued again (out of memory): not on disk */
 	/* a GVA allocation (batch_malloc) may be held for its whole write lease, copies and all, by design: a put
 	 * meets it as it always did */
 	if (o->state != MMC_BLOB_READABLE && !o->gva && s->minor >= MMC_WIRE_MINOR_BEING_WRITTEN)

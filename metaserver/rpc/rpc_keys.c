@@ -61,7 +61,7 @@ static int commit_one(struct conn *c, const Mmc__KeyItem *it, uint64_t hash)
 	if (o && o->state == MMC_BLOB_READABLE) {
 		/* a retry after MMC_META_BACKUP_ERROR: OK only once the record is on disk (the reply waits for it) */
 		object_persist_again(c->m, o);
-		return 0;
+		return o->persisted ? 0 : MMC_META_BACKUP_ERROR; /* it could not even be queued (out of memory) */
 	}
 	if (!o || o->write_session != c->session.id) {
 		/* removed while this put was being written: the put happened, then the remove */

@@ -37,7 +37,7 @@ int alloc_release(struct allocator *a, uint64_t offset);
  * whose batch failed is never freed (only a restart, which reloads the record it kept, can), nor is one released with
  * ALLOC_SEQ_NEVER (the change could not even be queued). MMC_INVALID_PARAM as for alloc_release.
  */
-#define ALLOC_SEQ_NEVER UINT64_MAX
+#define ALLOC_SEQ_NEVER ((1ull << 48) - 1) /* fits a removed object's unlink_seq (48 bits); no batch gets there */
 int alloc_release_after(struct allocator *a, uint64_t offset, uint64_t seq);
 
 /* Cuts [offset, offset + size) (size rounded up to 4 KiB) out of the reserved block that holds it, as a reserved

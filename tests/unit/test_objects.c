@@ -455,6 +455,17 @@ Test(objects, lease_records_are_reused_and_survive_the_table_growing)
 	cr_assert(!object_leased(o[0], clock_ms()), "an expired lease is pruned");
 }
 
+/* The sentinel for space whose record delete could not be queued survives a removed object's unlink_seq: cut to
+ * its 48 bits it read as a batch still pending, and that hold kept every later one of its allocator from freeing. */
+Test(objects, a_removed_object_keeps_the_never_sentinel)
+{
+	struct object o;
+
+	memset(&o, 0, sizeof(o));
+	o.unlink_seq = ALLOC_SEQ_NEVER;
+	cr_assert_eq(o.unlink_seq, ALLOC_SEQ_NEVER);
+}
+
 Test(objects, a_service_that_leaves_takes_only_its_blobs)
 {
 	const int on0[] = {0}, on1[] = {1}, both[] = {0, 1};
