@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/mman.h>
 #include <sys/random.h>
 #include <time.h>
@@ -24,6 +25,14 @@
 #define CQ_BATCH    32
 #define SREAD_MS    100
 #define REQ_MR_MODE (FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY | FI_MR_ENDPOINT)
+
+/*
+ * How a stalled peer's connection is cut (sever): its TCP sockets shut down from this side (tcp; see sock_cut.h); the
+ * provider's own close (fi_av_remove with FI_AV_REMOVE_CLEANUP, rxm over verbs: it crashes rxm over tcp when an
+ * answer is half received); or not at all (the call waits for its ops).
+ */
+enum sever_kind { SEVER_NONE, SEVER_SOCKET, SEVER_AV };
+#define FAB_CUT_MAX 16
 
 struct fabric {
 	struct fi_info *info;
@@ -46,8 +55,14 @@ struct fabric {
 	unsigned char addr[256];
 	size_t addrlen;
 	char provider[64];
-	bool host_only; /* host_shm: no libfabric at all; every peer is reached through the host path */
-	bool can_sever; /* a peer's connections are TCP sockets this process can shut down (tcp, tcp;ofi_rxm) */
+	bool host_only;        /* host_shm: no libfabric at all; every peer is reached through the host path */
+	enum sever_kind sever; /* how a stalled peer's connection is cut */
+	/* peers whose connection was cut lately: the next op to one waits until rxm has dropped the dead connection */
+	pthread_mutex_t cut_mu;
+	struct {
+		fi_addr_t peer;
+		uint64_t until_ms;
+	} cut[FAB_CUT_MAX];
 };
 
 static int fab_err(const char *what, int rc)
@@ -198,25 +213,50 @@ static void split_hcom(const char *url, char *node, size_t nlen, char *service, 
 		snprintf(service, slen, "%s", colon + 1);
 }
 
+static bool cleanup_on(void);
+static bool av_cleanup; /* libfabric closes a connection when its address is removed: decided once, by ask_env */
+
 /*
  * rxm drops a connection whose socket ended (sever) in its connection progress, which runs once per
  * FI_OFI_RXM_CM_PROGRESS_INTERVAL microseconds (10 ms by default): until then an op to that peer goes out on the
- * dead connection and fails. libmmc asks for 1 ms before libfabric starts (it reads the variable then), unless the
- * user chose; cm_settle_ms is how long a batch that cut a connection drives progress before its caller goes on.
- * libfabric defines its core parameters when it initialises: until then fi_param_get says -FI_ENOENT.
+ * dead connection and fails; cm_settle_ms is how long the next op to a cut peer drives progress first. And
+ * fi_av_remove closes an address's connection only with FI_AV_REMOVE_CLEANUP. libfabric reads both once, when it
+ * initialises (the process's first fi_getinfo): libmmc sets them before (1 ms, on), unless the user chose. An
+ * application that started libfabric before libmmc (another transport in the same process) fixed the values then,
+ * from the environment as it was, so a variable set only now must not count. libfabric defines its core parameters
+ * when it initialises: until then fi_param_get says -FI_ENOENT.
  */
 static uint32_t cm_settle_ms = 20;
 
-static void ask_cm_interval(void)
+static void ask_env(void)
 {
 	const char *v;
 	int started;
 
-	if (fi_param_get(NULL, "av_remove_cleanup", &started) == -FI_ENOENT)
+	if (fi_param_get(NULL, "av_remove_cleanup", &started) == -FI_ENOENT) {
 		setenv("FI_OFI_RXM_CM_PROGRESS_INTERVAL", "1000", 0);
+		setenv("FI_AV_REMOVE_CLEANUP", "1", 0);
+	} else {
+		lg_info("fabric: libfabric was started before libmmc: FI_AV_REMOVE_CLEANUP is %s as it found it",
+		        cleanup_on() ? "on" : "off");
+	}
+	av_cleanup = cleanup_on();
 	v = getenv("FI_OFI_RXM_CM_PROGRESS_INTERVAL");
 	if (v && atol(v) > 0 && atol(v) < 1000000)
 		cm_settle_ms = (uint32_t)(2 * atol(v) / 1000 + 1);
+}
+
+/* The variable as libfabric reads a boolean: a number, or yes/no, true/false, on/off, y/n. */
+static bool cleanup_on(void)
+{
+	const char *v = getenv("FI_AV_REMOVE_CLEANUP");
+
+	if (!v)
+		return false;
+	if (*v >= '0' && *v <= '9')
+		return atoi(v) != 0;
+	return strcasecmp(v, "yes") == 0 || strcasecmp(v, "true") == 0 || strcasecmp(v, "on") == 0 ||
+	       strcasecmp(v, "y") == 0;
 }
 
 static int get_info(struct fabric *f, const char *protocol, const char *hcom_url)
@@ -229,7 +269,7 @@ static int get_info(struct fabric *f, const char *protocol, const char *hcom_url
 	int rc = -FI_ENODATA;
 	static pthread_once_t once = PTHREAD_ONCE_INIT;
 
-	pthread_once(&once, ask_cm_interval);
+	pthread_once(&once, ask_env);
 	split_hcom(hcom_url, node, sizeof(node), service, sizeof(service));
 	for (; order == one || *order; order++) {
 		struct fi_info *h = make_hints(*order);
@@ -246,7 +286,9 @@ static int get_info(struct fabric *f, const char *protocol, const char *hcom_url
 		return fab_err("fi_getinfo (no provider for this protocol)", rc);
 	snprintf(f->provider, sizeof(f->provider), "%s", f->info->fabric_attr->prov_name);
 	f->mr_mode = f->info->domain_attr->mr_mode;
-	f->can_sever = strncmp(f->provider, "tcp", 3) == 0;
+	f->sever = strncmp(f->provider, "tcp", 3) == 0            ? SEVER_SOCKET
+	           : strstr(f->provider, "ofi_rxm") && av_cleanup ? SEVER_AV
+	                                                          : SEVER_NONE;
 	return 0;
 }
 
@@ -372,6 +414,7 @@ int fabric_open(struct fabric **out, const char *protocol, const char *hcom_url)
 	if (!f)
 		return MMC_MALLOC_FAILED;
 	atomic_init(&f->next_key, 1);
+	pthread_mutex_init(&f->cut_mu, NULL);
 	if (strcmp(protocol, "host_shm") == 0 && !getenv("FI_PROVIDER")) {
 		open_host_only(f);
 		*out = f;
@@ -396,7 +439,7 @@ int fabric_open(struct fabric **out, const char *protocol, const char *hcom_url)
 	f->progress_started = true;
 	lg_info("fabric: provider %s, mr_mode 0x%llx, %s, %s", f->provider, (unsigned long long)f->mr_mode,
 	        f->can_wait ? "blocking progress" : "polling progress",
-	        f->can_sever ? "stalled RMA cut off" : "stalled RMA waited for");
+	        f->sever != SEVER_NONE ? "stalled RMA cut off" : "stalled RMA waited for");
 	*out = f;
 	return 0;
 fail:
@@ -424,6 +467,7 @@ void fabric_close(struct fabric *f)
 		fi_close(&f->fabric->fid);
 	if (f->info)
 		fi_freeinfo(f->info);
+	pthread_mutex_destroy(&f->cut_mu);
 	free(f);
 }
 
@@ -527,25 +571,82 @@ int fab_batch_init(struct fab_batch *b, struct fabric *f, size_t window, uint32_
 
 void fab_batch_fini(struct fab_batch *b)
 {
-	free(b->ops);
+	if (b->abandoned)
+		lg_warn("libfabric: %s", "keeping the contexts of cancelled operations (their peer stopped answering)");
+	else
+		free(b->ops);
 	b->ops = NULL;
 }
 
+/* The provider's own close of peer's connection: under the endpoint's lock, whatever the address's use count, so
+ * nothing of that connection is written once it returns. Inserting the address again first keeps its use count,
+ * and so the fi_addr every caller holds: their next op to it opens a new connection. */
+static int sever_av(struct fabric *f, fi_addr_t peer, const void *addr)
+{
+	fi_addr_t again = FI_ADDR_NOTAVAIL;
+	int rc;
+
+	if (fi_av_insert(f->av, addr, 1, &again, 0, NULL) != 1)
+		return MMC_ERROR;
+	if (again != peer) { /* not the entry we hold: undo, and do not trust this provider to sever */
+		fi_av_remove(f->av, &again, 1, 0);
+		return MMC_ERROR;
+	}
+	rc = fi_av_remove(f->av, &peer, 1, 0);
+	return rc ? fab_err("fi_av_remove", rc) : 0;
+}
+
+/* The next op to peer waits cm_settle_ms: its dead connection goes first. */
+static void cut_note(struct fabric *f, fi_addr_t peer)
+{
+	size_t oldest = 0;
+
+	pthread_mutex_lock(&f->cut_mu);
+	for (size_t i = 0; i < FAB_CUT_MAX; i++) {
+		if (f->cut[i].peer == peer || !f->cut[i].until_ms) {
+			oldest = i;
+			break;
+		}
+		if (f->cut[i].until_ms < f->cut[oldest].until_ms)
+			oldest = i;
+	}
+	f->cut[oldest].peer = peer;
+	f->cut[oldest].until_ms = clock_ms() + cm_settle_ms;
+	pthread_mutex_unlock(&f->cut_mu);
+}
+
+/* Until when an op to peer must wait for its cut connection to go (0: no wait). */
+static uint64_t cut_until(struct fabric *f, fi_addr_t peer)
+{
+	uint64_t until = 0, now = clock_ms();
+
+	pthread_mutex_lock(&f->cut_mu);
+	for (size_t i = 0; i < FAB_CUT_MAX; i++)
+		if (f->cut[i].peer == peer && f->cut[i].until_ms > now)
+			until = f->cut[i].until_ms;
+	pthread_mutex_unlock(&f->cut_mu);
+	return until;
+}
+
 /*
- * Cuts the connections to peer: an RMA that the peer has yet to answer is not stopped by fi_cancel, and its answer,
- * coming after the caller gave up, would land in a buffer the caller has since reused. The sockets are shut down
- * from this side (sock_cut.h says why not with libfabric's own call); the provider then fails the connection's
- * operations, and its next operation to peer opens a new one. Returns 0, or MMC_ERROR when no connection to peer
- * was found (a provider without sockets, or one this process cannot tell apart): the caller then waits for its ops.
+ * Cuts the connection to peer: an RMA that the peer has yet to answer is not stopped by fi_cancel, and its answer,
+ * coming after the caller gave up, would land in a buffer the caller has since reused. Returns 0, or MMC_ERROR when
+ * it could not be cut (no way for this provider, or no connection to peer found): the caller then waits for its
+ * ops.
  */
 static int sever(struct fabric *f, fi_addr_t peer)
 {
 	unsigned char addr[256];
 	size_t len = sizeof(addr);
 
-	if (!f->can_sever || fi_av_lookup(f->av, peer, addr, &len) || len > sizeof(addr))
+	if (f->sever == SEVER_NONE || fi_av_lookup(f->av, peer, addr, &len) || len > sizeof(addr))
 		return MMC_ERROR;
-	return sock_cut(addr, len, f->addr, f->addrlen) > 0 ? 0 : MMC_ERROR;
+	if (f->sever == SEVER_AV)
+		return sever_av(f, peer, addr);
+	if (sock_cut(addr, len, f->addr, f->addrlen) == 0)
+		return MMC_ERROR;
+	cut_note(f, peer);
+	return 0;
 }
 
 /* Severs every peer an unfinished op of b waits on; false when one could not be severed. expired: for the
@@ -587,9 +688,10 @@ static bool sever_stalled(struct fab_batch *b, bool expired)
 
 /*
  * The oldest op made no progress for stall_ms, or the caller's deadline passed. Its buffer may be handed back only
- * once nothing can land in it: the connections of the unfinished ops are cut, and the ops, failed by the provider,
- * are then reaped as any (reported MMC_TIMEOUT). Where a connection cannot be cut, the call waits for its ops
- * instead: a late answer is better than wrong bytes.
+ * once nothing can land in it: the connections of the unfinished ops are cut. Cut from the socket, the ops are
+ * failed by the provider and reaped as any (reported MMC_TIMEOUT); closed by the provider (SEVER_AV), they are
+ * reported MMC_TIMEOUT at once, and since their contexts may still come back through the CQ their ring is kept.
+ * Where a connection cannot be cut, the call waits for its ops instead: a late answer is better than wrong bytes.
  */
 static void abandon(struct fab_batch *b, bool expired)
 {
@@ -603,6 +705,16 @@ static void abandon(struct fab_batch *b, bool expired)
 		lg_error("libfabric: provider %s cannot close a connection: waiting for the stalled operations",
 		         b->f->provider);
 		b->patient = true;
+		return;
+	}
+	if (b->f->sever != SEVER_AV)
+		return;
+	b->abandoned = true;
+	for (; b->reaped < b->posted; b->reaped++) {
+		struct fab_op *op = &b->ops[b->reaped % b->window];
+
+		b->done(b->arg, op->tag,
+		        atomic_load_explicit(&op->state, memory_order_acquire) == 2 ? op->err : MMC_TIMEOUT);
 	}
 }
 
@@ -640,6 +752,8 @@ static void reap_one(struct fab_batch *b)
 		if ((now > stall || expired) && !b->severed) {
 			atomic_fetch_sub_explicit(&b->f->reapers, 1, memory_order_relaxed);
 			abandon(b, expired && now <= stall);
+			if (b->abandoned)
+				return;
 			atomic_fetch_add_explicit(&b->f->reapers, 1, memory_order_relaxed);
 		}
 	}
@@ -698,6 +812,22 @@ static ssize_t post_retry(struct fab_batch *b, bool write, const struct fi_msg_r
 	}
 }
 
+/* An op to a peer whose connection was cut lately waits until the provider has dropped the dead one (cut_note),
+ * or until the call's deadline: MMC_TIMEOUT then. */
+static int wait_cut(struct fab_batch *b, fi_addr_t peer)
+{
+	uint64_t until = cut_until(b->f, peer), now;
+
+	while (until && (now = clock_ms()) < until) {
+		if (b->deadline_ms && now >= b->deadline_ms)
+			return MMC_TIMEOUT;
+		if (!poll_cq(b->f))
+			nanosleep(&(struct timespec){0, 200000}, NULL);
+		reap_done(b);
+	}
+	return 0;
+}
+
 static bool refused(const struct fab_batch *b, fi_addr_t peer)
 {
 	for (size_t i = 0; i < b->nrefused; i++)
@@ -718,16 +848,18 @@ int fab_batch_post(struct fab_batch *b, bool write, const struct iovec *iov, voi
 
 	for (size_t i = 0; i < count; i++)
 		rma.len += iov[i].iov_len;
-	if (b->severed || (b->deadline_ms && clock_ms() >= b->deadline_ms))
+	if (b->severed || b->abandoned || (b->deadline_ms && clock_ms() >= b->deadline_ms))
 		return MMC_TIMEOUT; /* given up, or past the caller's deadline: start nothing more */
 	if (b->f->host_only)
 		return MMC_LINK_NOT_FOUND;
 	if (b->posted - b->reaped == b->window)
 		reap_one(b);
-	if (b->severed)
+	if (b->severed || b->abandoned)
 		return MMC_TIMEOUT;
 	if (refused(b, peer))
 		return MMC_TIMEOUT; /* it already kept an earlier post waiting for stall_ms */
+	if ((ended = wait_cut(b, peer)) != 0)
+		return ended;
 	if (b->lease && (ended = b->lease(b->lease_arg)))
 		return ended; /* after the wait for a slot above, too: that took time */
 	op = &b->ops[b->posted % b->window];
@@ -776,9 +908,4 @@ void fab_batch_wait(struct fab_batch *b)
 {
 	while (b->reaped < b->posted)
 		reap_one(b);
-	/* the provider drops a cut connection in its connection progress, after failing its ops: until then an op to
-	 * the peer would go out on the dead one and fail, and so would the caller's next call */
-	for (uint64_t end = clock_ms() + cm_settle_ms; b->severed && !b->patient && clock_ms() < end;)
-		if (!poll_cq(b->f))
-			nanosleep(&(struct timespec){0, 200000}, NULL);
 }

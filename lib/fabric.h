@@ -73,10 +73,13 @@ struct fab_op {
 /*
  * A set of operations issued by one call: a ring of `window` ops in flight. Owned by the calling thread. When an op
  * makes no progress for stall_ms (its peer died or stopped mid-transfer: some providers never complete such an op),
- * or the call's deadline passes, the connections to the peers of every unfinished op are cut, and the ops, failed
- * by the provider, are reported MMC_TIMEOUT once they are: no late answer lands in a buffer after the call
- * returned (a stopped peer resumed answers the requests it had). A connection that cannot be cut (a provider
- * without TCP sockets: verbs, shm) makes the call wait for its ops instead ("patient").
+ * or the call's deadline passes, the connections to the peers of every unfinished op are cut before the ops are
+ * reported MMC_TIMEOUT: no late answer lands in a buffer after the call returned (a stopped peer resumed answers
+ * the requests it had). Over tcp the provider fails the cut ops and they are reaped as any; over rxm's other
+ * providers (verbs) the provider closes the connection and the ops are reported at once, their ring kept since
+ * their contexts may still come back through the CQ. A connection that cannot be cut (shm, a provider started
+ * without FI_AV_REMOVE_CLEANUP, a tcp peer whose socket this process cannot tell apart) makes the call wait for its
+ * ops instead ("patient").
  */
 #define FAB_REFUSED_MAX 16
 
@@ -88,6 +91,7 @@ struct fab_batch {
 	uint32_t stall_ms;
 	uint64_t deadline_ms; /* clock_ms() past which the call gives up what is still in flight; 0: none */
 	bool severed;         /* given up: the unfinished ops' connections were cut, nothing more is posted */
+	bool abandoned;       /* and the ops reported at once (the provider closed them: their ring is kept) */
 	bool patient;         /* one could not be cut: its ops are waited for, however long */
 	/* peers the provider would not take an op for during stall_ms: later posts to them fail at once */
 	fi_addr_t refused[FAB_REFUSED_MAX];

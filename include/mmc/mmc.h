@@ -70,12 +70,16 @@
  *   MMC_CHECKSUM_MISMATCH instead of wrong bytes; only put/get forms carry checksums, not the GVA flow.
  * - A data call writes into the caller's buffers only while it runs: a transfer it gave up on (MMC_TIMEOUT after
  *   rma_timeout_ms, or a prefix read's deadline) has had its connection cut before the call returns, so a peer that
- *   answers late cannot land bytes in a buffer the caller reuses. libmmc cuts it by shutting down this process's
- *   TCP sockets to the peer (the tcp provider); with a provider whose connections are not sockets (verbs, shm) a
- *   stalled call waits for its peer instead of returning. Cutting one makes the other calls' operations on that
- *   connection fail once (MMC_ERROR or MMC_TIMEOUT; the next ones reconnect), also those of another transport of
- *   this process to the same peer. libmmc sets FI_OFI_RXM_CM_PROGRESS_INTERVAL=1000 before libfabric starts, unless
- *   the environment has it, so that a cut connection is replaced within 2 ms; the call that cut it waits that long.
+ *   answers late cannot land bytes in a buffer the caller reuses. libmmc cuts it by shutting down this process's TCP
+ *   socket to the peer (tcp), or by libfabric's own close (fi_av_remove with FI_AV_REMOVE_CLEANUP: verbs). With a
+ *   provider that can do neither (shm), or a tcp peer whose socket cannot be told apart (it dialled this process,
+ *   and so did another process on its host), a stalled call waits for its peer instead of returning. Cutting makes
+ *   the other operations on that connection fail once (MMC_ERROR or MMC_TIMEOUT; the next ones reconnect), also
+ *   those of another transport of this process to the same peer; the next operation to a cut peer first waits for
+ *   the dead connection to go (2 ms). libmmc sets FI_OFI_RXM_CM_PROGRESS_INTERVAL=1000 and FI_AV_REMOVE_CLEANUP=1
+ *   before libfabric starts, unless the environment has them; an application that starts libfabric itself before
+ *   mmc_init() must set them too (in its environment, before libfabric starts): without the first that wait is
+ *   20 ms, without the second a stalled call over verbs waits for its peer.
  * - Without an accelerator, "device" buffers (the L in L2G / G2L) are host memory.
  * - This header is versioned: mmc_local_config grows only at its end and carries its layout version; the value
  *   structs (mmc_replicate_config, mmc_key_info) never change layout.

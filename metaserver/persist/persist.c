@@ -314,7 +314,7 @@ static bool retried(const struct persist *p, const struct persist_op *op)
 {
 	const struct persist_table *t = &p->tables[op->table];
 
-	return op->kept || t->retry_writes || (op->del && t->retry_deletes);
+	return t->retry_writes || (op->del && t->retry_deletes);
 }
 
 /*
@@ -322,15 +322,52 @@ static bool retried(const struct persist *p, const struct persist_op *op)
  * store then gets both in the order memory made them, as if b had committed, and a key written again since ends as
  * its newer write. Retried ops commit with the next write or the next waiter, never alone (committable).
  */
-/* The bytes of b's puts in tables that retry every write. */
-static size_t retried_put_bytes(const struct persist *p, const struct batch *b)
+/* The kept ops' keys of a failed batch (persist_put_kept, persist_del_kept): a plain put of one of them goes again
+ * with them, or the store would get the older record after the newer. */
+struct kept_keys {
+	struct persist_op *v;
+	size_t n, cap;
+};
+
+static void kept_keys_of(const struct batch *b, struct kept_keys *k)
+{
+	struct persist_ops ops = {b->ops, b->len, b->nops, NULL, NULL};
+	struct persist_op op;
+	size_t off = 0;
+
+	while (persist_op_next(&ops, &off, &op)) {
+		struct persist_op *grown;
+
+		if (!op.kept)
+			continue;
+		if (!(grown = array_grow(k->v, &k->cap, k->n + 1, sizeof(*grown), 8)))
+			return; /* out of memory: its plain puts are not kept, as before kept ops */
+		k->v = grown;
+		k->v[k->n++] = op;
+	}
+}
+
+/* Whether op is kept, or a put of a key a kept op wrote. */
+static bool kept(const struct kept_keys *k, const struct persist_op *op)
+{
+	if (op->kept)
+		return true;
+	for (size_t i = 0; !op->del && i < k->n; i++)
+		if (k->v[i].table == op->table && k->v[i].klen == op->klen &&
+		    memcmp(k->v[i].key, op->key, op->klen) == 0)
+			return true;
+	return false;
+}
+
+/* The bytes of b's puts that go again: in tables that retry every write, and kept ones. */
+static size_t retried_put_bytes(const struct persist *p, const struct batch *b, const struct kept_keys *k)
 {
 	struct persist_ops ops = {b->ops, b->len, b->nops, NULL, NULL};
 	struct persist_op op;
 	size_t off = 0, bytes = 0;
 
 	while (persist_op_next(&ops, &off, &op))
-		if (p->tables[op.table].retry_writes && !op.del)
+		if (!op.del && (p->tables[op.table].retry_writes || kept(k, &op)))
 			bytes += op.klen + op.vlen;
 	return bytes;
 }
@@ -340,17 +377,28 @@ static void retry_failed(struct persist *p, const struct batch *b)
 	struct persist_ops ops = {b->ops, b->len, b->nops, NULL, NULL};
 	struct batch *o = p->open, t = {0};
 	struct persist_op op;
-	size_t off = 0, nops, puts = retried_put_bytes(p, b);
-	bool keep_puts = b->attempts + 1 < RETRY_ATTEMPTS && puts <= RETRY_BYTES_MAX;
+	struct kept_keys k = {0};
+	size_t off = 0, nops, puts;
+	bool keep_puts;
 	unsigned char *tail = NULL;
+
+	kept_keys_of(b, &k);
+	puts = retried_put_bytes(p, b, &k);
+	keep_puts = b->attempts + 1 < RETRY_ATTEMPTS && puts <= RETRY_BYTES_MAX;
 
 	if (puts && !keep_puts)
 		log_error("op=persist_retry err=\"%s\" bytes=%zu: the store keeps what it had; a restart loads it",
 		          puts > RETRY_BYTES_MAX ? "too much to retry" : "refused again and again", puts);
-	while (persist_op_next(&ops, &off, &op))
-		if (retried(p, &op) && (op.del || op.kept || keep_puts) &&
-		    append_op(&t, op.table | (op.kept ? OP_KEPT : 0), op.key, op.klen, op.val, op.vlen, op.del))
+	/* a kept op goes again within the bounds of retried puts, its pair (a record moved: the old key's delete and
+	 * the new key's write) together or not at all: past them the store keeps the old record, whose space is never
+	 * reused (its release waited for a batch that failed) */
+	while (persist_op_next(&ops, &off, &op)) {
+		bool keep = kept(&k, &op);
+
+		if ((keep ? keep_puts : retried(p, &op) && (op.del || keep_puts)) &&
+		    append_op(&t, op.table | (keep ? OP_KEPT : 0), op.key, op.klen, op.val, op.vlen, op.del))
 			goto out; /* out of memory (logged): the store keeps what it had, as without retries */
+	}
 	if (!t.nops || (o->len && !(tail = batch_append(&t, o->len))))
 		goto out;
 	if (o->len)
@@ -368,6 +416,7 @@ static void retry_failed(struct persist *p, const struct batch *b)
 		opened(p, o, false); /* numbered; it commits with the next write */
 out:
 	free(t.ops);
+	free(k.v);
 }
 
 /* Batch b, no longer open nor flying, has committed (rc 0) or failed: number it, empty it, release its waiters. */
@@ -701,6 +750,11 @@ int persist_put_kept(struct persist *p, struct persist_table *t, const void *key
                      size_t vlen)
 {
 	return queue_op(p, t, key, klen, val, vlen, false, true);
+}
+
+int persist_del_kept(struct persist *p, struct persist_table *t, const void *key, size_t klen)
+{
+	return queue_op(p, t, key, klen, NULL, 0, true, true);
 }
 
 int persist_del(struct persist *p, struct persist_table *t, const void *key, size_t klen)

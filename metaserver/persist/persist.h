@@ -103,11 +103,16 @@ int persist_table_packed(struct persist *p, struct persist_table *t);
  * durable. Deleting a missing key is not an error. */
 int persist_put(struct persist *p, struct persist_table *t, const void *key, size_t klen, const void *val, size_t vlen);
 int persist_del(struct persist *p, struct persist_table *t, const void *key, size_t klen);
-/* persist_put whose write a failed batch queues again, ahead of what was queued since, as a table's deletes are
- * (persist_table_retry_deletes): for a record moved to a new key, whose old key's delete is retried and must not
- * land without it. It commits with the next write or waiter, never alone. */
+/*
+ * persist_put and persist_del whose writes a failed batch queues again, ahead of what was queued since, together
+ * with the later plain puts of the same keys in that batch: for a record moved to a new key, the old key's delete and
+ * the new key's write, which must land together or not at all. They go again within the bounds of retried writes
+ * (persist_table_retry: a few attempts, a size); past them both are dropped and the store keeps the old record. They
+ * commit with the next write or waiter, never alone.
+ */
 int persist_put_kept(struct persist *p, struct persist_table *t, const void *key, size_t klen, const void *val,
                      size_t vlen);
+int persist_del_kept(struct persist *p, struct persist_table *t, const void *key, size_t klen);
 
 /* Reads one value into buf (cap bytes) and its length into *len, after every queued write. Returns 0,
  * MMC_OBJECT_NOT_EXISTS, or MMC_ERROR (the store failed, or the value is longer than cap). */

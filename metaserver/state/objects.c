@@ -445,16 +445,21 @@ int object_record_del(struct meta *m, uint64_t id)
 
 /* The batch that deletes o's record, or ALLOC_SEQ_NEVER when the delete could not be queued (out of memory): the
  * record stays on disk, so o's space must never be reused in this run, or a restart would load it over another
- * object's bytes. */
-static uint64_t unpersist(struct meta *m, struct object *o)
+ * object's bytes. moved: the record is written again under a new id (persist_del_kept). */
+static uint64_t unpersist(struct meta *m, struct object *o, bool moved)
 {
+	unsigned char k[REC_KEY_LEN];
+
 	o->persisted = false;
-	return object_record_del(m, o->id) ? ALLOC_SEQ_NEVER : persist_wait_seq(m->persist);
+	rec_key_of(o->id, k);
+	if ((moved ? persist_del_kept : persist_del)(m->persist, m->db_objects, k, sizeof(k)))
+		return ALLOC_SEQ_NEVER;
+	return persist_wait_seq(m->persist);
 }
 
 uint64_t object_renumber(struct meta *m, struct object *o)
 {
-	uint64_t seq = o->persisted ? unpersist(m, o) : 0;
+	uint64_t seq = o->persisted ? unpersist(m, o, true) : 0;
 
 	o->id = object_next_id(m);
 	return seq;
@@ -741,7 +746,7 @@ void object_drop_hashed(struct meta *m, struct object *o, uint64_t hash)
 		index_del_hashed(m, o, hash);
 	olist_del(o);
 	if (o->persisted)
-		unlink_seq = unpersist(m, o);
+		unlink_seq = unpersist(m, o, false);
 	/* a put's bytes may still be in flight: keep the space until its writer commits or goes away (a GVA allocation
 	 * is dropped only once its write lease ran out, or by its writer's finish, and then goes to quarantine) */
 	if (o->state != MMC_BLOB_ALLOCATED || o->gva)
@@ -794,7 +799,7 @@ void object_lose_blob(struct meta *m, struct object *o, struct blob *b)
 	else
 		olist_del(o);
 	if (o->persisted)
-		unpersist(m, o);
+		unpersist(m, o, false);
 	object_free(o);
 }
 

@@ -458,6 +458,7 @@ static pid_t stop_later(pid_t pid, unsigned ms)
 Test(stall, a_read_cut_off_in_the_middle_of_its_answer_leaves_the_reader_running, .fini = stop, .timeout = 120)
 {
 	struct node owner, reader;
+	int cut = 0;
 
 	cr_assert_eq(metaserver_start(&meta, NULL), 0);
 	snprintf(env_meta, sizeof(env_meta), "MMC_TEST_META=%s", meta.url);
@@ -469,6 +470,7 @@ Test(stall, a_read_cut_off_in_the_middle_of_its_answer_leaves_the_reader_running
 		pid_t stopper = stop_later(owner.pid, 2 + 4 * round);
 
 		node_cmd(&reader, reply, sizeof(reply), "hold big %u", BIG);
+		cut += atoi(reply) == MMC_TIMEOUT;
 		waitpid(stopper, NULL, 0);
 		cr_assert_eq(kill(owner.pid, SIGCONT), 0);
 		cr_assert(kill(reader.pid, 0) == 0 && reply[0], "round %u: the reader died", round);
@@ -477,6 +479,7 @@ Test(stall, a_read_cut_off_in_the_middle_of_its_answer_leaves_the_reader_running
 		cr_expect_eq(CMD(&reader, "held"), 0, "round %u: the cut read wrote into the buffer after it returned",
 		             round);
 	}
+	cr_expect_gt(cut, 0, "no round stopped the owner before its answer was done");
 	node_kill(&reader);
 	node_kill(&owner);
 }

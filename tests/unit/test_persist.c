@@ -992,17 +992,27 @@ BOTH(a_failed_delete_goes_again_only_where_the_table_asks)
 	persist_set_fence(p, NULL, NULL);
 }
 
-/* A record moved to a new key (a promoted object renumbered): its batch failed, and the old key's delete, retried,
- * went with the next commit without the new key's write, which waited for a rewrite; a crash between left neither.
- * A kept write goes again with the delete; a plain one does not. */
-BOTH(a_kept_write_goes_again_with_the_retried_delete)
+/* "old" on disk, then moved to "new" (a kept delete and write) while the store refuses every commit. */
+static void move_while_refused(void)
 {
 	put_and_land("old", "1", 1);
 	persist_table_retry_deletes(tbl);
 	fence_ok = false;
 	persist_set_fence(p, fence, &fence_ok);
-	cr_assert_eq(persist_del(p, tbl, "old", 3), 0);
+	cr_assert_eq(persist_del_kept(p, tbl, "old", 3), 0);
 	cr_assert_eq(persist_put_kept(p, tbl, "new", 3, "1", 1), 0);
+}
+
+/* A record moved to a new key (a promoted object renumbered): its batch failed, and the old key's delete, retried,
+ * went with the next commit without the new key's write, which waited for a rewrite; a crash between left neither.
+ * A kept pair goes again together, with the record's later plain write; a plain write does not. */
+BOTH(a_kept_write_goes_again_with_the_retried_delete)
+{
+	char v[8];
+	size_t len = 0;
+
+	move_while_refused();
+	cr_assert_eq(persist_put(p, tbl, "new", 3, "2", 1), 0); /* the moved record written again (a demote) */
 	cr_assert_eq(persist_put(p, tbl, "plain", 5, "1", 1), 0);
 	cr_assert_eq(persist_flush(p), MMC_ERROR, "the store refuses");
 	cr_assert(persist_dirty(p), "the delete and the kept write wait in the open batch");
@@ -1010,7 +1020,29 @@ BOTH(a_kept_write_goes_again_with_the_retried_delete)
 	cr_assert_eq(persist_put(p, tbl, "next", 4, "1", 1), 0);
 	cr_assert_eq(persist_flush(p), 0);
 	cr_assert(!stored("old") && stored("new"), "the delete landed without the kept write");
+	cr_assert_eq(persist_get(p, tbl, "new", 3, v, sizeof(v), &len), 0);
+	cr_assert(len == 1 && v[0] == '2', "the store got the moved record's older write");
 	cr_assert_not(stored("plain"), "a plain write of a failed batch is not retried");
+	cr_assert(stored("next"));
+	persist_set_fence(p, NULL, NULL);
+}
+
+/* A store that refuses every write: a kept pair goes again a few times, not for ever (each try would fail every
+ * batch it rides in), and then both go, so the store keeps the old record, never the delete alone. */
+BOTH(a_kept_pair_refused_again_and_again_is_dropped_whole)
+{
+	char key[16];
+
+	move_while_refused();
+	for (int i = 0; i < 4; i++) {
+		snprintf(key, sizeof(key), "w%d", i);
+		cr_assert_eq(persist_put(p, tbl, key, strlen(key), "1", 1), 0);
+		cr_assert_eq(persist_flush(p), MMC_ERROR, "the store refuses");
+	}
+	__atomic_store_n(&fence_ok, true, __ATOMIC_RELEASE);
+	cr_assert_eq(persist_put(p, tbl, "next", 4, "1", 1), 0);
+	cr_assert_eq(persist_flush(p), 0);
+	cr_assert(stored("old") && !stored("new"), "the pair was not dropped whole");
 	cr_assert(stored("next"));
 	persist_set_fence(p, NULL, NULL);
 }
