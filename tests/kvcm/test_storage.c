@@ -5,6 +5,8 @@
  */
 #include "kvcm_test.h"
 
+#include <pthread.h>
+#include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -89,6 +91,43 @@ static bool gone_soon(const char *path)
 		poll_pause();
 	}
 	return false;
+}
+
+static void *remove_one(void *arg)
+{
+	json_t **reply = arg;
+
+	*reply = CALL("removeCache", "{\"instance_id\":\"d\",\"block_keys\":[1]}");
+	return NULL;
+}
+
+/*
+ * A remove's file goes only once the record that marks its location DELETING is on disk: it went when the group's
+ * delay ran out, and a kill before the commit (or a failover) loaded the location as SERVING with its file gone.
+ * Every commit of the restarted server here waits 1.5 s, and the group deletes at once.
+ */
+Test(storage, a_file_stays_until_its_delete_is_on_disk)
+{
+	char body[512], path[512];
+	json_t *reply = NULL;
+	pthread_t th;
+	struct stat st;
+
+	snprintf(body, sizeof(body), "\"nfs\":{\"root_path\":\"%s/del/\",\"key_count_per_file\":1}", srv.root);
+	add_storage("del_store", body);
+	group_on("dg", "del_store");
+	cr_assert(register_simple(&srv.meta, "dg", "d", 64));
+	write_one("d", "[1]", path, sizeof(path));
+	cr_assert_eq(metaserver_stop(&srv.m), 0);
+	setenv("MMC_TEST_COMMIT_DELAY_MS", "1500", 1);
+	cr_assert_eq(kvcm_srv_restart(&srv, NULL), 0);
+	unsetenv("MMC_TEST_COMMIT_DELAY_MS");
+	cr_assert_eq(pthread_create(&th, NULL, remove_one, &reply), 0);
+	usleep(700000);
+	cr_expect_eq(stat(path, &st), 0, "the file went before its DELETING record was on disk");
+	pthread_join(th, NULL);
+	EXPECT_CODE(reply, "OK");
+	cr_expect(gone_soon(path), "the file goes once the record is on disk");
 }
 
 Test(storage, file_deletes_real_files)

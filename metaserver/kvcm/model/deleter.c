@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "array.h"
 #include "block_index.h"
 #include "block_record.h"
 #include "clock.h"
@@ -15,10 +16,12 @@
 #include "kvcm_state.h"
 #include "log.h"
 #include "mmc/mmc.h"
+#include "persist.h"
 #include "quota.h"
 #include "storage_uri.h"
 
-#define JOBS_PER_TURN 4096
+#define JOBS_PER_TURN   4096
+#define DURABLE_POLL_MS 20 /* how often a job whose DELETING record is not on disk yet looks again */
 
 struct del_job {
 	struct io_job io;
@@ -30,12 +33,18 @@ struct del_job {
 	char **paths;
 	size_t npaths;
 	uint32_t unlinked;
+	uint64_t after_seq; /* the batch its DELETING record must be durable in before the data goes (0: not looked) */
 };
 
 struct deleter {
 	struct kvcm *k;
 	struct due_heap due; /* jobs by due time */
 	struct event *timer;
+	/* jobs due whose DELETING record is not on disk yet, looked at again every DURABLE_POLL_MS of real time (the
+	 * due heap's clock is the logical one tests freeze) */
+	struct del_job **deferred;
+	size_t ndeferred, capdeferred;
+	struct event *poll;
 	struct io_pool *io;
 	uint64_t inflight; /* handed to the I/O pool */
 	uint64_t deleted, files;
@@ -114,6 +123,58 @@ static void unlink_done(struct io_job *io)
 	finalize(j);
 }
 
+/*
+ * Whether the record that marks j's location DELETING is on disk: the data goes only then. Before, a crash or a
+ * failover would load the location as SERVING with no data behind it. The record was queued before the job first
+ * runs, so the newest batch then holds it or came after it; a batch that failed is written again (the tables retry
+ * their writes), and a leader that lost its lease never gets there (its commits fail at the fence).
+ */
+static bool record_durable(struct deleter *d, struct del_job *j)
+{
+	enum persist_seq_state st;
+
+	if (!j->after_seq)
+		j->after_seq = persist_wait_seq(d->k->persist);
+	st = persist_seq_state(d->k->persist, j->after_seq);
+	if (st == PERSIST_SEQ_LOST)
+		j->after_seq = persist_wait_seq(d->k->persist);
+	return st == PERSIST_SEQ_DURABLE;
+}
+
+static void defer(struct deleter *d, struct del_job *j)
+{
+	struct del_job **grown = array_grow(d->deferred, &d->capdeferred, d->ndeferred + 1, sizeof(*grown), 64);
+
+	if (!grown) { /* out of memory: the location stays DELETING, as after a restart */
+		instance_release(d->k, j->inst);
+		free_job(j);
+		return;
+	}
+	d->deferred = grown;
+	d->deferred[d->ndeferred++] = j;
+	if (!evtimer_pending(d->poll, NULL)) {
+		struct timeval tv = {0, DURABLE_POLL_MS * 1000};
+
+		evtimer_add(d->poll, &tv);
+	}
+}
+
+static void run_job(struct deleter *d, struct del_job *j);
+
+/* The deferred jobs once more: those whose record is on disk now run, the others wait again. */
+static void poll_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct deleter *d = arg;
+	struct del_job **jobs = d->deferred;
+	size_t n = d->ndeferred;
+
+	d->deferred = NULL;
+	d->ndeferred = d->capdeferred = 0;
+	for (size_t i = 0; i < n; i++)
+		run_job(d, jobs[i]);
+	free(jobs);
+}
+
 static void run_job(struct deleter *d, struct del_job *j)
 {
 	struct block *b = block_find(j->inst, j->key);
@@ -121,6 +182,10 @@ static void run_job(struct deleter *d, struct del_job *j)
 
 	if (!l || !l->pending) {
 		finalize(j);
+		return;
+	}
+	if (!record_durable(d, j)) {
+		defer(d, j);
 		return;
 	}
 	storage_drop_mmc_objects(d->k, l);
@@ -204,7 +269,8 @@ int deleter_start(struct kvcm *k)
 	d->k = k;
 	k->deleter = d;
 	d->timer = evtimer_new(k->base, timer_cb, d);
-	if (!d->timer || io_pool_start(&d->io, k->base, k->conf.io_threads))
+	d->poll = evtimer_new(k->base, poll_cb, d);
+	if (!d->timer || !d->poll || io_pool_start(&d->io, k->base, k->conf.io_threads))
 		return MMC_ERROR;
 	return 0;
 }
@@ -222,6 +288,13 @@ void deleter_stop(struct kvcm *k)
 		instance_release(k, j->inst);
 		free_job(j);
 	}
+	for (size_t i = 0; i < d->ndeferred; i++) {
+		instance_release(k, d->deferred[i]->inst);
+		free_job(d->deferred[i]);
+	}
+	free(d->deferred);
+	if (d->poll)
+		event_free(d->poll);
 	if (d->timer)
 		event_free(d->timer);
 	due_heap_free(&d->due);
@@ -231,7 +304,7 @@ void deleter_stop(struct kvcm *k)
 
 uint64_t deleter_pending(const struct kvcm *k)
 {
-	return k->deleter ? k->deleter->due.n + k->deleter->inflight : 0;
+	return k->deleter ? k->deleter->due.n + k->deleter->ndeferred + k->deleter->inflight : 0;
 }
 
 uint64_t deleter_deleted(const struct kvcm *k)
