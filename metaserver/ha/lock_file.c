@@ -64,6 +64,14 @@ static int write_record(const struct lock_file *f, const struct ha_holder *h)
 	return close(fd) == 0 && n == (ssize_t)sizeof(buf) ? 0 : MMC_ERROR;
 }
 
+/* Whether record h is self's own: the same node id and the same process (token). Another process with this node id
+ * (a second one started by mistake, or the next one while this one still runs) waits for the lease to end, as any
+ * other node does, and never releases this one's record. */
+static bool own(const struct ha_holder *h, const struct ha_holder *self)
+{
+	return strcmp(h->node_id, self->node_id) == 0 && strcmp(h->token, self->token) == 0;
+}
+
 static int file_acquire(struct ha_lock *l, const struct ha_holder *self, uint32_t lease_ms, struct ha_holder *cur)
 {
 	struct lock_file *f = (struct lock_file *)l;
@@ -74,7 +82,7 @@ static int file_acquire(struct ha_lock *l, const struct ha_holder *self, uint32_
 	if (flock(f->fd, LOCK_EX | LOCK_NB))
 		return errno == EWOULDBLOCK ? MMC_TIMEOUT : MMC_ERROR;
 	rc = read_record(f, &h);
-	if (rc == 0 && h.node_id[0] && strcmp(h.node_id, self->node_id) != 0 && h.expiry_wall_ms > now) {
+	if (rc == 0 && h.node_id[0] && !own(&h, self) && h.expiry_wall_ms > now) {
 		*cur = h;
 		rc = 0;
 	} else if (rc == 0) {
@@ -111,7 +119,7 @@ static void file_release(struct ha_lock *l, const struct ha_holder *self)
 
 	if (flock(f->fd, LOCK_EX))
 		return;
-	if (read_record(f, &h) == 0 && strcmp(h.node_id, self->node_id) == 0)
+	if (read_record(f, &h) == 0 && own(&h, self))
 		unlink(f->record);
 	flock(f->fd, LOCK_UN);
 }

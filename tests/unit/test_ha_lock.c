@@ -85,6 +85,32 @@ Test(ha_lock, file_lock_is_taken_renewed_expires_and_is_released)
 	lb->ops->close(lb);
 }
 
+/* Two processes with one node id (a second one started by mistake, or the next while the last still runs): the one
+ * that took the file lock holds it, the other waits for its lease like any node and never releases it. The file
+ * lock compared node ids only, and both led. */
+Test(ha_lock, a_second_process_of_a_node_does_not_take_its_file_lock)
+{
+	struct ha_lock *l1, *l2;
+	struct ha_holder p1 = holder("same", 1), p2 = holder("same", 2), cur;
+	char uri[128], err[256];
+
+	snprintf(p1.token, sizeof(p1.token), "1111111111111111");
+	snprintf(p2.token, sizeof(p2.token), "2222222222222222");
+	snprintf(uri, sizeof(uri), "file://%s/lock", dir);
+	cr_assert_eq(ha_lock_open(&l1, uri, NULL, 100, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(ha_lock_open(&l2, uri, NULL, 100, err, sizeof(err)), 0, "%s", err);
+	cr_expect_eq(l1->ops->acquire(l1, &p1, 300, &cur), 1);
+	cr_expect_eq(l2->ops->acquire(l2, &p2, 300, &cur), 0, "the second process of the node took the lock too");
+	cr_expect_str_eq(cur.token, p1.token);
+	l2->ops->release(l2, &p2); /* not its record */
+	cr_expect_eq(l1->ops->peek(l1, &cur), 0);
+	cr_expect_str_eq(cur.token, p1.token, "the second process released the first one's lock");
+	usleep(400000);
+	cr_expect_eq(l2->ops->acquire(l2, &p2, 300, &cur), 1, "an expired lease is taken over");
+	l1->ops->close(l1);
+	l2->ops->close(l2);
+}
+
 Test(ha_lock, bad_uris_are_refused)
 {
 	struct ha_lock *l;
