@@ -644,6 +644,13 @@ static void release_leases(struct mmc_store *s, struct plan *p, bool deferred)
 		meta_send(s->meta, WB_RELEASE, NULL, &kb.hand);
 }
 
+/* Whether the leases lookup k brought may be gone: the connection its last try went out on was lost, or the server
+ * went silent past its heartbeat window (paused, cut off: a successor may have given the space away). */
+static bool leases_gone(struct mmc_store *s, const struct key_rpc *k)
+{
+	return meta_conn_losses(s->meta) != k->losses || clock_ms() >= meta_conn_held_until(s->meta);
+}
+
 static int get_once(struct mmc_store *s, struct plan *p, bool *lost)
 {
 	struct key_rpc k = {.body = WB_GET,
@@ -670,7 +677,7 @@ static int get_once(struct mmc_store *s, struct plan *p, bool *lost)
 	/* the leases died with the server that granted them: its successor may already have reused the memory. The
 	 * connection that granted them is the lookup's last try (k.losses): a lookup retried on a new connection
 	 * holds leases of that one */
-	*lost = meta_conn_losses(s->meta) != k.losses;
+	*lost = leases_gone(s, &k);
 	for (size_t i = 0; i < p->n; i++) {
 		struct plan_key *r = &p->rec[i];
 
@@ -745,7 +752,7 @@ static int get_prefix(struct mmc_store *s, struct plan *p, uint64_t until, size_
 
 		if (r->state != PK_LEASED || r->result)
 			continue;
-		r->result = meta_conn_losses(s->meta) != k.losses ? MMC_NOT_CONNECTED_META : r->xk.result;
+		r->result = leases_gone(s, &k) ? MMC_NOT_CONNECTED_META : r->xk.result;
 		/* the lease runs to the deadline: what landed before it was read under the lease */
 		if (r->result == 0 && (r->landed_ms ? r->landed_ms : t1) >= t0 + r->lease_ms)
 			r->result = MMC_LEASE_EXPIRED;

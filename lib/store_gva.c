@@ -459,14 +459,22 @@ static int keyed_result(const struct xfer_key *xk, uint32_t count, int rc, bool 
 	return rc;
 }
 
-/* xfer's part of a copy, writes under copy_lease until expiry; then whether the server that granted was lost. */
+/* Whether a read's grants may be gone by now: the server that granted them is silent past the heartbeat window
+ * (paused, cut off: a successor may have given the space away), whatever their own lease says. */
+static bool reads_unheld(struct mmc_store *s, bool write)
+{
+	return !write && clock_ms() >= meta_conn_held_until(s->meta);
+}
+
+/* xfer's part of a copy, writes under copy_lease until expiry; then whether what it moved may not be the grants'
+ * any more: the server that granted them was lost, or for reads went silent. */
 static bool run_copies(struct mmc_store *s, bool write, struct xfer_key *xk, size_t n, uint64_t losses, uint64_t expiry)
 {
 	struct copy_lease lease = {s->meta, losses, expiry};
 	struct xfer_hook hook = {.lease = copy_lease_holds, .arg = &lease};
 
 	xfer_run(s, write, xk, n, 0, write ? &hook : NULL);
-	return meta_conn_losses(s->meta) != losses;
+	return meta_conn_losses(s->meta) != losses || reads_unheld(s, write);
 }
 
 int mmc_batch_copy(mmc_store *s, const mmc_gva *gvas, void *const *bufs, const size_t *sizes, size_t n, int32_t direct,
@@ -497,7 +505,7 @@ int mmc_batch_copy(mmc_store *s, const mmc_gva *gvas, void *const *bufs, const s
 	if (rc)
 		goto out;
 	/* a read lease already over: nothing is read, so the caller's buffers keep what they held */
-	if (!write && clock_ms() >= expiry) {
+	if (!write && (clock_ms() >= expiry || reads_unheld(s, write))) {
 		rc = MMC_LEASE_EXPIRED;
 		goto out;
 	}
@@ -557,7 +565,7 @@ int mmc_batch_copy_keys(mmc_store *s, const char *const *keys, const mmc_gva *gv
 	pthread_rwlock_unlock(&s->gva->lock);
 	for (size_t i = 0, from = 0; i < n; from += counts[i++]) {
 		/* a read lease already over: nothing of the key is read, its buffers keep what they held */
-		if (!results[i] && !write && clock_ms() >= expiry[i]) {
+		if (!results[i] && !write && (clock_ms() >= expiry[i] || reads_unheld(s, write))) {
 			results[i] = MMC_LEASE_EXPIRED;
 			for (uint32_t j = 0; j < counts[i]; j++)
 				xk[from + j].skip = true;
