@@ -754,7 +754,8 @@ MMC_API int mmc_batch_malloc(mmc_store *s, const char *const *keys, const size_t
  *         read lease: a read whose lease was over before the call reads nothing, one that outlived it midway may
  *         have written reused bytes into bufs; or a write came after its write lease ran out — the space may
  *         belong to another object, so nothing more is written, checked before each of the call's writes — or
- *         the meta server connection that granted the lease was lost); MMC_ERROR (fabric);
+ *         the meta server connection that granted the lease was lost, or that server has been silent for three
+ *         quarters of its heartbeat timeout: a successor may have given the space away); MMC_ERROR (fabric);
  *         MMC_TIMEOUT (an RMA stalled, or looking up the range's service took too long); MMC_LINK_NOT_FOUND (the
  *         range's service went away); MMC_NOT_CONNECTED_META, MMC_INTERNAL_ERROR (looking up the range's
  *         service); MMC_MALLOC_FAILED.
@@ -782,8 +783,8 @@ MMC_API int mmc_batch_copy(mmc_store *s, const mmc_gva *gvas, void *const *bufs,
  * @param results [out] n codes: MMC_OK; MMC_INVALID_PARAM (a bad keys[i] (NULL, empty, longer than MMC_KEY_MAX) or
  *                gvas[i], a range with a NULL buffer or no bytes, past the object, or on the SSD tier);
  * MMC_LEASE_EXPIRED (the grant ended: nothing of the key moved; or a read outlived its lease, or the meta server
- *                connection that granted it was lost); MMC_ERROR, MMC_TIMEOUT, MMC_LINK_NOT_FOUND, MMC_MALLOC_FAILED
- *                as mmc_batch_copy() says them
+ *                connection that granted it was lost or went silent, as mmc_batch_copy() says); MMC_ERROR, MMC_TIMEOUT,
+ * MMC_LINK_NOT_FOUND, MMC_MALLOC_FAILED as mmc_batch_copy() says them
  * @return MMC_OK with results[] (also for n == 0); MMC_INVALID_PARAM (s, a NULL array, n or the ranges over their
  *         limits, direct), MMC_CLIENT_NOT_INIT, MMC_MALLOC_FAILED: then results[] is not written.
  * Thread-safe, as mmc_batch_copy().
