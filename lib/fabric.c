@@ -630,11 +630,13 @@ static uint64_t cut_until(struct fabric *f, fi_addr_t peer)
 
 /*
  * Cuts the connection to peer: an RMA that the peer has yet to answer is not stopped by fi_cancel, and its answer,
- * coming after the caller gave up, would land in a buffer the caller has since reused. Returns 0, or MMC_ERROR when
- * it could not be cut (no way for this provider, or no connection to peer found): the caller then waits for its
- * ops.
+ * coming after the caller gave up, would land in a buffer the caller has since reused. expired: for the caller's
+ * deadline, not a stall; a stall may cut every connection the peer's host opened to this process when which one is
+ * the peer's cannot be told (else the call would wait for hours), a deadline, routine, cuts none of them. Returns 0,
+ * or MMC_ERROR when it could not be cut (no way for this provider, or no connection to peer found): the caller then
+ * waits for its ops.
  */
-static int sever(struct fabric *f, fi_addr_t peer)
+static int sever(struct fabric *f, fi_addr_t peer, bool expired)
 {
 	unsigned char addr[256];
 	size_t len = sizeof(addr);
@@ -643,7 +645,9 @@ static int sever(struct fabric *f, fi_addr_t peer)
 		return MMC_ERROR;
 	if (f->sever == SEVER_AV)
 		return sever_av(f, peer, addr);
-	if (sock_cut(addr, len, f->addr, f->addrlen) == 0)
+	/* a stall may take the peer's host wide: a call that would otherwise wait for hours; a deadline, routine, not
+	 */
+	if (sock_cut(addr, len, f->addr, f->addrlen, !expired) == 0)
 		return MMC_ERROR;
 	cut_note(f, peer);
 	return 0;
@@ -667,7 +671,7 @@ static bool sever_stalled(struct fab_batch *b, bool expired)
 			j++;
 		if (j < ndone)
 			continue;
-		if (sever(b->f, op->peer)) {
+		if (sever(b->f, op->peer, expired)) {
 			ok = false;
 			continue;
 		}
@@ -799,7 +803,7 @@ static ssize_t post_retry(struct fab_batch *b, bool write, const struct fi_msg_r
 		if (poll_cq(b->f))
 			continue;
 		reap_done(b);
-		if (b->lease && (*ended = b->lease(b->lease_arg)))
+		if (b->lease && (*ended = b->lease(b->lease_arg, ((const struct fab_op *)msg->context)->tag)))
 			return rc;
 		sched_yield();
 		now = clock_ms();
@@ -860,7 +864,7 @@ int fab_batch_post(struct fab_batch *b, bool write, const struct iovec *iov, voi
 		return MMC_TIMEOUT; /* it already kept an earlier post waiting for stall_ms */
 	if ((ended = wait_cut(b, peer)) != 0)
 		return ended;
-	if (b->lease && (ended = b->lease(b->lease_arg)))
+	if (b->lease && (ended = b->lease(b->lease_arg, tag)))
 		return ended; /* after the wait for a slot above, too: that took time */
 	op = &b->ops[b->posted % b->window];
 	op->tag = tag;
@@ -891,7 +895,7 @@ void fab_batch_deadline(struct fab_batch *b, uint64_t deadline_ms)
 	b->deadline_ms = deadline_ms;
 }
 
-void fab_batch_lease(struct fab_batch *b, int (*lease)(void *arg), void *arg)
+void fab_batch_lease(struct fab_batch *b, int (*lease)(void *arg, uint32_t tag), void *arg)
 {
 	b->lease = lease;
 	b->lease_arg = arg;

@@ -99,7 +99,7 @@ struct fab_batch {
 	/* called on the owner's thread as each op is reaped: err 0 or an MMC_* code */
 	void (*done)(void *arg, uint32_t tag, int err);
 	void *arg;
-	int (*lease)(void *arg); /* fab_batch_lease(); NULL: none */
+	int (*lease)(void *arg, uint32_t tag); /* fab_batch_lease(); NULL: none */
 	void *lease_arg;
 };
 
@@ -107,13 +107,13 @@ int fab_batch_init(struct fab_batch *b, struct fabric *f, size_t window, uint32_
                    void (*done)(void *arg, uint32_t tag, int err), void *arg);
 
 /*
- * Posts of b go out only while lease(arg) returns 0. It is asked before each post and each time the provider turns
- * one away: once it returns an MMC_* code, that post and every later one fail with it, not posted. For writes into
- * space that a server granted on a connection since lost: its successor may give the space to another object, so
- * a write that waited for a window slot or for a refusing peer must not go out after the loss is known. The posts
- * already made are the caller's to wait for, as before.
+ * Posts of b go out only while lease(arg, the post's tag) returns 0. It is asked before each post and each time the
+ * provider turns one away: once it returns an MMC_* code, that post and every later one fail with it, not posted. For
+ * writes into space that a server granted on a connection since lost: its successor may give the space to another
+ * object, so a write that waited for a window slot or for a refusing peer must not go out after the loss is known. The
+ * posts already made are the caller's to wait for, as before.
  */
-void fab_batch_lease(struct fab_batch *b, int (*lease)(void *arg), void *arg);
+void fab_batch_lease(struct fab_batch *b, int (*lease)(void *arg, uint32_t tag), void *arg);
 
 /*
  * Posts one RMA between count local pieces (iov, with their descriptors) and one contiguous remote range at

@@ -125,7 +125,7 @@ static void find(const struct sockaddr_storage *p, const struct sockaddr_storage
 		closedir(d);
 }
 
-int sock_cut(const void *peer, size_t plen, const void *self, size_t slen)
+int sock_cut(const void *peer, size_t plen, const void *self, size_t slen, bool host_wide)
 {
 	struct sockaddr_storage p, s;
 	bool has_self = self && inet_of(self, slen, &s);
@@ -137,8 +137,9 @@ int sock_cut(const void *peer, size_t plen, const void *self, size_t slen)
 	find(&p, &s, has_self, dialled, &nd, accepted, &na);
 	for (size_t i = 0; i < nd; i++)
 		n += cut_one(dialled[i], 2, &p, &s, has_self);
-	/* only when it is the one: another process on the peer's host may have dialled this one too */
-	if (!nd && na == 1)
-		n += cut_one(accepted[0], 1, &p, &s, has_self);
+	/* only when it is the one, or when the caller takes the peer's whole host: another process on that host may
+	 * have dialled this one too */
+	for (size_t i = 0; !nd && (na == 1 || host_wide) && i < na; i++)
+		n += cut_one(accepted[i], 1, &p, &s, has_self);
 	return n;
 }

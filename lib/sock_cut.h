@@ -12,17 +12,19 @@
 #ifndef MMC_SOCK_CUT_H
 #define MMC_SOCK_CUT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 /*
  * Shuts down (SHUT_RDWR) this process's TCP connection to the peer whose listening address is peer (a struct
  * sockaddr_in or sockaddr_in6, plen bytes): every socket dialled to that address, or, when there is none (the peer
- * opened the connection), the one socket accepted on this process's listening address self from the peer's host,
- * if there is exactly one: with several, which is the peer's cannot be told, and none is cut. Returns how many were
- * shut down; 0 also for an address that is not an IPv4 or IPv6 one (no socket to find: RDMA providers). An
- * IPv4-mapped IPv6 address matches its IPv4 one. Thread-safe; the sockets stay open (their owner closes them), and
- * a socket number closed and reused meanwhile is left alone.
+ * opened the connection), the socket accepted on this process's listening address self from the peer's host, if
+ * there is exactly one. With several, which is the peer's cannot be told: host_wide cuts them all (other processes
+ * of that host reconnect), else none is cut. Returns how many were shut down; 0 also for an address that is not an
+ * IPv4 or IPv6 one (no socket to find: RDMA providers). An IPv4-mapped IPv6 address matches its IPv4 one.
+ * Thread-safe; the sockets stay open (their owner closes them), and a socket number closed and reused meanwhile is
+ * left alone.
  */
-int sock_cut(const void *peer, size_t plen, const void *self, size_t slen);
+int sock_cut(const void *peer, size_t plen, const void *self, size_t slen, bool host_wide);
 
 #endif

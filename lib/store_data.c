@@ -135,11 +135,12 @@ static void sum_puts(void *arg)
  * Space carved from an extent is held only so long after a put last named the extent's grant: a write held up past
  * that (a window wait, a process paused) must not go out either; its key goes again by key.
  */
-static int grant_holds(void *arg)
+static int grant_holds(void *arg, size_t key)
 {
 	const struct plan *p = arg;
 	uint64_t now = clock_ms();
 
+	(void)key; /* one grant, one write deadline for the whole call */
 	/* a session the server may have closed meanwhile (this process paused past its heartbeat timeout) holds
 	 * nothing either, although this thread may run before the one that reads the connection's end */
 	if (meta_conn_losses(p->meta) != p->grant || now >= meta_conn_held_until(p->meta))
@@ -688,7 +689,7 @@ static int get_once(struct mmc_store *s, struct plan *p, bool *lost)
 		if (r->result == 0 && t1 >= t0 + r->lease_ms)
 			r->result = MMC_LEASE_EXPIRED;
 	}
-	if (!*lost)
+	if (meta_conn_losses(s->meta) == k.losses) /* a server merely silent may answer the release yet */
 		release_leases(s, p, true);
 	verify_gets(p);
 	return 0;

@@ -322,22 +322,25 @@ static bool direct_is_read(int32_t d)
 }
 
 /*
- * xfer's lease on a copy's writes: they go out only under the write leases they were planned under (expiry_ms,
- * the earliest), granted by the server still connected (losses). Past either the space may be another object's,
- * and a write that waited for a window slot or for a refusing peer would land in it.
+ * xfer's lease on a copy's writes: each range goes out only under the write lease it was planned under (expiry[key],
+ * or expiry_ms for every range when expiry is NULL), granted by the server still connected (losses). Past either
+ * the space may be another object's, and a write that waited for a window slot or for a refusing peer would land in
+ * it. A range's lease ending fails that range alone (a keyed copy's other keys go on).
  */
 struct copy_lease {
 	struct meta_conn *meta;
 	uint64_t losses, expiry_ms;
+	const uint64_t *expiry;
 };
 
-static int copy_lease_holds(void *arg)
+static int copy_lease_holds(void *arg, size_t key)
 {
 	const struct copy_lease *l = arg;
+	uint64_t now = clock_ms(), until = key == XFER_NO_KEY ? UINT64_MAX
+	                                   : l->expiry        ? l->expiry[key]
+	                                                      : l->expiry_ms; /* a fence: none */
 
-	uint64_t now = clock_ms();
-
-	return meta_conn_losses(l->meta) == l->losses && now < l->expiry_ms && now < meta_conn_held_until(l->meta)
+	return meta_conn_losses(l->meta) == l->losses && now < until && now < meta_conn_held_until(l->meta)
 	           ? 0
 	           : MMC_LEASE_EXPIRED;
 }
@@ -468,9 +471,10 @@ static bool reads_unheld(struct mmc_store *s, bool write)
 
 /* xfer's part of a copy, writes under copy_lease until expiry; then whether what it moved may not be the grants'
  * any more: the server that granted them was lost, or for reads went silent. */
-static bool run_copies(struct mmc_store *s, bool write, struct xfer_key *xk, size_t n, uint64_t losses, uint64_t expiry)
+static bool run_copies(struct mmc_store *s, bool write, struct xfer_key *xk, size_t n, uint64_t losses,
+                       const struct copy_lease *until)
 {
-	struct copy_lease lease = {s->meta, losses, expiry};
+	struct copy_lease lease = {s->meta, losses, until->expiry_ms, until->expiry};
 	struct xfer_hook hook = {.lease = copy_lease_holds, .arg = &lease};
 
 	xfer_run(s, write, xk, n, 0, write ? &hook : NULL);
@@ -509,7 +513,7 @@ int mmc_batch_copy(mmc_store *s, const mmc_gva *gvas, void *const *bufs, const s
 		rc = MMC_LEASE_EXPIRED;
 		goto out;
 	}
-	lost = run_copies(s, write, xk, n, losses, expiry);
+	lost = run_copies(s, write, xk, n, losses, &(struct copy_lease){.expiry_ms = expiry});
 	for (size_t i = 0; i < n && !rc; i++)
 		rc = xk[i].result;
 	if (!rc && ((!write && clock_ms() >= expiry) || lost))
@@ -543,7 +547,7 @@ int mmc_batch_copy_keys(mmc_store *s, const char *const *keys, const mmc_gva *gv
 	bool write = direct_is_write(direct), lost;
 	struct xfer_key *xk = NULL;
 	struct xfer_piece *pieces = NULL;
-	uint64_t *expiry = NULL, losses, now, earliest = UINT64_MAX;
+	uint64_t *expiry = NULL, *range_expiry = NULL, losses, now;
 	size_t total, at = 0;
 	int rc = store_check_ready(s);
 
@@ -553,7 +557,8 @@ int mmc_batch_copy_keys(mmc_store *s, const char *const *keys, const mmc_gva *gv
 	if (n == 0)
 		return 0;
 	if (!(xk = calloc(total ? total : 1, sizeof(*xk))) || !(pieces = calloc(total ? total : 1, sizeof(*pieces))) ||
-	    !(expiry = calloc(n, sizeof(*expiry)))) {
+	    !(expiry = calloc(n, sizeof(*expiry))) ||
+	    !(range_expiry = calloc(total ? total : 1, sizeof(*range_expiry)))) {
 		rc = MMC_MALLOC_FAILED;
 		goto out;
 	}
@@ -570,15 +575,17 @@ int mmc_batch_copy_keys(mmc_store *s, const char *const *keys, const mmc_gva *gv
 			for (uint32_t j = 0; j < counts[i]; j++)
 				xk[from + j].skip = true;
 		}
-		if (!results[i] && expiry[i] < earliest)
-			earliest = expiry[i];
+		for (uint32_t j = 0; j < counts[i]; j++) /* each range under its own key's write lease */
+			range_expiry[from + j] = expiry[i];
 	}
-	lost = total ? run_copies(s, write, xk, total, losses, earliest) : meta_conn_losses(s->meta) != losses;
+	lost = total ? run_copies(s, write, xk, total, losses, &(struct copy_lease){.expiry = range_expiry})
+	             : meta_conn_losses(s->meta) != losses;
 	for (size_t i = 0, from = 0; i < n; from += counts[i++])
 		results[i] = keyed_result(&xk[from], counts[i], results[i], write, expiry[i], lost);
 out:
 	free(xk);
 	free(pieces);
 	free(expiry);
+	free(range_expiry);
 	return rc;
 }

@@ -162,11 +162,20 @@ static int seg_of(const struct peer *p, uint32_t media, uint64_t *base, uint64_t
 
 /* The space a copy goes to is still its grant's: the pool still the blob's incarnation under its key (a mapped
  * pool), and a write's grant still held (the lease hook: the meta connection it came on). 0, or why not. */
-static int still_granted(const struct xfer_ctx *x, int write, const struct peer *p, const struct xfer_target *t)
+static int still_granted(const struct xfer_ctx *x, int write, const struct peer *p, const struct xfer_target *t,
+                         size_t key)
 {
 	if (p->map && !host_map_current(p->map, p->host_key, t->incarnation))
 		return MMC_LINK_NOT_FOUND;
-	return write && x->hook && x->hook->lease ? x->hook->lease(x->hook->arg) : 0;
+	return write && x->hook && x->hook->lease ? x->hook->lease(x->hook->arg, key) : 0;
+}
+
+/* The fabric's lease check of a post: the hook's, for the key the post's tag names (none for a fence). */
+static int post_lease(void *arg, uint32_t tag)
+{
+	const struct xfer_ctx *x = arg;
+
+	return x->hook->lease(x->hook->arg, tag & FENCE_TAG ? XFER_NO_KEY : tag);
 }
 
 /*
@@ -176,9 +185,10 @@ static int still_granted(const struct xfer_ctx *x, int write, const struct peer 
  * have given to other keys once its rejoin grace ended. What is at risk is one run, not the key. Returns 0 or
  * still_granted's answer.
  */
-static int copy_pieces(const struct xfer_ctx *x, char *dst, int write, const struct xfer_key *k, const struct peer *p,
+static int copy_pieces(const struct xfer_ctx *x, char *dst, int write, size_t key, const struct peer *p,
                        const struct xfer_target *t)
 {
+	const struct xfer_key *k = key_at(x, key);
 	void *(*copy)(void *, const void *, size_t) = x->stream ? copy_stream : memcpy;
 	size_t since = 0; /* bytes since the last look; the caller looked before the first */
 
@@ -186,7 +196,7 @@ static int copy_pieces(const struct xfer_ctx *x, char *dst, int write, const str
 		char *buf = k->pieces[i].buf;
 
 		for (size_t done = 0, n; done < k->pieces[i].len; done += n, dst += n, since += n) {
-			int rc = since < COPY_RUN ? 0 : still_granted(x, write, p, t);
+			int rc = since < COPY_RUN ? 0 : still_granted(x, write, p, t, key);
 
 			if (rc)
 				return rc;
@@ -272,9 +282,9 @@ static int copy_host(struct xfer_ctx *x, int write, size_t i, const struct peer 
 	if ((rc = host_note(x, i, p, t, &later)))
 		return rc;
 	/* again after host_note, which may have waited: a write's grant may have ended meanwhile */
-	if ((rc = still_granted(x, write, p, t)))
+	if ((rc = still_granted(x, write, p, t, i)))
 		return rc;
-	if ((rc = copy_pieces(x, p->map->base + t->offset, write, k, p, t)))
+	if ((rc = copy_pieces(x, p->map->base + t->offset, write, i, p, t)))
 		return rc;
 	return later || host_map_usable(p->map, p->host_key, t->incarnation) ? 0 : MMC_LINK_NOT_FOUND;
 }
@@ -460,11 +470,11 @@ static void post_key(struct xfer_ctx *x, struct fab_batch *b, int write, size_t 
 
 		/* after peer_of: it may have waited for a new meta connection and learned the pool's new key from it */
 		if (rc == 0 && write && x->hook && x->hook->lease)
-			rc = x->hook->lease(x->hook->arg);
+			rc = x->hook->lease(x->hook->arg, i);
 		if (rc == 0 && p.self && !in_pool(k, &k->targets[r], x->s->pool.size))
 			rc = MMC_INTERNAL_ERROR;
 		else if (rc == 0 && p.self)
-			rc = copy_pieces(x, (char *)x->s->pool.base + k->targets[r].offset, write, k, &p,
+			rc = copy_pieces(x, (char *)x->s->pool.base + k->targets[r].offset, write, i, &p,
 			                 &k->targets[r]);
 		else if (rc == 0 && p.map)
 			rc = copy_host(x, write, i, &p, &k->targets[r]);
@@ -550,7 +560,7 @@ void xfer_run_until(struct mmc_store *s, int write, struct xfer_key *keys, size_
 	}
 	fab_batch_deadline(&b, deadline_ms);
 	if (write && hook && hook->lease)
-		fab_batch_lease(&b, hook->lease, hook->arg);
+		fab_batch_lease(&b, post_lease, &x);
 	pthread_rwlock_rdlock(&s->regs.lock);
 	for (size_t i = 0; i < n; i++) {
 		if (key_at(&x, i)->skip)

@@ -39,14 +39,15 @@ struct xfer_key {
  * Work a caller overlaps with its transfers, on its own thread (the checksums of verify_checksum). posted: once,
  * after the last RMA of the call is posted and before waiting for them. landed (reads only): once per key whose
  * bytes all arrived without error, as soon as they have, while later keys are still in flight. lease (writes
- * only): 0 while the targets' space is still the caller's to write, else the MMC_* code the keys not yet started
- * fail with; asked before each key's every target, and by the fabric before each RMA (fab_batch_lease). Any of
- * them may be NULL.
+ * only): 0 while key's target space is still the caller's to write, else the MMC_* code that key fails with; asked
+ * before each key's every target, and by the fabric before each RMA (fab_batch_lease); key XFER_NO_KEY for an RMA
+ * of no key's (a fence read). Any of them may be NULL.
  */
+#define XFER_NO_KEY SIZE_MAX
 struct xfer_hook {
 	void (*posted)(void *arg);
 	void (*landed)(void *arg, size_t key);
-	int (*lease)(void *arg);
+	int (*lease)(void *arg, size_t key);
 	void *arg;
 };
 

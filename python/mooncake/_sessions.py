@@ -52,7 +52,8 @@ class SessionTable:
 def _column(rows, name):
     """One argument's rows as one flat array('Q') and each row's length. Every value must be a non-negative 64-bit
     int (TypeError otherwise)."""
-    rows = A.seq(rows, name)
+    # a row that is an iterator would be used up by the flattening before its length is taken
+    rows = [r if isinstance(r, (list, tuple)) else A.seq(r, name) for r in A.seq(rows, name)]
     try:
         return array("Q", chain.from_iterable(rows)), list(map(len, rows))
     except (TypeError, OverflowError):  # a row that is not a list of ints: the argument rules say which

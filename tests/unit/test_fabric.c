@@ -122,9 +122,10 @@ Test(fabric, a_peer_that_refuses_connections_fails_the_post, .timeout = 60)
 /* A lease that holds for its first `left` questions, then answers MMC_NOT_CONNECTED_META. */
 static int lease_left, lease_asked;
 
-static int lease_ends(void *arg)
+static int lease_ends(void *arg, uint32_t tag)
 {
 	(void)arg;
+	(void)tag;
 	lease_asked++;
 	return lease_left-- > 0 ? 0 : MMC_NOT_CONNECTED_META;
 }
