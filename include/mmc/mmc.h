@@ -71,9 +71,10 @@
  * - A data call writes into the caller's buffers only while it runs: a transfer it gave up on (MMC_TIMEOUT after
  *   rma_timeout_ms, or a prefix read's deadline) has had its connection cut before the call returns, so a peer that
  *   answers late cannot land bytes in a buffer the caller reuses. libmmc cuts it by shutting down this process's TCP
- *   socket to the peer (tcp), or by libfabric's own close (fi_av_remove with FI_AV_REMOVE_CLEANUP: verbs). With a
- *   provider that can do neither (shm), or a tcp peer whose socket cannot be told apart (it dialled this process,
- *   and so did another process on its host), a stalled call waits for its peer instead of returning. Cutting makes
+ *   socket to the peer (tcp; when the peer dialled this process and so did another process on its host, a stall
+ *   cuts all of that host's, a prefix read's deadline none: that call then waits for its reads to land), or by
+ *   libfabric's own close (fi_av_remove with FI_AV_REMOVE_CLEANUP: verbs). With a provider that can do neither
+ *   (shm), a stalled call waits for its peer instead of returning. Cutting makes
  *   the other operations on that connection fail once (MMC_ERROR or MMC_TIMEOUT; the next ones reconnect), also
  *   those of another transport of this process to the same peer; the next operation to a cut peer first waits for
  *   the dead connection to go (2 ms). libmmc sets FI_OFI_RXM_CM_PROGRESS_INTERVAL=1000 and FI_AV_REMOVE_CLEANUP=1
