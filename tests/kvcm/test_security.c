@@ -506,26 +506,50 @@ static void send_some(int fd, const char *p, size_t n)
 	}
 }
 
-/* The status of the next reply on fd within ms (its head and a body of at most 256 bytes are read), 0 when the
- * connection closed first, -1 when nothing came. */
+/* The Content-Length of the response head in buf (up to end), 0 when it has none. */
+static size_t response_body(const char *buf, const char *end)
+{
+	const char *cl = strcasestr(buf, "\r\nContent-Length:");
+
+	return cl && cl < end ? (size_t)strtoull(cl + 17, NULL, 10) : 0;
+}
+
+/*
+ * The status of the next response on fd, consuming that response alone (head and body): a response pipelined
+ * behind it stays for the next call. 0 when the connection ends first, -1 when nothing comes within ms. A read of
+ * whatever had arrived took the next response with it when both came at once (a busy machine), and the next call
+ * then found the connection closed.
+ */
 static int next_status(int fd, int ms)
 {
 	struct pollfd p = {.fd = fd, .events = POLLIN};
-	char buf[4096];
-	size_t len = 0;
+	char buf[4096], *end = NULL;
+	size_t want;
 	int status = -1;
 
-	while (len < sizeof(buf) - 1 && poll(&p, 1, ms) == 1) {
-		ssize_t n = recv(fd, buf + len, sizeof(buf) - 1 - len, 0);
+	for (int waited = 0; !end; waited++) {
+		ssize_t n;
+
+		if (waited > ms || poll(&p, 1, ms - waited) != 1)
+			return -1;
+		n = recv(fd, buf, sizeof(buf) - 1, MSG_PEEK);
+		if (n <= 0)
+			return 0;
+		buf[n] = '\0';
+		if (!(end = strstr(buf, "\r\n\r\n"))) {
+			if ((size_t)n == sizeof(buf) - 1)
+				return -1;
+			usleep(1000); /* the rest of the head is on its way */
+		}
+	}
+	sscanf(buf, "HTTP/1.%*d %d", &status);
+	want = (size_t)(end + 4 - buf) + response_body(buf, end);
+	while (want > 0 && poll(&p, 1, ms) == 1) {
+		ssize_t n = recv(fd, buf, want < sizeof(buf) ? want : sizeof(buf), 0);
 
 		if (n <= 0)
-			return status < 0 ? 0 : status;
-		len += (size_t)n;
-		buf[len] = '\0';
-		if (strstr(buf, "\r\n\r\n")) {
-			sscanf(buf, "HTTP/1.%*d %d", &status);
-			return status;
-		}
+			break;
+		want -= (size_t)n;
 	}
 	return status;
 }
