@@ -59,6 +59,7 @@ struct fabric {
 	enum sever_kind sever; /* how a stalled peer's connection is cut */
 	/* peers whose connection was cut lately: the next op to one waits until rxm has dropped the dead connection */
 	pthread_mutex_t cut_mu;
+	atomic_uint_fast64_t cut_latest; /* the latest until_ms of cut[]: past it, a post takes no lock */
 	struct {
 		fi_addr_t peer;
 		uint64_t until_ms;
@@ -612,6 +613,7 @@ static void cut_note(struct fabric *f, fi_addr_t peer)
 	}
 	f->cut[oldest].peer = peer;
 	f->cut[oldest].until_ms = clock_ms() + cm_settle_ms;
+	atomic_store_explicit(&f->cut_latest, f->cut[oldest].until_ms, memory_order_release);
 	pthread_mutex_unlock(&f->cut_mu);
 }
 
@@ -620,6 +622,8 @@ static uint64_t cut_until(struct fabric *f, fi_addr_t peer)
 {
 	uint64_t until = 0, now = clock_ms();
 
+	if (now >= atomic_load_explicit(&f->cut_latest, memory_order_acquire))
+		return 0; /* no cut lately: every post but the few after one */
 	pthread_mutex_lock(&f->cut_mu);
 	for (size_t i = 0; i < FAB_CUT_MAX; i++)
 		if (f->cut[i].peer == peer && f->cut[i].until_ms > now)
