@@ -128,6 +128,21 @@ class Server:
         return bad
 
 
+def deletes_done(srv, cap_s=10):
+    """Polls /metrics until no delete is pending (each location marked DELETING so far is gone); False at the cap.
+    A DELETING location still counts as existing for startWriteCache, as in the reference, so a step after a
+    failed write or a removal depends on whether the deleter (which waits for its record to be on disk) is done."""
+    import time
+    end = time.monotonic() + cap_s
+    while True:
+        with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % srv.admin_http_port, timeout=30) as f:
+            if re.search(rb"^mmc_kvcm_pending_deletes 0$", f.read(), re.M):
+                return True
+        if time.monotonic() > end:
+            return False
+        time.sleep(0.005)
+
+
 def method_of(route):
     return route[0].upper() + route[1:]
 

@@ -325,6 +325,7 @@ def run(srv, transport, steps):
             wsid = d.get("write_session_id") or wsid
             d = normalize(d, srv.root)
         out.append(((service, route), d))
+        assert fx.deletes_done(srv), "step %s %s: deletes still pending" % (service, route)
     return out
 
 
