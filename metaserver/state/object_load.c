@@ -3,7 +3,7 @@
  * insert into its pool's allocator, an index insert, a list append, then a sort of the LRU) took 10 s and more for
  * 10^7 objects; here it is three passes:
  *  1. the scan makes each record's object and indexes it, and notes per blob its pool and page, per object its LRU
- *     stamp (flat arrays, no tree);
+ *     stamp (flat arrays, no tree); of a key stored under two ids, the larger stays and the other record goes;
  *  2. the blobs' ranges, radix-sorted by pool and offset, are reserved in one pass per pool; where records overlap
  *     (a damaged store) the older object (the smaller id) keeps the range;
  *  3. the objects, radix-sorted by stamp, are appended to their LRU in that order (newest first, equal stamps in id
@@ -46,7 +46,9 @@ struct load {
 	size_t nmarks, capmarks;
 	uint64_t *gone;
 	size_t ngone, capgone;
-	bool unordered; /* the store's scan is not in key order and may repeat a record (Redis) */
+	bool unordered;         /* the store's scan is not in key order and may repeat a record (Redis) */
+	struct object **losers; /* objects of a key loaded twice that do not stay: freed once the scans are done */
+	size_t nlosers, caplosers;
 	/* objects made but not indexed yet, each with its hash: their buckets are on their way from DRAM */
 	struct {
 		struct object *o;
@@ -145,23 +147,60 @@ static int note_blob(struct load *l, struct object *o, int i, const struct rec_b
 	            (pages < PAGES_MAX ? pages : PAGES_MAX) << 40 | (uint64_t)o->self << 8 | (uint64_t)i);
 }
 
+/*
+ * Two records of one key under two ids: a record moved to a new id (a promote) whose old id's delete went with it
+ * when the store refused their batch again and again, the new id written again later. The larger id is the
+ * object's; the other record goes, and the load's final flush puts its delete on disk before its range can hold
+ * another object (loaded again, with the newer record removed meanwhile, it would serve that object's bytes).
+ * Equal ids: a record Redis's scan gave twice. The object that does not stay is freed after the scans (its handle
+ * is in the load's arrays). Returns 0, or MMC_MALLOC_FAILED.
+ */
+static int index_one(struct load *l, struct object *o, uint64_t hash)
+{
+	struct object *was = object_find_hashed(l->m, object_key(o), o->keylen, hash), *loser, **grown;
+
+	if (!was) {
+		object_index_add(l->m, o, hash);
+		return 0;
+	}
+	loser = was->id < o->id ? was : o;
+	if (!(grown = array_grow(l->losers, &l->caplosers, l->nlosers + 1, sizeof(*grown), 16)))
+		return MMC_MALLOC_FAILED;
+	l->losers = grown;
+	l->losers[l->nlosers++] = loser;
+	if (was->id != o->id) {
+		size_t ngone = l->ngone;
+
+		gone(l, loser->id);
+		if (l->ngone == ngone)
+			return MMC_MALLOC_FAILED; /* its record would stay on disk with its range free */
+	}
+	if (loser == was) {
+		object_index_del(l->m, was);
+		object_index_add(l->m, o, hash);
+	}
+	return 0;
+}
+
 /* Indexes o 16 objects later, when the bucket it goes to has arrived from DRAM (o NULL: the rest now). */
-static void index_add(struct load *l, struct object *o, uint64_t hash)
+static int index_add(struct load *l, struct object *o, uint64_t hash)
 {
 	size_t slot = l->ringn % RING;
+	int rc = 0;
 
 	if (!o) {
-		for (size_t i = l->ringn > RING ? l->ringn - RING : 0; i < l->ringn; i++)
-			object_index_add(l->m, l->ring[i % RING].o, l->ring[i % RING].hash);
+		for (size_t i = l->ringn > RING ? l->ringn - RING : 0; i < l->ringn && !rc; i++)
+			rc = index_one(l, l->ring[i % RING].o, l->ring[i % RING].hash);
 		l->ringn = 0;
-		return;
+		return rc;
 	}
 	objects_prefetch(l->m, &hash, 1);
 	if (l->ringn >= RING) /* the oldest's bucket has had 16 records' time to arrive */
-		object_index_add(l->m, l->ring[slot].o, l->ring[slot].hash);
+		rc = index_one(l, l->ring[slot].o, l->ring[slot].hash);
 	l->ring[slot].o = o;
 	l->ring[slot].hash = hash;
 	l->ringn++;
+	return rc;
 }
 
 /* The reader thread's share of pass 1: the hash of the key at the value's tail (0 for a malformed value). */
@@ -212,11 +251,11 @@ static int scan_one(void *arg, const void *key, size_t klen, const void *val, si
 		l->m->lru_clock = rec.stamp;
 	for (uint32_t i = 0; i < rec.h.nblobs && !rc; i++)
 		rc = note_blob(l, o, (int)i, &rec.b[i], rec.h.size);
-	if (l->keyed)
+	if (rc == 0 && (rc = push(&l->objs, &l->nobjs, &l->capobjs, o->stamp, o->self)) == 0 && l->keyed)
 		object_index_add(l->m, o, hash); /* at once: the next record's lookup must see it */
-	else
-		index_add(l, o, hash);
-	return rc ? rc : push(&l->objs, &l->nobjs, &l->capobjs, o->stamp, o->self);
+	else if (rc == 0)
+		rc = index_add(l, o, hash);
+	return rc;
 }
 
 /* Pass 1 for a record of the format-2 table, read in key order (the ids it gets follow it), its key the object's. */
@@ -241,35 +280,27 @@ static int obj_id_cmp(const void *x, const void *y)
 	return id_cmp(obj_of(x), obj_of(y));
 }
 
-/* A record an HSCAN gave twice made two objects: the second goes (its ranges' marks see a free record). */
-static void drop_twin(struct load *l, struct object *o)
+/* The objects index_one set aside go (their ranges' marks and their LRU entries see a free record). */
+static void drop_losers(struct load *l)
 {
-	for (int b = 0; b < o->nblobs; b++)
-		if (o->blobs[b].svc)
-			blob_forget(&o->blobs[b]);
-	object_index_del(l->m, o);
-	object_free(o);
+	for (size_t i = 0; i < l->nlosers; i++) {
+		struct object *o = l->losers[i];
+
+		for (int b = 0; b < o->nblobs; b++)
+			if (o->blobs[b].svc)
+				blob_forget(&o->blobs[b]);
+		object_free(o);
+	}
 }
 
-/*
- * An unordered scan (Redis): equal stamps in id order, as a scan in id order leaves them, and each record once
- * (twins have the same stamp and id, so they end up side by side). Looking each record up before making it cost
- * a random miss per record, more than twice the time of this.
- */
+/* An unordered scan (Redis): equal stamps in id order, as a scan in id order leaves them. */
 static void order_ties(struct load *l)
 {
 	for (size_t i = 0, j; i < l->nobjs; i = j) {
 		for (j = i + 1; j < l->nobjs && l->objs[j].key == l->objs[i].key; j++)
 			;
-		if (j - i < 2)
-			continue;
-		qsort(&l->objs[i], j - i, sizeof(l->objs[0]), obj_id_cmp);
-		for (size_t k = i + 1; k < j; k++) {
-			struct object *o = obj_of(&l->objs[k]);
-
-			if (o->state != OBJECT_FREE && !id_cmp(obj_of(&l->objs[k - 1]), o))
-				drop_twin(l, o);
-		}
+		if (j - i > 1)
+			qsort(&l->objs[i], j - i, sizeof(l->objs[0]), obj_id_cmp);
 	}
 }
 
@@ -383,7 +414,7 @@ static int mark_pool(struct pool *p, const struct radix_item *it, size_t n)
 		struct mark k = mark_of(&it[i]);
 
 		if (k.o->state == OBJECT_FREE)
-			continue; /* a twin that order_ties dropped */
+			continue; /* a key's other record (index_one) */
 		if (k.offset >= cap || k.size > cap - k.offset || (p->nc == CLUSTER_MAX && k.offset < p->cluster_end)) {
 			blob_forget(&k.o->blobs[k.blob]);
 			continue;
@@ -463,7 +494,7 @@ static void build_lists(struct load *l)
 				__builtin_prefetch(obj_of(&l->objs[k + AHEAD]), 1);
 			else if (start >= AHEAD - (end - k))
 				__builtin_prefetch(obj_of(&l->objs[start - (AHEAD - (end - k))]), 1);
-			if (obj_of(&l->objs[k])->state != OBJECT_FREE) /* not a dropped twin */
+			if (obj_of(&l->objs[k])->state != OBJECT_FREE) /* not a key's other record */
 				settle_one(l, obj_of(&l->objs[k]));
 		}
 	}
@@ -501,7 +532,8 @@ static int scan_table(struct load *l, struct persist_table *t, uint64_t n)
 	else
 		rc = persist_scan_ahead(m->persist, t, key_hash, scan_one, l);
 	l->prefaulted += slab_populate(0);
-	index_add(l, NULL, 0);
+	if (rc == 0)
+		rc = index_add(l, NULL, 0);
 	return rc;
 }
 
@@ -558,8 +590,9 @@ int objects_load(struct meta *m)
 		rc = scan_table(&l, m->db_objects_keyed, nkeyed);
 		l.keyed = false;
 	}
+	drop_losers(&l);
 	if (rc == 0)
-		rc = sort_objects(&l); /* first: it drops the twins of an unordered scan */
+		rc = sort_objects(&l);
 	t[1] = clock_ns();
 	if (rc == 0)
 		rc = mark_pools(&l);
@@ -570,10 +603,13 @@ int objects_load(struct meta *m)
 	m->lru_saved = m->lru_clock;
 	for (size_t i = 0; i < l.ngone; i++)
 		object_record_del(m, l.gone[i]);
+	if (rc == 0 && l.nlosers && persist_flush(m->persist))
+		rc = MMC_ERROR; /* a key's other record must be gone from disk before its range serves another object */
 	if (rc == 0 && nkeyed && (rc = move_keyed(&l)) == 0)
 		log_info("op=store_move objects=%llu from=\"%s\" to=\"%s\"", (unsigned long long)l.moved,
 		         OBJECTS_TABLE_KEYED, OBJECTS_TABLE);
 	free(l.gone);
+	free(l.losers);
 	free(l.objs);
 	free(l.marks);
 	if (rc)

@@ -760,6 +760,32 @@ static void a_renumbered_object_has_one_record_under_its_new_id(void)
 	cr_assert(stored("r"));
 }
 
+/*
+ * A key stored under two ids (a promote's old record and its new one, both on disk after the store dropped their
+ * pair and the new one was written again): one object, the newer, and the older record goes, so that removing the
+ * key leaves nothing a restart could bring back; the older one's range is free.
+ */
+static void a_key_stored_under_two_ids_loads_once_as_its_newer_record(void)
+{
+	const uint32_t r0[] = {0};
+	const uint64_t o0[] = {0}, o1[] = {PAGE}, o2[] = {2 * PAGE};
+
+	record(3, "x", PAGE, 20, 1, r0, o0);
+	record(4, "y", PAGE, 21, 1, r0, o2);
+	record(7, "x", PAGE, 22, 1, r0, o1);
+	restart();
+	cr_assert_eq(m.nobjects, 2);
+	cr_assert_eq(find("x")->id, 7);
+	cr_assert_eq(blob_offset(&find("x")->blobs[0]), PAGE);
+	cr_assert_eq(used(0), 2 * PAGE, "the older record's range is free");
+	cr_assert_eq(count(m.db_objects), 2, "the older record is deleted");
+	object_drop(&m, find("x"));
+	restart();
+	cr_assert_null(find("x"), "a removed key stays removed");
+	cr_assert_not_null(find("y"));
+	cr_assert_eq(used(0), PAGE);
+}
+
 TestSuite(load, .init = setup, .fini = teardown, .timeout = 30);
 
 Test(load, a_reload_keeps_the_objects_their_blobs_and_the_lru_order)
@@ -790,6 +816,11 @@ Test(load, a_half_done_move_keeps_the_moved_record)
 Test(load, ids_survive_restarts_and_never_repeat)
 {
 	ids_survive_restarts_and_never_repeat();
+}
+
+Test(load, a_key_stored_under_two_ids_loads_once_as_its_newer_record)
+{
+	a_key_stored_under_two_ids_loads_once_as_its_newer_record();
 }
 
 /* Redis hands the records over unsorted, page by page: the same table must come out. */
@@ -823,4 +854,9 @@ Test(load_redis, a_half_done_move_keeps_the_moved_record)
 Test(load_redis, ids_survive_restarts_and_never_repeat)
 {
 	ids_survive_restarts_and_never_repeat();
+}
+
+Test(load_redis, a_key_stored_under_two_ids_loads_once_as_its_newer_record)
+{
+	a_key_stored_under_two_ids_loads_once_as_its_newer_record();
 }
