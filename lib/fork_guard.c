@@ -14,14 +14,37 @@ static int fds[FDS_MAX]; /* each fd + 1; 0: a free slot; under lock */
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static _Atomic unsigned generation;
+/* A fork while files are entered: the child closes its end once its copies are gone, and fork returns in the
+ * parent only then (the parent reads end of file). Without it, a parent that closed a store and opened its files
+ * again at once found them still locked by a child not yet scheduled. Under lock. */
+static int handshake[2] = {-1, -1};
+
+static bool any_entered(void)
+{
+	for (int i = 0; i < FDS_MAX; i++)
+		if (fds[i])
+			return true;
+	return false;
+}
 
 static void on_prepare(void)
 {
 	pthread_mutex_lock(&lock);
+	if (any_entered() && pipe2(handshake, O_CLOEXEC))
+		handshake[0] = handshake[1] = -1; /* out of descriptors: the child drops its copies on its own time */
 }
 
 static void on_parent(void)
 {
+	char c;
+
+	if (handshake[1] >= 0) {
+		close(handshake[1]);
+		while (read(handshake[0], &c, 1) < 0 && errno == EINTR)
+			;
+		close(handshake[0]);
+		handshake[0] = handshake[1] = -1;
+	}
 	pthread_mutex_unlock(&lock);
 }
 
@@ -44,6 +67,11 @@ static void on_child(void)
 	}
 	if (null_fd >= 0)
 		close(null_fd);
+	if (handshake[1] >= 0) { /* the parent's fork returns */
+		close(handshake[0]);
+		close(handshake[1]);
+		handshake[0] = handshake[1] = -1;
+	}
 	atomic_fetch_add_explicit(&generation, 1, memory_order_relaxed);
 	pthread_mutex_unlock(&lock);
 }

@@ -5,6 +5,8 @@
  */
 #include <criterion/criterion.h>
 #include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -67,6 +69,48 @@ Test(fork_guard, a_child_has_dev_null_on_entered_numbers_and_its_own_children_wh
 	cr_expect_eq(wait_child(child), 0, "1: not /dev/null; 3: the grandchild had /dev/null on the child's pipe");
 	cr_expect_not(is_dev_null(fd), "the parent's own descriptor is untouched");
 	fork_guard_close(fd);
+}
+
+/* An OFD lock on a file of our own, taken on a descriptor opened and entered here: -1 when refused. */
+static int locked_open(const char *path)
+{
+	struct flock l = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 1};
+	int fd = fork_guard_open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+
+	cr_assert_geq(fd, 0);
+	if (fcntl(fd, F_OFD_SETLK, &l) == 0)
+		return fd;
+	fork_guard_close(fd);
+	return -1;
+}
+
+/* fork returns in the parent once the child has let go of the file: a parent that closes it and locks it again at
+ * once (a store destroyed and made again) is not refused by a child that has not run yet. */
+Test(fork_guard, fork_returns_once_the_child_dropped_its_copies)
+{
+	char path[] = "/tmp/mmc-fork-guard-XXXXXX";
+	int tmp = mkstemp(path), fd;
+
+	cr_assert_geq(tmp, 0);
+	close(tmp);
+	fd = locked_open(path);
+	cr_assert_geq(fd, 0);
+	for (int i = 0; i < 50; i++) {
+		pid_t child = fork();
+
+		cr_assert_geq(child, 0);
+		if (child == 0) {
+			pause();
+			_exit(0);
+		}
+		fork_guard_close(fd);
+		fd = locked_open(path);
+		kill(child, SIGKILL);
+		wait_child(child);
+		cr_assert_geq(fd, 0, "fork %d: the child still held the lock", i);
+	}
+	fork_guard_close(fd);
+	unlink(path);
 }
 
 static bool mapped(const void *addr)
