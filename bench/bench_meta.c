@@ -46,8 +46,9 @@ static const char usage[] =
     "redis:* rows: a private redis-server (persistence off) holding the same keys, one pipeline per call of the\n"
     "same batch: EXISTS, GET of a 64-byte value, SET of fresh keys (their DELs untimed); srv_us/key is Redis's\n"
     "CPU per key, and a line gives the leader's over Redis's.\n"
-    "At the end the server is restarted on its data dir: the reload time and RSS are printed, and with\n"
-    "--unbacked the time the lender and 100 empty local services take to rejoin it.\n";
+    "At the end the server is restarted on its data dir: the reload time and RSS are printed, the server's\n"
+    "own account of its load (its op=load log line: each pass's ms), and with --unbacked the time the lender\n"
+    "and 100 empty local services take to rejoin it.\n";
 
 /* Keys 0 .. n-1 (key_name) are in the index. */
 struct index {
@@ -419,6 +420,23 @@ static void rejoin_all(struct bench_unbacked *u, struct bench_unbacked *r, uint1
 	       REJOINERS + 1, REJOINERS, now_s() - t0, failed ? " (some failed)" : "");
 }
 
+/* The server's own account of its last load (its log's op=load line: objects, and the time of each pass). */
+static void print_load_line(const char *log)
+{
+	char line[512], last[512] = "";
+	const char *at;
+	FILE *f = fopen(log, "r");
+
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f))
+		if ((at = strstr(line, "op=load objects=")))
+			snprintf(last, sizeof(last), "%s", at + strlen("op=load "));
+	fclose(f);
+	if (last[0])
+		printf("# the server's load: %s", last);
+}
+
 /* Restarts the server on its data dir (targets and client stay up) and reports how long the reload took. */
 static int reload(struct bench_cluster *c, int sync)
 {
@@ -435,6 +453,7 @@ static int reload(struct bench_cluster *c, int sync)
 	       now_s() - t0, (double)proc_rss_bytes(c->meta.pid) / (1 << 20),
 	       (double)proc_status_bytes(c->meta.pid, "RssAnon") / (1 << 20),
 	       (double)proc_status_bytes(c->meta.pid, "RssFile") / (1 << 20));
+	print_load_line(c->meta.log);
 	return 0;
 }
 

@@ -195,6 +195,8 @@ static int index_add(struct load *l, struct object *o, uint64_t hash)
 		return rc;
 	}
 	objects_prefetch(l->m, &hash, 1);
+	if (l->ringn >= RING / 2) /* its bucket has had 8 records' time to arrive: then the object index_one reads */
+		objects_prefetch_head(l->m, l->ring[(l->ringn - RING / 2) % RING].hash);
 	if (l->ringn >= RING) /* the oldest's bucket has had 16 records' time to arrive */
 		rc = index_one(l, l->ring[slot].o, l->ring[slot].hash);
 	l->ring[slot].o = o;

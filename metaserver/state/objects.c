@@ -204,6 +204,14 @@ void objects_prefetch(const struct meta *m, const uint64_t *hash, size_t n)
 		__builtin_prefetch(bucket_of(m, hash[i]));
 }
 
+void objects_prefetch_head(const struct meta *m, uint64_t hash)
+{
+	const struct object *o = bucket_head(m, hash);
+
+	if (o)
+		prefetch_object(o);
+}
+
 void objects_prefetch_step(const struct meta *m, const uint64_t *hash, size_t n, size_t i, bool lru)
 {
 	const struct object *o;

@@ -30,6 +30,8 @@ struct object *object_find_hashed(struct meta *m, const char *key, size_t len, u
  */
 void objects_prefetch(const struct meta *m, const uint64_t *hash, size_t n);
 void objects_prefetch_step(const struct meta *m, const uint64_t *hash, size_t n, size_t i, bool lru);
+/* The first object of hash's chain, for a caller whose objects_prefetch of hash has had time to arrive. */
+void objects_prefetch_head(const struct meta *m, uint64_t hash);
 /* A new object with room for nblobs blobs; state NONE, not indexed. NULL when out of memory. */
 struct object *object_new(const char *key, size_t len, uint8_t nblobs);
 /* Frees an object that was never indexed nor listed (a put whose placement failed). */
