@@ -6,8 +6,10 @@ Mooncake's signatures and return conventions (UPSTREAM below), over mmc.Distribu
   DRAM this process lends; metadata_server, local_hostname, local_buffer_size and rdma_devices are accepted and
   not needed (mmc has no transfer-engine metadata service and picks its NICs itself).
 - What mmc cannot honour is refused with INVALID_PARAMS and one log line (logger "mooncake.store") naming the
-  feature, never claimed: hard pin, DFS and NoF replicas, SSD offload through setup,
-  the standalone client (setup_dummy), replica copy/move tasks. Soft pin, preferred segments and group_ids are
+  feature, never claimed: hard pin, DFS and NoF replicas, the standalone client (setup_dummy), replica copy/move
+  tasks.
+- setup(enable_ssd_offload=True, ssd_offload_path=DIR) gives this process's local service an SSD tier in DIR, a
+  file of its own there (_ssd.py): what is evicted from the DRAM it lends goes there and is read back from there. Soft pin, preferred segments and group_ids are
   placement and eviction hints mmc does not follow: the objects are stored and evicted one by one (logged once).
 - setup(tenant_id=X) connects as mmc tenant X (ock.mmc.client.tenant) with the secret in $MMC_TENANT_TOKEN_FILE
   ("{tenant}" in it stands for X): every key of the store is in X's namespace. Without that file, setup refuses
@@ -29,7 +31,7 @@ from mmc import _args as A
 from mmc import _lib
 from mmc._lib import lib, BATCH_MAX, LAYERS_MAX
 
-from . import _metrics
+from . import _metrics, _ssd
 from ._batch import in_chunks as _in_chunks
 from ._codes import (OK,  # Mooncake's codes, re-exported as mooncake.store.OK ...
                      INTERNAL_ERROR, BUFFER_OVERFLOW, NO_AVAILABLE_HANDLE, INVALID_PARAMS, OBJECT_NOT_FOUND,
@@ -294,15 +296,13 @@ class MooncakeDistributedStore(TensorCalls, Sessions):
         proto = _PROTOCOLS.get(protocol.lower(), protocol)
         if not proto.startswith("host_") and proto != "auto":
             return self._fail("protocol %r: mmc speaks tcp, rdma, shm (or host_tcp / host_rdma / host_shm)" % protocol)
-        refused = self._refused_setup(enable_ssd_offload)
-        if refused:
-            return refused
         try:
             secret = _tenant_token_file(tenant_id)
+            ssd = _ssd.directory(ssd_offload_path) if A.boolean(enable_ssd_offload, "enable_ssd_offload") else None
         except ValueError as e:
             return self._fail(str(e))
         # engine: a Mooncake TransferEngine; mmc moves bytes with its own fabric, so it is not used
-        rc = self._open(url, proto, lend, tenant_id, secret)
+        rc = self._open_with_ssd(url, proto, lend, tenant_id, secret, ssd)
         if rc:
             return rc
         self._hostname = local_hostname
@@ -310,18 +310,30 @@ class MooncakeDistributedStore(TensorCalls, Sessions):
             self._http = _metrics.start(self.counters, A.uint(client_http_port, "client_http_port", 0xFFFF))
         return 0
 
-    def _refused_setup(self, enable_ssd_offload):
-        if enable_ssd_offload:
-            self.last_error = "enable_ssd_offload"
-            return unsupported("setup(enable_ssd_offload=True)", "configure mmc's SSD tier "
-                               "(ock.mmc.local_service.ssd.*) on the local service instead")
-        return 0
+    def _open_with_ssd(self, url, proto, lend, tenant_id, secret, ssd):
+        """_open, with an SSD tier in directory ssd (None: none): the first of its files no other service holds,
+        or the next when another one took it meanwhile (two ranks starting together)."""
+        if ssd is None:
+            return self._open(url, proto, lend, tenant_id, secret)
+        try:
+            for path, size in _ssd.files(ssd):
+                rc = self._open(url, proto, lend, tenant_id, secret, path, size)
+                if rc == 0 or not _ssd.held(path):
+                    if rc == 0:
+                        log.info("mooncake.store: SSD offload to %s (%d bytes)", path, size)
+                    return rc
+        except ValueError as e:
+            return self._fail(str(e))
+        return self._fail("enable_ssd_offload: every SSD tier file in %s is held by a running service" % ssd)
 
-    def _open(self, url, proto, lend, tenant_id="default", secret=""):
+    def _open(self, url, proto, lend, tenant_id="default", secret="", ssd_path=None, ssd_size=0):
         cfg = mmc.LocalConfig()
         cfg.meta_service_url = url
         cfg.protocol = proto
         cfg.dram_size = lend
+        if ssd_path:
+            cfg.ssd_path = ssd_path
+            cfg.ssd_size = ssd_size
         if tenant_id != "default":
             cfg.tenant = tenant_id
             cfg.auth_token_file = secret

@@ -135,8 +135,9 @@ class Setup(mmctest.ServerTest):
         self.assertEqual(s.setup("h", "P2PHANDSHAKE", 1 << 20, 0, "carrier-pigeon", "", m), mc.INVALID_PARAMS)
         self.assertEqual(s.setup("h", "P2PHANDSHAKE", 1 << 20, 0, PROTO, "", m, tenant_id="t1"), mc.INVALID_PARAMS)
         self.assertIn("tenant", s.last_error)
+        os.environ.pop("MOONCAKE_OFFLOAD_FILE_STORAGE_PATH", None)
         self.assertEqual(s.setup("h", "P2PHANDSHAKE", 1 << 20, 0, PROTO, "", m, enable_ssd_offload=True),
-                         mc.INVALID_PARAMS)
+                         mc.INVALID_PARAMS, "SSD offload with no directory")
         self.assertEqual(s.setup_dummy(1 << 20, 1 << 20, "127.0.0.1:50052"), mc.INVALID_PARAMS)
         self.assertEqual(s.init_all("tcp", "", 1 << 20), mc.INVALID_PARAMS)
         with self.assertRaises(TypeError):

@@ -9,6 +9,9 @@ its arguments, written as our own code.
 - warmup, register_buffer of the host pool, batch_set_v1 / batch_exists / batch_get_v1 for an MHA page-first
   pool (batch_put_from / batch_get_into) and an MLA layer-first pool (the multi-buffer calls), with group
   semantics on (ReplicateConfig.group_ids), and clear() with remove_all().
+- SSD offload ($MOONCAKE_ENABLE_SSD_OFFLOAD, $MOONCAKE_OFFLOAD_FILE_STORAGE_PATH: setup's enable_ssd_offload and
+  ssd_offload_path keyword arguments), as SGLang's own Mooncake SSD test runs it: two ranks lending a small segment
+  each, pages well beyond it, every page read back.
 
   test_sglang_replay.py --store-service MASTER   (the child: lends memory, prints "ready", waits for stdin)
 """
@@ -64,6 +67,10 @@ class Backend:
         self.store = MooncakeDistributedStore()
         kwargs = {"enable_client_http_server": True, "client_http_port": client_http_port} \
             if enable_storage_metrics else {}
+        if extra_config.get("enable_ssd_offload"):
+            kwargs["enable_ssd_offload"] = True
+        if extra_config.get("ssd_offload_path") is not None:
+            kwargs["ssd_offload_path"] = extra_config["ssd_offload_path"]
         gss = extra_config["global_segment_size"]
         gss = int(gss[:-2]) << 30 if isinstance(gss, str) and gss.lower().endswith("gb") else int(gss)
         ret = self.store.setup(extra_config.get("local_hostname", "localhost"),
@@ -230,6 +237,65 @@ class Replay(unittest.TestCase):
         # clear(): everything goes
         self.assertGreaterEqual(b.clear(), 3 * PAGES)
         self.assertEqual(b.batch_exists(mha_keys, 2), 0)
+
+
+class SsdOffload(unittest.TestCase):
+    """Two ranks of one engine, each lending 8 MiB and offloading to one directory: 24 MiB of pages per rank go
+    through, and every page reads back what was put (from the SSD files for most)."""
+
+    def setUp(self):
+        self.meta = mmctest.Metaserver()
+        self.addCleanup(self.meta.stop)
+        self.dir = os.path.join(self.meta.dir, "mooncake-ssd")
+        os.makedirs(self.dir, exist_ok=True)
+        os.environ["MOONCAKE_OFFLOAD_TOTAL_SIZE_LIMIT_BYTES"] = str(64 << 20)
+        self.addCleanup(os.environ.pop, "MOONCAKE_OFFLOAD_TOTAL_SIZE_LIMIT_BYTES")
+
+    def rank(self, tag):
+        extra = {"master_server_address": "127.0.0.1:%d" % self.meta.port, "protocol": PROTO,
+                 "global_segment_size": 8 << 20, "device_name": "", "extra_backend_tag": tag,
+                 "enable_ssd_offload": True, "ssd_offload_path": self.dir}
+        b = Backend(extra, enable_storage_metrics=False, client_http_port=0)
+        self.addCleanup(b.store.close)
+        return b
+
+    def test_pages_beyond_dram_read_back_from_the_ssd_files(self):
+        ranks = [self.rank("r0"), self.rank("r1")]
+        self.assertEqual(sorted(os.listdir(self.dir)), ["mmc-ssd-0.tier", "mmc-ssd-1.tier"], "a file per rank")
+        page_bytes, n = 256 << 10, 96
+        for r, b in enumerate(ranks):
+            pool = torch.arange(n * page_bytes // 4, dtype=torch.int32).view(n, -1) * (r + 1)
+            b.register_buffer(pool)
+            keys = b.tag(["%064x_%d_k" % (i, r) for i in range(n)])
+            for i in range(0, n, 8):  # SGLang backs pages up a few at a time
+                put = b.batch_set_v1(keys[i:i + 8], keys[i:i + 8], [pool[j].data_ptr() for j in range(i, i + 8)],
+                                     [page_bytes] * 8)
+                self.assertEqual(put, [True] * 8, "pages %d..%d" % (i, i + 7))
+            out = torch.zeros_like(pool)
+            b.register_buffer(out)
+            for i in range(0, n, 8):  # prefetches of a few pages: each is staged through the 16 MiB of DRAM
+                got = b.batch_get_v1(keys[i:i + 8], [out[j].data_ptr() for j in range(i, i + 8)], [page_bytes] * 8, 1)
+                self.assertEqual(got, [True] * 8, "rank %d: pages %d..%d back" % (r, i, i + 7))
+            self.assertTrue(torch.equal(out, pool), "rank %d: the bytes put" % r)
+        used = sum(os.stat(os.path.join(self.dir, f)).st_blocks * 512 for f in os.listdir(self.dir))
+        self.assertGreater(used, 16 << 20, "most pages went to the SSD files")
+
+    def test_a_rank_started_again_takes_a_file_back(self):
+        b = self.rank("r0")
+        self.assertEqual(b.store.put("kept", b"x" * 4096), 0)
+        b.store.close()
+        again = self.rank("r0")
+        self.assertEqual(os.listdir(self.dir), ["mmc-ssd-0.tier"], "the free file, not a new one")
+        self.assertEqual(again.store.put("again", b"y" * 4096), 0)
+        self.assertEqual(again.store.get("again"), b"y" * 4096)
+
+    def test_no_directory_is_refused_naming_it(self):
+        from mooncake.store import MooncakeDistributedStore, INVALID_PARAMS
+        os.environ.pop("MOONCAKE_OFFLOAD_FILE_STORAGE_PATH", None)
+        s = MooncakeDistributedStore()
+        self.assertEqual(s.setup("h", "P2PHANDSHAKE", 8 << 20, DEFAULT_LOCAL_BUFFER_SIZE, PROTO, "",
+                                 "127.0.0.1:%d" % self.meta.port, None, enable_ssd_offload=True), INVALID_PARAMS)
+        self.assertIn("ssd_offload_path", s.last_error)
 
 
 if __name__ == "__main__":
