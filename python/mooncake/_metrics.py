@@ -18,6 +18,11 @@ class Counters:
         self._keys = dict.fromkeys(OPS, 0)
         self._failed = dict.fromkeys(OPS, 0)
         self._bytes = dict.fromkeys(OPS, 0)
+        self._prefetched_tokens = 0
+
+    def add_prefetched_tokens(self, tokens):
+        with self._lock:
+            self._prefetched_tokens += tokens
 
     def add(self, op, keys, failed=0, nbytes=0):
         with self._lock:
@@ -29,6 +34,10 @@ class Counters:
         with self._lock:
             return dict(self._keys), dict(self._failed), dict(self._bytes)
 
+    def prefetched_tokens(self):
+        with self._lock:
+            return self._prefetched_tokens
+
     def prometheus(self):
         keys, failed, nbytes = self.snapshot()
         out = []
@@ -39,11 +48,15 @@ class Counters:
                 ("mooncake_client_bytes_total", "Bytes put or read, by operation.", nbytes)):
             out.append("# HELP %s %s\n# TYPE %s counter\n" % (name, help_, name))
             out.extend('%s{op="%s"} %d\n' % (name, op, values[op]) for op in OPS)
+        out.append("# HELP mooncake_client_prefetched_tokens_total Tokens the engine loaded from the store "
+                   "(record_prefetched_tokens).\n# TYPE mooncake_client_prefetched_tokens_total counter\n"
+                   "mooncake_client_prefetched_tokens_total %d\n" % self.prefetched_tokens())
         return "".join(out)
 
     def summary(self):
         keys, failed, nbytes = self.snapshot()
-        return "".join("%s: keys=%d failed=%d bytes=%d\n" % (op, keys[op], failed[op], nbytes[op]) for op in OPS)
+        return "".join("%s: keys=%d failed=%d bytes=%d\n" % (op, keys[op], failed[op], nbytes[op]) for op in OPS) + \
+            "prefetched_tokens: %d\n" % self.prefetched_tokens()
 
 
 def _handler(counters):

@@ -414,6 +414,11 @@ class MooncakeDistributedStore(TensorCalls, Sessions):
         rc = lib.mmc_is_exist(self._d._s, b"mooncake-health-check")
         return HC_MASTER_UNREACHABLE if rc in _UNREACHABLE else HC_OK
 
+    def record_prefetched_tokens(self, tokens):
+        """SGLang's direct linker reports the tokens each successful load brought in: counted for /metrics
+        (mooncake_client_prefetched_tokens_total)."""
+        self.counters.add_prefetched_tokens(A.uint(tokens, "tokens"))
+
     def get_hostname(self):
         """The local_hostname given to setup() (Mooncake's segment name), else this host's name."""
         return self._hostname or os.uname().nodename

@@ -14,7 +14,8 @@ sessions; it has no fallback when they are missing.
   layer's K and V rows at their offsets in the object, whose answer must be each key's summed sizes exactly; and
   batch_get_session_end in a finally. Then page-wise (past --mooncake-page-wise-load-threshold): one range call
   with every layer of every page. And a page gone between lookup and load: the session start says so per key, and
-  the linker gives up the load before a byte lands.
+  the linker gives up the load before a byte lands. After a load that succeeded, the tokens it brought in go to
+  record_prefetched_tokens, looked up with getattr (_finish_l4_metric).
 
   test_sglang_direct_replay.py --offload MASTER   (the child: offloads, prints "ready", waits for stdin to close)
 """
@@ -153,14 +154,20 @@ class Linker:
                         all_offsets[i].extend(offsets[i])
                 self.check(self.store.batch_get_into_multi_buffer_ranges(keys, all_ptrs, all_sizes, all_offsets),
                            all_sizes, "page-wise")
-                return
-            for layer in range(LAYERS):
-                ptrs, sizes, offsets = self.layer_range_meta(rows, layer)
-                self.check(self.store.batch_get_into_multi_buffer_ranges(keys, ptrs, sizes, offsets), sizes,
-                           "layer %d" % layer)
+            else:
+                for layer in range(LAYERS):
+                    ptrs, sizes, offsets = self.layer_range_meta(rows, layer)
+                    self.check(self.store.batch_get_into_multi_buffer_ranges(keys, ptrs, sizes, offsets), sizes,
+                               "layer %d" % layer)
         finally:
             for k in started:
                 self.store.batch_get_session_end(k)
+        self.finish_metric(len(keys) * PAGE)
+
+    def finish_metric(self, tokens):
+        recorder = getattr(self.store, "record_prefetched_tokens", None)
+        if recorder is not None and tokens > 0:
+            recorder(tokens)
 
 
 class Replay(unittest.TestCase):
@@ -205,8 +212,11 @@ class Replay(unittest.TestCase):
         link, keys = self.linker(), page_keys()
         self.assertEqual(link.lookup(keys), PAGES)
         rows = list(reversed(range(PAGES)))
+        before = self.store.counters.prefetched_tokens()
         link.load_layer_wise(keys, rows, page_wise=True)
         self.assert_rows(link, rows, range(PAGES))
+        self.assertEqual(self.store.counters.prefetched_tokens() - before, PAGES * PAGE, "the load's tokens")
+        self.assertIn("mooncake_client_prefetched_tokens_total", self.store.counters.prometheus())
 
     def test_a_page_gone_before_the_load(self):
         from mooncake.store import OBJECT_NOT_FOUND
