@@ -3,6 +3,7 @@
  * batch_remove_lease, across processes, with the lease rules that keep readers safe.
  */
 #include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -589,4 +590,46 @@ Test(gva, a_keyed_copy_of_a_stale_gva_does_not_reach_the_key_s_new_place)
 	cr_assert_eq(mmc_get_into(s, "moved", back, size, MMC_COPY_G2H), 0);
 	cr_assert_eq(pattern_check(back, half, 72), half);
 	cr_assert_eq(pattern_check(back + half, half, 73), half);
+}
+
+/* A store lending room for one large key beside small ones. */
+static void start_large(void)
+{
+	cr_assert_eq(metaserver_start(&meta, conf), 0);
+	s = fixture_store(meta.url, true, 288 * MiB);
+}
+
+TestSuite(gva_lease, .init = start_large, .fini = stop, .timeout = 60);
+
+/*
+ * A keyed copy runs each key's ranges under that key's own write lease: a key whose lease ends during the call fails
+ * alone (its remaining writes are not made: the space may be another object's by then), and the call's other keys,
+ * with time left on theirs, go on. The short lease is planned with a little time left and a range long enough to
+ * outlast it (256 MiB); should the plan come too late, the short key fails before moving anything, the same result.
+ */
+Test(gva_lease, a_key_whose_write_lease_ends_during_a_keyed_copy_fails_alone)
+{
+	const char *shrt[] = {"lease/short"}, *lng[] = {"lease/long"};
+	size_t big = 256 * MiB, small = 4 * KiB;
+	char *src = malloc(big), back[4 * KiB];
+	mmc_gva g_short, g_long;
+	uint64_t off[2] = {0, 0};
+	int two[2] = {-1, -1}, res;
+
+	cr_assert_not_null(src);
+	pattern_fill(src, big, 81);
+	cr_assert_eq(mmc_batch_malloc(s, lng, &small, 1, MMC_MEDIA_DRAM, 30000, &g_long), 0);
+	cr_assert_eq(mmc_batch_malloc(s, shrt, &big, 1, MMC_MEDIA_DRAM, 300, &g_short), 0);
+	usleep(290 * 1000);
+	cr_assert_eq(mmc_batch_copy_keys(s, (const char *const[]){shrt[0], lng[0]}, (const mmc_gva[]){g_short, g_long},
+	                                 (const uint32_t[]){1, 1}, off, (void *const[]){src, src},
+	                                 (const size_t[]){big, small}, 2, MMC_COPY_H2G, 0, two),
+	             0);
+	cr_expect_eq(two[0], MMC_LEASE_EXPIRED, "the short lease ended during its copy");
+	cr_expect_eq(two[1], 0, "the long one's key went on");
+	cr_assert_eq(mmc_batch_write_finish(s, lng, &(int32_t){0}, 1, &res), 0);
+	cr_assert_eq(res, 0);
+	cr_assert_eq(mmc_get_into(s, lng[0], back, small, MMC_COPY_G2H), 0);
+	cr_expect_eq(pattern_check(back, small, 81), small);
+	free(src);
 }
