@@ -2,13 +2,15 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <unistd.h>
 
 #include "lg.h"
 
-#define FDS_MAX 64 /* a pool file and an SSD file per store */
+#define FDS_MAX      64   /* a pool file and an SSD file per store */
+#define HANDSHAKE_MS 5000 /* the longest a fork waits for its child to drop its copies */
 
 static int fds[FDS_MAX]; /* each fd + 1; 0: a free slot; under lock */
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -36,12 +38,17 @@ static void on_prepare(void)
 
 static void on_parent(void)
 {
-	char c;
+	struct pollfd p = {.fd = handshake[0], .events = POLLIN};
+	int rc;
 
 	if (handshake[1] >= 0) {
 		close(handshake[1]);
-		while (read(handshake[0], &c, 1) < 0 && errno == EINTR)
-			;
+		/* end of file (the child's end closed) wakes it; bounded, so that a child held stopped (a debugger) or
+		 * another thread's raw clone() keeping the write end cannot hang fork() for good: such a child drops
+		 * its copies on its own time, as without the wait */
+		do
+			rc = poll(&p, 1, HANDSHAKE_MS);
+		while (rc < 0 && errno == EINTR);
 		close(handshake[0]);
 		handshake[0] = handshake[1] = -1;
 	}
@@ -56,7 +63,11 @@ static void on_parent(void)
  */
 static void on_child(void)
 {
-	int null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+	int null_fd;
+
+	if (handshake[0] >= 0) /* first: a parent near its descriptor limit leaves the child room for /dev/null */
+		close(handshake[0]);
+	null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
 
 	for (int i = 0; i < FDS_MAX; i++) {
 		if (fds[i] && null_fd >= 0)
@@ -68,7 +79,6 @@ static void on_child(void)
 	if (null_fd >= 0)
 		close(null_fd);
 	if (handshake[1] >= 0) { /* the parent's fork returns */
-		close(handshake[0]);
 		close(handshake[1]);
 		handshake[0] = handshake[1] = -1;
 	}

@@ -10,7 +10,7 @@
  * /dev/null in the child, which drops the child's share of its lock and keeps its number taken. A descriptor is
  * made and entered under the guard, and fork takes the guard too, so that no child sees one open and not entered.
  * While any is entered, fork returns in the parent only once the child has dropped its copies (a pipe's end of
- * file), so that a parent that closes a store and opens its files again at once finds them free.
+ * file; 5 s at most), so that a parent that closes a store and opens its files again at once finds them free.
  * Nothing is logged under the guard: a log handler that waits for something a forking thread holds (Python's GIL)
  * would deadlock.
  */

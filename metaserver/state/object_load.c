@@ -167,7 +167,6 @@ static int index_one(struct load *l, struct object *o, uint64_t hash)
 	if (!(grown = array_grow(l->losers, &l->caplosers, l->nlosers + 1, sizeof(*grown), 16)))
 		return MMC_MALLOC_FAILED;
 	l->losers = grown;
-	l->losers[l->nlosers++] = loser;
 	if (was->id != o->id) {
 		size_t ngone = l->ngone;
 
@@ -175,6 +174,7 @@ static int index_one(struct load *l, struct object *o, uint64_t hash)
 		if (l->ngone == ngone)
 			return MMC_MALLOC_FAILED; /* its record would stay on disk with its range free */
 	}
+	l->losers[l->nlosers++] = loser; /* once nothing can fail: a loser still indexed is never freed */
 	if (loser == was) {
 		object_index_del(l->m, was);
 		object_index_add(l->m, o, hash);

@@ -260,6 +260,7 @@ class MooncakeDistributedStore(TensorCalls, Sessions):
         self._closed = []  # the torn-down ones, freed with this object (close())
         self._regs = {}  # registered buffer start -> size: Mooncake unregisters by address, libmmc by (address, size)
         self._hostname = None
+        self._ssd_claim = None  # the SSD tier file this store claimed (_ssd.py)
         self._http = None  # the client HTTP server, when enable_client_http_server
         self.counters = _metrics.Counters()
         self._sessions = SessionTable()  # the put and get sessions open (_sessions.py)
@@ -311,16 +312,22 @@ class MooncakeDistributedStore(TensorCalls, Sessions):
         return 0
 
     def _open_with_ssd(self, url, proto, lend, tenant_id, secret, ssd):
-        """_open, with an SSD tier in directory ssd (None: none): the first of its files no other service holds,
-        or the next when another one took it meanwhile (two ranks starting together)."""
+        """_open, with an SSD tier in directory ssd (None: none): the first of its files this process can claim,
+        or the next when a service that does not claim (libmmc's own) took it meanwhile."""
         if ssd is None:
             return self._open(url, proto, lend, tenant_id, secret)
+        if not lend:
+            return self._fail("enable_ssd_offload: the SSD tier spills the memory this process lends, and "
+                              "global_segment_size is 0")
         try:
-            for path, size in _ssd.files(ssd):
-                rc = self._open(url, proto, lend, tenant_id, secret, path, size)
-                if rc == 0 or not _ssd.held(path):
-                    if rc == 0:
-                        log.info("mooncake.store: SSD offload to %s (%d bytes)", path, size)
+            for c in _ssd.claims(ssd):
+                rc = self._open(url, proto, lend, tenant_id, secret, c.path, c.size)
+                if rc == 0:
+                    self._ssd_claim = c
+                    log.info("mooncake.store: SSD offload to %s (%d bytes)", c.path, c.size)
+                    return 0
+                c.release()
+                if not _ssd.held(c.path):
                     return rc
         except ValueError as e:
             return self._fail(str(e))
@@ -396,6 +403,9 @@ class MooncakeDistributedStore(TensorCalls, Sessions):
             srv.stop()
         if d is not None:
             d.close()  # mmc_teardown: waits for other threads' calls; later ones fail
+            if self._ssd_claim is not None:  # the service has let go of its SSD file: another rank may take it
+                self._ssd_claim.release()
+                self._ssd_claim = None
             # kept, not collected: a thread that read d's store pointer before close() may not have made its call
             # yet, and mmc_destroy would free the store under it (a torn-down store is a few kilobytes)
             self._closed.append(d)

@@ -18,6 +18,7 @@ its arguments, written as our own code.
 import os
 import socket
 import sys
+import threading
 import time
 import unittest
 import urllib.request
@@ -260,7 +261,16 @@ class SsdOffload(unittest.TestCase):
         return b
 
     def test_pages_beyond_dram_read_back_from_the_ssd_files(self):
-        ranks = [self.rank("r0"), self.rank("r1")]
+        ranks = [None, None]
+
+        def start(r):
+            ranks[r] = self.rank("r%d" % r)
+
+        threads = [threading.Thread(target=start, args=(r,)) for r in range(2)]  # ranks start together
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
         self.assertEqual(sorted(os.listdir(self.dir)), ["mmc-ssd-0.tier", "mmc-ssd-1.tier"], "a file per rank")
         page_bytes, n = 256 << 10, 96
         for r, b in enumerate(ranks):
@@ -296,6 +306,10 @@ class SsdOffload(unittest.TestCase):
         self.assertEqual(s.setup("h", "P2PHANDSHAKE", 8 << 20, DEFAULT_LOCAL_BUFFER_SIZE, PROTO, "",
                                  "127.0.0.1:%d" % self.meta.port, None, enable_ssd_offload=True), INVALID_PARAMS)
         self.assertIn("ssd_offload_path", s.last_error)
+        self.assertEqual(s.setup("h", "P2PHANDSHAKE", 0, DEFAULT_LOCAL_BUFFER_SIZE, PROTO, "",
+                                 "127.0.0.1:%d" % self.meta.port, None, enable_ssd_offload=True,
+                                 ssd_offload_path=self.dir), INVALID_PARAMS, "nothing lent, nothing to spill")
+        self.assertIn("global_segment_size", s.last_error)
 
 
 if __name__ == "__main__":
