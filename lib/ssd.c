@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "fork_guard.h"
 #include "lg.h"
 #include "meta_conn.h"
@@ -43,7 +44,12 @@ struct ssd {
 	pthread_cond_t idle; /* moving went false: ssd_fence() */
 	struct ssd_task *head, *tail;
 	size_t queued; /* tasks from head to tail: at most SSD_QUEUE_MAX */
+	/* the worker's: when it last logged a failed move, and those it has not logged since */
+	uint64_t err_logged_ms, err_quiet;
 };
+
+/* A disk that fails every move (full, gone) fails them by the thousand: one line per interval, with the count. */
+#define ERR_LOG_INTERVAL_MS 10000
 
 /* Tasks one local service keeps waiting for its worker (80 bytes each): a server that sends more while the worker
  * is busy gets MMC_NOT_ENOUGH_MEMORY for them (a demote then evicts), not this process's heap. */
@@ -270,6 +276,20 @@ const uint8_t *ssd_id(const struct ssd *d)
 	return d->id;
 }
 
+static void move_failed(struct ssd *d, bool to_ssd, const char *why)
+{
+	uint64_t now = clock_ms();
+
+	if (d->err_logged_ms && now - d->err_logged_ms < ERR_LOG_INTERVAL_MS) {
+		d->err_quiet++;
+		return;
+	}
+	lg_error("ssd tier: %s failed: %s (%llu more failed moves since the last such line)", to_ssd ? "write" : "read",
+	         why, (unsigned long long)d->err_quiet);
+	d->err_logged_ms = now;
+	d->err_quiet = 0;
+}
+
 /* Moves len bytes between the pool and the file; lengths are whole 4 KiB pages (what both sides reserved). */
 static int transfer(struct ssd *d, bool to_ssd, uint64_t pool_off, uint64_t file_off, uint64_t len)
 {
@@ -286,8 +306,7 @@ static int transfer(struct ssd *d, bool to_ssd, uint64_t pool_off, uint64_t file
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0) {
-			lg_error("ssd tier: %s failed: %s", to_ssd ? "write" : "read",
-			         n ? strerror(errno) : "end of file");
+			move_failed(d, to_ssd, n ? strerror(errno) : "end of file");
 			return MMC_ERROR;
 		}
 		pool_off += (uint64_t)n;

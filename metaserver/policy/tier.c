@@ -352,6 +352,7 @@ static void let_go_of_dram(struct meta *m, struct object *o, struct service *svc
 
 static int finish_demote(struct meta *m, struct task *t, int result)
 {
+	static int bucket; /* a full or failing disk fails every demote: a few lines a second, not one each */
 	struct object *o = t->o;
 	struct blob *b = only_blob(o);
 
@@ -371,7 +372,7 @@ static int finish_demote(struct meta *m, struct task *t, int result)
 	release_raw(m, t->svc, MMC_MEDIA_SSD, t->dst_offset);
 	if (o->state != MMC_BLOB_READABLE)
 		return MMC_OBJECT_NOT_EXISTS;
-	log_warn("op=demote key=\"%.*s\" err=%d", (int)o->keylen, object_key(o), result);
+	log_ratelimited(&bucket, LOG_WARN, "op=demote key=\"%.*s\" err=%d", (int)o->keylen, object_key(o), result);
 	olist_del(o);
 	if (t->nwaiters) { /* an explicit evict: the key stays in DRAM and the caller hears why */
 		lru_push(m, o);

@@ -6,8 +6,10 @@
 #include <fcntl.h>
 #include <linux/loop.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -113,6 +115,51 @@ Test(ssd, eviction_demotes_and_everything_stays_readable)
 
 		cr_assert_eq(rc, 0, "%s: byte-exact from whichever tier (%d)", key, rc);
 	}
+}
+
+static atomic_int write_failed_lines;
+
+static void count_write_failed(int level, const char *msg)
+{
+	if (level == MMC_LOG_ERROR && strstr(msg, "ssd tier: write failed"))
+		atomic_fetch_add(&write_failed_lines, 1);
+}
+
+/*
+ * A disk that refuses every write (full: here a file size limit the SSD file is past, which fails pwrite with
+ * EFBIG as ENOSPC would fail it): an eviction victim that cannot move is evicted, nothing is read wrong, and the
+ * failures are logged once per interval, not once each.
+ */
+Test(ssd, a_disk_refusing_writes_evicts_and_logs_once)
+{
+	struct rlimit was, tiny = {4096, 4096};
+	char key[16];
+	int present = 0;
+
+	cr_assert_eq(getrlimit(RLIMIT_FSIZE, &was), 0);
+	signal(SIGXFSZ, SIG_IGN);
+	mmc_set_log_handler(count_write_failed);
+	tiny.rlim_max = was.rlim_max;
+	cr_assert_eq(setrlimit(RLIMIT_FSIZE, &tiny), 0);
+	for (int i = 0; i < 24; i++) {
+		snprintf(key, sizeof(key), "full%d", i);
+		put(key, (uint64_t)i + 100);
+	}
+	for (int i = 0; i < 24; i++) { /* what is there is whole; what could not move went */
+		int rc;
+
+		snprintf(key, sizeof(key), "full%d", i);
+		rc = get_check(s, key, (uint64_t)i + 100);
+		cr_expect(rc == 0 || rc == MMC_OBJECT_NOT_EXISTS, "%s: %d", key, rc);
+		present += rc == 0;
+		if (rc == 0)
+			cr_expect_eq(media_of(s, key), MMC_MEDIA_DRAM, "%s: nothing reached the disk", key);
+	}
+	cr_assert_eq(setrlimit(RLIMIT_FSIZE, &was), 0);
+	mmc_set_log_handler(NULL);
+	signal(SIGXFSZ, SIG_DFL);
+	cr_expect_lt(present, 24, "24 MiB in 8: some were evicted");
+	cr_expect_eq(atomic_load(&write_failed_lines), 1, "one line for %d failed moves", 24 - present);
 }
 
 Test(ssd, evict_then_prefetch_named_keys)
