@@ -27,6 +27,7 @@ struct plan_key {
 	uint64_t total;
 	uint64_t token;           /* put: the allocation; get: the object the lease was granted on */
 	uint64_t lease_ms;        /* get: the lease granted on the key */
+	uint32_t lease;           /* get: the server's lease record the read is counted in, named by its release */
 	uint64_t landed_ms;       /* prefix get: clock_ms() when its bytes had all landed; 0: not (yet) */
 	struct wire_checksum sum; /* put: what the commit sends; get: what the reply said */
 	struct xfer_key xk;       /* xk.result: the key's writes or read (a put's commit sends it) */
@@ -617,6 +618,7 @@ static bool on_get(void *arg, size_t i, const mmc_KeyResult *r)
 	}
 	k->state = PK_LEASED;
 	k->token = r->token;
+	k->lease = r->lease;
 	k->sum = (struct wire_checksum){r->checksum_type, r->checksum};
 	if (r->size != k->total) /* leased, to be released, but not read */
 		k->result = MMC_INVALID_PARAM;
@@ -637,6 +639,7 @@ static void release_leases(struct mmc_store *s, struct plan *p, bool deferred)
 	if (!items.n)
 		return;
 	items.tokens = &p->rec[0].token;
+	items.leases = &p->rec[0].lease; /* a late release of an expired get must not end a later get's count */
 	req.flags = MMC_WIRE_FLAG_NOREPLY;
 	wire_key_batch_init(&kb, &req, &items);
 	if (deferred)

@@ -153,12 +153,13 @@ int wire_split(const uint8_t *frame, size_t len, uint64_t *id, uint32_t *body, c
 
 /* ---- KeyBatch{items 1, replica_num 2, preferred 3 (packed sint32), flags 4, media 5, lease_ttl_ms 6} ---- */
 
-/* KeyItem{key 1, size 2, value 3 (sint32), token 4, checksum_type 5, checksum 6 (fixed32)}: one item's fields. */
+/* KeyItem{key 1, size 2, value 3 (sint32), token 4, checksum_type 5, checksum 6 (fixed32), lease 7}: one item's
+ * fields. */
 struct item {
 	const char *key;
 	size_t klen, len; /* the key's bytes; the item's */
 	uint64_t size, value, token;
-	uint32_t ck_type, ck;
+	uint32_t ck_type, ck, lease;
 };
 
 static void item_of(const struct wire_items *it, size_t i, struct item *f)
@@ -172,8 +173,9 @@ static void item_of(const struct wire_items *it, size_t i, struct item *f)
 	f->token = it->tokens ? PER_KEY(it->tokens, k, it->stride) : 0;
 	f->ck_type = it->checksums ? PER_KEY(it->checksums, k, it->stride).type : 0;
 	f->ck = it->checksums ? PER_KEY(it->checksums, k, it->stride).value : 0;
+	f->lease = it->leases ? PER_KEY(it->leases, k, it->stride) : 0;
 	f->len = pb_str_len(f->klen) + pb_field_len(f->size) + pb_field_len(f->value) + pb_field_len(f->token) +
-	         pb_field_len(f->ck_type) + pb_fixed32_len(f->ck);
+	         pb_field_len(f->ck_type) + pb_fixed32_len(f->ck) + pb_field_len(f->lease);
 }
 
 static size_t preferred_len(const mmc_KeyBatch *req)
@@ -220,6 +222,7 @@ static uint8_t *key_batch_put(uint8_t *p, const void *arg)
 		p = pb_put_field(p, 0x20, f.token);
 		p = pb_put_field(p, 0x28, f.ck_type);
 		p = pb_put_fixed32(p, 0x35, f.ck);
+		p = pb_put_field(p, 0x38, f.lease);
 	}
 	p = pb_put_field(p, 0x10, req->replica_num);
 	if (pref) {
@@ -317,8 +320,11 @@ static void result_parse(struct pb_rd *r, mmc_KeyResult *k)
 		case PB_TAG(7, PB_FIXED32):
 			k->checksum = pb_rd_fixed32(r);
 			break;
+		case PB_TAG(8, PB_VARINT):
+			k->lease = pb_rd_u32(r);
+			break;
 		default:
-			skip_later(r, tag, 7);
+			skip_later(r, tag, 8);
 		}
 	}
 }

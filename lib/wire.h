@@ -91,6 +91,7 @@ struct wire_items {
 	const uint64_t *sizes;                 /* per key, or NULL */
 	const int32_t *values;                 /* per key, or NULL */
 	const uint64_t *tokens;                /* per key, or NULL */
+	const uint32_t *leases;                /* per key, or NULL: release's KeyItem.lease */
 	const struct wire_checksum *checksums; /* per key, or NULL */
 	size_t stride;                         /* of the per-key fields above: PER_KEY (0: plain arrays) */
 };

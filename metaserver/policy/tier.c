@@ -221,6 +221,7 @@ static void serve_get(struct meta *m, struct tier_req *r, size_t i, struct objec
 	res->lease_ms = lease_grant(m, o, r->session, r->lease_ttl_ms, true);
 	res->result = res->lease_ms ? 0 : MMC_MALLOC_FAILED;
 	key_result_note(res, o, blob);
+	res->lease = lease_gen(o, r->session);
 }
 
 /* ---- starting moves ---- */

@@ -9,9 +9,9 @@
 
 /* Blob: three 32-bit and two 64-bit varint fields, each with its one-byte tag */
 _Static_assert(3 * (1 + 5) + 2 * (1 + 10) < 0x80, "a Blob's length takes one byte");
-/* KeyResult: tag and length, result and checksum_type (32-bit), size, lease_ms and token (64-bit), the blobs with
- * their tags and lengths, checksum (fixed32) */
-_Static_assert(1 + 2 + 2 * (1 + 5) + 3 * (1 + 10) + MMC_WIRE_REPLICAS * (2 + 40) + 5 <= KEY_RESULT_MAX,
+/* KeyResult: tag and length, result, checksum_type and lease (32-bit), size, lease_ms and token (64-bit), the blobs
+ * with their tags and lengths, checksum (fixed32) */
+_Static_assert(1 + 2 + 3 * (1 + 5) + 3 * (1 + 10) + MMC_WIRE_REPLICAS * (2 + 40) + 5 <= KEY_RESULT_MAX,
                "KEY_RESULT_MAX holds the largest KeyResult");
 
 /*
@@ -39,7 +39,8 @@ uint8_t *key_result_put(uint8_t *p, const struct key_result *r)
 	uint32_t nblobs = r->nblobs < MMC_WIRE_REPLICAS ? r->nblobs : MMC_WIRE_REPLICAS;
 	uint8_t *item;
 
-	/* KeyResult{result 1 (sint32), size 2, blobs 3, lease_ms 4, token 5, checksum_type 6, checksum 7 (fixed32)} */
+	/* KeyResult{result 1 (sint32), size 2, blobs 3, lease_ms 4, token 5, checksum_type 6, checksum 7 (fixed32),
+	 * lease 8} */
 	*p++ = 0x12; /* KeyBatchReply.items */
 	item = p++;
 	p = pb_put_field(p, 0x08, pb_zigzag32(r->result));
@@ -61,6 +62,7 @@ uint8_t *key_result_put(uint8_t *p, const struct key_result *r)
 	p = pb_put_field(p, 0x28, r->token);
 	p = pb_put_field(p, 0x30, r->checksum_type);
 	p = pb_put_fixed32(p, 0x3d, r->checksum);
+	p = pb_put_field(p, 0x40, r->lease);
 	return sub_close(item, p);
 }
 
@@ -131,6 +133,9 @@ static void item_parse(struct pb_rd *r, char **keys, Mmc__KeyItem *it)
 			break;
 		case PB_TAG(6, PB_FIXED32):
 			it->checksum = pb_rd_fixed32(r);
+			break;
+		case PB_TAG(7, PB_VARINT):
+			it->lease = pb_rd_u32(r);
 			break;
 		default: /* another field or wire type: protobuf-c's business */
 			r->bad = true;

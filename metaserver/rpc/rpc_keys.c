@@ -40,6 +40,20 @@ static void answer(struct reply *rp, int result, const struct object *o, int pic
 	kr.result = result;
 	kr.lease_ms = lease_ms;
 	kr.token = token;
+	kr.lease = 0;
+	key_reply_add(&rp->out, &kr);
+}
+
+/* A granted lease's result: o's size, checksum, blob pick (-1: all), the lease and the record its release names. */
+static void answer_leased(struct reply *rp, const struct object *o, int pick, uint64_t lease_ms, uint32_t lease)
+{
+	struct key_result kr;
+
+	key_result_note(&kr, o, pick);
+	kr.result = 0;
+	kr.lease_ms = lease_ms;
+	kr.token = o->id;
+	kr.lease = lease;
 	key_reply_add(&rp->out, &kr);
 }
 
@@ -135,7 +149,8 @@ static void op_lease(struct conn *c, const Mmc__Frame *f, const Mmc__KeyBatch *r
 			continue;
 		}
 		object_touch(c->m, o);
-		answer(rp, 0, o, get ? object_pick_blob(c->m, o, &c->session) : -1, lease_ms, o->id);
+		answer_leased(rp, o, get ? object_pick_blob(c->m, o, &c->session) : -1, lease_ms,
+		              get ? lease_gen(o, c->session.id) : 0);
 	}
 }
 
@@ -155,11 +170,14 @@ static void op_release(struct conn *c, const Mmc__Frame *f, const Mmc__KeyBatch 
 		}
 		/* a get's release names the object it read (the key may have been removed and put again since) */
 		uint64_t id = all ? 0 : req->items[i]->token;
+		/* and the lease record it was counted in: a late release of a get whose record was pruned must not end
+		 * the count another thread of the session took since */
+		uint32_t gen = all ? 0 : req->items[i]->lease;
 
 		o = object_find_hashed(c->m, req->items[i]->key, len, rp->hash[i]);
-		if (!o || !lease_holds(o, c->session.id, all) || (id && o->id != id))
-			o = objects_find_zombie(c->m, req->items[i]->key, len, c->session.id, id, all);
-		if (!o || !lease_release(c->m, o, c->session.id, all)) {
+		if (!o || !lease_holds(o, c->session.id, all, gen) || (id && o->id != id))
+			o = objects_find_zombie(c->m, req->items[i]->key, len, c->session.id, id, all, gen);
+		if (!o || !lease_release(c->m, o, c->session.id, all, gen)) {
 			answer(rp, MMC_LEASE_EXPIRED, NULL, -1, 0, 0);
 			continue;
 		}

@@ -15,6 +15,7 @@ struct key_result {
 	uint64_t size;
 	uint64_t lease_ms;
 	uint64_t token;
+	uint32_t lease;                   /* get: the lease record the read is counted in (lease_gen), 0: none */
 	uint32_t checksum_type, checksum; /* the object's, MMC_WIRE_CHECKSUM_* */
 	uint32_t nblobs;
 	struct {

@@ -13,6 +13,7 @@
 static struct lease *leases;
 static size_t nleases, capleases;
 static uint32_t free_leases;
+static uint32_t last_gen; /* the newest record's gen */
 
 static uint32_t lease_new(void)
 {
@@ -90,6 +91,7 @@ uint64_t lease_grant(struct meta *m, struct object *o, uint64_t session, uint64_
 			return 0;
 		l = &leases[i];
 		l->session = session;
+		l->gen = ++last_gen ? last_gen : ++last_gen;
 		l->next = o->leases;
 		o->leases = i;
 	}
@@ -104,20 +106,27 @@ uint64_t lease_grant(struct meta *m, struct object *o, uint64_t session, uint64_
 	return ttl_ms;
 }
 
-bool lease_holds(struct object *o, uint64_t session, bool pin)
+uint32_t lease_gen(struct object *o, uint64_t session)
 {
 	const struct lease *l = lease_find(o, session);
 
-	return l && (pin ? l->added : l->count > 0);
+	return l ? l->gen : 0;
 }
 
-bool lease_release(struct meta *m, struct object *o, uint64_t session, bool all)
+bool lease_holds(struct object *o, uint64_t session, bool pin, uint32_t gen)
+{
+	const struct lease *l = lease_find(o, session);
+
+	return l && (!gen || l->gen == gen) && (pin ? l->added : l->count > 0);
+}
+
+bool lease_release(struct meta *m, struct object *o, uint64_t session, bool all, uint32_t gen)
 {
 	uint32_t *p = &o->leases, l;
 
 	while (*p && leases[*p].session != session)
 		p = &leases[*p].next;
-	if (!*p)
+	if (!*p || (gen && leases[*p].gen != gen))
 		return false;
 	l = *p;
 	/* all: remove_lease ends the add_lease pin only, never another thread's get */

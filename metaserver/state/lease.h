@@ -20,10 +20,15 @@ uint64_t lease_grant(struct meta *m, struct object *o, uint64_t session, uint64_
  * (or the default, when that is longer), since a lease pins space no eviction reaches, also after its holder left. */
 uint64_t lease_ttl_of(const struct meta *m, uint64_t asked_ms);
 /* Releases one count of session's lease (a get's release), or with all=true its add_lease pin (remove_lease); the
- * record goes when neither is left. Returns false if it held no such count or pin. */
-bool lease_release(struct meta *m, struct object *o, uint64_t session, bool all);
-/* Whether session holds on o what a release takes: with pin, an add_lease pin; else a get's count. */
-bool lease_holds(struct object *o, uint64_t session, bool pin);
+ * record goes when neither is left. gen: the record the grant answered (lease_gen), 0 for whichever session holds;
+ * a release of a grant that expired names a record pruned since, and must not end the count of one granted after
+ * it to another thread of the session. Returns false if it held no such count or pin. */
+bool lease_release(struct meta *m, struct object *o, uint64_t session, bool all, uint32_t gen);
+/* Whether session holds on o what a release takes: with pin, an add_lease pin; else a get's count (in record gen,
+ * unless 0). */
+bool lease_holds(struct object *o, uint64_t session, bool pin, uint32_t gen);
+/* The number of session's lease record on o (what a get's reply names for its release), 0: none. */
+uint32_t lease_gen(struct object *o, uint64_t session);
 /* True when a lease on o is still live (expired ones are pruned). */
 bool object_leased(struct object *o, uint64_t now_ms);
 /* The lease session holds on o, or NULL; valid until the next lease_grant. */

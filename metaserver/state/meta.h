@@ -119,6 +119,7 @@ struct lease {
 	uint32_t next;       /* the object's next lease, 0: none */
 	uint32_t count : 31; /* gets not released yet; saturates at LEASE_COUNT_MAX */
 	uint32_t added : 1;  /* an add_lease pin, until remove_lease */
+	uint32_t gen;        /* this record's number (never 0): a release naming another one is not for it */
 	uint64_t session;
 	uint64_t expiry_ms;
 };

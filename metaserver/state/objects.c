@@ -811,12 +811,13 @@ void object_lose_blob(struct meta *m, struct object *o, struct blob *b)
 	object_free(o);
 }
 
-struct object *objects_find_zombie(struct meta *m, const char *key, size_t len, uint64_t session, uint64_t id, bool pin)
+struct object *objects_find_zombie(struct meta *m, const char *key, size_t len, uint64_t session, uint64_t id, bool pin,
+                                   uint32_t gen)
 {
 	for (uint32_t h = *zombie_bucket(m, key, len); h; h = object_at(h)->hnext) {
 		struct object *o = object_at(h);
 
-		if (o->keylen == len && memcmp(object_key(o), key, len) == 0 && lease_holds(o, session, pin) &&
+		if (o->keylen == len && memcmp(object_key(o), key, len) == 0 && lease_holds(o, session, pin, gen) &&
 		    (!id || o->id == id))
 			return o;
 	}

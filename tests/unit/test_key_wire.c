@@ -29,6 +29,7 @@ struct request {
 	const char *kp[N_MAX];
 	size_t index[N_MAX];
 	uint64_t sizes[N_MAX], tokens[N_MAX];
+	uint32_t leases[N_MAX];
 	int32_t values[N_MAX];
 	struct wire_checksum sums[N_MAX];
 	struct wire_items items;
@@ -49,6 +50,7 @@ static void random_request(struct request *q)
 		q->index[i] = n - 1 - i; /* items in reverse key order */
 		q->sizes[i] = field(64);
 		q->tokens[i] = field(64);
+		q->leases[i] = (uint32_t)field(32);
 		q->values[i] = (int32_t)(field(32) - field(31));
 		q->sums[i] = (struct wire_checksum){(uint32_t)field(32), (uint32_t)field(32)};
 	}
@@ -58,6 +60,7 @@ static void random_request(struct request *q)
 	                               .sizes = q->sizes,
 	                               .values = q->values,
 	                               .tokens = q->tokens,
+	                               .leases = q->leases,
 	                               .checksums = q->sums};
 	q->req.replica_num = (uint32_t)field(32);
 	q->req.preferred_count = (pb_size_t)(rand_r(&seed) % 9);
@@ -80,6 +83,7 @@ static void assert_request(const struct request *q, const Mmc__KeyBatch *kb)
 		cr_assert_eq(kb->items[i]->token, q->tokens[k]);
 		cr_assert_eq(kb->items[i]->checksum_type, q->sums[k].type);
 		cr_assert_eq(kb->items[i]->checksum, q->sums[k].value);
+		cr_assert_eq(kb->items[i]->lease, q->leases[k]);
 	}
 	cr_assert_eq(kb->replica_num, q->req.replica_num);
 	cr_assert_eq(kb->n_preferred, q->req.preferred_count);
@@ -164,6 +168,7 @@ Test(key_wire, the_client_reads_what_the_server_writes)
 			r[i].token = field(64);
 			r[i].checksum_type = (uint32_t)field(32);
 			r[i].checksum = (uint32_t)field(32);
+			r[i].lease = (uint32_t)field(32);
 			r[i].nblobs = (uint32_t)(rand_r(&seed) % (MMC_WIRE_REPLICAS + 1));
 			for (uint32_t k = 0; k < r[i].nblobs; k++) {
 				r[i].blobs[k].rank = (uint32_t)field(32);
@@ -192,6 +197,7 @@ Test(key_wire, the_client_reads_what_the_server_writes)
 			cr_assert_eq(g.r[i].token, r[i].token);
 			cr_assert_eq(g.r[i].checksum_type, r[i].checksum_type);
 			cr_assert_eq(g.r[i].checksum, r[i].checksum);
+			cr_assert_eq(g.r[i].lease, r[i].lease);
 			cr_assert_eq(g.r[i].blobs_count, r[i].nblobs);
 			for (uint32_t k = 0; k < r[i].nblobs; k++) {
 				cr_assert_eq(g.r[i].blobs[k].rank, r[i].blobs[k].rank);

@@ -244,25 +244,25 @@ Test(objects, zombies_are_found_by_key_across_the_tables_growth)
 		struct object *z;
 
 		snprintf(key, sizeof(key), "z-%d", i % (N / 2));
-		z = objects_find_zombie(&m, key, strlen(key), 7, ids[i], false);
+		z = objects_find_zombie(&m, key, strlen(key), 7, ids[i], false, 0);
 		cr_assert_not_null(z, "%s, id %llu", key, (unsigned long long)ids[i]);
 		cr_assert_eq(z->id, ids[i]);
-		cr_assert_null(objects_find_zombie(&m, key, strlen(key), 8, ids[i], false),
+		cr_assert_null(objects_find_zombie(&m, key, strlen(key), 8, ids[i], false, 0),
 		               "another session holds no lease");
 	}
 	for (int i = 0; i < N; i += 2) { /* released: it goes, the other of its key stays */
 		struct object *z;
 
 		snprintf(key, sizeof(key), "z-%d", i % (N / 2));
-		z = objects_find_zombie(&m, key, strlen(key), 7, ids[i], false);
-		cr_assert(lease_release(&m, z, 7, false));
+		z = objects_find_zombie(&m, key, strlen(key), 7, ids[i], false, 0);
+		cr_assert(lease_release(&m, z, 7, false, 0));
 		object_unpin(&m, z);
 	}
 	objects_sweep(&m, clock_ms());
 	cr_assert_eq(m.zombies.n, N / 2);
 	for (int i = 0; i < N; i++) {
 		snprintf(key, sizeof(key), "z-%d", i % (N / 2));
-		cr_assert_eq(objects_find_zombie(&m, key, strlen(key), 7, ids[i], false) != NULL, i % 2 == 1, "%s",
+		cr_assert_eq(objects_find_zombie(&m, key, strlen(key), 7, ids[i], false, 0) != NULL, i % 2 == 1, "%s",
 		             key);
 	}
 	clock_advance_ms(1001);
@@ -285,9 +285,9 @@ Test(objects, a_lease_count_saturates_instead_of_wrapping)
 	cr_assert_gt(lease_grant(&m, o, 1, 1000, true), 0);
 	cr_assert_gt(lease_grant(&m, o, 1, 1000, true), 0, "a grant past the top");
 	cr_assert_eq(lease_find(o, 1)->count, LEASE_COUNT_MAX);
-	cr_assert(lease_release(&m, o, 1, false));
+	cr_assert(lease_release(&m, o, 1, false, 0));
 	cr_assert(object_leased(o, clock_ms()), "held by the others");
-	cr_assert(!lease_release(&m, o, 1, true), "no add_lease pin to remove");
+	cr_assert(!lease_release(&m, o, 1, true, 0), "no add_lease pin to remove");
 }
 
 /* The threads of one store share its session: one thread's get and another's add_lease of the same key are one lease
@@ -300,17 +300,45 @@ Test(objects, a_gets_lease_and_an_add_lease_pin_end_apart)
 
 	cr_assert_gt(lease_grant(&m, o, 1, 1000, true), 0);  /* thread A's get */
 	cr_assert_gt(lease_grant(&m, o, 1, 1000, false), 0); /* thread B's add_lease */
-	cr_assert(lease_release(&m, o, 1, true), "B's remove_lease");
+	cr_assert(lease_release(&m, o, 1, true, 0), "B's remove_lease");
 	cr_assert(object_leased(o, clock_ms()), "A's get still pins it");
-	cr_assert(!lease_release(&m, o, 1, true), "B's pin is gone");
-	cr_assert(lease_release(&m, o, 1, false), "A's release");
+	cr_assert(!lease_release(&m, o, 1, true, 0), "B's pin is gone");
+	cr_assert(lease_release(&m, o, 1, false, 0), "A's release");
 	cr_assert(!object_leased(o, clock_ms()));
 	cr_assert_gt(lease_grant(&m, o, 1, 1000, false), 0); /* B's add_lease, then A's get and release */
 	cr_assert_gt(lease_grant(&m, o, 1, 1000, true), 0);
-	cr_assert(lease_release(&m, o, 1, false));
+	cr_assert(lease_release(&m, o, 1, false, 0));
 	cr_assert(object_leased(o, clock_ms()), "B's pin outlives A's get");
-	cr_assert(!lease_release(&m, o, 1, false), "no get left to release");
-	cr_assert(lease_release(&m, o, 1, true));
+	cr_assert(!lease_release(&m, o, 1, false, 0), "no get left to release");
+	cr_assert(lease_release(&m, o, 1, true, 0));
+	cr_assert(!object_leased(o, clock_ms()));
+}
+
+/*
+ * A get that outlived its lease, its record pruned (eviction visited the object while another store held it), and a
+ * later get of another thread of the same store in a new record: the first get's late release names its own record,
+ * and leaves the later one's count alone. Taken as any of the session's, it ended that count, the object could be
+ * evicted under the later read, and the read returned another key's bytes as MMC_OK.
+ */
+Test(objects, a_late_release_of_an_expired_get_leaves_a_later_get_s_lease)
+{
+	const int on0[] = {0};
+	struct object *o = put("k", on0, 1);
+	uint32_t a, b;
+
+	cr_assert_gt(lease_grant(&m, o, 1, 100, true), 0); /* thread A's get */
+	a = lease_gen(o, 1);
+	cr_assert_gt(lease_grant(&m, o, 2, 10000, true), 0); /* another store's */
+	clock_advance_ms(200);                               /* A's read outlives its lease */
+	cr_assert(object_leased(o, clock_ms()), "the other store's lease holds; A's record is pruned");
+	cr_assert_gt(lease_grant(&m, o, 1, 5000, true), 0); /* thread B's get */
+	b = lease_gen(o, 1);
+	cr_assert(a && b && a != b, "a new record, a new number");
+	cr_assert(!lease_release(&m, o, 1, false, a), "A's late release is not B's");
+	cr_assert(!lease_holds(o, 1, false, a));
+	cr_assert(lease_release(&m, o, 2, false, 0));
+	cr_assert(object_leased(o, clock_ms()), "B's get still pins the object");
+	cr_assert(lease_release(&m, o, 1, false, b), "B's release");
 	cr_assert(!object_leased(o, clock_ms()));
 }
 
@@ -326,13 +354,13 @@ Test(objects, a_release_finds_the_object_that_holds_its_kind_of_lease)
 	object_drop(&m, o1);
 	o2 = put("k", on0, 1);
 	cr_assert_gt(lease_grant(&m, o2, 1, 1000, true), 0); /* thread B's get of the new object */
-	cr_assert(lease_holds(o2, 1, false));
-	cr_assert(!lease_holds(o2, 1, true), "no pin on the new object");
-	cr_assert_eq(objects_find_zombie(&m, "k", 1, 1, 0, true), o1, "the pin is on the removed one");
-	cr_assert_null(objects_find_zombie(&m, "k", 1, 1, 0, false), "no count on it");
-	cr_assert(lease_release(&m, o1, 1, true));
+	cr_assert(lease_holds(o2, 1, false, 0));
+	cr_assert(!lease_holds(o2, 1, true, 0), "no pin on the new object");
+	cr_assert_eq(objects_find_zombie(&m, "k", 1, 1, 0, true, 0), o1, "the pin is on the removed one");
+	cr_assert_null(objects_find_zombie(&m, "k", 1, 1, 0, false, 0), "no count on it");
+	cr_assert(lease_release(&m, o1, 1, true, 0));
 	object_unpin(&m, o1);
-	cr_assert(lease_release(&m, o2, 1, false));
+	cr_assert(lease_release(&m, o2, 1, false, 0));
 }
 
 Test(objects, the_writer_and_the_lru_stamp_share_bits_without_leaking_into_each_other)
@@ -357,7 +385,7 @@ Test(objects, the_writer_and_the_lru_stamp_share_bits_without_leaking_into_each_
 	cr_assert_eq(o->state, MMC_BLOB_REMOVING);
 	cr_assert_eq(o->write_session, 0);
 	cr_assert_eq(o->unlink_seq, persist_wait_seq(m.persist), "its delete's batch");
-	cr_assert(lease_release(&m, o, 77, false));
+	cr_assert(lease_release(&m, o, 77, false, 0));
 	persist_flush(m.persist);
 	object_unpin(&m, o);
 	cr_assert(olist_empty(&m, OLIST_ZOMBIES), "freed once its lease ended");
@@ -444,10 +472,10 @@ Test(objects, lease_records_are_reused_and_survive_the_table_growing)
 		cr_assert_not_null(lease_find(o[i], 1));
 		cr_assert_not_null(lease_find(o[i], 2));
 		cr_assert_null(lease_find(o[i], 3));
-		cr_assert(lease_release(&m, o[i], 1, false));
+		cr_assert(lease_release(&m, o[i], 1, false, 0));
 		cr_assert_null(lease_find(o[i], 1));
 		cr_assert(object_leased(o[i], clock_ms()), "session 2 still holds it");
-		cr_assert(lease_release(&m, o[i], 2, true));
+		cr_assert(lease_release(&m, o[i], 2, true, 0));
 		cr_assert(!object_leased(o[i], clock_ms()));
 	}
 	cr_assert_gt(lease_grant(&m, o[0], 3, 1000, true), 0);

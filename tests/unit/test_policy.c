@@ -334,7 +334,7 @@ Test(eviction, leased_objects_are_never_evicted_and_the_put_waits_for_them)
 	id = alloc(0, &k, &size, 1, 1);
 	cr_assert_null(reply_of(id, &code), "no room but a lease that will end: the put waits");
 	cr_assert(present("leased"));
-	lease_release(&m, o, sess[0].id, false);
+	lease_release(&m, o, sess[0].id, false, 0);
 	alloc_queue_kick(&m);
 	commit(); /* the evicted object's space comes back once its delete is durable */
 	alloc_queue_kick(&m);
@@ -523,7 +523,7 @@ Test(alloc_queue, requests_are_placed_in_arrival_order)
 	idb = alloc(1 % SERVICES, &b, &small, 1, 1);
 	cr_assert_null(reply_of(ida, &code));
 	cr_assert_null(reply_of(idb, &code), "a request behind a waiting one waits, though it would fit");
-	lease_release(&m, object_find(&m, "leased", 6), sess[0].id, false);
+	lease_release(&m, object_find(&m, "leased", 6), sess[0].id, false, 0);
 	commit();
 	alloc_queue_kick(&m);
 	commit();
@@ -1092,7 +1092,7 @@ Test(tier, a_release_after_a_demote_and_a_promote_names_the_copy_it_read)
 	tier_move(&m, &call, true); /* mmc_evict_keys */
 	tier_task_done(&m, svc[0], tasks[ntasks - 1].id, 0);
 	commit();
-	z = objects_find_zombie(&m, "hot", 3, sess[0].id, id, false);
+	z = objects_find_zombie(&m, "hot", 3, sess[0].id, id, false, 0);
 	cr_assert_not_null(z, "A's lease went to a copy of range A");
 	call = get_call(0, &k, 1, 901);
 	tier_move(&m, &call, false); /* mmc_prefetch_keys: back to DRAM */
@@ -1100,7 +1100,7 @@ Test(tier, a_release_after_a_demote_and_a_promote_names_the_copy_it_read)
 	commit();
 	cr_assert_eq(object_find(&m, "hot", 3), o);
 	cr_assert_neq(o->id, id, "what B's get reads is not what A's release names");
-	cr_assert_eq(objects_find_zombie(&m, "hot", 3, sess[0].id, id, false), z);
+	cr_assert_eq(objects_find_zombie(&m, "hot", 3, sess[0].id, id, false, 0), z);
 }
 
 Test(tier, a_victim_whose_move_failed_is_evicted)

@@ -367,7 +367,7 @@ Test(wire, key_reply_refuses_a_known_field_of_another_wire_type)
 	static const uint8_t whole[] = {0x0a, 0x00};                        /* result as bytes */
 	static const uint8_t item[] = {0x12, 0x02, 0x0a, 0x00};             /* a KeyResult's result as bytes */
 	static const uint8_t blob[] = {0x12, 0x04, 0x1a, 0x02, 0x0a, 0x00}; /* a Blob's rank as bytes */
-	static const uint8_t later[] = {0x12, 0x02, 0x42, 0x00}; /* a KeyResult's field 8 as bytes: skipped */
+	static const uint8_t later[] = {0x12, 0x02, 0x4a, 0x00}; /* a KeyResult's field 9 as bytes: skipped */
 	struct seen seen = {0};
 	struct wire_results sink = {collect, &seen, 0, SIZE_MAX};
 	int32_t result;
