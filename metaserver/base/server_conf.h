@@ -21,6 +21,7 @@ struct meta_conf {
 	uint32_t rejoin_timeout_ms;     /* ock.mmc.meta.rejoin_timeout_ms */
 	uint32_t rejoin_write_grace_ms; /* ock.mmc.meta.rejoin_write_grace_ms */
 	uint32_t evict_wait_ms;         /* ock.mmc.meta.evict_wait_ms */
+	uint64_t put_write_timeout_ms;  /* ock.mmc.meta.put_write_timeout_ms */
 	uint32_t world_size;            /* ock.mmc.meta.world_size */
 	uint32_t max_connections;       /* ock.mmc.meta.max_connections */
 	uint32_t loop_spin_us;          /* ock.mmc.meta.loop_spin_us: 0, the loop never spins (daemon/loop.h) */

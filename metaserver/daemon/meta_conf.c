@@ -29,6 +29,8 @@ static const struct conf_key keys[] = {
     {"ock.mmc.meta.rejoin_timeout_ms", CONF_U32, F(rejoin_timeout_ms), 0, 86400000, NULL, "60000", 0},
     {"ock.mmc.meta.rejoin_write_grace_ms", CONF_U32, F(rejoin_write_grace_ms), 0, 60000, NULL, "1000", 0},
     {"ock.mmc.meta.evict_wait_ms", CONF_U32, F(evict_wait_ms), 0, 600000, NULL, "2000", 0},
+    {"ock.mmc.meta.put_write_timeout_ms", CONF_U64, F(put_write_timeout_ms), 1000, 86400000, NULL, "120000",
+     CONF_RELOADABLE},
     {"ock.mmc.meta.world_size", CONF_U32, F(world_size), 1, 1024, NULL, "1024", 0},
     {"ock.mmc.meta.max_connections", CONF_U32, F(max_connections), 1, 1000000, NULL, "4096", 0},
     {"ock.mmc.meta.loop_spin_us", CONF_U32, F(loop_spin_us), 0, 1000, NULL, "50", CONF_RELOADABLE},

@@ -117,6 +117,10 @@ static bool place_one(struct meta *m, struct alloc_req *a, const struct alloc_it
 	if (a->gva) {
 		res->lease_ms = lease_ttl_of(m, a->lease_ttl_ms);
 		o->write_expiry_ms = a->now_ms + res->lease_ms;
+	} else {
+		/* a put whose writer never commits while its session lives (it gave up on a reply that came late: a
+		 * wait for room past its timeout, a stalled loop) would keep the key and the space for good */
+		o->write_expiry_ms = a->now_ms + m->conf.put_write_timeout_ms;
 	}
 	object_index_add(m, o, it->hash);
 	olist_add_tail(m, OLIST_PENDING, o);

@@ -899,6 +899,9 @@ void objects_sweep(struct meta *m, uint64_t now_ms)
 		next = olist_next(o);
 		if (o->write_expiry_ms && o->write_expiry_ms <= now_ms) {
 			log_info("op=reclaim key=\"%.*s\" reason=write_lease_expired", (int)o->keylen, object_key(o));
+			/* its writer gave up or stalls: the space goes through quarantine, not back to that writer's
+			 * session, which may live on for good */
+			o->write_session = 0;
 			object_drop(m, o);
 		}
 	}

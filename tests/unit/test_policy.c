@@ -554,6 +554,32 @@ Test(alloc_queue, a_closed_session_s_waiting_requests_are_dropped_unanswered)
 	cr_assert(list_empty(&pol.parked));
 }
 
+/*
+ * A put whose writer never commits while its session lives (the reply came after the store had given up: a wait for
+ * room past its timeout, a stalled loop) is reclaimed after put_write_timeout_ms: the key takes puts again and the
+ * space goes through quarantine (a write of the late writer may still land). It kept both for as long as the
+ * store stayed connected.
+ */
+Test(alloc_queue, a_put_never_committed_is_reclaimed_after_its_write_timeout)
+{
+	const char *k = "abandoned";
+	uint64_t size = 2 * MiB, id;
+	int code;
+
+	mount(0, 8 * MiB, 0);
+	id = alloc(0, &k, &size, 1, 1);
+	cr_assert_eq(reply_of(id, &code)[0].result, 0);
+	clock_advance_ms(m.conf.put_write_timeout_ms - 1);
+	objects_sweep(&m, clock_ms());
+	cr_assert_eq(object_find(&m, k, strlen(k))->state, MMC_BLOB_ALLOCATED, "still within its time");
+	clock_advance_ms(2);
+	objects_sweep(&m, clock_ms());
+	cr_assert_null(object_find(&m, k, strlen(k)), "reclaimed");
+	cr_assert_eq(quarantine_bytes(&m, MMC_MEDIA_DRAM), 2 * MiB, "its space waits out the late writer");
+	id = alloc(0, &k, &size, 1, 1);
+	cr_assert_eq(reply_of(id, &code)[0].result, 0, "the key takes a put again");
+}
+
 Test(alloc_queue, space_held_for_an_uncommitted_delete_is_waited_for_not_reused)
 {
 	const char *k = "new";
