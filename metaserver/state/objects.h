@@ -168,8 +168,8 @@ void object_lose_blob(struct meta *m, struct object *o, struct blob *b);
 
 /* A removed object on which session holds what a release takes (pin: an add_lease pin, else a get's count, in
  * lease record gen unless 0), with that id unless id is 0; or NULL. */
-struct object *objects_find_zombie(struct meta *m, const char *key, size_t len, uint64_t session, uint64_t id,
-                                   bool pin, uint32_t gen);
+struct object *objects_find_zombie(struct meta *m, const char *key, size_t len, uint64_t session, uint64_t id, bool pin,
+                                   uint32_t gen);
 /* The removed object `id` whose put by session was still in flight, or NULL. */
 struct object *objects_find_removed_write(struct meta *m, const char *key, size_t len, uint64_t session, uint64_t id);
 /* Frees a removed object's space once no lease and no in-flight write pins it any more. */

@@ -143,6 +143,14 @@ def deletes_done(srv, cap_s=10):
         time.sleep(0.005)
 
 
+def raw_method(srv, service, route):
+    """route's unary method, called with the request's bytes as they are (its reply decoded)."""
+    resp_cls = message_classes(service, route)[1]
+    return srv.channel(getattr(srv, SERVICES[service][2])).unary_unary(
+        "/%s/%s" % (SERVICES[service][1], method_of(route)), request_serializer=lambda b: b,
+        response_deserializer=resp_cls.FromString)
+
+
 def method_of(route):
     return route[0].upper() + route[1:]
 

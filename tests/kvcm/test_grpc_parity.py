@@ -331,12 +331,8 @@ def run(srv, transport, steps):
 
 def raw_call(srv, route, data):
     """route called with the request bytes as they are: (status code name, details)."""
-    resp_cls = fx.message_classes("meta", route)[1]
-    fn = srv.channel(srv.rpc_port).unary_unary("/%s/%s" % (fx.SERVICES["meta"][1], fx.method_of(route)),
-                                               request_serializer=lambda b: b,
-                                               response_deserializer=resp_cls.FromString)
     try:
-        return fn(data, timeout=30).header.status.code, ""
+        return fx.raw_method(srv, "meta", route)(data, timeout=30).header.status.code, ""
     except fx.grpc.RpcError as e:
         return e.code().name, e.details()
 

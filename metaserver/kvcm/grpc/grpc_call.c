@@ -32,6 +32,12 @@ enum {
 	GS_INVALID_ARGUMENT = 3,
 };
 
+/* What a request message may take in memory once decoded: protobuf-c notes each field it meets (40 bytes) before it
+ * builds the message, so a list of one-letter strings takes 19 times its bytes, of empty strings 28; empty
+ * sub-messages take 50 times theirs and more. */
+#define UNPACK_PER_BYTE 32
+#define UNPACK_SLACK    (64u << 10)
+
 #define NV(n, v)                                                                                                       \
 	{                                                                                                              \
 		(uint8_t *)(n), (uint8_t *)(v), sizeof(n) - 1, strlen(v), NGHTTP2_NV_FLAG_NONE                         \
@@ -347,9 +353,17 @@ static ProtobufCMessage *read_request(struct h2_stream *st, struct pb_arena *a, 
 	}
 	if ((size_t)n + 5 != len)
 		return NULL;
+	/* a message of small sub-messages decodes to 50 times its bytes and more (each a struct): bounded, so that a
+	 * 4 MiB request cannot take gigabytes and seconds of the loop every client shares */
+	a->budget = (size_t)n * UNPACK_PER_BYTE + UNPACK_SLACK;
 	m = protobuf_c_message_unpack(st->method->input, &al, n, b + 5);
-	if (!m)
+	a->budget = 0;
+	if (!m && a->over) {
+		*status = GS_RESOURCE_EXHAUSTED;
+		*why = "the request message decodes to too many fields (more than 32 bytes of memory per byte)";
+	} else if (!m) {
 		*why = "the request message does not decode";
+	}
 	return m;
 }
 

@@ -27,6 +27,11 @@ void *pb_alloc_raw(struct pb_arena *a, size_t n)
 	size_t need = (n + 7) & ~(size_t)7;
 	void *p;
 
+	if (a->budget && (need > a->budget || a->used > a->budget - need)) {
+		a->oom = a->over = true;
+		return NULL;
+	}
+	a->used += need;
 	if (!c || c->cap - c->used < need) {
 		size_t cap = need > CHUNK ? need : CHUNK;
 

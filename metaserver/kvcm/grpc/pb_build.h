@@ -17,6 +17,9 @@ struct pb_chunk;
 struct pb_arena {
 	struct pb_chunk *head;
 	bool oom;
+	bool over;     /* an allocation would have passed budget (oom is set too) */
+	size_t budget; /* bytes the arena may hand out in all, 0: no bound */
+	size_t used;
 };
 
 void pb_arena_free(struct pb_arena *a);

@@ -18,6 +18,28 @@ json_t *jd_parse(const char *body, size_t len)
 	return j;
 }
 
+bool jd_containers_over(const char *body, size_t len, size_t most)
+{
+	size_t n = 0;
+	bool in_str = false;
+
+	for (size_t i = 0; i < len; i++) {
+		char c = body[i];
+
+		if (in_str) {
+			if (c == '\\')
+				i++;
+			else if (c == '"')
+				in_str = false;
+		} else if (c == '"') {
+			in_str = true;
+		} else if ((c == '{' || c == '[') && ++n > most) {
+			return true;
+		}
+	}
+	return false;
+}
+
 /* block_keys -> blockKeys: protobuf's json_name, which parsers accept as well. */
 static void camel(const char *name, char *out, size_t outlen)
 {

@@ -21,6 +21,9 @@ struct jd {
 
 /* Parses a request body (duplicate keys rejected); NULL unless it is a JSON object. */
 json_t *jd_parse(const char *body, size_t len);
+/* Whether body holds more than most objects and arrays (outside strings), counted without building anything: jansson
+ * takes hundreds of bytes for each, so a body of empty ones costs 250 times its size and seconds of the loop. */
+bool jd_containers_over(const char *body, size_t len, size_t most);
 
 /* The member name (or its lowerCamel form); NULL when absent or null. */
 json_t *jd_get(json_t *obj, const char *name);
