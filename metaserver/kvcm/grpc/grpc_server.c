@@ -45,6 +45,8 @@ static void conn_free(struct h2_conn *c)
 	nghttp2_session_del(c->ng);
 	if (c->held_ev)
 		event_free(c->held_ev);
+	if (c->first_ev)
+		event_free(c->first_ev);
 	bufferevent_free(c->bev);
 	list_del(&c->link);
 	c->s->nconns--;
@@ -307,6 +309,16 @@ static const char *log_text(char *buf, size_t cap, const void *p, size_t n)
 	return buf;
 }
 
+/* c has made a request it may make: it keeps its slot while it has calls open, and has no first deadline. */
+static void served(struct h2_conn *c)
+{
+	c->served = true;
+	if (c->first_ev) {
+		event_free(c->first_ev);
+		c->first_ev = NULL;
+	}
+}
+
 static int frame_cb(nghttp2_session *ng, const nghttp2_frame *f, void *arg)
 {
 	struct h2_stream *st = nghttp2_session_get_stream_user_data(ng, f->hd.stream_id);
@@ -321,6 +333,7 @@ static int frame_cb(nghttp2_session *ng, const nghttp2_frame *f, void *arg)
 	if (f->hd.type == NGHTTP2_HEADERS && f->headers.cat == NGHTTP2_HCAT_REQUEST) {
 		if (!grpc_call_authorize(st))
 			return 0; /* answered: no timer, and its DATA is dropped */
+		served((struct h2_conn *)arg);
 		if (st->timeout_us)
 			arm_deadline(arg, st);
 		if (!(f->hd.flags & NGHTTP2_FLAG_END_STREAM))
@@ -476,6 +489,54 @@ static int session_new(struct h2_conn *c)
 	return 0;
 }
 
+/* A connection that never sent a request it may make, past kvcm.service.request_timeout_ms: a socket held open
+ * with a preface and pings would keep its slot for good (any byte resets the idle timeout). */
+static void first_due(evutil_socket_t fd, short what, void *arg)
+{
+	struct h2_conn *c = arg;
+
+	(void)fd;
+	(void)what;
+	log_ratelimited(&c->s->log_bucket, LOG_WARN, "op=grpc_close reason=no_request_in_time timeout_ms=%u",
+	                c->s->k->conf.request_timeout_ms);
+	conn_free(c);
+}
+
+static void arm_first(struct h2_conn *c)
+{
+	uint32_t ms = c->s->k->conf.request_timeout_ms;
+	struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
+
+	c->first_ev = evtimer_new(c->s->k->base, first_due, c);
+	if (c->first_ev)
+		evtimer_add(c->first_ev, &tv);
+}
+
+/* At max_connections, a new connection takes the slot of the oldest that never made a request, else of the oldest
+ * with no call open (its client reconnects for its next call), as the HTTP ports displace an idle one: idle sockets
+ * must not lock every client out. False when every connection has a call open. */
+static bool displace(struct grpc_server *s)
+{
+	struct h2_conn *idle = NULL;
+
+	for (struct list *l = s->conns.next; l != &s->conns; l = l->next) { /* oldest first */
+		struct h2_conn *c = list_entry(l, struct h2_conn, link);
+
+		if (!c->served) {
+			idle = c;
+			break;
+		}
+		if (!idle && list_empty(&c->streams))
+			idle = c;
+	}
+	if (!idle)
+		return false;
+	log_ratelimited(&s->log_bucket, LOG_WARN, "op=grpc_close reason=displaced_by_newer_connection served=%d",
+	                idle->served);
+	conn_free(idle);
+	return true;
+}
+
 static void accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa, int salen, void *arg)
 {
 	struct grpc_server *s = arg;
@@ -487,7 +548,7 @@ static void accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct socka
 	(void)l;
 	(void)sa;
 	(void)salen;
-	if (s->nconns >= s->k->conf.max_connections || !(c = calloc(1, sizeof(*c)))) {
+	if ((s->nconns >= s->k->conf.max_connections && !displace(s)) || !(c = calloc(1, sizeof(*c)))) {
 		log_ratelimited(&s->log_bucket, LOG_WARN, "op=grpc_reject reason=max_connections limit=%u",
 		                s->k->conf.max_connections);
 		evutil_closesocket(fd);
@@ -522,6 +583,7 @@ static void accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct socka
 	}
 	bufferevent_setcb(c->bev, read_cb, write_cb, event_cb, c);
 	bufferevent_set_timeouts(c->bev, &idle, &idle); /* idle, or its peer reads nothing of what waits for it */
+	arm_first(c);
 	bufferevent_enable(c->bev, EV_READ | EV_WRITE);
 	h2_flush(c);
 }

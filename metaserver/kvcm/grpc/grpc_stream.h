@@ -51,6 +51,10 @@ struct h2_conn {
 	 * the peer reads): at most h2_held_max(), and none for kvcm.service.idle_timeout_seconds without progress */
 	uint64_t held;
 	struct event *held_ev; /* pending while held > 0: closes a connection whose held bytes do not move */
+	/* a request with the credentials it needs has come: until then the connection goes at
+	 * kvcm.service.request_timeout_ms, or first when the connections are all taken */
+	bool served;
+	struct event *first_ev;
 };
 
 struct h2_stream {

@@ -58,6 +58,7 @@ struct hconn {
 	int verdict;           /* auth_status of the request being read, 0 when none was judged */
 	int answer_verdict;    /* of the request being answered (conn_head_verdict) */
 	bool trusted;          /* the request being read may send a whole body: its credentials passed */
+	bool authorized;       /* so did those of the last request answered (or none were needed) */
 	bool doomed, local;
 	bool refused; /* over max_connections: its request gets 503 and the connection closes */
 };
@@ -146,13 +147,26 @@ static void close_now(struct hconn *h, const char *reason)
 	evhttp_connection_free(h->evcon);
 }
 
-/* Closes the oldest connection still waiting for a request, other than keep, logging reason; false when none. */
+/* A kept-alive connection between requests whose last one failed its credentials: nothing it does is served. */
+static bool idle_unauthorized(const struct hconn *h)
+{
+	return h->evcon && !h->call && !h->buffered && !evtimer_pending(h->deadline, NULL) && !h->authorized;
+}
+
+/*
+ * Closes the oldest connection still waiting for a request, else the oldest kept alive after a 401 or 403 (sockets
+ * without credentials sending a request now and then must not lock every client out; one whose credentials passed
+ * keeps its slot, as a client would not know to send its POST again), other than keep, logging reason; false when
+ * none.
+ */
 static bool displace(struct conn_pool *p, const struct hconn *keep, const char *reason)
 {
-	for (struct hconn *h = p->oldest; h; h = h->next) {
-		if (h != keep && waiting_for_request(h)) {
-			close_now(h, reason);
-			return true;
+	for (int pass = 0; pass < 2; pass++) {
+		for (struct hconn *h = p->oldest; h; h = h->next) {
+			if (h != keep && (pass ? idle_unauthorized(h) : waiting_for_request(h))) {
+				close_now(h, reason);
+				return true;
+			}
 		}
 	}
 	return false;
@@ -403,6 +417,7 @@ struct hconn *conn_begin(struct conn_pool *p, struct evhttp_request *req)
 	pipelined = evbuffer_get_length(bufferevent_get_input(h->bev));
 	h->answer_verdict = h->verdict;
 	h->answer_key = h->verdict_key;
+	h->authorized = h->trusted;
 	head_begin(h);
 	h->req_bytes = h->buffered > pipelined ? h->buffered - pipelined : h->buffered;
 	return h;
