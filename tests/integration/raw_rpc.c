@@ -43,7 +43,7 @@ uint8_t *raw_pack(const Mmc__Frame *f, size_t *len)
 
 int raw_send(int fd, const Mmc__Frame *f)
 {
-	size_t len;
+	size_t len = 0;
 	uint8_t *buf = raw_pack(f, &len);
 	ssize_t sent = buf ? send(fd, buf, len, MSG_NOSIGNAL) : -1;
 
