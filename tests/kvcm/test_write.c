@@ -257,3 +257,33 @@ Test(write, uris_follow_the_nfs_layout)
 	cr_expect(strstr(uri, "/w/tp0/7c_") && strstr(uri, "?blkid=1&size=1000"), "%s", uri);
 	json_decref(r);
 }
+
+static const char *const few_sessions[] = {"kvcm.write_session.max_sessions_per_instance=2", NULL};
+
+static void up_few(void)
+{
+	srv_up(few_sessions);
+	cr_assert(register_simple(&srv.meta, "default", "w", 1000));
+	cr_assert(register_simple(&srv.meta, "default", "other", 1000));
+}
+
+TestSuite(write_sessions, .init = up_few, .fini = srv_down, .timeout = 30);
+
+/* An instance holding its share of the open write sessions (kvcm.write_session.max_sessions_per_instance) is
+ * refused more, and another instance is not: one leaking client cannot take every session for half an hour. */
+Test(write_sessions, an_instance_s_sessions_leave_room_for_the_others)
+{
+	json_t *a = start("[1]"), *b = start("[2]"), *r;
+
+	r = CALL("startWriteCache", "{\"instance_id\":\"w\",\"block_keys\":[3],\"write_timeout_seconds\":30}");
+	cr_assert_str_eq(code_of(r), "INTERNAL_ERROR", "%s", message_of(r));
+	cr_expect(strstr(message_of(r), "per instance"), "%s", message_of(r));
+	json_decref(r);
+	r = CALL("startWriteCache", "{\"instance_id\":\"other\",\"block_keys\":[3],\"write_timeout_seconds\":30}");
+	cr_assert_str_eq(code_of(r), "OK", "another instance: %s", message_of(r));
+	json_decref(r);
+	json_decref(finish(a, "{\"offset\":1}"));
+	json_decref(start("[3]")); /* a finished session gives its place back */
+	json_decref(a);
+	json_decref(b);
+}

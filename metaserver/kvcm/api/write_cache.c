@@ -313,7 +313,8 @@ static void start_write(struct call *c, struct write_plan *p, int32_t timeout_s,
 			goto fail;
 	}
 	code = KC_INTERNAL_ERROR;
-	snprintf(msg, sizeof(msg), "too many open write sessions (limit %u)", c->k->conf.max_sessions);
+	snprintf(msg, sizeof(msg), "too many open write sessions (limit %u, %u per instance)", c->k->conf.max_sessions,
+	         c->k->conf.max_sessions_per_instance);
 	if (!locs ||
 	    !(w = session_create(c->k, c->inst, (uint32_t)p->nfresh, session_timeout_ms(c, timeout_s, p->nfresh))))
 		goto fail;

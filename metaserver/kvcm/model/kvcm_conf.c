@@ -30,6 +30,8 @@ static const struct conf_key keys[] = {
      CONF_RELOADABLE},
     {"kvcm.write_session.sweep_interval_ms", CONF_U32, F(sweep_interval_ms), 10, 60000, NULL, "1000", 0},
     {"kvcm.write_session.max_sessions", CONF_U32, F(max_sessions), 1, 100000000, NULL, "100000", CONF_RELOADABLE},
+    {"kvcm.write_session.max_sessions_per_instance", CONF_U32, F(max_sessions_per_instance), 1, 100000000, NULL,
+     "10000", CONF_RELOADABLE},
     {"kvcm.cache_reclaimer.idle_interval_ms", CONF_U32, F(reclaim.idle_interval_ms), 1, 3600000, NULL, "100",
      CONF_RELOADABLE},
     {"kvcm.reclaim.interval_ms", CONF_U32, F(reclaim.idle_interval_ms), 1, 3600000, NULL, "100", CONF_RELOADABLE},

@@ -45,6 +45,7 @@ struct kvcm_conf {
 	uint32_t empty_session_timeout_ms;
 	uint32_t sweep_interval_ms;
 	uint32_t max_sessions;
+	uint32_t max_sessions_per_instance;
 	struct kvcm_reclaim_conf reclaim;
 	uint32_t io_threads;
 	/* reportEvent defaults for event-report storages that do not set their own */

@@ -88,6 +88,7 @@ struct instance {
 	struct list lru;    /* blocks by last write, oldest first */
 	struct usage use;
 	uint32_t refs;           /* pending deletes and sessions that still point here */
+	uint32_t open_sessions;  /* its write sessions not finished: kvcm.write_session.max_sessions_per_instance */
 	bool removed;            /* out of the registry; freed when refs drops to 0 */
 	struct list zombie_link; /* removed: on kvcm.zombie_instances until freed */
 };

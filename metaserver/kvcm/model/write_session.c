@@ -50,7 +50,8 @@ struct wsession *session_create(struct kvcm *k, struct instance *inst, uint32_t 
 	struct sessions *s = k->sessions;
 	struct wsession *w;
 
-	if (s->ids.n >= k->conf.max_sessions)
+	/* per instance too: one leaking or hostile instance must not take every session for half an hour */
+	if (s->ids.n >= k->conf.max_sessions || inst->open_sessions >= k->conf.max_sessions_per_instance)
 		return NULL;
 	w = calloc(1, sizeof(*w) + n * sizeof(struct ws_item));
 	if (!w)
@@ -71,6 +72,7 @@ struct wsession *session_create(struct kvcm *k, struct instance *inst, uint32_t 
 		return NULL;
 	}
 	instance_hold(inst);
+	inst->open_sessions++;
 	return w;
 }
 
@@ -113,6 +115,7 @@ void session_finish(struct kvcm *k, struct wsession *w, const bool *ok)
 	unlink_session(k->sessions, w);
 	for (uint32_t i = 0; i < w->n; i++)
 		finish_item(k, w->inst, &w->items[i], ok && ok[i], now);
+	w->inst->open_sessions--;
 	instance_release(k, w->inst);
 	free(w);
 }
@@ -155,6 +158,7 @@ void sessions_stop(struct kvcm *k)
 		return;
 	for (struct wsession *w; (w = first(s));) {
 		unlink_session(s, w);
+		w->inst->open_sessions--;
 		instance_release(k, w->inst);
 		free(w);
 	}
