@@ -98,7 +98,11 @@ def _tensor_storage(t):
 
 
 def ref(obj, size=None, writable=False, name="buffer"):
-    """The memory of obj: int address (with size), torch CPU tensor, numpy array or buffer-protocol object."""
+    """The memory of obj: int address (with size), torch CPU tensor, numpy array or buffer-protocol object. A numpy
+    integer with size= is an address too (as a tensor's data_ptr() kept in an array gives it); without, a value."""
+    np = _numpy()
+    if np is not None and isinstance(obj, np.integer) and size is not None:
+        obj = int(obj)
     if isinstance(obj, int) and not isinstance(obj, bool):
         if size is None:
             raise TypeError("%s: a raw address needs size=" % name)
@@ -121,7 +125,6 @@ def ref(obj, size=None, writable=False, name="buffer"):
         if writable and not _writable_memory(addr, n):
             raise TypeError("%s: the tensor's memory is read-only" % name)
         return _Ref(addr, n, (obj, storage))
-    np = _numpy()
     if np is not None and isinstance(obj, np.generic):
         # a scalar's __array_interface__ points at a temporary array, freed once the interface is dropped: its
         # value goes in an array of its own, which the reference holds

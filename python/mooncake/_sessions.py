@@ -216,25 +216,36 @@ class Sessions:
             both = in_chunks(lambda k: list(zip(*self.batch_get_session_start_with_sources(k))), len(ks), ks)
             return [r for r, _ in both], [src for _, src in both]
         out = [INVALID_PARAMS] * len(ks)
-        on_ssd = self._lease(ks, range(len(ks)), out)
+        taken = set()
+        on_ssd = self._lease(ks, range(len(ks)), out, taken)
         if on_ssd:
             rc = lib.mmc_prefetch_keys(self._d._s, A.key_array([ks[i] for i in on_ssd]), len(on_ssd), _SSD, _DRAM, 0)
             for i in on_ssd:
                 out[i] = _code(rc)
             if not rc:  # leased again: the lease's ranges are now the DRAM copy's
-                for i in self._lease(ks, on_ssd, out):
+                for i in self._lease(ks, on_ssd, out, taken):
                     out[i] = OBJECT_NOT_FOUND  # back on SSD already: as good as gone for ranges
+        self._drop_unused_leases(ks, out, taken)
         self.counters.add("get", len(ks), sum(1 for r in out if r), 0)
         disk = set(on_ssd)
         return out, [None if r else "local_disk" if i in disk else "memory" for i, r in enumerate(out)]
 
-    def _lease(self, ks, idx, out):
-        """Leases ks[i] for i in idx and records each one's memory copy (out[i] 0) or its code; answers the i whose
-        object is only on SSD."""
+    def _drop_unused_leases(self, ks, out, taken):
+        """Ends the leases a start took and did not open a session on (the key failed after its lease: no key info,
+        no blob, still on SSD): held, they kept the object from eviction until their TTL."""
+        with self._sessions.lock:
+            unused = [k for i, k in enumerate(ks) if out[i] and i in taken and k not in self._sessions.gets]
+        if unused:
+            lib.mmc_batch_remove_lease(self._d._s, A.key_array(unused), len(unused))
+
+    def _lease(self, ks, idx, out, taken):
+        """Leases ks[i] for i in idx (noting each i leased in taken) and records each one's memory copy (out[i] 0)
+        or its code; answers the i whose object is only on SSD."""
         names = [ks[i] for i in idx]
         res = A.results(len(names))
         rc = lib.mmc_batch_add_lease(self._d._s, A.key_array(names), len(names), 0, A.addr(res))
         leased = [(i, names[j]) for j, i in enumerate(idx) if not rc and res[j] == 0]
+        taken.update(i for i, _ in leased)
         with self._sessions.lock:
             for j, i in enumerate(idx):
                 out[i] = _code(rc or res[j])

@@ -182,31 +182,38 @@ class TensorCalls:
         return self.batch_get_tensor_into(ks if tp_size <= 1 else [tp_key(k, tp_rank) for k in ks], buffer_ptrs,
                                           sizes)
 
-    # ---- upserts: remove, then put
-    def _upsert_tensors(self, keys, put):
+    # ---- upserts: remove, then put; a key whose tensor would be refused keeps its value
+    def _upsert_rows(self, keys, rows, config=None):
+        """Removes and puts the keys whose rows (header, data) are good; the others answer INVALID_PARAMS."""
         ks = A.seq(keys, "keys")
-        if not self._ready() or not ks:
+        if not self._ready() or not ks or len(rows) != len(ks) or (config is not None and not _config_ok(config)):
             return [INVALID_PARAMS] * len(ks)
-        cleared = self._clear(ks)
-        return [c or r for c, r in zip(cleared, put())]
+        return self._upsert_keys(ks, [r is not None for r in rows],
+                                 lambda idx: self._put_rows([ks[i] for i in idx], [rows[i] for i in idx], config))
 
     def upsert_tensor(self, key, tensor):
         return self.batch_upsert_tensor([key], [tensor])[0]
 
     def batch_upsert_tensor(self, keys, tensors_list):
-        return self._upsert_tensors(keys, lambda: self.batch_put_tensor(keys, tensors_list))
+        return self._upsert_rows(keys, [_rows(t) for t in A.seq(tensors_list, "tensors_list")])
 
     def upsert_pub_tensor(self, key, tensor, config=None):
         return self.batch_upsert_pub_tensor([key], [tensor], config)[0]
 
     def batch_upsert_pub_tensor(self, keys, tensors_list, config=None):
-        return self._upsert_tensors(keys, lambda: self.batch_pub_tensor(keys, tensors_list, config))
+        return self._upsert_rows(keys, [_rows(t) for t in A.seq(tensors_list, "tensors_list")], config)
 
     def upsert_tensor_from(self, key, buffer_ptr, size):
         return self.batch_upsert_tensor_from([key], [buffer_ptr], [size])[0]
 
     def batch_upsert_tensor_from(self, keys, buffer_ptrs, sizes):
-        return self._upsert_tensors(keys, lambda: self.batch_put_tensor_from(keys, buffer_ptrs, sizes))
+        """[header][data] buffers stored as they are; one that holds no tensor keeps its key's value."""
+        ks, ps, ns = A.seq(keys, "keys"), A.u64s(buffer_ptrs, "buffer_ptrs"), A.u64s(sizes, "sizes")
+        if not self._ready() or not ks or len(ps) != len(ks) or len(ns) != len(ks):
+            return [INVALID_PARAMS] * len(ks)
+        return self._upsert_keys(ks, [T.at_address(p, n) is not None for p, n in zip(ps, ns)],
+                                 lambda idx: self.batch_put_from([ks[i] for i in idx], [ps[i] for i in idx],
+                                                                 [ns[i] for i in idx]))
 
     # ---- safetensors files
     def save_tensor_to_safetensor(self, key, file_name=None):

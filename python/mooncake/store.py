@@ -141,9 +141,10 @@ class MooncakeHostMemAllocator:
         return p.value
 
     def free(self, ptr):
-        if ptr not in self._live:
+        try:
+            self._live.remove(ptr)  # one step: two threads freeing one pointer cannot both get past it
+        except KeyError:
             return -1
-        self._live.discard(ptr)
         _libc.free(ptr)
         return 0
 
@@ -207,6 +208,34 @@ def _rc(config, call):
     if not isinstance(config, ReplicateConfig):
         raise TypeError("config: expected ReplicateConfig, got %s" % type(config).__name__)
     return config._to_mmc(call)
+
+
+def _only_good(good, call, *cols):
+    """call(*cols) over the entries where good holds, INVALID_PARAMS for the others, in order."""
+    out = [INVALID_PARAMS] * len(good)
+    idx = [i for i, g in enumerate(good) if g]
+    if idx:
+        for i, r in zip(idx, call(*[[c[i] for i in idx] for c in cols])):
+            out[i] = r
+    return out
+
+
+def _layers_good(all_ptrs, all_sizes):
+    """Per key whether its buffers can go in one layer call: 1 to LAYERS_MAX of them, a size for each, none NULL
+    or empty (libmmc refuses the whole call over one that cannot)."""
+    out = []
+    for p, n in zip(all_ptrs, all_sizes):
+        try:
+            out.append(bool(0 < len(p) <= LAYERS_MAX and len(p) == len(n) and all(p) and all(n)))
+        except TypeError:
+            out.append(True)  # not sequences: the call says what is wrong with them
+    return out
+
+
+def _nonempty(value, name):
+    """Whether value holds bytes to put (TypeError when it is not a buffer at all)."""
+    with A.Buffer(value, name) as b:
+        return b.len > 0
 
 
 def _groups_ok(config, n):
@@ -435,8 +464,17 @@ class MooncakeDistributedStore(TensorCalls, Sessions):
 
     # ---- buffers
     def register_buffer(self, buffer_ptr, size):
+        """0 or a code. An address registered already: 0 again for its size; for another size the registration is
+        replaced (memory freed and allocated again at the address). Mooncake unregisters by address, so a second
+        registration beside the first could never be undone."""
         if not self._ready():
             return INVALID_PARAMS
+        have = self._regs.get(A.uint(buffer_ptr, "buffer_ptr"))
+        if have is not None:
+            if have == A.uint(size, "size"):
+                return 0
+            self._d.unregister_buffer(buffer_ptr, have)
+            del self._regs[buffer_ptr]
         rc = self._d.register_buffer(buffer_ptr, size)
         if rc == 0:
             self._regs[buffer_ptr] = size
@@ -589,15 +627,25 @@ class MooncakeDistributedStore(TensorCalls, Sessions):
         buffer + dst_offset, or a negative code (OBJECT_NOT_FOUND, INVALID_PARAMS for a range outside the object).
         mmc has no partial read on the wire yet: each object is read whole (one batch per buffer) and its ranges
         copied."""
+        cols = [A.seq(c, name) for c, name in ((all_keys, "all_keys"), (all_dst_offsets, "all_dst_offsets"),
+                                                 (all_src_offsets, "all_src_offsets"), (all_sizes, "all_sizes"))]
+        ptrs = A.seq(buffer_ptrs, "buffer_ptrs")
+        if any(len(c) != len(ptrs) for c in cols):  # zip would drop what does not pair up, unanswered
+            return [[[INVALID_PARAMS] for _ in keys] for keys in cols[0]]
         out = []
-        for ptr, keys, dsts, srcs, sizes in zip(buffer_ptrs, all_keys, all_dst_offsets, all_src_offsets, all_sizes):
-            keys = list(keys)
+        for ptr, keys, dsts, srcs, sizes in zip(ptrs, *cols):
+            keys, dsts, srcs, sizes = list(keys), list(dsts), list(srcs), list(sizes)
+            if not len(keys) == len(dsts) == len(srcs) == len(sizes):
+                out.append([[INVALID_PARAMS] for _ in keys])
+                continue
             handles = self.batch_get_buffer(keys) if keys else []
             out.append([self._copy_ranges(int(ptr), h, d, s, n) for h, d, s, n in zip(handles, dsts, srcs, sizes)])
         return out
 
     @staticmethod
     def _copy_ranges(ptr, handle, dsts, srcs, sizes):
+        if not len(dsts) == len(srcs) == len(sizes):
+            return [INVALID_PARAMS] * max(len(dsts), len(srcs), len(sizes))
         if handle is None:
             return [OBJECT_NOT_FOUND] * len(sizes)
         got = []
@@ -637,8 +685,15 @@ class MooncakeDistributedStore(TensorCalls, Sessions):
         ps, ns = A.seq(buffer_ptrs, "buffer_ptrs"), A.seq(sizes, "sizes")
         if len(ps) != len(ks) or len(ns) != len(ks):
             return [INVALID_PARAMS] * len(ks)
+        return self._put_from_checked(ks, ps, ns, rc)
+
+    def _put_from_checked(self, ks, ps, ns, rc):
+        """batch_put_from once its config was checked (rc: mmc's; group_ids were checked for the whole batch)."""
         if len(ks) > BATCH_MAX:
-            return _in_chunks(lambda k, p, n: self.batch_put_from(k, p, n, config), len(ks), ks, ps, ns)
+            return _in_chunks(lambda k, p, n: self._put_from_checked(k, p, n, rc), len(ks), ks, ps, ns)
+        good = [bool(p and n) for p, n in zip(ps, ns)]
+        if not all(good):  # libmmc refuses a whole call over one NULL buffer or empty size; Mooncake that key
+            return _only_good(good, lambda k, p, n: self._put_from_checked(k, p, n, rc), ks, ps, ns)
         res = [mooncake_code(r) for r in self._d.batch_put_from(ks, ps, ns, _H2G, rc)]
         self._tally_puts(res, ns)
         return res
@@ -688,10 +743,18 @@ class MooncakeDistributedStore(TensorCalls, Sessions):
         ks, rc, refused = self._batch_put_start("batch_put_from_multi_buffers", keys, config)
         if refused is not None:
             return refused
+        return self._put_layers_checked(ks, all_buffer_ptrs, all_sizes, rc)
+
+    def _put_layers_checked(self, ks, all_buffer_ptrs, all_sizes, rc):
+        """batch_put_from_multi_buffers once its config was checked (as _put_from_checked)."""
         if len(ks) > BATCH_MAX:
-            return _in_chunks(lambda k, p, n: self.batch_put_from_multi_buffers(k, p, n, config), len(ks), ks,
+            return _in_chunks(lambda k, p, n: self._put_layers_checked(k, p, n, rc), len(ks), ks,
                               A.seq(all_buffer_ptrs, "all_buffer_ptrs"), A.seq(all_sizes, "all_sizes"))
-        res = self._d.batch_put_from_layers(ks, all_buffer_ptrs, all_sizes, _H2G, rc)
+        pp, ss = A.seq(all_buffer_ptrs, "all_buffer_ptrs"), A.seq(all_sizes, "all_sizes")
+        good = _layers_good(pp, ss)
+        if len(pp) == len(ks) == len(ss) and not all(good):
+            return _only_good(good, lambda k, p, n: self._put_layers_checked(k, p, n, rc), ks, pp, ss)
+        res = self._d.batch_put_from_layers(ks, pp, ss, _H2G, rc)
         if len(res) != len(ks):
             return [INVALID_PARAMS] * len(ks)
         res = [mooncake_code(r) for r in res]
@@ -708,7 +771,11 @@ class MooncakeDistributedStore(TensorCalls, Sessions):
         if len(ks) > BATCH_MAX:
             return _in_chunks(self.batch_get_into_multi_buffers, len(ks), ks,
                               A.seq(all_buffer_ptrs, "all_buffer_ptrs"), A.seq(all_sizes, "all_sizes"))
-        res = self._d.batch_get_into_layers(ks, all_buffer_ptrs, all_sizes, _G2H)
+        pp, ss = A.seq(all_buffer_ptrs, "all_buffer_ptrs"), A.seq(all_sizes, "all_sizes")
+        good = _layers_good(pp, ss)
+        if len(pp) == len(ks) == len(ss) and not all(good):
+            return _only_good(good, self.batch_get_into_multi_buffers, ks, pp, ss)
+        res = self._d.batch_get_into_layers(ks, pp, ss, _G2H)
         if len(res) != len(ks):
             return [INVALID_PARAMS] * len(ks)
         sizes = A.seq(all_sizes, "all_sizes")
@@ -716,7 +783,8 @@ class MooncakeDistributedStore(TensorCalls, Sessions):
         self._tally_gets(out)
         return out
 
-    # ---- upserts: remove, then put (not atomic: a reader in between misses)
+    # ---- upserts: remove, then put (not atomic: a reader in between misses). A put that would be refused is
+    # refused before anything is removed: an upsert that fails on its arguments keeps the value stored.
     def _clear(self, keys):
         """Removes keys before an upsert: per key 0 or the code that stops it (absent keys are fine)."""
         ks = A.keys(keys)
@@ -726,36 +794,54 @@ class MooncakeDistributedStore(TensorCalls, Sessions):
         lib.mmc_batch_remove(self._d._s, A.key_array(ks), len(ks), A.addr(res))
         return [0 if r in _MISSING else mooncake_code(r) for r in res]
 
-    def _upsert_one(self, key, put):
+    def _upsert_keys(self, ks, good, put):
+        """Per key 0 or a code: the keys checked good are removed, then put(their indices) puts them (a code per
+        key); the others answer INVALID_PARAMS and keep their values."""
+        idx = [i for i, g in enumerate(good) if g]
+        out = [INVALID_PARAMS] * len(ks)
+        if not idx:
+            return out
+        cleared = self._clear([ks[i] for i in idx])
+        for i, c, r in zip(idx, cleared, put(idx)):
+            out[i] = c or r
+        return out
+
+    def _upsert_one(self, key, good, put):
         if not self._ready():
             return INVALID_PARAMS
-        r = self._clear([key])[0]
-        return r if r else put()
+        return self._upsert_keys([A.key(key)], [good], lambda idx: [put()])[0]
 
     def upsert(self, key, value, config=None):
-        return self._upsert_one(key, lambda: self.put(key, value, config))
+        good = _rc(config, "upsert") is not None and _nonempty(value, "value")
+        return self._upsert_one(key, good, lambda: self.put(key, value, config))
 
     def upsert_from(self, key, buffer_ptr, size, config=None):
-        return self._upsert_one(key, lambda: self.put_from(key, buffer_ptr, size, config))
+        good = _rc(config, "upsert_from") is not None and A.uint(buffer_ptr, "buffer_ptr") and A.uint(size, "size")
+        return self._upsert_one(key, bool(good), lambda: self.put_from(key, buffer_ptr, size, config))
 
     def upsert_parts(self, key, *parts, config=None):
-        return self._upsert_one(key, lambda: self.put_parts(key, *parts, config=config))
+        good = _rc(config, "upsert_parts") is not None and any(_nonempty(p, "parts") for p in parts)
+        return self._upsert_one(key, good, lambda: self.put_parts(key, *parts, config=config))
 
     def upsert_batch(self, keys, values, config=None):
-        """0 or the first failure, as put_batch."""
+        """0 or the first failure, as put_batch; a batch put_batch would refuse removes nothing."""
         if not self._ready():
             return INVALID_PARAMS
-        ks = A.seq(keys, "keys")
+        ks, vs = A.seq(keys, "keys"), A.seq(values, "values")
+        if len(ks) != len(vs) or _rc(config, "upsert_batch") is None or not all(_nonempty(v, "values") for v in vs):
+            return INVALID_PARAMS
         bad = next((r for r in self._clear(ks) if r), 0) if ks else 0
-        return bad or self.put_batch(ks, values, config)
+        return bad or self.put_batch(ks, vs, config)
 
     def batch_upsert_from(self, keys, buffer_ptrs, sizes, config=None):
-        ks = A.seq(keys, "keys")
-        if not self._ready():
+        ks, rc, refused = self._batch_put_start("batch_upsert_from", keys, config)
+        if refused is not None:
+            return refused
+        ps, ns = A.u64s(buffer_ptrs, "buffer_ptrs"), A.u64s(sizes, "sizes")
+        if len(ps) != len(ks) or len(ns) != len(ks):
             return [INVALID_PARAMS] * len(ks)
-        cleared = self._clear(ks) if ks else []
-        res = self.batch_put_from(ks, buffer_ptrs, sizes, config)
-        return [c or r for c, r in zip(cleared, res)] if len(res) == len(cleared) else res
+        return self._upsert_keys(ks, [p and n for p, n in zip(ps, ns)], lambda idx: self._put_from_checked(
+            [ks[i] for i in idx], [ps[i] for i in idx], [ns[i] for i in idx], rc))
 
     # ---- queries and removal
     def is_exist(self, key):

@@ -467,6 +467,10 @@ class Surface(StoreTest):
         self.assertEqual(self.s.get_into_ranges([dst.ctypes.data], [[k]], [[[0]]], [[[62]]], [[[4]]]),
                          [[[mc.INVALID_PARAMS]]], "a range past the object's end")
         self.assertEqual(self.s.get_into_ranges([], [], [], [], []), [])
+        self.assertEqual(self.s.get_into_ranges([dst.ctypes.data], [[k, k]], [[[0], [4]]], [[[0]]], [[[4], [4]]]),
+                         [[[mc.INVALID_PARAMS], [mc.INVALID_PARAMS]]], "lists that do not pair up: each key says so")
+        self.assertEqual(self.s.get_into_ranges([dst.ctypes.data], [[k]], [[[0, 4]]], [[[0]]], [[[4, 4]]]),
+                         [[[mc.INVALID_PARAMS, mc.INVALID_PARAMS]]])
 
     def test_put_parts(self):
         k = self.key("a")
@@ -535,6 +539,53 @@ class Surface(StoreTest):
         self.assertEqual(self.s.upsert_tensor(k, torch.arange(3)), 0)
         self.assertTrue(torch.equal(self.s.get_tensor(k), torch.arange(3)))
 
+    def test_a_refused_upsert_keeps_the_value(self):
+        """An upsert removes, then puts: one whose put would be refused (its config, its lengths, an empty or NULL
+        buffer, no tensor) is refused before anything is removed; it used to lose the stored value."""
+        ks = [self.key("a"), self.key("b")]
+        self.assertEqual(self.s.upsert_batch(ks, [b"A", b"B"]), 0)
+        hard = ReplicateConfig()
+        hard.with_hard_pin = True
+        self.assertEqual(self.s.upsert(ks[0], b"w", hard), mc.INVALID_PARAMS)
+        self.assertEqual(self.s.upsert(ks[0], b""), mc.INVALID_PARAMS)
+        self.assertEqual(self.s.upsert_from(ks[0], 0, 1), mc.INVALID_PARAMS)
+        self.assertEqual(self.s.upsert_parts(ks[0], b""), mc.INVALID_PARAMS)
+        self.assertEqual(self.s.upsert_batch(ks, [b"1"]), mc.INVALID_PARAMS)
+        with self.assertRaises(TypeError):
+            self.s.upsert(ks[0], 12345)
+        src = np.frombuffer(b"xy", dtype=np.uint8)
+        self.assertEqual(self.s.batch_upsert_from(ks, [src.ctypes.data, 0], [2, 2]), [0, mc.INVALID_PARAMS],
+                         "a NULL buffer fails its key alone")
+        self.assertEqual(self.s.batch_upsert_tensor(ks, [torch.arange(2)]), [mc.INVALID_PARAMS] * 2)
+        self.assertEqual(self.s.batch_upsert_tensor(ks, [torch.arange(2), "not a tensor"]), [0, mc.INVALID_PARAMS])
+        self.assertTrue(torch.equal(self.s.get_tensor(ks[0]), torch.arange(2)))
+        self.assertEqual(self.s.get(ks[1]), b"B", "every refusal kept the value")
+
+    def test_a_bad_key_fails_alone(self):
+        """libmmc refuses a whole call over one NULL buffer or empty size; Mooncake fails that key alone."""
+        ks = [self.key("good"), self.key("null"), self.key("empty")]
+        src = np.arange(8, dtype=np.uint8)
+        p = src.ctypes.data
+        self.assertEqual(self.s.batch_put_from(ks, [p, 0, p], [8, 8, 0]), [0, mc.INVALID_PARAMS, mc.INVALID_PARAMS])
+        self.assertEqual(self.s.batch_put_from_multi_buffers(ks, [[p], [p, 0], []], [[8], [4, 4], []]),
+                         [0, mc.INVALID_PARAMS, mc.INVALID_PARAMS])
+        dst = np.zeros(8, dtype=np.uint8)
+        self.assertEqual(self.s.batch_get_into_multi_buffers(ks[:2], [[dst.ctypes.data], [0]], [[8], [8]]),
+                         [8, mc.INVALID_PARAMS])
+        self.assertEqual(dst.tolist(), list(range(8)))
+
+    def test_registering_an_address_again(self):
+        """Mooncake unregisters by address: a second registration of one address replaces the first (memory freed
+        and allocated again there), so that one unregister_buffer undoes it all."""
+        buf = np.zeros(8192, dtype=np.uint8)
+        p = buf.ctypes.data
+        self.assertEqual(self.s.register_buffer(p, 4096), 0)
+        self.assertEqual(self.s.register_buffer(p, 4096), 0)
+        self.assertEqual(self.s.register_buffer(p, 8192), 0)
+        self.assertEqual(self.s.unregister_buffer(p), 0)
+        self.assertNotEqual(_lib.lib.mmc_unregister_buffer(self.s._d._s, p, 4096), 0, "the first is gone")
+        self.assertNotEqual(_lib.lib.mmc_unregister_buffer(self.s._d._s, p, 8192), 0, "and the second")
+
     def test_group_ids(self):
         ks = [self.key("k"), self.key("v")]
         src = np.arange(64, dtype=np.uint8)
@@ -542,6 +593,14 @@ class Surface(StoreTest):
         rc.group_ids = ["sglang-hicache:page0"] * 2
         self.assertEqual(self.s.batch_put_from(ks, [src.ctypes.data] * 2, [64, 32], rc), [0, 0])
         self.assertEqual(self.s.batch_put_from_multi_buffers(ks, [[src.ctypes.data]] * 2, [[64]] * 2, rc), [0, 0])
+        n = mc.BATCH_MAX + 1  # past one libmmc batch: the ids are checked against the whole batch, once
+        big = new_store(self.meta, lend=80 << 20)
+        try:
+            rc.group_ids = ["g"] * n
+            self.assertEqual(big.batch_put_from([self.key("g%d" % i) for i in range(n)], [src.ctypes.data] * n,
+                                                [1] * n, rc), [0] * n)
+        finally:
+            big.close()
         rc.group_ids = ["one id for two keys"]
         self.assertEqual(self.s.batch_put_from([self.key("x"), self.key("y")], [src.ctypes.data] * 2, [1, 1], rc),
                          [mc.INVALID_PARAMS] * 2)

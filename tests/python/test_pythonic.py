@@ -167,6 +167,15 @@ class Pythonic(mmctest.ServerTest):
             self.assertEqual(s.get("py/s2"), np.float64(2.5).tobytes())
             self.assertEqual(s.get("py/s3"), np.int32(7).tobytes())
 
+    def test_a_numpy_integer_with_a_size_is_an_address(self):
+        """Addresses kept in numpy arrays (tensor data_ptr()s) come out as numpy integers: with size= one is an
+        address, as an int is; it used to store the 8 bytes of the address itself."""
+        with self.open() as s:
+            src = np.arange(16, dtype=np.uint8)
+            addrs = np.array([src.ctypes.data], dtype=np.uint64)
+            s.put("py/np-addr", addrs[0], size=16)
+            self.assertEqual(s.get("py/np-addr"), bytes(range(16)))
+
     def test_a_registered_buffer_cannot_move(self):
         with self.open() as s:
             ba = bytearray(1 << 16)
