@@ -338,12 +338,16 @@ static void let_go_of_dram(struct meta *m, struct object *o, struct service *svc
 {
 	struct object *z;
 
-	if (!object_leased(o, clock_ms()) || !(z = objects_dram_copy(m, o, svc, offset, unlink_seq))) {
-		/* no reader (or no memory to track them: the lease bound still protects them poorly, so log it) */
-		if (o->leases)
-			log_warn("op=demote key=\"%.*s\" err=no_memory_for_reader_copy", (int)o->keylen, object_key(o));
+	if (!object_leased(o, clock_ms())) {
 		space_release(m, svc, MMC_MEDIA_DRAM, offset, unlink_seq);
 		objects_space_freed(m);
+		return;
+	}
+	if (!(z = objects_dram_copy(m, o, svc, offset, unlink_seq))) {
+		/* out of memory for the copy that holds the readers' leases: the range stays out of use in this run
+		 * rather than be given to a put while they read it */
+		log_warn("op=demote key=\"%.*s\" err=no_memory_for_reader_copy", (int)o->keylen, object_key(o));
+		space_release(m, svc, MMC_MEDIA_DRAM, offset, ALLOC_SEQ_NEVER);
 		return;
 	}
 	z->id = o->id; /* the readers' releases name this id */
@@ -361,11 +365,14 @@ static int finish_demote(struct meta *m, struct task *t, int result)
 	if (result == 0 && o->state == MMC_BLOB_READABLE && b && b->media == MMC_MEDIA_DRAM) {
 		uint64_t dram = blob_offset(b);
 
-		/* the record moves to SSD first: the DRAM range is reused only once no record on disk names it */
+		uint64_t seq = 0;
+
+		/* the record moves to SSD first: the DRAM range is reused only once no record on disk names it, never
+		 * in this run when the new record could not even be queued (the old one, naming DRAM, stays) */
 		blob_move(b, MMC_MEDIA_SSD, t->dst_offset);
 		if (o->persisted)
-			object_persist(m, o);
-		let_go_of_dram(m, o, blob_svc(b), dram, o->persisted ? persist_wait_seq(m->persist) : 0);
+			seq = object_persist(m, o) ? persist_wait_seq(m->persist) : ALLOC_SEQ_NEVER;
+		let_go_of_dram(m, o, blob_svc(b), dram, seq);
 		olist_del(o);
 		lru_push(m, o);
 		return 0;
@@ -500,15 +507,19 @@ void tier_task_done(struct meta *m, const struct service *svc, uint64_t id, int 
  */
 void tier_moves_lost(struct meta *m, struct service *svc)
 {
-	struct list *it, *next;
+	struct list lost = LIST_INIT(lost), *it, *next;
 
+	/* set aside first: a completion's reply may close a connection (out of memory) and so run this for another
+	 * service, which frees its own tasks, the next of a walk over the shared list among them */
 	for (it = m->policy->tasks.next; it != &m->policy->tasks; it = next) {
-		struct task *t = list_entry(it, struct task, link);
-
 		next = it->next;
-		if (t->svc == svc)
-			complete(m, t, MMC_ERROR);
+		if (list_entry(it, struct task, link)->svc == svc) {
+			list_del(it);
+			list_add_tail(&lost, it);
+		}
 	}
+	while (!list_empty(&lost))
+		complete(m, list_entry(lost.next, struct task, link), MMC_ERROR);
 }
 
 void tier_session_closed(struct meta *m, struct session *s)

@@ -544,7 +544,7 @@ int objects_tables_open(struct meta *m)
 }
 
 /* kept: persist_put_kept, for a record moved to a new id (its old id's delete is retried if its batch fails) */
-static void persist_record(struct meta *m, struct object *o, bool kept)
+static bool persist_record(struct meta *m, struct object *o, bool kept)
 {
 	union { /* the record, then the key right after its last blob */
 		struct rec rec;
@@ -576,12 +576,14 @@ static void persist_record(struct meta *m, struct object *o, bool kept)
 		o->persisted = true;
 		o->stamp_dirty = false;
 		o->rec_seq = persist_wait_seq(m->persist);
+		return true;
 	}
+	return false;
 }
 
-void object_persist(struct meta *m, struct object *o)
+bool object_persist(struct meta *m, struct object *o)
 {
-	persist_record(m, o, false);
+	return persist_record(m, o, false);
 }
 
 void object_persist_moved(struct meta *m, struct object *o)

@@ -206,8 +206,9 @@ int objects_ids_load(struct meta *m, uint64_t max_id);
 int object_record_del(struct meta *m, uint64_t id);
 /* Opens the tables of the object records (object_rec.h) in m->persist. Returns 0 or MMC_ERROR. */
 int objects_tables_open(struct meta *m);
-/* Writes o's record (READABLE objects) into this turn's transaction. */
-void object_persist(struct meta *m, struct object *o);
+/* Writes o's record (READABLE objects) into this turn's transaction. False when it could not be queued (out of
+ * memory): the store keeps the record it had. */
+bool object_persist(struct meta *m, struct object *o);
 /* object_persist of an object object_renumber moved: a failed batch queues the record again with its old id's
  * delete (persist_put_kept), so that the delete never lands without it. */
 void object_persist_moved(struct meta *m, struct object *o);
