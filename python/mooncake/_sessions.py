@@ -36,17 +36,26 @@ def _code(rc):
 
 
 class SessionTable:
-    """The open sessions of one store: key (bytes) -> (gva, size), one map per direction. Thread-safe."""
+    """The open sessions of one store: key (bytes) -> (gva, size), one map per direction; and per get session the
+    starts not ended yet (threads loading one page each start and end it: the lease goes with the last end, not
+    under another thread's read). Thread-safe."""
 
     def __init__(self):
         self.lock = threading.Lock()
         self.puts = {}
         self.gets = {}
+        self.get_opens = {}
 
     def clear(self):
         with self.lock:
             self.puts.clear()
             self.gets.clear()
+            self.get_opens.clear()
+
+    def end_get(self, k):
+        """Under lock: forgets get session k (its key is gone, or its last start ended)."""
+        self.gets.pop(k, None)
+        self.get_opens.pop(k, None)
 
 
 def _column(rows, name):
@@ -206,14 +215,19 @@ class Sessions:
 
     def batch_get_session_start_with_sources(self, keys):
         """batch_get_session_start(), and per key where its bytes came from: "memory", "local_disk" (the SSD tier,
-        brought back to DRAM by this start) or None (not started), as SGLang's direct linker reads them."""
+        brought back to DRAM by this start) or None (not started), as SGLang's direct linker reads them. A key
+        started n times (by threads loading the same page) stays open until its n-th end."""
+        return self._get_start(keys, True)
+
+    def _get_start(self, keys, counted):
+        """A get sessions' start; counted: it is one more the keys' ends must match (a refresh is not)."""
         ks = A.keys(keys)
         if not self._ready():
             return [INVALID_PARAMS] * len(ks), [None] * len(ks)
         if not ks:
             return [], []
         if len(ks) > BATCH_MAX:
-            both = in_chunks(lambda k: list(zip(*self.batch_get_session_start_with_sources(k))), len(ks), ks)
+            both = in_chunks(lambda k: list(zip(*self._get_start(k, counted))), len(ks), ks)
             return [r for r, _ in both], [src for _, src in both]
         out = [INVALID_PARAMS] * len(ks)
         taken = set()
@@ -226,6 +240,10 @@ class Sessions:
                 for i in self._lease(ks, on_ssd, out, taken):
                     out[i] = OBJECT_NOT_FOUND  # back on SSD already: as good as gone for ranges
         self._drop_unused_leases(ks, out, taken)
+        if counted:
+            with self._sessions.lock:
+                for k in dict.fromkeys(k for i, k in enumerate(ks) if not out[i] and k in self._sessions.gets):
+                    self._sessions.get_opens[k] = self._sessions.get_opens.get(k, 0) + 1
         self.counters.add("get", len(ks), sum(1 for r in out if r), 0)
         disk = set(on_ssd)
         return out, [None if r else "local_disk" if i in disk else "memory" for i, r in enumerate(out)]
@@ -250,7 +268,7 @@ class Sessions:
             for j, i in enumerate(idx):
                 out[i] = _code(rc or res[j])
                 if out[i]:  # an open session of a key gone since ends here
-                    self._sessions.gets.pop(names[j], None)
+                    self._sessions.end_get(names[j])
         if not leased:
             return []
         infos = (_lib.mmc_key_info * len(leased))()
@@ -261,7 +279,7 @@ class Sessions:
                 mem = [j for j in range(min(info.blob_num, _lib.REPLICA_MAX)) if info.type[j] in (_HBM, _DRAM)]
                 if rc or not info.blob_num:
                     out[i] = _code(rc) if rc else OBJECT_NOT_FOUND
-                    self._sessions.gets.pop(k, None)
+                    self._sessions.end_get(k)
                 elif not mem:
                     on_ssd.append(i)
                 else:
@@ -279,12 +297,22 @@ class Sessions:
 
     def batch_get_session_end(self, keys):
         """Ends the keys' get sessions (keys with none are skipped) and releases their leases: 0, or a code when
-        the meta server could not be told (the leases then run out by themselves)."""
+        the meta server could not be told (the leases then run out by themselves). A key started by several
+        threads ends at its last end: before, one thread's end let the object go under another's range reads."""
         ks = A.keys(keys)
         if not self._ready():
             return INVALID_PARAMS
+        open_ = []
         with self._sessions.lock:
-            open_ = [k for k in dict.fromkeys(ks) if self._sessions.gets.pop(k, None) is not None]
+            for k in dict.fromkeys(ks):
+                if k not in self._sessions.gets:
+                    continue
+                left = self._sessions.get_opens.get(k, 1) - 1
+                if left > 0:
+                    self._sessions.get_opens[k] = left
+                else:
+                    self._sessions.end_get(k)
+                    open_.append(k)
         rc = 0
         for at in range(0, len(open_), BATCH_MAX):
             part = open_[at:at + BATCH_MAX]
@@ -302,7 +330,7 @@ class Sessions:
         with self._sessions.lock:
             idx = [i for i, k in enumerate(ks) if k in self._sessions.gets]
         out = [OBJECT_NOT_FOUND] * len(ks)
-        for i, r in zip(idx, self.batch_get_session_start([ks[i] for i in idx]) if idx else []):
+        for i, r in zip(idx, self._get_start([ks[i] for i in idx], False)[0] if idx else []):
             out[i] = r
         return out
 

@@ -224,6 +224,25 @@ class Sessions(mmctest.ServerTest):
         for s, d in zip(src, dst):
             self.assertTrue(np.array_equal(s, d))
 
+    def test_a_page_two_loads_share_ends_with_the_last(self):
+        """Two requests loading the same page (a shared prefix) each start and end its get session: the first end
+        leaves the second's reads leased (it used to end the lease under them, and the object could go); a
+        refresh is no start of its own."""
+        keys, src = self.keys(1), pages(1, 11)
+        self.write(keys, src)
+        self.assertEqual(self.b.batch_get_session_start(keys), [0])
+        self.assertEqual(self.b.batch_get_session_start(keys), [0])
+        self.assertEqual(self.b.batch_get_session_refresh(keys), [0])
+        self.assertEqual(self.b.batch_get_session_end(keys), 0)
+        out = [np.zeros_like(x) for x in src]
+        for layer in range(LAYERS):
+            self.assertEqual(self.b.batch_get_into_multi_buffer_ranges(keys, *layer_ranges(out, layer, 1)), [PAGE],
+                             "the other load's session is open")
+        self.assertTrue(all(np.array_equal(s, d) for s, d in zip(src, out)))
+        self.assertEqual(self.b.batch_get_session_end(keys), 0)
+        self.assertEqual(self.b.batch_get_into_multi_buffer_ranges(keys, *layer_ranges(out, 0, 1)),
+                         [mc.OBJECT_NOT_FOUND], "ended with the last end")
+
     def test_refresh_and_calls_before_setup(self):
         keys, src = self.keys(1), pages(1, 9)
         self.write(keys, src)
