@@ -22,13 +22,23 @@ struct reply {
 	struct object **found; /* a get's: each key's readable object or NULL, looked up once (find_gets) */
 };
 
-/* The next key's result: a code alone, or with o's size, checksum and live blobs (only blob pick when pick >= 0). */
-static void answer(struct reply *rp, int result, const struct object *o, int pick, uint64_t lease_ms, uint64_t token)
+/* The next key's result: a code alone. */
+static void answer_code(struct reply *rp, int result)
+{
+	key_reply_add_code(&rp->out, result);
+}
+
+/*
+ * The next key's result with o's size, checksum and live blobs (o NULL: size 0; pick >= 0: that blob only), and the
+ * lease granted on it if any: its length, the object it is on (token) and the record its release names (lease).
+ */
+static void answer(struct reply *rp, int result, const struct object *o, int pick, uint64_t lease_ms, uint64_t token,
+                   uint32_t lease)
 {
 	struct key_result kr;
 
 	if (!o && !lease_ms && !token) {
-		key_reply_add_code(&rp->out, result);
+		answer_code(rp, result);
 		return;
 	}
 	if (o) {
@@ -40,19 +50,6 @@ static void answer(struct reply *rp, int result, const struct object *o, int pic
 	kr.result = result;
 	kr.lease_ms = lease_ms;
 	kr.token = token;
-	kr.lease = 0;
-	key_reply_add(&rp->out, &kr);
-}
-
-/* A granted lease's result: o's size, checksum, blob pick (-1: all), the lease and the record its release names. */
-static void answer_leased(struct reply *rp, const struct object *o, int pick, uint64_t lease_ms, uint32_t lease)
-{
-	struct key_result kr;
-
-	key_result_note(&kr, o, pick);
-	kr.result = 0;
-	kr.lease_ms = lease_ms;
-	kr.token = o->id;
 	kr.lease = lease;
 	key_reply_add(&rp->out, &kr);
 }
@@ -112,7 +109,7 @@ static void op_commit(struct conn *c, const Mmc__Frame *f, const Mmc__KeyBatch *
 {
 	for (size_t i = 0; i < req->n_items; i++) {
 		objects_prefetch_step(c->m, rp->hash, req->n_items, i, false);
-		answer(rp, commit_one(c, req->items[i], rp->hash[i]), NULL, -1, 0, 0);
+		answer_code(rp, commit_one(c, req->items[i], rp->hash[i]));
 	}
 }
 
@@ -140,17 +137,17 @@ static void op_lease(struct conn *c, const Mmc__Frame *f, const Mmc__KeyBatch *r
 		struct object *o = lease_object(c, req, rp, i, &rc);
 
 		if (!o) {
-			answer(rp, rc, NULL, -1, 0, 0);
+			answer_code(rp, rc);
 			continue;
 		}
 		lease_ms = lease_grant(c->m, o, c->session.id, req->lease_ttl_ms, get);
 		if (!lease_ms) {
-			answer(rp, MMC_MALLOC_FAILED, NULL, -1, 0, o->id);
+			answer(rp, MMC_MALLOC_FAILED, NULL, -1, 0, o->id, 0);
 			continue;
 		}
 		object_touch(c->m, o);
-		answer_leased(rp, o, get ? object_pick_blob(c->m, o, &c->session) : -1, lease_ms,
-		              get ? lease_gen(o, c->session.id) : 0);
+		answer(rp, 0, o, get ? object_pick_blob(c->m, o, &c->session) : -1, lease_ms, o->id,
+		       get ? lease_gen(o, c->session.id) : 0);
 	}
 }
 
@@ -165,7 +162,7 @@ static void op_release(struct conn *c, const Mmc__Frame *f, const Mmc__KeyBatch 
 
 		objects_prefetch_step(c->m, rp->hash, req->n_items, i, false);
 		if (!object_key_ok(req->items[i]->key, &len)) {
-			answer(rp, MMC_INVALID_PARAM, NULL, -1, 0, 0);
+			answer_code(rp, MMC_INVALID_PARAM);
 			continue;
 		}
 		/* a get's release names the object it read (the key may have been removed and put again since) */
@@ -178,10 +175,10 @@ static void op_release(struct conn *c, const Mmc__Frame *f, const Mmc__KeyBatch 
 		if (!o || !lease_holds(o, c->session.id, all, gen) || (id && o->id != id))
 			o = objects_find_zombie(c->m, req->items[i]->key, len, c->session.id, id, all, gen);
 		if (!o || !lease_release(c->m, o, c->session.id, all, gen)) {
-			answer(rp, MMC_LEASE_EXPIRED, NULL, -1, 0, 0);
+			answer_code(rp, MMC_LEASE_EXPIRED);
 			continue;
 		}
-		answer(rp, 0, NULL, -1, 0, 0);
+		answer_code(rp, 0);
 		if (o->state == MMC_BLOB_REMOVING)
 			object_unpin(c->m, o);
 	}
@@ -198,7 +195,7 @@ static void op_simple(struct conn *c, const Mmc__Frame *f, const Mmc__KeyBatch *
 
 		objects_prefetch_step(c->m, rp->hash, req->n_items, i, lru);
 		if (!object_key_ok(req->items[i]->key, &len)) {
-			answer(rp, MMC_INVALID_PARAM, NULL, -1, 0, 0);
+			answer_code(rp, MMC_INVALID_PARAM);
 			continue;
 		}
 		o = object_find_hashed(c->m, req->items[i]->key, len, rp->hash[i]);
@@ -209,18 +206,19 @@ static void op_simple(struct conn *c, const Mmc__Frame *f, const Mmc__KeyBatch *
 			 * were) */
 			if (o && o->state == MMC_BLOB_ALLOCATED && o->gva && o->write_expiry_ms > clock_ms())
 				o = NULL;
-			answer(rp, o ? 0 : MMC_OBJECT_NOT_EXISTS, NULL, -1, 0, 0);
+			answer_code(rp, o ? 0 : MMC_OBJECT_NOT_EXISTS);
 			if (o)
 				object_drop_hashed(c->m, o, rp->hash[i]);
 			break;
 		case MMC__FRAME__BODY_EXIST:
 			exists = o && object_readable(o);
-			answer(rp, exists, NULL, -1, 0, 0);
+			answer_code(rp, exists);
 			if (exists)
 				object_touch(c->m, o);
 			break;
 		default: /* query: every live blob, in any state; absent is size 0 */
-			answer(rp, 0, o && (o->state != MMC_BLOB_READABLE || object_readable(o)) ? o : NULL, -1, 0, 0);
+			answer(rp, 0, o && (o->state != MMC_BLOB_READABLE || object_readable(o)) ? o : NULL, -1, 0, 0,
+			       0);
 			break;
 		}
 	}
