@@ -224,8 +224,6 @@ static bool committable(const struct batch *b)
 	return b->nops > b->nretried || (b->nops && b->nwaiters);
 }
 
-/* Gives the open batch to the writer, if it has writes and the writer has none: one batch flies at a time, and the
- * writer reads it unlocked, so it must never be replaced (or appended to) before it lands. */
 /* Closes the open batch (the other one, empty, opens) and returns it. */
 static struct batch *close_open(struct persist *p)
 {
@@ -235,15 +233,22 @@ static struct batch *close_open(struct persist *p)
 	return b;
 }
 
-static void hand_off(struct persist *p)
+/* Gives the open batch to the writer, which has none: one batch flies at a time, and the writer reads it unlocked, so
+ * it must never be replaced (or appended to) before it lands. */
+static void fly(struct persist *p)
 {
-	if (p->flying || !committable(p->open))
-		return;
 	p->flying = close_open(p);
 	pthread_mutex_lock(&p->mu);
 	p->busy = true;
 	pthread_cond_signal(&p->cv);
 	pthread_mutex_unlock(&p->mu);
+}
+
+/* fly, if the open batch has writes and the writer has none. */
+static void hand_off(struct persist *p)
+{
+	if (!p->flying && committable(p->open))
+		fly(p);
 }
 
 static bool writer_busy(struct persist *p)
@@ -570,12 +575,31 @@ fail:
 	return rc;
 }
 
+/*
+ * Deletes of a failed batch wait for the next write to go again (committable); at a close none comes, and a restart
+ * would load the records they delete (a removed key back). So they go once more, alone; if the store still refuses
+ * them, that is said.
+ */
+static void flush_retries(struct persist *p)
+{
+	size_t n = p->open->nops;
+
+	if (p->flying || !n)
+		return;
+	fly(p);
+	if (land(p))
+		log_error("op=persist_close err=\"the store refused the retried writes again\" writes=%zu (a restart "
+		          "may load records removed before the store failed)",
+		          n);
+}
+
 void persist_close(struct persist *p)
 {
 	if (!p)
 		return;
 	if (p->writer_started) {
 		persist_flush(p);
+		flush_retries(p);
 		pthread_mutex_lock(&p->mu);
 		p->stop = true;
 		pthread_cond_signal(&p->cv);

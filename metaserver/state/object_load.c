@@ -236,10 +236,8 @@ static int scan_one(void *arg, const void *key, size_t klen, const void *val, si
 	/* in the format-2 table: a record moved already by a move that stopped half-way, or one Redis gave twice */
 	if (l->keyed && object_find_hashed(l->m, okey, olen, hash))
 		return 0;
-	if (!(o = object_new(okey, olen, (uint8_t)rec.h.nblobs))) {
-		gone(l, id);
-		return 0;
-	}
+	if (!(o = object_new(okey, olen, (uint8_t)rec.h.nblobs)))
+		return MMC_MALLOC_FAILED; /* the load fails whole: a good record is never deleted for want of memory */
 	o->id = id; /* 0 in the format-2 table: the index gives it one */
 	if (id > l->max_id)
 		l->max_id = id;
@@ -603,7 +601,7 @@ int objects_load(struct meta *m)
 		build_lists(&l);
 	t[3] = clock_ns();
 	m->lru_saved = m->lru_clock;
-	for (size_t i = 0; i < l.ngone; i++)
+	for (size_t i = 0; i < l.ngone && rc == 0; i++) /* a load that failed changes nothing on disk */
 		object_record_del(m, l.gone[i]);
 	if (rc == 0 && l.nlosers && persist_flush(m->persist))
 		rc = MMC_ERROR; /* a key's other record must be gone from disk before its range serves another object */

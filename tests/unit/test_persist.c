@@ -992,6 +992,22 @@ BOTH(a_failed_delete_goes_again_only_where_the_table_asks)
 	persist_set_fence(p, NULL, NULL);
 }
 
+/* A retried delete waits for the next write; at a close none comes, so it goes alone once more: the key it removed
+ * does not come back with the next open. */
+BOTH(a_retried_delete_goes_at_a_close)
+{
+	put_and_land("gone", "1", 1);
+	persist_table_retry_deletes(tbl);
+	fence_ok = false;
+	persist_set_fence(p, fence, &fence_ok);
+	cr_assert_eq(persist_del(p, tbl, "gone", 4), 0);
+	cr_assert_eq(persist_flush(p), MMC_ERROR, "the store refuses");
+	__atomic_store_n(&fence_ok, true, __ATOMIC_RELEASE); /* it takes commits again; no write comes */
+	persist_close(p);
+	open_store();
+	cr_assert_not(stored("gone"), "a key removed before the store failed is back after a clean close");
+}
+
 /* "old" on disk, then moved to "new" (a kept delete and write) while the store refuses every commit. */
 static void move_while_refused(void)
 {
@@ -1128,6 +1144,52 @@ Test(persist_redis, a_write_redis_refuses_inside_exec_fails_the_batch, .init = s
 	cr_assert_eq(redis_proc_cmd(&rp, "SET mmc:t:t not-a-hash", reply, sizeof(reply)), 0);
 	seq = put_and_land("k", "1", 1);
 	cr_assert_eq(persist_seq_state(p, seq), PERSIST_SEQ_LOST, "WRONGTYPE inside EXEC is a failed commit");
+}
+
+/* arg: {id, found}; found set when the scan meets record id. */
+static int find_record(void *arg, const void *k, size_t klen, const void *v, size_t vlen)
+{
+	uint64_t *want = arg;
+
+	(void)v;
+	(void)vlen;
+	if (klen == REC_KEY_LEN && rec_id_of(k) == want[0])
+		want[1] = 1;
+	return 0;
+}
+
+/*
+ * A failed batch may still have taken an emptied block off the packed table's set (Redis ran its EXEC, then one
+ * command of it, or WAIT, fell short): the next record appended to that block lists it again, or a load, which reads
+ * listed blocks only, would not find an acknowledged record.
+ */
+Test(persist_redis, a_block_a_failed_batch_unlisted_is_listed_again_by_its_next_record, .init = setup_redis,
+     .fini = teardown)
+{
+	struct persist_table *t = packed_table();
+	unsigned char k[REC_KEY_LEN], v = 7;
+	uint64_t want[2] = {2, 0};
+	char reply[64];
+
+	cr_assert_eq(persist_scan(p, t, find_record, want), 0); /* loaded: the writer knows the table's blocks */
+	rec_key_of(0, k);
+	cr_assert_eq(persist_put(p, t, k, REC_KEY_LEN, &v, 1), 0);
+	cr_assert_eq(persist_flush(p), 0);
+	cr_assert_eq(persist_del(p, t, k, REC_KEY_LEN), 0);
+	cr_assert_eq(persist_flush(p), 0); /* block 0 is empty now: the next plan deletes it and takes it off the set */
+	cr_assert_eq(redis_proc_cmd(&rp, "SET mmc:t:t not-a-hash", reply, sizeof(reply)), 0);
+	cr_assert_eq(persist_put(p, tbl, "x", 1, "1", 1), 0); /* WRONGTYPE inside the EXEC: the batch fails */
+	rec_key_of(64, k);
+	cr_assert_eq(persist_put(p, t, k, REC_KEY_LEN, &v, 1), 0);
+	cr_assert_neq(persist_flush(p), 0);
+	cr_assert_eq(redis_int("SISMEMBER mmc:p:pk 0"), 0, "the failed batch's SREM landed (the case under test)");
+	cr_assert_eq(redis_proc_cmd(&rp, "DEL mmc:t:t", reply, sizeof(reply)), 0);
+	rec_key_of(2, k);
+	cr_assert_eq(persist_put(p, t, k, REC_KEY_LEN, &v, 1), 0);
+	cr_assert_eq(persist_flush(p), 0, "record 2 is acknowledged");
+	t = reopen_packed();
+	cr_assert_eq(persist_scan(p, t, find_record, want), 0);
+	cr_assert(want[1], "an acknowledged record is missing after a reopen: its block is on no list");
 }
 
 Test(persist_redis, a_commit_after_the_lock_key_moved_fails_at_redis, .init = setup_redis, .fini = teardown)
