@@ -9,9 +9,16 @@
 struct gva_tracker *gva_tracker_new(void)
 {
 	struct gva_tracker *t = calloc(1, sizeof(*t));
+	pthread_rwlockattr_t a;
 
-	if (t)
-		pthread_rwlock_init(&t->lock, NULL);
+	if (!t)
+		return NULL;
+	pthread_rwlock_init(&t->lock, NULL);
+	/* a remove waits for the adds in flight; adds asked after it wait for it, not it for every later add */
+	pthread_rwlockattr_init(&a);
+	pthread_rwlockattr_setkind_np(&a, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+	pthread_rwlock_init(&t->leases, &a);
+	pthread_rwlockattr_destroy(&a);
 	return t;
 }
 
@@ -20,6 +27,7 @@ void gva_tracker_free(struct gva_tracker *t)
 	if (!t)
 		return;
 	pthread_rwlock_destroy(&t->lock);
+	pthread_rwlock_destroy(&t->leases);
 	free(t->v);
 	free(t);
 }

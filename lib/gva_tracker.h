@@ -41,6 +41,13 @@ struct gva_entry {
 
 struct gva_tracker {
 	pthread_rwlock_t lock;
+	/*
+	 * Held shared by mmc_batch_add_lease() from its request to its grants' entry here, exclusive by
+	 * mmc_batch_remove_lease() over its drop here and its request: the server and this table then see one key's add
+	 * and remove in the same order (a remove sent after an add, whose drop ran before the add's grant was entered,
+	 * left a grant here on a lease the server had let go, and copies read a range reused meanwhile).
+	 */
+	pthread_rwlock_t leases;
 	struct gva_entry *v; /* sorted by start, then seq, between calls */
 	size_t n, cap;
 	uint64_t seq; /* the last entry's */

@@ -261,6 +261,7 @@ int mmc_batch_add_lease(mmc_store *s, const char *const *keys, size_t n, uint64_
 	l.losses = meta_conn_losses(s->meta); /* only now: s was checked */
 	k.req.lease_ttl_ms = lease_ttl_ms;
 	k.items = (struct wire_items){.n = n, .keys = keys};
+	pthread_rwlock_rdlock(&s->gva->leases);
 	rc = key_rpc_call(s, &k);
 	if (rc == 0 && l.got.failed)
 		rc = MMC_MALLOC_FAILED;
@@ -270,6 +271,7 @@ int mmc_batch_add_lease(mmc_store *s, const char *const *keys, size_t n, uint64_
 		rc = gva_tracker_add(s->gva, l.got.v, l.got.n);
 		pthread_rwlock_unlock(&s->gva->lock);
 	}
+	pthread_rwlock_unlock(&s->gva->leases);
 	gva_keys_fini(&ck);
 	free(l.got.v);
 	return rc ? fail_all(results, n, rc) : 0;
@@ -292,10 +294,12 @@ int mmc_batch_remove_lease(mmc_store *s, const char *const *keys, size_t n)
 		free(results);
 		return MMC_MALLOC_FAILED;
 	}
+	pthread_rwlock_wrlock(&s->gva->leases);
 	pthread_rwlock_wrlock(&s->gva->lock);
 	gva_tracker_drop_reads(s->gva, &ck, NULL, clock_ms(), held);
 	pthread_rwlock_unlock(&s->gva->lock);
 	rc = key_batch_codes(s, WB_REMOVE_LEASE, keys, NULL, n, 0, results);
+	pthread_rwlock_unlock(&s->gva->leases);
 	/* released where the record held it and the server let it go: a lease the server no longer has (lost with a
 	 * failover, reclaimed) was not; a key repeated in the batch is released by its first entry */
 	for (size_t i = 0; !rc && i < n; i++)

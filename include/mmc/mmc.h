@@ -697,9 +697,9 @@ MMC_API int mmc_evict_keys(mmc_store *s, const char *const *keys, size_t n, uint
  * @return MMC_OK when accepted; MMC_INVALID_PARAM (s, keys, n, results NULL); MMC_CLIENT_NOT_INIT;
  *         MMC_NOT_CONNECTED_META; MMC_TIMEOUT; MMC_MALLOC_FAILED (leases the server granted in the call run out at
  *         their TTL); MMC_INTERNAL_ERROR (every results[i] holds it).
- * Thread-safe. The lease is the store's: any of its threads may copy under it or release it. The store's GVA calls
- * (malloc, add_lease, remove_lease, write_finish, and the range checks of copy) share one lock, held over this
- * call's round trip.
+ * Thread-safe. The lease is the store's: any of its threads may copy under it or release it. Calls of one store
+ * to this function run side by side; one to mmc_batch_remove_lease() waits for those in flight, and those asked
+ * after it wait for it, so that a key's add and remove reach the server in the order the store records them.
  */
 MMC_API int mmc_batch_add_lease(mmc_store *s, const char *const *keys, size_t n, uint64_t lease_ttl_ms, int *results);
 
