@@ -52,16 +52,17 @@ static void keep_only(struct gva_tracker *t, bool (*keep)(const struct gva_entry
 	t->n = w;
 }
 
+/* arg: now, by clock_ms(). A read grant that ran out answers for nothing (copies and releases check its end), and a
+ * reader that lets its leases run out instead of releasing them would otherwise grow the table for good. */
 static bool not_gone(const struct gva_entry *e, const void *arg)
 {
-	(void)arg;
-	return !(e->retired && e->kind == GVA_READ);
+	return !(e->kind == GVA_READ && (e->retired || e->expiry_ms <= *(const uint64_t *)arg));
 }
 
-/* A retired read grant is of no use to anyone and goes; a write grant stays for its thread's finish. Sorted
- * entries; one pass: of the live entries of a kind only the last can overlap the next (the others end before
- * the last starts, so before the next does). */
-static void retire_overlapped(struct gva_tracker *t)
+/* A retired read grant is of no use to anyone and goes, as does one that ran out by now_ms; a write grant stays for
+ * its thread's finish. Sorted entries; one pass: of the live entries of a kind only the last can overlap the next
+ * (the others end before the last starts, so before the next does). */
+static void retire_overlapped(struct gva_tracker *t, uint64_t now_ms)
 {
 	struct gva_entry *last[GVA_READ + 1] = {NULL};
 
@@ -79,10 +80,10 @@ static void retire_overlapped(struct gva_tracker *t)
 		}
 		*l = e;
 	}
-	keep_only(t, not_gone, NULL);
+	keep_only(t, not_gone, &now_ms);
 }
 
-int gva_tracker_add(struct gva_tracker *t, const struct gva_entry *v, size_t n)
+int gva_tracker_add(struct gva_tracker *t, const struct gva_entry *v, size_t n, uint64_t now_ms)
 {
 	struct gva_entry *grown = n ? array_grow(t->v, &t->cap, t->n + n, sizeof(*grown), 64) : t->v;
 
@@ -99,7 +100,7 @@ int gva_tracker_add(struct gva_tracker *t, const struct gva_entry *v, size_t n)
 	/* an empty table has no array to hand qsort (NULL is undefined there even for no elements) */
 	if (t->n > 1) {
 		qsort(t->v, t->n, sizeof(*t->v), cmp_start);
-		retire_overlapped(t);
+		retire_overlapped(t, now_ms);
 	}
 	return 0;
 }

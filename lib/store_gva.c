@@ -53,7 +53,7 @@ static int grants_add(mmc_store *s, struct grants *g)
 
 	if (!rc && g->n) {
 		pthread_rwlock_wrlock(&s->gva->lock);
-		rc = gva_tracker_add(s->gva, g->v, g->n);
+		rc = gva_tracker_add(s->gva, g->v, g->n, clock_ms());
 		pthread_rwlock_unlock(&s->gva->lock);
 	}
 	free(g->v);
@@ -268,7 +268,7 @@ int mmc_batch_add_lease(mmc_store *s, const char *const *keys, size_t n, uint64_
 	if (rc == 0) { /* a key leased again: its old ranges are replaced */
 		pthread_rwlock_wrlock(&s->gva->lock);
 		gva_tracker_drop_reads(s->gva, &ck, results, 0, NULL);
-		rc = gva_tracker_add(s->gva, l.got.v, l.got.n);
+		rc = gva_tracker_add(s->gva, l.got.v, l.got.n, clock_ms());
 		pthread_rwlock_unlock(&s->gva->lock);
 	}
 	pthread_rwlock_unlock(&s->gva->leases);

@@ -36,7 +36,7 @@ static struct gva_entry grant(enum gva_kind kind, const char *key, uint64_t star
 
 static void add(struct gva_entry e)
 {
-	cr_assert_eq(gva_tracker_add(t, &e, 1), 0);
+	cr_assert_eq(gva_tracker_add(t, &e, 1, 0), 0);
 }
 
 static uint64_t token_at(uint64_t gva, uint64_t len, enum gva_kind kind)
@@ -93,6 +93,28 @@ Test(gva_tracker, a_read_grant_retired_is_gone_a_write_grant_stays_for_its_finis
 	cr_assert_eq(t->n, 2);
 	cr_assert_eq(token_at(0x20000, 0x1000, GVA_WRITE), 4, "the live grant stays");
 	gva_keys_fini(&k);
+}
+
+/* A reader that lets its leases run out instead of releasing them: each ran-out read grant goes at the next add. */
+Test(gva_tracker, read_grants_that_ran_out_go_at_the_next_add_write_grants_stay)
+{
+	struct gva_entry e;
+
+	for (uint64_t i = 0; i < 1000; i++) {
+		e = grant(GVA_READ, "r", 0x100000 + i * 0x1000, 0x1000, i + 1);
+		e.expiry_ms = 500;
+		cr_assert_eq(gva_tracker_add(t, &e, 1, 0), 0);
+	}
+	e = grant(GVA_WRITE, "w", 0x10000, 0x1000, 5000);
+	e.expiry_ms = 500;
+	cr_assert_eq(gva_tracker_add(t, &e, 1, 0), 0);
+	cr_assert_eq(t->n, 1001);
+	e = grant(GVA_READ, "late", 0x2000000, 0x1000, 6000);
+	e.expiry_ms = 2000;
+	cr_assert_eq(gva_tracker_add(t, &e, 1, 1000), 0);
+	cr_assert_eq(t->n, 2, "the 1000 read grants that ran out are gone");
+	cr_assert_eq(token_at(0x2000000, 0x1000, GVA_READ), 6000);
+	cr_assert_eq(token_at(0x10000, 0x1000, GVA_WRITE), 5000, "a write grant stays for its thread's finish");
 }
 
 static void *add_from_another_thread(void *arg)
