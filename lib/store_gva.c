@@ -113,7 +113,7 @@ int mmc_batch_malloc(mmc_store *s, const char *const *keys, const size_t *sizes,
 
 	if (gvas && n <= MMC_BATCH_MAX)
 		memset(gvas, 0, n * sizeof(*gvas));
-	if (!rc && (!sizes || !gvas || (media != MMC_MEDIA_DRAM && media != MMC_MEDIA_HBM)))
+	if (!rc && (!sizes || !gvas || media != MMC_MEDIA_DRAM))
 		rc = MMC_INVALID_PARAM;
 	for (size_t i = 0; !rc && i < n; i++)
 		if (!sizes[i])

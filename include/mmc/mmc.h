@@ -719,7 +719,8 @@ MMC_API int mmc_batch_remove_lease(mmc_store *s, const char *const *keys, size_t
  * Allocates n objects for the one-copy GVA flow. Each stays invisible to readers until mmc_batch_write_finish();
  * if this store neither finishes nor renews it within the write lease, the space is reclaimed.
  * @param sizes [in] n object sizes, > 0
- * @param media [in] MMC_MEDIA_DRAM (MMC_MEDIA_HBM only with an accelerator)
+ * @param media [in] MMC_MEDIA_DRAM; MMC_MEDIA_HBM is refused (MMC_INVALID_PARAM): no service of this build lends
+ *        accelerator memory, so no key could be placed there
  * @param lease_ttl_ms [in] write lease, 0: ock.mmc.meta.lease_ttl_ms
  * @param gvas [out] n entries: the GVA of each object's first byte; 0 when that key could not be allocated (no
  *             room, or it exists unfinished with another size: the reason is not reported per key). A key that

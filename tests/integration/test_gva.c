@@ -93,6 +93,10 @@ Test(gva, pending_writes_are_invisible_until_write_finish)
 	mmc_gva g;
 	void *b = buf, *bb = back;
 
+	gva = 1;
+	cr_assert_eq(mmc_batch_malloc(s, k, &size, 1, MMC_MEDIA_HBM, 0, &gva), MMC_INVALID_PARAM,
+	             "no service lends accelerator memory");
+	cr_assert_eq(gva, 0);
 	cr_assert_eq(mmc_batch_malloc(s, k, &size, 1, MMC_MEDIA_DRAM, 0, &gva), 0);
 	cr_assert_neq(gva, 0);
 	cr_assert_neq(mmc_is_exist(s, "pending"), 1);
