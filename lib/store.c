@@ -111,9 +111,18 @@ int store_check_ready(const struct mmc_store *s)
 	return atomic_load(&s->state) == ST_READY ? 0 : MMC_CLIENT_NOT_INIT;
 }
 
-bool store_key_ok(const char *key)
+bool store_key_ok(const mmc_store *s, const char *key)
 {
-	return key && key[0] && memchr(key, '\0', MMC_KEY_MAX + 1);
+	return key && key[0] && memchr(key, '\0', s->key_max + 1);
+}
+
+/* A tenant's keys are stored after its tag: a key the tag would push past MMC_KEY_MAX is refused here, with the
+ * call, rather than alone by the server while the rest of its batch is stored. */
+static size_t key_max_of(const struct client_conf *c)
+{
+	const char *t = c->cred.tenant;
+
+	return t[0] && strcmp(t, "default") != 0 ? MMC_KEY_MAX - 2 - strlen(t) : MMC_KEY_MAX;
 }
 
 /* Resolves cfg (NULL: defaults and $MMC_LOCAL_CONFIG_PATH) and, only when it is good, makes it the store's. The
@@ -135,6 +144,7 @@ static int configure(struct mmc_store *s, const mmc_local_config *cfg, const cha
 	if (s->has_conf)
 		lg_level_release(s->conf.log_level);
 	s->conf = *next;
+	s->key_max = key_max_of(&s->conf);
 	free(next);
 	lg_level_hold(s->conf.log_level);
 	s->has_conf = true;

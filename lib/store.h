@@ -30,6 +30,7 @@ struct mmc_store {
 	_Atomic unsigned calls; /* calls in progress (STORE_CALL): mmc_teardown waits for them */
 	unsigned fork_gen;      /* the fork generation it was made in (fork_guard.h): another is a forked child's */
 	struct client_conf conf;
+	size_t key_max; /* MMC_KEY_MAX, less a tenant's tag (0xFF name 0xFF) the server puts before each key */
 	bool has_conf;
 	bool init_bm;
 	uint32_t device_id;
@@ -88,6 +89,6 @@ struct store_call store_call_begin(struct mmc_store *s);
 void store_call_end(struct store_call *c);
 
 #define STORE_CALL(s) struct store_call store_call_ __attribute__((cleanup(store_call_end))) = store_call_begin(s)
-bool store_key_ok(const char *key);
+bool store_key_ok(const mmc_store *s, const char *key);
 
 #endif

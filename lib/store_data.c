@@ -804,7 +804,7 @@ static int check_batch(const mmc_store *s, const char *const *keys, size_t n, co
 	if (!keys || !results || n == 0 || n > MMC_BATCH_MAX)
 		return MMC_INVALID_PARAM;
 	for (size_t i = 0; i < n; i++)
-		if (!store_key_ok(keys[i]))
+		if (!store_key_ok(s, keys[i]))
 			return MMC_INVALID_PARAM;
 	return 0;
 }

@@ -21,7 +21,7 @@ static int check_keys(mmc_store *s, const char *const *keys, size_t n)
 	if (!keys || n == 0 || n > MMC_BATCH_MAX)
 		return MMC_INVALID_PARAM;
 	for (size_t i = 0; i < n; i++)
-		if (!store_key_ok(keys[i]))
+		if (!store_key_ok(s, keys[i]))
 			return MMC_INVALID_PARAM;
 	return 0;
 }
@@ -425,7 +425,7 @@ struct keyed {
  * or for the key at another place). */
 static int keyed_grant(struct mmc_store *s, const struct keyed *k, size_t i, bool write, const struct gva_entry **e)
 {
-	if (!store_key_ok(k->keys[i]) || !mmc_gva_valid(k->gvas[i]))
+	if (!store_key_ok(s, k->keys[i]) || !mmc_gva_valid(k->gvas[i]))
 		return MMC_INVALID_PARAM;
 	*e = gva_tracker_find(s->gva, k->gvas[i], 1, write ? GVA_WRITE : GVA_READ);
 	return *e && (*e)->start == k->gvas[i] && strcmp((*e)->key, k->keys[i]) == 0 ? 0 : MMC_LEASE_EXPIRED;

@@ -15,7 +15,7 @@ static int simple_batch(mmc_store *s, uint32_t body, const char *const *keys, si
 	if (!rc && (!keys || !results || n == 0 || n > MMC_BATCH_MAX))
 		rc = MMC_INVALID_PARAM;
 	for (size_t i = 0; !rc && i < n; i++)
-		if (!store_key_ok(keys[i]))
+		if (!store_key_ok(s, keys[i]))
 			rc = MMC_INVALID_PARAM;
 	if (rc)
 		return fail_all(results, n, rc);
@@ -122,7 +122,7 @@ int mmc_batch_get_key_info(mmc_store *s, const char *const *keys, size_t n, uint
 	if (!rc && (!keys || !out || n == 0 || n > MMC_BATCH_MAX))
 		rc = MMC_INVALID_PARAM;
 	for (size_t i = 0; !rc && i < n; i++)
-		if (!store_key_ok(keys[i]))
+		if (!store_key_ok(s, keys[i]))
 			rc = MMC_INVALID_PARAM;
 	if (!rc) {
 		k.items = (struct wire_items){.n = n, .keys = keys};

@@ -214,6 +214,31 @@ Test(tenants, the_secret_names_the_tenant)
 	mmc_destroy(s);
 }
 
+/* A tenant's keys are stored after its tag (0xFF alpha 0xFF: 7 bytes), so alpha's longest key is 248 bytes: a longer
+ * one fails the whole call, as any bad key does, instead of alone at the server while the rest is stored. */
+Test(tenants, a_key_too_long_for_the_tenant_s_tag_fails_its_call)
+{
+	char longest[MMC_KEY_MAX + 1], over[MMC_KEY_MAX + 1], buf[OBJ] = {0};
+	const char *keys[] = {"short", over};
+	const void *bufs[] = {buf, buf};
+	size_t sizes[] = {OBJ, OBJ};
+	int results[2];
+	mmc_store *s;
+
+	start("");
+	s = store_as("alpha", alpha_file, true);
+	memset(longest, 'k', MMC_KEY_MAX - 7);
+	longest[MMC_KEY_MAX - 7] = '\0';
+	memset(over, 'o', MMC_KEY_MAX - 6);
+	over[MMC_KEY_MAX - 6] = '\0';
+	put(s, longest, 3);
+	cr_assert_eq(get(s, longest), 3);
+	cr_assert_eq(mmc_batch_put_from(s, keys, bufs, sizes, 2, MMC_COPY_H2G, NULL, results), MMC_INVALID_PARAM);
+	cr_assert_eq(mmc_is_exist(s, "short"), 0, "a batch with a bad key stores nothing");
+	cr_assert_eq(mmc_is_exist(s, over), MMC_INVALID_PARAM);
+	mmc_destroy(s);
+}
+
 Test(tenants, a_burst_stays_inside_its_quota)
 {
 	mmc_store *d, *a, *b;
