@@ -6,6 +6,7 @@
 #ifndef MMC_CLOCK_H
 #define MMC_CLOCK_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -34,11 +35,27 @@ void clock_freeze(void);
 uint64_t clock_advance_ms(uint64_t ms);
 bool clock_is_frozen(void);
 
-/* Absolute CLOCK_REALTIME deadline for pthread_cond_timedwait, ms from now. */
+/*
+ * Initialises a condition variable whose waits time out at clock_deadline()s: they run on CLOCK_MONOTONIC, so a step
+ * of the wall clock (NTP, an operator) neither stretches a bounded wait nor ends it early.
+ */
+static inline int clock_cond_init(pthread_cond_t *c)
+{
+	pthread_condattr_t a;
+	int rc;
+
+	pthread_condattr_init(&a);
+	pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+	rc = pthread_cond_init(c, &a);
+	pthread_condattr_destroy(&a);
+	return rc;
+}
+
+/* Absolute CLOCK_MONOTONIC deadline, ms from now, for pthread_cond_timedwait on a clock_cond_init() variable. */
 static inline struct timespec clock_deadline(uint64_t ms)
 {
 	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
+	clock_gettime(CLOCK_MONOTONIC, &ts);
 	ts.tv_sec += (time_t)(ms / 1000);
 	ts.tv_nsec += (long)(ms % 1000) * 1000000L;
 	if (ts.tv_nsec >= 1000000000L) {

@@ -163,7 +163,7 @@ int meta_call(struct meta_conn *mc, uint32_t body, const pb_msgdesc_t *fields, c
 	/* the body is encoded before the lock (a batch of 10^3 keys takes a while), numbered under it */
 	if ((rc = wire_encode_body(b, body, fields, msg)))
 		return rc;
-	pthread_cond_init(&c->cond, NULL);
+	clock_cond_init(&c->cond);
 	c->done = false;
 	c->status = 0;
 	pthread_mutex_lock(&mc->lock);

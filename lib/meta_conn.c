@@ -371,8 +371,8 @@ int meta_conn_open(struct meta_conn **out, const struct client_conf *conf)
 	hmap_init(&mc->pending, mc_pending_hash, PENDING_MIN);
 	pthread_mutex_init(&mc->lock, NULL);
 	pthread_mutex_init(&mc->send_lock, NULL);
-	pthread_cond_init(&mc->state_cond, NULL);
-	pthread_cond_init(&mc->rd_cond, NULL);
+	clock_cond_init(&mc->state_cond);
+	clock_cond_init(&mc->rd_cond);
 	if (conf->tls.enable && !(mc->tls_ctx = meta_tls_ctx_new(conf))) {
 		meta_conn_close(mc);
 		return MMC_INVALID_PARAM;

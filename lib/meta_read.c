@@ -215,7 +215,7 @@ static int64_t ms_until(const struct timespec *dl)
 	struct timespec now;
 	int64_t ns;
 
-	clock_gettime(CLOCK_REALTIME, &now);
+	clock_gettime(CLOCK_MONOTONIC, &now);
 	ns = (int64_t)(dl->tv_sec - now.tv_sec) * 1000000000 + (dl->tv_nsec - now.tv_nsec);
 	return ns <= 0 ? 0 : (ns + 999999) / 1000000;
 }

@@ -233,7 +233,7 @@ int ha_open(struct ha **out, struct event_base *base, const struct ha_opts *o, v
 	h->arg = arg;
 	new_token(h->self.token, sizeof(h->self.token));
 	pthread_mutex_init(&h->mu, NULL);
-	pthread_cond_init(&h->cv, NULL);
+	clock_cond_init(&h->cv);
 	h->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	rc = ha_lock_open(&h->lock, o->lock_uri, o->lock_password_file, o->lease_ms / 5, err, errlen);
 	if (rc == 0 && (h->efd < 0 || !(h->ev = event_new(base, h->efd, EV_READ | EV_PERSIST, wake_cb, h)) ||
