@@ -73,7 +73,11 @@ struct persist {
 	uint64_t last_seq, durable_seq; /* newest batch numbered; newest batch committed (or failed) */
 	uint64_t failed_seq;            /* newest batch whose commit failed, 0: none */
 	uint64_t lost_upto;             /* batches up to this one count as failed (a failure we could not record) */
-	uint64_t *failed;               /* every batch whose commit failed, ascending: rare, so a plain array */
+	/* every batch whose commit failed, as ascending runs [lo, hi] of consecutive numbers: a store down for hours
+	 * fails every batch, one run; failures between commits are rare */
+	struct seq_run {
+		uint64_t lo, hi;
+	} * failed;
 	size_t nfailed, capfailed;
 	unsigned test_delay_ms; /* MMC_TEST_COMMIT_DELAY_MS: widens the window before a commit, for tests */
 	unsigned grouped;       /* persist_group_begin depth: no hand-off between two writes */
@@ -263,8 +267,13 @@ static bool writer_busy(struct persist *p)
 
 static void remember_failure(struct persist *p, uint64_t seq)
 {
-	uint64_t *f = array_grow(p->failed, &p->capfailed, p->nfailed + 1, sizeof(*f), 16);
+	struct seq_run *f;
 
+	if (p->nfailed && p->failed[p->nfailed - 1].hi + 1 == seq) {
+		p->failed[p->nfailed - 1].hi = seq;
+		return;
+	}
+	f = array_grow(p->failed, &p->capfailed, p->nfailed + 1, sizeof(*f), 16);
 	if (!f) { /* cannot tell this batch from a good one later: treat every batch up to it as lost */
 		log_error("op=persist_commit err=\"out of memory recording a failed batch\" seq=%llu",
 		          (unsigned long long)seq);
@@ -272,7 +281,7 @@ static void remember_failure(struct persist *p, uint64_t seq)
 		return;
 	}
 	p->failed = f;
-	p->failed[p->nfailed++] = seq;
+	p->failed[p->nfailed++] = (struct seq_run){seq, seq};
 }
 
 /* The loop is idle (commit_ev) or the open batch is MAX_BATCH_AGE_NS old (age_ev, which runs with the I/O: a loop
@@ -825,9 +834,9 @@ static bool batch_failed(const struct persist *p, uint64_t seq)
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 
-		if (p->failed[mid] == seq)
+		if (p->failed[mid].lo <= seq && seq <= p->failed[mid].hi)
 			return true;
-		if (p->failed[mid] < seq)
+		if (p->failed[mid].hi < seq)
 			lo = mid + 1;
 		else
 			hi = mid;

@@ -959,6 +959,29 @@ BOTH(a_fenced_commit_fails_and_reaches_nothing)
 	persist_set_fence(p, NULL, NULL);
 }
 
+/* Failed batches are kept as runs of numbers (a store down for hours fails every batch: one run, not a number each):
+ * every batch of a run, between runs and around them reads as it went. */
+BOTH(failed_batches_in_runs_each_read_as_they_went)
+{
+	uint64_t seq[40];
+	char key[16];
+
+	fence_ok = true;
+	persist_set_fence(p, fence, &fence_ok);
+	for (int i = 0; i < 40; i++) {
+		__atomic_store_n(&fence_ok, !(i >= 5 && i < 20) && i != 25 && i < 30, __ATOMIC_RELEASE);
+		snprintf(key, sizeof(key), "k%d", i);
+		seq[i] = put_and_land(key, "1", 1);
+	}
+	for (int i = 0; i < 40; i++) {
+		bool lost = (i >= 5 && i < 20) || i == 25 || i >= 30;
+
+		cr_assert_eq(persist_seq_state(p, seq[i]), lost ? PERSIST_SEQ_LOST : PERSIST_SEQ_DURABLE, "batch %d",
+		             i);
+	}
+	persist_set_fence(p, NULL, NULL);
+}
+
 /* A delete whose batch failed: dropped from a plain table (its key may be written again), queued again in a table
  * that asked for it, and a flush while the store still refuses returns instead of retrying for ever. */
 BOTH(a_failed_delete_goes_again_only_where_the_table_asks)
