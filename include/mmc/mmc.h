@@ -727,7 +727,8 @@ MMC_API int mmc_batch_remove_lease(mmc_store *s, const char *const *keys, size_t
  *             already exists gives its GVA; if it is already readable, copies into it are skipped; if this
  *             store is still writing it (an earlier entry of the batch, another thread's malloc), the first
  *             malloc's write lease goes on and copies into it write that allocation; if another store is, copies
- *             are refused (MMC_LEASE_EXPIRED).
+ *             are refused: mmc_batch_copy() with MMC_INVALID_PARAM (this store holds no grant for the range),
+ *             mmc_batch_copy_keys() with MMC_LEASE_EXPIRED for that key.
  * @return MMC_OK when accepted; MMC_INVALID_PARAM (s, keys, n, sizes, gvas, media); MMC_CLIENT_NOT_INIT;
  *         MMC_NOT_CONNECTED_META; MMC_TIMEOUT; MMC_MALLOC_FAILED; MMC_INTERNAL_ERROR. On any error every gvas[i]
  *         is 0 (gvas not NULL, n within MMC_BATCH_MAX).

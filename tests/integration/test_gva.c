@@ -581,6 +581,29 @@ static int keyed_copy(const char *key, mmc_gva gva, uint64_t off, void *buf, siz
 	return rc ? rc : res;
 }
 
+/* Another store's unfinished allocation: a malloc of its key gives its GVA, and copies into it are refused, each
+ * call as its header says. */
+Test(gva, copies_into_another_store_s_unfinished_allocation_are_refused)
+{
+	const char *k[] = {"theirs"};
+	size_t size = 4 * KiB;
+	char buf[4 * KiB];
+	mmc_store *other = fixture_store(meta.url, false, 0);
+	mmc_gva mine, theirs, g;
+	void *b = buf;
+
+	memset(buf, 0x33, sizeof(buf));
+	cr_assert_eq(mmc_batch_malloc(other, k, &size, 1, MMC_MEDIA_DRAM, 0, &theirs), 0);
+	cr_assert_neq(theirs, 0);
+	cr_assert_eq(mmc_batch_malloc(s, k, &size, 1, MMC_MEDIA_DRAM, 0, &mine), 0);
+	cr_assert_eq(mine, theirs, "a malloc of a key allocated already gives its GVA");
+	g = mine;
+	cr_assert_eq(mmc_batch_copy(s, &g, &b, &size, 1, MMC_COPY_H2G, 0), MMC_INVALID_PARAM, "no grant here");
+	cr_assert_eq(keyed_copy("theirs", mine, 0, buf, size), MMC_LEASE_EXPIRED);
+	cr_assert_eq(mmc_batch_write_finish(other, k, &(int32_t){1}, 1, &(int){0}), 0);
+	mmc_destroy(other);
+}
+
 Test(gva, a_keyed_copy_of_a_stale_gva_does_not_reach_the_next_key)
 {
 	const char *old[] = {"stale/old"};
