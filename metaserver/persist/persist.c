@@ -64,7 +64,10 @@ struct persist {
 	struct persist_table tables[PERSIST_MAX_TABLES];
 	uint32_t ntables;
 	struct batch b[2];
-	struct batch *open;   /* the loop appends here */
+	struct batch *open; /* the loop appends here */
+	/* kept ops (a record moved) refused RETRY_ATTEMPTS times: they go again once the store takes a commit, less
+	 * what a later write of their key made stale (park, unpark, parked_drop_key) */
+	struct batch parked;
 	struct batch *flying; /* with the writer thread, or NULL */
 	struct event *commit_ev, *age_ev, *done_ev;
 	int done_fd; /* eventfd: the writer thread's "flying batch is durable" */
@@ -331,11 +334,6 @@ static bool retried(const struct persist *p, const struct persist_op *op)
 	return t->retry_writes || (op->del && t->retry_deletes);
 }
 
-/*
- * What a failed batch b wrote to tables that retry goes into the open batch, ahead of what was queued there since: the
- * store then gets both in the order memory made them, as if b had committed, and a key written again since ends as
- * its newer write. Retried ops commit with the next write or the next waiter, never alone (committable).
- */
 /* The kept ops' keys of a failed batch (persist_put_kept, persist_del_kept): a plain put of one of them goes again
  * with them, or the store would get the older record after the newer. */
 struct kept_keys {
@@ -386,10 +384,36 @@ static size_t retried_put_bytes(const struct persist *p, const struct batch *b, 
 	return bytes;
 }
 
+/* Kept ops given up on (pk, whole pairs) join the parked ones, within the bound of retried puts; past it they are
+ * dropped, and the store keeps the old records. */
+static void park(struct persist *p, struct batch *pk)
+{
+	unsigned char *tail;
+
+	if (!pk->nops)
+		return;
+	if (p->parked.len + pk->len > RETRY_BYTES_MAX || !(tail = batch_append(&p->parked, pk->len))) {
+		log_error(
+		    "op=persist_retry err=\"too much to park\" writes=%zu: the store keeps the records as they were "
+		    "before they moved",
+		    pk->nops);
+		return;
+	}
+	memcpy(tail, pk->ops, pk->len);
+	p->parked.nops += pk->nops;
+	log_error("op=persist_retry writes=%zu parked=%zu: moved records go again once the store takes a commit",
+	          pk->nops, p->parked.nops);
+}
+
+/*
+ * What a failed batch b wrote to tables that retry goes into the open batch, ahead of what was queued there since: the
+ * store then gets both in the order memory made them, as if b had committed, and a key written again since ends as
+ * its newer write. Retried ops commit with the next write or the next waiter, never alone (committable).
+ */
 static void retry_failed(struct persist *p, const struct batch *b)
 {
 	struct persist_ops ops = {b->ops, b->len, b->nops, NULL, NULL};
-	struct batch *o = p->open, t = {0};
+	struct batch *o = p->open, t = {0}, pk = {0};
 	struct persist_op op;
 	struct kept_keys k = {0};
 	size_t off = 0, nops, puts;
@@ -404,15 +428,17 @@ static void retry_failed(struct persist *p, const struct batch *b)
 		log_error("op=persist_retry err=\"%s\" bytes=%zu: the store keeps what it had; a restart loads it",
 		          puts > RETRY_BYTES_MAX ? "too much to retry" : "refused again and again", puts);
 	/* a kept op goes again within the bounds of retried puts, its pair (a record moved: the old key's delete and
-	 * the new key's write) together or not at all: past them the store keeps the old record, whose space is never
-	 * reused (its release waited for a batch that failed) */
+	 * the new key's write) together or not at all: past them it is parked, and the store keeps the old record,
+	 * whose space is never reused (its release waited for a batch that failed), until the pair goes again */
 	while (persist_op_next(&ops, &off, &op)) {
 		bool keep = kept(&k, &op);
 
-		if ((keep ? keep_puts : retried(p, &op) && (op.del || keep_puts)) &&
-		    append_op(&t, op.table | (keep ? OP_KEPT : 0), op.key, op.klen, op.val, op.vlen, op.del))
+		if ((keep || (retried(p, &op) && (op.del || keep_puts))) &&
+		    append_op(keep && !keep_puts ? &pk : &t, op.table | (keep ? OP_KEPT : 0), op.key, op.klen, op.val,
+		              op.vlen, op.del))
 			goto out; /* out of memory (logged): the store keeps what it had, as without retries */
 	}
+	park(p, &pk);
 	if (!t.nops || (o->len && !(tail = batch_append(&t, o->len))))
 		goto out;
 	if (o->len)
@@ -430,7 +456,55 @@ static void retry_failed(struct persist *p, const struct batch *b)
 		opened(p, o, false); /* numbered; it commits with the next write */
 out:
 	free(t.ops);
+	free(pk.ops);
 	free(k.v);
+}
+
+/* The parked kept ops go into the open batch, ahead of what was queued there (they are older), once the store took a
+ * commit: with the next write, or alone at a close. */
+static void unpark(struct persist *p)
+{
+	struct batch *o = p->open, *k = &p->parked;
+	unsigned char *tail = NULL;
+	size_t n = k->nops;
+
+	if (!n || (o->len && !(tail = batch_append(k, o->len))))
+		return; /* out of memory: they stay parked */
+	if (o->len)
+		memcpy(tail, o->ops, o->len);
+	free(o->ops);
+	o->ops = k->ops;
+	o->len = k->len;
+	o->cap = k->cap;
+	*k = (struct batch){0};
+	o->nretried += n;
+	if ((o->nops += n) == n)
+		opened(p, o, false);
+}
+
+/* A write of key (table t) was queued: a parked op of the key is stale, and going after it would undo it (a removed
+ * key's record back, an older record over a newer). A parked pair may lose its write here and keep its delete: the
+ * newer write takes the write's place. True when an op went. */
+static bool parked_drop_key(struct persist *p, uint32_t t, const void *key, size_t klen)
+{
+	struct persist_ops ops = {p->parked.ops, p->parked.len, p->parked.nops, NULL, NULL};
+	struct batch kept = {0};
+	struct persist_op op;
+	size_t off = 0;
+
+	while (persist_op_next(&ops, &off, &op))
+		if ((op.table != t || op.klen != klen || memcmp(op.key, key, klen) != 0) &&
+		    append_op(&kept, op.table | OP_KEPT, op.key, op.klen, op.val, op.vlen, op.del)) {
+			free(kept.ops);
+			return false; /* out of memory: kept whole, as it was */
+		}
+	if (kept.nops == p->parked.nops) {
+		free(kept.ops);
+		return false;
+	}
+	free(p->parked.ops);
+	p->parked = kept;
+	return true;
 }
 
 /* Batch b, no longer open nor flying, has committed (rc 0) or failed: number it, empty it, release its waiters. */
@@ -444,6 +518,7 @@ static void landed(struct persist *p, struct batch *b, int rc)
 		retry_failed(p, b);
 	} else {
 		p->commits++;
+		unpark(p);
 	}
 	b->len = b->nops = b->nretried = 0;
 	b->attempts = 0;
@@ -591,9 +666,12 @@ fail:
  */
 static void flush_retries(struct persist *p)
 {
-	size_t n = p->open->nops;
+	size_t n;
 
-	if (p->flying || !n)
+	if (p->flying)
+		return;
+	unpark(p);
+	if (!(n = p->open->nops))
 		return;
 	fly(p);
 	if (land(p))
@@ -630,6 +708,7 @@ void persist_close(struct persist *p)
 		free(p->b[i].waiters);
 		free(p->b[i].spare);
 	}
+	free(p->parked.ops);
 	free(p->failed);
 	pthread_mutex_destroy(&p->mu);
 	pthread_cond_destroy(&p->cv);
@@ -761,6 +840,10 @@ static int queue_op(struct persist *p, struct persist_table *t, const void *key,
 	}
 	if (append_op(b, t->id | (kept ? OP_KEPT : 0), key, klen, val, vlen, del))
 		return MMC_ERROR;
+	/* what a pair kept of itself rides with the write that broke it up: a remove acknowledged must not leave the
+	 * moved record's old key on disk */
+	if (p->parked.nops && parked_drop_key(p, t->id, key, klen))
+		unpark(p);
 	if (b->nops == 1) {
 		opened(p, b, true);
 	} else if (b->nops == b->nretried + 1) {

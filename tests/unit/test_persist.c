@@ -1066,9 +1066,10 @@ BOTH(a_kept_write_goes_again_with_the_retried_delete)
 	persist_set_fence(p, NULL, NULL);
 }
 
-/* A store that refuses every write: a kept pair goes again a few times, not for ever (each try would fail every
- * batch it rides in), and then both go, so the store keeps the old record, never the delete alone. */
-BOTH(a_kept_pair_refused_again_and_again_is_dropped_whole)
+/* A store that refuses every write: a kept pair goes again a few times, not with every batch (each try would fail
+ * every batch it rides in); then it is parked whole, the store keeping the old record, never the delete alone, and
+ * goes again once the store has taken a commit. */
+BOTH(a_kept_pair_refused_again_and_again_is_parked_whole)
 {
 	char key[16];
 
@@ -1081,9 +1082,33 @@ BOTH(a_kept_pair_refused_again_and_again_is_dropped_whole)
 	__atomic_store_n(&fence_ok, true, __ATOMIC_RELEASE);
 	cr_assert_eq(persist_put(p, tbl, "next", 4, "1", 1), 0);
 	cr_assert_eq(persist_flush(p), 0);
-	cr_assert(stored("old") && !stored("new"), "the pair was not dropped whole");
+	cr_assert(stored("old") && !stored("new"), "the pair was not parked whole");
 	cr_assert(stored("next"));
+	cr_assert_eq(persist_put(p, tbl, "later", 5, "1", 1), 0);
+	cr_assert_eq(persist_flush(p), 0);
+	cr_assert(!stored("old") && stored("new"), "the parked pair went with the write after the store came back");
 	persist_set_fence(p, NULL, NULL);
+}
+
+/* A moved record's pair parked, then the object removed: the remove takes the pair's old key with it, or the removed
+ * key would come back with the next open. */
+BOTH(a_removed_object_s_parked_pair_takes_its_old_record_along)
+{
+	char key[16];
+
+	move_while_refused();
+	for (int i = 0; i < 3; i++) {
+		snprintf(key, sizeof(key), "w%d", i);
+		cr_assert_eq(persist_put(p, tbl, key, strlen(key), "1", 1), 0);
+		cr_assert_eq(persist_flush(p), MMC_ERROR, "the store refuses");
+	}
+	__atomic_store_n(&fence_ok, true, __ATOMIC_RELEASE);
+	cr_assert_eq(persist_del(p, tbl, "new", 3), 0); /* the object removed: its record under the id it moved to */
+	cr_assert_eq(persist_flush(p), 0);
+	cr_assert(!stored("old") && !stored("new"), "the removed object's record under its old id is still stored");
+	persist_close(p);
+	open_store();
+	cr_assert(!stored("old") && !stored("new"));
 }
 
 /* The writer's fence for the next test: its first commit waits for the test, then fails; later ones pass. */
