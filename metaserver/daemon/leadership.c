@@ -133,6 +133,8 @@ static void restart_cb(evutil_socket_t fd, short what, void *arg)
 	char *args[256], env[7][1200], after[32];
 	int n = 0, kept, nenv = 5;
 
+	if (m->rpc->draining) /* a SIGTERM came meanwhile: the loop is ending, and the process with it */
+		return;
 	for (; n < L.argc && n < 240; n++)
 		args[n] = L.argv[n];
 	kept = n;

@@ -352,10 +352,16 @@ static enum exit_code open_store(struct meta *m, bool wait)
 	return EXIT_OK;
 }
 
-/* The load of a standby that won the lease (leadership.c): the same as at start. */
+/* The load of a standby that won the lease (leadership.c): the same as at start. One refused for its configuration
+ * (a file changed since the start's checks) stops the server, as at a start: a standby's restart would win the lease
+ * and fail the same way, a few times a second. */
 static int load_store(struct meta *m)
 {
-	return open_store(m, false) == EXIT_OK ? 0 : -1;
+	enum exit_code rc = open_store(m, false);
+
+	if (rc == EXIT_CONFIG)
+		exit(EXIT_CONFIG);
+	return rc == EXIT_OK ? 0 : -1;
 }
 
 /* The port of a bound "tcp://host:port" (the listener's own rendering, so the last colon starts the port). */
@@ -470,18 +476,26 @@ static int load_tenants(struct meta *m, char *err, size_t errlen)
 	return m->conf.tenants_file[0] ? tenants_load(m, m->conf.tenants_file, m->conf.auth_token, err, errlen) : 0;
 }
 
+/* start_checks() on the settings in effect. */
+static enum exit_code settings_check(struct meta *m)
+{
+	static struct meta_settings s; /* a KVCM configuration is too large for the stack */
+	struct meta_err e;
+
+	s.conf = m->conf;
+	s.kvcm = *kvcm_conf();
+	return start_checks(&s, &e) ? start_failed_as(&e) : EXIT_OK;
+}
+
 /* --check-config, once configure() passed: the checks of open_store() and start() with their messages, short of
  * opening the store or binding (start_checks, then the tenants file). */
 static enum exit_code check_start(struct meta *m)
 {
-	static struct meta_settings s; /* a KVCM configuration is too large for the stack */
-	struct meta_err e;
 	char err[1280];
+	enum exit_code rc = settings_check(m);
 
-	s.conf = m->conf;
-	s.kvcm = *kvcm_conf();
-	if (start_checks(&s, &e))
-		return start_failed_as(&e);
+	if (rc)
+		return rc;
 	if (load_tenants(m, err, sizeof(err)))
 		return start_failed(EXIT_CONFIG, "config", err);
 	tenants_free(m);
@@ -549,7 +563,9 @@ int main(int argc, char **argv)
 		rc = start_failed(EXIT_CONFIG, "config", err);
 		goto out;
 	}
-	if ((!s.rpc.ha && (rc = open_store(m, true))) || (rc = start(m)))
+	/* a standby opens its store only once it leads: what that would refuse (the store's password file) is refused
+	 * now, while an operator watches the start, not at a takeover */
+	if ((s.rpc.ha && (rc = settings_check(m))) || (!s.rpc.ha && (rc = open_store(m, true))) || (rc = start(m)))
 		goto out;
 	loop_run(m, &m->conf.loop_spin_us);
 out:

@@ -167,6 +167,40 @@ Test(ha, leader_demote_hands_over)
 	cr_expect(listens_on_first_port(leader, "admin_rpc_port="), "its gRPC port moved: %s", cl.s[leader].ready);
 }
 
+/* SIGTERM in the moments between a demotion and the demoted server's restart as a standby: it stops, as asked,
+ * instead of restarting (and forgetting the signal until systemd's SIGKILL). */
+Test(ha, a_stop_during_a_demotion_stops_the_server)
+{
+	int leader = start_and_elect(1, NULL), status = 0;
+	pid_t pid = cl.s[leader].pid, got = 0;
+	json_t *r = ha_admin(&cl, leader, "leaderDemote", "{}");
+
+	cr_assert_str_eq(ha_code(r), "OK");
+	json_decref(r);
+	cr_assert_eq(kill(pid, SIGTERM), 0);
+	for (uint64_t end = ha_now_ms() + 5000; !got && ha_now_ms() < end; usleep(20000))
+		got = waitpid(pid, &status, WNOHANG);
+	cr_assert_eq(got, pid, "a SIGTERM during a demotion did not stop the server within 5 s");
+	cl.s[leader].pid = 0;
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "status %d", status);
+	cr_expect_not(metaserver_log_has(&cl.s[leader], "op=ha_restart"), "it restarted after the SIGTERM");
+}
+
+/* A standby opens its store only once it leads: a store password file it could not read then failed every takeover
+ * and restarted the server a few times a second. It is refused at the start now, as without leader election. */
+Test(ha, a_standby_whose_store_password_file_is_missing_does_not_start)
+{
+	char data[300], lock[400];
+	const char *args[] = {data, lock, "kvcm.leader_elector.node_id=node0",
+	                      "ock.mmc.meta.store_password_file=/nonexistent/mmc-store-password", NULL};
+
+	snprintf(data, sizeof(data), "ock.mmc.meta.data_dir=%s/data", cl.dir);
+	snprintf(lock, sizeof(lock), "kvcm.distributed_lock.uri=%s", cl.lock_uri);
+	cl.n = 1;
+	cr_assert_neq(metaserver_start(&cl.s[0], args), 0, "a standby that could never load its store went ready");
+	cr_assert(metaserver_log_has(&cl.s[0], "exit_code=2"), "the refusal names the configuration");
+}
+
 Test(ha, takeover_after_the_leader_stops)
 {
 	int leader, other;
