@@ -89,11 +89,18 @@ int log_open(const char *path, char *err, size_t errlen)
 	return 0;
 }
 
+void log_to_stderr(void)
+{
+	if (log_fd != STDERR_FILENO)
+		dup2(STDERR_FILENO, log_fd); /* the descriptor stays: a line being written by another thread is not lost */
+	log_path[0] = '\0';
+}
+
 int log_reopen(char *err, size_t errlen)
 {
 	int fd;
 
-	if (log_fd == STDERR_FILENO)
+	if (!log_path[0])
 		return 0;
 	fd = open_file(log_path, err, errlen);
 	if (fd < 0)
@@ -105,7 +112,7 @@ int log_reopen(char *err, size_t errlen)
 
 bool log_to_file(void)
 {
-	return log_fd != STDERR_FILENO;
+	return log_path[0] != '\0';
 }
 
 static void vlog(enum log_level level, const char *fmt, va_list ap)

@@ -19,6 +19,8 @@ int log_open(const char *path, char *err, size_t errlen);
 /* What log_open would say of path, without logging there (--check-config): a file it had to create is removed again.
  * 0, or MMC_ERROR with log_open's message in err. */
 int log_check(const char *path, char *err, size_t errlen);
+/* Sends the log back to stderr (a reload that cleared ock.mmc.log_path). */
+void log_to_stderr(void);
 /* Opens the log file again under its name (after logrotate moved it); no-op on stderr. 0, or MMC_ERROR with err. */
 int log_reopen(char *err, size_t errlen);
 /* Whether lines go to a file rather than stderr. */

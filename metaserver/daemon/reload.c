@@ -49,11 +49,19 @@ static bool new_log_path(const struct meta *m, const struct meta_conf *fresh)
 	return fresh->log_path[0] && strcmp(fresh->log_path, m->conf.log_path) != 0;
 }
 
+/* The log where fresh says, or (no new path) the same file again under its name, for logrotate's SIGHUP. */
 static void reopen_log(struct meta *m, const struct meta_conf *fresh)
 {
 	char err[512];
-	int rc = new_log_path(m, fresh) ? log_open(fresh->log_path, err, sizeof(err)) : log_reopen(err, sizeof(err));
+	int rc;
 
+	if (!fresh->log_path[0] && m->conf.log_path[0]) { /* cleared: stderr, as at a start without it */
+		log_info("op=reload key=ock.mmc.log_path value=stderr (the log goes to stderr from here)");
+		log_to_stderr();
+		m->conf.log_path[0] = '\0';
+		return;
+	}
+	rc = new_log_path(m, fresh) ? log_open(fresh->log_path, err, sizeof(err)) : log_reopen(err, sizeof(err));
 	if (rc) { /* checked before (log_check): the file went in between */
 		log_warn("op=reload key=ock.mmc.log_path err=\"%s\" note=\"still logging where it was\"", err);
 		return;
@@ -64,6 +72,12 @@ static void reopen_log(struct meta *m, const struct meta_conf *fresh)
 
 void reload_rejected(const struct meta_err *e)
 {
+	char err[512];
+
+	/* the running file again under its name all the same: logrotate's SIGHUP must not leave the log in the file
+	 * it moved because the config file beside it is refused */
+	if (log_reopen(err, sizeof(err)))
+		log_warn("op=log_reopen err=\"%s\" note=\"still logging to the old file\"", err);
 	log_warn("op=reload result=rejected key=%s err=\"%s\" note=\"the running values are kept\"",
 	         e->key[0] ? e->key : "-", e->message);
 }

@@ -63,10 +63,38 @@ def log_file(checks):
     checks.append(('the moved file keeps what was written before', 'op=start ' in first, first))
 
 
+def log_file_reloaded(checks):
+    """A SIGHUP whose file is refused still reopens the log (logrotate sends it whatever the file says); one whose
+    file no longer names a log file sends the log back to stderr."""
+    tmp = tempfile.mkdtemp(prefix='mmc-logreload-')
+    log, conf = os.path.join(tmp, 'mmc.log'), os.path.join(tmp, 'mmc.conf')
+
+    def write(text):
+        with open(conf, 'w') as f:
+            f.write(text)
+
+    write(f'ock.mmc.log_path = {log}\n')
+    with Server(['--config', conf], workdir=tmp) as s:
+        checks.append(('a config file\'s log_path is used', s.wait_log(r'op=start ', log) is not None, s.stderr()))
+        os.rename(log, log + '.1')
+        write(f'ock.mmc.log_path = {log}\nock.mmc.evict_threshold_high = 10\nock.mmc.evict_threshold_low = 20\n')
+        s.signal(signal.SIGHUP)
+        checks.append(('a refused reload still reopens the log under its name',
+                       s.wait_log(r'result=rejected', log) is not None, f'exists={os.path.exists(log)}'))
+        write('')
+        s.signal(signal.SIGHUP)
+        checks.append(('a reload that clears log_path sends the log to stderr',
+                       s.wait_log(r'op=reload result=applied') is not None, s.stderr()))
+        with open(log) as f:
+            said = f.read()
+        checks.append(('and says so in the file it leaves', 'value=stderr' in said, said))
+
+
 def main():
     checks = []
     hostile_values(checks)
     log_file(checks)
+    log_file_reloaded(checks)
     return report(checks)
 
 
