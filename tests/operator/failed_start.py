@@ -154,6 +154,25 @@ def parents_created(checks, binary, tag):
     checks.append((f'{tag} a clean stop exits 0', s.proc.returncode == 0, f'rc={s.proc.returncode}'))
 
 
+def resolver_down(checks, binary, tag):
+    """A name the resolver cannot answer for yet (DNS not up at boot) is a failure to listen, exit 4, which the
+    systemd units restart; exit 2 (the configuration), which they do not, kept the server down for good. The
+    resolver is made unreachable in a mount namespace of the server's own (root only)."""
+    if os.geteuid() != 0 or not shutil.which('unshare'):
+        print(f'# {tag} resolver down: not run (needs root and unshare)')
+        return
+    tmp = tempfile.mkdtemp(prefix='mmc-nodns-')
+    resolv, wrapper = os.path.join(tmp, 'resolv.conf'), os.path.join(tmp, 'no-dns')
+    with open(resolv, 'w') as f:
+        f.write('nameserver 127.255.255.254\noptions timeout:1 attempts:1\n')
+    with open(wrapper, 'w') as f:
+        f.write(f'#!/bin/sh\nmount --bind {resolv} /etc/resolv.conf && exec {binary} "$@"\n')
+    os.chmod(wrapper, 0o755)
+    failed(checks, f'{tag} resolver down', 'unshare',
+           ['-m', wrapper, '--data-dir', os.path.join(tmp, 'data')] + LOOPBACK_PORTS +
+           ['--env', 'ock.mmc.meta_service_url=tcp://mmc-head.resolver-down.example:0'], 4)
+
+
 def main():
     checks = []
     binaries = [('build', BINARY)]
@@ -170,6 +189,7 @@ def main():
         start_checks_checked_alike(checks, binary, tag)
         parents_created(checks, binary, tag)
         restart_right_after_sigterm(checks, binary, tag)
+        resolver_down(checks, binary, tag)
     return report(checks)
 
 
