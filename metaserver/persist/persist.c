@@ -42,18 +42,20 @@ struct waiter {
 
 /* One op in a batch's byte log: the header, the key, the value (none for a delete), padded to 8 bytes. */
 struct op {
-	uint32_t table, klen, vlen; /* table | OP_KEPT for persist_put_kept */
+	uint32_t table, klen, vlen; /* table | OP_KEPT for persist_put_kept | the failed commits it went through */
 };
-#define OP_KEPT 0x80000000u
+#define OP_KEPT        0x80000000u
+#define OP_TABLE       0x00ffffffu
+#define OP_TRIES_SHIFT 24 /* 7 bits: failed commits an op went through (retry_failed) */
+#define OP_TRIES_MAX   0x7fu
 
 /* The writes of one group commit and the callbacks that wait for it. Owned by the loop, except that the writer
  * thread reads ops[] while the batch is flying. */
 struct batch {
 	unsigned char *ops;
 	size_t len, cap, nops;
-	size_t nretried;   /* of nops, what failed batches left (persist_table_retry_deletes, persist_table_retry) */
-	unsigned attempts; /* failed commits the oldest retried write in it has been through */
-	uint64_t seq;      /* numbered when its first write is queued; batches commit in this order */
+	size_t nretried; /* of nops, what failed batches left (persist_table_retry_deletes, persist_table_retry) */
+	uint64_t seq;    /* numbered when its first write is queued; batches commit in this order */
 	uint64_t first_ns;
 	struct waiter *waiters, *spare; /* spare: the array being run, so callbacks can queue new waiters */
 	size_t nwaiters, capwaiters, capspare;
@@ -133,8 +135,9 @@ bool persist_op_next(const struct persist_ops *ops, size_t *off, struct persist_
 	if (*off >= ops->len)
 		return false;
 	memcpy(&h, ops->buf + *off, sizeof(h));
-	op->table = h.table & ~OP_KEPT;
+	op->table = h.table & OP_TABLE;
 	op->kept = (h.table & OP_KEPT) != 0;
+	op->tries = (h.table >> OP_TRIES_SHIFT) & OP_TRIES_MAX;
 	op->del = h.vlen == DEL_LEN;
 	op->key = ops->buf + *off + sizeof(h);
 	op->klen = h.klen;
@@ -394,15 +397,17 @@ static void park(struct persist *p, struct batch *pk)
 		return;
 	if (p->parked.len + pk->len > RETRY_BYTES_MAX || !(tail = batch_append(&p->parked, pk->len))) {
 		log_error(
-		    "op=persist_retry err=\"too much to park\" writes=%zu: the store keeps the records as they were "
-		    "before they moved",
+		    "op=persist_retry err=\"too much to retry\" writes=%zu: the store keeps what it had; a restart "
+		    "loads it",
 		    pk->nops);
 		return;
 	}
 	memcpy(tail, pk->ops, pk->len);
 	p->parked.nops += pk->nops;
-	log_error("op=persist_retry writes=%zu parked=%zu: moved records go again once the store takes a commit",
-	          pk->nops, p->parked.nops);
+	log_error(
+	    "op=persist_retry writes=%zu parked=%zu: refused again and again, they go again once the store takes a "
+	    "commit",
+	    pk->nops, p->parked.nops);
 }
 
 /*
@@ -417,25 +422,29 @@ static void retry_failed(struct persist *p, const struct batch *b)
 	struct persist_op op;
 	struct kept_keys k = {0};
 	size_t off = 0, nops, puts;
-	bool keep_puts;
+	unsigned kept_tries = 0;
+	bool fits, kept_again;
 	unsigned char *tail = NULL;
 
 	kept_keys_of(b, &k);
+	for (size_t i = 0; i < k.n; i++)
+		kept_tries = k.v[i].tries > kept_tries ? k.v[i].tries : kept_tries;
 	puts = retried_put_bytes(p, b, &k);
-	keep_puts = b->attempts + 1 < RETRY_ATTEMPTS && puts <= RETRY_BYTES_MAX;
-
-	if (puts && !keep_puts)
-		log_error("op=persist_retry err=\"%s\" bytes=%zu: the store keeps what it had; a restart loads it",
-		          puts > RETRY_BYTES_MAX ? "too much to retry" : "refused again and again", puts);
+	fits = puts <= RETRY_BYTES_MAX;
 	/* a kept op goes again within the bounds of retried puts, its pair (a record moved: the old key's delete and
 	 * the new key's write) together or not at all: past them it is parked, and the store keeps the old record,
 	 * whose space is never reused (its release waited for a batch that failed), until the pair goes again */
+	kept_again = kept_tries + 1 < RETRY_ATTEMPTS && fits;
 	while (persist_op_next(&ops, &off, &op)) {
 		bool keep = kept(&k, &op);
+		unsigned tries = op.tries < OP_TRIES_MAX ? op.tries + 1 : OP_TRIES_MAX;
+		/* each write its own count: a write that failed once is not given up with an older one it rode beside
+		 */
+		bool again = keep ? kept_again : op.del || (tries < RETRY_ATTEMPTS && fits);
 
-		if ((keep || (retried(p, &op) && (op.del || keep_puts))) &&
-		    append_op(keep && !keep_puts ? &pk : &t, op.table | (keep ? OP_KEPT : 0), op.key, op.klen, op.val,
-		              op.vlen, op.del))
+		if ((keep || retried(p, &op)) &&
+		    append_op(again ? &t : &pk, op.table | (keep ? OP_KEPT : 0) | tries << OP_TRIES_SHIFT, op.key,
+		              op.klen, op.val, op.vlen, op.del))
 			goto out; /* out of memory (logged): the store keeps what it had, as without retries */
 	}
 	park(p, &pk);
@@ -450,8 +459,6 @@ static void retry_failed(struct persist *p, const struct batch *b)
 	o->cap = t.cap;
 	t.ops = NULL;
 	o->nretried += nops;
-	if (keep_puts && puts && o->attempts < b->attempts + 1)
-		o->attempts = b->attempts + 1;
 	if ((o->nops += nops) == nops)
 		opened(p, o, false); /* numbered; it commits with the next write */
 out:
@@ -494,7 +501,8 @@ static bool parked_drop_key(struct persist *p, uint32_t t, const void *key, size
 
 	while (persist_op_next(&ops, &off, &op))
 		if ((op.table != t || op.klen != klen || memcmp(op.key, key, klen) != 0) &&
-		    append_op(&kept, op.table | OP_KEPT, op.key, op.klen, op.val, op.vlen, op.del)) {
+		    append_op(&kept, op.table | (op.kept ? OP_KEPT : 0) | op.tries << OP_TRIES_SHIFT, op.key, op.klen,
+		              op.val, op.vlen, op.del)) {
 			free(kept.ops);
 			return false; /* out of memory: kept whole, as it was */
 		}
@@ -505,6 +513,25 @@ static bool parked_drop_key(struct persist *p, uint32_t t, const void *key, size
 	free(p->parked.ops);
 	p->parked = kept;
 	return true;
+}
+
+/*
+ * b committed while writes were parked, which now go with the open batch: b's waiters wait for that one too. A call
+ * that found its change made (a retried one, whose first try failed) waits for whatever is pending (persist_dirty):
+ * it must not be acknowledged before the parked write that made it is durable. Out of memory: they run now.
+ */
+static void defer_waiters(struct persist *p, struct batch *b)
+{
+	struct batch *o = p->open;
+	struct waiter *w;
+
+	if (!b->nwaiters || !(w = array_grow(o->waiters, &o->capwaiters, o->nwaiters + b->nwaiters, sizeof(*w), 64)))
+		return;
+	o->waiters = w;
+	memcpy(o->waiters + o->nwaiters, b->waiters, b->nwaiters * sizeof(*w));
+	o->nwaiters += b->nwaiters;
+	b->nwaiters = 0;
+	arm(p);
 }
 
 /* Batch b, no longer open nor flying, has committed (rc 0) or failed: number it, empty it, release its waiters. */
@@ -518,10 +545,12 @@ static void landed(struct persist *p, struct batch *b, int rc)
 		retry_failed(p, b);
 	} else {
 		p->commits++;
-		unpark(p);
+		if (p->parked.nops) {
+			unpark(p);
+			defer_waiters(p, b);
+		}
 	}
 	b->len = b->nops = b->nretried = 0;
-	b->attempts = 0;
 	run_waiters(b);
 }
 
@@ -890,7 +919,7 @@ void persist_group_end(struct persist *p)
 
 bool persist_dirty(const struct persist *p)
 {
-	return p->open->nops || p->flying;
+	return p->open->nops || p->flying || p->parked.nops;
 }
 
 uint64_t persist_wait_seq(const struct persist *p)
@@ -938,10 +967,17 @@ enum persist_seq_state persist_seq_state(const struct persist *p, uint64_t seq)
 
 int persist_after_commit(struct persist *p, void (*fn)(void *arg), void *arg)
 {
-	/* with nothing queued, the newest writes are the flying ones: wait for those only */
-	struct batch *b = !p->open->nops && p->flying ? p->flying : p->open;
+	struct batch *b;
+	struct waiter *w;
 
-	struct waiter *w = array_grow(b->waiters, &b->capwaiters, b->nwaiters + 1, sizeof(*w), 64);
+	/* parked writes are pending too (persist_dirty): they go with this waiter's batch where they cannot fail
+	 * others' writes with them (the store took its last commit, or the batch holds nothing else); else they wait
+	 * for the next commit, and so does the waiter (defer_waiters) */
+	if (p->parked.nops && !p->flying && (!p->open->nops || p->failed_seq != p->durable_seq))
+		unpark(p);
+	/* with nothing queued, the newest writes are the flying ones: wait for those only */
+	b = !p->open->nops && p->flying ? p->flying : p->open;
+	w = array_grow(b->waiters, &b->capwaiters, b->nwaiters + 1, sizeof(*w), 64);
 
 	if (!w)
 		return MMC_MALLOC_FAILED;

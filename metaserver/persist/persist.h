@@ -87,7 +87,12 @@ void persist_table_retry_deletes(struct persist_table *t);
  * For a table whose records are what memory holds, whatever the reply said (KVCM's: a retried call finds its change
  * made and writes nothing, and later calls build on it): every write of a failed batch, put or delete, is queued
  * again ahead of those queued since (so a key written again ends as its newer write), and commits with the next
- * write or waiter. A change whose commit failed was answered as failed; it becomes durable later all the same.
+ * write or waiter. A change whose commit failed was answered as failed; it becomes durable later all the same. A
+ * write goes again with at most three batches (each write counts its own); past that it is parked and goes again
+ * once the store takes a commit, a newer write of its key replacing it meanwhile. persist_dirty() counts parked
+ * writes, and a waiter is answered only once the parked writes pending at its batch's commit are durable too (a
+ * retried call that found its change made is not acknowledged before the write that made it). Parked writes are
+ * bounded in bytes; past the bound they are dropped (logged), and the store keeps what it had.
  */
 void persist_table_retry(struct persist_table *t);
 /*
@@ -107,8 +112,9 @@ int persist_del(struct persist *p, struct persist_table *t, const void *key, siz
  * persist_put and persist_del whose writes a failed batch queues again, ahead of what was queued since, together
  * with the later plain puts of the same keys in that batch: for a record moved to a new key, the old key's delete and
  * the new key's write, which must land together or not at all. They go again within the bounds of retried writes
- * (persist_table_retry: a few attempts, a size); past them both are dropped and the store keeps the old record. They
- * commit with the next write or waiter, never alone.
+ * (persist_table_retry: a few attempts, a size); past them both are parked, the store keeping the old record, and go
+ * again once the store takes a commit (a later write of one of their keys drops that half and takes the rest along).
+ * They commit with the next write or waiter, never alone.
  */
 int persist_put_kept(struct persist *p, struct persist_table *t, const void *key, size_t klen, const void *val,
                      size_t vlen);

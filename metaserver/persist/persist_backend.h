@@ -30,7 +30,8 @@ struct persist_table {
 struct persist_op {
 	uint32_t table;
 	bool del;
-	bool kept; /* persist_put_kept: a failed batch carries it into the next one */
+	bool kept;      /* persist_put_kept: a failed batch carries it into the next one */
+	unsigned tries; /* failed commits it went through (a retried write) */
 	const void *key, *val;
 	size_t klen, vlen;
 };
