@@ -438,9 +438,10 @@ static void retry_failed(struct persist *p, const struct batch *b)
 	while (persist_op_next(&ops, &off, &op)) {
 		bool keep = kept(&k, &op);
 		unsigned tries = op.tries < OP_TRIES_MAX ? op.tries + 1 : OP_TRIES_MAX;
-		/* each write its own count: a write that failed once is not given up with an older one it rode beside
+		/* each write its own count (one that failed once is not given up beside an older one), deletes too:
+		 * past three tries a write is parked instead of being copied into every batch while the store is down
 		 */
-		bool again = keep ? kept_again : op.del || (tries < RETRY_ATTEMPTS && fits);
+		bool again = keep ? kept_again : tries < RETRY_ATTEMPTS && (op.del || fits);
 
 		if ((keep || retried(p, &op)) &&
 		    append_op(again ? &t : &pk, op.table | (keep ? OP_KEPT : 0) | tries << OP_TRIES_SHIFT, op.key,
