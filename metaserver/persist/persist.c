@@ -16,6 +16,8 @@
 
 #include "array.h"
 #include "clock.h"
+#include "hash.h"
+#include "hmap.h"
 #include "log.h"
 #include "mmc/mmc.h"
 #include "persist_backend.h"
@@ -70,7 +72,9 @@ struct persist {
 	/* kept ops (a record moved) refused RETRY_ATTEMPTS times: they go again once the store takes a commit, less
 	 * what a later write of their key made stale (park, unpark, parked_drop_key) */
 	struct batch parked;
-	struct batch *flying; /* with the writer thread, or NULL */
+	struct hmap parked_keys; /* a struct parked_key per parked op: which keys a queued write must look for */
+	bool parked_unindexed;   /* out of memory indexing them: every write looks */
+	struct batch *flying;    /* with the writer thread, or NULL */
 	struct event *commit_ev, *age_ev, *done_ev;
 	int done_fd; /* eventfd: the writer thread's "flying batch is durable" */
 	uint64_t commits, failures;
@@ -362,12 +366,13 @@ static void kept_keys_of(const struct batch *b, struct kept_keys *k)
 	}
 }
 
-/* Whether op is kept, or a put of a key a kept op wrote. */
+/* Whether op is kept, or a later write of a key a kept op wrote: it goes where they go (again, or parked), or it
+ * could land before them and be undone (a remove of the moved record, then its parked write). */
 static bool kept(const struct kept_keys *k, const struct persist_op *op)
 {
 	if (op->kept)
 		return true;
-	for (size_t i = 0; !op->del && i < k->n; i++)
+	for (size_t i = 0; i < k->n; i++)
 		if (k->v[i].table == op->table && k->v[i].klen == op->klen &&
 		    memcmp(k->v[i].key, op->key, op->klen) == 0)
 			return true;
@@ -389,6 +394,74 @@ static size_t retried_put_bytes(const struct persist *p, const struct batch *b, 
 
 /* Kept ops given up on (pk, whole pairs) join the parked ones, within the bound of retried puts; past it they are
  * dropped, and the store keeps the old records. */
+struct parked_key {
+	struct hmap_node node;
+	uint64_t h;
+};
+
+static uint64_t op_hash(uint32_t table, const void *key, size_t klen)
+{
+	return hash_bytes(key, klen) ^ (uint64_t)(table + 1) * 0x9e3779b97f4a7c15u;
+}
+
+static uint64_t parked_key_hash(const struct hmap_node *n)
+{
+	return hmap_entry(n, struct parked_key, node)->h;
+}
+
+static void parked_index(struct persist *p, const struct batch *pk)
+{
+	struct persist_ops ops = {pk->ops, pk->len, pk->nops, NULL, NULL};
+	struct persist_op op;
+	size_t off = 0;
+
+	while (persist_op_next(&ops, &off, &op)) {
+		struct parked_key *k = malloc(sizeof(*k));
+
+		if (k)
+			k->h = op_hash(op.table, op.key, op.klen);
+		if (!k || hmap_insert(&p->parked_keys, &k->node, k->h)) {
+			free(k);
+			p->parked_unindexed = true;
+		}
+	}
+}
+
+static void parked_unindex(struct persist *p)
+{
+	hmap_foreach(&p->parked_keys, n)
+	{
+		hmap_remove(&p->parked_keys, n, parked_key_hash(n));
+		free(hmap_entry(n, struct parked_key, node));
+	}
+	p->parked_unindexed = false;
+}
+
+/* Drops one index entry of hash h (a parked op of that key went). */
+static void parked_unindex_one(struct persist *p, uint64_t h)
+{
+	hmap_foreach_hash(&p->parked_keys, h, n)
+	{
+		if (parked_key_hash(n) == h) {
+			hmap_remove(&p->parked_keys, n, h);
+			free(hmap_entry(n, struct parked_key, node));
+			return;
+		}
+	}
+}
+
+static bool parked_may_hold(const struct persist *p, uint64_t h)
+{
+	if (p->parked_unindexed)
+		return true;
+	hmap_foreach_hash(&p->parked_keys, h, n)
+	{
+		if (parked_key_hash(n) == h)
+			return true;
+	}
+	return false;
+}
+
 static void park(struct persist *p, struct batch *pk)
 {
 	unsigned char *tail;
@@ -404,10 +477,77 @@ static void park(struct persist *p, struct batch *pk)
 	}
 	memcpy(tail, pk->ops, pk->len);
 	p->parked.nops += pk->nops;
+	parked_index(p, pk);
 	log_error(
 	    "op=persist_retry writes=%zu parked=%zu: refused again and again, they go again once the store takes a "
 	    "commit",
 	    pk->nops, p->parked.nops);
+}
+
+/* The parked kept ops go into the open batch, ahead of what was queued there (they are older), once the store took a
+ * commit: with the next write, or alone at a close. */
+static void unpark(struct persist *p)
+{
+	struct batch *o = p->open, *k = &p->parked;
+	unsigned char *tail = NULL;
+	size_t n = k->nops;
+
+	if (!n || (o->len && !(tail = batch_append(k, o->len))))
+		return; /* out of memory: they stay parked */
+	if (o->len)
+		memcpy(tail, o->ops, o->len);
+	free(o->ops);
+	o->ops = k->ops;
+	o->len = k->len;
+	o->cap = k->cap;
+	*k = (struct batch){0};
+	parked_unindex(p);
+	o->nretried += n;
+	if ((o->nops += n) == n)
+		opened(p, o, false);
+}
+
+/* A write of key (table t) was queued: a parked op of the key is stale, and going after it would undo it (a removed
+ * key's record back, an older record over a newer). A parked pair may lose its write here and keep its delete: the
+ * newer write takes the write's place. True when an op went. */
+static bool parked_drop_key(struct persist *p, uint32_t t, const void *key, size_t klen)
+{
+	uint64_t h = op_hash(t, key, klen);
+	struct persist_ops ops = {p->parked.ops, p->parked.len, p->parked.nops, NULL, NULL};
+	struct persist_op op;
+	size_t off = 0, w = 0, n = 0;
+
+	if (!p->parked.nops || !parked_may_hold(p, h))
+		return false;
+	/* in place: nothing to allocate, so a stale op can never stay for want of memory */
+	for (size_t at = 0; persist_op_next(&ops, &off, &op); at = off) {
+		if (op.table == t && op.klen == klen && memcmp(op.key, key, klen) == 0) {
+			parked_unindex_one(p, h);
+			continue;
+		}
+		memmove(p->parked.ops + w, p->parked.ops + at, off - at);
+		w += off - at;
+		n++;
+	}
+	if (n == p->parked.nops)
+		return false;
+	p->parked.len = w;
+	p->parked.nops = n;
+	p->parked_unindexed &= n != 0;
+	return true;
+}
+
+/* parked_drop_key for every op of b, a batch newer than what is parked. True when an op went. */
+static bool parked_drop_batch(struct persist *p, const struct batch *b)
+{
+	struct persist_ops ops = {b->ops, b->len, b->nops, NULL, NULL};
+	struct persist_op op;
+	size_t off = 0;
+	bool dropped = false;
+
+	while (p->parked.nops && persist_op_next(&ops, &off, &op))
+		dropped |= parked_drop_key(p, op.table, op.key, op.klen);
+	return dropped;
 }
 
 /*
@@ -423,7 +563,7 @@ static void retry_failed(struct persist *p, const struct batch *b)
 	struct kept_keys k = {0};
 	size_t off = 0, nops, puts;
 	unsigned kept_tries = 0;
-	bool fits, kept_again;
+	bool fits, kept_again, unpark_after = false;
 	unsigned char *tail = NULL;
 
 	kept_keys_of(b, &k);
@@ -449,6 +589,8 @@ static void retry_failed(struct persist *p, const struct batch *b)
 			goto out; /* out of memory (logged): the store keeps what it had, as without retries */
 	}
 	park(p, &pk);
+	/* what goes again now, and what was queued while b flew, is newer than what is parked of the same key */
+	unpark_after = parked_drop_batch(p, &t) | parked_drop_batch(p, o);
 	if (!t.nops || (o->len && !(tail = batch_append(&t, o->len))))
 		goto out;
 	if (o->len)
@@ -463,57 +605,11 @@ static void retry_failed(struct persist *p, const struct batch *b)
 	if ((o->nops += nops) == nops)
 		opened(p, o, false); /* numbered; it commits with the next write */
 out:
+	if (unpark_after) /* what a pair kept of itself rides with the write that broke it up */
+		unpark(p);
 	free(t.ops);
 	free(pk.ops);
 	free(k.v);
-}
-
-/* The parked kept ops go into the open batch, ahead of what was queued there (they are older), once the store took a
- * commit: with the next write, or alone at a close. */
-static void unpark(struct persist *p)
-{
-	struct batch *o = p->open, *k = &p->parked;
-	unsigned char *tail = NULL;
-	size_t n = k->nops;
-
-	if (!n || (o->len && !(tail = batch_append(k, o->len))))
-		return; /* out of memory: they stay parked */
-	if (o->len)
-		memcpy(tail, o->ops, o->len);
-	free(o->ops);
-	o->ops = k->ops;
-	o->len = k->len;
-	o->cap = k->cap;
-	*k = (struct batch){0};
-	o->nretried += n;
-	if ((o->nops += n) == n)
-		opened(p, o, false);
-}
-
-/* A write of key (table t) was queued: a parked op of the key is stale, and going after it would undo it (a removed
- * key's record back, an older record over a newer). A parked pair may lose its write here and keep its delete: the
- * newer write takes the write's place. True when an op went. */
-static bool parked_drop_key(struct persist *p, uint32_t t, const void *key, size_t klen)
-{
-	struct persist_ops ops = {p->parked.ops, p->parked.len, p->parked.nops, NULL, NULL};
-	struct batch kept = {0};
-	struct persist_op op;
-	size_t off = 0;
-
-	while (persist_op_next(&ops, &off, &op))
-		if ((op.table != t || op.klen != klen || memcmp(op.key, key, klen) != 0) &&
-		    append_op(&kept, op.table | (op.kept ? OP_KEPT : 0) | op.tries << OP_TRIES_SHIFT, op.key, op.klen,
-		              op.val, op.vlen, op.del)) {
-			free(kept.ops);
-			return false; /* out of memory: kept whole, as it was */
-		}
-	if (kept.nops == p->parked.nops) {
-		free(kept.ops);
-		return false;
-	}
-	free(p->parked.ops);
-	p->parked = kept;
-	return true;
 }
 
 /*
@@ -670,6 +766,7 @@ int persist_open(struct persist **out, struct event_base *base, const struct per
 		return MMC_MALLOC_FAILED;
 	p->done_fd = -1;
 	p->open = &p->b[0];
+	hmap_init(&p->parked_keys, parked_key_hash, 16);
 	p->test_delay_ms = opts->test_commit_delay_ms;
 	pthread_mutex_init(&p->mu, NULL);
 	pthread_cond_init(&p->cv, NULL);
@@ -739,6 +836,8 @@ void persist_close(struct persist *p)
 		free(p->b[i].spare);
 	}
 	free(p->parked.ops);
+	parked_unindex(p);
+	hmap_free(&p->parked_keys);
 	free(p->failed);
 	pthread_mutex_destroy(&p->mu);
 	pthread_cond_destroy(&p->cv);
@@ -868,12 +967,12 @@ static int queue_op(struct persist *p, struct persist_table *t, const void *key,
 		log_error("op=persist_queue err=\"key length %zu outside 1..%d\"", klen, PERSIST_KEY_MAX);
 		return MMC_ERROR;
 	}
-	if (append_op(b, t->id | (kept ? OP_KEPT : 0), key, klen, val, vlen, del))
-		return MMC_ERROR;
-	/* what a pair kept of itself rides with the write that broke it up: a remove acknowledged must not leave the
-	 * moved record's old key on disk */
+	/* a parked op of the key is older: it goes, and what its pair kept of itself rides ahead of this write (a
+	 * remove acknowledged must not leave the moved record's old key on disk) */
 	if (p->parked.nops && parked_drop_key(p, t->id, key, klen))
 		unpark(p);
+	if (append_op(b, t->id | (kept ? OP_KEPT : 0), key, klen, val, vlen, del))
+		return MMC_ERROR;
 	if (b->nops == 1) {
 		opened(p, b, true);
 	} else if (b->nops == b->nretried + 1) {

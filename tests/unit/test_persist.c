@@ -1492,3 +1492,76 @@ Test(store_uri, a_password_file_makes_a_lone_token_the_user)
 	redis_uri_set_password(&u, NULL);
 	cr_assert_str_eq(u.password, "tok", "without a file a lone token is the password, as the reference reads it");
 }
+
+/* A write of a parked key into an empty open batch: the batch it opens, parked ops ahead of it, is numbered, so the
+ * write's waiters and whoever asks persist_wait_seq() wait for its commit and not for an older number. */
+BOTH(a_write_that_unparks_into_an_empty_batch_is_numbered)
+{
+	char key[16];
+	uint64_t before;
+
+	move_while_refused();
+	for (int i = 0; i < 3; i++) {
+		snprintf(key, sizeof(key), "w%d", i);
+		cr_assert_eq(persist_put(p, tbl, key, strlen(key), "1", 1), 0);
+		cr_assert_eq(persist_flush(p), MMC_ERROR, "the store refuses");
+	}
+	before = persist_durable_seq(p);
+	cr_assert_eq(persist_del(p, tbl, "new", 3), 0); /* the moved object removed: its pair's write goes */
+	cr_assert_gt(persist_wait_seq(p), before, "the remove's batch has no number of its own");
+	__atomic_store_n(&fence_ok, true, __ATOMIC_RELEASE);
+	cr_assert_eq(persist_flush(p), 0);
+	cr_assert(!stored("old") && !stored("new"));
+	persist_set_fence(p, NULL, NULL);
+}
+
+/* The moved record removed while its pair's last try flies: the remove is newer than the pair parked after it. */
+BOTH(a_remove_queued_while_the_pair_s_last_try_flies_is_not_undone)
+{
+	char key[16];
+
+	move_while_refused();
+	for (int i = 0; i < 2; i++) {
+		snprintf(key, sizeof(key), "w%d", i);
+		cr_assert_eq(persist_put(p, tbl, key, strlen(key), "1", 1), 0);
+		cr_assert_eq(persist_flush(p), MMC_ERROR, "the store refuses");
+	}
+	fence_calls = fence_released = 0;
+	persist_set_fence(p, fence_once, NULL); /* the next commit waits for the test, then fails */
+	cr_assert_eq(persist_put(p, tbl, "w2", 2, "1", 1), 0);
+	for (int i = 0; i < 2000 && !__atomic_load_n(&fence_calls, __ATOMIC_ACQUIRE); i++) {
+		event_base_loopexit(base, &(struct timeval){0, 1000});
+		event_base_dispatch(base);
+	}
+	cr_assert_eq(__atomic_load_n(&fence_calls, __ATOMIC_ACQUIRE), 1, "the pair's third try is flying");
+	cr_assert_eq(persist_del(p, tbl, "new", 3), 0);
+	__atomic_store_n(&fence_released, 1, __ATOMIC_RELEASE);
+	persist_flush(p);
+	cr_assert_eq(persist_put(p, tbl, "later", 5, "1", 1), 0);
+	cr_assert_eq(persist_flush(p), 0);
+	cr_assert_not(stored("new"), "a removed object's record came back from its parked pair");
+	cr_assert_not(stored("old"));
+	persist_set_fence(p, NULL, NULL);
+}
+
+/* The moved record removed while the store refuses: the remove rides in the pair's batches, and goes where they go. */
+BOTH(a_remove_in_the_pair_s_batch_is_not_undone)
+{
+	char key[16];
+
+	move_while_refused();
+	cr_assert_eq(persist_del(p, tbl, "new", 3), 0);
+	for (int i = 0; i < 3; i++) {
+		snprintf(key, sizeof(key), "w%d", i);
+		cr_assert_eq(persist_put(p, tbl, key, strlen(key), "1", 1), 0);
+		cr_assert_eq(persist_flush(p), MMC_ERROR, "the store refuses");
+	}
+	__atomic_store_n(&fence_ok, true, __ATOMIC_RELEASE);
+	cr_assert_eq(persist_put(p, tbl, "next", 4, "1", 1), 0);
+	cr_assert_eq(persist_flush(p), 0);
+	cr_assert_eq(persist_put(p, tbl, "later", 5, "1", 1), 0);
+	cr_assert_eq(persist_flush(p), 0);
+	cr_assert_not(stored("new"), "a removed object's record came back from its parked pair");
+	cr_assert_not(stored("old"));
+	persist_set_fence(p, NULL, NULL);
+}
