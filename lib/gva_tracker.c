@@ -52,11 +52,15 @@ static void keep_only(struct gva_tracker *t, bool (*keep)(const struct gva_entry
 	t->n = w;
 }
 
-/* arg: now, by clock_ms(). A read grant that ran out answers for nothing (copies and releases check its end), and a
- * reader that lets its leases run out instead of releasing them would otherwise grow the table for good. */
+/* A read grant that ran out answers only for the copy's error code (MMC_LEASE_EXPIRED, not "not a range of this
+ * store"): it stays that long, then goes, or a reader that lets its leases run out instead of releasing them would
+ * grow the table for good. */
+#define READ_GRANT_GRACE_MS 60000u
+
+/* arg: now, by clock_ms(). */
 static bool not_gone(const struct gva_entry *e, const void *arg)
 {
-	return !(e->kind == GVA_READ && (e->retired || e->expiry_ms <= *(const uint64_t *)arg));
+	return !(e->kind == GVA_READ && (e->retired || e->expiry_ms + READ_GRANT_GRACE_MS <= *(const uint64_t *)arg));
 }
 
 /* A retired read grant is of no use to anyone and goes, as does one that ran out by now_ms; a write grant stays for

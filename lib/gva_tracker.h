@@ -58,7 +58,8 @@ struct gva_tracker *gva_tracker_new(void);
 void gva_tracker_free(struct gva_tracker *t);
 
 /* Adds the n grants of v (their seq and hash set here, in order), then sorts, retires what they overlap and drops
- * the read grants that ran out by now_ms. Returns 0, or MMC_MALLOC_FAILED with nothing added. Write lock. */
+ * the read grants that ran out a minute or more before now_ms. Returns 0, or MMC_MALLOC_FAILED with nothing added.
+ * Write lock. */
 int gva_tracker_add(struct gva_tracker *t, const struct gva_entry *v, size_t n, uint64_t now_ms);
 
 /* The live grant of the kind holding all of [gva, gva + len), or NULL. The pointer is good while the lock is held.

@@ -753,7 +753,8 @@ MMC_API int mmc_batch_malloc(mmc_store *s, const char *const *keys, const size_t
  * @param flag  [in] reserved, ignored
  * @return MMC_OK (also for n == 0); MMC_INVALID_PARAM (s, direct, NULL, zero size, a range outside what this store
  *         allocated or leased, a range on the SSD tier — mmc_prefetch_keys() brings it to DRAM —: nothing is
- *         copied); MMC_CLIENT_NOT_INIT; MMC_LEASE_EXPIRED (a read outlived its
+ *         copied; a read lease that ended more than a minute ago counts as never taken); MMC_CLIENT_NOT_INIT;
+ *         MMC_LEASE_EXPIRED (a read outlived its
  *         read lease: a read whose lease was over before the call reads nothing, one that outlived it midway may
  *         have written reused bytes into bufs; or a write came after its write lease ran out — the space may
  *         belong to another object, so nothing more is written, checked before each of the call's writes — or

@@ -110,9 +110,14 @@ Test(gva_tracker, read_grants_that_ran_out_go_at_the_next_add_write_grants_stay)
 	cr_assert_eq(gva_tracker_add(t, &e, 1, 0), 0);
 	cr_assert_eq(t->n, 1001);
 	e = grant(GVA_READ, "late", 0x2000000, 0x1000, 6000);
-	e.expiry_ms = 2000;
+	e.expiry_ms = 100000;
 	cr_assert_eq(gva_tracker_add(t, &e, 1, 1000), 0);
-	cr_assert_eq(t->n, 2, "the 1000 read grants that ran out are gone");
+	cr_assert_eq(t->n, 1002, "a read grant that ran out stays a minute: a copy under it is told MMC_LEASE_EXPIRED");
+	cr_assert_eq(token_at(0x100000, 0x1000, GVA_READ), 1);
+	e = grant(GVA_READ, "later", 0x3000000, 0x1000, 7000);
+	e.expiry_ms = 100000;
+	cr_assert_eq(gva_tracker_add(t, &e, 1, 500 + 60000), 0);
+	cr_assert_eq(t->n, 3, "the 1000 read grants that ran out a minute ago are gone");
 	cr_assert_eq(token_at(0x2000000, 0x1000, GVA_READ), 6000);
 	cr_assert_eq(token_at(0x10000, 0x1000, GVA_WRITE), 5000, "a write grant stays for its thread's finish");
 }
