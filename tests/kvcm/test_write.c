@@ -5,6 +5,7 @@
  */
 #include "kvcm_test.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 static const char *const fast_expiry[] = {"kvcm.write_session.sweep_interval_ms=50",
@@ -286,4 +287,47 @@ Test(write_sessions, an_instance_s_sessions_leave_room_for_the_others)
 	json_decref(start("[3]")); /* a finished session gives its place back */
 	json_decref(a);
 	json_decref(b);
+}
+
+static const char *first_uri(json_t *started)
+{
+	return json_string_value(
+	    jpath(json_array_get(jpath(json_array_get(jpath(started, "locations"), 0), "location_specs"), 0), "uri"));
+}
+
+/*
+ * A second replica of a cached key on the same storage (min_replica_count 2) names a file of its own: on the first
+ * copy's path its write would go over the served data, and the deleter of a failed write took the first copy's file
+ * while its location still said CLS_SERVING.
+ */
+Test(write, a_second_replica_on_one_storage_names_a_file_of_its_own)
+{
+	char path[400], u1[400];
+	json_t *s;
+	FILE *f;
+
+	srv_clock_freeze();
+	s = start("[7]");
+	snprintf(u1, sizeof(u1), "%s", first_uri(s));
+	EXPECT_CODE(finish(s, "{\"offset\":1}"), "OK");
+	json_decref(s);
+	snprintf(path, sizeof(path), "%s/w", srv.root);
+	mkdir(path, 0755);
+	snprintf(path, sizeof(path), "%s/w/tp0", srv.root);
+	mkdir(path, 0755);
+	snprintf(path, sizeof(path), "%s/w/tp0/7", srv.root); /* the client's write of the first copy */
+	cr_assert_not_null(f = fopen(path, "w"), "%s", path);
+	fputs("the first copy", f);
+	fclose(f);
+	s = CALL("startWriteCache",
+	         "{\"instance_id\":\"w\",\"block_keys\":[7],\"min_replica_count\":2,\"write_timeout_seconds\":30}");
+	cr_assert_str_eq(code_of(s), "OK", "%s", message_of(s));
+	cr_assert_eq(json_array_size(jpath(s, "locations")), 1, "a second replica is written");
+	cr_expect_str_neq(first_uri(s), u1, "the second replica names the first one's file");
+	EXPECT_CODE(finish(s, "{\"offset\":0}"), "OK"); /* its write failed: deleted */
+	json_decref(s);
+	srv_clock_advance(60000);
+	cr_assert(srv_deletes_done());
+	cr_expect_eq(access(path, F_OK), 0, "the failed replica's delete took the first copy's file");
+	cr_expect_eq(hits("[7]"), 1);
 }

@@ -287,6 +287,22 @@ static void rollback(struct call *c, struct location **locs, size_t done, const 
 	}
 }
 
+/* A fresh key's URIs must not name data one of its block's locations (or a shared file's) still names. 0, or -1
+ * out of memory. */
+static int unique_uris(struct call *c, const struct write_plan *p, char **uris)
+{
+	uint32_t nspecs = c->inst->nspecs;
+
+	for (size_t d = 0; d < p->nfresh; d++) {
+		const struct block *b = block_find(c->inst, p->keys[p->fresh[d]]);
+
+		for (uint32_t j = 0; j < nspecs; j++)
+			if (uris[d * nspecs + j] && storage_uri_unique(c->k, b, &uris[d * nspecs + j]))
+				return -1;
+	}
+	return 0;
+}
+
 static void start_write(struct call *c, struct write_plan *p, int32_t timeout_s, write_reply_enc *enc, void *out)
 {
 	char msg[512], **uris = NULL;
@@ -309,7 +325,7 @@ static void start_write(struct call *c, struct write_plan *p, int32_t timeout_s,
 			goto fail;
 		for (size_t d = 0; d < p->nfresh; d++)
 			fk[d] = p->keys[p->fresh[d]];
-		if (storage_make_uris(s, c->inst, fk, p->nfresh, p->sel, uris))
+		if (storage_make_uris(s, c->inst, fk, p->nfresh, p->sel, uris) || unique_uris(c, p, uris))
 			goto fail;
 	}
 	code = KC_INTERNAL_ERROR;

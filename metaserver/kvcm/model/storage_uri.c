@@ -208,6 +208,53 @@ static int ref_hold(struct kvcm *k, const char *path, size_t len)
 	return 0;
 }
 
+/* The length of uri's part that names its data: up to its parameters. */
+static size_t data_len(const char *uri)
+{
+	const char *q = strchr(uri, '?');
+
+	return q ? (size_t)(q - uri) : strlen(uri);
+}
+
+static bool names_same_data(const char *a, const char *b)
+{
+	size_t n = data_len(a);
+
+	return n == data_len(b) && memcmp(a, b, n) == 0;
+}
+
+static bool data_taken(struct kvcm *k, const struct block *b, const char *uri)
+{
+	char path[4096];
+	size_t len;
+
+	for (const struct location *l = b ? b->locs : NULL; l; l = l->next)
+		for (uint16_t j = 0; j < l->nspecs; j++)
+			if (names_same_data(l->specs[j].uri, uri))
+				return true;
+	len = shared_file(uri) ? file_path(uri, path, sizeof(path)) : 0;
+	return len && ref_find(k, path, hash_bytes(path, len));
+}
+
+int storage_uri_unique(struct kvcm *k, const struct block *b, char **uri)
+{
+	char *base = *uri, *next = NULL;
+	size_t at = data_len(base);
+
+	if (!data_taken(k, b, base))
+		return 0;
+	for (unsigned copy = 2;; copy++) {
+		if (asprintf(&next, "%.*s~%u%s", (int)at, base, copy, base + at) < 0)
+			return MMC_MALLOC_FAILED;
+		if (!data_taken(k, b, next))
+			break;
+		free(next);
+	}
+	free(base);
+	*uri = next;
+	return 0;
+}
+
 int storage_hold_data(struct kvcm *k, const struct location *l)
 {
 	char path[4096];

@@ -21,6 +21,15 @@ struct kvcm;
 int storage_make_uris(struct storage *s, const struct instance *inst, const int64_t *keys, size_t n, const uint8_t *sel,
                       char **uris);
 
+/*
+ * Makes uri (from storage_make_uris, for a new location of block b) name data no other location names: another
+ * location of b with the same path (a second replica on the same storage, a rewrite while the old copy waits for the
+ * deleter), or a shared file some location holds. Such a path gets "~2", "~3"... after its name: two live locations
+ * on one file would write over each other, and the deleter of either would take the other's data. Returns 0 or
+ * MMC_MALLOC_FAILED (uri unchanged).
+ */
+int storage_uri_unique(struct kvcm *k, const struct block *b, char **uri);
+
 /* The size= parameter of a URI (0 when absent): usage accounting. */
 uint64_t uri_size_param(const char *uri);
 
