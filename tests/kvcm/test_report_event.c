@@ -76,6 +76,23 @@ Test(report_event, add_merges_delete_removes_last_wins) /* D-07, D-08, D-09, D-1
 	cr_expect(!visible(6), "set semantics: one delete removes the spec");
 }
 
+/* An ADD while the block's reported copy waits for its delete (a removeCache just before): one live copy, which one
+ * DELETE removes. The old copy was found first by its name and kept, so each ADD appended another live copy, and a
+ * DELETE took only the first of them. */
+Test(report_event, an_add_while_the_old_copy_waits_for_its_delete_is_one_location)
+{
+	srv_clock_freeze();
+	EXPECT_CODE(report("h:1", L1P5, "[" ADD("55", "gpu", "a", "x://h:1/v1") "]"), "OK");
+	EXPECT_CODE(CALL("removeCache", "{\"instance_id\":\"e\",\"block_keys\":[55]}"), "OK");
+	EXPECT_CODE(report("h:1", L1P5, "[" ADD("55", "gpu", "a", "x://h:1/v2") "]"), "OK");
+	EXPECT_CODE(report("h:1", L1P5, "[" ADD("55", "gpu", "a", "x://h:1/v3") "]"), "OK");
+	srv_clock_advance(1500); /* past delay_before_delete_ms, within the reporter's liveness */
+	cr_assert(srv_deletes_done());
+	cr_expect(visible(55), "the copy reported after the remove is served");
+	EXPECT_CODE(report("h:1", L1P5, "[" DEL("55", "gpu", "a") "]"), "OK");
+	cr_expect(!visible(55), "a DELETE left a copy served");
+}
+
 /* A location holds at most 256 specs, as many as a block record stores: an ADD past that is refused. It used to be
  * kept (up to 512), and the next load lost it with every location after it in its block's record. */
 Test(report_event, a_location_takes_no_more_specs_than_its_record_holds)

@@ -211,7 +211,9 @@ static int write_specs(struct report *rp, const struct er_block *blk, bool merge
 {
 	const char *name = location_id(rp, blk->medium), *names[2 * ER_SPECS_MAX], *uris[2 * ER_SPECS_MAX];
 	struct block *b = block_find(rp->c->inst, blk->key);
-	struct location *old = b && name ? location_find(b, name) : NULL;
+	/* the reported copy, not one of the same name waiting for its delete (a removeCache before this report):
+	 * replacing nothing there appended a second live copy at each report, and a DELETE took only the first */
+	struct location *old = b && name ? location_find_as(b, name, false) : NULL;
 	char stack[2048], *buf = stack, *p;
 	size_t need = 0;
 	uint16_t n = 0;

@@ -145,6 +145,14 @@ struct location *location_find(const struct block *b, const char *id)
 	return NULL;
 }
 
+struct location *location_find_as(const struct block *b, const char *id, bool pending)
+{
+	for (struct location *l = b->locs; l; l = l->next)
+		if (l->pending == pending && strcmp(location_name(l), id) == 0)
+			return l;
+	return NULL;
+}
+
 void location_unlink(struct block *b, struct location *l)
 {
 	struct location **pp = &b->locs;

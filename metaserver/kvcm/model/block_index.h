@@ -36,6 +36,9 @@ struct location *location_new_er(struct storage *s, const char *er_key, uint16_t
 /* Frees l (and its rendered JSON). */
 void location_free(struct location *l);
 struct location *location_find(const struct block *b, const char *id);
+/* The location named id that is (pending) or is not (!pending) handed to the deleter: an event reporter's name
+ * (kvs#...) may be on one of each, its old copy waiting for its delete beside the one it reported since. */
+struct location *location_find_as(const struct block *b, const char *id, bool pending);
 /* Unlinks l from b (not freed). */
 void location_unlink(struct block *b, struct location *l);
 /* A SERVING location a reader may use (storage available, data present), or NULL. */

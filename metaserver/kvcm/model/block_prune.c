@@ -46,10 +46,10 @@ void prune_apply(struct kvcm *k, struct instance *inst, struct prune_set *ps)
 
 	for (size_t i = 0; i < ps->n; i++) {
 		struct block *b = block_find(inst, ps->v[i].key);
-		struct location *l = b ? location_find(b, ps->v[i].id) : NULL;
+		struct location *l = b ? location_find_as(b, ps->v[i].id, false) : NULL;
 
 		/* a key repeated in one request is noted twice: the second finds nothing */
-		if (l && l->status == CLS_SERVING && !l->pending) {
+		if (l && l->status == CLS_SERVING) {
 			block_drop_location(k, inst, b, l); /* nothing else points at a SERVING one */
 			dropped++;
 		}

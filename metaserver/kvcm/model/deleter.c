@@ -94,9 +94,9 @@ static void finalize(struct del_job *j)
 	struct kvcm *k = j->d->k;
 	struct instance *inst = j->inst;
 	struct block *b = block_find(inst, j->key);
-	struct location *l = b ? location_find(b, j->loc_id) : NULL;
+	struct location *l = b ? location_find_as(b, j->loc_id, true) : NULL;
 
-	if (l && l->pending) {
+	if (l) {
 		usage_unpending(inst, b, l);
 		block_drop_location(k, inst, b, l);
 		j->d->deleted++;
@@ -178,9 +178,9 @@ static void poll_cb(evutil_socket_t fd, short what, void *arg)
 static void run_job(struct deleter *d, struct del_job *j)
 {
 	struct block *b = block_find(j->inst, j->key);
-	struct location *l = b ? location_find(b, j->loc_id) : NULL;
+	struct location *l = b ? location_find_as(b, j->loc_id, true) : NULL;
 
-	if (!l || !l->pending) {
+	if (!l) {
 		finalize(j);
 		return;
 	}

@@ -228,9 +228,7 @@ static void complete(struct reclaimer *r, struct reclaim_request *q)
 static bool deleted(const struct instance *inst, const struct reclaim_loc *loc)
 {
 	struct block *b = block_find(inst, loc->key);
-	struct location *l = b ? location_find(b, loc->id) : NULL;
-
-	return !l || !l->pending;
+	return !b || !location_find_as(b, loc->id, true);
 }
 
 void reclaim_collect(struct reclaimer *r)
