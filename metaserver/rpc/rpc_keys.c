@@ -79,12 +79,10 @@ static int commit_one(struct conn *c, const Mmc__KeyItem *it, uint64_t hash)
 		o = it->token ? objects_find_removed_write(c->m, it->key, len, c->session.id, it->token) : NULL;
 		if (!o)
 			return MMC_UNMATCHED_KEY;
-		if (it->value == 0) {
+		if (it->value == 0)
 			object_writes_done(c->m, o);
-		} else { /* its writes failed: some may still land, so its space is quarantined */
-			o->write_session = 0;
-			object_unpin(c->m, o);
-		}
+		else /* its writes failed: some may still land, so its space is quarantined */
+			object_writer_left(c->m, o);
 		return 0;
 	}
 	if (it->value == 0 && it->checksum_type > MMC_WIRE_CHECKSUM_CRC32C) {

@@ -761,7 +761,10 @@ void object_drop_hashed(struct meta *m, struct object *o, uint64_t hash)
 	 * is dropped only once its write lease ran out, or by its writer's finish, and then goes to quarantine) */
 	if (o->state != MMC_BLOB_ALLOCATED || o->gva)
 		o->write_session = 0; /* a READABLE object's LRU stamp had these bits */
-	o->unlink_seq = unlink_seq;   /* its record's batch, or its write lease, had these */
+	/* its record's batch, or its write lease, had these bits; a put still written keeps its write deadline, by
+	 * which its space is reclaimed should its writer never say its writes are done (objects_sweep) */
+	if (!(reachable && o->write_session))
+		o->unlink_seq = unlink_seq;
 	o->state = MMC_BLOB_REMOVING;
 	if (pinned_now(o)) {
 		o->unfinished = reachable; /* until its writer says its writes are done (object_writes_done) */
@@ -848,11 +851,24 @@ void object_unpin(struct meta *m, struct object *o)
 	object_free(o);
 }
 
-void object_writes_done(struct meta *m, struct object *o)
+/* The writer of removed put o is done with it (writes_landed: all of them; else some may still land). Its write
+ * deadline leaves the bits release_space reads as a record's batch: it never had a record. */
+static void writer_gone(struct meta *m, struct object *o, bool writes_landed)
 {
 	o->write_session = 0;
-	o->unfinished = false;
+	o->unlink_seq = 0;
+	o->unfinished &= !writes_landed;
 	object_unpin(m, o);
+}
+
+void object_writes_done(struct meta *m, struct object *o)
+{
+	writer_gone(m, o, true);
+}
+
+void object_writer_left(struct meta *m, struct object *o)
+{
+	writer_gone(m, o, false);
 }
 
 static uint64_t remove_matching_in(struct meta *m, uint32_t *bucket, bool (*match)(void *arg, const char *key),
@@ -890,6 +906,13 @@ void objects_sweep(struct meta *m, uint64_t now_ms)
 
 	for (o = olist_first(m, OLIST_ZOMBIES); o; o = next) {
 		next = olist_next(o);
+		if (o->unfinished && o->write_session && o->write_expiry_ms && o->write_expiry_ms <= now_ms) {
+			/* a put removed while written, whose writer neither committed nor left: as for a pending one */
+			log_info("op=reclaim key=\"%.*s\" reason=write_lease_expired removed=true", (int)o->keylen,
+			         object_key(o));
+			o->write_session = 0;
+			o->unlink_seq = 0;
+		}
 		if (!pinned(o, now_ms)) {
 			zombie_del(m, o);
 			uncount(m, o);
@@ -923,9 +946,7 @@ void objects_session_closed(struct meta *m, uint64_t session)
 	}
 	for (o = olist_first(m, OLIST_ZOMBIES); o; o = next) {
 		next = olist_next(o);
-		if (o->write_session == session) {
-			o->write_session = 0;
-			object_unpin(m, o);
-		}
+		if (o->write_session == session)
+			object_writer_left(m, o);
 	}
 }

@@ -183,6 +183,8 @@ void object_unpin(struct meta *m, struct object *o);
 /* The writer of removed object o (a put removed while it was written) committed it with its writes all landed:
  * its space needs no quarantine; o is unpinned as by object_unpin. */
 void object_writes_done(struct meta *m, struct object *o);
+/* The writer of removed object o left, or its writes failed: some may still land, so its space goes to quarantine. */
+void object_writer_left(struct meta *m, struct object *o);
 
 /* Space was given back outside object_drop: waiting allocations get another try. */
 void objects_space_freed(struct meta *m);

@@ -411,11 +411,11 @@ Test(objects, an_unfinished_put_removed_keeps_its_writer_until_it_commits_or_lea
 {
 	const int on0[] = {0};
 	struct object *o = allocate("p", on0, 1, 5);
-	uint64_t id = o->id;
+	uint64_t id = o->id, deadline = o->write_expiry_ms;
 
 	object_drop(&m, o);
 	cr_assert_eq(objects_find_removed_write(&m, "p", 1, 5, id), o, "the writer may still commit it");
-	cr_assert_eq(o->unlink_seq, 0, "no record ever named its space");
+	cr_assert_eq(o->write_expiry_ms, deadline, "it keeps its write deadline (no record ever named its space)");
 	objects_session_closed(&m, 5);
 	cr_assert(olist_empty(&m, OLIST_ZOMBIES));
 	cr_assert_null(objects_find_removed_write(&m, "p", 1, 5, id));

@@ -620,6 +620,30 @@ static uint64_t used_dram(void)
 	return used;
 }
 
+/* The same put removed while its writer still holds it, and never committed: reclaimed at its write timeout too. It
+ * stayed pinned for as long as its writer's connection lived (a client could hold any amount of the pool that way:
+ * allocate, never commit, remove). */
+Test(alloc_queue, a_put_removed_while_written_and_never_committed_is_reclaimed_after_its_write_timeout)
+{
+	const char *k = "removed-unfinished";
+	uint64_t size = 2 * MiB, id;
+	int code;
+
+	mount(0, 8 * MiB, 0);
+	id = alloc(0, &k, &size, 1, 1);
+	cr_assert_eq(reply_of(id, &code)[0].result, 0);
+	object_drop(&m, object_find(&m, k, strlen(k))); /* a remove: its writes may still land, so it stays pinned */
+	cr_assert_eq(used_dram(), 2 * MiB, "held for its writer");
+	clock_advance_ms(m.conf.put_write_timeout_ms - 1);
+	objects_sweep(&m, clock_ms());
+	cr_assert_eq(quarantine_bytes(&m, MMC_MEDIA_DRAM), 0, "still within its time");
+	clock_advance_ms(2);
+	objects_sweep(&m, clock_ms());
+	cr_assert_eq(quarantine_bytes(&m, MMC_MEDIA_DRAM), 2 * MiB, "never reclaimed");
+	seen_running(0); /* its space waited out the late writer */
+	cr_assert_eq(used_dram(), 0);
+}
+
 /* One extent of bytes for session w: replicas 1, one lane, in the writer's own pool first. */
 static struct extent *grant1(int w, uint64_t bytes, uint64_t min_bytes)
 {
