@@ -7,6 +7,7 @@
 
 #include <stdint.h>
 
+#include "hmap.h"
 #include "list.h"
 #include "meta.h"
 
@@ -20,6 +21,7 @@ struct meta_policy {
 
 	/* SSD tier (tier.c) */
 	struct list tasks;      /* blob moves in flight */
+	struct hmap task_ids;   /* the same, by id: a service's answer finds its task at once */
 	struct list tier_reqs;  /* requests waiting for moves */
 	struct list read_waits; /* SSD reads waiting for DRAM room */
 	uint64_t next_task_id;

@@ -9,6 +9,7 @@
 #include "array.h"
 #include "clock.h"
 #include "eviction.h"
+#include "hash.h"
 #include "key_result.h"
 #include "lease.h"
 #include "log.h"
@@ -51,7 +52,8 @@ struct read_wait {
 };
 
 struct task {
-	struct list link; /* meta_policy.tasks */
+	struct list link;       /* meta_policy.tasks */
+	struct hmap_node hlink; /* meta_policy.task_ids */
 	uint64_t id;
 	enum task_kind kind;
 	struct object *o;
@@ -62,6 +64,16 @@ struct task {
 };
 
 #define TASK_ID_BIT (UINT64_C(1) << 63) /* the server's request ids, apart from any client's */
+
+static uint64_t id_hash(uint64_t id)
+{
+	return hash_bytes(&id, sizeof(id));
+}
+
+static uint64_t task_hash(const struct hmap_node *n)
+{
+	return id_hash(hmap_entry(n, struct task, hlink)->id);
+}
 
 static uint64_t pages(uint64_t size)
 {
@@ -78,6 +90,7 @@ void tier_init(struct meta *m)
 		*next = clock_ns();
 	m->moves_lost = tier_moves_lost;
 	list_init(&m->policy->tasks);
+	hmap_init(&m->policy->task_ids, task_hash, 64);
 	list_init(&m->policy->tier_reqs);
 	list_init(&m->orphans);
 	list_init(&m->policy->read_waits);
@@ -121,6 +134,10 @@ static struct task *task_new(struct meta *m, enum task_kind kind, struct object 
 	if (!t)
 		return NULL;
 	t->id = TASK_ID_BIT | ++m->policy->next_task_id;
+	if (hmap_insert(&m->policy->task_ids, &t->hlink, id_hash(t->id))) {
+		free(t);
+		return NULL;
+	}
 	t->kind = kind;
 	t->o = o;
 	t->svc = svc;
@@ -468,6 +485,7 @@ static void complete(struct meta *m, struct task *t, int result)
 	struct object *o = t->o;
 
 	list_del(&t->link);
+	hmap_remove(&m->policy->task_ids, &t->hlink, id_hash(t->id)); /* false for one tier_moves_lost set aside */
 	/* o stays pinned (busy) until the end: a victim that could not move is dropped by finish_demote, and that
 	 * must leave it on the zombie list for object_unpin below rather than free it under us */
 	if (t->kind == T_DEMOTE) {
@@ -491,8 +509,10 @@ static void complete(struct meta *m, struct task *t, int result)
 
 void tier_task_done(struct meta *m, const struct service *svc, uint64_t id, int result)
 {
-	for (struct list *it = m->policy->tasks.next; it != &m->policy->tasks; it = it->next) {
-		struct task *t = list_entry(it, struct task, link);
+	/* by id, not by a walk of every move in flight: any session may send answers, as many as it likes */
+	hmap_foreach_hash(&m->policy->task_ids, id_hash(id), n)
+	{
+		struct task *t = hmap_entry(n, struct task, hlink);
 
 		if (t->id == id && svc && t->svc == svc) {
 			complete(m, t, result);
@@ -513,8 +533,11 @@ void tier_moves_lost(struct meta *m, struct service *svc)
 	 * service, which frees its own tasks, the next of a walk over the shared list among them */
 	for (it = m->policy->tasks.next; it != &m->policy->tasks; it = next) {
 		next = it->next;
-		if (list_entry(it, struct task, link)->svc == svc) {
+		struct task *t = list_entry(it, struct task, link);
+
+		if (t->svc == svc) { /* out of the id table too: an answer meanwhile must not complete it twice */
 			list_del(it);
+			hmap_remove(&m->policy->task_ids, &t->hlink, id_hash(t->id));
 			list_add_tail(&lost, it);
 		}
 	}
@@ -576,6 +599,7 @@ void tier_fini(struct meta *m)
 		free(t->waiters);
 		free(t);
 	}
+	hmap_free(&m->policy->task_ids);
 	while (!list_empty(&m->policy->tier_reqs)) {
 		struct tier_req *r = list_entry(m->policy->tier_reqs.next, struct tier_req, link);
 
@@ -625,8 +649,8 @@ static int evict_one(struct meta *m, struct object *o, struct tier_req *r, size_
 	int rc;
 
 	if (tier_on_ssd(o))
-		return 0; /* already there */
-	if ((t = task_of(m, o, T_DEMOTE)))
+		return 0;                             /* already there */
+	if (o->busy && (t = task_of(m, o, T_DEMOTE))) /* a move in flight makes it busy: no walk for the others */
 		return task_wait(t, r, i);
 	rc = start_demote(m, o, r, i);
 	if (rc == MMC_NOT_STARTED || rc == MMC_NOT_ENOUGH_MEMORY) {
