@@ -352,15 +352,20 @@ static enum exit_code open_store(struct meta *m, bool wait)
 	return EXIT_OK;
 }
 
+/* What the loop ended with: EXIT_OK, or a takeover's configuration failure (load_store). */
+static enum exit_code loop_exit = EXIT_OK;
+
 /* The load of a standby that won the lease (leadership.c): the same as at start. One refused for its configuration
- * (a file changed since the start's checks) stops the server, as at a start: a standby's restart would win the lease
- * and fail the same way, a few times a second. */
+ * (a file changed since the start's checks) stops the server, as at a start, through the loop's end so that the
+ * lease is given back: a standby's restart would win it and fail the same way, a few times a second. */
 static int load_store(struct meta *m)
 {
 	enum exit_code rc = open_store(m, false);
 
-	if (rc == EXIT_CONFIG)
-		exit(EXIT_CONFIG);
+	if (rc == EXIT_CONFIG) {
+		loop_exit = EXIT_CONFIG;
+		event_base_loopbreak(m->base);
+	}
 	return rc == EXIT_OK ? 0 : -1;
 }
 
@@ -572,6 +577,7 @@ int main(int argc, char **argv)
 	if ((s.rpc.ha && (rc = settings_check(m))) || (!s.rpc.ha && (rc = open_store(m, true))) || (rc = start(m)))
 		goto out;
 	loop_run(m, &m->conf.loop_spin_us);
+	rc = loop_exit;
 out:
 	shutdown_all(m);
 	for (int i = 0; i < 4; i++)

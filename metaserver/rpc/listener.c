@@ -160,9 +160,12 @@ int rpc_listen(struct meta *m, const char *host, uint16_t port, char *bound, siz
 	rc = getaddrinfo(host, portstr, &hints, &ai);
 	if (rc) {
 		log_error("op=listen host=\"%s\" err=\"%s\"", host, gai_strerror(rc));
-		/* a resolver not up yet (at boot) is no fault of the file: exit 4, which the units restart, not 2 */
-		return rc == EAI_AGAIN || rc == EAI_FAIL || rc == EAI_SYSTEM || rc == EAI_MEMORY ? MMC_ERROR
-		                                                                                 : MMC_INVALID_PARAM;
+		/* a resolver not up yet (at boot) is no fault of the file: exit 4, which the units restart, not 2
+		 * (errno for the start's message: getaddrinfo leaves it as it likes) */
+		if (rc != EAI_AGAIN && rc != EAI_FAIL && rc != EAI_SYSTEM && rc != EAI_MEMORY)
+			return MMC_INVALID_PARAM;
+		errno = rc == EAI_MEMORY ? ENOMEM : rc == EAI_SYSTEM && errno ? errno : EAGAIN;
+		return MMC_ERROR;
 	}
 	rc = bind_first(m, ai, host, port);
 	freeaddrinfo(ai);

@@ -10,6 +10,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 
@@ -199,6 +200,35 @@ Test(ha, a_standby_whose_store_password_file_is_missing_does_not_start)
 	cl.n = 1;
 	cr_assert_neq(metaserver_start(&cl.s[0], args), 0, "a standby that could never load its store went ready");
 	cr_assert(metaserver_log_has(&cl.s[0], "exit_code=2"), "the refusal names the configuration");
+}
+
+/* The store's password file gone from under a standby (it passed the start's checks): its takeover is refused for
+ * the configuration, and it stops with exit 2, the lease given back, instead of restarting a few times a second. */
+Test(ha, a_takeover_refused_for_the_configuration_stops_the_server)
+{
+	char pw[300], arg[340];
+	const char *extra[] = {arg, NULL};
+	int leader, other, status = 0;
+	pid_t got = 0;
+	FILE *f;
+
+	snprintf(pw, sizeof(pw), "%s/store-password", cl.dir);
+	cr_assert_not_null(f = fopen(pw, "w"));
+	fputs("not-used-by-lmdb\n", f);
+	fclose(f);
+	cr_assert_eq(chmod(pw, 0600), 0);
+	snprintf(arg, sizeof(arg), "ock.mmc.meta.store_password_file=%s", pw);
+	leader = start_and_elect(2, extra);
+	other = 1 - leader;
+	cr_assert_eq(unlink(pw), 0);
+	cr_assert_eq(metaserver_stop(&cl.s[leader]), 0);
+	for (uint64_t end = ha_now_ms() + 10000; !got && ha_now_ms() < end; usleep(20000))
+		got = waitpid(cl.s[other].pid, &status, WNOHANG);
+	cr_assert_eq(got, cl.s[other].pid, "the standby whose takeover cannot load did not stop");
+	cl.s[other].pid = 0;
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 2, "status %d", status);
+	cr_expect_not(metaserver_log_has(&cl.s[other], "op=ha_restart"), "it restarted instead");
+	cr_expect(metaserver_log_has(&cl.s[other], "op=exit code=2"), "it did not end through its loop's shutdown");
 }
 
 Test(ha, takeover_after_the_leader_stops)

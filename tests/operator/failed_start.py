@@ -161,6 +161,11 @@ def resolver_down(checks, binary, tag):
     if os.geteuid() != 0 or not shutil.which('unshare'):
         print(f'# {tag} resolver down: not run (needs root and unshare)')
         return
+    with open('/etc/nsswitch.conf') as f:
+        hosts = next((ln.split()[1:] for ln in f if ln.startswith('hosts:')), ['files', 'dns'])
+    if 'dns' not in hosts or any(src.startswith('resolve') for src in hosts):
+        print(f'# {tag} resolver down: not run (hosts: {" ".join(hosts)}; the test cuts resolv.conf\'s resolver)')
+        return
     tmp = tempfile.mkdtemp(prefix='mmc-nodns-')
     resolv, wrapper = os.path.join(tmp, 'resolv.conf'), os.path.join(tmp, 'no-dns')
     with open(resolv, 'w') as f:
