@@ -103,6 +103,7 @@ static void adopt(struct meta *m, struct session *s, struct blob *b, uint64_t si
 	e->pieces[0].end = blob_offset(b) + size;
 	blob_forget(b);
 	list_add_tail(all(m), &e->link);
+	m->policy->uncarved[e->media] += size;
 	e->snext = s->extents;
 	s->extents = e;
 }
@@ -225,14 +226,23 @@ static int check_place(struct meta *m, const struct session *s, const struct put
 
 /* Keeps e, and with it every extent of its grant, until idle_at_ms: the store counts a grant as fresh while any
  * put into any of its extents is taken (a one-key batch feeds one lane of four), and carves the others then too. */
-static void renew(struct extent *e, uint64_t idle_at_ms)
+/* A renewed extent goes to the end of the list: idle_at_ms only grows, so the list stays in idle order and the sweep
+ * stops at the first extent still in use. */
+static void renew_one(struct meta *m, struct extent *e, uint64_t idle_at_ms)
+{
+	e->idle_at_ms = idle_at_ms;
+	list_del(&e->link);
+	list_add_tail(all(m), &e->link);
+}
+
+static void renew(struct meta *m, struct extent *e, uint64_t idle_at_ms)
 {
 	if (e->idle_at_ms == idle_at_ms)
 		return; /* the batch renewed it and its grant already */
 	for (struct extent *x = e->session->extents; x; x = x->snext)
-		if (x->grant == e->grant)
-			x->idle_at_ms = idle_at_ms;
-	e->idle_at_ms = idle_at_ms;
+		if (x->grant == e->grant && x != e)
+			renew_one(m, x, idle_at_ms);
+	renew_one(m, e, idle_at_ms);
 }
 
 /* Takes [start, end) out of e's uncarved pieces and makes it a block of its own (checked by check_place). */
@@ -258,7 +268,8 @@ static int carve(struct meta *m, struct extent *e, uint64_t start, uint64_t end,
 		memmove(&e->pieces[i], &e->pieces[i + 1], (e->npieces - (uint32_t)i - 1) * sizeof(e->pieces[0]));
 		e->npieces--;
 	}
-	renew(e, now_ms + EXTENT_IDLE_MS);
+	m->policy->uncarved[e->media] -= end - start;
+	renew(m, e, now_ms + EXTENT_IDLE_MS);
 	return 0;
 }
 
@@ -339,10 +350,11 @@ static void give_back(struct meta *m, struct extent *e, bool reachable)
 	struct extent **p = &e->session->extents;
 	uint64_t now = clock_ms();
 
-	for (uint32_t i = 0; svc && i < e->npieces; i++) {
-		if (reachable)
+	for (uint32_t i = 0; i < e->npieces; i++) {
+		m->policy->uncarved[e->media] -= e->pieces[i].end - e->pieces[i].start;
+		if (svc && reachable)
 			space_quarantine(m, svc, e->media, e->pieces[i].start, now);
-		else
+		else if (svc)
 			space_release(m, svc, e->media, e->pieces[i].start, 0);
 	}
 	while (*p && *p != e)
@@ -377,24 +389,16 @@ void extents_sweep(struct meta *m, uint64_t now_ms)
 		struct extent *e = list_entry(it, struct extent, link);
 
 		next = it->next;
-		if (e->idle_at_ms <= now_ms) {
-			log_debug("op=extent_idle session=%llu extent=%llu", (unsigned long long)e->session->id,
-			          (unsigned long long)e->id);
-			give_back(m, e, true);
-		}
+		if (e->idle_at_ms > now_ms)
+			break; /* in idle order (renew_one): the rest are in use too */
+		log_debug("op=extent_idle session=%llu extent=%llu", (unsigned long long)e->session->id,
+		          (unsigned long long)e->id);
+		give_back(m, e, true);
 	}
 }
 
 uint64_t extents_uncarved(struct meta *m, uint32_t media)
 {
-	struct list *head = all(m);
-	uint64_t n = 0;
-
-	for (struct list *it = head->next; it != head; it = it->next) {
-		struct extent *e = list_entry(it, struct extent, link);
-
-		for (uint32_t i = 0; e->media == media && extent_service(m, e) && i < e->npieces; i++)
-			n += e->pieces[i].end - e->pieces[i].start;
-	}
-	return n;
+	all(m); /* the first call of a run draws its extent ids' start: a grant asks this first */
+	return m->policy->uncarved[media];
 }

@@ -27,8 +27,9 @@ struct meta_policy {
 	uint64_t next_task_id;
 	uint64_t freeing[MEDIA_COUNT]; /* bytes that moves in flight will give back */
 
-	/* allocation extents (extents.c): every one granted, oldest first; initialised on first use */
+	/* allocation extents (extents.c): every one granted, the one idle soonest first; initialised on first use */
 	struct list extents;
+	uint64_t uncarved[MEDIA_COUNT]; /* their bytes not carved yet, counted as they change (a grant reads it) */
 	uint64_t next_extent_id;
 };
 
