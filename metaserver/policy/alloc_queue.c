@@ -113,6 +113,7 @@ static bool place_one(struct meta *m, struct alloc_req *a, const struct alloc_it
 	o->size = it->size;
 	o->state = MMC_BLOB_ALLOCATED;
 	o->write_session = a->s->id;
+	a->s->allocated = true;
 	o->gva = a->gva;
 	if (a->gva) {
 		res->lease_ms = lease_ttl_of(m, a->lease_ttl_ms);

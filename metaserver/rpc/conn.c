@@ -362,7 +362,9 @@ void conn_close(struct conn *c, const char *why)
 		c->session.svc->session = NULL;
 		c->session.svc = NULL;
 	}
-	if (!m->rpc->draining && m->persist)
+	/* a walk of every unfinished put in the cluster: only for a session that had some (a client's connections
+	 * opened and closed without one cost the loop that walk each) */
+	if (!m->rpc->draining && m->persist && c->session.allocated)
 		objects_session_closed(m, c->session.id);
 	list_del(&c->link);
 	m->nconns--;

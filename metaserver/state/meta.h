@@ -81,6 +81,7 @@ struct session {
 	struct extent *extents; /* allocation extents it holds (policy/extents.c), NULL: none */
 	uint32_t tenant;        /* its index in meta.tenants, as its hello proved (0: the default tenant) */
 	uint32_t minor;         /* the minor wire version its hello named: what its store understands */
+	bool allocated; /* it was given an allocation (a put's or GVA): its close looks for its unfinished ones */
 };
 
 /* Blob offsets are multiples of this (the allocator's granule, ALLOC_ALIGN): a blob keeps offset / BLOB_GRANULE. */
