@@ -9,6 +9,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static void up(void)
@@ -133,6 +134,38 @@ Test(persist, removed_instance_stays_removed)
 	EXPECT_CODE(CALL("getInstanceInfo", "{\"instance_id\":\"p\"}"), "INSTANCE_NOT_EXIST");
 	cr_assert(register_simple(&srv.meta, "default", "p", 4096));
 	cr_expect(write_keys(&srv.meta, "p", "[1]"));
+}
+
+/* A removed instance's blocks wait delay_before_delete_ms for their deletes: a stop (or a kill) first, and the restart
+ * deletes them, data included. Its record was gone with the reply, so the restart dropped the blocks' records and
+ * left their files (and pool objects) for good, where a new instance of the same id then wrote. */
+Test(persist, a_removed_instance_s_data_is_deleted_across_a_restart)
+{
+	char path[400];
+	FILE *f;
+
+	cr_assert(register_simple(&srv.meta, "default", "p", 4096));
+	cr_assert(write_keys(&srv.meta, "p", "[9]"));
+	snprintf(path, sizeof(path), "%s/p", srv.root);
+	mkdir(path, 0755);
+	snprintf(path, sizeof(path), "%s/p/tp0", srv.root);
+	mkdir(path, 0755);
+	snprintf(path, sizeof(path), "%s/p/tp0/9", srv.root); /* the client's write of key 9 */
+	cr_assert_not_null(f = fopen(path, "w"), "%s", path);
+	fclose(f);
+	EXPECT_CODE(ADMIN("removeInstance", "{\"instance_id\":\"p\"}"), "OK");
+	cr_assert_eq(metaserver_stop(&srv.m), 0);
+	cr_assert_eq(kvcm_srv_restart(&srv, NULL), 0);
+	for (int i = 0; i < POLL_CAP && access(path, F_OK) == 0; i++)
+		poll_pause();
+	cr_expect_neq(access(path, F_OK), 0, "the removed instance's file outlived the restart");
+	EXPECT_CODE(CALL("getInstanceInfo", "{\"instance_id\":\"p\"}"), "INSTANCE_NOT_EXIST");
+	cr_assert(register_simple(&srv.meta, "default", "p", 4096));
+	cr_expect(write_keys(&srv.meta, "p", "[9]"));
+	cr_assert_eq(metaserver_stop(&srv.m), 0); /* and its record went with its last block */
+	cr_assert_eq(kvcm_srv_restart(&srv, NULL), 0);
+	cr_expect(metaserver_log_has(&srv.m, "op=kvcm_load"));
+	cr_expect_not(metaserver_log_has(&srv.m, "removed_instance="), "a removed instance's record came back");
 }
 
 /* The LMDB write lock, taken from this process: the server's writer thread waits for it, so nothing commits. */

@@ -249,7 +249,8 @@ static void mismatched(const struct instance *old, json_t *info, char *out, size
 	json_decref(b);
 }
 
-/* The instance's record: {"uid":"N","info":{InstanceInfo}} (read back by instance_load). */
+/* The instance's record: {"uid":"N","info":{InstanceInfo}} (read back by instance_load), under its id; a removed
+ * one's under its uid in STORE_REMOVED, until its last block is deleted (instance_load_removed). */
 static void persist_record(struct kvcm *k, const struct instance *inst)
 {
 	char uid[24];
@@ -259,7 +260,7 @@ static void persist_record(struct kvcm *k, const struct instance *inst)
 	rec = json_pack("{s:s, s:O}", "uid", uid, "info", inst->info);
 	if (rec && inst->dir_uid)
 		json_object_set_new(rec, "dir_uid", json_string(uid));
-	store_put_json(&k->store, STORE_INSTANCES, inst->id, rec);
+	store_put_json(&k->store, inst->removed ? STORE_REMOVED : STORE_INSTANCES, inst->removed ? uid : inst->id, rec);
 	json_decref(rec);
 }
 
@@ -369,6 +370,30 @@ struct instance *instance_load(struct kvcm *k, json_t *record, char *msg, size_t
 	return inst;
 }
 
+struct instance *instance_load_removed(struct kvcm *k, json_t *record)
+{
+	json_t *info = json_object_get(record, "info");
+	struct group *g = info ? group_find(k, jn_str(info, "instance_group_name")) : NULL;
+	struct instance *inst;
+	char msg[256];
+	int code;
+
+	if (!g) { /* its group went too: its blocks' records are dropped at load, as before such records */
+		log_warn("op=kvcm_load removed_instance=\"%s\" err=\"its group is gone: its data is not deleted\"",
+		         info ? jn_str(info, "instance_id") : "?");
+		return NULL;
+	}
+	if (!(inst = instance_new(info, g, msg, sizeof(msg), &code)))
+		return NULL;
+	inst->uid = (uint64_t)jn_i64(record, "uid");
+	inst->dir_uid = (uint64_t)jn_i64(record, "dir_uid");
+	if (inst->uid >= k->next_uid)
+		k->next_uid = inst->uid + 1;
+	inst->removed = true;
+	list_add_tail(&k->zombie_instances, &inst->zombie_link);
+	return inst;
+}
+
 void instance_unregister(struct kvcm *k, struct instance *inst)
 {
 	hmap_remove(&k->instances, &inst->hlink, id_hash(inst->id));
@@ -376,6 +401,9 @@ void instance_unregister(struct kvcm *k, struct instance *inst)
 	list_add_tail(&k->zombie_instances, &inst->zombie_link);
 	inst->group->ninstances--;
 	store_del_json(&k->store, STORE_INSTANCES, inst->id);
+	/* its blocks' deletes wait (delay_before_delete_ms, a scan of many blocks): a restart meanwhile finishes
+	 * them from this record, or its data stayed for good, and a new instance of the id wrote over it */
+	persist_record(k, inst);
 	log_info("op=kvcm_remove_instance id=\"%s\" blocks=%" PRIu64, inst->id, inst->blocks.n);
 	instance_hold(inst);
 	instance_release(k, inst);
@@ -388,8 +416,13 @@ void instance_hold(struct instance *inst)
 
 void instance_release(struct kvcm *k, struct instance *inst)
 {
-	if (--inst->refs == 0 && inst->removed && inst->blocks.n == 0)
-		instance_free(inst);
+	char uid[24];
+
+	if (--inst->refs != 0 || !inst->removed || inst->blocks.n != 0)
+		return;
+	snprintf(uid, sizeof(uid), "%" PRIu64, inst->uid);
+	store_del_json(&k->store, STORE_REMOVED, uid);
+	instance_free(inst);
 }
 
 void instances_init(struct kvcm *k)

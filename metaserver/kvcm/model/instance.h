@@ -26,6 +26,9 @@ struct instance *instance_find(struct kvcm *k, const char *id);
 int instance_register(struct kvcm *k, json_t *body, struct jd *d, struct instance **out, char *msg, size_t msglen);
 /* Recreates an instance from its record (its group must be loaded). */
 struct instance *instance_load(struct kvcm *k, json_t *record, char *msg, size_t msglen);
+/* A removed instance's record (STORE_REMOVED) as a zombie, off the registry: state_load trims it, its deletes
+ * finish, and its record goes with its last block. NULL when its group is gone or out of memory (logged). */
+struct instance *instance_load_removed(struct kvcm *k, json_t *record);
 /* Takes inst out of the registry (removeInstance); it is freed once its last block and reference are gone. */
 void instance_unregister(struct kvcm *k, struct instance *inst);
 /* Reference counting for deletes and sessions that outlive a removeInstance. */

@@ -7,6 +7,7 @@
 #include "account.h"
 #include "block_index.h"
 #include "block_record.h"
+#include "block_scan.h"
 #include "deleter.h"
 #include "group.h"
 #include "instance.h"
@@ -52,6 +53,9 @@ static int load_json(void *arg, enum store_table t, const char *name, json_t *v)
 		return instance_load(k, v, msg, sizeof(msg)) ? 0 : -1;
 	case STORE_ACCOUNTS:
 		return account_load(k, name, v);
+	case STORE_REMOVED:
+		instance_load_removed(k, v);
+		return 0;
 	default:
 		return MMC_ERROR;
 	}
@@ -66,7 +70,28 @@ static struct instance *by_uid(struct kvcm *k, uint64_t uid)
 		if (inst->uid == uid)
 			return inst;
 	}
+	for (struct list *it = k->zombie_instances.next; it != &k->zombie_instances; it = it->next)
+		if (list_entry(it, struct instance, zombie_link)->uid == uid)
+			return list_entry(it, struct instance, zombie_link);
 	return NULL;
+}
+
+/* Instances removed before the restart, their deletes cut short: every block they still hold goes to the deleter
+ * (its data unlinked or dropped), and one with none left goes at once, with its record. */
+static void finish_removed(struct kvcm *k)
+{
+	struct list *it, *next;
+
+	for (it = k->zombie_instances.next; it != &k->zombie_instances; it = next) {
+		struct instance *inst = list_entry(it, struct instance, zombie_link);
+
+		next = it->next;
+		instance_hold(inst);
+		if (inst->blocks.n && trim_instance(k, inst, NULL, NULL))
+			log_error("op=kvcm_load removed_instance=\"%s\" err=\"out of memory: its data is not deleted\"",
+			          inst->id);
+		instance_release(k, inst);
+	}
 }
 
 /* One block record: its locations counted in usage and file references; an empty one is dropped. */
@@ -153,6 +178,7 @@ int state_load(struct kvcm *k)
 		settle(k, inst, &swept);
 		blocks += inst->blocks.n;
 	}
+	finish_removed(k);
 	log_info("op=kvcm_load storages=%s instances=%" PRIu64 " blocks=%" PRIu64 " orphaned_writing=%" PRIu64,
 	         list_empty(&k->storages) ? "0" : ">0", k->instances.n, blocks, swept);
 	return 0;

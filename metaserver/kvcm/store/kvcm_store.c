@@ -9,7 +9,7 @@
 #include "persist.h"
 
 static const char *const table_names[STORE_NTABLES] = {"kvcm_storages", "kvcm_groups", "kvcm_instances",
-                                                       "kvcm_accounts"};
+                                                       "kvcm_accounts", "kvcm_removed_instances"};
 
 int store_open(struct kvcm_store *st, struct persist *p)
 {

@@ -16,7 +16,8 @@ struct persist;
 struct persist_table;
 
 /* The tables of named JSON records, read back in this order. */
-enum store_table { STORE_STORAGES, STORE_GROUPS, STORE_INSTANCES, STORE_ACCOUNTS, STORE_NTABLES };
+/* STORE_REMOVED: instances removed whose data is still being deleted, by uid (a restart finishes their deletes) */
+enum store_table { STORE_STORAGES, STORE_GROUPS, STORE_INSTANCES, STORE_ACCOUNTS, STORE_REMOVED, STORE_NTABLES };
 
 struct kvcm_store {
 	struct persist *persist;
