@@ -92,7 +92,8 @@ int log_open(const char *path, char *err, size_t errlen)
 void log_to_stderr(void)
 {
 	if (log_fd != STDERR_FILENO)
-		dup2(STDERR_FILENO, log_fd); /* the descriptor stays: a line being written by another thread is not lost */
+		dup2(STDERR_FILENO,
+		     log_fd); /* the descriptor stays: a line being written by another thread is not lost */
 	log_path[0] = '\0';
 }
 

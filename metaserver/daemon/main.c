@@ -533,8 +533,8 @@ int main(int argc, char **argv)
 	enum exit_code rc;
 	char err[512] = "";
 
-	/* until the loop's handlers are in (add_events), logrotate's SIGUSR1 or a SIGHUP would end the process: a start,
-	 * or a standby's restart after a demotion, is not a time to die of a log rotation */
+	/* until the loop's handlers are in (add_events), logrotate's SIGUSR1 or a SIGHUP would end the process: a
+	 * start, or a standby's restart after a demotion, is not a time to die of a log rotation */
 	signal(SIGHUP, SIG_IGN);
 	signal(SIGUSR1, SIG_IGN);
 	m->rpc = &s.rpc;

@@ -576,9 +576,9 @@ void packed_done(struct packed *p, bool ok)
 		} else { /* a put that failed may still have landed: a record until a delete says otherwise */
 			for (unsigned w = 0; w < BITS_WORDS; w++)
 				cur->live[w] |= s->put[w];
-			/* and so may its SREM (Redis ran the EXEC, then WAIT fell short of replicas, or one command of it
-			 * failed): listed again by the next append, or that append's records would be in no block a load
-			 * reads */
+			/* and so may its SREM (Redis ran the EXEC, then WAIT fell short of replicas, or one command of
+			 * it failed): listed again by the next append, or that append's records would be in no block a
+			 * load reads */
 			cur->listed = false;
 		}
 		p->live += popcount(cur->live);

@@ -238,7 +238,7 @@ static int scan_one(void *arg, const void *key, size_t klen, const void *val, si
 		return 0;
 	if (!(o = object_new(okey, olen, (uint8_t)rec.h.nblobs)))
 		return MMC_MALLOC_FAILED; /* the load fails whole: a good record is never deleted for want of memory */
-	o->id = id; /* 0 in the format-2 table: the index gives it one */
+	o->id = id;                       /* 0 in the format-2 table: the index gives it one */
 	if (id > l->max_id)
 		l->max_id = id;
 	o->size = rec.h.size;
