@@ -1042,6 +1042,18 @@ static void move_while_refused(void)
 	cr_assert_eq(persist_put_kept(p, tbl, "new", 3, "1", 1), 0);
 }
 
+/* n batches of one plain write each ("w<first>", ...), each refused by the store. */
+static void refused_writes(int first, int n)
+{
+	char key[16];
+
+	for (int i = first; i < first + n; i++) {
+		snprintf(key, sizeof(key), "w%d", i);
+		cr_assert_eq(persist_put(p, tbl, key, strlen(key), "1", 1), 0);
+		cr_assert_eq(persist_flush(p), MMC_ERROR, "the store refuses");
+	}
+}
+
 /* A record moved to a new key (a promoted object renumbered): its batch failed, and the old key's delete, retried,
  * went with the next commit without the new key's write, which waited for a rewrite; a crash between left neither.
  * A kept pair goes again together, with the record's later plain write; a plain write does not. */
@@ -1071,14 +1083,9 @@ BOTH(a_kept_write_goes_again_with_the_retried_delete)
  * goes again once the store has taken a commit. */
 BOTH(a_kept_pair_refused_again_and_again_is_parked_whole)
 {
-	char key[16];
 
 	move_while_refused();
-	for (int i = 0; i < 4; i++) {
-		snprintf(key, sizeof(key), "w%d", i);
-		cr_assert_eq(persist_put(p, tbl, key, strlen(key), "1", 1), 0);
-		cr_assert_eq(persist_flush(p), MMC_ERROR, "the store refuses");
-	}
+	refused_writes(0, 4);
 	__atomic_store_n(&fence_ok, true, __ATOMIC_RELEASE);
 	cr_assert_eq(persist_put(p, tbl, "next", 4, "1", 1), 0);
 	cr_assert_eq(persist_flush(p), 0);
@@ -1094,14 +1101,9 @@ BOTH(a_kept_pair_refused_again_and_again_is_parked_whole)
  * key would come back with the next open. */
 BOTH(a_removed_object_s_parked_pair_takes_its_old_record_along)
 {
-	char key[16];
 
 	move_while_refused();
-	for (int i = 0; i < 3; i++) {
-		snprintf(key, sizeof(key), "w%d", i);
-		cr_assert_eq(persist_put(p, tbl, key, strlen(key), "1", 1), 0);
-		cr_assert_eq(persist_flush(p), MMC_ERROR, "the store refuses");
-	}
+	refused_writes(0, 3);
 	__atomic_store_n(&fence_ok, true, __ATOMIC_RELEASE);
 	cr_assert_eq(persist_del(p, tbl, "new", 3), 0); /* the object removed: its record under the id it moved to */
 	cr_assert_eq(persist_flush(p), 0);
@@ -1497,15 +1499,10 @@ Test(store_uri, a_password_file_makes_a_lone_token_the_user)
  * write's waiters and whoever asks persist_wait_seq() wait for its commit and not for an older number. */
 BOTH(a_write_that_unparks_into_an_empty_batch_is_numbered)
 {
-	char key[16];
 	uint64_t before;
 
 	move_while_refused();
-	for (int i = 0; i < 3; i++) {
-		snprintf(key, sizeof(key), "w%d", i);
-		cr_assert_eq(persist_put(p, tbl, key, strlen(key), "1", 1), 0);
-		cr_assert_eq(persist_flush(p), MMC_ERROR, "the store refuses");
-	}
+	refused_writes(0, 3);
 	before = persist_durable_seq(p);
 	cr_assert_eq(persist_del(p, tbl, "new", 3), 0); /* the moved object removed: its pair's write goes */
 	cr_assert_gt(persist_wait_seq(p), before, "the remove's batch has no number of its own");
@@ -1518,14 +1515,9 @@ BOTH(a_write_that_unparks_into_an_empty_batch_is_numbered)
 /* The moved record removed while its pair's last try flies: the remove is newer than the pair parked after it. */
 BOTH(a_remove_queued_while_the_pair_s_last_try_flies_is_not_undone)
 {
-	char key[16];
 
 	move_while_refused();
-	for (int i = 0; i < 2; i++) {
-		snprintf(key, sizeof(key), "w%d", i);
-		cr_assert_eq(persist_put(p, tbl, key, strlen(key), "1", 1), 0);
-		cr_assert_eq(persist_flush(p), MMC_ERROR, "the store refuses");
-	}
+	refused_writes(0, 2);
 	fence_calls = fence_released = 0;
 	persist_set_fence(p, fence_once, NULL); /* the next commit waits for the test, then fails */
 	cr_assert_eq(persist_put(p, tbl, "w2", 2, "1", 1), 0);
@@ -1547,15 +1539,10 @@ BOTH(a_remove_queued_while_the_pair_s_last_try_flies_is_not_undone)
 /* The moved record removed while the store refuses: the remove rides in the pair's batches, and goes where they go. */
 BOTH(a_remove_in_the_pair_s_batch_is_not_undone)
 {
-	char key[16];
 
 	move_while_refused();
 	cr_assert_eq(persist_del(p, tbl, "new", 3), 0);
-	for (int i = 0; i < 3; i++) {
-		snprintf(key, sizeof(key), "w%d", i);
-		cr_assert_eq(persist_put(p, tbl, key, strlen(key), "1", 1), 0);
-		cr_assert_eq(persist_flush(p), MMC_ERROR, "the store refuses");
-	}
+	refused_writes(0, 3);
 	__atomic_store_n(&fence_ok, true, __ATOMIC_RELEASE);
 	cr_assert_eq(persist_put(p, tbl, "next", 4, "1", 1), 0);
 	cr_assert_eq(persist_flush(p), 0);
