@@ -36,6 +36,7 @@
  */
 #define RETRY_ATTEMPTS  3
 #define RETRY_BYTES_MAX (256u << 20)
+#define PARKED_ATTEMPTS (2 * RETRY_ATTEMPTS) /* a parked write refused this often in all is dropped (logged) */
 
 struct waiter {
 	void (*fn)(void *arg);
@@ -561,9 +562,9 @@ static void retry_failed(struct persist *p, const struct batch *b)
 	struct batch *o = p->open, t = {0}, pk = {0};
 	struct persist_op op;
 	struct kept_keys k = {0};
-	size_t off = 0, nops, puts;
+	size_t off = 0, nops, puts, dropped = 0;
 	unsigned kept_tries = 0;
-	bool fits, kept_again, unpark_after = false;
+	bool fits, kept_again, kept_given_up, unpark_after = false;
 	unsigned char *tail = NULL;
 
 	kept_keys_of(b, &k);
@@ -575,6 +576,7 @@ static void retry_failed(struct persist *p, const struct batch *b)
 	 * the new key's write) together or not at all: past them it is parked, and the store keeps the old record,
 	 * whose space is never reused (its release waited for a batch that failed), until the pair goes again */
 	kept_again = kept_tries + 1 < RETRY_ATTEMPTS && fits;
+	kept_given_up = kept_tries + 1 >= PARKED_ATTEMPTS;
 	while (persist_op_next(&ops, &off, &op)) {
 		bool keep = kept(&k, &op);
 		unsigned tries = op.tries < OP_TRIES_MAX ? op.tries + 1 : OP_TRIES_MAX;
@@ -582,12 +584,21 @@ static void retry_failed(struct persist *p, const struct batch *b)
 		 * past three tries a write is parked instead of being copied into every batch while the store is down
 		 */
 		bool again = keep ? kept_again : tries < RETRY_ATTEMPTS && (op.del || fits);
+		/* parked and refused again each time it went: the store refuses it for good (a full map), and every
+		 * batch it rides with, and every reply deferred to it, would fail with it */
+		bool given_up = keep ? kept_given_up : tries >= PARKED_ATTEMPTS;
 
-		if ((keep || retried(p, &op)) &&
+		dropped += (keep || retried(p, &op)) && given_up;
+		if ((keep || retried(p, &op)) && !given_up &&
 		    append_op(again ? &t : &pk, op.table | (keep ? OP_KEPT : 0) | tries << OP_TRIES_SHIFT, op.key,
 		              op.klen, op.val, op.vlen, op.del))
 			goto out; /* out of memory (logged): the store keeps what it had, as without retries */
 	}
+	if (dropped)
+		log_error(
+		    "op=persist_retry err=\"refused again and again\" writes=%zu: dropped, the store keeps what it "
+		    "had; a restart loads it",
+		    dropped);
 	park(p, &pk);
 	/* what goes again now, and what was queued while b flew, is newer than what is parked of the same key */
 	unpark_after = parked_drop_batch(p, &t) | parked_drop_batch(p, o);

@@ -1097,6 +1097,31 @@ BOTH(a_kept_pair_refused_again_and_again_is_parked_whole)
 	persist_set_fence(p, NULL, NULL);
 }
 
+/* A parked pair the store refuses every time it goes again (a full map refusing its write, while batches without
+ * it commit): dropped whole after a few such rounds, as before parking, rather than failing every batch, and every
+ * reply deferred to it, for ever. */
+BOTH(a_parked_pair_refused_every_time_it_goes_again_is_dropped_whole)
+{
+	uint64_t failed = 0;
+	int before;
+
+	move_while_refused();
+	refused_writes(0, 3); /* parked */
+	for (int i = 0; i < 3; i++) {
+		cr_assert(persist_dirty(p), "round %d: still parked", i);
+		before = runs;
+		cr_assert_eq(persist_after_commit(p, saw_failure, &failed),
+		             0); /* it goes with this waiter, and fails */
+		run_until(before + 1);
+	}
+	cr_assert_not(persist_dirty(p), "refused in every round: dropped");
+	__atomic_store_n(&fence_ok, true, __ATOMIC_RELEASE);
+	cr_assert_eq(persist_put(p, tbl, "next", 4, "1", 1), 0);
+	cr_assert_eq(persist_flush(p), 0);
+	cr_assert(stored("old") && !stored("new"), "dropped whole: the store keeps the old record");
+	persist_set_fence(p, NULL, NULL);
+}
+
 /* A moved record's pair parked, then the object removed: the remove takes the pair's old key with it, or the removed
  * key would come back with the next open. */
 BOTH(a_removed_object_s_parked_pair_takes_its_old_record_along)
