@@ -391,10 +391,16 @@ void ssd_fence(struct ssd *d)
 		return;
 	pthread_mutex_lock(&d->lock);
 	waited = d->moving;
+	pthread_mutex_unlock(&d->lock);
+	/* said before the wait (outside the lock, as in worker_main): a disk that never answers must not leave the
+	 * operator with a silent rejoin */
+	if (waited)
+		lg_warn("ssd tier: the rejoin waits for a move the lost meta server asked for to end");
+	pthread_mutex_lock(&d->lock);
 	while (d->moving)
 		pthread_cond_wait(&d->idle, &d->lock);
 	pthread_mutex_unlock(&d->lock);
-	if (waited) /* outside the lock, as in worker_main */
+	if (waited)
 		lg_warn("ssd tier: the rejoin waited for a move the lost meta server asked for to end");
 }
 
