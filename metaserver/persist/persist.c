@@ -508,46 +508,56 @@ static void unpark(struct persist *p)
 		opened(p, o, false);
 }
 
+#define DROPPED      1 /* parked_drop_key: an op went */
+#define DROPPED_KEPT 2 /* ... a kept one: the newer write takes its place in its pair (kept too) */
+
 /* A write of key (table t) was queued: a parked op of the key is stale, and going after it would undo it (a removed
  * key's record back, an older record over a newer). A parked pair may lose its write here and keep its delete: the
- * newer write takes the write's place. True when an op went. */
-static bool parked_drop_key(struct persist *p, uint32_t t, const void *key, size_t klen)
+ * newer write takes the write's place, and is kept as the write was (retried with the delete). DROPPED flags. */
+static int parked_drop_key(struct persist *p, uint32_t t, const void *key, size_t klen)
 {
 	uint64_t h = op_hash(t, key, klen);
 	struct persist_ops ops = {p->parked.ops, p->parked.len, p->parked.nops, NULL, NULL};
 	struct persist_op op;
 	size_t off = 0, w = 0, n = 0;
+	int dropped = 0;
 
 	if (!p->parked.nops || !parked_may_hold(p, h))
-		return false;
+		return 0;
 	/* in place: nothing to allocate, so a stale op can never stay for want of memory */
 	for (size_t at = 0; persist_op_next(&ops, &off, &op); at = off) {
 		if (op.table == t && op.klen == klen && memcmp(op.key, key, klen) == 0) {
 			parked_unindex_one(p, h);
+			dropped |= DROPPED | (op.kept ? DROPPED_KEPT : 0);
 			continue;
 		}
 		memmove(p->parked.ops + w, p->parked.ops + at, off - at);
 		w += off - at;
 		n++;
 	}
-	if (n == p->parked.nops)
-		return false;
+	if (!dropped)
+		return 0;
 	p->parked.len = w;
 	p->parked.nops = n;
 	p->parked_unindexed &= n != 0;
-	return true;
+	return dropped;
 }
 
-/* parked_drop_key for every op of b, a batch newer than what is parked. True when an op went. */
-static bool parked_drop_batch(struct persist *p, const struct batch *b)
+/* parked_drop_key for every op of b, a batch newer than what is parked; an op that took a kept op's place is marked
+ * kept. True when an op went. */
+static bool parked_drop_batch(struct persist *p, struct batch *b)
 {
 	struct persist_ops ops = {b->ops, b->len, b->nops, NULL, NULL};
 	struct persist_op op;
-	size_t off = 0;
 	bool dropped = false;
 
-	while (p->parked.nops && persist_op_next(&ops, &off, &op))
-		dropped |= parked_drop_key(p, op.table, op.key, op.klen);
+	for (size_t at = 0, off = 0; p->parked.nops && persist_op_next(&ops, &off, &op); at = off) {
+		int d = parked_drop_key(p, op.table, op.key, op.klen);
+
+		if (d & DROPPED_KEPT)
+			((struct op *)(void *)(b->ops + at))->table |= OP_KEPT;
+		dropped |= d != 0;
+	}
 	return dropped;
 }
 
@@ -564,7 +574,7 @@ static void retry_failed(struct persist *p, const struct batch *b)
 	struct kept_keys k = {0};
 	size_t off = 0, nops, puts, dropped = 0;
 	unsigned kept_tries = 0;
-	bool fits, kept_again, kept_given_up, unpark_after = false;
+	bool fits, kept_again, unpark_after = false;
 	unsigned char *tail = NULL;
 
 	kept_keys_of(b, &k);
@@ -576,7 +586,6 @@ static void retry_failed(struct persist *p, const struct batch *b)
 	 * the new key's write) together or not at all: past them it is parked, and the store keeps the old record,
 	 * whose space is never reused (its release waited for a batch that failed), until the pair goes again */
 	kept_again = kept_tries + 1 < RETRY_ATTEMPTS && fits;
-	kept_given_up = kept_tries + 1 >= PARKED_ATTEMPTS;
 	while (persist_op_next(&ops, &off, &op)) {
 		bool keep = kept(&k, &op);
 		unsigned tries = op.tries < OP_TRIES_MAX ? op.tries + 1 : OP_TRIES_MAX;
@@ -584,9 +593,10 @@ static void retry_failed(struct persist *p, const struct batch *b)
 		 * past three tries a write is parked instead of being copied into every batch while the store is down
 		 */
 		bool again = keep ? kept_again : tries < RETRY_ATTEMPTS && (op.del || fits);
-		/* parked and refused again each time it went: the store refuses it for good (a full map), and every
-		 * batch it rides with, and every reply deferred to it, would fail with it */
-		bool given_up = keep ? kept_given_up : tries >= PARKED_ATTEMPTS;
+		/* a plain put parked and refused again each time it went: the store refuses it for good (a full map),
+		 * and every batch it rides with, and every reply deferred to it, would fail with it. Never a delete or
+		 * a moved record's pair: the store would keep a record of an object removed (it would come back) */
+		bool given_up = !keep && !op.del && tries >= PARKED_ATTEMPTS;
 
 		dropped += (keep || retried(p, &op)) && given_up;
 		if ((keep || retried(p, &op)) && !given_up &&
@@ -600,21 +610,23 @@ static void retry_failed(struct persist *p, const struct batch *b)
 		    "had; a restart loads it",
 		    dropped);
 	park(p, &pk);
-	/* what goes again now, and what was queued while b flew, is newer than what is parked of the same key */
-	unpark_after = parked_drop_batch(p, &t) | parked_drop_batch(p, o);
-	if (!t.nops || (o->len && !(tail = batch_append(&t, o->len))))
-		goto out;
-	if (o->len)
-		memcpy(tail, o->ops, o->len);
-	nops = t.nops;
-	free(o->ops);
-	o->ops = t.ops;
-	o->len = t.len;
-	o->cap = t.cap;
-	t.ops = NULL;
-	o->nretried += nops;
-	if ((o->nops += nops) == nops)
-		opened(p, o, false); /* numbered; it commits with the next write */
+	if (t.nops) {
+		if (o->len && !(tail = batch_append(&t, o->len)))
+			goto out;
+		if (o->len)
+			memcpy(tail, o->ops, o->len);
+		nops = t.nops;
+		free(o->ops);
+		o->ops = t.ops;
+		o->len = t.len;
+		o->cap = t.cap;
+		t.ops = NULL;
+		o->nretried += nops;
+		if ((o->nops += nops) == nops)
+			opened(p, o, false); /* numbered; it commits with the next write */
+	}
+	/* what goes again now (ahead in o) and what was queued while b flew are newer than what is parked */
+	unpark_after = parked_drop_batch(p, o);
 out:
 	if (unpark_after) /* what a pair kept of itself rides with the write that broke it up */
 		unpark(p);
@@ -971,6 +983,7 @@ int persist_set_redis_fence_key(struct persist *p, const char *key, const char *
 static int queue_op(struct persist *p, struct persist_table *t, const void *key, size_t klen, const void *val,
                     size_t vlen, bool del, bool kept)
 {
+	int dropped;
 	struct batch *b = p->open;
 
 	/* refused now, while the caller can still tell its client, rather than skipped by the writer later */
@@ -980,8 +993,10 @@ static int queue_op(struct persist *p, struct persist_table *t, const void *key,
 	}
 	/* a parked op of the key is older: it goes, and what its pair kept of itself rides ahead of this write (a
 	 * remove acknowledged must not leave the moved record's old key on disk) */
-	if (p->parked.nops && parked_drop_key(p, t->id, key, klen))
+	dropped = p->parked.nops ? parked_drop_key(p, t->id, key, klen) : 0;
+	if (dropped)
 		unpark(p);
+	kept |= (dropped & DROPPED_KEPT) != 0;
 	if (append_op(b, t->id | (kept ? OP_KEPT : 0), key, klen, val, vlen, del))
 		return MMC_ERROR;
 	if (b->nops == 1) {
@@ -1086,8 +1101,9 @@ int persist_after_commit(struct persist *p, void (*fn)(void *arg), void *arg)
 	 * for the next commit, and so does the waiter (defer_waiters) */
 	if (p->parked.nops && !p->flying && (!p->open->nops || p->failed_seq != p->durable_seq))
 		unpark(p);
-	/* with nothing queued, the newest writes are the flying ones: wait for those only */
-	b = !p->open->nops && p->flying ? p->flying : p->open;
+	/* with nothing queued, the newest writes are the flying ones: wait for those only (unless writes are parked:
+	 * one unparked into the open batch meanwhile would not be durable when the flying one lands) */
+	b = !p->open->nops && p->flying && !p->parked.nops ? p->flying : p->open;
 	w = array_grow(b->waiters, &b->capwaiters, b->nwaiters + 1, sizeof(*w), 64);
 
 	if (!w)

@@ -92,8 +92,9 @@ void persist_table_retry_deletes(struct persist_table *t);
  * once the store takes a commit, a newer write of its key replacing it meanwhile. persist_dirty() counts parked
  * writes, and a waiter is answered only once the parked writes pending at its batch's commit are durable too (a
  * retried call that found its change made is not acknowledged before the write that made it). Parked writes are
- * bounded in bytes, and a write refused six times in all is given up; past either it is dropped (logged), and the
- * store keeps what it had.
+ * bounded in bytes, and a plain put refused six times in all is given up (never a delete, nor a moved record's pair:
+ * the store would keep the record of an object removed); past either it is dropped (logged), and the store keeps
+ * what it had.
  */
 void persist_table_retry(struct persist_table *t);
 /*

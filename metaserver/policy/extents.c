@@ -239,8 +239,9 @@ static void renew(struct meta *m, struct extent *e, uint64_t idle_at_ms)
 {
 	if (e->idle_at_ms == idle_at_ms)
 		return; /* the batch renewed it and its grant already */
+	/* not a lane whose service left: it idles out and gives its count back (its space is gone from the total) */
 	for (struct extent *x = e->session->extents; x; x = x->snext)
-		if (x->grant == e->grant && x != e)
+		if (x->grant == e->grant && x != e && extent_service(m, x))
 			renew_one(m, x, idle_at_ms);
 	renew_one(m, e, idle_at_ms);
 }

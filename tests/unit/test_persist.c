@@ -1097,31 +1097,6 @@ BOTH(a_kept_pair_refused_again_and_again_is_parked_whole)
 	persist_set_fence(p, NULL, NULL);
 }
 
-/* A parked pair the store refuses every time it goes again (a full map refusing its write, while batches without
- * it commit): dropped whole after a few such rounds, as before parking, rather than failing every batch, and every
- * reply deferred to it, for ever. */
-BOTH(a_parked_pair_refused_every_time_it_goes_again_is_dropped_whole)
-{
-	uint64_t failed = 0;
-	int before;
-
-	move_while_refused();
-	refused_writes(0, 3); /* parked */
-	for (int i = 0; i < 3; i++) {
-		cr_assert(persist_dirty(p), "round %d: still parked", i);
-		before = runs;
-		cr_assert_eq(persist_after_commit(p, saw_failure, &failed),
-		             0); /* it goes with this waiter, and fails */
-		run_until(before + 1);
-	}
-	cr_assert_not(persist_dirty(p), "refused in every round: dropped");
-	__atomic_store_n(&fence_ok, true, __ATOMIC_RELEASE);
-	cr_assert_eq(persist_put(p, tbl, "next", 4, "1", 1), 0);
-	cr_assert_eq(persist_flush(p), 0);
-	cr_assert(stored("old") && !stored("new"), "dropped whole: the store keeps the old record");
-	persist_set_fence(p, NULL, NULL);
-}
-
 /* A moved record's pair parked, then the object removed: the remove takes the pair's old key with it, or the removed
  * key would come back with the next open. */
 BOTH(a_removed_object_s_parked_pair_takes_its_old_record_along)
@@ -1575,5 +1550,126 @@ BOTH(a_remove_in_the_pair_s_batch_is_not_undone)
 	cr_assert_eq(persist_flush(p), 0);
 	cr_assert_not(stored("new"), "a removed object's record came back from its parked pair");
 	cr_assert_not(stored("old"));
+	persist_set_fence(p, NULL, NULL);
+}
+
+/* A parked put of a table that retries its writes, refused every time it goes again (a full map refusing it while
+ * batches without it commit): dropped after six refusals in all, as before parking, rather than failing every batch
+ * it rides, and every reply deferred to it, for ever. */
+BOTH(a_parked_put_refused_every_time_it_goes_again_is_dropped)
+{
+	uint64_t failed = 0;
+	int before;
+
+	persist_table_retry(tbl);
+	fence_ok = false;
+	persist_set_fence(p, fence, &fence_ok);
+	put_and_land("x", "1", 1);
+	put_and_land("x", "1", 1);
+	put_and_land("x", "1", 1); /* its third refusal: parked */
+	cr_assert(persist_dirty(p));
+	for (int i = 0; i < 20 && persist_dirty(p); i++) {
+		before = runs;
+		cr_assert_eq(persist_after_commit(p, saw_failure, &failed), 0); /* it goes, and fails */
+		run_until(before + 1);
+	}
+	cr_assert_not(persist_dirty(p), "refused in every round, it was never dropped");
+	persist_set_fence(p, NULL, NULL);
+}
+
+/* A moved record's new key written again (a plain put: a demote, an LRU checkpoint) while its pair is parked: the
+ * write takes the parked write's place in the pair and goes again with the delete, or a failure of its batch left
+ * the store with neither record. Through a write queued now, and one queued while the pair's last try flew. */
+BOTH(a_plain_write_of_a_parked_pair_s_new_key_stays_in_the_pair)
+{
+	move_while_refused();
+	refused_writes(0, 3); /* parked */
+	cr_assert_eq(persist_put(p, tbl, "new", 3, "2", 1), 0);
+	cr_assert_eq(persist_flush(p), MMC_ERROR, "the store refuses");
+	__atomic_store_n(&fence_ok, true, __ATOMIC_RELEASE);
+	cr_assert_eq(persist_put(p, tbl, "next", 4, "1", 1), 0);
+	cr_assert_eq(persist_flush(p), 0);
+	cr_assert_eq(persist_put(p, tbl, "later", 5, "1", 1), 0);
+	cr_assert_eq(persist_flush(p), 0);
+	cr_assert(!stored("old") && stored("new"), "the moved record is in the store under neither key");
+	persist_set_fence(p, NULL, NULL);
+}
+
+BOTH(a_plain_write_queued_while_the_pair_flies_stays_in_the_pair)
+{
+	move_while_refused();
+	refused_writes(0, 2);
+	fence_calls = fence_released = 0;
+	persist_set_fence(p, fence_once, NULL); /* the next commit waits for the test, then fails */
+	cr_assert_eq(persist_put(p, tbl, "w2", 2, "1", 1), 0);
+	for (int i = 0; i < 2000 && !__atomic_load_n(&fence_calls, __ATOMIC_ACQUIRE); i++) {
+		event_base_loopexit(base, &(struct timeval){0, 1000});
+		event_base_dispatch(base);
+	}
+	cr_assert_eq(__atomic_load_n(&fence_calls, __ATOMIC_ACQUIRE), 1, "the pair's third try is flying");
+	cr_assert_eq(persist_put(p, tbl, "new", 3, "2", 1), 0);
+	fence_ok = false;
+	persist_set_fence(p, fence, &fence_ok); /* for the batches after the flying one */
+	__atomic_store_n(&fence_released, 1, __ATOMIC_RELEASE);
+	persist_flush(p);
+	__atomic_store_n(&fence_ok, true, __ATOMIC_RELEASE);
+	cr_assert_eq(persist_put(p, tbl, "later", 5, "1", 1), 0);
+	persist_flush(p);
+	cr_assert_eq(persist_put(p, tbl, "later2", 6, "1", 1), 0);
+	persist_flush(p);
+	cr_assert(!stored("old") && stored("new"), "the moved record is in the store under neither key");
+	persist_set_fence(p, NULL, NULL);
+}
+
+static int slow_calls, slow_released;
+
+/* The first commit waits for the test, then passes; later ones pass. */
+static bool fence_slow_once(void *arg)
+{
+	(void)arg;
+	if (__atomic_fetch_add(&slow_calls, 1, __ATOMIC_ACQ_REL) == 0)
+		while (!__atomic_load_n(&slow_released, __ATOMIC_ACQUIRE))
+			usleep(1000);
+	return true;
+}
+
+static bool x_when_answered;
+
+static void note_x(void *arg)
+{
+	(void)arg;
+	x_when_answered = stored("x");
+	runs++;
+}
+
+/* A waiter asked while a batch flies and writes are parked, then a write of one parked key unparks the others into
+ * the open batch: the waiter is answered once those are durable, not when the flying batch lands. */
+BOTH(a_waiter_asked_while_writes_are_parked_waits_for_them)
+{
+	int before;
+
+	persist_table_retry(tbl);
+	fence_ok = false;
+	persist_set_fence(p, fence, &fence_ok);
+	cr_assert_eq(persist_put(p, tbl, "x", 1, "1", 1), 0);
+	cr_assert_eq(persist_put(p, tbl, "y", 1, "1", 1), 0);
+	cr_assert_eq(persist_flush(p), MMC_ERROR);
+	refused_writes(0, 2); /* x and y parked */
+	slow_calls = slow_released = 0;
+	persist_set_fence(p, fence_slow_once, NULL);
+	cr_assert_eq(persist_put(p, tbl, "z", 1, "1", 1), 0);
+	for (int i = 0; i < 2000 && !__atomic_load_n(&slow_calls, __ATOMIC_ACQUIRE); i++) {
+		event_base_loopexit(base, &(struct timeval){0, 1000});
+		event_base_dispatch(base);
+	}
+	cr_assert_eq(__atomic_load_n(&slow_calls, __ATOMIC_ACQUIRE), 1, "z's batch is flying");
+	before = runs;
+	cr_assert_eq(persist_after_commit(p, note_x, NULL), 0); /* a retried call that found its change made */
+	cr_assert_eq(persist_put(p, tbl, "y", 1, "2", 1), 0);   /* unparks x into the open batch */
+	__atomic_store_n(&slow_released, 1, __ATOMIC_RELEASE);
+	run_until(before + 1);
+	cr_assert_eq(runs, before + 1);
+	cr_assert(x_when_answered, "answered before the parked write x was durable");
+	persist_flush(p);
 	persist_set_fence(p, NULL, NULL);
 }

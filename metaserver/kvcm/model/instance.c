@@ -379,8 +379,12 @@ struct instance *instance_load_removed(struct kvcm *k, json_t *record)
 	int code;
 
 	if (!g) { /* its group went too: its blocks' records are dropped at load, as before such records */
+		char uid[24];
+
 		log_warn("op=kvcm_load removed_instance=\"%s\" err=\"its group is gone: its data is not deleted\"",
 		         info ? jn_str(info, "instance_id") : "?");
+		snprintf(uid, sizeof(uid), "%" PRIu64, (uint64_t)jn_i64(record, "uid"));
+		store_del_json(&k->store, STORE_REMOVED, uid); /* said once, not at every start */
 		return NULL;
 	}
 	if (!(inst = instance_new(info, g, msg, sizeof(msg), &code)))
