@@ -1125,6 +1125,19 @@ static bool fence_once(void *arg)
 	return false;
 }
 
+/* A batch with key in it, flying until the test sets fence_released, then refused (fence_once). */
+static void fly_refused_once(const char *key)
+{
+	fence_calls = fence_released = 0;
+	persist_set_fence(p, fence_once, NULL);
+	cr_assert_eq(persist_put(p, tbl, key, strlen(key), "1", 1), 0);
+	for (int i = 0; i < 2000 && !__atomic_load_n(&fence_calls, __ATOMIC_ACQUIRE); i++) {
+		event_base_loopexit(base, &(struct timeval){0, 1000});
+		event_base_dispatch(base);
+	}
+	cr_assert_eq(__atomic_load_n(&fence_calls, __ATOMIC_ACQUIRE), 1, "the batch is flying");
+}
+
 /*
  * A retrying table (persist_table_retry): every write of a failed batch goes again, ahead of the writes queued while
  * it flew, so a key written again meanwhile ends as its newer value and one written only then is stored too.
@@ -1518,14 +1531,7 @@ BOTH(a_remove_queued_while_the_pair_s_last_try_flies_is_not_undone)
 
 	move_while_refused();
 	refused_writes(0, 2);
-	fence_calls = fence_released = 0;
-	persist_set_fence(p, fence_once, NULL); /* the next commit waits for the test, then fails */
-	cr_assert_eq(persist_put(p, tbl, "w2", 2, "1", 1), 0);
-	for (int i = 0; i < 2000 && !__atomic_load_n(&fence_calls, __ATOMIC_ACQUIRE); i++) {
-		event_base_loopexit(base, &(struct timeval){0, 1000});
-		event_base_dispatch(base);
-	}
-	cr_assert_eq(__atomic_load_n(&fence_calls, __ATOMIC_ACQUIRE), 1, "the pair's third try is flying");
+	fly_refused_once("w2"); /* the pair's third try */
 	cr_assert_eq(persist_del(p, tbl, "new", 3), 0);
 	__atomic_store_n(&fence_released, 1, __ATOMIC_RELEASE);
 	persist_flush(p);
@@ -1599,14 +1605,7 @@ BOTH(a_plain_write_queued_while_the_pair_flies_stays_in_the_pair)
 {
 	move_while_refused();
 	refused_writes(0, 2);
-	fence_calls = fence_released = 0;
-	persist_set_fence(p, fence_once, NULL); /* the next commit waits for the test, then fails */
-	cr_assert_eq(persist_put(p, tbl, "w2", 2, "1", 1), 0);
-	for (int i = 0; i < 2000 && !__atomic_load_n(&fence_calls, __ATOMIC_ACQUIRE); i++) {
-		event_base_loopexit(base, &(struct timeval){0, 1000});
-		event_base_dispatch(base);
-	}
-	cr_assert_eq(__atomic_load_n(&fence_calls, __ATOMIC_ACQUIRE), 1, "the pair's third try is flying");
+	fly_refused_once("w2"); /* the pair's third try */
 	cr_assert_eq(persist_put(p, tbl, "new", 3, "2", 1), 0);
 	fence_ok = false;
 	persist_set_fence(p, fence, &fence_ok); /* for the batches after the flying one */
