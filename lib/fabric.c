@@ -709,6 +709,7 @@ static void abandon(struct fab_batch *b, bool expired)
 		lg_error("libfabric: an RMA made no progress for %u ms; giving up %zu operations", b->stall_ms,
 		         b->posted - b->reaped);
 	b->severed = true;
+	b->patient = false;
 	if (!sever_stalled(b, expired)) {
 		lg_error("libfabric: provider %s cannot close a connection: waiting for the stalled operations",
 		         b->f->provider);
@@ -757,9 +758,14 @@ static void reap_one(struct fab_batch *b)
 			stall = now + b->stall_ms;
 		last = now;
 		expired = b->deadline_ms && now >= b->deadline_ms;
-		if ((now > stall || expired) && !b->severed) {
+		/* a deadline cuts only the peer's own connection, and may find none it can tell; the stall that
+		 * follows may still cut its host's: a stopped peer must not hold the call past rma_timeout_ms */
+		if ((now > stall && !b->stall_cut) || (expired && !b->severed)) {
+			bool stalled = now > stall;
+
 			atomic_fetch_sub_explicit(&b->f->reapers, 1, memory_order_relaxed);
-			abandon(b, expired && now <= stall);
+			b->stall_cut |= stalled;
+			abandon(b, !stalled);
 			if (b->abandoned)
 				return;
 			atomic_fetch_add_explicit(&b->f->reapers, 1, memory_order_relaxed);

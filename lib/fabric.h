@@ -93,6 +93,7 @@ struct fab_batch {
 	bool severed;         /* given up: the unfinished ops' connections were cut, nothing more is posted */
 	bool abandoned;       /* and the ops reported at once (the provider closed them: their ring is kept) */
 	bool patient;         /* one could not be cut: its ops are waited for, however long */
+	bool stall_cut;       /* abandoned for a stall (a deadline's cut, declined, leaves a stall's to come) */
 	/* peers the provider would not take an op for during stall_ms: later posts to them fail at once */
 	fi_addr_t refused[FAB_REFUSED_MAX];
 	size_t nrefused;
